@@ -1,0 +1,95 @@
+#include "common/cuda_handles.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/cuda_status.h"
+#include "common/logging.h"
+
+namespace graphserve {
+
+namespace internal {
+namespace {
+void WarnOnFailure(cudaError_t error, const char* call) {
+  if (error != cudaSuccess) {
+    spdlog::warn("{} failed during teardown: {}", call, cudaGetErrorString(error));
+  }
+}
+}  // namespace
+
+void StreamDeleter::operator()(cudaStream_t stream) const {
+  WarnOnFailure(cudaStreamDestroy(stream), "cudaStreamDestroy");
+}
+void EventDeleter::operator()(cudaEvent_t event) const {
+  WarnOnFailure(cudaEventDestroy(event), "cudaEventDestroy");
+}
+void GraphDeleter::operator()(cudaGraph_t graph) const {
+  WarnOnFailure(cudaGraphDestroy(graph), "cudaGraphDestroy");
+}
+void GraphExecDeleter::operator()(cudaGraphExec_t exec) const {
+  WarnOnFailure(cudaGraphExecDestroy(exec), "cudaGraphExecDestroy");
+}
+void CublasLtDeleter::operator()(cublasLtHandle_t handle) const {
+  if (cublasLtDestroy(handle) != CUBLAS_STATUS_SUCCESS) {
+    spdlog::warn("cublasLtDestroy failed during teardown");
+  }
+}
+void DeviceMemoryDeleter::operator()(void* ptr) const {
+  WarnOnFailure(cudaFree(ptr), "cudaFree");
+}
+void PinnedMemoryDeleter::operator()(void* ptr) const {
+  WarnOnFailure(cudaFreeHost(ptr), "cudaFreeHost");
+}
+}  // namespace internal
+
+absl::StatusOr<CudaStream> CudaStream::Create() {
+  cudaStream_t stream = nullptr;
+  CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  return CudaStream(stream);
+}
+
+absl::StatusOr<CudaEvent> CudaEvent::Create(bool timing) {
+  cudaEvent_t event = nullptr;
+  CUDA_RETURN_IF_ERROR(
+      cudaEventCreateWithFlags(&event, timing ? cudaEventDefault : cudaEventDisableTiming));
+  return CudaEvent(event);
+}
+
+absl::StatusOr<CublasLtHandle> CublasLtHandle::Create() {
+  cublasLtHandle_t handle = nullptr;
+  CUBLAS_RETURN_IF_ERROR(cublasLtCreate(&handle));
+  return CublasLtHandle(handle);
+}
+
+absl::StatusOr<DeviceBuffer> DeviceBuffer::Allocate(size_t bytes) {
+  if (bytes == 0) return DeviceBuffer();
+  void* ptr = nullptr;
+  const cudaError_t error = cudaMalloc(&ptr, bytes);
+  if (error != cudaSuccess) {
+    cudaGetLastError();  // An allocation failure is not sticky; clear it.
+    return AnnotateStatus(CudaErrorToStatus(error, "cudaMalloc"),
+                          absl::StrCat("allocating ", bytes, " device bytes"));
+  }
+  return DeviceBuffer(ptr, bytes);
+}
+
+absl::StatusOr<PinnedHostBuffer> PinnedHostBuffer::Allocate(size_t bytes) {
+  if (bytes == 0) return PinnedHostBuffer();
+  void* ptr = nullptr;
+  const cudaError_t error = cudaHostAlloc(&ptr, bytes, cudaHostAllocDefault);
+  if (error != cudaSuccess) {
+    cudaGetLastError();
+    return AnnotateStatus(CudaErrorToStatus(error, "cudaHostAlloc"),
+                          absl::StrCat("allocating ", bytes, " pinned host bytes"));
+  }
+  return PinnedHostBuffer(ptr, bytes);
+}
+
+int CudaDeviceCount() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return count;
+}
+
+}  // namespace graphserve

@@ -1,0 +1,114 @@
+#pragma once
+// Move-only owners for every CUDA handle GraphServe holds. Each is created by a
+// factory that reports failure as a Status; destruction never throws and logs a
+// warning when the driver refuses to release a handle.
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <memory>
+#include <type_traits>
+
+#include "absl/status/statusor.h"
+
+namespace graphserve {
+
+namespace internal {
+struct StreamDeleter { void operator()(cudaStream_t stream) const; };
+struct EventDeleter { void operator()(cudaEvent_t event) const; };
+struct GraphDeleter { void operator()(cudaGraph_t graph) const; };
+struct GraphExecDeleter { void operator()(cudaGraphExec_t exec) const; };
+struct CublasLtDeleter { void operator()(cublasLtHandle_t handle) const; };
+struct DeviceMemoryDeleter { void operator()(void* ptr) const; };
+struct PinnedMemoryDeleter { void operator()(void* ptr) const; };
+}  // namespace internal
+
+// A non-blocking stream: it never synchronises with the legacy default stream,
+// which graph capture requires.
+class CudaStream {
+ public:
+  static absl::StatusOr<CudaStream> Create();
+  [[nodiscard]] cudaStream_t get() const { return stream_.get(); }
+
+ private:
+  explicit CudaStream(cudaStream_t stream) : stream_(stream) {}
+  std::unique_ptr<std::remove_pointer_t<cudaStream_t>, internal::StreamDeleter> stream_;
+};
+
+class CudaEvent {
+ public:
+  // `timing` events can measure elapsed time; others are cheaper to record.
+  static absl::StatusOr<CudaEvent> Create(bool timing = false);
+  [[nodiscard]] cudaEvent_t get() const { return event_.get(); }
+
+ private:
+  explicit CudaEvent(cudaEvent_t event) : event_(event) {}
+  std::unique_ptr<std::remove_pointer_t<cudaEvent_t>, internal::EventDeleter> event_;
+};
+
+// Owns a captured graph (cudaStreamEndCapture's result).
+class CudaGraph {
+ public:
+  CudaGraph() = default;
+  explicit CudaGraph(cudaGraph_t graph) : graph_(graph) {}
+  [[nodiscard]] cudaGraph_t get() const { return graph_.get(); }
+
+ private:
+  std::unique_ptr<std::remove_pointer_t<cudaGraph_t>, internal::GraphDeleter> graph_;
+};
+
+class CudaGraphExec {
+ public:
+  CudaGraphExec() = default;
+  explicit CudaGraphExec(cudaGraphExec_t exec) : exec_(exec) {}
+  [[nodiscard]] cudaGraphExec_t get() const { return exec_.get(); }
+
+ private:
+  std::unique_ptr<std::remove_pointer_t<cudaGraphExec_t>, internal::GraphExecDeleter> exec_;
+};
+
+class CublasLtHandle {
+ public:
+  static absl::StatusOr<CublasLtHandle> Create();
+  [[nodiscard]] cublasLtHandle_t get() const { return handle_.get(); }
+
+ private:
+  explicit CublasLtHandle(cublasLtHandle_t handle) : handle_(handle) {}
+  std::unique_ptr<std::remove_pointer_t<cublasLtHandle_t>, internal::CublasLtDeleter> handle_;
+};
+
+// cudaMalloc'd bytes. A zero-byte buffer holds no allocation.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  static absl::StatusOr<DeviceBuffer> Allocate(size_t bytes);
+  [[nodiscard]] void* get() const { return ptr_.get(); }
+  [[nodiscard]] size_t bytes() const { return bytes_; }
+
+ private:
+  DeviceBuffer(void* ptr, size_t bytes) : ptr_(ptr), bytes_(bytes) {}
+  std::unique_ptr<void, internal::DeviceMemoryDeleter> ptr_;
+  size_t bytes_ = 0;
+};
+
+// Page-locked host memory (cudaHostAlloc), so copies to and from the device
+// are asynchronous and can be recorded as graph memcpy nodes.
+class PinnedHostBuffer {
+ public:
+  PinnedHostBuffer() = default;
+  static absl::StatusOr<PinnedHostBuffer> Allocate(size_t bytes);
+  [[nodiscard]] void* get() const { return ptr_.get(); }
+  [[nodiscard]] size_t bytes() const { return bytes_; }
+
+ private:
+  PinnedHostBuffer(void* ptr, size_t bytes) : ptr_(ptr), bytes_(bytes) {}
+  std::unique_ptr<void, internal::PinnedMemoryDeleter> ptr_;
+  size_t bytes_ = 0;
+};
+
+// Number of CUDA devices the driver sees; 0 (not an error) when there is no
+// driver or no device, so callers can fall back to the host executor.
+int CudaDeviceCount();
+
+}  // namespace graphserve

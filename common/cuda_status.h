@@ -1,0 +1,51 @@
+#pragma once
+// CUDA and cuBLAS return codes as absl::Status. The message names the failing
+// call; callers add the op, graph or batch size with AnnotateStatus.
+
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include "absl/strings/string_view.h"
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace graphserve {
+
+inline absl::Status CudaErrorToStatus(cudaError_t error, absl::string_view call) {
+  if (error == cudaSuccess) return absl::OkStatus();
+  const absl::StatusCode code = error == cudaErrorMemoryAllocation
+                                    ? absl::StatusCode::kResourceExhausted
+                                    : absl::StatusCode::kInternal;
+  return absl::Status(code, absl::StrCat(call, " failed: ", cudaGetErrorName(error),
+                                         " (", cudaGetErrorString(error), ")"));
+}
+
+inline absl::Status CublasErrorToStatus(cublasStatus_t error, absl::string_view call) {
+  if (error == CUBLAS_STATUS_SUCCESS) return absl::OkStatus();
+  const absl::StatusCode code = error == CUBLAS_STATUS_ALLOC_FAILED
+                                    ? absl::StatusCode::kResourceExhausted
+                                    : absl::StatusCode::kInternal;
+  return absl::Status(code, absl::StrCat(call, " failed: ", cublasGetStatusName(error),
+                                         " (", cublasGetStatusString(error), ")"));
+}
+
+// Prefixes a non-OK status with what was being done ("op 'fc1' (Gemm), batch 64").
+inline absl::Status AnnotateStatus(const absl::Status& status, absl::string_view context) {
+  if (status.ok()) return status;
+  return absl::Status(status.code(), absl::StrCat(context, ": ", status.message()));
+}
+
+}  // namespace graphserve
+
+#define CUDA_RETURN_IF_ERROR(call)                                                    \
+  do {                                                                                \
+    ::absl::Status gs_cuda_status_ = ::graphserve::CudaErrorToStatus((call), #call);  \
+    if (!gs_cuda_status_.ok()) return gs_cuda_status_;                                \
+  } while (false)
+
+#define CUBLAS_RETURN_IF_ERROR(call)                                                    \
+  do {                                                                                  \
+    ::absl::Status gs_cublas_status_ = ::graphserve::CublasErrorToStatus((call), #call); \
+    if (!gs_cublas_status_.ok()) return gs_cublas_status_;                              \
+  } while (false)

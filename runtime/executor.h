@@ -1,0 +1,33 @@
+#pragma once
+// The interface every executor offers tests, tools and the host fallback: run
+// a bound graph on host tensors and return its outputs.
+//
+// The CUDA executor also offers the capturable, stream-level API (see
+// runtime/cuda/cuda_executor.h); this interface is the synchronous convenience
+// on top, used for correctness checks and on machines without a GPU.
+
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "runtime/bound_graph.h"
+#include "runtime/tensor.h"
+
+namespace graphserve {
+
+class Executor {
+ public:
+  virtual ~Executor() = default;
+
+  // Runs the graph on `inputs` (one per BoundGraph::inputs, in order, with
+  // matching dtype and dims) and returns one tensor per BoundGraph::outputs.
+  // Wrong inputs are an InvalidArgument error that says what was expected.
+  virtual absl::StatusOr<std::vector<HostTensor>> Run(
+      absl::Span<const HostTensor> inputs) = 0;
+};
+
+// Checks `inputs` against the graph's input values: count, dtype, dims.
+absl::Status ValidateInputs(const BoundGraph& graph, absl::Span<const HostTensor> inputs);
+
+}  // namespace graphserve

@@ -1,0 +1,53 @@
+#pragma once
+// Dense row-major tensors in host memory, and the dims helpers every module
+// shares.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "common/dtype.h"
+
+namespace graphserve {
+
+// Tensor dimensions, outermost first. In a Model (before binding), -1 marks the
+// batch dimension; in a BoundGraph every dim is concrete.
+using Dims = std::vector<int64_t>;
+
+// Product of the dims (1 for a scalar, 0 if any dim is 0).
+int64_t NumElements(const Dims& dims);
+
+// "[2,3,4]"; "[]" for a scalar.
+std::string DimsToString(const Dims& dims);
+
+class HostTensor {
+ public:
+  HostTensor() = default;
+  // Zero-filled tensor of the given type and dims.
+  HostTensor(DType dtype, Dims dims);
+
+  [[nodiscard]] DType dtype() const { return dtype_; }
+  [[nodiscard]] const Dims& dims() const { return dims_; }
+  [[nodiscard]] int64_t num_elements() const { return NumElements(dims_); }
+  [[nodiscard]] size_t bytes() const { return bytes_.size(); }
+
+  // Typed views; T must match dtype() (float, int64_t, bool).
+  template <typename T>
+  [[nodiscard]] T* data() { return reinterpret_cast<T*>(bytes_.data()); }
+  template <typename T>
+  [[nodiscard]] const T* data() const { return reinterpret_cast<const T*>(bytes_.data()); }
+  [[nodiscard]] void* raw() { return bytes_.data(); }
+  [[nodiscard]] const void* raw() const { return bytes_.data(); }
+
+  // Same bytes, new dims with the same element count (Reshape on the host).
+  void Reshape(Dims dims);
+
+ private:
+  DType dtype_ = DType::kFloat32;
+  Dims dims_;
+  // std::vector's allocation is aligned for any scalar type.
+  std::vector<std::byte> bytes_;
+};
+
+}  // namespace graphserve
