@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <variant>
 #include <vector>
@@ -52,7 +53,9 @@ struct Model {
   int64_t opset = 0;              // default-domain opset the model was written for
   std::vector<ValueInfo> inputs;  // graph inputs that are not initializers
   std::vector<ValueInfo> outputs;
-  std::map<std::string, HostTensor> initializers;
+  // Shared so that every BoundGraph made from this model (one per batch size)
+  // points at the same tensors, and the weight store uploads each once.
+  std::map<std::string, std::shared_ptr<const HostTensor>> initializers;
   std::vector<Node> nodes;  // topological order
 };
 

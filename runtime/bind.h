@@ -1,0 +1,37 @@
+#pragma once
+// Binding: a Model made concrete for one batch size. Shapes are inferred op by
+// op, nodes whose inputs are all known are run on the host and become
+// constants (this folds PyTorch's Shape/Gather/Unsqueeze/Concat chains that
+// feed Reshape and Expand), and every remaining node is put in the canonical
+// form of Note [Canonical bound nodes] (bound_graph.h).
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "runtime/bound_graph.h"
+#include "runtime/ir.h"
+
+namespace graphserve {
+
+struct BindOptions {
+  // Replaces dim 0 of every graph input whose dim 0 is -1 (the batch dim).
+  int64_t batch_size = 1;
+  // Graph inputs whose values are fixed at plan time. They become constants
+  // and are not inputs of the bound graph. ONNX's node tests feed shapes this
+  // way (e.g. Reshape's `shape` as a graph input); a served model does not.
+  std::map<std::string, HostTensor> known_inputs;
+};
+
+// Errors: InvalidArgument naming the node, op and the offending dims or
+// dtypes (e.g. incompatible broadcast, a Reshape whose element count differs),
+// or a shape operand that is not known at plan time.
+absl::StatusOr<BoundGraph> BindModel(const Model& model, const BindOptions& options);
+
+// True when input `input_index` of `op_type` describes a shape (Reshape's
+// shape, Expand's shape, Slice's starts/ends/axes/steps, Unsqueeze's and
+// Squeeze's axes, ReduceMean's axes): its value must be known at plan time.
+bool IsShapeOperand(const std::string& op_type, int input_index);
+
+}  // namespace graphserve

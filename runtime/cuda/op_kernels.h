@@ -1,0 +1,35 @@
+#pragma once
+// GraphServe's own CUDA kernels for every canonical op except the GEMMs
+// (Gemm and MatMul run on cuBLASLt, see runtime/cuda/gemm.h).
+//
+// A kernel is prepared once at plan time from the bound node (all index
+// arithmetic parameters computed then), and enqueued on every run with no
+// allocation, no synchronisation and no host-device copy, so a run can be
+// captured into a CUDA graph as it is.
+
+#include <cuda_runtime.h>
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "runtime/bound_graph.h"
+
+namespace graphserve {
+
+class CudaOpKernel {
+ public:
+  virtual ~CudaOpKernel() = default;
+
+  // Enqueues the op on `stream`. `inputs` and `outputs` are device addresses
+  // following node.inputs and node.outputs. Returns the launch error, if any
+  // (naming the node).
+  virtual absl::Status Enqueue(absl::Span<const void* const> inputs,
+                               absl::Span<void* const> outputs, cudaStream_t stream) const = 0;
+};
+
+// Unimplemented for Gemm and MatMul, and for an op or dtype with no kernel.
+absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeCudaOpKernel(const BoundGraph& graph,
+                                                               const BoundNode& node);
+
+}  // namespace graphserve

@@ -1,0 +1,28 @@
+#pragma once
+// Runs a BoundGraph with the host reference kernels: the oracle in tests and
+// the executor used when no GPU is present.
+
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "runtime/bound_graph.h"
+#include "runtime/executor.h"
+
+namespace graphserve {
+
+class HostExecutor : public Executor {
+ public:
+  static absl::StatusOr<std::unique_ptr<HostExecutor>> Create(BoundGraph graph);
+
+  // Thread-safe: each call keeps its intermediate tensors to itself.
+  absl::StatusOr<std::vector<HostTensor>> Run(absl::Span<const HostTensor> inputs) override;
+
+  [[nodiscard]] const BoundGraph& graph() const { return graph_; }
+
+ private:
+  explicit HostExecutor(BoundGraph graph) : graph_(std::move(graph)) {}
+  const BoundGraph graph_;
+};
+
+}  // namespace graphserve

@@ -1,0 +1,32 @@
+#pragma once
+// ONNX import: a model file, checked by libonnx's checker and shape inference,
+// converted into GraphServe's IR (runtime/ir.h).
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "onnx/onnx_pb.h"
+#include "runtime/ir.h"
+#include "runtime/tensor.h"
+
+namespace graphserve {
+
+// Reads and converts a model. One InvalidArgument (or Unimplemented) error
+// lists every problem found: each unsupported op (with its node names), each
+// unsupported dtype, each dynamic dim other than an input's dim 0. A file that
+// does not parse or fails the checker is InvalidArgument with libonnx's
+// message; a missing file is NotFound.
+absl::StatusOr<Model> ImportOnnxFile(const std::string& path);
+
+// Same, from the serialized ModelProto bytes; `name` is used in messages.
+absl::StatusOr<Model> ImportOnnxBytes(const std::string& bytes, const std::string& name);
+
+// A TensorProto (initializer, Constant attribute, or a node test's
+// input_N.pb / output_N.pb) as a HostTensor; raw_data and the typed fields
+// (float_data, int64_data, int32_data for bool) are both read.
+absl::StatusOr<HostTensor> TensorFromOnnx(const onnx::TensorProto& tensor);
+
+// Reads a serialized TensorProto file (a node test's data set entry).
+absl::StatusOr<HostTensor> ReadTensorProtoFile(const std::string& path);
+
+}  // namespace graphserve
