@@ -1,0 +1,81 @@
+#pragma once
+// The CUDA executor: one BoundGraph planned for one device, enqueued on any
+// stream as a capturable sequence of cuBLASLt calls and our own kernels.
+//
+// Everything that allocates or creates library state happens in Create():
+// weights are found in (or uploaded to) the shared WeightStore, activation
+// offsets are planned into the stream's arena, cuBLASLt descriptors, algorithm
+// choices and workspaces are made. Enqueue() then only launches work.
+
+#include <cuda_runtime.h>
+
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "runtime/bound_graph.h"
+#include "runtime/executor.h"
+#include "tensor_holder/io_buffers.h"
+#include "tensor_holder/stream_arena.h"
+#include "tensor_holder/weight_store.h"
+
+namespace graphserve {
+
+struct CudaExecutorOptions {
+  // CUDA device ordinal.
+  int device = 0;
+  // Allow TF32 tensor-core math in GEMMs: faster, relative error near 3e-4.
+  // Off by default: exact float32.
+  bool allow_tf32 = false;
+  // Fuse Gemm/MatMul + bias Add + Relu/Gelu into cuBLASLt epilogues.
+  bool fuse_epilogues = true;
+};
+
+// Device memory a plan runs in. Shared by the N plans (batch sizes) of one
+// stream slot; the executor reserves what it needs in each at Create().
+struct ExecutionResources {
+  std::shared_ptr<WeightStore> weights;  // shared by every plan on the device
+  std::shared_ptr<StreamArena> arena;    // activations of one stream slot
+  std::shared_ptr<IoBuffers> io;         // device I/O + pinned staging of one slot
+};
+
+class CudaExecutor : public Executor {
+ public:
+  // Null members of `resources` are created privately for this executor.
+  static absl::StatusOr<std::unique_ptr<CudaExecutor>> Create(
+      BoundGraph graph, const CudaExecutorOptions& options, ExecutionResources resources = {});
+
+  // Synchronous convenience (Executor): stages `inputs`, enqueues a run on a
+  // private stream, waits, and returns the outputs.
+  absl::StatusOr<std::vector<HostTensor>> Run(absl::Span<const HostTensor> inputs) override;
+
+  // The capturable API. Host staging of input i / output i (pinned; the bound
+  // dims' bytes are valid). Fill inputs, Enqueue, wait, read outputs.
+  [[nodiscard]] void* input_staging(size_t i) const;
+  [[nodiscard]] const void* output_staging(size_t i) const;
+
+  // Copies staged inputs to the device, runs the model, copies outputs back
+  // into staging: all asynchronously on `stream`, with no allocation and no
+  // synchronisation, so the whole sequence can be captured.
+  absl::Status Enqueue(cudaStream_t stream) const;
+  // The model run alone, on inputs already on the device.
+  absl::Status EnqueueCompute(cudaStream_t stream) const;
+
+  [[nodiscard]] const BoundGraph& graph() const;
+  // Activation bytes this plan needs, and the lower bound (peak live bytes).
+  [[nodiscard]] size_t arena_bytes() const;
+  [[nodiscard]] size_t arena_lower_bound_bytes() const;
+  // Number of GEMM steps whose bias/activation went into a cuBLASLt epilogue.
+  [[nodiscard]] int fused_epilogues() const;
+
+  ~CudaExecutor() override;
+
+  // Implementation details follow.
+  struct Plan;
+
+ private:
+  explicit CudaExecutor(std::unique_ptr<Plan> plan);
+  std::unique_ptr<Plan> plan_;
+};
+
+}  // namespace graphserve
