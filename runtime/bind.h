@@ -24,6 +24,19 @@ struct BindOptions {
   std::map<std::string, HostTensor> known_inputs;
 };
 
+// Note [Bound node outputs]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A bound node's outputs keep the model's positions, so a kernel knows output
+// k by its index: every output the model names is kept, and trailing outputs
+// are dropped when the model leaves them unnamed ("") or when nothing reads
+// them and they are not graph outputs. An unnamed output before a kept one
+// becomes a value named "<node>/unused_output_<k>". Nodes none of whose
+// outputs reach a graph output are removed, and values the bound graph no
+// longer refers to (folded intermediates, unused initializers) are dropped,
+// so ValueIds are dense over what executors see.
+// Nodes binding adds are named after the model node: "<node>/cast_exponent"
+// (Pow's exponent Cast) and "<node>/chain_<k>" (links of a variadic Max/Min).
+//
 // Errors: InvalidArgument naming the node, op and the offending dims or
 // dtypes (e.g. incompatible broadcast, a Reshape whose element count differs),
 // or a shape operand that is not known at plan time.
