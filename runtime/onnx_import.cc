@@ -1,0 +1,404 @@
+#include "runtime/onnx_import.h"
+
+#include <algorithm>
+#include <cstring>
+#include <exception>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status.h"
+#include "onnx/checker.h"
+#include "onnx/shape_inference/implementation.h"
+#include "runtime/op_list.h"
+
+namespace graphserve {
+
+namespace {
+
+// Node names listed per unsupported op before "and N more".
+constexpr size_t kNodeNamesPerOp = 3;
+
+absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return absl::NotFoundError(absl::StrCat("cannot open '", path, "'"));
+  std::ostringstream contents;
+  contents << file.rdbuf();
+  if (file.bad()) return absl::InvalidArgumentError(absl::StrCat("cannot read '", path, "'"));
+  return std::move(contents).str();
+}
+
+bool IsDefaultDomain(const std::string& domain) {
+  return domain.empty() || domain == "ai.onnx";
+}
+
+// Copies a typed repeated field into `out`, which has room for all of it.
+template <typename Out, typename Field>
+void CopyField(const Field& field, Out* out) {
+  for (int i = 0; i < field.size(); ++i) out[i] = static_cast<Out>(field.Get(i));
+}
+
+// Problems found while converting a model. Note [One error for every problem]:
+// a model that cannot run is usually unsupported in several places at once
+// (an exporter emits a few ops we lack, each used by many nodes), and a user
+// fixing them one error at a time would re-export the model again and again.
+// So conversion walks the whole graph, collects every problem, and reports
+// them together: Unimplemented when every problem is something GraphServe
+// could support (an op, an element type), InvalidArgument when any is a
+// property of the model itself (a dynamic dim that is not the batch).
+class ProblemList {
+ public:
+  void AddUnsupportedNode(const onnx::NodeProto& node, const std::string& node_name) {
+    std::string key = IsDefaultDomain(node.domain())
+                          ? node.op_type()
+                          : absl::StrCat(node.domain(), "::", node.op_type());
+    std::vector<std::string>& names = unsupported_ops_[key];
+    if (names.empty()) op_order_.push_back(key);
+    names.push_back(node_name);
+  }
+
+  void AddUnsupported(std::string message) {
+    if (seen_.insert(message).second) unsupported_.push_back(std::move(message));
+  }
+
+  void AddInvalid(std::string message) {
+    if (seen_.insert(message).second) invalid_.push_back(std::move(message));
+  }
+
+  [[nodiscard]] bool empty() const {
+    return op_order_.empty() && unsupported_.empty() && invalid_.empty();
+  }
+
+  [[nodiscard]] absl::Status ToStatus(const std::string& model_name) const {
+    std::vector<std::string> lines;
+    for (const std::string& op : op_order_) {
+      const std::vector<std::string>& names = unsupported_ops_.at(op);
+      std::vector<std::string> shown(
+          names.begin(), names.begin() + std::min(names.size(), kNodeNamesPerOp));
+      std::string line = absl::StrCat("op ", op, " is not supported (", names.size(),
+                                      names.size() == 1 ? " node: " : " nodes: ",
+                                      absl::StrJoin(shown, ", "));
+      if (names.size() > shown.size()) {
+        absl::StrAppend(&line, ", and ", names.size() - shown.size(), " more");
+      }
+      absl::StrAppend(&line, ")");
+      lines.push_back(std::move(line));
+    }
+    lines.insert(lines.end(), unsupported_.begin(), unsupported_.end());
+    lines.insert(lines.end(), invalid_.begin(), invalid_.end());
+    std::string message = absl::StrCat("model '", model_name, "' cannot be imported: ",
+                                       lines.size(), lines.size() == 1 ? " problem" : " problems",
+                                       "\n  ", absl::StrJoin(lines, "\n  "));
+    if (invalid_.empty()) return absl::UnimplementedError(message);
+    return absl::InvalidArgumentError(message);
+  }
+
+ private:
+  std::vector<std::string> op_order_;  // unsupported ops, in order of first use
+  std::map<std::string, std::vector<std::string>> unsupported_ops_;  // op -> node names
+  std::vector<std::string> unsupported_;
+  std::vector<std::string> invalid_;
+  std::set<std::string> seen_;  // one line per distinct problem
+};
+
+// The dtype of a value's type, or a problem naming the value.
+std::optional<DType> ValueDType(const onnx::TypeProto& type, const std::string& what,
+                                ProblemList* problems) {
+  if (!type.has_tensor_type()) {
+    problems->AddUnsupported(
+        absl::StrCat(what, " is not a tensor (only tensor values are supported)"));
+    return std::nullopt;
+  }
+  absl::StatusOr<DType> dtype = DTypeFromOnnx(type.tensor_type().elem_type());
+  if (!dtype.ok()) {
+    problems->AddUnsupported(absl::StrCat(what, ": ", dtype.status().message()));
+    return std::nullopt;
+  }
+  return *dtype;
+}
+
+// Dims of a tensor type: dim_value, or -1 for a dim_param or an unknown dim.
+Dims ShapeDims(const onnx::TypeProto& type) {
+  Dims dims;
+  if (!type.has_tensor_type() || !type.tensor_type().has_shape()) return dims;
+  for (const onnx::TensorShapeProto_Dimension& dim : type.tensor_type().shape().dim()) {
+    dims.push_back(dim.has_dim_value() ? dim.dim_value() : -1);
+  }
+  return dims;
+}
+
+std::string DimName(const onnx::TensorShapeProto_Dimension& dim) {
+  if (dim.has_dim_param()) return absl::StrCat("'", dim.dim_param(), "'");
+  return "unknown";
+}
+
+// A graph input: only dim 0 (the batch) may be dynamic.
+ValueInfo ConvertGraphInput(const onnx::ValueInfoProto& input, ProblemList* problems) {
+  ValueInfo info;
+  info.name = input.name();
+  const std::string what = absl::StrCat("input '", input.name(), "'");
+  if (std::optional<DType> dtype = ValueDType(input.type(), what, problems)) {
+    info.dtype = *dtype;
+  }
+  if (!input.type().has_tensor_type()) return info;
+  const onnx::TypeProto_Tensor& tensor = input.type().tensor_type();
+  if (!tensor.has_shape()) {
+    problems->AddInvalid(absl::StrCat(what, " has no shape (its rank must be known)"));
+    return info;
+  }
+  for (int d = 0; d < tensor.shape().dim_size(); ++d) {
+    const onnx::TensorShapeProto_Dimension& dim = tensor.shape().dim(d);
+    if (dim.has_dim_value()) {
+      info.dims.push_back(dim.dim_value());
+      continue;
+    }
+    info.dims.push_back(-1);
+    if (d != 0) {
+      problems->AddInvalid(absl::StrCat(
+          what, " dim ", d, " is dynamic (", DimName(dim),
+          "); only dim 0, the batch, may be: export the model with that dim fixed"));
+    }
+  }
+  return info;
+}
+
+absl::StatusOr<Attribute> ConvertAttribute(const onnx::AttributeProto& attr) {
+  switch (attr.type()) {
+    case onnx::AttributeProto::INT:
+      return Attribute(static_cast<int64_t>(attr.i()));
+    case onnx::AttributeProto::FLOAT:
+      return Attribute(attr.f());
+    case onnx::AttributeProto::STRING:
+      return Attribute(attr.s());
+    case onnx::AttributeProto::INTS:
+      return Attribute(std::vector<int64_t>(attr.ints().begin(), attr.ints().end()));
+    case onnx::AttributeProto::FLOATS:
+      return Attribute(std::vector<float>(attr.floats().begin(), attr.floats().end()));
+    case onnx::AttributeProto::TENSOR: {
+      ASSIGN_OR_RETURN(HostTensor tensor, TensorFromOnnx(attr.t()));
+      return Attribute(std::move(tensor));
+    }
+    default:
+      return absl::UnimplementedError(
+          absl::StrCat("attribute '", attr.name(), "' has type ",
+                       onnx::AttributeProto::AttributeType_Name(attr.type()),
+                       " (supported: INT, FLOAT, STRING, INTS, FLOATS, TENSOR)"));
+  }
+}
+
+// `model` has passed the checker and shape inference.
+absl::StatusOr<Model> ConvertModel(const onnx::ModelProto& proto, const std::string& name) {
+  const onnx::GraphProto& graph = proto.graph();
+  Model model;
+  model.name = graph.name().empty() ? name : graph.name();
+  for (const onnx::OperatorSetIdProto& opset : proto.opset_import()) {
+    if (IsDefaultDomain(opset.domain())) model.opset = opset.version();
+  }
+  if (model.opset == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("model '", name, "' imports no opset of the default ONNX domain"));
+  }
+
+  ProblemList problems;
+  for (const onnx::TensorProto& initializer : graph.initializer()) {
+    absl::StatusOr<HostTensor> tensor = TensorFromOnnx(initializer);
+    if (!tensor.ok()) {
+      std::string line =
+          absl::StrCat("initializer '", initializer.name(), "': ", tensor.status().message());
+      if (absl::IsUnimplemented(tensor.status())) {
+        problems.AddUnsupported(std::move(line));
+      } else {
+        problems.AddInvalid(std::move(line));
+      }
+      continue;
+    }
+    model.initializers[initializer.name()] =
+        std::make_shared<const HostTensor>(*std::move(tensor));
+  }
+  std::set<std::string> initializer_names;
+  for (const onnx::TensorProto& initializer : graph.initializer()) {
+    initializer_names.insert(initializer.name());
+  }
+
+  for (const onnx::ValueInfoProto& input : graph.input()) {
+    // Before IR version 4 initializers were also listed as graph inputs.
+    if (initializer_names.count(input.name())) continue;
+    model.inputs.push_back(ConvertGraphInput(input, &problems));
+  }
+  for (const onnx::ValueInfoProto& output : graph.output()) {
+    ValueInfo info;
+    info.name = output.name();
+    if (std::optional<DType> dtype = ValueDType(
+            output.type(), absl::StrCat("output '", output.name(), "'"), &problems)) {
+      info.dtype = *dtype;
+    }
+    // No shape (shape inference could not tell) leaves dims empty; binding
+    // infers every output's dims for the batch size anyway.
+    info.dims = ShapeDims(output.type());
+    model.outputs.push_back(std::move(info));
+  }
+  // Intermediate values: shape inference has typed what it could.
+  for (const onnx::ValueInfoProto& value : graph.value_info()) {
+    if (value.type().has_tensor_type() && value.type().tensor_type().elem_type() == 0) continue;
+    ValueDType(value.type(), absl::StrCat("value '", value.name(), "'"), &problems);
+  }
+
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const onnx::NodeProto& proto_node = graph.node(i);
+    Node node;
+    node.name = proto_node.name().empty() ? absl::StrCat(proto_node.op_type(), "_", i)
+                                          : proto_node.name();
+    node.op_type = proto_node.op_type();
+    node.inputs.assign(proto_node.input().begin(), proto_node.input().end());
+    node.outputs.assign(proto_node.output().begin(), proto_node.output().end());
+    if (!IsDefaultDomain(proto_node.domain()) || !IsSupportedOp(proto_node.op_type())) {
+      problems.AddUnsupportedNode(proto_node, node.name);
+      continue;  // its attributes (subgraphs, ...) need not make sense to us
+    }
+    for (const onnx::AttributeProto& attr : proto_node.attribute()) {
+      absl::StatusOr<Attribute> value = ConvertAttribute(attr);
+      if (!value.ok()) {
+        std::string line = absl::StrCat("node '", node.name, "' (", node.op_type,
+                                        "): ", value.status().message());
+        if (absl::IsUnimplemented(value.status())) {
+          problems.AddUnsupported(std::move(line));
+        } else {
+          problems.AddInvalid(std::move(line));
+        }
+        continue;
+      }
+      node.attributes.emplace(attr.name(), *std::move(value));
+    }
+    model.nodes.push_back(std::move(node));
+  }
+
+  if (!problems.empty()) return problems.ToStatus(name);
+  return model;
+}
+
+}  // namespace
+
+absl::StatusOr<Model> ImportOnnxBytes(const std::string& bytes, const std::string& name) {
+  onnx::ModelProto proto;
+  if (!proto.ParseFromString(bytes)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", name, "' is not a serialized ONNX ModelProto"));
+  }
+  // libonnx reports problems by throwing (ValidationError, InferenceError,
+  // and std::runtime_error from protobuf helpers); none may cross this API.
+  try {
+    onnx::checker::check_model(proto);
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", name, "' fails the ONNX checker: ", e.what()));
+  }
+  // Strict mode: a node whose inferred type or shape contradicts what the
+  // file declares is an error here rather than a wrong shape at bind time.
+  const onnx::ShapeInferenceOptions options(/*check_type_val=*/true, /*strict_mode_val=*/1,
+                                            /*data_prop_val=*/false);
+  try {
+    onnx::shape_inference::InferShapes(proto, onnx::OpSchemaRegistry::Instance(), options);
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", name, "' fails ONNX shape inference: ", e.what()));
+  }
+  return ConvertModel(proto, name);
+}
+
+absl::StatusOr<Model> ImportOnnxFile(const std::string& path) {
+  ASSIGN_OR_RETURN(std::string bytes, ReadWholeFile(path));
+  return ImportOnnxBytes(bytes, path);
+}
+
+absl::StatusOr<HostTensor> TensorFromOnnx(const onnx::TensorProto& tensor) {
+  const std::string what =
+      tensor.name().empty() ? std::string("tensor") : absl::StrCat("tensor '", tensor.name(), "'");
+  if (tensor.data_location() == onnx::TensorProto::EXTERNAL) {
+    return absl::UnimplementedError(absl::StrCat(
+        what, " keeps its data in an external file, which is not supported: "
+              "save the model with its weights inside"));
+  }
+  if (tensor.has_segment()) {
+    return absl::UnimplementedError(absl::StrCat(what, " is segmented, which is not supported"));
+  }
+  absl::StatusOr<DType> dtype = DTypeFromOnnx(tensor.data_type());
+  if (!dtype.ok()) {
+    return absl::Status(dtype.status().code(),
+                        absl::StrCat(what, ": ", dtype.status().message()));
+  }
+  Dims dims(tensor.dims().begin(), tensor.dims().end());
+  for (int64_t dim : dims) {
+    if (dim < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, " has a negative dim: ", DimsToString(dims)));
+    }
+  }
+  HostTensor result(*dtype, dims);
+  const int64_t count = result.num_elements();
+
+  if (tensor.has_raw_data()) {
+    const std::string& raw = tensor.raw_data();
+    if (raw.size() != result.bytes()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, " of dims ", DimsToString(dims), " and type ", std::string(DTypeName(*dtype)), " needs ",
+          result.bytes(), " bytes of raw_data, has ", raw.size()));
+    }
+    // ONNX stores raw_data little-endian, as every host we build for is.
+    if (!raw.empty()) std::memcpy(result.raw(), raw.data(), raw.size());
+    if (*dtype == DType::kBool) {
+      bool* values = result.data<bool>();
+      const auto* bytes = reinterpret_cast<const unsigned char*>(raw.data());
+      for (int64_t i = 0; i < count; ++i) values[i] = bytes[i] != 0;
+    }
+    return result;
+  }
+
+  int64_t stored = 0;
+  switch (*dtype) {
+    case DType::kFloat32:
+      stored = tensor.float_data_size();
+      if (stored == count) CopyField(tensor.float_data(), result.data<float>());
+      break;
+    case DType::kInt64:
+      stored = tensor.int64_data_size();
+      if (stored == count) CopyField(tensor.int64_data(), result.data<int64_t>());
+      break;
+    case DType::kBool:
+      // ONNX keeps bools (like the other small integer types) in int32_data.
+      stored = tensor.int32_data_size();
+      if (stored == count) {
+        bool* values = result.data<bool>();
+        for (int64_t i = 0; i < count; ++i) values[i] = tensor.int32_data(static_cast<int>(i)) != 0;
+      }
+      break;
+  }
+  if (stored != count) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " of dims ", DimsToString(dims),
+                                                   " holds ", stored, " elements, needs ",
+                                                   count));
+  }
+  return result;
+}
+
+absl::StatusOr<HostTensor> ReadTensorProtoFile(const std::string& path) {
+  ASSIGN_OR_RETURN(std::string bytes, ReadWholeFile(path));
+  onnx::TensorProto proto;
+  if (!proto.ParseFromString(bytes)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", path, "' is not a serialized ONNX TensorProto"));
+  }
+  absl::StatusOr<HostTensor> tensor = TensorFromOnnx(proto);
+  if (!tensor.ok()) {
+    return absl::Status(tensor.status().code(),
+                        absl::StrCat(path, ": ", tensor.status().message()));
+  }
+  return tensor;
+}
+
+}  // namespace graphserve

@@ -1,0 +1,437 @@
+#include "runtime/onnx_import.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "onnx/onnx_pb.h"
+
+namespace graphserve {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+// Opset and IR version every in-code model declares (ONNX 1.8-1.12 era).
+constexpr int64_t kOpset = 13;
+constexpr int64_t kIrVersion = 7;
+
+// The node test whose data set the round-trip test reads: two float inputs.
+constexpr char kAddTestDir[] = "/usr/share/libonnx-testdata/data/node/test_add";
+
+onnx::ModelProto NewModel() {
+  onnx::ModelProto model;
+  model.set_ir_version(kIrVersion);
+  model.set_producer_name("onnx_import_test");
+  onnx::OperatorSetIdProto* opset = model.add_opset_import();
+  opset->set_domain("");
+  opset->set_version(kOpset);
+  model.mutable_graph()->set_name("test_graph");
+  return model;
+}
+
+// Adds a tensor value (graph input or output); a dim of -1 becomes dim_param
+// `symbol`.
+void AddValue(google::protobuf::RepeatedPtrField<onnx::ValueInfoProto>* values,
+              const std::string& name, int32_t elem_type, const std::vector<int64_t>& dims,
+              const std::string& symbol = "batch") {
+  onnx::ValueInfoProto* value = values->Add();
+  value->set_name(name);
+  onnx::TypeProto_Tensor* tensor = value->mutable_type()->mutable_tensor_type();
+  tensor->set_elem_type(elem_type);
+  onnx::TensorShapeProto* shape = tensor->mutable_shape();
+  for (int64_t dim : dims) {
+    if (dim < 0) {
+      shape->add_dim()->set_dim_param(symbol);
+    } else {
+      shape->add_dim()->set_dim_value(dim);
+    }
+  }
+}
+
+onnx::NodeProto* AddNode(onnx::GraphProto* graph, const std::string& op_type,
+                         const std::vector<std::string>& inputs,
+                         const std::vector<std::string>& outputs, const std::string& name = "") {
+  onnx::NodeProto* node = graph->add_node();
+  node->set_op_type(op_type);
+  node->set_name(name);
+  for (const std::string& input : inputs) node->add_input(input);
+  for (const std::string& output : outputs) node->add_output(output);
+  return node;
+}
+
+void AddIntAttr(onnx::NodeProto* node, const std::string& name, int64_t value) {
+  onnx::AttributeProto* attr = node->add_attribute();
+  attr->set_name(name);
+  attr->set_type(onnx::AttributeProto::INT);
+  attr->set_i(value);
+}
+
+onnx::TensorProto FloatTensor(const std::string& name, const std::vector<int64_t>& dims,
+                              const std::vector<float>& values, bool as_raw_data) {
+  onnx::TensorProto tensor;
+  tensor.set_name(name);
+  tensor.set_data_type(onnx::TensorProto::FLOAT);
+  for (int64_t dim : dims) tensor.add_dims(dim);
+  if (as_raw_data) {
+    tensor.set_raw_data(std::string(reinterpret_cast<const char*>(values.data()),
+                                    values.size() * sizeof(float)));
+  } else {
+    for (float value : values) tensor.add_float_data(value);
+  }
+  return tensor;
+}
+
+absl::StatusOr<Model> Import(const onnx::ModelProto& model) {
+  return ImportOnnxBytes(model.SerializeAsString(), "test_model");
+}
+
+// x[batch,4] -> Gemm(W[3,4] raw, B[3] float_data, transB) -> LeakyRelu ->
+// Transpose -> y[3,batch]; plus a Constant with a tensor and a floats list.
+onnx::ModelProto SmallModel() {
+  onnx::ModelProto model = NewModel();
+  onnx::GraphProto* graph = model.mutable_graph();
+  AddValue(graph->mutable_input(), "x", onnx::TensorProto::FLOAT, {-1, 4});
+  std::vector<float> weights(12);
+  for (int i = 0; i < 12; ++i) weights[i] = 0.5f * i;
+  *graph->add_initializer() = FloatTensor("W", {3, 4}, weights, /*as_raw_data=*/true);
+  *graph->add_initializer() = FloatTensor("B", {3}, {1, 2, 3}, /*as_raw_data=*/false);
+
+  onnx::NodeProto* gemm = AddNode(graph, "Gemm", {"x", "W", "B"}, {"h"}, "fc");
+  AddIntAttr(gemm, "transB", 1);
+  onnx::NodeProto* leaky = AddNode(graph, "LeakyRelu", {"h"}, {"a"});  // unnamed: index 1
+  onnx::AttributeProto* alpha = leaky->add_attribute();
+  alpha->set_name("alpha");
+  alpha->set_type(onnx::AttributeProto::FLOAT);
+  alpha->set_f(0.25f);
+  onnx::NodeProto* transpose = AddNode(graph, "Transpose", {"a"}, {"y"}, "t");
+  onnx::AttributeProto* perm = transpose->add_attribute();
+  perm->set_name("perm");
+  perm->set_type(onnx::AttributeProto::INTS);
+  perm->add_ints(1);
+  perm->add_ints(0);
+
+  onnx::NodeProto* constant = AddNode(graph, "Constant", {}, {"k"}, "k_const");
+  onnx::AttributeProto* value = constant->add_attribute();
+  value->set_name("value");
+  value->set_type(onnx::AttributeProto::TENSOR);
+  *value->mutable_t() = FloatTensor("", {2}, {7, 8}, /*as_raw_data=*/false);
+  onnx::NodeProto* floats = AddNode(graph, "Constant", {}, {"f"});  // unnamed: index 4
+  onnx::AttributeProto* list = floats->add_attribute();
+  list->set_name("value_floats");
+  list->set_type(onnx::AttributeProto::FLOATS);
+  list->add_floats(1.5f);
+  list->add_floats(-2.5f);
+
+  AddValue(graph->mutable_output(), "y", onnx::TensorProto::FLOAT, {3, -1});
+  AddValue(graph->mutable_output(), "k", onnx::TensorProto::FLOAT, {2});
+  AddValue(graph->mutable_output(), "f", onnx::TensorProto::FLOAT, {2});
+  return model;
+}
+
+TEST(OnnxImportTest, ConvertsGraph) {
+  absl::StatusOr<Model> model = Import(SmallModel());
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ(model->name, "test_graph");
+  EXPECT_EQ(model->opset, kOpset);
+
+  ASSERT_EQ(model->inputs.size(), 1u);
+  EXPECT_EQ(model->inputs[0].name, "x");
+  EXPECT_EQ(model->inputs[0].dtype, DType::kFloat32);
+  EXPECT_THAT(model->inputs[0].dims, ElementsAre(-1, 4));
+  ASSERT_EQ(model->outputs.size(), 3u);
+  EXPECT_EQ(model->outputs[0].name, "y");
+  EXPECT_THAT(model->outputs[0].dims, ElementsAre(3, -1));
+
+  ASSERT_EQ(model->initializers.size(), 2u);
+  const HostTensor& w = *model->initializers.at("W");
+  EXPECT_THAT(w.dims(), ElementsAre(3, 4));
+  EXPECT_EQ(w.data<float>()[11], 5.5f);
+  const HostTensor& b = *model->initializers.at("B");
+  EXPECT_THAT(std::vector<float>(b.data<float>(), b.data<float>() + 3), ElementsAre(1, 2, 3));
+
+  ASSERT_EQ(model->nodes.size(), 5u);
+  const Node& gemm = model->nodes[0];
+  EXPECT_EQ(gemm.name, "fc");
+  EXPECT_EQ(gemm.op_type, "Gemm");
+  EXPECT_THAT(gemm.inputs, ElementsAre("x", "W", "B"));
+  EXPECT_THAT(gemm.outputs, ElementsAre("h"));
+  EXPECT_EQ(IntAttr(gemm.attributes, "transB"), 1);
+
+  EXPECT_EQ(model->nodes[1].name, "LeakyRelu_1");
+  EXPECT_EQ(FloatAttr(model->nodes[1].attributes, "alpha"), 0.25f);
+  EXPECT_THAT(IntsAttr(model->nodes[2].attributes, "perm"), ElementsAre(1, 0));
+
+  const HostTensor* value = std::get_if<HostTensor>(&model->nodes[3].attributes.at("value"));
+  ASSERT_NE(value, nullptr);
+  EXPECT_THAT(value->dims(), ElementsAre(2));
+  EXPECT_EQ(value->data<float>()[1], 8.0f);
+
+  EXPECT_EQ(model->nodes[4].name, "Constant_4");
+  const auto* floats =
+      std::get_if<std::vector<float>>(&model->nodes[4].attributes.at("value_floats"));
+  ASSERT_NE(floats, nullptr);
+  EXPECT_THAT(*floats, ElementsAre(1.5f, -2.5f));
+}
+
+TEST(OnnxImportTest, InitializersListedAsInputsAreNotInputs) {
+  onnx::ModelProto proto = SmallModel();
+  // Before IR version 4 every initializer was also a graph input.
+  AddValue(proto.mutable_graph()->mutable_input(), "W", onnx::TensorProto::FLOAT, {3, 4});
+  absl::StatusOr<Model> model = Import(proto);
+  ASSERT_TRUE(model.ok()) << model.status();
+  ASSERT_EQ(model->inputs.size(), 1u);
+  EXPECT_EQ(model->inputs[0].name, "x");
+}
+
+TEST(OnnxImportTest, OutputShapesComeFromShapeInference) {
+  onnx::ModelProto proto = SmallModel();
+  // An output declared with two dims of unknown size: libonnx's inference
+  // fills in what it knows.
+  onnx::TensorShapeProto* shape =
+      proto.mutable_graph()->mutable_output(0)->mutable_type()->mutable_tensor_type()->mutable_shape();
+  shape->clear_dim();
+  shape->add_dim();
+  shape->add_dim();
+  absl::StatusOr<Model> model = Import(proto);
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_THAT(model->outputs[0].dims, ElementsAre(3, -1));
+}
+
+// Three kinds of unsupported things at once: an op used twice, an op of a
+// custom domain, and an element type.
+onnx::ModelProto UnsupportedModel() {
+  onnx::ModelProto model = NewModel();
+  onnx::OperatorSetIdProto* custom = model.add_opset_import();
+  custom->set_domain("com.example");
+  custom->set_version(1);
+  onnx::GraphProto* graph = model.mutable_graph();
+  AddValue(graph->mutable_input(), "x", onnx::TensorProto::FLOAT, {-1, 1, 8, 8});
+  AddValue(graph->mutable_input(), "half", onnx::TensorProto::FLOAT16, {-1, 4});
+  *graph->add_initializer() =
+      FloatTensor("k", {1, 1, 1, 1}, {1.0f}, /*as_raw_data=*/false);
+  AddNode(graph, "Conv", {"x", "k"}, {"c1"}, "conv1");
+  AddNode(graph, "Conv", {"c1", "k"}, {"c2"});  // unnamed: index 1
+  AddNode(graph, "Relu", {"c2"}, {"r"}, "relu");
+  AddNode(graph, "Fancy", {"r"}, {"y"}, "fancy")->set_domain("com.example");
+  AddValue(graph->mutable_output(), "y", onnx::TensorProto::FLOAT, {-1, 1, 8, 8});
+  AddValue(graph->mutable_output(), "half_out", onnx::TensorProto::FLOAT16, {-1, 4});
+  AddNode(graph, "Identity", {"half"}, {"half_out"}, "id");
+  return model;
+}
+
+TEST(OnnxImportTest, ListsEveryUnsupportedOpAndType) {
+  absl::StatusOr<Model> model = Import(UnsupportedModel());
+  ASSERT_FALSE(model.ok());
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kUnimplemented) << model.status();
+  const std::string message(model.status().message());
+  EXPECT_THAT(message, HasSubstr("op Conv is not supported (2 nodes: conv1, Conv_1)"));
+  EXPECT_THAT(message, HasSubstr("op com.example::Fancy is not supported (1 node: fancy)"));
+  EXPECT_THAT(message, HasSubstr("input 'half': element type FLOAT16"));
+  EXPECT_THAT(message, HasSubstr("output 'half_out': element type FLOAT16"));
+  EXPECT_THAT(message, Not(HasSubstr("Relu")));
+}
+
+TEST(OnnxImportTest, ListsManyNodesOfOneOpBriefly) {
+  onnx::ModelProto proto = NewModel();
+  onnx::GraphProto* graph = proto.mutable_graph();
+  AddValue(graph->mutable_input(), "x", onnx::TensorProto::FLOAT, {-1, 4});
+  std::string previous = "x";
+  for (int i = 0; i < 5; ++i) {  // two more than the error names
+    std::string next = "h" + std::to_string(i);
+    AddNode(graph, "Selu", {previous}, {next}, "selu" + std::to_string(i));
+    previous = next;
+  }
+  AddValue(graph->mutable_output(), previous, onnx::TensorProto::FLOAT, {-1, 4});
+  absl::StatusOr<Model> model = Import(proto);
+  ASSERT_FALSE(model.ok());
+  EXPECT_THAT(std::string(model.status().message()),
+              HasSubstr("op Selu is not supported (5 nodes: selu0, selu1, selu2, and 2 more)"));
+}
+
+TEST(OnnxImportTest, DynamicNonBatchDimIsInvalidAndListedWithTheRest) {
+  onnx::ModelProto proto = UnsupportedModel();
+  // x becomes [batch, 1, height, 8]: dim 2 may not be dynamic.
+  proto.mutable_graph()
+      ->mutable_input(0)
+      ->mutable_type()
+      ->mutable_tensor_type()
+      ->mutable_shape()
+      ->mutable_dim(2)
+      ->set_dim_param("height");
+  absl::StatusOr<Model> model = Import(proto);
+  ASSERT_FALSE(model.ok());
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument) << model.status();
+  const std::string message(model.status().message());
+  EXPECT_THAT(message, HasSubstr("input 'x' dim 2 is dynamic ('height')"));
+  EXPECT_THAT(message, HasSubstr("op Conv is not supported"));
+  EXPECT_THAT(message, HasSubstr("element type FLOAT16"));
+  EXPECT_THAT(message, HasSubstr("5 problems"));
+}
+
+TEST(OnnxImportTest, CheckerFailureIsInvalidArgument) {
+  onnx::ModelProto proto = SmallModel();
+  proto.mutable_graph()->mutable_node(0)->set_input(0, "no_such_value");
+  absl::StatusOr<Model> model = Import(proto);
+  ASSERT_FALSE(model.ok());
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(model.status().message()), HasSubstr("ONNX checker"));
+  EXPECT_THAT(std::string(model.status().message()), HasSubstr("no_such_value"));
+}
+
+TEST(OnnxImportTest, ShapeInferenceFailureIsInvalidArgument) {
+  onnx::ModelProto proto = SmallModel();
+  // The declared output rank contradicts Transpose's inferred [3, batch].
+  proto.mutable_graph()
+      ->mutable_output(0)
+      ->mutable_type()
+      ->mutable_tensor_type()
+      ->mutable_shape()
+      ->add_dim()
+      ->set_dim_value(5);
+  absl::StatusOr<Model> model = Import(proto);
+  ASSERT_FALSE(model.ok());
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument) << model.status();
+  EXPECT_THAT(std::string(model.status().message()), HasSubstr("shape inference"));
+}
+
+TEST(OnnxImportTest, GarbageAndMissingFiles) {
+  absl::StatusOr<Model> garbage = ImportOnnxBytes("\xff\xff\xff not a model", "junk");
+  EXPECT_EQ(garbage.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ImportOnnxFile("/nonexistent/model.onnx").status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(ReadTensorProtoFile("/nonexistent/input_0.pb").status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST(TensorFromOnnxTest, TypedFields) {
+  onnx::TensorProto ints;
+  ints.set_data_type(onnx::TensorProto::INT64);
+  ints.add_dims(3);
+  for (int64_t v : {-1LL, 0LL, 1LL << 40}) ints.add_int64_data(v);
+  absl::StatusOr<HostTensor> t = TensorFromOnnx(ints);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->dtype(), DType::kInt64);
+  EXPECT_THAT(std::vector<int64_t>(t->data<int64_t>(), t->data<int64_t>() + 3),
+              ElementsAre(-1, 0, int64_t{1} << 40));
+
+  onnx::TensorProto bools;
+  bools.set_data_type(onnx::TensorProto::BOOL);
+  bools.add_dims(2);
+  bools.add_dims(2);
+  for (int v : {1, 0, 0, 1}) bools.add_int32_data(v);
+  t = TensorFromOnnx(bools);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->dtype(), DType::kBool);
+  EXPECT_THAT(std::vector<bool>(t->data<bool>(), t->data<bool>() + 4),
+              ElementsAre(true, false, false, true));
+
+  onnx::TensorProto scalar = FloatTensor("s", {}, {3.5f}, /*as_raw_data=*/false);
+  t = TensorFromOnnx(scalar);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_TRUE(t->dims().empty());
+  EXPECT_EQ(t->data<float>()[0], 3.5f);
+}
+
+TEST(TensorFromOnnxTest, RawData) {
+  onnx::TensorProto bools;
+  bools.set_data_type(onnx::TensorProto::BOOL);
+  bools.add_dims(3);
+  bools.set_raw_data(std::string("\x01\x00\x01", 3));
+  absl::StatusOr<HostTensor> t = TensorFromOnnx(bools);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_THAT(std::vector<bool>(t->data<bool>(), t->data<bool>() + 3),
+              ElementsAre(true, false, true));
+
+  onnx::TensorProto empty = FloatTensor("e", {0, 4}, {}, /*as_raw_data=*/true);
+  t = TensorFromOnnx(empty);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->num_elements(), 0);
+}
+
+TEST(TensorFromOnnxTest, Errors) {
+  onnx::TensorProto external = FloatTensor("w", {2}, {}, /*as_raw_data=*/false);
+  external.set_data_location(onnx::TensorProto::EXTERNAL);
+  onnx::StringStringEntryProto* location = external.add_external_data();
+  location->set_key("location");
+  location->set_value("weights.bin");
+  absl::StatusOr<HostTensor> t = TensorFromOnnx(external);
+  ASSERT_FALSE(t.ok());
+  EXPECT_THAT(std::string(t.status().message()), HasSubstr("external"));
+
+  onnx::TensorProto short_raw = FloatTensor("w", {2}, {1.0f}, /*as_raw_data=*/true);
+  t = TensorFromOnnx(short_raw);
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(t.status().message()), HasSubstr("needs 8 bytes"));
+
+  onnx::TensorProto short_typed = FloatTensor("w", {3}, {1.0f}, /*as_raw_data=*/false);
+  EXPECT_EQ(TensorFromOnnx(short_typed).status().code(), absl::StatusCode::kInvalidArgument);
+
+  onnx::TensorProto doubles;
+  doubles.set_name("d");
+  doubles.set_data_type(onnx::TensorProto::DOUBLE);
+  doubles.add_dims(1);
+  doubles.add_double_data(1.0);
+  t = TensorFromOnnx(doubles);
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(std::string(t.status().message()), HasSubstr("tensor 'd'"));
+  EXPECT_THAT(std::string(t.status().message()), HasSubstr("DOUBLE"));
+}
+
+// ONNX's own test data, independently of our conversion: the file parsed as a
+// TensorProto by protobuf and read field by field.
+TEST(ReadTensorProtoFileTest, MatchesOnnxTestData) {
+  const std::string path = std::string(kAddTestDir) + "/test_data_set_0/input_0.pb";
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " missing (libonnx-testdata)";
+  absl::StatusOr<HostTensor> tensor = ReadTensorProtoFile(path);
+  ASSERT_TRUE(tensor.ok()) << tensor.status();
+
+  std::ifstream file(path, std::ios::binary);
+  onnx::TensorProto proto;
+  ASSERT_TRUE(proto.ParseFromIstream(&file));
+  ASSERT_EQ(proto.data_type(), onnx::TensorProto::FLOAT);
+  EXPECT_EQ(tensor->dims(), Dims(proto.dims().begin(), proto.dims().end()));
+  ASSERT_TRUE(proto.has_raw_data());
+  ASSERT_EQ(tensor->bytes(), proto.raw_data().size());
+  EXPECT_EQ(std::memcmp(tensor->raw(), proto.raw_data().data(), tensor->bytes()), 0);
+
+  // Written back as typed float_data and read again: the same values.
+  onnx::TensorProto typed;
+  typed.set_data_type(onnx::TensorProto::FLOAT);
+  *typed.mutable_dims() = proto.dims();
+  for (int64_t i = 0; i < tensor->num_elements(); ++i) typed.add_float_data(tensor->data<float>()[i]);
+  const std::string copy =
+      (std::filesystem::path(testing::TempDir()) / "onnx_import_test_input_0.pb").string();
+  {
+    std::ofstream out(copy, std::ios::binary);
+    ASSERT_TRUE(typed.SerializeToOstream(&out));
+  }
+  absl::StatusOr<HostTensor> again = ReadTensorProtoFile(copy);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->dims(), tensor->dims());
+  EXPECT_EQ(std::memcmp(again->raw(), tensor->raw(), tensor->bytes()), 0);
+  std::remove(copy.c_str());
+}
+
+TEST(ReadTensorProtoFileTest, ImportsOnnxNodeTestModel) {
+  const std::string path = std::string(kAddTestDir) + "/model.onnx";
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << path << " missing (libonnx-testdata)";
+  absl::StatusOr<Model> model = ImportOnnxFile(path);
+  ASSERT_TRUE(model.ok()) << model.status();
+  ASSERT_EQ(model->nodes.size(), 1u);
+  EXPECT_EQ(model->nodes[0].op_type, "Add");
+  ASSERT_EQ(model->inputs.size(), 2u);
+  EXPECT_THAT(model->inputs[0].dims, ElementsAre(3, 4, 5));
+  ASSERT_EQ(model->outputs.size(), 1u);
+  EXPECT_THAT(model->outputs[0].dims, ElementsAre(3, 4, 5));
+}
+
+}  // namespace
+}  // namespace graphserve
