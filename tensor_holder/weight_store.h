@@ -1,0 +1,74 @@
+#pragma once
+// Model weights on one device, uploaded once and shared by every plan (batch
+// size, stream slot) that uses them.
+
+#include <cstddef>
+#include <memory>
+#include <unordered_map>
+#include <utility>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "common/cuda_handles.h"
+#include "runtime/tensor.h"
+
+namespace graphserve {
+
+// Thread-safe.
+class WeightStore {
+ public:
+  // An empty store on `device`; InvalidArgument if the device does not exist.
+  static absl::StatusOr<std::shared_ptr<WeightStore>> Create(int device);
+
+  // The device copy of `tensor`, uploaded on the first request for this
+  // tensor object. Tensors are keyed by identity (the HostTensor's address),
+  // not by contents; the store keeps `tensor` alive, so the address cannot be
+  // reused by another tensor while the store lives. The store owns the device
+  // memory; the pointer stays valid for the store's lifetime.
+  //
+  // A zero-byte tensor maps to a valid, non-null pointer to a small dummy
+  // allocation shared by all such tensors (nothing may be read through it),
+  // so a null pointer never stands for "no weight".
+  //
+  // Plan-time only: the upload allocates and copies synchronously, so it must
+  // not run while this thread captures a graph, nor while another thread
+  // captures in cudaStreamCaptureModeGlobal. Concurrent first requests for the
+  // same tensor upload it once; uploads are serialised.
+  absl::StatusOr<const void*> GetOrUpload(const std::shared_ptr<const HostTensor>& tensor);
+
+  // Bytes of the stored tensors (the dummy is not counted), and how many.
+  [[nodiscard]] size_t bytes() const;
+  [[nodiscard]] size_t count() const;
+  [[nodiscard]] int device() const { return device_; }
+
+  ~WeightStore();
+  WeightStore(const WeightStore&) = delete;
+  WeightStore& operator=(const WeightStore&) = delete;
+
+  // Implementation details follow.
+ private:
+  struct Entry {
+    std::shared_ptr<const HostTensor> tensor;  // keeps the key's address unique
+    DeviceBuffer buffer;
+  };
+
+  WeightStore(int device, CudaStream upload_stream)
+      : device_(device), upload_stream_(std::move(upload_stream)) {}
+
+  const int device_;
+  // Note [Weight upload ordering]: a plain cudaMemcpy from pageable memory
+  // may return before the DMA reaches the device, and it is ordered only on
+  // the legacy default stream, which our non-blocking streams do not wait
+  // for. Uploads therefore go through this stream and synchronise it, so the
+  // weights are in place for any stream once GetOrUpload returns.
+  const CudaStream upload_stream_;
+
+  mutable absl::Mutex mu_;
+  // Held across an upload, so each tensor is uploaded once.
+  std::unordered_map<const HostTensor*, Entry> entries_ ABSL_GUARDED_BY(mu_);
+  size_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  DeviceBuffer empty_tensor_dummy_ ABSL_GUARDED_BY(mu_);  // allocated on first use
+};
+
+}  // namespace graphserve
