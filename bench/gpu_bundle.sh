@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Builds GraphServe's GPU tests and tools here (no GPU needed) and packs them,
+# with the non-system shared libraries they load, for the H200 machine, which
+# has the CUDA driver and libraries but no Bazel, gRPC or ONNX.
+#
+#   bench/gpu_bundle.sh            -> .bundle/graphserve-gpu.tar.gz
+#
+# On the GPU machine, bench/gpu_check.sh unpacks and runs it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+TEST_TARGETS=(
+  //common:cuda_handles_test
+  //tensor_holder:weight_store_test
+  //tensor_holder:stream_arena_test
+  //tensor_holder:io_buffers_test
+  //runtime/cuda:op_kernels_test
+  //runtime/cuda:gemm_test
+  //runtime/cuda:cuda_executor_test
+)
+TOOL_TARGETS=(
+  //tests:onnx_conformance
+  //bench:runtime_bench
+  //examples:make_example_models
+  //examples:run_example_models
+)
+
+# Project libraries linked statically so binaries run outside bazel-bin.
+bazel build -c opt --dynamic_mode=off "${TEST_TARGETS[@]}" "${TOOL_TARGETS[@]}"
+
+stage=.bundle/graphserve-gpu
+rm -rf "$stage" && mkdir -p "$stage/bin" "$stage/lib" "$stage/testdata"
+for target in "${TEST_TARGETS[@]}" "${TOOL_TARGETS[@]}"; do
+  path="bazel-bin/$(echo "${target#//}" | tr ':' '/')"
+  cp "$path" "$stage/bin/"
+done
+chmod u+w "$stage"/bin/*
+strip --strip-debug "$stage"/bin/*
+
+# Shared libraries the GPU machine lacks: everything outside glibc, the C++
+# runtime and CUDA's own libraries (the driver machine has those).
+system_lib='^(linux-vdso|ld-linux|libc\.|libm\.|libpthread|libdl\.|librt\.|libstdc\+\+|libgcc_s|libcuda|libcudart|libcublas|libcudnn|libnvrtc|libnvJitLink)'
+ldd "$stage"/bin/* | awk '/=>/ {print $1, $3}' | sort -u | while read -r name path; do
+  if [[ ! "$name" =~ $system_lib ]] && [[ -f "$path" ]]; then cp -L "$path" "$stage/lib/"; fi
+done
+
+cp -r /usr/share/libonnx-testdata/data/node "$stage/testdata/"
+tar -C .bundle -czf .bundle/graphserve-gpu.tar.gz graphserve-gpu
+du -sh .bundle/graphserve-gpu.tar.gz "$stage/bin" "$stage/lib"

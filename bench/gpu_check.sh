@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Runs on the H200 machine: the GPU unit tests, the ONNX conformance suite on
+# the CUDA executor, the example models, and the runtime benchmark against
+# PyTorch. Everything it prints is also written under $OUT (or ./out).
+#
+#   bench/gpu_check.sh [.bundle/graphserve-gpu.tar.gz]
+set -uo pipefail
+cd "$(dirname "$0")/.."
+bundle_tar="${1:-.bundle/graphserve-gpu.tar.gz}"
+OUT="${OUT:-$PWD/out}"
+mkdir -p "$OUT"
+work=/tmp/graphserve-gpu
+rm -rf "$work" && mkdir -p "$work" && tar -C /tmp -xzf "$bundle_tar"
+cudnn_lib=$(python3 -c 'import nvidia.cudnn, os; print(os.path.dirname(nvidia.cudnn.__file__) + "/lib")' 2>/dev/null || true)
+export LD_LIBRARY_PATH="$work/lib:/usr/local/cuda/lib64:${cudnn_lib}:${LD_LIBRARY_PATH:-}"
+bin="$work/bin"
+log="$OUT/gpu_check.log"
+: >"$log"
+failures=0
+
+run() {  # run NAME COMMAND...: logs, counts a failure on non-zero exit
+  local name=$1
+  shift
+  echo "=== $name: $*" | tee -a "$log"
+  if "$@" 2>&1 | tee -a "$log"; then
+    echo "=== $name: ok" | tee -a "$log"
+  else
+    echo "=== $name: FAILED" | tee -a "$log"
+    failures=$((failures + 1))
+  fi
+}
+
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv | tee -a "$log"
+
+for test in "$bin"/*_test; do
+  run "$(basename "$test")" "$test" --gtest_brief=1
+done
+run conformance_cuda "$bin/onnx_conformance" --executor=cuda --data "$work/testdata/node"
+run conformance_host "$bin/onnx_conformance" --executor=host --data "$work/testdata/node"
+run examples "$bin/run_example_models"
+run runtime_bench env PYTHONUNBUFFERED=1 python3 bench/run_runtime_bench.py --bin "$bin/runtime_bench" --out "$OUT"
+
+echo "gpu_check: $failures step(s) failed" | tee -a "$log"
+exit $((failures > 0))

@@ -1,0 +1,569 @@
+#include "runtime/cuda/cuda_executor.h"
+
+#include <array>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "common/cuda_handles.h"
+#include "common/cuda_status.h"
+#include "common/status.h"
+#include "runtime/cuda/gemm.h"
+#include "runtime/cuda/op_kernels.h"
+#include "tensor_holder/memory_planner.h"
+
+namespace graphserve {
+
+namespace {
+
+// cuBLASLt's recommended workspace on Hopper; one per executor, allocated at
+// plan time so a run never allocates.
+constexpr size_t kGemmWorkspaceBytes = size_t{32} << 20;
+
+bool IsAliasOp(const std::string& op_type) {
+  return op_type == "Identity" || op_type == "Reshape" || op_type == "Flatten" ||
+         op_type == "Squeeze" || op_type == "Unsqueeze";
+}
+
+// Where a value's bytes live during a run.
+enum class StorageKind {
+  kNone,      // never materialised (fused into a GEMM epilogue)
+  kConstant,  // the weight store
+  kInput,     // the slot's device input buffer for this graph input
+  kOutput,    // the slot's device output buffer for this graph output
+  kArena,     // the slot's activation arena, at a planned offset
+};
+
+struct ValueStorage {
+  StorageKind kind = StorageKind::kNone;
+  const void* constant = nullptr;  // kConstant
+  std::string io_name;             // kInput, kOutput
+  size_t offset = 0;               // kArena
+};
+
+std::string NodeLabel(const BoundNode& node) {
+  return absl::StrCat("op '", node.name, "' (", node.op_type, ")");
+}
+
+// Largest power of two up to 256 dividing `bytes`: the alignment of a
+// cudaMalloc'd (256-aligned) base address advanced by `bytes`.
+int64_t AlignmentOf(int64_t bytes) {
+  int64_t alignment = 256;
+  while (alignment > 4 && bytes % alignment != 0) alignment /= 2;
+  return alignment;
+}
+
+}  // namespace
+
+// One launch in the run: a cuBLASLt GEMM (optionally preceded by a kernel that
+// broadcasts Gemm's C into the output) or one of our kernels.
+struct ExecutionStep {
+  std::string label;
+  std::unique_ptr<CublasLtGemm> gemm;
+  std::unique_ptr<CudaOpKernel> kernel;
+  std::unique_ptr<CudaOpKernel> broadcast_c;  // Gemm with a general C, beta != 0
+  std::vector<ValueId> inputs;   // GEMM: A, B (and C for broadcast_c)
+  std::vector<ValueId> outputs;  // GEMM: D
+  // GEMM batches that broadcast in no single stride: (A, B, D) element offsets
+  // of each batch, one cuBLASLt call each. Empty for strided batching.
+  std::vector<std::array<int64_t, 3>> batch_offsets;
+  // Device addresses of inputs/outputs, refreshed at every Enqueue.
+  mutable std::vector<const void*> input_addresses;
+  mutable std::vector<void*> output_addresses;
+};
+
+struct CudaExecutor::Plan {
+  BoundGraph graph;
+  CudaExecutorOptions options;
+  ExecutionResources resources;
+  std::optional<CublasLtHandle> cublas;
+  DeviceBuffer gemm_workspace;
+  std::optional<CudaStream> run_stream;  // for the synchronous Run()
+  std::mutex run_mutex;                  // Run() stages through shared buffers
+
+  std::vector<ValueId> alias_root;       // per value: the value owning its bytes
+  std::vector<ValueStorage> storage;     // per value (roots only)
+  std::vector<ExecutionStep> steps;
+  // Constants made at plan time (a Gemm bias pre-scaled by beta).
+  std::vector<std::shared_ptr<const HostTensor>> derived_constants;
+  MemoryPlan memory;
+  int fused_epilogues = 0;
+  mutable std::vector<void*> addresses;  // per value, refreshed at every Enqueue
+
+  ValueId Root(ValueId id) const { return alias_root[id]; }
+};
+
+namespace {
+
+// Nodes that read each value.
+std::vector<std::vector<int>> ConsumersOf(const BoundGraph& graph) {
+  std::vector<std::vector<int>> consumers(graph.values.size());
+  for (int i = 0; i < static_cast<int>(graph.nodes.size()); ++i) {
+    for (ValueId input : graph.nodes[i].inputs) consumers[input].push_back(i);
+  }
+  return consumers;
+}
+
+bool IsGraphOutput(const BoundGraph& graph, ValueId id) {
+  for (ValueId output : graph.outputs) {
+    if (output == id) return true;
+  }
+  return false;
+}
+
+// A constant that adds one value per output column of a [..., n] result.
+bool IsColumnBias(const BoundValue& value, int64_t n) {
+  if (!value.is_constant() || value.dtype != DType::kFloat32 || value.dims.empty()) {
+    return false;
+  }
+  if (value.dims.back() != n) return false;
+  for (size_t i = 0; i + 1 < value.dims.size(); ++i) {
+    if (value.dims[i] != 1) return false;
+  }
+  return true;
+}
+
+// The single consumer of `value` when it has exactly one and is not a graph
+// output (so the value need not be materialised if the consumer is fused).
+std::optional<int> SoleConsumer(const BoundGraph& graph,
+                                const std::vector<std::vector<int>>& consumers, ValueId value) {
+  if (consumers[value].size() != 1 || IsGraphOutput(graph, value)) return std::nullopt;
+  return consumers[value][0];
+}
+
+struct GemmGeometry {
+  GemmOptions options;
+  std::vector<std::array<int64_t, 3>> batch_offsets;
+};
+
+// Batch dims of a MatMul operand, with 1-D operands' promotion undone.
+Dims BatchDims(const Dims& dims) {
+  if (dims.size() <= 2) return {};
+  return Dims(dims.begin(), dims.end() - 2);
+}
+
+// Geometry of MatMul(A, B) under numpy rules: 2-D B folds A's batch into m;
+// batches broadcast by stride 0 where one side has none; any other broadcast
+// is unrolled into per-batch offsets.
+absl::StatusOr<GemmGeometry> MatMulGeometry(const BoundValue& a, const BoundValue& b) {
+  GemmGeometry g;
+  GemmOptions& o = g.options;
+  const Dims& ad = a.dims;
+  const Dims& bd = b.dims;
+  o.k = ad.back();
+  o.n = bd.size() == 1 ? 1 : bd.back();
+  const int64_t a_rows = ad.size() == 1 ? 1 : ad[ad.size() - 2];
+  const Dims a_batch = BatchDims(ad);
+  const Dims b_batch = BatchDims(bd);
+  const int64_t a_batch_count = NumElements(a_batch);
+  const int64_t b_batch_count = NumElements(b_batch);
+  if (b_batch_count == 1) {
+    // Every row of every A batch multiplies the same B: one GEMM of
+    // a_batch_count * a_rows rows.
+    o.m = a_batch_count * a_rows;
+    return g;
+  }
+  o.m = a_rows;
+  // Broadcast the batch dims, right-aligned.
+  const size_t rank = std::max(a_batch.size(), b_batch.size());
+  Dims out_batch(rank, 1), a_full(rank, 1), b_full(rank, 1);
+  for (size_t i = 0; i < a_batch.size(); ++i) a_full[rank - a_batch.size() + i] = a_batch[i];
+  for (size_t i = 0; i < b_batch.size(); ++i) b_full[rank - b_batch.size() + i] = b_batch[i];
+  for (size_t i = 0; i < rank; ++i) out_batch[i] = std::max(a_full[i], b_full[i]);
+  const int64_t batch = NumElements(out_batch);
+  const int64_t a_matrix = a_rows * o.k;
+  const int64_t b_matrix = o.k * o.n;
+  const int64_t d_matrix = o.m * o.n;
+  if (a_full == out_batch && (b_full == out_batch || b_batch_count == 1)) {
+    o.batch = batch;
+    o.stride_a = a_matrix;
+    o.stride_b = b_batch_count == 1 ? 0 : b_matrix;
+    o.stride_d = d_matrix;
+    return g;
+  }
+  if (b_full == out_batch && a_batch_count == 1) {
+    o.batch = batch;
+    o.stride_a = 0;
+    o.stride_b = b_matrix;
+    o.stride_d = d_matrix;
+    return g;
+  }
+  // General broadcast: walk the output batch index and map it into A and B.
+  for (int64_t flat = 0; flat < batch; ++flat) {
+    int64_t rest = flat, a_index = 0, b_index = 0, a_scale = 1, b_scale = 1;
+    for (size_t i = rank; i-- > 0;) {
+      const int64_t coord = rest % out_batch[i];
+      rest /= out_batch[i];
+      a_index += (a_full[i] == 1 ? 0 : coord) * a_scale;
+      b_index += (b_full[i] == 1 ? 0 : coord) * b_scale;
+      a_scale *= a_full[i];
+      b_scale *= b_full[i];
+    }
+    g.batch_offsets.push_back({a_index * a_matrix, b_index * b_matrix, flat * d_matrix});
+  }
+  return g;
+}
+
+}  // namespace
+
+namespace {
+
+class PlanBuilder {
+ public:
+  PlanBuilder(CudaExecutor::Plan& plan) : plan_(plan), graph_(plan.graph) {}
+
+  absl::Status Build() {
+    consumers_ = ConsumersOf(graph_);
+    plan_.alias_root.resize(graph_.values.size());
+    for (size_t i = 0; i < graph_.values.size(); ++i) plan_.alias_root[i] = static_cast<ValueId>(i);
+    absorbed_.assign(graph_.nodes.size(), false);
+    for (int i = 0; i < static_cast<int>(graph_.nodes.size()); ++i) {
+      if (absorbed_[i]) continue;
+      const BoundNode& node = graph_.nodes[i];
+      absl::Status status;
+      if (IsAliasOp(node.op_type)) {
+        plan_.alias_root[node.outputs[0]] = plan_.Root(node.inputs[0]);
+      } else if (node.op_type == "Gemm" || node.op_type == "MatMul") {
+        status = AddGemmStep(i);
+      } else {
+        status = AddKernelStep(node);
+      }
+      if (!status.ok()) {
+        return AnnotateStatus(status, absl::StrCat(NodeLabel(node), ", batch ", graph_.batch_size));
+      }
+    }
+    RETURN_IF_ERROR(AssignStorage());
+    return PlanArena();
+  }
+
+ private:
+  absl::Status AddKernelStep(const BoundNode& node) {
+    ExecutionStep step;
+    step.label = NodeLabel(node);
+    ASSIGN_OR_RETURN(step.kernel, MakeCudaOpKernel(graph_, node));
+    step.inputs = node.inputs;
+    step.outputs = node.outputs;
+    plan_.steps.push_back(std::move(step));
+    return absl::OkStatus();
+  }
+
+  // Gemm / MatMul, absorbing a following bias Add and Relu into the epilogue
+  // when nothing else reads the intermediate results.
+  absl::Status AddGemmStep(int node_index) {
+    const BoundNode& node = graph_.nodes[node_index];
+    const BoundValue& a = graph_.value(node.inputs[0]);
+    const BoundValue& b = graph_.value(node.inputs[1]);
+    if (a.dtype != DType::kFloat32 || b.dtype != DType::kFloat32) {
+      return absl::UnimplementedError("GEMMs run in float32 only");
+    }
+    ExecutionStep step;
+    step.label = NodeLabel(node);
+    step.inputs = {node.inputs[0], node.inputs[1]};
+    GemmGeometry geometry;
+    const BoundValue* bias = nullptr;
+    const bool is_gemm = node.op_type == "Gemm";
+    if (is_gemm) {
+      GemmOptions& o = geometry.options;
+      o.trans_a = IntAttr(node.attributes, "transA") != 0;
+      o.trans_b = IntAttr(node.attributes, "transB") != 0;
+      o.m = o.trans_a ? a.dims[1] : a.dims[0];
+      o.k = o.trans_a ? a.dims[0] : a.dims[1];
+      o.n = o.trans_b ? b.dims[0] : b.dims[1];
+      o.alpha = FloatAttr(node.attributes, "alpha");
+      const float beta = FloatAttr(node.attributes, "beta");
+      if (node.inputs.size() > 2 && beta != 0.0f) {
+        const BoundValue& c = graph_.value(node.inputs[2]);
+        if (IsColumnBias(c, o.n)) {
+          bias = &ScaledConstant(c, beta);
+        } else {
+          // D = broadcast(C), then the GEMM accumulates into it with beta.
+          o.beta = beta;
+          BoundNode expand{node.name + "/broadcast_c", "Expand", {node.inputs[2]}, {node.outputs[0]}, {}};
+          ASSIGN_OR_RETURN(step.broadcast_c, MakeCudaOpKernel(graph_, expand));
+          step.inputs.push_back(node.inputs[2]);
+        }
+      }
+    } else {
+      ASSIGN_OR_RETURN(geometry, MatMulGeometry(a, b));
+    }
+    GemmOptions& o = geometry.options;
+    ValueId output = node.outputs[0];
+    if (plan_.options.fuse_epilogues && bias == nullptr && !step.broadcast_c) {
+      if (std::optional<int> add = SoleConsumer(graph_, consumers_, output);
+          add && graph_.nodes[*add].op_type == "Add") {
+        const BoundNode& add_node = graph_.nodes[*add];
+        const ValueId other = add_node.inputs[0] == output ? add_node.inputs[1] : add_node.inputs[0];
+        if (IsColumnBias(graph_.value(other), o.n) &&
+            graph_.value(add_node.outputs[0]).dims == graph_.value(output).dims) {
+          bias = &graph_.value(other);
+          absorbed_[*add] = true;
+          output = add_node.outputs[0];
+        }
+      }
+    }
+    bool relu = false;
+    if (plan_.options.fuse_epilogues && !step.broadcast_c) {
+      if (std::optional<int> next = SoleConsumer(graph_, consumers_, output);
+          next && graph_.nodes[*next].op_type == "Relu") {
+        relu = true;
+        absorbed_[*next] = true;
+        output = graph_.nodes[*next].outputs[0];
+      }
+    }
+    if (bias != nullptr) {
+      ASSIGN_OR_RETURN(const void* bias_address, plan_.resources.weights->GetOrUpload(bias->constant));
+      o.bias = static_cast<const float*>(bias_address);
+      o.epilogue = relu ? GemmEpilogue::kBiasRelu : GemmEpilogue::kBias;
+    } else if (relu) {
+      o.epilogue = GemmEpilogue::kRelu;
+    }
+    if (bias != nullptr || relu) ++plan_.fused_epilogues;
+    o.allow_tf32 = plan_.options.allow_tf32;
+    o.workspace_bytes = kGemmWorkspaceBytes;
+    if (!geometry.batch_offsets.empty()) {
+      // Per-batch offsets may leave addresses less than 256-byte aligned.
+      o.alignment_a = AlignmentOf(o.m * o.k * 4);
+      o.alignment_b = AlignmentOf(o.k * o.n * 4);
+      o.alignment_d = AlignmentOf(o.m * o.n * 4);
+    }
+    if (NumElements(graph_.value(output).dims) > 0 && o.k > 0) {
+      ASSIGN_OR_RETURN(step.gemm, CublasLtGemm::Create(plan_.cublas->get(), o));
+    }
+    step.batch_offsets = std::move(geometry.batch_offsets);
+    step.outputs = {output};
+    plan_.steps.push_back(std::move(step));
+    return absl::OkStatus();
+  }
+
+  // `constant` * `scale`, as a constant the plan keeps alive.
+  const BoundValue& ScaledConstant(const BoundValue& constant, float scale) {
+    if (scale == 1.0f) return constant;
+    auto scaled = std::make_shared<HostTensor>(*constant.constant);
+    float* data = scaled->data<float>();
+    for (int64_t i = 0; i < scaled->num_elements(); ++i) data[i] *= scale;
+    scaled_values_.push_back(constant);
+    scaled_values_.back().constant = scaled;
+    plan_.derived_constants.push_back(std::move(scaled));
+    return scaled_values_.back();
+  }
+
+  absl::Status AssignStorage() {
+    std::vector<ValueStorage>& storage = plan_.storage;
+    storage.resize(graph_.values.size());
+    for (size_t i = 0; i < graph_.values.size(); ++i) {
+      const BoundValue& value = graph_.values[i];
+      if (value.is_constant()) {
+        storage[i].kind = StorageKind::kConstant;
+        ASSIGN_OR_RETURN(storage[i].constant, plan_.resources.weights->GetOrUpload(value.constant));
+      }
+    }
+    for (ValueId input : graph_.inputs) {
+      storage[input] = {StorageKind::kInput, nullptr, graph_.value(input).name, 0};
+      RETURN_IF_ERROR(plan_.resources.io->Reserve(graph_.value(input).name, graph_.value(input).bytes()));
+    }
+    for (const ExecutionStep& step : plan_.steps) {
+      for (ValueId output : step.outputs) storage[output].kind = StorageKind::kArena;
+    }
+    // A graph output computed by a step is written straight into its device
+    // output buffer, so it needs no arena space and no lifetime to the end.
+    for (ValueId output : graph_.outputs) {
+      const std::string& name = graph_.value(output).name;
+      RETURN_IF_ERROR(plan_.resources.io->Reserve(name, graph_.value(output).bytes()));
+      ValueStorage& root = storage[plan_.Root(output)];
+      if (root.kind == StorageKind::kArena) root = {StorageKind::kOutput, nullptr, name, 0};
+    }
+    return absl::OkStatus();
+  }
+
+  // Offsets for every arena value over the step order (one stream, so the
+  // schedule is the linear chain).
+  absl::Status PlanArena() {
+    std::vector<int> buffer_of(graph_.values.size(), -1);
+    MemoryPlanInput input;
+    input.num_steps = static_cast<int>(plan_.steps.size());
+    input.step_predecessors = LinearSchedule(input.num_steps);
+    for (int s = 0; s < input.num_steps; ++s) {
+      for (ValueId output : plan_.steps[s].outputs) {
+        if (plan_.storage[output].kind != StorageKind::kArena) continue;
+        buffer_of[output] = static_cast<int>(input.buffers.size());
+        input.buffers.push_back({graph_.value(output).bytes(), s, {}});
+      }
+    }
+    for (int s = 0; s < input.num_steps; ++s) {
+      for (ValueId in : plan_.steps[s].inputs) {
+        const int buffer = buffer_of[plan_.Root(in)];
+        if (buffer >= 0) input.buffers[buffer].reader_steps.push_back(s);
+      }
+    }
+    ASSIGN_OR_RETURN(plan_.memory, PlanMemory(input));
+    for (size_t i = 0; i < graph_.values.size(); ++i) {
+      if (buffer_of[i] >= 0) plan_.storage[i].offset = plan_.memory.offsets[buffer_of[i]];
+    }
+    return plan_.resources.arena->Reserve(plan_.memory.arena_bytes);
+  }
+
+  CudaExecutor::Plan& plan_;
+  const BoundGraph& graph_;
+  std::vector<std::vector<int>> consumers_;
+  std::vector<bool> absorbed_;
+  std::deque<BoundValue> scaled_values_;  // stable addresses
+};
+
+}  // namespace
+
+CudaExecutor::CudaExecutor(std::unique_ptr<Plan> plan) : plan_(std::move(plan)) {}
+CudaExecutor::~CudaExecutor() = default;
+
+absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::Create(
+    BoundGraph graph, const CudaExecutorOptions& options, ExecutionResources resources) {
+  if (CudaDeviceCount() <= options.device) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "CUDA device ", options.device, " is not available (", CudaDeviceCount(),
+        " devices found); use the host executor on machines without a GPU"));
+  }
+  CUDA_RETURN_IF_ERROR(cudaSetDevice(options.device));
+  auto plan = std::make_unique<Plan>();
+  plan->graph = std::move(graph);
+  plan->options = options;
+  if (!resources.weights) ASSIGN_OR_RETURN(resources.weights, WeightStore::Create(options.device));
+  if (!resources.arena) ASSIGN_OR_RETURN(resources.arena, StreamArena::Create(options.device));
+  if (!resources.io) ASSIGN_OR_RETURN(resources.io, IoBuffers::Create(options.device));
+  plan->resources = std::move(resources);
+  ASSIGN_OR_RETURN(CublasLtHandle cublas, CublasLtHandle::Create());
+  plan->cublas.emplace(std::move(cublas));
+  ASSIGN_OR_RETURN(plan->gemm_workspace, DeviceBuffer::Allocate(kGemmWorkspaceBytes));
+  ASSIGN_OR_RETURN(CudaStream stream, CudaStream::Create());
+  plan->run_stream.emplace(std::move(stream));
+  RETURN_IF_ERROR(PlanBuilder(*plan).Build());
+  plan->addresses.resize(plan->graph.values.size());
+  for (ExecutionStep& step : plan->steps) {
+    step.input_addresses.resize(step.inputs.size());
+    step.output_addresses.resize(step.outputs.size());
+  }
+  return std::unique_ptr<CudaExecutor>(new CudaExecutor(std::move(plan)));
+}
+
+void* CudaExecutor::input_staging(size_t i) const {
+  return plan_->resources.io->host(plan_->graph.value(plan_->graph.inputs[i]).name);
+}
+
+const void* CudaExecutor::output_staging(size_t i) const {
+  return plan_->resources.io->host(plan_->graph.value(plan_->graph.outputs[i]).name);
+}
+
+const BoundGraph& CudaExecutor::graph() const { return plan_->graph; }
+size_t CudaExecutor::arena_bytes() const { return plan_->memory.arena_bytes; }
+size_t CudaExecutor::arena_lower_bound_bytes() const { return plan_->memory.lower_bound_bytes; }
+int CudaExecutor::fused_epilogues() const { return plan_->fused_epilogues; }
+
+namespace {
+
+// Resolves every value's device address for this run: the arena and I/O
+// buffers may have grown (and moved) since the plan was made.
+void ResolveAddresses(const CudaExecutor::Plan& plan) {
+  char* arena = static_cast<char*>(plan.resources.arena->base());
+  for (size_t i = 0; i < plan.storage.size(); ++i) {
+    const ValueStorage& s = plan.storage[plan.alias_root[i]];
+    void* address = nullptr;
+    switch (s.kind) {
+      case StorageKind::kNone:
+        break;
+      case StorageKind::kConstant:
+        address = const_cast<void*>(s.constant);
+        break;
+      case StorageKind::kInput:
+      case StorageKind::kOutput:
+        address = plan.resources.io->device(s.io_name);
+        break;
+      case StorageKind::kArena:
+        address = arena + s.offset;
+        break;
+    }
+    plan.addresses[i] = address;
+  }
+}
+
+absl::Status EnqueueGemm(const CudaExecutor::Plan& plan, const ExecutionStep& step,
+                         cudaStream_t stream) {
+  if (step.broadcast_c) {
+    const void* c[] = {step.input_addresses[2]};
+    void* d[] = {step.output_addresses[0]};
+    RETURN_IF_ERROR(step.broadcast_c->Enqueue(c, d, stream));
+  }
+  if (!step.gemm) return absl::OkStatus();  // empty output
+  const float* a = static_cast<const float*>(step.input_addresses[0]);
+  const float* b = static_cast<const float*>(step.input_addresses[1]);
+  float* d = static_cast<float*>(step.output_addresses[0]);
+  void* workspace = plan.gemm_workspace.get();
+  if (step.batch_offsets.empty()) return step.gemm->Enqueue(a, b, d, workspace, stream);
+  for (const auto& [a_offset, b_offset, d_offset] : step.batch_offsets) {
+    RETURN_IF_ERROR(
+        step.gemm->Enqueue(a + a_offset, b + b_offset, d + d_offset, workspace, stream));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status CudaExecutor::EnqueueCompute(cudaStream_t stream) const {
+  ResolveAddresses(*plan_);
+  for (const ExecutionStep& step : plan_->steps) {
+    for (size_t i = 0; i < step.inputs.size(); ++i) {
+      step.input_addresses[i] = plan_->addresses[step.inputs[i]];
+    }
+    for (size_t i = 0; i < step.outputs.size(); ++i) {
+      step.output_addresses[i] = plan_->addresses[step.outputs[i]];
+    }
+    const absl::Status status =
+        step.kernel ? step.kernel->Enqueue(step.input_addresses, step.output_addresses, stream)
+                    : EnqueueGemm(*plan_, step, stream);
+    if (!status.ok()) {
+      return AnnotateStatus(status, absl::StrCat(step.label, ", batch ", plan_->graph.batch_size));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CudaExecutor::Enqueue(cudaStream_t stream) const {
+  const BoundGraph& graph = plan_->graph;
+  IoBuffers& io = *plan_->resources.io;
+  for (ValueId input : graph.inputs) {
+    const BoundValue& value = graph.value(input);
+    if (value.bytes() == 0) continue;
+    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(io.device(value.name), io.host(value.name),
+                                         value.bytes(), cudaMemcpyHostToDevice, stream));
+  }
+  RETURN_IF_ERROR(EnqueueCompute(stream));
+  for (ValueId output : graph.outputs) {
+    const BoundValue& value = graph.value(output);
+    if (value.bytes() == 0) continue;
+    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(io.host(value.name), plan_->addresses[output],
+                                         value.bytes(), cudaMemcpyDeviceToHost, stream));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<HostTensor>> CudaExecutor::Run(absl::Span<const HostTensor> inputs) {
+  const BoundGraph& graph = plan_->graph;
+  RETURN_IF_ERROR(ValidateInputs(graph, inputs));
+  std::lock_guard<std::mutex> lock(plan_->run_mutex);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].bytes() > 0) std::memcpy(input_staging(i), inputs[i].raw(), inputs[i].bytes());
+  }
+  cudaStream_t stream = plan_->run_stream->get();
+  RETURN_IF_ERROR(Enqueue(stream));
+  CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+  std::vector<HostTensor> outputs;
+  outputs.reserve(graph.outputs.size());
+  for (size_t i = 0; i < graph.outputs.size(); ++i) {
+    const BoundValue& value = graph.value(graph.outputs[i]);
+    HostTensor& out = outputs.emplace_back(value.dtype, value.dims);
+    if (out.bytes() > 0) std::memcpy(out.raw(), output_staging(i), out.bytes());
+  }
+  return outputs;
+}
+
+}  // namespace graphserve

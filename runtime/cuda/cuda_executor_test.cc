@@ -1,0 +1,188 @@
+#include "runtime/cuda/cuda_executor.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "common/cuda_handles.h"
+#include "runtime/bind.h"
+#include "runtime/host/host_executor.h"
+
+namespace graphserve {
+namespace {
+
+std::shared_ptr<const HostTensor> RandomConstant(Dims dims, std::mt19937& rng) {
+  auto tensor = std::make_shared<HostTensor>(DType::kFloat32, std::move(dims));
+  std::uniform_real_distribution<float> uniform(-0.5f, 0.5f);
+  for (int64_t i = 0; i < tensor->num_elements(); ++i) tensor->data<float>()[i] = uniform(rng);
+  return tensor;
+}
+
+HostTensor RandomInput(Dims dims, std::mt19937& rng) {
+  HostTensor tensor(DType::kFloat32, std::move(dims));
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (int64_t i = 0; i < tensor.num_elements(); ++i) tensor.data<float>()[i] = normal(rng);
+  return tensor;
+}
+
+// x[B,32] -> Gemm(W1,b1,transB)+Relu -> MatMul(W2)+Add(b2)+Relu -> Gemm with C
+// [1,8] and beta 0.5 (a column bias, fused pre-scaled by beta) -> Reshape to
+// [B,2,4] (aliased) -> Softmax -> y. A second output z = Sigmoid of the first
+// hidden layer gives that layer two readers, so it is materialised.
+Model TestModel() {
+  std::mt19937 rng(7);
+  Model model;
+  model.name = "executor_test";
+  model.opset = 17;
+  model.inputs.push_back({"x", DType::kFloat32, {-1, 32}});
+  model.outputs.push_back({"y", DType::kFloat32, {-1, 2, 4}});
+  model.outputs.push_back({"z", DType::kFloat32, {-1, 64}});
+  model.initializers["W1"] = RandomConstant({64, 32}, rng);
+  model.initializers["b1"] = RandomConstant({64}, rng);
+  model.initializers["W2"] = RandomConstant({64, 16}, rng);
+  model.initializers["b2"] = RandomConstant({16}, rng);
+  model.initializers["W3"] = RandomConstant({16, 8}, rng);
+  model.initializers["C3"] = RandomConstant({1, 8}, rng);
+  auto shape = std::make_shared<HostTensor>(DType::kInt64, Dims{3});
+  shape->data<int64_t>()[0] = -1;
+  shape->data<int64_t>()[1] = 2;
+  shape->data<int64_t>()[2] = 4;
+  model.initializers["shape"] = shape;
+  model.nodes = {
+      {"fc1", "Gemm", {"x", "W1", "b1"}, {"h1"}, {{"transB", int64_t{1}}}},
+      {"act1", "Relu", {"h1"}, {"a1"}, {}},
+      {"side", "Sigmoid", {"a1"}, {"z"}, {}},
+      {"fc2", "MatMul", {"a1", "W2"}, {"h2"}, {}},
+      {"bias2", "Add", {"h2", "b2"}, {"h2b"}, {}},
+      {"act2", "Relu", {"h2b"}, {"a2"}, {}},
+      {"fc3", "Gemm", {"a2", "W3", "C3"}, {"h3"}, {{"beta", 0.5f}}},
+      {"reshape", "Reshape", {"h3", "shape"}, {"r"}, {}},
+      {"softmax", "Softmax", {"r"}, {"y"}, {{"axis", int64_t{-1}}}},
+  };
+  return model;
+}
+
+double RelativeError(const HostTensor& got, const HostTensor& want) {
+  double error = 0, norm = 0;
+  for (int64_t i = 0; i < want.num_elements(); ++i) {
+    const double d = static_cast<double>(got.data<float>()[i]) - want.data<float>()[i];
+    error += d * d;
+    norm += static_cast<double>(want.data<float>()[i]) * want.data<float>()[i];
+  }
+  return std::isnan(error) ? INFINITY : std::sqrt(error / norm);
+}
+
+class CudaExecutorTest : public ::testing::TestWithParam<int64_t> {
+ protected:
+  void SetUp() override {
+    if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device on this machine";
+  }
+};
+
+TEST_P(CudaExecutorTest, MatchesHostExecutorFusedAndUnfused) {
+  const int64_t batch = GetParam();
+  const Model model = TestModel();
+  absl::StatusOr<BoundGraph> graph = BindModel(model, {.batch_size = batch});
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  absl::StatusOr<std::unique_ptr<HostExecutor>> host = HostExecutor::Create(*graph);
+  ASSERT_TRUE(host.ok()) << host.status();
+  std::mt19937 rng(static_cast<uint32_t>(batch));
+  std::vector<HostTensor> inputs;
+  inputs.push_back(RandomInput({batch, 32}, rng));
+  absl::StatusOr<std::vector<HostTensor>> expected = (*host)->Run(inputs);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+
+  for (bool fuse : {true, false}) {
+    CudaExecutorOptions options;
+    options.fuse_epilogues = fuse;
+    absl::StatusOr<std::unique_ptr<CudaExecutor>> cuda = CudaExecutor::Create(*graph, options);
+    ASSERT_TRUE(cuda.ok()) << cuda.status();
+    // fc1 (bias in Gemm's C + Relu), fc2 (+Add +Relu), fc3 (C pre-scaled by beta).
+    EXPECT_EQ((*cuda)->fused_epilogues(), fuse ? 3 : 2);
+    EXPECT_GE((*cuda)->arena_bytes(), (*cuda)->arena_lower_bound_bytes());
+    absl::StatusOr<std::vector<HostTensor>> got = (*cuda)->Run(inputs);
+    ASSERT_TRUE(got.ok()) << got.status();
+    ASSERT_EQ(got->size(), 2u);
+    for (size_t i = 0; i < got->size(); ++i) {
+      EXPECT_EQ((*got)[i].dims(), (*expected)[i].dims());
+      EXPECT_LT(RelativeError((*got)[i], (*expected)[i]), 1e-5) << "output " << i << " fuse " << fuse;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(BatchSizes, CudaExecutorTest, ::testing::Values(1, 3, 64, 1000));
+
+TEST(CudaExecutorCaptureTest, EnqueueIsCapturableAndReplaysTheEagerResult) {
+  if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device on this machine";
+  constexpr int64_t kBatch = 16;
+  absl::StatusOr<BoundGraph> graph = BindModel(TestModel(), {.batch_size = kBatch});
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  absl::StatusOr<std::unique_ptr<CudaExecutor>> cuda = CudaExecutor::Create(*graph, {});
+  ASSERT_TRUE(cuda.ok()) << cuda.status();
+  std::mt19937 rng(11);
+  std::vector<HostTensor> inputs;
+  inputs.push_back(RandomInput({kBatch, 32}, rng));
+  absl::StatusOr<std::vector<HostTensor>> eager = (*cuda)->Run(inputs);
+  ASSERT_TRUE(eager.ok()) << eager.status();
+
+  absl::StatusOr<CudaStream> stream = CudaStream::Create();
+  ASSERT_TRUE(stream.ok());
+  ASSERT_EQ(cudaStreamBeginCapture(stream->get(), cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  const absl::Status enqueued = (*cuda)->Enqueue(stream->get());
+  cudaGraph_t raw_graph = nullptr;
+  ASSERT_EQ(cudaStreamEndCapture(stream->get(), &raw_graph), cudaSuccess);
+  ASSERT_TRUE(enqueued.ok()) << enqueued;
+  CudaGraph captured(raw_graph);
+  cudaGraphExec_t raw_exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&raw_exec, captured.get(), 0), cudaSuccess);
+  CudaGraphExec exec(raw_exec);
+
+  std::memcpy((*cuda)->input_staging(0), inputs[0].raw(), inputs[0].bytes());
+  for (int i = 0; i < 2; ++i) {
+    std::memset(const_cast<void*>((*cuda)->output_staging(0)), 0xFF, (*eager)[0].bytes());
+    ASSERT_EQ(cudaGraphLaunch(exec.get(), stream->get()), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(stream->get()), cudaSuccess);
+    EXPECT_EQ(std::memcmp((*cuda)->output_staging(0), (*eager)[0].raw(), (*eager)[0].bytes()), 0);
+  }
+}
+
+TEST(CudaExecutorSharingTest, PlansOfOneStreamShareArenaAndWeights) {
+  if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device on this machine";
+  const Model model = TestModel();
+  absl::StatusOr<std::shared_ptr<WeightStore>> weights = WeightStore::Create(0);
+  absl::StatusOr<std::shared_ptr<StreamArena>> arena = StreamArena::Create(0);
+  absl::StatusOr<std::shared_ptr<IoBuffers>> io = IoBuffers::Create(0);
+  ASSERT_TRUE(weights.ok() && arena.ok() && io.ok());
+  ExecutionResources resources{*weights, *arena, *io};
+  size_t largest = 0;
+  std::vector<std::unique_ptr<CudaExecutor>> plans;
+  for (int64_t batch : {256, 64, 8, 1}) {  // largest first, as capture will
+    absl::StatusOr<BoundGraph> graph = BindModel(model, {.batch_size = batch});
+    ASSERT_TRUE(graph.ok());
+    absl::StatusOr<std::unique_ptr<CudaExecutor>> cuda = CudaExecutor::Create(*graph, {}, resources);
+    ASSERT_TRUE(cuda.ok()) << cuda.status();
+    largest = std::max(largest, (*cuda)->arena_bytes());
+    plans.push_back(std::move(*cuda));
+  }
+  EXPECT_EQ((*arena)->bytes(), largest);
+  const size_t weights_after_all = (*weights)->count();
+  EXPECT_LE(weights_after_all, 8u);  // six initializers plus the pre-scaled C3
+  // Every plan still computes its own batch correctly in the shared memory.
+  std::mt19937 rng(3);
+  for (auto& plan : plans) {
+    const int64_t batch = plan->graph().batch_size;
+    std::vector<HostTensor> inputs;
+    inputs.push_back(RandomInput({batch, 32}, rng));
+    absl::StatusOr<std::unique_ptr<HostExecutor>> host = HostExecutor::Create(plan->graph());
+    ASSERT_TRUE(host.ok());
+    absl::StatusOr<std::vector<HostTensor>> want = (*host)->Run(inputs);
+    absl::StatusOr<std::vector<HostTensor>> got = plan->Run(inputs);
+    ASSERT_TRUE(want.ok() && got.ok());
+    EXPECT_LT(RelativeError((*got)[0], (*want)[0]), 1e-5) << "batch " << batch;
+  }
+}
+
+}  // namespace
+}  // namespace graphserve

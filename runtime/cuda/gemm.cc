@@ -1,0 +1,186 @@
+#include "runtime/cuda/gemm.h"
+
+#include <type_traits>
+
+#include "absl/strings/str_cat.h"
+#include "common/cuda_status.h"
+#include "common/logging.h"
+#include "common/status.h"
+
+namespace graphserve {
+
+namespace {
+
+struct OperationDescDeleter {
+  void operator()(cublasLtMatmulDesc_t desc) const { cublasLtMatmulDescDestroy(desc); }
+};
+struct LayoutDeleter {
+  void operator()(cublasLtMatrixLayout_t layout) const { cublasLtMatrixLayoutDestroy(layout); }
+};
+struct PreferenceDeleter {
+  void operator()(cublasLtMatmulPreference_t pref) const {
+    cublasLtMatmulPreferenceDestroy(pref);
+  }
+};
+
+using OperationDesc =
+    std::unique_ptr<std::remove_pointer_t<cublasLtMatmulDesc_t>, OperationDescDeleter>;
+using Layout = std::unique_ptr<std::remove_pointer_t<cublasLtMatrixLayout_t>, LayoutDeleter>;
+using Preference =
+    std::unique_ptr<std::remove_pointer_t<cublasLtMatmulPreference_t>, PreferenceDeleter>;
+
+template <typename T>
+absl::Status SetDescAttr(cublasLtMatmulDesc_t desc, cublasLtMatmulDescAttributes_t attr,
+                         const T& value) {
+  CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(desc, attr, &value, sizeof(value)));
+  return absl::OkStatus();
+}
+
+template <typename T>
+absl::Status SetLayoutAttr(cublasLtMatrixLayout_t layout, cublasLtMatrixLayoutAttribute_t attr,
+                           const T& value) {
+  CUBLAS_RETURN_IF_ERROR(cublasLtMatrixLayoutSetAttribute(layout, attr, &value, sizeof(value)));
+  return absl::OkStatus();
+}
+
+template <typename T>
+absl::Status SetPrefAttr(cublasLtMatmulPreference_t pref, cublasLtMatmulPreferenceAttributes_t attr,
+                         const T& value) {
+  CUBLAS_RETURN_IF_ERROR(cublasLtMatmulPreferenceSetAttribute(pref, attr, &value, sizeof(value)));
+  return absl::OkStatus();
+}
+
+// A column-major matrix layout of rows x cols with leading dimension ld,
+// repeated `batch` times `stride` elements apart.
+absl::StatusOr<Layout> MakeLayout(int64_t rows, int64_t cols, int64_t ld, int64_t batch,
+                                  int64_t stride) {
+  cublasLtMatrixLayout_t raw = nullptr;
+  CUBLAS_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&raw, CUDA_R_32F, static_cast<uint64_t>(rows),
+                                                    static_cast<uint64_t>(cols), ld));
+  Layout layout(raw);
+  if (batch > 1) {
+    RETURN_IF_ERROR(SetLayoutAttr(raw, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
+                                  static_cast<int32_t>(batch)));
+    RETURN_IF_ERROR(SetLayoutAttr(raw, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, stride));
+  }
+  return layout;
+}
+
+cublasLtEpilogue_t ToCublasEpilogue(GemmEpilogue epilogue) {
+  switch (epilogue) {
+    case GemmEpilogue::kNone:
+      return CUBLASLT_EPILOGUE_DEFAULT;
+    case GemmEpilogue::kBias:
+      return CUBLASLT_EPILOGUE_BIAS;
+    case GemmEpilogue::kBiasRelu:
+      return CUBLASLT_EPILOGUE_RELU_BIAS;
+    case GemmEpilogue::kRelu:
+      return CUBLASLT_EPILOGUE_RELU;
+  }
+  return CUBLASLT_EPILOGUE_DEFAULT;
+}
+
+std::string Describe(const GemmOptions& o) {
+  return absl::StrCat("GEMM m=", o.m, " n=", o.n, " k=", o.k, " batch=", o.batch,
+                      o.trans_a ? " A^T" : "", o.trans_b ? " B^T" : "");
+}
+
+}  // namespace
+
+// Note [Row-major GEMM on column-major cuBLASLt]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A row-major matrix read as column-major is its transpose. So row-major
+// D = op(A) op(B) is column-major D^T = op(B)^T op(A)^T: cuBLASLt's first
+// operand is our B, its second our A, and its result (n x m, ld n) is our
+// row-major D. A bias over our n columns is then a bias over cuBLASLt's rows,
+// which is exactly what its BIAS epilogue adds.
+struct CublasLtGemm::Descriptors {
+  OperationDesc operation;
+  Layout first;   // our B
+  Layout second;  // our A
+  Layout result;  // our D (also the C operand, for beta != 0)
+  cublasLtMatmulAlgo_t algo{};
+};
+
+CublasLtGemm::CublasLtGemm(cublasLtHandle_t handle, const GemmOptions& options,
+                           std::unique_ptr<Descriptors> descriptors)
+    : handle_(handle), options_(options), descriptors_(std::move(descriptors)) {}
+
+CublasLtGemm::~CublasLtGemm() = default;
+
+absl::StatusOr<std::unique_ptr<CublasLtGemm>> CublasLtGemm::Create(cublasLtHandle_t handle,
+                                                                   const GemmOptions& o) {
+  if (o.m <= 0 || o.n <= 0 || o.k <= 0 || o.batch <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(Describe(o), ": sizes must be positive"));
+  }
+  const bool has_bias = o.epilogue == GemmEpilogue::kBias || o.epilogue == GemmEpilogue::kBiasRelu;
+  if (has_bias && o.bias == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(Describe(o), ": bias epilogue without bias"));
+  }
+  auto d = std::make_unique<Descriptors>();
+
+  cublasLtMatmulDesc_t operation = nullptr;
+  CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescCreate(
+      &operation, o.allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  d->operation.reset(operation);
+  // See Note [Row-major GEMM on column-major cuBLASLt].
+  const cublasOperation_t op_first = o.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t op_second = o.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+  RETURN_IF_ERROR(SetDescAttr(operation, CUBLASLT_MATMUL_DESC_TRANSA, op_first));
+  RETURN_IF_ERROR(SetDescAttr(operation, CUBLASLT_MATMUL_DESC_TRANSB, op_second));
+  RETURN_IF_ERROR(SetDescAttr(operation, CUBLASLT_MATMUL_DESC_EPILOGUE, ToCublasEpilogue(o.epilogue)));
+  if (has_bias) {
+    RETURN_IF_ERROR(SetDescAttr(operation, CUBLASLT_MATMUL_DESC_BIAS_POINTER, o.bias));
+  }
+
+  // Our B is [k, n] row-major (column-major n x k, ld n), or [n, k] when
+  // transposed (column-major k x n, ld k). Likewise A is [m, k] or [k, m].
+  ASSIGN_OR_RETURN(d->first, o.trans_b ? MakeLayout(o.k, o.n, o.k, o.batch, o.stride_b)
+                                       : MakeLayout(o.n, o.k, o.n, o.batch, o.stride_b));
+  ASSIGN_OR_RETURN(d->second, o.trans_a ? MakeLayout(o.m, o.k, o.m, o.batch, o.stride_a)
+                                        : MakeLayout(o.k, o.m, o.k, o.batch, o.stride_a));
+  ASSIGN_OR_RETURN(d->result, MakeLayout(o.n, o.m, o.n, o.batch, o.stride_d));
+
+  cublasLtMatmulPreference_t raw_pref = nullptr;
+  CUBLAS_RETURN_IF_ERROR(cublasLtMatmulPreferenceCreate(&raw_pref));
+  Preference pref(raw_pref);
+  RETURN_IF_ERROR(SetPrefAttr(raw_pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                              static_cast<uint64_t>(o.workspace_bytes)));
+  RETURN_IF_ERROR(SetPrefAttr(raw_pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+                              static_cast<uint32_t>(o.alignment_b)));
+  RETURN_IF_ERROR(SetPrefAttr(raw_pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                              static_cast<uint32_t>(o.alignment_a)));
+  RETURN_IF_ERROR(SetPrefAttr(raw_pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+                              static_cast<uint32_t>(o.alignment_d)));
+  RETURN_IF_ERROR(SetPrefAttr(raw_pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
+                              static_cast<uint32_t>(o.alignment_d)));
+
+  cublasLtMatmulHeuristicResult_t result{};
+  int returned = 0;
+  const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
+      handle, operation, d->first.get(), d->second.get(), d->result.get(), d->result.get(),
+      raw_pref, 1, &result, &returned);
+  if (status != CUBLAS_STATUS_SUCCESS || returned == 0) {
+    return absl::UnimplementedError(absl::StrCat(
+        Describe(o), ": cuBLASLt has no algorithm for it (",
+        status == CUBLAS_STATUS_SUCCESS ? "no heuristic result" : cublasGetStatusName(status),
+        ")"));
+  }
+  d->algo = result.algo;
+  return std::unique_ptr<CublasLtGemm>(new CublasLtGemm(handle, o, std::move(d)));
+}
+
+absl::Status CublasLtGemm::Enqueue(const float* a, const float* b, float* d, void* workspace,
+                                   cudaStream_t stream) const {
+  const Descriptors& desc = *descriptors_;
+  const cublasStatus_t status = cublasLtMatmul(
+      handle_, desc.operation.get(), &options_.alpha, b, desc.first.get(), a, desc.second.get(),
+      &options_.beta, d, desc.result.get(), d, desc.result.get(), &desc.algo, workspace,
+      options_.workspace_bytes, stream);
+  if (status != CUBLAS_STATUS_SUCCESS) {
+    return AnnotateStatus(CublasErrorToStatus(status, "cublasLtMatmul"), Describe(options_));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace graphserve
