@@ -21,8 +21,12 @@ class HostExecutor : public Executor {
   [[nodiscard]] const BoundGraph& graph() const { return graph_; }
 
  private:
-  explicit HostExecutor(BoundGraph graph) : graph_(std::move(graph)) {}
+  explicit HostExecutor(BoundGraph graph);
+
   const BoundGraph graph_;
+  // Per node (by index), the intermediate values it reads last; Run frees them
+  // after the node. Graph outputs are never listed.
+  const std::vector<std::vector<ValueId>> release_after_;
 };
 
 }  // namespace graphserve
