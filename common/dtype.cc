@@ -18,7 +18,7 @@ size_t DTypeSize(DType dtype) {
   return 0;
 }
 
-std::string_view DTypeName(DType dtype) {
+const char* DTypeName(DType dtype) {
   switch (dtype) {
     case DType::kFloat32:
       return "float32";

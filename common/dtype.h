@@ -18,8 +18,8 @@ enum class DType : int32_t {
 // Bytes per element.
 size_t DTypeSize(DType dtype);
 
-// "float32", "int64", "bool".
-std::string_view DTypeName(DType dtype);
+// "float32", "int64", "bool" (a C string: Debian's absl::StrCat takes no std::string_view).
+const char* DTypeName(DType dtype);
 
 // Converts an ONNX TensorProto.DataType number, or says which type is not
 // supported (naming it as ONNX does, e.g. "FLOAT16").

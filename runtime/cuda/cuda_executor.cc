@@ -428,9 +428,15 @@ absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::Create(
   auto plan = std::make_unique<Plan>();
   plan->graph = std::move(graph);
   plan->options = options;
-  if (!resources.weights) ASSIGN_OR_RETURN(resources.weights, WeightStore::Create(options.device));
-  if (!resources.arena) ASSIGN_OR_RETURN(resources.arena, StreamArena::Create(options.device));
-  if (!resources.io) ASSIGN_OR_RETURN(resources.io, IoBuffers::Create(options.device));
+  if (!resources.weights) {
+    ASSIGN_OR_RETURN(resources.weights, WeightStore::Create(options.device));
+  }
+  if (!resources.arena) {
+    ASSIGN_OR_RETURN(resources.arena, StreamArena::Create(options.device));
+  }
+  if (!resources.io) {
+    ASSIGN_OR_RETURN(resources.io, IoBuffers::Create(options.device));
+  }
   plan->resources = std::move(resources);
   ASSIGN_OR_RETURN(CublasLtHandle cublas, CublasLtHandle::Create());
   plan->cublas.emplace(std::move(cublas));
