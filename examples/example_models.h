@@ -1,0 +1,39 @@
+#pragma once
+// The example models GraphServe's demos, tests and benchmarks use, built in
+// code with the ONNX protobuf API so that no Python or PyTorch is needed to
+// make them. Weights come from a fixed-seed generator, so every build of a
+// model is byte-identical.
+//
+//  mlp.onnx         x [batch,512] float32 -> Gemm 512-1024-512-256-1 with
+//                   Relu between and Sigmoid at the end -> y [batch,1].
+//  dlrm_dense.onnx  The dense part of DLRM: dense [batch,13] and the looked-up
+//                   embeddings sparse_emb [batch,26,16] -> prob [batch,1]. See
+//                   Note [DLRM dense interaction] in example_models.cc.
+//
+// The batch dim of every input and output is dim_param "batch".
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "onnx/onnx_pb.h"
+
+namespace graphserve {
+
+// Seed of the weight generator that the written model files use.
+inline constexpr uint64_t kExampleModelSeed = 20240611;
+
+onnx::ModelProto MakeMlpModel(uint64_t seed = kExampleModelSeed);
+onnx::ModelProto MakeDlrmDenseModel(uint64_t seed = kExampleModelSeed);
+
+// The flat indices into a row-major [n,n] matrix of its strictly lower
+// triangle (i > j), row by row: n*(n-1)/2 of them.
+std::vector<int64_t> LowerTriangleIndices(int64_t n);
+
+// Writes mlp.onnx and dlrm_dense.onnx into `dir` (created if missing) and
+// returns their paths through `written` (optional). Errors name the file.
+absl::Status WriteExampleModels(const std::string& dir,
+                                std::vector<std::string>* written = nullptr);
+
+}  // namespace graphserve
