@@ -78,6 +78,23 @@ absl::Status RequireSameElementCount(const KernelArgs& args, const HostTensor& i
                       DimsToString(out.dims()), " differ in element count");
 }
 
+// Binding writes every attribute out, but the scalar ones that ONNX gives a
+// default are read with that default, so that a node built by hand (or a
+// binding gap) still computes what ONNX would rather than multiplying by 0.
+absl::StatusOr<float> OptionalFloatAttr(const KernelArgs& args, const std::string& name,
+                                        float onnx_default) {
+  absl::StatusOr<float> value = GetFloatAttr(args.node.attributes, name, onnx_default);
+  if (!value.ok()) return args.Invalid(value.status().message());
+  return value;
+}
+
+absl::StatusOr<int64_t> OptionalIntAttr(const KernelArgs& args, const std::string& name,
+                                        int64_t onnx_default) {
+  absl::StatusOr<int64_t> value = GetIntAttr(args.node.attributes, name, onnx_default);
+  if (!value.ok()) return args.Invalid(value.status().message());
+  return value;
+}
+
 // Calls fn(T{}) with the C++ type of `dtype`, limited to the types an op
 // accepts so that each instantiation only sees operations its type supports.
 template <typename Fn>
@@ -412,7 +429,7 @@ double Erf(double x) { return std::erf(x); }
 
 template <typename T>
 T Relu(T x) {
-  return x > T{0} ? x : T{0};  // also maps -0.0f to +0
+  return x < T{0} ? T{0} : x;  // NaN passes through, as numpy's maximum(x, 0)
 }
 template <typename T>
 T Abs(T x) {
@@ -448,7 +465,7 @@ absl::Status RunSignOp(const KernelArgs& args, SignOp op) {
 
 absl::Status RunLeakyRelu(const KernelArgs& args) {
   RETURN_IF_ERROR(CheckUnaryOperand(args));
-  const float alpha = FloatAttr(args.node.attributes, "alpha");
+  ASSIGN_OR_RETURN(const float alpha, OptionalFloatAttr(args, "alpha", 0.01f));
   return VisitFloat(args, args.in(0).dtype(), [&](float) {
     MapElements<float>(args.in(0), args.out(0),
                        [alpha](float x) { return x < 0.0f ? alpha * x : x; });
@@ -596,10 +613,12 @@ absl::Status RunGemm(const KernelArgs& args) {
     return args.Invalid("A ", DimsToString(a.dims()), " and B ", DimsToString(b.dims()),
                         " should be 2-D");
   }
-  const bool trans_a = IntAttr(args.node.attributes, "transA") != 0;
-  const bool trans_b = IntAttr(args.node.attributes, "transB") != 0;
-  const double alpha = FloatAttr(args.node.attributes, "alpha");
-  const double beta = FloatAttr(args.node.attributes, "beta");
+  ASSIGN_OR_RETURN(const int64_t trans_a_attr, OptionalIntAttr(args, "transA", 0));
+  ASSIGN_OR_RETURN(const int64_t trans_b_attr, OptionalIntAttr(args, "transB", 0));
+  ASSIGN_OR_RETURN(const double alpha, OptionalFloatAttr(args, "alpha", 1.0f));
+  ASSIGN_OR_RETURN(const double beta, OptionalFloatAttr(args, "beta", 1.0f));
+  const bool trans_a = trans_a_attr != 0;
+  const bool trans_b = trans_b_attr != 0;
 
   const int64_t m = trans_a ? a.dims()[1] : a.dims()[0];
   const int64_t k_size = trans_a ? a.dims()[0] : a.dims()[1];
@@ -695,7 +714,7 @@ absl::Status RunLayerNormalization(const KernelArgs& args) {
   const HostTensor* bias = args.inputs.size() > 2 ? args.inputs[2] : nullptr;
   const int64_t outer = IntAttr(args.node.attributes, "outer");
   const int64_t inner = IntAttr(args.node.attributes, "inner");
-  const double epsilon = FloatAttr(args.node.attributes, "epsilon");
+  ASSIGN_OR_RETURN(const double epsilon, OptionalFloatAttr(args, "epsilon", 1e-5f));
   for (const HostTensor* t : {&x, &scale, bias, static_cast<const HostTensor*>(&args.out(0))}) {
     if (t != nullptr) RETURN_IF_ERROR(RequireDType(args, *t, DType::kFloat32, "operand"));
   }

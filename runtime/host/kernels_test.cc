@@ -1,6 +1,7 @@
 #include "runtime/host/kernels.h"
 
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -71,11 +72,76 @@ void ExpectFloatsNear(const std::vector<float>& actual, const std::vector<float>
   }
 }
 
+// ---------------------------------------------------------------------------
+// Binary elementwise ops and broadcasting
+// ---------------------------------------------------------------------------
+
 TEST(ElementwiseTest, AddBroadcastsRowAgainstColumn) {
   // [2,1] + [3] -> [2,3]
   HostTensor out = RunOk(MakeNode("Add"), {Floats({2, 1}, {1, 2}), Floats({3}, {10, 20, 30})},
                          DType::kFloat32, {2, 3});
   EXPECT_EQ(Values<float>(out), (std::vector<float>{11, 21, 31, 12, 22, 32}));
+}
+
+TEST(ElementwiseTest, SubBroadcastsMiddleDim) {
+  // [2,1,2] - [3,1] -> [2,3,2]: out[i][j][k] = a[i][0][k] - b[j][0]
+  HostTensor out = RunOk(MakeNode("Sub"), {Floats({2, 1, 2}, {1, 2, 3, 4}), Floats({3, 1}, {1, 10, 100})},
+                         DType::kFloat32, {2, 3, 2});
+  EXPECT_EQ(Values<float>(out),
+            (std::vector<float>{0, 1, -9, -8, -99, -98, 2, 3, -7, -6, -97, -96}));
+}
+
+TEST(ElementwiseTest, MulWithScalar) {
+  HostTensor out = RunOk(MakeNode("Mul"), {Floats({}, {-2}), Floats({2, 2}, {1, 2.5f, -3, 0})},
+                         DType::kFloat32, {2, 2});
+  EXPECT_EQ(Values<float>(out), (std::vector<float>{-2, -5, 6, -0.0f}));
+}
+
+TEST(ElementwiseTest, FloatDivAndPow) {
+  HostTensor div = RunOk(MakeNode("Div"), {Floats({3}, {1, -3, 5}), Floats({3}, {4, 2, -0.5f})},
+                         DType::kFloat32, {3});
+  EXPECT_EQ(Values<float>(div), (std::vector<float>{0.25f, -1.5f, -10}));
+  HostTensor pow = RunOk(MakeNode("Pow"), {Floats({3}, {2, 4, -3}), Floats({1}, {0.5f})},
+                         DType::kFloat32, {3});
+  const std::vector<float> actual = Values<float>(pow);
+  EXPECT_FLOAT_EQ(actual[0], static_cast<float>(std::sqrt(2.0)));
+  EXPECT_FLOAT_EQ(actual[1], 2.0f);
+  EXPECT_TRUE(std::isnan(actual[2]));  // negative base, fractional exponent
+}
+
+TEST(ElementwiseTest, MaxMinPropagateNaN) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  HostTensor a = Floats({3}, {1, 5, nan});
+  HostTensor b = Floats({3}, {2, -5, 0});
+  std::vector<float> max = Values<float>(RunOk(MakeNode("Max"), {a, b}, DType::kFloat32, {3}));
+  std::vector<float> min = Values<float>(RunOk(MakeNode("Min"), {a, b}, DType::kFloat32, {3}));
+  EXPECT_EQ(max[0], 2);
+  EXPECT_EQ(max[1], 5);
+  EXPECT_TRUE(std::isnan(max[2]));
+  EXPECT_EQ(min[0], 1);
+  EXPECT_EQ(min[1], -5);
+  EXPECT_TRUE(std::isnan(min[2]));
+}
+
+TEST(ElementwiseTest, Int64ArithmeticBroadcasts) {
+  HostTensor a = Ints({2, 2}, {1, -2, 3, -4});
+  HostTensor b = Ints({2}, {10, 3});
+  EXPECT_EQ(Values<int64_t>(RunOk(MakeNode("Add"), {a, b}, DType::kInt64, {2, 2})),
+            (std::vector<int64_t>{11, 1, 13, -1}));
+  EXPECT_EQ(Values<int64_t>(RunOk(MakeNode("Sub"), {a, b}, DType::kInt64, {2, 2})),
+            (std::vector<int64_t>{-9, -5, -7, -7}));
+  EXPECT_EQ(Values<int64_t>(RunOk(MakeNode("Mul"), {a, b}, DType::kInt64, {2, 2})),
+            (std::vector<int64_t>{10, -6, 30, -12}));
+  EXPECT_EQ(Values<int64_t>(RunOk(MakeNode("Max"), {a, b}, DType::kInt64, {2, 2})),
+            (std::vector<int64_t>{10, 3, 10, 3}));
+  EXPECT_EQ(Values<int64_t>(RunOk(MakeNode("Min"), {a, b}, DType::kInt64, {2, 2})),
+            (std::vector<int64_t>{1, -2, 3, -4}));
+}
+
+TEST(ElementwiseTest, Int64PowIsExact) {
+  HostTensor out = RunOk(MakeNode("Pow"), {Ints({5}, {3, -2, 7, 2, 5}), Ints({5}, {4, 3, 0, 40, -1})},
+                         DType::kInt64, {5});
+  EXPECT_EQ(Values<int64_t>(out), (std::vector<int64_t>{81, -8, 1, int64_t{1} << 40, 0}));
 }
 
 TEST(ElementwiseTest, Int64DivTruncatesTowardZero) {
@@ -90,12 +156,27 @@ TEST(ElementwiseTest, Int64DivByZeroIsInvalid) {
   ASSERT_FALSE(out.ok());
   EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(out.status().message().find("test_Div"), std::string::npos) << out.status();
+  EXPECT_NE(out.status().message().find("(Div)"), std::string::npos) << out.status();
 }
 
-TEST(MatMulTest, TwoByTwo) {
-  HostTensor out = RunOk(MakeNode("MatMul"), {Floats({2, 2}, {1, 2, 3, 4}), Floats({2, 2}, {5, 6, 7, 8})},
-                         DType::kFloat32, {2, 2});
-  EXPECT_EQ(Values<float>(out), (std::vector<float>{19, 22, 43, 50}));
+TEST(ElementwiseTest, IncompatibleBroadcastIsInvalid) {
+  absl::StatusOr<HostTensor> out =
+      RunOne(MakeNode("Add"), {Floats({3}, {1, 2, 3}), Floats({2}, {1, 2})}, DType::kFloat32, {3});
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(out.status().message().find("test_Add"), std::string::npos) << out.status();
+}
+
+TEST(ElementwiseTest, EqualComparesEveryType) {
+  HostTensor floats = RunOk(MakeNode("Equal"), {Floats({2, 2}, {1, 2, 3, 4}), Floats({2}, {1, 4})},
+                            DType::kBool, {2, 2});
+  EXPECT_EQ(Values<bool>(floats), (std::vector<bool>{true, false, false, true}));
+  HostTensor ints = RunOk(MakeNode("Equal"), {Ints({3}, {-1, 0, 7}), Ints({}, {7})},
+                          DType::kBool, {3});
+  EXPECT_EQ(Values<bool>(ints), (std::vector<bool>{false, false, true}));
+  HostTensor bools = RunOk(MakeNode("Equal"), {Bools({2}, {true, false}), Bools({2}, {true, true})},
+                           DType::kBool, {2});
+  EXPECT_EQ(Values<bool>(bools), (std::vector<bool>{true, false}));
 }
 
 TEST(ElementwiseTest, WhereBroadcastsConditionOverRows) {
@@ -105,6 +186,263 @@ TEST(ElementwiseTest, WhereBroadcastsConditionOverRows) {
                          DType::kFloat32, {2, 2});
   EXPECT_EQ(Values<float>(out), (std::vector<float>{1, -1, 3, -1}));
 }
+
+TEST(ElementwiseTest, WhereOnInt64BroadcastsAllThree) {
+  // cond [2,1], x [3], y [2,3]
+  HostTensor out = RunOk(MakeNode("Where"),
+                         {Bools({2, 1}, {false, true}), Ints({3}, {7, 8, 9}),
+                          Ints({2, 3}, {-1, -2, -3, -4, -5, -6})},
+                         DType::kInt64, {2, 3});
+  EXPECT_EQ(Values<int64_t>(out), (std::vector<int64_t>{-1, -2, -3, 7, 8, 9}));
+}
+
+// ---------------------------------------------------------------------------
+// Unary elementwise ops and Cast
+// ---------------------------------------------------------------------------
+
+TEST(UnaryTest, TranscendentalsMatchDoubleMath) {
+  const std::vector<float> x = {0.25f, 1.5f, 3.0f, 7.75f};
+  struct Case {
+    const char* op;
+    double (*reference)(double);
+  };
+  const Case cases[] = {
+      {"Sqrt", [](double v) { return std::sqrt(v); }},
+      {"Exp", [](double v) { return std::exp(v); }},
+      {"Log", [](double v) { return std::log(v); }},
+      {"Tanh", [](double v) { return std::tanh(v); }},
+      {"Erf", [](double v) { return std::erf(v); }},
+      {"Sigmoid", [](double v) { return 1.0 / (1.0 + std::exp(-v)); }},
+  };
+  for (const Case& c : cases) {
+    // Negated inputs too, for the ops defined there.
+    std::vector<float> inputs = x;
+    if (std::string(c.op) != "Sqrt" && std::string(c.op) != "Log") {
+      for (float v : x) inputs.push_back(-v);
+    }
+    const Dims dims = {static_cast<int64_t>(inputs.size())};
+    HostTensor out = RunOk(MakeNode(c.op), {Floats(dims, inputs)}, DType::kFloat32, dims);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      EXPECT_EQ(out.data<float>()[i], static_cast<float>(c.reference(inputs[i])))
+          << c.op << "(" << inputs[i] << ")";
+    }
+  }
+}
+
+TEST(UnaryTest, SigmoidSaturatesWithoutNaN) {
+  HostTensor out = RunOk(MakeNode("Sigmoid"), {Floats({2}, {-1000, 1000})}, DType::kFloat32, {2});
+  EXPECT_EQ(Values<float>(out), (std::vector<float>{0, 1}));
+}
+
+TEST(UnaryTest, ReluAbsNegOnFloatAndInt64) {
+  HostTensor f = Floats({4}, {-2.5f, 0, 1, 3.5f});
+  HostTensor i = Ints({4}, {-7, 0, 2, -1});
+  EXPECT_EQ(Values<float>(RunOk(MakeNode("Relu"), {f}, DType::kFloat32, {4})),
+            (std::vector<float>{0, 0, 1, 3.5f}));
+  EXPECT_EQ(Values<float>(RunOk(MakeNode("Abs"), {f}, DType::kFloat32, {4})),
+            (std::vector<float>{2.5f, 0, 1, 3.5f}));
+  EXPECT_EQ(Values<float>(RunOk(MakeNode("Neg"), {f}, DType::kFloat32, {4})),
+            (std::vector<float>{2.5f, -0.0f, -1, -3.5f}));
+  EXPECT_EQ(Values<int64_t>(RunOk(MakeNode("Relu"), {i}, DType::kInt64, {4})),
+            (std::vector<int64_t>{0, 0, 2, 0}));
+  EXPECT_EQ(Values<int64_t>(RunOk(MakeNode("Abs"), {i}, DType::kInt64, {4})),
+            (std::vector<int64_t>{7, 0, 2, 1}));
+  EXPECT_EQ(Values<int64_t>(RunOk(MakeNode("Neg"), {i}, DType::kInt64, {4})),
+            (std::vector<int64_t>{7, 0, -2, 1}));
+}
+
+TEST(UnaryTest, ReluPassesNaN) {
+  HostTensor out = RunOk(MakeNode("Relu"), {Floats({1}, {std::nanf("")})}, DType::kFloat32, {1});
+  EXPECT_TRUE(std::isnan(out.data<float>()[0]));
+}
+
+TEST(UnaryTest, LeakyReluScalesNegatives) {
+  HostTensor out = RunOk(MakeNode("LeakyRelu", {{"alpha", 0.1f}}), {Floats({3}, {-2, 0, 3})},
+                         DType::kFloat32, {3});
+  EXPECT_EQ(Values<float>(out), (std::vector<float>{0.1f * -2, 0, 3}));
+}
+
+TEST(UnaryTest, FloatOpsRejectInt64) {
+  absl::StatusOr<HostTensor> out = RunOne(MakeNode("Exp"), {Ints({1}, {1})}, DType::kInt64, {1});
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kUnimplemented);
+}
+
+TEST(CastTest, FloatToInt64TruncatesTowardZero) {
+  HostTensor out = RunOk(MakeNode("Cast", {{"to", int64_t{7}}}),
+                         {Floats({4}, {2.7f, -2.7f, 0.5f, -0.5f})}, DType::kInt64, {4});
+  EXPECT_EQ(Values<int64_t>(out), (std::vector<int64_t>{2, -2, 0, 0}));
+}
+
+TEST(CastTest, ToBoolIsNonZero) {
+  HostTensor from_float = RunOk(MakeNode("Cast", {{"to", int64_t{9}}}),
+                                {Floats({3}, {0, -0.25f, 3})}, DType::kBool, {3});
+  EXPECT_EQ(Values<bool>(from_float), (std::vector<bool>{false, true, true}));
+  HostTensor from_int = RunOk(MakeNode("Cast", {{"to", int64_t{9}}}), {Ints({3}, {0, -1, 5})},
+                              DType::kBool, {3});
+  EXPECT_EQ(Values<bool>(from_int), (std::vector<bool>{false, true, true}));
+}
+
+TEST(CastTest, FromBoolAndInt64) {
+  HostTensor bool_to_int = RunOk(MakeNode("Cast", {{"to", int64_t{7}}}),
+                                 {Bools({2}, {true, false})}, DType::kInt64, {2});
+  EXPECT_EQ(Values<int64_t>(bool_to_int), (std::vector<int64_t>{1, 0}));
+  HostTensor int_to_float = RunOk(MakeNode("Cast", {{"to", int64_t{1}}}),
+                                  {Ints({2}, {-3, 1 << 20})}, DType::kFloat32, {2});
+  EXPECT_EQ(Values<float>(int_to_float), (std::vector<float>{-3, 1 << 20}));
+}
+
+// ---------------------------------------------------------------------------
+// MatMul and Gemm, against a naive triple loop written from the definition
+// ---------------------------------------------------------------------------
+
+// Deterministic, non-trivial test data: small integers and halves, so float
+// products and sums are exact and the comparison can be exact.
+std::vector<float> Ramp(int64_t count, float scale, float offset) {
+  std::vector<float> values(count);
+  for (int64_t i = 0; i < count; ++i) {
+    values[i] = static_cast<float>((i * 7) % 11) * scale + offset;
+  }
+  return values;
+}
+
+TEST(MatMulTest, TwoByTwo) {
+  HostTensor out = RunOk(MakeNode("MatMul"),
+                         {Floats({2, 2}, {1, 2, 3, 4}), Floats({2, 2}, {5, 6, 7, 8})},
+                         DType::kFloat32, {2, 2});
+  EXPECT_EQ(Values<float>(out), (std::vector<float>{19, 22, 43, 50}));
+}
+
+TEST(MatMulTest, BatchDimsBroadcast) {
+  // A [2,1,2,3] x B [3,3,4] -> [2,3,2,4]; A's batch (2,1) against B's (3).
+  const std::vector<float> a = Ramp(2 * 1 * 2 * 3, 0.5f, -1);
+  const std::vector<float> b = Ramp(3 * 3 * 4, 1, -4);
+  HostTensor out = RunOk(MakeNode("MatMul"), {Floats({2, 1, 2, 3}, a), Floats({3, 3, 4}, b)},
+                         DType::kFloat32, {2, 3, 2, 4});
+  std::vector<float> expected;
+  for (int p = 0; p < 2; ++p) {
+    for (int q = 0; q < 3; ++q) {
+      for (int i = 0; i < 2; ++i) {
+        for (int j = 0; j < 4; ++j) {
+          double sum = 0;
+          for (int k = 0; k < 3; ++k) sum += a[(p * 2 + i) * 3 + k] * b[(q * 3 + k) * 4 + j];
+          expected.push_back(static_cast<float>(sum));
+        }
+      }
+    }
+  }
+  EXPECT_EQ(Values<float>(out), expected);
+}
+
+TEST(MatMulTest, OneDimensionalOperands) {
+  HostTensor matrix = Floats({3, 2}, {1, 2, 3, 4, 5, 6});
+  HostTensor vector = Floats({3}, {1, -1, 2});
+  // [3] x [3,2] -> [2]: the row vector times the matrix.
+  EXPECT_EQ(Values<float>(RunOk(MakeNode("MatMul"), {vector, matrix}, DType::kFloat32, {2})),
+            (std::vector<float>{1 - 3 + 10, 2 - 4 + 12}));
+  // [2,3] x [3] -> [2]: the matrix times the column vector.
+  HostTensor wide = Floats({2, 3}, {1, 2, 3, 4, 5, 6});
+  EXPECT_EQ(Values<float>(RunOk(MakeNode("MatMul"), {wide, vector}, DType::kFloat32, {2})),
+            (std::vector<float>{1 - 2 + 6, 4 - 5 + 12}));
+  // [3] x [3] -> []: the dot product.
+  EXPECT_EQ(Values<float>(RunOk(MakeNode("MatMul"), {vector, vector}, DType::kFloat32, {})),
+            (std::vector<float>{6}));
+  // [3] x [2,3,2] -> [2,2]: the vector against each batch matrix.
+  HostTensor batch = Floats({2, 3, 2}, {1, 2, 3, 4, 5, 6, 0, 1, 1, 0, 2, 2});
+  EXPECT_EQ(Values<float>(RunOk(MakeNode("MatMul"), {vector, batch}, DType::kFloat32, {2, 2})),
+            (std::vector<float>{8, 10, 3, 5}));
+}
+
+TEST(MatMulTest, AccumulatesInDouble) {
+  // 1e8 + 1 - 1e8 in float would give 0; in double the 1 survives.
+  HostTensor out = RunOk(MakeNode("MatMul"),
+                         {Floats({1, 3}, {1, 1, 1}), Floats({3, 1}, {1e8f, 1, -1e8f})},
+                         DType::kFloat32, {1, 1});
+  EXPECT_EQ(Values<float>(out), (std::vector<float>{1}));
+}
+
+TEST(MatMulTest, InnerDimMismatchIsInvalid) {
+  absl::StatusOr<HostTensor> out =
+      RunOne(MakeNode("MatMul"), {Floats({2, 3}, Ramp(6, 1, 0)), Floats({2, 2}, Ramp(4, 1, 0))},
+             DType::kFloat32, {2, 2});
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().message().find("test_MatMul"), std::string::npos) << out.status();
+}
+
+// Gemm from the definition: alpha * op(A) op(B) + beta * C[broadcast].
+std::vector<float> ReferenceGemm(const std::vector<float>& a, const std::vector<float>& b,
+                                 const std::vector<float>& c, const Dims& c_dims, bool trans_a,
+                                 bool trans_b, float alpha, float beta, int m, int k, int n) {
+  std::vector<float> y;
+  for (int i = 0; i < m; ++i) {
+    for (int j = 0; j < n; ++j) {
+      double sum = 0;
+      for (int p = 0; p < k; ++p) {
+        const float a_ip = trans_a ? a[p * m + i] : a[i * k + p];
+        const float b_pj = trans_b ? b[j * k + p] : b[p * n + j];
+        sum += static_cast<double>(a_ip) * b_pj;
+      }
+      // C is [N], [1,N], [M,1], [M,N] or a scalar.
+      int64_t c_rows = c_dims.size() == 2 ? c_dims[0] : 1;
+      int64_t c_cols = c_dims.empty() ? 1 : c_dims.back();
+      const float c_ij = c[(c_rows == 1 ? 0 : i) * c_cols + (c_cols == 1 ? 0 : j)];
+      y.push_back(static_cast<float>(alpha * sum + static_cast<double>(beta) * c_ij));
+    }
+  }
+  return y;
+}
+
+TEST(GemmTest, TransposesScalesAndBroadcastsC) {
+  constexpr int kM = 3, kK = 4, kN = 2;
+  struct Case {
+    bool trans_a;
+    bool trans_b;
+    Dims c_dims;
+  };
+  const Case cases[] = {
+      {false, false, {kN}},      {true, false, {kM, 1}}, {false, true, {kM, kN}},
+      {true, true, {1, kN}},     {false, false, {}},
+  };
+  for (const Case& c : cases) {
+    const std::vector<float> a = Ramp(kM * kK, 0.5f, -1);
+    const std::vector<float> b = Ramp(kK * kN, 1, -3);
+    const std::vector<float> bias = Ramp(NumElements(c.c_dims), 2, 1);
+    const Dims a_dims = c.trans_a ? Dims{kK, kM} : Dims{kM, kK};
+    const Dims b_dims = c.trans_b ? Dims{kN, kK} : Dims{kK, kN};
+    BoundNode node = MakeNode("Gemm", {{"transA", int64_t{c.trans_a}},
+                                       {"transB", int64_t{c.trans_b}},
+                                       {"alpha", 0.5f},
+                                       {"beta", -2.0f}});
+    HostTensor out = RunOk(node, {Floats(a_dims, a), Floats(b_dims, b), Floats(c.c_dims, bias)},
+                           DType::kFloat32, {kM, kN});
+    EXPECT_EQ(Values<float>(out), ReferenceGemm(a, b, bias, c.c_dims, c.trans_a, c.trans_b, 0.5f,
+                                                -2.0f, kM, kK, kN))
+        << "transA=" << c.trans_a << " transB=" << c.trans_b
+        << " C=" << DimsToString(c.c_dims);
+  }
+}
+
+TEST(GemmTest, AbsentScalarAttributesTakeOnnxDefaults) {
+  // transA = transB = 0, alpha = beta = 1.
+  HostTensor out = RunOk(MakeNode("Gemm"),
+                         {Floats({1, 2}, {1, 2}), Floats({2, 2}, {3, 4, 5, 6}), Floats({1}, {-1})},
+                         DType::kFloat32, {1, 2});
+  EXPECT_EQ(Values<float>(out), (std::vector<float>{12, 15}));
+}
+
+TEST(GemmTest, WithoutC) {
+  BoundNode node = MakeNode("Gemm", {{"transA", int64_t{0}},
+                                     {"transB", int64_t{0}},
+                                     {"alpha", 2.0f},
+                                     {"beta", 1.0f}});
+  HostTensor out = RunOk(node, {Floats({1, 2}, {1, 2}), Floats({2, 2}, {3, 4, 5, 6})},
+                         DType::kFloat32, {1, 2});
+  EXPECT_EQ(Values<float>(out), (std::vector<float>{26, 32}));
+}
+
+// ---------------------------------------------------------------------------
+// Softmax, LayerNormalization, ReduceMean
+// ---------------------------------------------------------------------------
 
 TEST(SoftmaxTest, LargeValuesStayFinite) {
   HostTensor out = RunOk(MakeNode("Softmax", {{"outer", int64_t{1}},
@@ -117,11 +455,234 @@ TEST(SoftmaxTest, LargeValuesStayFinite) {
                                         static_cast<float>(1.0 / denom)});
 }
 
+TEST(SoftmaxTest, RunsOverTheMiddleAxis) {
+  // [2,3,2] with the softmax over dim 1: outer 2, axis_size 3, inner 2.
+  const std::vector<float> x = {1, -1, 2, 0, 3, 4, 0.5f, 2, -2, 1, 0, 3};
+  HostTensor out = RunOk(MakeNode("Softmax", {{"outer", int64_t{2}},
+                                              {"axis_size", int64_t{3}},
+                                              {"inner", int64_t{2}}}),
+                         {Floats({2, 3, 2}, x)}, DType::kFloat32, {2, 3, 2});
+  std::vector<float> expected(12);
+  for (int o = 0; o < 2; ++o) {
+    for (int in = 0; in < 2; ++in) {
+      double sum = 0;
+      for (int a = 0; a < 3; ++a) sum += std::exp(x[o * 6 + a * 2 + in]);
+      for (int a = 0; a < 3; ++a) {
+        expected[o * 6 + a * 2 + in] = static_cast<float>(std::exp(x[o * 6 + a * 2 + in]) / sum);
+      }
+    }
+  }
+  ExpectFloatsNear(Values<float>(out), expected);
+}
+
+TEST(LayerNormalizationTest, MatchesTheFormulaWithStatistics) {
+  constexpr int kOuter = 2, kInner = 4;
+  constexpr float kEpsilon = 1e-5f;
+  const std::vector<float> x = {1, 2, 3, 6, -1, 0.5f, 4, -2};
+  const std::vector<float> scale = {1, 0.5f, -1, 2};
+  const std::vector<float> bias = {0, 1, -1, 0.25f};
+  BoundNode node = MakeNode("LayerNormalization", {{"outer", int64_t{kOuter}},
+                                                   {"inner", int64_t{kInner}},
+                                                   {"epsilon", kEpsilon}});
+  HostTensor x_tensor = Floats({kOuter, kInner}, x);
+  HostTensor scale_tensor = Floats({kInner}, scale);
+  HostTensor bias_tensor = Floats({kInner}, bias);
+  HostTensor y(DType::kFloat32, {kOuter, kInner});
+  HostTensor mean(DType::kFloat32, {kOuter, 1});
+  HostTensor inv_std(DType::kFloat32, {kOuter, 1});
+  std::vector<const HostTensor*> inputs = {&x_tensor, &scale_tensor, &bias_tensor};
+  std::vector<HostTensor*> outputs = {&y, &mean, &inv_std};
+  ASSERT_TRUE(RunHostNode(node, inputs, outputs).ok());
+
+  for (int r = 0; r < kOuter; ++r) {
+    double mu = 0;
+    for (int i = 0; i < kInner; ++i) mu += x[r * kInner + i];
+    mu /= kInner;
+    double var = 0;
+    for (int i = 0; i < kInner; ++i) var += (x[r * kInner + i] - mu) * (x[r * kInner + i] - mu);
+    var /= kInner;
+    const double sigma = std::sqrt(var + kEpsilon);
+    EXPECT_NEAR(mean.data<float>()[r], mu, 1e-6);
+    EXPECT_NEAR(inv_std.data<float>()[r], 1.0 / sigma, 1e-6);
+    for (int i = 0; i < kInner; ++i) {
+      const double expected = (x[r * kInner + i] - mu) / sigma * scale[i] + bias[i];
+      EXPECT_NEAR(y.data<float>()[r * kInner + i], expected, 1e-5) << r << "," << i;
+    }
+  }
+}
+
+TEST(LayerNormalizationTest, UnreadMeanSlotMayBeNull) {
+  BoundNode node = MakeNode("LayerNormalization", {{"outer", int64_t{1}},
+                                                   {"inner", int64_t{2}},
+                                                   {"epsilon", 0.0f}});
+  HostTensor x = Floats({1, 2}, {1, 5});  // mean 3, std 2
+  HostTensor scale = Floats({2}, {1, 1});
+  HostTensor y(DType::kFloat32, {1, 2});
+  HostTensor inv_std(DType::kFloat32, {1, 1});
+  std::vector<const HostTensor*> inputs = {&x, &scale};
+  std::vector<HostTensor*> outputs = {&y, nullptr, &inv_std};
+  absl::Status status = RunHostNode(node, inputs, outputs);
+  ASSERT_TRUE(status.ok()) << status;
+  ExpectFloatsNear(Values<float>(y), {-1, 1});
+  ExpectFloatsNear(Values<float>(inv_std), {0.5f});
+}
+
+TEST(LayerNormalizationTest, WithoutBiasOrStatistics) {
+  BoundNode node = MakeNode("LayerNormalization", {{"outer", int64_t{1}},
+                                                   {"inner", int64_t{2}},
+                                                   {"epsilon", 0.0f}});
+  // Row [1, 3]: mean 2, std 1 -> [-1, 1], times scale [2, 3].
+  HostTensor out = RunOk(node, {Floats({2}, {1, 3}), Floats({2}, {2, 3})}, DType::kFloat32, {2});
+  ExpectFloatsNear(Values<float>(out), {-2, 3});
+}
+
+TEST(ReduceMeanTest, MiddleAxisDropped) {
+  // [2,3,2] averaged over dim 1.
+  HostTensor out = RunOk(MakeNode("ReduceMean", {{"axes", std::vector<int64_t>{1}},
+                                                 {"keepdims", int64_t{0}}}),
+                         {Floats({2, 3, 2}, {1, 2, 3, 4, 5, 9, -1, 0, -2, 0, -3, 3})},
+                         DType::kFloat32, {2, 2});
+  ExpectFloatsNear(Values<float>(out), {3, 5, -2, 1});
+}
+
+TEST(ReduceMeanTest, OuterAxesKept) {
+  // [2,3,2] averaged over dims 0 and 2, kept as 1: [1,3,1].
+  HostTensor out = RunOk(MakeNode("ReduceMean", {{"axes", std::vector<int64_t>{0, 2}},
+                                                 {"keepdims", int64_t{1}}}),
+                         {Floats({2, 3, 2}, {1, 2, 3, 4, 5, 9, -1, 0, -2, 0, -3, 3})},
+                         DType::kFloat32, {1, 3, 1});
+  ExpectFloatsNear(Values<float>(out), {0.5f, 1.25f, 3.5f});
+}
+
+// ---------------------------------------------------------------------------
+// Data movement
+// ---------------------------------------------------------------------------
+
+TEST(ConcatTest, Axis1MixesBlocks) {
+  HostTensor out = RunOk(MakeNode("Concat", {{"axis", int64_t{1}}}),
+                         {Ints({2, 1}, {1, 2}), Ints({2, 2}, {3, 4, 5, 6}), Ints({2, 0}, {})},
+                         DType::kInt64, {2, 3});
+  EXPECT_EQ(Values<int64_t>(out), (std::vector<int64_t>{1, 3, 4, 2, 5, 6}));
+}
+
+TEST(ConcatTest, Axis0AndSingleInput) {
+  HostTensor out = RunOk(MakeNode("Concat", {{"axis", int64_t{0}}}),
+                         {Floats({1, 2}, {1, 2}), Floats({2, 2}, {3, 4, 5, 6})},
+                         DType::kFloat32, {3, 2});
+  EXPECT_EQ(Values<float>(out), (std::vector<float>{1, 2, 3, 4, 5, 6}));
+  HostTensor single = RunOk(MakeNode("Concat", {{"axis", int64_t{0}}}),
+                            {Bools({2}, {true, false})}, DType::kBool, {2});
+  EXPECT_EQ(Values<bool>(single), (std::vector<bool>{true, false}));
+}
+
+TEST(ReinterpretTest, ReshapeFamilyCopiesBytes) {
+  for (const char* op : {"Identity", "Reshape", "Flatten", "Squeeze", "Unsqueeze"}) {
+    HostTensor out = RunOk(MakeNode(op), {Ints({2, 3}, {1, 2, 3, 4, 5, 6})}, DType::kInt64, {3, 2});
+    EXPECT_EQ(Values<int64_t>(out), (std::vector<int64_t>{1, 2, 3, 4, 5, 6})) << op;
+    EXPECT_EQ(out.dims(), (Dims{3, 2})) << op;
+  }
+}
+
+TEST(TransposeTest, PermutesThreeDims) {
+  // in [2,3,4], perm {2,0,1}: out[i][j][k] = in[j][k][i], out dims [4,2,3].
+  std::vector<float> x(24);
+  for (int i = 0; i < 24; ++i) x[i] = static_cast<float>(i);
+  HostTensor out = RunOk(MakeNode("Transpose", {{"perm", std::vector<int64_t>{2, 0, 1}}}),
+                         {Floats({2, 3, 4}, x)}, DType::kFloat32, {4, 2, 3});
+  std::vector<float> expected;
+  for (int i = 0; i < 4; ++i) {
+    for (int j = 0; j < 2; ++j) {
+      for (int k = 0; k < 3; ++k) expected.push_back(x[j * 12 + k * 4 + i]);
+    }
+  }
+  EXPECT_EQ(Values<float>(out), expected);
+}
+
+TEST(SliceTest, NegativeStepsWalkBackwards) {
+  // in [3,4] = 0..11. Dim 0 from 2 step -1 (3 rows: 2,1,0); dim 1 from 3 step
+  // -2 (2 cols: 3,1).
+  std::vector<int64_t> x(12);
+  for (int i = 0; i < 12; ++i) x[i] = i;
+  HostTensor out = RunOk(MakeNode("Slice", {{"starts", std::vector<int64_t>{2, 3}},
+                                            {"steps", std::vector<int64_t>{-1, -2}}}),
+                         {Ints({3, 4}, x)}, DType::kInt64, {3, 2});
+  EXPECT_EQ(Values<int64_t>(out), (std::vector<int64_t>{11, 9, 7, 5, 3, 1}));
+}
+
+TEST(SliceTest, PositiveStepsAndFullDims) {
+  // in [2,5]: keep both rows, columns 1 and 3.
+  HostTensor out = RunOk(MakeNode("Slice", {{"starts", std::vector<int64_t>{0, 1}},
+                                            {"steps", std::vector<int64_t>{1, 2}}}),
+                         {Floats({2, 5}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9})}, DType::kFloat32, {2, 2});
+  EXPECT_EQ(Values<float>(out), (std::vector<float>{1, 3, 6, 8}));
+}
+
+TEST(SliceTest, OutOfRangeReadIsInvalid) {
+  absl::StatusOr<HostTensor> out =
+      RunOne(MakeNode("Slice", {{"starts", std::vector<int64_t>{1}},
+                                {"steps", std::vector<int64_t>{2}}}),
+             {Floats({4}, {0, 1, 2, 3})}, DType::kFloat32, {3});
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().message().find("test_Slice"), std::string::npos) << out.status();
+}
+
+TEST(ExpandTest, BroadcastsToOutputDims) {
+  HostTensor out = RunOk(MakeNode("Expand"), {Ints({2, 1}, {4, -5})}, DType::kInt64, {3, 2, 2});
+  EXPECT_EQ(Values<int64_t>(out), (std::vector<int64_t>{4, 4, -5, -5, 4, 4, -5, -5, 4, 4, -5, -5}));
+}
+
+TEST(GatherTest, NegativeIndicesOnAxis0) {
+  HostTensor out = RunOk(MakeNode("Gather", {{"axis", int64_t{0}}}),
+                         {Floats({3, 2}, {1, 2, 3, 4, 5, 6}), Ints({2}, {-1, 0})},
+                         DType::kFloat32, {2, 2});
+  EXPECT_EQ(Values<float>(out), (std::vector<float>{5, 6, 1, 2}));
+}
+
+TEST(GatherTest, TwoDimensionalIndicesOnAxis1) {
+  // data [2,3], indices [2,2] -> out [2,2,2]: out[i][j][k] = data[i][idx[j][k]].
+  HostTensor out = RunOk(MakeNode("Gather", {{"axis", int64_t{1}}}),
+                         {Ints({2, 3}, {10, 11, 12, 20, 21, 22}), Ints({2, 2}, {2, -3, 1, 1})},
+                         DType::kInt64, {2, 2, 2});
+  EXPECT_EQ(Values<int64_t>(out), (std::vector<int64_t>{12, 10, 11, 11, 22, 20, 21, 21}));
+}
+
+TEST(GatherTest, ScalarIndexDropsTheAxis) {
+  HostTensor out = RunOk(MakeNode("Gather", {{"axis", int64_t{0}}}),
+                         {Floats({3, 2}, {1, 2, 3, 4, 5, 6}), Ints({}, {-2})}, DType::kFloat32,
+                         {2});
+  EXPECT_EQ(Values<float>(out), (std::vector<float>{3, 4}));
+}
+
+TEST(GatherTest, OutOfRangeIndexIsInvalid) {
+  for (int64_t index : {3, -4}) {
+    absl::StatusOr<HostTensor> out =
+        RunOne(MakeNode("Gather", {{"axis", int64_t{0}}}),
+               {Floats({3}, {1, 2, 3}), Ints({1}, {index})}, DType::kFloat32, {1});
+    ASSERT_FALSE(out.ok()) << index;
+    EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(out.status().message().find("test_Gather"), std::string::npos) << out.status();
+    EXPECT_NE(out.status().message().find(std::to_string(index)), std::string::npos)
+        << out.status();
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Dispatch
+// ---------------------------------------------------------------------------
+
 TEST(DispatchTest, UnknownOpIsUnimplemented) {
   absl::StatusOr<HostTensor> out =
       RunOne(MakeNode("Conv"), {Floats({1}, {1})}, DType::kFloat32, {1});
   ASSERT_FALSE(out.ok());
   EXPECT_EQ(out.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_NE(out.status().message().find("test_Conv"), std::string::npos) << out.status();
+}
+
+TEST(DispatchTest, WrongInputCountIsInvalid) {
+  absl::StatusOr<HostTensor> out =
+      RunOne(MakeNode("Add"), {Floats({1}, {1})}, DType::kFloat32, {1});
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace
