@@ -40,26 +40,25 @@ absl::Status ValidateGraph(const BoundGraph& graph) {
   for (const BoundNode& node : graph.nodes) {
     for (ValueId id : node.inputs) {
       if (!InRange(graph, id) || !available[id]) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            NodeLabel(node), " reads value ", id,
-            InRange(graph, id) ? absl::StrCat(" '", graph.value(id).name, "'") : "",
-            " before anything produces it"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(NodeLabel(node), " reads value ", id,
+                         InRange(graph, id) ? absl::StrCat(" '", graph.value(id).name, "'") : "",
+                         " before anything produces it"));
       }
     }
     for (ValueId id : node.outputs) {
       if (id == -1) continue;
       if (!InRange(graph, id) || available[id]) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            NodeLabel(node), " writes value ", id,
-            " that is out of range or already a constant, input or earlier output"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(NodeLabel(node), " writes value ", id,
+                         " that is out of range or already a constant, input or earlier output"));
       }
       available[id] = true;
     }
   }
   for (ValueId id : graph.outputs) {
     if (!InRange(graph, id) || !available[id]) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("graph output ", id, " is never produced"));
+      return absl::InvalidArgumentError(absl::StrCat("graph output ", id, " is never produced"));
     }
   }
   return absl::OkStatus();

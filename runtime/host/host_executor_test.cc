@@ -1,11 +1,11 @@
 #include "runtime/host/host_executor.h"
 
+#include <gtest/gtest.h>
+
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 namespace graphserve {
 namespace {
@@ -28,11 +28,12 @@ BoundGraph MatMulAddRelu() {
   graph.batch_size = 2;
   graph.values.resize(6);
   graph.values[kX] = {"x", DType::kFloat32, {2, 3}, nullptr};
-  graph.values[kW] = {"W", DType::kFloat32, {3, 2},
-                      std::make_shared<const HostTensor>(
-                          Floats({3, 2}, {1, -1, 2, 0, -3, 1}))};
-  graph.values[kB] = {"b", DType::kFloat32, {2},
-                      std::make_shared<const HostTensor>(Floats({2}, {0.5f, -2}))};
+  graph.values[kW] = {"W",
+                      DType::kFloat32,
+                      {3, 2},
+                      std::make_shared<const HostTensor>(Floats({3, 2}, {1, -1, 2, 0, -3, 1}))};
+  graph.values[kB] = {
+      "b", DType::kFloat32, {2}, std::make_shared<const HostTensor>(Floats({2}, {0.5f, -2}))};
   graph.values[kXW] = {"xw", DType::kFloat32, {2, 2}, nullptr};
   graph.values[kSum] = {"sum", DType::kFloat32, {2, 2}, nullptr};
   graph.values[kY] = {"y", DType::kFloat32, {2, 2}, nullptr};

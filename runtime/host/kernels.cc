@@ -74,8 +74,8 @@ absl::Status RequireSameDType(const KernelArgs& args, const HostTensor& a, const
 absl::Status RequireSameElementCount(const KernelArgs& args, const HostTensor& in,
                                      const HostTensor& out) {
   if (in.num_elements() == out.num_elements()) return absl::OkStatus();
-  return args.Invalid("input ", DimsToString(in.dims()), " and output ",
-                      DimsToString(out.dims()), " differ in element count");
+  return args.Invalid("input ", DimsToString(in.dims()), " and output ", DimsToString(out.dims()),
+                      " differ in element count");
 }
 
 // Binding writes every attribute out, but the scalar ones that ONNX gives a
@@ -206,7 +206,7 @@ class StridedWalker {
   }
 
  private:
-  const Dims& dims_;
+  const Dims dims_;  // a copy: callers often pass a temporary
   std::vector<int64_t> index_;
   std::array<StridedView, N> views_;
   std::array<int64_t, N> offsets_{};
@@ -364,8 +364,7 @@ absl::Status RunEqual(const KernelArgs& args) {
   RETURN_IF_ERROR(RequireDType(args, args.out(0), DType::kBool, "output"));
   return VisitAny(args, args.in(0).dtype(), [&](auto tag) {
     using T = decltype(tag);
-    BroadcastBinary<T, bool>(args.in(0), args.in(1), args.out(0),
-                             [](T a, T b) { return a == b; });
+    BroadcastBinary<T, bool>(args.in(0), args.in(1), args.out(0), [](T a, T b) { return a == b; });
     return absl::OkStatus();
   });
 }
@@ -630,15 +629,14 @@ absl::Status RunGemm(const KernelArgs& args) {
   }
   const Dims out_dims = {m, n};
   if (out.dims() != out_dims) {
-    return args.Invalid("output ", DimsToString(out.dims()), " should be ",
-                        DimsToString(out_dims));
+    return args.Invalid("output ", DimsToString(out.dims()), " should be ", DimsToString(out_dims));
   }
   if (c != nullptr) RETURN_IF_ERROR(RequireBroadcast(args, *c, out_dims));
 
   // A transposed is a strided view; B transposed is copied once into row-major
   // [K, N] so that the i-k-j loop reads it contiguously.
-  const MatrixView a_view = trans_a ? MatrixView{a.data<float>(), 1, m}
-                                    : MatrixView{a.data<float>(), k_size, 1};
+  const MatrixView a_view =
+      trans_a ? MatrixView{a.data<float>(), 1, m} : MatrixView{a.data<float>(), k_size, 1};
   std::vector<float> b_transposed;
   const float* b_data = b.data<float>();
   if (trans_b) {
@@ -651,8 +649,7 @@ absl::Status RunGemm(const KernelArgs& args) {
 
   std::optional<StridedWalker<1>> c_walker;
   if (c != nullptr) {
-    c_walker.emplace(out_dims,
-                     std::array{StridedView{0, BroadcastStrides(c->dims(), out_dims)}});
+    c_walker.emplace(out_dims, std::array{StridedView{0, BroadcastStrides(c->dims(), out_dims)}});
   }
   std::vector<double> acc(n);
   float* out_data = out.data<float>();
@@ -793,9 +790,8 @@ absl::Status RunReduceMean(const KernelArgs& args) {
     sums[walker.offset(0)] += src[i];
   }
   // An empty reduction divides 0 by 0: NaN, as numpy's mean.
-  const double count = out.num_elements() == 0
-                           ? 1.0
-                           : static_cast<double>(in.num_elements()) / out.num_elements();
+  const double count =
+      out.num_elements() == 0 ? 1.0 : static_cast<double>(in.num_elements()) / out.num_elements();
   float* dst = out.data<float>();
   for (size_t i = 0; i < sums.size(); ++i) dst[i] = static_cast<float>(sums[i] / count);
   return absl::OkStatus();
@@ -952,8 +948,7 @@ absl::Status RunGather(const KernelArgs& args) {
     const int64_t index = index_data[j];
     resolved[j] = index < 0 ? index + axis_dim : index;
     if (resolved[j] < 0 || resolved[j] >= axis_dim) {
-      return args.Invalid("index ", index, " out of range for axis ", axis, " of size ",
-                          axis_dim);
+      return args.Invalid("index ", index, " out of range for axis ", axis, " of size ", axis_dim);
     }
   }
   const size_t block = static_cast<size_t>(inner) * DTypeSize(data.dtype());
@@ -986,8 +981,7 @@ const std::map<std::string, KernelEntry>& KernelTable() {
   static const auto* table = [] {
     auto* t = new std::map<std::string, KernelEntry>;
     auto binary = [](BinaryOp op) {
-      return KernelEntry{[op](const KernelArgs& a) { return RunBinaryArithmetic(a, op); }, 2, 2,
-                         1};
+      return KernelEntry{[op](const KernelArgs& a) { return RunBinaryArithmetic(a, op); }, 2, 2, 1};
     };
     auto math = [](double (*fn)(double)) {
       return KernelEntry{[fn](const KernelArgs& a) { return RunFloatMath(a, fn); }, 1, 1, 1};
@@ -1045,9 +1039,9 @@ absl::Status RunHostNode(const BoundNode& node, absl::Span<const HostTensor* con
   if (it == table.end()) return args.Unimplemented("no host kernel for this op");
   const KernelEntry& entry = it->second;
   if (inputs.size() < entry.min_inputs || inputs.size() > entry.max_inputs) {
-    const std::string expected =
-        entry.max_inputs == kVariadic ? absl::StrCat("at least ", entry.min_inputs)
-                                      : absl::StrCat(entry.min_inputs, "..", entry.max_inputs);
+    const std::string expected = entry.max_inputs == kVariadic
+                                     ? absl::StrCat("at least ", entry.min_inputs)
+                                     : absl::StrCat(entry.min_inputs, "..", entry.max_inputs);
     return args.Invalid("expected ", expected, " inputs, got ", inputs.size());
   }
   for (size_t i = 0; i < inputs.size(); ++i) {

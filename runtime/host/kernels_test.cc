@@ -1,11 +1,11 @@
 #include "runtime/host/kernels.h"
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <limits>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 namespace graphserve {
 namespace {
@@ -85,8 +85,9 @@ TEST(ElementwiseTest, AddBroadcastsRowAgainstColumn) {
 
 TEST(ElementwiseTest, SubBroadcastsMiddleDim) {
   // [2,1,2] - [3,1] -> [2,3,2]: out[i][j][k] = a[i][0][k] - b[j][0]
-  HostTensor out = RunOk(MakeNode("Sub"), {Floats({2, 1, 2}, {1, 2, 3, 4}), Floats({3, 1}, {1, 10, 100})},
-                         DType::kFloat32, {2, 3, 2});
+  HostTensor out =
+      RunOk(MakeNode("Sub"), {Floats({2, 1, 2}, {1, 2, 3, 4}), Floats({3, 1}, {1, 10, 100})},
+            DType::kFloat32, {2, 3, 2});
   EXPECT_EQ(Values<float>(out),
             (std::vector<float>{0, 1, -9, -8, -99, -98, 2, 3, -7, -6, -97, -96}));
 }
@@ -101,8 +102,8 @@ TEST(ElementwiseTest, FloatDivAndPow) {
   HostTensor div = RunOk(MakeNode("Div"), {Floats({3}, {1, -3, 5}), Floats({3}, {4, 2, -0.5f})},
                          DType::kFloat32, {3});
   EXPECT_EQ(Values<float>(div), (std::vector<float>{0.25f, -1.5f, -10}));
-  HostTensor pow = RunOk(MakeNode("Pow"), {Floats({3}, {2, 4, -3}), Floats({1}, {0.5f})},
-                         DType::kFloat32, {3});
+  HostTensor pow =
+      RunOk(MakeNode("Pow"), {Floats({3}, {2, 4, -3}), Floats({1}, {0.5f})}, DType::kFloat32, {3});
   const std::vector<float> actual = Values<float>(pow);
   EXPECT_FLOAT_EQ(actual[0], static_cast<float>(std::sqrt(2.0)));
   EXPECT_FLOAT_EQ(actual[1], 2.0f);
@@ -139,8 +140,9 @@ TEST(ElementwiseTest, Int64ArithmeticBroadcasts) {
 }
 
 TEST(ElementwiseTest, Int64PowIsExact) {
-  HostTensor out = RunOk(MakeNode("Pow"), {Ints({5}, {3, -2, 7, 2, 5}), Ints({5}, {4, 3, 0, 40, -1})},
-                         DType::kInt64, {5});
+  HostTensor out =
+      RunOk(MakeNode("Pow"), {Ints({5}, {3, -2, 7, 2, 5}), Ints({5}, {4, 3, 0, 40, -1})},
+            DType::kInt64, {5});
   EXPECT_EQ(Values<int64_t>(out), (std::vector<int64_t>{81, -8, 1, int64_t{1} << 40, 0}));
 }
 
@@ -171,8 +173,8 @@ TEST(ElementwiseTest, EqualComparesEveryType) {
   HostTensor floats = RunOk(MakeNode("Equal"), {Floats({2, 2}, {1, 2, 3, 4}), Floats({2}, {1, 4})},
                             DType::kBool, {2, 2});
   EXPECT_EQ(Values<bool>(floats), (std::vector<bool>{true, false, false, true}));
-  HostTensor ints = RunOk(MakeNode("Equal"), {Ints({3}, {-1, 0, 7}), Ints({}, {7})},
-                          DType::kBool, {3});
+  HostTensor ints =
+      RunOk(MakeNode("Equal"), {Ints({3}, {-1, 0, 7}), Ints({}, {7})}, DType::kBool, {3});
   EXPECT_EQ(Values<bool>(ints), (std::vector<bool>{false, false, true}));
   HostTensor bools = RunOk(MakeNode("Equal"), {Bools({2}, {true, false}), Bools({2}, {true, true})},
                            DType::kBool, {2});
@@ -180,19 +182,19 @@ TEST(ElementwiseTest, EqualComparesEveryType) {
 }
 
 TEST(ElementwiseTest, WhereBroadcastsConditionOverRows) {
-  HostTensor out = RunOk(MakeNode("Where"),
-                         {Bools({1, 2}, {true, false}), Floats({2, 2}, {1, 2, 3, 4}),
-                          Floats({1}, {-1})},
-                         DType::kFloat32, {2, 2});
+  HostTensor out =
+      RunOk(MakeNode("Where"),
+            {Bools({1, 2}, {true, false}), Floats({2, 2}, {1, 2, 3, 4}), Floats({1}, {-1})},
+            DType::kFloat32, {2, 2});
   EXPECT_EQ(Values<float>(out), (std::vector<float>{1, -1, 3, -1}));
 }
 
 TEST(ElementwiseTest, WhereOnInt64BroadcastsAllThree) {
   // cond [2,1], x [3], y [2,3]
-  HostTensor out = RunOk(MakeNode("Where"),
-                         {Bools({2, 1}, {false, true}), Ints({3}, {7, 8, 9}),
-                          Ints({2, 3}, {-1, -2, -3, -4, -5, -6})},
-                         DType::kInt64, {2, 3});
+  HostTensor out = RunOk(
+      MakeNode("Where"),
+      {Bools({2, 1}, {false, true}), Ints({3}, {7, 8, 9}), Ints({2, 3}, {-1, -2, -3, -4, -5, -6})},
+      DType::kInt64, {2, 3});
   EXPECT_EQ(Values<int64_t>(out), (std::vector<int64_t>{-1, -2, -3, 7, 8, 9}));
 }
 
@@ -278,8 +280,8 @@ TEST(CastTest, ToBoolIsNonZero) {
   HostTensor from_float = RunOk(MakeNode("Cast", {{"to", int64_t{9}}}),
                                 {Floats({3}, {0, -0.25f, 3})}, DType::kBool, {3});
   EXPECT_EQ(Values<bool>(from_float), (std::vector<bool>{false, true, true}));
-  HostTensor from_int = RunOk(MakeNode("Cast", {{"to", int64_t{9}}}), {Ints({3}, {0, -1, 5})},
-                              DType::kBool, {3});
+  HostTensor from_int =
+      RunOk(MakeNode("Cast", {{"to", int64_t{9}}}), {Ints({3}, {0, -1, 5})}, DType::kBool, {3});
   EXPECT_EQ(Values<bool>(from_int), (std::vector<bool>{false, true, true}));
 }
 
@@ -307,9 +309,9 @@ std::vector<float> Ramp(int64_t count, float scale, float offset) {
 }
 
 TEST(MatMulTest, TwoByTwo) {
-  HostTensor out = RunOk(MakeNode("MatMul"),
-                         {Floats({2, 2}, {1, 2, 3, 4}), Floats({2, 2}, {5, 6, 7, 8})},
-                         DType::kFloat32, {2, 2});
+  HostTensor out =
+      RunOk(MakeNode("MatMul"), {Floats({2, 2}, {1, 2, 3, 4}), Floats({2, 2}, {5, 6, 7, 8})},
+            DType::kFloat32, {2, 2});
   EXPECT_EQ(Values<float>(out), (std::vector<float>{19, 22, 43, 50}));
 }
 
@@ -355,9 +357,9 @@ TEST(MatMulTest, OneDimensionalOperands) {
 
 TEST(MatMulTest, AccumulatesInDouble) {
   // 1e8 + 1 - 1e8 in float would give 0; in double the 1 survives.
-  HostTensor out = RunOk(MakeNode("MatMul"),
-                         {Floats({1, 3}, {1, 1, 1}), Floats({3, 1}, {1e8f, 1, -1e8f})},
-                         DType::kFloat32, {1, 1});
+  HostTensor out =
+      RunOk(MakeNode("MatMul"), {Floats({1, 3}, {1, 1, 1}), Floats({3, 1}, {1e8f, 1, -1e8f})},
+            DType::kFloat32, {1, 1});
   EXPECT_EQ(Values<float>(out), (std::vector<float>{1}));
 }
 
@@ -400,8 +402,8 @@ TEST(GemmTest, TransposesScalesAndBroadcastsC) {
     Dims c_dims;
   };
   const Case cases[] = {
-      {false, false, {kN}},      {true, false, {kM, 1}}, {false, true, {kM, kN}},
-      {true, true, {1, kN}},     {false, false, {}},
+      {false, false, {kN}},  {true, false, {kM, 1}}, {false, true, {kM, kN}},
+      {true, true, {1, kN}}, {false, false, {}},
   };
   for (const Case& c : cases) {
     const std::vector<float> a = Ramp(kM * kK, 0.5f, -1);
@@ -415,10 +417,9 @@ TEST(GemmTest, TransposesScalesAndBroadcastsC) {
                                        {"beta", -2.0f}});
     HostTensor out = RunOk(node, {Floats(a_dims, a), Floats(b_dims, b), Floats(c.c_dims, bias)},
                            DType::kFloat32, {kM, kN});
-    EXPECT_EQ(Values<float>(out), ReferenceGemm(a, b, bias, c.c_dims, c.trans_a, c.trans_b, 0.5f,
-                                                -2.0f, kM, kK, kN))
-        << "transA=" << c.trans_a << " transB=" << c.trans_b
-        << " C=" << DimsToString(c.c_dims);
+    EXPECT_EQ(Values<float>(out),
+              ReferenceGemm(a, b, bias, c.c_dims, c.trans_a, c.trans_b, 0.5f, -2.0f, kM, kK, kN))
+        << "transA=" << c.trans_a << " transB=" << c.trans_b << " C=" << DimsToString(c.c_dims);
   }
 }
 
@@ -431,12 +432,10 @@ TEST(GemmTest, AbsentScalarAttributesTakeOnnxDefaults) {
 }
 
 TEST(GemmTest, WithoutC) {
-  BoundNode node = MakeNode("Gemm", {{"transA", int64_t{0}},
-                                     {"transB", int64_t{0}},
-                                     {"alpha", 2.0f},
-                                     {"beta", 1.0f}});
-  HostTensor out = RunOk(node, {Floats({1, 2}, {1, 2}), Floats({2, 2}, {3, 4, 5, 6})},
-                         DType::kFloat32, {1, 2});
+  BoundNode node = MakeNode(
+      "Gemm", {{"transA", int64_t{0}}, {"transB", int64_t{0}}, {"alpha", 2.0f}, {"beta", 1.0f}});
+  HostTensor out =
+      RunOk(node, {Floats({1, 2}, {1, 2}), Floats({2, 2}, {3, 4, 5, 6})}, DType::kFloat32, {1, 2});
   EXPECT_EQ(Values<float>(out), (std::vector<float>{26, 32}));
 }
 
@@ -445,23 +444,23 @@ TEST(GemmTest, WithoutC) {
 // ---------------------------------------------------------------------------
 
 TEST(SoftmaxTest, LargeValuesStayFinite) {
-  HostTensor out = RunOk(MakeNode("Softmax", {{"outer", int64_t{1}},
-                                              {"axis_size", int64_t{3}},
-                                              {"inner", int64_t{1}}}),
-                         {Floats({3}, {1000, 1001, 1002})}, DType::kFloat32, {3});
+  HostTensor out =
+      RunOk(MakeNode("Softmax",
+                     {{"outer", int64_t{1}}, {"axis_size", int64_t{3}}, {"inner", int64_t{1}}}),
+            {Floats({3}, {1000, 1001, 1002})}, DType::kFloat32, {3});
   const double denom = std::exp(-2.0) + std::exp(-1.0) + 1.0;
-  ExpectFloatsNear(Values<float>(out), {static_cast<float>(std::exp(-2.0) / denom),
-                                        static_cast<float>(std::exp(-1.0) / denom),
-                                        static_cast<float>(1.0 / denom)});
+  ExpectFloatsNear(Values<float>(out),
+                   {static_cast<float>(std::exp(-2.0) / denom),
+                    static_cast<float>(std::exp(-1.0) / denom), static_cast<float>(1.0 / denom)});
 }
 
 TEST(SoftmaxTest, RunsOverTheMiddleAxis) {
   // [2,3,2] with the softmax over dim 1: outer 2, axis_size 3, inner 2.
   const std::vector<float> x = {1, -1, 2, 0, 3, 4, 0.5f, 2, -2, 1, 0, 3};
-  HostTensor out = RunOk(MakeNode("Softmax", {{"outer", int64_t{2}},
-                                              {"axis_size", int64_t{3}},
-                                              {"inner", int64_t{2}}}),
-                         {Floats({2, 3, 2}, x)}, DType::kFloat32, {2, 3, 2});
+  HostTensor out =
+      RunOk(MakeNode("Softmax",
+                     {{"outer", int64_t{2}}, {"axis_size", int64_t{3}}, {"inner", int64_t{2}}}),
+            {Floats({2, 3, 2}, x)}, DType::kFloat32, {2, 3, 2});
   std::vector<float> expected(12);
   for (int o = 0; o < 2; ++o) {
     for (int in = 0; in < 2; ++in) {
@@ -481,9 +480,9 @@ TEST(LayerNormalizationTest, MatchesTheFormulaWithStatistics) {
   const std::vector<float> x = {1, 2, 3, 6, -1, 0.5f, 4, -2};
   const std::vector<float> scale = {1, 0.5f, -1, 2};
   const std::vector<float> bias = {0, 1, -1, 0.25f};
-  BoundNode node = MakeNode("LayerNormalization", {{"outer", int64_t{kOuter}},
-                                                   {"inner", int64_t{kInner}},
-                                                   {"epsilon", kEpsilon}});
+  BoundNode node =
+      MakeNode("LayerNormalization",
+               {{"outer", int64_t{kOuter}}, {"inner", int64_t{kInner}}, {"epsilon", kEpsilon}});
   HostTensor x_tensor = Floats({kOuter, kInner}, x);
   HostTensor scale_tensor = Floats({kInner}, scale);
   HostTensor bias_tensor = Floats({kInner}, bias);
@@ -512,9 +511,8 @@ TEST(LayerNormalizationTest, MatchesTheFormulaWithStatistics) {
 }
 
 TEST(LayerNormalizationTest, UnreadMeanSlotMayBeNull) {
-  BoundNode node = MakeNode("LayerNormalization", {{"outer", int64_t{1}},
-                                                   {"inner", int64_t{2}},
-                                                   {"epsilon", 0.0f}});
+  BoundNode node = MakeNode("LayerNormalization",
+                            {{"outer", int64_t{1}}, {"inner", int64_t{2}}, {"epsilon", 0.0f}});
   HostTensor x = Floats({1, 2}, {1, 5});  // mean 3, std 2
   HostTensor scale = Floats({2}, {1, 1});
   HostTensor y(DType::kFloat32, {1, 2});
@@ -528,9 +526,8 @@ TEST(LayerNormalizationTest, UnreadMeanSlotMayBeNull) {
 }
 
 TEST(LayerNormalizationTest, WithoutBiasOrStatistics) {
-  BoundNode node = MakeNode("LayerNormalization", {{"outer", int64_t{1}},
-                                                   {"inner", int64_t{2}},
-                                                   {"epsilon", 0.0f}});
+  BoundNode node = MakeNode("LayerNormalization",
+                            {{"outer", int64_t{1}}, {"inner", int64_t{2}}, {"epsilon", 0.0f}});
   // Row [1, 3]: mean 2, std 1 -> [-1, 1], times scale [2, 3].
   HostTensor out = RunOk(node, {Floats({2}, {1, 3}), Floats({2}, {2, 3})}, DType::kFloat32, {2});
   ExpectFloatsNear(Values<float>(out), {-2, 3});
@@ -538,19 +535,17 @@ TEST(LayerNormalizationTest, WithoutBiasOrStatistics) {
 
 TEST(ReduceMeanTest, MiddleAxisDropped) {
   // [2,3,2] averaged over dim 1.
-  HostTensor out = RunOk(MakeNode("ReduceMean", {{"axes", std::vector<int64_t>{1}},
-                                                 {"keepdims", int64_t{0}}}),
-                         {Floats({2, 3, 2}, {1, 2, 3, 4, 5, 9, -1, 0, -2, 0, -3, 3})},
-                         DType::kFloat32, {2, 2});
+  HostTensor out =
+      RunOk(MakeNode("ReduceMean", {{"axes", std::vector<int64_t>{1}}, {"keepdims", int64_t{0}}}),
+            {Floats({2, 3, 2}, {1, 2, 3, 4, 5, 9, -1, 0, -2, 0, -3, 3})}, DType::kFloat32, {2, 2});
   ExpectFloatsNear(Values<float>(out), {3, 5, -2, 1});
 }
 
 TEST(ReduceMeanTest, OuterAxesKept) {
   // [2,3,2] averaged over dims 0 and 2, kept as 1: [1,3,1].
-  HostTensor out = RunOk(MakeNode("ReduceMean", {{"axes", std::vector<int64_t>{0, 2}},
-                                                 {"keepdims", int64_t{1}}}),
-                         {Floats({2, 3, 2}, {1, 2, 3, 4, 5, 9, -1, 0, -2, 0, -3, 3})},
-                         DType::kFloat32, {1, 3, 1});
+  HostTensor out = RunOk(
+      MakeNode("ReduceMean", {{"axes", std::vector<int64_t>{0, 2}}, {"keepdims", int64_t{1}}}),
+      {Floats({2, 3, 2}, {1, 2, 3, 4, 5, 9, -1, 0, -2, 0, -3, 3})}, DType::kFloat32, {1, 3, 1});
   ExpectFloatsNear(Values<float>(out), {0.5f, 1.25f, 3.5f});
 }
 
@@ -566,12 +561,12 @@ TEST(ConcatTest, Axis1MixesBlocks) {
 }
 
 TEST(ConcatTest, Axis0AndSingleInput) {
-  HostTensor out = RunOk(MakeNode("Concat", {{"axis", int64_t{0}}}),
-                         {Floats({1, 2}, {1, 2}), Floats({2, 2}, {3, 4, 5, 6})},
-                         DType::kFloat32, {3, 2});
+  HostTensor out =
+      RunOk(MakeNode("Concat", {{"axis", int64_t{0}}}),
+            {Floats({1, 2}, {1, 2}), Floats({2, 2}, {3, 4, 5, 6})}, DType::kFloat32, {3, 2});
   EXPECT_EQ(Values<float>(out), (std::vector<float>{1, 2, 3, 4, 5, 6}));
-  HostTensor single = RunOk(MakeNode("Concat", {{"axis", int64_t{0}}}),
-                            {Bools({2}, {true, false})}, DType::kBool, {2});
+  HostTensor single = RunOk(MakeNode("Concat", {{"axis", int64_t{0}}}), {Bools({2}, {true, false})},
+                            DType::kBool, {2});
   EXPECT_EQ(Values<bool>(single), (std::vector<bool>{true, false}));
 }
 
@@ -618,10 +613,9 @@ TEST(SliceTest, PositiveStepsAndFullDims) {
 }
 
 TEST(SliceTest, OutOfRangeReadIsInvalid) {
-  absl::StatusOr<HostTensor> out =
-      RunOne(MakeNode("Slice", {{"starts", std::vector<int64_t>{1}},
-                                {"steps", std::vector<int64_t>{2}}}),
-             {Floats({4}, {0, 1, 2, 3})}, DType::kFloat32, {3});
+  absl::StatusOr<HostTensor> out = RunOne(
+      MakeNode("Slice", {{"starts", std::vector<int64_t>{1}}, {"steps", std::vector<int64_t>{2}}}),
+      {Floats({4}, {0, 1, 2, 3})}, DType::kFloat32, {3});
   ASSERT_FALSE(out.ok());
   EXPECT_NE(out.status().message().find("test_Slice"), std::string::npos) << out.status();
 }
@@ -632,9 +626,9 @@ TEST(ExpandTest, BroadcastsToOutputDims) {
 }
 
 TEST(GatherTest, NegativeIndicesOnAxis0) {
-  HostTensor out = RunOk(MakeNode("Gather", {{"axis", int64_t{0}}}),
-                         {Floats({3, 2}, {1, 2, 3, 4, 5, 6}), Ints({2}, {-1, 0})},
-                         DType::kFloat32, {2, 2});
+  HostTensor out =
+      RunOk(MakeNode("Gather", {{"axis", int64_t{0}}}),
+            {Floats({3, 2}, {1, 2, 3, 4, 5, 6}), Ints({2}, {-1, 0})}, DType::kFloat32, {2, 2});
   EXPECT_EQ(Values<float>(out), (std::vector<float>{5, 6, 1, 2}));
 }
 
@@ -647,9 +641,9 @@ TEST(GatherTest, TwoDimensionalIndicesOnAxis1) {
 }
 
 TEST(GatherTest, ScalarIndexDropsTheAxis) {
-  HostTensor out = RunOk(MakeNode("Gather", {{"axis", int64_t{0}}}),
-                         {Floats({3, 2}, {1, 2, 3, 4, 5, 6}), Ints({}, {-2})}, DType::kFloat32,
-                         {2});
+  HostTensor out =
+      RunOk(MakeNode("Gather", {{"axis", int64_t{0}}}),
+            {Floats({3, 2}, {1, 2, 3, 4, 5, 6}), Ints({}, {-2})}, DType::kFloat32, {2});
   EXPECT_EQ(Values<float>(out), (std::vector<float>{3, 4}));
 }
 
