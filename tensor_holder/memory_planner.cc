@@ -21,9 +21,7 @@ class StepSet {
  public:
   explicit StepSet(int num_steps) : words_((static_cast<size_t>(num_steps) + 63) / 64, 0) {}
   void Insert(int step) { words_[step / 64] |= uint64_t{1} << (step % 64); }
-  [[nodiscard]] bool Contains(int step) const {
-    return (words_[step / 64] >> (step % 64)) & 1;
-  }
+  [[nodiscard]] bool Contains(int step) const { return (words_[step / 64] >> (step % 64)) & 1; }
   void UnionWith(const StepSet& other) {
     for (size_t i = 0; i < words_.size(); ++i) words_[i] |= other.words_[i];
   }
@@ -45,8 +43,8 @@ absl::StatusOr<std::vector<int>> TopologicalOrder(const MemoryPlanInput& input) 
   for (int step = 0; step < n; ++step) {
     for (int pred : input.step_predecessors[step]) {
       if (pred < 0 || pred >= n) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "step ", step, " depends on step ", pred, ", outside [0, ", n, ")"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("step ", step, " depends on step ", pred, ", outside [0, ", n, ")"));
       }
       if (pred == step) {
         return absl::InvalidArgumentError(absl::StrCat("step ", step, " depends on itself"));
@@ -85,10 +83,10 @@ absl::StatusOr<std::vector<int>> TopologicalOrder(const MemoryPlanInput& input) 
   }
   std::vector<int> cycle(path.begin() + seen_at[step], path.end());
   std::reverse(cycle.begin(), cycle.end());  // in execution direction
+  std::rotate(cycle.begin(), std::min_element(cycle.begin(), cycle.end()), cycle.end());
   cycle.push_back(cycle.front());
-  return absl::InvalidArgumentError(absl::StrCat(
-      "step_predecessors is not a DAG: steps ", absl::StrJoin(cycle, " -> "),
-      " form a cycle"));
+  return absl::InvalidArgumentError(absl::StrCat("step_predecessors is not a DAG: steps ",
+                                                 absl::StrJoin(cycle, " -> "), " form a cycle"));
 }
 
 bool IsIndexOrderTopological(const MemoryPlanInput& input) {
@@ -129,8 +127,8 @@ absl::StatusOr<MemoryPlan> PlanMemory(const MemoryPlanInput& input) {
   if (n < 0) return absl::InvalidArgumentError(absl::StrCat("num_steps is ", n));
   if (input.step_predecessors.size() != static_cast<size_t>(n)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("step_predecessors has ", input.step_predecessors.size(),
-                     " entries for ", n, " steps; give one (possibly empty) per step, "
+        absl::StrCat("step_predecessors has ", input.step_predecessors.size(), " entries for ", n,
+                     " steps; give one (possibly empty) per step, "
                      "e.g. LinearSchedule(num_steps)"));
   }
   const size_t alignment = input.alignment;
@@ -156,18 +154,18 @@ absl::StatusOr<MemoryPlan> PlanMemory(const MemoryPlanInput& input) {
     const PlannedBuffer& buffer = input.buffers[i];
     const int producer = buffer.producer_step;
     if (producer < 0 || producer >= n) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "buffer ", i, ": producer step ", producer, " is outside [0, ", n, ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("buffer ", i, ": producer step ", producer, " is outside [0, ", n, ")"));
     }
     for (int reader : buffer.reader_steps) {
       if (reader < 0 || reader >= n) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "buffer ", i, ": reader step ", reader, " is outside [0, ", n, ")"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("buffer ", i, ": reader step ", reader, " is outside [0, ", n, ")"));
       }
       if (reader != producer && !ancestors[reader].Contains(producer)) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "buffer ", i, ": reader step ", reader, " does not depend on producer step ",
-            producer, ", so it could read the buffer before it is written"));
+            "buffer ", i, ": reader step ", reader, " does not depend on producer step ", producer,
+            ", so it could read the buffer before it is written"));
       }
     }
     if (buffer.bytes > std::numeric_limits<size_t>::max() - total_aligned - alignment) {
@@ -243,8 +241,7 @@ absl::StatusOr<MemoryPlan> PlanMemory(const MemoryPlanInput& input) {
     size_t cursor = 0;  // end of the busy bytes seen so far
     for (const auto& [begin, end] : busy) {
       const size_t candidate = AlignUp(cursor, alignment);
-      if (begin >= candidate && begin - candidate >= buffer.bytes &&
-          begin - candidate < best_gap) {
+      if (begin >= candidate && begin - candidate >= buffer.bytes && begin - candidate < best_gap) {
         best_gap = begin - candidate;
         best_offset = candidate;
       }

@@ -23,8 +23,8 @@ absl::Status StreamArena::Reserve(size_t bytes) {
   absl::StatusOr<DeviceBuffer> grown = DeviceBuffer::Allocate(bytes);
   if (!grown.ok()) {
     return AnnotateStatus(grown.status(),
-                          absl::StrCat("growing the stream arena on device ", device_,
-                                       " from ", buffer_.bytes(), " to ", bytes, " bytes"));
+                          absl::StrCat("growing the stream arena on device ", device_, " from ",
+                                       buffer_.bytes(), " to ", bytes, " bytes"));
   }
   buffer_ = *std::move(grown);  // frees the old allocation
   return absl::OkStatus();

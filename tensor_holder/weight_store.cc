@@ -39,8 +39,8 @@ absl::StatusOr<const void*> WeightStore::GetOrUpload(
   RETURN_IF_ERROR(guard.status());
   const size_t bytes = tensor->bytes();
   const std::string context =
-      absl::StrCat("uploading a ", std::string(DTypeName(tensor->dtype())), DimsToString(tensor->dims()),
-                   " weight (", bytes, " bytes) to device ", device_);
+      absl::StrCat("uploading a ", std::string(DTypeName(tensor->dtype())),
+                   DimsToString(tensor->dims()), " weight (", bytes, " bytes) to device ", device_);
   if (bytes == 0) {
     if (empty_tensor_dummy_.get() == nullptr) {
       absl::StatusOr<DeviceBuffer> dummy = DeviceBuffer::Allocate(kDummyBytes);
@@ -55,8 +55,8 @@ absl::StatusOr<const void*> WeightStore::GetOrUpload(
   if (!buffer.ok()) return AnnotateStatus(buffer.status(), context);
   // See Note [Weight upload ordering].
   RETURN_IF_ERROR(AnnotateStatus(
-      CudaErrorToStatus(cudaMemcpyAsync(buffer->get(), tensor->raw(), bytes,
-                                        cudaMemcpyHostToDevice, upload_stream_.get()),
+      CudaErrorToStatus(cudaMemcpyAsync(buffer->get(), tensor->raw(), bytes, cudaMemcpyHostToDevice,
+                                        upload_stream_.get()),
                         "cudaMemcpyAsync"),
       context));
   RETURN_IF_ERROR(AnnotateStatus(
