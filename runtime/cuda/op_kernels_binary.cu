@@ -1,0 +1,165 @@
+// Two- and three-input elementwise ops with multidirectional broadcasting
+// (Note [Strided layouts]): Add Sub Mul Div Pow Max Min Equal, Where.
+
+#include <cuda_runtime.h>
+#include <math_constants.h>
+
+#include <cmath>
+#include <cstdint>
+
+#include "runtime/cuda/op_kernels_elementwise.cu.h"
+#include "runtime/cuda/op_kernels_launch.h"
+
+namespace graphserve {
+namespace op_kernels_internal {
+namespace {
+
+struct AddFn {
+  template <typename T>
+  __device__ T operator()(T a, T b) const { return a + b; }
+};
+struct SubFn {
+  template <typename T>
+  __device__ T operator()(T a, T b) const { return a - b; }
+};
+struct MulFn {
+  template <typename T>
+  __device__ T operator()(T a, T b) const { return a * b; }
+};
+// int64 division truncates toward zero, as C++'s does.
+struct DivFn {
+  template <typename T>
+  __device__ T operator()(T a, T b) const { return a / b; }
+};
+struct PowFn {
+  __device__ float operator()(float a, float b) const { return powf(a, b); }
+  // Exact integer power; a negative exponent gives the truncated reciprocal
+  // (0 unless |a| == 1).
+  __device__ int64_t operator()(int64_t a, int64_t b) const {
+    if (b < 0) {
+      if (a == 1) return 1;
+      if (a == -1) return (b & 1) ? -1 : 1;
+      return 0;
+    }
+    // Unsigned arithmetic wraps on overflow instead of being undefined.
+    uint64_t result = 1;
+    uint64_t base = static_cast<uint64_t>(a);
+    for (uint64_t e = static_cast<uint64_t>(b); e != 0; e >>= 1) {
+      if (e & 1) result *= base;
+      base *= base;
+    }
+    return static_cast<int64_t>(result);
+  }
+};
+// Max and Min propagate NaN, as numpy's maximum/minimum (ONNX's reference).
+struct MaxFn {
+  __device__ float operator()(float a, float b) const {
+    if (isnan(a) || isnan(b)) return CUDART_NAN_F;
+    return a < b ? b : a;
+  }
+  __device__ int64_t operator()(int64_t a, int64_t b) const { return a < b ? b : a; }
+};
+struct MinFn {
+  __device__ float operator()(float a, float b) const {
+    if (isnan(a) || isnan(b)) return CUDART_NAN_F;
+    return b < a ? b : a;
+  }
+  __device__ int64_t operator()(int64_t a, int64_t b) const { return b < a ? b : a; }
+};
+struct EqualFn {
+  template <typename T>
+  __device__ bool operator()(T a, T b) const { return a == b; }
+};
+struct WhereFn {
+  template <typename T>
+  __device__ T operator()(bool cond, T x, T y) const { return cond ? x : y; }
+};
+
+template <typename T, typename F>
+cudaError_t LaunchTyped(const BinaryParams& p, F f, const void* a, const void* b, void* out,
+                        cudaStream_t stream) {
+  return LaunchMapped(p.layout, f, static_cast<T*>(out), stream, static_cast<const T*>(a),
+                      static_cast<const T*>(b));
+}
+
+// Arithmetic ops: float32 and int64.
+template <typename F>
+cudaError_t LaunchArithmetic(const BinaryParams& p, F f, const void* a, const void* b, void* out,
+                             cudaStream_t stream) {
+  switch (p.input_type) {
+    case ElemType::kFloat32:
+      return LaunchTyped<float>(p, f, a, b, out, stream);
+    case ElemType::kInt64:
+      return LaunchTyped<int64_t>(p, f, a, b, out, stream);
+    case ElemType::kBool:
+      break;
+  }
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t LaunchEqual(const BinaryParams& p, const void* a, const void* b, void* out,
+                        cudaStream_t stream) {
+  bool* result = static_cast<bool*>(out);
+  switch (p.input_type) {
+    case ElemType::kFloat32:
+      return LaunchMapped(p.layout, EqualFn{}, result, stream, static_cast<const float*>(a),
+                          static_cast<const float*>(b));
+    case ElemType::kInt64:
+      return LaunchMapped(p.layout, EqualFn{}, result, stream, static_cast<const int64_t*>(a),
+                          static_cast<const int64_t*>(b));
+    case ElemType::kBool:
+      return LaunchMapped(p.layout, EqualFn{}, result, stream, static_cast<const bool*>(a),
+                          static_cast<const bool*>(b));
+  }
+  return cudaErrorInvalidValue;
+}
+
+template <typename T>
+cudaError_t LaunchWhereTyped(const WhereParams& p, const void* cond, const void* x,
+                             const void* y, void* out, cudaStream_t stream) {
+  return LaunchMapped(p.layout, WhereFn{}, static_cast<T*>(out), stream,
+                      static_cast<const bool*>(cond), static_cast<const T*>(x),
+                      static_cast<const T*>(y));
+}
+
+}  // namespace
+
+cudaError_t LaunchBinary(const BinaryParams& p, const void* a, const void* b, void* output,
+                         cudaStream_t stream) {
+  switch (p.op) {
+    case BinaryOp::kAdd:
+      return LaunchArithmetic(p, AddFn{}, a, b, output, stream);
+    case BinaryOp::kSub:
+      return LaunchArithmetic(p, SubFn{}, a, b, output, stream);
+    case BinaryOp::kMul:
+      return LaunchArithmetic(p, MulFn{}, a, b, output, stream);
+    case BinaryOp::kDiv:
+      return LaunchArithmetic(p, DivFn{}, a, b, output, stream);
+    case BinaryOp::kPow:
+      return LaunchArithmetic(p, PowFn{}, a, b, output, stream);
+    case BinaryOp::kMax:
+      return LaunchArithmetic(p, MaxFn{}, a, b, output, stream);
+    case BinaryOp::kMin:
+      return LaunchArithmetic(p, MinFn{}, a, b, output, stream);
+    case BinaryOp::kEqual:
+      return LaunchEqual(p, a, b, output, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t LaunchWhere(const WhereParams& p, const void* cond, const void* x, const void* y,
+                        void* output, cudaStream_t stream) {
+  // Where only selects: the element size is all that matters.
+  switch (p.value_type) {
+    case ElemType::kFloat32:
+      return LaunchWhereTyped<uint32_t>(p, cond, x, y, output, stream);
+    case ElemType::kInt64:
+      return LaunchWhereTyped<uint64_t>(p, cond, x, y, output, stream);
+    case ElemType::kBool:
+      return LaunchWhereTyped<uint8_t>(p, cond, x, y, output, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+}  // namespace op_kernels_internal
+}  // namespace graphserve

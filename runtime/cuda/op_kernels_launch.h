@@ -1,0 +1,172 @@
+#pragma once
+// Private to //runtime/cuda:op_kernels: the parameter structs that
+// op_kernels.cc computes at plan time, and the launch functions the .cu files
+// define. Plain C++ and CUDA runtime types only, so that the factory compiles
+// without nvcc.
+//
+// Every launch function enqueues its kernel(s) on `stream` and returns
+// cudaGetLastError(); none allocates, synchronises or copies between host and
+// device. Device pointers are owned by the caller and must stay valid until
+// the stream has run the work. A launch with no elements enqueues nothing.
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace graphserve {
+namespace op_kernels_internal {
+
+// The largest tensor rank the kernels index; the factory refuses larger ones.
+inline constexpr int kMaxRank = 8;
+// Where reads three inputs; every other elementwise op fewer.
+inline constexpr int kMaxMappedInputs = 3;
+// Inputs one Concat launch copies; longer lists take several launches.
+inline constexpr int kMaxConcatInputsPerLaunch = 8;
+
+enum class ElemType : int32_t { kFloat32, kInt64, kBool };
+
+// Note [Strided layouts]
+// ~~~~~~~~~~~~~~~~~~~~~~
+// Elementwise ops, and the pure data movers (Expand, Transpose, Slice), map
+// each element i of a dense row-major output to one element of each input at
+// offset sum_d idx_d(i) * strides[input][d], where idx_d(i) decomposes i over
+// `dims`. Broadcast dims have stride 0, a Transpose permutes the input's
+// strides, a Slice multiplies them by its steps (possibly negative) and moves
+// the base pointer to its start. At plan time, output dims of 1 are dropped
+// and neighbouring dims that every input walks contiguously are merged, so
+// [M,N]+[N] becomes a rank-2 "row bias" layout, x*scalar a rank-1 layout with
+// no index arithmetic at all, and same-shape operands the contiguous (and
+// vectorised) path.
+struct StridedLayout {
+  int64_t num_elements = 0;  // of the output
+  int32_t rank = 1;          // after merging; at least 1
+  // Every input reads element i for output element i.
+  bool contiguous = false;
+  // num_elements fits 31 bits: index decomposition may use 32-bit division.
+  bool index32 = true;
+  int64_t dims[kMaxRank] = {};
+  int64_t strides[kMaxMappedInputs][kMaxRank] = {};  // in elements
+};
+
+enum class UnaryOp : int32_t {
+  kCopy,  // same type; Expand, Transpose, Slice and a Cast to the same type
+  kCast,
+  kSqrt,
+  kExp,
+  kLog,
+  kAbs,
+  kNeg,
+  kRelu,
+  kLeakyRelu,
+  kSigmoid,
+  kTanh,
+  kErf,
+};
+
+struct UnaryParams {
+  UnaryOp op = UnaryOp::kCopy;
+  ElemType input_type = ElemType::kFloat32;
+  ElemType output_type = ElemType::kFloat32;
+  float alpha = 0.0f;  // LeakyRelu
+  StridedLayout layout;
+};
+
+cudaError_t LaunchUnary(const UnaryParams& params, const void* input, void* output,
+                        cudaStream_t stream);
+
+enum class BinaryOp : int32_t { kAdd, kSub, kMul, kDiv, kPow, kMax, kMin, kEqual };
+
+// Both inputs have `input_type`; the output too, except Equal's (bool).
+struct BinaryParams {
+  BinaryOp op = BinaryOp::kAdd;
+  ElemType input_type = ElemType::kFloat32;
+  StridedLayout layout;
+};
+
+cudaError_t LaunchBinary(const BinaryParams& params, const void* a, const void* b, void* output,
+                         cudaStream_t stream);
+
+// cond (bool), x and y (value_type); the output has value_type.
+struct WhereParams {
+  ElemType value_type = ElemType::kFloat32;
+  StridedLayout layout;
+};
+
+cudaError_t LaunchWhere(const WhereParams& params, const void* cond, const void* x,
+                        const void* y, void* output, cudaStream_t stream);
+
+// float32 input viewed as [outer, axis_size, inner].
+struct SoftmaxParams {
+  int64_t outer = 0;
+  int64_t axis_size = 0;
+  int64_t inner = 0;
+};
+
+cudaError_t LaunchSoftmax(const SoftmaxParams& params, const float* input, float* output,
+                          cudaStream_t stream);
+
+// float32 X viewed as [rows, cols]; scale and bias hold `cols` elements.
+struct LayerNormParams {
+  int64_t rows = 0;
+  int64_t cols = 0;
+  float epsilon = 0.0f;
+};
+
+// `bias`, `mean` and `inv_std_dev` may be null (absent input / unused output).
+cudaError_t LaunchLayerNorm(const LayerNormParams& params, const float* x, const float* scale,
+                            const float* bias, float* y, float* mean, float* inv_std_dev,
+                            cudaStream_t stream);
+
+// Output element t reads the input at kept offset(t) + reduced offset(r) for
+// every r < reduce_count; offsets decompose over the (merged) dims below.
+struct ReduceMeanParams {
+  int64_t num_outputs = 0;
+  int64_t reduce_count = 0;
+  // The input is [num_outputs, reduce_count] row-major: the reduced axes are
+  // the innermost ones. Rows are then reduced by a warp or a block each.
+  bool rows_contiguous = false;
+  int32_t kept_rank = 1;
+  int64_t kept_dims[kMaxRank] = {};
+  int64_t kept_strides[kMaxRank] = {};
+  int32_t reduced_rank = 1;
+  int64_t reduced_dims[kMaxRank] = {};
+  int64_t reduced_strides[kMaxRank] = {};
+};
+
+cudaError_t LaunchReduceMean(const ReduceMeanParams& params, const float* input, float* output,
+                             cudaStream_t stream);
+
+// One Concat launch: the output viewed as [outer, out_row] elements, of which
+// this launch writes columns [col_begin, col_begin + width), taken from up to
+// kMaxConcatInputsPerLaunch inputs viewed as [outer, in_row[k]]. Input k
+// covers launch-relative columns [col_start[k], col_start[k + 1]).
+struct ConcatLaunch {
+  int32_t elem_size = 4;  // bytes: 1, 4 or 8
+  int32_t count = 0;
+  int64_t outer = 0;
+  int64_t out_row = 0;
+  int64_t col_begin = 0;
+  int64_t width = 0;
+  const void* inputs[kMaxConcatInputsPerLaunch] = {};  // set at enqueue
+  int64_t in_row[kMaxConcatInputsPerLaunch] = {};
+  int64_t col_start[kMaxConcatInputsPerLaunch + 1] = {};
+};
+
+cudaError_t LaunchConcat(const ConcatLaunch& launch, void* output, cudaStream_t stream);
+
+// data viewed as [outer, axis_dim, inner]; the output as [outer, num_indices,
+// inner]. An index outside [-axis_dim, axis_dim) yields zero bytes rather
+// than an out-of-bounds read.
+struct GatherParams {
+  int32_t elem_size = 4;  // bytes: 1, 4 or 8
+  int64_t outer = 0;
+  int64_t axis_dim = 0;
+  int64_t num_indices = 0;
+  int64_t inner = 0;
+};
+
+cudaError_t LaunchGather(const GatherParams& params, const void* data, const int64_t* indices,
+                         void* output, cudaStream_t stream);
+
+}  // namespace op_kernels_internal
+}  // namespace graphserve

@@ -1,0 +1,109 @@
+// Data movement that is not a strided map: Concat and Gather. Both depend
+// only on the element size, so they run on unsigned integers of 1, 4 or 8
+// bytes whatever the element type.
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "runtime/cuda/op_kernels_launch.h"
+
+namespace graphserve {
+namespace op_kernels_internal {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int64_t kMaxBlocks = 8192;
+
+unsigned Blocks(int64_t work_items) {
+  const int64_t blocks = (work_items + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(blocks < kMaxBlocks ? blocks : kMaxBlocks);
+}
+
+// Threads walk the launch's output columns in order, so stores coalesce;
+// each finds its input by a short scan of the column boundaries.
+template <typename T>
+__global__ void __launch_bounds__(kThreads) ConcatKernel(ConcatLaunch launch, T* out) {
+  const int64_t total = launch.outer * launch.width;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+       i += step) {
+    const int64_t o = i / launch.width;
+    const int64_t c = i - o * launch.width;
+    int k = 0;
+    // Terminates: c < width == col_start[count]. Empty inputs are skipped
+    // because their start equals the next one's.
+    while (c >= launch.col_start[k + 1]) ++k;
+    const T* in = static_cast<const T*>(launch.inputs[k]);
+    out[o * launch.out_row + launch.col_begin + c] =
+        in[o * launch.in_row[k] + (c - launch.col_start[k])];
+  }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    GatherKernel(GatherParams p, const T* data, const int64_t* indices, T* out) {
+  const int64_t total = p.outer * p.num_indices * p.inner;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+       i += step) {
+    const int64_t rest = i / p.inner;
+    const int64_t inner_index = i - rest * p.inner;
+    const int64_t o = rest / p.num_indices;
+    const int64_t j = rest - o * p.num_indices;
+    int64_t index = indices[j];
+    if (index < 0) index += p.axis_dim;
+    out[i] = index >= 0 && index < p.axis_dim
+                 ? data[(o * p.axis_dim + index) * p.inner + inner_index]
+                 : T(0);
+  }
+}
+
+template <typename T>
+cudaError_t LaunchConcatTyped(const ConcatLaunch& launch, void* output, cudaStream_t stream) {
+  ConcatKernel<T><<<Blocks(launch.outer * launch.width), kThreads, 0, stream>>>(
+      launch, static_cast<T*>(output));
+  return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t LaunchGatherTyped(const GatherParams& p, const void* data, const int64_t* indices,
+                              void* output, cudaStream_t stream) {
+  GatherKernel<T><<<Blocks(p.outer * p.num_indices * p.inner), kThreads, 0, stream>>>(
+      p, static_cast<const T*>(data), indices, static_cast<T*>(output));
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t LaunchConcat(const ConcatLaunch& launch, void* output, cudaStream_t stream) {
+  if (launch.outer <= 0 || launch.width <= 0) return cudaSuccess;
+  switch (launch.elem_size) {
+    case 1:
+      return LaunchConcatTyped<uint8_t>(launch, output, stream);
+    case 4:
+      return LaunchConcatTyped<uint32_t>(launch, output, stream);
+    case 8:
+      return LaunchConcatTyped<uint64_t>(launch, output, stream);
+    default:
+      return cudaErrorInvalidValue;
+  }
+}
+
+cudaError_t LaunchGather(const GatherParams& p, const void* data, const int64_t* indices,
+                         void* output, cudaStream_t stream) {
+  if (p.outer <= 0 || p.num_indices <= 0 || p.inner <= 0) return cudaSuccess;
+  switch (p.elem_size) {
+    case 1:
+      return LaunchGatherTyped<uint8_t>(p, data, indices, output, stream);
+    case 4:
+      return LaunchGatherTyped<uint32_t>(p, data, indices, output, stream);
+    case 8:
+      return LaunchGatherTyped<uint64_t>(p, data, indices, output, stream);
+    default:
+      return cudaErrorInvalidValue;
+  }
+}
+
+}  // namespace op_kernels_internal
+}  // namespace graphserve

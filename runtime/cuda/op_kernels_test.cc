@@ -1,0 +1,885 @@
+#include "runtime/cuda/op_kernels.h"
+
+#include <gtest/gtest.h>
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <ostream>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/cuda_handles.h"
+#include "common/cuda_status.h"
+#include "common/status.h"
+#include "runtime/bound_graph.h"
+#include "runtime/host/kernels.h"
+#include "runtime/tensor.h"
+
+namespace graphserve {
+namespace {
+
+// ||out - ref|| / ||ref||: float32 rounding of a handful of operations,
+// against a host reference that accumulates in float64.
+constexpr double kFloatTolerance = 1e-5;
+
+// How an input is filled. Every fill avoids the values an op is undefined or
+// ill-conditioned at (zero divisors, logs of negatives, NaN from a negative
+// base to a fractional power).
+enum class Fill {
+  kSigned,        // |x| in [0.1, 2], either sign; int64: non-zero in [-5, 5]
+  kPositive,      // float [0.1, 3]; int64 [1, 3]
+  kSmallInts,     // float: non-zero integers in [-3, 3], so Equal finds matches
+  kWithZeros,     // every 4th element 0, for Cast to bool and Relu
+  kIndices,       // int64 in [-index_bound, index_bound): Gather's indices
+};
+
+struct TensorSpec {
+  DType dtype = DType::kFloat32;
+  Dims dims;
+  Fill fill = Fill::kSigned;
+  int64_t index_bound = 0;  // kIndices only
+};
+
+struct OpCase {
+  std::string label;  // test name suffix: letters, digits, underscores
+  std::string op_type;
+  std::vector<TensorSpec> inputs;
+  std::vector<TensorSpec> outputs;  // dims {-1} marks an unused optional output
+  Attributes attributes;
+};
+
+void PrintTo(const OpCase& c, std::ostream* os) { *os << c.label; }
+
+std::string DimsLabel(const Dims& dims) {
+  return dims.empty() ? std::string("s") : absl::StrJoin(dims, "x");
+}
+
+std::string TypeLabel(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32:
+      return "f32";
+    case DType::kInt64:
+      return "i64";
+    case DType::kBool:
+      return "bool";
+  }
+  return "unknown";
+}
+
+bool IsAbsent(const TensorSpec& spec) { return spec.dims.size() == 1 && spec.dims[0] == -1; }
+
+Dims BroadcastDims(const std::vector<Dims>& all) {
+  size_t rank = 0;
+  for (const Dims& dims : all) rank = std::max(rank, dims.size());
+  Dims out(rank, 1);
+  for (const Dims& dims : all) {
+    const size_t lead = rank - dims.size();
+    for (size_t i = 0; i < dims.size(); ++i) {
+      if (dims[i] != 1) out[lead + i] = dims[i];
+    }
+  }
+  return out;
+}
+
+HostTensor MakeInput(const TensorSpec& spec, std::mt19937& rng) {
+  HostTensor tensor(spec.dtype, spec.dims);
+  const int64_t n = tensor.num_elements();
+  std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+  std::uniform_int_distribution<int> coin(0, 1);
+  switch (spec.dtype) {
+    case DType::kFloat32: {
+      float* data = tensor.data<float>();
+      for (int64_t i = 0; i < n; ++i) {
+        const float sign = coin(rng) ? 1.0f : -1.0f;
+        switch (spec.fill) {
+          case Fill::kPositive:
+            data[i] = 0.1f + 2.9f * unit(rng);
+            break;
+          case Fill::kSmallInts:
+            data[i] = sign * static_cast<float>(std::uniform_int_distribution<int>(1, 3)(rng));
+            break;
+          case Fill::kWithZeros:
+            data[i] = i % 4 == 0 ? 0.0f : sign * 3.0f * unit(rng);
+            break;
+          case Fill::kSigned:
+          case Fill::kIndices:
+            data[i] = sign * (0.1f + 1.9f * unit(rng));
+            break;
+        }
+      }
+      break;
+    }
+    case DType::kInt64: {
+      int64_t* data = tensor.data<int64_t>();
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t sign = coin(rng) ? 1 : -1;
+        switch (spec.fill) {
+          case Fill::kPositive:
+            data[i] = std::uniform_int_distribution<int64_t>(1, 3)(rng);
+            break;
+          case Fill::kIndices:
+            data[i] = std::uniform_int_distribution<int64_t>(-spec.index_bound,
+                                                             spec.index_bound - 1)(rng);
+            break;
+          case Fill::kWithZeros:
+            data[i] = i % 4 == 0 ? 0 : sign * std::uniform_int_distribution<int64_t>(1, 5)(rng);
+            break;
+          case Fill::kSigned:
+          case Fill::kSmallInts:
+            data[i] = sign * std::uniform_int_distribution<int64_t>(1, 5)(rng);
+            break;
+        }
+      }
+      break;
+    }
+    case DType::kBool: {
+      bool* data = tensor.data<bool>();
+      for (int64_t i = 0; i < n; ++i) data[i] = coin(rng) == 1;
+      break;
+    }
+  }
+  return tensor;
+}
+
+struct SingleNodeGraph {
+  BoundGraph graph;
+  const BoundNode& node() const { return graph.nodes[0]; }
+};
+
+SingleNodeGraph MakeGraph(const OpCase& c) {
+  SingleNodeGraph g;
+  BoundNode node;
+  node.name = "node_under_test";
+  node.op_type = c.op_type;
+  node.attributes = c.attributes;
+  auto add_value = [&](const std::string& name, const TensorSpec& spec) {
+    BoundValue value;
+    value.name = name;
+    value.dtype = spec.dtype;
+    value.dims = spec.dims;
+    g.graph.values.push_back(std::move(value));
+    return static_cast<ValueId>(g.graph.values.size() - 1);
+  };
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    const ValueId id = add_value(absl::StrCat("in", i), c.inputs[i]);
+    node.inputs.push_back(id);
+    g.graph.inputs.push_back(id);
+  }
+  for (size_t i = 0; i < c.outputs.size(); ++i) {
+    if (IsAbsent(c.outputs[i])) {
+      node.outputs.push_back(-1);
+      continue;
+    }
+    const ValueId id = add_value(absl::StrCat("out", i), c.outputs[i]);
+    node.outputs.push_back(id);
+    g.graph.outputs.push_back(id);
+  }
+  g.graph.nodes.push_back(std::move(node));
+  return g;
+}
+
+// Output tensors of the case's dtypes and dims; absent ones stay null.
+std::vector<std::unique_ptr<HostTensor>> MakeOutputs(const OpCase& c) {
+  std::vector<std::unique_ptr<HostTensor>> outputs;
+  for (const TensorSpec& spec : c.outputs) {
+    outputs.push_back(IsAbsent(spec) ? nullptr
+                                     : std::make_unique<HostTensor>(spec.dtype, spec.dims));
+  }
+  return outputs;
+}
+
+template <typename T>
+std::vector<T*> Pointers(const std::vector<std::unique_ptr<HostTensor>>& tensors) {
+  std::vector<T*> pointers;
+  for (const auto& t : tensors) pointers.push_back(t.get());
+  return pointers;
+}
+
+// Uploads the inputs, poisons the outputs with 0xFF bytes (NaN as float32,
+// so an unwritten element fails the comparison), enqueues the kernel with
+// `enqueue` and downloads the outputs.
+absl::Status RunOnDevice(const std::vector<HostTensor>& inputs,
+                         std::vector<std::unique_ptr<HostTensor>>& outputs, cudaStream_t stream,
+                         const std::function<absl::Status(absl::Span<const void* const>,
+                                                          absl::Span<void* const>)>& enqueue) {
+  std::vector<DeviceBuffer> buffers;
+  std::vector<const void*> input_ptrs;
+  for (const HostTensor& in : inputs) {
+    ASSIGN_OR_RETURN(DeviceBuffer buffer, DeviceBuffer::Allocate(in.bytes()));
+    if (in.bytes() > 0) {
+      CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(buffer.get(), in.raw(), in.bytes(),
+                                           cudaMemcpyHostToDevice, stream));
+    }
+    input_ptrs.push_back(buffer.get());
+    buffers.push_back(std::move(buffer));
+  }
+  std::vector<void*> output_ptrs;
+  std::vector<size_t> output_buffers;
+  for (const auto& out : outputs) {
+    if (out == nullptr) {
+      output_ptrs.push_back(nullptr);
+      continue;
+    }
+    ASSIGN_OR_RETURN(DeviceBuffer buffer, DeviceBuffer::Allocate(out->bytes()));
+    if (out->bytes() > 0) {
+      CUDA_RETURN_IF_ERROR(cudaMemsetAsync(buffer.get(), 0xFF, out->bytes(), stream));
+    }
+    output_ptrs.push_back(buffer.get());
+    buffers.push_back(std::move(buffer));
+  }
+  RETURN_IF_ERROR(enqueue(input_ptrs, output_ptrs));
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (outputs[i] == nullptr || outputs[i]->bytes() == 0) continue;
+    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(outputs[i]->raw(), output_ptrs[i], outputs[i]->bytes(),
+                                         cudaMemcpyDeviceToHost, stream));
+  }
+  CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+  return absl::OkStatus();
+}
+
+void ExpectMatches(const HostTensor& got, const HostTensor& want, const std::string& what) {
+  ASSERT_EQ(got.dtype(), want.dtype()) << what;
+  ASSERT_EQ(got.dims(), want.dims()) << what;
+  const int64_t n = want.num_elements();
+  if (want.dtype() == DType::kFloat32) {
+    double error = 0.0;
+    double norm = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+      const double diff = static_cast<double>(got.data<float>()[i]) - want.data<float>()[i];
+      error += diff * diff;
+      norm += static_cast<double>(want.data<float>()[i]) * want.data<float>()[i];
+    }
+    if (norm == 0.0) {
+      EXPECT_EQ(error, 0.0) << what << ": reference is all zeros";
+    } else {
+      EXPECT_LT(std::sqrt(error / norm), kFloatTolerance) << what;
+    }
+    return;
+  }
+  // int64 and bool: exact. bool bytes are 0 or 1 on both sides.
+  const size_t size = DTypeSize(want.dtype());
+  for (int64_t i = 0; i < n; ++i) {
+    if (std::memcmp(static_cast<const char*>(got.raw()) + i * size,
+                    static_cast<const char*>(want.raw()) + i * size, size) != 0) {
+      ADD_FAILURE() << what << ": first mismatch at element " << i << " of " << n;
+      return;
+    }
+  }
+}
+
+class OpKernelTest : public ::testing::TestWithParam<OpCase> {
+ protected:
+  void SetUp() override {
+    if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device on this machine";
+  }
+};
+
+TEST_P(OpKernelTest, MatchesHostKernel) {
+  const OpCase& c = GetParam();
+  const SingleNodeGraph g = MakeGraph(c);
+  std::mt19937 rng(static_cast<uint32_t>(std::hash<std::string>{}(c.label)));
+  std::vector<HostTensor> inputs;
+  for (const TensorSpec& spec : c.inputs) inputs.push_back(MakeInput(spec, rng));
+  std::vector<const HostTensor*> input_ptrs;
+  for (const HostTensor& in : inputs) input_ptrs.push_back(&in);
+
+  std::vector<std::unique_ptr<HostTensor>> want = MakeOutputs(c);
+  const std::vector<HostTensor*> want_ptrs = Pointers<HostTensor>(want);
+  const absl::Status host = RunHostNode(g.node(), input_ptrs, want_ptrs);
+  ASSERT_TRUE(host.ok()) << host;
+
+  absl::StatusOr<std::unique_ptr<CudaOpKernel>> kernel = MakeCudaOpKernel(g.graph, g.node());
+  ASSERT_TRUE(kernel.ok()) << kernel.status();
+  absl::StatusOr<CudaStream> stream = CudaStream::Create();
+  ASSERT_TRUE(stream.ok()) << stream.status();
+  std::vector<std::unique_ptr<HostTensor>> got = MakeOutputs(c);
+  const absl::Status run = RunOnDevice(
+      inputs, got, stream->get(),
+      [&](absl::Span<const void* const> in, absl::Span<void* const> out) {
+        return (*kernel)->Enqueue(in, out, stream->get());
+      });
+  ASSERT_TRUE(run.ok()) << run;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (got[i] == nullptr) continue;
+    ExpectMatches(*got[i], *want[i], absl::StrCat(c.label, " output ", i));
+  }
+}
+
+// ------------------------------------------------------------------ cases
+
+TensorSpec Spec(DType dtype, Dims dims, Fill fill = Fill::kSigned) {
+  return TensorSpec{dtype, std::move(dims), fill, 0};
+}
+
+// Shape pairs for two-input ops: same shape (odd, and with a vector tail),
+// row bias, column broadcast, scalars either side, two-sided broadcast, and a
+// rank-5 broadcast that merges to nothing (the general index path).
+const std::vector<std::pair<Dims, Dims>>& BinaryShapes() {
+  static const auto* shapes = new std::vector<std::pair<Dims, Dims>>{
+      {{3, 5, 7}, {3, 5, 7}},
+      {{2, 1027}, {2, 1027}},
+      {{4, 33}, {33}},
+      {{4, 33}, {4, 1}},
+      {{5, 7}, {}},
+      {{}, {5, 7}},
+      {{3, 1, 5}, {4, 1}},
+      {{2, 1, 3, 1, 5}, {1, 4, 1, 6, 1}},
+  };
+  return *shapes;
+}
+
+std::vector<OpCase> BinaryCases() {
+  std::vector<OpCase> cases;
+  const struct {
+    const char* op;
+    Fill a_fill;
+    Fill b_fill;
+  } ops[] = {
+      {"Add", Fill::kSigned, Fill::kSigned},     {"Sub", Fill::kSigned, Fill::kSigned},
+      {"Mul", Fill::kSigned, Fill::kSigned},     {"Div", Fill::kSigned, Fill::kSigned},
+      {"Pow", Fill::kPositive, Fill::kSigned},   {"Max", Fill::kSmallInts, Fill::kSigned},
+      {"Min", Fill::kSmallInts, Fill::kSigned},  {"Equal", Fill::kSmallInts, Fill::kSmallInts},
+  };
+  for (const auto& op : ops) {
+    std::vector<DType> dtypes = {DType::kFloat32, DType::kInt64};
+    if (std::string(op.op) == "Equal") dtypes.push_back(DType::kBool);
+    for (DType dtype : dtypes) {
+      for (const auto& [a, b] : BinaryShapes()) {
+        OpCase c;
+        c.op_type = op.op;
+        c.label = absl::StrCat(op.op, "_", TypeLabel(dtype), "_", DimsLabel(a), "_", DimsLabel(b));
+        // int64 Pow: base non-zero in [-5, 5], exponent in [1, 3].
+        const Fill b_fill =
+            dtype == DType::kInt64 && c.op_type == "Pow" ? Fill::kPositive : op.b_fill;
+        const Fill a_fill =
+            dtype == DType::kInt64 && c.op_type == "Pow" ? Fill::kSigned : op.a_fill;
+        c.inputs = {Spec(dtype, a, a_fill), Spec(dtype, b, b_fill)};
+        const DType out_dtype = c.op_type == "Equal" ? DType::kBool : dtype;
+        c.outputs = {Spec(out_dtype, BroadcastDims({a, b}))};
+        cases.push_back(std::move(c));
+      }
+    }
+  }
+  return cases;
+}
+
+std::vector<OpCase> WhereCases() {
+  const std::vector<std::vector<Dims>> shapes = {
+      {{3, 5}, {3, 5}, {3, 5}},
+      {{4, 1}, {4, 6}, {6}},
+      {{}, {2, 3, 4}, {3, 1}},
+      {{2, 1, 1, 3}, {1, 5, 1, 1}, {1, 1, 4, 3}},
+  };
+  std::vector<OpCase> cases;
+  for (DType dtype : {DType::kFloat32, DType::kInt64, DType::kBool}) {
+    for (const auto& s : shapes) {
+      OpCase c;
+      c.op_type = "Where";
+      c.label = absl::StrCat("Where_", TypeLabel(dtype), "_", DimsLabel(s[0]), "_",
+                             DimsLabel(s[1]), "_", DimsLabel(s[2]));
+      c.inputs = {Spec(DType::kBool, s[0]), Spec(dtype, s[1]), Spec(dtype, s[2])};
+      c.outputs = {Spec(dtype, BroadcastDims(s))};
+      cases.push_back(std::move(c));
+    }
+  }
+  return cases;
+}
+
+std::vector<OpCase> UnaryCases() {
+  // One element, an odd vector, a vector tail after packs, rank 4.
+  const std::vector<Dims> shapes = {{1}, {7}, {3, 1001}, {2, 3, 4, 5}};
+  const struct {
+    const char* op;
+    Fill fill;
+    bool int64;
+  } ops[] = {
+      {"Sqrt", Fill::kPositive, false}, {"Exp", Fill::kSigned, false},
+      {"Log", Fill::kPositive, false},  {"Sigmoid", Fill::kSigned, false},
+      {"Tanh", Fill::kSigned, false},   {"Erf", Fill::kSigned, false},
+      {"LeakyRelu", Fill::kSigned, false}, {"Relu", Fill::kWithZeros, true},
+      {"Abs", Fill::kSigned, true},     {"Neg", Fill::kSigned, true},
+  };
+  std::vector<OpCase> cases;
+  for (const auto& op : ops) {
+    std::vector<DType> dtypes = {DType::kFloat32};
+    if (op.int64) dtypes.push_back(DType::kInt64);
+    for (DType dtype : dtypes) {
+      for (const Dims& dims : shapes) {
+        OpCase c;
+        c.op_type = op.op;
+        c.label = absl::StrCat(op.op, "_", TypeLabel(dtype), "_", DimsLabel(dims));
+        c.inputs = {Spec(dtype, dims, op.fill)};
+        c.outputs = {Spec(dtype, dims)};
+        if (c.op_type == "LeakyRelu") c.attributes["alpha"] = 0.1f;
+        cases.push_back(std::move(c));
+      }
+    }
+  }
+  return cases;
+}
+
+std::vector<OpCase> CastCases() {
+  std::vector<OpCase> cases;
+  for (DType from : {DType::kFloat32, DType::kInt64, DType::kBool}) {
+    for (DType to : {DType::kFloat32, DType::kInt64, DType::kBool}) {
+      for (const Dims& dims : std::vector<Dims>{{5}, {3, 37}}) {
+        OpCase c;
+        c.op_type = "Cast";
+        c.label = absl::StrCat("Cast_", TypeLabel(from), "_to_", TypeLabel(to), "_",
+                               DimsLabel(dims));
+        c.inputs = {Spec(from, dims, Fill::kWithZeros)};
+        c.outputs = {Spec(to, dims)};
+        c.attributes["to"] = static_cast<int64_t>(to);
+        cases.push_back(std::move(c));
+      }
+    }
+  }
+  return cases;
+}
+
+std::vector<OpCase> ReinterpretCases() {
+  const struct {
+    const char* op;
+    Dims in;
+    Dims out;
+  } ops[] = {
+      {"Identity", {3, 5}, {3, 5}},    {"Reshape", {3, 4, 5}, {12, 5}},
+      {"Flatten", {2, 3, 7}, {2, 21}}, {"Squeeze", {1, 9, 1}, {9}},
+      {"Unsqueeze", {9}, {1, 9, 1}},
+  };
+  std::vector<OpCase> cases;
+  for (const auto& op : ops) {
+    for (DType dtype : {DType::kFloat32, DType::kInt64, DType::kBool}) {
+      OpCase c;
+      c.op_type = op.op;
+      c.label = absl::StrCat(op.op, "_", TypeLabel(dtype), "_", DimsLabel(op.in));
+      c.inputs = {Spec(dtype, op.in)};
+      c.outputs = {Spec(dtype, op.out)};
+      cases.push_back(std::move(c));
+    }
+  }
+  return cases;
+}
+
+std::vector<OpCase> TransposeCases() {
+  const std::vector<std::pair<Dims, std::vector<int64_t>>> shapes = {
+      {{2, 3}, {1, 0}},
+      {{33, 65}, {1, 0}},
+      {{2, 3, 4}, {2, 0, 1}},
+      {{2, 5, 3, 8}, {0, 2, 1, 3}},  // attention heads: innermost dim kept
+      {{1, 3, 1, 4}, {3, 2, 1, 0}},
+      {{7}, {0}},
+      {{2, 3, 2, 1, 3, 2}, {5, 4, 3, 2, 1, 0}},
+  };
+  std::vector<OpCase> cases;
+  for (DType dtype : {DType::kFloat32, DType::kInt64, DType::kBool}) {
+    for (const auto& [dims, perm] : shapes) {
+      Dims out;
+      for (int64_t p : perm) out.push_back(dims[p]);
+      OpCase c;
+      c.op_type = "Transpose";
+      c.label = absl::StrCat("Transpose_", TypeLabel(dtype), "_", DimsLabel(dims), "_p",
+                             absl::StrJoin(perm, ""));
+      c.inputs = {Spec(dtype, dims)};
+      c.outputs = {Spec(dtype, out)};
+      c.attributes["perm"] = perm;
+      cases.push_back(std::move(c));
+    }
+  }
+  return cases;
+}
+
+std::vector<OpCase> SliceCases() {
+  const struct {
+    Dims in;
+    std::vector<int64_t> starts;
+    std::vector<int64_t> steps;
+    Dims out;
+  } slices[] = {
+      {{10, 12}, {1, 2}, {2, 3}, {5, 4}},
+      {{7, 9}, {6, 0}, {-1, 1}, {7, 9}},
+      {{7, 9}, {5, 8}, {-2, -3}, {3, 3}},
+      {{4, 5, 6}, {1, 0, 2}, {1, 1, 1}, {2, 5, 3}},
+      {{2, 3, 4, 5}, {0, 1, 0, 4}, {1, 1, 2, -1}, {2, 2, 2, 5}},
+  };
+  std::vector<OpCase> cases;
+  for (DType dtype : {DType::kFloat32, DType::kInt64, DType::kBool}) {
+    for (const auto& s : slices) {
+      OpCase c;
+      c.op_type = "Slice";
+      c.label = absl::StrCat("Slice_", TypeLabel(dtype), "_", DimsLabel(s.in), "_to_",
+                             DimsLabel(s.out), "_", cases.size());
+      c.inputs = {Spec(dtype, s.in)};
+      c.outputs = {Spec(dtype, s.out)};
+      c.attributes["starts"] = s.starts;
+      c.attributes["steps"] = s.steps;
+      cases.push_back(std::move(c));
+    }
+  }
+  return cases;
+}
+
+std::vector<OpCase> ExpandCases() {
+  const std::vector<std::pair<Dims, Dims>> shapes = {
+      {{3, 1}, {3, 4}}, {{4}, {2, 3, 4}}, {{}, {5}}, {{2, 1, 3}, {2, 4, 3}}, {{1, 1}, {1, 1}},
+  };
+  std::vector<OpCase> cases;
+  for (DType dtype : {DType::kFloat32, DType::kInt64, DType::kBool}) {
+    for (const auto& [in, out] : shapes) {
+      OpCase c;
+      c.op_type = "Expand";
+      c.label = absl::StrCat("Expand_", TypeLabel(dtype), "_", DimsLabel(in), "_to_",
+                             DimsLabel(out));
+      c.inputs = {Spec(dtype, in)};
+      c.outputs = {Spec(dtype, out)};
+      cases.push_back(std::move(c));
+    }
+  }
+  return cases;
+}
+
+std::vector<OpCase> GatherCases() {
+  const struct {
+    Dims data;
+    Dims indices;
+    int64_t axis;
+  } gathers[] = {
+      {{5, 4}, {3}, 0},
+      {{2, 7, 3}, {2, 2}, 1},
+      {{6}, {}, 0},
+      {{3, 4, 5}, {6}, 2},
+      {{50, 64}, {2, 9}, 0},  // embedding lookup
+  };
+  std::vector<OpCase> cases;
+  for (DType dtype : {DType::kFloat32, DType::kInt64, DType::kBool}) {
+    for (const auto& g : gathers) {
+      Dims out(g.data.begin(), g.data.begin() + g.axis);
+      out.insert(out.end(), g.indices.begin(), g.indices.end());
+      out.insert(out.end(), g.data.begin() + g.axis + 1, g.data.end());
+      OpCase c;
+      c.op_type = "Gather";
+      c.label = absl::StrCat("Gather_", TypeLabel(dtype), "_", DimsLabel(g.data), "_",
+                             DimsLabel(g.indices), "_axis", g.axis);
+      TensorSpec indices = Spec(DType::kInt64, g.indices, Fill::kIndices);
+      indices.index_bound = g.data[g.axis];
+      c.inputs = {Spec(dtype, g.data), indices};
+      c.outputs = {Spec(dtype, out)};
+      c.attributes["axis"] = g.axis;
+      cases.push_back(std::move(c));
+    }
+  }
+  return cases;
+}
+
+std::vector<OpCase> SoftmaxCases() {
+  // outer, axis_size, inner: warp rows of every register bucket, block rows
+  // (> 1024), a strided axis, a one-element axis.
+  const std::vector<std::vector<int64_t>> shapes = {
+      {4, 10, 1}, {1, 33, 1},  {3, 100, 1}, {5, 1000, 1}, {2, 1024, 1},
+      {2, 2000, 1}, {2, 5, 3}, {3, 17, 129}, {7, 1, 1},
+  };
+  std::vector<OpCase> cases;
+  for (const auto& s : shapes) {
+    OpCase c;
+    c.op_type = "Softmax";
+    const Dims dims = s[2] == 1 ? Dims{s[0], s[1]} : Dims{s[0], s[1], s[2]};
+    c.label = absl::StrCat("Softmax_", s[0], "_", s[1], "_", s[2]);
+    c.inputs = {Spec(DType::kFloat32, dims)};
+    c.outputs = {Spec(DType::kFloat32, dims)};
+    c.attributes["outer"] = s[0];
+    c.attributes["axis_size"] = s[1];
+    c.attributes["inner"] = s[2];
+    cases.push_back(std::move(c));
+  }
+  return cases;
+}
+
+std::vector<OpCase> LayerNormCases() {
+  const Dims absent = {-1};
+  const struct {
+    int64_t outer;
+    int64_t inner;
+    bool bias;
+    bool mean;
+    bool inv_std_dev;
+  } norms[] = {
+      {4, 10, true, false, false},   {3, 768, true, true, true},  {2, 1500, true, true, true},
+      {5, 1, false, false, false},   {6, 64, false, false, true}, {1, 1025, false, true, false},
+      {9, 32, true, true, false},
+  };
+  std::vector<OpCase> cases;
+  for (const auto& n : norms) {
+    OpCase c;
+    c.op_type = "LayerNormalization";
+    c.label = absl::StrCat("LayerNorm_", n.outer, "x", n.inner, n.bias ? "_bias" : "",
+                           n.mean ? "_mean" : "", n.inv_std_dev ? "_invstd" : "");
+    c.inputs = {Spec(DType::kFloat32, {n.outer, n.inner}),
+                Spec(DType::kFloat32, {n.inner})};
+    if (n.bias) c.inputs.push_back(Spec(DType::kFloat32, {n.inner}));
+    c.outputs = {Spec(DType::kFloat32, {n.outer, n.inner})};
+    if (n.mean || n.inv_std_dev) {
+      c.outputs.push_back(n.mean ? Spec(DType::kFloat32, {n.outer, 1}) : Spec(DType::kFloat32, absent));
+    }
+    if (n.inv_std_dev) c.outputs.push_back(Spec(DType::kFloat32, {n.outer, 1}));
+    c.attributes["outer"] = n.outer;
+    c.attributes["inner"] = n.inner;
+    c.attributes["epsilon"] = 1e-5f;
+    cases.push_back(std::move(c));
+  }
+  return cases;
+}
+
+std::vector<OpCase> ReduceMeanCases() {
+  const struct {
+    Dims in;
+    std::vector<int64_t> axes;
+    int64_t keepdims;
+  } reductions[] = {
+      {{4, 5, 6}, {2}, 1},        {{4, 5, 6}, {1}, 1},      {{4, 5, 6}, {0, 2}, 0},
+      {{4, 5, 6}, {0, 1, 2}, 0},  {{2, 3, 4, 5}, {2, 3}, 0}, {{3, 5000}, {1}, 1},
+      {{1, 7, 1, 3}, {1}, 1},     {{64, 3}, {0}, 0},       {{2, 3, 4, 5, 6}, {1, 3}, 1},
+  };
+  std::vector<OpCase> cases;
+  for (const auto& r : reductions) {
+    Dims out;
+    for (size_t d = 0; d < r.in.size(); ++d) {
+      const bool reduced = std::find(r.axes.begin(), r.axes.end(), d) != r.axes.end();
+      if (!reduced) {
+        out.push_back(r.in[d]);
+      } else if (r.keepdims) {
+        out.push_back(1);
+      }
+    }
+    OpCase c;
+    c.op_type = "ReduceMean";
+    c.label = absl::StrCat("ReduceMean_", DimsLabel(r.in), "_axes", absl::StrJoin(r.axes, ""),
+                           "_keep", r.keepdims);
+    c.inputs = {Spec(DType::kFloat32, r.in)};
+    c.outputs = {Spec(DType::kFloat32, out)};
+    c.attributes["axes"] = r.axes;
+    c.attributes["keepdims"] = r.keepdims;
+    cases.push_back(std::move(c));
+  }
+  return cases;
+}
+
+std::vector<OpCase> ConcatCases() {
+  const struct {
+    std::vector<Dims> inputs;
+    int64_t axis;
+  } concats[] = {
+      {{{2, 3}, {4, 3}}, 0},
+      {{{2, 3}, {2, 5}, {2, 1}}, 1},
+      {{{2, 3, 4}, {2, 1, 4}, {2, 0, 4}, {2, 2, 4}}, 1},  // an empty input
+      {{{3}}, 0},
+      // Ten inputs: two launches of up to eight.
+      {{{2, 1, 3}, {2, 2, 3}, {2, 3, 3}, {2, 1, 3}, {2, 2, 3}, {2, 3, 3}, {2, 1, 3},
+        {2, 2, 3}, {2, 3, 3}, {2, 1, 3}},
+       1},
+  };
+  std::vector<OpCase> cases;
+  for (DType dtype : {DType::kFloat32, DType::kInt64, DType::kBool}) {
+    for (const auto& cc : concats) {
+      OpCase c;
+      c.op_type = "Concat";
+      Dims out = cc.inputs[0];
+      out[cc.axis] = 0;
+      for (const Dims& in : cc.inputs) {
+        c.inputs.push_back(Spec(dtype, in));
+        out[cc.axis] += in[cc.axis];
+      }
+      c.label = absl::StrCat("Concat_", TypeLabel(dtype), "_", cc.inputs.size(), "_inputs_",
+                             DimsLabel(out), "_axis", cc.axis);
+      c.outputs = {Spec(dtype, out)};
+      c.attributes["axis"] = cc.axis;
+      cases.push_back(std::move(c));
+    }
+  }
+  return cases;
+}
+
+std::string CaseName(const ::testing::TestParamInfo<OpCase>& info) { return info.param.label; }
+
+INSTANTIATE_TEST_SUITE_P(Binary, OpKernelTest, ::testing::ValuesIn(BinaryCases()), CaseName);
+INSTANTIATE_TEST_SUITE_P(Where, OpKernelTest, ::testing::ValuesIn(WhereCases()), CaseName);
+INSTANTIATE_TEST_SUITE_P(Unary, OpKernelTest, ::testing::ValuesIn(UnaryCases()), CaseName);
+INSTANTIATE_TEST_SUITE_P(Cast, OpKernelTest, ::testing::ValuesIn(CastCases()), CaseName);
+INSTANTIATE_TEST_SUITE_P(Reinterpret, OpKernelTest, ::testing::ValuesIn(ReinterpretCases()),
+                         CaseName);
+INSTANTIATE_TEST_SUITE_P(Transpose, OpKernelTest, ::testing::ValuesIn(TransposeCases()),
+                         CaseName);
+INSTANTIATE_TEST_SUITE_P(Slice, OpKernelTest, ::testing::ValuesIn(SliceCases()), CaseName);
+INSTANTIATE_TEST_SUITE_P(Expand, OpKernelTest, ::testing::ValuesIn(ExpandCases()), CaseName);
+INSTANTIATE_TEST_SUITE_P(Gather, OpKernelTest, ::testing::ValuesIn(GatherCases()), CaseName);
+INSTANTIATE_TEST_SUITE_P(Softmax, OpKernelTest, ::testing::ValuesIn(SoftmaxCases()), CaseName);
+INSTANTIATE_TEST_SUITE_P(LayerNorm, OpKernelTest, ::testing::ValuesIn(LayerNormCases()),
+                         CaseName);
+INSTANTIATE_TEST_SUITE_P(ReduceMean, OpKernelTest, ::testing::ValuesIn(ReduceMeanCases()),
+                         CaseName);
+INSTANTIATE_TEST_SUITE_P(Concat, OpKernelTest, ::testing::ValuesIn(ConcatCases()), CaseName);
+
+// ------------------------------------------------- capture into a CUDA graph
+
+TEST_F(OpKernelTest, EnqueueIsCapturableAndReplays) {
+  OpCase c;
+  c.op_type = "Add";
+  c.label = "Add_row_bias";
+  c.inputs = {Spec(DType::kFloat32, {4, 33}), Spec(DType::kFloat32, {33})};
+  c.outputs = {Spec(DType::kFloat32, {4, 33})};
+  const SingleNodeGraph g = MakeGraph(c);
+  absl::StatusOr<std::unique_ptr<CudaOpKernel>> kernel = MakeCudaOpKernel(g.graph, g.node());
+  ASSERT_TRUE(kernel.ok()) << kernel.status();
+  absl::StatusOr<CudaStream> stream = CudaStream::Create();  // non-blocking
+  ASSERT_TRUE(stream.ok()) << stream.status();
+
+  std::mt19937 rng(7);
+  std::vector<HostTensor> inputs = {MakeInput(c.inputs[0], rng), MakeInput(c.inputs[1], rng)};
+  std::vector<std::unique_ptr<HostTensor>> want = MakeOutputs(c);
+  std::vector<std::unique_ptr<HostTensor>> got = MakeOutputs(c);
+  ASSERT_TRUE(
+      RunHostNode(g.node(), {&inputs[0], &inputs[1]}, Pointers<HostTensor>(want)).ok());
+
+  // Capture only the kernel; uploads, poisoning and downloads run eagerly
+  // around the replay.
+  const absl::Status run = RunOnDevice(
+      inputs, got, stream->get(),
+      [&](absl::Span<const void* const> in, absl::Span<void* const> out) -> absl::Status {
+        CUDA_RETURN_IF_ERROR(
+            cudaStreamBeginCapture(stream->get(), cudaStreamCaptureModeThreadLocal));
+        const absl::Status enqueued = (*kernel)->Enqueue(in, out, stream->get());
+        cudaGraph_t raw_graph = nullptr;
+        const cudaError_t ended = cudaStreamEndCapture(stream->get(), &raw_graph);
+        CudaGraph graph(raw_graph);
+        RETURN_IF_ERROR(enqueued);
+        CUDA_RETURN_IF_ERROR(ended);
+        size_t num_nodes = 0;
+        CUDA_RETURN_IF_ERROR(cudaGraphGetNodes(graph.get(), nullptr, &num_nodes));
+        if (num_nodes != 1) {
+          return absl::InternalError(absl::StrCat("captured ", num_nodes, " nodes, expected 1"));
+        }
+        cudaGraphExec_t raw_exec = nullptr;
+        CUDA_RETURN_IF_ERROR(cudaGraphInstantiate(&raw_exec, graph.get(), 0));
+        CudaGraphExec exec(raw_exec);
+        // Nothing ran during capture: the output still holds the poison.
+        std::vector<float> before(33 * 4);
+        CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(before.data(), out[0], before.size() * sizeof(float),
+                                             cudaMemcpyDeviceToHost, stream->get()));
+        CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream->get()));
+        for (float x : before) {
+          if (!std::isnan(x)) return absl::InternalError("the kernel ran during capture");
+        }
+        // Replay twice: a graph is reusable.
+        CUDA_RETURN_IF_ERROR(cudaGraphLaunch(exec.get(), stream->get()));
+        CUDA_RETURN_IF_ERROR(cudaGraphLaunch(exec.get(), stream->get()));
+        CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream->get()));
+        return absl::OkStatus();
+      });
+  ASSERT_TRUE(run.ok()) << run;
+  ExpectMatches(*got[0], *want[0], "replayed Add");
+}
+
+// ------------------------------------------ plan-time checks (no GPU needed)
+
+BoundGraph GraphFor(const OpCase& c) { return MakeGraph(c).graph; }
+
+TEST(OpKernelPlanTest, GemmAndMatMulAreLeftToCublasLt) {
+  for (const char* op : {"Gemm", "MatMul"}) {
+    OpCase c;
+    c.op_type = op;
+    c.inputs = {Spec(DType::kFloat32, {2, 3}), Spec(DType::kFloat32, {3, 4})};
+    c.outputs = {Spec(DType::kFloat32, {2, 4})};
+    const BoundGraph graph = GraphFor(c);
+    EXPECT_EQ(MakeCudaOpKernel(graph, graph.nodes[0]).status().code(),
+              absl::StatusCode::kUnimplemented)
+        << op;
+  }
+}
+
+TEST(OpKernelPlanTest, RefusesRanksBeyondEight) {
+  OpCase c;
+  c.op_type = "Relu";
+  const Dims nine_dims(9, 2);
+  c.inputs = {Spec(DType::kFloat32, nine_dims)};
+  c.outputs = {Spec(DType::kFloat32, nine_dims)};
+  const BoundGraph graph = GraphFor(c);
+  const absl::Status status = MakeCudaOpKernel(graph, graph.nodes[0]).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnimplemented) << status;
+  EXPECT_NE(status.message().find("node_under_test"), absl::string_view::npos) << status;
+}
+
+TEST(OpKernelPlanTest, RefusesShapesThatDoNotBroadcast) {
+  OpCase c;
+  c.op_type = "Add";
+  c.inputs = {Spec(DType::kFloat32, {4, 3}), Spec(DType::kFloat32, {4})};
+  c.outputs = {Spec(DType::kFloat32, {4, 4})};
+  const BoundGraph graph = GraphFor(c);
+  EXPECT_EQ(MakeCudaOpKernel(graph, graph.nodes[0]).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(OpKernelPlanTest, RefusesDTypesWithoutKernels) {
+  OpCase c;
+  c.op_type = "Sqrt";
+  c.inputs = {Spec(DType::kInt64, {4})};
+  c.outputs = {Spec(DType::kInt64, {4})};
+  const BoundGraph graph = GraphFor(c);
+  EXPECT_EQ(MakeCudaOpKernel(graph, graph.nodes[0]).status().code(),
+            absl::StatusCode::kUnimplemented);
+}
+
+TEST(OpKernelPlanTest, RefusesSlicesThatLeaveTheInput) {
+  OpCase c;
+  c.op_type = "Slice";
+  c.inputs = {Spec(DType::kFloat32, {10})};
+  c.outputs = {Spec(DType::kFloat32, {5})};
+  c.attributes["starts"] = std::vector<int64_t>{2};
+  c.attributes["steps"] = std::vector<int64_t>{2};  // reads 2, 4, ..., 10: one past the end
+  const BoundGraph graph = GraphFor(c);
+  EXPECT_EQ(MakeCudaOpKernel(graph, graph.nodes[0]).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(OpKernelPlanTest, PlansEveryCaseWithoutTouchingTheDevice) {
+  // The factory only computes parameters: every op plans on a machine with
+  // no GPU (the device comparison above skips there).
+  std::vector<std::vector<OpCase>> all = {
+      BinaryCases(), WhereCases(),  UnaryCases(),   CastCases(),    ReinterpretCases(),
+      TransposeCases(), SliceCases(), ExpandCases(), GatherCases(), SoftmaxCases(),
+      LayerNormCases(), ReduceMeanCases(), ConcatCases()};
+  for (const auto& cases : all) {
+    for (const OpCase& c : cases) {
+      const BoundGraph graph = GraphFor(c);
+      EXPECT_TRUE(MakeCudaOpKernel(graph, graph.nodes[0]).ok())
+          << c.label << ": " << MakeCudaOpKernel(graph, graph.nodes[0]).status();
+    }
+  }
+}
+
+TEST(OpKernelPlanTest, EnqueueChecksArityBeforeLaunching) {
+  OpCase c;
+  c.op_type = "Add";
+  c.inputs = {Spec(DType::kFloat32, {4}), Spec(DType::kFloat32, {4})};
+  c.outputs = {Spec(DType::kFloat32, {4})};
+  const BoundGraph graph = GraphFor(c);
+  absl::StatusOr<std::unique_ptr<CudaOpKernel>> kernel = MakeCudaOpKernel(graph, graph.nodes[0]);
+  ASSERT_TRUE(kernel.ok()) << kernel.status();
+  const void* one_input[] = {nullptr};
+  void* one_output[] = {nullptr};
+  EXPECT_EQ((*kernel)->Enqueue(one_input, one_output, nullptr).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace graphserve
