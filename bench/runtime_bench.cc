@@ -1,0 +1,79 @@
+// runtime_bench: times GraphServe's CUDA executor on one ONNX model at several
+// batch sizes and writes its outputs for bench/run_runtime_bench.py to check
+// against PyTorch. See bench/runtime_benchmark.h.
+
+#include <cstdint>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "bench/command_line.h"
+#include "bench/runtime_bench_record.h"
+#include "bench/runtime_benchmark.h"
+
+namespace {
+
+int Fail(const absl::Status& status) {
+  std::cerr << "runtime_bench: " << status << "\n";
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  graphserve::RuntimeBenchOptions options;
+  std::string batch_sizes = "1,2,4,8,16,32,64,128,256,512,1024,2048";
+  std::string json_path;
+  int64_t device = options.device;
+  graphserve::CommandLine command_line(
+      "runtime_bench --model FILE [--batch-sizes 1,2,...] [--inputs DIR] [--outputs DIR] "
+      "[--json FILE]");
+  command_line.AddString("model", &options.model_path, "ONNX model file (required).");
+  command_line.AddString("batch-sizes", &batch_sizes, "Comma-separated batch sizes, run in order.");
+  command_line.AddString("inputs", &options.inputs_dir,
+                         "Directory of inputs: DIR/<B>/<input name>.npy. Without it, float32 "
+                         "inputs are drawn at random (timing only).");
+  command_line.AddString("outputs", &options.outputs_dir,
+                         "Directory for the outputs of the first run: DIR/<B>/<output name>.npy.");
+  command_line.AddInt("warmup", &options.warmup, "Untimed runs before each timing loop.");
+  command_line.AddInt("iters", &options.iters, "Timed runs per loop; the median is reported.");
+  command_line.AddString("json", &json_path, "Write the records to this JSON file.");
+  command_line.AddBool("allow-tf32", &options.allow_tf32, "Allow TF32 tensor-core GEMMs.");
+  command_line.AddInt("device", &device, "CUDA device ordinal.");
+
+  if (absl::Status status = command_line.Parse(argc, argv); !status.ok()) return Fail(status);
+  if (command_line.help_requested()) {
+    std::cout << command_line.Help();
+    return 0;
+  }
+  if (options.model_path.empty()) {
+    return Fail(absl::InvalidArgumentError("--model is required (see --help)"));
+  }
+  absl::StatusOr<std::vector<int64_t>> sizes = graphserve::ParseIntList(batch_sizes, 1);
+  if (!sizes.ok()) {
+    return Fail(absl::InvalidArgumentError(
+        absl::StrCat("--batch-sizes: ", sizes.status().message())));
+  }
+  options.batch_sizes = *std::move(sizes);
+  options.device = static_cast<int>(device);
+
+  // Kept as they come, so that a failure at one batch size still leaves the
+  // sizes before it in the JSON file.
+  std::vector<graphserve::RuntimeBenchRecord> records;
+  const absl::Status status =
+      graphserve::RunRuntimeBenchmark(options, [&](const graphserve::RuntimeBenchRecord& record) {
+        std::cout << graphserve::FormatRuntimeBenchRecord(record) << std::endl;
+        records.push_back(record);
+      }).status();
+
+  if (!json_path.empty()) {
+    std::ofstream json(json_path, std::ios::trunc);
+    json << graphserve::RuntimeBenchRecordsToJson(records);
+    json.close();
+    if (!json) return Fail(absl::InternalError(absl::StrCat("cannot write ", json_path)));
+  }
+  if (!status.ok()) return Fail(status);
+  return 0;
+}

@@ -1,0 +1,68 @@
+#include "bench/runtime_bench_record.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace graphserve {
+namespace {
+
+// Model names come from file names; escape what JSON requires.
+std::string JsonString(const std::string& text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    if (c == '"' || c == '\\') {
+      out.push_back('\\');
+      out.push_back(c);
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      absl::StrAppendFormat(&out, "\\u%04x", static_cast<int>(c));
+    } else {
+      out.push_back(c);
+    }
+  }
+  out.push_back('"');
+  return out;
+}
+
+// JSON has no NaN or infinity.
+std::string JsonNumber(double value) {
+  if (!std::isfinite(value)) return "null";
+  return absl::StrFormat("%.3f", value);
+}
+
+std::string Mebibytes(size_t bytes) {
+  return absl::StrFormat("%.2f MiB", static_cast<double>(bytes) / (1 << 20));
+}
+
+}  // namespace
+
+std::string RuntimeBenchRecordsToJson(const std::vector<RuntimeBenchRecord>& records) {
+  std::string out = "[";
+  for (size_t i = 0; i < records.size(); ++i) {
+    const RuntimeBenchRecord& r = records[i];
+    absl::StrAppend(&out, i == 0 ? "\n" : ",\n", "  {\"model\": ", JsonString(r.model),
+                    ", \"batch\": ", r.batch,
+                    ", \"eager_full_us\": ", JsonNumber(r.eager_full_us),
+                    ", \"eager_compute_us\": ", JsonNumber(r.eager_compute_us),
+                    ", \"compute_min_us\": ", JsonNumber(r.compute_min_us),
+                    ", \"compute_max_us\": ", JsonNumber(r.compute_max_us),
+                    ", \"fused_epilogues\": ", r.fused_epilogues,
+                    ", \"arena_bytes\": ", r.arena_bytes,
+                    ", \"arena_lower_bound_bytes\": ", r.arena_lower_bound_bytes,
+                    ", \"rerun_max_abs_diff\": ", JsonNumber(r.rerun_max_abs_diff), "}");
+  }
+  absl::StrAppend(&out, records.empty() ? "]\n" : "\n]\n");
+  return out;
+}
+
+std::string FormatRuntimeBenchRecord(const RuntimeBenchRecord& r) {
+  return absl::StrFormat(
+      "%s B=%d: full %.1f us, compute %.1f us (min %.1f, max %.1f), fused epilogues %d, "
+      "arena %s (lower bound %s), rerun max |diff| %g",
+      r.model, r.batch, r.eager_full_us, r.eager_compute_us, r.compute_min_us, r.compute_max_us,
+      r.fused_epilogues, Mebibytes(r.arena_bytes), Mebibytes(r.arena_lower_bound_bytes),
+      r.rerun_max_abs_diff);
+}
+
+}  // namespace graphserve

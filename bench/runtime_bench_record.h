@@ -1,0 +1,39 @@
+#pragma once
+// One measured batch size of the runtime benchmark, and its JSON form (read
+// by bench/run_runtime_bench.py).
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace graphserve {
+
+struct RuntimeBenchRecord {
+  // Model file name without directory and extension ("mlp").
+  std::string model;
+  int64_t batch = 0;
+  // Medians over the timed runs, in microseconds, measured with CUDA events
+  // around CudaExecutor::Enqueue (H2D + compute + D2H) and EnqueueCompute.
+  double eager_full_us = 0;
+  double eager_compute_us = 0;
+  // Fastest and slowest timed run of EnqueueCompute: the spread to read the
+  // medians against.
+  double compute_min_us = 0;
+  double compute_max_us = 0;
+  int fused_epilogues = 0;
+  size_t arena_bytes = 0;
+  size_t arena_lower_bound_bytes = 0;
+  // Largest absolute difference between the outputs of the first run and a
+  // run after the timing loops, on the same inputs: 0 unless a run is
+  // nondeterministic (a race; see .library/device/METHOD.md).
+  double rerun_max_abs_diff = 0;
+};
+
+// A JSON array of objects, one per record, keys as the field names.
+std::string RuntimeBenchRecordsToJson(const std::vector<RuntimeBenchRecord>& records);
+
+// One human-readable line (no newline).
+std::string FormatRuntimeBenchRecord(const RuntimeBenchRecord& record);
+
+}  // namespace graphserve

@@ -1,0 +1,45 @@
+#include "bench/runtime_bench_record.h"
+
+#include <limits>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace graphserve {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(RuntimeBenchRecordTest, JsonHasEveryFieldTheScriptReads) {
+  RuntimeBenchRecord record{.model = "mlp",
+                            .batch = 64,
+                            .eager_full_us = 41.25,
+                            .eager_compute_us = 30.5,
+                            .fused_epilogues = 4,
+                            .arena_bytes = 1 << 20,
+                            .arena_lower_bound_bytes = 3 << 18};
+  const std::string json = RuntimeBenchRecordsToJson({record, record});
+  EXPECT_THAT(json, HasSubstr("{\"model\": \"mlp\", \"batch\": 64, \"eager_full_us\": 41.250, "
+                              "\"eager_compute_us\": 30.500,"));
+  EXPECT_THAT(json, HasSubstr("\"fused_epilogues\": 4, \"arena_bytes\": 1048576, "
+                              "\"arena_lower_bound_bytes\": 786432,"));
+  EXPECT_EQ(json.front(), '[');
+  EXPECT_THAT(json, HasSubstr("},\n  {"));
+}
+
+TEST(RuntimeBenchRecordTest, JsonStaysValidForOddValues) {
+  RuntimeBenchRecord record{.model = "a\"b\\c",
+                            .rerun_max_abs_diff = std::numeric_limits<double>::quiet_NaN()};
+  const std::string json = RuntimeBenchRecordsToJson({record});
+  EXPECT_THAT(json, HasSubstr("\"a\\\"b\\\\c\""));
+  EXPECT_THAT(json, HasSubstr("\"rerun_max_abs_diff\": null"));
+  EXPECT_EQ(RuntimeBenchRecordsToJson({}), "[]\n");
+}
+
+TEST(RuntimeBenchRecordTest, LineNamesModelAndBatch) {
+  RuntimeBenchRecord record{.model = "encoder", .batch = 8, .eager_compute_us = 12.0};
+  EXPECT_THAT(FormatRuntimeBenchRecord(record), HasSubstr("encoder B=8: full 0.0 us, compute 12.0 us"));
+}
+
+}  // namespace
+}  // namespace graphserve

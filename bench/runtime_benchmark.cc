@@ -1,0 +1,248 @@
+#include "bench/runtime_benchmark.h"
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <memory>
+#include <random>
+#include <system_error>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "bench/npy.h"
+#include "common/cuda_handles.h"
+#include "common/cuda_status.h"
+#include "common/status.h"
+#include "runtime/bind.h"
+#include "runtime/cuda/cuda_executor.h"
+#include "runtime/onnx_import.h"
+#include "tensor_holder/weight_store.h"
+
+namespace graphserve {
+namespace {
+
+// Seed of the inputs drawn when no input directory is given; the batch size
+// is added so that each size sees different data.
+constexpr uint64_t kInputSeed = 20261121;
+
+struct Timing {
+  double median_us = 0;
+  double min_us = 0;
+  double max_us = 0;
+};
+
+// Times `iters` runs of `enqueue`, each between two events recorded on
+// `stream`, after `warmup` untimed runs. The runs are issued back to back and
+// the stream is synchronised once at the end, as a serving loop would issue
+// them: an event pair measures device time when the device is the
+// bottleneck, and the host's issue time when the host is (the device idles
+// between the events while it waits for launches). bench/run_runtime_bench.py
+// times PyTorch the same way.
+absl::StatusOr<Timing> TimeRuns(cudaStream_t stream, int64_t warmup, int64_t iters,
+                                const std::function<absl::Status(cudaStream_t)>& enqueue) {
+  for (int64_t i = 0; i < warmup; ++i) RETURN_IF_ERROR(enqueue(stream));
+  CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+
+  std::vector<CudaEvent> starts;
+  std::vector<CudaEvent> ends;
+  for (int64_t i = 0; i < iters; ++i) {
+    ASSIGN_OR_RETURN(CudaEvent start, CudaEvent::Create(/*timing=*/true));
+    ASSIGN_OR_RETURN(CudaEvent end, CudaEvent::Create(/*timing=*/true));
+    starts.push_back(std::move(start));
+    ends.push_back(std::move(end));
+  }
+  for (int64_t i = 0; i < iters; ++i) {
+    CUDA_RETURN_IF_ERROR(cudaEventRecord(starts[i].get(), stream));
+    RETURN_IF_ERROR(enqueue(stream));
+    CUDA_RETURN_IF_ERROR(cudaEventRecord(ends[i].get(), stream));
+  }
+  CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+  CUDA_RETURN_IF_ERROR(cudaGetLastError());
+
+  std::vector<double> micros;
+  micros.reserve(iters);
+  for (int64_t i = 0; i < iters; ++i) {
+    float ms = 0;
+    CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, starts[i].get(), ends[i].get()));
+    micros.push_back(1000.0 * ms);
+  }
+  std::sort(micros.begin(), micros.end());
+  const size_t n = micros.size();
+  const double median = n % 2 == 1 ? micros[n / 2] : 0.5 * (micros[n / 2 - 1] + micros[n / 2]);
+  return Timing{median, micros.front(), micros.back()};
+}
+
+// Largest |a - b| over the elements of two tensors of one dtype and shape;
+// infinity where exactly one of a pair is NaN. Integer and bool tensors give
+// 0 or 1 (equal or not).
+double MaxAbsDiff(const HostTensor& a, const HostTensor& b) {
+  if (a.bytes() == b.bytes() && std::memcmp(a.raw(), b.raw(), a.bytes()) == 0) return 0;
+  if (a.dtype() != DType::kFloat32 || a.bytes() != b.bytes()) return 1;
+  double worst = 0;
+  for (int64_t i = 0; i < a.num_elements(); ++i) {
+    const float x = a.data<float>()[i];
+    const float y = b.data<float>()[i];
+    if (std::isnan(x) != std::isnan(y)) return std::numeric_limits<double>::infinity();
+    if (!std::isnan(x)) worst = std::max(worst, std::fabs(static_cast<double>(x) - y));
+  }
+  return worst;
+}
+
+std::string BatchDir(const std::string& root, int64_t batch) {
+  return (std::filesystem::path(root) / std::to_string(batch)).string();
+}
+
+absl::StatusOr<HostTensor> LoadInput(const RuntimeBenchOptions& options, int64_t batch,
+                                     const BoundValue& value) {
+  if (options.inputs_dir.empty()) {
+    if (value.dtype != DType::kFloat32) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("input '", value.name, "' is ", std::string(DTypeName(value.dtype)),
+                       "; only float32 inputs are drawn at random: pass --inputs"));
+    }
+    HostTensor tensor(value.dtype, value.dims);
+    std::mt19937_64 generator(kInputSeed + static_cast<uint64_t>(batch));
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (int64_t i = 0; i < tensor.num_elements(); ++i) tensor.data<float>()[i] = normal(generator);
+    return tensor;
+  }
+  const std::string path =
+      (std::filesystem::path(BatchDir(options.inputs_dir, batch)) / (value.name + ".npy")).string();
+  ASSIGN_OR_RETURN(HostTensor tensor, ReadNpyFile(path));
+  if (tensor.dtype() != value.dtype || tensor.dims() != value.dims) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, " holds ", std::string(DTypeName(tensor.dtype())), " ", DimsToString(tensor.dims()),
+        "; input '", value.name, "' at batch ", batch, " is ", std::string(DTypeName(value.dtype)),
+        " ", DimsToString(value.dims)));
+  }
+  return tensor;
+}
+
+// The outputs as they stand in the executor's staging after a finished run.
+std::vector<HostTensor> CopyOutputs(const CudaExecutor& executor) {
+  const BoundGraph& graph = executor.graph();
+  std::vector<HostTensor> outputs;
+  for (size_t i = 0; i < graph.outputs.size(); ++i) {
+    const BoundValue& value = graph.value(graph.outputs[i]);
+    HostTensor tensor(value.dtype, value.dims);
+    if (tensor.bytes() > 0) std::memcpy(tensor.raw(), executor.output_staging(i), tensor.bytes());
+    outputs.push_back(std::move(tensor));
+  }
+  return outputs;
+}
+
+absl::Status WriteOutputs(const RuntimeBenchOptions& options, int64_t batch,
+                          const BoundGraph& graph, const std::vector<HostTensor>& outputs) {
+  const std::string dir = BatchDir(options.outputs_dir, batch);
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  if (error) {
+    return absl::InternalError(absl::StrCat("cannot create ", dir, ": ", error.message()));
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const std::string& name = graph.value(graph.outputs[i]).name;
+    RETURN_IF_ERROR(
+        WriteNpyFile((std::filesystem::path(dir) / (name + ".npy")).string(), outputs[i]));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<RuntimeBenchRecord> RunBatchSize(const Model& model, int64_t batch,
+                                                const RuntimeBenchOptions& options,
+                                                const std::shared_ptr<WeightStore>& weights,
+                                                cudaStream_t stream) {
+  BindOptions bind_options;
+  bind_options.batch_size = batch;
+  ASSIGN_OR_RETURN(BoundGraph graph, BindModel(model, bind_options));
+
+  CudaExecutorOptions executor_options;
+  executor_options.device = options.device;
+  executor_options.allow_tf32 = options.allow_tf32;
+  ExecutionResources resources;
+  // The arena and I/O buffers are this executor's own, freed with it before
+  // the next batch size; the weights are uploaded once for all sizes.
+  resources.weights = weights;
+  ASSIGN_OR_RETURN(std::unique_ptr<CudaExecutor> executor,
+                   CudaExecutor::Create(std::move(graph), executor_options, resources));
+  const BoundGraph& bound = executor->graph();
+
+  for (size_t i = 0; i < bound.inputs.size(); ++i) {
+    const BoundValue& value = bound.value(bound.inputs[i]);
+    ASSIGN_OR_RETURN(const HostTensor input, LoadInput(options, batch, value));
+    if (input.bytes() > 0) std::memcpy(executor->input_staging(i), input.raw(), input.bytes());
+  }
+
+  RETURN_IF_ERROR(executor->Enqueue(stream));
+  CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+  const std::vector<HostTensor> first_outputs = CopyOutputs(*executor);
+  if (!options.outputs_dir.empty()) {
+    RETURN_IF_ERROR(WriteOutputs(options, batch, bound, first_outputs));
+  }
+
+  ASSIGN_OR_RETURN(const Timing full,
+                   TimeRuns(stream, options.warmup, options.iters,
+                            [&](cudaStream_t s) { return executor->Enqueue(s); }));
+  // The inputs are on the device since the runs above.
+  ASSIGN_OR_RETURN(const Timing compute,
+                   TimeRuns(stream, options.warmup, options.iters,
+                            [&](cudaStream_t s) { return executor->EnqueueCompute(s); }));
+
+  // Same inputs once more: the outputs must not have moved.
+  RETURN_IF_ERROR(executor->Enqueue(stream));
+  CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+  const std::vector<HostTensor> last_outputs = CopyOutputs(*executor);
+  double rerun_diff = 0;
+  for (size_t i = 0; i < first_outputs.size(); ++i) {
+    rerun_diff = std::max(rerun_diff, MaxAbsDiff(first_outputs[i], last_outputs[i]));
+  }
+
+  RuntimeBenchRecord record;
+  record.model = model.name;
+  record.batch = batch;
+  record.eager_full_us = full.median_us;
+  record.eager_compute_us = compute.median_us;
+  record.compute_min_us = compute.min_us;
+  record.compute_max_us = compute.max_us;
+  record.fused_epilogues = executor->fused_epilogues();
+  record.arena_bytes = executor->arena_bytes();
+  record.arena_lower_bound_bytes = executor->arena_lower_bound_bytes();
+  record.rerun_max_abs_diff = rerun_diff;
+  return record;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<RuntimeBenchRecord>> RunRuntimeBenchmark(
+    const RuntimeBenchOptions& options,
+    const std::function<void(const RuntimeBenchRecord&)>& on_record) {
+  if (options.iters < 1 || options.warmup < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("need iters >= 1 and warmup >= 0, got iters ",
+                                                   options.iters, ", warmup ", options.warmup));
+  }
+  ASSIGN_OR_RETURN(Model model, ImportOnnxFile(options.model_path));
+  // Records name the model by its file, which the driver script chose.
+  model.name = std::filesystem::path(options.model_path).stem().string();
+
+  CUDA_RETURN_IF_ERROR(cudaSetDevice(options.device));
+  ASSIGN_OR_RETURN(const std::shared_ptr<WeightStore> weights, WeightStore::Create(options.device));
+  ASSIGN_OR_RETURN(const CudaStream stream, CudaStream::Create());
+
+  std::vector<RuntimeBenchRecord> records;
+  for (const int64_t batch : options.batch_sizes) {
+    absl::StatusOr<RuntimeBenchRecord> record =
+        RunBatchSize(model, batch, options, weights, stream.get());
+    if (!record.ok()) {
+      return AnnotateStatus(record.status(),
+                            absl::StrCat("model '", model.name, "', batch ", batch));
+    }
+    if (on_record) on_record(*record);
+    records.push_back(*std::move(record));
+  }
+  return records;
+}
+
+}  // namespace graphserve

@@ -1,0 +1,45 @@
+#pragma once
+// The runtime benchmark: one ONNX model planned by the CUDA executor at each
+// of several batch sizes, checked on inputs the PyTorch side wrote and timed
+// as an eager (uncaptured) run. bench/run_runtime_bench.py drives it.
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "bench/runtime_bench_record.h"
+
+namespace graphserve {
+
+struct RuntimeBenchOptions {
+  // ONNX model file.
+  std::string model_path;
+  // Batch sizes, run in this order.
+  std::vector<int64_t> batch_sizes = {1};
+  // Inputs are read from <inputs_dir>/<B>/<input name>.npy. Empty: float32
+  // inputs are drawn from a seeded normal distribution instead (timing only;
+  // a model with other input types then fails).
+  std::string inputs_dir;
+  // Outputs of the first run go to <outputs_dir>/<B>/<output name>.npy.
+  // Empty: not written.
+  std::string outputs_dir;
+  // Untimed runs before each timing loop.
+  int64_t warmup = 20;
+  // Timed runs per loop; the record holds their median.
+  int64_t iters = 200;
+  // Passed to CudaExecutorOptions.
+  bool allow_tf32 = false;
+  int device = 0;
+};
+
+// Runs every batch size and returns one record each, in order; `on_record`
+// (may be empty) sees each record as soon as it is measured. Errors name the
+// batch size and what failed: import, binding, planning, an input file whose
+// dtype or dims differ from the bound graph's, or a CUDA call.
+absl::StatusOr<std::vector<RuntimeBenchRecord>> RunRuntimeBenchmark(
+    const RuntimeBenchOptions& options,
+    const std::function<void(const RuntimeBenchRecord&)>& on_record = {});
+
+}  // namespace graphserve
