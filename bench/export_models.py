@@ -178,12 +178,21 @@ def export(spec, path):
         do_constant_folding=True,
     )
     # Newer PyTorch defaults to the dynamo exporter; older has no such argument.
-    if "dynamo" in inspect.signature(torch.onnx.export).parameters:
+    has_dynamo = "dynamo" in inspect.signature(torch.onnx.export).parameters
+    if has_dynamo:
         kwargs["dynamo"] = False
     # Traced at batch 3: a batch of 1 lets the tracer treat the batch dim as
     # broadcastable.
     with torch.no_grad():
-        torch.onnx.export(model, spec.example_inputs(3), path, **kwargs)
+        try:
+            torch.onnx.export(model, spec.example_inputs(3), path, **kwargs)
+        except Exception as error:  # e.g. a PyTorch without the TorchScript exporter
+            if not has_dynamo:
+                raise
+            print(f"WARNING: the TorchScript exporter failed on {spec.name} ({error!r}); "
+                  f"trying the dynamo exporter, whose graphs use other ops", flush=True)
+            kwargs["dynamo"] = True
+            torch.onnx.export(model, spec.example_inputs(3), path, **kwargs)
 
 
 # --- Op types of an exported file, with or without the onnx package. ---
