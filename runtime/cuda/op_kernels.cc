@@ -37,6 +37,7 @@ using op_kernels_internal::LayerNormParams;
 using op_kernels_internal::ReduceMeanParams;
 using op_kernels_internal::SoftmaxParams;
 using op_kernels_internal::StridedLayout;
+using op_kernels_internal::TiledTransposeParams;
 using op_kernels_internal::UnaryOp;
 using op_kernels_internal::UnaryParams;
 using op_kernels_internal::WhereParams;
@@ -336,6 +337,23 @@ class ByteCopyKernel final : public NodeKernel {
   size_t bytes_;
 };
 
+class TiledTransposeKernel final : public NodeKernel {
+ public:
+  TiledTransposeKernel(const BoundNode& node, const TiledTransposeParams& params)
+      : NodeKernel(node), params_(params) {}
+
+  absl::Status Enqueue(absl::Span<const void* const> inputs, absl::Span<void* const> outputs,
+                       cudaStream_t stream) const override {
+    RETURN_IF_ERROR(CheckArity(inputs, outputs));
+    return LaunchStatus(
+        op_kernels_internal::LaunchTiledTranspose(params_, inputs[0], outputs[0], stream),
+        "LaunchTiledTranspose");
+  }
+
+ private:
+  TiledTransposeParams params_;
+};
+
 class SoftmaxKernel final : public NodeKernel {
  public:
   SoftmaxKernel(const BoundNode& node, const SoftmaxParams& params)
@@ -610,6 +628,23 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeTranspose(const BoundGraph& gr
   params.op = UnaryOp::kCopy;
   params.input_type = params.output_type = ToElemType(in.dtype);
   params.layout = MakeLayout(out.dims, {std::move(strides)});
+  // After merging, a swap of the two innermost dims is output [batch, rows,
+  // cols] read with strides [rows * cols, 1, rows]: the strided map would
+  // read with stride `rows`, so tile through shared memory instead.
+  const StridedLayout& l = params.layout;
+  const int r = l.rank;
+  if (r == 2 || r == 3) {
+    TiledTransposeParams tiled;
+    tiled.elem_size = static_cast<int32_t>(DTypeSize(in.dtype));
+    tiled.batch = r == 3 ? l.dims[0] : 1;
+    tiled.rows = l.dims[r - 2];
+    tiled.cols = l.dims[r - 1];
+    const bool swaps_inner = l.strides[0][r - 2] == 1 && l.strides[0][r - 1] == tiled.rows &&
+                             (r == 2 || l.strides[0][0] == tiled.rows * tiled.cols);
+    if (swaps_inner && op_kernels_internal::TiledTransposeFits(tiled)) {
+      return std::make_unique<TiledTransposeKernel>(node, tiled);
+    }
+  }
   return std::make_unique<UnaryKernel>(node, params, 0);
 }
 

@@ -154,6 +154,22 @@ struct ConcatLaunch {
 
 cudaError_t LaunchConcat(const ConcatLaunch& launch, void* output, cudaStream_t stream);
 
+// A Transpose that swaps the two innermost (merged) dims: the output is
+// [batch, rows, cols] and the input [batch, cols, rows]. Goes through shared
+// memory tiles so that both the reads and the writes coalesce.
+struct TiledTransposeParams {
+  int32_t elem_size = 4;  // bytes: 1, 4 or 8
+  int64_t batch = 0;
+  int64_t rows = 0;
+  int64_t cols = 0;
+};
+
+// The grid limits of the tiled kernel: larger problems use the strided map.
+bool TiledTransposeFits(const TiledTransposeParams& params);
+
+cudaError_t LaunchTiledTranspose(const TiledTransposeParams& params, const void* input,
+                                 void* output, cudaStream_t stream);
+
 // data viewed as [outer, axis_dim, inner]; the output as [outer, num_indices,
 // inner]. An index outside [-axis_dim, axis_dim) yields zero bytes rather
 // than an out-of-bounds read.

@@ -1,9 +1,11 @@
-// Data movement that is not a strided map: Concat and Gather. Both depend
+// Data movement that is not a strided map: Concat, Gather and the tiled
+// Transpose. Both depend
 // only on the element size, so they run on unsigned integers of 1, 4 or 8
 // bytes whatever the element type.
 
 #include <cuda_runtime.h>
 
+#include <climits>
 #include <cstdint>
 
 #include "runtime/cuda/op_kernels_launch.h"
@@ -59,6 +61,37 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+constexpr int kTile = 32;
+constexpr int kTileRows = 8;  // threads per tile column; each moves kTile / kTileRows
+constexpr int64_t kMaxGridYZ = 65535;
+
+// Block (x, y, z) moves the kTile x kTile tile of rows [x * kTile, +kTile)
+// and cols [y * kTile, +kTile) of batch z: reads along the input's rows
+// (the output's rows are the input's innermost dim), writes along the
+// output's cols. The extra column keeps the transposed reads of the tile off
+// a single shared-memory bank.
+template <typename T>
+__global__ void __launch_bounds__(kTile* kTileRows)
+    TiledTransposeKernel(const T* in, T* out, int64_t rows, int64_t cols) {
+  __shared__ T tile[kTile][kTile + 1];
+  const int64_t batch_offset = static_cast<int64_t>(blockIdx.z) * rows * cols;
+  const int64_t row0 = static_cast<int64_t>(blockIdx.x) * kTile;
+  const int64_t col0 = static_cast<int64_t>(blockIdx.y) * kTile;
+  for (int j = threadIdx.y; j < kTile; j += kTileRows) {
+    const int64_t col = col0 + j;
+    const int64_t row = row0 + threadIdx.x;
+    // Input [cols, rows]: element (col, row).
+    if (col < cols && row < rows) tile[j][threadIdx.x] = in[batch_offset + col * rows + row];
+  }
+  __syncthreads();
+  for (int j = threadIdx.y; j < kTile; j += kTileRows) {
+    const int64_t row = row0 + j;
+    const int64_t col = col0 + threadIdx.x;
+    // Output [rows, cols]: element (row, col) = input (col, row) = tile[x][j].
+    if (row < rows && col < cols) out[batch_offset + row * cols + col] = tile[threadIdx.x][j];
+  }
+}
+
 template <typename T>
 cudaError_t LaunchConcatTyped(const ConcatLaunch& launch, void* output, cudaStream_t stream) {
   ConcatKernel<T><<<Blocks(launch.outer * launch.width), kThreads, 0, stream>>>(
@@ -71,6 +104,17 @@ cudaError_t LaunchGatherTyped(const GatherParams& p, const void* data, const int
                               void* output, cudaStream_t stream) {
   GatherKernel<T><<<Blocks(p.outer * p.num_indices * p.inner), kThreads, 0, stream>>>(
       p, static_cast<const T*>(data), indices, static_cast<T*>(output));
+  return cudaGetLastError();
+}
+
+template <typename T>
+cudaError_t LaunchTiledTransposeTyped(const TiledTransposeParams& p, const void* input,
+                                      void* output, cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>((p.rows + kTile - 1) / kTile),
+                  static_cast<unsigned>((p.cols + kTile - 1) / kTile),
+                  static_cast<unsigned>(p.batch));
+  TiledTransposeKernel<T><<<grid, dim3(kTile, kTileRows), 0, stream>>>(
+      static_cast<const T*>(input), static_cast<T*>(output), p.rows, p.cols);
   return cudaGetLastError();
 }
 
@@ -100,6 +144,26 @@ cudaError_t LaunchGather(const GatherParams& p, const void* data, const int64_t*
       return LaunchGatherTyped<uint32_t>(p, data, indices, output, stream);
     case 8:
       return LaunchGatherTyped<uint64_t>(p, data, indices, output, stream);
+    default:
+      return cudaErrorInvalidValue;
+  }
+}
+
+bool TiledTransposeFits(const TiledTransposeParams& p) {
+  return p.batch >= 1 && p.batch <= kMaxGridYZ && p.rows >= 1 && p.cols >= 1 &&
+         (p.rows + kTile - 1) / kTile <= INT32_MAX && (p.cols + kTile - 1) / kTile <= kMaxGridYZ;
+}
+
+cudaError_t LaunchTiledTranspose(const TiledTransposeParams& p, const void* input, void* output,
+                                 cudaStream_t stream) {
+  if (!TiledTransposeFits(p)) return cudaErrorInvalidConfiguration;
+  switch (p.elem_size) {
+    case 1:
+      return LaunchTiledTransposeTyped<uint8_t>(p, input, output, stream);
+    case 4:
+      return LaunchTiledTransposeTyped<uint32_t>(p, input, output, stream);
+    case 8:
+      return LaunchTiledTransposeTyped<uint64_t>(p, input, output, stream);
     default:
       return cudaErrorInvalidValue;
   }

@@ -476,7 +476,8 @@ std::vector<OpCase> ReinterpretCases() {
 std::vector<OpCase> TransposeCases() {
   const std::vector<std::pair<Dims, std::vector<int64_t>>> shapes = {
       {{2, 3}, {1, 0}},
-      {{33, 65}, {1, 0}},
+      {{33, 65}, {1, 0}},            // tiled, partial tiles on both sides
+      {{3, 40, 70}, {0, 2, 1}},      // tiled, batched
       {{2, 3, 4}, {2, 0, 1}},
       {{2, 5, 3, 8}, {0, 2, 1, 3}},  // attention heads: innermost dim kept
       {{1, 3, 1, 4}, {3, 2, 1, 0}},

@@ -63,13 +63,14 @@ struct NegFn {
   template <typename T>
   __device__ T operator()(T x) const { return -x; }
 };
+// NaN passes through both, as numpy's maximum(x, 0) (ONNX's reference).
 struct ReluFn {
   template <typename T>
-  __device__ T operator()(T x) const { return x > static_cast<T>(0) ? x : static_cast<T>(0); }
+  __device__ T operator()(T x) const { return x < static_cast<T>(0) ? static_cast<T>(0) : x; }
 };
 struct LeakyReluFn {
   float alpha;
-  __device__ float operator()(float x) const { return x >= 0.0f ? x : alpha * x; }
+  __device__ float operator()(float x) const { return x < 0.0f ? alpha * x : x; }
 };
 
 template <typename T>
