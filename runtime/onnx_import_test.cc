@@ -256,6 +256,22 @@ TEST(OnnxImportTest, ListsManyNodesOfOneOpBriefly) {
               HasSubstr("op Selu is not supported (5 nodes: selu0, selu1, selu2, and 2 more)"));
 }
 
+// ONNX's training-op node tests import only their own domain: unsupported,
+// not malformed.
+TEST(OnnxImportTest, ModelWithoutDefaultDomainIsUnsupported) {
+  onnx::ModelProto proto = NewModel();
+  proto.mutable_opset_import(0)->set_domain("com.example");
+  onnx::GraphProto* graph = proto.mutable_graph();
+  AddValue(graph->mutable_input(), "x", onnx::TensorProto::FLOAT, {4});
+  AddNode(graph, "Fancy", {"x"}, {"y"}, "fancy")->set_domain("com.example");
+  AddValue(graph->mutable_output(), "y", onnx::TensorProto::FLOAT, {4});
+  absl::StatusOr<Model> model = Import(proto);
+  ASSERT_FALSE(model.ok());
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kUnimplemented) << model.status();
+  EXPECT_THAT(std::string(model.status().message()),
+              HasSubstr("op com.example::Fancy is not supported"));
+}
+
 TEST(OnnxImportTest, DynamicNonBatchDimIsInvalidAndListedWithTheRest) {
   onnx::ModelProto proto = UnsupportedModel();
   // x becomes [batch, 1, height, 8]: dim 2 may not be dynamic.
