@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "runtime/bind.h"
+#include "runtime/host/host_executor.h"
 #include "runtime/onnx_import.h"
 
 namespace graphserve {
@@ -112,50 +113,115 @@ TEST(ExampleModelsTest, ModelsBindAtABatchSize) {
 
 // PyTorch-style init keeps the outputs off the Sigmoid's flat ends: checked
 // on a float64 forward pass of the stored weights, independent of the runtime.
-TEST(ExampleModelsTest, MlpOutputIsNotSaturated) {
-  absl::StatusOr<Model> model = ImportProto(MakeMlpModel(), "mlp.onnx");
-  ASSERT_TRUE(model.ok()) << model.status();
-  for (int64_t row = 0; row < kBatch; ++row) {
-    std::vector<double> h = Features(512, row);
-    for (int layer = 0; layer < 4; ++layer) {
-      h = Linear(*model, "mlp.fc" + std::to_string(layer), h, /*relu=*/layer < 3);
+double MlpReference(const Model& model, const std::vector<double>& x) {
+  std::vector<double> h = x;
+  for (int layer = 0; layer < 4; ++layer) {
+    h = Linear(model, "mlp.fc" + std::to_string(layer), h, /*relu=*/layer < 3);
+  }
+  return Sigmoid(h[0]);
+}
+
+// Note [DLRM dense interaction] in example_models.cc, in float64.
+double DlrmReference(const Model& model, const std::vector<double>& dense,
+                     const std::vector<double>& sparse_emb) {
+  std::vector<double> x = dense;
+  for (int layer = 0; layer < 3; ++layer) {
+    x = Linear(model, "bottom_mlp.fc" + std::to_string(layer), x, /*relu=*/true);
+  }
+  std::vector<std::vector<double>> t = {x};
+  for (size_t f = 0; f < 26; ++f) {
+    t.emplace_back(sparse_emb.begin() + f * 16, sparse_emb.begin() + (f + 1) * 16);
+  }
+  std::vector<double> r = x;
+  for (size_t i = 0; i < t.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      double dot = 0;
+      for (size_t k = 0; k < 16; ++k) dot += t[i][k] * t[j][k];
+      r.push_back(dot);
     }
-    const double y = Sigmoid(h[0]);
+  }
+  EXPECT_EQ(r.size(), 367u);
+  for (int layer = 0; layer < 3; ++layer) {
+    r = Linear(model, "top_mlp.fc" + std::to_string(layer), r, /*relu=*/layer < 2);
+  }
+  return Sigmoid(r[0]);
+}
+
+// Embedding rows of a trained table are small: uniform-ish in +-0.1.
+std::vector<double> SparseEmbeddings(int64_t row) {
+  std::vector<double> values = Features(26 * 16, row + 100);
+  for (double& v : values) v *= 0.1;
+  return values;
+}
+
+HostTensor ToTensor(const std::vector<std::vector<double>>& rows, Dims dims) {
+  HostTensor tensor(DType::kFloat32, std::move(dims));
+  float* data = tensor.data<float>();
+  for (const std::vector<double>& row : rows) {
+    for (double v : row) *data++ = static_cast<float>(v);
+  }
+  return tensor;
+}
+
+// PyTorch-style init keeps the outputs off the Sigmoid's flat ends: checked
+// on a float64 forward pass of the stored weights, independent of the runtime.
+TEST(ExampleModelsTest, OutputsAreNotSaturated) {
+  absl::StatusOr<Model> mlp = ImportProto(MakeMlpModel(), "mlp.onnx");
+  absl::StatusOr<Model> dlrm = ImportProto(MakeDlrmDenseModel(), "dlrm_dense.onnx");
+  ASSERT_TRUE(mlp.ok()) << mlp.status();
+  ASSERT_TRUE(dlrm.ok()) << dlrm.status();
+  for (int64_t row = 0; row < kBatch; ++row) {
+    const double y = MlpReference(*mlp, Features(512, row));
     EXPECT_GT(y, 0.05) << "row " << row;
     EXPECT_LT(y, 0.95) << "row " << row;
+    const double prob = DlrmReference(*dlrm, Features(13, row), SparseEmbeddings(row));
+    EXPECT_GT(prob, 0.05) << "row " << row;
+    EXPECT_LT(prob, 0.95) << "row " << row;
   }
 }
 
-TEST(ExampleModelsTest, DlrmOutputIsNotSaturated) {
-  absl::StatusOr<Model> model = ImportProto(MakeDlrmDenseModel(), "dlrm_dense.onnx");
-  ASSERT_TRUE(model.ok()) << model.status();
+// The whole path (import, bind with the Shape/Gather/Reshape fold, host
+// kernels) against the float64 reference.
+TEST(ExampleModelsTest, HostExecutorMatchesFloat64Reference) {
+  // float32 accumulation over at most 1024 terms, then a Sigmoid (slope <= 1/4).
+  constexpr double kTolerance = 1e-5;
+  absl::StatusOr<Model> mlp = ImportProto(MakeMlpModel(), "mlp.onnx");
+  absl::StatusOr<Model> dlrm = ImportProto(MakeDlrmDenseModel(), "dlrm_dense.onnx");
+  ASSERT_TRUE(mlp.ok()) << mlp.status();
+  ASSERT_TRUE(dlrm.ok()) << dlrm.status();
+  BindOptions options;
+  options.batch_size = kBatch;
+
+  std::vector<std::vector<double>> x, dense, sparse;
   for (int64_t row = 0; row < kBatch; ++row) {
-    std::vector<double> x = Features(13, row);
-    for (int layer = 0; layer < 3; ++layer) {
-      x = Linear(*model, "bottom_mlp.fc" + std::to_string(layer), x, /*relu=*/true);
-    }
-    // Embedding rows of a trained table are small: uniform in +-0.1.
-    std::vector<std::vector<double>> t = {x};
-    for (int64_t f = 0; f < 26; ++f) {
-      std::vector<double> emb = Features(16, row * 26 + f);
-      for (double& v : emb) v *= 0.1;
-      t.push_back(emb);
-    }
-    std::vector<double> r = x;
-    for (size_t i = 0; i < t.size(); ++i) {
-      for (size_t j = 0; j < i; ++j) {
-        double dot = 0;
-        for (size_t k = 0; k < 16; ++k) dot += t[i][k] * t[j][k];
-        r.push_back(dot);
-      }
-    }
-    ASSERT_EQ(r.size(), 367u);
-    for (int layer = 0; layer < 3; ++layer) {
-      r = Linear(*model, "top_mlp.fc" + std::to_string(layer), r, /*relu=*/layer < 2);
-    }
-    const double prob = Sigmoid(r[0]);
-    EXPECT_GT(prob, 0.05) << "row " << row;
-    EXPECT_LT(prob, 0.95) << "row " << row;
+    x.push_back(Features(512, row));
+    dense.push_back(Features(13, row));
+    sparse.push_back(SparseEmbeddings(row));
+  }
+
+  absl::StatusOr<BoundGraph> mlp_bound = BindModel(*mlp, options);
+  ASSERT_TRUE(mlp_bound.ok()) << mlp_bound.status();
+  absl::StatusOr<std::unique_ptr<HostExecutor>> mlp_exec =
+      HostExecutor::Create(*std::move(mlp_bound));
+  ASSERT_TRUE(mlp_exec.ok()) << mlp_exec.status();
+  absl::StatusOr<std::vector<HostTensor>> y = (*mlp_exec)->Run({ToTensor(x, {kBatch, 512})});
+  ASSERT_TRUE(y.ok()) << y.status();
+
+  absl::StatusOr<BoundGraph> dlrm_bound = BindModel(*dlrm, options);
+  ASSERT_TRUE(dlrm_bound.ok()) << dlrm_bound.status();
+  absl::StatusOr<std::unique_ptr<HostExecutor>> dlrm_exec =
+      HostExecutor::Create(*std::move(dlrm_bound));
+  ASSERT_TRUE(dlrm_exec.ok()) << dlrm_exec.status();
+  absl::StatusOr<std::vector<HostTensor>> prob = (*dlrm_exec)->Run(
+      {ToTensor(dense, {kBatch, 13}), ToTensor(sparse, {kBatch, 26, 16})});
+  ASSERT_TRUE(prob.ok()) << prob.status();
+
+  for (int64_t row = 0; row < kBatch; ++row) {
+    EXPECT_NEAR((*y)[0].data<float>()[row], MlpReference(*mlp, x[row]), kTolerance)
+        << "mlp row " << row;
+    EXPECT_NEAR((*prob)[0].data<float>()[row], DlrmReference(*dlrm, dense[row], sparse[row]),
+                kTolerance)
+        << "dlrm row " << row;
   }
 }
 
