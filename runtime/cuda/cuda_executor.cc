@@ -2,7 +2,6 @@
 
 #include <array>
 #include <cstring>
-#include <deque>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -87,8 +86,6 @@ struct CudaExecutor::Plan {
   std::vector<ValueId> alias_root;       // per value: the value owning its bytes
   std::vector<ValueStorage> storage;     // per value (roots only)
   std::vector<ExecutionStep> steps;
-  // Constants made at plan time (a Gemm bias pre-scaled by beta).
-  std::vector<std::shared_ptr<const HostTensor>> derived_constants;
   MemoryPlan memory;
   int fused_epilogues = 0;
   mutable std::vector<void*> addresses;  // per value, refreshed at every Enqueue
@@ -276,8 +273,8 @@ class PlanBuilder {
       const float beta = FloatAttr(node.attributes, "beta");
       if (node.inputs.size() > 2 && beta != 0.0f) {
         const BoundValue& c = graph_.value(node.inputs[2]);
-        if (IsColumnBias(c, o.n)) {
-          bias = &ScaledConstant(c, beta);
+        if (beta == 1.0f && IsColumnBias(c, o.n)) {
+          bias = &c;  // PyTorch's Linear: C is the bias, beta 1.
         } else {
           // D = broadcast(C), then the GEMM accumulates into it with beta.
           o.beta = beta;
@@ -338,26 +335,22 @@ class PlanBuilder {
     return absl::OkStatus();
   }
 
-  // `constant` * `scale`, as a constant the plan keeps alive.
-  const BoundValue& ScaledConstant(const BoundValue& constant, float scale) {
-    if (scale == 1.0f) return constant;
-    auto scaled = std::make_shared<HostTensor>(*constant.constant);
-    float* data = scaled->data<float>();
-    for (int64_t i = 0; i < scaled->num_elements(); ++i) data[i] *= scale;
-    scaled_values_.push_back(constant);
-    scaled_values_.back().constant = scaled;
-    plan_.derived_constants.push_back(std::move(scaled));
-    return scaled_values_.back();
-  }
-
   absl::Status AssignStorage() {
     std::vector<ValueStorage>& storage = plan_.storage;
     storage.resize(graph_.values.size());
-    for (size_t i = 0; i < graph_.values.size(); ++i) {
-      const BoundValue& value = graph_.values[i];
-      if (value.is_constant()) {
-        storage[i].kind = StorageKind::kConstant;
-        ASSIGN_OR_RETURN(storage[i].constant, plan_.resources.weights->GetOrUpload(value.constant));
+    // Upload only the constants the run reads: binding keeps shape operands
+    // and the like as constant values, but no step touches them.
+    std::vector<ValueId> read;
+    for (const ExecutionStep& step : plan_.steps) {
+      read.insert(read.end(), step.inputs.begin(), step.inputs.end());
+    }
+    read.insert(read.end(), graph_.outputs.begin(), graph_.outputs.end());
+    for (ValueId id : read) {
+      const BoundValue& value = graph_.value(plan_.Root(id));
+      if (value.is_constant() && storage[plan_.Root(id)].kind == StorageKind::kNone) {
+        storage[plan_.Root(id)].kind = StorageKind::kConstant;
+        ASSIGN_OR_RETURN(storage[plan_.Root(id)].constant,
+                         plan_.resources.weights->GetOrUpload(value.constant));
       }
     }
     for (ValueId input : graph_.inputs) {
@@ -409,7 +402,6 @@ class PlanBuilder {
   const BoundGraph& graph_;
   std::vector<std::vector<int>> consumers_;
   std::vector<bool> absorbed_;
-  std::deque<BoundValue> scaled_values_;  // stable addresses
 };
 
 }  // namespace
