@@ -56,7 +56,9 @@ class CudaExecutor : public Executor {
 
   // Copies staged inputs to the device, runs the model, copies outputs back
   // into staging: all asynchronously on `stream`, with no allocation and no
-  // synchronisation, so the whole sequence can be captured.
+  // synchronisation, so the whole sequence can be captured. One thread at a
+  // time: an executor belongs to one stream slot, whose staging and arena a
+  // concurrent run would overwrite anyway.
   absl::Status Enqueue(cudaStream_t stream) const;
   // The model run alone, on inputs already on the device.
   absl::Status EnqueueCompute(cudaStream_t stream) const;
