@@ -122,7 +122,7 @@ Arity InputArity(const std::string& op, int64_t opset) {
   if (op == "Squeeze") return opset < 13 ? Arity{1, 1} : Arity{1, 2};
   if (op == "Unsqueeze") return opset < 13 ? Arity{1, 1} : Arity{2, 2};
   if (op == "Reshape") return opset < 5 ? Arity{1, 1} : Arity{2, 2};
-  if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Pow" ||
+  if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div" || op == "Mod" || op == "Pow" ||
       op == "MatMul" || op == "Equal" || op == "Expand" || op == "Gather") {
     return {2, 2};
   }
@@ -389,7 +389,8 @@ class Binder {
       return BindUnary(ctx, {DType::kFloat32, DType::kInt64});
     }
     if (op == "LeakyRelu") return BindLeakyRelu(ctx);
-    if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") return BindBinary(ctx);
+    if (op == "Add" || op == "Sub" || op == "Mul" || op == "Div") return BindBinary(ctx, {});
+    if (op == "Mod") return BindMod(ctx);
     if (op == "Pow") return BindPow(ctx);
     if (op == "Max" || op == "Min") return BindVariadic(ctx);
     if (op == "Equal") return BindEqual(ctx);
@@ -592,12 +593,24 @@ class Binder {
                       InDims(ctx, 0));
   }
 
-  absl::Status BindBinary(const NodeContext& ctx) {
+  // Two float32 or int64 inputs broadcast to one output of their dtype;
+  // `attrs` are the op's canonical attributes.
+  absl::Status BindBinary(const NodeContext& ctx, Attributes attrs) {
     RETURN_IF_ERROR(CheckDType(ctx, 0, {DType::kFloat32, DType::kInt64}));
     RETURN_IF_ERROR(CheckSameDType(ctx, 0, 1));
     ASSIGN_OR_RETURN(Dims dims, Broadcast(ctx, InDims(ctx, 0), InDims(ctx, 1)));
-    return EmitSimple(ctx, {ctx.inputs[0], ctx.inputs[1]}, {}, Value(ctx.inputs[0]).dtype,
-                      std::move(dims));
+    return EmitSimple(ctx, {ctx.inputs[0], ctx.inputs[1]}, std::move(attrs),
+                      Value(ctx.inputs[0]).dtype, std::move(dims));
+  }
+
+  // ONNX defines fmod=0 (the sign of the divisor) for integers only.
+  absl::Status BindMod(const NodeContext& ctx) {
+    ASSIGN_OR_RETURN(int64_t fmod, IntAttrOr(ctx, "fmod", 0));
+    if (fmod != 0 && fmod != 1) return ctx.Error("attribute fmod should be 0 or 1, got ", fmod);
+    if (fmod == 0 && Value(ctx.inputs[0]).dtype == DType::kFloat32) {
+      return ctx.Error("fmod=0 is integer modulo; ONNX requires fmod=1 for float inputs");
+    }
+    return BindBinary(ctx, {{"fmod", fmod}});
   }
 
   // Pow allows an exponent of another type than the base; kernels see one

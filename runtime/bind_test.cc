@@ -266,6 +266,48 @@ TEST(BindTest, EqualOutputsBool) {
   EXPECT_THAT(OutputValue(*graph).dims, ElementsAre(2, 5));
 }
 
+TEST(BindTest, ModBroadcastsWithExplicitFmod) {
+  const Model model = MakeModel(
+      kOpset, {{"a", DType::kInt64, {-1, 1, 4}}, {"b", DType::kInt64, {3, 1}}},
+      {{"y", DType::kInt64, {}}, {"z", DType::kInt64, {}}},
+      {MakeNode("mod", "Mod", {"a", "b"}, {"y"}),
+       MakeNode("fmod", "Mod", {"a", "b"}, {"z"}, {{"fmod", int64_t{1}}})});
+  absl::StatusOr<BoundGraph> graph = Bind(model, 5);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  ASSERT_EQ(graph->nodes.size(), 2u);
+  // The default fmod=0 is written out.
+  EXPECT_EQ(IntAttr(graph->nodes[0].attributes, "fmod"), 0);
+  EXPECT_EQ(IntAttr(graph->nodes[1].attributes, "fmod"), 1);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(OutputValue(*graph, i).dtype, DType::kInt64);
+    EXPECT_THAT(OutputValue(*graph, i).dims, ElementsAre(5, 3, 4));
+  }
+}
+
+TEST(BindTest, FloatModWithoutFmodNamesNode) {
+  const Model model = MakeModel(
+      kOpset, {{"a", DType::kFloat32, {-1, 4}}, {"b", DType::kFloat32, {4}}},
+      {{"y", DType::kFloat32, {}}}, {MakeNode("float_mod", "Mod", {"a", "b"}, {"y"})});
+  absl::StatusOr<BoundGraph> graph = Bind(model, 2);
+  ASSERT_FALSE(graph.ok());
+  EXPECT_EQ(graph.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(graph.status().message(), HasSubstr("'float_mod'"));
+  EXPECT_THAT(graph.status().message(), HasSubstr("fmod=1"));
+}
+
+TEST(BindTest, ConstantInt64ModByZeroFailsToFold) {
+  Model model = MakeModel(kOpset, {{"x", DType::kInt64, {2}}}, {{"y", DType::kInt64, {2}}},
+                          {MakeNode("mod", "Mod", {"a", "b"}, {"ab"}),
+                           MakeNode("add", "Add", {"x", "ab"}, {"y"})});
+  model.initializers["a"] = Int64Tensor({2}, {7, -7});
+  model.initializers["b"] = Int64Tensor({2}, {3, 0});
+  absl::StatusOr<BoundGraph> graph = Bind(model);
+  ASSERT_FALSE(graph.ok());
+  EXPECT_EQ(graph.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(graph.status().message(), HasSubstr("'mod'"));
+  EXPECT_THAT(graph.status().message(), HasSubstr("modulo by zero"));
+}
+
 // --- Per-op canonical forms ------------------------------------------------------
 
 struct SoftmaxCase {

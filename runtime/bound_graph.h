@@ -76,6 +76,12 @@ struct BoundGraph {
 //             float32 and int64 (int64 Div truncates toward zero). A variadic
 //             Max/Min of n > 2 inputs is bound as a chain of two-input nodes;
 //             of one input, as Identity.
+//  Mod        two inputs, broadcast, float32 and int64; attr fmod (0/1).
+//             fmod=1: C fmod (sign of the dividend); fmod=0: integer modulo
+//             with the sign of the divisor (Python %), int64 only (ONNX
+//             requires fmod=1 for floats). An int64 divisor of 0 is an
+//             InvalidArgument on the host and yields 0 on the GPU, where a
+//             kernel cannot report it.
 //  Equal      two inputs of any T, broadcast; output bool.
 //  Where      inputs cond (bool), X, Y of any T; broadcast over all three.
 //  Sqrt Exp Log Sigmoid Tanh Erf Relu

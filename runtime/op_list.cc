@@ -11,7 +11,7 @@ const std::vector<std::string>& SupportedOps() {
         "Div",       "Equal",    "Erf",     "Exp",     "Expand",
         "Flatten",   "Gather",   "Gemm",    "Identity", "LayerNormalization",
         "LeakyRelu", "Log",      "MatMul",  "Max",     "Min",
-        "Mul",       "Neg",      "Pow",     "ReduceMean", "Relu",
+        "Mod",       "Mul",      "Neg",     "Pow",     "ReduceMean", "Relu",
         "Reshape",   "Shape",    "Sigmoid", "Slice",   "Softmax",
         "Sqrt",      "Squeeze",  "Sub",     "Tanh",    "Transpose",
         "Unsqueeze", "Where",

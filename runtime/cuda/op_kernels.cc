@@ -489,6 +489,7 @@ constexpr BinaryOpInfo kBinaryOps[] = {
     {"Add", BinaryOp::kAdd}, {"Sub", BinaryOp::kSub}, {"Mul", BinaryOp::kMul},
     {"Div", BinaryOp::kDiv}, {"Pow", BinaryOp::kPow}, {"Max", BinaryOp::kMax},
     {"Min", BinaryOp::kMin}, {"Equal", BinaryOp::kEqual},
+    {"Mod", BinaryOp::kMod},  // kFmod when the node has fmod=1, see MakeBinary
 };
 
 absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeUnary(const BoundGraph& graph,
@@ -548,10 +549,23 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeBinary(const BoundGraph& graph
     RETURN_IF_ERROR(CheckDType(node, a, {DType::kFloat32, DType::kInt64}));
     RETURN_IF_ERROR(CheckSameDType(node, a, out));
   }
+  BinaryOp op = info.op;
+  if (op == BinaryOp::kMod) {
+    // Note [Canonical bound nodes]: fmod=1 for both dtypes, fmod=0 for int64.
+    ASSIGN_OR_RETURN(const int64_t fmod, GetIntAttr(node.attributes, "fmod", 0));
+    if (fmod != 0 && fmod != 1) {
+      return Invalid(node, absl::StrCat("attribute fmod should be 0 or 1, got ", fmod));
+    }
+    if (fmod == 0 && a.dtype != DType::kInt64) {
+      return Invalid(node, absl::StrCat("fmod=0 is integer modulo; value '", a.name, "' is ",
+                                        DTypeName(a.dtype)));
+    }
+    if (fmod == 1) op = BinaryOp::kFmod;
+  }
   ASSIGN_OR_RETURN(std::vector<int64_t> a_strides, BroadcastStrides(node, a, out.dims));
   ASSIGN_OR_RETURN(std::vector<int64_t> b_strides, BroadcastStrides(node, b, out.dims));
   BinaryParams params;
-  params.op = info.op;
+  params.op = op;
   params.input_type = ToElemType(a.dtype);
   params.layout = MakeLayout(out.dims, {std::move(a_strides), std::move(b_strides)});
   return std::make_unique<BinaryKernel>(node, params);

@@ -1,5 +1,5 @@
 // Two- and three-input elementwise ops with multidirectional broadcasting
-// (Note [Strided layouts]): Add Sub Mul Div Pow Max Min Equal, Where.
+// (Note [Strided layouts]): Add Sub Mul Div Mod Pow Max Min Equal, Where.
 
 #include <cuda_runtime.h>
 #include <math_constants.h>
@@ -30,6 +30,24 @@ struct MulFn {
 struct DivFn {
   template <typename T>
   __device__ T operator()(T a, T b) const { return a / b; }
+};
+// Mod with fmod=1: the sign of the dividend. fmodf is exact; an int64 divisor
+// of 0 gives 0 rather than a trap or an undefined result.
+struct FmodFn {
+  __device__ float operator()(float a, float b) const { return fmodf(a, b); }
+  __device__ int64_t operator()(int64_t a, int64_t b) const {
+    // b == -1 also gives 0, for every a: INT64_MIN % -1 would overflow.
+    return b == 0 || b == -1 ? 0 : a % b;
+  }
+};
+// Mod with fmod=0, int64 only: the sign of the divisor, as Python's %. A
+// divisor of 0 gives 0, as for FmodFn.
+struct ModFn {
+  __device__ int64_t operator()(int64_t a, int64_t b) const {
+    const int64_t r = FmodFn{}(a, b);
+    // r and b differ in sign here, so r + b cannot overflow.
+    return r != 0 && (r < 0) != (b < 0) ? r + b : r;
+  }
 };
 struct PowFn {
   __device__ float operator()(float a, float b) const { return powf(a, b); }
@@ -135,6 +153,11 @@ cudaError_t LaunchBinary(const BinaryParams& p, const void* a, const void* b, vo
       return LaunchArithmetic(p, MulFn{}, a, b, output, stream);
     case BinaryOp::kDiv:
       return LaunchArithmetic(p, DivFn{}, a, b, output, stream);
+    case BinaryOp::kFmod:
+      return LaunchArithmetic(p, FmodFn{}, a, b, output, stream);
+    case BinaryOp::kMod:
+      if (p.input_type != ElemType::kInt64) return cudaErrorInvalidValue;
+      return LaunchTyped<int64_t>(p, ModFn{}, a, b, output, stream);
     case BinaryOp::kPow:
       return LaunchArithmetic(p, PowFn{}, a, b, output, stream);
     case BinaryOp::kMax:

@@ -74,7 +74,10 @@ struct UnaryParams {
 cudaError_t LaunchUnary(const UnaryParams& params, const void* input, void* output,
                         cudaStream_t stream);
 
-enum class BinaryOp : int32_t { kAdd, kSub, kMul, kDiv, kPow, kMax, kMin, kEqual };
+// kFmod and kMod are ONNX Mod with fmod=1 (float32 and int64) and fmod=0
+// (int64 only). A kernel cannot report an error, so an int64 Mod by zero
+// writes 0 (the host kernel refuses it instead).
+enum class BinaryOp : int32_t { kAdd, kSub, kMul, kDiv, kFmod, kMod, kPow, kMax, kMin, kEqual };
 
 // Both inputs have `input_type`; the output too, except Equal's (bool).
 struct BinaryParams {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <ostream>
 #include <random>
@@ -346,20 +347,27 @@ std::vector<OpCase> BinaryCases() {
     const char* op;
     Fill a_fill;
     Fill b_fill;
+    int64_t fmod;  // Mod's attribute; -1 for the other ops
   } ops[] = {
-      {"Add", Fill::kSigned, Fill::kSigned},     {"Sub", Fill::kSigned, Fill::kSigned},
-      {"Mul", Fill::kSigned, Fill::kSigned},     {"Div", Fill::kSigned, Fill::kSigned},
-      {"Pow", Fill::kPositive, Fill::kSigned},   {"Max", Fill::kSmallInts, Fill::kSigned},
-      {"Min", Fill::kSmallInts, Fill::kSigned},  {"Equal", Fill::kSmallInts, Fill::kSmallInts},
+      {"Add", Fill::kSigned, Fill::kSigned, -1},     {"Sub", Fill::kSigned, Fill::kSigned, -1},
+      {"Mul", Fill::kSigned, Fill::kSigned, -1},     {"Div", Fill::kSigned, Fill::kSigned, -1},
+      {"Pow", Fill::kPositive, Fill::kSigned, -1},   {"Max", Fill::kSmallInts, Fill::kSigned, -1},
+      {"Min", Fill::kSmallInts, Fill::kSigned, -1},
+      {"Equal", Fill::kSmallInts, Fill::kSmallInts, -1},
+      // Mixed signs on both sides exercise both sign conventions.
+      {"Mod", Fill::kSigned, Fill::kSigned, 1},      {"Mod", Fill::kSigned, Fill::kSigned, 0},
   };
   for (const auto& op : ops) {
     std::vector<DType> dtypes = {DType::kFloat32, DType::kInt64};
     if (std::string(op.op) == "Equal") dtypes.push_back(DType::kBool);
+    if (op.fmod == 0) dtypes = {DType::kInt64};  // ONNX: floats take fmod=1 only
     for (DType dtype : dtypes) {
       for (const auto& [a, b] : BinaryShapes()) {
         OpCase c;
         c.op_type = op.op;
-        c.label = absl::StrCat(op.op, "_", TypeLabel(dtype), "_", DimsLabel(a), "_", DimsLabel(b));
+        if (op.fmod >= 0) c.attributes["fmod"] = op.fmod;
+        c.label = absl::StrCat(op.op, op.fmod >= 0 ? absl::StrCat("_fmod", op.fmod) : "", "_",
+                               TypeLabel(dtype), "_", DimsLabel(a), "_", DimsLabel(b));
         // int64 Pow: base non-zero in [-5, 5], exponent in [1, 3].
         const Fill b_fill =
             dtype == DType::kInt64 && c.op_type == "Pow" ? Fill::kPositive : op.b_fill;
@@ -793,7 +801,54 @@ TEST_F(OpKernelTest, EnqueueIsCapturableAndReplays) {
 
 // ------------------------------------------ plan-time checks (no GPU needed)
 
+// The host kernel refuses an int64 divisor of 0 (so the comparison above
+// never draws one); the device, which cannot report it, writes 0.
+TEST_F(OpKernelTest, Int64ModByZeroWritesZero) {
+  constexpr int64_t kLowest = std::numeric_limits<int64_t>::min();  // kLowest % -1 overflows
+  const std::vector<int64_t> dividends = {7, -7, kLowest, kLowest};
+  const std::vector<int64_t> divisors = {0, 0, 0, -1};
+  absl::StatusOr<CudaStream> stream = CudaStream::Create();
+  ASSERT_TRUE(stream.ok()) << stream.status();
+  for (int64_t fmod : {0, 1}) {
+    OpCase c;
+    c.op_type = "Mod";
+    c.label = absl::StrCat("Mod_fmod", fmod, "_by_zero");
+    c.attributes["fmod"] = fmod;
+    c.inputs = {Spec(DType::kInt64, {4}), Spec(DType::kInt64, {4})};
+    c.outputs = {Spec(DType::kInt64, {4})};
+    const SingleNodeGraph g = MakeGraph(c);
+    absl::StatusOr<std::unique_ptr<CudaOpKernel>> kernel = MakeCudaOpKernel(g.graph, g.node());
+    ASSERT_TRUE(kernel.ok()) << kernel.status();
+    std::vector<HostTensor> inputs = {HostTensor(DType::kInt64, {4}),
+                                      HostTensor(DType::kInt64, {4})};
+    std::copy(dividends.begin(), dividends.end(), inputs[0].data<int64_t>());
+    std::copy(divisors.begin(), divisors.end(), inputs[1].data<int64_t>());
+    std::vector<std::unique_ptr<HostTensor>> got = MakeOutputs(c);
+    const absl::Status run = RunOnDevice(
+        inputs, got, stream->get(),
+        [&](absl::Span<const void* const> in, absl::Span<void* const> out) {
+          return (*kernel)->Enqueue(in, out, stream->get());
+        });
+    ASSERT_TRUE(run.ok()) << run;
+    const int64_t* result = got[0]->data<int64_t>();
+    EXPECT_EQ(std::vector<int64_t>(result, result + 4), (std::vector<int64_t>{0, 0, 0, 0}))
+        << c.label;
+  }
+}
+
 BoundGraph GraphFor(const OpCase& c) { return MakeGraph(c).graph; }
+
+TEST(OpKernelPlanTest, RefusesFloatModWithoutFmod) {
+  OpCase c;
+  c.op_type = "Mod";
+  c.attributes["fmod"] = int64_t{0};  // integer modulo: int64 only
+  c.inputs = {Spec(DType::kFloat32, {4}), Spec(DType::kFloat32, {4})};
+  c.outputs = {Spec(DType::kFloat32, {4})};
+  const BoundGraph graph = GraphFor(c);
+  const absl::Status status = MakeCudaOpKernel(graph, graph.nodes[0]).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  EXPECT_NE(status.message().find("node_under_test"), absl::string_view::npos) << status;
+}
 
 TEST(OpKernelPlanTest, GemmAndMatMulAreLeftToCublasLt) {
   for (const char* op : {"Gemm", "MatMul"}) {

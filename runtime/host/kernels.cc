@@ -245,6 +245,20 @@ int64_t TruncDiv(int64_t a, int64_t b) {
   return a / b;
 }
 
+// C's remainder, with the sign of the dividend; the caller has ruled out
+// b == 0.
+int64_t TruncMod(int64_t a, int64_t b) {
+  if (b == -1) return 0;  // INT64_MIN % -1 overflows
+  return a % b;
+}
+
+// Python's %, with the sign of the divisor; the caller has ruled out b == 0.
+int64_t FloorMod(int64_t a, int64_t b) {
+  const int64_t r = TruncMod(a, b);
+  // r and b differ in sign here, so r + b cannot overflow.
+  return r != 0 && (r < 0) != (b < 0) ? r + b : r;
+}
+
 // a^b, exact for b >= 0; for b < 0 the truncation of the real result.
 int64_t IntPow(int64_t base, int64_t exponent) {
   if (exponent < 0) {
@@ -277,7 +291,9 @@ T PropagatingMin(T a, T b) {
   return b < a ? b : a;
 }
 
-enum class BinaryOp { kAdd, kSub, kMul, kDiv, kPow, kMax, kMin };
+// kFmod and kMod are ONNX Mod with fmod=1 and fmod=0 (Note [Canonical bound
+// nodes]).
+enum class BinaryOp { kAdd, kSub, kMul, kDiv, kFmod, kMod, kPow, kMax, kMin };
 
 template <typename T>
 T ApplyBinary(BinaryOp op, T a, T b) {
@@ -291,6 +307,9 @@ T ApplyBinary(BinaryOp op, T a, T b) {
         return a * b;
       case BinaryOp::kDiv:
         return a / b;
+      case BinaryOp::kMod:  // float32 is fmod=1 only: RunMod refuses kMod for it
+      case BinaryOp::kFmod:
+        return std::fmod(a, b);
       case BinaryOp::kPow:
         return static_cast<float>(std::pow(static_cast<double>(a), static_cast<double>(b)));
       case BinaryOp::kMax:
@@ -308,6 +327,10 @@ T ApplyBinary(BinaryOp op, T a, T b) {
         return WrapMul(a, b);
       case BinaryOp::kDiv:
         return TruncDiv(a, b);
+      case BinaryOp::kFmod:
+        return TruncMod(a, b);
+      case BinaryOp::kMod:
+        return FloorMod(a, b);
       case BinaryOp::kPow:
         return IntPow(a, b);
       case BinaryOp::kMax:
@@ -346,10 +369,14 @@ absl::Status RunBinaryArithmetic(const KernelArgs& args, BinaryOp op) {
     if constexpr (std::is_same_v<T, int64_t>) {
       // Every divisor element reaches some output element unless the output
       // is empty, so checking up front is exact.
-      if (op == BinaryOp::kDiv && args.out(0).num_elements() > 0) {
+      const bool divides = op == BinaryOp::kDiv || op == BinaryOp::kFmod || op == BinaryOp::kMod;
+      if (divides && args.out(0).num_elements() > 0) {
         const int64_t* divisor = args.in(1).data<int64_t>();
         for (int64_t i = 0, n = args.in(1).num_elements(); i < n; ++i) {
-          if (divisor[i] == 0) return args.Invalid("integer division by zero");
+          if (divisor[i] == 0) {
+            return args.Invalid(op == BinaryOp::kDiv ? "integer division by zero"
+                                                     : "integer modulo by zero");
+          }
         }
       }
     }
@@ -357,6 +384,15 @@ absl::Status RunBinaryArithmetic(const KernelArgs& args, BinaryOp op) {
                           [op](T a, T b) { return ApplyBinary<T>(op, a, b); });
     return absl::OkStatus();
   });
+}
+
+absl::Status RunMod(const KernelArgs& args) {
+  ASSIGN_OR_RETURN(const int64_t fmod, OptionalIntAttr(args, "fmod", 0));
+  if (fmod != 0 && fmod != 1) return args.Invalid("attribute fmod should be 0 or 1, got ", fmod);
+  if (fmod == 0 && args.in(0).dtype() == DType::kFloat32) {
+    return args.Invalid("fmod=0 is integer modulo; ONNX requires fmod=1 for float32");
+  }
+  return RunBinaryArithmetic(args, fmod == 1 ? BinaryOp::kFmod : BinaryOp::kMod);
 }
 
 absl::Status RunEqual(const KernelArgs& args) {
@@ -997,6 +1033,7 @@ const std::map<std::string, KernelEntry>& KernelTable() {
     (*t)["Sub"] = binary(BinaryOp::kSub);
     (*t)["Mul"] = binary(BinaryOp::kMul);
     (*t)["Div"] = binary(BinaryOp::kDiv);
+    (*t)["Mod"] = {RunMod, 2, 2, 1};
     (*t)["Pow"] = binary(BinaryOp::kPow);
     (*t)["Max"] = binary(BinaryOp::kMax);
     (*t)["Min"] = binary(BinaryOp::kMin);

@@ -161,6 +161,73 @@ TEST(ElementwiseTest, Int64DivByZeroIsInvalid) {
   EXPECT_NE(out.status().message().find("(Div)"), std::string::npos) << out.status();
 }
 
+// Every sign combination of dividend and divisor, for Mod's two conventions.
+TEST(ElementwiseTest, Int64ModFollowsDividendOrDivisorSign) {
+  const HostTensor a = Ints({6}, {7, -7, 7, -7, 6, -6});
+  const HostTensor b = Ints({6}, {3, 3, -3, -3, -3, 3});
+  // fmod=1: C's %, the sign of the dividend.
+  EXPECT_EQ(Values<int64_t>(
+                RunOk(MakeNode("Mod", {{"fmod", int64_t{1}}}), {a, b}, DType::kInt64, {6})),
+            (std::vector<int64_t>{1, -1, 1, -1, 0, 0}));
+  // fmod=0: Python's %, the sign of the divisor.
+  EXPECT_EQ(Values<int64_t>(
+                RunOk(MakeNode("Mod", {{"fmod", int64_t{0}}}), {a, b}, DType::kInt64, {6})),
+            (std::vector<int64_t>{1, 2, -2, -1, 0, 0}));
+}
+
+TEST(ElementwiseTest, Int64ModOfMostNegativeByMinusOneIsZero) {
+  const int64_t lowest = std::numeric_limits<int64_t>::min();  // lowest % -1 overflows in C++
+  for (int64_t fmod : {0, 1}) {
+    HostTensor out = RunOk(MakeNode("Mod", {{"fmod", fmod}}),
+                           {Ints({2}, {lowest, lowest}), Ints({2}, {-1, 2})}, DType::kInt64, {2});
+    EXPECT_EQ(Values<int64_t>(out), (std::vector<int64_t>{0, 0})) << "fmod=" << fmod;
+  }
+}
+
+TEST(ElementwiseTest, ModBroadcastsDivisorRow) {
+  // [2,3] % [3] -> [2,3], Python's %.
+  HostTensor out = RunOk(MakeNode("Mod", {{"fmod", int64_t{0}}}),
+                         {Ints({2, 3}, {5, -5, 9, 10, -1, -9}), Ints({3}, {4, 4, -4})},
+                         DType::kInt64, {2, 3});
+  EXPECT_EQ(Values<int64_t>(out), (std::vector<int64_t>{1, 3, -3, 2, 3, -1}));
+}
+
+TEST(ElementwiseTest, FloatModIsCFmod) {
+  // [4] fmod [] (a scalar divisor broadcast), then mixed signs elementwise.
+  HostTensor scalar = RunOk(MakeNode("Mod", {{"fmod", int64_t{1}}}),
+                            {Floats({4}, {5.5f, -5.5f, 0.75f, -0.0f}), Floats({}, {2})},
+                            DType::kFloat32, {4});
+  EXPECT_EQ(Values<float>(scalar), (std::vector<float>{1.5f, -1.5f, 0.75f, -0.0f}));
+  HostTensor mixed = RunOk(MakeNode("Mod", {{"fmod", int64_t{1}}}),
+                           {Floats({3}, {-4.25f, 4.25f, 3}), Floats({3}, {-2, -2, 0})},
+                           DType::kFloat32, {3});
+  const std::vector<float> actual = Values<float>(mixed);
+  EXPECT_EQ(actual[0], -0.25f);
+  EXPECT_EQ(actual[1], 0.25f);
+  EXPECT_TRUE(std::isnan(actual[2]));  // fmod(x, 0)
+}
+
+TEST(ElementwiseTest, FloatModWithoutFmodIsInvalid) {
+  absl::StatusOr<HostTensor> out = RunOne(MakeNode("Mod", {{"fmod", int64_t{0}}}),
+                                          {Floats({1}, {1}), Floats({1}, {2})}, DType::kFloat32,
+                                          {1});
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(out.status().message().find("test_Mod"), std::string::npos) << out.status();
+}
+
+TEST(ElementwiseTest, Int64ModByZeroIsInvalid) {
+  for (int64_t fmod : {0, 1}) {
+    absl::StatusOr<HostTensor> out = RunOne(MakeNode("Mod", {{"fmod", fmod}}),
+                                            {Ints({2}, {1, 2}), Ints({2}, {1, 0})},
+                                            DType::kInt64, {2});
+    ASSERT_FALSE(out.ok()) << "fmod=" << fmod;
+    EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(out.status().message().find("(Mod)"), std::string::npos) << out.status();
+    EXPECT_NE(out.status().message().find("modulo by zero"), std::string::npos) << out.status();
+  }
+}
+
 TEST(ElementwiseTest, IncompatibleBroadcastIsInvalid) {
   absl::StatusOr<HostTensor> out =
       RunOne(MakeNode("Add"), {Floats({3}, {1, 2, 3}), Floats({2}, {1, 2})}, DType::kFloat32, {3});
