@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -25,6 +24,7 @@
 #include "runtime/cuda/cuda_executor.h"
 #include "runtime/host/host_executor.h"
 #include "runtime/onnx_import.h"
+#include "runtime/tensor.h"
 
 namespace graphserve {
 namespace {
@@ -96,16 +96,6 @@ std::vector<HostTensor> RandomInputs(const BoundGraph& graph, uint32_t seed) {
     for (int64_t i = 0; i < tensor.num_elements(); ++i) tensor.data<float>()[i] = normal(rng);
   }
   return inputs;
-}
-
-double RelativeError(const HostTensor& got, const HostTensor& want) {
-  double error = 0, norm = 0;
-  for (int64_t i = 0; i < want.num_elements(); ++i) {
-    const double d = static_cast<double>(got.data<float>()[i]) - want.data<float>()[i];
-    error += d * d;
-    norm += static_cast<double>(want.data<float>()[i]) * want.data<float>()[i];
-  }
-  return std::sqrt(error / std::max(norm, 1e-300));
 }
 
 // Median wall time of `iters` synchronous runs, in microseconds.

@@ -1,6 +1,10 @@
 #include "runtime/tensor.h"
 
+#include <algorithm>
 #include <cassert>
+#include <cmath>
+#include <limits>
+#include <utility>
 
 #include "absl/strings/str_join.h"
 
@@ -24,6 +28,24 @@ HostTensor::HostTensor(DType dtype, Dims dims)
 void HostTensor::Reshape(Dims dims) {
   assert(NumElements(dims) == NumElements(dims_));
   dims_ = std::move(dims);
+}
+
+double RelativeError(const HostTensor& got, const HostTensor& want) {
+  constexpr double kInfinity = std::numeric_limits<double>::infinity();
+  if (got.dtype() != DType::kFloat32 || want.dtype() != DType::kFloat32 ||
+      got.num_elements() != want.num_elements()) {
+    return kInfinity;
+  }
+  double error = 0, norm = 0;
+  for (int64_t i = 0; i < want.num_elements(); ++i) {
+    const double w = want.data<float>()[i];
+    const double d = got.data<float>()[i] - w;
+    error += d * d;
+    norm += w * w;
+  }
+  // The floor keeps an all-zero `want` from dividing zero by zero.
+  const double relative = std::sqrt(error / std::max(norm, 1e-300));
+  return std::isnan(relative) ? kInfinity : relative;
 }
 
 }  // namespace graphserve

@@ -284,40 +284,6 @@ class UnaryKernel final : public NodeKernel {
   int64_t input_offset_bytes_;
 };
 
-class BinaryKernel final : public NodeKernel {
- public:
-  BinaryKernel(const BoundNode& node, const BinaryParams& params)
-      : NodeKernel(node), params_(params) {}
-
-  absl::Status Enqueue(absl::Span<const void* const> inputs, absl::Span<void* const> outputs,
-                       cudaStream_t stream) const override {
-    RETURN_IF_ERROR(CheckArity(inputs, outputs));
-    return LaunchStatus(
-        op_kernels_internal::LaunchBinary(params_, inputs[0], inputs[1], outputs[0], stream),
-        "LaunchBinary");
-  }
-
- private:
-  BinaryParams params_;
-};
-
-class WhereKernel final : public NodeKernel {
- public:
-  WhereKernel(const BoundNode& node, const WhereParams& params)
-      : NodeKernel(node), params_(params) {}
-
-  absl::Status Enqueue(absl::Span<const void* const> inputs, absl::Span<void* const> outputs,
-                       cudaStream_t stream) const override {
-    RETURN_IF_ERROR(CheckArity(inputs, outputs));
-    return LaunchStatus(op_kernels_internal::LaunchWhere(params_, inputs[0], inputs[1],
-                                                         inputs[2], outputs[0], stream),
-                        "LaunchWhere");
-  }
-
- private:
-  WhereParams params_;
-};
-
 // Identity, Reshape, Flatten, Squeeze, Unsqueeze: the same bytes. Executors
 // usually alias these; when they do not, one device-to-device copy.
 class ByteCopyKernel final : public NodeKernel {
@@ -335,41 +301,6 @@ class ByteCopyKernel final : public NodeKernel {
 
  private:
   size_t bytes_;
-};
-
-class TiledTransposeKernel final : public NodeKernel {
- public:
-  TiledTransposeKernel(const BoundNode& node, const TiledTransposeParams& params)
-      : NodeKernel(node), params_(params) {}
-
-  absl::Status Enqueue(absl::Span<const void* const> inputs, absl::Span<void* const> outputs,
-                       cudaStream_t stream) const override {
-    RETURN_IF_ERROR(CheckArity(inputs, outputs));
-    return LaunchStatus(
-        op_kernels_internal::LaunchTiledTranspose(params_, inputs[0], outputs[0], stream),
-        "LaunchTiledTranspose");
-  }
-
- private:
-  TiledTransposeParams params_;
-};
-
-class SoftmaxKernel final : public NodeKernel {
- public:
-  SoftmaxKernel(const BoundNode& node, const SoftmaxParams& params)
-      : NodeKernel(node), params_(params) {}
-
-  absl::Status Enqueue(absl::Span<const void* const> inputs, absl::Span<void* const> outputs,
-                       cudaStream_t stream) const override {
-    RETURN_IF_ERROR(CheckArity(inputs, outputs));
-    return LaunchStatus(
-        op_kernels_internal::LaunchSoftmax(params_, static_cast<const float*>(inputs[0]),
-                                           static_cast<float*>(outputs[0]), stream),
-        "LaunchSoftmax");
-  }
-
- private:
-  SoftmaxParams params_;
 };
 
 class LayerNormKernel final : public NodeKernel {
@@ -403,24 +334,6 @@ class LayerNormKernel final : public NodeKernel {
   bool has_inv_std_dev_;
 };
 
-class ReduceMeanKernel final : public NodeKernel {
- public:
-  ReduceMeanKernel(const BoundNode& node, const ReduceMeanParams& params)
-      : NodeKernel(node), params_(params) {}
-
-  absl::Status Enqueue(absl::Span<const void* const> inputs, absl::Span<void* const> outputs,
-                       cudaStream_t stream) const override {
-    RETURN_IF_ERROR(CheckArity(inputs, outputs));
-    return LaunchStatus(
-        op_kernels_internal::LaunchReduceMean(params_, static_cast<const float*>(inputs[0]),
-                                              static_cast<float*>(outputs[0]), stream),
-        "LaunchReduceMean");
-  }
-
- private:
-  ReduceMeanParams params_;
-};
-
 class ConcatKernel final : public NodeKernel {
  public:
   // launches[j] copies inputs first_input[j] .. first_input[j] + count - 1.
@@ -445,24 +358,79 @@ class ConcatKernel final : public NodeKernel {
   std::vector<size_t> first_input_;
 };
 
-class GatherKernel final : public NodeKernel {
- public:
-  GatherKernel(const BoundNode& node, const GatherParams& params)
-      : NodeKernel(node), params_(params) {}
+// The device pointers an Enqueue receives, in the node's order.
+using DeviceInputs = absl::Span<const void* const>;
+using DeviceOutputs = absl::Span<void* const>;
 
-  absl::Status Enqueue(absl::Span<const void* const> inputs, absl::Span<void* const> outputs,
+// One launch of an op_kernels_internal kernel with `params` on the node's
+// device pointers.
+template <typename Params>
+using ParamsLaunch = cudaError_t (*)(const Params& params, DeviceInputs inputs,
+                                     DeviceOutputs outputs, cudaStream_t stream);
+
+// A node whose Enqueue is a single launch configured by `params`; `call`
+// (a string literal) names the launch in errors.
+template <typename Params>
+class ParamsKernel final : public NodeKernel {
+ public:
+  ParamsKernel(const BoundNode& node, const Params& params, ParamsLaunch<Params> launch,
+               const char* call)
+      : NodeKernel(node), params_(params), launch_(launch), call_(call) {}
+
+  absl::Status Enqueue(DeviceInputs inputs, DeviceOutputs outputs,
                        cudaStream_t stream) const override {
     RETURN_IF_ERROR(CheckArity(inputs, outputs));
-    return LaunchStatus(
-        op_kernels_internal::LaunchGather(params_, inputs[0],
-                                          static_cast<const int64_t*>(inputs[1]), outputs[0],
-                                          stream),
-        "LaunchGather");
+    return LaunchStatus(launch_(params_, inputs, outputs, stream), call_);
   }
 
  private:
-  GatherParams params_;
+  Params params_;
+  ParamsLaunch<Params> launch_;
+  const char* call_;
 };
+
+template <typename Params>
+std::unique_ptr<CudaOpKernel> MakeParamsKernel(const BoundNode& node, const Params& params,
+                                               ParamsLaunch<Params> launch, const char* call) {
+  return std::make_unique<ParamsKernel<Params>>(node, params, launch, call);
+}
+
+// The ParamsLaunch of each single-launch op.
+
+cudaError_t EnqueueBinary(const BinaryParams& params, DeviceInputs inputs,
+                          DeviceOutputs outputs, cudaStream_t stream) {
+  return op_kernels_internal::LaunchBinary(params, inputs[0], inputs[1], outputs[0], stream);
+}
+
+cudaError_t EnqueueWhere(const WhereParams& params, DeviceInputs inputs, DeviceOutputs outputs,
+                         cudaStream_t stream) {
+  return op_kernels_internal::LaunchWhere(params, inputs[0], inputs[1], inputs[2], outputs[0],
+                                          stream);
+}
+
+cudaError_t EnqueueTiledTranspose(const TiledTransposeParams& params, DeviceInputs inputs,
+                                  DeviceOutputs outputs, cudaStream_t stream) {
+  return op_kernels_internal::LaunchTiledTranspose(params, inputs[0], outputs[0], stream);
+}
+
+cudaError_t EnqueueSoftmax(const SoftmaxParams& params, DeviceInputs inputs,
+                           DeviceOutputs outputs, cudaStream_t stream) {
+  return op_kernels_internal::LaunchSoftmax(params, static_cast<const float*>(inputs[0]),
+                                            static_cast<float*>(outputs[0]), stream);
+}
+
+cudaError_t EnqueueReduceMean(const ReduceMeanParams& params, DeviceInputs inputs,
+                              DeviceOutputs outputs, cudaStream_t stream) {
+  return op_kernels_internal::LaunchReduceMean(params, static_cast<const float*>(inputs[0]),
+                                               static_cast<float*>(outputs[0]), stream);
+}
+
+cudaError_t EnqueueGather(const GatherParams& params, DeviceInputs inputs,
+                          DeviceOutputs outputs, cudaStream_t stream) {
+  return op_kernels_internal::LaunchGather(params, inputs[0],
+                                           static_cast<const int64_t*>(inputs[1]), outputs[0],
+                                           stream);
+}
 
 // ------------------------------------------------------------ per-op plans
 
@@ -568,7 +536,7 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeBinary(const BoundGraph& graph
   params.op = op;
   params.input_type = ToElemType(a.dtype);
   params.layout = MakeLayout(out.dims, {std::move(a_strides), std::move(b_strides)});
-  return std::make_unique<BinaryKernel>(node, params);
+  return MakeParamsKernel(node, params, EnqueueBinary, "LaunchBinary");
 }
 
 absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeWhere(const BoundGraph& graph,
@@ -589,7 +557,7 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeWhere(const BoundGraph& graph,
   params.value_type = ToElemType(x.dtype);
   params.layout = MakeLayout(
       out.dims, {std::move(cond_strides), std::move(x_strides), std::move(y_strides)});
-  return std::make_unique<WhereKernel>(node, params);
+  return MakeParamsKernel(node, params, EnqueueWhere, "LaunchWhere");
 }
 
 absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeByteCopy(const BoundGraph& graph,
@@ -656,7 +624,8 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeTranspose(const BoundGraph& gr
     const bool swaps_inner = l.strides[0][r - 2] == 1 && l.strides[0][r - 1] == tiled.rows &&
                              (r == 2 || l.strides[0][0] == tiled.rows * tiled.cols);
     if (swaps_inner && op_kernels_internal::TiledTransposeFits(tiled)) {
-      return std::make_unique<TiledTransposeKernel>(node, tiled);
+      return MakeParamsKernel(node, tiled, EnqueueTiledTranspose,
+                              "LaunchTiledTranspose");
     }
   }
   return std::make_unique<UnaryKernel>(node, params, 0);
@@ -718,7 +687,7 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeSoftmax(const BoundGraph& grap
   const int64_t count = params.outer * params.axis_size * params.inner;
   RETURN_IF_ERROR(CheckElementCount(node, in, count));
   RETURN_IF_ERROR(CheckElementCount(node, out, count));
-  return std::make_unique<SoftmaxKernel>(node, params);
+  return MakeParamsKernel(node, params, EnqueueSoftmax, "LaunchSoftmax");
 }
 
 absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeLayerNorm(const BoundGraph& graph,
@@ -802,7 +771,7 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeReduceMean(const BoundGraph& g
       params.reduced_rank == 1 && params.reduced_strides[0] == 1 &&
       (params.num_outputs == 1 ||
        (params.kept_rank == 1 && params.kept_strides[0] == params.reduce_count));
-  return std::make_unique<ReduceMeanKernel>(node, params);
+  return MakeParamsKernel(node, params, EnqueueReduceMean, "LaunchReduceMean");
 }
 
 absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeConcat(const BoundGraph& graph,
@@ -885,7 +854,7 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeGather(const BoundGraph& graph
     return Invalid(node, absl::StrCat("output ", DimsToString(out.dims), " should be ",
                                       DimsToString(expected)));
   }
-  return std::make_unique<GatherKernel>(node, params);
+  return MakeParamsKernel(node, params, EnqueueGather, "LaunchGather");
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "runtime/cuda/op_kernels_launch.h"
 
@@ -92,6 +93,26 @@ int PerLaneBucket(int64_t cols) {
   int per_lane = 1;
   while (per_lane * kWarpSize < cols) per_lane *= 2;
   return per_lane;
+}
+
+// Calls launch(std::integral_constant<int, kPerLane>{}) with the
+// PerLaneBucket of `cols`, which is at most kMaxWarpRowCols.
+template <typename Launch>
+void WithPerLaneBucket(int64_t cols, Launch&& launch) {
+  switch (PerLaneBucket(cols)) {
+    case 1:
+      return launch(std::integral_constant<int, 1>{});
+    case 2:
+      return launch(std::integral_constant<int, 2>{});
+    case 4:
+      return launch(std::integral_constant<int, 4>{});
+    case 8:
+      return launch(std::integral_constant<int, 8>{});
+    case 16:
+      return launch(std::integral_constant<int, 16>{});
+    default:
+      return launch(std::integral_constant<int, 32>{});
+  }
 }
 
 // ---------------------------------------------------------------- Softmax
@@ -343,26 +364,9 @@ cudaError_t LaunchSoftmax(const SoftmaxParams& p, const float* input, float* out
   const unsigned blocks = WarpRowBlocks(rows);
   if (blocks == 0) return cudaErrorInvalidConfiguration;
   const int cols = static_cast<int>(p.axis_size);
-  switch (PerLaneBucket(cols)) {
-    case 1:
-      LaunchSoftmaxWarpRows<1>(input, output, rows, cols, stream, blocks);
-      break;
-    case 2:
-      LaunchSoftmaxWarpRows<2>(input, output, rows, cols, stream, blocks);
-      break;
-    case 4:
-      LaunchSoftmaxWarpRows<4>(input, output, rows, cols, stream, blocks);
-      break;
-    case 8:
-      LaunchSoftmaxWarpRows<8>(input, output, rows, cols, stream, blocks);
-      break;
-    case 16:
-      LaunchSoftmaxWarpRows<16>(input, output, rows, cols, stream, blocks);
-      break;
-    default:
-      LaunchSoftmaxWarpRows<32>(input, output, rows, cols, stream, blocks);
-      break;
-  }
+  WithPerLaneBucket(cols, [&](auto per_lane) {
+    LaunchSoftmaxWarpRows<decltype(per_lane)::value>(input, output, rows, cols, stream, blocks);
+  });
   return cudaGetLastError();
 }
 
@@ -378,26 +382,10 @@ cudaError_t LaunchLayerNorm(const LayerNormParams& p, const float* x, const floa
   }
   const unsigned blocks = WarpRowBlocks(p.rows);
   if (blocks == 0) return cudaErrorInvalidConfiguration;
-  switch (PerLaneBucket(p.cols)) {
-    case 1:
-      LaunchLayerNormWarpRows<1>(p, x, scale, bias, y, mean, inv_std_dev, stream, blocks);
-      break;
-    case 2:
-      LaunchLayerNormWarpRows<2>(p, x, scale, bias, y, mean, inv_std_dev, stream, blocks);
-      break;
-    case 4:
-      LaunchLayerNormWarpRows<4>(p, x, scale, bias, y, mean, inv_std_dev, stream, blocks);
-      break;
-    case 8:
-      LaunchLayerNormWarpRows<8>(p, x, scale, bias, y, mean, inv_std_dev, stream, blocks);
-      break;
-    case 16:
-      LaunchLayerNormWarpRows<16>(p, x, scale, bias, y, mean, inv_std_dev, stream, blocks);
-      break;
-    default:
-      LaunchLayerNormWarpRows<32>(p, x, scale, bias, y, mean, inv_std_dev, stream, blocks);
-      break;
-  }
+  WithPerLaneBucket(p.cols, [&](auto per_lane) {
+    LaunchLayerNormWarpRows<decltype(per_lane)::value>(p, x, scale, bias, y, mean, inv_std_dev,
+                                                       stream, blocks);
+  });
   return cudaGetLastError();
 }
 

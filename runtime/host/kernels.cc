@@ -118,15 +118,8 @@ absl::Status VisitNumeric(const KernelArgs& args, DType dtype, Fn&& fn) {
 
 template <typename Fn>
 absl::Status VisitAny(const KernelArgs& args, DType dtype, Fn&& fn) {
-  switch (dtype) {
-    case DType::kFloat32:
-      return fn(float{});
-    case DType::kInt64:
-      return fn(int64_t{});
-    case DType::kBool:
-      return fn(bool{});
-  }
-  return UnsupportedDType(args, dtype);
+  if (dtype == DType::kBool) return fn(bool{});
+  return VisitNumeric(args, dtype, std::forward<Fn>(fn));
 }
 
 // ---------------------------------------------------------------------------
