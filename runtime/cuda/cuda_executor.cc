@@ -1,6 +1,8 @@
 #include "runtime/cuda/cuda_executor.h"
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstring>
 #include <mutex>
 #include <optional>
@@ -10,6 +12,7 @@
 #include "common/cuda_handles.h"
 #include "common/cuda_status.h"
 #include "common/status.h"
+#include "runtime/cuda/fused_gelu.h"
 #include "runtime/cuda/gemm.h"
 #include "runtime/cuda/op_kernels.h"
 #include "tensor_holder/memory_planner.h"
@@ -88,6 +91,7 @@ struct CudaExecutor::Plan {
   std::vector<ExecutionStep> steps;
   MemoryPlan memory;
   int fused_epilogues = 0;
+  int fused_gelus = 0;
   mutable std::vector<void*> addresses;  // per value, refreshed at every Enqueue
 
   ValueId Root(ValueId id) const { return alias_root[id]; }
@@ -130,6 +134,44 @@ std::optional<int> SoleConsumer(const BoundGraph& graph,
   if (consumers[value].size() != 1 || IsGraphOutput(graph, value)) return std::nullopt;
   return consumers[value][0];
 }
+
+// A float32 constant holding one element equal to `target` within 1e-6
+// relative. Its dims are checked by the caller through the result's dims.
+bool IsScalarConstant(const BoundValue& value, float target) {
+  if (!value.is_constant() || value.dtype != DType::kFloat32 ||
+      value.constant->num_elements() != 1) {
+    return false;
+  }
+  const float v = value.constant->data<float>()[0];
+  return std::fabs(v - target) <= 1e-6f * std::fabs(target);
+}
+
+// The node producing each value; -1 for inputs and constants.
+std::vector<int> ProducersOf(const BoundGraph& graph) {
+  std::vector<int> producers(graph.values.size(), -1);
+  for (int i = 0; i < static_cast<int>(graph.nodes.size()); ++i) {
+    for (ValueId output : graph.nodes[i].outputs) producers[output] = i;
+  }
+  return producers;
+}
+
+// The erf GELU as one launch; replaces a chain matched by MatchErfGelu.
+class ErfGeluKernel final : public CudaOpKernel {
+ public:
+  ErfGeluKernel(std::string label, int64_t count) : label_(std::move(label)), count_(count) {}
+
+  absl::Status Enqueue(absl::Span<const void* const> inputs, absl::Span<void* const> outputs,
+                       cudaStream_t stream) const override {
+    const cudaError_t error = LaunchErfGelu(static_cast<const float*>(inputs[0]),
+                                            static_cast<float*>(outputs[0]), count_, stream);
+    return CudaErrorToStatus(
+        error, absl::StrCat("LaunchErfGelu for ", label_, " (", count_, " elements)"));
+  }
+
+ private:
+  std::string label_;
+  int64_t count_;
+};
 
 struct GemmGeometry {
   GemmOptions options;
@@ -217,11 +259,29 @@ class PlanBuilder {
     plan_.alias_root.resize(graph_.values.size());
     for (size_t i = 0; i < graph_.values.size(); ++i) plan_.alias_root[i] = static_cast<ValueId>(i);
     absorbed_.assign(graph_.nodes.size(), false);
+    // Elementwise chains first: a chain's nodes need not be contiguous in the
+    // node order (PyTorch may emit the 0.5 Mul before the Div), so all are
+    // found before any node becomes a step. Each match's step takes the place
+    // of its last node.
+    std::vector<std::optional<ErfGeluMatch>> gelu_at(graph_.nodes.size());
+    if (plan_.options.fuse_epilogues) {
+      producers_ = ProducersOf(graph_);
+      for (int i = 0; i < static_cast<int>(graph_.nodes.size()); ++i) {
+        if (absorbed_[i]) continue;
+        if (std::optional<ErfGeluMatch> match = MatchErfGelu(i)) {
+          for (int n : match->nodes) absorbed_[n] = true;
+          absorbed_[match->nodes.back()] = false;  // becomes the fused step
+          gelu_at[match->nodes.back()] = std::move(match);
+        }
+      }
+    }
     for (int i = 0; i < static_cast<int>(graph_.nodes.size()); ++i) {
       if (absorbed_[i]) continue;
       const BoundNode& node = graph_.nodes[i];
       absl::Status status;
-      if (IsAliasOp(node.op_type)) {
+      if (gelu_at[i]) {
+        AddErfGeluStep(*gelu_at[i]);
+      } else if (IsAliasOp(node.op_type)) {
         plan_.alias_root[node.outputs[0]] = plan_.Root(node.inputs[0]);
       } else if (node.op_type == "Gemm" || node.op_type == "MatMul") {
         status = AddGemmStep(i);
@@ -237,6 +297,130 @@ class PlanBuilder {
   }
 
  private:
+  // The exact GELU chain PyTorch exports for nn.GELU (approximate='none'):
+  //   d = Div(x, sqrt(2)) | Mul(x, 1/sqrt(2));  e = Erf(d);  a = Add(e, 1)
+  //   then  y = Mul(Mul(x, a), 0.5)  or  y = Mul(Mul(x, 0.5), a)
+  // with Add and Mul operands in either order. Every intermediate has one
+  // reader and is no graph output, every value is float32 with x's dims (x is
+  // not broadcast), and both x operands are the same value.
+  struct ErfGeluMatch {
+    ValueId x = -1;
+    ValueId y = -1;
+    std::vector<int> nodes;  // node order ascending; the last one writes y
+  };
+
+  // One float32 output with x's dims.
+  bool IsLikeX(const BoundNode& node, const BoundValue& x) const {
+    if (node.outputs.size() != 1) return false;
+    const BoundValue& out = graph_.value(node.outputs[0]);
+    return out.dtype == DType::kFloat32 && out.dims == x.dims;
+  }
+
+  // For a two-input node: the input other than `known` when the other one is
+  // `known` (either order); nullopt otherwise.
+  static std::optional<ValueId> OtherInput(const BoundNode& node, ValueId known) {
+    if (node.inputs.size() != 2) return std::nullopt;
+    if (node.inputs[0] == known) return node.inputs[1];
+    if (node.inputs[1] == known) return node.inputs[0];
+    return std::nullopt;
+  }
+
+  // The sole reader of node's output when it is of type `op_type` and not yet
+  // absorbed.
+  std::optional<int> NextNode(const BoundNode& node, const char* op_type) const {
+    std::optional<int> next = SoleConsumer(graph_, consumers_, node.outputs[0]);
+    if (!next || absorbed_[*next] || graph_.nodes[*next].op_type != op_type) return std::nullopt;
+    return next;
+  }
+
+  // Starts at the Div (or Mul by 1/sqrt(2)) at `node_index`.
+  std::optional<ErfGeluMatch> MatchErfGelu(int node_index) const {
+    constexpr float kSqrt2 = 1.41421356f;
+    constexpr float kInvSqrt2 = 0.70710678f;
+    const BoundNode& scale = graph_.nodes[node_index];
+    if (scale.inputs.size() != 2 || scale.outputs.size() != 1) return std::nullopt;
+    ValueId x = -1;
+    if (scale.op_type == "Div") {
+      if (!IsScalarConstant(graph_.value(scale.inputs[1]), kSqrt2)) return std::nullopt;
+      x = scale.inputs[0];
+    } else if (scale.op_type == "Mul") {
+      if (IsScalarConstant(graph_.value(scale.inputs[1]), kInvSqrt2)) {
+        x = scale.inputs[0];
+      } else if (IsScalarConstant(graph_.value(scale.inputs[0]), kInvSqrt2)) {
+        x = scale.inputs[1];
+      } else {
+        return std::nullopt;
+      }
+    } else {
+      return std::nullopt;
+    }
+    const BoundValue& xv = graph_.value(x);
+    if (xv.is_constant() || xv.dtype != DType::kFloat32 || !IsLikeX(scale, xv)) {
+      return std::nullopt;
+    }
+    ErfGeluMatch match;
+    match.x = x;
+    match.nodes.push_back(node_index);
+
+    const std::optional<int> erf = NextNode(scale, "Erf");
+    if (!erf || graph_.nodes[*erf].inputs.size() != 1 || !IsLikeX(graph_.nodes[*erf], xv)) {
+      return std::nullopt;
+    }
+    match.nodes.push_back(*erf);
+    const BoundNode& erf_node = graph_.nodes[*erf];
+
+    const std::optional<int> add = NextNode(erf_node, "Add");
+    if (!add || !IsLikeX(graph_.nodes[*add], xv)) return std::nullopt;
+    const BoundNode& add_node = graph_.nodes[*add];
+    const std::optional<ValueId> one = OtherInput(add_node, erf_node.outputs[0]);
+    if (!one || !IsScalarConstant(graph_.value(*one), 1.0f)) return std::nullopt;
+    match.nodes.push_back(*add);
+
+    // a = 1 + erf(...) times x, times 0.5, in either grouping.
+    const std::optional<int> mul = NextNode(add_node, "Mul");
+    if (!mul || !IsLikeX(graph_.nodes[*mul], xv)) return std::nullopt;
+    const BoundNode& mul_node = graph_.nodes[*mul];
+    const std::optional<ValueId> other = OtherInput(mul_node, add_node.outputs[0]);
+    if (!other) return std::nullopt;
+    if (*other == x) {
+      // m = x * a, then y = m * 0.5.
+      match.nodes.push_back(*mul);
+      const std::optional<int> half = NextNode(mul_node, "Mul");
+      if (!half || !IsLikeX(graph_.nodes[*half], xv)) return std::nullopt;
+      const std::optional<ValueId> c = OtherInput(graph_.nodes[*half], mul_node.outputs[0]);
+      if (!c || !IsScalarConstant(graph_.value(*c), 0.5f)) return std::nullopt;
+      match.nodes.push_back(*half);
+    } else {
+      // h = x * 0.5 (read by this Mul only), then y = h * a.
+      const int half = producers_[*other];
+      if (half < 0 || absorbed_[half] || graph_.nodes[half].op_type != "Mul" ||
+          SoleConsumer(graph_, consumers_, *other) != std::optional<int>(*mul) ||
+          !IsLikeX(graph_.nodes[half], xv)) {
+        return std::nullopt;
+      }
+      const std::optional<ValueId> c = OtherInput(graph_.nodes[half], x);
+      if (!c || !IsScalarConstant(graph_.value(*c), 0.5f)) return std::nullopt;
+      match.nodes.push_back(half);
+      match.nodes.push_back(*mul);
+    }
+    std::sort(match.nodes.begin(), match.nodes.end());
+    match.y = graph_.nodes[match.nodes.back()].outputs[0];
+    return match;
+  }
+
+  void AddErfGeluStep(const ErfGeluMatch& match) {
+    ExecutionStep step;
+    step.label = absl::StrCat("fused erf GELU of '", graph_.value(match.x).name, "' (ops '",
+                              graph_.nodes[match.nodes.front()].name, "' .. '",
+                              graph_.nodes[match.nodes.back()].name, "')");
+    step.kernel = std::make_unique<ErfGeluKernel>(step.label,
+                                                  NumElements(graph_.value(match.x).dims));
+    step.inputs = {match.x};
+    step.outputs = {match.y};
+    plan_.steps.push_back(std::move(step));
+    ++plan_.fused_gelus;
+  }
+
   absl::Status AddKernelStep(const BoundNode& node) {
     ExecutionStep step;
     step.label = NodeLabel(node);
@@ -401,6 +585,7 @@ class PlanBuilder {
   CudaExecutor::Plan& plan_;
   const BoundGraph& graph_;
   std::vector<std::vector<int>> consumers_;
+  std::vector<int> producers_;  // filled only when fusing
   std::vector<bool> absorbed_;
 };
 
@@ -456,6 +641,7 @@ const BoundGraph& CudaExecutor::graph() const { return plan_->graph; }
 size_t CudaExecutor::arena_bytes() const { return plan_->memory.arena_bytes; }
 size_t CudaExecutor::arena_lower_bound_bytes() const { return plan_->memory.lower_bound_bytes; }
 int CudaExecutor::fused_epilogues() const { return plan_->fused_epilogues; }
+int CudaExecutor::fused_gelus() const { return plan_->fused_gelus; }
 
 namespace {
 

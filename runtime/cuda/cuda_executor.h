@@ -27,7 +27,9 @@ struct CudaExecutorOptions {
   // Allow TF32 tensor-core math in GEMMs: faster, relative error near 3e-4.
   // Off by default: exact float32.
   bool allow_tf32 = false;
-  // Fuse Gemm/MatMul + bias Add + Relu/Gelu into cuBLASLt epilogues.
+  // Fuse Gemm/MatMul + bias Add + Relu/Gelu into cuBLASLt epilogues, and
+  // elementwise chains into one kernel: today the exact (erf) GELU that
+  // PyTorch exports as Div/Erf/Add/Mul/Mul (see fused_gelu.h).
   bool fuse_epilogues = true;
 };
 
@@ -69,6 +71,8 @@ class CudaExecutor : public Executor {
   [[nodiscard]] size_t arena_lower_bound_bytes() const;
   // Number of GEMM steps whose bias/activation went into a cuBLASLt epilogue.
   [[nodiscard]] int fused_epilogues() const;
+  // Number of erf GELU chains (five nodes each) run as one fused kernel.
+  [[nodiscard]] int fused_gelus() const;
 
   ~CudaExecutor() override;
 

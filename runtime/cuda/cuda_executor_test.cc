@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <tuple>
 
 #include "common/cuda_handles.h"
 #include "runtime/bind.h"
@@ -64,7 +65,9 @@ Model TestModel() {
   return model;
 }
 
-double RelativeError(const HostTensor& got, const HostTensor& want) {
+// Named apart from runtime/tensor.h's RelativeError, which is being added in
+// parallel, so this file compiles with and without it.
+double L2RelativeError(const HostTensor& got, const HostTensor& want) {
   double error = 0, norm = 0;
   for (int64_t i = 0; i < want.num_elements(); ++i) {
     const double d = static_cast<double>(got.data<float>()[i]) - want.data<float>()[i];
@@ -107,7 +110,7 @@ TEST_P(CudaExecutorTest, MatchesHostExecutorFusedAndUnfused) {
     ASSERT_EQ(got->size(), 2u);
     for (size_t i = 0; i < got->size(); ++i) {
       EXPECT_EQ((*got)[i].dims(), (*expected)[i].dims());
-      EXPECT_LT(RelativeError((*got)[i], (*expected)[i]), 1e-5) << "output " << i << " fuse " << fuse;
+      EXPECT_LT(L2RelativeError((*got)[i], (*expected)[i]), 1e-5) << "output " << i << " fuse " << fuse;
     }
   }
 }
@@ -181,9 +184,148 @@ TEST(CudaExecutorSharingTest, PlansOfOneStreamShareArenaAndWeights) {
     absl::StatusOr<std::vector<HostTensor>> want = (*host)->Run(inputs);
     absl::StatusOr<std::vector<HostTensor>> got = plan->Run(inputs);
     ASSERT_TRUE(want.ok() && got.ok());
-    EXPECT_LT(RelativeError((*got)[0], (*want)[0]), 1e-5) << "batch " << batch;
+    EXPECT_LT(L2RelativeError((*got)[0], (*want)[0]), 1e-5) << "batch " << batch;
   }
 }
+
+// How the erf GELU chain is spelled: PyTorch's export (Div by sqrt(2), the
+// 0.5 Mul last), the same with every commutative operand swapped and Div as a
+// Mul by 1/sqrt(2), the 0.5 Mul taken first (x * 0.5) * (1 + erf), and a chain
+// whose last constant is not 0.5 (a different function: must not be fused).
+enum class GeluSpelling { kPyTorch, kSwapped, kHalfFirst, kNotGelu };
+
+std::shared_ptr<const HostTensor> ScalarConstant(float v) {
+  auto tensor = std::make_shared<HostTensor>(DType::kFloat32, Dims{});
+  tensor->data<float>()[0] = v;
+  return tensor;
+}
+
+// x[B,64] -> MatMul(W[64,128]) -> Add(b[128]) -> h -> the GELU chain -> y.
+Model GeluModel(GeluSpelling spelling) {
+  std::mt19937 rng(5);
+  Model model;
+  model.name = "gelu_test";
+  model.opset = 17;
+  model.inputs.push_back({"x", DType::kFloat32, {-1, 64}});
+  model.outputs.push_back({"y", DType::kFloat32, {-1, 128}});
+  model.initializers["W"] = RandomConstant({64, 128}, rng);
+  model.initializers["b"] = RandomConstant({128}, rng);
+  // The constants PyTorch writes, bit for bit.
+  model.initializers["sqrt2"] = ScalarConstant(1.4142135381698608f);
+  model.initializers["inv_sqrt2"] = ScalarConstant(0.70710677f);
+  model.initializers["one"] = ScalarConstant(1.0f);
+  model.initializers["half"] = ScalarConstant(spelling == GeluSpelling::kNotGelu ? 0.6f : 0.5f);
+  model.nodes = {
+      {"fc", "MatMul", {"x", "W"}, {"g"}, {}},
+      {"bias", "Add", {"g", "b"}, {"h"}, {}},
+  };
+  switch (spelling) {
+    case GeluSpelling::kPyTorch:
+    case GeluSpelling::kNotGelu:
+      model.nodes.insert(model.nodes.end(), {
+          {"div", "Div", {"h", "sqrt2"}, {"d"}, {}},
+          {"erf", "Erf", {"d"}, {"e"}, {}},
+          {"add", "Add", {"e", "one"}, {"a"}, {}},
+          {"mul", "Mul", {"h", "a"}, {"m"}, {}},
+          {"half_mul", "Mul", {"m", "half"}, {"y"}, {}},
+      });
+      break;
+    case GeluSpelling::kSwapped:
+      model.nodes.insert(model.nodes.end(), {
+          {"scale", "Mul", {"inv_sqrt2", "h"}, {"d"}, {}},
+          {"erf", "Erf", {"d"}, {"e"}, {}},
+          {"add", "Add", {"one", "e"}, {"a"}, {}},
+          {"mul", "Mul", {"a", "h"}, {"m"}, {}},
+          {"half_mul", "Mul", {"half", "m"}, {"y"}, {}},
+      });
+      break;
+    case GeluSpelling::kHalfFirst:
+      model.nodes.insert(model.nodes.end(), {
+          {"half_mul", "Mul", {"h", "half"}, {"hh"}, {}},
+          {"div", "Div", {"h", "sqrt2"}, {"d"}, {}},
+          {"erf", "Erf", {"d"}, {"e"}, {}},
+          {"add", "Add", {"e", "one"}, {"a"}, {}},
+          {"mul", "Mul", {"a", "hh"}, {"y"}, {}},
+      });
+      break;
+  }
+  return model;
+}
+
+// Host-only: binding keeps every spelling's chain as the five nodes the
+// executor's matcher looks for (nothing folded or reordered away), with the
+// constants as one-element float32 values.
+TEST(CudaExecutorGeluModelTest, BindingKeepsTheChainTheMatcherExpects) {
+  for (GeluSpelling spelling : {GeluSpelling::kPyTorch, GeluSpelling::kSwapped,
+                                GeluSpelling::kHalfFirst}) {
+    absl::StatusOr<BoundGraph> graph = BindModel(GeluModel(spelling), {.batch_size = 37});
+    ASSERT_TRUE(graph.ok()) << graph.status();
+    ASSERT_EQ(graph->nodes.size(), 7u);
+    int divs_or_muls = 0, erfs = 0, adds = 0;
+    for (size_t i = 2; i < graph->nodes.size(); ++i) {
+      const BoundNode& node = graph->nodes[i];
+      divs_or_muls += node.op_type == "Div" || node.op_type == "Mul";
+      erfs += node.op_type == "Erf";
+      adds += node.op_type == "Add";
+      for (ValueId input : node.inputs) {
+        const BoundValue& value = graph->value(input);
+        EXPECT_EQ(value.dtype, DType::kFloat32);
+        if (value.is_constant()) {
+          EXPECT_EQ(value.constant->num_elements(), 1) << node.name;
+        } else {
+          EXPECT_EQ(value.dims, (Dims{37, 128})) << node.name;
+        }
+      }
+    }
+    EXPECT_EQ(divs_or_muls, 3);
+    EXPECT_EQ(erfs, 1);
+    EXPECT_EQ(adds, 1);
+    EXPECT_EQ(graph->value(graph->outputs[0]).dims, (Dims{37, 128}));
+  }
+}
+
+class CudaExecutorGeluTest
+    : public ::testing::TestWithParam<std::tuple<GeluSpelling, int64_t>> {
+ protected:
+  void SetUp() override {
+    if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device on this machine";
+  }
+};
+
+TEST_P(CudaExecutorGeluTest, FusedErfGeluMatchesHostExecutor) {
+  const auto [spelling, batch] = GetParam();
+  absl::StatusOr<BoundGraph> graph = BindModel(GeluModel(spelling), {.batch_size = batch});
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  absl::StatusOr<std::unique_ptr<HostExecutor>> host = HostExecutor::Create(*graph);
+  ASSERT_TRUE(host.ok()) << host.status();
+  std::mt19937 rng(static_cast<uint32_t>(batch) + 100);
+  std::vector<HostTensor> inputs;
+  inputs.push_back(RandomInput({batch, 64}, rng));
+  absl::StatusOr<std::vector<HostTensor>> expected = (*host)->Run(inputs);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+
+  for (bool fuse : {true, false}) {
+    CudaExecutorOptions options;
+    options.fuse_epilogues = fuse;
+    absl::StatusOr<std::unique_ptr<CudaExecutor>> cuda = CudaExecutor::Create(*graph, options);
+    ASSERT_TRUE(cuda.ok()) << cuda.status();
+    const bool is_gelu = spelling != GeluSpelling::kNotGelu;
+    EXPECT_EQ((*cuda)->fused_gelus(), fuse && is_gelu ? 1 : 0) << "fuse " << fuse;
+    // The bias Add goes into the MatMul's epilogue either way when fusing.
+    EXPECT_EQ((*cuda)->fused_epilogues(), fuse ? 1 : 0);
+    absl::StatusOr<std::vector<HostTensor>> got = (*cuda)->Run(inputs);
+    ASSERT_TRUE(got.ok()) << got.status();
+    ASSERT_EQ(got->size(), 1u);
+    EXPECT_EQ((*got)[0].dims(), (*expected)[0].dims());
+    EXPECT_LT(L2RelativeError((*got)[0], (*expected)[0]), 1e-5) << "fuse " << fuse;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    SpellingsAndBatches, CudaExecutorGeluTest,
+    ::testing::Combine(::testing::Values(GeluSpelling::kPyTorch, GeluSpelling::kSwapped,
+                                         GeluSpelling::kHalfFirst, GeluSpelling::kNotGelu),
+                       ::testing::Values(int64_t{1}, int64_t{37}, int64_t{512})));
 
 }  // namespace
 }  // namespace graphserve
