@@ -65,18 +65,6 @@ Model TestModel() {
   return model;
 }
 
-// Named apart from runtime/tensor.h's RelativeError, which is being added in
-// parallel, so this file compiles with and without it.
-double L2RelativeError(const HostTensor& got, const HostTensor& want) {
-  double error = 0, norm = 0;
-  for (int64_t i = 0; i < want.num_elements(); ++i) {
-    const double d = static_cast<double>(got.data<float>()[i]) - want.data<float>()[i];
-    error += d * d;
-    norm += static_cast<double>(want.data<float>()[i]) * want.data<float>()[i];
-  }
-  return std::isnan(error) ? INFINITY : std::sqrt(error / norm);
-}
-
 class CudaExecutorTest : public ::testing::TestWithParam<int64_t> {
  protected:
   void SetUp() override {
@@ -110,7 +98,7 @@ TEST_P(CudaExecutorTest, MatchesHostExecutorFusedAndUnfused) {
     ASSERT_EQ(got->size(), 2u);
     for (size_t i = 0; i < got->size(); ++i) {
       EXPECT_EQ((*got)[i].dims(), (*expected)[i].dims());
-      EXPECT_LT(L2RelativeError((*got)[i], (*expected)[i]), 1e-5) << "output " << i << " fuse " << fuse;
+      EXPECT_LT(RelativeError((*got)[i], (*expected)[i]), 1e-5) << "output " << i << " fuse " << fuse;
     }
   }
 }
@@ -184,7 +172,7 @@ TEST(CudaExecutorSharingTest, PlansOfOneStreamShareArenaAndWeights) {
     absl::StatusOr<std::vector<HostTensor>> want = (*host)->Run(inputs);
     absl::StatusOr<std::vector<HostTensor>> got = plan->Run(inputs);
     ASSERT_TRUE(want.ok() && got.ok());
-    EXPECT_LT(L2RelativeError((*got)[0], (*want)[0]), 1e-5) << "batch " << batch;
+    EXPECT_LT(RelativeError((*got)[0], (*want)[0]), 1e-5) << "batch " << batch;
   }
 }
 
@@ -317,7 +305,7 @@ TEST_P(CudaExecutorGeluTest, FusedErfGeluMatchesHostExecutor) {
     ASSERT_TRUE(got.ok()) << got.status();
     ASSERT_EQ(got->size(), 1u);
     EXPECT_EQ((*got)[0].dims(), (*expected)[0].dims());
-    EXPECT_LT(L2RelativeError((*got)[0], (*expected)[0]), 1e-5) << "fuse " << fuse;
+    EXPECT_LT(RelativeError((*got)[0], (*expected)[0]), 1e-5) << "fuse " << fuse;
   }
 }
 
