@@ -246,13 +246,9 @@ absl::StatusOr<GemmGeometry> MatMulGeometry(const BoundValue& a, const BoundValu
   return g;
 }
 
-}  // namespace
-
-namespace {
-
 class PlanBuilder {
  public:
-  PlanBuilder(CudaExecutor::Plan& plan) : plan_(plan), graph_(plan.graph) {}
+  explicit PlanBuilder(CudaExecutor::Plan& plan) : plan_(plan), graph_(plan.graph) {}
 
   absl::Status Build() {
     consumers_ = ConsumersOf(graph_);
