@@ -1,0 +1,158 @@
+#include "capture/capture_command.h"
+
+#include <cstdint>
+#include <optional>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "bench/command_line.h"
+#include "capture/batch_sizes.h"
+
+namespace graphserve {
+namespace {
+
+constexpr char kProgram[] = "graphserve-capture";
+
+constexpr char kSelectUsage[] =
+    "graphserve-capture select --history FILE --num-sizes N [--max-batch-size X] [--json]\n"
+    "\n"
+    "Chooses the N typical batch sizes to capture CUDA graphs for, minimising the\n"
+    "expected padded rows per request exactly, and compares them with a power-of-two\n"
+    "ladder of N sizes. FILE holds one request batch size per line, or `size,count`\n"
+    "lines; blank lines and # comments are ignored. The largest size is the largest\n"
+    "in the history, or X when smaller: a request of b > X rows runs as floor(b/X)\n"
+    "graphs of X rows plus its remainder padded up to a chosen size.";
+
+int Usage(std::ostream& err, absl::string_view message) {
+  err << kProgram << ": " << message << "\n";
+  return kCaptureExitUsage;
+}
+
+std::string FormatRows(double rows) { return absl::StrFormat("%.10g", rows); }
+
+void PrintText(const std::string& history_path, const BatchHistogram& h,
+               const SizeChoice& choice, const SizeChoice& ladder, std::ostream& out) {
+  int64_t requests = 0;
+  for (const auto& [size, count] : h) requests += count;
+  out << "history: " << history_path << " (" << requests << " requests, " << h.size()
+      << " distinct sizes, largest " << h.rbegin()->first << ")\n";
+  out << "chosen sizes: " << absl::StrJoin(choice.sizes, ", ") << "\n";
+  out << "  expected padded rows per request: " << FormatRows(choice.expected_padded_rows)
+      << "\n";
+  out << "power-of-two ladder: " << absl::StrJoin(ladder.sizes, ", ") << "\n";
+  out << "  expected padded rows per request: " << FormatRows(ladder.expected_padded_rows)
+      << "\n";
+}
+
+void PrintJson(const SizeChoice& choice, const SizeChoice& ladder, std::ostream& out) {
+  out << "{\"sizes\":[" << absl::StrJoin(choice.sizes, ",")
+      << "],\"expected_padded_rows\":" << FormatRows(choice.expected_padded_rows)
+      << ",\"pow2_sizes\":[" << absl::StrJoin(ladder.sizes, ",")
+      << "],\"pow2_expected_padded_rows\":" << FormatRows(ladder.expected_padded_rows)
+      << "}\n";
+}
+
+// `args` starts with "select".
+int RunSelect(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  std::string history_path;
+  int64_t num_sizes = 0;
+  int64_t max_batch_size = 0;
+  bool json = false;
+  CommandLine command_line(kSelectUsage);
+  command_line.AddString("history", &history_path, "Batch-size history file (required).");
+  command_line.AddInt("num-sizes", &num_sizes, "How many batch sizes to choose, >= 1 (required).");
+  command_line.AddInt("max-batch-size", &max_batch_size,
+                      "Largest batch a graph may hold, >= 1; 0 means no limit beyond the "
+                      "history's largest size.");
+  command_line.AddBool("json", &json,
+                       "Print one JSON object: {\"sizes\":[...],\"expected_padded_rows\":x,"
+                       "\"pow2_sizes\":[...],\"pow2_expected_padded_rows\":y}.");
+
+  std::vector<const char*> argv;
+  argv.reserve(args.size());
+  for (const std::string& arg : args) argv.push_back(arg.c_str());
+  if (absl::Status status = command_line.Parse(static_cast<int>(argv.size()), argv.data());
+      !status.ok()) {
+    return Usage(err, absl::StrCat("select: ", status.message()));
+  }
+  if (command_line.help_requested()) {
+    const std::string help = command_line.Help();
+    out << help << (help.empty() || help.back() != '\n' ? "\n" : "");
+    return kCaptureExitOk;
+  }
+  if (history_path.empty()) return Usage(err, "select: --history is required (see --help)");
+  if (num_sizes < 1) {
+    return Usage(err, num_sizes == 0
+                          ? "select: --num-sizes is required (see --help)"
+                          : absl::StrCat("select: --num-sizes must be at least 1, got ",
+                                         num_sizes));
+  }
+  if (num_sizes > 4096) {
+    return Usage(err,
+                 absl::StrCat("select: --num-sizes must be at most 4096, got ", num_sizes));
+  }
+  if (max_batch_size < 0) {
+    return Usage(err, absl::StrCat("select: --max-batch-size must be at least 1, got ",
+                                   max_batch_size));
+  }
+  const std::optional<int64_t> max_batch =
+      max_batch_size > 0 ? std::optional<int64_t>(max_batch_size) : std::nullopt;
+
+  absl::StatusOr<BatchHistogram> history = ReadBatchHistory(history_path);
+  if (!history.ok()) {
+    err << kProgram << ": select: " << history.status().message() << "\n";
+    return kCaptureExitFailure;
+  }
+  absl::StatusOr<SizeChoice> choice =
+      ChooseBatchSizes(*history, static_cast<int>(num_sizes), max_batch);
+  if (!choice.ok()) {
+    err << kProgram << ": select: " << choice.status().message() << "\n";
+    return kCaptureExitFailure;
+  }
+  const SizeChoice ladder = PowerOfTwoLadder(*history, static_cast<int>(num_sizes), max_batch);
+  if (json) {
+    PrintJson(*choice, ladder, out);
+  } else {
+    PrintText(history_path, *history, *choice, ladder, out);
+  }
+  return kCaptureExitOk;
+}
+
+}  // namespace
+
+std::string CaptureUsage() {
+  return "usage: graphserve-capture <command> [flags]\n"
+         "\n"
+         "Commands:\n"
+         "  select   Choose the typical batch sizes to capture from a history of request\n"
+         "           batch sizes: graphserve-capture select --history FILE --num-sizes N\n"
+         "           [--max-batch-size X] [--json]. See `graphserve-capture select --help`.\n"
+         "\n"
+         "Not built yet: `prepare` (capturing a model's CUDA graphs on the GPU at the\n"
+         "chosen sizes).\n"
+         "\n"
+         "Exit codes: 0 success, 1 failure (e.g. a bad history file), 2 usage error.\n";
+}
+
+int RunCaptureCommand(const std::vector<std::string>& args, std::ostream& out,
+                      std::ostream& err) {
+  if (args.empty()) {
+    err << CaptureUsage();
+    return kCaptureExitUsage;
+  }
+  const std::string& command = args[0];
+  if (command == "--help" || command == "-h" || command == "help") {
+    out << CaptureUsage();
+    return kCaptureExitOk;
+  }
+  if (command == "select") return RunSelect(args, out, err);
+  if (command == "prepare") {
+    return Usage(err, "`prepare` (GPU capture of a model) is not built yet; only `select` is");
+  }
+  return Usage(err, absl::StrCat("unknown command '", command, "' (see --help)"));
+}
+
+}  // namespace graphserve

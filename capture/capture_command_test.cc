@@ -1,0 +1,115 @@
+#include "capture/capture_command.h"
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "gtest/gtest.h"
+
+namespace graphserve {
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+Result RunCapture(const std::vector<std::string>& args) {
+  std::ostringstream out;
+  std::ostringstream err;
+  Result result;
+  result.code = RunCaptureCommand(args, out, err);
+  result.out = out.str();
+  result.err = err.str();
+  return result;
+}
+
+class CaptureCommandTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = absl::StrCat(::testing::TempDir(), "/capture_command_test_history.txt");
+    std::ofstream file(path_);
+    // 1 x90, 2 x5, 8 x5 (see ChooseBatchSizesTest.ChoosesByHand), plus 20 x2.
+    file << "# test history\n1,90\n2,5\n8\n8,4\n\n20,2\n";
+  }
+  void TearDown() override { std::remove(path_.c_str()); }
+
+  std::string path_;
+};
+
+TEST_F(CaptureCommandTest, SelectPrintsJson) {
+  const Result r = RunCapture({"select", "--history", path_, "--num-sizes", "2", "--max-batch-size=8",
+                        "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  // X = 8: 20 = 2 x 8 + 4. {1, 8}: 2 pads 6 (x5), remainder 4 pads 4 (x2) -> 38 / 102.
+  // Ladder {4, 8}: 1 pads 3 (x90), 2 pads 2 (x5), remainder 4 none -> 280 / 102.
+  EXPECT_EQ(r.out,
+            "{\"sizes\":[1,8],\"expected_padded_rows\":0.3725490196,"
+            "\"pow2_sizes\":[4,8],\"pow2_expected_padded_rows\":2.745098039}\n");
+  EXPECT_EQ(r.err, "");
+}
+
+TEST_F(CaptureCommandTest, SelectPrintsText) {
+  const Result r = RunCapture({"select", "--history=" + path_, "--num-sizes=3"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(absl::StrContains(r.out, "chosen sizes: 1, 8, 20")) << r.out;
+  EXPECT_TRUE(absl::StrContains(r.out, "power-of-two ladder: 8, 16, 32")) << r.out;
+  EXPECT_TRUE(absl::StrContains(r.out, "102 requests")) << r.out;
+}
+
+TEST_F(CaptureCommandTest, HelpListsOnlySelectAndSaysPrepareIsNotBuilt) {
+  for (const char* flag : {"--help", "-h"}) {
+    const Result r = RunCapture({flag});
+    EXPECT_EQ(r.code, 0);
+    EXPECT_TRUE(absl::StrContains(r.out, "select")) << r.out;
+    EXPECT_TRUE(absl::StrContains(r.out, "Not built yet: `prepare`")) << r.out;
+  }
+  const Result select_help = RunCapture({"select", "--help"});
+  EXPECT_EQ(select_help.code, 0);
+  EXPECT_TRUE(absl::StrContains(select_help.out, "--max-batch-size")) << select_help.out;
+}
+
+TEST_F(CaptureCommandTest, UsageErrorsExitTwo) {
+  const std::vector<std::vector<std::string>> cases = {
+      {},
+      {"prepare", "--model", "m.onnx"},
+      {"frobnicate"},
+      {"select", "--num-sizes", "2"},
+      {"select", "--history", path_},
+      {"select", "--history", path_, "--num-sizes", "-1"},
+      {"select", "--history", path_, "--num-sizes", "two"},
+      {"select", "--history", path_, "--num-sizes", "2", "--max-batch-size", "-4"},
+      {"select", "--history", path_, "--num-sizes", "2", "--bogus"},
+      {"select", "--history", path_, "--num-sizes", "2", "extra"},
+  };
+  for (const std::vector<std::string>& args : cases) {
+    const Result r = RunCapture(args);
+    EXPECT_EQ(r.code, 2) << absl::StrJoin(args, " ");
+    EXPECT_FALSE(r.err.empty()) << absl::StrJoin(args, " ");
+    EXPECT_EQ(r.out, "") << absl::StrJoin(args, " ");
+  }
+  EXPECT_TRUE(absl::StrContains(RunCapture({"prepare"}).err, "not built yet"));
+}
+
+TEST_F(CaptureCommandTest, BadHistoryExitsOneNamingFileAndLine) {
+  {
+    std::ofstream file(path_);
+    file << "4\n0\n";
+  }
+  Result r = RunCapture({"select", "--history", path_, "--num-sizes", "2"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(absl::StrContains(r.err, absl::StrCat(path_, ":2: batch size 0 is not positive")))
+      << r.err;
+  r = RunCapture({"select", "--history", path_ + ".missing", "--num-sizes", "2"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(absl::StrContains(r.err, "cannot open")) << r.err;
+}
+
+}  // namespace
+}  // namespace graphserve
