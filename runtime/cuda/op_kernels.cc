@@ -570,6 +570,17 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeByteCopy(const BoundGraph& gra
   return std::make_unique<ByteCopyKernel>(node, out.bytes());
 }
 
+// A copy of `dtype` elements into a contiguous output of `out_dims`, reading
+// the input with `in_strides` (elements, one per output dim): the one
+// mechanism behind Expand, Transpose and Slice.
+UnaryParams StridedCopyParams(DType dtype, const Dims& out_dims, std::vector<int64_t> in_strides) {
+  UnaryParams params;
+  params.op = UnaryOp::kCopy;
+  params.input_type = params.output_type = ToElemType(dtype);
+  params.layout = MakeLayout(out_dims, {std::move(in_strides)});
+  return params;
+}
+
 absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeExpand(const BoundGraph& graph,
                                                          const BoundNode& node) {
   ASSIGN_OR_RETURN(NodeValues v, GetNodeValues(graph, node, 1, 1, 1, 1));
@@ -577,10 +588,7 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeExpand(const BoundGraph& graph
   const BoundValue& out = *v.outputs[0];
   RETURN_IF_ERROR(CheckSameDType(node, in, out));
   ASSIGN_OR_RETURN(std::vector<int64_t> strides, BroadcastStrides(node, in, out.dims));
-  UnaryParams params;
-  params.op = UnaryOp::kCopy;
-  params.input_type = params.output_type = ToElemType(in.dtype);
-  params.layout = MakeLayout(out.dims, {std::move(strides)});
+  UnaryParams params = StridedCopyParams(in.dtype, out.dims, std::move(strides));
   return std::make_unique<UnaryKernel>(node, params, 0);
 }
 
@@ -606,10 +614,7 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeTranspose(const BoundGraph& gr
   const std::vector<int64_t> in_strides = ContiguousStrides(in.dims);
   std::vector<int64_t> strides(rank);
   for (size_t d = 0; d < rank; ++d) strides[d] = in_strides[perm[d]];
-  UnaryParams params;
-  params.op = UnaryOp::kCopy;
-  params.input_type = params.output_type = ToElemType(in.dtype);
-  params.layout = MakeLayout(out.dims, {std::move(strides)});
+  UnaryParams params = StridedCopyParams(in.dtype, out.dims, std::move(strides));
   // After merging, a swap of the two innermost dims is output [batch, rows,
   // cols] read with strides [rows * cols, 1, rows]: the strided map would
   // read with stride `rows`, so tile through shared memory instead.
@@ -662,10 +667,7 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeSlice(const BoundGraph& graph,
     strides[d] = in_strides[d] * steps[d];
     base += starts[d] * in_strides[d];
   }
-  UnaryParams params;
-  params.op = UnaryOp::kCopy;
-  params.input_type = params.output_type = ToElemType(in.dtype);
-  params.layout = MakeLayout(out.dims, {std::move(strides)});
+  UnaryParams params = StridedCopyParams(in.dtype, out.dims, std::move(strides));
   const int64_t base_bytes = empty ? 0 : base * static_cast<int64_t>(DTypeSize(in.dtype));
   return std::make_unique<UnaryKernel>(node, params, base_bytes);
 }
