@@ -1,20 +1,29 @@
 #!/usr/bin/env python3
-"""GraphServe's eager runtime against PyTorch eager, on the GPU.
+"""GraphServe's CUDA-graph replay and eager runtime against PyTorch eager and
+PyTorch CUDA graphs, on the GPU.
 
 For each model of bench/export_models.py and each batch size B:
   1. draw seeded normal inputs and save them as <out>/inputs/<model>/<B>/<name>.npy;
   2. time PyTorch eager (float32, TF32 off, MHA fast path off) with CUDA events:
      warm-up, then the median of many runs issued back to back;
-  3. compute a float64 reference (the same module in float64, on the GPU);
+  3. capture the module in a PyTorch CUDA graph (static inputs on the device,
+     3 warm-up runs on a side stream, torch.cuda.graph under inference_mode)
+     and time g.replay() the same way;
+  4. compute a float64 reference (the same module in float64, on the GPU);
 then run //bench:runtime_bench on the exported model for all batch sizes,
-which writes its outputs to <out>/outputs/<model>/<B>/ and its timings to
-<out>/ours_<model>.json, and compare: relative error ||out - ref|| / ||ref||
-for our outputs and PyTorch's float32 outputs.
+which writes its eager outputs to <out>/outputs/<model>/<B>/, its graph
+replay's outputs (newer binaries) to <out>/outputs_graph/<model>/<B>/ and its
+timings to <out>/ours_<model>.json, and compare: relative error
+||out - ref|| / ||ref|| for our eager and graph outputs and for PyTorch's
+float32 eager and graph outputs.
 
 Prints a markdown table and writes it to <out>/runtime_bench.md, with all
-numbers in <out>/runtime_bench.json. Exits 1 when any of our relative errors
-exceeds --tolerance or is NaN, or when the binary fails, after printing
-everything; 0 otherwise.
+numbers in <out>/runtime_bench.json. The design's speed targets (ours graph /
+torch graph <= 0.8 on mlp, <= 1.0 on encoder) are reported, not asserted.
+Exits 1 when any of our relative errors (eager, or graph where the binary
+wrote graph outputs) exceeds --tolerance or is NaN, or when the binary fails,
+after printing everything; 0 otherwise. The graph keys of ours_<model>.json
+are optional: an older binary without them gives "-" in their columns.
 
 Usage (on the GPU machine):
   python3 bench/run_runtime_bench.py --bin out/runtime_bench/runtime_bench --out $OUT/bench
@@ -28,6 +37,8 @@ import json
 import math
 import os
 import platform
+import re
+import shutil
 import subprocess
 import sys
 import time
@@ -40,6 +51,18 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import export_models  # noqa: E402  (beside this file)
 
 DEFAULT_BATCH_SIZES = "1,2,4,8,16,32,64,128,256,512,1024,2048"
+
+# The design's targets for ours graph / torch graph (medians, compute only);
+# a model without an entry is reported without a target.
+GRAPH_RATIO_TARGETS = {"mlp": 0.8, "encoder": 1.0}
+
+# Eager runs of the module on a side stream before capturing it, as the
+# PyTorch CUDA graphs documentation recommends.
+TORCH_GRAPH_SIDE_STREAM_WARMUP = 3
+
+# Where the binary's graph replay writes its outputs, per model:
+# <out>/OURS_GRAPH_OUTPUTS/<model>/<B>/<output name>.npy.
+OURS_GRAPH_OUTPUTS = "outputs_graph"
 
 
 def parse_args():
@@ -81,31 +104,77 @@ def make_inputs(spec, batch, seed):
             for _, shape in spec.inputs]
 
 
-def time_torch(model, inputs, warmup, iters):
-    """Median, min and max microseconds of model(*inputs), each run between two
-    CUDA events, runs issued back to back and synchronised once at the end
-    (as runtime_bench times ours)."""
-    with torch.inference_mode():
-        for _ in range(warmup):
-            model(*inputs)
-        torch.cuda.synchronize()
-        starts = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
-        ends = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
-        for start, end in zip(starts, ends):
-            start.record()
-            model(*inputs)
-            end.record()
-        torch.cuda.synchronize()
+def time_cuda(fn, warmup, iters):
+    """Median, min and max microseconds of fn(), each call between two CUDA
+    events on the current stream, calls issued back to back and synchronised
+    once at the end (as runtime_bench times ours)."""
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
+    for start, end in zip(starts, ends):
+        start.record()
+        fn()
+        end.record()
+    torch.cuda.synchronize()
     micros = sorted(1000.0 * start.elapsed_time(end) for start, end in zip(starts, ends))
     return float(np.median(micros)), micros[0], micros[-1]
+
+
+def time_torch(model, inputs, warmup, iters):
+    """time_cuda of model(*inputs) under inference_mode."""
+    with torch.inference_mode():
+        return time_cuda(lambda: model(*inputs), warmup, iters)
+
+
+def to_float64(out):
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    return [o.detach().double().cpu().numpy() for o in outs]
 
 
 def run_module(model, inputs):
     with torch.inference_mode():
         out = model(*inputs)
         torch.cuda.synchronize()
-    outs = out if isinstance(out, (tuple, list)) else (out,)
-    return [o.detach().double().cpu().numpy() for o in outs]
+    return to_float64(out)
+
+
+def time_torch_graph(model, inputs, warmup, iters):
+    """Captures model(*inputs) in a CUDA graph (inputs: static device tensors)
+    and times graph.replay() as time_cuda does. Returns dict(torch_graph_us,
+    torch_graph_min_us, torch_graph_max_us, torch_graph_capture_ms, outs),
+    outs being the first replay's outputs in float64 on the host. The graph
+    and its memory pool are freed before returning."""
+    graph = static_out = None
+    try:
+        with torch.inference_mode():
+            # Warm-up on a side stream (lazy initialisation, cuBLAS workspaces,
+            # allocator) so that none of it lands in the capture.
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                for _ in range(TORCH_GRAPH_SIDE_STREAM_WARMUP):
+                    model(*inputs)
+            torch.cuda.current_stream().wait_stream(side)
+            torch.cuda.synchronize()
+            began = time.perf_counter()
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                static_out = model(*inputs)
+            torch.cuda.synchronize()
+            capture_ms = 1000.0 * (time.perf_counter() - began)
+            graph.replay()
+            torch.cuda.synchronize()
+            outs = to_float64(static_out)
+        median, fastest, slowest = time_cuda(graph.replay, warmup, iters)
+        return dict(torch_graph_us=median, torch_graph_min_us=fastest, torch_graph_max_us=slowest,
+                    torch_graph_capture_ms=capture_ms, outs=outs)
+    finally:
+        # One graph (and private memory pool) at a time, not one per batch size.
+        torch.cuda.synchronize()
+        del graph, static_out
+        torch.cuda.empty_cache()
 
 
 def rel_err(outs, refs):
@@ -151,9 +220,25 @@ def binary_env(args):
     return env
 
 
-def run_ours(args, onnx_path, name):
+def help_flags(help_text):
+    """Flag names listed in runtime_bench --help ("  --name VALUE")."""
+    return set(re.findall(r"^\s*--([A-Za-z0-9][A-Za-z0-9_-]*)", help_text, re.MULTILINE))
+
+
+def graph_outputs_flag(flags):
+    """The binary's flag for the graph replay's output directory, if it has
+    one (a newer binary may take it as a flag rather than derive the folder);
+    None otherwise, so that an older binary is never passed an unknown flag."""
+    for name in ("graph-outputs", "outputs-graph", "graph_outputs", "outputs_graph"):
+        if name in flags:
+            return name
+    return None
+
+
+def run_ours(args, onnx_path, name, env):
     """Runs the binary on one model; returns ({batch: record} or None, success)."""
     json_path = os.path.join(args.out, f"ours_{name}.json")
+    graph_dir = os.path.join(args.out, OURS_GRAPH_OUTPUTS, name)
     command = [
         os.path.abspath(args.bin),
         "--model", onnx_path,
@@ -164,12 +249,17 @@ def run_ours(args, onnx_path, name):
         "--iters", str(args.iters),
         "--json", json_path,
     ]
+    flag = graph_outputs_flag(args.bin_flags)
+    if flag:
+        command += [f"--{flag}", graph_dir]
     if args.allow_tf32:
         command.append("--allow-tf32")
     print("+ " + " ".join(command), flush=True)
     if os.path.exists(json_path):
         os.remove(json_path)
-    result = subprocess.run(command, env=binary_env(args))
+    # Graph outputs of an earlier run must not pass for this run's.
+    shutil.rmtree(graph_dir, ignore_errors=True)
+    result = subprocess.run(command, env=env)
     records = None
     # On failure the binary still writes the batch sizes it finished.
     if os.path.exists(json_path):
@@ -180,20 +270,80 @@ def run_ours(args, onnx_path, name):
     return records, result.returncode == 0
 
 
-def load_ours(args, spec, batch):
+def load_outputs(args, spec, batch, subdir="outputs"):
+    """Our outputs of one batch size from <out>/<subdir>/<model>/<B>/, or None
+    if any is missing."""
     outs = []
     for out_name in spec.output_names:
-        path = os.path.join(args.out, "outputs", spec.name, str(batch), f"{out_name}.npy")
+        path = os.path.join(args.out, subdir, spec.name, str(batch), f"{out_name}.npy")
         if not os.path.exists(path):
             return None
         outs.append(np.load(path).astype(np.float64))
     return outs
 
 
-def json_safe(row):
-    """NaN and infinity as null: JSON has neither."""
-    return {key: None if isinstance(value, float) and not math.isfinite(value) else value
-            for key, value in row.items()}
+def has_graph_outputs(out_dir, model):
+    """Whether the binary wrote any graph replay output for the model."""
+    return bool(glob.glob(os.path.join(out_dir, OURS_GRAPH_OUTPUTS, model, "*", "*.npy")))
+
+
+# --- Pure functions: rows, table, summary (no torch or numpy). ---
+
+def ratio(numerator, denominator):
+    """numerator / denominator, or None when either is missing, not finite or
+    the denominator is not positive."""
+    if numerator is None or denominator is None:
+        return None
+    if not (math.isfinite(numerator) and math.isfinite(denominator)) or denominator <= 0:
+        return None
+    return numerator / denominator
+
+
+def make_row(model, batch, record, torch_result, err_ours, err_ours_graph):
+    """One table/JSON row. record: the binary's record for this batch size
+    (None if it has none; any key may be missing or null); torch_result:
+    dict with torch_us, torch_min_us, torch_max_us, rel_err_torch and,
+    optionally, torch_graph_us, torch_graph_min_us, torch_graph_max_us,
+    torch_graph_capture_ms, rel_err_torch_graph; err_ours_graph: None when
+    the binary wrote no graph outputs."""
+    rec = record or {}
+    get = torch_result.get
+    compute_us = rec.get("eager_compute_us")
+    graph_us = rec.get("graph_compute_us")
+    return dict(
+        model=model, batch=batch,
+        # Eager vs eager (as before).
+        ours_full_us=rec.get("eager_full_us"),
+        ours_compute_us=compute_us,
+        ours_compute_min_us=rec.get("compute_min_us"),
+        ours_compute_max_us=rec.get("compute_max_us"),
+        torch_us=get("torch_us"),
+        torch_min_us=get("torch_min_us"),
+        torch_max_us=get("torch_max_us"),
+        speedup=ratio(get("torch_us"), compute_us),
+        rel_err_ours=err_ours,
+        rel_err_torch=get("rel_err_torch"),
+        fused_epilogues=rec.get("fused_epilogues"),
+        arena_bytes=rec.get("arena_bytes"),
+        arena_lower_bound_bytes=rec.get("arena_lower_bound_bytes"),
+        rerun_max_abs_diff=rec.get("rerun_max_abs_diff"),
+        # CUDA graphs.
+        ours_graph_us=graph_us,
+        ours_graph_full_us=rec.get("graph_full_us"),
+        ours_graph_min_us=rec.get("graph_min_us"),
+        ours_graph_max_us=rec.get("graph_max_us"),
+        ours_graph_rel_err_vs_eager=rec.get("graph_rel_err_vs_eager"),
+        capture_ms=rec.get("capture_ms"),
+        torch_graph_us=get("torch_graph_us"),
+        torch_graph_min_us=get("torch_graph_min_us"),
+        torch_graph_max_us=get("torch_graph_max_us"),
+        torch_graph_capture_ms=get("torch_graph_capture_ms"),
+        ours_graph_over_torch_graph=ratio(graph_us, get("torch_graph_us")),
+        ours_graph_over_ours_eager=ratio(graph_us, compute_us),
+        torch_eager_over_ours_graph=ratio(get("torch_us"), graph_us),
+        rel_err_ours_graph=err_ours_graph,
+        rel_err_torch_graph=get("rel_err_torch_graph"),
+    )
 
 
 def fmt(value, spec):
@@ -202,6 +352,146 @@ def fmt(value, spec):
     if isinstance(value, float) and math.isnan(value):
         return "NaN"
     return format(value, spec)
+
+
+TABLE_COLUMNS = [
+    # (heading, row key, format)
+    ("model", "model", "s"),
+    ("B", "batch", "d"),
+    ("ours graph us", "ours_graph_us", ".1f"),
+    ("ours eager us (compute)", "ours_compute_us", ".1f"),
+    ("torch eager us", "torch_us", ".1f"),
+    ("torch graph us", "torch_graph_us", ".1f"),
+    ("ours graph / torch graph", "ours_graph_over_torch_graph", ".2f"),
+    ("ours graph / ours eager", "ours_graph_over_ours_eager", ".2f"),
+    ("torch eager / ours graph", "torch_eager_over_ours_graph", ".2f"),
+    ("rel err ours graph", "rel_err_ours_graph", ".2e"),
+    ("rel err torch graph", "rel_err_torch_graph", ".2e"),
+    ("capture ms", "capture_ms", ".1f"),
+]
+
+EAGER_COLUMNS = [
+    ("model", "model", "s"),
+    ("B", "batch", "d"),
+    ("ours eager us (full)", "ours_full_us", ".1f"),
+    ("ours eager us (compute)", "ours_compute_us", ".1f"),
+    ("torch eager us", "torch_us", ".1f"),
+    ("speedup (torch eager / ours eager compute)", "speedup", ".2f"),
+    ("rel err ours eager", "rel_err_ours", ".2e"),
+    ("rel err torch eager", "rel_err_torch", ".2e"),
+    ("ours graph us (full)", "ours_graph_full_us", ".1f"),
+    ("ours graph rel err vs ours eager", "ours_graph_rel_err_vs_eager", ".2e"),
+]
+
+
+def format_table(rows, columns=TABLE_COLUMNS):
+    """A markdown table of rows; "-" for a missing value, "NaN" for NaN."""
+    lines = [
+        "| " + " | ".join(heading for heading, _, _ in columns) + " |",
+        "| " + " | ".join("---" if spec == "s" else "---:" for _, _, spec in columns) + " |",
+    ]
+    for row in rows:
+        lines.append("| " + " | ".join(fmt(row.get(key), spec) for _, key, spec in columns) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def graph_summary(rows, models, targets=GRAPH_RATIO_TARGETS):
+    """Per model, the worst (largest) ours graph / torch graph over its batch
+    sizes and whether it meets the model's target; a list of dicts (model,
+    worst_ratio, worst_batch, measured, batch_sizes, target, meets), meets
+    None where there is no target, no ratio, or the measured ratios meet the
+    target but some batch sizes have none."""
+    summary = []
+    for model in models:
+        model_rows = [row for row in rows if row["model"] == model]
+        ratios = [(row["ours_graph_over_torch_graph"], row["batch"]) for row in model_rows
+                  if row.get("ours_graph_over_torch_graph") is not None]
+        worst_ratio, worst_batch = max(ratios) if ratios else (None, None)
+        target = targets.get(model)
+        meets = None
+        if target is not None and worst_ratio is not None:
+            if worst_ratio > target:
+                meets = False
+            elif len(ratios) == len(model_rows):
+                meets = True
+            # else: undecided, some batch sizes have no ratio.
+        summary.append(dict(model=model, worst_ratio=worst_ratio, worst_batch=worst_batch,
+                            measured=len(ratios), batch_sizes=len(model_rows),
+                            target=target, meets=meets))
+    return summary
+
+
+def summary_lines(summary):
+    """One line per model of graph_summary."""
+    lines = []
+    for s in summary:
+        target = f"target <= {s['target']:.1f}" if s["target"] is not None else "no target"
+        if s["worst_ratio"] is None:
+            lines.append(f"{s['model']}: worst ours graph / torch graph: not measured ({target})")
+            continue
+        line = (f"{s['model']}: worst ours graph / torch graph = {s['worst_ratio']:.2f} "
+                f"at B={s['worst_batch']}")
+        if s["measured"] != s["batch_sizes"]:
+            line += f" (of {s['measured']}/{s['batch_sizes']} batch sizes measured)"
+        if s["target"] is None:
+            line += f" ({target}; reported only)"
+        elif s["meets"] is None:
+            line += f" ({target}): undecided, not every batch size measured"
+        elif s["meets"]:
+            line += f" ({target}): meets target"
+        else:
+            line += f" ({target}): MISSES target"
+        lines.append(line)
+    return lines
+
+
+def report_header(device_name, torch_version, allow_tf32, iters, warmup, tolerance, when):
+    return (
+        f"GraphServe CUDA graph replay and eager runtime vs PyTorch eager and PyTorch CUDA graphs: "
+        f"{device_name}, torch {torch_version}, float32, TF32 {'on' if allow_tf32 else 'off'}, "
+        f"MHA fast path off; medians of {iters} runs after {warmup} warm-up runs, "
+        f"CUDA events, runs issued back to back; {when}.\n"
+        f"target: ours graph / torch graph <= 0.8 on mlp, <= 1.0 on encoder "
+        f"(dlrm_dense: reported, no target); speed is reported, not asserted.\n"
+        f"ours graph = replay of our captured CUDA graph, inputs already on the device "
+        f"(compute only); ours eager (compute) = EnqueueCompute; torch eager = module forward "
+        f"on device-resident inputs; torch graph = g.replay() of the module captured with "
+        f"torch.cuda.graph under inference_mode (static device inputs, "
+        f"{TORCH_GRAPH_SIDE_STREAM_WARMUP} side-stream warm-up runs); capture ms = our "
+        f"capture + post-process + instantiate + upload + validate for that batch size. "
+        f"Rel err = ||out - ref|| / ||ref||, ref = the module in float64 on the GPU; "
+        f"tolerance for ours {tolerance:g}. \"-\" = not measured (e.g. a binary without graphs).\n")
+
+
+def render_report(rows, models, header):
+    """The whole markdown report: header, graph table, per-model target
+    summary, then the eager details."""
+    summary = graph_summary(rows, models)
+    return (header + "\n" + format_table(rows) + "\n"
+            + "\n".join(summary_lines(summary)) + "\n\n"
+            + "Eager details (ours full = H2D + compute + D2H via Enqueue; "
+              "ours graph full = H2D + graph launch + D2H):\n\n"
+            + format_table(rows, EAGER_COLUMNS)), summary
+
+
+def failures(rows, tolerance):
+    """Rows whose relative error of ours fails: eager always, graph where
+    measured (None: the binary wrote no graph outputs). NaN fails."""
+    bad = []
+    for row in rows:
+        err = row["rel_err_ours"]
+        if err is None or not err <= tolerance:
+            bad.append(f"{row['model']} B={row['batch']}: rel err ours eager {fmt(err, '.2e')}")
+        err = row["rel_err_ours_graph"]
+        if err is not None and not err <= tolerance:
+            bad.append(f"{row['model']} B={row['batch']}: rel err ours graph {fmt(err, '.2e')}")
+    return bad
+
+
+def json_safe(row):
+    """NaN and infinity as null: JSON has neither."""
+    return {key: None if isinstance(value, float) and not math.isfinite(value) else value
+            for key, value in row.items()}
 
 
 def main():
@@ -214,6 +504,18 @@ def main():
     device = torch.device("cuda")
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name(0)}, python {platform.python_version()}, "
           f"TF32 {'on' if args.allow_tf32 else 'off'}", flush=True)
+    env = binary_env(args)
+    try:
+        help_text = subprocess.run([os.path.abspath(args.bin), "--help"], env=env,
+                                   capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError) as error:
+        print(f"runtime_bench --help failed: {error!r}", flush=True)
+        help_text = ""
+    args.bin_flags = help_flags(help_text)
+    flag = graph_outputs_flag(args.bin_flags)
+    print(f"runtime_bench graph outputs: "
+          f"{'--' + flag if flag else 'no flag (the binary chooses the folder)'}; "
+          f"looked for under {os.path.join(args.out, OURS_GRAPH_OUTPUTS)}/<model>/<B>/", flush=True)
 
     rows = []
     failed = False
@@ -238,75 +540,79 @@ def main():
             inputs32 = [torch.from_numpy(a).to(device) for a in inputs]
             inputs64 = [t.double() for t in inputs32]
             refs = run_module(model64, inputs64)
+            del inputs64
             torch32 = run_module(model32, inputs32)
             median, fastest, slowest = time_torch(model32, inputs32, args.warmup, args.iters)
-            torch_results[batch] = dict(torch_us=median, torch_min_us=fastest, torch_max_us=slowest,
-                                        rel_err_torch=rel_err(torch32, refs), refs=refs)
+            result = dict(torch_us=median, torch_min_us=fastest, torch_max_us=slowest,
+                          rel_err_torch=rel_err(torch32, refs), refs=refs)
             print(f"torch {name} B={batch}: {median:.1f} us (min {fastest:.1f}, max {slowest:.1f}), "
-                  f"rel err {torch_results[batch]['rel_err_torch']:.2e}", flush=True)
+                  f"rel err {result['rel_err_torch']:.2e}", flush=True)
+            try:
+                graph = time_torch_graph(model32, inputs32, args.warmup, args.iters)
+                result.update(torch_graph_us=graph["torch_graph_us"],
+                              torch_graph_min_us=graph["torch_graph_min_us"],
+                              torch_graph_max_us=graph["torch_graph_max_us"],
+                              torch_graph_capture_ms=graph["torch_graph_capture_ms"],
+                              rel_err_torch_graph=rel_err(graph["outs"], refs))
+                print(f"torch graph {name} B={batch}: {graph['torch_graph_us']:.1f} us "
+                      f"(min {graph['torch_graph_min_us']:.1f}, max {graph['torch_graph_max_us']:.1f}), "
+                      f"capture {graph['torch_graph_capture_ms']:.1f} ms, "
+                      f"rel err {result['rel_err_torch_graph']:.2e}", flush=True)
+            except Exception:  # PyTorch's graph is the baseline, not under test: report, go on
+                traceback.print_exc()
+                print(f"torch graph capture/replay of {name} B={batch} failed", flush=True)
+            torch_results[batch] = result
+            del inputs32
+            torch.cuda.empty_cache()
         del model32, model64
         torch.cuda.empty_cache()
 
-        ours, ran = run_ours(args, os.path.abspath(onnx_path), name) if onnx_path else (None, False)
+        ours, ran = run_ours(args, os.path.abspath(onnx_path), name, env) if onnx_path else (None, False)
         if not ran:
             failed = True
+        graph_outputs = has_graph_outputs(args.out, name)
+        if not graph_outputs:
+            print(f"{name}: no graph outputs under {os.path.join(args.out, OURS_GRAPH_OUTPUTS, name)} "
+                  f"(an older binary?): rel err ours graph not checked", flush=True)
         for batch in args.batch_sizes:
             result = torch_results[batch]
             record = (ours or {}).get(batch)
-            outs = load_ours(args, spec, batch) if record is not None else None
+            outs = load_outputs(args, spec, batch) if record is not None else None
             err_ours = rel_err(outs, result["refs"]) if outs is not None else math.nan
-            if not err_ours <= args.tolerance:  # NaN fails too
-                failed = True
-            compute_us = record["eager_compute_us"] if record else None
-            rows.append(dict(
-                model=name, batch=batch,
-                ours_full_us=record["eager_full_us"] if record else None,
-                ours_compute_us=compute_us,
-                ours_compute_min_us=record["compute_min_us"] if record else None,
-                ours_compute_max_us=record["compute_max_us"] if record else None,
-                torch_us=result["torch_us"],
-                torch_min_us=result["torch_min_us"],
-                torch_max_us=result["torch_max_us"],
-                speedup=result["torch_us"] / compute_us if compute_us else None,
-                rel_err_ours=err_ours,
-                rel_err_torch=result["rel_err_torch"],
-                fused_epilogues=record["fused_epilogues"] if record else None,
-                arena_bytes=record["arena_bytes"] if record else None,
-                arena_lower_bound_bytes=record["arena_lower_bound_bytes"] if record else None,
-                rerun_max_abs_diff=record["rerun_max_abs_diff"] if record else None,
-            ))
+            err_ours_graph = None
+            if graph_outputs:
+                # The binary writes graph outputs: each batch size must have them.
+                graph_outs = load_outputs(args, spec, batch, OURS_GRAPH_OUTPUTS)
+                err_ours_graph = (rel_err(graph_outs, result["refs"])
+                                  if graph_outs is not None else math.nan)
+            row = make_row(name, batch, record, result, err_ours, err_ours_graph)
+            if row["ours_graph_rel_err_vs_eager"] not in (None, 0, 0.0):
+                print(f"note: {name} B={batch}: our graph replay differs from our eager run "
+                      f"(rel err {row['ours_graph_rel_err_vs_eager']:.2e}; expected 0)", flush=True)
+            rows.append(row)
 
-    header = (f"GraphServe eager runtime vs PyTorch eager: {torch.cuda.get_device_name(0)}, "
-              f"torch {torch.__version__}, float32, TF32 {'on' if args.allow_tf32 else 'off'}, "
-              f"MHA fast path off; medians of {args.iters} runs after {args.warmup} warm-up runs, "
-              f"CUDA events, runs issued back to back; {time.strftime('%Y-%m-%d %H:%M:%S')}.\n"
-              f"ours full = H2D + compute + D2H (Enqueue); ours compute = EnqueueCompute; "
-              f"torch = module forward on device-resident inputs. Rel err = ||out - ref|| / ||ref||, "
-              f"ref = the module in float64 on the GPU; tolerance for ours {args.tolerance:g}.\n")
-    lines = [
-        "| model | B | ours eager us (full) | ours compute us | torch eager us "
-        "| speedup (torch/ours compute) | rel err ours | rel err torch |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
-    ]
-    for row in rows:
-        lines.append(
-            f"| {row['model']} | {row['batch']} | {fmt(row['ours_full_us'], '.1f')} "
-            f"| {fmt(row['ours_compute_us'], '.1f')} | {fmt(row['torch_us'], '.1f')} "
-            f"| {fmt(row['speedup'], '.2f')} | {fmt(row['rel_err_ours'], '.2e')} "
-            f"| {fmt(row['rel_err_torch'], '.2e')} |")
-    table = header + "\n" + "\n".join(lines) + "\n"
+    header = report_header(torch.cuda.get_device_name(0), torch.__version__, args.allow_tf32,
+                           args.iters, args.warmup, args.tolerance,
+                           time.strftime('%Y-%m-%d %H:%M:%S'))
+    report, summary = render_report(rows, args.models, header)
     print()
-    print(table, flush=True)
+    print(report, flush=True)
     with open(os.path.join(args.out, "runtime_bench.md"), "w") as f:
-        f.write(table)
+        f.write(report)
     with open(os.path.join(args.out, "runtime_bench.json"), "w") as f:
         json.dump(dict(device=torch.cuda.get_device_name(0), torch=torch.__version__,
                        allow_tf32=args.allow_tf32, warmup=args.warmup, iters=args.iters,
-                       tolerance=args.tolerance, rows=[json_safe(row) for row in rows]),
+                       tolerance=args.tolerance, graph_ratio_targets=GRAPH_RATIO_TARGETS,
+                       graph_summary=[json_safe(s) for s in summary],
+                       rows=[json_safe(row) for row in rows]),
                   f, indent=1)
-    if failed:
-        print(f"FAILED: a model did not run, or a relative error of ours exceeds {args.tolerance:g} "
-              f"or is NaN (see the table)", flush=True)
+    bad = failures(rows, args.tolerance)
+    if failed or bad:
+        for line in bad:
+            print(f"FAILED: {line}", flush=True)
+        print(f"FAILED: a model did not run, or a relative error of ours (eager, or graph where "
+              f"the binary wrote graph outputs) exceeds {args.tolerance:g} or is NaN "
+              f"(see the tables)", flush=True)
         return 1
     return 0
 
