@@ -28,6 +28,7 @@ struct PinnedMemoryDeleter { void operator()(void* ptr) const; };
 // which graph capture requires.
 class CudaStream {
  public:
+  CudaStream() = default;  // holds no stream until assigned from Create()
   static absl::StatusOr<CudaStream> Create();
   [[nodiscard]] cudaStream_t get() const { return stream_.get(); }
 
@@ -38,6 +39,7 @@ class CudaStream {
 
 class CudaEvent {
  public:
+  CudaEvent() = default;  // holds no event until assigned from Create()
   // `timing` events can measure elapsed time; others are cheaper to record.
   static absl::StatusOr<CudaEvent> Create(bool timing = false);
   [[nodiscard]] cudaEvent_t get() const { return event_.get(); }

@@ -4,6 +4,7 @@
 #include <cassert>
 #include <cmath>
 #include <limits>
+#include <random>
 #include <utility>
 
 #include "absl/strings/str_join.h"
@@ -46,6 +47,26 @@ double RelativeError(const HostTensor& got, const HostTensor& want) {
   // The floor keeps an all-zero `want` from dividing zero by zero.
   const double relative = std::sqrt(error / std::max(norm, 1e-300));
   return std::isnan(relative) ? kInfinity : relative;
+}
+
+HostTensor RandomTensor(DType dtype, Dims dims, uint64_t seed) {
+  HostTensor tensor(dtype, std::move(dims));
+  std::mt19937_64 generator(seed);
+  const int64_t count = tensor.num_elements();
+  switch (dtype) {
+    case DType::kFloat32: {
+      std::normal_distribution<float> normal(0.0f, 1.0f);
+      for (int64_t i = 0; i < count; ++i) tensor.data<float>()[i] = normal(generator);
+      break;
+    }
+    case DType::kInt64:
+      for (int64_t i = 0; i < count; ++i) tensor.data<int64_t>()[i] = generator() & 1;
+      break;
+    case DType::kBool:
+      for (int64_t i = 0; i < count; ++i) tensor.data<bool>()[i] = (generator() & 1) != 0;
+      break;
+  }
+  return tensor;
 }
 
 }  // namespace graphserve

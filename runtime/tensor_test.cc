@@ -44,3 +44,25 @@ TEST(RelativeErrorTest, MismatchedTensorsAreInfinitelyFar) {
 
 }  // namespace
 }  // namespace graphserve
+
+namespace graphserve {
+namespace {
+
+TEST(RandomTensorTest, SeededAndNotConstant) {
+  const HostTensor a = RandomTensor(DType::kFloat32, {4, 8}, 7);
+  const HostTensor b = RandomTensor(DType::kFloat32, {4, 8}, 7);
+  const HostTensor c = RandomTensor(DType::kFloat32, {4, 8}, 8);
+  EXPECT_EQ(RelativeError(a, b), 0.0);
+  EXPECT_GT(RelativeError(a, c), 0.1);
+  const HostTensor ints = RandomTensor(DType::kInt64, {64}, 7);
+  int64_t ones = 0;
+  for (int64_t i = 0; i < 64; ++i) {
+    ASSERT_TRUE(ints.data<int64_t>()[i] == 0 || ints.data<int64_t>()[i] == 1);
+    ones += ints.data<int64_t>()[i];
+  }
+  EXPECT_GT(ones, 0);  // 64 fair coin flips are all zero with probability 2^-64
+  EXPECT_LT(ones, 64);
+}
+
+}  // namespace
+}  // namespace graphserve

@@ -82,7 +82,6 @@ struct CudaExecutor::Plan {
   CudaExecutorOptions options;
   ExecutionResources resources;
   std::optional<CublasLtHandle> cublas;
-  DeviceBuffer gemm_workspace;
   std::optional<CudaStream> run_stream;  // for the synchronous Run()
   std::mutex run_mutex;                  // Run() stages through shared buffers
 
@@ -610,10 +609,13 @@ absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::Create(
   if (!resources.io) {
     ASSIGN_OR_RETURN(resources.io, IoBuffers::Create(options.device));
   }
+  if (!resources.gemm_workspace) {
+    ASSIGN_OR_RETURN(resources.gemm_workspace, StreamArena::Create(options.device));
+  }
+  RETURN_IF_ERROR(resources.gemm_workspace->Reserve(kGemmWorkspaceBytes));
   plan->resources = std::move(resources);
   ASSIGN_OR_RETURN(CublasLtHandle cublas, CublasLtHandle::Create());
   plan->cublas.emplace(std::move(cublas));
-  ASSIGN_OR_RETURN(plan->gemm_workspace, DeviceBuffer::Allocate(kGemmWorkspaceBytes));
   ASSIGN_OR_RETURN(CudaStream stream, CudaStream::Create());
   plan->run_stream.emplace(std::move(stream));
   RETURN_IF_ERROR(PlanBuilder(*plan).Build());
@@ -677,7 +679,7 @@ absl::Status EnqueueGemm(const CudaExecutor::Plan& plan, const ExecutionStep& st
   const float* a = static_cast<const float*>(step.input_addresses[0]);
   const float* b = static_cast<const float*>(step.input_addresses[1]);
   float* d = static_cast<float*>(step.output_addresses[0]);
-  void* workspace = plan.gemm_workspace.get();
+  void* workspace = plan.resources.gemm_workspace->base();
   if (step.batch_offsets.empty()) return step.gemm->Enqueue(a, b, d, workspace, stream);
   for (const auto& [a_offset, b_offset, d_offset] : step.batch_offsets) {
     RETURN_IF_ERROR(

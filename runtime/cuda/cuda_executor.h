@@ -39,6 +39,9 @@ struct ExecutionResources {
   std::shared_ptr<WeightStore> weights;  // shared by every plan on the device
   std::shared_ptr<StreamArena> arena;    // activations of one stream slot
   std::shared_ptr<IoBuffers> io;         // device I/O + pinned staging of one slot
+  // cuBLASLt workspace of one stream slot: its plans run one at a time, so
+  // one workspace serves them all.
+  std::shared_ptr<StreamArena> gemm_workspace;
 };
 
 class CudaExecutor : public Executor {

@@ -1,0 +1,515 @@
+#include "capture/graph_set.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <set>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "capture/graph_post_processing.h"
+#include "capture/stream_capture.h"
+#include "common/cuda_status.h"
+#include "common/status.h"
+#include "runtime/bind.h"
+#include "runtime/tensor.h"
+#include "tensor_holder/cuda_device_guard.h"
+
+namespace graphserve {
+
+struct GraphSet::Graph {
+  // The eager plan. It also owns what the captured kernels point at
+  // (cuBLASLt descriptors, kernel parameters), so it lives as long as `exec`.
+  std::unique_ptr<CudaExecutor> executor;
+  CudaGraphExec exec;
+  CapturedGraphInfo info;
+};
+
+struct GraphSet::Slot {
+  CudaStream stream;
+  CudaEvent done;
+  std::shared_ptr<StreamArena> arena;
+  std::shared_ptr<IoBuffers> io;
+  std::shared_ptr<StreamArena> gemm_workspace;
+  std::vector<Graph> graphs;  // ascending batch size, as batch_sizes_
+  size_t graph_exec_bytes = 0;
+};
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double MillisecondsSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+}
+
+std::string Label(int slot, int64_t batch_size) {
+  return absl::StrCat("slot ", slot, ", batch ", batch_size);
+}
+
+absl::Status ValidateOptions(const GraphSetOptions& options) {
+  if (options.num_streams < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("need at least one stream, got ", options.num_streams));
+  }
+  if (options.batch_sizes.empty()) {
+    return absl::InvalidArgumentError("need at least one batch size to capture");
+  }
+  std::set<int64_t> seen;
+  for (int64_t size : options.batch_sizes) {
+    if (size < 1) {
+      return absl::InvalidArgumentError(absl::StrCat("batch size ", size, " is not positive"));
+    }
+    if (!seen.insert(size).second) {
+      return absl::InvalidArgumentError(absl::StrCat("batch size ", size, " is listed twice"));
+    }
+  }
+  if (CudaDeviceCount() <= options.executor.device) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "capture needs a CUDA GPU: device ", options.executor.device, " is not available (",
+        CudaDeviceCount(), " found)"));
+  }
+  return absl::OkStatus();
+}
+
+// Every graph input and output must have the batch as its leading dim, so
+// that a replay can move whole rows.
+absl::Status CheckBatchLeading(const BoundGraph& graph) {
+  auto check = [&](ValueId id, const char* kind) -> absl::Status {
+    const BoundValue& value = graph.value(id);
+    if (value.dims.empty() || value.dims[0] != graph.batch_size) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          kind, " '", value.name, "' has dims ", DimsToString(value.dims), " at batch size ",
+          graph.batch_size, "; GraphServe pads and splits requests along a leading batch "
+          "dimension, so every input and output must have one"));
+    }
+    return absl::OkStatus();
+  };
+  for (ValueId id : graph.inputs) RETURN_IF_ERROR(check(id, "input"));
+  for (ValueId id : graph.outputs) RETURN_IF_ERROR(check(id, "output"));
+  return absl::OkStatus();
+}
+
+size_t BytesPerRow(const BoundGraph& graph, ValueId id) {
+  return graph.value(id).bytes() / static_cast<size_t>(graph.batch_size);
+}
+
+// The host buffers a capture may copy from and to: the slot's staging.
+TransferRegistry RegistryFor(const BoundGraph& graph, const IoBuffers& io) {
+  TransferRegistry registry;
+  registry.batch_size = graph.batch_size;
+  for (ValueId id : graph.inputs) {
+    const std::string& name = graph.value(id).name;
+    registry.input_staging.push_back({name, io.host(name), io.bytes(name)});
+  }
+  for (ValueId id : graph.outputs) {
+    const std::string& name = graph.value(id).name;
+    registry.output_staging.push_back({name, io.host(name), io.bytes(name)});
+  }
+  return registry;
+}
+
+// The mappings must cover the model's interface exactly: each input copied
+// once from the start of its staging, each output copied once to the start
+// of its staging, whole rows of the bound dims. Anything else would make a
+// replay ignore an input or return a stale output.
+absl::Status CheckMappingsCoverInterface(const BoundGraph& graph, const IoBuffers& io,
+                                         const TransferPlan& plan) {
+  for (ValueId id : graph.inputs) {
+    const std::string& name = graph.value(id).name;
+    int found = 0;
+    for (const InputMapping& mapping : plan.inputs) {
+      if (mapping.name != name) continue;
+      ++found;
+      if (mapping.host_src != io.host(name) || mapping.bytes_per_row != BytesPerRow(graph, id)) {
+        return absl::InternalError(absl::StrCat(
+            "the captured copy of input '", name, "' moves ", mapping.bytes_per_row,
+            " bytes per row from staging offset ",
+            static_cast<const char*>(mapping.host_src) - static_cast<const char*>(io.host(name)),
+            "; expected ", BytesPerRow(graph, id), " bytes per row from offset 0"));
+      }
+    }
+    if (found != 1) {
+      return absl::InternalError(absl::StrCat("input '", name, "' is copied to the device ",
+                                              found, " times in the captured run; expected once"));
+    }
+  }
+  for (ValueId id : graph.outputs) {
+    const std::string& name = graph.value(id).name;
+    int found = 0;
+    for (const OutputMapping& mapping : plan.outputs) {
+      if (mapping.name != name) continue;
+      ++found;
+      if (mapping.host_dst != io.host(name) || mapping.bytes_per_row != BytesPerRow(graph, id)) {
+        return absl::InternalError(absl::StrCat(
+            "the captured copy of output '", name, "' does not write whole rows of ",
+            BytesPerRow(graph, id), " bytes from the start of its staging"));
+      }
+    }
+    if (found != 1) {
+      return absl::InternalError(absl::StrCat("output '", name, "' is copied to the host ",
+                                              found, " times in the captured run; expected once"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<size_t> FreeDeviceBytes() {
+  size_t free_bytes = 0;
+  size_t total_bytes = 0;
+  CUDA_RETURN_IF_ERROR(cudaMemGetInfo(&free_bytes, &total_bytes));
+  return free_bytes;
+}
+
+// Random rows for each input of `graph`, as full bound tensors.
+std::vector<HostTensor> RandomInputs(const BoundGraph& graph, uint64_t seed) {
+  std::vector<HostTensor> inputs;
+  for (size_t i = 0; i < graph.inputs.size(); ++i) {
+    const BoundValue& value = graph.value(graph.inputs[i]);
+    inputs.push_back(RandomTensor(value.dtype, value.dims, seed + i));
+  }
+  return inputs;
+}
+
+std::vector<const void*> RawPointers(const std::vector<HostTensor>& tensors) {
+  std::vector<const void*> pointers;
+  for (const HostTensor& tensor : tensors) pointers.push_back(tensor.raw());
+  return pointers;
+}
+
+// Outputs of a finished launch of `rows` rows, as tensors of those rows.
+std::vector<HostTensor> CollectOutputs(const GraphSet& set, const BoundGraph& graph, int slot,
+                                       int64_t rows) {
+  std::vector<HostTensor> outputs;
+  for (size_t i = 0; i < graph.outputs.size(); ++i) {
+    const BoundValue& value = graph.value(graph.outputs[i]);
+    Dims dims = value.dims;
+    dims[0] = rows;
+    HostTensor& out = outputs.emplace_back(value.dtype, dims);
+    std::memcpy(out.raw(), set.output_rows(slot, i), out.bytes());
+  }
+  return outputs;
+}
+
+// float32 outputs by relative error, others exactly; returns the largest
+// relative error.
+absl::StatusOr<double> CompareOutputs(const std::vector<HostTensor>& got,
+                                      const std::vector<HostTensor>& want,
+                                      const BoundGraph& graph, double tolerance,
+                                      const std::string& what) {
+  double worst = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const std::string& name = graph.value(graph.outputs[i]).name;
+    if (got[i].dtype() == DType::kFloat32) {
+      const double error = RelativeError(got[i], want[i]);
+      worst = std::max(worst, error);
+      if (!(error <= tolerance)) {
+        return absl::InternalError(absl::StrCat(what, ": output '", name,
+                                                "' has relative error ", error, " (tolerance ",
+                                                tolerance, ")"));
+      }
+    } else if (got[i].bytes() != want[i].bytes() ||
+               std::memcmp(got[i].raw(), want[i].raw(), got[i].bytes()) != 0) {
+      return absl::InternalError(absl::StrCat(what, ": output '", name, "' differs"));
+    }
+  }
+  return worst;
+}
+
+bool SameBytes(const std::vector<HostTensor>& a, const std::vector<HostTensor>& b) {
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].bytes() != b[i].bytes() || std::memcmp(a[i].raw(), b[i].raw(), a[i].bytes()) != 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Note [Checking a captured graph]
+// A graph is accepted only after:
+//  1. replay == eager: the same fresh random input through the eager plan
+//     and through the replay (device outputs and host staging poisoned with
+//     NaN first, so an output the replay forgets to write fails), compared by
+//     relative error;
+//  2. padding independence: b < B real rows replayed twice, the padding rows
+//     of the device inputs holding the previous input's rows the first time
+//     and NaN and huge values the second; the real rows' outputs must be
+//     bit-identical. A model that mixes rows (a reduction over the batch)
+//     fails here, because padding could never be served correctly for it.
+absl::Status CheckGraph(const GraphSet& set, int slot, const BoundGraph& graph,
+                        const TransferPlan& transfers, uint64_t seed, double tolerance,
+                        double* rel_err) {
+  const int64_t batch = graph.batch_size;
+  cudaStream_t stream = set.stream(slot);
+  auto wait = [&]() {
+    return CudaErrorToStatus(cudaEventSynchronize(set.done_event(slot)), "cudaEventSynchronize");
+  };
+
+  // 1. Replay against eager on fresh random input, outputs poisoned first.
+  const std::vector<HostTensor> inputs = RandomInputs(graph, seed);
+  const std::vector<const void*> input_pointers = RawPointers(inputs);
+  RETURN_IF_ERROR(set.Launch({slot, batch, batch, LaunchMode::kEager}, input_pointers));
+  RETURN_IF_ERROR(wait());
+  const std::vector<HostTensor> eager = CollectOutputs(set, graph, slot, batch);
+  for (const OutputMapping& mapping : transfers.outputs) {
+    CUDA_RETURN_IF_ERROR(cudaMemsetAsync(const_cast<void*>(mapping.device_src), 0xFF,
+                                         mapping.bytes, stream));  // all-ones: NaN as float32
+    std::memset(mapping.host_dst, 0xFF, mapping.bytes);
+  }
+  RETURN_IF_ERROR(set.Launch({slot, batch, batch, LaunchMode::kGraph}, input_pointers));
+  RETURN_IF_ERROR(wait());
+  ASSIGN_OR_RETURN(*rel_err, CompareOutputs(CollectOutputs(set, graph, slot, batch), eager, graph,
+                                            tolerance, "replay against the eager run"));
+  if (batch == 1) return absl::OkStatus();
+
+  // 2. Padding independence: the first half real, two different paddings.
+  const int64_t rows = batch / 2;
+  RETURN_IF_ERROR(set.Launch({slot, batch, rows, LaunchMode::kGraph}, input_pointers));
+  RETURN_IF_ERROR(wait());
+  const std::vector<HostTensor> first = CollectOutputs(set, graph, slot, rows);
+  for (const InputMapping& mapping : transfers.inputs) {
+    const size_t offset = static_cast<size_t>(rows) * mapping.bytes_per_row;
+    std::vector<unsigned char> garbage(mapping.bytes - offset);
+    for (size_t i = 0; i < garbage.size(); ++i) {
+      garbage[i] = (i / 4) % 2 == 0 ? 0xFF : 0x7E;  // float32 NaN, then about 8e37
+    }
+    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(static_cast<char*>(mapping.device_dst) + offset,
+                                         garbage.data(), garbage.size(), cudaMemcpyHostToDevice,
+                                         stream));
+    CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));  // `garbage` is pageable and local
+  }
+  RETURN_IF_ERROR(set.Launch({slot, batch, rows, LaunchMode::kGraph}, input_pointers));
+  RETURN_IF_ERROR(wait());
+  if (!SameBytes(CollectOutputs(set, graph, slot, rows), first)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the outputs of ", rows, " real rows changed when only the padding rows of batch ",
+        batch, " changed: the model mixes rows of the batch, so requests cannot be padded"));
+  }
+  std::vector<HostTensor> eager_rows;
+  for (size_t i = 0; i < eager.size(); ++i) {
+    Dims dims = eager[i].dims();
+    dims[0] = rows;
+    HostTensor& out = eager_rows.emplace_back(eager[i].dtype(), dims);
+    std::memcpy(out.raw(), eager[i].raw(), out.bytes());
+  }
+  ASSIGN_OR_RETURN(const double padded_error,
+                   CompareOutputs(first, eager_rows, graph, tolerance,
+                                  "padded replay against the eager run"));
+  *rel_err = std::max(*rel_err, padded_error);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<GraphSet>> GraphSet::Create(const Model& model,
+                                                          const GraphSetOptions& options) {
+  const Clock::time_point start = Clock::now();
+  RETURN_IF_ERROR(ValidateOptions(options));
+  CudaDeviceGuard device_guard(options.executor.device);
+  RETURN_IF_ERROR(device_guard.status());
+
+  auto set = std::unique_ptr<GraphSet>(new GraphSet());
+  set->batch_sizes_ = options.batch_sizes;
+  std::sort(set->batch_sizes_.begin(), set->batch_sizes_.end());
+
+  // Bind once per size; slots share the bound graphs (constants by pointer).
+  std::vector<BoundGraph> bound;
+  for (int64_t size : set->batch_sizes_) {
+    BindOptions bind_options;
+    bind_options.batch_size = size;
+    absl::StatusOr<BoundGraph> graph = BindModel(model, bind_options);
+    if (!graph.ok()) {
+      return AnnotateStatus(graph.status(), absl::StrCat("binding for batch ", size));
+    }
+    RETURN_IF_ERROR(CheckBatchLeading(*graph));
+    bound.push_back(*std::move(graph));
+  }
+  const BoundGraph& largest = bound.back();
+  for (ValueId id : largest.inputs) {
+    set->input_names_.push_back(largest.value(id).name);
+    set->input_bytes_per_row_.push_back(BytesPerRow(largest, id));
+  }
+  for (ValueId id : largest.outputs) {
+    set->output_names_.push_back(largest.value(id).name);
+    set->output_bytes_per_row_.push_back(BytesPerRow(largest, id));
+  }
+
+  ASSIGN_OR_RETURN(set->weights_, WeightStore::Create(options.executor.device));
+  const int total = options.num_streams * static_cast<int>(bound.size());
+  int done = 0;
+  for (int m = 0; m < options.num_streams; ++m) {
+    auto slot = std::make_unique<Slot>();
+    ASSIGN_OR_RETURN(slot->stream, CudaStream::Create());
+    ASSIGN_OR_RETURN(slot->done, CudaEvent::Create());
+    ASSIGN_OR_RETURN(slot->arena, StreamArena::Create(options.executor.device));
+    ASSIGN_OR_RETURN(slot->io, IoBuffers::Create(options.executor.device));
+    ASSIGN_OR_RETURN(slot->gemm_workspace, StreamArena::Create(options.executor.device));
+    slot->graphs.resize(bound.size());
+    // Plan every size before capturing any: planning reserves the shared
+    // arena and I/O buffers, and nothing may move once a graph holds their
+    // addresses. Largest first, so the first reservation is the final one.
+    for (int n = static_cast<int>(bound.size()) - 1; n >= 0; --n) {
+      ExecutionResources resources{set->weights_, slot->arena, slot->io, slot->gemm_workspace};
+      absl::StatusOr<std::unique_ptr<CudaExecutor>> executor =
+          CudaExecutor::Create(bound[n], options.executor, resources);
+      if (!executor.ok()) {
+        return AnnotateStatus(executor.status(),
+                              absl::StrCat("planning ", Label(m, set->batch_sizes_[n])));
+      }
+      slot->graphs[n].executor = *std::move(executor);
+      slot->graphs[n].info.batch_size = set->batch_sizes_[n];
+    }
+    set->slots_.push_back(std::move(slot));
+    Slot& s = *set->slots_.back();
+
+    for (int n = static_cast<int>(bound.size()) - 1; n >= 0; --n) {
+      Graph& graph = s.graphs[n];
+      const std::string label = Label(m, graph.info.batch_size);
+      const Clock::time_point capture_start = Clock::now();
+      const CudaExecutor& executor = *graph.executor;
+      ASSIGN_OR_RETURN(CudaGraph captured,
+                       CaptureWorkload(s.stream.get(), label,
+                                       [&](cudaStream_t stream) { return executor.Enqueue(stream); }));
+      absl::StatusOr<TransferPlan> transfers =
+          PostProcessMemcpyNodes(captured.get(), RegistryFor(bound[n], *s.io));
+      if (!transfers.ok()) return AnnotateStatus(transfers.status(), label);
+      RETURN_IF_ERROR(
+          AnnotateStatus(CheckMappingsCoverInterface(bound[n], *s.io, *transfers), label));
+      graph.info.transfers = *std::move(transfers);
+      ASSIGN_OR_RETURN(graph.info.nodes, GraphNodeCount(captured.get()));
+
+      ASSIGN_OR_RETURN(const size_t free_before, FreeDeviceBytes());
+      cudaGraphExec_t exec = nullptr;
+      RETURN_IF_ERROR(AnnotateStatus(
+          CudaErrorToStatus(cudaGraphInstantiate(&exec, captured.get(), 0), "cudaGraphInstantiate"),
+          label));
+      graph.exec = CudaGraphExec(exec);
+      RETURN_IF_ERROR(AnnotateStatus(
+          CudaErrorToStatus(cudaGraphUpload(exec, s.stream.get()), "cudaGraphUpload"), label));
+      RETURN_IF_ERROR(AnnotateStatus(
+          CudaErrorToStatus(cudaStreamSynchronize(s.stream.get()), "cudaStreamSynchronize"),
+          label));
+      ASSIGN_OR_RETURN(const size_t free_after, FreeDeviceBytes());
+      if (free_before > free_after) s.graph_exec_bytes += free_before - free_after;
+      graph.info.capture_ms = MillisecondsSince(capture_start);
+
+      if (options.check_replays) {
+        const Clock::time_point check_start = Clock::now();
+        RETURN_IF_ERROR(AnnotateStatus(
+            CheckGraph(*set, m, bound[n], graph.info.transfers,
+                       options.seed + static_cast<uint64_t>(graph.info.batch_size),
+                       options.tolerance, &graph.info.check_rel_err),
+            absl::StrCat("check of ", label)));
+        graph.info.check_ms = MillisecondsSince(check_start);
+      }
+      ++done;
+      if (options.on_progress) {
+        options.on_progress({m, graph.info.batch_size, done, total, graph.info.capture_ms,
+                             graph.info.check_ms});
+      }
+    }
+  }
+  set->total_setup_ms_ = MillisecondsSince(start);
+  return set;
+}
+
+const GraphSet::Graph& GraphSet::FindGraph(int slot, int64_t batch_size) const {
+  const auto it = std::lower_bound(batch_sizes_.begin(), batch_sizes_.end(), batch_size);
+  return slots_[slot]->graphs[it - batch_sizes_.begin()];
+}
+
+absl::Status GraphSet::Launch(const LaunchChunk& chunk,
+                              absl::Span<const void* const> inputs) const {
+  if (chunk.slot < 0 || chunk.slot >= num_slots()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("slot ", chunk.slot, " does not exist; the set has ", num_slots()));
+  }
+  if (!std::binary_search(batch_sizes_.begin(), batch_sizes_.end(), chunk.batch_size)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("batch size ", chunk.batch_size, " was not captured"));
+  }
+  if (chunk.rows < 1 || chunk.rows > chunk.batch_size) {
+    return absl::InvalidArgumentError(absl::StrCat("a chunk of ", chunk.rows,
+                                                   " rows does not fit batch size ",
+                                                   chunk.batch_size));
+  }
+  if (inputs.size() != input_names_.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("got ", inputs.size(), " inputs; the model has ",
+                                                   input_names_.size()));
+  }
+  const Slot& slot = *slots_[chunk.slot];
+  const Graph& graph = FindGraph(chunk.slot, chunk.batch_size);
+  cudaStream_t stream = slot.stream.get();
+  const auto rows = static_cast<size_t>(chunk.rows);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    std::memcpy(slot.io->host(input_names_[i]), inputs[i], rows * input_bytes_per_row_[i]);
+  }
+  if (chunk.mode == LaunchMode::kEager) {
+    // All B rows go through; the staging rows past `rows` are padding.
+    RETURN_IF_ERROR(graph.executor->Enqueue(stream));
+  } else {
+    for (const InputMapping& mapping : graph.info.transfers.inputs) {
+      CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(mapping.device_dst, mapping.host_src,
+                                           rows * mapping.bytes_per_row, cudaMemcpyHostToDevice,
+                                           stream));
+    }
+    CUDA_RETURN_IF_ERROR(cudaGraphLaunch(graph.exec.get(), stream));
+    for (const OutputMapping& mapping : graph.info.transfers.outputs) {
+      CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(mapping.host_dst, mapping.device_src,
+                                           rows * mapping.bytes_per_row, cudaMemcpyDeviceToHost,
+                                           stream));
+    }
+  }
+  CUDA_RETURN_IF_ERROR(cudaEventRecord(slot.done.get(), stream));
+  return absl::OkStatus();
+}
+
+cudaStream_t GraphSet::stream(int slot) const { return slots_[slot]->stream.get(); }
+cudaEvent_t GraphSet::done_event(int slot) const { return slots_[slot]->done.get(); }
+const void* GraphSet::output_rows(int slot, size_t output) const {
+  return slots_[slot]->io->host(output_names_[output]);
+}
+
+size_t GraphSet::num_inputs() const { return input_names_.size(); }
+size_t GraphSet::num_outputs() const { return output_names_.size(); }
+const std::string& GraphSet::input_name(size_t input) const { return input_names_[input]; }
+const std::string& GraphSet::output_name(size_t output) const { return output_names_[output]; }
+size_t GraphSet::input_bytes_per_row(size_t input) const { return input_bytes_per_row_[input]; }
+size_t GraphSet::output_bytes_per_row(size_t output) const {
+  return output_bytes_per_row_[output];
+}
+
+int GraphSet::num_slots() const { return static_cast<int>(slots_.size()); }
+const std::vector<int64_t>& GraphSet::batch_sizes() const { return batch_sizes_; }
+
+int64_t GraphSet::SmallestCapturedSizeFor(int64_t rows) const {
+  const auto it = std::lower_bound(batch_sizes_.begin(), batch_sizes_.end(), rows);
+  return it == batch_sizes_.end() ? 0 : *it;
+}
+
+const CapturedGraphInfo& GraphSet::graph_info(int slot, int64_t batch_size) const {
+  return FindGraph(slot, batch_size).info;
+}
+
+SlotMemory GraphSet::slot_memory(int slot) const {
+  const Slot& s = *slots_[slot];
+  SlotMemory memory;
+  memory.arena = s.arena->bytes();
+  for (const Graph& graph : s.graphs) memory.arena_unshared += graph.executor->arena_bytes();
+  memory.io_device = s.io->device_bytes();
+  memory.staging_pinned = s.io->pinned_bytes();
+  memory.gemm_workspace = s.gemm_workspace->bytes();
+  memory.graph_execs = s.graph_exec_bytes;
+  return memory;
+}
+
+size_t GraphSet::weight_bytes() const { return weights_->bytes(); }
+double GraphSet::total_setup_ms() const { return total_setup_ms_; }
+
+GraphSet::~GraphSet() {
+  // Graph execs and plans point into the slots' buffers: wait for any launch
+  // still running before anything is freed.
+  for (const auto& slot : slots_) cudaStreamSynchronize(slot->stream.get());
+}
+
+}  // namespace graphserve

@@ -1,0 +1,168 @@
+#pragma once
+// The M x N CUDA graphs of one model: for each of M stream slots, one graph
+// per captured batch size, every one checked against an eager run before the
+// set is returned. The heart of GraphServe: the server launches a request
+// chunk as one replay on a free slot.
+//
+// Loading (Create), for each slot m, for each size B, largest first:
+//   bind and plan the model for B in the slot's shared arena, I/O buffers and
+//   GEMM workspace (largest first, so nothing grows after the first capture
+//   and the addresses every graph holds stay valid); warm up, capture the
+//   eager run (capture/stream_capture.h); post-process its memcpy nodes into
+//   input/output mappings (Note [Memcpy node post-processing]); instantiate,
+//   upload; replay once on fresh random input and compare with the eager run;
+//   replay part-filled batches with two different paddings and require
+//   identical real rows.
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "capture/transfer_mappings.h"
+#include "common/cuda_handles.h"
+#include "runtime/cuda/cuda_executor.h"
+#include "runtime/ir.h"
+#include "tensor_holder/io_buffers.h"
+#include "tensor_holder/stream_arena.h"
+#include "tensor_holder/weight_store.h"
+
+namespace graphserve {
+
+// Reported after each graph is accepted, for progress output.
+struct CaptureProgress {
+  int slot = 0;
+  int64_t batch_size = 0;
+  int graphs_done = 0;   // including this one
+  int graphs_total = 0;  // M x N
+  double capture_ms = 0;  // this graph: capture + post-processing + instantiate + upload
+  double check_ms = 0;    // this graph: the replay checks
+};
+
+struct GraphSetOptions {
+  // M: stream slots, each able to run one chunk at a time.
+  int num_streams = 1;
+  // N: captured batch sizes (any order, no duplicates, each >= 1).
+  std::vector<int64_t> batch_sizes = {1};
+  // Device, TF32 and fusion settings of every plan.
+  CudaExecutorOptions executor;
+  // Check every graph: one replay against the eager run on fresh random input
+  // (relative error at most `tolerance`), and padding independence.
+  bool check_replays = true;
+  // Largest accepted ||replay - eager|| / ||eager||. Both run the same
+  // kernels, so anything above float32 rounding means a broken capture.
+  double tolerance = 1e-6;
+  // Seed of the random check inputs.
+  uint64_t seed = 20261121;
+  // Called after each accepted graph; may be empty.
+  std::function<void(const CaptureProgress&)> on_progress;
+};
+
+// Device and host memory of one slot, in bytes.
+struct SlotMemory {
+  size_t arena = 0;               // shared by the slot's N graphs
+  size_t arena_unshared = 0;      // what N private arenas would take: sum of arena(B)
+  size_t io_device = 0;           // device input/output buffers
+  size_t staging_pinned = 0;      // pinned host staging
+  size_t gemm_workspace = 0;      // cuBLASLt workspace
+  size_t graph_execs = 0;         // device memory the driver took for the N graph execs
+};
+
+// One accepted graph.
+struct CapturedGraphInfo {
+  int64_t batch_size = 0;
+  size_t nodes = 0;               // after post-processing
+  TransferPlan transfers;         // the mappings the replay issues
+  double capture_ms = 0;
+  double check_ms = 0;
+  double check_rel_err = 0;       // replay vs eager, on the check's input
+};
+
+// Which run a Launch issues.
+enum class LaunchMode {
+  kGraph,  // the captured graph, with the real rows copied by its mappings
+  kEager,  // the same plan launched op by op, all B rows copied (graphs off)
+};
+
+// One chunk of a request: `rows` real rows run through the plan for
+// `batch_size` (a captured size >= rows) on slot `slot`.
+struct LaunchChunk {
+  int slot = 0;
+  int64_t batch_size = 0;
+  int64_t rows = 0;
+  LaunchMode mode = LaunchMode::kGraph;
+};
+
+class GraphSet {
+ public:
+  // Captures and checks all M x N graphs; see the file comment. Errors name
+  // the slot, the batch size and what failed: binding (unsupported model or
+  // shape), ResourceExhausted with the bytes needed when the device is full,
+  // a capture or post-processing rejection, a failed check.
+  static absl::StatusOr<std::unique_ptr<GraphSet>> Create(const Model& model,
+                                                          const GraphSetOptions& options);
+
+  // Enqueues `chunk` on its slot's stream: copies `rows` rows of each graph
+  // input from `inputs[i]` (host memory of any kind, rows x bytes_per_row
+  // bytes, in graph input order) into the slot's pinned staging and on to
+  // the device, launches the plan, copies the real output rows back into
+  // the slot's output staging, and records the slot's done event. Does not
+  // wait for the GPU. The caller owns the slot until done_event() completes
+  // and may then read output_rows(); one chunk per slot at a time.
+  absl::Status Launch(const LaunchChunk& chunk, absl::Span<const void* const> inputs) const;
+
+  // The slot's stream and the event its last Launch recorded.
+  [[nodiscard]] cudaStream_t stream(int slot) const;
+  [[nodiscard]] cudaEvent_t done_event(int slot) const;
+  // Output `output` of the slot's last completed Launch: its real rows,
+  // row-major, bytes_per_row(output) bytes each. Owned by the set.
+  [[nodiscard]] const void* output_rows(int slot, size_t output) const;
+
+  // The model's interface as captured (graph input/output order).
+  [[nodiscard]] size_t num_inputs() const;
+  [[nodiscard]] size_t num_outputs() const;
+  [[nodiscard]] const std::string& input_name(size_t input) const;
+  [[nodiscard]] const std::string& output_name(size_t output) const;
+  [[nodiscard]] size_t input_bytes_per_row(size_t input) const;
+  [[nodiscard]] size_t output_bytes_per_row(size_t output) const;
+
+  [[nodiscard]] int num_slots() const;
+  // Captured sizes, ascending.
+  [[nodiscard]] const std::vector<int64_t>& batch_sizes() const;
+  // The smallest captured size >= rows; 0 when rows exceeds the largest.
+  [[nodiscard]] int64_t SmallestCapturedSizeFor(int64_t rows) const;
+
+  [[nodiscard]] const CapturedGraphInfo& graph_info(int slot, int64_t batch_size) const;
+  [[nodiscard]] SlotMemory slot_memory(int slot) const;
+  // Weights, uploaded once for all slots and sizes.
+  [[nodiscard]] size_t weight_bytes() const;
+  // Wall time of Create, milliseconds.
+  [[nodiscard]] double total_setup_ms() const;
+
+  ~GraphSet();
+
+  // Implementation details follow.
+  struct Slot;
+  struct Graph;
+
+ private:
+  GraphSet() = default;
+  [[nodiscard]] const Graph& FindGraph(int slot, int64_t batch_size) const;
+
+  std::shared_ptr<WeightStore> weights_;
+  std::vector<std::unique_ptr<Slot>> slots_;
+  std::vector<int64_t> batch_sizes_;
+  std::vector<std::string> input_names_;
+  std::vector<std::string> output_names_;
+  std::vector<size_t> input_bytes_per_row_;
+  std::vector<size_t> output_bytes_per_row_;
+  double total_setup_ms_ = 0;
+};
+
+}  // namespace graphserve
