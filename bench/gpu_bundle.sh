@@ -17,10 +17,14 @@ TEST_TARGETS=(
   //runtime/cuda:op_kernels_test
   //runtime/cuda:gemm_test
   //runtime/cuda:cuda_executor_test
+  //capture:stream_capture_test
+  //capture:graph_set_test
 )
 TOOL_TARGETS=(
   //tests:onnx_conformance
   //bench:runtime_bench
+  //bench:launch_overhead
+  //capture:graphserve-capture
   //examples:make_example_models
   //examples:run_example_models
 )

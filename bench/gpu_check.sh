@@ -38,7 +38,27 @@ done
 run conformance_cuda "$bin/onnx_conformance" --executor=cuda --data "$work/testdata/node"
 run conformance_host "$bin/onnx_conformance" --executor=host --data "$work/testdata/node"
 run examples "$bin/run_example_models"
+run launch_overhead "$bin/launch_overhead" --json "$OUT/launch_overhead.json"
 run runtime_bench env PYTHONUNBUFFERED=1 python3 bench/run_runtime_bench.py --bin "$bin/runtime_bench" --out "$OUT"
+
+# graphserve-capture prepare on the models the runtime benchmark exported:
+# the MLP at 8 sizes x 4 streams (capture-time target), dlrm_dense with sizes
+# chosen from a request history, the encoder at 4 sizes x 2 streams. The
+# repository entries (without the model copies) land in $OUT/prepare/.
+repo="$work/repo"
+run prepare_mlp "$bin/graphserve-capture" prepare --model "$OUT/models/mlp.onnx" \
+  --out "$repo/mlp" --streams 4 --batch-sizes 1,2,4,8,16,32,64,128 --max-batch-size 256
+run prepare_dlrm_dense "$bin/graphserve-capture" prepare --model "$OUT/models/dlrm_dense.onnx" \
+  --out "$repo/dlrm_dense" --streams 2 --history bench/histories/recsys_requests.txt \
+  --num-sizes 6 --max-batch-size 256
+run prepare_encoder "$bin/graphserve-capture" prepare --model "$OUT/models/encoder.onnx" \
+  --out "$repo/encoder" --streams 2 --batch-sizes 1,4,16,64
+mkdir -p "$OUT/prepare"
+for dir in "$repo"/*/; do
+  name=$(basename "$dir")
+  mkdir -p "$OUT/prepare/$name"
+  cp "$dir/config.pbtxt" "$dir/capture_report.txt" "$OUT/prepare/$name/" 2>/dev/null
+done
 
 echo "gpu_check: $failures step(s) failed" | tee -a "$log"
 exit $((failures > 0))

@@ -29,7 +29,7 @@ int main(int argc, char** argv) {
   int64_t device = options.device;
   graphserve::CommandLine command_line(
       "runtime_bench --model FILE [--batch-sizes 1,2,...] [--inputs DIR] [--outputs DIR] "
-      "[--json FILE]");
+      "[--graph-outputs DIR] [--json FILE]");
   command_line.AddString("model", &options.model_path, "ONNX model file (required).");
   command_line.AddString("batch-sizes", &batch_sizes, "Comma-separated batch sizes, run in order.");
   command_line.AddString("inputs", &options.inputs_dir,
@@ -37,6 +37,8 @@ int main(int argc, char** argv) {
                          "inputs are drawn at random (timing only).");
   command_line.AddString("outputs", &options.outputs_dir,
                          "Directory for the outputs of the first run: DIR/<B>/<output name>.npy.");
+  command_line.AddString("graph-outputs", &options.graph_outputs_dir,
+                         "Directory for the outputs of the graph replay: DIR/<B>/<output name>.npy.");
   command_line.AddInt("warmup", &options.warmup, "Untimed runs before each timing loop.");
   command_line.AddInt("iters", &options.iters, "Timed runs per loop; the median is reported.");
   command_line.AddString("json", &json_path, "Write the records to this JSON file.");

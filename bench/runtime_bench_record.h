@@ -28,6 +28,22 @@ struct RuntimeBenchRecord {
   // run after the timing loops, on the same inputs: 0 unless a run is
   // nondeterministic (a race; see .library/device/METHOD.md).
   double rerun_max_abs_diff = 0;
+
+  // The same plan captured into a CUDA graph (capture/graph_set.h, one slot,
+  // this size only). Medians in microseconds, CUDA events, runs back to back:
+  // a bare cudaGraphLaunch on inputs already on the device (what PyTorch's
+  // CUDAGraph.replay() does), and the full replay API (rows into staging, H2D
+  // by the input mappings, launch, D2H by the output mappings).
+  double graph_compute_us = 0;
+  double graph_full_us = 0;
+  double graph_min_us = 0;
+  double graph_max_us = 0;
+  // ||graph - eager|| / ||eager|| over the outputs on the benchmark input.
+  double graph_rel_err_vs_eager = 0;
+  // GraphSet::Create wall time: bind, plan, capture, post-process,
+  // instantiate, upload and check.
+  double capture_ms = 0;
+  size_t graph_nodes = 0;
 };
 
 // A JSON array of objects, one per record, keys as the field names.

@@ -1,7 +1,8 @@
 #pragma once
 // The runtime benchmark: one ONNX model planned by the CUDA executor at each
-// of several batch sizes, checked on inputs the PyTorch side wrote and timed
-// as an eager (uncaptured) run. bench/run_runtime_bench.py drives it.
+// of several batch sizes, checked on inputs the PyTorch side wrote, timed as
+// an eager (uncaptured) run and as a captured CUDA graph replay.
+// bench/run_runtime_bench.py drives it.
 
 #include <cstdint>
 #include <functional>
@@ -25,6 +26,9 @@ struct RuntimeBenchOptions {
   // Outputs of the first run go to <outputs_dir>/<B>/<output name>.npy.
   // Empty: not written.
   std::string outputs_dir;
+  // Outputs of the graph replay go to <graph_outputs_dir>/<B>/<output>.npy.
+  // Empty: not written.
+  std::string graph_outputs_dir;
   // Untimed runs before each timing loop.
   int64_t warmup = 20;
   // Timed runs per loop; the record holds their median.

@@ -1,5 +1,7 @@
 #include "capture/capture_command.h"
 
+#include <unistd.h>
+
 #include <cstdint>
 #include <optional>
 #include <utility>
@@ -10,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "bench/command_line.h"
 #include "capture/batch_sizes.h"
+#include "capture/prepare.h"
 
 namespace graphserve {
 namespace {
@@ -121,6 +124,90 @@ int RunSelect(const std::vector<std::string>& args, std::ostream& out, std::ostr
   return kCaptureExitOk;
 }
 
+constexpr char kPrepareUsage[] =
+    "graphserve-capture prepare --model model.onnx --out REPO/MODEL [--streams M]\n"
+    "    (--batch-sizes 1,8,64 | --history FILE --num-sizes N) [--max-batch-size X]\n"
+    "\n"
+    "Captures the model's run at each batch size on each of M streams into CUDA\n"
+    "graphs, checks every graph against an eager run (and that padding rows never\n"
+    "change real rows), measures each size's eager and graph latency, and writes\n"
+    "REPO/MODEL/config.pbtxt, REPO/MODEL/1/model.onnx and REPO/MODEL/capture_report.txt.\n"
+    "The report (latency per size, memory per slot with and without arena sharing,\n"
+    "capture time) is printed too. Needs a CUDA GPU.";
+
+// `args` starts with "prepare".
+int RunPrepare(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  PrepareOptions options;
+  std::string batch_sizes;
+  int64_t streams = options.num_streams;
+  int64_t num_sizes = 0;
+  int64_t device = options.device;
+  CommandLine command_line(kPrepareUsage);
+  command_line.AddString("model", &options.model_path, "ONNX model file (required).");
+  command_line.AddString("out", &options.out_dir,
+                         "Model directory in a repository, REPO/MODEL (required); MODEL names "
+                         "the model.");
+  command_line.AddInt("streams", &streams, "Stream slots M, each with its own graphs, >= 1.");
+  command_line.AddString("batch-sizes", &batch_sizes, "Comma-separated batch sizes to capture.");
+  command_line.AddString("history", &options.history_path,
+                         "Batch-size history to choose the sizes from (see `select --help`).");
+  command_line.AddInt("num-sizes", &num_sizes, "How many sizes to choose from --history.");
+  command_line.AddInt("max-batch-size", &options.max_batch_size,
+                      "Largest request the server accepts (split above the largest captured "
+                      "size); with --history also the largest size chosen. 0: the largest "
+                      "captured size.");
+  command_line.AddInt("device", &device, "CUDA device ordinal.");
+  command_line.AddBool("allow-tf32", &options.allow_tf32,
+                       "Allow TF32 tensor-core GEMMs (faster, relative error near 3e-4).");
+  command_line.AddInt("cost-iters", &options.cost_iters,
+                      "Timed launches per size and mode for the cost table, >= 1.");
+
+  std::vector<const char*> argv;
+  argv.reserve(args.size());
+  for (const std::string& arg : args) argv.push_back(arg.c_str());
+  if (absl::Status status = command_line.Parse(static_cast<int>(argv.size()), argv.data());
+      !status.ok()) {
+    return Usage(err, absl::StrCat("prepare: ", status.message()));
+  }
+  if (command_line.help_requested()) {
+    out << command_line.Help() << "\n";
+    return kCaptureExitOk;
+  }
+  if (options.model_path.empty()) return Usage(err, "prepare: --model is required (see --help)");
+  if (options.out_dir.empty()) return Usage(err, "prepare: --out is required (see --help)");
+  if (batch_sizes.empty() == options.history_path.empty()) {
+    return Usage(err, "prepare: give exactly one of --batch-sizes and --history");
+  }
+  if (!options.history_path.empty() && num_sizes < 1) {
+    return Usage(err, "prepare: --history needs --num-sizes >= 1");
+  }
+  if (streams < 1 || streams > 64) {
+    return Usage(err, absl::StrCat("prepare: --streams must be between 1 and 64, got ", streams));
+  }
+  if (options.cost_iters < 1 || options.max_batch_size < 0) {
+    return Usage(err, "prepare: --cost-iters must be >= 1 and --max-batch-size >= 0");
+  }
+  if (!batch_sizes.empty()) {
+    absl::StatusOr<std::vector<int64_t>> sizes = ParseIntList(batch_sizes, 1);
+    if (!sizes.ok()) return Usage(err, absl::StrCat("prepare: --batch-sizes: ", sizes.status().message()));
+    options.batch_sizes = *std::move(sizes);
+  }
+  options.num_streams = static_cast<int>(streams);
+  options.num_sizes = static_cast<int>(num_sizes);
+  options.device = static_cast<int>(device);
+  options.interactive_progress = isatty(STDERR_FILENO) != 0;
+
+  absl::StatusOr<PrepareReport> report = Prepare(options, err);
+  if (!report.ok()) {
+    err << kProgram << ": prepare: " << report.status() << "\n";
+    return kCaptureExitFailure;
+  }
+  out << FormatPrepareReport(*report);
+  out << "wrote " << options.out_dir << "/config.pbtxt, " << options.out_dir
+      << "/1/model.onnx and " << options.out_dir << "/capture_report.txt\n";
+  return kCaptureExitOk;
+}
+
 }  // namespace
 
 std::string CaptureUsage() {
@@ -130,9 +217,10 @@ std::string CaptureUsage() {
          "  select   Choose the typical batch sizes to capture from a history of request\n"
          "           batch sizes: graphserve-capture select --history FILE --num-sizes N\n"
          "           [--max-batch-size X] [--json]. See `graphserve-capture select --help`.\n"
-         "\n"
-         "Not built yet: `prepare` (capturing a model's CUDA graphs on the GPU at the\n"
-         "chosen sizes).\n"
+         "  prepare  Capture a model's CUDA graphs on the GPU and write its repository entry:\n"
+         "           graphserve-capture prepare --model model.onnx --out REPO/MODEL\n"
+         "           [--streams M] (--batch-sizes 1,8,64 | --history FILE --num-sizes N).\n"
+         "           See `graphserve-capture prepare --help`.\n"
          "\n"
          "Exit codes: 0 success, 1 failure (e.g. a bad history file), 2 usage error.\n";
 }
@@ -149,9 +237,7 @@ int RunCaptureCommand(const std::vector<std::string>& args, std::ostream& out,
     return kCaptureExitOk;
   }
   if (command == "select") return RunSelect(args, out, err);
-  if (command == "prepare") {
-    return Usage(err, "`prepare` (GPU capture of a model) is not built yet; only `select` is");
-  }
+  if (command == "prepare") return RunPrepare(args, out, err);
   return Usage(err, absl::StrCat("unknown command '", command, "' (see --help)"));
 }
 

@@ -1,8 +1,8 @@
 #pragma once
 // graphserve-capture's command line, kept out of main() so that tests can run
 // it. Subcommands: `select` (choose the typical batch sizes to capture from a
-// history of request batch sizes). `prepare` (capturing a model's CUDA graphs
-// on the GPU) is not built yet.
+// history of request batch sizes) and `prepare` (capture a model's CUDA
+// graphs on the GPU and write its model repository entry).
 
 #include <ostream>
 #include <string>
@@ -12,7 +12,7 @@ namespace graphserve {
 
 // Exit codes of RunCaptureCommand.
 inline constexpr int kCaptureExitOk = 0;
-inline constexpr int kCaptureExitFailure = 1;  // e.g. an unreadable or malformed history
+inline constexpr int kCaptureExitFailure = 1;  // e.g. a malformed history, no GPU, a failed capture
 inline constexpr int kCaptureExitUsage = 2;    // bad subcommand, flag or flag value
 
 // The top-level usage text (`graphserve-capture --help`).

@@ -8,6 +8,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/cuda_handles.h"
 #include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
 
@@ -63,13 +64,17 @@ TEST_F(CaptureCommandTest, SelectPrintsText) {
   EXPECT_TRUE(absl::StrContains(r.out, "102 requests")) << r.out;
 }
 
-TEST_F(CaptureCommandTest, HelpListsOnlySelectAndSaysPrepareIsNotBuilt) {
+TEST_F(CaptureCommandTest, HelpListsSelectAndPrepare) {
   for (const char* flag : {"--help", "-h"}) {
     const Result r = RunCapture({flag});
     EXPECT_EQ(r.code, 0);
     EXPECT_TRUE(absl::StrContains(r.out, "select")) << r.out;
-    EXPECT_TRUE(absl::StrContains(r.out, "Not built yet: `prepare`")) << r.out;
+    EXPECT_TRUE(absl::StrContains(r.out, "prepare  Capture")) << r.out;
   }
+  const Result prepare_help = RunCapture({"prepare", "--help"});
+  EXPECT_EQ(prepare_help.code, 0);
+  EXPECT_TRUE(absl::StrContains(prepare_help.out, "--streams")) << prepare_help.out;
+  EXPECT_TRUE(absl::StrContains(prepare_help.out, "config.pbtxt")) << prepare_help.out;
   const Result select_help = RunCapture({"select", "--help"});
   EXPECT_EQ(select_help.code, 0);
   EXPECT_TRUE(absl::StrContains(select_help.out, "--max-batch-size")) << select_help.out;
@@ -79,6 +84,13 @@ TEST_F(CaptureCommandTest, UsageErrorsExitTwo) {
   const std::vector<std::vector<std::string>> cases = {
       {},
       {"prepare", "--model", "m.onnx"},
+      {"prepare", "--model", "m.onnx", "--out", "repo/m"},
+      {"prepare", "--model", "m.onnx", "--out", "repo/m", "--batch-sizes", "1,8", "--history",
+       path_},
+      {"prepare", "--model", "m.onnx", "--out", "repo/m", "--history", path_},
+      {"prepare", "--model", "m.onnx", "--out", "repo/m", "--batch-sizes", "1,0"},
+      {"prepare", "--model", "m.onnx", "--out", "repo/m", "--batch-sizes", "8", "--streams",
+       "0"},
       {"frobnicate"},
       {"select", "--num-sizes", "2"},
       {"select", "--history", path_},
@@ -94,7 +106,15 @@ TEST_F(CaptureCommandTest, UsageErrorsExitTwo) {
     EXPECT_FALSE(r.err.empty()) << absl::StrJoin(args, " ");
     EXPECT_EQ(r.out, "") << absl::StrJoin(args, " ");
   }
-  EXPECT_TRUE(absl::StrContains(RunCapture({"prepare"}).err, "not built yet"));
+  EXPECT_TRUE(absl::StrContains(RunCapture({"prepare"}).err, "--model is required"));
+}
+
+TEST_F(CaptureCommandTest, PrepareWithoutAGpuExitsOneSayingSo) {
+  if (CudaDeviceCount() > 0) GTEST_SKIP() << "a GPU is visible; the GPU check covers prepare";
+  const Result r = RunCapture(
+      {"prepare", "--model", "m.onnx", "--out", "repo/m", "--batch-sizes", "1,8"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(absl::StrContains(r.err, "needs a CUDA GPU")) << r.err;
 }
 
 TEST_F(CaptureCommandTest, BadHistoryExitsOneNamingFileAndLine) {

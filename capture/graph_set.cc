@@ -491,6 +491,10 @@ const CapturedGraphInfo& GraphSet::graph_info(int slot, int64_t batch_size) cons
   return FindGraph(slot, batch_size).info;
 }
 
+cudaGraphExec_t GraphSet::graph_exec(int slot, int64_t batch_size) const {
+  return FindGraph(slot, batch_size).exec.get();
+}
+
 SlotMemory GraphSet::slot_memory(int slot) const {
   const Slot& s = *slots_[slot];
   SlotMemory memory;

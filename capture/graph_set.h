@@ -139,6 +139,9 @@ class GraphSet {
   [[nodiscard]] int64_t SmallestCapturedSizeFor(int64_t rows) const;
 
   [[nodiscard]] const CapturedGraphInfo& graph_info(int slot, int64_t batch_size) const;
+  // The executable graph alone, without the mapped copies: for benchmarks
+  // that time a bare replay on inputs already on the device.
+  [[nodiscard]] cudaGraphExec_t graph_exec(int slot, int64_t batch_size) const;
   [[nodiscard]] SlotMemory slot_memory(int slot) const;
   // Weights, uploaded once for all slots and sizes.
   [[nodiscard]] size_t weight_bytes() const;

@@ -1,0 +1,228 @@
+// GPU tests of the graph set: capture of real models on several slots and
+// sizes, replays against the host reference executor, padding independence,
+// rejection of a model that mixes rows. They skip without a GPU.
+#include "capture/graph_set.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "common/cuda_handles.h"
+#include "examples/example_models.h"
+#include "runtime/bind.h"
+#include "runtime/host/host_executor.h"
+#include "runtime/onnx_import.h"
+
+namespace graphserve {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr double kTolerance = 1e-5;  // float32 GPU against the float64-accumulating host
+
+Model Import(const onnx::ModelProto& proto, const std::string& name) {
+  absl::StatusOr<Model> model = ImportOnnxBytes(proto.SerializeAsString(), name);
+  EXPECT_TRUE(model.ok()) << model.status();
+  return *std::move(model);
+}
+
+// The host reference on `rows` rows.
+std::vector<HostTensor> Reference(const Model& model, const std::vector<HostTensor>& inputs,
+                                  int64_t rows) {
+  BindOptions options;
+  options.batch_size = rows;
+  std::unique_ptr<HostExecutor> host = *HostExecutor::Create(*BindModel(model, options));
+  return *host->Run(inputs);
+}
+
+// Runs `rows` rows through `set` on `slot` at captured size `batch` and
+// returns the outputs, shaped like `reference`.
+std::vector<HostTensor> Launch(const GraphSet& set, const LaunchChunk& chunk,
+                               const std::vector<HostTensor>& inputs,
+                               const std::vector<HostTensor>& reference) {
+  std::vector<const void*> pointers;
+  for (const HostTensor& input : inputs) pointers.push_back(input.raw());
+  const absl::Status status = set.Launch(chunk, pointers);
+  EXPECT_TRUE(status.ok()) << status;
+  EXPECT_EQ(cudaEventSynchronize(set.done_event(chunk.slot)), cudaSuccess);
+  std::vector<HostTensor> outputs;
+  for (size_t i = 0; i < reference.size(); ++i) {
+    HostTensor& out = outputs.emplace_back(reference[i].dtype(), reference[i].dims());
+    std::memcpy(out.raw(), set.output_rows(chunk.slot, i), out.bytes());
+  }
+  return outputs;
+}
+
+std::vector<HostTensor> RandomRows(const Model& model, int64_t rows, uint64_t seed) {
+  std::vector<HostTensor> inputs;
+  for (const auto& input : model.inputs) {
+    Dims dims = input.dims;
+    dims[0] = rows;
+    inputs.push_back(RandomTensor(input.dtype, dims, seed++));
+  }
+  return inputs;
+}
+
+struct ModelCase {
+  const char* name;
+  onnx::ModelProto (*make)(uint64_t);
+};
+
+class GraphSetModelTest : public ::testing::TestWithParam<ModelCase> {
+ protected:
+  void SetUp() override {
+    if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  }
+};
+
+TEST_P(GraphSetModelTest, EveryReplayMatchesTheHostReference) {
+  const Model model = Import(GetParam().make(kExampleModelSeed), GetParam().name);
+  GraphSetOptions options;
+  options.num_streams = 2;
+  options.batch_sizes = {8, 1, 3};  // any order; captured largest first
+  std::vector<CaptureProgress> progress;
+  options.on_progress = [&](const CaptureProgress& p) { progress.push_back(p); };
+  absl::StatusOr<std::unique_ptr<GraphSet>> set = GraphSet::Create(model, options);
+  ASSERT_TRUE(set.ok()) << set.status();
+  const GraphSet& graphs = **set;
+  EXPECT_EQ(graphs.batch_sizes(), (std::vector<int64_t>{1, 3, 8}));
+  ASSERT_EQ(progress.size(), 6u);
+  EXPECT_EQ(progress[0].batch_size, 8);  // largest first
+  EXPECT_EQ(progress.back().graphs_done, 6);
+
+  // Every (slot, size, rows) against the host executor on exactly those rows.
+  for (int slot = 0; slot < 2; ++slot) {
+    for (int64_t batch : graphs.batch_sizes()) {
+      const CapturedGraphInfo& info = graphs.graph_info(slot, batch);
+      EXPECT_EQ(info.transfers.inputs.size(), model.inputs.size());
+      EXPECT_EQ(info.transfers.outputs.size(), model.outputs.size());
+      EXPECT_LE(info.check_rel_err, options.tolerance);
+      for (int64_t rows : {int64_t{1}, batch}) {
+        const std::vector<HostTensor> inputs = RandomRows(model, rows, 100 * batch + rows);
+        const std::vector<HostTensor> want = Reference(model, inputs, rows);
+        for (LaunchMode mode : {LaunchMode::kGraph, LaunchMode::kEager}) {
+          const std::vector<HostTensor> got =
+              Launch(graphs, {slot, batch, rows, mode}, inputs, want);
+          for (size_t i = 0; i < want.size(); ++i) {
+            EXPECT_LT(RelativeError(got[i], want[i]), kTolerance)
+                << "slot " << slot << " batch " << batch << " rows " << rows << " output " << i
+                << (mode == LaunchMode::kGraph ? " graph" : " eager");
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_P(GraphSetModelTest, RealRowsDoNotDependOnThePadding) {
+  const Model model = Import(GetParam().make(kExampleModelSeed), GetParam().name);
+  GraphSetOptions options;
+  options.batch_sizes = {16};
+  std::unique_ptr<GraphSet> set = *GraphSet::Create(model, options);
+  constexpr int64_t kRows = 5;  // 11 padding rows
+  const std::vector<HostTensor> real = RandomRows(model, kRows, 1);
+  const std::vector<HostTensor> want = Reference(model, real, kRows);
+  // Fill all 16 rows with one input, then with another, each followed by the
+  // same 5 real rows: the padding differs, the real outputs must not.
+  std::vector<std::vector<HostTensor>> results;
+  for (uint64_t seed : {2, 3}) {
+    const std::vector<HostTensor> full = RandomRows(model, 16, seed);
+    Launch(*set, {0, 16, 16, LaunchMode::kGraph}, full, Reference(model, full, 16));
+    results.push_back(Launch(*set, {0, 16, kRows, LaunchMode::kGraph}, real, want));
+  }
+  for (size_t i = 0; i < want.size(); ++i) {
+    ASSERT_EQ(results[0][i].bytes(), results[1][i].bytes());
+    EXPECT_EQ(std::memcmp(results[0][i].raw(), results[1][i].raw(), results[0][i].bytes()), 0);
+    EXPECT_LT(RelativeError(results[0][i], want[i]), kTolerance);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(ExampleModels, GraphSetModelTest,
+                         ::testing::Values(ModelCase{"mlp", &MakeMlpModel},
+                                           ModelCase{"dlrm_dense", &MakeDlrmDenseModel}),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+class GraphSetTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  }
+};
+
+TEST_F(GraphSetTest, SlotsShareOneArenaAcrossSizes) {
+  const Model model = Import(MakeMlpModel(kExampleModelSeed), "mlp");
+  GraphSetOptions options;
+  options.num_streams = 2;
+  options.batch_sizes = {1, 2, 4, 8, 16, 32, 64, 128};
+  std::unique_ptr<GraphSet> set = *GraphSet::Create(model, options);
+  for (int slot = 0; slot < 2; ++slot) {
+    const SlotMemory memory = set->slot_memory(slot);
+    EXPECT_GT(memory.arena, 0u);
+    // One arena for the largest plan, instead of one per size.
+    EXPECT_LT(memory.arena, memory.arena_unshared);
+    EXPECT_GT(memory.io_device, 0u);
+    EXPECT_EQ(memory.io_device, memory.staging_pinned);
+  }
+  EXPECT_GT(set->weight_bytes(), 0u);
+  EXPECT_EQ(set->SmallestCapturedSizeFor(5), 8);
+  EXPECT_EQ(set->SmallestCapturedSizeFor(128), 128);
+  EXPECT_EQ(set->SmallestCapturedSizeFor(129), 0);
+}
+
+TEST_F(GraphSetTest, LaunchRejectsBadChunks) {
+  const Model model = Import(MakeMlpModel(kExampleModelSeed), "mlp");
+  GraphSetOptions options;
+  options.batch_sizes = {4};
+  std::unique_ptr<GraphSet> set = *GraphSet::Create(model, options);
+  const std::vector<HostTensor> inputs = RandomRows(model, 4, 1);
+  const std::vector<const void*> pointers = {inputs[0].raw()};
+  EXPECT_EQ(set->Launch({1, 4, 4}, pointers).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(set->Launch({0, 8, 4}, pointers).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(set->Launch({0, 4, 5}, pointers).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(set->Launch({0, 4, 0}, pointers).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(set->Launch({0, 4, 4}, {}).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(set->Launch({0, 4, 4}, pointers).ok());
+}
+
+TEST_F(GraphSetTest, ModelThatMixesRowsIsRejected) {
+  // y = x - mean(x over the batch): every row depends on every other, so
+  // padding changes real rows and the set must refuse to serve it.
+  Model model;
+  model.name = "mixes_rows";
+  model.opset = 17;
+  model.inputs.push_back({"x", DType::kFloat32, {-1, 4}});
+  model.outputs.push_back({"y", DType::kFloat32, {-1, 4}});
+  model.nodes = {
+      {"mean", "ReduceMean", {"x"}, {"m"}, {{"axes", std::vector<int64_t>{0}},
+                                             {"keepdims", int64_t{1}}}},
+      {"center", "Sub", {"x", "m"}, {"y"}, {}},
+  };
+  GraphSetOptions options;
+  options.batch_sizes = {8};
+  absl::StatusOr<std::unique_ptr<GraphSet>> set = GraphSet::Create(model, options);
+  ASSERT_FALSE(set.ok());
+  EXPECT_EQ(set.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(set.status().message()), HasSubstr("mixes rows"));
+  EXPECT_THAT(std::string(set.status().message()), HasSubstr("slot 0, batch 8"));
+}
+
+TEST_F(GraphSetTest, OptionsAreValidated) {
+  const Model model = Import(MakeMlpModel(kExampleModelSeed), "mlp");
+  GraphSetOptions options;
+  options.batch_sizes = {4, 4};
+  EXPECT_EQ(GraphSet::Create(model, options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  options.batch_sizes = {0};
+  EXPECT_EQ(GraphSet::Create(model, options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  options.batch_sizes = {4};
+  options.num_streams = 0;
+  EXPECT_EQ(GraphSet::Create(model, options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace graphserve

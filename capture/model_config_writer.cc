@@ -1,0 +1,124 @@
+#include "capture/model_config_writer.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <system_error>
+
+#include "absl/strings/str_cat.h"
+#include "common/status.h"
+#include "google/protobuf/text_format.h"
+
+namespace graphserve {
+
+namespace {
+
+absl::StatusOr<inference::DataType> ProtocolDataType(DType dtype, const std::string& name) {
+  switch (dtype) {
+    case DType::kFloat32: return inference::TYPE_FP32;
+    case DType::kInt64: return inference::TYPE_INT64;
+    case DType::kBool: return inference::TYPE_BOOL;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("tensor '", name, "' has a dtype the model config cannot name"));
+}
+
+// dims without the leading batch dimension.
+std::vector<int64_t> RowDims(const BoundValue& value) {
+  return std::vector<int64_t>(value.dims.begin() + (value.dims.empty() ? 0 : 1), value.dims.end());
+}
+
+}  // namespace
+
+absl::StatusOr<inference::ModelConfig> MakeModelConfig(const BoundGraph& graph,
+                                                       const CaptureSummary& summary) {
+  if (summary.batch_sizes.empty()) {
+    return absl::InvalidArgumentError("a model config needs at least one captured batch size");
+  }
+  std::vector<int64_t> sizes = summary.batch_sizes;
+  std::sort(sizes.begin(), sizes.end());
+  const int64_t max_batch_size =
+      summary.max_batch_size > 0 ? summary.max_batch_size : sizes.back();
+  if (max_batch_size < sizes.back()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_batch_size ", max_batch_size, " is below the largest captured size ",
+                     sizes.back()));
+  }
+  if (max_batch_size > INT32_MAX) {
+    return absl::InvalidArgumentError(absl::StrCat("max_batch_size ", max_batch_size,
+                                                   " does not fit the config's int32 field"));
+  }
+
+  inference::ModelConfig config;
+  config.set_name(summary.model_name);
+  config.set_platform("graphserve_onnx");
+  config.set_backend("graphserve");
+  config.set_default_model_filename("model.onnx");
+  config.set_max_batch_size(static_cast<int32_t>(max_batch_size));
+  for (ValueId id : graph.inputs) {
+    const BoundValue& value = graph.value(id);
+    inference::ModelInput* input = config.add_input();
+    input->set_name(value.name);
+    ASSIGN_OR_RETURN(const inference::DataType type, ProtocolDataType(value.dtype, value.name));
+    input->set_data_type(type);
+    for (int64_t dim : RowDims(value)) input->add_dims(dim);
+  }
+  for (ValueId id : graph.outputs) {
+    const BoundValue& value = graph.value(id);
+    inference::ModelOutput* output = config.add_output();
+    output->set_name(value.name);
+    ASSIGN_OR_RETURN(const inference::DataType type, ProtocolDataType(value.dtype, value.name));
+    output->set_data_type(type);
+    for (int64_t dim : RowDims(value)) output->add_dims(dim);
+  }
+
+  inference::ModelCapture* capture = config.mutable_capture();
+  for (int64_t size : sizes) capture->add_batch_sizes(size);
+  capture->set_streams(summary.num_streams);
+  std::vector<CaptureCostEntry> costs = summary.costs;
+  std::sort(costs.begin(), costs.end(),
+            [](const auto& a, const auto& b) { return a.batch_size < b.batch_size; });
+  for (const CaptureCostEntry& entry : costs) {
+    inference::CaptureCost* cost = capture->add_cost();
+    cost->set_batch_size(entry.batch_size);
+    cost->set_eager_us(entry.eager_us);
+    cost->set_graph_us(entry.graph_us);
+  }
+  return config;
+}
+
+std::string ModelConfigText(const inference::ModelConfig& config) {
+  std::string text;
+  google::protobuf::TextFormat::PrintToString(config, &text);
+  return absl::StrCat(
+      "# Written by graphserve-capture prepare. The capture section lists the batch sizes\n"
+      "# with a CUDA graph per stream and each graph's measured latency (cost), which the\n"
+      "# server uses to choose between padding a request and splitting it.\n",
+      text);
+}
+
+absl::Status WriteModelDirectory(const std::string& model_dir, const std::string& model_file,
+                                 const inference::ModelConfig& config, int version) {
+  namespace fs = std::filesystem;
+  const fs::path version_dir = fs::path(model_dir) / std::to_string(version);
+  std::error_code error;
+  fs::create_directories(version_dir, error);
+  if (error) {
+    return absl::InternalError(
+        absl::StrCat("cannot create ", version_dir.string(), ": ", error.message()));
+  }
+  const fs::path model_path = version_dir / "model.onnx";
+  fs::copy_file(model_file, model_path, fs::copy_options::overwrite_existing, error);
+  if (error) {
+    return absl::InternalError(absl::StrCat("cannot copy ", model_file, " to ",
+                                            model_path.string(), ": ", error.message()));
+  }
+  const fs::path config_path = fs::path(model_dir) / "config.pbtxt";
+  std::ofstream out(config_path, std::ios::trunc);
+  out << ModelConfigText(config);
+  out.close();
+  if (!out) return absl::InternalError(absl::StrCat("cannot write ", config_path.string()));
+  return absl::OkStatus();
+}
+
+}  // namespace graphserve

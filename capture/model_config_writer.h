@@ -1,0 +1,57 @@
+#pragma once
+// The model repository entry graphserve-capture prepare writes, in the layout
+// the server reads:
+//   <repo>/<model>/config.pbtxt       the model config (proto/model_config.proto,
+//                                     protobuf text format)
+//   <repo>/<model>/<version>/model.onnx
+// No GPU needed: unit-tested in CI.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "proto/model_config.pb.h"
+#include "runtime/bound_graph.h"
+
+namespace graphserve {
+
+// One captured size's measured latency: what the server's batch planner reads
+// to choose between padding a request up and splitting it.
+struct CaptureCostEntry {
+  int64_t batch_size = 0;
+  double eager_us = 0;  // median wall time of an eager run, all rows, copies included
+  double graph_us = 0;  // median wall time of a replay, all rows, copies included
+};
+
+// What a capture decided and measured.
+struct CaptureSummary {
+  // Directory name of the model in the repository, and the name clients use.
+  std::string model_name;
+  int num_streams = 1;
+  // Captured sizes (any order; written ascending).
+  std::vector<int64_t> batch_sizes;
+  // One entry per captured size, or empty when not measured.
+  std::vector<CaptureCostEntry> costs;
+  // The largest request the server accepts (it splits requests above the
+  // largest captured size). 0: the largest captured size.
+  int64_t max_batch_size = 0;
+};
+
+// The config for `graph` (bound at any batch size: the batch dimension is
+// left out of the dims). InvalidArgument for a dtype the protocol cannot name
+// or a max_batch_size below the largest captured size.
+absl::StatusOr<inference::ModelConfig> MakeModelConfig(const BoundGraph& graph,
+                                                       const CaptureSummary& summary);
+
+// The config as config.pbtxt text, under a comment saying who wrote it.
+std::string ModelConfigText(const inference::ModelConfig& config);
+
+// Writes <model_dir>/config.pbtxt and copies `model_file` to
+// <model_dir>/<version>/model.onnx, creating directories as needed and
+// replacing what was there. Errors name the path.
+absl::Status WriteModelDirectory(const std::string& model_dir, const std::string& model_file,
+                                 const inference::ModelConfig& config, int version = 1);
+
+}  // namespace graphserve

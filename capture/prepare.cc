@@ -1,0 +1,256 @@
+#include "capture/prepare.h"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "common/cuda_handles.h"
+#include "common/cuda_status.h"
+#include "common/status.h"
+#include "runtime/bind.h"
+#include "runtime/onnx_import.h"
+#include "runtime/tensor.h"
+
+namespace graphserve {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string ModelNameOf(const std::string& out_dir) {
+  std::filesystem::path path(out_dir);
+  if (path.filename().empty()) path = path.parent_path();  // "repo/mlp/"
+  return path.filename().string();
+}
+
+absl::StatusOr<std::vector<int64_t>> ChooseSizes(const PrepareOptions& options,
+                                                 PrepareReport& report) {
+  if (!options.batch_sizes.empty()) return options.batch_sizes;
+  if (options.history_path.empty() || options.num_sizes < 1) {
+    return absl::InvalidArgumentError(
+        "give the sizes to capture (--batch-sizes) or a history to choose them from "
+        "(--history and --num-sizes)");
+  }
+  ASSIGN_OR_RETURN(const BatchHistogram history, ReadBatchHistory(options.history_path));
+  const std::optional<int64_t> max_batch =
+      options.max_batch_size > 0 ? std::optional<int64_t>(options.max_batch_size) : std::nullopt;
+  ASSIGN_OR_RETURN(SizeChoice choice, ChooseBatchSizes(history, options.num_sizes, max_batch));
+  report.pow2_ladder = PowerOfTwoLadder(history, options.num_sizes, max_batch);
+  report.choice = choice;
+  return choice.sizes;
+}
+
+class ProgressBar {
+ public:
+  ProgressBar(std::ostream& out, bool interactive) : out_(out), interactive_(interactive) {}
+
+  void Update(const CaptureProgress& p) {
+    constexpr int kWidth = 30;
+    const int filled = kWidth * p.graphs_done / std::max(1, p.graphs_total);
+    out_ << (interactive_ ? "\r" : "") << "capturing [" << std::string(filled, '#')
+         << std::string(kWidth - filled, '.') << "] "
+         << absl::StrFormat("%3d/%d  slot %d, batch %-6d capture %.1f ms, check %.1f ms",
+                            p.graphs_done, p.graphs_total, p.slot, p.batch_size, p.capture_ms,
+                            p.check_ms)
+         << (interactive_ && p.graphs_done < p.graphs_total ? "" : "\n") << std::flush;
+  }
+
+ private:
+  std::ostream& out_;
+  bool interactive_;
+};
+
+double Median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+// Median wall time of Launch + wait for `chunk`, as the server sees one
+// chunk: staging copy, copies, launch, completion.
+absl::StatusOr<double> MeasureLaunch(const GraphSet& set, const LaunchChunk& chunk,
+                                     const std::vector<const void*>& inputs, int64_t warmup,
+                                     int64_t iters) {
+  std::vector<double> micros;
+  for (int64_t i = 0; i < warmup + iters; ++i) {
+    const Clock::time_point start = Clock::now();
+    RETURN_IF_ERROR(set.Launch(chunk, inputs));
+    CUDA_RETURN_IF_ERROR(cudaEventSynchronize(set.done_event(chunk.slot)));
+    if (i >= warmup) {
+      micros.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
+    }
+  }
+  return Median(std::move(micros));
+}
+
+absl::StatusOr<std::vector<CaptureCostEntry>> MeasureCosts(const GraphSet& set,
+                                                           const BoundGraph& any_size,
+                                                           const PrepareOptions& options) {
+  std::vector<CaptureCostEntry> costs;
+  for (int64_t batch : set.batch_sizes()) {
+    std::vector<HostTensor> inputs;
+    std::vector<const void*> pointers;
+    for (size_t i = 0; i < any_size.inputs.size(); ++i) {
+      const BoundValue& value = any_size.value(any_size.inputs[i]);
+      Dims dims = value.dims;
+      dims[0] = batch;
+      inputs.push_back(RandomTensor(value.dtype, dims, 1000 + i));
+      pointers.push_back(inputs.back().raw());
+    }
+    CaptureCostEntry entry;
+    entry.batch_size = batch;
+    ASSIGN_OR_RETURN(entry.eager_us,
+                     MeasureLaunch(set, {0, batch, batch, LaunchMode::kEager}, pointers,
+                                   options.cost_warmup, options.cost_iters));
+    ASSIGN_OR_RETURN(entry.graph_us,
+                     MeasureLaunch(set, {0, batch, batch, LaunchMode::kGraph}, pointers,
+                                   options.cost_warmup, options.cost_iters));
+    costs.push_back(entry);
+  }
+  return costs;
+}
+
+std::string MiB(size_t bytes) {
+  return absl::StrFormat("%.2f MiB", static_cast<double>(bytes) / (1 << 20));
+}
+
+absl::Status OutOfMemoryContext(const absl::Status& status) {
+  if (status.code() != absl::StatusCode::kResourceExhausted) return status;
+  size_t free_bytes = 0;
+  size_t total_bytes = 0;
+  cudaMemGetInfo(&free_bytes, &total_bytes);
+  cudaGetLastError();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "out of GPU memory (", MiB(free_bytes), " free of ", MiB(total_bytes),
+      " now): ", status.message(),
+      ". Capture fewer streams or smaller batch sizes, or free the GPU"));
+}
+
+}  // namespace
+
+absl::StatusOr<PrepareReport> Prepare(const PrepareOptions& options, std::ostream& progress) {
+  if (options.model_path.empty() || options.out_dir.empty()) {
+    return absl::InvalidArgumentError("prepare needs a model file and an output directory");
+  }
+  if (CudaDeviceCount() <= options.device) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "prepare captures CUDA graphs and needs a CUDA GPU: device ", options.device,
+        " is not visible (", CudaDeviceCount(), " found). Run it on the machine, or one like "
+        "the machine, that will serve the model"));
+  }
+  PrepareReport report;
+  report.model_path = options.model_path;
+  report.out_dir = options.out_dir;
+  report.model_name = ModelNameOf(options.out_dir);
+  report.num_streams = options.num_streams;
+  ASSIGN_OR_RETURN(Model model, ImportOnnxFile(options.model_path));
+  model.name = report.model_name;
+  ASSIGN_OR_RETURN(report.batch_sizes, ChooseSizes(options, report));
+  std::sort(report.batch_sizes.begin(), report.batch_sizes.end());
+
+  progress << "graphserve-capture: " << options.model_path << ": " << model.nodes.size()
+           << " nodes; capturing " << report.batch_sizes.size() << " sizes ["
+           << absl::StrJoin(report.batch_sizes, ", ") << "] x " << options.num_streams
+           << " streams on GPU " << options.device << "\n";
+  ProgressBar bar(progress, options.interactive_progress);
+  GraphSetOptions set_options;
+  set_options.num_streams = options.num_streams;
+  set_options.batch_sizes = report.batch_sizes;
+  set_options.executor.device = options.device;
+  set_options.executor.allow_tf32 = options.allow_tf32;
+  set_options.on_progress = [&](const CaptureProgress& p) { bar.Update(p); };
+  absl::StatusOr<std::unique_ptr<GraphSet>> set = GraphSet::Create(model, set_options);
+  if (!set.ok()) return OutOfMemoryContext(set.status());
+
+  report.setup_ms = (*set)->total_setup_ms();
+  for (int slot = 0; slot < (*set)->num_slots(); ++slot) {
+    report.slots.push_back((*set)->slot_memory(slot));
+    for (int64_t batch : report.batch_sizes) {
+      const CapturedGraphInfo& info = (*set)->graph_info(slot, batch);
+      report.capture_ms += info.capture_ms;
+      report.check_ms += info.check_ms;
+      report.worst_check_rel_err = std::max(report.worst_check_rel_err, info.check_rel_err);
+      if (slot == 0) report.graph_nodes.push_back(info.nodes);
+    }
+  }
+  report.weight_bytes = (*set)->weight_bytes();
+
+  progress << "measuring eager and graph latency per size (" << options.cost_iters
+           << " launches each)\n";
+  BindOptions bind_options;
+  bind_options.batch_size = report.batch_sizes.front();
+  ASSIGN_OR_RETURN(const BoundGraph interface, BindModel(model, bind_options));
+  ASSIGN_OR_RETURN(report.costs, MeasureCosts(**set, interface, options));
+
+  CaptureSummary summary;
+  summary.model_name = report.model_name;
+  summary.num_streams = options.num_streams;
+  summary.batch_sizes = report.batch_sizes;
+  summary.costs = report.costs;
+  summary.max_batch_size = options.max_batch_size;
+  ASSIGN_OR_RETURN(const inference::ModelConfig config, MakeModelConfig(interface, summary));
+  RETURN_IF_ERROR(WriteModelDirectory(options.out_dir, options.model_path, config));
+  const std::string report_path =
+      (std::filesystem::path(options.out_dir) / "capture_report.txt").string();
+  std::ofstream out(report_path, std::ios::trunc);
+  out << FormatPrepareReport(report);
+  out.close();
+  if (!out) return absl::InternalError(absl::StrCat("cannot write ", report_path));
+  return report;
+}
+
+std::string FormatPrepareReport(const PrepareReport& r) {
+  std::string text = absl::StrCat("model '", r.model_name, "' from ", r.model_path, " -> ",
+                                  r.out_dir, "\n");
+  const size_t graphs = r.batch_sizes.size() * static_cast<size_t>(r.num_streams);
+  absl::StrAppendFormat(&text,
+                        "%d graphs (%d sizes x %d streams) captured and checked in %.1f ms: "
+                        "capture %.1f ms, checks %.1f ms, binding and planning the rest; "
+                        "worst replay-vs-eager relative error %.2g\n",
+                        graphs, r.batch_sizes.size(), r.num_streams, r.setup_ms, r.capture_ms,
+                        r.check_ms, r.worst_check_rel_err);
+  if (r.choice && r.pow2_ladder) {
+    absl::StrAppendFormat(&text,
+                          "sizes chosen from the history: expected padded rows per request "
+                          "%.4g (power-of-two ladder [%s]: %.4g)\n",
+                          r.choice->expected_padded_rows, absl::StrJoin(r.pow2_ladder->sizes, ", "),
+                          r.pow2_ladder->expected_padded_rows);
+  }
+  absl::StrAppend(&text,
+                  "\nlatency per launch, all rows, host copies included (median wall time):\n"
+                  "| batch | eager us | graph us | eager / graph | graph nodes |\n"
+                  "| ---: | ---: | ---: | ---: | ---: |\n");
+  for (size_t i = 0; i < r.costs.size(); ++i) {
+    const CaptureCostEntry& c = r.costs[i];
+    absl::StrAppendFormat(&text, "| %d | %.1f | %.1f | %.2f | %d |\n", c.batch_size, c.eager_us,
+                          c.graph_us, c.graph_us > 0 ? c.eager_us / c.graph_us : 0.0,
+                          i < r.graph_nodes.size() ? r.graph_nodes[i] : 0);
+  }
+  absl::StrAppend(&text, "\nmemory: weights ", MiB(r.weight_bytes),
+                  " (uploaded once, shared by every slot and size)\n"
+                  "| slot | arena (shared by sizes) | arena without sharing | device I/O | "
+                  "pinned staging | GEMM workspace | graph execs |\n"
+                  "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+  size_t arena_total = 0;
+  size_t unshared_total = 0;
+  for (size_t m = 0; m < r.slots.size(); ++m) {
+    const SlotMemory& s = r.slots[m];
+    arena_total += s.arena;
+    unshared_total += s.arena_unshared;
+    absl::StrAppend(&text, "| ", m, " | ", MiB(s.arena), " | ", MiB(s.arena_unshared), " | ",
+                    MiB(s.io_device), " | ", MiB(s.staging_pinned), " | ", MiB(s.gemm_workspace),
+                    " | ", MiB(s.graph_execs), " |\n");
+  }
+  absl::StrAppendFormat(&text,
+                        "activation memory of all %d graphs: %s with one arena per slot, %s "
+                        "with one per graph (%.2fx)\n",
+                        graphs, MiB(arena_total), MiB(unshared_total),
+                        arena_total > 0 ? static_cast<double>(unshared_total) / arena_total : 0.0);
+  return text;
+}
+
+}  // namespace graphserve

@@ -1,0 +1,75 @@
+#pragma once
+// graphserve-capture prepare: a model file in, a model repository entry out.
+// Imports the model, captures and checks its M x N graphs (GraphSet),
+// measures each size's eager and graph latency (the cost table the server
+// plans pad-or-split with), writes config.pbtxt and the model into
+// <repo>/<model>/, and reports latency, memory and capture time.
+
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "capture/batch_sizes.h"
+#include "capture/graph_set.h"
+#include "capture/model_config_writer.h"
+
+namespace graphserve {
+
+struct PrepareOptions {
+  // The ONNX model file.
+  std::string model_path;
+  // <repo>/<model>: written (created if needed); its last component names
+  // the model.
+  std::string out_dir;
+  // M: stream slots.
+  int num_streams = 2;
+  // The sizes to capture; when empty they are chosen from `history_path`
+  // (num_sizes of them, see capture/batch_sizes.h).
+  std::vector<int64_t> batch_sizes;
+  std::string history_path;
+  int num_sizes = 0;
+  // Largest batch one graph holds (history choice), and the config's
+  // max_batch_size (the server splits above the largest captured size).
+  // 0: the largest captured size.
+  int64_t max_batch_size = 0;
+  int device = 0;
+  bool allow_tf32 = false;
+  // Cost table: untimed and timed launches per size and mode.
+  int64_t cost_warmup = 10;
+  int64_t cost_iters = 100;
+  // Progress bar with carriage returns (a terminal) or one line per graph.
+  bool interactive_progress = false;
+};
+
+struct PrepareReport {
+  std::string model_name;
+  std::string model_path;
+  std::string out_dir;
+  int num_streams = 0;
+  std::vector<int64_t> batch_sizes;  // ascending
+  // Set when the sizes came from a history.
+  std::optional<SizeChoice> choice;
+  std::optional<SizeChoice> pow2_ladder;
+  std::vector<CaptureCostEntry> costs;  // ascending batch size
+  std::vector<size_t> graph_nodes;      // per size, slot 0
+  std::vector<SlotMemory> slots;
+  size_t weight_bytes = 0;
+  double setup_ms = 0;          // GraphSet::Create: bind, plan, capture, check
+  double capture_ms = 0;        // sum over graphs: capture, post-process, instantiate, upload
+  double check_ms = 0;          // sum over graphs: replay checks
+  double worst_check_rel_err = 0;
+};
+
+// Errors: FailedPrecondition when no GPU is visible; the importer's error for
+// an unreadable or unsupported model (naming every unsupported op);
+// ResourceExhausted naming the bytes that did not fit; a capture, post-
+// processing or check failure naming the slot and batch size.
+absl::StatusOr<PrepareReport> Prepare(const PrepareOptions& options, std::ostream& progress);
+
+// The human-readable report (also written to <out_dir>/capture_report.txt).
+std::string FormatPrepareReport(const PrepareReport& report);
+
+}  // namespace graphserve
