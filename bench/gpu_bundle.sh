@@ -31,11 +31,14 @@ TOOL_TARGETS=(
 
 # Project libraries linked statically so binaries run outside bazel-bin.
 bazel build -c opt --dynamic_mode=off "${TEST_TARGETS[@]}" "${TOOL_TARGETS[@]}"
+# The opt output folder itself, not the bazel-bin link, which another build
+# in this workspace (a fastbuild `bazel test`) may have repointed meanwhile.
+bin_dir=$(bazel info -c opt --dynamic_mode=off bazel-bin)
 
 stage=.bundle/graphserve-gpu
 rm -rf "$stage" && mkdir -p "$stage/bin" "$stage/lib" "$stage/testdata"
 for target in "${TEST_TARGETS[@]}" "${TOOL_TARGETS[@]}"; do
-  path="bazel-bin/$(echo "${target#//}" | tr ':' '/')"
+  path="$bin_dir/$(echo "${target#//}" | tr ':' '/')"
   cp "$path" "$stage/bin/"
 done
 chmod u+w "$stage"/bin/*

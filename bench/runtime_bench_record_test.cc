@@ -23,6 +23,8 @@ TEST(RuntimeBenchRecordTest, JsonHasEveryFieldTheScriptReads) {
                               "\"eager_compute_us\": 30.500,"));
   EXPECT_THAT(json, HasSubstr("\"fused_epilogues\": 4, \"arena_bytes\": 1048576, "
                               "\"arena_lower_bound_bytes\": 786432,"));
+  EXPECT_THAT(json, HasSubstr("\"graph_compute_us\": 0.000, \"graph_full_us\": 0.000,"));
+  EXPECT_THAT(json, HasSubstr("\"capture_ms\": 0.000, \"graph_nodes\": 0}"));
   EXPECT_EQ(json.front(), '[');
   EXPECT_THAT(json, HasSubstr("},\n  {"));
 }

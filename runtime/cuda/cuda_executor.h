@@ -31,6 +31,10 @@ struct CudaExecutorOptions {
   // elementwise chains into one kernel: today the exact (erf) GELU that
   // PyTorch exports as Div/Erf/Add/Mul/Mul (see fused_gelu.h).
   bool fuse_epilogues = true;
+  // Time cuBLASLt's proposed algorithms for each GEMM at plan time and keep
+  // the fastest (CublasLtGemm::ChooseFastestAlgorithm). Plans then differ in
+  // rounding only between runs whose timings differ.
+  bool autotune_gemms = true;
 };
 
 // Device memory a plan runs in. Shared by the N plans (batch sizes) of one

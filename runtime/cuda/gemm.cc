@@ -1,8 +1,11 @@
 #include "runtime/cuda/gemm.h"
 
+#include <optional>
 #include <type_traits>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/cuda_handles.h"
 #include "common/cuda_status.h"
 #include "common/logging.h"
 #include "common/status.h"
@@ -100,6 +103,8 @@ struct CublasLtGemm::Descriptors {
   Layout second;  // our A
   Layout result;  // our D (also the C operand, for beta != 0)
   cublasLtMatmulAlgo_t algo{};
+  // The heuristic's proposals, best first; `algo` is one of them.
+  std::vector<cublasLtMatmulAlgo_t> candidates;
 };
 
 CublasLtGemm::CublasLtGemm(cublasLtHandle_t handle, const GemmOptions& options,
@@ -155,19 +160,61 @@ absl::StatusOr<std::unique_ptr<CublasLtGemm>> CublasLtGemm::Create(cublasLtHandl
   RETURN_IF_ERROR(SetPrefAttr(raw_pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
                               static_cast<uint32_t>(o.alignment_d)));
 
-  cublasLtMatmulHeuristicResult_t result{};
+  cublasLtMatmulHeuristicResult_t results[kGemmCandidateAlgorithms] = {};
   int returned = 0;
   const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
       handle, operation, d->first.get(), d->second.get(), d->result.get(), d->result.get(),
-      raw_pref, 1, &result, &returned);
+      raw_pref, kGemmCandidateAlgorithms, results, &returned);
   if (status != CUBLAS_STATUS_SUCCESS || returned == 0) {
     return absl::UnimplementedError(absl::StrCat(
         Describe(o), ": cuBLASLt has no algorithm for it (",
         status == CUBLAS_STATUS_SUCCESS ? "no heuristic result" : cublasGetStatusName(status),
         ")"));
   }
-  d->algo = result.algo;
+  for (int i = 0; i < returned; ++i) {
+    if (results[i].state == CUBLAS_STATUS_SUCCESS) d->candidates.push_back(results[i].algo);
+  }
+  if (d->candidates.empty()) {
+    return absl::UnimplementedError(
+        absl::StrCat(Describe(o), ": cuBLASLt has no usable algorithm for it"));
+  }
+  d->algo = d->candidates.front();
   return std::unique_ptr<CublasLtGemm>(new CublasLtGemm(handle, o, std::move(d)));
+}
+
+absl::Status CublasLtGemm::ChooseFastestAlgorithm(const float* a, const float* b, float* d,
+                                                  void* workspace, cudaStream_t stream) {
+  Descriptors& desc = *descriptors_;
+  if (desc.candidates.size() < 2) return absl::OkStatus();
+  // Enough launches that the device, not the host, sets the time.
+  constexpr int kWarmup = 3;
+  constexpr int kTimed = 20;
+  ASSIGN_OR_RETURN(const CudaEvent start, CudaEvent::Create(/*timing=*/true));
+  ASSIGN_OR_RETURN(const CudaEvent stop, CudaEvent::Create(/*timing=*/true));
+  float best_ms = 0;
+  std::optional<cublasLtMatmulAlgo_t> best;
+  for (const cublasLtMatmulAlgo_t& algo : desc.candidates) {
+    desc.algo = algo;
+    absl::Status status = absl::OkStatus();
+    for (int i = 0; i < kWarmup && status.ok(); ++i) status = Enqueue(a, b, d, workspace, stream);
+    CUDA_RETURN_IF_ERROR(cudaEventRecord(start.get(), stream));
+    for (int i = 0; i < kTimed && status.ok(); ++i) status = Enqueue(a, b, d, workspace, stream);
+    CUDA_RETURN_IF_ERROR(cudaEventRecord(stop.get(), stream));
+    CUDA_RETURN_IF_ERROR(cudaEventSynchronize(stop.get()));
+    if (!status.ok()) continue;  // a proposal that cannot run here is skipped
+    float ms = 0;
+    CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, start.get(), stop.get()));
+    if (!best || ms < best_ms) {
+      best = algo;
+      best_ms = ms;
+    }
+  }
+  if (!best) {
+    return absl::InternalError(
+        absl::StrCat(Describe(options_), ": none of cuBLASLt's proposed algorithms ran"));
+  }
+  desc.algo = *best;
+  return absl::OkStatus();
 }
 
 absl::Status CublasLtGemm::Enqueue(const float* a, const float* b, float* d, void* workspace,

@@ -57,12 +57,23 @@ struct GemmOptions {
   size_t workspace_bytes = 0;
 };
 
+// How many of cuBLASLt's heuristic results ChooseFastestAlgorithm times.
+inline constexpr int kGemmCandidateAlgorithms = 8;
+
 class CublasLtGemm {
  public:
   // Chooses an algorithm by cuBLASLt's heuristic for these exact sizes.
   // Errors name the sizes and what cuBLASLt refused.
   static absl::StatusOr<std::unique_ptr<CublasLtGemm>> Create(cublasLtHandle_t handle,
                                                               const GemmOptions& options);
+
+  // Times each algorithm cuBLASLt's heuristic proposed (up to
+  // kGemmCandidateAlgorithms) on these operands and keeps the fastest: the
+  // heuristic's first choice is sometimes several times slower for small m
+  // (seen on the H200: m = 8). Writes `d`; synchronises `stream`. Call at
+  // plan time, never while capturing.
+  absl::Status ChooseFastestAlgorithm(const float* a, const float* b, float* d, void* workspace,
+                                      cudaStream_t stream);
 
   // Enqueues the GEMM on `stream`: no allocation, no synchronisation.
   absl::Status Enqueue(const float* a, const float* b, float* d, void* workspace,

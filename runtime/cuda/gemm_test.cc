@@ -108,6 +108,14 @@ TEST_P(CublasLtGemmTest, MatchesFloat64Reference) {
   options.workspace_bytes = kWorkspace;
   absl::StatusOr<std::unique_ptr<CublasLtGemm>> gemm = CublasLtGemm::Create(handle->get(), options);
   ASSERT_TRUE(gemm.ok()) << gemm.status();
+  // The fastest of cuBLASLt's proposals must compute the same product. It
+  // writes its own scratch output, so `dd` still holds C for beta != 0.
+  absl::StatusOr<DeviceBuffer> scratch = Upload(d0);
+  ASSERT_TRUE(scratch.ok());
+  const absl::Status tuned = (*gemm)->ChooseFastestAlgorithm(
+      static_cast<const float*>(da->get()), static_cast<const float*>(db->get()),
+      static_cast<float*>(scratch->get()), workspace->get(), stream->get());
+  ASSERT_TRUE(tuned.ok()) << tuned;
   ASSERT_TRUE((*gemm)
                   ->Enqueue(static_cast<const float*>(da->get()), static_cast<const float*>(db->get()),
                             static_cast<float*>(dd->get()), workspace->get(), stream->get())
