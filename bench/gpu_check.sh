@@ -44,7 +44,7 @@ run runtime_bench env PYTHONUNBUFFERED=1 python3 bench/run_runtime_bench.py --bi
 # graphserve-capture prepare on the models the runtime benchmark exported:
 # the MLP at 8 sizes x 4 streams (capture-time target), dlrm_dense with sizes
 # chosen from a request history, the encoder at 4 sizes x 2 streams. The
-# repository entries (without the model copies) land in $OUT/prepare/.
+# reports and configs land in $OUT/prepare_reports.txt.
 repo="$work/repo"
 run prepare_mlp "$bin/graphserve-capture" prepare --model "$OUT/models/mlp.onnx" \
   --out "$repo/mlp" --streams 4 --batch-sizes 1,2,4,8,16,32,64,128 --max-batch-size 256
@@ -53,12 +53,13 @@ run prepare_dlrm_dense "$bin/graphserve-capture" prepare --model "$OUT/models/dl
   --num-sizes 6 --max-batch-size 256
 run prepare_encoder "$bin/graphserve-capture" prepare --model "$OUT/models/encoder.onnx" \
   --out "$repo/encoder" --streams 2 --batch-sizes 1,4,16,64
-mkdir -p "$OUT/prepare"
+# One file (the device tool returns few files): each entry's report and config.
 for dir in "$repo"/*/; do
-  name=$(basename "$dir")
-  mkdir -p "$OUT/prepare/$name"
-  cp "$dir/config.pbtxt" "$dir/capture_report.txt" "$OUT/prepare/$name/" 2>/dev/null
-done
+  for file in capture_report.txt config.pbtxt; do
+    echo "===== $(basename "$dir")/$file"
+    cat "$dir/$file" 2>/dev/null || echo "(missing)"
+  done
+done >"$OUT/prepare_reports.txt"
 
 echo "gpu_check: $failures step(s) failed" | tee -a "$log"
 exit $((failures > 0))
