@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "bench/json_text.h"
 
 namespace graphserve {
 
@@ -18,29 +19,6 @@ const char kLaunchOverheadDeviceTimeMeaning[] =
     "iteration; every iteration is synchronised before the next, so none overlap";
 
 namespace {
-
-// Device names come from the driver; escape what JSON requires.
-std::string JsonString(const std::string& text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    if (c == '"' || c == '\\') {
-      out.push_back('\\');
-      out.push_back(c);
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      absl::StrAppendFormat(&out, "\\u%04x", static_cast<int>(c));
-    } else {
-      out.push_back(c);
-    }
-  }
-  out.push_back('"');
-  return out;
-}
-
-// JSON has no NaN or infinity.
-std::string JsonNumber(double value) {
-  if (!std::isfinite(value)) return "null";
-  return absl::StrFormat("%.3f", value);
-}
 
 std::string TableNumber(double value) {
   if (!std::isfinite(value)) return "n/a";

@@ -21,26 +21,26 @@ absl::StatusOr<std::vector<cudaGraphNode_t>> Nodes(cudaGraph_t graph) {
   return nodes;
 }
 
-absl::StatusOr<std::vector<cudaGraphNode_t>> Dependencies(cudaGraphNode_t node) {
+// cudaGraphNodeGetDependencies and cudaGraphNodeGetDependentNodes share one
+// signature: ask for the count, then the nodes.
+using EdgeQuery = cudaError_t (*)(cudaGraphNode_t, cudaGraphNode_t*, cudaGraphEdgeData*, size_t*);
+
+absl::StatusOr<std::vector<cudaGraphNode_t>> Neighbours(cudaGraphNode_t node, EdgeQuery query,
+                                                        const char* call) {
   size_t count = 0;
-  CUDA_RETURN_IF_ERROR(cudaGraphNodeGetDependencies(node, nullptr, nullptr, &count));
+  RETURN_IF_ERROR(CudaErrorToStatus(query(node, nullptr, nullptr, &count), call));
   std::vector<cudaGraphNode_t> nodes(count);
-  if (count > 0) {
-    CUDA_RETURN_IF_ERROR(cudaGraphNodeGetDependencies(node, nodes.data(), nullptr, &count));
-  }
+  if (count > 0) RETURN_IF_ERROR(CudaErrorToStatus(query(node, nodes.data(), nullptr, &count), call));
   nodes.resize(count);
   return nodes;
 }
 
+absl::StatusOr<std::vector<cudaGraphNode_t>> Dependencies(cudaGraphNode_t node) {
+  return Neighbours(node, &cudaGraphNodeGetDependencies, "cudaGraphNodeGetDependencies");
+}
+
 absl::StatusOr<std::vector<cudaGraphNode_t>> Dependents(cudaGraphNode_t node) {
-  size_t count = 0;
-  CUDA_RETURN_IF_ERROR(cudaGraphNodeGetDependentNodes(node, nullptr, nullptr, &count));
-  std::vector<cudaGraphNode_t> nodes(count);
-  if (count > 0) {
-    CUDA_RETURN_IF_ERROR(cudaGraphNodeGetDependentNodes(node, nodes.data(), nullptr, &count));
-  }
-  nodes.resize(count);
-  return nodes;
+  return Neighbours(node, &cudaGraphNodeGetDependentNodes, "cudaGraphNodeGetDependentNodes");
 }
 
 std::vector<int> IndicesOf(const std::vector<cudaGraphNode_t>& nodes,
