@@ -114,7 +114,9 @@ class GraphSet {
   // the device, launches the plan, copies the real output rows back into
   // the slot's output staging, and records the slot's done event. Does not
   // wait for the GPU. The caller owns the slot until done_event() completes
-  // and may then read output_rows(); one chunk per slot at a time.
+  // and may then read output_rows(); one chunk per slot at a time. Call
+  // with the set's device current (cudaSetDevice once per serving thread):
+  // switching devices per launch would cost more than the launch.
   absl::Status Launch(const LaunchChunk& chunk, absl::Span<const void* const> inputs) const;
 
   // The slot's stream and the event its last Launch recorded.
