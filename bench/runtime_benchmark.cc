@@ -8,7 +8,6 @@
 #include <filesystem>
 #include <limits>
 #include <memory>
-#include <random>
 #include <system_error>
 #include <utility>
 
@@ -105,11 +104,7 @@ absl::StatusOr<HostTensor> LoadInput(const RuntimeBenchOptions& options, int64_t
           absl::StrCat("input '", value.name, "' is ", std::string(DTypeName(value.dtype)),
                        "; only float32 inputs are drawn at random: pass --inputs"));
     }
-    HostTensor tensor(value.dtype, value.dims);
-    std::mt19937_64 generator(kInputSeed + static_cast<uint64_t>(batch));
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    for (int64_t i = 0; i < tensor.num_elements(); ++i) tensor.data<float>()[i] = normal(generator);
-    return tensor;
+    return RandomTensor(value.dtype, value.dims, kInputSeed + static_cast<uint64_t>(batch));
   }
   const std::string path =
       (std::filesystem::path(BatchDir(options.inputs_dir, batch)) / (value.name + ".npy")).string();

@@ -12,6 +12,7 @@
 #include "common/cuda_status.h"
 #include "common/status.h"
 #include "runtime/bind.h"
+#include "runtime/executor.h"
 #include "runtime/tensor.h"
 #include "tensor_holder/cuda_device_guard.h"
 
@@ -159,16 +160,6 @@ absl::StatusOr<size_t> FreeDeviceBytes() {
   size_t total_bytes = 0;
   CUDA_RETURN_IF_ERROR(cudaMemGetInfo(&free_bytes, &total_bytes));
   return free_bytes;
-}
-
-// Random rows for each input of `graph`, as full bound tensors.
-std::vector<HostTensor> RandomInputs(const BoundGraph& graph, uint64_t seed) {
-  std::vector<HostTensor> inputs;
-  for (size_t i = 0; i < graph.inputs.size(); ++i) {
-    const BoundValue& value = graph.value(graph.inputs[i]);
-    inputs.push_back(RandomTensor(value.dtype, value.dims, seed + i));
-  }
-  return inputs;
 }
 
 std::vector<const void*> RawPointers(const std::vector<HostTensor>& tensors) {

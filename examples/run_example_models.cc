@@ -10,7 +10,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -22,6 +21,7 @@
 #include "examples/example_models.h"
 #include "runtime/bind.h"
 #include "runtime/cuda/cuda_executor.h"
+#include "runtime/executor.h"
 #include "runtime/host/host_executor.h"
 #include "runtime/onnx_import.h"
 #include "runtime/tensor.h"
@@ -87,17 +87,6 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
   return flags;
 }
 
-std::vector<HostTensor> RandomInputs(const BoundGraph& graph, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<HostTensor> inputs;
-  for (ValueId id : graph.inputs) {
-    HostTensor& tensor = inputs.emplace_back(graph.value(id).dtype, graph.value(id).dims);
-    for (int64_t i = 0; i < tensor.num_elements(); ++i) tensor.data<float>()[i] = normal(rng);
-  }
-  return inputs;
-}
-
 // Median wall time of `iters` synchronous runs, in microseconds.
 absl::StatusOr<double> MedianRunMicros(Executor& executor, const std::vector<HostTensor>& inputs,
                                        int iters) {
@@ -129,7 +118,7 @@ absl::Status RunModel(const std::string& name, const onnx::ModelProto& proto, co
     BindOptions bind_options;
     bind_options.batch_size = batch;
     ASSIGN_OR_RETURN(BoundGraph graph, BindModel(model, bind_options));
-    const std::vector<HostTensor> inputs = RandomInputs(graph, static_cast<uint32_t>(batch));
+    const std::vector<HostTensor> inputs = RandomInputs(graph, static_cast<uint64_t>(batch));
     ASSIGN_OR_RETURN(std::unique_ptr<HostExecutor> host, HostExecutor::Create(graph));
     std::unique_ptr<Executor> executor;
     if (use_cuda) {

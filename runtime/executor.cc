@@ -21,4 +21,13 @@ absl::Status ValidateInputs(const BoundGraph& graph, absl::Span<const HostTensor
   return absl::OkStatus();
 }
 
+std::vector<HostTensor> RandomInputs(const BoundGraph& graph, uint64_t seed) {
+  std::vector<HostTensor> inputs;
+  for (size_t i = 0; i < graph.inputs.size(); ++i) {
+    const BoundValue& value = graph.value(graph.inputs[i]);
+    inputs.push_back(RandomTensor(value.dtype, value.dims, seed + i));
+  }
+  return inputs;
+}
+
 }  // namespace graphserve

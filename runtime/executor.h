@@ -30,4 +30,8 @@ class Executor {
 // Checks `inputs` against the graph's input values: count, dtype, dims.
 absl::Status ValidateInputs(const BoundGraph& graph, absl::Span<const HostTensor> inputs);
 
+// One RandomTensor (tensor.h) per graph input, with the input's dtype and
+// dims; input i is drawn with seed + i.
+std::vector<HostTensor> RandomInputs(const BoundGraph& graph, uint64_t seed);
+
 }  // namespace graphserve
