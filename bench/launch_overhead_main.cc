@@ -12,7 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "bench/command_line.h"
+#include "common/command_line.h"
 #include "bench/launch_overhead_benchmark.h"
 #include "bench/launch_overhead_report.h"
 

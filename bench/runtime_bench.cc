@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "bench/command_line.h"
+#include "common/command_line.h"
 #include "bench/runtime_bench_record.h"
 #include "bench/runtime_benchmark.h"
 

@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "bench/command_line.h"
+#include "common/command_line.h"
 #include "capture/batch_sizes.h"
 #include "capture/prepare.h"
 

@@ -1,4 +1,4 @@
-#include "bench/command_line.h"
+#include "common/command_line.h"
 
 #include <utility>
 

@@ -1,5 +1,5 @@
 #pragma once
-// A small command-line flag parser for the benchmark binaries, so that they
+// A small command-line flag parser for GraphServe's binaries, so that they
 // need no flags library: `--name value`, `--name=value`, and a bare `--name`
 // for booleans. Each flag writes into a variable the caller owns; its value
 // before Parse() is the default shown by Help().
