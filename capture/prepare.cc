@@ -1,13 +1,13 @@
 #include "capture/prepare.h"
 
 #include <algorithm>
-#include <chrono>
 #include <filesystem>
 #include <fstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "capture/launch_costs.h"
 #include "common/cuda_handles.h"
 #include "common/cuda_status.h"
 #include "common/status.h"
@@ -19,7 +19,6 @@ namespace graphserve {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 
 std::string ModelNameOf(const std::string& out_dir) {
   std::filesystem::path path(out_dir);
@@ -63,56 +62,6 @@ class ProgressBar {
   std::ostream& out_;
   bool interactive_;
 };
-
-double Median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
-
-// Median wall time of Launch + wait for `chunk`, as the server sees one
-// chunk: staging copy, copies, launch, completion.
-absl::StatusOr<double> MeasureLaunch(const GraphSet& set, const LaunchChunk& chunk,
-                                     const std::vector<const void*>& inputs, int64_t warmup,
-                                     int64_t iters) {
-  std::vector<double> micros;
-  for (int64_t i = 0; i < warmup + iters; ++i) {
-    const Clock::time_point start = Clock::now();
-    RETURN_IF_ERROR(set.Launch(chunk, inputs));
-    CUDA_RETURN_IF_ERROR(cudaEventSynchronize(set.done_event(chunk.slot)));
-    if (i >= warmup) {
-      micros.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
-    }
-  }
-  return Median(std::move(micros));
-}
-
-absl::StatusOr<std::vector<CaptureCostEntry>> MeasureCosts(const GraphSet& set,
-                                                           const BoundGraph& any_size,
-                                                           const PrepareOptions& options) {
-  std::vector<CaptureCostEntry> costs;
-  for (int64_t batch : set.batch_sizes()) {
-    std::vector<HostTensor> inputs;
-    std::vector<const void*> pointers;
-    for (size_t i = 0; i < any_size.inputs.size(); ++i) {
-      const BoundValue& value = any_size.value(any_size.inputs[i]);
-      Dims dims = value.dims;
-      dims[0] = batch;
-      inputs.push_back(RandomTensor(value.dtype, dims, 1000 + i));
-      pointers.push_back(inputs.back().raw());
-    }
-    CaptureCostEntry entry;
-    entry.batch_size = batch;
-    ASSIGN_OR_RETURN(entry.eager_us,
-                     MeasureLaunch(set, {0, batch, batch, LaunchMode::kEager}, pointers,
-                                   options.cost_warmup, options.cost_iters));
-    ASSIGN_OR_RETURN(entry.graph_us,
-                     MeasureLaunch(set, {0, batch, batch, LaunchMode::kGraph}, pointers,
-                                   options.cost_warmup, options.cost_iters));
-    costs.push_back(entry);
-  }
-  return costs;
-}
 
 std::string MiB(size_t bytes) {
   return absl::StrFormat("%.2f MiB", static_cast<double>(bytes) / (1 << 20));
@@ -190,7 +139,10 @@ absl::StatusOr<PrepareReport> Prepare(const PrepareOptions& options, std::ostrea
   BindOptions bind_options;
   bind_options.batch_size = report.batch_sizes.front();
   ASSIGN_OR_RETURN(const BoundGraph interface, BindModel(model, bind_options));
-  ASSIGN_OR_RETURN(report.costs, MeasureCosts(**set, interface, options));
+  LaunchCostOptions cost_options;
+  cost_options.warmup = options.cost_warmup;
+  cost_options.iters = options.cost_iters;
+  ASSIGN_OR_RETURN(report.costs, MeasureLaunchCosts(**set, interface, cost_options));
 
   CaptureSummary summary;
   summary.model_name = report.model_name;

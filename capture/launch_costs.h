@@ -1,0 +1,35 @@
+#pragma once
+// The cost table: each captured size's measured latency, eager and graph, as
+// the server sees one chunk (staging copy, H2D copies, launch, D2H copies,
+// completion). The batch planner reads it to choose between padding a
+// request up and splitting it (server/batch_planner.h). Measured by
+// `graphserve-capture prepare` into config.pbtxt, and by the server at load
+// when a config carries none.
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "capture/graph_set.h"
+#include "capture/model_config_writer.h"
+#include "runtime/bound_graph.h"
+
+namespace graphserve {
+
+struct LaunchCostOptions {
+  // The slot that is timed; it must be idle.
+  int slot = 0;
+  // Untimed launches per size and mode, then timed ones (the median is kept).
+  int64_t warmup = 10;
+  int64_t iters = 100;
+};
+
+// Times full-batch launches of every captured size of `set`, eager and graph,
+// on random inputs with `any_size`'s dtypes (the model bound at any batch
+// size). Blocks on the GPU: a load-time tool, never a serving path. Call
+// with the set's device current.
+absl::StatusOr<std::vector<CaptureCostEntry>> MeasureLaunchCosts(const GraphSet& set,
+                                                                 const BoundGraph& any_size,
+                                                                 const LaunchCostOptions& options);
+
+}  // namespace graphserve
