@@ -1,0 +1,187 @@
+#include "server/model_interface.h"
+
+#include <limits>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status.h"
+
+namespace graphserve {
+
+size_t TensorSpec::bytes_per_row() const {
+  return static_cast<size_t>(NumElements(dims)) * DTypeSize(dtype);
+}
+
+const char* KServeDatatype(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32: return "FP32";
+    case DType::kInt64: return "INT64";
+    case DType::kBool: return "BOOL";
+  }
+  return "INVALID";
+}
+
+absl::StatusOr<DType> DTypeFromKServe(absl::string_view datatype) {
+  if (datatype == "FP32") return DType::kFloat32;
+  if (datatype == "INT64") return DType::kInt64;
+  if (datatype == "BOOL") return DType::kBool;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "datatype '", datatype, "' is not supported (FP32, INT64 and BOOL are)"));
+}
+
+absl::StatusOr<DType> DTypeFromConfig(inference::DataType type) {
+  switch (type) {
+    case inference::TYPE_FP32: return DType::kFloat32;
+    case inference::TYPE_INT64: return DType::kInt64;
+    case inference::TYPE_BOOL: return DType::kBool;
+    default: break;
+  }
+  // The enum may hold a number no name exists for (a config from a newer schema).
+  const std::string name = inference::DataType_IsValid(type)
+                               ? inference::DataType_Name(type)
+                               : absl::StrCat("data type #", static_cast<int>(type));
+  return absl::InvalidArgumentError(absl::StrCat(
+      name, " is not supported (TYPE_FP32, TYPE_INT64 and TYPE_BOOL are)"));
+}
+
+namespace {
+
+// Reads config inputs and outputs alike: ModelInput and ModelOutput share the
+// fields used here. `kind` is "input" or "output", for messages.
+template <typename ConfigTensor>
+absl::StatusOr<TensorSpec> SpecFromConfig(const inference::ModelConfig& config,
+                                          const ConfigTensor& tensor, const char* kind,
+                                          int index) {
+  const std::string where =
+      absl::StrCat("config.pbtxt of model '", config.name(), "': ", kind, "[", index, "]");
+  if (tensor.name().empty()) return absl::InvalidArgumentError(absl::StrCat(where, " has no name"));
+  TensorSpec spec;
+  spec.name = tensor.name();
+  absl::StatusOr<DType> dtype = DTypeFromConfig(tensor.data_type());
+  if (!dtype.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, " '", spec.name, "' data_type: ", dtype.status().message()));
+  }
+  spec.dtype = *dtype;
+  // The largest batch must have a byte count an int64 can hold, so that
+  // request validation multiplies rows by bytes_per_row without overflow.
+  int64_t bytes = config.max_batch_size() * static_cast<int64_t>(DTypeSize(spec.dtype));
+  for (int d = 0; d < tensor.dims_size(); ++d) {
+    const int64_t dim = tensor.dims(d);
+    if (dim < 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, " '", spec.name, "' dims[", d, "] is ", dim,
+          "; every dim after the batch must be fixed and at least 1 (only the batch varies)"));
+    }
+    if (__builtin_mul_overflow(bytes, dim, &bytes)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, " '", spec.name, "' dims [", absl::StrJoin(tensor.dims(), ","),
+          "] at max_batch_size ", config.max_batch_size(), " are too large to address"));
+    }
+    spec.dims.push_back(dim);
+  }
+  return spec;
+}
+
+template <typename ConfigTensors>
+absl::Status SpecsFromConfig(const inference::ModelConfig& config, const ConfigTensors& tensors,
+                             const char* kind, std::vector<TensorSpec>* specs,
+                             std::set<std::string>* names) {
+  if (tensors.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("config.pbtxt of model '", config.name(), "' declares no ", kind, "s"));
+  }
+  for (int i = 0; i < tensors.size(); ++i) {
+    ASSIGN_OR_RETURN(TensorSpec spec, SpecFromConfig(config, tensors[i], kind, i));
+    // Inputs and outputs share one namespace: the runtime's graph names values
+    // uniquely, and a shared name would make requests ambiguous to read.
+    if (!names->insert(spec.name).second) {
+      return absl::InvalidArgumentError(absl::StrCat("config.pbtxt of model '", config.name(),
+                                                     "': ", kind, "[", i, "] name '", spec.name,
+                                                     "' is declared twice"));
+    }
+    specs->push_back(std::move(spec));
+  }
+  return absl::OkStatus();
+}
+
+// Compares one side (inputs or outputs) of two interfaces.
+absl::Status CheckTensorsMatch(const std::vector<TensorSpec>& config,
+                               const std::vector<TensorSpec>& model, const char* kind) {
+  if (config.size() != model.size()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("config.pbtxt declares ", config.size(), " ", kind, "s but the model file has ",
+                     model.size()));
+  }
+  for (size_t i = 0; i < config.size(); ++i) {
+    const TensorSpec& declared = config[i];
+    const TensorSpec& actual = model[i];
+    if (declared.name != actual.name) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "config.pbtxt declares ", kind, " ", i, " as '", declared.name, "' but the model file's ",
+          kind, " ", i, " is '", actual.name, "' (config.pbtxt lists ", kind,
+          "s in the model's order)"));
+    }
+    if (declared.dtype != actual.dtype) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("config.pbtxt declares ", kind, " '", declared.name, "' as ",
+                       KServeDatatype(declared.dtype), " but the model file has ",
+                       KServeDatatype(actual.dtype)));
+    }
+    if (declared.dims != actual.dims) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "config.pbtxt declares ", kind, " '", declared.name, "' with dims ",
+          DimsToString(declared.dims), " but the model file has ", DimsToString(actual.dims)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<ModelInterface> InterfaceFromConfig(const inference::ModelConfig& config) {
+  if (config.max_batch_size() < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "config.pbtxt of model '", config.name(), "': max_batch_size is ", config.max_batch_size(),
+        "; GraphServe serves batching models only (max_batch_size >= 1, batch on dim 0)"));
+  }
+  ModelInterface interface;
+  interface.name = config.name();
+  interface.max_batch_size = config.max_batch_size();
+  std::set<std::string> names;
+  RETURN_IF_ERROR(SpecsFromConfig(config, config.input(), "input", &interface.inputs, &names));
+  RETURN_IF_ERROR(SpecsFromConfig(config, config.output(), "output", &interface.outputs, &names));
+  return interface;
+}
+
+ModelInterface InterfaceFromGraph(const std::string& name, int64_t max_batch_size,
+                                  const BoundGraph& graph) {
+  const auto spec = [&graph](ValueId id) {
+    const BoundValue& value = graph.value(id);
+    TensorSpec spec;
+    spec.name = value.name;
+    spec.dtype = value.dtype;
+    if (!value.dims.empty()) spec.dims.assign(value.dims.begin() + 1, value.dims.end());
+    return spec;
+  };
+  ModelInterface interface;
+  interface.name = name;
+  interface.max_batch_size = max_batch_size;
+  for (ValueId id : graph.inputs) interface.inputs.push_back(spec(id));
+  for (ValueId id : graph.outputs) interface.outputs.push_back(spec(id));
+  return interface;
+}
+
+absl::Status CheckInterfacesMatch(const ModelInterface& config, const ModelInterface& model) {
+  RETURN_IF_ERROR(CheckTensorsMatch(config.inputs, model.inputs, "input"));
+  return CheckTensorsMatch(config.outputs, model.outputs, "output");
+}
+
+std::string ClientShapeString(const TensorSpec& spec) {
+  Dims shape = {-1};
+  shape.insert(shape.end(), spec.dims.begin(), spec.dims.end());
+  return DimsToString(shape);
+}
+
+}  // namespace graphserve

@@ -1,0 +1,67 @@
+#pragma once
+// A served model's tensors as clients see them: names, element types and the
+// dims of one row (the batch dimension left out). Two sources describe it, the
+// config.pbtxt and the model file; the server loads a model only when they
+// agree, and then validates every request against the one interface.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "common/dtype.h"
+#include "proto/model_config.pb.h"
+#include "runtime/bound_graph.h"
+#include "runtime/tensor.h"
+
+namespace graphserve {
+
+struct TensorSpec {
+  std::string name;
+  DType dtype = DType::kFloat32;
+  Dims dims;  // without the batch dimension
+
+  // Bytes of one batch row: the product of dims times the element size.
+  [[nodiscard]] size_t bytes_per_row() const;
+};
+
+struct ModelInterface {
+  std::string name;
+  int64_t max_batch_size = 0;      // >= 1: every served model batches on dim 0
+  std::vector<TensorSpec> inputs;  // the model's order
+  std::vector<TensorSpec> outputs;
+};
+
+// KServe v2 datatype names: "FP32", "INT64", "BOOL".
+const char* KServeDatatype(DType dtype);
+
+// InvalidArgument listing the supported names for anything else (e.g. "FP16").
+absl::StatusOr<DType> DTypeFromKServe(absl::string_view datatype);
+
+// InvalidArgument naming the type (e.g. TYPE_FP16) and the supported ones.
+absl::StatusOr<DType> DTypeFromConfig(inference::DataType type);
+
+// The interface config.pbtxt declares. InvalidArgument naming the field for:
+// max_batch_size < 1, no inputs or no outputs, an unsupported data_type, a dim
+// < 1 (variable non-batch dims are not served), duplicate names, or a tensor
+// whose largest batch (max_batch_size rows) has more bytes than an int64 counts.
+absl::StatusOr<ModelInterface> InterfaceFromConfig(const inference::ModelConfig& config);
+
+// The interface of a model bound at any batch size (dim 0 of every
+// input/output is the batch).
+ModelInterface InterfaceFromGraph(const std::string& name, int64_t max_batch_size,
+                                  const BoundGraph& graph);
+
+// FailedPrecondition naming the first difference (count, order and names,
+// dtypes, dims; inputs before outputs), e.g. "config.pbtxt declares input 'x'
+// with dims [512] but the model file has [256]". max_batch_size is not
+// compared: the model file batches on dim 0 at any size.
+absl::Status CheckInterfacesMatch(const ModelInterface& config, const ModelInterface& model);
+
+// "[-1,512]": the shape clients see, batch first.
+std::string ClientShapeString(const TensorSpec& spec);
+
+}  // namespace graphserve

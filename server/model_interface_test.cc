@@ -1,0 +1,199 @@
+#include "server/model_interface.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "google/protobuf/text_format.h"
+
+namespace graphserve {
+namespace {
+
+using ::testing::HasSubstr;
+
+inference::ModelConfig ParseConfig(const std::string& text) {
+  inference::ModelConfig config;
+  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &config)) << text;
+  return config;
+}
+
+// mlp: x [B, 512] FP32, ids [B, 2] INT64 -> y [B, 10] FP32, mask [B] BOOL.
+constexpr char kMlpConfig[] = R"pb(
+  name: "mlp"
+  max_batch_size: 256
+  input { name: "x" data_type: TYPE_FP32 dims: 512 }
+  input { name: "ids" data_type: TYPE_INT64 dims: 2 }
+  output { name: "y" data_type: TYPE_FP32 dims: 10 }
+  output { name: "mask" data_type: TYPE_BOOL }
+)pb";
+
+// The same interface as a graph bound at batch 8.
+BoundGraph MlpGraph() {
+  BoundGraph graph;
+  graph.batch_size = 8;
+  graph.values = {{"x", DType::kFloat32, {8, 512}, nullptr},
+                  {"ids", DType::kInt64, {8, 2}, nullptr},
+                  {"hidden", DType::kFloat32, {8, 64}, nullptr},
+                  {"y", DType::kFloat32, {8, 10}, nullptr},
+                  {"mask", DType::kBool, {8}, nullptr}};
+  graph.inputs = {0, 1};
+  graph.outputs = {3, 4};
+  return graph;
+}
+
+std::string Message(const absl::Status& status) { return std::string(status.message()); }
+
+TEST(ModelInterfaceTest, DatatypeNamesRoundTrip) {
+  for (DType dtype : {DType::kFloat32, DType::kInt64, DType::kBool}) {
+    absl::StatusOr<DType> back = DTypeFromKServe(KServeDatatype(dtype));
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_EQ(*back, dtype);
+  }
+  EXPECT_STREQ(KServeDatatype(DType::kFloat32), "FP32");
+  EXPECT_STREQ(KServeDatatype(DType::kInt64), "INT64");
+  EXPECT_STREQ(KServeDatatype(DType::kBool), "BOOL");
+}
+
+TEST(ModelInterfaceTest, UnsupportedKServeDatatypeListsTheSupportedOnes) {
+  for (const char* name : {"FP16", "fp32", "", "BYTES"}) {
+    absl::StatusOr<DType> dtype = DTypeFromKServe(name);
+    ASSERT_FALSE(dtype.ok()) << name;
+    EXPECT_EQ(dtype.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(Message(dtype.status()), HasSubstr(absl::StrCat("'", name, "'")));
+    EXPECT_THAT(Message(dtype.status()), HasSubstr("FP32, INT64 and BOOL"));
+  }
+}
+
+TEST(ModelInterfaceTest, ConfigDataTypes) {
+  EXPECT_EQ(*DTypeFromConfig(inference::TYPE_FP32), DType::kFloat32);
+  EXPECT_EQ(*DTypeFromConfig(inference::TYPE_INT64), DType::kInt64);
+  EXPECT_EQ(*DTypeFromConfig(inference::TYPE_BOOL), DType::kBool);
+  absl::StatusOr<DType> fp16 = DTypeFromConfig(inference::TYPE_FP16);
+  ASSERT_FALSE(fp16.ok());
+  EXPECT_THAT(Message(fp16.status()), HasSubstr("TYPE_FP16"));
+  absl::StatusOr<DType> unnamed = DTypeFromConfig(static_cast<inference::DataType>(77));
+  ASSERT_FALSE(unnamed.ok());
+  EXPECT_THAT(Message(unnamed.status()), HasSubstr("#77"));
+}
+
+TEST(ModelInterfaceTest, InterfaceFromConfigKeepsOrderDtypesAndRowDims) {
+  absl::StatusOr<ModelInterface> interface = InterfaceFromConfig(ParseConfig(kMlpConfig));
+  ASSERT_TRUE(interface.ok()) << interface.status();
+  EXPECT_EQ(interface->name, "mlp");
+  EXPECT_EQ(interface->max_batch_size, 256);
+  ASSERT_EQ(interface->inputs.size(), 2u);
+  EXPECT_EQ(interface->inputs[0].name, "x");
+  EXPECT_EQ(interface->inputs[0].dtype, DType::kFloat32);
+  EXPECT_EQ(interface->inputs[0].dims, Dims({512}));
+  EXPECT_EQ(interface->inputs[0].bytes_per_row(), 512u * 4);
+  EXPECT_EQ(interface->inputs[1].name, "ids");
+  EXPECT_EQ(interface->inputs[1].bytes_per_row(), 2u * 8);
+  ASSERT_EQ(interface->outputs.size(), 2u);
+  EXPECT_EQ(interface->outputs[1].name, "mask");
+  EXPECT_EQ(interface->outputs[1].dims, Dims({}));  // one bool per row
+  EXPECT_EQ(interface->outputs[1].bytes_per_row(), 1u);
+  EXPECT_EQ(ClientShapeString(interface->inputs[0]), "[-1,512]");
+  EXPECT_EQ(ClientShapeString(interface->outputs[1]), "[-1]");
+}
+
+// Each broken config, and a word its error must contain to name the field.
+struct BadConfigCase {
+  const char* what;
+  const char* extra_tensor;  // text appended to the valid config
+  const char* expected;
+  int32_t max_batch_size = 256;
+};
+
+TEST(ModelInterfaceTest, InterfaceFromConfigNamesTheBadField) {
+  const BadConfigCase cases[] = {
+      {"no batching", "", "max_batch_size is 0", 0},
+      {"negative batch", "", "max_batch_size is -4", -4},
+      {"unsupported type", "input { name: \"h\" data_type: TYPE_FP16 dims: 4 }",
+       "input[2] 'h' data_type: TYPE_FP16"},
+      {"unset type", "output { name: \"z\" dims: 4 }", "output[2] 'z' data_type: TYPE_INVALID"},
+      {"variable dim", "input { name: \"v\" data_type: TYPE_FP32 dims: 4 dims: -1 }",
+       "input[2] 'v' dims[1] is -1"},
+      {"zero dim", "output { name: \"e\" data_type: TYPE_FP32 dims: 0 }", "output[2] 'e' dims[0] is 0"},
+      {"duplicate input", "input { name: \"x\" data_type: TYPE_FP32 dims: 1 }",
+       "input[2] name 'x' is declared twice"},
+      {"output named like an input", "output { name: \"ids\" data_type: TYPE_FP32 dims: 1 }",
+       "output[2] name 'ids' is declared twice"},
+      {"nameless", "input { data_type: TYPE_FP32 dims: 1 }", "input[2] has no name"},
+      {"overflowing dims",
+       "input { name: \"big\" data_type: TYPE_FP32 dims: 4294967296 dims: 4294967296 }",
+       "too large"},
+  };
+  for (const BadConfigCase& c : cases) {
+    inference::ModelConfig config = ParseConfig(absl::StrCat(kMlpConfig, c.extra_tensor));
+    config.set_max_batch_size(c.max_batch_size);
+    absl::StatusOr<ModelInterface> interface = InterfaceFromConfig(config);
+    ASSERT_FALSE(interface.ok()) << c.what;
+    EXPECT_EQ(interface.status().code(), absl::StatusCode::kInvalidArgument) << c.what;
+    EXPECT_THAT(Message(interface.status()), HasSubstr(c.expected)) << c.what;
+    EXPECT_THAT(Message(interface.status()), HasSubstr("model 'mlp'")) << c.what;
+  }
+}
+
+TEST(ModelInterfaceTest, ConfigWithoutInputsOrOutputsIsRejected) {
+  absl::StatusOr<ModelInterface> no_inputs = InterfaceFromConfig(ParseConfig(R"pb(
+    name: "m" max_batch_size: 4 output { name: "y" data_type: TYPE_FP32 dims: 1 })pb"));
+  ASSERT_FALSE(no_inputs.ok());
+  EXPECT_THAT(Message(no_inputs.status()), HasSubstr("declares no inputs"));
+  absl::StatusOr<ModelInterface> no_outputs = InterfaceFromConfig(ParseConfig(R"pb(
+    name: "m" max_batch_size: 4 input { name: "x" data_type: TYPE_FP32 dims: 1 })pb"));
+  ASSERT_FALSE(no_outputs.ok());
+  EXPECT_THAT(Message(no_outputs.status()), HasSubstr("declares no outputs"));
+}
+
+TEST(ModelInterfaceTest, GraphInterfaceDropsTheBatchDimAndSkipsInternalValues) {
+  const ModelInterface interface = InterfaceFromGraph("mlp", 256, MlpGraph());
+  EXPECT_EQ(interface.name, "mlp");
+  EXPECT_EQ(interface.max_batch_size, 256);
+  ASSERT_EQ(interface.inputs.size(), 2u);
+  EXPECT_EQ(interface.inputs[1].name, "ids");
+  EXPECT_EQ(interface.inputs[1].dtype, DType::kInt64);
+  EXPECT_EQ(interface.inputs[1].dims, Dims({2}));
+  ASSERT_EQ(interface.outputs.size(), 2u);
+  EXPECT_EQ(interface.outputs[0].name, "y");
+  EXPECT_EQ(interface.outputs[1].dims, Dims({}));
+}
+
+TEST(ModelInterfaceTest, ConfigAndGraphOfTheSameModelMatch) {
+  const ModelInterface config = *InterfaceFromConfig(ParseConfig(kMlpConfig));
+  // A different max_batch_size is no mismatch: the model file batches at any size.
+  EXPECT_TRUE(CheckInterfacesMatch(config, InterfaceFromGraph("mlp", 8, MlpGraph())).ok());
+}
+
+TEST(ModelInterfaceTest, MismatchNamesTheFirstDifference) {
+  const ModelInterface config = *InterfaceFromConfig(ParseConfig(kMlpConfig));
+  struct Case {
+    const char* what;
+    void (*edit)(ModelInterface*);
+    const char* expected;
+  };
+  const Case cases[] = {
+      {"dims", [](ModelInterface* m) { m->inputs[0].dims = {256}; },
+       "config.pbtxt declares input 'x' with dims [512] but the model file has [256]"},
+      {"rank", [](ModelInterface* m) { m->outputs[0].dims = {2, 5}; },
+       "output 'y' with dims [10] but the model file has [2,5]"},
+      {"dtype", [](ModelInterface* m) { m->inputs[1].dtype = DType::kFloat32; },
+       "config.pbtxt declares input 'ids' as INT64 but the model file has FP32"},
+      {"name", [](ModelInterface* m) { m->outputs[1].name = "valid"; },
+       "output 1 as 'mask' but the model file's output 1 is 'valid'"},
+      {"order", [](ModelInterface* m) { std::swap(m->inputs[0], m->inputs[1]); },
+       "input 0 as 'x' but the model file's input 0 is 'ids'"},
+      {"count", [](ModelInterface* m) { m->inputs.pop_back(); },
+       "config.pbtxt declares 2 inputs but the model file has 1"},
+      {"output count", [](ModelInterface* m) { m->outputs.push_back(m->outputs[0]); },
+       "config.pbtxt declares 2 outputs but the model file has 3"},
+  };
+  for (const Case& c : cases) {
+    ModelInterface model = InterfaceFromGraph("mlp", 256, MlpGraph());
+    c.edit(&model);
+    const absl::Status status = CheckInterfacesMatch(config, model);
+    EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << c.what;
+    EXPECT_THAT(Message(status), HasSubstr(c.expected)) << c.what;
+  }
+}
+
+}  // namespace
+}  // namespace graphserve
