@@ -1,0 +1,432 @@
+#include "server/request_validation.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <functional>
+#include <limits>
+
+namespace graphserve {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using Request = inference::ModelInferRequest;
+
+constexpr int64_t kMaxBatch = 8;
+constexpr int64_t kRows = 4;  // a batch within kMaxBatch
+
+// x [B,3] FP32, ids [B,2] INT64, mask [B] BOOL -> y [B,2] FP32, score [B,1] INT64, valid [B] BOOL.
+ModelInterface Mlp() {
+  ModelInterface model;
+  model.name = "mlp";
+  model.max_batch_size = kMaxBatch;
+  model.inputs = {{"x", DType::kFloat32, {3}}, {"ids", DType::kInt64, {2}}, {"mask", DType::kBool, {}}};
+  model.outputs = {
+      {"y", DType::kFloat32, {2}}, {"score", DType::kInt64, {1}}, {"valid", DType::kBool, {}}};
+  return model;
+}
+
+// Element e of input `name` in the test requests: distinct per tensor and element.
+float XValue(int64_t e) { return 0.5f + static_cast<float>(e); }
+int64_t IdValue(int64_t e) { return 1000 + e; }
+bool MaskValue(int64_t e) { return e % 3 == 0; }
+
+template <typename T>
+std::string Bytes(const std::vector<T>& values) {
+  return std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T));
+}
+
+Request::InferInputTensor* AddInput(Request* request, const char* name, const char* datatype,
+                                    Dims shape) {
+  Request::InferInputTensor* input = request->add_inputs();
+  input->set_name(name);
+  input->set_datatype(datatype);
+  for (int64_t dim : shape) input->add_shape(dim);
+  return input;
+}
+
+// A valid request of `rows` rows with raw contents, inputs in an order other
+// than the model's so that the mapping is exercised.
+Request RawRequest(int64_t rows = kRows) {
+  Request request;
+  request.set_model_name("mlp");
+  request.set_id("req-7");
+  std::vector<float> x;
+  std::vector<int64_t> ids;
+  std::vector<uint8_t> mask;
+  for (int64_t e = 0; e < rows * 3; ++e) x.push_back(XValue(e));
+  for (int64_t e = 0; e < rows * 2; ++e) ids.push_back(IdValue(e));
+  for (int64_t e = 0; e < rows; ++e) mask.push_back(MaskValue(e) ? 1 : 0);
+  AddInput(&request, "ids", "INT64", {rows, 2});
+  request.add_raw_input_contents(Bytes(ids));
+  AddInput(&request, "mask", "BOOL", {rows});
+  request.add_raw_input_contents(Bytes(mask));
+  AddInput(&request, "x", "FP32", {rows, 3});
+  request.add_raw_input_contents(Bytes(x));
+  return request;
+}
+
+// The same data as typed contents, inputs in the model's order.
+Request TypedRequest(int64_t rows = kRows) {
+  Request request;
+  request.set_model_name("mlp");
+  auto* x = AddInput(&request, "x", "FP32", {rows, 3});
+  for (int64_t e = 0; e < rows * 3; ++e) x->mutable_contents()->add_fp32_contents(XValue(e));
+  auto* ids = AddInput(&request, "ids", "INT64", {rows, 2});
+  for (int64_t e = 0; e < rows * 2; ++e) ids->mutable_contents()->add_int64_contents(IdValue(e));
+  auto* mask = AddInput(&request, "mask", "BOOL", {rows});
+  for (int64_t e = 0; e < rows; ++e) mask->mutable_contents()->add_bool_contents(MaskValue(e));
+  return request;
+}
+
+// Checks that `validated` holds the test data, read through its pointers.
+void ExpectTestData(const ValidatedRequest& validated, int64_t rows) {
+  ASSERT_EQ(validated.inputs.size(), 3u);
+  for (int64_t e = 0; e < rows * 3; ++e) {
+    float value;
+    std::memcpy(&value, validated.inputs[0] + e * sizeof(float), sizeof(float));
+    EXPECT_EQ(value, XValue(e)) << e;
+  }
+  for (int64_t e = 0; e < rows * 2; ++e) {
+    int64_t value;
+    std::memcpy(&value, validated.inputs[1] + e * sizeof(int64_t), sizeof(int64_t));
+    EXPECT_EQ(value, IdValue(e)) << e;
+  }
+  for (int64_t e = 0; e < rows; ++e) {
+    EXPECT_EQ(std::to_integer<int>(validated.inputs[2][e]), MaskValue(e) ? 1 : 0) << e;
+  }
+}
+
+std::string Message(const absl::Status& status) { return std::string(status.message()); }
+
+TEST(RequestValidationTest, RawRequestPointsIntoTheRequestInModelOrder) {
+  const Request request = RawRequest();
+  absl::StatusOr<ValidatedRequest> validated = ValidateInferRequest(request, Mlp());
+  ASSERT_TRUE(validated.ok()) << validated.status();
+  EXPECT_EQ(validated->rows, kRows);
+  // Request order is ids, mask, x; the model's is x, ids, mask.
+  ASSERT_EQ(validated->inputs.size(), 3u);
+  EXPECT_EQ(validated->inputs[0],
+            reinterpret_cast<const std::byte*>(request.raw_input_contents(2).data()));
+  EXPECT_EQ(validated->inputs[1],
+            reinterpret_cast<const std::byte*>(request.raw_input_contents(0).data()));
+  EXPECT_EQ(validated->inputs[2],
+            reinterpret_cast<const std::byte*>(request.raw_input_contents(1).data()));
+  EXPECT_TRUE(validated->converted.empty());
+  ExpectTestData(*validated, kRows);
+  EXPECT_THAT(validated->outputs, ElementsAre(0, 1, 2));  // none named: all, model order
+}
+
+TEST(RequestValidationTest, TypedRequestGivesTheSameBytes) {
+  const Request request = TypedRequest();
+  absl::StatusOr<ValidatedRequest> validated = ValidateInferRequest(request, Mlp());
+  ASSERT_TRUE(validated.ok()) << validated.status();
+  EXPECT_EQ(validated->rows, kRows);
+  ExpectTestData(*validated, kRows);
+  // FP32 and INT64 are read in place; BOOL is written out as bytes.
+  EXPECT_EQ(validated->inputs[0],
+            reinterpret_cast<const std::byte*>(request.inputs(0).contents().fp32_contents().data()));
+  ASSERT_EQ(validated->converted.size(), 1u);
+  EXPECT_EQ(validated->inputs[2], validated->converted[0].data());
+
+  // Moving keeps the pointers valid.
+  const std::byte* mask = validated->inputs[2];
+  ValidatedRequest moved = *std::move(validated);
+  EXPECT_EQ(moved.inputs[2], mask);
+  EXPECT_EQ(moved.converted[0].data(), mask);
+  ExpectTestData(moved, kRows);
+}
+
+TEST(RequestValidationTest, BatchesFromOneToMaxAreAccepted) {
+  for (int64_t rows = 1; rows <= kMaxBatch; ++rows) {
+    const Request raw = RawRequest(rows);
+    absl::StatusOr<ValidatedRequest> validated = ValidateInferRequest(raw, Mlp());
+    ASSERT_TRUE(validated.ok()) << rows << ": " << validated.status();
+    EXPECT_EQ(validated->rows, rows);
+    ExpectTestData(*validated, rows);
+    const Request typed = TypedRequest(rows);
+    ASSERT_TRUE(ValidateInferRequest(typed, Mlp()).ok()) << rows;
+  }
+}
+
+TEST(RequestValidationTest, RequestedOutputsComeInRequestOrder) {
+  Request request = RawRequest();
+  request.add_outputs()->set_name("valid");
+  request.add_outputs()->set_name("y");
+  absl::StatusOr<ValidatedRequest> validated = ValidateInferRequest(request, Mlp());
+  ASSERT_TRUE(validated.ok()) << validated.status();
+  EXPECT_THAT(validated->outputs, ElementsAre(2, 0));
+}
+
+TEST(RequestValidationTest, UnknownParametersAreIgnored) {
+  Request request = RawRequest();
+  (*request.mutable_parameters())["priority"].set_int64_param(3);
+  (*request.mutable_parameters())["something_new"].set_string_param("x");
+  (*request.mutable_inputs(0)->mutable_parameters())["binary_data_size"].set_int64_param(64);
+  auto* output = request.add_outputs();
+  output->set_name("y");
+  (*output->mutable_parameters())["binary_data"].set_bool_param(true);
+  EXPECT_TRUE(ValidateInferRequest(request, Mlp()).ok());
+}
+
+// One malformed request and a fragment its error must contain.
+struct BadRequestCase {
+  const char* what;
+  std::function<void(Request*)> edit;
+  const char* expected;
+};
+
+Request::InferInputTensor* Input(Request* request, const std::string& name) {
+  for (auto& input : *request->mutable_inputs()) {
+    if (input.name() == name) return &input;
+  }
+  ADD_FAILURE() << "no input " << name;
+  return request->add_inputs();
+}
+
+void SetShape(Request::InferInputTensor* input, Dims shape) {
+  input->clear_shape();
+  for (int64_t dim : shape) input->add_shape(dim);
+}
+
+void ExpectRejected(const Request& request, const char* what, const char* expected) {
+  absl::StatusOr<ValidatedRequest> validated = ValidateInferRequest(request, Mlp());
+  ASSERT_FALSE(validated.ok()) << what;
+  EXPECT_EQ(validated.status().code(), absl::StatusCode::kInvalidArgument) << what;
+  EXPECT_THAT(Message(validated.status()), HasSubstr(expected)) << what;
+}
+
+TEST(RequestValidationTest, MalformedRawRequestsSayWhatWasExpected) {
+  constexpr int64_t kHuge = std::numeric_limits<int64_t>::max();
+  const BadRequestCase cases[] = {
+      {"missing input",
+       [](Request* r) {
+         r->mutable_inputs()->DeleteSubrange(0, 1);
+         r->mutable_raw_input_contents()->DeleteSubrange(0, 1);
+       },
+       "model 'mlp' expects input 'ids' (INT64, shape [-1,2]); the request has none"},
+      {"no inputs at all",
+       [](Request* r) {
+         r->clear_inputs();
+         r->clear_raw_input_contents();
+       },
+       "model 'mlp' expects input 'x' (FP32, shape [-1,3]); the request has none"},
+      {"misnamed input", [](Request* r) { Input(r, "x")->set_name("X"); },
+       "model 'mlp' has no input 'X'; its inputs are 'x', 'ids', 'mask'"},
+      {"input twice",
+       [](Request* r) {
+         *r->add_inputs() = *Input(r, "x");
+         r->add_raw_input_contents(r->raw_input_contents(2));
+       },
+       "input 'x' appears twice in the request to model 'mlp'"},
+      {"wrong datatype", [](Request* r) { Input(r, "x")->set_datatype("INT64"); },
+       "input 'x' has datatype INT64; model 'mlp' expects FP32"},
+      {"unsupported datatype", [](Request* r) { Input(r, "x")->set_datatype("FP16"); },
+       "input 'x' has datatype FP16; model 'mlp' expects FP32"},
+      {"datatype in config spelling", [](Request* r) { Input(r, "ids")->set_datatype("TYPE_INT64"); },
+       "input 'ids' has datatype TYPE_INT64; model 'mlp' expects INT64"},
+      {"no batch dim", [](Request* r) { SetShape(Input(r, "x"), {3}); },
+       "input 'x' has shape [3]; model 'mlp' expects [-1,3] (batch first)"},
+      {"extra dim", [](Request* r) { SetShape(Input(r, "x"), {kRows, 3, 1}); },
+       "input 'x' has shape [4,3,1]; model 'mlp' expects [-1,3] (batch first)"},
+      {"wrong row dim", [](Request* r) { SetShape(Input(r, "x"), {kRows, 5}); },
+       "input 'x' has shape [4,5]; model 'mlp' expects [-1,3]"},
+      {"negative row dim", [](Request* r) { SetShape(Input(r, "ids"), {kRows, -2}); },
+       "input 'ids' has shape [4,-2]; model 'mlp' expects [-1,2]"},
+      {"huge row dim", [kHuge](Request* r) { SetShape(Input(r, "ids"), {kHuge, kHuge}); },
+       "input 'ids' has shape [9223372036854775807,9223372036854775807]"},
+      {"empty shape", [](Request* r) { SetShape(Input(r, "mask"), {}); },
+       "input 'mask' has shape []; model 'mlp' expects [-1]"},
+      {"batch 0", [](Request* r) { SetShape(Input(r, "x"), {0, 3}); },
+       "input 'x' has batch 0 (shape [0,3]); model 'mlp' needs a batch (dim 0) of at least 1"},
+      {"negative batch", [](Request* r) { SetShape(Input(r, "mask"), {-4}); },
+       "input 'mask' has batch -4"},
+      {"batch above max", [](Request* r) { SetShape(Input(r, "x"), {9, 3}); },
+       "batch 9 exceeds max_batch_size 8 of model 'mlp'"},
+      {"huge batch", [kHuge](Request* r) { SetShape(Input(r, "x"), {kHuge, 3}); },
+       "batch 9223372036854775807 exceeds max_batch_size 8"},
+      {"batches disagree", [](Request* r) { SetShape(Input(r, "ids"), {kRows - 1, 2}); },
+       "input 'ids' has batch 3 but input 'x' has batch 4; the inputs of a request to model "
+       "'mlp' share the batch (dim 0)"},
+      {"short raw bytes", [](Request* r) { r->mutable_raw_input_contents(2)->pop_back(); },
+       "input 'x' of model 'mlp': 47 bytes in raw_input_contents, expected 48 for shape [4,3] FP32"},
+      {"long raw bytes", [](Request* r) { r->mutable_raw_input_contents(0)->append("x"); },
+       "input 'ids' of model 'mlp': 65 bytes in raw_input_contents, expected 64 for shape [4,2] "
+       "INT64"},
+      {"raw entry missing", [](Request* r) { r->mutable_raw_input_contents()->RemoveLast(); },
+       "the request to model 'mlp' has 2 raw_input_contents entries for 3 inputs"},
+      {"raw entry extra", [](Request* r) { r->add_raw_input_contents("spare"); },
+       "has 4 raw_input_contents entries for 3 inputs"},
+      {"raw mixed with typed",
+       [](Request* r) { Input(r, "x")->mutable_contents()->add_fp32_contents(1.0f); },
+       "input 'x' carries typed contents but the request to model 'mlp' uses raw_input_contents"},
+      {"raw BOOL not 0 or 1", [](Request* r) { (*r->mutable_raw_input_contents(1))[2] = 2; },
+       "input 'mask' of model 'mlp': raw BOOL element 2 is byte 2; BOOL elements are bytes 0 or 1"},
+      {"unknown output", [](Request* r) { r->add_outputs()->set_name("logits"); },
+       "model 'mlp' has no output 'logits'; its outputs are 'y', 'score', 'valid'"},
+      {"output twice",
+       [](Request* r) {
+         r->add_outputs()->set_name("y");
+         r->add_outputs()->set_name("score");
+         r->add_outputs()->set_name("y");
+       },
+       "output 'y' is requested twice from model 'mlp'"},
+      {"input in shared memory",
+       [](Request* r) {
+         (*Input(r, "x")->mutable_parameters())["shared_memory_region"].set_string_param("in0");
+       },
+       "input 'x' of model 'mlp' names a shared_memory_region"},
+      {"output to shared memory",
+       [](Request* r) {
+         auto* output = r->add_outputs();
+         output->set_name("y");
+         (*output->mutable_parameters())["shared_memory_region"].set_string_param("out0");
+       },
+       "output 'y' of model 'mlp' names a shared_memory_region"},
+      {"classification",
+       [](Request* r) {
+         auto* output = r->add_outputs();
+         output->set_name("score");
+         (*output->mutable_parameters())["classification"].set_int64_param(3);
+       },
+       "output 'score' of model 'mlp' asks for classification"},
+  };
+  for (const BadRequestCase& c : cases) {
+    Request request = RawRequest();
+    c.edit(&request);
+    ExpectRejected(request, c.what, c.expected);
+  }
+}
+
+TEST(RequestValidationTest, MalformedTypedRequestsSayWhatWasExpected) {
+  const BadRequestCase cases[] = {
+      {"no data", [](Request* r) { Input(r, "ids")->clear_contents(); },
+       "input 'ids' of model 'mlp' has no data; send it in raw_input_contents or in "
+       "contents.int64_contents"},
+      {"wrong field for FP32",
+       [](Request* r) {
+         auto* x = Input(r, "x");
+         x->clear_contents();
+         for (int e = 0; e < kRows * 3; ++e) x->mutable_contents()->add_fp64_contents(e);
+       },
+       "input 'x' of model 'mlp' is FP32 but carries contents.fp64_contents; FP32 elements go in "
+       "contents.fp32_contents"},
+      {"wrong field for INT64",
+       [](Request* r) {
+         auto* ids = Input(r, "ids");
+         ids->clear_contents();
+         for (int e = 0; e < kRows * 2; ++e) ids->mutable_contents()->add_int_contents(e);
+       },
+       "input 'ids' of model 'mlp' is INT64 but carries contents.int_contents"},
+      {"wrong field for BOOL",
+       [](Request* r) {
+         auto* mask = Input(r, "mask");
+         mask->clear_contents();
+         for (int e = 0; e < kRows; ++e) mask->mutable_contents()->add_uint_contents(1);
+       },
+       "input 'mask' of model 'mlp' is BOOL but carries contents.uint_contents; BOOL elements go "
+       "in contents.bool_contents"},
+      {"right field plus another",
+       [](Request* r) { Input(r, "x")->mutable_contents()->add_bytes_contents("?"); },
+       "input 'x' of model 'mlp' is FP32 but carries contents.bytes_contents"},
+      {"too few elements",
+       [](Request* r) { Input(r, "x")->mutable_contents()->mutable_fp32_contents()->RemoveLast(); },
+       "input 'x' of model 'mlp': 11 elements in contents.fp32_contents, expected 12 for shape "
+       "[4,3]"},
+      {"too many elements", [](Request* r) { Input(r, "mask")->mutable_contents()->add_bool_contents(true); },
+       "input 'mask' of model 'mlp': 5 elements in contents.bool_contents, expected 4 for shape [4]"},
+      {"typed contents for the wrong shape", [](Request* r) { SetShape(Input(r, "ids"), {2, 2}); },
+       "input 'ids' has batch 2 but input 'x' has batch 4"},
+  };
+  for (const BadRequestCase& c : cases) {
+    Request request = TypedRequest();
+    c.edit(&request);
+    ExpectRejected(request, c.what, c.expected);
+  }
+}
+
+// Whatever the shape values, validation answers with a status and never reads
+// or allocates by them.
+TEST(RequestValidationTest, AnyShapeValuesGiveAStatus) {
+  const int64_t kValues[] = {std::numeric_limits<int64_t>::min(), -1, 0, 1, 2, 3, kRows,
+                             kMaxBatch + 1, int64_t{1} << 32, std::numeric_limits<int64_t>::max()};
+  for (int64_t batch : kValues) {
+    for (int64_t row : kValues) {
+      for (bool typed : {false, true}) {
+        Request request = typed ? TypedRequest() : RawRequest();
+        SetShape(Input(&request, "x"), {batch, row});
+        SetShape(Input(&request, "ids"), {batch, 2});
+        SetShape(Input(&request, "mask"), {batch});
+        absl::StatusOr<ValidatedRequest> validated = ValidateInferRequest(request, Mlp());
+        // Only the shape the test data was made for is valid.
+        EXPECT_EQ(validated.ok(), batch == kRows && row == 3) << batch << " " << row;
+      }
+    }
+  }
+}
+
+TEST(RequestValidationTest, ResponseHoldsRequestedOutputsInRequestOrder) {
+  Request request = RawRequest();
+  request.add_outputs()->set_name("valid");
+  request.add_outputs()->set_name("y");
+  const ValidatedRequest validated = *ValidateInferRequest(request, Mlp());
+  inference::ModelInferResponse response;
+  response.set_model_name("stale");  // whatever was there goes
+  const std::vector<std::byte*> destinations =
+      PrepareInferResponse(request, Mlp(), "3", validated, &response);
+
+  EXPECT_EQ(response.model_name(), "mlp");
+  EXPECT_EQ(response.model_version(), "3");
+  EXPECT_EQ(response.id(), "req-7");
+  ASSERT_EQ(response.outputs_size(), 2);
+  EXPECT_EQ(response.outputs(0).name(), "valid");
+  EXPECT_EQ(response.outputs(0).datatype(), "BOOL");
+  EXPECT_THAT(response.outputs(0).shape(), ElementsAre(kRows));
+  EXPECT_EQ(response.outputs(1).name(), "y");
+  EXPECT_EQ(response.outputs(1).datatype(), "FP32");
+  EXPECT_THAT(response.outputs(1).shape(), ElementsAre(kRows, 2));
+  EXPECT_FALSE(response.outputs(1).has_contents());
+  ASSERT_EQ(response.raw_output_contents_size(), 2);
+  EXPECT_EQ(response.raw_output_contents(0).size(), static_cast<size_t>(kRows));
+  EXPECT_EQ(response.raw_output_contents(1).size(), static_cast<size_t>(kRows * 2 * 4));
+
+  ASSERT_EQ(destinations.size(), 3u);  // per interface output
+  EXPECT_EQ(destinations[0], reinterpret_cast<std::byte*>(
+                                 response.mutable_raw_output_contents(1)->data()));
+  EXPECT_EQ(destinations[1], nullptr);  // score was not asked for
+  EXPECT_EQ(destinations[2], reinterpret_cast<std::byte*>(
+                                 response.mutable_raw_output_contents(0)->data()));
+  // What is written through the pointers is what the client receives.
+  const std::vector<float> y = {1, 2, 3, 4, 5, 6, 7, 8};
+  std::memcpy(destinations[0], y.data(), y.size() * sizeof(float));
+  destinations[2][1] = std::byte{1};
+  inference::ModelInferResponse received;
+  ASSERT_TRUE(received.ParseFromString(response.SerializeAsString()));
+  EXPECT_EQ(received.raw_output_contents(1), Bytes(y));
+  EXPECT_EQ(received.raw_output_contents(0), std::string("\0\1\0\0", 4));
+}
+
+TEST(RequestValidationTest, ResponseHoldsEveryOutputWhenNoneIsNamed) {
+  const Request request = TypedRequest(1);
+  const ValidatedRequest validated = *ValidateInferRequest(request, Mlp());
+  inference::ModelInferResponse response;
+  const std::vector<std::byte*> destinations =
+      PrepareInferResponse(request, Mlp(), "1", validated, &response);
+  ASSERT_EQ(response.outputs_size(), 3);
+  EXPECT_EQ(response.outputs(0).name(), "y");
+  EXPECT_EQ(response.outputs(1).name(), "score");
+  EXPECT_EQ(response.outputs(1).datatype(), "INT64");
+  EXPECT_THAT(response.outputs(1).shape(), ElementsAre(1, 1));
+  EXPECT_EQ(response.outputs(2).name(), "valid");
+  EXPECT_THAT(response.outputs(2).shape(), ElementsAre(1));
+  EXPECT_EQ(response.raw_output_contents(1).size(), 8u);
+  for (int k = 0; k < 3; ++k) {
+    EXPECT_EQ(destinations[k],
+              reinterpret_cast<std::byte*>(response.mutable_raw_output_contents(k)->data()));
+  }
+}
+
+}  // namespace
+}  // namespace graphserve
