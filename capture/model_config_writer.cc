@@ -91,9 +91,10 @@ std::string ModelConfigText(const inference::ModelConfig& config) {
   std::string text;
   google::protobuf::TextFormat::PrintToString(config, &text);
   return absl::StrCat(
-      "# Written by graphserve-capture prepare. The capture section lists the batch sizes\n"
-      "# with a CUDA graph per stream and each graph's measured latency (cost), which the\n"
-      "# server uses to choose between padding a request and splitting it.\n",
+      "# Written by GraphServe. The capture section lists the batch sizes with a CUDA\n"
+      "# graph per stream and each graph's measured latency (cost), which the server\n"
+      "# uses to choose between padding a request and splitting it; without costs the\n"
+      "# server measures them when it loads the model on a GPU.\n",
       text);
 }
 

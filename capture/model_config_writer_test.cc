@@ -56,7 +56,7 @@ TEST(ModelConfigWriterTest, ConfigHoldsInterfaceSizesStreamsAndCosts) {
 TEST(ModelConfigWriterTest, TextRoundTrips) {
   const inference::ModelConfig config = *MakeModelConfig(TwoTensorGraph(), Summary());
   const std::string text = ModelConfigText(config);
-  EXPECT_THAT(text, HasSubstr("# Written by graphserve-capture prepare"));
+  EXPECT_THAT(text, HasSubstr("# Written by GraphServe"));
   EXPECT_THAT(text, HasSubstr("max_batch_size: 64"));
   inference::ModelConfig parsed;
   ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &parsed));
