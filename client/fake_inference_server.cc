@@ -1,0 +1,406 @@
+#include "client/fake_inference_server.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "common/status.h"
+
+namespace graphserve {
+namespace {
+
+// A tensor of a toy model, without its batch dimension.
+struct ToyTensor {
+  std::string name;
+  std::string datatype;                 // protocol spelling
+  inference::DataType config_datatype;  // model_config.proto spelling
+  std::vector<int64_t> dims;
+  size_t element_bytes;
+};
+
+// Computes the outputs' raw bytes from the inputs' (in the model's order).
+using ToyCompute = std::function<std::vector<std::string>(
+    int64_t batch, const std::vector<absl::string_view>& inputs)>;
+
+struct ToyModel {
+  std::string name;
+  std::vector<ToyTensor> inputs;
+  std::vector<ToyTensor> outputs;
+  ToyCompute compute;
+};
+
+constexpr char kVersion[] = "1";
+
+std::vector<std::string> ComputeDouble(int64_t batch,
+                                       const std::vector<absl::string_view>& inputs) {
+  std::vector<float> values(inputs[0].size() / sizeof(float));
+  std::memcpy(values.data(), inputs[0].data(), inputs[0].size());
+  for (float& value : values) value *= 2.0f;
+  return {std::string(reinterpret_cast<const char*>(values.data()), inputs[0].size())};
+}
+
+std::vector<std::string> ComputeCountTrue(int64_t batch,
+                                          const std::vector<absl::string_view>& inputs) {
+  const absl::string_view flags = inputs[0];
+  std::vector<int64_t> counts(batch);
+  std::memcpy(counts.data(), inputs[1].data(), inputs[1].size());
+  const size_t row = flags.size() / static_cast<size_t>(batch);
+  for (int64_t b = 0; b < batch; ++b) {
+    for (size_t i = 0; i < row; ++i) counts[b] += flags[b * row + i] != 0 ? 1 : 0;
+  }
+  return {std::string(reinterpret_cast<const char*>(counts.data()),
+                      counts.size() * sizeof(int64_t))};
+}
+
+std::vector<ToyModel> ToyModels() {
+  return {
+      {.name = "double",
+       .inputs = {{"x", "FP32", inference::TYPE_FP32, {4}, 4}},
+       .outputs = {{"y", "FP32", inference::TYPE_FP32, {4}, 4}},
+       .compute = ComputeDouble},
+      {.name = "count_true",
+       .inputs = {{"flags", "BOOL", inference::TYPE_BOOL, {3}, 1},
+                  {"offset", "INT64", inference::TYPE_INT64, {1}, 8}},
+       .outputs = {{"count", "INT64", inference::TYPE_INT64, {1}, 8}},
+       .compute = ComputeCountTrue},
+  };
+}
+
+// The fake's one absl::Status -> grpc::Status conversion (the codes share
+// their numbering).
+grpc::Status ToGrpcStatus(const absl::Status& status) {
+  if (status.ok()) return grpc::Status::OK;
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
+                      std::string(status.message()));
+}
+
+void AddDuration(inference::StatisticDuration* duration, absl::Duration elapsed) {
+  duration->set_count(duration->count() + 1);
+  duration->set_ns(duration->ns() + static_cast<uint64_t>(absl::ToInt64Nanoseconds(elapsed)));
+}
+
+int64_t RowElements(const ToyTensor& tensor) {
+  int64_t count = 1;
+  for (const int64_t dim : tensor.dims) count *= dim;
+  return count;
+}
+
+}  // namespace
+
+class FakeInferenceServer::Service : public inference::GRPCInferenceService::CallbackService {
+ public:
+  explicit Service(const FakeInferenceServerOptions& options)
+      : options_(options), models_(ToyModels()) {
+    for (const ToyModel& model : models_) {
+      inference::ModelStatistics& stats = stats_[model.name];
+      stats.set_name(model.name);
+      stats.set_version(kVersion);
+    }
+  }
+
+  int64_t infer_calls() const {
+    absl::MutexLock lock(&mu_);
+    return infer_calls_;
+  }
+
+  grpc::ServerUnaryReactor* ServerLive(grpc::CallbackServerContext* context,
+                                       const inference::ServerLiveRequest* request,
+                                       inference::ServerLiveResponse* response) override {
+    response->set_live(true);
+    return Finish(context, absl::OkStatus());
+  }
+
+  grpc::ServerUnaryReactor* ServerReady(grpc::CallbackServerContext* context,
+                                        const inference::ServerReadyRequest* request,
+                                        inference::ServerReadyResponse* response) override {
+    response->set_ready(true);
+    return Finish(context, absl::OkStatus());
+  }
+
+  grpc::ServerUnaryReactor* ModelReady(grpc::CallbackServerContext* context,
+                                       const inference::ModelReadyRequest* request,
+                                       inference::ModelReadyResponse* response) override {
+    response->set_ready(Find(request->name(), request->version()).ok());
+    return Finish(context, absl::OkStatus());
+  }
+
+  grpc::ServerUnaryReactor* ServerMetadata(grpc::CallbackServerContext* context,
+                                           const inference::ServerMetadataRequest* request,
+                                           inference::ServerMetadataResponse* response) override {
+    response->set_name("fake-inference-server");
+    response->set_version("0.1");
+    response->add_extensions("model_configuration");
+    response->add_extensions("statistics");
+    return Finish(context, absl::OkStatus());
+  }
+
+  grpc::ServerUnaryReactor* ModelMetadata(grpc::CallbackServerContext* context,
+                                          const inference::ModelMetadataRequest* request,
+                                          inference::ModelMetadataResponse* response) override {
+    absl::StatusOr<const ToyModel*> model = Find(request->name(), request->version());
+    if (!model.ok()) return Finish(context, model.status());
+    response->set_name((*model)->name);
+    response->add_versions(kVersion);
+    response->set_platform("graphserve_fake");
+    auto describe = [](const ToyTensor& tensor, auto* metadata) {
+      metadata->set_name(tensor.name);
+      metadata->set_datatype(tensor.datatype);
+      metadata->add_shape(-1);  // the batch dimension
+      for (const int64_t dim : tensor.dims) metadata->add_shape(dim);
+    };
+    for (const ToyTensor& input : (*model)->inputs) describe(input, response->add_inputs());
+    for (const ToyTensor& output : (*model)->outputs) describe(output, response->add_outputs());
+    return Finish(context, absl::OkStatus());
+  }
+
+  grpc::ServerUnaryReactor* ModelConfig(grpc::CallbackServerContext* context,
+                                        const inference::ModelConfigRequest* request,
+                                        inference::ModelConfigResponse* response) override {
+    absl::StatusOr<const ToyModel*> model = Find(request->name(), request->version());
+    if (!model.ok()) return Finish(context, model.status());
+    inference::ModelConfig* config = response->mutable_config();
+    config->set_name((*model)->name);
+    config->set_platform("graphserve_fake");
+    config->set_max_batch_size(static_cast<int32_t>(options_.max_batch_size));
+    for (const ToyTensor& tensor : (*model)->inputs) {
+      inference::ModelInput* input = config->add_input();
+      input->set_name(tensor.name);
+      input->set_data_type(tensor.config_datatype);
+      for (const int64_t dim : tensor.dims) input->add_dims(dim);
+    }
+    for (const ToyTensor& tensor : (*model)->outputs) {
+      inference::ModelOutput* output = config->add_output();
+      output->set_name(tensor.name);
+      output->set_data_type(tensor.config_datatype);
+      for (const int64_t dim : tensor.dims) output->add_dims(dim);
+    }
+    return Finish(context, absl::OkStatus());
+  }
+
+  grpc::ServerUnaryReactor* ModelStatistics(
+      grpc::CallbackServerContext* context, const inference::ModelStatisticsRequest* request,
+      inference::ModelStatisticsResponse* response) override {
+    if (!request->name().empty()) {
+      if (absl::Status found = Find(request->name(), request->version()).status(); !found.ok()) {
+        return Finish(context, found);
+      }
+    }
+    absl::MutexLock lock(&mu_);
+    for (const auto& [name, stats] : stats_) {
+      if (request->name().empty() || request->name() == name) {
+        *response->add_model_stats() = stats;
+      }
+    }
+    return Finish(context, absl::OkStatus());
+  }
+
+  grpc::ServerUnaryReactor* ModelInfer(grpc::CallbackServerContext* context,
+                                       const inference::ModelInferRequest* request,
+                                       inference::ModelInferResponse* response) override {
+    const absl::Time received = absl::Now();
+    int64_t call_number = 0;
+    {
+      absl::MutexLock lock(&mu_);
+      call_number = ++infer_calls_;
+    }
+    absl::Status status;
+    if (options_.fail_every_nth_infer > 0 && call_number % options_.fail_every_nth_infer == 0) {
+      status = absl::InternalError("injected failure");
+    } else {
+      status = RunInfer(*request, response);
+    }
+    if (!status.ok()) {
+      // Only known models keep statistics; an unknown name adds no entry.
+      absl::MutexLock lock(&mu_);
+      if (auto it = stats_.find(request->model_name()); it != stats_.end()) {
+        AddDuration(it->second.mutable_inference_stats()->mutable_fail(),
+                    absl::Now() - received);
+      }
+    }
+    return Finish(context, status);
+  }
+
+ private:
+  grpc::ServerUnaryReactor* Finish(grpc::CallbackServerContext* context,
+                                   const absl::Status& status) {
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    reactor->Finish(ToGrpcStatus(status));
+    return reactor;
+  }
+
+  absl::StatusOr<const ToyModel*> Find(const std::string& name,
+                                       const std::string& version) const {
+    for (const ToyModel& model : models_) {
+      if (model.name != name) continue;
+      if (!version.empty() && version != kVersion) {
+        return absl::NotFoundError(
+            absl::StrCat("model '", name, "' has no version '", version, "'"));
+      }
+      return &model;
+    }
+    return absl::NotFoundError(absl::StrCat("unknown model '", name, "'"));
+  }
+
+  // The inputs' bytes in the model's order, after checking names, datatypes,
+  // shapes and sizes; `batch` gets the common first dimension.
+  absl::StatusOr<std::vector<absl::string_view>> CheckInputs(
+      const ToyModel& model, const inference::ModelInferRequest& request,
+      int64_t* batch) const {
+    if (request.raw_input_contents_size() != request.inputs_size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("expected raw_input_contents for each of the ", request.inputs_size(),
+                       " inputs, got ", request.raw_input_contents_size()));
+    }
+    if (request.inputs_size() != static_cast<int>(model.inputs.size())) {
+      return absl::InvalidArgumentError(absl::StrCat("model '", model.name, "' takes ",
+                                                     model.inputs.size(), " inputs, got ",
+                                                     request.inputs_size()));
+    }
+    std::vector<absl::string_view> data(model.inputs.size());
+    *batch = -1;
+    for (size_t i = 0; i < model.inputs.size(); ++i) {
+      const ToyTensor& expected = model.inputs[i];
+      int found = -1;
+      for (int j = 0; j < request.inputs_size(); ++j) {
+        if (request.inputs(j).name() == expected.name) found = j;
+      }
+      if (found < 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("model '", model.name, "' needs input '", expected.name, "'"));
+      }
+      const auto& tensor = request.inputs(found);
+      if (tensor.datatype() != expected.datatype) {
+        return absl::InvalidArgumentError(absl::StrCat("input '", expected.name, "' must be ",
+                                                       expected.datatype, ", got ",
+                                                       tensor.datatype()));
+      }
+      const std::vector<int64_t> shape(tensor.shape().begin(), tensor.shape().end());
+      std::vector<int64_t> want = {shape.empty() ? -1 : shape[0]};
+      want.insert(want.end(), expected.dims.begin(), expected.dims.end());
+      if (shape != want || shape[0] < 1 || shape[0] > options_.max_batch_size ||
+          (*batch >= 0 && shape[0] != *batch)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "input '", expected.name, "' has shape [", absl::StrJoin(shape, ","),
+            "], expected [batch,", absl::StrJoin(expected.dims, ","), "] with batch 1 to ",
+            options_.max_batch_size, " and the same for all inputs"));
+      }
+      *batch = shape[0];
+      const absl::string_view bytes = request.raw_input_contents(found);
+      const auto want_bytes =
+          static_cast<size_t>(*batch * RowElements(expected)) * expected.element_bytes;
+      if (bytes.size() != want_bytes) {
+        return absl::InvalidArgumentError(absl::StrCat("input '", expected.name, "' has ",
+                                                       bytes.size(), " bytes, expected ",
+                                                       want_bytes));
+      }
+      data[i] = bytes;
+    }
+    return data;
+  }
+
+  absl::Status RunInfer(const inference::ModelInferRequest& request,
+                        inference::ModelInferResponse* response) {
+    const absl::Time start = absl::Now();
+    ASSIGN_OR_RETURN(const ToyModel* model, Find(request.model_name(), request.model_version()));
+    for (const auto& requested : request.outputs()) {
+      bool known = false;
+      for (const ToyTensor& output : model->outputs) known |= output.name == requested.name();
+      if (!known) {
+        return absl::InvalidArgumentError(absl::StrCat("model '", model->name,
+                                                       "' has no output '", requested.name(),
+                                                       "'"));
+      }
+    }
+    int64_t batch = 0;
+    ASSIGN_OR_RETURN(const std::vector<absl::string_view> inputs,
+                     CheckInputs(*model, request, &batch));
+    const absl::Time inputs_checked = absl::Now();
+    const std::vector<std::string> outputs = model->compute(batch, inputs);
+    const absl::Time computed = absl::Now();
+
+    response->set_model_name(model->name);
+    response->set_model_version(kVersion);
+    response->set_id(request.id());
+    for (size_t i = 0; i < model->outputs.size(); ++i) {
+      const ToyTensor& tensor = model->outputs[i];
+      bool wanted = request.outputs().empty();
+      for (const auto& requested : request.outputs()) wanted |= requested.name() == tensor.name;
+      if (!wanted) continue;
+      auto* output = response->add_outputs();
+      output->set_name(tensor.name);
+      output->set_datatype(tensor.datatype);
+      output->add_shape(batch);
+      for (const int64_t dim : tensor.dims) output->add_shape(dim);
+      response->add_raw_output_contents(outputs[i]);
+    }
+    const absl::Time done = absl::Now();
+
+    absl::MutexLock lock(&mu_);
+    inference::ModelStatistics& stats = stats_[model->name];
+    stats.set_inference_count(stats.inference_count() + static_cast<uint64_t>(batch));
+    stats.set_execution_count(stats.execution_count() + 1);
+    stats.set_last_inference(static_cast<uint64_t>(absl::ToUnixMillis(done)));
+    inference::InferStatistics* infer = stats.mutable_inference_stats();
+    AddDuration(infer->mutable_success(), done - start);
+    // No scheduler: a request never waits, but is counted as perf_analyzer
+    // expects one queue entry per request.
+    AddDuration(infer->mutable_queue(), absl::ZeroDuration());
+    AddDuration(infer->mutable_compute_input(), inputs_checked - start);
+    AddDuration(infer->mutable_compute_infer(), computed - inputs_checked);
+    AddDuration(infer->mutable_compute_output(), done - computed);
+    return absl::OkStatus();
+  }
+
+  const FakeInferenceServerOptions options_;
+  const std::vector<ToyModel> models_;
+
+  mutable absl::Mutex mu_;
+  int64_t infer_calls_ ABSL_GUARDED_BY(mu_) = 0;
+  std::map<std::string, inference::ModelStatistics> stats_ ABSL_GUARDED_BY(mu_);
+};
+
+absl::StatusOr<std::unique_ptr<FakeInferenceServer>> FakeInferenceServer::Start(
+    const FakeInferenceServerOptions& options) {
+  if (options.max_batch_size < 1) {
+    return absl::InvalidArgumentError("max_batch_size must be at least 1");
+  }
+  auto service = std::make_unique<Service>(options);
+  int port = 0;
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(service.get());
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (server == nullptr || port == 0) {
+    return absl::UnavailableError("the fake inference server could not bind a loopback port");
+  }
+  return std::unique_ptr<FakeInferenceServer>(new FakeInferenceServer(
+      std::move(service), std::move(server), absl::StrCat("127.0.0.1:", port)));
+}
+
+FakeInferenceServer::FakeInferenceServer(std::unique_ptr<Service> service,
+                                         std::unique_ptr<grpc::Server> server,
+                                         std::string address)
+    : service_(std::move(service)), server_(std::move(server)), address_(std::move(address)) {}
+
+FakeInferenceServer::~FakeInferenceServer() {
+  // A deadline in the past cancels what is still in flight instead of
+  // waiting for it; the server goes before the service it dispatches to.
+  server_->Shutdown(std::chrono::system_clock::now());
+  server_->Wait();
+}
+
+int64_t FakeInferenceServer::infer_calls() const { return service_->infer_calls(); }
+
+}  // namespace graphserve

@@ -1,0 +1,68 @@
+#pragma once
+// An in-process inference.GRPCInferenceService for the client's tests: a
+// callback-API gRPC server on a loopback port that serves two toy models,
+//
+//   "double"      x FP32 [-1,4]                   -> y FP32 [-1,4], y = 2x
+//   "count_true"  flags BOOL [-1,3], offset INT64 [-1,1]
+//                                                 -> count INT64 [-1,1],
+//                                                    count = offset + (number of true flags)
+//
+// (the first dimension is the batch, 1 to max_batch_size), and answers every
+// other RPC of the protocol as a real server would: metadata, configs,
+// statistics, and errors with their codes (NOT_FOUND for an unknown model,
+// INVALID_ARGUMENT for a malformed request).
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "proto/grpc_service.grpc.pb.h"
+
+namespace grpc {
+class Server;
+}  // namespace grpc
+
+namespace graphserve {
+
+struct FakeInferenceServerOptions {
+  // Both models' max_batch_size: the largest first dimension accepted.
+  int64_t max_batch_size = 8;
+
+  // When N > 0, every Nth ModelInfer call fails with INTERNAL "injected
+  // failure", so that tests can check that clients count errors.
+  int64_t fail_every_nth_infer = 0;
+};
+
+class FakeInferenceServer {
+ public:
+  // Starts serving on 127.0.0.1 at a port the kernel picks.
+  static absl::StatusOr<std::unique_ptr<FakeInferenceServer>> Start(
+      const FakeInferenceServerOptions& options = {});
+
+  // Shuts the server down, cancelling calls still in flight.
+  ~FakeInferenceServer();
+
+  FakeInferenceServer(const FakeInferenceServer&) = delete;
+  FakeInferenceServer& operator=(const FakeInferenceServer&) = delete;
+
+  // "127.0.0.1:PORT", for InferenceClientOptions::address.
+  const std::string& address() const { return address_; }
+
+  // ModelInfer calls received so far, failed ones included.
+  int64_t infer_calls() const;
+
+  // Implementation details follow.
+ private:
+  class Service;
+
+  FakeInferenceServer(std::unique_ptr<Service> service, std::unique_ptr<grpc::Server> server,
+                      std::string address);
+
+  // The service must outlive the server that dispatches to it.
+  std::unique_ptr<Service> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::string address_;
+};
+
+}  // namespace graphserve

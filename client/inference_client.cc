@@ -1,0 +1,352 @@
+#include "client/inference_client.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "client/datatype.h"
+#include "common/status.h"
+
+namespace graphserve {
+namespace {
+
+// The one place a grpc::Status becomes an absl::Status. gRPC's and Abseil's
+// codes are both google.rpc.Code, number for number, so the cast keeps the
+// code; the message is passed on unchanged so that callers (and tests) see
+// exactly what the server said.
+absl::Status FromGrpcStatus(const grpc::Status& status) {
+  if (status.ok()) return absl::OkStatus();
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                      status.error_message());
+}
+
+// Durations of client-side work are taken on the monotonic clock: absl::Now()
+// follows the wall clock, which may step while a request is in flight.
+using SteadyClock = std::chrono::steady_clock;
+
+absl::Duration Since(SteadyClock::time_point start) {
+  return absl::FromChrono(SteadyClock::now() - start);
+}
+
+// Checks `input` and appends it to `message`, its bytes to raw_input_contents.
+absl::Status AppendInput(const InferTensor& input, inference::ModelInferRequest* message) {
+  if (input.name.empty()) return absl::InvalidArgumentError("an input has no name");
+  absl::StatusOr<int64_t> expected_bytes = TensorByteSize(input.datatype, input.shape);
+  if (!expected_bytes.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("input ", input.name, ": ", expected_bytes.status().message()));
+  }
+  if (static_cast<int64_t>(input.data.size()) != *expected_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "input ", input.name, ": ", input.datatype, " ", FormatShape(input.shape), " needs ",
+        *expected_bytes, " bytes, got ", input.data.size()));
+  }
+  inference::ModelInferRequest::InferInputTensor* tensor = message->add_inputs();
+  tensor->set_name(input.name);
+  tensor->set_datatype(input.datatype);
+  for (const int64_t dim : input.shape) tensor->add_shape(dim);
+  message->add_raw_input_contents(input.data);
+  return absl::OkStatus();
+}
+
+absl::Status BuildInferMessage(const InferRequest& request,
+                               inference::ModelInferRequest* message) {
+  if (request.model_name.empty()) return absl::InvalidArgumentError("no model name");
+  message->set_model_name(request.model_name);
+  message->set_model_version(request.model_version);
+  message->set_id(request.id);
+  for (const InferTensor& input : request.inputs) RETURN_IF_ERROR(AppendInput(input, message));
+  for (const std::string& name : request.requested_outputs) message->add_outputs()->set_name(name);
+  return absl::OkStatus();
+}
+
+template <typename T>
+void AppendBytes(const T* values, int count, std::string* bytes) {
+  bytes->append(reinterpret_cast<const char*>(values), sizeof(T) * static_cast<size_t>(count));
+}
+
+// A server may answer with typed `contents` instead of raw bytes (the protocol
+// allows both); this turns the common types into raw bytes so that the rest
+// of the client sees one layout. The host is little-endian, as the raw layout.
+absl::Status MoveTypedContentsToRaw(inference::ModelInferResponse* response) {
+  for (const auto& output : response->outputs()) {
+    const inference::InferTensorContents& contents = output.contents();
+    std::string* raw = response->add_raw_output_contents();
+    if (output.datatype() == "FP32") {
+      AppendBytes(contents.fp32_contents().data(), contents.fp32_contents_size(), raw);
+    } else if (output.datatype() == "FP64") {
+      AppendBytes(contents.fp64_contents().data(), contents.fp64_contents_size(), raw);
+    } else if (output.datatype() == "INT64") {
+      AppendBytes(contents.int64_contents().data(), contents.int64_contents_size(), raw);
+    } else if (output.datatype() == "INT32") {
+      AppendBytes(contents.int_contents().data(), contents.int_contents_size(), raw);
+    } else if (output.datatype() == "BOOL") {
+      for (const bool value : contents.bool_contents()) raw->push_back(value ? 1 : 0);
+    } else {
+      return absl::UnimplementedError(
+          absl::StrCat("output ", output.name(), " came as typed contents of datatype ",
+                       output.datatype(), "; the client reads FP32, FP64, INT32, INT64 and "
+                       "BOOL that way, other datatypes only as raw_output_contents"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+template <typename T>
+absl::StatusOr<absl::Span<const T>> ViewAs(const InferOutput& output, absl::string_view datatype) {
+  if (output.datatype != datatype) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("output ", output.name, " is ", output.datatype, ", not ", datatype));
+  }
+  if (output.data.size() % sizeof(T) != 0) {
+    return absl::InternalError(absl::StrCat("output ", output.name, " has ", output.data.size(),
+                                            " bytes, not a whole number of ", datatype));
+  }
+  if (output.data.empty()) return absl::Span<const T>();
+  // The bytes live in a heap-allocated std::string, aligned for any scalar;
+  // checked rather than assumed because a misaligned view would be UB.
+  if (reinterpret_cast<uintptr_t>(output.data.data()) % alignof(T) != 0) {
+    return absl::InternalError(absl::StrCat("output ", output.name, " is not aligned for ",
+                                            datatype));
+  }
+  return absl::Span<const T>(reinterpret_cast<const T*>(output.data.data()),
+                             output.data.size() / sizeof(T));
+}
+
+// Times the conversion of `response` (the "receive" side of InferTiming).
+absl::StatusOr<InferResult> ToResult(inference::ModelInferResponse response,
+                                     absl::Duration send) {
+  const SteadyClock::time_point receive_start = SteadyClock::now();
+  ASSIGN_OR_RETURN(InferResult result, InferResult::FromResponse(std::move(response)));
+  result.set_timing({.send = send, .receive = Since(receive_start)});
+  return result;
+}
+
+}  // namespace
+
+absl::StatusOr<absl::Span<const float>> InferOutput::AsFloat32() const {
+  return ViewAs<float>(*this, "FP32");
+}
+
+absl::StatusOr<absl::Span<const int64_t>> InferOutput::AsInt64() const {
+  return ViewAs<int64_t>(*this, "INT64");
+}
+
+absl::StatusOr<absl::Span<const uint8_t>> InferOutput::AsBool() const {
+  return ViewAs<uint8_t>(*this, "BOOL");
+}
+
+absl::StatusOr<InferResult> InferResult::FromResponse(inference::ModelInferResponse response) {
+  if (response.raw_output_contents_size() == 0 && response.outputs_size() > 0) {
+    RETURN_IF_ERROR(MoveTypedContentsToRaw(&response));
+  }
+  if (response.raw_output_contents_size() != response.outputs_size()) {
+    return absl::InternalError(absl::StrCat(
+        "malformed response: ", response.outputs_size(), " outputs but ",
+        response.raw_output_contents_size(), " raw_output_contents entries"));
+  }
+  auto shared = std::make_shared<const inference::ModelInferResponse>(std::move(response));
+  std::vector<InferOutput> outputs;
+  outputs.reserve(shared->outputs_size());
+  for (int i = 0; i < shared->outputs_size(); ++i) {
+    const auto& tensor = shared->outputs(i);
+    InferOutput output{.name = tensor.name(),
+                       .datatype = tensor.datatype(),
+                       .shape = {tensor.shape().begin(), tensor.shape().end()},
+                       .data = shared->raw_output_contents(i)};
+    // BYTES and datatypes this client does not know pass through unchecked.
+    if (DatatypeByteSize(output.datatype).ok()) {
+      absl::StatusOr<int64_t> expected = TensorByteSize(output.datatype, output.shape);
+      if (!expected.ok() || *expected != static_cast<int64_t>(output.data.size())) {
+        return absl::InternalError(absl::StrCat(
+            "malformed response: output ", output.name, " (", output.datatype, " ",
+            FormatShape(output.shape), ") has ", output.data.size(), " bytes",
+            expected.ok() ? absl::StrCat(", expected ", *expected) : ""));
+      }
+    }
+    outputs.push_back(std::move(output));
+  }
+  return InferResult(std::move(shared), std::move(outputs));
+}
+
+absl::StatusOr<const InferOutput*> InferResult::Output(absl::string_view name) const {
+  std::vector<absl::string_view> names;
+  for (const InferOutput& output : outputs_) {
+    if (output.name == name) return &output;
+    names.push_back(output.name);
+  }
+  return absl::NotFoundError(absl::StrCat("no output '", name, "' in the result (outputs: ",
+                                          absl::StrJoin(names, ", "), ")"));
+}
+
+// One InferAsync in flight. Owned by the client's in_flight_ set from the
+// start of the call until FinishAsync deletes it.
+struct InferenceClient::AsyncCall {
+  grpc::ClientContext context;
+  inference::ModelInferRequest request;
+  inference::ModelInferResponse response;
+  absl::Duration send;
+  InferCallback done;
+};
+
+absl::StatusOr<std::unique_ptr<InferenceClient>> InferenceClient::Create(
+    const InferenceClientOptions& options) {
+  if (options.address.empty()) return absl::InvalidArgumentError("no server address");
+  if (options.call_timeout < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "call timeout must not be negative, got ", absl::FormatDuration(options.call_timeout)));
+  }
+  if (options.max_message_bytes <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max message size must be positive, got ", options.max_message_bytes));
+  }
+  grpc::ChannelArguments arguments;
+  arguments.SetMaxReceiveMessageSize(options.max_message_bytes);
+  arguments.SetMaxSendMessageSize(options.max_message_bytes);
+  std::shared_ptr<grpc::Channel> channel =
+      grpc::CreateCustomChannel(options.address, grpc::InsecureChannelCredentials(), arguments);
+  if (channel == nullptr) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot open a channel to '", options.address, "'"));
+  }
+  return std::unique_ptr<InferenceClient>(
+      new InferenceClient(options, inference::GRPCInferenceService::NewStub(channel)));
+}
+
+InferenceClient::~InferenceClient() {
+  absl::MutexLock lock(&mu_);
+  for (AsyncCall* call : in_flight_) call->context.TryCancel();
+  // FinishAsync leaves the set only after the user's callback has returned,
+  // so once it is empty no callback can touch anything the caller owns.
+  mu_.Await(absl::Condition(
+      +[](std::unordered_set<AsyncCall*>* calls) { return calls->empty(); }, &in_flight_));
+}
+
+void InferenceClient::PrepareContext(grpc::ClientContext* context) const {
+  if (options_.call_timeout > absl::ZeroDuration()) {
+    context->set_deadline(absl::ToChronoTime(absl::Now() + options_.call_timeout));
+  }
+}
+
+template <typename Request, typename Response, typename Method>
+absl::StatusOr<Response> InferenceClient::Call(Method method, const Request& request) {
+  grpc::ClientContext context;
+  PrepareContext(&context);
+  Response response;
+  RETURN_IF_ERROR(FromGrpcStatus((stub_.get()->*method)(&context, request, &response)));
+  return response;
+}
+
+absl::StatusOr<inference::ServerLiveResponse> InferenceClient::ServerLive() {
+  using Stub = inference::GRPCInferenceService::Stub;
+  return Call<inference::ServerLiveRequest, inference::ServerLiveResponse>(
+      &Stub::ServerLive, inference::ServerLiveRequest());
+}
+
+absl::StatusOr<inference::ServerReadyResponse> InferenceClient::ServerReady() {
+  using Stub = inference::GRPCInferenceService::Stub;
+  return Call<inference::ServerReadyRequest, inference::ServerReadyResponse>(
+      &Stub::ServerReady, inference::ServerReadyRequest());
+}
+
+absl::StatusOr<inference::ServerMetadataResponse> InferenceClient::ServerMetadata() {
+  using Stub = inference::GRPCInferenceService::Stub;
+  return Call<inference::ServerMetadataRequest, inference::ServerMetadataResponse>(
+      &Stub::ServerMetadata, inference::ServerMetadataRequest());
+}
+
+absl::StatusOr<inference::ModelReadyResponse> InferenceClient::ModelReady(
+    absl::string_view name, absl::string_view version) {
+  using Stub = inference::GRPCInferenceService::Stub;
+  inference::ModelReadyRequest request;
+  request.set_name(std::string(name));
+  request.set_version(std::string(version));
+  return Call<inference::ModelReadyRequest, inference::ModelReadyResponse>(&Stub::ModelReady,
+                                                                           request);
+}
+
+absl::StatusOr<inference::ModelMetadataResponse> InferenceClient::ModelMetadata(
+    absl::string_view name, absl::string_view version) {
+  using Stub = inference::GRPCInferenceService::Stub;
+  inference::ModelMetadataRequest request;
+  request.set_name(std::string(name));
+  request.set_version(std::string(version));
+  return Call<inference::ModelMetadataRequest, inference::ModelMetadataResponse>(
+      &Stub::ModelMetadata, request);
+}
+
+absl::StatusOr<inference::ModelConfigResponse> InferenceClient::ModelConfig(
+    absl::string_view name, absl::string_view version) {
+  using Stub = inference::GRPCInferenceService::Stub;
+  inference::ModelConfigRequest request;
+  request.set_name(std::string(name));
+  request.set_version(std::string(version));
+  return Call<inference::ModelConfigRequest, inference::ModelConfigResponse>(&Stub::ModelConfig,
+                                                                             request);
+}
+
+absl::StatusOr<inference::ModelStatisticsResponse> InferenceClient::ModelStatistics(
+    absl::string_view name, absl::string_view version) {
+  using Stub = inference::GRPCInferenceService::Stub;
+  inference::ModelStatisticsRequest request;
+  request.set_name(std::string(name));
+  request.set_version(std::string(version));
+  return Call<inference::ModelStatisticsRequest, inference::ModelStatisticsResponse>(
+      &Stub::ModelStatistics, request);
+}
+
+absl::StatusOr<InferResult> InferenceClient::Infer(const InferRequest& request) {
+  const SteadyClock::time_point send_start = SteadyClock::now();
+  inference::ModelInferRequest message;
+  RETURN_IF_ERROR(BuildInferMessage(request, &message));
+  const absl::Duration send = Since(send_start);
+
+  grpc::ClientContext context;
+  PrepareContext(&context);
+  inference::ModelInferResponse response;
+  RETURN_IF_ERROR(FromGrpcStatus(stub_->ModelInfer(&context, message, &response)));
+  return ToResult(std::move(response), send);
+}
+
+void InferenceClient::InferAsync(const InferRequest& request, InferCallback done) {
+  const SteadyClock::time_point send_start = SteadyClock::now();
+  auto call = std::make_unique<AsyncCall>();
+  if (absl::Status built = BuildInferMessage(request, &call->request); !built.ok()) {
+    done(std::move(built));
+    return;
+  }
+  call->send = Since(send_start);
+  call->done = std::move(done);
+  PrepareContext(&call->context);
+
+  AsyncCall* raw = call.release();
+  {
+    absl::MutexLock lock(&mu_);
+    in_flight_.insert(raw);
+  }
+  stub_->async()->ModelInfer(&raw->context, &raw->request, &raw->response,
+                             [this, raw](grpc::Status status) { FinishAsync(raw, status); });
+}
+
+void InferenceClient::FinishAsync(AsyncCall* call, const grpc::Status& status) {
+  absl::Status grpc_status = FromGrpcStatus(status);
+  if (grpc_status.ok()) {
+    call->done(ToResult(std::move(call->response), call->send));
+  } else {
+    call->done(std::move(grpc_status));
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    in_flight_.erase(call);
+  }
+  // Nothing of `this` is touched from here on: the destructor may already be
+  // running once the set is empty.
+  delete call;
+}
+
+}  // namespace graphserve
