@@ -1,0 +1,37 @@
+#pragma once
+// Admission for requests during shutdown. Every request enters the gate and
+// leaves it when its RPC is finished; once the gate is closed, Enter fails
+// (the RPC gets UNAVAILABLE) and Wait blocks until the requests already in
+// have left, so nothing accepted is lost when the server drains on SIGTERM.
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+
+#include "absl/base/thread_annotations.h"
+
+namespace graphserve {
+
+class RequestGate {
+ public:
+  // False once Close has been called: refuse the request.
+  [[nodiscard]] bool Enter();
+  // Ends a request that entered.
+  void Leave();
+  // Refuses every later Enter. Idempotent.
+  void Close();
+  [[nodiscard]] bool closed() const;
+  // Waits until no request is in (true) or `timeout` passes (false).
+  bool WaitIdle(std::chrono::steady_clock::duration timeout);
+  [[nodiscard]] int64_t in_flight() const;
+
+  // Implementation details follow.
+ private:
+  mutable std::mutex mu_;
+  std::condition_variable idle_;
+  bool closed_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace graphserve
