@@ -1,0 +1,212 @@
+#include "server/model_repository.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <system_error>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status.h"
+#include "google/protobuf/io/tokenizer.h"
+#include "google/protobuf/text_format.h"
+
+namespace graphserve {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// The model file name when the config names none (Triton's default for ONNX).
+constexpr char kDefaultModelFilename[] = "model.onnx";
+
+// Collects the text parser's errors with their positions; protobuf otherwise
+// logs them to stderr, where the caller cannot put them into a Status.
+class ConfigErrorCollector : public google::protobuf::io::ErrorCollector {
+ public:
+  explicit ConfigErrorCollector(const std::string& path) : path_(path) {}
+
+  void AddError(int line, google::protobuf::io::ColumnNumber column,
+                const std::string& message) override {
+    // The parser counts from 0; editors and humans count from 1.
+    errors_.push_back(absl::StrCat(path_, ":", line + 1, ":", column + 1, ": ", message));
+  }
+
+  [[nodiscard]] const std::vector<std::string>& errors() const { return errors_; }
+
+ private:
+  const std::string& path_;
+  std::vector<std::string> errors_;
+};
+
+// Directory names under `directory`, sorted; plain files are left out. Entries
+// that cannot be inspected (a dangling link) are left out too: they cannot
+// hold a model.
+absl::StatusOr<std::vector<std::string>> SubdirectoryNames(const fs::path& directory) {
+  std::error_code error;
+  fs::directory_iterator it(directory, error);
+  std::vector<std::string> names;
+  for (; !error && it != fs::directory_iterator(); it.increment(error)) {
+    std::error_code type_error;
+    if (it->is_directory(type_error)) names.push_back(it->path().filename().string());
+  }
+  if (error) {
+    return absl::InternalError(
+        absl::StrCat("cannot list ", directory.string(), ": ", error.message()));
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// A version directory's number, or 0 for a name that is not one.
+int64_t VersionNumber(const std::string& name) {
+  // Plain decimal only, so that "1" and "01" cannot both claim version 1.
+  if (name.empty() || name[0] == '0' ||
+      !std::all_of(name.begin(), name.end(), [](char c) { return absl::ascii_isdigit(c); })) {
+    return 0;
+  }
+  int64_t version = 0;
+  return absl::SimpleAtoi(name, &version) ? version : 0;  // fails on overflow
+}
+
+absl::StatusOr<std::string> ReadFile(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in) return absl::InternalError(absl::StrCat("cannot read ", path.string()));
+  return text.str();
+}
+
+// The versions the policy serves out of `available` (version -> model path).
+absl::StatusOr<std::vector<ModelVersionEntry>> ServedVersions(
+    const inference::ModelVersionPolicy& policy, const std::map<int64_t, std::string>& available,
+    const fs::path& directory, const std::string& filename) {
+  std::vector<ModelVersionEntry> versions;
+  switch (policy.policy_choice_case()) {
+    case inference::ModelVersionPolicy::kAll:
+      for (const auto& [version, path] : available) versions.push_back({version, path});
+      return versions;
+    case inference::ModelVersionPolicy::kSpecific: {
+      if (policy.specific().versions().empty()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat((directory / "config.pbtxt").string(),
+                         ": version_policy specific lists no versions"));
+      }
+      const std::set<int64_t> wanted(policy.specific().versions().begin(),
+                                     policy.specific().versions().end());
+      for (int64_t version : wanted) {
+        const auto found = available.find(version);
+        if (found == available.end()) {
+          return absl::NotFoundError(absl::StrCat(
+              (directory / "config.pbtxt").string(), ": version_policy specific lists version ",
+              version, " but ", (directory / std::to_string(version) / filename).string(),
+              " is absent"));
+        }
+        versions.push_back({version, found->second});
+      }
+      return versions;
+    }
+    case inference::ModelVersionPolicy::kLatest:
+    case inference::ModelVersionPolicy::POLICY_CHOICE_NOT_SET:
+      break;
+  }
+  // latest: num_versions 0 (or no policy at all) means 1, as in Triton.
+  const size_t count = std::max<uint32_t>(policy.latest().num_versions(), 1);
+  auto first = available.begin();
+  if (available.size() > count) std::advance(first, available.size() - count);
+  for (auto it = first; it != available.end(); ++it) versions.push_back({it->first, it->second});
+  return versions;
+}
+
+// Reads one model directory; what goes wrong goes into model->status.
+absl::Status ReadModelDirectory(RepositoryModel* model) {
+  const fs::path directory(model->directory);
+  const fs::path config_path = directory / "config.pbtxt";
+  std::error_code error;
+  if (!fs::is_regular_file(config_path, error)) {
+    return absl::NotFoundError(absl::StrCat(
+        config_path.string(), " is missing: every model directory needs a config.pbtxt"));
+  }
+  ASSIGN_OR_RETURN(const std::string text, ReadFile(config_path));
+  ASSIGN_OR_RETURN(model->config, ParseModelConfigText(text, config_path.string()));
+  if (model->config.name().empty()) {
+    model->config.set_name(model->name);
+  } else if (model->config.name() != model->name) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        config_path.string(), " names the model '", model->config.name(),
+        "' but its directory is '", model->name,
+        "'; clients call a model by its directory name, so the two must agree"));
+  }
+
+  const std::string filename = model->config.default_model_filename().empty()
+                                   ? kDefaultModelFilename
+                                   : model->config.default_model_filename();
+  if (filename.find('/') != std::string::npos || filename == "." || filename == "..") {
+    return absl::InvalidArgumentError(
+        absl::StrCat(config_path.string(), ": default_model_filename '", filename,
+                     "' must be a file name inside each version directory, not a path"));
+  }
+
+  ASSIGN_OR_RETURN(const std::vector<std::string> subdirectories, SubdirectoryNames(directory));
+  std::map<int64_t, std::string> available;
+  for (const std::string& name : subdirectories) {
+    const int64_t version = VersionNumber(name);
+    const fs::path model_path = directory / name / filename;
+    std::error_code file_error;
+    if (version > 0 && fs::is_regular_file(model_path, file_error)) {
+      available[version] = model_path.string();
+    }
+  }
+  if (available.empty()) {
+    return absl::NotFoundError(absl::StrCat(
+        "no version directory of ", directory.string(), " holds ", filename, " (expected e.g. ",
+        (directory / "1" / filename).string(), ")"));
+  }
+  ASSIGN_OR_RETURN(model->versions,
+                   ServedVersions(model->config.version_policy(), available, directory, filename));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<inference::ModelConfig> ParseModelConfigText(const std::string& text,
+                                                            const std::string& path) {
+  ConfigErrorCollector errors(path);
+  google::protobuf::TextFormat::Parser parser;
+  parser.RecordErrorsTo(&errors);
+  inference::ModelConfig config;
+  if (!parser.ParseFromString(text, &config)) {
+    if (errors.errors().empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": not a valid model config"));
+    }
+    return absl::InvalidArgumentError(absl::StrJoin(errors.errors(), "; "));
+  }
+  return config;
+}
+
+absl::StatusOr<std::vector<RepositoryModel>> ScanModelRepository(const std::string& root) {
+  std::error_code error;
+  if (!fs::is_directory(root, error)) {
+    return absl::NotFoundError(
+        absl::StrCat("model repository ", root, " does not exist or is not a directory"));
+  }
+  ASSIGN_OR_RETURN(const std::vector<std::string> names, SubdirectoryNames(root));
+  std::vector<RepositoryModel> models;
+  for (const std::string& name : names) {
+    // Hidden directories are editors' and tools' (.git, .ipynb_checkpoints).
+    if (name[0] == '.') continue;
+    RepositoryModel& model = models.emplace_back();
+    model.name = name;
+    model.directory = (fs::path(root) / name).string();
+    model.status = ReadModelDirectory(&model);
+    if (!model.status.ok()) model.versions.clear();
+  }
+  return models;
+}
+
+}  // namespace graphserve

@@ -1,0 +1,49 @@
+#pragma once
+// The model repository on disk, in Triton's layout so that a repository
+// written by `graphserve-capture prepare` (capture/model_config_writer.h) or
+// laid out by hand for Triton reads the same:
+//   <root>/<model>/config.pbtxt
+//   <root>/<model>/<version>/<default_model_filename, or model.onnx>
+// Scanning reads files only: loading the models is the server's business.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "proto/model_config.pb.h"
+
+namespace graphserve {
+
+struct ModelVersionEntry {
+  int64_t version = 0;
+  std::string model_path;  // <directory>/<version>/<model file>
+};
+
+struct RepositoryModel {
+  std::string name;                    // the directory name: what clients call it
+  std::string directory;
+  inference::ModelConfig config;       // parsed config.pbtxt (name filled from the directory when empty)
+  std::vector<ModelVersionEntry> versions;  // what the version policy serves, ascending
+  absl::Status status;  // OK, or why this model cannot be served; one bad model does not stop the scan
+};
+
+// The models under <root>/<model>/ (hidden directories and plain files
+// skipped, sorted by name). NotFound naming the path when root is missing or
+// not a directory. Versions are directories named by a positive integer in
+// plain decimal ("1", "12"; not "0", "01", "v1"), each holding the model file;
+// version_policy latest{num_versions} (default: latest 1), all,
+// specific{versions}. Per-model errors (status): missing or unparsable
+// config.pbtxt (with the parser's line and column), config name different from
+// the directory name, a default_model_filename that is a path, no version
+// directory holding the model file, a specific version that is absent. A
+// model with an error keeps whatever config was parsed and no versions.
+absl::StatusOr<std::vector<RepositoryModel>> ScanModelRepository(const std::string& root);
+
+// Parses config.pbtxt text. InvalidArgument "<path>:<line>:<column>: <what>"
+// (1-based, as editors count) for every syntax error and unknown field.
+absl::StatusOr<inference::ModelConfig> ParseModelConfigText(const std::string& text,
+                                                            const std::string& path);
+
+}  // namespace graphserve

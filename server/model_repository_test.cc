@@ -1,0 +1,251 @@
+#include "server/model_repository.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace graphserve {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+std::string Message(const absl::Status& status) { return std::string(status.message()); }
+
+// Builds a repository under the test's temporary directory.
+class ModelRepositoryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = fs::path(::testing::TempDir()) /
+            ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+  }
+
+  void WriteFile(const fs::path& relative, const std::string& text) {
+    fs::create_directories((root_ / relative).parent_path());
+    std::ofstream(root_ / relative) << text;
+  }
+
+  // A model directory with the given config text and model files in `versions`.
+  void WriteModel(const std::string& name, const std::string& config,
+                  const std::vector<int>& versions, const std::string& filename = "model.onnx") {
+    WriteFile(fs::path(name) / "config.pbtxt", config);
+    for (int version : versions) {
+      WriteFile(fs::path(name) / std::to_string(version) / filename, "onnx");
+    }
+  }
+
+  std::vector<RepositoryModel> Scan() {
+    absl::StatusOr<std::vector<RepositoryModel>> models = ScanModelRepository(root_.string());
+    EXPECT_TRUE(models.ok()) << models.status();
+    return models.ok() ? *std::move(models) : std::vector<RepositoryModel>();
+  }
+
+  // The one model the repository holds.
+  RepositoryModel ScanOne() {
+    std::vector<RepositoryModel> models = Scan();
+    EXPECT_EQ(models.size(), 1u);
+    return models.empty() ? RepositoryModel() : models[0];
+  }
+
+  std::string ModelPath(const std::string& model, int version,
+                        const std::string& filename = "model.onnx") {
+    return (root_ / model / std::to_string(version) / filename).string();
+  }
+
+  fs::path root_;
+};
+
+constexpr char kMlpConfig[] = R"pb(
+  name: "mlp"
+  max_batch_size: 64
+  input { name: "x" data_type: TYPE_FP32 dims: 16 }
+  output { name: "y" data_type: TYPE_FP32 dims: 4 }
+)pb";
+
+std::vector<int64_t> Versions(const RepositoryModel& model) {
+  std::vector<int64_t> versions;
+  for (const ModelVersionEntry& entry : model.versions) versions.push_back(entry.version);
+  return versions;
+}
+
+TEST_F(ModelRepositoryTest, ReadsModelsSortedAndSkipsHiddenDirectoriesAndFiles) {
+  WriteModel("mlp", kMlpConfig, {1});
+  WriteModel("dlrm", "name: \"dlrm\" max_batch_size: 8", {2});
+  WriteModel(".cache", "this is not a config", {1});
+  WriteFile("README.txt", "models live here");
+  const std::vector<RepositoryModel> models = Scan();
+  ASSERT_EQ(models.size(), 2u);
+  EXPECT_EQ(models[0].name, "dlrm");
+  EXPECT_EQ(models[1].name, "mlp");
+  const RepositoryModel& mlp = models[1];
+  ASSERT_TRUE(mlp.status.ok()) << mlp.status;
+  EXPECT_EQ(mlp.directory, (root_ / "mlp").string());
+  EXPECT_EQ(mlp.config.max_batch_size(), 64);
+  EXPECT_EQ(mlp.config.input(0).name(), "x");
+  ASSERT_EQ(mlp.versions.size(), 1u);
+  EXPECT_EQ(mlp.versions[0].version, 1);
+  EXPECT_EQ(mlp.versions[0].model_path, ModelPath("mlp", 1));
+  EXPECT_TRUE(models[0].status.ok()) << models[0].status;
+  EXPECT_EQ(models[0].versions[0].model_path, ModelPath("dlrm", 2));
+}
+
+TEST_F(ModelRepositoryTest, EmptyRepositoryHasNoModels) {
+  EXPECT_TRUE(Scan().empty());
+}
+
+TEST_F(ModelRepositoryTest, MissingRootOrPlainFileIsNotFound) {
+  const std::string missing = (root_ / "nowhere").string();
+  absl::StatusOr<std::vector<RepositoryModel>> models = ScanModelRepository(missing);
+  ASSERT_FALSE(models.ok());
+  EXPECT_EQ(models.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(Message(models.status()), HasSubstr(missing));
+
+  WriteFile("file", "x");
+  const std::string file = (root_ / "file").string();
+  models = ScanModelRepository(file);
+  ASSERT_FALSE(models.ok());
+  EXPECT_EQ(models.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(Message(models.status()), HasSubstr(file));
+}
+
+TEST_F(ModelRepositoryTest, EmptyConfigNameIsTheDirectoryName) {
+  WriteModel("ranker", "max_batch_size: 4", {1});
+  const RepositoryModel model = ScanOne();
+  ASSERT_TRUE(model.status.ok()) << model.status;
+  EXPECT_EQ(model.config.name(), "ranker");
+}
+
+TEST_F(ModelRepositoryTest, OneBadModelDoesNotStopTheScan) {
+  WriteModel("a_missing_config", "", {1});
+  fs::remove(root_ / "a_missing_config" / "config.pbtxt");
+  WriteModel("b_good", "", {1});
+  WriteModel("c_unparsable", "name: \"c_unparsable\"\nmax_batch_size: lots\n", {1});
+  const std::vector<RepositoryModel> models = Scan();
+  ASSERT_EQ(models.size(), 3u);
+  EXPECT_EQ(models[0].status.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(Message(models[0].status),
+              HasSubstr((root_ / "a_missing_config" / "config.pbtxt").string() + " is missing"));
+  EXPECT_TRUE(models[0].versions.empty());
+  EXPECT_TRUE(models[1].status.ok()) << models[1].status;
+  EXPECT_EQ(models[2].status.code(), absl::StatusCode::kInvalidArgument);
+  // Line 2, column 17: the value after "max_batch_size: ".
+  EXPECT_THAT(Message(models[2].status),
+              HasSubstr((root_ / "c_unparsable" / "config.pbtxt").string() + ":2:17: "));
+  EXPECT_TRUE(models[2].versions.empty());
+}
+
+TEST_F(ModelRepositoryTest, ParserErrorsCarryLineAndColumn) {
+  absl::StatusOr<inference::ModelConfig> unknown =
+      ParseModelConfigText("name: \"m\"\n  max_batch_sise: 4\n", "repo/m/config.pbtxt");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.status().code(), absl::StatusCode::kInvalidArgument);
+  // The parser reports the position where it noticed: after the field name.
+  EXPECT_THAT(Message(unknown.status()), HasSubstr("repo/m/config.pbtxt:2:17: "));
+  EXPECT_THAT(Message(unknown.status()), HasSubstr("max_batch_sise"));
+
+  absl::StatusOr<inference::ModelConfig> unclosed =
+      ParseModelConfigText("input {\n  name: \"x\"\n", "c.pbtxt");
+  ASSERT_FALSE(unclosed.ok());
+  EXPECT_THAT(Message(unclosed.status()), HasSubstr("c.pbtxt:"));
+
+  absl::StatusOr<inference::ModelConfig> good = ParseModelConfigText(kMlpConfig, "c.pbtxt");
+  ASSERT_TRUE(good.ok()) << good.status();
+  EXPECT_EQ(good->output(0).dims(0), 4);
+}
+
+TEST_F(ModelRepositoryTest, ConfigNameMustBeTheDirectoryName) {
+  WriteModel("mlp_v2", kMlpConfig, {1});
+  const RepositoryModel model = ScanOne();
+  EXPECT_EQ(model.status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Message(model.status), HasSubstr("names the model 'mlp' but its directory is 'mlp_v2'"));
+  EXPECT_TRUE(model.versions.empty());
+}
+
+TEST_F(ModelRepositoryTest, VersionsAreDirectoriesWithThePositiveNumberAndTheModelFile) {
+  WriteModel("mlp", kMlpConfig, {});
+  WriteFile("mlp/0/model.onnx", "x");      // versions start at 1
+  WriteFile("mlp/01/model.onnx", "x");     // not plain decimal
+  WriteFile("mlp/v3/model.onnx", "x");     // not a number
+  WriteFile("mlp/-2/model.onnx", "x");     // not positive
+  WriteFile("mlp/99999999999999999999/model.onnx", "x");  // beyond int64
+  WriteFile("mlp/5/other.onnx", "x");      // no model file
+  WriteFile("mlp/6", "a file, not a directory");
+  RepositoryModel model = ScanOne();
+  EXPECT_EQ(model.status.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(Message(model.status),
+              HasSubstr("no version directory of " + (root_ / "mlp").string() + " holds model.onnx"));
+
+  WriteFile("mlp/2/model.onnx", "x");
+  model = ScanOne();
+  ASSERT_TRUE(model.status.ok()) << model.status;
+  EXPECT_EQ(Versions(model), std::vector<int64_t>({2}));
+}
+
+TEST_F(ModelRepositoryTest, DefaultModelFilenameIsLookedForInEachVersion) {
+  WriteModel("mlp", absl::StrCat(kMlpConfig, "default_model_filename: \"net.onnx\""), {1, 3},
+             "net.onnx");
+  WriteFile("mlp/4/model.onnx", "the default name no longer counts");
+  const RepositoryModel model = ScanOne();
+  ASSERT_TRUE(model.status.ok()) << model.status;
+  ASSERT_EQ(model.versions.size(), 1u);
+  EXPECT_EQ(model.versions[0].model_path, ModelPath("mlp", 3, "net.onnx"));
+}
+
+TEST_F(ModelRepositoryTest, DefaultModelFilenameMustNotBeAPath) {
+  WriteModel("mlp", absl::StrCat(kMlpConfig, "default_model_filename: \"../1/model.onnx\""), {1});
+  const RepositoryModel model = ScanOne();
+  EXPECT_EQ(model.status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Message(model.status), HasSubstr("not a path"));
+}
+
+// Each policy over versions 1, 2, 3 and 10 (10 sorts before 2 as text).
+struct PolicyCase {
+  const char* policy;
+  std::vector<int64_t> served;
+};
+
+TEST_F(ModelRepositoryTest, VersionPoliciesChooseFromTheVersionsPresent) {
+  const PolicyCase cases[] = {
+      {"", {10}},
+      {"version_policy { latest {} }", {10}},
+      {"version_policy { latest { num_versions: 1 } }", {10}},
+      {"version_policy { latest { num_versions: 2 } }", {3, 10}},
+      {"version_policy { latest { num_versions: 9 } }", {1, 2, 3, 10}},
+      {"version_policy { all {} }", {1, 2, 3, 10}},
+      {"version_policy { specific { versions: [3, 1] } }", {1, 3}},
+      {"version_policy { specific { versions: [2, 2] } }", {2}},
+  };
+  for (const PolicyCase& c : cases) {
+    fs::remove_all(root_ / "mlp");
+    WriteModel("mlp", absl::StrCat(kMlpConfig, c.policy), {1, 2, 3, 10});
+    const RepositoryModel model = ScanOne();
+    ASSERT_TRUE(model.status.ok()) << c.policy << ": " << model.status;
+    EXPECT_EQ(Versions(model), c.served) << c.policy;
+    for (const ModelVersionEntry& entry : model.versions) {
+      EXPECT_EQ(entry.model_path, ModelPath("mlp", static_cast<int>(entry.version))) << c.policy;
+    }
+  }
+}
+
+TEST_F(ModelRepositoryTest, SpecificVersionThatIsAbsentIsAnError) {
+  WriteModel("mlp", absl::StrCat(kMlpConfig, "version_policy { specific { versions: [1, 4] } }"),
+             {1, 2});
+  RepositoryModel model = ScanOne();
+  EXPECT_EQ(model.status.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(Message(model.status), HasSubstr("version_policy specific lists version 4 but " +
+                                               ModelPath("mlp", 4) + " is absent"));
+  EXPECT_TRUE(model.versions.empty());
+
+  fs::remove_all(root_ / "mlp");
+  WriteModel("mlp", absl::StrCat(kMlpConfig, "version_policy { specific {} }"), {1});
+  model = ScanOne();
+  EXPECT_EQ(model.status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Message(model.status), HasSubstr("specific lists no versions"));
+}
+
+}  // namespace
+}  // namespace graphserve
