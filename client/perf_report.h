@@ -1,0 +1,121 @@
+#pragma once
+// What a load level measured, and how it is written: client latency
+// percentiles, a human table, and a CSV file in perf_analyzer's format so that
+// tools that read perf_analyzer's `-f FILE` output read ours.
+//
+// Units follow perf_analyzer: durations are kept in nanoseconds and written
+// as whole microseconds (truncated), throughput as inferences per second,
+// where one request of batch B counts B inferences.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+
+namespace graphserve {
+
+// How the load was generated; it names the CSV's first column.
+enum class LoadMode {
+  kConcurrency,  // a fixed number of requests outstanding ("Concurrency")
+  kRequestRate,  // requests sent at a fixed rate ("Request Rate")
+};
+
+// Client-side latency of the successful requests of a level, from the call's
+// start to its result, in nanoseconds. Zero when there were none.
+struct LatencySummary {
+  int64_t count = 0;
+  int64_t p50_ns = 0;
+  int64_t p90_ns = 0;
+  int64_t p95_ns = 0;
+  int64_t p99_ns = 0;
+  int64_t avg_ns = 0;
+};
+
+// The server's own account of the measured period: per-request averages of
+// the ModelStatistics inference_stats durations (ns / count of each counter's
+// increase), as perf_analyzer computes them.
+struct ServerAverages {
+  int64_t requests = 0;  // increase of inference_stats.success.count
+  int64_t queue_ns = 0;
+  int64_t compute_input_ns = 0;
+  int64_t compute_infer_ns = 0;
+  int64_t compute_output_ns = 0;
+};
+
+// One load level: a concurrency or a request rate, measured over its windows.
+struct LevelResult {
+  // The concurrency N, or the request rate in requests per second.
+  double level = 0;
+  int64_t batch_size = 1;
+  // Total length of the measurement windows.
+  absl::Duration measured;
+  // Requests that finished inside the windows, successful and failed.
+  int64_t completed = 0;
+  int64_t errors = 0;
+  // The first failure's status ("NOT_FOUND: ..."), empty without errors.
+  std::string first_error;
+  // (completed - errors) * batch_size / measured seconds: failed requests
+  // do not count.
+  double infer_per_sec = 0;
+  // Throughput of each window, to judge stability.
+  std::vector<double> window_infer_per_sec;
+  LatencySummary latency;
+  // perf_analyzer's "Client Send" and "Client Recv": building the request
+  // message and reading the response, averaged over successful requests.
+  int64_t avg_send_ns = 0;
+  int64_t avg_receive_ns = 0;
+  // Empty when the server keeps no statistics or did not answer for them.
+  std::optional<ServerAverages> server;
+  // Request-rate mode: sends that waited because the cap on outstanding
+  // requests was reached, i.e. went out later than scheduled.
+  int64_t delayed_sends = 0;
+};
+
+// The `percentile` (0 to 100) of ascending `sorted` values by perf_analyzer's
+// method: the element at index round(percentile / 100 * (n - 1)), halves
+// rounded up; no interpolation, so the result is always an observed value.
+// `sorted` must not be empty.
+int64_t Percentile(absl::Span<const int64_t> sorted, double percentile);
+
+// p50/p90/p95/p99 by Percentile and the mean (truncated to whole ns).
+LatencySummary SummarizeLatencies(std::vector<int64_t> latencies_ns);
+
+// perf_analyzer's CSV header for `mode`. With server statistics it is
+//   Concurrency,Inferences/Second,Client Send,Network+Server Send/Recv,
+//   Server Queue,Server Compute Input,Server Compute Infer,Server Compute Output,
+//   Client Recv,p50 latency,p90 latency,p95 latency,p99 latency,Avg latency,
+//   request/response,response wait
+// (one line; "Request Rate" first in request-rate mode), i.e. what
+// `perf_analyzer -f FILE --verbose-csv` writes for a model without a response
+// cache; without them the five server columns are left out, as perf_analyzer
+// leaves them out.
+std::string PerfCsvHeader(LoadMode mode, bool with_server_stats);
+
+// One CSV row under that header (no newline). With `with_server_stats`,
+// `level.server` must be set.
+std::string PerfCsvRow(LoadMode mode, const LevelResult& level, bool with_server_stats);
+
+// Header and rows, one per level in the order run (perf_analyzer sorts them by
+// throughput instead; the order of a sweep is kept here because it reads
+// better and no reader of the format depends on it). Server columns appear
+// when every level has server statistics.
+std::string FormatPerfCsv(LoadMode mode, absl::Span<const LevelResult> levels);
+
+// Writes FormatPerfCsv to `path`, replacing it.
+absl::Status WritePerfCsv(const std::string& path, LoadMode mode,
+                          absl::Span<const LevelResult> levels);
+
+// A fixed-width table for people: one line per level, latencies in us, then a
+// line per level with errors naming the first one.
+std::string FormatPerfTable(LoadMode mode, absl::Span<const LevelResult> levels);
+
+// One line printed as a level finishes, e.g. "Concurrency: 4, throughput:
+// 5120 infer/sec, latency p50 712 usec, p99 1490 usec, 0 errors".
+std::string FormatLevelLine(LoadMode mode, const LevelResult& level);
+
+}  // namespace graphserve

@@ -1,0 +1,137 @@
+#include "client/perf_report.h"
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "gtest/gtest.h"
+
+namespace graphserve {
+namespace {
+
+TEST(PercentileTest, NearestRankOnTheNMinusOneSpacing) {
+  std::vector<int64_t> hundred;
+  for (int64_t i = 1; i <= 100; ++i) hundred.push_back(i);
+  // Index round(p / 100 * 99): 49.5 -> 50, 89.1 -> 89, 94.05 -> 94, 98.01 -> 98.
+  EXPECT_EQ(Percentile(hundred, 50), 51);
+  EXPECT_EQ(Percentile(hundred, 90), 90);
+  EXPECT_EQ(Percentile(hundred, 95), 95);
+  EXPECT_EQ(Percentile(hundred, 99), 99);
+  EXPECT_EQ(Percentile(hundred, 0), 1);
+  EXPECT_EQ(Percentile(hundred, 100), 100);
+
+  const std::vector<int64_t> four = {10, 20, 30, 40};
+  EXPECT_EQ(Percentile(four, 50), 30);  // 1.5 rounds up to index 2
+  EXPECT_EQ(Percentile(four, 99), 40);  // 2.97 -> 3
+  EXPECT_EQ(Percentile(std::vector<int64_t>{7}, 99), 7);
+}
+
+TEST(PercentileTest, SummaryIsOrderedAndAveraged) {
+  const LatencySummary summary = SummarizeLatencies({500, 100, 400, 200, 300, 1000});
+  EXPECT_EQ(summary.count, 6);
+  // Sorted 100 200 300 400 500 1000; p50 index round(2.5) = 3.
+  EXPECT_EQ(summary.p50_ns, 400);
+  EXPECT_EQ(summary.p90_ns, 1000);  // round(4.5) = 5
+  EXPECT_EQ(summary.p99_ns, 1000);
+  EXPECT_EQ(summary.avg_ns, 416);  // 2500 / 6, truncated
+  EXPECT_LE(summary.p50_ns, summary.p90_ns);
+  EXPECT_LE(summary.p90_ns, summary.p95_ns);
+  EXPECT_LE(summary.p95_ns, summary.p99_ns);
+  EXPECT_EQ(SummarizeLatencies({}).count, 0);
+}
+
+TEST(PerfCsvTest, HeaderIsPerfAnalyzers) {
+  EXPECT_EQ(PerfCsvHeader(LoadMode::kConcurrency, true),
+            "Concurrency,Inferences/Second,Client Send,Network+Server Send/Recv,Server Queue,"
+            "Server Compute Input,Server Compute Infer,Server Compute Output,Client Recv,"
+            "p50 latency,p90 latency,p95 latency,p99 latency,Avg latency,request/response,"
+            "response wait");
+  EXPECT_EQ(PerfCsvHeader(LoadMode::kRequestRate, false),
+            "Request Rate,Inferences/Second,Client Send,Client Recv,p50 latency,p90 latency,"
+            "p95 latency,p99 latency,Avg latency,request/response,response wait");
+}
+
+LevelResult ExampleLevel() {
+  LevelResult level;
+  level.level = 4;
+  level.batch_size = 2;
+  level.completed = 1000;
+  level.infer_per_sec = 1234.5678;
+  level.latency = {.count = 1000, .p50_ns = 700'900, .p90_ns = 900'000, .p95_ns = 950'000,
+                   .p99_ns = 1'200'000, .avg_ns = 750'000};
+  level.avg_send_ns = 12'345;
+  level.avg_receive_ns = 3'999;
+  level.server = ServerAverages{.requests = 1000, .queue_ns = 100'000,
+                                .compute_input_ns = 20'000, .compute_infer_ns = 400'000,
+                                .compute_output_ns = 30'000};
+  return level;
+}
+
+TEST(PerfCsvTest, RowInMicrosecondsUnderTheHeader) {
+  const LevelResult level = ExampleLevel();
+  const std::string row = PerfCsvRow(LoadMode::kConcurrency, level, true);
+  // Network+Server = 750000 - 12345 - 3999 - (100000 + 20000 + 400000 + 30000) = 183656 ns.
+  // request/response = 12 + 3; response wait = 750 - 12 - 3.
+  EXPECT_EQ(row, "4,1234.57,12,183,100,20,400,30,3,700,900,950,1200,750,15,735");
+  const std::vector<std::string> header =
+      absl::StrSplit(PerfCsvHeader(LoadMode::kConcurrency, true), ',');
+  const std::vector<std::string> cells = absl::StrSplit(row, ',');
+  EXPECT_EQ(header.size(), cells.size());
+}
+
+TEST(PerfCsvTest, RequestRateAndOverheadClampedAtZero) {
+  LevelResult level = ExampleLevel();
+  level.level = 250.5;
+  level.server->compute_infer_ns = 2'000'000;  // the server claims more than the client saw
+  EXPECT_EQ(PerfCsvRow(LoadMode::kRequestRate, level, true),
+            "250.5,1234.57,12,0,100,20,2000,30,3,700,900,950,1200,750,15,735");
+}
+
+TEST(PerfCsvTest, ServerColumnsOnlyWhenEveryLevelHasThem) {
+  LevelResult with = ExampleLevel();
+  LevelResult without = ExampleLevel();
+  without.level = 8;
+  without.server.reset();
+  const std::string both = FormatPerfCsv(LoadMode::kConcurrency, {with, with});
+  EXPECT_TRUE(absl::StartsWith(both, PerfCsvHeader(LoadMode::kConcurrency, true) + "\n"));
+  const std::string mixed = FormatPerfCsv(LoadMode::kConcurrency, {with, without});
+  const std::vector<std::string> lines = absl::StrSplit(mixed, '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0], PerfCsvHeader(LoadMode::kConcurrency, false));
+  EXPECT_EQ(lines[2], "8,1234.57,12,3,700,900,950,1200,750,15,735");
+}
+
+TEST(PerfCsvTest, WritesTheFile) {
+  const std::string path = absl::StrCat(::testing::TempDir(), "/perf_report_test.csv");
+  ASSERT_TRUE(WritePerfCsv(path, LoadMode::kConcurrency, {ExampleLevel()}).ok());
+  std::ifstream file(path);
+  std::stringstream contents;
+  contents << file.rdbuf();
+  EXPECT_EQ(contents.str(), FormatPerfCsv(LoadMode::kConcurrency, {ExampleLevel()}));
+  std::remove(path.c_str());
+  EXPECT_FALSE(WritePerfCsv("/nonexistent-dir/x.csv", LoadMode::kConcurrency, {}).ok());
+}
+
+TEST(PerfTableTest, ShowsLevelsAndNamesErrors) {
+  LevelResult level = ExampleLevel();
+  level.errors = 3;
+  level.first_error = "INTERNAL: injected failure";
+  const std::string table = FormatPerfTable(LoadMode::kConcurrency, {level});
+  EXPECT_TRUE(absl::StrContains(table, "concurrency")) << table;
+  EXPECT_TRUE(absl::StrContains(table, "1234.6")) << table;
+  EXPECT_TRUE(absl::StrContains(table, "700.9")) << table;  // p50 in us, one decimal
+  EXPECT_TRUE(absl::StrContains(
+      table, "Concurrency 4: 3 of 1000 requests failed; first: INTERNAL: injected failure"))
+      << table;
+  EXPECT_EQ(FormatLevelLine(LoadMode::kConcurrency, level),
+            "Concurrency: 4, throughput: 1234.57 infer/sec, latency p50 700 usec, p99 1200 "
+            "usec, 3 errors");
+}
+
+}  // namespace
+}  // namespace graphserve
