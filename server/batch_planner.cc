@@ -120,10 +120,9 @@ void BatchPlanner::ComputeCheapestPlans() {
       const double cost = costs_us_[i] + plan_cost_us_[rest];
       const int64_t chunks = 1 + chunk_count[rest];
       const int64_t padded = size >= r ? size - r : padded_rows[rest];
-      const bool better =
-          !found || cheaper(cost, plan_cost_us_[r]) ||
-          (!cheaper(plan_cost_us_[r], cost) &&
-           std::pair(chunks, padded) < std::pair(chunk_count[r], padded_rows[r]));
+      const bool better = !found || cheaper(cost, plan_cost_us_[r]) ||
+                          (!cheaper(plan_cost_us_[r], cost) &&
+                           std::pair(chunks, padded) < std::pair(chunk_count[r], padded_rows[r]));
       if (better) {
         found = true;
         first_chunk_[r] = size;

@@ -59,8 +59,8 @@ class BatchPlanner {
   [[nodiscard]] std::vector<PlannedChunk> PlanByPadding(int64_t rows) const;
   void ComputeCheapestPlans();
 
-  std::vector<int64_t> sizes_;     // ascending
-  std::vector<double> costs_us_;   // per entry of sizes_, or empty
+  std::vector<int64_t> sizes_;    // ascending
+  std::vector<double> costs_us_;  // per entry of sizes_, or empty
   int64_t max_rows_ = 0;
   // With costs, per row count r in [0, max_rows]: the batch size of the first
   // chunk of the cheapest plan for r rows, and that plan's cost.

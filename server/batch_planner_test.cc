@@ -103,22 +103,22 @@ Score BruteForceBest(const std::vector<int64_t>& sizes, const std::vector<double
                      int64_t rows) {
   Score best(std::numeric_limits<double>::infinity(), 0, 0);
   // Choose counts per size, in index order; `capacity` rows so far.
-  std::function<void(size_t, int64_t, double, int64_t)> search =
-      [&](size_t index, int64_t capacity, double cost, int64_t chunks) {
-        if (capacity >= rows) {
-          const Score score(cost, chunks, capacity - rows);
-          if (std::get<0>(score) < std::get<0>(best) - 1e-9 ||
-              (std::abs(std::get<0>(score) - std::get<0>(best)) <= 1e-9 && score < best)) {
-            best = score;
-          }
-          return;  // one more chunk would sit idle
-        }
-        if (index == sizes.size()) return;
-        for (int64_t count = 0; capacity + (count - 1) * sizes[index] < rows; ++count) {
-          search(index + 1, capacity + count * sizes[index], cost + count * costs[index],
-                 chunks + count);
-        }
-      };
+  std::function<void(size_t, int64_t, double, int64_t)> search = [&](size_t index, int64_t capacity,
+                                                                     double cost, int64_t chunks) {
+    if (capacity >= rows) {
+      const Score score(cost, chunks, capacity - rows);
+      if (std::get<0>(score) < std::get<0>(best) - 1e-9 ||
+          (std::abs(std::get<0>(score) - std::get<0>(best)) <= 1e-9 && score < best)) {
+        best = score;
+      }
+      return;  // one more chunk would sit idle
+    }
+    if (index == sizes.size()) return;
+    for (int64_t count = 0; capacity + (count - 1) * sizes[index] < rows; ++count) {
+      search(index + 1, capacity + count * sizes[index], cost + count * costs[index],
+             chunks + count);
+    }
+  };
   search(0, 0, 0, 0);
   return best;
 }

@@ -43,8 +43,7 @@ TEST(GrpcStatusTest, OkIsOk) {
 }
 
 TEST(GrpcStatusTest, CodeOutsideTheCanonicalSetIsUnknown) {
-  const grpc::Status status =
-      ToGrpcStatus(absl::Status(static_cast<absl::StatusCode>(42), "odd"));
+  const grpc::Status status = ToGrpcStatus(absl::Status(static_cast<absl::StatusCode>(42), "odd"));
   EXPECT_EQ(status.error_code(), grpc::StatusCode::UNKNOWN);
   EXPECT_EQ(status.error_message(), "odd");
 }

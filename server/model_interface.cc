@@ -26,8 +26,8 @@ absl::StatusOr<DType> DTypeFromKServe(absl::string_view datatype) {
   if (datatype == "FP32") return DType::kFloat32;
   if (datatype == "INT64") return DType::kInt64;
   if (datatype == "BOOL") return DType::kBool;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "datatype '", datatype, "' is not supported (FP32, INT64 and BOOL are)"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("datatype '", datatype, "' is not supported (FP32, INT64 and BOOL are)"));
 }
 
 absl::StatusOr<DType> DTypeFromConfig(inference::DataType type) {
@@ -41,8 +41,8 @@ absl::StatusOr<DType> DTypeFromConfig(inference::DataType type) {
   const std::string name = inference::DataType_IsValid(type)
                                ? inference::DataType_Name(type)
                                : absl::StrCat("data type #", static_cast<int>(type));
-  return absl::InvalidArgumentError(absl::StrCat(
-      name, " is not supported (TYPE_FP32, TYPE_INT64 and TYPE_BOOL are)"));
+  return absl::InvalidArgumentError(
+      absl::StrCat(name, " is not supported (TYPE_FP32, TYPE_INT64 and TYPE_BOOL are)"));
 }
 
 namespace {
@@ -51,8 +51,7 @@ namespace {
 // fields used here. `kind` is "input" or "output", for messages.
 template <typename ConfigTensor>
 absl::StatusOr<TensorSpec> SpecFromConfig(const inference::ModelConfig& config,
-                                          const ConfigTensor& tensor, const char* kind,
-                                          int index) {
+                                          const ConfigTensor& tensor, const char* kind, int index) {
   const std::string where =
       absl::StrCat("config.pbtxt of model '", config.name(), "': ", kind, "[", index, "]");
   if (tensor.name().empty()) return absl::InvalidArgumentError(absl::StrCat(where, " has no name"));
@@ -110,18 +109,18 @@ absl::Status SpecsFromConfig(const inference::ModelConfig& config, const ConfigT
 absl::Status CheckTensorsMatch(const std::vector<TensorSpec>& config,
                                const std::vector<TensorSpec>& model, const char* kind) {
   if (config.size() != model.size()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("config.pbtxt declares ", config.size(), " ", kind, "s but the model file has ",
-                     model.size()));
+    return absl::FailedPreconditionError(absl::StrCat("config.pbtxt declares ", config.size(), " ",
+                                                      kind, "s but the model file has ",
+                                                      model.size()));
   }
   for (size_t i = 0; i < config.size(); ++i) {
     const TensorSpec& declared = config[i];
     const TensorSpec& actual = model[i];
     if (declared.name != actual.name) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "config.pbtxt declares ", kind, " ", i, " as '", declared.name, "' but the model file's ",
-          kind, " ", i, " is '", actual.name, "' (config.pbtxt lists ", kind,
-          "s in the model's order)"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("config.pbtxt declares ", kind, " ", i, " as '", declared.name,
+                       "' but the model file's ", kind, " ", i, " is '", actual.name,
+                       "' (config.pbtxt lists ", kind, "s in the model's order)"));
     }
     if (declared.dtype != actual.dtype) {
       return absl::FailedPreconditionError(

@@ -112,7 +112,8 @@ TEST(ModelInterfaceTest, InterfaceFromConfigNamesTheBadField) {
       {"unset type", "output { name: \"z\" dims: 4 }", "output[2] 'z' data_type: TYPE_INVALID"},
       {"variable dim", "input { name: \"v\" data_type: TYPE_FP32 dims: 4 dims: -1 }",
        "input[2] 'v' dims[1] is -1"},
-      {"zero dim", "output { name: \"e\" data_type: TYPE_FP32 dims: 0 }", "output[2] 'e' dims[0] is 0"},
+      {"zero dim", "output { name: \"e\" data_type: TYPE_FP32 dims: 0 }",
+       "output[2] 'e' dims[0] is 0"},
       {"duplicate input", "input { name: \"x\" data_type: TYPE_FP32 dims: 1 }",
        "input[2] name 'x' is declared twice"},
       {"output named like an input", "output { name: \"ids\" data_type: TYPE_FP32 dims: 1 }",
@@ -135,11 +136,15 @@ TEST(ModelInterfaceTest, InterfaceFromConfigNamesTheBadField) {
 
 TEST(ModelInterfaceTest, ConfigWithoutInputsOrOutputsIsRejected) {
   absl::StatusOr<ModelInterface> no_inputs = InterfaceFromConfig(ParseConfig(R"pb(
-    name: "m" max_batch_size: 4 output { name: "y" data_type: TYPE_FP32 dims: 1 })pb"));
+    name: "m"
+    max_batch_size: 4
+    output { name: "y" data_type: TYPE_FP32 dims: 1 })pb"));
   ASSERT_FALSE(no_inputs.ok());
   EXPECT_THAT(Message(no_inputs.status()), HasSubstr("declares no inputs"));
   absl::StatusOr<ModelInterface> no_outputs = InterfaceFromConfig(ParseConfig(R"pb(
-    name: "m" max_batch_size: 4 input { name: "x" data_type: TYPE_FP32 dims: 1 })pb"));
+    name: "m"
+    max_batch_size: 4
+    input { name: "x" data_type: TYPE_FP32 dims: 1 })pb"));
   ASSERT_FALSE(no_outputs.ok());
   EXPECT_THAT(Message(no_outputs.status()), HasSubstr("declares no outputs"));
 }
@@ -173,7 +178,10 @@ TEST(ModelInterfaceTest, MismatchNamesTheFirstDifference) {
   const Case cases[] = {
       {"dims", [](ModelInterface* m) { m->inputs[0].dims = {256}; },
        "config.pbtxt declares input 'x' with dims [512] but the model file has [256]"},
-      {"rank", [](ModelInterface* m) { m->outputs[0].dims = {2, 5}; },
+      {"rank",
+       [](ModelInterface* m) {
+         m->outputs[0].dims = {2, 5};
+       },
        "output 'y' with dims [10] but the model file has [2,5]"},
       {"dtype", [](ModelInterface* m) { m->inputs[1].dtype = DType::kFloat32; },
        "config.pbtxt declares input 'ids' as INT64 but the model file has FP32"},

@@ -93,9 +93,8 @@ absl::StatusOr<std::vector<ModelVersionEntry>> ServedVersions(
       return versions;
     case inference::ModelVersionPolicy::kSpecific: {
       if (policy.specific().versions().empty()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat((directory / "config.pbtxt").string(),
-                         ": version_policy specific lists no versions"));
+        return absl::InvalidArgumentError(absl::StrCat(
+            (directory / "config.pbtxt").string(), ": version_policy specific lists no versions"));
       }
       const std::set<int64_t> wanted(policy.specific().versions().begin(),
                                      policy.specific().versions().end());
@@ -112,8 +111,7 @@ absl::StatusOr<std::vector<ModelVersionEntry>> ServedVersions(
       return versions;
     }
     case inference::ModelVersionPolicy::kLatest:
-    case inference::ModelVersionPolicy::POLICY_CHOICE_NOT_SET:
-      break;
+    case inference::ModelVersionPolicy::POLICY_CHOICE_NOT_SET: break;
   }
   // latest: num_versions 0 (or no policy at all) means 1, as in Triton.
   const size_t count = std::max<uint32_t>(policy.latest().num_versions(), 1);
@@ -137,10 +135,10 @@ absl::Status ReadModelDirectory(RepositoryModel* model) {
   if (model->config.name().empty()) {
     model->config.set_name(model->name);
   } else if (model->config.name() != model->name) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        config_path.string(), " names the model '", model->config.name(),
-        "' but its directory is '", model->name,
-        "'; clients call a model by its directory name, so the two must agree"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(config_path.string(), " names the model '", model->config.name(),
+                     "' but its directory is '", model->name,
+                     "'; clients call a model by its directory name, so the two must agree"));
   }
 
   const std::string filename = model->config.default_model_filename().empty()
@@ -163,9 +161,9 @@ absl::Status ReadModelDirectory(RepositoryModel* model) {
     }
   }
   if (available.empty()) {
-    return absl::NotFoundError(absl::StrCat(
-        "no version directory of ", directory.string(), " holds ", filename, " (expected e.g. ",
-        (directory / "1" / filename).string(), ")"));
+    return absl::NotFoundError(absl::StrCat("no version directory of ", directory.string(),
+                                            " holds ", filename, " (expected e.g. ",
+                                            (directory / "1" / filename).string(), ")"));
   }
   ASSIGN_OR_RETURN(model->versions,
                    ServedVersions(model->config.version_policy(), available, directory, filename));

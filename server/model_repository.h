@@ -22,11 +22,15 @@ struct ModelVersionEntry {
 };
 
 struct RepositoryModel {
-  std::string name;                    // the directory name: what clients call it
+  // The directory name: what clients call the model.
+  std::string name;
   std::string directory;
-  inference::ModelConfig config;       // parsed config.pbtxt (name filled from the directory when empty)
-  std::vector<ModelVersionEntry> versions;  // what the version policy serves, ascending
-  absl::Status status;  // OK, or why this model cannot be served; one bad model does not stop the scan
+  // The parsed config.pbtxt (its name filled from the directory when empty).
+  inference::ModelConfig config;
+  // What the version policy serves, ascending.
+  std::vector<ModelVersionEntry> versions;
+  // OK, or why this model cannot be served; one bad model does not stop the scan.
+  absl::Status status;
 };
 
 // The models under <root>/<model>/ (hidden directories and plain files

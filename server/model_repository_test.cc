@@ -93,9 +93,7 @@ TEST_F(ModelRepositoryTest, ReadsModelsSortedAndSkipsHiddenDirectoriesAndFiles) 
   EXPECT_EQ(models[0].versions[0].model_path, ModelPath("dlrm", 2));
 }
 
-TEST_F(ModelRepositoryTest, EmptyRepositoryHasNoModels) {
-  EXPECT_TRUE(Scan().empty());
-}
+TEST_F(ModelRepositoryTest, EmptyRepositoryHasNoModels) { EXPECT_TRUE(Scan().empty()); }
 
 TEST_F(ModelRepositoryTest, MissingRootOrPlainFileIsNotFound) {
   const std::string missing = (root_ / "nowhere").string();
@@ -161,23 +159,24 @@ TEST_F(ModelRepositoryTest, ConfigNameMustBeTheDirectoryName) {
   WriteModel("mlp_v2", kMlpConfig, {1});
   const RepositoryModel model = ScanOne();
   EXPECT_EQ(model.status.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(Message(model.status), HasSubstr("names the model 'mlp' but its directory is 'mlp_v2'"));
+  EXPECT_THAT(Message(model.status),
+              HasSubstr("names the model 'mlp' but its directory is 'mlp_v2'"));
   EXPECT_TRUE(model.versions.empty());
 }
 
 TEST_F(ModelRepositoryTest, VersionsAreDirectoriesWithThePositiveNumberAndTheModelFile) {
   WriteModel("mlp", kMlpConfig, {});
-  WriteFile("mlp/0/model.onnx", "x");      // versions start at 1
-  WriteFile("mlp/01/model.onnx", "x");     // not plain decimal
-  WriteFile("mlp/v3/model.onnx", "x");     // not a number
-  WriteFile("mlp/-2/model.onnx", "x");     // not positive
+  WriteFile("mlp/0/model.onnx", "x");                     // versions start at 1
+  WriteFile("mlp/01/model.onnx", "x");                    // not plain decimal
+  WriteFile("mlp/v3/model.onnx", "x");                    // not a number
+  WriteFile("mlp/-2/model.onnx", "x");                    // not positive
   WriteFile("mlp/99999999999999999999/model.onnx", "x");  // beyond int64
-  WriteFile("mlp/5/other.onnx", "x");      // no model file
+  WriteFile("mlp/5/other.onnx", "x");                     // no model file
   WriteFile("mlp/6", "a file, not a directory");
   RepositoryModel model = ScanOne();
   EXPECT_EQ(model.status.code(), absl::StatusCode::kNotFound);
-  EXPECT_THAT(Message(model.status),
-              HasSubstr("no version directory of " + (root_ / "mlp").string() + " holds model.onnx"));
+  EXPECT_THAT(Message(model.status), HasSubstr("no version directory of " +
+                                               (root_ / "mlp").string() + " holds model.onnx"));
 
   WriteFile("mlp/2/model.onnx", "x");
   model = ScanOne();

@@ -19,11 +19,18 @@ namespace {
 using InputTensor = inference::ModelInferRequest::InferInputTensor;
 using ParameterMap = google::protobuf::Map<std::string, inference::InferParameter>;
 
-// "'x', 'ids'": a model's tensor names, for messages that list what exists.
-std::string QuotedNames(const std::vector<TensorSpec>& specs) {
-  return absl::StrJoin(specs, ", ", [](std::string* out, const TensorSpec& spec) {
-    absl::StrAppend(out, "'", spec.name, "'");
-  });
+// The index of the tensor called `name` in `specs` (the model's inputs or
+// outputs, `kind` saying which), or an error that lists the names there are.
+absl::StatusOr<size_t> FindTensor(const std::vector<TensorSpec>& specs, const std::string& name,
+                                  const char* kind, const ModelInterface& model) {
+  for (size_t index = 0; index < specs.size(); ++index) {
+    if (specs[index].name == name) return index;
+  }
+  const std::string names = absl::StrJoin(
+      specs, ", ",
+      [](std::string* out, const TensorSpec& spec) { absl::StrAppend(out, "'", spec.name, "'"); });
+  return absl::InvalidArgumentError(absl::StrCat("model '", model.name, "' has no ", kind, " '",
+                                                 name, "'; its ", kind, "s are ", names));
 }
 
 std::string ShapeString(const google::protobuf::RepeatedField<int64_t>& shape) {
@@ -60,10 +67,10 @@ std::vector<const char*> FilledTypedFields(const inference::InferTensorContents&
 absl::Status CheckNoSharedMemory(const ParameterMap& parameters, const char* kind,
                                  const std::string& name, const ModelInterface& model) {
   if (parameters.contains("shared_memory_region")) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        kind, " '", name, "' of model '", model.name,
-        "' names a shared_memory_region; GraphServe does not serve the shared-memory "
-        "extension: send the data in the request"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(kind, " '", name, "' of model '", model.name,
+                     "' names a shared_memory_region; GraphServe does not serve the shared-memory "
+                     "extension: send the data in the request"));
   }
   return absl::OkStatus();
 }
@@ -83,9 +90,9 @@ absl::StatusOr<int64_t> CheckDatatypeAndShape(const InputTensor& tensor, const T
     shape_matches = tensor.shape(static_cast<int>(d) + 1) == spec.dims[d];
   }
   if (!shape_matches) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "input '", spec.name, "' has shape ", ShapeString(tensor.shape()), "; model '", model.name,
-        "' expects ", ClientShapeString(spec), " (batch first)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("input '", spec.name, "' has shape ", ShapeString(tensor.shape()), "; model '",
+                     model.name, "' expects ", ClientShapeString(spec), " (batch first)"));
   }
   const int64_t rows = tensor.shape(0);
   if (rows < 1) {
@@ -119,10 +126,10 @@ absl::StatusOr<const std::byte*> RawInput(const std::string& raw, const InputTen
                                           const ModelInterface& model) {
   ASSIGN_OR_RETURN(const size_t expected, CheckedRowsSize(rows, spec, spec.bytes_per_row(), model));
   if (raw.size() != expected) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "input '", spec.name, "' of model '", model.name, "': ", raw.size(),
-        " bytes in raw_input_contents, expected ", expected, " for shape ",
-        ShapeString(tensor.shape()), " ", KServeDatatype(spec.dtype)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("input '", spec.name, "' of model '", model.name, "': ", raw.size(),
+                     " bytes in raw_input_contents, expected ", expected, " for shape ",
+                     ShapeString(tensor.shape()), " ", KServeDatatype(spec.dtype)));
   }
   if (spec.dtype == DType::kBool) {
     // Any other byte is not a bool the executors may read.
@@ -144,9 +151,9 @@ absl::StatusOr<const std::byte*> TypedInput(const InputTensor& tensor, const Ten
   const char* field = TypedField(spec.dtype);
   const std::vector<const char*> filled = FilledTypedFields(tensor.contents());
   if (filled.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "input '", spec.name, "' of model '", model.name,
-        "' has no data; send it in raw_input_contents or in contents.", field));
+    return absl::InvalidArgumentError(
+        absl::StrCat("input '", spec.name, "' of model '", model.name,
+                     "' has no data; send it in raw_input_contents or in contents.", field));
   }
   for (const char* other : filled) {
     if (std::strcmp(other, field) != 0) {
@@ -173,8 +180,7 @@ absl::StatusOr<const std::byte*> TypedInput(const InputTensor& tensor, const Ten
   switch (spec.dtype) {
     case DType::kFloat32:
       return reinterpret_cast<const std::byte*>(contents.fp32_contents().data());
-    case DType::kInt64:
-      return reinterpret_cast<const std::byte*>(contents.int64_contents().data());
+    case DType::kInt64: return reinterpret_cast<const std::byte*>(contents.int64_contents().data());
     case DType::kBool: {
       // Written as bytes rather than read in place: the protocol's raw BOOL is a
       // byte holding 0 or 1, which C++ does not promise for bool's object form.
@@ -197,17 +203,10 @@ absl::StatusOr<std::vector<size_t>> RequestedOutputs(const inference::ModelInfer
   }
   std::vector<bool> requested(model.outputs.size(), false);
   for (const auto& output : request.outputs()) {
-    size_t index = 0;
-    while (index < model.outputs.size() && model.outputs[index].name != output.name()) ++index;
-    if (index == model.outputs.size()) {
-      return absl::InvalidArgumentError(absl::StrCat("model '", model.name, "' has no output '",
-                                                     output.name(), "'; its outputs are ",
-                                                     QuotedNames(model.outputs)));
-    }
+    ASSIGN_OR_RETURN(const size_t index, FindTensor(model.outputs, output.name(), "output", model));
     if (requested[index]) {
-      return absl::InvalidArgumentError(absl::StrCat("output '", output.name(),
-                                                     "' is requested twice from model '",
-                                                     model.name, "'"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "output '", output.name(), "' is requested twice from model '", model.name, "'"));
     }
     RETURN_IF_ERROR(CheckNoSharedMemory(output.parameters(), "output", output.name(), model));
     // tritonclient's class_count asks for top-k labels instead of the tensor;
@@ -232,13 +231,7 @@ absl::StatusOr<ValidatedRequest> ValidateInferRequest(const inference::ModelInfe
   std::vector<int> request_index(model.inputs.size(), kAbsent);
   for (int j = 0; j < request.inputs_size(); ++j) {
     const InputTensor& tensor = request.inputs(j);
-    size_t index = 0;
-    while (index < model.inputs.size() && model.inputs[index].name != tensor.name()) ++index;
-    if (index == model.inputs.size()) {
-      return absl::InvalidArgumentError(absl::StrCat("model '", model.name, "' has no input '",
-                                                     tensor.name(), "'; its inputs are ",
-                                                     QuotedNames(model.inputs)));
-    }
+    ASSIGN_OR_RETURN(const size_t index, FindTensor(model.inputs, tensor.name(), "input", model));
     if (request_index[index] != kAbsent) {
       return absl::InvalidArgumentError(absl::StrCat(
           "input '", tensor.name(), "' appears twice in the request to model '", model.name, "'"));
@@ -275,8 +268,7 @@ absl::StatusOr<ValidatedRequest> ValidateInferRequest(const inference::ModelInfe
       if (!FilledTypedFields(tensor.contents()).empty()) {
         return absl::InvalidArgumentError(absl::StrCat(
             "input '", tensor.name(), "' carries typed contents but the request to model '",
-            model.name,
-            "' uses raw_input_contents; send every input raw or every input typed"));
+            model.name, "' uses raw_input_contents; send every input raw or every input typed"));
       }
     }
     if (request.raw_input_contents_size() != request.inputs_size()) {

@@ -22,7 +22,8 @@ ModelInterface Mlp() {
   ModelInterface model;
   model.name = "mlp";
   model.max_batch_size = kMaxBatch;
-  model.inputs = {{"x", DType::kFloat32, {3}}, {"ids", DType::kInt64, {2}}, {"mask", DType::kBool, {}}};
+  model.inputs = {
+      {"x", DType::kFloat32, {3}}, {"ids", DType::kInt64, {2}}, {"mask", DType::kBool, {}}};
   model.outputs = {
       {"y", DType::kFloat32, {2}}, {"score", DType::kInt64, {1}}, {"valid", DType::kBool, {}}};
   return model;
@@ -126,8 +127,8 @@ TEST(RequestValidationTest, TypedRequestGivesTheSameBytes) {
   EXPECT_EQ(validated->rows, kRows);
   ExpectTestData(*validated, kRows);
   // FP32 and INT64 are read in place; BOOL is written out as bytes.
-  EXPECT_EQ(validated->inputs[0],
-            reinterpret_cast<const std::byte*>(request.inputs(0).contents().fp32_contents().data()));
+  EXPECT_EQ(validated->inputs[0], reinterpret_cast<const std::byte*>(
+                                      request.inputs(0).contents().fp32_contents().data()));
   ASSERT_EQ(validated->converted.size(), 1u);
   EXPECT_EQ(validated->inputs[2], validated->converted[0].data());
 
@@ -225,33 +226,59 @@ TEST(RequestValidationTest, MalformedRawRequestsSayWhatWasExpected) {
        "input 'x' has datatype INT64; model 'mlp' expects FP32"},
       {"unsupported datatype", [](Request* r) { Input(r, "x")->set_datatype("FP16"); },
        "input 'x' has datatype FP16; model 'mlp' expects FP32"},
-      {"datatype in config spelling", [](Request* r) { Input(r, "ids")->set_datatype("TYPE_INT64"); },
+      {"datatype in config spelling",
+       [](Request* r) { Input(r, "ids")->set_datatype("TYPE_INT64"); },
        "input 'ids' has datatype TYPE_INT64; model 'mlp' expects INT64"},
       {"no batch dim", [](Request* r) { SetShape(Input(r, "x"), {3}); },
        "input 'x' has shape [3]; model 'mlp' expects [-1,3] (batch first)"},
-      {"extra dim", [](Request* r) { SetShape(Input(r, "x"), {kRows, 3, 1}); },
+      {"extra dim",
+       [](Request* r) {
+         SetShape(Input(r, "x"), {kRows, 3, 1});
+       },
        "input 'x' has shape [4,3,1]; model 'mlp' expects [-1,3] (batch first)"},
-      {"wrong row dim", [](Request* r) { SetShape(Input(r, "x"), {kRows, 5}); },
+      {"wrong row dim",
+       [](Request* r) {
+         SetShape(Input(r, "x"), {kRows, 5});
+       },
        "input 'x' has shape [4,5]; model 'mlp' expects [-1,3]"},
-      {"negative row dim", [](Request* r) { SetShape(Input(r, "ids"), {kRows, -2}); },
+      {"negative row dim",
+       [](Request* r) {
+         SetShape(Input(r, "ids"), {kRows, -2});
+       },
        "input 'ids' has shape [4,-2]; model 'mlp' expects [-1,2]"},
-      {"huge row dim", [kHuge](Request* r) { SetShape(Input(r, "ids"), {kHuge, kHuge}); },
+      {"huge row dim",
+       [kHuge](Request* r) {
+         SetShape(Input(r, "ids"), {kHuge, kHuge});
+       },
        "input 'ids' has shape [9223372036854775807,9223372036854775807]"},
       {"empty shape", [](Request* r) { SetShape(Input(r, "mask"), {}); },
        "input 'mask' has shape []; model 'mlp' expects [-1]"},
-      {"batch 0", [](Request* r) { SetShape(Input(r, "x"), {0, 3}); },
+      {"batch 0",
+       [](Request* r) {
+         SetShape(Input(r, "x"), {0, 3});
+       },
        "input 'x' has batch 0 (shape [0,3]); model 'mlp' needs a batch (dim 0) of at least 1"},
       {"negative batch", [](Request* r) { SetShape(Input(r, "mask"), {-4}); },
        "input 'mask' has batch -4"},
-      {"batch above max", [](Request* r) { SetShape(Input(r, "x"), {9, 3}); },
+      {"batch above max",
+       [](Request* r) {
+         SetShape(Input(r, "x"), {9, 3});
+       },
        "batch 9 exceeds max_batch_size 8 of model 'mlp'"},
-      {"huge batch", [kHuge](Request* r) { SetShape(Input(r, "x"), {kHuge, 3}); },
+      {"huge batch",
+       [kHuge](Request* r) {
+         SetShape(Input(r, "x"), {kHuge, 3});
+       },
        "batch 9223372036854775807 exceeds max_batch_size 8"},
-      {"batches disagree", [](Request* r) { SetShape(Input(r, "ids"), {kRows - 1, 2}); },
+      {"batches disagree",
+       [](Request* r) {
+         SetShape(Input(r, "ids"), {kRows - 1, 2});
+       },
        "input 'ids' has batch 3 but input 'x' has batch 4; the inputs of a request to model "
        "'mlp' share the batch (dim 0)"},
       {"short raw bytes", [](Request* r) { r->mutable_raw_input_contents(2)->pop_back(); },
-       "input 'x' of model 'mlp': 47 bytes in raw_input_contents, expected 48 for shape [4,3] FP32"},
+       "input 'x' of model 'mlp': 47 bytes in raw_input_contents, expected 48 for shape [4,3] "
+       "FP32"},
       {"long raw bytes", [](Request* r) { r->mutable_raw_input_contents(0)->append("x"); },
        "input 'ids' of model 'mlp': 65 bytes in raw_input_contents, expected 64 for shape [4,2] "
        "INT64"},
@@ -335,9 +362,14 @@ TEST(RequestValidationTest, MalformedTypedRequestsSayWhatWasExpected) {
        [](Request* r) { Input(r, "x")->mutable_contents()->mutable_fp32_contents()->RemoveLast(); },
        "input 'x' of model 'mlp': 11 elements in contents.fp32_contents, expected 12 for shape "
        "[4,3]"},
-      {"too many elements", [](Request* r) { Input(r, "mask")->mutable_contents()->add_bool_contents(true); },
-       "input 'mask' of model 'mlp': 5 elements in contents.bool_contents, expected 4 for shape [4]"},
-      {"typed contents for the wrong shape", [](Request* r) { SetShape(Input(r, "ids"), {2, 2}); },
+      {"too many elements",
+       [](Request* r) { Input(r, "mask")->mutable_contents()->add_bool_contents(true); },
+       "input 'mask' of model 'mlp': 5 elements in contents.bool_contents, expected 4 for shape "
+       "[4]"},
+      {"typed contents for the wrong shape",
+       [](Request* r) {
+         SetShape(Input(r, "ids"), {2, 2});
+       },
        "input 'ids' has batch 2 but input 'x' has batch 4"},
   };
   for (const BadRequestCase& c : cases) {
@@ -350,8 +382,9 @@ TEST(RequestValidationTest, MalformedTypedRequestsSayWhatWasExpected) {
 // Whatever the shape values, validation answers with a status and never reads
 // or allocates by them.
 TEST(RequestValidationTest, AnyShapeValuesGiveAStatus) {
-  const int64_t kValues[] = {std::numeric_limits<int64_t>::min(), -1, 0, 1, 2, 3, kRows,
-                             kMaxBatch + 1, int64_t{1} << 32, std::numeric_limits<int64_t>::max()};
+  const int64_t kValues[] = {
+      std::numeric_limits<int64_t>::min(), -1, 0, 1, 2, 3, kRows, kMaxBatch + 1, int64_t{1} << 32,
+      std::numeric_limits<int64_t>::max()};
   for (int64_t batch : kValues) {
     for (int64_t row : kValues) {
       for (bool typed : {false, true}) {
@@ -393,11 +426,11 @@ TEST(RequestValidationTest, ResponseHoldsRequestedOutputsInRequestOrder) {
   EXPECT_EQ(response.raw_output_contents(1).size(), static_cast<size_t>(kRows * 2 * 4));
 
   ASSERT_EQ(destinations.size(), 3u);  // per interface output
-  EXPECT_EQ(destinations[0], reinterpret_cast<std::byte*>(
-                                 response.mutable_raw_output_contents(1)->data()));
+  EXPECT_EQ(destinations[0],
+            reinterpret_cast<std::byte*>(response.mutable_raw_output_contents(1)->data()));
   EXPECT_EQ(destinations[1], nullptr);  // score was not asked for
-  EXPECT_EQ(destinations[2], reinterpret_cast<std::byte*>(
-                                 response.mutable_raw_output_contents(0)->data()));
+  EXPECT_EQ(destinations[2],
+            reinterpret_cast<std::byte*>(response.mutable_raw_output_contents(0)->data()));
   // What is written through the pointers is what the client receives.
   const std::vector<float> y = {1, 2, 3, 4, 5, 6, 7, 8};
   std::memcpy(destinations[0], y.data(), y.size() * sizeof(float));
