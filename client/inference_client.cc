@@ -33,8 +33,7 @@ absl::Duration Since(SteadyClock::time_point start) {
   return absl::FromChrono(SteadyClock::now() - start);
 }
 
-// Checks `input` and appends it to `message`, its bytes to raw_input_contents.
-absl::Status AppendInput(const InferTensor& input, inference::ModelInferRequest* message) {
+absl::Status CheckInput(const InferTensor& input) {
   if (input.name.empty()) return absl::InvalidArgumentError("an input has no name");
   absl::StatusOr<int64_t> expected_bytes = TensorByteSize(input.datatype, input.shape);
   if (!expected_bytes.ok()) {
@@ -46,21 +45,22 @@ absl::Status AppendInput(const InferTensor& input, inference::ModelInferRequest*
         "input ", input.name, ": ", input.datatype, " ", FormatShape(input.shape), " needs ",
         *expected_bytes, " bytes, got ", input.data.size()));
   }
-  inference::ModelInferRequest::InferInputTensor* tensor = message->add_inputs();
-  tensor->set_name(input.name);
-  tensor->set_datatype(input.datatype);
-  for (const int64_t dim : input.shape) tensor->add_shape(dim);
-  message->add_raw_input_contents(input.data);
   return absl::OkStatus();
 }
 
 absl::Status BuildInferMessage(const InferRequest& request,
                                inference::ModelInferRequest* message) {
-  if (request.model_name.empty()) return absl::InvalidArgumentError("no model name");
+  RETURN_IF_ERROR(CheckInferRequest(request));
   message->set_model_name(request.model_name);
   message->set_model_version(request.model_version);
   message->set_id(request.id);
-  for (const InferTensor& input : request.inputs) RETURN_IF_ERROR(AppendInput(input, message));
+  for (const InferTensor& input : request.inputs) {
+    inference::ModelInferRequest::InferInputTensor* tensor = message->add_inputs();
+    tensor->set_name(input.name);
+    tensor->set_datatype(input.datatype);
+    for (const int64_t dim : input.shape) tensor->add_shape(dim);
+    message->add_raw_input_contents(input.data);
+  }
   for (const std::string& name : request.requested_outputs) message->add_outputs()->set_name(name);
   return absl::OkStatus();
 }
@@ -128,6 +128,12 @@ absl::StatusOr<InferResult> ToResult(inference::ModelInferResponse response,
 }
 
 }  // namespace
+
+absl::Status CheckInferRequest(const InferRequest& request) {
+  if (request.model_name.empty()) return absl::InvalidArgumentError("no model name");
+  for (const InferTensor& input : request.inputs) RETURN_IF_ERROR(CheckInput(input));
+  return absl::OkStatus();
+}
 
 absl::StatusOr<absl::Span<const float>> InferOutput::AsFloat32() const {
   return ViewAs<float>(*this, "FP32");

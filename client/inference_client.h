@@ -128,6 +128,11 @@ class InferResult {
   InferTiming timing_;
 };
 
+// The checks Infer and InferAsync apply before sending: a model name, and
+// for each input a name and exactly the bytes its datatype and shape need.
+// InvalidArgument naming the input otherwise.
+absl::Status CheckInferRequest(const InferRequest& request);
+
 // Called once per InferAsync, on a gRPC thread. It must not block: a blocked
 // callback holds one of gRPC's few callback threads. Issuing another
 // InferAsync from it is fine.
@@ -163,14 +168,14 @@ class InferenceClient {
       absl::string_view name = "", absl::string_view version = "");
 
   // Runs one inference and waits for it. InvalidArgument, without a call,
-  // for an input whose bytes do not match its datatype and shape.
+  // when CheckInferRequest fails.
   absl::StatusOr<InferResult> Infer(const InferRequest& request);
 
   // Starts one inference and returns at once; `done` gets the result. The
   // request is copied before InferAsync returns, so the caller may reuse or
   // destroy it. The client must outlive the call (its destructor cancels
-  // what is left and waits). A request that fails the client's own checks
-  // (see Infer) calls `done` with InvalidArgument before returning.
+  // what is left and waits). A request that fails CheckInferRequest calls
+  // `done` with its error before InferAsync returns, on the caller's thread.
   void InferAsync(const InferRequest& request, InferCallback done);
 
   const InferenceClientOptions& options() const { return options_; }

@@ -1,0 +1,381 @@
+#include "client/load_generator.h"
+
+#include <chrono>
+#include <cmath>
+#include <random>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "client/request_builder.h"
+#include "common/status.h"
+
+namespace graphserve {
+namespace {
+
+// Request times are taken on the monotonic clock; absl::Now() follows the
+// wall clock, which may step during a run.
+using SteadyClock = std::chrono::steady_clock;
+
+int64_t Nanos(SteadyClock::duration duration) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(duration).count();
+}
+
+void SleepUntil(SteadyClock::time_point until) {
+  const SteadyClock::duration left = until - SteadyClock::now();
+  if (left > SteadyClock::duration::zero()) absl::SleepFor(absl::FromChrono(left));
+}
+
+// One finished request.
+struct Completion {
+  SteadyClock::time_point end;
+  int64_t latency_ns = 0;
+  int64_t send_ns = 0;
+  int64_t receive_ns = 0;
+  absl::Status status;
+};
+
+void Add(const inference::StatisticDuration& from, inference::StatisticDuration* to) {
+  to->set_count(to->count() + from.count());
+  to->set_ns(to->ns() + from.ns());
+}
+
+// ns per count of a counter's increase; 0 when it did not move.
+int64_t AverageNs(const inference::StatisticDuration& before,
+                  const inference::StatisticDuration& after) {
+  const uint64_t count = after.count() - before.count();
+  return count == 0 ? 0 : static_cast<int64_t>((after.ns() - before.ns()) / count);
+}
+
+// The server's per-request averages over the measured period, or nullopt when
+// either snapshot is missing or the counters went backwards (a restarted
+// server or a reloaded model).
+std::optional<ServerAverages> ServerDelta(const std::optional<inference::InferStatistics>& before,
+                                          const std::optional<inference::InferStatistics>& after) {
+  if (!before.has_value() || !after.has_value()) return std::nullopt;
+  for (auto member : {&inference::InferStatistics::success, &inference::InferStatistics::queue,
+                      &inference::InferStatistics::compute_input,
+                      &inference::InferStatistics::compute_infer,
+                      &inference::InferStatistics::compute_output}) {
+    if (((*after).*member)().count() < ((*before).*member)().count() ||
+        ((*after).*member)().ns() < ((*before).*member)().ns()) {
+      return std::nullopt;
+    }
+  }
+  return ServerAverages{
+      .requests = static_cast<int64_t>(after->success().count() - before->success().count()),
+      .queue_ns = AverageNs(before->queue(), after->queue()),
+      .compute_input_ns = AverageNs(before->compute_input(), after->compute_input()),
+      .compute_infer_ns = AverageNs(before->compute_infer(), after->compute_infer()),
+      .compute_output_ns = AverageNs(before->compute_output(), after->compute_output()),
+  };
+}
+
+// Counts what finished inside the windows delimited by `boundaries`
+// (window w is [boundaries[w], boundaries[w + 1])).
+LevelResult Summarize(const std::vector<Completion>& completions,
+                      const std::vector<SteadyClock::time_point>& boundaries,
+                      int64_t batch_size, double level) {
+  LevelResult result{.level = level, .batch_size = batch_size};
+  const SteadyClock::time_point start = boundaries.front();
+  const SteadyClock::time_point end = boundaries.back();
+  result.measured = absl::FromChrono(end - start);
+  std::vector<int64_t> window_successes(boundaries.size() - 1, 0);
+  std::vector<int64_t> latencies;
+  latencies.reserve(completions.size());
+  int64_t send_ns = 0;
+  int64_t receive_ns = 0;
+  SteadyClock::time_point first_error_end = end;
+  for (const Completion& completion : completions) {
+    if (completion.end < start || completion.end >= end) continue;
+    ++result.completed;
+    if (!completion.status.ok()) {
+      ++result.errors;
+      if (completion.end < first_error_end) {
+        first_error_end = completion.end;
+        result.first_error = completion.status.ToString();
+      }
+      continue;
+    }
+    latencies.push_back(completion.latency_ns);
+    send_ns += completion.send_ns;
+    receive_ns += completion.receive_ns;
+    for (size_t w = 0; w + 1 < boundaries.size(); ++w) {
+      if (completion.end < boundaries[w + 1]) {
+        ++window_successes[w];
+        break;
+      }
+    }
+  }
+  const auto successes = static_cast<int64_t>(latencies.size());
+  if (successes > 0) {
+    result.avg_send_ns = send_ns / successes;
+    result.avg_receive_ns = receive_ns / successes;
+  }
+  result.latency = SummarizeLatencies(std::move(latencies));
+  const double seconds = absl::ToDoubleSeconds(result.measured);
+  result.infer_per_sec = seconds > 0 ? static_cast<double>(successes * batch_size) / seconds : 0;
+  for (size_t w = 0; w < window_successes.size(); ++w) {
+    const double window_seconds = absl::ToDoubleSeconds(
+        absl::FromChrono(boundaries[w + 1] - boundaries[w]));
+    result.window_infer_per_sec.push_back(
+        window_seconds > 0 ? static_cast<double>(window_successes[w] * batch_size) / window_seconds
+                           : 0);
+  }
+  return result;
+}
+
+}  // namespace
+
+// The requests of one level: slots for requests in flight, what finished, and
+// the stop flag. Shared by the level's driver, its completion callbacks and
+// (in request-rate mode) its scheduler thread.
+class LoadGenerator::LevelRecorder {
+ public:
+  // Takes a slot for a new request, unless the level is stopping.
+  bool TryStart() {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) return false;
+    ++outstanding_;
+    return true;
+  }
+
+  // Takes a slot once fewer than `cap` requests are in flight; false when the
+  // level stops first. Counts the sends that had to wait.
+  bool StartWhenBelow(int64_t cap) {
+    absl::MutexLock lock(&mu_);
+    if (!stopping_ && outstanding_ >= cap) {
+      ++delayed_sends_;
+      auto can_send = [this, cap]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return stopping_ || outstanding_ < cap;
+      };
+      mu_.Await(absl::Condition(&can_send));
+    }
+    if (stopping_) return false;
+    ++outstanding_;
+    return true;
+  }
+
+  // Records a finished request and frees its slot.
+  void Finish(SteadyClock::time_point start, SteadyClock::time_point end,
+              const absl::StatusOr<InferResult>& result) {
+    Completion completion{.end = end, .latency_ns = Nanos(end - start)};
+    if (result.ok()) {
+      completion.send_ns = absl::ToInt64Nanoseconds(result->timing().send);
+      completion.receive_ns = absl::ToInt64Nanoseconds(result->timing().receive);
+    } else {
+      completion.status = result.status();
+    }
+    absl::MutexLock lock(&mu_);
+    completions_.push_back(std::move(completion));
+    --outstanding_;
+  }
+
+  // Waits until `count` requests have finished.
+  void AwaitFinished(int64_t count) {
+    absl::MutexLock lock(&mu_);
+    auto enough = [this, count]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return static_cast<int64_t>(completions_.size()) >= count;
+    };
+    mu_.Await(absl::Condition(&enough));
+  }
+
+  // Sleeps until `until`; false, at once, when the level stops first.
+  bool SleepUntilOrStop(SteadyClock::time_point until) {
+    const absl::Time deadline = absl::Now() + absl::FromChrono(until - SteadyClock::now());
+    absl::MutexLock lock(&mu_);
+    mu_.AwaitWithDeadline(absl::Condition(&stopping_), deadline);
+    return !stopping_;
+  }
+
+  // No new request starts after this.
+  void Stop() {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+
+  // Waits, after Stop, until every request has finished. Each ends by the
+  // client's call timeout at the latest.
+  void AwaitDrained() {
+    absl::MutexLock lock(&mu_);
+    auto drained = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return outstanding_ == 0; };
+    mu_.Await(absl::Condition(&drained));
+  }
+
+  std::vector<Completion> TakeCompletions() {
+    absl::MutexLock lock(&mu_);
+    return std::move(completions_);
+  }
+
+  int64_t delayed_sends() {
+    absl::MutexLock lock(&mu_);
+    return delayed_sends_;
+  }
+
+ private:
+  absl::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t outstanding_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t delayed_sends_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<Completion> completions_ ABSL_GUARDED_BY(mu_);
+};
+
+absl::StatusOr<std::unique_ptr<LoadGenerator>> LoadGenerator::Create(
+    InferenceClient* client, const LoadGeneratorOptions& options) {
+  if (client == nullptr) return absl::InvalidArgumentError("no client");
+  if (options.model_name.empty()) return absl::InvalidArgumentError("no model name");
+  if (options.windows < 1 || options.measurement_window <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "need at least one measurement window of positive length, got ", options.windows,
+        " of ", absl::FormatDuration(options.measurement_window)));
+  }
+  if (options.warmup < absl::ZeroDuration() || options.warmup_requests < 0) {
+    return absl::InvalidArgumentError("the warm-up must not be negative");
+  }
+  if (options.max_outstanding < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max outstanding requests must be at least 1, got ",
+                     options.max_outstanding));
+  }
+
+  ASSIGN_OR_RETURN(const inference::ModelMetadataResponse metadata,
+                   client->ModelMetadata(options.model_name, options.model_version));
+  // The config says whether dim 0 is the batch and how large it may be; a
+  // server without the model_configuration extension answers UNIMPLEMENTED
+  // and BuildRequest falls back on the metadata's shapes.
+  const absl::StatusOr<inference::ModelConfigResponse> config =
+      client->ModelConfig(options.model_name, options.model_version);
+  if (!config.ok() && config.status().code() != absl::StatusCode::kUnimplemented) {
+    return config.status();
+  }
+  ASSIGN_OR_RETURN(InferRequest request,
+                   BuildRequest(metadata, config.ok() ? &config->config() : nullptr,
+                                {.model_version = options.model_version,
+                                 .batch_size = options.batch_size,
+                                 .seed = options.seed}));
+  request.model_name = options.model_name;
+  // Note [No inline failures]: InferAsync calls its callback on the calling
+  // thread when the request fails CheckInferRequest. In the closed loop that
+  // callback sends the next request, which would fail the same way, recursing
+  // until the stack overflows. Checking once here rules it out: the request
+  // never changes.
+  RETURN_IF_ERROR(CheckInferRequest(request));
+  return std::unique_ptr<LoadGenerator>(new LoadGenerator(client, options, std::move(request)));
+}
+
+void LoadGenerator::SendClosedLoop(std::shared_ptr<LevelRecorder> recorder) {
+  const SteadyClock::time_point start = SteadyClock::now();
+  client_->InferAsync(request_, [this, recorder, start](absl::StatusOr<InferResult> result) {
+    const SteadyClock::time_point end = SteadyClock::now();
+    // The next request's slot is taken before this one's is freed, so the
+    // count of requests in flight never touches zero while the level runs:
+    // AwaitDrained cannot return, and the generator cannot be destroyed,
+    // while this callback may still call SendClosedLoop on it.
+    const bool send_next = recorder->TryStart();
+    recorder->Finish(start, end, result);
+    if (send_next) SendClosedLoop(recorder);
+  });
+}
+
+void LoadGenerator::SendOpenLoop(std::shared_ptr<LevelRecorder> recorder) {
+  const SteadyClock::time_point start = SteadyClock::now();
+  client_->InferAsync(request_, [recorder, start](absl::StatusOr<InferResult> result) {
+    recorder->Finish(start, SteadyClock::now(), result);
+  });
+}
+
+void LoadGenerator::RunSchedule(std::shared_ptr<LevelRecorder> recorder,
+                                double requests_per_second) {
+  std::mt19937_64 rng(options_.seed);
+  std::exponential_distribution<double> poisson_gap(requests_per_second);
+  const double constant_gap = 1.0 / requests_per_second;
+  // Send times follow the schedule, not the previous send: a late send is
+  // followed by earlier ones, so the rate holds on average.
+  SteadyClock::time_point next = SteadyClock::now();
+  while (recorder->SleepUntilOrStop(next)) {
+    if (!recorder->StartWhenBelow(options_.max_outstanding)) return;
+    SendOpenLoop(recorder);
+    const double gap = options_.distribution == RequestDistribution::kPoisson
+                           ? poisson_gap(rng)
+                           : constant_gap;
+    next += std::chrono::duration_cast<SteadyClock::duration>(
+        std::chrono::duration<double>(gap));
+  }
+}
+
+std::optional<inference::InferStatistics> LoadGenerator::ServerStatistics() {
+  absl::StatusOr<inference::ModelStatisticsResponse> response =
+      client_->ModelStatistics(options_.model_name, options_.model_version);
+  if (!response.ok()) return std::nullopt;
+  inference::InferStatistics sum;
+  bool found = false;
+  // With no version asked for, every version is reported: their sum is the
+  // model's.
+  for (const inference::ModelStatistics& stats : response->model_stats()) {
+    if (stats.name() != options_.model_name) continue;
+    found = true;
+    const inference::InferStatistics& infer = stats.inference_stats();
+    Add(infer.success(), sum.mutable_success());
+    Add(infer.queue(), sum.mutable_queue());
+    Add(infer.compute_input(), sum.mutable_compute_input());
+    Add(infer.compute_infer(), sum.mutable_compute_infer());
+    Add(infer.compute_output(), sum.mutable_compute_output());
+  }
+  if (!found) return std::nullopt;
+  return sum;
+}
+
+LevelResult LoadGenerator::MeasureLevel(LevelRecorder& recorder, double level) {
+  const SteadyClock::time_point level_start = SteadyClock::now();
+  recorder.AwaitFinished(options_.warmup_requests);
+  SleepUntil(level_start + absl::ToChronoNanoseconds(options_.warmup));
+
+  const std::optional<inference::InferStatistics> before = ServerStatistics();
+  std::vector<SteadyClock::time_point> boundaries = {SteadyClock::now()};
+  for (int w = 1; w <= options_.windows; ++w) {
+    SleepUntil(boundaries.front() + absl::ToChronoNanoseconds(options_.measurement_window * w));
+    boundaries.push_back(SteadyClock::now());
+  }
+  const std::optional<inference::InferStatistics> after = ServerStatistics();
+
+  recorder.Stop();
+  recorder.AwaitDrained();
+  LevelResult result =
+      Summarize(recorder.TakeCompletions(), boundaries, options_.batch_size, level);
+  result.server = ServerDelta(before, after);
+  result.delayed_sends = recorder.delayed_sends();
+  return result;
+}
+
+absl::StatusOr<LevelResult> LoadGenerator::RunConcurrency(int64_t concurrency) {
+  if (concurrency < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("concurrency must be at least 1, got ", concurrency));
+  }
+  auto recorder = std::make_shared<LevelRecorder>();
+  for (int64_t i = 0; i < concurrency; ++i) {
+    if (recorder->TryStart()) SendClosedLoop(recorder);
+  }
+  return MeasureLevel(*recorder, static_cast<double>(concurrency));
+}
+
+absl::StatusOr<LevelResult> LoadGenerator::RunRequestRate(double requests_per_second) {
+  if (!(requests_per_second > 0) || !std::isfinite(requests_per_second)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("request rate must be positive, got ", requests_per_second));
+  }
+  auto recorder = std::make_shared<LevelRecorder>();
+  std::thread scheduler(
+      [this, recorder, requests_per_second] { RunSchedule(recorder, requests_per_second); });
+  // MeasureLevel stops the recorder, which ends the schedule; the thread is
+  // joined before the generator can go away.
+  LevelResult result = MeasureLevel(*recorder, requests_per_second);
+  scheduler.join();
+  return result;
+}
+
+}  // namespace graphserve

@@ -1,0 +1,120 @@
+#pragma once
+// perf_analyzer-style load on one model through InferenceClient::InferAsync,
+// measured level by level:
+//
+//   concurrency N   a closed loop: N requests outstanding at all times, each
+//                   completion sending the next (RunConcurrency);
+//   request rate R  an open loop: requests sent at R per second, constant or
+//                   Poisson spacing, whether or not answers have come back
+//                   (RunRequestRate).
+//
+// Each level warms up, then measures `windows` windows of
+// `measurement_window`: throughput (requests that finished in the windows x
+// batch size / their length), client latency percentiles, errors, and the
+// server's per-request queue and compute averages from ModelStatistics taken
+// before and after the windows. Every request is the same one, built once
+// from the model's metadata with random data.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "client/inference_client.h"
+#include "client/perf_report.h"
+#include "proto/grpc_service.pb.h"
+
+namespace graphserve {
+
+// Spacing of requests in request-rate mode.
+enum class RequestDistribution {
+  kConstant,  // exactly 1/R apart (perf_analyzer's default)
+  kPoisson,   // exponentially distributed gaps with mean 1/R
+};
+
+struct LoadGeneratorOptions {
+  // The model to load; required.
+  std::string model_name;
+
+  // Empty: the server's choice.
+  std::string model_version;
+
+  // Rows per request; each request counts as this many inferences.
+  int64_t batch_size = 1;
+
+  // Warm-up at the start of every level, not measured: the load runs until
+  // both this time has passed and `warmup_requests` requests have finished.
+  // A new level changes the queueing, so each gets its own warm-up.
+  absl::Duration warmup = absl::Milliseconds(500);
+  int64_t warmup_requests = 0;
+
+  // Length and number of the measurement windows of a level.
+  absl::Duration measurement_window = absl::Milliseconds(2000);
+  int windows = 3;
+
+  // Seed of the random input data and of the Poisson spacing.
+  uint64_t seed = 0;
+
+  RequestDistribution distribution = RequestDistribution::kConstant;
+
+  // Request-rate mode: the most requests in flight. When a slow server
+  // reaches it, sends wait (and are counted in LevelResult::delayed_sends)
+  // instead of piling up without bound.
+  int64_t max_outstanding = 1024;
+};
+
+class LoadGenerator {
+ public:
+  // Validates the options, reads the model's metadata (and its config, when
+  // the server has that extension) and builds the request. `client` is not
+  // owned and must outlive the generator. Errors of those calls come back
+  // as they are (NOT_FOUND for an unknown model).
+  static absl::StatusOr<std::unique_ptr<LoadGenerator>> Create(
+      InferenceClient* client, const LoadGeneratorOptions& options);
+
+  // One concurrency level. Returns once every request it sent has finished.
+  // InvalidArgument for concurrency < 1. Failed requests are counted in the
+  // result, not returned as an error.
+  absl::StatusOr<LevelResult> RunConcurrency(int64_t concurrency);
+
+  // One request-rate level (requests per second). Returns once every request
+  // it sent has finished. InvalidArgument for a rate that is not positive.
+  absl::StatusOr<LevelResult> RunRequestRate(double requests_per_second);
+
+  // The request every level sends.
+  const InferRequest& request() const { return request_; }
+
+  // Implementation details follow.
+ private:
+  class LevelRecorder;
+
+  LoadGenerator(InferenceClient* client, const LoadGeneratorOptions& options,
+                InferRequest request)
+      : client_(client), options_(options), request_(std::move(request)) {}
+
+  // Sends one closed-loop request whose slot is already taken; its
+  // completion sends the next while the level runs.
+  void SendClosedLoop(std::shared_ptr<LevelRecorder> recorder);
+
+  // Sends one open-loop request whose slot is already taken.
+  void SendOpenLoop(std::shared_ptr<LevelRecorder> recorder);
+
+  // The request-rate schedule, run on its own thread until the level stops.
+  void RunSchedule(std::shared_ptr<LevelRecorder> recorder, double requests_per_second);
+
+  // Warm-up, windows and the server statistics around them; stops the load
+  // and waits for it to drain, then summarises.
+  LevelResult MeasureLevel(LevelRecorder& recorder, double level);
+
+  // Summed inference statistics of the model, or nullopt when the server
+  // does not answer ModelStatistics.
+  std::optional<inference::InferStatistics> ServerStatistics();
+
+  InferenceClient* const client_;
+  const LoadGeneratorOptions options_;
+  const InferRequest request_;
+};
+
+}  // namespace graphserve

@@ -1,0 +1,187 @@
+#include "client/load_generator.h"
+
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
+#include "client/fake_inference_server.h"
+#include "client/perf_report.h"
+#include "gtest/gtest.h"
+
+namespace graphserve {
+namespace {
+
+// Short levels: the CI machine has two cores, and a few hundred requests per
+// level are plenty to check what is counted.
+constexpr absl::Duration kWindow = absl::Milliseconds(200);
+constexpr absl::Duration kWarmup = absl::Milliseconds(50);
+
+class LoadGeneratorTest : public ::testing::Test {
+ protected:
+  void StartServer(const FakeInferenceServerOptions& options = {}) {
+    absl::StatusOr<std::unique_ptr<FakeInferenceServer>> server =
+        FakeInferenceServer::Start(options);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    absl::StatusOr<std::unique_ptr<InferenceClient>> client =
+        InferenceClient::Create({.address = server_->address(), .call_timeout = absl::Seconds(10)});
+    ASSERT_TRUE(client.ok()) << client.status();
+    client_ = *std::move(client);
+  }
+
+  LoadGeneratorOptions Options() const {
+    return {.model_name = "double",
+            .batch_size = 2,
+            .warmup = kWarmup,
+            .measurement_window = kWindow,
+            .windows = 1};
+  }
+
+  std::unique_ptr<FakeInferenceServer> server_;
+  std::unique_ptr<InferenceClient> client_;
+};
+
+void ExpectOrderedPercentiles(const LatencySummary& latency) {
+  EXPECT_GT(latency.p50_ns, 0);
+  EXPECT_LE(latency.p50_ns, latency.p90_ns);
+  EXPECT_LE(latency.p90_ns, latency.p95_ns);
+  EXPECT_LE(latency.p95_ns, latency.p99_ns);
+  EXPECT_GT(latency.avg_ns, 0);
+}
+
+TEST_F(LoadGeneratorTest, ConcurrencySweepMeasuresAndWritesCsv) {
+  StartServer();
+  absl::StatusOr<std::unique_ptr<LoadGenerator>> generator =
+      LoadGenerator::Create(client_.get(), Options());
+  ASSERT_TRUE(generator.ok()) << generator.status();
+  EXPECT_EQ((*generator)->request().inputs[0].shape, (std::vector<int64_t>{2, 4}));
+
+  std::vector<LevelResult> levels;
+  for (const int64_t concurrency : {1, 4}) {
+    absl::StatusOr<LevelResult> level = (*generator)->RunConcurrency(concurrency);
+    ASSERT_TRUE(level.ok()) << level.status();
+    EXPECT_EQ(level->level, concurrency);
+    EXPECT_GT(level->completed, 0);
+    EXPECT_EQ(level->errors, 0) << level->first_error;
+    EXPECT_GT(level->infer_per_sec, 0);
+    // Throughput counts rows: requests x batch size 2 over the window.
+    EXPECT_NEAR(level->infer_per_sec,
+                2.0 * level->completed / absl::ToDoubleSeconds(level->measured),
+                1e-6 * level->infer_per_sec);
+    EXPECT_GE(level->measured, kWindow);
+    ASSERT_EQ(level->window_infer_per_sec.size(), 1u);
+    EXPECT_EQ(level->latency.count, level->completed);
+    ExpectOrderedPercentiles(level->latency);
+    ASSERT_TRUE(level->server.has_value());
+    // The server counts from just before to just after the window, so its
+    // requests are roughly the client's.
+    EXPECT_GT(level->server->requests, level->completed / 2);
+    EXPECT_LT(level->server->requests, 2 * level->completed + 10);
+    levels.push_back(*std::move(level));
+  }
+
+  const std::string csv = FormatPerfCsv(LoadMode::kConcurrency, levels);
+  const std::vector<std::string> lines = absl::StrSplit(csv, '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 3u) << csv;
+  EXPECT_EQ(lines[0], PerfCsvHeader(LoadMode::kConcurrency, true));
+  const size_t columns = std::vector<std::string>(absl::StrSplit(lines[0], ',')).size();
+  EXPECT_EQ(columns, 16u);
+  for (size_t i = 1; i < lines.size(); ++i) {
+    const std::vector<std::string> cells = absl::StrSplit(lines[i], ',');
+    ASSERT_EQ(cells.size(), columns) << lines[i];
+    EXPECT_EQ(cells[0], i == 1 ? "1" : "4");
+    EXPECT_GT(std::stod(cells[1]), 0) << lines[i];  // Inferences/Second
+  }
+}
+
+TEST_F(LoadGeneratorTest, CountsAndReportsErrors) {
+  StartServer({.fail_every_nth_infer = 4});
+  absl::StatusOr<std::unique_ptr<LoadGenerator>> generator =
+      LoadGenerator::Create(client_.get(), Options());
+  ASSERT_TRUE(generator.ok()) << generator.status();
+  absl::StatusOr<LevelResult> level = (*generator)->RunConcurrency(2);
+  ASSERT_TRUE(level.ok()) << level.status();
+  ASSERT_GT(level->completed, 20);
+  // One call in four fails on the server, whichever request it is.
+  const double failed = static_cast<double>(level->errors) / level->completed;
+  EXPECT_GT(failed, 0.15);
+  EXPECT_LT(failed, 0.35);
+  EXPECT_EQ(level->first_error, "INTERNAL: injected failure");
+  EXPECT_EQ(level->latency.count, level->completed - level->errors);
+  EXPECT_NEAR(level->infer_per_sec,
+              2.0 * (level->completed - level->errors) / absl::ToDoubleSeconds(level->measured),
+              1e-6 * level->infer_per_sec);
+}
+
+TEST_F(LoadGeneratorTest, RequestRateHoldsTheRate) {
+  StartServer();
+  for (const RequestDistribution distribution :
+       {RequestDistribution::kConstant, RequestDistribution::kPoisson}) {
+    LoadGeneratorOptions options = Options();
+    options.distribution = distribution;
+    absl::StatusOr<std::unique_ptr<LoadGenerator>> generator =
+        LoadGenerator::Create(client_.get(), options);
+    ASSERT_TRUE(generator.ok()) << generator.status();
+    // 200 requests/s over a 200 ms window: 40 expected. Poisson counts
+    // spread with sd sqrt(40) ~ 6.3, so 20 to 60 holds with margin.
+    absl::StatusOr<LevelResult> level = (*generator)->RunRequestRate(200);
+    ASSERT_TRUE(level.ok()) << level.status();
+    EXPECT_EQ(level->level, 200);
+    EXPECT_GE(level->completed, 20);
+    EXPECT_LE(level->completed, 60);
+    EXPECT_EQ(level->errors, 0);
+    EXPECT_EQ(level->delayed_sends, 0);
+    ExpectOrderedPercentiles(level->latency);
+  }
+}
+
+TEST_F(LoadGeneratorTest, RequestRateAboveTheCapDelaysSends) {
+  StartServer();
+  LoadGeneratorOptions options = Options();
+  options.max_outstanding = 1;
+  options.measurement_window = absl::Milliseconds(100);
+  absl::StatusOr<std::unique_ptr<LoadGenerator>> generator =
+      LoadGenerator::Create(client_.get(), options);
+  ASSERT_TRUE(generator.ok()) << generator.status();
+  // A million per second cannot be kept with one request in flight.
+  absl::StatusOr<LevelResult> level = (*generator)->RunRequestRate(1e6);
+  ASSERT_TRUE(level.ok()) << level.status();
+  EXPECT_GT(level->delayed_sends, 0);
+  EXPECT_GT(level->completed, 0);
+}
+
+TEST_F(LoadGeneratorTest, CreatePassesServerErrorsThrough) {
+  StartServer();
+  LoadGeneratorOptions options = Options();
+  options.model_name = "triple";
+  const absl::Status unknown = LoadGenerator::Create(client_.get(), options).status();
+  EXPECT_EQ(unknown.code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(unknown.message(), "unknown model 'triple'");
+
+  options = Options();
+  options.batch_size = 9;  // the fake's max_batch_size is 8
+  EXPECT_EQ(LoadGenerator::Create(client_.get(), options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  options = Options();
+  options.windows = 0;
+  EXPECT_EQ(LoadGenerator::Create(client_.get(), options).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(LoadGeneratorTest, RejectsBadLevels) {
+  StartServer();
+  absl::StatusOr<std::unique_ptr<LoadGenerator>> generator =
+      LoadGenerator::Create(client_.get(), Options());
+  ASSERT_TRUE(generator.ok()) << generator.status();
+  EXPECT_EQ((*generator)->RunConcurrency(0).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ((*generator)->RunRequestRate(0).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ((*generator)->RunRequestRate(std::numeric_limits<double>::quiet_NaN()).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace graphserve
