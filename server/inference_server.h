@@ -1,0 +1,86 @@
+#pragma once
+// A running GraphServe server: the model registry (loaded, captured and
+// checked first), then gRPC on the requested port with the inference
+// service, grpc.health.v1 and server reflection.
+//
+// Shutdown (SIGTERM) order, so that nothing accepted is lost:
+//   1. health goes NOT_SERVING and ServerReady false: load balancers stop
+//      sending;
+//   2. the request gate closes: new ModelInfer calls get UNAVAILABLE;
+//   3. requests already accepted finish, for up to exit_timeout;
+//   4. gRPC stops (calls still open after the timeout are cancelled);
+//   5. the stream pools drain and the GPU is released.
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <ostream>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "server/inference_service.h"
+#include "server/model_registry.h"
+#include "server/request_gate.h"
+
+namespace grpc {
+class Server;
+}  // namespace grpc
+
+namespace graphserve {
+
+struct InferenceServerOptions {
+  // <repo>/<model>/config.pbtxt and <repo>/<model>/<version>/model.onnx.
+  std::string model_repository;
+  // Listening address and port; port 0 picks a free one (see port()).
+  std::string host = "0.0.0.0";
+  int grpc_port = 8001;
+  // How every model runs (executor, graphs on/off, queue bound).
+  ServedModelOptions models;
+  // Largest request or response message; a larger one is refused by gRPC
+  // with RESOURCE_EXHAUSTED.
+  int max_message_bytes = 64 << 20;
+  // How long shutdown waits for accepted requests.
+  std::chrono::seconds exit_timeout{30};
+  // Refuse to start when a model fails to load (Triton's default). When
+  // false the server starts, the model answers UNAVAILABLE with the reason
+  // and health stays NOT_SERVING.
+  bool exit_on_error = true;
+};
+
+class InferenceServer {
+ public:
+  // Loads the repository (progress, then the startup table, on `out`),
+  // starts gRPC and prints the address it serves on. Errors: the repository
+  // is missing; a model failed and exit_on_error is set; the port cannot be
+  // bound.
+  static absl::StatusOr<std::unique_ptr<InferenceServer>> Start(
+      const InferenceServerOptions& options, std::ostream& out);
+
+  // The port gRPC listens on.
+  [[nodiscard]] int port() const { return port_; }
+  [[nodiscard]] const ModelRegistry& registry() const { return *registry_; }
+  // ModelInfer calls accepted and not yet finished.
+  [[nodiscard]] int64_t in_flight() const { return gate_.in_flight(); }
+
+  // The shutdown sequence in the file comment. DeadlineExceeded, with the
+  // count, when requests were still running at exit_timeout. Idempotent.
+  absl::Status Shutdown();
+  ~InferenceServer();
+
+  // Implementation details follow.
+ private:
+  InferenceServer(const InferenceServerOptions& options, std::unique_ptr<ModelRegistry> registry);
+
+  const InferenceServerOptions options_;
+  // Teardown order: the gRPC server stops first (it calls into the service),
+  // then the service, then the registry whose pools the service feeds.
+  std::unique_ptr<ModelRegistry> registry_;
+  RequestGate gate_;
+  std::unique_ptr<InferenceService> service_;
+  std::unique_ptr<grpc::Server> grpc_server_;
+  int port_ = 0;
+  bool shut_down_ = false;
+};
+
+}  // namespace graphserve

@@ -1,0 +1,150 @@
+#include "server/model_registry.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "server/model_repository.h"
+
+namespace graphserve {
+
+namespace {
+
+std::string MiB(size_t bytes) {
+  return absl::StrFormat("%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+}
+
+std::string Names(const std::vector<ModelVersionState>& states) {
+  std::vector<std::string> names;
+  for (const ModelVersionState& state : states) {
+    if (names.empty() || names.back() != state.name) names.push_back(state.name);
+  }
+  return names.empty() ? "none" : absl::StrJoin(names, ", ");
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::Load(
+    const std::string& repository, const ServedModelOptions& options, std::ostream& progress) {
+  absl::StatusOr<std::vector<RepositoryModel>> scanned = ScanModelRepository(repository);
+  if (!scanned.ok()) return scanned.status();
+  std::vector<ModelVersionState> states;
+  for (const RepositoryModel& entry : *scanned) {
+    if (!entry.status.ok()) {
+      progress << "graphserve: model '" << entry.name << "': " << entry.status.message() << "\n";
+      states.push_back({entry.name, 0, entry.status, nullptr});
+      continue;
+    }
+    for (const ModelVersionEntry& version : entry.versions) {
+      progress << "graphserve: loading model '" << entry.name << "' version " << version.version
+               << " from " << version.model_path << "\n"
+               << std::flush;
+      ModelVersionState state{entry.name, version.version, absl::OkStatus(), nullptr};
+      absl::StatusOr<std::unique_ptr<ServedModel>> model =
+          ServedModel::Load(entry, version, options);
+      if (model.ok()) {
+        state.model = *std::move(model);
+      } else {
+        state.status = model.status();
+        progress << "graphserve: model '" << entry.name << "' version " << version.version
+                 << " failed to load: " << state.status.message() << "\n";
+      }
+      states.push_back(std::move(state));
+    }
+  }
+  return std::unique_ptr<ModelRegistry>(new ModelRegistry(std::move(states)));
+}
+
+absl::StatusOr<ServedModel*> ModelRegistry::Find(absl::string_view name,
+                                                 absl::string_view version) const {
+  std::vector<const ModelVersionState*> versions;
+  for (const ModelVersionState& state : states_) {
+    if (state.name == name) versions.push_back(&state);
+  }
+  if (versions.empty()) {
+    return absl::NotFoundError(absl::StrCat("unknown model '", name, "'; this server serves: ",
+                                            Names(states_)));
+  }
+  std::vector<std::string> served;
+  for (const ModelVersionState* state : versions) {
+    if (state->version > 0) served.push_back(absl::StrCat(state->version));
+  }
+  const ModelVersionState* chosen = nullptr;
+  if (version.empty()) {
+    // The latest version that loaded; failing that, the model's failure.
+    for (const ModelVersionState* state : versions) {
+      if (state->status.ok()) chosen = state;
+    }
+    if (chosen == nullptr) chosen = versions.back();
+  } else {
+    int64_t number = 0;
+    if (absl::SimpleAtoi(version, &number)) {
+      for (const ModelVersionState* state : versions) {
+        if (state->version == number) chosen = state;
+      }
+    }
+    if (chosen == nullptr) {
+      return absl::NotFoundError(absl::StrCat(
+          "model '", name, "' has no version '", version, "'; served versions: ",
+          served.empty() ? "none" : absl::StrJoin(served, ", ")));
+    }
+  }
+  if (!chosen->status.ok()) {
+    return absl::UnavailableError(
+        absl::StrCat("model '", name, "'",
+                     chosen->version > 0 ? absl::StrCat(" version ", chosen->version) : "",
+                     " is not ready: it failed to load: ", chosen->status.message()));
+  }
+  return chosen->model.get();
+}
+
+bool ModelRegistry::all_ready() const {
+  return std::all_of(states_.begin(), states_.end(),
+                     [](const ModelVersionState& state) { return state.status.ok(); });
+}
+
+std::string ModelRegistry::StartupTable() const {
+  std::vector<std::vector<std::string>> rows = {
+      {"MODEL", "VERSION", "STATUS", "EXECUTOR", "BATCH SIZES", "STREAMS", "WEIGHTS",
+       "SLOT MEMORY", "COSTS", "LOAD"}};
+  for (const ModelVersionState& state : states_) {
+    if (state.model == nullptr) {
+      rows.push_back({state.name, state.version > 0 ? absl::StrCat(state.version) : "-",
+                      "FAILED", "-", "-", "-", "-", "-", "-", "-"});
+      continue;
+    }
+    const ModelLoadSummary& s = state.model->summary();
+    rows.push_back({state.name, absl::StrCat(state.version), "READY", s.executor,
+                    absl::StrJoin(s.batch_sizes, ","), absl::StrCat(s.num_streams),
+                    MiB(s.weight_bytes), s.slot_bytes > 0 ? MiB(s.slot_bytes) : "-", s.costs,
+                    absl::StrFormat("%.0f ms", s.load_ms)});
+  }
+  std::vector<size_t> widths(rows.front().size(), 0);
+  for (const auto& row : rows) {
+    for (size_t c = 0; c < row.size(); ++c) widths[c] = std::max(widths[c], row[c].size());
+  }
+  std::string table;
+  for (const auto& row : rows) {
+    for (size_t c = 0; c < row.size(); ++c) {
+      absl::StrAppend(&table, row[c], c + 1 < row.size() ? std::string(widths[c] - row[c].size() + 2, ' ') : "");
+    }
+    absl::StrAppend(&table, "\n");
+  }
+  for (const ModelVersionState& state : states_) {
+    if (!state.status.ok()) {
+      absl::StrAppend(&table, "  ", state.name, ": ", state.status.message(), "\n");
+    }
+  }
+  return table;
+}
+
+void ModelRegistry::DrainAll() {
+  for (ModelVersionState& state : states_) {
+    if (state.model != nullptr) state.model->Drain();
+  }
+}
+
+}  // namespace graphserve

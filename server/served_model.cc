@@ -1,0 +1,362 @@
+#include "server/served_model.h"
+
+#include <algorithm>
+#include <chrono>
+#include <mutex>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "capture/graph_set.h"
+#include "capture/launch_costs.h"
+#include "common/cuda_status.h"
+#include "common/status.h"
+#include "runtime/bind.h"
+#include "runtime/onnx_import.h"
+#include "server/graph_set_runner.h"
+#include "server/host_runner.h"
+#include "server/request_validation.h"
+#include "spdlog/spdlog.h"
+
+namespace graphserve {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+uint64_t Nanos(Clock::duration duration) {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(duration).count());
+}
+
+uint64_t NowMillisSinceEpoch() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count());
+}
+
+// The sizes a config asks for, or, when it names none, powers of two up to
+// max_batch_size plus max_batch_size itself: a ladder whose padding is at
+// most 2x.
+absl::StatusOr<std::vector<int64_t>> CapturedSizes(const inference::ModelConfig& config) {
+  std::vector<int64_t> sizes(config.capture().batch_sizes().begin(),
+                             config.capture().batch_sizes().end());
+  if (sizes.empty()) {
+    for (int64_t size = 1; size < config.max_batch_size(); size *= 2) sizes.push_back(size);
+    sizes.push_back(config.max_batch_size());
+  }
+  std::sort(sizes.begin(), sizes.end());
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] < 1 || sizes[i] > config.max_batch_size() ||
+        (i > 0 && sizes[i] == sizes[i - 1])) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "config.pbtxt capture.batch_sizes [", absl::StrJoin(sizes, ","),
+          "] must be distinct sizes from 1 to max_batch_size ", config.max_batch_size()));
+    }
+  }
+  return sizes;
+}
+
+// The config's measured cost per size, in `sizes` order, or empty unless it
+// covers every size.
+std::vector<double> CostsFromConfig(const inference::ModelConfig& config,
+                                    const std::vector<int64_t>& sizes, bool graphs) {
+  std::vector<double> costs;
+  for (int64_t size : sizes) {
+    for (const inference::CaptureCost& cost : config.capture().cost()) {
+      const double us = graphs ? cost.graph_us() : cost.eager_us();
+      if (cost.batch_size() == size && us > 0) {
+        costs.push_back(us);
+        break;
+      }
+    }
+  }
+  if (costs.size() != sizes.size()) costs.clear();
+  return costs;
+}
+
+void SetCosts(const std::vector<CaptureCostEntry>& measured, inference::ModelConfig* config) {
+  config->mutable_capture()->clear_cost();
+  for (const CaptureCostEntry& entry : measured) {
+    inference::CaptureCost* cost = config->mutable_capture()->add_cost();
+    cost->set_batch_size(entry.batch_size);
+    cost->set_eager_us(entry.eager_us);
+    cost->set_graph_us(entry.graph_us);
+  }
+}
+
+// What the executor needs, built for one executor kind.
+struct Execution {
+  std::unique_ptr<ChunkRunner> runner;
+  std::vector<double> costs_us;  // empty: pad up / split at the largest size
+  ModelLoadSummary summary;
+};
+
+absl::StatusOr<Execution> LoadOnGpu(const Model& model, const BoundGraph& any_size,
+                                    const std::vector<int64_t>& sizes, int num_streams,
+                                    bool graphs, const ServedModelOptions& options,
+                                    inference::ModelConfig* config) {
+  CUDA_RETURN_IF_ERROR(cudaSetDevice(options.device));
+  GraphSetOptions set_options;
+  set_options.num_streams = num_streams;
+  set_options.batch_sizes = sizes;
+  set_options.executor.device = options.device;
+  set_options.executor.allow_tf32 = options.allow_tf32;
+  ASSIGN_OR_RETURN(std::unique_ptr<GraphSet> set, GraphSet::Create(model, set_options));
+
+  Execution execution;
+  execution.costs_us = CostsFromConfig(*config, sizes, graphs);
+  execution.summary.costs = "config";
+  if (execution.costs_us.empty()) {
+    LaunchCostOptions cost_options;
+    cost_options.iters = options.cost_iters;
+    cost_options.warmup = std::max<int64_t>(1, options.cost_iters / 5);
+    ASSIGN_OR_RETURN(const std::vector<CaptureCostEntry> measured,
+                     MeasureLaunchCosts(*set, any_size, cost_options));
+    SetCosts(measured, config);
+    execution.costs_us = CostsFromConfig(*config, sizes, graphs);
+    execution.summary.costs = "measured at load";
+  }
+  execution.summary.weight_bytes = set->weight_bytes();
+  for (int slot = 0; slot < set->num_slots(); ++slot) {
+    const SlotMemory memory = set->slot_memory(slot);
+    execution.summary.slot_bytes +=
+        memory.arena + memory.io_device + memory.staging_pinned + memory.gemm_workspace;
+  }
+  execution.runner = std::make_unique<GraphSetRunner>(
+      std::shared_ptr<const GraphSet>(std::move(set)), options.device,
+      graphs ? LaunchMode::kGraph : LaunchMode::kEager);
+  return execution;
+}
+
+absl::StatusOr<Execution> LoadOnHost(const Model& model, const std::vector<int64_t>& sizes,
+                                     int num_streams) {
+  HostRunnerOptions host_options;
+  host_options.num_slots = num_streams;
+  host_options.batch_sizes = sizes;
+  ASSIGN_OR_RETURN(std::unique_ptr<HostRunner> runner, HostRunner::Create(model, host_options));
+  Execution execution;
+  execution.summary.weight_bytes = runner->weight_bytes();
+  // A GPU's measured costs say nothing about the host: plan by padded rows.
+  execution.summary.costs = "none (pad up)";
+  execution.runner = std::move(runner);
+  return execution;
+}
+
+}  // namespace
+
+// One request in flight: what its chunks share until the last one ends it.
+struct ServedModel::RequestState {
+  ValidatedRequest validated;
+  std::function<void(const absl::Status&)> done;
+  Clock::time_point start;
+  std::atomic<size_t> remaining{0};
+  std::mutex mu;
+  absl::Status status ABSL_GUARDED_BY(mu);
+  uint64_t queue_ns ABSL_GUARDED_BY(mu) = 0;  // the longest chunk wait
+  ChunkTiming compute ABSL_GUARDED_BY(mu);    // summed over chunks
+};
+
+void ServedModel::Counter::Add(uint64_t nanos) {
+  count.fetch_add(1, std::memory_order_relaxed);
+  ns.fetch_add(nanos, std::memory_order_relaxed);
+}
+
+void ServedModel::Counter::Fill(inference::StatisticDuration* duration) const {
+  duration->set_count(count.load(std::memory_order_relaxed));
+  duration->set_ns(ns.load(std::memory_order_relaxed));
+}
+
+absl::StatusOr<std::unique_ptr<ServedModel>> ServedModel::Load(const RepositoryModel& entry,
+                                                               const ModelVersionEntry& version,
+                                                               const ServedModelOptions& options) {
+  const Clock::time_point start = Clock::now();
+  RETURN_IF_ERROR(entry.status);
+  ASSIGN_OR_RETURN(ModelInterface declared, InterfaceFromConfig(entry.config));
+  declared.name = entry.name;
+  ASSIGN_OR_RETURN(Model model, ImportOnnxFile(version.model_path));
+  model.name = entry.name;
+  ASSIGN_OR_RETURN(const std::vector<int64_t> sizes, CapturedSizes(entry.config));
+
+  BindOptions bind;
+  bind.batch_size = sizes.front();
+  ASSIGN_OR_RETURN(const BoundGraph any_size, BindModel(model, bind));
+  RETURN_IF_ERROR(
+      CheckInterfacesMatch(declared, InterfaceFromGraph(entry.name, declared.max_batch_size,
+                                                        any_size)));
+
+  inference::ModelConfig config = entry.config;
+  config.set_name(entry.name);
+  const int num_streams = std::max(1, config.capture().streams());
+  const bool graphs = options.graphs && !config.capture().graphs_disabled();
+  absl::StatusOr<Execution> execution =
+      options.executor == ExecutorKind::kCuda
+          ? LoadOnGpu(model, any_size, sizes, num_streams, graphs, options, &config)
+          : LoadOnHost(model, sizes, num_streams);
+  RETURN_IF_ERROR(execution.status());
+
+  config.mutable_capture()->clear_batch_sizes();
+  for (int64_t size : sizes) config.mutable_capture()->add_batch_sizes(size);
+  config.mutable_capture()->set_streams(num_streams);
+  config.mutable_capture()->set_graphs_disabled(!graphs);
+
+  ASSIGN_OR_RETURN(BatchPlanner planner,
+                   BatchPlanner::Create(sizes, execution->costs_us, declared.max_batch_size));
+  ModelLoadSummary summary = std::move(execution->summary);
+  summary.executor = execution->runner->description();
+  summary.batch_sizes = sizes;
+  summary.num_streams = num_streams;
+  StreamPoolOptions pool_options;
+  pool_options.max_queued_chunks = options.max_queued_chunks;
+  ASSIGN_OR_RETURN(std::unique_ptr<StreamPool> pool,
+                   StreamPool::Create(std::move(execution->runner), pool_options));
+  summary.load_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  return std::unique_ptr<ServedModel>(new ServedModel(std::move(declared), version.version,
+                                                      std::move(config), std::move(planner),
+                                                      std::move(pool), std::move(summary)));
+}
+
+ServedModel::ServedModel(ModelInterface interface, int64_t version, inference::ModelConfig config,
+                         BatchPlanner planner, std::unique_ptr<StreamPool> pool,
+                         ModelLoadSummary summary)
+    : interface_(std::move(interface)),
+      version_(version),
+      config_(std::move(config)),
+      planner_(std::move(planner)),
+      summary_(std::move(summary)),
+      pool_(std::move(pool)) {
+  for (size_t i = 0; i < summary_.batch_sizes.size(); ++i) {
+    size_counters_.push_back(std::make_unique<SizeCounters>());
+  }
+}
+
+void ServedModel::Infer(const inference::ModelInferRequest* request,
+                        inference::ModelInferResponse* response,
+                        std::function<void(const absl::Status&)> done) {
+  const Clock::time_point start = Clock::now();
+  absl::StatusOr<ValidatedRequest> validated = ValidateInferRequest(*request, interface_);
+  if (!validated.ok()) {
+    fail_.Add(Nanos(Clock::now() - start));
+    done(validated.status());
+    return;
+  }
+  auto state = std::make_shared<RequestState>();
+  state->validated = *std::move(validated);
+  state->done = std::move(done);
+  state->start = start;
+  const std::vector<std::byte*> outputs = PrepareInferResponse(
+      *request, interface_, absl::StrCat(version_), state->validated, response);
+
+  const std::vector<PlannedChunk> chunks = planner_.Plan(state->validated.rows);
+  state->remaining.store(chunks.size(), std::memory_order_relaxed);
+  std::vector<StreamPool::Task> tasks;
+  tasks.reserve(chunks.size());
+  for (const PlannedChunk& chunk : chunks) {
+    StreamPool::Task task;
+    task.job.chunk = chunk;
+    for (size_t i = 0; i < interface_.inputs.size(); ++i) {
+      task.job.inputs.push_back(state->validated.inputs[i] +
+                                chunk.first_row * interface_.inputs[i].bytes_per_row());
+    }
+    for (size_t o = 0; o < interface_.outputs.size(); ++o) {
+      task.job.outputs.push_back(
+          outputs[o] == nullptr
+              ? nullptr
+              : outputs[o] + chunk.first_row * interface_.outputs[o].bytes_per_row());
+    }
+    task.done = [this, state, chunk](const absl::Status& status,
+                                     StreamPool::Clock::duration queued,
+                                     const ChunkTiming& timing) {
+      FinishChunk(state, chunk, status, queued, timing);
+    };
+    tasks.push_back(std::move(task));
+  }
+  if (absl::Status submitted = pool_->Submit(std::move(tasks)); !submitted.ok()) {
+    fail_.Add(Nanos(Clock::now() - start));
+    state->done(submitted);
+  }
+}
+
+void ServedModel::FinishChunk(const std::shared_ptr<RequestState>& state,
+                              const PlannedChunk& chunk, const absl::Status& status,
+                              StreamPool::Clock::duration queued, const ChunkTiming& timing) {
+  SizeCounters& counters = CountersFor(chunk.batch_size);
+  counters.input.Add(static_cast<uint64_t>(timing.input_ns));
+  counters.infer.Add(static_cast<uint64_t>(timing.infer_ns));
+  counters.output.Add(static_cast<uint64_t>(timing.output_ns));
+  execution_count_.fetch_add(1, std::memory_order_relaxed);
+  {
+    std::lock_guard<std::mutex> lock(state->mu);
+    if (!status.ok() && state->status.ok()) {
+      state->status = absl::Status(
+          status.code(), absl::StrCat("model '", name(), "', chunk of ", chunk.rows,
+                                      " rows at batch size ", chunk.batch_size, ": ",
+                                      status.message()));
+    }
+    state->queue_ns = std::max(state->queue_ns, Nanos(queued));
+    state->compute.input_ns += timing.input_ns;
+    state->compute.infer_ns += timing.infer_ns;
+    state->compute.output_ns += timing.output_ns;
+  }
+  if (state->remaining.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+
+  // The last chunk: every other chunk's writes happened before its
+  // fetch_sub, so the state is complete and no lock is contended.
+  absl::Status final_status;
+  {
+    std::lock_guard<std::mutex> lock(state->mu);
+    final_status = state->status;
+    if (final_status.ok()) {
+      queue_.Add(state->queue_ns);
+      compute_input_.Add(static_cast<uint64_t>(state->compute.input_ns));
+      compute_infer_.Add(static_cast<uint64_t>(state->compute.infer_ns));
+      compute_output_.Add(static_cast<uint64_t>(state->compute.output_ns));
+    }
+  }
+  const uint64_t elapsed = Nanos(Clock::now() - state->start);
+  if (final_status.ok()) {
+    success_.Add(elapsed);
+    inference_count_.fetch_add(static_cast<uint64_t>(state->validated.rows),
+                               std::memory_order_relaxed);
+    last_inference_ms_.store(NowMillisSinceEpoch(), std::memory_order_relaxed);
+  } else {
+    spdlog::warn("{}", final_status.ToString());
+    fail_.Add(elapsed);
+  }
+  state->done(final_status);
+}
+
+ServedModel::SizeCounters& ServedModel::CountersFor(int64_t batch_size) {
+  const auto& sizes = summary_.batch_sizes;
+  const size_t index = static_cast<size_t>(
+      std::lower_bound(sizes.begin(), sizes.end(), batch_size) - sizes.begin());
+  return *size_counters_[std::min(index, sizes.size() - 1)];
+}
+
+void ServedModel::FillStatistics(inference::ModelStatistics* statistics) const {
+  statistics->set_name(name());
+  statistics->set_version(absl::StrCat(version_));
+  statistics->set_last_inference(last_inference_ms_.load(std::memory_order_relaxed));
+  statistics->set_inference_count(inference_count_.load(std::memory_order_relaxed));
+  statistics->set_execution_count(execution_count_.load(std::memory_order_relaxed));
+  inference::InferStatistics* stats = statistics->mutable_inference_stats();
+  success_.Fill(stats->mutable_success());
+  fail_.Fill(stats->mutable_fail());
+  queue_.Fill(stats->mutable_queue());
+  compute_input_.Fill(stats->mutable_compute_input());
+  compute_infer_.Fill(stats->mutable_compute_infer());
+  compute_output_.Fill(stats->mutable_compute_output());
+  for (size_t i = 0; i < summary_.batch_sizes.size(); ++i) {
+    const SizeCounters& counters = *size_counters_[i];
+    if (counters.infer.count.load(std::memory_order_relaxed) == 0) continue;
+    inference::InferBatchStatistics* batch = statistics->add_batch_stats();
+    batch->set_batch_size(static_cast<uint64_t>(summary_.batch_sizes[i]));
+    counters.input.Fill(batch->mutable_compute_input());
+    counters.infer.Fill(batch->mutable_compute_infer());
+    counters.output.Fill(batch->mutable_compute_output());
+  }
+}
+
+void ServedModel::Drain() { pool_->Drain(); }
+
+}  // namespace graphserve

@@ -1,0 +1,131 @@
+#pragma once
+// One served model version: its interface, batch planner and stream pool,
+// and the request path that ties them together (see the data flow in
+// ../shared/ARCHITECTURE.md):
+//
+//   validate names, dtypes, shapes, byte counts (request_validation.h)
+//   -> size the response (outputs go out as raw_output_contents)
+//   -> plan b rows as chunks: pad up or split (batch_planner.h)
+//   -> queue every chunk on the stream pool at once (stream_pool.h)
+//   -> each chunk's worker runs it and copies its real rows into the response
+//   -> the last chunk to finish ends the RPC.
+//
+// Loading captures and checks every graph (GPU) or binds every size (host)
+// before the model is reported ready.
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "proto/grpc_service.pb.h"
+#include "proto/model_config.pb.h"
+#include "server/batch_planner.h"
+#include "server/model_interface.h"
+#include "server/model_repository.h"
+#include "server/stream_pool.h"
+
+namespace graphserve {
+
+// Where models run.
+enum class ExecutorKind {
+  kCuda,  // CUDA graphs (or eager, graphs off) on a GraphSet's streams
+  kHost,  // the host reference executor
+};
+
+struct ServedModelOptions {
+  ExecutorKind executor = ExecutorKind::kCuda;
+  // CUDA device ordinal (kCuda).
+  int device = 0;
+  // False serves every model eagerly on the same streams and plans, for
+  // side-by-side measurement; a config's capture.graphs_disabled does the
+  // same for one model.
+  bool graphs = true;
+  // TF32 GEMMs (kCuda): faster, relative error near 3e-4. Off: exact float32.
+  bool allow_tf32 = false;
+  // Chunks that may wait for a free stream slot (see StreamPoolOptions).
+  size_t max_queued_chunks = 1024;
+  // Timed launches per size when a config carries no cost table (kCuda).
+  int64_t cost_iters = 30;
+};
+
+// What loading did, for the startup table.
+struct ModelLoadSummary {
+  std::string executor;             // e.g. "CUDA graphs, GPU 0"
+  std::vector<int64_t> batch_sizes; // ascending
+  int num_streams = 0;
+  size_t weight_bytes = 0;
+  size_t slot_bytes = 0;            // device arena + I/O + staging + workspace, all slots
+  double load_ms = 0;
+  std::string costs;                // "config", "measured at load" or "none (pad up)"
+};
+
+class ServedModel {
+ public:
+  // Imports `version`'s model file, checks it against the config's
+  // interface, then captures and checks its graphs (kCuda) or binds it at
+  // every size (kHost). Errors say which step failed and why.
+  static absl::StatusOr<std::unique_ptr<ServedModel>> Load(const RepositoryModel& entry,
+                                                           const ModelVersionEntry& version,
+                                                           const ServedModelOptions& options);
+
+  // Runs one request. `done` is called exactly once with the status the RPC
+  // ends with: inline when the request is refused (bad input, full queue),
+  // otherwise on a stream worker after the request's last chunk. `request`
+  // and `response` must stay alive until then; when the status is OK the
+  // response is complete.
+  void Infer(const inference::ModelInferRequest* request, inference::ModelInferResponse* response,
+             std::function<void(const absl::Status&)> done);
+
+  [[nodiscard]] const std::string& name() const { return interface_.name; }
+  [[nodiscard]] int64_t version() const { return version_; }
+  [[nodiscard]] const ModelInterface& interface() const { return interface_; }
+  // The config as served: the repository's, with the capture section set to
+  // the sizes, streams and costs in use.
+  [[nodiscard]] const inference::ModelConfig& config() const { return config_; }
+  [[nodiscard]] const ModelLoadSummary& summary() const { return summary_; }
+  void FillStatistics(inference::ModelStatistics* statistics) const;
+  // Runs every accepted chunk, then refuses new ones (StreamPool::Drain).
+  void Drain();
+
+  // Implementation details follow.
+  struct Counter {
+    std::atomic<uint64_t> count{0};
+    std::atomic<uint64_t> ns{0};
+    void Add(uint64_t nanos);
+    void Fill(inference::StatisticDuration* duration) const;
+  };
+  struct SizeCounters {
+    Counter input, infer, output;
+  };
+  struct RequestState;
+
+ private:
+  ServedModel(ModelInterface interface, int64_t version, inference::ModelConfig config,
+              BatchPlanner planner, std::unique_ptr<StreamPool> pool, ModelLoadSummary summary);
+  void FinishChunk(const std::shared_ptr<RequestState>& state, const PlannedChunk& chunk,
+                   const absl::Status& status, StreamPool::Clock::duration queued,
+                   const ChunkTiming& timing);
+  [[nodiscard]] SizeCounters& CountersFor(int64_t batch_size);
+
+  const ModelInterface interface_;
+  const int64_t version_;
+  const inference::ModelConfig config_;
+  const BatchPlanner planner_;
+  const ModelLoadSummary summary_;
+  const std::unique_ptr<StreamPool> pool_;
+
+  // ModelStatistics, in Triton's units: per request, except the execution
+  // and per-size counters, which count chunks.
+  Counter success_, fail_, queue_, compute_input_, compute_infer_, compute_output_;
+  std::atomic<uint64_t> inference_count_{0};  // rows
+  std::atomic<uint64_t> execution_count_{0};  // chunks run
+  std::atomic<uint64_t> last_inference_ms_{0};
+  std::vector<std::unique_ptr<SizeCounters>> size_counters_;  // by summary_.batch_sizes index
+};
+
+}  // namespace graphserve

@@ -1,0 +1,172 @@
+#include "server/server_command.h"
+
+#include <cstdint>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "common/command_line.h"
+#include "common/status.h"
+
+namespace graphserve {
+
+namespace {
+
+constexpr char kUsage[] =
+    "graphserve --model-repository DIR [--grpc-port 8001] [--device auto|cuda|cuda:N|cpu]\n"
+    "\n"
+    "Serves every model of a model repository over the KServe v2 / Open Inference\n"
+    "Protocol gRPC API (Triton's clients work unchanged):\n"
+    "  DIR/<model>/config.pbtxt            the model config (graphserve-capture prepare\n"
+    "                                      writes it; max_batch_size, inputs, outputs,\n"
+    "                                      capture { batch_sizes streams cost })\n"
+    "  DIR/<model>/<version>/model.onnx    the model\n"
+    "Before serving, every model's CUDA graphs are captured (one per captured batch\n"
+    "size on each of its streams) and checked against an eager run; a startup table\n"
+    "shows the result. A request is padded up to a captured size or split over\n"
+    "several graphs, whichever the measured cost table says is cheaper. SIGTERM or\n"
+    "Ctrl-C drains: health goes NOT_SERVING, new requests get UNAVAILABLE, accepted\n"
+    "ones finish (up to --exit-timeout-secs), then the server exits 0.\n"
+    "Health: grpc.health.v1; server reflection is on.";
+
+// "auto" | "cuda" | "cuda:N" | "cpu" -> the executor and device.
+absl::Status ResolveDevice(const std::string& device, int gpus_visible, std::ostream& notices,
+                           ServedModelOptions* models) {
+  if (device == "cpu") {
+    models->executor = ExecutorKind::kHost;
+    notices << "graphserve: --device cpu: serving on the HOST reference executor; no GPU, no "
+               "CUDA graphs, for tests and trials only\n";
+    return absl::OkStatus();
+  }
+  if (device == "auto") {
+    if (gpus_visible > 0) {
+      models->executor = ExecutorKind::kCuda;
+      models->device = 0;
+      return absl::OkStatus();
+    }
+    models->executor = ExecutorKind::kHost;
+    notices << "\n"
+               "graphserve: *** NO CUDA GPU VISIBLE: serving on the HOST reference executor. ***\n"
+               "graphserve: *** Results are correct but slow, and nothing runs as a CUDA graph. ***\n"
+               "graphserve: *** Use --device cuda on a GPU machine (it fails loudly without one). ***\n\n";
+    return absl::OkStatus();
+  }
+  int64_t ordinal = 0;
+  if (device != "cuda" && !(absl::StartsWith(device, "cuda:") &&
+                            absl::SimpleAtoi(device.substr(5), &ordinal) && ordinal >= 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--device wants auto, cuda, cuda:N or cpu, got '", device, "'"));
+  }
+  if (ordinal >= gpus_visible) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "--device ", device, ": CUDA device ", ordinal, " is not visible (", gpus_visible,
+        " found); use --device cpu to serve on the host executor"));
+  }
+  models->executor = ExecutorKind::kCuda;
+  models->device = static_cast<int>(ordinal);
+  return absl::OkStatus();
+}
+
+// The flags' values before they are checked and copied into the options.
+struct FlagValues {
+  explicit FlagValues(InferenceServerOptions* options)
+      : options(options),
+        port(options->grpc_port),
+        exit_timeout(options->exit_timeout.count()),
+        max_message_bytes(options->max_message_bytes),
+        max_queued(static_cast<int64_t>(options->models.max_queued_chunks)) {}
+  InferenceServerOptions* options;
+  std::string device = "auto";
+  std::string graphs = "on";
+  int64_t port;
+  int64_t exit_timeout;
+  int64_t log_verbose = 0;
+  int64_t max_message_bytes;
+  int64_t max_queued;
+};
+
+void AddFlags(FlagValues* v, CommandLine* flags) {
+  InferenceServerOptions& options = *v->options;
+  flags->AddString("model-repository", &options.model_repository,
+                   "The model repository directory (required).");
+  flags->AddInt("grpc-port", &v->port, "gRPC port; 0 picks a free one (printed at startup).");
+  flags->AddString("host", &options.host, "Address to listen on.");
+  flags->AddString("device", &v->device,
+                   "auto (the GPU when one is visible, else the host executor), cuda, cuda:N, "
+                   "or cpu (the host reference executor).");
+  flags->AddString("graphs", &v->graphs,
+                   "on: replay CUDA graphs; off: run the same plans eagerly on the same "
+                   "streams (for side-by-side measurement).");
+  flags->AddBool("allow-tf32", &options.models.allow_tf32,
+                 "TF32 tensor-core GEMMs (faster; relative error near 3e-4).");
+  flags->AddInt("max-queued-chunks", &v->max_queued,
+                "Chunks per model that may wait for a free stream; beyond it requests get "
+                "RESOURCE_EXHAUSTED.");
+  flags->AddInt("grpc-max-message-bytes", &v->max_message_bytes,
+                "Largest request or response; larger ones get RESOURCE_EXHAUSTED.");
+  flags->AddInt("exit-timeout-secs", &v->exit_timeout,
+                "On SIGTERM, how long accepted requests may run before they are cancelled.");
+  flags->AddBool("exit-on-error", &options.exit_on_error,
+                 "Exit when a model fails to load; --exit-on-error=false serves the others.");
+  flags->AddInt("log-verbose", &v->log_verbose, "0: info; 1 or more: debug logging.");
+}
+
+}  // namespace
+
+std::string ServerUsage() {
+  InferenceServerOptions options;
+  FlagValues values(&options);
+  CommandLine flags(kUsage);
+  AddFlags(&values, &flags);
+  return flags.Help();
+}
+
+absl::StatusOr<ServerCommand> ParseServerCommand(const std::vector<std::string>& args,
+                                                 int gpus_visible, std::ostream& notices) {
+  ServerCommand command;
+  InferenceServerOptions& options = command.options;
+  FlagValues v(&options);
+  CommandLine flags(kUsage);
+  AddFlags(&v, &flags);
+
+  std::vector<const char*> argv = {"graphserve"};
+  for (const std::string& arg : args) argv.push_back(arg.c_str());
+  RETURN_IF_ERROR(flags.Parse(static_cast<int>(argv.size()), argv.data()));
+  if (flags.help_requested()) {
+    command.help = true;
+    return command;
+  }
+  if (options.model_repository.empty()) {
+    return absl::InvalidArgumentError(
+        "--model-repository is required (e.g. a directory written by "
+        "`bazel run //examples:make_demo_repository -- --out DIR`)");
+  }
+  if (v.port < 0 || v.port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat("--grpc-port wants 0..65535, got ", v.port));
+  }
+  if (v.exit_timeout < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--exit-timeout-secs wants a value >= 0, got ", v.exit_timeout));
+  }
+  if (v.max_message_bytes < 1024 || v.max_message_bytes > (int64_t{1} << 31) - 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--grpc-max-message-bytes wants 1024..2147483647, got ", v.max_message_bytes));
+  }
+  if (v.max_queued < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max-queued-chunks wants a value >= 1, got ", v.max_queued));
+  }
+  if (v.graphs != "on" && v.graphs != "off") {
+    return absl::InvalidArgumentError(absl::StrCat("--graphs wants on or off, got '", v.graphs, "'"));
+  }
+  options.grpc_port = static_cast<int>(v.port);
+  options.exit_timeout = std::chrono::seconds(v.exit_timeout);
+  options.max_message_bytes = static_cast<int>(v.max_message_bytes);
+  options.models.max_queued_chunks = static_cast<size_t>(v.max_queued);
+  options.models.graphs = v.graphs == "on";
+  command.verbose = v.log_verbose > 0;
+  RETURN_IF_ERROR(ResolveDevice(v.device, gpus_visible, notices, &options.models));
+  return command;
+}
+
+}  // namespace graphserve

@@ -1,0 +1,38 @@
+#pragma once
+// graphserve's command line, kept out of main() so that tests reach it:
+// flags in the conventions Triton users know (--model-repository,
+// --grpc-port, --log-verbose, --exit-timeout-secs), parsed into the server's
+// options, with the executor resolved (--device auto picks the GPU when one is
+// visible and says loudly when it falls back to the host).
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "server/inference_server.h"
+
+namespace graphserve {
+
+// Exit codes of graphserve.
+inline constexpr int kServerExitOk = 0;        // served, then shut down cleanly
+inline constexpr int kServerExitFailure = 1;   // could not start, or shutdown cut requests off
+inline constexpr int kServerExitUsage = 2;     // bad flag or flag value
+
+struct ServerCommand {
+  InferenceServerOptions options;
+  bool help = false;   // --help: print usage and exit
+  bool verbose = false;
+};
+
+// The usage text (`graphserve --help`).
+std::string ServerUsage();
+
+// Parses argv without the program name. InvalidArgument, saying what is
+// expected, for an unknown flag or a bad value. `gpus_visible` is how many
+// CUDA devices this machine has (what --device auto decides on);
+// `notices` receives the loud line when the server falls back to the host.
+absl::StatusOr<ServerCommand> ParseServerCommand(const std::vector<std::string>& args,
+                                                 int gpus_visible, std::ostream& notices);
+
+}  // namespace graphserve

@@ -1,0 +1,598 @@
+// End-to-end tests of graphserve over loopback gRPC: the real server
+// (InferenceServer, the same object the binary runs) on a demo repository,
+// called through the generated KServe v2 stub. Every result is compared with
+// the host reference executor run on the whole batch at once, so padding and
+// splitting must be invisible.
+//
+// Runs on the host executor by default (CI has no GPU). On a GPU machine,
+// GRAPHSERVE_E2E_DEVICE=cuda runs the same suite on CUDA graphs.
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "examples/demo_repository.h"
+#include "gmock/gmock.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "proto/grpc_service.grpc.pb.h"
+#include "proto/health.grpc.pb.h"
+#include "runtime/bind.h"
+#include "runtime/host/host_executor.h"
+#include "runtime/onnx_import.h"
+#include "runtime/tensor.h"
+#include "server/inference_server.h"
+
+namespace graphserve {
+namespace {
+
+using ::testing::HasSubstr;
+
+// Float32 on either executor lands far under this against the host
+// executor on the whole batch (../.library METHOD: relative error).
+constexpr double kTolerance = 1e-5;
+// Sizes the test repository captures; its max_batch_size is above the
+// largest, so requests of 65..256 rows split.
+const std::vector<int64_t> kCapturedSizes = {1, 4, 16, 64};
+constexpr int64_t kMaxBatch = 256;
+// Small enough that one test can exceed it with a few MiB.
+constexpr int kMaxMessageBytes = 2 << 20;
+
+ExecutorKind ExecutorUnderTest() {
+  const char* device = std::getenv("GRAPHSERVE_E2E_DEVICE");
+  return device != nullptr && std::string(device) == "cuda" ? ExecutorKind::kCuda
+                                                            : ExecutorKind::kHost;
+}
+
+std::string TempDir(const std::string& name) {
+  const char* root = std::getenv("TEST_TMPDIR");
+  return (std::filesystem::path(root != nullptr ? root : "/tmp") / name).string();
+}
+
+std::string WriteTestRepository(const std::string& name) {
+  const std::string dir = TempDir(name);
+  std::filesystem::remove_all(dir);
+  DemoRepositoryOptions options;
+  options.batch_sizes = kCapturedSizes;
+  options.max_batch_size = kMaxBatch;
+  options.num_streams = 2;
+  const absl::Status written = WriteDemoRepository(dir, options);
+  EXPECT_TRUE(written.ok()) << written;
+  return dir;
+}
+
+InferenceServerOptions TestServerOptions(const std::string& repository) {
+  InferenceServerOptions options;
+  options.model_repository = repository;
+  options.host = "127.0.0.1";
+  options.grpc_port = 0;
+  options.models.executor = ExecutorUnderTest();
+  options.models.cost_iters = 5;
+  options.max_message_bytes = kMaxMessageBytes;
+  options.exit_timeout = std::chrono::seconds(60);
+  options.exit_on_error = false;
+  return options;
+}
+
+std::unique_ptr<InferenceServer> StartServer(const InferenceServerOptions& options) {
+  std::ostringstream log;
+  absl::StatusOr<std::unique_ptr<InferenceServer>> server = InferenceServer::Start(options, log);
+  EXPECT_TRUE(server.ok()) << server.status() << "\n" << log.str();
+  return server.ok() ? *std::move(server) : nullptr;
+}
+
+std::shared_ptr<grpc::Channel> Connect(int port) {
+  grpc::ChannelArguments arguments;
+  arguments.SetMaxReceiveMessageSize(64 << 20);
+  arguments.SetMaxSendMessageSize(64 << 20);
+  return grpc::CreateCustomChannel(absl::StrCat("127.0.0.1:", port),
+                                   grpc::InsecureChannelCredentials(), arguments);
+}
+
+// The model `name` of the repository on the host executor, bound at `rows`.
+std::unique_ptr<HostExecutor> Reference(const std::string& repository, const std::string& name,
+                                        int64_t rows) {
+  absl::StatusOr<Model> model =
+      ImportOnnxFile((std::filesystem::path(repository) / name / "1" / "model.onnx").string());
+  EXPECT_TRUE(model.ok()) << model.status();
+  BindOptions bind;
+  bind.batch_size = rows;
+  absl::StatusOr<BoundGraph> graph = BindModel(*model, bind);
+  EXPECT_TRUE(graph.ok()) << graph.status();
+  absl::StatusOr<std::unique_ptr<HostExecutor>> executor = HostExecutor::Create(*std::move(graph));
+  EXPECT_TRUE(executor.ok()) << executor.status();
+  return *std::move(executor);
+}
+
+const char* Datatype(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32: return "FP32";
+    case DType::kInt64: return "INT64";
+    case DType::kBool: return "BOOL";
+  }
+  return "?";
+}
+
+// A request carrying `inputs` (named as the graph names them) as raw bytes.
+inference::ModelInferRequest RawRequest(const std::string& model, const BoundGraph& graph,
+                                        const std::vector<HostTensor>& inputs) {
+  inference::ModelInferRequest request;
+  request.set_model_name(model);
+  request.set_id("e2e");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    inference::ModelInferRequest::InferInputTensor* input = request.add_inputs();
+    input->set_name(graph.value(graph.inputs[i]).name);
+    input->set_datatype(Datatype(inputs[i].dtype()));
+    for (int64_t dim : inputs[i].dims()) input->add_shape(dim);
+    request.add_raw_input_contents(std::string(static_cast<const char*>(inputs[i].raw()),
+                                               inputs[i].bytes()));
+  }
+  return request;
+}
+
+HostTensor OutputTensor(const inference::ModelInferResponse& response, size_t k,
+                        const HostTensor& like) {
+  HostTensor tensor(like.dtype(), like.dims());
+  const std::string& bytes = response.raw_output_contents(static_cast<int>(k));
+  EXPECT_EQ(bytes.size(), tensor.bytes()) << "output " << k;
+  std::memcpy(tensor.raw(), bytes.data(), std::min(bytes.size(), tensor.bytes()));
+  return tensor;
+}
+
+class ServerEndToEnd : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    repository_ = new std::string(WriteTestRepository("e2e_repository"));
+    server_ = StartServer(TestServerOptions(*repository_)).release();
+  }
+  static void TearDownTestSuite() {
+    delete server_;
+    server_ = nullptr;
+    delete repository_;
+  }
+  void SetUp() override {
+    ASSERT_NE(server_, nullptr);
+    channel_ = Connect(server_->port());
+    stub_ = inference::GRPCInferenceService::NewStub(channel_);
+  }
+
+  grpc::Status Infer(const inference::ModelInferRequest& request,
+                     inference::ModelInferResponse* response) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
+    return stub_->ModelInfer(&context, request, response);
+  }
+
+  // Sends `rows` random rows of `model` and checks every output against the
+  // host executor run on the whole batch.
+  void ExpectMatchesReference(const std::string& model, int64_t rows, uint64_t seed) {
+    std::unique_ptr<HostExecutor> reference = Reference(*repository_, model, rows);
+    const std::vector<HostTensor> inputs = RandomInputs(reference->graph(), seed);
+    absl::StatusOr<std::vector<HostTensor>> want = reference->Run(inputs);
+    ASSERT_TRUE(want.ok()) << want.status();
+    inference::ModelInferResponse response;
+    const grpc::Status status = Infer(RawRequest(model, reference->graph(), inputs), &response);
+    ASSERT_TRUE(status.ok()) << model << " rows " << rows << ": " << status.error_message();
+    ASSERT_EQ(response.outputs_size(), static_cast<int>(want->size()));
+    for (size_t k = 0; k < want->size(); ++k) {
+      EXPECT_EQ(response.outputs(static_cast<int>(k)).shape(0), rows);
+      const HostTensor got = OutputTensor(response, k, (*want)[k]);
+      EXPECT_LE(RelativeError(got, (*want)[k]), kTolerance)
+          << model << " rows " << rows << " output " << k;
+    }
+  }
+
+  // A valid one-row mlp request, sent after every bad one to show the server
+  // still serves.
+  void ExpectGoodRequestStillServed() { ExpectMatchesReference("mlp", 3, 77); }
+
+  static std::string* repository_;
+  static InferenceServer* server_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<inference::GRPCInferenceService::Stub> stub_;
+};
+
+std::string* ServerEndToEnd::repository_ = nullptr;
+InferenceServer* ServerEndToEnd::server_ = nullptr;
+
+TEST_F(ServerEndToEnd, LivenessReadinessAndServerMetadata) {
+  {
+    grpc::ClientContext context;
+    inference::ServerLiveResponse live;
+    ASSERT_TRUE(stub_->ServerLive(&context, {}, &live).ok());
+    EXPECT_TRUE(live.live());
+  }
+  {
+    grpc::ClientContext context;
+    inference::ServerReadyResponse ready;
+    ASSERT_TRUE(stub_->ServerReady(&context, {}, &ready).ok());
+    EXPECT_TRUE(ready.ready());
+  }
+  for (const char* model : {"mlp", "dlrm_dense"}) {
+    grpc::ClientContext context;
+    inference::ModelReadyRequest request;
+    request.set_name(model);
+    inference::ModelReadyResponse ready;
+    ASSERT_TRUE(stub_->ModelReady(&context, request, &ready).ok());
+    EXPECT_TRUE(ready.ready()) << model;
+  }
+  {
+    grpc::ClientContext context;
+    inference::ModelReadyRequest request;
+    request.set_name("no_such_model");
+    inference::ModelReadyResponse ready;
+    ASSERT_TRUE(stub_->ModelReady(&context, request, &ready).ok());
+    EXPECT_FALSE(ready.ready());
+  }
+  grpc::ClientContext context;
+  inference::ServerMetadataResponse metadata;
+  ASSERT_TRUE(stub_->ServerMetadata(&context, {}, &metadata).ok());
+  EXPECT_EQ(metadata.name(), "graphserve");
+  EXPECT_FALSE(metadata.version().empty());
+}
+
+TEST_F(ServerEndToEnd, HealthIsServingWhenEveryModelLoaded) {
+  auto health = grpc::health::v1::Health::NewStub(channel_);
+  for (const char* service : {"", "inference.GRPCInferenceService"}) {
+    grpc::ClientContext context;
+    grpc::health::v1::HealthCheckRequest request;
+    request.set_service(service);
+    grpc::health::v1::HealthCheckResponse response;
+    const grpc::Status status = health->Check(&context, request, &response);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    EXPECT_EQ(response.status(), grpc::health::v1::HealthCheckResponse::SERVING) << service;
+  }
+}
+
+TEST_F(ServerEndToEnd, ModelMetadataAndConfig) {
+  grpc::ClientContext context;
+  inference::ModelMetadataRequest request;
+  request.set_name("mlp");
+  inference::ModelMetadataResponse metadata;
+  ASSERT_TRUE(stub_->ModelMetadata(&context, request, &metadata).ok());
+  EXPECT_EQ(metadata.name(), "mlp");
+  ASSERT_EQ(metadata.versions_size(), 1);
+  EXPECT_EQ(metadata.versions(0), "1");
+  ASSERT_EQ(metadata.inputs_size(), 1);
+  EXPECT_EQ(metadata.inputs(0).name(), "x");
+  EXPECT_EQ(metadata.inputs(0).datatype(), "FP32");
+  EXPECT_THAT(metadata.inputs(0).shape(), ::testing::ElementsAre(-1, 512));
+  ASSERT_EQ(metadata.outputs_size(), 1);
+  EXPECT_THAT(metadata.outputs(0).shape(), ::testing::ElementsAre(-1, 1));
+
+  grpc::ClientContext config_context;
+  inference::ModelConfigRequest config_request;
+  config_request.set_name("dlrm_dense");
+  inference::ModelConfigResponse config;
+  ASSERT_TRUE(stub_->ModelConfig(&config_context, config_request, &config).ok());
+  EXPECT_EQ(config.config().name(), "dlrm_dense");
+  EXPECT_EQ(config.config().max_batch_size(), kMaxBatch);
+  EXPECT_THAT(config.config().capture().batch_sizes(),
+              ::testing::ElementsAreArray(kCapturedSizes));
+  EXPECT_EQ(config.config().capture().streams(), 2);
+  EXPECT_EQ(config.config().input_size(), 2);
+}
+
+TEST_F(ServerEndToEnd, UnknownModelAndVersionAreNotFound) {
+  for (const auto& [model, version] :
+       std::vector<std::pair<std::string, std::string>>{{"resnet", ""}, {"mlp", "7"},
+                                                        {"mlp", "latest"}}) {
+    grpc::ClientContext context;
+    inference::ModelMetadataRequest request;
+    request.set_name(model);
+    request.set_version(version);
+    inference::ModelMetadataResponse metadata;
+    const grpc::Status status = stub_->ModelMetadata(&context, request, &metadata);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND) << model << " " << version;
+  }
+  inference::ModelInferRequest request;
+  request.set_model_name("resnet");
+  inference::ModelInferResponse response;
+  const grpc::Status status = Infer(request, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_THAT(status.error_message(), HasSubstr("mlp"));  // says what is served
+  ExpectGoodRequestStillServed();
+}
+
+// Rows around every captured size and above the largest (65..256 split).
+class PadAndSplit : public ServerEndToEnd,
+                    public ::testing::WithParamInterface<std::tuple<std::string, int64_t>> {};
+
+TEST_P(PadAndSplit, MatchesHostExecutorOnTheWholeBatch) {
+  const auto& [model, rows] = GetParam();
+  ExpectMatchesReference(model, rows, 1000 + static_cast<uint64_t>(rows));
+}
+
+INSTANTIATE_TEST_SUITE_P(Rows, PadAndSplit,
+                         ::testing::Combine(::testing::Values("mlp", "dlrm_dense"),
+                                            ::testing::Values(1, 2, 4, 5, 16, 17, 64, 65, 129,
+                                                              256)));
+
+TEST_F(ServerEndToEnd, TypedContentsGiveTheSameOutputsAsRaw) {
+  std::unique_ptr<HostExecutor> reference = Reference(*repository_, "mlp", 5);
+  const std::vector<HostTensor> inputs = RandomInputs(reference->graph(), 5);
+  inference::ModelInferRequest request = RawRequest("mlp", reference->graph(), inputs);
+  request.clear_raw_input_contents();
+  const float* values = inputs[0].data<float>();
+  for (int64_t i = 0; i < inputs[0].num_elements(); ++i) {
+    request.mutable_inputs(0)->mutable_contents()->add_fp32_contents(values[i]);
+  }
+  request.add_outputs()->set_name("y");
+  inference::ModelInferResponse response;
+  ASSERT_TRUE(Infer(request, &response).ok());
+  absl::StatusOr<std::vector<HostTensor>> want = reference->Run(inputs);
+  ASSERT_TRUE(want.ok());
+  ASSERT_EQ(response.raw_output_contents_size(), 1);  // outputs always go out raw
+  EXPECT_LE(RelativeError(OutputTensor(response, 0, (*want)[0]), (*want)[0]), kTolerance);
+}
+
+// Each bad request gets the right code and a message that says what was
+// expected; a good request right after still succeeds.
+struct BadCase {
+  std::string name;
+  std::function<void(inference::ModelInferRequest*)> spoil;
+  grpc::StatusCode code;
+  std::string message;  // a substring of the expected message
+};
+
+TEST_F(ServerEndToEnd, EveryBadInputIsAnsweredAndTheServerKeepsServing) {
+  std::unique_ptr<HostExecutor> reference = Reference(*repository_, "mlp", 4);
+  const std::vector<HostTensor> inputs = RandomInputs(reference->graph(), 9);
+  const inference::ModelInferRequest good = RawRequest("mlp", reference->graph(), inputs);
+  const std::vector<BadCase> cases = {
+      {"missing input", [](auto* r) { r->clear_inputs(); r->clear_raw_input_contents(); },
+       grpc::StatusCode::INVALID_ARGUMENT, "'x'"},
+      {"misnamed input", [](auto* r) { r->mutable_inputs(0)->set_name("input"); },
+       grpc::StatusCode::INVALID_ARGUMENT, "x"},
+      {"extra input",
+       [](auto* r) {
+         *r->add_inputs() = r->inputs(0);
+         r->mutable_inputs(1)->set_name("extra");
+         r->add_raw_input_contents(r->raw_input_contents(0));
+       },
+       grpc::StatusCode::INVALID_ARGUMENT, "extra"},
+      {"wrong datatype", [](auto* r) { r->mutable_inputs(0)->set_datatype("INT64"); },
+       grpc::StatusCode::INVALID_ARGUMENT, "FP32"},
+      {"unsupported datatype", [](auto* r) { r->mutable_inputs(0)->set_datatype("FP16"); },
+       grpc::StatusCode::INVALID_ARGUMENT, "FP32"},
+      {"wrong non-batch dims", [](auto* r) { r->mutable_inputs(0)->set_shape(1, 256); },
+       grpc::StatusCode::INVALID_ARGUMENT, "512"},
+      {"wrong rank", [](auto* r) { r->mutable_inputs(0)->add_shape(1); },
+       grpc::StatusCode::INVALID_ARGUMENT, "512"},
+      {"byte count", [](auto* r) { r->mutable_raw_input_contents(0)->resize(1000); },
+       grpc::StatusCode::INVALID_ARGUMENT, "8192"},
+      {"raw and typed mixed",
+       [](auto* r) { r->mutable_inputs(0)->mutable_contents()->add_fp32_contents(1.0f); },
+       grpc::StatusCode::INVALID_ARGUMENT, "raw"},
+      {"batch 0",
+       [](auto* r) {
+         r->mutable_inputs(0)->set_shape(0, 0);
+         r->mutable_raw_input_contents(0)->clear();
+       },
+       grpc::StatusCode::INVALID_ARGUMENT, "batch"},
+      {"batch above max_batch_size",
+       [](auto* r) {
+         r->mutable_inputs(0)->set_shape(0, kMaxBatch + 1);
+         r->mutable_raw_input_contents(0)->resize((kMaxBatch + 1) * 512 * 4);
+       },
+       grpc::StatusCode::INVALID_ARGUMENT, "256"},
+      {"negative dim", [](auto* r) { r->mutable_inputs(0)->set_shape(0, -4); },
+       grpc::StatusCode::INVALID_ARGUMENT, "x"},
+      {"unknown output", [](auto* r) { r->add_outputs()->set_name("z"); },
+       grpc::StatusCode::INVALID_ARGUMENT, "y"},
+      {"unknown version", [](auto* r) { r->set_model_version("3"); },
+       grpc::StatusCode::NOT_FOUND, "served versions: 1"},
+  };
+  for (const BadCase& bad : cases) {
+    SCOPED_TRACE(bad.name);
+    inference::ModelInferRequest request = good;
+    bad.spoil(&request);
+    inference::ModelInferResponse response;
+    const grpc::Status status = Infer(request, &response);
+    EXPECT_EQ(status.error_code(), bad.code) << status.error_message();
+    EXPECT_THAT(status.error_message(), HasSubstr(bad.message));
+    ExpectGoodRequestStillServed();
+  }
+}
+
+TEST_F(ServerEndToEnd, OversizedMessageIsResourceExhausted) {
+  inference::ModelInferRequest request;
+  request.set_model_name("mlp");
+  request.add_raw_input_contents(std::string(kMaxMessageBytes + 1024, 'x'));
+  inference::ModelInferResponse response;
+  EXPECT_EQ(Infer(request, &response).error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  ExpectGoodRequestStillServed();
+}
+
+TEST_F(ServerEndToEnd, ConcurrentClientsWithBadRequestsInterleaved) {
+  constexpr int kClients = 6;           // more than the model's 2 streams
+  constexpr int kRequestsPerClient = 8;
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> clients;
+  for (int c = 0; c < kClients; ++c) {
+    clients.emplace_back([&, c] {
+      auto stub = inference::GRPCInferenceService::NewStub(channel_);
+      for (int i = 0; i < kRequestsPerClient; ++i) {
+        const int64_t rows = 1 + (c * 37 + i * 11) % 100;
+        std::unique_ptr<HostExecutor> reference = Reference(*repository_, "mlp", rows);
+        const std::vector<HostTensor> inputs = RandomInputs(reference->graph(), c * 100 + i);
+        inference::ModelInferRequest request = RawRequest("mlp", reference->graph(), inputs);
+        const bool spoil = i % 2 == 1;
+        if (spoil) request.mutable_raw_input_contents(0)->pop_back();
+        grpc::ClientContext context;
+        inference::ModelInferResponse response;
+        const grpc::Status status = stub->ModelInfer(&context, request, &response);
+        if (spoil) {
+          if (status.error_code() != grpc::StatusCode::INVALID_ARGUMENT) ++wrong;
+          continue;
+        }
+        absl::StatusOr<std::vector<HostTensor>> want = reference->Run(inputs);
+        if (!status.ok() || !want.ok() ||
+            RelativeError(OutputTensor(response, 0, (*want)[0]), (*want)[0]) > kTolerance) {
+          ++wrong;
+        }
+      }
+    });
+  }
+  for (std::thread& client : clients) client.join();
+  EXPECT_EQ(wrong.load(), 0);
+}
+
+TEST_F(ServerEndToEnd, StatisticsCountRequestsRowsAndChunks) {
+  auto read = [&]() {
+    grpc::ClientContext context;
+    inference::ModelStatisticsRequest request;
+    request.set_name("dlrm_dense");
+    inference::ModelStatisticsResponse response;
+    EXPECT_TRUE(stub_->ModelStatistics(&context, request, &response).ok());
+    EXPECT_EQ(response.model_stats_size(), 1);
+    return response.model_stats(0);
+  };
+  const inference::ModelStatistics before = read();
+  ExpectMatchesReference("dlrm_dense", 100, 3);  // 100 rows: two chunks of 64
+  ExpectMatchesReference("dlrm_dense", 3, 4);    // one chunk of 4
+  const inference::ModelStatistics after = read();
+  EXPECT_EQ(after.inference_stats().success().count() - before.inference_stats().success().count(),
+            2u);
+  EXPECT_EQ(after.inference_count() - before.inference_count(), 103u);
+  EXPECT_EQ(after.execution_count() - before.execution_count(), 3u);
+  EXPECT_GT(after.inference_stats().compute_infer().ns(),
+            before.inference_stats().compute_infer().ns());
+  EXPECT_GT(after.last_inference(), 0u);
+
+  grpc::ClientContext context;
+  inference::ModelStatisticsResponse all;
+  ASSERT_TRUE(stub_->ModelStatistics(&context, {}, &all).ok());
+  EXPECT_EQ(all.model_stats_size(), 2);
+}
+
+// A repository with a model that cannot load: the server starts (with
+// --exit-on-error=false), says why, and keeps serving the others.
+TEST(ServerWithBrokenModel, ReportsNotServingAndUnavailableWithTheReason) {
+  const std::string repository = WriteTestRepository("broken_repository");
+  const std::filesystem::path broken = std::filesystem::path(repository) / "broken" / "1";
+  std::filesystem::create_directories(broken);
+  std::filesystem::copy_file(std::filesystem::path(repository) / "mlp" / "config.pbtxt",
+                             broken.parent_path() / "config.pbtxt");
+  {
+    std::ifstream in(broken.parent_path() / "config.pbtxt");
+    std::stringstream text;
+    text << in.rdbuf();
+    std::string config = text.str();
+    config.replace(config.find("name: \"mlp\""), 11, "name: \"broken\"");
+    std::ofstream(broken.parent_path() / "config.pbtxt") << config;
+  }
+  std::ofstream(broken / "model.onnx") << "this is not an ONNX file";
+
+  std::unique_ptr<InferenceServer> server = StartServer(TestServerOptions(repository));
+  ASSERT_NE(server, nullptr);
+  auto channel = Connect(server->port());
+  auto stub = inference::GRPCInferenceService::NewStub(channel);
+  {
+    grpc::ClientContext context;
+    inference::ServerReadyResponse ready;
+    ASSERT_TRUE(stub->ServerReady(&context, {}, &ready).ok());
+    EXPECT_FALSE(ready.ready());
+  }
+  {
+    auto health = grpc::health::v1::Health::NewStub(channel);
+    grpc::ClientContext context;
+    grpc::health::v1::HealthCheckResponse response;
+    ASSERT_TRUE(health->Check(&context, {}, &response).ok());
+    EXPECT_EQ(response.status(), grpc::health::v1::HealthCheckResponse::NOT_SERVING);
+  }
+  {
+    grpc::ClientContext context;
+    inference::ModelInferRequest request;
+    request.set_model_name("broken");
+    inference::ModelInferResponse response;
+    const grpc::Status status = stub->ModelInfer(&context, request, &response);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE);
+    EXPECT_THAT(status.error_message(), HasSubstr("failed to load"));
+  }
+  // The good model still serves.
+  std::unique_ptr<HostExecutor> reference = Reference(repository, "mlp", 2);
+  const std::vector<HostTensor> inputs = RandomInputs(reference->graph(), 11);
+  grpc::ClientContext context;
+  inference::ModelInferResponse response;
+  const grpc::Status status =
+      stub->ModelInfer(&context, RawRequest("mlp", reference->graph(), inputs), &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  absl::StatusOr<std::vector<HostTensor>> want = reference->Run(inputs);
+  ASSERT_TRUE(want.ok());
+  EXPECT_LE(RelativeError(OutputTensor(response, 0, (*want)[0]), (*want)[0]), kTolerance);
+}
+
+// Shutdown with requests in flight: every request the server accepted is
+// answered correctly; later ones get UNAVAILABLE; none is lost or cancelled.
+TEST(ServerShutdown, DrainsRequestsInFlight) {
+  const std::string repository = WriteTestRepository("drain_repository");
+  std::unique_ptr<InferenceServer> server = StartServer(TestServerOptions(repository));
+  ASSERT_NE(server, nullptr);
+  auto stub = inference::GRPCInferenceService::NewStub(Connect(server->port()));
+
+  constexpr int kRequests = 48;  // enough to keep both streams busy past Shutdown
+  constexpr int64_t kRows = 256;
+  std::unique_ptr<HostExecutor> reference = Reference(repository, "mlp", kRows);
+  const std::vector<HostTensor> inputs = RandomInputs(reference->graph(), 21);
+  absl::StatusOr<std::vector<HostTensor>> want = reference->Run(inputs);
+  ASSERT_TRUE(want.ok());
+  const inference::ModelInferRequest request = RawRequest("mlp", reference->graph(), inputs);
+
+  struct Call {
+    grpc::ClientContext context;
+    inference::ModelInferResponse response;
+    grpc::Status status;
+    std::atomic<bool> done{false};
+  };
+  std::vector<std::unique_ptr<Call>> calls;
+  for (int i = 0; i < kRequests; ++i) {
+    calls.push_back(std::make_unique<Call>());
+    Call* call = calls.back().get();
+    stub->async()->ModelInfer(&call->context, &request, &call->response,
+                              [call](grpc::Status status) {
+                                call->status = std::move(status);
+                                call->done = true;
+                              });
+  }
+  // Shut down once some requests are accepted and before all are answered.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (server->in_flight() == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  const int64_t in_flight_at_shutdown = server->in_flight();
+  EXPECT_GT(in_flight_at_shutdown, 0);
+  const absl::Status shutdown = server->Shutdown();
+  EXPECT_TRUE(shutdown.ok()) << shutdown;
+
+  while (std::any_of(calls.begin(), calls.end(), [](const auto& c) { return !c->done; }) &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  int answered = 0;
+  for (const auto& call : calls) {
+    ASSERT_TRUE(call->done);
+    if (call->status.ok()) {
+      ++answered;
+      EXPECT_LE(RelativeError(OutputTensor(call->response, 0, (*want)[0]), (*want)[0]),
+                kTolerance);
+    } else {
+      // Refused at the gate, or never reached the server before it stopped.
+      EXPECT_EQ(call->status.error_code(), grpc::StatusCode::UNAVAILABLE)
+          << call->status.error_message();
+    }
+  }
+  EXPECT_GE(answered, in_flight_at_shutdown);
+}
+
+}  // namespace
+}  // namespace graphserve
