@@ -1,0 +1,294 @@
+#include "client/client_command.h"
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "client/fake_inference_server.h"
+#include "gtest/gtest.h"
+
+namespace graphserve {
+namespace {
+
+struct Result {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+Result RunClient(const std::vector<std::string>& args) {
+  std::ostringstream out;
+  std::ostringstream err;
+  Result result;
+  result.code = RunClientCommand(args, out, err);
+  result.out = out.str();
+  result.err = err.str();
+  return result;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  std::stringstream contents;
+  contents << file.rdbuf();
+  return contents.str();
+}
+
+void WriteFile(const std::string& path, const std::string& bytes) {
+  std::ofstream file(path, std::ios::binary | std::ios::trunc);
+  file.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+template <typename T>
+std::string Bytes(const std::vector<T>& values) {
+  return std::string(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T));
+}
+
+// FNV-1a 64 written out from its definition (offset basis 14695981039346656037,
+// prime 1099511628211), to check the checksum the client prints.
+uint64_t ReferenceFnv1a(const std::string& bytes) {
+  uint64_t hash = 14695981039346656037ull;
+  for (const unsigned char byte : bytes) hash = (hash ^ byte) * 1099511628211ull;
+  return hash;
+}
+
+TEST(ClientCommandUsageTest, HelpAndUsageErrors) {
+  Result r = RunClient({});
+  EXPECT_EQ(r.code, kClientExitUsage);
+  EXPECT_TRUE(absl::StrContains(r.err, "usage: graphserve-client")) << r.err;
+
+  r = RunClient({"--help"});
+  EXPECT_EQ(r.code, kClientExitOk);
+  EXPECT_EQ(r.out, ClientUsage());
+
+  for (const std::string command : {"live", "ready", "metadata", "config", "stats", "infer",
+                                    "perf"}) {
+    r = RunClient({command, "--help"});
+    EXPECT_EQ(r.code, kClientExitOk) << command << ": " << r.err;
+    EXPECT_TRUE(absl::StartsWith(r.out, "usage: graphserve-client " + command)) << r.out;
+    EXPECT_TRUE(absl::StrContains(r.out, "--url")) << command;
+  }
+
+  r = RunClient({"bogus"});
+  EXPECT_EQ(r.code, kClientExitUsage);
+  EXPECT_EQ(r.err, "graphserve-client: unknown command 'bogus' (see --help)\n");
+}
+
+TEST(ClientCommandUsageTest, FlagErrorsAreUsageErrors) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--bogus", "x", "live"}, "unknown flag --bogus"},
+      {{"live", "--bogus"}, "live: unknown flag --bogus"},
+      {{"infer"}, "infer: --model is required"},
+      {{"infer", "--model", "m", "--batch-size", "0"}, "--batch-size must be at least 1"},
+      {{"infer", "--model", "m", "--batch-size", "two"}, "--batch-size wants an integer"},
+      {{"infer", "--model", "m", "--input", "x.bin"}, "--input wants NAME=FILE, got 'x.bin'"},
+      {{"infer", "--model", "m", "--input"}, "--input needs a value"},
+      {{"config"}, "config: --model is required"},
+      {{"stats", "--model-version", "1"}, "--model-version needs --model"},
+      {{"perf", "--model", "m", "--concurrency", "1", "--request-rate", "5"},
+       "give --concurrency or --request-rate, not both"},
+      {{"perf", "--model", "m", "--concurrency", "0,2"}, "below the minimum 1"},
+      {{"perf", "--model", "m", "--request-rate", "-3"}, "not a positive number"},
+      {{"perf", "--model", "m", "--request-distribution", "bursty"}, "constant or poisson"},
+      {{"perf", "--model", "m", "--warmup-secs", "soon"}, "--warmup-secs wants seconds"},
+      {{"perf", "--model", "m", "--windows", "0"}, "must be at least 1"},
+      {{"--timeout-ms", "-5", "live"}, "--timeout-ms must not be negative"},
+  };
+  for (const auto& [args, message] : cases) {
+    const Result r = RunClient(args);
+    EXPECT_EQ(r.code, kClientExitUsage) << args[0] << " " << message << ": " << r.err;
+    EXPECT_TRUE(absl::StrContains(r.err, message)) << r.err;
+    EXPECT_EQ(r.out, "");
+  }
+}
+
+TEST(ClientCommandUsageTest, UnreachableServerFails) {
+  // Port 1 (tcpmux) has no listener on a test machine.
+  const Result r = RunClient({"--url", "127.0.0.1:1", "--timeout-ms", "5000", "live"});
+  EXPECT_EQ(r.code, kClientExitFailure);
+  EXPECT_TRUE(absl::StartsWith(r.err, "graphserve-client: live: UNAVAILABLE: ")) << r.err;
+  EXPECT_TRUE(absl::StrContains(r.err, "is a server listening at 127.0.0.1:1?")) << r.err;
+}
+
+class ClientCommandTest : public ::testing::Test {
+ protected:
+  void SetUp() override { StartServer({}); }
+
+  void StartServer(const FakeInferenceServerOptions& options) {
+    server_.reset();
+    absl::StatusOr<std::unique_ptr<FakeInferenceServer>> server =
+        FakeInferenceServer::Start(options);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+  }
+
+  // Runs `args` against the fake server, --url first.
+  Result Run(std::vector<std::string> args) {
+    args.insert(args.begin(), {"--url", server_->address()});
+    return RunClient(args);
+  }
+
+  std::string TempPath(const std::string& name) const {
+    return absl::StrCat(::testing::TempDir(), "/client_command_test_", name);
+  }
+
+  std::unique_ptr<FakeInferenceServer> server_;
+};
+
+TEST_F(ClientCommandTest, LiveAndReady) {
+  Result r = Run({"live"});
+  EXPECT_EQ(r.code, kClientExitOk) << r.err;
+  EXPECT_EQ(r.out, "live\n");
+  r = Run({"ready"});
+  EXPECT_EQ(r.code, kClientExitOk) << r.err;
+  EXPECT_EQ(r.out, "ready\n");
+  r = Run({"ready", "--model", "double"});
+  EXPECT_EQ(r.code, kClientExitOk) << r.err;
+  r = Run({"ready", "--model", "triple"});
+  EXPECT_EQ(r.code, kClientExitFailure);
+  EXPECT_EQ(r.out, "not ready\n");
+  // Global flags also work after the command.
+  r = RunClient({"live", "--url=" + server_->address()});
+  EXPECT_EQ(r.code, kClientExitOk) << r.err;
+}
+
+TEST_F(ClientCommandTest, MetadataConfigAndStats) {
+  Result r = Run({"metadata"});
+  EXPECT_EQ(r.code, kClientExitOk) << r.err;
+  EXPECT_EQ(r.out,
+            "name: fake-inference-server\nversion: 0.1\n"
+            "extensions: model_configuration, statistics\n");
+
+  r = Run({"metadata", "--model", "count_true"});
+  EXPECT_EQ(r.code, kClientExitOk) << r.err;
+  EXPECT_EQ(r.out,
+            "model: count_true\nversions: 1\nplatform: graphserve_fake\ninputs:\n"
+            "  flags BOOL [-1,3]\n  offset INT64 [-1,1]\noutputs:\n  count INT64 [-1,1]\n");
+
+  r = Run({"config", "--model", "double"});
+  EXPECT_EQ(r.code, kClientExitOk) << r.err;
+  EXPECT_TRUE(absl::StrContains(r.out, "max_batch_size: 8")) << r.out;
+  EXPECT_TRUE(absl::StrContains(r.out, "data_type: TYPE_FP32")) << r.out;
+
+  ASSERT_EQ(Run({"infer", "--model", "double", "--batch-size", "3"}).code, kClientExitOk);
+  r = Run({"stats", "--model", "double"});
+  EXPECT_EQ(r.code, kClientExitOk) << r.err;
+  const std::vector<std::string> lines = absl::StrSplit(r.out, '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 2u) << r.out;
+  const std::vector<std::string> cells = absl::StrSplit(lines[1], ' ', absl::SkipEmpty());
+  ASSERT_GE(cells.size(), 6u);
+  EXPECT_EQ(cells[0], "double");
+  EXPECT_EQ(cells[2], "3");  // inferences: one request of 3 rows
+  EXPECT_EQ(cells[3], "1");  // executions
+}
+
+TEST_F(ClientCommandTest, UnknownModelKeepsTheServersError) {
+  for (const std::string command : {"metadata", "config", "infer", "perf"}) {
+    const Result r = Run({command, "--model", "triple"});
+    EXPECT_EQ(r.code, kClientExitFailure) << command;
+    EXPECT_EQ(r.err, absl::StrCat("graphserve-client: ", command,
+                                  ": NOT_FOUND: unknown model 'triple'\n"));
+  }
+}
+
+TEST_F(ClientCommandTest, InferFromFilesPrintsAndWritesOutputs) {
+  const std::vector<float> x = {1, 2, 3, 4, 5, 6, 7, 8};  // 2 rows of 4
+  const std::string x_path = TempPath("x.bin");
+  WriteFile(x_path, Bytes(x));
+  const std::string dir = TempPath("outputs");
+  const Result r = Run({"infer", "--model", "double", "--batch-size", "2", "--input",
+                        "x=" + x_path, "--output-dir", dir});
+  ASSERT_EQ(r.code, kClientExitOk) << r.err;
+  const std::string y = Bytes(std::vector<float>{2, 4, 6, 8, 10, 12, 14, 16});
+  EXPECT_EQ(r.out, absl::StrCat("model double version 1, batch 2\n"
+                                "output y FP32 [2,4] 32 bytes, fnv1a64 ",
+                                absl::StrFormat("%016x", ReferenceFnv1a(y)),
+                                "\n  first 8 of 8: 2 4 6 8 10 12 14 16\n"
+                                "wrote ", dir, "/y.bin\n"));
+  EXPECT_EQ(ReadFile(dir + "/y.bin"), y);
+  std::remove(x_path.c_str());
+}
+
+TEST_F(ClientCommandTest, InferBoolAndInt64InputsFromFiles) {
+  const std::string flags_path = TempPath("flags.bin");
+  const std::string offset_path = TempPath("offset.bin");
+  WriteFile(flags_path, std::string("\1\1\1\0\1\0", 6));  // rows: 3 true, 1 true
+  WriteFile(offset_path, Bytes(std::vector<int64_t>{100, -1}));
+  const Result r = Run({"infer", "--model", "count_true", "--batch-size=2",
+                        "--input=flags=" + flags_path, "--input", "offset=" + offset_path});
+  ASSERT_EQ(r.code, kClientExitOk) << r.err;
+  EXPECT_TRUE(absl::StrContains(r.out, "output count INT64 [2,1] 16 bytes")) << r.out;
+  EXPECT_TRUE(absl::StrContains(r.out, "first 2 of 2: 103 0\n")) << r.out;
+}
+
+TEST_F(ClientCommandTest, InferRejectsFilesOfTheWrongSize) {
+  const std::string x_path = TempPath("short.bin");
+  WriteFile(x_path, std::string(12, '\0'));
+  Result r = Run({"infer", "--model", "double", "--input", "x=" + x_path});
+  EXPECT_EQ(r.code, kClientExitFailure);
+  EXPECT_TRUE(absl::StrContains(r.err, "input x: FP32 [1,4] needs 16 bytes, got 12")) << r.err;
+  r = Run({"infer", "--model", "double", "--input", "x=" + TempPath("missing.bin")});
+  EXPECT_EQ(r.code, kClientExitFailure);
+  EXPECT_TRUE(absl::StrContains(r.err, "cannot open")) << r.err;
+  r = Run({"infer", "--model", "double", "--input", "z=" + x_path});
+  EXPECT_EQ(r.code, kClientExitFailure);
+  EXPECT_TRUE(absl::StrContains(r.err, "no input 'z' (inputs: x)")) << r.err;
+  std::remove(x_path.c_str());
+}
+
+TEST_F(ClientCommandTest, InferWithRandomInputsIsSeeded) {
+  const Result a = Run({"infer", "--model", "double", "--seed", "3"});
+  const Result b = Run({"infer", "--model", "double", "--seed", "3"});
+  const Result c = Run({"infer", "--model", "double", "--seed", "4"});
+  ASSERT_EQ(a.code, kClientExitOk) << a.err;
+  EXPECT_EQ(a.out, b.out);
+  EXPECT_NE(a.out, c.out);
+}
+
+TEST_F(ClientCommandTest, PerfPrintsTableAndWritesCsv) {
+  const std::string csv = TempPath("perf.csv");
+  const Result r = Run({"perf", "--model", "double", "--batch-size", "2", "--concurrency", "1,2",
+                        "--measurement-interval-ms", "150", "--windows", "1", "--warmup-secs",
+                        "0.05", "--csv", csv});
+  ASSERT_EQ(r.code, kClientExitOk) << r.err;
+  EXPECT_TRUE(absl::StrContains(r.out, "Concurrency: 1, throughput: ")) << r.out;
+  EXPECT_TRUE(absl::StrContains(r.out, "Concurrency: 2, throughput: ")) << r.out;
+  EXPECT_TRUE(absl::StrContains(r.out, "concurrency      infer/s")) << r.out;
+  EXPECT_TRUE(absl::StrContains(r.out, "wrote " + csv)) << r.out;
+  const std::vector<std::string> lines = absl::StrSplit(ReadFile(csv), '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_TRUE(absl::StartsWith(lines[0], "Concurrency,Inferences/Second,Client Send,"));
+  EXPECT_TRUE(absl::StartsWith(lines[1], "1,"));
+  EXPECT_TRUE(absl::StartsWith(lines[2], "2,"));
+  std::remove(csv.c_str());
+}
+
+TEST_F(ClientCommandTest, PerfRequestRate) {
+  const std::string csv = TempPath("rate.csv");
+  const Result r = Run({"perf", "--model", "double", "--request-rate", "100",
+                        "--request-distribution", "poisson", "--measurement-interval-ms", "150",
+                        "--windows", "1", "--warmup-secs", "0", "--csv", csv});
+  ASSERT_EQ(r.code, kClientExitOk) << r.err;
+  EXPECT_TRUE(absl::StrContains(r.out, "Request Rate: 100, throughput: ")) << r.out;
+  EXPECT_TRUE(absl::StartsWith(ReadFile(csv), "Request Rate,Inferences/Second,"));
+  std::remove(csv.c_str());
+}
+
+TEST_F(ClientCommandTest, PerfWithFailedRequestsExitsOne) {
+  StartServer({.fail_every_nth_infer = 3});
+  const Result r = Run({"perf", "--model", "double", "--measurement-interval-ms", "100",
+                        "--windows", "1", "--warmup-secs", "0"});
+  EXPECT_EQ(r.code, kClientExitFailure);
+  EXPECT_TRUE(absl::StrContains(r.err, "measured requests failed")) << r.err;
+  EXPECT_TRUE(absl::StrContains(r.out, "requests failed; first: INTERNAL: injected failure"))
+      << r.out;
+}
+
+}  // namespace
+}  // namespace graphserve

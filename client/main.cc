@@ -1,0 +1,14 @@
+// graphserve-client: health, metadata, statistics, single requests and
+// perf_analyzer-style load against a KServe v2 gRPC server. See
+// client/client_command.h; `graphserve-client --help` lists the commands.
+
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "client/client_command.h"
+
+int main(int argc, char** argv) {
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  return graphserve::RunClientCommand(args, std::cout, std::cerr);
+}
