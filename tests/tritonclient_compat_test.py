@@ -1,0 +1,264 @@
+"""Triton's own Python gRPC client (tritonclient.grpc, pinned in
+deploy/python_requirements.txt) against the real graphserve binary on the
+host executor: every call a Triton user makes on a GRPCInferenceService,
+with outputs compared to onnxruntime on the same model.onnx.
+
+    bazel test //tests:tritonclient_compat_test \
+        --test_env=GRAPHSERVE_PYTHON=$PWD/.pyenv/bin/python
+
+Without GRAPHSERVE_PYTHON the test fails and says how to set it
+(tests/python_test.sh).
+
+A failing assertion whose message starts with "SERVER:" means graphserve
+answered differently from what tritonclient expects of a Triton-compatible
+server; the message names the request, what was expected and what came back.
+"""
+
+import re
+import sys
+import threading
+import unittest
+
+import numpy as np
+import tritonclient.grpc as grpcclient
+from google.protobuf import unknown_fields
+from tritonclient.grpc import model_config_pb2
+from tritonclient.utils import InferenceServerException
+
+import graphserve_process as gp
+
+# Per call: generous for 256 rows on a host executor sharing two cores with
+# other tests, short enough that a hung server fails well within the test's
+# Bazel timeout.
+CALL_TIMEOUT_S = 30
+# The batch sizes the brief asks for: one row, a size between captured ones
+# (padded or split), a large odd size, and max_batch_size.
+BATCHES = (1, 5, 100, 256)
+# ModelConfig.capture in proto/model_config.proto: GraphServe's extension,
+# unknown to tritonclient's model_config_pb2.
+CAPTURE_FIELD_NUMBER = 1000
+
+SERVER_BINARY = MAKE_REPOSITORY = None
+_server = None
+_repository = None
+
+
+def setUpModule():
+    global _server, _repository
+    _repository = gp.make_demo_repository(MAKE_REPOSITORY)
+    _server = gp.ServerProcess(SERVER_BINARY, _repository).start()
+
+
+def tearDownModule():
+    if _server is None:
+        return
+    code = _server.stop()
+    # Bazel shows this only for a failing test (--test_output=errors).
+    sys.stderr.write(f"--- graphserve output ---\n{_server.output()}\n--- end ---\n")
+    if code != 0:
+        raise AssertionError(f"SERVER: graphserve exited with {code} after SIGTERM, expected 0")
+
+
+def make_inputs(model, batch, seed):
+    arrays = gp.random_inputs(gp.DEMO_INPUTS[model], batch, seed)
+    inputs = []
+    for name, array in arrays.items():
+        tensor = grpcclient.InferInput(name, list(array.shape), "FP32")
+        tensor.set_data_from_numpy(array)
+        inputs.append(tensor)
+    return arrays, inputs
+
+
+def requested_outputs(model):
+    return [grpcclient.InferRequestedOutput(name) for name in gp.DEMO_OUTPUTS[model]]
+
+
+class TritonClientCompatTest(unittest.TestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        cls.client = grpcclient.InferenceServerClient(url=_server.url)
+        cls.references = {model: gp.ReferenceModel(_repository, model)
+                          for model in gp.DEMO_INPUTS}
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.client.close()
+
+    def assert_matches_reference(self, model, arrays, result, context):
+        want = self.references[model].run(arrays)
+        for name in gp.DEMO_OUTPUTS[model]:
+            got = result.as_numpy(name)
+            self.assertIsNotNone(got, f"SERVER: {context}: no output '{name}' in the response")
+            self.assertEqual(got.dtype, np.float32, f"{context}: output '{name}'")
+            self.assertEqual(got.shape, want[name].shape, f"{context}: output '{name}'")
+            error = gp.relative_error(got, want[name])
+            self.assertLessEqual(error, gp.RELATIVE_TOLERANCE,
+                                 f"SERVER: {context}: output '{name}' differs from "
+                                 f"onnxruntime, relative error {error:.3g}")
+
+    def test_liveness_and_readiness(self):
+        self.assertTrue(self.client.is_server_live(client_timeout=CALL_TIMEOUT_S))
+        self.assertTrue(self.client.is_server_ready(client_timeout=CALL_TIMEOUT_S))
+        for model in gp.DEMO_INPUTS:
+            self.assertTrue(self.client.is_model_ready(model, client_timeout=CALL_TIMEOUT_S),
+                            f"SERVER: ModelReady('{model}') is false")
+        # Triton answers ready=false, not an error, for a model it does not have.
+        self.assertFalse(self.client.is_model_ready("no_such_model",
+                                                    client_timeout=CALL_TIMEOUT_S))
+
+    def test_server_metadata(self):
+        metadata = self.client.get_server_metadata(client_timeout=CALL_TIMEOUT_S)
+        self.assertTrue(metadata.name, "SERVER: ServerMetadata has no name")
+        self.assertTrue(metadata.version, "SERVER: ServerMetadata has no version")
+        as_json = self.client.get_server_metadata(as_json=True, client_timeout=CALL_TIMEOUT_S)
+        self.assertEqual(as_json["name"], metadata.name)
+        print(f"server metadata: {as_json}")
+
+    def test_model_metadata(self):
+        for model in gp.DEMO_INPUTS:
+            with self.subTest(model=model):
+                metadata = self.client.get_model_metadata(model, client_timeout=CALL_TIMEOUT_S)
+                self.assertEqual(metadata.name, model)
+                self.assertEqual(
+                    {t.name: (t.datatype, list(t.shape)) for t in metadata.inputs},
+                    {name: ("FP32", [-1, *dims]) for name, dims in gp.DEMO_INPUTS[model].items()})
+                self.assertEqual(
+                    {t.name: (t.datatype, list(t.shape)) for t in metadata.outputs},
+                    {name: ("FP32", [-1, *dims]) for name, dims in gp.DEMO_OUTPUTS[model].items()})
+                as_json = self.client.get_model_metadata(model, as_json=True,
+                                                         client_timeout=CALL_TIMEOUT_S)
+                # JSON int64 values are strings in protobuf's mapping.
+                self.assertEqual([int(d) for d in as_json["inputs"][0]["shape"]],
+                                 list(metadata.inputs[0].shape))
+        with self.assertRaises(InferenceServerException) as raised:
+            self.client.get_model_metadata("no_such_model", client_timeout=CALL_TIMEOUT_S)
+        self.assertIn("NOT_FOUND", raised.exception.status())
+
+    def test_model_config(self):
+        for model in gp.DEMO_INPUTS:
+            with self.subTest(model=model):
+                response = self.client.get_model_config(model, client_timeout=CALL_TIMEOUT_S)
+                config = response.config
+                self.assertEqual(config.name, model)
+                self.assertEqual(config.max_batch_size, gp.DEMO_MAX_BATCH)
+                self.assertEqual(
+                    {t.name: (t.data_type, list(t.dims)) for t in config.input},
+                    {name: (model_config_pb2.TYPE_FP32, list(dims))
+                     for name, dims in gp.DEMO_INPUTS[model].items()})
+                self.assertEqual(
+                    {t.name: (t.data_type, list(t.dims)) for t in config.output},
+                    {name: (model_config_pb2.TYPE_FP32, list(dims))
+                     for name, dims in gp.DEMO_OUTPUTS[model].items()})
+                # The capture section reached the client and was kept aside as
+                # an unknown field: parsing skipped it without harm.
+                unknown = {field.field_number for field in unknown_fields.UnknownFieldSet(config)}
+                self.assertIn(CAPTURE_FIELD_NUMBER, unknown,
+                              "the capture section did not reach tritonclient, so this test "
+                              "no longer checks that an unknown section is harmless")
+                as_json = self.client.get_model_config(model, as_json=True,
+                                                       client_timeout=CALL_TIMEOUT_S)
+                self.assertEqual(as_json["config"]["max_batch_size"], gp.DEMO_MAX_BATCH)
+                self.assertNotIn("capture", as_json["config"])
+
+    def test_infer_matches_onnxruntime(self):
+        for model in gp.DEMO_INPUTS:
+            for batch in BATCHES:
+                with self.subTest(model=model, batch=batch):
+                    arrays, inputs = make_inputs(model, batch, seed=batch)
+                    result = self.client.infer(model, inputs, outputs=requested_outputs(model),
+                                               client_timeout=CALL_TIMEOUT_S)
+                    self.assert_matches_reference(model, arrays, result,
+                                                  f"infer {model} batch {batch}")
+                    response = result.get_response()
+                    self.assertEqual(response.model_name, model)
+        # Without requested outputs the server returns all of them.
+        arrays, inputs = make_inputs("dlrm_dense", 3, seed=3)
+        result = self.client.infer("dlrm_dense", inputs, client_timeout=CALL_TIMEOUT_S)
+        self.assert_matches_reference("dlrm_dense", arrays, result,
+                                      "infer dlrm_dense batch 3, no outputs requested")
+
+    def test_inference_statistics(self):
+        arrays, inputs = make_inputs("mlp", 3, seed=7)
+        self.client.infer("mlp", inputs, client_timeout=CALL_TIMEOUT_S)
+        statistics = self.client.get_inference_statistics("mlp", client_timeout=CALL_TIMEOUT_S)
+        entries = [s for s in statistics.model_stats if s.name == "mlp"]
+        self.assertEqual(len(entries), 1, f"ModelStatistics('mlp'): {statistics}")
+        self.assertGreaterEqual(entries[0].inference_stats.success.count, 1)
+        self.assertGreaterEqual(entries[0].inference_count, 3)
+        everything = self.client.get_inference_statistics(client_timeout=CALL_TIMEOUT_S)
+        self.assertTrue(set(gp.DEMO_INPUTS) <= {s.name for s in everything.model_stats},
+                        f"ModelStatistics(all): {[s.name for s in everything.model_stats]}")
+        as_json = self.client.get_inference_statistics("mlp", as_json=True,
+                                                       client_timeout=CALL_TIMEOUT_S)
+        self.assertEqual(as_json["model_stats"][0]["name"], "mlp")
+
+    def test_errors_keep_code_and_message(self):
+        _, inputs = make_inputs("mlp", 2, seed=11)
+        with self.assertRaises(InferenceServerException) as raised:
+            self.client.infer("no_such_model", inputs, client_timeout=CALL_TIMEOUT_S)
+        self.assertIn("NOT_FOUND", raised.exception.status(),
+                      f"SERVER: infer on an unknown model: {raised.exception}")
+        self.assertIn("no_such_model", raised.exception.message())
+
+        # 511 features where the model takes 512.
+        wrong = grpcclient.InferInput("x", [2, 511], "FP32")
+        wrong.set_data_from_numpy(np.zeros((2, 511), dtype=np.float32))
+        with self.assertRaises(InferenceServerException) as raised:
+            self.client.infer("mlp", [wrong], client_timeout=CALL_TIMEOUT_S)
+        self.assertIn("INVALID_ARGUMENT", raised.exception.status(),
+                      f"SERVER: infer mlp with x [2,511]: {raised.exception}")
+        self.assertRegex(raised.exception.message(), r"\[-1, ?512\]",
+                         "SERVER: the message should name the expected shape")
+
+        # One row past max_batch_size.
+        _, too_many = make_inputs("mlp", gp.DEMO_MAX_BATCH + 1, seed=12)
+        with self.assertRaises(InferenceServerException) as raised:
+            self.client.infer("mlp", too_many, client_timeout=CALL_TIMEOUT_S)
+        self.assertIn("INVALID_ARGUMENT", raised.exception.status(), str(raised.exception))
+
+        # FP64 where the model takes FP32.
+        wrong = grpcclient.InferInput("x", [2, 512], "FP64")
+        wrong.set_data_from_numpy(np.zeros((2, 512), dtype=np.float64))
+        with self.assertRaises(InferenceServerException) as raised:
+            self.client.infer("mlp", [wrong], client_timeout=CALL_TIMEOUT_S)
+        self.assertIn("INVALID_ARGUMENT", raised.exception.status(), str(raised.exception))
+
+        # The connection and the model are unharmed.
+        arrays, inputs = make_inputs("mlp", 4, seed=13)
+        result = self.client.infer("mlp", inputs, client_timeout=CALL_TIMEOUT_S)
+        self.assert_matches_reference("mlp", arrays, result, "infer mlp batch 4 after errors")
+
+    def test_async_infer_concurrently(self):
+        # Both models, several sizes, all in flight at once.
+        requests = [(model, batch) for model in gp.DEMO_INPUTS for batch in (1, 7, 64, 256)]
+        results = {}
+        done = threading.Condition()
+
+        def on_done(index, result, error):
+            with done:
+                results[index] = (result, error)
+                done.notify_all()
+
+        sent = []
+        for index, (model, batch) in enumerate(requests):
+            arrays, inputs = make_inputs(model, batch, seed=100 + index)
+            sent.append(arrays)
+            self.client.async_infer(
+                model, inputs,
+                callback=lambda result, error, index=index: on_done(index, result, error),
+                outputs=requested_outputs(model), client_timeout=CALL_TIMEOUT_S)
+        with done:
+            self.assertTrue(done.wait_for(lambda: len(results) == len(requests),
+                                          timeout=CALL_TIMEOUT_S + 10),
+                            f"{len(requests) - len(results)} async requests never completed")
+        for index, (model, batch) in enumerate(requests):
+            result, error = results[index]
+            self.assertIsNone(error, f"SERVER: async infer {model} batch {batch}: {error}")
+            self.assert_matches_reference(model, sent[index], result,
+                                          f"async infer {model} batch {batch}")
+
+
+if __name__ == "__main__":
+    SERVER_BINARY, MAKE_REPOSITORY, argv = gp.parse_paths(sys.argv)
+    unittest.main(argv=argv, verbosity=2)
