@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 ./deploy/setup.sh || exit 1
 
 log=$(mktemp)
-bazel test //... 2>&1 | tee "$log"
+bazel test //... --test_env=GRAPHSERVE_PYTHON="$PWD/.pyenv/bin/python" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 
 passed=$(grep -cE '^//[^ ]+ +(\(cached\) )?PASSED' "$log")
