@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Sets up the machine (deploy/setup.sh) and runs GraphServe's whole test suite:
-# every unit test, the ONNX conformance suite on the host executor, and the GPU
-# tests (which skip themselves, saying why, on a machine without a GPU).
+# every unit test, the ONNX conformance suite on the host executor, the
+# compatibility tests with Triton's clients (on the venv setup.sh builds, named
+# by GRAPHSERVE_PYTHON) and the GPU tests (which skip themselves, saying why,
+# on a machine without a GPU).
 # Ends with one line "N passed, M failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."

@@ -14,7 +14,6 @@ answered differently from what tritonclient expects of a Triton-compatible
 server; the message names the request, what was expected and what came back.
 """
 
-import re
 import sys
 import threading
 import unittest
