@@ -177,6 +177,25 @@ class TritonClientCompatTest(unittest.TestCase):
         self.assert_matches_reference("dlrm_dense", arrays, result,
                                       "infer dlrm_dense batch 3, no outputs requested")
 
+    def test_request_options(self):
+        # What Triton clients commonly set: an id the response echoes, an
+        # explicit version, and gRPC message compression.
+        arrays, inputs = make_inputs("mlp", 3, seed=21)
+        result = self.client.infer("mlp", inputs, model_version="1", request_id="req-42",
+                                   client_timeout=CALL_TIMEOUT_S)
+        self.assertEqual(result.get_response().id, "req-42",
+                         "SERVER: ModelInferResponse.id does not echo the request's id")
+        self.assertEqual(result.get_response().model_version, "1")
+        self.assert_matches_reference("mlp", arrays, result, "infer mlp version 1")
+        for algorithm in ("gzip", "deflate"):
+            with self.subTest(compression=algorithm):
+                result = self.client.infer("mlp", inputs, compression_algorithm=algorithm,
+                                           client_timeout=CALL_TIMEOUT_S)
+                self.assert_matches_reference("mlp", arrays, result, f"infer mlp, {algorithm}")
+        metadata = self.client.get_model_metadata("mlp", model_version="1",
+                                                  client_timeout=CALL_TIMEOUT_S)
+        self.assertEqual(list(metadata.versions), ["1"])
+
     def test_inference_statistics(self):
         arrays, inputs = make_inputs("mlp", 3, seed=7)
         self.client.infer("mlp", inputs, client_timeout=CALL_TIMEOUT_S)
@@ -215,6 +234,23 @@ class TritonClientCompatTest(unittest.TestCase):
         with self.assertRaises(InferenceServerException) as raised:
             self.client.infer("mlp", too_many, client_timeout=CALL_TIMEOUT_S)
         self.assertIn("INVALID_ARGUMENT", raised.exception.status(), str(raised.exception))
+
+        # A version the repository does not hold.
+        with self.assertRaises(InferenceServerException) as raised:
+            self.client.infer("mlp", inputs, model_version="2", client_timeout=CALL_TIMEOUT_S)
+        self.assertIn("NOT_FOUND", raised.exception.status(), str(raised.exception))
+
+        # An output the model does not have; an input left out.
+        with self.assertRaises(InferenceServerException) as raised:
+            self.client.infer("mlp", inputs, outputs=[grpcclient.InferRequestedOutput("nope")],
+                              client_timeout=CALL_TIMEOUT_S)
+        self.assertIn("INVALID_ARGUMENT", raised.exception.status(), str(raised.exception))
+        _, dlrm_inputs = make_inputs("dlrm_dense", 2, seed=14)
+        with self.assertRaises(InferenceServerException) as raised:
+            self.client.infer("dlrm_dense", dlrm_inputs[:1], client_timeout=CALL_TIMEOUT_S)
+        self.assertIn("INVALID_ARGUMENT", raised.exception.status(), str(raised.exception))
+        self.assertIn(dlrm_inputs[1].name(), raised.exception.message(),
+                      "SERVER: the message should name the missing input")
 
         # FP64 where the model takes FP32.
         wrong = grpcclient.InferInput("x", [2, 512], "FP64")
