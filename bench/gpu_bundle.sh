@@ -19,6 +19,7 @@ TEST_TARGETS=(
   //runtime/cuda:cuda_executor_test
   //capture:stream_capture_test
   //capture:graph_set_test
+  //tests:server_e2e_test
 )
 TOOL_TARGETS=(
   //tests:onnx_conformance
@@ -27,6 +28,10 @@ TOOL_TARGETS=(
   //capture:graphserve-capture
   //examples:make_example_models
   //examples:run_example_models
+  //examples:make_demo_repository
+  //server:graphserve
+  //client:graphserve-client
+  //bench:replay_bench
 )
 
 # Project libraries linked statically so binaries run outside bazel-bin.

@@ -3,10 +3,17 @@
 # the CUDA executor, the example models, and the runtime benchmark against
 # PyTorch. Everything it prints is also written under $OUT (or ./out).
 #
-#   bench/gpu_check.sh [.bundle/graphserve-gpu.tar.gz]
+#   bench/gpu_check.sh [.bundle/graphserve-gpu.tar.gz] [all|serve]
+#
+# `serve` runs the GPU tests (the server's end-to-end suite on CUDA graphs
+# among them) and the serving benchmarks only; `all` (the default) adds the
+# conformance suite, the runtime benchmark against PyTorch and prepare.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 bundle_tar="${1:-.bundle/graphserve-gpu.tar.gz}"
+steps="${2:-all}"
+# The server's end-to-end suite runs on the CUDA executor here.
+export GRAPHSERVE_E2E_DEVICE=cuda
 OUT="${OUT:-$PWD/out}"
 mkdir -p "$OUT"
 work=/tmp/graphserve-gpu
@@ -35,6 +42,23 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv |
 for test in "$bin"/*_test; do
   run "$(basename "$test")" "$test" --gtest_brief=1
 done
+serve_bench() {  # one results file: the device tool brings back few files
+  local dir="$OUT/serve"
+  bash bench/serve_bench.sh "$bin" "$dir"
+  local status=$?
+  for file in "$dir"/*; do
+    echo "===== $(basename "$file")"
+    cat "$file"
+  done >"$OUT/serve_results.txt"
+  rm -rf "$dir"
+  return $status
+}
+run serve_bench serve_bench
+if [[ "$steps" == "serve" ]]; then
+  echo "gpu_check: $failures step(s) failed" | tee -a "$log"
+  exit $((failures > 0))
+fi
+
 run conformance_cuda "$bin/onnx_conformance" --executor=cuda --data "$work/testdata/node"
 run conformance_host "$bin/onnx_conformance" --executor=host --data "$work/testdata/node"
 run examples "$bin/run_example_models"

@@ -8,6 +8,7 @@
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
+#include "proto/health.pb.h"
 #include "spdlog/spdlog.h"
 
 namespace graphserve {
@@ -45,6 +46,11 @@ absl::StatusOr<std::unique_ptr<InferenceServer>> InferenceServer::Start(
   server->service_ = std::make_unique<InferenceService>(server->registry_.get(), &server->gate_);
 
   grpc::EnableDefaultHealthCheckService(true);
+  // gRPC's built-in health service carries no protobuf descriptor, so
+  // reflection (what grpcurl describes and calls through) would list
+  // grpc.health.v1.Health yet fail to find its symbols. Touching our
+  // generated copy links it in and registers it in the descriptor pool.
+  (void)grpc::health::v1::HealthCheckRequest::descriptor();
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   const std::string address = absl::StrCat(options.host, ":", options.grpc_port);
