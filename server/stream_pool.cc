@@ -38,6 +38,7 @@ absl::Status StreamPool::Submit(std::vector<Task> tasks) {
     }
     const Clock::time_point now = Clock::now();
     for (Task& task : tasks) queue_.push_back({std::move(task), now});
+    queued_.store(queue_.size(), std::memory_order_release);
   }
   if (tasks.size() == 1) {
     work_available_.notify_one();
@@ -63,6 +64,9 @@ void StreamPool::WorkerLoop(int slot) {
   if (!prepared.ok()) spdlog::error("stream slot {}: {}", slot, prepared.ToString());
   while (true) {
     Queued queued;
+    const Clock::time_point spin_end = Clock::now() + options_.idle_spin;
+    while (queued_.load(std::memory_order_acquire) == 0 && Clock::now() < spin_end) {
+    }
     {
       std::unique_lock<std::mutex> lock(mu_);
       work_available_.wait(lock, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -71,6 +75,7 @@ void StreamPool::WorkerLoop(int slot) {
       if (queue_.empty()) return;  // draining, and every accepted chunk has run
       queued = std::move(queue_.front());
       queue_.pop_front();
+      queued_.store(queue_.size(), std::memory_order_release);
     }
     const Clock::duration waited = Clock::now() - queued.enqueued;
     ChunkTiming timing;
