@@ -16,6 +16,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "client/callback_queue_keepalive.h"
 #include "common/status.h"
 
 namespace graphserve {
@@ -376,6 +377,7 @@ absl::StatusOr<std::unique_ptr<FakeInferenceServer>> FakeInferenceServer::Start(
   if (options.max_batch_size < 1) {
     return absl::InvalidArgumentError("max_batch_size must be at least 1");
   }
+  KeepCallbackQueueAlive();  // see Note [Callback queue keep-alive]
   auto service = std::make_unique<Service>(options);
   int port = 0;
   grpc::ServerBuilder builder;

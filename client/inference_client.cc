@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "client/callback_queue_keepalive.h"
 #include "client/datatype.h"
 #include "common/status.h"
 
@@ -320,6 +321,7 @@ absl::StatusOr<InferResult> InferenceClient::Infer(const InferRequest& request) 
 }
 
 void InferenceClient::InferAsync(const InferRequest& request, InferCallback done) {
+  KeepCallbackQueueAlive();  // see Note [Callback queue keep-alive]
   const SteadyClock::time_point send_start = SteadyClock::now();
   auto call = std::make_unique<AsyncCall>();
   if (absl::Status built = BuildInferMessage(request, &call->request); !built.ok()) {
