@@ -26,13 +26,13 @@ struct KeepAliveCall {
 void KeepCallbackQueueAlive() {
   static KeepAliveCall* const call = [] {
     auto* started = new KeepAliveCall;
-    started->stub = inference::GRPCInferenceService::NewStub(grpc::CreateChannel(
-        "unix:/nonexistent/graphserve-callback-queue-keepalive",
-        grpc::InsecureChannelCredentials()));
+    started->stub = inference::GRPCInferenceService::NewStub(
+        grpc::CreateChannel("unix:/nonexistent/graphserve-callback-queue-keepalive",
+                            grpc::InsecureChannelCredentials()));
     // The call's outcome (UNAVAILABLE) does not matter: starting it is what
     // makes the channel take its reference to the callback queue.
-    started->stub->async()->ServerLive(&started->context, &started->request,
-                                       &started->response, [](grpc::Status) {});
+    started->stub->async()->ServerLive(&started->context, &started->request, &started->response,
+                                       [](grpc::Status) {});
     return started;
   }();
   (void)call;

@@ -168,7 +168,8 @@ int RunReady(const std::vector<std::string>& args, ConnectionFlags flags, std::o
       "requests. Prints `ready` and exits 0, or prints `not ready` and exits 1.");
   AddConnectionFlags(command_line, &flags);
   command_line.AddString("model", &model, "A model to ask about instead of the server.");
-  command_line.AddString("model-version", &version, "The model's version; empty: the server's choice.");
+  command_line.AddString("model-version", &version,
+                         "The model's version; empty: the server's choice.");
   if (auto done = ParseCommandFlags(command_line, args, out, err)) return *done;
   if (model.empty() && !version.empty()) return Usage(err, "ready: --model-version needs --model");
   absl::StatusOr<std::unique_ptr<InferenceClient>> client = Connect(flags);
@@ -212,7 +213,8 @@ int RunMetadata(const std::vector<std::string>& args, ConnectionFlags flags, std
       "the batch dimension or another variable one).");
   AddConnectionFlags(command_line, &flags);
   command_line.AddString("model", &model, "The model to describe instead of the server.");
-  command_line.AddString("model-version", &version, "The model's version; empty: the server's choice.");
+  command_line.AddString("model-version", &version,
+                         "The model's version; empty: the server's choice.");
   if (auto done = ParseCommandFlags(command_line, args, out, err)) return *done;
   if (model.empty() && !version.empty()) {
     return Usage(err, "metadata: --model-version needs --model");
@@ -229,7 +231,8 @@ int RunMetadata(const std::vector<std::string>& args, ConnectionFlags flags, std
   absl::StatusOr<inference::ModelMetadataResponse> metadata =
       (*client)->ModelMetadata(model, version);
   if (!metadata.ok()) return Fail(err, "metadata", flags, metadata.status());
-  out << "model: " << metadata->name() << "\nversions: " << absl::StrJoin(metadata->versions(), ", ")
+  out << "model: " << metadata->name()
+      << "\nversions: " << absl::StrJoin(metadata->versions(), ", ")
       << "\nplatform: " << metadata->platform() << "\ninputs:\n"
       << FormatTensors(metadata->inputs()) << "outputs:\n"
       << FormatTensors(metadata->outputs());
@@ -246,7 +249,8 @@ int RunConfig(const std::vector<std::string>& args, ConnectionFlags flags, std::
       "format (the ModelConfig extension).");
   AddConnectionFlags(command_line, &flags);
   command_line.AddString("model", &model, "The model (required).");
-  command_line.AddString("model-version", &version, "The model's version; empty: the server's choice.");
+  command_line.AddString("model-version", &version,
+                         "The model's version; empty: the server's choice.");
   if (auto done = ParseCommandFlags(command_line, args, out, err)) return *done;
   if (model.empty()) return Usage(err, "config: --model is required (see --help)");
   absl::StatusOr<std::unique_ptr<InferenceClient>> client = Connect(flags);
@@ -261,25 +265,23 @@ int RunConfig(const std::vector<std::string>& args, ConnectionFlags flags, std::
 
 std::string AverageMicros(const inference::StatisticDuration& duration) {
   if (duration.count() == 0) return "-";
-  return absl::StrFormat("%.1f", static_cast<double>(duration.ns()) /
-                                     static_cast<double>(duration.count()) / 1000.0);
+  return absl::StrFormat(
+      "%.1f", static_cast<double>(duration.ns()) / static_cast<double>(duration.count()) / 1000.0);
 }
 
 std::string FormatStatistics(const inference::ModelStatisticsResponse& response) {
-  std::string text = absl::StrFormat("%-24s %-8s %11s %11s %9s %7s %9s %9s %9s %9s %9s\n",
-                                     "model", "version", "inferences", "executions", "success",
-                                     "fail", "total us", "queue us", "input us", "infer us",
-                                     "output us");
+  std::string text = absl::StrFormat("%-24s %-8s %11s %11s %9s %7s %9s %9s %9s %9s %9s\n", "model",
+                                     "version", "inferences", "executions", "success", "fail",
+                                     "total us", "queue us", "input us", "infer us", "output us");
   for (const inference::ModelStatistics& stats : response.model_stats()) {
     const inference::InferStatistics& infer = stats.inference_stats();
     absl::StrAppend(
-        &text, absl::StrFormat("%-24s %-8s %11d %11d %9d %7d %9s %9s %9s %9s %9s\n",
-                               stats.name(), stats.version(), stats.inference_count(),
-                               stats.execution_count(), infer.success().count(),
-                               infer.fail().count(), AverageMicros(infer.success()),
-                               AverageMicros(infer.queue()), AverageMicros(infer.compute_input()),
-                               AverageMicros(infer.compute_infer()),
-                               AverageMicros(infer.compute_output())));
+        &text, absl::StrFormat(
+                   "%-24s %-8s %11d %11d %9d %7d %9s %9s %9s %9s %9s\n", stats.name(),
+                   stats.version(), stats.inference_count(), stats.execution_count(),
+                   infer.success().count(), infer.fail().count(), AverageMicros(infer.success()),
+                   AverageMicros(infer.queue()), AverageMicros(infer.compute_input()),
+                   AverageMicros(infer.compute_infer()), AverageMicros(infer.compute_output())));
   }
   return text;
 }
@@ -428,7 +430,8 @@ int RunInfer(std::vector<std::string> args, ConnectionFlags flags, std::ostream&
   CommandLine command_line(kInferUsage);
   AddConnectionFlags(command_line, &flags);
   command_line.AddString("model", &model, "The model (required).");
-  command_line.AddString("model-version", &version, "The model's version; empty: the server's choice.");
+  command_line.AddString("model-version", &version,
+                         "The model's version; empty: the server's choice.");
   command_line.AddInt("batch-size", &batch_size, "Rows in the batch dimension, >= 1.");
   // Listed for --help only: TakeRepeatedFlag has taken every --input already.
   std::string input_help_only;
@@ -451,9 +454,8 @@ int RunInfer(std::vector<std::string> args, ConnectionFlags flags, std::ostream&
     }
   }
 
-  RequestBuilderOptions request_options{.model_version = version,
-                                        .batch_size = batch_size,
-                                        .seed = static_cast<uint64_t>(seed)};
+  RequestBuilderOptions request_options{
+      .model_version = version, .batch_size = batch_size, .seed = static_cast<uint64_t>(seed)};
   if (!outputs.empty()) {
     std::vector<std::string> names = absl::StrSplit(outputs, ',');
     request_options.requested_outputs = std::move(names);
@@ -470,15 +472,15 @@ int RunInfer(std::vector<std::string> args, ConnectionFlags flags, std::ostream&
   absl::StatusOr<std::optional<inference::ModelConfig>> config =
       OptionalModelConfig(**client, model, version);
   if (!config.ok()) return Fail(err, "infer", flags, config.status());
-  absl::StatusOr<InferRequest> request = BuildRequest(
-      *metadata, config->has_value() ? &config->value() : nullptr, request_options);
+  absl::StatusOr<InferRequest> request =
+      BuildRequest(*metadata, config->has_value() ? &config->value() : nullptr, request_options);
   if (!request.ok()) return Fail(err, "infer", flags, request.status());
   request->model_name = model;
 
   absl::StatusOr<InferResult> result = (*client)->Infer(*request);
   if (!result.ok()) return Fail(err, "infer", flags, result.status());
-  out << "model " << result->model_name() << " version " << result->model_version()
-      << ", batch " << batch_size << "\n";
+  out << "model " << result->model_name() << " version " << result->model_version() << ", batch "
+      << batch_size << "\n";
   for (const InferOutput& output : result->outputs()) PrintOutput(output, show, out);
   if (!output_dir.empty()) {
     if (absl::Status written = WriteOutputs(*result, output_dir, out); !written.ok()) {
@@ -541,8 +543,7 @@ absl::StatusOr<PerfLevels> ParseLevels(const std::string& concurrency,
   absl::StatusOr<std::vector<int64_t>> values =
       ParseIntList(concurrency.empty() ? "1" : concurrency, 1);
   if (!values.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--concurrency: ", values.status().message()));
+    return absl::InvalidArgumentError(absl::StrCat("--concurrency: ", values.status().message()));
   }
   return PerfLevels{LoadMode::kConcurrency, std::vector<double>(values->begin(), values->end())};
 }
@@ -552,10 +553,9 @@ absl::StatusOr<std::vector<LevelResult>> RunLevels(LoadGenerator& generator,
                                                    const PerfLevels& levels, std::ostream& out) {
   std::vector<LevelResult> results;
   for (const double value : levels.values) {
-    absl::StatusOr<LevelResult> result =
-        levels.mode == LoadMode::kConcurrency
-            ? generator.RunConcurrency(static_cast<int64_t>(value))
-            : generator.RunRequestRate(value);
+    absl::StatusOr<LevelResult> result = levels.mode == LoadMode::kConcurrency
+                                             ? generator.RunConcurrency(static_cast<int64_t>(value))
+                                             : generator.RunRequestRate(value);
     if (!result.ok()) return result.status();
     out << FormatLevelLine(levels.mode, *result) << std::endl;
     results.push_back(*std::move(result));
@@ -606,8 +606,8 @@ int RunPerf(const std::vector<std::string>& args, ConnectionFlags flags, std::os
   }
   double warmup = 0;
   if (!absl::SimpleAtod(warmup_secs, &warmup) || !(warmup >= 0) || !std::isfinite(warmup)) {
-    return Usage(err, absl::StrCat("perf: --warmup-secs wants seconds >= 0, got '", warmup_secs,
-                                   "'"));
+    return Usage(err,
+                 absl::StrCat("perf: --warmup-secs wants seconds >= 0, got '", warmup_secs, "'"));
   }
   if (options.batch_size < 1 || interval_ms < 1 || windows < 1 || options.warmup_requests < 0 ||
       options.max_outstanding < 1) {
@@ -615,8 +615,8 @@ int RunPerf(const std::vector<std::string>& args, ConnectionFlags flags, std::os
                  "perf: --batch-size, --measurement-interval-ms, --windows and "
                  "--max-outstanding must be at least 1, --warmup-requests at least 0");
   }
-  options.distribution = distribution == "poisson" ? RequestDistribution::kPoisson
-                                                   : RequestDistribution::kConstant;
+  options.distribution =
+      distribution == "poisson" ? RequestDistribution::kPoisson : RequestDistribution::kConstant;
   options.warmup = absl::Seconds(warmup);
   options.measurement_window = absl::Milliseconds(interval_ms);
   options.windows = static_cast<int>(windows);
@@ -627,9 +627,8 @@ int RunPerf(const std::vector<std::string>& args, ConnectionFlags flags, std::os
   absl::StatusOr<std::unique_ptr<LoadGenerator>> generator =
       LoadGenerator::Create(client->get(), options);
   if (!generator.ok()) return Fail(err, "perf", flags, generator.status());
-  out << "model " << options.model_name << ", batch " << options.batch_size << ", "
-      << windows << " x " << interval_ms << " ms windows per level after " << warmup_secs
-      << " s warm-up\n";
+  out << "model " << options.model_name << ", batch " << options.batch_size << ", " << windows
+      << " x " << interval_ms << " ms windows per level after " << warmup_secs << " s warm-up\n";
   absl::StatusOr<std::vector<LevelResult>> results = RunLevels(**generator, *levels, out);
   if (!results.ok()) return Fail(err, "perf", flags, results.status());
 
@@ -660,8 +659,8 @@ int RunPerf(const std::vector<std::string>& args, ConnectionFlags flags, std::os
 size_t CommandIndex(const std::vector<std::string>& args) {
   size_t i = 0;
   while (i < args.size() && absl::StartsWith(args[i], "-")) {
-    const bool takes_next = args[i] != "--help" && args[i] != "-h" &&
-                            !absl::StrContains(args[i], '=');
+    const bool takes_next =
+        args[i] != "--help" && args[i] != "-h" && !absl::StrContains(args[i], '=');
     i += takes_next ? 2 : 1;
   }
   return i;
@@ -696,8 +695,7 @@ std::string ClientUsage() {
          "requests), 2 usage error.\n";
 }
 
-int RunClientCommand(const std::vector<std::string>& args, std::ostream& out,
-                     std::ostream& err) {
+int RunClientCommand(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
   const size_t command_index = CommandIndex(args);
   ConnectionFlags flags;
   {

@@ -67,8 +67,8 @@ TEST(ClientCommandUsageTest, HelpAndUsageErrors) {
   EXPECT_EQ(r.code, kClientExitOk);
   EXPECT_EQ(r.out, ClientUsage());
 
-  for (const std::string command : {"live", "ready", "metadata", "config", "stats", "infer",
-                                    "perf"}) {
+  for (const std::string command :
+       {"live", "ready", "metadata", "config", "stats", "infer", "perf"}) {
     r = RunClient({command, "--help"});
     EXPECT_EQ(r.code, kClientExitOk) << command << ": " << r.err;
     EXPECT_TRUE(absl::StartsWith(r.out, "usage: graphserve-client " + command)) << r.out;
@@ -202,15 +202,16 @@ TEST_F(ClientCommandTest, InferFromFilesPrintsAndWritesOutputs) {
   const std::string x_path = TempPath("x.bin");
   WriteFile(x_path, Bytes(x));
   const std::string dir = TempPath("outputs");
-  const Result r = Run({"infer", "--model", "double", "--batch-size", "2", "--input",
-                        "x=" + x_path, "--output-dir", dir});
+  const Result r = Run({"infer", "--model", "double", "--batch-size", "2", "--input", "x=" + x_path,
+                        "--output-dir", dir});
   ASSERT_EQ(r.code, kClientExitOk) << r.err;
   const std::string y = Bytes(std::vector<float>{2, 4, 6, 8, 10, 12, 14, 16});
   EXPECT_EQ(r.out, absl::StrCat("model double version 1, batch 2\n"
                                 "output y FP32 [2,4] 32 bytes, fnv1a64 ",
                                 absl::StrFormat("%016x", ReferenceFnv1a(y)),
                                 "\n  first 8 of 8: 2 4 6 8 10 12 14 16\n"
-                                "wrote ", dir, "/y.bin\n"));
+                                "wrote ",
+                                dir, "/y.bin\n"));
   EXPECT_EQ(ReadFile(dir + "/y.bin"), y);
   std::remove(x_path.c_str());
 }

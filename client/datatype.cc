@@ -16,8 +16,8 @@ absl::StatusOr<size_t> DatatypeByteSize(absl::string_view datatype) {
   // The protocol's fixed-size types; BF16 and FP16 travel as their 2-byte
   // patterns even though the client has no arithmetic for them.
   static constexpr Entry kEntries[] = {
-      {"BOOL", 1},  {"UINT8", 1},  {"INT8", 1},  {"UINT16", 2}, {"INT16", 2},
-      {"FP16", 2},  {"BF16", 2},   {"UINT32", 4}, {"INT32", 4},  {"FP32", 4},
+      {"BOOL", 1},   {"UINT8", 1}, {"INT8", 1},   {"UINT16", 2}, {"INT16", 2},
+      {"FP16", 2},   {"BF16", 2},  {"UINT32", 4}, {"INT32", 4},  {"FP32", 4},
       {"UINT64", 8}, {"INT64", 8}, {"FP64", 8},
   };
   for (const Entry& entry : kEntries) {

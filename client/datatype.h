@@ -23,8 +23,7 @@ absl::StatusOr<size_t> DatatypeByteSize(absl::string_view datatype);
 absl::StatusOr<int64_t> ElementCount(absl::Span<const int64_t> shape);
 
 // ElementCount(shape) * DatatypeByteSize(datatype), with the same errors.
-absl::StatusOr<int64_t> TensorByteSize(absl::string_view datatype,
-                                       absl::Span<const int64_t> shape);
+absl::StatusOr<int64_t> TensorByteSize(absl::string_view datatype, absl::Span<const int64_t> shape);
 
 // "[2,4]", for messages and printed results.
 std::string FormatShape(absl::Span<const int64_t> shape);

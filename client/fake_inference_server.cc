@@ -61,8 +61,8 @@ std::vector<std::string> ComputeCountTrue(int64_t batch,
   for (int64_t b = 0; b < batch; ++b) {
     for (size_t i = 0; i < row; ++i) counts[b] += flags[b * row + i] != 0 ? 1 : 0;
   }
-  return {std::string(reinterpret_cast<const char*>(counts.data()),
-                      counts.size() * sizeof(int64_t))};
+  return {
+      std::string(reinterpret_cast<const char*>(counts.data()), counts.size() * sizeof(int64_t))};
 }
 
 std::vector<ToyModel> ToyModels() {
@@ -83,8 +83,7 @@ std::vector<ToyModel> ToyModels() {
 // their numbering).
 grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
-  return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
-                      std::string(status.message()));
+  return grpc::Status(static_cast<grpc::StatusCode>(status.code()), std::string(status.message()));
 }
 
 void AddDuration(inference::StatisticDuration* duration, absl::Duration elapsed) {
@@ -190,9 +189,9 @@ class FakeInferenceServer::Service : public inference::GRPCInferenceService::Cal
     return Finish(context, absl::OkStatus());
   }
 
-  grpc::ServerUnaryReactor* ModelStatistics(
-      grpc::CallbackServerContext* context, const inference::ModelStatisticsRequest* request,
-      inference::ModelStatisticsResponse* response) override {
+  grpc::ServerUnaryReactor* ModelStatistics(grpc::CallbackServerContext* context,
+                                            const inference::ModelStatisticsRequest* request,
+                                            inference::ModelStatisticsResponse* response) override {
     if (!request->name().empty()) {
       if (absl::Status found = Find(request->name(), request->version()).status(); !found.ok()) {
         return Finish(context, found);
@@ -226,8 +225,7 @@ class FakeInferenceServer::Service : public inference::GRPCInferenceService::Cal
       // Only known models keep statistics; an unknown name adds no entry.
       absl::MutexLock lock(&mu_);
       if (auto it = stats_.find(request->model_name()); it != stats_.end()) {
-        AddDuration(it->second.mutable_inference_stats()->mutable_fail(),
-                    absl::Now() - received);
+        AddDuration(it->second.mutable_inference_stats()->mutable_fail(), absl::Now() - received);
       }
     }
     return Finish(context, status);
@@ -241,8 +239,7 @@ class FakeInferenceServer::Service : public inference::GRPCInferenceService::Cal
     return reactor;
   }
 
-  absl::StatusOr<const ToyModel*> Find(const std::string& name,
-                                       const std::string& version) const {
+  absl::StatusOr<const ToyModel*> Find(const std::string& name, const std::string& version) const {
     for (const ToyModel& model : models_) {
       if (model.name != name) continue;
       if (!version.empty() && version != kVersion) {
@@ -257,12 +254,11 @@ class FakeInferenceServer::Service : public inference::GRPCInferenceService::Cal
   // The inputs' bytes in the model's order, after checking names, datatypes,
   // shapes and sizes; `batch` gets the common first dimension.
   absl::StatusOr<std::vector<absl::string_view>> CheckInputs(
-      const ToyModel& model, const inference::ModelInferRequest& request,
-      int64_t* batch) const {
+      const ToyModel& model, const inference::ModelInferRequest& request, int64_t* batch) const {
     if (request.raw_input_contents_size() != request.inputs_size()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("expected raw_input_contents for each of the ", request.inputs_size(),
-                       " inputs, got ", request.raw_input_contents_size()));
+      return absl::InvalidArgumentError(absl::StrCat("expected raw_input_contents for each of the ",
+                                                     request.inputs_size(), " inputs, got ",
+                                                     request.raw_input_contents_size()));
     }
     if (request.inputs_size() != static_cast<int>(model.inputs.size())) {
       return absl::InvalidArgumentError(absl::StrCat("model '", model.name, "' takes ",
@@ -302,9 +298,8 @@ class FakeInferenceServer::Service : public inference::GRPCInferenceService::Cal
       const auto want_bytes =
           static_cast<size_t>(*batch * RowElements(expected)) * expected.element_bytes;
       if (bytes.size() != want_bytes) {
-        return absl::InvalidArgumentError(absl::StrCat("input '", expected.name, "' has ",
-                                                       bytes.size(), " bytes, expected ",
-                                                       want_bytes));
+        return absl::InvalidArgumentError(absl::StrCat(
+            "input '", expected.name, "' has ", bytes.size(), " bytes, expected ", want_bytes));
       }
       data[i] = bytes;
     }
@@ -319,9 +314,8 @@ class FakeInferenceServer::Service : public inference::GRPCInferenceService::Cal
       bool known = false;
       for (const ToyTensor& output : model->outputs) known |= output.name == requested.name();
       if (!known) {
-        return absl::InvalidArgumentError(absl::StrCat("model '", model->name,
-                                                       "' has no output '", requested.name(),
-                                                       "'"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("model '", model->name, "' has no output '", requested.name(), "'"));
       }
     }
     int64_t batch = 0;
@@ -392,8 +386,7 @@ absl::StatusOr<std::unique_ptr<FakeInferenceServer>> FakeInferenceServer::Start(
 }
 
 FakeInferenceServer::FakeInferenceServer(std::unique_ptr<Service> service,
-                                         std::unique_ptr<grpc::Server> server,
-                                         std::string address)
+                                         std::unique_ptr<grpc::Server> server, std::string address)
     : service_(std::move(service)), server_(std::move(server)), address_(std::move(address)) {}
 
 FakeInferenceServer::~FakeInferenceServer() {

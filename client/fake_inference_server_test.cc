@@ -58,9 +58,9 @@ TEST_F(FakeInferenceServerTest, DoublesItsInput) {
   ASSERT_EQ(response.outputs_size(), 1);
   EXPECT_EQ(response.outputs(0).name(), "y");
   EXPECT_EQ(response.outputs(0).datatype(), "FP32");
-  EXPECT_EQ(std::vector<int64_t>(response.outputs(0).shape().begin(),
-                                 response.outputs(0).shape().end()),
-            (std::vector<int64_t>{2, 4}));
+  EXPECT_EQ(
+      std::vector<int64_t>(response.outputs(0).shape().begin(), response.outputs(0).shape().end()),
+      (std::vector<int64_t>{2, 4}));
   ASSERT_EQ(response.raw_output_contents(0).size(), x.size() * sizeof(float));
   std::vector<float> y(x.size());
   std::memcpy(y.data(), response.raw_output_contents(0).data(), y.size() * sizeof(float));
@@ -110,11 +110,12 @@ TEST(FakeInferenceServerFailureTest, InjectsEveryNthFailure) {
   for (int i = 0; i < 4; ++i) {
     grpc::ClientContext context;
     inference::ModelInferResponse response;
-    codes.push_back(stub->ModelInfer(&context, DoubleRequest({1, 2, 3, 4}), &response).error_code());
+    codes.push_back(
+        stub->ModelInfer(&context, DoubleRequest({1, 2, 3, 4}), &response).error_code());
   }
-  EXPECT_EQ(codes, (std::vector<grpc::StatusCode>{grpc::StatusCode::OK, grpc::StatusCode::INTERNAL,
-                                                  grpc::StatusCode::OK,
-                                                  grpc::StatusCode::INTERNAL}));
+  EXPECT_EQ(codes,
+            (std::vector<grpc::StatusCode>{grpc::StatusCode::OK, grpc::StatusCode::INTERNAL,
+                                           grpc::StatusCode::OK, grpc::StatusCode::INTERNAL}));
 }
 
 }  // namespace

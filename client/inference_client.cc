@@ -22,8 +22,7 @@ namespace {
 // exactly what the server said.
 absl::Status FromGrpcStatus(const grpc::Status& status) {
   if (status.ok()) return absl::OkStatus();
-  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
-                      status.error_message());
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
 }
 
 // Durations of client-side work are taken on the monotonic clock: absl::Now()
@@ -42,15 +41,14 @@ absl::Status CheckInput(const InferTensor& input) {
         absl::StrCat("input ", input.name, ": ", expected_bytes.status().message()));
   }
   if (static_cast<int64_t>(input.data.size()) != *expected_bytes) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "input ", input.name, ": ", input.datatype, " ", FormatShape(input.shape), " needs ",
-        *expected_bytes, " bytes, got ", input.data.size()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("input ", input.name, ": ", input.datatype, " ", FormatShape(input.shape),
+                     " needs ", *expected_bytes, " bytes, got ", input.data.size()));
   }
   return absl::OkStatus();
 }
 
-absl::Status BuildInferMessage(const InferRequest& request,
-                               inference::ModelInferRequest* message) {
+absl::Status BuildInferMessage(const InferRequest& request, inference::ModelInferRequest* message) {
   RETURN_IF_ERROR(CheckInferRequest(request));
   message->set_model_name(request.model_name);
   message->set_model_version(request.model_version);
@@ -89,10 +87,10 @@ absl::Status MoveTypedContentsToRaw(inference::ModelInferResponse* response) {
     } else if (output.datatype() == "BOOL") {
       for (const bool value : contents.bool_contents()) raw->push_back(value ? 1 : 0);
     } else {
-      return absl::UnimplementedError(
-          absl::StrCat("output ", output.name(), " came as typed contents of datatype ",
-                       output.datatype(), "; the client reads FP32, FP64, INT32, INT64 and "
-                       "BOOL that way, other datatypes only as raw_output_contents"));
+      return absl::UnimplementedError(absl::StrCat(
+          "output ", output.name(), " came as typed contents of datatype ", output.datatype(),
+          "; the client reads FP32, FP64, INT32, INT64 and "
+          "BOOL that way, other datatypes only as raw_output_contents"));
     }
   }
   return absl::OkStatus();
@@ -112,16 +110,15 @@ absl::StatusOr<absl::Span<const T>> ViewAs(const InferOutput& output, absl::stri
   // The bytes live in a heap-allocated std::string, aligned for any scalar;
   // checked rather than assumed because a misaligned view would be UB.
   if (reinterpret_cast<uintptr_t>(output.data.data()) % alignof(T) != 0) {
-    return absl::InternalError(absl::StrCat("output ", output.name, " is not aligned for ",
-                                            datatype));
+    return absl::InternalError(
+        absl::StrCat("output ", output.name, " is not aligned for ", datatype));
   }
   return absl::Span<const T>(reinterpret_cast<const T*>(output.data.data()),
                              output.data.size() / sizeof(T));
 }
 
 // Times the conversion of `response` (the "receive" side of InferTiming).
-absl::StatusOr<InferResult> ToResult(inference::ModelInferResponse response,
-                                     absl::Duration send) {
+absl::StatusOr<InferResult> ToResult(inference::ModelInferResponse response, absl::Duration send) {
   const SteadyClock::time_point receive_start = SteadyClock::now();
   ASSIGN_OR_RETURN(InferResult result, InferResult::FromResponse(std::move(response)));
   result.set_timing({.send = send, .receive = Since(receive_start)});
@@ -153,9 +150,9 @@ absl::StatusOr<InferResult> InferResult::FromResponse(inference::ModelInferRespo
     RETURN_IF_ERROR(MoveTypedContentsToRaw(&response));
   }
   if (response.raw_output_contents_size() != response.outputs_size()) {
-    return absl::InternalError(absl::StrCat(
-        "malformed response: ", response.outputs_size(), " outputs but ",
-        response.raw_output_contents_size(), " raw_output_contents entries"));
+    return absl::InternalError(absl::StrCat("malformed response: ", response.outputs_size(),
+                                            " outputs but ", response.raw_output_contents_size(),
+                                            " raw_output_contents entries"));
   }
   auto shared = std::make_shared<const inference::ModelInferResponse>(std::move(response));
   std::vector<InferOutput> outputs;
@@ -170,10 +167,10 @@ absl::StatusOr<InferResult> InferResult::FromResponse(inference::ModelInferRespo
     if (DatatypeByteSize(output.datatype).ok()) {
       absl::StatusOr<int64_t> expected = TensorByteSize(output.datatype, output.shape);
       if (!expected.ok() || *expected != static_cast<int64_t>(output.data.size())) {
-        return absl::InternalError(absl::StrCat(
-            "malformed response: output ", output.name, " (", output.datatype, " ",
-            FormatShape(output.shape), ") has ", output.data.size(), " bytes",
-            expected.ok() ? absl::StrCat(", expected ", *expected) : ""));
+        return absl::InternalError(
+            absl::StrCat("malformed response: output ", output.name, " (", output.datatype, " ",
+                         FormatShape(output.shape), ") has ", output.data.size(), " bytes",
+                         expected.ok() ? absl::StrCat(", expected ", *expected) : ""));
       }
     }
     outputs.push_back(std::move(output));
@@ -187,8 +184,8 @@ absl::StatusOr<const InferOutput*> InferResult::Output(absl::string_view name) c
     if (output.name == name) return &output;
     names.push_back(output.name);
   }
-  return absl::NotFoundError(absl::StrCat("no output '", name, "' in the result (outputs: ",
-                                          absl::StrJoin(names, ", "), ")"));
+  return absl::NotFoundError(absl::StrCat(
+      "no output '", name, "' in the result (outputs: ", absl::StrJoin(names, ", "), ")"));
 }
 
 // One InferAsync in flight. Owned by the client's in_flight_ set from the
@@ -205,8 +202,8 @@ absl::StatusOr<std::unique_ptr<InferenceClient>> InferenceClient::Create(
     const InferenceClientOptions& options) {
   if (options.address.empty()) return absl::InvalidArgumentError("no server address");
   if (options.call_timeout < absl::ZeroDuration()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "call timeout must not be negative, got ", absl::FormatDuration(options.call_timeout)));
+    return absl::InvalidArgumentError(absl::StrCat("call timeout must not be negative, got ",
+                                                   absl::FormatDuration(options.call_timeout)));
   }
   if (options.max_message_bytes <= 0) {
     return absl::InvalidArgumentError(

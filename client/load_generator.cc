@@ -57,10 +57,10 @@ int64_t AverageNs(const inference::StatisticDuration& before,
 std::optional<ServerAverages> ServerDelta(const std::optional<inference::InferStatistics>& before,
                                           const std::optional<inference::InferStatistics>& after) {
   if (!before.has_value() || !after.has_value()) return std::nullopt;
-  for (auto member : {&inference::InferStatistics::success, &inference::InferStatistics::queue,
-                      &inference::InferStatistics::compute_input,
-                      &inference::InferStatistics::compute_infer,
-                      &inference::InferStatistics::compute_output}) {
+  for (auto member :
+       {&inference::InferStatistics::success, &inference::InferStatistics::queue,
+        &inference::InferStatistics::compute_input, &inference::InferStatistics::compute_infer,
+        &inference::InferStatistics::compute_output}) {
     if (((*after).*member)().count() < ((*before).*member)().count() ||
         ((*after).*member)().ns() < ((*before).*member)().ns()) {
       return std::nullopt;
@@ -78,8 +78,8 @@ std::optional<ServerAverages> ServerDelta(const std::optional<inference::InferSt
 // Counts what finished inside the windows delimited by `boundaries`
 // (window w is [boundaries[w], boundaries[w + 1])).
 LevelResult Summarize(const std::vector<Completion>& completions,
-                      const std::vector<SteadyClock::time_point>& boundaries,
-                      int64_t batch_size, double level) {
+                      const std::vector<SteadyClock::time_point>& boundaries, int64_t batch_size,
+                      double level) {
   LevelResult result{.level = level, .batch_size = batch_size};
   const SteadyClock::time_point start = boundaries.front();
   const SteadyClock::time_point end = boundaries.back();
@@ -120,8 +120,8 @@ LevelResult Summarize(const std::vector<Completion>& completions,
   const double seconds = absl::ToDoubleSeconds(result.measured);
   result.infer_per_sec = seconds > 0 ? static_cast<double>(successes * batch_size) / seconds : 0;
   for (size_t w = 0; w < window_successes.size(); ++w) {
-    const double window_seconds = absl::ToDoubleSeconds(
-        absl::FromChrono(boundaries[w + 1] - boundaries[w]));
+    const double window_seconds =
+        absl::ToDoubleSeconds(absl::FromChrono(boundaries[w + 1] - boundaries[w]));
     result.window_infer_per_sec.push_back(
         window_seconds > 0 ? static_cast<double>(window_successes[w] * batch_size) / window_seconds
                            : 0);
@@ -229,17 +229,16 @@ absl::StatusOr<std::unique_ptr<LoadGenerator>> LoadGenerator::Create(
   if (client == nullptr) return absl::InvalidArgumentError("no client");
   if (options.model_name.empty()) return absl::InvalidArgumentError("no model name");
   if (options.windows < 1 || options.measurement_window <= absl::ZeroDuration()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "need at least one measurement window of positive length, got ", options.windows,
-        " of ", absl::FormatDuration(options.measurement_window)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("need at least one measurement window of positive length, got ",
+                     options.windows, " of ", absl::FormatDuration(options.measurement_window)));
   }
   if (options.warmup < absl::ZeroDuration() || options.warmup_requests < 0) {
     return absl::InvalidArgumentError("the warm-up must not be negative");
   }
   if (options.max_outstanding < 1) {
     return absl::InvalidArgumentError(
-        absl::StrCat("max outstanding requests must be at least 1, got ",
-                     options.max_outstanding));
+        absl::StrCat("max outstanding requests must be at least 1, got ", options.max_outstanding));
   }
 
   ASSIGN_OR_RETURN(const inference::ModelMetadataResponse metadata,
@@ -299,11 +298,9 @@ void LoadGenerator::RunSchedule(std::shared_ptr<LevelRecorder> recorder,
   while (recorder->SleepUntilOrStop(next)) {
     if (!recorder->StartWhenBelow(options_.max_outstanding)) return;
     SendOpenLoop(recorder);
-    const double gap = options_.distribution == RequestDistribution::kPoisson
-                           ? poisson_gap(rng)
-                           : constant_gap;
-    next += std::chrono::duration_cast<SteadyClock::duration>(
-        std::chrono::duration<double>(gap));
+    const double gap =
+        options_.distribution == RequestDistribution::kPoisson ? poisson_gap(rng) : constant_gap;
+    next += std::chrono::duration_cast<SteadyClock::duration>(std::chrono::duration<double>(gap));
   }
 }
 

@@ -71,8 +71,8 @@ class LoadGenerator {
   // the server has that extension) and builds the request. `client` is not
   // owned and must outlive the generator. Errors of those calls come back
   // as they are (NOT_FOUND for an unknown model).
-  static absl::StatusOr<std::unique_ptr<LoadGenerator>> Create(
-      InferenceClient* client, const LoadGeneratorOptions& options);
+  static absl::StatusOr<std::unique_ptr<LoadGenerator>> Create(InferenceClient* client,
+                                                               const LoadGeneratorOptions& options);
 
   // One concurrency level. Returns once every request it sent has finished.
   // InvalidArgument for concurrency < 1. Failed requests are counted in the
@@ -90,8 +90,7 @@ class LoadGenerator {
  private:
   class LevelRecorder;
 
-  LoadGenerator(InferenceClient* client, const LoadGeneratorOptions& options,
-                InferRequest request)
+  LoadGenerator(InferenceClient* client, const LoadGeneratorOptions& options, InferRequest request)
       : client_(client), options_(options), request_(std::move(request)) {}
 
   // Sends one closed-loop request whose slot is already taken; its

@@ -27,10 +27,9 @@ int64_t Micros(int64_t ns) { return ns / 1000; }
 // queue and compute: network, gRPC and the server's own overhead. Computed
 // from averages of two different clocks, so it is clamped at zero.
 int64_t NetworkAndServerOverheadNs(const LevelResult& level, const ServerAverages& server) {
-  const int64_t client_wait =
-      level.latency.avg_ns - level.avg_send_ns - level.avg_receive_ns;
-  const int64_t server_time = server.queue_ns + server.compute_input_ns +
-                              server.compute_infer_ns + server.compute_output_ns;
+  const int64_t client_wait = level.latency.avg_ns - level.avg_send_ns - level.avg_receive_ns;
+  const int64_t server_time = server.queue_ns + server.compute_input_ns + server.compute_infer_ns +
+                              server.compute_output_ns;
   return std::max<int64_t>(0, client_wait - server_time);
 }
 
@@ -120,23 +119,22 @@ absl::Status WritePerfCsv(const std::string& path, LoadMode mode,
 
 std::string FormatPerfTable(LoadMode mode, absl::Span<const LevelResult> levels) {
   const bool with_server_stats = !levels.empty() && AllHaveServerStats(levels);
-  std::string table = absl::StrFormat("%12s %12s %9s %7s %9s %9s %9s %9s %9s",
-                                      mode == LoadMode::kConcurrency ? "concurrency" : "rate/s",
-                                      "infer/s", "requests", "errors", "p50 us", "p90 us",
-                                      "p95 us", "p99 us", "avg us");
+  std::string table =
+      absl::StrFormat("%12s %12s %9s %7s %9s %9s %9s %9s %9s",
+                      mode == LoadMode::kConcurrency ? "concurrency" : "rate/s", "infer/s",
+                      "requests", "errors", "p50 us", "p90 us", "p95 us", "p99 us", "avg us");
   if (with_server_stats) {
-    absl::StrAppend(&table, absl::StrFormat(" %9s %9s %9s %9s", "queue us", "input us",
-                                            "infer us", "output us"));
+    absl::StrAppend(&table, absl::StrFormat(" %9s %9s %9s %9s", "queue us", "input us", "infer us",
+                                            "output us"));
   }
   absl::StrAppend(&table, "\n");
   auto us = [](int64_t ns) { return absl::StrFormat("%.1f", static_cast<double>(ns) / 1000.0); };
   for (const LevelResult& level : levels) {
-    absl::StrAppend(&table,
-                    absl::StrFormat("%12s %12.1f %9d %7d %9s %9s %9s %9s %9s",
-                                    FormatLevel(mode, level.level), level.infer_per_sec,
-                                    level.completed, level.errors, us(level.latency.p50_ns),
-                                    us(level.latency.p90_ns), us(level.latency.p95_ns),
-                                    us(level.latency.p99_ns), us(level.latency.avg_ns)));
+    absl::StrAppend(&table, absl::StrFormat("%12s %12.1f %9d %7d %9s %9s %9s %9s %9s",
+                                            FormatLevel(mode, level.level), level.infer_per_sec,
+                                            level.completed, level.errors, us(level.latency.p50_ns),
+                                            us(level.latency.p90_ns), us(level.latency.p95_ns),
+                                            us(level.latency.p99_ns), us(level.latency.avg_ns)));
     if (with_server_stats) {
       absl::StrAppend(&table, absl::StrFormat(" %9s %9s %9s %9s", us(level.server->queue_ns),
                                               us(level.server->compute_input_ns),
@@ -146,14 +144,15 @@ std::string FormatPerfTable(LoadMode mode, absl::Span<const LevelResult> levels)
     absl::StrAppend(&table, "\n");
   }
   if (!with_server_stats && !levels.empty()) {
-    absl::StrAppend(&table, "(no server-side statistics: the server did not answer "
-                            "ModelStatistics for every level)\n");
+    absl::StrAppend(&table,
+                    "(no server-side statistics: the server did not answer "
+                    "ModelStatistics for every level)\n");
   }
   for (const LevelResult& level : levels) {
     if (level.errors > 0) {
       absl::StrAppend(&table, LevelName(mode), " ", FormatLevel(mode, level.level), ": ",
-                      level.errors, " of ", level.completed, " requests failed; first: ",
-                      level.first_error, "\n");
+                      level.errors, " of ", level.completed,
+                      " requests failed; first: ", level.first_error, "\n");
     }
     if (level.delayed_sends > 0) {
       absl::StrAppend(&table, LevelName(mode), " ", FormatLevel(mode, level.level), ": ",

@@ -62,12 +62,18 @@ LevelResult ExampleLevel() {
   level.batch_size = 2;
   level.completed = 1000;
   level.infer_per_sec = 1234.5678;
-  level.latency = {.count = 1000, .p50_ns = 700'900, .p90_ns = 900'000, .p95_ns = 950'000,
-                   .p99_ns = 1'200'000, .avg_ns = 750'000};
+  level.latency = {.count = 1000,
+                   .p50_ns = 700'900,
+                   .p90_ns = 900'000,
+                   .p95_ns = 950'000,
+                   .p99_ns = 1'200'000,
+                   .avg_ns = 750'000};
   level.avg_send_ns = 12'345;
   level.avg_receive_ns = 3'999;
-  level.server = ServerAverages{.requests = 1000, .queue_ns = 100'000,
-                                .compute_input_ns = 20'000, .compute_infer_ns = 400'000,
+  level.server = ServerAverages{.requests = 1000,
+                                .queue_ns = 100'000,
+                                .compute_input_ns = 20'000,
+                                .compute_infer_ns = 400'000,
                                 .compute_output_ns = 30'000};
   return level;
 }

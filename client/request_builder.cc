@@ -65,13 +65,12 @@ absl::Status CheckBatchSize(const inference::ModelMetadataResponse& metadata,
                             const inference::ModelConfig* config, bool batches,
                             int64_t batch_size) {
   if (batch_size < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("batch size must be at least 1, got ",
-                                                   batch_size));
+    return absl::InvalidArgumentError(
+        absl::StrCat("batch size must be at least 1, got ", batch_size));
   }
   if (!batches && batch_size != 1) {
-    return absl::InvalidArgumentError(absl::StrCat("model '", metadata.name(),
-                                                   "' does not batch; its batch size is 1, not ",
-                                                   batch_size));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model '", metadata.name(), "' does not batch; its batch size is 1, not ", batch_size));
   }
   if (config != nullptr && batches && batch_size > config->max_batch_size()) {
     return absl::InvalidArgumentError(
@@ -102,9 +101,9 @@ absl::StatusOr<InferTensor> BuildInput(
   if (auto provided = options.provided_inputs.find(tensor.name);
       provided != options.provided_inputs.end()) {
     if (static_cast<int64_t>(provided->second.size()) != *bytes) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "input ", tensor.name, ": ", tensor.datatype, " ", FormatShape(tensor.shape),
-          " needs ", *bytes, " bytes, got ", provided->second.size()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("input ", tensor.name, ": ", tensor.datatype, " ", FormatShape(tensor.shape),
+                       " needs ", *bytes, " bytes, got ", provided->second.size()));
     }
     tensor.data = provided->second;
     return tensor;
@@ -152,9 +151,9 @@ absl::StatusOr<InferRequest> BuildRequest(const inference::ModelMetadataResponse
   for (const auto& input : metadata.inputs()) input_names.insert(input.name());
   for (const auto& [name, bytes] : options.provided_inputs) {
     if (input_names.count(name) == 0) {
-      return absl::InvalidArgumentError(absl::StrCat("model '", metadata.name(),
-                                                     "' has no input '", name, "' (inputs: ",
-                                                     absl::StrJoin(input_names, ", "), ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("model '", metadata.name(), "' has no input '", name,
+                       "' (inputs: ", absl::StrJoin(input_names, ", "), ")"));
     }
   }
 

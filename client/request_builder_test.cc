@@ -140,8 +140,7 @@ TEST(RandomTensorDataTest, ValuesStayInTheirRanges) {
     EXPECT_LT(id, 100);
   }
   EXPECT_EQ(RandomTensorData("FP16", 3, rng)->size(), 6u);
-  EXPECT_EQ(RandomTensorData("BYTES", 3, rng).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(RandomTensorData("BYTES", 3, rng).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace
