@@ -43,7 +43,8 @@ absl::StatusOr<std::unique_ptr<InferenceServer>> InferenceServer::Start(
   }
 
   std::unique_ptr<InferenceServer> server(new InferenceServer(options, *std::move(registry)));
-  server->service_ = std::make_unique<InferenceService>(server->registry_.get(), &server->gate_);
+  server->service_ = std::make_unique<InferenceService>(server->registry_.get(), &server->gate_,
+                                                       &server->responder_);
 
   grpc::EnableDefaultHealthCheckService(true);
   // gRPC's built-in health service carries no protobuf descriptor, so
@@ -74,7 +75,9 @@ absl::StatusOr<std::unique_ptr<InferenceServer>> InferenceServer::Start(
 
 InferenceServer::InferenceServer(const InferenceServerOptions& options,
                                  std::unique_ptr<ModelRegistry> registry)
-    : options_(options), registry_(std::move(registry)) {}
+    : options_(options),
+      responder_(ResponderOptions{options.responder_threads}),
+      registry_(std::move(registry)) {}
 
 absl::Status InferenceServer::Shutdown() {
   if (shut_down_) return absl::OkStatus();
@@ -90,6 +93,7 @@ absl::Status InferenceServer::Shutdown() {
   grpc_server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   grpc_server_->Wait();
   registry_->DrainAll();
+  responder_.Stop();
   if (!drained) {
     return absl::DeadlineExceededError(absl::StrCat(
         cut_off, " requests were still running after --exit-timeout-secs=",

@@ -22,6 +22,7 @@
 #include "server/inference_service.h"
 #include "server/model_registry.h"
 #include "server/request_gate.h"
+#include "server/responder.h"
 
 namespace grpc {
 class Server;
@@ -42,6 +43,8 @@ struct InferenceServerOptions {
   int max_message_bytes = 64 << 20;
   // How long shutdown waits for accepted requests.
   std::chrono::seconds exit_timeout{30};
+  // Threads that write ModelInfer responses (server/responder.h).
+  int responder_threads = 4;
   // Refuse to start when a model fails to load (Triton's default). When
   // false the server starts, the model answers UNAVAILABLE with the reason
   // and health stays NOT_SERVING.
@@ -74,7 +77,9 @@ class InferenceServer {
 
   const InferenceServerOptions options_;
   // Teardown order: the gRPC server stops first (it calls into the service),
-  // then the service, then the registry whose pools the service feeds.
+  // then the service, then the registry whose pools the service feeds (their
+  // last chunks post to the responder), then the responder.
+  Responder responder_;
   std::unique_ptr<ModelRegistry> registry_;
   RequestGate gate_;
   std::unique_ptr<InferenceService> service_;

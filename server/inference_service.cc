@@ -97,10 +97,14 @@ grpc::ServerUnaryReactor* InferenceService::ModelInfer(grpc::CallbackServerConte
   }
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   RequestGate* gate = gate_;
-  (*model)->Infer(request, response, [reactor, gate](const absl::Status& status) {
+  Responder* responder = responder_;
+  (*model)->Infer(request, response, [reactor, gate, responder](const absl::Status& status) {
     if (!status.ok()) spdlog::debug("ModelInfer: {}", status.ToString());
-    reactor->Finish(ToGrpcStatus(status));
-    gate->Leave();
+    // Off the stream worker: see server/responder.h.
+    responder->Post([reactor, gate, grpc_status = ToGrpcStatus(status)] {
+      reactor->Finish(grpc_status);
+      gate->Leave();
+    });
   });
   return reactor;
 }

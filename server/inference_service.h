@@ -9,6 +9,7 @@
 #include "proto/grpc_service.grpc.pb.h"
 #include "server/model_registry.h"
 #include "server/request_gate.h"
+#include "server/responder.h"
 
 namespace graphserve {
 
@@ -18,9 +19,10 @@ inline constexpr char kServerVersion[] = "0.4.0";
 
 class InferenceService final : public inference::GRPCInferenceService::CallbackService {
  public:
-  // Borrows both; they must outlive the gRPC server that runs this service.
-  InferenceService(const ModelRegistry* registry, RequestGate* gate)
-      : registry_(registry), gate_(gate) {}
+  // Borrows all three; they must outlive the gRPC server that runs this
+  // service. ModelInfer calls end on `responder`'s threads.
+  InferenceService(const ModelRegistry* registry, RequestGate* gate, Responder* responder)
+      : registry_(registry), gate_(gate), responder_(responder) {}
 
   grpc::ServerUnaryReactor* ServerLive(grpc::CallbackServerContext* context,
                                        const inference::ServerLiveRequest* request,
@@ -51,6 +53,7 @@ class InferenceService final : public inference::GRPCInferenceService::CallbackS
  private:
   const ModelRegistry* const registry_;
   RequestGate* const gate_;
+  Responder* const responder_;
 };
 
 }  // namespace graphserve

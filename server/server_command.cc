@@ -74,7 +74,8 @@ struct FlagValues {
         port(options->grpc_port),
         exit_timeout(options->exit_timeout.count()),
         max_message_bytes(options->max_message_bytes),
-        max_queued(static_cast<int64_t>(options->models.max_queued_chunks)) {}
+        max_queued(static_cast<int64_t>(options->models.max_queued_chunks)),
+        responder_threads(options->responder_threads) {}
   InferenceServerOptions* options;
   std::string device = "auto";
   std::string graphs = "on";
@@ -83,6 +84,7 @@ struct FlagValues {
   int64_t log_verbose = 0;
   int64_t max_message_bytes;
   int64_t max_queued;
+  int64_t responder_threads;
 };
 
 void AddFlags(FlagValues* v, CommandLine* flags) {
@@ -102,6 +104,8 @@ void AddFlags(FlagValues* v, CommandLine* flags) {
   flags->AddInt("max-queued-chunks", &v->max_queued,
                 "Chunks per model that may wait for a free stream; beyond it requests get "
                 "RESOURCE_EXHAUSTED.");
+  flags->AddInt("responder-threads", &v->responder_threads,
+                "Threads that write inference responses, so GPU stream workers never do.");
   flags->AddInt("grpc-max-message-bytes", &v->max_message_bytes,
                 "Largest request or response; larger ones get RESOURCE_EXHAUSTED.");
   flags->AddInt("exit-timeout-secs", &v->exit_timeout,
@@ -156,6 +160,11 @@ absl::StatusOr<ServerCommand> ParseServerCommand(const std::vector<std::string>&
     return absl::InvalidArgumentError(
         absl::StrCat("--max-queued-chunks wants a value >= 1, got ", v.max_queued));
   }
+  if (v.responder_threads < 1 || v.responder_threads > 256) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--responder-threads wants 1..256, got ", v.responder_threads));
+  }
+  options.responder_threads = static_cast<int>(v.responder_threads);
   if (v.graphs != "on" && v.graphs != "off") {
     return absl::InvalidArgumentError(absl::StrCat("--graphs wants on or off, got '", v.graphs, "'"));
   }

@@ -1,0 +1,62 @@
+#include "server/responder.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace graphserve {
+
+Responder::Responder(const ResponderOptions& options) : options_(options) {
+  for (int i = 0; i < std::max(1, options_.threads); ++i) threads_.emplace_back([this] { Loop(); });
+}
+
+Responder::~Responder() { Stop(); }
+
+void Responder::Post(std::function<void()> finish) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!stopping_) {
+      work_.push_back(std::move(finish));
+      pending_.store(work_.size(), std::memory_order_release);
+      finish = nullptr;
+    }
+  }
+  if (finish != nullptr) {
+    finish();  // stopped: nobody else will run it
+    return;
+  }
+  work_available_.notify_one();
+}
+
+void Responder::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  work_available_.notify_all();
+  for (std::thread& thread : threads_) {
+    if (thread.joinable()) thread.join();
+  }
+}
+
+void Responder::Loop() {
+  while (true) {
+    const auto spin_end = std::chrono::steady_clock::now() + options_.idle_spin;
+    while (pending_.load(std::memory_order_acquire) == 0 &&
+           std::chrono::steady_clock::now() < spin_end) {
+    }
+    std::function<void()> finish;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      work_available_.wait(lock, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return stopping_ || !work_.empty();
+      });
+      if (work_.empty()) return;
+      finish = std::move(work_.front());
+      work_.pop_front();
+      pending_.store(work_.size(), std::memory_order_release);
+    }
+    finish();
+  }
+}
+
+}  // namespace graphserve

@@ -1,0 +1,39 @@
+#include "server/responder.h"
+
+#include <atomic>
+#include <set>
+#include <thread>
+
+#include "gtest/gtest.h"
+
+namespace graphserve {
+namespace {
+
+TEST(Responder, RunsEverythingPostedOffTheCallersThread) {
+  std::atomic<int> ran{0};
+  std::atomic<int> on_caller{0};
+  const std::thread::id caller = std::this_thread::get_id();
+  {
+    Responder responder({2, std::chrono::microseconds(10)});
+    for (int i = 0; i < 100; ++i) {
+      responder.Post([&] {
+        if (std::this_thread::get_id() == caller) ++on_caller;
+        ++ran;
+      });
+    }
+    responder.Stop();
+    EXPECT_EQ(ran.load(), 100);  // Stop runs everything posted before it
+  }
+  EXPECT_EQ(on_caller.load(), 0);
+}
+
+TEST(Responder, AfterStopPostRunsOnTheCaller) {
+  Responder responder({1, std::chrono::microseconds(0)});
+  responder.Stop();
+  bool ran = false;
+  responder.Post([&] { ran = true; });
+  EXPECT_TRUE(ran);
+}
+
+}  // namespace
+}  // namespace graphserve
