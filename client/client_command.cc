@@ -86,14 +86,16 @@ std::optional<int> ParseCommandFlags(CommandLine& command_line,
 }
 
 // A client for the flags; InvalidArgument (a usage error) for bad flag values.
-absl::StatusOr<std::unique_ptr<InferenceClient>> Connect(const ConnectionFlags& flags) {
+absl::StatusOr<std::unique_ptr<InferenceClient>> Connect(const ConnectionFlags& flags,
+                                                          bool private_connection = false) {
   if (flags.timeout_ms < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("--timeout-ms must not be negative, got ", flags.timeout_ms));
   }
   if (flags.url.empty()) return absl::InvalidArgumentError("--url must not be empty");
-  return InferenceClient::Create(
-      {.address = flags.url, .call_timeout = absl::Milliseconds(flags.timeout_ms)});
+  return InferenceClient::Create({.address = flags.url,
+                                 .call_timeout = absl::Milliseconds(flags.timeout_ms),
+                                 .private_connection = private_connection});
 }
 
 // Removes every `--NAME VALUE` and `--NAME=VALUE` from `args` and returns the
@@ -591,8 +593,12 @@ int RunPerf(const std::vector<std::string>& args, ConnectionFlags flags, std::os
                       "Requests that must finish during each level's warm-up too.");
   command_line.AddInt("measurement-interval-ms", &interval_ms, "Length of a window in ms.");
   command_line.AddInt("windows", &windows, "Measurement windows per level, >= 1.");
+  int64_t connections = 1;
   command_line.AddInt("max-outstanding", &options.max_outstanding,
                       "--request-rate: the most requests in flight; sends beyond wait.");
+  command_line.AddInt("connections", &connections,
+                      "gRPC connections the requests are spread over (each concurrent slot keeps "
+                      "one), like that many independent clients.");
   command_line.AddInt("seed", &seed, "Seed of the random input data and Poisson spacing.");
   command_line.AddString("csv", &csv_path, "Write perf_analyzer's CSV to this file.");
   if (auto done = ParseCommandFlags(command_line, args, out, err)) return *done;
@@ -622,10 +628,19 @@ int RunPerf(const std::vector<std::string>& args, ConnectionFlags flags, std::os
   options.windows = static_cast<int>(windows);
   options.seed = static_cast<uint64_t>(seed);
 
-  absl::StatusOr<std::unique_ptr<InferenceClient>> client = Connect(flags);
-  if (!client.ok()) return Usage(err, absl::StrCat("perf: ", client.status().message()));
+  if (connections < 1) return Usage(err, "perf: --connections must be at least 1");
+  // One client per connection; the first reads metadata and statistics.
+  std::vector<std::unique_ptr<InferenceClient>> clients;
+  std::vector<InferenceClient*> senders;
+  for (int64_t c = 0; c < connections; ++c) {
+    absl::StatusOr<std::unique_ptr<InferenceClient>> client =
+        Connect(flags, /*private_connection=*/connections > 1);
+    if (!client.ok()) return Usage(err, absl::StrCat("perf: ", client.status().message()));
+    clients.push_back(*std::move(client));
+    senders.push_back(clients.back().get());
+  }
   absl::StatusOr<std::unique_ptr<LoadGenerator>> generator =
-      LoadGenerator::Create(client->get(), options);
+      LoadGenerator::Create(senders, options);
   if (!generator.ok()) return Fail(err, "perf", flags, generator.status());
   out << "model " << options.model_name << ", batch " << options.batch_size << ", " << windows
       << " x " << interval_ms << " ms windows per level after " << warmup_secs << " s warm-up\n";

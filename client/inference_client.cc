@@ -212,6 +212,7 @@ absl::StatusOr<std::unique_ptr<InferenceClient>> InferenceClient::Create(
   grpc::ChannelArguments arguments;
   arguments.SetMaxReceiveMessageSize(options.max_message_bytes);
   arguments.SetMaxSendMessageSize(options.max_message_bytes);
+  if (options.private_connection) arguments.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   std::shared_ptr<grpc::Channel> channel =
       grpc::CreateCustomChannel(options.address, grpc::InsecureChannelCredentials(), arguments);
   if (channel == nullptr) {

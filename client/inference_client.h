@@ -47,6 +47,12 @@ struct InferenceClientOptions {
   // input tensors in one message, so gRPC's default of 4 MiB for receiving is
   // too small for large batches; the protocol's clients allow 2 GiB - 1.
   int max_message_bytes = std::numeric_limits<int32_t>::max();
+
+  // Open a TCP connection of this client's own. By default gRPC shares one
+  // connection among all channels to the same address, so many clients in
+  // one process funnel through one socket; a load generator standing for
+  // many independent clients wants several.
+  bool private_connection = false;
 };
 
 // One input tensor: its bytes are the flattened row-major elements,

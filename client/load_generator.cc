@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cmath>
 #include <random>
+#include <algorithm>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -226,7 +227,16 @@ class LoadGenerator::LevelRecorder {
 
 absl::StatusOr<std::unique_ptr<LoadGenerator>> LoadGenerator::Create(
     InferenceClient* client, const LoadGeneratorOptions& options) {
-  if (client == nullptr) return absl::InvalidArgumentError("no client");
+  return Create(std::vector<InferenceClient*>{client}, options);
+}
+
+absl::StatusOr<std::unique_ptr<LoadGenerator>> LoadGenerator::Create(
+    std::vector<InferenceClient*> connections, const LoadGeneratorOptions& options) {
+  if (connections.empty() ||
+      std::find(connections.begin(), connections.end(), nullptr) != connections.end()) {
+    return absl::InvalidArgumentError("no client, or a null connection");
+  }
+  InferenceClient* const client = connections.front();
   if (options.model_name.empty()) return absl::InvalidArgumentError("no model name");
   if (options.windows < 1 || options.measurement_window <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError(
@@ -263,12 +273,15 @@ absl::StatusOr<std::unique_ptr<LoadGenerator>> LoadGenerator::Create(
   // until the stack overflows. Checking once here rules it out: the request
   // never changes.
   RETURN_IF_ERROR(CheckInferRequest(request));
-  return std::unique_ptr<LoadGenerator>(new LoadGenerator(client, options, std::move(request)));
+  return std::unique_ptr<LoadGenerator>(
+      new LoadGenerator(std::move(connections), options, std::move(request)));
 }
 
-void LoadGenerator::SendClosedLoop(std::shared_ptr<LevelRecorder> recorder) {
+void LoadGenerator::SendClosedLoop(std::shared_ptr<LevelRecorder> recorder,
+                                   InferenceClient* connection) {
   const SteadyClock::time_point start = SteadyClock::now();
-  client_->InferAsync(request_, [this, recorder, start](absl::StatusOr<InferResult> result) {
+  connection->InferAsync(request_, [this, recorder, start,
+                                    connection](absl::StatusOr<InferResult> result) {
     const SteadyClock::time_point end = SteadyClock::now();
     // The next request's slot is taken before this one's is freed, so the
     // count of requests in flight never touches zero while the level runs:
@@ -276,13 +289,15 @@ void LoadGenerator::SendClosedLoop(std::shared_ptr<LevelRecorder> recorder) {
     // while this callback may still call SendClosedLoop on it.
     const bool send_next = recorder->TryStart();
     recorder->Finish(start, end, result);
-    if (send_next) SendClosedLoop(recorder);
+    if (send_next) SendClosedLoop(recorder, connection);
   });
 }
 
 void LoadGenerator::SendOpenLoop(std::shared_ptr<LevelRecorder> recorder) {
   const SteadyClock::time_point start = SteadyClock::now();
-  client_->InferAsync(request_, [recorder, start](absl::StatusOr<InferResult> result) {
+  InferenceClient* connection =
+      connections_[next_connection_.fetch_add(1, std::memory_order_relaxed) % connections_.size()];
+  connection->InferAsync(request_, [recorder, start](absl::StatusOr<InferResult> result) {
     recorder->Finish(start, SteadyClock::now(), result);
   });
 }
@@ -355,7 +370,9 @@ absl::StatusOr<LevelResult> LoadGenerator::RunConcurrency(int64_t concurrency) {
   }
   auto recorder = std::make_shared<LevelRecorder>();
   for (int64_t i = 0; i < concurrency; ++i) {
-    if (recorder->TryStart()) SendClosedLoop(recorder);
+    if (recorder->TryStart()) {
+      SendClosedLoop(recorder, connections_[static_cast<size_t>(i) % connections_.size()]);
+    }
   }
   return MeasureLevel(*recorder, static_cast<double>(concurrency));
 }

@@ -15,10 +15,12 @@
 // before and after the windows. Every request is the same one, built once
 // from the model's metadata with random data.
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -73,6 +75,11 @@ class LoadGenerator {
   // as they are (NOT_FOUND for an unknown model).
   static absl::StatusOr<std::unique_ptr<LoadGenerator>> Create(InferenceClient* client,
                                                                const LoadGeneratorOptions& options);
+  // The same, sending over several connections in turn (each closed-loop
+  // slot keeps one): `connections` are not owned, non-empty, and the first
+  // also reads metadata and statistics.
+  static absl::StatusOr<std::unique_ptr<LoadGenerator>> Create(
+      std::vector<InferenceClient*> connections, const LoadGeneratorOptions& options);
 
   // One concurrency level. Returns once every request it sent has finished.
   // InvalidArgument for concurrency < 1. Failed requests are counted in the
@@ -90,12 +97,16 @@ class LoadGenerator {
  private:
   class LevelRecorder;
 
-  LoadGenerator(InferenceClient* client, const LoadGeneratorOptions& options, InferRequest request)
-      : client_(client), options_(options), request_(std::move(request)) {}
+  LoadGenerator(std::vector<InferenceClient*> connections, const LoadGeneratorOptions& options,
+                InferRequest request)
+      : client_(connections.front()),
+        connections_(std::move(connections)),
+        options_(options),
+        request_(std::move(request)) {}
 
   // Sends one closed-loop request whose slot is already taken; its
   // completion sends the next while the level runs.
-  void SendClosedLoop(std::shared_ptr<LevelRecorder> recorder);
+  void SendClosedLoop(std::shared_ptr<LevelRecorder> recorder, InferenceClient* connection);
 
   // Sends one open-loop request whose slot is already taken.
   void SendOpenLoop(std::shared_ptr<LevelRecorder> recorder);
@@ -111,7 +122,10 @@ class LoadGenerator {
   // does not answer ModelStatistics.
   std::optional<inference::InferStatistics> ServerStatistics();
 
-  InferenceClient* const client_;
+  InferenceClient* const client_;  // metadata and statistics
+  // Requests go out over these in turn (client_ among them).
+  const std::vector<InferenceClient*> connections_;
+  std::atomic<size_t> next_connection_{0};
   const LoadGeneratorOptions options_;
   const InferRequest request_;
 };

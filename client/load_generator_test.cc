@@ -98,6 +98,25 @@ TEST_F(LoadGeneratorTest, ConcurrencySweepMeasuresAndWritesCsv) {
   }
 }
 
+TEST_F(LoadGeneratorTest, SpreadsRequestsOverPrivateConnections) {
+  StartServer();
+  absl::StatusOr<std::unique_ptr<InferenceClient>> second = InferenceClient::Create(
+      {.address = server_->address(), .call_timeout = absl::Seconds(10),
+       .private_connection = true});
+  ASSERT_TRUE(second.ok()) << second.status();
+  absl::StatusOr<std::unique_ptr<LoadGenerator>> generator =
+      LoadGenerator::Create({client_.get(), second->get()}, Options());
+  ASSERT_TRUE(generator.ok()) << generator.status();
+  absl::StatusOr<LevelResult> level = (*generator)->RunConcurrency(4);
+  ASSERT_TRUE(level.ok()) << level.status();
+  EXPECT_GT(level->completed, 0);
+  EXPECT_EQ(level->errors, 0) << level->first_error;
+  absl::StatusOr<LevelResult> rate = (*generator)->RunRequestRate(200);
+  ASSERT_TRUE(rate.ok()) << rate.status();
+  EXPECT_EQ(rate->errors, 0) << rate->first_error;
+  EXPECT_FALSE(LoadGenerator::Create(std::vector<InferenceClient*>{}, Options()).ok());
+}
+
 TEST_F(LoadGeneratorTest, CountsAndReportsErrors) {
   StartServer({.fail_every_nth_infer = 4});
   absl::StatusOr<std::unique_ptr<LoadGenerator>> generator =
