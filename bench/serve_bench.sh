@@ -59,7 +59,7 @@ perf() {  # perf CSV [flags...]
   local csv=$1
   shift
   "$bin/graphserve-client" --url "localhost:$port" perf --warmup-secs 1 \
-    --measurement-interval-ms 1000 --windows 3 --csv "$csv" "$@" || failures=$((failures + 1))
+    --measurement-interval-ms 1000 --windows 3 --connections 16 --csv "$csv" "$@" || failures=$((failures + 1))
 }
 
 echo "--- served latency at concurrency 1 (2 streams, graphs on)"
