@@ -19,7 +19,6 @@ namespace graphserve {
 
 namespace {
 
-
 std::string ModelNameOf(const std::string& out_dir) {
   std::filesystem::path path(out_dir);
   if (path.filename().empty()) path = path.parent_path();  // "repo/mlp/"

@@ -5,6 +5,7 @@
 // on the slots of a GraphSet; HostRunner runs them on the host reference
 // executor, for machines without a GPU.
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -26,6 +27,13 @@ struct ChunkJob {
   // nullptr for an output the request did not ask for.
   std::vector<std::byte*> outputs;
 };
+
+// Nanoseconds from `start` to now: how runners fill ChunkTiming.
+inline int64_t NanosSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() -
+                                                              start)
+      .count();
+}
 
 // Where a chunk's time went, for ModelStatistics (nanoseconds).
 struct ChunkTiming {

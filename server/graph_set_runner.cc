@@ -15,10 +15,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-int64_t NanosSince(Clock::time_point start) {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
-}
-
 }  // namespace
 
 GraphSetRunner::GraphSetRunner(std::shared_ptr<const GraphSet> set, int device, LaunchMode mode)

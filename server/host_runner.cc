@@ -14,10 +14,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-int64_t NanosSince(Clock::time_point start) {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
-}
-
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<HostRunner>> HostRunner::Create(const Model& model,
