@@ -37,17 +37,6 @@ std::string JsonTiming(const LaunchTiming& timing) {
 
 }  // namespace
 
-double Median(std::vector<double> samples) {
-  if (samples.empty()) return std::numeric_limits<double>::quiet_NaN();
-  const size_t middle = samples.size() / 2;
-  std::nth_element(samples.begin(), samples.begin() + middle, samples.end());
-  const double upper = samples[middle];
-  if (samples.size() % 2 == 1) return upper;
-  // The lower middle value is the largest of the elements before `middle`.
-  const double lower = *std::max_element(samples.begin(), samples.begin() + middle);
-  return (lower + upper) / 2;
-}
-
 double StreamOverGraphRatio(double stream, double graph) {
   if (!std::isfinite(stream) || !std::isfinite(graph) || graph <= 0) {
     return std::numeric_limits<double>::quiet_NaN();

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "common/statistics.h"
+
 namespace graphserve {
 
 // Medians over the timed iterations, in microseconds.
@@ -42,10 +44,6 @@ struct LaunchOverheadReport {
 // and stored in the JSON.
 extern const char kLaunchOverheadHostTimeMeaning[];
 extern const char kLaunchOverheadDeviceTimeMeaning[];
-
-// The median of `samples` (the mean of the two middle values for an even
-// count); NaN for no samples.
-double Median(std::vector<double> samples);
 
 // stream / graph; NaN when either is not finite or `graph` is not positive.
 double StreamOverGraphRatio(double stream, double graph);

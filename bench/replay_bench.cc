@@ -31,6 +31,7 @@
 #include "capture/graph_set.h"
 #include "common/command_line.h"
 #include "common/cuda_status.h"
+#include "common/statistics.h"
 #include "common/status.h"
 #include "runtime/bind.h"
 #include "runtime/executor.h"
@@ -40,11 +41,6 @@ namespace graphserve {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double Median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values.empty() ? 0 : values[values.size() / 2];
-}
 
 double MicrosSince(Clock::time_point start) {
   return std::chrono::duration<double, std::micro>(Clock::now() - start).count();

@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "common/cuda_status.h"
+#include "common/statistics.h"
 #include "common/status.h"
 #include "runtime/tensor.h"
 
@@ -12,12 +13,6 @@ namespace graphserve {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-double Median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
 
 // Median wall time of Launch + wait for `chunk`.
 absl::StatusOr<double> MeasureLaunch(const GraphSet& set, const LaunchChunk& chunk,

@@ -21,8 +21,9 @@ namespace graphserve {
 struct ChunkJob {
   PlannedChunk chunk;
   // Per model input (interface order): the chunk's first row; chunk.rows
-  // rows of the input's bytes_per_row bytes follow.
-  std::vector<const std::byte*> inputs;
+  // rows of the input's bytes_per_row bytes follow. `const void*`, the type
+  // GraphSet::Launch takes, so a chunk is launched without conversion.
+  std::vector<const void*> inputs;
   // Per model output (interface order): where the chunk's rows go, or
   // nullptr for an output the request did not ask for.
   std::vector<std::byte*> outputs;

@@ -31,8 +31,7 @@ absl::Status GraphSetRunner::PrepareWorkerThread(int /*slot*/) {
 
 absl::Status GraphSetRunner::Run(int slot, const ChunkJob& job, ChunkTiming* timing) {
   Clock::time_point start = Clock::now();
-  const std::vector<const void*> inputs(job.inputs.begin(), job.inputs.end());
-  RETURN_IF_ERROR(set_->Launch({slot, job.chunk.batch_size, job.chunk.rows, mode_}, inputs));
+  RETURN_IF_ERROR(set_->Launch({slot, job.chunk.batch_size, job.chunk.rows, mode_}, job.inputs));
   timing->input_ns = NanosSince(start);
 
   // Blocks this slot's worker only; the gRPC threads never wait here.

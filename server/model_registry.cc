@@ -60,37 +60,36 @@ absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::Load(
 
 absl::StatusOr<ServedModel*> ModelRegistry::Find(absl::string_view name,
                                                  absl::string_view version) const {
-  std::vector<const ModelVersionState*> versions;
+  // One pass over the states, allocating nothing: Find runs on every request.
+  int64_t number = 0;
+  const bool numbered = !version.empty() && absl::SimpleAtoi(version, &number);
+  bool known = false;
+  const ModelVersionState* chosen = nullptr;
+  const ModelVersionState* failed_latest = nullptr;
   for (const ModelVersionState& state : states_) {
-    if (state.name == name) versions.push_back(&state);
+    if (state.name != name) continue;
+    known = true;
+    if (version.empty()) {
+      // The latest version that loaded; failing that, the model's failure.
+      if (state.status.ok()) chosen = &state;
+      failed_latest = &state;
+    } else if (numbered && state.version == number) {
+      chosen = &state;
+    }
   }
-  if (versions.empty()) {
+  if (!known) {
     return absl::NotFoundError(absl::StrCat("unknown model '", name, "'; this server serves: ",
                                             Names(states_)));
   }
-  std::vector<std::string> served;
-  for (const ModelVersionState* state : versions) {
-    if (state->version > 0) served.push_back(absl::StrCat(state->version));
-  }
-  const ModelVersionState* chosen = nullptr;
-  if (version.empty()) {
-    // The latest version that loaded; failing that, the model's failure.
-    for (const ModelVersionState* state : versions) {
-      if (state->status.ok()) chosen = state;
+  if (chosen == nullptr && version.empty()) chosen = failed_latest;
+  if (chosen == nullptr) {
+    std::vector<std::string> served;
+    for (const ModelVersionState& state : states_) {
+      if (state.name == name && state.version > 0) served.push_back(absl::StrCat(state.version));
     }
-    if (chosen == nullptr) chosen = versions.back();
-  } else {
-    int64_t number = 0;
-    if (absl::SimpleAtoi(version, &number)) {
-      for (const ModelVersionState* state : versions) {
-        if (state->version == number) chosen = state;
-      }
-    }
-    if (chosen == nullptr) {
-      return absl::NotFoundError(absl::StrCat(
-          "model '", name, "' has no version '", version, "'; served versions: ",
-          served.empty() ? "none" : absl::StrJoin(served, ", ")));
-    }
+    return absl::NotFoundError(absl::StrCat("model '", name, "' has no version '", version,
+                                            "'; served versions: ",
+                                            served.empty() ? "none" : absl::StrJoin(served, ", ")));
   }
   if (!chosen->status.ok()) {
     return absl::UnavailableError(

@@ -221,6 +221,7 @@ ServedModel::ServedModel(ModelInterface interface, int64_t version, inference::M
                          ModelLoadSummary summary)
     : interface_(std::move(interface)),
       version_(version),
+      version_text_(absl::StrCat(version)),
       config_(std::move(config)),
       planner_(std::move(planner)),
       summary_(std::move(summary)),
@@ -245,7 +246,7 @@ void ServedModel::Infer(const inference::ModelInferRequest* request,
   state->done = std::move(done);
   state->start = start;
   const std::vector<std::byte*> outputs = PrepareInferResponse(
-      *request, interface_, absl::StrCat(version_), state->validated, response);
+      *request, interface_, version_text_, state->validated, response);
 
   const std::vector<PlannedChunk> chunks = planner_.Plan(state->validated.rows);
   state->remaining.store(chunks.size(), std::memory_order_relaxed);
@@ -335,7 +336,7 @@ ServedModel::SizeCounters& ServedModel::CountersFor(int64_t batch_size) {
 
 void ServedModel::FillStatistics(inference::ModelStatistics* statistics) const {
   statistics->set_name(name());
-  statistics->set_version(absl::StrCat(version_));
+  statistics->set_version(version_text_);
   statistics->set_last_inference(last_inference_ms_.load(std::memory_order_relaxed));
   statistics->set_inference_count(inference_count_.load(std::memory_order_relaxed));
   statistics->set_execution_count(execution_count_.load(std::memory_order_relaxed));

@@ -114,6 +114,7 @@ class ServedModel {
 
   const ModelInterface interface_;
   const int64_t version_;
+  const std::string version_text_;  // what responses and statistics carry
   const inference::ModelConfig config_;
   const BatchPlanner planner_;
   const ModelLoadSummary summary_;

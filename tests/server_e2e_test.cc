@@ -31,6 +31,7 @@
 #include "runtime/onnx_import.h"
 #include "runtime/tensor.h"
 #include "server/inference_server.h"
+#include "server/model_interface.h"
 
 namespace graphserve {
 namespace {
@@ -113,15 +114,6 @@ std::unique_ptr<HostExecutor> Reference(const std::string& repository, const std
   return *std::move(executor);
 }
 
-const char* Datatype(DType dtype) {
-  switch (dtype) {
-    case DType::kFloat32: return "FP32";
-    case DType::kInt64: return "INT64";
-    case DType::kBool: return "BOOL";
-  }
-  return "?";
-}
-
 // A request carrying `inputs` (named as the graph names them) as raw bytes.
 inference::ModelInferRequest RawRequest(const std::string& model, const BoundGraph& graph,
                                         const std::vector<HostTensor>& inputs) {
@@ -131,7 +123,7 @@ inference::ModelInferRequest RawRequest(const std::string& model, const BoundGra
   for (size_t i = 0; i < inputs.size(); ++i) {
     inference::ModelInferRequest::InferInputTensor* input = request.add_inputs();
     input->set_name(graph.value(graph.inputs[i]).name);
-    input->set_datatype(Datatype(inputs[i].dtype()));
+    input->set_datatype(KServeDatatype(inputs[i].dtype()));
     for (int64_t dim : inputs[i].dims()) input->add_shape(dim);
     request.add_raw_input_contents(std::string(static_cast<const char*>(inputs[i].raw()),
                                                inputs[i].bytes()));
