@@ -13,7 +13,7 @@
 #include "common/status.h"
 #include "runtime/bind.h"
 #include "runtime/executor.h"
-#include "runtime/tensor.h"
+#include "common/tensor.h"
 #include "tensor_holder/cuda_device_guard.h"
 
 namespace graphserve {

@@ -6,7 +6,7 @@
 #include "common/cuda_status.h"
 #include "common/statistics.h"
 #include "common/status.h"
-#include "runtime/tensor.h"
+#include "common/tensor.h"
 
 namespace graphserve {
 

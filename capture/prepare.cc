@@ -13,7 +13,7 @@
 #include "common/status.h"
 #include "runtime/bind.h"
 #include "runtime/onnx_import.h"
-#include "runtime/tensor.h"
+#include "common/tensor.h"
 
 namespace graphserve {
 

@@ -24,7 +24,7 @@
 #include "runtime/executor.h"
 #include "runtime/host/host_executor.h"
 #include "runtime/onnx_import.h"
-#include "runtime/tensor.h"
+#include "common/tensor.h"
 
 namespace graphserve {
 namespace {

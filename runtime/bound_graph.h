@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "runtime/ir.h"
-#include "runtime/tensor.h"
+#include "common/tensor.h"
 
 namespace graphserve {
 

@@ -12,7 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "runtime/bound_graph.h"
-#include "runtime/tensor.h"
+#include "common/tensor.h"
 
 namespace graphserve {
 

@@ -7,7 +7,7 @@
 #include "absl/status/statusor.h"
 #include "onnx/onnx_pb.h"
 #include "runtime/ir.h"
-#include "runtime/tensor.h"
+#include "common/tensor.h"
 
 namespace graphserve {
 

@@ -15,7 +15,7 @@
 #include "common/dtype.h"
 #include "proto/model_config.pb.h"
 #include "runtime/bound_graph.h"
-#include "runtime/tensor.h"
+#include "common/tensor.h"
 
 namespace graphserve {
 

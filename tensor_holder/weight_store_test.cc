@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "common/cuda_handles.h"
-#include "runtime/tensor.h"
+#include "common/tensor.h"
 
 namespace graphserve {
 namespace {

@@ -29,7 +29,7 @@
 #include "runtime/bind.h"
 #include "runtime/host/host_executor.h"
 #include "runtime/onnx_import.h"
-#include "runtime/tensor.h"
+#include "common/tensor.h"
 #include "server/inference_server.h"
 #include "server/model_interface.h"
 

@@ -26,7 +26,7 @@
 #include "common/status.h"
 #include "runtime/bound_graph.h"
 #include "runtime/host/kernels.h"
-#include "runtime/tensor.h"
+#include "common/tensor.h"
 
 namespace graphserve {
 namespace {

@@ -7,7 +7,7 @@
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "runtime/bound_graph.h"
-#include "runtime/tensor.h"
+#include "common/tensor.h"
 
 namespace graphserve {
 

@@ -1,4 +1,4 @@
-#include "runtime/tensor.h"
+#include "common/tensor.h"
 
 #include <algorithm>
 #include <cassert>
