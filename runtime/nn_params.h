@@ -100,10 +100,10 @@ enum class Activation : int32_t {
 
 struct ActivationParams {
   Activation kind = Activation::kNone;
-  float clip_min = 0.0f;     // kClip
-  float clip_max = 0.0f;     // kClip
-  float alpha = 0.2f;        // kHardSigmoid
-  float beta = 0.5f;         // kHardSigmoid
+  float clip_min = 0.0f;  // kClip
+  float clip_max = 0.0f;  // kClip
+  float alpha = 0.2f;     // kHardSigmoid
+  float beta = 0.5f;      // kHardSigmoid
 };
 
 // The per-channel epilogue after a convolution, and BatchNormalization when it
