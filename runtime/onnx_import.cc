@@ -16,7 +16,7 @@
 #include "common/status.h"
 #include "onnx/checker.h"
 #include "onnx/shape_inference/implementation.h"
-#include "runtime/op_list.h"
+#include "runtime/op_registry.h"
 
 namespace graphserve {
 

@@ -1,0 +1,21 @@
+#pragma once
+// Host reference kernels, data movement family: Data movement:
+// reinterpretations (Identity, Reshape, Flatten, Squeeze, Unsqueeze), Concat,
+// Transpose, Slice, Expand, Gather. Each computes one canonical bound node
+// (Note [Canonical bound nodes]); the op registry
+// (runtime/ops/data_movement.cc) names them.
+
+#include "absl/status/status.h"
+
+namespace graphserve {
+
+struct HostKernelArgs;
+
+absl::Status HostReinterpret(const HostKernelArgs& args);
+absl::Status HostConcat(const HostKernelArgs& args);
+absl::Status HostTranspose(const HostKernelArgs& args);
+absl::Status HostSlice(const HostKernelArgs& args);
+absl::Status HostExpand(const HostKernelArgs& args);
+absl::Status HostGather(const HostKernelArgs& args);
+
+}  // namespace graphserve

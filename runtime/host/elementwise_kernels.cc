@@ -1,0 +1,380 @@
+#include "runtime/host/elementwise_kernels.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status.h"
+#include "runtime/host/kernel_args.h"
+
+namespace graphserve {
+
+namespace {
+
+// ---------------------------------------------------------------------------
+// Elementwise ops
+// ---------------------------------------------------------------------------
+
+// Wrapping int64 arithmetic: ONNX leaves overflow unspecified, and signed
+// overflow must not be undefined behaviour in the oracle.
+int64_t WrapAdd(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+}
+int64_t WrapSub(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
+}
+int64_t WrapMul(int64_t a, int64_t b) {
+  return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+}
+
+// Truncating division; the caller has ruled out b == 0.
+int64_t TruncDiv(int64_t a, int64_t b) {
+  if (b == -1) return WrapSub(0, a);  // INT64_MIN / -1 overflows
+  return a / b;
+}
+
+// C's remainder, with the sign of the dividend; the caller has ruled out
+// b == 0.
+int64_t TruncMod(int64_t a, int64_t b) {
+  if (b == -1) return 0;  // INT64_MIN % -1 overflows
+  return a % b;
+}
+
+// Python's %, with the sign of the divisor; the caller has ruled out b == 0.
+int64_t FloorMod(int64_t a, int64_t b) {
+  const int64_t r = TruncMod(a, b);
+  // r and b differ in sign here, so r + b cannot overflow.
+  return r != 0 && (r < 0) != (b < 0) ? r + b : r;
+}
+
+// a^b, exact for b >= 0; for b < 0 the truncation of the real result.
+int64_t IntPow(int64_t base, int64_t exponent) {
+  if (exponent < 0) {
+    if (base == 1) return 1;
+    if (base == -1) return (exponent % 2 == 0) ? 1 : -1;
+    return 0;
+  }
+  int64_t result = 1;
+  while (exponent > 0) {
+    if (exponent & 1) result = WrapMul(result, base);
+    base = WrapMul(base, base);
+    exponent >>= 1;
+  }
+  return result;
+}
+
+// Max and Min propagate NaN, as numpy's maximum/minimum (ONNX's reference).
+template <typename T>
+T PropagatingMax(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<T>::quiet_NaN();
+  }
+  return a < b ? b : a;
+}
+template <typename T>
+T PropagatingMin(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<T>::quiet_NaN();
+  }
+  return b < a ? b : a;
+}
+
+// kFmod and kMod are ONNX Mod with fmod=1 and fmod=0 (Note [Canonical bound
+// nodes]).
+enum class BinaryOp { kAdd, kSub, kMul, kDiv, kFmod, kMod, kPow, kMax, kMin };
+
+template <typename T>
+T ApplyBinary(BinaryOp op, T a, T b) {
+  if constexpr (std::is_same_v<T, float>) {
+    switch (op) {
+      case BinaryOp::kAdd:
+        return a + b;
+      case BinaryOp::kSub:
+        return a - b;
+      case BinaryOp::kMul:
+        return a * b;
+      case BinaryOp::kDiv:
+        return a / b;
+      case BinaryOp::kMod:  // float32 is fmod=1 only: RunMod refuses kMod for it
+      case BinaryOp::kFmod:
+        return std::fmod(a, b);
+      case BinaryOp::kPow:
+        return static_cast<float>(std::pow(static_cast<double>(a), static_cast<double>(b)));
+      case BinaryOp::kMax:
+        return PropagatingMax(a, b);
+      case BinaryOp::kMin:
+        return PropagatingMin(a, b);
+    }
+  } else {
+    switch (op) {
+      case BinaryOp::kAdd:
+        return WrapAdd(a, b);
+      case BinaryOp::kSub:
+        return WrapSub(a, b);
+      case BinaryOp::kMul:
+        return WrapMul(a, b);
+      case BinaryOp::kDiv:
+        return TruncDiv(a, b);
+      case BinaryOp::kFmod:
+        return TruncMod(a, b);
+      case BinaryOp::kMod:
+        return FloorMod(a, b);
+      case BinaryOp::kPow:
+        return IntPow(a, b);
+      case BinaryOp::kMax:
+        return PropagatingMax(a, b);
+      case BinaryOp::kMin:
+        return PropagatingMin(a, b);
+    }
+  }
+  return T{};
+}
+
+// out[i] = fn(a[...], b[...]) with both operands broadcast to out's dims.
+template <typename In, typename Out, typename Fn>
+void BroadcastBinary(const HostTensor& a, const HostTensor& b, HostTensor& out, Fn fn) {
+  const In* a_data = a.data<In>();
+  const In* b_data = b.data<In>();
+  Out* out_data = out.data<Out>();
+  StridedWalker<2> walker(out.dims(), {StridedView{0, BroadcastStrides(a.dims(), out.dims())},
+                                       StridedView{0, BroadcastStrides(b.dims(), out.dims())}});
+  for (int64_t i = 0, n = out.num_elements(); i < n; ++i, walker.Next()) {
+    out_data[i] = fn(a_data[walker.offset(0)], b_data[walker.offset(1)]);
+  }
+}
+
+absl::Status CheckBinaryOperands(const HostKernelArgs& args) {
+  RETURN_IF_ERROR(RequireSameDType(args, args.in(0), args.in(1)));
+  RETURN_IF_ERROR(RequireBroadcast(args, args.in(0), args.out(0).dims()));
+  return RequireBroadcast(args, args.in(1), args.out(0).dims());
+}
+
+absl::Status RunBinaryArithmetic(const HostKernelArgs& args, BinaryOp op) {
+  RETURN_IF_ERROR(CheckBinaryOperands(args));
+  RETURN_IF_ERROR(RequireSameDType(args, args.in(0), args.out(0)));
+  return VisitNumeric(args, args.in(0).dtype(), [&](auto tag) -> absl::Status {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, int64_t>) {
+      // Every divisor element reaches some output element unless the output
+      // is empty, so checking up front is exact.
+      const bool divides = op == BinaryOp::kDiv || op == BinaryOp::kFmod || op == BinaryOp::kMod;
+      if (divides && args.out(0).num_elements() > 0) {
+        const int64_t* divisor = args.in(1).data<int64_t>();
+        for (int64_t i = 0, n = args.in(1).num_elements(); i < n; ++i) {
+          if (divisor[i] == 0) {
+            return args.Invalid(op == BinaryOp::kDiv ? "integer division by zero"
+                                                     : "integer modulo by zero");
+          }
+        }
+      }
+    }
+    BroadcastBinary<T, T>(args.in(0), args.in(1), args.out(0),
+                          [op](T a, T b) { return ApplyBinary<T>(op, a, b); });
+    return absl::OkStatus();
+  });
+}
+
+absl::Status RunMod(const HostKernelArgs& args) {
+  ASSIGN_OR_RETURN(const int64_t fmod, OptionalIntAttr(args, "fmod", 0));
+  if (fmod != 0 && fmod != 1) return args.Invalid("attribute fmod should be 0 or 1, got ", fmod);
+  if (fmod == 0 && args.in(0).dtype() == DType::kFloat32) {
+    return args.Invalid("fmod=0 is integer modulo; ONNX requires fmod=1 for float32");
+  }
+  return RunBinaryArithmetic(args, fmod == 1 ? BinaryOp::kFmod : BinaryOp::kMod);
+}
+
+absl::Status RunEqual(const HostKernelArgs& args) {
+  RETURN_IF_ERROR(CheckBinaryOperands(args));
+  RETURN_IF_ERROR(RequireDType(args, args.out(0), DType::kBool, "output"));
+  return VisitAny(args, args.in(0).dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    BroadcastBinary<T, bool>(args.in(0), args.in(1), args.out(0), [](T a, T b) { return a == b; });
+    return absl::OkStatus();
+  });
+}
+
+absl::Status RunWhere(const HostKernelArgs& args) {
+  const HostTensor& cond = args.in(0);
+  const HostTensor& x = args.in(1);
+  const HostTensor& y = args.in(2);
+  HostTensor& out = args.out(0);
+  RETURN_IF_ERROR(RequireDType(args, cond, DType::kBool, "condition"));
+  RETURN_IF_ERROR(RequireSameDType(args, x, y));
+  RETURN_IF_ERROR(RequireSameDType(args, x, out));
+  for (const HostTensor* operand : {&cond, &x, &y}) {
+    RETURN_IF_ERROR(RequireBroadcast(args, *operand, out.dims()));
+  }
+  return VisitAny(args, x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const bool* c = cond.data<bool>();
+    const T* x_data = x.data<T>();
+    const T* y_data = y.data<T>();
+    T* out_data = out.data<T>();
+    StridedWalker<3> walker(out.dims(), {StridedView{0, BroadcastStrides(cond.dims(), out.dims())},
+                                         StridedView{0, BroadcastStrides(x.dims(), out.dims())},
+                                         StridedView{0, BroadcastStrides(y.dims(), out.dims())}});
+    for (int64_t i = 0, n = out.num_elements(); i < n; ++i, walker.Next()) {
+      out_data[i] = c[walker.offset(0)] ? x_data[walker.offset(1)] : y_data[walker.offset(2)];
+    }
+    return absl::OkStatus();
+  });
+}
+
+// out[i] = fn(in[i]) over same-shaped tensors.
+template <typename T, typename Fn>
+void MapElements(const HostTensor& in, HostTensor& out, Fn fn) {
+  const T* src = in.data<T>();
+  T* dst = out.data<T>();
+  for (int64_t i = 0, n = in.num_elements(); i < n; ++i) dst[i] = fn(src[i]);
+}
+
+// Transcendental float ops: computed in double, rounded once to float.
+absl::Status RunFloatMath(const HostKernelArgs& args, double (*fn)(double)) {
+  RETURN_IF_ERROR(CheckUnaryOperand(args));
+  return VisitFloat(args, args.in(0).dtype(), [&](float) {
+    MapElements<float>(args.in(0), args.out(0),
+                       [fn](float x) { return static_cast<float>(fn(static_cast<double>(x))); });
+    return absl::OkStatus();
+  });
+}
+
+double Sigmoid(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+double Sqrt(double x) { return std::sqrt(x); }
+double Exp(double x) { return std::exp(x); }
+double Log(double x) { return std::log(x); }
+double Tanh(double x) { return std::tanh(x); }
+double Erf(double x) { return std::erf(x); }
+
+template <typename T>
+T Relu(T x) {
+  return x < T{0} ? T{0} : x;  // NaN passes through, as numpy's maximum(x, 0)
+}
+template <typename T>
+T Abs(T x) {
+  if constexpr (std::is_same_v<T, float>) return std::fabs(x);
+  return x < 0 ? WrapSub(0, x) : x;
+}
+template <typename T>
+T Neg(T x) {
+  if constexpr (std::is_same_v<T, float>) return -x;
+  return WrapSub(0, x);
+}
+
+enum class SignOp { kRelu, kAbs, kNeg };
+
+absl::Status RunSignOp(const HostKernelArgs& args, SignOp op) {
+  RETURN_IF_ERROR(CheckUnaryOperand(args));
+  return VisitNumeric(args, args.in(0).dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    MapElements<T>(args.in(0), args.out(0), [op](T x) {
+      switch (op) {
+        case SignOp::kRelu:
+          return Relu(x);
+        case SignOp::kAbs:
+          return Abs(x);
+        case SignOp::kNeg:
+          return Neg(x);
+      }
+      return x;
+    });
+    return absl::OkStatus();
+  });
+}
+
+absl::Status RunLeakyRelu(const HostKernelArgs& args) {
+  RETURN_IF_ERROR(CheckUnaryOperand(args));
+  ASSIGN_OR_RETURN(const float alpha, OptionalFloatAttr(args, "alpha", 0.01f));
+  return VisitFloat(args, args.in(0).dtype(), [&](float) {
+    MapElements<float>(args.in(0), args.out(0),
+                       [alpha](float x) { return x < 0.0f ? alpha * x : x; });
+    return absl::OkStatus();
+  });
+}
+
+absl::Status RunCast(const HostKernelArgs& args) {
+  const HostTensor& in = args.in(0);
+  HostTensor& out = args.out(0);
+  RETURN_IF_ERROR(RequireSameElementCount(args, in, out));
+  const int64_t to = IntAttr(args.node.attributes, "to");
+  if (to != static_cast<int64_t>(out.dtype())) {
+    return args.Invalid("attribute to=", to, " does not match output dtype ",
+                        DTypeString(out.dtype()));
+  }
+  return VisitAny(args, in.dtype(), [&](auto from_tag) {
+    using From = decltype(from_tag);
+    return VisitAny(args, out.dtype(), [&](auto to_tag) {
+      using To = decltype(to_tag);
+      const From* src = in.data<From>();
+      To* dst = out.data<To>();
+      for (int64_t i = 0, n = in.num_elements(); i < n; ++i) {
+        const From x = src[i];
+        if constexpr (std::is_same_v<To, bool>) {
+          dst[i] = x != From{0};  // NaN is non-zero: true
+        } else if constexpr (std::is_same_v<From, float> && std::is_same_v<To, int64_t>) {
+          // Truncation toward zero; NaN and out-of-range values, which ONNX
+          // leaves undefined, saturate instead of being undefined behaviour.
+          constexpr float kLimit = 9.2233720368547758e18f;  // 2^63
+          if (std::isnan(x)) {
+            dst[i] = 0;
+          } else if (x >= kLimit) {
+            dst[i] = std::numeric_limits<int64_t>::max();
+          } else if (x < -kLimit) {
+            dst[i] = std::numeric_limits<int64_t>::min();
+          } else {
+            dst[i] = static_cast<int64_t>(x);
+          }
+        } else {
+          dst[i] = static_cast<To>(x);
+        }
+      }
+      return absl::OkStatus();
+    });
+  });
+}
+
+}  // namespace
+
+absl::Status HostAdd(const HostKernelArgs& args) {
+  return RunBinaryArithmetic(args, BinaryOp::kAdd);
+}
+absl::Status HostSub(const HostKernelArgs& args) {
+  return RunBinaryArithmetic(args, BinaryOp::kSub);
+}
+absl::Status HostMul(const HostKernelArgs& args) {
+  return RunBinaryArithmetic(args, BinaryOp::kMul);
+}
+absl::Status HostDiv(const HostKernelArgs& args) {
+  return RunBinaryArithmetic(args, BinaryOp::kDiv);
+}
+absl::Status HostPow(const HostKernelArgs& args) {
+  return RunBinaryArithmetic(args, BinaryOp::kPow);
+}
+absl::Status HostMax(const HostKernelArgs& args) {
+  return RunBinaryArithmetic(args, BinaryOp::kMax);
+}
+absl::Status HostMin(const HostKernelArgs& args) {
+  return RunBinaryArithmetic(args, BinaryOp::kMin);
+}
+absl::Status HostMod(const HostKernelArgs& args) { return RunMod(args); }
+absl::Status HostEqual(const HostKernelArgs& args) { return RunEqual(args); }
+absl::Status HostWhere(const HostKernelArgs& args) { return RunWhere(args); }
+absl::Status HostSqrt(const HostKernelArgs& args) { return RunFloatMath(args, Sqrt); }
+absl::Status HostExp(const HostKernelArgs& args) { return RunFloatMath(args, Exp); }
+absl::Status HostLog(const HostKernelArgs& args) { return RunFloatMath(args, Log); }
+absl::Status HostSigmoid(const HostKernelArgs& args) { return RunFloatMath(args, Sigmoid); }
+absl::Status HostTanh(const HostKernelArgs& args) { return RunFloatMath(args, Tanh); }
+absl::Status HostErf(const HostKernelArgs& args) { return RunFloatMath(args, Erf); }
+absl::Status HostRelu(const HostKernelArgs& args) { return RunSignOp(args, SignOp::kRelu); }
+absl::Status HostAbs(const HostKernelArgs& args) { return RunSignOp(args, SignOp::kAbs); }
+absl::Status HostNeg(const HostKernelArgs& args) { return RunSignOp(args, SignOp::kNeg); }
+absl::Status HostLeakyRelu(const HostKernelArgs& args) { return RunLeakyRelu(args); }
+absl::Status HostCast(const HostKernelArgs& args) { return RunCast(args); }
+
+}  // namespace graphserve

@@ -1,0 +1,1 @@
+#include "runtime/host/nn_kernels.h"

@@ -1,0 +1,462 @@
+// Data movement ops.
+// The OpDefs of this family (Note [Op registry] in runtime/op_registry.h) and
+// their bind rules; the kernels are in runtime/host/data_movement_kernels.cc and
+// runtime/cuda/data_movement_kernels.cc.
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status.h"
+#include "runtime/bind_context.h"
+#include "runtime/host/data_movement_kernels.h"
+#include "runtime/ops/families.h"
+
+namespace graphserve {
+
+namespace {
+
+absl::Status BindConstant(BindContext& ctx) {
+  const Attributes& attrs = ctx.attrs();
+  if (attrs.size() != 1) {
+    return ctx.Error("expected exactly one value attribute, got ", attrs.size());
+  }
+  const auto& [name, attr] = *attrs.begin();
+  if (name == "value") {
+    if (const HostTensor* tensor = std::get_if<HostTensor>(&attr)) {
+      return ctx.DefineConstantOutput(*tensor);
+    }
+  } else if (name == "value_float") {
+    if (const float* v = std::get_if<float>(&attr)) {
+      HostTensor tensor(DType::kFloat32, {});
+      *tensor.data<float>() = *v;
+      return ctx.DefineConstantOutput(std::move(tensor));
+    }
+  } else if (name == "value_floats") {
+    if (const auto* v = std::get_if<std::vector<float>>(&attr)) {
+      HostTensor tensor(DType::kFloat32, {static_cast<int64_t>(v->size())});
+      std::copy(v->begin(), v->end(), tensor.data<float>());
+      return ctx.DefineConstantOutput(std::move(tensor));
+    }
+  } else if (name == "value_int") {
+    if (const int64_t* v = std::get_if<int64_t>(&attr)) {
+      HostTensor tensor(DType::kInt64, {});
+      *tensor.data<int64_t>() = *v;
+      return ctx.DefineConstantOutput(std::move(tensor));
+    }
+  } else if (name == "value_ints") {
+    if (const auto* v = std::get_if<std::vector<int64_t>>(&attr)) {
+      HostTensor tensor(DType::kInt64, {static_cast<int64_t>(v->size())});
+      std::copy(v->begin(), v->end(), tensor.data<int64_t>());
+      return ctx.DefineConstantOutput(std::move(tensor));
+    }
+  } else {
+    return absl::UnimplementedError(absl::StrCat("node '", ctx.name(), "' (Constant): attribute '",
+                                                 name, "' is not supported"));
+  }
+  return ctx.Error("attribute '", name, "' has the wrong type");
+}
+
+absl::Status BindShape(BindContext& ctx) {
+  const Dims& dims = ctx.in_dims(0);
+  const int64_t rank = static_cast<int64_t>(dims.size());
+  ASSIGN_OR_RETURN(int64_t start, ctx.IntAttrOr("start", 0));
+  ASSIGN_OR_RETURN(int64_t end, ctx.IntAttrOr("end", rank));
+  if (start < 0) start += rank;
+  if (end < 0) end += rank;
+  start = std::clamp<int64_t>(start, 0, rank);
+  end = std::clamp<int64_t>(end, 0, rank);
+  const int64_t count = std::max<int64_t>(0, end - start);
+  HostTensor tensor(DType::kInt64, {count});
+  for (int64_t i = 0; i < count; ++i) tensor.data<int64_t>()[i] = dims[start + i];
+  return ctx.DefineConstantOutput(std::move(tensor));
+}
+
+absl::Status BindConcat(BindContext& ctx) {
+  if (ctx.attrs().count("axis") == 0) return ctx.Error("attribute 'axis' is required");
+  ASSIGN_OR_RETURN(int64_t axis, ctx.IntAttrOr("axis", 0));
+  Dims dims = ctx.in_dims(0);
+  const int64_t rank = static_cast<int64_t>(dims.size());
+  ASSIGN_OR_RETURN(axis, ctx.NormalizeAxis(axis, rank, "axis"));
+  for (size_t i = 1; i < ctx.num_inputs(); ++i) {
+    RETURN_IF_ERROR(ctx.CheckSameDType(0, i));
+    const Dims& other = ctx.in_dims(i);
+    bool compatible = other.size() == dims.size();
+    for (int64_t d = 0; compatible && d < rank; ++d) {
+      compatible = d == axis || other[d] == dims[d];
+    }
+    if (!compatible) {
+      return ctx.Error("input ", i, " dims ", DimsToString(other), " do not match input 0 dims ",
+                       DimsToString(ctx.in_dims(0)), " outside axis ", axis);
+    }
+    dims[axis] += other[axis];
+  }
+  return ctx.EmitSimple(ctx.inputs(), {{"axis", axis}}, ctx.in_dtype(0), std::move(dims));
+}
+
+absl::Status BindTranspose(BindContext& ctx) {
+  const Dims& dims = ctx.in_dims(0);
+  const int64_t rank = static_cast<int64_t>(dims.size());
+  std::vector<int64_t> reversed;
+  for (int64_t d = rank - 1; d >= 0; --d) reversed.push_back(d);
+  absl::StatusOr<std::vector<int64_t>> perm = ctx.IntsAttrOr("perm", reversed);
+  if (!perm.ok()) return perm.status();
+  std::vector<int64_t> sorted = *perm;
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<int64_t> identity(rank);
+  for (int64_t d = 0; d < rank; ++d) identity[d] = d;
+  if (sorted != identity) {
+    return ctx.Error("perm [", absl::StrJoin(*perm, ","), "] is not a permutation of the input's ",
+                     rank, " dims");
+  }
+  Dims out;
+  for (int64_t p : *perm) out.push_back(dims[p]);
+  return ctx.EmitSimple({ctx.input(0)}, {{"perm", *std::move(perm)}}, ctx.in_dtype(0),
+                        std::move(out));
+}
+
+absl::Status BindSlice(BindContext& ctx) {
+  const Dims& dims = ctx.in_dims(0);
+  const int64_t rank = static_cast<int64_t>(dims.size());
+  std::vector<int64_t> starts, ends, axes, steps;
+  bool has_axes = false;
+  bool has_steps = false;
+  if (ctx.opset() < 10) {
+    if (ctx.attrs().count("starts") == 0 || ctx.attrs().count("ends") == 0) {
+      return ctx.Error("attributes 'starts' and 'ends' are required at opset ", ctx.opset());
+    }
+    absl::StatusOr<std::vector<int64_t>> s = ctx.IntsAttrOr("starts", {});
+    absl::StatusOr<std::vector<int64_t>> e = ctx.IntsAttrOr("ends", {});
+    absl::StatusOr<std::vector<int64_t>> a = ctx.IntsAttrOr("axes", {});
+    for (const auto* r : {&s, &e, &a}) {
+      if (!r->ok()) return r->status();
+    }
+    starts = *s;
+    ends = *e;
+    has_axes = ctx.attrs().count("axes") != 0;
+    axes = *a;
+  } else {
+    ASSIGN_OR_RETURN(starts, ctx.ConstantInts(1));
+    ASSIGN_OR_RETURN(ends, ctx.ConstantInts(2));
+    if (ctx.num_inputs() > 3 && ctx.input(3) != kOmitted) {
+      has_axes = true;
+      ASSIGN_OR_RETURN(axes, ctx.ConstantInts(3));
+    }
+    if (ctx.num_inputs() > 4) {
+      has_steps = true;
+      ASSIGN_OR_RETURN(steps, ctx.ConstantInts(4));
+    }
+  }
+  if (ends.size() != starts.size()) {
+    return ctx.Error("starts has ", starts.size(), " values, ends has ", ends.size());
+  }
+  if (!has_axes) {
+    for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+  }
+  if (!has_steps) steps.assign(starts.size(), 1);
+  if (axes.size() != starts.size() || steps.size() != starts.size()) {
+    return ctx.Error("starts, ends, axes and steps should have one length, got ", starts.size(),
+                     ", ", ends.size(), ", ", axes.size(), ", ", steps.size());
+  }
+  std::vector<int64_t> canonical_starts(rank, 0);
+  std::vector<int64_t> canonical_steps(rank, 1);
+  Dims out = dims;
+  std::vector<bool> seen(rank, false);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    ASSIGN_OR_RETURN(int64_t axis, ctx.NormalizeAxis(axes[i], rank, "axis"));
+    if (seen[axis]) return ctx.Error("axis ", axis, " is sliced twice");
+    seen[axis] = true;
+    const int64_t step = steps[i];
+    if (step == 0) return ctx.Error("step for axis ", axis, " is 0");
+    const int64_t dim = dims[axis];
+    int64_t start = starts[i];
+    int64_t end = ends[i];
+    // ONNX Slice: negative positions count from the end, then clamp to
+    // [0, dim] for positive steps and [0, dim-1] / [-1, dim-1] for negative.
+    if (start < 0) start += dim;
+    if (end < 0) end += dim;
+    int64_t count = 0;
+    if (dim == 0) {
+      start = 0;
+    } else if (step > 0) {
+      start = std::clamp<int64_t>(start, 0, dim);
+      end = std::clamp<int64_t>(end, 0, dim);
+      count = end > start ? (end - start - 1) / step + 1 : 0;
+    } else {
+      start = std::clamp<int64_t>(start, 0, dim - 1);
+      end = std::clamp<int64_t>(end, -1, dim - 1);
+      const int64_t magnitude =
+          step == std::numeric_limits<int64_t>::min() ? std::numeric_limits<int64_t>::max() : -step;
+      count = start > end ? (start - end - 1) / magnitude + 1 : 0;
+    }
+    // An empty slice reads nothing; keep its start a valid index anyway.
+    if (count == 0) start = std::clamp<int64_t>(start, 0, std::max<int64_t>(dim - 1, 0));
+    canonical_starts[axis] = start;
+    canonical_steps[axis] = step;
+    out[axis] = count;
+  }
+  return ctx.EmitSimple(
+      {ctx.input(0)},
+      {{"starts", std::move(canonical_starts)}, {"steps", std::move(canonical_steps)}},
+      ctx.in_dtype(0), std::move(out));
+}
+
+absl::Status BindExpand(BindContext& ctx) {
+  ASSIGN_OR_RETURN(std::vector<int64_t> shape, ctx.ConstantInts(1));
+  for (int64_t s : shape) {
+    if (s < 0) return ctx.Error("shape [", absl::StrJoin(shape, ","), "] has a negative dim");
+  }
+  ASSIGN_OR_RETURN(Dims dims, ctx.Broadcast(ctx.in_dims(0), shape));
+  return ctx.EmitSimple({ctx.input(0)}, {}, ctx.in_dtype(0), std::move(dims));
+}
+
+absl::Status BindGather(BindContext& ctx) {
+  RETURN_IF_ERROR(ctx.CheckDType(1, {DType::kInt64}));
+  const Dims& data = ctx.in_dims(0);
+  const Dims& indices = ctx.in_dims(1);
+  const int64_t rank = static_cast<int64_t>(data.size());
+  if (rank == 0) return ctx.Error("data should have rank >= 1, got a scalar");
+  ASSIGN_OR_RETURN(int64_t axis, ctx.IntAttrOr("axis", 0));
+  ASSIGN_OR_RETURN(axis, ctx.NormalizeAxis(axis, rank, "axis"));
+  const BoundValue& index_value = ctx.in(1);
+  if (index_value.is_constant()) {
+    const int64_t* idx = index_value.constant->data<int64_t>();
+    for (int64_t i = 0; i < index_value.constant->num_elements(); ++i) {
+      if (idx[i] < -data[axis] || idx[i] >= data[axis]) {
+        return ctx.Error("index ", idx[i], " is out of range for axis ", axis, " of dims ",
+                         DimsToString(data));
+      }
+    }
+  }
+  Dims out(data.begin(), data.begin() + axis);
+  out.insert(out.end(), indices.begin(), indices.end());
+  out.insert(out.end(), data.begin() + axis + 1, data.end());
+  return ctx.EmitSimple({ctx.input(0), ctx.input(1)}, {{"axis", axis}}, ctx.in_dtype(0),
+                        std::move(out));
+}
+
+absl::Status BindReshape(BindContext& ctx) {
+  const Dims& in = ctx.in_dims(0);
+  std::vector<int64_t> shape;
+  if (ctx.opset() < 5) {
+    absl::StatusOr<std::vector<int64_t>> attr = ctx.IntsAttrOr("shape", {});
+    if (!attr.ok()) return attr.status();
+    shape = *std::move(attr);
+  } else {
+    ASSIGN_OR_RETURN(shape, ctx.ConstantInts(1));
+  }
+  ASSIGN_OR_RETURN(int64_t allowzero, ctx.IntAttrOr("allowzero", 0));
+  Dims out(shape.size());
+  int64_t inferred = -1;
+  int64_t known = 1;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    const int64_t s = shape[i];
+    if (s == 0 && allowzero == 0) {
+      if (i >= in.size()) {
+        return ctx.Error("shape [", absl::StrJoin(shape, ","), "] copies dim ", i,
+                         " of the input, which has only ", in.size(), " dims ", DimsToString(in));
+      }
+      out[i] = in[i];
+    } else if (s == -1) {
+      if (inferred >= 0) {
+        return ctx.Error("shape [", absl::StrJoin(shape, ","), "] has more than one -1");
+      }
+      inferred = static_cast<int64_t>(i);
+      continue;
+    } else if (s < -1) {
+      return ctx.Error("shape [", absl::StrJoin(shape, ","), "] has invalid dim ", s);
+    } else {
+      out[i] = s;
+    }
+    known *= out[i];
+  }
+  const int64_t total = NumElements(in);
+  if (inferred >= 0) {
+    if (known == 0 || total % known != 0) {
+      return ctx.Error("cannot infer the -1 in shape [", absl::StrJoin(shape, ","),
+                       "] for input dims ", DimsToString(in), " (", total, " elements)");
+    }
+    out[inferred] = total / known;
+  }
+  if (NumElements(out) != total) {
+    return ctx.Error("shape [", absl::StrJoin(shape, ","), "] gives dims ", DimsToString(out),
+                     " with ", NumElements(out), " elements, the input dims ", DimsToString(in),
+                     " have ", total);
+  }
+  return ctx.EmitSimple({ctx.input(0)}, {}, ctx.in_dtype(0), std::move(out));
+}
+
+absl::Status BindFlatten(BindContext& ctx) {
+  const Dims& dims = ctx.in_dims(0);
+  const int64_t rank = static_cast<int64_t>(dims.size());
+  ASSIGN_OR_RETURN(int64_t axis, ctx.IntAttrOr("axis", 1));
+  if (axis < -rank || axis > rank) {
+    return ctx.Error("axis ", axis, " is out of range for rank ", rank, " (expected [", -rank, ", ",
+                     rank, "])");
+  }
+  if (axis < 0) axis += rank;
+  const size_t a = static_cast<size_t>(axis);
+  return ctx.EmitSimple({ctx.input(0)}, {}, ctx.in_dtype(0),
+                        {Product(dims, 0, a), Product(dims, a, dims.size())});
+}
+
+absl::Status BindSqueeze(BindContext& ctx) {
+  const Dims& dims = ctx.in_dims(0);
+  const int64_t rank = static_cast<int64_t>(dims.size());
+  ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> given, ctx.AxesOperand(13));
+  std::vector<int64_t> axes;
+  if (given && !given->empty()) {
+    ASSIGN_OR_RETURN(axes, ctx.NormalizeAxes(*std::move(given), rank));
+    for (int64_t axis : axes) {
+      if (dims[axis] != 1) {
+        return ctx.Error("cannot squeeze axis ", axis, " of dims ", DimsToString(dims),
+                         ": its size is ", dims[axis], ", expected 1");
+      }
+    }
+  } else {
+    for (int64_t d = 0; d < rank; ++d) {
+      if (dims[d] == 1) axes.push_back(d);
+    }
+  }
+  Dims out;
+  for (int64_t d = 0; d < rank; ++d) {
+    if (!std::binary_search(axes.begin(), axes.end(), d)) out.push_back(dims[d]);
+  }
+  return ctx.EmitSimple({ctx.input(0)}, {}, ctx.in_dtype(0), std::move(out));
+}
+
+absl::Status BindUnsqueeze(BindContext& ctx) {
+  const Dims& dims = ctx.in_dims(0);
+  ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> given, ctx.AxesOperand(13));
+  if (!given || given->empty()) return ctx.Error("axes are required and must be non-empty");
+  const int64_t out_rank = static_cast<int64_t>(dims.size() + given->size());
+  ASSIGN_OR_RETURN(std::vector<int64_t> axes, ctx.NormalizeAxes(*std::move(given), out_rank));
+  Dims out;
+  size_t next = 0;
+  for (int64_t d = 0; d < out_rank; ++d) {
+    if (std::binary_search(axes.begin(), axes.end(), d)) {
+      out.push_back(1);
+    } else {
+      out.push_back(dims[next++]);
+    }
+  }
+  return ctx.EmitSimple({ctx.input(0)}, {}, ctx.in_dtype(0), std::move(out));
+}
+
+absl::Status BindUnaryAny(BindContext& ctx) {
+  return ctx.EmitSimple({ctx.input(0)}, {}, ctx.in_dtype(0), ctx.in_dims(0));
+}
+
+}  // namespace
+
+void AddDataMovementOps(std::vector<OpDef>& ops) {
+  const std::vector<ArityChange> one = {{1, {1, 1}}};
+  auto any = [](BindContext& ctx) { return BindUnaryAny(ctx); };
+  ops.push_back(OpDef{.name = "Constant",
+                      .family = "data_movement",
+                      .attributes = {"value", "value_float", "value_floats", "value_int",
+                                     "value_ints", "sparse_value", "value_string", "value_strings"},
+                      .arity = {{1, {0, 0}}},
+                      .bind = BindConstant,
+                      .host = nullptr,
+                      .kernel_inputs = {0, 0},
+                      .summary = "folded at bind time"});
+  ops.push_back(OpDef{.name = "Shape",
+                      .family = "data_movement",
+                      .attributes = {"start", "end"},
+                      .arity = one,
+                      .bind = BindShape,
+                      .host = nullptr,
+                      .summary = "folded at bind time"});
+  ops.push_back(OpDef{.name = "Identity",
+                      .family = "data_movement",
+                      .arity = one,
+                      .bind = any,
+                      .host = HostReinterpret,
+                      .summary = "an alias of its input"});
+  ops.push_back(OpDef{.name = "Reshape",
+                      .family = "data_movement",
+                      .attributes = {"allowzero"},
+                      .arity = {{1, {2, 2}}},
+                      .shape_operands = {1},
+                      .bind = BindReshape,
+                      .host = HostReinterpret,
+                      .summary = "shape known at plan time; an alias of its input"});
+  ops.back().input_names = {"data", "shape"};
+  ops.push_back(OpDef{.name = "Flatten",
+                      .family = "data_movement",
+                      .attributes = {"axis"},
+                      .arity = one,
+                      .bind = BindFlatten,
+                      .host = HostReinterpret,
+                      .summary = "an alias of its input"});
+  ops.push_back(OpDef{.name = "Squeeze",
+                      .family = "data_movement",
+                      .attributes = {"axes"},
+                      .arity = {{1, {1, 1}}, {13, {1, 2}}},
+                      .shape_operands = {1},
+                      .bind = BindSqueeze,
+                      .host = HostReinterpret,
+                      .summary = "an alias of its input"});
+  ops.back().input_names = {"data", "axes"};
+  ops.push_back(OpDef{.name = "Unsqueeze",
+                      .family = "data_movement",
+                      .attributes = {"axes"},
+                      .arity = {{1, {1, 1}}, {13, {2, 2}}},
+                      .shape_operands = {1},
+                      .bind = BindUnsqueeze,
+                      .host = HostReinterpret,
+                      .summary = "an alias of its input"});
+  ops.back().input_names = {"data", "axes"};
+  ops.push_back(OpDef{.name = "Concat",
+                      .family = "data_movement",
+                      .attributes = {"axis"},
+                      .arity = {{1, {1, kVariadicInputs}}},
+                      .bind = BindConcat,
+                      .host = HostConcat,
+                      .kernel_inputs = {1, kVariadicInputs},
+                      .summary = "any dtype"});
+  ops.push_back(OpDef{.name = "Transpose",
+                      .family = "data_movement",
+                      .attributes = {"perm"},
+                      .arity = one,
+                      .bind = BindTranspose,
+                      .host = HostTranspose,
+                      .summary = "any dtype"});
+  ops.push_back(OpDef{.name = "Slice",
+                      .family = "data_movement",
+                      .attributes = {"starts", "ends", "axes"},
+                      .arity = {{1, {1, 1}}, {10, {3, 5}}},
+                      .shape_operands = {1, 2, 3, 4},
+                      .omissible_input = 3,
+                      .bind = BindSlice,
+                      .host = HostSlice,
+                      .summary = "starts/ends/axes/steps known at plan time; negative steps"});
+  ops.back().input_names = {"data", "starts", "ends", "axes", "steps"};
+  ops.push_back(OpDef{.name = "Expand",
+                      .family = "data_movement",
+                      .since_opset = 8,
+                      .arity = {{1, {2, 2}}},
+                      .shape_operands = {1},
+                      .bind = BindExpand,
+                      .host = HostExpand,
+                      .summary = "shape known at plan time"});
+  ops.back().input_names = {"input", "shape"};
+  ops.push_back(OpDef{.name = "Gather",
+                      .family = "data_movement",
+                      .attributes = {"axis"},
+                      .arity = {{1, {2, 2}}},
+                      .bind = BindGather,
+                      .host = HostGather,
+                      .kernel_inputs = {2, 2},
+                      .summary = "int64 indices, negative allowed"});
+}
+
+}  // namespace graphserve

@@ -1,0 +1,220 @@
+// Elementwise ops.
+// The OpDefs of this family (Note [Op registry] in runtime/op_registry.h) and
+// their bind rules; the kernels are in runtime/host/elementwise_kernels.cc and
+// runtime/cuda/elementwise_kernels.cc.
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status.h"
+#include "runtime/bind_context.h"
+#include "runtime/host/elementwise_kernels.h"
+#include "runtime/ops/families.h"
+
+namespace graphserve {
+
+namespace {
+
+absl::Status BindUnary(BindContext& ctx, std::vector<DType> allowed) {
+  RETURN_IF_ERROR(ctx.CheckDType(0, std::move(allowed)));
+  return ctx.EmitSimple({ctx.input(0)}, {}, ctx.in_dtype(0), ctx.in_dims(0));
+}
+
+absl::Status BindLeakyRelu(BindContext& ctx) {
+  RETURN_IF_ERROR(ctx.CheckDType(0, {DType::kFloat32}));
+  ASSIGN_OR_RETURN(float alpha, ctx.FloatAttrOr("alpha", 0.01f));
+  return ctx.EmitSimple({ctx.input(0)}, {{"alpha", alpha}}, DType::kFloat32, ctx.in_dims(0));
+}
+
+// Two float32 or int64 inputs broadcast to one output of their dtype;
+// `attrs` are the op's canonical attributes.
+absl::Status BindBinary(BindContext& ctx, Attributes attrs) {
+  RETURN_IF_ERROR(ctx.CheckDType(0, {DType::kFloat32, DType::kInt64}));
+  RETURN_IF_ERROR(ctx.CheckSameDType(0, 1));
+  ASSIGN_OR_RETURN(Dims dims, ctx.Broadcast(ctx.in_dims(0), ctx.in_dims(1)));
+  return ctx.EmitSimple({ctx.input(0), ctx.input(1)}, std::move(attrs), ctx.in_dtype(0),
+                        std::move(dims));
+}
+
+// ONNX defines fmod=0 (the sign of the divisor) for integers only.
+absl::Status BindMod(BindContext& ctx) {
+  ASSIGN_OR_RETURN(int64_t fmod, ctx.IntAttrOr("fmod", 0));
+  if (fmod != 0 && fmod != 1) return ctx.Error("attribute fmod should be 0 or 1, got ", fmod);
+  if (fmod == 0 && ctx.in_dtype(0) == DType::kFloat32) {
+    return ctx.Error("fmod=0 is integer modulo; ONNX requires fmod=1 for float inputs");
+  }
+  return BindBinary(ctx, {{"fmod", fmod}});
+}
+
+// Pow allows an exponent of another type than the base; kernels see one
+// dtype, so the exponent goes through a Cast first.
+absl::Status BindPow(BindContext& ctx) {
+  RETURN_IF_ERROR(ctx.CheckDType(0, {DType::kFloat32, DType::kInt64}));
+  RETURN_IF_ERROR(ctx.CheckDType(1, {DType::kFloat32, DType::kInt64}));
+  const DType dtype = ctx.in_dtype(0);
+  ValueId exponent = ctx.input(1);
+  ASSIGN_OR_RETURN(Dims dims, ctx.Broadcast(ctx.in_dims(0), ctx.in_dims(1)));
+  if (ctx.value(exponent).dtype != dtype) {
+    ASSIGN_OR_RETURN(exponent,
+                     ctx.EmitHelper("cast_exponent", "Cast", {exponent},
+                                    {{"to", static_cast<int64_t>(dtype)}}, dtype, ctx.in_dims(1)));
+  }
+  return ctx.EmitSimple({ctx.input(0), exponent}, {}, dtype, std::move(dims));
+}
+
+// Max and Min: one input is Identity, n > 2 a chain of two-input nodes
+// whose last link produces the model's output.
+absl::Status BindVariadic(BindContext& ctx) {
+  RETURN_IF_ERROR(ctx.CheckDType(0, {DType::kFloat32, DType::kInt64}));
+  for (size_t i = 1; i < ctx.num_inputs(); ++i) RETURN_IF_ERROR(ctx.CheckSameDType(0, i));
+  const DType dtype = ctx.in_dtype(0);
+  if (ctx.num_inputs() == 1) {
+    return ctx.EmitModelNode("Identity", {ctx.input(0)}, {},
+                             {OutputSpec{"", dtype, ctx.in_dims(0)}});
+  }
+  ValueId acc = ctx.input(0);
+  for (size_t i = 1; i + 1 < ctx.num_inputs(); ++i) {
+    ASSIGN_OR_RETURN(Dims dims, ctx.Broadcast(ctx.value(acc).dims, ctx.in_dims(i)));
+    ASSIGN_OR_RETURN(acc, ctx.EmitHelper(absl::StrCat("chain_", i), ctx.op(), {acc, ctx.input(i)},
+                                         {}, dtype, std::move(dims)));
+  }
+  const ValueId last = ctx.inputs().back();
+  ASSIGN_OR_RETURN(Dims dims, ctx.Broadcast(ctx.value(acc).dims, ctx.value(last).dims));
+  return ctx.EmitSimple({acc, last}, {}, dtype, std::move(dims));
+}
+
+absl::Status BindEqual(BindContext& ctx) {
+  RETURN_IF_ERROR(ctx.CheckSameDType(0, 1));
+  ASSIGN_OR_RETURN(Dims dims, ctx.Broadcast(ctx.in_dims(0), ctx.in_dims(1)));
+  return ctx.EmitSimple({ctx.input(0), ctx.input(1)}, {}, DType::kBool, std::move(dims));
+}
+
+absl::Status BindWhere(BindContext& ctx) {
+  RETURN_IF_ERROR(ctx.CheckDType(0, {DType::kBool}));
+  RETURN_IF_ERROR(ctx.CheckSameDType(1, 2));
+  ASSIGN_OR_RETURN(Dims xy, ctx.Broadcast(ctx.in_dims(1), ctx.in_dims(2)));
+  ASSIGN_OR_RETURN(Dims dims, ctx.Broadcast(ctx.in_dims(0), xy));
+  return ctx.EmitSimple({ctx.input(0), ctx.input(1), ctx.input(2)}, {}, ctx.in_dtype(1),
+                        std::move(dims));
+}
+
+absl::Status BindCast(BindContext& ctx) {
+  if (ctx.attrs().count("to") == 0) return ctx.Error("attribute 'to' is required");
+  ASSIGN_OR_RETURN(int64_t to, ctx.IntAttrOr("to", 0));
+  if (to != static_cast<int64_t>(DType::kFloat32) && to != static_cast<int64_t>(DType::kInt64) &&
+      to != static_cast<int64_t>(DType::kBool)) {
+    return absl::UnimplementedError(
+        absl::StrCat("node '", ctx.name(), "' (Cast): target type ", to,
+                     " is not supported (expected 1 float32, 7 int64 or 9 bool)"));
+  }
+  return ctx.EmitSimple({ctx.input(0)}, {{"to", to}}, static_cast<DType>(to), ctx.in_dims(0));
+}
+
+}  // namespace
+
+void AddElementwiseOps(std::vector<OpDef>& ops) {
+  auto unary_float = [](BindContext& ctx) { return BindUnary(ctx, {DType::kFloat32}); };
+  auto unary_signed = [](BindContext& ctx) {
+    return BindUnary(ctx, {DType::kFloat32, DType::kInt64});
+  };
+  auto binary = [](BindContext& ctx) { return BindBinary(ctx, {}); };
+  const Arity two{2, 2};
+  const std::vector<ArityChange> binary_arity = {{1, two}};
+  struct Unary {
+    const char* name;
+    BindRule bind;
+    HostKernel host;
+    const char* summary;
+  };
+  for (const Unary& u : std::initializer_list<Unary>{
+           {"Sqrt", unary_float, HostSqrt, "float32"},
+           {"Exp", unary_float, HostExp, "float32"},
+           {"Log", unary_float, HostLog, "float32"},
+           {"Sigmoid", unary_float, HostSigmoid,
+            "float32; x*Sigmoid(x) fused as SiLU after a Conv"},
+           {"Tanh", unary_float, HostTanh, "float32"},
+           {"Erf", unary_float, HostErf, "float32; PyTorch's exact GELU chain fused on the GPU"},
+           {"Relu", unary_signed, HostRelu,
+            "float32, int64; NaN propagates; fused into GEMM and Conv epilogues"},
+           {"Abs", unary_signed, HostAbs, "float32, int64"},
+           {"Neg", unary_signed, HostNeg, "float32, int64"},
+       }) {
+    ops.push_back(OpDef{.name = u.name,
+                        .family = "elementwise",
+                        .bind = u.bind,
+                        .host = u.host,
+                        .summary = u.summary});
+  }
+  ops.push_back(OpDef{.name = "LeakyRelu",
+                      .family = "elementwise",
+                      .attributes = {"alpha"},
+                      .bind = BindLeakyRelu,
+                      .host = HostLeakyRelu,
+                      .summary = "float32"});
+  struct Binary {
+    const char* name;
+    int64_t since;
+    BindRule bind;
+    HostKernel host;
+    const char* summary;
+  };
+  for (const Binary& b : std::initializer_list<Binary>{
+           {"Add", 7, binary, HostAdd,
+            "float32, int64; numpy broadcasting; bias Adds fused into GEMM and Conv"},
+           {"Sub", 7, binary, HostSub, "float32, int64; numpy broadcasting"},
+           {"Mul", 7, binary, HostMul, "float32, int64; numpy broadcasting"},
+           {"Div", 7, binary, HostDiv, "float32, int64 (truncating); numpy broadcasting"},
+           {"Pow", 7, BindPow, HostPow, "float32, int64; exponent of another type is cast"},
+           {"Equal", 7, BindEqual, HostEqual, "float32, int64, bool; output bool"},
+       }) {
+    ops.push_back(OpDef{.name = b.name,
+                        .family = "elementwise",
+                        .arity = binary_arity,
+                        .bind = b.bind,
+                        .host = b.host,
+                        .kernel_inputs = two,
+                        .summary = b.summary});
+  }
+  ops.push_back(OpDef{.name = "Mod",
+                      .family = "elementwise",
+                      .since_opset = 10,
+                      .attributes = {"fmod"},
+                      .arity = binary_arity,
+                      .bind = BindMod,
+                      .host = HostMod,
+                      .kernel_inputs = two,
+                      .summary = "float32 (fmod=1), int64"});
+  for (auto [name, host] : {std::pair<const char*, HostKernel>{"Max", HostMax}, {"Min", HostMin}}) {
+    ops.push_back(OpDef{.name = name,
+                        .family = "elementwise",
+                        .arity = {{1, {1, kVariadicInputs}}},
+                        .bind = BindVariadic,
+                        .host = host,
+                        .kernel_inputs = two,
+                        .summary = "float32, int64; variadic; NaN propagates"});
+  }
+  ops.push_back(OpDef{.name = "Where",
+                      .family = "elementwise",
+                      .since_opset = 9,
+                      .arity = {{1, {3, 3}}},
+                      .bind = BindWhere,
+                      .host = HostWhere,
+                      .kernel_inputs = {3, 3},
+                      .summary = "float32, int64, bool"});
+  ops.push_back(OpDef{.name = "Cast",
+                      .family = "elementwise",
+                      .attributes = {"to"},
+                      .bind = BindCast,
+                      .host = HostCast,
+                      .summary = "between float32, int64 and bool"});
+}
+
+}  // namespace graphserve
