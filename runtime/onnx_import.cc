@@ -281,6 +281,7 @@ absl::StatusOr<Model> ConvertModel(const onnx::ModelProto& proto, const std::str
     return absl::InvalidArgumentError(
         absl::StrCat("model '", name, "' imports no opset of the default ONNX domain"));
   }
+  FoldBatchNormsIntoConvs(model);
   return model;
 }
 

@@ -217,8 +217,8 @@ onnx::ModelProto UnsupportedModel() {
   AddValue(graph->mutable_input(), "half", onnx::TensorProto::FLOAT16, {-1, 4});
   *graph->add_initializer() =
       FloatTensor("k", {1, 1, 1, 1}, {1.0f}, /*as_raw_data=*/false);
-  AddNode(graph, "Conv", {"x", "k"}, {"c1"}, "conv1");
-  AddNode(graph, "Conv", {"c1", "k"}, {"c2"});  // unnamed: index 1
+  AddNode(graph, "ConvTranspose", {"x", "k"}, {"c1"}, "conv1");
+  AddNode(graph, "ConvTranspose", {"c1", "k"}, {"c2"});  // unnamed: index 1
   AddNode(graph, "Relu", {"c2"}, {"r"}, "relu");
   AddNode(graph, "Fancy", {"r"}, {"y"}, "fancy")->set_domain("com.example");
   AddValue(graph->mutable_output(), "y", onnx::TensorProto::FLOAT, {-1, 1, 8, 8});
@@ -232,7 +232,7 @@ TEST(OnnxImportTest, ListsEveryUnsupportedOpAndType) {
   ASSERT_FALSE(model.ok());
   EXPECT_EQ(model.status().code(), absl::StatusCode::kUnimplemented) << model.status();
   const std::string message(model.status().message());
-  EXPECT_THAT(message, HasSubstr("op Conv is not supported (2 nodes: conv1, Conv_1)"));
+  EXPECT_THAT(message, HasSubstr("op ConvTranspose is not supported (2 nodes: conv1, ConvTranspose_1)"));
   EXPECT_THAT(message, HasSubstr("op com.example::Fancy is not supported (1 node: fancy)"));
   EXPECT_THAT(message, HasSubstr("input 'half': element type FLOAT16"));
   EXPECT_THAT(message, HasSubstr("output 'half_out': element type FLOAT16"));
@@ -287,7 +287,7 @@ TEST(OnnxImportTest, DynamicNonBatchDimIsInvalidAndListedWithTheRest) {
   EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument) << model.status();
   const std::string message(model.status().message());
   EXPECT_THAT(message, HasSubstr("input 'x' dim 2 is dynamic ('height')"));
-  EXPECT_THAT(message, HasSubstr("op Conv is not supported"));
+  EXPECT_THAT(message, HasSubstr("op ConvTranspose is not supported"));
   EXPECT_THAT(message, HasSubstr("element type FLOAT16"));
   EXPECT_THAT(message, HasSubstr("5 problems"));
 }

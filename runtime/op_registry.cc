@@ -17,7 +17,7 @@ Arity OpDef::ArityAt(int64_t opset) const {
 }
 
 bool OpDef::IsShapeOperand(size_t input) const {
-  return std::find(shape_operands.begin(), shape_operands.end(), input) != shape_operands.end();
+  return std::find(plan_time_operands.begin(), plan_time_operands.end(), input) != plan_time_operands.end();
 }
 
 std::string OpDef::InputLabel(size_t input) const {

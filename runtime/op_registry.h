@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "runtime/ir.h"
 
 namespace graphserve {
 
@@ -49,10 +50,11 @@ struct OpDef {
   std::vector<std::string> attributes;
   // Input counts by opset.
   std::vector<ArityChange> arity = {{1, {1, 1}}};
-  // Inputs that describe a shape and must be known at plan time (Reshape's
-  // shape, Slice's starts/ends/axes/steps, ...), from the opset they became
-  // inputs.
-  std::vector<size_t> shape_operands;
+  // Inputs that must be known at plan time: those that describe a shape
+  // (Reshape's shape, Slice's starts/ends/axes/steps, ...; from the opset they
+  // became inputs), and weights the runtime folds or hands to a library
+  // (Conv's W and B, BatchNormalization's statistics).
+  std::vector<size_t> plan_time_operands;
   // The input (if any) that may be omitted ("") before a later one.
   int omissible_input = -1;
   BindRule bind = nullptr;
@@ -80,6 +82,13 @@ const std::vector<OpDef>& AllOps();
 // Sorted op type names (AllOps' names).
 const std::vector<std::string>& SupportedOps();
 bool IsSupportedOp(const std::string& op_type);
+
+// Folding that spans nodes, run once per model by import: each inference
+// BatchNormalization whose input is a Conv's output read by nothing else,
+// with constant weights and statistics, is folded into that Conv's weights
+// and bias (new initializers, so the weight store uploads them once for
+// every batch size). Others stay, and bind as a per-channel affine.
+void FoldBatchNormsIntoConvs(Model& model);
 
 // The README's op table, as markdown: op, family, opsets, summary.
 std::string OpTableMarkdown();

@@ -385,7 +385,7 @@ void AddDataMovementOps(std::vector<OpDef>& ops) {
                       .family = "data_movement",
                       .attributes = {"allowzero"},
                       .arity = {{1, {2, 2}}},
-                      .shape_operands = {1},
+                      .plan_time_operands = {1},
                       .bind = BindReshape,
                       .host = HostReinterpret,
                       .summary = "shape known at plan time; an alias of its input"});
@@ -401,7 +401,7 @@ void AddDataMovementOps(std::vector<OpDef>& ops) {
                       .family = "data_movement",
                       .attributes = {"axes"},
                       .arity = {{1, {1, 1}}, {13, {1, 2}}},
-                      .shape_operands = {1},
+                      .plan_time_operands = {1},
                       .bind = BindSqueeze,
                       .host = HostReinterpret,
                       .summary = "an alias of its input"});
@@ -410,7 +410,7 @@ void AddDataMovementOps(std::vector<OpDef>& ops) {
                       .family = "data_movement",
                       .attributes = {"axes"},
                       .arity = {{1, {1, 1}}, {13, {2, 2}}},
-                      .shape_operands = {1},
+                      .plan_time_operands = {1},
                       .bind = BindUnsqueeze,
                       .host = HostReinterpret,
                       .summary = "an alias of its input"});
@@ -434,7 +434,7 @@ void AddDataMovementOps(std::vector<OpDef>& ops) {
                       .family = "data_movement",
                       .attributes = {"starts", "ends", "axes"},
                       .arity = {{1, {1, 1}}, {10, {3, 5}}},
-                      .shape_operands = {1, 2, 3, 4},
+                      .plan_time_operands = {1, 2, 3, 4},
                       .omissible_input = 3,
                       .bind = BindSlice,
                       .host = HostSlice,
@@ -444,7 +444,7 @@ void AddDataMovementOps(std::vector<OpDef>& ops) {
                       .family = "data_movement",
                       .since_opset = 8,
                       .arity = {{1, {2, 2}}},
-                      .shape_operands = {1},
+                      .plan_time_operands = {1},
                       .bind = BindExpand,
                       .host = HostExpand,
                       .summary = "shape known at plan time"});

@@ -1,12 +1,541 @@
 // Convolutional-network ops: Conv, BatchNormalization, pooling, Pad, Clip,
 // HardSigmoid, HardSwish, Dropout.
+// The OpDefs of this family (Note [Op registry] in runtime/op_registry.h) and
+// their bind rules; the kernels are in runtime/host/nn_kernels.cc and
+// runtime/cuda/nn_ops.cc. Canonical forms: runtime/nn_node_params.h.
 
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/strings/str_join.h"
+#include "common/status.h"
+#include "runtime/bind_context.h"
+#include "runtime/host/nn_kernels.h"
+#include "runtime/host/nn_reference.h"
+#include "runtime/ir.h"
+#include "runtime/nn_params.h"
 #include "runtime/ops/families.h"
 
 namespace graphserve {
 
-void AddNnOps(std::vector<OpDef>& ops) {}
+namespace {
+
+// The spatial window of a Conv or pool node, per spatial dim, after auto_pad.
+struct Window {
+  std::vector<int64_t> kernel;
+  std::vector<int64_t> strides;
+  std::vector<int64_t> dilations;
+  std::vector<int64_t> pads_begin;
+  std::vector<int64_t> pads_end;
+};
+
+// Reads kernel_shape (or `kernel` when the weights give it), strides,
+// dilations, pads and auto_pad for `spatial` = input dims [2:].
+absl::StatusOr<Window> ReadWindow(const BindContext& ctx, const Dims& spatial,
+                                  std::vector<int64_t> kernel) {
+  const size_t rank = spatial.size();
+  Window w;
+  ASSIGN_OR_RETURN(w.kernel, ctx.IntsAttrOr("kernel_shape", kernel));
+  if (w.kernel.size() != rank) {
+    return ctx.Error("kernel_shape [", absl::StrJoin(w.kernel, ","), "] should have ", rank,
+                     " values for input spatial dims ", DimsToString(spatial));
+  }
+  if (!kernel.empty() && w.kernel != kernel) {
+    return ctx.Error("kernel_shape [", absl::StrJoin(w.kernel, ","),
+                     "] differs from the weights' spatial dims [", absl::StrJoin(kernel, ","), "]");
+  }
+  ASSIGN_OR_RETURN(w.strides, ctx.IntsAttrOr("strides", std::vector<int64_t>(rank, 1)));
+  ASSIGN_OR_RETURN(w.dilations, ctx.IntsAttrOr("dilations", std::vector<int64_t>(rank, 1)));
+  ASSIGN_OR_RETURN(std::vector<int64_t> pads,
+                   ctx.IntsAttrOr("pads", std::vector<int64_t>(2 * rank, 0)));
+  ASSIGN_OR_RETURN(std::string auto_pad, ctx.StringAttrOr("auto_pad", "NOTSET"));
+  if (w.strides.size() != rank || w.dilations.size() != rank || pads.size() != 2 * rank) {
+    return ctx.Error("strides, dilations and pads should have ", rank, ", ", rank, " and ",
+                     2 * rank, " values");
+  }
+  for (size_t d = 0; d < rank; ++d) {
+    if (w.kernel[d] < 1 || w.strides[d] < 1 || w.dilations[d] < 1) {
+      return ctx.Error("kernel_shape, strides and dilations should be >= 1, got [",
+                       absl::StrJoin(w.kernel, ","), "], [", absl::StrJoin(w.strides, ","), "], [",
+                       absl::StrJoin(w.dilations, ","), "]");
+    }
+  }
+  w.pads_begin.assign(pads.begin(), pads.begin() + rank);
+  w.pads_end.assign(pads.begin() + rank, pads.end());
+  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    // Output = ceil(in / stride); the extra pad goes at the end (UPPER) or
+    // the beginning (LOWER).
+    for (size_t d = 0; d < rank; ++d) {
+      const int64_t out = (spatial[d] + w.strides[d] - 1) / w.strides[d];
+      const int64_t extent = (w.kernel[d] - 1) * w.dilations[d] + 1;
+      const int64_t total = std::max<int64_t>(0, (out - 1) * w.strides[d] + extent - spatial[d]);
+      const int64_t small = total / 2;
+      w.pads_begin[d] = auto_pad == "SAME_UPPER" ? small : total - small;
+      w.pads_end[d] = total - w.pads_begin[d];
+    }
+  } else if (auto_pad == "VALID") {
+    std::fill(w.pads_begin.begin(), w.pads_begin.end(), 0);
+    std::fill(w.pads_end.begin(), w.pads_end.end(), 0);
+  } else if (auto_pad != "NOTSET") {
+    return ctx.Error("auto_pad '", auto_pad.substr(0, 16),
+                     "' should be NOTSET, SAME_UPPER, SAME_LOWER or VALID");
+  }
+  for (size_t d = 0; d < rank; ++d) {
+    if (w.pads_begin[d] < 0 || w.pads_end[d] < 0) {
+      return ctx.Error("pads [", absl::StrJoin(pads, ","), "] should be non-negative");
+    }
+  }
+  return w;
+}
+
+// Output size of one spatial dim; ceil_mode drops a last window that would
+// start in the end padding (PyTorch's and ONNX's rule).
+int64_t PooledSize(int64_t in, int64_t kernel, int64_t stride, int64_t dilation, int64_t pad_begin,
+                   int64_t pad_end, bool ceil_mode) {
+  const int64_t span = in + pad_begin + pad_end - ((kernel - 1) * dilation + 1);
+  if (span < 0) return 0;
+  int64_t out = (ceil_mode ? (span + stride - 1) / stride : span / stride) + 1;
+  if (ceil_mode && (out - 1) * stride >= in + pad_begin) --out;
+  return out;
+}
+
+// [h, w] of a 1-D (w only) or 2-D window vector, for the canonical attrs.
+std::vector<int64_t> AsHW(const std::vector<int64_t>& v, int64_t one) {
+  return v.size() == 1 ? std::vector<int64_t>{one, v[0]} : v;
+}
+
+absl::Status CheckSpatialRank(const BindContext& ctx, const Dims& x) {
+  if (x.size() != 3 && x.size() != 4) {
+    return ctx.Unsupported("input ", DimsToString(x),
+                           " is not 1-D or 2-D NC(H)W; 3-D and higher are not supported");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BindConv(BindContext& ctx) {
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    RETURN_IF_ERROR(ctx.CheckDType(i, {DType::kFloat32}));
+  }
+  const Dims& x = ctx.in_dims(0);
+  const Dims& w = ctx.in_dims(1);
+  RETURN_IF_ERROR(CheckSpatialRank(ctx, x));
+  if (w.size() != x.size()) {
+    return ctx.Error("W ", DimsToString(w), " should have the rank of X ", DimsToString(x));
+  }
+  if (!ctx.is_constant(ctx.input(1))) {
+    return ctx.Unsupported("W (value '", ctx.in(1).name,
+                           "') must be an initializer or constant: weights computed at run "
+                           "time are not supported");
+  }
+  ASSIGN_OR_RETURN(int64_t group, ctx.IntAttrOr("group", 1));
+  if (group < 1 || x[1] % group != 0 || w[0] % group != 0 || w[1] * group != x[1]) {
+    return ctx.Error("group ", group, " does not fit X ", DimsToString(x), " (C=", x[1], ") and W ",
+                     DimsToString(w), " (expected W dim 1 = C / group)");
+  }
+  if (ctx.has_input(2) && ctx.in_dims(2) != Dims{w[0]}) {
+    return ctx.Error("B ", DimsToString(ctx.in_dims(2)), " should be [", w[0], "]");
+  }
+  const Dims spatial(x.begin() + 2, x.end());
+  ASSIGN_OR_RETURN(Window win,
+                   ReadWindow(ctx, spatial, std::vector<int64_t>(w.begin() + 2, w.end())));
+  // cuDNN's descriptor pads both sides alike: an asymmetric pad becomes an
+  // explicit Pad of the excess, then a symmetric Conv.
+  ValueId input = ctx.input(0);
+  std::vector<int64_t> sym(spatial.size());
+  bool asymmetric = false;
+  for (size_t d = 0; d < spatial.size(); ++d) {
+    sym[d] = std::min(win.pads_begin[d], win.pads_end[d]);
+    asymmetric |= win.pads_begin[d] != win.pads_end[d];
+  }
+  Dims padded = x;
+  if (asymmetric) {
+    std::vector<int64_t> pads(2 * x.size(), 0);
+    for (size_t d = 0; d < spatial.size(); ++d) {
+      pads[2 + d] = win.pads_begin[d] - sym[d];
+      pads[x.size() + 2 + d] = win.pads_end[d] - sym[d];
+      padded[2 + d] += pads[2 + d] + pads[x.size() + 2 + d];
+    }
+    ASSIGN_OR_RETURN(input,
+                     ctx.EmitHelper("asymmetric_pad", "Pad", {input},
+                                    {{"mode", int64_t{static_cast<int64_t>(PadMode::kConstant)}},
+                                     {"pads", pads},
+                                     {"value", 0.0f}},
+                                    DType::kFloat32, padded));
+  }
+  Dims out = {x[0], w[0]};
+  for (size_t d = 0; d < spatial.size(); ++d) {
+    const int64_t size = PooledSize(padded[2 + d], win.kernel[d], win.strides[d], win.dilations[d],
+                                    sym[d], sym[d], false);
+    if (size < 1) {
+      return ctx.Error("the kernel [", absl::StrJoin(win.kernel, ","), "] with dilations [",
+                       absl::StrJoin(win.dilations, ","), "] does not fit input ", DimsToString(x));
+    }
+    out.push_back(size);
+  }
+  std::vector<ValueId> inputs = {input, ctx.input(1)};
+  if (ctx.has_input(2)) inputs.push_back(ctx.input(2));
+  return ctx.EmitSimple(std::move(inputs),
+                        {{"group", group},
+                         {"strides", AsHW(win.strides, 1)},
+                         {"dilations", AsHW(win.dilations, 1)},
+                         {"pads", AsHW(sym, 0)}},
+                        DType::kFloat32, std::move(out));
+}
+
+absl::Status BindPool(BindContext& ctx) {
+  RETURN_IF_ERROR(ctx.CheckDType(0, {DType::kFloat32}));
+  const Dims& x = ctx.in_dims(0);
+  RETURN_IF_ERROR(CheckSpatialRank(ctx, x));
+  if (ctx.outputs().size() > 1) return ctx.Unsupported("MaxPool's Indices output");
+  if (!ctx.has_attr("kernel_shape")) return ctx.Error("attribute 'kernel_shape' is required");
+  const Dims spatial(x.begin() + 2, x.end());
+  ASSIGN_OR_RETURN(Window win, ReadWindow(ctx, spatial, {}));
+  ASSIGN_OR_RETURN(int64_t ceil_mode, ctx.IntAttrOr("ceil_mode", 0));
+  ASSIGN_OR_RETURN(int64_t count_include_pad, ctx.IntAttrOr("count_include_pad", 0));
+  ASSIGN_OR_RETURN(int64_t storage_order, ctx.IntAttrOr("storage_order", 0));
+  if (storage_order != 0) return ctx.Unsupported("storage_order ", storage_order, " (only 0)");
+  const bool average = ctx.op() == "AveragePool";
+  for (int64_t d : win.dilations) {
+    if (average && d != 1) {
+      return ctx.Unsupported("dilations [", absl::StrJoin(win.dilations, ","),
+                             "] on AveragePool (only 1)");
+    }
+  }
+  Dims out = {x[0], x[1]};
+  for (size_t d = 0; d < spatial.size(); ++d) {
+    out.push_back(PooledSize(spatial[d], win.kernel[d], win.strides[d], win.dilations[d],
+                             win.pads_begin[d], win.pads_end[d], ceil_mode != 0));
+  }
+  const std::vector<int64_t> begin = AsHW(win.pads_begin, 0);
+  const std::vector<int64_t> end = AsHW(win.pads_end, 0);
+  return ctx.EmitSimple({ctx.input(0)},
+                        {{"kernel", AsHW(win.kernel, 1)},
+                         {"strides", AsHW(win.strides, 1)},
+                         {"dilations", AsHW(win.dilations, 1)},
+                         {"pads", std::vector<int64_t>{begin[0], begin[1], end[0], end[1]}},
+                         {"count_include_pad", int64_t{count_include_pad != 0}}},
+                        DType::kFloat32, std::move(out));
+}
+
+absl::Status BindGlobalPool(BindContext& ctx) {
+  RETURN_IF_ERROR(ctx.CheckDType(0, {DType::kFloat32}));
+  const Dims& x = ctx.in_dims(0);
+  if (x.size() < 3) return ctx.Error("input ", DimsToString(x), " should be N x C x spatial");
+  Dims out = x;
+  std::fill(out.begin() + 2, out.end(), 1);
+  return ctx.EmitSimple({ctx.input(0)}, {}, DType::kFloat32, std::move(out));
+}
+
+// Inference BatchNormalization becomes a per-channel affine (scale, shift)
+// here; FoldBatchNormsIntoConvs then folds it into the Conv before it.
+absl::Status BindBatchNorm(BindContext& ctx) {
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    RETURN_IF_ERROR(ctx.CheckDType(i, {DType::kFloat32}));
+  }
+  ASSIGN_OR_RETURN(int64_t training, ctx.IntAttrOr("training_mode", 0));
+  if (training != 0) return ctx.Unsupported("training_mode=1 (inference only)");
+  ASSIGN_OR_RETURN(int64_t spatial, ctx.IntAttrOr("spatial", 1));
+  if (spatial != 1) return ctx.Unsupported("spatial=0 (per-element statistics)");
+  ASSIGN_OR_RETURN(float epsilon, ctx.FloatAttrOr("epsilon", 1e-5f));
+  const Dims& x = ctx.in_dims(0);
+  if (x.size() < 2) return ctx.Error("X ", DimsToString(x), " should be N x C x ...");
+  const int64_t channels = x[1];
+  const char* const kNames[] = {"scale", "B", "input_mean", "input_var"};
+  const float* stats[4];
+  for (size_t i = 1; i <= 4; ++i) {
+    if (!ctx.is_constant(ctx.input(i))) {
+      return ctx.Unsupported(kNames[i - 1], " (value '", ctx.in(i).name,
+                             "') must be an initializer or constant");
+    }
+    if (NumElements(ctx.in_dims(i)) != channels) {
+      return ctx.Error(kNames[i - 1], " ", DimsToString(ctx.in_dims(i)), " should hold ", channels,
+                       " values (C of X ", DimsToString(x), ")");
+    }
+    stats[i - 1] = ctx.in(i).constant->data<float>();
+  }
+  HostTensor scale(DType::kFloat32, {channels});
+  HostTensor shift(DType::kFloat32, {channels});
+  BatchNormAffine(channels, stats[0], stats[1], stats[2], stats[3], epsilon, scale.data<float>(),
+                  shift.data<float>());
+  const ValueId scale_id = ctx.AddConstant(ctx.name() + "/scale", std::move(scale));
+  const ValueId shift_id = ctx.AddConstant(ctx.name() + "/shift", std::move(shift));
+  return ctx.EmitSimple({ctx.input(0), scale_id, shift_id}, {}, DType::kFloat32, x);
+}
+
+absl::Status BindPad(BindContext& ctx) {
+  const Dims& x = ctx.in_dims(0);
+  const size_t rank = x.size();
+  if (rank > static_cast<size_t>(kMaxPadRank)) {
+    return ctx.Unsupported("rank ", rank, " (at most ", kMaxPadRank, ")");
+  }
+  ASSIGN_OR_RETURN(std::string mode_name, ctx.StringAttrOr("mode", "constant"));
+  PadMode mode;
+  if (mode_name == "constant") {
+    mode = PadMode::kConstant;
+  } else if (mode_name == "reflect") {
+    mode = PadMode::kReflect;
+  } else if (mode_name == "edge") {
+    mode = PadMode::kEdge;
+  } else {
+    return ctx.Unsupported("mode '", mode_name.substr(0, 16),
+                           "' (supported: constant, reflect, edge)");
+  }
+  std::vector<int64_t> given;
+  float value = 0.0f;
+  std::vector<int64_t> axes;
+  if (ctx.opset() < 11) {
+    ASSIGN_OR_RETURN(given, ctx.IntsAttrOr("pads", {}));
+    ASSIGN_OR_RETURN(value, ctx.FloatAttrOr("value", 0.0f));
+  } else {
+    ASSIGN_OR_RETURN(given, ctx.ConstantInts(1));
+    if (ctx.has_input(2)) {
+      const BoundValue& v = ctx.in(2);
+      if (v.constant->num_elements() != 1 || v.dtype != ctx.in_dtype(0)) {
+        return ctx.Error("constant_value should be one value of X's dtype");
+      }
+      if (v.dtype == DType::kFloat32) {
+        value = v.constant->data<float>()[0];
+      } else if (v.dtype == DType::kInt64) {
+        value = static_cast<float>(v.constant->data<int64_t>()[0]);
+      } else {
+        value = v.constant->data<bool>()[0] ? 1.0f : 0.0f;
+      }
+    }
+    if (ctx.has_input(3)) {
+      ASSIGN_OR_RETURN(axes, ctx.ConstantInts(3));
+      ASSIGN_OR_RETURN(axes, ctx.NormalizeAxes(std::move(axes), static_cast<int64_t>(rank)));
+    }
+  }
+  if (axes.empty()) {
+    for (size_t d = 0; d < rank; ++d) axes.push_back(static_cast<int64_t>(d));
+  }
+  if (given.size() != 2 * axes.size()) {
+    return ctx.Error("pads has ", given.size(), " values, expected ", 2 * axes.size());
+  }
+  std::vector<int64_t> pads(2 * rank, 0);
+  Dims out = x;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const size_t d = static_cast<size_t>(axes[i]);
+    pads[d] = given[i];
+    pads[rank + d] = given[axes.size() + i];
+    out[d] += pads[d] + pads[rank + d];
+    if (out[d] < 0)
+      return ctx.Error("pads [", absl::StrJoin(given, ","), "] crop dim ", d, " below 0");
+    if (mode != PadMode::kConstant && (pads[d] >= x[d] || pads[rank + d] >= x[d]) &&
+        mode == PadMode::kReflect) {
+      return ctx.Unsupported("reflect pads [", absl::StrJoin(given, ","),
+                             "] as large as the input dim ", x[d]);
+    }
+  }
+  return ctx.EmitSimple({ctx.input(0)},
+                        {{"mode", static_cast<int64_t>(mode)}, {"pads", pads}, {"value", value}},
+                        ctx.in_dtype(0), std::move(out));
+}
+
+absl::Status BindClip(BindContext& ctx) {
+  RETURN_IF_ERROR(ctx.CheckDType(0, {DType::kFloat32}));
+  float min = -std::numeric_limits<float>::infinity();
+  float max = std::numeric_limits<float>::infinity();
+  if (ctx.opset() < 11) {
+    ASSIGN_OR_RETURN(min, ctx.FloatAttrOr("min", min));
+    ASSIGN_OR_RETURN(max, ctx.FloatAttrOr("max", max));
+  } else {
+    ASSIGN_OR_RETURN(std::optional<float> lo, ctx.ConstantScalar(1));
+    ASSIGN_OR_RETURN(std::optional<float> hi, ctx.ConstantScalar(2));
+    if (lo) min = *lo;
+    if (hi) max = *hi;
+  }
+  return ctx.EmitSimple({ctx.input(0)}, {{"min", min}, {"max", max}}, DType::kFloat32,
+                        ctx.in_dims(0));
+}
+
+absl::Status BindHardSigmoid(BindContext& ctx) {
+  RETURN_IF_ERROR(ctx.CheckDType(0, {DType::kFloat32}));
+  ASSIGN_OR_RETURN(float alpha, ctx.FloatAttrOr("alpha", 0.2f));
+  ASSIGN_OR_RETURN(float beta, ctx.FloatAttrOr("beta", 0.5f));
+  return ctx.EmitSimple({ctx.input(0)}, {{"alpha", alpha}, {"beta", beta}}, DType::kFloat32,
+                        ctx.in_dims(0));
+}
+
+absl::Status BindHardSwish(BindContext& ctx) {
+  RETURN_IF_ERROR(ctx.CheckDType(0, {DType::kFloat32}));
+  return ctx.EmitSimple({ctx.input(0)}, {}, DType::kFloat32, ctx.in_dims(0));
+}
+
+// Inference: the identity. A training_mode input known to be true is refused.
+absl::Status BindDropout(BindContext& ctx) {
+  if (ctx.outputs().size() > 1) {
+    return ctx.Unsupported("the mask output (inference graphs do not use it)");
+  }
+  if (ctx.has_input(2)) {
+    const BoundValue& training = ctx.in(2);
+    if (!training.is_constant() || training.dtype != DType::kBool ||
+        training.constant->data<bool>()[0]) {
+      return ctx.Unsupported("training_mode must be a constant false");
+    }
+  }
+  return ctx.EmitIdentity(0);
+}
+
+}  // namespace
+
+void AddNnOps(std::vector<OpDef>& ops) {
+  ops.push_back(
+      OpDef{.name = "Conv",
+            .family = "nn",
+            .attributes = {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"},
+            .arity = {{1, {2, 3}}},
+            .bind = BindConv,
+            .host = HostConv,
+            .kernel_inputs = {2, 3},
+            .summary = "float32 1-D and 2-D on cuDNN (algorithm timed at load); groups, "
+                       "depthwise, dilations, auto_pad; bias, BatchNorm, residual Add "
+                       "and Relu/Clip/SiLU/HardSwish fused"});
+  ops.push_back(OpDef{.name = "BatchNormalization",
+                      .family = "nn",
+                      .attributes = {"epsilon", "momentum", "spatial", "training_mode"},
+                      .arity = {{1, {5, 5}}},
+                      .plan_time_operands = {1, 2, 3, 4},
+                      .bind = BindBatchNorm,
+                      .host = HostBatchNormalization,
+                      .kernel_inputs = {3, 3},
+                      .summary = "inference; folded into the preceding Conv's weights, a "
+                                 "per-channel kernel otherwise"});
+  for (const char* name : {"MaxPool", "AveragePool"}) {
+    ops.push_back(OpDef{.name = name,
+                        .family = "nn",
+                        .attributes = {"auto_pad", "ceil_mode", "count_include_pad", "dilations",
+                                       "kernel_shape", "pads", "storage_order", "strides"},
+                        .bind = BindPool,
+                        .host = HostPool,
+                        .summary = "float32 1-D and 2-D; ceil_mode, count_include_pad, "
+                                   "asymmetric pads; NaN propagates"});
+  }
+  for (const char* name : {"GlobalAveragePool", "GlobalMaxPool"}) {
+    ops.push_back(OpDef{.name = name,
+                        .family = "nn",
+                        .bind = BindGlobalPool,
+                        .host = HostGlobalPool,
+                        .summary = "float32, any spatial rank; NaN propagates"});
+  }
+  ops.push_back(OpDef{.name = "Pad",
+                      .family = "nn",
+                      .since_opset = 2,
+                      .attributes = {"mode", "pads", "value"},
+                      .arity = {{1, {1, 1}}, {11, {2, 3}}, {18, {2, 4}}},
+                      .plan_time_operands = {1, 2, 3},
+                      .omissible_input = 2,
+                      .bind = BindPad,
+                      .host = HostPad,
+                      .summary = "constant, reflect, edge; pads known at plan time",
+                      .input_names = {"data", "pads", "constant_value", "axes"}});
+  ops.push_back(OpDef{.name = "Clip",
+                      .family = "nn",
+                      .since_opset = 6,
+                      .attributes = {"min", "max"},
+                      .arity = {{1, {1, 1}}, {11, {1, 3}}},
+                      .plan_time_operands = {1, 2},
+                      .omissible_input = 1,
+                      .bind = BindClip,
+                      .host = HostActivation,
+                      .summary = "float32; min/max known at plan time; NaN propagates; fused "
+                                 "after a Conv (ReLU6)",
+                      .input_names = {"input", "min", "max"}});
+  ops.push_back(OpDef{.name = "HardSigmoid",
+                      .family = "nn",
+                      .since_opset = 6,
+                      .attributes = {"alpha", "beta"},
+                      .bind = BindHardSigmoid,
+                      .host = HostActivation,
+                      .summary = "float32"});
+  ops.push_back(OpDef{.name = "HardSwish",
+                      .family = "nn",
+                      .since_opset = 14,
+                      .bind = BindHardSwish,
+                      .host = HostActivation,
+                      .summary = "float32; fused after a Conv"});
+  ops.push_back(OpDef{.name = "Dropout",
+                      .family = "nn",
+                      .attributes = {"is_test", "ratio", "seed"},
+                      .arity = {{1, {1, 1}}, {12, {1, 3}}},
+                      .plan_time_operands = {1, 2},
+                      .bind = BindDropout,
+                      .summary = "inference: the identity"});
+}
+
+void FoldBatchNormsIntoConvs(Model& model) {
+  std::map<std::string, int> readers;
+  std::map<std::string, size_t> producer;
+  for (size_t i = 0; i < model.nodes.size(); ++i) {
+    for (const std::string& input : model.nodes[i].inputs) ++readers[input];
+    for (const std::string& output : model.nodes[i].outputs) producer[output] = i;
+  }
+  for (const ValueInfo& output : model.outputs) ++readers[output.name];
+  auto initializer = [&model](const std::string& name) -> const HostTensor* {
+    auto it = model.initializers.find(name);
+    return it == model.initializers.end() || it->second->dtype() != DType::kFloat32
+               ? nullptr
+               : it->second.get();
+  };
+  std::vector<bool> folded(model.nodes.size(), false);
+  for (size_t b = 0; b < model.nodes.size(); ++b) {
+    Node& bn = model.nodes[b];
+    if (bn.op_type != "BatchNormalization" || bn.inputs.size() != 5 || bn.outputs.size() != 1) {
+      continue;
+    }
+    const auto conv_it = producer.find(bn.inputs[0]);
+    if (conv_it == producer.end() || readers[bn.inputs[0]] != 1) continue;
+    Node& conv = model.nodes[conv_it->second];
+    if (conv.op_type != "Conv" || conv.inputs.size() < 2) continue;
+    const HostTensor* w = initializer(conv.inputs[1]);
+    const bool has_bias = conv.inputs.size() > 2 && !conv.inputs[2].empty();
+    const HostTensor* bias = has_bias ? initializer(conv.inputs[2]) : nullptr;
+    const HostTensor* stats[4];
+    bool all_known = w != nullptr && !w->dims().empty() && (!has_bias || bias != nullptr);
+    for (size_t i = 0; i < 4 && all_known; ++i) {
+      stats[i] = initializer(bn.inputs[i + 1]);
+      all_known = stats[i] != nullptr && stats[i]->num_elements() == w->dims()[0];
+    }
+    absl::StatusOr<int64_t> training = GetIntAttr(bn.attributes, "training_mode", 0);
+    absl::StatusOr<float> epsilon = GetFloatAttr(bn.attributes, "epsilon", 1e-5f);
+    if (!all_known || !training.ok() || *training != 0 || !epsilon.ok() ||
+        (bias != nullptr && bias->num_elements() != w->dims()[0])) {
+      continue;  // left to BindBatchNorm, which names what it refuses
+    }
+    const int64_t channels = w->dims()[0];
+    std::vector<float> scale(channels), shift(channels);
+    BatchNormAffine(channels, stats[0]->data<float>(), stats[1]->data<float>(),
+                    stats[2]->data<float>(), stats[3]->data<float>(), *epsilon, scale.data(),
+                    shift.data());
+    HostTensor w_folded(DType::kFloat32, w->dims());
+    HostTensor b_folded(DType::kFloat32, {channels});
+    FoldAffineIntoConv(channels, w->num_elements() / channels, scale.data(), shift.data(),
+                       w->data<float>(), bias == nullptr ? nullptr : bias->data<float>(),
+                       w_folded.data<float>(), b_folded.data<float>());
+    // New initializers: the originals may be read by other nodes.
+    const std::string w_name = bn.name + "/folded_weights";
+    const std::string b_name = bn.name + "/folded_bias";
+    model.initializers[w_name] = std::make_shared<const HostTensor>(std::move(w_folded));
+    model.initializers[b_name] = std::make_shared<const HostTensor>(std::move(b_folded));
+    conv.inputs.resize(3);
+    conv.inputs[1] = w_name;
+    conv.inputs[2] = b_name;
+    conv.outputs[0] = bn.outputs[0];
+    folded[b] = true;
+  }
+  std::vector<Node> kept;
+  for (size_t i = 0; i < model.nodes.size(); ++i) {
+    if (!folded[i]) kept.push_back(std::move(model.nodes[i]));
+  }
+  model.nodes = std::move(kept);
+}
 
 }  // namespace graphserve

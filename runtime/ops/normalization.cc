@@ -125,7 +125,7 @@ void AddNormalizationOps(std::vector<OpDef>& ops) {
                       .family = "normalization",
                       .attributes = {"axes", "keepdims", "noop_with_empty_axes"},
                       .arity = {{1, {1, 1}}, {18, {1, 2}}},
-                      .shape_operands = {1},
+                      .plan_time_operands = {1},
                       .bind = BindReduceMean,
                       .host = HostReduceMean,
                       .summary = "axes known at plan time"});
