@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """The runtime benchmark's models: defined in PyTorch, exported to ONNX.
 
-Three models, each built with fixed seeds so that every run of this script
-(and bench/run_runtime_bench.py, which imports it) makes the same weights:
+Each model is built with a fixed seed so that every run of this script (and
+bench/run_runtime_bench.py, which imports it) makes the same weights. Three
+are exported by default:
 
   mlp         x [B,512] -> y [B,1]: Linear 512-1024-512-256-1, ReLU between,
               Sigmoid out.
@@ -12,12 +13,29 @@ Three models, each built with fixed seeds so that every run of this script
   encoder     x [B,16,256] -> y [B,16,256]: 4 nn.TransformerEncoderLayer
               (d_model 256, 4 heads, FFN 1024, GELU, batch_first, dropout 0).
 
+and four torchvision CNNs (weights=None: seeded random weights, no download),
+each x [B,3,H,W] -> y [B,1000] logits, exported when asked for (--models cnn):
+
+  resnet50         224x224.
+  inception_v3     299x299; aux_logits=False, init_weights=True,
+                   transform_input=False.
+  mobilenet_v2     224x224 (ReLU6 exports as Clip).
+  efficientnet_b0  224x224 (SiLU exports as Sigmoid * x).
+
+Every BatchNorm of a CNN gets seeded random running statistics and affine
+parameters (a fresh torchvision model has mean 0, variance 1, scale 1, shift
+0, which makes eval-mode BatchNorm nearly the identity, and the bias the
+exporter folds from it into the Conv before it zero).
+
 Export uses the TorchScript exporter (dynamo=False, opset 17, constant
 folding) with the batch dim dynamic on every input and output. Each exported
 model's op types are printed, with any that GraphServe's runtime does not
 support (runtime/op_list.cc).
 
-Usage: python3 bench/export_models.py --out DIR   (writes DIR/<name>.onnx)
+Usage: python3 bench/export_models.py --out DIR [--models LIST]
+  writes DIR/<name>.onnx; LIST is comma-separated model names and groups:
+  "default" (mlp,dlrm_dense,encoder, what no --models exports), "cnn" (the
+  four CNNs), "all".
 """
 
 import argparse
@@ -38,7 +56,14 @@ SUPPORTED_OPS = frozenset(
     "Unsqueeze Where".split()
 )
 
+# The default set: what export_all and run_runtime_bench.py take without
+# --models.
 MODEL_NAMES = ("mlp", "dlrm_dense", "encoder")
+CNN_NAMES = ("resnet50", "inception_v3", "mobilenet_v2", "efficientnet_b0")
+# Fixed order: run_runtime_bench.py seeds each model's inputs with its index
+# here, so new models go at the end.
+ALL_MODEL_NAMES = MODEL_NAMES + CNN_NAMES
+MODEL_GROUPS = {"default": MODEL_NAMES, "cnn": CNN_NAMES, "all": ALL_MODEL_NAMES}
 
 
 def _disable_mha_fastpath():
@@ -128,6 +153,34 @@ class Encoder(nn.Module):
         return self.encoder(x)
 
 
+def _randomize_batch_norm(model):
+    """Draws every BatchNorm's running statistics and affine parameters from
+    the global (seeded) generator, so that eval-mode BatchNorm, folded into
+    the Conv before it by the exporter, scales and shifts each channel
+    differently."""
+    with torch.no_grad():
+        for module in model.modules():
+            if isinstance(module, (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)):
+                module.running_mean.copy_(0.1 * torch.randn_like(module.running_mean))
+                module.running_var.copy_(torch.empty_like(module.running_var).uniform_(0.5, 1.5))
+                if module.affine:
+                    module.weight.copy_(1.0 + 0.1 * torch.randn_like(module.weight))
+                    module.bias.copy_(0.1 * torch.randn_like(module.bias))
+    return model
+
+
+def _torchvision_cnn(name, **kwargs):
+    """A builder of torchvision.models.<name>(weights=None, **kwargs) with
+    random BatchNorm statistics; torchvision is imported only when a CNN is
+    built, so the other models need only torch."""
+
+    def build():
+        import torchvision
+        return _randomize_batch_norm(getattr(torchvision.models, name)(weights=None, **kwargs))
+
+    return build
+
+
 class ModelSpec:
     """A benchmark model: how to build it, and its ONNX interface."""
 
@@ -163,7 +216,39 @@ SPECS = {
         ["prob"]),
     "encoder": ModelSpec(
         "encoder", 3, Encoder, [("x", (Encoder.SEQ_LEN, Encoder.D_MODEL))], ["y"]),
+    "resnet50": ModelSpec(
+        "resnet50", 4, _torchvision_cnn("resnet50"), [("x", (3, 224, 224))], ["y"]),
+    "inception_v3": ModelSpec(
+        "inception_v3", 5,
+        _torchvision_cnn("inception_v3", aux_logits=False, init_weights=True,
+                         transform_input=False),
+        [("x", (3, 299, 299))], ["y"]),
+    "mobilenet_v2": ModelSpec(
+        "mobilenet_v2", 6, _torchvision_cnn("mobilenet_v2"), [("x", (3, 224, 224))], ["y"]),
+    "efficientnet_b0": ModelSpec(
+        "efficientnet_b0", 7, _torchvision_cnn("efficientnet_b0"), [("x", (3, 224, 224))], ["y"]),
 }
+assert tuple(SPECS) == ALL_MODEL_NAMES
+
+
+def resolve_models(text):
+    """Model names from a comma-separated list of names and MODEL_GROUPS keys,
+    in order, without repeats; ValueError naming any unknown entry."""
+    names = []
+    unknown = []
+    for entry in (part.strip() for part in text.split(",")):
+        if not entry:
+            continue
+        if entry in MODEL_GROUPS:
+            names.extend(MODEL_GROUPS[entry])
+        elif entry in SPECS:
+            names.append(entry)
+        else:
+            unknown.append(entry)
+    if unknown:
+        raise ValueError(f"unknown model(s) {unknown}; known: {list(SPECS)}, "
+                         f"groups: {list(MODEL_GROUPS)}")
+    return list(dict.fromkeys(names))
 
 
 def export(spec, path):
@@ -283,13 +368,16 @@ def export_all(out_dir, names=MODEL_NAMES):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", required=True, help="directory for <name>.onnx")
-    parser.add_argument("--models", default=",".join(MODEL_NAMES),
-                        help="comma-separated subset of " + ",".join(MODEL_NAMES))
+    parser.add_argument("--models", default="default",
+                        help="comma-separated names of " + ",".join(SPECS) + " and groups "
+                             + ",".join(MODEL_GROUPS) + " (default: " + ",".join(MODEL_NAMES) + ")")
     args = parser.parse_args()
-    names = [name for name in args.models.split(",") if name]
-    unknown = [name for name in names if name not in SPECS]
-    if unknown:
-        parser.error(f"unknown model(s) {unknown}; known: {list(SPECS)}")
+    try:
+        names = resolve_models(args.models)
+    except ValueError as error:
+        parser.error(str(error))
+    if not names:
+        parser.error("--models names no model")
     print(f"torch {torch.__version__}, opset {OPSET}")
     export_all(args.out, names)
     return 0

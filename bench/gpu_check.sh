@@ -1,26 +1,53 @@
 #!/usr/bin/env bash
 # Runs on the H200 machine: the GPU unit tests, the ONNX conformance suite on
-# the CUDA executor, the example models, and the runtime benchmark against
-# PyTorch. Everything it prints is also written under $OUT (or ./out).
+# the CUDA executor, the example models, the runtime benchmark against
+# PyTorch, prepare, and the CNN benchmark. Everything it prints is also
+# written under $OUT (or ./out), in at most 8 files (the device tool brings
+# back no more); scratch output stays under /tmp/graphserve-gpu.
 #
-#   bench/gpu_check.sh [.bundle/graphserve-gpu.tar.gz] [all|serve]
+#   bench/gpu_check.sh [.bundle/graphserve-gpu.tar.gz] [all|serve|cnn]
 #
 # `serve` runs the GPU tests (the server's end-to-end suite on CUDA graphs
-# among them) and the serving benchmarks only; `all` (the default) adds the
-# conformance suite, the runtime benchmark against PyTorch and prepare.
+# among them) and the serving benchmarks only; `cnn` the GPU tests and the
+# CNN step only; `all` (the default) adds the conformance suite, the example
+# models, the launch overhead, the runtime benchmark against PyTorch, prepare
+# and the CNN step to `serve`.
+#
+# A step fails on a non-zero exit and on what it printed
+# (bench/gpu_check_parse.py): a GPU test that skipped (here a skip means it
+# did not see the GPU), a conformance run with fewer passes than below, an
+# end-to-end suite that does not say it ran on $GRAPHSERVE_E2E_DEVICE, example
+# models off the CUDA executor or with NaN. No usable GPU stops it at once.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 bundle_tar="${1:-.bundle/graphserve-gpu.tar.gz}"
 steps="${2:-all}"
-# The server's end-to-end suite runs on the CUDA executor here.
+case "$steps" in all | serve | cnn) ;; *) echo "usage: $0 [BUNDLE] [all|serve|cnn]" >&2; exit 2 ;; esac
+
+# Passes of tests/onnx_conformance on the node tests, from the last
+# committed results (bench/results/2026-11-21_794844b_capture/gpu_check.log:
+# 176 passed, 0 failed on both executors). They must only go up: raise them
+# with each committed run that passes more, never lower them to make a run
+# pass.
+CONFORMANCE_MIN_PASSED_CUDA=176
+CONFORMANCE_MIN_PASSED_HOST=224  # 2026-11-23: the CNN ops, host conformance on the dev machine
+# Where $OUT's files go back through the device tool: no more than this.
+MAX_OUT_FILES=8
+
+# The server's end-to-end suite runs on the CUDA executor here, and must say
+# so ("e2e executor: cuda").
 export GRAPHSERVE_E2E_DEVICE=cuda
+# Python's output in the log as it comes, not at exit.
+export PYTHONUNBUFFERED=1
 OUT="${OUT:-$PWD/out}"
 mkdir -p "$OUT"
 work=/tmp/graphserve-gpu
 rm -rf "$work" && mkdir -p "$work" && tar -C /tmp -xzf "$bundle_tar"
+mkdir -p "$work/logs"
 cudnn_lib=$(python3 -c 'import nvidia.cudnn, os; print(os.path.dirname(nvidia.cudnn.__file__) + "/lib")' 2>/dev/null || true)
 export LD_LIBRARY_PATH="$work/lib:/usr/local/cuda/lib64:${cudnn_lib}:${LD_LIBRARY_PATH:-}"
 bin="$work/bin"
+parse="bench/gpu_check_parse.py"
 log="$OUT/gpu_check.log"
 : >"$log"
 failures=0
@@ -37,13 +64,75 @@ run() {  # run NAME COMMAND...: logs, counts a failure on non-zero exit
   fi
 }
 
-nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv | tee -a "$log"
+# checked KIND [CHECK FLAGS...] -- COMMAND...: runs COMMAND with its output in
+# a scratch file, then `gpu_check_parse.py KIND [CHECK FLAGS...] FILE`, which
+# prints that output (gtest: without the per-test RUN/OK lines) and what it
+# found. Fails when COMMAND exits non-zero or the check fails.
+checked() {
+  local kind=$1
+  shift
+  local flags=()
+  while [[ $# -gt 0 && "$1" != "--" ]]; do
+    flags+=("$1")
+    shift
+  done
+  shift
+  local output
+  output=$(mktemp "$work/logs/$kind.XXXXXX")
+  "$@" >"$output" 2>&1
+  local status=$?
+  if ! python3 "$parse" "$kind" ${flags[@]+"${flags[@]}"} "$output"; then
+    [[ $status -ne 0 ]] || status=1
+  fi
+  [[ $status -eq 0 ]] || echo "exit status $status"
+  return "$status"
+}
 
+finish() {  # finish: the verdict, after checking what $OUT holds
+  local files
+  files=$(find "$OUT" -type f | wc -l)
+  if ((files > MAX_OUT_FILES)); then
+    echo "gpu_check: $OUT holds $files files, more than the $MAX_OUT_FILES that come back:" \
+      "$(cd "$OUT" && find . -type f | sort | tr '\n' ' ')" | tee -a "$log"
+    failures=$((failures + 1))
+  fi
+  echo "gpu_check: $failures step(s) failed" | tee -a "$log"
+  exit $((failures > 0))
+}
+
+# No usable GPU (driver mismatch, CUDA_VISIBLE_DEVICES empty, ...) would make
+# every GPU test skip: stop here instead.
+echo "=== gpu: CUDA_VISIBLE_DEVICES=${CUDA_VISIBLE_DEVICES-(unset)}" | tee -a "$log"
+if ! nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv 2>&1 | tee -a "$log"; then
+  echo "gpu_check: nvidia-smi failed: no usable GPU, stopping" | tee -a "$log"
+  exit 1
+fi
+if ! python3 -c 'import torch; assert torch.cuda.is_available(), "torch.cuda.is_available() is False"; print("torch", torch.__version__, "sees", torch.cuda.device_count(), "GPU(s):", torch.cuda.get_device_name(0))' 2>&1 | tee -a "$log"; then
+  echo "gpu_check: PyTorch sees no CUDA device: no usable GPU, stopping" | tee -a "$log"
+  exit 1
+fi
+
+tests=()
 for test in "$bin"/*_test; do
-  run "$(basename "$test")" "$test" --gtest_brief=1
+  [[ -x "$test" ]] && tests+=("$test")
 done
+if [[ ! -x "$bin/server_e2e_test" ]]; then
+  echo "=== server_e2e_test: FAILED: not in the bundle ($bundle_tar)" | tee -a "$log"
+  failures=$((failures + 1))
+fi
+if ((${#tests[@]} == 0)); then
+  echo "=== gtest: FAILED: no *_test binary in $bin" | tee -a "$log"
+  failures=$((failures + 1))
+fi
+for test in ${tests[@]+"${tests[@]}"}; do
+  name=$(basename "$test")
+  expect=()
+  [[ "$name" == server_e2e_test ]] && expect=(--expect-executor "$GRAPHSERVE_E2E_DEVICE")
+  run "$name" checked gtest ${expect[@]+"${expect[@]}"} -- "$test"
+done
+
 serve_bench() {  # one results file: the device tool brings back few files
-  local dir="$OUT/serve"
+  local dir="$work/serve"
   bash bench/serve_bench.sh "$bin" "$dir"
   local status=$?
   for file in "$dir"/*; do
@@ -51,31 +140,62 @@ serve_bench() {  # one results file: the device tool brings back few files
     cat "$file"
   done >"$OUT/serve_results.txt"
   rm -rf "$dir"
-  return $status
+  return "$status"
 }
-run serve_bench serve_bench
-if [[ "$steps" == "serve" ]]; then
-  echo "gpu_check: $failures step(s) failed" | tee -a "$log"
-  exit $((failures > 0))
+
+# The four torchvision CNNs (bench/cnn_bench.py): export, prepare at 4 sizes
+# x 2 streams, the runtime benchmark at 1,3,8,32 (TF32 on again at 1,8,32);
+# $OUT/cnn_bench.md and $OUT/cnn_bench.json.
+cnn_bench() {
+  local command=(python3 bench/cnn_bench.py --bin-dir "$bin" --work "$work/cnn" --out "$OUT"
+    --models "resnet50,inception_v3,mobilenet_v2,efficientnet_b0"
+    --streams 2 --prepare-batch-sizes "1,8,16,32"
+    --batch-sizes "1,3,8,32" --tf32-batch-sizes "1,8,32")
+  echo "+ ${command[*]}"
+  "${command[@]}"
+}
+
+if [[ "$steps" == "cnn" ]]; then
+  run cnn_bench cnn_bench
+  finish
 fi
 
-run conformance_cuda "$bin/onnx_conformance" --executor=cuda --data "$work/testdata/node"
-run conformance_host "$bin/onnx_conformance" --executor=host --data "$work/testdata/node"
-run examples "$bin/run_example_models"
+run serve_bench serve_bench
+if [[ "$steps" == "serve" ]]; then
+  finish
+fi
+
+run conformance_cuda checked conformance --min-passed "$CONFORMANCE_MIN_PASSED_CUDA" -- \
+  "$bin/onnx_conformance" --executor=cuda --data "$work/testdata/node"
+run conformance_host checked conformance --min-passed "$CONFORMANCE_MIN_PASSED_HOST" -- \
+  "$bin/onnx_conformance" --executor=host --data "$work/testdata/node"
+# --device cuda: an error, not the host fallback, when CUDA is not usable.
+run examples checked examples --executor cuda --models mlp,dlrm_dense --batch-sizes 1,16,256 \
+  --max-rel-err 1e-5 -- "$bin/run_example_models" --device cuda --batch-sizes 1,16,256
 run launch_overhead "$bin/launch_overhead" --json "$OUT/launch_overhead.json"
-run runtime_bench env PYTHONUNBUFFERED=1 python3 bench/run_runtime_bench.py --bin "$bin/runtime_bench" --out "$OUT"
+# Inputs, outputs and exported models stay in $work/runtime; the tables come back.
+runtime="$work/runtime"
+runtime_bench() {
+  local command=(python3 bench/run_runtime_bench.py --bin "$bin/runtime_bench" --out "$runtime")
+  echo "+ ${command[*]}"
+  "${command[@]}"
+  local status=$?
+  cp "$runtime/runtime_bench.md" "$runtime/runtime_bench.json" "$OUT/" || status=1
+  return "$status"
+}
+run runtime_bench runtime_bench
 
 # graphserve-capture prepare on the models the runtime benchmark exported:
 # the MLP at 8 sizes x 4 streams (capture-time target), dlrm_dense with sizes
 # chosen from a request history, the encoder at 4 sizes x 2 streams. The
 # reports and configs land in $OUT/prepare_reports.txt.
 repo="$work/repo"
-run prepare_mlp "$bin/graphserve-capture" prepare --model "$OUT/models/mlp.onnx" \
+run prepare_mlp "$bin/graphserve-capture" prepare --model "$runtime/models/mlp.onnx" \
   --out "$repo/mlp" --streams 4 --batch-sizes 1,2,4,8,16,32,64,128 --max-batch-size 256
-run prepare_dlrm_dense "$bin/graphserve-capture" prepare --model "$OUT/models/dlrm_dense.onnx" \
+run prepare_dlrm_dense "$bin/graphserve-capture" prepare --model "$runtime/models/dlrm_dense.onnx" \
   --out "$repo/dlrm_dense" --streams 2 --history bench/histories/recsys_requests.txt \
   --num-sizes 6 --max-batch-size 256
-run prepare_encoder "$bin/graphserve-capture" prepare --model "$OUT/models/encoder.onnx" \
+run prepare_encoder "$bin/graphserve-capture" prepare --model "$runtime/models/encoder.onnx" \
   --out "$repo/encoder" --streams 2 --batch-sizes 1,4,16,64
 # One file (the device tool returns few files): each entry's report and config.
 for dir in "$repo"/*/; do
@@ -85,5 +205,5 @@ for dir in "$repo"/*/; do
   done
 done >"$OUT/prepare_reports.txt"
 
-echo "gpu_check: $failures step(s) failed" | tee -a "$log"
-exit $((failures > 0))
+run cnn_bench cnn_bench
+finish

@@ -17,16 +17,32 @@ timings to <out>/ours_<model>.json, and compare: relative error
 ||out - ref|| / ||ref|| for our eager and graph outputs and for PyTorch's
 float32 eager and graph outputs.
 
-Prints a markdown table and writes it to <out>/runtime_bench.md, with all
-numbers in <out>/runtime_bench.json. The design's speed targets (ours graph /
-torch graph <= 0.8 on mlp, <= 1.0 on encoder) are reported, not asserted.
-Exits 1 when any of our relative errors (eager, or graph where the binary
-wrote graph outputs) exceeds --tolerance or is NaN, or when the binary fails,
-after printing everything; 0 otherwise. The graph keys of ours_<model>.json
-are optional: an older binary without them gives "-" in their columns.
+PyTorch runs with torch.backends.cudnn.benchmark = True (cuDNN autotunes each
+shape in the warm-up runs and keeps its fastest algorithm), TF32 off unless
+--allow-tf32.
+
+CNNs (export_models.CNN_NAMES, e.g. --models cnn --batch-sizes 1,3,8,32) get a
+second pass with TF32 on for both sides at the --tf32-batch-sizes that are
+also in --batch-sizes (default 1,8,32): PyTorch with
+torch.backends.cuda.matmul.allow_tf32 and torch.backends.cudnn.allow_tf32
+True, ours with runtime_bench --allow-tf32 (outputs under outputs_tf32/ and
+outputs_graph_tf32/, timings in ours_<model>_tf32.json). Their table compares
+our graph replay with PyTorch's CUDA-graph replay, TF32 off and on; the
+target ours / torch <= 1.0 at batch 1 and 8 is reported, not asserted.
+
+Prints markdown tables and writes them to <out>/runtime_bench.md, with all
+numbers in <out>/runtime_bench.json (CNN rows under "cnn_rows"). The design's
+speed targets (ours graph / torch graph <= 0.8 on mlp, <= 1.0 on encoder) are
+reported, not asserted. Exits 1 when any of our relative errors (eager, or
+graph where the binary wrote graph outputs) exceeds --tolerance or is NaN, or
+a TF32 pass's error of ours is NaN (its size is reported, not checked), or
+when the binary fails, after printing everything; 0 otherwise. The graph keys
+of ours_<model>.json are optional: an older binary without them gives "-" in
+their columns.
 
 Usage (on the GPU machine):
   python3 bench/run_runtime_bench.py --bin out/runtime_bench/runtime_bench --out $OUT/bench
+  python3 bench/run_runtime_bench.py --bin ... --out ... --models cnn --batch-sizes 1,3,8,32
 Shared libraries in <dir of --bin>/lib (bench/bundle_runtime_bench.sh puts
 them there) are put on the binary's LD_LIBRARY_PATH.
 """
@@ -56,6 +72,12 @@ DEFAULT_BATCH_SIZES = "1,2,4,8,16,32,64,128,256,512,1024,2048"
 # a model without an entry is reported without a target.
 GRAPH_RATIO_TARGETS = {"mlp": 0.8, "encoder": 1.0}
 
+# The CNN issue's target for ours graph / torch graph, per batch size, TF32
+# off and on alike; other batch sizes are reported without one.
+CNN_RATIO_TARGETS = {1: 1.0, 8: 1.0}
+
+DEFAULT_TF32_BATCH_SIZES = "1,8,32"
+
 # Eager runs of the module on a side stream before capturing it, as the
 # PyTorch CUDA graphs documentation recommends.
 TORCH_GRAPH_SIDE_STREAM_WARMUP = 3
@@ -63,14 +85,26 @@ TORCH_GRAPH_SIDE_STREAM_WARMUP = 3
 # Where the binary's graph replay writes its outputs, per model:
 # <out>/OURS_GRAPH_OUTPUTS/<model>/<B>/<output name>.npy.
 OURS_GRAPH_OUTPUTS = "outputs_graph"
+# The CNN TF32 pass's suffix on those folders and on ours_<model>.json.
+TF32_SUFFIX = "_tf32"
 
 
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--bin", required=True, help="path to the runtime_bench binary")
     parser.add_argument("--out", required=True, help="output directory")
-    parser.add_argument("--batch-sizes", default=DEFAULT_BATCH_SIZES)
-    parser.add_argument("--models", default=",".join(export_models.MODEL_NAMES))
+    parser.add_argument("--batch-sizes", default=DEFAULT_BATCH_SIZES,
+                        help="comma-separated batch sizes, every model")
+    parser.add_argument("--models", default="default",
+                        help="comma-separated names of " + ",".join(export_models.SPECS)
+                             + " and groups " + ",".join(export_models.MODEL_GROUPS)
+                             + " (default: " + ",".join(export_models.MODEL_NAMES) + ")")
+    parser.add_argument("--tf32-batch-sizes", default=DEFAULT_TF32_BATCH_SIZES,
+                        help="CNNs only: the sizes (of --batch-sizes) of the second pass with TF32 "
+                             "on for both sides; empty: no such pass")
+    parser.add_argument("--models-dir", default=None,
+                        help="take <model>.onnx from this folder (bench/export_models.py --out) "
+                             "instead of exporting into <out>/models")
     parser.add_argument("--warmup", type=int, default=20, help="untimed runs, both sides")
     parser.add_argument("--iters", type=int, default=200, help="timed runs, both sides")
     parser.add_argument("--tolerance", type=float, default=1e-4,
@@ -83,10 +117,15 @@ def parse_args():
     parser.add_argument("--seed", type=int, default=20261121, help="base seed of the inputs")
     args = parser.parse_args()
     args.batch_sizes = [int(b) for b in args.batch_sizes.split(",") if b]
-    args.models = [m for m in args.models.split(",") if m]
-    unknown = [m for m in args.models if m not in export_models.SPECS]
-    if unknown:
-        parser.error(f"unknown model(s) {unknown}; known: {list(export_models.SPECS)}")
+    args.tf32_batch_sizes = [int(b) for b in args.tf32_batch_sizes.split(",") if b]
+    try:
+        args.models = export_models.resolve_models(args.models)
+    except ValueError as error:
+        parser.error(str(error))
+    if not args.models or not args.batch_sizes:
+        parser.error("need at least one model and one batch size")
+    if min(args.batch_sizes + args.tf32_batch_sizes) < 1:
+        parser.error("batch sizes must be >= 1")
     if args.iters < 1 or args.warmup < 0:
         parser.error("need --iters >= 1 and --warmup >= 0")
     return args
@@ -99,7 +138,7 @@ def set_tf32(allowed):
 
 def make_inputs(spec, batch, seed):
     """Seeded normal float32 inputs, one array per model input, C order."""
-    rng = np.random.default_rng([seed, batch, export_models.MODEL_NAMES.index(spec.name)])
+    rng = np.random.default_rng([seed, batch, export_models.ALL_MODEL_NAMES.index(spec.name)])
     return [np.ascontiguousarray(rng.standard_normal((batch, *shape), dtype=np.float32))
             for _, shape in spec.inputs]
 
@@ -235,16 +274,19 @@ def graph_outputs_flag(flags):
     return None
 
 
-def run_ours(args, onnx_path, name, env):
-    """Runs the binary on one model; returns ({batch: record} or None, success)."""
-    json_path = os.path.join(args.out, f"ours_{name}.json")
-    graph_dir = os.path.join(args.out, OURS_GRAPH_OUTPUTS, name)
+def run_ours(args, onnx_path, name, env, batch_sizes, allow_tf32, suffix=""):
+    """Runs the binary on one model at batch_sizes; its outputs go to
+    <out>/outputs<suffix>/<model>/ and <out>/outputs_graph<suffix>/<model>/,
+    its records to <out>/ours_<model><suffix>.json. Returns ({batch: record}
+    or None, success)."""
+    json_path = os.path.join(args.out, f"ours_{name}{suffix}.json")
+    graph_dir = os.path.join(args.out, OURS_GRAPH_OUTPUTS + suffix, name)
     command = [
         os.path.abspath(args.bin),
         "--model", onnx_path,
-        "--batch-sizes", ",".join(str(b) for b in args.batch_sizes),
+        "--batch-sizes", ",".join(str(b) for b in batch_sizes),
         "--inputs", os.path.join(args.out, "inputs", name),
-        "--outputs", os.path.join(args.out, "outputs", name),
+        "--outputs", os.path.join(args.out, "outputs" + suffix, name),
         "--warmup", str(args.warmup),
         "--iters", str(args.iters),
         "--json", json_path,
@@ -252,7 +294,7 @@ def run_ours(args, onnx_path, name, env):
     flag = graph_outputs_flag(args.bin_flags)
     if flag:
         command += [f"--{flag}", graph_dir]
-    if args.allow_tf32:
+    if allow_tf32:
         command.append("--allow-tf32")
     print("+ " + " ".join(command), flush=True)
     if os.path.exists(json_path):
@@ -282,9 +324,24 @@ def load_outputs(args, spec, batch, subdir="outputs"):
     return outs
 
 
-def has_graph_outputs(out_dir, model):
+def has_graph_outputs(out_dir, model, subdir=OURS_GRAPH_OUTPUTS):
     """Whether the binary wrote any graph replay output for the model."""
-    return bool(glob.glob(os.path.join(out_dir, OURS_GRAPH_OUTPUTS, model, "*", "*.npy")))
+    return bool(glob.glob(os.path.join(out_dir, subdir, model, "*", "*.npy")))
+
+
+def our_errors(args, spec, batch, refs, record, suffix=""):
+    """(rel err of our eager outputs, of our graph outputs) of one batch size
+    of a run_ours(..., suffix) against refs: NaN where the binary has no
+    record or an output is missing; the graph's None when the binary wrote
+    no graph outputs for the model at all (an older binary)."""
+    outs = load_outputs(args, spec, batch, "outputs" + suffix) if record is not None else None
+    err = rel_err(outs, refs) if outs is not None else math.nan
+    err_graph = None
+    if has_graph_outputs(args.out, spec.name, OURS_GRAPH_OUTPUTS + suffix):
+        # The binary writes graph outputs: each batch size must have them.
+        graph_outs = load_outputs(args, spec, batch, OURS_GRAPH_OUTPUTS + suffix)
+        err_graph = rel_err(graph_outs, refs) if graph_outs is not None else math.nan
+    return err, err_graph
 
 
 # --- Pure functions: rows, table, summary (no torch or numpy). ---
@@ -346,6 +403,72 @@ def make_row(model, batch, record, torch_result, err_ours, err_ours_graph):
     )
 
 
+def make_cnn_row(row, torch_result, tf32_record, err_ours_tf32, err_ours_graph_tf32,
+                 targets=CNN_RATIO_TARGETS):
+    """One row of the CNN table from the model's make_row row (the TF32-off
+    pass) and the TF32 pass: tf32_record is the binary's TF32 record (None
+    if it has none), torch_result may hold torch_graph_us_tf32 and
+    rel_err_torch_graph_tf32; err_ours_tf32 is None when the batch size had
+    no TF32 pass, err_ours_graph_tf32 also when the binary wrote no graph
+    outputs. TF32 values stay None where not measured."""
+    rec = tf32_record or {}
+    get = torch_result.get
+    graph_tf32 = rec.get("graph_compute_us")
+    return dict(
+        model=row["model"], batch=row["batch"],
+        rel_err_ours=row.get("rel_err_ours"),
+        rel_err_ours_graph=row.get("rel_err_ours_graph"),
+        rel_err_torch=row.get("rel_err_torch"),
+        rel_err_torch_graph=row.get("rel_err_torch_graph"),
+        ours_graph_us=row.get("ours_graph_us"),
+        torch_graph_us=row.get("torch_graph_us"),
+        ours_over_torch=row.get("ours_graph_over_torch_graph"),
+        ours_graph_us_tf32=graph_tf32,
+        torch_graph_us_tf32=get("torch_graph_us_tf32"),
+        ours_over_torch_tf32=ratio(graph_tf32, get("torch_graph_us_tf32")),
+        rel_err_ours_tf32=err_ours_tf32,
+        rel_err_ours_graph_tf32=err_ours_graph_tf32,
+        rel_err_torch_graph_tf32=get("rel_err_torch_graph_tf32"),
+        ratio_target=targets.get(row["batch"]),
+    )
+
+
+def cnn_summary(cnn_rows):
+    """Per CNN row with a ratio target, TF32 off and on: a list of dicts
+    (model, batch, tf32, ratio, target, meets), meets None where the ratio
+    was not measured."""
+    summary = []
+    for row in cnn_rows:
+        target = row.get("ratio_target")
+        if target is None:
+            continue
+        for tf32, key in ((False, "ours_over_torch"), (True, "ours_over_torch_tf32")):
+            value = row.get(key)
+            summary.append(dict(model=row["model"], batch=row["batch"], tf32=tf32, ratio=value,
+                                target=target, meets=None if value is None else value <= target))
+    return summary
+
+
+def cnn_summary_lines(summary):
+    """One line per model and TF32 setting of cnn_summary."""
+    lines = []
+    groups = {}
+    for s in summary:
+        groups.setdefault((s["model"], s["tf32"]), []).append(s)
+    for (model, tf32), entries in groups.items():
+        parts = []
+        for s in entries:
+            if s["ratio"] is None:
+                verdict = "not measured"
+            else:
+                verdict = f"{s['ratio']:.2f} ({'meets' if s['meets'] else 'MISSES'})"
+            parts.append(f"B={s['batch']} {verdict}")
+        target = ", ".join(sorted({f"{s['target']:.1f}" for s in entries}))
+        lines.append(f"{model}, TF32 {'on' if tf32 else 'off'}: ours graph / torch graph "
+                     f"(target <= {target}, reported only): " + ", ".join(parts))
+    return lines
+
+
 def fmt(value, spec):
     if value is None:
         return "-"
@@ -381,6 +504,24 @@ EAGER_COLUMNS = [
     ("rel err torch eager", "rel_err_torch", ".2e"),
     ("ours graph us (full)", "ours_graph_full_us", ".1f"),
     ("ours graph rel err vs ours eager", "ours_graph_rel_err_vs_eager", ".2e"),
+]
+
+
+CNN_COLUMNS = [
+    ("model", "model", "s"),
+    ("B", "batch", "d"),
+    ("rel err ours eager", "rel_err_ours", ".2e"),
+    ("rel err ours graph", "rel_err_ours_graph", ".2e"),
+    ("rel err torch graph", "rel_err_torch_graph", ".2e"),
+    ("ours graph us", "ours_graph_us", ".1f"),
+    ("torch graph us", "torch_graph_us", ".1f"),
+    ("ours / torch", "ours_over_torch", ".2f"),
+    ("ours graph us TF32", "ours_graph_us_tf32", ".1f"),
+    ("torch graph us TF32", "torch_graph_us_tf32", ".1f"),
+    ("ours / torch TF32", "ours_over_torch_tf32", ".2f"),
+    ("rel err ours graph TF32", "rel_err_ours_graph_tf32", ".2e"),
+    ("rel err torch graph TF32", "rel_err_torch_graph_tf32", ".2e"),
+    ("target ours / torch <=", "ratio_target", ".1f"),
 ]
 
 
@@ -449,7 +590,9 @@ def report_header(device_name, torch_version, allow_tf32, iters, warmup, toleran
     return (
         f"GraphServe CUDA graph replay and eager runtime vs PyTorch eager and PyTorch CUDA graphs: "
         f"{device_name}, torch {torch_version}, float32, TF32 {'on' if allow_tf32 else 'off'}, "
-        f"MHA fast path off; medians of {iters} runs after {warmup} warm-up runs, "
+        f"MHA fast path off, torch.backends.cudnn.benchmark = True (PyTorch's fastest cuDNN "
+        f"algorithms, autotuned in the warm-up runs); medians of {iters} runs after {warmup} "
+        f"warm-up runs, "
         f"CUDA events, runs issued back to back; {when}.\n"
         f"target: ours graph / torch graph <= 0.8 on mlp, <= 1.0 on encoder "
         f"(dlrm_dense: reported, no target); speed is reported, not asserted.\n"
@@ -463,20 +606,43 @@ def report_header(device_name, torch_version, allow_tf32, iters, warmup, toleran
         f"tolerance for ours {tolerance:g}. \"-\" = not measured (e.g. a binary without graphs).\n")
 
 
-def render_report(rows, models, header):
+def cnn_report_header(allow_tf32, tf32_batch_sizes, tolerance):
+    main = "on (--allow-tf32: no second pass)" if allow_tf32 else "off"
+    tf32 = ",".join(str(b) for b in tf32_batch_sizes) if tf32_batch_sizes else "none"
+    return (
+        f"CNNs: our CUDA graph replay vs PyTorch's CUDA-graph replay (g.replay(), compute only, "
+        f"inputs on the device), both float32; PyTorch with torch.backends.cudnn.benchmark = True "
+        f"(its fastest cuDNN algorithms, autotuned before capture). Columns without TF32: TF32 "
+        f"{main} on both sides (torch.backends.cuda.matmul.allow_tf32 = "
+        f"torch.backends.cudnn.allow_tf32 = {allow_tf32}; ours {'with' if allow_tf32 else 'without'} "
+        f"runtime_bench --allow-tf32). TF32 columns (batch sizes {tf32}): both of those PyTorch "
+        f"switches True, ours with runtime_bench --allow-tf32. Rel err = ||out - ref|| / ||ref||, "
+        f"ref = the module in float64 on the GPU; ours must be <= {tolerance:g} without TF32 "
+        f"(asserted); TF32 errors are reported only (NaN fails). Target ours / torch <= 1.0 at "
+        f"B=1 and B=8, TF32 off and on: reported, not asserted.\n")
+
+
+def render_report(rows, models, header, cnn_rows=(), cnn_header=""):
     """The whole markdown report: header, graph table, per-model target
-    summary, then the eager details."""
+    summary, the eager details, then the CNN table and its target lines when
+    there are CNN rows. Returns (report, graph_summary, cnn_summary)."""
     summary = graph_summary(rows, models)
-    return (header + "\n" + format_table(rows) + "\n"
-            + "\n".join(summary_lines(summary)) + "\n\n"
-            + "Eager details (ours full = H2D + compute + D2H via Enqueue; "
-              "ours graph full = H2D + graph launch + D2H):\n\n"
-            + format_table(rows, EAGER_COLUMNS)), summary
+    report = (header + "\n" + format_table(rows) + "\n"
+              + "\n".join(summary_lines(summary)) + "\n\n"
+              + "Eager details (ours full = H2D + compute + D2H via Enqueue; "
+                "ours graph full = H2D + graph launch + D2H):\n\n"
+              + format_table(rows, EAGER_COLUMNS))
+    cnn = cnn_summary(cnn_rows)
+    if cnn_rows:
+        report += ("\n" + cnn_header + "\n" + format_table(cnn_rows, CNN_COLUMNS) + "\n"
+                   + "\n".join(cnn_summary_lines(cnn)) + "\n")
+    return report, summary, cnn
 
 
-def failures(rows, tolerance):
+def failures(rows, tolerance, cnn_rows=()):
     """Rows whose relative error of ours fails: eager always, graph where
-    measured (None: the binary wrote no graph outputs). NaN fails."""
+    measured (None: the binary wrote no graph outputs). NaN fails. In the
+    CNN rows' TF32 pass (None: not run) only NaN fails."""
     bad = []
     for row in rows:
         err = row["rel_err_ours"]
@@ -485,6 +651,12 @@ def failures(rows, tolerance):
         err = row["rel_err_ours_graph"]
         if err is not None and not err <= tolerance:
             bad.append(f"{row['model']} B={row['batch']}: rel err ours graph {fmt(err, '.2e')}")
+    for row in cnn_rows:
+        for key, what in (("rel_err_ours_tf32", "eager"), ("rel_err_ours_graph_tf32", "graph")):
+            err = row.get(key)
+            if err is not None and math.isnan(err):
+                bad.append(f"{row['model']} B={row['batch']}: rel err ours {what} with TF32 "
+                           f"is NaN (or the output is missing)")
     return bad
 
 
@@ -494,6 +666,45 @@ def json_safe(row):
             for key, value in row.items()}
 
 
+def time_torch_graph_tf32(model32, inputs32, refs, args, name, batch):
+    """The TF32 pass's PyTorch side of one CNN batch size: graph replay with
+    both TF32 switches on; returns dict(torch_graph_us_tf32,
+    rel_err_torch_graph_tf32), empty if capture or replay failed (PyTorch is
+    the baseline, not under test: reported, not fatal)."""
+    set_tf32(True)
+    try:
+        graph = time_torch_graph(model32, inputs32, args.warmup, args.iters)
+    except Exception:
+        traceback.print_exc()
+        print(f"torch graph capture/replay of {name} B={batch} with TF32 failed", flush=True)
+        return {}
+    finally:
+        set_tf32(args.allow_tf32)
+    result = dict(torch_graph_us_tf32=graph["torch_graph_us"],
+                  rel_err_torch_graph_tf32=rel_err(graph["outs"], refs))
+    print(f"torch graph TF32 {name} B={batch}: {graph['torch_graph_us']:.1f} us "
+          f"(min {graph['torch_graph_min_us']:.1f}, max {graph['torch_graph_max_us']:.1f}), "
+          f"rel err {result['rel_err_torch_graph_tf32']:.2e}", flush=True)
+    return result
+
+
+def model_path(args, name):
+    """The model's ONNX file: from --models-dir, or exported into <out>/models;
+    None (after printing why) when neither works."""
+    if args.models_dir:
+        path = os.path.join(args.models_dir, f"{name}.onnx")
+        if os.path.exists(path):
+            return os.path.abspath(path)
+        print(f"{path} does not exist; exporting {name} instead", flush=True)
+    try:
+        return os.path.abspath(
+            export_models.export_all(os.path.join(args.out, "models"), [name])[name])
+    except Exception:  # report, then go on with the other models
+        traceback.print_exc()
+        print(f"export of {name} failed", flush=True)
+        return None
+
+
 def main():
     args = parse_args()
     if not torch.cuda.is_available():
@@ -501,9 +712,12 @@ def main():
         return 2
     os.makedirs(args.out, exist_ok=True)
     set_tf32(args.allow_tf32)
+    # PyTorch at its best: cuDNN autotunes each shape (in the warm-up runs,
+    # before any capture) and keeps the fastest algorithm.
+    torch.backends.cudnn.benchmark = True
     device = torch.device("cuda")
     print(f"torch {torch.__version__}, {torch.cuda.get_device_name(0)}, python {platform.python_version()}, "
-          f"TF32 {'on' if args.allow_tf32 else 'off'}", flush=True)
+          f"TF32 {'on' if args.allow_tf32 else 'off'}, cudnn.benchmark on", flush=True)
     env = binary_env(args)
     try:
         help_text = subprocess.run([os.path.abspath(args.bin), "--help"], env=env,
@@ -516,17 +730,26 @@ def main():
     print(f"runtime_bench graph outputs: "
           f"{'--' + flag if flag else 'no flag (the binary chooses the folder)'}; "
           f"looked for under {os.path.join(args.out, OURS_GRAPH_OUTPUTS)}/<model>/<B>/", flush=True)
+    if "allow-tf32" not in args.bin_flags:
+        print("note: runtime_bench --help lists no --allow-tf32; the TF32 pass passes it anyway",
+              flush=True)
+
+    # The CNNs' second pass, TF32 on for both sides (none when the whole run
+    # is TF32 already).
+    tf32_sizes = ([] if args.allow_tf32 else
+                  [b for b in args.batch_sizes if b in args.tf32_batch_sizes])
+    ignored = [b for b in args.tf32_batch_sizes if b not in args.batch_sizes]
+    if ignored and any(m in export_models.CNN_NAMES for m in args.models):
+        print(f"note: --tf32-batch-sizes {ignored} not in --batch-sizes: no TF32 pass there",
+              flush=True)
 
     rows = []
+    cnn_rows = []
     failed = False
     for name in args.models:
-        try:
-            onnx_path = export_models.export_all(os.path.join(args.out, "models"), [name])[name]
-        except Exception:  # report, then go on with the other models
-            traceback.print_exc()
-            print(f"export of {name} failed", flush=True)
-            onnx_path = None
+        onnx_path = model_path(args, name)
         spec = export_models.SPECS[name]
+        is_cnn = name in export_models.CNN_NAMES
         model32 = spec.build().to(device)
         model64 = spec.build().double().to(device)
         torch_results = {}
@@ -561,52 +784,68 @@ def main():
             except Exception:  # PyTorch's graph is the baseline, not under test: report, go on
                 traceback.print_exc()
                 print(f"torch graph capture/replay of {name} B={batch} failed", flush=True)
+            if is_cnn and batch in tf32_sizes:
+                result.update(time_torch_graph_tf32(model32, inputs32, refs, args, name, batch))
             torch_results[batch] = result
             del inputs32
             torch.cuda.empty_cache()
         del model32, model64
         torch.cuda.empty_cache()
 
-        ours, ran = run_ours(args, os.path.abspath(onnx_path), name, env) if onnx_path else (None, False)
+        ours, ran = (run_ours(args, onnx_path, name, env, args.batch_sizes, args.allow_tf32)
+                     if onnx_path else (None, False))
         if not ran:
             failed = True
-        graph_outputs = has_graph_outputs(args.out, name)
-        if not graph_outputs:
+        if not has_graph_outputs(args.out, name):
             print(f"{name}: no graph outputs under {os.path.join(args.out, OURS_GRAPH_OUTPUTS, name)} "
                   f"(an older binary?): rel err ours graph not checked", flush=True)
+        ours_tf32 = None
+        if is_cnn and tf32_sizes:
+            ours_tf32, ran = (run_ours(args, onnx_path, name, env, tf32_sizes, True, TF32_SUFFIX)
+                              if onnx_path else (None, False))
+            if not ran:
+                failed = True
         for batch in args.batch_sizes:
             result = torch_results[batch]
             record = (ours or {}).get(batch)
-            outs = load_outputs(args, spec, batch) if record is not None else None
-            err_ours = rel_err(outs, result["refs"]) if outs is not None else math.nan
-            err_ours_graph = None
-            if graph_outputs:
-                # The binary writes graph outputs: each batch size must have them.
-                graph_outs = load_outputs(args, spec, batch, OURS_GRAPH_OUTPUTS)
-                err_ours_graph = (rel_err(graph_outs, result["refs"])
-                                  if graph_outs is not None else math.nan)
+            err_ours, err_ours_graph = our_errors(args, spec, batch, result["refs"], record)
             row = make_row(name, batch, record, result, err_ours, err_ours_graph)
             if row["ours_graph_rel_err_vs_eager"] not in (None, 0, 0.0):
                 print(f"note: {name} B={batch}: our graph replay differs from our eager run "
                       f"(rel err {row['ours_graph_rel_err_vs_eager']:.2e}; expected 0)", flush=True)
             rows.append(row)
+            if not is_cnn:
+                continue
+            tf32_record = err_tf32 = err_graph_tf32 = None
+            if batch in tf32_sizes:
+                tf32_record = (ours_tf32 or {}).get(batch)
+                err_tf32, err_graph_tf32 = our_errors(args, spec, batch, result["refs"],
+                                                      tf32_record, TF32_SUFFIX)
+            cnn_rows.append(make_cnn_row(row, result, tf32_record, err_tf32, err_graph_tf32))
 
     header = report_header(torch.cuda.get_device_name(0), torch.__version__, args.allow_tf32,
                            args.iters, args.warmup, args.tolerance,
                            time.strftime('%Y-%m-%d %H:%M:%S'))
-    report, summary = render_report(rows, args.models, header)
+    report, summary, cnn = render_report(
+        rows, args.models, header, cnn_rows,
+        cnn_report_header(args.allow_tf32, tf32_sizes, args.tolerance))
     print()
     print(report, flush=True)
     with open(os.path.join(args.out, "runtime_bench.md"), "w") as f:
         f.write(report)
     with open(os.path.join(args.out, "runtime_bench.json"), "w") as f:
         json.dump(dict(device=torch.cuda.get_device_name(0), torch=torch.__version__,
-                       allow_tf32=args.allow_tf32, warmup=args.warmup, iters=args.iters,
+                       allow_tf32=args.allow_tf32, cudnn_benchmark=True,
+                       warmup=args.warmup, iters=args.iters,
                        tolerance=args.tolerance, graph_ratio_targets=GRAPH_RATIO_TARGETS,
                        graph_summary=[json_safe(s) for s in summary],
-                       rows=[json_safe(row) for row in rows]),
+                       rows=[json_safe(row) for row in rows],
+                       tf32_batch_sizes=tf32_sizes,
+                       cnn_ratio_targets=CNN_RATIO_TARGETS,
+                       cnn_summary=[json_safe(s) for s in cnn],
+                       cnn_rows=[json_safe(row) for row in cnn_rows]),
                   f, indent=1)
-    bad = failures(rows, args.tolerance)
+    bad = failures(rows, args.tolerance, cnn_rows)
     if failed or bad:
         for line in bad:
             print(f"FAILED: {line}", flush=True)

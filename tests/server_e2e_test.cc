@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -143,6 +144,10 @@ HostTensor OutputTensor(const inference::ModelInferResponse& response, size_t k,
 class ServerEndToEnd : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
+    // bench/gpu_check.sh reads this line to prove the suite ran on the
+    // executor it asked for.
+    std::cout << "e2e executor: "
+              << (ExecutorUnderTest() == ExecutorKind::kCuda ? "cuda" : "host") << std::endl;
     repository_ = new std::string(WriteTestRepository("e2e_repository"));
     server_ = StartServer(TestServerOptions(*repository_)).release();
   }
