@@ -56,6 +56,8 @@ class BindContext {
   // The model's output names with trailing "" dropped.
   [[nodiscard]] const std::vector<std::string>& outputs() const { return outputs_; }
 
+  // References into the values are valid until the next Emit*/AddConstant,
+  // which may add values: copy what a rule reads after emitting.
   [[nodiscard]] const BoundValue& value(ValueId id) const { return graph_->values[id]; }
   [[nodiscard]] bool is_constant(ValueId id) const { return graph_->values[id].is_constant(); }
   [[nodiscard]] const BoundValue& in(size_t i) const { return value(inputs_[i]); }

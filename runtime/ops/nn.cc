@@ -124,16 +124,12 @@ absl::Status BindConv(BindContext& ctx) {
   for (size_t i = 0; i < ctx.num_inputs(); ++i) {
     RETURN_IF_ERROR(ctx.CheckDType(i, {DType::kFloat32}));
   }
-  const Dims& x = ctx.in_dims(0);
-  const Dims& w = ctx.in_dims(1);
+  // Copies: emitting the Pad below adds values, which may move the one these read.
+  const Dims x = ctx.in_dims(0);
+  const Dims w = ctx.in_dims(1);
   RETURN_IF_ERROR(CheckSpatialRank(ctx, x));
   if (w.size() != x.size()) {
     return ctx.Error("W ", DimsToString(w), " should have the rank of X ", DimsToString(x));
-  }
-  if (!ctx.is_constant(ctx.input(1))) {
-    return ctx.Unsupported("W (value '", ctx.in(1).name,
-                           "') must be an initializer or constant: weights computed at run "
-                           "time are not supported");
   }
   ASSIGN_OR_RETURN(int64_t group, ctx.IntAttrOr("group", 1));
   if (group < 1 || x[1] % group != 0 || w[0] % group != 0 || w[1] * group != x[1]) {
@@ -245,7 +241,7 @@ absl::Status BindBatchNorm(BindContext& ctx) {
   ASSIGN_OR_RETURN(int64_t spatial, ctx.IntAttrOr("spatial", 1));
   if (spatial != 1) return ctx.Unsupported("spatial=0 (per-element statistics)");
   ASSIGN_OR_RETURN(float epsilon, ctx.FloatAttrOr("epsilon", 1e-5f));
-  const Dims& x = ctx.in_dims(0);
+  const Dims x = ctx.in_dims(0);  // a copy: AddConstant below may move values
   if (x.size() < 2) return ctx.Error("X ", DimsToString(x), " should be N x C x ...");
   const int64_t channels = x[1];
   const char* const kNames[] = {"scale", "B", "input_mean", "input_var"};
@@ -393,12 +389,14 @@ void AddNnOps(std::vector<OpDef>& ops) {
             .family = "nn",
             .attributes = {"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"},
             .arity = {{1, {2, 3}}},
+            .plan_time_operands = {1, 2},
             .bind = BindConv,
             .host = HostConv,
             .kernel_inputs = {2, 3},
             .summary = "float32 1-D and 2-D on cuDNN (algorithm timed at load); groups, "
                        "depthwise, dilations, auto_pad; bias, BatchNorm, residual Add "
-                       "and Relu/Clip/SiLU/HardSwish fused"});
+                       "and Relu/Clip/SiLU/HardSwish fused",
+            .input_names = {"X", "W", "B"}});
   ops.push_back(OpDef{.name = "BatchNormalization",
                       .family = "nn",
                       .attributes = {"epsilon", "momentum", "spatial", "training_mode"},
@@ -408,7 +406,8 @@ void AddNnOps(std::vector<OpDef>& ops) {
                       .host = HostBatchNormalization,
                       .kernel_inputs = {3, 3},
                       .summary = "inference; folded into the preceding Conv's weights, a "
-                                 "per-channel kernel otherwise"});
+                                 "per-channel kernel otherwise",
+                      .input_names = {"X", "scale", "B", "input_mean", "input_var"}});
   for (const char* name : {"MaxPool", "AveragePool"}) {
     ops.push_back(OpDef{.name = name,
                         .family = "nn",
