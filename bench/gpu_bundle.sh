@@ -16,6 +16,8 @@ TEST_TARGETS=(
   //tensor_holder:io_buffers_test
   //runtime/cuda:op_kernels_test
   //runtime/cuda:gemm_test
+  //runtime/cuda:nn_kernels_test
+  //runtime/cuda:cudnn_conv_test
   //runtime/cuda:cuda_executor_test
   //capture:stream_capture_test
   //capture:graph_set_test

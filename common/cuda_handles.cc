@@ -1,8 +1,11 @@
 #include "common/cuda_handles.h"
 
+#include <string>
+
 #include "absl/strings/str_cat.h"
 #include "common/cuda_status.h"
 #include "common/logging.h"
+#include "common/status.h"
 
 namespace graphserve {
 
@@ -32,6 +35,12 @@ void CublasLtDeleter::operator()(cublasLtHandle_t handle) const {
     spdlog::warn("cublasLtDestroy failed during teardown");
   }
 }
+void CudnnDeleter::operator()(cudnnHandle_t handle) const {
+  const cudnnStatus_t status = cudnnDestroy(handle);
+  if (status != CUDNN_STATUS_SUCCESS) {
+    spdlog::warn("cudnnDestroy failed during teardown: {}", cudnnGetErrorString(status));
+  }
+}
 void DeviceMemoryDeleter::operator()(void* ptr) const {
   WarnOnFailure(cudaFree(ptr), "cudaFree");
 }
@@ -59,6 +68,12 @@ absl::StatusOr<CublasLtHandle> CublasLtHandle::Create() {
   return CublasLtHandle(handle);
 }
 
+absl::StatusOr<CudnnHandle> CudnnHandle::Create() {
+  cudnnHandle_t handle = nullptr;
+  RETURN_IF_ERROR(CudnnErrorToStatus(cudnnCreate(&handle), "cudnnCreate"));
+  return CudnnHandle(handle);
+}
+
 absl::StatusOr<DeviceBuffer> DeviceBuffer::Allocate(size_t bytes) {
   if (bytes == 0) return DeviceBuffer();
   void* ptr = nullptr;
@@ -83,13 +98,23 @@ absl::StatusOr<PinnedHostBuffer> PinnedHostBuffer::Allocate(size_t bytes) {
   return PinnedHostBuffer(ptr, bytes);
 }
 
-int CudaDeviceCount() {
+absl::StatusOr<int> CudaDeviceCountOrError() {
   int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess) {
-    cudaGetLastError();
+  const cudaError_t error = cudaGetDeviceCount(&count);
+  if (error == cudaSuccess) return count;
+  cudaGetLastError();  // not sticky; leave no error behind for the next call
+  if (error == cudaErrorNoDevice || error == cudaErrorInsufficientDriver) return 0;
+  return CudaErrorToStatus(error, "cudaGetDeviceCount");
+}
+
+int CudaDeviceCount() {
+  const absl::StatusOr<int> count = CudaDeviceCountOrError();
+  if (!count.ok()) {
+    spdlog::error("{}; treating this machine as having no CUDA device",
+                  std::string(count.status().message()));
     return 0;
   }
-  return count;
+  return *count;
 }
 
 }  // namespace graphserve

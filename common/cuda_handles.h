@@ -5,6 +5,7 @@
 
 #include <cublasLt.h>
 #include <cuda_runtime.h>
+#include <cudnn.h>
 
 #include <cstddef>
 #include <memory>
@@ -20,6 +21,7 @@ struct EventDeleter { void operator()(cudaEvent_t event) const; };
 struct GraphDeleter { void operator()(cudaGraph_t graph) const; };
 struct GraphExecDeleter { void operator()(cudaGraphExec_t exec) const; };
 struct CublasLtDeleter { void operator()(cublasLtHandle_t handle) const; };
+struct CudnnDeleter { void operator()(cudnnHandle_t handle) const; };
 struct DeviceMemoryDeleter { void operator()(void* ptr) const; };
 struct PinnedMemoryDeleter { void operator()(void* ptr) const; };
 }  // namespace internal
@@ -80,6 +82,19 @@ class CublasLtHandle {
   std::unique_ptr<std::remove_pointer_t<cublasLtHandle_t>, internal::CublasLtDeleter> handle_;
 };
 
+// A cuDNN handle bound to the device current at Create(). cuDNN handles are
+// not thread safe: one thread at a time may use it (cudnnSetStream included).
+class CudnnHandle {
+ public:
+  CudnnHandle() = default;  // holds no handle until assigned from Create()
+  static absl::StatusOr<CudnnHandle> Create();
+  [[nodiscard]] cudnnHandle_t get() const { return handle_.get(); }
+
+ private:
+  explicit CudnnHandle(cudnnHandle_t handle) : handle_(handle) {}
+  std::unique_ptr<std::remove_pointer_t<cudnnHandle_t>, internal::CudnnDeleter> handle_;
+};
+
 // cudaMalloc'd bytes. A zero-byte buffer holds no allocation.
 class DeviceBuffer {
  public:
@@ -110,7 +125,15 @@ class PinnedHostBuffer {
 };
 
 // Number of CUDA devices the driver sees; 0 (not an error) when there is no
-// driver or no device, so callers can fall back to the host executor.
+// device (cudaErrorNoDevice) or no usable driver (cudaErrorInsufficientDriver),
+// so callers can fall back to the host executor. Any other failure of
+// cudaGetDeviceCount (a driver that fails to initialise, a stub library, a
+// device lost) is returned as an error naming the call.
+absl::StatusOr<int> CudaDeviceCountOrError();
+
+// CudaDeviceCountOrError() for callers that only choose between the CUDA and
+// the host executor: an unexpected error is logged (spdlog error, with the
+// CUDA error) and counts as 0 devices.
 int CudaDeviceCount();
 
 }  // namespace graphserve

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <utility>
 #include <vector>
 
 namespace graphserve {
@@ -38,12 +39,45 @@ TEST_F(CudaHandlesTest, RoundTripThroughDeviceAndPinnedBuffers) {
   EXPECT_EQ(std::memcmp(pinned->get(), values.data(), kCount * sizeof(float)), 0);
 }
 
+TEST_F(CudaHandlesTest, CudnnHandleIsCreatedAndTakesAStream) {
+  absl::StatusOr<CudnnHandle> handle = CudnnHandle::Create();
+  ASSERT_TRUE(handle.ok()) << handle.status();
+  ASSERT_NE(handle->get(), nullptr);
+  absl::StatusOr<CudaStream> stream = CudaStream::Create();
+  ASSERT_TRUE(stream.ok()) << stream.status();
+  ASSERT_EQ(cudnnSetStream(handle->get(), stream->get()), CUDNN_STATUS_SUCCESS);
+  cudaStream_t bound = nullptr;
+  ASSERT_EQ(cudnnGetStream(handle->get(), &bound), CUDNN_STATUS_SUCCESS);
+  EXPECT_EQ(bound, stream->get());
+
+  // Moving transfers ownership: exactly one owner destroys the handle.
+  const cudnnHandle_t raw = handle->get();
+  CudnnHandle moved = std::move(*handle);
+  EXPECT_EQ(moved.get(), raw);
+  EXPECT_EQ(handle->get(), nullptr);  // NOLINT(bugprone-use-after-move): checked on purpose
+}
+
 TEST_F(CudaHandlesTest, ImpossibleAllocationIsResourceExhausted) {
   absl::StatusOr<DeviceBuffer> huge = DeviceBuffer::Allocate(size_t{1} << 50);  // 1 PiB
   ASSERT_FALSE(huge.ok());
   EXPECT_EQ(huge.status().code(), absl::StatusCode::kResourceExhausted);
   // The process stays usable afterwards.
   EXPECT_TRUE(DeviceBuffer::Allocate(256).ok());
+}
+
+// Runs with or without a device: the count is either a number both functions
+// agree on, or an error that names the call while CudaDeviceCount falls back
+// to 0.
+TEST(CudaDeviceCountTest, ErrorIsReportedOrAgreesWithCount) {
+  const absl::StatusOr<int> count = CudaDeviceCountOrError();
+  if (count.ok()) {
+    EXPECT_GE(*count, 0);
+    EXPECT_EQ(CudaDeviceCount(), *count);
+  } else {
+    EXPECT_NE(count.status().message().find("cudaGetDeviceCount"), absl::string_view::npos)
+        << count.status();
+    EXPECT_EQ(CudaDeviceCount(), 0);
+  }
 }
 
 }  // namespace

@@ -1,0 +1,348 @@
+#include "runtime/cuda/cudnn_conv.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "common/cuda_handles.h"
+#include "runtime/cuda/float_match.h"
+#include "runtime/host/nn_reference.h"
+#include "runtime/nn_params.h"
+
+namespace graphserve {
+namespace {
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+constexpr float kInf = std::numeric_limits<float>::infinity();
+constexpr float kLarge = 1e30f;  // finite, but its products and sums dwarf the rest
+// float32 summation of a few hundred products stays far under this, relative
+// to the sum of their magnitudes; TF32 (10-bit mantissa) lands near 1e-3.
+constexpr double kFloat32Tolerance = 1e-5;
+
+
+// Output size along one dim, as binding computes it for symmetric pads.
+int64_t OutSize(int64_t in, int64_t kernel, int64_t stride, int64_t dilation, int64_t pad) {
+  return (in + 2 * pad - dilation * (kernel - 1) - 1) / stride + 1;
+}
+
+struct ConvCase {
+  std::string name;
+  ConvParams params;
+};
+
+ConvCase MakeCase(std::string name, int64_t batch, int64_t in_channels, int64_t out_channels,
+                  int64_t groups, int64_t in_h, int64_t in_w, int64_t kernel_h, int64_t kernel_w,
+                  int64_t stride_h = 1, int64_t stride_w = 1, int64_t dilation_h = 1,
+                  int64_t dilation_w = 1, int64_t pad_h = 0, int64_t pad_w = 0) {
+  ConvParams p;
+  p.batch = batch;
+  p.in_channels = in_channels;
+  p.out_channels = out_channels;
+  p.groups = groups;
+  p.in_h = in_h;
+  p.in_w = in_w;
+  p.kernel_h = kernel_h;
+  p.kernel_w = kernel_w;
+  p.stride_h = stride_h;
+  p.stride_w = stride_w;
+  p.dilation_h = dilation_h;
+  p.dilation_w = dilation_w;
+  p.pad_h = pad_h;
+  p.pad_w = pad_w;
+  p.out_h = OutSize(in_h, kernel_h, stride_h, dilation_h, pad_h);
+  p.out_w = OutSize(in_w, kernel_w, stride_w, dilation_w, pad_w);
+  return {std::move(name), p};
+}
+
+std::vector<ConvCase> ConvCases() {
+  return {
+      MakeCase("Basic3x3Pad1OddSpatial", 2, 8, 16, 1, 15, 13, 3, 3, 1, 1, 1, 1, 1, 1),
+      MakeCase("Groups2Stride2", 2, 8, 12, 2, 17, 17, 3, 3, 2, 2, 1, 1, 1, 1),
+      MakeCase("Depthwise3x3", 2, 16, 16, 16, 14, 14, 3, 3, 1, 1, 1, 1, 1, 1),
+      MakeCase("Depthwise5x5Stride2", 1, 12, 12, 12, 19, 19, 5, 5, 2, 2, 1, 1, 2, 2),
+      MakeCase("DepthwiseMultiplier2", 2, 6, 12, 6, 9, 11, 3, 3, 1, 1, 1, 1, 1, 1),
+      MakeCase("Pointwise1x1", 3, 32, 24, 1, 9, 11, 1, 1),
+      MakeCase("Pointwise1x1Stride2", 2, 16, 8, 1, 10, 7, 1, 1, 2, 2),
+      MakeCase("Kernel5x5Pad2", 2, 4, 8, 1, 12, 12, 5, 5, 1, 1, 1, 1, 2, 2),
+      MakeCase("Dilation2", 2, 6, 6, 1, 13, 13, 3, 3, 1, 1, 2, 2, 2, 2),
+      MakeCase("Kernel1x7", 2, 8, 8, 1, 9, 9, 1, 7, 1, 1, 1, 1, 0, 3),
+      MakeCase("Kernel7x1", 2, 8, 8, 1, 9, 9, 7, 1, 1, 1, 1, 1, 3, 0),
+      MakeCase("OneDimensional", 3, 4, 6, 1, 1, 50, 1, 5, 1, 2, 1, 2, 0, 4),
+      MakeCase("OneDimensionalGroups", 2, 8, 8, 4, 1, 37, 1, 3, 1, 1, 1, 1, 0, 1),
+      MakeCase("Batch64", 64, 3, 4, 1, 8, 8, 3, 3, 2, 2, 1, 1, 1, 1),
+      MakeCase("StemBatch1", 1, 3, 8, 1, 32, 32, 7, 7, 2, 2, 1, 1, 3, 3),
+      MakeCase("MixedStrideDilation", 2, 4, 6, 2, 11, 15, 3, 3, 2, 1, 1, 2, 1, 2),
+      MakeCase("KernelCoversInput", 16, 5, 7, 1, 5, 5, 5, 5),  // images without specials too
+      MakeCase("LargePadSmallInput", 2, 3, 5, 1, 2, 3, 3, 3, 1, 1, 1, 1, 2, 2),
+  };
+}
+
+std::vector<float> RandomNormal(size_t count, std::mt19937& rng) {
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> v(count);
+  for (float& x : v) x = normal(rng);
+  return v;
+}
+
+// Replaces a few elements by NaN, +Inf, -Inf, +1e30 and -1e30: about
+// `affected` of the outputs (each reading `taps` inputs) see one, so that most
+// still check the arithmetic.
+void InjectSpecials(std::vector<float>& v, int64_t taps, double affected, std::mt19937& rng) {
+  const float specials[] = {kNaN, kInf, -kInf, kLarge, -kLarge};
+  constexpr int64_t kAtLeast = 10;  // two of each
+  const auto count = std::max<int64_t>(
+      kAtLeast,
+      static_cast<int64_t>(static_cast<double>(v.size()) * affected / static_cast<double>(taps)));
+  std::uniform_int_distribution<size_t> position(0, v.size() - 1);
+  for (int64_t i = 0; i < count; ++i) v[position(rng)] = specials[i % 5];
+}
+
+std::vector<float> Abs(std::vector<float> v) {
+  for (float& x : v) x = std::fabs(x);
+  return v;
+}
+
+absl::StatusOr<DeviceBuffer> Upload(const std::vector<float>& host) {
+  absl::StatusOr<DeviceBuffer> buffer = DeviceBuffer::Allocate(host.size() * sizeof(float));
+  if (!buffer.ok()) return buffer;
+  if (cudaMemcpy(buffer->get(), host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice) !=
+      cudaSuccess) {
+    return absl::InternalError("upload failed");
+  }
+  return buffer;
+}
+
+std::vector<float> Download(const DeviceBuffer& buffer, size_t count) {
+  std::vector<float> host(count);
+  EXPECT_EQ(cudaMemcpy(host.data(), buffer.get(), count * sizeof(float), cudaMemcpyDeviceToHost),
+            cudaSuccess);
+  return host;
+}
+
+const float* In(const DeviceBuffer& b) { return static_cast<const float*>(b.get()); }
+float* Out(const DeviceBuffer& b) { return static_cast<float*>(b.get()); }
+
+// Operands of one case on host and device, and the float64 reference.
+struct ConvProblem {
+  std::vector<float> x, w, want, scale;
+  DeviceBuffer dx, dw, dy;
+  size_t y_count = 0;
+};
+
+void MakeProblem(const ConvParams& p, bool specials, ConvProblem& out) {
+  std::mt19937 rng(static_cast<uint32_t>(p.batch * 7919 + p.in_channels * 131 + p.in_h * 17 +
+                                         p.in_w + p.kernel_h * 3 + p.kernel_w));
+  const int64_t icpg = p.in_channels / p.groups;
+  out.x = RandomNormal(p.batch * p.in_channels * p.in_h * p.in_w, rng);
+  out.w = RandomNormal(p.out_channels * icpg * p.kernel_h * p.kernel_w, rng);
+  if (specials) {
+    InjectSpecials(out.x, icpg * p.kernel_h * p.kernel_w, 0.2, rng);
+    // And a NaN where output [0, 0, 0, 0] reads its first tap inside the
+    // input, so that every case has a NaN output whatever its strides skip.
+    const int64_t kh = (p.pad_h + p.dilation_h - 1) / p.dilation_h;
+    const int64_t kw = (p.pad_w + p.dilation_w - 1) / p.dilation_w;
+    const int64_t ih = kh * p.dilation_h - p.pad_h;
+    const int64_t iw = kw * p.dilation_w - p.pad_w;
+    if (kh < p.kernel_h && kw < p.kernel_w && ih < p.in_h && iw < p.in_w) {
+      out.x[ih * p.in_w + iw] = kNaN;
+    }
+  }
+  out.y_count = p.batch * p.out_channels * p.out_h * p.out_w;
+  out.want.resize(out.y_count);
+  out.scale.resize(out.y_count);
+  ConvReference(p, out.x.data(), out.w.data(), nullptr, out.want.data());
+  // The sum of the products' magnitudes: what float32 rounding scales with.
+  ConvReference(p, Abs(out.x).data(), Abs(out.w).data(), nullptr, out.scale.data());
+  absl::StatusOr<DeviceBuffer> dx = Upload(out.x);
+  absl::StatusOr<DeviceBuffer> dw = Upload(out.w);
+  absl::StatusOr<DeviceBuffer> dy = DeviceBuffer::Allocate(out.y_count * sizeof(float));
+  ASSERT_TRUE(dx.ok() && dw.ok() && dy.ok());
+  out.dx = *std::move(dx);
+  out.dw = *std::move(dw);
+  out.dy = *std::move(dy);
+}
+
+class CudnnConvTest : public ::testing::TestWithParam<ConvCase> {
+ protected:
+  void SetUp() override {
+    if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device on this machine";
+    absl::StatusOr<CudnnHandle> handle = CudnnHandle::Create();
+    ASSERT_TRUE(handle.ok()) << handle.status();
+    handle_ = *std::move(handle);
+    absl::StatusOr<CudaStream> stream = CudaStream::Create();
+    ASSERT_TRUE(stream.ok()) << stream.status();
+    stream_ = *std::move(stream);
+  }
+
+  // Fills y with NaN (beta = 0 must not read it), enqueues, downloads.
+  std::vector<float> Run(const CudnnConv& conv, const ConvProblem& problem) {
+    EXPECT_EQ(cudaMemset(problem.dy.get(), 0xFF, problem.y_count * sizeof(float)), cudaSuccess);
+    absl::StatusOr<DeviceBuffer> workspace = DeviceBuffer::Allocate(conv.workspace_bytes());
+    EXPECT_TRUE(workspace.ok()) << workspace.status();
+    const absl::Status status = conv.Enqueue(In(problem.dx), In(problem.dw), Out(problem.dy),
+                                             workspace->get(), stream_.get());
+    EXPECT_TRUE(status.ok()) << status;
+    EXPECT_EQ(cudaStreamSynchronize(stream_.get()), cudaSuccess);
+    return Download(problem.dy, problem.y_count);
+  }
+
+  CudnnHandle handle_;
+  CudaStream stream_;
+};
+
+// Exact float32 (TF32 off) with NaN, +-Inf and 1e30 inputs, first with the
+// heuristic's algorithm, then with the fastest one.
+TEST_P(CudnnConvTest, MatchesReferenceWithSpecialValues) {
+  const ConvParams& p = GetParam().params;
+  ConvProblem problem;
+  ASSERT_NO_FATAL_FAILURE(MakeProblem(p, /*specials=*/true, problem));
+  // The case must exercise both the special values and the arithmetic.
+  const auto nans = std::count_if(problem.want.begin(), problem.want.end(),
+                                  [](float v) { return std::isnan(v); });
+  const auto finite = std::count_if(problem.want.begin(), problem.want.end(),
+                                    [](float v) { return std::isfinite(v); });
+  ASSERT_GT(nans, 0) << "the case must see a NaN";
+  ASSERT_GT(finite, 0) << "the case must check arithmetic";
+
+  absl::StatusOr<std::unique_ptr<CudnnConv>> conv =
+      CudnnConv::Create(handle_.get(), p, /*allow_tf32=*/false);
+  ASSERT_TRUE(conv.ok()) << conv.status();
+  EXPECT_TRUE(
+      MatchesReference(Run(**conv, problem), problem.want, kFloat32Tolerance, problem.scale))
+      << "heuristic algorithm " << (*conv)->algorithm_name();
+
+  const absl::Status tuned = (*conv)->ChooseFastestAlgorithm(In(problem.dx), In(problem.dw),
+                                                             Out(problem.dy), stream_.get());
+  ASSERT_TRUE(tuned.ok()) << tuned;
+  EXPECT_TRUE(
+      MatchesReference(Run(**conv, problem), problem.want, kFloat32Tolerance, problem.scale))
+      << "fastest algorithm " << (*conv)->algorithm_name();
+}
+
+// TF32 is allowed to be inexact, but the plumbing (math type, algorithm
+// choice, workspace) must still compute the convolution.
+TEST_P(CudnnConvTest, Tf32MatchesReferenceLoosely) {
+  const ConvParams& p = GetParam().params;
+  ConvProblem problem;
+  ASSERT_NO_FATAL_FAILURE(MakeProblem(p, /*specials=*/false, problem));
+  absl::StatusOr<std::unique_ptr<CudnnConv>> conv =
+      CudnnConv::Create(handle_.get(), p, /*allow_tf32=*/true);
+  ASSERT_TRUE(conv.ok()) << conv.status();
+  const absl::Status tuned = (*conv)->ChooseFastestAlgorithm(In(problem.dx), In(problem.dw),
+                                                             Out(problem.dy), stream_.get());
+  ASSERT_TRUE(tuned.ok()) << tuned;
+  constexpr double kTf32Tolerance = 1e-2;  // 10-bit mantissa products, FFT/Winograd allowed
+  EXPECT_TRUE(MatchesReference(Run(**conv, problem), problem.want, kTf32Tolerance, problem.scale))
+      << (*conv)->algorithm_name();
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, CudnnConvTest, ::testing::ValuesIn(ConvCases()),
+                         [](const ::testing::TestParamInfo<ConvCase>& info) {
+                           return info.param.name;
+                         });
+
+class CudnnConvCaptureTest : public CudnnConvTest {};
+
+// Enqueue recorded into a CUDA graph and replayed computes the same result:
+// the convolution launches no allocation or synchronisation.
+TEST_F(CudnnConvCaptureTest, EnqueueIsCapturableAndReplays) {
+  const ConvParams p = MakeCase("Capture", 2, 8, 16, 2, 15, 13, 3, 3, 1, 1, 1, 1, 1, 1).params;
+  ConvProblem problem;
+  ASSERT_NO_FATAL_FAILURE(MakeProblem(p, /*specials=*/true, problem));
+  absl::StatusOr<std::unique_ptr<CudnnConv>> conv =
+      CudnnConv::Create(handle_.get(), p, /*allow_tf32=*/false);
+  ASSERT_TRUE(conv.ok()) << conv.status();
+  // Plan time: choose, and run once outside capture.
+  ASSERT_TRUE(
+      (*conv)
+          ->ChooseFastestAlgorithm(In(problem.dx), In(problem.dw), Out(problem.dy), stream_.get())
+          .ok());
+  absl::StatusOr<DeviceBuffer> workspace = DeviceBuffer::Allocate((*conv)->workspace_bytes());
+  ASSERT_TRUE(workspace.ok());
+  ASSERT_TRUE((*conv)
+                  ->Enqueue(In(problem.dx), In(problem.dw), Out(problem.dy), workspace->get(),
+                            stream_.get())
+                  .ok());
+  ASSERT_EQ(cudaStreamSynchronize(stream_.get()), cudaSuccess);
+  ASSERT_EQ(cudaMemset(problem.dy.get(), 0xFF, problem.y_count * sizeof(float)), cudaSuccess);
+
+  ASSERT_EQ(cudaStreamBeginCapture(stream_.get(), cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  const absl::Status enqueued = (*conv)->Enqueue(In(problem.dx), In(problem.dw), Out(problem.dy),
+                                                 workspace->get(), stream_.get());
+  cudaGraph_t raw_graph = nullptr;
+  ASSERT_EQ(cudaStreamEndCapture(stream_.get(), &raw_graph), cudaSuccess);
+  const CudaGraph graph(raw_graph);
+  ASSERT_TRUE(enqueued.ok()) << enqueued;
+  size_t nodes = 0;
+  ASSERT_EQ(cudaGraphGetNodes(graph.get(), nullptr, &nodes), cudaSuccess);
+  EXPECT_GT(nodes, 0u) << "the convolution was not recorded into the graph";
+  // Nothing ran while capturing: y still holds the NaN fill.
+  std::vector<float> before = Download(problem.dy, problem.y_count);
+  EXPECT_TRUE(std::all_of(before.begin(), before.end(), [](float v) { return std::isnan(v); }));
+
+  cudaGraphExec_t raw_exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&raw_exec, graph.get(), 0), cudaSuccess);
+  const CudaGraphExec exec(raw_exec);
+  for (int replay = 0; replay < 2; ++replay) {  // a second replay reuses the workspace
+    ASSERT_EQ(cudaGraphLaunch(exec.get(), stream_.get()), cudaSuccess);
+    ASSERT_EQ(cudaStreamSynchronize(stream_.get()), cudaSuccess);
+    EXPECT_TRUE(MatchesReference(Download(problem.dy, problem.y_count), problem.want,
+                                 kFloat32Tolerance, problem.scale))
+        << "replay " << replay << ", " << (*conv)->algorithm_name();
+  }
+}
+
+// Validation happens before any cuDNN call, so these run without a device.
+TEST(CudnnConvCreateTest, RefusesInconsistentParamsNamingThem) {
+  ConvParams p = MakeCase("Bad", 1, 6, 4, 4, 8, 8, 3, 3).params;  // 4 groups do not divide 6
+  absl::StatusOr<std::unique_ptr<CudnnConv>> conv = CudnnConv::Create(nullptr, p, false);
+  ASSERT_FALSE(conv.ok());
+  EXPECT_EQ(conv.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(conv.status().message().find("groups 4"), absl::string_view::npos) << conv.status();
+
+  p = MakeCase("Bad", 1, 4, 4, 1, 8, 8, 3, 3).params;
+  p.stride_h = 0;
+  conv = CudnnConv::Create(nullptr, p, false);
+  ASSERT_FALSE(conv.ok());
+  EXPECT_EQ(conv.status().code(), absl::StatusCode::kInvalidArgument);
+
+  p = MakeCase("Bad", 1, 4, 4, 1, 8, 8, 3, 3).params;
+  p.pad_w = -1;
+  conv = CudnnConv::Create(nullptr, p, false);
+  ASSERT_FALSE(conv.ok());
+  EXPECT_EQ(conv.status().code(), absl::StatusCode::kInvalidArgument);
+
+  p = MakeCase("Bad", 1 << 16, 1 << 8, 4, 1, 1 << 8, 1 << 8, 1, 1).params;  // 2^40 inputs
+  conv = CudnnConv::Create(nullptr, p, false);
+  ASSERT_FALSE(conv.ok());
+  EXPECT_EQ(conv.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(CudnnConvCreateTest, RefusesOutputSizeCudnnDisagreesWith) {
+  ConvParams p = MakeCase("Bad", 1, 4, 4, 1, 8, 8, 3, 3, 1, 1, 1, 1, 1, 1).params;
+  p.out_h += 1;
+  absl::StatusOr<std::unique_ptr<CudnnConv>> conv = CudnnConv::Create(nullptr, p, false);
+  ASSERT_FALSE(conv.ok());
+  EXPECT_EQ(conv.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(conv.status().message().find("computes the output as 1x4x8x8"), absl::string_view::npos)
+      << conv.status();
+  EXPECT_NE(conv.status().message().find("K=4 9x8"), absl::string_view::npos) << conv.status();
+}
+
+TEST(CudnnConvCreateTest, ParamsToStringNamesEverySize) {
+  const ConvParams p = MakeCase("S", 8, 64, 128, 2, 56, 55, 3, 1, 2, 1, 1, 2, 1, 0).params;
+  EXPECT_EQ(ConvParamsToString(p),
+            "Conv N=8 C=64 HxW=56x55 -> K=128 28x55 kernel 3x1 stride 2x1 dilation 1x2 pad 1x0 "
+            "groups 2");
+}
+
+}  // namespace
+}  // namespace graphserve

@@ -1,0 +1,651 @@
+// Pooling, the per-channel convolution epilogue, Pad and activations: the
+// kernels behind runtime/cuda/nn_kernels.h.
+//
+// Note [Index width]
+// ~~~~~~~~~~~~~~~~~~
+// Every kernel maps one thread to one output element (or one 4-float pack, or
+// one row) and recovers the element's coordinates by dividing its flat index
+// by the output's dims. When the flat index fits 31 bits (every realistic
+// tensor) the divisions are FastDivider's multiply-high and shift, computed
+// once on the host; otherwise the kernel strides over a grid of 64-bit
+// indices and divides in 64 bits. The 64-bit variants exist so that no size is
+// refused, not for speed.
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "runtime/cuda/nn_kernels.h"
+#include "runtime/nn_params.h"
+
+namespace graphserve {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kWarpSize = 32;
+constexpr int kWarpsPerBlock = kThreads / kWarpSize;
+constexpr unsigned kFullMask = 0xffffffffu;
+// Flat indices below this use 32-bit arithmetic (Note [Index width]).
+constexpr int64_t kIndex32Limit = std::numeric_limits<int32_t>::max();
+// The grid of the 64-bit grid-stride kernels: enough blocks to fill any
+// current GPU many times over.
+constexpr int64_t kMaxStridedBlocks = 65536;
+// Global-pool rows at least this long take a block each; shorter ones a warp.
+constexpr int64_t kBlockRowSpatial = 4096;
+
+unsigned BlocksFor(int64_t work_items) {
+  return static_cast<unsigned>((work_items + kThreads - 1) / kThreads);
+}
+
+unsigned StridedBlocks(int64_t work_items) {
+  return static_cast<unsigned>(std::clamp<int64_t>(BlocksFor(work_items), 1, kMaxStridedBlocks));
+}
+
+bool IsAligned(const void* ptr, uintptr_t alignment) {
+  return reinterpret_cast<uintptr_t>(ptr) % alignment == 0;
+}
+
+// Division of dividends below 2^31 by a fixed divisor >= 1 as a multiply-high,
+// an add and a shift (Granlund and Montgomery, as PyTorch's IntDivider):
+// the magic number is computed once on the host.
+struct FastDivider {
+  uint32_t divisor = 1;
+  uint32_t magic = 1;
+  uint32_t shift = 0;
+
+  FastDivider() = default;
+  explicit FastDivider(uint32_t d) : divisor(d) {
+    while (shift < 32 && (uint64_t{1} << shift) < d) ++shift;
+    // < 2^32 because 2^(shift-1) < d <= 2^shift.
+    magic = static_cast<uint32_t>(((uint64_t{1} << 32) * ((uint64_t{1} << shift) - d)) / d + 1);
+  }
+
+  // n < 2^31, so that __umulhi(n, magic) + n (at most 2n) does not wrap.
+  __device__ __forceinline__ uint32_t Div(uint32_t n) const {
+    return (__umulhi(n, magic) + n) >> shift;
+  }
+};
+
+// --- Activations -----------------------------------------------------------
+
+// std::min and std::max exactly as the host reference calls them (same
+// argument order), so that a NaN clip limit behaves the same on both sides.
+__device__ __forceinline__ float StdMin(float a, float b) { return b < a ? b : a; }
+__device__ __forceinline__ float StdMax(float a, float b) { return a < b ? b : a; }
+
+// Never overflows expf: for v < 0 it uses e^v / (1 + e^v). NaN gives NaN.
+__device__ __forceinline__ float Sigmoid(float v) {
+  if (v >= 0.0f) return 1.0f / (1.0f + expf(-v));
+  const float e = expf(v);
+  return e / (1.0f + e);
+}
+
+struct ActNone {
+  __device__ float operator()(float v) const { return v; }
+};
+struct ActRelu {
+  __device__ float operator()(float v) const { return v > 0.0f ? v : (v != v ? v : 0.0f); }
+};
+struct ActClip {
+  float lo;
+  float hi;
+  __device__ float operator()(float v) const { return v != v ? v : StdMin(StdMax(v, lo), hi); }
+};
+struct ActSigmoid {
+  __device__ float operator()(float v) const { return Sigmoid(v); }
+};
+// -inf gives -inf * 0 = NaN, as the Sigmoid-then-Mul graph it replaces.
+struct ActSilu {
+  __device__ float operator()(float v) const { return v * Sigmoid(v); }
+};
+// alpha * v + beta rounded once (fmaf), as the float64 reference rounds it.
+struct ActHardSigmoid {
+  float alpha;
+  float beta;
+  __device__ float operator()(float v) const {
+    return v != v ? v : StdMax(0.0f, StdMin(1.0f, fmaf(alpha, v, beta)));
+  }
+};
+// v * clamp(v / 6 + 1/2, 0, 1) computed as v * (v + 3) / 6 on the linear
+// piece: v + 3 is exact there for v near -3 (Sterbenz), where v / 6 + 0.5
+// would cancel and lose most of its bits. Below the ramp v * 0 keeps the
+// reference's -0 and its NaN for -inf.
+struct ActHardSwish {
+  __device__ float operator()(float v) const {
+    if (v != v) return v;
+    const float r = v + 3.0f;
+    if (!(r > 0.0f)) return v * 0.0f;
+    if (r >= 6.0f) return v;
+    return v * r / 6.0f;
+  }
+};
+
+// Calls launch(functor) with the functor of a.kind.
+template <typename Launch>
+cudaError_t WithActivation(const ActivationParams& a, Launch&& launch) {
+  switch (a.kind) {
+    case Activation::kNone:
+      return launch(ActNone{});
+    case Activation::kRelu:
+      return launch(ActRelu{});
+    case Activation::kClip:
+      return launch(ActClip{a.clip_min, a.clip_max});
+    case Activation::kSigmoid:
+      return launch(ActSigmoid{});
+    case Activation::kSilu:
+      return launch(ActSilu{});
+    case Activation::kHardSigmoid:
+      return launch(ActHardSigmoid{a.alpha, a.beta});
+    case Activation::kHardSwish:
+      return launch(ActHardSwish{});
+  }
+  return cudaErrorInvalidValue;
+}
+
+// --- Channel epilogue ------------------------------------------------------
+
+template <typename Act>
+__device__ __forceinline__ float Epilogue(const Act& act, float x, float s, float t) {
+  return act(fmaf(x, s, t));
+}
+template <typename Act>
+__device__ __forceinline__ float Epilogue(const Act& act, float x, float s, float t, float r) {
+  return act(fmaf(x, s, t) + r);
+}
+
+// One 4-float pack per thread. spatial % 4 == 0, so a pack never straddles
+// two channels; `plane_packs` divides by spatial / 4.
+template <typename Act, bool kResidual>
+__global__ void __launch_bounds__(kThreads)
+    EpilogueVec4Kernel(uint32_t packs, FastDivider plane_packs, FastDivider channels,
+                       const float4* x, const float* scale, const float* shift,
+                       const float4* residual, float4* y, Act act) {
+  const uint32_t p = blockIdx.x * kThreads + threadIdx.x;
+  if (p >= packs) return;
+  const uint32_t plane = plane_packs.Div(p);
+  const uint32_t c = plane - channels.Div(plane) * channels.divisor;
+  const float s = scale != nullptr ? scale[c] : 1.0f;
+  const float t = shift != nullptr ? shift[c] : 0.0f;
+  float4 v = x[p];
+  if constexpr (kResidual) {
+    const float4 r = residual[p];
+    v.x = Epilogue(act, v.x, s, t, r.x);
+    v.y = Epilogue(act, v.y, s, t, r.y);
+    v.z = Epilogue(act, v.z, s, t, r.z);
+    v.w = Epilogue(act, v.w, s, t, r.w);
+  } else {
+    v.x = Epilogue(act, v.x, s, t);
+    v.y = Epilogue(act, v.y, s, t);
+    v.z = Epilogue(act, v.z, s, t);
+    v.w = Epilogue(act, v.w, s, t);
+  }
+  y[p] = v;
+}
+
+template <typename Act, bool kResidual>
+__global__ void __launch_bounds__(kThreads)
+    EpilogueKernel(uint32_t count, FastDivider spatial, FastDivider channels, const float* x,
+                   const float* scale, const float* shift, const float* residual, float* y,
+                   Act act) {
+  const uint32_t i = blockIdx.x * kThreads + threadIdx.x;
+  if (i >= count) return;
+  const uint32_t plane = spatial.Div(i);
+  const uint32_t c = plane - channels.Div(plane) * channels.divisor;
+  const float s = scale != nullptr ? scale[c] : 1.0f;
+  const float t = shift != nullptr ? shift[c] : 0.0f;
+  if constexpr (kResidual) {
+    y[i] = Epilogue(act, x[i], s, t, residual[i]);
+  } else {
+    y[i] = Epilogue(act, x[i], s, t);
+  }
+}
+
+// Note [Index width]: tensors of 2^31 elements or more.
+template <typename Act>
+__global__ void __launch_bounds__(kThreads)
+    EpilogueKernel64(int64_t count, int64_t spatial, int64_t channels, const float* x,
+                     const float* scale, const float* shift, const float* residual, float* y,
+                     Act act) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * kThreads;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; i < count;
+       i += step) {
+    const int64_t c = (i / spatial) % channels;
+    const float s = scale != nullptr ? scale[c] : 1.0f;
+    const float t = shift != nullptr ? shift[c] : 0.0f;
+    y[i] = residual != nullptr ? Epilogue(act, x[i], s, t, residual[i]) : Epilogue(act, x[i], s, t);
+  }
+}
+
+// --- Windowed pooling ------------------------------------------------------
+
+// Half-open range [begin, end) of the window taps k < kernel whose position
+// start + k * dilation lies in [lo, hi); the host reference's TapsWithin.
+struct TapRange {
+  int64_t begin = 0;
+  int64_t end = 0;
+  __device__ int64_t count() const { return end > begin ? end - begin : 0; }
+};
+
+__device__ __forceinline__ int64_t FirstTapAtOrAfter(int64_t start, int64_t dilation,
+                                                     int64_t kernel, int64_t bound) {
+  if (start >= bound) return 0;
+  const int64_t k = (bound - start + dilation - 1) / dilation;
+  return k < kernel ? k : kernel;
+}
+
+__device__ __forceinline__ TapRange TapsWithin(int64_t start, int64_t dilation, int64_t kernel,
+                                               int64_t lo, int64_t hi) {
+  TapRange range;
+  if (hi <= lo || kernel <= 0) return range;
+  range.begin = FirstTapAtOrAfter(start, dilation, kernel, lo);
+  range.end = FirstTapAtOrAfter(start, dilation, kernel, hi);
+  return range;
+}
+
+// One output of one plane. Max: NaN wins and stays (no comparison with it is
+// true); -inf when no tap is inside the input. Average: see PoolParams.
+template <PoolKind kKind>
+__device__ __forceinline__ float PoolOne(const PoolParams& p, const float* __restrict__ x_plane,
+                                         int64_t oh, int64_t ow) {
+  const int64_t h0 = oh * p.stride_h - p.pad_top;
+  const int64_t w0 = ow * p.stride_w - p.pad_left;
+  const TapRange rows = TapsWithin(h0, p.dilation_h, p.kernel_h, 0, p.in_h);
+  const TapRange cols = TapsWithin(w0, p.dilation_w, p.kernel_w, 0, p.in_w);
+  if constexpr (kKind == PoolKind::kMax) {
+    float best = -INFINITY;
+    for (int64_t kh = rows.begin; kh < rows.end; ++kh) {
+      const float* __restrict__ x_row = x_plane + (h0 + kh * p.dilation_h) * p.in_w + w0;
+      for (int64_t kw = cols.begin; kw < cols.end; ++kw) {
+        const float v = __ldg(x_row + kw * p.dilation_w);
+        if (v > best || v != v) best = v;
+      }
+    }
+    return best;
+  } else {
+    if (rows.count() == 0 || cols.count() == 0) return 0.0f;
+    float sum = 0.0f;
+    for (int64_t kh = rows.begin; kh < rows.end; ++kh) {
+      const float* __restrict__ x_row = x_plane + (h0 + kh * p.dilation_h) * p.in_w + w0;
+      for (int64_t kw = cols.begin; kw < cols.end; ++kw) sum += __ldg(x_row + kw * p.dilation_w);
+    }
+    int64_t divisor = rows.count() * cols.count();
+    if (p.count_include_pad) {
+      // Padded positions count, but not those past the padded end that
+      // ceil_mode's last window can reach.
+      divisor =
+          TapsWithin(h0, p.dilation_h, p.kernel_h, -p.pad_top, p.in_h + p.pad_bottom).count() *
+          TapsWithin(w0, p.dilation_w, p.kernel_w, -p.pad_left, p.in_w + p.pad_right).count();
+    }
+    return sum / static_cast<float>(divisor);
+  }
+}
+
+template <PoolKind kKind>
+__global__ void __launch_bounds__(kThreads)
+    PoolKernel(PoolParams p, uint32_t count, FastDivider out_w, FastDivider out_h,
+               const float* __restrict__ x, float* __restrict__ y) {
+  const uint32_t i = blockIdx.x * kThreads + threadIdx.x;
+  if (i >= count) return;
+  const uint32_t row = out_w.Div(i);
+  const uint32_t ow = i - row * out_w.divisor;
+  const uint32_t plane = out_h.Div(row);
+  const uint32_t oh = row - plane * out_h.divisor;
+  y[i] = PoolOne<kKind>(p, x + static_cast<int64_t>(plane) * p.in_h * p.in_w, oh, ow);
+}
+
+template <PoolKind kKind>
+__global__ void __launch_bounds__(kThreads)
+    PoolKernel64(PoolParams p, int64_t count, const float* __restrict__ x, float* __restrict__ y) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * kThreads;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; i < count;
+       i += step) {
+    const int64_t row = i / p.out_w;
+    const int64_t plane = row / p.out_h;
+    y[i] = PoolOne<kKind>(p, x + plane * p.in_h * p.in_w, row - plane * p.out_h, i - row * p.out_w);
+  }
+}
+
+template <PoolKind kKind>
+cudaError_t LaunchPoolOf(const PoolParams& p, int64_t count, const float* x, float* y,
+                         cudaStream_t stream) {
+  if (count <= kIndex32Limit) {
+    PoolKernel<kKind><<<BlocksFor(count), kThreads, 0, stream>>>(
+        p, static_cast<uint32_t>(count), FastDivider(static_cast<uint32_t>(p.out_w)),
+        FastDivider(static_cast<uint32_t>(p.out_h)), x, y);
+  } else {
+    PoolKernel64<kKind><<<StridedBlocks(count), kThreads, 0, stream>>>(p, count, x, y);
+  }
+  return cudaGetLastError();
+}
+
+// --- Global pooling --------------------------------------------------------
+
+// NaN wins: once `a` is NaN no comparison is true and it stays.
+__device__ __forceinline__ float MaxPropagatingNan(float a, float b) {
+  return b > a || b != b ? b : a;
+}
+
+template <PoolKind kKind>
+__device__ __forceinline__ float Combine(float a, float b) {
+  if constexpr (kKind == PoolKind::kMax) {
+    return MaxPropagatingNan(a, b);
+  } else {
+    return a + b;
+  }
+}
+
+template <PoolKind kKind>
+__device__ __forceinline__ float WarpReduce(float v) {
+#pragma unroll
+  for (int offset = kWarpSize / 2; offset > 0; offset >>= 1) {
+    v = Combine<kKind>(v, __shfl_xor_sync(kFullMask, v, offset));
+  }
+  return v;
+}
+
+template <PoolKind kKind>
+__device__ __forceinline__ float Identity() {
+  return kKind == PoolKind::kMax ? -INFINITY : 0.0f;
+}
+
+template <PoolKind kKind>
+__device__ __forceinline__ float Finish(float acc, int64_t spatial) {
+  if constexpr (kKind == PoolKind::kMax) {
+    return acc;
+  } else {
+    return acc / static_cast<float>(spatial);  // spatial 0: 0 / 0 = NaN
+  }
+}
+
+// One warp per row; the row index is uniform across the warp, so the whole
+// warp takes part in every shuffle.
+template <PoolKind kKind>
+__global__ void __launch_bounds__(kThreads)
+    GlobalPoolWarpKernel(int64_t rows, int64_t spatial, const float* __restrict__ x,
+                         float* __restrict__ y) {
+  const int lane = threadIdx.x % kWarpSize;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * kWarpsPerBlock;
+  for (int64_t row = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarpSize;
+       row < rows; row += step) {
+    const float* __restrict__ x_row = x + row * spatial;
+    float acc = Identity<kKind>();
+    for (int64_t s = lane; s < spatial; s += kWarpSize) acc = Combine<kKind>(acc, __ldg(x_row + s));
+    acc = WarpReduce<kKind>(acc);
+    if (lane == 0) y[row] = Finish<kKind>(acc, spatial);
+  }
+}
+
+// One block per row, for long rows.
+template <PoolKind kKind>
+__global__ void __launch_bounds__(kThreads)
+    GlobalPoolBlockKernel(int64_t rows, int64_t spatial, const float* __restrict__ x,
+                          float* __restrict__ y) {
+  __shared__ float partial[kWarpsPerBlock];
+  const int lane = threadIdx.x % kWarpSize;
+  const int warp = threadIdx.x / kWarpSize;
+  for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
+    const float* __restrict__ x_row = x + row * spatial;
+    float acc = Identity<kKind>();
+    for (int64_t s = threadIdx.x; s < spatial; s += kThreads) {
+      acc = Combine<kKind>(acc, __ldg(x_row + s));
+    }
+    acc = WarpReduce<kKind>(acc);
+    if (lane == 0) partial[warp] = acc;
+    __syncthreads();
+    if (warp == 0) {
+      acc = lane < kWarpsPerBlock ? partial[lane] : Identity<kKind>();
+      acc = WarpReduce<kKind>(acc);
+      if (lane == 0) y[row] = Finish<kKind>(acc, spatial);
+    }
+    __syncthreads();  // `partial` is rewritten for the next row
+  }
+}
+
+template <PoolKind kKind>
+cudaError_t LaunchGlobalPoolOf(const GlobalPoolParams& p, const float* x, float* y,
+                               cudaStream_t stream) {
+  if (p.spatial >= kBlockRowSpatial) {
+    const auto blocks = static_cast<unsigned>(std::min(p.rows, kMaxStridedBlocks));
+    GlobalPoolBlockKernel<kKind><<<blocks, kThreads, 0, stream>>>(p.rows, p.spatial, x, y);
+  } else {
+    const int64_t blocks = (p.rows + kWarpsPerBlock - 1) / kWarpsPerBlock;
+    GlobalPoolWarpKernel<kKind>
+        <<<static_cast<unsigned>(std::min(blocks, kMaxStridedBlocks)), kThreads, 0, stream>>>(
+            p.rows, p.spatial, x, y);
+  }
+  return cudaGetLastError();
+}
+
+// --- Pad -------------------------------------------------------------------
+
+// PadParams with the input strides and, for 32-bit indexing, the dividers of
+// the output dims. A scalar is a rank-1 tensor of one element.
+struct PadGeometry {
+  PadMode mode = PadMode::kConstant;
+  int32_t rank = 1;
+  int64_t in_dims[kMaxPadRank] = {};
+  int64_t out_dims[kMaxPadRank] = {};
+  int64_t pads_begin[kMaxPadRank] = {};
+  int64_t in_strides[kMaxPadRank] = {};
+  FastDivider out_div[kMaxPadRank] = {};
+};
+
+// Input index that output index `o` of one dim reads, or -1 where the
+// constant supplies the value; the host reference's PadSourceIndex.
+__device__ __forceinline__ int64_t PadSourceIndex(PadMode mode, int64_t o, int64_t pad_begin,
+                                                  int64_t in_dim) {
+  const int64_t i = o - pad_begin;
+  if (i >= 0 && i < in_dim) return i;
+  switch (mode) {
+    case PadMode::kConstant:
+      return -1;
+    case PadMode::kEdge:
+      return i < 0 ? 0 : in_dim - 1;
+    case PadMode::kReflect: {
+      if (in_dim == 1) return 0;
+      // numpy 'reflect' repeats with period 2 * (n - 1) however far the pad
+      // reaches.
+      const int64_t period = 2 * (in_dim - 1);
+      int64_t m = i % period;
+      if (m < 0) m += period;
+      return m < in_dim ? m : period - m;
+    }
+  }
+  return -1;
+}
+
+template <bool kIndex32, typename T>
+__device__ __forceinline__ T PadOne(const PadGeometry& g, int64_t i, T fill,
+                                    const T* __restrict__ x) {
+  int64_t in_offset = 0;
+  bool constant = false;
+#pragma unroll
+  for (int d = kMaxPadRank - 1; d >= 0; --d) {
+    if (d >= g.rank) continue;
+    int64_t o = i;
+    if (d > 0) {
+      int64_t quotient;
+      if constexpr (kIndex32) {
+        quotient = g.out_div[d].Div(static_cast<uint32_t>(i));
+      } else {
+        quotient = i / g.out_dims[d];
+      }
+      o = i - quotient * g.out_dims[d];
+      i = quotient;
+    }
+    const int64_t source = PadSourceIndex(g.mode, o, g.pads_begin[d], g.in_dims[d]);
+    if (source < 0) {
+      constant = true;
+    } else {
+      in_offset += source * g.in_strides[d];
+    }
+  }
+  return constant ? fill : x[in_offset];
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    PadKernel(PadGeometry g, uint32_t count, T fill, const T* __restrict__ x, T* __restrict__ y) {
+  const uint32_t i = blockIdx.x * kThreads + threadIdx.x;
+  if (i < count) y[i] = PadOne<true>(g, i, fill, x);
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    PadKernel64(PadGeometry g, int64_t count, T fill, const T* __restrict__ x, T* __restrict__ y) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * kThreads;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; i < count;
+       i += step) {
+    y[i] = PadOne<false>(g, i, fill, x);
+  }
+}
+
+template <typename T>
+cudaError_t LaunchPadOf(const PadGeometry& g, int64_t count, T fill, const void* x, void* y,
+                        cudaStream_t stream) {
+  const T* in = static_cast<const T*>(x);
+  T* out = static_cast<T*>(y);
+  if (count <= kIndex32Limit) {
+    PadKernel<T>
+        <<<BlocksFor(count), kThreads, 0, stream>>>(g, static_cast<uint32_t>(count), fill, in, out);
+  } else {
+    PadKernel64<T><<<StridedBlocks(count), kThreads, 0, stream>>>(g, count, fill, in, out);
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t LaunchPool(const PoolParams& p, const float* x, float* y, cudaStream_t stream) {
+  if (p.batch < 0 || p.channels < 0 || p.in_h < 0 || p.in_w < 0 || p.out_h < 0 || p.out_w < 0 ||
+      p.kernel_h < 1 || p.kernel_w < 1 || p.stride_h < 1 || p.stride_w < 1 || p.dilation_h < 1 ||
+      p.dilation_w < 1) {
+    return cudaErrorInvalidValue;
+  }
+  const int64_t count = p.batch * p.channels * p.out_h * p.out_w;
+  if (count == 0) return cudaSuccess;
+  switch (p.kind) {
+    case PoolKind::kMax:
+      return LaunchPoolOf<PoolKind::kMax>(p, count, x, y, stream);
+    case PoolKind::kAverage:
+      return LaunchPoolOf<PoolKind::kAverage>(p, count, x, y, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t LaunchGlobalPool(const GlobalPoolParams& p, const float* x, float* y,
+                             cudaStream_t stream) {
+  if (p.rows < 0 || p.spatial < 0) return cudaErrorInvalidValue;
+  if (p.rows == 0) return cudaSuccess;
+  switch (p.kind) {
+    case PoolKind::kMax:
+      return LaunchGlobalPoolOf<PoolKind::kMax>(p, x, y, stream);
+    case PoolKind::kAverage:
+      return LaunchGlobalPoolOf<PoolKind::kAverage>(p, x, y, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t LaunchChannelEpilogue(const ChannelEpilogueParams& p, const float* x,
+                                  const float* scale, const float* shift, const float* residual,
+                                  float* y, cudaStream_t stream) {
+  if (p.batch < 0 || p.channels < 0 || p.spatial < 0) return cudaErrorInvalidValue;
+  const int64_t count = p.batch * p.channels * p.spatial;
+  if (count == 0) return cudaSuccess;
+  const bool has_residual = residual != nullptr;
+  const bool vec4 = p.spatial % 4 == 0 && IsAligned(x, 16) && IsAligned(y, 16) &&
+                    (!has_residual || IsAligned(residual, 16));
+  return WithActivation(p.activation, [&](auto act) -> cudaError_t {
+    using Act = decltype(act);
+    if (count > kIndex32Limit) {
+      EpilogueKernel64<Act><<<StridedBlocks(count), kThreads, 0, stream>>>(
+          count, p.spatial, p.channels, x, scale, shift, residual, y, act);
+    } else if (vec4) {
+      const auto packs = static_cast<uint32_t>(count / 4);
+      const FastDivider plane_packs(static_cast<uint32_t>(p.spatial / 4));
+      const FastDivider channels(static_cast<uint32_t>(p.channels));
+      const auto* x4 = reinterpret_cast<const float4*>(x);
+      const auto* r4 = reinterpret_cast<const float4*>(residual);
+      auto* y4 = reinterpret_cast<float4*>(y);
+      if (has_residual) {
+        EpilogueVec4Kernel<Act, true><<<BlocksFor(packs), kThreads, 0, stream>>>(
+            packs, plane_packs, channels, x4, scale, shift, r4, y4, act);
+      } else {
+        EpilogueVec4Kernel<Act, false><<<BlocksFor(packs), kThreads, 0, stream>>>(
+            packs, plane_packs, channels, x4, scale, shift, r4, y4, act);
+      }
+    } else {
+      const auto n = static_cast<uint32_t>(count);
+      const FastDivider spatial(static_cast<uint32_t>(p.spatial));
+      const FastDivider channels(static_cast<uint32_t>(p.channels));
+      if (has_residual) {
+        EpilogueKernel<Act, true><<<BlocksFor(n), kThreads, 0, stream>>>(
+            n, spatial, channels, x, scale, shift, residual, y, act);
+      } else {
+        EpilogueKernel<Act, false><<<BlocksFor(n), kThreads, 0, stream>>>(
+            n, spatial, channels, x, scale, shift, residual, y, act);
+      }
+    }
+    return cudaGetLastError();
+  });
+}
+
+cudaError_t LaunchPad(const PadParams& p, const void* x, void* y, int element_size,
+                      uint64_t value_bits, cudaStream_t stream) {
+  if (p.rank < 0 || p.rank > kMaxPadRank) return cudaErrorInvalidValue;
+  if (element_size != 1 && element_size != 4 && element_size != 8) return cudaErrorInvalidValue;
+  PadGeometry g;
+  g.mode = p.mode;
+  g.rank = p.rank > 0 ? p.rank : 1;
+  int64_t count = 1;
+  bool empty_input = false;
+  for (int d = 0; d < g.rank; ++d) {
+    g.in_dims[d] = p.rank > 0 ? p.in_dims[d] : 1;
+    g.out_dims[d] = p.rank > 0 ? p.out_dims[d] : 1;
+    g.pads_begin[d] = p.rank > 0 ? p.pads_begin[d] : 0;
+    if (g.in_dims[d] < 0 || g.out_dims[d] < 0) return cudaErrorInvalidValue;
+    count *= g.out_dims[d];
+    empty_input = empty_input || g.in_dims[d] == 0;
+  }
+  if (count == 0) return cudaSuccess;
+  int64_t stride = 1;
+  for (int d = g.rank - 1; d >= 0; --d) {
+    g.in_strides[d] = stride;
+    stride *= g.in_dims[d];
+    if (count <= kIndex32Limit) g.out_div[d] = FastDivider(static_cast<uint32_t>(g.out_dims[d]));
+  }
+  if (empty_input && g.mode != PadMode::kConstant) {
+    // Nothing to reflect or repeat: zeros, as the host reference writes. A
+    // constant pad reads no input either, since the empty dim maps every
+    // output index to the constant.
+    g.mode = PadMode::kConstant;
+    value_bits = 0;
+  }
+  switch (element_size) {
+    case 1:
+      return LaunchPadOf<uint8_t>(g, count, static_cast<uint8_t>(value_bits), x, y, stream);
+    case 4:
+      return LaunchPadOf<uint32_t>(g, count, static_cast<uint32_t>(value_bits), x, y, stream);
+    case 8:
+      return LaunchPadOf<uint64_t>(g, count, value_bits, x, y, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t LaunchActivation(const ActivationParams& params, const float* x, float* y,
+                             int64_t count, cudaStream_t stream) {
+  if (count < 0) return cudaErrorInvalidValue;
+  // The epilogue of one channel with no scale, shift or residual: fmaf(x, 1,
+  // 0) is x, so the activation sees its input unchanged.
+  ChannelEpilogueParams p;
+  p.batch = 1;
+  p.channels = 1;
+  p.spatial = count;
+  p.activation = params;
+  return LaunchChannelEpilogue(p, x, nullptr, nullptr, nullptr, y, stream);
+}
+
+}  // namespace graphserve

@@ -1,0 +1,72 @@
+#pragma once
+// CUDA kernels of the nn op family (runtime/ops/nn.cc): the cuDNN convolution
+// with its fused epilogue, pooling, global pooling, unfolded BatchNorm, Pad
+// and the standalone activations. Every Enqueue only launches: no
+// allocation, no synchronisation, so the run can be captured.
+
+#include <cudnn.h>
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "runtime/bound_graph.h"
+#include "runtime/cuda/op_kernels.h"
+#include "runtime/nn_params.h"
+#include "tensor_holder/stream_arena.h"
+
+namespace graphserve {
+
+// True for the ops MakeNnOpKernel builds (all of the family but Conv, which
+// is a ConvKernel, and Dropout, which binding removes).
+bool IsNnOp(const std::string& op_type);
+
+absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeNnOpKernel(const BoundGraph& graph,
+                                                             const BoundNode& node);
+
+// What the executor's plan fused into a convolution's epilogue:
+//   y = act(conv(x, w) + bias + residual)
+struct ConvFusion {
+  bool has_bias = false;        // the Conv's B input (BatchNorm folded in at import)
+  bool has_residual = false;    // a following Add of a same-dims value
+  ActivationParams activation;  // a following Relu, Clip, Sigmoid, SiLU or HardSwish
+};
+
+// A Conv node on cuDNN, then (when anything is fused) one epilogue launch
+// over its output in place. Enqueue's inputs: x, w, [bias], [residual];
+// outputs: y.
+class ConvKernel final : public CudaOpKernel {
+ public:
+  // `handle` is the stream slot's cuDNN handle (not owned, one thread at a
+  // time); `workspace` the slot's library workspace, grown to what the
+  // chosen algorithm needs (by Autotune and here).
+  static absl::StatusOr<std::unique_ptr<ConvKernel>> Create(const BoundGraph& graph,
+                                                            const BoundNode& conv,
+                                                            const ConvFusion& fusion,
+                                                            cudnnHandle_t handle, bool allow_tf32,
+                                                            std::shared_ptr<StreamArena> workspace);
+
+  // Times cuDNN's algorithms on these buffers and keeps the fastest (plan
+  // time only; synchronises), then grows the workspace to what it needs.
+  absl::Status Autotune(absl::Span<const void* const> inputs, absl::Span<void* const> outputs,
+                        cudaStream_t stream);
+
+  absl::Status Enqueue(absl::Span<const void* const> inputs, absl::Span<void* const> outputs,
+                       cudaStream_t stream) const override;
+
+  [[nodiscard]] const char* algorithm_name() const;
+
+  // Implementation details follow.
+  ConvKernel(std::string label, std::unique_ptr<class CudnnConv> conv, ConvFusion fusion,
+             ChannelEpilogueParams epilogue, std::shared_ptr<StreamArena> workspace);
+  ~ConvKernel() override;
+
+ private:
+  std::string label_;
+  std::unique_ptr<CudnnConv> conv_;
+  ConvFusion fusion_;
+  ChannelEpilogueParams epilogue_;
+  std::shared_ptr<StreamArena> workspace_;
+};
+
+}  // namespace graphserve
