@@ -31,7 +31,10 @@ struct GraphSet::Slot {
   CudaEvent done;
   std::shared_ptr<StreamArena> arena;
   std::shared_ptr<IoBuffers> io;
-  std::shared_ptr<StreamArena> gemm_workspace;
+  std::shared_ptr<StreamArena> gemm_workspace;  // cuBLASLt and cuDNN
+  // Library handles, one per slot, shared by its N plans.
+  std::shared_ptr<CublasLtHandle> cublas;
+  std::shared_ptr<CudnnHandle> cudnn;
   std::vector<Graph> graphs;  // ascending batch size, as batch_sizes_
   size_t graph_exec_bytes = 0;
 };
@@ -335,12 +338,17 @@ absl::StatusOr<std::unique_ptr<GraphSet>> GraphSet::Create(const Model& model,
     ASSIGN_OR_RETURN(slot->arena, StreamArena::Create(options.executor.device));
     ASSIGN_OR_RETURN(slot->io, IoBuffers::Create(options.executor.device));
     ASSIGN_OR_RETURN(slot->gemm_workspace, StreamArena::Create(options.executor.device));
+    ASSIGN_OR_RETURN(CublasLtHandle cublas, CublasLtHandle::Create());
+    slot->cublas = std::make_shared<CublasLtHandle>(std::move(cublas));
+    ASSIGN_OR_RETURN(CudnnHandle cudnn, CudnnHandle::Create());
+    slot->cudnn = std::make_shared<CudnnHandle>(std::move(cudnn));
     slot->graphs.resize(bound.size());
     // Plan every size before capturing any: planning reserves the shared
     // arena and I/O buffers, and nothing may move once a graph holds their
     // addresses. Largest first, so the first reservation is the final one.
     for (int n = static_cast<int>(bound.size()) - 1; n >= 0; --n) {
-      ExecutionResources resources{set->weights_, slot->arena, slot->io, slot->gemm_workspace};
+      ExecutionResources resources{set->weights_, slot->arena,  slot->io,
+                                   slot->gemm_workspace, slot->cublas, slot->cudnn};
       absl::StatusOr<std::unique_ptr<CudaExecutor>> executor =
           CudaExecutor::Create(bound[n], options.executor, resources);
       if (!executor.ok()) {

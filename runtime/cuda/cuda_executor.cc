@@ -14,7 +14,9 @@
 #include "common/status.h"
 #include "runtime/cuda/fused_gelu.h"
 #include "runtime/cuda/gemm.h"
+#include "runtime/cuda/nn_ops.h"
 #include "runtime/cuda/op_kernels.h"
+#include "runtime/nn_node_params.h"
 #include "tensor_holder/memory_planner.h"
 
 namespace graphserve {
@@ -67,8 +69,9 @@ struct ExecutionStep {
   std::unique_ptr<CublasLtGemm> gemm;
   std::unique_ptr<CudaOpKernel> kernel;
   std::unique_ptr<CudaOpKernel> broadcast_c;  // Gemm with a general C, beta != 0
-  std::vector<ValueId> inputs;   // GEMM: A, B (and C for broadcast_c)
-  std::vector<ValueId> outputs;  // GEMM: D
+  ConvKernel* conv = nullptr;                 // `kernel`, when it is a convolution (autotuned)
+  std::vector<ValueId> inputs;                // GEMM: A, B (and C for broadcast_c)
+  std::vector<ValueId> outputs;               // GEMM: D
   // GEMM batches that broadcast in no single stride: (A, B, D) element offsets
   // of each batch, one cuBLASLt call each. Empty for strided batching.
   std::vector<std::array<int64_t, 3>> batch_offsets;
@@ -81,16 +84,17 @@ struct CudaExecutor::Plan {
   BoundGraph graph;
   CudaExecutorOptions options;
   ExecutionResources resources;
-  std::optional<CublasLtHandle> cublas;
   std::optional<CudaStream> run_stream;  // for the synchronous Run()
   std::mutex run_mutex;                  // Run() stages through shared buffers
 
-  std::vector<ValueId> alias_root;       // per value: the value owning its bytes
-  std::vector<ValueStorage> storage;     // per value (roots only)
+  std::vector<ValueId> alias_root;    // per value: the value owning its bytes
+  std::vector<ValueStorage> storage;  // per value (roots only)
   std::vector<ExecutionStep> steps;
   MemoryPlan memory;
   int fused_epilogues = 0;
   int fused_gelus = 0;
+  int conv_steps = 0;
+  int fused_into_convs = 0;
   mutable std::vector<void*> addresses;  // per value, refreshed at every Enqueue
 
   ValueId Root(ValueId id) const { return alias_root[id]; }
@@ -280,6 +284,8 @@ class PlanBuilder {
         plan_.alias_root[node.outputs[0]] = plan_.Root(node.inputs[0]);
       } else if (node.op_type == "Gemm" || node.op_type == "MatMul") {
         status = AddGemmStep(i);
+      } else if (node.op_type == "Conv") {
+        status = AddConvStep(i);
       } else {
         status = AddKernelStep(node);
       }
@@ -408,8 +414,8 @@ class PlanBuilder {
     step.label = absl::StrCat("fused erf GELU of '", graph_.value(match.x).name, "' (ops '",
                               graph_.nodes[match.nodes.front()].name, "' .. '",
                               graph_.nodes[match.nodes.back()].name, "')");
-    step.kernel = std::make_unique<ErfGeluKernel>(step.label,
-                                                  NumElements(graph_.value(match.x).dims));
+    step.kernel =
+        std::make_unique<ErfGeluKernel>(step.label, NumElements(graph_.value(match.x).dims));
     step.inputs = {match.x};
     step.outputs = {match.y};
     plan_.steps.push_back(std::move(step));
@@ -419,10 +425,98 @@ class PlanBuilder {
   absl::Status AddKernelStep(const BoundNode& node) {
     ExecutionStep step;
     step.label = NodeLabel(node);
-    ASSIGN_OR_RETURN(step.kernel, MakeCudaOpKernel(graph_, node));
+    if (IsNnOp(node.op_type)) {
+      ASSIGN_OR_RETURN(step.kernel, MakeNnOpKernel(graph_, node));
+    } else {
+      ASSIGN_OR_RETURN(step.kernel, MakeCudaOpKernel(graph_, node));
+    }
     step.inputs = node.inputs;
     step.outputs = node.outputs;
     plan_.steps.push_back(std::move(step));
+    return absl::OkStatus();
+  }
+
+  // The activation a node applies, for a Conv epilogue; kNone if it is none
+  // the epilogue can take.
+  static ActivationParams EpilogueActivation(const BoundNode& node) {
+    const ActivationParams activation = ActivationOf(node);
+    return activation.kind == Activation::kHardSigmoid ? ActivationParams{} : activation;
+  }
+
+  // x * Sigmoid(x) as PyTorch exports SiLU: `value` read by exactly one
+  // Sigmoid and one Mul, which multiplies it by that Sigmoid's output (read
+  // by nothing else). Returns the Mul, after absorbing the Sigmoid.
+  std::optional<int> MatchSilu(ValueId value) {
+    if (consumers_[value].size() != 2 || IsGraphOutput(graph_, value)) return std::nullopt;
+    int sigmoid = consumers_[value][0];
+    int mul = consumers_[value][1];
+    if (graph_.nodes[sigmoid].op_type != "Sigmoid") std::swap(sigmoid, mul);
+    if (graph_.nodes[sigmoid].op_type != "Sigmoid" || graph_.nodes[mul].op_type != "Mul" ||
+        absorbed_[sigmoid] || absorbed_[mul]) {
+      return std::nullopt;
+    }
+    const ValueId s = graph_.nodes[sigmoid].outputs[0];
+    if (SoleConsumer(graph_, consumers_, s) != std::optional<int>(mul) ||
+        OtherInput(graph_.nodes[mul], value) != std::optional<ValueId>(s) ||
+        graph_.value(graph_.nodes[mul].outputs[0]).dims != graph_.value(value).dims) {
+      return std::nullopt;
+    }
+    absorbed_[sigmoid] = true;
+    return mul;
+  }
+
+  // Conv on cuDNN, absorbing into one epilogue launch a following residual
+  // Add (of a same-dims value) and then an activation (Relu, Clip, Sigmoid,
+  // SiLU, HardSwish), when nothing else reads the intermediate results. The
+  // epilogue propagates NaN as the unfused ops do.
+  absl::Status AddConvStep(int node_index) {
+    const BoundNode& node = graph_.nodes[node_index];
+    ExecutionStep step;
+    step.label = NodeLabel(node);
+    step.inputs = node.inputs;
+    ConvFusion fusion;
+    fusion.has_bias = node.inputs.size() > 2;
+    ValueId output = node.outputs[0];
+    if (plan_.options.fuse_epilogues) {
+      if (std::optional<int> add = SoleConsumer(graph_, consumers_, output);
+          add && !absorbed_[*add] && graph_.nodes[*add].op_type == "Add") {
+        const BoundNode& add_node = graph_.nodes[*add];
+        const std::optional<ValueId> other = OtherInput(add_node, output);
+        if (other && *other != output && graph_.value(*other).dtype == DType::kFloat32 &&
+            graph_.value(*other).dims == graph_.value(output).dims &&
+            graph_.value(add_node.outputs[0]).dims == graph_.value(output).dims) {
+          fusion.has_residual = true;
+          step.inputs.push_back(*other);
+          absorbed_[*add] = true;
+          output = add_node.outputs[0];
+          ++plan_.fused_into_convs;
+        }
+      }
+      if (std::optional<int> mul = MatchSilu(output)) {
+        fusion.activation.kind = Activation::kSilu;
+        absorbed_[*mul] = true;
+        output = graph_.nodes[*mul].outputs[0];
+        plan_.fused_into_convs += 2;
+      } else if (std::optional<int> next = SoleConsumer(graph_, consumers_, output);
+                 next && !absorbed_[*next]) {
+        const ActivationParams activation = EpilogueActivation(graph_.nodes[*next]);
+        if (activation.kind != Activation::kNone &&
+            graph_.value(graph_.nodes[*next].outputs[0]).dims == graph_.value(output).dims) {
+          fusion.activation = activation;
+          absorbed_[*next] = true;
+          output = graph_.nodes[*next].outputs[0];
+          ++plan_.fused_into_convs;
+        }
+      }
+    }
+    ASSIGN_OR_RETURN(std::unique_ptr<ConvKernel> conv,
+                     ConvKernel::Create(graph_, node, fusion, plan_.resources.cudnn->get(),
+                                        plan_.options.allow_tf32, plan_.resources.gemm_workspace));
+    step.conv = conv.get();
+    step.kernel = std::move(conv);
+    step.outputs = {output};
+    plan_.steps.push_back(std::move(step));
+    ++plan_.conv_steps;
     return absl::OkStatus();
   }
 
@@ -457,7 +551,8 @@ class PlanBuilder {
         } else {
           // D = broadcast(C), then the GEMM accumulates into it with beta.
           o.beta = beta;
-          BoundNode expand{node.name + "/broadcast_c", "Expand", {node.inputs[2]}, {node.outputs[0]}, {}};
+          BoundNode expand{
+              node.name + "/broadcast_c", "Expand", {node.inputs[2]}, {node.outputs[0]}, {}};
           ASSIGN_OR_RETURN(step.broadcast_c, MakeCudaOpKernel(graph_, expand));
           step.inputs.push_back(node.inputs[2]);
         }
@@ -471,7 +566,8 @@ class PlanBuilder {
       if (std::optional<int> add = SoleConsumer(graph_, consumers_, output);
           add && graph_.nodes[*add].op_type == "Add") {
         const BoundNode& add_node = graph_.nodes[*add];
-        const ValueId other = add_node.inputs[0] == output ? add_node.inputs[1] : add_node.inputs[0];
+        const ValueId other =
+            add_node.inputs[0] == output ? add_node.inputs[1] : add_node.inputs[0];
         if (IsColumnBias(graph_.value(other), o.n) &&
             graph_.value(add_node.outputs[0]).dims == graph_.value(output).dims) {
           bias = &graph_.value(other);
@@ -490,7 +586,8 @@ class PlanBuilder {
       }
     }
     if (bias != nullptr) {
-      ASSIGN_OR_RETURN(const void* bias_address, plan_.resources.weights->GetOrUpload(bias->constant));
+      ASSIGN_OR_RETURN(const void* bias_address,
+                       plan_.resources.weights->GetOrUpload(bias->constant));
       o.bias = static_cast<const float*>(bias_address);
       o.epilogue = relu ? GemmEpilogue::kBiasRelu : GemmEpilogue::kBias;
     } else if (relu) {
@@ -506,7 +603,7 @@ class PlanBuilder {
       o.alignment_d = AlignmentOf(o.m * o.n * 4);
     }
     if (NumElements(graph_.value(output).dims) > 0 && o.k > 0) {
-      ASSIGN_OR_RETURN(step.gemm, CublasLtGemm::Create(plan_.cublas->get(), o));
+      ASSIGN_OR_RETURN(step.gemm, CublasLtGemm::Create(plan_.resources.cublas->get(), o));
     }
     step.batch_offsets = std::move(geometry.batch_offsets);
     step.outputs = {output};
@@ -534,7 +631,8 @@ class PlanBuilder {
     }
     for (ValueId input : graph_.inputs) {
       storage[input] = {StorageKind::kInput, nullptr, graph_.value(input).name, 0};
-      RETURN_IF_ERROR(plan_.resources.io->Reserve(graph_.value(input).name, graph_.value(input).bytes()));
+      RETURN_IF_ERROR(
+          plan_.resources.io->Reserve(graph_.value(input).name, graph_.value(input).bytes()));
     }
     for (const ExecutionStep& step : plan_.steps) {
       for (ValueId output : step.outputs) storage[output].kind = StorageKind::kArena;
@@ -596,9 +694,9 @@ absl::Status AutotuneGemms(CudaExecutor::Plan& plan);  // defined with the run c
 absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::Create(
     BoundGraph graph, const CudaExecutorOptions& options, ExecutionResources resources) {
   if (CudaDeviceCount() <= options.device) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "CUDA device ", options.device, " is not available (", CudaDeviceCount(),
-        " devices found); use the host executor on machines without a GPU"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("CUDA device ", options.device, " is not available (", CudaDeviceCount(),
+                     " devices found); use the host executor on machines without a GPU"));
   }
   CUDA_RETURN_IF_ERROR(cudaSetDevice(options.device));
   auto plan = std::make_unique<Plan>();
@@ -617,9 +715,15 @@ absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::Create(
     ASSIGN_OR_RETURN(resources.gemm_workspace, StreamArena::Create(options.device));
   }
   RETURN_IF_ERROR(resources.gemm_workspace->Reserve(kGemmWorkspaceBytes));
+  if (!resources.cublas) {
+    ASSIGN_OR_RETURN(CublasLtHandle cublas, CublasLtHandle::Create());
+    resources.cublas = std::make_shared<CublasLtHandle>(std::move(cublas));
+  }
+  if (!resources.cudnn) {
+    ASSIGN_OR_RETURN(CudnnHandle cudnn, CudnnHandle::Create());
+    resources.cudnn = std::make_shared<CudnnHandle>(std::move(cudnn));
+  }
   plan->resources = std::move(resources);
-  ASSIGN_OR_RETURN(CublasLtHandle cublas, CublasLtHandle::Create());
-  plan->cublas.emplace(std::move(cublas));
   ASSIGN_OR_RETURN(CudaStream stream, CudaStream::Create());
   plan->run_stream.emplace(std::move(stream));
   RETURN_IF_ERROR(PlanBuilder(*plan).Build());
@@ -645,6 +749,8 @@ size_t CudaExecutor::arena_bytes() const { return plan_->memory.arena_bytes; }
 size_t CudaExecutor::arena_lower_bound_bytes() const { return plan_->memory.lower_bound_bytes; }
 int CudaExecutor::fused_epilogues() const { return plan_->fused_epilogues; }
 int CudaExecutor::fused_gelus() const { return plan_->fused_gelus; }
+int CudaExecutor::conv_steps() const { return plan_->conv_steps; }
+int CudaExecutor::fused_into_convs() const { return plan_->fused_into_convs; }
 
 namespace {
 
@@ -700,6 +806,13 @@ absl::Status AutotuneGemms(CudaExecutor::Plan& plan) {
   void* workspace = plan.resources.gemm_workspace->base();
   cudaStream_t stream = plan.run_stream->get();
   for (ExecutionStep& step : plan.steps) {
+    if (step.conv != nullptr) {
+      std::vector<const void*> inputs;
+      for (ValueId id : step.inputs) inputs.push_back(plan.addresses[id]);
+      std::vector<void*> outputs = {plan.addresses[step.outputs[0]]};
+      RETURN_IF_ERROR(step.conv->Autotune(inputs, outputs, stream));
+      continue;
+    }
     if (!step.gemm) continue;
     const auto* a = static_cast<const float*>(plan.addresses[step.inputs[0]]);
     const auto* b = static_cast<const float*>(plan.addresses[step.inputs[1]]);
@@ -710,8 +823,8 @@ absl::Status AutotuneGemms(CudaExecutor::Plan& plan) {
       b += b_offset;
       d += d_offset;
     }
-    RETURN_IF_ERROR(AnnotateStatus(step.gemm->ChooseFastestAlgorithm(a, b, d, workspace, stream),
-                                   step.label));
+    RETURN_IF_ERROR(
+        AnnotateStatus(step.gemm->ChooseFastestAlgorithm(a, b, d, workspace, stream), step.label));
   }
   return absl::OkStatus();
 }
@@ -743,8 +856,8 @@ absl::Status CudaExecutor::Enqueue(cudaStream_t stream) const {
   for (ValueId input : graph.inputs) {
     const BoundValue& value = graph.value(input);
     if (value.bytes() == 0) continue;
-    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(io.device(value.name), io.host(value.name),
-                                         value.bytes(), cudaMemcpyHostToDevice, stream));
+    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(io.device(value.name), io.host(value.name), value.bytes(),
+                                         cudaMemcpyHostToDevice, stream));
   }
   RETURN_IF_ERROR(EnqueueCompute(stream));
   for (ValueId output : graph.outputs) {

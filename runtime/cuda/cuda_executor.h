@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/cuda_handles.h"
 #include "runtime/bound_graph.h"
 #include "runtime/executor.h"
 #include "tensor_holder/io_buffers.h"
@@ -31,8 +32,9 @@ struct CudaExecutorOptions {
   // elementwise chains into one kernel: today the exact (erf) GELU that
   // PyTorch exports as Div/Erf/Add/Mul/Mul (see fused_gelu.h).
   bool fuse_epilogues = true;
-  // Time cuBLASLt's proposed algorithms for each GEMM at plan time and keep
-  // the fastest (CublasLtGemm::ChooseFastestAlgorithm). Plans then differ in
+  // Time cuBLASLt's proposed algorithms for each GEMM, and cuDNN's for each
+  // convolution, at plan time and keep the fastest
+  // (CublasLtGemm::ChooseFastestAlgorithm, CudnnConv::ChooseFastestAlgorithm). Plans then differ in
   // rounding only between runs whose timings differ.
   bool autotune_gemms = true;
 };
@@ -43,16 +45,21 @@ struct ExecutionResources {
   std::shared_ptr<WeightStore> weights;  // shared by every plan on the device
   std::shared_ptr<StreamArena> arena;    // activations of one stream slot
   std::shared_ptr<IoBuffers> io;         // device I/O + pinned staging of one slot
-  // cuBLASLt workspace of one stream slot: its plans run one at a time, so
-  // one workspace serves them all.
+  // cuBLASLt and cuDNN workspace of one stream slot: its plans run one at a
+  // time, so one workspace serves them all. Sized to the largest need: 32 MiB
+  // for cuBLASLt, each convolution's chosen algorithm's.
   std::shared_ptr<StreamArena> gemm_workspace;
+  // The slot's library handles, shared by its N plans (not one per plan).
+  std::shared_ptr<CublasLtHandle> cublas;
+  std::shared_ptr<CudnnHandle> cudnn;
 };
 
 class CudaExecutor : public Executor {
  public:
   // Null members of `resources` are created privately for this executor.
-  static absl::StatusOr<std::unique_ptr<CudaExecutor>> Create(
-      BoundGraph graph, const CudaExecutorOptions& options, ExecutionResources resources = {});
+  static absl::StatusOr<std::unique_ptr<CudaExecutor>> Create(BoundGraph graph,
+                                                              const CudaExecutorOptions& options,
+                                                              ExecutionResources resources = {});
 
   // Synchronous convenience (Executor): stages `inputs`, enqueues a run on a
   // private stream, waits, and returns the outputs.
@@ -80,6 +87,10 @@ class CudaExecutor : public Executor {
   [[nodiscard]] int fused_epilogues() const;
   // Number of erf GELU chains (five nodes each) run as one fused kernel.
   [[nodiscard]] int fused_gelus() const;
+  // Number of Conv steps, and of nodes (residual Add, activation) fused into
+  // their epilogues.
+  [[nodiscard]] int conv_steps() const;
+  [[nodiscard]] int fused_into_convs() const;
 
   ~CudaExecutor() override;
 
