@@ -520,8 +520,8 @@ class PlanBuilder {
     return absl::OkStatus();
   }
 
-  // Gemm / MatMul, absorbing a following bias Add and Relu into the epilogue
-  // when nothing else reads the intermediate results.
+  // Gemm / MatMul, absorbing a following bias Add into the epilogue when
+  // nothing else reads the intermediate result.
   absl::Status AddGemmStep(int node_index) {
     const BoundNode& node = graph_.nodes[node_index];
     const BoundValue& a = graph_.value(node.inputs[0]);
@@ -576,24 +576,17 @@ class PlanBuilder {
         }
       }
     }
-    bool relu = false;
-    if (plan_.options.fuse_epilogues && !step.broadcast_c) {
-      if (std::optional<int> next = SoleConsumer(graph_, consumers_, output);
-          next && graph_.nodes[*next].op_type == "Relu") {
-        relu = true;
-        absorbed_[*next] = true;
-        output = graph_.nodes[*next].outputs[0];
-      }
-    }
+    // Relu stays a kernel of its own, which propagates NaN as ONNX and
+    // PyTorch do: cuBLASLt does not promise that of its RELU epilogues, and
+    // with them a NaN input row of dlrm_dense came out as numbers (issue 9).
+    // PyTorch's Linear + ReLU is two launches as well.
     if (bias != nullptr) {
       ASSIGN_OR_RETURN(const void* bias_address,
                        plan_.resources.weights->GetOrUpload(bias->constant));
       o.bias = static_cast<const float*>(bias_address);
-      o.epilogue = relu ? GemmEpilogue::kBiasRelu : GemmEpilogue::kBias;
-    } else if (relu) {
-      o.epilogue = GemmEpilogue::kRelu;
+      o.epilogue = GemmEpilogue::kBias;
+      ++plan_.fused_epilogues;
     }
-    if (bias != nullptr || relu) ++plan_.fused_epilogues;
     o.allow_tf32 = plan_.options.allow_tf32;
     o.workspace_bytes = kGemmWorkspaceBytes;
     if (!geometry.batch_offsets.empty()) {

@@ -315,5 +315,163 @@ INSTANTIATE_TEST_SUITE_P(
                                          GeluSpelling::kHalfFirst, GeluSpelling::kNotGelu),
                        ::testing::Values(int64_t{1}, int64_t{37}, int64_t{512})));
 
+// A row of NaN in, a row of NaN out, on every path (fused or not), and the
+// other rows unchanged: ONNX's and PyTorch's semantics, which cuBLASLt's
+// RELU epilogue does not promise (issue 9).
+TEST(CudaExecutorNanTest, NanRowStaysNanThroughGemmBiasRelu) {
+  if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device on this machine";
+  const Model model = TestModel();
+  absl::StatusOr<BoundGraph> graph = BindModel(model, {.batch_size = 4});
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  std::mt19937 rng(11);
+  std::vector<HostTensor> inputs;
+  inputs.push_back(RandomInput({4, 32}, rng));
+  inputs[0].data<float>()[1 * 32 + 5] = std::nanf("");
+  inputs[0].data<float>()[3 * 32 + 0] = 1e30f;  // large, finite in, Inf or NaN out as the host says
+  absl::StatusOr<std::unique_ptr<HostExecutor>> host = HostExecutor::Create(*graph);
+  ASSERT_TRUE(host.ok()) << host.status();
+  absl::StatusOr<std::vector<HostTensor>> expected = (*host)->Run(inputs);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  for (bool fuse : {true, false}) {
+    CudaExecutorOptions options;
+    options.fuse_epilogues = fuse;
+    absl::StatusOr<std::unique_ptr<CudaExecutor>> cuda = CudaExecutor::Create(*graph, options);
+    ASSERT_TRUE(cuda.ok()) << cuda.status();
+    absl::StatusOr<std::vector<HostTensor>> got = (*cuda)->Run(inputs);
+    ASSERT_TRUE(got.ok()) << got.status();
+    for (size_t o = 0; o < got->size(); ++o) {
+      const HostTensor& g = (*got)[o];
+      const HostTensor& w = (*expected)[o];
+      const int64_t row = g.num_elements() / 4;
+      for (int64_t i = 0; i < g.num_elements(); ++i) {
+        const float gv = g.data<float>()[i];
+        const float wv = w.data<float>()[i];
+        SCOPED_TRACE(testing::Message() << "fuse " << fuse << " output " << o << " element " << i);
+        if (std::isnan(wv) || i / row == 1) {
+          EXPECT_TRUE(std::isnan(gv)) << gv;  // the NaN row is NaN everywhere
+        } else if (std::isinf(wv)) {
+          EXPECT_EQ(gv, wv);
+        } else {
+          EXPECT_NEAR(gv, wv, 1e-4 * (1 + std::fabs(wv)));
+        }
+      }
+    }
+  }
+}
+
+// x[B,3,13,11] -> Conv 3x3 pad 1 (+bias) -> Add(x-shaped residual via a 1x1
+// Conv) -> Relu -> MaxPool 3x3/2 ceil -> depthwise Conv 3x3 (group 8) ->
+// Clip [0,6] -> Conv 1x1 -> Sigmoid, Mul (SiLU) -> AveragePool 2x2 pad 1
+// count_include_pad -> GlobalAveragePool -> Flatten -> Gemm -> y [B,5]; a
+// BatchNormalization that cannot be folded (its input is also an output)
+// gives z.
+Model CnnModel() {
+  std::mt19937 rng(21);
+  Model model;
+  model.name = "cnn_executor_test";
+  model.opset = 17;
+  model.inputs.push_back({"x", DType::kFloat32, {-1, 3, 13, 11}});
+  model.outputs.push_back({"y", DType::kFloat32, {-1, 5}});
+  model.outputs.push_back({"z", DType::kFloat32, {-1, 8, 13, 11}});
+  model.outputs.push_back({"c1", DType::kFloat32, {-1, 8, 13, 11}});
+  model.initializers["w1"] = RandomConstant({8, 3, 3, 3}, rng);
+  model.initializers["b1"] = RandomConstant({8}, rng);
+  model.initializers["wr"] = RandomConstant({8, 3, 1, 1}, rng);
+  model.initializers["wd"] = RandomConstant({8, 1, 3, 3}, rng);
+  model.initializers["wp"] = RandomConstant({16, 8, 1, 1}, rng);
+  model.initializers["bp"] = RandomConstant({16}, rng);
+  model.initializers["wf"] = RandomConstant({5, 16}, rng);
+  model.initializers["bf"] = RandomConstant({5}, rng);
+  for (const char* name : {"gamma", "beta", "mean"}) {
+    model.initializers[name] = RandomConstant({8}, rng);
+  }
+  auto var = std::make_shared<HostTensor>(DType::kFloat32, Dims{8});
+  for (int i = 0; i < 8; ++i) var->data<float>()[i] = 0.5f + 0.1f * static_cast<float>(i);
+  model.initializers["var"] = var;
+  auto scalar = [](float v) {
+    auto t = std::make_shared<HostTensor>(DType::kFloat32, Dims{});
+    *t->data<float>() = v;
+    return t;
+  };
+  model.initializers["zero"] = scalar(0.0f);
+  model.initializers["six"] = scalar(6.0f);
+  const Attributes pad1 = {{"pads", std::vector<int64_t>{1, 1, 1, 1}}};
+  model.nodes = {
+      {"conv1", "Conv", {"x", "w1", "b1"}, {"c1"}, pad1},
+      {"bn", "BatchNormalization", {"c1", "gamma", "beta", "mean", "var"}, {"z"}, {}},
+      {"res", "Conv", {"x", "wr"}, {"r"}, {}},
+      {"add", "Add", {"c1", "r"}, {"s"}, {}},
+      {"relu", "Relu", {"s"}, {"a"}, {}},
+      {"pool",
+       "MaxPool",
+       {"a"},
+       {"p"},
+       {{"kernel_shape", std::vector<int64_t>{3, 3}},
+        {"strides", std::vector<int64_t>{2, 2}},
+        {"ceil_mode", int64_t{1}}}},
+      {"dw",
+       "Conv",
+       {"p", "wd"},
+       {"d"},
+       {{"group", int64_t{8}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}}},
+      {"clip", "Clip", {"d", "zero", "six"}, {"q"}, {}},
+      {"pw", "Conv", {"q", "wp", "bp"}, {"e"}, {}},
+      {"sig", "Sigmoid", {"e"}, {"g"}, {}},
+      {"silu", "Mul", {"e", "g"}, {"h"}, {}},
+      {"avg",
+       "AveragePool",
+       {"h"},
+       {"v"},
+       {{"kernel_shape", std::vector<int64_t>{2, 2}},
+        {"pads", std::vector<int64_t>{1, 1, 1, 1}},
+        {"count_include_pad", int64_t{1}}}},
+      {"gap", "GlobalAveragePool", {"v"}, {"m"}, {}},
+      {"flat", "Flatten", {"m"}, {"f"}, {}},
+      {"fc", "Gemm", {"f", "wf", "bf"}, {"y"}, {{"transB", int64_t{1}}}},
+  };
+  return model;
+}
+
+class CudaExecutorCnnTest : public ::testing::TestWithParam<int64_t> {
+ protected:
+  void SetUp() override {
+    if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device on this machine";
+  }
+};
+
+TEST_P(CudaExecutorCnnTest, MatchesHostExecutorFusedAndUnfused) {
+  const int64_t batch = GetParam();
+  absl::StatusOr<BoundGraph> graph = BindModel(CnnModel(), {.batch_size = batch});
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  absl::StatusOr<std::unique_ptr<HostExecutor>> host = HostExecutor::Create(*graph);
+  ASSERT_TRUE(host.ok()) << host.status();
+  std::mt19937 rng(static_cast<uint32_t>(batch) + 300);
+  std::vector<HostTensor> inputs;
+  inputs.push_back(RandomInput({batch, 3, 13, 11}, rng));
+  absl::StatusOr<std::vector<HostTensor>> expected = (*host)->Run(inputs);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  for (bool fuse : {true, false}) {
+    CudaExecutorOptions options;
+    options.fuse_epilogues = fuse;
+    absl::StatusOr<std::unique_ptr<CudaExecutor>> cuda = CudaExecutor::Create(*graph, options);
+    ASSERT_TRUE(cuda.ok()) << cuda.status();
+    EXPECT_EQ((*cuda)->conv_steps(), 4);
+    // conv1 is also an output, so its Add is not fused; the residual 1x1
+    // Conv takes the Add (+ Relu), dw its Clip, pw its SiLU (two nodes).
+    EXPECT_EQ((*cuda)->fused_into_convs(), fuse ? 5 : 0);
+    absl::StatusOr<std::vector<HostTensor>> got = (*cuda)->Run(inputs);
+    ASSERT_TRUE(got.ok()) << got.status();
+    ASSERT_EQ(got->size(), expected->size());
+    for (size_t i = 0; i < got->size(); ++i) {
+      EXPECT_EQ((*got)[i].dims(), (*expected)[i].dims());
+      EXPECT_LT(RelativeError((*got)[i], (*expected)[i]), 1e-5)
+          << "fuse " << fuse << " output " << i;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Batches, CudaExecutorCnnTest,
+                         ::testing::Values(int64_t{1}, int64_t{3}, int64_t{8}, int64_t{64}));
+
 }  // namespace
 }  // namespace graphserve
