@@ -329,6 +329,8 @@ absl::StatusOr<std::unique_ptr<GraphSet>> GraphSet::Create(const Model& model,
   }
 
   ASSIGN_OR_RETURN(set->weights_, WeightStore::Create(options.executor.device));
+  // Slot 0's plans time each GEMM and convolution; the others replay.
+  const auto algorithm_choices = std::make_shared<AlgorithmChoices>();
   const int total = options.num_streams * static_cast<int>(bound.size());
   int done = 0;
   for (int m = 0; m < options.num_streams; ++m) {
@@ -347,8 +349,9 @@ absl::StatusOr<std::unique_ptr<GraphSet>> GraphSet::Create(const Model& model,
     // arena and I/O buffers, and nothing may move once a graph holds their
     // addresses. Largest first, so the first reservation is the final one.
     for (int n = static_cast<int>(bound.size()) - 1; n >= 0; --n) {
-      ExecutionResources resources{set->weights_, slot->arena,  slot->io,
-                                   slot->gemm_workspace, slot->cublas, slot->cudnn};
+      ExecutionResources resources{set->weights_,         slot->arena,  slot->io,
+                                   slot->gemm_workspace,  slot->cublas, slot->cudnn,
+                                   algorithm_choices};
       absl::StatusOr<std::unique_ptr<CudaExecutor>> executor =
           CudaExecutor::Create(bound[n], options.executor, resources);
       if (!executor.ok()) {

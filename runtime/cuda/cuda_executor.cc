@@ -12,8 +12,9 @@
 #include "common/cuda_handles.h"
 #include "common/cuda_status.h"
 #include "common/status.h"
+#include "runtime/cuda/cuda_kernel_registry.h"
 #include "runtime/cuda/fused_gelu.h"
-#include "runtime/cuda/gemm.h"
+#include "runtime/cuda/gemm_kernel.h"
 #include "runtime/cuda/nn_ops.h"
 #include "runtime/cuda/op_kernels.h"
 #include "runtime/nn_node_params.h"
@@ -22,15 +23,6 @@
 namespace graphserve {
 
 namespace {
-
-// cuBLASLt's recommended workspace on Hopper; one per executor, allocated at
-// plan time so a run never allocates.
-constexpr size_t kGemmWorkspaceBytes = size_t{32} << 20;
-
-bool IsAliasOp(const std::string& op_type) {
-  return op_type == "Identity" || op_type == "Reshape" || op_type == "Flatten" ||
-         op_type == "Squeeze" || op_type == "Unsqueeze";
-}
 
 // Where a value's bytes live during a run.
 enum class StorageKind {
@@ -52,29 +44,15 @@ std::string NodeLabel(const BoundNode& node) {
   return absl::StrCat("op '", node.name, "' (", node.op_type, ")");
 }
 
-// Largest power of two up to 256 dividing `bytes`: the alignment of a
-// cudaMalloc'd (256-aligned) base address advanced by `bytes`.
-int64_t AlignmentOf(int64_t bytes) {
-  int64_t alignment = 256;
-  while (alignment > 4 && bytes % alignment != 0) alignment /= 2;
-  return alignment;
-}
-
 }  // namespace
 
-// One launch in the run: a cuBLASLt GEMM (optionally preceded by a kernel that
-// broadcasts Gemm's C into the output) or one of our kernels.
+// One step of the run: a kernel (ours, or a library call with its epilogue)
+// over the device addresses of its input and output values.
 struct ExecutionStep {
   std::string label;
-  std::unique_ptr<CublasLtGemm> gemm;
   std::unique_ptr<CudaOpKernel> kernel;
-  std::unique_ptr<CudaOpKernel> broadcast_c;  // Gemm with a general C, beta != 0
-  ConvKernel* conv = nullptr;                 // `kernel`, when it is a convolution (autotuned)
-  std::vector<ValueId> inputs;                // GEMM: A, B (and C for broadcast_c)
-  std::vector<ValueId> outputs;               // GEMM: D
-  // GEMM batches that broadcast in no single stride: (A, B, D) element offsets
-  // of each batch, one cuBLASLt call each. Empty for strided batching.
-  std::vector<std::array<int64_t, 3>> batch_offsets;
+  std::vector<ValueId> inputs;
+  std::vector<ValueId> outputs;
   // Device addresses of inputs/outputs, refreshed at every Enqueue.
   mutable std::vector<const void*> input_addresses;
   mutable std::vector<void*> output_addresses;
@@ -116,18 +94,6 @@ bool IsGraphOutput(const BoundGraph& graph, ValueId id) {
     if (output == id) return true;
   }
   return false;
-}
-
-// A constant that adds one value per output column of a [..., n] result.
-bool IsColumnBias(const BoundValue& value, int64_t n) {
-  if (!value.is_constant() || value.dtype != DType::kFloat32 || value.dims.empty()) {
-    return false;
-  }
-  if (value.dims.back() != n) return false;
-  for (size_t i = 0; i + 1 < value.dims.size(); ++i) {
-    if (value.dims[i] != 1) return false;
-  }
-  return true;
 }
 
 // The single consumer of `value` when it has exactly one and is not a graph
@@ -175,79 +141,6 @@ class ErfGeluKernel final : public CudaOpKernel {
   std::string label_;
   int64_t count_;
 };
-
-struct GemmGeometry {
-  GemmOptions options;
-  std::vector<std::array<int64_t, 3>> batch_offsets;
-};
-
-// Batch dims of a MatMul operand, with 1-D operands' promotion undone.
-Dims BatchDims(const Dims& dims) {
-  if (dims.size() <= 2) return {};
-  return Dims(dims.begin(), dims.end() - 2);
-}
-
-// Geometry of MatMul(A, B) under numpy rules: 2-D B folds A's batch into m;
-// batches broadcast by stride 0 where one side has none; any other broadcast
-// is unrolled into per-batch offsets.
-absl::StatusOr<GemmGeometry> MatMulGeometry(const BoundValue& a, const BoundValue& b) {
-  GemmGeometry g;
-  GemmOptions& o = g.options;
-  const Dims& ad = a.dims;
-  const Dims& bd = b.dims;
-  o.k = ad.back();
-  o.n = bd.size() == 1 ? 1 : bd.back();
-  const int64_t a_rows = ad.size() == 1 ? 1 : ad[ad.size() - 2];
-  const Dims a_batch = BatchDims(ad);
-  const Dims b_batch = BatchDims(bd);
-  const int64_t a_batch_count = NumElements(a_batch);
-  const int64_t b_batch_count = NumElements(b_batch);
-  if (b_batch_count == 1) {
-    // Every row of every A batch multiplies the same B: one GEMM of
-    // a_batch_count * a_rows rows.
-    o.m = a_batch_count * a_rows;
-    return g;
-  }
-  o.m = a_rows;
-  // Broadcast the batch dims, right-aligned.
-  const size_t rank = std::max(a_batch.size(), b_batch.size());
-  Dims out_batch(rank, 1), a_full(rank, 1), b_full(rank, 1);
-  for (size_t i = 0; i < a_batch.size(); ++i) a_full[rank - a_batch.size() + i] = a_batch[i];
-  for (size_t i = 0; i < b_batch.size(); ++i) b_full[rank - b_batch.size() + i] = b_batch[i];
-  for (size_t i = 0; i < rank; ++i) out_batch[i] = std::max(a_full[i], b_full[i]);
-  const int64_t batch = NumElements(out_batch);
-  const int64_t a_matrix = a_rows * o.k;
-  const int64_t b_matrix = o.k * o.n;
-  const int64_t d_matrix = o.m * o.n;
-  if (a_full == out_batch && (b_full == out_batch || b_batch_count == 1)) {
-    o.batch = batch;
-    o.stride_a = a_matrix;
-    o.stride_b = b_batch_count == 1 ? 0 : b_matrix;
-    o.stride_d = d_matrix;
-    return g;
-  }
-  if (b_full == out_batch && a_batch_count == 1) {
-    o.batch = batch;
-    o.stride_a = 0;
-    o.stride_b = b_matrix;
-    o.stride_d = d_matrix;
-    return g;
-  }
-  // General broadcast: walk the output batch index and map it into A and B.
-  for (int64_t flat = 0; flat < batch; ++flat) {
-    int64_t rest = flat, a_index = 0, b_index = 0, a_scale = 1, b_scale = 1;
-    for (size_t i = rank; i-- > 0;) {
-      const int64_t coord = rest % out_batch[i];
-      rest /= out_batch[i];
-      a_index += (a_full[i] == 1 ? 0 : coord) * a_scale;
-      b_index += (b_full[i] == 1 ? 0 : coord) * b_scale;
-      a_scale *= a_full[i];
-      b_scale *= b_full[i];
-    }
-    g.batch_offsets.push_back({a_index * a_matrix, b_index * b_matrix, flat * d_matrix});
-  }
-  return g;
-}
 
 class PlanBuilder {
  public:
@@ -422,14 +315,24 @@ class PlanBuilder {
     ++plan_.fused_gelus;
   }
 
+  // The context a kernel factory sees for `node` (Note [Op registry]).
+  CudaKernelContext KernelContext(const BoundNode& node) const {
+    return CudaKernelContext{graph_,
+                             node,
+                             plan_.resources.cublas->get(),
+                             plan_.resources.cudnn->get(),
+                             plan_.resources.weights.get(),
+                             plan_.resources.gemm_workspace,
+                             plan_.options.allow_tf32,
+                             plan_.resources.algorithm_choices};
+  }
+
   absl::Status AddKernelStep(const BoundNode& node) {
+    const CudaKernelFactory factory = FindCudaKernelFactory(node.op_type);
+    if (factory == nullptr) return absl::UnimplementedError("no CUDA kernel for this op");
     ExecutionStep step;
     step.label = NodeLabel(node);
-    if (IsNnOp(node.op_type)) {
-      ASSIGN_OR_RETURN(step.kernel, MakeNnOpKernel(graph_, node));
-    } else {
-      ASSIGN_OR_RETURN(step.kernel, MakeCudaOpKernel(graph_, node));
-    }
+    ASSIGN_OR_RETURN(step.kernel, factory(KernelContext(node)));
     step.inputs = node.inputs;
     step.outputs = node.outputs;
     plan_.steps.push_back(std::move(step));
@@ -509,11 +412,7 @@ class PlanBuilder {
         }
       }
     }
-    ASSIGN_OR_RETURN(std::unique_ptr<ConvKernel> conv,
-                     ConvKernel::Create(graph_, node, fusion, plan_.resources.cudnn->get(),
-                                        plan_.options.allow_tf32, plan_.resources.gemm_workspace));
-    step.conv = conv.get();
-    step.kernel = std::move(conv);
+    ASSIGN_OR_RETURN(step.kernel, ConvKernel::Create(KernelContext(node), fusion));
     step.outputs = {output};
     plan_.steps.push_back(std::move(step));
     ++plan_.conv_steps;
@@ -521,84 +420,37 @@ class PlanBuilder {
   }
 
   // Gemm / MatMul, absorbing a following bias Add into the epilogue when
-  // nothing else reads the intermediate result.
+  // nothing else reads the intermediate result. Relu stays a kernel of its
+  // own, which propagates NaN as ONNX and PyTorch do: cuBLASLt does not
+  // promise that of its RELU epilogues, and with them a NaN input row of
+  // dlrm_dense came out as numbers (issue 9). PyTorch's Linear + ReLU is two
+  // launches as well.
   absl::Status AddGemmStep(int node_index) {
     const BoundNode& node = graph_.nodes[node_index];
-    const BoundValue& a = graph_.value(node.inputs[0]);
-    const BoundValue& b = graph_.value(node.inputs[1]);
-    if (a.dtype != DType::kFloat32 || b.dtype != DType::kFloat32) {
-      return absl::UnimplementedError("GEMMs run in float32 only");
-    }
-    ExecutionStep step;
-    step.label = NodeLabel(node);
-    step.inputs = {node.inputs[0], node.inputs[1]};
-    GemmGeometry geometry;
-    const BoundValue* bias = nullptr;
-    const bool is_gemm = node.op_type == "Gemm";
-    if (is_gemm) {
-      GemmOptions& o = geometry.options;
-      o.trans_a = IntAttr(node.attributes, "transA") != 0;
-      o.trans_b = IntAttr(node.attributes, "transB") != 0;
-      o.m = o.trans_a ? a.dims[1] : a.dims[0];
-      o.k = o.trans_a ? a.dims[0] : a.dims[1];
-      o.n = o.trans_b ? b.dims[0] : b.dims[1];
-      o.alpha = FloatAttr(node.attributes, "alpha");
-      const float beta = FloatAttr(node.attributes, "beta");
-      if (node.inputs.size() > 2 && beta != 0.0f) {
-        const BoundValue& c = graph_.value(node.inputs[2]);
-        if (beta == 1.0f && IsColumnBias(c, o.n)) {
-          bias = &c;  // PyTorch's Linear: C is the bias, beta 1.
-        } else {
-          // D = broadcast(C), then the GEMM accumulates into it with beta.
-          o.beta = beta;
-          BoundNode expand{
-              node.name + "/broadcast_c", "Expand", {node.inputs[2]}, {node.outputs[0]}, {}};
-          ASSIGN_OR_RETURN(step.broadcast_c, MakeCudaOpKernel(graph_, expand));
-          step.inputs.push_back(node.inputs[2]);
-        }
-      }
-    } else {
-      ASSIGN_OR_RETURN(geometry, MatMulGeometry(a, b));
-    }
-    GemmOptions& o = geometry.options;
+    const BoundValue* fused_bias = nullptr;
     ValueId output = node.outputs[0];
-    if (plan_.options.fuse_epilogues && bias == nullptr && !step.broadcast_c) {
+    if (plan_.options.fuse_epilogues && !GemmKernel::UsesC(node)) {
       if (std::optional<int> add = SoleConsumer(graph_, consumers_, output);
           add && graph_.nodes[*add].op_type == "Add") {
         const BoundNode& add_node = graph_.nodes[*add];
         const ValueId other =
             add_node.inputs[0] == output ? add_node.inputs[1] : add_node.inputs[0];
-        if (IsColumnBias(graph_.value(other), o.n) &&
+        if (IsColumnBias(graph_.value(other), GemmKernel::Columns(graph_, node)) &&
             graph_.value(add_node.outputs[0]).dims == graph_.value(output).dims) {
-          bias = &graph_.value(other);
+          fused_bias = &graph_.value(other);
           absorbed_[*add] = true;
           output = add_node.outputs[0];
         }
       }
     }
-    // Relu stays a kernel of its own, which propagates NaN as ONNX and
-    // PyTorch do: cuBLASLt does not promise that of its RELU epilogues, and
-    // with them a NaN input row of dlrm_dense came out as numbers (issue 9).
-    // PyTorch's Linear + ReLU is two launches as well.
-    if (bias != nullptr) {
-      ASSIGN_OR_RETURN(const void* bias_address,
-                       plan_.resources.weights->GetOrUpload(bias->constant));
-      o.bias = static_cast<const float*>(bias_address);
-      o.epilogue = GemmEpilogue::kBias;
-      ++plan_.fused_epilogues;
-    }
-    o.allow_tf32 = plan_.options.allow_tf32;
-    o.workspace_bytes = kGemmWorkspaceBytes;
-    if (!geometry.batch_offsets.empty()) {
-      // Per-batch offsets may leave addresses less than 256-byte aligned.
-      o.alignment_a = AlignmentOf(o.m * o.k * 4);
-      o.alignment_b = AlignmentOf(o.k * o.n * 4);
-      o.alignment_d = AlignmentOf(o.m * o.n * 4);
-    }
-    if (NumElements(graph_.value(output).dims) > 0 && o.k > 0) {
-      ASSIGN_OR_RETURN(step.gemm, CublasLtGemm::Create(plan_.resources.cublas->get(), o));
-    }
-    step.batch_offsets = std::move(geometry.batch_offsets);
+    ExecutionStep step;
+    step.label = NodeLabel(node);
+    ASSIGN_OR_RETURN(std::unique_ptr<GemmKernel> gemm,
+                     GemmKernel::Create(KernelContext(node), fused_bias));
+    if (gemm->has_bias_epilogue()) ++plan_.fused_epilogues;
+    step.inputs = {node.inputs[0], node.inputs[1]};
+    if (gemm->reads_c()) step.inputs.push_back(node.inputs[2]);
+    step.kernel = std::move(gemm);
     step.outputs = {output};
     plan_.steps.push_back(std::move(step));
     return absl::OkStatus();
@@ -681,7 +533,7 @@ CudaExecutor::CudaExecutor(std::unique_ptr<Plan> plan) : plan_(std::move(plan)) 
 CudaExecutor::~CudaExecutor() = default;
 
 namespace {
-absl::Status AutotuneGemms(CudaExecutor::Plan& plan);  // defined with the run code below
+absl::Status AutotuneKernels(CudaExecutor::Plan& plan);  // defined with the run code below
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::Create(
@@ -707,7 +559,6 @@ absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::Create(
   if (!resources.gemm_workspace) {
     ASSIGN_OR_RETURN(resources.gemm_workspace, StreamArena::Create(options.device));
   }
-  RETURN_IF_ERROR(resources.gemm_workspace->Reserve(kGemmWorkspaceBytes));
   if (!resources.cublas) {
     ASSIGN_OR_RETURN(CublasLtHandle cublas, CublasLtHandle::Create());
     resources.cublas = std::make_shared<CublasLtHandle>(std::move(cublas));
@@ -725,7 +576,7 @@ absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::Create(
     step.input_addresses.resize(step.inputs.size());
     step.output_addresses.resize(step.outputs.size());
   }
-  if (options.autotune_gemms) RETURN_IF_ERROR(AutotuneGemms(*plan));
+  if (options.autotune_gemms) RETURN_IF_ERROR(AutotuneKernels(*plan));
   return std::unique_ptr<CudaExecutor>(new CudaExecutor(std::move(plan)));
 }
 
@@ -772,52 +623,18 @@ void ResolveAddresses(const CudaExecutor::Plan& plan) {
   }
 }
 
-absl::Status EnqueueGemm(const CudaExecutor::Plan& plan, const ExecutionStep& step,
-                         cudaStream_t stream) {
-  if (step.broadcast_c) {
-    const void* c[] = {step.input_addresses[2]};
-    void* d[] = {step.output_addresses[0]};
-    RETURN_IF_ERROR(step.broadcast_c->Enqueue(c, d, stream));
-  }
-  if (!step.gemm) return absl::OkStatus();  // empty output
-  const float* a = static_cast<const float*>(step.input_addresses[0]);
-  const float* b = static_cast<const float*>(step.input_addresses[1]);
-  float* d = static_cast<float*>(step.output_addresses[0]);
-  void* workspace = plan.resources.gemm_workspace->base();
-  if (step.batch_offsets.empty()) return step.gemm->Enqueue(a, b, d, workspace, stream);
-  for (const auto& [a_offset, b_offset, d_offset] : step.batch_offsets) {
-    RETURN_IF_ERROR(
-        step.gemm->Enqueue(a + a_offset, b + b_offset, d + d_offset, workspace, stream));
-  }
-  return absl::OkStatus();
-}
-
-// Runs each GEMM's algorithm choice on the plan's own buffers (their contents
-// are whatever the arena holds; only the time matters), first batch only.
-absl::Status AutotuneGemms(CudaExecutor::Plan& plan) {
+// Each kernel's algorithm choice (GEMMs, convolutions), timed on the plan's
+// own buffers: their contents are whatever the arena holds; only the time
+// matters.
+absl::Status AutotuneKernels(CudaExecutor::Plan& plan) {
   ResolveAddresses(plan);
-  void* workspace = plan.resources.gemm_workspace->base();
   cudaStream_t stream = plan.run_stream->get();
   for (ExecutionStep& step : plan.steps) {
-    if (step.conv != nullptr) {
-      std::vector<const void*> inputs;
-      for (ValueId id : step.inputs) inputs.push_back(plan.addresses[id]);
-      std::vector<void*> outputs = {plan.addresses[step.outputs[0]]};
-      RETURN_IF_ERROR(step.conv->Autotune(inputs, outputs, stream));
-      continue;
-    }
-    if (!step.gemm) continue;
-    const auto* a = static_cast<const float*>(plan.addresses[step.inputs[0]]);
-    const auto* b = static_cast<const float*>(plan.addresses[step.inputs[1]]);
-    auto* d = static_cast<float*>(plan.addresses[step.outputs[0]]);
-    if (!step.batch_offsets.empty()) {
-      const auto& [a_offset, b_offset, d_offset] = step.batch_offsets.front();
-      a += a_offset;
-      b += b_offset;
-      d += d_offset;
-    }
-    RETURN_IF_ERROR(
-        AnnotateStatus(step.gemm->ChooseFastestAlgorithm(a, b, d, workspace, stream), step.label));
+    std::vector<const void*> inputs;
+    for (ValueId id : step.inputs) inputs.push_back(plan.addresses[id]);
+    std::vector<void*> outputs;
+    for (ValueId id : step.outputs) outputs.push_back(plan.addresses[id]);
+    RETURN_IF_ERROR(AnnotateStatus(step.kernel->Autotune(inputs, outputs, stream), step.label));
   }
   return absl::OkStatus();
 }
@@ -834,8 +651,7 @@ absl::Status CudaExecutor::EnqueueCompute(cudaStream_t stream) const {
       step.output_addresses[i] = plan_->addresses[step.outputs[i]];
     }
     const absl::Status status =
-        step.kernel ? step.kernel->Enqueue(step.input_addresses, step.output_addresses, stream)
-                    : EnqueueGemm(*plan_, step, stream);
+        step.kernel->Enqueue(step.input_addresses, step.output_addresses, stream);
     if (!status.ok()) {
       return AnnotateStatus(status, absl::StrCat(step.label, ", batch ", plan_->graph.batch_size));
     }

@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "common/cuda_handles.h"
 #include "runtime/bound_graph.h"
+#include "runtime/cuda/algorithm_choices.h"
 #include "runtime/executor.h"
 #include "tensor_holder/io_buffers.h"
 #include "tensor_holder/stream_arena.h"
@@ -47,11 +48,16 @@ struct ExecutionResources {
   std::shared_ptr<IoBuffers> io;         // device I/O + pinned staging of one slot
   // cuBLASLt and cuDNN workspace of one stream slot: its plans run one at a
   // time, so one workspace serves them all. Sized to the largest need: 32 MiB
-  // for cuBLASLt, each convolution's chosen algorithm's.
+  // when the model has a GEMM (cuBLASLt's recommendation on Hopper), else the
+  // largest chosen convolution algorithm's; nothing for a model with neither.
   std::shared_ptr<StreamArena> gemm_workspace;
   // The slot's library handles, shared by its N plans (not one per plan).
   std::shared_ptr<CublasLtHandle> cublas;
   std::shared_ptr<CudnnHandle> cudnn;
+  // Algorithm choices shared by the plans of every slot (null: each plan
+  // times its own): one model's M plans of a size time each GEMM and
+  // convolution once.
+  std::shared_ptr<AlgorithmChoices> algorithm_choices;
 };
 
 class CudaExecutor : public Executor {

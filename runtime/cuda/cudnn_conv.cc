@@ -306,6 +306,7 @@ absl::Status CudnnConv::UseAlgorithm(cudnnConvolutionFwdAlgo_t algo, cudnnMathTy
   CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionForwardWorkspaceSize(
       handle_, d.x.get(), d.w.get(), d.conv.get(), d.y.get(), algo, &bytes));
   algo_ = algo;
+  math_ = math;
   workspace_bytes_ = bytes;
   return absl::OkStatus();
 }

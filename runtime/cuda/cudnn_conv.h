@@ -94,6 +94,15 @@ class CudnnConv {
   absl::Status Enqueue(const float* x, const float* w, float* y, void* workspace,
                        cudaStream_t stream) const;
 
+  // The current algorithm and math type, to replay a choice on another plan
+  // of the same sizes (AlgorithmChoices) without timing again.
+  struct Choice {
+    cudnnConvolutionFwdAlgo_t algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+    cudnnMathType_t math = CUDNN_FMA_MATH;
+  };
+  [[nodiscard]] Choice choice() const { return {algo_, math_}; }
+  absl::Status UseChoice(const Choice& choice) { return UseAlgorithm(choice.algo, choice.math); }
+
   [[nodiscard]] const ConvParams& params() const { return params_; }
   [[nodiscard]] bool allow_tf32() const { return allow_tf32_; }
   // The chosen algorithm, e.g. "IMPLICIT_PRECOMP_GEMM", for reports.
@@ -120,6 +129,7 @@ class CudnnConv {
   bool allow_tf32_ = false;
   std::unique_ptr<Descriptors> descriptors_;
   cudnnConvolutionFwdAlgo_t algo_ = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+  cudnnMathType_t math_ = CUDNN_FMA_MATH;  // as UseAlgorithm was given it
   size_t workspace_bytes_ = 0;
 };
 

@@ -103,8 +103,9 @@ struct CublasLtGemm::Descriptors {
   Layout second;  // our A
   Layout result;  // our D (also the C operand, for beta != 0)
   cublasLtMatmulAlgo_t algo{};
-  // The heuristic's proposals, best first; `algo` is one of them.
+  // The heuristic's proposals, best first; `algo` is candidates[chosen].
   std::vector<cublasLtMatmulAlgo_t> candidates;
+  int chosen = 0;
 };
 
 CublasLtGemm::CublasLtGemm(cublasLtHandle_t handle, const GemmOptions& options,
@@ -192,9 +193,9 @@ absl::Status CublasLtGemm::ChooseFastestAlgorithm(const float* a, const float* b
   ASSIGN_OR_RETURN(const CudaEvent start, CudaEvent::Create(/*timing=*/true));
   ASSIGN_OR_RETURN(const CudaEvent stop, CudaEvent::Create(/*timing=*/true));
   float best_ms = 0;
-  std::optional<cublasLtMatmulAlgo_t> best;
-  for (const cublasLtMatmulAlgo_t& algo : desc.candidates) {
-    desc.algo = algo;
+  std::optional<int> best;
+  for (int index = 0; index < static_cast<int>(desc.candidates.size()); ++index) {
+    desc.algo = desc.candidates[index];
     absl::Status status = absl::OkStatus();
     for (int i = 0; i < kWarmup && status.ok(); ++i) status = Enqueue(a, b, d, workspace, stream);
     CUDA_RETURN_IF_ERROR(cudaEventRecord(start.get(), stream));
@@ -205,7 +206,7 @@ absl::Status CublasLtGemm::ChooseFastestAlgorithm(const float* a, const float* b
     float ms = 0;
     CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, start.get(), stop.get()));
     if (!best || ms < best_ms) {
-      best = algo;
+      best = index;
       best_ms = ms;
     }
   }
@@ -213,7 +214,20 @@ absl::Status CublasLtGemm::ChooseFastestAlgorithm(const float* a, const float* b
     return absl::InternalError(
         absl::StrCat(Describe(options_), ": none of cuBLASLt's proposed algorithms ran"));
   }
-  desc.algo = *best;
+  return UseCandidate(*best);
+}
+
+int CublasLtGemm::candidate() const { return descriptors_->chosen; }
+
+absl::Status CublasLtGemm::UseCandidate(int index) {
+  Descriptors& desc = *descriptors_;
+  if (index < 0 || index >= static_cast<int>(desc.candidates.size())) {
+    return absl::InvalidArgumentError(absl::StrCat(Describe(options_), ": algorithm ", index,
+                                                   " of ", desc.candidates.size(),
+                                                   " proposed does not exist"));
+  }
+  desc.chosen = index;
+  desc.algo = desc.candidates[index];
   return absl::OkStatus();
 }
 

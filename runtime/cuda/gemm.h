@@ -75,6 +75,12 @@ class CublasLtGemm {
   absl::Status ChooseFastestAlgorithm(const float* a, const float* b, float* d, void* workspace,
                                       cudaStream_t stream);
 
+  // The index of the current algorithm among cuBLASLt's proposals, and the
+  // use of another plan's choice for the same sizes (AlgorithmChoices)
+  // without timing again. InvalidArgument for an index out of range.
+  [[nodiscard]] int candidate() const;
+  absl::Status UseCandidate(int index);
+
   // Enqueues the GEMM on `stream`: no allocation, no synchronisation.
   absl::Status Enqueue(const float* a, const float* b, float* d, void* workspace,
                        cudaStream_t stream) const;

@@ -1,6 +1,7 @@
 #include "runtime/cuda/nn_ops.h"
 
 #include <cstring>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -148,40 +149,60 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeNnOpKernel(const BoundGraph& g
   return absl::UnimplementedError(absl::StrCat(label, ": no CUDA kernel in the nn family"));
 }
 
-absl::StatusOr<std::unique_ptr<ConvKernel>> ConvKernel::Create(
-    const BoundGraph& graph, const BoundNode& conv, const ConvFusion& fusion, cudnnHandle_t handle,
-    bool allow_tf32, std::shared_ptr<StreamArena> workspace) {
-  const ConvParams params = ConvParamsOf(graph, conv);
-  ASSIGN_OR_RETURN(std::unique_ptr<CudnnConv> cudnn, CudnnConv::Create(handle, params, allow_tf32));
-  RETURN_IF_ERROR(workspace->Reserve(cudnn->workspace_bytes()));
+absl::StatusOr<std::unique_ptr<ConvKernel>> ConvKernel::Create(const CudaKernelContext& context,
+                                                               const ConvFusion& fusion) {
+  const ConvParams params = ConvParamsOf(context.graph, context.node);
+  ASSIGN_OR_RETURN(std::unique_ptr<CudnnConv> cudnn,
+                   CudnnConv::Create(context.cudnn, params, context.allow_tf32));
+  RETURN_IF_ERROR(context.workspace->Reserve(cudnn->workspace_bytes()));
   ChannelEpilogueParams epilogue;
   epilogue.batch = params.batch;
   epilogue.channels = params.out_channels;
   epilogue.spatial = params.out_h * params.out_w;
   epilogue.activation = fusion.activation;
-  return std::make_unique<ConvKernel>(Label(conv), std::move(cudnn), fusion, epilogue,
-                                      std::move(workspace));
+  return std::make_unique<ConvKernel>(
+      Label(context.node), AlgorithmChoices::Key(context.node.name, context.graph.batch_size),
+      std::move(cudnn), fusion, epilogue, context.workspace, context.algorithm_choices);
 }
 
-ConvKernel::ConvKernel(std::string label, std::unique_ptr<CudnnConv> conv, ConvFusion fusion,
-                       ChannelEpilogueParams epilogue, std::shared_ptr<StreamArena> workspace)
+ConvKernel::ConvKernel(std::string label, std::string choice_key, std::unique_ptr<CudnnConv> conv,
+                       ConvFusion fusion, ChannelEpilogueParams epilogue,
+                       std::shared_ptr<StreamArena> workspace,
+                       std::shared_ptr<AlgorithmChoices> algorithm_choices)
     : label_(std::move(label)),
+      choice_key_(std::move(choice_key)),
       conv_(std::move(conv)),
       fusion_(fusion),
       epilogue_(epilogue),
-      workspace_(std::move(workspace)) {}
+      workspace_(std::move(workspace)),
+      algorithm_choices_(std::move(algorithm_choices)) {}
 
 ConvKernel::~ConvKernel() = default;
 
 const char* ConvKernel::algorithm_name() const { return conv_->algorithm_name(); }
 
+// A choice is recorded as algo * kMathTypes + math.
+constexpr int64_t kMathTypes = 16;
+
 absl::Status ConvKernel::Autotune(absl::Span<const void* const> inputs,
                                   absl::Span<void* const> outputs, cudaStream_t stream) {
-  RETURN_IF_ERROR(
-      AnnotateStatus(conv_->ChooseFastestAlgorithm(static_cast<const float*>(inputs[0]),
-                                                   static_cast<const float*>(inputs[1]),
-                                                   static_cast<float*>(outputs[0]), stream),
-                     label_));
+  const std::optional<int64_t> recorded =
+      algorithm_choices_ ? algorithm_choices_->Find(choice_key_) : std::nullopt;
+  if (recorded) {
+    const CudnnConv::Choice choice{static_cast<cudnnConvolutionFwdAlgo_t>(*recorded / kMathTypes),
+                                   static_cast<cudnnMathType_t>(*recorded % kMathTypes)};
+    RETURN_IF_ERROR(AnnotateStatus(conv_->UseChoice(choice), label_));
+  } else {
+    RETURN_IF_ERROR(
+        AnnotateStatus(conv_->ChooseFastestAlgorithm(static_cast<const float*>(inputs[0]),
+                                                     static_cast<const float*>(inputs[1]),
+                                                     static_cast<float*>(outputs[0]), stream),
+                       label_));
+    if (algorithm_choices_) {
+      const CudnnConv::Choice choice = conv_->choice();
+      algorithm_choices_->Record(choice_key_, int64_t{choice.algo} * kMathTypes + choice.math);
+    }
+  }
   return workspace_->Reserve(conv_->workspace_bytes());
 }
 

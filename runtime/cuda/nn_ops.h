@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "runtime/bound_graph.h"
+#include "runtime/cuda/cuda_kernel_context.h"
 #include "runtime/cuda/op_kernels.h"
 #include "runtime/nn_params.h"
 #include "tensor_holder/stream_arena.h"
@@ -37,19 +38,17 @@ struct ConvFusion {
 // outputs: y.
 class ConvKernel final : public CudaOpKernel {
  public:
-  // `handle` is the stream slot's cuDNN handle (not owned, one thread at a
-  // time); `workspace` the slot's library workspace, grown to what the
-  // chosen algorithm needs (by Autotune and here).
-  static absl::StatusOr<std::unique_ptr<ConvKernel>> Create(const BoundGraph& graph,
-                                                            const BoundNode& conv,
-                                                            const ConvFusion& fusion,
-                                                            cudnnHandle_t handle, bool allow_tf32,
-                                                            std::shared_ptr<StreamArena> workspace);
+  // Runs on the context's cuDNN handle (the stream slot's; one thread at a
+  // time); its workspace grows to what the chosen algorithm needs (here and
+  // in Autotune).
+  static absl::StatusOr<std::unique_ptr<ConvKernel>> Create(const CudaKernelContext& context,
+                                                            const ConvFusion& fusion);
 
   // Times cuDNN's algorithms on these buffers and keeps the fastest (plan
-  // time only; synchronises), then grows the workspace to what it needs.
+  // time only; synchronises), or replays the choice another slot's plan
+  // recorded; then grows the workspace to what it needs.
   absl::Status Autotune(absl::Span<const void* const> inputs, absl::Span<void* const> outputs,
-                        cudaStream_t stream);
+                        cudaStream_t stream) override;
 
   absl::Status Enqueue(absl::Span<const void* const> inputs, absl::Span<void* const> outputs,
                        cudaStream_t stream) const override;
@@ -57,16 +56,20 @@ class ConvKernel final : public CudaOpKernel {
   [[nodiscard]] const char* algorithm_name() const;
 
   // Implementation details follow.
-  ConvKernel(std::string label, std::unique_ptr<class CudnnConv> conv, ConvFusion fusion,
-             ChannelEpilogueParams epilogue, std::shared_ptr<StreamArena> workspace);
+  ConvKernel(std::string label, std::string choice_key, std::unique_ptr<class CudnnConv> conv,
+             ConvFusion fusion, ChannelEpilogueParams epilogue,
+             std::shared_ptr<StreamArena> workspace,
+             std::shared_ptr<AlgorithmChoices> algorithm_choices);
   ~ConvKernel() override;
 
  private:
   std::string label_;
+  std::string choice_key_;
   std::unique_ptr<CudnnConv> conv_;
   ConvFusion fusion_;
   ChannelEpilogueParams epilogue_;
   std::shared_ptr<StreamArena> workspace_;
+  std::shared_ptr<AlgorithmChoices> algorithm_choices_;  // may be null
 };
 
 }  // namespace graphserve

@@ -26,9 +26,21 @@ class CudaOpKernel {
   // (naming the node).
   virtual absl::Status Enqueue(absl::Span<const void* const> inputs,
                                absl::Span<void* const> outputs, cudaStream_t stream) const = 0;
+
+  // Plan time only, never while capturing: times the library's algorithms
+  // for this op on these buffers (their contents do not matter) and keeps
+  // the fastest; may grow the slot's workspace and synchronise `stream`.
+  // Kernels with nothing to choose keep this default.
+  virtual absl::Status Autotune(absl::Span<const void* const> inputs,
+                                absl::Span<void* const> outputs, cudaStream_t stream) {
+    return absl::OkStatus();
+  }
 };
 
-// Unimplemented for Gemm and MatMul, and for an op or dtype with no kernel.
+// GraphServe's own kernel for `node` (the elementwise, data movement and
+// normalization families); Unimplemented for an op or dtype with none. The
+// executor reaches it through FindCudaKernelFactory
+// (runtime/cuda/cuda_kernel_registry.h).
 absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeCudaOpKernel(const BoundGraph& graph,
                                                                const BoundNode& node);
 

@@ -1,0 +1,31 @@
+#pragma once
+// Library algorithms chosen by timing at plan time, shared by the M stream
+// slots' plans of one model: a slot's plan for batch size B runs the same
+// GEMMs and convolutions as every other slot's plan for B, on other buffers,
+// so each is timed once per size and the other slots replay the choice.
+// That keeps a model's load time growing with N sizes, not N x M.
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+
+namespace graphserve {
+
+class AlgorithmChoices {
+ public:
+  // The choice recorded under `key`, if any.
+  [[nodiscard]] std::optional<int64_t> Find(const std::string& key) const;
+  void Record(const std::string& key, int64_t choice);
+
+  // "<node name>@<batch size>": a plan's kernels are named after their node,
+  // and one size's plans agree on every shape.
+  static std::string Key(const std::string& node, int64_t batch_size);
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, int64_t> choices_;  // guarded by mu_
+};
+
+}  // namespace graphserve

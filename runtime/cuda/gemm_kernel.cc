@@ -1,0 +1,250 @@
+#include "runtime/cuda/gemm_kernel.h"
+
+#include <algorithm>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "common/cuda_status.h"
+#include "common/status.h"
+
+namespace graphserve {
+
+namespace {
+
+// cuBLASLt's recommended workspace on Hopper.
+constexpr size_t kGemmWorkspaceBytes = size_t{32} << 20;
+
+// Largest power of two up to 256 dividing `bytes`: the alignment of a
+// cudaMalloc'd (256-aligned) base address advanced by `bytes`.
+int64_t AlignmentOf(int64_t bytes) {
+  int64_t alignment = 256;
+  while (alignment > 4 && bytes % alignment != 0) alignment /= 2;
+  return alignment;
+}
+
+struct GemmGeometry {
+  GemmOptions options;
+  std::vector<std::array<int64_t, 3>> batch_offsets;
+};
+
+// Batch dims of a MatMul operand, with 1-D operands' promotion undone.
+Dims BatchDims(const Dims& dims) {
+  if (dims.size() <= 2) return {};
+  return Dims(dims.begin(), dims.end() - 2);
+}
+
+// Geometry of MatMul(A, B) under numpy rules: 2-D B folds A's batch into m;
+// batches broadcast by stride 0 where one side has none; any other broadcast
+// is unrolled into per-batch offsets.
+absl::StatusOr<GemmGeometry> MatMulGeometry(const BoundValue& a, const BoundValue& b) {
+  GemmGeometry g;
+  GemmOptions& o = g.options;
+  const Dims& ad = a.dims;
+  const Dims& bd = b.dims;
+  o.k = ad.back();
+  o.n = bd.size() == 1 ? 1 : bd.back();
+  const int64_t a_rows = ad.size() == 1 ? 1 : ad[ad.size() - 2];
+  const Dims a_batch = BatchDims(ad);
+  const Dims b_batch = BatchDims(bd);
+  const int64_t a_batch_count = NumElements(a_batch);
+  const int64_t b_batch_count = NumElements(b_batch);
+  if (b_batch_count == 1) {
+    // Every row of every A batch multiplies the same B: one GEMM of
+    // a_batch_count * a_rows rows.
+    o.m = a_batch_count * a_rows;
+    return g;
+  }
+  o.m = a_rows;
+  // Broadcast the batch dims, right-aligned.
+  const size_t rank = std::max(a_batch.size(), b_batch.size());
+  Dims out_batch(rank, 1), a_full(rank, 1), b_full(rank, 1);
+  for (size_t i = 0; i < a_batch.size(); ++i) a_full[rank - a_batch.size() + i] = a_batch[i];
+  for (size_t i = 0; i < b_batch.size(); ++i) b_full[rank - b_batch.size() + i] = b_batch[i];
+  for (size_t i = 0; i < rank; ++i) out_batch[i] = std::max(a_full[i], b_full[i]);
+  const int64_t batch = NumElements(out_batch);
+  const int64_t a_matrix = a_rows * o.k;
+  const int64_t b_matrix = o.k * o.n;
+  const int64_t d_matrix = o.m * o.n;
+  if (a_full == out_batch && (b_full == out_batch || b_batch_count == 1)) {
+    o.batch = batch;
+    o.stride_a = a_matrix;
+    o.stride_b = b_batch_count == 1 ? 0 : b_matrix;
+    o.stride_d = d_matrix;
+    return g;
+  }
+  if (b_full == out_batch && a_batch_count == 1) {
+    o.batch = batch;
+    o.stride_a = 0;
+    o.stride_b = b_matrix;
+    o.stride_d = d_matrix;
+    return g;
+  }
+  // General broadcast: walk the output batch index and map it into A and B.
+  for (int64_t flat = 0; flat < batch; ++flat) {
+    int64_t rest = flat, a_index = 0, b_index = 0, a_scale = 1, b_scale = 1;
+    for (size_t i = rank; i-- > 0;) {
+      const int64_t coord = rest % out_batch[i];
+      rest /= out_batch[i];
+      a_index += (a_full[i] == 1 ? 0 : coord) * a_scale;
+      b_index += (b_full[i] == 1 ? 0 : coord) * b_scale;
+      a_scale *= a_full[i];
+      b_scale *= b_full[i];
+    }
+    g.batch_offsets.push_back({a_index * a_matrix, b_index * b_matrix, flat * d_matrix});
+  }
+  return g;
+}
+
+std::string NodeLabel(const BoundNode& node) {
+  return absl::StrCat("op '", node.name, "' (", node.op_type, ")");
+}
+
+}  // namespace
+
+bool IsColumnBias(const BoundValue& value, int64_t n) {
+  if (!value.is_constant() || value.dtype != DType::kFloat32 || value.dims.empty()) {
+    return false;
+  }
+  if (value.dims.back() != n) return false;
+  for (size_t i = 0; i + 1 < value.dims.size(); ++i) {
+    if (value.dims[i] != 1) return false;
+  }
+  return true;
+}
+
+absl::StatusOr<std::unique_ptr<GemmKernel>> GemmKernel::Create(const CudaKernelContext& context,
+                                                               const BoundValue* fused_bias) {
+  const BoundGraph& graph = context.graph;
+  const BoundNode& node = context.node;
+  const BoundValue& a = graph.value(node.inputs[0]);
+  const BoundValue& b = graph.value(node.inputs[1]);
+  if (a.dtype != DType::kFloat32 || b.dtype != DType::kFloat32) {
+    return absl::UnimplementedError("GEMMs run in float32 only");
+  }
+  GemmGeometry geometry;
+  const BoundValue* bias = fused_bias;
+  std::unique_ptr<CudaOpKernel> broadcast_c;
+  if (node.op_type == "Gemm") {
+    GemmOptions& o = geometry.options;
+    o.trans_a = IntAttr(node.attributes, "transA") != 0;
+    o.trans_b = IntAttr(node.attributes, "transB") != 0;
+    o.m = o.trans_a ? a.dims[1] : a.dims[0];
+    o.k = o.trans_a ? a.dims[0] : a.dims[1];
+    o.n = o.trans_b ? b.dims[0] : b.dims[1];
+    o.alpha = FloatAttr(node.attributes, "alpha");
+    const float beta = FloatAttr(node.attributes, "beta");
+    if (node.inputs.size() > 2 && beta != 0.0f) {
+      const BoundValue& c = graph.value(node.inputs[2]);
+      if (beta == 1.0f && IsColumnBias(c, o.n) && bias == nullptr) {
+        bias = &c;  // PyTorch's Linear: C is the bias, beta 1.
+      } else {
+        // D = broadcast(C), then the GEMM accumulates into it with beta.
+        o.beta = beta;
+        BoundNode expand{
+            node.name + "/broadcast_c", "Expand", {node.inputs[2]}, {node.outputs[0]}, {}};
+        ASSIGN_OR_RETURN(broadcast_c, MakeCudaOpKernel(graph, expand));
+      }
+    }
+  } else {
+    ASSIGN_OR_RETURN(geometry, MatMulGeometry(a, b));
+  }
+  if (bias != nullptr && broadcast_c != nullptr) {
+    return absl::InternalError(
+        absl::StrCat(NodeLabel(node), ": a fused bias and a broadcast C cannot both be applied"));
+  }
+  GemmOptions& o = geometry.options;
+  if (bias != nullptr) {
+    ASSIGN_OR_RETURN(const void* bias_address, context.weights->GetOrUpload(bias->constant));
+    o.bias = static_cast<const float*>(bias_address);
+    o.epilogue = GemmEpilogue::kBias;
+  }
+  o.allow_tf32 = context.allow_tf32;
+  o.workspace_bytes = kGemmWorkspaceBytes;
+  RETURN_IF_ERROR(context.workspace->Reserve(kGemmWorkspaceBytes));
+  if (!geometry.batch_offsets.empty()) {
+    // Per-batch offsets may leave addresses less than 256-byte aligned.
+    o.alignment_a = AlignmentOf(o.m * o.k * 4);
+    o.alignment_b = AlignmentOf(o.k * o.n * 4);
+    o.alignment_d = AlignmentOf(o.m * o.n * 4);
+  }
+  std::unique_ptr<CublasLtGemm> gemm;
+  if (NumElements(graph.value(node.outputs[0]).dims) > 0 && o.k > 0) {
+    ASSIGN_OR_RETURN(gemm, CublasLtGemm::Create(context.cublas, o));
+  }
+  return std::make_unique<GemmKernel>(
+      NodeLabel(node), AlgorithmChoices::Key(node.name, graph.batch_size), std::move(gemm),
+      std::move(broadcast_c), std::move(geometry.batch_offsets), context.workspace,
+      context.algorithm_choices);
+}
+
+GemmKernel::GemmKernel(std::string label, std::string choice_key,
+                       std::unique_ptr<CublasLtGemm> gemm,
+                       std::unique_ptr<CudaOpKernel> broadcast_c,
+                       std::vector<std::array<int64_t, 3>> batch_offsets,
+                       std::shared_ptr<StreamArena> workspace,
+                       std::shared_ptr<AlgorithmChoices> algorithm_choices)
+    : label_(std::move(label)),
+      choice_key_(std::move(choice_key)),
+      gemm_(std::move(gemm)),
+      broadcast_c_(std::move(broadcast_c)),
+      batch_offsets_(std::move(batch_offsets)),
+      workspace_(std::move(workspace)),
+      algorithm_choices_(std::move(algorithm_choices)) {}
+
+int64_t GemmKernel::Columns(const BoundGraph& graph, const BoundNode& node) {
+  const Dims& b = graph.value(node.inputs[1]).dims;
+  if (node.op_type == "Gemm") return IntAttr(node.attributes, "transB") != 0 ? b[0] : b[1];
+  return b.size() == 1 ? 1 : b.back();  // MatMul: a 1-D B gives one column
+}
+
+bool GemmKernel::UsesC(const BoundNode& node) {
+  return node.op_type == "Gemm" && node.inputs.size() > 2 &&
+         FloatAttr(node.attributes, "beta") != 0.0f;
+}
+
+bool GemmKernel::has_bias_epilogue() const {
+  return gemm_ != nullptr && gemm_->options().epilogue == GemmEpilogue::kBias;
+}
+
+// Times the algorithms on the first batch only (every batch has one shape),
+// or replays the choice another slot's plan recorded.
+absl::Status GemmKernel::Autotune(absl::Span<const void* const> inputs,
+                                  absl::Span<void* const> outputs, cudaStream_t stream) {
+  if (!gemm_) return absl::OkStatus();
+  if (algorithm_choices_) {
+    if (const std::optional<int64_t> recorded = algorithm_choices_->Find(choice_key_)) {
+      return AnnotateStatus(gemm_->UseCandidate(static_cast<int>(*recorded)), label_);
+    }
+  }
+  const auto* a = static_cast<const float*>(inputs[0]);
+  const auto* b = static_cast<const float*>(inputs[1]);
+  auto* d = static_cast<float*>(outputs[0]);
+  if (!batch_offsets_.empty()) {
+    const auto& [a_offset, b_offset, d_offset] = batch_offsets_.front();
+    a += a_offset;
+    b += b_offset;
+    d += d_offset;
+  }
+  return AnnotateStatus(gemm_->ChooseFastestAlgorithm(a, b, d, workspace_->base(), stream), label_);
+}
+
+absl::Status GemmKernel::Enqueue(absl::Span<const void* const> inputs,
+                                 absl::Span<void* const> outputs, cudaStream_t stream) const {
+  if (broadcast_c_) {
+    const void* c[] = {inputs[2]};
+    RETURN_IF_ERROR(broadcast_c_->Enqueue(c, outputs, stream));
+  }
+  if (!gemm_) return absl::OkStatus();  // empty output
+  const auto* a = static_cast<const float*>(inputs[0]);
+  const auto* b = static_cast<const float*>(inputs[1]);
+  auto* d = static_cast<float*>(outputs[0]);
+  void* workspace = workspace_->base();
+  if (batch_offsets_.empty()) return gemm_->Enqueue(a, b, d, workspace, stream);
+  for (const auto& [a_offset, b_offset, d_offset] : batch_offsets_) {
+    RETURN_IF_ERROR(gemm_->Enqueue(a + a_offset, b + b_offset, d + d_offset, workspace, stream));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace graphserve
