@@ -42,7 +42,7 @@ int main(int argc, char** argv) {
   command_line.AddInt("warmup", &options.warmup, "Untimed runs before each timing loop.");
   command_line.AddInt("iters", &options.iters, "Timed runs per loop; the median is reported.");
   command_line.AddString("json", &json_path, "Write the records to this JSON file.");
-  command_line.AddBool("allow-tf32", &options.allow_tf32, "Allow TF32 tensor-core GEMMs.");
+  command_line.AddBool("allow-tf32", &options.allow_tf32, "Allow TF32 tensor-core GEMMs and convolutions.");
   command_line.AddInt("device", &device, "CUDA device ordinal.");
 
   if (absl::Status status = command_line.Parse(argc, argv); !status.ok()) return Fail(status);

@@ -158,7 +158,7 @@ int RunPrepare(const std::vector<std::string>& args, std::ostream& out, std::ost
                       "captured size.");
   command_line.AddInt("device", &device, "CUDA device ordinal.");
   command_line.AddBool("allow-tf32", &options.allow_tf32,
-                       "Allow TF32 tensor-core GEMMs (faster, relative error near 3e-4).");
+                       "Allow TF32 tensor-core GEMMs and convolutions (faster, relative error near 3e-4).");
   command_line.AddInt("cost-iters", &options.cost_iters,
                       "Timed launches per size and mode for the cost table, >= 1.");
 

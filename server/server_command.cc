@@ -100,7 +100,7 @@ void AddFlags(FlagValues* v, CommandLine* flags) {
                    "on: replay CUDA graphs; off: run the same plans eagerly on the same "
                    "streams (for side-by-side measurement).");
   flags->AddBool("allow-tf32", &options.models.allow_tf32,
-                 "TF32 tensor-core GEMMs (faster; relative error near 3e-4).");
+                 "TF32 tensor-core GEMMs and convolutions (faster; relative error near 3e-4).");
   flags->AddInt("max-queued-chunks", &v->max_queued,
                 "Chunks per model that may wait for a free stream; beyond it requests get "
                 "RESOURCE_EXHAUSTED.");

@@ -26,17 +26,18 @@ namespace graphserve {
 struct CudaExecutorOptions {
   // CUDA device ordinal.
   int device = 0;
-  // Allow TF32 tensor-core math in GEMMs: faster, relative error near 3e-4.
+  // Allow TF32 tensor-core math in GEMMs and convolutions: faster, relative
+  // error near 3e-4.
   // Off by default: exact float32.
   bool allow_tf32 = false;
-  // Fuse Gemm/MatMul + bias Add + Relu/Gelu into cuBLASLt epilogues, and
-  // elementwise chains into one kernel: today the exact (erf) GELU that
-  // PyTorch exports as Div/Erf/Add/Mul/Mul (see fused_gelu.h).
+  // Fuse a bias Add into the Gemm/MatMul's cuBLASLt epilogue; a residual Add
+  // and the activation after a Conv into its epilogue kernel; and elementwise
+  // chains into one kernel: today the exact (erf) GELU that PyTorch exports
+  // as Div/Erf/Add/Mul/Mul (see fused_gelu.h).
   bool fuse_epilogues = true;
   // Time cuBLASLt's proposed algorithms for each GEMM, and cuDNN's for each
-  // convolution, at plan time and keep the fastest
-  // (CublasLtGemm::ChooseFastestAlgorithm, CudnnConv::ChooseFastestAlgorithm). Plans then differ in
-  // rounding only between runs whose timings differ.
+  // convolution, at plan time and keep the fastest (CudaOpKernel::Autotune).
+  // Plans then differ in rounding only between runs whose timings differ.
   bool autotune_gemms = true;
 };
 
