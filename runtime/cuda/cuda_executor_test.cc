@@ -432,12 +432,7 @@ Model CnnModel() {
   return model;
 }
 
-class CudaExecutorCnnTest : public ::testing::TestWithParam<int64_t> {
- protected:
-  void SetUp() override {
-    if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device on this machine";
-  }
-};
+class CudaExecutorCnnTest : public CudaExecutorTest {};
 
 TEST_P(CudaExecutorCnnTest, MatchesHostExecutorFusedAndUnfused) {
   const int64_t batch = GetParam();

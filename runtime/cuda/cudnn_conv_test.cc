@@ -13,16 +13,13 @@
 #include <vector>
 
 #include "common/cuda_handles.h"
-#include "runtime/cuda/float_match.h"
+#include "runtime/cuda/kernel_test_util.h"
 #include "runtime/host/nn_reference.h"
 #include "runtime/nn_params.h"
 
 namespace graphserve {
 namespace {
 
-constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
-constexpr float kInf = std::numeric_limits<float>::infinity();
-constexpr float kLarge = 1e30f;  // finite, but its products and sums dwarf the rest
 // float32 summation of a few hundred products stays far under this, relative
 // to the sum of their magnitudes; TF32 (10-bit mantissa) lands near 1e-3.
 constexpr double kFloat32Tolerance = 1e-5;
@@ -92,23 +89,6 @@ std::vector<float> RandomNormal(size_t count, std::mt19937& rng) {
   return v;
 }
 
-// Replaces a few elements by NaN, +Inf, -Inf, +1e30 and -1e30: about
-// `affected` of the outputs (each reading `taps` inputs) see one, so that most
-// still check the arithmetic.
-void InjectSpecials(std::vector<float>& v, int64_t taps, double affected, std::mt19937& rng) {
-  const float specials[] = {kNaN, kInf, -kInf, kLarge, -kLarge};
-  constexpr int64_t kAtLeast = 10;  // two of each
-  const auto count = std::max<int64_t>(
-      kAtLeast,
-      static_cast<int64_t>(static_cast<double>(v.size()) * affected / static_cast<double>(taps)));
-  std::uniform_int_distribution<size_t> position(0, v.size() - 1);
-  for (int64_t i = 0; i < count; ++i) v[position(rng)] = specials[i % 5];
-}
-
-std::vector<float> Abs(std::vector<float> v) {
-  for (float& x : v) x = std::fabs(x);
-  return v;
-}
 
 absl::StatusOr<DeviceBuffer> Upload(const std::vector<float>& host) {
   absl::StatusOr<DeviceBuffer> buffer = DeviceBuffer::Allocate(host.size() * sizeof(float));

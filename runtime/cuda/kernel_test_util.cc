@@ -1,4 +1,4 @@
-#include "runtime/cuda/float_match.h"
+#include "runtime/cuda/kernel_test_util.h"
 
 #include <algorithm>
 #include <cfloat>
@@ -8,6 +8,22 @@
 #include <string>
 
 namespace graphserve {
+
+void InjectSpecials(std::vector<float>& v, int64_t taps, double affected, std::mt19937& rng) {
+  if (v.empty()) return;
+  const float specials[] = {kNaN, kInf, -kInf, kLarge, -kLarge};
+  constexpr int64_t kAtLeast = 10;  // two of each
+  const auto count = std::max<int64_t>(
+      kAtLeast,
+      static_cast<int64_t>(static_cast<double>(v.size()) * affected / static_cast<double>(taps)));
+  std::uniform_int_distribution<size_t> position(0, v.size() - 1);
+  for (int64_t i = 0; i < count; ++i) v[position(rng)] = specials[i % 5];
+}
+
+std::vector<float> Abs(std::vector<float> v) {
+  for (float& x : v) x = std::fabs(x);
+  return v;
+}
 
 ::testing::AssertionResult MatchesReference(const std::vector<float>& got,
                                             const std::vector<float>& want, double rtol,

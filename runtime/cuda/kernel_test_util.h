@@ -1,0 +1,37 @@
+#pragma once
+// What the GPU kernel tests share: special values to inject into inputs,
+// and the comparison with a host reference.
+
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace graphserve {
+
+inline constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+inline constexpr float kInf = std::numeric_limits<float>::infinity();
+// Finite, but its products and sums dwarf every other value.
+inline constexpr float kLarge = 1e30f;
+
+// Replaces elements by NaN, +Inf, -Inf, +1e30 and -1e30 (at least two of
+// each) so that about `affected` of the outputs, each reading `taps` inputs,
+// see one and the rest still check the arithmetic.
+void InjectSpecials(std::vector<float>& v, int64_t taps, double affected, std::mt19937& rng);
+
+// |v| elementwise: the magnitudes rounding errors grow with.
+std::vector<float> Abs(std::vector<float> v);
+
+// Compares got with the reference: NaN exactly where the reference is NaN,
+// infinities equal, finite values within rtol * max(|want|, scale[i]) (scale
+// empty: |want|), where scale[i] is the magnitude the rounding error grows
+// with (the mean of |x| for an average). Values below FLT_MIN carry no
+// relative precision and are compared to within FLT_MIN; rtol 0 demands
+// equality.
+::testing::AssertionResult MatchesReference(const std::vector<float>& got,
+                                            const std::vector<float>& want, double rtol,
+                                            const std::vector<float>& scale = {});
+
+}  // namespace graphserve
