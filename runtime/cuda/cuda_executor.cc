@@ -17,6 +17,7 @@
 #include "runtime/cuda/gemm_kernel.h"
 #include "runtime/cuda/nn_ops.h"
 #include "runtime/cuda/op_kernels.h"
+#include "runtime/fusion.h"
 #include "runtime/nn_node_params.h"
 #include "tensor_holder/memory_planner.h"
 
@@ -80,50 +81,6 @@ struct CudaExecutor::Plan {
 
 namespace {
 
-// Nodes that read each value.
-std::vector<std::vector<int>> ConsumersOf(const BoundGraph& graph) {
-  std::vector<std::vector<int>> consumers(graph.values.size());
-  for (int i = 0; i < static_cast<int>(graph.nodes.size()); ++i) {
-    for (ValueId input : graph.nodes[i].inputs) consumers[input].push_back(i);
-  }
-  return consumers;
-}
-
-bool IsGraphOutput(const BoundGraph& graph, ValueId id) {
-  for (ValueId output : graph.outputs) {
-    if (output == id) return true;
-  }
-  return false;
-}
-
-// The single consumer of `value` when it has exactly one and is not a graph
-// output (so the value need not be materialised if the consumer is fused).
-std::optional<int> SoleConsumer(const BoundGraph& graph,
-                                const std::vector<std::vector<int>>& consumers, ValueId value) {
-  if (consumers[value].size() != 1 || IsGraphOutput(graph, value)) return std::nullopt;
-  return consumers[value][0];
-}
-
-// A float32 constant holding one element equal to `target` within 1e-6
-// relative. Its dims are checked by the caller through the result's dims.
-bool IsScalarConstant(const BoundValue& value, float target) {
-  if (!value.is_constant() || value.dtype != DType::kFloat32 ||
-      value.constant->num_elements() != 1) {
-    return false;
-  }
-  const float v = value.constant->data<float>()[0];
-  return std::fabs(v - target) <= 1e-6f * std::fabs(target);
-}
-
-// The node producing each value; -1 for inputs and constants.
-std::vector<int> ProducersOf(const BoundGraph& graph) {
-  std::vector<int> producers(graph.values.size(), -1);
-  for (int i = 0; i < static_cast<int>(graph.nodes.size()); ++i) {
-    for (ValueId output : graph.nodes[i].outputs) producers[output] = i;
-  }
-  return producers;
-}
-
 // The erf GELU as one launch; replaces a chain matched by MatchErfGelu.
 class ErfGeluKernel final : public CudaOpKernel {
  public:
@@ -146,173 +103,38 @@ class PlanBuilder {
  public:
   explicit PlanBuilder(CudaExecutor::Plan& plan) : plan_(plan), graph_(plan.graph) {}
 
+  // One kernel per step of the fusion pass (runtime/fusion.h).
   absl::Status Build() {
-    consumers_ = ConsumersOf(graph_);
-    plan_.alias_root.resize(graph_.values.size());
-    for (size_t i = 0; i < graph_.values.size(); ++i) plan_.alias_root[i] = static_cast<ValueId>(i);
-    absorbed_.assign(graph_.nodes.size(), false);
-    // Elementwise chains first: a chain's nodes need not be contiguous in the
-    // node order (PyTorch may emit the 0.5 Mul before the Div), so all are
-    // found before any node becomes a step. Each match's step takes the place
-    // of its last node.
-    std::vector<std::optional<ErfGeluMatch>> gelu_at(graph_.nodes.size());
-    if (plan_.options.fuse_epilogues) {
-      producers_ = ProducersOf(graph_);
-      for (int i = 0; i < static_cast<int>(graph_.nodes.size()); ++i) {
-        if (absorbed_[i]) continue;
-        if (std::optional<ErfGeluMatch> match = MatchErfGelu(i)) {
-          for (int n : match->nodes) absorbed_[n] = true;
-          absorbed_[match->nodes.back()] = false;  // becomes the fused step
-          gelu_at[match->nodes.back()] = std::move(match);
-        }
+    FusionPlan fusion = PlanFusion(graph_, {.fuse = plan_.options.fuse_epilogues});
+    plan_.alias_root = std::move(fusion.alias_root);
+    plan_.fused_epilogues = fusion.gemm_bias_epilogues;
+    plan_.fused_gelus = fusion.erf_gelus;
+    plan_.conv_steps = fusion.conv_steps;
+    plan_.fused_into_convs = fusion.fused_into_convs;
+    for (FusedStep& fused : fusion.steps) {
+      const BoundNode& anchor = graph_.nodes[fused.anchor];
+      absl::StatusOr<std::unique_ptr<CudaOpKernel>> kernel = MakeKernel(fused);
+      if (!kernel.ok()) {
+        return AnnotateStatus(kernel.status(),
+                              absl::StrCat(NodeLabel(anchor), ", batch ", graph_.batch_size));
       }
-    }
-    for (int i = 0; i < static_cast<int>(graph_.nodes.size()); ++i) {
-      if (absorbed_[i]) continue;
-      const BoundNode& node = graph_.nodes[i];
-      absl::Status status;
-      if (gelu_at[i]) {
-        AddErfGeluStep(*gelu_at[i]);
-      } else if (IsAliasOp(node.op_type)) {
-        plan_.alias_root[node.outputs[0]] = plan_.Root(node.inputs[0]);
-      } else if (node.op_type == "Gemm" || node.op_type == "MatMul") {
-        status = AddGemmStep(i);
-      } else if (node.op_type == "Conv") {
-        status = AddConvStep(i);
-      } else {
-        status = AddKernelStep(node);
-      }
-      if (!status.ok()) {
-        return AnnotateStatus(status, absl::StrCat(NodeLabel(node), ", batch ", graph_.batch_size));
-      }
+      ExecutionStep step;
+      step.label = StepLabel(fused);
+      step.kernel = *std::move(kernel);
+      step.inputs = std::move(fused.inputs);
+      step.outputs = std::move(fused.outputs);
+      plan_.steps.push_back(std::move(step));
     }
     RETURN_IF_ERROR(AssignStorage());
     return PlanArena();
   }
 
  private:
-  // The exact GELU chain PyTorch exports for nn.GELU (approximate='none'):
-  //   d = Div(x, sqrt(2)) | Mul(x, 1/sqrt(2));  e = Erf(d);  a = Add(e, 1)
-  //   then  y = Mul(Mul(x, a), 0.5)  or  y = Mul(Mul(x, 0.5), a)
-  // with Add and Mul operands in either order. Every intermediate has one
-  // reader and is no graph output, every value is float32 with x's dims (x is
-  // not broadcast), and both x operands are the same value.
-  struct ErfGeluMatch {
-    ValueId x = -1;
-    ValueId y = -1;
-    std::vector<int> nodes;  // node order ascending; the last one writes y
-  };
-
-  // One float32 output with x's dims.
-  bool IsLikeX(const BoundNode& node, const BoundValue& x) const {
-    if (node.outputs.size() != 1) return false;
-    const BoundValue& out = graph_.value(node.outputs[0]);
-    return out.dtype == DType::kFloat32 && out.dims == x.dims;
-  }
-
-  // For a two-input node: the input other than `known` when the other one is
-  // `known` (either order); nullopt otherwise.
-  static std::optional<ValueId> OtherInput(const BoundNode& node, ValueId known) {
-    if (node.inputs.size() != 2) return std::nullopt;
-    if (node.inputs[0] == known) return node.inputs[1];
-    if (node.inputs[1] == known) return node.inputs[0];
-    return std::nullopt;
-  }
-
-  // The sole reader of node's output when it is of type `op_type` and not yet
-  // absorbed.
-  std::optional<int> NextNode(const BoundNode& node, const char* op_type) const {
-    std::optional<int> next = SoleConsumer(graph_, consumers_, node.outputs[0]);
-    if (!next || absorbed_[*next] || graph_.nodes[*next].op_type != op_type) return std::nullopt;
-    return next;
-  }
-
-  // Starts at the Div (or Mul by 1/sqrt(2)) at `node_index`.
-  std::optional<ErfGeluMatch> MatchErfGelu(int node_index) const {
-    constexpr float kSqrt2 = 1.41421356f;
-    constexpr float kInvSqrt2 = 0.70710678f;
-    const BoundNode& scale = graph_.nodes[node_index];
-    if (scale.inputs.size() != 2 || scale.outputs.size() != 1) return std::nullopt;
-    ValueId x = -1;
-    if (scale.op_type == "Div") {
-      if (!IsScalarConstant(graph_.value(scale.inputs[1]), kSqrt2)) return std::nullopt;
-      x = scale.inputs[0];
-    } else if (scale.op_type == "Mul") {
-      if (IsScalarConstant(graph_.value(scale.inputs[1]), kInvSqrt2)) {
-        x = scale.inputs[0];
-      } else if (IsScalarConstant(graph_.value(scale.inputs[0]), kInvSqrt2)) {
-        x = scale.inputs[1];
-      } else {
-        return std::nullopt;
-      }
-    } else {
-      return std::nullopt;
-    }
-    const BoundValue& xv = graph_.value(x);
-    if (xv.is_constant() || xv.dtype != DType::kFloat32 || !IsLikeX(scale, xv)) {
-      return std::nullopt;
-    }
-    ErfGeluMatch match;
-    match.x = x;
-    match.nodes.push_back(node_index);
-
-    const std::optional<int> erf = NextNode(scale, "Erf");
-    if (!erf || graph_.nodes[*erf].inputs.size() != 1 || !IsLikeX(graph_.nodes[*erf], xv)) {
-      return std::nullopt;
-    }
-    match.nodes.push_back(*erf);
-    const BoundNode& erf_node = graph_.nodes[*erf];
-
-    const std::optional<int> add = NextNode(erf_node, "Add");
-    if (!add || !IsLikeX(graph_.nodes[*add], xv)) return std::nullopt;
-    const BoundNode& add_node = graph_.nodes[*add];
-    const std::optional<ValueId> one = OtherInput(add_node, erf_node.outputs[0]);
-    if (!one || !IsScalarConstant(graph_.value(*one), 1.0f)) return std::nullopt;
-    match.nodes.push_back(*add);
-
-    // a = 1 + erf(...) times x, times 0.5, in either grouping.
-    const std::optional<int> mul = NextNode(add_node, "Mul");
-    if (!mul || !IsLikeX(graph_.nodes[*mul], xv)) return std::nullopt;
-    const BoundNode& mul_node = graph_.nodes[*mul];
-    const std::optional<ValueId> other = OtherInput(mul_node, add_node.outputs[0]);
-    if (!other) return std::nullopt;
-    if (*other == x) {
-      // m = x * a, then y = m * 0.5.
-      match.nodes.push_back(*mul);
-      const std::optional<int> half = NextNode(mul_node, "Mul");
-      if (!half || !IsLikeX(graph_.nodes[*half], xv)) return std::nullopt;
-      const std::optional<ValueId> c = OtherInput(graph_.nodes[*half], mul_node.outputs[0]);
-      if (!c || !IsScalarConstant(graph_.value(*c), 0.5f)) return std::nullopt;
-      match.nodes.push_back(*half);
-    } else {
-      // h = x * 0.5 (read by this Mul only), then y = h * a.
-      const int half = producers_[*other];
-      if (half < 0 || absorbed_[half] || graph_.nodes[half].op_type != "Mul" ||
-          SoleConsumer(graph_, consumers_, *other) != std::optional<int>(*mul) ||
-          !IsLikeX(graph_.nodes[half], xv)) {
-        return std::nullopt;
-      }
-      const std::optional<ValueId> c = OtherInput(graph_.nodes[half], x);
-      if (!c || !IsScalarConstant(graph_.value(*c), 0.5f)) return std::nullopt;
-      match.nodes.push_back(half);
-      match.nodes.push_back(*mul);
-    }
-    std::sort(match.nodes.begin(), match.nodes.end());
-    match.y = graph_.nodes[match.nodes.back()].outputs[0];
-    return match;
-  }
-
-  void AddErfGeluStep(const ErfGeluMatch& match) {
-    ExecutionStep step;
-    step.label = absl::StrCat("fused erf GELU of '", graph_.value(match.x).name, "' (ops '",
-                              graph_.nodes[match.nodes.front()].name, "' .. '",
-                              graph_.nodes[match.nodes.back()].name, "')");
-    step.kernel =
-        std::make_unique<ErfGeluKernel>(step.label, NumElements(graph_.value(match.x).dims));
-    step.inputs = {match.x};
-    step.outputs = {match.y};
-    plan_.steps.push_back(std::move(step));
-    ++plan_.fused_gelus;
+  std::string StepLabel(const FusedStep& step) const {
+    if (step.kind != StepKind::kErfGelu) return NodeLabel(graph_.nodes[step.anchor]);
+    return absl::StrCat("fused erf GELU of '", graph_.value(step.inputs[0]).name, "' (ops '",
+                        graph_.nodes[step.nodes.front()].name, "' .. '",
+                        graph_.nodes[step.nodes.back()].name, "')");
   }
 
   // The context a kernel factory sees for `node` (Note [Op registry]).
@@ -327,133 +149,28 @@ class PlanBuilder {
                              plan_.resources.algorithm_choices};
   }
 
-  absl::Status AddKernelStep(const BoundNode& node) {
+  absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeKernel(const FusedStep& step) const {
+    const BoundNode& node = graph_.nodes[step.anchor];
+    switch (step.kind) {
+      case StepKind::kErfGelu:
+        return std::make_unique<ErfGeluKernel>(StepLabel(step),
+                                               NumElements(graph_.value(step.inputs[0]).dims));
+      case StepKind::kGemm:
+        return GemmKernel::Create(KernelContext(node),
+                                  step.gemm_bias >= 0 ? &graph_.value(step.gemm_bias) : nullptr);
+      case StepKind::kConv: {
+        ConvFusion fusion;
+        fusion.has_bias = node.inputs.size() > 2;
+        fusion.has_residual = step.conv_residual;
+        fusion.activation = step.conv_activation;
+        return ConvKernel::Create(KernelContext(node), fusion);
+      }
+      case StepKind::kKernel:
+        break;
+    }
     const CudaKernelFactory factory = FindCudaKernelFactory(node.op_type);
     if (factory == nullptr) return absl::UnimplementedError("no CUDA kernel for this op");
-    ExecutionStep step;
-    step.label = NodeLabel(node);
-    ASSIGN_OR_RETURN(step.kernel, factory(KernelContext(node)));
-    step.inputs = node.inputs;
-    step.outputs = node.outputs;
-    plan_.steps.push_back(std::move(step));
-    return absl::OkStatus();
-  }
-
-  // The activation a node applies, for a Conv epilogue; kNone if it is none
-  // the epilogue can take.
-  static ActivationParams EpilogueActivation(const BoundNode& node) {
-    const ActivationParams activation = ActivationOf(node);
-    return activation.kind == Activation::kHardSigmoid ? ActivationParams{} : activation;
-  }
-
-  // x * Sigmoid(x) as PyTorch exports SiLU: `value` read by exactly one
-  // Sigmoid and one Mul, which multiplies it by that Sigmoid's output (read
-  // by nothing else). Returns the Mul, after absorbing the Sigmoid.
-  std::optional<int> MatchSilu(ValueId value) {
-    if (consumers_[value].size() != 2 || IsGraphOutput(graph_, value)) return std::nullopt;
-    int sigmoid = consumers_[value][0];
-    int mul = consumers_[value][1];
-    if (graph_.nodes[sigmoid].op_type != "Sigmoid") std::swap(sigmoid, mul);
-    if (graph_.nodes[sigmoid].op_type != "Sigmoid" || graph_.nodes[mul].op_type != "Mul" ||
-        absorbed_[sigmoid] || absorbed_[mul]) {
-      return std::nullopt;
-    }
-    const ValueId s = graph_.nodes[sigmoid].outputs[0];
-    if (SoleConsumer(graph_, consumers_, s) != std::optional<int>(mul) ||
-        OtherInput(graph_.nodes[mul], value) != std::optional<ValueId>(s) ||
-        graph_.value(graph_.nodes[mul].outputs[0]).dims != graph_.value(value).dims) {
-      return std::nullopt;
-    }
-    absorbed_[sigmoid] = true;
-    return mul;
-  }
-
-  // Conv on cuDNN, absorbing into one epilogue launch a following residual
-  // Add (of a same-dims value) and then an activation (Relu, Clip, Sigmoid,
-  // SiLU, HardSwish), when nothing else reads the intermediate results. The
-  // epilogue propagates NaN as the unfused ops do.
-  absl::Status AddConvStep(int node_index) {
-    const BoundNode& node = graph_.nodes[node_index];
-    ExecutionStep step;
-    step.label = NodeLabel(node);
-    step.inputs = node.inputs;
-    ConvFusion fusion;
-    fusion.has_bias = node.inputs.size() > 2;
-    ValueId output = node.outputs[0];
-    if (plan_.options.fuse_epilogues) {
-      if (std::optional<int> add = SoleConsumer(graph_, consumers_, output);
-          add && !absorbed_[*add] && graph_.nodes[*add].op_type == "Add") {
-        const BoundNode& add_node = graph_.nodes[*add];
-        const std::optional<ValueId> other = OtherInput(add_node, output);
-        if (other && *other != output && graph_.value(*other).dtype == DType::kFloat32 &&
-            graph_.value(*other).dims == graph_.value(output).dims &&
-            graph_.value(add_node.outputs[0]).dims == graph_.value(output).dims) {
-          fusion.has_residual = true;
-          step.inputs.push_back(*other);
-          absorbed_[*add] = true;
-          output = add_node.outputs[0];
-          ++plan_.fused_into_convs;
-        }
-      }
-      if (std::optional<int> mul = MatchSilu(output)) {
-        fusion.activation.kind = Activation::kSilu;
-        absorbed_[*mul] = true;
-        output = graph_.nodes[*mul].outputs[0];
-        plan_.fused_into_convs += 2;
-      } else if (std::optional<int> next = SoleConsumer(graph_, consumers_, output);
-                 next && !absorbed_[*next]) {
-        const ActivationParams activation = EpilogueActivation(graph_.nodes[*next]);
-        if (activation.kind != Activation::kNone &&
-            graph_.value(graph_.nodes[*next].outputs[0]).dims == graph_.value(output).dims) {
-          fusion.activation = activation;
-          absorbed_[*next] = true;
-          output = graph_.nodes[*next].outputs[0];
-          ++plan_.fused_into_convs;
-        }
-      }
-    }
-    ASSIGN_OR_RETURN(step.kernel, ConvKernel::Create(KernelContext(node), fusion));
-    step.outputs = {output};
-    plan_.steps.push_back(std::move(step));
-    ++plan_.conv_steps;
-    return absl::OkStatus();
-  }
-
-  // Gemm / MatMul, absorbing a following bias Add into the epilogue when
-  // nothing else reads the intermediate result. Relu stays a kernel of its
-  // own, which propagates NaN as ONNX and PyTorch do: cuBLASLt does not
-  // promise that of its RELU epilogues, and with them a NaN input row of
-  // dlrm_dense came out as numbers (issue 9). PyTorch's Linear + ReLU is two
-  // launches as well.
-  absl::Status AddGemmStep(int node_index) {
-    const BoundNode& node = graph_.nodes[node_index];
-    const BoundValue* fused_bias = nullptr;
-    ValueId output = node.outputs[0];
-    if (plan_.options.fuse_epilogues && !GemmKernel::UsesC(node)) {
-      if (std::optional<int> add = SoleConsumer(graph_, consumers_, output);
-          add && graph_.nodes[*add].op_type == "Add") {
-        const BoundNode& add_node = graph_.nodes[*add];
-        const ValueId other =
-            add_node.inputs[0] == output ? add_node.inputs[1] : add_node.inputs[0];
-        if (IsColumnBias(graph_.value(other), GemmKernel::Columns(graph_, node)) &&
-            graph_.value(add_node.outputs[0]).dims == graph_.value(output).dims) {
-          fused_bias = &graph_.value(other);
-          absorbed_[*add] = true;
-          output = add_node.outputs[0];
-        }
-      }
-    }
-    ExecutionStep step;
-    step.label = NodeLabel(node);
-    ASSIGN_OR_RETURN(std::unique_ptr<GemmKernel> gemm,
-                     GemmKernel::Create(KernelContext(node), fused_bias));
-    if (gemm->has_bias_epilogue()) ++plan_.fused_epilogues;
-    step.inputs = {node.inputs[0], node.inputs[1]};
-    if (gemm->reads_c()) step.inputs.push_back(node.inputs[2]);
-    step.kernel = std::move(gemm);
-    step.outputs = {output};
-    plan_.steps.push_back(std::move(step));
-    return absl::OkStatus();
+    return factory(KernelContext(node));
   }
 
   absl::Status AssignStorage() {
@@ -522,9 +239,6 @@ class PlanBuilder {
 
   CudaExecutor::Plan& plan_;
   const BoundGraph& graph_;
-  std::vector<std::vector<int>> consumers_;
-  std::vector<int> producers_;  // filled only when fusing
-  std::vector<bool> absorbed_;
 };
 
 }  // namespace

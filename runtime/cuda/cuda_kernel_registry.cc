@@ -84,9 +84,4 @@ CudaKernelFactory FindCudaKernelFactory(const std::string& op_type) {
   return it == Factories().end() ? nullptr : it->second;
 }
 
-bool IsAliasOp(const std::string& op_type) {
-  return op_type == "Identity" || op_type == "Reshape" || op_type == "Flatten" ||
-         op_type == "Squeeze" || op_type == "Unsqueeze";
-}
-
 }  // namespace graphserve

@@ -18,12 +18,9 @@ using CudaKernelFactory =
     absl::StatusOr<std::unique_ptr<CudaOpKernel>> (*)(const CudaKernelContext& context);
 
 // The factory of `op_type`; null for ops that never reach a CUDA kernel:
-// the aliases (Identity, Reshape, Flatten, Squeeze, Unsqueeze share their
-// input's bytes) and the ops binding always replaces (Constant, Shape,
+// the aliases (IsAliasOp in runtime/fusion.h: they share their input's
+// bytes) and the ops binding always replaces (Constant, Shape,
 // Dropout).
 CudaKernelFactory FindCudaKernelFactory(const std::string& op_type);
-
-// Ops whose output is their input's bytes under new dims.
-bool IsAliasOp(const std::string& op_type);
 
 }  // namespace graphserve

@@ -1,6 +1,7 @@
 #include "runtime/cuda/cuda_kernel_registry.h"
 
 #include "gtest/gtest.h"
+#include "runtime/fusion.h"
 #include "runtime/op_registry.h"
 
 namespace graphserve {

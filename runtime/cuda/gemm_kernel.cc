@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/cuda_status.h"
 #include "common/status.h"
+#include "runtime/fusion.h"
 
 namespace graphserve {
 
@@ -102,17 +103,6 @@ std::string NodeLabel(const BoundNode& node) {
 
 }  // namespace
 
-bool IsColumnBias(const BoundValue& value, int64_t n) {
-  if (!value.is_constant() || value.dtype != DType::kFloat32 || value.dims.empty()) {
-    return false;
-  }
-  if (value.dims.back() != n) return false;
-  for (size_t i = 0; i + 1 < value.dims.size(); ++i) {
-    if (value.dims[i] != 1) return false;
-  }
-  return true;
-}
-
 absl::StatusOr<std::unique_ptr<GemmKernel>> GemmKernel::Create(const CudaKernelContext& context,
                                                                const BoundValue* fused_bias) {
   const BoundGraph& graph = context.graph;
@@ -133,25 +123,21 @@ absl::StatusOr<std::unique_ptr<GemmKernel>> GemmKernel::Create(const CudaKernelC
     o.k = o.trans_a ? a.dims[0] : a.dims[1];
     o.n = o.trans_b ? b.dims[0] : b.dims[1];
     o.alpha = FloatAttr(node.attributes, "alpha");
-    const float beta = FloatAttr(node.attributes, "beta");
-    if (node.inputs.size() > 2 && beta != 0.0f) {
-      const BoundValue& c = graph.value(node.inputs[2]);
-      if (beta == 1.0f && IsColumnBias(c, o.n) && bias == nullptr) {
-        bias = &c;  // PyTorch's Linear: C is the bias, beta 1.
-      } else {
-        // D = broadcast(C), then the GEMM accumulates into it with beta.
-        o.beta = beta;
-        BoundNode expand{
-            node.name + "/broadcast_c", "Expand", {node.inputs[2]}, {node.outputs[0]}, {}};
-        ASSIGN_OR_RETURN(broadcast_c, MakeCudaOpKernel(graph, expand));
-      }
+    if (GemmCIsBias(graph, node)) {
+      bias = &graph.value(node.inputs[2]);  // PyTorch's Linear: C is the bias, beta 1
+    } else if (GemmReadsC(graph, node)) {
+      // D = broadcast(C), then the GEMM accumulates into it with beta.
+      o.beta = FloatAttr(node.attributes, "beta");
+      BoundNode expand{
+          node.name + "/broadcast_c", "Expand", {node.inputs[2]}, {node.outputs[0]}, {}};
+      ASSIGN_OR_RETURN(broadcast_c, MakeCudaOpKernel(graph, expand));
     }
   } else {
     ASSIGN_OR_RETURN(geometry, MatMulGeometry(a, b));
   }
-  if (bias != nullptr && broadcast_c != nullptr) {
-    return absl::InternalError(
-        absl::StrCat(NodeLabel(node), ": a fused bias and a broadcast C cannot both be applied"));
+  if (fused_bias != nullptr && (broadcast_c != nullptr || bias != fused_bias)) {
+    return absl::InternalError(absl::StrCat(
+        NodeLabel(node), ": a fused bias and the Gemm's own C cannot both be applied"));
   }
   GemmOptions& o = geometry.options;
   if (bias != nullptr) {
@@ -191,17 +177,6 @@ GemmKernel::GemmKernel(std::string label, std::string choice_key,
       batch_offsets_(std::move(batch_offsets)),
       workspace_(std::move(workspace)),
       algorithm_choices_(std::move(algorithm_choices)) {}
-
-int64_t GemmKernel::Columns(const BoundGraph& graph, const BoundNode& node) {
-  const Dims& b = graph.value(node.inputs[1]).dims;
-  if (node.op_type == "Gemm") return IntAttr(node.attributes, "transB") != 0 ? b[0] : b[1];
-  return b.size() == 1 ? 1 : b.back();  // MatMul: a 1-D B gives one column
-}
-
-bool GemmKernel::UsesC(const BoundNode& node) {
-  return node.op_type == "Gemm" && node.inputs.size() > 2 &&
-         FloatAttr(node.attributes, "beta") != 0.0f;
-}
 
 bool GemmKernel::has_bias_epilogue() const {
   return gemm_ != nullptr && gemm_->options().epilogue == GemmEpilogue::kBias;

@@ -18,10 +18,6 @@
 
 namespace graphserve {
 
-// A float32 constant that adds one value per output column of a [..., n]
-// result: fusable as a cuBLASLt bias.
-bool IsColumnBias(const BoundValue& value, int64_t n);
-
 // Enqueue's inputs: A, B, and C when reads_c(); outputs: D.
 class GemmKernel final : public CudaOpKernel {
  public:
@@ -31,11 +27,6 @@ class GemmKernel final : public CudaOpKernel {
   static absl::StatusOr<std::unique_ptr<GemmKernel>> Create(const CudaKernelContext& context,
                                                             const BoundValue* fused_bias);
 
-  // For the executor's choice of a bias to fuse, before Create: the output
-  // columns (n) of the node, and whether it has a C of its own (a Gemm with
-  // C and beta != 0), which leaves no room for another bias.
-  static int64_t Columns(const BoundGraph& graph, const BoundNode& node);
-  static bool UsesC(const BoundNode& node);
   // Whether Enqueue reads Gemm's C (broadcast into D, then beta-accumulated).
   [[nodiscard]] bool reads_c() const { return broadcast_c_ != nullptr; }
   // Whether a bias (Gemm's C or the fused one) is in the epilogue.

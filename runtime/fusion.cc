@@ -1,0 +1,402 @@
+#include "runtime/fusion.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "runtime/ir.h"
+#include "runtime/nn_node_params.h"
+
+namespace graphserve {
+
+bool IsAliasOp(const std::string& op_type) {
+  return op_type == "Identity" || op_type == "Reshape" || op_type == "Flatten" ||
+         op_type == "Squeeze" || op_type == "Unsqueeze";
+}
+
+bool IsColumnBias(const BoundValue& value, int64_t n) {
+  if (!value.is_constant() || value.dtype != DType::kFloat32 || value.dims.empty()) {
+    return false;
+  }
+  if (value.dims.back() != n) return false;
+  for (size_t i = 0; i + 1 < value.dims.size(); ++i) {
+    if (value.dims[i] != 1) return false;
+  }
+  return true;
+}
+
+int64_t GemmColumns(const BoundGraph& graph, const BoundNode& node) {
+  const Dims& b = graph.value(node.inputs[1]).dims;
+  if (node.op_type == "Gemm") return IntAttr(node.attributes, "transB") != 0 ? b[0] : b[1];
+  return b.size() == 1 ? 1 : b.back();  // MatMul: a 1-D B gives one column
+}
+
+namespace {
+
+// Gemm with a C that contributes (beta != 0).
+bool GemmUsesC(const BoundNode& node) {
+  return node.op_type == "Gemm" && node.inputs.size() > 2 &&
+         FloatAttr(node.attributes, "beta") != 0.0f;
+}
+
+}  // namespace
+
+bool GemmCIsBias(const BoundGraph& graph, const BoundNode& node) {
+  return GemmUsesC(node) && FloatAttr(node.attributes, "beta") == 1.0f &&
+         IsColumnBias(graph.value(node.inputs[2]), GemmColumns(graph, node));
+}
+
+bool GemmReadsC(const BoundGraph& graph, const BoundNode& node) {
+  return GemmUsesC(node) && !GemmCIsBias(graph, node);
+}
+
+namespace {
+
+// Nodes that read each value.
+std::vector<std::vector<int>> ConsumersOf(const BoundGraph& graph) {
+  std::vector<std::vector<int>> consumers(graph.values.size());
+  for (int i = 0; i < static_cast<int>(graph.nodes.size()); ++i) {
+    for (ValueId input : graph.nodes[i].inputs) consumers[input].push_back(i);
+  }
+  return consumers;
+}
+
+bool IsGraphOutput(const BoundGraph& graph, ValueId id) {
+  for (ValueId output : graph.outputs) {
+    if (output == id) return true;
+  }
+  return false;
+}
+
+// The single consumer of `value` when it has exactly one and is not a graph
+// output (so the value need not be materialised if the consumer is fused).
+std::optional<int> SoleConsumer(const BoundGraph& graph,
+                                const std::vector<std::vector<int>>& consumers, ValueId value) {
+  if (consumers[value].size() != 1 || IsGraphOutput(graph, value)) return std::nullopt;
+  return consumers[value][0];
+}
+
+// A float32 constant holding one element equal to `target` within 1e-6
+// relative. Its dims are checked by the caller through the result's dims.
+bool IsScalarConstant(const BoundValue& value, float target) {
+  if (!value.is_constant() || value.dtype != DType::kFloat32 ||
+      value.constant->num_elements() != 1) {
+    return false;
+  }
+  const float v = value.constant->data<float>()[0];
+  return std::fabs(v - target) <= 1e-6f * std::fabs(target);
+}
+
+// The node producing each value; -1 for inputs and constants.
+std::vector<int> ProducersOf(const BoundGraph& graph) {
+  std::vector<int> producers(graph.values.size(), -1);
+  for (int i = 0; i < static_cast<int>(graph.nodes.size()); ++i) {
+    for (ValueId output : graph.nodes[i].outputs) producers[output] = i;
+  }
+  return producers;
+}
+
+// For a two-input node: the input other than `known` when the other one is
+// `known` (either order); nullopt otherwise.
+std::optional<ValueId> OtherInput(const BoundNode& node, ValueId known) {
+  if (node.inputs.size() != 2) return std::nullopt;
+  if (node.inputs[0] == known) return node.inputs[1];
+  if (node.inputs[1] == known) return node.inputs[0];
+  return std::nullopt;
+}
+
+class FusionPlanner {
+ public:
+  FusionPlanner(const BoundGraph& graph, const FusionOptions& options)
+      : graph_(graph), options_(options) {}
+
+  FusionPlan Plan() {
+    consumers_ = ConsumersOf(graph_);
+    producers_ = ProducersOf(graph_);
+    absorbed_.assign(graph_.nodes.size(), false);
+    plan_.alias_root.resize(graph_.values.size());
+    for (size_t i = 0; i < graph_.values.size(); ++i) {
+      plan_.alias_root[i] = static_cast<ValueId>(i);
+    }
+    // Elementwise chains first: a chain's nodes need not be contiguous in the
+    // node order (PyTorch may emit the 0.5 Mul before the Div), so all are
+    // found before any node becomes a step.
+    if (options_.fuse) {
+      for (int i = 0; i < static_cast<int>(graph_.nodes.size()); ++i) {
+        if (absorbed_[i]) continue;
+        if (std::optional<ErfGeluMatch> match = MatchErfGelu(i)) {
+          for (int n : match->nodes) absorbed_[n] = true;
+          FusedStep step;
+          step.kind = StepKind::kErfGelu;
+          step.nodes = match->nodes;
+          step.anchor = match->nodes.front();
+          step.inputs = {match->x};
+          step.outputs = {match->y};
+          Add(std::move(step));
+          ++plan_.erf_gelus;
+        }
+      }
+    }
+    for (int i = 0; i < static_cast<int>(graph_.nodes.size()); ++i) {
+      if (absorbed_[i]) continue;
+      absorbed_[i] = true;
+      const BoundNode& node = graph_.nodes[i];
+      if (IsAliasOp(node.op_type)) {
+        plan_.alias_root[node.outputs[0]] = plan_.alias_root[node.inputs[0]];
+      } else if (node.op_type == "Gemm" || node.op_type == "MatMul") {
+        PlanGemm(i);
+      } else if (node.op_type == "Conv") {
+        PlanConv(i);
+      } else {
+        FusedStep step;
+        step.nodes = {i};
+        step.anchor = i;
+        step.inputs = node.inputs;
+        step.outputs = node.outputs;
+        Add(std::move(step));
+      }
+    }
+    // Each step takes the place of its last node: a fused residual may be
+    // computed after the Conv it is added to (ResNet's downsample branch).
+    std::stable_sort(by_last_node_.begin(), by_last_node_.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (auto& [last, step] : by_last_node_) plan_.steps.push_back(std::move(step));
+    return std::move(plan_);
+  }
+
+ private:
+  void Add(FusedStep step) {
+    std::sort(step.nodes.begin(), step.nodes.end());
+    const int last = step.nodes.back();
+    by_last_node_.emplace_back(last, std::move(step));
+  }
+
+  // The exact GELU chain PyTorch exports for nn.GELU (approximate='none'):
+  //   d = Div(x, sqrt(2)) | Mul(x, 1/sqrt(2));  e = Erf(d);  a = Add(e, 1)
+  //   then  y = Mul(Mul(x, a), 0.5)  or  y = Mul(Mul(x, 0.5), a)
+  // with Add and Mul operands in either order. Every intermediate has one
+  // reader and is no graph output, every value is float32 with x's dims (x is
+  // not broadcast), and both x operands are the same value.
+  struct ErfGeluMatch {
+    ValueId x = -1;
+    ValueId y = -1;
+    std::vector<int> nodes;  // node order ascending; the last one writes y
+  };
+
+  // One float32 output with x's dims.
+  bool IsLikeX(const BoundNode& node, const BoundValue& x) const {
+    if (node.outputs.size() != 1) return false;
+    const BoundValue& out = graph_.value(node.outputs[0]);
+    return out.dtype == DType::kFloat32 && out.dims == x.dims;
+  }
+
+  // The sole reader of node's output when it is of type `op_type` and not yet
+  // absorbed.
+  std::optional<int> NextNode(const BoundNode& node, const char* op_type) const {
+    std::optional<int> next = SoleConsumer(graph_, consumers_, node.outputs[0]);
+    if (!next || absorbed_[*next] || graph_.nodes[*next].op_type != op_type) return std::nullopt;
+    return next;
+  }
+
+  // Starts at the Div (or Mul by 1/sqrt(2)) at `node_index`.
+  std::optional<ErfGeluMatch> MatchErfGelu(int node_index) const {
+    constexpr float kSqrt2 = 1.41421356f;
+    constexpr float kInvSqrt2 = 0.70710678f;
+    const BoundNode& scale = graph_.nodes[node_index];
+    if (scale.inputs.size() != 2 || scale.outputs.size() != 1) return std::nullopt;
+    ValueId x = -1;
+    if (scale.op_type == "Div") {
+      if (!IsScalarConstant(graph_.value(scale.inputs[1]), kSqrt2)) return std::nullopt;
+      x = scale.inputs[0];
+    } else if (scale.op_type == "Mul") {
+      if (IsScalarConstant(graph_.value(scale.inputs[1]), kInvSqrt2)) {
+        x = scale.inputs[0];
+      } else if (IsScalarConstant(graph_.value(scale.inputs[0]), kInvSqrt2)) {
+        x = scale.inputs[1];
+      } else {
+        return std::nullopt;
+      }
+    } else {
+      return std::nullopt;
+    }
+    const BoundValue& xv = graph_.value(x);
+    if (xv.is_constant() || xv.dtype != DType::kFloat32 || !IsLikeX(scale, xv)) {
+      return std::nullopt;
+    }
+    ErfGeluMatch match;
+    match.x = x;
+    match.nodes.push_back(node_index);
+
+    const std::optional<int> erf = NextNode(scale, "Erf");
+    if (!erf || graph_.nodes[*erf].inputs.size() != 1 || !IsLikeX(graph_.nodes[*erf], xv)) {
+      return std::nullopt;
+    }
+    match.nodes.push_back(*erf);
+    const BoundNode& erf_node = graph_.nodes[*erf];
+
+    const std::optional<int> add = NextNode(erf_node, "Add");
+    if (!add || !IsLikeX(graph_.nodes[*add], xv)) return std::nullopt;
+    const BoundNode& add_node = graph_.nodes[*add];
+    const std::optional<ValueId> one = OtherInput(add_node, erf_node.outputs[0]);
+    if (!one || !IsScalarConstant(graph_.value(*one), 1.0f)) return std::nullopt;
+    match.nodes.push_back(*add);
+
+    // a = 1 + erf(...) times x, times 0.5, in either grouping.
+    const std::optional<int> mul = NextNode(add_node, "Mul");
+    if (!mul || !IsLikeX(graph_.nodes[*mul], xv)) return std::nullopt;
+    const BoundNode& mul_node = graph_.nodes[*mul];
+    const std::optional<ValueId> other = OtherInput(mul_node, add_node.outputs[0]);
+    if (!other) return std::nullopt;
+    if (*other == x) {
+      // m = x * a, then y = m * 0.5.
+      match.nodes.push_back(*mul);
+      const std::optional<int> half = NextNode(mul_node, "Mul");
+      if (!half || !IsLikeX(graph_.nodes[*half], xv)) return std::nullopt;
+      const std::optional<ValueId> c = OtherInput(graph_.nodes[*half], mul_node.outputs[0]);
+      if (!c || !IsScalarConstant(graph_.value(*c), 0.5f)) return std::nullopt;
+      match.nodes.push_back(*half);
+    } else {
+      // h = x * 0.5 (read by this Mul only), then y = h * a.
+      const int half = producers_[*other];
+      if (half < 0 || absorbed_[half] || graph_.nodes[half].op_type != "Mul" ||
+          SoleConsumer(graph_, consumers_, *other) != std::optional<int>(*mul) ||
+          !IsLikeX(graph_.nodes[half], xv)) {
+        return std::nullopt;
+      }
+      const std::optional<ValueId> c = OtherInput(graph_.nodes[half], x);
+      if (!c || !IsScalarConstant(graph_.value(*c), 0.5f)) return std::nullopt;
+      match.nodes.push_back(half);
+      match.nodes.push_back(*mul);
+    }
+    std::sort(match.nodes.begin(), match.nodes.end());
+    match.y = graph_.nodes[match.nodes.back()].outputs[0];
+    return match;
+  }
+
+  // The activation a node applies, for a Conv epilogue; kNone if the
+  // epilogue cannot take it.
+  static ActivationParams EpilogueActivation(const BoundNode& node) {
+    const ActivationParams activation = ActivationOf(node);
+    return activation.kind == Activation::kHardSigmoid ? ActivationParams{} : activation;
+  }
+
+  // x * Sigmoid(x) as PyTorch exports SiLU: `value` read by exactly one
+  // Sigmoid and one Mul, which multiplies it by that Sigmoid's output (read
+  // by nothing else). Returns the Sigmoid and the Mul.
+  std::optional<std::pair<int, int>> MatchSilu(ValueId value) const {
+    if (consumers_[value].size() != 2 || IsGraphOutput(graph_, value)) return std::nullopt;
+    int sigmoid = consumers_[value][0];
+    int mul = consumers_[value][1];
+    if (graph_.nodes[sigmoid].op_type != "Sigmoid") std::swap(sigmoid, mul);
+    if (graph_.nodes[sigmoid].op_type != "Sigmoid" || graph_.nodes[mul].op_type != "Mul" ||
+        absorbed_[sigmoid] || absorbed_[mul]) {
+      return std::nullopt;
+    }
+    const ValueId s = graph_.nodes[sigmoid].outputs[0];
+    if (SoleConsumer(graph_, consumers_, s) != std::optional<int>(mul) ||
+        OtherInput(graph_.nodes[mul], value) != std::optional<ValueId>(s) ||
+        graph_.value(graph_.nodes[mul].outputs[0]).dims != graph_.value(value).dims) {
+      return std::nullopt;
+    }
+    return std::make_pair(sigmoid, mul);
+  }
+
+  // Conv, absorbing a following residual Add (of a same-dims value) and then
+  // an activation (Relu, Clip, Sigmoid, SiLU, HardSwish).
+  void PlanConv(int node_index) {
+    const BoundNode& node = graph_.nodes[node_index];
+    FusedStep step;
+    step.kind = StepKind::kConv;
+    step.nodes = {node_index};
+    step.anchor = node_index;
+    step.inputs = node.inputs;
+    ValueId output = node.outputs[0];
+    if (options_.fuse) {
+      if (std::optional<int> add = SoleConsumer(graph_, consumers_, output);
+          add && !absorbed_[*add] && graph_.nodes[*add].op_type == "Add") {
+        const BoundNode& add_node = graph_.nodes[*add];
+        const std::optional<ValueId> other = OtherInput(add_node, output);
+        if (other && *other != output && graph_.value(*other).dtype == DType::kFloat32 &&
+            graph_.value(*other).dims == graph_.value(output).dims &&
+            graph_.value(add_node.outputs[0]).dims == graph_.value(output).dims) {
+          step.conv_residual = true;
+          step.inputs.push_back(*other);
+          Absorb(step, *add);
+          output = add_node.outputs[0];
+        }
+      }
+      if (std::optional<std::pair<int, int>> silu = MatchSilu(output)) {
+        step.conv_activation.kind = Activation::kSilu;
+        Absorb(step, silu->first);
+        Absorb(step, silu->second);
+        output = graph_.nodes[silu->second].outputs[0];
+      } else if (std::optional<int> next = SoleConsumer(graph_, consumers_, output);
+                 next && !absorbed_[*next]) {
+        const ActivationParams activation = EpilogueActivation(graph_.nodes[*next]);
+        if (activation.kind != Activation::kNone &&
+            graph_.value(graph_.nodes[*next].outputs[0]).dims == graph_.value(output).dims) {
+          step.conv_activation = activation;
+          Absorb(step, *next);
+          output = graph_.nodes[*next].outputs[0];
+        }
+      }
+    }
+    step.outputs = {output};
+    plan_.fused_into_convs += static_cast<int>(step.nodes.size()) - 1;
+    ++plan_.conv_steps;
+    Add(std::move(step));
+  }
+
+  // Gemm / MatMul, absorbing a following bias Add into the epilogue. Relu
+  // stays a step of its own (Note [Fusion]).
+  void PlanGemm(int node_index) {
+    const BoundNode& node = graph_.nodes[node_index];
+    FusedStep step;
+    step.kind = StepKind::kGemm;
+    step.nodes = {node_index};
+    step.anchor = node_index;
+    step.inputs = {node.inputs[0], node.inputs[1]};
+    if (GemmReadsC(graph_, node)) step.inputs.push_back(node.inputs[2]);
+    ValueId output = node.outputs[0];
+    if (options_.fuse && !GemmUsesC(node)) {
+      if (std::optional<int> add = SoleConsumer(graph_, consumers_, output);
+          add && !absorbed_[*add] && graph_.nodes[*add].op_type == "Add") {
+        const BoundNode& add_node = graph_.nodes[*add];
+        const std::optional<ValueId> other = OtherInput(add_node, output);
+        if (other && IsColumnBias(graph_.value(*other), GemmColumns(graph_, node)) &&
+            graph_.value(add_node.outputs[0]).dims == graph_.value(output).dims) {
+          step.gemm_bias = *other;
+          Absorb(step, *add);
+          output = add_node.outputs[0];
+        }
+      }
+    }
+    if (step.gemm_bias >= 0 || GemmCIsBias(graph_, node)) ++plan_.gemm_bias_epilogues;
+    step.outputs = {output};
+    Add(std::move(step));
+  }
+
+  void Absorb(FusedStep& step, int node) {
+    absorbed_[node] = true;
+    step.nodes.push_back(node);
+  }
+
+  const BoundGraph& graph_;
+  const FusionOptions& options_;
+  std::vector<std::vector<int>> consumers_;
+  std::vector<int> producers_;
+  std::vector<bool> absorbed_;
+  std::vector<std::pair<int, FusedStep>> by_last_node_;
+  FusionPlan plan_;
+};
+
+}  // namespace
+
+FusionPlan PlanFusion(const BoundGraph& graph, const FusionOptions& options) {
+  return FusionPlanner(graph, options).Plan();
+}
+
+}  // namespace graphserve

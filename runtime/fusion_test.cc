@@ -1,0 +1,193 @@
+#include "runtime/fusion.h"
+
+#include <memory>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/tensor.h"
+#include "gtest/gtest.h"
+#include "runtime/bind.h"
+
+namespace graphserve {
+namespace {
+
+std::shared_ptr<const HostTensor> Weights(Dims dims, uint64_t seed) {
+  return std::make_shared<const HostTensor>(RandomTensor(DType::kFloat32, std::move(dims), seed));
+}
+
+std::shared_ptr<const HostTensor> Scalar(float v) {
+  auto t = std::make_shared<HostTensor>(DType::kFloat32, Dims{});
+  *t->data<float>() = v;
+  return t;
+}
+
+BoundGraph Bind(const Model& model, int64_t batch = 2) {
+  absl::StatusOr<BoundGraph> graph = BindModel(model, {.batch_size = batch});
+  EXPECT_TRUE(graph.ok()) << graph.status();
+  return *std::move(graph);
+}
+
+// Every value a step reads is a graph input, a constant, or written by an
+// earlier step (through aliases); every node is in exactly one step or is an
+// alias.
+void ExpectValidOrder(const BoundGraph& graph, const FusionPlan& plan) {
+  std::set<ValueId> written;
+  for (ValueId id : graph.inputs) written.insert(id);
+  std::vector<int> covered(graph.nodes.size(), 0);
+  for (const FusedStep& step : plan.steps) {
+    for (ValueId in : step.inputs) {
+      const ValueId root = plan.alias_root[in];
+      EXPECT_TRUE(graph.value(root).is_constant() || written.count(root))
+          << "step of '" << graph.nodes[step.anchor].name << "' reads '" << graph.value(in).name
+          << "' before it is written";
+    }
+    for (ValueId out : step.outputs) written.insert(out);
+    for (int n : step.nodes) ++covered[n];
+  }
+  for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    EXPECT_EQ(covered[n], IsAliasOp(graph.nodes[n].op_type) ? 0 : 1) << graph.nodes[n].name;
+  }
+  for (ValueId out : graph.outputs) {
+    EXPECT_TRUE(written.count(plan.alias_root[out]) || graph.value(out).is_constant());
+  }
+}
+
+// ResNet's bottleneck with a downsample branch, in the order PyTorch exports
+// it: the main path's last Conv comes before the downsample Conv whose output
+// it is added to, so the fused Conv+Add+Relu step must wait for it.
+Model ResidualBlock() {
+  Model model;
+  model.name = "block";
+  model.opset = 17;
+  model.inputs = {{"x", DType::kFloat32, {-1, 4, 6, 6}}};
+  model.outputs = {{"y", DType::kFloat32, {-1, 8, 6, 6}}};
+  model.initializers["w1"] = Weights({8, 4, 3, 3}, 1);
+  model.initializers["b1"] = Weights({8}, 2);
+  model.initializers["wd"] = Weights({8, 4, 1, 1}, 3);
+  model.initializers["bd"] = Weights({8}, 4);
+  const Attributes pad1 = {{"pads", std::vector<int64_t>{1, 1, 1, 1}}};
+  model.nodes = {
+      {"main", "Conv", {"x", "w1", "b1"}, {"m"}, pad1},
+      {"down", "Conv", {"x", "wd", "bd"}, {"d"}, {}},
+      {"add", "Add", {"m", "d"}, {"s"}, {}},
+      {"relu", "Relu", {"s"}, {"y"}, {}},
+  };
+  return model;
+}
+
+TEST(FusionTest, ResidualAddWaitsForItsBranch) {
+  const BoundGraph graph = Bind(ResidualBlock());
+  const FusionPlan plan = PlanFusion(graph, {});
+  ExpectValidOrder(graph, plan);
+  ASSERT_EQ(plan.steps.size(), 2u);
+  EXPECT_EQ(plan.conv_steps, 2);
+  EXPECT_EQ(plan.fused_into_convs, 2);  // the Add and the Relu
+  // The downsample Conv is issued first, then the main Conv with its epilogue.
+  EXPECT_EQ(graph.nodes[plan.steps[0].anchor].name, "down");
+  const FusedStep& main = plan.steps[1];
+  EXPECT_EQ(graph.nodes[main.anchor].name, "main");
+  EXPECT_TRUE(main.conv_residual);
+  EXPECT_EQ(main.conv_activation.kind, Activation::kRelu);
+  EXPECT_EQ(main.inputs.size(), 4u);  // X, W, B, residual
+  EXPECT_EQ(graph.value(main.outputs[0]).name, "y");
+}
+
+TEST(FusionTest, NothingFusedWhenFusionIsOff) {
+  const BoundGraph graph = Bind(ResidualBlock());
+  const FusionPlan plan = PlanFusion(graph, {.fuse = false});
+  ExpectValidOrder(graph, plan);
+  EXPECT_EQ(plan.steps.size(), 4u);
+  EXPECT_EQ(plan.fused_into_convs, 0);
+}
+
+// x -> Gemm(W, b) -> Relu -> MatMul(W2) -> Add(b2) -> Reshape -> Sigmoid; and
+// Conv -> Sigmoid, Mul (SiLU) and Conv -> Clip (ReLU6) beside it.
+TEST(FusionTest, GemmTakesItsBiasButNotTheRelu) {
+  Model model;
+  model.name = "mlp";
+  model.opset = 17;
+  model.inputs = {{"x", DType::kFloat32, {-1, 16}}};
+  model.outputs = {{"y", DType::kFloat32, {-1, 2, 4}}};
+  model.initializers["w1"] = Weights({32, 16}, 1);
+  model.initializers["b1"] = Weights({32}, 2);
+  model.initializers["w2"] = Weights({32, 8}, 3);
+  model.initializers["b2"] = Weights({8}, 4);
+  auto shape = std::make_shared<HostTensor>(DType::kInt64, Dims{3});
+  shape->data<int64_t>()[0] = -1;
+  shape->data<int64_t>()[1] = 2;
+  shape->data<int64_t>()[2] = 4;
+  model.initializers["shape"] = shape;
+  model.nodes = {
+      {"fc1", "Gemm", {"x", "w1", "b1"}, {"h"}, {{"transB", int64_t{1}}}},
+      {"relu", "Relu", {"h"}, {"a"}, {}},
+      {"fc2", "MatMul", {"a", "w2"}, {"h2"}, {}},
+      {"bias", "Add", {"h2", "b2"}, {"h3"}, {}},
+      {"view", "Reshape", {"h3", "shape"}, {"r"}, {}},
+      {"sig", "Sigmoid", {"r"}, {"y"}, {}},
+  };
+  const BoundGraph graph = Bind(model);
+  const FusionPlan plan = PlanFusion(graph, {});
+  ExpectValidOrder(graph, plan);
+  ASSERT_EQ(plan.steps.size(), 4u);        // fc1, relu, fc2+bias, sig (the Reshape is an alias)
+  EXPECT_EQ(plan.gemm_bias_epilogues, 2);  // fc1's own C, fc2's Add
+  EXPECT_EQ(plan.steps[0].kind, StepKind::kGemm);
+  EXPECT_EQ(plan.steps[0].inputs.size(), 2u);        // C goes into the epilogue, not read
+  EXPECT_EQ(plan.steps[1].kind, StepKind::kKernel);  // Relu on its own: NaN propagates
+  EXPECT_EQ(plan.steps[2].gemm_bias, graph.nodes[3].inputs[1]);
+  EXPECT_EQ(plan.alias_root[graph.outputs[0]], graph.outputs[0]);
+}
+
+TEST(FusionTest, ConvEpiloguesTakeSiluAndClip) {
+  Model model;
+  model.name = "mobile";
+  model.opset = 17;
+  model.inputs = {{"x", DType::kFloat32, {-1, 4, 5, 5}}};
+  model.outputs = {{"y", DType::kFloat32, {-1, 4, 5, 5}}};
+  model.initializers["w1"] = Weights({4, 1, 3, 3}, 1);  // depthwise
+  model.initializers["w2"] = Weights({4, 4, 1, 1}, 2);
+  model.initializers["zero"] = Scalar(0.0f);
+  model.initializers["six"] = Scalar(6.0f);
+  model.nodes = {
+      {"dw",
+       "Conv",
+       {"x", "w1"},
+       {"c"},
+       {{"group", int64_t{4}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}}},
+      {"clip", "Clip", {"c", "zero", "six"}, {"q"}, {}},
+      {"pw", "Conv", {"q", "w2"}, {"e"}, {}},
+      {"sig", "Sigmoid", {"e"}, {"g"}, {}},
+      {"silu", "Mul", {"g", "e"}, {"y"}, {}},
+  };
+  const BoundGraph graph = Bind(model);
+  const FusionPlan plan = PlanFusion(graph, {});
+  ExpectValidOrder(graph, plan);
+  ASSERT_EQ(plan.steps.size(), 2u);
+  EXPECT_EQ(plan.steps[0].conv_activation.kind, Activation::kClip);
+  EXPECT_EQ(plan.steps[0].conv_activation.clip_max, 6.0f);
+  EXPECT_EQ(plan.steps[1].conv_activation.kind, Activation::kSilu);
+  EXPECT_EQ(plan.fused_into_convs, 3);
+}
+
+// A Conv output that is also a graph output keeps its own value: nothing is
+// fused after that Conv. The Add then goes to the other branch's Conv, with
+// the returned value as its residual.
+TEST(FusionTest, GraphOutputsAreNeverFusedAway) {
+  Model model = ResidualBlock();
+  model.outputs.push_back({"m", DType::kFloat32, {-1, 8, 6, 6}});
+  const BoundGraph graph = Bind(model);
+  const FusionPlan plan = PlanFusion(graph, {});
+  ExpectValidOrder(graph, plan);
+  ASSERT_EQ(plan.steps.size(), 2u);
+  EXPECT_EQ(graph.nodes[plan.steps[0].anchor].name, "main");
+  EXPECT_EQ(graph.value(plan.steps[0].outputs[0]).name, "m");
+  EXPECT_FALSE(plan.steps[0].conv_residual);
+  EXPECT_EQ(graph.nodes[plan.steps[1].anchor].name, "down");
+  EXPECT_TRUE(plan.steps[1].conv_residual);
+  EXPECT_EQ(graph.value(plan.steps[1].inputs.back()).name, "m");
+  EXPECT_EQ(plan.fused_into_convs, 2);
+}
+
+}  // namespace
+}  // namespace graphserve
