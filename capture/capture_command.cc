@@ -13,6 +13,10 @@
 #include "common/command_line.h"
 #include "capture/batch_sizes.h"
 #include "capture/prepare.h"
+#include "runtime/bind.h"
+#include "runtime/fusion.h"
+#include "runtime/onnx_import.h"
+#include "runtime/schedule.h"
 
 namespace graphserve {
 namespace {
@@ -210,6 +214,87 @@ int RunPrepare(const std::vector<std::string>& args, std::ostream& out, std::ost
 
 }  // namespace
 
+constexpr char kScheduleUsage[] =
+    "graphserve-capture schedule --model model.onnx [--batch-size B] [--policy P]\n"
+    "    [--max-lanes L] [--json]\n"
+    "\n"
+    "Prints how the model's run at batch size B would be issued, without a GPU: the\n"
+    "steps after fusion (each names the ONNX nodes it runs), the lane (stream) of\n"
+    "each and the steps of other lanes it waits for. P is single (one lane),\n"
+    "wavefront (each wave of ready steps spread over lanes) or asap (the heaviest\n"
+    "remaining chain of steps per lane). --json prints {\"policy\", \"lanes\",\n"
+    "\"max_width\", \"critical_path\", \"steps\": [{\"nodes\", \"lane\", \"after\"}]}.";
+
+// `args` starts with "schedule".
+int RunSchedule(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  std::string model_path;
+  int64_t batch_size = 1;
+  std::string policy_name = "single";
+  int64_t max_lanes = 4;
+  bool json = false;
+  CommandLine command_line(kScheduleUsage);
+  command_line.AddString("model", &model_path, "ONNX model file (required).");
+  command_line.AddInt("batch-size", &batch_size, "Batch size to bind the model for, >= 1.");
+  command_line.AddString("policy", &policy_name, "single, wavefront or asap.");
+  command_line.AddInt("max-lanes", &max_lanes, "Most lanes (streams) to use, >= 1.");
+  command_line.AddBool("json", &json, "Print the schedule as one JSON object.");
+  std::vector<const char*> argv;
+  for (const std::string& arg : args) argv.push_back(arg.c_str());
+  if (absl::Status status = command_line.Parse(static_cast<int>(argv.size()), argv.data());
+      !status.ok()) {
+    return Usage(err, absl::StrCat("schedule: ", status.message()));
+  }
+  if (command_line.help_requested()) {
+    const std::string help = command_line.Help();
+    out << help << (help.empty() || help.back() != '\n' ? "\n" : "");
+    return kCaptureExitOk;
+  }
+  if (model_path.empty()) return Usage(err, "schedule: --model is required (see --help)");
+  if (batch_size < 1) {
+    return Usage(err, absl::StrCat("schedule: --batch-size must be at least 1, got ", batch_size));
+  }
+  if (max_lanes < 1 || max_lanes > 64) {
+    return Usage(err, absl::StrCat("schedule: --max-lanes must be in [1, 64], got ", max_lanes));
+  }
+  absl::StatusOr<SchedulePolicy> policy = ParseSchedulePolicy(policy_name);
+  if (!policy.ok()) {
+    return Usage(err, absl::StrCat("schedule: --policy: ", policy.status().message()));
+  }
+  absl::StatusOr<Model> model = ImportOnnxFile(model_path);
+  if (!model.ok()) {
+    err << kProgram << ": schedule: " << model.status().message() << "\n";
+    return kCaptureExitFailure;
+  }
+  absl::StatusOr<BoundGraph> graph = BindModel(*model, {.batch_size = batch_size});
+  if (!graph.ok()) {
+    err << kProgram << ": schedule: " << graph.status().message() << "\n";
+    return kCaptureExitFailure;
+  }
+  const FusionPlan plan = PlanFusion(*graph, {});
+  const Schedule schedule =
+      MakeSchedule(*graph, plan, {.policy = *policy, .max_lanes = static_cast<int>(max_lanes)});
+  if (json) {
+    out << ScheduleToJson(*graph, plan, schedule);
+    return kCaptureExitOk;
+  }
+  out << model_path << " at batch " << batch_size << ": " << graph->nodes.size() << " nodes in "
+      << plan.steps.size() << " steps (" << plan.conv_steps << " convolutions with "
+      << plan.fused_into_convs << " nodes fused into their epilogues, " << plan.gemm_bias_epilogues
+      << " GEMM bias epilogues, " << plan.erf_gelus << " fused GELUs)\n";
+  out << "policy " << SchedulePolicyName(schedule.policy) << ": " << schedule.lanes
+      << " lane(s); graph width " << schedule.max_width << ", critical path "
+      << schedule.critical_path << " steps\n";
+  for (size_t i = 0; i < schedule.steps.size(); ++i) {
+    const ScheduledStep& step = schedule.steps[i];
+    std::vector<std::string> names;
+    for (int n : plan.steps[step.step].nodes) names.push_back(graph->nodes[n].name);
+    out << absl::StrFormat("%5d  lane %d  %s", i, step.lane, absl::StrJoin(names, " + "));
+    if (!step.after.empty()) out << "  (after " << absl::StrJoin(step.after, ", ") << ")";
+    out << "\n";
+  }
+  return kCaptureExitOk;
+}
+
 std::string CaptureUsage() {
   return "usage: graphserve-capture <command> [flags]\n"
          "\n"
@@ -221,6 +306,9 @@ std::string CaptureUsage() {
          "           graphserve-capture prepare --model model.onnx --out REPO/MODEL\n"
          "           [--streams M] (--batch-sizes 1,8,64 | --history FILE --num-sizes N).\n"
          "           See `graphserve-capture prepare --help`.\n"
+         "  schedule Print the steps, lanes and waits the model would run with, without a\n"
+         "           GPU: graphserve-capture schedule --model model.onnx [--batch-size B]\n"
+         "           [--policy single|wavefront|asap] [--json].\n"
          "\n"
          "Exit codes: 0 success, 1 failure (e.g. a bad history file), 2 usage error.\n";
 }
@@ -238,6 +326,7 @@ int RunCaptureCommand(const std::vector<std::string>& args, std::ostream& out,
   }
   if (command == "select") return RunSelect(args, out, err);
   if (command == "prepare") return RunPrepare(args, out, err);
+  if (command == "schedule") return RunSchedule(args, out, err);
   return Usage(err, absl::StrCat("unknown command '", command, "' (see --help)"));
 }
 

@@ -9,6 +9,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/cuda_handles.h"
+#include "examples/example_models.h"
 #include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
 
@@ -99,6 +100,10 @@ TEST_F(CaptureCommandTest, UsageErrorsExitTwo) {
       {"select", "--history", path_, "--num-sizes", "2", "--max-batch-size", "-4"},
       {"select", "--history", path_, "--num-sizes", "2", "--bogus"},
       {"select", "--history", path_, "--num-sizes", "2", "extra"},
+      {"schedule"},
+      {"schedule", "--model", "m.onnx", "--policy", "fastest"},
+      {"schedule", "--model", "m.onnx", "--batch-size", "0"},
+      {"schedule", "--model", "m.onnx", "--max-lanes", "0"},
   };
   for (const std::vector<std::string>& args : cases) {
     const Result r = RunCapture(args);
@@ -129,6 +134,32 @@ TEST_F(CaptureCommandTest, BadHistoryExitsOneNamingFileAndLine) {
   r = RunCapture({"select", "--history", path_ + ".missing", "--num-sizes", "2"});
   EXPECT_EQ(r.code, 1);
   EXPECT_TRUE(absl::StrContains(r.err, "cannot open")) << r.err;
+}
+
+// A schedule printed without a GPU, naming the ONNX nodes of each step. The
+// example DLRM is one chain (its embeddings are inputs, the interaction reads
+// the bottom MLP), so every policy gives one lane; runtime/schedule_test
+// covers branching graphs.
+TEST_F(CaptureCommandTest, ScheduleNeedsNoGpu) {
+  const std::string dir = absl::StrCat(::testing::TempDir(), "/schedule_models");
+  std::vector<std::string> written;
+  ASSERT_TRUE(WriteExampleModels(dir, &written).ok());
+  const std::string dlrm = absl::StrCat(dir, "/dlrm_dense.onnx");
+  const Result json =
+      RunCapture({"schedule", "--model", dlrm, "--batch-size", "8", "--policy", "asap", "--json"});
+  ASSERT_EQ(json.code, 0) << json.err;
+  EXPECT_TRUE(absl::StartsWith(json.out, "{\"policy\": \"asap\", \"lanes\": ")) << json.out;
+  EXPECT_TRUE(absl::StrContains(json.out, "\"steps\": [{\"nodes\": [\"")) << json.out;
+  EXPECT_TRUE(absl::StrContains(json.out, "{\"nodes\": [\"bottom_mlp.fc0\"], \"lane\": 0"))
+      << json.out;
+
+  const Result text = RunCapture({"schedule", "--model", dlrm, "--policy", "single"});
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_TRUE(absl::StrContains(text.out, "policy single: 1 lane(s)")) << text.out;
+
+  const Result missing = RunCapture({"schedule", "--model", absl::StrCat(dir, "/none.onnx")});
+  EXPECT_EQ(missing.code, 1);
+  EXPECT_TRUE(absl::StrContains(missing.err, "none.onnx")) << missing.err;
 }
 
 }  // namespace
