@@ -360,6 +360,10 @@ absl::StatusOr<std::unique_ptr<GraphSet>> GraphSet::Create(const Model& model,
       }
       slot->graphs[n].executor = *std::move(executor);
       slot->graphs[n].info.batch_size = set->batch_sizes_[n];
+      const CudaExecutor::PlanTimes& times = slot->graphs[n].executor->plan_times();
+      slot->graphs[n].info.plan_kernels_ms = times.kernels_ms;
+      slot->graphs[n].info.plan_memory_ms = times.memory_ms;
+      slot->graphs[n].info.plan_autotune_ms = times.autotune_ms;
     }
     set->slots_.push_back(std::move(slot));
     Slot& s = *set->slots_.back();

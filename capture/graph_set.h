@@ -79,6 +79,10 @@ struct CapturedGraphInfo {
   int64_t batch_size = 0;
   size_t nodes = 0;               // after post-processing
   TransferPlan transfers;         // the mappings the replay issues
+  // Planning this graph's executor (CudaExecutor::PlanTimes), milliseconds.
+  double plan_kernels_ms = 0;
+  double plan_memory_ms = 0;
+  double plan_autotune_ms = 0;
   double capture_ms = 0;
   double check_ms = 0;
   double check_rel_err = 0;       // replay vs eager, on the check's input

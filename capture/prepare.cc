@@ -127,6 +127,9 @@ absl::StatusOr<PrepareReport> Prepare(const PrepareOptions& options, std::ostrea
       const CapturedGraphInfo& info = (*set)->graph_info(slot, batch);
       report.capture_ms += info.capture_ms;
       report.check_ms += info.check_ms;
+      report.plan_kernels_ms += info.plan_kernels_ms;
+      report.plan_memory_ms += info.plan_memory_ms;
+      report.plan_autotune_ms += info.plan_autotune_ms;
       report.worst_check_rel_err = std::max(report.worst_check_rel_err, info.check_rel_err);
       if (slot == 0) report.graph_nodes.push_back(info.nodes);
     }
@@ -166,10 +169,15 @@ std::string FormatPrepareReport(const PrepareReport& r) {
   const size_t graphs = r.batch_sizes.size() * static_cast<size_t>(r.num_streams);
   absl::StrAppendFormat(&text,
                         "%d graphs (%d sizes x %d streams) captured and checked in %.1f ms: "
-                        "capture %.1f ms, checks %.1f ms, binding and planning the rest; "
+                        "capture %.1f ms, checks %.1f ms, planning %.1f ms (kernels %.1f, "
+                        "memory %.1f, algorithm choice %.1f), binding and the rest %.1f ms; "
                         "worst replay-vs-eager relative error %.2g\n",
                         graphs, r.batch_sizes.size(), r.num_streams, r.setup_ms, r.capture_ms,
-                        r.check_ms, r.worst_check_rel_err);
+                        r.check_ms, r.plan_kernels_ms + r.plan_memory_ms + r.plan_autotune_ms,
+                        r.plan_kernels_ms, r.plan_memory_ms, r.plan_autotune_ms,
+                        r.setup_ms - r.capture_ms - r.check_ms - r.plan_kernels_ms -
+                            r.plan_memory_ms - r.plan_autotune_ms,
+                        r.worst_check_rel_err);
   if (r.choice && r.pow2_ladder) {
     absl::StrAppendFormat(&text,
                           "sizes chosen from the history: expected padded rows per request "

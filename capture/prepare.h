@@ -60,6 +60,10 @@ struct PrepareReport {
   double setup_ms = 0;          // GraphSet::Create: bind, plan, capture, check
   double capture_ms = 0;        // sum over graphs: capture, post-process, instantiate, upload
   double check_ms = 0;          // sum over graphs: replay checks
+  // Sums over graphs of CudaExecutor::PlanTimes.
+  double plan_kernels_ms = 0;
+  double plan_memory_ms = 0;
+  double plan_autotune_ms = 0;
   double worst_check_rel_err = 0;
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <mutex>
@@ -41,6 +42,11 @@ struct ValueStorage {
   size_t offset = 0;               // kArena
 };
 
+double MillisecondsBetween(std::chrono::steady_clock::time_point start,
+                           std::chrono::steady_clock::time_point end) {
+  return std::chrono::duration<double, std::milli>(end - start).count();
+}
+
 std::string NodeLabel(const BoundNode& node) {
   return absl::StrCat("op '", node.name, "' (", node.op_type, ")");
 }
@@ -74,6 +80,7 @@ struct CudaExecutor::Plan {
   int fused_gelus = 0;
   int conv_steps = 0;
   int fused_into_convs = 0;
+  CudaExecutor::PlanTimes times;
   mutable std::vector<void*> addresses;  // per value, refreshed at every Enqueue
 
   ValueId Root(ValueId id) const { return alias_root[id]; }
@@ -105,6 +112,7 @@ class PlanBuilder {
 
   // One kernel per step of the fusion pass (runtime/fusion.h).
   absl::Status Build() {
+    const auto start = std::chrono::steady_clock::now();
     FusionPlan fusion = PlanFusion(graph_, {.fuse = plan_.options.fuse_epilogues});
     plan_.alias_root = std::move(fusion.alias_root);
     plan_.fused_epilogues = fusion.gemm_bias_epilogues;
@@ -125,8 +133,12 @@ class PlanBuilder {
       step.outputs = std::move(fused.outputs);
       plan_.steps.push_back(std::move(step));
     }
+    const auto kernels_done = std::chrono::steady_clock::now();
+    plan_.times.kernels_ms = MillisecondsBetween(start, kernels_done);
     RETURN_IF_ERROR(AssignStorage());
-    return PlanArena();
+    RETURN_IF_ERROR(PlanArena());
+    plan_.times.memory_ms = MillisecondsBetween(kernels_done, std::chrono::steady_clock::now());
+    return absl::OkStatus();
   }
 
  private:
@@ -290,7 +302,11 @@ absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::Create(
     step.input_addresses.resize(step.inputs.size());
     step.output_addresses.resize(step.outputs.size());
   }
-  if (options.autotune_gemms) RETURN_IF_ERROR(AutotuneKernels(*plan));
+  if (options.autotune_gemms) {
+    const auto start = std::chrono::steady_clock::now();
+    RETURN_IF_ERROR(AutotuneKernels(*plan));
+    plan->times.autotune_ms = MillisecondsBetween(start, std::chrono::steady_clock::now());
+  }
   return std::unique_ptr<CudaExecutor>(new CudaExecutor(std::move(plan)));
 }
 
@@ -308,6 +324,7 @@ size_t CudaExecutor::arena_lower_bound_bytes() const { return plan_->memory.lowe
 int CudaExecutor::fused_epilogues() const { return plan_->fused_epilogues; }
 int CudaExecutor::fused_gelus() const { return plan_->fused_gelus; }
 int CudaExecutor::conv_steps() const { return plan_->conv_steps; }
+const CudaExecutor::PlanTimes& CudaExecutor::plan_times() const { return plan_->times; }
 int CudaExecutor::fused_into_convs() const { return plan_->fused_into_convs; }
 
 namespace {

@@ -97,6 +97,15 @@ class CudaExecutor : public Executor {
   // Number of Conv steps, and of nodes (residual Add, activation) fused into
   // their epilogues.
   [[nodiscard]] int conv_steps() const;
+  // Where Create's time went, milliseconds: building the kernels (fusion,
+  // library descriptors and heuristics), planning storage and the arena, and
+  // timing algorithms (or replaying another slot's choices).
+  struct PlanTimes {
+    double kernels_ms = 0;
+    double memory_ms = 0;
+    double autotune_ms = 0;
+  };
+  [[nodiscard]] const PlanTimes& plan_times() const;
   [[nodiscard]] int fused_into_convs() const;
 
   ~CudaExecutor() override;

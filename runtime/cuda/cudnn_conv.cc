@@ -295,6 +295,23 @@ absl::StatusOr<std::unique_ptr<CudnnConv>> CudnnConv::Create(cudnnHandle_t handl
   return conv;
 }
 
+absl::StatusOr<std::unique_ptr<CudnnConv>> CudnnConv::CreateWithChoice(cudnnHandle_t handle,
+                                                                       const ConvParams& params,
+                                                                       bool allow_tf32,
+                                                                       const Choice& choice) {
+  const std::string context = ConvParamsToString(params);
+  RETURN_IF_ERROR(AnnotateStatus(Validate(params), context));
+  absl::StatusOr<std::unique_ptr<Descriptors>> descriptors = MakeDescriptors(params, allow_tf32);
+  if (!descriptors.ok()) return AnnotateStatus(descriptors.status(), context);
+  if (handle == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(context, ": no cuDNN handle"));
+  }
+  std::unique_ptr<CudnnConv> conv(
+      new CudnnConv(handle, params, allow_tf32, *std::move(descriptors)));
+  RETURN_IF_ERROR(AnnotateStatus(conv->UseChoice(choice), context));
+  return conv;
+}
+
 absl::Status CudnnConv::UseAlgorithm(cudnnConvolutionFwdAlgo_t algo, cudnnMathType_t math) {
   Descriptors& d = *descriptors_;
   // Without TF32 the math type stays FMA whatever the result reported; with

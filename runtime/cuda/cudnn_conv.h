@@ -72,6 +72,15 @@ class CudnnConv {
                                                            const ConvParams& params,
                                                            bool allow_tf32);
 
+  // The same with a choice another plan of these sizes made (UseChoice),
+  // which skips cuDNN's heuristic query: a few milliseconds per convolution,
+  // for each of a model's M stream slots and N sizes otherwise.
+  struct Choice;
+  static absl::StatusOr<std::unique_ptr<CudnnConv>> CreateWithChoice(cudnnHandle_t handle,
+                                                                     const ConvParams& params,
+                                                                     bool allow_tf32,
+                                                                     const Choice& choice);
+
   // Bytes of workspace Enqueue needs with the current algorithm; may change
   // (either way) after ChooseFastestAlgorithm, so size workspaces after it.
   [[nodiscard]] size_t workspace_bytes() const { return workspace_bytes_; }

@@ -201,7 +201,10 @@ absl::Status GemmKernel::Autotune(absl::Span<const void* const> inputs,
     b += b_offset;
     d += d_offset;
   }
-  return AnnotateStatus(gemm_->ChooseFastestAlgorithm(a, b, d, workspace_->base(), stream), label_);
+  RETURN_IF_ERROR(
+      AnnotateStatus(gemm_->ChooseFastestAlgorithm(a, b, d, workspace_->base(), stream), label_));
+  if (algorithm_choices_) algorithm_choices_->Record(choice_key_, gemm_->candidate());
+  return absl::OkStatus();
 }
 
 absl::Status GemmKernel::Enqueue(absl::Span<const void* const> inputs,

@@ -85,6 +85,18 @@ uint64_t PadValueBits(DType dtype, float value) {
   return bits;
 }
 
+// A convolution's choice as AlgorithmChoices records it: algo * 16 + math.
+constexpr int64_t kMathTypes = 16;
+
+int64_t EncodeChoice(const CudnnConv::Choice& choice) {
+  return int64_t{choice.algo} * kMathTypes + choice.math;
+}
+
+CudnnConv::Choice DecodeChoice(int64_t recorded) {
+  return {static_cast<cudnnConvolutionFwdAlgo_t>(recorded / kMathTypes),
+          static_cast<cudnnMathType_t>(recorded % kMathTypes)};
+}
+
 }  // namespace
 
 bool IsNnOp(const std::string& op) {
@@ -152,17 +164,23 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeNnOpKernel(const BoundGraph& g
 absl::StatusOr<std::unique_ptr<ConvKernel>> ConvKernel::Create(const CudaKernelContext& context,
                                                                const ConvFusion& fusion) {
   const ConvParams params = ConvParamsOf(context.graph, context.node);
-  ASSIGN_OR_RETURN(std::unique_ptr<CudnnConv> cudnn,
-                   CudnnConv::Create(context.cudnn, params, context.allow_tf32));
+  const std::string choice_key = AlgorithmChoices::Key(context.node.name, context.graph.batch_size);
+  const std::optional<int64_t> recorded =
+      context.algorithm_choices ? context.algorithm_choices->Find(choice_key) : std::nullopt;
+  absl::StatusOr<std::unique_ptr<CudnnConv>> created =
+      recorded ? CudnnConv::CreateWithChoice(context.cudnn, params, context.allow_tf32,
+                                             DecodeChoice(*recorded))
+               : CudnnConv::Create(context.cudnn, params, context.allow_tf32);
+  if (!created.ok()) return created.status();
+  std::unique_ptr<CudnnConv> cudnn = *std::move(created);
   RETURN_IF_ERROR(context.workspace->Reserve(cudnn->workspace_bytes()));
   ChannelEpilogueParams epilogue;
   epilogue.batch = params.batch;
   epilogue.channels = params.out_channels;
   epilogue.spatial = params.out_h * params.out_w;
   epilogue.activation = fusion.activation;
-  return std::make_unique<ConvKernel>(
-      Label(context.node), AlgorithmChoices::Key(context.node.name, context.graph.batch_size),
-      std::move(cudnn), fusion, epilogue, context.workspace, context.algorithm_choices);
+  return std::make_unique<ConvKernel>(Label(context.node), choice_key, std::move(cudnn), fusion,
+                                      epilogue, context.workspace, context.algorithm_choices);
 }
 
 ConvKernel::ConvKernel(std::string label, std::string choice_key, std::unique_ptr<CudnnConv> conv,
@@ -181,17 +199,12 @@ ConvKernel::~ConvKernel() = default;
 
 const char* ConvKernel::algorithm_name() const { return conv_->algorithm_name(); }
 
-// A choice is recorded as algo * kMathTypes + math.
-constexpr int64_t kMathTypes = 16;
-
 absl::Status ConvKernel::Autotune(absl::Span<const void* const> inputs,
                                   absl::Span<void* const> outputs, cudaStream_t stream) {
   const std::optional<int64_t> recorded =
       algorithm_choices_ ? algorithm_choices_->Find(choice_key_) : std::nullopt;
   if (recorded) {
-    const CudnnConv::Choice choice{static_cast<cudnnConvolutionFwdAlgo_t>(*recorded / kMathTypes),
-                                   static_cast<cudnnMathType_t>(*recorded % kMathTypes)};
-    RETURN_IF_ERROR(AnnotateStatus(conv_->UseChoice(choice), label_));
+    RETURN_IF_ERROR(AnnotateStatus(conv_->UseChoice(DecodeChoice(*recorded)), label_));
   } else {
     RETURN_IF_ERROR(
         AnnotateStatus(conv_->ChooseFastestAlgorithm(static_cast<const float*>(inputs[0]),
@@ -199,8 +212,7 @@ absl::Status ConvKernel::Autotune(absl::Span<const void* const> inputs,
                                                      static_cast<float*>(outputs[0]), stream),
                        label_));
     if (algorithm_choices_) {
-      const CudnnConv::Choice choice = conv_->choice();
-      algorithm_choices_->Record(choice_key_, int64_t{choice.algo} * kMathTypes + choice.math);
+      algorithm_choices_->Record(choice_key_, EncodeChoice(conv_->choice()));
     }
   }
   return workspace_->Reserve(conv_->workspace_bytes());
