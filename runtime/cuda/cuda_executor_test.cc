@@ -90,7 +90,8 @@ TEST_P(CudaExecutorTest, MatchesHostExecutorFusedAndUnfused) {
     options.fuse_epilogues = fuse;
     absl::StatusOr<std::unique_ptr<CudaExecutor>> cuda = CudaExecutor::Create(*graph, options);
     ASSERT_TRUE(cuda.ok()) << cuda.status();
-    // fc1 (bias in Gemm's C, + Relu when fusing) and fc2 (+Add +Relu).
+    // Bias epilogues: fc1 (its own C, fused or not) and fc2 (the following
+    // Add, when fusing). Relu never goes into cuBLASLt's epilogue (NaN).
     EXPECT_EQ((*cuda)->fused_epilogues(), fuse ? 2 : 1);
     EXPECT_GE((*cuda)->arena_bytes(), (*cuda)->arena_lower_bound_bytes());
     absl::StatusOr<std::vector<HostTensor>> got = (*cuda)->Run(inputs);

@@ -268,19 +268,30 @@ CudnnConv::CudnnConv(cudnnHandle_t handle, const ConvParams& params, bool allow_
 
 CudnnConv::~CudnnConv() = default;
 
-absl::StatusOr<std::unique_ptr<CudnnConv>> CudnnConv::Create(cudnnHandle_t handle,
-                                                             const ConvParams& params,
-                                                             bool allow_tf32) {
+// Validated sizes and built descriptors on a handle, before any algorithm is
+// chosen. Descriptors are host-side: sizes are checked before the handle is
+// needed.
+absl::StatusOr<std::unique_ptr<CudnnConv>> CudnnConv::CreateUnplanned(cudnnHandle_t handle,
+                                                                      const ConvParams& params,
+                                                                      bool allow_tf32) {
   const std::string context = ConvParamsToString(params);
   RETURN_IF_ERROR(AnnotateStatus(Validate(params), context));
-  // Descriptors are host-side: sizes are checked before the handle is needed.
   absl::StatusOr<std::unique_ptr<Descriptors>> descriptors = MakeDescriptors(params, allow_tf32);
   if (!descriptors.ok()) return AnnotateStatus(descriptors.status(), context);
   if (handle == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(context, ": no cuDNN handle"));
   }
+  return std::unique_ptr<CudnnConv>(
+      new CudnnConv(handle, params, allow_tf32, *std::move(descriptors)));
+}
+
+absl::StatusOr<std::unique_ptr<CudnnConv>> CudnnConv::Create(cudnnHandle_t handle,
+                                                             const ConvParams& params,
+                                                             bool allow_tf32) {
+  ASSIGN_OR_RETURN(std::unique_ptr<CudnnConv> conv, CreateUnplanned(handle, params, allow_tf32));
+  const std::string context = ConvParamsToString(params);
   const absl::StatusOr<std::vector<cudnnConvolutionFwdAlgoPerf_t>> results =
-      HeuristicResults(handle, **descriptors);
+      HeuristicResults(handle, *conv->descriptors_);
   if (!results.ok()) return AnnotateStatus(results.status(), context);
   const std::optional<cudnnConvolutionFwdAlgoPerf_t> first =
       FirstUsable(*results, allow_tf32, kConvMaxWorkspaceBytes);
@@ -289,8 +300,6 @@ absl::StatusOr<std::unique_ptr<CudnnConv>> CudnnConv::Create(cudnnHandle_t handl
         context, ": cuDNN proposes no usable algorithm (", results->size(), " proposals",
         allow_tf32 ? "" : "; without TF32 only the GEMM-like algorithms qualify", ")"));
   }
-  std::unique_ptr<CudnnConv> conv(
-      new CudnnConv(handle, params, allow_tf32, *std::move(descriptors)));
   RETURN_IF_ERROR(AnnotateStatus(conv->UseAlgorithm(first->algo, first->mathType), context));
   return conv;
 }
@@ -299,16 +308,8 @@ absl::StatusOr<std::unique_ptr<CudnnConv>> CudnnConv::CreateWithChoice(cudnnHand
                                                                        const ConvParams& params,
                                                                        bool allow_tf32,
                                                                        const Choice& choice) {
-  const std::string context = ConvParamsToString(params);
-  RETURN_IF_ERROR(AnnotateStatus(Validate(params), context));
-  absl::StatusOr<std::unique_ptr<Descriptors>> descriptors = MakeDescriptors(params, allow_tf32);
-  if (!descriptors.ok()) return AnnotateStatus(descriptors.status(), context);
-  if (handle == nullptr) {
-    return absl::InvalidArgumentError(absl::StrCat(context, ": no cuDNN handle"));
-  }
-  std::unique_ptr<CudnnConv> conv(
-      new CudnnConv(handle, params, allow_tf32, *std::move(descriptors)));
-  RETURN_IF_ERROR(AnnotateStatus(conv->UseChoice(choice), context));
+  ASSIGN_OR_RETURN(std::unique_ptr<CudnnConv> conv, CreateUnplanned(handle, params, allow_tf32));
+  RETURN_IF_ERROR(AnnotateStatus(conv->UseChoice(choice), ConvParamsToString(params)));
   return conv;
 }
 

@@ -128,6 +128,10 @@ class CudnnConv {
   CudnnConv(cudnnHandle_t handle, const ConvParams& params, bool allow_tf32,
             std::unique_ptr<Descriptors> descriptors);
 
+  static absl::StatusOr<std::unique_ptr<CudnnConv>> CreateUnplanned(cudnnHandle_t handle,
+                                                                    const ConvParams& params,
+                                                                    bool allow_tf32);
+
   // Makes `algo` with `math` current: sets the math type on the convolution
   // descriptor (cuDNN decides tensor-core use from it) and asks cuDNN for the
   // workspace it then needs.

@@ -178,10 +178,6 @@ GemmKernel::GemmKernel(std::string label, std::string choice_key,
       workspace_(std::move(workspace)),
       algorithm_choices_(std::move(algorithm_choices)) {}
 
-bool GemmKernel::has_bias_epilogue() const {
-  return gemm_ != nullptr && gemm_->options().epilogue == GemmEpilogue::kBias;
-}
-
 // Times the algorithms on the first batch only (every batch has one shape),
 // or replays the choice another slot's plan recorded.
 absl::Status GemmKernel::Autotune(absl::Span<const void* const> inputs,

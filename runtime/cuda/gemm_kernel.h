@@ -18,7 +18,7 @@
 
 namespace graphserve {
 
-// Enqueue's inputs: A, B, and C when reads_c(); outputs: D.
+// Enqueue's inputs: A, B, and C when GemmReadsC (runtime/fusion.h); outputs: D.
 class GemmKernel final : public CudaOpKernel {
  public:
   // `fused_bias` (may be null): a column bias the executor took from a
@@ -26,11 +26,6 @@ class GemmKernel final : public CudaOpKernel {
   // the epilogue too (PyTorch's Linear).
   static absl::StatusOr<std::unique_ptr<GemmKernel>> Create(const CudaKernelContext& context,
                                                             const BoundValue* fused_bias);
-
-  // Whether Enqueue reads Gemm's C (broadcast into D, then beta-accumulated).
-  [[nodiscard]] bool reads_c() const { return broadcast_c_ != nullptr; }
-  // Whether a bias (Gemm's C or the fused one) is in the epilogue.
-  [[nodiscard]] bool has_bias_epilogue() const;
 
   absl::Status Autotune(absl::Span<const void* const> inputs, absl::Span<void* const> outputs,
                         cudaStream_t stream) override;

@@ -99,12 +99,6 @@ CudnnConv::Choice DecodeChoice(int64_t recorded) {
 
 }  // namespace
 
-bool IsNnOp(const std::string& op) {
-  return op == "MaxPool" || op == "AveragePool" || op == "GlobalAveragePool" ||
-         op == "GlobalMaxPool" || op == "BatchNormalization" || op == "Pad" || op == "Clip" ||
-         op == "HardSigmoid" || op == "HardSwish";
-}
-
 absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeNnOpKernel(const BoundGraph& graph,
                                                              const BoundNode& node) {
   const std::string& op = node.op_type;

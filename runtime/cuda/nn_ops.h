@@ -18,10 +18,8 @@
 
 namespace graphserve {
 
-// True for the ops MakeNnOpKernel builds (all of the family but Conv, which
-// is a ConvKernel, and Dropout, which binding removes).
-bool IsNnOp(const std::string& op_type);
-
+// The kernel of an nn-family node other than Conv (a ConvKernel) and Dropout
+// (which binding removes); Unimplemented for any other op.
 absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeNnOpKernel(const BoundGraph& graph,
                                                              const BoundNode& node);
 

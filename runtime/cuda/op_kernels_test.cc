@@ -288,34 +288,39 @@ class OpKernelTest : public ::testing::TestWithParam<OpCase> {
   }
 };
 
+// The case's node on the host kernel (`want`) and on its CUDA kernel (`got`),
+// both from `inputs`.
+struct HostAndDevice {
+  std::vector<std::unique_ptr<HostTensor>> want;
+  std::vector<std::unique_ptr<HostTensor>> got;
+};
+
+absl::StatusOr<HostAndDevice> RunHostAndDevice(const OpCase& c,
+                                               const std::vector<HostTensor>& inputs) {
+  const SingleNodeGraph g = MakeGraph(c);
+  std::vector<const HostTensor*> input_ptrs;
+  for (const HostTensor& in : inputs) input_ptrs.push_back(&in);
+  HostAndDevice result{MakeOutputs(c), MakeOutputs(c)};
+  RETURN_IF_ERROR(RunHostNode(g.node(), input_ptrs, Pointers<HostTensor>(result.want)));
+  ASSIGN_OR_RETURN(std::unique_ptr<CudaOpKernel> kernel, MakeCudaOpKernel(g.graph, g.node()));
+  ASSIGN_OR_RETURN(CudaStream stream, CudaStream::Create());
+  RETURN_IF_ERROR(RunOnDevice(inputs, result.got, stream.get(),
+                              [&](absl::Span<const void* const> in, absl::Span<void* const> out) {
+                                return kernel->Enqueue(in, out, stream.get());
+                              }));
+  return result;
+}
+
 TEST_P(OpKernelTest, MatchesHostKernel) {
   const OpCase& c = GetParam();
-  const SingleNodeGraph g = MakeGraph(c);
   std::mt19937 rng(static_cast<uint32_t>(std::hash<std::string>{}(c.label)));
   std::vector<HostTensor> inputs;
   for (const TensorSpec& spec : c.inputs) inputs.push_back(MakeInput(spec, rng));
-  std::vector<const HostTensor*> input_ptrs;
-  for (const HostTensor& in : inputs) input_ptrs.push_back(&in);
-
-  std::vector<std::unique_ptr<HostTensor>> want = MakeOutputs(c);
-  const std::vector<HostTensor*> want_ptrs = Pointers<HostTensor>(want);
-  const absl::Status host = RunHostNode(g.node(), input_ptrs, want_ptrs);
-  ASSERT_TRUE(host.ok()) << host;
-
-  absl::StatusOr<std::unique_ptr<CudaOpKernel>> kernel = MakeCudaOpKernel(g.graph, g.node());
-  ASSERT_TRUE(kernel.ok()) << kernel.status();
-  absl::StatusOr<CudaStream> stream = CudaStream::Create();
-  ASSERT_TRUE(stream.ok()) << stream.status();
-  std::vector<std::unique_ptr<HostTensor>> got = MakeOutputs(c);
-  const absl::Status run = RunOnDevice(
-      inputs, got, stream->get(),
-      [&](absl::Span<const void* const> in, absl::Span<void* const> out) {
-        return (*kernel)->Enqueue(in, out, stream->get());
-      });
-  ASSERT_TRUE(run.ok()) << run;
-  for (size_t i = 0; i < got.size(); ++i) {
-    if (got[i] == nullptr) continue;
-    ExpectMatches(*got[i], *want[i], absl::StrCat(c.label, " output ", i));
+  absl::StatusOr<HostAndDevice> run = RunHostAndDevice(c, inputs);
+  ASSERT_TRUE(run.ok()) << run.status();
+  for (size_t i = 0; i < run->got.size(); ++i) {
+    if (run->got[i] == nullptr) continue;
+    ExpectMatches(*run->got[i], *run->want[i], absl::StrCat(c.label, " output ", i));
   }
 }
 
@@ -331,7 +336,6 @@ class OpKernelSpecialValuesTest : public OpKernelTest {};
 
 TEST_P(OpKernelSpecialValuesTest, MatchesHostKernel) {
   const OpCase& c = GetParam();
-  const SingleNodeGraph g = MakeGraph(c);
   std::mt19937 rng(static_cast<uint32_t>(std::hash<std::string>{}(c.label)) + 1);
   const bool normalises = c.op_type == "Softmax" || c.op_type == "LayerNormalization" ||
                           c.op_type == "ReduceMean";
@@ -348,27 +352,13 @@ TEST_P(OpKernelSpecialValuesTest, MatchesHostKernel) {
     }
     inputs.push_back(std::move(input));
   }
-  std::vector<const HostTensor*> input_ptrs;
-  for (const HostTensor& in : inputs) input_ptrs.push_back(&in);
-  std::vector<std::unique_ptr<HostTensor>> want = MakeOutputs(c);
-  const absl::Status host = RunHostNode(g.node(), input_ptrs, Pointers<HostTensor>(want));
-  ASSERT_TRUE(host.ok()) << host;
-  absl::StatusOr<std::unique_ptr<CudaOpKernel>> kernel = MakeCudaOpKernel(g.graph, g.node());
-  ASSERT_TRUE(kernel.ok()) << kernel.status();
-  absl::StatusOr<CudaStream> stream = CudaStream::Create();
-  ASSERT_TRUE(stream.ok()) << stream.status();
-  std::vector<std::unique_ptr<HostTensor>> got = MakeOutputs(c);
-  const absl::Status run = RunOnDevice(
-      inputs, got, stream->get(),
-      [&](absl::Span<const void* const> in, absl::Span<void* const> out) {
-        return (*kernel)->Enqueue(in, out, stream->get());
-      });
-  ASSERT_TRUE(run.ok()) << run;
-  for (size_t i = 0; i < got.size(); ++i) {
-    if (got[i] == nullptr) continue;
-    const float* g_data = got[i]->data<float>();
-    const float* w_data = want[i]->data<float>();
-    const int64_t n = want[i]->num_elements();
+  absl::StatusOr<HostAndDevice> run = RunHostAndDevice(c, inputs);
+  ASSERT_TRUE(run.ok()) << run.status();
+  for (size_t i = 0; i < run->got.size(); ++i) {
+    if (run->got[i] == nullptr) continue;
+    const float* g_data = run->got[i]->data<float>();
+    const float* w_data = run->want[i]->data<float>();
+    const int64_t n = run->want[i]->num_elements();
     EXPECT_TRUE(MatchesReference(std::vector<float>(g_data, g_data + n),
                                  std::vector<float>(w_data, w_data + n), kFloatTolerance))
         << c.label << " output " << i;

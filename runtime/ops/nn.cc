@@ -323,10 +323,10 @@ absl::Status BindPad(BindContext& ctx) {
     pads[d] = given[i];
     pads[rank + d] = given[axes.size() + i];
     out[d] += pads[d] + pads[rank + d];
-    if (out[d] < 0)
+    if (out[d] < 0) {
       return ctx.Error("pads [", absl::StrJoin(given, ","), "] crop dim ", d, " below 0");
-    if (mode != PadMode::kConstant && (pads[d] >= x[d] || pads[rank + d] >= x[d]) &&
-        mode == PadMode::kReflect) {
+    }
+    if (mode == PadMode::kReflect && (pads[d] >= x[d] || pads[rank + d] >= x[d])) {
       return ctx.Unsupported("reflect pads [", absl::StrJoin(given, ","),
                              "] as large as the input dim ", x[d]);
     }
