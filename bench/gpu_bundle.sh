@@ -18,6 +18,7 @@ TEST_TARGETS=(
   //runtime/cuda:gemm_test
   //runtime/cuda:nn_kernels_test
   //runtime/cuda:cudnn_conv_test
+  //runtime/cuda:slot_lanes_test
   //runtime/cuda:cuda_executor_test
   //capture:stream_capture_test
   //capture:graph_set_test

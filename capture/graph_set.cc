@@ -31,7 +31,7 @@ struct GraphSet::Slot {
   CudaEvent done;
   std::shared_ptr<StreamArena> arena;
   std::shared_ptr<IoBuffers> io;
-  std::shared_ptr<StreamArena> gemm_workspace;  // cuBLASLt and cuDNN
+  std::shared_ptr<SlotLanes> lanes;  // side streams, events, library workspaces
   // Library handles, one per slot, shared by its N plans.
   std::shared_ptr<CublasLtHandle> cublas;
   std::shared_ptr<CudnnHandle> cudnn;
@@ -330,7 +330,8 @@ absl::StatusOr<std::unique_ptr<GraphSet>> GraphSet::Create(const Model& model,
 
   ASSIGN_OR_RETURN(set->weights_, WeightStore::Create(options.executor.device));
   // Slot 0's plans time each GEMM and convolution; the others replay.
-  const auto algorithm_choices = std::make_shared<AlgorithmChoices>();
+  const std::shared_ptr<AlgorithmChoices> algorithm_choices =
+      options.algorithm_choices ? options.algorithm_choices : std::make_shared<AlgorithmChoices>();
   const int total = options.num_streams * static_cast<int>(bound.size());
   int done = 0;
   for (int m = 0; m < options.num_streams; ++m) {
@@ -339,7 +340,7 @@ absl::StatusOr<std::unique_ptr<GraphSet>> GraphSet::Create(const Model& model,
     ASSIGN_OR_RETURN(slot->done, CudaEvent::Create());
     ASSIGN_OR_RETURN(slot->arena, StreamArena::Create(options.executor.device));
     ASSIGN_OR_RETURN(slot->io, IoBuffers::Create(options.executor.device));
-    ASSIGN_OR_RETURN(slot->gemm_workspace, StreamArena::Create(options.executor.device));
+    ASSIGN_OR_RETURN(slot->lanes, SlotLanes::Create(options.executor.device));
     ASSIGN_OR_RETURN(CublasLtHandle cublas, CublasLtHandle::Create());
     slot->cublas = std::make_shared<CublasLtHandle>(std::move(cublas));
     ASSIGN_OR_RETURN(CudnnHandle cudnn, CudnnHandle::Create());
@@ -349,9 +350,8 @@ absl::StatusOr<std::unique_ptr<GraphSet>> GraphSet::Create(const Model& model,
     // arena and I/O buffers, and nothing may move once a graph holds their
     // addresses. Largest first, so the first reservation is the final one.
     for (int n = static_cast<int>(bound.size()) - 1; n >= 0; --n) {
-      ExecutionResources resources{set->weights_,         slot->arena,  slot->io,
-                                   slot->gemm_workspace,  slot->cublas, slot->cudnn,
-                                   algorithm_choices};
+      ExecutionResources resources{set->weights_, slot->arena, slot->io,         slot->lanes,
+                                   slot->cublas,  slot->cudnn, algorithm_choices};
       absl::StatusOr<std::unique_ptr<CudaExecutor>> executor =
           CudaExecutor::Create(bound[n], options.executor, resources);
       if (!executor.ok()) {
@@ -364,6 +364,11 @@ absl::StatusOr<std::unique_ptr<GraphSet>> GraphSet::Create(const Model& model,
       slot->graphs[n].info.plan_kernels_ms = times.kernels_ms;
       slot->graphs[n].info.plan_memory_ms = times.memory_ms;
       slot->graphs[n].info.plan_autotune_ms = times.autotune_ms;
+      const Schedule& schedule = slot->graphs[n].executor->schedule();
+      slot->graphs[n].info.lanes = schedule.lanes;
+      slot->graphs[n].info.events = slot->graphs[n].executor->events_per_run();
+      slot->graphs[n].info.max_width = schedule.max_width;
+      slot->graphs[n].info.critical_path = schedule.critical_path;
     }
     set->slots_.push_back(std::move(slot));
     Slot& s = *set->slots_.back();
@@ -505,10 +510,15 @@ SlotMemory GraphSet::slot_memory(int slot) const {
   const Slot& s = *slots_[slot];
   SlotMemory memory;
   memory.arena = s.arena->bytes();
-  for (const Graph& graph : s.graphs) memory.arena_unshared += graph.executor->arena_bytes();
+  for (const Graph& graph : s.graphs) {
+    memory.arena_unshared += graph.executor->arena_bytes();
+    memory.arena_single_lane =
+        std::max(memory.arena_single_lane, graph.executor->single_lane_arena_bytes());
+  }
   memory.io_device = s.io->device_bytes();
   memory.staging_pinned = s.io->pinned_bytes();
-  memory.gemm_workspace = s.gemm_workspace->bytes();
+  memory.workspace = s.lanes->workspace_bytes();
+  memory.lanes = s.lanes->lanes();
   memory.graph_execs = s.graph_exec_bytes;
   return memory;
 }

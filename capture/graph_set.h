@@ -60,6 +60,11 @@ struct GraphSetOptions {
   double tolerance = 1e-6;
   // Seed of the random check inputs.
   uint64_t seed = 20261121;
+  // Algorithm choices (GEMMs, convolutions) to reuse and extend; null: a
+  // fresh set, timed by slot 0's plans. Sharing one between sets makes them
+  // run the same kernels (their outputs bit-identical) and times each
+  // choice once.
+  std::shared_ptr<AlgorithmChoices> algorithm_choices;
   // Called after each accepted graph; may be empty.
   std::function<void(const CaptureProgress&)> on_progress;
 };
@@ -68,9 +73,13 @@ struct GraphSetOptions {
 struct SlotMemory {
   size_t arena = 0;               // shared by the slot's N graphs
   size_t arena_unshared = 0;      // what N private arenas would take: sum of arena(B)
+  // What the arena would be with every plan on one lane: arena minus this is
+  // what the schedule's concurrency costs (0 for single-lane plans).
+  size_t arena_single_lane = 0;
   size_t io_device = 0;           // device input/output buffers
   size_t staging_pinned = 0;      // pinned host staging
-  size_t gemm_workspace = 0;      // cuBLASLt workspace
+  size_t workspace = 0;           // cuBLASLt and cuDNN workspaces, all lanes
+  int lanes = 1;                  // streams the slot's plans use, its own included
   size_t graph_execs = 0;         // device memory the driver took for the N graph execs
 };
 
@@ -86,6 +95,12 @@ struct CapturedGraphInfo {
   double capture_ms = 0;
   double check_ms = 0;
   double check_rel_err = 0;       // replay vs eager, on the check's input
+  // The plan's schedule (runtime/schedule.h): lanes, the events one run
+  // records, the graph's width and its critical path in steps.
+  int lanes = 1;
+  int events = 0;
+  int max_width = 1;
+  int critical_path = 0;
 };
 
 // Which run a Launch issues.

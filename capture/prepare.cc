@@ -198,7 +198,7 @@ std::string FormatPrepareReport(const PrepareReport& r) {
   absl::StrAppend(&text, "\nmemory: weights ", MiB(r.weight_bytes),
                   " (uploaded once, shared by every slot and size)\n"
                   "| slot | arena (shared by sizes) | arena without sharing | device I/O | "
-                  "pinned staging | GEMM workspace | graph execs |\n"
+                  "pinned staging | library workspaces | graph execs |\n"
                   "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
   size_t arena_total = 0;
   size_t unshared_total = 0;
@@ -207,8 +207,8 @@ std::string FormatPrepareReport(const PrepareReport& r) {
     arena_total += s.arena;
     unshared_total += s.arena_unshared;
     absl::StrAppend(&text, "| ", m, " | ", MiB(s.arena), " | ", MiB(s.arena_unshared), " | ",
-                    MiB(s.io_device), " | ", MiB(s.staging_pinned), " | ", MiB(s.gemm_workspace),
-                    " | ", GraphExecMemory(s.graph_execs), " |\n");
+                    MiB(s.io_device), " | ", MiB(s.staging_pinned), " | ", MiB(s.workspace), " | ",
+                    GraphExecMemory(s.graph_execs), " |\n");
   }
   absl::StrAppendFormat(&text,
                         "activation memory of all %d graphs: %s with one arena per slot, %s "

@@ -50,9 +50,21 @@ void PinnedMemoryDeleter::operator()(void* ptr) const {
 }  // namespace internal
 
 absl::StatusOr<CudaStream> CudaStream::Create() {
+  int device = 0;
+  CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
   cudaStream_t stream = nullptr;
   CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  return CudaStream(stream);
+  return CudaStream(stream, device);
+}
+
+absl::Status CudaStream::Record(const CudaEvent& event) const {
+  CUDA_RETURN_IF_ERROR(cudaEventRecord(event.get(), get()));
+  return absl::OkStatus();
+}
+
+absl::Status CudaStream::Wait(const CudaEvent& event) const {
+  CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(get(), event.get(), 0));
+  return absl::OkStatus();
 }
 
 absl::StatusOr<CudaEvent> CudaEvent::Create(bool timing) {

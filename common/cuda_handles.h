@@ -26,17 +26,28 @@ struct DeviceMemoryDeleter { void operator()(void* ptr) const; };
 struct PinnedMemoryDeleter { void operator()(void* ptr) const; };
 }  // namespace internal
 
+class CudaEvent;
+
 // A non-blocking stream: it never synchronises with the legacy default stream,
-// which graph capture requires.
+// which graph capture requires. It knows its device, and orders work against
+// other streams through events (the lanes of a multi-stream schedule).
 class CudaStream {
  public:
   CudaStream() = default;  // holds no stream until assigned from Create()
+  // A stream on the current device.
   static absl::StatusOr<CudaStream> Create();
   [[nodiscard]] cudaStream_t get() const { return stream_.get(); }
+  [[nodiscard]] int device() const { return device_; }
+  // Records `event` at the current end of the stream (a fork or join point
+  // when captured).
+  absl::Status Record(const CudaEvent& event) const;
+  // Work enqueued after this waits until `event`'s last record completes.
+  absl::Status Wait(const CudaEvent& event) const;
 
  private:
-  explicit CudaStream(cudaStream_t stream) : stream_(stream) {}
+  CudaStream(cudaStream_t stream, int device) : stream_(stream), device_(device) {}
   std::unique_ptr<std::remove_pointer_t<cudaStream_t>, internal::StreamDeleter> stream_;
+  int device_ = 0;
 };
 
 class CudaEvent {

@@ -39,6 +39,31 @@ TEST_F(CudaHandlesTest, RoundTripThroughDeviceAndPinnedBuffers) {
   EXPECT_EQ(std::memcmp(pinned->get(), values.data(), kCount * sizeof(float)), 0);
 }
 
+TEST_F(CudaHandlesTest, StreamKnowsItsDeviceAndWaitsOnAnotherStreamsEvent) {
+  absl::StatusOr<CudaStream> first = CudaStream::Create();
+  ASSERT_TRUE(first.ok()) << first.status();
+  absl::StatusOr<CudaStream> second = CudaStream::Create();
+  ASSERT_TRUE(second.ok()) << second.status();
+  int device = -1;
+  ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
+  EXPECT_EQ(first->device(), device);
+  absl::StatusOr<CudaEvent> event = CudaEvent::Create();
+  ASSERT_TRUE(event.ok()) << event.status();
+  absl::StatusOr<DeviceBuffer> device_value = DeviceBuffer::Allocate(sizeof(int));
+  ASSERT_TRUE(device_value.ok()) << device_value.status();
+
+  // The first stream writes, the second copies out after waiting on it.
+  ASSERT_EQ(cudaMemsetAsync(device_value->get(), 0x2A, sizeof(int), first->get()), cudaSuccess);
+  ASSERT_TRUE(first->Record(*event).ok());
+  ASSERT_TRUE(second->Wait(*event).ok());
+  int host_value = 0;
+  ASSERT_EQ(cudaMemcpyAsync(&host_value, device_value->get(), sizeof(int), cudaMemcpyDeviceToHost,
+                            second->get()),
+            cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(second->get()), cudaSuccess);
+  EXPECT_EQ(host_value, 0x2A2A2A2A);
+}
+
 TEST_F(CudaHandlesTest, CudnnHandleIsCreatedAndTakesAStream) {
   absl::StatusOr<CudnnHandle> handle = CudnnHandle::Create();
   ASSERT_TRUE(handle.ok()) << handle.status();

@@ -207,6 +207,23 @@ onnx::ModelProto MakeMlpModel(uint64_t seed) {
   return model;
 }
 
+onnx::ModelProto MakeMultiTowerModel(uint64_t seed) {
+  onnx::ModelProto model = NewModel("multi_tower");
+  GraphBuilder builder(model.mutable_graph(), seed);
+  builder.AddInput("x", {-1, 256});
+  std::vector<std::string> towers;
+  for (int t = 0; t < 4; ++t) {
+    towers.push_back(
+        builder.Mlp(absl::StrCat("tower", t), "x", {256, 512, 256, 64}, /*relu_last=*/true));
+  }
+  onnx::NodeProto* concat = builder.AddNode("Concat", "concat", towers, {"towers"});
+  GraphBuilder::SetInt(concat, "axis", 1);
+  const std::string logit = builder.Mlp("head", "towers", {256, 1}, /*relu_last=*/false);
+  builder.AddNode("Sigmoid", "sigmoid", {logit}, {"y"});
+  builder.AddOutput("y", {-1, 1});
+  return model;
+}
+
 // Note [DLRM dense interaction]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // DLRM's "dot" interaction as PyTorch exports it, with the embedding lookups

@@ -26,6 +26,11 @@ inline constexpr uint64_t kExampleModelSeed = 20240611;
 
 onnx::ModelProto MakeMlpModel(uint64_t seed = kExampleModelSeed);
 onnx::ModelProto MakeDlrmDenseModel(uint64_t seed = kExampleModelSeed);
+// Not written to files: a ranking model with independent branches, for the
+// multi-stream schedules' tests. x [batch,256] -> four towers, each Gemm
+// 256-512-256-64 with Relu after every layer -> Concat [batch,256] -> Gemm
+// 256-1 -> Sigmoid -> y [batch,1].
+onnx::ModelProto MakeMultiTowerModel(uint64_t seed = kExampleModelSeed);
 
 // The flat indices into a row-major [n,n] matrix of its strictly lower
 // triangle (i > j), row by row: n*(n-1)/2 of them.

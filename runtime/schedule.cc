@@ -137,12 +137,16 @@ Schedule MakeSchedule(const BoundGraph& graph, const FusionPlan& plan,
   std::vector<int> issue_index(plan.steps.size());
   for (size_t i = 0; i < order.size(); ++i) issue_index[order[i]] = static_cast<int>(i);
 
-  std::set<int> used_lanes;
+  // Lanes numbered by first use, so that lanes 0..L-1 are all used and the
+  // first step issues on lane 0 (the slot's own stream).
+  std::map<int, int> renumbered;
+  for (int s : order) renumbered.emplace(lane[s], static_cast<int>(renumbered.size()));
+  for (int& l : lane) l = renumbered[l];
+
   for (int s : order) {
     ScheduledStep scheduled;
     scheduled.step = s;
     scheduled.lane = lane[s];
-    used_lanes.insert(lane[s]);
     // The last predecessor on each other lane is enough: stream order covers
     // the earlier ones.
     std::map<int, int> last_on_lane;
@@ -155,7 +159,7 @@ Schedule MakeSchedule(const BoundGraph& graph, const FusionPlan& plan,
     std::sort(scheduled.after.begin(), scheduled.after.end());
     schedule.steps.push_back(std::move(scheduled));
   }
-  schedule.lanes = static_cast<int>(used_lanes.size());
+  schedule.lanes = std::max(1, static_cast<int>(renumbered.size()));
   return schedule;
 }
 

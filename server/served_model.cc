@@ -121,7 +121,7 @@ absl::StatusOr<Execution> LoadOnGpu(const Model& model, const BoundGraph& any_si
   for (int slot = 0; slot < set->num_slots(); ++slot) {
     const SlotMemory memory = set->slot_memory(slot);
     execution.summary.slot_bytes +=
-        memory.arena + memory.io_device + memory.staging_pinned + memory.gemm_workspace;
+        memory.arena + memory.io_device + memory.staging_pinned + memory.workspace;
   }
   execution.runner = std::make_unique<GraphSetRunner>(
       std::shared_ptr<const GraphSet>(std::move(set)), options.device,

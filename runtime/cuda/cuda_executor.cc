@@ -54,12 +54,19 @@ std::string NodeLabel(const BoundNode& node) {
 }  // namespace
 
 // One step of the run: a kernel (ours, or a library call with its epilogue)
-// over the device addresses of its input and output values.
+// over the device addresses of its input and output values, on one lane.
 struct ExecutionStep {
   std::string label;
   std::unique_ptr<CudaOpKernel> kernel;
   std::vector<ValueId> inputs;
   std::vector<ValueId> outputs;
+  int lane = 0;
+  // Events (SlotLanes indices) to wait on before the kernel: recorded after
+  // this step's last predecessor on each other lane.
+  std::vector<int> wait_events;
+  // The event recorded after the kernel when a step on another lane waits
+  // for this one; -1 when none does.
+  int record_event = -1;
   // Device addresses of inputs/outputs, refreshed at every Enqueue.
   mutable std::vector<const void*> input_addresses;
   mutable std::vector<void*> output_addresses;
@@ -74,8 +81,16 @@ struct CudaExecutor::Plan {
 
   std::vector<ValueId> alias_root;    // per value: the value owning its bytes
   std::vector<ValueStorage> storage;  // per value (roots only)
-  std::vector<ExecutionStep> steps;
+  std::vector<ExecutionStep> steps;   // issue order (the schedule's)
+  Schedule schedule;
+  // Events of one run: the fork (side lanes wait for the input copies), and
+  // per side lane k the join event its last step records (index k - 1 is
+  // lane k's).
+  int fork_event = -1;
+  std::vector<int> join_events;
+  int events_per_run = 0;
   MemoryPlan memory;
+  size_t single_lane_arena_bytes = 0;
   int fused_epilogues = 0;
   int fused_gelus = 0;
   int conv_steps = 0;
@@ -110,28 +125,30 @@ class PlanBuilder {
  public:
   explicit PlanBuilder(CudaExecutor::Plan& plan) : plan_(plan), graph_(plan.graph) {}
 
-  // One kernel per step of the fusion pass (runtime/fusion.h).
+  // The fusion pass (runtime/fusion.h), the schedule over its steps, and
+  // one kernel per step, in issue order, with its lane's workspace.
   absl::Status Build() {
     const auto start = std::chrono::steady_clock::now();
     FusionPlan fusion = PlanFusion(graph_, {.fuse = plan_.options.fuse_epilogues});
+    plan_.schedule = MakeSchedule(graph_, fusion, plan_.options.schedule);
+    RETURN_IF_ERROR(AssignEvents());
     plan_.alias_root = std::move(fusion.alias_root);
     plan_.fused_epilogues = fusion.gemm_bias_epilogues;
     plan_.fused_gelus = fusion.erf_gelus;
     plan_.conv_steps = fusion.conv_steps;
     plan_.fused_into_convs = fusion.fused_into_convs;
-    for (FusedStep& fused : fusion.steps) {
-      const BoundNode& anchor = graph_.nodes[fused.anchor];
-      absl::StatusOr<std::unique_ptr<CudaOpKernel>> kernel = MakeKernel(fused);
+    for (size_t i = 0; i < plan_.schedule.steps.size(); ++i) {
+      FusedStep& fused = fusion.steps[plan_.schedule.steps[i].step];
+      ExecutionStep& step = plan_.steps[i];
+      absl::StatusOr<std::unique_ptr<CudaOpKernel>> kernel = MakeKernel(fused, step.lane);
       if (!kernel.ok()) {
-        return AnnotateStatus(kernel.status(),
-                              absl::StrCat(NodeLabel(anchor), ", batch ", graph_.batch_size));
+        return AnnotateStatus(kernel.status(), absl::StrCat(NodeLabel(graph_.nodes[fused.anchor]),
+                                                            ", batch ", graph_.batch_size));
       }
-      ExecutionStep step;
       step.label = StepLabel(fused);
       step.kernel = *std::move(kernel);
       step.inputs = std::move(fused.inputs);
       step.outputs = std::move(fused.outputs);
-      plan_.steps.push_back(std::move(step));
     }
     const auto kernels_done = std::chrono::steady_clock::now();
     plan_.times.kernels_ms = MillisecondsBetween(start, kernels_done);
@@ -142,6 +159,29 @@ class PlanBuilder {
   }
 
  private:
+  // Lanes and events of the schedule, reserved in the slot's SlotLanes: the
+  // fork, one join per side lane, and one event per step that a step on
+  // another lane waits for. plan_.steps gets one entry per scheduled step.
+  absl::Status AssignEvents() {
+    const Schedule& schedule = plan_.schedule;
+    plan_.steps.resize(schedule.steps.size());
+    int events = 0;
+    if (schedule.lanes > 1) {
+      plan_.fork_event = events++;
+      for (int lane = 1; lane < schedule.lanes; ++lane) plan_.join_events.push_back(events++);
+    }
+    for (size_t i = 0; i < schedule.steps.size(); ++i) {
+      plan_.steps[i].lane = schedule.steps[i].lane;
+      for (int waited : schedule.steps[i].after) {
+        int& record = plan_.steps[waited].record_event;
+        if (record < 0) record = events++;
+        plan_.steps[i].wait_events.push_back(record);
+      }
+    }
+    plan_.events_per_run = events;
+    return plan_.resources.lanes->Reserve(schedule.lanes, events);
+  }
+
   std::string StepLabel(const FusedStep& step) const {
     if (step.kind != StepKind::kErfGelu) return NodeLabel(graph_.nodes[step.anchor]);
     return absl::StrCat("fused erf GELU of '", graph_.value(step.inputs[0]).name, "' (ops '",
@@ -149,40 +189,41 @@ class PlanBuilder {
                         graph_.nodes[step.nodes.back()].name, "')");
   }
 
-  // The context a kernel factory sees for `node` (Note [Op registry]).
-  CudaKernelContext KernelContext(const BoundNode& node) const {
+  // The context a kernel factory sees for `node` on `lane` (Note [Op
+  // registry]).
+  CudaKernelContext KernelContext(const BoundNode& node, int lane) const {
     return CudaKernelContext{graph_,
                              node,
                              plan_.resources.cublas->get(),
                              plan_.resources.cudnn->get(),
                              plan_.resources.weights.get(),
-                             plan_.resources.gemm_workspace,
+                             plan_.resources.lanes->workspace(lane),
                              plan_.options.allow_tf32,
                              plan_.resources.algorithm_choices};
   }
 
-  absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeKernel(const FusedStep& step) const {
+  absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeKernel(const FusedStep& step, int lane) const {
     const BoundNode& node = graph_.nodes[step.anchor];
     switch (step.kind) {
       case StepKind::kErfGelu:
         return std::make_unique<ErfGeluKernel>(StepLabel(step),
                                                NumElements(graph_.value(step.inputs[0]).dims));
       case StepKind::kGemm:
-        return GemmKernel::Create(KernelContext(node),
+        return GemmKernel::Create(KernelContext(node, lane),
                                   step.gemm_bias >= 0 ? &graph_.value(step.gemm_bias) : nullptr);
       case StepKind::kConv: {
         ConvFusion fusion;
         fusion.has_bias = node.inputs.size() > 2;
         fusion.has_residual = step.conv_residual;
         fusion.activation = step.conv_activation;
-        return ConvKernel::Create(KernelContext(node), fusion);
+        return ConvKernel::Create(KernelContext(node, lane), fusion);
       }
       case StepKind::kKernel:
         break;
     }
     const CudaKernelFactory factory = FindCudaKernelFactory(node.op_type);
     if (factory == nullptr) return absl::UnimplementedError("no CUDA kernel for this op");
-    return factory(KernelContext(node));
+    return factory(KernelContext(node, lane));
   }
 
   absl::Status AssignStorage() {
@@ -222,13 +263,40 @@ class PlanBuilder {
     return absl::OkStatus();
   }
 
-  // Offsets for every arena value over the step order (one stream, so the
-  // schedule is the linear chain).
+  // What happens before each step in a run: the steps it reads from, and the
+  // step before it on its lane. Every cross-lane wait is on a data
+  // predecessor, so this is exactly the order the GPU keeps, and the memory
+  // planner may reuse bytes across lanes only where it holds.
+  std::vector<std::vector<int>> HappensBefore() const {
+    const int n = static_cast<int>(plan_.steps.size());
+    std::vector<int> writer(graph_.values.size(), -1);
+    std::vector<int> last_on_lane(std::max(1, plan_.schedule.lanes), -1);
+    std::vector<std::vector<int>> before(n);
+    for (int s = 0; s < n; ++s) {
+      const ExecutionStep& step = plan_.steps[s];
+      for (ValueId in : step.inputs) {
+        const int w = writer[plan_.Root(in)];
+        if (w >= 0) before[s].push_back(w);
+      }
+      if (last_on_lane[step.lane] >= 0) before[s].push_back(last_on_lane[step.lane]);
+      last_on_lane[step.lane] = s;
+      for (ValueId out : step.outputs) writer[plan_.Root(out)] = s;
+    }
+    for (std::vector<int>& steps : before) {
+      std::sort(steps.begin(), steps.end());
+      steps.erase(std::unique(steps.begin(), steps.end()), steps.end());
+    }
+    return before;
+  }
+
+  // Offsets for every arena value over the schedule's happens-before order
+  // (Note [Reuse across streams]); on one lane that is the linear chain. The
+  // single-lane size is kept to report what concurrency costs.
   absl::Status PlanArena() {
     std::vector<int> buffer_of(graph_.values.size(), -1);
     MemoryPlanInput input;
     input.num_steps = static_cast<int>(plan_.steps.size());
-    input.step_predecessors = LinearSchedule(input.num_steps);
+    input.step_predecessors = HappensBefore();
     for (int s = 0; s < input.num_steps; ++s) {
       for (ValueId output : plan_.steps[s].outputs) {
         if (plan_.storage[output].kind != StorageKind::kArena) continue;
@@ -243,6 +311,12 @@ class PlanBuilder {
       }
     }
     ASSIGN_OR_RETURN(plan_.memory, PlanMemory(input));
+    plan_.single_lane_arena_bytes = plan_.memory.arena_bytes;
+    if (plan_.schedule.lanes > 1) {
+      input.step_predecessors = LinearSchedule(input.num_steps);
+      ASSIGN_OR_RETURN(const MemoryPlan single, PlanMemory(input));
+      plan_.single_lane_arena_bytes = single.arena_bytes;
+    }
     for (size_t i = 0; i < graph_.values.size(); ++i) {
       if (buffer_of[i] >= 0) plan_.storage[i].offset = plan_.memory.offsets[buffer_of[i]];
     }
@@ -282,8 +356,8 @@ absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::Create(
   if (!resources.io) {
     ASSIGN_OR_RETURN(resources.io, IoBuffers::Create(options.device));
   }
-  if (!resources.gemm_workspace) {
-    ASSIGN_OR_RETURN(resources.gemm_workspace, StreamArena::Create(options.device));
+  if (!resources.lanes) {
+    ASSIGN_OR_RETURN(resources.lanes, SlotLanes::Create(options.device));
   }
   if (!resources.cublas) {
     ASSIGN_OR_RETURN(CublasLtHandle cublas, CublasLtHandle::Create());
@@ -326,6 +400,9 @@ int CudaExecutor::fused_gelus() const { return plan_->fused_gelus; }
 int CudaExecutor::conv_steps() const { return plan_->conv_steps; }
 const CudaExecutor::PlanTimes& CudaExecutor::plan_times() const { return plan_->times; }
 int CudaExecutor::fused_into_convs() const { return plan_->fused_into_convs; }
+const Schedule& CudaExecutor::schedule() const { return plan_->schedule; }
+int CudaExecutor::events_per_run() const { return plan_->events_per_run; }
+size_t CudaExecutor::single_lane_arena_bytes() const { return plan_->single_lane_arena_bytes; }
 
 namespace {
 
@@ -374,6 +451,17 @@ absl::Status AutotuneKernels(CudaExecutor::Plan& plan) {
 
 absl::Status CudaExecutor::EnqueueCompute(cudaStream_t stream) const {
   ResolveAddresses(*plan_);
+  const SlotLanes& lanes = *plan_->resources.lanes;
+  // Lane 0 is `stream` itself; the side lanes start after what `stream` has
+  // enqueued so far (the input copies).
+  auto lane_stream = [&](int lane) { return lane == 0 ? stream : lanes.side_stream(lane).get(); };
+  if (plan_->schedule.lanes > 1) {
+    const cudaEvent_t fork = lanes.event(plan_->fork_event).get();
+    CUDA_RETURN_IF_ERROR(cudaEventRecord(fork, stream));
+    for (int lane = 1; lane < plan_->schedule.lanes; ++lane) {
+      CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(lane_stream(lane), fork, 0));
+    }
+  }
   for (const ExecutionStep& step : plan_->steps) {
     for (size_t i = 0; i < step.inputs.size(); ++i) {
       step.input_addresses[i] = plan_->addresses[step.inputs[i]];
@@ -381,11 +469,24 @@ absl::Status CudaExecutor::EnqueueCompute(cudaStream_t stream) const {
     for (size_t i = 0; i < step.outputs.size(); ++i) {
       step.output_addresses[i] = plan_->addresses[step.outputs[i]];
     }
+    const cudaStream_t on = lane_stream(step.lane);
+    for (int event : step.wait_events) {
+      CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(on, lanes.event(event).get(), 0));
+    }
     const absl::Status status =
-        step.kernel->Enqueue(step.input_addresses, step.output_addresses, stream);
+        step.kernel->Enqueue(step.input_addresses, step.output_addresses, on);
     if (!status.ok()) {
       return AnnotateStatus(status, absl::StrCat(step.label, ", batch ", plan_->graph.batch_size));
     }
+    if (step.record_event >= 0) {
+      CUDA_RETURN_IF_ERROR(cudaEventRecord(lanes.event(step.record_event).get(), on));
+    }
+  }
+  // Join: `stream` continues (output copies) once every side lane is done.
+  for (int lane = 1; lane < plan_->schedule.lanes; ++lane) {
+    const cudaEvent_t join = lanes.event(plan_->join_events[lane - 1]).get();
+    CUDA_RETURN_IF_ERROR(cudaEventRecord(join, lane_stream(lane)));
+    CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(stream, join, 0));
   }
   return absl::OkStatus();
 }

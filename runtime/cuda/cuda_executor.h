@@ -1,11 +1,16 @@
 #pragma once
 // The CUDA executor: one BoundGraph planned for one device, enqueued on any
-// stream as a capturable sequence of cuBLASLt calls and our own kernels.
+// stream as a capturable sequence of library calls (cuBLASLt, cuDNN) and our
+// own kernels, spread over the lanes of a schedule (runtime/schedule.h).
 //
-// Everything that allocates or creates library state happens in Create():
-// weights are found in (or uploaded to) the shared WeightStore, activation
-// offsets are planned into the stream's arena, cuBLASLt descriptors, algorithm
-// choices and workspaces are made. Enqueue() then only launches work.
+// Create() runs the three passes in order: fusion (runtime/fusion.h) turns
+// nodes into steps; the scheduler puts each step on a lane; planning makes
+// each step's kernel (with its lane's workspace) and places every activation
+// in the slot's arena over the schedule's happens-before order. Everything
+// that allocates or creates library state happens there: weights are found
+// in (or uploaded to) the shared WeightStore, descriptors, algorithm choices,
+// side streams, events and workspaces are made. Enqueue() then only launches
+// work and records and waits on events, so it can be captured.
 
 #include <cuda_runtime.h>
 
@@ -16,7 +21,9 @@
 #include "common/cuda_handles.h"
 #include "runtime/bound_graph.h"
 #include "runtime/cuda/algorithm_choices.h"
+#include "runtime/cuda/slot_lanes.h"
 #include "runtime/executor.h"
+#include "runtime/schedule.h"
 #include "tensor_holder/io_buffers.h"
 #include "tensor_holder/stream_arena.h"
 #include "tensor_holder/weight_store.h"
@@ -39,6 +46,9 @@ struct CudaExecutorOptions {
   // convolution, at plan time and keep the fastest (CudaOpKernel::Autotune).
   // Plans then differ in rounding only between runs whose timings differ.
   bool autotune_gemms = true;
+  // How steps spread over the slot's lanes (streams). Single (default): one
+  // lane, the fusion plan's order.
+  ScheduleOptions schedule;
 };
 
 // Device memory a plan runs in. Shared by the N plans (batch sizes) of one
@@ -47,11 +57,12 @@ struct ExecutionResources {
   std::shared_ptr<WeightStore> weights;  // shared by every plan on the device
   std::shared_ptr<StreamArena> arena;    // activations of one stream slot
   std::shared_ptr<IoBuffers> io;         // device I/O + pinned staging of one slot
-  // cuBLASLt and cuDNN workspace of one stream slot: its plans run one at a
-  // time, so one workspace serves them all. Sized to the largest need: 32 MiB
-  // when the model has a GEMM (cuBLASLt's recommendation on Hopper), else the
-  // largest chosen convolution algorithm's; nothing for a model with neither.
-  std::shared_ptr<StreamArena> gemm_workspace;
+  // The slot's lanes: side streams, events, and one cuBLASLt/cuDNN workspace
+  // per lane. The slot's plans run one at a time, so one set serves them
+  // all. Each workspace is sized to the largest need of the steps on its
+  // lane: 32 MiB with a GEMM (cuBLASLt's recommendation on Hopper), else the
+  // largest chosen convolution algorithm's; nothing for neither.
+  std::shared_ptr<SlotLanes> lanes;
   // The slot's library handles, shared by its N plans (not one per plan).
   std::shared_ptr<CublasLtHandle> cublas;
   std::shared_ptr<CudnnHandle> cudnn;
@@ -79,12 +90,22 @@ class CudaExecutor : public Executor {
 
   // Copies staged inputs to the device, runs the model, copies outputs back
   // into staging: all asynchronously on `stream`, with no allocation and no
-  // synchronisation, so the whole sequence can be captured. One thread at a
-  // time: an executor belongs to one stream slot, whose staging and arena a
-  // concurrent run would overwrite anyway.
+  // synchronisation, so the whole sequence can be captured. With several
+  // lanes, the slot's side streams fork from `stream` after the input copies
+  // and join it before the output copies. One thread at a time: an executor
+  // belongs to one stream slot, whose staging, arena and lanes a concurrent
+  // run would overwrite anyway.
   absl::Status Enqueue(cudaStream_t stream) const;
   // The model run alone, on inputs already on the device.
   absl::Status EnqueueCompute(cudaStream_t stream) const;
+
+  // The schedule the steps run in: lanes, graph width, critical path.
+  [[nodiscard]] const Schedule& schedule() const;
+  // Events one run records: the fork, the joins and the cross-lane waits.
+  [[nodiscard]] int events_per_run() const;
+  // The arena this plan would need on one lane: arena_bytes() minus this is
+  // what running branches concurrently costs in memory.
+  [[nodiscard]] size_t single_lane_arena_bytes() const;
 
   [[nodiscard]] const BoundGraph& graph() const;
   // Activation bytes this plan needs, and the lower bound (peak live bytes).

@@ -469,5 +469,160 @@ TEST_P(CudaExecutorCnnTest, MatchesHostExecutorFusedAndUnfused) {
 INSTANTIATE_TEST_SUITE_P(Batches, CudaExecutorCnnTest,
                          ::testing::Values(int64_t{1}, int64_t{3}, int64_t{8}, int64_t{64}));
 
+// An Inception-style block with independent branches: x[B,8,9,9] -> {1x1
+// Conv+Relu; 1x1 Conv+Relu -> 3x3 Conv+Relu; 3x3 MaxPool -> 1x1 Conv} ->
+// Concat -> GlobalAveragePool -> Flatten -> two Gemm heads side by side (two
+// GEMMs that may run at once, each on its lane's workspace): y [B,5] and
+// Softmax(w) [B,3].
+Model BranchyModel() {
+  std::mt19937 rng(31);
+  Model model;
+  model.name = "branchy_executor_test";
+  model.opset = 17;
+  model.inputs.push_back({"x", DType::kFloat32, {-1, 8, 9, 9}});
+  model.outputs.push_back({"y", DType::kFloat32, {-1, 5}});
+  model.outputs.push_back({"w", DType::kFloat32, {-1, 3}});
+  model.initializers["w1"] = RandomConstant({4, 8, 1, 1}, rng);
+  model.initializers["w2a"] = RandomConstant({4, 8, 1, 1}, rng);
+  model.initializers["w2b"] = RandomConstant({6, 4, 3, 3}, rng);
+  model.initializers["b2b"] = RandomConstant({6}, rng);
+  model.initializers["w3"] = RandomConstant({2, 8, 1, 1}, rng);
+  model.initializers["wy"] = RandomConstant({5, 12}, rng);
+  model.initializers["by"] = RandomConstant({5}, rng);
+  model.initializers["ww"] = RandomConstant({3, 12}, rng);
+  model.initializers["bw"] = RandomConstant({3}, rng);
+  const Attributes pad1 = {{"pads", std::vector<int64_t>{1, 1, 1, 1}}};
+  const Attributes trans_b = {{"transB", int64_t{1}}};
+  model.nodes = {
+      {"b1", "Conv", {"x", "w1"}, {"c1"}, {}},
+      {"b1_relu", "Relu", {"c1"}, {"r1"}, {}},
+      {"b2a", "Conv", {"x", "w2a"}, {"c2a"}, {}},
+      {"b2a_relu", "Relu", {"c2a"}, {"r2a"}, {}},
+      {"b2b", "Conv", {"r2a", "w2b", "b2b"}, {"c2b"}, pad1},
+      {"b2b_relu", "Relu", {"c2b"}, {"r2b"}, {}},
+      {"b3_pool",
+       "MaxPool",
+       {"x"},
+       {"p3"},
+       {{"kernel_shape", std::vector<int64_t>{3, 3}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}}},
+      {"b3", "Conv", {"p3", "w3"}, {"c3"}, {}},
+      {"concat", "Concat", {"r1", "r2b", "c3"}, {"cat"}, {{"axis", int64_t{1}}}},
+      {"gap", "GlobalAveragePool", {"cat"}, {"m"}, {}},
+      {"flat", "Flatten", {"m"}, {"f"}, {}},
+      {"head_y", "Gemm", {"f", "wy", "by"}, {"y"}, trans_b},
+      {"head_w", "Gemm", {"f", "ww", "bw"}, {"hw"}, trans_b},
+      {"softmax", "Softmax", {"hw"}, {"w"}, {{"axis", int64_t{-1}}}},
+  };
+  return model;
+}
+
+bool SameBytes(const std::vector<HostTensor>& a, const std::vector<HostTensor>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].bytes() != b[i].bytes() || std::memcmp(a[i].raw(), b[i].raw(), a[i].bytes()) != 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// The captured graph of `executor`, replayed once on `inputs`; its outputs.
+std::vector<HostTensor> ReplayCaptured(const CudaExecutor& executor,
+                                       const std::vector<HostTensor>& inputs) {
+  std::vector<HostTensor> outputs;
+  absl::StatusOr<CudaStream> stream = CudaStream::Create();
+  EXPECT_TRUE(stream.ok());
+  if (!stream.ok()) return outputs;
+  EXPECT_EQ(cudaStreamBeginCapture(stream->get(), cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  const absl::Status enqueued = executor.Enqueue(stream->get());
+  cudaGraph_t raw_graph = nullptr;
+  EXPECT_EQ(cudaStreamEndCapture(stream->get(), &raw_graph), cudaSuccess);
+  EXPECT_TRUE(enqueued.ok()) << enqueued;
+  CudaGraph captured(raw_graph);
+  cudaGraphExec_t raw_exec = nullptr;
+  EXPECT_EQ(cudaGraphInstantiate(&raw_exec, captured.get(), 0), cudaSuccess);
+  CudaGraphExec exec(raw_exec);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    std::memcpy(executor.input_staging(i), inputs[i].raw(), inputs[i].bytes());
+  }
+  const BoundGraph& graph = executor.graph();
+  for (size_t i = 0; i < graph.outputs.size(); ++i) {
+    std::memset(const_cast<void*>(executor.output_staging(i)), 0xFF,
+                graph.value(graph.outputs[i]).bytes());
+  }
+  EXPECT_EQ(cudaGraphLaunch(exec.get(), stream->get()), cudaSuccess);
+  EXPECT_EQ(cudaStreamSynchronize(stream->get()), cudaSuccess);
+  for (size_t i = 0; i < graph.outputs.size(); ++i) {
+    const BoundValue& value = graph.value(graph.outputs[i]);
+    HostTensor& out = outputs.emplace_back(value.dtype, value.dims);
+    std::memcpy(out.raw(), executor.output_staging(i), out.bytes());
+  }
+  return outputs;
+}
+
+class CudaExecutorLanesTest : public ::testing::TestWithParam<std::tuple<SchedulePolicy, int64_t>> {
+ protected:
+  void SetUp() override {
+    if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device on this machine";
+  }
+};
+
+// Same kernels on the same inputs: a multi-lane run, eager or replayed, is
+// bit-identical to the single-lane eager run, and close to the host's.
+TEST_P(CudaExecutorLanesTest, MultiLaneRunIsBitIdenticalToSingleLane) {
+  const auto [policy, batch] = GetParam();
+  absl::StatusOr<BoundGraph> graph = BindModel(BranchyModel(), {.batch_size = batch});
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  std::mt19937 rng(static_cast<uint32_t>(batch) + 500);
+  std::vector<HostTensor> inputs;
+  inputs.push_back(RandomInput({batch, 8, 9, 9}, rng));
+  absl::StatusOr<std::unique_ptr<HostExecutor>> host = HostExecutor::Create(*graph);
+  ASSERT_TRUE(host.ok()) << host.status();
+  absl::StatusOr<std::vector<HostTensor>> expected = (*host)->Run(inputs);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+
+  // Both plans share one slot's resources, as a GraphSet's plans do, and
+  // one set of algorithm choices, so they run the same kernels.
+  ExecutionResources resources;
+  resources.algorithm_choices = std::make_shared<AlgorithmChoices>();
+  absl::StatusOr<std::shared_ptr<SlotLanes>> lanes = SlotLanes::Create(0);
+  ASSERT_TRUE(lanes.ok()) << lanes.status();
+  resources.lanes = *lanes;
+  absl::StatusOr<std::unique_ptr<CudaExecutor>> single =
+      CudaExecutor::Create(*graph, {}, resources);
+  ASSERT_TRUE(single.ok()) << single.status();
+  EXPECT_EQ((*single)->schedule().lanes, 1);
+  EXPECT_EQ((*single)->events_per_run(), 0);
+  CudaExecutorOptions options;
+  options.schedule = {.policy = policy, .max_lanes = 4};
+  absl::StatusOr<std::unique_ptr<CudaExecutor>> multi =
+      CudaExecutor::Create(*graph, options, resources);
+  ASSERT_TRUE(multi.ok()) << multi.status();
+  const Schedule& schedule = (*multi)->schedule();
+  EXPECT_GE(schedule.lanes, 3);  // three convolution branches, two heads
+  EXPECT_GE(schedule.max_width, 3);
+  EXPECT_GT((*multi)->events_per_run(), schedule.lanes);  // fork, joins, waits
+  EXPECT_GE((*lanes)->lanes(), schedule.lanes);
+  EXPECT_GE((*multi)->arena_bytes(), (*multi)->arena_lower_bound_bytes());
+  EXPECT_EQ((*single)->single_lane_arena_bytes(), (*single)->arena_bytes());
+
+  absl::StatusOr<std::vector<HostTensor>> want = (*single)->Run(inputs);
+  ASSERT_TRUE(want.ok()) << want.status();
+  for (size_t i = 0; i < want->size(); ++i) {
+    EXPECT_LT(RelativeError((*want)[i], (*expected)[i]), 1e-5) << "output " << i;
+  }
+  for (int run = 0; run < 3; ++run) {  // the lanes' events are reused run after run
+    absl::StatusOr<std::vector<HostTensor>> eager = (*multi)->Run(inputs);
+    ASSERT_TRUE(eager.ok()) << eager.status();
+    EXPECT_TRUE(SameBytes(*eager, *want)) << "eager run " << run;
+  }
+  EXPECT_TRUE(SameBytes(ReplayCaptured(**multi, inputs), *want));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    PoliciesAndBatches, CudaExecutorLanesTest,
+    ::testing::Combine(::testing::Values(SchedulePolicy::kWavefront, SchedulePolicy::kAsap),
+                       ::testing::Values(int64_t{1}, int64_t{7}, int64_t{64})));
+
 }  // namespace
 }  // namespace graphserve

@@ -1,0 +1,38 @@
+#include "runtime/cuda/slot_lanes.h"
+
+#include "common/status.h"
+#include "tensor_holder/cuda_device_guard.h"
+
+namespace graphserve {
+
+absl::StatusOr<std::shared_ptr<SlotLanes>> SlotLanes::Create(int device) {
+  auto lanes = std::shared_ptr<SlotLanes>(new SlotLanes(device));
+  RETURN_IF_ERROR(lanes->Reserve(1, 0));
+  return lanes;
+}
+
+absl::Status SlotLanes::Reserve(int lanes, int events) {
+  CudaDeviceGuard guard(device_);
+  RETURN_IF_ERROR(guard.status());
+  while (this->lanes() < lanes) {
+    if (!workspaces_.empty()) {
+      ASSIGN_OR_RETURN(CudaStream stream, CudaStream::Create());
+      side_streams_.push_back(std::move(stream));
+    }
+    ASSIGN_OR_RETURN(std::shared_ptr<StreamArena> workspace, StreamArena::Create(device_));
+    workspaces_.push_back(std::move(workspace));
+  }
+  while (this->events() < events) {
+    ASSIGN_OR_RETURN(CudaEvent event, CudaEvent::Create());
+    events_.push_back(std::move(event));
+  }
+  return absl::OkStatus();
+}
+
+size_t SlotLanes::workspace_bytes() const {
+  size_t bytes = 0;
+  for (const auto& workspace : workspaces_) bytes += workspace->bytes();
+  return bytes;
+}
+
+}  // namespace graphserve
