@@ -22,6 +22,7 @@ TEST_TARGETS=(
   //runtime/cuda:cuda_executor_test
   //capture:stream_capture_test
   //capture:graph_set_test
+  //capture:schedule_choice_test
   //tests:server_e2e_test
 )
 TOOL_TARGETS=(

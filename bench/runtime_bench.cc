@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "common/command_line.h"
 #include "bench/runtime_bench_record.h"
 #include "bench/runtime_benchmark.h"
@@ -44,6 +45,12 @@ int main(int argc, char** argv) {
   command_line.AddString("json", &json_path, "Write the records to this JSON file.");
   command_line.AddBool("allow-tf32", &options.allow_tf32, "Allow TF32 tensor-core GEMMs and convolutions.");
   command_line.AddInt("device", &device, "CUDA device ordinal.");
+  std::string schedules = "single";
+  int64_t max_lanes = options.max_lanes;
+  command_line.AddString("schedules", &schedules,
+                         "Comma-separated schedule policies to capture and time side by side "
+                         "(single, wavefront, asap, auto); each adds a `schedules` entry.");
+  command_line.AddInt("max-lanes", &max_lanes, "Most streams one schedule may use.");
 
   if (absl::Status status = command_line.Parse(argc, argv); !status.ok()) return Fail(status);
   if (command_line.help_requested()) {
@@ -60,6 +67,11 @@ int main(int argc, char** argv) {
   }
   options.batch_sizes = *std::move(sizes);
   options.device = static_cast<int>(device);
+  options.max_lanes = static_cast<int>(max_lanes);
+  options.schedules = absl::StrSplit(schedules, ',', absl::SkipEmpty());
+  if (options.schedules.empty()) {
+    return Fail(absl::InvalidArgumentError("--schedules: name at least one policy"));
+  }
 
   // Kept as they come, so that a failure at one batch size still leaves the
   // sizes before it in the JSON file.

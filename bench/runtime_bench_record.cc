@@ -35,14 +35,31 @@ std::string RuntimeBenchRecordsToJson(const std::vector<RuntimeBenchRecord>& rec
                     ", \"graph_max_us\": ", JsonNumber(r.graph_max_us),
                     ", \"graph_rel_err_vs_eager\": ", JsonNumber(r.graph_rel_err_vs_eager),
                     ", \"capture_ms\": ", JsonNumber(r.capture_ms),
-                    ", \"graph_nodes\": ", r.graph_nodes, "}");
+                    ", \"graph_nodes\": ", r.graph_nodes);
+    if (!r.schedules.empty()) {
+      absl::StrAppend(&out, ", \"schedules\": [");
+      for (size_t k = 0; k < r.schedules.size(); ++k) {
+        const ScheduleBenchTiming& s = r.schedules[k];
+        absl::StrAppend(&out, k == 0 ? "" : ", ", "{\"policy\": ", JsonString(s.policy),
+                        s.chosen.empty() ? "" : absl::StrCat(", \"chosen\": ", JsonString(s.chosen)),
+                        ", \"lanes\": ", s.lanes, ", \"events\": ", s.events,
+                        ", \"graph_compute_us\": ", JsonNumber(s.graph_compute_us),
+                        ", \"graph_min_us\": ", JsonNumber(s.graph_min_us),
+                        ", \"graph_max_us\": ", JsonNumber(s.graph_max_us),
+                        ", \"bit_identical_to_single_eager\": ",
+                        s.bit_identical_to_single_eager ? "true" : "false",
+                        ", \"arena_bytes\": ", s.arena_bytes, "}");
+      }
+      absl::StrAppend(&out, "]");
+    }
+    absl::StrAppend(&out, "}");
   }
   absl::StrAppend(&out, records.empty() ? "]\n" : "\n]\n");
   return out;
 }
 
 std::string FormatRuntimeBenchRecord(const RuntimeBenchRecord& r) {
-  return absl::StrFormat(
+  std::string line = absl::StrFormat(
       "%s B=%d: full %.1f us, compute %.1f us (min %.1f, max %.1f), fused epilogues %d, "
       "arena %s (lower bound %s), rerun max |diff| %g; graph %.1f us (full %.1f), %d nodes, "
       "rel err vs eager %g, set-up %.1f ms",
@@ -50,6 +67,13 @@ std::string FormatRuntimeBenchRecord(const RuntimeBenchRecord& r) {
       r.fused_epilogues, Mebibytes(r.arena_bytes), Mebibytes(r.arena_lower_bound_bytes),
       r.rerun_max_abs_diff, r.graph_compute_us, r.graph_full_us, r.graph_nodes,
       r.graph_rel_err_vs_eager, r.capture_ms);
+  for (const ScheduleBenchTiming& s : r.schedules) {
+    absl::StrAppendFormat(&line, "; %s%s %.1f us on %d lane(s)%s", s.policy,
+                          s.chosen.empty() ? "" : absl::StrCat(" (", s.chosen, ")"),
+                          s.graph_compute_us, s.lanes,
+                          s.bit_identical_to_single_eager ? "" : " NOT BIT-IDENTICAL");
+  }
+  return line;
 }
 
 }  // namespace graphserve

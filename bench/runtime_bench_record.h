@@ -9,6 +9,22 @@
 
 namespace graphserve {
 
+// The same size captured with one multi-stream schedule policy.
+struct ScheduleBenchTiming {
+  std::string policy;  // single, wavefront, asap or auto
+  std::string chosen;  // auto only: the policy it chose
+  int lanes = 1;
+  int events = 0;
+  // Bare replay, as graph_compute_us: median over interleaved rounds of each
+  // round's median; fastest and slowest single replay.
+  double graph_compute_us = 0;
+  double graph_min_us = 0;
+  double graph_max_us = 0;
+  // Outputs of the replay equal the single-lane eager run's, byte for byte.
+  bool bit_identical_to_single_eager = false;
+  size_t arena_bytes = 0;
+};
+
 struct RuntimeBenchRecord {
   // Model file name without directory and extension ("mlp").
   std::string model;
@@ -44,6 +60,9 @@ struct RuntimeBenchRecord {
   // instantiate, upload and check.
   double capture_ms = 0;
   size_t graph_nodes = 0;
+  // One entry per requested schedule policy, in request order (empty when
+  // only the default single-lane graph was measured).
+  std::vector<ScheduleBenchTiming> schedules;
 };
 
 // A JSON array of objects, one per record, keys as the field names.

@@ -29,6 +29,25 @@ TEST(RuntimeBenchRecordTest, JsonHasEveryFieldTheScriptReads) {
   EXPECT_THAT(json, HasSubstr("},\n  {"));
 }
 
+TEST(RuntimeBenchRecordTest, SchedulesAreListedInRequestOrder) {
+  RuntimeBenchRecord record;
+  record.model = "inception_v3";
+  record.batch = 1;
+  record.schedules.push_back({.policy = "single", .lanes = 1, .graph_compute_us = 800,
+                              .bit_identical_to_single_eager = true});
+  record.schedules.push_back({.policy = "auto", .chosen = "asap", .lanes = 4, .events = 9,
+                              .graph_compute_us = 600, .bit_identical_to_single_eager = false});
+  const std::string json = RuntimeBenchRecordsToJson({record});
+  EXPECT_THAT(json, HasSubstr("\"graph_nodes\": 0, \"schedules\": [{\"policy\": \"single\", "
+                              "\"lanes\": 1, \"events\": 0, \"graph_compute_us\": 800.000"));
+  EXPECT_THAT(json, HasSubstr("{\"policy\": \"auto\", \"chosen\": \"asap\", \"lanes\": 4, "
+                              "\"events\": 9, \"graph_compute_us\": 600.000"));
+  EXPECT_THAT(json, HasSubstr("\"bit_identical_to_single_eager\": false, \"arena_bytes\": 0}]}"));
+  EXPECT_THAT(FormatRuntimeBenchRecord(record),
+              HasSubstr("; single 800.0 us on 1 lane(s); auto (asap) 600.0 us on 4 lane(s) "
+                        "NOT BIT-IDENTICAL"));
+}
+
 TEST(RuntimeBenchRecordTest, JsonStaysValidForOddValues) {
   RuntimeBenchRecord record{.model = "a\"b\\c",
                             .rerun_max_abs_diff = std::numeric_limits<double>::quiet_NaN()};

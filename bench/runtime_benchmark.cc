@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "bench/npy.h"
 #include "capture/graph_set.h"
+#include "capture/schedule_choice.h"
 #include "common/cuda_handles.h"
 #include "common/cuda_status.h"
 #include "common/status.h"
@@ -151,6 +152,7 @@ absl::Status WriteOutputs(const std::string& root, int64_t batch,
 // fields of `record`: a bare replay, the full replay API, and the outputs on
 // `inputs` against the eager run's `eager_outputs`.
 absl::Status MeasureGraph(const Model& model, int64_t batch, const RuntimeBenchOptions& options,
+                          const std::shared_ptr<AlgorithmChoices>& algorithm_choices,
                           const std::vector<HostTensor>& inputs,
                           const std::vector<HostTensor>& eager_outputs,
                           RuntimeBenchRecord& record) {
@@ -158,6 +160,7 @@ absl::Status MeasureGraph(const Model& model, int64_t batch, const RuntimeBenchO
   set_options.batch_sizes = {batch};
   set_options.executor.device = options.device;
   set_options.executor.allow_tf32 = options.allow_tf32;
+  set_options.algorithm_choices = algorithm_choices;
   ASSIGN_OR_RETURN(std::unique_ptr<GraphSet> set, GraphSet::Create(model, set_options));
   record.capture_ms = set->total_setup_ms();
   record.graph_nodes = set->graph_info(0, batch).nodes;
@@ -204,6 +207,85 @@ absl::Status MeasureGraph(const Model& model, int64_t batch, const RuntimeBenchO
   return absl::OkStatus();
 }
 
+// One schedule's graph set at `batch`, and its record entry.
+struct ScheduledSet {
+  ScheduleBenchTiming timing;
+  std::unique_ptr<GraphSet> set;
+  std::vector<Timing> rounds;
+};
+
+// Captures `batch` once per requested schedule policy (auto: the policy
+// ChooseSchedules picks), checks each replay against the single-lane eager
+// outputs byte for byte, and times bare replays of all of them in
+// interleaved rounds, so that drift reaches every policy alike.
+absl::Status MeasureSchedules(const Model& model, int64_t batch,
+                              const RuntimeBenchOptions& options,
+                              const std::shared_ptr<AlgorithmChoices>& algorithm_choices,
+                              const std::vector<HostTensor>& inputs,
+                              const std::vector<HostTensor>& eager_outputs,
+                              RuntimeBenchRecord& record) {
+  constexpr int kRounds = 5;
+  std::vector<ScheduledSet> sets;
+  for (const std::string& name : options.schedules) {
+    ScheduledSet& scheduled = sets.emplace_back();
+    scheduled.timing.policy = name;
+    GraphSetOptions set_options;
+    set_options.batch_sizes = {batch};
+    set_options.executor.device = options.device;
+    set_options.executor.allow_tf32 = options.allow_tf32;
+    set_options.executor.schedule.max_lanes = options.max_lanes;
+    set_options.algorithm_choices = algorithm_choices;
+    ASSIGN_OR_RETURN(const std::optional<SchedulePolicy> request, ParseScheduleRequest(name));
+    ASSIGN_OR_RETURN(const std::vector<ScheduleChoice> choices,
+                     ApplyScheduleRequest(model, request, set_options));
+    if (!request) scheduled.timing.chosen = SchedulePolicyName(choices[0].policy);
+    ASSIGN_OR_RETURN(scheduled.set, GraphSet::Create(model, set_options));
+    const CapturedGraphInfo& info = scheduled.set->graph_info(0, batch);
+    scheduled.timing.lanes = info.lanes;
+    scheduled.timing.events = info.events;
+    scheduled.timing.arena_bytes = scheduled.set->slot_memory(0).arena;
+
+    std::vector<const void*> input_rows;
+    for (const HostTensor& input : inputs) input_rows.push_back(input.raw());
+    RETURN_IF_ERROR(scheduled.set->Launch({0, batch, batch, LaunchMode::kGraph}, input_rows));
+    CUDA_RETURN_IF_ERROR(cudaEventSynchronize(scheduled.set->done_event(0)));
+    scheduled.timing.bit_identical_to_single_eager = true;
+    for (size_t i = 0; i < eager_outputs.size(); ++i) {
+      const HostTensor& eager = eager_outputs[i];
+      if (eager.bytes() > 0 &&
+          std::memcmp(scheduled.set->output_rows(0, i), eager.raw(), eager.bytes()) != 0) {
+        scheduled.timing.bit_identical_to_single_eager = false;
+      }
+    }
+  }
+  const int64_t iters_per_round = std::max<int64_t>(1, options.iters / kRounds);
+  for (int round = 0; round < kRounds; ++round) {
+    for (ScheduledSet& scheduled : sets) {
+      const cudaGraphExec_t exec = scheduled.set->graph_exec(0, batch);
+      ASSIGN_OR_RETURN(const Timing timing,
+                       TimeRuns(scheduled.set->stream(0), options.warmup, iters_per_round,
+                                [&](cudaStream_t s) {
+                                  return CudaErrorToStatus(cudaGraphLaunch(exec, s),
+                                                           "cudaGraphLaunch");
+                                }));
+      scheduled.rounds.push_back(timing);
+    }
+  }
+  for (ScheduledSet& scheduled : sets) {
+    std::vector<double> medians;
+    scheduled.timing.graph_min_us = std::numeric_limits<double>::infinity();
+    for (const Timing& timing : scheduled.rounds) {
+      medians.push_back(timing.median_us);
+      scheduled.timing.graph_min_us = std::min(scheduled.timing.graph_min_us, timing.min_us);
+      scheduled.timing.graph_max_us = std::max(scheduled.timing.graph_max_us, timing.max_us);
+    }
+    std::sort(medians.begin(), medians.end());
+    scheduled.timing.graph_compute_us = medians[medians.size() / 2];
+    record.schedules.push_back(scheduled.timing);
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<RuntimeBenchRecord> RunBatchSize(const Model& model, int64_t batch,
                                                 const RuntimeBenchOptions& options,
                                                 const std::shared_ptr<WeightStore>& weights,
@@ -217,8 +299,12 @@ absl::StatusOr<RuntimeBenchRecord> RunBatchSize(const Model& model, int64_t batc
   executor_options.allow_tf32 = options.allow_tf32;
   ExecutionResources resources;
   // The arena and I/O buffers are this executor's own, freed with it before
-  // the next batch size; the weights are uploaded once for all sizes.
+  // the next batch size; the weights are uploaded once for all sizes. Every
+  // plan of this size runs the algorithms this one chooses, so that graphs
+  // of any schedule can be compared with its outputs byte for byte.
   resources.weights = weights;
+  const auto algorithm_choices = std::make_shared<AlgorithmChoices>();
+  resources.algorithm_choices = algorithm_choices;
   ASSIGN_OR_RETURN(std::unique_ptr<CudaExecutor> executor,
                    CudaExecutor::Create(std::move(graph), executor_options, resources));
   const BoundGraph& bound = executor->graph();
@@ -269,8 +355,15 @@ absl::StatusOr<RuntimeBenchRecord> RunBatchSize(const Model& model, int64_t batc
   record.arena_lower_bound_bytes = executor->arena_lower_bound_bytes();
   record.rerun_max_abs_diff = rerun_diff;
   executor.reset();  // make room for the graph set's own plan
-  RETURN_IF_ERROR(AnnotateStatus(MeasureGraph(model, batch, options, inputs, first_outputs, record),
-                                 "graph replay"));
+  RETURN_IF_ERROR(AnnotateStatus(
+      MeasureGraph(model, batch, options, algorithm_choices, inputs, first_outputs, record),
+      "graph replay"));
+  const bool single_only = options.schedules.size() == 1 && options.schedules[0] == "single";
+  if (!single_only) {
+    RETURN_IF_ERROR(AnnotateStatus(MeasureSchedules(model, batch, options, algorithm_choices,
+                                                    inputs, first_outputs, record),
+                                   "schedules"));
+  }
   return record;
 }
 

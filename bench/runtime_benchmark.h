@@ -36,6 +36,12 @@ struct RuntimeBenchOptions {
   // Passed to CudaExecutorOptions.
   bool allow_tf32 = false;
   int device = 0;
+  // Schedule policies to capture and time side by side, each a record's
+  // `schedules` entry: single, wavefront, asap, auto. Only {"single"}
+  // (default): the single-lane graph alone, no `schedules` entries.
+  std::vector<std::string> schedules = {"single"};
+  // The most lanes (streams) a schedule may use.
+  int max_lanes = 4;
 };
 
 // Runs every batch size and returns one record each, in order; `on_record`

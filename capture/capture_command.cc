@@ -13,6 +13,7 @@
 #include "common/command_line.h"
 #include "capture/batch_sizes.h"
 #include "capture/prepare.h"
+#include "capture/schedule_choice.h"
 #include "runtime/bind.h"
 #include "runtime/fusion.h"
 #include "runtime/onnx_import.h"
@@ -131,13 +132,17 @@ int RunSelect(const std::vector<std::string>& args, std::ostream& out, std::ostr
 constexpr char kPrepareUsage[] =
     "graphserve-capture prepare --model model.onnx --out REPO/MODEL [--streams M]\n"
     "    (--batch-sizes 1,8,64 | --history FILE --num-sizes N) [--max-batch-size X]\n"
+    "    [--schedule auto|single|wavefront|asap] [--max-lanes L]\n"
     "\n"
     "Captures the model's run at each batch size on each of M streams into CUDA\n"
     "graphs, checks every graph against an eager run (and that padding rows never\n"
     "change real rows), measures each size's eager and graph latency, and writes\n"
     "REPO/MODEL/config.pbtxt, REPO/MODEL/1/model.onnx and REPO/MODEL/capture_report.txt.\n"
-    "The report (latency per size, memory per slot with and without arena sharing,\n"
-    "capture time) is printed too. Needs a CUDA GPU.";
+    "Independent branches of the model run on up to L streams inside each graph;\n"
+    "--schedule auto (the default) times the schedules that differ at each size and\n"
+    "keeps the fastest (single unless another is more than 2% faster).\n"
+    "The report (latency per size, schedules, memory per slot with and without arena\n"
+    "sharing, capture time) is printed too. Needs a CUDA GPU.";
 
 // `args` starts with "prepare".
 int RunPrepare(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
@@ -146,6 +151,7 @@ int RunPrepare(const std::vector<std::string>& args, std::ostream& out, std::ost
   int64_t streams = options.num_streams;
   int64_t num_sizes = 0;
   int64_t device = options.device;
+  int64_t max_lanes = options.max_lanes;
   CommandLine command_line(kPrepareUsage);
   command_line.AddString("model", &options.model_path, "ONNX model file (required).");
   command_line.AddString("out", &options.out_dir,
@@ -165,6 +171,11 @@ int RunPrepare(const std::vector<std::string>& args, std::ostream& out, std::ost
                        "Allow TF32 tensor-core GEMMs and convolutions (faster, relative error near 3e-4).");
   command_line.AddInt("cost-iters", &options.cost_iters,
                       "Timed launches per size and mode for the cost table, >= 1.");
+  command_line.AddString("schedule", &options.schedule,
+                         "How each graph runs independent branches on several streams: auto "
+                         "(time the candidates per size, keep the fastest), single (one "
+                         "stream), wavefront or asap (see `graphserve-capture schedule`).");
+  command_line.AddInt("max-lanes", &max_lanes, "Most streams one graph may use, 1 to 16.");
 
   std::vector<const char*> argv;
   argv.reserve(args.size());
@@ -188,6 +199,14 @@ int RunPrepare(const std::vector<std::string>& args, std::ostream& out, std::ost
   if (streams < 1 || streams > 64) {
     return Usage(err, absl::StrCat("prepare: --streams must be between 1 and 64, got ", streams));
   }
+  if (max_lanes < 1 || max_lanes > 16) {
+    return Usage(err, absl::StrCat("prepare: --max-lanes must be between 1 and 16, got ",
+                                   max_lanes));
+  }
+  if (absl::Status status = ParseScheduleRequest(options.schedule).status(); !status.ok()) {
+    return Usage(err, absl::StrCat("prepare: --schedule: ", status.message()));
+  }
+  options.max_lanes = static_cast<int>(max_lanes);
   if (options.cost_iters < 1 || options.max_batch_size < 0) {
     return Usage(err, "prepare: --cost-iters must be >= 1 and --max-batch-size >= 0");
   }

@@ -352,8 +352,13 @@ absl::StatusOr<std::unique_ptr<GraphSet>> GraphSet::Create(const Model& model,
     for (int n = static_cast<int>(bound.size()) - 1; n >= 0; --n) {
       ExecutionResources resources{set->weights_, slot->arena, slot->io,         slot->lanes,
                                    slot->cublas,  slot->cudnn, algorithm_choices};
+      CudaExecutorOptions executor_options = options.executor;
+      if (const auto it = options.schedules.find(set->batch_sizes_[n]);
+          it != options.schedules.end()) {
+        executor_options.schedule = it->second;
+      }
       absl::StatusOr<std::unique_ptr<CudaExecutor>> executor =
-          CudaExecutor::Create(bound[n], options.executor, resources);
+          CudaExecutor::Create(bound[n], executor_options, resources);
       if (!executor.ok()) {
         return AnnotateStatus(executor.status(),
                               absl::StrCat("planning ", Label(m, set->batch_sizes_[n])));

@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -50,8 +51,11 @@ struct GraphSetOptions {
   int num_streams = 1;
   // N: captured batch sizes (any order, no duplicates, each >= 1).
   std::vector<int64_t> batch_sizes = {1};
-  // Device, TF32 and fusion settings of every plan.
+  // Device, TF32, fusion and schedule settings of every plan.
   CudaExecutorOptions executor;
+  // Schedules of particular batch sizes (capture/schedule_choice.h chooses
+  // them); the sizes not listed use executor.schedule.
+  std::map<int64_t, ScheduleOptions> schedules;
   // Check every graph: one replay against the eager run on fresh random input
   // (relative error at most `tolerance`), and padding independence.
   bool check_replays = true;

@@ -84,7 +84,30 @@ absl::StatusOr<inference::ModelConfig> MakeModelConfig(const BoundGraph& graph,
     cost->set_eager_us(entry.eager_us);
     cost->set_graph_us(entry.graph_us);
   }
+  capture->set_schedule(summary.schedule);
+  capture->set_max_lanes(summary.max_lanes);
+  std::vector<ScheduleChoice> schedules = summary.schedules;
+  std::sort(schedules.begin(), schedules.end(),
+            [](const auto& a, const auto& b) { return a.batch_size < b.batch_size; });
+  for (const ScheduleChoice& choice : schedules) *capture->add_schedules() = ScheduleToProto(choice);
   return config;
+}
+
+inference::CaptureSchedule ScheduleToProto(const ScheduleChoice& choice) {
+  inference::CaptureSchedule schedule;
+  schedule.set_batch_size(choice.batch_size);
+  schedule.set_policy(SchedulePolicyName(choice.policy));
+  schedule.set_lanes(choice.lanes);
+  schedule.set_events(choice.events);
+  schedule.set_max_width(choice.max_width);
+  schedule.set_critical_path(choice.critical_path);
+  for (const ScheduleCandidateTime& time : choice.candidates) {
+    inference::CaptureScheduleCandidate* candidate = schedule.add_candidates();
+    candidate->set_policy(SchedulePolicyName(time.policy));
+    candidate->set_lanes(time.lanes);
+    candidate->set_replay_us(time.replay_us);
+  }
+  return schedule;
 }
 
 std::string ModelConfigText(const inference::ModelConfig& config) {

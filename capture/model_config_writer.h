@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "proto/model_config.pb.h"
 #include "runtime/bound_graph.h"
+#include "runtime/schedule.h"
 
 namespace graphserve {
 
@@ -37,7 +38,15 @@ struct CaptureSummary {
   // The largest request the server accepts (it splits requests above the
   // largest captured size). 0: the largest captured size.
   int64_t max_batch_size = 0;
+  // The schedule requested ("auto", "single", "wavefront", "asap") and the
+  // lane limit, and what each size runs (one entry per size, or empty).
+  std::string schedule = "auto";
+  int max_lanes = 4;
+  std::vector<ScheduleChoice> schedules;
 };
+
+// The capture section's record of one size's schedule.
+inference::CaptureSchedule ScheduleToProto(const ScheduleChoice& choice);
 
 // The config for `graph` (bound at any batch size: the batch dimension is
 // left out of the dims). InvalidArgument for a dtype the protocol cannot name

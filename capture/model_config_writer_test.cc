@@ -53,6 +53,39 @@ TEST(ModelConfigWriterTest, ConfigHoldsInterfaceSizesStreamsAndCosts) {
   EXPECT_FALSE(config->capture().graphs_disabled());
 }
 
+TEST(ModelConfigWriterTest, ConfigRecordsEachSizesScheduleAscending) {
+  CaptureSummary summary = Summary();
+  summary.schedule = "auto";
+  summary.max_lanes = 3;
+  summary.schedules = {
+      {.batch_size = 64, .policy = SchedulePolicy::kSingle, .max_width = 4, .critical_path = 9},
+      {.batch_size = 1,
+       .policy = SchedulePolicy::kAsap,
+       .lanes = 3,
+       .events = 7,
+       .max_width = 4,
+       .critical_path = 9,
+       .candidates = {{SchedulePolicy::kSingle, 1, 50.5}, {SchedulePolicy::kAsap, 3, 31.25}}},
+  };
+  absl::StatusOr<inference::ModelConfig> config = MakeModelConfig(TwoTensorGraph(), summary);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->capture().schedule(), "auto");
+  EXPECT_EQ(config->capture().max_lanes(), 3);
+  ASSERT_EQ(config->capture().schedules_size(), 2);
+  const inference::CaptureSchedule& first = config->capture().schedules(0);
+  EXPECT_EQ(first.batch_size(), 1);
+  EXPECT_EQ(first.policy(), "asap");
+  EXPECT_EQ(first.lanes(), 3);
+  EXPECT_EQ(first.events(), 7);
+  EXPECT_EQ(first.max_width(), 4);
+  EXPECT_EQ(first.critical_path(), 9);
+  ASSERT_EQ(first.candidates_size(), 2);
+  EXPECT_EQ(first.candidates(1).policy(), "asap");
+  EXPECT_EQ(first.candidates(1).replay_us(), 31.25);
+  EXPECT_EQ(config->capture().schedules(1).policy(), "single");
+  EXPECT_EQ(config->capture().schedules(1).candidates_size(), 0);
+}
+
 TEST(ModelConfigWriterTest, TextRoundTrips) {
   const inference::ModelConfig config = *MakeModelConfig(TwoTensorGraph(), Summary());
   const std::string text = ModelConfigText(config);

@@ -1,6 +1,7 @@
 #include "capture/prepare.h"
 
 #include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 
@@ -8,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "capture/launch_costs.h"
+#include "capture/schedule_choice.h"
 #include "common/cuda_handles.h"
 #include "common/cuda_status.h"
 #include "common/status.h"
@@ -72,6 +74,16 @@ std::string GraphExecMemory(size_t bytes) {
   return bytes == 0 ? "< 2 MiB" : MiB(bytes);
 }
 
+// "single 812.0 us, asap 610.2 us on 4 streams"; "" when nothing was timed.
+std::string ScheduleCandidatesText(const ScheduleChoice& choice) {
+  std::vector<std::string> times;
+  for (const ScheduleCandidateTime& c : choice.candidates) {
+    times.push_back(absl::StrFormat("%s %.1f us%s", SchedulePolicyName(c.policy), c.replay_us,
+                                    c.lanes > 1 ? absl::StrCat(" on ", c.lanes, " streams") : ""));
+  }
+  return absl::StrJoin(times, ", ");
+}
+
 absl::Status OutOfMemoryContext(const absl::Status& status) {
   if (status.code() != absl::StatusCode::kResourceExhausted) return status;
   size_t free_bytes = 0;
@@ -116,9 +128,33 @@ absl::StatusOr<PrepareReport> Prepare(const PrepareOptions& options, std::ostrea
   set_options.batch_sizes = report.batch_sizes;
   set_options.executor.device = options.device;
   set_options.executor.allow_tf32 = options.allow_tf32;
+  set_options.executor.schedule.max_lanes = options.max_lanes;
   set_options.on_progress = [&](const CaptureProgress& p) { bar.Update(p); };
+  ASSIGN_OR_RETURN(const std::optional<SchedulePolicy> request,
+                   ParseScheduleRequest(options.schedule));
+  report.schedule_request = request ? SchedulePolicyName(*request) : "auto";
+  report.max_lanes = options.max_lanes;
+  if (!request) {
+    progress << "choosing each size's multi-stream schedule by timing its candidates (at most "
+             << options.max_lanes << " streams per graph)\n";
+  }
+  const auto choice_start = std::chrono::steady_clock::now();
+  absl::StatusOr<std::vector<ScheduleChoice>> schedules =
+      ApplyScheduleRequest(model, request, set_options);
+  if (!schedules.ok()) return OutOfMemoryContext(schedules.status());
+  report.schedule_choice_ms = std::chrono::duration<double, std::milli>(
+                                  std::chrono::steady_clock::now() - choice_start)
+                                  .count();
   absl::StatusOr<std::unique_ptr<GraphSet>> set = GraphSet::Create(model, set_options);
   if (!set.ok()) return OutOfMemoryContext(set.status());
+  RecordPlannedSchedules(**set, *schedules);
+  report.schedules = *std::move(schedules);
+  for (const ScheduleChoice& choice : report.schedules) {
+    const std::string timed = ScheduleCandidatesText(choice);
+    progress << "batch " << choice.batch_size << ": schedule " << SchedulePolicyName(choice.policy)
+             << ", " << choice.lanes << " stream(s)"
+             << (timed.empty() ? "" : absl::StrCat(" (timed: ", timed, ")")) << "\n";
+  }
 
   report.setup_ms = (*set)->total_setup_ms();
   for (int slot = 0; slot < (*set)->num_slots(); ++slot) {
@@ -152,6 +188,9 @@ absl::StatusOr<PrepareReport> Prepare(const PrepareOptions& options, std::ostrea
   summary.batch_sizes = report.batch_sizes;
   summary.costs = report.costs;
   summary.max_batch_size = options.max_batch_size;
+  summary.schedule = report.schedule_request;
+  summary.max_lanes = options.max_lanes;
+  summary.schedules = report.schedules;
   ASSIGN_OR_RETURN(const inference::ModelConfig config, MakeModelConfig(interface, summary));
   RETURN_IF_ERROR(WriteModelDirectory(options.out_dir, options.model_path, config));
   const std::string report_path =
@@ -195,26 +234,53 @@ std::string FormatPrepareReport(const PrepareReport& r) {
                           c.graph_us, c.graph_us > 0 ? c.eager_us / c.graph_us : 0.0,
                           i < r.graph_nodes.size() ? r.graph_nodes[i] : 0);
   }
+  if (!r.schedules.empty()) {
+    absl::StrAppendFormat(&text,
+                          "\nmulti-stream schedules (requested %s, at most %d streams per graph%s):\n"
+                          "| batch | schedule | streams | events | graph width | critical path "
+                          "(steps) | candidates timed (bare replay) |\n"
+                          "| ---: | --- | ---: | ---: | ---: | ---: | --- |\n",
+                          r.schedule_request, r.max_lanes,
+                          r.schedule_choice_ms > 0
+                              ? absl::StrFormat("; choosing took %.1f ms", r.schedule_choice_ms)
+                              : "");
+    for (const ScheduleChoice& c : r.schedules) {
+      std::string timed = ScheduleCandidatesText(c);
+      if (timed.empty()) timed = r.schedule_request == "auto" ? "none (one candidate)" : "none (given)";
+      absl::StrAppendFormat(&text, "| %d | %s | %d | %d | %d | %d | %s |\n", c.batch_size,
+                            SchedulePolicyName(c.policy), c.lanes, c.events, c.max_width,
+                            c.critical_path, timed);
+    }
+  }
   absl::StrAppend(&text, "\nmemory: weights ", MiB(r.weight_bytes),
                   " (uploaded once, shared by every slot and size)\n"
-                  "| slot | arena (shared by sizes) | arena without sharing | device I/O | "
-                  "pinned staging | library workspaces | graph execs |\n"
-                  "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+                  "| slot | arena (shared by sizes) | arena on one stream | arena without "
+                  "sharing | device I/O | pinned staging | library workspaces | streams | "
+                  "graph execs |\n"
+                  "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
   size_t arena_total = 0;
   size_t unshared_total = 0;
+  size_t single_lane_total = 0;
   for (size_t m = 0; m < r.slots.size(); ++m) {
     const SlotMemory& s = r.slots[m];
     arena_total += s.arena;
+    single_lane_total += s.arena_single_lane;
     unshared_total += s.arena_unshared;
-    absl::StrAppend(&text, "| ", m, " | ", MiB(s.arena), " | ", MiB(s.arena_unshared), " | ",
-                    MiB(s.io_device), " | ", MiB(s.staging_pinned), " | ", MiB(s.workspace), " | ",
-                    GraphExecMemory(s.graph_execs), " |\n");
+    absl::StrAppend(&text, "| ", m, " | ", MiB(s.arena), " | ", MiB(s.arena_single_lane), " | ",
+                    MiB(s.arena_unshared), " | ", MiB(s.io_device), " | ", MiB(s.staging_pinned),
+                    " | ", MiB(s.workspace), " | ", s.lanes, " | ", GraphExecMemory(s.graph_execs),
+                    " |\n");
   }
   absl::StrAppendFormat(&text,
                         "activation memory of all %d graphs: %s with one arena per slot, %s "
                         "with one per graph (%.2fx)\n",
                         graphs, MiB(arena_total), MiB(unshared_total),
                         arena_total > 0 ? static_cast<double>(unshared_total) / arena_total : 0.0);
+  if (arena_total > single_lane_total) {
+    absl::StrAppend(&text, "running branches on several streams grows the arenas by ",
+                    MiB(arena_total - single_lane_total), " over one stream's ",
+                    MiB(single_lane_total), "\n");
+  }
   return text;
 }
 

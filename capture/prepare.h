@@ -15,6 +15,7 @@
 #include "capture/batch_sizes.h"
 #include "capture/graph_set.h"
 #include "capture/model_config_writer.h"
+#include "runtime/schedule.h"
 
 namespace graphserve {
 
@@ -37,6 +38,11 @@ struct PrepareOptions {
   int64_t max_batch_size = 0;
   int device = 0;
   bool allow_tf32 = false;
+  // How each graph spreads independent branches over streams: "auto"
+  // (measured per size), "single", "wavefront" or "asap"; at most max_lanes
+  // streams per graph.
+  std::string schedule = "auto";
+  int max_lanes = 4;
   // Cost table: untimed and timed launches per size and mode.
   int64_t cost_warmup = 10;
   int64_t cost_iters = 100;
@@ -55,6 +61,11 @@ struct PrepareReport {
   std::optional<SizeChoice> pow2_ladder;
   std::vector<CaptureCostEntry> costs;  // ascending batch size
   std::vector<size_t> graph_nodes;      // per size, slot 0
+  // The schedule requested, and what each size runs (ascending size).
+  std::string schedule_request;
+  int max_lanes = 0;
+  std::vector<ScheduleChoice> schedules;
+  double schedule_choice_ms = 0;  // timing the candidates (auto only)
   std::vector<SlotMemory> slots;
   size_t weight_bytes = 0;
   double setup_ms = 0;          // GraphSet::Create: bind, plan, capture, check

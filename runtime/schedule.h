@@ -50,6 +50,26 @@ struct ScheduleOptions {
   int max_lanes = 4;
 };
 
+// One candidate schedule timed at one batch size (capture/schedule_choice.h).
+struct ScheduleCandidateTime {
+  SchedulePolicy policy = SchedulePolicy::kSingle;
+  int lanes = 1;
+  double replay_us = 0;  // median bare replay of its captured graph
+};
+
+// The schedule kept for one captured batch size, and what chose it.
+struct ScheduleChoice {
+  int64_t batch_size = 0;
+  SchedulePolicy policy = SchedulePolicy::kSingle;
+  int lanes = 1;
+  int events = 0;  // recorded by one run: fork, joins, cross-lane waits
+  int max_width = 1;
+  int critical_path = 0;
+  // Timed candidates, single first; empty when the policy was given or no
+  // policy gives more than one lane.
+  std::vector<ScheduleCandidateTime> candidates;
+};
+
 Schedule MakeSchedule(const BoundGraph& graph, const FusionPlan& plan,
                       const ScheduleOptions& options);
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
+#include <optional>
 #include <mutex>
 #include <utility>
 
@@ -9,6 +11,8 @@
 #include "absl/strings/str_join.h"
 #include "capture/graph_set.h"
 #include "capture/launch_costs.h"
+#include "capture/model_config_writer.h"
+#include "capture/schedule_choice.h"
 #include "common/cuda_status.h"
 #include "common/status.h"
 #include "runtime/bind.h"
@@ -85,6 +89,48 @@ void SetCosts(const std::vector<CaptureCostEntry>& measured, inference::ModelCon
   }
 }
 
+// The schedules the config records for every size, or nullopt unless it
+// covers them all.
+absl::StatusOr<std::optional<std::map<int64_t, SchedulePolicy>>> SchedulesFromConfig(
+    const inference::ModelConfig& config, const std::vector<int64_t>& sizes) {
+  std::map<int64_t, SchedulePolicy> policies;
+  for (const inference::CaptureSchedule& schedule : config.capture().schedules()) {
+    absl::StatusOr<SchedulePolicy> policy = ParseSchedulePolicy(schedule.policy());
+    if (!policy.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("capture.schedules of batch ",
+                                                     schedule.batch_size(), ": ",
+                                                     policy.status().message()));
+    }
+    policies[schedule.batch_size()] = *policy;
+  }
+  for (int64_t size : sizes) {
+    if (!policies.contains(size)) return std::nullopt;
+  }
+  return policies;
+}
+
+// Schedules: the config's per-size record when it covers every size; else
+// its `schedule` (auto: timed here, at load, and recorded in the config).
+absl::Status ApplyConfigSchedules(const Model& model, inference::ModelConfig* config,
+                                  GraphSetOptions& set_options, ModelLoadSummary& summary,
+                                  std::vector<ScheduleChoice>& choices) {
+  const int max_lanes = config->capture().max_lanes() > 0 ? config->capture().max_lanes() : 4;
+  set_options.executor.schedule.max_lanes = max_lanes;
+  ASSIGN_OR_RETURN(const auto recorded, SchedulesFromConfig(*config, set_options.batch_sizes));
+  if (recorded.has_value()) {
+    for (const auto& [size, policy] : *recorded) {
+      set_options.schedules[size] = {.policy = policy, .max_lanes = max_lanes};
+      choices.push_back({.batch_size = size, .policy = policy});
+    }
+    return absl::OkStatus();
+  }
+  ASSIGN_OR_RETURN(const std::optional<SchedulePolicy> request,
+                   ParseScheduleRequest(config->capture().schedule()));
+  ASSIGN_OR_RETURN(choices, ApplyScheduleRequest(model, request, set_options));
+  if (!request) summary.schedules = "measured at load";
+  return absl::OkStatus();
+}
+
 // What the executor needs, built for one executor kind.
 struct Execution {
   std::unique_ptr<ChunkRunner> runner;
@@ -102,9 +148,24 @@ absl::StatusOr<Execution> LoadOnGpu(const Model& model, const BoundGraph& any_si
   set_options.batch_sizes = sizes;
   set_options.executor.device = options.device;
   set_options.executor.allow_tf32 = options.allow_tf32;
-  ASSIGN_OR_RETURN(std::unique_ptr<GraphSet> set, GraphSet::Create(model, set_options));
-
   Execution execution;
+  std::vector<ScheduleChoice> schedules;
+  RETURN_IF_ERROR(
+      ApplyConfigSchedules(model, config, set_options, execution.summary, schedules));
+  ASSIGN_OR_RETURN(std::unique_ptr<GraphSet> set, GraphSet::Create(model, set_options));
+  RecordPlannedSchedules(*set, schedules);
+  config->mutable_capture()->clear_schedules();
+  std::vector<std::string> described;
+  for (const ScheduleChoice& choice : schedules) {
+    *config->mutable_capture()->add_schedules() = ScheduleToProto(choice);
+    described.push_back(absl::StrCat(choice.batch_size, ":", SchedulePolicyName(choice.policy),
+                                     choice.lanes > 1 ? absl::StrCat(" on ", choice.lanes) : ""));
+  }
+  execution.summary.schedules =
+      absl::StrCat(absl::StrJoin(described, ", "), " (",
+                   execution.summary.schedules.empty() ? "config" : execution.summary.schedules,
+                   ")");
+
   execution.costs_us = CostsFromConfig(*config, sizes, graphs);
   execution.summary.costs = "config";
   if (execution.costs_us.empty()) {

@@ -62,6 +62,9 @@ struct ModelLoadSummary {
   size_t slot_bytes = 0;            // device arena + I/O + staging + workspace, all slots
   double load_ms = 0;
   std::string costs;                // "config", "measured at load" or "none (pad up)"
+  // Each size's multi-stream schedule and where it came from, e.g. "1:asap
+  // on 4 streams, 8:single (measured at load)"; empty on the host executor.
+  std::string schedules;
 };
 
 class ServedModel {

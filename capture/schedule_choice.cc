@@ -1,0 +1,184 @@
+#include "capture/schedule_choice.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "capture/graph_set.h"
+#include "common/cuda_handles.h"
+#include "common/cuda_status.h"
+#include "common/status.h"
+#include "runtime/bind.h"
+#include "runtime/fusion.h"
+
+namespace graphserve {
+
+namespace {
+
+constexpr SchedulePolicy kPolicies[] = {SchedulePolicy::kSingle, SchedulePolicy::kWavefront,
+                                        SchedulePolicy::kAsap};
+
+// Two schedules that issue the same steps on the same lanes capture the same
+// graph: time only the first.
+bool SameSchedule(const Schedule& a, const Schedule& b) {
+  if (a.steps.size() != b.steps.size()) return false;
+  for (size_t i = 0; i < a.steps.size(); ++i) {
+    if (a.steps[i].step != b.steps[i].step || a.steps[i].lane != b.steps[i].lane) return false;
+  }
+  return true;
+}
+
+struct Candidate {
+  SchedulePolicy policy;
+  int lanes;
+  std::unique_ptr<GraphSet> set;
+  std::vector<double> round_us;
+};
+
+// Mean time of one replay over `launches` back-to-back replays.
+absl::StatusOr<double> TimeReplays(const GraphSet& set, int64_t batch,
+                                   const ScheduleChoiceOptions& options, const CudaEvent& start,
+                                   const CudaEvent& stop) {
+  const cudaStream_t stream = set.stream(0);
+  const cudaGraphExec_t exec = set.graph_exec(0, batch);
+  for (int i = 0; i < options.warmup; ++i) CUDA_RETURN_IF_ERROR(cudaGraphLaunch(exec, stream));
+  CUDA_RETURN_IF_ERROR(cudaEventRecord(start.get(), stream));
+  for (int i = 0; i < options.launches; ++i) CUDA_RETURN_IF_ERROR(cudaGraphLaunch(exec, stream));
+  CUDA_RETURN_IF_ERROR(cudaEventRecord(stop.get(), stream));
+  CUDA_RETURN_IF_ERROR(cudaEventSynchronize(stop.get()));
+  float ms = 0;
+  CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, start.get(), stop.get()));
+  return 1000.0 * ms / options.launches;
+}
+
+double Median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+absl::StatusOr<ScheduleChoice> ChooseForSize(const Model& model, int64_t batch,
+                                             const ScheduleChoiceOptions& options) {
+  ScheduleChoice choice;
+  choice.batch_size = batch;
+  ASSIGN_OR_RETURN(const BoundGraph graph, BindModel(model, {.batch_size = batch}));
+  const FusionPlan fusion = PlanFusion(graph, {.fuse = options.executor.fuse_epilogues});
+
+  std::vector<Candidate> candidates;
+  std::vector<Schedule> schedules;
+  for (SchedulePolicy policy : kPolicies) {
+    const Schedule schedule = MakeSchedule(
+        graph, fusion, {.policy = policy, .max_lanes = options.executor.schedule.max_lanes});
+    choice.max_width = schedule.max_width;
+    choice.critical_path = schedule.critical_path;
+    const bool duplicate = std::any_of(schedules.begin(), schedules.end(),
+                                       [&](const Schedule& s) { return SameSchedule(s, schedule); });
+    if (duplicate) continue;
+    schedules.push_back(schedule);
+    candidates.push_back({policy, schedule.lanes, nullptr, {}});
+  }
+  if (candidates.size() == 1) return choice;  // one chain: single it is
+
+  for (Candidate& candidate : candidates) {
+    GraphSetOptions set_options;
+    set_options.batch_sizes = {batch};
+    set_options.executor = options.executor;
+    set_options.executor.schedule.policy = candidate.policy;
+    set_options.check_replays = false;  // the final set checks what is kept
+    set_options.algorithm_choices = options.algorithm_choices;
+    absl::StatusOr<std::unique_ptr<GraphSet>> set = GraphSet::Create(model, set_options);
+    if (!set.ok()) {
+      return AnnotateStatus(set.status(), absl::StrCat("schedule '",
+                                                       SchedulePolicyName(candidate.policy),
+                                                       "' at batch ", batch));
+    }
+    candidate.set = *std::move(set);
+  }
+  ASSIGN_OR_RETURN(const CudaEvent start, CudaEvent::Create(/*timing=*/true));
+  ASSIGN_OR_RETURN(const CudaEvent stop, CudaEvent::Create(/*timing=*/true));
+  // Interleaved rounds, so that clock and thermal drift reach every
+  // candidate alike.
+  for (int round = 0; round < options.rounds; ++round) {
+    for (Candidate& candidate : candidates) {
+      ASSIGN_OR_RETURN(const double us, TimeReplays(*candidate.set, batch, options, start, stop));
+      candidate.round_us.push_back(us);
+    }
+  }
+  for (const Candidate& candidate : candidates) {
+    choice.candidates.push_back({candidate.policy, candidate.lanes, Median(candidate.round_us)});
+  }
+  const ScheduleCandidateTime& single = choice.candidates.front();
+  const ScheduleCandidateTime* best = &single;
+  for (const ScheduleCandidateTime& candidate : choice.candidates) {
+    if (candidate.replay_us < best->replay_us) best = &candidate;
+  }
+  if (best->replay_us < (1.0 - options.min_gain) * single.replay_us) {
+    choice.policy = best->policy;
+    choice.lanes = best->lanes;
+  }
+  return choice;
+}
+
+}  // namespace
+
+absl::StatusOr<std::optional<SchedulePolicy>> ParseScheduleRequest(const std::string& name) {
+  if (name.empty() || name == "auto") return std::nullopt;
+  absl::StatusOr<SchedulePolicy> policy = ParseSchedulePolicy(name);
+  if (!policy.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "schedule '", name.substr(0, 32), "' should be auto, single, wavefront or asap"));
+  }
+  return *policy;
+}
+
+absl::StatusOr<std::vector<ScheduleChoice>> ChooseSchedules(
+    const Model& model, const std::vector<int64_t>& batch_sizes,
+    const ScheduleChoiceOptions& options) {
+  if (options.rounds < 1 || options.launches < 1 || options.warmup < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("schedule timing needs rounds >= 1, launches >= 1 and warmup >= 0; got ",
+                     options.rounds, ", ", options.launches, ", ", options.warmup));
+  }
+  std::vector<ScheduleChoice> choices;
+  for (int64_t batch : batch_sizes) {
+    ASSIGN_OR_RETURN(ScheduleChoice choice, ChooseForSize(model, batch, options));
+    choices.push_back(std::move(choice));
+  }
+  return choices;
+}
+
+absl::StatusOr<std::vector<ScheduleChoice>> ApplyScheduleRequest(
+    const Model& model, std::optional<SchedulePolicy> request, GraphSetOptions& set_options,
+    ScheduleChoiceOptions timing) {
+  if (!set_options.algorithm_choices) {
+    set_options.algorithm_choices = std::make_shared<AlgorithmChoices>();
+  }
+  std::vector<ScheduleChoice> choices;
+  if (request.has_value()) {
+    set_options.executor.schedule.policy = *request;
+    for (int64_t batch : set_options.batch_sizes) {
+      choices.push_back({.batch_size = batch, .policy = *request});
+    }
+    return choices;
+  }
+  timing.executor = set_options.executor;
+  timing.algorithm_choices = set_options.algorithm_choices;
+  ASSIGN_OR_RETURN(choices, ChooseSchedules(model, set_options.batch_sizes, timing));
+  for (const ScheduleChoice& choice : choices) {
+    ScheduleOptions& schedule = set_options.schedules[choice.batch_size];
+    schedule = set_options.executor.schedule;
+    schedule.policy = choice.policy;
+  }
+  return choices;
+}
+
+void RecordPlannedSchedules(const GraphSet& set, std::vector<ScheduleChoice>& choices) {
+  for (ScheduleChoice& choice : choices) {
+    const CapturedGraphInfo& info = set.graph_info(0, choice.batch_size);
+    choice.lanes = info.lanes;
+    choice.events = info.events;
+    choice.max_width = info.max_width;
+    choice.critical_path = info.critical_path;
+  }
+}
+
+}  // namespace graphserve
