@@ -3,7 +3,7 @@
 torchvision CNNs, capture each with `graphserve-capture prepare`, and run
 bench/run_runtime_bench.py on them; two result files.
 
-  1. python3 bench/export_models.py --models cnn --out WORK/models
+  1. python3 bench/export_models.py --models <the four> --out WORK/models
   2. per model: BIN/graphserve-capture prepare --model WORK/models/<m>.onnx
        --out WORK/repo/<m> --streams 2 --batch-sizes 1,8,16,32
      (wall time measured here; capture time and memory from its
@@ -38,7 +38,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gpu_check_parse  # noqa: E402  (beside this file)
 
 BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
-# export_models.CNN_NAMES, spelled out so that this script needs no torch.
+# The first four of export_models.CNN_NAMES (googlenet, there for the
+# multi-stream schedules, is left out), spelled out so that this script
+# needs no torch.
 CNN_NAMES = ("resnet50", "inception_v3", "mobilenet_v2", "efficientnet_b0")
 
 PREPARE_COLUMNS = [

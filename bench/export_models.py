@@ -13,7 +13,7 @@ are exported by default:
   encoder     x [B,16,256] -> y [B,16,256]: 4 nn.TransformerEncoderLayer
               (d_model 256, 4 heads, FFN 1024, GELU, batch_first, dropout 0).
 
-and four torchvision CNNs (weights=None: seeded random weights, no download),
+and five torchvision CNNs (weights=None: seeded random weights, no download),
 each x [B,3,H,W] -> y [B,1000] logits, exported when asked for (--models cnn):
 
   resnet50         224x224.
@@ -21,6 +21,15 @@ each x [B,3,H,W] -> y [B,1000] logits, exported when asked for (--models cnn):
                    transform_input=False.
   mobilenet_v2     224x224 (ReLU6 exports as Clip).
   efficientnet_b0  224x224 (SiLU exports as Sigmoid * x).
+  googlenet        224x224; aux_logits=False, init_weights=True,
+                   transform_input=False. Four branches per Inception block.
+
+and one more, for the multi-stream schedules (--models multistream):
+
+  multi_tower x [B,256] -> y [B,1]: four towers, each Linear 256-512-256-64
+              with ReLU after every layer, concatenated to [B,256], then
+              Linear 256-1 and Sigmoid (examples/example_models.h's
+              MakeMultiTowerModel, with PyTorch's weights).
 
 Every BatchNorm of a CNN gets seeded random running statistics and affine
 parameters (a fresh torchvision model has mean 0, variance 1, scale 1, shift
@@ -35,7 +44,8 @@ support (the op registry, runtime/op_registry.h).
 Usage: python3 bench/export_models.py --out DIR [--models LIST]
   writes DIR/<name>.onnx; LIST is comma-separated model names and groups:
   "default" (mlp,dlrm_dense,encoder, what no --models exports), "cnn" (the
-  four CNNs), "all".
+  five CNNs), "multistream" (inception_v3,googlenet,resnet50,multi_tower,
+  dlrm_dense,encoder: what the multi-stream schedules are measured on), "all".
 """
 
 import argparse
@@ -68,11 +78,20 @@ SUPPORTED_OPS = _registry_ops()
 # The default set: what export_all and run_runtime_bench.py take without
 # --models.
 MODEL_NAMES = ("mlp", "dlrm_dense", "encoder")
-CNN_NAMES = ("resnet50", "inception_v3", "mobilenet_v2", "efficientnet_b0")
+CNN_NAMES = ("resnet50", "inception_v3", "mobilenet_v2", "efficientnet_b0", "googlenet")
+# Neither in the default set nor CNNs.
+OTHER_NAMES = ("multi_tower",)
 # Fixed order: run_runtime_bench.py seeds each model's inputs with its index
-# here, so new models go at the end.
-ALL_MODEL_NAMES = MODEL_NAMES + CNN_NAMES
-MODEL_GROUPS = {"default": MODEL_NAMES, "cnn": CNN_NAMES, "all": ALL_MODEL_NAMES}
+# here, so new models go at the end (run_runtime_bench_test.py pins it).
+ALL_MODEL_NAMES = MODEL_NAMES + CNN_NAMES + OTHER_NAMES
+# What the multi-lane schedules are measured on (run_runtime_bench.py
+# --schedules): models of many independent branches (Inception blocks,
+# towers) and, for contrast, of few (resnet50 branches only where it
+# downsamples).
+MULTISTREAM_NAMES = ("inception_v3", "googlenet", "resnet50", "multi_tower", "dlrm_dense",
+                     "encoder")
+MODEL_GROUPS = {"default": MODEL_NAMES, "cnn": CNN_NAMES, "multistream": MULTISTREAM_NAMES,
+                "all": ALL_MODEL_NAMES}
 
 
 def _disable_mha_fastpath():
@@ -162,6 +181,29 @@ class Encoder(nn.Module):
         return self.encoder(x)
 
 
+class MultiTower(nn.Module):
+    """A ranking model of four independent towers over one input, as
+    GraphServe's MakeMultiTowerModel builds it in C++: the towers can run on
+    four lanes at once."""
+
+    TOWERS = 4
+    WIDTH = 256
+
+    def __init__(self):
+        super().__init__()
+        self.towers = nn.ModuleList(
+            nn.Sequential(
+                nn.Linear(self.WIDTH, 512), nn.ReLU(),
+                nn.Linear(512, 256), nn.ReLU(),
+                nn.Linear(256, 64), nn.ReLU(),
+            )
+            for _ in range(self.TOWERS))
+        self.head = nn.Sequential(nn.Linear(self.TOWERS * 64, 1), nn.Sigmoid())
+
+    def forward(self, x):
+        return self.head(torch.cat([tower(x) for tower in self.towers], dim=1))
+
+
 def _randomize_batch_norm(model):
     """Draws every BatchNorm's running statistics and affine parameters from
     the global (seeded) generator, so that eval-mode BatchNorm, folded into
@@ -236,6 +278,12 @@ SPECS = {
         "mobilenet_v2", 6, _torchvision_cnn("mobilenet_v2"), [("x", (3, 224, 224))], ["y"]),
     "efficientnet_b0": ModelSpec(
         "efficientnet_b0", 7, _torchvision_cnn("efficientnet_b0"), [("x", (3, 224, 224))], ["y"]),
+    "googlenet": ModelSpec(
+        "googlenet", 8,
+        _torchvision_cnn("googlenet", aux_logits=False, init_weights=True, transform_input=False),
+        [("x", (3, 224, 224))], ["y"]),
+    "multi_tower": ModelSpec(
+        "multi_tower", 9, MultiTower, [("x", (MultiTower.WIDTH,))], ["y"]),
 }
 assert tuple(SPECS) == ALL_MODEL_NAMES
 

@@ -30,19 +30,32 @@ outputs_graph_tf32/, timings in ours_<model>_tf32.json). Their table compares
 our graph replay with PyTorch's CUDA-graph replay, TF32 off and on; the
 target ours / torch <= 1.0 at batch 1 and 8 is reported, not asserted.
 
+--schedules single,wavefront,asap,auto (e.g. with --models multistream) has
+runtime_bench capture each batch size once per multi-stream schedule policy
+and time their bare replays side by side (its records' "schedules"); the
+"Multi-lane schedules" table then gives each policy's lanes, time and speedup
+over single, auto's choice, auto / single, and the best policy and single
+against PyTorch's CUDA-graph replay. Without --schedules (or with "single"
+alone) the binary is not passed the flag and times the single-lane graph only.
+
 Prints markdown tables and writes them to <out>/runtime_bench.md, with all
-numbers in <out>/runtime_bench.json (CNN rows under "cnn_rows"). The design's
-speed targets (ours graph / torch graph <= 0.8 on mlp, <= 1.0 on encoder) are
-reported, not asserted. Exits 1 when any of our relative errors (eager, or
-graph where the binary wrote graph outputs) exceeds --tolerance or is NaN, or
-a TF32 pass's error of ours is NaN (its size is reported, not checked), or
-when the binary fails, after printing everything; 0 otherwise. The graph keys
-of ours_<model>.json are optional: an older binary without them gives "-" in
-their columns.
+numbers in <out>/runtime_bench.json (CNN rows under "cnn_rows", multi-lane
+rows under "schedule_rows"). The design's speed targets (ours graph / torch
+graph <= 0.8 on mlp, <= 1.0 on encoder) are reported, not asserted; so is an
+auto schedule slower than single by more than 2%. Exits 1 when any of our
+relative errors (eager, or graph where the binary wrote graph outputs)
+exceeds --tolerance or is NaN, or a TF32 pass's error of ours is NaN (its
+size is reported, not checked), or a schedule's replay is not bit-identical
+to the single-lane eager run, or when the binary fails, after printing
+everything; 0 otherwise. The graph and schedule keys of ours_<model>.json are
+optional: an older binary without them gives "-" in their columns and no
+multi-lane table.
 
 Usage (on the GPU machine):
   python3 bench/run_runtime_bench.py --bin out/runtime_bench/runtime_bench --out $OUT/bench
   python3 bench/run_runtime_bench.py --bin ... --out ... --models cnn --batch-sizes 1,3,8,32
+  python3 bench/run_runtime_bench.py --bin ... --out ... --models multistream --batch-sizes 1,8 \
+      --schedules single,wavefront,asap,auto
 Shared libraries in <dir of --bin>/lib (bench/bundle_runtime_bench.sh puts
 them there) are put on the binary's LD_LIBRARY_PATH.
 """
@@ -78,6 +91,15 @@ CNN_RATIO_TARGETS = {1: 1.0, 8: 1.0}
 
 DEFAULT_TF32_BATCH_SIZES = "1,8,32"
 
+# runtime_bench --schedules' policies (runtime/schedule.h's, and auto, which
+# capture/schedule_choice.h chooses among them by timing).
+SCHEDULE_POLICIES = ("single", "wavefront", "asap", "auto")
+
+# Auto keeps single unless another policy beats it by more than 2%
+# (ScheduleChoiceOptions::min_gain), so auto slower than single by more than
+# that is flagged: a wrong choice, or timing noise larger than the margin.
+AUTO_SLOWER_LIMIT = 1.02
+
 # Eager runs of the module on a side stream before capturing it, as the
 # PyTorch CUDA graphs documentation recommends.
 TORCH_GRAPH_SIDE_STREAM_WARMUP = 3
@@ -102,6 +124,10 @@ def parse_args():
     parser.add_argument("--tf32-batch-sizes", default=DEFAULT_TF32_BATCH_SIZES,
                         help="CNNs only: the sizes (of --batch-sizes) of the second pass with TF32 "
                              "on for both sides; empty: no such pass")
+    parser.add_argument("--schedules", default="single",
+                        help="comma-separated schedule policies of " + ",".join(SCHEDULE_POLICIES)
+                             + ", passed to runtime_bench --schedules: each batch size captured "
+                               "and timed with each (include single for the speedups)")
     parser.add_argument("--models-dir", default=None,
                         help="take <model>.onnx from this folder (bench/export_models.py --out) "
                              "instead of exporting into <out>/models")
@@ -118,6 +144,13 @@ def parse_args():
     args = parser.parse_args()
     args.batch_sizes = [int(b) for b in args.batch_sizes.split(",") if b]
     args.tf32_batch_sizes = [int(b) for b in args.tf32_batch_sizes.split(",") if b]
+    args.schedules = list(dict.fromkeys(p.strip() for p in args.schedules.split(",") if p.strip()))
+    unknown = [p for p in args.schedules if p not in SCHEDULE_POLICIES]
+    if unknown:
+        parser.error(f"--schedules: unknown policies {unknown}; known: "
+                     + ",".join(SCHEDULE_POLICIES))
+    if not args.schedules:
+        parser.error("--schedules names no policy")
     try:
         args.models = export_models.resolve_models(args.models)
     except ValueError as error:
@@ -274,10 +307,13 @@ def graph_outputs_flag(flags):
     return None
 
 
-def run_ours(args, onnx_path, name, env, batch_sizes, allow_tf32, suffix=""):
+def run_ours(args, onnx_path, name, env, batch_sizes, allow_tf32, suffix="",
+             schedules=("single",)):
     """Runs the binary on one model at batch_sizes; its outputs go to
     <out>/outputs<suffix>/<model>/ and <out>/outputs_graph<suffix>/<model>/,
-    its records to <out>/ours_<model><suffix>.json. Returns ({batch: record}
+    its records to <out>/ours_<model><suffix>.json. schedules go to
+    --schedules unless they are single alone, the binary's default (so that
+    an older binary, without the flag, still runs). Returns ({batch: record}
     or None, success)."""
     json_path = os.path.join(args.out, f"ours_{name}{suffix}.json")
     graph_dir = os.path.join(args.out, OURS_GRAPH_OUTPUTS + suffix, name)
@@ -296,6 +332,8 @@ def run_ours(args, onnx_path, name, env, batch_sizes, allow_tf32, suffix=""):
         command += [f"--{flag}", graph_dir]
     if allow_tf32:
         command.append("--allow-tf32")
+    if list(schedules) != ["single"]:
+        command += ["--schedules", ",".join(schedules)]
     print("+ " + " ".join(command), flush=True)
     if os.path.exists(json_path):
         os.remove(json_path)
@@ -469,6 +507,109 @@ def cnn_summary_lines(summary):
     return lines
 
 
+def make_schedule_row(row, record):
+    """One row of the multi-lane table from the model's make_row row and the
+    binary's record of the same batch size, None unless the record has two
+    "schedules" entries or more. Per measured policy, in the record's order
+    (that of --schedules): <policy>_lanes, <policy>_us and <policy>_speedup =
+    single us / policy us (None without a single entry). Then auto_chosen
+    and auto_over_single; best_policy, the fastest policy other than auto
+    (auto replays one of them), with best_us and best_speedup; best and
+    single over PyTorch's CUDA-graph replay; not_bit_identical, the policies
+    whose replay's outputs differ from the single-lane eager run's."""
+    entries = (record or {}).get("schedules") or []
+    if len(entries) < 2:
+        return None
+    by_policy = {}
+    for entry in entries:
+        by_policy.setdefault(entry.get("policy"), entry)
+    single_us = by_policy.get("single", {}).get("graph_compute_us")
+    result = dict(model=row["model"], batch=row["batch"], policies=list(by_policy))
+    for policy, entry in by_policy.items():
+        result[f"{policy}_lanes"] = entry.get("lanes")
+        result[f"{policy}_us"] = entry.get("graph_compute_us")
+        result[f"{policy}_speedup"] = ratio(single_us, entry.get("graph_compute_us"))
+    # ratio(1, us) is None where us is missing, not finite or not positive.
+    timed = [(entry["graph_compute_us"], policy) for policy, entry in by_policy.items()
+             if policy != "auto" and ratio(1.0, entry.get("graph_compute_us")) is not None]
+    best_us, best_policy = min(timed) if timed else (None, None)
+    auto = by_policy.get("auto", {})
+    torch_graph_us = row.get("torch_graph_us")
+    result.update(
+        auto_chosen=auto.get("chosen"),
+        auto_over_single=ratio(auto.get("graph_compute_us"), single_us),
+        best_policy=best_policy, best_us=best_us, best_speedup=ratio(single_us, best_us),
+        torch_graph_us=torch_graph_us,
+        best_over_torch_graph=ratio(best_us, torch_graph_us),
+        single_over_torch_graph=ratio(single_us, torch_graph_us),
+        not_bit_identical=[entry.get("policy") for entry in entries
+                           if entry.get("bit_identical_to_single_eager") is False],
+    )
+    return result
+
+
+def schedule_columns(schedule_rows):
+    """TABLE_COLUMNS-style columns of the multi-lane table: lanes, time and
+    speedup of each policy measured in any row, in order of first appearance;
+    auto's columns only where auto was measured."""
+    policies = list(dict.fromkeys(p for row in schedule_rows for p in row["policies"]))
+    columns = [("model", "model", "s"), ("B", "batch", "d")]
+    for policy in policies:
+        columns += [(f"{policy} lanes", f"{policy}_lanes", "d"),
+                    (f"{policy} us", f"{policy}_us", ".1f")]
+        if policy != "single":
+            columns.append((f"{policy} speedup", f"{policy}_speedup", ".2f"))
+    if "auto" in policies:
+        columns += [("auto chose", "auto_chosen", "s"),
+                    ("auto / single", "auto_over_single", ".3f")]
+    return columns + [
+        ("best", "best_policy", "s"),
+        ("best speedup", "best_speedup", ".2f"),
+        ("torch graph us", "torch_graph_us", ".1f"),
+        ("best / torch graph", "best_over_torch_graph", ".2f"),
+        ("single / torch graph", "single_over_torch_graph", ".2f"),
+        ("bit-identical", "bit_identical", "s"),
+    ]
+
+
+def schedule_summary_lines(schedule_rows, auto_limit=AUTO_SLOWER_LIMIT):
+    """Per row of make_schedule_row: the best policy and its speedup over
+    single; then a flag line where auto is slower than single by more than
+    auto_limit allows, and one where a replay is not bit-identical."""
+    lines = []
+    for row in schedule_rows:
+        head = f"{row['model']} B={row['batch']}"
+        if row["best_policy"] is None:
+            lines.append(f"{head}: best policy not measured")
+        elif row["best_speedup"] is None:
+            lines.append(f"{head}: best policy {row['best_policy']} ({row['best_us']:.1f} us); "
+                         f"speedup over single not measured")
+        else:
+            lines.append(f"{head}: best policy {row['best_policy']}, {row['best_speedup']:.2f}x "
+                         f"single ({row['best_us']:.1f} us vs {row['single_us']:.1f} us)")
+        slower = row["auto_over_single"]
+        if slower is not None and slower > auto_limit:
+            lines.append(f"AUTO SLOWER THAN SINGLE BY >{100 * (auto_limit - 1):.0f}%: {head}: "
+                         f"auto (chose {row['auto_chosen'] or '-'}) {row['auto_us']:.1f} us vs "
+                         f"single {row['single_us']:.1f} us, auto / single {slower:.3f}")
+        if row["not_bit_identical"]:
+            lines.append(f"NOT BIT-IDENTICAL: {head}: {', '.join(row['not_bit_identical'])}: the "
+                         f"replay's outputs differ from the single-lane eager run's (fails the run)")
+    return lines
+
+
+def schedule_report_header(schedules, auto_limit=AUTO_SLOWER_LIMIT):
+    return (
+        f"Multi-lane schedules (runtime_bench --schedules {','.join(schedules)}): runtime_bench "
+        f"captures each batch size once per policy and times the graphs' bare replays (inputs "
+        f"on the device) in interleaved rounds, in one process: medians in us. lanes = the "
+        f"graph's streams; speedup = single us / policy us (> 1: faster than one lane); best = "
+        f"the fastest policy other than auto; auto / single > {auto_limit:g} is flagged (auto "
+        f"keeps single unless another policy beats it by more than 2%); torch graph = "
+        f"PyTorch's CUDA-graph replay from the first table. Every replay's outputs must equal "
+        f"the single-lane eager run's byte for byte (NOT BIT-IDENTICAL fails the run).\n")
+
+
 def fmt(value, spec):
     if value is None:
         return "-"
@@ -622,10 +763,12 @@ def cnn_report_header(allow_tf32, tf32_batch_sizes, tolerance):
         f"B=1 and B=8, TF32 off and on: reported, not asserted.\n")
 
 
-def render_report(rows, models, header, cnn_rows=(), cnn_header=""):
+def render_report(rows, models, header, cnn_rows=(), cnn_header="", schedule_rows=(),
+                  schedule_header=""):
     """The whole markdown report: header, graph table, per-model target
     summary, the eager details, then the CNN table and its target lines when
-    there are CNN rows. Returns (report, graph_summary, cnn_summary)."""
+    there are CNN rows, and the multi-lane table and its summary lines when
+    there are schedule rows. Returns (report, graph_summary, cnn_summary)."""
     summary = graph_summary(rows, models)
     report = (header + "\n" + format_table(rows) + "\n"
               + "\n".join(summary_lines(summary)) + "\n\n"
@@ -636,13 +779,21 @@ def render_report(rows, models, header, cnn_rows=(), cnn_header=""):
     if cnn_rows:
         report += ("\n" + cnn_header + "\n" + format_table(cnn_rows, CNN_COLUMNS) + "\n"
                    + "\n".join(cnn_summary_lines(cnn)) + "\n")
+    if schedule_rows:
+        table_rows = [dict(row, bit_identical="NO: " + ", ".join(row["not_bit_identical"])
+                           if row["not_bit_identical"] else "yes") for row in schedule_rows]
+        report += ("\n" + schedule_header + "\n"
+                   + format_table(table_rows, schedule_columns(schedule_rows)) + "\n"
+                   + "\n".join(schedule_summary_lines(schedule_rows)) + "\n")
     return report, summary, cnn
 
 
-def failures(rows, tolerance, cnn_rows=()):
+def failures(rows, tolerance, cnn_rows=(), schedule_rows=()):
     """Rows whose relative error of ours fails: eager always, graph where
     measured (None: the binary wrote no graph outputs). NaN fails. In the
-    CNN rows' TF32 pass (None: not run) only NaN fails."""
+    CNN rows' TF32 pass (None: not run) only NaN fails. A schedule row fails
+    for each policy whose replay is not bit-identical to the single-lane
+    eager run."""
     bad = []
     for row in rows:
         err = row["rel_err_ours"]
@@ -657,6 +808,10 @@ def failures(rows, tolerance, cnn_rows=()):
             if err is not None and math.isnan(err):
                 bad.append(f"{row['model']} B={row['batch']}: rel err ours {what} with TF32 "
                            f"is NaN (or the output is missing)")
+    for row in schedule_rows:
+        for policy in row["not_bit_identical"]:
+            bad.append(f"{row['model']} B={row['batch']}: the {policy} schedule's replay is NOT "
+                       f"BIT-IDENTICAL to the single-lane eager run")
     return bad
 
 
@@ -733,6 +888,8 @@ def main():
     if "allow-tf32" not in args.bin_flags:
         print("note: runtime_bench --help lists no --allow-tf32; the TF32 pass passes it anyway",
               flush=True)
+    if args.schedules != ["single"] and "schedules" not in args.bin_flags:
+        print("note: runtime_bench --help lists no --schedules; passing it anyway", flush=True)
 
     # The CNNs' second pass, TF32 on for both sides (none when the whole run
     # is TF32 already).
@@ -745,6 +902,7 @@ def main():
 
     rows = []
     cnn_rows = []
+    schedule_rows = []
     failed = False
     for name in args.models:
         onnx_path = model_path(args, name)
@@ -792,7 +950,8 @@ def main():
         del model32, model64
         torch.cuda.empty_cache()
 
-        ours, ran = (run_ours(args, onnx_path, name, env, args.batch_sizes, args.allow_tf32)
+        ours, ran = (run_ours(args, onnx_path, name, env, args.batch_sizes, args.allow_tf32,
+                              schedules=args.schedules)
                      if onnx_path else (None, False))
         if not ran:
             failed = True
@@ -814,6 +973,9 @@ def main():
                 print(f"note: {name} B={batch}: our graph replay differs from our eager run "
                       f"(rel err {row['ours_graph_rel_err_vs_eager']:.2e}; expected 0)", flush=True)
             rows.append(row)
+            schedule_row = make_schedule_row(row, record)
+            if schedule_row is not None:
+                schedule_rows.append(schedule_row)
             if not is_cnn:
                 continue
             tf32_record = err_tf32 = err_graph_tf32 = None
@@ -828,7 +990,8 @@ def main():
                            time.strftime('%Y-%m-%d %H:%M:%S'))
     report, summary, cnn = render_report(
         rows, args.models, header, cnn_rows,
-        cnn_report_header(args.allow_tf32, tf32_sizes, args.tolerance))
+        cnn_report_header(args.allow_tf32, tf32_sizes, args.tolerance),
+        schedule_rows, schedule_report_header(args.schedules))
     print()
     print(report, flush=True)
     with open(os.path.join(args.out, "runtime_bench.md"), "w") as f:
@@ -843,14 +1006,17 @@ def main():
                        tf32_batch_sizes=tf32_sizes,
                        cnn_ratio_targets=CNN_RATIO_TARGETS,
                        cnn_summary=[json_safe(s) for s in cnn],
-                       cnn_rows=[json_safe(row) for row in cnn_rows]),
+                       cnn_rows=[json_safe(row) for row in cnn_rows],
+                       schedules=args.schedules, auto_slower_limit=AUTO_SLOWER_LIMIT,
+                       schedule_rows=[json_safe(row) for row in schedule_rows]),
                   f, indent=1)
-    bad = failures(rows, args.tolerance, cnn_rows)
+    bad = failures(rows, args.tolerance, cnn_rows, schedule_rows)
     if failed or bad:
         for line in bad:
             print(f"FAILED: {line}", flush=True)
         print(f"FAILED: a model did not run, or a relative error of ours (eager, or graph where "
-              f"the binary wrote graph outputs) exceeds {args.tolerance:g} or is NaN "
+              f"the binary wrote graph outputs) exceeds {args.tolerance:g} or is NaN, or a "
+              f"schedule's replay is not bit-identical to the single-lane eager run "
               f"(see the tables)", flush=True)
         return 1
     return 0

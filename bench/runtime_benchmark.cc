@@ -224,7 +224,7 @@ absl::Status MeasureSchedules(const Model& model, int64_t batch,
                               const std::vector<HostTensor>& inputs,
                               const std::vector<HostTensor>& eager_outputs,
                               RuntimeBenchRecord& record) {
-  constexpr int kRounds = 5;
+  constexpr int kRounds = 9;
   std::vector<ScheduledSet> sets;
   for (const std::string& name : options.schedules) {
     ScheduledSet& scheduled = sets.emplace_back();
