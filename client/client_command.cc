@@ -160,6 +160,27 @@ int RunLive(const std::vector<std::string>& args, ConnectionFlags flags, std::os
   return live->live() ? kClientExitOk : kClientExitFailure;
 }
 
+int RunHealth(const std::vector<std::string>& args, ConnectionFlags flags, std::ostream& out,
+              std::ostream& err) {
+  std::string service;
+  CommandLine command_line(
+      "graphserve-client health [--service NAME]\n\n"
+      "Asks the server's grpc.health.v1 service (what container HEALTHCHECKs and load\n"
+      "balancers ask). Prints the status (SERVING, NOT_SERVING, ...) and exits 0 when it\n"
+      "is SERVING, 1 otherwise (a draining server says NOT_SERVING).");
+  AddConnectionFlags(command_line, &flags);
+  command_line.AddString("service", &service, "The service to ask about; empty: the server.");
+  if (auto done = ParseCommandFlags(command_line, args, out, err)) return *done;
+  absl::StatusOr<std::unique_ptr<InferenceClient>> client = Connect(flags);
+  if (!client.ok()) return Usage(err, absl::StrCat("health: ", client.status().message()));
+  absl::StatusOr<grpc::health::v1::HealthCheckResponse::ServingStatus> status =
+      (*client)->Health(service);
+  if (!status.ok()) return Fail(err, "health", flags, status.status());
+  out << grpc::health::v1::HealthCheckResponse::ServingStatus_Name(*status) << "\n";
+  return *status == grpc::health::v1::HealthCheckResponse::SERVING ? kClientExitOk
+                                                                   : kClientExitFailure;
+}
+
 int RunReady(const std::vector<std::string>& args, ConnectionFlags flags, std::ostream& out,
              std::ostream& err) {
   std::string model;
@@ -690,6 +711,7 @@ std::string ClientUsage() {
          "Triton, or any server of that protocol).\n"
          "\n"
          "Commands:\n"
+         "  health    grpc.health.v1's status (SERVING, NOT_SERVING): exit 0 if SERVING.\n"
          "  live      Is the server live? Exit 0 if so, 1 if not.\n"
          "  ready     Is the server, or with --model M one model, ready? Exit 0 if so, 1 if not.\n"
          "  metadata  The server's name, version and extensions; with --model M the model's\n"
@@ -734,6 +756,7 @@ int RunClientCommand(const std::vector<std::string>& args, std::ostream& out, st
   const std::vector<std::string> command_args(args.begin() + command_index, args.end());
   const std::string& command = command_args[0];
   if (command == "live") return RunLive(command_args, flags, out, err);
+  if (command == "health") return RunHealth(command_args, flags, out, err);
   if (command == "ready") return RunReady(command_args, flags, out, err);
   if (command == "metadata") return RunMetadata(command_args, flags, out, err);
   if (command == "config") return RunConfig(command_args, flags, out, err);

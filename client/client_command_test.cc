@@ -68,7 +68,7 @@ TEST(ClientCommandUsageTest, HelpAndUsageErrors) {
   EXPECT_EQ(r.out, ClientUsage());
 
   for (const std::string command :
-       {"live", "ready", "metadata", "config", "stats", "infer", "perf"}) {
+       {"health", "live", "ready", "metadata", "config", "stats", "infer", "perf"}) {
     r = RunClient({command, "--help"});
     EXPECT_EQ(r.code, kClientExitOk) << command << ": " << r.err;
     EXPECT_TRUE(absl::StartsWith(r.out, "usage: graphserve-client " + command)) << r.out;
@@ -156,6 +156,15 @@ TEST_F(ClientCommandTest, LiveAndReady) {
   // Global flags also work after the command.
   r = RunClient({"live", "--url=" + server_->address()});
   EXPECT_EQ(r.code, kClientExitOk) << r.err;
+}
+
+TEST_F(ClientCommandTest, HealthIsGrpcHealthV1) {
+  Result r = Run({"health"});
+  EXPECT_EQ(r.code, kClientExitOk) << r.err;
+  EXPECT_EQ(r.out, "SERVING\n");
+  r = Run({"health", "--service", "no.such.Service"});
+  EXPECT_EQ(r.code, kClientExitFailure);
+  EXPECT_TRUE(absl::StrContains(r.err, "NOT_FOUND")) << r.err;
 }
 
 TEST_F(ClientCommandTest, MetadataConfigAndStats) {

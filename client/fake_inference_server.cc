@@ -374,6 +374,8 @@ absl::StatusOr<std::unique_ptr<FakeInferenceServer>> FakeInferenceServer::Start(
   KeepCallbackQueueAlive();  // see Note [Callback queue keep-alive]
   auto service = std::make_unique<Service>(options);
   int port = 0;
+  // grpc.health.v1 as the real server has it, for `graphserve-client health`.
+  grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
   builder.RegisterService(service.get());

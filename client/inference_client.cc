@@ -220,7 +220,8 @@ absl::StatusOr<std::unique_ptr<InferenceClient>> InferenceClient::Create(
         absl::StrCat("cannot open a channel to '", options.address, "'"));
   }
   return std::unique_ptr<InferenceClient>(
-      new InferenceClient(options, inference::GRPCInferenceService::NewStub(channel)));
+      new InferenceClient(options, inference::GRPCInferenceService::NewStub(channel),
+                          grpc::health::v1::Health::NewStub(channel)));
 }
 
 InferenceClient::~InferenceClient() {
@@ -245,6 +246,17 @@ absl::StatusOr<Response> InferenceClient::Call(Method method, const Request& req
   Response response;
   RETURN_IF_ERROR(FromGrpcStatus((stub_.get()->*method)(&context, request, &response)));
   return response;
+}
+
+absl::StatusOr<grpc::health::v1::HealthCheckResponse::ServingStatus> InferenceClient::Health(
+    absl::string_view service) {
+  grpc::ClientContext context;
+  PrepareContext(&context);
+  grpc::health::v1::HealthCheckRequest request;
+  request.set_service(std::string(service));
+  grpc::health::v1::HealthCheckResponse response;
+  RETURN_IF_ERROR(FromGrpcStatus(health_->Check(&context, request, &response)));
+  return response.status();
 }
 
 absl::StatusOr<inference::ServerLiveResponse> InferenceClient::ServerLive() {

@@ -31,6 +31,7 @@
 #include "absl/types/span.h"
 #include "proto/grpc_service.grpc.pb.h"
 #include "proto/grpc_service.pb.h"
+#include "proto/health.grpc.pb.h"
 
 namespace graphserve {
 
@@ -159,6 +160,10 @@ class InferenceClient {
   InferenceClient(const InferenceClient&) = delete;
   InferenceClient& operator=(const InferenceClient&) = delete;
 
+  // grpc.health.v1's Check of `service` ("": the whole server): what
+  // container and load-balancer health checks ask.
+  absl::StatusOr<grpc::health::v1::HealthCheckResponse::ServingStatus> Health(
+      absl::string_view service = "");
   absl::StatusOr<inference::ServerLiveResponse> ServerLive();
   absl::StatusOr<inference::ServerReadyResponse> ServerReady();
   absl::StatusOr<inference::ServerMetadataResponse> ServerMetadata();
@@ -191,8 +196,9 @@ class InferenceClient {
   struct AsyncCall;
 
   InferenceClient(const InferenceClientOptions& options,
-                  std::unique_ptr<inference::GRPCInferenceService::Stub> stub)
-      : options_(options), stub_(std::move(stub)) {}
+                  std::unique_ptr<inference::GRPCInferenceService::Stub> stub,
+                  std::unique_ptr<grpc::health::v1::Health::Stub> health)
+      : options_(options), stub_(std::move(stub)), health_(std::move(health)) {}
 
   // A context carrying the per-call deadline.
   void PrepareContext(grpc::ClientContext* context) const;
@@ -205,6 +211,7 @@ class InferenceClient {
 
   const InferenceClientOptions options_;
   std::unique_ptr<inference::GRPCInferenceService::Stub> stub_;
+  std::unique_ptr<grpc::health::v1::Health::Stub> health_;
 
   // The InferAsync calls in flight, so that the destructor can cancel them.
   absl::Mutex mu_;

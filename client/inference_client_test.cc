@@ -73,6 +73,10 @@ TEST_F(InferenceClientTest, HealthAndServerMetadata) {
   ASSERT_TRUE(metadata.ok()) << metadata.status();
   EXPECT_EQ(metadata->name(), "fake-inference-server");
   EXPECT_EQ(metadata->extensions_size(), 2);
+  absl::StatusOr<grpc::health::v1::HealthCheckResponse::ServingStatus> health = client_->Health();
+  ASSERT_TRUE(health.ok()) << health.status();
+  EXPECT_EQ(*health, grpc::health::v1::HealthCheckResponse::SERVING);
+  EXPECT_EQ(client_->Health("no.such.Service").status().code(), absl::StatusCode::kNotFound);
 }
 
 TEST_F(InferenceClientTest, ModelReadyMetadataConfigAndStatistics) {

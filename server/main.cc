@@ -1,16 +1,36 @@
 // graphserve: the inference server binary. Parses flags, starts the server,
 // waits for SIGTERM or SIGINT, drains. See server/server_command.h.
 
+#include <unistd.h>
+
 #include <csignal>
+#include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "common/cuda_handles.h"
 #include "common/logging.h"
+#include "examples/demo_repository.h"
 #include "server/inference_server.h"
 #include "server/server_command.h"
 #include "spdlog/spdlog.h"
+
+namespace {
+
+// Writes the demo repository into a fresh scratch directory and returns it.
+absl::StatusOr<std::string> WriteScratchDemoRepository() {
+  const char* tmp = std::getenv("TMPDIR");
+  const std::filesystem::path dir = std::filesystem::path(tmp != nullptr ? tmp : "/tmp") /
+                                    ("graphserve-demo-" + std::to_string(getpid()));
+  absl::Status written = graphserve::WriteDemoRepository(dir.string(), {});
+  if (!written.ok()) return written;
+  return dir.string();
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   // Block the shutdown signals before any thread starts, so every thread
@@ -36,6 +56,18 @@ int main(int argc, char** argv) {
     return graphserve::kServerExitOk;
   }
   graphserve::InitLogging(command->verbose);
+  if (command->serve_demo) {
+    absl::StatusOr<std::string> demo = WriteScratchDemoRepository();
+    if (!demo.ok()) {
+      std::cerr << "graphserve: cannot write the demo repository: " << demo.status().message()
+                << "\n";
+      return graphserve::kServerExitFailure;
+    }
+    std::cout << "graphserve: no --model-repository: serving the demo repository (mlp, "
+                 "dlrm_dense) written to "
+              << *demo << "; give --model-repository DIR to serve your own models\n";
+    command->options.model_repository = *demo;
+  }
 
   absl::StatusOr<std::unique_ptr<graphserve::InferenceServer>> server =
       graphserve::InferenceServer::Start(command->options, std::cout);
@@ -48,6 +80,10 @@ int main(int argc, char** argv) {
   sigwait(&shutdown_signals, &signal);
   spdlog::info("received {}: draining", signal == SIGTERM ? "SIGTERM" : "SIGINT");
   const absl::Status drained = (*server)->Shutdown();
+  if (command->serve_demo) {
+    std::error_code ignored;  // a scratch directory left behind is harmless
+    std::filesystem::remove_all(command->options.model_repository, ignored);
+  }
   if (!drained.ok()) {
     std::cerr << "graphserve: " << drained.message() << "\n";
     return graphserve::kServerExitFailure;

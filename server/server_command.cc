@@ -13,7 +13,7 @@ namespace graphserve {
 namespace {
 
 constexpr char kUsage[] =
-    "graphserve --model-repository DIR [--grpc-port 8001] [--device auto|cuda|cuda:N|cpu]\n"
+    "graphserve [--model-repository DIR] [--grpc-port 8001] [--device auto|cuda|cuda:N|cpu]\n"
     "\n"
     "Serves every model of a model repository over the KServe v2 / Open Inference\n"
     "Protocol gRPC API (Triton's clients work unchanged):\n"
@@ -21,6 +21,8 @@ constexpr char kUsage[] =
     "                                      writes it; max_batch_size, inputs, outputs,\n"
     "                                      capture { batch_sizes streams cost })\n"
     "  DIR/<model>/<version>/model.onnx    the model\n"
+    "Without --model-repository it serves the demo repository (the example models\n"
+    "mlp and dlrm_dense), written to a scratch directory it names at startup.\n"
     "Before serving, every model's CUDA graphs are captured (one per captured batch\n"
     "size on each of its streams) and checked against an eager run; a startup table\n"
     "shows the result. A request is padded up to a captured size or split over\n"
@@ -90,7 +92,7 @@ struct FlagValues {
 void AddFlags(FlagValues* v, CommandLine* flags) {
   InferenceServerOptions& options = *v->options;
   flags->AddString("model-repository", &options.model_repository,
-                   "The model repository directory (required).");
+                   "The model repository directory; without it, the demo repository.");
   flags->AddInt("grpc-port", &v->port, "gRPC port; 0 picks a free one (printed at startup).");
   flags->AddString("host", &options.host, "Address to listen on.");
   flags->AddString("device", &v->device,
@@ -140,11 +142,7 @@ absl::StatusOr<ServerCommand> ParseServerCommand(const std::vector<std::string>&
     command.help = true;
     return command;
   }
-  if (options.model_repository.empty()) {
-    return absl::InvalidArgumentError(
-        "--model-repository is required (e.g. a directory written by "
-        "`bazel run //examples:make_demo_repository -- --out DIR`)");
-  }
+  command.serve_demo = options.model_repository.empty();
   if (v.port < 0 || v.port > 65535) {
     return absl::InvalidArgumentError(absl::StrCat("--grpc-port wants 0..65535, got ", v.port));
   }

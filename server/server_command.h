@@ -23,6 +23,9 @@ struct ServerCommand {
   InferenceServerOptions options;
   bool help = false;   // --help: print usage and exit
   bool verbose = false;
+  // No --model-repository: serve the demo repository (examples/
+  // demo_repository.h), which main() writes to a scratch directory.
+  bool serve_demo = false;
 };
 
 // The usage text (`graphserve --help`).
