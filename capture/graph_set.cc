@@ -328,7 +328,16 @@ absl::StatusOr<std::unique_ptr<GraphSet>> GraphSet::Create(const Model& model,
     set->output_bytes_per_row_.push_back(BytesPerRow(largest, id));
   }
 
-  ASSIGN_OR_RETURN(set->weights_, WeightStore::Create(options.executor.device));
+  if (options.weights) {
+    if (options.weights->device() != options.executor.device) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("the weight store is on GPU ", options.weights->device(),
+                       ", the set on GPU ", options.executor.device));
+    }
+    set->weights_ = options.weights;
+  } else {
+    ASSIGN_OR_RETURN(set->weights_, WeightStore::Create(options.executor.device));
+  }
   // Slot 0's plans time each GEMM and convolution; the others replay.
   const std::shared_ptr<AlgorithmChoices> algorithm_choices =
       options.algorithm_choices ? options.algorithm_choices : std::make_shared<AlgorithmChoices>();

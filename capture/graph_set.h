@@ -69,6 +69,9 @@ struct GraphSetOptions {
   // run the same kernels (their outputs bit-identical) and times each
   // choice once.
   std::shared_ptr<AlgorithmChoices> algorithm_choices;
+  // The device's weight store, to share with other sets on the same device
+  // (one upload per GPU); null: the set's own.
+  std::shared_ptr<WeightStore> weights;
   // Called after each accepted graph; may be empty.
   std::function<void(const CaptureProgress&)> on_progress;
 };

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/cuda_status.h"
 #include "common/status.h"
 
@@ -17,41 +18,52 @@ using Clock = std::chrono::steady_clock;
 
 }  // namespace
 
-GraphSetRunner::GraphSetRunner(std::shared_ptr<const GraphSet> set, int device, LaunchMode mode)
-    : set_(std::move(set)), device_(device), mode_(mode) {}
+GraphSetRunner::GraphSetRunner(std::vector<Placement> placements, LaunchMode mode)
+    : placements_(std::move(placements)), mode_(mode) {
+  for (size_t p = 0; p < placements_.size(); ++p) {
+    for (int slot = 0; slot < placements_[p].set->num_slots(); ++slot) {
+      slots_.push_back({p, slot});
+    }
+  }
+}
 
-int GraphSetRunner::num_slots() const { return set_->num_slots(); }
+int GraphSetRunner::num_slots() const { return static_cast<int>(slots_.size()); }
 
-absl::Status GraphSetRunner::PrepareWorkerThread(int /*slot*/) {
+absl::Status GraphSetRunner::PrepareWorkerThread(int slot) {
   // Launch expects the set's device to be current; once per thread, not per
   // launch (see GraphSet::Launch).
-  CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
+  CUDA_RETURN_IF_ERROR(cudaSetDevice(placements_[slots_[slot].placement].device));
   return absl::OkStatus();
 }
 
 absl::Status GraphSetRunner::Run(int slot, const ChunkJob& job, ChunkTiming* timing) {
+  const GraphSet& set = *placements_[slots_[slot].placement].set;
+  const int own_slot = slots_[slot].slot;
   Clock::time_point start = Clock::now();
-  RETURN_IF_ERROR(set_->Launch({slot, job.chunk.batch_size, job.chunk.rows, mode_}, job.inputs));
+  RETURN_IF_ERROR(
+      set.Launch({own_slot, job.chunk.batch_size, job.chunk.rows, mode_}, job.inputs));
   timing->input_ns = NanosSince(start);
 
   // Blocks this slot's worker only; the gRPC threads never wait here.
   start = Clock::now();
-  CUDA_RETURN_IF_ERROR(cudaEventSynchronize(set_->done_event(slot)));
+  CUDA_RETURN_IF_ERROR(cudaEventSynchronize(set.done_event(own_slot)));
   timing->infer_ns = NanosSince(start);
 
   start = Clock::now();
   for (size_t o = 0; o < job.outputs.size(); ++o) {
     if (job.outputs[o] == nullptr) continue;
-    std::memcpy(job.outputs[o], set_->output_rows(slot, o),
-                set_->output_bytes_per_row(o) * static_cast<size_t>(job.chunk.rows));
+    std::memcpy(job.outputs[o], set.output_rows(own_slot, o),
+                set.output_bytes_per_row(o) * static_cast<size_t>(job.chunk.rows));
   }
   timing->output_ns = NanosSince(start);
   return absl::OkStatus();
 }
 
 std::string GraphSetRunner::description() const {
+  std::vector<int> devices;
+  for (const Placement& placement : placements_) devices.push_back(placement.device);
   return absl::StrCat(mode_ == LaunchMode::kGraph ? "CUDA graphs" : "eager (graphs off)",
-                      ", GPU ", device_);
+                      devices.size() == 1 ? ", GPU " : ", GPUs ", absl::StrJoin(devices, ","));
 }
 
 }  // namespace graphserve

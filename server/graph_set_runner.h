@@ -1,11 +1,14 @@
 #pragma once
-// Runs chunks on the slots of a GraphSet: one CUDA graph replay per chunk
-// (or, graphs off, the same plan launched op by op on the same stream), so
-// the server's per-chunk work is the staging copy, the mapped copies, one
-// launch, a wait on the slot's event and the copy of the real rows out.
+// Runs chunks on the slots of one or more GraphSets (one per GPU the model
+// is placed on): one CUDA graph replay per chunk (or, graphs off, the same
+// plan launched op by op on the same stream), so the server's per-chunk work
+// is the staging copy, the mapped copies, one launch, a wait on the slot's
+// event and the copy of the real rows out. The runner's slots are the sets'
+// slots one after the other.
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "capture/graph_set.h"
 #include "server/chunk_runner.h"
@@ -14,9 +17,15 @@ namespace graphserve {
 
 class GraphSetRunner : public ChunkRunner {
  public:
-  // `device`: the set's CUDA device. `mode`: graphs (kGraph) or the eager
-  // run of the same plans (kEager), for side-by-side measurement.
-  GraphSetRunner(std::shared_ptr<const GraphSet> set, int device, LaunchMode mode);
+  // A graph set and the CUDA device it was captured on.
+  struct Placement {
+    std::shared_ptr<const GraphSet> set;
+    int device = 0;
+  };
+  // `placements`: at least one; all sets of one model. `mode`: graphs
+  // (kGraph) or the eager run of the same plans (kEager), for side-by-side
+  // measurement.
+  GraphSetRunner(std::vector<Placement> placements, LaunchMode mode);
 
   [[nodiscard]] int num_slots() const override;
   absl::Status PrepareWorkerThread(int slot) override;
@@ -25,9 +34,15 @@ class GraphSetRunner : public ChunkRunner {
 
   // Implementation details follow.
  private:
-  const std::shared_ptr<const GraphSet> set_;
-  const int device_;
+  // Runner slot -> (placement, the set's own slot).
+  struct SlotRef {
+    size_t placement;
+    int slot;
+  };
+
+  const std::vector<Placement> placements_;
   const LaunchMode mode_;
+  std::vector<SlotRef> slots_;
 };
 
 }  // namespace graphserve

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <set>
 #include <optional>
 #include <mutex>
 #include <utility>
@@ -13,6 +14,7 @@
 #include "capture/launch_costs.h"
 #include "capture/model_config_writer.h"
 #include "capture/schedule_choice.h"
+#include "common/cuda_handles.h"
 #include "common/cuda_status.h"
 #include "common/status.h"
 #include "runtime/bind.h"
@@ -138,22 +140,94 @@ struct Execution {
   ModelLoadSummary summary;
 };
 
+// Where a model's slots go: each GPU it is placed on, with its slots.
+struct GpuPlacement {
+  int device = 0;
+  int streams = 1;
+};
+
+// Slots per GPU: the capture section's streams, else the instance group's
+// count (Triton's instances per listed GPU), else 1.
+int StreamsFor(const inference::ModelConfig& config, const inference::ModelInstanceGroup* group) {
+  if (config.capture().streams() > 0) return config.capture().streams();
+  if (group != nullptr && group->count() > 0) return group->count();
+  return 1;
+}
+
+// The GPUs of the config's instance groups that list them (Triton's
+// `instance_group { count: M, kind: KIND_GPU, gpus: [0, 1] }`; a GPU listed
+// twice gets two sets of slots), else the server's devices. FailedPrecondition
+// for a GPU that is not visible.
+absl::StatusOr<std::vector<GpuPlacement>> GpuPlacements(const inference::ModelConfig& config,
+                                                        const ServedModelOptions& options) {
+  std::vector<GpuPlacement> placements;
+  const inference::ModelInstanceGroup* unlisted = nullptr;  // a group without gpus
+  for (const inference::ModelInstanceGroup& group : config.instance_group()) {
+    if (group.kind() == inference::ModelInstanceGroup::KIND_CPU) continue;
+    if (group.gpus().empty() && unlisted == nullptr) unlisted = &group;
+    for (int gpu : group.gpus()) placements.push_back({gpu, StreamsFor(config, &group)});
+  }
+  if (placements.empty()) {
+    for (int device : options.devices) placements.push_back({device, StreamsFor(config, unlisted)});
+  }
+  const int visible = CudaDeviceCount();
+  for (const GpuPlacement& placement : placements) {
+    if (placement.device < 0 || placement.device >= visible) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("the model is placed on GPU ", placement.device, " but ", visible,
+                       " GPUs are visible (instance_group gpus, or --device)"));
+    }
+  }
+  return placements;
+}
+
+// Captures one graph set per placement, all with the schedules chosen on the
+// first GPU; sets on the same GPU share its weights and algorithm choices.
+absl::StatusOr<std::vector<GraphSetRunner::Placement>> CaptureOnEveryGpu(
+    const Model& model, const std::vector<GpuPlacement>& placements,
+    const GraphSetOptions& first_options) {
+  std::map<int, std::shared_ptr<WeightStore>> weights;
+  std::map<int, std::shared_ptr<AlgorithmChoices>> choices;
+  choices[placements.front().device] = first_options.algorithm_choices;
+  std::vector<GraphSetRunner::Placement> sets;
+  for (const GpuPlacement& placement : placements) {
+    GraphSetOptions set_options = first_options;
+    set_options.executor.device = placement.device;
+    set_options.num_streams = placement.streams;
+    std::shared_ptr<WeightStore>& store = weights[placement.device];
+    if (!store) {
+      ASSIGN_OR_RETURN(store, WeightStore::Create(placement.device));
+    }
+    set_options.weights = store;
+    std::shared_ptr<AlgorithmChoices>& timed = choices[placement.device];
+    if (!timed) timed = std::make_shared<AlgorithmChoices>();
+    set_options.algorithm_choices = timed;
+    absl::StatusOr<std::unique_ptr<GraphSet>> set = GraphSet::Create(model, set_options);
+    if (!set.ok()) return AnnotateStatus(set.status(), absl::StrCat("GPU ", placement.device));
+    sets.push_back({std::shared_ptr<const GraphSet>(*std::move(set)), placement.device});
+  }
+  return sets;
+}
+
 absl::StatusOr<Execution> LoadOnGpu(const Model& model, const BoundGraph& any_size,
-                                    const std::vector<int64_t>& sizes, int num_streams,
-                                    bool graphs, const ServedModelOptions& options,
+                                    const std::vector<int64_t>& sizes, bool graphs,
+                                    const ServedModelOptions& options,
                                     inference::ModelConfig* config) {
-  CUDA_RETURN_IF_ERROR(cudaSetDevice(options.device));
+  ASSIGN_OR_RETURN(const std::vector<GpuPlacement> placements, GpuPlacements(*config, options));
+  const int first_device = placements.front().device;
+  CUDA_RETURN_IF_ERROR(cudaSetDevice(first_device));
   GraphSetOptions set_options;
-  set_options.num_streams = num_streams;
   set_options.batch_sizes = sizes;
-  set_options.executor.device = options.device;
+  set_options.executor.device = first_device;
   set_options.executor.allow_tf32 = options.allow_tf32;
   Execution execution;
   std::vector<ScheduleChoice> schedules;
   RETURN_IF_ERROR(
       ApplyConfigSchedules(model, config, set_options, execution.summary, schedules));
-  ASSIGN_OR_RETURN(std::unique_ptr<GraphSet> set, GraphSet::Create(model, set_options));
-  RecordPlannedSchedules(*set, schedules);
+  ASSIGN_OR_RETURN(const std::vector<GraphSetRunner::Placement> sets,
+                   CaptureOnEveryGpu(model, placements, set_options));
+  const GraphSet& first = *sets.front().set;
+  RecordPlannedSchedules(first, schedules);
   config->mutable_capture()->clear_schedules();
   std::vector<std::string> described;
   for (const ScheduleChoice& choice : schedules) {
@@ -172,21 +246,26 @@ absl::StatusOr<Execution> LoadOnGpu(const Model& model, const BoundGraph& any_si
     LaunchCostOptions cost_options;
     cost_options.iters = options.cost_iters;
     cost_options.warmup = std::max<int64_t>(1, options.cost_iters / 5);
+    CUDA_RETURN_IF_ERROR(cudaSetDevice(first_device));
     ASSIGN_OR_RETURN(const std::vector<CaptureCostEntry> measured,
-                     MeasureLaunchCosts(*set, any_size, cost_options));
+                     MeasureLaunchCosts(first, any_size, cost_options));
     SetCosts(measured, config);
     execution.costs_us = CostsFromConfig(*config, sizes, graphs);
     execution.summary.costs = "measured at load";
   }
-  execution.summary.weight_bytes = set->weight_bytes();
-  for (int slot = 0; slot < set->num_slots(); ++slot) {
-    const SlotMemory memory = set->slot_memory(slot);
-    execution.summary.slot_bytes +=
-        memory.arena + memory.io_device + memory.staging_pinned + memory.workspace;
+  std::set<int> counted;  // weights once per GPU
+  for (const GraphSetRunner::Placement& placement : sets) {
+    if (counted.insert(placement.device).second) {
+      execution.summary.weight_bytes += placement.set->weight_bytes();
+    }
+    for (int slot = 0; slot < placement.set->num_slots(); ++slot) {
+      const SlotMemory memory = placement.set->slot_memory(slot);
+      execution.summary.slot_bytes +=
+          memory.arena + memory.io_device + memory.staging_pinned + memory.workspace;
+    }
   }
   execution.runner = std::make_unique<GraphSetRunner>(
-      std::shared_ptr<const GraphSet>(std::move(set)), options.device,
-      graphs ? LaunchMode::kGraph : LaunchMode::kEager);
+      sets, graphs ? LaunchMode::kGraph : LaunchMode::kEager);
   return execution;
 }
 
@@ -248,11 +327,13 @@ absl::StatusOr<std::unique_ptr<ServedModel>> ServedModel::Load(const RepositoryM
 
   inference::ModelConfig config = entry.config;
   config.set_name(entry.name);
-  const int num_streams = std::max(1, config.capture().streams());
+  const int num_streams = StreamsFor(config, config.instance_group().empty()
+                                                 ? nullptr
+                                                 : &config.instance_group(0));
   const bool graphs = options.graphs && !config.capture().graphs_disabled();
   absl::StatusOr<Execution> execution =
       options.executor == ExecutorKind::kCuda
-          ? LoadOnGpu(model, any_size, sizes, num_streams, graphs, options, &config)
+          ? LoadOnGpu(model, any_size, sizes, graphs, options, &config)
           : LoadOnHost(model, sizes, num_streams);
   RETURN_IF_ERROR(execution.status());
 
@@ -266,7 +347,7 @@ absl::StatusOr<std::unique_ptr<ServedModel>> ServedModel::Load(const RepositoryM
   ModelLoadSummary summary = std::move(execution->summary);
   summary.executor = execution->runner->description();
   summary.batch_sizes = sizes;
-  summary.num_streams = num_streams;
+  summary.num_streams = execution->runner->num_slots();
   StreamPoolOptions pool_options;
   pool_options.max_queued_chunks = options.max_queued_chunks;
   ASSIGN_OR_RETURN(std::unique_ptr<StreamPool> pool,

@@ -39,8 +39,9 @@ enum class ExecutorKind {
 
 struct ServedModelOptions {
   ExecutorKind executor = ExecutorKind::kCuda;
-  // CUDA device ordinal (kCuda).
-  int device = 0;
+  // CUDA devices (kCuda) of models whose config lists no GPUs: each gets
+  // the model's stream slots and its own graphs; requests spread over all.
+  std::vector<int> devices = {0};
   // False serves every model eagerly on the same streams and plans, for
   // side-by-side measurement; a config's capture.graphs_disabled does the
   // same for one model.
@@ -57,8 +58,8 @@ struct ServedModelOptions {
 struct ModelLoadSummary {
   std::string executor;             // e.g. "CUDA graphs, GPU 0"
   std::vector<int64_t> batch_sizes; // ascending
-  int num_streams = 0;
-  size_t weight_bytes = 0;
+  int num_streams = 0;               // slots over all GPUs
+  size_t weight_bytes = 0;           // over all GPUs
   size_t slot_bytes = 0;            // device arena + I/O + staging + workspace, all slots
   double load_ms = 0;
   std::string costs;                // "config", "measured at load" or "none (pad up)"

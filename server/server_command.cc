@@ -42,8 +42,10 @@ absl::Status ResolveDevice(const std::string& device, int gpus_visible, std::ost
   }
   if (device == "auto") {
     if (gpus_visible > 0) {
+      // Every visible GPU, for models whose config lists none.
       models->executor = ExecutorKind::kCuda;
-      models->device = 0;
+      models->devices.clear();
+      for (int gpu = 0; gpu < gpus_visible; ++gpu) models->devices.push_back(gpu);
       return absl::OkStatus();
     }
     models->executor = ExecutorKind::kHost;
@@ -65,7 +67,7 @@ absl::Status ResolveDevice(const std::string& device, int gpus_visible, std::ost
         " found); use --device cpu to serve on the host executor"));
   }
   models->executor = ExecutorKind::kCuda;
-  models->device = static_cast<int>(ordinal);
+  models->devices = {static_cast<int>(ordinal)};
   return absl::OkStatus();
 }
 
@@ -96,8 +98,9 @@ void AddFlags(FlagValues* v, CommandLine* flags) {
   flags->AddInt("grpc-port", &v->port, "gRPC port; 0 picks a free one (printed at startup).");
   flags->AddString("host", &options.host, "Address to listen on.");
   flags->AddString("device", &v->device,
-                   "auto (the GPU when one is visible, else the host executor), cuda, cuda:N, "
-                   "or cpu (the host reference executor).");
+                   "auto (every visible GPU, else the host executor), cuda (GPU 0), cuda:N, "
+                   "or cpu (the host reference executor). A model's config.pbtxt may place "
+                   "it on GPUs of its own: instance_group { kind: KIND_GPU gpus: [0, 1] }.");
   flags->AddString("graphs", &v->graphs,
                    "on: replay CUDA graphs; off: run the same plans eagerly on the same "
                    "streams (for side-by-side measurement).");

@@ -33,6 +33,17 @@ TEST(ServerCommand, NoRepositoryServesTheDemo) {
   EXPECT_FALSE(given->serve_demo);
 }
 
+TEST(ServerCommand, AutoUsesEveryVisibleGpu) {
+  std::ostringstream notices;
+  auto command = ParseServerCommand({"--device", "auto"}, 3, notices);
+  ASSERT_TRUE(command.ok()) << command.status();
+  EXPECT_EQ(command->options.models.executor, ExecutorKind::kCuda);
+  EXPECT_EQ(command->options.models.devices, (std::vector<int>{0, 1, 2}));
+  auto one = ParseServerCommand({"--device", "cuda"}, 3, notices);
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_EQ(one->options.models.devices, std::vector<int>{0});
+}
+
 TEST(ServerCommand, AutoWithoutAGpuFallsBackToTheHostLoudly) {
   std::ostringstream notices;
   auto command = ParseServerCommand({"--model-repository=/m", "--device", "auto"}, 0, notices);
@@ -49,7 +60,7 @@ TEST(ServerCommand, FlagsAreParsed) {
       2, notices);
   ASSERT_TRUE(command.ok()) << command.status();
   EXPECT_EQ(command->options.grpc_port, 0);
-  EXPECT_EQ(command->options.models.device, 1);
+  EXPECT_EQ(command->options.models.devices, std::vector<int>{1});
   EXPECT_FALSE(command->options.models.graphs);
   EXPECT_EQ(command->options.exit_timeout.count(), 5);
   EXPECT_FALSE(command->options.exit_on_error);

@@ -529,6 +529,49 @@ TEST(ServerWithBrokenModel, ReportsNotServingAndUnavailableWithTheReason) {
   EXPECT_LE(RelativeError(OutputTensor(response, 0, (*want)[0]), (*want)[0]), kTolerance);
 }
 
+// Triton's instance_group places a model on listed GPUs: here GPU 0 twice
+// (the code path of two GPUs on a machine with one), each with the config's
+// 2 streams, so 4 slots; concurrent requests spread over all of them and
+// every answer matches the host executor. On the host executor the group's
+// GPUs do not apply and the model keeps its 2 slots.
+TEST(ServerOnSeveralGpus, InstanceGroupGpusEachGetTheirSlots) {
+  const std::string repository = WriteTestRepository("instance_group_repository");
+  const std::filesystem::path config = std::filesystem::path(repository) / "mlp" / "config.pbtxt";
+  std::ofstream(config, std::ios::app) << "instance_group { kind: KIND_GPU gpus: [0, 0] }\n";
+  std::ostringstream log;
+  absl::StatusOr<std::unique_ptr<InferenceServer>> server =
+      InferenceServer::Start(TestServerOptions(repository), log);
+  ASSERT_TRUE(server.ok()) << server.status() << "\n" << log.str();
+  if (ExecutorUnderTest() == ExecutorKind::kCuda) {
+    EXPECT_THAT(log.str(), HasSubstr("CUDA graphs, GPUs 0,0")) << log.str();
+  }
+  auto channel = Connect((*server)->port());
+  constexpr int kClients = 8;  // more than the 4 slots
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> clients;
+  for (int c = 0; c < kClients; ++c) {
+    clients.emplace_back([&, c] {
+      auto stub = inference::GRPCInferenceService::NewStub(channel);
+      for (int i = 0; i < 4; ++i) {
+        const int64_t rows = 1 + (c * 29 + i * 7) % 80;
+        std::unique_ptr<HostExecutor> reference = Reference(repository, "mlp", rows);
+        const std::vector<HostTensor> inputs = RandomInputs(reference->graph(), 500 + c * 10 + i);
+        grpc::ClientContext context;
+        inference::ModelInferResponse response;
+        const grpc::Status status =
+            stub->ModelInfer(&context, RawRequest("mlp", reference->graph(), inputs), &response);
+        absl::StatusOr<std::vector<HostTensor>> want = reference->Run(inputs);
+        if (!status.ok() || !want.ok() ||
+            RelativeError(OutputTensor(response, 0, (*want)[0]), (*want)[0]) > kTolerance) {
+          ++wrong;
+        }
+      }
+    });
+  }
+  for (std::thread& client : clients) client.join();
+  EXPECT_EQ(wrong.load(), 0);
+}
+
 // Shutdown with requests in flight: every request the server accepted is
 // answered correctly; later ones get UNAVAILABLE; none is lost or cancelled.
 TEST(ServerShutdown, DrainsRequestsInFlight) {
