@@ -43,8 +43,9 @@ absl::StatusOr<std::unique_ptr<InferenceServer>> InferenceServer::Start(
   }
 
   std::unique_ptr<InferenceServer> server(new InferenceServer(options, *std::move(registry)));
-  server->service_ = std::make_unique<InferenceService>(server->registry_.get(), &server->gate_,
-                                                       &server->responder_);
+  server->protocol_ = std::make_unique<InferenceProtocol>(server->registry_.get(),
+                                                         &server->gate_, &server->responder_);
+  server->service_ = std::make_unique<InferenceService>(server->protocol_.get());
 
   grpc::EnableDefaultHealthCheckService(true);
   // gRPC's built-in health service carries no protobuf descriptor, so

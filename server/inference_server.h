@@ -82,6 +82,7 @@ class InferenceServer {
   Responder responder_;
   std::unique_ptr<ModelRegistry> registry_;
   RequestGate gate_;
+  std::unique_ptr<InferenceProtocol> protocol_;
   std::unique_ptr<InferenceService> service_;
   std::unique_ptr<grpc::Server> grpc_server_;
   int port_ = 0;

@@ -1,28 +1,20 @@
 #pragma once
 // The KServe v2 / Open Inference Protocol service (proto/grpc_service.proto)
-// on gRPC's callback API. Every handler either answers at once from memory
-// (health, metadata, config, statistics) or, for ModelInfer, hands the
-// request to its model's stream pool and returns: the RPC is finished from
-// the worker that completes the request's last chunk. No gRPC thread ever
+// on gRPC's callback API: an adapter over InferenceProtocol. Every handler
+// either answers at once from memory (health, metadata, config, statistics)
+// or, for ModelInfer, hands the request to its model's stream pool and
+// returns: the RPC is finished from a responder thread. No gRPC thread ever
 // waits on the GPU.
 
 #include "proto/grpc_service.grpc.pb.h"
-#include "server/model_registry.h"
-#include "server/request_gate.h"
-#include "server/responder.h"
+#include "server/inference_protocol.h"
 
 namespace graphserve {
 
-// Server name and version in ServerMetadata.
-inline constexpr char kServerName[] = "graphserve";
-inline constexpr char kServerVersion[] = "0.4.0";
-
 class InferenceService final : public inference::GRPCInferenceService::CallbackService {
  public:
-  // Borrows all three; they must outlive the gRPC server that runs this
-  // service. ModelInfer calls end on `responder`'s threads.
-  InferenceService(const ModelRegistry* registry, RequestGate* gate, Responder* responder)
-      : registry_(registry), gate_(gate), responder_(responder) {}
+  // Borrows `protocol`, which must outlive the gRPC server running this.
+  explicit InferenceService(const InferenceProtocol* protocol) : protocol_(protocol) {}
 
   grpc::ServerUnaryReactor* ServerLive(grpc::CallbackServerContext* context,
                                        const inference::ServerLiveRequest* request,
@@ -51,9 +43,7 @@ class InferenceService final : public inference::GRPCInferenceService::CallbackS
 
   // Implementation details follow.
  private:
-  const ModelRegistry* const registry_;
-  RequestGate* const gate_;
-  Responder* const responder_;
+  const InferenceProtocol* const protocol_;
 };
 
 }  // namespace graphserve
