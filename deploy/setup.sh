@@ -12,8 +12,10 @@ set -euo pipefail
 
 PACKAGES=(
   bazel-bootstrap        # Bazel 4.2.3, run offline in WORKSPACE mode
+  curl                   # the HTTP/REST endpoint's compatibility test
   g++
   libabsl-dev
+  libcpp-httplib-dev     # the HTTP/REST endpoint
   libb64-0d              # perf_analyzer (tritonclient 2.51.0's build) links it
   libfmt-dev
   libgmock-dev
@@ -23,6 +25,7 @@ PACKAGES=(
   libonnx-testdata       # ONNX's node tests: the conformance suite's data
   libprotobuf-dev
   libspdlog-dev
+  nlohmann-json3-dev     # the HTTP/REST endpoint's JSON
   prometheus-cpp-dev
   protobuf-compiler
   protobuf-compiler-grpc

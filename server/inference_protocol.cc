@@ -29,8 +29,7 @@ void InferenceProtocol::ServerReady(inference::ServerReadyResponse* response) co
 
 void InferenceProtocol::ModelReady(const inference::ModelReadyRequest& request,
                                    inference::ModelReadyResponse* response) const {
-  response->set_ready(registry_->Find(request.name(), request.version()).ok() &&
-                      !gate_->closed());
+  response->set_ready(registry_->Find(request.name(), request.version()).ok() && !gate_->closed());
 }
 
 void InferenceProtocol::ServerMetadata(inference::ServerMetadataResponse* response) const {
@@ -38,6 +37,7 @@ void InferenceProtocol::ServerMetadata(inference::ServerMetadataResponse* respon
   response->set_version(kServerVersion);
   response->add_extensions("model_configuration");
   response->add_extensions("statistics");
+  response->add_extensions("binary_tensor_data");  // over HTTP/REST
 }
 
 absl::Status InferenceProtocol::ModelMetadata(const inference::ModelMetadataRequest& request,

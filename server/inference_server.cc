@@ -66,6 +66,19 @@ absl::StatusOr<std::unique_ptr<InferenceServer>> InferenceServer::Start(
         absl::StrCat("cannot serve gRPC on ", address,
                      " (is the port in use? choose another with --grpc-port)"));
   }
+  if (options.allow_http) {
+    HttpEndpointOptions http;
+    http.host = options.host;
+    http.port = options.http_port;
+    http.max_body_bytes = static_cast<size_t>(options.max_message_bytes);
+    absl::StatusOr<std::unique_ptr<HttpEndpoint>> endpoint =
+        HttpEndpoint::Start(server->protocol_.get(), http);
+    if (!endpoint.ok()) return endpoint.status();
+    server->http_ = *std::move(endpoint);
+    out << "graphserve: serving HTTP/REST on " << options.host << ":" << server->http_->port()
+        << "\n";
+  }
+  // Last, once everything listens: tools wait for this line.
   SetHealth(*server->grpc_server_, server->registry_->all_ready());
   out << "graphserve: serving gRPC on " << options.host << ":" << server->port_ << " ("
       << (server->registry_->all_ready() ? "SERVING" : "NOT_SERVING: a model failed to load")
@@ -94,6 +107,9 @@ absl::Status InferenceServer::Shutdown() {
   grpc_server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   grpc_server_->Wait();
   registry_->DrainAll();
+  // After the drain: HTTP workers still waiting on an inference are
+  // answered by then, so stopping (which joins them) cannot hang.
+  if (http_ != nullptr) http_->Stop();
   responder_.Stop();
   if (!drained) {
     return absl::DeadlineExceededError(absl::StrCat(

@@ -19,6 +19,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "server/http_endpoint.h"
 #include "server/inference_service.h"
 #include "server/model_registry.h"
 #include "server/request_gate.h"
@@ -36,6 +37,10 @@ struct InferenceServerOptions {
   // Listening address and port; port 0 picks a free one (see port()).
   std::string host = "0.0.0.0";
   int grpc_port = 8001;
+  // The KServe v2 HTTP/REST endpoint (server/http_endpoint.h), on the same
+  // host; port 0 picks a free one (see http_port()).
+  bool allow_http = true;
+  int http_port = 8000;
   // How every model runs (executor, graphs on/off, queue bound).
   ServedModelOptions models;
   // Largest request or response message; a larger one is refused by gRPC
@@ -60,8 +65,9 @@ class InferenceServer {
   static absl::StatusOr<std::unique_ptr<InferenceServer>> Start(
       const InferenceServerOptions& options, std::ostream& out);
 
-  // The port gRPC listens on.
+  // The port gRPC listens on, and HTTP's (0 without HTTP).
   [[nodiscard]] int port() const { return port_; }
+  [[nodiscard]] int http_port() const { return http_ != nullptr ? http_->port() : 0; }
   [[nodiscard]] const ModelRegistry& registry() const { return *registry_; }
   // ModelInfer calls accepted and not yet finished.
   [[nodiscard]] int64_t in_flight() const { return gate_.in_flight(); }
@@ -84,6 +90,7 @@ class InferenceServer {
   RequestGate gate_;
   std::unique_ptr<InferenceProtocol> protocol_;
   std::unique_ptr<InferenceService> service_;
+  std::unique_ptr<HttpEndpoint> http_;
   std::unique_ptr<grpc::Server> grpc_server_;
   int port_ = 0;
   bool shut_down_ = false;

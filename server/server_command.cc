@@ -13,10 +13,11 @@ namespace graphserve {
 namespace {
 
 constexpr char kUsage[] =
-    "graphserve [--model-repository DIR] [--grpc-port 8001] [--device auto|cuda|cuda:N|cpu]\n"
+    "graphserve [--model-repository DIR] [--grpc-port 8001] [--http-port 8000]\n"
+    "           [--device auto|cuda|cuda:N|cpu]\n"
     "\n"
     "Serves every model of a model repository over the KServe v2 / Open Inference\n"
-    "Protocol gRPC API (Triton's clients work unchanged):\n"
+    "Protocol, gRPC and HTTP/REST (Triton's clients work unchanged):\n"
     "  DIR/<model>/config.pbtxt            the model config (graphserve-capture prepare\n"
     "                                      writes it; max_batch_size, inputs, outputs,\n"
     "                                      capture { batch_sizes streams cost })\n"
@@ -76,6 +77,7 @@ struct FlagValues {
   explicit FlagValues(InferenceServerOptions* options)
       : options(options),
         port(options->grpc_port),
+        http_port(options->http_port),
         exit_timeout(options->exit_timeout.count()),
         max_message_bytes(options->max_message_bytes),
         max_queued(static_cast<int64_t>(options->models.max_queued_chunks)),
@@ -84,6 +86,7 @@ struct FlagValues {
   std::string device = "auto";
   std::string graphs = "on";
   int64_t port;
+  int64_t http_port;
   int64_t exit_timeout;
   int64_t log_verbose = 0;
   int64_t max_message_bytes;
@@ -96,6 +99,10 @@ void AddFlags(FlagValues* v, CommandLine* flags) {
   flags->AddString("model-repository", &options.model_repository,
                    "The model repository directory; without it, the demo repository.");
   flags->AddInt("grpc-port", &v->port, "gRPC port; 0 picks a free one (printed at startup).");
+  flags->AddInt("http-port", &v->http_port,
+                "KServe v2 HTTP/REST port; 0 picks a free one (printed at startup).");
+  flags->AddBool("allow-http", &options.allow_http,
+                 "Serve HTTP/REST beside gRPC; --allow-http=false for gRPC only.");
   flags->AddString("host", &options.host, "Address to listen on.");
   flags->AddString("device", &v->device,
                    "auto (every visible GPU, else the host executor), cuda (GPU 0), cuda:N, "
@@ -170,6 +177,11 @@ absl::StatusOr<ServerCommand> ParseServerCommand(const std::vector<std::string>&
     return absl::InvalidArgumentError(absl::StrCat("--graphs wants on or off, got '", v.graphs, "'"));
   }
   options.grpc_port = static_cast<int>(v.port);
+  if (v.http_port < 0 || v.http_port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--http-port wants 0..65535, got ", v.http_port));
+  }
+  options.http_port = static_cast<int>(v.http_port);
   options.exit_timeout = std::chrono::seconds(v.exit_timeout);
   options.max_message_bytes = static_cast<int>(v.max_message_bytes);
   options.models.max_queued_chunks = static_cast<size_t>(v.max_queued);

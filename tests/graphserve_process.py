@@ -19,6 +19,8 @@ import time
 
 import numpy as np
 
+# Printed by graphserve once HTTP/REST listens, before the gRPC line.
+_HTTP_LINE = re.compile(r"graphserve: serving HTTP/REST on [^\s:]+:(?P<port>\d+)")
 # Printed by graphserve once it listens (server/inference_server.cc).
 _SERVING_LINE = re.compile(
     r"graphserve: serving gRPC on (?P<host>[^\s:]+):(?P<port>\d+) \((?P<state>[^)]*)\)")
@@ -75,6 +77,7 @@ class ServerProcess:
             binary,
             "--model-repository", repository,
             "--grpc-port", "0",
+            "--http-port", "0",
             "--host", "127.0.0.1",
             "--device", "cpu",
             "--exit-timeout-secs", str(EXIT_TIMEOUT_FLAG_S),
@@ -82,6 +85,7 @@ class ServerProcess:
         ]
         self.process = None
         self.port = None
+        self.http_port = None
         self.serving_state = None
         self._lines = []  # stdout and stderr, interleaved as they arrive
         self._lines_lock = threading.Lock()
@@ -117,6 +121,9 @@ class ServerProcess:
         for line in stream:
             with self._lines_lock:
                 self._lines.append(tag + line.rstrip("\n"))
+            http = _HTTP_LINE.search(line)
+            if http and self.http_port is None:
+                self.http_port = int(http.group("port"))
             match = _SERVING_LINE.search(line)
             if match and not self._serving.is_set():
                 self.port = int(match.group("port"))

@@ -7,6 +7,11 @@
 // Runs on the host executor by default (CI has no GPU). On a GPU machine,
 // GRAPHSERVE_E2E_DEVICE=cuda runs the same suite on CUDA graphs.
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -21,6 +26,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/numbers.h"
+#include "nlohmann/json.hpp"
 #include "examples/demo_repository.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
@@ -77,6 +84,7 @@ InferenceServerOptions TestServerOptions(const std::string& repository) {
   options.model_repository = repository;
   options.host = "127.0.0.1";
   options.grpc_port = 0;
+  options.http_port = 0;
   options.models.executor = ExecutorUnderTest();
   options.models.cost_iters = 5;
   options.max_message_bytes = kMaxMessageBytes;
@@ -139,6 +147,46 @@ HostTensor OutputTensor(const inference::ModelInferResponse& response, size_t k,
   EXPECT_EQ(bytes.size(), tensor.bytes()) << "output " << k;
   std::memcpy(tensor.raw(), bytes.data(), std::min(bytes.size(), tensor.bytes()));
   return tensor;
+}
+
+// One HTTP/1.1 exchange with 127.0.0.1:`port` over a fresh connection.
+struct HttpReply {
+  int code = 0;
+  std::string headers;  // the header lines, as sent
+  std::string body;
+};
+
+HttpReply HttpExchange(int port, const std::string& method, const std::string& path,
+                       const std::string& body = "", const std::string& extra_headers = "") {
+  HttpReply reply;
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
+    close(fd);
+    return reply;
+  }
+  const std::string request =
+      absl::StrCat(method, " ", path, " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n",
+                   "Content-Length: ", body.size(), "\r\n", extra_headers, "\r\n", body);
+  for (size_t sent = 0; sent < request.size();) {
+    const ssize_t n = send(fd, request.data() + sent, request.size() - sent, 0);
+    if (n <= 0) break;
+    sent += static_cast<size_t>(n);
+  }
+  std::string raw;
+  char buffer[1 << 16];
+  ssize_t n = 0;
+  while ((n = recv(fd, buffer, sizeof(buffer), 0)) > 0) raw.append(buffer, static_cast<size_t>(n));
+  close(fd);
+  const size_t end = raw.find("\r\n\r\n");
+  if (raw.size() < 12 || end == std::string::npos) return reply;
+  (void)absl::SimpleAtoi(raw.substr(9, 3), &reply.code);  // "HTTP/1.1 200"
+  reply.headers = raw.substr(0, end);
+  reply.body = raw.substr(end + 4);
+  return reply;
 }
 
 class ServerEndToEnd : public ::testing::Test {
@@ -527,6 +575,106 @@ TEST(ServerWithBrokenModel, ReportsNotServingAndUnavailableWithTheReason) {
   absl::StatusOr<std::vector<HostTensor>> want = reference->Run(inputs);
   ASSERT_TRUE(want.ok());
   EXPECT_LE(RelativeError(OutputTensor(response, 0, (*want)[0]), (*want)[0]), kTolerance);
+}
+
+// The KServe v2 HTTP/REST endpoint serves the same requests as gRPC.
+TEST_F(ServerEndToEnd, HttpHealthMetadataConfigAndStatistics) {
+  const int port = server_->http_port();
+  ASSERT_GT(port, 0);
+  EXPECT_EQ(HttpExchange(port, "GET", "/v2/health/live").code, 200);
+  EXPECT_EQ(HttpExchange(port, "GET", "/v2/health/ready").code, 200);
+  EXPECT_EQ(HttpExchange(port, "GET", "/v2/models/mlp/ready").code, 200);
+  EXPECT_EQ(HttpExchange(port, "GET", "/v2/models/nope/ready").code, 400);
+  const nlohmann::json server = nlohmann::json::parse(HttpExchange(port, "GET", "/v2").body);
+  EXPECT_EQ(server["name"], "graphserve");
+  const HttpReply metadata = HttpExchange(port, "GET", "/v2/models/mlp");
+  ASSERT_EQ(metadata.code, 200) << metadata.body;
+  const nlohmann::json model = nlohmann::json::parse(metadata.body);
+  EXPECT_EQ(model["inputs"][0]["name"], "x");
+  EXPECT_EQ(model["inputs"][0]["shape"], nlohmann::json({-1, 512}));
+  const HttpReply config = HttpExchange(port, "GET", "/v2/models/mlp/versions/1/config");
+  ASSERT_EQ(config.code, 200) << config.body;
+  EXPECT_EQ(nlohmann::json::parse(config.body)["max_batch_size"], kMaxBatch);
+  const HttpReply stats = HttpExchange(port, "GET", "/v2/models/stats");
+  ASSERT_EQ(stats.code, 200) << stats.body;
+  EXPECT_TRUE(nlohmann::json::parse(stats.body)["model_stats"].is_array());
+  const HttpReply unknown = HttpExchange(port, "GET", "/v2/models/nope");
+  EXPECT_EQ(unknown.code, 404);
+  EXPECT_THAT(unknown.body, HasSubstr("nope"));
+  EXPECT_EQ(HttpExchange(port, "GET", "/v3/whatever").code, 404);
+}
+
+TEST_F(ServerEndToEnd, HttpInferJsonAndBinaryMatchTheHostExecutor) {
+  const int port = server_->http_port();
+  constexpr int64_t kRows = 3;
+  std::unique_ptr<HostExecutor> reference = Reference(*repository_, "mlp", kRows);
+  const std::vector<HostTensor> inputs = RandomInputs(reference->graph(), 42);
+  absl::StatusOr<std::vector<HostTensor>> want = reference->Run(inputs);
+  ASSERT_TRUE(want.ok()) << want.status();
+  const HostTensor& x = inputs[0];
+
+  // JSON tensors in, JSON out.
+  nlohmann::json request = {
+      {"id", "http-1"},
+      {"inputs",
+       {{{"name", "x"},
+         {"datatype", "FP32"},
+         {"shape", {kRows, 512}},
+         {"data", std::vector<float>(x.data<float>(), x.data<float>() + x.num_elements())}}}}};
+  HttpReply reply = HttpExchange(port, "POST", "/v2/models/mlp/infer", request.dump());
+  ASSERT_EQ(reply.code, 200) << reply.body;
+  const nlohmann::json answer = nlohmann::json::parse(reply.body);
+  EXPECT_EQ(answer["id"], "http-1");
+  EXPECT_EQ(answer["outputs"][0]["shape"], nlohmann::json({kRows, 1}));
+  HostTensor got((*want)[0].dtype(), (*want)[0].dims());
+  const std::vector<float> data = answer["outputs"][0]["data"].get<std::vector<float>>();
+  ASSERT_EQ(data.size(), static_cast<size_t>(got.num_elements()));
+  std::copy(data.begin(), data.end(), got.data<float>());
+  EXPECT_LE(RelativeError(got, (*want)[0]), kTolerance);
+
+  // Triton's binary tensor data extension both ways, on a versioned route.
+  const nlohmann::json header = {
+      {"inputs",
+       {{{"name", "x"},
+         {"datatype", "FP32"},
+         {"shape", {kRows, 512}},
+         {"parameters", {{"binary_data_size", x.bytes()}}}}}},
+      {"outputs", {{{"name", "y"}, {"parameters", {{"binary_data", true}}}}}}};
+  const std::string json_part = header.dump();
+  reply = HttpExchange(port, "POST", "/v2/models/mlp/versions/1/infer",
+                       json_part + std::string(static_cast<const char*>(x.raw()), x.bytes()),
+                       absl::StrCat("Inference-Header-Content-Length: ", json_part.size(), "\r\n"));
+  ASSERT_EQ(reply.code, 200) << reply.body;
+  const size_t at = reply.headers.find("Inference-Header-Content-Length: ");
+  ASSERT_NE(at, std::string::npos) << reply.headers;
+  size_t header_length = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(
+      reply.headers.substr(at + 33, reply.headers.find("\r\n", at) - at - 33), &header_length));
+  ASSERT_EQ(reply.body.size(), header_length + got.bytes());
+  std::memcpy(got.raw(), reply.body.data() + header_length, got.bytes());
+  EXPECT_LE(RelativeError(got, (*want)[0]), kTolerance);
+}
+
+TEST_F(ServerEndToEnd, HttpBadRequestsGetAClearErrorAndTheServerKeepsServing) {
+  const int port = server_->http_port();
+  HttpReply reply = HttpExchange(port, "POST", "/v2/models/mlp/infer", "{not json");
+  EXPECT_EQ(reply.code, 400);
+  EXPECT_THAT(reply.body, HasSubstr("not valid JSON"));
+  reply = HttpExchange(port, "POST", "/v2/models/mlp/infer",
+                       R"({"inputs": [{"name": "x", "datatype": "FP32", "shape": [1, 512],
+                           "data": [1, 2]}]})");
+  EXPECT_EQ(reply.code, 400);
+  EXPECT_THAT(reply.body, HasSubstr("its shape holds 512"));
+  reply = HttpExchange(port, "POST", "/v2/models/mlp/infer",
+                       R"({"inputs": [{"name": "q", "datatype": "FP32", "shape": [1, 1],
+                           "data": [1]}]})");
+  EXPECT_EQ(reply.code, 400) << reply.body;  // the protocol's own validation
+  reply = HttpExchange(port, "POST", "/v2/models/" + std::string(5000, 'm') + "/infer", "{}");
+  EXPECT_EQ(reply.code, 400) << reply.body;  // no inputs: refused before the model is looked up
+  EXPECT_LT(reply.body.size(), 300u);
+  reply = HttpExchange(port, "POST", "/v2/models/nope/infer", R"({"inputs": []})");
+  EXPECT_EQ(reply.code, 404) << reply.body;
+  ExpectGoodRequestStillServed();
 }
 
 // Triton's instance_group places a model on listed GPUs: here GPU 0 twice

@@ -1,0 +1,258 @@
+#include "server/http_endpoint.h"
+
+#include <httplib.h>
+
+#include <future>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
+#include "server/http_json.h"
+
+namespace graphserve {
+
+namespace {
+
+int HttpCode(const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kOk:
+      return 200;
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kFailedPrecondition:
+    case absl::StatusCode::kOutOfRange:
+      return 400;
+    case absl::StatusCode::kNotFound:
+      return 404;
+    case absl::StatusCode::kResourceExhausted:
+      return 429;
+    case absl::StatusCode::kUnimplemented:
+      return 501;
+    case absl::StatusCode::kUnavailable:
+      return 503;
+    case absl::StatusCode::kDeadlineExceeded:
+      return 504;
+    default:
+      return 500;
+  }
+}
+
+void SendJson(httplib::Response& response, int code, const std::string& body) {
+  response.status = code;
+  response.set_content(body, "application/json");
+}
+
+void SendStatus(httplib::Response& response, const absl::Status& status) {
+  SendJson(response, HttpCode(status), ErrorJson(status.message()));
+}
+
+// 200 with an empty body, or 400 saying what is not ready (Triton's health
+// and readiness answers).
+void SendReady(httplib::Response& response, bool ready) {
+  response.status = ready ? 200 : 400;
+  if (!ready) response.set_content(ErrorJson("not ready"), "application/json");
+}
+
+void SendNotFound(const httplib::Request& request, httplib::Response& response) {
+  std::string path = request.path;
+  if (path.size() > 64) path = path.substr(0, 64) + "...";
+  SendJson(response, 404,
+           ErrorJson(absl::StrCat("no route ", path, " in the KServe v2 HTTP/REST protocol")));
+}
+
+// "/v2/models/m/infer" -> {"v2", "models", "m", "infer"}.
+std::vector<std::string> Parts(const std::string& path) {
+  return absl::StrSplit(path, '/', absl::SkipEmpty());
+}
+
+// /v2/models/M[/versions/V][/action]: the model, version and action.
+struct ModelRoute {
+  std::string model;
+  std::string version;
+  std::string action;  // "", "ready", "config", "stats" or "infer"
+};
+
+std::optional<ModelRoute> ParseModelRoute(const std::vector<std::string>& parts) {
+  if (parts.size() < 3 || parts[0] != "v2" || parts[1] != "models") return std::nullopt;
+  ModelRoute route;
+  route.model = parts[2];
+  size_t next = 3;
+  if (parts.size() >= 5 && parts[3] == "versions") {
+    route.version = parts[4];
+    next = 5;
+  }
+  if (parts.size() == next + 1) route.action = parts[next];
+  if (parts.size() > next + 1) return std::nullopt;
+  return route;
+}
+
+}  // namespace
+
+// The routes of the file comment in http_endpoint.h, over the protocol.
+class HttpEndpoint::Handler {
+ public:
+  Handler(const InferenceProtocol* protocol, size_t max_body_bytes)
+      : protocol_(protocol), max_body_bytes_(max_body_bytes) {}
+
+  void Get(const httplib::Request& request, httplib::Response& response) const {
+    const std::vector<std::string> parts = Parts(request.path);
+    if (parts.size() == 1 && parts[0] == "v2") {
+      inference::ServerMetadataResponse metadata;
+      protocol_->ServerMetadata(&metadata);
+      return SendJson(response, 200, ServerMetadataToJson(metadata));
+    }
+    if (parts.size() == 3 && parts[0] == "v2" && parts[1] == "health") {
+      if (parts[2] == "live") {
+        inference::ServerLiveResponse live;
+        protocol_->ServerLive(&live);
+        return SendReady(response, live.live());
+      }
+      if (parts[2] == "ready") {
+        inference::ServerReadyResponse ready;
+        protocol_->ServerReady(&ready);
+        return SendReady(response, ready.ready());
+      }
+      return SendNotFound(request, response);
+    }
+    if (parts.size() == 3 && parts[0] == "v2" && parts[1] == "models" && parts[2] == "stats") {
+      return Statistics({}, response);
+    }
+    const std::optional<ModelRoute> route = ParseModelRoute(parts);
+    if (!route) return SendNotFound(request, response);
+    if (route->action.empty()) {
+      inference::ModelMetadataRequest metadata_request;
+      metadata_request.set_name(route->model);
+      metadata_request.set_version(route->version);
+      inference::ModelMetadataResponse metadata;
+      const absl::Status status = protocol_->ModelMetadata(metadata_request, &metadata);
+      if (!status.ok()) return SendStatus(response, status);
+      return SendJson(response, 200, ModelMetadataToJson(metadata));
+    }
+    if (route->action == "ready") {
+      inference::ModelReadyRequest ready_request;
+      ready_request.set_name(route->model);
+      ready_request.set_version(route->version);
+      inference::ModelReadyResponse ready;
+      protocol_->ModelReady(ready_request, &ready);
+      return SendReady(response, ready.ready());
+    }
+    if (route->action == "config") {
+      inference::ModelConfigRequest config_request;
+      config_request.set_name(route->model);
+      config_request.set_version(route->version);
+      inference::ModelConfigResponse config;
+      const absl::Status status = protocol_->ModelConfig(config_request, &config);
+      if (!status.ok()) return SendStatus(response, status);
+      return SendJson(response, 200, ModelConfigToJson(config.config()));
+    }
+    if (route->action == "stats") return Statistics(*route, response);
+    SendNotFound(request, response);
+  }
+
+  // The body is read here, not by the library: it refuses form-encoded
+  // bodies over 8 KiB, and `curl -d` labels JSON that way.
+  void Post(const httplib::Request& request, httplib::Response& response,
+            const httplib::ContentReader& reader) const {
+    const std::optional<ModelRoute> route = ParseModelRoute(Parts(request.path));
+    if (!route || route->action != "infer") return SendNotFound(request, response);
+    std::string body;
+    bool too_large = false;
+    reader([&](const char* data, size_t length) {
+      too_large = body.size() + length > max_body_bytes_;
+      if (!too_large) body.append(data, length);
+      return !too_large;
+    });
+    if (too_large) {
+      return SendJson(response, 413,
+                      ErrorJson(absl::StrCat("the request body exceeds the limit of ",
+                                             max_body_bytes_, " bytes")));
+    }
+    size_t header_length = body.size();
+    if (request.has_header("Inference-Header-Content-Length") &&
+        !absl::SimpleAtoi(request.get_header_value("Inference-Header-Content-Length"),
+                          &header_length)) {
+      return SendStatus(response, absl::InvalidArgumentError(
+                                      "Inference-Header-Content-Length must be a byte count"));
+    }
+    absl::StatusOr<HttpInferRequest> parsed =
+        ParseInferRequest(body, header_length, route->model, route->version);
+    if (!parsed.ok()) return SendStatus(response, parsed.status());
+    inference::ModelInferResponse inferred;
+    std::promise<absl::Status> finished;
+    protocol_->ModelInfer(&parsed->request, &inferred,
+                          [&finished](const absl::Status& status) { finished.set_value(status); });
+    const absl::Status status = finished.get_future().get();
+    if (!status.ok()) return SendStatus(response, status);
+    const HttpBody out = InferResponseToHttp(inferred, *parsed);
+    response.status = 200;
+    if (out.header_length == 0) {
+      response.set_content(out.content, "application/json");
+    } else {
+      response.set_header("Inference-Header-Content-Length", absl::StrCat(out.header_length));
+      response.set_content(out.content, "application/octet-stream");
+    }
+  }
+
+ private:
+  void Statistics(const ModelRoute& route, httplib::Response& response) const {
+    inference::ModelStatisticsRequest request;
+    request.set_name(route.model);
+    request.set_version(route.version);
+    inference::ModelStatisticsResponse statistics;
+    const absl::Status status = protocol_->ModelStatistics(request, &statistics);
+    if (!status.ok()) return SendStatus(response, status);
+    SendJson(response, 200, ModelStatisticsToJson(statistics));
+  }
+
+  const InferenceProtocol* const protocol_;
+  const size_t max_body_bytes_;
+};
+
+absl::StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(
+    const InferenceProtocol* protocol, const HttpEndpointOptions& options) {
+  auto endpoint = std::unique_ptr<HttpEndpoint>(new HttpEndpoint());
+  endpoint->handler_ = std::make_unique<Handler>(protocol, options.max_body_bytes);
+  endpoint->server_ = std::make_unique<httplib::Server>();
+  httplib::Server& server = *endpoint->server_;
+  const int threads = options.threads;
+  server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  const Handler* handler = endpoint->handler_.get();
+  server.Get(R"(/v2(/.*)?)",
+             [handler](const httplib::Request& request, httplib::Response& response) {
+               handler->Get(request, response);
+             });
+  server.Post(R"(/v2(/.*)?)",
+              [handler](const httplib::Request& request, httplib::Response& response,
+                        const httplib::ContentReader& reader) {
+                handler->Post(request, response, reader);
+              });
+  server.set_error_handler([](const httplib::Request& request, httplib::Response& response) {
+    if (!response.body.empty()) return;  // a route answered with its own error
+    if (response.status == 404) return SendNotFound(request, response);
+    response.set_content(ErrorJson(absl::StrCat("HTTP ", response.status)), "application/json");
+  });
+  const int port = options.port == 0
+                       ? server.bind_to_any_port(options.host)
+                       : (server.bind_to_port(options.host, options.port) ? options.port : -1);
+  if (port <= 0) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot serve HTTP on ", options.host, ":", options.port,
+                     " (is the port in use? choose another with --http-port)"));
+  }
+  endpoint->port_ = port;
+  endpoint->listener_ = std::thread([&server] { server.listen_after_bind(); });
+  return endpoint;
+}
+
+void HttpEndpoint::Stop() {
+  if (server_ == nullptr) return;
+  server_->stop();
+  if (listener_.joinable()) listener_.join();
+}
+
+HttpEndpoint::~HttpEndpoint() { Stop(); }
+
+}  // namespace graphserve

@@ -1,0 +1,68 @@
+#pragma once
+// The KServe v2 HTTP/REST endpoint beside gRPC: Triton's routes over the
+// same InferenceProtocol, so `curl` and tritonclient.http work unchanged
+// and KServe can route REST to GraphServe.
+//
+//   GET  /v2                                     server metadata
+//   GET  /v2/health/live, /v2/health/ready       200, or 400 when not
+//   GET  /v2/models/M[/versions/V]               model metadata
+//   GET  /v2/models/M[/versions/V]/ready         200, or 400 when not
+//   GET  /v2/models/M[/versions/V]/config        config.pbtxt as JSON
+//   GET  /v2/models[/M[/versions/V]]/stats       statistics
+//   POST /v2/models/M[/versions/V]/infer         JSON tensors, or Triton's
+//        binary tensor data extension (server/http_json.h)
+//
+// Errors answer {"error": "..."} with 400 (bad request), 404 (unknown model
+// or route), 413 (body too large), 503 (not serving, draining) or 500.
+// Requests run on the HTTP library's (cpp-httplib) worker threads; an
+// inference waits on its own worker until the responder finishes it.
+// (civetweb, which prometheus-cpp bundles, cannot start its threads in a
+// process that loads cuBLASLt: their fixed 100 KiB stacks are smaller than
+// cuBLASLt's 94 KiB of static thread-local storage plus everyone else's.)
+
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/status/statusor.h"
+#include "server/inference_protocol.h"
+
+namespace httplib {
+class Server;
+}  // namespace httplib
+
+namespace graphserve {
+
+struct HttpEndpointOptions {
+  std::string host = "0.0.0.0";
+  // 0 picks a free port (see port()).
+  int port = 8000;
+  // Largest request body; larger ones get 413.
+  size_t max_body_bytes = 64 << 20;
+  // Worker threads: requests served at once.
+  int threads = 32;
+};
+
+class HttpEndpoint {
+ public:
+  // Borrows `protocol`. Unavailable, naming the address, when it cannot
+  // listen.
+  static absl::StatusOr<std::unique_ptr<HttpEndpoint>> Start(const InferenceProtocol* protocol,
+                                                             const HttpEndpointOptions& options);
+  [[nodiscard]] int port() const { return port_; }
+  // Stops listening and waits for the requests being served. Idempotent.
+  void Stop();
+  ~HttpEndpoint();
+
+  // Implementation details follow.
+  class Handler;
+
+ private:
+  HttpEndpoint() = default;
+  std::unique_ptr<Handler> handler_;
+  std::unique_ptr<httplib::Server> server_;
+  std::thread listener_;  // runs the server's accept loop
+  int port_ = 0;
+};
+
+}  // namespace graphserve

@@ -1,0 +1,350 @@
+#include "server/http_json.h"
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/status.h"
+#include "google/protobuf/descriptor.h"
+#include "google/protobuf/message.h"
+#include "nlohmann/json.hpp"
+
+namespace graphserve {
+
+namespace {
+
+using nlohmann::json;
+
+// What an error may quote of a client's text.
+std::string Prefix(std::string_view text) {
+  constexpr size_t kMax = 64;
+  return text.size() <= kMax ? std::string(text) : std::string(text.substr(0, kMax)) + "...";
+}
+
+// ---------------------------------------------------------------- protos
+
+json FieldValue(const google::protobuf::Message& message,
+                const google::protobuf::FieldDescriptor* field, int index);
+
+// A message as JSON by its proto field names, int64 as numbers (Triton's
+// clients read them as numbers), enums by name, maps as objects. Scalars and
+// lists are written even when empty or zero, as Triton writes them (a
+// statistic of 0 is {"count": 0, "ns": 0}, not {}); unset messages and
+// oneof members are left out.
+json ProtoToJson(const google::protobuf::Message& message) {
+  const google::protobuf::Reflection* reflection = message.GetReflection();
+  const google::protobuf::Descriptor* descriptor = message.GetDescriptor();
+  json object = json::object();
+  for (int f = 0; f < descriptor->field_count(); ++f) {
+    const google::protobuf::FieldDescriptor* field = descriptor->field(f);
+    const bool singular_message =
+        !field->is_repeated() &&
+        field->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_MESSAGE;
+    if ((singular_message || field->containing_oneof() != nullptr) &&
+        !reflection->HasField(message, field)) {
+      continue;
+    }
+    if (field->is_map()) {
+      json map = json::object();
+      for (int i = 0; i < reflection->FieldSize(message, field); ++i) {
+        const google::protobuf::Message& entry = reflection->GetRepeatedMessage(message, field, i);
+        const google::protobuf::Descriptor* entry_type = entry.GetDescriptor();
+        json key = FieldValue(entry, entry_type->FindFieldByNumber(1), -1);
+        map[key.is_string() ? key.get<std::string>() : key.dump()] =
+            FieldValue(entry, entry_type->FindFieldByNumber(2), -1);
+      }
+      object[field->name()] = std::move(map);
+    } else if (field->is_repeated()) {
+      json list = json::array();
+      for (int i = 0; i < reflection->FieldSize(message, field); ++i) {
+        list.push_back(FieldValue(message, field, i));
+      }
+      object[field->name()] = std::move(list);
+    } else {
+      object[field->name()] = FieldValue(message, field, -1);
+    }
+  }
+  return object;
+}
+
+// Field `field` of `message` (element `index` when repeated, else -1).
+json FieldValue(const google::protobuf::Message& message,
+                const google::protobuf::FieldDescriptor* field, int index) {
+  using Type = google::protobuf::FieldDescriptor::CppType;
+  const google::protobuf::Reflection* r = message.GetReflection();
+  const bool repeated = index >= 0;
+  switch (field->cpp_type()) {
+    case Type::CPPTYPE_INT32:
+      return repeated ? r->GetRepeatedInt32(message, field, index) : r->GetInt32(message, field);
+    case Type::CPPTYPE_INT64:
+      return repeated ? r->GetRepeatedInt64(message, field, index) : r->GetInt64(message, field);
+    case Type::CPPTYPE_UINT32:
+      return repeated ? r->GetRepeatedUInt32(message, field, index) : r->GetUInt32(message, field);
+    case Type::CPPTYPE_UINT64:
+      return repeated ? r->GetRepeatedUInt64(message, field, index) : r->GetUInt64(message, field);
+    case Type::CPPTYPE_DOUBLE:
+      return repeated ? r->GetRepeatedDouble(message, field, index) : r->GetDouble(message, field);
+    case Type::CPPTYPE_FLOAT:
+      return repeated ? r->GetRepeatedFloat(message, field, index) : r->GetFloat(message, field);
+    case Type::CPPTYPE_BOOL:
+      return repeated ? r->GetRepeatedBool(message, field, index) : r->GetBool(message, field);
+    case Type::CPPTYPE_ENUM:
+      return (repeated ? r->GetRepeatedEnum(message, field, index) : r->GetEnum(message, field))
+          ->name();
+    case Type::CPPTYPE_STRING:
+      return repeated ? r->GetRepeatedString(message, field, index) : r->GetString(message, field);
+    case Type::CPPTYPE_MESSAGE:
+      return ProtoToJson(repeated ? r->GetRepeatedMessage(message, field, index)
+                                  : r->GetMessage(message, field));
+  }
+  return nullptr;
+}
+
+// ---------------------------------------------------------------- tensors
+
+// The datatypes GraphServe's models take, and their element sizes.
+size_t ElementSize(const std::string& datatype) {
+  if (datatype == "FP32") return 4;
+  if (datatype == "INT64") return 8;
+  if (datatype == "BOOL") return 1;
+  return 0;
+}
+
+// Every leaf of `data` (nested arrays, as Triton accepts them, or flat).
+void Flatten(const json& data, std::vector<const json*>& leaves) {
+  if (!data.is_array()) {
+    leaves.push_back(&data);
+    return;
+  }
+  for (const json& item : data) Flatten(item, leaves);
+}
+
+// One JSON value as `datatype`'s little-endian bytes, appended to `out`.
+absl::Status AppendElement(const json& value, const std::string& datatype, std::string& out) {
+  if (datatype == "FP32") {
+    if (!value.is_number()) return absl::InvalidArgumentError("FP32 data must be numbers");
+    const float f = value.get<float>();
+    out.append(reinterpret_cast<const char*>(&f), sizeof(f));
+  } else if (datatype == "INT64") {
+    if (!value.is_number_integer()) {
+      return absl::InvalidArgumentError("INT64 data must be integers");
+    }
+    const int64_t i = value.get<int64_t>();
+    out.append(reinterpret_cast<const char*>(&i), sizeof(i));
+  } else {  // BOOL
+    if (!value.is_boolean()) return absl::InvalidArgumentError("BOOL data must be true or false");
+    out.push_back(value.get<bool>() ? 1 : 0);
+  }
+  return absl::OkStatus();
+}
+
+// The JSON values of `datatype`'s little-endian `bytes`.
+json ElementsOf(const std::string& datatype, const std::string& bytes) {
+  json data = json::array();
+  if (datatype == "FP32") {
+    for (size_t i = 0; i + 4 <= bytes.size(); i += 4) {
+      float f;
+      std::memcpy(&f, bytes.data() + i, 4);
+      data.push_back(f);  // NaN and Inf become null: JSON has neither (use binary data)
+    }
+  } else if (datatype == "INT64") {
+    for (size_t i = 0; i + 8 <= bytes.size(); i += 8) {
+      int64_t v;
+      std::memcpy(&v, bytes.data() + i, 8);
+      data.push_back(v);
+    }
+  } else if (datatype == "BOOL") {
+    for (char c : bytes) data.push_back(c != 0);
+  }
+  return data;
+}
+
+// `parameters.<name>` of a JSON object, or null.
+const json* Parameter(const json& object, const char* name) {
+  const auto parameters = object.find("parameters");
+  if (parameters == object.end() || !parameters->is_object()) return nullptr;
+  const auto value = parameters->find(name);
+  return value == parameters->end() ? nullptr : &*value;
+}
+
+absl::Status ParseInput(const json& input, size_t index, std::string_view binary,
+                        size_t& binary_offset, inference::ModelInferRequest& request) {
+  const std::string where = absl::StrCat("input ", index);
+  if (!input.is_object())
+    return absl::InvalidArgumentError(absl::StrCat(where, " is not an object"));
+  const auto name = input.find("name");
+  const auto datatype = input.find("datatype");
+  const auto shape = input.find("shape");
+  if (name == input.end() || !name->is_string() || datatype == input.end() ||
+      !datatype->is_string() || shape == input.end() || !shape->is_array()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, " needs \"name\", \"datatype\" and \"shape\""));
+  }
+  inference::ModelInferRequest::InferInputTensor* tensor = request.add_inputs();
+  tensor->set_name(name->get<std::string>());
+  tensor->set_datatype(datatype->get<std::string>());
+  int64_t elements = 1;
+  for (const json& dim : *shape) {
+    if (!dim.is_number_integer() || dim.get<int64_t>() < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("input '", Prefix(tensor->name()),
+                                                     "': shape must be non-negative integers"));
+    }
+    tensor->add_shape(dim.get<int64_t>());
+    elements *= dim.get<int64_t>();
+  }
+  const size_t element_size = ElementSize(tensor->datatype());
+  if (element_size == 0) {
+    return absl::InvalidArgumentError(absl::StrCat("input '", Prefix(tensor->name()),
+                                                   "': datatype '", Prefix(tensor->datatype()),
+                                                   "' is not one of FP32, INT64, BOOL"));
+  }
+  std::string* contents = request.add_raw_input_contents();
+  if (const json* size = Parameter(input, "binary_data_size"); size != nullptr) {
+    if (!size->is_number_unsigned()) {
+      return absl::InvalidArgumentError(absl::StrCat("input '", Prefix(tensor->name()),
+                                                     "': binary_data_size must be a byte count"));
+    }
+    const size_t bytes = size->get<size_t>();
+    if (binary_offset + bytes > binary.size()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "input '", Prefix(tensor->name()), "': binary_data_size ", bytes, " runs past the ",
+          binary.size(), " bytes of binary data after the JSON header"));
+    }
+    contents->assign(binary.substr(binary_offset, bytes));
+    binary_offset += bytes;
+    return absl::OkStatus();
+  }
+  const auto data = input.find("data");
+  if (data == input.end()) {
+    return absl::InvalidArgumentError(absl::StrCat("input '", Prefix(tensor->name()),
+                                                   "' has neither \"data\" nor binary_data_size"));
+  }
+  std::vector<const json*> leaves;
+  Flatten(*data, leaves);
+  if (static_cast<int64_t>(leaves.size()) != elements) {
+    return absl::InvalidArgumentError(absl::StrCat("input '", Prefix(tensor->name()), "' has ",
+                                                   leaves.size(), " values; its shape holds ",
+                                                   elements));
+  }
+  contents->reserve(leaves.size() * element_size);
+  for (const json* leaf : leaves) {
+    if (absl::Status status = AppendElement(*leaf, tensor->datatype(), *contents); !status.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("input '", Prefix(tensor->name()), "': ", status.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+bool IsTrue(const json* value) {
+  return value != nullptr && value->is_boolean() && value->get<bool>();
+}
+
+}  // namespace
+
+absl::StatusOr<HttpInferRequest> ParseInferRequest(std::string_view body, size_t header_length,
+                                                   const std::string& model_name,
+                                                   const std::string& model_version) {
+  if (header_length > body.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("Inference-Header-Content-Length ",
+                                                   header_length, " exceeds the body's ",
+                                                   body.size(), " bytes"));
+  }
+  const json header =
+      json::parse(body.substr(0, header_length), nullptr, /*allow_exceptions=*/false);
+  if (header.is_discarded()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the request body is not valid JSON (it starts with '", Prefix(body), "')"));
+  }
+  if (!header.is_object()) return absl::InvalidArgumentError("the request must be a JSON object");
+  HttpInferRequest parsed;
+  inference::ModelInferRequest& request = parsed.request;
+  request.set_model_name(model_name);
+  request.set_model_version(model_version);
+  if (const auto id = header.find("id"); id != header.end()) {
+    if (!id->is_string()) return absl::InvalidArgumentError("\"id\" must be a string");
+    request.set_id(id->get<std::string>());
+  }
+  parsed.all_binary = IsTrue(Parameter(header, "binary_data_output"));
+  const auto inputs = header.find("inputs");
+  if (inputs == header.end() || !inputs->is_array()) {
+    return absl::InvalidArgumentError("the request needs an \"inputs\" array");
+  }
+  const std::string_view binary = body.substr(header_length);
+  size_t binary_offset = 0;
+  for (size_t i = 0; i < inputs->size(); ++i) {
+    RETURN_IF_ERROR(ParseInput((*inputs)[i], i, binary, binary_offset, request));
+  }
+  if (binary_offset != binary.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(binary.size() - binary_offset, " bytes of binary data belong to no input"));
+  }
+  if (const auto outputs = header.find("outputs"); outputs != header.end()) {
+    if (!outputs->is_array()) return absl::InvalidArgumentError("\"outputs\" must be an array");
+    for (const json& output : *outputs) {
+      const auto name = output.is_object() ? output.find("name") : output.end();
+      if (!output.is_object() || name == output.end() || !name->is_string()) {
+        return absl::InvalidArgumentError("each of \"outputs\" needs a \"name\"");
+      }
+      request.add_outputs()->set_name(name->get<std::string>());
+      if (IsTrue(Parameter(output, "binary_data")))
+        parsed.binary_outputs.insert(name->get<std::string>());
+    }
+  }
+  return parsed;
+}
+
+HttpBody InferResponseToHttp(const inference::ModelInferResponse& response,
+                             const HttpInferRequest& request) {
+  json header = {{"model_name", response.model_name()},
+                 {"model_version", response.model_version()}};
+  if (!response.id().empty()) header["id"] = response.id();
+  json outputs = json::array();
+  std::string binary;
+  for (int i = 0; i < response.outputs_size(); ++i) {
+    const inference::ModelInferResponse::InferOutputTensor& output = response.outputs(i);
+    json tensor = {
+        {"name", output.name()},
+        {"datatype", output.datatype()},
+        {"shape", json(std::vector<int64_t>(output.shape().begin(), output.shape().end()))}};
+    const std::string& bytes = response.raw_output_contents(i);
+    if (request.all_binary || request.binary_outputs.contains(output.name())) {
+      tensor["parameters"] = {{"binary_data_size", bytes.size()}};
+      binary += bytes;
+    } else {
+      tensor["data"] = ElementsOf(output.datatype(), bytes);
+    }
+    outputs.push_back(std::move(tensor));
+  }
+  header["outputs"] = std::move(outputs);
+  HttpBody body;
+  body.content = header.dump();
+  if (!binary.empty()) {
+    body.header_length = body.content.size();
+    body.content += binary;
+  }
+  return body;
+}
+
+std::string ServerMetadataToJson(const inference::ServerMetadataResponse& metadata) {
+  return ProtoToJson(metadata).dump();
+}
+
+std::string ModelMetadataToJson(const inference::ModelMetadataResponse& metadata) {
+  return ProtoToJson(metadata).dump();
+}
+
+std::string ModelConfigToJson(const inference::ModelConfig& config) {
+  return ProtoToJson(config).dump();
+}
+
+std::string ModelStatisticsToJson(const inference::ModelStatisticsResponse& statistics) {
+  return ProtoToJson(statistics).dump();
+}
+
+std::string ErrorJson(absl::string_view message) {
+  return json{{"error", std::string(message)}}.dump();
+}
+
+}  // namespace graphserve

@@ -1,0 +1,60 @@
+#pragma once
+// The KServe v2 HTTP/REST protocol's JSON bodies, and Triton's binary tensor
+// data extension, converted to and from the protocol's messages
+// (proto/grpc_service.proto), so that the HTTP endpoint hands the same
+// requests to InferenceProtocol as gRPC does.
+//
+// An inference request body is a JSON object, optionally followed by binary
+// tensors: the header `Inference-Header-Content-Length: N` says the JSON is
+// the first N bytes, and each input with `"parameters": {"binary_data_size":
+// B}` takes the next B bytes, in input order. Outputs asked for with
+// `"parameters": {"binary_data": true}` (or every output, with the request
+// parameter `"binary_data_output": true`) come back the same way.
+
+#include <cstddef>
+#include <set>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "proto/grpc_service.pb.h"
+#include "proto/model_config.pb.h"
+
+namespace graphserve {
+
+struct HttpInferRequest {
+  inference::ModelInferRequest request;
+  // Outputs to return as binary data; `all_binary`: every output.
+  std::set<std::string> binary_outputs;
+  bool all_binary = false;
+};
+
+// `body` is the whole request body; `header_length` the JSON's length (the
+// Inference-Header-Content-Length header), or the body's size without it.
+// Every input's tensor goes into raw_input_contents. InvalidArgument says
+// what is wrong, quoting at most a short prefix of what was sent.
+absl::StatusOr<HttpInferRequest> ParseInferRequest(std::string_view body, size_t header_length,
+                                                   const std::string& model_name,
+                                                   const std::string& model_version);
+
+// A response body: `header_length` is the JSON's length when binary outputs
+// follow it (0: the body is JSON alone).
+struct HttpBody {
+  std::string content;
+  size_t header_length = 0;
+};
+
+HttpBody InferResponseToHttp(const inference::ModelInferResponse& response,
+                             const HttpInferRequest& request);
+
+// The other endpoints' JSON, as Triton's HTTP endpoint writes them.
+std::string ServerMetadataToJson(const inference::ServerMetadataResponse& metadata);
+std::string ModelMetadataToJson(const inference::ModelMetadataResponse& metadata);
+// config.pbtxt's fields by their proto names (max_batch_size, ...).
+std::string ModelConfigToJson(const inference::ModelConfig& config);
+std::string ModelStatisticsToJson(const inference::ModelStatisticsResponse& statistics);
+// {"error": message}.
+std::string ErrorJson(absl::string_view message);
+
+}  // namespace graphserve

@@ -1,0 +1,140 @@
+#include "server/http_json.h"
+
+#include <cstring>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace graphserve {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string Floats(std::initializer_list<float> values) {
+  std::string bytes(values.size() * 4, '\0');
+  std::memcpy(bytes.data(), std::data(values), bytes.size());
+  return bytes;
+}
+
+TEST(HttpJsonTest, JsonDataNestedOrFlatBecomesRawBytes) {
+  const std::string body =
+      R"({"id": "r1", "inputs": [{"name": "x", "datatype": "FP32", "shape": [2, 2],
+          "data": [[1.5, -2], [3, 4]]}, {"name": "k", "datatype": "INT64", "shape": [2],
+          "data": [7, -9]}, {"name": "b", "datatype": "BOOL", "shape": [1], "data": [true]}],
+          "outputs": [{"name": "y", "parameters": {"binary_data": true}}, {"name": "z"}]})";
+  absl::StatusOr<HttpInferRequest> parsed = ParseInferRequest(body, body.size(), "mlp", "1");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  const inference::ModelInferRequest& request = parsed->request;
+  EXPECT_EQ(request.model_name(), "mlp");
+  EXPECT_EQ(request.model_version(), "1");
+  EXPECT_EQ(request.id(), "r1");
+  ASSERT_EQ(request.inputs_size(), 3);
+  EXPECT_THAT(request.inputs(0).shape(), ::testing::ElementsAre(2, 2));
+  EXPECT_EQ(request.raw_input_contents(0), Floats({1.5f, -2, 3, 4}));
+  int64_t ints[2];
+  ASSERT_EQ(request.raw_input_contents(1).size(), sizeof(ints));
+  std::memcpy(ints, request.raw_input_contents(1).data(), sizeof(ints));
+  EXPECT_EQ(ints[0], 7);
+  EXPECT_EQ(ints[1], -9);
+  EXPECT_EQ(request.raw_input_contents(2), std::string(1, '\1'));
+  ASSERT_EQ(request.outputs_size(), 2);
+  EXPECT_EQ(parsed->binary_outputs, std::set<std::string>{"y"});
+  EXPECT_FALSE(parsed->all_binary);
+}
+
+TEST(HttpJsonTest, BinaryTensorDataFollowsTheJsonHeader) {
+  const std::string header =
+      R"({"inputs": [{"name": "x", "datatype": "FP32", "shape": [1, 3],
+          "parameters": {"binary_data_size": 12}}], "parameters": {"binary_data_output": true}})";
+  const std::string body = header + Floats({1, 2, 3});
+  absl::StatusOr<HttpInferRequest> parsed = ParseInferRequest(body, header.size(), "m", "");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->request.raw_input_contents(0), Floats({1, 2, 3}));
+  EXPECT_TRUE(parsed->all_binary);
+
+  // Binary bytes that no input claims, or claims past the end, are errors.
+  EXPECT_THAT(ParseInferRequest(body + "xx", header.size(), "m", "").status().message(),
+              HasSubstr("belong to no input"));
+  EXPECT_THAT(
+      ParseInferRequest(body.substr(0, body.size() - 1), header.size(), "m", "").status().message(),
+      HasSubstr("runs past"));
+}
+
+TEST(HttpJsonTest, BadRequestsSayWhatIsWrong) {
+  auto error = [](const std::string& body) {
+    return std::string(ParseInferRequest(body, body.size(), "m", "").status().message());
+  };
+  EXPECT_THAT(error("{not json"), HasSubstr("not valid JSON"));
+  EXPECT_THAT(error(std::string(10000, '[')), HasSubstr("it starts with '[[[["));
+  EXPECT_LT(error(std::string(10000, '[')).size(), 200u);  // a short prefix only
+  EXPECT_THAT(error(R"({"inputs": 3})"), HasSubstr("\"inputs\" array"));
+  EXPECT_THAT(
+      error(R"({"inputs": [{"name": "x", "datatype": "FP32", "shape": [2], "data": [1]}]})"),
+      HasSubstr("has 1 values; its shape holds 2"));
+  EXPECT_THAT(
+      error(R"({"inputs": [{"name": "x", "datatype": "FP16", "shape": [1], "data": [1]}]})"),
+      HasSubstr("not one of FP32, INT64, BOOL"));
+  EXPECT_THAT(
+      error(R"({"inputs": [{"name": "x", "datatype": "INT64", "shape": [1], "data": [1.5]}]})"),
+      HasSubstr("INT64 data must be integers"));
+  EXPECT_THAT(error(R"({"inputs": [{"name": "x", "datatype": "FP32", "shape": [1]}]})"),
+              HasSubstr("neither \"data\" nor binary_data_size"));
+  EXPECT_EQ(ParseInferRequest("{}", 5, "m", "").status().code(),
+            absl::StatusCode::kInvalidArgument);  // header longer than the body
+}
+
+TEST(HttpJsonTest, ResponseIsJsonOrJsonThenBinary) {
+  inference::ModelInferResponse response;
+  response.set_model_name("mlp");
+  response.set_model_version("1");
+  response.set_id("r1");
+  auto* y = response.add_outputs();
+  y->set_name("y");
+  y->set_datatype("FP32");
+  y->add_shape(1);
+  y->add_shape(2);
+  response.add_raw_output_contents(Floats({0.5f, -1}));
+
+  HttpInferRequest json_only;
+  HttpBody body = InferResponseToHttp(response, json_only);
+  EXPECT_EQ(body.header_length, 0u);
+  EXPECT_EQ(body.content,
+            R"({"id":"r1","model_name":"mlp","model_version":"1","outputs":[{"data":[0.5,-1.0],)"
+            R"("datatype":"FP32","name":"y","shape":[1,2]}]})");
+
+  HttpInferRequest binary;
+  binary.binary_outputs = {"y"};
+  body = InferResponseToHttp(response, binary);
+  ASSERT_GT(body.header_length, 0u);
+  EXPECT_THAT(body.content.substr(0, body.header_length), HasSubstr(R"("binary_data_size":8)"));
+  EXPECT_EQ(body.content.substr(body.header_length), Floats({0.5f, -1}));
+}
+
+TEST(HttpJsonTest, MessagesUseProtoNamesAndNumbers) {
+  inference::ModelMetadataResponse metadata;
+  metadata.set_name("mlp");
+  metadata.add_versions("1");
+  auto* input = metadata.add_inputs();
+  input->set_name("x");
+  input->set_datatype("FP32");
+  input->add_shape(-1);
+  input->add_shape(512);
+  EXPECT_EQ(ModelMetadataToJson(metadata),
+            R"({"inputs":[{"datatype":"FP32","name":"x","shape":[-1,512]}],"name":"mlp",)"
+            R"("outputs":[],"platform":"","versions":["1"]})");
+  inference::ModelConfig config;
+  config.set_name("mlp");
+  config.set_max_batch_size(64);
+  config.mutable_capture()->add_batch_sizes(8);
+  const std::string config_json = ModelConfigToJson(config);
+  EXPECT_THAT(config_json, HasSubstr(R"("max_batch_size":64)"));
+  EXPECT_THAT(config_json, HasSubstr(R"("batch_sizes":[8])"));
+  EXPECT_THAT(config_json, ::testing::Not(HasSubstr("dynamic_batching")));  // unset message
+  inference::ModelStatisticsResponse statistics;
+  statistics.add_model_stats()->set_name("mlp");
+  EXPECT_THAT(ModelStatisticsToJson(statistics), HasSubstr(R"("inference_count":0)"));
+  EXPECT_EQ(ErrorJson("bad \"x\""), R"({"error":"bad \"x\""})");
+}
+
+}  // namespace
+}  // namespace graphserve
