@@ -177,6 +177,18 @@ class ServerProcess:
         return False
 
 
+def stop_checked(server):
+    """The module teardown of a test that shares one server: stop it, print
+    its output (Bazel shows it for a failing test), and fail unless it exited
+    0 after SIGTERM."""
+    if server is None:
+        return
+    code = server.stop()
+    sys.stderr.write(f"--- graphserve output ---\n{server.output()}\n--- end ---\n")
+    if code != 0:
+        raise AssertionError(f"SERVER: graphserve exited with {code} after SIGTERM, expected 0")
+
+
 class ReferenceModel:
     """onnxruntime on the repository's own model.onnx: the independent
     reference every output is compared with."""

@@ -34,11 +34,7 @@ def setUpModule():
 
 
 def tearDownModule():
-    if _server is None:
-        return
-    code = _server.stop()
-    if code != 0:
-        raise AssertionError(f"SERVER: graphserve exited with {code} after SIGTERM, expected 0")
+    gp.stop_checked(_server)
 
 
 def url(path):

@@ -189,6 +189,15 @@ HttpReply HttpExchange(int port, const std::string& method, const std::string& p
   return reply;
 }
 
+// Whether a ModelInfer answered OK with a first output within tolerance of
+// `reference` on `inputs`.
+bool MatchesReference(const grpc::Status& status, const inference::ModelInferResponse& response,
+                      HostExecutor& reference, const std::vector<HostTensor>& inputs) {
+  absl::StatusOr<std::vector<HostTensor>> want = reference.Run(inputs);
+  return status.ok() && want.ok() &&
+         RelativeError(OutputTensor(response, 0, (*want)[0]), (*want)[0]) <= kTolerance;
+}
+
 class ServerEndToEnd : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -480,11 +489,7 @@ TEST_F(ServerEndToEnd, ConcurrentClientsWithBadRequestsInterleaved) {
           if (status.error_code() != grpc::StatusCode::INVALID_ARGUMENT) ++wrong;
           continue;
         }
-        absl::StatusOr<std::vector<HostTensor>> want = reference->Run(inputs);
-        if (!status.ok() || !want.ok() ||
-            RelativeError(OutputTensor(response, 0, (*want)[0]), (*want)[0]) > kTolerance) {
-          ++wrong;
-        }
+        if (!MatchesReference(status, response, *reference, inputs)) ++wrong;
       }
     });
   }
@@ -708,11 +713,7 @@ TEST(ServerOnSeveralGpus, InstanceGroupGpusEachGetTheirSlots) {
         inference::ModelInferResponse response;
         const grpc::Status status =
             stub->ModelInfer(&context, RawRequest("mlp", reference->graph(), inputs), &response);
-        absl::StatusOr<std::vector<HostTensor>> want = reference->Run(inputs);
-        if (!status.ok() || !want.ok() ||
-            RelativeError(OutputTensor(response, 0, (*want)[0]), (*want)[0]) > kTolerance) {
-          ++wrong;
-        }
+        if (!MatchesReference(status, response, *reference, inputs)) ++wrong;
       }
     });
   }

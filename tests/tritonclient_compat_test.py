@@ -49,13 +49,7 @@ def setUpModule():
 
 
 def tearDownModule():
-    if _server is None:
-        return
-    code = _server.stop()
-    # Bazel shows this only for a failing test (--test_output=errors).
-    sys.stderr.write(f"--- graphserve output ---\n{_server.output()}\n--- end ---\n")
-    if code != 0:
-        raise AssertionError(f"SERVER: graphserve exited with {code} after SIGTERM, expected 0")
+    gp.stop_checked(_server)
 
 
 def make_inputs(model, batch, seed):
