@@ -50,7 +50,7 @@ else
   echo "setup: all ${#PACKAGES[@]} Debian packages present"
 fi
 
-# The compatibility tests' Python (tests/python_test.sh), on Debian's
+# The compatibility tests' Python (deploy/venv_test.sh), on Debian's
 # interpreter rather than whichever python3 comes first on PATH.
 REPO="$(cd "$(dirname "$0")/.." && pwd)"
 VENV="$REPO/.pyenv"

@@ -10,7 +10,7 @@ deploy/python_requirements.txt.
         --test_env=GRAPHSERVE_PYTHON=$PWD/.pyenv/bin/python
 
 Without GRAPHSERVE_PYTHON the test fails and says how to set it
-(tests/python_test.sh). A failing assertion whose message starts with
+(deploy/venv_test.sh). A failing assertion whose message starts with
 "SERVER:" names the request, what was expected and what came back.
 """
 

@@ -14,7 +14,7 @@ calls with random data and reads ModelStatistics for server-side times.
         --test_env=GRAPHSERVE_PYTHON=$PWD/.pyenv/bin/python
 
 Without GRAPHSERVE_PYTHON the test fails and says how to set it
-(tests/python_test.sh).
+(deploy/venv_test.sh).
 """
 
 import csv

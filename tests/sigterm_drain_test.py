@@ -15,7 +15,7 @@ Expected of the server (server/inference_server.h, "Shutdown order"):
         --test_env=GRAPHSERVE_PYTHON=$PWD/.pyenv/bin/python
 
 Without GRAPHSERVE_PYTHON the test fails and says how to set it
-(tests/python_test.sh). A failing assertion whose message starts with
+(deploy/venv_test.sh). A failing assertion whose message starts with
 "SERVER:" names the request, what was expected and what came back.
 """
 

@@ -7,7 +7,7 @@ with outputs compared to onnxruntime on the same model.onnx.
         --test_env=GRAPHSERVE_PYTHON=$PWD/.pyenv/bin/python
 
 Without GRAPHSERVE_PYTHON the test fails and says how to set it
-(tests/python_test.sh).
+(deploy/venv_test.sh).
 
 A failing assertion whose message starts with "SERVER:" means graphserve
 answered differently from what tritonclient expects of a Triton-compatible
