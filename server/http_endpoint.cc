@@ -215,42 +215,35 @@ absl::StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(
     const InferenceProtocol* protocol, const HttpEndpointOptions& options) {
   auto endpoint = std::unique_ptr<HttpEndpoint>(new HttpEndpoint());
   endpoint->handler_ = std::make_unique<Handler>(protocol, options.max_body_bytes);
-  endpoint->server_ = std::make_unique<httplib::Server>();
-  httplib::Server& server = *endpoint->server_;
+  auto server = std::make_unique<httplib::Server>();
   const int threads = options.threads;
-  server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  server->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   const Handler* handler = endpoint->handler_.get();
-  server.Get(R"(/v2(/.*)?)",
-             [handler](const httplib::Request& request, httplib::Response& response) {
-               handler->Get(request, response);
-             });
-  server.Post(R"(/v2(/.*)?)",
-              [handler](const httplib::Request& request, httplib::Response& response,
-                        const httplib::ContentReader& reader) {
-                handler->Post(request, response, reader);
+  server->Get(R"(/v2(/.*)?)",
+              [handler](const httplib::Request& request, httplib::Response& response) {
+                handler->Get(request, response);
               });
-  server.set_error_handler([](const httplib::Request& request, httplib::Response& response) {
+  server->Post(R"(/v2(/.*)?)",
+               [handler](const httplib::Request& request, httplib::Response& response,
+                         const httplib::ContentReader& reader) {
+                 handler->Post(request, response, reader);
+               });
+  server->set_error_handler([](const httplib::Request& request, httplib::Response& response) {
     if (!response.body.empty()) return;  // a route answered with its own error
     if (response.status == 404) return SendNotFound(request, response);
     response.set_content(ErrorJson(absl::StrCat("HTTP ", response.status)), "application/json");
   });
-  const int port = options.port == 0
-                       ? server.bind_to_any_port(options.host)
-                       : (server.bind_to_port(options.host, options.port) ? options.port : -1);
-  if (port <= 0) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot serve HTTP on ", options.host, ":", options.port,
-                     " (is the port in use? choose another with --http-port)"));
-  }
-  endpoint->port_ = port;
-  endpoint->listener_ = std::thread([&server] { server.listen_after_bind(); });
+  absl::StatusOr<std::unique_ptr<HttpListener>> listener =
+      HttpListener::Start(std::move(server), options.host, options.port, "--http-port");
+  if (!listener.ok()) return listener.status();
+  endpoint->listener_ = *std::move(listener);
   return endpoint;
 }
 
+int HttpEndpoint::port() const { return listener_->port(); }
+
 void HttpEndpoint::Stop() {
-  if (server_ == nullptr) return;
-  server_->stop();
-  if (listener_.joinable()) listener_.join();
+  if (listener_ != nullptr) listener_->Stop();
 }
 
 HttpEndpoint::~HttpEndpoint() { Stop(); }

@@ -22,14 +22,10 @@
 
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "absl/status/statusor.h"
+#include "server/http_listener.h"
 #include "server/inference_protocol.h"
-
-namespace httplib {
-class Server;
-}  // namespace httplib
 
 namespace graphserve {
 
@@ -49,7 +45,7 @@ class HttpEndpoint {
   // listen.
   static absl::StatusOr<std::unique_ptr<HttpEndpoint>> Start(const InferenceProtocol* protocol,
                                                              const HttpEndpointOptions& options);
-  [[nodiscard]] int port() const { return port_; }
+  [[nodiscard]] int port() const;
   // Stops listening and waits for the requests being served. Idempotent.
   void Stop();
   ~HttpEndpoint();
@@ -60,9 +56,7 @@ class HttpEndpoint {
  private:
   HttpEndpoint() = default;
   std::unique_ptr<Handler> handler_;
-  std::unique_ptr<httplib::Server> server_;
-  std::thread listener_;  // runs the server's accept loop
-  int port_ = 0;
+  std::unique_ptr<HttpListener> listener_;
 };
 
 }  // namespace graphserve

@@ -78,6 +78,14 @@ absl::StatusOr<std::unique_ptr<InferenceServer>> InferenceServer::Start(
     out << "graphserve: serving HTTP/REST on " << options.host << ":" << server->http_->port()
         << "\n";
   }
+  if (options.allow_metrics) {
+    absl::StatusOr<std::unique_ptr<MetricsEndpoint>> metrics =
+        MetricsEndpoint::Start(server->registry_.get(), options.host, options.metrics_port);
+    if (!metrics.ok()) return metrics.status();
+    server->metrics_ = *std::move(metrics);
+    out << "graphserve: serving metrics on " << options.host << ":" << server->metrics_->port()
+        << "/metrics\n";
+  }
   // Last, once everything listens: tools wait for this line.
   SetHealth(*server->grpc_server_, server->registry_->all_ready());
   out << "graphserve: serving gRPC on " << options.host << ":" << server->port_ << " ("
@@ -110,6 +118,7 @@ absl::Status InferenceServer::Shutdown() {
   // After the drain: HTTP workers still waiting on an inference are
   // answered by then, so stopping (which joins them) cannot hang.
   if (http_ != nullptr) http_->Stop();
+  if (metrics_ != nullptr) metrics_->Stop();
   responder_.Stop();
   if (!drained) {
     return absl::DeadlineExceededError(absl::StrCat(

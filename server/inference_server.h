@@ -21,6 +21,7 @@
 #include "absl/status/statusor.h"
 #include "server/http_endpoint.h"
 #include "server/inference_service.h"
+#include "server/metrics.h"
 #include "server/model_registry.h"
 #include "server/request_gate.h"
 #include "server/responder.h"
@@ -41,6 +42,10 @@ struct InferenceServerOptions {
   // host; port 0 picks a free one (see http_port()).
   bool allow_http = true;
   int http_port = 8000;
+  // Prometheus metrics (server/metrics.h) on the same host; port 0 picks a
+  // free one (see metrics_port()).
+  bool allow_metrics = true;
+  int metrics_port = 8002;
   // How every model runs (executor, graphs on/off, queue bound).
   ServedModelOptions models;
   // Largest request or response message; a larger one is refused by gRPC
@@ -68,6 +73,7 @@ class InferenceServer {
   // The port gRPC listens on, and HTTP's (0 without HTTP).
   [[nodiscard]] int port() const { return port_; }
   [[nodiscard]] int http_port() const { return http_ != nullptr ? http_->port() : 0; }
+  [[nodiscard]] int metrics_port() const { return metrics_ != nullptr ? metrics_->port() : 0; }
   [[nodiscard]] const ModelRegistry& registry() const { return *registry_; }
   // ModelInfer calls accepted and not yet finished.
   [[nodiscard]] int64_t in_flight() const { return gate_.in_flight(); }
@@ -91,6 +97,7 @@ class InferenceServer {
   std::unique_ptr<InferenceProtocol> protocol_;
   std::unique_ptr<InferenceService> service_;
   std::unique_ptr<HttpEndpoint> http_;
+  std::unique_ptr<MetricsEndpoint> metrics_;
   std::unique_ptr<grpc::Server> grpc_server_;
   int port_ = 0;
   bool shut_down_ = false;

@@ -78,6 +78,7 @@ struct FlagValues {
       : options(options),
         port(options->grpc_port),
         http_port(options->http_port),
+        metrics_port(options->metrics_port),
         exit_timeout(options->exit_timeout.count()),
         max_message_bytes(options->max_message_bytes),
         max_queued(static_cast<int64_t>(options->models.max_queued_chunks)),
@@ -87,6 +88,7 @@ struct FlagValues {
   std::string graphs = "on";
   int64_t port;
   int64_t http_port;
+  int64_t metrics_port;
   int64_t exit_timeout;
   int64_t log_verbose = 0;
   int64_t max_message_bytes;
@@ -103,6 +105,10 @@ void AddFlags(FlagValues* v, CommandLine* flags) {
                 "KServe v2 HTTP/REST port; 0 picks a free one (printed at startup).");
   flags->AddBool("allow-http", &options.allow_http,
                  "Serve HTTP/REST beside gRPC; --allow-http=false for gRPC only.");
+  flags->AddInt("metrics-port", &v->metrics_port,
+                "Prometheus metrics port (GET /metrics); 0 picks a free one.");
+  flags->AddBool("allow-metrics", &options.allow_metrics,
+                 "Serve Prometheus metrics; --allow-metrics=false to turn them off.");
   flags->AddString("host", &options.host, "Address to listen on.");
   flags->AddString("device", &v->device,
                    "auto (every visible GPU, else the host executor), cuda (GPU 0), cuda:N, "
@@ -182,6 +188,11 @@ absl::StatusOr<ServerCommand> ParseServerCommand(const std::vector<std::string>&
         absl::StrCat("--http-port wants 0..65535, got ", v.http_port));
   }
   options.http_port = static_cast<int>(v.http_port);
+  if (v.metrics_port < 0 || v.metrics_port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--metrics-port wants 0..65535, got ", v.metrics_port));
+  }
+  options.metrics_port = static_cast<int>(v.metrics_port);
   options.exit_timeout = std::chrono::seconds(v.exit_timeout);
   options.max_message_bytes = static_cast<int>(v.max_message_bytes);
   options.models.max_queued_chunks = static_cast<size_t>(v.max_queued);

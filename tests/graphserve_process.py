@@ -78,6 +78,7 @@ class ServerProcess:
             "--model-repository", repository,
             "--grpc-port", "0",
             "--http-port", "0",
+            "--metrics-port", "0",
             "--host", "127.0.0.1",
             "--device", "cpu",
             "--exit-timeout-secs", str(EXIT_TIMEOUT_FLAG_S),

@@ -85,6 +85,7 @@ InferenceServerOptions TestServerOptions(const std::string& repository) {
   options.host = "127.0.0.1";
   options.grpc_port = 0;
   options.http_port = 0;
+  options.metrics_port = 0;
   options.models.executor = ExecutorUnderTest();
   options.models.cost_iters = 5;
   options.max_message_bytes = kMaxMessageBytes;
@@ -495,6 +496,31 @@ TEST_F(ServerEndToEnd, ConcurrentClientsWithBadRequestsInterleaved) {
   }
   for (std::thread& client : clients) client.join();
   EXPECT_EQ(wrong.load(), 0);
+}
+
+// /metrics reads the counters the statistics RPC reads: after requests, the
+// two agree exactly.
+TEST_F(ServerEndToEnd, MetricsAgreeWithTheStatistics) {
+  ExpectMatchesReference("mlp", 5, 21);
+  grpc::ClientContext context;
+  inference::ModelStatisticsRequest request;
+  request.set_name("mlp");
+  inference::ModelStatisticsResponse statistics;
+  ASSERT_TRUE(stub_->ModelStatistics(&context, request, &statistics).ok());
+  const inference::ModelStatistics& mlp = statistics.model_stats(0);
+  ASSERT_GT(mlp.inference_count(), 0u);
+  const HttpReply metrics = HttpExchange(server_->metrics_port(), "GET", "/metrics");
+  ASSERT_EQ(metrics.code, 200);
+  EXPECT_THAT(metrics.headers, HasSubstr("text/plain"));
+  EXPECT_THAT(metrics.body,
+              HasSubstr(absl::StrCat("nv_inference_count{model=\"mlp\",version=\"1\"} ",
+                                     mlp.inference_count(), "\n")));
+  EXPECT_THAT(metrics.body,
+              HasSubstr(absl::StrCat("nv_inference_request_success{model=\"mlp\",version=\"1\"} ",
+                                     mlp.inference_stats().success().count(), "\n")));
+  EXPECT_THAT(metrics.body,
+              HasSubstr(absl::StrCat("nv_inference_exec_count{model=\"mlp\",version=\"1\"} ",
+                                     mlp.execution_count(), "\n")));
 }
 
 TEST_F(ServerEndToEnd, StatisticsCountRequestsRowsAndChunks) {

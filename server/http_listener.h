@@ -1,0 +1,37 @@
+#pragma once
+// One cpp-httplib server listening on its own thread: what the HTTP/REST
+// endpoint (port 8000) and the metrics endpoint (port 8002) share.
+
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/status/statusor.h"
+
+namespace httplib {
+class Server;
+}  // namespace httplib
+
+namespace graphserve {
+
+class HttpListener {
+ public:
+  // Binds `host`:`port` (0: a free port) and serves `server`'s routes.
+  // Unavailable, naming the address and `port_flag`, when it cannot bind.
+  static absl::StatusOr<std::unique_ptr<HttpListener>> Start(
+      std::unique_ptr<httplib::Server> server, const std::string& host, int port,
+      const std::string& port_flag);
+
+  [[nodiscard]] int port() const { return port_; }
+  // Stops listening and waits for the requests being served. Idempotent.
+  void Stop();
+  ~HttpListener();
+
+ private:
+  HttpListener() = default;
+  std::unique_ptr<httplib::Server> server_;
+  std::thread thread_;  // runs the server's accept loop
+  int port_ = 0;
+};
+
+}  // namespace graphserve

@@ -1,0 +1,121 @@
+#include "server/metrics.h"
+
+#include <httplib.h>
+
+#include <sstream>
+#include <utility>
+
+#include "prometheus/metric_family.h"
+#include "prometheus/text_serializer.h"
+
+namespace graphserve {
+
+namespace {
+
+using prometheus::ClientMetric;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+
+ClientMetric Sample(const inference::ModelStatistics& statistics, double value, MetricType type) {
+  ClientMetric sample;
+  sample.label = {{"model", statistics.name()}, {"version", statistics.version()}};
+  if (type == MetricType::Gauge) {
+    sample.gauge.value = value;
+  } else {
+    sample.counter.value = value;
+  }
+  return sample;
+}
+
+// One family: `value` of each model, as a counter or a gauge.
+template <typename Value>
+MetricFamily Family(const std::string& name, const std::string& help, MetricType type,
+                    const std::vector<ModelMetrics>& models, Value value) {
+  MetricFamily family{name, help, type, {}};
+  for (const ModelMetrics& model : models) {
+    family.metric.push_back(Sample(model.statistics, value(model), type));
+  }
+  return family;
+}
+
+double Microseconds(const inference::StatisticDuration& duration) {
+  return static_cast<double>(duration.ns()) / 1000.0;
+}
+
+}  // namespace
+
+std::string MetricsText(const std::vector<ModelMetrics>& models) {
+  std::vector<MetricFamily> families;
+  families.push_back(Family(
+      "nv_inference_request_success", "Number of successful inference requests, all batch sizes",
+      MetricType::Counter, models, [](const ModelMetrics& m) {
+        return static_cast<double>(m.statistics.inference_stats().success().count());
+      }));
+  MetricFamily failure =
+      Family("nv_inference_request_failure", "Number of failed inference requests, all batch sizes",
+             MetricType::Counter, models, [](const ModelMetrics& m) {
+               return static_cast<double>(m.statistics.inference_stats().fail().count());
+             });
+  for (ClientMetric& sample : failure.metric) sample.label.push_back({"reason", "OTHER"});
+  families.push_back(std::move(failure));
+  families.push_back(Family(
+      "nv_inference_count", "Number of inferences performed (a batch of n counts n)",
+      MetricType::Counter, models,
+      [](const ModelMetrics& m) { return static_cast<double>(m.statistics.inference_count()); }));
+  families.push_back(Family(
+      "nv_inference_exec_count", "Number of model executions performed (graph launches)",
+      MetricType::Counter, models,
+      [](const ModelMetrics& m) { return static_cast<double>(m.statistics.execution_count()); }));
+  const std::pair<const char*, const char*> durations[] = {
+      {"nv_inference_request_duration_us", "Cumulative inference request duration in us"},
+      {"nv_inference_queue_duration_us", "Cumulative inference queuing duration in us"},
+      {"nv_inference_compute_input_duration_us", "Cumulative compute input duration in us"},
+      {"nv_inference_compute_infer_duration_us", "Cumulative compute inference duration in us"},
+      {"nv_inference_compute_output_duration_us", "Cumulative compute output duration in us"},
+  };
+  using Field = const inference::StatisticDuration& (inference::InferStatistics::*)() const;
+  const Field fields[] = {&inference::InferStatistics::success, &inference::InferStatistics::queue,
+                          &inference::InferStatistics::compute_input,
+                          &inference::InferStatistics::compute_infer,
+                          &inference::InferStatistics::compute_output};
+  for (size_t i = 0; i < std::size(fields); ++i) {
+    const Field field = fields[i];
+    families.push_back(Family(durations[i].first, durations[i].second, MetricType::Counter, models,
+                              [field](const ModelMetrics& m) {
+                                return Microseconds((m.statistics.inference_stats().*field)());
+                              }));
+  }
+  families.push_back(Family("nv_model_load_duration_secs", "Model load time in seconds",
+                            MetricType::Gauge, models,
+                            [](const ModelMetrics& m) { return m.load_seconds; }));
+  std::ostringstream out;
+  prometheus::TextSerializer().Serialize(out, families);
+  return out.str();
+}
+
+std::vector<ModelMetrics> ReadMetrics(const ModelRegistry& registry) {
+  std::vector<ModelMetrics> models;
+  for (const ModelVersionState& state : registry.states()) {
+    if (state.model == nullptr) continue;
+    ModelMetrics& model = models.emplace_back();
+    state.model->FillStatistics(&model.statistics);
+    model.load_seconds = state.model->summary().load_ms / 1000.0;
+  }
+  return models;
+}
+
+absl::StatusOr<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(
+    const ModelRegistry* registry, const std::string& host, int port) {
+  auto server = std::make_unique<httplib::Server>();
+  server->Get("/metrics", [registry](const httplib::Request&, httplib::Response& response) {
+    response.set_content(MetricsText(ReadMetrics(*registry)), "text/plain; version=0.0.4");
+  });
+  auto endpoint = std::unique_ptr<MetricsEndpoint>(new MetricsEndpoint());
+  absl::StatusOr<std::unique_ptr<HttpListener>> listener =
+      HttpListener::Start(std::move(server), host, port, "--metrics-port");
+  if (!listener.ok()) return listener.status();
+  endpoint->listener_ = *std::move(listener);
+  return endpoint;
+}
+
+}  // namespace graphserve

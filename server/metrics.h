@@ -1,0 +1,51 @@
+#pragma once
+// Prometheus metrics on --metrics-port (default 8002, as Triton's), GET
+// /metrics in the text exposition format, under Triton's names and labels
+// (model, version), so existing dashboards read them:
+//
+//   nv_inference_request_success, nv_inference_request_failure{reason},
+//   nv_inference_count, nv_inference_exec_count,
+//   nv_inference_{request,queue,compute_input,compute_infer,compute_output}_duration_us,
+//   nv_model_load_duration_secs.
+//
+// One source of numbers: every scrape reads the counters the statistics RPC
+// reads (ServedModel::FillStatistics), so the two never disagree. Failures
+// are not yet told apart by reason: they are all reason="OTHER".
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "proto/grpc_service.pb.h"
+#include "server/http_listener.h"
+#include "server/model_registry.h"
+
+namespace graphserve {
+
+// What one model version contributes to a scrape.
+struct ModelMetrics {
+  inference::ModelStatistics statistics;
+  double load_seconds = 0;
+};
+
+// The metrics of `models` in Prometheus' text format.
+std::string MetricsText(const std::vector<ModelMetrics>& models);
+
+// Every loaded model version of `registry`, read now.
+std::vector<ModelMetrics> ReadMetrics(const ModelRegistry& registry);
+
+class MetricsEndpoint {
+ public:
+  // Borrows `registry`. `port` 0 picks a free one (see port()).
+  static absl::StatusOr<std::unique_ptr<MetricsEndpoint>> Start(const ModelRegistry* registry,
+                                                                const std::string& host, int port);
+  [[nodiscard]] int port() const { return listener_->port(); }
+  void Stop() { listener_->Stop(); }
+
+ private:
+  MetricsEndpoint() = default;
+  std::unique_ptr<HttpListener> listener_;
+};
+
+}  // namespace graphserve

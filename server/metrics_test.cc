@@ -1,0 +1,54 @@
+#include "server/metrics.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace graphserve {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(MetricsTest, TritonNamesAndLabelsFromTheStatistics) {
+  ModelMetrics mlp;
+  mlp.statistics.set_name("mlp");
+  mlp.statistics.set_version("1");
+  mlp.statistics.set_inference_count(40);
+  mlp.statistics.set_execution_count(7);
+  inference::InferStatistics* stats = mlp.statistics.mutable_inference_stats();
+  stats->mutable_success()->set_count(9);
+  stats->mutable_success()->set_ns(4500000);
+  stats->mutable_fail()->set_count(2);
+  stats->mutable_queue()->set_ns(12000);
+  stats->mutable_compute_infer()->set_ns(3000000);
+  mlp.load_seconds = 1.5;
+  ModelMetrics dlrm;
+  dlrm.statistics.set_name("dlrm_dense");
+  dlrm.statistics.set_version("2");
+
+  const std::string text = MetricsText({mlp, dlrm});
+  EXPECT_THAT(text, HasSubstr("# TYPE nv_inference_request_success counter\n"));
+  EXPECT_THAT(text, HasSubstr("nv_inference_request_success{model=\"mlp\",version=\"1\"} 9\n"));
+  EXPECT_THAT(
+      text,
+      HasSubstr("nv_inference_request_failure{model=\"mlp\",version=\"1\",reason=\"OTHER\"} 2\n"));
+  EXPECT_THAT(text, HasSubstr("nv_inference_count{model=\"mlp\",version=\"1\"} 40\n"));
+  EXPECT_THAT(text, HasSubstr("nv_inference_exec_count{model=\"mlp\",version=\"1\"} 7\n"));
+  EXPECT_THAT(text,
+              HasSubstr("nv_inference_request_duration_us{model=\"mlp\",version=\"1\"} 4500\n"));
+  EXPECT_THAT(text, HasSubstr("nv_inference_queue_duration_us{model=\"mlp\",version=\"1\"} 12\n"));
+  EXPECT_THAT(
+      text,
+      HasSubstr("nv_inference_compute_infer_duration_us{model=\"mlp\",version=\"1\"} 3000\n"));
+  EXPECT_THAT(text, HasSubstr("# TYPE nv_model_load_duration_secs gauge\n"));
+  EXPECT_THAT(text, HasSubstr("nv_model_load_duration_secs{model=\"mlp\",version=\"1\"} 1.5\n"));
+  EXPECT_THAT(text,
+              HasSubstr("nv_inference_request_success{model=\"dlrm_dense\",version=\"2\"} 0\n"));
+}
+
+TEST(MetricsTest, NoModelsGiveFamiliesWithoutSamples) {
+  const std::string text = MetricsText({});
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("{model=")));
+}
+
+}  // namespace
+}  // namespace graphserve
