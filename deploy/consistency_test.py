@@ -3,7 +3,7 @@ deploy/Dockerfile, deploy/compose.yaml, deploy/k8s/ and deploy/kserve/ state
 the same facts (flags, ports, the drain timeout, the user, the image) in
 several places, and nothing else would notice one of them drifting.
 
-  consistency_test.py --graphserve PATH --graphserve-client PATH
+  consistency_test.py --graphserve PATH --graphserve-client PATH --metrics-source PATH
 
 - Every command line they give graphserve or graphserve-client parses with
   the binary's own flag parser (run with --help appended: it parses every
@@ -14,7 +14,14 @@ several places, and nothing else would notice one of them drifting.
   is exposed, published, named, probed and health-checked; the HTTP/REST port
   (--http-port, or its default) is served (--allow-http) and exposed,
   published and named wherever the gRPC port is; Services carry each port
-  under its own number.
+  under its own number. The metrics port (--metrics-port, or its default) is
+  served (--allow-metrics) and is the Deployment's and Service's port named
+  `metrics`.
+- The ServiceMonitor selects the Service by its labels and scrapes its port
+  named `metrics`; the HPA scales the Deployment (which leaves its replicas
+  to it) on the metric prometheus-adapter's rule makes, from counters
+  graphserve exports (server/metrics.cc), over a window that holds at least
+  four of the ServiceMonitor's scrapes.
 - The image's runtime stage copies exactly bench/gpu_bundle.sh's graphserve,
   graphserve-capture, graphserve-client and lib/, and the builder runs that
   script after installing deploy/setup.sh's packages; the Deployment, the
@@ -63,6 +70,13 @@ BUILDER_ONLY_PACKAGES = {
 }
 
 BINARIES = {}  # "graphserve" / "graphserve-client" -> path, from the command line
+METRICS_SOURCE = []  # server/metrics.cc's path, from the command line
+# The Service port the ServiceMonitor scrapes, by the name Prometheus
+# Operator's endpoints refer to it with.
+METRICS_PORT_NAME = "metrics"
+# rate() over a window wants at least this many scrapes in it, so that one
+# missed scrape still leaves two samples.
+SCRAPES_PER_RATE_WINDOW = 4
 
 
 def load_yaml(relative: str) -> dict:
@@ -138,6 +152,17 @@ def serves_http(args: list[str]) -> bool:
     return value.lower() in ("true", "t", "yes", "y", "1")
 
 
+def serves_metrics(args: list[str]) -> bool:
+    """Whether graphserve serves /metrics given `args` (as serves_http)."""
+    value = help_default("graphserve", "--allow-metrics")
+    for arg in args:
+        if arg == "--allow-metrics":
+            value = "true"
+        elif arg.startswith("--allow-metrics="):
+            value = arg.split("=", 1)[1]
+    return value.lower() in ("true", "t", "yes", "y", "1")
+
+
 def served_ports(args: list[str]) -> tuple[int, int]:
     """(HTTP/REST port, gRPC port) graphserve listens on given `args`."""
     return served_setting(args, "--http-port"), served_setting(args, "--grpc-port")
@@ -175,6 +200,9 @@ class Files:
     pod = deployment["spec"]["template"]["spec"]
     container = pod["containers"][0]
     service = load_yaml("k8s/service.yaml")
+    service_monitor = load_yaml("k8s/service-monitor.yaml")
+    autoscaler = load_yaml("k8s/horizontal-pod-autoscaler.yaml")
+    adapter_rules = load_yaml("prometheus-adapter-values.yaml")["rules"]["custom"]
     runtime = load_yaml("kserve/cluster-serving-runtime.yaml")
     runtime_container = runtime["spec"]["containers"][0]
     isvc = load_yaml("kserve/inference-service.yaml")
@@ -305,6 +333,85 @@ class PortsTest(unittest.TestCase):
         self.assertLessEqual({"v2", "grpc-v2"}, set(Files.runtime["spec"]["protocolVersions"]))
 
 
+def exported_metrics() -> set[str]:
+    """The metric names graphserve's /metrics serves: the string literals
+    server/metrics.cc names its families with."""
+    with open(METRICS_SOURCE[0], encoding="utf-8") as f:
+        return set(re.findall(r'"(nv_[a-z0-9_]+)"', f.read()))
+
+
+def matches_labels(selector: dict, labels: dict) -> bool:
+    """Whether a LabelSelector's matchLabels hold in `labels` (the
+    ServiceMonitor uses no matchExpressions; a selector with them fails)."""
+    if selector.get("matchExpressions"):
+        raise AssertionError("matchExpressions: teach matches_labels to read them")
+    return all(labels.get(key) == value for key, value in selector["matchLabels"].items())
+
+
+class MonitoringTest(unittest.TestCase):
+    def test_graphserve_serves_metrics_on_the_port_named_metrics(self):
+        args = Files.container["args"]
+        self.assertTrue(serves_metrics(args))
+        named = {p["name"]: p["containerPort"] for p in Files.container["ports"]}
+        self.assertEqual(named[METRICS_PORT_NAME], served_setting(args, "--metrics-port"))
+        service = {p["name"]: p for p in Files.service["spec"]["ports"]}
+        self.assertIn(METRICS_PORT_NAME, service)
+        self.assertEqual(service[METRICS_PORT_NAME]["port"], named[METRICS_PORT_NAME])
+
+    def test_service_monitor_scrapes_the_services_metrics_port(self):
+        spec = Files.service_monitor["spec"]
+        self.assertTrue(matches_labels(spec["selector"], Files.service["metadata"]["labels"]),
+                        "the ServiceMonitor's selector must match the Service's labels")
+        service_ports = {p["name"] for p in Files.service["spec"]["ports"]}
+        for endpoint in spec["endpoints"]:
+            self.assertIn(endpoint["port"], service_ports,
+                          "a ServiceMonitor endpoint's port names a port of the Service")
+            self.assertEqual(endpoint["port"], METRICS_PORT_NAME)
+            self.assertEqual(endpoint.get("path", "/metrics"), "/metrics")
+        # Without a namespaceSelector it watches its own namespace, where
+        # kubectl apply -f deploy/k8s/ puts the Service too.
+        self.assertNotIn("namespaceSelector", spec)
+
+    def test_autoscaler_scales_the_deployment(self):
+        target = Files.autoscaler["spec"]["scaleTargetRef"]
+        self.assertEqual((target["apiVersion"], target["kind"], target["name"]),
+                         (Files.deployment["apiVersion"], Files.deployment["kind"],
+                          Files.deployment["metadata"]["name"]))
+        self.assertNotIn("replicas", Files.deployment["spec"],
+                         "with an HPA, a Deployment's replicas would reset its scaling on "
+                         "every kubectl apply")
+
+    def test_autoscaler_metric_comes_from_the_adapter_rule(self):
+        made = {rule["name"]["as"]: rule for rule in Files.adapter_rules}
+        for metric in Files.autoscaler["spec"]["metrics"]:
+            self.assertEqual(metric["type"], "Pods")
+            self.assertIn(metric["pods"]["metric"]["name"], made,
+                          "prometheus-adapter-values.yaml makes no such metric")
+
+    def test_adapter_rule_reads_exported_counters_per_pod(self):
+        exported = exported_metrics()
+        self.assertIn("nv_inference_queue_duration_us", exported)  # the reader works
+        for rule in Files.adapter_rules:
+            series = re.match(r"([a-zA-Z_:][a-zA-Z0-9_:]*)", rule["seriesQuery"]).group(1)
+            queried = set(re.findall(r"\b(nv_[a-z0-9_]+)\{", rule["metricsQuery"]))
+            self.assertLessEqual({series} | queried, exported,
+                                 "the rule reads a metric graphserve does not export")
+            self.assertEqual(rule["resources"]["overrides"]["pod"], {"resource": "pod"})
+            self.assertEqual(rule["resources"]["overrides"]["namespace"],
+                             {"resource": "namespace"})
+
+    def test_rate_window_holds_enough_scrapes(self):
+        intervals = [duration_secs(e["interval"])
+                     for e in Files.service_monitor["spec"]["endpoints"]]
+        for rule in Files.adapter_rules:
+            windows = re.findall(r"\[([0-9hms]+)\]", rule["metricsQuery"])
+            self.assertTrue(windows, "the rule has no range window")
+            for window in windows:
+                self.assertGreaterEqual(duration_secs(window),
+                                        SCRAPES_PER_RATE_WINDOW * max(intervals),
+                                        f"window [{window}]")
+
+
 class ImageTest(unittest.TestCase):
     def test_runtime_stage_holds_exactly_the_bundle(self):
         copies = [shlex.split(line) for line in instructions(Files.runtime_stage, "COPY")]
@@ -373,6 +480,8 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--graphserve", required=True)
     parser.add_argument("--graphserve-client", required=True)
+    parser.add_argument("--metrics-source", required=True, help="server/metrics.cc")
     args, rest = parser.parse_known_args()
     BINARIES.update({"graphserve": args.graphserve, "graphserve-client": args.graphserve_client})
+    METRICS_SOURCE.append(args.metrics_source)
     unittest.main(argv=[sys.argv[0]] + rest)

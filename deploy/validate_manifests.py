@@ -6,7 +6,11 @@ is strict: an unknown field is an error, not dropped).
       Built-in kinds (Deployment, Service, ...) against the Kubernetes
       version's OpenAPI schemas as kubernetes-validate ships them, strict. A
       kind with no schema fails: kubernetes-validate's own CLI only warns, so
-      a misspelt kind would pass it.
+      a misspelt kind would pass it. For a HorizontalPodAutoscaler, also what
+      the API server's validation refuses and the OpenAPI schema, which
+      types these as plain strings and integers, lets through: an unknown
+      metric or target type, a metric without its source, minReplicas above
+      maxReplicas, a stabilization window outside 0..3600 s.
 
   validate_manifests.py kserve [--schema kserve_schema.yaml] [--kubernetes-version 1.34] FILE...
       KServe's kinds against deploy/kserve_schema.yaml: GraphServe's own
@@ -21,6 +25,14 @@ is strict: an unknown field is an error, not dropped).
       Knative mode the model server has at most one port, named h2c or
       http1, and no lifecycle hooks.
       KServe's CRD validation rules and its other webhook checks are not run.
+
+  validate_manifests.py monitoring [--schema prometheus_operator_schema.yaml] [--kubernetes-version 1.34] FILE...
+      The Prometheus Operator's kinds (the ServiceMonitor) against
+      deploy/prometheus_operator_schema.yaml: GraphServe's own strict JSON
+      Schema for the part of monitoring.coreos.com/v1 it uses, with
+      Kubernetes' types from kubernetes-validate as above. Then the operator's
+      rule that an endpoint's scrapeTimeout is at most its interval. The
+      CRD's CEL rules are not run.
 
 Prints one line per problem and exits 1 when there is any, 0 otherwise.
 """
@@ -42,16 +54,20 @@ import yaml
 # builds against (its go.mod replaces k8s.io/api with v0.34).
 KUBERNETES_VERSION = "1.34"
 
-# GraphServe's description of the KServe API subset (its header says what it
-# covers), and the id under which kubernetes-validate's definitions name
-# themselves, which the description's `$ref`s to Kubernetes types use.
-KSERVE_SCHEMA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kserve_schema.yaml")
+# GraphServe's descriptions of the KServe and Prometheus Operator API subsets
+# (their headers say what they cover), and the id under which
+# kubernetes-validate's definitions name themselves, which the descriptions'
+# `$ref`s to Kubernetes types use.
+HERE = os.path.dirname(os.path.abspath(__file__))
+KSERVE_SCHEMA = os.path.join(HERE, "kserve_schema.yaml")
+PROMETHEUS_OPERATOR_SCHEMA = os.path.join(HERE, "prometheus_operator_schema.yaml")
 KUBERNETES_DEFINITIONS_ID = "https://kubernetes.io/api/_definitions.json"
-# kserve_schema.yaml's keyword for a Kubernetes type that KServe's Go type
-# embeds inline (its header explains).
+# The schemas' keyword for a Kubernetes type that a custom resource's Go type
+# embeds inline (kserve_schema.yaml's header explains).
 INLINE_KEYWORD = "x-graphserve-inline"
 
 KSERVE_GROUP = "serving.kserve.io"
+MONITORING_GROUP = "monitoring.coreos.com"
 # pkg/constants/constants.go of KServe v0.20: InferenceServiceContainerName.
 KSERVE_CONTAINER = "kserve-container"
 # KServe's webhook: an InferenceService's name is a DNS-1035 label.
@@ -85,15 +101,59 @@ def error_path(error: jsonschema.ValidationError) -> str:
 # --- built-in kinds -----------------------------------------------------------
 
 
+# autoscaling/v2's metric source types, each with the field that holds it,
+# and target types (the API server's validation in pkg/apis/autoscaling).
+HPA_METRIC_SOURCES = {"Object": "object", "Pods": "pods", "Resource": "resource",
+                      "ContainerResource": "containerResource", "External": "external"}
+HPA_TARGET_TYPES = ("Utilization", "Value", "AverageValue")
+HPA_MAX_STABILIZATION_SECS = 3600
+
+
+def check_autoscaler(hpa: dict) -> list[str]:
+    """What the API server refuses in an autoscaling/v2 HPA that the OpenAPI
+    schema does not say."""
+    spec = hpa.get("spec") or {}
+    problems = []
+    low, high = spec.get("minReplicas", 1), spec.get("maxReplicas")
+    if isinstance(low, int) and isinstance(high, int) and low > high:
+        problems.append(f"spec: minReplicas {low} is above maxReplicas {high}")
+    for i, metric in enumerate(spec.get("metrics") or []):
+        kind = metric.get("type")
+        source = HPA_METRIC_SOURCES.get(kind)
+        if source is None:
+            problems.append(f"spec.metrics.{i}.type: {kind!r} is not one of "
+                            f"{', '.join(HPA_METRIC_SOURCES)}")
+            continue
+        others = set(HPA_METRIC_SOURCES.values()) & set(metric) - {source}
+        if source not in metric or others:
+            problems.append(f"spec.metrics.{i}: type {kind} takes `{source}` and no other "
+                            f"source (has {sorted(set(metric) - {'type'})})")
+            continue
+        target = (metric[source].get("target") or {}).get("type")
+        if target not in HPA_TARGET_TYPES:
+            problems.append(f"spec.metrics.{i}.{source}.target.type: {target!r} is not one "
+                            f"of {', '.join(HPA_TARGET_TYPES)}")
+    for direction in ("scaleUp", "scaleDown"):
+        rules = (spec.get("behavior") or {}).get(direction) or {}
+        window = rules.get("stabilizationWindowSeconds", 0)
+        if isinstance(window, int) and not 0 <= window <= HPA_MAX_STABILIZATION_SECS:
+            problems.append(f"spec.behavior.{direction}.stabilizationWindowSeconds: {window} "
+                            f"is outside 0..{HPA_MAX_STABILIZATION_SECS}")
+    return problems
+
+
 def validate_builtin(doc: dict, kubernetes_version: str) -> list[str]:
     """Problems of one built-in resource against kubernetes-validate's strict
-    schemas; an unknown kind or apiVersion is a problem."""
+    schemas; an unknown kind or apiVersion is a problem. Then, for an HPA,
+    check_autoscaler's rules."""
     try:
         kubernetes_validate.validate(doc, kubernetes_version, strict=True)
     except kubernetes_validate.ValidationError as e:
         return [f"{error_path(e)}: {e.message}"]
     except kubernetes_validate.SchemaNotFoundError as e:
         return [f"no schema: {e.message}"]
+    if doc.get("apiVersion") == "autoscaling/v2" and doc.get("kind") == "HorizontalPodAutoscaler":
+        return check_autoscaler(doc)
     return []
 
 
@@ -115,7 +175,7 @@ def kubernetes_definitions(kubernetes_version: str) -> dict:
     if definitions.get("$id") != KUBERNETES_DEFINITIONS_ID:
         raise SystemExit(f"kubernetes-validate's definitions name themselves "
                          f"{definitions.get('$id')!r}, not {KUBERNETES_DEFINITIONS_ID!r}, "
-                         f"which {KSERVE_SCHEMA} refers to")
+                         f"which our schemas of custom resources refer to")
     return definitions
 
 
@@ -172,11 +232,15 @@ def inline_kubernetes_fields(schema: dict, definitions: dict) -> dict:
     return schema
 
 
-class KServeSchema:
-    """kserve_schema.yaml's resources, by kind, ready to validate against with
-    Kubernetes' definitions for one release."""
+class CustomResourceSchema:
+    """One of our schemas of custom resources (kserve_schema.yaml,
+    prometheus_operator_schema.yaml): its resources, by kind, ready to
+    validate against with Kubernetes' definitions for one release."""
 
-    def __init__(self, kubernetes_version: str, path: str = KSERVE_SCHEMA):
+    DEFAULT_PATH = ""
+
+    def __init__(self, kubernetes_version: str, path: str | None = None):
+        path = path or self.DEFAULT_PATH
         with open(path, encoding="utf-8") as f:
             schema = yaml.safe_load(f)
         loose = loose_objects(schema)
@@ -205,6 +269,14 @@ class KServeSchema:
             return [f"no schema for kind {doc.get('kind')} (have: {', '.join(self.kinds())})"]
         errors = sorted(validator.iter_errors(doc), key=lambda e: list(map(str, e.absolute_path)))
         return [f"{error_path(e)}: {e.message}" for e in errors]
+
+
+class KServeSchema(CustomResourceSchema):
+    DEFAULT_PATH = KSERVE_SCHEMA
+
+
+class PrometheusOperatorSchema(CustomResourceSchema):
+    DEFAULT_PATH = PROMETHEUS_OPERATOR_SCHEMA
 
 
 def model_format_labels(formats: list[dict], runtime_named: bool) -> set[str]:
@@ -331,6 +403,49 @@ def validate_kserve(documents: list[tuple[str, dict]], schema: KServeSchema) -> 
                 yield f"{describe(path, doc)}: {problem}"
 
 
+# --- Prometheus Operator kinds --------------------------------------------------
+
+
+def duration_ms(text: str) -> int | None:
+    """A Prometheus duration (the schema has checked its form) in
+    milliseconds; None for an empty one."""
+    units = {"y": 365 * 86400000, "w": 7 * 86400000, "d": 86400000, "h": 3600000,
+             "m": 60000, "s": 1000, "ms": 1}
+    parts = re.findall(r"([0-9]+)(ms|[ywdhms])", text)
+    if not parts:
+        return 0 if text == "0" else None
+    return sum(int(number) * units[unit] for number, unit in parts)
+
+
+def check_service_monitor(monitor: dict) -> list[str]:
+    """The operator refuses an endpoint whose scrapeTimeout exceeds its
+    interval (where both are set)."""
+    problems = []
+    for i, endpoint in enumerate((monitor.get("spec") or {}).get("endpoints") or []):
+        interval = duration_ms(str(endpoint.get("interval", "")))
+        timeout = duration_ms(str(endpoint.get("scrapeTimeout", "")))
+        if interval is not None and timeout is not None and timeout > interval:
+            problems.append(f"spec.endpoints.{i}: scrapeTimeout {endpoint['scrapeTimeout']} "
+                            f"is longer than interval {endpoint['interval']}, which the "
+                            f"operator refuses")
+    return problems
+
+
+def validate_monitoring(documents: list[tuple[str, dict]],
+                        schema: PrometheusOperatorSchema) -> Iterator[str]:
+    for path, doc in documents:
+        group = str(doc.get("apiVersion", "")).rpartition("/")[0]
+        if group != MONITORING_GROUP:
+            yield (f"{describe(path, doc)}: not a Prometheus Operator resource "
+                   f"({doc.get('apiVersion')})")
+            continue
+        problems = schema.validate(doc)
+        if not problems and doc.get("kind") == "ServiceMonitor":
+            problems = check_service_monitor(doc)
+        for problem in problems:
+            yield f"{describe(path, doc)}: {problem}"
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="kind", required=True)
@@ -339,7 +454,11 @@ def main(argv: list[str]) -> int:
     kserve.add_argument("--schema", default=KSERVE_SCHEMA,
                         help="the description of KServe's API to check against; default: "
                         "deploy/kserve_schema.yaml")
-    for command in (kubernetes, kserve):
+    monitoring = sub.add_parser("monitoring", help="the Prometheus Operator's kinds")
+    monitoring.add_argument("--schema", default=PROMETHEUS_OPERATOR_SCHEMA,
+                            help="the description of the operator's API to check against; "
+                            "default: deploy/prometheus_operator_schema.yaml")
+    for command in (kubernetes, kserve, monitoring):
         command.add_argument("--kubernetes-version", default=KUBERNETES_VERSION,
                              help=f"default {KUBERNETES_VERSION}; kubernetes-validate must "
                              "ship its schemas")
@@ -357,9 +476,12 @@ def main(argv: list[str]) -> int:
     if args.kind == "kubernetes":
         problems = [f"{describe(path, doc)}: {problem}" for path, doc in documents
                     for problem in validate_builtin(doc, args.kubernetes_version)]
-    else:
+    elif args.kind == "kserve":
         schema = KServeSchema(args.kubernetes_version, args.schema)
         problems = list(validate_kserve(documents, schema))
+    else:
+        schema = PrometheusOperatorSchema(args.kubernetes_version, args.schema)
+        problems = list(validate_monitoring(documents, schema))
     for problem in problems:
         print(problem)
     print(f"{len(documents)} resources checked, {len(problems)} problems "

@@ -1,5 +1,6 @@
 """validate_manifests.py passes the real manifests and fails each of them
-broken in a way the API server or KServe would refuse: a checker that passes
+broken in a way the API server, KServe or the Prometheus Operator would
+refuse: a checker that passes
 everything would hide exactly what it exists to catch."""
 
 import copy
@@ -26,6 +27,7 @@ class BuiltinKindsTest(unittest.TestCase):
     def setUp(self):
         self.deployment = load("k8s/deployment.yaml")
         self.service = load("k8s/service.yaml")
+        self.autoscaler = load("k8s/horizontal-pod-autoscaler.yaml")
 
     def problems(self, doc):
         return vm.validate_builtin(doc, vm.KUBERNETES_VERSION)
@@ -36,6 +38,7 @@ class BuiltinKindsTest(unittest.TestCase):
     def test_real_manifests_pass(self):
         self.assertEqual(self.problems(self.deployment), [])
         self.assertEqual(self.problems(self.service), [])
+        self.assertEqual(self.problems(self.autoscaler), [])
 
     def test_unknown_field_fails(self):
         broken = copy.deepcopy(self.deployment)
@@ -57,6 +60,48 @@ class BuiltinKindsTest(unittest.TestCase):
         broken = copy.deepcopy(self.service)
         broken["spec"]["ports"][0]["port"] = "8001/tcp"
         self.assertIn("spec.ports.0.port", " ".join(self.problems(broken)))
+
+    def test_autoscaler_metric_of_unknown_type_fails(self):
+        broken = copy.deepcopy(self.autoscaler)
+        broken["spec"]["metrics"][0]["type"] = "Pod"
+        self.assertIn("spec.metrics.0.type", " ".join(self.problems(broken)))
+
+    def test_autoscaler_metric_without_its_source_fails(self):
+        broken = copy.deepcopy(self.autoscaler)
+        broken["spec"]["metrics"][0]["type"] = "External"
+        self.assertIn("type External takes `external`", " ".join(self.problems(broken)))
+
+    def test_autoscaler_unknown_target_type_fails(self):
+        broken = copy.deepcopy(self.autoscaler)
+        broken["spec"]["metrics"][0]["pods"]["target"]["type"] = "Average"
+        self.assertIn("target.type: 'Average'", " ".join(self.problems(broken)))
+
+    def test_autoscaler_min_above_max_fails(self):
+        broken = copy.deepcopy(self.autoscaler)
+        broken["spec"]["minReplicas"] = broken["spec"]["maxReplicas"] + 1
+        self.assertIn("is above maxReplicas", " ".join(self.problems(broken)))
+
+    def test_autoscaler_window_above_an_hour_fails(self):
+        broken = copy.deepcopy(self.autoscaler)
+        broken["spec"]["behavior"]["scaleDown"]["stabilizationWindowSeconds"] = 7200
+        self.assertIn("outside 0..3600", " ".join(self.problems(broken)))
+
+    def test_autoscaler_target_of_wrong_kind_fails(self):
+        broken = copy.deepcopy(self.autoscaler)
+        broken["spec"]["scaleTargetRef"]["name"] = 7
+        self.assertIn("scaleTargetRef.name", " ".join(self.problems(broken)))
+
+    def test_autoscaler_unknown_field_fails(self):
+        broken = copy.deepcopy(self.autoscaler)
+        behavior = broken["spec"]["behavior"]
+        behavior["scaleDown"]["stabilizationWindow"] = (
+            behavior["scaleDown"].pop("stabilizationWindowSeconds"))
+        self.assertIn("stabilizationWindow", " ".join(self.problems(broken)))
+
+    def test_autoscaler_without_max_replicas_fails(self):
+        broken = copy.deepcopy(self.autoscaler)
+        del broken["spec"]["maxReplicas"]
+        self.assertIn("maxReplicas", " ".join(self.problems(broken)))
 
     def test_unknown_kind_fails_where_the_cli_only_warns(self):
         broken = copy.deepcopy(self.deployment)
@@ -199,6 +244,75 @@ class KServeTest(unittest.TestCase):
         self.assertIn("not a KServe resource", " ".join(problems))
 
 
+class MonitoringTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.schema = vm.PrometheusOperatorSchema(vm.KUBERNETES_VERSION)
+
+    def setUp(self):
+        self.monitor = load("k8s/service-monitor.yaml")
+        self.endpoint = self.monitor["spec"]["endpoints"][0]
+
+    def problems(self):
+        return " ".join(vm.validate_monitoring([("monitor.yaml", self.monitor)], self.schema))
+
+    def test_real_manifest_passes(self):
+        self.assertEqual(self.problems(), "")
+
+    def test_unknown_endpoint_field_fails(self):
+        self.endpoint["metricsPath"] = self.endpoint.pop("path")
+        self.assertIn("'metricsPath' was unexpected", self.problems())
+
+    def test_unknown_spec_field_fails(self):
+        self.monitor["spec"]["endpoint"] = self.monitor["spec"].pop("endpoints")
+        self.assertIn("'endpoint' was unexpected", self.problems())
+
+    def test_port_by_number_fails(self):
+        # `port` names a Service port; a number belongs in targetPort.
+        self.endpoint["port"] = 8002
+        self.assertIn("spec.endpoints.0.port: 8002 is not of type 'string'", self.problems())
+
+    def test_bad_selector_fails(self):
+        # The selector is Kubernetes' LabelSelector, from kubernetes-validate.
+        self.monitor["spec"]["selector"]["matchLabel"] = (
+            self.monitor["spec"]["selector"].pop("matchLabels"))
+        self.assertIn("'matchLabel' was unexpected", self.problems())
+
+    def test_duration_that_prometheus_cannot_parse_fails(self):
+        self.endpoint["interval"] = "15 seconds"
+        self.assertIn("spec.endpoints.0.interval", self.problems())
+
+    def test_relative_path_fails(self):
+        self.endpoint["path"] = "metrics"
+        self.assertIn("spec.endpoints.0.path", self.problems())
+
+    def test_missing_endpoints_fail(self):
+        del self.monitor["spec"]["endpoints"]
+        self.assertIn("'endpoints' is a required property", self.problems())
+
+    def test_timeout_above_interval_fails(self):
+        self.endpoint["interval"], self.endpoint["scrapeTimeout"] = "15s", "1m"
+        self.assertIn("scrapeTimeout 1m is longer than interval 15s", self.problems())
+        self.endpoint["scrapeTimeout"] = "14s999ms"
+        self.assertEqual(self.problems(), "")
+
+    def test_other_api_version_fails(self):
+        self.monitor["apiVersion"] = "monitoring.coreos.com/v1alpha1"
+        self.assertIn("apiVersion: 'monitoring.coreos.com/v1' was expected", self.problems())
+
+    def test_built_in_kind_among_monitoring_files_fails(self):
+        problems = vm.validate_monitoring([("service.yaml", load("k8s/service.yaml"))],
+                                          self.schema)
+        self.assertIn("not a Prometheus Operator resource", " ".join(problems))
+
+    def test_durations(self):
+        self.assertEqual(vm.duration_ms("1m30s"), 90000)
+        self.assertEqual(vm.duration_ms("500ms"), 500)
+        self.assertEqual(vm.duration_ms("1h2m"), 3720000)
+        self.assertEqual(vm.duration_ms("0"), 0)
+        self.assertIsNone(vm.duration_ms(""))
+
+
 class KServeSchemaFileTest(unittest.TestCase):
     """kserve_schema.yaml stays strict and its Kubernetes references resolve."""
 
@@ -235,6 +349,14 @@ class KServeSchemaFileTest(unittest.TestCase):
                          + "#/$defs/io.k8s.api.core.v1.Container/properties/args")
         self.assertIn("storageUri", fields)  # KServe's own, kept
         self.assertNotIn(vm.INLINE_KEYWORD, schema["$defs"]["ModelSpec"])
+
+    def test_loose_object_in_the_prometheus_operator_schema_is_refused(self):
+        with open(vm.PROMETHEUS_OPERATOR_SCHEMA, encoding="utf-8") as f:
+            schema = yaml.safe_load(f)
+        del schema["$defs"]["Endpoint"]["additionalProperties"]
+        with self.assertRaises(SystemExit) as raised:
+            vm.PrometheusOperatorSchema(vm.KUBERNETES_VERSION, self.write_schema(schema))
+        self.assertIn("/$defs/Endpoint", str(raised.exception))
 
     def test_kubernetes_release_without_schemas_is_refused(self):
         with self.assertRaises(SystemExit):
