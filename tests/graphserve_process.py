@@ -178,6 +178,15 @@ class ServerProcess:
         return False
 
 
+def start_demo_server(server_binary, make_repository_tool):
+    """The module set-up of a test that shares one server: the demo repository
+    and graphserve serving it (HTTP/REST included). (server, repository)."""
+    repository = make_demo_repository(make_repository_tool)
+    server = ServerProcess(server_binary, repository).start()
+    assert server.http_port, f"SERVER: no 'serving HTTP/REST on' line:\n{server.output()}"
+    return server, repository
+
+
 def stop_checked(server):
     """The module teardown of a test that shares one server: stop it, print
     its output (Bazel shows it for a failing test), and fail unless it exited

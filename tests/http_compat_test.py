@@ -28,9 +28,7 @@ _repository = None
 
 def setUpModule():
     global _server, _repository
-    _repository = gp.make_demo_repository(MAKE_REPOSITORY)
-    _server = gp.ServerProcess(SERVER_BINARY, _repository).start()
-    assert _server.http_port, f"SERVER: no 'serving HTTP/REST on' line:\n{_server.output()}"
+    _server, _repository = gp.start_demo_server(SERVER_BINARY, MAKE_REPOSITORY)
 
 
 def tearDownModule():
