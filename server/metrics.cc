@@ -44,7 +44,22 @@ double Microseconds(const inference::StatisticDuration& duration) {
 
 }  // namespace
 
-std::string MetricsText(const std::vector<ModelMetrics>& models) {
+// One family of per-GPU gauges: `value` of each reading, labelled gpu_uuid.
+template <typename Value>
+MetricFamily GpuFamily(const std::string& name, const std::string& help,
+                       const std::vector<GpuReading>& gpus, Value value) {
+  MetricFamily family{name, help, MetricType::Gauge, {}};
+  for (const GpuReading& gpu : gpus) {
+    ClientMetric sample;
+    sample.label = {{"gpu_uuid", gpu.uuid}};
+    sample.gauge.value = value(gpu);
+    family.metric.push_back(std::move(sample));
+  }
+  return family;
+}
+
+std::string MetricsText(const std::vector<ModelMetrics>& models,
+                        const std::vector<GpuReading>& gpus) {
   std::vector<MetricFamily> families;
   families.push_back(Family(
       "nv_inference_request_success", "Number of successful inference requests, all batch sizes",
@@ -85,9 +100,25 @@ std::string MetricsText(const std::vector<ModelMetrics>& models) {
                                 return Microseconds((m.statistics.inference_stats().*field)());
                               }));
   }
+  families.push_back(
+      Family("nv_inference_pending_request_count", "Requests accepted and not yet answered",
+             MetricType::Gauge, models,
+             [](const ModelMetrics& m) { return static_cast<double>(m.pending_requests); }));
   families.push_back(Family("nv_model_load_duration_secs", "Model load time in seconds",
                             MetricType::Gauge, models,
                             [](const ModelMetrics& m) { return m.load_seconds; }));
+  if (!gpus.empty()) {
+    families.push_back(GpuFamily("nv_gpu_utilization", "GPU utilization rate [0.0 - 1.0)", gpus,
+                                 [](const GpuReading& g) { return g.utilization; }));
+    families.push_back(
+        GpuFamily("nv_gpu_memory_total_bytes", "GPU total memory, in bytes", gpus,
+                  [](const GpuReading& g) { return static_cast<double>(g.memory_total_bytes); }));
+    families.push_back(
+        GpuFamily("nv_gpu_memory_used_bytes", "GPU used memory, in bytes", gpus,
+                  [](const GpuReading& g) { return static_cast<double>(g.memory_used_bytes); }));
+    families.push_back(GpuFamily("nv_gpu_power_usage", "GPU power usage in watts", gpus,
+                                 [](const GpuReading& g) { return g.power_watts; }));
+  }
   std::ostringstream out;
   prometheus::TextSerializer().Serialize(out, families);
   return out.str();
@@ -100,17 +131,22 @@ std::vector<ModelMetrics> ReadMetrics(const ModelRegistry& registry) {
     ModelMetrics& model = models.emplace_back();
     state.model->FillStatistics(&model.statistics);
     model.load_seconds = state.model->summary().load_ms / 1000.0;
+    model.pending_requests = state.model->pending_requests();
   }
   return models;
 }
 
 absl::StatusOr<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(
     const ModelRegistry* registry, const std::string& host, int port) {
-  auto server = std::make_unique<httplib::Server>();
-  server->Get("/metrics", [registry](const httplib::Request&, httplib::Response& response) {
-    response.set_content(MetricsText(ReadMetrics(*registry)), "text/plain; version=0.0.4");
-  });
   auto endpoint = std::unique_ptr<MetricsEndpoint>(new MetricsEndpoint());
+  endpoint->gpus_ = GpuMonitor::Open();
+  const GpuMonitor* gpus = endpoint->gpus_.get();
+  auto server = std::make_unique<httplib::Server>();
+  server->Get("/metrics", [registry, gpus](const httplib::Request&, httplib::Response& response) {
+    response.set_content(MetricsText(ReadMetrics(*registry),
+                                     gpus != nullptr ? gpus->Read() : std::vector<GpuReading>{}),
+                         "text/plain; version=0.0.4");
+  });
   absl::StatusOr<std::unique_ptr<HttpListener>> listener =
       HttpListener::Start(std::move(server), host, port, "--metrics-port");
   if (!listener.ok()) return listener.status();

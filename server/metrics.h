@@ -6,7 +6,10 @@
 //   nv_inference_request_success, nv_inference_request_failure{reason},
 //   nv_inference_count, nv_inference_exec_count,
 //   nv_inference_{request,queue,compute_input,compute_infer,compute_output}_duration_us,
-//   nv_model_load_duration_secs.
+//   nv_inference_pending_request_count, nv_model_load_duration_secs, and per
+//   GPU (label gpu_uuid, through NVML when the machine has it)
+//   nv_gpu_utilization, nv_gpu_memory_total_bytes, nv_gpu_memory_used_bytes,
+//   nv_gpu_power_usage.
 //
 // One source of numbers: every scrape reads the counters the statistics RPC
 // reads (ServedModel::FillStatistics), so the two never disagree. Failures
@@ -18,6 +21,7 @@
 
 #include "absl/status/statusor.h"
 #include "proto/grpc_service.pb.h"
+#include "server/gpu_monitor.h"
 #include "server/http_listener.h"
 #include "server/model_registry.h"
 
@@ -27,10 +31,12 @@ namespace graphserve {
 struct ModelMetrics {
   inference::ModelStatistics statistics;
   double load_seconds = 0;
+  int64_t pending_requests = 0;
 };
 
-// The metrics of `models` in Prometheus' text format.
-std::string MetricsText(const std::vector<ModelMetrics>& models);
+// The metrics of `models` and `gpus` in Prometheus' text format.
+std::string MetricsText(const std::vector<ModelMetrics>& models,
+                        const std::vector<GpuReading>& gpus = {});
 
 // Every loaded model version of `registry`, read now.
 std::vector<ModelMetrics> ReadMetrics(const ModelRegistry& registry);
@@ -45,6 +51,7 @@ class MetricsEndpoint {
 
  private:
   MetricsEndpoint() = default;
+  std::unique_ptr<GpuMonitor> gpus_;  // null without NVML
   std::unique_ptr<HttpListener> listener_;
 };
 

@@ -45,6 +45,29 @@ TEST(MetricsTest, TritonNamesAndLabelsFromTheStatistics) {
               HasSubstr("nv_inference_request_success{model=\"dlrm_dense\",version=\"2\"} 0\n"));
 }
 
+TEST(MetricsTest, PendingRequestsAndGpuGauges) {
+  ModelMetrics mlp;
+  mlp.statistics.set_name("mlp");
+  mlp.statistics.set_version("1");
+  mlp.pending_requests = 3;
+  GpuReading gpu;
+  gpu.uuid = "GPU-1234";
+  gpu.utilization = 0.25;
+  gpu.memory_total_bytes = 1000;
+  gpu.memory_used_bytes = 600;
+  gpu.power_watts = 312.5;
+  const std::string text = MetricsText({mlp}, {gpu});
+  EXPECT_THAT(text, HasSubstr("# TYPE nv_inference_pending_request_count gauge\n"));
+  EXPECT_THAT(text,
+              HasSubstr("nv_inference_pending_request_count{model=\"mlp\",version=\"1\"} 3\n"));
+  EXPECT_THAT(text, HasSubstr("nv_gpu_utilization{gpu_uuid=\"GPU-1234\"} 0.25\n"));
+  EXPECT_THAT(text, HasSubstr("nv_gpu_memory_total_bytes{gpu_uuid=\"GPU-1234\"} 1000\n"));
+  EXPECT_THAT(text, HasSubstr("nv_gpu_memory_used_bytes{gpu_uuid=\"GPU-1234\"} 600\n"));
+  EXPECT_THAT(text, HasSubstr("nv_gpu_power_usage{gpu_uuid=\"GPU-1234\"} 312.5\n"));
+  // Without NVML there are no GPU families at all.
+  EXPECT_THAT(MetricsText({mlp}), ::testing::Not(HasSubstr("nv_gpu_")));
+}
+
 TEST(MetricsTest, NoModelsGiveFamiliesWithoutSamples) {
   const std::string text = MetricsText({});
   EXPECT_THAT(text, ::testing::Not(HasSubstr("{model=")));

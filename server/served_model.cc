@@ -385,7 +385,11 @@ void ServedModel::Infer(const inference::ModelInferRequest* request,
   }
   auto state = std::make_shared<RequestState>();
   state->validated = *std::move(validated);
-  state->done = std::move(done);
+  pending_.fetch_add(1, std::memory_order_relaxed);
+  state->done = [this, done = std::move(done)](const absl::Status& status) {
+    pending_.fetch_sub(1, std::memory_order_relaxed);
+    done(status);
+  };
   state->start = start;
   const std::vector<std::byte*> outputs = PrepareInferResponse(
       *request, interface_, version_text_, state->validated, response);

@@ -93,6 +93,10 @@ class ServedModel {
   [[nodiscard]] const inference::ModelConfig& config() const { return config_; }
   [[nodiscard]] const ModelLoadSummary& summary() const { return summary_; }
   void FillStatistics(inference::ModelStatistics* statistics) const;
+  // Requests accepted and not yet answered (Triton's pending request count).
+  [[nodiscard]] int64_t pending_requests() const {
+    return pending_.load(std::memory_order_relaxed);
+  }
   // Runs every accepted chunk, then refuses new ones (StreamPool::Drain).
   void Drain();
 
@@ -128,6 +132,7 @@ class ServedModel {
   // and per-size counters, which count chunks.
   Counter success_, fail_, queue_, compute_input_, compute_infer_, compute_output_;
   std::atomic<uint64_t> inference_count_{0};  // rows
+  std::atomic<int64_t> pending_{0};           // requests between accept and answer
   std::atomic<uint64_t> execution_count_{0};  // chunks run
   std::atomic<uint64_t> last_inference_ms_{0};
   std::vector<std::unique_ptr<SizeCounters>> size_counters_;  // by summary_.batch_sizes index
