@@ -85,6 +85,7 @@ absl::StatusOr<ScheduleChoice> ChooseForSize(const Model& model, int64_t batch,
     set_options.executor.schedule.policy = candidate.policy;
     set_options.check_replays = false;  // the final set checks what is kept
     set_options.algorithm_choices = options.algorithm_choices;
+    set_options.weights = options.weights;
     absl::StatusOr<std::unique_ptr<GraphSet>> set = GraphSet::Create(model, set_options);
     if (!set.ok()) {
       return AnnotateStatus(set.status(), absl::StrCat("schedule '",
@@ -152,6 +153,9 @@ absl::StatusOr<std::vector<ScheduleChoice>> ApplyScheduleRequest(
   if (!set_options.algorithm_choices) {
     set_options.algorithm_choices = std::make_shared<AlgorithmChoices>();
   }
+  if (!set_options.weights) {
+    ASSIGN_OR_RETURN(set_options.weights, WeightStore::Create(set_options.executor.device));
+  }
   std::vector<ScheduleChoice> choices;
   if (request.has_value()) {
     set_options.executor.schedule.policy = *request;
@@ -162,6 +166,7 @@ absl::StatusOr<std::vector<ScheduleChoice>> ApplyScheduleRequest(
   }
   timing.executor = set_options.executor;
   timing.algorithm_choices = set_options.algorithm_choices;
+  timing.weights = set_options.weights;
   ASSIGN_OR_RETURN(choices, ChooseSchedules(model, set_options.batch_sizes, timing));
   for (const ScheduleChoice& choice : choices) {
     ScheduleOptions& schedule = set_options.schedules[choice.batch_size];

@@ -19,6 +19,7 @@
 #include "runtime/cuda/cuda_executor.h"
 #include "runtime/ir.h"
 #include "runtime/schedule.h"
+#include "tensor_holder/weight_store.h"
 
 namespace graphserve {
 
@@ -29,6 +30,9 @@ struct ScheduleChoiceOptions {
   // Shared with the final graph set, so that candidates and the set run the
   // same kernels and each algorithm is timed once. Null: a fresh set.
   std::shared_ptr<AlgorithmChoices> algorithm_choices;
+  // The device's weights, shared by every candidate set (and the final set),
+  // so they are uploaded once, not once per candidate. Null: a fresh store.
+  std::shared_ptr<WeightStore> weights;
   // Timing: `rounds` rounds, each replaying every candidate `launches` times
   // back to back after `warmup` untimed replays; a candidate's time is the
   // median over rounds of its per-launch mean. 30 replays per candidate: on
@@ -57,7 +61,7 @@ absl::StatusOr<std::vector<ScheduleChoice>> ChooseSchedules(
 // before GraphSet::Create: a given policy for every size, or, for auto
 // (nullopt), each size's measured choice, timed with `timing` (its executor
 // options are replaced by set_options'). The sets share set_options'
-// algorithm choices, created here when null. Returns one choice per size of
+// algorithm choices and weight store, created here when null. Returns one choice per size of
 // set_options.batch_sizes; RecordPlannedSchedules completes them.
 absl::StatusOr<std::vector<ScheduleChoice>> ApplyScheduleRequest(
     const Model& model, std::optional<SchedulePolicy> request, GraphSetOptions& set_options,

@@ -61,6 +61,26 @@ TEST_F(ScheduleChoiceTest, NoGainKeepsSingle) {
   EXPECT_EQ((*choices)[0].candidates.size(), 3u);
 }
 
+// Candidates and the final set share one weight store: the weights go up
+// once, however many schedules are timed.
+TEST_F(ScheduleChoiceTest, CandidatesAndTheFinalSetShareTheWeights) {
+  const Model model = Import(MakeMultiTowerModel(), "multi_tower");
+  GraphSetOptions set_options;
+  set_options.batch_sizes = {1, 8};
+  ScheduleChoiceOptions timing;
+  timing.rounds = 1;
+  absl::StatusOr<std::vector<ScheduleChoice>> choices =
+      ApplyScheduleRequest(model, std::nullopt, set_options, timing);
+  ASSERT_TRUE(choices.ok()) << choices.status();
+  ASSERT_NE(set_options.weights, nullptr);
+  const size_t uploaded = set_options.weights->bytes();
+  EXPECT_GT(uploaded, 0u);  // the candidates uploaded them
+  absl::StatusOr<std::unique_ptr<GraphSet>> set = GraphSet::Create(model, set_options);
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_EQ(set_options.weights->bytes(), uploaded);  // nothing uploaded again
+  EXPECT_EQ((*set)->weight_bytes(), uploaded);
+}
+
 TEST_F(ScheduleChoiceTest, ChainNeedsNoTiming) {
   const Model model = Import(MakeMlpModel(), "mlp");
   absl::StatusOr<std::vector<ScheduleChoice>> choices = ChooseSchedules(model, {4}, {});

@@ -189,6 +189,7 @@ absl::StatusOr<std::vector<GraphSetRunner::Placement>> CaptureOnEveryGpu(
   std::map<int, std::shared_ptr<WeightStore>> weights;
   std::map<int, std::shared_ptr<AlgorithmChoices>> choices;
   choices[placements.front().device] = first_options.algorithm_choices;
+  weights[placements.front().device] = first_options.weights;
   std::vector<GraphSetRunner::Placement> sets;
   for (const GpuPlacement& placement : placements) {
     GraphSetOptions set_options = first_options;
