@@ -45,7 +45,10 @@ work=/tmp/graphserve-gpu
 rm -rf "$work" && mkdir -p "$work" && tar -C /tmp -xzf "$bundle_tar"
 mkdir -p "$work/logs"
 cudnn_lib=$(python3 -c 'import nvidia.cudnn, os; print(os.path.dirname(nvidia.cudnn.__file__) + "/lib")' 2>/dev/null || true)
-export LD_LIBRARY_PATH="$work/lib:/usr/local/cuda/lib64:${cudnn_lib}:${LD_LIBRARY_PATH:-}"
+# NVRTC 13 (linked through cuDNN's frontend headers): the toolkit's, else the
+# one PyTorch's CUDA 13 wheels bring.
+nvrtc_lib=$(python3 -c 'import glob, os, site; print(next((os.path.dirname(p) for d in site.getsitepackages() for p in glob.glob(d + "/nvidia/**/libnvrtc.so.13", recursive=True)), ""))' 2>/dev/null || true)
+export LD_LIBRARY_PATH="$work/lib:/usr/local/cuda/lib64:${cudnn_lib}:${nvrtc_lib}:${LD_LIBRARY_PATH:-}"
 bin="$work/bin"
 parse="bench/gpu_check_parse.py"
 log="$OUT/gpu_check.log"

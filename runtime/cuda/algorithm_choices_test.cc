@@ -8,8 +8,8 @@ namespace {
 TEST(AlgorithmChoicesTest, RecordsPerNodeAndBatchSize) {
   AlgorithmChoices choices;
   EXPECT_FALSE(choices.Find(AlgorithmChoices::Key("fc1", 8)).has_value());
-  choices.Record(AlgorithmChoices::Key("fc1", 8), 3);
-  EXPECT_EQ(choices.Find(AlgorithmChoices::Key("fc1", 8)), 3);
+  choices.Record(AlgorithmChoices::Key("fc1", 8), "3");
+  EXPECT_EQ(choices.Find(AlgorithmChoices::Key("fc1", 8)), "3");
   EXPECT_FALSE(choices.Find(AlgorithmChoices::Key("fc1", 16)).has_value());  // another shape
   EXPECT_FALSE(choices.Find(AlgorithmChoices::Key("fc2", 8)).has_value());
 }

@@ -1,14 +1,17 @@
 #include "runtime/cuda/cudnn_conv.h"
 
+#include <cudnn_frontend.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <limits>
-#include <optional>
-#include <type_traits>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "common/cuda_handles.h"
 #include "common/cuda_status.h"
@@ -16,78 +19,32 @@
 
 namespace graphserve {
 
+namespace fe = cudnn_frontend;
+
 namespace {
 
-struct TensorDescDeleter {
-  void operator()(cudnnTensorDescriptor_t desc) const { cudnnDestroyTensorDescriptor(desc); }
-};
-struct FilterDescDeleter {
-  void operator()(cudnnFilterDescriptor_t desc) const { cudnnDestroyFilterDescriptor(desc); }
-};
-struct ConvDescDeleter {
-  void operator()(cudnnConvolutionDescriptor_t desc) const {
-    cudnnDestroyConvolutionDescriptor(desc);
+// The graph's tensors, by the uids the variant pack names them with.
+constexpr int64_t kXUid = 1;
+constexpr int64_t kWUid = 2;
+constexpr int64_t kYUid = 3;
+
+absl::Status FrontendStatus(fe::error_t error, absl::string_view call) {
+  if (error.is_good()) return absl::OkStatus();
+  const std::string message = absl::StrCat(call, ": ", error.get_message());
+  if (error.get_code() == fe::error_code_t::GRAPH_NOT_SUPPORTED ||
+      error.get_code() == fe::error_code_t::GRAPH_EXECUTION_PLAN_CREATION_FAILED) {
+    return absl::UnimplementedError(message);
   }
-};
-
-using TensorDesc =
-    std::unique_ptr<std::remove_pointer_t<cudnnTensorDescriptor_t>, TensorDescDeleter>;
-using FilterDesc =
-    std::unique_ptr<std::remove_pointer_t<cudnnFilterDescriptor_t>, FilterDescDeleter>;
-using ConvDesc =
-    std::unique_ptr<std::remove_pointer_t<cudnnConvolutionDescriptor_t>, ConvDescDeleter>;
-
-absl::StatusOr<TensorDesc> MakeTensorDesc(int64_t n, int64_t c, int64_t h, int64_t w) {
-  cudnnTensorDescriptor_t raw = nullptr;
-  CUDNN_RETURN_IF_ERROR(cudnnCreateTensorDescriptor(&raw));
-  TensorDesc desc(raw);
-  CUDNN_RETURN_IF_ERROR(cudnnSetTensor4dDescriptor(raw, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
-                                                   static_cast<int>(n), static_cast<int>(c),
-                                                   static_cast<int>(h), static_cast<int>(w)));
-  return desc;
+  return absl::InternalError(message);
 }
 
-// The algorithms that compute each output as a plain sum of products; see
-// Note [cuDNN legacy convolution API] on why only these run without TF32.
-bool SumsProductsDirectly(cudnnConvolutionFwdAlgo_t algo) {
-  switch (algo) {
-    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM:
-    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM:
-    case CUDNN_CONVOLUTION_FWD_ALGO_GEMM:
-    case CUDNN_CONVOLUTION_FWD_ALGO_DIRECT:
-      return true;
-    default:
-      return false;
-  }
-}
-
-bool UsesTensorCores(cudnnMathType_t math) {
-  return math == CUDNN_TENSOR_OP_MATH || math == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
-}
-
-// A result of cudnnGetConvolutionForwardAlgorithm_v7 or
-// cudnnFindConvolutionForwardAlgorithmEx this convolution may use.
-bool IsUsable(const cudnnConvolutionFwdAlgoPerf_t& perf, bool allow_tf32, size_t max_workspace) {
-  if (perf.status != CUDNN_STATUS_SUCCESS || perf.memory > max_workspace) return false;
-  if (allow_tf32) return true;
-  return SumsProductsDirectly(perf.algo) && !UsesTensorCores(perf.mathType);
-}
-
-// The first usable result (cuDNN sorts them best first), deterministic ones
-// preferred.
-std::optional<cudnnConvolutionFwdAlgoPerf_t> FirstUsable(
-    const std::vector<cudnnConvolutionFwdAlgoPerf_t>& results, bool allow_tf32,
-    size_t max_workspace) {
-  std::optional<cudnnConvolutionFwdAlgoPerf_t> nondeterministic;
-  for (const cudnnConvolutionFwdAlgoPerf_t& perf : results) {
-    if (!IsUsable(perf, allow_tf32, max_workspace)) continue;
-    if (perf.determinism == CUDNN_DETERMINISTIC) return perf;
-    if (!nondeterministic) nondeterministic = perf;
-  }
-  return nondeterministic;
-}
+#define FE_RETURN_IF_ERROR(call) RETURN_IF_ERROR(FrontendStatus((call), #call))
 
 bool FitsInt32(int64_t value) { return value <= std::numeric_limits<int32_t>::max(); }
+
+int64_t OutSize(int64_t in, int64_t kernel, int64_t stride, int64_t dilation, int64_t pad) {
+  return (in + 2 * pad - dilation * (kernel - 1) - 1) / stride + 1;
+}
 
 absl::Status Validate(const ConvParams& p) {
   const int64_t sizes[] = {p.batch,    p.in_channels, p.out_channels, p.groups,    p.in_h,
@@ -104,38 +61,68 @@ absl::Status Validate(const ConvParams& p) {
   if (p.in_channels % p.groups != 0 || p.out_channels % p.groups != 0) {
     return absl::InvalidArgumentError("groups must divide in_channels and out_channels");
   }
-  // cuDNN's 4-D descriptors hold int strides: each tensor stays below 2^31
-  // elements.
+  // cuDNN's implicit-GEMM engines index with int32: each tensor stays below
+  // 2^31 elements.
   if (!FitsInt32(p.batch * p.in_channels * p.in_h * p.in_w) ||
       !FitsInt32(p.batch * p.out_channels * p.out_h * p.out_w) ||
       !FitsInt32(p.out_channels * (p.in_channels / p.groups) * p.kernel_h * p.kernel_w)) {
     return absl::InvalidArgumentError("a tensor has 2^31 elements or more");
   }
+  const int64_t out_h = OutSize(p.in_h, p.kernel_h, p.stride_h, p.dilation_h, p.pad_h);
+  const int64_t out_w = OutSize(p.in_w, p.kernel_w, p.stride_w, p.dilation_w, p.pad_w);
+  if (out_h != p.out_h || out_w != p.out_w) {
+    return absl::InvalidArgumentError(absl::StrCat("the convolution computes the output as ",
+                                                   p.batch, "x", p.out_channels, "x", out_h, "x",
+                                                   out_w, ", the params say ", p.batch, "x",
+                                                   p.out_channels, "x", p.out_h, "x", p.out_w));
+  }
   return absl::OkStatus();
 }
 
-const char* AlgorithmName(cudnnConvolutionFwdAlgo_t algo) {
-  switch (algo) {
-    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM:
-      return "IMPLICIT_GEMM";
-    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM:
-      return "IMPLICIT_PRECOMP_GEMM";
-    case CUDNN_CONVOLUTION_FWD_ALGO_GEMM:
-      return "GEMM";
-    case CUDNN_CONVOLUTION_FWD_ALGO_DIRECT:
-      return "DIRECT";
-    case CUDNN_CONVOLUTION_FWD_ALGO_FFT:
-      return "FFT";
-    case CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING:
-      return "FFT_TILING";
-    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD:
-      return "WINOGRAD";
-    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED:
-      return "WINOGRAD_NONFUSED";
-    case CUDNN_CONVOLUTION_FWD_ALGO_COUNT:
-      break;
+// Dense NCHW strides of a tensor of `dims`.
+std::vector<int64_t> PackedStrides(const std::vector<int64_t>& dims) {
+  std::vector<int64_t> strides(dims.size(), 1);
+  for (size_t i = dims.size() - 1; i > 0; --i) strides[i - 1] = strides[i] * dims[i];
+  return strides;
+}
+
+// The numerical notes that rule an engine out; see Note [cuDNN graph API
+// convolution].
+std::vector<fe::NumericalNote_t> BarredNotes(bool allow_tf32) {
+  std::vector<fe::NumericalNote_t> notes = {fe::NumericalNote_t::NONDETERMINISTIC};
+  if (!allow_tf32) {
+    for (const fe::NumericalNote_t note :
+         {fe::NumericalNote_t::TENSOR_CORE, fe::NumericalNote_t::DOWN_CONVERT_INPUTS,
+          fe::NumericalNote_t::REDUCED_PRECISION_REDUCTION, fe::NumericalNote_t::FFT,
+          fe::NumericalNote_t::WINOGRAD, fe::NumericalNote_t::WINOGRAD_TILE_4x4,
+          fe::NumericalNote_t::WINOGRAD_TILE_6x6, fe::NumericalNote_t::WINOGRAD_TILE_13x13}) {
+      notes.push_back(note);
+    }
   }
-  return "UNKNOWN";
+  return notes;
+}
+
+// Mean time of one execute of plan `index` over kRuns back-to-back runs,
+// after kWarmup untimed ones. The handle's stream is `stream`.
+absl::StatusOr<float> MeanRunMs(cudnnHandle_t handle, const fe::graph::Graph& graph,
+                                int64_t index, std::unordered_map<int64_t, void*>& pointers,
+                                void* workspace, cudaStream_t stream) {
+  constexpr int kWarmup = 2;
+  constexpr int kRuns = 10;
+  ASSIGN_OR_RETURN(const CudaEvent start, CudaEvent::Create(/*timing=*/true));
+  ASSIGN_OR_RETURN(const CudaEvent stop, CudaEvent::Create(/*timing=*/true));
+  for (int i = 0; i < kWarmup; ++i) {
+    FE_RETURN_IF_ERROR(graph.execute_plan_at_index(handle, pointers, workspace, index));
+  }
+  CUDA_RETURN_IF_ERROR(cudaEventRecord(start.get(), stream));
+  for (int i = 0; i < kRuns; ++i) {
+    FE_RETURN_IF_ERROR(graph.execute_plan_at_index(handle, pointers, workspace, index));
+  }
+  CUDA_RETURN_IF_ERROR(cudaEventRecord(stop.get(), stream));
+  CUDA_RETURN_IF_ERROR(cudaEventSynchronize(stop.get()));
+  float ms = 0;
+  CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, start.get(), stop.get()));
+  return ms / kRuns;
 }
 
 }  // namespace
@@ -148,202 +135,149 @@ std::string ConvParamsToString(const ConvParams& p) {
                       p.groups);
 }
 
-struct CudnnConv::Descriptors {
-  TensorDesc x;
-  FilterDesc w;
-  ConvDesc conv;
-  TensorDesc y;
-  // The math type the descriptor was created with, which cuDNN's algorithm
-  // queries start from: CUDNN_FMA_MATH, or CUDNN_DEFAULT_MATH with TF32.
-  cudnnMathType_t base_math = CUDNN_FMA_MATH;
+std::string CudnnConv::Choice::ToString() const {
+  std::string text = absl::StrCat("eng", engine);
+  for (const auto& [type, value] : knobs) absl::StrAppend(&text, " k", type, "=", value);
+  return text;
+}
+
+absl::StatusOr<CudnnConv::Choice> CudnnConv::Choice::Parse(const std::string& text) {
+  const auto bad = [&text]() {
+    return absl::InvalidArgumentError(
+        absl::StrCat("not a convolution choice (\"eng<id> k<type>=<value> ...\"): '",
+                     text.substr(0, 64), "'"));
+  };
+  const std::vector<absl::string_view> words = absl::StrSplit(text, ' ', absl::SkipEmpty());
+  if (words.empty()) return bad();
+  absl::string_view engine = words[0];
+  Choice choice;
+  if (!absl::ConsumePrefix(&engine, "eng") || !absl::SimpleAtoi(engine, &choice.engine) ||
+      choice.engine < 0) {
+    return bad();
+  }
+  for (size_t i = 1; i < words.size(); ++i) {
+    const std::vector<absl::string_view> parts = absl::StrSplit(words[i], '=');
+    absl::string_view type = parts[0];
+    std::pair<int64_t, int64_t> knob;
+    if (parts.size() != 2 || !absl::ConsumePrefix(&type, "k") ||
+        !absl::SimpleAtoi(type, &knob.first) || !absl::SimpleAtoi(parts[1], &knob.second)) {
+      return bad();
+    }
+    choice.knobs.push_back(knob);
+  }
+  std::sort(choice.knobs.begin(), choice.knobs.end());
+  return choice;
+}
+
+// The convolution as a one-node graph of the frontend, with its candidate
+// engine configurations (from the heuristics, or one recorded choice).
+struct CudnnConv::Plans {
+  fe::graph::Graph graph;
 };
 
 namespace {
 
-absl::StatusOr<std::unique_ptr<CudnnConv::Descriptors>> MakeDescriptors(const ConvParams& p,
-                                                                        bool allow_tf32) {
-  auto d = std::make_unique<CudnnConv::Descriptors>();
-  ASSIGN_OR_RETURN(d->x, MakeTensorDesc(p.batch, p.in_channels, p.in_h, p.in_w));
-
-  cudnnFilterDescriptor_t filter = nullptr;
-  CUDNN_RETURN_IF_ERROR(cudnnCreateFilterDescriptor(&filter));
-  d->w.reset(filter);
-  CUDNN_RETURN_IF_ERROR(cudnnSetFilter4dDescriptor(
-      filter, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, static_cast<int>(p.out_channels),
-      static_cast<int>(p.in_channels / p.groups), static_cast<int>(p.kernel_h),
-      static_cast<int>(p.kernel_w)));
-
-  cudnnConvolutionDescriptor_t conv = nullptr;
-  CUDNN_RETURN_IF_ERROR(cudnnCreateConvolutionDescriptor(&conv));
-  d->conv.reset(conv);
-  CUDNN_RETURN_IF_ERROR(cudnnSetConvolution2dDescriptor(
-      conv, static_cast<int>(p.pad_h), static_cast<int>(p.pad_w), static_cast<int>(p.stride_h),
-      static_cast<int>(p.stride_w), static_cast<int>(p.dilation_h), static_cast<int>(p.dilation_w),
-      CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
-  CUDNN_RETURN_IF_ERROR(cudnnSetConvolutionGroupCount(conv, static_cast<int>(p.groups)));
-  d->base_math = allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
-  CUDNN_RETURN_IF_ERROR(cudnnSetConvolutionMathType(conv, d->base_math));
-
-  int n = 0, c = 0, h = 0, w = 0;
-  CUDNN_RETURN_IF_ERROR(
-      cudnnGetConvolution2dForwardOutputDim(conv, d->x.get(), filter, &n, &c, &h, &w));
-  if (n != p.batch || c != p.out_channels || h != p.out_h || w != p.out_w) {
-    return absl::InvalidArgumentError(absl::StrCat("cuDNN computes the output as ", n, "x", c, "x",
-                                                   h, "x", w, ", the params say ", p.batch, "x",
-                                                   p.out_channels, "x", p.out_h, "x", p.out_w));
-  }
-  ASSIGN_OR_RETURN(d->y, MakeTensorDesc(p.batch, p.out_channels, p.out_h, p.out_w));
-  return d;
-}
-
-// Every forward algorithm cuDNN's heuristic knows for these descriptors, best
-// first, with the workspace each needs and whether it can run at all.
-absl::StatusOr<std::vector<cudnnConvolutionFwdAlgoPerf_t>> HeuristicResults(
-    cudnnHandle_t handle, const CudnnConv::Descriptors& d) {
-  int max_count = 0;
-  CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionForwardAlgorithmMaxCount(handle, &max_count));
-  std::vector<cudnnConvolutionFwdAlgoPerf_t> results(static_cast<size_t>(max_count));
-  int returned = 0;
-  CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionForwardAlgorithm_v7(
-      handle, d.x.get(), d.w.get(), d.conv.get(), d.y.get(), max_count, &returned, results.data()));
-  results.resize(static_cast<size_t>(returned));
-  return results;
-}
-
-// Mean time of one run of `algo` over kRetimeRuns back-to-back runs, after
-// kRetimeWarmup untimed ones. Sets the descriptor's math type to `math`.
-absl::StatusOr<float> MeanRunMs(cudnnHandle_t handle, const CudnnConv::Descriptors& d,
-                                cudnnConvolutionFwdAlgo_t algo, cudnnMathType_t math,
-                                const DeviceBuffer& workspace, const float* x, const float* w,
-                                float* y, cudaStream_t stream) {
-  constexpr int kRetimeWarmup = 2;
-  constexpr int kRetimeRuns = 10;
-  CUDNN_RETURN_IF_ERROR(cudnnSetConvolutionMathType(d.conv.get(), math));
-  ASSIGN_OR_RETURN(const CudaEvent start, CudaEvent::Create(/*timing=*/true));
-  ASSIGN_OR_RETURN(const CudaEvent stop, CudaEvent::Create(/*timing=*/true));
-  const float alpha = 1.0f;
-  const float beta = 0.0f;
-  auto run = [&]() {
-    return cudnnConvolutionForward(handle, &alpha, d.x.get(), x, d.w.get(), w, d.conv.get(), algo,
-                                   workspace.get(), workspace.bytes(), &beta, d.y.get(), y);
+// The operation graph of `p`: x (uid 1) and w (uid 2) in, y (uid 3) out,
+// float32 NCHW, float32 accumulation.
+absl::StatusOr<std::unique_ptr<CudnnConv::Plans>> MakeOperationGraph(cudnnHandle_t handle,
+                                                                     const ConvParams& p) {
+  auto plans = std::make_unique<CudnnConv::Plans>();
+  fe::graph::Graph& graph = plans->graph;
+  graph.set_io_data_type(fe::DataType_t::FLOAT)
+      .set_intermediate_data_type(fe::DataType_t::FLOAT)
+      .set_compute_data_type(fe::DataType_t::FLOAT);
+  const auto tensor = [&graph](const char* name, int64_t uid, std::vector<int64_t> dims) {
+    return graph.tensor(fe::graph::Tensor_attributes()
+                            .set_name(name)
+                            .set_uid(uid)
+                            .set_dim(dims)
+                            .set_stride(PackedStrides(dims))
+                            .set_data_type(fe::DataType_t::FLOAT));
   };
-  for (int i = 0; i < kRetimeWarmup; ++i) CUDNN_RETURN_IF_ERROR(run());
-  CUDA_RETURN_IF_ERROR(cudaEventRecord(start.get(), stream));
-  for (int i = 0; i < kRetimeRuns; ++i) CUDNN_RETURN_IF_ERROR(run());
-  CUDA_RETURN_IF_ERROR(cudaEventRecord(stop.get(), stream));
-  CUDA_RETURN_IF_ERROR(cudaEventSynchronize(stop.get()));
-  float ms = 0;
-  CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, start.get(), stop.get()));
-  return ms / kRetimeRuns;
+  const auto x = tensor("x", kXUid, {p.batch, p.in_channels, p.in_h, p.in_w});
+  const auto w =
+      tensor("w", kWUid, {p.out_channels, p.in_channels / p.groups, p.kernel_h, p.kernel_w});
+  const auto y = graph.conv_fprop(x, w,
+                                  fe::graph::Conv_fprop_attributes()
+                                      .set_name("conv")
+                                      .set_padding({p.pad_h, p.pad_w})
+                                      .set_stride({p.stride_h, p.stride_w})
+                                      .set_dilation({p.dilation_h, p.dilation_w})
+                                      .set_compute_data_type(fe::DataType_t::FLOAT));
+  const std::vector<int64_t> y_dims = {p.batch, p.out_channels, p.out_h, p.out_w};
+  y->set_output(true)
+      .set_uid(kYUid)
+      .set_dim(y_dims)
+      .set_stride(PackedStrides(y_dims))
+      .set_data_type(fe::DataType_t::FLOAT);
+  FE_RETURN_IF_ERROR(graph.validate());
+  FE_RETURN_IF_ERROR(graph.build_operation_graph(handle));
+  return plans;
 }
 
-// Find runs each algorithm once, so results within a few percent of each
-// other are noise (measured on the H100: ResNet-50 ran slower kernels than
-// PyTorch's cuDNN chose for the same convolutions). The usable results within
-// 1.5x of the fastest, at most four, are timed again over several runs, and
-// the fastest mean wins. The handle's stream is `stream`.
-absl::StatusOr<cudnnConvolutionFwdAlgoPerf_t> RetimeClosest(
-    cudnnHandle_t handle, const CudnnConv::Descriptors& d, bool allow_tf32,
-    const std::vector<cudnnConvolutionFwdAlgoPerf_t>& timed,
-    const cudnnConvolutionFwdAlgoPerf_t& fastest, const DeviceBuffer& workspace, const float* x,
-    const float* w, float* y, cudaStream_t stream) {
-  constexpr size_t kMaxRetimed = 4;
-  std::vector<cudnnConvolutionFwdAlgoPerf_t> close;
-  for (const cudnnConvolutionFwdAlgoPerf_t& perf : timed) {
-    if (close.size() == kMaxRetimed) break;
-    if (!IsUsable(perf, allow_tf32, workspace.bytes())) continue;
-    if (perf.determinism != fastest.determinism) continue;
-    if (perf.time > 1.5f * fastest.time) continue;
-    close.push_back(perf);
-  }
-  if (close.size() < 2) return fastest;
-  cudnnConvolutionFwdAlgoPerf_t best = fastest;
-  float best_ms = std::numeric_limits<float>::infinity();
-  for (const cudnnConvolutionFwdAlgoPerf_t& perf : close) {
-    const cudnnMathType_t math = allow_tf32 ? perf.mathType : CUDNN_FMA_MATH;
-    ASSIGN_OR_RETURN(const float ms,
-                     MeanRunMs(handle, d, perf.algo, math, workspace, x, w, y, stream));
-    if (ms < best_ms) {
-      best_ms = ms;
-      best = perf;
-    }
-  }
-  return best;
+// Adds the heuristics' configurations (mode A, then the fallback list) and
+// bars those the precision rules or the workspace limit exclude.
+absl::Status QueryHeuristics(fe::graph::Graph& graph, bool allow_tf32) {
+  FE_RETURN_IF_ERROR(graph.create_execution_plans({fe::HeurMode_t::A, fe::HeurMode_t::FALLBACK}));
+  graph.deselect_numeric_notes(BarredNotes(allow_tf32));
+  graph.deselect_workspace_greater_than(static_cast<int64_t>(kConvMaxWorkspaceBytes));
+  return absl::OkStatus();
 }
 
-// Times every algorithm on x, w and y (cudnnFindConvolutionForwardAlgorithmEx,
-// which writes y) in a temporary workspace as large as the largest usable
-// proposal needs, and returns the fastest usable one. Synchronises `stream`.
-// Leaves the descriptor's math type at its base.
-absl::StatusOr<cudnnConvolutionFwdAlgoPerf_t> TimeAlgorithms(
-    cudnnHandle_t handle, const CudnnConv::Descriptors& d, bool allow_tf32,
-    size_t current_workspace, const float* x, const float* w, float* y, cudaStream_t stream) {
-  // The searches start from the descriptor's own math type, not the last
-  // algorithm's.
-  CUDNN_RETURN_IF_ERROR(cudnnSetConvolutionMathType(d.conv.get(), d.base_math));
-  ASSIGN_OR_RETURN(const std::vector<cudnnConvolutionFwdAlgoPerf_t> proposals,
-                   HeuristicResults(handle, d));
-  size_t want = current_workspace;
-  for (const cudnnConvolutionFwdAlgoPerf_t& perf : proposals) {
-    if (IsUsable(perf, allow_tf32, kConvMaxWorkspaceBytes)) want = std::max(want, perf.memory);
-  }
-  absl::StatusOr<DeviceBuffer> workspace = DeviceBuffer::Allocate(want);
-  if (!workspace.ok() && workspace.status().code() == absl::StatusCode::kResourceExhausted &&
-      want > current_workspace) {
-    // Time what fits in what the current algorithm needs rather than fail.
-    workspace = DeviceBuffer::Allocate(current_workspace);
-  }
-  if (!workspace.ok()) return workspace.status();
+CudnnConv::Choice ChoiceAt(const fe::graph::Graph& graph, int64_t index) {
+  CudnnConv::Choice choice;
+  std::unordered_map<fe::KnobType_t, int64_t> knobs;
+  if (graph.get_engine_and_knobs_at_index(index, choice.engine, knobs).is_bad()) return {};
+  for (const auto& [type, value] : knobs) choice.knobs.emplace_back(static_cast<int64_t>(type), value);
+  std::sort(choice.knobs.begin(), choice.knobs.end());
+  return choice;
+}
 
-  CUDNN_RETURN_IF_ERROR(cudnnSetStream(handle, stream));
-  int max_count = 0;
-  CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionForwardAlgorithmMaxCount(handle, &max_count));
-  std::vector<cudnnConvolutionFwdAlgoPerf_t> timed(static_cast<size_t>(max_count));
-  int returned = 0;
-  const cudnnStatus_t found = cudnnFindConvolutionForwardAlgorithmEx(
-      handle, d.x.get(), x, d.w.get(), w, d.conv.get(), d.y.get(), y, max_count, &returned,
-      timed.data(), workspace->get(), workspace->bytes());
-  CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
-  if (found != CUDNN_STATUS_SUCCESS) {
-    return CudnnErrorToStatus(found, "cudnnFindConvolutionForwardAlgorithmEx");
+// Builds configurations in the heuristics' order until `limit` distinct ones
+// built; returns their indices. Configurations that fail to build (barred,
+// unsupported on this device) are skipped.
+std::vector<int64_t> BuildFirst(fe::graph::Graph& graph, int limit) {
+  std::vector<int64_t> built;
+  std::vector<CudnnConv::Choice> seen;  // mode A and the fallback list overlap
+  for (int64_t i = 0; i < graph.get_execution_plan_count() && built.size() < size_t(limit); ++i) {
+    if (graph.build_plan_at_index(i).is_bad()) continue;
+    const CudnnConv::Choice choice = ChoiceAt(graph, i);
+    if (std::find(seen.begin(), seen.end(), choice) != seen.end()) continue;
+    seen.push_back(choice);
+    built.push_back(i);
   }
-  timed.resize(static_cast<size_t>(returned));
-  // Find sorts its results by time: the first usable one is the fastest.
-  const std::optional<cudnnConvolutionFwdAlgoPerf_t> fastest =
-      FirstUsable(timed, allow_tf32, workspace->bytes());
-  if (!fastest) {
-    return absl::InternalError(
-        absl::StrCat("none of the ", returned, " algorithms cuDNN timed is usable"));
-  }
-  return RetimeClosest(handle, d, allow_tf32, timed, *fastest, *workspace, x, w, y, stream);
+  return built;
 }
 
 }  // namespace
 
-CudnnConv::CudnnConv(cudnnHandle_t handle, const ConvParams& params, bool allow_tf32,
-                     std::unique_ptr<Descriptors> descriptors)
-    : handle_(handle),
-      params_(params),
-      allow_tf32_(allow_tf32),
-      descriptors_(std::move(descriptors)) {}
+CudnnConv::CudnnConv(cudnnHandle_t handle, const ConvParams& params, bool allow_tf32)
+    : handle_(handle), params_(params), allow_tf32_(allow_tf32) {}
 
 CudnnConv::~CudnnConv() = default;
 
-// Validated sizes and built descriptors on a handle, before any algorithm is
-// chosen. Descriptors are host-side: sizes are checked before the handle is
-// needed.
 absl::StatusOr<std::unique_ptr<CudnnConv>> CudnnConv::CreateUnplanned(cudnnHandle_t handle,
                                                                       const ConvParams& params,
                                                                       bool allow_tf32) {
   const std::string context = ConvParamsToString(params);
   RETURN_IF_ERROR(AnnotateStatus(Validate(params), context));
-  absl::StatusOr<std::unique_ptr<Descriptors>> descriptors = MakeDescriptors(params, allow_tf32);
-  if (!descriptors.ok()) return AnnotateStatus(descriptors.status(), context);
   if (handle == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(context, ": no cuDNN handle"));
   }
-  return std::unique_ptr<CudnnConv>(
-      new CudnnConv(handle, params, allow_tf32, *std::move(descriptors)));
+  return std::unique_ptr<CudnnConv>(new CudnnConv(handle, params, allow_tf32));
+}
+
+absl::Status CudnnConv::Adopt(std::unique_ptr<Plans> plans, int64_t index) {
+  int64_t workspace = 0;
+  FE_RETURN_IF_ERROR(plans->graph.get_workspace_size_plan_at_index(index, workspace));
+  std::string name;
+  FE_RETURN_IF_ERROR(plans->graph.get_plan_name_at_index(index, name));
+  choice_ = ChoiceAt(plans->graph, index);
+  plan_name_ = std::move(name);
+  workspace_bytes_ = static_cast<size_t>(workspace);
+  plans_ = std::move(plans);
+  plan_index_ = index;
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::unique_ptr<CudnnConv>> CudnnConv::Create(cudnnHandle_t handle,
@@ -351,17 +285,18 @@ absl::StatusOr<std::unique_ptr<CudnnConv>> CudnnConv::Create(cudnnHandle_t handl
                                                              bool allow_tf32) {
   ASSIGN_OR_RETURN(std::unique_ptr<CudnnConv> conv, CreateUnplanned(handle, params, allow_tf32));
   const std::string context = ConvParamsToString(params);
-  const absl::StatusOr<std::vector<cudnnConvolutionFwdAlgoPerf_t>> results =
-      HeuristicResults(handle, *conv->descriptors_);
-  if (!results.ok()) return AnnotateStatus(results.status(), context);
-  const std::optional<cudnnConvolutionFwdAlgoPerf_t> first =
-      FirstUsable(*results, allow_tf32, kConvMaxWorkspaceBytes);
-  if (!first) {
+  absl::StatusOr<std::unique_ptr<Plans>> plans = MakeOperationGraph(handle, params);
+  if (!plans.ok()) return AnnotateStatus(plans.status(), context);
+  RETURN_IF_ERROR(AnnotateStatus(QueryHeuristics((*plans)->graph, allow_tf32), context));
+  const std::vector<int64_t> built = BuildFirst((*plans)->graph, /*limit=*/1);
+  if (built.empty()) {
     return absl::UnimplementedError(absl::StrCat(
-        context, ": cuDNN proposes no usable algorithm (", results->size(), " proposals",
-        allow_tf32 ? "" : "; without TF32 only the GEMM-like algorithms qualify", ")"));
+        context, ": cuDNN offers no buildable engine configuration (",
+        (*plans)->graph.get_execution_plan_count(), " proposed",
+        allow_tf32 ? "" : "; without TF32, FFT, Winograd and tensor-core engines are barred",
+        ")"));
   }
-  RETURN_IF_ERROR(AnnotateStatus(conv->UseAlgorithm(first->algo, first->mathType), context));
+  RETURN_IF_ERROR(AnnotateStatus(conv->Adopt(*std::move(plans), built[0]), context));
   return conv;
 }
 
@@ -374,61 +309,92 @@ absl::StatusOr<std::unique_ptr<CudnnConv>> CudnnConv::CreateWithChoice(cudnnHand
   return conv;
 }
 
-absl::Status CudnnConv::UseAlgorithm(cudnnConvolutionFwdAlgo_t algo, cudnnMathType_t math) {
-  Descriptors& d = *descriptors_;
-  // Without TF32 the math type stays FMA whatever the result reported; with
-  // it, cuDNN needs the result's own math type to pick the tensor-core kernel
-  // it timed.
-  const cudnnMathType_t use_math = allow_tf32_ ? math : CUDNN_FMA_MATH;
-  CUDNN_RETURN_IF_ERROR(cudnnSetConvolutionMathType(d.conv.get(), use_math));
-  size_t bytes = 0;
-  CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionForwardWorkspaceSize(
-      handle_, d.x.get(), d.w.get(), d.conv.get(), d.y.get(), algo, &bytes));
-  algo_ = algo;
-  math_ = math;
-  workspace_bytes_ = bytes;
-  return absl::OkStatus();
+absl::Status CudnnConv::UseChoice(const Choice& choice) {
+  ASSIGN_OR_RETURN(std::unique_ptr<Plans> plans, MakeOperationGraph(handle_, params_));
+  std::unordered_map<fe::KnobType_t, int64_t> knobs;
+  for (const auto& [type, value] : choice.knobs) knobs[static_cast<fe::KnobType_t>(type)] = value;
+  FE_RETURN_IF_ERROR(plans->graph.create_execution_plan(choice.engine, knobs));
+  // A recorded choice passed the precision rules when it was chosen; the
+  // rules are applied again so a choice made with TF32 cannot leak into a
+  // plan without it.
+  plans->graph.deselect_numeric_notes(BarredNotes(allow_tf32_));
+  const absl::Status built =
+      FrontendStatus(plans->graph.build_plan_at_index(0), "build_plan_at_index");
+  if (!built.ok()) {
+    return AnnotateStatus(built, absl::StrCat("recorded choice ", choice.ToString()));
+  }
+  return Adopt(std::move(plans), 0);
 }
 
 absl::Status CudnnConv::ChooseFastestAlgorithm(const float* x, const float* w, float* y,
                                                cudaStream_t stream) {
   const std::string context = ConvParamsToString(params_);
-  Descriptors& d = *descriptors_;
-  cudnnMathType_t current_math = d.base_math;
-  CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionMathType(d.conv.get(), &current_math));
-  const absl::StatusOr<cudnnConvolutionFwdAlgoPerf_t> fastest =
-      TimeAlgorithms(handle_, d, allow_tf32_, workspace_bytes_, x, w, y, stream);
-  if (!fastest.ok()) {
-    // Keep the plan as it was: the searches reset the math type.
-    RETURN_IF_ERROR(AnnotateStatus(UseAlgorithm(algo_, current_math), context));
-    return AnnotateStatus(fastest.status(), context);
+  absl::StatusOr<std::unique_ptr<Plans>> plans = MakeOperationGraph(handle_, params_);
+  if (!plans.ok()) return AnnotateStatus(plans.status(), context);
+  fe::graph::Graph& graph = (*plans)->graph;
+  RETURN_IF_ERROR(AnnotateStatus(QueryHeuristics(graph, allow_tf32_), context));
+  const std::vector<int64_t> built = BuildFirst(graph, kMaxTimedCandidates);
+  if (built.empty()) {
+    return absl::UnimplementedError(
+        absl::StrCat(context, ": cuDNN offers no buildable engine configuration"));
   }
-  return AnnotateStatus(UseAlgorithm(fastest->algo, fastest->mathType), context);
+  int64_t want = 0;
+  for (const int64_t index : built) {
+    int64_t bytes = 0;
+    FE_RETURN_IF_ERROR(graph.get_workspace_size_plan_at_index(index, bytes));
+    want = std::max(want, bytes);
+  }
+  ASSIGN_OR_RETURN(const DeviceBuffer workspace,
+                   DeviceBuffer::Allocate(static_cast<size_t>(want)));
+  CUDNN_RETURN_IF_ERROR(cudnnSetStream(handle_, stream));
+  std::unordered_map<int64_t, void*> pointers = {{kXUid, const_cast<float*>(x)},
+                                                 {kWUid, const_cast<float*>(w)},
+                                                 {kYUid, y}};
+  int64_t fastest = -1;
+  float fastest_ms = std::numeric_limits<float>::infinity();
+  std::string failures;
+  for (const int64_t index : built) {
+    const absl::StatusOr<float> ms =
+        MeanRunMs(handle_, graph, index, pointers, workspace.get(), stream);
+    if (!ms.ok()) {
+      // An engine that fails to run here is not chosen; the sticky CUDA
+      // errors are not, so those still fail the plan.
+      CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+      absl::StrAppend(&failures, "; ", ChoiceAt(graph, index).ToString(), ": ",
+                      ms.status().message());
+      continue;
+    }
+    if (*ms < fastest_ms) {
+      fastest_ms = *ms;
+      fastest = index;
+    }
+  }
+  if (fastest < 0) {
+    return absl::InternalError(
+        absl::StrCat(context, ": none of the ", built.size(), " configurations ran", failures));
+  }
+  return AnnotateStatus(Adopt(*std::move(plans), fastest), context);
 }
 
 absl::Status CudnnConv::Enqueue(const float* x, const float* w, float* y, void* workspace,
                                 cudaStream_t stream) const {
   if (workspace == nullptr && workspace_bytes_ > 0) {
     return absl::InvalidArgumentError(absl::StrCat(ConvParamsToString(params_), ": ",
-                                                   algorithm_name(), " needs ", workspace_bytes_,
+                                                   plan_name_, " needs ", workspace_bytes_,
                                                    " workspace bytes, got none"));
   }
-  const Descriptors& d = *descriptors_;
-  const float alpha = 1.0f;
-  const float beta = 0.0f;  // y is written, never read
-  const char* call = "cudnnSetStream";
-  cudnnStatus_t status = cudnnSetStream(handle_, stream);
-  if (status == CUDNN_STATUS_SUCCESS) {
-    call = "cudnnConvolutionForward";
-    status = cudnnConvolutionForward(handle_, &alpha, d.x.get(), x, d.w.get(), w, d.conv.get(),
-                                     algo_, workspace, workspace_bytes_, &beta, d.y.get(), y);
+  absl::Status status = CudnnErrorToStatus(cudnnSetStream(handle_, stream), "cudnnSetStream");
+  if (status.ok()) {
+    std::unordered_map<int64_t, void*> pointers = {{kXUid, const_cast<float*>(x)},
+                                                   {kWUid, const_cast<float*>(w)},
+                                                   {kYUid, y}};
+    status = FrontendStatus(
+        plans_->graph.execute_plan_at_index(handle_, pointers, workspace, plan_index_),
+        "execute_plan_at_index");
   }
-  if (status == CUDNN_STATUS_SUCCESS) return absl::OkStatus();
+  if (status.ok()) return absl::OkStatus();
   // The message is built only on failure: Enqueue runs on the hot path.
-  return AnnotateStatus(CudnnErrorToStatus(status, call),
-                        absl::StrCat(ConvParamsToString(params_), " (", algorithm_name(), ")"));
+  return AnnotateStatus(status, absl::StrCat(ConvParamsToString(params_), " (", plan_name_, ")"));
 }
-
-const char* CudnnConv::algorithm_name() const { return AlgorithmName(algo_); }
 
 }  // namespace graphserve

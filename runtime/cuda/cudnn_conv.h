@@ -5,43 +5,48 @@
 // of it: our own epilogue kernel (LaunchChannelEpilogue, nn_kernels.h) applies
 // them after the convolution.
 //
-// Note [cuDNN legacy convolution API]
-// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// We use cuDNN's legacy (v7-style) API - tensor, filter and convolution
-// descriptors, cudnnFindConvolutionForwardAlgorithmEx, cudnnConvolutionForward -
-// rather than the backend or the cudnn-frontend graph API, because:
-//  * it ships in the toolkit's cudnn.h and libcudnn: no extra dependency (the
-//    frontend is a separate header-only library we would have to vendor);
-//  * each cudnnConvolutionForward call is capturable into a CUDA graph: given a
-//    workspace from the caller it allocates nothing and does not synchronise,
-//    so Enqueue() is a kernel launch or a few, like CublasLtGemm::Enqueue;
-//  * cudnnFindConvolutionForwardAlgorithmEx chooses by timing the algorithms
-//    on the real shapes, the same plan-time autotuning our GEMMs get;
-//  * the only fusion we need (per-channel affine, residual, activation) is a
-//    memory-bound pass that our own epilogue kernel does in one launch with
-//    exactly the NaN semantics nn_params.h specifies, so the frontend's fusion
-//    graphs would buy us nothing.
-// cuDNN 9 marks this API deprecated (it warns only under
-// CUDNN_WARN_DEPRECATED); moving to the backend API would change only
-// cudnn_conv.cc.
+// Note [cuDNN graph API convolution]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// We build each convolution as a one-node graph of cuDNN's C++ frontend
+// (cudnn_frontend::graph, over the backend API), not with the legacy
+// cudnnConvolutionForward API, because:
+//  * the legacy API chooses among eight algorithm families, and cuDNN 9 maps
+//    each to one older engine: on the H100 our ResNet-50 ran
+//    implicit_convolve_sgemm kernels where PyTorch (which uses the graph API)
+//    runs sm80_xmma_fprop_implicit_gemm ones for 43 of its 53 convolutions,
+//    1.30x slower at batch 1. The graph API's heuristics offer every engine
+//    and knob setting cuDNN has for the shape;
+//  * an engine configuration (engine id and knob values) can be recorded
+//    and rebuilt on another handle without a heuristics query, so the M
+//    stream slots and the nodes of equal shape reuse one timing (Choice);
+//  * each execute is capturable into a CUDA graph: given a workspace from the
+//    caller (the plan's workspace size, queried at plan time) it allocates no
+//    device memory and does not synchronise; it only patches a variant pack
+//    on the host and launches the plan's kernels on the handle's stream.
+// The frontend's own fusion (bias, activation) is not used: our epilogue does
+// it in one memory-bound pass with the NaN semantics of nn_params.h, and
+// runtime-fused float32 engines without tensor cores do not exist.
 //
-// Precision. With allow_tf32 false the convolution descriptor asks for
-// CUDNN_FMA_MATH (no tensor cores, no TF32), and only the algorithms that sum
-// the products directly are candidates (implicit GEMM, precomputed implicit
-// GEMM, explicit GEMM, direct): FFT and Winograd transform the input, which
-// costs accuracy (relative errors near 1e-4) and smears a NaN or Inf input
-// over a whole tile of outputs. The result is then float32 rounding of the
-// exact sum, within a few ulps times the number of products, and NaN exactly
-// where a window reads a NaN (or sums +Inf and -Inf products). With allow_tf32
-// true every algorithm and math type is allowed (CUDNN_DEFAULT_MATH: TF32
-// tensor cores on Ampere and later, relative error near 1e-3).
+// Precision. With allow_tf32 false only engines without the TENSOR_CORE,
+// DOWN_CONVERT_INPUTS and REDUCED_PRECISION_REDUCTION numerical notes are
+// candidates (no TF32), and never FFT or Winograd ones: they transform the
+// input, which costs accuracy (relative errors near 1e-4) and smears a NaN or
+// Inf input over a whole tile of outputs. The result is then float32 rounding
+// of the exact sum, within a few ulps times the number of products, and NaN
+// exactly where a window reads a NaN (or sums +Inf and -Inf products). With
+// allow_tf32 true TF32 tensor-core engines (relative error near 1e-3), FFT and
+// Winograd are candidates too. Nondeterministic engines never are: a graph's
+// replay must be bit-identical to its eager run.
 
 #include <cuda_runtime.h>
 #include <cudnn.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -53,6 +58,11 @@ namespace graphserve {
 // never chosen. Plan time also allocates this much, at most, to time them.
 inline constexpr size_t kConvMaxWorkspaceBytes = size_t{256} << 20;  // 256 MiB
 
+// How many of the heuristics' configurations ChooseFastestAlgorithm builds and
+// times. cuDNN ranks its best guesses first; each one timed costs plan time
+// for every distinct convolution shape of every captured size.
+inline constexpr int kMaxTimedCandidates = 8;
+
 // "Conv N=8 C=64 HxW=56x56 -> K=128 56x56 kernel 3x3 stride 1x1 dilation 1x1
 // pad 1x1 groups 1", for error messages and reports.
 std::string ConvParamsToString(const ConvParams& params);
@@ -63,86 +73,92 @@ std::string ConvParamsToString(const ConvParams& params);
 // every CudnnConv planned on it.
 class CudnnConv {
  public:
+  // An engine configuration of cuDNN's graph API: the engine's global index
+  // and its knob settings. Rebuilding it on another handle needs no
+  // heuristics query. Text form (ToString/Parse): "eng12 k2=1 k5=0".
+  struct Choice {
+    int64_t engine = -1;
+    std::vector<std::pair<int64_t, int64_t>> knobs;  // (knob type, value), sorted by type
+
+    [[nodiscard]] std::string ToString() const;
+    static absl::StatusOr<Choice> Parse(const std::string& text);
+    friend bool operator==(const Choice&, const Choice&) = default;
+  };
+
   // Validates the sizes (positive, groups dividing both channel counts, int32
-  // range as cuDNN's 4-D descriptors need, out_h/out_w equal to what cuDNN
-  // computes) and builds the descriptors; the initial algorithm is the first
-  // usable one of cuDNN's heuristic (cudnnGetConvolutionForwardAlgorithm_v7).
-  // Needs no device memory. Errors name the parameters and cuDNN's status.
+  // element counts, out_h/out_w equal to the convolution's own), builds the
+  // operation graph and takes the first buildable engine configuration of
+  // cuDNN's heuristics (mode A, then the fallback list) that the precision
+  // rules allow (Note [cuDNN graph API convolution]). Needs no device memory.
+  // Errors name the parameters and cuDNN's message.
   static absl::StatusOr<std::unique_ptr<CudnnConv>> Create(cudnnHandle_t handle,
                                                            const ConvParams& params,
                                                            bool allow_tf32);
 
-  // The same with a choice another plan of these sizes made (UseChoice),
-  // which skips cuDNN's heuristic query: a few milliseconds per convolution,
-  // for each of a model's M stream slots and N sizes otherwise.
-  struct Choice;
+  // The same with a choice another plan of these sizes made, which skips the
+  // heuristics query: milliseconds per convolution, for each of a model's M
+  // stream slots and N sizes otherwise.
   static absl::StatusOr<std::unique_ptr<CudnnConv>> CreateWithChoice(cudnnHandle_t handle,
                                                                      const ConvParams& params,
                                                                      bool allow_tf32,
                                                                      const Choice& choice);
 
-  // Bytes of workspace Enqueue needs with the current algorithm; may change
+  // Bytes of workspace Enqueue needs with the current plan; may change
   // (either way) after ChooseFastestAlgorithm, so size workspaces after it.
   [[nodiscard]] size_t workspace_bytes() const { return workspace_bytes_; }
 
-  // Times every candidate algorithm on these operands
-  // (cudnnFindConvolutionForwardAlgorithmEx) and keeps the fastest whose
-  // workspace is at most kConvMaxWorkspaceBytes, preferring deterministic ones.
-  // Allocates its own temporary workspace, writes `y`, synchronises `stream`.
-  // Plan time only: never while capturing. x, w and y are device buffers of
-  // the params' sizes, ready in `stream` order.
+  // Builds the first kMaxTimedCandidates allowed configurations of the
+  // heuristics' list whose workspace is at most kConvMaxWorkspaceBytes, times
+  // each on these operands (warm-up, then the mean of several runs) and keeps
+  // the fastest. Allocates its own temporary workspace, writes `y`,
+  // synchronises `stream`. Plan time only: never while capturing. x, w and y
+  // are device buffers of the params' sizes, ready in `stream` order.
   absl::Status ChooseFastestAlgorithm(const float* x, const float* w, float* y,
                                       cudaStream_t stream);
 
-  // Enqueues y = conv(x, w) on `stream` (cudnnSetStream, then
-  // cudnnConvolutionForward with alpha 1, beta 0: y's old contents are never
-  // read). `workspace` holds at least workspace_bytes() device bytes (null
-  // when that is 0). No allocation, no synchronisation: capturable into a CUDA
-  // graph, on every call. Run it once outside capture first (plan time does),
-  // so that lazily loaded kernels are loaded before a capture begins.
+  // Enqueues y = conv(x, w) on `stream` (y's old contents are never read).
+  // `workspace` holds at least workspace_bytes() device bytes (null when that
+  // is 0). No allocation, no synchronisation: capturable into a CUDA graph, on
+  // every call. Run it once outside capture first (plan time does), so that
+  // lazily loaded kernels are loaded before a capture begins.
   absl::Status Enqueue(const float* x, const float* w, float* y, void* workspace,
                        cudaStream_t stream) const;
 
-  // The current algorithm and math type, to replay a choice on another plan
-  // of the same sizes (AlgorithmChoices) without timing again.
-  struct Choice {
-    cudnnConvolutionFwdAlgo_t algo = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
-    cudnnMathType_t math = CUDNN_FMA_MATH;
-  };
-  [[nodiscard]] Choice choice() const { return {algo_, math_}; }
-  absl::Status UseChoice(const Choice& choice) { return UseAlgorithm(choice.algo, choice.math); }
+  // The current configuration, to replay on another plan of the same sizes
+  // (AlgorithmChoices) without timing again.
+  [[nodiscard]] const Choice& choice() const { return choice_; }
+  absl::Status UseChoice(const Choice& choice);
 
   [[nodiscard]] const ConvParams& params() const { return params_; }
   [[nodiscard]] bool allow_tf32() const { return allow_tf32_; }
-  // The chosen algorithm, e.g. "IMPLICIT_PRECOMP_GEMM", for reports.
-  [[nodiscard]] const char* algorithm_name() const;
+  // The current plan's name as cuDNN tags it (engine and knobs), for reports.
+  [[nodiscard]] const std::string& algorithm_name() const { return plan_name_; }
 
   ~CudnnConv();
   CudnnConv(const CudnnConv&) = delete;
   CudnnConv& operator=(const CudnnConv&) = delete;
 
   // Implementation details follow.
-  struct Descriptors;
+  struct Plans;
 
  private:
-  CudnnConv(cudnnHandle_t handle, const ConvParams& params, bool allow_tf32,
-            std::unique_ptr<Descriptors> descriptors);
+  CudnnConv(cudnnHandle_t handle, const ConvParams& params, bool allow_tf32);
 
   static absl::StatusOr<std::unique_ptr<CudnnConv>> CreateUnplanned(cudnnHandle_t handle,
                                                                     const ConvParams& params,
                                                                     bool allow_tf32);
 
-  // Makes `algo` with `math` current: sets the math type on the convolution
-  // descriptor (cuDNN decides tensor-core use from it) and asks cuDNN for the
-  // workspace it then needs.
-  absl::Status UseAlgorithm(cudnnConvolutionFwdAlgo_t algo, cudnnMathType_t math);
+  // Makes plan `index` of `plans` (built) current: its choice, name and
+  // workspace.
+  absl::Status Adopt(std::unique_ptr<Plans> plans, int64_t index);
 
   cudnnHandle_t handle_ = nullptr;  // not owned
   ConvParams params_;
   bool allow_tf32_ = false;
-  std::unique_ptr<Descriptors> descriptors_;
-  cudnnConvolutionFwdAlgo_t algo_ = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
-  cudnnMathType_t math_ = CUDNN_FMA_MATH;  // as UseAlgorithm was given it
+  std::unique_ptr<Plans> plans_;  // the operation graph and its candidate plans
+  int64_t plan_index_ = -1;       // the one Enqueue executes
+  Choice choice_;
+  std::string plan_name_;
   size_t workspace_bytes_ = 0;
 };
 

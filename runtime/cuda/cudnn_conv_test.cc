@@ -205,6 +205,19 @@ TEST_P(CudnnConvTest, MatchesReferenceWithSpecialValues) {
   EXPECT_TRUE(
       MatchesReference(Run(**conv, problem), problem.want, kFloat32Tolerance, problem.scale))
       << "fastest algorithm " << (*conv)->algorithm_name();
+
+  // Another slot rebuilds the choice from its text, without heuristics.
+  absl::StatusOr<CudnnConv::Choice> choice =
+      CudnnConv::Choice::Parse((*conv)->choice().ToString());
+  ASSERT_TRUE(choice.ok()) << choice.status();
+  absl::StatusOr<std::unique_ptr<CudnnConv>> replayed =
+      CudnnConv::CreateWithChoice(handle_.get(), p, /*allow_tf32=*/false, *choice);
+  ASSERT_TRUE(replayed.ok()) << replayed.status();
+  EXPECT_EQ((*replayed)->algorithm_name(), (*conv)->algorithm_name());
+  EXPECT_EQ((*replayed)->workspace_bytes(), (*conv)->workspace_bytes());
+  EXPECT_TRUE(
+      MatchesReference(Run(**replayed, problem), problem.want, kFloat32Tolerance, problem.scale))
+      << "recorded choice " << (*replayed)->algorithm_name();
 }
 
 // TF32 is allowed to be inexact, but the plumbing (math type, algorithm
@@ -315,6 +328,22 @@ TEST(CudnnConvCreateTest, RefusesOutputSizeCudnnDisagreesWith) {
   EXPECT_NE(conv.status().message().find("computes the output as 1x4x8x8"), absl::string_view::npos)
       << conv.status();
   EXPECT_NE(conv.status().message().find("K=4 9x8"), absl::string_view::npos) << conv.status();
+}
+
+TEST(CudnnConvChoiceTest, TextRoundTripsAndBadTextIsRefused) {
+  const CudnnConv::Choice choice{12, {{2, 1}, {5, 0}, {17, -1}}};
+  EXPECT_EQ(choice.ToString(), "eng12 k2=1 k5=0 k17=-1");
+  absl::StatusOr<CudnnConv::Choice> parsed = CudnnConv::Choice::Parse(choice.ToString());
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_TRUE(*parsed == choice);
+  // Knobs in another order mean the same configuration.
+  parsed = CudnnConv::Choice::Parse("eng12 k17=-1 k5=0 k2=1");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_TRUE(*parsed == choice);
+  for (const char* bad : {"", "12", "eng", "engx", "eng-1", "eng3 k2", "eng3 k2=", "eng3 2=1",
+                          "eng3 k2=1=4"}) {
+    EXPECT_FALSE(CudnnConv::Choice::Parse(bad).ok()) << "'" << bad << "'";
+  }
 }
 
 TEST(CudnnConvCreateTest, ParamsToStringNamesEverySize) {

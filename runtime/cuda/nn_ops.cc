@@ -85,16 +85,10 @@ uint64_t PadValueBits(DType dtype, float value) {
   return bits;
 }
 
-// A convolution's choice as AlgorithmChoices records it: algo * 16 + math.
-constexpr int64_t kMathTypes = 16;
-
-int64_t EncodeChoice(const CudnnConv::Choice& choice) {
-  return int64_t{choice.algo} * kMathTypes + choice.math;
-}
-
-CudnnConv::Choice DecodeChoice(int64_t recorded) {
-  return {static_cast<cudnnConvolutionFwdAlgo_t>(recorded / kMathTypes),
-          static_cast<cudnnMathType_t>(recorded % kMathTypes)};
+// A convolution's choice depends on its sizes and precision alone, so it is
+// keyed by them: ResNet's repeated blocks time each shape once per size.
+std::string ConvChoiceKey(const ConvParams& params, bool allow_tf32) {
+  return absl::StrCat(ConvParamsToString(params), allow_tf32 ? " tf32" : "");
 }
 
 }  // namespace
@@ -158,15 +152,17 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeNnOpKernel(const BoundGraph& g
 absl::StatusOr<std::unique_ptr<ConvKernel>> ConvKernel::Create(const CudaKernelContext& context,
                                                                const ConvFusion& fusion) {
   const ConvParams params = ConvParamsOf(context.graph, context.node);
-  const std::string choice_key = AlgorithmChoices::Key(context.node.name, context.graph.batch_size);
-  const std::optional<int64_t> recorded =
+  const std::string choice_key = ConvChoiceKey(params, context.allow_tf32);
+  const std::optional<std::string> recorded =
       context.algorithm_choices ? context.algorithm_choices->Find(choice_key) : std::nullopt;
-  absl::StatusOr<std::unique_ptr<CudnnConv>> created =
-      recorded ? CudnnConv::CreateWithChoice(context.cudnn, params, context.allow_tf32,
-                                             DecodeChoice(*recorded))
-               : CudnnConv::Create(context.cudnn, params, context.allow_tf32);
-  if (!created.ok()) return created.status();
-  std::unique_ptr<CudnnConv> cudnn = *std::move(created);
+  std::unique_ptr<CudnnConv> cudnn;
+  if (recorded) {
+    ASSIGN_OR_RETURN(const CudnnConv::Choice choice, CudnnConv::Choice::Parse(*recorded));
+    ASSIGN_OR_RETURN(cudnn, CudnnConv::CreateWithChoice(context.cudnn, params,
+                                                        context.allow_tf32, choice));
+  } else {
+    ASSIGN_OR_RETURN(cudnn, CudnnConv::Create(context.cudnn, params, context.allow_tf32));
+  }
   RETURN_IF_ERROR(context.workspace->Reserve(cudnn->workspace_bytes()));
   ChannelEpilogueParams epilogue;
   epilogue.batch = params.batch;
@@ -191,14 +187,19 @@ ConvKernel::ConvKernel(std::string label, std::string choice_key, std::unique_pt
 
 ConvKernel::~ConvKernel() = default;
 
-const char* ConvKernel::algorithm_name() const { return conv_->algorithm_name(); }
+const std::string& ConvKernel::algorithm_name() const { return conv_->algorithm_name(); }
 
 absl::Status ConvKernel::Autotune(absl::Span<const void* const> inputs,
                                   absl::Span<void* const> outputs, cudaStream_t stream) {
-  const std::optional<int64_t> recorded =
+  const std::optional<std::string> recorded =
       algorithm_choices_ ? algorithm_choices_->Find(choice_key_) : std::nullopt;
   if (recorded) {
-    RETURN_IF_ERROR(AnnotateStatus(conv_->UseChoice(DecodeChoice(*recorded)), label_));
+    ASSIGN_OR_RETURN(const CudnnConv::Choice choice, CudnnConv::Choice::Parse(*recorded));
+    // Another plan of these sizes chose it; rebuilding costs nothing when it
+    // is already current.
+    if (!(choice == conv_->choice())) {
+      RETURN_IF_ERROR(AnnotateStatus(conv_->UseChoice(choice), label_));
+    }
   } else {
     RETURN_IF_ERROR(
         AnnotateStatus(conv_->ChooseFastestAlgorithm(static_cast<const float*>(inputs[0]),
@@ -206,7 +207,7 @@ absl::Status ConvKernel::Autotune(absl::Span<const void* const> inputs,
                                                      static_cast<float*>(outputs[0]), stream),
                        label_));
     if (algorithm_choices_) {
-      algorithm_choices_->Record(choice_key_, EncodeChoice(conv_->choice()));
+      algorithm_choices_->Record(choice_key_, conv_->choice().ToString());
     }
   }
   return workspace_->Reserve(conv_->workspace_bytes());

@@ -33,3 +33,14 @@ cc_library(
     ],
     deps = [":cudart"],
 )
+
+# NVRTC: cuDNN's frontend headers reference it (their run-time compiled
+# engines); GraphServe's convolutions never compile at run time.
+cc_library(
+    name = "nvrtc",
+    linkopts = [
+        "-L%{cuda_path}/lib64",
+        "-lnvrtc",
+    ],
+    deps = [":cudart"],
+)
