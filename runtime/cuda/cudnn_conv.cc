@@ -9,9 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "common/cuda_handles.h"
 #include "common/cuda_status.h"
@@ -135,42 +133,8 @@ std::string ConvParamsToString(const ConvParams& p) {
                       p.groups);
 }
 
-std::string CudnnConv::Choice::ToString() const {
-  std::string text = absl::StrCat("eng", engine);
-  for (const auto& [type, value] : knobs) absl::StrAppend(&text, " k", type, "=", value);
-  return text;
-}
-
-absl::StatusOr<CudnnConv::Choice> CudnnConv::Choice::Parse(const std::string& text) {
-  const auto bad = [&text]() {
-    return absl::InvalidArgumentError(
-        absl::StrCat("not a convolution choice (\"eng<id> k<type>=<value> ...\"): '",
-                     text.substr(0, 64), "'"));
-  };
-  const std::vector<absl::string_view> words = absl::StrSplit(text, ' ', absl::SkipEmpty());
-  if (words.empty()) return bad();
-  absl::string_view engine = words[0];
-  Choice choice;
-  if (!absl::ConsumePrefix(&engine, "eng") || !absl::SimpleAtoi(engine, &choice.engine) ||
-      choice.engine < 0) {
-    return bad();
-  }
-  for (size_t i = 1; i < words.size(); ++i) {
-    const std::vector<absl::string_view> parts = absl::StrSplit(words[i], '=');
-    absl::string_view type = parts[0];
-    std::pair<int64_t, int64_t> knob;
-    if (parts.size() != 2 || !absl::ConsumePrefix(&type, "k") ||
-        !absl::SimpleAtoi(type, &knob.first) || !absl::SimpleAtoi(parts[1], &knob.second)) {
-      return bad();
-    }
-    choice.knobs.push_back(knob);
-  }
-  std::sort(choice.knobs.begin(), choice.knobs.end());
-  return choice;
-}
-
-// The convolution as a one-node graph of the frontend, with its candidate
-// engine configurations (from the heuristics, or one recorded choice).
+// The convolution as a one-node graph of the frontend, with the engine
+// configurations the heuristics offer.
 struct CudnnConv::Plans {
   fe::graph::Graph graph;
 };
@@ -224,13 +188,10 @@ absl::Status QueryHeuristics(fe::graph::Graph& graph, bool allow_tf32) {
   return absl::OkStatus();
 }
 
-CudnnConv::Choice ChoiceAt(const fe::graph::Graph& graph, int64_t index) {
-  CudnnConv::Choice choice;
-  std::unordered_map<fe::KnobType_t, int64_t> knobs;
-  if (graph.get_engine_and_knobs_at_index(index, choice.engine, knobs).is_bad()) return {};
-  for (const auto& [type, value] : knobs) choice.knobs.emplace_back(static_cast<int64_t>(type), value);
-  std::sort(choice.knobs.begin(), choice.knobs.end());
-  return choice;
+std::string NameAt(const fe::graph::Graph& graph, int64_t index) {
+  std::string name;
+  if (graph.get_plan_name_at_index(index, name).is_bad()) return {};
+  return name;
 }
 
 // Builds configurations in the heuristics' order until `limit` distinct ones
@@ -238,12 +199,12 @@ CudnnConv::Choice ChoiceAt(const fe::graph::Graph& graph, int64_t index) {
 // unsupported on this device) are skipped.
 std::vector<int64_t> BuildFirst(fe::graph::Graph& graph, int limit) {
   std::vector<int64_t> built;
-  std::vector<CudnnConv::Choice> seen;  // mode A and the fallback list overlap
+  std::vector<std::string> seen;  // mode A and the fallback list overlap
   for (int64_t i = 0; i < graph.get_execution_plan_count() && built.size() < size_t(limit); ++i) {
+    std::string name = NameAt(graph, i);
+    if (std::find(seen.begin(), seen.end(), name) != seen.end()) continue;
     if (graph.build_plan_at_index(i).is_bad()) continue;
-    const CudnnConv::Choice choice = ChoiceAt(graph, i);
-    if (std::find(seen.begin(), seen.end(), choice) != seen.end()) continue;
-    seen.push_back(choice);
+    seen.push_back(std::move(name));
     built.push_back(i);
   }
   return built;
@@ -270,10 +231,7 @@ absl::StatusOr<std::unique_ptr<CudnnConv>> CudnnConv::CreateUnplanned(cudnnHandl
 absl::Status CudnnConv::Adopt(std::unique_ptr<Plans> plans, int64_t index) {
   int64_t workspace = 0;
   FE_RETURN_IF_ERROR(plans->graph.get_workspace_size_plan_at_index(index, workspace));
-  std::string name;
-  FE_RETURN_IF_ERROR(plans->graph.get_plan_name_at_index(index, name));
-  choice_ = ChoiceAt(plans->graph, index);
-  plan_name_ = std::move(name);
+  FE_RETURN_IF_ERROR(plans->graph.get_plan_name_at_index(index, choice_));
   workspace_bytes_ = static_cast<size_t>(workspace);
   plans_ = std::move(plans);
   plan_index_ = index;
@@ -303,27 +261,28 @@ absl::StatusOr<std::unique_ptr<CudnnConv>> CudnnConv::Create(cudnnHandle_t handl
 absl::StatusOr<std::unique_ptr<CudnnConv>> CudnnConv::CreateWithChoice(cudnnHandle_t handle,
                                                                        const ConvParams& params,
                                                                        bool allow_tf32,
-                                                                       const Choice& choice) {
+                                                                       const std::string& choice) {
   ASSIGN_OR_RETURN(std::unique_ptr<CudnnConv> conv, CreateUnplanned(handle, params, allow_tf32));
   RETURN_IF_ERROR(AnnotateStatus(conv->UseChoice(choice), ConvParamsToString(params)));
   return conv;
 }
 
-absl::Status CudnnConv::UseChoice(const Choice& choice) {
+// The heuristics are asked again (a millisecond or two) and the configuration
+// of that name built: the frontend cannot rebuild a configuration from its
+// knobs when an older engine reports knob types it has no name for.
+absl::Status CudnnConv::UseChoice(const std::string& choice) {
   ASSIGN_OR_RETURN(std::unique_ptr<Plans> plans, MakeOperationGraph(handle_, params_));
-  std::unordered_map<fe::KnobType_t, int64_t> knobs;
-  for (const auto& [type, value] : choice.knobs) knobs[static_cast<fe::KnobType_t>(type)] = value;
-  FE_RETURN_IF_ERROR(plans->graph.create_execution_plan(choice.engine, knobs));
-  // A recorded choice passed the precision rules when it was chosen; the
-  // rules are applied again so a choice made with TF32 cannot leak into a
-  // plan without it.
-  plans->graph.deselect_numeric_notes(BarredNotes(allow_tf32_));
-  const absl::Status built =
-      FrontendStatus(plans->graph.build_plan_at_index(0), "build_plan_at_index");
-  if (!built.ok()) {
-    return AnnotateStatus(built, absl::StrCat("recorded choice ", choice.ToString()));
+  fe::graph::Graph& graph = plans->graph;
+  RETURN_IF_ERROR(QueryHeuristics(graph, allow_tf32_));
+  for (int64_t i = 0; i < graph.get_execution_plan_count(); ++i) {
+    if (NameAt(graph, i) != choice) continue;
+    // Barred configurations (another precision) fail to build.
+    const absl::Status built = FrontendStatus(graph.build_plan_at_index(i), "build_plan_at_index");
+    if (built.ok()) return Adopt(std::move(plans), i);
+    return AnnotateStatus(built, absl::StrCat("recorded choice ", choice));
   }
-  return Adopt(std::move(plans), 0);
+  return absl::NotFoundError(
+      absl::StrCat("recorded choice ", choice, " is not among cuDNN's configurations"));
 }
 
 absl::Status CudnnConv::ChooseFastestAlgorithm(const float* x, const float* w, float* y,
@@ -360,7 +319,7 @@ absl::Status CudnnConv::ChooseFastestAlgorithm(const float* x, const float* w, f
       // An engine that fails to run here is not chosen; the sticky CUDA
       // errors are not, so those still fail the plan.
       CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
-      absl::StrAppend(&failures, "; ", ChoiceAt(graph, index).ToString(), ": ",
+      absl::StrAppend(&failures, "; ", NameAt(graph, index), ": ",
                       ms.status().message());
       continue;
     }
@@ -380,7 +339,7 @@ absl::Status CudnnConv::Enqueue(const float* x, const float* w, float* y, void* 
                                 cudaStream_t stream) const {
   if (workspace == nullptr && workspace_bytes_ > 0) {
     return absl::InvalidArgumentError(absl::StrCat(ConvParamsToString(params_), ": ",
-                                                   plan_name_, " needs ", workspace_bytes_,
+                                                   choice_, " needs ", workspace_bytes_,
                                                    " workspace bytes, got none"));
   }
   absl::Status status = CudnnErrorToStatus(cudnnSetStream(handle_, stream), "cudnnSetStream");
@@ -394,7 +353,7 @@ absl::Status CudnnConv::Enqueue(const float* x, const float* w, float* y, void* 
   }
   if (status.ok()) return absl::OkStatus();
   // The message is built only on failure: Enqueue runs on the hot path.
-  return AnnotateStatus(status, absl::StrCat(ConvParamsToString(params_), " (", plan_name_, ")"));
+  return AnnotateStatus(status, absl::StrCat(ConvParamsToString(params_), " (", choice_, ")"));
 }
 
 }  // namespace graphserve

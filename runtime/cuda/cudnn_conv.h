@@ -16,9 +16,9 @@
 //    runs sm80_xmma_fprop_implicit_gemm ones for 43 of its 53 convolutions,
 //    1.30x slower at batch 1. The graph API's heuristics offer every engine
 //    and knob setting cuDNN has for the shape;
-//  * an engine configuration (engine id and knob values) can be recorded
-//    and rebuilt on another handle without a heuristics query, so the M
-//    stream slots and the nodes of equal shape reuse one timing (Choice);
+//  * an engine configuration (engine and knob values) is named, so it can be
+//    recorded and rebuilt on another handle without timing: the M stream
+//    slots and the nodes of equal shape reuse one timing (choice());
 //  * each execute is capturable into a CUDA graph: given a workspace from the
 //    caller (the plan's workspace size, queried at plan time) it allocates no
 //    device memory and does not synchronise; it only patches a variant pack
@@ -45,8 +45,6 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <utility>
-#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -73,18 +71,6 @@ std::string ConvParamsToString(const ConvParams& params);
 // every CudnnConv planned on it.
 class CudnnConv {
  public:
-  // An engine configuration of cuDNN's graph API: the engine's global index
-  // and its knob settings. Rebuilding it on another handle needs no
-  // heuristics query. Text form (ToString/Parse): "eng12 k2=1 k5=0".
-  struct Choice {
-    int64_t engine = -1;
-    std::vector<std::pair<int64_t, int64_t>> knobs;  // (knob type, value), sorted by type
-
-    [[nodiscard]] std::string ToString() const;
-    static absl::StatusOr<Choice> Parse(const std::string& text);
-    friend bool operator==(const Choice&, const Choice&) = default;
-  };
-
   // Validates the sizes (positive, groups dividing both channel counts, int32
   // element counts, out_h/out_w equal to the convolution's own), builds the
   // operation graph and takes the first buildable engine configuration of
@@ -95,13 +81,14 @@ class CudnnConv {
                                                            const ConvParams& params,
                                                            bool allow_tf32);
 
-  // The same with a choice another plan of these sizes made, which skips the
-  // heuristics query: milliseconds per convolution, for each of a model's M
-  // stream slots and N sizes otherwise.
+  // The same with the engine configuration another plan of these sizes
+  // chose (its choice()), which skips timing: each of a model's M stream slots
+  // and each node of these sizes would time again otherwise. An error when
+  // the heuristics no longer offer it.
   static absl::StatusOr<std::unique_ptr<CudnnConv>> CreateWithChoice(cudnnHandle_t handle,
                                                                      const ConvParams& params,
                                                                      bool allow_tf32,
-                                                                     const Choice& choice);
+                                                                     const std::string& choice);
 
   // Bytes of workspace Enqueue needs with the current plan; may change
   // (either way) after ChooseFastestAlgorithm, so size workspaces after it.
@@ -124,15 +111,14 @@ class CudnnConv {
   absl::Status Enqueue(const float* x, const float* w, float* y, void* workspace,
                        cudaStream_t stream) const;
 
-  // The current configuration, to replay on another plan of the same sizes
-  // (AlgorithmChoices) without timing again.
-  [[nodiscard]] const Choice& choice() const { return choice_; }
-  absl::Status UseChoice(const Choice& choice);
+  // The current engine configuration as cuDNN names it (engine and knob
+  // values, "eng28_k2=2_k3=0_..."), to replay on another plan of the same
+  // sizes (AlgorithmChoices) without timing again, and for reports.
+  [[nodiscard]] const std::string& choice() const { return choice_; }
+  absl::Status UseChoice(const std::string& choice);
 
   [[nodiscard]] const ConvParams& params() const { return params_; }
   [[nodiscard]] bool allow_tf32() const { return allow_tf32_; }
-  // The current plan's name as cuDNN tags it (engine and knobs), for reports.
-  [[nodiscard]] const std::string& algorithm_name() const { return plan_name_; }
 
   ~CudnnConv();
   CudnnConv(const CudnnConv&) = delete;
@@ -148,8 +134,7 @@ class CudnnConv {
                                                                     const ConvParams& params,
                                                                     bool allow_tf32);
 
-  // Makes plan `index` of `plans` (built) current: its choice, name and
-  // workspace.
+  // Makes plan `index` of `plans` (built) current: its choice and workspace.
   absl::Status Adopt(std::unique_ptr<Plans> plans, int64_t index);
 
   cudnnHandle_t handle_ = nullptr;  // not owned
@@ -157,8 +142,7 @@ class CudnnConv {
   bool allow_tf32_ = false;
   std::unique_ptr<Plans> plans_;  // the operation graph and its candidate plans
   int64_t plan_index_ = -1;       // the one Enqueue executes
-  Choice choice_;
-  std::string plan_name_;
+  std::string choice_;
   size_t workspace_bytes_ = 0;
 };
 

@@ -197,27 +197,24 @@ TEST_P(CudnnConvTest, MatchesReferenceWithSpecialValues) {
   ASSERT_TRUE(conv.ok()) << conv.status();
   EXPECT_TRUE(
       MatchesReference(Run(**conv, problem), problem.want, kFloat32Tolerance, problem.scale))
-      << "heuristic algorithm " << (*conv)->algorithm_name();
+      << "heuristic algorithm " << (*conv)->choice();
 
   const absl::Status tuned = (*conv)->ChooseFastestAlgorithm(In(problem.dx), In(problem.dw),
                                                              Out(problem.dy), stream_.get());
   ASSERT_TRUE(tuned.ok()) << tuned;
   EXPECT_TRUE(
       MatchesReference(Run(**conv, problem), problem.want, kFloat32Tolerance, problem.scale))
-      << "fastest algorithm " << (*conv)->algorithm_name();
+      << "fastest algorithm " << (*conv)->choice();
 
-  // Another slot rebuilds the choice from its text, without heuristics.
-  absl::StatusOr<CudnnConv::Choice> choice =
-      CudnnConv::Choice::Parse((*conv)->choice().ToString());
-  ASSERT_TRUE(choice.ok()) << choice.status();
+  // Another slot rebuilds the choice from its name, without timing.
   absl::StatusOr<std::unique_ptr<CudnnConv>> replayed =
-      CudnnConv::CreateWithChoice(handle_.get(), p, /*allow_tf32=*/false, *choice);
+      CudnnConv::CreateWithChoice(handle_.get(), p, /*allow_tf32=*/false, (*conv)->choice());
   ASSERT_TRUE(replayed.ok()) << replayed.status();
-  EXPECT_EQ((*replayed)->algorithm_name(), (*conv)->algorithm_name());
+  EXPECT_EQ((*replayed)->choice(), (*conv)->choice());
   EXPECT_EQ((*replayed)->workspace_bytes(), (*conv)->workspace_bytes());
   EXPECT_TRUE(
       MatchesReference(Run(**replayed, problem), problem.want, kFloat32Tolerance, problem.scale))
-      << "recorded choice " << (*replayed)->algorithm_name();
+      << "recorded choice " << (*replayed)->choice();
 }
 
 // TF32 is allowed to be inexact, but the plumbing (math type, algorithm
@@ -234,7 +231,7 @@ TEST_P(CudnnConvTest, Tf32MatchesReferenceLoosely) {
   ASSERT_TRUE(tuned.ok()) << tuned;
   constexpr double kTf32Tolerance = 1e-2;  // 10-bit mantissa products, FFT/Winograd allowed
   EXPECT_TRUE(MatchesReference(Run(**conv, problem), problem.want, kTf32Tolerance, problem.scale))
-      << (*conv)->algorithm_name();
+      << (*conv)->choice();
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, CudnnConvTest, ::testing::ValuesIn(ConvCases()),
@@ -289,7 +286,7 @@ TEST_F(CudnnConvCaptureTest, EnqueueIsCapturableAndReplays) {
     ASSERT_EQ(cudaStreamSynchronize(stream_.get()), cudaSuccess);
     EXPECT_TRUE(MatchesReference(Download(problem.dy, problem.y_count), problem.want,
                                  kFloat32Tolerance, problem.scale))
-        << "replay " << replay << ", " << (*conv)->algorithm_name();
+        << "replay " << replay << ", " << (*conv)->choice();
   }
 }
 
@@ -328,22 +325,6 @@ TEST(CudnnConvCreateTest, RefusesOutputSizeCudnnDisagreesWith) {
   EXPECT_NE(conv.status().message().find("computes the output as 1x4x8x8"), absl::string_view::npos)
       << conv.status();
   EXPECT_NE(conv.status().message().find("K=4 9x8"), absl::string_view::npos) << conv.status();
-}
-
-TEST(CudnnConvChoiceTest, TextRoundTripsAndBadTextIsRefused) {
-  const CudnnConv::Choice choice{12, {{2, 1}, {5, 0}, {17, -1}}};
-  EXPECT_EQ(choice.ToString(), "eng12 k2=1 k5=0 k17=-1");
-  absl::StatusOr<CudnnConv::Choice> parsed = CudnnConv::Choice::Parse(choice.ToString());
-  ASSERT_TRUE(parsed.ok()) << parsed.status();
-  EXPECT_TRUE(*parsed == choice);
-  // Knobs in another order mean the same configuration.
-  parsed = CudnnConv::Choice::Parse("eng12 k17=-1 k5=0 k2=1");
-  ASSERT_TRUE(parsed.ok()) << parsed.status();
-  EXPECT_TRUE(*parsed == choice);
-  for (const char* bad : {"", "12", "eng", "engx", "eng-1", "eng3 k2", "eng3 k2=", "eng3 2=1",
-                          "eng3 k2=1=4"}) {
-    EXPECT_FALSE(CudnnConv::Choice::Parse(bad).ok()) << "'" << bad << "'";
-  }
 }
 
 TEST(CudnnConvCreateTest, ParamsToStringNamesEverySize) {

@@ -157,9 +157,8 @@ absl::StatusOr<std::unique_ptr<ConvKernel>> ConvKernel::Create(const CudaKernelC
       context.algorithm_choices ? context.algorithm_choices->Find(choice_key) : std::nullopt;
   std::unique_ptr<CudnnConv> cudnn;
   if (recorded) {
-    ASSIGN_OR_RETURN(const CudnnConv::Choice choice, CudnnConv::Choice::Parse(*recorded));
     ASSIGN_OR_RETURN(cudnn, CudnnConv::CreateWithChoice(context.cudnn, params,
-                                                        context.allow_tf32, choice));
+                                                        context.allow_tf32, *recorded));
   } else {
     ASSIGN_OR_RETURN(cudnn, CudnnConv::Create(context.cudnn, params, context.allow_tf32));
   }
@@ -187,18 +186,17 @@ ConvKernel::ConvKernel(std::string label, std::string choice_key, std::unique_pt
 
 ConvKernel::~ConvKernel() = default;
 
-const std::string& ConvKernel::algorithm_name() const { return conv_->algorithm_name(); }
+const std::string& ConvKernel::algorithm_name() const { return conv_->choice(); }
 
 absl::Status ConvKernel::Autotune(absl::Span<const void* const> inputs,
                                   absl::Span<void* const> outputs, cudaStream_t stream) {
   const std::optional<std::string> recorded =
       algorithm_choices_ ? algorithm_choices_->Find(choice_key_) : std::nullopt;
   if (recorded) {
-    ASSIGN_OR_RETURN(const CudnnConv::Choice choice, CudnnConv::Choice::Parse(*recorded));
-    // Another plan of these sizes chose it; rebuilding costs nothing when it
-    // is already current.
-    if (!(choice == conv_->choice())) {
-      RETURN_IF_ERROR(AnnotateStatus(conv_->UseChoice(choice), label_));
+    // Another plan of these sizes chose it, usually before this one was
+    // created with it.
+    if (*recorded != conv_->choice()) {
+      RETURN_IF_ERROR(AnnotateStatus(conv_->UseChoice(*recorded), label_));
     }
   } else {
     RETURN_IF_ERROR(
@@ -207,7 +205,7 @@ absl::Status ConvKernel::Autotune(absl::Span<const void* const> inputs,
                                                      static_cast<float*>(outputs[0]), stream),
                        label_));
     if (algorithm_choices_) {
-      algorithm_choices_->Record(choice_key_, conv_->choice().ToString());
+      algorithm_choices_->Record(choice_key_, conv_->choice());
     }
   }
   return workspace_->Reserve(conv_->workspace_bytes());
