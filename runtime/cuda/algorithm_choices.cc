@@ -6,16 +6,27 @@
 
 namespace graphserve {
 
-std::optional<std::string> AlgorithmChoices::Find(const std::string& key) const {
+std::optional<int64_t> AlgorithmChoices::Find(const std::string& key) const {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = choices_.find(key);
   if (it == choices_.end()) return std::nullopt;
   return it->second;
 }
 
-void AlgorithmChoices::Record(const std::string& key, std::string choice) {
+void AlgorithmChoices::Record(const std::string& key, int64_t choice) {
   std::lock_guard<std::mutex> lock(mu_);
-  choices_[key] = std::move(choice);
+  choices_[key] = choice;
+}
+
+std::shared_ptr<const void> AlgorithmChoices::FindPlan(const std::string& key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = plans_.find(key);
+  return it == plans_.end() ? nullptr : it->second;
+}
+
+void AlgorithmChoices::RecordPlan(const std::string& key, std::shared_ptr<const void> plan) {
+  std::lock_guard<std::mutex> lock(mu_);
+  plans_[key] = std::move(plan);
 }
 
 std::string AlgorithmChoices::Key(const std::string& node, int64_t batch_size) {

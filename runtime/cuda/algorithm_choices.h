@@ -4,11 +4,13 @@
 // GEMMs and convolutions as every other slot's plan for B, on other buffers,
 // so each is timed once per size and the other slots replay the choice.
 // That keeps a model's load time growing with N sizes, not N x M.
-// A choice is recorded in its kernel's text form (a cuBLASLt candidate's
-// index, a cuDNN engine configuration's "eng12 k2=1").
+// Where a library's built plan is itself immutable and may run on several
+// slots' handles at once (a cuDNN graph plan), the plan is shared instead of
+// a choice, so it is also built once.
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -18,18 +20,22 @@ namespace graphserve {
 class AlgorithmChoices {
  public:
   // The choice recorded under `key`, if any.
-  [[nodiscard]] std::optional<std::string> Find(const std::string& key) const;
-  void Record(const std::string& key, std::string choice);
+  [[nodiscard]] std::optional<int64_t> Find(const std::string& key) const;
+  void Record(const std::string& key, int64_t choice);
+
+  // The plan recorded under `key`, or null. Its type is the recording
+  // kernel's: keys of plans name their kind (CudnnConv's start "Conv ").
+  [[nodiscard]] std::shared_ptr<const void> FindPlan(const std::string& key) const;
+  void RecordPlan(const std::string& key, std::shared_ptr<const void> plan);
 
   // "<node name>@<batch size>": a plan's kernels are named after their node,
-  // and one size's plans agree on every shape. Kernels whose choice depends
-  // on their sizes alone may key by those instead, so nodes of equal shape
-  // share one timing.
+  // and one size's plans agree on every shape.
   static std::string Key(const std::string& node, int64_t batch_size);
 
  private:
   mutable std::mutex mu_;
-  std::map<std::string, std::string> choices_;  // guarded by mu_
+  std::map<std::string, int64_t> choices_;                     // guarded by mu_
+  std::map<std::string, std::shared_ptr<const void>> plans_;  // guarded by mu_
 };
 
 }  // namespace graphserve

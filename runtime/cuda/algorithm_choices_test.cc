@@ -8,10 +8,19 @@ namespace {
 TEST(AlgorithmChoicesTest, RecordsPerNodeAndBatchSize) {
   AlgorithmChoices choices;
   EXPECT_FALSE(choices.Find(AlgorithmChoices::Key("fc1", 8)).has_value());
-  choices.Record(AlgorithmChoices::Key("fc1", 8), "3");
-  EXPECT_EQ(choices.Find(AlgorithmChoices::Key("fc1", 8)), "3");
+  choices.Record(AlgorithmChoices::Key("fc1", 8), 3);
+  EXPECT_EQ(choices.Find(AlgorithmChoices::Key("fc1", 8)), 3);
   EXPECT_FALSE(choices.Find(AlgorithmChoices::Key("fc1", 16)).has_value());  // another shape
   EXPECT_FALSE(choices.Find(AlgorithmChoices::Key("fc2", 8)).has_value());
+}
+
+TEST(AlgorithmChoicesTest, SharesPlansByKey) {
+  AlgorithmChoices choices;
+  EXPECT_EQ(choices.FindPlan("Conv a"), nullptr);
+  auto plan = std::make_shared<const int>(7);
+  choices.RecordPlan("Conv a", plan);
+  EXPECT_EQ(choices.FindPlan("Conv a"), plan);  // the same object, not a copy
+  EXPECT_EQ(choices.FindPlan("Conv b"), nullptr);
 }
 
 }  // namespace

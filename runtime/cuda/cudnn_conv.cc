@@ -134,19 +134,22 @@ std::string ConvParamsToString(const ConvParams& p) {
 }
 
 // The convolution as a one-node graph of the frontend, with the engine
-// configurations the heuristics offer.
-struct CudnnConv::Plans {
+// configurations the heuristics offer, some built, and the chosen one.
+struct CudnnConv::Plan {
   fe::graph::Graph graph;
+  int64_t index = -1;  // of the chosen configuration
+  std::string name;    // cuDNN's name of it
+  size_t workspace_bytes = 0;
 };
 
 namespace {
 
 // The operation graph of `p`: x (uid 1) and w (uid 2) in, y (uid 3) out,
 // float32 NCHW, float32 accumulation.
-absl::StatusOr<std::unique_ptr<CudnnConv::Plans>> MakeOperationGraph(cudnnHandle_t handle,
-                                                                     const ConvParams& p) {
-  auto plans = std::make_unique<CudnnConv::Plans>();
-  fe::graph::Graph& graph = plans->graph;
+absl::StatusOr<std::unique_ptr<CudnnConv::Plan>> MakeOperationGraph(cudnnHandle_t handle,
+                                                                    const ConvParams& p) {
+  auto plan = std::make_unique<CudnnConv::Plan>();
+  fe::graph::Graph& graph = plan->graph;
   graph.set_io_data_type(fe::DataType_t::FLOAT)
       .set_intermediate_data_type(fe::DataType_t::FLOAT)
       .set_compute_data_type(fe::DataType_t::FLOAT);
@@ -176,14 +179,19 @@ absl::StatusOr<std::unique_ptr<CudnnConv::Plans>> MakeOperationGraph(cudnnHandle
       .set_data_type(fe::DataType_t::FLOAT);
   FE_RETURN_IF_ERROR(graph.validate());
   FE_RETURN_IF_ERROR(graph.build_operation_graph(handle));
-  return plans;
+  return plan;
 }
 
 // Adds the heuristics' configurations (mode A, then the fallback list) and
-// bars those the precision rules or the workspace limit exclude.
+// bars those the precision rules, the workspace limit or run-time
+// compilation exclude.
 absl::Status QueryHeuristics(fe::graph::Graph& graph, bool allow_tf32) {
   FE_RETURN_IF_ERROR(graph.create_execution_plans({fe::HeurMode_t::A, fe::HeurMode_t::FALLBACK}));
   graph.deselect_numeric_notes(BarredNotes(allow_tf32));
+  // Runtime-compiled engines compile with NVRTC when built, hundreds of
+  // milliseconds each, for every shape and size: on the H100 they took
+  // MobileNetV2's set-up (4 sizes x 2 streams) from 2.5 s to 36 s.
+  graph.deselect_behavior_notes({fe::BehaviorNote_t::RUNTIME_COMPILATION});
   graph.deselect_workspace_greater_than(static_cast<int64_t>(kConvMaxWorkspaceBytes));
   return absl::OkStatus();
 }
@@ -228,14 +236,28 @@ absl::StatusOr<std::unique_ptr<CudnnConv>> CudnnConv::CreateUnplanned(cudnnHandl
   return std::unique_ptr<CudnnConv>(new CudnnConv(handle, params, allow_tf32));
 }
 
-absl::Status CudnnConv::Adopt(std::unique_ptr<Plans> plans, int64_t index) {
+absl::Status CudnnConv::Adopt(std::unique_ptr<Plan> plan, int64_t index) {
   int64_t workspace = 0;
-  FE_RETURN_IF_ERROR(plans->graph.get_workspace_size_plan_at_index(index, workspace));
-  FE_RETURN_IF_ERROR(plans->graph.get_plan_name_at_index(index, choice_));
-  workspace_bytes_ = static_cast<size_t>(workspace);
-  plans_ = std::move(plans);
-  plan_index_ = index;
+  FE_RETURN_IF_ERROR(plan->graph.get_workspace_size_plan_at_index(index, workspace));
+  FE_RETURN_IF_ERROR(plan->graph.get_plan_name_at_index(index, plan->name));
+  plan->index = index;
+  plan->workspace_bytes = static_cast<size_t>(workspace);
+  return UsePlan(std::move(plan));
+}
+
+absl::Status CudnnConv::UsePlan(std::shared_ptr<const Plan> plan) {
+  if (plan == nullptr || plan->index < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(ConvParamsToString(params_), ": no chosen plan to use"));
+  }
+  workspace_bytes_ = plan->workspace_bytes;
+  plan_ = std::move(plan);
   return absl::OkStatus();
+}
+
+const std::string& CudnnConv::choice() const {
+  static const std::string kNone = "(none)";
+  return plan_ ? plan_->name : kNone;
 }
 
 absl::StatusOr<std::unique_ptr<CudnnConv>> CudnnConv::Create(cudnnHandle_t handle,
@@ -243,54 +265,35 @@ absl::StatusOr<std::unique_ptr<CudnnConv>> CudnnConv::Create(cudnnHandle_t handl
                                                              bool allow_tf32) {
   ASSIGN_OR_RETURN(std::unique_ptr<CudnnConv> conv, CreateUnplanned(handle, params, allow_tf32));
   const std::string context = ConvParamsToString(params);
-  absl::StatusOr<std::unique_ptr<Plans>> plans = MakeOperationGraph(handle, params);
-  if (!plans.ok()) return AnnotateStatus(plans.status(), context);
-  RETURN_IF_ERROR(AnnotateStatus(QueryHeuristics((*plans)->graph, allow_tf32), context));
-  const std::vector<int64_t> built = BuildFirst((*plans)->graph, /*limit=*/1);
+  absl::StatusOr<std::unique_ptr<Plan>> plan = MakeOperationGraph(handle, params);
+  if (!plan.ok()) return AnnotateStatus(plan.status(), context);
+  RETURN_IF_ERROR(AnnotateStatus(QueryHeuristics((*plan)->graph, allow_tf32), context));
+  const std::vector<int64_t> built = BuildFirst((*plan)->graph, /*limit=*/1);
   if (built.empty()) {
     return absl::UnimplementedError(absl::StrCat(
         context, ": cuDNN offers no buildable engine configuration (",
-        (*plans)->graph.get_execution_plan_count(), " proposed",
+        (*plan)->graph.get_execution_plan_count(), " proposed",
         allow_tf32 ? "" : "; without TF32, FFT, Winograd and tensor-core engines are barred",
         ")"));
   }
-  RETURN_IF_ERROR(AnnotateStatus(conv->Adopt(*std::move(plans), built[0]), context));
+  RETURN_IF_ERROR(AnnotateStatus(conv->Adopt(*std::move(plan), built[0]), context));
   return conv;
 }
 
-absl::StatusOr<std::unique_ptr<CudnnConv>> CudnnConv::CreateWithChoice(cudnnHandle_t handle,
-                                                                       const ConvParams& params,
-                                                                       bool allow_tf32,
-                                                                       const std::string& choice) {
+absl::StatusOr<std::unique_ptr<CudnnConv>> CudnnConv::CreateWithPlan(
+    cudnnHandle_t handle, const ConvParams& params, bool allow_tf32,
+    std::shared_ptr<const Plan> plan) {
   ASSIGN_OR_RETURN(std::unique_ptr<CudnnConv> conv, CreateUnplanned(handle, params, allow_tf32));
-  RETURN_IF_ERROR(AnnotateStatus(conv->UseChoice(choice), ConvParamsToString(params)));
+  RETURN_IF_ERROR(conv->UsePlan(std::move(plan)));
   return conv;
-}
-
-// The heuristics are asked again (a millisecond or two) and the configuration
-// of that name built: the frontend cannot rebuild a configuration from its
-// knobs when an older engine reports knob types it has no name for.
-absl::Status CudnnConv::UseChoice(const std::string& choice) {
-  ASSIGN_OR_RETURN(std::unique_ptr<Plans> plans, MakeOperationGraph(handle_, params_));
-  fe::graph::Graph& graph = plans->graph;
-  RETURN_IF_ERROR(QueryHeuristics(graph, allow_tf32_));
-  for (int64_t i = 0; i < graph.get_execution_plan_count(); ++i) {
-    if (NameAt(graph, i) != choice) continue;
-    // Barred configurations (another precision) fail to build.
-    const absl::Status built = FrontendStatus(graph.build_plan_at_index(i), "build_plan_at_index");
-    if (built.ok()) return Adopt(std::move(plans), i);
-    return AnnotateStatus(built, absl::StrCat("recorded choice ", choice));
-  }
-  return absl::NotFoundError(
-      absl::StrCat("recorded choice ", choice, " is not among cuDNN's configurations"));
 }
 
 absl::Status CudnnConv::ChooseFastestAlgorithm(const float* x, const float* w, float* y,
                                                cudaStream_t stream) {
   const std::string context = ConvParamsToString(params_);
-  absl::StatusOr<std::unique_ptr<Plans>> plans = MakeOperationGraph(handle_, params_);
-  if (!plans.ok()) return AnnotateStatus(plans.status(), context);
-  fe::graph::Graph& graph = (*plans)->graph;
+  absl::StatusOr<std::unique_ptr<Plan>> plan = MakeOperationGraph(handle_, params_);
+  if (!plan.ok()) return AnnotateStatus(plan.status(), context);
+  fe::graph::Graph& graph = (*plan)->graph;
   RETURN_IF_ERROR(AnnotateStatus(QueryHeuristics(graph, allow_tf32_), context));
   const std::vector<int64_t> built = BuildFirst(graph, kMaxTimedCandidates);
   if (built.empty()) {
@@ -332,14 +335,14 @@ absl::Status CudnnConv::ChooseFastestAlgorithm(const float* x, const float* w, f
     return absl::InternalError(
         absl::StrCat(context, ": none of the ", built.size(), " configurations ran", failures));
   }
-  return AnnotateStatus(Adopt(*std::move(plans), fastest), context);
+  return AnnotateStatus(Adopt(*std::move(plan), fastest), context);
 }
 
 absl::Status CudnnConv::Enqueue(const float* x, const float* w, float* y, void* workspace,
                                 cudaStream_t stream) const {
   if (workspace == nullptr && workspace_bytes_ > 0) {
     return absl::InvalidArgumentError(absl::StrCat(ConvParamsToString(params_), ": ",
-                                                   choice_, " needs ", workspace_bytes_,
+                                                   choice(), " needs ", workspace_bytes_,
                                                    " workspace bytes, got none"));
   }
   absl::Status status = CudnnErrorToStatus(cudnnSetStream(handle_, stream), "cudnnSetStream");
@@ -348,12 +351,12 @@ absl::Status CudnnConv::Enqueue(const float* x, const float* w, float* y, void* 
                                                    {kWUid, const_cast<float*>(w)},
                                                    {kYUid, y}};
     status = FrontendStatus(
-        plans_->graph.execute_plan_at_index(handle_, pointers, workspace, plan_index_),
+        plan_->graph.execute_plan_at_index(handle_, pointers, workspace, plan_->index),
         "execute_plan_at_index");
   }
   if (status.ok()) return absl::OkStatus();
   // The message is built only on failure: Enqueue runs on the hot path.
-  return AnnotateStatus(status, absl::StrCat(ConvParamsToString(params_), " (", choice_, ")"));
+  return AnnotateStatus(status, absl::StrCat(ConvParamsToString(params_), " (", choice(), ")"));
 }
 
 }  // namespace graphserve

@@ -81,14 +81,17 @@ class CudnnConv {
                                                            const ConvParams& params,
                                                            bool allow_tf32);
 
-  // The same with the engine configuration another plan of these sizes
-  // chose (its choice()), which skips timing: each of a model's M stream slots
-  // and each node of these sizes would time again otherwise. An error when
-  // the heuristics no longer offer it.
-  static absl::StatusOr<std::unique_ptr<CudnnConv>> CreateWithChoice(cudnnHandle_t handle,
-                                                                     const ConvParams& params,
-                                                                     bool allow_tf32,
-                                                                     const std::string& choice);
+  // A built plan of these sizes (immutable, so any number of CudnnConv on
+  // any handle of the same device may execute it at once, as cuDNN's graph
+  // plans allow), with its chosen engine configuration.
+  struct Plan;
+
+  // The same on a plan another CudnnConv of these sizes built and chose
+  // (its plan()): no heuristics query, no build, no timing. Each of a model's
+  // M stream slots and each node of these sizes would do all three otherwise.
+  static absl::StatusOr<std::unique_ptr<CudnnConv>> CreateWithPlan(
+      cudnnHandle_t handle, const ConvParams& params, bool allow_tf32,
+      std::shared_ptr<const Plan> plan);
 
   // Bytes of workspace Enqueue needs with the current plan; may change
   // (either way) after ChooseFastestAlgorithm, so size workspaces after it.
@@ -111,11 +114,13 @@ class CudnnConv {
   absl::Status Enqueue(const float* x, const float* w, float* y, void* workspace,
                        cudaStream_t stream) const;
 
-  // The current engine configuration as cuDNN names it (engine and knob
-  // values, "eng28_k2=2_k3=0_..."), to replay on another plan of the same
-  // sizes (AlgorithmChoices) without timing again, and for reports.
-  [[nodiscard]] const std::string& choice() const { return choice_; }
-  absl::Status UseChoice(const std::string& choice);
+  // The current plan, to share with other CudnnConv of these sizes
+  // (AlgorithmChoices::RecordPlan), and its engine configuration as cuDNN
+  // names it (engine and knob values, "eng28_k2=2_k3=0_...") for reports.
+  [[nodiscard]] const std::shared_ptr<const Plan>& plan() const { return plan_; }
+  [[nodiscard]] const std::string& choice() const;
+  // Makes `plan` (of these sizes and precision) current.
+  absl::Status UsePlan(std::shared_ptr<const Plan> plan);
 
   [[nodiscard]] const ConvParams& params() const { return params_; }
   [[nodiscard]] bool allow_tf32() const { return allow_tf32_; }
@@ -125,7 +130,6 @@ class CudnnConv {
   CudnnConv& operator=(const CudnnConv&) = delete;
 
   // Implementation details follow.
-  struct Plans;
 
  private:
   CudnnConv(cudnnHandle_t handle, const ConvParams& params, bool allow_tf32);
@@ -134,15 +138,13 @@ class CudnnConv {
                                                                     const ConvParams& params,
                                                                     bool allow_tf32);
 
-  // Makes plan `index` of `plans` (built) current: its choice and workspace.
-  absl::Status Adopt(std::unique_ptr<Plans> plans, int64_t index);
+  // Makes `plan`, with its candidate `index` (built) chosen, current.
+  absl::Status Adopt(std::unique_ptr<Plan> plan, int64_t index);
 
   cudnnHandle_t handle_ = nullptr;  // not owned
   ConvParams params_;
   bool allow_tf32_ = false;
-  std::unique_ptr<Plans> plans_;  // the operation graph and its candidate plans
-  int64_t plan_index_ = -1;       // the one Enqueue executes
-  std::string choice_;
+  std::shared_ptr<const Plan> plan_;  // what Enqueue executes
   size_t workspace_bytes_ = 0;
 };
 

@@ -206,15 +206,17 @@ TEST_P(CudnnConvTest, MatchesReferenceWithSpecialValues) {
       MatchesReference(Run(**conv, problem), problem.want, kFloat32Tolerance, problem.scale))
       << "fastest algorithm " << (*conv)->choice();
 
-  // Another slot rebuilds the choice from its name, without timing.
-  absl::StatusOr<std::unique_ptr<CudnnConv>> replayed =
-      CudnnConv::CreateWithChoice(handle_.get(), p, /*allow_tf32=*/false, (*conv)->choice());
+  // Another slot executes the same plan on its own handle.
+  absl::StatusOr<CudnnHandle> other_handle = CudnnHandle::Create();
+  ASSERT_TRUE(other_handle.ok()) << other_handle.status();
+  absl::StatusOr<std::unique_ptr<CudnnConv>> replayed = CudnnConv::CreateWithPlan(
+      other_handle->get(), p, /*allow_tf32=*/false, (*conv)->plan());
   ASSERT_TRUE(replayed.ok()) << replayed.status();
   EXPECT_EQ((*replayed)->choice(), (*conv)->choice());
   EXPECT_EQ((*replayed)->workspace_bytes(), (*conv)->workspace_bytes());
   EXPECT_TRUE(
       MatchesReference(Run(**replayed, problem), problem.want, kFloat32Tolerance, problem.scale))
-      << "recorded choice " << (*replayed)->choice();
+      << "shared plan " << (*replayed)->choice();
 }
 
 // TF32 is allowed to be inexact, but the plumbing (math type, algorithm

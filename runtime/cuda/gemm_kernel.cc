@@ -184,13 +184,8 @@ absl::Status GemmKernel::Autotune(absl::Span<const void* const> inputs,
                                   absl::Span<void* const> outputs, cudaStream_t stream) {
   if (!gemm_) return absl::OkStatus();
   if (algorithm_choices_) {
-    if (const std::optional<std::string> recorded = algorithm_choices_->Find(choice_key_)) {
-      int candidate = 0;
-      if (!absl::SimpleAtoi(*recorded, &candidate)) {
-        return absl::InternalError(absl::StrCat(label_, ": recorded choice '", *recorded,
-                                                "' is not a cuBLASLt candidate index"));
-      }
-      return AnnotateStatus(gemm_->UseCandidate(candidate), label_);
+    if (const std::optional<int64_t> recorded = algorithm_choices_->Find(choice_key_)) {
+      return AnnotateStatus(gemm_->UseCandidate(static_cast<int>(*recorded)), label_);
     }
   }
   const auto* a = static_cast<const float*>(inputs[0]);
@@ -204,7 +199,7 @@ absl::Status GemmKernel::Autotune(absl::Span<const void* const> inputs,
   }
   RETURN_IF_ERROR(
       AnnotateStatus(gemm_->ChooseFastestAlgorithm(a, b, d, workspace_->base(), stream), label_));
-  if (algorithm_choices_) algorithm_choices_->Record(choice_key_, absl::StrCat(gemm_->candidate()));
+  if (algorithm_choices_) algorithm_choices_->Record(choice_key_, gemm_->candidate());
   return absl::OkStatus();
 }
 

@@ -85,10 +85,18 @@ uint64_t PadValueBits(DType dtype, float value) {
   return bits;
 }
 
-// A convolution's choice depends on its sizes and precision alone, so it is
-// keyed by them: ResNet's repeated blocks time each shape once per size.
+// A convolution's plan depends on its sizes and precision alone, so it is
+// keyed by them: ResNet's repeated blocks build and time each shape once per
+// size, whatever the number of stream slots.
 std::string ConvChoiceKey(const ConvParams& params, bool allow_tf32) {
   return absl::StrCat(ConvParamsToString(params), allow_tf32 ? " tf32" : "");
+}
+
+// The plan another kernel recorded under `key`, or null.
+std::shared_ptr<const CudnnConv::Plan> SharedPlan(const AlgorithmChoices* choices,
+                                                  const std::string& key) {
+  if (choices == nullptr) return nullptr;
+  return std::static_pointer_cast<const CudnnConv::Plan>(choices->FindPlan(key));
 }
 
 }  // namespace
@@ -153,12 +161,12 @@ absl::StatusOr<std::unique_ptr<ConvKernel>> ConvKernel::Create(const CudaKernelC
                                                                const ConvFusion& fusion) {
   const ConvParams params = ConvParamsOf(context.graph, context.node);
   const std::string choice_key = ConvChoiceKey(params, context.allow_tf32);
-  const std::optional<std::string> recorded =
-      context.algorithm_choices ? context.algorithm_choices->Find(choice_key) : std::nullopt;
+  const std::shared_ptr<const CudnnConv::Plan> shared =
+      SharedPlan(context.algorithm_choices.get(), choice_key);
   std::unique_ptr<CudnnConv> cudnn;
-  if (recorded) {
-    ASSIGN_OR_RETURN(cudnn, CudnnConv::CreateWithChoice(context.cudnn, params,
-                                                        context.allow_tf32, *recorded));
+  if (shared) {
+    ASSIGN_OR_RETURN(cudnn,
+                     CudnnConv::CreateWithPlan(context.cudnn, params, context.allow_tf32, shared));
   } else {
     ASSIGN_OR_RETURN(cudnn, CudnnConv::Create(context.cudnn, params, context.allow_tf32));
   }
@@ -190,23 +198,19 @@ const std::string& ConvKernel::algorithm_name() const { return conv_->choice(); 
 
 absl::Status ConvKernel::Autotune(absl::Span<const void* const> inputs,
                                   absl::Span<void* const> outputs, cudaStream_t stream) {
-  const std::optional<std::string> recorded =
-      algorithm_choices_ ? algorithm_choices_->Find(choice_key_) : std::nullopt;
-  if (recorded) {
+  const std::shared_ptr<const CudnnConv::Plan> shared =
+      SharedPlan(algorithm_choices_.get(), choice_key_);
+  if (shared) {
     // Another plan of these sizes chose it, usually before this one was
     // created with it.
-    if (*recorded != conv_->choice()) {
-      RETURN_IF_ERROR(AnnotateStatus(conv_->UseChoice(*recorded), label_));
-    }
+    if (shared != conv_->plan()) RETURN_IF_ERROR(AnnotateStatus(conv_->UsePlan(shared), label_));
   } else {
     RETURN_IF_ERROR(
         AnnotateStatus(conv_->ChooseFastestAlgorithm(static_cast<const float*>(inputs[0]),
                                                      static_cast<const float*>(inputs[1]),
                                                      static_cast<float*>(outputs[0]), stream),
                        label_));
-    if (algorithm_choices_) {
-      algorithm_choices_->Record(choice_key_, conv_->choice());
-    }
+    if (algorithm_choices_) algorithm_choices_->RecordPlan(choice_key_, conv_->plan());
   }
   return workspace_->Reserve(conv_->workspace_bytes());
 }
