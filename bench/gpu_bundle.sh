@@ -36,6 +36,7 @@ TOOL_TARGETS=(
   //server:graphserve
   //client:graphserve-client
   //bench:replay_bench
+  //bench:conv_tuning_probe
 )
 
 # Project libraries linked statically so binaries run outside bazel-bin.

@@ -67,6 +67,7 @@ BUILDER_PACKAGE_NAMES = {
 BUILDER_ONLY_PACKAGES = {
     "binutils": "bench/gpu_bundle.sh strips the binaries",
     "gcc-12": "GCC 12's C compiler, which Debian's g++ brings along",
+    "python3-pip": "deploy/cudnn_frontend.sh downloads the cuDNN frontend wheel (setup.sh uses the venv's pip)",
 }
 
 BINARIES = {}  # "graphserve" / "graphserve-client" -> path, from the command line

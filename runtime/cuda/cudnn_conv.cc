@@ -3,6 +3,7 @@
 #include <cudnn_frontend.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <limits>
 #include <unordered_map>
@@ -289,13 +290,27 @@ absl::StatusOr<std::unique_ptr<CudnnConv>> CudnnConv::CreateWithPlan(
 }
 
 absl::Status CudnnConv::ChooseFastestAlgorithm(const float* x, const float* w, float* y,
-                                               cudaStream_t stream) {
+                                               cudaStream_t stream, TuningStats* stats) {
   const std::string context = ConvParamsToString(params_);
+  TuningStats local;
+  TuningStats& tally = stats != nullptr ? *stats : local;
+  tally = TuningStats{};
+  auto clock = std::chrono::steady_clock::now();
+  const auto lap = [&clock]() {
+    const auto now = std::chrono::steady_clock::now();
+    const double ms = std::chrono::duration<double, std::milli>(now - clock).count();
+    clock = now;
+    return ms;
+  };
   absl::StatusOr<std::unique_ptr<Plan>> plan = MakeOperationGraph(handle_, params_);
   if (!plan.ok()) return AnnotateStatus(plan.status(), context);
   fe::graph::Graph& graph = (*plan)->graph;
   RETURN_IF_ERROR(AnnotateStatus(QueryHeuristics(graph, allow_tf32_), context));
+  tally.proposed = static_cast<int>(graph.get_execution_plan_count());
+  tally.heuristics_ms = lap();
   const std::vector<int64_t> built = BuildFirst(graph, kMaxTimedCandidates);
+  tally.built = static_cast<int>(built.size());
+  tally.build_ms = lap();
   if (built.empty()) {
     return absl::UnimplementedError(
         absl::StrCat(context, ": cuDNN offers no buildable engine configuration"));
@@ -331,6 +346,7 @@ absl::Status CudnnConv::ChooseFastestAlgorithm(const float* x, const float* w, f
       fastest = index;
     }
   }
+  tally.timing_ms = lap();
   if (fastest < 0) {
     return absl::InternalError(
         absl::StrCat(context, ": none of the ", built.size(), " configurations ran", failures));

@@ -103,8 +103,16 @@ class CudnnConv {
   // the fastest. Allocates its own temporary workspace, writes `y`,
   // synchronises `stream`. Plan time only: never while capturing. x, w and y
   // are device buffers of the params' sizes, ready in `stream` order.
+  // `stats`, when given, receives where the time went.
+  struct TuningStats {
+    double heuristics_ms = 0;  // operation graph and heuristics query
+    double build_ms = 0;       // building the candidates' plans
+    double timing_ms = 0;      // running them (warm-up and timed runs)
+    int proposed = 0;          // configurations the heuristics offered
+    int built = 0;             // of which built and timed
+  };
   absl::Status ChooseFastestAlgorithm(const float* x, const float* w, float* y,
-                                      cudaStream_t stream);
+                                      cudaStream_t stream, TuningStats* stats = nullptr);
 
   // Enqueues y = conv(x, w) on `stream` (y's old contents are never read).
   // `workspace` holds at least workspace_bytes() device bytes (null when that
