@@ -99,8 +99,8 @@ class CudnnConv {
 
   // Builds the first kMaxTimedCandidates allowed configurations of the
   // heuristics' list whose workspace is at most kConvMaxWorkspaceBytes, times
-  // each on these operands (warm-up, then the mean of several runs) and keeps
-  // the fastest. Allocates its own temporary workspace, writes `y`,
+  // each on these operands (one run each, then the mean of several runs for
+  // those close to the fastest) and keeps the fastest. Allocates its own temporary workspace, writes `y`,
   // synchronises `stream`. Plan time only: never while capturing. x, w and y
   // are device buffers of the params' sizes, ready in `stream` order.
   // `stats`, when given, receives where the time went.
