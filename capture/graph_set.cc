@@ -31,7 +31,7 @@ struct GraphSet::Slot {
   CudaEvent done;
   std::shared_ptr<StreamArena> arena;
   std::shared_ptr<IoBuffers> io;
-  std::shared_ptr<SlotLanes> lanes;  // side streams, events, library workspaces
+  std::shared_ptr<SlotLanes> lanes;  // side streams and events
   // Library handles, one per slot, shared by its N plans.
   std::shared_ptr<CublasLtHandle> cublas;
   std::shared_ptr<CudnnHandle> cudnn;
@@ -531,7 +531,9 @@ SlotMemory GraphSet::slot_memory(int slot) const {
   }
   memory.io_device = s.io->device_bytes();
   memory.staging_pinned = s.io->pinned_bytes();
-  memory.workspace = s.lanes->workspace_bytes();
+  for (const Graph& graph : s.graphs) {
+    memory.workspace = std::max(memory.workspace, graph.executor->workspace_bytes());
+  }
   memory.lanes = s.lanes->lanes();
   memory.graph_execs = s.graph_exec_bytes;
   return memory;

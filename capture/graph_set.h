@@ -5,8 +5,8 @@
 // chunk as one replay on a free slot.
 //
 // Loading (Create), for each slot m, for each size B, largest first:
-//   bind and plan the model for B in the slot's shared arena, I/O buffers and
-//   GEMM workspace (largest first, so nothing grows after the first capture
+//   bind and plan the model for B in the slot's shared arena (library
+//   workspaces included) and I/O buffers (largest first, so nothing grows after the first capture
 //   and the addresses every graph holds stay valid); warm up, capture the
 //   eager run (capture/stream_capture.h); post-process its memcpy nodes into
 //   input/output mappings (Note [Memcpy node post-processing]); instantiate,
@@ -85,7 +85,9 @@ struct SlotMemory {
   size_t arena_single_lane = 0;
   size_t io_device = 0;           // device input/output buffers
   size_t staging_pinned = 0;      // pinned host staging
-  size_t workspace = 0;           // cuBLASLt and cuDNN workspaces, all lanes
+  // The largest cuBLASLt or cuDNN workspace of one step, of any of the
+  // slot's plans: inside the arena (Note [Step workspaces]), not beside it.
+  size_t workspace = 0;
   int lanes = 1;                  // streams the slot's plans use, its own included
   size_t graph_execs = 0;         // device memory the driver took for the N graph execs
 };

@@ -255,7 +255,7 @@ std::string FormatPrepareReport(const PrepareReport& r) {
   absl::StrAppend(&text, "\nmemory: weights ", MiB(r.weight_bytes),
                   " (uploaded once, shared by every slot and size)\n"
                   "| slot | arena (shared by sizes) | arena on one stream | arena without "
-                  "sharing | device I/O | pinned staging | library workspaces | streams | "
+                  "sharing | device I/O | pinned staging | largest library workspace (in the arena) | streams | "
                   "graph execs |\n"
                   "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
   size_t arena_total = 0;

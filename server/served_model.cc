@@ -262,7 +262,7 @@ absl::StatusOr<Execution> LoadOnGpu(const Model& model, const BoundGraph& any_si
     for (int slot = 0; slot < placement.set->num_slots(); ++slot) {
       const SlotMemory memory = placement.set->slot_memory(slot);
       execution.summary.slot_bytes +=
-          memory.arena + memory.io_device + memory.staging_pinned + memory.workspace;
+          memory.arena + memory.io_device + memory.staging_pinned;  // workspaces: in the arena
     }
   }
   execution.runner = std::make_unique<GraphSetRunner>(

@@ -18,6 +18,7 @@
 #include "runtime/cuda/gemm_kernel.h"
 #include "runtime/cuda/nn_ops.h"
 #include "runtime/cuda/op_kernels.h"
+#include "runtime/cuda/step_workspace.h"
 #include "runtime/fusion.h"
 #include "runtime/nn_node_params.h"
 #include "tensor_holder/memory_planner.h"
@@ -67,6 +68,9 @@ struct ExecutionStep {
   // The event recorded after the kernel when a step on another lane waits
   // for this one; -1 when none does.
   int record_event = -1;
+  // The kernel's library workspace, a buffer of the arena (Note [Step
+  // workspaces]).
+  std::shared_ptr<StepWorkspace> workspace;
   // Device addresses of inputs/outputs, refreshed at every Enqueue.
   mutable std::vector<const void*> input_addresses;
   mutable std::vector<void*> output_addresses;
@@ -91,6 +95,7 @@ struct CudaExecutor::Plan {
   int events_per_run = 0;
   MemoryPlan memory;
   size_t single_lane_arena_bytes = 0;
+  size_t workspace_bytes = 0;  // the largest step workspace, inside the arena
   int fused_epilogues = 0;
   int fused_gelus = 0;
   int conv_steps = 0;
@@ -125,8 +130,8 @@ class PlanBuilder {
  public:
   explicit PlanBuilder(CudaExecutor::Plan& plan) : plan_(plan), graph_(plan.graph) {}
 
-  // The fusion pass (runtime/fusion.h), the schedule over its steps, and
-  // one kernel per step, in issue order, with its lane's workspace.
+  // The fusion pass (runtime/fusion.h), the schedule over its steps, one
+  // kernel per step, in issue order, with its own workspace, and the arena.
   absl::Status Build() {
     const auto start = std::chrono::steady_clock::now();
     FusionPlan fusion = PlanFusion(graph_, {.fuse = plan_.options.fuse_epilogues});
@@ -140,7 +145,8 @@ class PlanBuilder {
     for (size_t i = 0; i < plan_.schedule.steps.size(); ++i) {
       FusedStep& fused = fusion.steps[plan_.schedule.steps[i].step];
       ExecutionStep& step = plan_.steps[i];
-      absl::StatusOr<std::unique_ptr<CudaOpKernel>> kernel = MakeKernel(fused, step.lane);
+      step.workspace = std::make_shared<StepWorkspace>();
+      absl::StatusOr<std::unique_ptr<CudaOpKernel>> kernel = MakeKernel(fused, step.workspace);
       if (!kernel.ok()) {
         return AnnotateStatus(kernel.status(), absl::StrCat(NodeLabel(graph_.nodes[fused.anchor]),
                                                             ", batch ", graph_.batch_size));
@@ -189,41 +195,42 @@ class PlanBuilder {
                         graph_.nodes[step.nodes.back()].name, "')");
   }
 
-  // The context a kernel factory sees for `node` on `lane` (Note [Op
-  // registry]).
-  CudaKernelContext KernelContext(const BoundNode& node, int lane) const {
+  // The context a kernel factory sees for `node` (Note [Op registry]).
+  CudaKernelContext KernelContext(const BoundNode& node,
+                                  std::shared_ptr<StepWorkspace> workspace) const {
     return CudaKernelContext{graph_,
                              node,
                              plan_.resources.cublas->get(),
                              plan_.resources.cudnn->get(),
                              plan_.resources.weights.get(),
-                             plan_.resources.lanes->workspace(lane),
+                             std::move(workspace),
                              plan_.options.allow_tf32,
                              plan_.resources.algorithm_choices};
   }
 
-  absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeKernel(const FusedStep& step, int lane) const {
+  absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeKernel(
+      const FusedStep& step, const std::shared_ptr<StepWorkspace>& workspace) const {
     const BoundNode& node = graph_.nodes[step.anchor];
     switch (step.kind) {
       case StepKind::kErfGelu:
         return std::make_unique<ErfGeluKernel>(StepLabel(step),
                                                NumElements(graph_.value(step.inputs[0]).dims));
       case StepKind::kGemm:
-        return GemmKernel::Create(KernelContext(node, lane),
+        return GemmKernel::Create(KernelContext(node, workspace),
                                   step.gemm_bias >= 0 ? &graph_.value(step.gemm_bias) : nullptr);
       case StepKind::kConv: {
         ConvFusion fusion;
         fusion.has_bias = node.inputs.size() > 2;
         fusion.has_residual = step.conv_residual;
         fusion.activation = step.conv_activation;
-        return ConvKernel::Create(KernelContext(node, lane), fusion);
+        return ConvKernel::Create(KernelContext(node, workspace), fusion);
       }
       case StepKind::kKernel:
         break;
     }
     const CudaKernelFactory factory = FindCudaKernelFactory(node.op_type);
     if (factory == nullptr) return absl::UnimplementedError("no CUDA kernel for this op");
-    return factory(KernelContext(node, lane));
+    return factory(KernelContext(node, workspace));
   }
 
   absl::Status AssignStorage() {
@@ -289,9 +296,12 @@ class PlanBuilder {
     return before;
   }
 
-  // Offsets for every arena value over the schedule's happens-before order
-  // (Note [Reuse across streams]); on one lane that is the linear chain. The
-  // single-lane size is kept to report what concurrency costs.
+ public:
+  // Offsets for every arena value and every step's workspace (Note [Step
+  // workspaces]) over the schedule's happens-before order (Note [Reuse across
+  // streams]); on one lane that is the linear chain. The single-lane size is
+  // kept to report what concurrency costs. Again after autotuning, which may
+  // change what the workspaces need.
   absl::Status PlanArena() {
     std::vector<int> buffer_of(graph_.values.size(), -1);
     MemoryPlanInput input;
@@ -310,6 +320,14 @@ class PlanBuilder {
         if (buffer >= 0) input.buffers[buffer].reader_steps.push_back(s);
       }
     }
+    // Each workspace lives only while its step runs: no readers.
+    std::vector<int> workspace_buffer(plan_.steps.size(), -1);
+    for (int s = 0; s < input.num_steps; ++s) {
+      const size_t bytes = plan_.steps[s].workspace->bytes();
+      if (bytes == 0) continue;
+      workspace_buffer[s] = static_cast<int>(input.buffers.size());
+      input.buffers.push_back({bytes, s, {}});
+    }
     ASSIGN_OR_RETURN(plan_.memory, PlanMemory(input));
     plan_.single_lane_arena_bytes = plan_.memory.arena_bytes;
     if (plan_.schedule.lanes > 1) {
@@ -320,9 +338,17 @@ class PlanBuilder {
     for (size_t i = 0; i < graph_.values.size(); ++i) {
       if (buffer_of[i] >= 0) plan_.storage[i].offset = plan_.memory.offsets[buffer_of[i]];
     }
+    plan_.workspace_bytes = 0;
+    for (size_t s = 0; s < plan_.steps.size(); ++s) {
+      if (workspace_buffer[s] < 0) continue;
+      plan_.steps[s].workspace->Place(plan_.resources.arena,
+                                      plan_.memory.offsets[workspace_buffer[s]]);
+      plan_.workspace_bytes = std::max(plan_.workspace_bytes, plan_.steps[s].workspace->bytes());
+    }
     return plan_.resources.arena->Reserve(plan_.memory.arena_bytes);
   }
 
+ private:
   CudaExecutor::Plan& plan_;
   const BoundGraph& graph_;
 };
@@ -379,6 +405,8 @@ absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::Create(
   if (options.autotune_gemms) {
     const auto start = std::chrono::steady_clock::now();
     RETURN_IF_ERROR(AutotuneKernels(*plan));
+    // The chosen algorithms' workspaces, placed anew.
+    RETURN_IF_ERROR(PlanBuilder(*plan).PlanArena());
     plan->times.autotune_ms = MillisecondsBetween(start, std::chrono::steady_clock::now());
   }
   return std::unique_ptr<CudaExecutor>(new CudaExecutor(std::move(plan)));
@@ -403,6 +431,7 @@ int CudaExecutor::fused_into_convs() const { return plan_->fused_into_convs; }
 const Schedule& CudaExecutor::schedule() const { return plan_->schedule; }
 int CudaExecutor::events_per_run() const { return plan_->events_per_run; }
 size_t CudaExecutor::single_lane_arena_bytes() const { return plan_->single_lane_arena_bytes; }
+size_t CudaExecutor::workspace_bytes() const { return plan_->workspace_bytes; }
 
 namespace {
 

@@ -106,6 +106,9 @@ class CudaExecutor : public Executor {
   // The arena this plan would need on one lane: arena_bytes() minus this is
   // what running branches concurrently costs in memory.
   [[nodiscard]] size_t single_lane_arena_bytes() const;
+  // The largest library workspace of one step (cuBLASLt's, cuDNN's): planned
+  // inside the arena (Note [Step workspaces]), not beside it.
+  [[nodiscard]] size_t workspace_bytes() const;
 
   [[nodiscard]] const BoundGraph& graph() const;
   // Activation bytes this plan needs, and the lower bound (peak live bytes).

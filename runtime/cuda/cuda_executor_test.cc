@@ -156,6 +156,8 @@ TEST(CudaExecutorSharingTest, PlansOfOneStreamShareArenaAndWeights) {
     absl::StatusOr<std::unique_ptr<CudaExecutor>> cuda = CudaExecutor::Create(*graph, {}, resources);
     ASSERT_TRUE(cuda.ok()) << cuda.status();
     largest = std::max(largest, (*cuda)->arena_bytes());
+    // The GEMMs' workspaces are planned inside the arena, not beside it.
+    EXPECT_LE((*cuda)->workspace_bytes(), (*cuda)->arena_bytes()) << "batch " << batch;
     plans.push_back(std::move(*cuda));
   }
   EXPECT_EQ((*arena)->bytes(), largest);
@@ -452,6 +454,7 @@ TEST_P(CudaExecutorCnnTest, MatchesHostExecutorFusedAndUnfused) {
     absl::StatusOr<std::unique_ptr<CudaExecutor>> cuda = CudaExecutor::Create(*graph, options);
     ASSERT_TRUE(cuda.ok()) << cuda.status();
     EXPECT_EQ((*cuda)->conv_steps(), 4);
+    EXPECT_LE((*cuda)->workspace_bytes(), (*cuda)->arena_bytes());
     // conv1 is also an output, so its Add is not fused; the residual 1x1
     // Conv takes the Add (+ Relu), dw its Clip, pw its SiLU (two nodes).
     EXPECT_EQ((*cuda)->fused_into_convs(), fuse ? 5 : 0);

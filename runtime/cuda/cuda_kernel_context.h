@@ -8,23 +8,24 @@
 
 #include "runtime/bound_graph.h"
 #include "runtime/cuda/algorithm_choices.h"
-#include "tensor_holder/stream_arena.h"
+#include "runtime/cuda/step_workspace.h"
 #include "tensor_holder/weight_store.h"
 
 namespace graphserve {
 
 // What a factory may reach besides the node: the stream slot's library
-// handles and library workspace, the device's weight store (for constants a
-// kernel derives or hands to a library as a pointer), and plan options. All
-// outlive the kernel; one thread at a time uses the handles.
+// handles, the step's library workspace, the device's weight store (for
+// constants a kernel derives or hands to a library as a pointer), and plan
+// options. All outlive the kernel; one thread at a time uses the handles.
 struct CudaKernelContext {
   const BoundGraph& graph;
   const BoundNode& node;
   cublasLtHandle_t cublas = nullptr;
   cudnnHandle_t cudnn = nullptr;
   WeightStore* weights = nullptr;
-  // Grown (StreamArena::Reserve) to what each kernel needs; read at Enqueue.
-  std::shared_ptr<StreamArena> workspace;
+  // This step's library workspace (Note [Step workspaces]): the kernel
+  // Requires what it needs and reads get() at Enqueue.
+  std::shared_ptr<StepWorkspace> workspace;
   // TF32 tensor-core math in GEMMs and convolutions.
   bool allow_tf32 = false;
   // Timed choices shared by the stream slots' plans (null: time every plan).

@@ -103,9 +103,17 @@ struct CublasLtGemm::Descriptors {
   Layout second;  // our A
   Layout result;  // our D (also the C operand, for beta != 0)
   cublasLtMatmulAlgo_t algo{};
-  // The heuristic's proposals, best first; `algo` is candidates[chosen].
+  size_t algo_workspace = 0;  // the workspace `algo` needs
+  // The heuristic's proposals, best first, and the workspace each needs;
+  // `algo` is candidates[chosen] outside ChooseFastestAlgorithm.
   std::vector<cublasLtMatmulAlgo_t> candidates;
+  std::vector<size_t> workspaces;
   int chosen = 0;
+
+  void Use(int index) {
+    algo = candidates[index];
+    algo_workspace = workspaces[index];
+  }
 };
 
 CublasLtGemm::CublasLtGemm(cublasLtHandle_t handle, const GemmOptions& options,
@@ -173,13 +181,15 @@ absl::StatusOr<std::unique_ptr<CublasLtGemm>> CublasLtGemm::Create(cublasLtHandl
         ")"));
   }
   for (int i = 0; i < returned; ++i) {
-    if (results[i].state == CUBLAS_STATUS_SUCCESS) d->candidates.push_back(results[i].algo);
+    if (results[i].state != CUBLAS_STATUS_SUCCESS) continue;
+    d->candidates.push_back(results[i].algo);
+    d->workspaces.push_back(results[i].workspaceSize);
   }
   if (d->candidates.empty()) {
     return absl::UnimplementedError(
         absl::StrCat(Describe(o), ": cuBLASLt has no usable algorithm for it"));
   }
-  d->algo = d->candidates.front();
+  d->Use(0);
   return std::unique_ptr<CublasLtGemm>(new CublasLtGemm(handle, o, std::move(d)));
 }
 
@@ -195,7 +205,7 @@ absl::Status CublasLtGemm::ChooseFastestAlgorithm(const float* a, const float* b
   float best_ms = 0;
   std::optional<int> best;
   for (int index = 0; index < static_cast<int>(desc.candidates.size()); ++index) {
-    desc.algo = desc.candidates[index];
+    desc.Use(index);
     absl::Status status = absl::OkStatus();
     for (int i = 0; i < kWarmup && status.ok(); ++i) status = Enqueue(a, b, d, workspace, stream);
     CUDA_RETURN_IF_ERROR(cudaEventRecord(start.get(), stream));
@@ -219,6 +229,8 @@ absl::Status CublasLtGemm::ChooseFastestAlgorithm(const float* a, const float* b
 
 int CublasLtGemm::candidate() const { return descriptors_->chosen; }
 
+size_t CublasLtGemm::workspace_bytes() const { return descriptors_->algo_workspace; }
+
 absl::Status CublasLtGemm::UseCandidate(int index) {
   Descriptors& desc = *descriptors_;
   if (index < 0 || index >= static_cast<int>(desc.candidates.size())) {
@@ -227,7 +239,7 @@ absl::Status CublasLtGemm::UseCandidate(int index) {
                                                    " proposed does not exist"));
   }
   desc.chosen = index;
-  desc.algo = desc.candidates[index];
+  desc.Use(index);
   return absl::OkStatus();
 }
 
@@ -237,7 +249,7 @@ absl::Status CublasLtGemm::Enqueue(const float* a, const float* b, float* d, voi
   const cublasStatus_t status = cublasLtMatmul(
       handle_, desc.operation.get(), &options_.alpha, b, desc.first.get(), a, desc.second.get(),
       &options_.beta, d, desc.result.get(), d, desc.result.get(), &desc.algo, workspace,
-      options_.workspace_bytes, stream);
+      desc.algo_workspace, stream);
   if (status != CUBLAS_STATUS_SUCCESS) {
     return AnnotateStatus(CublasErrorToStatus(status, "cublasLtMatmul"), Describe(options_));
   }

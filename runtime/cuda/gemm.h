@@ -53,7 +53,8 @@ struct GemmOptions {
   int64_t alignment_d = 256;
   // TF32 tensor-core math (faster, relative error near 3e-4) or exact float32.
   bool allow_tf32 = false;
-  // The workspace the caller passes to Enqueue holds at least this many bytes.
+  // The most workspace an algorithm may need: only those that need at most
+  // this are proposed.
   size_t workspace_bytes = 0;
 };
 
@@ -81,7 +82,13 @@ class CublasLtGemm {
   [[nodiscard]] int candidate() const;
   absl::Status UseCandidate(int index);
 
+  // The workspace the current algorithm needs (at most
+  // options().workspace_bytes): what Enqueue's `workspace` must hold.
+  [[nodiscard]] size_t workspace_bytes() const;
+
   // Enqueues the GEMM on `stream`: no allocation, no synchronisation.
+  // `workspace` holds workspace_bytes() (ChooseFastestAlgorithm's: up to
+  // options().workspace_bytes).
   absl::Status Enqueue(const float* a, const float* b, float* d, void* workspace,
                        cudaStream_t stream) const;
 

@@ -147,7 +147,6 @@ absl::StatusOr<std::unique_ptr<GemmKernel>> GemmKernel::Create(const CudaKernelC
   }
   o.allow_tf32 = context.allow_tf32;
   o.workspace_bytes = kGemmWorkspaceBytes;
-  RETURN_IF_ERROR(context.workspace->Reserve(kGemmWorkspaceBytes));
   if (!geometry.batch_offsets.empty()) {
     // Per-batch offsets may leave addresses less than 256-byte aligned.
     o.alignment_a = AlignmentOf(o.m * o.k * 4);
@@ -157,6 +156,9 @@ absl::StatusOr<std::unique_ptr<GemmKernel>> GemmKernel::Create(const CudaKernelC
   std::unique_ptr<CublasLtGemm> gemm;
   if (NumElements(graph.value(node.outputs[0]).dims) > 0 && o.k > 0) {
     ASSIGN_OR_RETURN(gemm, CublasLtGemm::Create(context.cublas, o));
+    // Autotune times candidates that may need up to the limit; it then
+    // narrows this to the chosen algorithm's need.
+    context.workspace->Require(kGemmWorkspaceBytes);
   }
   return std::make_unique<GemmKernel>(
       NodeLabel(node), AlgorithmChoices::Key(node.name, graph.batch_size), std::move(gemm),
@@ -168,7 +170,7 @@ GemmKernel::GemmKernel(std::string label, std::string choice_key,
                        std::unique_ptr<CublasLtGemm> gemm,
                        std::unique_ptr<CudaOpKernel> broadcast_c,
                        std::vector<std::array<int64_t, 3>> batch_offsets,
-                       std::shared_ptr<StreamArena> workspace,
+                       std::shared_ptr<StepWorkspace> workspace,
                        std::shared_ptr<AlgorithmChoices> algorithm_choices)
     : label_(std::move(label)),
       choice_key_(std::move(choice_key)),
@@ -185,7 +187,9 @@ absl::Status GemmKernel::Autotune(absl::Span<const void* const> inputs,
   if (!gemm_) return absl::OkStatus();
   if (algorithm_choices_) {
     if (const std::optional<int64_t> recorded = algorithm_choices_->Find(choice_key_)) {
-      return AnnotateStatus(gemm_->UseCandidate(static_cast<int>(*recorded)), label_);
+      RETURN_IF_ERROR(AnnotateStatus(gemm_->UseCandidate(static_cast<int>(*recorded)), label_));
+      workspace_->Require(gemm_->workspace_bytes());
+      return absl::OkStatus();
     }
   }
   const auto* a = static_cast<const float*>(inputs[0]);
@@ -198,8 +202,9 @@ absl::Status GemmKernel::Autotune(absl::Span<const void* const> inputs,
     d += d_offset;
   }
   RETURN_IF_ERROR(
-      AnnotateStatus(gemm_->ChooseFastestAlgorithm(a, b, d, workspace_->base(), stream), label_));
+      AnnotateStatus(gemm_->ChooseFastestAlgorithm(a, b, d, workspace_->get(), stream), label_));
   if (algorithm_choices_) algorithm_choices_->Record(choice_key_, gemm_->candidate());
+  workspace_->Require(gemm_->workspace_bytes());
   return absl::OkStatus();
 }
 
@@ -213,7 +218,7 @@ absl::Status GemmKernel::Enqueue(absl::Span<const void* const> inputs,
   const auto* a = static_cast<const float*>(inputs[0]);
   const auto* b = static_cast<const float*>(inputs[1]);
   auto* d = static_cast<float*>(outputs[0]);
-  void* workspace = workspace_->base();
+  void* workspace = workspace_->get();
   if (batch_offsets_.empty()) return gemm_->Enqueue(a, b, d, workspace, stream);
   for (const auto& [a_offset, b_offset, d_offset] : batch_offsets_) {
     RETURN_IF_ERROR(gemm_->Enqueue(a + a_offset, b + b_offset, d + d_offset, workspace, stream));

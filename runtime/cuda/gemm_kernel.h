@@ -36,7 +36,7 @@ class GemmKernel final : public CudaOpKernel {
   GemmKernel(std::string label, std::string choice_key, std::unique_ptr<CublasLtGemm> gemm,
              std::unique_ptr<CudaOpKernel> broadcast_c,
              std::vector<std::array<int64_t, 3>> batch_offsets,
-             std::shared_ptr<StreamArena> workspace,
+             std::shared_ptr<StepWorkspace> workspace,
              std::shared_ptr<AlgorithmChoices> algorithm_choices);
 
  private:
@@ -47,7 +47,7 @@ class GemmKernel final : public CudaOpKernel {
   // Batches that broadcast in no single stride: (A, B, D) element offsets of
   // each, one cuBLASLt call each. Empty for strided batching.
   std::vector<std::array<int64_t, 3>> batch_offsets_;
-  std::shared_ptr<StreamArena> workspace_;
+  std::shared_ptr<StepWorkspace> workspace_;
   std::shared_ptr<AlgorithmChoices> algorithm_choices_;  // may be null
 };
 

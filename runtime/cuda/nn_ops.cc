@@ -170,7 +170,7 @@ absl::StatusOr<std::unique_ptr<ConvKernel>> ConvKernel::Create(const CudaKernelC
   } else {
     ASSIGN_OR_RETURN(cudnn, CudnnConv::Create(context.cudnn, params, context.allow_tf32));
   }
-  RETURN_IF_ERROR(context.workspace->Reserve(cudnn->workspace_bytes()));
+  context.workspace->Require(cudnn->workspace_bytes());
   ChannelEpilogueParams epilogue;
   epilogue.batch = params.batch;
   epilogue.channels = params.out_channels;
@@ -182,7 +182,7 @@ absl::StatusOr<std::unique_ptr<ConvKernel>> ConvKernel::Create(const CudaKernelC
 
 ConvKernel::ConvKernel(std::string label, std::string choice_key, std::unique_ptr<CudnnConv> conv,
                        ConvFusion fusion, ChannelEpilogueParams epilogue,
-                       std::shared_ptr<StreamArena> workspace,
+                       std::shared_ptr<StepWorkspace> workspace,
                        std::shared_ptr<AlgorithmChoices> algorithm_choices)
     : label_(std::move(label)),
       choice_key_(std::move(choice_key)),
@@ -212,7 +212,8 @@ absl::Status ConvKernel::Autotune(absl::Span<const void* const> inputs,
                        label_));
     if (algorithm_choices_) algorithm_choices_->RecordPlan(choice_key_, conv_->plan());
   }
-  return workspace_->Reserve(conv_->workspace_bytes());
+  workspace_->Require(conv_->workspace_bytes());
+  return absl::OkStatus();
 }
 
 absl::Status ConvKernel::Enqueue(absl::Span<const void* const> inputs,
@@ -220,7 +221,7 @@ absl::Status ConvKernel::Enqueue(absl::Span<const void* const> inputs,
   float* y = static_cast<float*>(outputs[0]);
   RETURN_IF_ERROR(AnnotateStatus(
       conv_->Enqueue(static_cast<const float*>(inputs[0]), static_cast<const float*>(inputs[1]), y,
-                     workspace_->base(), stream),
+                     workspace_->get(), stream),
       label_));
   const bool epilogue =
       fusion_.has_bias || fusion_.has_residual || fusion_.activation.kind != Activation::kNone;

@@ -37,14 +37,14 @@ struct ConvFusion {
 class ConvKernel final : public CudaOpKernel {
  public:
   // Runs on the context's cuDNN handle (the stream slot's; one thread at a
-  // time); its workspace grows to what the chosen algorithm needs (here and
-  // in Autotune).
+  // time); its step workspace is what the current plan needs (here and in
+  // Autotune).
   static absl::StatusOr<std::unique_ptr<ConvKernel>> Create(const CudaKernelContext& context,
                                                             const ConvFusion& fusion);
 
   // Times cuDNN's algorithms on these buffers and keeps the fastest (plan
-  // time only; synchronises), or replays the choice another slot's plan
-  // recorded; then grows the workspace to what it needs.
+  // time only; synchronises), or takes the plan another slot's kernel of
+  // these sizes chose; then requires the workspace that plan needs.
   absl::Status Autotune(absl::Span<const void* const> inputs, absl::Span<void* const> outputs,
                         cudaStream_t stream) override;
 
@@ -56,7 +56,7 @@ class ConvKernel final : public CudaOpKernel {
   // Implementation details follow.
   ConvKernel(std::string label, std::string choice_key, std::unique_ptr<class CudnnConv> conv,
              ConvFusion fusion, ChannelEpilogueParams epilogue,
-             std::shared_ptr<StreamArena> workspace,
+             std::shared_ptr<StepWorkspace> workspace,
              std::shared_ptr<AlgorithmChoices> algorithm_choices);
   ~ConvKernel() override;
 
@@ -66,7 +66,7 @@ class ConvKernel final : public CudaOpKernel {
   std::unique_ptr<CudnnConv> conv_;
   ConvFusion fusion_;
   ChannelEpilogueParams epilogue_;
-  std::shared_ptr<StreamArena> workspace_;
+  std::shared_ptr<StepWorkspace> workspace_;
   std::shared_ptr<AlgorithmChoices> algorithm_choices_;  // may be null
 };
 

@@ -29,7 +29,8 @@ class CudaOpKernel {
 
   // Plan time only, never while capturing: times the library's algorithms
   // for this op on these buffers (their contents do not matter) and keeps
-  // the fastest; may grow the slot's workspace and synchronise `stream`.
+  // the fastest; may change what its step workspace requires (Note [Step
+  // workspaces]) and synchronise `stream`.
   // Kernels with nothing to choose keep this default.
   virtual absl::Status Autotune(absl::Span<const void* const> inputs,
                                 absl::Span<void* const> outputs, cudaStream_t stream) {

@@ -15,24 +15,14 @@ absl::Status SlotLanes::Reserve(int lanes, int events) {
   CudaDeviceGuard guard(device_);
   RETURN_IF_ERROR(guard.status());
   while (this->lanes() < lanes) {
-    if (!workspaces_.empty()) {
-      ASSIGN_OR_RETURN(CudaStream stream, CudaStream::Create());
-      side_streams_.push_back(std::move(stream));
-    }
-    ASSIGN_OR_RETURN(std::shared_ptr<StreamArena> workspace, StreamArena::Create(device_));
-    workspaces_.push_back(std::move(workspace));
+    ASSIGN_OR_RETURN(CudaStream stream, CudaStream::Create());
+    side_streams_.push_back(std::move(stream));
   }
   while (this->events() < events) {
     ASSIGN_OR_RETURN(CudaEvent event, CudaEvent::Create());
     events_.push_back(std::move(event));
   }
   return absl::OkStatus();
-}
-
-size_t SlotLanes::workspace_bytes() const {
-  size_t bytes = 0;
-  for (const auto& workspace : workspaces_) bytes += workspace->bytes();
-  return bytes;
 }
 
 }  // namespace graphserve
