@@ -5,9 +5,9 @@
 # written under $OUT (or ./out), in at most 8 files (the device tool brings
 # back no more); scratch output stays under /tmp/graphserve-gpu.
 #
-#   bench/gpu_check.sh [.bundle/graphserve-gpu.tar.gz] [all|serve|cnn]
+#   bench/gpu_check.sh [.bundle/graphserve-gpu.tar.gz] [all|serve|cnn|tests]
 #
-# `serve` runs the GPU tests (the server's end-to-end suite on CUDA graphs
+# `tests` runs the GPU tests alone; `serve` runs the GPU tests (the server's end-to-end suite on CUDA graphs
 # among them) and the serving benchmarks only; `cnn` the GPU tests and the
 # CNN step only; `all` (the default) adds the conformance suite, the example
 # models, the launch overhead, the runtime benchmark against PyTorch, prepare
@@ -22,7 +22,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 bundle_tar="${1:-.bundle/graphserve-gpu.tar.gz}"
 steps="${2:-all}"
-case "$steps" in all | serve | cnn) ;; *) echo "usage: $0 [BUNDLE] [all|serve|cnn]" >&2; exit 2 ;; esac
+case "$steps" in all | serve | cnn | tests) ;; *) echo "usage: $0 [BUNDLE] [all|serve|cnn|tests]" >&2; exit 2 ;; esac
 
 # Passes of tests/onnx_conformance on the node tests, from the last
 # committed results (bench/results/2026-11-21_794844b_capture/gpu_check.log:
@@ -157,6 +157,10 @@ cnn_bench() {
   echo "+ ${command[*]}"
   "${command[@]}"
 }
+
+if [[ "$steps" == "tests" ]]; then
+  finish
+fi
 
 if [[ "$steps" == "cnn" ]]; then
   run cnn_bench cnn_bench

@@ -159,7 +159,10 @@ class PlanBuilder {
     const auto kernels_done = std::chrono::steady_clock::now();
     plan_.times.kernels_ms = MillisecondsBetween(start, kernels_done);
     RETURN_IF_ERROR(AssignStorage());
-    RETURN_IF_ERROR(PlanArena());
+    // Autotuning times the candidates in scratch memory of its own and then
+    // changes what the workspaces need: planning them now would size the
+    // arena, which never shrinks, for algorithms that are not chosen.
+    RETURN_IF_ERROR(PlanArena({.with_workspaces = !plan_.options.autotune_gemms}));
     plan_.times.memory_ms = MillisecondsBetween(kernels_done, std::chrono::steady_clock::now());
     return absl::OkStatus();
   }
@@ -302,7 +305,10 @@ class PlanBuilder {
   // streams]); on one lane that is the linear chain. The single-lane size is
   // kept to report what concurrency costs. Again after autotuning, which may
   // change what the workspaces need.
-  absl::Status PlanArena() {
+  struct ArenaOptions {
+    bool with_workspaces = true;  // false: the activations alone
+  };
+  absl::Status PlanArena(ArenaOptions options) {
     std::vector<int> buffer_of(graph_.values.size(), -1);
     MemoryPlanInput input;
     input.num_steps = static_cast<int>(plan_.steps.size());
@@ -322,7 +328,7 @@ class PlanBuilder {
     }
     // Each workspace lives only while its step runs: no readers.
     std::vector<int> workspace_buffer(plan_.steps.size(), -1);
-    for (int s = 0; s < input.num_steps; ++s) {
+    for (int s = 0; s < input.num_steps && options.with_workspaces; ++s) {
       const size_t bytes = plan_.steps[s].workspace->bytes();
       if (bytes == 0) continue;
       workspace_buffer[s] = static_cast<int>(input.buffers.size());
@@ -406,7 +412,7 @@ absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::Create(
     const auto start = std::chrono::steady_clock::now();
     RETURN_IF_ERROR(AutotuneKernels(*plan));
     // The chosen algorithms' workspaces, placed anew.
-    RETURN_IF_ERROR(PlanBuilder(*plan).PlanArena());
+    RETURN_IF_ERROR(PlanBuilder(*plan).PlanArena({.with_workspaces = true}));
     plan->times.autotune_ms = MillisecondsBetween(start, std::chrono::steady_clock::now());
   }
   return std::unique_ptr<CudaExecutor>(new CudaExecutor(std::move(plan)));

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/cuda_handles.h"
 #include "common/cuda_status.h"
 #include "common/status.h"
 #include "runtime/fusion.h"
@@ -156,9 +157,7 @@ absl::StatusOr<std::unique_ptr<GemmKernel>> GemmKernel::Create(const CudaKernelC
   std::unique_ptr<CublasLtGemm> gemm;
   if (NumElements(graph.value(node.outputs[0]).dims) > 0 && o.k > 0) {
     ASSIGN_OR_RETURN(gemm, CublasLtGemm::Create(context.cublas, o));
-    // Autotune times candidates that may need up to the limit; it then
-    // narrows this to the chosen algorithm's need.
-    context.workspace->Require(kGemmWorkspaceBytes);
+    context.workspace->Require(gemm->workspace_bytes());
   }
   return std::make_unique<GemmKernel>(
       NodeLabel(node), AlgorithmChoices::Key(node.name, graph.batch_size), std::move(gemm),
@@ -201,8 +200,11 @@ absl::Status GemmKernel::Autotune(absl::Span<const void* const> inputs,
     b += b_offset;
     d += d_offset;
   }
+  // The candidates may need up to the limit: they are timed in scratch
+  // memory of their own (Note [Step workspaces]).
+  ASSIGN_OR_RETURN(const DeviceBuffer scratch, DeviceBuffer::Allocate(kGemmWorkspaceBytes));
   RETURN_IF_ERROR(
-      AnnotateStatus(gemm_->ChooseFastestAlgorithm(a, b, d, workspace_->get(), stream), label_));
+      AnnotateStatus(gemm_->ChooseFastestAlgorithm(a, b, d, scratch.get(), stream), label_));
   if (algorithm_choices_) algorithm_choices_->Record(choice_key_, gemm_->candidate());
   workspace_->Require(gemm_->workspace_bytes());
   return absl::OkStatus();

@@ -8,11 +8,14 @@
 // on different lanes never share them (Note [Reuse across streams]). No slot
 // holds a fixed workspace beside its arena.
 //
-// A kernel says what it needs at plan time (Require, again after Autotune
-// when its choice changed it); the executor plans the arena once kernels are
-// created and again after autotuning, and places each workspace. Kernels
-// read the address at every Enqueue: the arena may move while the slot's
-// plans grow it, before any graph is captured.
+// A kernel says what its current algorithm needs at plan time (Require, and
+// again after Autotune). Autotune times candidates in scratch memory of its
+// own, so the executor first plans the arena for the activations alone,
+// autotunes, then plans it with the chosen algorithms' workspaces and places
+// them: the arena never shrinks, and would otherwise keep room for
+// algorithms that were not chosen. Kernels read the address at every
+// Enqueue: the arena may move while the slot's plans grow it, before any
+// graph is captured.
 
 #include <cstddef>
 #include <memory>
