@@ -90,15 +90,6 @@ std::vector<float> RandomNormal(size_t count, std::mt19937& rng) {
 }
 
 
-absl::StatusOr<DeviceBuffer> Upload(const std::vector<float>& host) {
-  absl::StatusOr<DeviceBuffer> buffer = DeviceBuffer::Allocate(host.size() * sizeof(float));
-  if (!buffer.ok()) return buffer;
-  if (cudaMemcpy(buffer->get(), host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice) !=
-      cudaSuccess) {
-    return absl::InternalError("upload failed");
-  }
-  return buffer;
-}
 
 std::vector<float> Download(const DeviceBuffer& buffer, size_t count) {
   std::vector<float> host(count);

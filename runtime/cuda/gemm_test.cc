@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/cuda_handles.h"
+#include "runtime/cuda/kernel_test_util.h"
 
 namespace graphserve {
 namespace {
@@ -62,15 +63,6 @@ class CublasLtGemmTest : public ::testing::TestWithParam<GemmCase> {
   }
 };
 
-absl::StatusOr<DeviceBuffer> Upload(const std::vector<float>& host) {
-  absl::StatusOr<DeviceBuffer> buffer = DeviceBuffer::Allocate(host.size() * sizeof(float));
-  if (!buffer.ok()) return buffer;
-  if (cudaMemcpy(buffer->get(), host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice) !=
-      cudaSuccess) {
-    return absl::InternalError("upload failed");
-  }
-  return buffer;
-}
 
 TEST_P(CublasLtGemmTest, MatchesFloat64Reference) {
   const GemmCase c = GetParam();

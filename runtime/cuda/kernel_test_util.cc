@@ -7,7 +7,22 @@
 #include <cstdio>
 #include <string>
 
+#include "common/cuda_status.h"
+#include "common/status.h"
+
 namespace graphserve {
+
+absl::Status CopyToDeviceAndWait(void* device, const void* host, size_t bytes) {
+  CUDA_RETURN_IF_ERROR(cudaMemcpy(device, host, bytes, cudaMemcpyHostToDevice));
+  CUDA_RETURN_IF_ERROR(cudaDeviceSynchronize());
+  return absl::OkStatus();
+}
+
+absl::StatusOr<DeviceBuffer> Upload(const std::vector<float>& host) {
+  ASSIGN_OR_RETURN(DeviceBuffer buffer, DeviceBuffer::Allocate(host.size() * sizeof(float)));
+  RETURN_IF_ERROR(CopyToDeviceAndWait(buffer.get(), host.data(), host.size() * sizeof(float)));
+  return buffer;
+}
 
 void InjectSpecials(std::vector<float>& v, int64_t taps, double affected, std::mt19937& rng) {
   if (v.empty()) return;

@@ -7,6 +7,9 @@
 #include <random>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "common/cuda_handles.h"
 #include "gtest/gtest.h"
 
 namespace graphserve {
@@ -20,6 +23,16 @@ inline constexpr float kLarge = 1e30f;
 // each) so that about `affected` of the outputs, each reading `taps` inputs,
 // see one and the rest still check the arithmetic.
 void InjectSpecials(std::vector<float>& v, int64_t taps, double affected, std::mt19937& rng);
+
+// Copies `bytes` from host to device memory and waits until they have
+// landed. cudaMemcpy from pageable memory may return before its DMA
+// completes, and the tests' kernels run on non-blocking streams, which do
+// not wait for it: on the H100 a Pad test once read part of its poison fill
+// (0xCD) back where the kernel had written.
+absl::Status CopyToDeviceAndWait(void* device, const void* host, size_t bytes);
+
+// A device copy of `host` (CopyToDeviceAndWait).
+absl::StatusOr<DeviceBuffer> Upload(const std::vector<float>& host);
 
 // |v| elementwise: the magnitudes rounding errors grow with.
 std::vector<float> Abs(std::vector<float> v);

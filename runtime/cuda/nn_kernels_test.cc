@@ -56,8 +56,8 @@ class DeviceArray {
     array.buffer_ = *std::move(buffer);
     array.offset_ = offset_bytes;
     array.bytes_ = host.size() * sizeof(T);
-    EXPECT_EQ(cudaMemcpy(array.data(), host.data(), array.bytes_, cudaMemcpyHostToDevice),
-              cudaSuccess);
+    const absl::Status copied = CopyToDeviceAndWait(array.data(), host.data(), array.bytes_);
+    EXPECT_TRUE(copied.ok()) << copied;
     return array;
   }
 
