@@ -122,6 +122,137 @@ TEST(ModelConfigTest, GraphsAreOnUnlessDisabled) {
                   .graphs_disabled());
 }
 
+// A config written for Triton's onnxruntime backend, with a field of every
+// kind Triton's schema has, parses unchanged.
+TEST(ModelConfigTest, ParsesATritonConfigWithEveryField) {
+  const ModelConfig config = ParseOrDie(R"pb(
+    name: "resnet"
+    platform: "onnxruntime_onnx"
+    backend: "onnxruntime"
+    runtime: "libtriton_onnxruntime.so"
+    max_batch_size: 8
+    version_policy { specific { versions: [1, 3] } }
+    input {
+      name: "x"
+      data_type: TYPE_FP32
+      format: FORMAT_NCHW
+      dims: [3, 224, 224]
+      reshape { shape: [3, 224, 224] }
+      is_non_linear_format_io: false
+    }
+    output { name: "y" data_type: TYPE_FP32 dims: [1000] reshape { shape: [1000] } }
+    batch_input { kind: BATCH_ELEMENT_COUNT target_name: "n" data_type: TYPE_INT32 source_input: "x" }
+    batch_output { target_name: "y" kind: BATCH_SCATTER_WITH_INPUT_SHAPE source_input: "x" }
+    instance_group {
+      count: 2
+      kind: KIND_GPU
+      gpus: [0]
+      profile: "0"
+      passive: false
+      host_policy: "gpu_0"
+      rate_limiter { resources { name: "r" global: true count: 1 } priority: 2 }
+      secondary_devices { kind: KIND_NVDLA device_id: 0 }
+    }
+    dynamic_batching {
+      preferred_batch_size: [4, 8]
+      max_queue_delay_microseconds: 100
+      priority_levels: 2
+      default_priority_level: 1
+      default_queue_policy { timeout_action: REJECT default_timeout_microseconds: 1000 max_queue_size: 64 }
+      priority_queue_policy { key: 1 value { timeout_action: DELAY allow_timeout_override: true } }
+    }
+    optimization {
+      graph { level: 1 }
+      priority: PRIORITY_MAX
+      cuda {
+        graphs: true
+        busy_wait_events: true
+        output_copy_stream: true
+        graph_spec { batch_size: 1 input { key: "x" value { dim: [3, 224, 224] } } }
+        graph_spec { batch_size: 4 graph_lower_bound { batch_size: 2 } }
+      }
+      execution_accelerators { gpu_execution_accelerator { name: "tensorrt" parameters { key: "precision_mode" value: "FP16" } } }
+      input_pinned_memory { enable: true }
+      output_pinned_memory { enable: false }
+      gather_kernel_buffer_threshold: 2
+      eager_batching: true
+    }
+    default_model_filename: "model.onnx"
+    cc_model_filenames { key: "9.0" value: "model_sm90.onnx" }
+    metric_tags { key: "team" value: "search" }
+    parameters { key: "k" value { string_value: "v" } }
+    model_warmup { name: "w" batch_size: 1 count: 2 inputs { key: "x" value { data_type: TYPE_FP32 dims: [3, 224, 224] zero_data: true } } }
+    model_operations { op_library_filename: "libops.so" }
+    model_transaction_policy { decoupled: false }
+    model_repository_agents { agents { name: "checksum" parameters { key: "a" value: "b" } } }
+    response_cache { enable: true }
+    model_metrics { metric_control { metric_identifier { family: "nv_inference_first_response_histogram_ms" } histogram_options { buckets: [1, 10] } } }
+  )pb");
+  EXPECT_EQ(config.platform(), "onnxruntime_onnx");
+  EXPECT_TRUE(config.optimization().cuda().has_graphs());
+  EXPECT_TRUE(config.optimization().cuda().graphs());
+  ASSERT_EQ(config.optimization().cuda().graph_spec_size(), 2);
+  EXPECT_EQ(config.optimization().cuda().graph_spec(1).batch_size(), 4);
+  EXPECT_EQ(config.dynamic_batching().default_queue_policy().max_queue_size(), 64u);
+  EXPECT_EQ(config.scheduling_choice_case(), ModelConfig::kDynamicBatching);
+  EXPECT_EQ(config.instance_group(0).rate_limiter().priority(), 2u);
+  EXPECT_EQ(config.model_metrics().metric_control(0).histogram_options().buckets_size(), 2);
+
+  // The other scheduling choices are members of the same oneof.
+  const ModelConfig sequence =
+      ParseOrDie(R"pb(sequence_batching { oldest { max_candidate_sequences: 4 } })pb");
+  EXPECT_EQ(sequence.scheduling_choice_case(), ModelConfig::kSequenceBatching);
+  const ModelConfig ensemble =
+      ParseOrDie(R"pb(ensemble_scheduling { step { model_name: "a" model_version: -1 } })pb");
+  EXPECT_EQ(ensemble.scheduling_choice_case(), ModelConfig::kEnsembleScheduling);
+  // `graphs` remembers whether it was written, which proto3 otherwise cannot.
+  EXPECT_FALSE(ParseOrDie(R"pb(optimization { cuda {} })pb").optimization().cuda().has_graphs());
+  EXPECT_TRUE(ParseOrDie(R"pb(optimization { cuda { graphs: false } })pb")
+                  .optimization()
+                  .cuda()
+                  .has_graphs());
+}
+
+// The fields Triton added beyond the ones GraphServe uses travel under
+// Triton's numbers too.
+TEST(ModelConfigTest, TritonsOtherFieldsUseItsNumbersOnTheWire) {
+  ModelConfig config;
+  (*config.mutable_cc_model_filenames())["9.0"] = "a";                       // 9
+  (*config.mutable_metric_tags())["k"] = "v";                               // 10
+  config.mutable_optimization()->mutable_cuda()->set_graphs(false);         // 12
+  config.add_model_warmup()->set_name("w");                                 // 16
+  config.mutable_model_operations()->add_op_library_filename("x.so");       // 18
+  config.add_batch_input()->add_target_name("n");                           // 20
+  config.add_batch_output()->add_target_name("y");                          // 21
+  config.mutable_model_repository_agents()->add_agents()->set_name("a");    // 23
+  config.mutable_response_cache()->set_enable(true);                        // 24
+  config.set_runtime("lib.so");                                             // 25
+  config.mutable_model_metrics()->add_metric_control();                     // 26
+  std::string bytes;
+  ASSERT_TRUE(config.SerializeToString(&bytes));
+  absl::StatusOr<std::vector<WireField>> fields = DecodeWireFields(bytes);
+  ASSERT_TRUE(fields.ok()) << fields.status();
+  EXPECT_THAT(FieldNumbers(*fields), ElementsAre(9, 10, 12, 16, 18, 20, 21, 23, 24, 25, 26));
+  // optimization.cuda (3) holds graphs (1), written although false.
+  absl::StatusOr<std::vector<WireField>> optimization = DecodeWireFields((*fields)[2].payload);
+  ASSERT_TRUE(optimization.ok()) << optimization.status();
+  EXPECT_THAT(FieldNumbers(*optimization), ElementsAre(3));
+  absl::StatusOr<std::vector<WireField>> cuda = DecodeWireFields((*optimization)[0].payload);
+  ASSERT_TRUE(cuda.ok()) << cuda.status();
+  EXPECT_THAT(FieldNumbers(*cuda), ElementsAre(1));
+  EXPECT_EQ((*cuda)[0].value, 0u);
+
+  for (const auto& [message, number] :
+       std::vector<std::pair<const google::protobuf::Descriptor*, int>>{
+           {inference::ModelInput::descriptor(), 9},
+           {inference::ModelOutput::descriptor(), 7},
+           {inference::ModelInstanceGroup::descriptor(), 9},
+           {inference::ModelDynamicBatching::descriptor(), 7}}) {
+    EXPECT_NE(message->FindFieldByNumber(number), nullptr)
+        << message->name() << " field " << number;
+  }
+}
+
 TEST(ModelConfigTest, RejectsMisspeltFields) {
   // "stream" for "streams": a typo must fail the load, not be ignored.
   ModelConfig config;
