@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "server/model_repository.h"
+#include "server/triton_config.h"
 
 namespace graphserve {
 
@@ -37,6 +38,12 @@ absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::Load(
       progress << "graphserve: model '" << entry.name << "': " << entry.status.message() << "\n";
       states.push_back({entry.name, 0, entry.status, nullptr});
       continue;
+    }
+    // Triton's fields GraphServe does not act on: one line each, never an
+    // error, so a repository written for Triton loads as it is.
+    for (const std::string& field : IgnoredConfigFields(entry.config)) {
+      progress << "graphserve: model '" << entry.name << "': config.pbtxt sets " << field
+               << ", a Triton field GraphServe accepts and ignores\n";
     }
     for (const ModelVersionEntry& version : entry.versions) {
       progress << "graphserve: loading model '" << entry.name << "' version " << version.version

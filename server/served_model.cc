@@ -22,6 +22,7 @@
 #include "server/graph_set_runner.h"
 #include "server/host_runner.h"
 #include "server/request_validation.h"
+#include "server/triton_config.h"
 #include "spdlog/spdlog.h"
 
 namespace graphserve {
@@ -41,12 +42,12 @@ uint64_t NowMillisSinceEpoch() {
                                    .count());
 }
 
-// The sizes a config asks for, or, when it names none, powers of two up to
+// The sizes a config asks for (capture.batch_sizes, else Triton's
+// optimization.cuda.graph_spec), or, when it names none, powers of two up to
 // max_batch_size plus max_batch_size itself: a ladder whose padding is at
 // most 2x.
 absl::StatusOr<std::vector<int64_t>> CapturedSizes(const inference::ModelConfig& config) {
-  std::vector<int64_t> sizes(config.capture().batch_sizes().begin(),
-                             config.capture().batch_sizes().end());
+  std::vector<int64_t> sizes = RequestedCaptureSizes(config);
   if (sizes.empty()) {
     for (int64_t size = 1; size < config.max_batch_size(); size *= 2) sizes.push_back(size);
     sizes.push_back(config.max_batch_size());
@@ -56,8 +57,9 @@ absl::StatusOr<std::vector<int64_t>> CapturedSizes(const inference::ModelConfig&
     if (sizes[i] < 1 || sizes[i] > config.max_batch_size() ||
         (i > 0 && sizes[i] == sizes[i - 1])) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "config.pbtxt capture.batch_sizes [", absl::StrJoin(sizes, ","),
-          "] must be distinct sizes from 1 to max_batch_size ", config.max_batch_size()));
+          "config.pbtxt capture.batch_sizes (or optimization.cuda.graph_spec batch sizes) [",
+          absl::StrJoin(sizes, ","), "] must be distinct sizes from 1 to max_batch_size ",
+          config.max_batch_size()));
     }
   }
   return sizes;
@@ -331,7 +333,7 @@ absl::StatusOr<std::unique_ptr<ServedModel>> ServedModel::Load(const RepositoryM
   const int num_streams = StreamsFor(config, config.instance_group().empty()
                                                  ? nullptr
                                                  : &config.instance_group(0));
-  const bool graphs = options.graphs && !config.capture().graphs_disabled();
+  const bool graphs = options.graphs && !GraphsDisabledByConfig(config);
   absl::StatusOr<Execution> execution =
       options.executor == ExecutorKind::kCuda
           ? LoadOnGpu(model, any_size, sizes, graphs, options, &config)

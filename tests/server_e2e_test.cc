@@ -30,6 +30,7 @@
 #include "nlohmann/json.hpp"
 #include "examples/demo_repository.h"
 #include "gmock/gmock.h"
+#include "google/protobuf/text_format.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "proto/grpc_service.grpc.pb.h"
@@ -745,6 +746,75 @@ TEST(ServerOnSeveralGpus, InstanceGroupGpusEachGetTheirSlots) {
   }
   for (std::thread& client : clients) client.join();
   EXPECT_EQ(wrong.load(), 0);
+}
+
+// A repository written for Triton's onnxruntime backend loads unchanged: the
+// fields GraphServe does not act on are named once each in the load log, the
+// graph_spec batch sizes are the captured sizes, and every request size is
+// served correctly around them.
+TEST(ServerWithTritonConfig, ServesATritonRepositoryAndNamesWhatItIgnores) {
+  const std::string repository = WriteTestRepository("triton_repository");
+  const std::filesystem::path path = std::filesystem::path(repository) / "mlp" / "config.pbtxt";
+  inference::ModelConfig config;
+  {
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(text.str(), &config));
+  }
+  config.clear_capture();
+  config.clear_backend();
+  ASSERT_TRUE(google::protobuf::TextFormat::MergeFromString(R"pb(
+    platform: "onnxruntime_onnx"
+    instance_group { count: 2 kind: KIND_GPU gpus: [0] host_policy: "gpu_0" }
+    dynamic_batching { preferred_batch_size: [8] max_queue_delay_microseconds: 100 }
+    optimization {
+      cuda {
+        graphs: true
+        busy_wait_events: true
+        graph_spec { batch_size: 16 }
+        graph_spec { batch_size: 4 }
+      }
+    }
+    model_warmup { name: "w" batch_size: 1 }
+    response_cache { enable: true }
+  )pb", &config));
+  std::string text;
+  ASSERT_TRUE(google::protobuf::TextFormat::PrintToString(config, &text));
+  std::ofstream(path) << text;
+
+  std::ostringstream log;
+  absl::StatusOr<std::unique_ptr<InferenceServer>> server =
+      InferenceServer::Start(TestServerOptions(repository), log);
+  ASSERT_TRUE(server.ok()) << server.status() << "\n" << log.str();
+  for (const char* field : {"instance_group.host_policy", "dynamic_batching",
+                            "optimization.cuda.busy_wait_events", "model_warmup",
+                            "response_cache"}) {
+    EXPECT_THAT(log.str(), HasSubstr(absl::StrCat("model 'mlp': config.pbtxt sets ", field,
+                                                  ", a Triton field GraphServe accepts and "
+                                                  "ignores")));
+  }
+  EXPECT_THAT(log.str(), ::testing::Not(HasSubstr("sets optimization.cuda.graphs")));
+
+  auto stub = inference::GRPCInferenceService::NewStub(Connect((*server)->port()));
+  grpc::ClientContext config_context;
+  inference::ModelConfigRequest config_request;
+  config_request.set_name("mlp");
+  inference::ModelConfigResponse served;
+  ASSERT_TRUE(stub->ModelConfig(&config_context, config_request, &served).ok());
+  EXPECT_EQ(served.config().platform(), "onnxruntime_onnx");
+  EXPECT_THAT(served.config().capture().batch_sizes(), ::testing::ElementsAre(4, 16));
+  EXPECT_FALSE(served.config().capture().graphs_disabled());
+  EXPECT_EQ(served.config().capture().streams(), 2);  // instance_group count
+  for (int64_t rows : {1, 4, 7, 16, 21}) {  // captured, padded and split sizes
+    std::unique_ptr<HostExecutor> reference = Reference(repository, "mlp", rows);
+    const std::vector<HostTensor> inputs = RandomInputs(reference->graph(), 900 + rows);
+    grpc::ClientContext context;
+    inference::ModelInferResponse response;
+    const grpc::Status status =
+        stub->ModelInfer(&context, RawRequest("mlp", reference->graph(), inputs), &response);
+    EXPECT_TRUE(MatchesReference(status, response, *reference, inputs)) << rows << " rows";
+  }
 }
 
 // Shutdown with requests in flight: every request the server accepted is

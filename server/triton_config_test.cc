@@ -1,0 +1,101 @@
+#include "server/triton_config.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "google/protobuf/text_format.h"
+
+namespace graphserve {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+
+inference::ModelConfig Parse(const std::string& text) {
+  inference::ModelConfig config;
+  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &config)) << text;
+  return config;
+}
+
+// The issue's repository, as a Triton user writes it for onnxruntime.
+constexpr char kTritonConfig[] = R"pb(
+  name: "mlp"
+  platform: "onnxruntime_onnx"
+  max_batch_size: 64
+  input { name: "x" data_type: TYPE_FP32 dims: [512] }
+  output { name: "y" data_type: TYPE_FP32 dims: [10] label_filename: "labels.txt" }
+  instance_group { count: 2 kind: KIND_GPU gpus: [0] host_policy: "gpu_0" }
+  dynamic_batching { preferred_batch_size: [8] max_queue_delay_microseconds: 100 }
+  optimization {
+    cuda { graphs: true busy_wait_events: true graph_spec { batch_size: 4 input { key: "x" } } }
+    input_pinned_memory { enable: true }
+  }
+  model_warmup { name: "w" batch_size: 1 }
+  response_cache { enable: true }
+)pb";
+
+TEST(TritonConfigTest, NamesEachIgnoredFieldOnceAndNoHonouredOne) {
+  EXPECT_THAT(IgnoredConfigFields(Parse(kTritonConfig)),
+              ElementsAre("output.label_filename", "instance_group.host_policy",
+                          "dynamic_batching", "optimization.cuda.busy_wait_events",
+                          "optimization.cuda.graph_spec.input", "optimization.input_pinned_memory",
+                          "model_warmup", "response_cache"));
+}
+
+TEST(TritonConfigTest, AConfigOfHonouredFieldsIgnoresNothing) {
+  EXPECT_THAT(IgnoredConfigFields(Parse(R"pb(
+                name: "m"
+                backend: "graphserve"
+                max_batch_size: 8
+                version_policy { latest { num_versions: 1 } }
+                input { name: "x" data_type: TYPE_FP32 format: FORMAT_NCHW dims: [3, 8, 8] }
+                output { name: "y" data_type: TYPE_FP32 dims: [4] }
+                instance_group { count: 1 kind: KIND_GPU gpus: [0, 1] }
+                default_model_filename: "model.onnx"
+                optimization { cuda { graphs: true graph_spec { batch_size: 8 } } }
+                capture { batch_sizes: [1, 8] streams: 2 schedule: "auto" }
+              )pb")),
+              IsEmpty());
+}
+
+TEST(TritonConfigTest, WholeSectionsGraphServeDoesNotRunAreNamedOnce) {
+  // Repeated entries and deep subtrees give one line each.
+  EXPECT_THAT(IgnoredConfigFields(Parse(R"pb(
+                sequence_batching { oldest { max_candidate_sequences: 4 } }
+                batch_input { target_name: "a" }
+                batch_input { target_name: "b" }
+                input { name: "x" reshape { shape: [2, 2] } }
+                input { name: "z" reshape { shape: [4] } optional: true }
+              )pb")),
+              ElementsAre("input.reshape", "input.optional", "sequence_batching",
+                          "batch_input"));
+}
+
+TEST(TritonConfigTest, GraphsAreOnUnlessAConfigTurnsThemOff) {
+  EXPECT_FALSE(GraphsDisabledByConfig(Parse(R"pb(name: "m")pb")));
+  // Triton's default for `graphs` is false; unwritten, GraphServe keeps its
+  // own default.
+  EXPECT_FALSE(
+      GraphsDisabledByConfig(Parse(R"pb(optimization { cuda { busy_wait_events: true } })pb")));
+  EXPECT_FALSE(GraphsDisabledByConfig(Parse(R"pb(optimization { cuda { graphs: true } })pb")));
+  EXPECT_TRUE(GraphsDisabledByConfig(Parse(R"pb(optimization { cuda { graphs: false } })pb")));
+  EXPECT_TRUE(GraphsDisabledByConfig(Parse(R"pb(capture { graphs_disabled: true })pb")));
+}
+
+TEST(TritonConfigTest, GraphSpecsNameTheCapturedSizesUnlessTheCaptureSectionDoes) {
+  EXPECT_THAT(RequestedCaptureSizes(Parse(R"pb(name: "m")pb")), IsEmpty());
+  EXPECT_THAT(RequestedCaptureSizes(Parse(R"pb(
+                optimization { cuda { graph_spec { batch_size: 16 } graph_spec { batch_size: 2 } } }
+              )pb")),
+              ElementsAre(16, 2));
+  EXPECT_THAT(RequestedCaptureSizes(Parse(R"pb(
+                optimization { cuda { graph_spec { batch_size: 16 } } }
+                capture { batch_sizes: [1, 4] }
+              )pb")),
+              ElementsAre(1, 4));
+}
+
+}  // namespace
+}  // namespace graphserve
