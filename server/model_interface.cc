@@ -45,6 +45,15 @@ absl::StatusOr<DType> DTypeFromConfig(inference::DataType type) {
       absl::StrCat(name, " is not supported (TYPE_FP32, TYPE_INT64 and TYPE_BOOL are)"));
 }
 
+inference::DataType ConfigDataType(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat32: return inference::TYPE_FP32;
+    case DType::kInt64: return inference::TYPE_INT64;
+    case DType::kBool: return inference::TYPE_BOOL;
+  }
+  return inference::TYPE_INVALID;
+}
+
 namespace {
 
 // Reads config inputs and outputs alike: ModelInput and ModelOutput share the

@@ -43,6 +43,8 @@ absl::StatusOr<DType> DTypeFromKServe(absl::string_view datatype);
 
 // InvalidArgument naming the type (e.g. TYPE_FP16) and the supported ones.
 absl::StatusOr<DType> DTypeFromConfig(inference::DataType type);
+// The config's name of a served element type (TYPE_FP32, TYPE_INT64, TYPE_BOOL).
+inference::DataType ConfigDataType(DType dtype);
 
 // The interface config.pbtxt declares. InvalidArgument naming the field for:
 // max_batch_size < 1, no inputs or no outputs, an unsupported data_type, a dim

@@ -126,12 +126,14 @@ absl::Status ReadModelDirectory(RepositoryModel* model) {
   const fs::path directory(model->directory);
   const fs::path config_path = directory / "config.pbtxt";
   std::error_code error;
-  if (!fs::is_regular_file(config_path, error)) {
-    return absl::NotFoundError(absl::StrCat(
-        config_path.string(), " is missing: every model directory needs a config.pbtxt"));
+  if (fs::is_regular_file(config_path, error)) {
+    ASSIGN_OR_RETURN(const std::string text, ReadFile(config_path));
+    ASSIGN_OR_RETURN(model->config, ParseModelConfigText(text, config_path.string()));
+  } else {
+    // As Triton with --strict-model-config=false: the model file says the
+    // rest (CompleteConfigFromModel).
+    model->config_from_model = true;
   }
-  ASSIGN_OR_RETURN(const std::string text, ReadFile(config_path));
-  ASSIGN_OR_RETURN(model->config, ParseModelConfigText(text, config_path.string()));
   if (model->config.name().empty()) {
     model->config.set_name(model->name);
   } else if (model->config.name() != model->name) {

@@ -25,8 +25,11 @@ struct RepositoryModel {
   // The directory name: what clients call the model.
   std::string name;
   std::string directory;
-  // The parsed config.pbtxt (its name filled from the directory when empty).
+  // The parsed config.pbtxt (its name filled from the directory when empty);
+  // with no config.pbtxt, only the name, and the load completes it from the
+  // model file (CompleteConfigFromModel, Triton's auto-complete).
   inference::ModelConfig config;
+  bool config_from_model = false;
   // What the version policy serves, ascending.
   std::vector<ModelVersionEntry> versions;
   // OK, or why this model cannot be served; one bad model does not stop the scan.

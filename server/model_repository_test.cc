@@ -117,16 +117,27 @@ TEST_F(ModelRepositoryTest, EmptyConfigNameIsTheDirectoryName) {
   EXPECT_EQ(model.config.name(), "ranker");
 }
 
+// Triton's auto-complete: a directory with only <version>/model.onnx is a
+// model whose config the load completes from the model file.
+TEST_F(ModelRepositoryTest, MissingConfigIsCompletedFromTheModelLater) {
+  WriteModel("bare", "", {1, 2});
+  fs::remove(root_ / "bare" / "config.pbtxt");
+  const RepositoryModel model = ScanOne();
+  ASSERT_TRUE(model.status.ok()) << model.status;
+  EXPECT_TRUE(model.config_from_model);
+  EXPECT_EQ(model.config.name(), "bare");
+  ASSERT_EQ(model.versions.size(), 1u);  // the default policy: the latest
+  EXPECT_EQ(model.versions[0].version, 2);
+}
+
 TEST_F(ModelRepositoryTest, OneBadModelDoesNotStopTheScan) {
-  WriteModel("a_missing_config", "", {1});
-  fs::remove(root_ / "a_missing_config" / "config.pbtxt");
+  WriteModel("a_no_version", "", {});
   WriteModel("b_good", "", {1});
   WriteModel("c_unparsable", "name: \"c_unparsable\"\nmax_batch_size: lots\n", {1});
   const std::vector<RepositoryModel> models = Scan();
   ASSERT_EQ(models.size(), 3u);
   EXPECT_EQ(models[0].status.code(), absl::StatusCode::kNotFound);
-  EXPECT_THAT(Message(models[0].status),
-              HasSubstr((root_ / "a_missing_config" / "config.pbtxt").string() + " is missing"));
+  EXPECT_THAT(Message(models[0].status), HasSubstr("no version directory of"));
   EXPECT_TRUE(models[0].versions.empty());
   EXPECT_TRUE(models[1].status.ok()) << models[1].status;
   EXPECT_EQ(models[2].status.code(), absl::StatusCode::kInvalidArgument);

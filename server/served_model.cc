@@ -315,11 +315,13 @@ absl::StatusOr<std::unique_ptr<ServedModel>> ServedModel::Load(const RepositoryM
                                                                const ServedModelOptions& options) {
   const Clock::time_point start = Clock::now();
   RETURN_IF_ERROR(entry.status);
-  ASSIGN_OR_RETURN(ModelInterface declared, InterfaceFromConfig(entry.config));
-  declared.name = entry.name;
   ASSIGN_OR_RETURN(Model model, ImportOnnxFile(version.model_path));
   model.name = entry.name;
-  ASSIGN_OR_RETURN(const std::vector<int64_t> sizes, CapturedSizes(entry.config));
+  inference::ModelConfig config = entry.config;
+  RETURN_IF_ERROR(CompleteConfigFromModel(model, &config));
+  ASSIGN_OR_RETURN(ModelInterface declared, InterfaceFromConfig(config));
+  declared.name = entry.name;
+  ASSIGN_OR_RETURN(const std::vector<int64_t> sizes, CapturedSizes(config));
 
   BindOptions bind;
   bind.batch_size = sizes.front();
@@ -328,7 +330,6 @@ absl::StatusOr<std::unique_ptr<ServedModel>> ServedModel::Load(const RepositoryM
       CheckInterfacesMatch(declared, InterfaceFromGraph(entry.name, declared.max_batch_size,
                                                         any_size)));
 
-  inference::ModelConfig config = entry.config;
   config.set_name(entry.name);
   const int num_streams = StreamsFor(config, config.instance_group().empty()
                                                  ? nullptr

@@ -4,6 +4,9 @@
 #include <set>
 
 #include "absl/strings/match.h"
+#include "common/status.h"
+#include "runtime/bind.h"
+#include "server/model_interface.h"
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
@@ -91,6 +94,37 @@ std::vector<std::string> IgnoredConfigFields(const inference::ModelConfig& confi
 bool GraphsDisabledByConfig(const inference::ModelConfig& config) {
   const inference::ModelOptimizationPolicy::Cuda& cuda = config.optimization().cuda();
   return config.capture().graphs_disabled() || (cuda.has_graphs() && !cuda.graphs());
+}
+
+absl::Status CompleteConfigFromModel(const Model& model, inference::ModelConfig* config) {
+  if (config->input_size() > 0 || config->output_size() > 0) return absl::OkStatus();
+  for (const ValueInfo& input : model.inputs) {
+    if (input.dims.empty() || input.dims[0] != -1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "model '", config->name(), "' has no config.pbtxt inputs and outputs, and its input '",
+          input.name, "' has shape ", DimsToString(input.dims),
+          " whose first dimension is not symbolic: GraphServe serves models that batch on "
+          "dim 0; write a config.pbtxt declaring the tensors and max_batch_size"));
+    }
+  }
+  if (config->max_batch_size() == 0) config->set_max_batch_size(kAutoCompleteMaxBatchSize);
+  // Bound at one row, the graph gives every tensor's dims, outputs included.
+  ASSIGN_OR_RETURN(const BoundGraph graph, BindModel(model, {.batch_size = 1}));
+  const ModelInterface interface =
+      InterfaceFromGraph(config->name(), config->max_batch_size(), graph);
+  for (const TensorSpec& spec : interface.inputs) {
+    inference::ModelInput* input = config->add_input();
+    input->set_name(spec.name);
+    input->set_data_type(ConfigDataType(spec.dtype));
+    for (int64_t dim : spec.dims) input->add_dims(dim);
+  }
+  for (const TensorSpec& spec : interface.outputs) {
+    inference::ModelOutput* output = config->add_output();
+    output->set_name(spec.name);
+    output->set_data_type(ConfigDataType(spec.dtype));
+    for (int64_t dim : spec.dims) output->add_dims(dim);
+  }
+  return absl::OkStatus();
 }
 
 std::vector<int64_t> RequestedCaptureSizes(const inference::ModelConfig& config) {

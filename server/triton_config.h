@@ -10,7 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "proto/model_config.pb.h"
+#include "runtime/ir.h"
 
 namespace graphserve {
 
@@ -31,5 +33,18 @@ bool GraphsDisabledByConfig(const inference::ModelConfig& config);
 // (Triton's way of naming the CUDA graphs to capture). Unsorted, as written;
 // empty when the config names none.
 std::vector<int64_t> RequestedCaptureSizes(const inference::ModelConfig& config);
+
+// Triton's default max_batch_size for a config it completes
+// (--backend-config=default-max-batch-size).
+inline constexpr int kAutoCompleteMaxBatchSize = 4;
+
+// Completes, as Triton's auto-complete does (--strict-model-config=false), a
+// config that declares no inputs and no outputs from the model file: each
+// tensor's name, data type and dims, and a batch dimension when dim 0 of
+// every input is symbolic (max_batch_size kAutoCompleteMaxBatchSize unless
+// the config sets one; the default capture sizes follow from it). A config
+// that declares tensors is left as it is. InvalidArgument, naming the input,
+// for a model without a batch dimension: GraphServe serves batching models.
+absl::Status CompleteConfigFromModel(const Model& model, inference::ModelConfig* config);
 
 }  // namespace graphserve

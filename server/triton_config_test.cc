@@ -5,7 +5,9 @@
 
 #include <string>
 
+#include "examples/example_models.h"
 #include "google/protobuf/text_format.h"
+#include "runtime/onnx_import.h"
 
 namespace graphserve {
 namespace {
@@ -95,6 +97,52 @@ TEST(TritonConfigTest, GraphSpecsNameTheCapturedSizesUnlessTheCaptureSectionDoes
                 capture { batch_sizes: [1, 4] }
               )pb")),
               ElementsAre(1, 4));
+}
+
+Model ImportMlp() {
+  absl::StatusOr<Model> model = ImportOnnxBytes(MakeMlpModel().SerializeAsString(), "mlp");
+  EXPECT_TRUE(model.ok()) << model.status();
+  return *std::move(model);
+}
+
+TEST(TritonConfigTest, AConfigWithoutTensorsIsCompletedFromTheModel) {
+  const Model model = ImportMlp();
+  inference::ModelConfig config;
+  config.set_name("mlp");
+  ASSERT_TRUE(CompleteConfigFromModel(model, &config).ok());
+  EXPECT_EQ(config.max_batch_size(), kAutoCompleteMaxBatchSize);
+  ASSERT_EQ(config.input_size(), 1);
+  EXPECT_EQ(config.input(0).name(), model.inputs[0].name);
+  EXPECT_EQ(config.input(0).data_type(), inference::TYPE_FP32);
+  // The model's [-1, 512] without its batch dimension.
+  EXPECT_THAT(config.input(0).dims(), ElementsAre(model.inputs[0].dims[1]));
+  ASSERT_EQ(config.output_size(), 1);
+  EXPECT_EQ(config.output(0).name(), model.outputs[0].name);
+  EXPECT_EQ(config.output(0).data_type(), inference::TYPE_FP32);
+  EXPECT_EQ(config.output(0).dims_size(), 1);
+  EXPECT_GT(config.output(0).dims(0), 0);
+
+  // A max_batch_size the config sets is kept; declared tensors are not touched.
+  inference::ModelConfig sized = Parse(R"pb(name: "mlp" max_batch_size: 32)pb");
+  ASSERT_TRUE(CompleteConfigFromModel(model, &sized).ok());
+  EXPECT_EQ(sized.max_batch_size(), 32);
+  inference::ModelConfig declared = Parse(R"pb(name: "mlp" input { name: "other" })pb");
+  ASSERT_TRUE(CompleteConfigFromModel(model, &declared).ok());
+  ASSERT_EQ(declared.input_size(), 1);
+  EXPECT_EQ(declared.input(0).name(), "other");
+  EXPECT_EQ(declared.output_size(), 0);
+}
+
+TEST(TritonConfigTest, AModelWithoutABatchDimensionIsRefusedNamingTheInput) {
+  Model model = ImportMlp();
+  model.inputs[0].dims[0] = 8;  // a fixed first dimension
+  inference::ModelConfig config;
+  config.set_name("mlp");
+  const absl::Status status = CompleteConfigFromModel(model, &config);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()),
+              ::testing::HasSubstr("input '" + model.inputs[0].name + "' has shape [8,"));
+  EXPECT_THAT(std::string(status.message()), ::testing::HasSubstr("write a config.pbtxt"));
 }
 
 }  // namespace

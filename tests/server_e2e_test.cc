@@ -817,6 +817,40 @@ TEST(ServerWithTritonConfig, ServesATritonRepositoryAndNamesWhatItIgnores) {
   }
 }
 
+// Triton's auto-complete: a model directory holding only 1/model.onnx is
+// served with the config its model implies, and ModelConfig returns that.
+TEST(ServerWithoutConfig, CompletesTheConfigFromTheModel) {
+  const std::string repository = WriteTestRepository("autocomplete_repository");
+  std::filesystem::remove(std::filesystem::path(repository) / "mlp" / "config.pbtxt");
+  std::unique_ptr<InferenceServer> server = StartServer(TestServerOptions(repository));
+  ASSERT_NE(server, nullptr);
+  auto stub = inference::GRPCInferenceService::NewStub(Connect(server->port()));
+  grpc::ClientContext config_context;
+  inference::ModelConfigRequest config_request;
+  config_request.set_name("mlp");
+  inference::ModelConfigResponse served;
+  ASSERT_TRUE(stub->ModelConfig(&config_context, config_request, &served).ok());
+  const inference::ModelConfig& config = served.config();
+  EXPECT_EQ(config.name(), "mlp");
+  EXPECT_EQ(config.max_batch_size(), 4);  // Triton's default-max-batch-size
+  ASSERT_EQ(config.input_size(), 1);
+  EXPECT_EQ(config.input(0).name(), "x");
+  EXPECT_EQ(config.input(0).data_type(), inference::TYPE_FP32);
+  EXPECT_THAT(config.input(0).dims(), ::testing::ElementsAre(512));
+  ASSERT_EQ(config.output_size(), 1);
+  EXPECT_THAT(config.output(0).dims(), ::testing::ElementsAre(1));
+  EXPECT_THAT(config.capture().batch_sizes(), ::testing::ElementsAre(1, 2, 4));
+  for (int64_t rows : {1, 3, 4}) {
+    std::unique_ptr<HostExecutor> reference = Reference(repository, "mlp", rows);
+    const std::vector<HostTensor> inputs = RandomInputs(reference->graph(), 950 + rows);
+    grpc::ClientContext context;
+    inference::ModelInferResponse response;
+    const grpc::Status status =
+        stub->ModelInfer(&context, RawRequest("mlp", reference->graph(), inputs), &response);
+    EXPECT_TRUE(MatchesReference(status, response, *reference, inputs)) << rows << " rows";
+  }
+}
+
 // Shutdown with requests in flight: every request the server accepted is
 // answered correctly; later ones get UNAVAILABLE; none is lost or cancelled.
 TEST(ServerShutdown, DrainsRequestsInFlight) {
