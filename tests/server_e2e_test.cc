@@ -748,6 +748,33 @@ TEST(ServerOnSeveralGpus, InstanceGroupGpusEachGetTheirSlots) {
   EXPECT_EQ(wrong.load(), 0);
 }
 
+// The config the server answers ModelConfig with (empty on failure, which
+// the call reports).
+inference::ModelConfig FetchConfig(inference::GRPCInferenceService::Stub& stub,
+                                   const std::string& model) {
+  grpc::ClientContext context;
+  inference::ModelConfigRequest request;
+  request.set_name(model);
+  inference::ModelConfigResponse response;
+  const grpc::Status status = stub.ModelConfig(&context, request, &response);
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  return response.config();
+}
+
+// Requests of each row count get the host executor's answer.
+void ExpectServesRows(inference::GRPCInferenceService::Stub& stub, const std::string& repository,
+                      const std::string& model, std::initializer_list<int64_t> row_counts) {
+  for (int64_t rows : row_counts) {
+    std::unique_ptr<HostExecutor> reference = Reference(repository, model, rows);
+    const std::vector<HostTensor> inputs = RandomInputs(reference->graph(), 900 + rows);
+    grpc::ClientContext context;
+    inference::ModelInferResponse response;
+    const grpc::Status status =
+        stub.ModelInfer(&context, RawRequest(model, reference->graph(), inputs), &response);
+    EXPECT_TRUE(MatchesReference(status, response, *reference, inputs)) << rows << " rows";
+  }
+}
+
 // A repository written for Triton's onnxruntime backend loads unchanged: the
 // fields GraphServe does not act on are named once each in the load log, the
 // graph_spec batch sizes are the captured sizes, and every request size is
@@ -797,24 +824,13 @@ TEST(ServerWithTritonConfig, ServesATritonRepositoryAndNamesWhatItIgnores) {
   EXPECT_THAT(log.str(), ::testing::Not(HasSubstr("sets optimization.cuda.graphs")));
 
   auto stub = inference::GRPCInferenceService::NewStub(Connect((*server)->port()));
-  grpc::ClientContext config_context;
-  inference::ModelConfigRequest config_request;
-  config_request.set_name("mlp");
-  inference::ModelConfigResponse served;
-  ASSERT_TRUE(stub->ModelConfig(&config_context, config_request, &served).ok());
-  EXPECT_EQ(served.config().platform(), "onnxruntime_onnx");
-  EXPECT_THAT(served.config().capture().batch_sizes(), ::testing::ElementsAre(4, 16));
-  EXPECT_FALSE(served.config().capture().graphs_disabled());
-  EXPECT_EQ(served.config().capture().streams(), 2);  // instance_group count
-  for (int64_t rows : {1, 4, 7, 16, 21}) {  // captured, padded and split sizes
-    std::unique_ptr<HostExecutor> reference = Reference(repository, "mlp", rows);
-    const std::vector<HostTensor> inputs = RandomInputs(reference->graph(), 900 + rows);
-    grpc::ClientContext context;
-    inference::ModelInferResponse response;
-    const grpc::Status status =
-        stub->ModelInfer(&context, RawRequest("mlp", reference->graph(), inputs), &response);
-    EXPECT_TRUE(MatchesReference(status, response, *reference, inputs)) << rows << " rows";
-  }
+  const inference::ModelConfig served = FetchConfig(*stub, "mlp");
+  EXPECT_EQ(served.platform(), "onnxruntime_onnx");
+  EXPECT_THAT(served.capture().batch_sizes(), ::testing::ElementsAre(4, 16));
+  EXPECT_FALSE(served.capture().graphs_disabled());
+  EXPECT_EQ(served.capture().streams(), 2);  // instance_group count
+  // Captured, padded and split sizes.
+  ExpectServesRows(*stub, repository, "mlp", {1, 4, 7, 16, 21});
 }
 
 // Triton's auto-complete: a model directory holding only 1/model.onnx is
@@ -825,12 +841,7 @@ TEST(ServerWithoutConfig, CompletesTheConfigFromTheModel) {
   std::unique_ptr<InferenceServer> server = StartServer(TestServerOptions(repository));
   ASSERT_NE(server, nullptr);
   auto stub = inference::GRPCInferenceService::NewStub(Connect(server->port()));
-  grpc::ClientContext config_context;
-  inference::ModelConfigRequest config_request;
-  config_request.set_name("mlp");
-  inference::ModelConfigResponse served;
-  ASSERT_TRUE(stub->ModelConfig(&config_context, config_request, &served).ok());
-  const inference::ModelConfig& config = served.config();
+  const inference::ModelConfig config = FetchConfig(*stub, "mlp");
   EXPECT_EQ(config.name(), "mlp");
   EXPECT_EQ(config.max_batch_size(), 4);  // Triton's default-max-batch-size
   ASSERT_EQ(config.input_size(), 1);
@@ -840,15 +851,7 @@ TEST(ServerWithoutConfig, CompletesTheConfigFromTheModel) {
   ASSERT_EQ(config.output_size(), 1);
   EXPECT_THAT(config.output(0).dims(), ::testing::ElementsAre(1));
   EXPECT_THAT(config.capture().batch_sizes(), ::testing::ElementsAre(1, 2, 4));
-  for (int64_t rows : {1, 3, 4}) {
-    std::unique_ptr<HostExecutor> reference = Reference(repository, "mlp", rows);
-    const std::vector<HostTensor> inputs = RandomInputs(reference->graph(), 950 + rows);
-    grpc::ClientContext context;
-    inference::ModelInferResponse response;
-    const grpc::Status status =
-        stub->ModelInfer(&context, RawRequest("mlp", reference->graph(), inputs), &response);
-    EXPECT_TRUE(MatchesReference(status, response, *reference, inputs)) << rows << " rows";
-  }
+  ExpectServesRows(*stub, repository, "mlp", {1, 3, 4});
 }
 
 // Shutdown with requests in flight: every request the server accepted is
