@@ -36,12 +36,6 @@ uint64_t Nanos(Clock::duration duration) {
       std::chrono::duration_cast<std::chrono::nanoseconds>(duration).count());
 }
 
-uint64_t NowMillisSinceEpoch() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                   std::chrono::system_clock::now().time_since_epoch())
-                                   .count());
-}
-
 // The sizes a config asks for (capture.batch_sizes, else Triton's
 // optimization.cuda.graph_spec), or, when it names none, powers of two up to
 // max_batch_size plus max_batch_size itself: a ladder whose padding is at
@@ -300,16 +294,6 @@ struct ServedModel::RequestState {
   ChunkTiming compute ABSL_GUARDED_BY(mu);    // summed over chunks
 };
 
-void ServedModel::Counter::Add(uint64_t nanos) {
-  count.fetch_add(1, std::memory_order_relaxed);
-  ns.fetch_add(nanos, std::memory_order_relaxed);
-}
-
-void ServedModel::Counter::Fill(inference::StatisticDuration* duration) const {
-  duration->set_count(count.load(std::memory_order_relaxed));
-  duration->set_ns(ns.load(std::memory_order_relaxed));
-}
-
 absl::StatusOr<std::unique_ptr<ServedModel>> ServedModel::Load(const RepositoryModel& entry,
                                                                const ModelVersionEntry& version,
                                                                const ServedModelOptions& options) {
@@ -371,11 +355,8 @@ ServedModel::ServedModel(ModelInterface interface, int64_t version, inference::M
       config_(std::move(config)),
       planner_(std::move(planner)),
       summary_(std::move(summary)),
-      pool_(std::move(pool)) {
-  for (size_t i = 0; i < summary_.batch_sizes.size(); ++i) {
-    size_counters_.push_back(std::make_unique<SizeCounters>());
-  }
-}
+      pool_(std::move(pool)),
+      counters_(summary_.batch_sizes) {}
 
 void ServedModel::Infer(const inference::ModelInferRequest* request,
                         inference::ModelInferResponse* response,
@@ -383,15 +364,15 @@ void ServedModel::Infer(const inference::ModelInferRequest* request,
   const Clock::time_point start = Clock::now();
   absl::StatusOr<ValidatedRequest> validated = ValidateInferRequest(*request, interface_);
   if (!validated.ok()) {
-    fail_.Add(Nanos(Clock::now() - start));
+    counters_.RecordFailure(Nanos(Clock::now() - start));
     done(validated.status());
     return;
   }
   auto state = std::make_shared<RequestState>();
   state->validated = *std::move(validated);
-  pending_.fetch_add(1, std::memory_order_relaxed);
+  counters_.RequestAccepted();
   state->done = [this, done = std::move(done)](const absl::Status& status) {
-    pending_.fetch_sub(1, std::memory_order_relaxed);
+    counters_.RequestAnswered();
     done(status);
   };
   state->start = start;
@@ -423,7 +404,7 @@ void ServedModel::Infer(const inference::ModelInferRequest* request,
     tasks.push_back(std::move(task));
   }
   if (absl::Status submitted = pool_->Submit(std::move(tasks)); !submitted.ok()) {
-    fail_.Add(Nanos(Clock::now() - start));
+    counters_.RecordFailure(Nanos(Clock::now() - start));
     state->done(submitted);
   }
 }
@@ -431,11 +412,7 @@ void ServedModel::Infer(const inference::ModelInferRequest* request,
 void ServedModel::FinishChunk(const std::shared_ptr<RequestState>& state,
                               const PlannedChunk& chunk, const absl::Status& status,
                               StreamPool::Clock::duration queued, const ChunkTiming& timing) {
-  SizeCounters& counters = CountersFor(chunk.batch_size);
-  counters.input.Add(static_cast<uint64_t>(timing.input_ns));
-  counters.infer.Add(static_cast<uint64_t>(timing.infer_ns));
-  counters.output.Add(static_cast<uint64_t>(timing.output_ns));
-  execution_count_.fetch_add(1, std::memory_order_relaxed);
+  counters_.RecordChunk(chunk.batch_size, timing);
   {
     std::lock_guard<std::mutex> lock(state->mu);
     if (!status.ok() && state->status.ok()) {
@@ -454,58 +431,28 @@ void ServedModel::FinishChunk(const std::shared_ptr<RequestState>& state,
   // The last chunk: every other chunk's writes happened before its
   // fetch_sub, so the state is complete and no lock is contended.
   absl::Status final_status;
+  uint64_t queue_ns = 0;
+  ChunkTiming compute;
   {
     std::lock_guard<std::mutex> lock(state->mu);
     final_status = state->status;
-    if (final_status.ok()) {
-      queue_.Add(state->queue_ns);
-      compute_input_.Add(static_cast<uint64_t>(state->compute.input_ns));
-      compute_infer_.Add(static_cast<uint64_t>(state->compute.infer_ns));
-      compute_output_.Add(static_cast<uint64_t>(state->compute.output_ns));
-    }
+    queue_ns = state->queue_ns;
+    compute = state->compute;
   }
   const uint64_t elapsed = Nanos(Clock::now() - state->start);
   if (final_status.ok()) {
-    success_.Add(elapsed);
-    inference_count_.fetch_add(static_cast<uint64_t>(state->validated.rows),
-                               std::memory_order_relaxed);
-    last_inference_ms_.store(NowMillisSinceEpoch(), std::memory_order_relaxed);
+    counters_.RecordSuccess(state->validated.rows, elapsed, queue_ns, compute);
   } else {
     spdlog::warn("{}", final_status.ToString());
-    fail_.Add(elapsed);
+    counters_.RecordFailure(elapsed);
   }
   state->done(final_status);
-}
-
-ServedModel::SizeCounters& ServedModel::CountersFor(int64_t batch_size) {
-  const auto& sizes = summary_.batch_sizes;
-  const size_t index = static_cast<size_t>(
-      std::lower_bound(sizes.begin(), sizes.end(), batch_size) - sizes.begin());
-  return *size_counters_[std::min(index, sizes.size() - 1)];
 }
 
 void ServedModel::FillStatistics(inference::ModelStatistics* statistics) const {
   statistics->set_name(name());
   statistics->set_version(version_text_);
-  statistics->set_last_inference(last_inference_ms_.load(std::memory_order_relaxed));
-  statistics->set_inference_count(inference_count_.load(std::memory_order_relaxed));
-  statistics->set_execution_count(execution_count_.load(std::memory_order_relaxed));
-  inference::InferStatistics* stats = statistics->mutable_inference_stats();
-  success_.Fill(stats->mutable_success());
-  fail_.Fill(stats->mutable_fail());
-  queue_.Fill(stats->mutable_queue());
-  compute_input_.Fill(stats->mutable_compute_input());
-  compute_infer_.Fill(stats->mutable_compute_infer());
-  compute_output_.Fill(stats->mutable_compute_output());
-  for (size_t i = 0; i < summary_.batch_sizes.size(); ++i) {
-    const SizeCounters& counters = *size_counters_[i];
-    if (counters.infer.count.load(std::memory_order_relaxed) == 0) continue;
-    inference::InferBatchStatistics* batch = statistics->add_batch_stats();
-    batch->set_batch_size(static_cast<uint64_t>(summary_.batch_sizes[i]));
-    counters.input.Fill(batch->mutable_compute_input());
-    counters.infer.Fill(batch->mutable_compute_infer());
-    counters.output.Fill(batch->mutable_compute_output());
-  }
+  counters_.Fill(statistics);
 }
 
 void ServedModel::Drain() { pool_->Drain(); }

@@ -25,6 +25,7 @@
 #include "proto/grpc_service.pb.h"
 #include "proto/model_config.pb.h"
 #include "server/batch_planner.h"
+#include "server/model_counters.h"
 #include "server/model_interface.h"
 #include "server/model_repository.h"
 #include "server/stream_pool.h"
@@ -94,22 +95,11 @@ class ServedModel {
   [[nodiscard]] const ModelLoadSummary& summary() const { return summary_; }
   void FillStatistics(inference::ModelStatistics* statistics) const;
   // Requests accepted and not yet answered (Triton's pending request count).
-  [[nodiscard]] int64_t pending_requests() const {
-    return pending_.load(std::memory_order_relaxed);
-  }
+  [[nodiscard]] int64_t pending_requests() const { return counters_.pending(); }
   // Runs every accepted chunk, then refuses new ones (StreamPool::Drain).
   void Drain();
 
   // Implementation details follow.
-  struct Counter {
-    std::atomic<uint64_t> count{0};
-    std::atomic<uint64_t> ns{0};
-    void Add(uint64_t nanos);
-    void Fill(inference::StatisticDuration* duration) const;
-  };
-  struct SizeCounters {
-    Counter input, infer, output;
-  };
   struct RequestState;
 
  private:
@@ -118,7 +108,6 @@ class ServedModel {
   void FinishChunk(const std::shared_ptr<RequestState>& state, const PlannedChunk& chunk,
                    const absl::Status& status, StreamPool::Clock::duration queued,
                    const ChunkTiming& timing);
-  [[nodiscard]] SizeCounters& CountersFor(int64_t batch_size);
 
   const ModelInterface interface_;
   const int64_t version_;
@@ -128,14 +117,7 @@ class ServedModel {
   const ModelLoadSummary summary_;
   const std::unique_ptr<StreamPool> pool_;
 
-  // ModelStatistics, in Triton's units: per request, except the execution
-  // and per-size counters, which count chunks.
-  Counter success_, fail_, queue_, compute_input_, compute_infer_, compute_output_;
-  std::atomic<uint64_t> inference_count_{0};  // rows
-  std::atomic<int64_t> pending_{0};           // requests between accept and answer
-  std::atomic<uint64_t> execution_count_{0};  // chunks run
-  std::atomic<uint64_t> last_inference_ms_{0};
-  std::vector<std::unique_ptr<SizeCounters>> size_counters_;  // by summary_.batch_sizes index
+  ModelCounters counters_;  // what statistics and /metrics read
 };
 
 }  // namespace graphserve
