@@ -5,6 +5,7 @@
 #include <sstream>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "prometheus/metric_family.h"
 #include "prometheus/text_serializer.h"
 
@@ -58,6 +59,61 @@ MetricFamily GpuFamily(const std::string& name, const std::string& help,
   return family;
 }
 
+namespace {
+
+// `histogram` of one model as a Prometheus histogram sample.
+ClientMetric HistogramSample(const inference::ModelStatistics& statistics,
+                             const ModelCounters::Histogram& histogram) {
+  ClientMetric sample;
+  sample.label = {{"model", statistics.name()}, {"version", statistics.version()}};
+  sample.histogram.sample_count =
+      histogram.cumulative_counts.empty() ? 0 : histogram.cumulative_counts.back();
+  sample.histogram.sample_sum = static_cast<double>(histogram.sum);
+  for (size_t i = 0; i < histogram.upper_bounds.size(); ++i) {
+    ClientMetric::Bucket bucket;
+    bucket.upper_bound = histogram.upper_bounds[i];
+    bucket.cumulative_count = histogram.cumulative_counts[i];
+    sample.histogram.bucket.push_back(bucket);
+  }
+  return sample;
+}
+
+// GraphServe's own families (see the header).
+void AddGraphServeFamilies(const std::vector<ModelMetrics>& models,
+                           std::vector<MetricFamily>& families) {
+  MetricFamily rows{"graphserve_request_rows",
+                    "Rows (batch size) of each successful request: the live batch-size histogram",
+                    MetricType::Histogram,
+                    {}};
+  MetricFamily duration{"graphserve_request_duration_us",
+                        "Time from accept to answer of each successful request, in us",
+                        MetricType::Histogram,
+                        {}};
+  MetricFamily launches{"graphserve_graph_launches_total",
+                        "Chunks launched at each captured batch size",
+                        MetricType::Counter,
+                        {}};
+  for (const ModelMetrics& model : models) {
+    rows.metric.push_back(HistogramSample(model.statistics, model.request_rows));
+    duration.metric.push_back(HistogramSample(model.statistics, model.request_duration_us));
+    for (const auto& [batch_size, count] : model.launches_per_size) {
+      ClientMetric sample =
+          Sample(model.statistics, static_cast<double>(count), MetricType::Counter);
+      sample.label.push_back({"batch_size", absl::StrCat(batch_size)});
+      launches.metric.push_back(std::move(sample));
+    }
+  }
+  families.push_back(std::move(rows));
+  families.push_back(std::move(duration));
+  families.push_back(
+      Family("graphserve_padded_rows_total", "Padding rows launched to reach a captured batch size",
+             MetricType::Counter, models,
+             [](const ModelMetrics& m) { return static_cast<double>(m.padded_rows); }));
+  families.push_back(std::move(launches));
+}
+
+}  // namespace
+
 std::string MetricsText(const std::vector<ModelMetrics>& models,
                         const std::vector<GpuReading>& gpus) {
   std::vector<MetricFamily> families;
@@ -107,6 +163,7 @@ std::string MetricsText(const std::vector<ModelMetrics>& models,
   families.push_back(Family("nv_model_load_duration_secs", "Model load time in seconds",
                             MetricType::Gauge, models,
                             [](const ModelMetrics& m) { return m.load_seconds; }));
+  AddGraphServeFamilies(models, families);
   if (!gpus.empty()) {
     families.push_back(GpuFamily("nv_gpu_utilization", "GPU utilization rate [0.0 - 1.0)", gpus,
                                  [](const GpuReading& g) { return g.utilization; }));
@@ -132,6 +189,11 @@ std::vector<ModelMetrics> ReadMetrics(const ModelRegistry& registry) {
     state.model->FillStatistics(&model.statistics);
     model.load_seconds = state.model->summary().load_ms / 1000.0;
     model.pending_requests = state.model->pending_requests();
+    const ModelCounters& counters = state.model->counters();
+    model.request_rows = counters.RequestRows();
+    model.request_duration_us = counters.RequestDurationUs();
+    model.padded_rows = counters.padded_rows();
+    model.launches_per_size = counters.LaunchesPerSize();
   }
   return models;
 }

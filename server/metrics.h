@@ -11,18 +11,27 @@
 //   nv_gpu_utilization, nv_gpu_memory_total_bytes, nv_gpu_memory_used_bytes,
 //   nv_gpu_power_usage.
 //
+// And GraphServe's own, per model and version:
+//
+//   graphserve_request_rows (histogram: rows of each request, the live
+//   batch-size histogram sizes are chosen from), graphserve_request_duration_us
+//   (histogram: accept to answer, for percentiles), graphserve_padded_rows_total,
+//   graphserve_graph_launches_total{batch_size}.
+//
 // One source of numbers: every scrape reads the counters the statistics RPC
-// reads (ServedModel::FillStatistics), so the two never disagree. Failures
-// are not yet told apart by reason: they are all reason="OTHER".
+// reads (ModelCounters), so the two never disagree. Failures are not yet told
+// apart by reason: they are all reason="OTHER".
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "proto/grpc_service.pb.h"
 #include "server/gpu_monitor.h"
 #include "server/http_listener.h"
+#include "server/model_counters.h"
 #include "server/model_registry.h"
 
 namespace graphserve {
@@ -32,6 +41,10 @@ struct ModelMetrics {
   inference::ModelStatistics statistics;
   double load_seconds = 0;
   int64_t pending_requests = 0;
+  ModelCounters::Histogram request_rows;
+  ModelCounters::Histogram request_duration_us;
+  uint64_t padded_rows = 0;
+  std::vector<std::pair<int64_t, uint64_t>> launches_per_size;  // (batch size, launches)
 };
 
 // The metrics of `models` and `gpus` in Prometheus' text format.

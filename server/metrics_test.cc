@@ -73,5 +73,47 @@ TEST(MetricsTest, NoModelsGiveFamiliesWithoutSamples) {
   EXPECT_THAT(text, ::testing::Not(HasSubstr("{model=")));
 }
 
+TEST(MetricsTest, GraphServesOwnHistogramsAndCounters) {
+  ModelCounters counters({1, 4}, /*max_batch_size=*/4);
+  for (int64_t rows : {1, 1, 3}) counters.RecordSuccess(rows, 2000 * rows, 0, {});
+  counters.RecordChunk(1, 1, {});
+  counters.RecordChunk(1, 1, {});
+  counters.RecordChunk(4, 3, {});
+  ModelMetrics mlp;
+  mlp.statistics.set_name("mlp");
+  mlp.statistics.set_version("1");
+  mlp.request_rows = counters.RequestRows();
+  mlp.request_duration_us = counters.RequestDurationUs();
+  mlp.padded_rows = counters.padded_rows();
+  mlp.launches_per_size = counters.LaunchesPerSize();
+
+  const std::string text = MetricsText({mlp});
+  EXPECT_THAT(text, HasSubstr("# TYPE graphserve_request_rows histogram\n"));
+  EXPECT_THAT(
+      text, HasSubstr("graphserve_request_rows_bucket{model=\"mlp\",version=\"1\",le=\"1\"} 2\n"));
+  EXPECT_THAT(
+      text, HasSubstr("graphserve_request_rows_bucket{model=\"mlp\",version=\"1\",le=\"3\"} 3\n"));
+  EXPECT_THAT(
+      text,
+      HasSubstr("graphserve_request_rows_bucket{model=\"mlp\",version=\"1\",le=\"+Inf\"} 3\n"));
+  EXPECT_THAT(text, HasSubstr("graphserve_request_rows_count{model=\"mlp\",version=\"1\"} 3\n"));
+  EXPECT_THAT(text, HasSubstr("graphserve_request_rows_sum{model=\"mlp\",version=\"1\"} 5\n"));
+  EXPECT_THAT(text, HasSubstr("# TYPE graphserve_request_duration_us histogram\n"));
+  // 2, 2 and 6 us: all at most 50.
+  EXPECT_THAT(
+      text,
+      HasSubstr(
+          "graphserve_request_duration_us_bucket{model=\"mlp\",version=\"1\",le=\"50\"} 3\n"));
+  EXPECT_THAT(text, HasSubstr("graphserve_padded_rows_total{model=\"mlp\",version=\"1\"} 1\n"));
+  EXPECT_THAT(
+      text,
+      HasSubstr(
+          "graphserve_graph_launches_total{model=\"mlp\",version=\"1\",batch_size=\"1\"} 2\n"));
+  EXPECT_THAT(
+      text,
+      HasSubstr(
+          "graphserve_graph_launches_total{model=\"mlp\",version=\"1\",batch_size=\"4\"} 1\n"));
+}
+
 }  // namespace
 }  // namespace graphserve

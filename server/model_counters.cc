@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <utility>
 
 namespace graphserve {
@@ -14,7 +15,55 @@ uint64_t NowMillisSinceEpoch() {
                                    .count());
 }
 
+// One bucket per row count up to 64 (small requests are where the captured
+// sizes matter most), then powers of two, then max_batch_size itself.
+std::vector<uint64_t> RowBounds(int64_t max_batch_size) {
+  constexpr int64_t kEveryRowUpTo = 64;
+  std::vector<uint64_t> bounds;
+  for (int64_t rows = 1; rows <= std::min(max_batch_size, kEveryRowUpTo); ++rows) {
+    bounds.push_back(static_cast<uint64_t>(rows));
+  }
+  for (int64_t rows = 2 * kEveryRowUpTo; rows < max_batch_size; rows *= 2) {
+    bounds.push_back(static_cast<uint64_t>(rows));
+  }
+  if (max_batch_size > kEveryRowUpTo) bounds.push_back(static_cast<uint64_t>(max_batch_size));
+  return bounds;
+}
+
+// From a graph replay's tens of microseconds to a second.
+std::vector<uint64_t> DurationBoundsUs() {
+  return {50,    100,   250,   500,    1000,   2500,   5000,
+          10000, 25000, 50000, 100000, 250000, 500000, 1000000};
+}
+
 }  // namespace
+
+ModelCounters::AtomicHistogram::AtomicHistogram(std::vector<uint64_t> upper_bounds)
+    : upper_bounds_(std::move(upper_bounds)),
+      counts_(new std::atomic<uint64_t>[upper_bounds_.size() + 1]) {
+  for (size_t i = 0; i <= upper_bounds_.size(); ++i) counts_[i].store(0);
+}
+
+void ModelCounters::AtomicHistogram::Observe(uint64_t value) {
+  const size_t bucket = static_cast<size_t>(
+      std::lower_bound(upper_bounds_.begin(), upper_bounds_.end(), value) - upper_bounds_.begin());
+  counts_[bucket].fetch_add(1, std::memory_order_relaxed);
+  sum_.fetch_add(value, std::memory_order_relaxed);
+}
+
+ModelCounters::Histogram ModelCounters::AtomicHistogram::Read() const {
+  Histogram histogram;
+  uint64_t cumulative = 0;
+  for (size_t i = 0; i <= upper_bounds_.size(); ++i) {
+    cumulative += counts_[i].load(std::memory_order_relaxed);
+    histogram.upper_bounds.push_back(i < upper_bounds_.size()
+                                         ? static_cast<double>(upper_bounds_[i])
+                                         : std::numeric_limits<double>::infinity());
+    histogram.cumulative_counts.push_back(cumulative);
+  }
+  histogram.sum = sum_.load(std::memory_order_relaxed);
+  return histogram;
+}
 
 void ModelCounters::Duration::Add(uint64_t nanos) {
   count.fetch_add(1, std::memory_order_relaxed);
@@ -26,26 +75,31 @@ void ModelCounters::Duration::Fill(inference::StatisticDuration* duration) const
   duration->set_ns(ns.load(std::memory_order_relaxed));
 }
 
-ModelCounters::ModelCounters(std::vector<int64_t> batch_sizes)
-    : batch_sizes_(std::move(batch_sizes)) {
+ModelCounters::ModelCounters(std::vector<int64_t> batch_sizes, int64_t max_batch_size)
+    : batch_sizes_(std::move(batch_sizes)),
+      request_rows_(RowBounds(max_batch_size)),
+      request_duration_us_(DurationBoundsUs()) {
   for (size_t i = 0; i < batch_sizes_.size(); ++i) {
     size_counters_.push_back(std::make_unique<SizeCounters>());
   }
 }
 
 ModelCounters::SizeCounters& ModelCounters::CountersFor(int64_t batch_size) {
-  const size_t index = static_cast<size_t>(
-      std::lower_bound(batch_sizes_.begin(), batch_sizes_.end(), batch_size) -
-      batch_sizes_.begin());
+  const size_t index =
+      static_cast<size_t>(std::lower_bound(batch_sizes_.begin(), batch_sizes_.end(), batch_size) -
+                          batch_sizes_.begin());
   return *size_counters_[std::min(index, batch_sizes_.size() - 1)];
 }
 
-void ModelCounters::RecordChunk(int64_t batch_size, const ChunkTiming& timing) {
+void ModelCounters::RecordChunk(int64_t batch_size, int64_t rows, const ChunkTiming& timing) {
   SizeCounters& counters = CountersFor(batch_size);
   counters.input.Add(static_cast<uint64_t>(timing.input_ns));
   counters.infer.Add(static_cast<uint64_t>(timing.infer_ns));
   counters.output.Add(static_cast<uint64_t>(timing.output_ns));
   execution_count_.fetch_add(1, std::memory_order_relaxed);
+  if (batch_size > rows) {
+    padded_rows_.fetch_add(static_cast<uint64_t>(batch_size - rows), std::memory_order_relaxed);
+  }
 }
 
 void ModelCounters::RecordSuccess(int64_t rows, uint64_t elapsed_ns, uint64_t queue_ns,
@@ -57,9 +111,26 @@ void ModelCounters::RecordSuccess(int64_t rows, uint64_t elapsed_ns, uint64_t qu
   success_.Add(elapsed_ns);
   inference_count_.fetch_add(static_cast<uint64_t>(rows), std::memory_order_relaxed);
   last_inference_ms_.store(NowMillisSinceEpoch(), std::memory_order_relaxed);
+  request_rows_.Observe(static_cast<uint64_t>(rows));
+  request_duration_us_.Observe(elapsed_ns / 1000);
 }
 
 void ModelCounters::RecordFailure(uint64_t elapsed_ns) { fail_.Add(elapsed_ns); }
+
+ModelCounters::Histogram ModelCounters::RequestRows() const { return request_rows_.Read(); }
+
+ModelCounters::Histogram ModelCounters::RequestDurationUs() const {
+  return request_duration_us_.Read();
+}
+
+std::vector<std::pair<int64_t, uint64_t>> ModelCounters::LaunchesPerSize() const {
+  std::vector<std::pair<int64_t, uint64_t>> launches;
+  for (size_t i = 0; i < batch_sizes_.size(); ++i) {
+    launches.emplace_back(batch_sizes_[i],
+                          size_counters_[i]->infer.count.load(std::memory_order_relaxed));
+  }
+  return launches;
+}
 
 void ModelCounters::Fill(inference::ModelStatistics* statistics) const {
   statistics->set_last_inference(last_inference_ms_.load(std::memory_order_relaxed));

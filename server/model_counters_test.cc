@@ -2,17 +2,19 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace graphserve {
 namespace {
 
 TEST(ModelCountersTest, FillsTritonsStatisticsFromRequestsAndChunks) {
-  ModelCounters counters({1, 4, 16});
+  ModelCounters counters({1, 4, 16}, /*max_batch_size=*/16);
   // A request of 6 rows run as chunks at sizes 4 and 2 (counted under 4).
-  counters.RecordChunk(4, {.input_ns = 10, .infer_ns = 100, .output_ns = 1});
-  counters.RecordChunk(2, {.input_ns = 20, .infer_ns = 200, .output_ns = 2});
+  counters.RecordChunk(4, 4, {.input_ns = 10, .infer_ns = 100, .output_ns = 1});
+  counters.RecordChunk(2, 2, {.input_ns = 20, .infer_ns = 200, .output_ns = 2});
   counters.RecordSuccess(6, /*elapsed_ns=*/5000, /*queue_ns=*/70,
                          {.input_ns = 30, .infer_ns = 300, .output_ns = 3});
   counters.RecordFailure(900);
@@ -37,7 +39,7 @@ TEST(ModelCountersTest, FillsTritonsStatisticsFromRequestsAndChunks) {
 }
 
 TEST(ModelCountersTest, PendingFollowsAcceptAndAnswerAcrossThreads) {
-  ModelCounters counters({8});
+  ModelCounters counters({8}, /*max_batch_size=*/8);
   constexpr int kThreads = 4;
   constexpr int kRequests = 1000;  // per thread
   std::vector<std::thread> threads;
@@ -45,7 +47,7 @@ TEST(ModelCountersTest, PendingFollowsAcceptAndAnswerAcrossThreads) {
     threads.emplace_back([&counters] {
       for (int i = 0; i < kRequests; ++i) {
         counters.RequestAccepted();
-        counters.RecordChunk(8, {});
+        counters.RecordChunk(8, 1, {});
         counters.RecordSuccess(1, 1, 0, {});
         counters.RequestAnswered();
       }
@@ -57,6 +59,47 @@ TEST(ModelCountersTest, PendingFollowsAcceptAndAnswerAcrossThreads) {
   counters.Fill(&statistics);
   EXPECT_EQ(statistics.inference_count(), uint64_t{kThreads * kRequests});
   EXPECT_EQ(statistics.execution_count(), uint64_t{kThreads * kRequests});
+  EXPECT_EQ(counters.padded_rows(), uint64_t{kThreads * kRequests} * 7);  // 1 row of 8
+  EXPECT_EQ(counters.RequestRows().cumulative_counts.back(), uint64_t{kThreads * kRequests});
+}
+
+TEST(ModelCountersTest, HistogramsCountRowsAndLatencyInTheirBuckets) {
+  ModelCounters counters({1, 8, 200}, /*max_batch_size=*/200);
+  for (int64_t rows : {1, 1, 3, 64, 65, 200}) counters.RecordSuccess(rows, 1000 * rows, 0, {});
+  counters.RecordFailure(5000);  // failures are not in the histograms
+
+  const ModelCounters::Histogram rows = counters.RequestRows();
+  // 1..64 one bucket each, then 128, then 200, then +Inf.
+  ASSERT_EQ(rows.upper_bounds.size(), 64u + 2u + 1u);
+  EXPECT_EQ(rows.upper_bounds[0], 1.0);
+  EXPECT_EQ(rows.upper_bounds[63], 64.0);
+  EXPECT_EQ(rows.upper_bounds[64], 128.0);
+  EXPECT_EQ(rows.upper_bounds[65], 200.0);
+  EXPECT_TRUE(std::isinf(rows.upper_bounds[66]));
+  EXPECT_EQ(rows.cumulative_counts[0], 2u);   // le 1
+  EXPECT_EQ(rows.cumulative_counts[1], 2u);   // le 2
+  EXPECT_EQ(rows.cumulative_counts[2], 3u);   // le 3
+  EXPECT_EQ(rows.cumulative_counts[63], 4u);  // le 64
+  EXPECT_EQ(rows.cumulative_counts[64], 5u);  // le 128
+  EXPECT_EQ(rows.cumulative_counts[65], 6u);  // le 200
+  EXPECT_EQ(rows.cumulative_counts[66], 6u);  // +Inf
+  EXPECT_EQ(rows.sum, 1u + 1 + 3 + 64 + 65 + 200);
+
+  const ModelCounters::Histogram micros = counters.RequestDurationUs();
+  EXPECT_EQ(micros.upper_bounds.front(), 50.0);
+  EXPECT_EQ(micros.cumulative_counts.front(), 3u);  // 1, 1 and 3 us
+  EXPECT_EQ(micros.cumulative_counts.back(), 6u);
+  EXPECT_EQ(micros.sum, 1u + 1 + 3 + 64 + 65 + 200);
+
+  counters.RecordChunk(8, 3, {});
+  counters.RecordChunk(8, 8, {});
+  counters.RecordChunk(200, 65, {});
+  EXPECT_EQ(counters.padded_rows(), 5u + 135u);
+  const std::vector<std::pair<int64_t, uint64_t>> launches = counters.LaunchesPerSize();
+  ASSERT_EQ(launches.size(), 3u);
+  EXPECT_EQ(launches[0], std::make_pair(int64_t{1}, uint64_t{0}));
+  EXPECT_EQ(launches[1], std::make_pair(int64_t{8}, uint64_t{2}));
+  EXPECT_EQ(launches[2], std::make_pair(int64_t{200}, uint64_t{1}));
 }
 
 }  // namespace

@@ -356,7 +356,7 @@ ServedModel::ServedModel(ModelInterface interface, int64_t version, inference::M
       planner_(std::move(planner)),
       summary_(std::move(summary)),
       pool_(std::move(pool)),
-      counters_(summary_.batch_sizes) {}
+      counters_(summary_.batch_sizes, interface_.max_batch_size) {}
 
 void ServedModel::Infer(const inference::ModelInferRequest* request,
                         inference::ModelInferResponse* response,
@@ -412,7 +412,7 @@ void ServedModel::Infer(const inference::ModelInferRequest* request,
 void ServedModel::FinishChunk(const std::shared_ptr<RequestState>& state,
                               const PlannedChunk& chunk, const absl::Status& status,
                               StreamPool::Clock::duration queued, const ChunkTiming& timing) {
-  counters_.RecordChunk(chunk.batch_size, timing);
+  counters_.RecordChunk(chunk.batch_size, chunk.rows, timing);
   {
     std::lock_guard<std::mutex> lock(state->mu);
     if (!status.ok() && state->status.ok()) {

@@ -96,6 +96,8 @@ class ServedModel {
   void FillStatistics(inference::ModelStatistics* statistics) const;
   // Requests accepted and not yet answered (Triton's pending request count).
   [[nodiscard]] int64_t pending_requests() const { return counters_.pending(); }
+  // The counters FillStatistics reads, and GraphServe's own for /metrics.
+  [[nodiscard]] const ModelCounters& counters() const { return counters_; }
   // Runs every accepted chunk, then refuses new ones (StreamPool::Drain).
   void Drain();
 

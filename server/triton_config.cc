@@ -4,12 +4,12 @@
 #include <set>
 
 #include "absl/strings/match.h"
-#include "common/status.h"
-#include "runtime/bind.h"
-#include "server/model_interface.h"
 #include "absl/strings/str_cat.h"
+#include "common/status.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
+#include "runtime/bind.h"
+#include "server/model_interface.h"
 
 namespace graphserve {
 

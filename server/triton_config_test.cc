@@ -26,12 +26,36 @@ constexpr char kTritonConfig[] = R"pb(
   name: "mlp"
   platform: "onnxruntime_onnx"
   max_batch_size: 64
-  input { name: "x" data_type: TYPE_FP32 dims: [512] }
-  output { name: "y" data_type: TYPE_FP32 dims: [10] label_filename: "labels.txt" }
-  instance_group { count: 2 kind: KIND_GPU gpus: [0] host_policy: "gpu_0" }
-  dynamic_batching { preferred_batch_size: [8] max_queue_delay_microseconds: 100 }
+  input {
+    name: "x"
+    data_type: TYPE_FP32
+    dims: [ 512 ]
+  }
+  output {
+    name: "y"
+    data_type: TYPE_FP32
+    dims: [ 10 ]
+    label_filename: "labels.txt"
+  }
+  instance_group {
+    count: 2
+    kind: KIND_GPU
+    gpus: [ 0 ]
+    host_policy: "gpu_0"
+  }
+  dynamic_batching {
+    preferred_batch_size: [ 8 ]
+    max_queue_delay_microseconds: 100
+  }
   optimization {
-    cuda { graphs: true busy_wait_events: true graph_spec { batch_size: 4 input { key: "x" } } }
+    cuda {
+      graphs: true
+      busy_wait_events: true
+      graph_spec {
+        batch_size: 4
+        input { key: "x" }
+      }
+    }
     input_pinned_memory { enable: true }
   }
   model_warmup { name: "w" batch_size: 1 }
@@ -39,11 +63,11 @@ constexpr char kTritonConfig[] = R"pb(
 )pb";
 
 TEST(TritonConfigTest, NamesEachIgnoredFieldOnceAndNoHonouredOne) {
-  EXPECT_THAT(IgnoredConfigFields(Parse(kTritonConfig)),
-              ElementsAre("output.label_filename", "instance_group.host_policy",
-                          "dynamic_batching", "optimization.cuda.busy_wait_events",
-                          "optimization.cuda.graph_spec.input", "optimization.input_pinned_memory",
-                          "model_warmup", "response_cache"));
+  EXPECT_THAT(
+      IgnoredConfigFields(Parse(kTritonConfig)),
+      ElementsAre("output.label_filename", "instance_group.host_policy", "dynamic_batching",
+                  "optimization.cuda.busy_wait_events", "optimization.cuda.graph_spec.input",
+                  "optimization.input_pinned_memory", "model_warmup", "response_cache"));
 }
 
 TEST(TritonConfigTest, AConfigOfHonouredFieldsIgnoresNothing) {
@@ -52,12 +76,34 @@ TEST(TritonConfigTest, AConfigOfHonouredFieldsIgnoresNothing) {
                 backend: "graphserve"
                 max_batch_size: 8
                 version_policy { latest { num_versions: 1 } }
-                input { name: "x" data_type: TYPE_FP32 format: FORMAT_NCHW dims: [3, 8, 8] }
-                output { name: "y" data_type: TYPE_FP32 dims: [4] }
-                instance_group { count: 1 kind: KIND_GPU gpus: [0, 1] }
+                input {
+                  name: "x"
+                  data_type: TYPE_FP32
+                  format: FORMAT_NCHW
+                  dims: [ 3, 8, 8 ]
+                }
+                output {
+                  name: "y"
+                  data_type: TYPE_FP32
+                  dims: [ 4 ]
+                }
+                instance_group {
+                  count: 1
+                  kind: KIND_GPU
+                  gpus: [ 0, 1 ]
+                }
                 default_model_filename: "model.onnx"
-                optimization { cuda { graphs: true graph_spec { batch_size: 8 } } }
-                capture { batch_sizes: [1, 8] streams: 2 schedule: "auto" }
+                optimization {
+                  cuda {
+                    graphs: true
+                    graph_spec { batch_size: 8 }
+                  }
+                }
+                capture {
+                  batch_sizes: [ 1, 8 ]
+                  streams: 2
+                  schedule: "auto"
+                }
               )pb")),
               IsEmpty());
 }
@@ -68,11 +114,17 @@ TEST(TritonConfigTest, WholeSectionsGraphServeDoesNotRunAreNamedOnce) {
                 sequence_batching { oldest { max_candidate_sequences: 4 } }
                 batch_input { target_name: "a" }
                 batch_input { target_name: "b" }
-                input { name: "x" reshape { shape: [2, 2] } }
-                input { name: "z" reshape { shape: [4] } optional: true }
+                input {
+                  name: "x"
+                  reshape { shape: [ 2, 2 ] }
+                }
+                input {
+                  name: "z"
+                  reshape { shape: [ 4 ] }
+                  optional: true
+                }
               )pb")),
-              ElementsAre("input.reshape", "input.optional", "sequence_batching",
-                          "batch_input"));
+              ElementsAre("input.reshape", "input.optional", "sequence_batching", "batch_input"));
 }
 
 TEST(TritonConfigTest, GraphsAreOnUnlessAConfigTurnsThemOff) {
@@ -89,12 +141,17 @@ TEST(TritonConfigTest, GraphsAreOnUnlessAConfigTurnsThemOff) {
 TEST(TritonConfigTest, GraphSpecsNameTheCapturedSizesUnlessTheCaptureSectionDoes) {
   EXPECT_THAT(RequestedCaptureSizes(Parse(R"pb(name: "m")pb")), IsEmpty());
   EXPECT_THAT(RequestedCaptureSizes(Parse(R"pb(
-                optimization { cuda { graph_spec { batch_size: 16 } graph_spec { batch_size: 2 } } }
+                optimization {
+                  cuda {
+                    graph_spec { batch_size: 16 }
+                    graph_spec { batch_size: 2 }
+                  }
+                }
               )pb")),
               ElementsAre(16, 2));
   EXPECT_THAT(RequestedCaptureSizes(Parse(R"pb(
                 optimization { cuda { graph_spec { batch_size: 16 } } }
-                capture { batch_sizes: [1, 4] }
+                capture { batch_sizes: [ 1, 4 ] }
               )pb")),
               ElementsAre(1, 4));
 }
@@ -126,7 +183,8 @@ TEST(TritonConfigTest, AConfigWithoutTensorsIsCompletedFromTheModel) {
   inference::ModelConfig sized = Parse(R"pb(name: "mlp" max_batch_size: 32)pb");
   ASSERT_TRUE(CompleteConfigFromModel(model, &sized).ok());
   EXPECT_EQ(sized.max_batch_size(), 32);
-  inference::ModelConfig declared = Parse(R"pb(name: "mlp" input { name: "other" })pb");
+  inference::ModelConfig declared = Parse(R"pb(name: "mlp"
+                                               input { name: "other" })pb");
   ASSERT_TRUE(CompleteConfigFromModel(model, &declared).ok());
   ASSERT_EQ(declared.input_size(), 1);
   EXPECT_EQ(declared.input(0).name(), "other");

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "nlohmann/json.hpp"
 #include "examples/demo_repository.h"
@@ -522,6 +523,25 @@ TEST_F(ServerEndToEnd, MetricsAgreeWithTheStatistics) {
   EXPECT_THAT(metrics.body,
               HasSubstr(absl::StrCat("nv_inference_exec_count{model=\"mlp\",version=\"1\"} ",
                                      mlp.execution_count(), "\n")));
+  // GraphServe's own: one row-histogram and latency observation per
+  // successful request, the rows summed, and launches per captured size that
+  // add up to the executions.
+  EXPECT_THAT(metrics.body,
+              HasSubstr(absl::StrCat("graphserve_request_rows_count{model=\"mlp\",version=\"1\"} ",
+                                     mlp.inference_stats().success().count(), "\n")));
+  EXPECT_THAT(metrics.body,
+              HasSubstr(absl::StrCat("graphserve_request_rows_sum{model=\"mlp\",version=\"1\"} ",
+                                     mlp.inference_count(), "\n")));
+  EXPECT_THAT(metrics.body, HasSubstr(absl::StrCat(
+                                "graphserve_request_duration_us_count{model=\"mlp\",version=\"1\"} ",
+                                mlp.inference_stats().success().count(), "\n")));
+  uint64_t launches = 0;
+  std::istringstream lines(metrics.body);
+  for (std::string line; std::getline(lines, line);) {
+    if (!absl::StartsWith(line, "graphserve_graph_launches_total{model=\"mlp\"")) continue;
+    launches += std::stoull(line.substr(line.rfind(' ') + 1));
+  }
+  EXPECT_EQ(launches, mlp.execution_count());
 }
 
 TEST_F(ServerEndToEnd, StatisticsCountRequestsRowsAndChunks) {
