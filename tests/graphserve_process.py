@@ -21,6 +21,7 @@ import numpy as np
 
 # Printed by graphserve once HTTP/REST listens, before the gRPC line.
 _HTTP_LINE = re.compile(r"graphserve: serving HTTP/REST on [^\s:]+:(?P<port>\d+)")
+_METRICS_LINE = re.compile(r"graphserve: serving metrics on [^\s:]+:(?P<port>\d+)")
 # Printed by graphserve once it listens (server/inference_server.cc).
 _SERVING_LINE = re.compile(
     r"graphserve: serving gRPC on (?P<host>[^\s:]+):(?P<port>\d+) \((?P<state>[^)]*)\)")
@@ -87,6 +88,7 @@ class ServerProcess:
         self.process = None
         self.port = None
         self.http_port = None
+        self.metrics_port = None
         self.serving_state = None
         self._lines = []  # stdout and stderr, interleaved as they arrive
         self._lines_lock = threading.Lock()
@@ -125,6 +127,9 @@ class ServerProcess:
             http = _HTTP_LINE.search(line)
             if http and self.http_port is None:
                 self.http_port = int(http.group("port"))
+            metrics = _METRICS_LINE.search(line)
+            if metrics and self.metrics_port is None:
+                self.metrics_port = int(metrics.group("port"))
             match = _SERVING_LINE.search(line)
             if match and not self._serving.is_set():
                 self.port = int(match.group("port"))
