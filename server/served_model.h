@@ -13,7 +13,6 @@
 // Loading captures and checks every graph (GPU) or binds every size (host)
 // before the model is reported ready.
 
-#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>

@@ -194,8 +194,6 @@ ConvKernel::ConvKernel(std::string label, std::string choice_key, std::unique_pt
 
 ConvKernel::~ConvKernel() = default;
 
-const std::string& ConvKernel::algorithm_name() const { return conv_->choice(); }
-
 absl::Status ConvKernel::Autotune(absl::Span<const void* const> inputs,
                                   absl::Span<void* const> outputs, cudaStream_t stream) {
   const std::shared_ptr<const CudnnConv::Plan> shared =

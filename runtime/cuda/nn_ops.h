@@ -51,8 +51,6 @@ class ConvKernel final : public CudaOpKernel {
   absl::Status Enqueue(absl::Span<const void* const> inputs, absl::Span<void* const> outputs,
                        cudaStream_t stream) const override;
 
-  [[nodiscard]] const std::string& algorithm_name() const;
-
   // Implementation details follow.
   ConvKernel(std::string label, std::string choice_key, std::unique_ptr<class CudnnConv> conv,
              ConvFusion fusion, ChannelEpilogueParams epilogue,
