@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "server/client_text.h"
 #include "server/http_json.h"
 
 namespace graphserve {
@@ -57,10 +58,10 @@ void SendReady(httplib::Response& response, bool ready) {
 }
 
 void SendNotFound(const httplib::Request& request, httplib::Response& response) {
-  std::string path = request.path;
-  if (path.size() > 64) path = path.substr(0, 64) + "...";
+  // The path is the client's: Note [Quoting client text].
   SendJson(response, 404,
-           ErrorJson(absl::StrCat("no route ", path, " in the KServe v2 HTTP/REST protocol")));
+           ErrorJson(absl::StrCat("no route ", QuoteClientText(request.path),
+                                  " in the KServe v2 HTTP/REST protocol")));
 }
 
 // "/v2/models/m/infer" -> {"v2", "models", "m", "infer"}.

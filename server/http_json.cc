@@ -9,18 +9,13 @@
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
 #include "nlohmann/json.hpp"
+#include "server/client_text.h"
 
 namespace graphserve {
 
 namespace {
 
 using nlohmann::json;
-
-// What an error may quote of a client's text.
-std::string Prefix(std::string_view text) {
-  constexpr size_t kMax = 64;
-  return text.size() <= kMax ? std::string(text) : std::string(text.substr(0, kMax)) + "...";
-}
 
 // ---------------------------------------------------------------- protos
 
@@ -187,29 +182,29 @@ absl::Status ParseInput(const json& input, size_t index, std::string_view binary
   int64_t elements = 1;
   for (const json& dim : *shape) {
     if (!dim.is_number_integer() || dim.get<int64_t>() < 0) {
-      return absl::InvalidArgumentError(absl::StrCat("input '", Prefix(tensor->name()),
-                                                     "': shape must be non-negative integers"));
+      return absl::InvalidArgumentError(absl::StrCat("input ", QuoteClientText(tensor->name()),
+                                                     ": shape must be non-negative integers"));
     }
     tensor->add_shape(dim.get<int64_t>());
     elements *= dim.get<int64_t>();
   }
   const size_t element_size = ElementSize(tensor->datatype());
   if (element_size == 0) {
-    return absl::InvalidArgumentError(absl::StrCat("input '", Prefix(tensor->name()),
-                                                   "': datatype '", Prefix(tensor->datatype()),
-                                                   "' is not one of FP32, INT64, BOOL"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("input ", QuoteClientText(tensor->name()), ": datatype ",
+                     QuoteClientText(tensor->datatype()), " is not one of FP32, INT64, BOOL"));
   }
   std::string* contents = request.add_raw_input_contents();
   if (const json* size = Parameter(input, "binary_data_size"); size != nullptr) {
     if (!size->is_number_unsigned()) {
-      return absl::InvalidArgumentError(absl::StrCat("input '", Prefix(tensor->name()),
-                                                     "': binary_data_size must be a byte count"));
+      return absl::InvalidArgumentError(absl::StrCat("input ", QuoteClientText(tensor->name()),
+                                                     ": binary_data_size must be a byte count"));
     }
     const size_t bytes = size->get<size_t>();
     if (binary_offset + bytes > binary.size()) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "input '", Prefix(tensor->name()), "': binary_data_size ", bytes, " runs past the ",
-          binary.size(), " bytes of binary data after the JSON header"));
+          "input ", QuoteClientText(tensor->name()), ": binary_data_size ", bytes,
+          " runs past the ", binary.size(), " bytes of binary data after the JSON header"));
     }
     contents->assign(binary.substr(binary_offset, bytes));
     binary_offset += bytes;
@@ -217,21 +212,21 @@ absl::Status ParseInput(const json& input, size_t index, std::string_view binary
   }
   const auto data = input.find("data");
   if (data == input.end()) {
-    return absl::InvalidArgumentError(absl::StrCat("input '", Prefix(tensor->name()),
-                                                   "' has neither \"data\" nor binary_data_size"));
+    return absl::InvalidArgumentError(absl::StrCat("input ", QuoteClientText(tensor->name()),
+                                                   " has neither \"data\" nor binary_data_size"));
   }
   std::vector<const json*> leaves;
   Flatten(*data, leaves);
   if (static_cast<int64_t>(leaves.size()) != elements) {
-    return absl::InvalidArgumentError(absl::StrCat("input '", Prefix(tensor->name()), "' has ",
-                                                   leaves.size(), " values; its shape holds ",
-                                                   elements));
+    return absl::InvalidArgumentError(absl::StrCat("input ", QuoteClientText(tensor->name()),
+                                                   " has ", leaves.size(),
+                                                   " values; its shape holds ", elements));
   }
   contents->reserve(leaves.size() * element_size);
   for (const json* leaf : leaves) {
     if (absl::Status status = AppendElement(*leaf, tensor->datatype(), *contents); !status.ok()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("input '", Prefix(tensor->name()), "': ", status.message()));
+          absl::StrCat("input ", QuoteClientText(tensor->name()), ": ", status.message()));
     }
   }
   return absl::OkStatus();
@@ -255,7 +250,8 @@ absl::StatusOr<HttpInferRequest> ParseInferRequest(std::string_view body, size_t
       json::parse(body.substr(0, header_length), nullptr, /*allow_exceptions=*/false);
   if (header.is_discarded()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("the request body is not valid JSON (it starts with '", Prefix(body), "')"));
+        absl::StrCat("the request body is not valid JSON (it starts with ",
+                     QuoteClientText(absl::string_view(body.data(), body.size())), ")"));
   }
   if (!header.is_object()) return absl::InvalidArgumentError("the request must be a JSON object");
   HttpInferRequest parsed;

@@ -83,6 +83,22 @@ TEST(HttpJsonTest, BadRequestsSayWhatIsWrong) {
             absl::StatusCode::kInvalidArgument);  // header longer than the body
 }
 
+// Note [Quoting client text]: a 64 KiB input name or datatype is quoted as a
+// prefix with its length, never whole.
+TEST(HttpJsonTest, HugeNamesAreQuotedAsAShortPrefix) {
+  const std::string huge(64 << 10, 'n');
+  const std::string bad_datatype =
+      R"({"inputs": [{"name": "x", "datatype": ")" + huge + R"(", "shape": [1], "data": [1]}]})";
+  const std::string bad_shape = R"({"inputs": [{"name": ")" + huge +
+                                R"(", "datatype": "FP32", "shape": [-1], "data": [1]}]})";
+  for (const std::string& body : {bad_datatype, bad_shape}) {
+    const absl::Status status = ParseInferRequest(body, body.size(), "m", "").status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(status.message(), HasSubstr("...' (65536 bytes)"));
+    EXPECT_LT(status.message().size(), 256u);
+  }
+}
+
 TEST(HttpJsonTest, ResponseIsJsonOrJsonThenBinary) {
   inference::ModelInferResponse response;
   response.set_model_name("mlp");

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "server/client_text.h"
 #include "server/model_repository.h"
 #include "server/triton_config.h"
 
@@ -84,9 +85,10 @@ absl::StatusOr<ServedModel*> ModelRegistry::Find(absl::string_view name,
       chosen = &state;
     }
   }
+  // `name` and `version` are the client's: Note [Quoting client text].
   if (!known) {
-    return absl::NotFoundError(absl::StrCat("unknown model '", name, "'; this server serves: ",
-                                            Names(states_)));
+    return absl::NotFoundError(absl::StrCat("unknown model ", QuoteClientText(name),
+                                            "; this server serves: ", Names(states_)));
   }
   if (chosen == nullptr && version.empty()) chosen = failed_latest;
   if (chosen == nullptr) {
@@ -94,9 +96,9 @@ absl::StatusOr<ServedModel*> ModelRegistry::Find(absl::string_view name,
     for (const ModelVersionState& state : states_) {
       if (state.name == name && state.version > 0) served.push_back(absl::StrCat(state.version));
     }
-    return absl::NotFoundError(absl::StrCat("model '", name, "' has no version '", version,
-                                            "'; served versions: ",
-                                            served.empty() ? "none" : absl::StrJoin(served, ", ")));
+    return absl::NotFoundError(
+        absl::StrCat("model '", name, "' has no version ", QuoteClientText(version),
+                     "; served versions: ", served.empty() ? "none" : absl::StrJoin(served, ", ")));
   }
   if (!chosen->status.ok()) {
     return absl::UnavailableError(

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status.h"
+#include "server/client_text.h"
 
 namespace graphserve {
 
@@ -29,12 +30,16 @@ absl::StatusOr<size_t> FindTensor(const std::vector<TensorSpec>& specs, const st
   const std::string names = absl::StrJoin(
       specs, ", ",
       [](std::string* out, const TensorSpec& spec) { absl::StrAppend(out, "'", spec.name, "'"); });
-  return absl::InvalidArgumentError(absl::StrCat("model '", model.name, "' has no ", kind, " '",
-                                                 name, "'; its ", kind, "s are ", names));
+  // Note [Quoting client text]: `name` is the client's.
+  return absl::InvalidArgumentError(absl::StrCat("model '", model.name, "' has no ", kind, " ",
+                                                 QuoteClientText(name), "; its ", kind, "s are ",
+                                                 names));
 }
 
+// The client's shape, bounded: a request may carry thousands of dims (Note
+// [Quoting client text]).
 std::string ShapeString(const google::protobuf::RepeatedField<int64_t>& shape) {
-  return DimsToString(Dims(shape.begin(), shape.end()));
+  return ClientTextPrefix(DimsToString(Dims(shape.begin(), shape.end())));
 }
 
 // The InferTensorContents field that holds elements of `dtype`.
@@ -68,7 +73,7 @@ absl::Status CheckNoSharedMemory(const ParameterMap& parameters, const char* kin
                                  const std::string& name, const ModelInterface& model) {
   if (parameters.contains("shared_memory_region")) {
     return absl::InvalidArgumentError(
-        absl::StrCat(kind, " '", name, "' of model '", model.name,
+        absl::StrCat(kind, " ", QuoteClientText(name), " of model '", model.name,
                      "' names a shared_memory_region; GraphServe does not serve the shared-memory "
                      "extension: send the data in the request"));
   }
@@ -79,9 +84,9 @@ absl::Status CheckNoSharedMemory(const ParameterMap& parameters, const char* kin
 absl::StatusOr<int64_t> CheckDatatypeAndShape(const InputTensor& tensor, const TensorSpec& spec,
                                               const ModelInterface& model) {
   if (tensor.datatype() != KServeDatatype(spec.dtype)) {
-    return absl::InvalidArgumentError(absl::StrCat("input '", spec.name, "' has datatype ",
-                                                   tensor.datatype(), "; model '", model.name,
-                                                   "' expects ", KServeDatatype(spec.dtype)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("input '", spec.name, "' has datatype ", QuoteClientText(tensor.datatype()),
+                     "; model '", model.name, "' expects ", KServeDatatype(spec.dtype)));
   }
   // Only equality is tested, so a negative or huge dim is refused without any
   // arithmetic on it.
@@ -205,15 +210,16 @@ absl::StatusOr<std::vector<size_t>> RequestedOutputs(const inference::ModelInfer
   for (const auto& output : request.outputs()) {
     ASSIGN_OR_RETURN(const size_t index, FindTensor(model.outputs, output.name(), "output", model));
     if (requested[index]) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "output '", output.name(), "' is requested twice from model '", model.name, "'"));
+      return absl::InvalidArgumentError(absl::StrCat("output ", QuoteClientText(output.name()),
+                                                     " is requested twice from model '", model.name,
+                                                     "'"));
     }
     RETURN_IF_ERROR(CheckNoSharedMemory(output.parameters(), "output", output.name(), model));
     // tritonclient's class_count asks for top-k labels instead of the tensor;
     // answering with the tensor would be misread as labels.
     if (output.parameters().contains("classification")) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "output '", output.name(), "' of model '", model.name,
+          "output ", QuoteClientText(output.name()), " of model '", model.name,
           "' asks for classification, which GraphServe does not serve; request the tensor itself"));
     }
     requested[index] = true;
@@ -233,8 +239,9 @@ absl::StatusOr<ValidatedRequest> ValidateInferRequest(const inference::ModelInfe
     const InputTensor& tensor = request.inputs(j);
     ASSIGN_OR_RETURN(const size_t index, FindTensor(model.inputs, tensor.name(), "input", model));
     if (request_index[index] != kAbsent) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "input '", tensor.name(), "' appears twice in the request to model '", model.name, "'"));
+      return absl::InvalidArgumentError(absl::StrCat("input ", QuoteClientText(tensor.name()),
+                                                     " appears twice in the request to model '",
+                                                     model.name, "'"));
     }
     RETURN_IF_ERROR(CheckNoSharedMemory(tensor.parameters(), "input", tensor.name(), model));
     request_index[index] = j;
@@ -256,9 +263,9 @@ absl::StatusOr<ValidatedRequest> ValidateInferRequest(const inference::ModelInfe
       validated.rows = rows;
     } else if (rows != validated.rows) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "input '", tensor.name(), "' has batch ", rows, " but input '", model.inputs[0].name,
-          "' has batch ", validated.rows, "; the inputs of a request to model '", model.name,
-          "' share the batch (dim 0)"));
+          "input ", QuoteClientText(tensor.name()), " has batch ", rows, " but input '",
+          model.inputs[0].name, "' has batch ", validated.rows,
+          "; the inputs of a request to model '", model.name, "' share the batch (dim 0)"));
     }
   }
 
@@ -266,9 +273,10 @@ absl::StatusOr<ValidatedRequest> ValidateInferRequest(const inference::ModelInfe
   if (raw) {
     for (const InputTensor& tensor : request.inputs()) {
       if (!FilledTypedFields(tensor.contents()).empty()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "input '", tensor.name(), "' carries typed contents but the request to model '",
-            model.name, "' uses raw_input_contents; send every input raw or every input typed"));
+        return absl::InvalidArgumentError(
+            absl::StrCat("input ", QuoteClientText(tensor.name()),
+                         " carries typed contents but the request to model '", model.name,
+                         "' uses raw_input_contents; send every input raw or every input typed"));
       }
     }
     if (request.raw_input_contents_size() != request.inputs_size()) {

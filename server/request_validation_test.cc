@@ -223,12 +223,12 @@ TEST(RequestValidationTest, MalformedRawRequestsSayWhatWasExpected) {
        },
        "input 'x' appears twice in the request to model 'mlp'"},
       {"wrong datatype", [](Request* r) { Input(r, "x")->set_datatype("INT64"); },
-       "input 'x' has datatype INT64; model 'mlp' expects FP32"},
+       "input 'x' has datatype 'INT64'; model 'mlp' expects FP32"},
       {"unsupported datatype", [](Request* r) { Input(r, "x")->set_datatype("FP16"); },
-       "input 'x' has datatype FP16; model 'mlp' expects FP32"},
+       "input 'x' has datatype 'FP16'; model 'mlp' expects FP32"},
       {"datatype in config spelling",
        [](Request* r) { Input(r, "ids")->set_datatype("TYPE_INT64"); },
-       "input 'ids' has datatype TYPE_INT64; model 'mlp' expects INT64"},
+       "input 'ids' has datatype 'TYPE_INT64'; model 'mlp' expects INT64"},
       {"no batch dim", [](Request* r) { SetShape(Input(r, "x"), {3}); },
        "input 'x' has shape [3]; model 'mlp' expects [-1,3] (batch first)"},
       {"extra dim",
@@ -325,6 +325,37 @@ TEST(RequestValidationTest, MalformedRawRequestsSayWhatWasExpected) {
     c.edit(&request);
     ExpectRejected(request, c.what, c.expected);
   }
+}
+
+// Every name a request carries is the client's text, and a status message
+// that quoted 64 KiB of it would exceed what a gRPC client accepts (Note
+// [Quoting client text]): each is quoted as a prefix with its length.
+TEST(RequestValidationTest, HugeClientTextIsQuotedAsAShortPrefix) {
+  constexpr size_t kHugeText = 64 << 10;  // eight times gRPC's 8 KiB metadata limit
+  constexpr size_t kMessageBound = 256;   // a one-line message, whatever the client sent
+  const std::string huge(kHugeText, 'n');
+  const BadRequestCase cases[] = {
+      {"huge input name", [&huge](Request* r) { Input(r, "x")->set_name(huge); },
+       "model 'mlp' has no input 'nnnn"},
+      {"huge datatype", [&huge](Request* r) { Input(r, "x")->set_datatype(huge); },
+       "input 'x' has datatype 'nnnn"},
+      {"huge output name", [&huge](Request* r) { r->add_outputs()->set_name(huge); },
+       "model 'mlp' has no output 'nnnn"},
+      {"huge shape", [](Request* r) { SetShape(Input(r, "x"), Dims(kHugeText / 2, 1)); },
+       "input 'x' has shape [1,1,1"},
+  };
+  for (const BadRequestCase& c : cases) {
+    Request request = RawRequest();
+    c.edit(&request);
+    ExpectRejected(request, c.what, c.expected);
+    const absl::StatusOr<ValidatedRequest> validated = ValidateInferRequest(request, Mlp());
+    EXPECT_LT(validated.status().message().size(), kMessageBound) << c.what;
+    EXPECT_THAT(Message(validated.status()), HasSubstr("bytes)")) << c.what;
+  }
+  // Bytes a terminal would act on arrive escaped.
+  Request request = RawRequest();
+  Input(&request, "x")->set_name("x\n\x1b[2J");
+  ExpectRejected(request, "control bytes", R"(has no input 'x\n\x1b[2J')");
 }
 
 TEST(RequestValidationTest, MalformedTypedRequestsSayWhatWasExpected) {

@@ -1,0 +1,54 @@
+#include "server/client_text.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace graphserve {
+namespace {
+
+// A model name of 64 KiB: eight times gRPC's default limit on the metadata a
+// client accepts (8 KiB), where the status message travels.
+constexpr size_t kHugeName = 64 << 10;
+
+TEST(ClientTextTest, ShortPrintableTextIsQuotedWhole) {
+  EXPECT_EQ(QuoteClientText("mlp"), "'mlp'");
+  EXPECT_EQ(QuoteClientText(""), "''");
+  EXPECT_EQ(QuoteClientText(std::string(kClientTextQuoteLimit, 'a')),
+            "'" + std::string(kClientTextQuoteLimit, 'a') + "'");
+}
+
+TEST(ClientTextTest, LongTextKeepsAPrefixAndSaysItsLength) {
+  const std::string quoted = QuoteClientText(std::string(kHugeName, 'm'));
+  EXPECT_EQ(quoted, "'" + std::string(kClientTextQuoteLimit, 'm') + "...' (65536 bytes)");
+  // One byte over the limit is cut too: the length tells the reader.
+  EXPECT_EQ(QuoteClientText(std::string(kClientTextQuoteLimit + 1, 'a')),
+            "'" + std::string(kClientTextQuoteLimit, 'a') + "...' (65 bytes)");
+}
+
+TEST(ClientTextTest, NonPrintableBytesAndQuotesAreEscaped) {
+  EXPECT_EQ(QuoteClientText(std::string("a\nb\x01'\xc3", 6)), R"('a\nb\x01\'\xc3')");
+}
+
+TEST(ClientTextTest, EscapesAreNeverCutAndTheQuoteStaysBounded) {
+  // Every byte escapes to four characters: sixteen fit in the limit.
+  const std::string quoted = QuoteClientText(std::string(kHugeName, '\x01'));
+  std::string sixteen;
+  for (int i = 0; i < 16; ++i) sixteen += "\\x01";
+  EXPECT_EQ(quoted, "'" + sixteen + "...' (65536 bytes)");
+  // 63 plain bytes, then a four-character escape that no longer fits.
+  const std::string mixed = std::string(63, 'a') + "\x02";
+  EXPECT_EQ(QuoteClientText(mixed), "'" + std::string(63, 'a') + "...' (64 bytes)");
+  EXPECT_LE(QuoteClientText(std::string(kHugeName, '\xff')).size(), kClientTextQuoteLimit + 40);
+}
+
+TEST(ClientTextTest, PrefixIsTheQuoteWithoutQuotes) {
+  EXPECT_EQ(ClientTextPrefix("[4,3,1]"), "[4,3,1]");
+  EXPECT_EQ(ClientTextPrefix(std::string(kHugeName, '1')),
+            std::string(kClientTextQuoteLimit, '1') + "... (65536 bytes)");
+  EXPECT_EQ(ClientTextPrefix("a\tb"), "a\\tb");
+  EXPECT_EQ(ClientTextPrefix("a\x7f"), "a\\x7f");
+}
+
+}  // namespace
+}  // namespace graphserve
