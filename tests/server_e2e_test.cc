@@ -18,28 +18,30 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
-#include "nlohmann/json.hpp"
+#include "absl/strings/str_cat.h"
+#include "common/tensor.h"
 #include "examples/demo_repository.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 #include "proto/grpc_service.grpc.pb.h"
 #include "proto/health.grpc.pb.h"
 #include "runtime/bind.h"
 #include "runtime/host/host_executor.h"
 #include "runtime/onnx_import.h"
-#include "common/tensor.h"
 #include "server/inference_server.h"
 #include "server/model_interface.h"
 
@@ -357,6 +359,73 @@ TEST_F(ServerEndToEnd, UnknownModelAndVersionAreNotFound) {
   const grpc::Status status = Infer(request, &response);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
   EXPECT_THAT(status.error_message(), HasSubstr("mlp"));  // says what is served
+  ExpectGoodRequestStillServed();
+}
+
+// Note [Quoting client text]: 64 KiB of client text in any name gets the
+// right code and a short message. Quoted whole, the message would exceed the
+// 8 KiB of status metadata a gRPC client accepts by default, and the client
+// would see RESOURCE_EXHAUSTED instead.
+TEST_F(ServerEndToEnd, HugeNamesGetTheirCodeAndAShortMessage) {
+  constexpr size_t kHugeText = 64 << 10;  // eight times the client's metadata limit
+  constexpr size_t kMessageBound = 256;   // one line, whatever the client sent
+  const std::string huge(kHugeText, 'm');
+  auto expect_short = [&](const grpc::Status& status, grpc::StatusCode code, const char* what) {
+    EXPECT_EQ(status.error_code(), code) << what << ": " << status.error_message().substr(0, 300);
+    EXPECT_LT(status.error_message().size(), kMessageBound) << what;
+    EXPECT_THAT(status.error_message(), HasSubstr("...' (65536 bytes)")) << what;
+  };
+  {
+    grpc::ClientContext context;
+    inference::ModelMetadataRequest request;
+    request.set_name(huge);
+    inference::ModelMetadataResponse metadata;
+    expect_short(stub_->ModelMetadata(&context, request, &metadata), grpc::StatusCode::NOT_FOUND,
+                 "ModelMetadata, huge name");
+  }
+  {
+    grpc::ClientContext context;
+    inference::ModelConfigRequest request;
+    request.set_name("mlp");
+    request.set_version(huge);
+    inference::ModelConfigResponse config;
+    expect_short(stub_->ModelConfig(&context, request, &config), grpc::StatusCode::NOT_FOUND,
+                 "ModelConfig, huge version");
+  }
+  {
+    grpc::ClientContext context;
+    inference::ModelStatisticsRequest request;
+    request.set_name(huge);
+    inference::ModelStatisticsResponse statistics;
+    expect_short(stub_->ModelStatistics(&context, request, &statistics),
+                 grpc::StatusCode::NOT_FOUND, "ModelStatistics, huge name");
+  }
+  std::unique_ptr<HostExecutor> reference = Reference(*repository_, "mlp", 2);
+  const inference::ModelInferRequest good =
+      RawRequest("mlp", reference->graph(), RandomInputs(reference->graph(), 5));
+  const std::vector<
+      std::tuple<const char*, std::function<void(inference::ModelInferRequest*)>, grpc::StatusCode>>
+      cases = {
+          {"model name", [&](auto* r) { r->set_model_name(huge); }, grpc::StatusCode::NOT_FOUND},
+          {"version", [&](auto* r) { r->set_model_version(huge); }, grpc::StatusCode::NOT_FOUND},
+          {"input name", [&](auto* r) { r->mutable_inputs(0)->set_name(huge); },
+           grpc::StatusCode::INVALID_ARGUMENT},
+          {"datatype", [&](auto* r) { r->mutable_inputs(0)->set_datatype(huge); },
+           grpc::StatusCode::INVALID_ARGUMENT},
+          {"output name", [&](auto* r) { r->add_outputs()->set_name(huge); },
+           grpc::StatusCode::INVALID_ARGUMENT},
+      };
+  for (const auto& [what, spoil, code] : cases) {
+    inference::ModelInferRequest request = good;
+    spoil(&request);
+    inference::ModelInferResponse response;
+    expect_short(Infer(request, &response), code, what);
+  }
+  // Over HTTP the model name is in the path: 4 KiB fits cpp-httplib's URI limit.
+  const HttpReply reply =
+      HttpExchange(server_->http_port(), "GET", "/v2/models/" + std::string(4096, 'm'));
+  EXPECT_EQ(reply.code, 404) << reply.body.substr(0, 300);
+  EXPECT_LT(reply.body.size(), kMessageBound);
   ExpectGoodRequestStillServed();
 }
 
