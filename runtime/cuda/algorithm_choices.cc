@@ -29,6 +29,17 @@ void AlgorithmChoices::RecordPlan(const std::string& key, std::shared_ptr<const 
   plans_[key] = std::move(plan);
 }
 
+AlgorithmChoices::Slowdowns AlgorithmChoices::FindSlowdowns(const std::string& key) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = slowdowns_.find(key);
+  return it == slowdowns_.end() ? Slowdowns{} : it->second;
+}
+
+void AlgorithmChoices::RecordSlowdowns(const std::string& key, Slowdowns slowdowns) {
+  std::lock_guard<std::mutex> lock(mu_);
+  slowdowns_[key] = std::move(slowdowns);
+}
+
 std::string AlgorithmChoices::Key(const std::string& node, int64_t batch_size) {
   return absl::StrCat(node, "@", batch_size);
 }

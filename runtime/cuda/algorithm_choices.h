@@ -7,6 +7,10 @@
 // Where a library's built plan is itself immutable and may run on several
 // slots' handles at once (a cuDNN graph plan), the plan is shared instead of
 // a choice, so it is also built once.
+//
+// One AlgorithmChoices serves the plans of one model on one device, made one
+// at a time (the slots and sizes plan in turn); the mutex only keeps a
+// misuse from corrupting the maps.
 
 #include <cstdint>
 #include <map>
@@ -28,14 +32,24 @@ class AlgorithmChoices {
   [[nodiscard]] std::shared_ptr<const void> FindPlan(const std::string& key) const;
   void RecordPlan(const std::string& key, std::shared_ptr<const void> plan);
 
+  // How many times slower than the fastest candidate each candidate ran (by
+  // its library's name of it), at the sizes of one shape timed so far, the
+  // least seen: what a convolution's other sizes leave untimed (ConvSlowdowns,
+  // Note [Convolution tuning budget] in runtime/cuda/cudnn_conv.h). Empty
+  // when nothing was recorded under `key`; recording replaces.
+  using Slowdowns = std::map<std::string, float>;
+  [[nodiscard]] Slowdowns FindSlowdowns(const std::string& key) const;
+  void RecordSlowdowns(const std::string& key, Slowdowns slowdowns);
+
   // "<node name>@<batch size>": a plan's kernels are named after their node,
   // and one size's plans agree on every shape.
   static std::string Key(const std::string& node, int64_t batch_size);
 
  private:
   mutable std::mutex mu_;
-  std::map<std::string, int64_t> choices_;                     // guarded by mu_
+  std::map<std::string, int64_t> choices_;                    // guarded by mu_
   std::map<std::string, std::shared_ptr<const void>> plans_;  // guarded by mu_
+  std::map<std::string, Slowdowns> slowdowns_;                // guarded by mu_
 };
 
 }  // namespace graphserve

@@ -1,5 +1,7 @@
 #include "runtime/cuda/algorithm_choices.h"
 
+#include <memory>
+
 #include "gtest/gtest.h"
 
 namespace graphserve {
@@ -21,6 +23,17 @@ TEST(AlgorithmChoicesTest, SharesPlansByKey) {
   choices.RecordPlan("Conv a", plan);
   EXPECT_EQ(choices.FindPlan("Conv a"), plan);  // the same object, not a copy
   EXPECT_EQ(choices.FindPlan("Conv b"), nullptr);
+}
+
+TEST(AlgorithmChoicesTest, KeepsSlowdownsPerShape) {
+  AlgorithmChoices choices;
+  EXPECT_TRUE(choices.FindSlowdowns("Conv a").empty());
+  choices.RecordSlowdowns("Conv a", {{"eng0", 1.0f}, {"eng5", 40.0f}});
+  const AlgorithmChoices::Slowdowns want = {{"eng0", 1.0f}, {"eng5", 40.0f}};
+  EXPECT_EQ(choices.FindSlowdowns("Conv a"), want);
+  EXPECT_TRUE(choices.FindSlowdowns("Conv b").empty());
+  choices.RecordSlowdowns("Conv a", {{"eng0", 1.0f}});  // the caller merged: replaced
+  EXPECT_EQ(choices.FindSlowdowns("Conv a").size(), 1u);
 }
 
 }  // namespace

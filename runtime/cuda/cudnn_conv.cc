@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <unordered_map>
 #include <utility>
@@ -70,10 +72,9 @@ absl::Status Validate(const ConvParams& p) {
   const int64_t out_h = OutSize(p.in_h, p.kernel_h, p.stride_h, p.dilation_h, p.pad_h);
   const int64_t out_w = OutSize(p.in_w, p.kernel_w, p.stride_w, p.dilation_w, p.pad_w);
   if (out_h != p.out_h || out_w != p.out_w) {
-    return absl::InvalidArgumentError(absl::StrCat("the convolution computes the output as ",
-                                                   p.batch, "x", p.out_channels, "x", out_h, "x",
-                                                   out_w, ", the params say ", p.batch, "x",
-                                                   p.out_channels, "x", p.out_h, "x", p.out_w));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the convolution computes the output as ", p.batch, "x", p.out_channels, "x", out_h, "x",
+        out_w, ", the params say ", p.batch, "x", p.out_channels, "x", p.out_h, "x", p.out_w));
   }
   return absl::OkStatus();
 }
@@ -103,9 +104,9 @@ std::vector<fe::NumericalNote_t> BarredNotes(bool allow_tf32) {
 
 // Mean time of one execute of plan `index` over `runs` back-to-back runs,
 // after `warmup` untimed ones. The handle's stream is `stream`.
-absl::StatusOr<float> MeanRunMs(cudnnHandle_t handle, const fe::graph::Graph& graph,
-                                int64_t index, std::unordered_map<int64_t, void*>& pointers,
-                                void* workspace, cudaStream_t stream, int warmup, int runs) {
+absl::StatusOr<float> MeanRunMs(cudnnHandle_t handle, const fe::graph::Graph& graph, int64_t index,
+                                std::unordered_map<int64_t, void*>& pointers, void* workspace,
+                                cudaStream_t stream, int warmup, int runs) {
   ASSIGN_OR_RETURN(const CudaEvent start, CudaEvent::Create(/*timing=*/true));
   ASSIGN_OR_RETURN(const CudaEvent stop, CudaEvent::Create(/*timing=*/true));
   for (int i = 0; i < warmup; ++i) {
@@ -128,7 +129,44 @@ struct Timed {
   float ms = 0;
 };
 
+// The least time a slowdown is measured against: event timing resolves about
+// half a microsecond, and a zero would make every slowdown infinite.
+constexpr float kLeastBestMs = 1e-4f;
+
 }  // namespace
+
+bool RuledOutByFirstRun(float first_run_ms, float best_ms) {
+  return std::isfinite(best_ms) &&
+         first_run_ms > kHopelessSlowdown * best_ms + kFirstRunAllowanceMs;
+}
+
+int64_t ScreeningBatch(const ConvParams& params, const ConvSlowdowns& other_sizes) {
+  if (params.groups <= 1 || params.batch < 2 || !other_sizes.empty()) return 0;
+  return std::max<int64_t>(1, params.batch / kScreeningDivisor);
+}
+
+bool RuledOutByOtherSizes(const ConvParams& params, const ConvSlowdowns& other_sizes,
+                          const std::string& name) {
+  if (params.groups <= 1) return false;
+  const auto it = other_sizes.find(name);
+  return it != other_sizes.end() && it->second >= kHopelessSlowdown;
+}
+
+size_t CandidatesToRetime(const std::vector<float>& sorted_ms) {
+  size_t close = 0;
+  while (close < sorted_ms.size() && close < static_cast<size_t>(kMaxRetimed) &&
+         sorted_ms[close] <= kCloseFactor * sorted_ms.front()) {
+    ++close;
+  }
+  return close > 1 ? close : 0;
+}
+
+void MergeSlowdowns(const ConvSlowdowns& measured, ConvSlowdowns& slowdowns) {
+  for (const auto& [name, slowdown] : measured) {
+    const auto [it, inserted] = slowdowns.emplace(name, slowdown);
+    if (!inserted) it->second = std::min(it->second, slowdown);
+  }
+}
 
 std::string ConvParamsToString(const ConvParams& p) {
   return absl::StrCat("Conv N=", p.batch, " C=", p.in_channels, " HxW=", p.in_h, "x", p.in_w,
@@ -207,20 +245,112 @@ std::string NameAt(const fe::graph::Graph& graph, int64_t index) {
   return name;
 }
 
-// Builds configurations in the heuristics' order until `limit` distinct ones
-// built; returns their indices. Configurations that fail to build (barred,
-// unsupported on this device) are skipped.
-std::vector<int64_t> BuildFirst(fe::graph::Graph& graph, int limit) {
-  std::vector<int64_t> built;
+// The first `limit` distinct configurations in the heuristics' order, built,
+// except those `skip` names: they keep their place among the `limit`
+// unbuilt (Note [Convolution tuning budget]). Configurations that fail to
+// build (barred, unsupported on this device) are passed over.
+struct Candidates {
+  std::vector<int64_t> built;  // indices into the graph's configurations
+  int skipped = 0;
+};
+
+Candidates BuildFirst(fe::graph::Graph& graph, int limit,
+                      const std::function<bool(const std::string&)>& skip) {
+  Candidates candidates;
   std::vector<std::string> seen;  // mode A and the fallback list overlap
-  for (int64_t i = 0; i < graph.get_execution_plan_count() && built.size() < size_t(limit); ++i) {
+  for (int64_t i = 0; i < graph.get_execution_plan_count() && seen.size() < size_t(limit); ++i) {
     std::string name = NameAt(graph, i);
     if (std::find(seen.begin(), seen.end(), name) != seen.end()) continue;
-    if (graph.build_plan_at_index(i).is_bad()) continue;
+    if (skip && skip(name)) {
+      ++candidates.skipped;
+    } else {
+      if (graph.build_plan_at_index(i).is_bad()) continue;
+      candidates.built.push_back(i);
+    }
     seen.push_back(std::move(name));
-    built.push_back(i);
   }
-  return built;
+  return candidates;
+}
+
+// Grows `buffer` to the largest workspace of `built`.
+absl::Status ReserveWorkspace(const fe::graph::Graph& graph, const std::vector<int64_t>& built,
+                              DeviceBuffer& buffer) {
+  int64_t want = 0;
+  for (const int64_t index : built) {
+    int64_t bytes = 0;
+    FE_RETURN_IF_ERROR(graph.get_workspace_size_plan_at_index(index, bytes));
+    want = std::max(want, bytes);
+  }
+  if (buffer.bytes() >= static_cast<size_t>(want)) return absl::OkStatus();
+  buffer = DeviceBuffer();  // freed before the larger one is allocated
+  ASSIGN_OR_RETURN(buffer, DeviceBuffer::Allocate(static_cast<size_t>(want)));
+  return absl::OkStatus();
+}
+
+// Round one over the `built` configurations of `graph` (on `batch` rows):
+// each one's first run, timed, then one timed run, unless `budget` and the
+// first-run rule rule it out. Appends each to `report`.
+struct RoundOne {
+  std::vector<Timed> ran;          // timed runs
+  std::vector<Timed> ruled_out;    // first runs of those ruled out by them
+  std::vector<size_t> ran_report;  // ran[i]'s entry in `report`
+  std::string failures;            // "; <name>: <message>" per candidate that failed
+};
+
+absl::StatusOr<RoundOne> TimeRoundOne(cudnnHandle_t handle, const fe::graph::Graph& graph,
+                                      const std::vector<int64_t>& built,
+                                      std::unordered_map<int64_t, void*>& pointers, void* workspace,
+                                      cudaStream_t stream, bool budget, int64_t batch,
+                                      std::vector<CudnnConv::CandidateTiming>& report) {
+  RoundOne round;
+  float best = std::numeric_limits<float>::infinity();
+  for (const int64_t index : built) {
+    CudnnConv::CandidateTiming& entry = report.emplace_back();
+    entry.name = NameAt(graph, index);
+    entry.batch = batch;
+    // The first run loads the engine's kernels, so it is not the time that
+    // decides; it only rules out what it already shows to be hopeless.
+    absl::StatusOr<float> ms =
+        MeanRunMs(handle, graph, index, pointers, workspace, stream, /*warmup=*/0, /*runs=*/1);
+    if (ms.ok()) {
+      entry.first_run_ms = *ms;
+      if (budget && RuledOutByFirstRun(*ms, best)) {
+        round.ruled_out.push_back({index, *ms});
+        continue;
+      }
+      ms = MeanRunMs(handle, graph, index, pointers, workspace, stream, /*warmup=*/0, /*runs=*/1);
+    }
+    if (!ms.ok()) {
+      // An engine that fails to run here is not chosen; the sticky CUDA
+      // errors are not, so those still fail the plan.
+      CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+      entry.failed = true;
+      absl::StrAppend(&round.failures, "; ", entry.name, ": ", ms.status().message());
+      continue;
+    }
+    entry.run_ms = *ms;
+    best = std::min(best, *ms);
+    round.ran.push_back({index, *ms});
+    round.ran_report.push_back(report.size() - 1);
+  }
+  return round;
+}
+
+// Each candidate's slowdown against round one's fastest (none when nothing
+// ran): the ruled-out ones' first runs, which can only overstate their runs,
+// are at least kHopelessSlowdown times the fastest by the rule.
+ConvSlowdowns SlowdownsOf(const fe::graph::Graph& graph, const RoundOne& round) {
+  ConvSlowdowns slowdowns;
+  if (round.ran.empty()) return slowdowns;
+  float best = std::numeric_limits<float>::infinity();
+  for (const Timed& t : round.ran) best = std::min(best, t.ms);
+  best = std::max(best, kLeastBestMs);
+  for (const std::vector<Timed>* timed : {&round.ran, &round.ruled_out}) {
+    for (const Timed& t : *timed) {
+      MergeSlowdowns({{NameAt(graph, t.index), std::max(t.ms, kLeastBestMs) / best}}, slowdowns);
+    }
+  }
+  return slowdowns;
 }
 
 }  // namespace
@@ -273,13 +403,12 @@ absl::StatusOr<std::unique_ptr<CudnnConv>> CudnnConv::Create(cudnnHandle_t handl
   absl::StatusOr<std::unique_ptr<Plan>> plan = MakeOperationGraph(handle, params);
   if (!plan.ok()) return AnnotateStatus(plan.status(), context);
   RETURN_IF_ERROR(AnnotateStatus(QueryHeuristics((*plan)->graph, allow_tf32), context));
-  const std::vector<int64_t> built = BuildFirst((*plan)->graph, /*limit=*/1);
+  const std::vector<int64_t> built = BuildFirst((*plan)->graph, /*limit=*/1, nullptr).built;
   if (built.empty()) {
     return absl::UnimplementedError(absl::StrCat(
         context, ": cuDNN offers no buildable engine configuration (",
         (*plan)->graph.get_execution_plan_count(), " proposed",
-        allow_tf32 ? "" : "; without TF32, FFT, Winograd and tensor-core engines are barred",
-        ")"));
+        allow_tf32 ? "" : "; without TF32, FFT, Winograd and tensor-core engines are barred", ")"));
   }
   RETURN_IF_ERROR(AnnotateStatus(conv->Adopt(*std::move(plan), built[0]), context));
   return conv;
@@ -294,10 +423,10 @@ absl::StatusOr<std::unique_ptr<CudnnConv>> CudnnConv::CreateWithPlan(
 }
 
 absl::Status CudnnConv::ChooseFastestAlgorithm(const float* x, const float* w, float* y,
-                                               cudaStream_t stream, TuningStats* stats) {
+                                               cudaStream_t stream, const TuningOptions& options) {
   const std::string context = ConvParamsToString(params_);
   TuningStats local;
-  TuningStats& tally = stats != nullptr ? *stats : local;
+  TuningStats& tally = options.stats != nullptr ? *options.stats : local;
   tally = TuningStats{};
   auto clock = std::chrono::steady_clock::now();
   const auto lap = [&clock]() {
@@ -306,83 +435,113 @@ absl::Status CudnnConv::ChooseFastestAlgorithm(const float* x, const float* w, f
     clock = now;
     return ms;
   };
+  const bool budget = options.budget;
+  // What the other sizes' timings and this call's screening know.
+  ConvSlowdowns known;
+  if (budget && options.slowdowns != nullptr) known = *options.slowdowns;
+  ConvSlowdowns measured;
+  CUDNN_RETURN_IF_ERROR(cudnnSetStream(handle_, stream));
+  std::unordered_map<int64_t, void*> pointers = {
+      {kXUid, const_cast<float*>(x)}, {kWUid, const_cast<float*>(w)}, {kYUid, y}};
+  DeviceBuffer workspace;
+
+  // Screening: every candidate once on the first rows of the same buffers.
+  // Nothing ran (all failed) is no error here: the full batch is timed then.
+  if (const int64_t rows = budget ? ScreeningBatch(params_, known) : 0; rows > 0) {
+    tally.screening_batch = rows;
+    ConvParams screened = params_;
+    screened.batch = rows;
+    absl::StatusOr<std::unique_ptr<Plan>> plan = MakeOperationGraph(handle_, screened);
+    if (!plan.ok()) return AnnotateStatus(plan.status(), context);
+    fe::graph::Graph& graph = (*plan)->graph;
+    RETURN_IF_ERROR(AnnotateStatus(QueryHeuristics(graph, allow_tf32_), context));
+    tally.heuristics_ms += lap();
+    const Candidates candidates = BuildFirst(graph, kMaxTimedCandidates, nullptr);
+    tally.build_ms += lap();
+    RETURN_IF_ERROR(AnnotateStatus(ReserveWorkspace(graph, candidates.built, workspace), context));
+    ASSIGN_OR_RETURN(const RoundOne round,
+                     TimeRoundOne(handle_, graph, candidates.built, pointers, workspace.get(),
+                                  stream, budget, rows, tally.candidates));
+    tally.first_run_outs += static_cast<int>(round.ruled_out.size());
+    MergeSlowdowns(SlowdownsOf(graph, round), measured);
+    MergeSlowdowns(measured, known);
+    tally.screening_ms = lap();
+  }
+
   absl::StatusOr<std::unique_ptr<Plan>> plan = MakeOperationGraph(handle_, params_);
   if (!plan.ok()) return AnnotateStatus(plan.status(), context);
   fe::graph::Graph& graph = (*plan)->graph;
   RETURN_IF_ERROR(AnnotateStatus(QueryHeuristics(graph, allow_tf32_), context));
   tally.proposed = static_cast<int>(graph.get_execution_plan_count());
-  tally.heuristics_ms = lap();
-  const std::vector<int64_t> built = BuildFirst(graph, kMaxTimedCandidates);
-  tally.built = static_cast<int>(built.size());
-  tally.build_ms = lap();
-  if (built.empty()) {
+  tally.heuristics_ms += lap();
+  const auto hopeless = [this, &known](const std::string& name) {
+    return RuledOutByOtherSizes(params_, known, name);
+  };
+  Candidates candidates =
+      BuildFirst(graph, kMaxTimedCandidates,
+                 budget ? std::function<bool(const std::string&)>(hopeless) : nullptr);
+  if (candidates.built.empty() && candidates.skipped > 0) {
+    // Every one of them was hopeless at other sizes: time them at this one.
+    candidates = BuildFirst(graph, kMaxTimedCandidates, nullptr);
+  }
+  tally.built = static_cast<int>(candidates.built.size());
+  tally.skipped = candidates.skipped;
+  tally.build_ms += lap();
+  if (candidates.built.empty()) {
     return absl::UnimplementedError(
         absl::StrCat(context, ": cuDNN offers no buildable engine configuration"));
   }
-  int64_t want = 0;
-  for (const int64_t index : built) {
-    int64_t bytes = 0;
-    FE_RETURN_IF_ERROR(graph.get_workspace_size_plan_at_index(index, bytes));
-    want = std::max(want, bytes);
+  RETURN_IF_ERROR(AnnotateStatus(ReserveWorkspace(graph, candidates.built, workspace), context));
+  // Round one rules out the slow candidates cheaply: one run each (for
+  // depthwise convolutions some engines run 10-100x slower than the best).
+  // Round two times those within kCloseFactor of the fastest, at most
+  // kMaxRetimed, over kRetimeRuns runs, where one run's noise would decide.
+  ASSIGN_OR_RETURN(RoundOne round,
+                   TimeRoundOne(handle_, graph, candidates.built, pointers, workspace.get(), stream,
+                                budget, params_.batch, tally.candidates));
+  tally.first_run_outs += static_cast<int>(round.ruled_out.size());
+  if (round.ran.empty()) {
+    return absl::InternalError(absl::StrCat(context, ": none of the ", candidates.built.size(),
+                                            " configurations ran", round.failures));
   }
-  ASSIGN_OR_RETURN(const DeviceBuffer workspace,
-                   DeviceBuffer::Allocate(static_cast<size_t>(want)));
-  CUDNN_RETURN_IF_ERROR(cudnnSetStream(handle_, stream));
-  std::unordered_map<int64_t, void*> pointers = {{kXUid, const_cast<float*>(x)},
-                                                 {kWUid, const_cast<float*>(w)},
-                                                 {kYUid, y}};
-  // Two rounds. A first run (loading the kernels) and one timed run of each
-  // candidate rule out the slow ones cheaply: for depthwise convolutions some
-  // engines run 10-100x slower than the best (on the H100, timing each of
-  // MobileNetV2's eight candidates ten times took 21 s of its 4-size set-up).
-  // The candidates within kCloseFactor of the fastest, at most kMaxRetimed,
-  // are then timed again over kRuns runs, where one run's noise would decide.
-  constexpr float kCloseFactor = 1.5f;
-  constexpr size_t kMaxRetimed = 4;
-  constexpr int kRuns = 10;
-  std::vector<Timed> first_round;
-  std::string failures;
-  for (const int64_t index : built) {
-    const absl::StatusOr<float> ms = MeanRunMs(handle_, graph, index, pointers, workspace.get(),
-                                               stream, /*warmup=*/1, /*runs=*/1);
-    if (!ms.ok()) {
-      // An engine that fails to run here is not chosen; the sticky CUDA
-      // errors are not, so those still fail the plan.
-      CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
-      absl::StrAppend(&failures, "; ", NameAt(graph, index), ": ", ms.status().message());
-      continue;
-    }
-    first_round.push_back({index, *ms});
+  MergeSlowdowns(SlowdownsOf(graph, round), measured);
+  std::vector<size_t> order(round.ran.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&round](size_t a, size_t b) { return round.ran[a].ms < round.ran[b].ms; });
+  std::vector<float> sorted_ms;
+  for (const size_t i : order) sorted_ms.push_back(round.ran[i].ms);
+  const size_t retime = CandidatesToRetime(sorted_ms);
+  Timed fastest = round.ran[order.front()];
+  if (retime > 0) fastest = {-1, std::numeric_limits<float>::infinity()};
+  for (size_t k = 0; k < retime; ++k) {
+    const Timed& candidate = round.ran[order[k]];
+    ASSIGN_OR_RETURN(const float ms, MeanRunMs(handle_, graph, candidate.index, pointers,
+                                               workspace.get(), stream, /*warmup=*/1, kRetimeRuns));
+    tally.candidates[round.ran_report[order[k]]].retimed_ms = ms;
+    if (ms < fastest.ms) fastest = {candidate.index, ms};
   }
-  if (first_round.empty()) {
-    return absl::InternalError(
-        absl::StrCat(context, ": none of the ", built.size(), " configurations ran", failures));
-  }
-  std::stable_sort(first_round.begin(), first_round.end(),
-                   [](const Timed& a, const Timed& b) { return a.ms < b.ms; });
-  Timed fastest{-1, std::numeric_limits<float>::infinity()};
-  for (size_t i = 0; i < first_round.size() && i < kMaxRetimed; ++i) {
-    if (first_round[i].ms > kCloseFactor * first_round.front().ms) break;
-    ASSIGN_OR_RETURN(const float ms, MeanRunMs(handle_, graph, first_round[i].index, pointers,
-                                               workspace.get(), stream, /*warmup=*/1, kRuns));
-    if (ms < fastest.ms) fastest = {first_round[i].index, ms};
-  }
+  tally.retimed = static_cast<int>(retime);
   tally.timing_ms = lap();
+  if (budget && options.slowdowns != nullptr) MergeSlowdowns(measured, *options.slowdowns);
   return AnnotateStatus(Adopt(*std::move(plan), fastest.index), context);
 }
 
 absl::Status CudnnConv::Enqueue(const float* x, const float* w, float* y, void* workspace,
                                 cudaStream_t stream) const {
+  if (plan_ == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(ConvParamsToString(params_), ": no plan chosen yet (ChooseFastestAlgorithm)"));
+  }
   if (workspace == nullptr && workspace_bytes_ > 0) {
-    return absl::InvalidArgumentError(absl::StrCat(ConvParamsToString(params_), ": ",
-                                                   choice(), " needs ", workspace_bytes_,
+    return absl::InvalidArgumentError(absl::StrCat(ConvParamsToString(params_), ": ", choice(),
+                                                   " needs ", workspace_bytes_,
                                                    " workspace bytes, got none"));
   }
   absl::Status status = CudnnErrorToStatus(cudnnSetStream(handle_, stream), "cudnnSetStream");
   if (status.ok()) {
-    std::unordered_map<int64_t, void*> pointers = {{kXUid, const_cast<float*>(x)},
-                                                   {kWUid, const_cast<float*>(w)},
-                                                   {kYUid, y}};
+    std::unordered_map<int64_t, void*> pointers = {
+        {kXUid, const_cast<float*>(x)}, {kWUid, const_cast<float*>(w)}, {kYUid, y}};
     status = FrontendStatus(
         plan_->graph.execute_plan_at_index(handle_, pointers, workspace, plan_->index),
         "execute_plan_at_index");

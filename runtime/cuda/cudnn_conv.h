@@ -37,14 +37,58 @@
 // allow_tf32 true TF32 tensor-core engines (relative error near 1e-3), FFT and
 // Winograd are candidates too. Nondeterministic engines never are: a graph's
 // replay must be bit-identical to its eager run.
+//
+// Note [Convolution tuning budget]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A model's set-up times each convolution shape once per captured size
+// (AlgorithmChoices shares the plan with the other slots and nodes), and
+// issue 9 wants 4 sizes x 2 streams of a CNN set up in under 5 s. For dense
+// convolutions timing is cheap: the first kMaxTimedCandidates configurations
+// run within a few times of each other (3-28 ms for all of them on the H100,
+// conv_tuning_probe). Grouped ones are not: for depthwise shapes cuDNN also
+// offers engines that run 10-100x slower than the best (engines that walk
+// the groups one by one: their time grows with the groups and with N).
+// Running them took 0.02-0.16 s per depthwise shape and size; algorithm
+// choice took 3.7 s of MobileNetV2's 5.3 s set-up, and EfficientNet-B0's
+// took 10 s (bench/results/2026-11-25_5f4a392_cudnn_frontend_h100). No
+// candidate's run can be cut short once launched, so the budget comes from
+// not running the hopeless ones, and from running them once, on few rows:
+//  * first run: a candidate's first run (its kernels' first launch
+//    included) is timed; one over kHopelessSlowdown times the fastest timed
+//    run so far plus kFirstRunAllowanceMs is ruled out without a second.
+//    The allowance covers one-time costs, which cuDNN keeps small (the
+//    probe's 8 builds and first runs of a dense shape take 2-3 ms), and
+//    makes the rule leave cheap candidates alone: only runs worth saving go;
+//  * screening (grouped only): the first size of a grouped shape to be
+//    timed, when it has more than one row, first runs every candidate once
+//    at 1/kScreeningDivisor of its rows (the first rows of the same
+//    buffers), which costs the slow engines about that fraction of a run at
+//    full size;
+//  * other sizes (grouped only): a configuration that ran at least
+//    kHopelessSlowdown times slower than the fastest at every size of the
+//    shape timed so far (screening included) is not run again; it still
+//    takes its place among the first kMaxTimedCandidates, so that skipping
+//    it brings in no new, untried one. A configuration never timed is timed.
+//    The sizes' timings are kept by AlgorithmChoices under a key without N.
+// The least slowdown seen is what counts, so a grouped configuration close
+// to the fastest at any size is timed at every other. Dense convolutions
+// keep full timing at every size: which configuration wins changes with N
+// (eng70's tile knob k2=12 at N=1, k2=2 at N=8 for ResNet's 3x3 64@56), and
+// a tile far too large for N=1 may be the best at N=32, so one size's
+// timings say little about another's; and their timing is cheap. Finally,
+// round two (the mean of kRetimeRuns runs) only runs when more than one
+// candidate is within kCloseFactor of the fastest: with one, it has nothing
+// to decide.
 
 #include <cuda_runtime.h>
 #include <cudnn.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -60,6 +104,49 @@ inline constexpr size_t kConvMaxWorkspaceBytes = size_t{256} << 20;  // 256 MiB
 // times. cuDNN ranks its best guesses first; each one timed costs plan time
 // for every distinct convolution shape of every captured size.
 inline constexpr int kMaxTimedCandidates = 8;
+
+// The tuning budget's rule (Note [Convolution tuning budget]).
+// Round two re-times the candidates within kCloseFactor of the fastest of
+// round one, at most kMaxRetimed of them, over kRetimeRuns runs each.
+inline constexpr float kCloseFactor = 1.5f;
+inline constexpr int kMaxRetimed = 4;
+inline constexpr int kRetimeRuns = 10;
+// A candidate this many times slower than the fastest is never chosen, and
+// not run again (the depthwise engines that walk the groups one by one run
+// 10-100x slower than the best).
+inline constexpr float kHopelessSlowdown = 8.0f;
+// What a first run may spend on one-time costs before the first-run rule
+// judges it.
+inline constexpr float kFirstRunAllowanceMs = 1.0f;
+// Screening runs a grouped convolution at 1/kScreeningDivisor of its rows.
+inline constexpr int64_t kScreeningDivisor = 8;
+
+// How many times slower than the fastest candidate of its size each engine
+// configuration ran (by cuDNN's name of it), the least over the sizes of one
+// shape timed so far.
+using ConvSlowdowns = std::map<std::string, float>;
+
+// Whether a candidate whose first run took `first_run_ms` is ruled out
+// without a timed run, `best_ms` being the fastest timed run so far (none:
+// infinity).
+bool RuledOutByFirstRun(float first_run_ms, float best_ms);
+
+// The batch at which `params` screen their candidates first, or 0 for none:
+// grouped convolutions of more than one row with no timings at other sizes.
+int64_t ScreeningBatch(const ConvParams& params, const ConvSlowdowns& other_sizes);
+
+// Whether the timings at other sizes leave the configuration `name` of
+// `params` untimed.
+bool RuledOutByOtherSizes(const ConvParams& params, const ConvSlowdowns& other_sizes,
+                          const std::string& name);
+
+// Round two's candidates: of round one's times `sorted_ms` (fastest first),
+// how many to time again (the first ones within kCloseFactor of the fastest,
+// at most kMaxRetimed); 0 when only the fastest is close: it is chosen as is.
+size_t CandidatesToRetime(const std::vector<float>& sorted_ms);
+
+// Adds `measured` to `slowdowns`, each configuration keeping the least.
+void MergeSlowdowns(const ConvSlowdowns& measured, ConvSlowdowns& slowdowns);
 
 // "Conv N=8 C=64 HxW=56x56 -> K=128 56x56 kernel 3x3 stride 1x1 dilation 1x1
 // pad 1x1 groups 1", for error messages and reports.
@@ -81,6 +168,15 @@ class CudnnConv {
                                                            const ConvParams& params,
                                                            bool allow_tf32);
 
+  // Validates as Create does but queries and builds nothing: the plan comes
+  // from ChooseFastestAlgorithm or UsePlan, and until then workspace_bytes()
+  // is 0 and Enqueue fails. For callers that time anyway, where Create's
+  // heuristics query and build would be thrown away (MobileNetV2's 0.9 s of
+  // kernel planning at 4 sizes on the H100).
+  static absl::StatusOr<std::unique_ptr<CudnnConv>> CreateUnplanned(cudnnHandle_t handle,
+                                                                    const ConvParams& params,
+                                                                    bool allow_tf32);
+
   // A built plan of these sizes (immutable, so any number of CudnnConv on
   // any handle of the same device may execute it at once, as cuDNN's graph
   // plans allow), with its chosen engine configuration.
@@ -97,28 +193,62 @@ class CudnnConv {
   // (either way) after ChooseFastestAlgorithm, so size workspaces after it.
   [[nodiscard]] size_t workspace_bytes() const { return workspace_bytes_; }
 
+  // One candidate's times in ChooseFastestAlgorithm, for reports.
+  struct CandidateTiming {
+    std::string name;         // cuDNN's name of the configuration
+    int64_t batch = 0;        // the rows it ran on (the screening batch or the params')
+    float first_run_ms = -1;  // its first run, kernels' first launch included; -1: not run
+    float run_ms = -1;        // round one's timed run; -1: ruled out by its first run
+    float retimed_ms = -1;    // round two's mean; -1: not re-timed
+    bool failed = false;      // it did not run here
+  };
+  // Where ChooseFastestAlgorithm's time went.
+  struct TuningStats {
+    double heuristics_ms = 0;     // operation graphs and heuristics queries
+    double build_ms = 0;          // building the candidates' plans
+    double screening_ms = 0;      // running them at the screening batch
+    double timing_ms = 0;         // running them at the params' batch (both rounds)
+    int proposed = 0;             // configurations the heuristics offered
+    int built = 0;                // of which built and timed at the params' batch
+    int skipped = 0;              // of the first kMaxTimedCandidates, left out by other sizes
+    int64_t screening_batch = 0;  // 0: no screening
+    int first_run_outs = 0;       // ruled out by their first run (screening included)
+    int retimed = 0;              // timed again in round two
+    std::vector<CandidateTiming> candidates;  // screening's, then the params' batch's
+  };
+  struct TuningOptions {
+    // The budget rules of Note [Convolution tuning budget]; off, every one
+    // of the first kMaxTimedCandidates is run twice and no timings of other
+    // sizes are read (conv_tuning_probe's reference).
+    bool budget = true;
+    // The timings of these params at other batch sizes (null: none kept):
+    // read to leave hopeless configurations out, and this call's merged in.
+    ConvSlowdowns* slowdowns = nullptr;
+    // Receives where the time went (null: not reported).
+    TuningStats* stats = nullptr;
+  };
+
   // Builds the first kMaxTimedCandidates allowed configurations of the
   // heuristics' list whose workspace is at most kConvMaxWorkspaceBytes, times
-  // each on these operands (one run each, then the mean of several runs for
-  // those close to the fastest) and keeps the fastest. Allocates its own temporary workspace, writes `y`,
-  // synchronises `stream`. Plan time only: never while capturing. x, w and y
-  // are device buffers of the params' sizes, ready in `stream` order.
-  // `stats`, when given, receives where the time went.
-  struct TuningStats {
-    double heuristics_ms = 0;  // operation graph and heuristics query
-    double build_ms = 0;       // building the candidates' plans
-    double timing_ms = 0;      // running them (warm-up and timed runs)
-    int proposed = 0;          // configurations the heuristics offered
-    int built = 0;             // of which built and timed
-  };
+  // those the budget leaves (round one: one run each; round two: the mean of
+  // kRetimeRuns runs of those close to the fastest) and keeps the fastest
+  // (Note [Convolution tuning budget]). Allocates its own temporary
+  // workspace, writes `y`, synchronises `stream`. Plan time only: never while
+  // capturing. x, w and y are device buffers of the params' sizes, ready in
+  // `stream` order.
+  absl::Status ChooseFastestAlgorithm(const float* x, const float* w, float* y, cudaStream_t stream,
+                                      const TuningOptions& options);
   absl::Status ChooseFastestAlgorithm(const float* x, const float* w, float* y,
-                                      cudaStream_t stream, TuningStats* stats = nullptr);
+                                      cudaStream_t stream) {
+    return ChooseFastestAlgorithm(x, w, y, stream, TuningOptions{});
+  }
 
   // Enqueues y = conv(x, w) on `stream` (y's old contents are never read).
   // `workspace` holds at least workspace_bytes() device bytes (null when that
   // is 0). No allocation, no synchronisation: capturable into a CUDA graph, on
   // every call. Run it once outside capture first (plan time does), so that
   // lazily loaded kernels are loaded before a capture begins.
+  // FailedPrecondition before a plan is chosen (CreateUnplanned).
   absl::Status Enqueue(const float* x, const float* w, float* y, void* workspace,
                        cudaStream_t stream) const;
 
@@ -141,10 +271,6 @@ class CudnnConv {
 
  private:
   CudnnConv(cudnnHandle_t handle, const ConvParams& params, bool allow_tf32);
-
-  static absl::StatusOr<std::unique_ptr<CudnnConv>> CreateUnplanned(cudnnHandle_t handle,
-                                                                    const ConvParams& params,
-                                                                    bool allow_tf32);
 
   // Makes `plan`, with its candidate `index` (built) chosen, current.
   absl::Status Adopt(std::unique_ptr<Plan> plan, int64_t index);

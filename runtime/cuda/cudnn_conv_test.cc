@@ -24,7 +24,6 @@ namespace {
 // to the sum of their magnitudes; TF32 (10-bit mantissa) lands near 1e-3.
 constexpr double kFloat32Tolerance = 1e-5;
 
-
 // Output size along one dim, as binding computes it for symmetric pads.
 int64_t OutSize(int64_t in, int64_t kernel, int64_t stride, int64_t dilation, int64_t pad) {
   return (in + 2 * pad - dilation * (kernel - 1) - 1) / stride + 1;
@@ -88,8 +87,6 @@ std::vector<float> RandomNormal(size_t count, std::mt19937& rng) {
   for (float& x : v) x = normal(rng);
   return v;
 }
-
-
 
 std::vector<float> Download(const DeviceBuffer& buffer, size_t count) {
   std::vector<float> host(count);
@@ -200,8 +197,8 @@ TEST_P(CudnnConvTest, MatchesReferenceWithSpecialValues) {
   // Another slot executes the same plan on its own handle.
   absl::StatusOr<CudnnHandle> other_handle = CudnnHandle::Create();
   ASSERT_TRUE(other_handle.ok()) << other_handle.status();
-  absl::StatusOr<std::unique_ptr<CudnnConv>> replayed = CudnnConv::CreateWithPlan(
-      other_handle->get(), p, /*allow_tf32=*/false, (*conv)->plan());
+  absl::StatusOr<std::unique_ptr<CudnnConv>> replayed =
+      CudnnConv::CreateWithPlan(other_handle->get(), p, /*allow_tf32=*/false, (*conv)->plan());
   ASSERT_TRUE(replayed.ok()) << replayed.status();
   EXPECT_EQ((*replayed)->choice(), (*conv)->choice());
   EXPECT_EQ((*replayed)->workspace_bytes(), (*conv)->workspace_bytes());
@@ -281,6 +278,119 @@ TEST_F(CudnnConvCaptureTest, EnqueueIsCapturableAndReplays) {
                                  kFloat32Tolerance, problem.scale))
         << "replay " << replay << ", " << (*conv)->choice();
   }
+}
+
+// The tuning budget across sizes (Note [Convolution tuning budget]): a
+// grouped convolution screened at its first size, the next size pruned by
+// what the first measured, and each choice still computing the convolution.
+class CudnnConvBudgetTest : public CudnnConvTest {};
+
+TEST_F(CudnnConvBudgetTest, SharesTimingsAcrossSizes) {
+  constexpr int64_t kFirstBatch = 16;  // screened at 16 / kScreeningDivisor rows
+  ConvSlowdowns slowdowns;
+  for (const int64_t batch : {kFirstBatch, int64_t{3}}) {
+    const ConvParams p =
+        MakeCase("Depthwise", batch, 64, 64, 64, 14, 14, 3, 3, 1, 1, 1, 1, 1, 1).params;
+    ConvProblem problem;
+    ASSERT_NO_FATAL_FAILURE(MakeProblem(p, /*specials=*/true, problem));
+    absl::StatusOr<std::unique_ptr<CudnnConv>> conv =
+        CudnnConv::CreateUnplanned(handle_.get(), p, /*allow_tf32=*/false);
+    ASSERT_TRUE(conv.ok()) << conv.status();
+    EXPECT_EQ((*conv)->workspace_bytes(), 0u);
+    const absl::Status unplanned =
+        (*conv)->Enqueue(In(problem.dx), In(problem.dw), Out(problem.dy), nullptr, stream_.get());
+    EXPECT_EQ(unplanned.code(), absl::StatusCode::kFailedPrecondition) << unplanned;
+
+    const ConvSlowdowns before = slowdowns;
+    CudnnConv::TuningStats stats;
+    CudnnConv::TuningOptions options;
+    options.slowdowns = &slowdowns;
+    options.stats = &stats;
+    const absl::Status tuned = (*conv)->ChooseFastestAlgorithm(
+        In(problem.dx), In(problem.dw), Out(problem.dy), stream_.get(), options);
+    ASSERT_TRUE(tuned.ok()) << tuned;
+    EXPECT_TRUE(
+        MatchesReference(Run(**conv, problem), problem.want, kFloat32Tolerance, problem.scale))
+        << "batch " << batch << ", " << (*conv)->choice();
+
+    if (batch == kFirstBatch) {
+      EXPECT_EQ(stats.screening_batch, kFirstBatch / kScreeningDivisor);
+      EXPECT_EQ(stats.skipped, 0);
+    } else {
+      EXPECT_EQ(stats.screening_batch, 0) << "the first size's timings are known";
+    }
+    EXPECT_GT(stats.built, 0);
+    EXPECT_LE(stats.built + stats.skipped, kMaxTimedCandidates);
+    // Only what was hopeless at the earlier size is skipped, and the choice
+    // was never among those.
+    int hopeless = 0;
+    for (const auto& [name, slowdown] : before) hopeless += slowdown >= kHopelessSlowdown;
+    EXPECT_LE(stats.skipped, hopeless);
+    EXPECT_FALSE(RuledOutByOtherSizes(p, before, (*conv)->choice()));
+    // What this size measured is kept: the choice ran, as the fastest here.
+    ASSERT_TRUE(slowdowns.count((*conv)->choice())) << (*conv)->choice();
+    EXPECT_LT(slowdowns.at((*conv)->choice()), kHopelessSlowdown);
+  }
+}
+
+// The budget's rule is pure arithmetic on times; these run without a device.
+TEST(ConvTuningRuleTest, FirstRunRulesOutOnlyExpensiveHopelessRuns) {
+  constexpr float kNone = std::numeric_limits<float>::infinity();
+  EXPECT_FALSE(RuledOutByFirstRun(1000.0f, kNone)) << "nothing timed yet to compare with";
+  // A cheap first run is timed again, however many times the best it is:
+  // its one-time costs may dominate it, and a second run costs little.
+  EXPECT_FALSE(RuledOutByFirstRun(0.5f, 0.01f));
+  EXPECT_FALSE(RuledOutByFirstRun(kHopelessSlowdown * 0.01f + kFirstRunAllowanceMs, 0.01f));
+  EXPECT_TRUE(RuledOutByFirstRun(kHopelessSlowdown * 0.01f + kFirstRunAllowanceMs + 0.01f, 0.01f));
+  // 40 ms for a depthwise engine walking 576 groups, against 30 us.
+  EXPECT_TRUE(RuledOutByFirstRun(40.0f, 0.03f));
+  // A dense shape of 1 ms: a 3x slower first run is timed again.
+  EXPECT_FALSE(RuledOutByFirstRun(3.0f, 1.0f));
+  EXPECT_TRUE(RuledOutByFirstRun(9.5f, 1.0f));
+}
+
+TEST(ConvTuningRuleTest, ScreensGroupedConvolutionsAtTheirFirstSizeOnly) {
+  ConvParams depthwise = MakeCase("Dw", 32, 576, 576, 576, 14, 14, 3, 3, 1, 1, 1, 1, 1, 1).params;
+  EXPECT_EQ(ScreeningBatch(depthwise, {}), 32 / kScreeningDivisor);
+  depthwise.batch = 8;
+  EXPECT_EQ(ScreeningBatch(depthwise, {}), 1);
+  depthwise.batch = 2;
+  EXPECT_EQ(ScreeningBatch(depthwise, {}), 1) << "at least one row";
+  depthwise.batch = 1;
+  EXPECT_EQ(ScreeningBatch(depthwise, {}), 0) << "one row: screening would be the timing";
+  depthwise.batch = 32;
+  EXPECT_EQ(ScreeningBatch(depthwise, {{"eng0", 1.0f}}), 0) << "another size was timed";
+  const ConvParams dense = MakeCase("Dense", 32, 64, 64, 1, 56, 56, 3, 3, 1, 1, 1, 1, 1, 1).params;
+  EXPECT_EQ(ScreeningBatch(dense, {}), 0);
+}
+
+TEST(ConvTuningRuleTest, OtherSizesRuleOutHopelessGroupedConfigurationsOnly) {
+  const ConvSlowdowns slowdowns = {
+      {"eng0", 1.0f}, {"eng1", kHopelessSlowdown}, {"eng2", kHopelessSlowdown * 0.99f}};
+  const ConvParams grouped = MakeCase("Dw", 8, 32, 32, 32, 28, 28, 3, 3).params;
+  EXPECT_FALSE(RuledOutByOtherSizes(grouped, slowdowns, "eng0"));
+  EXPECT_TRUE(RuledOutByOtherSizes(grouped, slowdowns, "eng1"));
+  EXPECT_FALSE(RuledOutByOtherSizes(grouped, slowdowns, "eng2"));
+  EXPECT_FALSE(RuledOutByOtherSizes(grouped, slowdowns, "eng9")) << "never timed: time it";
+  // Dense convolutions change winners with N: every size times in full.
+  const ConvParams dense = MakeCase("Dense", 8, 32, 32, 1, 28, 28, 3, 3).params;
+  EXPECT_FALSE(RuledOutByOtherSizes(dense, slowdowns, "eng1"));
+}
+
+TEST(ConvTuningRuleTest, RetimesOnlyWhenSeveralAreClose) {
+  EXPECT_EQ(CandidatesToRetime({}), 0u);
+  EXPECT_EQ(CandidatesToRetime({1.0f}), 0u);
+  EXPECT_EQ(CandidatesToRetime({1.0f, 2.0f, 40.0f}), 0u) << "one close: it is the choice";
+  EXPECT_EQ(CandidatesToRetime({1.0f, 1.4f, kCloseFactor, 1.6f}), 3u);
+  EXPECT_EQ(CandidatesToRetime({1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f}),
+            static_cast<size_t>(kMaxRetimed));
+}
+
+TEST(ConvTuningRuleTest, MergingKeepsTheLeastSlowdownOfEachConfiguration) {
+  ConvSlowdowns kept = {{"eng0", 1.0f}, {"eng1", 20.0f}, {"eng2", 3.0f}};
+  MergeSlowdowns({{"eng0", 1.2f}, {"eng1", 2.0f}, {"eng3", 50.0f}}, kept);
+  const ConvSlowdowns want = {{"eng0", 1.0f}, {"eng1", 2.0f}, {"eng2", 3.0f}, {"eng3", 50.0f}};
+  EXPECT_EQ(kept, want) << "eng1, close at one size, is timed at every other";
 }
 
 // Validation happens before any cuDNN call, so these run without a device.

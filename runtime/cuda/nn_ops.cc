@@ -92,6 +92,14 @@ std::string ConvChoiceKey(const ConvParams& params, bool allow_tf32) {
   return absl::StrCat(ConvParamsToString(params), allow_tf32 ? " tf32" : "");
 }
 
+// The key of what the timings at each size of a convolution tell the others
+// (Note [Convolution tuning budget]): its choice key without N.
+std::string ConvSlowdownsKey(const ConvParams& params, bool allow_tf32) {
+  ConvParams any_batch = params;
+  any_batch.batch = 1;
+  return absl::StrCat(ConvChoiceKey(any_batch, allow_tf32), " at any N");
+}
+
 // The plan another kernel recorded under `key`, or null.
 std::shared_ptr<const CudnnConv::Plan> SharedPlan(const AlgorithmChoices* choices,
                                                   const std::string& key) {
@@ -203,12 +211,22 @@ absl::Status ConvKernel::Autotune(absl::Span<const void* const> inputs,
     // created with it.
     if (shared != conv_->plan()) RETURN_IF_ERROR(AnnotateStatus(conv_->UsePlan(shared), label_));
   } else {
-    RETURN_IF_ERROR(
-        AnnotateStatus(conv_->ChooseFastestAlgorithm(static_cast<const float*>(inputs[0]),
-                                                     static_cast<const float*>(inputs[1]),
-                                                     static_cast<float*>(outputs[0]), stream),
-                       label_));
-    if (algorithm_choices_) algorithm_choices_->RecordPlan(choice_key_, conv_->plan());
+    // The timings at this shape's other sizes prune this one's candidates,
+    // and this one's are kept for the sizes still to come.
+    const std::string slowdowns_key = ConvSlowdownsKey(conv_->params(), conv_->allow_tf32());
+    ConvSlowdowns slowdowns;
+    if (algorithm_choices_) slowdowns = algorithm_choices_->FindSlowdowns(slowdowns_key);
+    CudnnConv::TuningOptions options;
+    options.slowdowns = &slowdowns;
+    RETURN_IF_ERROR(AnnotateStatus(
+        conv_->ChooseFastestAlgorithm(static_cast<const float*>(inputs[0]),
+                                      static_cast<const float*>(inputs[1]),
+                                      static_cast<float*>(outputs[0]), stream, options),
+        label_));
+    if (algorithm_choices_) {
+      algorithm_choices_->RecordPlan(choice_key_, conv_->plan());
+      algorithm_choices_->RecordSlowdowns(slowdowns_key, std::move(slowdowns));
+    }
   }
   workspace_->Require(conv_->workspace_bytes());
   return absl::OkStatus();

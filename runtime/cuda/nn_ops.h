@@ -44,7 +44,10 @@ class ConvKernel final : public CudaOpKernel {
 
   // Times cuDNN's algorithms on these buffers and keeps the fastest (plan
   // time only; synchronises), or takes the plan another slot's kernel of
-  // these sizes chose; then requires the workspace that plan needs.
+  // these sizes chose; then requires the workspace that plan needs. The
+  // timings of the convolution's other batch sizes, kept in the
+  // AlgorithmChoices, prune the candidates (Note [Convolution tuning budget]
+  // in runtime/cuda/cudnn_conv.h).
   absl::Status Autotune(absl::Span<const void* const> inputs, absl::Span<void* const> outputs,
                         cudaStream_t stream) override;
 
