@@ -234,8 +234,14 @@ absl::StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(
     if (response.status == 404) return SendNotFound(request, response);
     response.set_content(ErrorJson(absl::StrCat("HTTP ", response.status)), "application/json");
   });
+  TcpListenAddress address;
+  address.host = options.host;
+  address.port = options.port;
+  address.reuse_port = options.reuse_port;
+  address.port_flag = "--http-port";
+  address.reuse_flag = "--reuse-http-port";
   absl::StatusOr<std::unique_ptr<HttpListener>> listener =
-      HttpListener::Start(std::move(server), options.host, options.port, "--http-port");
+      HttpListener::Start(std::move(server), address);
   if (!listener.ok()) return listener.status();
   endpoint->listener_ = *std::move(listener);
   return endpoint;

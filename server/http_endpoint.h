@@ -33,6 +33,10 @@ struct HttpEndpointOptions {
   std::string host = "0.0.0.0";
   // 0 picks a free port (see port()).
   int port = 8000;
+  // Share the port with other processes that ask the same (SO_REUSEPORT,
+  // --reuse-http-port); otherwise a port in use is refused (Note [Refusing a
+  // port in use]).
+  bool reuse_port = false;
   // Largest request body; larger ones get 413.
   size_t max_body_bytes = 64 << 20;
   // Worker threads: requests served at once.
@@ -41,8 +45,8 @@ struct HttpEndpointOptions {
 
 class HttpEndpoint {
  public:
-  // Borrows `protocol`. Unavailable, naming the address, when it cannot
-  // listen.
+  // Borrows `protocol`. An error naming the address and why (CheckCanListen)
+  // when it cannot listen.
   static absl::StatusOr<std::unique_ptr<HttpEndpoint>> Start(const InferenceProtocol* protocol,
                                                              const HttpEndpointOptions& options);
   [[nodiscard]] int port() const;

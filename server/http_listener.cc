@@ -11,12 +11,31 @@ namespace graphserve {
 absl::StatusOr<std::unique_ptr<HttpListener>> HttpListener::Start(
     std::unique_ptr<httplib::Server> server, const std::string& host, int port,
     const std::string& port_flag) {
+  TcpListenAddress address;
+  address.host = host;
+  address.port = port;
+  address.port_flag = port_flag;
+  return Start(std::move(server), address);
+}
+
+absl::StatusOr<std::unique_ptr<HttpListener>> HttpListener::Start(
+    std::unique_ptr<httplib::Server> server, const TcpListenAddress& address) {
+  // cpp-httplib's default options add SO_REUSEPORT: Note [Refusing a port in use].
+  const bool reuse_port = address.reuse_port;
+  server->set_socket_options([reuse_port](int socket) {
+    const int yes = 1;
+    (void)setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+    if (reuse_port) (void)setsockopt(socket, SOL_SOCKET, SO_REUSEPORT, &yes, sizeof(yes));
+  });
+  if (absl::Status can_listen = CheckCanListen(address); !can_listen.ok()) return can_listen;
+  const std::string& host = address.host;
+  const int port = address.port;
   const int bound =
       port == 0 ? server->bind_to_any_port(host) : (server->bind_to_port(host, port) ? port : -1);
-  if (bound <= 0) {
-    return absl::UnavailableError(absl::StrCat("cannot serve HTTP on ", host, ":", port,
+  if (bound <= 0) {  // taken between the check and the bind
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", HostPort(host, port),
                                                " (is the port in use? choose another with ",
-                                               port_flag, ")"));
+                                               address.port_flag, ")"));
   }
   auto listener = std::unique_ptr<HttpListener>(new HttpListener());
   listener->server_ = std::move(server);

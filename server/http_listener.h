@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "absl/status/statusor.h"
+#include "server/listen_address.h"
 
 namespace httplib {
 class Server;
@@ -16,8 +17,13 @@ namespace graphserve {
 
 class HttpListener {
  public:
-  // Binds `host`:`port` (0: a free port) and serves `server`'s routes.
-  // Unavailable, naming the address and `port_flag`, when it cannot bind.
+  // Binds `address` (port 0: a free port) and serves `server`'s routes. The
+  // socket shares its port only when address.reuse_port asks (Note [Refusing
+  // a port in use]). CheckCanListen's error, naming the address, why and the
+  // flags, when it cannot bind.
+  static absl::StatusOr<std::unique_ptr<HttpListener>> Start(
+      std::unique_ptr<httplib::Server> server, const TcpListenAddress& address);
+  // The same, never sharing the port.
   static absl::StatusOr<std::unique_ptr<HttpListener>> Start(
       std::unique_ptr<httplib::Server> server, const std::string& host, int port,
       const std::string& port_flag);

@@ -3,12 +3,14 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/status.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
 #include "proto/health.pb.h"
+#include "server/listen_address.h"
 #include "spdlog/spdlog.h"
 
 namespace graphserve {
@@ -17,6 +19,42 @@ namespace {
 
 // The service name health clients ask about, besides "" (the whole server).
 constexpr char kInferenceServiceName[] = "inference.GRPCInferenceService";
+
+TcpListenAddress GrpcListenAddress(const InferenceServerOptions& options) {
+  TcpListenAddress address;
+  address.host = options.host;
+  address.port = options.grpc_port;
+  address.reuse_port = options.reuse_grpc_port;
+  address.port_flag = "--grpc-port";
+  address.reuse_flag = "--reuse-grpc-port";
+  return address;
+}
+
+// Every address the server will listen on, before the models load: a port
+// in use is reported in a moment rather than after minutes of capture.
+absl::Status CheckListenAddresses(const InferenceServerOptions& options) {
+  RETURN_IF_ERROR(CheckCanListen(GrpcListenAddress(options)));
+  if (!options.grpc_unix_socket.empty()) {
+    RETURN_IF_ERROR(CheckCanListenUnix(options.grpc_unix_socket, "--grpc-address"));
+  }
+  if (options.allow_http) {
+    TcpListenAddress http;
+    http.host = options.host;
+    http.port = options.http_port;
+    http.reuse_port = options.reuse_http_port;
+    http.port_flag = "--http-port";
+    http.reuse_flag = "--reuse-http-port";
+    RETURN_IF_ERROR(CheckCanListen(http));
+  }
+  if (options.allow_metrics) {
+    TcpListenAddress metrics;
+    metrics.host = options.host;
+    metrics.port = options.metrics_port;
+    metrics.port_flag = "--metrics-port";
+    RETURN_IF_ERROR(CheckCanListen(metrics));
+  }
+  return absl::OkStatus();
+}
 
 void SetHealth(grpc::Server& server, bool serving) {
   grpc::HealthCheckServiceInterface* health = server.GetHealthCheckService();
@@ -29,6 +67,7 @@ void SetHealth(grpc::Server& server, bool serving) {
 
 absl::StatusOr<std::unique_ptr<InferenceServer>> InferenceServer::Start(
     const InferenceServerOptions& options, std::ostream& out) {
+  RETURN_IF_ERROR(CheckListenAddresses(options));
   absl::StatusOr<std::unique_ptr<ModelRegistry>> registry =
       ModelRegistry::Load(options.model_repository, options.models, out);
   if (!registry.ok()) return registry.status();
@@ -46,30 +85,11 @@ absl::StatusOr<std::unique_ptr<InferenceServer>> InferenceServer::Start(
   server->protocol_ = std::make_unique<InferenceProtocol>(server->registry_.get(),
                                                          &server->gate_, &server->responder_);
   server->service_ = std::make_unique<InferenceService>(server->protocol_.get());
-
-  grpc::EnableDefaultHealthCheckService(true);
-  // gRPC's built-in health service carries no protobuf descriptor, so
-  // reflection (what grpcurl describes and calls through) would list
-  // grpc.health.v1.Health yet fail to find its symbols. Touching our
-  // generated copy links it in and registers it in the descriptor pool.
-  (void)grpc::health::v1::HealthCheckRequest::descriptor();
-  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-  grpc::ServerBuilder builder;
-  const std::string address = absl::StrCat(options.host, ":", options.grpc_port);
-  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &server->port_);
-  builder.SetMaxReceiveMessageSize(options.max_message_bytes);
-  builder.SetMaxSendMessageSize(options.max_message_bytes);
-  builder.RegisterService(server->service_.get());
-  server->grpc_server_ = builder.BuildAndStart();
-  if (server->grpc_server_ == nullptr || server->port_ == 0) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot serve gRPC on ", address,
-                     " (is the port in use? choose another with --grpc-port)"));
-  }
   if (options.allow_http) {
     HttpEndpointOptions http;
     http.host = options.host;
     http.port = options.http_port;
+    http.reuse_port = options.reuse_http_port;
     http.max_body_bytes = static_cast<size_t>(options.max_message_bytes);
     absl::StatusOr<std::unique_ptr<HttpEndpoint>> endpoint =
         HttpEndpoint::Start(server->protocol_.get(), http);
@@ -86,6 +106,10 @@ absl::StatusOr<std::unique_ptr<InferenceServer>> InferenceServer::Start(
     out << "graphserve: serving metrics on " << options.host << ":" << server->metrics_->port()
         << "/metrics\n";
   }
+  RETURN_IF_ERROR(server->StartGrpc());
+  if (!options.grpc_unix_socket.empty()) {
+    out << "graphserve: serving gRPC also on unix:" << options.grpc_unix_socket << "\n";
+  }
   // Last, once everything listens: tools wait for this line.
   SetHealth(*server->grpc_server_, server->registry_->all_ready());
   out << "graphserve: serving gRPC on " << options.host << ":" << server->port_ << " ("
@@ -93,6 +117,47 @@ absl::StatusOr<std::unique_ptr<InferenceServer>> InferenceServer::Start(
       << ")\n"
       << std::flush;
   return server;
+}
+
+absl::Status InferenceServer::StartGrpc() {
+  // Checked again, right before the bind: the models took a while to load.
+  RETURN_IF_ERROR(CheckCanListen(GrpcListenAddress(options_)));
+  const std::string unix_address =
+      options_.grpc_unix_socket.empty() ? "" : absl::StrCat("unix:", options_.grpc_unix_socket);
+  if (!unix_address.empty()) {
+    RETURN_IF_ERROR(CheckCanListenUnix(options_.grpc_unix_socket, "--grpc-address"));
+  }
+  grpc::EnableDefaultHealthCheckService(true);
+  // gRPC's built-in health service carries no protobuf descriptor, so
+  // reflection (what grpcurl describes and calls through) would list
+  // grpc.health.v1.Health yet fail to find its symbols. Touching our
+  // generated copy links it in and registers it in the descriptor pool.
+  (void)grpc::health::v1::HealthCheckRequest::descriptor();
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  const std::string address = HostPort(options_.host, options_.grpc_port);
+  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port_);
+  int unix_bound = 0;  // gRPC sets it to 1 for a Unix socket it bound
+  if (!unix_address.empty()) {
+    builder.AddListeningPort(unix_address, grpc::InsecureServerCredentials(), &unix_bound);
+  }
+  // Note [Refusing a port in use].
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, options_.reuse_grpc_port ? 1 : 0);
+  builder.SetMaxReceiveMessageSize(options_.max_message_bytes);
+  builder.SetMaxSendMessageSize(options_.max_message_bytes);
+  builder.RegisterService(service_.get());
+  std::unique_ptr<grpc::Server> started = builder.BuildAndStart();
+  const bool bound = started != nullptr && port_ != 0 && (unix_address.empty() || unix_bound != 0);
+  if (!bound) {
+    // Taken between the check and the bind: gRPC logged its own reason.
+    if (started != nullptr) started->Shutdown();
+    port_ = 0;
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", address,
+                                               unix_address.empty() ? "" : " or ", unix_address,
+                                               ": gRPC could not bind it (see its message above)"));
+  }
+  grpc_server_ = std::move(started);
+  return absl::OkStatus();
 }
 
 InferenceServer::InferenceServer(const InferenceServerOptions& options,
@@ -130,6 +195,10 @@ absl::Status InferenceServer::Shutdown() {
 }
 
 InferenceServer::~InferenceServer() {
+  // A server whose Start failed before gRPC served has accepted nothing over
+  // gRPC and has nothing to drain: its members stop themselves (HTTP and
+  // metrics listeners join their workers, the pools and the responder theirs).
+  if (grpc_server_ == nullptr) return;
   if (const absl::Status status = Shutdown(); !status.ok()) spdlog::warn("{}", status.ToString());
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 // A running GraphServe server: the model registry (loaded, captured and
-// checked first), then gRPC on the requested port with the inference
-// service, grpc.health.v1 and server reflection.
+// checked first), then gRPC on the requested port (and a Unix domain socket
+// when asked) with the inference service, grpc.health.v1 and server
+// reflection. A port in use is refused (Note [Refusing a port in use]).
 //
 // Shutdown (SIGTERM) order, so that nothing accepted is lost:
 //   1. health goes NOT_SERVING and ServerReady false: load balancers stop
@@ -38,10 +39,19 @@ struct InferenceServerOptions {
   // Listening address and port; port 0 picks a free one (see port()).
   std::string host = "0.0.0.0";
   int grpc_port = 8001;
+  // Share the gRPC port with other processes that ask the same (SO_REUSEPORT,
+  // Triton's --reuse-grpc-port): the kernel then splits connections between
+  // them. Otherwise a port in use is refused (Note [Refusing a port in use]).
+  bool reuse_grpc_port = false;
+  // A Unix domain socket gRPC serves on as well as TCP ("" for none), e.g.
+  // /run/graphserve/grpc.sock: clients on the same machine skip the TCP stack.
+  std::string grpc_unix_socket;
   // The KServe v2 HTTP/REST endpoint (server/http_endpoint.h), on the same
   // host; port 0 picks a free one (see http_port()).
   bool allow_http = true;
   int http_port = 8000;
+  // As reuse_grpc_port, for the HTTP port (Triton's --reuse-http-port).
+  bool reuse_http_port = false;
   // Prometheus metrics (server/metrics.h) on the same host; port 0 picks a
   // free one (see metrics_port()).
   bool allow_metrics = true;
@@ -63,10 +73,12 @@ struct InferenceServerOptions {
 
 class InferenceServer {
  public:
-  // Loads the repository (progress, then the startup table, on `out`),
-  // starts gRPC and prints the address it serves on. Errors: the repository
-  // is missing; a model failed and exit_on_error is set; the port cannot be
-  // bound.
+  // Checks that every address can be bound (before the models load, which
+  // may take minutes), loads the repository (progress, then the startup
+  // table, on `out`), starts HTTP and metrics, then gRPC, and prints the
+  // addresses it serves on. Errors: an address cannot be bound (the message
+  // names it and says why: CheckCanListen); the repository is missing; a
+  // model failed and exit_on_error is set.
   static absl::StatusOr<std::unique_ptr<InferenceServer>> Start(
       const InferenceServerOptions& options, std::ostream& out);
 
@@ -86,6 +98,9 @@ class InferenceServer {
   // Implementation details follow.
  private:
   InferenceServer(const InferenceServerOptions& options, std::unique_ptr<ModelRegistry> registry);
+  // Builds and starts the gRPC server on the TCP address and the Unix
+  // socket, last, so that a failure leaves nothing serving gRPC.
+  absl::Status StartGrpc();
 
   const InferenceServerOptions options_;
   // Teardown order: the gRPC server stops first (it calls into the service),
@@ -98,6 +113,8 @@ class InferenceServer {
   std::unique_ptr<InferenceService> service_;
   std::unique_ptr<HttpEndpoint> http_;
   std::unique_ptr<MetricsEndpoint> metrics_;
+  // Null until StartGrpc succeeds; the destructor only shuts down a server
+  // that started.
   std::unique_ptr<grpc::Server> grpc_server_;
   int port_ = 0;
   bool shut_down_ = false;

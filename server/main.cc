@@ -69,10 +69,18 @@ int main(int argc, char** argv) {
     command->options.model_repository = *demo;
   }
 
+  const auto remove_scratch_demo = [&command] {
+    if (!command->serve_demo) return;
+    std::error_code ignored;  // a scratch directory left behind is harmless
+    std::filesystem::remove_all(command->options.model_repository, ignored);
+  };
   absl::StatusOr<std::unique_ptr<graphserve::InferenceServer>> server =
       graphserve::InferenceServer::Start(command->options, std::cout);
   if (!server.ok()) {
+    // E.g. "cannot listen on 0.0.0.0:8001: address in use (...)": one line
+    // that names the address and why, then exit 1.
     std::cerr << "graphserve: " << server.status().message() << "\n";
+    remove_scratch_demo();
     return graphserve::kServerExitFailure;
   }
 
@@ -80,10 +88,7 @@ int main(int argc, char** argv) {
   sigwait(&shutdown_signals, &signal);
   spdlog::info("received {}: draining", signal == SIGTERM ? "SIGTERM" : "SIGINT");
   const absl::Status drained = (*server)->Shutdown();
-  if (command->serve_demo) {
-    std::error_code ignored;  // a scratch directory left behind is harmless
-    std::filesystem::remove_all(command->options.model_repository, ignored);
-  }
+  remove_scratch_demo();
   if (!drained.ok()) {
     std::cerr << "graphserve: " << drained.message() << "\n";
     return graphserve::kServerExitFailure;

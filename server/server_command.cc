@@ -1,10 +1,13 @@
 #include "server/server_command.h"
 
 #include <cstdint>
+#include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+#include "absl/strings/strip.h"
 #include "common/command_line.h"
 #include "common/status.h"
 
@@ -14,7 +17,7 @@ namespace {
 
 constexpr char kUsage[] =
     "graphserve [--model-repository DIR] [--grpc-port 8001] [--http-port 8000]\n"
-    "           [--device auto|cuda|cuda:N|cpu]\n"
+    "           [--grpc-address unix:PATH] [--device auto|cuda|cuda:N|cpu]\n"
     "\n"
     "Serves every model of a model repository over the KServe v2 / Open Inference\n"
     "Protocol, gRPC and HTTP/REST (Triton's clients work unchanged):\n"
@@ -30,7 +33,12 @@ constexpr char kUsage[] =
     "several graphs, whichever the measured cost table says is cheaper. SIGTERM or\n"
     "Ctrl-C drains: health goes NOT_SERVING, new requests get UNAVAILABLE, accepted\n"
     "ones finish (up to --exit-timeout-secs), then the server exits 0.\n"
-    "Health: grpc.health.v1; server reflection is on.";
+    "Health: grpc.health.v1; server reflection is on.\n"
+    "Ports: a port another process holds is refused at startup with the address and\n"
+    "the reason, and graphserve exits 1 (Triton's behaviour; gRPC and the HTTP library\n"
+    "would otherwise share it and split the connections). --reuse-grpc-port and\n"
+    "--reuse-http-port share a port on purpose. --grpc-address unix:PATH serves gRPC\n"
+    "on a Unix domain socket as well as on TCP (clients connect to unix:PATH).";
 
 // "auto" | "cuda" | "cuda:N" | "cpu" -> the executor and device.
 absl::Status ResolveDevice(const std::string& device, int gpus_visible, std::ostream& notices,
@@ -72,6 +80,39 @@ absl::Status ResolveDevice(const std::string& device, int gpus_visible, std::ost
   return absl::OkStatus();
 }
 
+// --grpc-address unix:PATH (or gRPC's unix:///PATH) -> PATH; "" -> "".
+absl::StatusOr<std::string> UnixSocketPath(const std::string& address) {
+  if (address.empty()) return std::string();
+  constexpr absl::string_view kScheme = "unix:";
+  absl::string_view path = address;
+  if (!absl::ConsumePrefix(&path, kScheme) || path.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--grpc-address wants unix:PATH (a Unix domain socket), got '", address, "'"));
+  }
+  // unix:///run/x.sock is gRPC's URI form of /run/x.sock.
+  if (absl::StartsWith(path, "///")) path.remove_prefix(2);
+  return std::string(path);
+}
+
+// Two listeners on one port would refuse each other at startup; saying so
+// here names both flags.
+absl::Status CheckDistinctPorts(const InferenceServerOptions& options) {
+  const std::vector<std::pair<const char*, int>> ports = {
+      {"--grpc-port", options.grpc_port},
+      {"--http-port", options.allow_http ? options.http_port : 0},
+      {"--metrics-port", options.allow_metrics ? options.metrics_port : 0}};
+  for (size_t i = 0; i < ports.size(); ++i) {
+    for (size_t j = i + 1; j < ports.size(); ++j) {
+      if (ports[i].second != 0 && ports[i].second == ports[j].second) {
+        return absl::InvalidArgumentError(absl::StrCat(ports[i].first, " and ", ports[j].first,
+                                                       " are both ", ports[i].second,
+                                                       "; each listener needs a port of its own"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 // The flags' values before they are checked and copied into the options.
 struct FlagValues {
   explicit FlagValues(InferenceServerOptions* options)
@@ -85,6 +126,7 @@ struct FlagValues {
         responder_threads(options->responder_threads) {}
   InferenceServerOptions* options;
   std::string device = "auto";
+  std::string grpc_address;
   std::string graphs = "on";
   int64_t port;
   int64_t http_port;
@@ -109,7 +151,18 @@ void AddFlags(FlagValues* v, CommandLine* flags) {
                 "Prometheus metrics port (GET /metrics); 0 picks a free one.");
   flags->AddBool("allow-metrics", &options.allow_metrics,
                  "Serve Prometheus metrics; --allow-metrics=false to turn them off.");
-  flags->AddString("host", &options.host, "Address to listen on.");
+  flags->AddString("host", &options.host,
+                   "Address to listen on: an address of this machine, or 0.0.0.0 / :: for all.");
+  flags->AddBool("reuse-grpc-port", &options.reuse_grpc_port,
+                 "Share the gRPC port with other processes that ask the same (SO_REUSEPORT; "
+                 "the kernel splits connections between them). Without it a port in use is "
+                 "refused.");
+  flags->AddBool("reuse-http-port", &options.reuse_http_port,
+                 "As --reuse-grpc-port, for the HTTP/REST port.");
+  flags->AddString("grpc-address", &v->grpc_address,
+                   "unix:PATH: serve gRPC on the Unix domain socket PATH as well as on TCP "
+                   "(clients on this machine connect to unix:PATH). A stale socket file is "
+                   "replaced; one where a server answers is refused.");
   flags->AddString("device", &v->device,
                    "auto (every visible GPU, else the host executor), cuda (GPU 0), cuda:N, "
                    "or cpu (the host reference executor). A model's config.pbtxt may place "
@@ -193,6 +246,8 @@ absl::StatusOr<ServerCommand> ParseServerCommand(const std::vector<std::string>&
         absl::StrCat("--metrics-port wants 0..65535, got ", v.metrics_port));
   }
   options.metrics_port = static_cast<int>(v.metrics_port);
+  RETURN_IF_ERROR(CheckDistinctPorts(options));
+  ASSIGN_OR_RETURN(options.grpc_unix_socket, UnixSocketPath(v.grpc_address));
   options.exit_timeout = std::chrono::seconds(v.exit_timeout);
   options.max_message_bytes = static_cast<int>(v.max_message_bytes);
   options.models.max_queued_chunks = static_cast<size_t>(v.max_queued);

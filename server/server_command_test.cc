@@ -89,6 +89,61 @@ TEST(ServerCommand, BadFlagsSayWhatIsExpected) {
               HasSubstr("--modelrepository"));
 }
 
+TEST(ServerCommand, PortsAreRefusedWhenInUseUnlessSharingIsAsked) {
+  std::ostringstream notices;
+  auto plain = ParseServerCommand({"--model-repository", "/m"}, 0, notices);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_FALSE(plain->options.reuse_grpc_port);  // Triton's default
+  EXPECT_FALSE(plain->options.reuse_http_port);
+  auto shared = ParseServerCommand(
+      {"--model-repository", "/m", "--reuse-grpc-port", "--reuse-http-port=true"}, 0, notices);
+  ASSERT_TRUE(shared.ok()) << shared.status();
+  EXPECT_TRUE(shared->options.reuse_grpc_port);
+  EXPECT_TRUE(shared->options.reuse_http_port);
+}
+
+TEST(ServerCommand, OnePortForTwoListenersIsAUsageError) {
+  std::ostringstream notices;
+  const absl::Status status =
+      ParseServerCommand({"--model-repository", "/m", "--http-port", "8001"}, 0, notices).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(status.message(),
+            "--grpc-port and --http-port are both 8001; each listener needs a port of its own");
+  // Not when the second listener is off, nor for port 0 (each picks its own).
+  EXPECT_TRUE(
+      ParseServerCommand({"--model-repository", "/m", "--http-port", "8001", "--allow-http=false"},
+                         0, notices)
+          .ok());
+  EXPECT_TRUE(ParseServerCommand({"--model-repository", "/m", "--grpc-port", "0", "--http-port",
+                                  "0", "--metrics-port", "0"},
+                                 0, notices)
+                  .ok());
+}
+
+TEST(ServerCommand, GrpcAddressTakesAUnixSocket) {
+  std::ostringstream notices;
+  for (const char* address : {"unix:/run/gs.sock", "unix:///run/gs.sock"}) {
+    auto command =
+        ParseServerCommand({"--model-repository", "/m", "--grpc-address", address}, 0, notices);
+    ASSERT_TRUE(command.ok()) << command.status();
+    EXPECT_EQ(command->options.grpc_unix_socket, "/run/gs.sock") << address;
+  }
+  auto relative = ParseServerCommand({"--model-repository", "/m", "--grpc-address", "unix:gs.sock"},
+                                     0, notices);
+  ASSERT_TRUE(relative.ok()) << relative.status();
+  EXPECT_EQ(relative->options.grpc_unix_socket, "gs.sock");
+  auto none = ParseServerCommand({"--model-repository", "/m"}, 0, notices);
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(none->options.grpc_unix_socket, "");
+  for (const char* bad : {"0.0.0.0:9001", "unix:", "/run/gs.sock"}) {
+    const absl::Status status =
+        ParseServerCommand({"--model-repository", "/m", "--grpc-address", bad}, 0, notices)
+            .status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(status.message(), HasSubstr("--grpc-address wants unix:PATH")) << bad;
+  }
+}
+
 TEST(ServerCommand, HelpListsEveryFlag) {
   std::ostringstream notices;
   auto command = ParseServerCommand({"--help"}, 0, notices);
@@ -96,7 +151,8 @@ TEST(ServerCommand, HelpListsEveryFlag) {
   EXPECT_TRUE(command->help);
   const std::string usage = ServerUsage();
   for (const char* flag : {"--model-repository", "--grpc-port", "--device", "--graphs",
-                           "--log-verbose", "--exit-timeout-secs", "--exit-on-error"}) {
+                           "--log-verbose", "--exit-timeout-secs", "--exit-on-error",
+                           "--reuse-grpc-port", "--reuse-http-port", "--grpc-address"}) {
     EXPECT_THAT(usage, HasSubstr(flag));
   }
 }

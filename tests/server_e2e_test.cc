@@ -71,6 +71,19 @@ std::string TempDir(const std::string& name) {
   return (std::filesystem::path(root != nullptr ? root : "/tmp") / name).string();
 }
 
+// A Unix socket path relative to the test's scratch directory, made the
+// working directory: an absolute path under Bazel's TEST_TMPDIR is longer
+// than the 107 bytes a socket path may have.
+std::string ScratchSocketPath(const std::string& name) {
+  static const bool in_scratch = [] {
+    const char* root = std::getenv("TEST_TMPDIR");
+    return chdir(root != nullptr ? root : "/tmp") == 0;
+  }();
+  EXPECT_TRUE(in_scratch);
+  std::filesystem::remove(name);
+  return name;
+}
+
 std::string WriteTestRepository(const std::string& name) {
   const std::string dir = TempDir(name);
   std::filesystem::remove_all(dir);
@@ -211,7 +224,9 @@ class ServerEndToEnd : public ::testing::Test {
     std::cout << "e2e executor: "
               << (ExecutorUnderTest() == ExecutorKind::kCuda ? "cuda" : "host") << std::endl;
     repository_ = new std::string(WriteTestRepository("e2e_repository"));
-    server_ = StartServer(TestServerOptions(*repository_)).release();
+    InferenceServerOptions options = TestServerOptions(*repository_);
+    options.grpc_unix_socket = ScratchSocketPath("e2e_grpc.sock");
+    server_ = StartServer(options).release();
   }
   static void TearDownTestSuite() {
     delete server_;
@@ -426,6 +441,78 @@ TEST_F(ServerEndToEnd, HugeNamesGetTheirCodeAndAShortMessage) {
       HttpExchange(server_->http_port(), "GET", "/v2/models/" + std::string(4096, 'm'));
   EXPECT_EQ(reply.code, 404) << reply.body.substr(0, 300);
   EXPECT_LT(reply.body.size(), kMessageBound);
+  ExpectGoodRequestStillServed();
+}
+
+// --grpc-address unix:PATH: the same service on a Unix domain socket, beside
+// TCP.
+TEST_F(ServerEndToEnd, UnixSocketServesLikeTcp) {
+  grpc::ChannelArguments arguments;
+  arguments.SetMaxReceiveMessageSize(64 << 20);
+  auto channel = grpc::CreateCustomChannel("unix:e2e_grpc.sock", grpc::InsecureChannelCredentials(),
+                                           arguments);
+  auto stub = inference::GRPCInferenceService::NewStub(channel);
+  grpc::ClientContext live_context;
+  inference::ServerLiveResponse live;
+  const grpc::Status live_status = stub->ServerLive(&live_context, {}, &live);
+  ASSERT_TRUE(live_status.ok()) << live_status.error_message();
+  EXPECT_TRUE(live.live());
+
+  constexpr int64_t kRows = 5;  // between captured sizes: padded or split
+  std::unique_ptr<HostExecutor> reference = Reference(*repository_, "mlp", kRows);
+  const std::vector<HostTensor> inputs = RandomInputs(reference->graph(), 31);
+  grpc::ClientContext context;
+  inference::ModelInferResponse response;
+  const grpc::Status status =
+      stub->ModelInfer(&context, RawRequest("mlp", reference->graph(), inputs), &response);
+  EXPECT_TRUE(MatchesReference(status, response, *reference, inputs)) << status.error_message();
+}
+
+// Note [Refusing a port in use]: a second server on any of the first one's
+// ports is refused before it loads a model, naming the address, even when it
+// asks to share (the first one did not).
+TEST_F(ServerEndToEnd, ASecondServerOnItsPortsIsRefused) {
+  struct Taken {
+    const char* flag;
+    std::function<void(InferenceServerOptions*)> take;
+    int port;
+  };
+  const std::vector<Taken> taken = {
+      {"--reuse-grpc-port", [](auto* o) { o->grpc_port = server_->port(); }, server_->port()},
+      {"--reuse-http-port", [](auto* o) { o->http_port = server_->http_port(); },
+       server_->http_port()},
+      {"--metrics-port", [](auto* o) { o->metrics_port = server_->metrics_port(); },
+       server_->metrics_port()},
+  };
+  for (const bool reuse : {false, true}) {
+    for (const Taken& t : taken) {
+      InferenceServerOptions options = TestServerOptions(*repository_);
+      options.reuse_grpc_port = reuse;
+      options.reuse_http_port = reuse;
+      t.take(&options);
+      std::ostringstream log;
+      const absl::StatusOr<std::unique_ptr<InferenceServer>> second =
+          InferenceServer::Start(options, log);
+      ASSERT_FALSE(second.ok()) << t.flag << " reuse " << reuse;
+      EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable);
+      EXPECT_THAT(
+          second.status().message(),
+          HasSubstr(absl::StrCat("cannot listen on 127.0.0.1:", t.port, ": address in use")));
+      if (!reuse) {
+        EXPECT_THAT(second.status().message(), HasSubstr(t.flag));
+      }
+      EXPECT_THAT(log.str(), ::testing::Not(HasSubstr("loading model"))) << "checked first";
+    }
+  }
+  // The unix socket too: the first server answers there.
+  InferenceServerOptions options = TestServerOptions(*repository_);
+  options.grpc_unix_socket = "e2e_grpc.sock";
+  std::ostringstream log;
+  const absl::StatusOr<std::unique_ptr<InferenceServer>> second =
+      InferenceServer::Start(options, log);
+  ASSERT_FALSE(second.ok());
+  EXPECT_THAT(second.status().message(),
+              HasSubstr("cannot listen on unix:e2e_grpc.sock: address in use"));
   ExpectGoodRequestStillServed();
 }
 
@@ -941,6 +1028,41 @@ TEST(ServerWithoutConfig, CompletesTheConfigFromTheModel) {
   EXPECT_THAT(config.output(0).dims(), ::testing::ElementsAre(1));
   EXPECT_THAT(config.capture().batch_sizes(), ::testing::ElementsAre(1, 2, 4));
   ExpectServesRows(*stub, repository, "mlp", {1, 3, 4});
+}
+
+// --reuse-grpc-port and --reuse-http-port on both servers: the second one
+// serves on the first one's ports, as Triton allows.
+TEST(ServerListen, ReusePortFlagsLetTwoServersShareThePorts) {
+  const std::string repository = WriteTestRepository("reuse_repository");
+  InferenceServerOptions options = TestServerOptions(repository);
+  options.reuse_grpc_port = true;
+  options.reuse_http_port = true;
+  options.allow_metrics = false;  // the metrics port is never shared
+  std::unique_ptr<InferenceServer> first = StartServer(options);
+  ASSERT_NE(first, nullptr);
+  options.grpc_port = first->port();
+  options.http_port = first->http_port();
+  std::unique_ptr<InferenceServer> second = StartServer(options);
+  ASSERT_NE(second, nullptr);
+  EXPECT_EQ(second->port(), first->port());
+  EXPECT_EQ(second->http_port(), first->http_port());
+  auto stub = inference::GRPCInferenceService::NewStub(Connect(first->port()));
+  ExpectServesRows(*stub, repository, "mlp", {2});
+}
+
+// A --host that is not an address of this machine is refused with the
+// address and the reason; the failed start leaves nothing behind to crash in
+// teardown.
+TEST(ServerListen, AForeignHostIsRefused) {
+  InferenceServerOptions options = TestServerOptions(WriteTestRepository("host_repository"));
+  options.host = "192.0.2.1";  // TEST-NET-1 (RFC 5737): no machine's own address
+  options.grpc_port = 8001;
+  std::ostringstream log;
+  const absl::StatusOr<std::unique_ptr<InferenceServer>> server =
+      InferenceServer::Start(options, log);
+  ASSERT_FALSE(server.ok());
+  EXPECT_EQ(server.status().message(),
+            "cannot listen on 192.0.2.1:8001: --host 192.0.2.1 is not an address of this machine");
 }
 
 // Shutdown with requests in flight: every request the server accepted is
