@@ -208,7 +208,8 @@ class PlanBuilder {
                              plan_.resources.weights.get(),
                              std::move(workspace),
                              plan_.options.allow_tf32,
-                             plan_.resources.algorithm_choices};
+                             plan_.resources.algorithm_choices,
+                             plan_.options.autotune_gemms};
   }
 
   absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeKernel(

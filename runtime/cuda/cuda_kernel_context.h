@@ -30,6 +30,10 @@ struct CudaKernelContext {
   bool allow_tf32 = false;
   // Timed choices shared by the stream slots' plans (null: time every plan).
   std::shared_ptr<AlgorithmChoices> algorithm_choices;
+  // Whether the kernel's Autotune runs before its first Enqueue (the
+  // executor's autotune_gemms): a kernel may then leave choosing its library
+  // plan to Autotune instead of building the heuristic's here.
+  bool autotune = false;
 };
 
 }  // namespace graphserve

@@ -175,6 +175,10 @@ absl::StatusOr<std::unique_ptr<ConvKernel>> ConvKernel::Create(const CudaKernelC
   if (shared) {
     ASSIGN_OR_RETURN(cudnn,
                      CudnnConv::CreateWithPlan(context.cudnn, params, context.allow_tf32, shared));
+  } else if (context.autotune) {
+    // Autotune chooses the plan (or takes one another node of these sizes
+    // chose meanwhile): the heuristic's plan would be built for nothing.
+    ASSIGN_OR_RETURN(cudnn, CudnnConv::CreateUnplanned(context.cudnn, params, context.allow_tf32));
   } else {
     ASSIGN_OR_RETURN(cudnn, CudnnConv::Create(context.cudnn, params, context.allow_tf32));
   }

@@ -38,7 +38,8 @@ class ConvKernel final : public CudaOpKernel {
  public:
   // Runs on the context's cuDNN handle (the stream slot's; one thread at a
   // time); its step workspace is what the current plan needs (here and in
-  // Autotune).
+  // Autotune). When the context says Autotune runs, no plan is built here
+  // (unless another kernel of these sizes shared one): Autotune chooses it.
   static absl::StatusOr<std::unique_ptr<ConvKernel>> Create(const CudaKernelContext& context,
                                                             const ConvFusion& fusion);
 
