@@ -73,7 +73,8 @@ class ServerProcess:
     stopped (SIGTERM, then SIGKILL past the deadline) on exit.
     """
 
-    def __init__(self, binary, repository, extra_flags=()):
+    def __init__(self, binary, repository, extra_flags=(), cwd=None):
+        self.cwd = cwd  # where relative paths in extra_flags lead
         self.command = [
             binary,
             "--model-repository", repository,
@@ -101,7 +102,8 @@ class ServerProcess:
 
     def start(self):
         self.process = subprocess.Popen(self.command, stdout=subprocess.PIPE,
-                                        stderr=subprocess.PIPE, text=True, bufsize=1)
+                                        stderr=subprocess.PIPE, text=True, bufsize=1,
+                                        cwd=self.cwd)
         # Readers drain both pipes for the server's whole life, so that a
         # chatty server never blocks on a full pipe.
         for stream, tag in ((self.process.stdout, ""), (self.process.stderr, "[stderr] ")):

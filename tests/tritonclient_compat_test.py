@@ -33,6 +33,11 @@ CALL_TIMEOUT_S = 30
 # The batch sizes the brief asks for: one row, a size between captured ones
 # (padded or split), a large odd size, and max_batch_size.
 BATCHES = (1, 5, 100, 256)
+# A name of 64 KiB: eight times the 8 KiB of status metadata a gRPC client
+# accepts by default.
+HUGE_TEXT = 64 << 10
+# A one-line message, whatever the client sent.
+MESSAGE_BOUND = 256
 # ModelConfig.capture in proto/model_config.proto: GraphServe's extension,
 # unknown to tritonclient's model_config_pb2.
 CAPTURE_FIELD_NUMBER = 1000
@@ -256,6 +261,52 @@ class TritonClientCompatTest(unittest.TestCase):
         arrays, inputs = make_inputs("mlp", 4, seed=13)
         result = self.client.infer("mlp", inputs, client_timeout=CALL_TIMEOUT_S)
         self.assert_matches_reference("mlp", arrays, result, "infer mlp batch 4 after errors")
+
+    def test_huge_names_keep_their_code(self):
+        # 64 KiB of client text in a name: quoted whole, the status message
+        # would pass gRPC's 8 KiB metadata limit and tritonclient would report
+        # RESOURCE_EXHAUSTED instead (Note [Quoting client text]).
+        huge = "m" * HUGE_TEXT
+        arrays, inputs = make_inputs("mlp", 2, seed=15)
+        bad_input = grpcclient.InferInput(huge, [2, 512], "FP32")
+        bad_input.set_data_from_numpy(arrays["x"])
+        bad_datatype = grpcclient.InferInput("x", [2, 512], "FP32")
+        bad_datatype.set_data_from_numpy(arrays["x"])
+        # tritonclient checks the datatype against the array's, so it is
+        # spoiled after the data is set.
+        bad_datatype._input.datatype = huge
+        calls = {
+            "get_model_metadata, huge model name":
+                (lambda: self.client.get_model_metadata(huge, client_timeout=CALL_TIMEOUT_S),
+                 "NOT_FOUND"),
+            "get_model_config, huge version":
+                (lambda: self.client.get_model_config("mlp", model_version=huge,
+                                                      client_timeout=CALL_TIMEOUT_S),
+                 "NOT_FOUND"),
+            "infer, huge model name":
+                (lambda: self.client.infer(huge, inputs, client_timeout=CALL_TIMEOUT_S),
+                 "NOT_FOUND"),
+            "infer, huge input name":
+                (lambda: self.client.infer("mlp", [bad_input], client_timeout=CALL_TIMEOUT_S),
+                 "INVALID_ARGUMENT"),
+            "infer, huge datatype":
+                (lambda: self.client.infer("mlp", [bad_datatype], client_timeout=CALL_TIMEOUT_S),
+                 "INVALID_ARGUMENT"),
+            "infer, huge output name":
+                (lambda: self.client.infer("mlp", inputs,
+                                           outputs=[grpcclient.InferRequestedOutput(huge)],
+                                           client_timeout=CALL_TIMEOUT_S),
+                 "INVALID_ARGUMENT"),
+        }
+        for what, (call, code) in calls.items():
+            with self.subTest(what):
+                with self.assertRaises(InferenceServerException) as raised:
+                    call()
+                self.assertIn(code, raised.exception.status(),
+                              f"SERVER: {what}: {str(raised.exception)[:300]}")
+                self.assertLess(len(raised.exception.message()), MESSAGE_BOUND,
+                                f"SERVER: {what}: the message quotes too much")
+                self.assertIn(f"...' ({HUGE_TEXT} bytes)", raised.exception.message())
 
     def test_async_infer_concurrently(self):
         # Both models, several sizes, all in flight at once.
