@@ -40,6 +40,26 @@ void AlgorithmChoices::RecordSlowdowns(const std::string& key, Slowdowns slowdow
   slowdowns_[key] = std::move(slowdowns);
 }
 
+absl::StatusOr<void*> AlgorithmChoices::TimingScratch(size_t bytes,
+                                                      const ScratchAllocator& allocate) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (scratch_ == nullptr || scratch_bytes_ < bytes) {
+    scratch_.reset();  // freed before the larger one is allocated
+    scratch_bytes_ = 0;
+    absl::StatusOr<std::shared_ptr<void>> scratch = allocate(bytes);
+    if (!scratch.ok()) return scratch.status();
+    scratch_ = *std::move(scratch);
+    scratch_bytes_ = bytes;
+  }
+  return scratch_.get();
+}
+
+void AlgorithmChoices::ReleaseTimingScratch() {
+  std::lock_guard<std::mutex> lock(mu_);
+  scratch_.reset();
+  scratch_bytes_ = 0;
+}
+
 std::string AlgorithmChoices::Key(const std::string& node, int64_t batch_size) {
   return absl::StrCat(node, "@", batch_size);
 }

@@ -12,12 +12,16 @@
 // at a time (the slots and sizes plan in turn); the mutex only keeps a
 // misuse from corrupting the maps.
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+
+#include "absl/status/statusor.h"
 
 namespace graphserve {
 
@@ -41,6 +45,20 @@ class AlgorithmChoices {
   [[nodiscard]] Slowdowns FindSlowdowns(const std::string& key) const;
   void RecordSlowdowns(const std::string& key, Slowdowns slowdowns);
 
+  // Device memory that kernels time their candidates in (outside the arena:
+  // Note [Step workspaces]), shared by all that time through this object, so
+  // that each timed kernel does not allocate and free its own (cudaFree
+  // waits for the whole device). Returns the address of the scratch held, if
+  // it has at least `bytes`, else of the one `allocate(bytes)` makes, which
+  // replaces it (the old one is freed: a caller uses the address only until
+  // its timing is done). `allocate` returns an owner of device memory whose
+  // get() is the address.
+  using ScratchAllocator = std::function<absl::StatusOr<std::shared_ptr<void>>(size_t bytes)>;
+  absl::StatusOr<void*> TimingScratch(size_t bytes, const ScratchAllocator& allocate);
+  // Frees the scratch: the executor, once a plan's kernels are timed, so that
+  // a loaded model holds none.
+  void ReleaseTimingScratch();
+
   // "<node name>@<batch size>": a plan's kernels are named after their node,
   // and one size's plans agree on every shape.
   static std::string Key(const std::string& node, int64_t batch_size);
@@ -50,6 +68,8 @@ class AlgorithmChoices {
   std::map<std::string, int64_t> choices_;                    // guarded by mu_
   std::map<std::string, std::shared_ptr<const void>> plans_;  // guarded by mu_
   std::map<std::string, Slowdowns> slowdowns_;                // guarded by mu_
+  std::shared_ptr<void> scratch_;                             // guarded by mu_
+  size_t scratch_bytes_ = 0;                                  // guarded by mu_
 };
 
 }  // namespace graphserve

@@ -412,6 +412,11 @@ absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::Create(
   if (options.autotune_gemms) {
     const auto start = std::chrono::steady_clock::now();
     RETURN_IF_ERROR(AutotuneKernels(*plan));
+    // The GEMMs timed in one shared scratch (AlgorithmChoices); no plan
+    // keeps it.
+    if (plan->resources.algorithm_choices) {
+      plan->resources.algorithm_choices->ReleaseTimingScratch();
+    }
     // The chosen algorithms' workspaces, placed anew.
     RETURN_IF_ERROR(PlanBuilder(*plan).PlanArena({.with_workspaces = true}));
     plan->times.autotune_ms = MillisecondsBetween(start, std::chrono::steady_clock::now());

@@ -1,6 +1,7 @@
 #include "runtime/cuda/gemm_kernel.h"
 
 #include <algorithm>
+#include <memory>
 #include <optional>
 #include <utility>
 
@@ -96,6 +97,14 @@ absl::StatusOr<GemmGeometry> MatMulGeometry(const BoundValue& a, const BoundValu
     g.batch_offsets.push_back({a_index * a_matrix, b_index * b_matrix, flat * d_matrix});
   }
   return g;
+}
+
+// Device memory for AlgorithmChoices::TimingScratch.
+absl::StatusOr<std::shared_ptr<void>> AllocateTimingScratch(size_t bytes) {
+  ASSIGN_OR_RETURN(DeviceBuffer buffer, DeviceBuffer::Allocate(bytes));
+  auto owner = std::make_shared<DeviceBuffer>(std::move(buffer));
+  void* address = owner->get();
+  return std::shared_ptr<void>(std::move(owner), address);
 }
 
 std::string NodeLabel(const BoundNode& node) {
@@ -201,10 +210,18 @@ absl::Status GemmKernel::Autotune(absl::Span<const void* const> inputs,
     d += d_offset;
   }
   // The candidates may need up to the limit: they are timed in scratch
-  // memory of their own (Note [Step workspaces]).
-  ASSIGN_OR_RETURN(const DeviceBuffer scratch, DeviceBuffer::Allocate(kGemmWorkspaceBytes));
-  RETURN_IF_ERROR(
-      AnnotateStatus(gemm_->ChooseFastestAlgorithm(a, b, d, scratch.get(), stream), label_));
+  // memory outside the arena (Note [Step workspaces]), one buffer for all
+  // the GEMMs that time through the same AlgorithmChoices.
+  DeviceBuffer own_scratch;
+  void* scratch = nullptr;
+  if (algorithm_choices_) {
+    ASSIGN_OR_RETURN(scratch,
+                     algorithm_choices_->TimingScratch(kGemmWorkspaceBytes, AllocateTimingScratch));
+  } else {
+    ASSIGN_OR_RETURN(own_scratch, DeviceBuffer::Allocate(kGemmWorkspaceBytes));
+    scratch = own_scratch.get();
+  }
+  RETURN_IF_ERROR(AnnotateStatus(gemm_->ChooseFastestAlgorithm(a, b, d, scratch, stream), label_));
   if (algorithm_choices_) algorithm_choices_->Record(choice_key_, gemm_->candidate());
   workspace_->Require(gemm_->workspace_bytes());
   return absl::OkStatus();
