@@ -8,10 +8,12 @@
 #   bench/gpu_check.sh [.bundle/graphserve-gpu.tar.gz] [all|serve|cnn|tests]
 #
 # `tests` runs the GPU tests alone; `serve` runs the GPU tests (the server's end-to-end suite on CUDA graphs
-# among them) and the serving benchmarks only; `cnn` the GPU tests and the
-# CNN step only; `all` (the default) adds the conformance suite, the example
-# models, the launch overhead, the runtime benchmark against PyTorch, prepare
-# and the CNN step to `serve`.
+# among them) and the serving benchmarks only; `cnn` the GPU tests,
+# conv_tuning_probe, the encoder's load targets and the CNN step only; `all`
+# (the default) adds the conformance suite, the example models, the launch
+# overhead, the runtime benchmark against PyTorch, prepare and the CNN step
+# to `serve`. In `cnn`, CNN_BATCH_SIZES and CNN_TF32_BATCH_SIZES (default
+# 1,3,8,32 and 1,8,32) narrow the CNN runtime benchmark when time is short.
 #
 # A step fails on a non-zero exit and on what it printed
 # (bench/gpu_check_parse.py): a GPU test that skipped (here a skip means it
@@ -153,9 +155,91 @@ cnn_bench() {
   local command=(python3 bench/cnn_bench.py --bin-dir "$bin" --work "$work/cnn" --out "$OUT"
     --models "resnet50,inception_v3,mobilenet_v2,efficientnet_b0"
     --streams 2 --prepare-batch-sizes "1,8,16,32"
-    --batch-sizes "1,3,8,32" --tf32-batch-sizes "1,8,32")
+    --batch-sizes "${CNN_BATCH_SIZES:-1,3,8,32}" --tf32-batch-sizes "${CNN_TF32_BATCH_SIZES:-1,8,32}")
   echo "+ ${command[*]}"
   "${command[@]}"
+}
+
+# Where each convolution's plan time goes, and what the tuning budget saves
+# and costs against timing every candidate (bench/conv_tuning_probe.cc):
+# $OUT/conv_tuning_probe.md.
+conv_tuning_probe() {
+  timeout 240 "$bin/conv_tuning_probe" >"$OUT/conv_tuning_probe.md"
+  local status=$?
+  cat "$OUT/conv_tuning_probe.md"
+  return "$status"
+}
+
+# Issue 9's load targets, on the encoder (bench/export_models.py: 4
+# TransformerEncoderLayers, x [B,16,256]): (1) 32 sizes x 4 streams set up in
+# under 5 s; (2) set-up grows with the N sizes, not N x M: the same 32 sizes
+# prepared with 1 stream and with 4. Set-up is GraphSet's bind, plan
+# (algorithm timing included), capture and check, as in the CNN target; the
+# whole command's wall time (import, schedule choice, cost table, writing) is
+# printed beside it. One line per target, then both capture reports, in
+# $OUT/load_targets.txt.
+load_targets() {
+  local dir="$work/load"
+  local sizes
+  sizes=$(seq -s, 1 32)
+  mkdir -p "$dir"
+  python3 bench/export_models.py --models encoder --out "$dir/models" || return 1
+  local status=0 streams start end
+  for streams in 4 1; do
+    start=$(date +%s%N)
+    timeout 100 "$bin/graphserve-capture" prepare --model "$dir/models/encoder.onnx" \
+      --out "$dir/repo/encoder_m$streams" --streams "$streams" --batch-sizes "$sizes" || status=1
+    end=$(date +%s%N)
+    echo $(((end - start) / 1000000)) >"$dir/wall_ms_m$streams"
+  done
+  python3 - "$dir" "$OUT/load_targets.txt" <<'PY' || status=1
+import os, re, sys
+sys.path.insert(0, "bench")
+import gpu_check_parse
+
+work, out = sys.argv[1], sys.argv[2]
+runs = {}
+for m in (4, 1):
+    path = os.path.join(work, "repo", f"encoder_m{m}", "capture_report.txt")
+    text = open(path).read() if os.path.exists(path) else ""
+    report = gpu_check_parse.parse_prepare_report(text)
+    choice = re.search(r"algorithm choice ([0-9.]+)\)", text)
+    schedule = re.search(r"choosing took ([0-9.]+) ms", text)
+    wall = open(os.path.join(work, f"wall_ms_m{m}")).read().strip()
+    runs[m] = dict(text=text, setup_ms=report["setup_ms"], wall_s=int(wall) / 1000,
+                   choice_ms=float(choice.group(1)) if choice else None,
+                   schedule_ms=float(schedule.group(1)) if schedule else 0.0)
+lines = []
+four, one = runs[4], runs[1]
+if four["setup_ms"] is None or one["setup_ms"] is None:
+    lines.append("load targets: a prepare failed (see gpu_check.log); no verdict")
+    ok = False
+else:
+    met1 = four["setup_ms"] < 5000
+    lines.append(
+        f"load target 1: encoder 32 sizes x 4 streams: set-up {four['setup_ms'] / 1000:.2f} s "
+        f"(target < 5 s: {'met' if met1 else 'MISSED'}); whole prepare {four['wall_s']:.2f} s "
+        f"(schedule choice {four['schedule_ms'] / 1000:.2f} s, algorithm choice in set-up "
+        f"{(four['choice_ms'] or 0) / 1000:.2f} s)")
+    ratio = four["setup_ms"] / one["setup_ms"]
+    # Growth with N x M would be 4x; with N alone 1x plus the per-graph
+    # capture and checks. 2x is half way on a log scale.
+    met2 = ratio < 2.0
+    lines.append(
+        f"load target 2: encoder 32 sizes, set-up with M=1 stream {one['setup_ms'] / 1000:.2f} s, "
+        f"with M=4 streams {four['setup_ms'] / 1000:.2f} s: M=4 / M=1 = {ratio:.2f} (N x M growth "
+        f"would be 4.00; target < 2: {'met' if met2 else 'MISSED'}); algorithm choice "
+        f"{(one['choice_ms'] or 0) / 1000:.2f} s vs {(four['choice_ms'] or 0) / 1000:.2f} s; "
+        f"whole prepare {one['wall_s']:.2f} s vs {four['wall_s']:.2f} s")
+    ok = True
+with open(out, "w") as f:
+    f.write("\n".join(lines) + "\n")
+    for m in (4, 1):
+        f.write(f"\n===== encoder, 32 sizes x {m} stream(s): capture_report.txt\n{runs[m]['text']}")
+print("\n".join(lines))
+sys.exit(0 if ok else 1)
+PY
+  return "$status"
 }
 
 if [[ "$steps" == "tests" ]]; then
@@ -163,6 +247,8 @@ if [[ "$steps" == "tests" ]]; then
 fi
 
 if [[ "$steps" == "cnn" ]]; then
+  run conv_tuning_probe conv_tuning_probe
+  run load_targets load_targets
   run cnn_bench cnn_bench
   finish
 fi
