@@ -211,6 +211,7 @@ int Run() {
           s.screening_ms, s.timing_ms, budget->total_ms(), budget->choice.c_str(),
           budget->chosen_us, reference->total_ms(), reference->choice.c_str(), reference->chosen_us,
           ratio);
+      std::fflush(stdout);  // rows survive a time limit that kills the probe
       for (const CudnnConv::CandidateTiming& c : s.candidates) {
         absl::StrAppend(&details, "| ", shape.name, " | ", batch, " | ", c.batch, " | ", c.name,
                         " | ", Ms(c.first_run_ms), " | ", Ms(c.run_ms), " | ", Ms(c.retimed_ms),
