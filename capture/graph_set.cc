@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "capture/graph_post_processing.h"
+#include "capture/padding_rows.h"
 #include "capture/stream_capture.h"
 #include "common/cuda_status.h"
 #include "common/status.h"
@@ -226,9 +227,9 @@ bool SameBytes(const std::vector<HostTensor>& a, const std::vector<HostTensor>& 
 //     NaN first, so an output the replay forgets to write fails), compared by
 //     relative error;
 //  2. padding independence: b < B real rows replayed twice, the padding rows
-//     of the device inputs holding the previous input's rows the first time
-//     and NaN and huge values the second; the real rows' outputs must be
-//     bit-identical. A model that mixes rows (a reduction over the batch)
+//     of the device inputs holding copies of row 0 the first time (what
+//     Launch serves) and NaN and huge values the second; the real rows'
+//     outputs must be bit-identical. A model that mixes rows (a reduction over the batch)
 //     fails here, because padding could never be served correctly for it.
 absl::Status CheckGraph(const GraphSet& set, int slot, const BoundGraph& graph,
                         const TransferPlan& transfers, uint64_t seed, double tolerance,
@@ -272,8 +273,15 @@ absl::Status CheckGraph(const GraphSet& set, int slot, const BoundGraph& graph,
                                          stream));
     CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));  // `garbage` is pageable and local
   }
-  RETURN_IF_ERROR(set.Launch({slot, batch, rows, LaunchMode::kGraph}, input_pointers));
-  RETURN_IF_ERROR(wait());
+  // The replay alone, without Launch's fill, which would overwrite the
+  // garbage; the real rows are still on the device from the launch above.
+  CUDA_RETURN_IF_ERROR(cudaGraphLaunch(set.graph_exec(slot, batch), stream));
+  for (const OutputMapping& mapping : transfers.outputs) {
+    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(mapping.host_dst, mapping.device_src,
+                                         static_cast<size_t>(rows) * mapping.bytes_per_row,
+                                         cudaMemcpyDeviceToHost, stream));
+  }
+  CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
   if (!SameBytes(CollectOutputs(set, graph, slot, rows), first)) {
     return absl::FailedPreconditionError(absl::StrCat(
         "the outputs of ", rows, " real rows changed when only the padding rows of batch ",
@@ -443,8 +451,7 @@ const GraphSet::Graph& GraphSet::FindGraph(int slot, int64_t batch_size) const {
   return slots_[slot]->graphs[it - batch_sizes_.begin()];
 }
 
-absl::Status GraphSet::Launch(const LaunchChunk& chunk,
-                              absl::Span<const void* const> inputs) const {
+absl::Status GraphSet::CheckChunk(const LaunchChunk& chunk) const {
   if (chunk.slot < 0 || chunk.slot >= num_slots()) {
     return absl::InvalidArgumentError(
         absl::StrCat("slot ", chunk.slot, " does not exist; the set has ", num_slots()));
@@ -458,35 +465,55 @@ absl::Status GraphSet::Launch(const LaunchChunk& chunk,
                                                    " rows does not fit batch size ",
                                                    chunk.batch_size));
   }
-  if (inputs.size() != input_names_.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("got ", inputs.size(), " inputs; the model has ",
-                                                   input_names_.size()));
-  }
+  return absl::OkStatus();
+}
+
+absl::Status GraphSet::Launch(const LaunchChunk& chunk) const {
+  RETURN_IF_ERROR(CheckChunk(chunk));
   const Slot& slot = *slots_[chunk.slot];
   const Graph& graph = FindGraph(chunk.slot, chunk.batch_size);
   cudaStream_t stream = slot.stream.get();
   const auto rows = static_cast<size_t>(chunk.rows);
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    std::memcpy(slot.io->host(input_names_[i]), inputs[i], rows * input_bytes_per_row_[i]);
+  // Both modes move the same bytes: the real rows in, padding filled on the
+  // device (Note [Padding rows from a valid row]), the real rows out. Only
+  // the launch between differs.
+  for (const InputMapping& mapping : graph.info.transfers.inputs) {
+    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(mapping.device_dst, mapping.host_src,
+                                         rows * mapping.bytes_per_row, cudaMemcpyHostToDevice,
+                                         stream));
+    CUDA_RETURN_IF_ERROR(FillPaddingRows(mapping.device_dst, mapping.bytes_per_row, chunk.rows,
+                                         chunk.batch_size, stream));
   }
   if (chunk.mode == LaunchMode::kEager) {
-    // All B rows go through; the staging rows past `rows` are padding.
-    RETURN_IF_ERROR(graph.executor->Enqueue(stream));
+    RETURN_IF_ERROR(graph.executor->EnqueueCompute(stream));
   } else {
-    for (const InputMapping& mapping : graph.info.transfers.inputs) {
-      CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(mapping.device_dst, mapping.host_src,
-                                           rows * mapping.bytes_per_row, cudaMemcpyHostToDevice,
-                                           stream));
-    }
     CUDA_RETURN_IF_ERROR(cudaGraphLaunch(graph.exec.get(), stream));
-    for (const OutputMapping& mapping : graph.info.transfers.outputs) {
-      CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(mapping.host_dst, mapping.device_src,
-                                           rows * mapping.bytes_per_row, cudaMemcpyDeviceToHost,
-                                           stream));
-    }
+  }
+  for (const OutputMapping& mapping : graph.info.transfers.outputs) {
+    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(mapping.host_dst, mapping.device_src,
+                                         rows * mapping.bytes_per_row, cudaMemcpyDeviceToHost,
+                                         stream));
   }
   CUDA_RETURN_IF_ERROR(cudaEventRecord(slot.done.get(), stream));
   return absl::OkStatus();
+}
+
+absl::Status GraphSet::Launch(const LaunchChunk& chunk,
+                              absl::Span<const void* const> inputs) const {
+  if (inputs.size() != input_names_.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("got ", inputs.size(), " inputs; the model has ",
+                                                   input_names_.size()));
+  }
+  RETURN_IF_ERROR(CheckChunk(chunk));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    std::memcpy(input_staging(chunk.slot, i), inputs[i],
+                static_cast<size_t>(chunk.rows) * input_bytes_per_row_[i]);
+  }
+  return Launch(chunk);
+}
+
+std::byte* GraphSet::input_staging(int slot, size_t input) const {
+  return static_cast<std::byte*>(slots_[slot]->io->host(input_names_[input]));
 }
 
 cudaStream_t GraphSet::stream(int slot) const { return slots_[slot]->stream.get(); }

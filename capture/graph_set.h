@@ -115,7 +115,7 @@ struct CapturedGraphInfo {
 // Which run a Launch issues.
 enum class LaunchMode {
   kGraph,  // the captured graph, with the real rows copied by its mappings
-  kEager,  // the same plan launched op by op, all B rows copied (graphs off)
+  kEager,  // the same plan launched op by op (graphs off), the same copies
 };
 
 // One chunk of a request: `rows` real rows run through the plan for
@@ -136,16 +136,24 @@ class GraphSet {
   static absl::StatusOr<std::unique_ptr<GraphSet>> Create(const Model& model,
                                                           const GraphSetOptions& options);
 
-  // Enqueues `chunk` on its slot's stream: copies `rows` rows of each graph
-  // input from `inputs[i]` (host memory of any kind, rows x bytes_per_row
-  // bytes, in graph input order) into the slot's pinned staging and on to
-  // the device, launches the plan, copies the real output rows back into
-  // the slot's output staging, and records the slot's done event. Does not
-  // wait for the GPU. The caller owns the slot until done_event() completes
-  // and may then read output_rows(); one chunk per slot at a time. Call
-  // with the set's device current (cudaSetDevice once per serving thread):
-  // switching devices per launch would cost more than the launch.
+  // Enqueues `chunk` on its slot's stream: copies its `rows` real rows of
+  // each graph input from the slot's pinned staging (input_staging(), filled
+  // by the caller) to the device, fills the padding rows from row 0 (Note
+  // [Padding rows from a valid row]), launches the plan, copies the real
+  // output rows back into the slot's output staging, and records the slot's
+  // done event. Does not wait for the GPU. The caller owns the slot until
+  // done_event() completes and may then read output_rows(); one chunk per
+  // slot at a time. Call with the set's device current (cudaSetDevice once
+  // per serving thread): switching devices per launch would cost more than
+  // the launch.
+  absl::Status Launch(const LaunchChunk& chunk) const;
+  // The same after copying `rows` contiguous rows of each graph input from
+  // `inputs[i]` (host memory of any kind, in graph input order) into the
+  // staging.
   absl::Status Launch(const LaunchChunk& chunk, absl::Span<const void* const> inputs) const;
+  // Where a chunk's rows of `input` go before Launch: the slot's pinned
+  // staging, room for the largest captured size, bytes_per_row(input) a row.
+  [[nodiscard]] std::byte* input_staging(int slot, size_t input) const;
 
   // The slot's stream and the event its last Launch recorded.
   [[nodiscard]] cudaStream_t stream(int slot) const;
@@ -187,6 +195,9 @@ class GraphSet {
  private:
   GraphSet() = default;
   [[nodiscard]] const Graph& FindGraph(int slot, int64_t batch_size) const;
+  // InvalidArgument unless the slot exists, the size was captured and the
+  // rows fit it.
+  absl::Status CheckChunk(const LaunchChunk& chunk) const;
 
   std::shared_ptr<WeightStore> weights_;
   std::vector<std::unique_ptr<Slot>> slots_;

@@ -63,37 +63,38 @@ BatchPlanner::BatchPlanner(std::vector<int64_t> sizes, std::vector<double> costs
 
 std::vector<PlannedChunk> BatchPlanner::Plan(int64_t rows) const {
   if (rows < 1 || rows > max_rows_) return {};
-  if (!has_costs()) return PlanByPadding(rows);
+  // Each chunk is the first of the cheapest plan for the rows left, which is
+  // the cheapest plan's next chunk (see ComputeCheapestPlans).
   std::vector<PlannedChunk> chunks;
   for (int64_t first_row = 0; first_row < rows;) {
-    const int64_t batch_size = first_chunk_[rows - first_row];
-    const int64_t chunk_rows = std::min(batch_size, rows - first_row);
-    chunks.push_back({batch_size, first_row, chunk_rows});
-    first_row += chunk_rows;
+    PlannedChunk chunk = FirstChunk(rows - first_row);
+    chunk.first_row = first_row;
+    first_row += chunk.rows;
+    chunks.push_back(chunk);
   }
   return chunks;
+}
+
+PlannedChunk BatchPlanner::FirstChunk(int64_t rows) const {
+  if (rows < 1) return {};
+  rows = std::min(rows, max_rows_);
+  if (has_costs()) {
+    const int64_t batch_size = first_chunk_[rows];
+    return {batch_size, 0, std::min(batch_size, rows)};
+  }
+  // Without costs: chunks of the largest size, the remainder padded up to the
+  // smallest size that holds it.
+  const int64_t largest = sizes_.back();
+  if (rows >= largest) return {largest, 0, largest};
+  return {*std::lower_bound(sizes_.begin(), sizes_.end(), rows), 0, rows};
 }
 
 double BatchPlanner::EstimatedCostUs(int64_t rows) const {
   if (rows < 1 || rows > max_rows_) return 0;
   if (has_costs()) return plan_cost_us_[rows];
   double padded_rows = 0;
-  for (const PlannedChunk& chunk : PlanByPadding(rows)) padded_rows += chunk.batch_size;
+  for (const PlannedChunk& chunk : Plan(rows)) padded_rows += chunk.batch_size;
   return padded_rows;
-}
-
-std::vector<PlannedChunk> BatchPlanner::PlanByPadding(int64_t rows) const {
-  const int64_t largest = sizes_.back();
-  std::vector<PlannedChunk> chunks;
-  int64_t first_row = 0;
-  for (; rows - first_row > largest; first_row += largest) {
-    chunks.push_back({largest, first_row, largest});
-  }
-  const int64_t remainder = rows - first_row;
-  // The smallest size that holds the remainder; one exists, as remainder <= largest.
-  const int64_t padded_to = *std::lower_bound(sizes_.begin(), sizes_.end(), remainder);
-  chunks.push_back({padded_to, first_row, remainder});
-  return chunks;
 }
 
 void BatchPlanner::ComputeCheapestPlans() {

@@ -40,6 +40,11 @@ class BatchPlanner {
   // [0, rows) exactly, each rows <= batch_size; only the last chunk is padded.
   [[nodiscard]] std::vector<PlannedChunk> Plan(int64_t rows) const;
 
+  // The first chunk of Plan(rows) (first_row 0); rows above max_rows count as
+  // max_rows, so a queue of merged requests asks for its next chunk in O(1).
+  // All zero for rows < 1.
+  [[nodiscard]] PlannedChunk FirstChunk(int64_t rows) const;
+
   // The estimated cost of Plan(rows): the sum of its chunks' costs; with no
   // costs measured, its padded rows (the sum of its batch sizes). 0 outside
   // [1, max_rows].
@@ -55,8 +60,6 @@ class BatchPlanner {
  private:
   BatchPlanner(std::vector<int64_t> sizes, std::vector<double> costs_us, int64_t max_rows);
 
-  // The no-cost rule, computed directly.
-  [[nodiscard]] std::vector<PlannedChunk> PlanByPadding(int64_t rows) const;
   void ComputeCheapestPlans();
 
   std::vector<int64_t> sizes_;    // ascending

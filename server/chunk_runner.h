@@ -8,25 +8,33 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
-#include "server/batch_planner.h"
 
 namespace graphserve {
 
-// One chunk and where its rows live. Pointers are borrowed: the request and
-// its response outlive the job.
-struct ChunkJob {
-  PlannedChunk chunk;
-  // Per model input (interface order): the chunk's first row; chunk.rows
-  // rows of the input's bytes_per_row bytes follow. `const void*`, the type
-  // GraphSet::Launch takes, so a chunk is launched without conversion.
-  std::vector<const void*> inputs;
-  // Per model output (interface order): where the chunk's rows go, or
+// Consecutive rows of one request inside a chunk. Pointers are borrowed:
+// the request and its response outlive the job.
+struct SegmentRows {
+  int64_t rows = 0;
+  // Per model input (interface order): the segment's first row; `rows` rows
+  // of the input's bytes_per_row bytes follow.
+  std::vector<const std::byte*> inputs;
+  // Per model output (interface order): where the segment's rows go, or
   // nullptr for an output the request did not ask for.
   std::vector<std::byte*> outputs;
+};
+
+// One chunk: its segments' rows, gathered in order, run through the graph of
+// batch_size (rows beyond `rows` are padding). See Note [Row segments] in
+// server/request_queue.h.
+struct ChunkJob {
+  int64_t batch_size = 0;
+  int64_t rows = 0;  // the segments' rows added up, 1 to batch_size
+  std::vector<SegmentRows> segments;
 };
 
 // Nanoseconds from `start` to now: how runners fill ChunkTiming.
@@ -42,6 +50,38 @@ struct ChunkTiming {
   int64_t infer_ns = 0;   // waiting for the device (or the host run)
   int64_t output_ns = 0;  // real rows out of staging into the response
 };
+
+// Copies each segment's rows of every input, one after the other, into
+// `staging(input)`: a chunk's rows as one batch. `bytes_per_row(input)`.
+template <typename Staging, typename BytesPerRow>
+void GatherInputRows(const ChunkJob& job, size_t num_inputs, Staging staging,
+                     BytesPerRow bytes_per_row) {
+  for (size_t i = 0; i < num_inputs; ++i) {
+    std::byte* to = staging(i);
+    const size_t row_bytes = bytes_per_row(i);
+    for (const SegmentRows& segment : job.segments) {
+      const size_t bytes = row_bytes * static_cast<size_t>(segment.rows);
+      std::memcpy(to, segment.inputs[i], bytes);
+      to += bytes;
+    }
+  }
+}
+
+// The reverse for outputs: the chunk's rows of `rows(output)` (a batch, row
+// after row) back to each segment's requested outputs.
+template <typename Rows, typename BytesPerRow>
+void ScatterOutputRows(const ChunkJob& job, size_t num_outputs, Rows rows,
+                       BytesPerRow bytes_per_row) {
+  for (size_t o = 0; o < num_outputs; ++o) {
+    const std::byte* from = rows(o);
+    const size_t row_bytes = bytes_per_row(o);
+    for (const SegmentRows& segment : job.segments) {
+      const size_t bytes = row_bytes * static_cast<size_t>(segment.rows);
+      if (segment.outputs[o] != nullptr) std::memcpy(segment.outputs[o], from, bytes);
+      from += bytes;
+    }
+  }
+}
 
 class ChunkRunner {
  public:

@@ -40,8 +40,10 @@ absl::Status GraphSetRunner::Run(int slot, const ChunkJob& job, ChunkTiming* tim
   const GraphSet& set = *placements_[slots_[slot].placement].set;
   const int own_slot = slots_[slot].slot;
   Clock::time_point start = Clock::now();
-  RETURN_IF_ERROR(
-      set.Launch({own_slot, job.chunk.batch_size, job.chunk.rows, mode_}, job.inputs));
+  GatherInputRows(
+      job, set.num_inputs(), [&](size_t i) { return set.input_staging(own_slot, i); },
+      [&](size_t i) { return set.input_bytes_per_row(i); });
+  RETURN_IF_ERROR(set.Launch({own_slot, job.batch_size, job.rows, mode_}));
   timing->input_ns = NanosSince(start);
 
   // Blocks this slot's worker only; the gRPC threads never wait here.
@@ -50,11 +52,10 @@ absl::Status GraphSetRunner::Run(int slot, const ChunkJob& job, ChunkTiming* tim
   timing->infer_ns = NanosSince(start);
 
   start = Clock::now();
-  for (size_t o = 0; o < job.outputs.size(); ++o) {
-    if (job.outputs[o] == nullptr) continue;
-    std::memcpy(job.outputs[o], set.output_rows(own_slot, o),
-                set.output_bytes_per_row(o) * static_cast<size_t>(job.chunk.rows));
-  }
+  ScatterOutputRows(
+      job, set.num_outputs(),
+      [&](size_t o) { return static_cast<const std::byte*>(set.output_rows(own_slot, o)); },
+      [&](size_t o) { return set.output_bytes_per_row(o); });
   timing->output_ns = NanosSince(start);
   return absl::OkStatus();
 }

@@ -50,24 +50,31 @@ HostRunner::HostRunner(int num_slots, std::map<int64_t, std::unique_ptr<HostExec
 absl::Status HostRunner::PrepareWorkerThread(int /*slot*/) { return absl::OkStatus(); }
 
 absl::Status HostRunner::Run(int /*slot*/, const ChunkJob& job, ChunkTiming* timing) {
-  const auto found = executors_.find(job.chunk.batch_size);
+  const auto found = executors_.find(job.batch_size);
   if (found == executors_.end()) {
-    return absl::InternalError(
-        absl::StrCat("no host plan for batch size ", job.chunk.batch_size));
+    return absl::InternalError(absl::StrCat("no host plan for batch size ", job.batch_size));
   }
   const BoundGraph& graph = found->second->graph();
-  const int64_t rows = job.chunk.rows;
+  const auto batch = static_cast<size_t>(job.batch_size);
 
   Clock::time_point start = Clock::now();
-  // Real rows first, zeros after: the padding a graph replay would see.
+  // Real rows first, then copies of row 0: the padding a graph replay sees
+  // (Note [Padding rows from a valid row] in capture/padding_rows.h).
   std::vector<HostTensor> inputs;
   inputs.reserve(graph.inputs.size());
   for (size_t i = 0; i < graph.inputs.size(); ++i) {
     const BoundValue& value = graph.value(graph.inputs[i]);
-    HostTensor tensor(value.dtype, value.dims);
-    const size_t row_bytes = tensor.bytes() / static_cast<size_t>(job.chunk.batch_size);
-    std::memcpy(tensor.raw(), job.inputs[i], row_bytes * static_cast<size_t>(rows));
-    inputs.push_back(std::move(tensor));
+    inputs.emplace_back(value.dtype, value.dims);
+  }
+  const auto row_bytes = [&](size_t i) { return inputs[i].bytes() / batch; };
+  GatherInputRows(
+      job, inputs.size(), [&](size_t i) { return static_cast<std::byte*>(inputs[i].raw()); },
+      row_bytes);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    auto* base = static_cast<std::byte*>(inputs[i].raw());
+    for (size_t row = static_cast<size_t>(job.rows); row < batch; ++row) {
+      std::memcpy(base + row * row_bytes(i), base, row_bytes(i));
+    }
   }
   timing->input_ns = NanosSince(start);
 
@@ -76,11 +83,10 @@ absl::Status HostRunner::Run(int /*slot*/, const ChunkJob& job, ChunkTiming* tim
   timing->infer_ns = NanosSince(start);
 
   start = Clock::now();
-  for (size_t o = 0; o < outputs.size(); ++o) {
-    if (job.outputs[o] == nullptr) continue;
-    const size_t row_bytes = outputs[o].bytes() / static_cast<size_t>(job.chunk.batch_size);
-    std::memcpy(job.outputs[o], outputs[o].raw(), row_bytes * static_cast<size_t>(rows));
-  }
+  ScatterOutputRows(
+      job, outputs.size(),
+      [&](size_t o) { return static_cast<const std::byte*>(outputs[o].raw()); },
+      [&](size_t o) { return outputs[o].bytes() / batch; });
   timing->output_ns = NanosSince(start);
   return absl::OkStatus();
 }

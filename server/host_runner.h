@@ -2,8 +2,8 @@
 // Runs chunks on the host reference executor: how GraphServe serves on a
 // machine without a GPU (`--device cpu`), and how the end-to-end tests run in
 // CI. The plan is the GPU's: each chunk runs the model bound at its captured
-// size with the padding rows zeroed, so padding and splitting are exercised
-// exactly as on the GPU, only slower.
+// size with the padding rows copied from row 0, so padding, splitting and
+// merging are exercised exactly as on the GPU, only slower.
 
 #include <cstdint>
 #include <map>

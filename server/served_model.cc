@@ -246,8 +246,10 @@ absl::StatusOr<Execution> LoadOnGpu(const Model& model, const BoundGraph& any_si
     CUDA_RETURN_IF_ERROR(cudaSetDevice(first_device));
     ASSIGN_OR_RETURN(const std::vector<CaptureCostEntry> measured,
                      MeasureLaunchCosts(first, any_size, cost_options));
-    SetCosts(measured, config);
-    execution.costs_us = CostsFromConfig(*config, sizes, graphs);
+    SetCosts(measured, config);  // what ModelConfig reports
+    for (const CaptureCostEntry& entry : measured) {
+      execution.costs_us.push_back(graphs ? entry.graph_us : entry.eager_us);
+    }
     execution.summary.costs = "measured at load";
   }
   std::set<int> counted;  // weights once per GPU
@@ -266,6 +268,53 @@ absl::StatusOr<Execution> LoadOnGpu(const Model& model, const BoundGraph& any_si
   return execution;
 }
 
+RowLayout RowLayoutOf(const ModelInterface& interface) {
+  RowLayout layout;
+  for (const TensorSpec& input : interface.inputs) {
+    layout.input_bytes_per_row.push_back(input.bytes_per_row());
+  }
+  for (const TensorSpec& output : interface.outputs) {
+    layout.output_bytes_per_row.push_back(output.bytes_per_row());
+  }
+  return layout;
+}
+
+// A request parameter Triton reads as an unsigned integer: int64_param or
+// uint64_param, not negative. nullopt when absent.
+absl::StatusOr<std::optional<uint64_t>> UnsignedParameter(
+    const inference::ModelInferRequest& request, const std::string& name) {
+  const auto found = request.parameters().find(name);
+  if (found == request.parameters().end()) return std::nullopt;
+  const inference::InferParameter& parameter = found->second;
+  switch (parameter.parameter_choice_case()) {
+    case inference::InferParameter::kUint64Param:
+      return parameter.uint64_param();
+    case inference::InferParameter::kInt64Param:
+      if (parameter.int64_param() >= 0) return static_cast<uint64_t>(parameter.int64_param());
+      break;
+    default:
+      break;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "request parameter '", name, "' must be a non-negative int64_param or uint64_param"));
+}
+
+// Triton's per-request queue parameters: "priority" (a level, 0 for the
+// model's default) and "timeout" (microseconds; honoured when the level's
+// queue policy allows overrides).
+absl::StatusOr<QueueRequestOptions> QueueOptionsFromRequest(
+    const inference::ModelInferRequest& request) {
+  QueueRequestOptions options;
+  ASSIGN_OR_RETURN(const std::optional<uint64_t> priority,
+                   UnsignedParameter(request, "priority"));
+  ASSIGN_OR_RETURN(const std::optional<uint64_t> timeout, UnsignedParameter(request, "timeout"));
+  options.priority = priority.value_or(0);
+  if (timeout.has_value()) {
+    options.timeout = std::chrono::microseconds(std::min<uint64_t>(*timeout, uint64_t{1} << 62));
+  }
+  return options;
+}
+
 absl::StatusOr<Execution> LoadOnHost(const Model& model, const std::vector<int64_t>& sizes,
                                      int num_streams) {
   HostRunnerOptions host_options;
@@ -282,16 +331,18 @@ absl::StatusOr<Execution> LoadOnHost(const Model& model, const std::vector<int64
 
 }  // namespace
 
-// One request in flight: what its chunks share until the last one ends it.
+// One request in flight: what its row segments share until the last one
+// ends it.
 struct ServedModel::RequestState {
   ValidatedRequest validated;
   std::function<void(const absl::Status&)> done;
   Clock::time_point start;
-  std::atomic<size_t> remaining{0};
+  uint64_t sequence = 0;  // acceptance order, for preserve_ordering
+  std::atomic<int64_t> rows_left{0};
   std::mutex mu;
   absl::Status status ABSL_GUARDED_BY(mu);
-  uint64_t queue_ns ABSL_GUARDED_BY(mu) = 0;  // the longest chunk wait
-  ChunkTiming compute ABSL_GUARDED_BY(mu);    // summed over chunks
+  uint64_t queue_ns ABSL_GUARDED_BY(mu) = 0;  // the longest segment wait
+  ChunkTiming compute ABSL_GUARDED_BY(mu);    // summed over its chunks
 };
 
 absl::StatusOr<std::unique_ptr<ServedModel>> ServedModel::Load(const RepositoryModel& entry,
@@ -336,99 +387,94 @@ absl::StatusOr<std::unique_ptr<ServedModel>> ServedModel::Load(const RepositoryM
   summary.executor = execution->runner->description();
   summary.batch_sizes = sizes;
   summary.num_streams = execution->runner->num_slots();
+  auto counters = std::make_unique<ModelCounters>(sizes, declared.max_batch_size);
   StreamPoolOptions pool_options;
-  pool_options.max_queued_chunks = options.max_queued_chunks;
+  // The back-pressure bound, in chunks of the largest size.
+  pool_options.queue.max_queued_rows =
+      static_cast<int64_t>(options.max_queued_chunks) * sizes.back();
+  pool_options.on_chunk = [counters = counters.get()](const FormedChunk& chunk,
+                                                      const absl::Status& /*status*/,
+                                                      const ChunkTiming& timing) {
+    counters->RecordChunk(chunk.batch_size, chunk.rows, timing);
+  };
   ASSIGN_OR_RETURN(std::unique_ptr<StreamPool> pool,
-                   StreamPool::Create(std::move(execution->runner), pool_options));
+                   StreamPool::Create(std::move(execution->runner), std::move(planner),
+                                      RowLayoutOf(declared), std::move(pool_options)));
   summary.load_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   return std::unique_ptr<ServedModel>(new ServedModel(std::move(declared), version.version,
-                                                      std::move(config), std::move(planner),
+                                                      std::move(config), std::move(counters),
                                                       std::move(pool), std::move(summary)));
 }
 
 ServedModel::ServedModel(ModelInterface interface, int64_t version, inference::ModelConfig config,
-                         BatchPlanner planner, std::unique_ptr<StreamPool> pool,
-                         ModelLoadSummary summary)
+                         std::unique_ptr<ModelCounters> counters,
+                         std::unique_ptr<StreamPool> pool, ModelLoadSummary summary)
     : interface_(std::move(interface)),
       version_(version),
       version_text_(absl::StrCat(version)),
       config_(std::move(config)),
-      planner_(std::move(planner)),
+      preserve_ordering_(false),
       summary_(std::move(summary)),
-      pool_(std::move(pool)),
-      counters_(summary_.batch_sizes, interface_.max_batch_size) {}
+      counters_(std::move(counters)),
+      pool_(std::move(pool)) {}
 
 void ServedModel::Infer(const inference::ModelInferRequest* request,
                         inference::ModelInferResponse* response,
                         std::function<void(const absl::Status&)> done) {
   const Clock::time_point start = Clock::now();
   absl::StatusOr<ValidatedRequest> validated = ValidateInferRequest(*request, interface_);
-  if (!validated.ok()) {
-    counters_.RecordFailure(Nanos(Clock::now() - start));
-    done(validated.status());
+  absl::StatusOr<QueueRequestOptions> queue_options =
+      validated.ok() ? QueueOptionsFromRequest(*request) : validated.status();
+  if (!queue_options.ok()) {
+    counters_->RecordFailure(Nanos(Clock::now() - start));
+    done(queue_options.status());
     return;
   }
   auto state = std::make_shared<RequestState>();
   state->validated = *std::move(validated);
-  counters_.RequestAccepted();
+  state->start = start;
+  state->rows_left.store(state->validated.rows, std::memory_order_relaxed);
+  counters_->RequestAccepted();
   state->done = [this, done = std::move(done)](const absl::Status& status) {
-    counters_.RequestAnswered();
+    counters_->RequestAnswered();
     done(status);
   };
-  state->start = start;
   const std::vector<std::byte*> outputs = PrepareInferResponse(
       *request, interface_, version_text_, state->validated, response);
 
-  const std::vector<PlannedChunk> chunks = planner_.Plan(state->validated.rows);
-  state->remaining.store(chunks.size(), std::memory_order_relaxed);
-  std::vector<StreamPool::Task> tasks;
-  tasks.reserve(chunks.size());
-  for (const PlannedChunk& chunk : chunks) {
-    StreamPool::Task task;
-    task.job.chunk = chunk;
-    for (size_t i = 0; i < interface_.inputs.size(); ++i) {
-      task.job.inputs.push_back(state->validated.inputs[i] +
-                                chunk.first_row * interface_.inputs[i].bytes_per_row());
-    }
-    for (size_t o = 0; o < interface_.outputs.size(); ++o) {
-      task.job.outputs.push_back(
-          outputs[o] == nullptr
-              ? nullptr
-              : outputs[o] + chunk.first_row * interface_.outputs[o].bytes_per_row());
-    }
-    task.done = [this, state, chunk](const absl::Status& status,
-                                     StreamPool::Clock::duration queued,
-                                     const ChunkTiming& timing) {
-      FinishChunk(state, chunk, status, queued, timing);
-    };
-    tasks.push_back(std::move(task));
-  }
-  if (absl::Status submitted = pool_->Submit(std::move(tasks)); !submitted.ok()) {
-    counters_.RecordFailure(Nanos(Clock::now() - start));
+  auto rows = std::make_shared<QueuedRows>();
+  rows->rows = state->validated.rows;
+  rows->inputs.assign(state->validated.inputs.begin(), state->validated.inputs.end());
+  rows->outputs = outputs;
+  rows->on_segment = [this, state](int64_t segment_rows, const absl::Status& status,
+                                   StreamPool::Clock::duration queued, const ChunkTiming& timing) {
+    FinishSegment(state, segment_rows, status, queued, timing);
+  };
+  if (preserve_ordering_) state->sequence = ordering_.Accept();
+  if (absl::Status submitted = pool_->Submit(std::move(rows), *queue_options); !submitted.ok()) {
+    counters_->RecordFailure(Nanos(Clock::now() - start));
+    if (preserve_ordering_) ordering_.Finish(state->sequence, [] {});
     state->done(submitted);
   }
 }
 
-void ServedModel::FinishChunk(const std::shared_ptr<RequestState>& state,
-                              const PlannedChunk& chunk, const absl::Status& status,
-                              StreamPool::Clock::duration queued, const ChunkTiming& timing) {
-  counters_.RecordChunk(chunk.batch_size, chunk.rows, timing);
+void ServedModel::FinishSegment(const std::shared_ptr<RequestState>& state, int64_t rows,
+                                const absl::Status& status, StreamPool::Clock::duration queued,
+                                const ChunkTiming& timing) {
   {
     std::lock_guard<std::mutex> lock(state->mu);
     if (!status.ok() && state->status.ok()) {
-      state->status = absl::Status(
-          status.code(), absl::StrCat("model '", name(), "', chunk of ", chunk.rows,
-                                      " rows at batch size ", chunk.batch_size, ": ",
-                                      status.message()));
+      state->status = absl::Status(status.code(),
+                                   absl::StrCat("model '", name(), "': ", status.message()));
     }
     state->queue_ns = std::max(state->queue_ns, Nanos(queued));
     state->compute.input_ns += timing.input_ns;
     state->compute.infer_ns += timing.infer_ns;
     state->compute.output_ns += timing.output_ns;
   }
-  if (state->remaining.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  if (state->rows_left.fetch_sub(rows, std::memory_order_acq_rel) != rows) return;
 
-  // The last chunk: every other chunk's writes happened before its
+  // The last segment: every other segment's writes happened before its
   // fetch_sub, so the state is complete and no lock is contended.
   absl::Status final_status;
   uint64_t queue_ns = 0;
@@ -441,20 +487,26 @@ void ServedModel::FinishChunk(const std::shared_ptr<RequestState>& state,
   }
   const uint64_t elapsed = Nanos(Clock::now() - state->start);
   if (final_status.ok()) {
-    counters_.RecordSuccess(state->validated.rows, elapsed, queue_ns, compute);
+    counters_->RecordSuccess(state->validated.rows, elapsed, queue_ns, compute);
   } else {
     spdlog::warn("{}", final_status.ToString());
-    counters_.RecordFailure(elapsed);
+    counters_->RecordFailure(elapsed);
   }
-  state->done(final_status);
+  if (preserve_ordering_) {
+    ordering_.Finish(state->sequence, [state, final_status] { state->done(final_status); });
+  } else {
+    state->done(final_status);
+  }
 }
 
 void ServedModel::FillStatistics(inference::ModelStatistics* statistics) const {
   statistics->set_name(name());
   statistics->set_version(version_text_);
-  counters_.Fill(statistics);
+  counters_->Fill(statistics);
 }
 
-void ServedModel::Drain() { pool_->Drain(); }
+void ServedModel::Drain(std::optional<std::chrono::steady_clock::time_point> deadline) {
+  pool_->Drain(deadline);
+}
 
 }  // namespace graphserve

@@ -5,17 +5,22 @@
 //
 //   validate names, dtypes, shapes, byte counts (request_validation.h)
 //   -> size the response (outputs go out as raw_output_contents)
-//   -> plan b rows as chunks: pad up or split (batch_planner.h)
-//   -> queue every chunk on the stream pool at once (stream_pool.h)
-//   -> each chunk's worker runs it and copies its real rows into the response
-//   -> the last chunk to finish ends the RPC.
+//   -> queue its rows whole on the stream pool (stream_pool.h)
+//   -> free slots pull chunks: the request split, padded up, or merged with
+//      others (request_queue.h, Note [Row segments])
+//   -> each chunk's worker runs it and copies each segment's rows into its
+//      response
+//   -> the segment that completes the rows ends the RPC (in acceptance
+//      order with dynamic_batching's preserve_ordering).
 //
 // Loading captures and checks every graph (GPU) or binds every size (host)
 // before the model is reported ready.
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,10 +28,10 @@
 #include "absl/status/statusor.h"
 #include "proto/grpc_service.pb.h"
 #include "proto/model_config.pb.h"
-#include "server/batch_planner.h"
 #include "server/model_counters.h"
 #include "server/model_interface.h"
 #include "server/model_repository.h"
+#include "server/response_order.h"
 #include "server/stream_pool.h"
 
 namespace graphserve {
@@ -48,7 +53,8 @@ struct ServedModelOptions {
   bool graphs = true;
   // TF32 GEMMs (kCuda): faster, relative error near 3e-4. Off: exact float32.
   bool allow_tf32 = false;
-  // Chunks that may wait for a free stream slot (see StreamPoolOptions).
+  // Back-pressure: queued rows beyond this many chunks of the largest
+  // captured size are refused with RESOURCE_EXHAUSTED.
   size_t max_queued_chunks = 1024;
   // Timed launches per size when a config carries no cost table (kCuda).
   int64_t cost_iters = 30;
@@ -79,9 +85,11 @@ class ServedModel {
 
   // Runs one request. `done` is called exactly once with the status the RPC
   // ends with: inline when the request is refused (bad input, full queue),
-  // otherwise on a stream worker after the request's last chunk. `request`
-  // and `response` must stay alive until then; when the status is OK the
-  // response is complete.
+  // otherwise on a stream worker after the request's last rows ran or were
+  // refused (queue timeout, shutdown). Triton's request parameters
+  // "priority" and "timeout" (microseconds) choose its queue level and
+  // timeout. `request` and `response` must stay alive until then; when the
+  // status is OK the response is complete.
   void Infer(const inference::ModelInferRequest* request, inference::ModelInferResponse* response,
              std::function<void(const absl::Status&)> done);
 
@@ -94,31 +102,36 @@ class ServedModel {
   [[nodiscard]] const ModelLoadSummary& summary() const { return summary_; }
   void FillStatistics(inference::ModelStatistics* statistics) const;
   // Requests accepted and not yet answered (Triton's pending request count).
-  [[nodiscard]] int64_t pending_requests() const { return counters_.pending(); }
+  [[nodiscard]] int64_t pending_requests() const { return counters_->pending(); }
   // The counters FillStatistics reads, and GraphServe's own for /metrics.
-  [[nodiscard]] const ModelCounters& counters() const { return counters_; }
-  // Runs every accepted chunk, then refuses new ones (StreamPool::Drain).
-  void Drain();
+  [[nodiscard]] const ModelCounters& counters() const { return *counters_; }
+  // Refuses new requests and runs the queued ones until `deadline`; those
+  // still queued then are answered UNAVAILABLE (StreamPool::Drain).
+  void Drain(std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt);
 
   // Implementation details follow.
   struct RequestState;
 
  private:
   ServedModel(ModelInterface interface, int64_t version, inference::ModelConfig config,
-              BatchPlanner planner, std::unique_ptr<StreamPool> pool, ModelLoadSummary summary);
-  void FinishChunk(const std::shared_ptr<RequestState>& state, const PlannedChunk& chunk,
-                   const absl::Status& status, StreamPool::Clock::duration queued,
-                   const ChunkTiming& timing);
+              std::unique_ptr<ModelCounters> counters, std::unique_ptr<StreamPool> pool,
+              ModelLoadSummary summary);
+  // One segment of the request's rows ended; the last one answers it.
+  void FinishSegment(const std::shared_ptr<RequestState>& state, int64_t rows,
+                     const absl::Status& status, StreamPool::Clock::duration queued,
+                     const ChunkTiming& timing);
 
   const ModelInterface interface_;
   const int64_t version_;
   const std::string version_text_;  // what responses and statistics carry
   const inference::ModelConfig config_;
-  const BatchPlanner planner_;
+  const bool preserve_ordering_;
   const ModelLoadSummary summary_;
+  ResponseOrder ordering_;  // used with preserve_ordering_
+  // What statistics and /metrics read; the pool's workers record into it, so
+  // it is declared (and outlives) before the pool.
+  const std::unique_ptr<ModelCounters> counters_;
   const std::unique_ptr<StreamPool> pool_;
-
-  ModelCounters counters_;  // what statistics and /metrics read
 };
 
 }  // namespace graphserve

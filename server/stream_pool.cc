@@ -1,46 +1,76 @@
 #include "server/stream_pool.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/status.h"
 #include "spdlog/spdlog.h"
 
 namespace graphserve {
 
+namespace {
+
+// Triton's status and message for a request whose queue timeout passed.
+absl::Status TimeoutError() {
+  return absl::UnavailableError(
+      "Request timeout expired (dynamic_batching queue policy or the request's timeout)");
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<StreamPool>> StreamPool::Create(std::unique_ptr<ChunkRunner> runner,
-                                                               const StreamPoolOptions& options) {
+                                                               BatchPlanner planner,
+                                                               RowLayout layout,
+                                                               StreamPoolOptions options) {
   if (runner == nullptr || runner->num_slots() < 1) {
     return absl::InvalidArgumentError("a stream pool needs a runner with at least one slot");
   }
-  if (options.max_queued_chunks < 1) {
-    return absl::InvalidArgumentError("a stream pool needs max_queued_chunks >= 1");
+  if (options.queue.max_queued_rows < 1) {
+    return absl::InvalidArgumentError("a stream pool needs max_queued_rows >= 1");
   }
-  return std::unique_ptr<StreamPool>(new StreamPool(std::move(runner), options));
+  const int levels = static_cast<int>(options.queue.levels.size());
+  if (levels < 1 || options.queue.default_level < 1 || options.queue.default_level > levels) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the default priority level ", options.queue.default_level,
+                     " must be one of the ", levels, " priority levels"));
+  }
+  return std::unique_ptr<StreamPool>(
+      new StreamPool(std::move(runner), std::move(planner), std::move(layout), std::move(options)));
 }
 
-StreamPool::StreamPool(std::unique_ptr<ChunkRunner> runner, const StreamPoolOptions& options)
-    : runner_(std::move(runner)), options_(options) {
+StreamPool::StreamPool(std::unique_ptr<ChunkRunner> runner, BatchPlanner planner,
+                       RowLayout layout, StreamPoolOptions options)
+    : runner_(std::move(runner)),
+      planner_(std::move(planner)),
+      layout_(std::move(layout)),
+      options_(std::move(options)),
+      queue_(&planner_, options_.queue) {
   for (int slot = 0; slot < runner_->num_slots(); ++slot) {
     workers_.emplace_back([this, slot] { WorkerLoop(slot); });
   }
+  const bool timeouts = std::any_of(
+      options_.queue.levels.begin(), options_.queue.levels.end(), [](const LevelPolicy& level) {
+        return level.default_timeout.count() > 0 || level.allow_timeout_override;
+      });
+  if (timeouts) timeout_thread_ = std::thread([this] { TimeoutLoop(); });
 }
+
 
 StreamPool::~StreamPool() { Drain(); }
 
-absl::Status StreamPool::Submit(std::vector<Task> tasks) {
+absl::Status StreamPool::Submit(std::shared_ptr<const QueuedRows> rows,
+                                const QueueRequestOptions& options) {
+  // One chunk's rows wake one worker; more may keep several busy.
+  const bool one_chunk = rows->rows <= planner_.batch_sizes().back();
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (draining_) return absl::UnavailableError("the server is shutting down");
-    if (queue_.size() + tasks.size() > options_.max_queued_chunks) {
-      return absl::ResourceExhaustedError(absl::StrCat(
-          "the model's queue is full (", queue_.size(), " chunks waiting, limit ",
-          options_.max_queued_chunks, "); retry later or add streams"));
-    }
-    const Clock::time_point now = Clock::now();
-    for (Task& task : tasks) queue_.push_back({std::move(task), now});
-    queued_.store(queue_.size(), std::memory_order_release);
+    RETURN_IF_ERROR(queue_.Push(std::move(rows), options, Clock::now()));
+    queued_rows_.store(queue_.queued_rows(), std::memory_order_release);
   }
-  if (tasks.size() == 1) {
+  queue_changed_.notify_one();
+  if (one_chunk) {
     work_available_.notify_one();
   } else {
     work_available_.notify_all();
@@ -48,14 +78,116 @@ absl::Status StreamPool::Submit(std::vector<Task> tasks) {
   return absl::OkStatus();
 }
 
-void StreamPool::Drain() {
+void StreamPool::Drain(std::optional<Clock::time_point> deadline) {
   {
     std::lock_guard<std::mutex> lock(mu_);
+    if (!draining_ || (deadline.has_value() && (!drain_deadline_.has_value() ||
+                                                *deadline < *drain_deadline_))) {
+      drain_deadline_ = deadline;
+    }
     draining_ = true;
   }
   work_available_.notify_all();
   for (std::thread& worker : workers_) {
     if (worker.joinable()) worker.join();
+  }
+  queue_changed_.notify_all();
+  if (timeout_thread_.joinable()) timeout_thread_.join();
+}
+
+void StreamPool::TimeoutLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  // The workers are joined before this thread is told to stop, so once
+  // draining_ is set and they are gone the queue is empty.
+  while (!(draining_ && queue_.empty())) {
+    std::vector<RefusedRows> expired = queue_.RemoveExpired(Clock::now());
+    queued_rows_.store(queue_.queued_rows(), std::memory_order_release);
+    if (!expired.empty()) {
+      lock.unlock();
+      Refuse(expired, TimeoutError());
+      lock.lock();
+      continue;
+    }
+    if (const std::optional<Clock::time_point> deadline = queue_.next_deadline()) {
+      queue_changed_.wait_until(lock, *deadline);
+    } else {
+      queue_changed_.wait(lock);
+    }
+  }
+}
+
+void StreamPool::Refuse(const std::vector<RefusedRows>& refused, const absl::Status& status) {
+  const Clock::time_point now = Clock::now();
+  for (const RefusedRows& rows : refused) {
+    rows.request->on_segment(rows.rows, status, now - rows.enqueued, ChunkTiming{});
+  }
+}
+
+std::optional<FormedChunk> StreamPool::NextChunk() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    const Clock::time_point now = Clock::now();
+    std::vector<RefusedRows> expired = queue_.RemoveExpired(now);
+    const bool abandon = draining_ && drain_deadline_.has_value() && now >= *drain_deadline_;
+    std::vector<RefusedRows> abandoned;
+    if (abandon) abandoned = queue_.RemoveAll();
+    std::optional<Clock::time_point> wake_at;
+    std::optional<FormedChunk> chunk = queue_.Pop(now, &wake_at);
+    // A draining pool launches a batch at once rather than wait to fill it.
+    if (!chunk.has_value() && draining_ && !queue_.empty()) {
+      chunk = queue_.Pop(Clock::time_point::max(), nullptr);
+    }
+    queued_rows_.store(queue_.queued_rows(), std::memory_order_release);
+    if (!expired.empty() || !abandoned.empty()) {
+      lock.unlock();
+      Refuse(expired, TimeoutError());
+      Refuse(abandoned, absl::UnavailableError(
+                            "the server is shutting down and its exit timeout passed before "
+                            "this request ran"));
+      lock.lock();
+      if (!chunk.has_value()) continue;
+    }
+    if (chunk.has_value()) return chunk;
+    if (draining_ && queue_.empty()) return std::nullopt;
+
+    std::optional<Clock::time_point> until = wake_at;
+    const auto earlier = [&](std::optional<Clock::time_point> t) {
+      if (t.has_value() && (!until.has_value() || *t < *until)) until = t;
+    };
+    earlier(queue_.next_deadline());
+    if (draining_) earlier(drain_deadline_);
+    if (until.has_value()) {
+      work_available_.wait_until(lock, *until);
+    } else {
+      work_available_.wait(lock);
+    }
+  }
+}
+
+void StreamPool::RunChunk(int slot, const absl::Status& prepared, const FormedChunk& chunk) {
+  const Clock::time_point start = Clock::now();
+  ChunkJob job{.batch_size = chunk.batch_size, .rows = chunk.rows};
+  job.segments.reserve(chunk.segments.size());
+  for (const RowSegment& segment : chunk.segments) {
+    SegmentRows& rows = job.segments.emplace_back();
+    rows.rows = segment.rows;
+    const auto first = static_cast<size_t>(segment.first_row);
+    for (size_t i = 0; i < segment.request->inputs.size(); ++i) {
+      rows.inputs.push_back(segment.request->inputs[i] + first * layout_.input_bytes_per_row[i]);
+    }
+    for (size_t o = 0; o < segment.request->outputs.size(); ++o) {
+      std::byte* to = segment.request->outputs[o];
+      rows.outputs.push_back(to == nullptr ? nullptr
+                                           : to + first * layout_.output_bytes_per_row[o]);
+    }
+  }
+  ChunkTiming timing;
+  // A slot whose thread could not be prepared fails its chunks rather than
+  // running them on the wrong device.
+  const absl::Status status = prepared.ok() ? runner_->Run(slot, job, &timing) : prepared;
+  if (options_.on_chunk) options_.on_chunk(chunk, status, timing);
+  for (const RowSegment& segment : chunk.segments) {
+    segment.request->on_segment(segment.rows, status, start - segment.enqueued, timing);
   }
 }
 
@@ -63,27 +195,12 @@ void StreamPool::WorkerLoop(int slot) {
   const absl::Status prepared = runner_->PrepareWorkerThread(slot);
   if (!prepared.ok()) spdlog::error("stream slot {}: {}", slot, prepared.ToString());
   while (true) {
-    Queued queued;
     const Clock::time_point spin_end = Clock::now() + options_.idle_spin;
-    while (queued_.load(std::memory_order_acquire) == 0 && Clock::now() < spin_end) {
+    while (queued_rows_.load(std::memory_order_acquire) == 0 && Clock::now() < spin_end) {
     }
-    {
-      std::unique_lock<std::mutex> lock(mu_);
-      work_available_.wait(lock, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return draining_ || !queue_.empty();
-      });
-      if (queue_.empty()) return;  // draining, and every accepted chunk has run
-      queued = std::move(queue_.front());
-      queue_.pop_front();
-      queued_.store(queue_.size(), std::memory_order_release);
-    }
-    const Clock::duration waited = Clock::now() - queued.enqueued;
-    ChunkTiming timing;
-    // A slot whose thread could not be prepared fails its chunks rather than
-    // running them on the wrong device.
-    const absl::Status status =
-        prepared.ok() ? runner_->Run(slot, queued.task.job, &timing) : prepared;
-    queued.task.done(status, waited, timing);
+    std::optional<FormedChunk> chunk = NextChunk();
+    if (!chunk.has_value()) return;  // draining, and every accepted row is answered
+    RunChunk(slot, prepared, *chunk);
   }
 }
 

@@ -1,95 +1,113 @@
 #pragma once
 // The stream pool: M slots (a GraphSet's streams, or host worker threads),
-// one worker thread per slot, fed from one bounded queue of chunks. A chunk
-// takes the next free slot; when all are busy it waits in the queue; when
-// the queue is full the request is refused as a whole (RESOURCE_EXHAUSTED),
-// so a request is never half accepted. Consecutive chunks of one request go
-// to different idle workers, so they run in parallel on different streams.
+// one worker thread per slot, all pulling from one queue of request rows
+// (server/request_queue.h). A free slot takes the next chunk the queue forms:
+// the next piece of a split request, or rows of several requests merged
+// (dynamic batching). A request is queued whole or refused whole.
 //
 // Threads: Submit is called from gRPC threads and never blocks on the GPU;
-// each worker runs its slot's chunks one at a time and calls the chunk's
-// `done` on its own thread, where the response is finished.
+// each worker runs its slot's chunks one at a time and reports each segment
+// to its request on its own thread, where the response is finished.
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
-#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "server/batch_planner.h"
 #include "server/chunk_runner.h"
+#include "server/request_queue.h"
 
 namespace graphserve {
 
+// Bytes per row of each model input and output, in interface order: how a
+// segment's first row is found inside its request.
+struct RowLayout {
+  std::vector<size_t> input_bytes_per_row;
+  std::vector<size_t> output_bytes_per_row;
+};
+
 struct StreamPoolOptions {
-  // Chunks that may wait for a slot. Beyond this a Submit is refused with
-  // ResourceExhausted: back-pressure instead of unbounded latency.
-  size_t max_queued_chunks = 1024;
+  QueuePolicy queue;
   // How long an idle worker polls the queue before it sleeps. Waking a
   // sleeping thread costs tens of microseconds on an idle core, as much as
   // a whole small-batch replay; a worker that polls briefly after each
   // chunk picks up the next one at once under load. 0: sleep at once.
   std::chrono::microseconds idle_spin{50};
+  // Called once per chunk run (or failed), on its worker, before its
+  // segments report: executions for the statistics.
+  std::function<void(const FormedChunk&, const absl::Status&, const ChunkTiming&)> on_chunk;
 };
 
 class StreamPool {
  public:
-  using Clock = std::chrono::steady_clock;
-  // Called exactly once per task, on a worker thread, with the chunk's
-  // outcome, its time in the queue and where its run's time went.
-  using DoneCallback =
-      std::function<void(const absl::Status&, Clock::duration queued, const ChunkTiming&)>;
-  struct Task {
-    ChunkJob job;
-    DoneCallback done;
-  };
+  using Clock = QueueClock;
 
   // Starts one worker per runner slot; each calls PrepareWorkerThread before
-  // its first chunk. Takes ownership of the runner.
+  // its first chunk. Takes ownership of the runner; chunks are planned by
+  // `planner`.
   static absl::StatusOr<std::unique_ptr<StreamPool>> Create(std::unique_ptr<ChunkRunner> runner,
-                                                            const StreamPoolOptions& options);
+                                                            BatchPlanner planner, RowLayout layout,
+                                                            StreamPoolOptions options);
 
-  // Queues all of `tasks` or none: ResourceExhausted (naming the limit) when
-  // the queue lacks room for them all, Unavailable once Drain has begun.
-  // When it fails no `done` is called.
-  absl::Status Submit(std::vector<Task> tasks);
+  // Queues all of `rows` or none (RequestQueue::Push's errors; Unavailable
+  // once Drain has begun). When it fails `on_segment` is never called.
+  absl::Status Submit(std::shared_ptr<const QueuedRows> rows, const QueueRequestOptions& options);
 
-  // Stops accepting, runs every chunk already accepted, joins the workers.
-  // Idempotent; the destructor calls it.
-  void Drain();
+  // Stops accepting and runs the queued rows until `deadline`; rows still
+  // queued then are answered Unavailable. Returns once the workers have
+  // finished their last chunks. Idempotent; the destructor drains with no
+  // deadline.
+  void Drain(std::optional<Clock::time_point> deadline = std::nullopt);
   ~StreamPool();
 
   [[nodiscard]] const ChunkRunner& runner() const { return *runner_; }
+  [[nodiscard]] const BatchPlanner& planner() const { return planner_; }
   [[nodiscard]] int num_slots() const { return runner_->num_slots(); }
 
   // Implementation details follow.
  private:
-  struct Queued {
-    Task task;
-    Clock::time_point enqueued;
-  };
-  StreamPool(std::unique_ptr<ChunkRunner> runner, const StreamPoolOptions& options);
+  StreamPool(std::unique_ptr<ChunkRunner> runner, BatchPlanner planner, RowLayout layout,
+             StreamPoolOptions options);
   void WorkerLoop(int slot);
+  // Answers timed-out requests at their deadline even while every slot is
+  // busy; runs only when some level has timeouts.
+  void TimeoutLoop();
+  // The next chunk for a free slot, answering timed-out and (past the drain
+  // deadline) abandoned rows on the way; nullopt when the worker should exit.
+  std::optional<FormedChunk> NextChunk();
+  void RunChunk(int slot, const absl::Status& prepared, const FormedChunk& chunk);
+  // Reports refused rows to their requests (outside the lock).
+  static void Refuse(const std::vector<RefusedRows>& refused, const absl::Status& status);
 
   const std::unique_ptr<ChunkRunner> runner_;
+  const BatchPlanner planner_;
+  const RowLayout layout_;
   const StreamPoolOptions options_;
   std::mutex mu_;
   std::condition_variable work_available_;
-  std::deque<Queued> queue_ ABSL_GUARDED_BY(mu_);
-  // queue_.size(), readable without the lock: what idle workers poll.
-  std::atomic<size_t> queued_{0};
+  // Wakes the timeout thread: a request was queued, or the pool drains.
+  std::condition_variable queue_changed_;
+  RequestQueue queue_ ABSL_GUARDED_BY(mu_);
+  // Rows queued, readable without the lock: what idle workers poll.
+  std::atomic<int64_t> queued_rows_{0};
   bool draining_ ABSL_GUARDED_BY(mu_) = false;
+  std::optional<Clock::time_point> drain_deadline_ ABSL_GUARDED_BY(mu_);
   // Teardown order: Drain sets draining_ under mu_, wakes every worker, and
   // joins them; a worker exits only once draining_ is set and the queue is
-  // empty, so accepted chunks always run. The runner outlives the workers.
+  // empty, so accepted rows are always answered. The runner outlives the
+  // workers.
   std::vector<std::thread> workers_;
+  std::thread timeout_thread_;
 };
 
 }  // namespace graphserve

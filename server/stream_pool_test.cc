@@ -2,22 +2,25 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <mutex>
 #include <set>
 #include <thread>
 #include <vector>
 
-#include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
 
 namespace graphserve {
 namespace {
 
-// A runner whose chunks take `delay` and record which slot ran them and how
-// many ran at once.
+using std::chrono::milliseconds;
+
+// A runner whose chunks take `delay`, compute out = 2 * in on one float per
+// row, and record which slot ran them, how many ran at once and the chunks'
+// sizes.
 class RecordingRunner : public ChunkRunner {
  public:
-  RecordingRunner(int slots, std::chrono::milliseconds delay) : slots_(slots), delay_(delay) {}
+  RecordingRunner(int slots, milliseconds delay) : slots_(slots), delay_(delay) {}
   int num_slots() const override { return slots_; }
   absl::Status PrepareWorkerThread(int) override { return absl::OkStatus(); }
   absl::Status Run(int slot, const ChunkJob& job, ChunkTiming* timing) override {
@@ -26,98 +29,195 @@ class RecordingRunner : public ChunkRunner {
     while (now > seen && !max_running_.compare_exchange_weak(seen, now)) {
     }
     std::this_thread::sleep_for(delay_);
+    std::vector<float> batch(static_cast<size_t>(job.batch_size));
+    GatherInputRows(
+        job, 1, [&](size_t) { return reinterpret_cast<std::byte*>(batch.data()); },
+        [](size_t) { return sizeof(float); });
+    for (float& value : batch) value *= 2;
+    ScatterOutputRows(
+        job, 1, [&](size_t) { return reinterpret_cast<const std::byte*>(batch.data()); },
+        [](size_t) { return sizeof(float); });
     {
       std::lock_guard<std::mutex> lock(mu_);
       slots_used_.insert(slot);
+      chunk_rows_.push_back(job.rows);
     }
     timing->infer_ns = 1;
     --running_;
-    if (job.chunk.rows < 0) return absl::InternalError("negative rows");
+    if (job.rows > job.batch_size) return absl::InternalError("rows beyond the batch");
+    if (fail_) return absl::InternalError("the runner failed");
     return absl::OkStatus();
   }
   std::string description() const override { return "recording"; }
 
   std::atomic<int> running_{0};
   std::atomic<int> max_running_{0};
+  std::atomic<bool> fail_{false};
   std::mutex mu_;
   std::set<int> slots_used_;
+  std::vector<int64_t> chunk_rows_;
 
  private:
   const int slots_;
-  const std::chrono::milliseconds delay_;
+  const milliseconds delay_;
 };
 
-StreamPool::Task MakeTask(int64_t rows, std::atomic<int>* ok, std::atomic<int>* failed) {
-  StreamPool::Task task;
-  task.job.chunk = {4, 0, rows};
-  task.done = [ok, failed](const absl::Status& status, StreamPool::Clock::duration,
-                           const ChunkTiming&) { ++(status.ok() ? *ok : *failed); };
-  return task;
+const RowLayout kLayout{{sizeof(float)}, {sizeof(float)}};
+
+// One request of `rows` float rows 0, 1, ...; counts its rows by status.
+struct Request {
+  explicit Request(int64_t rows) : in(static_cast<size_t>(rows)), out(in.size(), -1) {
+    for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(i);
+    auto queued = std::make_shared<QueuedRows>();
+    queued->rows = rows;
+    queued->inputs = {reinterpret_cast<const std::byte*>(in.data())};
+    queued->outputs = {reinterpret_cast<std::byte*>(out.data())};
+    queued->on_segment = [this](int64_t n, const absl::Status& status, StreamPool::Clock::duration,
+                                const ChunkTiming&) {
+      (status.ok() ? ok_rows : failed_rows) += n;
+      if (!status.ok()) last_error = status.code();
+    };
+    this->queued = queued;
+  }
+  bool Doubled() const {
+    for (size_t i = 0; i < in.size(); ++i) {
+      if (out[i] != 2 * in[i]) return false;
+    }
+    return true;
+  }
+  std::vector<float> in, out;
+  std::shared_ptr<const QueuedRows> queued;
+  std::atomic<int64_t> ok_rows{0}, failed_rows{0};
+  std::atomic<absl::StatusCode> last_error{absl::StatusCode::kOk};
+};
+
+std::unique_ptr<StreamPool> MakePool(std::unique_ptr<RecordingRunner> runner,
+                                     std::vector<int64_t> sizes, StreamPoolOptions options = {}) {
+  absl::StatusOr<BatchPlanner> planner = BatchPlanner::Create(std::move(sizes), {}, 1024);
+  EXPECT_TRUE(planner.ok());
+  absl::StatusOr<std::unique_ptr<StreamPool>> pool =
+      StreamPool::Create(std::move(runner), *std::move(planner), kLayout, std::move(options));
+  EXPECT_TRUE(pool.ok()) << pool.status();
+  return *std::move(pool);
 }
 
-TEST(StreamPool, ChunksOfOneRequestRunInParallelOnDifferentSlots) {
+TEST(StreamPool, ASplitRequestRunsInParallelOnDifferentSlots) {
   constexpr int kSlots = 3;
-  auto runner = std::make_unique<RecordingRunner>(kSlots, std::chrono::milliseconds(50));
+  auto runner = std::make_unique<RecordingRunner>(kSlots, milliseconds(50));
   RecordingRunner* recording = runner.get();
-  auto pool = StreamPool::Create(std::move(runner), {});
-  ASSERT_TRUE(pool.ok());
-  std::atomic<int> ok{0}, failed{0};
-  std::vector<StreamPool::Task> tasks;
-  for (int i = 0; i < kSlots; ++i) tasks.push_back(MakeTask(1, &ok, &failed));
-  ASSERT_TRUE((*pool)->Submit(std::move(tasks)).ok());
-  (*pool)->Drain();
-  EXPECT_EQ(ok.load(), kSlots);
+  auto pool = MakePool(std::move(runner), {4});
+  Request request(12);  // three chunks of 4
+  ASSERT_TRUE(pool->Submit(request.queued, {}).ok());
+  pool->Drain();
+  EXPECT_EQ(request.ok_rows.load(), 12);
+  EXPECT_TRUE(request.Doubled());
   EXPECT_EQ(recording->max_running_.load(), kSlots);
   EXPECT_EQ(recording->slots_used_.size(), static_cast<size_t>(kSlots));
 }
 
-TEST(StreamPool, FullQueueRefusesAWholeRequestAndCallsNoCallback) {
-  auto runner = std::make_unique<RecordingRunner>(1, std::chrono::milliseconds(100));
+TEST(StreamPool, RequestsQueuedWhileTheSlotIsBusyRunMergedWithDynamicBatching) {
+  auto runner = std::make_unique<RecordingRunner>(1, milliseconds(30));
+  RecordingRunner* recording = runner.get();
   StreamPoolOptions options;
-  options.max_queued_chunks = 3;  // room for one waiting request of three chunks
-  auto pool = StreamPool::Create(std::move(runner), options);
-  ASSERT_TRUE(pool.ok());
-  std::atomic<int> ok{0}, failed{0};
-  std::vector<StreamPool::Task> first;
-  for (int i = 0; i < 3; ++i) first.push_back(MakeTask(1, &ok, &failed));
-  ASSERT_TRUE((*pool)->Submit(std::move(first)).ok());
-  std::vector<StreamPool::Task> second;
-  for (int i = 0; i < 3; ++i) second.push_back(MakeTask(1, &ok, &failed));
-  const absl::Status refused = (*pool)->Submit(std::move(second));
-  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted);
-  (*pool)->Drain();
-  EXPECT_EQ(ok.load(), 3);  // the first request, whole; nothing of the second
-  EXPECT_EQ(failed.load(), 0);
-}
-
-TEST(StreamPool, DrainRunsEveryAcceptedChunkThenRefuses) {
-  auto runner = std::make_unique<RecordingRunner>(2, std::chrono::milliseconds(5));
-  auto pool = StreamPool::Create(std::move(runner), {});
-  ASSERT_TRUE(pool.ok());
-  std::atomic<int> ok{0}, failed{0};
-  constexpr int kChunks = 40;
-  for (int i = 0; i < kChunks; ++i) {
-    std::vector<StreamPool::Task> tasks;
-    tasks.push_back(MakeTask(1, &ok, &failed));
-    ASSERT_TRUE((*pool)->Submit(std::move(tasks)).ok());
+  options.queue.merge = true;
+  std::atomic<int> executions{0};
+  options.on_chunk = [&](const FormedChunk&, const absl::Status&, const ChunkTiming&) {
+    ++executions;
+  };
+  auto pool = MakePool(std::move(runner), {1, 2, 4, 8, 16}, std::move(options));
+  std::vector<std::unique_ptr<Request>> requests;
+  for (int64_t rows : {1, 3, 2, 5, 1}) requests.push_back(std::make_unique<Request>(rows));
+  for (const auto& request : requests) ASSERT_TRUE(pool->Submit(request->queued, {}).ok());
+  pool->Drain();
+  for (const auto& request : requests) {
+    EXPECT_EQ(request->ok_rows.load(), static_cast<int64_t>(request->in.size()));
+    EXPECT_TRUE(request->Doubled());
   }
-  (*pool)->Drain();
-  EXPECT_EQ(ok.load(), kChunks);
-  std::vector<StreamPool::Task> late;
-  late.push_back(MakeTask(1, &ok, &failed));
-  EXPECT_EQ((*pool)->Submit(std::move(late)).code(), absl::StatusCode::kUnavailable);
+  // The first request may start alone; the rest queued behind it and merged.
+  EXPECT_LE(executions.load(), 2);
+  int64_t rows = 0;
+  for (int64_t chunk_rows : recording->chunk_rows_) rows += chunk_rows;
+  EXPECT_EQ(rows, 12);
 }
 
-TEST(StreamPool, RunnerErrorsReachTheCallback) {
-  auto runner = std::make_unique<RecordingRunner>(1, std::chrono::milliseconds(0));
-  auto pool = StreamPool::Create(std::move(runner), {});
-  ASSERT_TRUE(pool.ok());
-  std::atomic<int> ok{0}, failed{0};
-  std::vector<StreamPool::Task> tasks;
-  tasks.push_back(MakeTask(-1, &ok, &failed));
-  ASSERT_TRUE((*pool)->Submit(std::move(tasks)).ok());
-  (*pool)->Drain();
-  EXPECT_EQ(failed.load(), 1);
+TEST(StreamPool, AFullQueueRefusesAWholeRequestAndReportsNothing) {
+  auto runner = std::make_unique<RecordingRunner>(1, milliseconds(100));
+  StreamPoolOptions options;
+  options.queue.max_queued_rows = 12;
+  auto pool = MakePool(std::move(runner), {4}, std::move(options));
+  Request first(12), second(12);
+  ASSERT_TRUE(pool->Submit(first.queued, {}).ok());
+  std::this_thread::sleep_for(milliseconds(20));  // the first chunk is running
+  const absl::Status refused = pool->Submit(second.queued, {});
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted);
+  pool->Drain();
+  EXPECT_EQ(first.ok_rows.load(), 12);
+  EXPECT_EQ(second.ok_rows.load() + second.failed_rows.load(), 0);
+}
+
+TEST(StreamPool, DrainRunsEveryAcceptedRequestThenRefuses) {
+  auto runner = std::make_unique<RecordingRunner>(2, milliseconds(5));
+  auto pool = MakePool(std::move(runner), {1});
+  std::vector<std::unique_ptr<Request>> requests;
+  for (int i = 0; i < 40; ++i) {
+    requests.push_back(std::make_unique<Request>(1));
+    ASSERT_TRUE(pool->Submit(requests.back()->queued, {}).ok());
+  }
+  pool->Drain();
+  for (const auto& request : requests) EXPECT_EQ(request->ok_rows.load(), 1);
+  Request late(1);
+  EXPECT_EQ(pool->Submit(late.queued, {}).code(), absl::StatusCode::kUnavailable);
+}
+
+TEST(StreamPool, ADrainDeadlineAnswersWhatIsStillQueuedUnavailable) {
+  auto runner = std::make_unique<RecordingRunner>(1, milliseconds(20));
+  auto pool = MakePool(std::move(runner), {1});
+  std::vector<std::unique_ptr<Request>> requests;
+  for (int i = 0; i < 100; ++i) {  // 2 s of work
+    requests.push_back(std::make_unique<Request>(1));
+    ASSERT_TRUE(pool->Submit(requests.back()->queued, {}).ok());
+  }
+  const auto start = StreamPool::Clock::now();
+  pool->Drain(start + milliseconds(100));
+  EXPECT_LT(StreamPool::Clock::now() - start, milliseconds(1000));
+  int ran = 0, refused = 0;
+  for (const auto& request : requests) {
+    ASSERT_EQ(request->ok_rows.load() + request->failed_rows.load(), 1);  // every one answered
+    if (request->ok_rows.load() == 1) ++ran;
+    if (request->failed_rows.load() == 1) {
+      ++refused;
+      EXPECT_EQ(request->last_error.load(), absl::StatusCode::kUnavailable);
+    }
+  }
+  EXPECT_GT(ran, 0);
+  EXPECT_GT(refused, 0);
+}
+
+TEST(StreamPool, QueueTimeoutsAnswerUnavailable) {
+  auto runner = std::make_unique<RecordingRunner>(1, milliseconds(100));
+  StreamPoolOptions options;
+  options.queue.levels[0].default_timeout = std::chrono::microseconds(20'000);
+  auto pool = MakePool(std::move(runner), {1}, std::move(options));
+  Request running(1), waiting(1);
+  ASSERT_TRUE(pool->Submit(running.queued, {}).ok());
+  std::this_thread::sleep_for(milliseconds(10));
+  ASSERT_TRUE(pool->Submit(waiting.queued, {}).ok());
+  std::this_thread::sleep_for(milliseconds(60));  // timed out while the slot is busy
+  EXPECT_EQ(waiting.failed_rows.load(), 1);
+  EXPECT_EQ(waiting.last_error.load(), absl::StatusCode::kUnavailable);
+  pool->Drain();
+  EXPECT_EQ(running.ok_rows.load(), 1);
+}
+
+TEST(StreamPool, RunnerErrorsReachEverySegment) {
+  auto runner = std::make_unique<RecordingRunner>(1, milliseconds(0));
+  runner->fail_ = true;
+  auto pool = MakePool(std::move(runner), {4});
+  Request request(6);
+  ASSERT_TRUE(pool->Submit(request.queued, {}).ok());
+  pool->Drain();
+  EXPECT_EQ(request.failed_rows.load(), 6);
+  EXPECT_EQ(request.last_error.load(), absl::StatusCode::kInternal);
 }
 
 }  // namespace

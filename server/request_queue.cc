@@ -1,0 +1,177 @@
+#include "server/request_queue.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace graphserve {
+
+RequestQueue::RequestQueue(const BatchPlanner* planner, QueuePolicy policy)
+    : planner_(planner), policy_(std::move(policy)), levels_(policy_.levels.size()) {}
+
+size_t RequestQueue::LevelFor(uint64_t priority) const {
+  // Triton serves a priority of 0, or one outside 1..levels, at the default.
+  if (priority < 1 || priority > levels_.size()) {
+    return static_cast<size_t>(policy_.default_level - 1);
+  }
+  return static_cast<size_t>(priority - 1);
+}
+
+absl::Status RequestQueue::Push(std::shared_ptr<const QueuedRows> request,
+                                const QueueRequestOptions& options, QueueClock::time_point now) {
+  const size_t level = LevelFor(options.priority);
+  const LevelPolicy& level_policy = policy_.levels[level];
+  Level& queue = levels_[level];
+  const size_t queued = queue.waiting.size() + queue.delayed.size();
+  if (level_policy.max_queue_size > 0 && queued >= level_policy.max_queue_size) {
+    return absl::UnavailableError(
+        absl::StrCat("Exceeds maximum queue size: ", queued, " requests wait at priority ",
+                     level + 1, " (dynamic_batching max_queue_size ",
+                     level_policy.max_queue_size, ")"));
+  }
+  if (queued_rows_ + request->rows > policy_.max_queued_rows) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("the model's queue is full (", queued_rows_, " rows waiting, limit ",
+                     policy_.max_queued_rows, "); retry later or add streams"));
+  }
+  std::chrono::microseconds timeout = level_policy.default_timeout;
+  if (options.timeout.has_value() && level_policy.allow_timeout_override &&
+      *options.timeout > std::chrono::microseconds(0) &&
+      (timeout.count() == 0 || *options.timeout < timeout)) {
+    timeout = *options.timeout;  // Triton: an override may shorten, never lengthen
+  }
+  Entry entry{.request = std::move(request), .enqueued = now};
+  if (timeout.count() > 0) entry.deadline = now + timeout;
+  queued_rows_ += entry.request->rows;
+  queue.waiting.push_back(std::move(entry));
+  return absl::OkStatus();
+}
+
+template <typename Visit>
+void RequestQueue::ForEachInOrder(Visit visit) {
+  for (Level& level : levels_) {
+    for (std::deque<Entry>* entries : {&level.waiting, &level.delayed}) {
+      for (Entry& entry : *entries) {
+        if (!visit(entry)) return;
+      }
+    }
+  }
+}
+
+std::vector<RowSegment> RequestQueue::TakeRows(int64_t rows) {
+  std::vector<RowSegment> segments;
+  for (Level& level : levels_) {
+    for (std::deque<Entry>* entries : {&level.waiting, &level.delayed}) {
+      while (rows > 0 && !entries->empty()) {
+        Entry& entry = entries->front();
+        const int64_t taken = std::min(rows, entry.request->rows - entry.next_row);
+        segments.push_back({entry.request, entry.next_row, taken, entry.enqueued});
+        entry.next_row += taken;
+        rows -= taken;
+        queued_rows_ -= taken;
+        if (entry.next_row == entry.request->rows) entries->pop_front();
+      }
+    }
+  }
+  return segments;
+}
+
+bool RequestQueue::ShouldWait(int64_t rows, QueueClock::time_point oldest,
+                              QueueClock::time_point now) const {
+  if (policy_.max_queue_delay.count() == 0 || now >= oldest + policy_.max_queue_delay) {
+    return false;
+  }
+  const std::vector<int64_t>& preferred = policy_.preferred_batch_sizes;
+  if (std::find(preferred.begin(), preferred.end(), rows) != preferred.end()) return false;
+  const int64_t target = preferred.empty()
+                             ? planner_->batch_sizes().back()
+                             : *std::max_element(preferred.begin(), preferred.end());
+  return rows < target;
+}
+
+std::optional<FormedChunk> RequestQueue::Pop(QueueClock::time_point now,
+                                             std::optional<QueueClock::time_point>* wake_at) {
+  if (wake_at != nullptr) wake_at->reset();
+  if (empty()) return std::nullopt;
+  int64_t rows = 0;  // what the next chunk plans for
+  QueueClock::time_point oldest = now;
+  if (policy_.merge) {
+    ForEachInOrder([&](const Entry& entry) {
+      rows += entry.request->rows - entry.next_row;
+      oldest = std::min(oldest, entry.enqueued);
+      return rows < planner_->max_rows();
+    });
+    rows = std::min(rows, planner_->max_rows());
+    if (ShouldWait(rows, oldest, now)) {
+      if (wake_at != nullptr) *wake_at = oldest + policy_.max_queue_delay;
+      return std::nullopt;
+    }
+  } else {
+    ForEachInOrder([&](const Entry& entry) {
+      rows = entry.request->rows - entry.next_row;
+      return false;  // the front request alone
+    });
+  }
+  const PlannedChunk planned = planner_->FirstChunk(rows);
+  FormedChunk chunk{.batch_size = planned.batch_size, .rows = planned.rows};
+  chunk.segments = TakeRows(planned.rows);
+  return chunk;
+}
+
+std::vector<RefusedRows> RequestQueue::RemoveExpired(QueueClock::time_point now) {
+  std::vector<RefusedRows> refused;
+  for (size_t l = 0; l < levels_.size(); ++l) {
+    Level& level = levels_[l];
+    const bool reject =
+        policy_.levels[l].timeout_action == LevelPolicy::TimeoutAction::kReject;
+    std::deque<Entry> kept;
+    for (Entry& entry : level.waiting) {
+      // Rows already running cannot be taken back: a started request runs on.
+      const bool expired =
+          entry.deadline.has_value() && *entry.deadline <= now && entry.next_row == 0;
+      if (!expired) {
+        kept.push_back(std::move(entry));
+      } else if (reject) {
+        const int64_t rows = entry.request->rows;
+        queued_rows_ -= rows;
+        refused.push_back({std::move(entry.request), rows, entry.enqueued});
+      } else {
+        entry.deadline.reset();
+        level.delayed.push_back(std::move(entry));
+      }
+    }
+    level.waiting = std::move(kept);
+  }
+  return refused;
+}
+
+std::vector<RefusedRows> RequestQueue::RemoveAll() {
+  std::vector<RefusedRows> refused;
+  for (Level& level : levels_) {
+    for (std::deque<Entry>* entries : {&level.waiting, &level.delayed}) {
+      for (Entry& entry : *entries) {
+        refused.push_back(
+            {entry.request, entry.request->rows - entry.next_row, entry.enqueued});
+      }
+      entries->clear();
+    }
+  }
+  queued_rows_ = 0;
+  return refused;
+}
+
+std::optional<QueueClock::time_point> RequestQueue::next_deadline() const {
+  std::optional<QueueClock::time_point> earliest;
+  for (const Level& level : levels_) {
+    for (const Entry& entry : level.waiting) {
+      if (entry.deadline.has_value() && entry.next_row == 0 &&
+          (!earliest.has_value() || *entry.deadline < *earliest)) {
+        earliest = entry.deadline;
+      }
+    }
+  }
+  return earliest;
+}
+
+}  // namespace graphserve

@@ -1,0 +1,182 @@
+#pragma once
+// The server's unit of work: a request's rows, queued until free stream
+// slots pull them in chunks. See Note [Row segments].
+//
+// Not thread safe: the stream pool (server/stream_pool.h) holds its lock
+// around every call.
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "server/batch_planner.h"
+#include "server/chunk_runner.h"
+
+namespace graphserve {
+
+using QueueClock = std::chrono::steady_clock;
+
+// One request's rows and where its chunks report back. Input and output
+// pointers are borrowed: the request and its response outlive every segment.
+struct QueuedRows {
+  int64_t rows = 0;
+  // Per model input (interface order): row 0; rows follow, bytes_per_row
+  // apart (ChunkJob's layout).
+  std::vector<const std::byte*> inputs;
+  // Per model output: where row 0 goes, or nullptr when not requested.
+  std::vector<std::byte*> outputs;
+  // Called once per segment of these rows, on the thread that ran or refused
+  // it: `rows` rows ended with `status` after `queued` in the queue (the
+  // segment's chunk's timing; zero for refused rows). The request is done
+  // when the segments' rows add up to `rows`.
+  std::function<void(int64_t rows, const absl::Status& status, QueueClock::duration queued,
+                     const ChunkTiming& timing)>
+      on_segment;
+};
+
+// Triton's ModelQueuePolicy for one priority level.
+struct LevelPolicy {
+  enum class TimeoutAction { kReject, kDelay };
+  TimeoutAction timeout_action = TimeoutAction::kReject;
+  std::chrono::microseconds default_timeout{0};  // 0: none
+  bool allow_timeout_override = false;           // a request may ask for less
+  size_t max_queue_size = 0;                     // requests; 0: unbounded
+};
+
+// How rows wait and merge: Triton's dynamic_batching, or its absence.
+struct QueuePolicy {
+  // Merge the rows of several queued requests into one chunk (dynamic
+  // batching). Off: a chunk holds rows of one request only.
+  bool merge = false;
+  // With merge: how long a free slot may wait for more rows when fewer are
+  // queued than the target size (the largest preferred size, else the
+  // largest captured size), counted from the oldest queued request.
+  std::chrono::microseconds max_queue_delay{0};
+  // With merge: sizes worth launching at once when exactly that many rows
+  // are queued (Triton's preferred_batch_size).
+  std::vector<int64_t> preferred_batch_sizes;
+  // Priority levels 1 (first served) to levels.size(); at least one.
+  std::vector<LevelPolicy> levels = {LevelPolicy{}};
+  int default_level = 1;
+  // Back-pressure over all levels: queued rows beyond this are refused
+  // (ResourceExhausted), so latency never grows without bound.
+  int64_t max_queued_rows = 1 << 20;
+};
+
+// Rows [first_row, first_row + rows) of one queued request.
+struct RowSegment {
+  std::shared_ptr<const QueuedRows> request;
+  int64_t first_row = 0;
+  int64_t rows = 0;
+  QueueClock::time_point enqueued;
+};
+
+// What a free slot runs: its segments' rows, in order, padded up to
+// batch_size (a captured size).
+struct FormedChunk {
+  int64_t batch_size = 0;
+  int64_t rows = 0;
+  std::vector<RowSegment> segments;
+};
+
+// What a request asks of the queue (Triton's request parameters).
+struct QueueRequestOptions {
+  uint64_t priority = 0;                             // 0: the default level
+  std::optional<std::chrono::microseconds> timeout;  // used only if allowed
+};
+
+// Rows taken out without running: a REJECT timeout, or shutdown.
+struct RefusedRows {
+  std::shared_ptr<const QueuedRows> request;
+  int64_t rows = 0;
+  QueueClock::time_point enqueued;
+};
+
+class RequestQueue {
+ public:
+  // `planner` must outlive the queue; `policy` as above (levels non-empty,
+  // default_level among them).
+  RequestQueue(const BatchPlanner* planner, QueuePolicy policy);
+
+  // Queues all of `request`'s rows, or none: Unavailable when its level
+  // holds max_queue_size requests (Triton's answer), ResourceExhausted past
+  // max_queued_rows.
+  absl::Status Push(std::shared_ptr<const QueuedRows> request, const QueueRequestOptions& options,
+                    QueueClock::time_point now);
+
+  // The next chunk for a free slot, or nullopt when nothing is queued or the
+  // batch should wait for more rows; then *wake_at, if set, says when the
+  // wait ends. Call RemoveExpired first.
+  std::optional<FormedChunk> Pop(QueueClock::time_point now,
+                                 std::optional<QueueClock::time_point>* wake_at);
+
+  // Requests whose timeout passed before any of their rows ran: REJECT ones
+  // are removed and returned; DELAY ones move behind their level's requests
+  // that have not timed out.
+  std::vector<RefusedRows> RemoveExpired(QueueClock::time_point now);
+  // Everything still queued (shutdown).
+  std::vector<RefusedRows> RemoveAll();
+
+  // The earliest timeout among queued requests, for the pool's sleep.
+  [[nodiscard]] std::optional<QueueClock::time_point> next_deadline() const;
+  [[nodiscard]] bool empty() const { return queued_rows_ == 0; }
+  [[nodiscard]] int64_t queued_rows() const { return queued_rows_; }
+
+  // Implementation details follow.
+ private:
+  struct Entry {
+    std::shared_ptr<const QueuedRows> request;
+    int64_t next_row = 0;  // rows before it are in chunks already
+    QueueClock::time_point enqueued;
+    std::optional<QueueClock::time_point> deadline;
+  };
+  // Per level: requests that have not timed out, then delayed ones.
+  struct Level {
+    std::deque<Entry> waiting;
+    std::deque<Entry> delayed;
+  };
+
+  // Level index (0-based) for a request's priority.
+  [[nodiscard]] size_t LevelFor(uint64_t priority) const;
+  // Visits queued entries in service order until `visit` returns false.
+  template <typename Visit>
+  void ForEachInOrder(Visit visit);
+  // Takes `rows` rows from the front, in service order, as segments.
+  std::vector<RowSegment> TakeRows(int64_t rows);
+  // Whether a merged batch of `rows` rows should wait (max_queue_delay).
+  [[nodiscard]] bool ShouldWait(int64_t rows, QueueClock::time_point oldest,
+                                QueueClock::time_point now) const;
+
+  const BatchPlanner* planner_;
+  const QueuePolicy policy_;
+  std::vector<Level> levels_;
+  int64_t queued_rows_ = 0;
+};
+
+// Note [Row segments]
+// ~~~~~~~~~~~~~~~~~~~
+// A request of r rows is queued whole; free stream slots pull chunks from
+// the queue's front. A chunk is one or more row segments: rows of one request
+// or of several, each segment reporting to its own request. Splitting a large
+// request and merging small ones are the same operation on this queue:
+//  * without merging, a slot takes the next chunk of the front request's
+//    cheapest plan for its remaining rows (BatchPlanner::FirstChunk), so a
+//    request of 40 rows becomes the chunks the planner chose, run on as many
+//    slots as are free;
+//  * with merging (Triton's dynamic_batching), a slot takes the first chunk
+//    of the cheapest plan for ALL queued rows, in service order: requests of
+//    3 and 5 rows queued while every slot was busy run as one chunk of 8.
+//    A request's rows may then straddle two chunks; it ends when its last
+//    segment ends.
+// Deciding when a slot frees, not when a request arrives, is what lets rows
+// that queued up during a busy period run as one launch, and it makes a
+// split request's chunks start as soon as slots free instead of waiting
+// behind later requests' chunks.
+
+}  // namespace graphserve

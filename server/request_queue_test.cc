@@ -1,0 +1,253 @@
+#include "server/request_queue.h"
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace graphserve {
+namespace {
+
+using std::chrono::microseconds;
+
+BatchPlanner Planner(std::vector<int64_t> sizes, int64_t max_rows = 64) {
+  absl::StatusOr<BatchPlanner> planner = BatchPlanner::Create(std::move(sizes), {}, max_rows);
+  EXPECT_TRUE(planner.ok()) << planner.status();
+  return *std::move(planner);
+}
+
+std::shared_ptr<const QueuedRows> Rows(int64_t rows) {
+  auto request = std::make_shared<QueuedRows>();
+  request->rows = rows;
+  return request;
+}
+
+// (request, first_row, rows) of each segment, for comparisons.
+struct Seg {
+  const QueuedRows* request;
+  int64_t first_row;
+  int64_t rows;
+  friend bool operator==(const Seg&, const Seg&) = default;
+};
+std::vector<Seg> Segments(const FormedChunk& chunk) {
+  std::vector<Seg> segments;
+  for (const RowSegment& s : chunk.segments) {
+    segments.push_back({s.request.get(), s.first_row, s.rows});
+  }
+  return segments;
+}
+
+const QueueClock::time_point kT0 = QueueClock::now();
+
+TEST(RequestQueue, WithoutMergingALargeRequestIsSplitAsThePlannerPlansIt) {
+  const BatchPlanner planner = Planner({1, 4, 16});
+  RequestQueue queue(&planner, {});
+  const auto request = Rows(40);
+  ASSERT_TRUE(queue.Push(request, {}, kT0).ok());
+  std::vector<FormedChunk> chunks;
+  while (std::optional<FormedChunk> chunk = queue.Pop(kT0, nullptr)) chunks.push_back(*chunk);
+  ASSERT_EQ(chunks.size(), 3u);
+  const std::vector<PlannedChunk> plan = planner.Plan(40);
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    EXPECT_EQ(chunks[i].batch_size, plan[i].batch_size);
+    EXPECT_EQ(chunks[i].rows, plan[i].rows);
+    EXPECT_EQ(Segments(chunks[i]),
+              (std::vector<Seg>{{request.get(), plan[i].first_row, plan[i].rows}}));
+  }
+  EXPECT_TRUE(queue.empty());
+}
+
+TEST(RequestQueue, WithoutMergingEveryChunkHoldsOneRequest) {
+  const BatchPlanner planner = Planner({1, 4, 16});
+  RequestQueue queue(&planner, {});
+  const auto a = Rows(3), b = Rows(5);
+  ASSERT_TRUE(queue.Push(a, {}, kT0).ok());
+  ASSERT_TRUE(queue.Push(b, {}, kT0).ok());
+  const std::optional<FormedChunk> first = queue.Pop(kT0, nullptr);
+  const std::optional<FormedChunk> second = queue.Pop(kT0, nullptr);
+  ASSERT_TRUE(first && second);
+  EXPECT_EQ(first->batch_size, 4);
+  EXPECT_EQ(Segments(*first), (std::vector<Seg>{{a.get(), 0, 3}}));
+  EXPECT_EQ(second->batch_size, 16);
+  EXPECT_EQ(Segments(*second), (std::vector<Seg>{{b.get(), 0, 5}}));
+}
+
+TEST(RequestQueue, MergingRunsQueuedRequestsAsOneChunk) {
+  const BatchPlanner planner = Planner({1, 4, 8});
+  RequestQueue queue(&planner, {.merge = true});
+  const auto a = Rows(3), b = Rows(5);
+  ASSERT_TRUE(queue.Push(a, {}, kT0).ok());
+  ASSERT_TRUE(queue.Push(b, {}, kT0).ok());
+  const std::optional<FormedChunk> chunk = queue.Pop(kT0, nullptr);
+  ASSERT_TRUE(chunk);
+  EXPECT_EQ(chunk->batch_size, 8);
+  EXPECT_EQ(chunk->rows, 8);
+  EXPECT_EQ(Segments(*chunk), (std::vector<Seg>{{a.get(), 0, 3}, {b.get(), 0, 5}}));
+  EXPECT_TRUE(queue.empty());
+}
+
+TEST(RequestQueue, AMergedRequestMayStraddleTwoChunks) {
+  const BatchPlanner planner = Planner({4});
+  RequestQueue queue(&planner, {.merge = true});
+  const auto a = Rows(3), b = Rows(3);
+  ASSERT_TRUE(queue.Push(a, {}, kT0).ok());
+  ASSERT_TRUE(queue.Push(b, {}, kT0).ok());
+  const std::optional<FormedChunk> first = queue.Pop(kT0, nullptr);
+  const std::optional<FormedChunk> second = queue.Pop(kT0, nullptr);
+  ASSERT_TRUE(first && second);
+  EXPECT_EQ(Segments(*first), (std::vector<Seg>{{a.get(), 0, 3}, {b.get(), 0, 1}}));
+  EXPECT_EQ(second->rows, 2);
+  EXPECT_EQ(Segments(*second), (std::vector<Seg>{{b.get(), 1, 2}}));
+}
+
+TEST(RequestQueue, MergingFollowsTheCostTable) {
+  // Size 8 costs as much as two launches of 4: 6 rows run as 4 + 2 rows
+  // padded to 4 only if that is cheaper; here 8 (10 us) beats 4 + 4 (12 us).
+  absl::StatusOr<BatchPlanner> planner = BatchPlanner::Create({4, 8}, {6, 10}, 64);
+  ASSERT_TRUE(planner.ok());
+  RequestQueue queue(&*planner, {.merge = true});
+  ASSERT_TRUE(queue.Push(Rows(2), {}, kT0).ok());
+  ASSERT_TRUE(queue.Push(Rows(4), {}, kT0).ok());
+  const std::optional<FormedChunk> chunk = queue.Pop(kT0, nullptr);
+  ASSERT_TRUE(chunk);
+  EXPECT_EQ(chunk->batch_size, 8);
+  EXPECT_EQ(chunk->rows, 6);
+}
+
+TEST(RequestQueue, AFreeSlotWaitsUpToMaxQueueDelayForAFullerBatch) {
+  const BatchPlanner planner = Planner({1, 8});
+  RequestQueue queue(&planner, {.merge = true, .max_queue_delay = microseconds(100)});
+  ASSERT_TRUE(queue.Push(Rows(3), {}, kT0).ok());
+  std::optional<QueueClock::time_point> wake_at;
+  EXPECT_FALSE(queue.Pop(kT0 + microseconds(10), &wake_at));
+  ASSERT_TRUE(wake_at);
+  EXPECT_EQ(*wake_at, kT0 + microseconds(100));
+  ASSERT_TRUE(queue.Push(Rows(5), {}, kT0 + microseconds(20)).ok());
+  // A full largest size goes at once.
+  const std::optional<FormedChunk> chunk = queue.Pop(kT0 + microseconds(20), &wake_at);
+  ASSERT_TRUE(chunk);
+  EXPECT_EQ(chunk->rows, 8);
+
+  ASSERT_TRUE(queue.Push(Rows(2), {}, kT0 + microseconds(30)).ok());
+  EXPECT_FALSE(queue.Pop(kT0 + microseconds(129), &wake_at));
+  EXPECT_TRUE(queue.Pop(kT0 + microseconds(130), &wake_at));
+}
+
+TEST(RequestQueue, APreferredSizeGoesWithoutWaiting) {
+  const BatchPlanner planner = Planner({1, 4, 8});
+  RequestQueue queue(&planner, {.merge = true,
+                                .max_queue_delay = microseconds(1000),
+                                .preferred_batch_sizes = {4, 8}});
+  ASSERT_TRUE(queue.Push(Rows(3), {}, kT0).ok());
+  EXPECT_FALSE(queue.Pop(kT0, nullptr));
+  ASSERT_TRUE(queue.Push(Rows(1), {}, kT0).ok());
+  const std::optional<FormedChunk> chunk = queue.Pop(kT0, nullptr);
+  ASSERT_TRUE(chunk);
+  EXPECT_EQ(chunk->rows, 4);
+}
+
+TEST(RequestQueue, HigherPriorityLevelsAreServedFirst) {
+  const BatchPlanner planner = Planner({1, 8});
+  QueuePolicy policy;
+  policy.levels = {LevelPolicy{}, LevelPolicy{}};
+  policy.default_level = 2;
+  RequestQueue queue(&planner, policy);
+  const auto low = Rows(1), high = Rows(1), unset = Rows(1);
+  ASSERT_TRUE(queue.Push(low, {.priority = 2}, kT0).ok());
+  ASSERT_TRUE(queue.Push(unset, {}, kT0).ok());  // the default: level 2
+  ASSERT_TRUE(queue.Push(high, {.priority = 1}, kT0).ok());
+  std::vector<const QueuedRows*> order;
+  while (std::optional<FormedChunk> chunk = queue.Pop(kT0, nullptr)) {
+    order.push_back(chunk->segments[0].request.get());
+  }
+  EXPECT_EQ(order, (std::vector<const QueuedRows*>{high.get(), low.get(), unset.get()}));
+}
+
+TEST(RequestQueue, AFullLevelRefusesWithUnavailable) {
+  const BatchPlanner planner = Planner({1});
+  QueuePolicy policy;
+  policy.levels[0].max_queue_size = 1;
+  RequestQueue queue(&planner, policy);
+  ASSERT_TRUE(queue.Push(Rows(1), {}, kT0).ok());
+  const absl::Status refused = queue.Push(Rows(1), {}, kT0);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kUnavailable);
+  EXPECT_NE(refused.message().find("Exceeds maximum queue size"), std::string::npos);
+  EXPECT_EQ(queue.queued_rows(), 1);
+}
+
+TEST(RequestQueue, QueuedRowsBeyondTheBoundAreRefused) {
+  const BatchPlanner planner = Planner({8});
+  RequestQueue queue(&planner, {.max_queued_rows = 10});
+  ASSERT_TRUE(queue.Push(Rows(8), {}, kT0).ok());
+  EXPECT_EQ(queue.Push(Rows(3), {}, kT0).code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(queue.Push(Rows(2), {}, kT0).ok());
+}
+
+TEST(RequestQueue, RejectTimeoutsRemoveRequestsThatHaveNotStarted) {
+  const BatchPlanner planner = Planner({1, 8});
+  QueuePolicy policy;
+  policy.levels[0].default_timeout = microseconds(100);
+  policy.levels[0].allow_timeout_override = true;
+  RequestQueue queue(&planner, policy);
+  const auto plain = Rows(2), shorter = Rows(3), longer = Rows(1);
+  ASSERT_TRUE(queue.Push(plain, {}, kT0).ok());
+  ASSERT_TRUE(queue.Push(shorter, {.timeout = microseconds(50)}, kT0).ok());
+  // An override may shorten the timeout, never lengthen it (Triton).
+  ASSERT_TRUE(queue.Push(longer, {.timeout = microseconds(500)}, kT0).ok());
+  EXPECT_EQ(queue.next_deadline(), kT0 + microseconds(50));
+
+  std::vector<RefusedRows> refused = queue.RemoveExpired(kT0 + microseconds(60));
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_EQ(refused[0].request, shorter);
+  EXPECT_EQ(refused[0].rows, 3);
+  refused = queue.RemoveExpired(kT0 + microseconds(100));
+  ASSERT_EQ(refused.size(), 2u);
+  EXPECT_TRUE(queue.empty());
+}
+
+TEST(RequestQueue, AStartedRequestIsNeverTimedOut) {
+  const BatchPlanner planner = Planner({16});
+  QueuePolicy policy;
+  policy.levels[0].default_timeout = microseconds(100);
+  RequestQueue queue(&planner, policy);
+  ASSERT_TRUE(queue.Push(Rows(32), {}, kT0).ok());
+  ASSERT_TRUE(queue.Pop(kT0, nullptr));
+  EXPECT_TRUE(queue.RemoveExpired(kT0 + std::chrono::seconds(1)).empty());
+  const std::optional<FormedChunk> rest = queue.Pop(kT0 + std::chrono::seconds(1), nullptr);
+  ASSERT_TRUE(rest);
+  EXPECT_EQ(rest->segments[0].first_row, 16);
+}
+
+TEST(RequestQueue, DelayedRequestsGoBehindTheirLevel) {
+  const BatchPlanner planner = Planner({1});
+  QueuePolicy policy;
+  policy.levels[0].timeout_action = LevelPolicy::TimeoutAction::kDelay;
+  policy.levels[0].allow_timeout_override = true;
+  RequestQueue queue(&planner, policy);
+  const auto hasty = Rows(1), patient = Rows(1);
+  ASSERT_TRUE(queue.Push(hasty, {.timeout = microseconds(10)}, kT0).ok());
+  ASSERT_TRUE(queue.Push(patient, {}, kT0).ok());
+  EXPECT_TRUE(queue.RemoveExpired(kT0 + microseconds(20)).empty());
+  std::optional<FormedChunk> first = queue.Pop(kT0 + microseconds(20), nullptr);
+  std::optional<FormedChunk> second = queue.Pop(kT0 + microseconds(20), nullptr);
+  ASSERT_TRUE(first && second);
+  EXPECT_EQ(first->segments[0].request, patient);
+  EXPECT_EQ(second->segments[0].request, hasty);
+}
+
+TEST(RequestQueue, RemoveAllReturnsTheRowsNotYetTaken) {
+  const BatchPlanner planner = Planner({4});
+  RequestQueue queue(&planner, {});
+  const auto request = Rows(10);
+  ASSERT_TRUE(queue.Push(request, {}, kT0).ok());
+  ASSERT_TRUE(queue.Pop(kT0, nullptr));
+  const std::vector<RefusedRows> refused = queue.RemoveAll();
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_EQ(refused[0].rows, 6);
+  EXPECT_TRUE(queue.empty());
+}
+
+}  // namespace
+}  // namespace graphserve
