@@ -166,29 +166,44 @@ InferenceServer::InferenceServer(const InferenceServerOptions& options,
       responder_(ResponderOptions{options.responder_threads}),
       registry_(std::move(registry)) {}
 
+// Shutdown keeps the port open, refusing, until no request has come for
+// kShutdownQuiet (at most kShutdownGraceLimit after the drain).
+constexpr std::chrono::milliseconds kShutdownQuiet{250};
+constexpr std::chrono::seconds kShutdownGraceLimit{5};
+
 absl::Status InferenceServer::Shutdown() {
   if (shut_down_) return absl::OkStatus();
   shut_down_ = true;
   SetHealth(*grpc_server_, false);
   gate_.Close();
-  spdlog::info("shutting down: {} requests in flight; waiting up to {} s for them",
+  spdlog::info("shutting down: {} requests in flight; running them for up to {} s",
                gate_.in_flight(), options_.exit_timeout.count());
-  const bool drained = gate_.WaitIdle(options_.exit_timeout);
+  // The exit timeout bounds the drain: queued rows run until it passes, and
+  // whatever is still queued then is answered UNAVAILABLE, so every request
+  // the server accepted gets an answer, none is cancelled. New requests have
+  // been refused (UNAVAILABLE) since the gate closed, and keep being refused
+  // while the port stays open through the drain.
+  const auto deadline = std::chrono::steady_clock::now() + options_.exit_timeout;
+  registry_->DrainAll(deadline);
+  // Every model has answered; the answers still have to leave through the
+  // responder and gRPC (the gate counts a request until its response is
+  // written).
+  const bool drained = gate_.WaitIdle(std::chrono::seconds(2));
   const int64_t cut_off = gate_.in_flight();
-  // Every accepted request has been finished (or the timeout passed): give
-  // gRPC a moment to flush the responses, then cancel what is left.
+  // Requests still arriving are refused, not cut off by the closing port:
+  // keep refusing until none has come for a while.
+  gate_.WaitQuiet(kShutdownQuiet, kShutdownGraceLimit);
   grpc_server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   grpc_server_->Wait();
-  registry_->DrainAll();
   // After the drain: HTTP workers still waiting on an inference are
   // answered by then, so stopping (which joins them) cannot hang.
   if (http_ != nullptr) http_->Stop();
   if (metrics_ != nullptr) metrics_->Stop();
   responder_.Stop();
   if (!drained) {
-    return absl::DeadlineExceededError(absl::StrCat(
-        cut_off, " requests were still running after --exit-timeout-secs=",
-        options_.exit_timeout.count(), " and were cancelled"));
+    return absl::DeadlineExceededError(
+        absl::StrCat(cut_off, " responses were still being written after the drain (",
+                     "--exit-timeout-secs=", options_.exit_timeout.count(), ") and were cut off"));
   }
   spdlog::info("shutdown complete: every accepted request was answered");
   return absl::OkStatus();

@@ -7,10 +7,12 @@
 // Shutdown (SIGTERM) order, so that nothing accepted is lost:
 //   1. health goes NOT_SERVING and ServerReady false: load balancers stop
 //      sending;
-//   2. the request gate closes: new ModelInfer calls get UNAVAILABLE;
-//   3. requests already accepted finish, for up to exit_timeout;
-//   4. gRPC stops (calls still open after the timeout are cancelled);
-//   5. the stream pools drain and the GPU is released.
+//   2. the request gate closes: new ModelInfer calls get UNAVAILABLE, and
+//      keep getting it while the port stays open through the drain;
+//   3. every model's queue runs for up to exit_timeout; requests still
+//      queued then are answered UNAVAILABLE, so every accepted request is
+//      answered and none is cancelled;
+//   4. the answers are written, then gRPC stops and the GPU is released.
 
 #include <chrono>
 #include <cstdint>

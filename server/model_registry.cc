@@ -1,6 +1,7 @@
 #include "server/model_registry.h"
 
 #include <algorithm>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/numbers.h"
@@ -150,10 +151,15 @@ std::string ModelRegistry::StartupTable() const {
   return table;
 }
 
-void ModelRegistry::DrainAll() {
+void ModelRegistry::DrainAll(std::optional<std::chrono::steady_clock::time_point> deadline) {
+  // All models at once, so each gets the whole time to the deadline.
+  std::vector<std::thread> drains;
   for (ModelVersionState& state : states_) {
-    if (state.model != nullptr) state.model->Drain();
+    if (state.model != nullptr) {
+      drains.emplace_back([model = state.model.get(), deadline] { model->Drain(deadline); });
+    }
   }
+  for (std::thread& drain : drains) drain.join();
 }
 
 }  // namespace graphserve

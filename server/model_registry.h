@@ -4,9 +4,11 @@
 // fails to load stays listed, with why, so clients get UNAVAILABLE and the
 // reason rather than NOT_FOUND, and health stays NOT_SERVING.
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -48,8 +50,10 @@ class ModelRegistry {
   // One row per (model, version): versions, captured sizes, streams, memory,
   // load time, status.
   [[nodiscard]] std::string StartupTable() const;
-  // Runs every accepted chunk of every model (see ServedModel::Drain).
-  void DrainAll();
+  // Refuses new requests to every model and runs the queued ones until
+  // `deadline`; those still queued then are answered UNAVAILABLE. Returns
+  // once every accepted request is answered (see ServedModel::Drain).
+  void DrainAll(std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt);
 
   // Implementation details follow.
  private:

@@ -3,6 +3,7 @@
 // leaves it when its RPC is finished; once the gate is closed, Enter fails
 // (the RPC gets UNAVAILABLE) and Wait blocks until the requests already in
 // have left, so nothing accepted is lost when the server drains on SIGTERM.
+// WaitQuiet keeps refusing until refusals stop.
 
 #include <chrono>
 #include <condition_variable>
@@ -24,6 +25,12 @@ class RequestGate {
   [[nodiscard]] bool closed() const;
   // Waits until no request is in (true) or `timeout` passes (false).
   bool WaitIdle(std::chrono::steady_clock::duration timeout);
+  // After Close: waits until no request has been refused for `quiet`, or
+  // `limit` passes. Requests still in transit when the port closes would be
+  // cancelled by gRPC; refusing them first answers them UNAVAILABLE, and the
+  // NOT_SERVING period lets load balancers see the server go.
+  void WaitQuiet(std::chrono::steady_clock::duration quiet,
+                 std::chrono::steady_clock::duration limit);
   [[nodiscard]] int64_t in_flight() const;
 
   // Implementation details follow.
@@ -32,6 +39,8 @@ class RequestGate {
   std::condition_variable idle_;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   int64_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  std::chrono::steady_clock::time_point closed_at_ ABSL_GUARDED_BY(mu_);
+  std::chrono::steady_clock::time_point last_refused_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace graphserve

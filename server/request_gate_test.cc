@@ -32,5 +32,27 @@ TEST(RequestGate, IdleGateWaitsForNothing) {
   EXPECT_TRUE(gate.WaitIdle(std::chrono::seconds(0)));
 }
 
+TEST(RequestGate, WaitQuietLastsUntilRefusalsStop) {
+  using std::chrono::milliseconds;
+  RequestGate gate;
+  gate.Close();
+  std::thread knocker([&] {
+    for (int i = 0; i < 5; ++i) {
+      EXPECT_FALSE(gate.Enter());
+      std::this_thread::sleep_for(milliseconds(20));
+    }
+  });
+  const auto start = std::chrono::steady_clock::now();
+  gate.WaitQuiet(milliseconds(50), std::chrono::seconds(5));
+  const auto waited = std::chrono::steady_clock::now() - start;
+  knocker.join();
+  EXPECT_GE(waited, milliseconds(80 + 50));  // the last refusal, then quiet
+  EXPECT_LT(waited, std::chrono::seconds(5));
+
+  const auto again = std::chrono::steady_clock::now();
+  gate.WaitQuiet(milliseconds(10), milliseconds(30));  // already quiet
+  EXPECT_LT(std::chrono::steady_clock::now() - again, milliseconds(30));
+}
+
 }  // namespace
 }  // namespace graphserve

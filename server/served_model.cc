@@ -389,6 +389,7 @@ absl::StatusOr<std::unique_ptr<ServedModel>> ServedModel::Load(const RepositoryM
   summary.num_streams = execution->runner->num_slots();
   auto counters = std::make_unique<ModelCounters>(sizes, declared.max_batch_size);
   StreamPoolOptions pool_options;
+  ASSIGN_OR_RETURN(pool_options.queue, QueuePolicyFromConfig(config));
   // The back-pressure bound, in chunks of the largest size.
   pool_options.queue.max_queued_rows =
       static_cast<int64_t>(options.max_queued_chunks) * sizes.back();
@@ -413,7 +414,7 @@ ServedModel::ServedModel(ModelInterface interface, int64_t version, inference::M
       version_(version),
       version_text_(absl::StrCat(version)),
       config_(std::move(config)),
-      preserve_ordering_(false),
+      preserve_ordering_(config_.dynamic_batching().preserve_ordering()),
       summary_(std::move(summary)),
       counters_(std::move(counters)),
       pool_(std::move(pool)) {}

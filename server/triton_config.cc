@@ -1,6 +1,7 @@
 #include "server/triton_config.h"
 
 #include <algorithm>
+#include <chrono>
 #include <set>
 
 #include "absl/strings/match.h"
@@ -41,6 +42,7 @@ const std::set<std::string>& HonouredPaths() {
       "instance_group.kind",
       "instance_group.gpus",
       "default_model_filename",
+      "dynamic_batching",  // the request queue's policy (QueuePolicyFromConfig)
       "optimization.cuda.graphs",
       "optimization.cuda.graph_spec.batch_size",
       "capture",  // GraphServe's own section
@@ -134,7 +136,69 @@ std::vector<int64_t> RequestedCaptureSizes(const inference::ModelConfig& config)
   for (const auto& spec : config.optimization().cuda().graph_spec()) {
     sizes.push_back(spec.batch_size());
   }
+  if (!sizes.empty()) return sizes;
+  for (int32_t size : config.dynamic_batching().preferred_batch_size()) sizes.push_back(size);
   return sizes;
+}
+
+namespace {
+
+LevelPolicy LevelPolicyFromProto(const inference::ModelQueuePolicy& proto) {
+  LevelPolicy policy;
+  policy.timeout_action = proto.timeout_action() == inference::ModelQueuePolicy::DELAY
+                              ? LevelPolicy::TimeoutAction::kDelay
+                              : LevelPolicy::TimeoutAction::kReject;
+  policy.default_timeout = std::chrono::microseconds(
+      std::min<uint64_t>(proto.default_timeout_microseconds(), uint64_t{1} << 62));
+  policy.allow_timeout_override = proto.allow_timeout_override();
+  policy.max_queue_size = proto.max_queue_size();
+  return policy;
+}
+
+}  // namespace
+
+absl::StatusOr<QueuePolicy> QueuePolicyFromConfig(const inference::ModelConfig& config) {
+  QueuePolicy policy;
+  if (!config.has_dynamic_batching()) return policy;
+  const inference::ModelDynamicBatching& batching = config.dynamic_batching();
+  policy.merge = true;
+  policy.max_queue_delay = std::chrono::microseconds(
+      std::min<uint64_t>(batching.max_queue_delay_microseconds(), uint64_t{1} << 62));
+  for (int32_t size : batching.preferred_batch_size()) {
+    if (size < 1 || size > config.max_batch_size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("dynamic_batching preferred_batch_size ", size,
+                       " must be from 1 to max_batch_size ", config.max_batch_size()));
+    }
+    policy.preferred_batch_sizes.push_back(size);
+  }
+  // Triton: priority_levels 0 means one level; levels are 1 (served first)
+  // to priority_levels.
+  const uint64_t levels = std::max<uint64_t>(batching.priority_levels(), 1);
+  constexpr uint64_t kMaxLevels = 1024;
+  if (levels > kMaxLevels) {
+    return absl::InvalidArgumentError(absl::StrCat("dynamic_batching priority_levels ", levels,
+                                                   " is above GraphServe's limit of ",
+                                                   kMaxLevels));
+  }
+  const uint64_t default_level =
+      batching.default_priority_level() == 0 ? 1 : batching.default_priority_level();
+  if (default_level > levels) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dynamic_batching default_priority_level ", default_level,
+                     " must be from 1 to priority_levels ", levels));
+  }
+  policy.levels.assign(levels, LevelPolicyFromProto(batching.default_queue_policy()));
+  policy.default_level = static_cast<int>(default_level);
+  for (const auto& [level, proto] : batching.priority_queue_policy()) {
+    if (level < 1 || level > levels) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("dynamic_batching priority_queue_policy names level ", level,
+                       "; levels are 1 to priority_levels ", levels));
+    }
+    policy.levels[level - 1] = LevelPolicyFromProto(proto);
+  }
+  return policy;
 }
 
 }  // namespace graphserve

@@ -2,17 +2,19 @@
 // What GraphServe makes of the Triton fields of a model config. Every field of
 // Triton's model_config.proto parses (proto/model_config.proto), so a
 // repository written for Triton loads unchanged; this says which of the set
-// fields are acted on, and reads the two Triton settings GraphServe honours
-// beyond the model's interface: optimization.cuda.graphs and the batch sizes
-// of optimization.cuda.graph_spec.
+// fields are acted on, and reads the Triton settings GraphServe honours
+// beyond the model's interface: optimization.cuda.graphs, the batch sizes of
+// optimization.cuda.graph_spec and dynamic_batching.
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "proto/model_config.pb.h"
 #include "runtime/ir.h"
+#include "server/request_queue.h"
 
 namespace graphserve {
 
@@ -30,9 +32,19 @@ bool GraphsDisabledByConfig(const inference::ModelConfig& config);
 
 // The batch sizes to capture the config asks for: capture.batch_sizes, or
 // when that is empty the batch_size of each optimization.cuda.graph_spec
-// (Triton's way of naming the CUDA graphs to capture). Unsorted, as written;
-// empty when the config names none.
+// (Triton's way of naming the CUDA graphs to capture), or else
+// dynamic_batching's preferred_batch_size (the sizes the operator expects
+// batches of). Unsorted, as written; empty when the config names none.
 std::vector<int64_t> RequestedCaptureSizes(const inference::ModelConfig& config);
+
+// The request queue's policy from Triton's dynamic_batching: merging on,
+// max_queue_delay_microseconds, preferred_batch_size, priority_levels with
+// default_priority_level, default_queue_policy and priority_queue_policy
+// (timeout_action, default_timeout_microseconds, allow_timeout_override,
+// max_queue_size). Without dynamic_batching: no merging, one level, no
+// timeouts. InvalidArgument naming the field for values Triton would refuse.
+// (preserve_ordering is the served model's: it orders responses, not rows.)
+absl::StatusOr<QueuePolicy> QueuePolicyFromConfig(const inference::ModelConfig& config);
 
 // Triton's default max_batch_size for a config it completes
 // (--backend-config=default-max-batch-size).

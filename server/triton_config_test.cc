@@ -65,9 +65,54 @@ constexpr char kTritonConfig[] = R"pb(
 TEST(TritonConfigTest, NamesEachIgnoredFieldOnceAndNoHonouredOne) {
   EXPECT_THAT(
       IgnoredConfigFields(Parse(kTritonConfig)),
-      ElementsAre("output.label_filename", "instance_group.host_policy", "dynamic_batching",
+      ElementsAre("output.label_filename", "instance_group.host_policy",
                   "optimization.cuda.busy_wait_events", "optimization.cuda.graph_spec.input",
                   "optimization.input_pinned_memory", "model_warmup", "response_cache"));
+}
+
+TEST(TritonConfigTest, DynamicBatchingBecomesTheQueuePolicy) {
+  absl::StatusOr<QueuePolicy> policy = QueuePolicyFromConfig(Parse(R"pb(
+    max_batch_size: 16
+    dynamic_batching {
+      preferred_batch_size: [ 4, 8 ]
+      max_queue_delay_microseconds: 300
+      priority_levels: 3
+      default_priority_level: 2
+      default_queue_policy { max_queue_size: 10 default_timeout_microseconds: 500 }
+      priority_queue_policy {
+        key: 1
+        value { timeout_action: DELAY allow_timeout_override: true }
+      }
+    }
+  )pb"));
+  ASSERT_TRUE(policy.ok()) << policy.status();
+  EXPECT_TRUE(policy->merge);
+  EXPECT_EQ(policy->max_queue_delay, std::chrono::microseconds(300));
+  EXPECT_THAT(policy->preferred_batch_sizes, ElementsAre(4, 8));
+  ASSERT_EQ(policy->levels.size(), 3u);
+  EXPECT_EQ(policy->default_level, 2);
+  EXPECT_EQ(policy->levels[0].timeout_action, LevelPolicy::TimeoutAction::kDelay);
+  EXPECT_TRUE(policy->levels[0].allow_timeout_override);
+  EXPECT_EQ(policy->levels[0].max_queue_size, 0u);
+  EXPECT_EQ(policy->levels[1].max_queue_size, 10u);
+  EXPECT_EQ(policy->levels[2].default_timeout, std::chrono::microseconds(500));
+
+  EXPECT_FALSE(QueuePolicyFromConfig(Parse("max_batch_size: 4"))->merge);
+  for (const char* bad : {"max_batch_size: 4 dynamic_batching { preferred_batch_size: 8 }",
+                          "max_batch_size: 4 dynamic_batching { priority_levels: 2 "
+                          "default_priority_level: 3 }",
+                          "max_batch_size: 4 dynamic_batching { priority_levels: 2 "
+                          "priority_queue_policy { key: 5 value {} } }"}) {
+    EXPECT_EQ(QueuePolicyFromConfig(Parse(bad)).status().code(),
+              absl::StatusCode::kInvalidArgument)
+        << bad;
+  }
+}
+
+TEST(TritonConfigTest, PreferredBatchSizesAreCapturedWhenNothingElseIsNamed) {
+  EXPECT_THAT(RequestedCaptureSizes(Parse(
+                  "max_batch_size: 16 dynamic_batching { preferred_batch_size: [ 4, 16 ] }")),
+              ElementsAre(4, 16));
 }
 
 TEST(TritonConfigTest, AConfigOfHonouredFieldsIgnoresNothing) {

@@ -990,14 +990,14 @@ TEST(ServerWithTritonConfig, ServesATritonRepositoryAndNamesWhatItIgnores) {
   absl::StatusOr<std::unique_ptr<InferenceServer>> server =
       InferenceServer::Start(TestServerOptions(repository), log);
   ASSERT_TRUE(server.ok()) << server.status() << "\n" << log.str();
-  for (const char* field : {"instance_group.host_policy", "dynamic_batching",
-                            "optimization.cuda.busy_wait_events", "model_warmup",
-                            "response_cache"}) {
+  for (const char* field : {"instance_group.host_policy", "optimization.cuda.busy_wait_events",
+                            "model_warmup", "response_cache"}) {
     EXPECT_THAT(log.str(), HasSubstr(absl::StrCat("model 'mlp': config.pbtxt sets ", field,
                                                   ", a Triton field GraphServe accepts and "
                                                   "ignores")));
   }
   EXPECT_THAT(log.str(), ::testing::Not(HasSubstr("sets optimization.cuda.graphs")));
+  EXPECT_THAT(log.str(), ::testing::Not(HasSubstr("sets dynamic_batching")));
 
   auto stub = inference::GRPCInferenceService::NewStub(Connect((*server)->port()));
   const inference::ModelConfig served = FetchConfig(*stub, "mlp");
@@ -1011,6 +1011,125 @@ TEST(ServerWithTritonConfig, ServesATritonRepositoryAndNamesWhatItIgnores) {
 
 // Triton's auto-complete: a model directory holding only 1/model.onnx is
 // served with the config its model implies, and ModelConfig returns that.
+// Merges `text` (config.pbtxt syntax) into `model`'s config in `repository`.
+void MergeIntoConfig(const std::string& repository, const std::string& model,
+                     const std::string& text) {
+  const std::filesystem::path path = std::filesystem::path(repository) / model / "config.pbtxt";
+  inference::ModelConfig config;
+  {
+    std::ifstream in(path);
+    std::stringstream written;
+    written << in.rdbuf();
+    ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(written.str(), &config));
+  }
+  ASSERT_TRUE(google::protobuf::TextFormat::MergeFromString(text, &config)) << text;
+  std::string merged;
+  ASSERT_TRUE(google::protobuf::TextFormat::PrintToString(config, &merged));
+  std::ofstream(path) << merged;
+}
+
+inference::ModelStatistics FetchStatistics(inference::GRPCInferenceService::Stub& stub,
+                                           const std::string& model) {
+  grpc::ClientContext context;
+  inference::ModelStatisticsRequest request;
+  request.set_name(model);
+  inference::ModelStatisticsResponse response;
+  EXPECT_TRUE(stub.ModelStatistics(&context, request, &response).ok());
+  return response.model_stats_size() == 1 ? response.model_stats(0)
+                                          : inference::ModelStatistics();
+}
+
+// Triton's dynamic_batching: small requests that arrive together run as
+// merged chunks, each request's output is the one it gets alone, and the
+// statistics count fewer executions than requests.
+TEST(ServerWithDynamicBatching, MergedRequestsGetTheirOwnOutputsInFewerExecutions) {
+  const std::string repository = WriteTestRepository("batching_repository");
+  MergeIntoConfig(repository, "mlp", R"pb(
+    capture { streams: 1 }
+    dynamic_batching { max_queue_delay_microseconds: 20000 preserve_ordering: true }
+  )pb");
+  std::unique_ptr<InferenceServer> server = StartServer(TestServerOptions(repository));
+  ASSERT_NE(server, nullptr);
+  auto channel = Connect(server->port());
+  constexpr int kClients = 12;
+  constexpr int kRequestsEach = 4;
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> clients;
+  for (int c = 0; c < kClients; ++c) {
+    clients.emplace_back([&, c] {
+      auto stub = inference::GRPCInferenceService::NewStub(channel);
+      for (int i = 0; i < kRequestsEach; ++i) {
+        const int64_t rows = 1 + (c + i) % 3;
+        std::unique_ptr<HostExecutor> alone = Reference(repository, "mlp", rows);
+        const std::vector<HostTensor> inputs = RandomInputs(alone->graph(), 700 + c * 10 + i);
+        grpc::ClientContext context;
+        inference::ModelInferResponse response;
+        const grpc::Status status =
+            stub->ModelInfer(&context, RawRequest("mlp", alone->graph(), inputs), &response);
+        if (!MatchesReference(status, response, *alone, inputs)) ++wrong;
+      }
+    });
+  }
+  for (std::thread& client : clients) client.join();
+  EXPECT_EQ(wrong.load(), 0);
+
+  auto stub = inference::GRPCInferenceService::NewStub(channel);
+  const inference::ModelStatistics statistics = FetchStatistics(*stub, "mlp");
+  EXPECT_EQ(statistics.inference_stats().success().count(),
+            static_cast<uint64_t>(kClients * kRequestsEach));
+  EXPECT_LT(statistics.execution_count(), statistics.inference_stats().success().count());
+  EXPECT_GT(statistics.execution_count(), 0u);
+}
+
+// A queued request whose timeout passes is answered UNAVAILABLE with
+// Triton's message; a full batch goes at once; a request's own shorter
+// "timeout" parameter is honoured when the policy allows overrides.
+TEST(ServerWithDynamicBatching, QueueTimeoutsAnswerUnavailable) {
+  const std::string repository = WriteTestRepository("timeout_repository");
+  MergeIntoConfig(repository, "mlp", R"pb(
+    dynamic_batching {
+      max_queue_delay_microseconds: 2000000
+      default_queue_policy { default_timeout_microseconds: 50000 allow_timeout_override: true }
+    }
+  )pb");
+  std::unique_ptr<InferenceServer> server = StartServer(TestServerOptions(repository));
+  ASSERT_NE(server, nullptr);
+  auto stub = inference::GRPCInferenceService::NewStub(Connect(server->port()));
+  std::unique_ptr<HostExecutor> one = Reference(repository, "mlp", 1);
+  const std::vector<HostTensor> inputs = RandomInputs(one->graph(), 5);
+
+  // One row waits for a fuller batch (2 s) and times out first (50 ms).
+  const auto start = std::chrono::steady_clock::now();
+  {
+    grpc::ClientContext context;
+    inference::ModelInferResponse response;
+    const grpc::Status status =
+        stub->ModelInfer(&context, RawRequest("mlp", one->graph(), inputs), &response);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE) << status.error_message();
+    EXPECT_THAT(status.error_message(), HasSubstr("Request timeout expired"));
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
+  {
+    inference::ModelInferRequest request = RawRequest("mlp", one->graph(), inputs);
+    (*request.mutable_parameters())["timeout"].set_int64_param(1000);
+    (*request.mutable_parameters())["priority"].set_uint64_param(1);
+    grpc::ClientContext context;
+    inference::ModelInferResponse response;
+    const grpc::Status status = stub->ModelInfer(&context, request, &response);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE) << status.error_message();
+  }
+  {
+    inference::ModelInferRequest request = RawRequest("mlp", one->graph(), inputs);
+    (*request.mutable_parameters())["timeout"].set_int64_param(-1);
+    grpc::ClientContext context;
+    inference::ModelInferResponse response;
+    EXPECT_EQ(stub->ModelInfer(&context, request, &response).error_code(),
+              grpc::StatusCode::INVALID_ARGUMENT);
+  }
+  // The largest captured size fills a batch: no wait, no timeout.
+  ExpectServesRows(*stub, repository, "mlp", {kCapturedSizes.back()});
+}
+
 TEST(ServerWithoutConfig, CompletesTheConfigFromTheModel) {
   const std::string repository = WriteTestRepository("autocomplete_repository");
   std::filesystem::remove(std::filesystem::path(repository) / "mlp" / "config.pbtxt");
@@ -1119,11 +1238,9 @@ TEST(ServerShutdown, DrainsRequestsInFlight) {
       EXPECT_LE(RelativeError(OutputTensor(call->response, 0, (*want)[0]), (*want)[0]),
                 kTolerance);
     } else {
-      // Refused at the gate (UNAVAILABLE), or still being received when gRPC
-      // stopped listening, before any handler saw it (CANCELLED). Either
-      // way the server never accepted it.
-      EXPECT_THAT(call->status.error_code(),
-                  ::testing::AnyOf(grpc::StatusCode::UNAVAILABLE, grpc::StatusCode::CANCELLED))
+      // Refused at the gate, or queued past the exit timeout: UNAVAILABLE,
+      // never CANCELLED (the port stays open, refusing, until requests stop).
+      EXPECT_EQ(call->status.error_code(), grpc::StatusCode::UNAVAILABLE)
           << call->status.error_message();
     }
   }
