@@ -43,7 +43,8 @@ struct ConnectionFlags {
 };
 
 void AddConnectionFlags(CommandLine& command_line, ConnectionFlags* flags) {
-  command_line.AddString("url", &flags->url, "The server's gRPC endpoint, HOST:PORT.");
+  command_line.AddString("url", &flags->url,
+                         "The server's gRPC endpoint, HOST:PORT, or unix:PATH for a Unix socket.");
   command_line.AddInt("timeout-ms", &flags->timeout_ms,
                       "Deadline of each call in milliseconds; 0: none.");
 }
@@ -519,7 +520,7 @@ constexpr char kPerfUsage[] =
     "graphserve-client perf --model M [--batch-size B]\n"
     "    (--concurrency 1,2,4 | --request-rate R[,R...] [--request-distribution D])\n"
     "    [--warmup-secs S] [--warmup-requests N] [--measurement-interval-ms 2000]\n"
-    "    [--windows 3] [--csv FILE]\n"
+    "    [--windows 3] [--floor-windows 1] [--csv FILE]\n"
     "\n"
     "Measures throughput and latency as perf_analyzer does, one level at a time, with\n"
     "one request of random data (batch B) sent over and over:\n"
@@ -531,7 +532,21 @@ constexpr char kPerfUsage[] =
     "the call to its result, as p50/p90/p95/p99 (the observed value at rank\n"
     "round(p/100 x (n-1)), perf_analyzer's method) and the mean; the server's queue and\n"
     "compute times per request come from its statistics before and after the windows.\n"
-    "--csv writes perf_analyzer's CSV (the --verbose-csv columns, microseconds).\n"
+    "\n"
+    "The floor: right after each level the same load (same connections, same\n"
+    "concurrency or rate, same warm-up) runs with an empty RPC, ServerLive, for\n"
+    "--floor-windows windows (0: none). What every RPC costs (client, gRPC, network)\n"
+    "shows as the floor's p50 and p99 beside the served ones; the model's own cost is\n"
+    "its full-chunk replay, the measured replay of batch B from the capture section of\n"
+    "the served model's config (ModelConfig: capture.cost graph_us, or eager_us with\n"
+    "graphs off; for a size not captured, the size it pads to, which the report says).\n"
+    "What is left is the server's own work (validation, queueing, copies, responses):\n"
+    "  served overhead = served p50 - floor p50 - full-chunk replay\n"
+    "Without measured costs (the host executor) or for a batch above every captured\n"
+    "size (split over several replays) the overhead is left out, saying why.\n"
+    "\n"
+    "--csv writes perf_analyzer's CSV (the --verbose-csv columns, microseconds), then\n"
+    "Floor p50 latency, Floor p99 latency, Full-chunk replay and Served overhead.\n"
     "Failed requests are counted and reported, and make the exit code 1.\n"
     "Without --concurrency or --request-rate: --concurrency 1.";
 
@@ -614,6 +629,10 @@ int RunPerf(const std::vector<std::string>& args, ConnectionFlags flags, std::os
                       "Requests that must finish during each level's warm-up too.");
   command_line.AddInt("measurement-interval-ms", &interval_ms, "Length of a window in ms.");
   command_line.AddInt("windows", &windows, "Measurement windows per level, >= 1.");
+  int64_t floor_windows = options.floor_windows;
+  command_line.AddInt("floor-windows", &floor_windows,
+                      "Windows of the floor (ServerLive at the same level) after each level; 0: "
+                      "no floor.");
   int64_t connections = 1;
   command_line.AddInt("max-outstanding", &options.max_outstanding,
                       "--request-rate: the most requests in flight; sends beyond wait.");
@@ -647,6 +666,8 @@ int RunPerf(const std::vector<std::string>& args, ConnectionFlags flags, std::os
   options.warmup = absl::Seconds(warmup);
   options.measurement_window = absl::Milliseconds(interval_ms);
   options.windows = static_cast<int>(windows);
+  if (floor_windows < 0) return Usage(err, "perf: --floor-windows must be at least 0");
+  options.floor_windows = static_cast<int>(floor_windows);
   options.seed = static_cast<uint64_t>(seed);
 
   if (connections < 1) return Usage(err, "perf: --connections must be at least 1");
@@ -724,7 +745,8 @@ std::string ClientUsage() {
          "            [--batch-size B] (--concurrency 1,2,4 | --request-rate R) [--csv FILE]\n"
          "\n"
          "Flags for every command (before or after its name):\n"
-         "  --url HOST:PORT   The server's gRPC endpoint (default localhost:8001).\n"
+         "  --url HOST:PORT   The server's gRPC endpoint (default localhost:8001), or\n"
+         "                    unix:PATH for a server's Unix domain socket.\n"
          "  --timeout-ms MS   Deadline of each call, 0 for none (default 30000).\n"
          "\n"
          "`graphserve-client <command> --help` describes a command's flags.\n"

@@ -274,9 +274,40 @@ TEST_F(ClientCommandTest, PerfPrintsTableAndWritesCsv) {
   const std::vector<std::string> lines = absl::StrSplit(ReadFile(csv), '\n', absl::SkipEmpty());
   ASSERT_EQ(lines.size(), 3u);
   EXPECT_TRUE(absl::StartsWith(lines[0], "Concurrency,Inferences/Second,Client Send,"));
+  EXPECT_TRUE(absl::EndsWith(lines[0],
+                             ",Floor p50 latency,Floor p99 latency,Full-chunk replay,"
+                             "Served overhead"));
   EXPECT_TRUE(absl::StartsWith(lines[1], "1,"));
   EXPECT_TRUE(absl::StartsWith(lines[2], "2,"));
+  // The floor beside the served numbers; the fake server's config measures
+  // no costs, so the overhead is left out, saying why.
+  EXPECT_TRUE(absl::StrContains(r.out, ", floor p50 ")) << r.out;
+  EXPECT_TRUE(absl::StrContains(r.out, "floor p50  floor p99")) << r.out;
+  EXPECT_TRUE(absl::StrContains(r.out, "full-chunk replay of batch 2: unknown")) << r.out;
   std::remove(csv.c_str());
+}
+
+TEST_F(ClientCommandTest, PerfReportsTheServedOverheadFromTheCapturedCost) {
+  FakeInferenceServerOptions options;
+  options.capture.add_batch_sizes(2);
+  inference::CaptureCost* cost = options.capture.add_cost();
+  cost->set_batch_size(2);
+  cost->set_graph_us(12.5);
+  StartServer(options);
+  const Result r =
+      Run({"perf", "--model", "double", "--batch-size", "2", "--concurrency", "2",
+           "--measurement-interval-ms", "150", "--windows", "1", "--warmup-secs", "0.05"});
+  ASSERT_EQ(r.code, kClientExitOk) << r.err;
+  EXPECT_TRUE(absl::StrContains(r.out, ", served overhead ")) << r.out;
+  EXPECT_TRUE(absl::StrContains(
+      r.out,
+      "full-chunk replay of batch 2: 12.5 us, the model's measured graph replay of batch 2\n"))
+      << r.out;
+  const Result none =
+      Run({"perf", "--model", "double", "--concurrency", "1", "--floor-windows", "0",
+           "--measurement-interval-ms", "100", "--windows", "1", "--warmup-secs", "0"});
+  ASSERT_EQ(none.code, kClientExitOk) << none.err;
+  EXPECT_FALSE(absl::StrContains(none.out, "floor")) << none.out;
 }
 
 TEST_F(ClientCommandTest, PerfRequestRate) {

@@ -115,9 +115,18 @@ class FakeInferenceServer::Service : public inference::GRPCInferenceService::Cal
     return infer_calls_;
   }
 
+  int64_t live_calls() const {
+    absl::MutexLock lock(&mu_);
+    return live_calls_;
+  }
+
   grpc::ServerUnaryReactor* ServerLive(grpc::CallbackServerContext* context,
                                        const inference::ServerLiveRequest* request,
                                        inference::ServerLiveResponse* response) override {
+    {
+      absl::MutexLock lock(&mu_);
+      ++live_calls_;
+    }
     response->set_live(true);
     return Finish(context, absl::OkStatus());
   }
@@ -174,6 +183,7 @@ class FakeInferenceServer::Service : public inference::GRPCInferenceService::Cal
     config->set_name((*model)->name);
     config->set_platform("graphserve_fake");
     config->set_max_batch_size(static_cast<int32_t>(options_.max_batch_size));
+    if (options_.capture.ByteSizeLong() > 0) *config->mutable_capture() = options_.capture;
     for (const ToyTensor& tensor : (*model)->inputs) {
       inference::ModelInput* input = config->add_input();
       input->set_name(tensor.name);
@@ -363,6 +373,7 @@ class FakeInferenceServer::Service : public inference::GRPCInferenceService::Cal
 
   mutable absl::Mutex mu_;
   int64_t infer_calls_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t live_calls_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<std::string, inference::ModelStatistics> stats_ ABSL_GUARDED_BY(mu_);
 };
 
@@ -399,5 +410,7 @@ FakeInferenceServer::~FakeInferenceServer() {
 }
 
 int64_t FakeInferenceServer::infer_calls() const { return service_->infer_calls(); }
+
+int64_t FakeInferenceServer::live_calls() const { return service_->live_calls(); }
 
 }  // namespace graphserve

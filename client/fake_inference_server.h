@@ -18,6 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "proto/grpc_service.grpc.pb.h"
+#include "proto/model_config.pb.h"
 
 namespace grpc {
 class Server;
@@ -32,6 +33,10 @@ struct FakeInferenceServerOptions {
   // When N > 0, every Nth ModelInfer call fails with INTERNAL "injected
   // failure", so that tests can check that clients count errors.
   int64_t fail_every_nth_infer = 0;
+
+  // The capture section of both models' configs (ModelConfig), e.g. measured
+  // costs for `perf`'s full-chunk replay. Empty by default.
+  inference::ModelCapture capture;
 };
 
 class FakeInferenceServer {
@@ -51,6 +56,8 @@ class FakeInferenceServer {
 
   // ModelInfer calls received so far, failed ones included.
   int64_t infer_calls() const;
+  // ServerLive calls received so far.
+  int64_t live_calls() const;
 
   // Implementation details follow.
  private:

@@ -188,14 +188,35 @@ absl::StatusOr<const InferOutput*> InferResult::Output(absl::string_view name) c
       "no output '", name, "' in the result (outputs: ", absl::StrJoin(names, ", "), ")"));
 }
 
-// One InferAsync in flight. Owned by the client's in_flight_ set from the
-// start of the call until FinishAsync deletes it.
+// One InferAsync or ServerLiveAsync in flight. Owned by the client's
+// in_flight_ set from the start of the call until FinishAsync deletes it.
 struct InferenceClient::AsyncCall {
+  virtual ~AsyncCall() = default;
+  // Hands the call's outcome to the caller's callback.
+  virtual void Complete(const grpc::Status& status) = 0;
   grpc::ClientContext context;
+};
+
+struct InferenceClient::AsyncInfer final : AsyncCall {
+  void Complete(const grpc::Status& status) override {
+    absl::Status grpc_status = FromGrpcStatus(status);
+    if (grpc_status.ok()) {
+      done(ToResult(std::move(response), send));
+    } else {
+      done(std::move(grpc_status));
+    }
+  }
   inference::ModelInferRequest request;
   inference::ModelInferResponse response;
   absl::Duration send;
   InferCallback done;
+};
+
+struct InferenceClient::AsyncServerLive final : AsyncCall {
+  void Complete(const grpc::Status& status) override { done(FromGrpcStatus(status)); }
+  inference::ServerLiveRequest request;
+  inference::ServerLiveResponse response;
+  std::function<void(absl::Status)> done;
 };
 
 absl::StatusOr<std::unique_ptr<InferenceClient>> InferenceClient::Create(
@@ -333,7 +354,7 @@ absl::StatusOr<InferResult> InferenceClient::Infer(const InferRequest& request) 
 void InferenceClient::InferAsync(const InferRequest& request, InferCallback done) {
   KeepCallbackQueueAlive();  // see Note [Callback queue keep-alive]
   const SteadyClock::time_point send_start = SteadyClock::now();
-  auto call = std::make_unique<AsyncCall>();
+  auto call = std::make_unique<AsyncInfer>();
   if (absl::Status built = BuildInferMessage(request, &call->request); !built.ok()) {
     done(std::move(built));
     return;
@@ -342,22 +363,30 @@ void InferenceClient::InferAsync(const InferRequest& request, InferCallback done
   call->done = std::move(done);
   PrepareContext(&call->context);
 
-  AsyncCall* raw = call.release();
-  {
-    absl::MutexLock lock(&mu_);
-    in_flight_.insert(raw);
-  }
+  AsyncInfer* raw = call.release();
+  TrackAsync(raw);
   stub_->async()->ModelInfer(&raw->context, &raw->request, &raw->response,
                              [this, raw](grpc::Status status) { FinishAsync(raw, status); });
 }
 
+void InferenceClient::ServerLiveAsync(std::function<void(absl::Status)> done) {
+  KeepCallbackQueueAlive();  // see Note [Callback queue keep-alive]
+  auto call = std::make_unique<AsyncServerLive>();
+  call->done = std::move(done);
+  PrepareContext(&call->context);
+  AsyncServerLive* raw = call.release();
+  TrackAsync(raw);
+  stub_->async()->ServerLive(&raw->context, &raw->request, &raw->response,
+                             [this, raw](grpc::Status status) { FinishAsync(raw, status); });
+}
+
+void InferenceClient::TrackAsync(AsyncCall* call) {
+  absl::MutexLock lock(&mu_);
+  in_flight_.insert(call);
+}
+
 void InferenceClient::FinishAsync(AsyncCall* call, const grpc::Status& status) {
-  absl::Status grpc_status = FromGrpcStatus(status);
-  if (grpc_status.ok()) {
-    call->done(ToResult(std::move(call->response), call->send));
-  } else {
-    call->done(std::move(grpc_status));
-  }
+  call->Complete(status);
   {
     absl::MutexLock lock(&mu_);
     in_flight_.erase(call);

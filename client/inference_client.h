@@ -189,11 +189,19 @@ class InferenceClient {
   // `done` with its error before InferAsync returns, on the caller's thread.
   void InferAsync(const InferRequest& request, InferCallback done);
 
+  // Starts one ServerLive and returns at once; `done` gets its status, on a
+  // gRPC thread, under InferAsync's rules. The empty RPC: `perf` times it as
+  // the floor under its served measurements (Note [The served floor] in
+  // client/perf_report.h).
+  void ServerLiveAsync(std::function<void(absl::Status)> done);
+
   const InferenceClientOptions& options() const { return options_; }
 
   // Implementation details follow.
  private:
   struct AsyncCall;
+  struct AsyncInfer;
+  struct AsyncServerLive;
 
   InferenceClient(const InferenceClientOptions& options,
                   std::unique_ptr<inference::GRPCInferenceService::Stub> stub,
@@ -207,6 +215,8 @@ class InferenceClient {
   template <typename Request, typename Response, typename Method>
   absl::StatusOr<Response> Call(Method method, const Request& request);
 
+  // Registers `call` as in flight; FinishAsync removes and deletes it.
+  void TrackAsync(AsyncCall* call);
   void FinishAsync(AsyncCall* call, const grpc::Status& status);
 
   const InferenceClientOptions options_;

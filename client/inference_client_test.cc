@@ -208,6 +208,39 @@ TEST_F(InferenceClientTest, InferAsyncPassesErrorsThrough) {
   EXPECT_EQ(status.message(), "unknown model 'triple'");
 }
 
+TEST_F(InferenceClientTest, ServerLiveAsyncReachesTheServer) {
+  constexpr int kCalls = 16;  // several in flight at once
+  absl::BlockingCounter done(kCalls);
+  absl::Mutex mu;
+  int ok = 0;
+  for (int i = 0; i < kCalls; ++i) {
+    client_->ServerLiveAsync([&](absl::Status status) {
+      if (status.ok()) {
+        absl::MutexLock lock(&mu);
+        ++ok;
+      }
+      done.DecrementCount();
+    });
+  }
+  done.Wait();
+  EXPECT_EQ(ok, kCalls);
+  EXPECT_EQ(server_->live_calls(), kCalls);
+}
+
+TEST(InferenceClientCreateTest, ServerLiveAsyncToNoServerIsUnavailable) {
+  absl::StatusOr<std::unique_ptr<InferenceClient>> client = InferenceClient::Create(
+      {.address = "unix:/nonexistent/graphserve.sock", .call_timeout = absl::Seconds(5)});
+  ASSERT_TRUE(client.ok());
+  absl::BlockingCounter done(1);
+  absl::Status status;
+  (*client)->ServerLiveAsync([&](absl::Status s) {
+    status = std::move(s);
+    done.DecrementCount();
+  });
+  done.Wait();
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+}
+
 TEST(InferResultTest, ReadsTypedContentsAsRaw) {
   inference::ModelInferResponse response;
   auto* output = response.add_outputs();

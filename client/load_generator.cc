@@ -1,9 +1,9 @@
 #include "client/load_generator.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <random>
-#include <algorithm>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "client/replay_cost.h"
 #include "client/request_builder.h"
 #include "common/status.h"
 
@@ -132,6 +133,13 @@ LevelResult Summarize(const std::vector<Completion>& completions,
 
 }  // namespace
 
+struct LoadGenerator::Outcome {
+  SteadyClock::time_point start;
+  SteadyClock::time_point end;
+  absl::Status status;
+  InferTiming timing;  // ModelInfer's client-side send and receive
+};
+
 // The requests of one level: slots for requests in flight, what finished, and
 // the stop flag. Shared by the level's driver, its completion callbacks and
 // (in request-rate mode) its scheduler thread.
@@ -162,14 +170,13 @@ class LoadGenerator::LevelRecorder {
   }
 
   // Records a finished request and frees its slot.
-  void Finish(SteadyClock::time_point start, SteadyClock::time_point end,
-              const absl::StatusOr<InferResult>& result) {
-    Completion completion{.end = end, .latency_ns = Nanos(end - start)};
-    if (result.ok()) {
-      completion.send_ns = absl::ToInt64Nanoseconds(result->timing().send);
-      completion.receive_ns = absl::ToInt64Nanoseconds(result->timing().receive);
-    } else {
-      completion.status = result.status();
+  void Finish(const Outcome& outcome) {
+    Completion completion{.end = outcome.end,
+                          .latency_ns = Nanos(outcome.end - outcome.start),
+                          .status = outcome.status};
+    if (outcome.status.ok()) {
+      completion.send_ns = absl::ToInt64Nanoseconds(outcome.timing.send);
+      completion.receive_ns = absl::ToInt64Nanoseconds(outcome.timing.receive);
     }
     absl::MutexLock lock(&mu_);
     completions_.push_back(std::move(completion));
@@ -267,42 +274,67 @@ absl::StatusOr<std::unique_ptr<LoadGenerator>> LoadGenerator::Create(
                                  .batch_size = options.batch_size,
                                  .seed = options.seed}));
   request.model_name = options.model_name;
+  ReplayCost replay;
+  if (config.ok()) {
+    replay = FullChunkReplay(config->config(), options.batch_size);
+  } else {
+    replay.note = "the server has no ModelConfig (model_configuration extension)";
+  }
   // Note [No inline failures]: InferAsync calls its callback on the calling
   // thread when the request fails CheckInferRequest. In the closed loop that
   // callback sends the next request, which would fail the same way, recursing
   // until the stack overflows. Checking once here rules it out: the request
   // never changes.
   RETURN_IF_ERROR(CheckInferRequest(request));
+  if (options.floor_windows < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("floor windows must not be negative, got ", options.floor_windows));
+  }
   return std::unique_ptr<LoadGenerator>(
-      new LoadGenerator(std::move(connections), options, std::move(request)));
+      new LoadGenerator(std::move(connections), options, std::move(request), std::move(replay)));
 }
 
-void LoadGenerator::SendClosedLoop(std::shared_ptr<LevelRecorder> recorder,
-                                   InferenceClient* connection) {
+void LoadGenerator::StartCall(Call call, InferenceClient* connection,
+                              std::function<void(const Outcome&)> done) {
   const SteadyClock::time_point start = SteadyClock::now();
-  connection->InferAsync(request_, [this, recorder, start,
-                                    connection](absl::StatusOr<InferResult> result) {
-    const SteadyClock::time_point end = SteadyClock::now();
+  if (call == Call::kServerLive) {
+    connection->ServerLiveAsync([start, done = std::move(done)](absl::Status status) {
+      done(Outcome{.start = start, .end = SteadyClock::now(), .status = std::move(status)});
+    });
+    return;
+  }
+  connection->InferAsync(request_,
+                         [start, done = std::move(done)](absl::StatusOr<InferResult> result) {
+                           Outcome outcome{.start = start, .end = SteadyClock::now()};
+                           if (result.ok()) {
+                             outcome.timing = result->timing();
+                           } else {
+                             outcome.status = result.status();
+                           }
+                           done(outcome);
+                         });
+}
+
+void LoadGenerator::SendClosedLoop(Call call, std::shared_ptr<LevelRecorder> recorder,
+                                   InferenceClient* connection) {
+  StartCall(call, connection, [this, call, recorder, connection](const Outcome& outcome) {
     // The next request's slot is taken before this one's is freed, so the
     // count of requests in flight never touches zero while the level runs:
     // AwaitDrained cannot return, and the generator cannot be destroyed,
     // while this callback may still call SendClosedLoop on it.
     const bool send_next = recorder->TryStart();
-    recorder->Finish(start, end, result);
-    if (send_next) SendClosedLoop(recorder, connection);
+    recorder->Finish(outcome);
+    if (send_next) SendClosedLoop(call, recorder, connection);
   });
 }
 
-void LoadGenerator::SendOpenLoop(std::shared_ptr<LevelRecorder> recorder) {
-  const SteadyClock::time_point start = SteadyClock::now();
+void LoadGenerator::SendOpenLoop(Call call, std::shared_ptr<LevelRecorder> recorder) {
   InferenceClient* connection =
       connections_[next_connection_.fetch_add(1, std::memory_order_relaxed) % connections_.size()];
-  connection->InferAsync(request_, [recorder, start](absl::StatusOr<InferResult> result) {
-    recorder->Finish(start, SteadyClock::now(), result);
-  });
+  StartCall(call, connection, [recorder](const Outcome& outcome) { recorder->Finish(outcome); });
 }
 
-void LoadGenerator::RunSchedule(std::shared_ptr<LevelRecorder> recorder,
+void LoadGenerator::RunSchedule(Call call, std::shared_ptr<LevelRecorder> recorder,
                                 double requests_per_second) {
   std::mt19937_64 rng(options_.seed);
   std::exponential_distribution<double> poisson_gap(requests_per_second);
@@ -312,7 +344,7 @@ void LoadGenerator::RunSchedule(std::shared_ptr<LevelRecorder> recorder,
   SteadyClock::time_point next = SteadyClock::now();
   while (recorder->SleepUntilOrStop(next)) {
     if (!recorder->StartWhenBelow(options_.max_outstanding)) return;
-    SendOpenLoop(recorder);
+    SendOpenLoop(call, recorder);
     const double gap =
         options_.distribution == RequestDistribution::kPoisson ? poisson_gap(rng) : constant_gap;
     next += std::chrono::duration_cast<SteadyClock::duration>(std::chrono::duration<double>(gap));
@@ -341,18 +373,23 @@ std::optional<inference::InferStatistics> LoadGenerator::ServerStatistics() {
   return sum;
 }
 
-LevelResult LoadGenerator::MeasureLevel(LevelRecorder& recorder, double level) {
+LevelResult LoadGenerator::MeasureLevel(Call call, LevelRecorder& recorder, double level,
+                                        int windows) {
   const SteadyClock::time_point level_start = SteadyClock::now();
   recorder.AwaitFinished(options_.warmup_requests);
   SleepUntil(level_start + absl::ToChronoNanoseconds(options_.warmup));
 
-  const std::optional<inference::InferStatistics> before = ServerStatistics();
+  // ServerLive moves no model statistics.
+  const bool served = call == Call::kInfer;
+  const std::optional<inference::InferStatistics> before =
+      served ? ServerStatistics() : std::nullopt;
   std::vector<SteadyClock::time_point> boundaries = {SteadyClock::now()};
-  for (int w = 1; w <= options_.windows; ++w) {
+  for (int w = 1; w <= windows; ++w) {
     SleepUntil(boundaries.front() + absl::ToChronoNanoseconds(options_.measurement_window * w));
     boundaries.push_back(SteadyClock::now());
   }
-  const std::optional<inference::InferStatistics> after = ServerStatistics();
+  const std::optional<inference::InferStatistics> after =
+      served ? ServerStatistics() : std::nullopt;
 
   recorder.Stop();
   recorder.AwaitDrained();
@@ -363,18 +400,52 @@ LevelResult LoadGenerator::MeasureLevel(LevelRecorder& recorder, double level) {
   return result;
 }
 
+LevelResult LoadGenerator::RunClosedLoop(Call call, int64_t concurrency, int windows) {
+  auto recorder = std::make_shared<LevelRecorder>();
+  for (int64_t i = 0; i < concurrency; ++i) {
+    if (recorder->TryStart()) {
+      SendClosedLoop(call, recorder, connections_[static_cast<size_t>(i) % connections_.size()]);
+    }
+  }
+  return MeasureLevel(call, *recorder, static_cast<double>(concurrency), windows);
+}
+
+LevelResult LoadGenerator::RunOpenLoop(Call call, double requests_per_second, int windows) {
+  auto recorder = std::make_shared<LevelRecorder>();
+  std::thread scheduler([this, call, recorder, requests_per_second] {
+    RunSchedule(call, recorder, requests_per_second);
+  });
+  // MeasureLevel stops the recorder, which ends the schedule; the thread is
+  // joined before the generator can go away.
+  LevelResult result = MeasureLevel(call, *recorder, requests_per_second, windows);
+  scheduler.join();
+  return result;
+}
+
+void LoadGenerator::AddFloor(LoadMode mode, LevelResult* result) {
+  result->replay = replay_;
+  if (options_.floor_windows == 0) return;
+  // Right after the level, over the same connections, at the same level:
+  // Note [The served floor].
+  const LevelResult floor =
+      mode == LoadMode::kConcurrency
+          ? RunClosedLoop(Call::kServerLive, static_cast<int64_t>(result->level),
+                          options_.floor_windows)
+          : RunOpenLoop(Call::kServerLive, result->level, options_.floor_windows);
+  result->floor = FloorResult{.latency = floor.latency,
+                              .completed = floor.completed,
+                              .errors = floor.errors,
+                              .first_error = floor.first_error};
+}
+
 absl::StatusOr<LevelResult> LoadGenerator::RunConcurrency(int64_t concurrency) {
   if (concurrency < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("concurrency must be at least 1, got ", concurrency));
   }
-  auto recorder = std::make_shared<LevelRecorder>();
-  for (int64_t i = 0; i < concurrency; ++i) {
-    if (recorder->TryStart()) {
-      SendClosedLoop(recorder, connections_[static_cast<size_t>(i) % connections_.size()]);
-    }
-  }
-  return MeasureLevel(*recorder, static_cast<double>(concurrency));
+  LevelResult result = RunClosedLoop(Call::kInfer, concurrency, options_.windows);
+  AddFloor(LoadMode::kConcurrency, &result);
+  return result;
 }
 
 absl::StatusOr<LevelResult> LoadGenerator::RunRequestRate(double requests_per_second) {
@@ -382,13 +453,8 @@ absl::StatusOr<LevelResult> LoadGenerator::RunRequestRate(double requests_per_se
     return absl::InvalidArgumentError(
         absl::StrCat("request rate must be positive, got ", requests_per_second));
   }
-  auto recorder = std::make_shared<LevelRecorder>();
-  std::thread scheduler(
-      [this, recorder, requests_per_second] { RunSchedule(recorder, requests_per_second); });
-  // MeasureLevel stops the recorder, which ends the schedule; the thread is
-  // joined before the generator can go away.
-  LevelResult result = MeasureLevel(*recorder, requests_per_second);
-  scheduler.join();
+  LevelResult result = RunOpenLoop(Call::kInfer, requests_per_second, options_.windows);
+  AddFloor(LoadMode::kRequestRate, &result);
   return result;
 }
 

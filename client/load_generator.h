@@ -14,9 +14,15 @@
 // server's per-request queue and compute averages from ModelStatistics taken
 // before and after the windows. Every request is the same one, built once
 // from the model's metadata with random data.
+//
+// Right after each level the same load runs with an empty RPC, ServerLive,
+// in place of ModelInfer: the floor of Note [The served floor]
+// (client/perf_report.h), beside the model's full-chunk replay read from
+// its config.
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -65,6 +71,11 @@ struct LoadGeneratorOptions {
   // reaches it, sends wait (and are counted in LevelResult::delayed_sends)
   // instead of piling up without bound.
   int64_t max_outstanding = 1024;
+
+  // Windows of `measurement_window` the floor (ServerLive at the same level)
+  // is measured over after each level's own, following a warm-up as long as
+  // the level's. 0: no floor.
+  int floor_windows = 1;
 };
 
 class LoadGenerator {
@@ -81,42 +92,70 @@ class LoadGenerator {
   static absl::StatusOr<std::unique_ptr<LoadGenerator>> Create(
       std::vector<InferenceClient*> connections, const LoadGeneratorOptions& options);
 
-  // One concurrency level. Returns once every request it sent has finished.
-  // InvalidArgument for concurrency < 1. Failed requests are counted in the
-  // result, not returned as an error.
+  // One concurrency level, then its floor. Returns once every request it
+  // sent has finished. InvalidArgument for concurrency < 1. Failed requests
+  // are counted in the result, not returned as an error.
   absl::StatusOr<LevelResult> RunConcurrency(int64_t concurrency);
 
-  // One request-rate level (requests per second). Returns once every request
-  // it sent has finished. InvalidArgument for a rate that is not positive.
+  // One request-rate level (requests per second), then its floor. Returns
+  // once every request it sent has finished. InvalidArgument for a rate that
+  // is not positive.
   absl::StatusOr<LevelResult> RunRequestRate(double requests_per_second);
 
   // The request every level sends.
   const InferRequest& request() const { return request_; }
 
+  // The model's full-chunk replay for the batch size, from its config.
+  const ReplayCost& replay() const { return replay_; }
+
   // Implementation details follow.
  private:
   class LevelRecorder;
 
+  // What a level's requests call.
+  enum class Call {
+    kInfer,       // ModelInfer with request_: the served measurement
+    kServerLive,  // the floor
+  };
+
   LoadGenerator(std::vector<InferenceClient*> connections, const LoadGeneratorOptions& options,
-                InferRequest request)
+                InferRequest request, ReplayCost replay)
       : client_(connections.front()),
         connections_(std::move(connections)),
         options_(options),
-        request_(std::move(request)) {}
+        request_(std::move(request)),
+        replay_(std::move(replay)) {}
 
-  // Sends one closed-loop request whose slot is already taken; its
-  // completion sends the next while the level runs.
-  void SendClosedLoop(std::shared_ptr<LevelRecorder> recorder, InferenceClient* connection);
+  // A closed loop (`concurrency` calls outstanding) or an open one (a
+  // `requests_per_second` schedule), measured.
+  LevelResult RunClosedLoop(Call call, int64_t concurrency, int windows);
+  LevelResult RunOpenLoop(Call call, double requests_per_second, int windows);
 
-  // Sends one open-loop request whose slot is already taken.
-  void SendOpenLoop(std::shared_ptr<LevelRecorder> recorder);
+  // Adds the floor (ServerLive at the same level) and the replay cost to a
+  // measured level.
+  void AddFloor(LoadMode mode, LevelResult* result);
+
+  // How one call ended.
+  struct Outcome;
+
+  // Starts one call on `connection`; `done` gets its outcome on a gRPC
+  // thread.
+  void StartCall(Call call, InferenceClient* connection, std::function<void(const Outcome&)> done);
+
+  // Sends one closed-loop call whose slot is already taken; its completion
+  // sends the next while the level runs.
+  void SendClosedLoop(Call call, std::shared_ptr<LevelRecorder> recorder,
+                      InferenceClient* connection);
+
+  // Sends one open-loop call whose slot is already taken.
+  void SendOpenLoop(Call call, std::shared_ptr<LevelRecorder> recorder);
 
   // The request-rate schedule, run on its own thread until the level stops.
-  void RunSchedule(std::shared_ptr<LevelRecorder> recorder, double requests_per_second);
+  void RunSchedule(Call call, std::shared_ptr<LevelRecorder> recorder, double requests_per_second);
 
-  // Warm-up, windows and the server statistics around them; stops the load
-  // and waits for it to drain, then summarises.
-  LevelResult MeasureLevel(LevelRecorder& recorder, double level);
+  // Warm-up, `windows` windows and (for ModelInfer) the server statistics
+  // around them; stops the load and waits for it to drain, then summarises.
+  LevelResult MeasureLevel(Call call, LevelRecorder& recorder, double level, int windows);
 
   // Summed inference statistics of the model, or nullopt when the server
   // does not answer ModelStatistics.
@@ -128,6 +167,7 @@ class LoadGenerator {
   std::atomic<size_t> next_connection_{0};
   const LoadGeneratorOptions options_;
   const InferRequest request_;
+  const ReplayCost replay_;
 };
 
 }  // namespace graphserve

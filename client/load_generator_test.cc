@@ -10,6 +10,7 @@
 #include "absl/strings/str_split.h"
 #include "client/fake_inference_server.h"
 #include "client/perf_report.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace graphserve {
@@ -87,15 +88,67 @@ TEST_F(LoadGeneratorTest, ConcurrencySweepMeasuresAndWritesCsv) {
   const std::string csv = FormatPerfCsv(LoadMode::kConcurrency, levels);
   const std::vector<std::string> lines = absl::StrSplit(csv, '\n', absl::SkipEmpty());
   ASSERT_EQ(lines.size(), 3u) << csv;
-  EXPECT_EQ(lines[0], PerfCsvHeader(LoadMode::kConcurrency, true));
+  EXPECT_EQ(lines[0], PerfCsvHeader(LoadMode::kConcurrency, {.server_stats = true, .floor = true}));
   const size_t columns = std::vector<std::string>(absl::StrSplit(lines[0], ',')).size();
-  EXPECT_EQ(columns, 16u);
+  EXPECT_EQ(columns, 20u);  // perf_analyzer's 16, then the floor's 4
   for (size_t i = 1; i < lines.size(); ++i) {
     const std::vector<std::string> cells = absl::StrSplit(lines[i], ',');
     ASSERT_EQ(cells.size(), columns) << lines[i];
     EXPECT_EQ(cells[0], i == 1 ? "1" : "4");
     EXPECT_GT(std::stod(cells[1]), 0) << lines[i];  // Inferences/Second
   }
+}
+
+// Note [The served floor]: after each level, ServerLive at the same level,
+// and the model's full-chunk replay from its config.
+TEST_F(LoadGeneratorTest, EachLevelMeasuresItsFloorAndReadsTheReplayCost) {
+  FakeInferenceServerOptions server;
+  server.capture.add_batch_sizes(1);
+  server.capture.add_batch_sizes(4);
+  inference::CaptureCost* cost = server.capture.add_cost();
+  cost->set_batch_size(4);
+  cost->set_graph_us(37.5);
+  StartServer(server);
+  absl::StatusOr<std::unique_ptr<LoadGenerator>> generator =
+      LoadGenerator::Create(client_.get(), Options());  // batch 2: pads to 4
+  ASSERT_TRUE(generator.ok()) << generator.status();
+  EXPECT_EQ((*generator)->replay().note,
+            "batch 2 is not captured: the cost of 4, the size it pads to");
+
+  for (const bool closed_loop : {true, false}) {
+    const int64_t live_before = server_->live_calls();
+    absl::StatusOr<LevelResult> level =
+        closed_loop ? (*generator)->RunConcurrency(3) : (*generator)->RunRequestRate(300);
+    ASSERT_TRUE(level.ok()) << level.status();
+    ASSERT_TRUE(level->floor.has_value());
+    EXPECT_GT(level->floor->completed, 0);
+    EXPECT_EQ(level->floor->errors, 0) << level->floor->first_error;
+    EXPECT_EQ(level->floor->latency.count, level->floor->completed);
+    ExpectOrderedPercentiles(level->floor->latency);
+    // Every floor call was a ServerLive the server saw (plus the warm-up's).
+    EXPECT_GE(server_->live_calls() - live_before, level->floor->completed);
+    ASSERT_TRUE(level->replay.us.has_value());
+    EXPECT_DOUBLE_EQ(*level->replay.us, 37.5);
+    const std::optional<int64_t> overhead = ServedOverheadNs(*level);
+    ASSERT_TRUE(overhead.has_value());
+    EXPECT_EQ(*overhead, level->latency.p50_ns - level->floor->latency.p50_ns - 37'500);
+  }
+}
+
+TEST_F(LoadGeneratorTest, NoFloorWindowsNoFloor) {
+  StartServer();
+  LoadGeneratorOptions options = Options();
+  options.floor_windows = 0;
+  absl::StatusOr<std::unique_ptr<LoadGenerator>> generator =
+      LoadGenerator::Create(client_.get(), options);
+  ASSERT_TRUE(generator.ok()) << generator.status();
+  absl::StatusOr<LevelResult> level = (*generator)->RunConcurrency(1);
+  ASSERT_TRUE(level.ok()) << level.status();
+  EXPECT_FALSE(level->floor.has_value());
+  EXPECT_EQ(server_->live_calls(), 0);
+  // The fake server's config has no capture section.
+  EXPECT_FALSE(level->replay.us.has_value());
+  EXPECT_THAT(level->replay.note, ::testing::HasSubstr("no measured costs"));
 }
 
 TEST_F(LoadGeneratorTest, SpreadsRequestsOverPrivateConnections) {

@@ -38,11 +38,43 @@ bool AllHaveServerStats(absl::Span<const LevelResult> levels) {
                      [](const LevelResult& level) { return level.server.has_value(); });
 }
 
+bool AllHaveFloors(absl::Span<const LevelResult> levels) {
+  return std::all_of(levels.begin(), levels.end(),
+                     [](const LevelResult& level) { return level.floor.has_value(); });
+}
+
+PerfCsvColumns ColumnsFor(absl::Span<const LevelResult> levels) {
+  return {.server_stats = !levels.empty() && AllHaveServerStats(levels),
+          .floor = !levels.empty() && AllHaveFloors(levels)};
+}
+
+// What the replay cost is, for the line under the table.
+std::string DescribeReplay(const ReplayCost& replay, int64_t batch_size) {
+  if (!replay.us.has_value()) {
+    return absl::StrCat("full-chunk replay of batch ", batch_size, ": unknown (", replay.note,
+                        "); served overhead not computed");
+  }
+  std::string line = absl::StrFormat(
+      "full-chunk replay of batch %d: %.1f us, the model's measured %s of batch %d", batch_size,
+      *replay.us, replay.graphs ? "graph replay" : "eager run", replay.captured_size);
+  if (!replay.note.empty()) absl::StrAppend(&line, " (", replay.note, ")");
+  return line;
+}
+
 const char* LevelName(LoadMode mode) {
   return mode == LoadMode::kConcurrency ? "Concurrency" : "Request Rate";
 }
 
 }  // namespace
+
+std::optional<int64_t> ServedOverheadNs(const LevelResult& level) {
+  if (!level.floor.has_value() || level.latency.count == 0 || level.floor->latency.count == 0 ||
+      !level.replay.us.has_value()) {
+    return std::nullopt;
+  }
+  const auto replay_ns = static_cast<int64_t>(std::llround(*level.replay.us * 1000.0));
+  return level.latency.p50_ns - level.floor->latency.p50_ns - replay_ns;
+}
 
 int64_t Percentile(absl::Span<const int64_t> sorted, double percentile) {
   const double position = percentile / 100.0 * static_cast<double>(sorted.size() - 1);
@@ -66,9 +98,9 @@ LatencySummary SummarizeLatencies(std::vector<int64_t> latencies_ns) {
   return summary;
 }
 
-std::string PerfCsvHeader(LoadMode mode, bool with_server_stats) {
+std::string PerfCsvHeader(LoadMode mode, PerfCsvColumns columns) {
   std::string header = absl::StrCat(LevelName(mode), ",Inferences/Second,Client Send,");
-  if (with_server_stats) {
+  if (columns.server_stats) {
     absl::StrAppend(&header,
                     "Network+Server Send/Recv,Server Queue,Server Compute Input,"
                     "Server Compute Infer,Server Compute Output,");
@@ -76,16 +108,21 @@ std::string PerfCsvHeader(LoadMode mode, bool with_server_stats) {
   absl::StrAppend(&header,
                   "Client Recv,p50 latency,p90 latency,p95 latency,p99 latency,Avg latency,"
                   "request/response,response wait");
+  if (columns.floor) {
+    absl::StrAppend(&header,
+                    ",Floor p50 latency,Floor p99 latency,Full-chunk replay,"
+                    "Served overhead");
+  }
   return header;
 }
 
-std::string PerfCsvRow(LoadMode mode, const LevelResult& level, bool with_server_stats) {
+std::string PerfCsvRow(LoadMode mode, const LevelResult& level, PerfCsvColumns columns) {
   const int64_t send_us = Micros(level.avg_send_ns);
   const int64_t receive_us = Micros(level.avg_receive_ns);
   const int64_t avg_us = Micros(level.latency.avg_ns);
   std::string row = absl::StrCat(FormatLevel(mode, level.level), ",",
                                  FormatDouble(level.infer_per_sec), ",", send_us, ",");
-  if (with_server_stats) {
+  if (columns.server_stats) {
     const ServerAverages& server = *level.server;
     absl::StrAppend(&row, Micros(NetworkAndServerOverheadNs(level, server)), ",",
                     Micros(server.queue_ns), ",", Micros(server.compute_input_ns), ",",
@@ -95,14 +132,21 @@ std::string PerfCsvRow(LoadMode mode, const LevelResult& level, bool with_server
                   Micros(level.latency.p90_ns), ",", Micros(level.latency.p95_ns), ",",
                   Micros(level.latency.p99_ns), ",", avg_us, ",", send_us + receive_us, ",",
                   std::max<int64_t>(0, avg_us - send_us - receive_us));
+  if (columns.floor) {
+    const std::optional<int64_t> overhead = ServedOverheadNs(level);
+    absl::StrAppend(&row, ",", Micros(level.floor->latency.p50_ns), ",",
+                    Micros(level.floor->latency.p99_ns), ",",
+                    level.replay.us.has_value() ? FormatDouble(*level.replay.us) : "", ",",
+                    overhead.has_value() ? absl::StrCat(Micros(*overhead)) : "");
+  }
   return row;
 }
 
 std::string FormatPerfCsv(LoadMode mode, absl::Span<const LevelResult> levels) {
-  const bool with_server_stats = !levels.empty() && AllHaveServerStats(levels);
-  std::string csv = absl::StrCat(PerfCsvHeader(mode, with_server_stats), "\n");
+  const PerfCsvColumns columns = ColumnsFor(levels);
+  std::string csv = absl::StrCat(PerfCsvHeader(mode, columns), "\n");
   for (const LevelResult& level : levels) {
-    absl::StrAppend(&csv, PerfCsvRow(mode, level, with_server_stats), "\n");
+    absl::StrAppend(&csv, PerfCsvRow(mode, level, columns), "\n");
   }
   return csv;
 }
@@ -118,14 +162,18 @@ absl::Status WritePerfCsv(const std::string& path, LoadMode mode,
 }
 
 std::string FormatPerfTable(LoadMode mode, absl::Span<const LevelResult> levels) {
-  const bool with_server_stats = !levels.empty() && AllHaveServerStats(levels);
+  const PerfCsvColumns columns = ColumnsFor(levels);
   std::string table =
       absl::StrFormat("%12s %12s %9s %7s %9s %9s %9s %9s %9s",
                       mode == LoadMode::kConcurrency ? "concurrency" : "rate/s", "infer/s",
                       "requests", "errors", "p50 us", "p90 us", "p95 us", "p99 us", "avg us");
-  if (with_server_stats) {
+  if (columns.server_stats) {
     absl::StrAppend(&table, absl::StrFormat(" %9s %9s %9s %9s", "queue us", "input us", "infer us",
                                             "output us"));
+  }
+  if (columns.floor) {
+    absl::StrAppend(&table, absl::StrFormat(" %10s %10s %9s %11s", "floor p50", "floor p99",
+                                            "replay us", "overhead us"));
   }
   absl::StrAppend(&table, "\n");
   auto us = [](int64_t ns) { return absl::StrFormat("%.1f", static_cast<double>(ns) / 1000.0); };
@@ -135,24 +183,44 @@ std::string FormatPerfTable(LoadMode mode, absl::Span<const LevelResult> levels)
                                             level.completed, level.errors, us(level.latency.p50_ns),
                                             us(level.latency.p90_ns), us(level.latency.p95_ns),
                                             us(level.latency.p99_ns), us(level.latency.avg_ns)));
-    if (with_server_stats) {
+    if (columns.server_stats) {
       absl::StrAppend(&table, absl::StrFormat(" %9s %9s %9s %9s", us(level.server->queue_ns),
                                               us(level.server->compute_input_ns),
                                               us(level.server->compute_infer_ns),
                                               us(level.server->compute_output_ns)));
     }
+    if (columns.floor) {
+      const std::optional<int64_t> overhead = ServedOverheadNs(level);
+      absl::StrAppend(
+          &table, absl::StrFormat(
+                      " %10s %10s %9s %11s", us(level.floor->latency.p50_ns),
+                      us(level.floor->latency.p99_ns),
+                      level.replay.us.has_value() ? absl::StrFormat("%.1f", *level.replay.us) : "-",
+                      overhead.has_value() ? us(*overhead) : "-"));
+    }
     absl::StrAppend(&table, "\n");
   }
-  if (!with_server_stats && !levels.empty()) {
+  if (!columns.server_stats && !levels.empty()) {
     absl::StrAppend(&table,
                     "(no server-side statistics: the server did not answer "
                     "ModelStatistics for every level)\n");
+  }
+  if (columns.floor) {
+    absl::StrAppend(&table,
+                    "floor: ServerLive, an empty RPC, over the same connections at the same "
+                    "level, right after it; overhead = p50 - floor p50 - replay\n",
+                    DescribeReplay(levels.front().replay, levels.front().batch_size), "\n");
   }
   for (const LevelResult& level : levels) {
     if (level.errors > 0) {
       absl::StrAppend(&table, LevelName(mode), " ", FormatLevel(mode, level.level), ": ",
                       level.errors, " of ", level.completed,
                       " requests failed; first: ", level.first_error, "\n");
+    }
+    if (level.floor.has_value() && level.floor->errors > 0) {
+      absl::StrAppend(&table, LevelName(mode), " ", FormatLevel(mode, level.level), ": ",
+                      level.floor->errors, " of ", level.floor->completed,
+                      " floor calls (ServerLive) failed; first: ", level.floor->first_error, "\n");
     }
     if (level.delayed_sends > 0) {
       absl::StrAppend(&table, LevelName(mode), " ", FormatLevel(mode, level.level), ": ",
@@ -165,10 +233,19 @@ std::string FormatPerfTable(LoadMode mode, absl::Span<const LevelResult> levels)
 }
 
 std::string FormatLevelLine(LoadMode mode, const LevelResult& level) {
-  return absl::StrCat(LevelName(mode), ": ", FormatLevel(mode, level.level),
-                      ", throughput: ", FormatDouble(level.infer_per_sec),
-                      " infer/sec, latency p50 ", Micros(level.latency.p50_ns), " usec, p99 ",
-                      Micros(level.latency.p99_ns), " usec, ", level.errors, " errors");
+  std::string line =
+      absl::StrCat(LevelName(mode), ": ", FormatLevel(mode, level.level),
+                   ", throughput: ", FormatDouble(level.infer_per_sec), " infer/sec, latency p50 ",
+                   Micros(level.latency.p50_ns), " usec, p99 ", Micros(level.latency.p99_ns),
+                   " usec, ", level.errors, " errors");
+  if (level.floor.has_value()) {
+    absl::StrAppend(&line, ", floor p50 ", Micros(level.floor->latency.p50_ns), " usec, p99 ",
+                    Micros(level.floor->latency.p99_ns), " usec");
+    if (const std::optional<int64_t> overhead = ServedOverheadNs(level); overhead.has_value()) {
+      absl::StrAppend(&line, ", served overhead ", Micros(*overhead), " usec");
+    }
+  }
+  return line;
 }
 
 }  // namespace graphserve

@@ -47,6 +47,46 @@ struct ServerAverages {
   int64_t compute_output_ns = 0;
 };
 
+// Note [The served floor]
+// A served latency mixes three costs: the client, gRPC and the network, which
+// any RPC pays; the model's own GPU work; and what the server adds between
+// them (validation, queueing for a stream, copies in and out, the
+// responder). To show the last, `perf` measures, right after each level and
+// over the same connections at the same concurrency (or rate), an empty RPC:
+// ServerLive, answered from memory. That is the floor. The model's work is
+// its full-chunk replay: the measured cost of one replay at the batch size
+// sent, from the capture section of the served model's config (capture.cost,
+// graph_us, or eager_us when graphs are off), or, for a size not captured,
+// the cost of the size the request pads to. Then
+//   served overhead = served p50 - floor p50 - full-chunk replay.
+// A request split over several graphs has no single replay cost, and a
+// config without measured costs (the host executor) none at all: the
+// overhead is left out and the report says why.
+
+// The floor of one level: ServerLive at the same concurrency or rate.
+struct FloorResult {
+  LatencySummary latency;  // successful calls
+  int64_t completed = 0;   // calls that finished inside the windows
+  int64_t errors = 0;
+  std::string first_error;  // empty without errors
+};
+
+// The model's measured cost of one replay for the batch sent.
+struct ReplayCost {
+  // Unset when unknown: `note` says why.
+  std::optional<double> us;
+  // The captured size whose cost `us` is: the batch itself, or the size it
+  // pads to. 0 when unknown.
+  int64_t captured_size = 0;
+  // Whether `us` is a graph replay (capture.cost.graph_us) or an eager run
+  // (eager_us, the model's graphs being off).
+  bool graphs = true;
+  // Empty when `us` is the batch's own measured cost; otherwise what it is
+  // instead ("batch 3 is not captured: the cost of 4, the size it pads to")
+  // or why there is none.
+  std::string note;
+};
+
 // One load level: a concurrency or a request rate, measured over its windows.
 struct LevelResult {
   // The concurrency N, or the request rate in requests per second.
@@ -74,6 +114,26 @@ struct LevelResult {
   // Request-rate mode: sends that waited because the cap on outstanding
   // requests was reached, i.e. went out later than scheduled.
   int64_t delayed_sends = 0;
+  // The floor measured right after this level; empty when not measured.
+  std::optional<FloorResult> floor;
+  // The model's full-chunk replay for batch_size (the same for every level).
+  ReplayCost replay;
+};
+
+// served p50 - floor p50 - full-chunk replay, in nanoseconds (Note [The
+// served floor]); nullopt without a floor, a successful served request, a
+// successful floor call or a known replay cost. May be negative: three
+// medians of noisy measurements.
+std::optional<int64_t> ServedOverheadNs(const LevelResult& level);
+
+// Optional column groups of the CSV.
+struct PerfCsvColumns {
+  // perf_analyzer's five server columns (ModelStatistics).
+  bool server_stats = false;
+  // GraphServe's floor columns, after perf_analyzer's: "Floor p50 latency,
+  // Floor p99 latency,Full-chunk replay,Served overhead" (microseconds; the
+  // last two empty when unknown).
+  bool floor = false;
 };
 
 // The `percentile` (0 to 100) of ascending `sorted` values by perf_analyzer's
@@ -93,29 +153,34 @@ LatencySummary SummarizeLatencies(std::vector<int64_t> latencies_ns);
 // (one line; "Request Rate" first in request-rate mode), i.e. what
 // `perf_analyzer -f FILE --verbose-csv` writes for a model without a response
 // cache; without them the five server columns are left out, as perf_analyzer
-// leaves them out.
-std::string PerfCsvHeader(LoadMode mode, bool with_server_stats);
+// leaves them out. The floor columns follow when asked for; readers of
+// perf_analyzer's files find its columns by name and are unaffected.
+std::string PerfCsvHeader(LoadMode mode, PerfCsvColumns columns);
 
-// One CSV row under that header (no newline). With `with_server_stats`,
-// `level.server` must be set.
-std::string PerfCsvRow(LoadMode mode, const LevelResult& level, bool with_server_stats);
+// One CSV row under that header (no newline). With columns.server_stats,
+// `level.server` must be set; with columns.floor, `level.floor`.
+std::string PerfCsvRow(LoadMode mode, const LevelResult& level, PerfCsvColumns columns);
 
 // Header and rows, one per level in the order run (perf_analyzer sorts them by
 // throughput instead; the order of a sweep is kept here because it reads
 // better and no reader of the format depends on it). Server columns appear
-// when every level has server statistics.
+// when every level has server statistics, floor columns when every level has
+// a floor.
 std::string FormatPerfCsv(LoadMode mode, absl::Span<const LevelResult> levels);
 
 // Writes FormatPerfCsv to `path`, replacing it.
 absl::Status WritePerfCsv(const std::string& path, LoadMode mode,
                           absl::Span<const LevelResult> levels);
 
-// A fixed-width table for people: one line per level, latencies in us, then a
+// A fixed-width table for people: one line per level, latencies in us (the
+// floor's p50 and p99, the replay and the served overhead beside the served
+// numbers when every level has a floor), then what the replay cost is, and a
 // line per level with errors naming the first one.
 std::string FormatPerfTable(LoadMode mode, absl::Span<const LevelResult> levels);
 
 // One line printed as a level finishes, e.g. "Concurrency: 4, throughput:
-// 5120 infer/sec, latency p50 712 usec, p99 1490 usec, 0 errors".
+// 5120 infer/sec, latency p50 712 usec, p99 1490 usec, 0 errors", then, with
+// a floor, ", floor p50 95 usec, p99 180 usec, served overhead 210 usec".
 std::string FormatLevelLine(LoadMode mode, const LevelResult& level);
 
 }  // namespace graphserve

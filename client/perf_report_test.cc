@@ -9,10 +9,13 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace graphserve {
 namespace {
+
+using ::testing::HasSubstr;
 
 TEST(PercentileTest, NearestRankOnTheNMinusOneSpacing) {
   std::vector<int64_t> hundred;
@@ -46,12 +49,12 @@ TEST(PercentileTest, SummaryIsOrderedAndAveraged) {
 }
 
 TEST(PerfCsvTest, HeaderIsPerfAnalyzers) {
-  EXPECT_EQ(PerfCsvHeader(LoadMode::kConcurrency, true),
+  EXPECT_EQ(PerfCsvHeader(LoadMode::kConcurrency, {.server_stats = true}),
             "Concurrency,Inferences/Second,Client Send,Network+Server Send/Recv,Server Queue,"
             "Server Compute Input,Server Compute Infer,Server Compute Output,Client Recv,"
             "p50 latency,p90 latency,p95 latency,p99 latency,Avg latency,request/response,"
             "response wait");
-  EXPECT_EQ(PerfCsvHeader(LoadMode::kRequestRate, false),
+  EXPECT_EQ(PerfCsvHeader(LoadMode::kRequestRate, {}),
             "Request Rate,Inferences/Second,Client Send,Client Recv,p50 latency,p90 latency,"
             "p95 latency,p99 latency,Avg latency,request/response,response wait");
 }
@@ -80,12 +83,12 @@ LevelResult ExampleLevel() {
 
 TEST(PerfCsvTest, RowInMicrosecondsUnderTheHeader) {
   const LevelResult level = ExampleLevel();
-  const std::string row = PerfCsvRow(LoadMode::kConcurrency, level, true);
+  const std::string row = PerfCsvRow(LoadMode::kConcurrency, level, {.server_stats = true});
   // Network+Server = 750000 - 12345 - 3999 - (100000 + 20000 + 400000 + 30000) = 183656 ns.
   // request/response = 12 + 3; response wait = 750 - 12 - 3.
   EXPECT_EQ(row, "4,1234.57,12,183,100,20,400,30,3,700,900,950,1200,750,15,735");
   const std::vector<std::string> header =
-      absl::StrSplit(PerfCsvHeader(LoadMode::kConcurrency, true), ',');
+      absl::StrSplit(PerfCsvHeader(LoadMode::kConcurrency, {.server_stats = true}), ',');
   const std::vector<std::string> cells = absl::StrSplit(row, ',');
   EXPECT_EQ(header.size(), cells.size());
 }
@@ -94,7 +97,7 @@ TEST(PerfCsvTest, RequestRateAndOverheadClampedAtZero) {
   LevelResult level = ExampleLevel();
   level.level = 250.5;
   level.server->compute_infer_ns = 2'000'000;  // the server claims more than the client saw
-  EXPECT_EQ(PerfCsvRow(LoadMode::kRequestRate, level, true),
+  EXPECT_EQ(PerfCsvRow(LoadMode::kRequestRate, level, {.server_stats = true}),
             "250.5,1234.57,12,0,100,20,2000,30,3,700,900,950,1200,750,15,735");
 }
 
@@ -104,12 +107,63 @@ TEST(PerfCsvTest, ServerColumnsOnlyWhenEveryLevelHasThem) {
   without.level = 8;
   without.server.reset();
   const std::string both = FormatPerfCsv(LoadMode::kConcurrency, {with, with});
-  EXPECT_TRUE(absl::StartsWith(both, PerfCsvHeader(LoadMode::kConcurrency, true) + "\n"));
+  EXPECT_TRUE(
+      absl::StartsWith(both, PerfCsvHeader(LoadMode::kConcurrency, {.server_stats = true}) + "\n"));
   const std::string mixed = FormatPerfCsv(LoadMode::kConcurrency, {with, without});
   const std::vector<std::string> lines = absl::StrSplit(mixed, '\n', absl::SkipEmpty());
   ASSERT_EQ(lines.size(), 3u);
-  EXPECT_EQ(lines[0], PerfCsvHeader(LoadMode::kConcurrency, false));
+  EXPECT_EQ(lines[0], PerfCsvHeader(LoadMode::kConcurrency, {}));
   EXPECT_EQ(lines[2], "8,1234.57,12,3,700,900,950,1200,750,15,735");
+}
+
+// Note [The served floor]: served p50 700.9 us - floor p50 95 us - replay
+// 41.5 us = 564.4 us.
+LevelResult ExampleLevelWithFloor() {
+  LevelResult level = ExampleLevel();
+  level.floor =
+      FloorResult{.latency = {.count = 900, .p50_ns = 95'000, .p99_ns = 180'000}, .completed = 900};
+  level.replay = ReplayCost{.us = 41.5, .captured_size = 2};
+  return level;
+}
+
+TEST(PerfCsvTest, FloorColumnsFollowPerfAnalyzers) {
+  const PerfCsvColumns columns{.server_stats = true, .floor = true};
+  EXPECT_TRUE(absl::EndsWith(PerfCsvHeader(LoadMode::kConcurrency, columns),
+                             ",response wait,Floor p50 latency,Floor p99 latency,"
+                             "Full-chunk replay,Served overhead"));
+  const LevelResult level = ExampleLevelWithFloor();
+  ASSERT_EQ(ServedOverheadNs(level), 700'900 - 95'000 - 41'500);
+  EXPECT_EQ(PerfCsvRow(LoadMode::kConcurrency, level, columns),
+            "4,1234.57,12,183,100,20,400,30,3,700,900,950,1200,750,15,735,95,180,41.5,564");
+  // An unknown replay leaves both its cells and the overhead's empty.
+  LevelResult unknown = level;
+  unknown.replay = ReplayCost{.note = "no measured costs"};
+  EXPECT_FALSE(ServedOverheadNs(unknown).has_value());
+  EXPECT_TRUE(absl::EndsWith(PerfCsvRow(LoadMode::kConcurrency, unknown, columns), ",95,180,,"));
+  // Floor columns only when every level has a floor.
+  const std::string mixed = FormatPerfCsv(LoadMode::kConcurrency, {level, ExampleLevel()});
+  EXPECT_TRUE(absl::StartsWith(
+      mixed, PerfCsvHeader(LoadMode::kConcurrency, {.server_stats = true}) + "\n"));
+}
+
+TEST(PerfTableTest, FloorBesideTheServedNumbersAndTheReplaySaid) {
+  LevelResult level = ExampleLevelWithFloor();
+  level.replay.captured_size = 4;
+  level.replay.note = "batch 2 is not captured: the cost of 4, the size it pads to";
+  const std::string table = FormatPerfTable(LoadMode::kConcurrency, {level});
+  EXPECT_THAT(table, HasSubstr("floor p50  floor p99 replay us overhead us"));
+  EXPECT_THAT(table, HasSubstr("95.0      180.0      41.5       564.4"));
+  EXPECT_THAT(table, HasSubstr("overhead = p50 - floor p50 - replay"));
+  EXPECT_THAT(table,
+              HasSubstr("full-chunk replay of batch 2: 41.5 us, the model's measured graph replay "
+                        "of batch 4 (batch 2 is not captured: the cost of 4, the size it pads "
+                        "to)"));
+  EXPECT_THAT(FormatLevelLine(LoadMode::kConcurrency, level),
+              HasSubstr(", floor p50 95 usec, p99 180 usec, served overhead 564 usec"));
+  level.replay = ReplayCost{.note = "the served config carries no measured costs"};
+  EXPECT_THAT(FormatPerfTable(LoadMode::kConcurrency, {level}),
+              HasSubstr("full-chunk replay of batch 2: unknown (the served config carries no "
+                        "measured costs); served overhead not computed"));
 }
 
 TEST(PerfCsvTest, WritesTheFile) {
