@@ -1,8 +1,14 @@
 #include "server/inference_protocol.h"
 
+#include <memory>
+#include <optional>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/status.h"
+#include "server/client_text.h"
 #include "spdlog/spdlog.h"
 
 namespace graphserve {
@@ -37,12 +43,14 @@ void InferenceProtocol::ServerMetadata(inference::ServerMetadataResponse* respon
   response->set_version(kServerVersion);
   response->add_extensions("model_configuration");
   response->add_extensions("statistics");
+  response->add_extensions("model_repository");
   response->add_extensions("binary_tensor_data");  // over HTTP/REST
 }
 
 absl::Status InferenceProtocol::ModelMetadata(const inference::ModelMetadataRequest& request,
                                               inference::ModelMetadataResponse* response) const {
-  absl::StatusOr<ServedModel*> model = registry_->Find(request.name(), request.version());
+  absl::StatusOr<std::shared_ptr<ServedModel>> model =
+      registry_->Find(request.name(), request.version());
   if (!model.ok()) return model.status();
   const ServedModel& served = **model;
   response->set_name(served.name());
@@ -63,7 +71,8 @@ absl::Status InferenceProtocol::ModelMetadata(const inference::ModelMetadataRequ
 
 absl::Status InferenceProtocol::ModelConfig(const inference::ModelConfigRequest& request,
                                             inference::ModelConfigResponse* response) const {
-  absl::StatusOr<ServedModel*> model = registry_->Find(request.name(), request.version());
+  absl::StatusOr<std::shared_ptr<ServedModel>> model =
+      registry_->Find(request.name(), request.version());
   if (!model.ok()) return model.status();
   *response->mutable_config() = (*model)->config();
   return absl::OkStatus();
@@ -73,7 +82,8 @@ absl::Status InferenceProtocol::ModelStatistics(
     const inference::ModelStatisticsRequest& request,
     inference::ModelStatisticsResponse* response) const {
   if (!request.name().empty()) {
-    absl::StatusOr<ServedModel*> model = registry_->Find(request.name(), request.version());
+    absl::StatusOr<std::shared_ptr<ServedModel>> model =
+        registry_->Find(request.name(), request.version());
     if (!model.ok()) return model.status();
     (*model)->FillStatistics(response->add_model_stats());
     return absl::OkStatus();
@@ -91,7 +101,7 @@ void InferenceProtocol::ModelInfer(const inference::ModelInferRequest* request,
     done(absl::UnavailableError("the server is shutting down and accepts no new requests"));
     return;
   }
-  absl::StatusOr<ServedModel*> model =
+  absl::StatusOr<std::shared_ptr<ServedModel>> model =
       registry_->Find(request->model_name(), request->model_version());
   if (!model.ok()) {
     done(model.status());
@@ -100,15 +110,59 @@ void InferenceProtocol::ModelInfer(const inference::ModelInferRequest* request,
   }
   RequestGate* gate = gate_;
   Responder* responder = responder_;
-  (*model)->Infer(request, response,
-                  [gate, responder, done = std::move(done)](const absl::Status& status) {
-                    if (!status.ok()) spdlog::debug("ModelInfer: {}", status.ToString());
-                    // Off the stream worker: see server/responder.h.
-                    responder->Post([gate, done, status] {
-                      done(status);
-                      gate->Leave();
-                    });
-                  });
+  ServedModel& served = **model;
+  // The request holds its model until it is answered: a reload or unload
+  // meanwhile never cuts it off (Note [Reloading without downtime]).
+  served.Infer(request, response,
+               [gate, responder, held = *std::move(model),
+                done = std::move(done)](const absl::Status& status) mutable {
+                 if (!status.ok()) spdlog::debug("ModelInfer: {}", status.ToString());
+                 // Off the stream worker: see server/responder.h. The model
+                 // is let go there too, never on its own stream worker.
+                 responder->Post([gate, done, status, held = std::move(held)] {
+                   done(status);
+                   gate->Leave();
+                 });
+               });
+}
+
+absl::Status InferenceProtocol::RepositoryIndex(
+    const inference::RepositoryIndexRequest& request,
+    inference::RepositoryIndexResponse* response) const {
+  ASSIGN_OR_RETURN(const std::vector<ModelIndexEntry> index, registry_->Index(request.ready()));
+  for (const ModelIndexEntry& entry : index) {
+    inference::RepositoryIndexResponse::ModelIndex* model = response->add_models();
+    model->set_name(entry.name);
+    model->set_version(entry.version);
+    model->set_state(entry.state);
+    model->set_reason(entry.reason);
+  }
+  return absl::OkStatus();
+}
+
+void InferenceProtocol::RepositoryModelLoad(const inference::RepositoryModelLoadRequest& request,
+                                            std::function<void(const absl::Status&)> done) const {
+  std::optional<std::string> config_json;
+  for (const auto& [key, parameter] : request.parameters()) {
+    if (key == "config" && parameter.has_string_param()) {
+      config_json = parameter.string_param();
+    } else if (key == "config") {
+      done(absl::InvalidArgumentError("load parameter 'config' must be a string (JSON)"));
+      return;
+    } else {
+      done(absl::InvalidArgumentError(absl::StrCat("unknown load parameter ",
+                                                   QuoteClientText(key),
+                                                   "; GraphServe reads 'config'")));
+      return;
+    }
+  }
+  registry_->RequestLoad(request.model_name(), std::move(config_json), std::move(done));
+}
+
+void InferenceProtocol::RepositoryModelUnload(
+    const inference::RepositoryModelUnloadRequest& request,
+    std::function<void(const absl::Status&)> done) const {
+  registry_->RequestUnload(request.model_name(), std::move(done));
 }
 
 }  // namespace graphserve

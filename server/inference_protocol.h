@@ -23,7 +23,7 @@ inline constexpr char kServerVersion[] = "0.4.0";
 class InferenceProtocol {
  public:
   // Borrows all three; they must outlive every call in flight.
-  InferenceProtocol(const ModelRegistry* registry, RequestGate* gate, Responder* responder)
+  InferenceProtocol(ModelRegistry* registry, RequestGate* gate, Responder* responder)
       : registry_(registry), gate_(gate), responder_(responder) {}
 
   void ServerLive(inference::ServerLiveResponse* response) const;
@@ -50,8 +50,20 @@ class InferenceProtocol {
                   inference::ModelInferResponse* response,
                   std::function<void(const absl::Status&)> done) const;
 
+  // Model control (Triton's model repository extension). The index lists
+  // every model directory, with each loaded or failed version's state. Load
+  // and unload run on the registry's control thread and call `done` there,
+  // when the model serves (or failed, the old versions still serving) or is
+  // gone; FailedPrecondition unless --model-control-mode=explicit.
+  absl::Status RepositoryIndex(const inference::RepositoryIndexRequest& request,
+                               inference::RepositoryIndexResponse* response) const;
+  void RepositoryModelLoad(const inference::RepositoryModelLoadRequest& request,
+                           std::function<void(const absl::Status&)> done) const;
+  void RepositoryModelUnload(const inference::RepositoryModelUnloadRequest& request,
+                             std::function<void(const absl::Status&)> done) const;
+
  private:
-  const ModelRegistry* const registry_;
+  ModelRegistry* const registry_;
   RequestGate* const gate_;
   Responder* const responder_;
 };

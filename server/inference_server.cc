@@ -68,8 +68,13 @@ void SetHealth(grpc::Server& server, bool serving) {
 absl::StatusOr<std::unique_ptr<InferenceServer>> InferenceServer::Start(
     const InferenceServerOptions& options, std::ostream& out) {
   RETURN_IF_ERROR(CheckListenAddresses(options));
+  ModelRegistryOptions registry_options;
+  registry_options.models = options.models;
+  registry_options.control = options.model_control;
+  registry_options.startup_models = options.load_models;
+  registry_options.poll_interval = options.repository_poll;
   absl::StatusOr<std::unique_ptr<ModelRegistry>> registry =
-      ModelRegistry::Load(options.model_repository, options.models, out);
+      ModelRegistry::Load(options.model_repository, registry_options, out);
   if (!registry.ok()) return registry.status();
   out << "\n" << (*registry)->StartupTable() << "\n" << std::flush;
   if ((*registry)->states().empty()) {

@@ -19,6 +19,7 @@
 #include <memory>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -60,6 +61,10 @@ struct InferenceServerOptions {
   int metrics_port = 8002;
   // How every model runs (executor, graphs on/off, queue bound).
   ServedModelOptions models;
+  // Triton's --model-control-mode, --load-model and --repository-poll-secs.
+  ModelControlMode model_control = ModelControlMode::kNone;
+  std::vector<std::string> load_models;
+  std::chrono::seconds repository_poll{15};
   // Largest request or response message; a larger one is refused by gRPC
   // with RESOURCE_EXHAUSTED.
   int max_message_bytes = 64 << 20;
@@ -88,7 +93,7 @@ class InferenceServer {
   [[nodiscard]] int port() const { return port_; }
   [[nodiscard]] int http_port() const { return http_ != nullptr ? http_->port() : 0; }
   [[nodiscard]] int metrics_port() const { return metrics_ != nullptr ? metrics_->port() : 0; }
-  [[nodiscard]] const ModelRegistry& registry() const { return *registry_; }
+  [[nodiscard]] ModelRegistry& registry() const { return *registry_; }
   // ModelInfer calls accepted and not yet finished.
   [[nodiscard]] int64_t in_flight() const { return gate_.in_flight(); }
 

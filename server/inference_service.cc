@@ -72,4 +72,32 @@ grpc::ServerUnaryReactor* InferenceService::ModelStatistics(
   return FinishNow(context, protocol_->ModelStatistics(*request, response));
 }
 
+grpc::ServerUnaryReactor* InferenceService::RepositoryIndex(
+    grpc::CallbackServerContext* context, const inference::RepositoryIndexRequest* request,
+    inference::RepositoryIndexResponse* response) {
+  return FinishNow(context, protocol_->RepositoryIndex(*request, response));
+}
+
+// Loading takes seconds (capture and checks): it runs on the registry's
+// control thread, and the RPC finishes from there.
+grpc::ServerUnaryReactor* InferenceService::RepositoryModelLoad(
+    grpc::CallbackServerContext* context, const inference::RepositoryModelLoadRequest* request,
+    inference::RepositoryModelLoadResponse*) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  protocol_->RepositoryModelLoad(*request, [reactor](const absl::Status& status) {
+    reactor->Finish(ToGrpcStatus(status));
+  });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* InferenceService::RepositoryModelUnload(
+    grpc::CallbackServerContext* context, const inference::RepositoryModelUnloadRequest* request,
+    inference::RepositoryModelUnloadResponse*) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  protocol_->RepositoryModelUnload(*request, [reactor](const absl::Status& status) {
+    reactor->Finish(ToGrpcStatus(status));
+  });
+  return reactor;
+}
+
 }  // namespace graphserve

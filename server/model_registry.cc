@@ -1,16 +1,25 @@
 #include "server/model_registry.h"
 
+#include <cuda_runtime.h>
+
 #include <algorithm>
+#include <filesystem>
+#include <set>
+#include <sstream>
 #include <thread>
+#include <tuple>
 #include <utility>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/status.h"
+#include "google/protobuf/util/json_util.h"
 #include "server/client_text.h"
 #include "server/model_repository.h"
 #include "server/triton_config.h"
+#include "spdlog/spdlog.h"
 
 namespace graphserve {
 
@@ -20,7 +29,7 @@ std::string MiB(size_t bytes) {
   return absl::StrFormat("%.1f MiB", static_cast<double>(bytes) / (1 << 20));
 }
 
-std::string Names(const std::vector<ModelVersionState>& states) {
+std::string Names(const RegistrySnapshot& states) {
   std::vector<std::string> names;
   for (const ModelVersionState& state : states) {
     if (names.empty() || names.back() != state.name) names.push_back(state.name);
@@ -30,52 +39,211 @@ std::string Names(const std::vector<ModelVersionState>& states) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::Load(
-    const std::string& repository, const ServedModelOptions& options, std::ostream& progress) {
-  absl::StatusOr<std::vector<RepositoryModel>> scanned = ScanModelRepository(repository);
-  if (!scanned.ok()) return scanned.status();
-  std::vector<ModelVersionState> states;
-  for (const RepositoryModel& entry : *scanned) {
-    if (!entry.status.ok()) {
-      progress << "graphserve: model '" << entry.name << "': " << entry.status.message() << "\n";
-      states.push_back({entry.name, 0, entry.status, nullptr});
-      continue;
+// Frees unloaded and replaced models off the serving threads (Note
+// [Reloading without downtime]) and says how much device memory came back.
+class ModelRegistry::Retirer {
+ public:
+  Retirer() : thread_([this] { Loop(); }) {}
+  ~Retirer() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
     }
-    // Triton's fields GraphServe does not act on: one line each, never an
-    // error, so a repository written for Triton loads as it is.
-    for (const std::string& field : IgnoredConfigFields(entry.config)) {
-      progress << "graphserve: model '" << entry.name << "': config.pbtxt sets " << field
-               << ", a Triton field GraphServe accepts and ignores\n";
+    cv_.notify_one();
+    thread_.join();
+  }
+  void Retire(ServedModel* model) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      queue_.push_back(model);
     }
-    for (const ModelVersionEntry& version : entry.versions) {
-      progress << "graphserve: loading model '" << entry.name << "' version " << version.version
-               << " from " << version.model_path << "\n"
-               << std::flush;
-      ModelVersionState state{entry.name, version.version, absl::OkStatus(), nullptr};
-      absl::StatusOr<std::unique_ptr<ServedModel>> model =
-          ServedModel::Load(entry, version, options);
-      if (model.ok()) {
-        state.model = *std::move(model);
-      } else {
-        state.status = model.status();
-        progress << "graphserve: model '" << entry.name << "' version " << version.version
-                 << " failed to load: " << state.status.message() << "\n";
-      }
-      states.push_back(std::move(state));
+    cv_.notify_one();
+  }
+
+ private:
+  void Loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (true) {
+      cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;
+      ServedModel* model = queue_.front();
+      queue_.pop_front();
+      lock.unlock();
+      Free(model);
+      lock.lock();
     }
   }
-  return std::unique_ptr<ModelRegistry>(new ModelRegistry(std::move(states)));
+  static void Free(ServedModel* model) {
+    const std::string label = absl::StrCat("model '", model->name(), "' version ",
+                                           model->version());
+    const bool on_gpu = model->summary().slot_bytes > 0;
+    size_t free_before = 0, free_after = 0, total = 0;
+    const bool measured = on_gpu && cudaMemGetInfo(&free_before, &total) == cudaSuccess;
+    delete model;  // drains its (empty) queue, stops its slots, frees its memory
+    if (measured && cudaMemGetInfo(&free_after, &total) == cudaSuccess) {
+      spdlog::info("{} retired: {} of device memory returned", label,
+                   MiB(free_after > free_before ? free_after - free_before : 0));
+    } else {
+      spdlog::info("{} retired", label);
+    }
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<ServedModel*> queue_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+namespace {
+
+// A loaded model as the registry shares it: freed by the retirer once the
+// last request holding it is answered.
+std::shared_ptr<ServedModel> Share(std::unique_ptr<ServedModel> model,
+                                   const std::shared_ptr<ModelRegistry::Retirer>& retirer) {
+  return std::shared_ptr<ServedModel>(model.release(),
+                                      [retirer](ServedModel* m) { retirer->Retire(m); });
 }
 
-absl::StatusOr<ServedModel*> ModelRegistry::Find(absl::string_view name,
-                                                 absl::string_view version) const {
+// Triton's ignored fields, one line each, never an error, so a repository
+// written for Triton loads as it is.
+void LogIgnoredFields(const RepositoryModel& entry, std::ostream& progress) {
+  for (const std::string& field : IgnoredConfigFields(entry.config)) {
+    progress << "graphserve: model '" << entry.name << "': config.pbtxt sets " << field
+             << ", a Triton field GraphServe accepts and ignores\n";
+  }
+}
+
+// Loads every version of `entry`; failures become states with their error.
+std::vector<ModelVersionState> LoadVersions(const RepositoryModel& entry,
+                                            const ServedModelOptions& options,
+                                            const std::shared_ptr<ModelRegistry::Retirer>& retirer,
+                                            std::ostream& progress) {
+  std::vector<ModelVersionState> states;
+  if (!entry.status.ok()) {
+    progress << "graphserve: model '" << entry.name << "': " << entry.status.message() << "\n";
+    states.push_back({entry.name, 0, entry.status, nullptr});
+    return states;
+  }
+  LogIgnoredFields(entry, progress);
+  for (const ModelVersionEntry& version : entry.versions) {
+    progress << "graphserve: loading model '" << entry.name << "' version " << version.version
+             << " from " << version.model_path << "\n"
+             << std::flush;
+    ModelVersionState state{entry.name, version.version, absl::OkStatus(), nullptr};
+    absl::StatusOr<std::unique_ptr<ServedModel>> model =
+        ServedModel::Load(entry, version, options);
+    if (model.ok()) {
+      state.model = Share(*std::move(model), retirer);
+    } else {
+      state.status = model.status();
+      progress << "graphserve: model '" << entry.name << "' version " << version.version
+               << " failed to load: " << state.status.message() << "\n";
+    }
+    states.push_back(std::move(state));
+  }
+  return states;
+}
+
+bool Wanted(const ModelRegistryOptions& options, const std::string& name) {
+  if (options.control != ModelControlMode::kExplicit) return true;
+  for (const std::string& wanted : options.startup_models) {
+    if (wanted == "*" || wanted == name) return true;
+  }
+  return false;
+}
+
+// What poll mode compares: every file under a model directory with its size
+// and modification time.
+std::string Fingerprint(const std::string& directory) {
+  std::vector<std::string> files;
+  std::error_code error;
+  for (auto it = std::filesystem::recursive_directory_iterator(directory, error);
+       !error && it != std::filesystem::recursive_directory_iterator(); it.increment(error)) {
+    if (!it->is_regular_file(error)) continue;
+    const auto size = it->file_size(error);
+    const auto time = it->last_write_time(error).time_since_epoch().count();
+    files.push_back(absl::StrCat(it->path().string(), ":", size, ":", time));
+  }
+  std::sort(files.begin(), files.end());
+  return absl::StrJoin(files, "\n");
+}
+
+}  // namespace
+
+ModelRegistry::ModelRegistry(std::string repository, ModelRegistryOptions options)
+    : repository_(std::move(repository)),
+      options_(std::move(options)),
+      retirer_(std::make_shared<Retirer>()),
+      states_(std::make_shared<const std::vector<ModelVersionState>>()) {}
+
+absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::Load(
+    const std::string& repository, const ModelRegistryOptions& options, std::ostream& progress) {
+  absl::StatusOr<std::vector<RepositoryModel>> scanned = ScanModelRepository(repository);
+  if (!scanned.ok()) return scanned.status();
+  std::unique_ptr<ModelRegistry> registry(new ModelRegistry(repository, options));
+  auto states = std::make_shared<std::vector<ModelVersionState>>();
+  for (const RepositoryModel& entry : *scanned) {
+    if (!Wanted(options, entry.name)) continue;
+    for (ModelVersionState& state :
+         LoadVersions(entry, options.models, registry->retirer_, progress)) {
+      states->push_back(std::move(state));
+    }
+    registry->fingerprints_[entry.name] = Fingerprint(entry.directory);
+  }
+  if (options.control == ModelControlMode::kExplicit) {
+    for (const std::string& wanted : options.startup_models) {
+      const bool found = wanted == "*" || std::any_of(scanned->begin(), scanned->end(),
+                                                      [&](const RepositoryModel& entry) {
+                                                        return entry.name == wanted;
+                                                      });
+      if (!found) {
+        states->push_back({wanted, 0,
+                           absl::NotFoundError(absl::StrCat("--load-model ", wanted,
+                                                            ": no such model in ", repository)),
+                           nullptr});
+      }
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(registry->mu_);
+    registry->states_ = std::move(states);
+  }
+  registry->control_thread_ = std::thread([r = registry.get()] { r->ControlLoop(); });
+  return registry;
+}
+
+ModelRegistry::~ModelRegistry() {
+  {
+    std::lock_guard<std::mutex> lock(control_mu_);
+    stopping_ = true;
+  }
+  control_cv_.notify_all();
+  if (control_thread_.joinable()) control_thread_.join();
+  for (std::function<void(bool)>& job : jobs_) job(/*stopping=*/true);
+  // The models go to the retirer; it frees each once its last holder is done.
+  std::shared_ptr<const std::vector<ModelVersionState>> states;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    states = std::move(states_);
+  }
+}
+
+RegistrySnapshot ModelRegistry::states() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return RegistrySnapshot(states_);
+}
+
+absl::StatusOr<std::shared_ptr<ServedModel>> ModelRegistry::Find(
+    absl::string_view name, absl::string_view version) const {
+  const RegistrySnapshot snapshot = states();
   // One pass over the states, allocating nothing: Find runs on every request.
   int64_t number = 0;
   const bool numbered = !version.empty() && absl::SimpleAtoi(version, &number);
   bool known = false;
   const ModelVersionState* chosen = nullptr;
   const ModelVersionState* failed_latest = nullptr;
-  for (const ModelVersionState& state : states_) {
+  for (const ModelVersionState& state : snapshot) {
     if (state.name != name) continue;
     known = true;
     if (version.empty()) {
@@ -89,12 +257,12 @@ absl::StatusOr<ServedModel*> ModelRegistry::Find(absl::string_view name,
   // `name` and `version` are the client's: Note [Quoting client text].
   if (!known) {
     return absl::NotFoundError(absl::StrCat("unknown model ", QuoteClientText(name),
-                                            "; this server serves: ", Names(states_)));
+                                            "; this server serves: ", Names(snapshot)));
   }
   if (chosen == nullptr && version.empty()) chosen = failed_latest;
   if (chosen == nullptr) {
     std::vector<std::string> served;
-    for (const ModelVersionState& state : states_) {
+    for (const ModelVersionState& state : snapshot) {
       if (state.name == name && state.version > 0) served.push_back(absl::StrCat(state.version));
     }
     return absl::NotFoundError(
@@ -107,11 +275,12 @@ absl::StatusOr<ServedModel*> ModelRegistry::Find(absl::string_view name,
                      chosen->version > 0 ? absl::StrCat(" version ", chosen->version) : "",
                      " is not ready: it failed to load: ", chosen->status.message()));
   }
-  return chosen->model.get();
+  return chosen->model;
 }
 
 bool ModelRegistry::all_ready() const {
-  return std::all_of(states_.begin(), states_.end(),
+  const RegistrySnapshot snapshot = states();
+  return std::all_of(snapshot.begin(), snapshot.end(),
                      [](const ModelVersionState& state) { return state.status.ok(); });
 }
 
@@ -119,7 +288,8 @@ std::string ModelRegistry::StartupTable() const {
   std::vector<std::vector<std::string>> rows = {
       {"MODEL", "VERSION", "STATUS", "EXECUTOR", "BATCH SIZES", "STREAMS", "WEIGHTS",
        "SLOT MEMORY", "COSTS", "SCHEDULES", "LOAD"}};
-  for (const ModelVersionState& state : states_) {
+  const RegistrySnapshot snapshot = states();
+  for (const ModelVersionState& state : snapshot) {
     if (state.model == nullptr) {
       rows.push_back({state.name, state.version > 0 ? absl::StrCat(state.version) : "-",
                       "FAILED", "-", "-", "-", "-", "-", "-", "-", "-"});
@@ -143,7 +313,7 @@ std::string ModelRegistry::StartupTable() const {
     }
     absl::StrAppend(&table, "\n");
   }
-  for (const ModelVersionState& state : states_) {
+  for (const ModelVersionState& state : snapshot) {
     if (!state.status.ok()) {
       absl::StrAppend(&table, "  ", state.name, ": ", state.status.message(), "\n");
     }
@@ -154,12 +324,224 @@ std::string ModelRegistry::StartupTable() const {
 void ModelRegistry::DrainAll(std::optional<std::chrono::steady_clock::time_point> deadline) {
   // All models at once, so each gets the whole time to the deadline.
   std::vector<std::thread> drains;
-  for (ModelVersionState& state : states_) {
+  const RegistrySnapshot snapshot = states();
+  for (const ModelVersionState& state : snapshot) {
     if (state.model != nullptr) {
       drains.emplace_back([model = state.model.get(), deadline] { model->Drain(deadline); });
     }
   }
   for (std::thread& drain : drains) drain.join();
+}
+
+// --- Model control ---
+
+void ModelRegistry::Post(std::function<void(bool stopping)> job) {
+  {
+    std::lock_guard<std::mutex> lock(control_mu_);
+    if (!stopping_) {
+      jobs_.push_back(std::move(job));
+      job = nullptr;
+    }
+  }
+  if (job) {
+    job(/*stopping=*/true);
+    return;
+  }
+  control_cv_.notify_one();
+}
+
+void ModelRegistry::ControlLoop() {
+  std::unique_lock<std::mutex> lock(control_mu_);
+  auto next_poll = std::chrono::steady_clock::now() + options_.poll_interval;
+  while (!stopping_) {
+    if (!jobs_.empty()) {
+      std::function<void(bool)> job = std::move(jobs_.front());
+      jobs_.pop_front();
+      lock.unlock();
+      job(/*stopping=*/false);
+      lock.lock();
+      continue;
+    }
+    if (options_.control != ModelControlMode::kPoll) {
+      control_cv_.wait(lock);
+      continue;
+    }
+    if (std::chrono::steady_clock::now() >= next_poll) {
+      lock.unlock();
+      std::ostringstream progress;
+      PollOnce(progress);
+      if (!progress.str().empty()) spdlog::info("repository poll:\n{}", progress.str());
+      lock.lock();
+      next_poll = std::chrono::steady_clock::now() + options_.poll_interval;
+      continue;
+    }
+    control_cv_.wait_until(lock, next_poll);
+  }
+}
+
+namespace {
+
+absl::Status ControlRefused(ModelControlMode mode) {
+  return absl::FailedPreconditionError(
+      mode == ModelControlMode::kPoll
+          ? "explicit model load / unload is not allowed if polling is enabled "
+            "(--model-control-mode=poll)"
+          : "explicit model load / unload is not allowed with --model-control-mode=none; "
+            "start the server with --model-control-mode=explicit");
+}
+
+}  // namespace
+
+void ModelRegistry::RequestLoad(const std::string& name, std::optional<std::string> config_json,
+                                std::function<void(const absl::Status&)> done) {
+  if (options_.control != ModelControlMode::kExplicit) {
+    done(ControlRefused(options_.control));
+    return;
+  }
+  Post([this, name, config_json = std::move(config_json), done](bool stopping) {
+    if (stopping) {
+      done(absl::UnavailableError("the server is shutting down"));
+      return;
+    }
+    std::ostringstream progress;
+    const absl::Status status = LoadModel(name, config_json, progress);
+    spdlog::info("RepositoryModelLoad '{}': {}\n{}", name, status.ToString(), progress.str());
+    done(status);
+  });
+}
+
+void ModelRegistry::RequestUnload(const std::string& name,
+                                  std::function<void(const absl::Status&)> done) {
+  if (options_.control != ModelControlMode::kExplicit) {
+    done(ControlRefused(options_.control));
+    return;
+  }
+  Post([this, name, done](bool stopping) {
+    done(stopping ? absl::UnavailableError("the server is shutting down") : UnloadModel(name));
+  });
+}
+
+absl::Status ModelRegistry::LoadModel(const std::string& name,
+                                      const std::optional<std::string>& config_json,
+                                      std::ostream& progress) {
+  ASSIGN_OR_RETURN(std::vector<RepositoryModel> scanned, ScanModelRepository(repository_));
+  auto entry = std::find_if(scanned.begin(), scanned.end(),
+                            [&](const RepositoryModel& model) { return model.name == name; });
+  if (entry == scanned.end()) {
+    return absl::NotFoundError(absl::StrCat("no model ", QuoteClientText(name),
+                                            " in the repository ", repository_));
+  }
+  if (config_json.has_value()) {
+    inference::ModelConfig config;
+    const auto parsed = google::protobuf::util::JsonStringToMessage(*config_json, &config);
+    if (!parsed.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("load parameter 'config' of model '", name,
+                                                     "' is not a model configuration in JSON: ",
+                                                     parsed.ToString()));
+    }
+    if (config.name().empty()) config.set_name(name);
+    entry->config = config;
+    entry->config_from_model = false;
+  }
+  const std::string fingerprint = Fingerprint(entry->directory);
+  std::vector<ModelVersionState> states = LoadVersions(*entry, options_.models, retirer_, progress);
+  const auto failed = std::find_if(states.begin(), states.end(),
+                                   [](const ModelVersionState& state) { return !state.status.ok(); });
+  if (failed != states.end()) {
+    // Triton keeps a model's serving versions when a reload fails; a model
+    // that was not serving shows the failure.
+    const bool serving = Find(name, "").ok();
+    const absl::Status error = absl::Status(
+        failed->status.code(), absl::StrCat("model '", name, "' failed to load",
+                                            serving ? " (its loaded versions keep serving)" : "",
+                                            ": ", failed->status.message()));
+    if (!serving) Replace(name, std::move(states));
+    return error;
+  }
+  Replace(name, std::move(states));
+  fingerprints_[name] = fingerprint;
+  return absl::OkStatus();
+}
+
+absl::Status ModelRegistry::UnloadModel(const std::string& name) {
+  const RegistrySnapshot snapshot = states();
+  if (std::none_of(snapshot.begin(), snapshot.end(),
+                   [&](const ModelVersionState& state) { return state.name == name; })) {
+    return absl::NotFoundError(absl::StrCat("model ", QuoteClientText(name), " is not loaded"));
+  }
+  Replace(name, {});
+  fingerprints_.erase(name);
+  spdlog::info("model '{}' unloaded: new requests get NOT_FOUND; accepted ones finish", name);
+  return absl::OkStatus();
+}
+
+void ModelRegistry::Replace(const std::string& name, std::vector<ModelVersionState> states) {
+  std::shared_ptr<const std::vector<ModelVersionState>> old;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto next = std::make_shared<std::vector<ModelVersionState>>();
+    for (const ModelVersionState& state : *states_) {
+      if (state.name != name) next->push_back(state);
+    }
+    for (ModelVersionState& state : states) next->push_back(std::move(state));
+    std::stable_sort(next->begin(), next->end(),
+                     [](const ModelVersionState& a, const ModelVersionState& b) {
+                       return std::tie(a.name, a.version) < std::tie(b.name, b.version);
+                     });
+    old = std::exchange(states_, std::move(next));
+  }
+  // `old` lets go here, outside the lock: a replaced version is retired once
+  // its last request is answered.
+}
+
+void ModelRegistry::PollOnce(std::ostream& progress) {
+  absl::StatusOr<std::vector<RepositoryModel>> scanned = ScanModelRepository(repository_);
+  if (!scanned.ok()) {
+    spdlog::warn("repository poll: {}", scanned.status().ToString());
+    return;
+  }
+  for (const RepositoryModel& entry : *scanned) {
+    const auto known = fingerprints_.find(entry.name);
+    if (known != fingerprints_.end() && known->second == Fingerprint(entry.directory)) continue;
+    const absl::Status status = LoadModel(entry.name, std::nullopt, progress);
+    progress << "graphserve: model '" << entry.name << "' "
+             << (status.ok() ? "(re)loaded" : status.ToString()) << "\n";
+    if (!status.ok()) fingerprints_[entry.name] = Fingerprint(entry.directory);  // no retry loop
+  }
+  const RegistrySnapshot snapshot = states();
+  std::vector<std::string> gone;
+  for (const ModelVersionState& state : snapshot) {
+    const bool present = std::any_of(scanned->begin(), scanned->end(),
+                                     [&](const RepositoryModel& e) { return e.name == state.name; });
+    if (!present && (gone.empty() || gone.back() != state.name)) gone.push_back(state.name);
+  }
+  for (const std::string& name : gone) {
+    (void)UnloadModel(name);
+    progress << "graphserve: model '" << name << "' left the repository and was unloaded\n";
+  }
+}
+
+absl::StatusOr<std::vector<ModelIndexEntry>> ModelRegistry::Index(bool ready_only) const {
+  ASSIGN_OR_RETURN(const std::vector<RepositoryModel> scanned, ScanModelRepository(repository_));
+  const RegistrySnapshot snapshot = states();
+  std::vector<ModelIndexEntry> index;
+  std::set<std::string> listed;
+  for (const ModelVersionState& state : snapshot) {
+    listed.insert(state.name);
+    if (ready_only && !state.status.ok()) continue;
+    index.push_back({state.name, state.version > 0 ? absl::StrCat(state.version) : "",
+                     state.status.ok() ? "READY" : "UNAVAILABLE",
+                     state.status.ok() ? "" : std::string(state.status.message())});
+  }
+  if (!ready_only) {
+    for (const RepositoryModel& entry : scanned) {
+      if (!listed.contains(entry.name)) index.push_back({entry.name, "", "", ""});
+    }
+  }
+  std::sort(index.begin(), index.end(), [](const ModelIndexEntry& a, const ModelIndexEntry& b) {
+    return std::tie(a.name, a.version) < std::tie(b.name, b.version);
+  });
+  return index;
 }
 
 }  // namespace graphserve

@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
 #include "common/command_line.h"
@@ -80,6 +81,14 @@ absl::Status ResolveDevice(const std::string& device, int gpus_visible, std::ost
   return absl::OkStatus();
 }
 
+absl::StatusOr<ModelControlMode> ParseModelControlMode(const std::string& mode) {
+  if (mode == "none") return ModelControlMode::kNone;
+  if (mode == "explicit") return ModelControlMode::kExplicit;
+  if (mode == "poll") return ModelControlMode::kPoll;
+  return absl::InvalidArgumentError(
+      absl::StrCat("--model-control-mode wants none, explicit or poll, got '", mode, "'"));
+}
+
 // --grpc-address unix:PATH (or gRPC's unix:///PATH) -> PATH; "" -> "".
 absl::StatusOr<std::string> UnixSocketPath(const std::string& address) {
   if (address.empty()) return std::string();
@@ -136,6 +145,9 @@ struct FlagValues {
   int64_t max_message_bytes;
   int64_t max_queued;
   int64_t responder_threads;
+  std::string model_control = "none";
+  std::string load_models;
+  int64_t repository_poll_secs = 15;
 };
 
 void AddFlags(FlagValues* v, CommandLine* flags) {
@@ -183,6 +195,16 @@ void AddFlags(FlagValues* v, CommandLine* flags) {
                 "On SIGTERM, how long accepted requests may run before they are cancelled.");
   flags->AddBool("exit-on-error", &options.exit_on_error,
                  "Exit when a model fails to load; --exit-on-error=false serves the others.");
+  flags->AddString("model-control-mode", &v->model_control,
+                   "none: load every model at start; explicit: load the --load-model models, "
+                   "then load, reload and unload with RepositoryModelLoad/Unload (a reload "
+                   "serves the old version until the new one is captured); poll: load every "
+                   "model and follow the repository's changes every --repository-poll-secs.");
+  flags->AddString("load-model", &v->load_models,
+                   "With --model-control-mode=explicit: comma-separated models to load at "
+                   "start, or * for all.");
+  flags->AddInt("repository-poll-secs", &v->repository_poll_secs,
+                "With --model-control-mode=poll: seconds between repository scans.");
   flags->AddInt("log-verbose", &v->log_verbose, "0: info; 1 or more: debug logging.");
 }
 
@@ -252,6 +274,17 @@ absl::StatusOr<ServerCommand> ParseServerCommand(const std::vector<std::string>&
   options.max_message_bytes = static_cast<int>(v.max_message_bytes);
   options.models.max_queued_chunks = static_cast<size_t>(v.max_queued);
   options.models.graphs = v.graphs == "on";
+  ASSIGN_OR_RETURN(options.model_control, ParseModelControlMode(v.model_control));
+  if (!v.load_models.empty() && options.model_control != ModelControlMode::kExplicit) {
+    return absl::InvalidArgumentError(
+        "--load-model needs --model-control-mode=explicit (the other modes load every model)");
+  }
+  options.load_models = absl::StrSplit(v.load_models, ',', absl::SkipEmpty());
+  if (v.repository_poll_secs < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--repository-poll-secs wants a value >= 1, got ", v.repository_poll_secs));
+  }
+  options.repository_poll = std::chrono::seconds(v.repository_poll_secs);
   command.verbose = v.log_verbose > 0;
   RETURN_IF_ERROR(ResolveDevice(v.device, gpus_visible, notices, &options.models));
   return command;

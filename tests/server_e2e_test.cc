@@ -1130,6 +1130,128 @@ TEST(ServerWithDynamicBatching, QueueTimeoutsAnswerUnavailable) {
   ExpectServesRows(*stub, repository, "mlp", {kCapturedSizes.back()});
 }
 
+// Rewrites `model`'s captured sizes in its config.pbtxt.
+void SetCapturedSizes(const std::string& repository, const std::string& model,
+                      const std::vector<int64_t>& sizes) {
+  const std::filesystem::path path = std::filesystem::path(repository) / model / "config.pbtxt";
+  inference::ModelConfig config;
+  {
+    std::ifstream in(path);
+    std::stringstream written;
+    written << in.rdbuf();
+    ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(written.str(), &config));
+  }
+  config.mutable_capture()->clear_batch_sizes();
+  config.mutable_capture()->clear_cost();
+  config.mutable_capture()->clear_schedules();
+  for (int64_t size : sizes) config.mutable_capture()->add_batch_sizes(size);
+  std::string text;
+  ASSERT_TRUE(google::protobuf::TextFormat::PrintToString(config, &text));
+  std::ofstream(path) << text;
+}
+
+grpc::Status LoadModel(inference::GRPCInferenceService::Stub& stub, const std::string& model) {
+  grpc::ClientContext context;
+  inference::RepositoryModelLoadRequest request;
+  request.set_model_name(model);
+  inference::RepositoryModelLoadResponse response;
+  return stub.RepositoryModelLoad(&context, request, &response);
+}
+
+// Triton's explicit model control: the index lists every model, a reload
+// with new capture sizes under load fails no request, the new sizes serve,
+// an unloaded model is NOT_FOUND; with --model-control-mode=none loads are
+// refused.
+TEST(ServerModelControl, ReloadUnderLoadFailsNoRequest) {
+  const std::string repository = WriteTestRepository("control_repository");
+  InferenceServerOptions options = TestServerOptions(repository);
+  options.model_control = ModelControlMode::kExplicit;
+  options.load_models = {"mlp"};
+  std::unique_ptr<InferenceServer> server = StartServer(options);
+  ASSERT_NE(server, nullptr);
+  auto channel = Connect(server->port());
+  auto stub = inference::GRPCInferenceService::NewStub(channel);
+
+  {
+    grpc::ClientContext context;
+    inference::RepositoryIndexResponse index;
+    ASSERT_TRUE(stub->RepositoryIndex(&context, {}, &index).ok());
+    ASSERT_EQ(index.models_size(), 2);
+    EXPECT_EQ(index.models(0).name(), "dlrm_dense");
+    EXPECT_EQ(index.models(0).state(), "");  // in the repository, not loaded
+    EXPECT_EQ(index.models(1).name(), "mlp");
+    EXPECT_EQ(index.models(1).version(), "1");
+    EXPECT_EQ(index.models(1).state(), "READY");
+  }
+
+  std::atomic<bool> stop{false};
+  std::atomic<int> served{0}, wrong{0};
+  std::vector<std::thread> clients;
+  for (int c = 0; c < 4; ++c) {
+    clients.emplace_back([&, c] {
+      auto client = inference::GRPCInferenceService::NewStub(channel);
+      for (int i = 0; !stop; ++i) {
+        const int64_t rows = 1 + (c * 7 + i * 5) % 20;
+        std::unique_ptr<HostExecutor> reference = Reference(repository, "mlp", rows);
+        const std::vector<HostTensor> inputs = RandomInputs(reference->graph(), 300 + c * 1000 + i);
+        grpc::ClientContext context;
+        inference::ModelInferResponse response;
+        const grpc::Status status =
+            client->ModelInfer(&context, RawRequest("mlp", reference->graph(), inputs), &response);
+        if (MatchesReference(status, response, *reference, inputs)) {
+          ++served;
+        } else {
+          ++wrong;
+        }
+      }
+    });
+  }
+  for (const std::vector<int64_t>& sizes :
+       std::vector<std::vector<int64_t>>{{2, 8, 32}, {1, 4, 16, 64}, {3, 12}}) {
+    SetCapturedSizes(repository, "mlp", sizes);
+    const grpc::Status loaded = LoadModel(*stub, "mlp");
+    EXPECT_TRUE(loaded.ok()) << loaded.error_message();
+    EXPECT_THAT(FetchConfig(*stub, "mlp").capture().batch_sizes(),
+                ::testing::ElementsAreArray(sizes));
+  }
+  stop = true;
+  for (std::thread& client : clients) client.join();
+  EXPECT_GT(served.load(), 0);
+  EXPECT_EQ(wrong.load(), 0);
+
+  // Load, serve, unload the other model.
+  ASSERT_TRUE(LoadModel(*stub, "dlrm_dense").ok());
+  ExpectServesRows(*stub, repository, "dlrm_dense", {1, 5});
+  {
+    grpc::ClientContext context;
+    inference::RepositoryModelUnloadRequest request;
+    request.set_model_name("dlrm_dense");
+    inference::RepositoryModelUnloadResponse response;
+    ASSERT_TRUE(stub->RepositoryModelUnload(&context, request, &response).ok());
+  }
+  {
+    std::unique_ptr<HostExecutor> reference = Reference(repository, "dlrm_dense", 1);
+    const std::vector<HostTensor> inputs = RandomInputs(reference->graph(), 1);
+    grpc::ClientContext context;
+    inference::ModelInferResponse response;
+    EXPECT_EQ(stub->ModelInfer(&context, RawRequest("dlrm_dense", reference->graph(), inputs),
+                               &response)
+                  .error_code(),
+              grpc::StatusCode::NOT_FOUND);
+  }
+  EXPECT_EQ(LoadModel(*stub, "no_such_model").error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
+TEST(ServerModelControl, LoadsAreRefusedWithoutExplicitControl) {
+  const std::string repository = WriteTestRepository("no_control_repository");
+  std::unique_ptr<InferenceServer> server = StartServer(TestServerOptions(repository));
+  ASSERT_NE(server, nullptr);
+  auto stub = inference::GRPCInferenceService::NewStub(Connect(server->port()));
+  const grpc::Status refused = LoadModel(*stub, "mlp");
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_THAT(refused.error_message(), HasSubstr("--model-control-mode"));
+}
+
 TEST(ServerWithoutConfig, CompletesTheConfigFromTheModel) {
   const std::string repository = WriteTestRepository("autocomplete_repository");
   std::filesystem::remove(std::filesystem::path(repository) / "mlp" / "config.pbtxt");
@@ -1248,7 +1370,7 @@ TEST(ServerShutdown, DrainsRequestsInFlight) {
   // Nothing accepted is lost: every request the model finished reached its
   // client with a correct response.
   inference::ModelStatistics statistics;
-  absl::StatusOr<ServedModel*> mlp = server->registry().Find("mlp", "");
+  absl::StatusOr<std::shared_ptr<ServedModel>> mlp = server->registry().Find("mlp", "");
   ASSERT_TRUE(mlp.ok());
   (*mlp)->FillStatistics(&statistics);
   EXPECT_EQ(statistics.inference_stats().success().count(), static_cast<uint64_t>(answered));
