@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
-# The served numbers on the GPU machine, read against the replay baseline:
+# The served numbers on the GPU machine, read against the replay baseline and
+# the RPC floor (issue 13's targets; bench/serve_summary.py writes the
+# verdicts to summary.md):
 #   1. replay_bench: bare replay and full-chunk latency per size, replay-only
 #      throughput on M = 1, 2, 4 streams, graphs on and off (no gRPC);
-#   2. served latency at concurrency 1: mlp and dlrm_dense, batch 1, 16, 256,
-#      through graphserve and graphserve-client perf over loopback;
-#   3. a served throughput sweep, mlp batch 1, concurrency 1..64, M = 1, 2, 4,
-#      graphs on and off, with GPU utilisation sampled by nvidia-smi during a
-#      saturated run of each server.
+#   2. served latency at concurrency 1: mlp and dlrm_dense, batch 1, 3, 16, 24
+#      (captured sizes and sizes between them, so padding and splitting are
+#      measured), three repeats each, every one with the floor (an empty
+#      ServerLive RPC over the same connections) and the full-chunk replay;
+#   3. saturation: batch-1 requests, 64 concurrent, M = 4, three repeats on
+#      each of four servers (graphs on/off x dynamic batching on/off), GPU
+#      busy sampled through NVML at 200 Hz (bench/nvml_sampler.py), then half
+#      the saturated request rate for p99 against p50.
 # Called by bench/gpu_check.sh with the unpacked bundle's bin folder.
 #
 #   bench/serve_bench.sh BIN_DIR OUT_DIR
@@ -16,6 +21,7 @@ out=$2
 work=$(mktemp -d)
 mkdir -p "$out"
 failures=0
+repeats=${SERVE_REPEATS:-3}
 
 "$bin/make_example_models" --out "$work/models" >/dev/null
 
@@ -58,44 +64,61 @@ stop_server() {
 perf() {  # perf CSV [flags...]
   local csv=$1
   shift
-  "$bin/graphserve-client" --url "localhost:$port" perf --warmup-secs 1 \
-    --measurement-interval-ms 1000 --windows 3 --connections 16 --csv "$csv" "$@" || failures=$((failures + 1))
+  "$bin/graphserve-client" --url "localhost:$port" perf --warmup-secs 0.5 \
+    --measurement-interval-ms 1000 --windows 1 --floor-windows 1 --connections 16 \
+    --csv "$csv" "$@" || failures=$((failures + 1))
+}
+
+# Turns dynamic batching on for every model of a demo repository (Triton's
+# config field; an empty message: merge when a slot frees, no delay).
+with_batching() {
+  for config in "$1"/*/config.pbtxt; do echo "dynamic_batching { }" >>"$config"; done
 }
 
 echo "--- served latency at concurrency 1 (2 streams, graphs on)"
 "$bin/make_demo_repository" --out "$work/repo_m2" --streams 2 >/dev/null
 if start_server "$work/repo_m2"; then
   for model in mlp dlrm_dense; do
-    for batch in 1 16 256; do
-      perf "$out/latency_${model}_b${batch}.csv" --model "$model" --batch-size "$batch" \
-        --concurrency 1
+    for batch in 1 3 16 24; do
+      for r in $(seq 1 "$repeats"); do
+        perf "$out/latency_${model}_b${batch}_r${r}.csv" --model "$model" --batch-size "$batch" \
+          --concurrency 1
+      done
     done
   done
   stop_server
 fi
 
-echo "--- served throughput sweep: mlp, batch 1, concurrency 1..64"
-for streams in 1 2 4; do
-  "$bin/make_demo_repository" --out "$work/repo_m$streams" --streams "$streams" >/dev/null
-  for graphs in on off; do
-    echo "--- M=$streams graphs $graphs"
-    start_server "$work/repo_m$streams" --graphs "$graphs" || continue
-    perf "$out/sweep_m${streams}_graphs_${graphs}.csv" --model mlp --batch-size 1 \
-      --concurrency 1,2,4,8,16,32,64
-    # GPU utilisation while saturated: nvidia-smi samples every 100 ms.
-    nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits -lms 100 \
-      >"$work/util.txt" 2>/dev/null &
-    smi_pid=$!
-    perf "$work/saturated.csv" --model mlp --batch-size 1 --concurrency 64
-    kill "$smi_pid" 2>/dev/null
-    wait "$smi_pid" 2>/dev/null
-    awk -v m="$streams" -v g="$graphs" \
-      '{ s += $1; n += 1 } END { if (n) printf "gpu_util M=%s graphs=%s: mean %.1f%% over %d samples\n", m, g, s / n, n }' \
-      "$work/util.txt" | tee -a "$out/gpu_util.txt"
+echo "--- saturation: mlp, batch 1, 64 concurrent, M=4"
+"$bin/make_demo_repository" --out "$work/repo_plain" --streams 4 >/dev/null
+"$bin/make_demo_repository" --out "$work/repo_batching" --streams 4 >/dev/null
+with_batching "$work/repo_batching"
+for graphs in on off; do
+  for batching in batching no_batching; do
+    name="graphs_${graphs}_${batching}"
+    repo="$work/repo_plain"
+    [[ "$batching" == batching ]] && repo="$work/repo_batching"
+    echo "--- $name"
+    start_server "$repo" --graphs "$graphs" || continue
+    python3 bench/nvml_sampler.py --label "$name" --hz 200 --out "$out/gpu_busy.txt" &
+    sampler=$!
+    for r in $(seq 1 "$repeats"); do
+      perf "$out/sat_${name}_r${r}.csv" --model mlp --batch-size 1 --concurrency 64
+    done
+    kill -TERM "$sampler" 2>/dev/null
+    wait "$sampler" 2>/dev/null
+    # Half the saturated rate (the last repeat's), for p99 against p50.
+    rate=$(python3 -c 'import csv,sys; r=list(csv.DictReader(open(sys.argv[1]))); print(max(1, int(float(r[0]["Inferences/Second"]) / 2)) if r else 0)' \
+      "$out/sat_${name}_r${repeats}.csv" 2>/dev/null || echo 0)
+    if [[ "$rate" -gt 0 ]]; then
+      perf "$out/half_${name}.csv" --model mlp --batch-size 1 --request-rate "$rate" \
+        --request-distribution poisson
+    fi
     stop_server
   done
 done
 
+python3 bench/serve_summary.py "$out" || failures=$((failures + 1))
 rm -rf "$work"
 echo "serve_bench: $failures failures"
 exit $((failures > 0))

@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""Issue 13's served targets from serve_bench.sh's CSV files, one table each.
+
+    serve_summary.py OUT_DIR
+
+Reads, from OUT_DIR (graphserve-client perf's perf_analyzer CSV, one row):
+  latency_<model>_b<batch>_r<k>.csv   concurrency 1, repeat k
+  sat_<config>_r<k>.csv               concurrency 64, batch 1, repeat k
+  half_<config>.csv                   half the saturated request rate
+  gpu_busy.txt                        nvml_sampler.py's lines
+and writes summary.md beside them. Every figure is the median of its repeats
+with the spread (min-max). Exit status 0 whatever the verdicts: the verdicts
+are the evidence, not a gate.
+"""
+import csv
+import glob
+import os
+import re
+import statistics
+import sys
+
+
+def read_row(path):
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    return rows[0] if rows else {}
+
+
+def column(row, *names):
+    """The first column whose header contains one of `names` (in order)."""
+    for name in names:
+        for key, value in row.items():
+            if key and name.lower() in key.lower() and value not in (None, ""):
+                try:
+                    return float(value)
+                except ValueError:
+                    pass
+    return None
+
+
+def median_spread(values):
+    values = [v for v in values if v is not None]
+    if not values:
+        return None, None, None
+    return statistics.median(values), min(values), max(values)
+
+
+def fmt(value, digits=0):
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def latency_table(out):
+    runs = {}
+    for path in glob.glob(os.path.join(out, "latency_*_b*_r*.csv")):
+        m = re.match(r"latency_(.+)_b(\d+)_r(\d+)\.csv", os.path.basename(path))
+        if m:
+            runs.setdefault((m.group(1), int(m.group(2))), []).append(read_row(path))
+    lines = ["## Served latency at concurrency 1 (us; median of repeats, [min-max])", "",
+             "| model | batch | repeats | p50 | floor p50 | full-chunk replay | overhead "
+             "(p50 - floor - replay) | target p50 <= floor + replay + 40 |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |"]
+    for (model, batch), rows in sorted(runs.items()):
+        p50, lo, hi = median_spread([column(r, "p50 latency") for r in rows])
+        floor, _, _ = median_spread([column(r, "Floor p50") for r in rows])
+        replay, _, _ = median_spread([column(r, "replay") for r in rows])
+        overhead = None if None in (p50, floor, replay) else p50 - floor - replay
+        verdict = "-"
+        if overhead is not None and batch <= 16:
+            verdict = "met" if overhead <= 40 else "missed"
+        lines.append(f"| {model} | {batch} | {len(rows)} | {fmt(p50)} [{fmt(lo)}-{fmt(hi)}] | "
+                     f"{fmt(floor)} | {fmt(replay)} | {fmt(overhead)} | {verdict} |")
+    return lines
+
+
+def saturation_table(out):
+    configs = {}
+    for path in glob.glob(os.path.join(out, "sat_*_r*.csv")):
+        m = re.match(r"sat_(.+)_r(\d+)\.csv", os.path.basename(path))
+        if m:
+            configs.setdefault(m.group(1), []).append(read_row(path))
+    throughput = {}
+    lines = ["## Saturated: batch-1 requests, 64 concurrent, M=4 (infer/s; median [min-max])",
+             "", "| server | repeats | infer/s | p50 us | p99 us |", "| --- | ---: | ---: | ---: | ---: |"]
+    for name, rows in sorted(configs.items()):
+        thr, lo, hi = median_spread([column(r, "Inferences/Second") for r in rows])
+        p50, _, _ = median_spread([column(r, "p50 latency") for r in rows])
+        p99, _, _ = median_spread([column(r, "p99 latency") for r in rows])
+        throughput[name] = thr
+        lines.append(f"| {name} | {len(rows)} | {fmt(thr)} [{fmt(lo)}-{fmt(hi)}] | {fmt(p50)} | "
+                     f"{fmt(p99)} |")
+    lines.append("")
+
+    def ratio(a, b, target, what):
+        if throughput.get(a) and throughput.get(b):
+            r = throughput[a] / throughput[b]
+            lines.append(f"- {what}: {a} / {b} = {r:.2f}x (target >= {target}x: "
+                         f"{'met' if r >= target else 'missed'})")
+        else:
+            lines.append(f"- {what}: not measured ({a} or {b} missing)")
+
+    ratio("graphs_on_batching", "graphs_off_no_batching", 3.0,
+          "dynamic batching against graphs off and no batching")
+    ratio("graphs_on_batching", "graphs_off_batching", 1.5,
+          "graphs on against off, batching on both")
+    return lines
+
+
+def half_load_table(out):
+    lines = ["", "## Half the saturated request rate", ""]
+    for path in sorted(glob.glob(os.path.join(out, "half_*.csv"))):
+        name = os.path.basename(path)[len("half_"):-len(".csv")]
+        row = read_row(path)
+        p50, p99 = column(row, "p50 latency"), column(row, "p99 latency")
+        verdict = "-" if None in (p50, p99) else ("met" if p99 <= 2 * p50 else "missed")
+        lines.append(f"- {name}: {fmt(column(row, 'Inferences/Second'))} infer/s, p50 {fmt(p50)} "
+                     f"us, p99 {fmt(p99)} us (target p99 <= 2 x p50: {verdict})")
+    return lines
+
+
+def gpu_busy_lines(out):
+    path = os.path.join(out, "gpu_busy.txt")
+    if not os.path.exists(path):
+        return ["", "GPU busy: not sampled"]
+    lines = ["", "## GPU busy (NVML at >= 100 Hz, target >= 80% at saturation)", ""]
+    for line in open(path):
+        m = re.search(r"mean ([0-9.]+)%", line)
+        verdict = "" if not m else (" (met)" if float(m.group(1)) >= 80 else " (missed)")
+        lines.append(f"- {line.strip()}{verdict}")
+    return lines
+
+
+def main():
+    out = sys.argv[1]
+    lines = ["# Served numbers (bench/serve_bench.sh)", ""]
+    lines += latency_table(out) + [""] + saturation_table(out) + half_load_table(out)
+    lines += gpu_busy_lines(out)
+    text = "\n".join(lines) + "\n"
+    with open(os.path.join(out, "summary.md"), "w") as f:
+        f.write(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
