@@ -7,6 +7,8 @@ moved by exactly the right amounts.
 """
 
 import json
+import os
+import re
 import sys
 import unittest
 import urllib.request
@@ -112,6 +114,37 @@ class MetricsTest(unittest.TestCase):
         padded = value(self.families["graphserve_padded_rows"])
         launched_rows = sum(size * count for size, count in per_size.items())
         self.assertEqual(launched_rows, sum(ROWS) + padded)
+
+
+    def test_dashboard_queries_only_exported_metrics(self):
+        """deploy/grafana/graphserve.json asks for families /metrics has.
+
+        The GPU gauges exist only on a machine with a GPU; they must be Triton's.
+        """
+        path = os.path.join(os.environ.get("TEST_SRCDIR", "."),
+                            os.environ.get("TEST_WORKSPACE", "graphserve"),
+                            "deploy/grafana/graphserve.json")
+        with open(path) as f:
+            dashboard = json.load(f)
+        # Names as the text has them (the parser adds _total to counters;
+        # Triton's counters, and so PromQL queries, have none).
+        with urllib.request.urlopen(f"http://127.0.0.1:{_server.metrics_port}/metrics",
+                                    timeout=CALL_TIMEOUT_S) as response:
+            text = response.read().decode()
+        exported = {re.split(r"[{ ]", line, maxsplit=1)[0]
+                    for line in text.splitlines() if line and not line.startswith("#")}
+        gpu_gauges = {"nv_gpu_utilization", "nv_gpu_memory_total_bytes",
+                      "nv_gpu_memory_used_bytes", "nv_gpu_power_usage"}
+        ids = [panel["id"] for panel in dashboard["panels"]]
+        self.assertEqual(len(ids), len(set(ids)), "panel ids are unique")
+        for panel in dashboard["panels"]:
+            self.assertTrue(panel["targets"], panel["title"])
+            for target in panel["targets"]:
+                for name in re.findall(r"\b((?:nv|graphserve)_[a-z_]+)", target["expr"]):
+                    if name.startswith("nv_gpu_"):
+                        self.assertIn(name, gpu_gauges, panel["title"])
+                    else:
+                        self.assertIn(name, exported, f"{panel['title']}: {target['expr']}")
 
 
 if __name__ == "__main__":
