@@ -57,6 +57,15 @@ TEST(GrpcServiceTest, MethodFullNamesMatchTheProtocol) {
                        "/inference.GRPCInferenceService/ModelInfer",
                        "/inference.GRPCInferenceService/ModelConfig",
                        "/inference.GRPCInferenceService/ModelStatistics",
+                       "/inference.GRPCInferenceService/RepositoryIndex",
+                       "/inference.GRPCInferenceService/RepositoryModelLoad",
+                       "/inference.GRPCInferenceService/RepositoryModelUnload",
+                       "/inference.GRPCInferenceService/SystemSharedMemoryStatus",
+                       "/inference.GRPCInferenceService/SystemSharedMemoryRegister",
+                       "/inference.GRPCInferenceService/SystemSharedMemoryUnregister",
+                       "/inference.GRPCInferenceService/CudaSharedMemoryStatus",
+                       "/inference.GRPCInferenceService/CudaSharedMemoryRegister",
+                       "/inference.GRPCInferenceService/CudaSharedMemoryUnregister",
                    }));
   EXPECT_EQ(service->FindMethodByName("ModelInfer")->input_type()->full_name(),
             "inference.ModelInferRequest");
@@ -99,6 +108,57 @@ TEST(GrpcServiceTest, ModelInferRequestUsesProtocolFieldNumbers) {
   const std::vector<WireField> entry = Decode(fields[3].payload);
   ASSERT_THAT(FieldNumbers(entry), ElementsAre(1, 2));
   EXPECT_EQ(entry[0].payload, "priority");
+}
+
+// Triton's shared-memory messages: name 1, then key 2, offset 3, byte_size
+// 4 (system) or raw_handle 2, device_id 3, byte_size 4 (CUDA); the status
+// maps hold RegionStatus values by name.
+TEST(GrpcServiceTest, SharedMemoryMessagesUseTritonsFieldNumbers) {
+  inference::SystemSharedMemoryRegisterRequest system;
+  system.set_name("in0");
+  system.set_key("/graphserve_in0");
+  system.set_offset(4096);
+  system.set_byte_size(1 << 20);
+  std::vector<WireField> fields = Decode(system);
+  ASSERT_THAT(FieldNumbers(fields), ElementsAre(1, 2, 3, 4));
+  EXPECT_EQ(fields[1].payload, "/graphserve_in0");
+  EXPECT_EQ(fields[2].wire_type, WireType::kVarint);
+  EXPECT_EQ(fields[2].value, 4096u);
+  EXPECT_EQ(fields[3].value, uint64_t{1} << 20);
+
+  inference::CudaSharedMemoryRegisterRequest cuda;
+  cuda.set_name("out0");
+  cuda.set_raw_handle(std::string(64, '\x7f'));
+  cuda.set_device_id(1);
+  cuda.set_byte_size(256);
+  fields = Decode(cuda);
+  ASSERT_THAT(FieldNumbers(fields), ElementsAre(1, 2, 3, 4));
+  EXPECT_EQ(fields[1].payload.size(), 64u);
+  EXPECT_EQ(fields[2].value, 1u);
+
+  inference::SystemSharedMemoryStatusResponse status;
+  auto& region = (*status.mutable_regions())["in0"];
+  region.set_name("in0");
+  region.set_key("/k");
+  region.set_offset(8);
+  region.set_byte_size(16);
+  fields = Decode(status);
+  ASSERT_THAT(FieldNumbers(fields), ElementsAre(1));
+  const std::vector<WireField> entry = Decode(fields[0].payload);
+  ASSERT_THAT(FieldNumbers(entry), ElementsAre(1, 2));
+  EXPECT_THAT(FieldNumbers(Decode(entry[1].payload)), ElementsAre(1, 2, 3, 4));
+
+  inference::CudaSharedMemoryStatusResponse cuda_status;
+  auto& cuda_region = (*cuda_status.mutable_regions())["out0"];
+  cuda_region.set_name("out0");
+  cuda_region.set_device_id(1);
+  cuda_region.set_byte_size(256);
+  const std::vector<WireField> cuda_entry = Decode(Decode(cuda_status)[0].payload);
+  EXPECT_THAT(FieldNumbers(Decode(cuda_entry[1].payload)), ElementsAre(1, 2, 3));
+
+  inference::SystemSharedMemoryUnregisterRequest unregister;
+  unregister.set_name("in0");
+  EXPECT_THAT(FieldNumbers(Decode(unregister)), ElementsAre(1));
 }
 
 TEST(GrpcServiceTest, ModelInferResponseUsesProtocolFieldNumbers) {
