@@ -2,6 +2,7 @@
 
 #include <bit>
 #include <cstring>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -66,16 +67,104 @@ std::vector<const char*> FilledTypedFields(const inference::InferTensorContents&
   return filled;
 }
 
-// The shared-memory extension moves a tensor's data out of the message; a
-// server without it would read the tensor as missing or, for an output, leave
-// the client's region unwritten. Saying so beats either.
-absl::Status CheckNoSharedMemory(const ParameterMap& parameters, const char* kind,
-                                 const std::string& name, const ModelInterface& model) {
-  if (parameters.contains("shared_memory_region")) {
+// A tensor's shared-memory parameters (the extension's names and types).
+struct SharedMemoryParameters {
+  std::string region;
+  uint64_t offset = 0;
+  uint64_t byte_size = 0;
+};
+
+// "input 'x' of model 'mlp'": how messages about one tensor start.
+std::string TensorDescription(const char* kind, const std::string& name,
+                              const ModelInterface& model) {
+  return absl::StrCat(kind, " ", QuoteClientText(name), " of model '", model.name, "'");
+}
+
+// Parameter `key` as a byte count: an int64_param (what tritonclient sends)
+// or a uint64_param, not negative.
+absl::StatusOr<uint64_t> ByteCountParameter(const inference::InferParameter& parameter,
+                                            const char* key, const std::string& where) {
+  if (parameter.has_uint64_param()) return parameter.uint64_param();
+  if (parameter.has_int64_param() && parameter.int64_param() >= 0) {
+    return static_cast<uint64_t>(parameter.int64_param());
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(where, ": ", key, " must be an int64_param of at least 0"));
+}
+
+// The tensor's shared-memory parameters, or nullopt when it names no region.
+// The region and byte_size come together or not at all (as in Triton); the
+// offset is optional. Without `shared_memory` a region is refused: the
+// tensor's data would otherwise be read as missing or, for an output, never
+// reach the client's region.
+absl::StatusOr<std::optional<SharedMemoryParameters>> ReadSharedMemoryParameters(
+    const ParameterMap& parameters, const char* kind, const std::string& name,
+    const ModelInterface& model, const SharedMemoryRegistry* shared_memory) {
+  const auto region = parameters.find("shared_memory_region");
+  const auto byte_size = parameters.find("shared_memory_byte_size");
+  const auto offset = parameters.find("shared_memory_offset");
+  const std::string where = TensorDescription(kind, name, model);
+  if (region == parameters.end()) {
+    if (byte_size != parameters.end() || offset != parameters.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where,
+                       " has shared_memory_byte_size or shared_memory_offset but no "
+                       "shared_memory_region"));
+    }
+    return std::nullopt;
+  }
+  if (shared_memory == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where,
+        " names a shared_memory_region; this server has no shared-memory regions: send "
+        "the data in the request"));
+  }
+  if (!region->second.has_string_param()) {
     return absl::InvalidArgumentError(
-        absl::StrCat(kind, " ", QuoteClientText(name), " of model '", model.name,
-                     "' names a shared_memory_region; GraphServe does not serve the shared-memory "
-                     "extension: send the data in the request"));
+        absl::StrCat(where, ": shared_memory_region must be a string_param"));
+  }
+  SharedMemoryParameters read;
+  read.region = region->second.string_param();
+  if (byte_size == parameters.end()) {
+    return absl::InvalidArgumentError(absl::StrCat(where, " names shared_memory_region ",
+                                                   QuoteClientText(read.region),
+                                                   " without shared_memory_byte_size"));
+  }
+  ASSIGN_OR_RETURN(read.byte_size,
+                   ByteCountParameter(byte_size->second, "shared_memory_byte_size", where));
+  if (offset != parameters.end()) {
+    ASSIGN_OR_RETURN(read.offset,
+                     ByteCountParameter(offset->second, "shared_memory_offset", where));
+  }
+  return read;
+}
+
+// The range the parameters name, the region held by `validated` until the
+// request ends (Note [Shared memory lifetime]).
+absl::StatusOr<SharedMemorySlice> HoldSlice(const SharedMemoryParameters& parameters,
+                                            const std::string& where,
+                                            const SharedMemoryRegistry& shared_memory,
+                                            ValidatedRequest* validated) {
+  absl::StatusOr<SharedMemorySlice> slice =
+      shared_memory.Slice(parameters.region, parameters.offset, parameters.byte_size);
+  if (!slice.ok()) {
+    return absl::Status(slice.status().code(), absl::StrCat(where, ": ", slice.status().message()));
+  }
+  validated->regions.push_back(slice->region);
+  return slice;
+}
+
+// Any byte but 0 or 1 is not a bool the executors may read. `source` says
+// where the bytes came from ("raw", "shared-memory").
+absl::Status CheckBoolBytes(const std::byte* bytes, size_t size, const char* source,
+                            const TensorSpec& spec, const ModelInterface& model) {
+  for (size_t i = 0; i < size; ++i) {
+    const auto byte = static_cast<unsigned char>(bytes[i]);
+    if (byte > 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "input '", spec.name, "' of model '", model.name, "': ", source, " BOOL element ", i,
+          " is byte ", static_cast<int>(byte), "; BOOL elements are bytes 0 or 1"));
+    }
   }
   return absl::OkStatus();
 }
@@ -136,18 +225,34 @@ absl::StatusOr<const std::byte*> RawInput(const std::string& raw, const InputTen
                      " bytes in raw_input_contents, expected ", expected, " for shape ",
                      ShapeString(tensor.shape()), " ", KServeDatatype(spec.dtype)));
   }
-  if (spec.dtype == DType::kBool) {
-    // Any other byte is not a bool the executors may read.
-    for (size_t i = 0; i < raw.size(); ++i) {
-      const auto byte = static_cast<unsigned char>(raw[i]);
-      if (byte > 1) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "input '", spec.name, "' of model '", model.name, "': raw BOOL element ", i,
-            " is byte ", static_cast<int>(byte), "; BOOL elements are bytes 0 or 1"));
-      }
-    }
+  const auto* data = reinterpret_cast<const std::byte*>(raw.data());
+  if (spec.dtype == DType::kBool)
+    RETURN_IF_ERROR(CheckBoolBytes(data, raw.size(), "raw", spec, model));
+  return data;
+}
+
+// An input read in place from a shared-memory region: its byte_size must be
+// the shape's bytes, as raw_input_contents' size must.
+absl::StatusOr<const std::byte*> SharedMemoryInput(const SharedMemoryParameters& parameters,
+                                                   const InputTensor& tensor,
+                                                   const TensorSpec& spec, int64_t rows,
+                                                   const ModelInterface& model,
+                                                   const SharedMemoryRegistry& shared_memory,
+                                                   ValidatedRequest* validated) {
+  const std::string where = TensorDescription("input", spec.name, model);
+  ASSIGN_OR_RETURN(const SharedMemorySlice slice,
+                   HoldSlice(parameters, where, shared_memory, validated));
+  ASSIGN_OR_RETURN(const size_t expected, CheckedRowsSize(rows, spec, spec.bytes_per_row(), model));
+  if (slice.byte_size != expected) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, ": shared_memory_byte_size ", slice.byte_size, " in shared memory region ",
+        QuoteClientText(parameters.region), ", expected ", expected, " for shape ",
+        ShapeString(tensor.shape()), " ", KServeDatatype(spec.dtype)));
   }
-  return reinterpret_cast<const std::byte*>(raw.data());
+  if (spec.dtype == DType::kBool) {
+    RETURN_IF_ERROR(CheckBoolBytes(slice.data, slice.byte_size, "shared-memory", spec, model));
+  }
+  return slice.data;
 }
 
 absl::StatusOr<const std::byte*> TypedInput(const InputTensor& tensor, const TensorSpec& spec,
@@ -199,12 +304,17 @@ absl::StatusOr<const std::byte*> TypedInput(const InputTensor& tensor, const Ten
   return absl::InternalError("unreachable: unknown dtype");
 }
 
-absl::StatusOr<std::vector<size_t>> RequestedOutputs(const inference::ModelInferRequest& request,
-                                                     const ModelInterface& model) {
-  std::vector<size_t> outputs;
+// Fills validated->outputs and output_slices; validated->rows is known. An
+// output in shared memory needs room for its rows in the range it names.
+absl::Status RequestedOutputs(const inference::ModelInferRequest& request,
+                              const ModelInterface& model,
+                              const SharedMemoryRegistry* shared_memory,
+                              ValidatedRequest* validated) {
+  std::vector<size_t>& outputs = validated->outputs;
   if (request.outputs().empty()) {
     for (size_t i = 0; i < model.outputs.size(); ++i) outputs.push_back(i);
-    return outputs;
+    validated->output_slices.resize(outputs.size());
+    return absl::OkStatus();
   }
   std::vector<bool> requested(model.outputs.size(), false);
   for (const auto& output : request.outputs()) {
@@ -214,7 +324,9 @@ absl::StatusOr<std::vector<size_t>> RequestedOutputs(const inference::ModelInfer
                                                      " is requested twice from model '", model.name,
                                                      "'"));
     }
-    RETURN_IF_ERROR(CheckNoSharedMemory(output.parameters(), "output", output.name(), model));
+    ASSIGN_OR_RETURN(const std::optional<SharedMemoryParameters> in_region,
+                     ReadSharedMemoryParameters(output.parameters(), "output", output.name(), model,
+                                                shared_memory));
     // tritonclient's class_count asks for top-k labels instead of the tensor;
     // answering with the tensor would be misread as labels.
     if (output.parameters().contains("classification")) {
@@ -222,19 +334,36 @@ absl::StatusOr<std::vector<size_t>> RequestedOutputs(const inference::ModelInfer
           "output ", QuoteClientText(output.name()), " of model '", model.name,
           "' asks for classification, which GraphServe does not serve; request the tensor itself"));
     }
+    SharedMemorySlice slice;
+    if (in_region.has_value()) {
+      const TensorSpec& spec = model.outputs[index];
+      const std::string where = TensorDescription("output", spec.name, model);
+      ASSIGN_OR_RETURN(slice, HoldSlice(*in_region, where, *shared_memory, validated));
+      const uint64_t needed = static_cast<uint64_t>(validated->rows) * spec.bytes_per_row();
+      if (slice.byte_size < needed) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, ": shared_memory_byte_size ", slice.byte_size, " in shared memory region ",
+            QuoteClientText(in_region->region), " cannot hold its ", needed, " bytes (",
+            validated->rows, " rows of ", spec.bytes_per_row(), ")"));
+      }
+    }
     requested[index] = true;
     outputs.push_back(index);
+    validated->output_slices.push_back(std::move(slice));
   }
-  return outputs;
+  return absl::OkStatus();
 }
 
 }  // namespace
 
 absl::StatusOr<ValidatedRequest> ValidateInferRequest(const inference::ModelInferRequest& request,
-                                                      const ModelInterface& model) {
+                                                      const ModelInterface& model,
+                                                      const SharedMemoryRegistry* shared_memory) {
   // Which request input feeds each interface input.
   constexpr int kAbsent = -1;
   std::vector<int> request_index(model.inputs.size(), kAbsent);
+  // Per request input: the shared-memory range it names, if any.
+  std::vector<std::optional<SharedMemoryParameters>> in_region(request.inputs_size());
   for (int j = 0; j < request.inputs_size(); ++j) {
     const InputTensor& tensor = request.inputs(j);
     ASSIGN_OR_RETURN(const size_t index, FindTensor(model.inputs, tensor.name(), "input", model));
@@ -243,7 +372,8 @@ absl::StatusOr<ValidatedRequest> ValidateInferRequest(const inference::ModelInfe
                                                      " appears twice in the request to model '",
                                                      model.name, "'"));
     }
-    RETURN_IF_ERROR(CheckNoSharedMemory(tensor.parameters(), "input", tensor.name(), model));
+    ASSIGN_OR_RETURN(in_region[j], ReadSharedMemoryParameters(tensor.parameters(), "input",
+                                                              tensor.name(), model, shared_memory));
     request_index[index] = j;
   }
   for (size_t i = 0; i < model.inputs.size(); ++i) {
@@ -269,29 +399,51 @@ absl::StatusOr<ValidatedRequest> ValidateInferRequest(const inference::ModelInfe
     }
   }
 
+  // Which raw_input_contents entry holds each request input outside shared
+  // memory: they take the entries in order, skipping those in a region.
+  std::vector<int> raw_index(request.inputs_size(), kAbsent);
+  int in_message = 0;
+  for (int j = 0; j < request.inputs_size(); ++j) {
+    if (!in_region[j].has_value()) raw_index[j] = in_message++;
+  }
   const bool raw = !request.raw_input_contents().empty();
-  if (raw) {
-    for (const InputTensor& tensor : request.inputs()) {
-      if (!FilledTypedFields(tensor.contents()).empty()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("input ", QuoteClientText(tensor.name()),
-                         " carries typed contents but the request to model '", model.name,
-                         "' uses raw_input_contents; send every input raw or every input typed"));
-      }
+  for (int j = 0; j < request.inputs_size(); ++j) {
+    const InputTensor& tensor = request.inputs(j);
+    const std::vector<const char*> filled = FilledTypedFields(tensor.contents());
+    if (filled.empty()) continue;
+    if (in_region[j].has_value()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(TensorDescription("input", tensor.name(), model),
+                       " is in shared memory region ", QuoteClientText(in_region[j]->region),
+                       " but also carries contents.", filled.front(), "; send its data one way"));
     }
-    if (request.raw_input_contents_size() != request.inputs_size()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "the request to model '", model.name, "' has ", request.raw_input_contents_size(),
-          " raw_input_contents entries for ", request.inputs_size(),
-          " inputs; raw_input_contents holds one entry per input, in the order of inputs"));
+    if (raw) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("input ", QuoteClientText(tensor.name()),
+                       " carries typed contents but the request to model '", model.name,
+                       "' uses raw_input_contents; send every input raw or every input typed"));
     }
   }
+  if (raw && request.raw_input_contents_size() != in_message) {
+    const bool some_in_regions = in_message != request.inputs_size();
+    return absl::InvalidArgumentError(
+        absl::StrCat("the request to model '", model.name, "' has ",
+                     request.raw_input_contents_size(), " raw_input_contents entries for ",
+                     in_message, " inputs", some_in_regions ? " outside shared memory" : "",
+                     "; raw_input_contents holds one entry per input, in the order of inputs"));
+  }
   for (size_t i = 0; i < model.inputs.size(); ++i) {
-    const InputTensor& tensor = request.inputs(request_index[i]);
-    if (raw) {
+    const int j = request_index[i];
+    const InputTensor& tensor = request.inputs(j);
+    if (in_region[j].has_value()) {
       ASSIGN_OR_RETURN(const std::byte* data,
-                       RawInput(request.raw_input_contents(request_index[i]), tensor,
-                                model.inputs[i], validated.rows, model));
+                       SharedMemoryInput(*in_region[j], tensor, model.inputs[i], validated.rows,
+                                         model, *shared_memory, &validated));
+      validated.inputs.push_back(data);
+    } else if (raw) {
+      ASSIGN_OR_RETURN(const std::byte* data,
+                       RawInput(request.raw_input_contents(raw_index[j]), tensor, model.inputs[i],
+                                validated.rows, model));
       validated.inputs.push_back(data);
     } else {
       ASSIGN_OR_RETURN(const std::byte* data, TypedInput(tensor, model.inputs[i], validated.rows,
@@ -300,7 +452,7 @@ absl::StatusOr<ValidatedRequest> ValidateInferRequest(const inference::ModelInfe
     }
   }
 
-  ASSIGN_OR_RETURN(validated.outputs, RequestedOutputs(request, model));
+  RETURN_IF_ERROR(RequestedOutputs(request, model, shared_memory, &validated));
   return validated;
 }
 
@@ -314,7 +466,8 @@ std::vector<std::byte*> PrepareInferResponse(const inference::ModelInferRequest&
   response->set_model_version(version);
   response->set_id(request.id());
   std::vector<std::byte*> destinations(model.outputs.size(), nullptr);
-  for (size_t index : validated.outputs) {
+  for (size_t k = 0; k < validated.outputs.size(); ++k) {
+    const size_t index = validated.outputs[k];
     const TensorSpec& spec = model.outputs[index];
     inference::ModelInferResponse::InferOutputTensor* output = response->add_outputs();
     output->set_name(spec.name);
@@ -324,7 +477,15 @@ std::vector<std::byte*> PrepareInferResponse(const inference::ModelInferRequest&
     // Each entry is its own heap string, so pointers into earlier entries
     // survive later add_raw_output_contents calls.
     std::string* contents = response->add_raw_output_contents();
-    contents->resize(static_cast<size_t>(validated.rows) * spec.bytes_per_row());
+    const size_t bytes = static_cast<size_t>(validated.rows) * spec.bytes_per_row();
+    if (const SharedMemorySlice& slice = validated.output_slices[k]; slice.region != nullptr) {
+      auto& parameters = *output->mutable_parameters();
+      parameters["shared_memory_region"].set_string_param(slice.region->name());
+      parameters["shared_memory_byte_size"].set_int64_param(static_cast<int64_t>(bytes));
+      destinations[index] = slice.data;
+      continue;
+    }
+    contents->resize(bytes);
     destinations[index] = reinterpret_cast<std::byte*>(contents->data());
   }
   return destinations;

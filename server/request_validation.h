@@ -6,20 +6,22 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "proto/grpc_service.pb.h"
 #include "server/model_interface.h"
+#include "server/shared_memory.h"
 
 namespace graphserve {
 
 // One validated ModelInfer request. Points into the request (raw_input_contents,
-// or the typed fp32_contents / int64_contents, read in place) or into
-// `converted` (typed contents that had to be turned into raw bytes); the request
-// must outlive it. Moving it keeps the pointers valid (converted is a vector of
-// vectors).
+// or the typed fp32_contents / int64_contents, read in place), into
+// `converted` (typed contents that had to be turned into raw bytes) or into
+// shared-memory regions it holds; the request must outlive it. Moving it keeps
+// the pointers valid (converted is a vector of vectors).
 struct ValidatedRequest {
   int64_t rows = 0;  // the batch: dim 0 of every input
   // One per interface input, interface order: rows x bytes_per_row bytes,
@@ -28,7 +30,14 @@ struct ValidatedRequest {
   // Interface output indices to return, in response order; all outputs in
   // interface order when the request names none.
   std::vector<size_t> outputs;
+  // Parallel to `outputs`: where the output's rows go when the request put
+  // it in a shared-memory region, or an empty slice (no region) for an output
+  // the response carries.
+  std::vector<SharedMemorySlice> output_slices;
   std::vector<std::vector<std::byte>> converted;
+  // Every region an input or output of the request uses, held until the
+  // request ends (Note [Shared memory lifetime]).
+  std::vector<std::shared_ptr<const SharedMemoryRegion>> regions;
 };
 
 // Checks `request` against `model`. Every error is InvalidArgument naming the
@@ -38,21 +47,34 @@ struct ValidatedRequest {
 // per input, the byte count of the shape, BOOL bytes 0 or 1, not mixed with
 // typed contents); typed contents (the field of the datatype, the element
 // count of the shape); an input without data; unknown or repeated requested
-// outputs. Requests for what GraphServe does not serve (the shared-memory
-// extension, classification outputs) are refused rather than answered with
-// something the client did not ask for. Other request, input and output
-// parameters are ignored.
-absl::StatusOr<ValidatedRequest> ValidateInferRequest(const inference::ModelInferRequest& request,
-                                                      const ModelInterface& model);
+// outputs. Requests for what GraphServe does not serve (classification
+// outputs) are refused rather than answered with something the client did not
+// ask for. Other request, input and output parameters are ignored.
+//
+// Shared memory: an input or output whose parameters name a
+// shared_memory_region (with shared_memory_byte_size and an optional
+// shared_memory_offset) is read from, or written to, that range of the region
+// in `shared_memory`: the range must lie within the region, an input's
+// byte_size must be its shape's bytes and an output's at least its rows'
+// bytes. raw_input_contents then holds one entry per input outside shared
+// memory, in the order of inputs (as Triton reads it). Without
+// `shared_memory` a request that names a region is refused.
+absl::StatusOr<ValidatedRequest> ValidateInferRequest(
+    const inference::ModelInferRequest& request, const ModelInterface& model,
+    const SharedMemoryRegistry* shared_memory = nullptr);
 
 // Clears `response`, then fills model_name (the interface's name),
 // model_version, id, and for each returned output k: outputs[k] {name,
 // datatype, shape [rows, dims...]} and raw_output_contents[k] sized rows x
 // bytes_per_row (outputs always go out as raw_output_contents, what
-// tritonclient and perf_analyzer read fastest). Returns, per INTERFACE output
-// index, where the rows of that output go (into the response's strings), or
-// nullptr for an output the request did not ask for. The pointers stay valid
-// while `response` lives and its raw_output_contents are not resized or
+// tritonclient and perf_analyzer read fastest). An output in shared memory
+// gets an empty raw_output_contents[k] instead (so that entry k stays output
+// k's, as tritonclient indexes them) and the parameters
+// shared_memory_region and shared_memory_byte_size (the bytes written).
+// Returns, per INTERFACE output index, where the rows of that output go (into
+// the response's strings, or the region), or nullptr for an output the
+// request did not ask for. The pointers stay valid while `response` and
+// `validated` live and the response's raw_output_contents are not resized or
 // removed (adding fields to the response does not move them).
 std::vector<std::byte*> PrepareInferResponse(const inference::ModelInferRequest& request,
                                              const ModelInterface& model,

@@ -7,6 +7,8 @@
 #include <functional>
 #include <limits>
 
+#include "server/shared_memory_testing.h"
+
 namespace graphserve {
 namespace {
 
@@ -490,6 +492,223 @@ TEST(RequestValidationTest, ResponseHoldsEveryOutputWhenNoneIsNamed) {
     EXPECT_EQ(destinations[k],
               reinterpret_cast<std::byte*>(response.mutable_raw_output_contents(k)->data()));
   }
+}
+
+// ---------------------------------------------------------- shared memory
+
+// The test data in a shared memory object: x's bytes at kXOffset, room for
+// y's rows at kYOffset, registered as regions "in" (the whole object) and
+// "out" (kYBytes from kYOffset).
+class SharedMemoryValidationTest : public ::testing::Test {
+ protected:
+  static constexpr size_t kObjectBytes = 4096;
+  static constexpr uint64_t kXOffset = 40;  // not aligned to anything
+  static constexpr uint64_t kXBytes = kRows * 3 * sizeof(float);
+  static constexpr uint64_t kYOffset = 1024;
+  static constexpr uint64_t kYBytes = kRows * 2 * sizeof(float);
+
+  void SetUp() override {
+    ASSERT_NE(object_.data(), nullptr);
+    std::vector<float> x;
+    for (int64_t e = 0; e < kRows * 3; ++e) x.push_back(XValue(e));
+    std::memcpy(object_.data() + kXOffset, x.data(), kXBytes);
+    ASSERT_TRUE(registry_.Register("in", object_.key(), 0, kObjectBytes).ok());
+    ASSERT_TRUE(registry_.Register("out", object_.key(), kYOffset, kYBytes).ok());
+  }
+
+  // RawRequest with x in region "in" and y asked into region "out".
+  static Request SharedRequest() {
+    Request request = RawRequest();
+    request.mutable_raw_input_contents()->DeleteSubrange(2, 1);  // x's
+    auto& x = *Input(&request, "x")->mutable_parameters();
+    x["shared_memory_region"].set_string_param("in");
+    x["shared_memory_byte_size"].set_int64_param(kXBytes);
+    x["shared_memory_offset"].set_int64_param(kXOffset);
+    request.add_outputs()->set_name("valid");
+    auto* y = request.add_outputs();
+    y->set_name("y");
+    (*y->mutable_parameters())["shared_memory_region"].set_string_param("out");
+    (*y->mutable_parameters())["shared_memory_byte_size"].set_int64_param(kYBytes);
+    return request;
+  }
+
+  void ExpectSharedRejected(const Request& request, const char* what, const char* expected) {
+    absl::StatusOr<ValidatedRequest> validated = ValidateInferRequest(request, Mlp(), &registry_);
+    ASSERT_FALSE(validated.ok()) << what;
+    EXPECT_EQ(validated.status().code(), absl::StatusCode::kInvalidArgument) << what;
+    EXPECT_THAT(Message(validated.status()), HasSubstr(expected)) << what;
+  }
+
+  TestShmObject object_{kObjectBytes};
+  SharedMemoryRegistry registry_;
+};
+
+TEST_F(SharedMemoryValidationTest, InputsAndOutputsPointIntoTheirRegions) {
+  const Request request = SharedRequest();
+  absl::StatusOr<ValidatedRequest> validated = ValidateInferRequest(request, Mlp(), &registry_);
+  ASSERT_TRUE(validated.ok()) << validated.status();
+  // x from the region, in place (the server's own mapping of it); ids and
+  // mask take raw entries 0 and 1.
+  EXPECT_EQ(validated->inputs[0], registry_.Slice("in", kXOffset, kXBytes)->data);
+  EXPECT_EQ(validated->inputs[1],
+            reinterpret_cast<const std::byte*>(request.raw_input_contents(0).data()));
+  EXPECT_EQ(validated->inputs[2],
+            reinterpret_cast<const std::byte*>(request.raw_input_contents(1).data()));
+  ExpectTestData(*validated, kRows);
+  EXPECT_EQ(validated->regions.size(), 2u);  // "in" and "out", held
+
+  inference::ModelInferResponse response;
+  const std::vector<std::byte*> destinations =
+      PrepareInferResponse(request, Mlp(), "1", *validated, &response);
+  EXPECT_EQ(destinations[0], registry_.Slice("out", 0, kYBytes)->data);  // y into "out"
+  EXPECT_EQ(destinations[2],
+            reinterpret_cast<std::byte*>(response.mutable_raw_output_contents(0)->data()));
+  // y keeps its place: metadata and an empty entry 1, as Triton answers.
+  ASSERT_EQ(response.outputs_size(), 2);
+  ASSERT_EQ(response.raw_output_contents_size(), 2);
+  EXPECT_EQ(response.outputs(1).name(), "y");
+  EXPECT_THAT(response.outputs(1).shape(), ElementsAre(kRows, 2));
+  EXPECT_TRUE(response.raw_output_contents(1).empty());
+  EXPECT_EQ(response.outputs(1).parameters().at("shared_memory_region").string_param(), "out");
+  EXPECT_EQ(response.outputs(1).parameters().at("shared_memory_byte_size").int64_param(),
+            static_cast<int64_t>(kYBytes));
+  EXPECT_TRUE(response.outputs(0).parameters().empty());
+  EXPECT_EQ(response.raw_output_contents(0).size(), static_cast<size_t>(kRows));
+}
+
+// Note [Shared memory lifetime]: the validated request keeps its regions
+// mapped while the client unregisters them.
+TEST_F(SharedMemoryValidationTest, ValidatedRequestHoldsItsRegions) {
+  const Request request = SharedRequest();
+  absl::StatusOr<ValidatedRequest> validated = ValidateInferRequest(request, Mlp(), &registry_);
+  ASSERT_TRUE(validated.ok()) << validated.status();
+  registry_.UnregisterAll();
+  ExpectTestData(*validated, kRows);
+  inference::ModelInferResponse response;
+  std::byte* y = PrepareInferResponse(request, Mlp(), "1", *validated, &response)[0];
+  y[0] = std::byte{0x5A};
+  EXPECT_EQ(object_.data()[kYOffset], std::byte{0x5A});
+}
+
+TEST_F(SharedMemoryValidationTest, EveryInputInSharedMemoryNeedsNoRawContents) {
+  Request request = SharedRequest();
+  request.clear_raw_input_contents();
+  std::vector<int64_t> ids;
+  for (int64_t e = 0; e < kRows * 2; ++e) ids.push_back(IdValue(e));
+  std::memcpy(object_.data() + 2048, ids.data(), ids.size() * sizeof(int64_t));
+  for (int64_t e = 0; e < kRows; ++e) {
+    object_.data()[3000 + e] = std::byte{MaskValue(e) ? uint8_t{1} : uint8_t{0}};
+  }
+  const auto place = [&request](const char* name, int64_t offset, int64_t bytes) {
+    auto& parameters = *Input(&request, name)->mutable_parameters();
+    parameters["shared_memory_region"].set_string_param("in");
+    parameters["shared_memory_offset"].set_int64_param(offset);
+    parameters["shared_memory_byte_size"].set_int64_param(bytes);
+  };
+  place("ids", 2048, kRows * 2 * sizeof(int64_t));
+  place("mask", 3000, kRows);
+  absl::StatusOr<ValidatedRequest> validated = ValidateInferRequest(request, Mlp(), &registry_);
+  ASSERT_TRUE(validated.ok()) << validated.status();
+  ExpectTestData(*validated, kRows);
+
+  object_.data()[3001] = std::byte{2};  // not a BOOL
+  ExpectSharedRejected(request, "BOOL byte 2 in shared memory",
+                       "input 'mask' of model 'mlp': shared-memory BOOL element 1 is byte 2");
+}
+
+TEST_F(SharedMemoryValidationTest, BadRegionsNameTheRegionAndWhy) {
+  const BadRequestCase cases[] = {
+      {"unknown region",
+       [](Request* r) {
+         (*Input(r, "x")->mutable_parameters())["shared_memory_region"].set_string_param("nope");
+       },
+       "input 'x' of model 'mlp': shared memory region 'nope' is not registered"},
+      {"offset past the region",
+       [](Request* r) {
+         (*Input(r, "x")->mutable_parameters())["shared_memory_offset"].set_int64_param(4090);
+       },
+       "input 'x' of model 'mlp': shared_memory_offset 4090 + shared_memory_byte_size 48 runs "
+       "past the 4096 bytes of shared memory region 'in'"},
+      {"input byte_size is not the shape's",
+       [](Request* r) {
+         (*Input(r, "x")->mutable_parameters())["shared_memory_byte_size"].set_int64_param(44);
+       },
+       "input 'x' of model 'mlp': shared_memory_byte_size 44 in shared memory region 'in', "
+       "expected 48 for shape [4,3] FP32"},
+      {"output region too small",
+       [](Request* r) {
+         auto& y = *r->mutable_outputs(1)->mutable_parameters();
+         y["shared_memory_region"].set_string_param("in");
+         y["shared_memory_offset"].set_int64_param(4090);
+       },
+       "output 'y' of model 'mlp': shared_memory_offset 4090 + shared_memory_byte_size 32 runs "
+       "past the 4096 bytes of shared memory region 'in'"},
+      {"output byte_size too small",
+       [](Request* r) {
+         (*r->mutable_outputs(1)->mutable_parameters())["shared_memory_byte_size"].set_int64_param(
+             31);
+       },
+       "output 'y' of model 'mlp': shared_memory_byte_size 31 in shared memory region 'out' "
+       "cannot hold its 32 bytes (4 rows of 8)"},
+      {"unknown output region",
+       [](Request* r) {
+         (*r->mutable_outputs(1)->mutable_parameters())["shared_memory_region"].set_string_param(
+             "gone");
+       },
+       "output 'y' of model 'mlp': shared memory region 'gone' is not registered"},
+      {"region without byte_size",
+       [](Request* r) { Input(r, "x")->mutable_parameters()->erase("shared_memory_byte_size"); },
+       "input 'x' of model 'mlp' names shared_memory_region 'in' without shared_memory_byte_size"},
+      {"byte_size without region",
+       [](Request* r) { Input(r, "x")->mutable_parameters()->erase("shared_memory_region"); },
+       "input 'x' of model 'mlp' has shared_memory_byte_size or shared_memory_offset but no "
+       "shared_memory_region"},
+      {"negative byte_size",
+       [](Request* r) {
+         (*Input(r, "x")->mutable_parameters())["shared_memory_byte_size"].set_int64_param(-48);
+       },
+       "input 'x' of model 'mlp': shared_memory_byte_size must be an int64_param of at least 0"},
+      {"negative offset",
+       [](Request* r) {
+         (*Input(r, "x")->mutable_parameters())["shared_memory_offset"].set_int64_param(-1);
+       },
+       "shared_memory_offset must be an int64_param of at least 0"},
+      {"region not a string",
+       [](Request* r) {
+         (*Input(r, "x")->mutable_parameters())["shared_memory_region"].set_int64_param(1);
+       },
+       "input 'x' of model 'mlp': shared_memory_region must be a string_param"},
+      {"region and typed contents",
+       [](Request* r) { Input(r, "x")->mutable_contents()->add_fp32_contents(1.0f); },
+       "input 'x' of model 'mlp' is in shared memory region 'in' but also carries "
+       "contents.fp32_contents"},
+      {"a raw entry for the input in the region too",
+       [](Request* r) { r->add_raw_input_contents(std::string(kXBytes, '\0')); },
+       "the request to model 'mlp' has 3 raw_input_contents entries for 2 inputs outside shared "
+       "memory"},
+  };
+  for (const BadRequestCase& c : cases) {
+    Request request = SharedRequest();
+    c.edit(&request);
+    ExpectSharedRejected(request, c.what, c.expected);
+  }
+  // A uint64_param byte count is read as one too.
+  Request request = SharedRequest();
+  (*Input(&request, "x")->mutable_parameters())["shared_memory_byte_size"].set_uint64_param(
+      kXBytes);
+  EXPECT_TRUE(ValidateInferRequest(request, Mlp(), &registry_).ok());
+}
+
+TEST_F(SharedMemoryValidationTest, HugeRegionNamesAreQuotedAsShortPrefixes) {
+  constexpr size_t kHugeText = 64 << 10;  // eight times gRPC's 8 KiB metadata limit
+  constexpr size_t kMessageBound = 256;   // a one-line message, whatever the client sent
+  Request request = SharedRequest();
+  (*Input(&request, "x")->mutable_parameters())["shared_memory_region"].set_string_param(
+      std::string(kHugeText, 'r'));
+  const absl::Status status = ValidateInferRequest(request, Mlp(), &registry_).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_LT(status.message().size(), kMessageBound);
+  EXPECT_THAT(Message(status), HasSubstr("(65536 bytes)"));
 }
 
 }  // namespace

@@ -334,6 +334,8 @@ absl::StatusOr<Execution> LoadOnHost(const Model& model, const std::vector<int64
 // One request in flight: what its row segments share until the last one
 // ends it.
 struct ServedModel::RequestState {
+  // Holds the shared-memory regions the request reads and writes until the
+  // last segment ends it (Note [Shared memory lifetime]).
   ValidatedRequest validated;
   std::function<void(const absl::Status&)> done;
   Clock::time_point start;
@@ -421,9 +423,11 @@ ServedModel::ServedModel(ModelInterface interface, int64_t version, inference::M
 
 void ServedModel::Infer(const inference::ModelInferRequest* request,
                         inference::ModelInferResponse* response,
-                        std::function<void(const absl::Status&)> done) {
+                        std::function<void(const absl::Status&)> done,
+                        const SharedMemoryRegistry* shared_memory) {
   const Clock::time_point start = Clock::now();
-  absl::StatusOr<ValidatedRequest> validated = ValidateInferRequest(*request, interface_);
+  absl::StatusOr<ValidatedRequest> validated =
+      ValidateInferRequest(*request, interface_, shared_memory);
   absl::StatusOr<QueueRequestOptions> queue_options =
       validated.ok() ? QueueOptionsFromRequest(*request) : validated.status();
   if (!queue_options.ok()) {

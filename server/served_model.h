@@ -32,6 +32,7 @@
 #include "server/model_interface.h"
 #include "server/model_repository.h"
 #include "server/response_order.h"
+#include "server/shared_memory.h"
 #include "server/stream_pool.h"
 
 namespace graphserve {
@@ -89,9 +90,12 @@ class ServedModel {
   // refused (queue timeout, shutdown). Triton's request parameters
   // "priority" and "timeout" (microseconds) choose its queue level and
   // timeout. `request` and `response` must stay alive until then; when the
-  // status is OK the response is complete.
+  // status is OK the response is complete. Inputs and outputs that name a
+  // shared-memory region use `shared_memory`'s (none without it); the
+  // request holds its regions until `done` (Note [Shared memory lifetime]).
   void Infer(const inference::ModelInferRequest* request, inference::ModelInferResponse* response,
-             std::function<void(const absl::Status&)> done);
+             std::function<void(const absl::Status&)> done,
+             const SharedMemoryRegistry* shared_memory = nullptr);
 
   [[nodiscard]] const std::string& name() const { return interface_.name; }
   [[nodiscard]] int64_t version() const { return version_; }

@@ -1,0 +1,173 @@
+#include "server/shared_memory.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+
+#include "server/shared_memory_testing.h"
+
+namespace graphserve {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr size_t kObjectBytes = 3 * 4096;    // three pages, so offsets can cross one
+constexpr uint64_t kOddOffset = 4096 + 100;  // not a page multiple: mmap's own offset must be
+
+std::string Message(const absl::Status& status) { return std::string(status.message()); }
+
+TEST(SharedMemoryRegistryTest, RegisteredRangeIsTheClientsMemory) {
+  TestShmObject object(kObjectBytes);
+  ASSERT_NE(object.data(), nullptr);
+  for (size_t i = 0; i < kObjectBytes; ++i) object.data()[i] = std::byte(i % 251);
+  SharedMemoryRegistry registry;
+  ASSERT_TRUE(registry.Register("in", object.key(), kOddOffset, 1000).ok());
+
+  absl::StatusOr<SharedMemorySlice> slice = registry.Slice("in", 10, 20);
+  ASSERT_TRUE(slice.ok()) << slice.status();
+  EXPECT_EQ(slice->byte_size, 20u);
+  // The slice starts at the object's byte kOddOffset + 10.
+  EXPECT_EQ(std::memcmp(slice->data, object.data() + kOddOffset + 10, 20), 0);
+  // Writes go both ways: the server's mapping is the client's memory.
+  slice->data[0] = std::byte{0xAB};
+  EXPECT_EQ(object.data()[kOddOffset + 10], std::byte{0xAB});
+  object.data()[kOddOffset + 11] = std::byte{0xCD};
+  EXPECT_EQ(slice->data[1], std::byte{0xCD});
+
+  // The whole range is addressable, the last byte included.
+  ASSERT_TRUE(registry.Slice("in", 0, 1000).ok());
+  EXPECT_FALSE(registry.Slice("in", 1, 1000).ok());
+}
+
+TEST(SharedMemoryRegistryTest, StatusListsRegionsAndUnregisterForgetsThem) {
+  TestShmObject object(kObjectBytes);
+  SharedMemoryRegistry registry;
+  ASSERT_TRUE(registry.Register("b", object.key(), 0, 64).ok());
+  ASSERT_TRUE(registry.Register("a", object.key(), 64, 128).ok());  // same object, two regions
+
+  absl::StatusOr<std::vector<std::shared_ptr<const SharedMemoryRegion>>> all = registry.Status("");
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_EQ((*all)[0]->name(), "a");  // by name
+  EXPECT_EQ((*all)[0]->key(), object.key());
+  EXPECT_EQ((*all)[0]->offset(), 64u);
+  EXPECT_EQ((*all)[0]->byte_size(), 128u);
+  EXPECT_EQ((*all)[1]->name(), "b");
+
+  absl::StatusOr<std::vector<std::shared_ptr<const SharedMemoryRegion>>> one = registry.Status("b");
+  ASSERT_TRUE(one.ok());
+  ASSERT_EQ(one->size(), 1u);
+  EXPECT_EQ((*one)[0]->byte_size(), 64u);
+
+  registry.Unregister("b");
+  registry.Unregister("never registered");  // no error, as in Triton
+  EXPECT_EQ(registry.Status("b").status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(Message(registry.Status("b").status()), HasSubstr("region 'b'"));
+  EXPECT_EQ(registry.Status("")->size(), 1u);
+  registry.UnregisterAll();
+  EXPECT_TRUE(registry.Status("")->empty());
+}
+
+// Note [Shared memory lifetime]: a request holding a slice keeps its region
+// mapped through an Unregister, and the name is free again at once.
+TEST(SharedMemoryRegistryTest, HeldSliceOutlivesUnregister) {
+  TestShmObject object(kObjectBytes);
+  SharedMemoryRegistry registry;
+  ASSERT_TRUE(registry.Register("out", object.key(), 0, 256).ok());
+  absl::StatusOr<SharedMemorySlice> held = registry.Slice("out", 0, 256);
+  ASSERT_TRUE(held.ok());
+  registry.Unregister("out");
+  EXPECT_EQ(registry.Slice("out", 0, 1).status().code(), absl::StatusCode::kInvalidArgument);
+
+  // Still mapped: a late output write lands in the client's memory.
+  held->data[255] = std::byte{7};
+  EXPECT_EQ(object.data()[255], std::byte{7});
+  EXPECT_EQ(held->region.use_count(), 1);  // only the request holds it now
+
+  ASSERT_TRUE(registry.Register("out", object.key(), 512, 16).ok());
+  EXPECT_EQ(registry.Status("out").value()[0]->offset(), 512u);
+}
+
+TEST(SharedMemoryRegistryTest, RegisteringANameTwiceIsAlreadyExists) {
+  TestShmObject object(kObjectBytes);
+  SharedMemoryRegistry registry;
+  ASSERT_TRUE(registry.Register("in", object.key(), 0, 16).ok());
+  const absl::Status again = registry.Register("in", object.key(), 16, 16);
+  EXPECT_EQ(again.code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_THAT(Message(again), HasSubstr("shared memory region 'in' is already registered"));
+  EXPECT_EQ(registry.Status("in").value()[0]->offset(), 0u);  // the first stays
+}
+
+// One bad registration and a fragment its error must contain.
+struct BadRegistration {
+  const char* what;
+  std::string name;
+  std::string key;
+  uint64_t offset;
+  uint64_t byte_size;
+  absl::StatusCode code;
+  std::string expected;
+};
+
+TEST(SharedMemoryRegistryTest, BadRegistrationsNameTheRegionAndWhy) {
+  TestShmObject object(kObjectBytes);
+  const std::string missing_key = object.key() + "_missing";
+  const BadRegistration cases[] = {
+      {"no such object", "in", missing_key, 0, 16, absl::StatusCode::kNotFound,
+       "cannot register shared memory region 'in' (key '" + missing_key +
+           "'): shm_open failed: No such file or directory"},
+      {"key with a slash inside", "in", "/a/b", 0, 16, absl::StatusCode::kInvalidArgument,
+       "shm_open failed: Invalid argument"},
+      {"past the object's end", "in", object.key(), 0, kObjectBytes + 1,
+       absl::StatusCode::kInvalidArgument,
+       "offset 0 + byte_size 12289 runs past the object's 12288 bytes"},
+      {"offset past the end", "in", object.key(), kObjectBytes, 1,
+       absl::StatusCode::kInvalidArgument, "runs past the object's 12288 bytes"},
+      {"offset + byte_size overflows", "in", object.key(), 8, ~uint64_t{0} - 4,
+       absl::StatusCode::kInvalidArgument, "runs past the object's 12288 bytes"},
+      {"zero bytes", "in", object.key(), 0, 0, absl::StatusCode::kInvalidArgument,
+       "byte_size is 0"},
+      {"no name", "", object.key(), 0, 16, absl::StatusCode::kInvalidArgument, "without a name"},
+  };
+  SharedMemoryRegistry registry;
+  for (const BadRegistration& c : cases) {
+    const absl::Status status = registry.Register(c.name, c.key, c.offset, c.byte_size);
+    EXPECT_EQ(status.code(), c.code) << c.what << ": " << status;
+    EXPECT_THAT(Message(status), HasSubstr(c.expected)) << c.what;
+  }
+  EXPECT_TRUE(registry.Status("")->empty());  // nothing half-registered
+}
+
+TEST(SharedMemoryRegistryTest, SliceOutOfRangeOrUnknownNamesTheRegion) {
+  TestShmObject object(kObjectBytes);
+  SharedMemoryRegistry registry;
+  ASSERT_TRUE(registry.Register("in", object.key(), 0, 100).ok());
+  const absl::Status unknown = registry.Slice("nope", 0, 1).status();
+  EXPECT_EQ(unknown.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Message(unknown), HasSubstr("shared memory region 'nope' is not registered"));
+  const absl::Status past = registry.Slice("in", 60, 41).status();
+  EXPECT_EQ(past.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Message(past), HasSubstr("shared_memory_offset 60 + shared_memory_byte_size 41 "
+                                       "runs past the 100 bytes of shared memory region 'in'"));
+  EXPECT_FALSE(registry.Slice("in", 101, 0).ok());
+  EXPECT_FALSE(registry.Slice("in", 50, ~uint64_t{0}).ok());  // no wrap-around
+}
+
+// Note [Quoting client text]: names and keys are the client's.
+TEST(SharedMemoryRegistryTest, HugeNamesAreQuotedAsShortPrefixes) {
+  constexpr size_t kHugeText = 64 << 10;  // eight times gRPC's 8 KiB metadata limit
+  constexpr size_t kMessageBound = 256;   // a one-line message, whatever the client sent
+  const std::string huge(kHugeText, 'n');
+  SharedMemoryRegistry registry;
+  const absl::Status bad_key = registry.Register(huge, "/" + huge, 0, 16);
+  EXPECT_FALSE(bad_key.ok());
+  EXPECT_LT(bad_key.message().size(), kMessageBound);
+  const absl::Status unknown = registry.Slice(huge, 0, 1).status();
+  EXPECT_LT(unknown.message().size(), kMessageBound);
+  EXPECT_THAT(Message(unknown), HasSubstr("(65536 bytes)"));
+}
+
+}  // namespace
+}  // namespace graphserve
