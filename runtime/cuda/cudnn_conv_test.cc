@@ -281,8 +281,9 @@ TEST_F(CudnnConvCaptureTest, EnqueueIsCapturableAndReplays) {
 }
 
 // The tuning budget across sizes (Note [Convolution tuning budget]): a
-// grouped convolution screened at its first size, the next size pruned by
-// what the first measured, and each choice still computing the convolution.
+// grouped convolution screened at its first size, pruned by what screening
+// and the first size measured, and each choice still computing the
+// convolution.
 class CudnnConvBudgetTest : public CudnnConvTest {};
 
 TEST_F(CudnnConvBudgetTest, SharesTimingsAcrossSizes) {
@@ -313,21 +314,21 @@ TEST_F(CudnnConvBudgetTest, SharesTimingsAcrossSizes) {
         MatchesReference(Run(**conv, problem), problem.want, kFloat32Tolerance, problem.scale))
         << "batch " << batch << ", " << (*conv)->choice();
 
-    if (batch == kFirstBatch) {
-      EXPECT_EQ(stats.screening_batch, kFirstBatch / kScreeningDivisor);
-      EXPECT_EQ(stats.skipped, 0);
-    } else {
-      EXPECT_EQ(stats.screening_batch, 0) << "the first size's timings are known";
+    // The first size screens (its full batch then skips what screening
+    // found hopeless: on the H200, 7 of the 8); the second knows the first.
+    EXPECT_EQ(stats.screening_batch, batch == kFirstBatch ? kFirstBatch / kScreeningDivisor : 0);
+    for (const CudnnConv::CandidateTiming& c : stats.candidates) {
+      EXPECT_TRUE(c.batch == stats.screening_batch || c.batch == batch) << c.name;
     }
     EXPECT_GT(stats.built, 0);
     EXPECT_LE(stats.built + stats.skipped, kMaxTimedCandidates);
-    // Only what was hopeless at the earlier size is skipped, and the choice
-    // was never among those.
+    // Only what was hopeless at an earlier size or at screening is skipped;
+    // skipped, it did not run again, so it is still hopeless in the kept
+    // timings. The choice ran here, as the fastest or close to it.
     int hopeless = 0;
-    for (const auto& [name, slowdown] : before) hopeless += slowdown >= kHopelessSlowdown;
+    for (const auto& [name, slowdown] : slowdowns) hopeless += slowdown >= kHopelessSlowdown;
     EXPECT_LE(stats.skipped, hopeless);
     EXPECT_FALSE(RuledOutByOtherSizes(p, before, (*conv)->choice()));
-    // What this size measured is kept: the choice ran, as the fastest here.
     ASSERT_TRUE(slowdowns.count((*conv)->choice())) << (*conv)->choice();
     EXPECT_LT(slowdowns.at((*conv)->choice()), kHopelessSlowdown);
   }
