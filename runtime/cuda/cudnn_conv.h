@@ -56,9 +56,15 @@
 //  * first run: a candidate's first run (its kernels' first launch
 //    included) is timed; one over kHopelessSlowdown times the fastest timed
 //    run so far plus kFirstRunAllowanceMs is ruled out without a second.
-//    The allowance covers one-time costs, which cuDNN keeps small (the
-//    probe's 8 builds and first runs of a dense shape take 2-3 ms), and
-//    makes the rule leave cheap candidates alone: only runs worth saving go;
+//    The allowance covers a cold first launch: the first kernel of an
+//    engine's module loads there, and on the H200 such first runs took up to
+//    7.3 ms for kernels that then ran in 0.04-0.5 ms (conv_tuning_probe, the
+//    process's first shape; bench/results/2026-11-26_9d94149_conv_setup).
+//    With the 1 ms of that run, a fast engine first used in a grouped
+//    shape's screening would have been judged on its load alone, for every
+//    size. Runs under the allowance cost little to repeat anyway; the
+//    engines that walk the groups take 6-27 ms on 4 rows of the larger
+//    depthwise shapes;
 //  * screening (grouped only): the first size of a grouped shape to be
 //    timed, when it has more than one row, first runs every candidate once
 //    at 1/kScreeningDivisor of its rows (the first rows of the same
@@ -115,9 +121,9 @@ inline constexpr int kRetimeRuns = 10;
 // not run again (the depthwise engines that walk the groups one by one run
 // 10-100x slower than the best).
 inline constexpr float kHopelessSlowdown = 8.0f;
-// What a first run may spend on one-time costs before the first-run rule
-// judges it.
-inline constexpr float kFirstRunAllowanceMs = 1.0f;
+// What a first run may spend on one-time costs (a cold kernel load: up to
+// 7.3 ms on the H200) before the first-run rule judges it.
+inline constexpr float kFirstRunAllowanceMs = 10.0f;
 // Screening runs a grouped convolution at 1/kScreeningDivisor of its rows.
 inline constexpr int64_t kScreeningDivisor = 8;
 

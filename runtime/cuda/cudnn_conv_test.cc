@@ -343,11 +343,14 @@ TEST(ConvTuningRuleTest, FirstRunRulesOutOnlyExpensiveHopelessRuns) {
   EXPECT_FALSE(RuledOutByFirstRun(0.5f, 0.01f));
   EXPECT_FALSE(RuledOutByFirstRun(kHopelessSlowdown * 0.01f + kFirstRunAllowanceMs, 0.01f));
   EXPECT_TRUE(RuledOutByFirstRun(kHopelessSlowdown * 0.01f + kFirstRunAllowanceMs + 0.01f, 0.01f));
-  // 40 ms for a depthwise engine walking 576 groups, against 30 us.
-  EXPECT_TRUE(RuledOutByFirstRun(40.0f, 0.03f));
+  // 16.5 ms for eng1 walking 576 groups on 4 rows, against eng0's 14 us
+  // (the H200).
+  EXPECT_TRUE(RuledOutByFirstRun(16.5f, 0.014f));
+  // A cold first launch of a fast engine (7.3 ms on the H200) is timed again.
+  EXPECT_FALSE(RuledOutByFirstRun(7.3f, 0.038f));
   // A dense shape of 1 ms: a 3x slower first run is timed again.
   EXPECT_FALSE(RuledOutByFirstRun(3.0f, 1.0f));
-  EXPECT_TRUE(RuledOutByFirstRun(9.5f, 1.0f));
+  EXPECT_TRUE(RuledOutByFirstRun(kHopelessSlowdown * 1.0f + kFirstRunAllowanceMs + 0.5f, 1.0f));
 }
 
 TEST(ConvTuningRuleTest, ScreensGroupedConvolutionsAtTheirFirstSizeOnly) {
