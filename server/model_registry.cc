@@ -435,9 +435,10 @@ absl::Status ModelRegistry::LoadModel(const std::string& name,
     inference::ModelConfig config;
     const auto parsed = google::protobuf::util::JsonStringToMessage(*config_json, &config);
     if (!parsed.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("load parameter 'config' of model '", name,
-                                                     "' is not a model configuration in JSON: ",
-                                                     parsed.ToString()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("load parameter 'config' of model ", QuoteClientText(name),
+                       " is not a model configuration in JSON: ",
+                       QuoteClientText(parsed.ToString())));
     }
     if (config.name().empty()) config.set_name(name);
     entry->config = config;
