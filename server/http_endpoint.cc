@@ -28,6 +28,8 @@ int HttpCode(const absl::Status& status) {
       return 400;
     case absl::StatusCode::kNotFound:
       return 404;
+    case absl::StatusCode::kAlreadyExists:
+      return 409;
     case absl::StatusCode::kResourceExhausted:
       return 429;
     case absl::StatusCode::kUnimplemented:
@@ -90,6 +92,32 @@ std::optional<ModelRoute> ParseModelRoute(const std::vector<std::string>& parts)
   return route;
 }
 
+// /v2/{system,cuda}sharedmemory[/region/R]/action: the kind, region and
+// action ("status", "register" or "unregister"; register needs a region).
+struct SharedMemoryRoute {
+  bool cuda = false;
+  std::string region;  // empty: every region
+  std::string action;
+};
+
+std::optional<SharedMemoryRoute> ParseSharedMemoryRoute(const std::vector<std::string>& parts) {
+  if (parts.size() < 3 || parts[0] != "v2" ||
+      (parts[1] != "systemsharedmemory" && parts[1] != "cudasharedmemory")) {
+    return std::nullopt;
+  }
+  SharedMemoryRoute route;
+  route.cuda = parts[1] == "cudasharedmemory";
+  if (parts.size() == 3) {
+    route.action = parts[2];
+  } else if (parts.size() == 5 && parts[2] == "region") {
+    route.region = parts[3];
+    route.action = parts[4];
+  } else {
+    return std::nullopt;
+  }
+  return route;
+}
+
 }  // namespace
 
 // The routes of the file comment in http_endpoint.h, over the protocol.
@@ -121,6 +149,7 @@ class HttpEndpoint::Handler {
     if (parts.size() == 3 && parts[0] == "v2" && parts[1] == "models" && parts[2] == "stats") {
       return Statistics({}, response);
     }
+    if (SharedMemoryGet(parts, response)) return;
     const std::optional<ModelRoute> route = ParseModelRoute(parts);
     if (!route) return SendNotFound(request, response);
     if (route->action.empty()) {
@@ -153,12 +182,72 @@ class HttpEndpoint::Handler {
     SendNotFound(request, response);
   }
 
+  // GET .../status of the shared-memory routes; false for any other path.
+  bool SharedMemoryGet(const std::vector<std::string>& parts, httplib::Response& response) const {
+    const std::optional<SharedMemoryRoute> route = ParseSharedMemoryRoute(parts);
+    if (!route || route->action != "status") return false;
+    if (route->cuda) {
+      inference::CudaSharedMemoryStatusRequest request;
+      request.set_name(route->region);
+      inference::CudaSharedMemoryStatusResponse status;
+      const absl::Status found = protocol_->CudaSharedMemoryStatus(request, &status);
+      if (found.ok()) {
+        SendJson(response, 200, CudaSharedMemoryStatusToJson(status));
+      } else {
+        SendStatus(response, found);
+      }
+      return true;
+    }
+    inference::SystemSharedMemoryStatusRequest request;
+    request.set_name(route->region);
+    inference::SystemSharedMemoryStatusResponse status;
+    const absl::Status found = protocol_->SystemSharedMemoryStatus(request, &status);
+    if (found.ok()) {
+      SendJson(response, 200, SystemSharedMemoryStatusToJson(status));
+    } else {
+      SendStatus(response, found);
+    }
+    return true;
+  }
+
+  // POST .../register and .../unregister of the shared-memory routes, with
+  // the request body read.
+  void SharedMemoryPost(const SharedMemoryRoute& route, const std::string& body,
+                        httplib::Response& response) const {
+    absl::Status status;
+    if (route.action == "unregister" && !route.cuda) {
+      inference::SystemSharedMemoryUnregisterRequest request;
+      request.set_name(route.region);
+      protocol_->SystemSharedMemoryUnregister(request);
+    } else if (route.action == "register" && !route.cuda) {
+      absl::StatusOr<inference::SystemSharedMemoryRegisterRequest> request =
+          ParseSystemSharedMemoryRegister(body, route.region);
+      status = request.ok() ? protocol_->SystemSharedMemoryRegister(*request) : request.status();
+    } else if (route.action == "register") {
+      // Not served whatever the body says (Unimplemented, saying why).
+      inference::CudaSharedMemoryRegisterRequest request;
+      request.set_name(route.region);
+      status = protocol_->CudaSharedMemoryRegister(request);
+    }
+    // A CUDA unregister has nothing to do: no CUDA region is ever registered.
+    if (!status.ok()) return SendStatus(response, status);
+    response.status = 200;
+  }
+
   // The body is read here, not by the library: it refuses form-encoded
   // bodies over 8 KiB, and `curl -d` labels JSON that way.
   void Post(const httplib::Request& request, httplib::Response& response,
             const httplib::ContentReader& reader) const {
-    const std::optional<ModelRoute> route = ParseModelRoute(Parts(request.path));
-    if (!route || route->action != "infer") return SendNotFound(request, response);
+    const std::vector<std::string> parts = Parts(request.path);
+    const std::optional<ModelRoute> route = ParseModelRoute(parts);
+    std::optional<SharedMemoryRoute> shared_memory = ParseSharedMemoryRoute(parts);
+    if (shared_memory && (shared_memory->action == "status" ||
+                          (shared_memory->action == "register" && shared_memory->region.empty()))) {
+      shared_memory.reset();  // GET only, or a register without a region: no such route
+    }
+    if (!shared_memory && (!route || route->action != "infer")) {
+      return SendNotFound(request, response);
+    }
     std::string body;
     bool too_large = false;
     reader([&](const char* data, size_t length) {
@@ -171,6 +260,7 @@ class HttpEndpoint::Handler {
                       ErrorJson(absl::StrCat("the request body exceeds the limit of ",
                                              max_body_bytes_, " bytes")));
     }
+    if (shared_memory) return SharedMemoryPost(*shared_memory, body, response);
     size_t header_length = body.size();
     if (request.has_header("Inference-Header-Content-Length") &&
         !absl::SimpleAtoi(request.get_header_value("Inference-Header-Content-Length"),

@@ -11,9 +11,17 @@
 //   GET  /v2/models[/M[/versions/V]]/stats       statistics
 //   POST /v2/models/M[/versions/V]/infer         JSON tensors, or Triton's
 //        binary tensor data extension (server/http_json.h)
+//   GET  /v2/systemsharedmemory[/region/R]/status      registered regions
+//   POST /v2/systemsharedmemory/region/R/register      {"key", "offset",
+//        "byte_size"}
+//   POST /v2/systemsharedmemory[/region/R]/unregister  one region, or all
+//   .../cudasharedmemory/...                           the same for CUDA
+//        regions, which GraphServe does not serve: none are listed, and a
+//        register answers 501
 //
-// Errors answer {"error": "..."} with 400 (bad request), 404 (unknown model
-// or route), 413 (body too large), 503 (not serving, draining) or 500.
+// Errors answer {"error": "..."} with 400 (bad request), 404 (unknown model,
+// region or route), 409 (a region name in use), 413 (body too large), 501
+// (not served), 503 (not serving, draining) or 500.
 // Requests run on the HTTP library's (cpp-httplib) worker threads; an
 // inference waits on its own worker until the responder finishes it.
 // (civetweb, which prometheus-cpp bundles, cannot start its threads in a

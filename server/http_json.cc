@@ -1,5 +1,6 @@
 #include "server/http_json.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -163,6 +164,33 @@ const json* Parameter(const json& object, const char* name) {
   return value == parameters->end() ? nullptr : &*value;
 }
 
+// The shared-memory parameters of a JSON input or output, copied into the
+// tensor's `parameters` as the gRPC protocol carries them: the region's name
+// a string_param, byte counts int64_param (uint64_param past int64), so
+// request validation checks them once for both transports.
+absl::Status CopySharedMemoryParameters(
+    const json& tensor, const char* kind, const std::string& name,
+    google::protobuf::Map<std::string, inference::InferParameter>* parameters) {
+  for (const char* key :
+       {"shared_memory_region", "shared_memory_byte_size", "shared_memory_offset"}) {
+    const json* value = Parameter(tensor, key);
+    if (value == nullptr) continue;
+    inference::InferParameter& parameter = (*parameters)[key];
+    if (value->is_string()) {
+      parameter.set_string_param(value->get<std::string>());
+    } else if (value->is_number_unsigned()) {
+      parameter.set_uint64_param(value->get<uint64_t>());
+    } else if (value->is_number_integer()) {
+      parameter.set_int64_param(value->get<int64_t>());
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat(kind, " ", QuoteClientText(name),
+                                                     ": parameter ", key,
+                                                     " must be a string or an integer"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ParseInput(const json& input, size_t index, std::string_view binary,
                         size_t& binary_offset, inference::ModelInferRequest& request) {
   const std::string where = absl::StrCat("input ", index);
@@ -193,6 +221,16 @@ absl::Status ParseInput(const json& input, size_t index, std::string_view binary
     return absl::InvalidArgumentError(
         absl::StrCat("input ", QuoteClientText(tensor->name()), ": datatype ",
                      QuoteClientText(tensor->datatype()), " is not one of FP32, INT64, BOOL"));
+  }
+  if (Parameter(input, "shared_memory_region") != nullptr) {
+    // The tensor's bytes are in the region, so it takes no raw entry:
+    // raw_input_contents holds the inputs outside shared memory.
+    if (Parameter(input, "binary_data_size") != nullptr || input.contains("data")) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("input ", QuoteClientText(tensor->name()),
+                       " names a shared_memory_region but also carries data; send it one way"));
+    }
+    return CopySharedMemoryParameters(input, "input", tensor->name(), tensor->mutable_parameters());
   }
   std::string* contents = request.add_raw_input_contents();
   if (const json* size = Parameter(input, "binary_data_size"); size != nullptr) {
@@ -283,7 +321,10 @@ absl::StatusOr<HttpInferRequest> ParseInferRequest(std::string_view body, size_t
       if (!output.is_object() || name == output.end() || !name->is_string()) {
         return absl::InvalidArgumentError("each of \"outputs\" needs a \"name\"");
       }
-      request.add_outputs()->set_name(name->get<std::string>());
+      inference::ModelInferRequest::InferRequestedOutputTensor* requested = request.add_outputs();
+      requested->set_name(name->get<std::string>());
+      RETURN_IF_ERROR(CopySharedMemoryParameters(output, "output", requested->name(),
+                                                 requested->mutable_parameters()));
       if (IsTrue(Parameter(output, "binary_data")))
         parsed.binary_outputs.insert(name->get<std::string>());
     }
@@ -304,6 +345,16 @@ HttpBody InferResponseToHttp(const inference::ModelInferResponse& response,
         {"name", output.name()},
         {"datatype", output.datatype()},
         {"shape", json(std::vector<int64_t>(output.shape().begin(), output.shape().end()))}};
+    if (const auto region = output.parameters().find("shared_memory_region");
+        region != output.parameters().end()) {
+      // The rows are in the client's region already: the response says
+      // where, not what (as Triton's does).
+      tensor["parameters"] = {{"shared_memory_region", region->second.string_param()},
+                              {"shared_memory_byte_size",
+                               output.parameters().at("shared_memory_byte_size").int64_param()}};
+      outputs.push_back(std::move(tensor));
+      continue;
+    }
     const std::string& bytes = response.raw_output_contents(i);
     if (request.all_binary || request.binary_outputs.contains(output.name())) {
       tensor["parameters"] = {{"binary_data_size", bytes.size()}};
@@ -337,6 +388,60 @@ std::string ModelConfigToJson(const inference::ModelConfig& config) {
 
 std::string ModelStatisticsToJson(const inference::ModelStatisticsResponse& statistics) {
   return ProtoToJson(statistics).dump();
+}
+
+absl::StatusOr<inference::SystemSharedMemoryRegisterRequest> ParseSystemSharedMemoryRegister(
+    std::string_view body, const std::string& name) {
+  const json parsed = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_discarded() || !parsed.is_object()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "registering shared memory region ", QuoteClientText(name),
+        " needs a JSON object {\"key\", \"offset\", \"byte_size\"}; the body starts with ",
+        QuoteClientText(absl::string_view(body.data(), body.size()))));
+  }
+  const auto key = parsed.find("key");
+  const auto offset = parsed.find("offset");
+  const auto byte_size = parsed.find("byte_size");
+  if (key == parsed.end() || !key->is_string() || byte_size == parsed.end() ||
+      !byte_size->is_number_unsigned() ||
+      (offset != parsed.end() && !offset->is_number_unsigned())) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "registering shared memory region ", QuoteClientText(name),
+        " needs \"key\" (a string), \"byte_size\" and optionally \"offset\" (byte counts)"));
+  }
+  inference::SystemSharedMemoryRegisterRequest request;
+  request.set_name(name);
+  request.set_key(key->get<std::string>());
+  request.set_byte_size(byte_size->get<uint64_t>());
+  if (offset != parsed.end()) request.set_offset(offset->get<uint64_t>());
+  return request;
+}
+
+std::string SystemSharedMemoryStatusToJson(
+    const inference::SystemSharedMemoryStatusResponse& status) {
+  json regions = json::array();
+  for (const auto& [name, region] : status.regions()) {
+    regions.push_back({{"name", region.name()},
+                       {"key", region.key()},
+                       {"offset", region.offset()},
+                       {"byte_size", region.byte_size()}});
+  }
+  // By name: the proto map's order is unspecified.
+  std::sort(regions.begin(), regions.end(),
+            [](const json& a, const json& b) { return a["name"] < b["name"]; });
+  return regions.dump();
+}
+
+std::string CudaSharedMemoryStatusToJson(const inference::CudaSharedMemoryStatusResponse& status) {
+  json regions = json::array();
+  for (const auto& [name, region] : status.regions()) {
+    regions.push_back({{"name", region.name()},
+                       {"device_id", region.device_id()},
+                       {"byte_size", region.byte_size()}});
+  }
+  std::sort(regions.begin(), regions.end(),
+            [](const json& a, const json& b) { return a["name"] < b["name"]; });
+  return regions.dump();
 }
 
 std::string ErrorJson(absl::string_view message) {

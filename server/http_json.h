@@ -10,6 +10,13 @@
 // B}` takes the next B bytes, in input order. Outputs asked for with
 // `"parameters": {"binary_data": true}` (or every output, with the request
 // parameter `"binary_data_output": true`) come back the same way.
+//
+// Shared memory: an input or output whose parameters name a
+// "shared_memory_region" (with "shared_memory_byte_size" and optionally
+// "shared_memory_offset") carries no data; its parameters go into the
+// tensor's, as gRPC carries them, and request validation reads them
+// (server/request_validation.h). Such an output comes back with those
+// parameters and no data, its rows in the region.
 
 #include <cstddef>
 #include <set>
@@ -32,8 +39,9 @@ struct HttpInferRequest {
 
 // `body` is the whole request body; `header_length` the JSON's length (the
 // Inference-Header-Content-Length header), or the body's size without it.
-// Every input's tensor goes into raw_input_contents. InvalidArgument says
-// what is wrong, quoting at most a short prefix of what was sent.
+// Every input's tensor goes into raw_input_contents, but for inputs in shared
+// memory. InvalidArgument says what is wrong, quoting at most a short prefix
+// of what was sent.
 absl::StatusOr<HttpInferRequest> ParseInferRequest(std::string_view body, size_t header_length,
                                                    const std::string& model_name,
                                                    const std::string& model_version);
@@ -54,6 +62,16 @@ std::string ModelMetadataToJson(const inference::ModelMetadataResponse& metadata
 // config.pbtxt's fields by their proto names (max_batch_size, ...).
 std::string ModelConfigToJson(const inference::ModelConfig& config);
 std::string ModelStatisticsToJson(const inference::ModelStatisticsResponse& statistics);
+// The body of POST /v2/systemsharedmemory/region/NAME/register:
+// {"key": "/shm_key", "offset": 0, "byte_size": 1024}, offset optional.
+absl::StatusOr<inference::SystemSharedMemoryRegisterRequest> ParseSystemSharedMemoryRegister(
+    std::string_view body, const std::string& name);
+// Triton's shared-memory status bodies: a JSON array of the regions, by name:
+// [{"name", "key", "offset", "byte_size"}] (system), [{"name", "device_id",
+// "byte_size"}] (CUDA).
+std::string SystemSharedMemoryStatusToJson(
+    const inference::SystemSharedMemoryStatusResponse& status);
+std::string CudaSharedMemoryStatusToJson(const inference::CudaSharedMemoryStatusResponse& status);
 // {"error": message}.
 std::string ErrorJson(absl::string_view message);
 

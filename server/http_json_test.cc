@@ -99,6 +99,93 @@ TEST(HttpJsonTest, HugeNamesAreQuotedAsAShortPrefix) {
   }
 }
 
+// tritonclient.http's set_shared_memory: the parameters travel, no data
+// and no raw entry (raw_input_contents holds the other inputs, in order).
+TEST(HttpJsonTest, SharedMemoryParametersBecomeTheTensorsParameters) {
+  const std::string header =
+      R"({"inputs": [{"name": "x", "datatype": "FP32", "shape": [1, 3],
+          "parameters": {"shared_memory_region": "in", "shared_memory_byte_size": 12,
+                         "shared_memory_offset": 64}},
+         {"name": "k", "datatype": "INT64", "shape": [1], "parameters": {"binary_data_size": 8}}],
+          "outputs": [{"name": "y", "parameters": {"binary_data": false,
+              "shared_memory_region": "out", "shared_memory_byte_size": 4}}]})";
+  const std::string body = header + std::string(8, '\7');
+  absl::StatusOr<HttpInferRequest> parsed = ParseInferRequest(body, header.size(), "m", "");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  const inference::ModelInferRequest& request = parsed->request;
+  ASSERT_EQ(request.raw_input_contents_size(), 1);  // k's only
+  EXPECT_EQ(request.raw_input_contents(0), std::string(8, '\7'));
+  const auto& x = request.inputs(0).parameters();
+  EXPECT_EQ(x.at("shared_memory_region").string_param(), "in");
+  EXPECT_EQ(x.at("shared_memory_byte_size").uint64_param(), 12u);
+  EXPECT_EQ(x.at("shared_memory_offset").uint64_param(), 64u);
+  const auto& y = request.outputs(0).parameters();
+  EXPECT_EQ(y.at("shared_memory_region").string_param(), "out");
+  EXPECT_EQ(y.at("shared_memory_byte_size").uint64_param(), 4u);
+
+  // An output in a region comes back as where it is, without data.
+  inference::ModelInferResponse response;
+  auto* output = response.add_outputs();
+  output->set_name("y");
+  output->set_datatype("FP32");
+  output->add_shape(1);
+  (*output->mutable_parameters())["shared_memory_region"].set_string_param("out");
+  (*output->mutable_parameters())["shared_memory_byte_size"].set_int64_param(4);
+  response.add_raw_output_contents();
+  const HttpBody out = InferResponseToHttp(response, *parsed);
+  EXPECT_EQ(out.header_length, 0u);
+  EXPECT_THAT(
+      out.content,
+      HasSubstr(R"("parameters":{"shared_memory_byte_size":4,"shared_memory_region":"out"})"));
+  EXPECT_THAT(out.content, ::testing::Not(HasSubstr("\"data\"")));
+
+  // Data beside a region is refused; so is a parameter of the wrong type.
+  const std::string both =
+      R"({"inputs": [{"name": "x", "datatype": "FP32", "shape": [1], "data": [1],
+          "parameters": {"shared_memory_region": "in", "shared_memory_byte_size": 4}}]})";
+  EXPECT_THAT(ParseInferRequest(both, both.size(), "m", "").status().message(),
+              HasSubstr("input 'x' names a shared_memory_region but also carries data"));
+  const std::string typed =
+      R"({"inputs": [{"name": "x", "datatype": "FP32", "shape": [1],
+          "parameters": {"shared_memory_region": "in", "shared_memory_byte_size": [4]}}]})";
+  EXPECT_THAT(ParseInferRequest(typed, typed.size(), "m", "").status().message(),
+              HasSubstr("input 'x': parameter shared_memory_byte_size must be a string or an "
+                        "integer"));
+}
+
+TEST(HttpJsonTest, SharedMemoryRegistrationAndStatusBodies) {
+  absl::StatusOr<inference::SystemSharedMemoryRegisterRequest> request =
+      ParseSystemSharedMemoryRegister(R"({"key": "/k", "offset": 8, "byte_size": 64})", "in");
+  ASSERT_TRUE(request.ok()) << request.status();
+  EXPECT_EQ(request->name(), "in");
+  EXPECT_EQ(request->key(), "/k");
+  EXPECT_EQ(request->offset(), 8u);
+  EXPECT_EQ(request->byte_size(), 64u);
+  EXPECT_EQ(ParseSystemSharedMemoryRegister(R"({"key": "/k", "byte_size": 64})", "in")->offset(),
+            0u);
+  for (const char* bad :
+       {"", "[]", R"({"byte_size": 64})", R"({"key": "/k"})", R"({"key": "/k", "byte_size": -1})",
+        R"({"key": 1, "byte_size": 1})", R"({"key": "/k", "byte_size": 1, "offset": "0"})"}) {
+    const absl::Status status = ParseSystemSharedMemoryRegister(bad, "in").status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(std::string(status.message()), HasSubstr("shared memory region 'in'")) << bad;
+  }
+
+  inference::SystemSharedMemoryStatusResponse status;
+  for (const char* name : {"b", "a"}) {
+    auto& region = (*status.mutable_regions())[name];
+    region.set_name(name);
+    region.set_key("/k");
+    region.set_offset(1);
+    region.set_byte_size(2);
+  }
+  EXPECT_EQ(SystemSharedMemoryStatusToJson(status),
+            R"([{"byte_size":2,"key":"/k","name":"a","offset":1},)"
+            R"({"byte_size":2,"key":"/k","name":"b","offset":1}])");
+  EXPECT_EQ(SystemSharedMemoryStatusToJson({}), "[]");
+  EXPECT_EQ(CudaSharedMemoryStatusToJson({}), "[]");
+}
+
 TEST(HttpJsonTest, ResponseIsJsonOrJsonThenBinary) {
   inference::ModelInferResponse response;
   response.set_model_name("mlp");

@@ -44,6 +44,7 @@ void InferenceProtocol::ServerMetadata(inference::ServerMetadataResponse* respon
   response->add_extensions("model_configuration");
   response->add_extensions("statistics");
   response->add_extensions("model_repository");
+  response->add_extensions("system_shared_memory");
   response->add_extensions("binary_tensor_data");  // over HTTP/REST
 }
 
@@ -113,17 +114,19 @@ void InferenceProtocol::ModelInfer(const inference::ModelInferRequest* request,
   ServedModel& served = **model;
   // The request holds its model until it is answered: a reload or unload
   // meanwhile never cuts it off (Note [Reloading without downtime]).
-  served.Infer(request, response,
-               [gate, responder, held = *std::move(model),
-                done = std::move(done)](const absl::Status& status) mutable {
-                 if (!status.ok()) spdlog::debug("ModelInfer: {}", status.ToString());
-                 // Off the stream worker: see server/responder.h. The model
-                 // is let go there too, never on its own stream worker.
-                 responder->Post([gate, done, status, held = std::move(held)] {
-                   done(status);
-                   gate->Leave();
-                 });
-               });
+  served.Infer(
+      request, response,
+      [gate, responder, held = *std::move(model),
+       done = std::move(done)](const absl::Status& status) mutable {
+        if (!status.ok()) spdlog::debug("ModelInfer: {}", status.ToString());
+        // Off the stream worker: see server/responder.h. The model
+        // is let go there too, never on its own stream worker.
+        responder->Post([gate, done, status, held = std::move(held)] {
+          done(status);
+          gate->Leave();
+        });
+      },
+      shared_memory_.get());
 }
 
 absl::Status InferenceProtocol::RepositoryIndex(
@@ -163,6 +166,55 @@ void InferenceProtocol::RepositoryModelUnload(
     const inference::RepositoryModelUnloadRequest& request,
     std::function<void(const absl::Status&)> done) const {
   registry_->RequestUnload(request.model_name(), std::move(done));
+}
+
+absl::Status InferenceProtocol::SystemSharedMemoryStatus(
+    const inference::SystemSharedMemoryStatusRequest& request,
+    inference::SystemSharedMemoryStatusResponse* response) const {
+  ASSIGN_OR_RETURN(const std::vector<std::shared_ptr<const SharedMemoryRegion>> regions,
+                   shared_memory_->Status(request.name()));
+  for (const std::shared_ptr<const SharedMemoryRegion>& region : regions) {
+    inference::SystemSharedMemoryStatusResponse::RegionStatus& status =
+        (*response->mutable_regions())[region->name()];
+    status.set_name(region->name());
+    status.set_key(region->key());
+    status.set_offset(region->offset());
+    status.set_byte_size(region->byte_size());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status InferenceProtocol::SystemSharedMemoryRegister(
+    const inference::SystemSharedMemoryRegisterRequest& request) const {
+  return shared_memory_->Register(request.name(), request.key(), request.offset(),
+                                  request.byte_size());
+}
+
+void InferenceProtocol::SystemSharedMemoryUnregister(
+    const inference::SystemSharedMemoryUnregisterRequest& request) const {
+  if (request.name().empty()) {
+    shared_memory_->UnregisterAll();
+  } else {
+    shared_memory_->Unregister(request.name());
+  }
+}
+
+absl::Status InferenceProtocol::CudaSharedMemoryStatus(
+    const inference::CudaSharedMemoryStatusRequest& request,
+    inference::CudaSharedMemoryStatusResponse* /*response*/) const {
+  if (request.name().empty()) return absl::OkStatus();  // none registered
+  return absl::NotFoundError(absl::StrCat("no CUDA shared memory region ",
+                                          QuoteClientText(request.name()),
+                                          " is registered: GraphServe serves system shared memory "
+                                          "only"));
+}
+
+absl::Status InferenceProtocol::CudaSharedMemoryRegister(
+    const inference::CudaSharedMemoryRegisterRequest& request) const {
+  return absl::UnimplementedError(absl::StrCat(
+      "cannot register CUDA shared memory region ", QuoteClientText(request.name()),
+      ": GraphServe serves system shared memory only (SystemSharedMemoryRegister); its requests "
+      "copy through pinned host staging either way"));
 }
 
 }  // namespace graphserve

@@ -6,12 +6,14 @@
 // same requests the same way.
 
 #include <functional>
+#include <memory>
 
 #include "absl/status/status.h"
 #include "proto/grpc_service.pb.h"
 #include "server/model_registry.h"
 #include "server/request_gate.h"
 #include "server/responder.h"
+#include "server/shared_memory.h"
 
 namespace graphserve {
 
@@ -62,10 +64,35 @@ class InferenceProtocol {
   void RepositoryModelUnload(const inference::RepositoryModelUnloadRequest& request,
                              std::function<void(const absl::Status&)> done) const;
 
+  // Shared memory (Triton's extension). System regions: Register maps one
+  // (AlreadyExists for a name in use; NotFound or InvalidArgument, with the
+  // errno text, for a key that cannot be opened or a range outside the
+  // object), Unregister forgets one, or every one when the name is empty (a
+  // name not registered is no error), Status lists them (NotFound for a name
+  // not registered). A running request keeps its regions mapped until it is
+  // answered (Note [Shared memory lifetime]). CUDA regions are not served:
+  // Register is Unimplemented and says to use system shared memory; Status
+  // lists none and Unregister has nothing to do, as for any unknown name.
+  absl::Status SystemSharedMemoryStatus(
+      const inference::SystemSharedMemoryStatusRequest& request,
+      inference::SystemSharedMemoryStatusResponse* response) const;
+  absl::Status SystemSharedMemoryRegister(
+      const inference::SystemSharedMemoryRegisterRequest& request) const;
+  void SystemSharedMemoryUnregister(
+      const inference::SystemSharedMemoryUnregisterRequest& request) const;
+  absl::Status CudaSharedMemoryStatus(const inference::CudaSharedMemoryStatusRequest& request,
+                                      inference::CudaSharedMemoryStatusResponse* response) const;
+  absl::Status CudaSharedMemoryRegister(
+      const inference::CudaSharedMemoryRegisterRequest& request) const;
+
  private:
   ModelRegistry* const registry_;
   RequestGate* const gate_;
   Responder* const responder_;
+  // The regions requests name; thread-safe itself. Owned here so that gRPC
+  // and HTTP see the same regions.
+  const std::unique_ptr<SharedMemoryRegistry> shared_memory_ =
+      std::make_unique<SharedMemoryRegistry>();
 };
 
 }  // namespace graphserve

@@ -100,4 +100,45 @@ grpc::ServerUnaryReactor* InferenceService::RepositoryModelUnload(
   return reactor;
 }
 
+grpc::ServerUnaryReactor* InferenceService::SystemSharedMemoryStatus(
+    grpc::CallbackServerContext* context, const inference::SystemSharedMemoryStatusRequest* request,
+    inference::SystemSharedMemoryStatusResponse* response) {
+  return FinishNow(context, protocol_->SystemSharedMemoryStatus(*request, response));
+}
+
+grpc::ServerUnaryReactor* InferenceService::SystemSharedMemoryRegister(
+    grpc::CallbackServerContext* context,
+    const inference::SystemSharedMemoryRegisterRequest* request,
+    inference::SystemSharedMemoryRegisterResponse*) {
+  return FinishNow(context, protocol_->SystemSharedMemoryRegister(*request));
+}
+
+grpc::ServerUnaryReactor* InferenceService::SystemSharedMemoryUnregister(
+    grpc::CallbackServerContext* context,
+    const inference::SystemSharedMemoryUnregisterRequest* request,
+    inference::SystemSharedMemoryUnregisterResponse*) {
+  protocol_->SystemSharedMemoryUnregister(*request);
+  return FinishNow(context, absl::OkStatus());
+}
+
+grpc::ServerUnaryReactor* InferenceService::CudaSharedMemoryStatus(
+    grpc::CallbackServerContext* context, const inference::CudaSharedMemoryStatusRequest* request,
+    inference::CudaSharedMemoryStatusResponse* response) {
+  return FinishNow(context, protocol_->CudaSharedMemoryStatus(*request, response));
+}
+
+grpc::ServerUnaryReactor* InferenceService::CudaSharedMemoryRegister(
+    grpc::CallbackServerContext* context, const inference::CudaSharedMemoryRegisterRequest* request,
+    inference::CudaSharedMemoryRegisterResponse*) {
+  return FinishNow(context, protocol_->CudaSharedMemoryRegister(*request));
+}
+
+grpc::ServerUnaryReactor* InferenceService::CudaSharedMemoryUnregister(
+    grpc::CallbackServerContext* context, const inference::CudaSharedMemoryUnregisterRequest*,
+    inference::CudaSharedMemoryUnregisterResponse*) {
+  // No CUDA region is ever registered, and unregistering an unknown name is
+  // no error (as in Triton): clients that clean up both kinds keep working.
+  return FinishNow(context, absl::OkStatus());
+}
+
 }  // namespace graphserve
