@@ -1,0 +1,282 @@
+#include "capture/live_metrics.h"
+
+#include <httplib.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status.h"
+
+namespace graphserve {
+namespace {
+
+constexpr char kRowsBucket[] = "graphserve_request_rows_bucket";
+constexpr char kLaunches[] = "graphserve_graph_launches_total";
+
+// Counts above this are not whole numbers a double holds exactly.
+constexpr double kLargestCount = static_cast<double>(int64_t{1} << 52);
+
+std::string BoundText(double bound) {
+  return std::isinf(bound) ? (bound > 0 ? "+Inf" : "-Inf") : absl::StrCat(bound);
+}
+
+absl::Status BucketError(double bound, absl::string_view message) {
+  return absl::InvalidArgumentError(
+      absl::StrCat("histogram bucket le=\"", BoundText(bound), "\": ", message));
+}
+
+// Note [Rows of a wide bucket]
+//
+// GraphServe's rows histogram has a bucket per row count up to 64, so there
+// every request's rows are known exactly. Above 64 its buckets are powers of
+// two (65..128, 129..256, ...) and then max_batch_size: a request there is
+// known only to lie in its bucket. We count it at the bucket's upper bound,
+// the one row count of the bucket that the chosen sizes must cover for none
+// of its requests to be split. The expected padding printed for such requests
+// is then approximate: for sizes on bucket bounds (the chosen sizes and the
+// power-of-two ladder are) each such request really pads up to (bucket width
+// - 1) rows more than shown, and for a captured size inside a bucket it can
+// show more padding than real. So the output says how many requests were
+// counted this way and in which buckets.
+
+// Scales `counts` down so that their total fits kMaxHistoryRequests with
+// room for keeping every nonzero count at least 1; returns the factor.
+double FitRequestBound(double total, std::map<int64_t, double>& counts) {
+  if (total <= static_cast<double>(kMaxHistoryRequests)) return 1;
+  const double scale = static_cast<double>(kMaxHistoryRequests / 2) / total;
+  for (auto& [rows, count] : counts) count = std::max(1.0, std::round(count * scale));
+  return scale;
+}
+
+// "1" < "2" < "10"; versions that are not numbers after those, by string.
+bool VersionBefore(const std::string& a, const std::string& b) {
+  int64_t x = 0, y = 0;
+  const bool a_number = absl::SimpleAtoi(a, &x);
+  const bool b_number = absl::SimpleAtoi(b, &y);
+  if (a_number && b_number) return x < y;
+  if (a_number != b_number) return a_number;
+  return a < b;
+}
+
+std::string Quoted(const std::string& text) { return absl::StrCat("'", text, "'"); }
+
+}  // namespace
+
+absl::StatusOr<RowHistogram> RowHistogramFromBuckets(std::vector<CumulativeBucket> buckets) {
+  for (const CumulativeBucket& bucket : buckets) {
+    if (std::isnan(bucket.upper_bound)) {
+      return absl::InvalidArgumentError("histogram bucket le=\"NaN\"");
+    }
+  }
+  std::sort(buckets.begin(), buckets.end(),
+            [](const CumulativeBucket& a, const CumulativeBucket& b) {
+              return a.upper_bound < b.upper_bound;
+            });
+  if (buckets.empty() || !std::isinf(buckets.back().upper_bound) ||
+      buckets.back().upper_bound < 0) {
+    return absl::InvalidArgumentError("the histogram has no le=\"+Inf\" bucket");
+  }
+  std::map<int64_t, double> counts;
+  std::vector<WideBucket> wide;
+  double previous_bound = 0;  // rows are positive: the first bucket starts at 1
+  double previous_count = 0;
+  for (size_t i = 0; i < buckets.size(); ++i) {
+    const CumulativeBucket& bucket = buckets[i];
+    const double cumulative = bucket.cumulative_count;
+    if (!(cumulative >= 0 && cumulative <= kLargestCount) || std::floor(cumulative) != cumulative) {
+      return BucketError(bucket.upper_bound,
+                         absl::StrCat("count ", cumulative, " is not a whole number of requests"));
+    }
+    if (i > 0 && bucket.upper_bound == buckets[i - 1].upper_bound) {
+      return BucketError(bucket.upper_bound, "appears twice");
+    }
+    if (cumulative < previous_count) {
+      return BucketError(bucket.upper_bound,
+                         absl::StrCat("count ", cumulative, " is below the previous bucket's ",
+                                      previous_count, " (buckets are cumulative)"));
+    }
+    const double count = cumulative - previous_count;
+    previous_count = cumulative;
+    if (std::isinf(bucket.upper_bound)) {
+      if (count > 0) {
+        return BucketError(
+            bucket.upper_bound,
+            absl::StrCat(count, " requests lie above the largest finite bound ",
+                         BoundText(previous_bound),
+                         ", so their rows are unknown (a model without a batch dimension has no "
+                         "batch sizes to choose)"));
+      }
+      continue;
+    }
+    const double first = std::max(std::floor(previous_bound) + 1, 1.0);
+    const double last = std::floor(bucket.upper_bound);
+    previous_bound = std::max(previous_bound, bucket.upper_bound);
+    if (count == 0) continue;
+    if (last < first) {
+      return BucketError(bucket.upper_bound,
+                         absl::StrCat("holds ", count, " requests but no positive row count"));
+    }
+    if (last > static_cast<double>(kMaxHistoryBatchSize)) {
+      return BucketError(bucket.upper_bound,
+                         absl::StrCat("is above the largest batch size, ", kMaxHistoryBatchSize));
+    }
+    counts[static_cast<int64_t>(last)] += count;
+    if (last > first) {
+      wide.push_back(
+          {static_cast<int64_t>(first), static_cast<int64_t>(last), static_cast<int64_t>(count)});
+    }
+  }
+  RowHistogram result;
+  result.requests = static_cast<int64_t>(previous_count);
+  result.wide_buckets = std::move(wide);
+  result.scale = FitRequestBound(previous_count, counts);
+  for (const auto& [rows, count] : counts) result.histogram[rows] = static_cast<int64_t>(count);
+  return result;
+}
+
+absl::StatusOr<LiveBatchSizes> ReadLiveBatchSizes(const std::vector<MetricSample>& samples,
+                                                  const std::string& model,
+                                                  const std::string& version) {
+  // model -> version -> its buckets.
+  std::map<std::string, std::map<std::string, std::vector<CumulativeBucket>>> histograms;
+  for (const MetricSample& sample : samples) {
+    if (sample.name != kRowsBucket) continue;
+    const std::string* m = sample.Label("model");
+    const std::string* v = sample.Label("version");
+    const std::string* le = sample.Label("le");
+    if (m == nullptr || v == nullptr || le == nullptr) continue;
+    double bound = 0;
+    if (*le == "+Inf" || *le == "Inf") {
+      bound = std::numeric_limits<double>::infinity();
+    } else if (!absl::SimpleAtod(*le, &bound)) {
+      return absl::InvalidArgumentError(absl::StrCat(kRowsBucket, " of model ", Quoted(*m),
+                                                     " has a bucket le=\"", *le,
+                                                     "\" that is not a number"));
+    }
+    histograms[*m][*v].push_back({bound, sample.value});
+  }
+  if (histograms.empty()) {
+    return absl::NotFoundError(absl::StrCat(
+        "no graphserve_request_rows histogram there: is it GraphServe's metrics port (8002 "
+        "unless --metrics-port moved it), and is a model loaded?"));
+  }
+  const auto found = histograms.find(model);
+  if (found == histograms.end()) {
+    std::vector<std::string> present;
+    for (const auto& [name, versions] : histograms) {
+      std::vector<std::string> numbers;
+      for (const auto& [number, buckets] : versions) numbers.push_back(number);
+      std::sort(numbers.begin(), numbers.end(), VersionBefore);
+      present.push_back(
+          absl::StrCat(Quoted(name), " (version ", absl::StrJoin(numbers, ", "), ")"));
+    }
+    return absl::NotFoundError(
+        absl::StrCat("model ", Quoted(model),
+                     " is not in the metrics; the models there: ", absl::StrJoin(present, ", ")));
+  }
+  std::vector<std::string> versions;
+  for (const auto& [number, buckets] : found->second) versions.push_back(number);
+  std::sort(versions.begin(), versions.end(), VersionBefore);
+  const std::string chosen = version.empty() ? versions.back() : version;
+  const auto buckets = found->second.find(chosen);
+  if (buckets == found->second.end()) {
+    return absl::NotFoundError(
+        absl::StrCat("model ", Quoted(model), " has no version ", Quoted(chosen),
+                     " in the metrics; its versions: ", absl::StrJoin(versions, ", ")));
+  }
+  LiveBatchSizes live;
+  live.model = model;
+  live.version = chosen;
+  absl::StatusOr<RowHistogram> rows = RowHistogramFromBuckets(buckets->second);
+  if (!rows.ok()) {
+    return absl::Status(rows.status().code(), absl::StrCat("model ", Quoted(model), " version ",
+                                                           chosen, ": ", rows.status().message()));
+  }
+  live.rows = *std::move(rows);
+  std::set<int64_t> sizes;
+  for (const MetricSample& sample : samples) {
+    if (sample.name != kLaunches) continue;
+    const std::string* m = sample.Label("model");
+    const std::string* v = sample.Label("version");
+    const std::string* size = sample.Label("batch_size");
+    int64_t parsed = 0;
+    if (m == nullptr || v == nullptr || size == nullptr || *m != model || *v != chosen) continue;
+    if (absl::SimpleAtoi(*size, &parsed) && parsed > 0) sizes.insert(parsed);
+  }
+  live.captured_sizes.assign(sizes.begin(), sizes.end());
+  return live;
+}
+
+absl::StatusOr<std::string> FetchMetricsText(const std::string& url, absl::Duration timeout) {
+  const bool http = absl::StartsWith(url, "http://");
+  if (!http && !absl::StartsWith(url, "https://")) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("metrics URL '", url, "' must start with http:// or https://"));
+  }
+  const size_t authority = url.find("://") + 3;
+  const size_t slash = url.find('/', authority);
+  const std::string origin = url.substr(0, slash);
+  const std::string path = slash == std::string::npos ? "/metrics" : url.substr(slash);
+  if (origin.size() == authority) {
+    return absl::InvalidArgumentError(absl::StrCat("metrics URL '", url, "' names no host"));
+  }
+  httplib::Client client(origin);
+  if (!client.is_valid()) {
+    return absl::InvalidArgumentError(absl::StrCat("metrics URL '", url, "' is not a valid URL"));
+  }
+  const auto micros = std::chrono::microseconds(absl::ToInt64Microseconds(timeout));
+  client.set_connection_timeout(micros);
+  client.set_read_timeout(micros);
+  const httplib::Result result = client.Get(path);
+  if (!result) {
+    std::string why;
+    switch (result.error()) {
+      case httplib::Error::Connection:
+        why = "cannot connect (nothing listens there, or the host is unknown or unreachable)";
+        break;
+      case httplib::Error::ConnectionTimeout:
+        why = absl::StrCat("connecting timed out after ", absl::FormatDuration(timeout));
+        break;
+      case httplib::Error::Read:
+        why = absl::StrCat("no complete answer (the connection closed, or ",
+                           absl::FormatDuration(timeout), " passed)");
+        break;
+      default:
+        why = absl::StrCat("the request failed (", httplib::to_string(result.error()), ")");
+    }
+    return absl::UnavailableError(absl::StrCat("cannot read ", url, ": ", why));
+  }
+  if (result->status != 200) {
+    return absl::UnavailableError(absl::StrCat("cannot read ", url, ": HTTP status ",
+                                               result->status,
+                                               result->status == 404 ? " (no such path)" : ""));
+  }
+  return result->body;
+}
+
+absl::StatusOr<LiveBatchSizes> ReadLiveBatchSizesFromUrl(const std::string& url,
+                                                         const std::string& model,
+                                                         const std::string& version) {
+  ASSIGN_OR_RETURN(const std::string text, FetchMetricsText(url));
+  absl::StatusOr<std::vector<MetricSample>> samples = ParseMetricsText(text);
+  if (!samples.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(url, " is not Prometheus text: ", samples.status().message()));
+  }
+  absl::StatusOr<LiveBatchSizes> live = ReadLiveBatchSizes(*samples, model, version);
+  if (!live.ok()) {
+    return absl::Status(live.status().code(), absl::StrCat(url, ": ", live.status().message()));
+  }
+  return live;
+}
+
+}  // namespace graphserve
