@@ -10,10 +10,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "common/command_line.h"
+#include "absl/time/time.h"
 #include "capture/batch_sizes.h"
+#include "capture/live_metrics.h"
+#include "capture/model_reload.h"
 #include "capture/prepare.h"
 #include "capture/schedule_choice.h"
+#include "common/command_line.h"
+#include "common/status.h"
 #include "runtime/bind.h"
 #include "runtime/fusion.h"
 #include "runtime/onnx_import.h"
@@ -25,59 +29,310 @@ namespace {
 constexpr char kProgram[] = "graphserve-capture";
 
 constexpr char kSelectUsage[] =
-    "graphserve-capture select --history FILE --num-sizes N [--max-batch-size X] [--json]\n"
+    "graphserve-capture select (--history FILE | --from-metrics URL --model NAME\n"
+    "    [--model-version V] [--reload GRPC_ADDRESS]) --num-sizes N [--max-batch-size X]\n"
+    "    [--json]\n"
     "\n"
     "Chooses the N typical batch sizes to capture CUDA graphs for, minimising the\n"
     "expected padded rows per request exactly, and compares them with a power-of-two\n"
-    "ladder of N sizes. FILE holds one request batch size per line, or `size,count`\n"
-    "lines; blank lines and # comments are ignored. The largest size is the largest\n"
-    "in the history, or X when smaller: a request of b > X rows runs as floor(b/X)\n"
-    "graphs of X rows plus its remainder padded up to a chosen size.";
+    "ladder of N sizes. The largest size is the largest request seen, or X when\n"
+    "smaller: a request of b > X rows runs as floor(b/X) graphs of X rows plus its\n"
+    "remainder padded up to a chosen size. The requests come from one of:\n"
+    "\n"
+    "--history FILE: one request batch size per line, or `size,count` lines; blank\n"
+    "lines and # comments are ignored.\n"
+    "\n"
+    "--from-metrics URL: the live batch-size histogram of a running GraphServe, from\n"
+    "its Prometheus page (e.g. http://host:8002/metrics; a URL without a path reads\n"
+    "/metrics): graphserve_request_rows of model NAME, version V (default: the latest\n"
+    "there), which counts the requests answered since that version was (re)loaded.\n"
+    "Requests of up to 64 rows are counted exactly; above 64 the histogram's buckets\n"
+    "are powers of two, so each such request is counted at its bucket's upper bound\n"
+    "and the padding shown for it is approximate (the output says how many requests\n"
+    "that concerns). The sizes the model serves now (graphserve_graph_launches_total's\n"
+    "batch_size labels) are compared too.\n"
+    "\n"
+    "--reload GRPC_ADDRESS (with --from-metrics; e.g. localhost:8001): then reloads the\n"
+    "model on that server with the chosen sizes, without downtime: its config from\n"
+    "ModelConfig, capture.batch_sizes replaced (capture.cost and capture.schedules\n"
+    "cleared: the server measures them again), sent as RepositoryModelLoad's \"config\".\n"
+    "The old version serves until the new sizes are captured. The server must run with\n"
+    "--model-control-mode=explicit. Only the running server changes: the repository's\n"
+    "config.pbtxt keeps its sizes, and a restart serves those. Nothing is reloaded when\n"
+    "the chosen sizes are the ones served now.\n"
+    "\n"
+    "  graphserve-capture select --from-metrics http://localhost:8002/metrics \\\n"
+    "      --model mlp --num-sizes 4 --reload localhost:8001";
 
 int Usage(std::ostream& err, absl::string_view message) {
   err << kProgram << ": " << message << "\n";
   return kCaptureExitUsage;
 }
 
+int Failure(std::ostream& err, absl::string_view message) {
+  err << kProgram << ": select: " << message << "\n";
+  return kCaptureExitFailure;
+}
+
 std::string FormatRows(double rows) { return absl::StrFormat("%.10g", rows); }
 
-void PrintText(const std::string& history_path, const BatchHistogram& h,
-               const SizeChoice& choice, const SizeChoice& ladder, std::ostream& out) {
+// `text` as a JSON string literal.
+std::string JsonString(absl::string_view text) {
+  std::string quoted = "\"";
+  for (const char c : text) {
+    if (c == '"' || c == '\\') {
+      quoted += absl::StrCat("\\", std::string(1, c));
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      quoted += absl::StrFormat("\\u%04x", c);
+    } else {
+      quoted.push_back(c);
+    }
+  }
+  return quoted + "\"";
+}
+
+struct SelectFlags {
+  std::string history_path;
+  std::string metrics_url;
+  std::string model;
+  std::string model_version;
+  std::string reload_address;
+  int64_t reload_timeout_secs = 600;
+  int64_t num_sizes = 0;
+  int64_t max_batch_size = 0;
+  bool json = false;
+};
+
+// The usage error of `flags`, or "" when they are fine.
+std::string SelectFlagsError(const SelectFlags& flags) {
+  const bool from_metrics = !flags.metrics_url.empty();
+  if (flags.history_path.empty() == !from_metrics) {
+    return "select: give exactly one of --history and --from-metrics (see --help)";
+  }
+  if (from_metrics && flags.model.empty()) return "select: --from-metrics needs --model NAME";
+  if (!from_metrics &&
+      (!flags.model.empty() || !flags.model_version.empty() || !flags.reload_address.empty())) {
+    return "select: --model, --model-version and --reload go with --from-metrics";
+  }
+  if (flags.num_sizes < 1) {
+    return flags.num_sizes == 0
+               ? "select: --num-sizes is required (see --help)"
+               : absl::StrCat("select: --num-sizes must be at least 1, got ", flags.num_sizes);
+  }
+  if (flags.num_sizes > 4096) {
+    return absl::StrCat("select: --num-sizes must be at most 4096, got ", flags.num_sizes);
+  }
+  if (flags.max_batch_size < 0) {
+    return absl::StrCat("select: --max-batch-size must be at least 1, got ", flags.max_batch_size);
+  }
+  if (flags.reload_timeout_secs < 1) {
+    return absl::StrCat("select: --reload-timeout-secs must be at least 1, got ",
+                        flags.reload_timeout_secs);
+  }
+  return "";
+}
+
+// The chosen sizes and the sizes they are compared with.
+struct Selection {
+  SizeChoice chosen;
+  SizeChoice ladder;
+  std::optional<SizeChoice> current;  // the sizes served now, when known
+};
+
+void PrintSizes(absl::string_view title, const SizeChoice& sizes, std::ostream& out) {
+  out << title << ": " << absl::StrJoin(sizes.sizes, ", ") << "\n";
+  out << "  expected padded rows per request: " << FormatRows(sizes.expected_padded_rows) << "\n";
+}
+
+void PrintText(const std::string& history_path, const BatchHistogram& h, const Selection& selection,
+               std::ostream& out) {
   int64_t requests = 0;
   for (const auto& [size, count] : h) requests += count;
   out << "history: " << history_path << " (" << requests << " requests, " << h.size()
       << " distinct sizes, largest " << h.rbegin()->first << ")\n";
-  out << "chosen sizes: " << absl::StrJoin(choice.sizes, ", ") << "\n";
-  out << "  expected padded rows per request: " << FormatRows(choice.expected_padded_rows)
-      << "\n";
-  out << "power-of-two ladder: " << absl::StrJoin(ladder.sizes, ", ") << "\n";
-  out << "  expected padded rows per request: " << FormatRows(ladder.expected_padded_rows)
-      << "\n";
+  PrintSizes("chosen sizes", selection.chosen, out);
+  PrintSizes("power-of-two ladder", selection.ladder, out);
 }
 
-void PrintJson(const SizeChoice& choice, const SizeChoice& ladder, std::ostream& out) {
-  out << "{\"sizes\":[" << absl::StrJoin(choice.sizes, ",")
-      << "],\"expected_padded_rows\":" << FormatRows(choice.expected_padded_rows)
-      << ",\"pow2_sizes\":[" << absl::StrJoin(ladder.sizes, ",")
-      << "],\"pow2_expected_padded_rows\":" << FormatRows(ladder.expected_padded_rows)
-      << "}\n";
+void PrintLiveText(const std::string& url, const LiveBatchSizes& live, const Selection& selection,
+                   std::ostream& out) {
+  const RowHistogram& rows = live.rows;
+  out << "metrics: " << url << ", model '" << live.model << "' version " << live.version << " ("
+      << rows.requests << " requests, " << rows.histogram.size() << " distinct sizes, largest "
+      << rows.histogram.rbegin()->first << ")\n";
+  if (!rows.wide_buckets.empty()) {
+    int64_t approximated = 0;
+    std::vector<std::string> buckets;
+    for (const WideBucket& bucket : rows.wide_buckets) {
+      approximated += bucket.requests;
+      buckets.push_back(
+          absl::StrCat(bucket.first_row, "-", bucket.last_row, " rows: ", bucket.requests));
+    }
+    // Note [Rows of a wide bucket] in capture/live_metrics.cc.
+    out << "note: " << approximated << (approximated == 1 ? " request lies" : " requests lie")
+        << " in histogram buckets wider than one row (" << absl::StrJoin(buckets, ", ")
+        << "); each is counted at its bucket's upper bound, so the padding shown for them is "
+           "approximate\n";
+  }
+  if (rows.scale != 1) {
+    out << "note: request counts scaled by " << FormatRows(rows.scale) << " to fit "
+        << kMaxHistoryRequests << "\n";
+  }
+  if (selection.current.has_value()) {
+    PrintSizes("current sizes", *selection.current, out);
+  } else {
+    out << "current sizes: unknown (no graphserve_graph_launches_total for this version)\n";
+  }
+  PrintSizes("chosen sizes", selection.chosen, out);
+  PrintSizes("power-of-two ladder", selection.ladder, out);
+}
+
+std::string JsonSizes(const SizeChoice& sizes) {
+  return absl::StrCat("[", absl::StrJoin(sizes.sizes, ","), "]");
+}
+
+// The keys `select --history --json` prints, without the braces.
+std::string JsonSelection(const Selection& selection) {
+  return absl::StrCat(
+      "\"sizes\":", JsonSizes(selection.chosen),
+      ",\"expected_padded_rows\":", FormatRows(selection.chosen.expected_padded_rows),
+      ",\"pow2_sizes\":", JsonSizes(selection.ladder),
+      ",\"pow2_expected_padded_rows\":", FormatRows(selection.ladder.expected_padded_rows));
+}
+
+// `select --from-metrics --json`'s keys beyond JsonSelection's.
+std::string JsonLive(const LiveBatchSizes& live, const Selection& selection) {
+  int64_t approximated = 0;
+  for (const WideBucket& bucket : live.rows.wide_buckets) approximated += bucket.requests;
+  return absl::StrCat(
+      ",\"model\":", JsonString(live.model), ",\"version\":", JsonString(live.version),
+      ",\"requests\":", live.rows.requests, ",\"approximated_requests\":", approximated,
+      ",\"current_sizes\":", selection.current.has_value() ? JsonSizes(*selection.current) : "null",
+      ",\"current_expected_padded_rows\":",
+      selection.current.has_value() ? FormatRows(selection.current->expected_padded_rows) : "null");
+}
+
+absl::StatusOr<Selection> Select(const BatchHistogram& h, const SelectFlags& flags) {
+  const std::optional<int64_t> max_batch =
+      flags.max_batch_size > 0 ? std::optional<int64_t>(flags.max_batch_size) : std::nullopt;
+  Selection selection;
+  ASSIGN_OR_RETURN(selection.chosen,
+                   ChooseBatchSizes(h, static_cast<int>(flags.num_sizes), max_batch));
+  selection.ladder = PowerOfTwoLadder(h, static_cast<int>(flags.num_sizes), max_batch);
+  return selection;
+}
+
+int SelectFromHistory(const SelectFlags& flags, std::ostream& out, std::ostream& err) {
+  absl::StatusOr<BatchHistogram> history = ReadBatchHistory(flags.history_path);
+  if (!history.ok()) return Failure(err, history.status().message());
+  absl::StatusOr<Selection> selection = Select(*history, flags);
+  if (!selection.ok()) return Failure(err, selection.status().message());
+  if (flags.json) {
+    out << "{" << JsonSelection(*selection) << "}\n";
+  } else {
+    PrintText(flags.history_path, *history, *selection, out);
+  }
+  return kCaptureExitOk;
+}
+
+// Reloads the model with the chosen sizes (unless they are served already)
+// and says so; returns the reload's JSON object, or "" on failure (reported
+// on `err`).
+std::string ReloadChosenSizes(const SelectFlags& flags, const LiveBatchSizes& live,
+                              const Selection& selection, std::ostream& out, std::ostream& err) {
+  const std::vector<int64_t>& sizes = selection.chosen.sizes;
+  const std::string address = JsonString(flags.reload_address);
+  if (sizes == live.captured_sizes) {
+    if (!flags.json) out << "not reloaded: the chosen sizes are the sizes served now\n";
+    return absl::StrCat("{\"address\":", address, ",\"reloaded\":false}");
+  }
+  ModelReloadOptions options;
+  options.address = flags.reload_address;
+  options.model = live.model;
+  options.version = live.version;
+  options.batch_sizes = sizes;
+  options.load_timeout = absl::Seconds(flags.reload_timeout_secs);
+  absl::StatusOr<ModelReloadResult> reloaded = ReloadWithCaptureSizes(options);
+  if (!reloaded.ok()) {
+    Failure(err, absl::StrCat("reload: ", reloaded.status().ToString()));
+    return "";
+  }
+  const double seconds = absl::ToDoubleSeconds(reloaded->load_time);
+  if (!flags.json) {
+    out << "reloaded '" << live.model << "' at " << flags.reload_address << " with capture sizes "
+        << absl::StrJoin(sizes, ", ") << " (were " << absl::StrJoin(reloaded->previous_sizes, ", ")
+        << "): the load took " << absl::StrFormat("%.3f", seconds) << " s\n"
+        << "  the repository's config.pbtxt is unchanged: a restarted server serves its sizes\n";
+  }
+  return absl::StrCat("{\"address\":", address, ",\"reloaded\":true,\"previous_sizes\":[",
+                      absl::StrJoin(reloaded->previous_sizes, ","),
+                      "],\"load_seconds\":", FormatRows(seconds), "}");
+}
+
+int SelectFromMetrics(const SelectFlags& flags, std::ostream& out, std::ostream& err) {
+  absl::StatusOr<LiveBatchSizes> live =
+      ReadLiveBatchSizesFromUrl(flags.metrics_url, flags.model, flags.model_version);
+  if (!live.ok()) return Failure(err, live.status().message());
+  if (live->rows.requests == 0) {
+    return Failure(err, absl::StrCat("model '", live->model, "' version ", live->version,
+                                     " has answered no requests since it was loaded (its "
+                                     "graphserve_request_rows histogram at ",
+                                     flags.metrics_url,
+                                     " is empty): send it traffic first, or use --history"));
+  }
+  absl::StatusOr<Selection> selection = Select(live->rows.histogram, flags);
+  if (!selection.ok()) return Failure(err, selection.status().message());
+  if (!live->captured_sizes.empty()) {
+    selection->current = SizeChoice{live->captured_sizes,
+                                    ExpectedPaddedRows(live->rows.histogram, live->captured_sizes)};
+  }
+  if (!flags.json) {
+    PrintLiveText(flags.metrics_url, *live, *selection, out);
+    out.flush();  // a reload may take minutes: show the choice first
+  }
+  std::string reload_json;
+  if (!flags.reload_address.empty()) {
+    reload_json = ReloadChosenSizes(flags, *live, *selection, out, err);
+    if (reload_json.empty()) return kCaptureExitFailure;
+  }
+  if (flags.json) {
+    out << "{" << JsonSelection(*selection) << JsonLive(*live, *selection);
+    if (!reload_json.empty()) out << ",\"reload\":" << reload_json;
+    out << "}\n";
+  }
+  return kCaptureExitOk;
 }
 
 // `args` starts with "select".
 int RunSelect(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
-  std::string history_path;
-  int64_t num_sizes = 0;
-  int64_t max_batch_size = 0;
-  bool json = false;
+  SelectFlags flags;
   CommandLine command_line(kSelectUsage);
-  command_line.AddString("history", &history_path, "Batch-size history file (required).");
-  command_line.AddInt("num-sizes", &num_sizes, "How many batch sizes to choose, >= 1 (required).");
-  command_line.AddInt("max-batch-size", &max_batch_size,
+  command_line.AddString("history", &flags.history_path, "Batch-size history file.");
+  command_line.AddString("from-metrics", &flags.metrics_url,
+                         "A running GraphServe's metrics URL, http://host:8002/metrics.");
+  command_line.AddString("model", &flags.model, "With --from-metrics: the model (required).");
+  command_line.AddString("model-version", &flags.model_version,
+                         "With --from-metrics: the version; empty means the latest in the "
+                         "metrics.");
+  command_line.AddString("reload", &flags.reload_address,
+                         "With --from-metrics: the server's gRPC address, host:port, to reload "
+                         "the model on with the chosen sizes (needs "
+                         "--model-control-mode=explicit there).");
+  command_line.AddInt("reload-timeout-secs", &flags.reload_timeout_secs,
+                      "How long the reload may take (capturing every new size), >= 1.");
+  command_line.AddInt("num-sizes", &flags.num_sizes,
+                      "How many batch sizes to choose, >= 1 (required).");
+  command_line.AddInt("max-batch-size", &flags.max_batch_size,
                       "Largest batch a graph may hold, >= 1; 0 means no limit beyond the "
-                      "history's largest size.");
-  command_line.AddBool("json", &json,
+                      "largest request seen.");
+  command_line.AddBool("json", &flags.json,
                        "Print one JSON object: {\"sizes\":[...],\"expected_padded_rows\":x,"
-                       "\"pow2_sizes\":[...],\"pow2_expected_padded_rows\":y}.");
+                       "\"pow2_sizes\":[...],\"pow2_expected_padded_rows\":y}; with "
+                       "--from-metrics also \"model\", \"version\", \"requests\", "
+                       "\"approximated_requests\", \"current_sizes\", "
+                       "\"current_expected_padded_rows\" (null when unknown) and with --reload "
+                       "\"reload\":{\"address\",\"reloaded\",\"previous_sizes\","
+                       "\"load_seconds\"}.");
 
   std::vector<const char*> argv;
   argv.reserve(args.size());
@@ -91,42 +346,9 @@ int RunSelect(const std::vector<std::string>& args, std::ostream& out, std::ostr
     out << help << (help.empty() || help.back() != '\n' ? "\n" : "");
     return kCaptureExitOk;
   }
-  if (history_path.empty()) return Usage(err, "select: --history is required (see --help)");
-  if (num_sizes < 1) {
-    return Usage(err, num_sizes == 0
-                          ? "select: --num-sizes is required (see --help)"
-                          : absl::StrCat("select: --num-sizes must be at least 1, got ",
-                                         num_sizes));
-  }
-  if (num_sizes > 4096) {
-    return Usage(err,
-                 absl::StrCat("select: --num-sizes must be at most 4096, got ", num_sizes));
-  }
-  if (max_batch_size < 0) {
-    return Usage(err, absl::StrCat("select: --max-batch-size must be at least 1, got ",
-                                   max_batch_size));
-  }
-  const std::optional<int64_t> max_batch =
-      max_batch_size > 0 ? std::optional<int64_t>(max_batch_size) : std::nullopt;
-
-  absl::StatusOr<BatchHistogram> history = ReadBatchHistory(history_path);
-  if (!history.ok()) {
-    err << kProgram << ": select: " << history.status().message() << "\n";
-    return kCaptureExitFailure;
-  }
-  absl::StatusOr<SizeChoice> choice =
-      ChooseBatchSizes(*history, static_cast<int>(num_sizes), max_batch);
-  if (!choice.ok()) {
-    err << kProgram << ": select: " << choice.status().message() << "\n";
-    return kCaptureExitFailure;
-  }
-  const SizeChoice ladder = PowerOfTwoLadder(*history, static_cast<int>(num_sizes), max_batch);
-  if (json) {
-    PrintJson(*choice, ladder, out);
-  } else {
-    PrintText(history_path, *history, *choice, ladder, out);
-  }
-  return kCaptureExitOk;
+  if (const std::string error = SelectFlagsError(flags); !error.empty()) return Usage(err, error);
+  return flags.metrics_url.empty() ? SelectFromHistory(flags, out, err)
+                                   : SelectFromMetrics(flags, out, err);
 }
 
 constexpr char kPrepareUsage[] =
@@ -320,7 +542,11 @@ std::string CaptureUsage() {
          "Commands:\n"
          "  select   Choose the typical batch sizes to capture from a history of request\n"
          "           batch sizes: graphserve-capture select --history FILE --num-sizes N\n"
-         "           [--max-batch-size X] [--json]. See `graphserve-capture select --help`.\n"
+         "           [--max-batch-size X] [--json]; or from a running server's live\n"
+         "           histogram, reloading the model with them (no downtime):\n"
+         "           graphserve-capture select --from-metrics http://host:8002/metrics\n"
+         "           --model NAME --num-sizes N [--reload host:8001].\n"
+         "           See `graphserve-capture select --help`.\n"
          "  prepare  Capture a model's CUDA graphs on the GPU and write its repository entry:\n"
          "           graphserve-capture prepare --model model.onnx --out REPO/MODEL\n"
          "           [--streams M] (--batch-sizes 1,8,64 | --history FILE --num-sizes N).\n"

@@ -1,16 +1,19 @@
 #include "capture/capture_command.h"
 
+#include <httplib.h>
+
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/cuda_handles.h"
 #include "examples/example_models.h"
-#include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
 
 namespace graphserve {
@@ -79,6 +82,10 @@ TEST_F(CaptureCommandTest, HelpListsSelectAndPrepare) {
   const Result select_help = RunCapture({"select", "--help"});
   EXPECT_EQ(select_help.code, 0);
   EXPECT_TRUE(absl::StrContains(select_help.out, "--max-batch-size")) << select_help.out;
+  for (const char* said : {"--from-metrics URL", "--reload GRPC_ADDRESS",
+                           "--model-control-mode=explicit", "upper bound", "config.pbtxt"}) {
+    EXPECT_TRUE(absl::StrContains(select_help.out, said)) << said << "\n" << select_help.out;
+  }
 }
 
 TEST_F(CaptureCommandTest, UsageErrorsExitTwo) {
@@ -90,8 +97,7 @@ TEST_F(CaptureCommandTest, UsageErrorsExitTwo) {
        path_},
       {"prepare", "--model", "m.onnx", "--out", "repo/m", "--history", path_},
       {"prepare", "--model", "m.onnx", "--out", "repo/m", "--batch-sizes", "1,0"},
-      {"prepare", "--model", "m.onnx", "--out", "repo/m", "--batch-sizes", "8", "--streams",
-       "0"},
+      {"prepare", "--model", "m.onnx", "--out", "repo/m", "--batch-sizes", "8", "--streams", "0"},
       {"frobnicate"},
       {"select", "--num-sizes", "2"},
       {"select", "--history", path_},
@@ -100,6 +106,13 @@ TEST_F(CaptureCommandTest, UsageErrorsExitTwo) {
       {"select", "--history", path_, "--num-sizes", "2", "--max-batch-size", "-4"},
       {"select", "--history", path_, "--num-sizes", "2", "--bogus"},
       {"select", "--history", path_, "--num-sizes", "2", "extra"},
+      {"select", "--history", path_, "--from-metrics", "http://h:8002/metrics", "--model", "m",
+       "--num-sizes", "2"},
+      {"select", "--from-metrics", "http://h:8002/metrics", "--num-sizes", "2"},
+      {"select", "--history", path_, "--model", "m", "--num-sizes", "2"},
+      {"select", "--history", path_, "--reload", "localhost:8001", "--num-sizes", "2"},
+      {"select", "--from-metrics", "http://h:8002/metrics", "--model", "m", "--num-sizes", "2",
+       "--reload", "localhost:8001", "--reload-timeout-secs", "0"},
       {"schedule"},
       {"schedule", "--model", "m.onnx", "--policy", "fastest"},
       {"schedule", "--model", "m.onnx", "--batch-size", "0"},
@@ -112,6 +125,144 @@ TEST_F(CaptureCommandTest, UsageErrorsExitTwo) {
     EXPECT_EQ(r.out, "") << absl::StrJoin(args, " ");
   }
   EXPECT_TRUE(absl::StrContains(RunCapture({"prepare"}).err, "--model is required"));
+}
+
+// The rows histogram and launches of one model version as server/metrics.cc
+// writes them, for max_batch_size 256: a bucket per row up to 64, then 128,
+// 256, +Inf.
+std::string MetricsFamilies(const std::string& model, const std::vector<int64_t>& requests,
+                            const std::vector<int64_t>& captured) {
+  std::vector<std::string> bounds;
+  for (int rows = 1; rows <= 64; ++rows) bounds.push_back(absl::StrCat(rows));
+  bounds.insert(bounds.end(), {"128", "256", "+Inf"});
+  std::string text;
+  for (const std::string& le : bounds) {
+    int count = 0;
+    for (int64_t rows : requests) count += le == "+Inf" || rows <= std::stoi(le) ? 1 : 0;
+    absl::StrAppend(&text, "graphserve_request_rows_bucket{model=\"", model,
+                    "\",version=\"1\",le=\"", le, "\"} ", count, "\n");
+  }
+  for (int64_t size : captured) {
+    absl::StrAppend(&text, "graphserve_graph_launches_total{model=\"", model,
+                    "\",version=\"1\",batch_size=\"", size, "\"} 0\n");
+  }
+  return text;
+}
+
+// A canned /metrics page on a free loopback port.
+class SelectFromMetricsPage : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // mlp: 1 x6, 3 x4, 7 x2, 20 x1 and one request of 100 rows, which the
+    // histogram knows only as 65..128; it serves 1, 4, 16, 64. `exact`
+    // serves the sizes its requests need. `idle` has answered nothing.
+    const std::string text = absl::StrCat(
+        "# TYPE graphserve_request_rows histogram\n",
+        MetricsFamilies("mlp", {1, 1, 1, 1, 1, 1, 3, 3, 3, 3, 7, 7, 20, 100}, {1, 4, 16, 64}),
+        MetricsFamilies("exact", {2, 2, 2, 5}, {2, 5}), MetricsFamilies("idle", {}, {1, 8}));
+    server_.Get("/metrics", [text](const httplib::Request&, httplib::Response& response) {
+      response.set_content(text, "text/plain; version=0.0.4");
+    });
+    const int port = server_.bind_to_any_port("127.0.0.1");
+    ASSERT_GT(port, 0);
+    url_ = absl::StrCat("http://127.0.0.1:", port, "/metrics");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+  }
+  void TearDown() override {
+    server_.stop();
+    thread_.join();
+  }
+
+  httplib::Server server_;
+  std::thread thread_;
+  std::string url_;
+};
+
+TEST_F(SelectFromMetricsPage, PrintsJson) {
+  const Result r = RunCapture(
+      {"select", "--from-metrics", url_, "--model", "mlp", "--num-sizes", "3", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  // Needed sizes 1 (x6), 3 (x4), 7 (x2), 20, 128; the top is 128. By hand,
+  // the best two below it are {3, 20}: 1 pads 2 (x6), 7 pads 13 (x2) -> 38 / 14.
+  // Served now {1, 4, 16, 64}: 3 pads 1 (x4), 7 pads 9 (x2), 20 pads 44, 128 is
+  // two chunks of 64 -> 66 / 14. Ladder {32, 64, 128}: 31 x6 + 29 x4 + 25 x2 +
+  // 12 -> 364 / 14.
+  EXPECT_EQ(r.out,
+            "{\"sizes\":[3,20,128],\"expected_padded_rows\":2.714285714,"
+            "\"pow2_sizes\":[32,64,128],\"pow2_expected_padded_rows\":26,"
+            "\"model\":\"mlp\",\"version\":\"1\",\"requests\":14,\"approximated_requests\":1,"
+            "\"current_sizes\":[1,4,16,64],\"current_expected_padded_rows\":4.714285714}\n");
+  EXPECT_EQ(r.err, "");
+}
+
+TEST_F(SelectFromMetricsPage, PrintsTextWithTheApproximatedRequests) {
+  const Result r = RunCapture({"select", "--from-metrics", url_, "--model", "mlp",
+                               "--model-version", "1", "--num-sizes", "3"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  for (const std::string& said : {
+           absl::StrCat("metrics: ", url_,
+                        ", model 'mlp' version 1 (14 requests, 5 distinct "
+                        "sizes, largest 128)\n"),
+           std::string("note: 1 request lies in histogram buckets wider than one row (65-128 "
+                       "rows: 1); each is counted at its bucket's upper bound"),
+           std::string("current sizes: 1, 4, 16, 64\n  expected padded rows per request: "
+                       "4.714285714\n"),
+           std::string("chosen sizes: 3, 20, 128\n"),
+           std::string("power-of-two ladder: 32, 64, 128\n"),
+       }) {
+    EXPECT_TRUE(absl::StrContains(r.out, said)) << said << "\n" << r.out;
+  }
+}
+
+TEST_F(SelectFromMetricsPage, NothingToReloadWhenTheChosenSizesAreServed) {
+  // Nothing listens on port 1: reaching for it would fail.
+  const Result r = RunCapture({"select", "--from-metrics", url_, "--model", "exact", "--num-sizes",
+                               "2", "--reload", "127.0.0.1:1"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(absl::StrContains(r.out, "not reloaded: the chosen sizes are the sizes served now"))
+      << r.out;
+}
+
+TEST_F(SelectFromMetricsPage, AFailedReloadExitsOneNamingTheAddress) {
+  const Result r = RunCapture({"select", "--from-metrics", url_, "--model", "mlp", "--num-sizes",
+                               "3", "--reload", "127.0.0.1:1"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(absl::StrContains(r.out, "chosen sizes: 3, 20, 128")) << r.out;  // shown first
+  EXPECT_TRUE(
+      absl::StrContains(r.err,
+                        "graphserve-capture: select: reload: UNAVAILABLE: ModelConfig of 'mlp' at "
+                        "127.0.0.1:1 failed"))
+      << r.err;
+}
+
+TEST_F(SelectFromMetricsPage, ClearErrorsExitOne) {
+  Result r =
+      RunCapture({"select", "--from-metrics", url_, "--model", "resnet", "--num-sizes", "2"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(absl::StrContains(r.err,
+                                "model 'resnet' is not in the metrics; the models there: "
+                                "'exact' (version 1), 'idle' (version 1), 'mlp' "
+                                "(version 1)"))
+      << r.err;
+  r = RunCapture({"select", "--from-metrics", url_, "--model", "idle", "--num-sizes", "2"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(absl::StrContains(r.err, "model 'idle' version 1 has answered no requests")) << r.err;
+  r = RunCapture({"select", "--from-metrics", url_, "--model", "mlp", "--model-version", "2",
+                  "--num-sizes", "2"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(absl::StrContains(r.err, "has no version '2'")) << r.err;
+  EXPECT_EQ(r.out, "");
+}
+
+TEST(SelectFromMetrics, AnUnreachableUrlIsNamedWithTheReason) {
+  // Port 1 on loopback: nothing listens there.
+  const Result r = RunCapture({"select", "--from-metrics", "http://127.0.0.1:1/metrics", "--model",
+                               "mlp", "--num-sizes", "2"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(
+      absl::StrContains(r.err, "select: cannot read http://127.0.0.1:1/metrics: cannot connect"))
+      << r.err;
+  EXPECT_EQ(r.out, "");
 }
 
 TEST_F(CaptureCommandTest, PrepareWithoutAGpuExitsOneSayingSo) {
