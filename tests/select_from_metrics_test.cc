@@ -1,0 +1,248 @@
+// `graphserve-capture select --from-metrics ... --reload ...` against a real
+// server (InferenceServer, the object the binary runs) in this process, on
+// the host executor: requests of known sizes fill the live histogram, the
+// command chooses sizes from the server's /metrics and reloads the model with
+// them through model control, and the server then serves the new sizes with
+// the host executor's answers.
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "capture/capture_command.h"
+#include "client/inference_client.h"
+#include "common/tensor.h"
+#include "examples/demo_repository.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "runtime/bind.h"
+#include "runtime/executor.h"
+#include "runtime/host/host_executor.h"
+#include "runtime/onnx_import.h"
+#include "server/inference_server.h"
+
+namespace graphserve {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+// What the demo repository captures before the reload, and its largest
+// request (so that every request below stays whole).
+const std::vector<int64_t> kInitialSizes = {1, 4, 16, 64};
+constexpr int64_t kMaxBatch = 256;
+// Float32 on the host executor, split or padded, against the whole batch.
+constexpr double kTolerance = 1e-5;
+
+struct CommandResult {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+CommandResult RunCapture(const std::vector<std::string>& args) {
+  std::ostringstream out, err;
+  CommandResult result;
+  result.code = RunCaptureCommand(args, out, err);
+  result.out = out.str();
+  result.err = err.str();
+  return result;
+}
+
+std::string WriteRepository(const std::string& name) {
+  const char* root = std::getenv("TEST_TMPDIR");
+  const std::string dir = (std::filesystem::path(root != nullptr ? root : "/tmp") / name).string();
+  std::filesystem::remove_all(dir);
+  DemoRepositoryOptions options;
+  options.batch_sizes = kInitialSizes;
+  options.max_batch_size = kMaxBatch;
+  options.num_streams = 2;
+  const absl::Status written = WriteDemoRepository(dir, options);
+  EXPECT_TRUE(written.ok()) << written;
+  return dir;
+}
+
+std::unique_ptr<InferenceServer> StartServer(const std::string& repository,
+                                             ModelControlMode control) {
+  InferenceServerOptions options;
+  options.model_repository = repository;
+  options.host = "127.0.0.1";
+  options.grpc_port = 0;
+  options.http_port = 0;
+  options.metrics_port = 0;
+  options.models.executor = ExecutorKind::kHost;
+  options.models.cost_iters = 5;
+  options.model_control = control;
+  options.load_models = {"*"};
+  options.exit_on_error = false;
+  std::ostringstream log;
+  absl::StatusOr<std::unique_ptr<InferenceServer>> server = InferenceServer::Start(options, log);
+  EXPECT_TRUE(server.ok()) << server.status() << "\n" << log.str();
+  return server.ok() ? *std::move(server) : nullptr;
+}
+
+class SelectFromMetrics : public ::testing::Test {
+ protected:
+  void Start(ModelControlMode control) {
+    repository_ = WriteRepository(absl::StrCat("select_from_metrics_", static_cast<int>(control)));
+    server_ = StartServer(repository_, control);
+    ASSERT_NE(server_, nullptr);
+    absl::StatusOr<std::unique_ptr<InferenceClient>> client =
+        InferenceClient::Create({.address = absl::StrCat("127.0.0.1:", server_->port())});
+    ASSERT_TRUE(client.ok()) << client.status();
+    client_ = *std::move(client);
+  }
+
+  std::string MetricsUrl() const {
+    return absl::StrCat("http://127.0.0.1:", server_->metrics_port(), "/metrics");
+  }
+  std::string GrpcAddress() const { return absl::StrCat("127.0.0.1:", server_->port()); }
+
+  // One request of `rows` rows of mlp, checked against the host executor run
+  // on the whole batch.
+  void ExpectServes(int64_t rows, uint64_t seed) {
+    absl::StatusOr<Model> model =
+        ImportOnnxFile((std::filesystem::path(repository_) / "mlp" / "1" / "model.onnx").string());
+    ASSERT_TRUE(model.ok()) << model.status();
+    absl::StatusOr<BoundGraph> graph = BindModel(*model, {.batch_size = rows});
+    ASSERT_TRUE(graph.ok()) << graph.status();
+    absl::StatusOr<std::unique_ptr<HostExecutor>> reference =
+        HostExecutor::Create(*std::move(graph));
+    ASSERT_TRUE(reference.ok()) << reference.status();
+    const BoundGraph& bound = (*reference)->graph();
+    const std::vector<HostTensor> inputs = RandomInputs(bound, seed);
+    absl::StatusOr<std::vector<HostTensor>> want = (*reference)->Run(inputs);
+    ASSERT_TRUE(want.ok()) << want.status();
+    ASSERT_EQ(inputs.size(), 1u);  // mlp: x [batch, 512] float32
+    ASSERT_EQ(want->size(), 1u);
+
+    InferRequest request{.model_name = "mlp"};
+    request.inputs.push_back(
+        {bound.value(bound.inputs[0]).name, "FP32", inputs[0].dims(),
+         std::string(static_cast<const char*>(inputs[0].raw()), inputs[0].bytes())});
+    absl::StatusOr<InferResult> result = client_->Infer(request);
+    ASSERT_TRUE(result.ok()) << rows << " rows: " << result.status();
+    ASSERT_EQ(result->outputs().size(), 1u);
+    absl::StatusOr<absl::Span<const float>> values = result->outputs()[0].AsFloat32();
+    ASSERT_TRUE(values.ok()) << values.status();
+    HostTensor got((*want)[0].dtype(), (*want)[0].dims());
+    ASSERT_EQ(values->size() * sizeof(float), got.bytes()) << rows << " rows";
+    std::memcpy(got.raw(), values->data(), got.bytes());
+    EXPECT_LE(RelativeError(got, (*want)[0]), kTolerance) << rows << " rows";
+  }
+
+  std::string repository_;
+  std::unique_ptr<InferenceServer> server_;
+  std::unique_ptr<InferenceClient> client_;
+};
+
+TEST_F(SelectFromMetrics, ChoosesFromLiveTrafficAndReloadsWithTheChosenSizes) {
+  Start(ModelControlMode::kExplicit);
+  // The live histogram: 1 row x6, 3 x4, 7 x2, 20 x1 (13 requests).
+  uint64_t seed = 1;
+  for (const auto& [rows, count] :
+       std::vector<std::pair<int64_t, int>>{{1, 6}, {3, 4}, {7, 2}, {20, 1}}) {
+    for (int i = 0; i < count; ++i) ExpectServes(rows, seed++);
+  }
+
+  const CommandResult r = RunCapture({"select", "--from-metrics", MetricsUrl(), "--model", "mlp",
+                                      "--num-sizes", "3", "--reload", GrpcAddress(), "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  // Top 20; by hand the best two below it are {3, 7}: 1 pads 2 (x6) -> 12 / 13.
+  // Served now {1, 4, 16, 64}: 3 pads 1 (x4), 7 pads 9 (x2), 20 pads 44 -> 66 / 13.
+  // Ladder {8, 16, 32}: 7 x6 + 5 x4 + 1 x2 + 12 -> 76 / 13.
+  EXPECT_THAT(r.out, HasSubstr("{\"sizes\":[3,7,20],\"expected_padded_rows\":0.9230769231,"
+                               "\"pow2_sizes\":[8,16,32],\"pow2_expected_padded_rows\":5.846153846,"
+                               "\"model\":\"mlp\",\"version\":\"1\",\"requests\":13,"
+                               "\"approximated_requests\":0,\"current_sizes\":[1,4,16,64],"
+                               "\"current_expected_padded_rows\":5.076923077,"))
+      << r.out;
+  EXPECT_THAT(r.out, HasSubstr(absl::StrCat("\"reload\":{\"address\":\"", GrpcAddress(),
+                                            "\",\"reloaded\":true,\"previous_sizes\":[1,4,16,64],"
+                                            "\"load_seconds\":")))
+      << r.out;
+
+  // The server now serves the new sizes: its config says so, without the old
+  // sizes' costs; requests padded to them (5 -> 7) and split over them
+  // (45 = 2 x 20 + 5 -> 7) get the right answers.
+  absl::StatusOr<inference::ModelConfigResponse> config = client_->ModelConfig("mlp");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_THAT(config->config().capture().batch_sizes(), ElementsAre(3, 7, 20));
+  EXPECT_THAT(config->config().max_batch_size(), kMaxBatch);
+  ExpectServes(5, 100);
+  ExpectServes(45, 101);
+
+  // The reloaded version counts afresh; /metrics names its captured sizes.
+  const CommandResult again =
+      RunCapture({"select", "--from-metrics", MetricsUrl(), "--model", "mlp", "--num-sizes", "2"});
+  ASSERT_EQ(again.code, 0) << again.err;
+  EXPECT_THAT(again.out, HasSubstr("(2 requests, 2 distinct sizes, largest 45)")) << again.out;
+  EXPECT_THAT(again.out, HasSubstr("current sizes: 3, 7, 20\n")) << again.out;
+}
+
+TEST_F(SelectFromMetrics, TextOutputSaysWhatWasReloadedAndHowLongItTook) {
+  Start(ModelControlMode::kExplicit);
+  ExpectServes(2, 1);
+  ExpectServes(2, 2);
+  ExpectServes(9, 3);
+  const CommandResult r = RunCapture({"select", "--from-metrics", MetricsUrl(), "--model", "mlp",
+                                      "--num-sizes", "4", "--reload", GrpcAddress()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  // Two needed sizes, at most four wanted: exactly those, no padding.
+  EXPECT_THAT(r.out, HasSubstr("chosen sizes: 2, 9\n  expected padded rows per request: 0\n"));
+  EXPECT_THAT(r.out, HasSubstr(absl::StrCat("reloaded 'mlp' at ", GrpcAddress(),
+                                            " with capture sizes 2, 9 (were 1, 4, 16, 64): the "
+                                            "load took ")))
+      << r.out;
+  EXPECT_THAT(r.out, HasSubstr("config.pbtxt is unchanged")) << r.out;
+}
+
+TEST_F(SelectFromMetrics, ErrorsNameWhatIsMissing) {
+  Start(ModelControlMode::kExplicit);
+  CommandResult r = RunCapture(
+      {"select", "--from-metrics", MetricsUrl(), "--model", "resnet", "--num-sizes", "2"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.err, HasSubstr("model 'resnet' is not in the metrics; the models there: "
+                               "'dlrm_dense' (version 1), 'mlp' (version 1)"));
+  // No request has reached dlrm_dense.
+  r = RunCapture(
+      {"select", "--from-metrics", MetricsUrl(), "--model", "dlrm_dense", "--num-sizes", "2"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.err, HasSubstr("model 'dlrm_dense' version 1 has answered no requests"));
+  r = RunCapture({"select", "--from-metrics", MetricsUrl(), "--model", "mlp", "--model-version",
+                  "7", "--num-sizes", "2"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.err, HasSubstr("model 'mlp' has no version '7' in the metrics; its versions: 1"));
+  // The HTTP port is not the metrics port.
+  r = RunCapture({"select", "--from-metrics",
+                  absl::StrCat("http://127.0.0.1:", server_->http_port(), "/metrics"), "--model",
+                  "mlp", "--num-sizes", "2"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.err, HasSubstr("cannot read http://127.0.0.1:"));
+}
+
+TEST_F(SelectFromMetrics, ReloadWithoutExplicitModelControlPassesTheServersMessageOn) {
+  Start(ModelControlMode::kNone);
+  ExpectServes(3, 1);
+  const CommandResult r = RunCapture({"select", "--from-metrics", MetricsUrl(), "--model", "mlp",
+                                      "--num-sizes", "2", "--reload", GrpcAddress()});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.err, HasSubstr(absl::StrCat("reload: FAILED_PRECONDITION: RepositoryModelLoad of "
+                                            "'mlp' at ",
+                                            GrpcAddress(), " failed: ")));
+  EXPECT_THAT(r.err, HasSubstr("--model-control-mode=explicit"));
+  // The model still serves its old sizes.
+  absl::StatusOr<inference::ModelConfigResponse> config = client_->ModelConfig("mlp");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_THAT(config->config().capture().batch_sizes(), ElementsAre(1, 4, 16, 64));
+}
+
+}  // namespace
+}  // namespace graphserve
