@@ -241,9 +241,9 @@ class HttpEndpoint::Handler {
     const std::vector<std::string> parts = Parts(request.path);
     const std::optional<ModelRoute> route = ParseModelRoute(parts);
     std::optional<SharedMemoryRoute> shared_memory = ParseSharedMemoryRoute(parts);
-    if (shared_memory && (shared_memory->action == "status" ||
-                          (shared_memory->action == "register" && shared_memory->region.empty()))) {
-      shared_memory.reset();  // GET only, or a register without a region: no such route
+    if (shared_memory && shared_memory->action != "unregister" &&
+        (shared_memory->action != "register" || shared_memory->region.empty())) {
+      shared_memory.reset();  // status is GET only; a register names its region
     }
     if (!shared_memory && (!route || route->action != "infer")) {
       return SendNotFound(request, response);

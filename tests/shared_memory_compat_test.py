@@ -17,6 +17,8 @@ import base64
 import sys
 import threading
 import unittest
+import urllib.error
+import urllib.request
 import uuid
 
 import numpy as np
@@ -388,6 +390,20 @@ class HttpSharedMemoryTest(unittest.TestCase):
             self.client.unregister_system_shared_memory()
             self.assertEqual(self.client.get_system_shared_memory_status(), [])
             self.assertEqual(self.client.get_cuda_shared_memory_status(), [])
+
+    def test_routes_outside_the_extension_are_404(self):
+        base = f"http://127.0.0.1:{_server.http_port}"
+        for method, path in [("POST", "/v2/systemsharedmemory/status"),
+                             ("POST", "/v2/systemsharedmemory/register"),
+                             ("POST", "/v2/systemsharedmemory/region/r/bogus"),
+                             ("GET", "/v2/systemsharedmemory/region/r/register"),
+                             ("GET", "/v2/cudasharedmemory/region/r/unregister")]:
+            with self.subTest(method=method, path=path):
+                request = urllib.request.Request(base + path, method=method,
+                                                 data=b"{}" if method == "POST" else None)
+                with self.assertRaises(urllib.error.HTTPError) as raised:
+                    urllib.request.urlopen(request, timeout=CALL_TIMEOUT_S)
+                self.assertEqual(raised.exception.code, 404, f"SERVER: {method} {path}")
 
 
 if __name__ == "__main__":
