@@ -89,6 +89,19 @@ if start_server "$work/repo_m2"; then
   stop_server
 fi
 
+echo "--- served latency at concurrency 1 with --idle-spin-us 1000 (workers and responders hot)"
+if start_server "$work/repo_m2" --idle-spin-us 1000; then
+  for model in mlp dlrm_dense; do
+    for batch in 1 16; do
+      for r in $(seq 1 "$repeats"); do
+        perf "$out/latency_${model}-spin1000_b${batch}_r${r}.csv" --model "$model" \
+          --batch-size "$batch" --concurrency 1
+      done
+    done
+  done
+  stop_server
+fi
+
 echo "--- saturation: mlp, batch 1, 64 concurrent, M=4"
 "$bin/make_demo_repository" --out "$work/repo_plain" --streams 4 >/dev/null
 "$bin/make_demo_repository" --out "$work/repo_batching" --streams 4 >/dev/null

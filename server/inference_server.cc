@@ -168,7 +168,7 @@ absl::Status InferenceServer::StartGrpc() {
 InferenceServer::InferenceServer(const InferenceServerOptions& options,
                                  std::unique_ptr<ModelRegistry> registry)
     : options_(options),
-      responder_(ResponderOptions{options.responder_threads}),
+      responder_(ResponderOptions{options.responder_threads, options.models.idle_spin}),
       registry_(std::move(registry)) {}
 
 // Shutdown keeps the port open, refusing, until no request has come for

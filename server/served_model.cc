@@ -391,6 +391,7 @@ absl::StatusOr<std::unique_ptr<ServedModel>> ServedModel::Load(const RepositoryM
   summary.num_streams = execution->runner->num_slots();
   auto counters = std::make_unique<ModelCounters>(sizes, declared.max_batch_size);
   StreamPoolOptions pool_options;
+  pool_options.idle_spin = options.idle_spin;
   ASSIGN_OR_RETURN(pool_options.queue, QueuePolicyFromConfig(config));
   // The back-pressure bound, in chunks of the largest size.
   pool_options.queue.max_queued_rows =

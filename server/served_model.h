@@ -59,6 +59,10 @@ struct ServedModelOptions {
   size_t max_queued_chunks = 1024;
   // Timed launches per size when a config carries no cost table (kCuda).
   int64_t cost_iters = 30;
+  // How long an idle stream worker polls its queue before it sleeps
+  // (StreamPoolOptions::idle_spin): longer spins trade idle CPU for the
+  // wake-up of a sleeping worker on a quiet server.
+  std::chrono::microseconds idle_spin{50};
 };
 
 // What loading did, for the startup table.

@@ -67,6 +67,32 @@ TEST(ServerCommand, FlagsAreParsed) {
   EXPECT_TRUE(command->verbose);
 }
 
+TEST(ServerCommand, ModelControlAndSpinFlags) {
+  std::ostringstream notices;
+  auto command = ParseServerCommand(
+      {"--model-repository", "/m", "--model-control-mode", "explicit", "--load-model", "a,b",
+       "--idle-spin-us", "300"},
+      0, notices);
+  ASSERT_TRUE(command.ok()) << command.status();
+  EXPECT_EQ(command->options.model_control, ModelControlMode::kExplicit);
+  EXPECT_EQ(command->options.load_models, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(command->options.models.idle_spin, std::chrono::microseconds(300));
+  EXPECT_THAT(ParseServerCommand({"--model-repository", "/m", "--model-control-mode", "manual"},
+                                 0, notices)
+                  .status()
+                  .message(),
+              HasSubstr("none, explicit or poll"));
+  EXPECT_THAT(
+      ParseServerCommand({"--model-repository", "/m", "--load-model", "a"}, 0, notices)
+          .status()
+          .message(),
+      HasSubstr("--model-control-mode=explicit"));
+  EXPECT_THAT(ParseServerCommand({"--model-repository", "/m", "--idle-spin-us", "-1"}, 0, notices)
+                  .status()
+                  .message(),
+              HasSubstr("0..1000000"));
+}
+
 TEST(ServerCommand, BadFlagsSayWhatIsExpected) {
   std::ostringstream notices;
   EXPECT_THAT(ParseServerCommand({"--model-repository", "/m", "--device", "tpu"}, 0, notices)
@@ -152,7 +178,9 @@ TEST(ServerCommand, HelpListsEveryFlag) {
   const std::string usage = ServerUsage();
   for (const char* flag : {"--model-repository", "--grpc-port", "--device", "--graphs",
                            "--log-verbose", "--exit-timeout-secs", "--exit-on-error",
-                           "--reuse-grpc-port", "--reuse-http-port", "--grpc-address"}) {
+                           "--reuse-grpc-port", "--reuse-http-port", "--grpc-address",
+                           "--model-control-mode", "--load-model", "--repository-poll-secs",
+                           "--idle-spin-us"}) {
     EXPECT_THAT(usage, HasSubstr(flag));
   }
 }
