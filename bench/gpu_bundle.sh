@@ -24,6 +24,7 @@ TEST_TARGETS=(
   //capture:graph_set_test
   //capture:schedule_choice_test
   //tests:server_e2e_test
+  //tests:shared_memory_e2e_test
 )
 TOOL_TARGETS=(
   //tests:onnx_conformance
