@@ -1,6 +1,7 @@
 #include "capture/schedule_choice.h"
 
 #include <algorithm>
+#include <map>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -139,11 +140,48 @@ absl::StatusOr<std::vector<ScheduleChoice>> ChooseSchedules(
         absl::StrCat("schedule timing needs rounds >= 1, launches >= 1 and warmup >= 0; got ",
                      options.rounds, ", ", options.launches, ", ", options.warmup));
   }
-  std::vector<ScheduleChoice> choices;
-  for (int64_t batch : batch_sizes) {
-    ASSIGN_OR_RETURN(ScheduleChoice choice, ChooseForSize(model, batch, options));
-    choices.push_back(std::move(choice));
+  return ChooseAcrossSizes(batch_sizes,
+                           [&](int64_t batch) { return ChooseForSize(model, batch, options); });
+}
+
+absl::StatusOr<std::vector<ScheduleChoice>> ChooseAcrossSizes(
+    const std::vector<int64_t>& batch_sizes,
+    const std::function<absl::StatusOr<ScheduleChoice>(int64_t)>& time_one) {
+  std::vector<int64_t> sizes = batch_sizes;
+  std::sort(sizes.begin(), sizes.end());
+  std::map<int64_t, ScheduleChoice> chosen;
+  const auto time = [&](size_t k) -> absl::Status {
+    if (chosen.contains(sizes[k])) return absl::OkStatus();
+    ASSIGN_OR_RETURN(chosen[sizes[k]], time_one(sizes[k]));
+    return absl::OkStatus();
+  };
+  // Ranges [lo, hi] of sorted sizes with both ends timed, still to fill.
+  std::vector<std::pair<size_t, size_t>> ranges;
+  if (!sizes.empty()) {
+    RETURN_IF_ERROR(time(0));
+    RETURN_IF_ERROR(time(sizes.size() - 1));
+    ranges.push_back({0, sizes.size() - 1});
   }
+  while (!ranges.empty()) {
+    const auto [lo, hi] = ranges.back();
+    ranges.pop_back();
+    if (hi - lo <= 1) continue;
+    const ScheduleChoice& low = chosen.at(sizes[lo]);
+    const ScheduleChoice& high = chosen.at(sizes[hi]);
+    if (low.policy == high.policy && sizes[hi] <= 2 * sizes[lo]) {
+      for (size_t k = lo + 1; k < hi; ++k) {
+        chosen[sizes[k]] = {.batch_size = sizes[k], .policy = low.policy,
+                            .same_as_below = sizes[lo], .same_as_above = sizes[hi]};
+      }
+      continue;
+    }
+    const size_t mid = (lo + hi) / 2;
+    RETURN_IF_ERROR(time(mid));
+    ranges.push_back({lo, mid});
+    ranges.push_back({mid, hi});
+  }
+  std::vector<ScheduleChoice> choices;
+  for (int64_t batch : batch_sizes) choices.push_back(chosen.at(batch));
   return choices;
 }
 

@@ -2,6 +2,9 @@
 // that differ and keeps single for a model that is one chain.
 #include "capture/schedule_choice.h"
 
+#include <algorithm>
+#include <functional>
+
 #include <gtest/gtest.h>
 
 #include "common/cuda_handles.h"
@@ -106,6 +109,68 @@ TEST(ParseScheduleRequestTest, AutoIsNoPolicyAndTheRestAreNamed) {
   const absl::Status bad = ParseScheduleRequest("fastest").status();
   EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(bad.message().find("auto, single, wavefront or asap"), std::string::npos) << bad;
+}
+
+// Host tests of which sizes get timed (Note [Schedules between timed sizes]).
+struct FakeTiming {
+  std::function<SchedulePolicy(int64_t)> policy_of;
+  std::vector<int64_t> timed;
+  absl::StatusOr<ScheduleChoice> operator()(int64_t batch) {
+    timed.push_back(batch);
+    return ScheduleChoice{.batch_size = batch, .policy = policy_of(batch)};
+  }
+};
+
+std::vector<int64_t> Range(int64_t first, int64_t last) {
+  std::vector<int64_t> sizes;
+  for (int64_t b = first; b <= last; ++b) sizes.push_back(b);
+  return sizes;
+}
+
+TEST(ChooseAcrossSizes, DenseSizesThatAgreeAreTimedOncePerDoubling) {
+  FakeTiming fake{[](int64_t) { return SchedulePolicy::kAsap; }, {}};
+  absl::StatusOr<std::vector<ScheduleChoice>> choices =
+      ChooseAcrossSizes(Range(1, 32), std::ref(fake));
+  ASSERT_TRUE(choices.ok());
+  std::sort(fake.timed.begin(), fake.timed.end());
+  EXPECT_EQ(fake.timed, (std::vector<int64_t>{1, 2, 4, 8, 16, 32}));
+  ASSERT_EQ(choices->size(), 32u);
+  for (const ScheduleChoice& choice : *choices) {
+    EXPECT_EQ(choice.policy, SchedulePolicy::kAsap);
+    const bool timed = std::binary_search(fake.timed.begin(), fake.timed.end(), choice.batch_size);
+    EXPECT_EQ(choice.same_as_below == 0, timed) << choice.batch_size;
+  }
+  EXPECT_EQ((*choices)[2].same_as_below, 2);  // batch 3, between 2 and 4
+  EXPECT_EQ((*choices)[2].same_as_above, 4);
+}
+
+TEST(ChooseAcrossSizes, ASparseLadderIsTimedAtEverySize) {
+  FakeTiming fake{[](int64_t) { return SchedulePolicy::kSingle; }, {}};
+  ASSERT_TRUE(ChooseAcrossSizes({32, 1, 16, 8}, std::ref(fake)).ok());
+  std::sort(fake.timed.begin(), fake.timed.end());
+  EXPECT_EQ(fake.timed, (std::vector<int64_t>{1, 8, 16, 32}));
+}
+
+TEST(ChooseAcrossSizes, AChangeOfPolicyIsFoundAndNothingUntimedCrossesIt) {
+  // Streams pay up to batch 11, not above: every choice must say so.
+  const auto oracle = [](int64_t batch) {
+    return batch <= 11 ? SchedulePolicy::kAsap : SchedulePolicy::kSingle;
+  };
+  FakeTiming fake{oracle, {}};
+  absl::StatusOr<std::vector<ScheduleChoice>> choices =
+      ChooseAcrossSizes(Range(1, 64), std::ref(fake));
+  ASSERT_TRUE(choices.ok());
+  for (const ScheduleChoice& choice : *choices) {
+    EXPECT_EQ(choice.policy, oracle(choice.batch_size)) << choice.batch_size;
+  }
+  EXPECT_LT(fake.timed.size(), 20u);
+}
+
+TEST(ChooseAcrossSizes, ATimingErrorIsReturned) {
+  const auto failing = [](int64_t batch) -> absl::StatusOr<ScheduleChoice> {
+    return absl::InternalError(absl::StrCat("capture failed at ", batch));
+  };
+  EXPECT_EQ(ChooseAcrossSizes({1, 2}, failing).status().code(), absl::StatusCode::kInternal);
 }
 
 }  // namespace

@@ -65,9 +65,13 @@ struct ScheduleChoice {
   int events = 0;  // recorded by one run: fork, joins, cross-lane waits
   int max_width = 1;
   int critical_path = 0;
-  // Timed candidates, single first; empty when the policy was given or no
-  // policy gives more than one lane.
+  // Timed candidates, single first; empty when the policy was given, no
+  // policy gives more than one lane, or the size was not timed (below).
   std::vector<ScheduleCandidateTime> candidates;
+  // Set when the choice was not timed but taken from the timed sizes on
+  // both sides, which agreed (Note [Schedules between timed sizes]).
+  int64_t same_as_below = 0;
+  int64_t same_as_above = 0;
 };
 
 Schedule MakeSchedule(const BoundGraph& graph, const FusionPlan& plan,
