@@ -885,6 +885,34 @@ TEST_F(ServerEndToEnd, HttpBadRequestsGetAClearErrorAndTheServerKeepsServing) {
   ExpectGoodRequestStillServed();
 }
 
+// Runs `clients` threads, each sending `requests_each` requests of
+// rows_of(client, request) rows to `model`, every answer checked against the
+// host executor on the same rows; returns how many were wrong or failed.
+int WrongAnswersFromClients(const std::shared_ptr<grpc::Channel>& channel,
+                            const std::string& repository, const std::string& model,
+                            int clients, int requests_each,
+                            const std::function<int64_t(int, int)>& rows_of, uint64_t seed) {
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int c = 0; c < clients; ++c) {
+    threads.emplace_back([&, c] {
+      auto stub = inference::GRPCInferenceService::NewStub(channel);
+      for (int i = 0; i < requests_each; ++i) {
+        std::unique_ptr<HostExecutor> reference = Reference(repository, model, rows_of(c, i));
+        const std::vector<HostTensor> inputs =
+            RandomInputs(reference->graph(), seed + static_cast<uint64_t>(c * 10 + i));
+        grpc::ClientContext context;
+        inference::ModelInferResponse response;
+        const grpc::Status status =
+            stub->ModelInfer(&context, RawRequest(model, reference->graph(), inputs), &response);
+        if (!MatchesReference(status, response, *reference, inputs)) ++wrong;
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  return wrong.load();
+}
+
 // Triton's instance_group places a model on listed GPUs: here GPU 0 twice
 // (the code path of two GPUs on a machine with one), each with the config's
 // 2 streams, so 4 slots; concurrent requests spread over all of them and
@@ -903,25 +931,10 @@ TEST(ServerOnSeveralGpus, InstanceGroupGpusEachGetTheirSlots) {
   }
   auto channel = Connect((*server)->port());
   constexpr int kClients = 8;  // more than the 4 slots
-  std::atomic<int> wrong{0};
-  std::vector<std::thread> clients;
-  for (int c = 0; c < kClients; ++c) {
-    clients.emplace_back([&, c] {
-      auto stub = inference::GRPCInferenceService::NewStub(channel);
-      for (int i = 0; i < 4; ++i) {
-        const int64_t rows = 1 + (c * 29 + i * 7) % 80;
-        std::unique_ptr<HostExecutor> reference = Reference(repository, "mlp", rows);
-        const std::vector<HostTensor> inputs = RandomInputs(reference->graph(), 500 + c * 10 + i);
-        grpc::ClientContext context;
-        inference::ModelInferResponse response;
-        const grpc::Status status =
-            stub->ModelInfer(&context, RawRequest("mlp", reference->graph(), inputs), &response);
-        if (!MatchesReference(status, response, *reference, inputs)) ++wrong;
-      }
-    });
-  }
-  for (std::thread& client : clients) client.join();
-  EXPECT_EQ(wrong.load(), 0);
+  EXPECT_EQ(WrongAnswersFromClients(
+                channel, repository, "mlp", kClients, 4,
+                [](int c, int i) -> int64_t { return 1 + (c * 29 + i * 7) % 80; }, 500),
+            0);
 }
 
 // The config the server answers ModelConfig with (empty on failure, which
@@ -1053,25 +1066,12 @@ TEST(ServerWithDynamicBatching, MergedRequestsGetTheirOwnOutputsInFewerExecution
   auto channel = Connect(server->port());
   constexpr int kClients = 12;
   constexpr int kRequestsEach = 4;
-  std::atomic<int> wrong{0};
-  std::vector<std::thread> clients;
-  for (int c = 0; c < kClients; ++c) {
-    clients.emplace_back([&, c] {
-      auto stub = inference::GRPCInferenceService::NewStub(channel);
-      for (int i = 0; i < kRequestsEach; ++i) {
-        const int64_t rows = 1 + (c + i) % 3;
-        std::unique_ptr<HostExecutor> alone = Reference(repository, "mlp", rows);
-        const std::vector<HostTensor> inputs = RandomInputs(alone->graph(), 700 + c * 10 + i);
-        grpc::ClientContext context;
-        inference::ModelInferResponse response;
-        const grpc::Status status =
-            stub->ModelInfer(&context, RawRequest("mlp", alone->graph(), inputs), &response);
-        if (!MatchesReference(status, response, *alone, inputs)) ++wrong;
-      }
-    });
-  }
-  for (std::thread& client : clients) client.join();
-  EXPECT_EQ(wrong.load(), 0);
+  // Each answer is checked against the host executor run on that request
+  // alone: its unmerged output.
+  EXPECT_EQ(WrongAnswersFromClients(
+                channel, repository, "mlp", kClients, kRequestsEach,
+                [](int c, int i) -> int64_t { return 1 + (c + i) % 3; }, 700),
+            0);
 
   auto stub = inference::GRPCInferenceService::NewStub(channel);
   const inference::ModelStatistics statistics = FetchStatistics(*stub, "mlp");
