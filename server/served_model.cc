@@ -396,7 +396,7 @@ absl::StatusOr<std::unique_ptr<ServedModel>> ServedModel::Load(const RepositoryM
   // The back-pressure bound, in chunks of the largest size.
   pool_options.queue.max_queued_rows =
       static_cast<int64_t>(options.max_queued_chunks) * sizes.back();
-  pool_options.on_chunk = [counters = counters.get()](const FormedChunk& chunk,
+  pool_options.on_chunk = [counters = counters.get()](int /*slot*/, const FormedChunk& chunk,
                                                       const absl::Status& /*status*/,
                                                       const ChunkTiming& timing) {
     counters->RecordChunk(chunk.batch_size, chunk.rows, timing);

@@ -185,7 +185,7 @@ void StreamPool::RunChunk(int slot, const absl::Status& prepared, const FormedCh
   // A slot whose thread could not be prepared fails its chunks rather than
   // running them on the wrong device.
   const absl::Status status = prepared.ok() ? runner_->Run(slot, job, &timing) : prepared;
-  if (options_.on_chunk) options_.on_chunk(chunk, status, timing);
+  if (options_.on_chunk) options_.on_chunk(slot, chunk, status, timing);
   for (const RowSegment& segment : chunk.segments) {
     segment.request->on_segment(segment.rows, status, start - segment.enqueued, timing);
   }

@@ -43,9 +43,10 @@ struct StreamPoolOptions {
   // a whole small-batch replay; a worker that polls briefly after each
   // chunk picks up the next one at once under load. 0: sleep at once.
   std::chrono::microseconds idle_spin{50};
-  // Called once per chunk run (or failed), on its worker, before its
-  // segments report: executions for the statistics.
-  std::function<void(const FormedChunk&, const absl::Status&, const ChunkTiming&)> on_chunk;
+  // Called once per chunk run (or failed), on the worker of runner slot
+  // `slot`, before its segments report: executions for the statistics.
+  std::function<void(int slot, const FormedChunk&, const absl::Status&, const ChunkTiming&)>
+      on_chunk;
 };
 
 class StreamPool {

@@ -121,7 +121,7 @@ TEST(StreamPool, RequestsQueuedWhileTheSlotIsBusyRunMergedWithDynamicBatching) {
   StreamPoolOptions options;
   options.queue.merge = true;
   std::atomic<int> executions{0};
-  options.on_chunk = [&](const FormedChunk&, const absl::Status&, const ChunkTiming&) {
+  options.on_chunk = [&](int, const FormedChunk&, const absl::Status&, const ChunkTiming&) {
     ++executions;
   };
   auto pool = MakePool(std::move(runner), {1, 2, 4, 8, 16}, std::move(options));
@@ -218,6 +218,30 @@ TEST(StreamPool, RunnerErrorsReachEverySegment) {
   pool->Drain();
   EXPECT_EQ(request.failed_rows.load(), 6);
   EXPECT_EQ(request.last_error.load(), absl::StatusCode::kInternal);
+}
+
+// on_chunk names the slot that ran the chunk: the launches per stream
+// metric is counted from it.
+TEST(StreamPool, OnChunkNamesTheSlotThatRanIt) {
+  constexpr int kSlots = 3;
+  auto runner = std::make_unique<RecordingRunner>(kSlots, milliseconds(50));
+  RecordingRunner* recording = runner.get();
+  StreamPoolOptions options;
+  std::mutex mu;
+  std::set<int> slots;
+  int chunks = 0;
+  options.on_chunk = [&](int slot, const FormedChunk&, const absl::Status&, const ChunkTiming&) {
+    std::lock_guard<std::mutex> lock(mu);
+    slots.insert(slot);
+    ++chunks;
+  };
+  auto pool = MakePool(std::move(runner), {4}, std::move(options));
+  Request request(12);  // three chunks of 4, one per slot while each sleeps
+  ASSERT_TRUE(pool->Submit(request.queued, {}).ok());
+  pool->Drain();
+  EXPECT_EQ(chunks, 3);
+  EXPECT_EQ(slots, recording->slots_used_);
+  EXPECT_EQ(slots, (std::set<int>{0, 1, 2}));
 }
 
 }  // namespace
