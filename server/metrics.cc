@@ -90,16 +90,17 @@ void AddGraphServeFamilies(const std::vector<ModelMetrics>& models,
                         MetricType::Histogram,
                         {}};
   MetricFamily launches{"graphserve_graph_launches_total",
-                        "Chunks launched at each captured batch size",
+                        "Chunks launched at each captured batch size on each stream slot",
                         MetricType::Counter,
                         {}};
   for (const ModelMetrics& model : models) {
     rows.metric.push_back(HistogramSample(model.statistics, model.request_rows));
     duration.metric.push_back(HistogramSample(model.statistics, model.request_duration_us));
-    for (const auto& [batch_size, count] : model.launches_per_size) {
+    for (const ModelCounters::Launches& launched : model.launches) {
       ClientMetric sample =
-          Sample(model.statistics, static_cast<double>(count), MetricType::Counter);
-      sample.label.push_back({"batch_size", absl::StrCat(batch_size)});
+          Sample(model.statistics, static_cast<double>(launched.count), MetricType::Counter);
+      sample.label.push_back({"batch_size", absl::StrCat(launched.batch_size)});
+      sample.label.push_back({"stream", absl::StrCat(launched.stream)});
       launches.metric.push_back(std::move(sample));
     }
   }
@@ -110,6 +111,14 @@ void AddGraphServeFamilies(const std::vector<ModelMetrics>& models,
              MetricType::Counter, models,
              [](const ModelMetrics& m) { return static_cast<double>(m.padded_rows); }));
   families.push_back(std::move(launches));
+  families.push_back(
+      Family("graphserve_split_requests_total",
+             "Successful requests whose rows ran in more than one chunk", MetricType::Counter,
+             models, [](const ModelMetrics& m) { return static_cast<double>(m.split_requests); }));
+  families.push_back(
+      Family("graphserve_merged_executions_total", "Chunks that held rows of more than one request",
+             MetricType::Counter, models,
+             [](const ModelMetrics& m) { return static_cast<double>(m.merged_executions); }));
 }
 
 }  // namespace
@@ -122,12 +131,19 @@ std::string MetricsText(const std::vector<ModelMetrics>& models,
       MetricType::Counter, models, [](const ModelMetrics& m) {
         return static_cast<double>(m.statistics.inference_stats().success().count());
       }));
-  MetricFamily failure =
-      Family("nv_inference_request_failure", "Number of failed inference requests, all batch sizes",
-             MetricType::Counter, models, [](const ModelMetrics& m) {
-               return static_cast<double>(m.statistics.inference_stats().fail().count());
-             });
-  for (ClientMetric& sample : failure.metric) sample.label.push_back({"reason", "OTHER"});
+  // Every reason for every model, zeros included, as Triton exports them.
+  MetricFamily failure{"nv_inference_request_failure",
+                       "Number of failed inference requests, all batch sizes",
+                       MetricType::Counter,
+                       {}};
+  for (const ModelMetrics& model : models) {
+    for (size_t reason = 0; reason < kNumFailureReasons; ++reason) {
+      ClientMetric sample = Sample(model.statistics, static_cast<double>(model.failures[reason]),
+                                   MetricType::Counter);
+      sample.label.push_back({"reason", FailureReasonLabel(static_cast<FailureReason>(reason))});
+      failure.metric.push_back(std::move(sample));
+    }
+  }
   families.push_back(std::move(failure));
   families.push_back(Family(
       "nv_inference_count", "Number of inferences performed (a batch of n counts n)",
@@ -190,10 +206,13 @@ std::vector<ModelMetrics> ReadMetrics(const ModelRegistry& registry) {
     model.load_seconds = state.model->summary().load_ms / 1000.0;
     model.pending_requests = state.model->pending_requests();
     const ModelCounters& counters = state.model->counters();
+    model.failures = counters.FailuresByReason();
     model.request_rows = counters.RequestRows();
     model.request_duration_us = counters.RequestDurationUs();
     model.padded_rows = counters.padded_rows();
-    model.launches_per_size = counters.LaunchesPerSize();
+    model.launches = counters.LaunchesPerSizeAndStream();
+    model.split_requests = counters.split_requests();
+    model.merged_executions = counters.merged_executions();
   }
   return models;
 }

@@ -3,7 +3,9 @@
 // /metrics in the text exposition format, under Triton's names and labels
 // (model, version), so existing dashboards read them:
 //
-//   nv_inference_request_success, nv_inference_request_failure{reason},
+//   nv_inference_request_success, nv_inference_request_failure{reason} (every
+//   model has all four of Triton's reasons, REJECTED, CANCELED, BACKEND and
+//   OTHER: Note [Failure reasons] in server/model_counters.h),
 //   nv_inference_count, nv_inference_exec_count,
 //   nv_inference_{request,queue,compute_input,compute_infer,compute_output}_duration_us,
 //   nv_inference_pending_request_count, nv_model_load_duration_secs, and per
@@ -16,12 +18,16 @@
 //   graphserve_request_rows (histogram: rows of each request, the live
 //   batch-size histogram sizes are chosen from), graphserve_request_duration_us
 //   (histogram: accept to answer, for percentiles), graphserve_padded_rows_total,
-//   graphserve_graph_launches_total{batch_size}.
+//   graphserve_graph_launches_total{batch_size,stream} (one sample per captured
+//   size and stream slot, launched or not), graphserve_split_requests_total
+//   (requests answered OK whose rows ran in more than one chunk),
+//   and graphserve_merged_executions_total (chunks holding rows of more than one
+//   request).
 //
 // One source of numbers: every scrape reads the counters the statistics RPC
-// reads (ModelCounters), so the two never disagree. Failures are not yet told
-// apart by reason: they are all reason="OTHER".
+// reads (ModelCounters), so the two never disagree.
 
+#include <array>
 #include <memory>
 #include <string>
 #include <utility>
@@ -41,10 +47,13 @@ struct ModelMetrics {
   inference::ModelStatistics statistics;
   double load_seconds = 0;
   int64_t pending_requests = 0;
+  std::array<uint64_t, kNumFailureReasons> failures{};  // by FailureReason
   ModelCounters::Histogram request_rows;
   ModelCounters::Histogram request_duration_us;
   uint64_t padded_rows = 0;
-  std::vector<std::pair<int64_t, uint64_t>> launches_per_size;  // (batch size, launches)
+  std::vector<ModelCounters::Launches> launches;  // per captured size and stream
+  uint64_t split_requests = 0;
+  uint64_t merged_executions = 0;
 };
 
 // The metrics of `models` and `gpus` in Prometheus' text format.

@@ -1,5 +1,8 @@
 #include "server/metrics.h"
 
+#include <utility>
+
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -18,6 +21,7 @@ TEST(MetricsTest, TritonNamesAndLabelsFromTheStatistics) {
   stats->mutable_success()->set_count(9);
   stats->mutable_success()->set_ns(4500000);
   stats->mutable_fail()->set_count(2);
+  mlp.failures = {/*REJECTED*/ 1, /*CANCELED*/ 0, /*BACKEND*/ 0, /*OTHER*/ 1};
   stats->mutable_queue()->set_ns(12000);
   stats->mutable_compute_infer()->set_ns(3000000);
   mlp.load_seconds = 1.5;
@@ -28,9 +32,13 @@ TEST(MetricsTest, TritonNamesAndLabelsFromTheStatistics) {
   const std::string text = MetricsText({mlp, dlrm});
   EXPECT_THAT(text, HasSubstr("# TYPE nv_inference_request_success counter\n"));
   EXPECT_THAT(text, HasSubstr("nv_inference_request_success{model=\"mlp\",version=\"1\"} 9\n"));
-  EXPECT_THAT(
-      text,
-      HasSubstr("nv_inference_request_failure{model=\"mlp\",version=\"1\",reason=\"OTHER\"} 2\n"));
+  // Every one of Triton's reasons, zeros included.
+  for (const auto& [reason, count] : {std::pair{"REJECTED", 1}, std::pair{"CANCELED", 0},
+                                      std::pair{"BACKEND", 0}, std::pair{"OTHER", 1}}) {
+    EXPECT_THAT(text, HasSubstr(absl::StrCat("nv_inference_request_failure{model=\"mlp\",version="
+                                             "\"1\",reason=\"",
+                                             reason, "\"} ", count, "\n")));
+  }
   EXPECT_THAT(text, HasSubstr("nv_inference_count{model=\"mlp\",version=\"1\"} 40\n"));
   EXPECT_THAT(text, HasSubstr("nv_inference_exec_count{model=\"mlp\",version=\"1\"} 7\n"));
   EXPECT_THAT(text,
@@ -74,18 +82,18 @@ TEST(MetricsTest, NoModelsGiveFamiliesWithoutSamples) {
 }
 
 TEST(MetricsTest, GraphServesOwnHistogramsAndCounters) {
-  ModelCounters counters({1, 4}, /*max_batch_size=*/4);
+  ModelCounters counters({1, 4}, /*max_batch_size=*/4, /*num_streams=*/2);
   for (int64_t rows : {1, 1, 3}) counters.RecordSuccess(rows, 2000 * rows, 0, {});
-  counters.RecordChunk(1, 1, {});
-  counters.RecordChunk(1, 1, {});
-  counters.RecordChunk(4, 3, {});
+  counters.RecordChunk({.stream = 0, .batch_size = 1, .rows = 1}, {});
+  counters.RecordChunk({.stream = 1, .batch_size = 1, .rows = 1}, {});
+  counters.RecordChunk({.stream = 1, .batch_size = 4, .rows = 3}, {});
   ModelMetrics mlp;
   mlp.statistics.set_name("mlp");
   mlp.statistics.set_version("1");
   mlp.request_rows = counters.RequestRows();
   mlp.request_duration_us = counters.RequestDurationUs();
   mlp.padded_rows = counters.padded_rows();
-  mlp.launches_per_size = counters.LaunchesPerSize();
+  mlp.launches = counters.LaunchesPerSizeAndStream();
 
   const std::string text = MetricsText({mlp});
   EXPECT_THAT(text, HasSubstr("# TYPE graphserve_request_rows histogram\n"));
@@ -105,14 +113,35 @@ TEST(MetricsTest, GraphServesOwnHistogramsAndCounters) {
       HasSubstr(
           "graphserve_request_duration_us_bucket{model=\"mlp\",version=\"1\",le=\"50\"} 3\n"));
   EXPECT_THAT(text, HasSubstr("graphserve_padded_rows_total{model=\"mlp\",version=\"1\"} 1\n"));
-  EXPECT_THAT(
-      text,
-      HasSubstr(
-          "graphserve_graph_launches_total{model=\"mlp\",version=\"1\",batch_size=\"1\"} 2\n"));
-  EXPECT_THAT(
-      text,
-      HasSubstr(
-          "graphserve_graph_launches_total{model=\"mlp\",version=\"1\",batch_size=\"4\"} 1\n"));
+  // Every (size, stream), launched or not.
+  for (const auto& [labels, count] : {std::pair{"batch_size=\"1\",stream=\"0\"", 1},
+                                      std::pair{"batch_size=\"1\",stream=\"1\"", 1},
+                                      std::pair{"batch_size=\"4\",stream=\"0\"", 0},
+                                      std::pair{"batch_size=\"4\",stream=\"1\"", 1}}) {
+    EXPECT_THAT(
+        text, HasSubstr(absl::StrCat("graphserve_graph_launches_total{model=\"mlp\",version=\"1\",",
+                                     labels, "} ", count, "\n")));
+  }
+}
+
+TEST(MetricsTest, SplitRequestsAndMergedExecutions) {
+  ModelCounters counters({4}, /*max_batch_size=*/8, /*num_streams=*/1);
+  // 6 rows split over two chunks, the second merged with a request of 2.
+  counters.RecordChunk({.batch_size = 4, .rows = 4, .requests = 1}, {});
+  counters.RecordChunk({.batch_size = 4, .rows = 4, .requests = 2}, {});
+  counters.RecordSuccess(6, 1, 0, {}, /*split=*/true);
+  counters.RecordSuccess(2, 1, 0, {}, /*split=*/false);
+  ModelMetrics mlp;
+  mlp.statistics.set_name("mlp");
+  mlp.statistics.set_version("1");
+  mlp.split_requests = counters.split_requests();
+  mlp.merged_executions = counters.merged_executions();
+  const std::string text = MetricsText({mlp});
+  EXPECT_THAT(text, HasSubstr("# TYPE graphserve_split_requests_total counter\n"));
+  EXPECT_THAT(text, HasSubstr("graphserve_split_requests_total{model=\"mlp\",version=\"1\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("# TYPE graphserve_merged_executions_total counter\n"));
+  EXPECT_THAT(text,
+              HasSubstr("graphserve_merged_executions_total{model=\"mlp\",version=\"1\"} 1\n"));
 }
 
 }  // namespace

@@ -38,6 +38,31 @@ std::vector<uint64_t> DurationBoundsUs() {
 
 }  // namespace
 
+const char* FailureReasonLabel(FailureReason reason) {
+  switch (reason) {
+    case FailureReason::kRejected:
+      return "REJECTED";
+    case FailureReason::kCanceled:
+      return "CANCELED";
+    case FailureReason::kBackend:
+      return "BACKEND";
+    case FailureReason::kOther:
+      break;
+  }
+  return "OTHER";
+}
+
+FailureReason FailureReasonOfQueuedRows(const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kUnavailable:
+      return FailureReason::kRejected;
+    case absl::StatusCode::kCancelled:
+      return FailureReason::kCanceled;
+    default:
+      return FailureReason::kBackend;
+  }
+}
+
 ModelCounters::AtomicHistogram::AtomicHistogram(std::vector<uint64_t> upper_bounds)
     : upper_bounds_(std::move(upper_bounds)),
       counts_(new std::atomic<uint64_t>[upper_bounds_.size() + 1]) {
@@ -75,35 +100,51 @@ void ModelCounters::Duration::Fill(inference::StatisticDuration* duration) const
   duration->set_ns(ns.load(std::memory_order_relaxed));
 }
 
-ModelCounters::ModelCounters(std::vector<int64_t> batch_sizes, int64_t max_batch_size)
+ModelCounters::ModelCounters(std::vector<int64_t> batch_sizes, int64_t max_batch_size,
+                             int num_streams)
     : batch_sizes_(std::move(batch_sizes)),
+      max_batch_size_(max_batch_size),
+      num_streams_(std::max(num_streams, 1)),
       request_rows_(RowBounds(max_batch_size)),
-      request_duration_us_(DurationBoundsUs()) {
+      request_duration_us_(DurationBoundsUs()),
+      launches_(
+          new std::atomic<uint64_t>[batch_sizes_.size() * static_cast<size_t>(num_streams_)]) {
   for (size_t i = 0; i < batch_sizes_.size(); ++i) {
     size_counters_.push_back(std::make_unique<SizeCounters>());
   }
-}
-
-ModelCounters::SizeCounters& ModelCounters::CountersFor(int64_t batch_size) {
-  const size_t index =
-      static_cast<size_t>(std::lower_bound(batch_sizes_.begin(), batch_sizes_.end(), batch_size) -
-                          batch_sizes_.begin());
-  return *size_counters_[std::min(index, batch_sizes_.size() - 1)];
-}
-
-void ModelCounters::RecordChunk(int64_t batch_size, int64_t rows, const ChunkTiming& timing) {
-  SizeCounters& counters = CountersFor(batch_size);
-  counters.input.Add(static_cast<uint64_t>(timing.input_ns));
-  counters.infer.Add(static_cast<uint64_t>(timing.infer_ns));
-  counters.output.Add(static_cast<uint64_t>(timing.output_ns));
-  execution_count_.fetch_add(1, std::memory_order_relaxed);
-  if (batch_size > rows) {
-    padded_rows_.fetch_add(static_cast<uint64_t>(batch_size - rows), std::memory_order_relaxed);
+  for (size_t i = 0; i < batch_sizes_.size() * static_cast<size_t>(num_streams_); ++i) {
+    launches_[i].store(0);
   }
 }
 
+size_t ModelCounters::SizeIndex(int64_t batch_size) const {
+  const size_t index =
+      static_cast<size_t>(std::lower_bound(batch_sizes_.begin(), batch_sizes_.end(), batch_size) -
+                          batch_sizes_.begin());
+  return std::min(index, batch_sizes_.size() - 1);
+}
+
+void ModelCounters::RecordChunk(const ChunkRun& run, const ChunkTiming& timing) {
+  const size_t size = SizeIndex(run.batch_size);
+  SizeCounters& counters = *size_counters_[size];
+  counters.input.Add(static_cast<uint64_t>(timing.input_ns));
+  counters.infer.Add(static_cast<uint64_t>(timing.infer_ns));
+  counters.output.Add(static_cast<uint64_t>(timing.output_ns));
+  // A slot outside the count (a runner with more slots than the counters
+  // were told of) is counted under the last rather than lost.
+  const int stream = std::clamp(run.stream, 0, num_streams_ - 1);
+  launches_[size * static_cast<size_t>(num_streams_) + static_cast<size_t>(stream)].fetch_add(
+      1, std::memory_order_relaxed);
+  execution_count_.fetch_add(1, std::memory_order_relaxed);
+  if (run.batch_size > run.rows) {
+    padded_rows_.fetch_add(static_cast<uint64_t>(run.batch_size - run.rows),
+                           std::memory_order_relaxed);
+  }
+  if (run.requests > 1) merged_executions_.fetch_add(1, std::memory_order_relaxed);
+}
+
 void ModelCounters::RecordSuccess(int64_t rows, uint64_t elapsed_ns, uint64_t queue_ns,
-                                  const ChunkTiming& compute) {
+                                  const ChunkTiming& compute, bool split) {
   queue_.Add(queue_ns);
   compute_input_.Add(static_cast<uint64_t>(compute.input_ns));
   compute_infer_.Add(static_cast<uint64_t>(compute.infer_ns));
@@ -113,9 +154,21 @@ void ModelCounters::RecordSuccess(int64_t rows, uint64_t elapsed_ns, uint64_t qu
   last_inference_ms_.store(NowMillisSinceEpoch(), std::memory_order_relaxed);
   request_rows_.Observe(static_cast<uint64_t>(rows));
   request_duration_us_.Observe(elapsed_ns / 1000);
+  if (split) split_requests_.fetch_add(1, std::memory_order_relaxed);
 }
 
-void ModelCounters::RecordFailure(uint64_t elapsed_ns) { fail_.Add(elapsed_ns); }
+void ModelCounters::RecordFailure(uint64_t elapsed_ns, FailureReason reason) {
+  fail_.Add(elapsed_ns);
+  failures_[static_cast<size_t>(reason)].fetch_add(1, std::memory_order_relaxed);
+}
+
+std::array<uint64_t, kNumFailureReasons> ModelCounters::FailuresByReason() const {
+  std::array<uint64_t, kNumFailureReasons> failures{};
+  for (size_t i = 0; i < kNumFailureReasons; ++i) {
+    failures[i] = failures_[i].load(std::memory_order_relaxed);
+  }
+  return failures;
+}
 
 ModelCounters::Histogram ModelCounters::RequestRows() const { return request_rows_.Read(); }
 
@@ -123,11 +176,15 @@ ModelCounters::Histogram ModelCounters::RequestDurationUs() const {
   return request_duration_us_.Read();
 }
 
-std::vector<std::pair<int64_t, uint64_t>> ModelCounters::LaunchesPerSize() const {
-  std::vector<std::pair<int64_t, uint64_t>> launches;
+std::vector<ModelCounters::Launches> ModelCounters::LaunchesPerSizeAndStream() const {
+  std::vector<Launches> launches;
   for (size_t i = 0; i < batch_sizes_.size(); ++i) {
-    launches.emplace_back(batch_sizes_[i],
-                          size_counters_[i]->infer.count.load(std::memory_order_relaxed));
+    for (int stream = 0; stream < num_streams_; ++stream) {
+      const size_t index = i * static_cast<size_t>(num_streams_) + static_cast<size_t>(stream);
+      launches.push_back({.batch_size = batch_sizes_[i],
+                          .stream = stream,
+                          .count = launches_[index].load(std::memory_order_relaxed)});
+    }
   }
   return launches;
 }

@@ -7,43 +7,66 @@
 // Besides Triton's statistics it keeps GraphServe's own, for /metrics: the
 // live histogram of request rows (what the captured sizes should be chosen
 // from), a histogram of request latency (p99 needs buckets, not sums),
-// padding rows launched and graph launches per captured size.
+// padding rows launched, graph launches per captured size and stream slot,
+// split requests and merged executions, and failures by Triton's reason.
 //
 // Lock-free: every counter is an atomic that request threads and slot workers
 // add to, and readers load at any time.
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
 #include <utility>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "proto/grpc_service.pb.h"
 #include "server/chunk_runner.h"
 
 namespace graphserve {
 
+// Why a request failed: Triton's reason label of nv_inference_request_failure.
+// See Note [Failure reasons].
+enum class FailureReason { kRejected, kCanceled, kBackend, kOther };
+inline constexpr size_t kNumFailureReasons = 4;
+
+// Triton's label value: "REJECTED", "CANCELED", "BACKEND" or "OTHER".
+const char* FailureReasonLabel(FailureReason reason);
+
+// The reason for a request whose queued rows came back from the stream pool
+// with `status` (not OK): Note [Failure reasons].
+FailureReason FailureReasonOfQueuedRows(const absl::Status& status);
+
+// One chunk run on a stream slot.
+struct ChunkRun {
+  int stream = 0;          // the slot that ran it, 0 .. num_streams - 1
+  int64_t batch_size = 0;  // the captured size launched
+  int64_t rows = 0;        // real rows; batch_size - rows were padding
+  int64_t requests = 1;    // requests with rows in it; more than one: merged
+};
+
 class ModelCounters {
  public:
   // `batch_sizes`: the captured sizes, ascending; chunks are counted under
   // the smallest of them at least as large as the chunk's size.
-  // `max_batch_size` bounds the rows histogram.
-  ModelCounters(std::vector<int64_t> batch_sizes, int64_t max_batch_size);
+  // `max_batch_size` bounds the rows histogram. `num_streams`: the stream
+  // slots chunks run on (launches are counted per slot).
+  ModelCounters(std::vector<int64_t> batch_sizes, int64_t max_batch_size, int num_streams);
 
   // A request between accept and answer (Triton's pending request count).
   void RequestAccepted() { pending_.fetch_add(1, std::memory_order_relaxed); }
   void RequestAnswered() { pending_.fetch_sub(1, std::memory_order_relaxed); }
   [[nodiscard]] int64_t pending() const { return pending_.load(std::memory_order_relaxed); }
 
-  // One chunk of `rows` real rows launched at `batch_size`, with where its
-  // time went; batch_size - rows rows were padding.
-  void RecordChunk(int64_t batch_size, int64_t rows, const ChunkTiming& timing);
+  // One chunk launched (or failed), with where its time went.
+  void RecordChunk(const ChunkRun& run, const ChunkTiming& timing);
   // A request answered OK: its rows, its whole time, its longest chunk wait
-  // and its chunks' time summed.
+  // and its chunks' time summed. `split`: its rows ran in more than one chunk.
   void RecordSuccess(int64_t rows, uint64_t elapsed_ns, uint64_t queue_ns,
-                     const ChunkTiming& compute);
-  // A request answered with an error (refused, or a chunk failed).
-  void RecordFailure(uint64_t elapsed_ns);
+                     const ChunkTiming& compute, bool split = false);
+  // A request answered with an error, and why (Note [Failure reasons]).
+  void RecordFailure(uint64_t elapsed_ns, FailureReason reason);
 
   // Triton's ModelStatistics from the counters; name and version are the
   // caller's.
@@ -66,8 +89,28 @@ class ModelCounters {
   [[nodiscard]] uint64_t padded_rows() const {
     return padded_rows_.load(std::memory_order_relaxed);
   }
-  // (captured size, chunks launched at it), for every captured size.
-  [[nodiscard]] std::vector<std::pair<int64_t, uint64_t>> LaunchesPerSize() const;
+  // Chunks launched at one captured size on one stream slot.
+  struct Launches {
+    int64_t batch_size = 0;
+    int stream = 0;
+    uint64_t count = 0;
+  };
+  // Every (captured size, slot), launched or not: sizes ascending, then slots.
+  [[nodiscard]] std::vector<Launches> LaunchesPerSizeAndStream() const;
+  // Requests answered OK whose rows ran in more than one chunk.
+  [[nodiscard]] uint64_t split_requests() const {
+    return split_requests_.load(std::memory_order_relaxed);
+  }
+  // Chunks that held rows of more than one request (dynamic batching).
+  [[nodiscard]] uint64_t merged_executions() const {
+    return merged_executions_.load(std::memory_order_relaxed);
+  }
+  // Failed requests, indexed by FailureReason; they add up to Fill's fail
+  // count.
+  [[nodiscard]] std::array<uint64_t, kNumFailureReasons> FailuresByReason() const;
+  // What the counters were built with.
+  [[nodiscard]] const std::vector<int64_t>& batch_sizes() const { return batch_sizes_; }
+  [[nodiscard]] int64_t max_batch_size() const { return max_batch_size_; }
 
   // Implementation details follow.
   struct Duration {
@@ -93,11 +136,15 @@ class ModelCounters {
   };
 
  private:
-  [[nodiscard]] SizeCounters& CountersFor(int64_t batch_size);
+  // The batch_sizes_ index chunks of `batch_size` are counted under.
+  [[nodiscard]] size_t SizeIndex(int64_t batch_size) const;
 
   const std::vector<int64_t> batch_sizes_;
+  const int64_t max_batch_size_;
+  const int num_streams_;
   Duration success_, fail_, queue_, compute_input_, compute_infer_, compute_output_;
-  std::atomic<uint64_t> inference_count_{0};  // rows
+  std::array<std::atomic<uint64_t>, kNumFailureReasons> failures_{};  // by FailureReason
+  std::atomic<uint64_t> inference_count_{0};                          // rows
   std::atomic<int64_t> pending_{0};
   std::atomic<uint64_t> execution_count_{0};  // chunks run
   std::atomic<uint64_t> last_inference_ms_{0};
@@ -105,6 +152,35 @@ class ModelCounters {
   AtomicHistogram request_rows_;
   AtomicHistogram request_duration_us_;
   std::atomic<uint64_t> padded_rows_{0};
+  // Per captured size (batch_sizes_ index) and slot: [size * num_streams_ + slot].
+  std::unique_ptr<std::atomic<uint64_t>[]> launches_;
+  std::atomic<uint64_t> split_requests_{0};
+  std::atomic<uint64_t> merged_executions_{0};
 };
+
+// Note [Failure reasons]
+// ~~~~~~~~~~~~~~~~~~~~~~
+// Triton tells failed requests apart by reason; GraphServe decides the
+// reason where the request path knows it (server/served_model.cc):
+//  * OTHER: refused before it was queued because the request itself is bad:
+//    validation (shapes, datatypes, shared-memory regions) or a bad priority
+//    or timeout parameter.
+//  * REJECTED: the queue would not run it. Refused by Submit (the queue full:
+//    RESOURCE_EXHAUSTED past the rows bound, UNAVAILABLE "Exceeds maximum
+//    queue size"; or the pool shutting down), or, once queued, removed
+//    without running: a queue timeout (UNAVAILABLE "Request timeout
+//    expired") or a drain past its exit timeout.
+//  * BACKEND: a chunk holding its rows failed (the runner's error, or a slot
+//    whose worker thread could not be prepared).
+//  * CANCELED: a cancelled request. No path produces one today: once
+//    accepted, a request runs to its answer even if its client has gone. It
+//    is exported anyway (as 0), as Triton does, so queries keep working.
+// Queued rows come back through one callback whether they ran or were
+// refused, so FailureReasonOfQueuedRows tells them apart by code: the pool
+// refuses queued rows only with UNAVAILABLE, and no runner returns it
+// (common/cuda_status.h maps CUDA, cuBLAS and cuDNN errors to INTERNAL,
+// RESOURCE_EXHAUSTED and the like, never UNAVAILABLE), so UNAVAILABLE is REJECTED,
+// CANCELLED is CANCELED and anything else BACKEND. A request counts once,
+// under the reason of the error it is answered with (its first).
 
 }  // namespace graphserve

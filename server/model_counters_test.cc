@@ -2,8 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <thread>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -11,13 +13,15 @@ namespace graphserve {
 namespace {
 
 TEST(ModelCountersTest, FillsTritonsStatisticsFromRequestsAndChunks) {
-  ModelCounters counters({1, 4, 16}, /*max_batch_size=*/16);
+  ModelCounters counters({1, 4, 16}, /*max_batch_size=*/16, /*num_streams=*/1);
   // A request of 6 rows run as chunks at sizes 4 and 2 (counted under 4).
-  counters.RecordChunk(4, 4, {.input_ns = 10, .infer_ns = 100, .output_ns = 1});
-  counters.RecordChunk(2, 2, {.input_ns = 20, .infer_ns = 200, .output_ns = 2});
+  counters.RecordChunk({.batch_size = 4, .rows = 4},
+                       {.input_ns = 10, .infer_ns = 100, .output_ns = 1});
+  counters.RecordChunk({.batch_size = 2, .rows = 2},
+                       {.input_ns = 20, .infer_ns = 200, .output_ns = 2});
   counters.RecordSuccess(6, /*elapsed_ns=*/5000, /*queue_ns=*/70,
-                         {.input_ns = 30, .infer_ns = 300, .output_ns = 3});
-  counters.RecordFailure(900);
+                         {.input_ns = 30, .infer_ns = 300, .output_ns = 3}, /*split=*/true);
+  counters.RecordFailure(900, FailureReason::kBackend);
 
   inference::ModelStatistics statistics;
   counters.Fill(&statistics);
@@ -39,7 +43,7 @@ TEST(ModelCountersTest, FillsTritonsStatisticsFromRequestsAndChunks) {
 }
 
 TEST(ModelCountersTest, PendingFollowsAcceptAndAnswerAcrossThreads) {
-  ModelCounters counters({8}, /*max_batch_size=*/8);
+  ModelCounters counters({8}, /*max_batch_size=*/8, /*num_streams=*/1);
   constexpr int kThreads = 4;
   constexpr int kRequests = 1000;  // per thread
   std::vector<std::thread> threads;
@@ -47,7 +51,7 @@ TEST(ModelCountersTest, PendingFollowsAcceptAndAnswerAcrossThreads) {
     threads.emplace_back([&counters] {
       for (int i = 0; i < kRequests; ++i) {
         counters.RequestAccepted();
-        counters.RecordChunk(8, 1, {});
+        counters.RecordChunk({.batch_size = 8, .rows = 1}, {});
         counters.RecordSuccess(1, 1, 0, {});
         counters.RequestAnswered();
       }
@@ -64,9 +68,9 @@ TEST(ModelCountersTest, PendingFollowsAcceptAndAnswerAcrossThreads) {
 }
 
 TEST(ModelCountersTest, HistogramsCountRowsAndLatencyInTheirBuckets) {
-  ModelCounters counters({1, 8, 200}, /*max_batch_size=*/200);
+  ModelCounters counters({1, 8, 200}, /*max_batch_size=*/200, /*num_streams=*/1);
   for (int64_t rows : {1, 1, 3, 64, 65, 200}) counters.RecordSuccess(rows, 1000 * rows, 0, {});
-  counters.RecordFailure(5000);  // failures are not in the histograms
+  counters.RecordFailure(5000, FailureReason::kOther);  // failures are not in the histograms
 
   const ModelCounters::Histogram rows = counters.RequestRows();
   // 1..64 one bucket each, then 128, then 200, then +Inf.
@@ -91,15 +95,102 @@ TEST(ModelCountersTest, HistogramsCountRowsAndLatencyInTheirBuckets) {
   EXPECT_EQ(micros.cumulative_counts.back(), 6u);
   EXPECT_EQ(micros.sum, 1u + 1 + 3 + 64 + 65 + 200);
 
-  counters.RecordChunk(8, 3, {});
-  counters.RecordChunk(8, 8, {});
-  counters.RecordChunk(200, 65, {});
+  counters.RecordChunk({.batch_size = 8, .rows = 3}, {});
+  counters.RecordChunk({.batch_size = 8, .rows = 8}, {});
+  counters.RecordChunk({.batch_size = 200, .rows = 65}, {});
   EXPECT_EQ(counters.padded_rows(), 5u + 135u);
-  const std::vector<std::pair<int64_t, uint64_t>> launches = counters.LaunchesPerSize();
+  const std::vector<ModelCounters::Launches> launches = counters.LaunchesPerSizeAndStream();
   ASSERT_EQ(launches.size(), 3u);
-  EXPECT_EQ(launches[0], std::make_pair(int64_t{1}, uint64_t{0}));
-  EXPECT_EQ(launches[1], std::make_pair(int64_t{8}, uint64_t{2}));
-  EXPECT_EQ(launches[2], std::make_pair(int64_t{200}, uint64_t{1}));
+  EXPECT_EQ(launches[0].batch_size, 1);
+  EXPECT_EQ(launches[0].count, 0u);
+  EXPECT_EQ(launches[1].batch_size, 8);
+  EXPECT_EQ(launches[1].count, 2u);
+  EXPECT_EQ(launches[2].batch_size, 200);
+  EXPECT_EQ(launches[2].count, 1u);
+}
+
+TEST(ModelCountersTest, LaunchesAreCountedPerSizeAndStream) {
+  constexpr int kStreams = 3;
+  ModelCounters counters({2, 8}, /*max_batch_size=*/8, kStreams);
+  counters.RecordChunk({.stream = 0, .batch_size = 2, .rows = 2}, {});
+  counters.RecordChunk({.stream = 2, .batch_size = 2, .rows = 1}, {});
+  counters.RecordChunk({.stream = 2, .batch_size = 2, .rows = 2}, {});
+  counters.RecordChunk({.stream = 1, .batch_size = 8, .rows = 5}, {});
+  // Every (size, stream), launched or not, sizes then streams ascending.
+  const std::vector<ModelCounters::Launches> launches = counters.LaunchesPerSizeAndStream();
+  ASSERT_EQ(launches.size(), 2u * kStreams);
+  const std::vector<std::tuple<int64_t, int, uint64_t>> expected = {
+      {2, 0, 1}, {2, 1, 0}, {2, 2, 2}, {8, 0, 0}, {8, 1, 1}, {8, 2, 0}};
+  for (size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_EQ(std::make_tuple(launches[i].batch_size, launches[i].stream, launches[i].count),
+              expected[i])
+        << "entry " << i;
+  }
+  // The same chunks through Triton's statistics: per size, all streams.
+  inference::ModelStatistics statistics;
+  counters.Fill(&statistics);
+  EXPECT_EQ(statistics.execution_count(), 4u);
+  ASSERT_EQ(statistics.batch_stats_size(), 2);
+  EXPECT_EQ(statistics.batch_stats(0).compute_infer().count(), 3u);
+  EXPECT_EQ(statistics.batch_stats(1).compute_infer().count(), 1u);
+  EXPECT_EQ(counters.padded_rows(), 1u + 3u);
+}
+
+TEST(ModelCountersTest, SplitRequestsAndMergedExecutions) {
+  ModelCounters counters({4}, /*max_batch_size=*/16, /*num_streams=*/2);
+  // A request of 6 rows split in two chunks, the second merged with the 2
+  // rows of another request; a request of 4 rows alone in one chunk.
+  counters.RecordChunk({.stream = 0, .batch_size = 4, .rows = 4, .requests = 1}, {});
+  counters.RecordChunk({.stream = 1, .batch_size = 4, .rows = 4, .requests = 2}, {});
+  counters.RecordChunk({.stream = 0, .batch_size = 4, .rows = 4, .requests = 1}, {});
+  counters.RecordSuccess(6, 1, 0, {}, /*split=*/true);
+  counters.RecordSuccess(2, 1, 0, {}, /*split=*/false);
+  counters.RecordSuccess(4, 1, 0, {}, /*split=*/false);
+  EXPECT_EQ(counters.split_requests(), 1u);
+  EXPECT_EQ(counters.merged_executions(), 1u);
+  EXPECT_EQ(counters.padded_rows(), 0u);
+}
+
+TEST(ModelCountersTest, FailuresAreCountedByReasonAndInTotal) {
+  ModelCounters counters({4}, /*max_batch_size=*/4, /*num_streams=*/1);
+  counters.RecordFailure(10, FailureReason::kRejected);
+  counters.RecordFailure(20, FailureReason::kRejected);
+  counters.RecordFailure(30, FailureReason::kBackend);
+  counters.RecordFailure(40, FailureReason::kOther);
+  const std::array<uint64_t, kNumFailureReasons> failures = counters.FailuresByReason();
+  EXPECT_EQ(failures[static_cast<size_t>(FailureReason::kRejected)], 2u);
+  EXPECT_EQ(failures[static_cast<size_t>(FailureReason::kCanceled)], 0u);
+  EXPECT_EQ(failures[static_cast<size_t>(FailureReason::kBackend)], 1u);
+  EXPECT_EQ(failures[static_cast<size_t>(FailureReason::kOther)], 1u);
+  // Triton's statistics keep one fail duration: the four reasons together.
+  inference::ModelStatistics statistics;
+  counters.Fill(&statistics);
+  EXPECT_EQ(statistics.inference_stats().fail().count(), 4u);
+  EXPECT_EQ(statistics.inference_stats().fail().ns(), 100u);
+
+  EXPECT_STREQ(FailureReasonLabel(FailureReason::kRejected), "REJECTED");
+  EXPECT_STREQ(FailureReasonLabel(FailureReason::kCanceled), "CANCELED");
+  EXPECT_STREQ(FailureReasonLabel(FailureReason::kBackend), "BACKEND");
+  EXPECT_STREQ(FailureReasonLabel(FailureReason::kOther), "OTHER");
+}
+
+// Note [Failure reasons]: the stream pool's refusals against a runner's
+// errors, by code.
+TEST(ModelCountersTest, QueuedRowsFailReasonsByCode) {
+  // The pool's refusals (server/stream_pool.cc): a queue timeout, and rows
+  // abandoned at a drain past its exit timeout.
+  EXPECT_EQ(FailureReasonOfQueuedRows(absl::UnavailableError("Request timeout expired")),
+            FailureReason::kRejected);
+  EXPECT_EQ(FailureReasonOfQueuedRows(absl::UnavailableError("the server is shutting down")),
+            FailureReason::kRejected);
+  EXPECT_EQ(FailureReasonOfQueuedRows(absl::CancelledError("cancelled")), FailureReason::kCanceled);
+  // What runners return (common/cuda_status.h, server/host_runner.cc).
+  EXPECT_EQ(FailureReasonOfQueuedRows(absl::InternalError("cudaGraphLaunch failed")),
+            FailureReason::kBackend);
+  EXPECT_EQ(FailureReasonOfQueuedRows(absl::ResourceExhaustedError("cudaMalloc failed")),
+            FailureReason::kBackend);
+  EXPECT_EQ(FailureReasonOfQueuedRows(absl::InvalidArgumentError("cuDNN bad param")),
+            FailureReason::kBackend);
 }
 
 }  // namespace

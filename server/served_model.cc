@@ -389,17 +389,26 @@ absl::StatusOr<std::unique_ptr<ServedModel>> ServedModel::Load(const RepositoryM
   summary.executor = execution->runner->description();
   summary.batch_sizes = sizes;
   summary.num_streams = execution->runner->num_slots();
-  auto counters = std::make_unique<ModelCounters>(sizes, declared.max_batch_size);
+  auto counters =
+      std::make_unique<ModelCounters>(sizes, declared.max_batch_size, summary.num_streams);
   StreamPoolOptions pool_options;
   pool_options.idle_spin = options.idle_spin;
   ASSIGN_OR_RETURN(pool_options.queue, QueuePolicyFromConfig(config));
   // The back-pressure bound, in chunks of the largest size.
   pool_options.queue.max_queued_rows =
       static_cast<int64_t>(options.max_queued_chunks) * sizes.back();
-  pool_options.on_chunk = [counters = counters.get()](int /*slot*/, const FormedChunk& chunk,
+  pool_options.on_chunk = [counters = counters.get()](int slot, const FormedChunk& chunk,
                                                       const absl::Status& /*status*/,
                                                       const ChunkTiming& timing) {
-    counters->RecordChunk(chunk.batch_size, chunk.rows, timing);
+    // A request's rows in a chunk are one segment (RequestQueue::TakeRows), or
+    // at least adjacent ones: count the changes of request along the chunk.
+    int64_t requests = chunk.segments.empty() ? 0 : 1;
+    for (size_t i = 1; i < chunk.segments.size(); ++i) {
+      if (chunk.segments[i].request != chunk.segments[i - 1].request) ++requests;
+    }
+    counters->RecordChunk(
+        {.stream = slot, .batch_size = chunk.batch_size, .rows = chunk.rows, .requests = requests},
+        timing);
   };
   ASSIGN_OR_RETURN(std::unique_ptr<StreamPool> pool,
                    StreamPool::Create(std::move(execution->runner), std::move(planner),
@@ -432,7 +441,8 @@ void ServedModel::Infer(const inference::ModelInferRequest* request,
   absl::StatusOr<QueueRequestOptions> queue_options =
       validated.ok() ? QueueOptionsFromRequest(*request) : validated.status();
   if (!queue_options.ok()) {
-    counters_->RecordFailure(Nanos(Clock::now() - start));
+    // Note [Failure reasons]: a bad request.
+    counters_->RecordFailure(Nanos(Clock::now() - start), FailureReason::kOther);
     done(queue_options.status());
     return;
   }
@@ -458,7 +468,8 @@ void ServedModel::Infer(const inference::ModelInferRequest* request,
   };
   if (preserve_ordering_) state->sequence = ordering_.Accept();
   if (absl::Status submitted = pool_->Submit(std::move(rows), *queue_options); !submitted.ok()) {
-    counters_->RecordFailure(Nanos(Clock::now() - start));
+    // Note [Failure reasons]: Submit refuses only for a full queue or a drain.
+    counters_->RecordFailure(Nanos(Clock::now() - start), FailureReason::kRejected);
     if (preserve_ordering_) ordering_.Finish(state->sequence, [] {});
     state->done(submitted);
   }
@@ -493,10 +504,12 @@ void ServedModel::FinishSegment(const std::shared_ptr<RequestState>& state, int6
   }
   const uint64_t elapsed = Nanos(Clock::now() - state->start);
   if (final_status.ok()) {
-    counters_->RecordSuccess(state->validated.rows, elapsed, queue_ns, compute);
+    // The last segment holds fewer than all the rows when there were others.
+    counters_->RecordSuccess(state->validated.rows, elapsed, queue_ns, compute,
+                             /*split=*/rows != state->validated.rows);
   } else {
     spdlog::warn("{}", final_status.ToString());
-    counters_->RecordFailure(elapsed);
+    counters_->RecordFailure(elapsed, FailureReasonOfQueuedRows(final_status));
   }
   if (preserve_ordering_) {
     ordering_.Finish(state->sequence, [state, final_status] { state->done(final_status); });
