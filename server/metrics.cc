@@ -6,8 +6,12 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "capture/batch_sizes.h"
+#include "capture/live_metrics.h"
+#include "common/status.h"
 #include "prometheus/metric_family.h"
 #include "prometheus/text_serializer.h"
+#include "spdlog/spdlog.h"
 
 namespace graphserve {
 
@@ -93,6 +97,11 @@ void AddGraphServeFamilies(const std::vector<ModelMetrics>& models,
                         "Chunks launched at each captured batch size on each stream slot",
                         MetricType::Counter,
                         {}};
+  MetricFamily padding{"graphserve_expected_padded_rows",
+                       "Expected padded rows per request over the live rows histogram: with the "
+                       "captured sizes (current) and with the best as many sizes (optimal)",
+                       MetricType::Gauge,
+                       {}};
   for (const ModelMetrics& model : models) {
     rows.metric.push_back(HistogramSample(model.statistics, model.request_rows));
     duration.metric.push_back(HistogramSample(model.statistics, model.request_duration_us));
@@ -102,6 +111,14 @@ void AddGraphServeFamilies(const std::vector<ModelMetrics>& models,
       sample.label.push_back({"batch_size", absl::StrCat(launched.batch_size)});
       sample.label.push_back({"stream", absl::StrCat(launched.stream)});
       launches.metric.push_back(std::move(sample));
+    }
+    if (model.padding.has_value()) {
+      for (const auto& [sizes, value] : {std::pair{"current", model.padding->current},
+                                         std::pair{"optimal", model.padding->optimal}}) {
+        ClientMetric sample = Sample(model.statistics, value, MetricType::Gauge);
+        sample.label.push_back({"sizes", sizes});
+        padding.metric.push_back(std::move(sample));
+      }
     }
   }
   families.push_back(std::move(rows));
@@ -119,9 +136,29 @@ void AddGraphServeFamilies(const std::vector<ModelMetrics>& models,
       Family("graphserve_merged_executions_total", "Chunks that held rows of more than one request",
              MetricType::Counter, models,
              [](const ModelMetrics& m) { return static_cast<double>(m.merged_executions); }));
+  families.push_back(std::move(padding));
 }
 
 }  // namespace
+
+absl::StatusOr<PaddingSignal> ExpectedPaddedRowsSignal(const ModelCounters::Histogram& rows,
+                                                       const std::vector<int64_t>& captured_sizes,
+                                                       int64_t max_batch_size) {
+  // The histogram as `select --from-metrics` reads it from the text, so the
+  // optimal gauge is what select would choose (Note [Re-capture signal]).
+  std::vector<CumulativeBucket> buckets;
+  for (size_t i = 0; i < rows.upper_bounds.size(); ++i) {
+    buckets.push_back({.upper_bound = rows.upper_bounds[i],
+                       .cumulative_count = static_cast<double>(rows.cumulative_counts[i])});
+  }
+  ASSIGN_OR_RETURN(const RowHistogram live, RowHistogramFromBuckets(std::move(buckets)));
+  if (live.histogram.empty()) return PaddingSignal{};
+  ASSIGN_OR_RETURN(
+      const SizeChoice best,
+      ChooseBatchSizes(live.histogram, static_cast<int>(captured_sizes.size()), max_batch_size));
+  return PaddingSignal{.current = ExpectedPaddedRows(live.histogram, captured_sizes),
+                       .optimal = best.expected_padded_rows};
+}
 
 std::string MetricsText(const std::vector<ModelMetrics>& models,
                         const std::vector<GpuReading>& gpus) {
@@ -213,6 +250,16 @@ std::vector<ModelMetrics> ReadMetrics(const ModelRegistry& registry) {
     model.launches = counters.LaunchesPerSizeAndStream();
     model.split_requests = counters.split_requests();
     model.merged_executions = counters.merged_executions();
+    absl::StatusOr<PaddingSignal> padding = ExpectedPaddedRowsSignal(
+        model.request_rows, counters.batch_sizes(), counters.max_batch_size());
+    if (padding.ok()) {
+      model.padding = *padding;
+    } else {
+      // Not expected (the counters make the histogram): the gauges go
+      // missing rather than the page.
+      spdlog::warn("model '{}': no graphserve_expected_padded_rows: {}", model.statistics.name(),
+                   padding.status().ToString());
+    }
   }
   return models;
 }

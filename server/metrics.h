@@ -21,14 +21,16 @@
 //   graphserve_graph_launches_total{batch_size,stream} (one sample per captured
 //   size and stream slot, launched or not), graphserve_split_requests_total
 //   (requests answered OK whose rows ran in more than one chunk),
-//   and graphserve_merged_executions_total (chunks holding rows of more than one
-//   request).
+//   graphserve_merged_executions_total (chunks holding rows of more than one
+//   request), and the gauges graphserve_expected_padded_rows{sizes="current"|
+//   "optimal"} (Note [Re-capture signal]).
 //
 // One source of numbers: every scrape reads the counters the statistics RPC
 // reads (ModelCounters), so the two never disagree.
 
 #include <array>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -42,6 +44,20 @@
 
 namespace graphserve {
 
+// Expected padded rows per request: Note [Re-capture signal].
+struct PaddingSignal {
+  double current = 0;  // with the captured sizes
+  double optimal = 0;  // with the best as many sizes for the same histogram
+};
+
+// The re-capture signal of a model version from its rows histogram
+// (ModelCounters::RequestRows), its captured sizes (non-empty) and its
+// max_batch_size; both 0 before any request. Errors only for a histogram
+// ModelCounters does not make (RowHistogramFromBuckets' errors).
+absl::StatusOr<PaddingSignal> ExpectedPaddedRowsSignal(const ModelCounters::Histogram& rows,
+                                                       const std::vector<int64_t>& captured_sizes,
+                                                       int64_t max_batch_size);
+
 // What one model version contributes to a scrape.
 struct ModelMetrics {
   inference::ModelStatistics statistics;
@@ -54,6 +70,7 @@ struct ModelMetrics {
   std::vector<ModelCounters::Launches> launches;  // per captured size and stream
   uint64_t split_requests = 0;
   uint64_t merged_executions = 0;
+  std::optional<PaddingSignal> padding;  // absent: no samples
 };
 
 // The metrics of `models` and `gpus` in Prometheus' text format.
@@ -76,5 +93,33 @@ class MetricsEndpoint {
   std::unique_ptr<GpuMonitor> gpus_;  // null without NVML
   std::unique_ptr<HttpListener> listener_;
 };
+
+// Note [Re-capture signal]
+// ~~~~~~~~~~~~~~~~~~~~~~~~
+// Captured sizes are chosen from a batch-size histogram, and traffic drifts
+// away from the one they were chosen for. graphserve_expected_padded_rows
+// says when it has drifted far enough to re-choose, with the cost function
+// `graphserve-capture select` minimises (capture/batch_sizes.h), over the
+// live rows histogram graphserve_request_rows exports:
+//  * sizes="current": ExpectedPaddedRows of the captured sizes;
+//  * sizes="optimal": that of ChooseBatchSizes with as many sizes (N), i.e.
+//    what `graphserve-capture select --from-metrics URL --model M
+//    --num-sizes N` would choose now (the same histogram, the same reading
+//    of its wide buckets: Note [Rows of a wide bucket] in
+//    capture/live_metrics.cc).
+// A current well above optimal means re-choosing would save that many padded
+// rows per request: run select with --reload. Optimal may exceed current
+// when the captured sizes' largest is below the largest request, since the
+// cost function counts the extra launches of a split request as free and
+// ChooseBatchSizes always takes the largest request as its top size. Both
+// assume each request runs on its own, as the cost function does; under
+// dynamic batching chunks hold merged requests, so the padding launched
+// (graphserve_padded_rows_total) may differ from both.
+//
+// Computed at each scrape, not cached: the histogram has one bucket per row
+// up to 64, then powers of two, then max_batch_size, so the dynamic program
+// (O(N m^2) for m distinct bucket bounds with requests, m > N) sees at most
+// 65 + log2(max_batch_size) sizes whatever max_batch_size is: under 300,000
+// steps even at max_batch_size 2^20, well under a millisecond per model.
 
 }  // namespace graphserve

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "capture/batch_sizes.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -142,6 +143,66 @@ TEST(MetricsTest, SplitRequestsAndMergedExecutions) {
   EXPECT_THAT(text, HasSubstr("# TYPE graphserve_merged_executions_total counter\n"));
   EXPECT_THAT(text,
               HasSubstr("graphserve_merged_executions_total{model=\"mlp\",version=\"1\"} 1\n"));
+}
+
+// The re-capture signal against hand-computed padding (Note [Re-capture
+// signal]).
+TEST(MetricsTest, ExpectedPaddedRowsOfCurrentAndOptimalSizes) {
+  // Captured (2, 8), 4 requests: 1 row pads 1, 3 pads 5, 3 pads 5, 8 pads 0:
+  // 11 rows over 4 requests. The best two sizes for this histogram are
+  // (3, 8): 1 pads 2, the rest nothing: 2 / 4.
+  ModelCounters counters({2, 8}, /*max_batch_size=*/8, /*num_streams=*/1);
+  for (int64_t rows : {1, 3, 3, 8}) counters.RecordSuccess(rows, 1, 0, {});
+  absl::StatusOr<PaddingSignal> signal = ExpectedPaddedRowsSignal(
+      counters.RequestRows(), counters.batch_sizes(), counters.max_batch_size());
+  ASSERT_TRUE(signal.ok()) << signal.status();
+  EXPECT_DOUBLE_EQ(signal->current, 11.0 / 4);
+  EXPECT_DOUBLE_EQ(signal->optimal, 2.0 / 4);
+
+  ModelMetrics mlp;
+  mlp.statistics.set_name("mlp");
+  mlp.statistics.set_version("1");
+  mlp.padding = *signal;
+  const std::string text = MetricsText({mlp});
+  EXPECT_THAT(text, HasSubstr("# TYPE graphserve_expected_padded_rows gauge\n"));
+  EXPECT_THAT(text, HasSubstr("graphserve_expected_padded_rows{model=\"mlp\",version=\"1\","
+                              "sizes=\"current\"} 2.75\n"));
+  EXPECT_THAT(text, HasSubstr("graphserve_expected_padded_rows{model=\"mlp\",version=\"1\","
+                              "sizes=\"optimal\"} 0.5\n"));
+  // No signal, no samples.
+  mlp.padding.reset();
+  EXPECT_THAT(MetricsText({mlp}), ::testing::Not(HasSubstr("graphserve_expected_padded_rows{")));
+}
+
+TEST(MetricsTest, ExpectedPaddedRowsBeforeAnyRequestAreZero) {
+  ModelCounters counters({1, 4, 16}, /*max_batch_size=*/16, /*num_streams=*/1);
+  absl::StatusOr<PaddingSignal> signal = ExpectedPaddedRowsSignal(
+      counters.RequestRows(), counters.batch_sizes(), counters.max_batch_size());
+  ASSERT_TRUE(signal.ok()) << signal.status();
+  EXPECT_EQ(signal->current, 0.0);
+  EXPECT_EQ(signal->optimal, 0.0);
+}
+
+// Above 64 rows the histogram's buckets are wider than a row; both gauges
+// count a request at its bucket's upper bound, as select --from-metrics
+// does, and they agree with ChooseBatchSizes on that histogram.
+TEST(MetricsTest, ExpectedPaddedRowsReadWideBucketsAsSelectDoes) {
+  constexpr int64_t kMaxBatch = 1000;  // buckets ..., 64, 128, 256, 512, 1000
+  ModelCounters counters({1, 64, kMaxBatch}, kMaxBatch, /*num_streams=*/1);
+  // 100 and 120 rows are counted at 128, 600 at 1000.
+  for (int64_t rows : {1, 2, 100, 120, 600}) counters.RecordSuccess(rows, 1, 0, {});
+  const BatchHistogram as_select_reads = {{1, 1}, {2, 1}, {128, 2}, {1000, 1}};
+  absl::StatusOr<PaddingSignal> signal = ExpectedPaddedRowsSignal(
+      counters.RequestRows(), counters.batch_sizes(), counters.max_batch_size());
+  ASSERT_TRUE(signal.ok()) << signal.status();
+  // Current: 2 pads 62, 128 pads 872 each (one launch of 1000): 1806 / 5.
+  EXPECT_DOUBLE_EQ(signal->current, (62.0 + 2 * 872 + 0) / 5);
+  EXPECT_DOUBLE_EQ(signal->current, ExpectedPaddedRows(as_select_reads, {1, 64, kMaxBatch}));
+  absl::StatusOr<SizeChoice> best = ChooseBatchSizes(as_select_reads, 3, kMaxBatch);
+  ASSERT_TRUE(best.ok());
+  EXPECT_DOUBLE_EQ(signal->optimal, best->expected_padded_rows);
+  // (2, 128, 1000): only the 1-row request pads, by 1.
+  EXPECT_DOUBLE_EQ(signal->optimal, 1.0 / 5);
 }
 
 }  // namespace
