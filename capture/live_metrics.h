@@ -8,8 +8,9 @@
 //       answered OK since the version was (re)loaded, as a cumulative
 //       histogram: one bucket per row count up to 64, then powers of two, then
 //       max_batch_size, then +Inf;
-//   graphserve_graph_launches_total{model,version,batch_size}  one sample per
-//       captured size (every one, launched or not): the sizes served now.
+//   graphserve_graph_launches_total{model,version,batch_size,stream}  one
+//       sample per captured size and stream slot (every one, launched or
+//       not): its distinct batch_size labels are the sizes served now.
 
 #include <cstdint>
 #include <string>
