@@ -118,6 +118,21 @@ std::optional<SharedMemoryRoute> ParseSharedMemoryRoute(const std::vector<std::s
   return route;
 }
 
+// /v2/repository/index and /v2/repository/models/M/{load,unload}.
+struct RepositoryRoute {
+  std::string model;   // empty for the index
+  std::string action;  // "index", "load" or "unload"
+};
+
+std::optional<RepositoryRoute> ParseRepositoryRoute(const std::vector<std::string>& parts) {
+  if (parts.size() < 3 || parts[0] != "v2" || parts[1] != "repository") return std::nullopt;
+  if (parts.size() == 3 && parts[2] == "index") return RepositoryRoute{"", "index"};
+  if (parts.size() == 5 && parts[2] == "models" && (parts[4] == "load" || parts[4] == "unload")) {
+    return RepositoryRoute{parts[3], parts[4]};
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 // The routes of the file comment in http_endpoint.h, over the protocol.
@@ -234,6 +249,38 @@ class HttpEndpoint::Handler {
     response.status = 200;
   }
 
+  // POST of the model repository routes, with the request body read. A load
+  // or unload waits on this worker for the registry's control thread, as an
+  // inference waits for the responder: Triton answers when the model serves
+  // or is gone.
+  void RepositoryPost(const RepositoryRoute& route, const std::string& body,
+                      httplib::Response& response) const {
+    if (route.action == "index") {
+      absl::StatusOr<inference::RepositoryIndexRequest> request = ParseRepositoryIndex(body);
+      if (!request.ok()) return SendStatus(response, request.status());
+      inference::RepositoryIndexResponse index;
+      const absl::Status status = protocol_->RepositoryIndex(*request, &index);
+      if (!status.ok()) return SendStatus(response, status);
+      return SendJson(response, 200, RepositoryIndexToJson(index));
+    }
+    std::promise<absl::Status> finished;
+    auto done = [&finished](const absl::Status& status) { finished.set_value(status); };
+    if (route.action == "load") {
+      absl::StatusOr<inference::RepositoryModelLoadRequest> request =
+          ParseRepositoryModelLoad(body, route.model);
+      if (!request.ok()) return SendStatus(response, request.status());
+      protocol_->RepositoryModelLoad(*request, done);
+    } else {
+      absl::StatusOr<inference::RepositoryModelUnloadRequest> request =
+          ParseRepositoryModelUnload(body, route.model);
+      if (!request.ok()) return SendStatus(response, request.status());
+      protocol_->RepositoryModelUnload(*request, done);
+    }
+    const absl::Status status = finished.get_future().get();
+    if (!status.ok()) return SendStatus(response, status);
+    response.status = 200;
+  }
+
   // The body is read here, not by the library: it refuses form-encoded
   // bodies over 8 KiB, and `curl -d` labels JSON that way.
   void Post(const httplib::Request& request, httplib::Response& response,
@@ -245,7 +292,8 @@ class HttpEndpoint::Handler {
         (shared_memory->action != "register" || shared_memory->region.empty())) {
       shared_memory.reset();  // status is GET only; a register names its region
     }
-    if (!shared_memory && (!route || route->action != "infer")) {
+    const std::optional<RepositoryRoute> repository = ParseRepositoryRoute(parts);
+    if (!shared_memory && !repository && (!route || route->action != "infer")) {
       return SendNotFound(request, response);
     }
     std::string body;
@@ -261,6 +309,7 @@ class HttpEndpoint::Handler {
                                              max_body_bytes_, " bytes")));
     }
     if (shared_memory) return SharedMemoryPost(*shared_memory, body, response);
+    if (repository) return RepositoryPost(*repository, body, response);
     size_t header_length = body.size();
     if (request.has_header("Inference-Header-Content-Length") &&
         !absl::SimpleAtoi(request.get_header_value("Inference-Header-Content-Length"),

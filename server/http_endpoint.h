@@ -18,6 +18,11 @@
 //   .../cudasharedmemory/...                           the same for CUDA
 //        regions, which GraphServe does not serve: none are listed, and a
 //        register answers 501
+//   POST /v2/repository/index                    the repository's models and
+//        their states; body optional {"ready": true}
+//   POST /v2/repository/models/M/load, .../unload   model control: 200 once
+//        the model serves or is gone; body optional {"parameters":
+//        {"config": "<JSON config>"}} (load)
 //
 // Errors answer {"error": "..."} with 400 (bad request), 404 (unknown model,
 // region or route), 409 (a region name in use), 413 (body too large), 501

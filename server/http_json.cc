@@ -444,6 +444,94 @@ std::string CudaSharedMemoryStatusToJson(const inference::CudaSharedMemoryStatus
   return regions.dump();
 }
 
+namespace {
+
+// An optional JSON object body: empty is {}. `what` names the request in
+// the error.
+absl::StatusOr<json> ParseOptionalObject(std::string_view body, absl::string_view what) {
+  if (body.find_first_not_of(" \t\r\n") == std::string_view::npos) return json::object();
+  json parsed = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_discarded() || !parsed.is_object()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " takes an optional JSON object; the body starts with ",
+                     QuoteClientText(absl::string_view(body.data(), body.size()))));
+  }
+  return parsed;
+}
+
+// {"parameters": {...}} of a load or unload body into the request's map.
+absl::Status ParseRepositoryParameters(
+    std::string_view body, const std::string& name, absl::string_view action,
+    google::protobuf::Map<std::string, inference::ModelRepositoryParameter>* parameters) {
+  const std::string what = absl::StrCat(action, " of model ", QuoteClientText(name));
+  ASSIGN_OR_RETURN(const json parsed, ParseOptionalObject(body, what));
+  const auto found = parsed.find("parameters");
+  if (found == parsed.end()) return absl::OkStatus();
+  if (!found->is_object()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("\"parameters\" of the ", what, " must be a JSON object"));
+  }
+  for (const auto& [key, value] : found->items()) {
+    inference::ModelRepositoryParameter& parameter = (*parameters)[key];
+    if (value.is_string()) {
+      parameter.set_string_param(value.get<std::string>());
+    } else if (value.is_boolean()) {
+      parameter.set_bool_param(value.get<bool>());
+    } else if (value.is_number_integer()) {
+      parameter.set_int64_param(value.get<int64_t>());
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat("parameter ", QuoteClientText(key), " of the ",
+                                                     what,
+                                                     " must be a string, boolean or integer"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<inference::RepositoryIndexRequest> ParseRepositoryIndex(std::string_view body) {
+  ASSIGN_OR_RETURN(const json parsed, ParseOptionalObject(body, "the repository index"));
+  inference::RepositoryIndexRequest request;
+  const auto ready = parsed.find("ready");
+  if (ready != parsed.end()) {
+    if (!ready->is_boolean()) {
+      return absl::InvalidArgumentError("\"ready\" of the repository index must be a boolean");
+    }
+    request.set_ready(ready->get<bool>());
+  }
+  return request;
+}
+
+std::string RepositoryIndexToJson(const inference::RepositoryIndexResponse& index) {
+  json models = json::array();
+  for (const inference::RepositoryIndexResponse::ModelIndex& model : index.models()) {
+    json entry = {{"name", model.name()}};
+    if (!model.version().empty()) entry["version"] = model.version();
+    if (!model.state().empty()) entry["state"] = model.state();
+    if (!model.reason().empty()) entry["reason"] = model.reason();
+    models.push_back(std::move(entry));
+  }
+  return models.dump();
+}
+
+absl::StatusOr<inference::RepositoryModelLoadRequest> ParseRepositoryModelLoad(
+    std::string_view body, const std::string& name) {
+  inference::RepositoryModelLoadRequest request;
+  request.set_model_name(name);
+  RETURN_IF_ERROR(ParseRepositoryParameters(body, name, "the load", request.mutable_parameters()));
+  return request;
+}
+
+absl::StatusOr<inference::RepositoryModelUnloadRequest> ParseRepositoryModelUnload(
+    std::string_view body, const std::string& name) {
+  inference::RepositoryModelUnloadRequest request;
+  request.set_model_name(name);
+  RETURN_IF_ERROR(
+      ParseRepositoryParameters(body, name, "the unload", request.mutable_parameters()));
+  return request;
+}
+
 std::string ErrorJson(absl::string_view message) {
   return json{{"error", std::string(message)}}.dump();
 }

@@ -72,6 +72,21 @@ absl::StatusOr<inference::SystemSharedMemoryRegisterRequest> ParseSystemSharedMe
 std::string SystemSharedMemoryStatusToJson(
     const inference::SystemSharedMemoryStatusResponse& status);
 std::string CudaSharedMemoryStatusToJson(const inference::CudaSharedMemoryStatusResponse& status);
+// Triton's model repository extension. The index body is optional JSON
+// {"ready": bool}; the answer is a JSON array [{"name", "version", "state",
+// "reason"}], each field left out when empty, as Triton leaves out all but
+// the name for a model it never loaded.
+absl::StatusOr<inference::RepositoryIndexRequest> ParseRepositoryIndex(std::string_view body);
+std::string RepositoryIndexToJson(const inference::RepositoryIndexResponse& index);
+// The bodies of POST /v2/repository/models/NAME/load and .../unload: optional
+// JSON {"parameters": {"config": "<JSON config>", ...}}. Strings, booleans and
+// integers become the parameters gRPC carries, so that InferenceProtocol
+// judges both transports' parameters alike (tritonclient.http's unload always
+// sends {"unload_dependents": bool}).
+absl::StatusOr<inference::RepositoryModelLoadRequest> ParseRepositoryModelLoad(
+    std::string_view body, const std::string& name);
+absl::StatusOr<inference::RepositoryModelUnloadRequest> ParseRepositoryModelUnload(
+    std::string_view body, const std::string& name);
 // {"error": message}.
 std::string ErrorJson(absl::string_view message);
 

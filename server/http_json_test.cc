@@ -186,6 +186,73 @@ TEST(HttpJsonTest, SharedMemoryRegistrationAndStatusBodies) {
   EXPECT_EQ(CudaSharedMemoryStatusToJson({}), "[]");
 }
 
+TEST(HttpJsonTest, RepositoryIndexBodies) {
+  // tritonclient.http sends no body at all.
+  for (const char* body : {"", " \n", "{}", R"({"ready": false})"}) {
+    absl::StatusOr<inference::RepositoryIndexRequest> request = ParseRepositoryIndex(body);
+    ASSERT_TRUE(request.ok()) << body << ": " << request.status();
+    EXPECT_FALSE(request->ready()) << body;
+  }
+  EXPECT_TRUE(ParseRepositoryIndex(R"({"ready": true})")->ready());
+  for (const char* bad : {"[]", "{", R"({"ready": 1})"}) {
+    EXPECT_EQ(ParseRepositoryIndex(bad).status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+
+  inference::RepositoryIndexResponse index;
+  auto* ready = index.add_models();
+  ready->set_name("mlp");
+  ready->set_version("1");
+  ready->set_state("READY");
+  auto* failed = index.add_models();
+  failed->set_name("bad");
+  failed->set_version("2");
+  failed->set_state("UNAVAILABLE");
+  failed->set_reason("no model.onnx");
+  index.add_models()->set_name("dlrm_dense");  // never loaded: the name alone, as Triton
+  EXPECT_EQ(RepositoryIndexToJson(index),
+            R"([{"name":"mlp","state":"READY","version":"1"},)"
+            R"({"name":"bad","reason":"no model.onnx","state":"UNAVAILABLE","version":"2"},)"
+            R"({"name":"dlrm_dense"}])");
+  EXPECT_EQ(RepositoryIndexToJson({}), "[]");
+}
+
+TEST(HttpJsonTest, RepositoryLoadAndUnloadBodies) {
+  absl::StatusOr<inference::RepositoryModelLoadRequest> load =
+      ParseRepositoryModelLoad(R"({"parameters": {"config": "{\"max_batch_size\": 8}"}})", "m");
+  ASSERT_TRUE(load.ok()) << load.status();
+  EXPECT_EQ(load->model_name(), "m");
+  ASSERT_EQ(load->parameters().count("config"), 1u);
+  EXPECT_EQ(load->parameters().at("config").string_param(), R"({"max_batch_size": 8})");
+  for (const char* body : {"", "{}", R"({"parameters": {}})"}) {
+    absl::StatusOr<inference::RepositoryModelLoadRequest> plain =
+        ParseRepositoryModelLoad(body, "m");
+    ASSERT_TRUE(plain.ok()) << body << ": " << plain.status();
+    EXPECT_TRUE(plain->parameters().empty()) << body;
+  }
+  // Other kinds of parameters pass through for InferenceProtocol to judge.
+  load = ParseRepositoryModelLoad(R"({"parameters": {"n": 3, "config": true}})", "m");
+  ASSERT_TRUE(load.ok()) << load.status();
+  EXPECT_EQ(load->parameters().at("n").int64_param(), 3);
+  EXPECT_TRUE(load->parameters().at("config").bool_param());
+
+  // What tritonclient.http's unload_model sends.
+  absl::StatusOr<inference::RepositoryModelUnloadRequest> unload =
+      ParseRepositoryModelUnload(R"({"parameters": {"unload_dependents": false}})", "m");
+  ASSERT_TRUE(unload.ok()) << unload.status();
+  EXPECT_EQ(unload->model_name(), "m");
+  EXPECT_FALSE(unload->parameters().at("unload_dependents").bool_param());
+
+  for (const char* bad : {"[]", "{", R"({"parameters": []})", R"({"parameters": {"c": 1.5}})",
+                          R"({"parameters": {"c": {}}})"}) {
+    const absl::Status status = ParseRepositoryModelLoad(bad, "m").status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(std::string(status.message()), HasSubstr("load of model 'm'")) << bad;
+    EXPECT_EQ(ParseRepositoryModelUnload(bad, "m").status().code(),
+              absl::StatusCode::kInvalidArgument)
+        << bad;
+  }
+}
+
 TEST(HttpJsonTest, ResponseIsJsonOrJsonThenBinary) {
   inference::ModelInferResponse response;
   response.set_model_name("mlp");

@@ -185,11 +185,12 @@ class ServerProcess:
         return False
 
 
-def start_demo_server(server_binary, make_repository_tool):
+def start_demo_server(server_binary, make_repository_tool, extra_flags=()):
     """The module set-up of a test that shares one server: the demo repository
-    and graphserve serving it (HTTP/REST included). (server, repository)."""
+    and graphserve serving it (HTTP/REST included), with `extra_flags` after
+    the usual ones. (server, repository)."""
     repository = make_demo_repository(make_repository_tool)
-    server = ServerProcess(server_binary, repository).start()
+    server = ServerProcess(server_binary, repository, extra_flags).start()
     assert server.http_port, f"SERVER: no 'serving HTTP/REST on' line:\n{server.output()}"
     return server, repository
 
