@@ -89,6 +89,34 @@ absl::StatusOr<TensorSpec> SpecFromConfig(const inference::ModelConfig& config,
     }
     spec.dims.push_back(dim);
   }
+  if (tensor.has_reshape()) {
+    // An empty shape is a scalar per row (Triton's reshape of dims [1] to []).
+    Dims reshaped;
+    for (int d = 0; d < tensor.reshape().shape_size(); ++d) {
+      const int64_t dim = tensor.reshape().shape(d);
+      if (dim < 1) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, " '", spec.name, "' reshape.shape[", d, "] is ", dim,
+            "; every reshaped dim must be fixed and at least 1 (only the batch varies)"));
+      }
+      reshaped.push_back(dim);
+    }
+    // Compared as products of dims >= 1 whose bytes fit an int64 (checked
+    // above for dims); a larger reshape product overflows only when it differs.
+    int64_t reshaped_elements = 1;
+    bool overflow = false;
+    for (int64_t dim : reshaped) {
+      overflow = overflow || __builtin_mul_overflow(reshaped_elements, dim, &reshaped_elements);
+    }
+    if (overflow || reshaped_elements != NumElements(spec.dims)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, " '", spec.name, "' reshape.shape ", DimsToString(reshaped), " has ",
+                       overflow ? "too many" : absl::StrCat(reshaped_elements),
+                       " elements but dims ", DimsToString(spec.dims), " have ",
+                       NumElements(spec.dims), "; a reshape keeps a row's element count"));
+    }
+    spec.model_dims = std::move(reshaped);
+  }
   return spec;
 }
 
@@ -137,10 +165,13 @@ absl::Status CheckTensorsMatch(const std::vector<TensorSpec>& config,
                        KServeDatatype(declared.dtype), " but the model file has ",
                        KServeDatatype(actual.dtype)));
     }
-    if (declared.dims != actual.dims) {
+    // A reshape names the model's side; clients keep the dims.
+    const Dims& expected = declared.model_dims.value_or(declared.dims);
+    if (expected != actual.dims) {
       return absl::FailedPreconditionError(absl::StrCat(
-          "config.pbtxt declares ", kind, " '", declared.name, "' with dims ",
-          DimsToString(declared.dims), " but the model file has ", DimsToString(actual.dims)));
+          "config.pbtxt declares ", kind, " '", declared.name, "' with ",
+          declared.model_dims.has_value() ? "reshape.shape " : "dims ", DimsToString(expected),
+          " but the model file has ", DimsToString(actual.dims)));
     }
   }
   return absl::OkStatus();

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,10 @@ struct TensorSpec {
   std::string name;
   DType dtype = DType::kFloat32;
   Dims dims;  // without the batch dimension
+  // The model's row dims when config.pbtxt gives Triton's `reshape`: clients
+  // send and see `dims`, the model file has these, with as many elements. Rows
+  // are contiguous and row-major, so only the shape compared at load differs.
+  std::optional<Dims> model_dims;
 
   // Bytes of one batch row: the product of dims times the element size.
   [[nodiscard]] size_t bytes_per_row() const;
@@ -48,7 +53,8 @@ inference::DataType ConfigDataType(DType dtype);
 
 // The interface config.pbtxt declares. InvalidArgument naming the field for:
 // max_batch_size < 1, no inputs or no outputs, an unsupported data_type, a dim
-// < 1 (variable non-batch dims are not served), duplicate names, or a tensor
+// < 1 (variable non-batch dims are not served), a reshape dim < 1 or a reshape
+// whose element count differs from the dims', duplicate names, or a tensor
 // whose largest batch (max_batch_size rows) has more bytes than an int64 counts.
 absl::StatusOr<ModelInterface> InterfaceFromConfig(const inference::ModelConfig& config);
 
@@ -59,8 +65,9 @@ ModelInterface InterfaceFromGraph(const std::string& name, int64_t max_batch_siz
 
 // FailedPrecondition naming the first difference (count, order and names,
 // dtypes, dims; inputs before outputs), e.g. "config.pbtxt declares input 'x'
-// with dims [512] but the model file has [256]". max_batch_size is not
-// compared: the model file batches on dim 0 at any size.
+// with dims [512] but the model file has [256]". A config tensor's model_dims
+// (its reshape), when set, is what the model file's dims must equal.
+// max_batch_size is not compared: the model file batches on dim 0 at any size.
 absl::Status CheckInterfacesMatch(const ModelInterface& config, const ModelInterface& model);
 
 // "[-1,512]": the shape clients see, batch first.

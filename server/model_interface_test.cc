@@ -122,6 +122,19 @@ TEST(ModelInterfaceTest, InterfaceFromConfigNamesTheBadField) {
       {"overflowing dims",
        "input { name: \"big\" data_type: TYPE_FP32 dims: 4294967296 dims: 4294967296 }",
        "too large"},
+      {"reshape with other count",
+       "input { name: \"r\" data_type: TYPE_FP32 dims: 16 reshape { shape: [ 4, 5 ] } }",
+       "input[2] 'r' reshape.shape [4,5] has 20 elements but dims [16] have 16"},
+      {"variable reshape dim",
+       "output { name: \"r\" data_type: TYPE_FP32 dims: 16 reshape { shape: [ -1, 4 ] } }",
+       "output[2] 'r' reshape.shape[0] is -1"},
+      {"empty reshape of more than one element",
+       "output { name: \"r\" data_type: TYPE_FP32 dims: 2 reshape {} }",
+       "output[2] 'r' reshape.shape [] has 1 elements but dims [2] have 2"},
+      {"overflowing reshape",
+       "input { name: \"r\" data_type: TYPE_FP32 dims: 4 "
+       "reshape { shape: [ 4294967296, 4294967296, 4294967296 ] } }",
+       "reshape.shape [4294967296,4294967296,4294967296] has too many elements"},
   };
   for (const BadConfigCase& c : cases) {
     inference::ModelConfig config = ParseConfig(absl::StrCat(kMlpConfig, c.extra_tensor));
@@ -166,6 +179,71 @@ TEST(ModelInterfaceTest, ConfigAndGraphOfTheSameModelMatch) {
   const ModelInterface config = *InterfaceFromConfig(ParseConfig(kMlpConfig));
   // A different max_batch_size is no mismatch: the model file batches at any size.
   EXPECT_TRUE(CheckInterfacesMatch(config, InterfaceFromGraph("mlp", 8, MlpGraph())).ok());
+}
+
+// Triton's reshape: the model file is compared with reshape.shape, while the
+// interface clients see (dims, bytes per row, shape strings) stays `dims`.
+constexpr char kReshapedMlpConfig[] = R"pb(
+  name: "mlp"
+  max_batch_size: 256
+  input {
+    name: "x"
+    data_type: TYPE_FP32
+    dims: [ 2, 16, 16 ]
+    reshape { shape: [ 512 ] }
+  }
+  input { name: "ids" data_type: TYPE_INT64 dims: 2 }
+  output {
+    name: "y"
+    data_type: TYPE_FP32
+    dims: [ 5, 2 ]
+    reshape { shape: [ 10 ] }
+  }
+  output {
+    name: "mask"
+    data_type: TYPE_BOOL
+    dims: 1
+    reshape {}
+  }
+)pb";
+
+TEST(ModelInterfaceTest, ReshapeIsComparedWithTheModelAndClientsKeepDims) {
+  absl::StatusOr<ModelInterface> config = InterfaceFromConfig(ParseConfig(kReshapedMlpConfig));
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->inputs[0].dims, Dims({2, 16, 16}));
+  EXPECT_EQ(config->inputs[0].model_dims, Dims({512}));
+  EXPECT_EQ(config->inputs[0].bytes_per_row(), 512u * 4);
+  EXPECT_EQ(ClientShapeString(config->inputs[0]), "[-1,2,16,16]");
+  EXPECT_FALSE(config->inputs[1].model_dims.has_value());
+  EXPECT_EQ(config->outputs[0].dims, Dims({5, 2}));
+  EXPECT_EQ(ClientShapeString(config->outputs[0]), "[-1,5,2]");
+  // An empty reshape is a scalar per row: dims [1] served to a model with [B].
+  EXPECT_EQ(config->outputs[1].model_dims, Dims({}));
+  EXPECT_EQ(ClientShapeString(config->outputs[1]), "[-1,1]");
+  const absl::Status matched =
+      CheckInterfacesMatch(*config, InterfaceFromGraph("mlp", 256, MlpGraph()));
+  EXPECT_TRUE(matched.ok()) << matched;
+}
+
+TEST(ModelInterfaceTest, AReshapeTheModelDoesNotHaveIsAMismatch) {
+  // Equal element counts, but not the model's shape.
+  inference::ModelConfig input_config = ParseConfig(kReshapedMlpConfig);
+  input_config.mutable_input(0)->mutable_reshape()->clear_shape();
+  for (int64_t dim : {32, 16}) input_config.mutable_input(0)->mutable_reshape()->add_shape(dim);
+  const absl::Status input = CheckInterfacesMatch(*InterfaceFromConfig(input_config),
+                                                  InterfaceFromGraph("mlp", 256, MlpGraph()));
+  EXPECT_EQ(input.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(Message(input), HasSubstr("config.pbtxt declares input 'x' with reshape.shape "
+                                        "[32,16] but the model file has [512]"));
+
+  inference::ModelConfig output_config = ParseConfig(kReshapedMlpConfig);
+  output_config.mutable_output(0)->clear_reshape();  // the model has [10], clients say [5,2]
+  const absl::Status output = CheckInterfacesMatch(*InterfaceFromConfig(output_config),
+                                                   InterfaceFromGraph("mlp", 256, MlpGraph()));
+  EXPECT_EQ(output.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(Message(output),
+              HasSubstr("config.pbtxt declares output 'y' with dims [5,2] but the model file "
+                        "has [10]"));
 }
 
 TEST(ModelInterfaceTest, MismatchNamesTheFirstDifference) {

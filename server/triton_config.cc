@@ -34,9 +34,11 @@ const std::set<std::string>& HonouredPaths() {
       "input.data_type",
       "input.format",  // a hint for clients, returned as written
       "input.dims",
+      "input.reshape",  // the model's shape; clients keep dims (InterfaceFromConfig)
       "output.name",
       "output.data_type",
       "output.dims",
+      "output.reshape",
       "instance_group.name",
       "instance_group.count",
       "instance_group.kind",

@@ -126,11 +126,13 @@ TEST(TritonConfigTest, AConfigOfHonouredFieldsIgnoresNothing) {
                   data_type: TYPE_FP32
                   format: FORMAT_NCHW
                   dims: [ 3, 8, 8 ]
+                  reshape { shape: [ 192 ] }
                 }
                 output {
                   name: "y"
                   data_type: TYPE_FP32
                   dims: [ 4 ]
+                  reshape { shape: [ 2, 2 ] }
                 }
                 instance_group {
                   count: 1
@@ -169,7 +171,7 @@ TEST(TritonConfigTest, WholeSectionsGraphServeDoesNotRunAreNamedOnce) {
                   optional: true
                 }
               )pb")),
-              ElementsAre("input.reshape", "input.optional", "sequence_batching", "batch_input"));
+              ElementsAre("input.optional", "sequence_batching", "batch_input"));
 }
 
 TEST(TritonConfigTest, GraphsAreOnUnlessAConfigTurnsThemOff) {

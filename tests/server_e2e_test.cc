@@ -1271,6 +1271,74 @@ TEST(ServerWithoutConfig, CompletesTheConfigFromTheModel) {
   ExpectServesRows(*stub, repository, "mlp", {1, 3, 4});
 }
 
+// Triton's reshape: with x declared as dims [2, 256] reshaped to the model's
+// [512], and y as dims [1, 1] reshaped to the model's [1], clients send
+// [b, 2, 256] rows, see [b, 1, 1] outputs, and get what [b, 512] rows give the
+// model; the model's own shape is no longer what clients send.
+TEST(ServerWithReshape, ClientsUseDimsAndGetTheModelsOutputs) {
+  const std::string repository = WriteTestRepository("reshape_repository");
+  const std::filesystem::path path = std::filesystem::path(repository) / "mlp" / "config.pbtxt";
+  inference::ModelConfig config;
+  {
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(text.str(), &config));
+  }
+  ASSERT_EQ(config.input_size(), 1);
+  ASSERT_EQ(config.output_size(), 1);
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
+      R"pb(name: "x" data_type: TYPE_FP32 dims: [ 2, 256 ] reshape { shape: [ 512 ] })pb",
+      config.mutable_input(0)));
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
+      R"pb(name: "y" data_type: TYPE_FP32 dims: [ 1, 1 ] reshape { shape: [ 1 ] })pb",
+      config.mutable_output(0)));
+  std::string text;
+  ASSERT_TRUE(google::protobuf::TextFormat::PrintToString(config, &text));
+  std::ofstream(path) << text;
+
+  std::ostringstream log;
+  absl::StatusOr<std::unique_ptr<InferenceServer>> server =
+      InferenceServer::Start(TestServerOptions(repository), log);
+  ASSERT_TRUE(server.ok()) << server.status() << "\n" << log.str();
+  EXPECT_THAT(log.str(), ::testing::Not(HasSubstr("put.reshape")));  // not named as ignored
+  auto stub = inference::GRPCInferenceService::NewStub(Connect((*server)->port()));
+  {
+    grpc::ClientContext context;
+    inference::ModelMetadataRequest request;
+    request.set_name("mlp");
+    inference::ModelMetadataResponse metadata;
+    ASSERT_TRUE(stub->ModelMetadata(&context, request, &metadata).ok());
+    ASSERT_EQ(metadata.inputs_size(), 1);
+    EXPECT_THAT(metadata.inputs(0).shape(), ::testing::ElementsAre(-1, 2, 256));
+    ASSERT_EQ(metadata.outputs_size(), 1);
+    EXPECT_THAT(metadata.outputs(0).shape(), ::testing::ElementsAre(-1, 1, 1));
+  }
+  for (int64_t rows : {1, 3, 7}) {
+    std::unique_ptr<HostExecutor> reference = Reference(repository, "mlp", rows);
+    const std::vector<HostTensor> inputs = RandomInputs(reference->graph(), 1200 + rows);
+    inference::ModelInferRequest request = RawRequest("mlp", reference->graph(), inputs);
+    request.mutable_inputs(0)->clear_shape();
+    for (int64_t dim : {rows, int64_t{2}, int64_t{256}}) request.mutable_inputs(0)->add_shape(dim);
+    grpc::ClientContext context;
+    inference::ModelInferResponse response;
+    const grpc::Status status = stub->ModelInfer(&context, request, &response);
+    EXPECT_TRUE(MatchesReference(status, response, *reference, inputs))
+        << rows << " rows: " << status.error_message();
+    ASSERT_EQ(response.outputs_size(), 1);
+    EXPECT_THAT(response.outputs(0).shape(), ::testing::ElementsAre(rows, 1, 1));
+  }
+  // The model's shape is not the clients': [b, 512] is refused, naming the dims.
+  std::unique_ptr<HostExecutor> reference = Reference(repository, "mlp", 2);
+  grpc::ClientContext context;
+  inference::ModelInferResponse response;
+  const grpc::Status refused = stub->ModelInfer(
+      &context, RawRequest("mlp", reference->graph(), RandomInputs(reference->graph(), 7)),
+      &response);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(refused.error_message(), HasSubstr("[-1,2,256]"));
+}
+
 // --reuse-grpc-port and --reuse-http-port on both servers: the second one
 // serves on the first one's ports, as Triton allows.
 TEST(ServerListen, ReusePortFlagsLetTwoServersShareThePorts) {
