@@ -105,6 +105,7 @@ void InferenceProtocol::ModelInfer(const inference::ModelInferRequest* request,
   absl::StatusOr<std::shared_ptr<ServedModel>> model =
       registry_->Find(request->model_name(), request->model_version());
   if (!model.ok()) {
+    gate_->Handed();
     done(model.status());
     gate_->Leave();
     return;
@@ -127,6 +128,8 @@ void InferenceProtocol::ModelInfer(const inference::ModelInferRequest* request,
         });
       },
       shared_memory_.get());
+  // Queued (or refused): a drain that starts now sees it.
+  gate_->Handed();
 }
 
 absl::Status InferenceProtocol::RepositoryIndex(

@@ -189,6 +189,9 @@ absl::Status InferenceServer::Shutdown() {
   // been refused (UNAVAILABLE) since the gate closed, and keep being refused
   // while the port stays open through the drain.
   const auto deadline = std::chrono::steady_clock::now() + options_.exit_timeout;
+  // A request the gate let in just before it closed may not have reached its
+  // model's queue yet; draining first would refuse it.
+  gate_.WaitHanded(std::chrono::seconds(5));
   registry_->DrainAll(deadline);
   // Every model has answered; the answers still have to leave through the
   // responder and gRPC (the gate counts a request until its response is

@@ -12,7 +12,23 @@ bool RequestGate::Enter() {
     return false;
   }
   ++in_flight_;
+  ++entering_;
   return true;
+}
+
+void RequestGate::Handed() {
+  bool all_handed = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    all_handed = --entering_ == 0;
+  }
+  if (all_handed) idle_.notify_all();
+}
+
+bool RequestGate::WaitHanded(std::chrono::steady_clock::duration timeout) {
+  std::unique_lock<std::mutex> lock(mu_);
+  return idle_.wait_for(lock, timeout,
+                        [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return entering_ == 0; });
 }
 
 void RequestGate::Leave() {

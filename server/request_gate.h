@@ -18,6 +18,9 @@ class RequestGate {
  public:
   // False once Close has been called: refuse the request.
   [[nodiscard]] bool Enter();
+  // An entered request has reached its model's queue (or been refused
+  // before it): from now on the model's drain answers it. Once per Enter.
+  void Handed();
   // Ends a request that entered.
   void Leave();
   // Refuses every later Enter. Idempotent.
@@ -25,6 +28,10 @@ class RequestGate {
   [[nodiscard]] bool closed() const;
   // Waits until no request is in (true) or `timeout` passes (false).
   bool WaitIdle(std::chrono::steady_clock::duration timeout);
+  // After Close: waits until every request that entered has been handed to
+  // its model (or `timeout` passes), so that draining the models cannot
+  // refuse a request the gate already accepted.
+  bool WaitHanded(std::chrono::steady_clock::duration timeout);
   // After Close: waits until no request has been refused for `quiet`, or
   // `limit` passes. Requests still in transit when the port closes would be
   // cancelled by gRPC; refusing them first answers them UNAVAILABLE, and the
@@ -39,6 +46,7 @@ class RequestGate {
   std::condition_variable idle_;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   int64_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t entering_ ABSL_GUARDED_BY(mu_) = 0;  // entered, not yet handed
   std::chrono::steady_clock::time_point closed_at_ ABSL_GUARDED_BY(mu_);
   std::chrono::steady_clock::time_point last_refused_ ABSL_GUARDED_BY(mu_);
 };

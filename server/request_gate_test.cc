@@ -54,5 +54,22 @@ TEST(RequestGate, WaitQuietLastsUntilRefusalsStop) {
   EXPECT_LT(std::chrono::steady_clock::now() - again, milliseconds(30));
 }
 
+TEST(RequestGate, WaitHandedWaitsForRequestsNotYetQueued) {
+  using std::chrono::milliseconds;
+  RequestGate gate;
+  ASSERT_TRUE(gate.Enter());
+  gate.Close();
+  EXPECT_FALSE(gate.WaitHanded(milliseconds(10)));  // entered, not handed yet
+  std::thread handler([&] {
+    std::this_thread::sleep_for(milliseconds(20));
+    gate.Handed();
+  });
+  EXPECT_TRUE(gate.WaitHanded(std::chrono::seconds(5)));
+  handler.join();
+  EXPECT_EQ(gate.in_flight(), 1);  // handed, still running until Leave
+  gate.Leave();
+  EXPECT_TRUE(gate.WaitIdle(milliseconds(1)));
+}
+
 }  // namespace
 }  // namespace graphserve
