@@ -1242,6 +1242,39 @@ TEST(ServerModelControl, ReloadUnderLoadFailsNoRequest) {
   EXPECT_EQ(LoadModel(*stub, "no_such_model").error_code(), grpc::StatusCode::NOT_FOUND);
 }
 
+// --model-control-mode=poll: a changed config is reloaded and a removed
+// model unloaded by the repository scan, with no request.
+TEST(ServerModelControl, PollFollowsTheRepository) {
+  const std::string repository = WriteTestRepository("poll_repository");
+  InferenceServerOptions options = TestServerOptions(repository);
+  options.model_control = ModelControlMode::kPoll;
+  options.repository_poll = std::chrono::seconds(1);
+  std::unique_ptr<InferenceServer> server = StartServer(options);
+  ASSERT_NE(server, nullptr);
+  auto stub = inference::GRPCInferenceService::NewStub(Connect(server->port()));
+  const std::vector<int64_t> sizes = {2, 8, 32};
+  SetCapturedSizes(repository, "mlp", sizes);
+  std::filesystem::remove_all(std::filesystem::path(repository) / "dlrm_dense");
+  bool reloaded = false, unloaded = false;
+  for (int i = 0; i < 100 && !(reloaded && unloaded); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    grpc::ClientContext context;
+    inference::ModelConfigRequest request;
+    request.set_name("mlp");
+    inference::ModelConfigResponse response;
+    if (stub->ModelConfig(&context, request, &response).ok()) {
+      const auto& served = response.config().capture().batch_sizes();
+      reloaded = std::vector<int64_t>(served.begin(), served.end()) == sizes;
+    }
+    unloaded = server->registry().Find("dlrm_dense", "").status().code() ==
+               absl::StatusCode::kNotFound;
+  }
+  EXPECT_TRUE(reloaded) << "mlp's new capture sizes were not picked up by the poll";
+  EXPECT_TRUE(unloaded) << "dlrm_dense left the repository but is still served";
+  ExpectServesRows(*stub, repository, "mlp", {1, 5, 40});
+  EXPECT_EQ(LoadModel(*stub, "mlp").error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+}
+
 TEST(ServerModelControl, LoadsAreRefusedWithoutExplicitControl) {
   const std::string repository = WriteTestRepository("no_control_repository");
   std::unique_ptr<InferenceServer> server = StartServer(TestServerOptions(repository));
