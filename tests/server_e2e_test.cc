@@ -96,6 +96,37 @@ std::string WriteTestRepository(const std::string& name) {
   return dir;
 }
 
+// `model`'s config.pbtxt in `repository`, parsed (empty, with a test
+// failure, when it does not parse), and written back.
+inference::ModelConfig ReadConfig(const std::string& repository, const std::string& model) {
+  std::ifstream in(std::filesystem::path(repository) / model / "config.pbtxt");
+  std::stringstream text;
+  text << in.rdbuf();
+  inference::ModelConfig config;
+  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text.str(), &config)) << model;
+  return config;
+}
+
+void WriteConfig(const std::string& repository, const std::string& model,
+                 const inference::ModelConfig& config) {
+  std::string text;
+  ASSERT_TRUE(google::protobuf::TextFormat::PrintToString(config, &text));
+  std::ofstream(std::filesystem::path(repository) / model / "config.pbtxt") << text;
+}
+
+// One model's statistics (empty, with a test failure, when the call fails).
+inference::ModelStatistics FetchStatistics(inference::GRPCInferenceService::Stub& stub,
+                                           const std::string& model) {
+  grpc::ClientContext context;
+  inference::ModelStatisticsRequest request;
+  request.set_name(model);
+  inference::ModelStatisticsResponse response;
+  EXPECT_TRUE(stub.ModelStatistics(&context, request, &response).ok());
+  EXPECT_EQ(response.model_stats_size(), 1);
+  return response.model_stats_size() == 1 ? response.model_stats(0)
+                                          : inference::ModelStatistics();
+}
+
 InferenceServerOptions TestServerOptions(const std::string& repository) {
   InferenceServerOptions options;
   options.model_repository = repository;
@@ -701,15 +732,7 @@ TEST_F(ServerEndToEnd, MetricsAgreeWithTheStatistics) {
 }
 
 TEST_F(ServerEndToEnd, StatisticsCountRequestsRowsAndChunks) {
-  auto read = [&]() {
-    grpc::ClientContext context;
-    inference::ModelStatisticsRequest request;
-    request.set_name("dlrm_dense");
-    inference::ModelStatisticsResponse response;
-    EXPECT_TRUE(stub_->ModelStatistics(&context, request, &response).ok());
-    EXPECT_EQ(response.model_stats_size(), 1);
-    return response.model_stats(0);
-  };
+  auto read = [&]() { return FetchStatistics(*stub_, "dlrm_dense"); };
   const inference::ModelStatistics before = read();
   ExpectMatchesReference("dlrm_dense", 100, 3);  // 100 rows: two chunks of 64
   ExpectMatchesReference("dlrm_dense", 3, 4);    // one chunk of 4
@@ -970,14 +993,7 @@ void ExpectServesRows(inference::GRPCInferenceService::Stub& stub, const std::st
 // served correctly around them.
 TEST(ServerWithTritonConfig, ServesATritonRepositoryAndNamesWhatItIgnores) {
   const std::string repository = WriteTestRepository("triton_repository");
-  const std::filesystem::path path = std::filesystem::path(repository) / "mlp" / "config.pbtxt";
-  inference::ModelConfig config;
-  {
-    std::ifstream in(path);
-    std::stringstream text;
-    text << in.rdbuf();
-    ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(text.str(), &config));
-  }
+  inference::ModelConfig config = ReadConfig(repository, "mlp");
   config.clear_capture();
   config.clear_backend();
   ASSERT_TRUE(google::protobuf::TextFormat::MergeFromString(R"pb(
@@ -995,9 +1011,7 @@ TEST(ServerWithTritonConfig, ServesATritonRepositoryAndNamesWhatItIgnores) {
     model_warmup { name: "w" batch_size: 1 }
     response_cache { enable: true }
   )pb", &config));
-  std::string text;
-  ASSERT_TRUE(google::protobuf::TextFormat::PrintToString(config, &text));
-  std::ofstream(path) << text;
+  WriteConfig(repository, "mlp", config);
 
   std::ostringstream log;
   absl::StatusOr<std::unique_ptr<InferenceServer>> server =
@@ -1022,34 +1036,12 @@ TEST(ServerWithTritonConfig, ServesATritonRepositoryAndNamesWhatItIgnores) {
   ExpectServesRows(*stub, repository, "mlp", {1, 4, 7, 16, 21});
 }
 
-// Triton's auto-complete: a model directory holding only 1/model.onnx is
-// served with the config its model implies, and ModelConfig returns that.
 // Merges `text` (config.pbtxt syntax) into `model`'s config in `repository`.
 void MergeIntoConfig(const std::string& repository, const std::string& model,
                      const std::string& text) {
-  const std::filesystem::path path = std::filesystem::path(repository) / model / "config.pbtxt";
-  inference::ModelConfig config;
-  {
-    std::ifstream in(path);
-    std::stringstream written;
-    written << in.rdbuf();
-    ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(written.str(), &config));
-  }
+  inference::ModelConfig config = ReadConfig(repository, model);
   ASSERT_TRUE(google::protobuf::TextFormat::MergeFromString(text, &config)) << text;
-  std::string merged;
-  ASSERT_TRUE(google::protobuf::TextFormat::PrintToString(config, &merged));
-  std::ofstream(path) << merged;
-}
-
-inference::ModelStatistics FetchStatistics(inference::GRPCInferenceService::Stub& stub,
-                                           const std::string& model) {
-  grpc::ClientContext context;
-  inference::ModelStatisticsRequest request;
-  request.set_name(model);
-  inference::ModelStatisticsResponse response;
-  EXPECT_TRUE(stub.ModelStatistics(&context, request, &response).ok());
-  return response.model_stats_size() == 1 ? response.model_stats(0)
-                                          : inference::ModelStatistics();
+  WriteConfig(repository, model, config);
 }
 
 // Triton's dynamic_batching: small requests that arrive together run as
@@ -1133,21 +1125,12 @@ TEST(ServerWithDynamicBatching, QueueTimeoutsAnswerUnavailable) {
 // Rewrites `model`'s captured sizes in its config.pbtxt.
 void SetCapturedSizes(const std::string& repository, const std::string& model,
                       const std::vector<int64_t>& sizes) {
-  const std::filesystem::path path = std::filesystem::path(repository) / model / "config.pbtxt";
-  inference::ModelConfig config;
-  {
-    std::ifstream in(path);
-    std::stringstream written;
-    written << in.rdbuf();
-    ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(written.str(), &config));
-  }
+  inference::ModelConfig config = ReadConfig(repository, model);
   config.mutable_capture()->clear_batch_sizes();
   config.mutable_capture()->clear_cost();
   config.mutable_capture()->clear_schedules();
   for (int64_t size : sizes) config.mutable_capture()->add_batch_sizes(size);
-  std::string text;
-  ASSERT_TRUE(google::protobuf::TextFormat::PrintToString(config, &text));
-  std::ofstream(path) << text;
+  WriteConfig(repository, model, config);
 }
 
 grpc::Status LoadModel(inference::GRPCInferenceService::Stub& stub, const std::string& model) {
@@ -1285,6 +1268,8 @@ TEST(ServerModelControl, LoadsAreRefusedWithoutExplicitControl) {
   EXPECT_THAT(refused.error_message(), HasSubstr("--model-control-mode"));
 }
 
+// Triton's auto-complete: a model directory holding only 1/model.onnx is
+// served with the config its model implies, and ModelConfig returns that.
 TEST(ServerWithoutConfig, CompletesTheConfigFromTheModel) {
   const std::string repository = WriteTestRepository("autocomplete_repository");
   std::filesystem::remove(std::filesystem::path(repository) / "mlp" / "config.pbtxt");
@@ -1310,14 +1295,7 @@ TEST(ServerWithoutConfig, CompletesTheConfigFromTheModel) {
 // model; the model's own shape is no longer what clients send.
 TEST(ServerWithReshape, ClientsUseDimsAndGetTheModelsOutputs) {
   const std::string repository = WriteTestRepository("reshape_repository");
-  const std::filesystem::path path = std::filesystem::path(repository) / "mlp" / "config.pbtxt";
-  inference::ModelConfig config;
-  {
-    std::ifstream in(path);
-    std::stringstream text;
-    text << in.rdbuf();
-    ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(text.str(), &config));
-  }
+  inference::ModelConfig config = ReadConfig(repository, "mlp");
   ASSERT_EQ(config.input_size(), 1);
   ASSERT_EQ(config.output_size(), 1);
   ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
@@ -1326,9 +1304,7 @@ TEST(ServerWithReshape, ClientsUseDimsAndGetTheModelsOutputs) {
   ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
       R"pb(name: "y" data_type: TYPE_FP32 dims: [ 1, 1 ] reshape { shape: [ 1 ] })pb",
       config.mutable_output(0)));
-  std::string text;
-  ASSERT_TRUE(google::protobuf::TextFormat::PrintToString(config, &text));
-  std::ofstream(path) << text;
+  WriteConfig(repository, "mlp", config);
 
   std::ostringstream log;
   absl::StatusOr<std::unique_ptr<InferenceServer>> server =
