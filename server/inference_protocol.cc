@@ -112,7 +112,12 @@ void InferenceProtocol::ModelInfer(const inference::ModelInferRequest* request,
   }
   RequestGate* gate = gate_;
   Responder* responder = responder_;
-  ServedModel& served = **model;
+  // This thread may run the request's chunk and finish its RPC before Infer
+  // returns (Note [Chunks on the caller's thread]); `keep` lets the model go
+  // only after Infer has left the model's stream pool, whoever finishes.
+  const std::shared_ptr<ServedModel> keep = *model;
+  const Responder::OwnThread finish_here;
+  ServedModel& served = *keep;
   // The request holds its model until it is answered: a reload or unload
   // meanwhile never cuts it off (Note [Reloading without downtime]).
   served.Infer(

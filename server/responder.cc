@@ -5,6 +5,18 @@
 
 namespace graphserve {
 
+namespace {
+
+thread_local bool finish_on_this_thread = false;
+
+}  // namespace
+
+Responder::OwnThread::OwnThread() : outer_(finish_on_this_thread) {
+  finish_on_this_thread = true;
+}
+
+Responder::OwnThread::~OwnThread() { finish_on_this_thread = outer_; }
+
 Responder::Responder(const ResponderOptions& options) : options_(options) {
   for (int i = 0; i < std::max(1, options_.threads); ++i) threads_.emplace_back([this] { Loop(); });
 }
@@ -12,6 +24,10 @@ Responder::Responder(const ResponderOptions& options) : options_(options) {
 Responder::~Responder() { Stop(); }
 
 void Responder::Post(std::function<void()> finish) {
+  if (finish_on_this_thread) {
+    finish();
+    return;
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (!stopping_) {

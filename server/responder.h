@@ -8,6 +8,12 @@
 // its GPU stream idle; handed to a responder, the worker takes its next
 // chunk at once. Idle responders poll briefly before sleeping, so a quiet
 // server pays no thread wake-up either.
+//
+// An RPC's own thread is different: when it ran its request's chunk itself
+// (Note [Chunks on the caller's thread] in server/stream_pool.h) it holds no
+// slot any more once the chunk is done, and handing the finish to a
+// responder would only add a wake-up. Inside an OwnThread scope, Post runs
+// the finish at once.
 
 #include <atomic>
 #include <chrono>
@@ -32,7 +38,21 @@ struct ResponderOptions {
 class Responder {
  public:
   explicit Responder(const ResponderOptions& options);
-  // Runs `finish` on a responder thread. After Stop, runs it on the caller.
+  // While one is alive, Post on this thread runs `finish` at once. Scopes
+  // nest; the RPC handler that accepted a request opens one around it.
+  class OwnThread {
+   public:
+    OwnThread();
+    OwnThread(const OwnThread&) = delete;
+    OwnThread& operator=(const OwnThread&) = delete;
+    ~OwnThread();
+
+   private:
+    const bool outer_;
+  };
+
+  // Runs `finish` on a responder thread; on the caller inside an OwnThread
+  // scope or after Stop.
   void Post(std::function<void()> finish);
   // Runs everything posted, then joins the threads. Idempotent; the
   // destructor calls it.

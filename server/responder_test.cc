@@ -35,5 +35,26 @@ TEST(Responder, AfterStopPostRunsOnTheCaller) {
   EXPECT_TRUE(ran);
 }
 
+// An RPC's own thread finishes what it posts itself inside an OwnThread
+// scope, and only there.
+TEST(Responder, OwnThreadScopeRunsPostsOnTheCaller) {
+  Responder responder({1, std::chrono::microseconds(0)});
+  const std::thread::id caller = std::this_thread::get_id();
+  std::thread::id inside, nested, after;
+  {
+    const Responder::OwnThread scope;
+    responder.Post([&] { inside = std::this_thread::get_id(); });
+    {
+      const Responder::OwnThread inner;
+    }
+    responder.Post([&] { nested = std::this_thread::get_id(); });
+  }
+  responder.Post([&] { after = std::this_thread::get_id(); });
+  responder.Stop();
+  EXPECT_EQ(inside, caller);
+  EXPECT_EQ(nested, caller);  // the inner scope's end kept the outer one
+  EXPECT_NE(after, caller);
+}
+
 }  // namespace
 }  // namespace graphserve

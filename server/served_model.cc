@@ -393,6 +393,7 @@ absl::StatusOr<std::unique_ptr<ServedModel>> ServedModel::Load(const RepositoryM
       std::make_unique<ModelCounters>(sizes, declared.max_batch_size, summary.num_streams);
   StreamPoolOptions pool_options;
   pool_options.idle_spin = options.idle_spin;
+  pool_options.run_on_caller = options.run_on_rpc_thread;
   ASSIGN_OR_RETURN(pool_options.queue, QueuePolicyFromConfig(config));
   // The back-pressure bound, in chunks of the largest size.
   pool_options.queue.max_queued_rows =

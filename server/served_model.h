@@ -63,6 +63,9 @@ struct ServedModelOptions {
   // (StreamPoolOptions::idle_spin): longer spins trade idle CPU for the
   // wake-up of a sleeping worker on a quiet server.
   std::chrono::microseconds idle_spin{50};
+  // An RPC thread runs its request's chunk itself when a slot is idle
+  // (StreamPoolOptions::run_on_caller).
+  bool run_on_rpc_thread = true;
 };
 
 // What loading did, for the startup table.

@@ -194,6 +194,10 @@ void AddFlags(FlagValues* v, CommandLine* flags) {
                 "sleeps. Waking a sleeping thread costs tens of microseconds per request on a "
                 "quiet server; a longer spin saves that at the price of idle CPU. 0: sleep at "
                 "once.");
+  flags->AddBool("run-on-rpc-thread", &options.models.run_on_rpc_thread,
+                 "A request that finds a stream slot idle runs on the thread that received it, "
+                 "which also writes the response: no thread hand-off on a quiet server. Off: "
+                 "every chunk runs on a stream worker (for side-by-side measurement).");
   flags->AddInt("responder-threads", &v->responder_threads,
                 "Threads that write inference responses, so GPU stream workers never do.");
   flags->AddInt("grpc-max-message-bytes", &v->max_message_bytes,

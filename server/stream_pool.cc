@@ -45,7 +45,8 @@ StreamPool::StreamPool(std::unique_ptr<ChunkRunner> runner, BatchPlanner planner
       planner_(std::move(planner)),
       layout_(std::move(layout)),
       options_(std::move(options)),
-      queue_(&planner_, options_.queue) {
+      queue_(&planner_, options_.queue),
+      slot_users_(static_cast<size_t>(runner_->num_slots()), SlotUser::kNone) {
   for (int slot = 0; slot < runner_->num_slots(); ++slot) {
     workers_.emplace_back([this, slot] { WorkerLoop(slot); });
   }
@@ -63,19 +64,55 @@ absl::Status StreamPool::Submit(std::shared_ptr<const QueuedRows> rows,
                                 const QueueRequestOptions& options) {
   // One chunk's rows wake one worker; more may keep several busy.
   const bool one_chunk = rows->rows <= planner_.batch_sizes().back();
+  std::optional<std::pair<int, FormedChunk>> mine;
+  bool rows_left = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (draining_) return absl::UnavailableError("the server is shutting down");
     RETURN_IF_ERROR(queue_.Push(std::move(rows), options, Clock::now()));
+    if (options_.run_on_caller) mine = TakeChunkForCaller();
     queued_rows_.store(queue_.queued_rows(), std::memory_order_release);
+    rows_left = !queue_.empty();
   }
   queue_changed_.notify_one();
-  if (one_chunk) {
-    work_available_.notify_one();
-  } else {
-    work_available_.notify_all();
+  if (rows_left) {
+    // notify_one might wake only the worker of the slot this caller took.
+    if (one_chunk && !mine.has_value()) {
+      work_available_.notify_one();
+    } else {
+      work_available_.notify_all();
+    }
+  }
+  if (mine.has_value()) {
+    const auto& [slot, chunk] = *mine;
+    RunChunk(slot, runner_->PrepareWorkerThread(slot), chunk);
+    ReleaseSlot(slot);
   }
   return absl::OkStatus();
+}
+
+std::optional<std::pair<int, FormedChunk>> StreamPool::TakeChunkForCaller() {
+  const auto idle = std::find(slot_users_.begin(), slot_users_.end(), SlotUser::kNone);
+  if (idle == slot_users_.end()) return std::nullopt;
+  const Clock::time_point now = Clock::now();
+  // Expired rows are the workers' (and the timeout thread's) to answer.
+  if (queue_.next_deadline().value_or(Clock::time_point::max()) <= now) return std::nullopt;
+  std::optional<Clock::time_point> wake_at;
+  std::optional<FormedChunk> chunk = queue_.Pop(now, &wake_at);
+  if (!chunk.has_value()) return std::nullopt;
+  *idle = SlotUser::kCaller;
+  return std::make_pair(static_cast<int>(idle - slot_users_.begin()), *std::move(chunk));
+}
+
+void StreamPool::ReleaseSlot(int slot) {
+  bool wake = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    slot_users_[static_cast<size_t>(slot)] = SlotUser::kNone;
+    // Rows queued while the slot was taken, or a drain waiting for it.
+    wake = !queue_.empty() || draining_;
+  }
+  if (wake) work_available_.notify_all();
 }
 
 void StreamPool::Drain(std::optional<Clock::time_point> deadline) {
@@ -90,6 +127,14 @@ void StreamPool::Drain(std::optional<Clock::time_point> deadline) {
   work_available_.notify_all();
   for (std::thread& worker : workers_) {
     if (worker.joinable()) worker.join();
+  }
+  {
+    // A caller still running a chunk it took before the drain began.
+    std::unique_lock<std::mutex> lock(mu_);
+    work_available_.wait(lock, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return std::find(slot_users_.begin(), slot_users_.end(), SlotUser::kCaller) ==
+             slot_users_.end();
+    });
   }
   queue_changed_.notify_all();
   if (timeout_thread_.joinable()) timeout_thread_.join();
@@ -123,9 +168,17 @@ void StreamPool::Refuse(const std::vector<RefusedRows>& refused, const absl::Sta
   }
 }
 
-std::optional<FormedChunk> StreamPool::NextChunk() {
+std::optional<FormedChunk> StreamPool::NextChunk(int slot) {
   std::unique_lock<std::mutex> lock(mu_);
+  SlotUser& user = slot_users_[static_cast<size_t>(slot)];
+  if (user == SlotUser::kWorker) user = SlotUser::kNone;  // its last chunk is done
   while (true) {
+    // A caller runs a chunk on this slot: wait until it hands the slot back.
+    if (user == SlotUser::kCaller) {
+      if (draining_ && queue_.empty()) return std::nullopt;
+      work_available_.wait(lock);
+      continue;
+    }
     const Clock::time_point now = Clock::now();
     std::vector<RefusedRows> expired = queue_.RemoveExpired(now);
     const bool abandon = draining_ && drain_deadline_.has_value() && now >= *drain_deadline_;
@@ -147,7 +200,10 @@ std::optional<FormedChunk> StreamPool::NextChunk() {
       lock.lock();
       if (!chunk.has_value()) continue;
     }
-    if (chunk.has_value()) return chunk;
+    if (chunk.has_value()) {
+      user = SlotUser::kWorker;
+      return chunk;
+    }
     if (draining_ && queue_.empty()) return std::nullopt;
 
     std::optional<Clock::time_point> until = wake_at;
@@ -198,7 +254,7 @@ void StreamPool::WorkerLoop(int slot) {
     const Clock::time_point spin_end = Clock::now() + options_.idle_spin;
     while (queued_rows_.load(std::memory_order_acquire) == 0 && Clock::now() < spin_end) {
     }
-    std::optional<FormedChunk> chunk = NextChunk();
+    std::optional<FormedChunk> chunk = NextChunk(slot);
     if (!chunk.has_value()) return;  // draining, and every accepted row is answered
     RunChunk(slot, prepared, *chunk);
   }

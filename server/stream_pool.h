@@ -5,9 +5,25 @@
 // the next piece of a split request, or rows of several requests merged
 // (dynamic batching). A request is queued whole or refused whole.
 //
-// Threads: Submit is called from gRPC threads and never blocks on the GPU;
-// each worker runs its slot's chunks one at a time and reports each segment
-// to its request on its own thread, where the response is finished.
+// Threads: Submit is called from gRPC threads. When a slot is idle and the
+// queue forms a chunk at once, the caller runs that chunk itself (Note [Chunks
+// on the caller's thread]); otherwise it only queues. Each worker runs its
+// slot's chunks one at a time; segments report to their requests on the
+// thread that ran the chunk.
+//
+// Note [Chunks on the caller's thread]
+// A quiet server's request used to cross two sleeping threads: the stream
+// worker (woken by Submit) and the responder (woken by the worker). Each
+// wake-up costs 30-60 us on the H200 machine, together more than a small
+// chunk's replay (bench/results/2026-11-26_29d975f_serve_spin_encoder_h200:
+// 124-168 us served overhead). So Submit runs the chunk on the calling RPC
+// thread when it can start now: a slot is idle (its worker is waiting, not
+// running) and the queue would hand a free slot a chunk this instant (no
+// batch delay pending). The slot is marked as the caller's until the chunk
+// is done, so its worker cannot take it meanwhile. At most one caller per
+// slot blocks on the GPU, so the RPC threads blocked are bounded by M; under
+// load the slots are busy and requests queue for the workers as before,
+// which is where merging happens.
 
 #include <atomic>
 #include <chrono>
@@ -18,6 +34,7 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -43,6 +60,9 @@ struct StreamPoolOptions {
   // a whole small-batch replay; a worker that polls briefly after each
   // chunk picks up the next one at once under load. 0: sleep at once.
   std::chrono::microseconds idle_spin{50};
+  // Submit runs a chunk it can start at once on the calling thread (Note
+  // [Chunks on the caller's thread]); false: only the workers run chunks.
+  bool run_on_caller = true;
   // Called once per chunk run (or failed), on the worker of runner slot
   // `slot`, before its segments report: executions for the statistics.
   std::function<void(int slot, const FormedChunk&, const absl::Status&, const ChunkTiming&)>
@@ -61,13 +81,15 @@ class StreamPool {
                                                             StreamPoolOptions options);
 
   // Queues all of `rows` or none (RequestQueue::Push's errors; Unavailable
-  // once Drain has begun). When it fails `on_segment` is never called.
+  // once Drain has begun). When it fails `on_segment` is never called. May
+  // run the first chunk, and report its segments, before it returns (Note
+  // [Chunks on the caller's thread]).
   absl::Status Submit(std::shared_ptr<const QueuedRows> rows, const QueueRequestOptions& options);
 
   // Stops accepting and runs the queued rows until `deadline`; rows still
-  // queued then are answered Unavailable. Returns once the workers have
-  // finished their last chunks. Idempotent; the destructor drains with no
-  // deadline.
+  // queued then are answered Unavailable. Returns once the workers, and any
+  // caller running a chunk, have finished their last chunks. Idempotent;
+  // the destructor drains with no deadline.
   void Drain(std::optional<Clock::time_point> deadline = std::nullopt);
   ~StreamPool();
 
@@ -79,13 +101,22 @@ class StreamPool {
  private:
   StreamPool(std::unique_ptr<ChunkRunner> runner, BatchPlanner planner, RowLayout layout,
              StreamPoolOptions options);
+  // Who runs a slot's chunks at the moment.
+  enum class SlotUser { kNone, kWorker, kCaller };
+
   void WorkerLoop(int slot);
+  // Takes an idle slot and the chunk the queue would start now, for the
+  // caller to run; nullopt when either is missing.
+  std::optional<std::pair<int, FormedChunk>> TakeChunkForCaller()
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Hands `slot` back after a chunk; wakes the workers when rows wait.
+  void ReleaseSlot(int slot);
   // Answers timed-out requests at their deadline even while every slot is
   // busy; runs only when some level has timeouts.
   void TimeoutLoop();
   // The next chunk for a free slot, answering timed-out and (past the drain
   // deadline) abandoned rows on the way; nullopt when the worker should exit.
-  std::optional<FormedChunk> NextChunk();
+  std::optional<FormedChunk> NextChunk(int slot);
   void RunChunk(int slot, const absl::Status& prepared, const FormedChunk& chunk);
   // Reports refused rows to their requests (outside the lock).
   static void Refuse(const std::vector<RefusedRows>& refused, const absl::Status& status);
@@ -101,6 +132,7 @@ class StreamPool {
   RequestQueue queue_ ABSL_GUARDED_BY(mu_);
   // Rows queued, readable without the lock: what idle workers poll.
   std::atomic<int64_t> queued_rows_{0};
+  std::vector<SlotUser> slot_users_ ABSL_GUARDED_BY(mu_);
   bool draining_ ABSL_GUARDED_BY(mu_) = false;
   std::optional<Clock::time_point> drain_deadline_ ABSL_GUARDED_BY(mu_);
   // Teardown order: Drain sets draining_ under mu_, wakes every worker, and

@@ -41,6 +41,7 @@ class RecordingRunner : public ChunkRunner {
       std::lock_guard<std::mutex> lock(mu_);
       slots_used_.insert(slot);
       chunk_rows_.push_back(job.rows);
+      threads_.push_back(std::this_thread::get_id());
     }
     timing->infer_ns = 1;
     --running_;
@@ -56,6 +57,7 @@ class RecordingRunner : public ChunkRunner {
   std::mutex mu_;
   std::set<int> slots_used_;
   std::vector<int64_t> chunk_rows_;
+  std::vector<std::thread::id> threads_;  // that ran each chunk
 
  private:
   const int slots_;
@@ -91,8 +93,18 @@ struct Request {
   std::atomic<absl::StatusCode> last_error{absl::StatusCode::kOk};
 };
 
+// Options for a pool whose chunks run on its workers only: the tests that
+// submit several requests from one thread stand for several clients, and
+// with run_on_caller each Submit would run its own chunk before returning.
+StreamPoolOptions WorkersOnly() {
+  StreamPoolOptions options;
+  options.run_on_caller = false;
+  return options;
+}
+
 std::unique_ptr<StreamPool> MakePool(std::unique_ptr<RecordingRunner> runner,
-                                     std::vector<int64_t> sizes, StreamPoolOptions options = {}) {
+                                     std::vector<int64_t> sizes,
+                                     StreamPoolOptions options = WorkersOnly()) {
   absl::StatusOr<BatchPlanner> planner = BatchPlanner::Create(std::move(sizes), {}, 1024);
   EXPECT_TRUE(planner.ok());
   absl::StatusOr<std::unique_ptr<StreamPool>> pool =
@@ -118,7 +130,7 @@ TEST(StreamPool, ASplitRequestRunsInParallelOnDifferentSlots) {
 TEST(StreamPool, RequestsQueuedWhileTheSlotIsBusyRunMergedWithDynamicBatching) {
   auto runner = std::make_unique<RecordingRunner>(1, milliseconds(30));
   RecordingRunner* recording = runner.get();
-  StreamPoolOptions options;
+  StreamPoolOptions options = WorkersOnly();
   options.queue.merge = true;
   std::atomic<int> executions{0};
   options.on_chunk = [&](int, const FormedChunk&, const absl::Status&, const ChunkTiming&) {
@@ -142,7 +154,7 @@ TEST(StreamPool, RequestsQueuedWhileTheSlotIsBusyRunMergedWithDynamicBatching) {
 
 TEST(StreamPool, AFullQueueRefusesAWholeRequestAndReportsNothing) {
   auto runner = std::make_unique<RecordingRunner>(1, milliseconds(100));
-  StreamPoolOptions options;
+  StreamPoolOptions options = WorkersOnly();
   options.queue.max_queued_rows = 12;
   auto pool = MakePool(std::move(runner), {4}, std::move(options));
   Request first(12), second(12);
@@ -195,7 +207,7 @@ TEST(StreamPool, ADrainDeadlineAnswersWhatIsStillQueuedUnavailable) {
 
 TEST(StreamPool, QueueTimeoutsAnswerUnavailable) {
   auto runner = std::make_unique<RecordingRunner>(1, milliseconds(100));
-  StreamPoolOptions options;
+  StreamPoolOptions options = WorkersOnly();
   options.queue.levels[0].default_timeout = std::chrono::microseconds(20'000);
   auto pool = MakePool(std::move(runner), {1}, std::move(options));
   Request running(1), waiting(1);
@@ -226,7 +238,7 @@ TEST(StreamPool, OnChunkNamesTheSlotThatRanIt) {
   constexpr int kSlots = 3;
   auto runner = std::make_unique<RecordingRunner>(kSlots, milliseconds(50));
   RecordingRunner* recording = runner.get();
-  StreamPoolOptions options;
+  StreamPoolOptions options = WorkersOnly();
   std::mutex mu;
   std::set<int> slots;
   int chunks = 0;
@@ -242,6 +254,68 @@ TEST(StreamPool, OnChunkNamesTheSlotThatRanIt) {
   EXPECT_EQ(chunks, 3);
   EXPECT_EQ(slots, recording->slots_used_);
   EXPECT_EQ(slots, (std::set<int>{0, 1, 2}));
+}
+
+// Note [Chunks on the caller's thread]: a request that finds a slot idle is
+// run, and answered, before Submit returns, on the submitting thread.
+TEST(StreamPool, ARequestFindingAnIdleSlotRunsOnTheCallersThread) {
+  auto runner = std::make_unique<RecordingRunner>(2, milliseconds(0));
+  RecordingRunner* recording = runner.get();
+  auto pool = MakePool(std::move(runner), {1, 4}, StreamPoolOptions{});
+  Request request(3);
+  ASSERT_TRUE(pool->Submit(request.queued, {}).ok());
+  EXPECT_EQ(request.ok_rows.load(), 3);  // answered already
+  EXPECT_TRUE(request.Doubled());
+  pool->Drain();
+  ASSERT_EQ(recording->threads_.size(), 1u);
+  EXPECT_EQ(recording->threads_[0], std::this_thread::get_id());
+}
+
+// While a caller holds a slot its worker leaves it alone: a request arriving
+// meanwhile waits for the slot (it is the only one) and never runs beside.
+TEST(StreamPool, TheSlotACallerHoldsIsNotRunByItsWorker) {
+  auto runner = std::make_unique<RecordingRunner>(1, milliseconds(100));
+  RecordingRunner* recording = runner.get();
+  auto pool = MakePool(std::move(runner), {1}, StreamPoolOptions{});
+  Request first(1), second(1);
+  std::thread caller([&] { ASSERT_TRUE(pool->Submit(first.queued, {}).ok()); });
+  std::this_thread::sleep_for(milliseconds(20));  // the caller runs its chunk
+  const auto queued_at = StreamPool::Clock::now();
+  ASSERT_TRUE(pool->Submit(second.queued, {}).ok());
+  EXPECT_LT(StreamPool::Clock::now() - queued_at, milliseconds(50));  // only queued
+  caller.join();
+  pool->Drain();
+  EXPECT_EQ(first.ok_rows.load(), 1);
+  EXPECT_EQ(second.ok_rows.load(), 1);
+  EXPECT_EQ(recording->max_running_.load(), 1);
+  ASSERT_EQ(recording->threads_.size(), 2u);
+  EXPECT_NE(recording->threads_[1], std::this_thread::get_id());  // a worker ran it
+}
+
+// A split request: the caller runs one chunk, idle workers the others at
+// the same time.
+TEST(StreamPool, ASplitRequestsOtherChunksRunOnWorkersBesideTheCaller) {
+  constexpr int kSlots = 3;
+  auto runner = std::make_unique<RecordingRunner>(kSlots, milliseconds(50));
+  RecordingRunner* recording = runner.get();
+  auto pool = MakePool(std::move(runner), {4}, StreamPoolOptions{});
+  Request request(12);
+  ASSERT_TRUE(pool->Submit(request.queued, {}).ok());
+  pool->Drain();
+  EXPECT_EQ(request.ok_rows.load(), 12);
+  EXPECT_TRUE(request.Doubled());
+  EXPECT_EQ(recording->max_running_.load(), kSlots);
+}
+
+TEST(StreamPool, DrainWaitsForTheChunkACallerRuns) {
+  auto runner = std::make_unique<RecordingRunner>(1, milliseconds(100));
+  auto pool = MakePool(std::move(runner), {1}, StreamPoolOptions{});
+  Request request(1);
+  std::thread caller([&] { ASSERT_TRUE(pool->Submit(request.queued, {}).ok()); });
+  std::this_thread::sleep_for(milliseconds(20));
+  pool->Drain();
+  EXPECT_EQ(request.ok_rows.load(), 1);
+  caller.join();
 }
 
 }  // namespace
