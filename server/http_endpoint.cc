@@ -234,17 +234,19 @@ class HttpEndpoint::Handler {
       inference::SystemSharedMemoryUnregisterRequest request;
       request.set_name(route.region);
       protocol_->SystemSharedMemoryUnregister(request);
+    } else if (route.action == "unregister") {
+      inference::CudaSharedMemoryUnregisterRequest request;
+      request.set_name(route.region);
+      protocol_->CudaSharedMemoryUnregister(request);
     } else if (route.action == "register" && !route.cuda) {
       absl::StatusOr<inference::SystemSharedMemoryRegisterRequest> request =
           ParseSystemSharedMemoryRegister(body, route.region);
       status = request.ok() ? protocol_->SystemSharedMemoryRegister(*request) : request.status();
     } else if (route.action == "register") {
-      // Not served whatever the body says (Unimplemented, saying why).
-      inference::CudaSharedMemoryRegisterRequest request;
-      request.set_name(route.region);
-      status = protocol_->CudaSharedMemoryRegister(request);
+      absl::StatusOr<inference::CudaSharedMemoryRegisterRequest> request =
+          ParseCudaSharedMemoryRegister(body, route.region);
+      status = request.ok() ? protocol_->CudaSharedMemoryRegister(*request) : request.status();
     }
-    // A CUDA unregister has nothing to do: no CUDA region is ever registered.
     if (!status.ok()) return SendStatus(response, status);
     response.status = 200;
   }

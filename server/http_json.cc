@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
 #include "google/protobuf/descriptor.h"
@@ -414,6 +415,36 @@ absl::StatusOr<inference::SystemSharedMemoryRegisterRequest> ParseSystemSharedMe
   request.set_key(key->get<std::string>());
   request.set_byte_size(byte_size->get<uint64_t>());
   if (offset != parsed.end()) request.set_offset(offset->get<uint64_t>());
+  return request;
+}
+
+absl::StatusOr<inference::CudaSharedMemoryRegisterRequest> ParseCudaSharedMemoryRegister(
+    std::string_view body, const std::string& name) {
+  const std::string expected = absl::StrCat(
+      "registering CUDA shared memory region ", QuoteClientText(name),
+      " needs a JSON object {\"raw_handle\": {\"b64\": BASE64}, \"device_id\", \"byte_size\"}");
+  const json parsed = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_discarded() || !parsed.is_object()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(expected, "; the body starts with ",
+                     QuoteClientText(absl::string_view(body.data(), body.size()))));
+  }
+  const auto handle = parsed.find("raw_handle");
+  const auto device_id = parsed.find("device_id");
+  const auto byte_size = parsed.find("byte_size");
+  std::string raw_handle;
+  if (handle == parsed.end() || !handle->is_object() || !handle->contains("b64") ||
+      !(*handle)["b64"].is_string() ||
+      !absl::Base64Unescape((*handle)["b64"].get<std::string>(), &raw_handle) ||
+      device_id == parsed.end() || !device_id->is_number_unsigned() ||
+      byte_size == parsed.end() || !byte_size->is_number_unsigned()) {
+    return absl::InvalidArgumentError(expected);
+  }
+  inference::CudaSharedMemoryRegisterRequest request;
+  request.set_name(name);
+  request.set_raw_handle(std::move(raw_handle));
+  request.set_device_id(device_id->get<int64_t>());
+  request.set_byte_size(byte_size->get<uint64_t>());
   return request;
 }
 

@@ -66,6 +66,11 @@ std::string ModelStatisticsToJson(const inference::ModelStatisticsResponse& stat
 // {"key": "/shm_key", "offset": 0, "byte_size": 1024}, offset optional.
 absl::StatusOr<inference::SystemSharedMemoryRegisterRequest> ParseSystemSharedMemoryRegister(
     std::string_view body, const std::string& name);
+// The body of POST /v2/cudasharedmemory/region/NAME/register:
+// {"raw_handle": {"b64": BASE64 of the cudaIpcMemHandle_t}, "device_id": 0,
+// "byte_size": 1024}.
+absl::StatusOr<inference::CudaSharedMemoryRegisterRequest> ParseCudaSharedMemoryRegister(
+    std::string_view body, const std::string& name);
 // Triton's shared-memory status bodies: a JSON array of the regions, by name:
 // [{"name", "key", "offset", "byte_size"}] (system), [{"name", "device_id",
 // "byte_size"}] (CUDA).

@@ -186,6 +186,29 @@ TEST(HttpJsonTest, SharedMemoryRegistrationAndStatusBodies) {
   EXPECT_EQ(CudaSharedMemoryStatusToJson({}), "[]");
 }
 
+TEST(HttpJsonTest, CudaSharedMemoryRegistrationBody) {
+  // "AAEC/w==" is the bytes 00 01 02 ff.
+  absl::StatusOr<inference::CudaSharedMemoryRegisterRequest> request =
+      ParseCudaSharedMemoryRegister(
+          R"({"raw_handle": {"b64": "AAEC/w=="}, "device_id": 1, "byte_size": 64})", "out");
+  ASSERT_TRUE(request.ok()) << request.status();
+  EXPECT_EQ(request->name(), "out");
+  EXPECT_EQ(request->raw_handle(), std::string("\x00\x01\x02\xff", 4));
+  EXPECT_EQ(request->device_id(), 1);
+  EXPECT_EQ(request->byte_size(), 64u);
+  for (const char* bad :
+       {"", "[]", R"({"raw_handle": "AAEC", "device_id": 0, "byte_size": 64})",
+        R"({"raw_handle": {"b64": "!!"}, "device_id": 0, "byte_size": 64})",
+        R"({"raw_handle": {"b64": "AAEC"}, "byte_size": 64})",
+        R"({"raw_handle": {"b64": "AAEC"}, "device_id": -1, "byte_size": 64})",
+        R"({"raw_handle": {"b64": "AAEC"}, "device_id": 0})"}) {
+    const absl::Status status = ParseCudaSharedMemoryRegister(bad, "out").status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(std::string(status.message()), HasSubstr("CUDA shared memory region 'out'"))
+        << bad;
+  }
+}
+
 TEST(HttpJsonTest, RepositoryIndexBodies) {
   // tritonclient.http sends no body at all.
   for (const char* body : {"", " \n", "{}", R"({"ready": false})"}) {

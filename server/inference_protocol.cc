@@ -45,6 +45,7 @@ void InferenceProtocol::ServerMetadata(inference::ServerMetadataResponse* respon
   response->add_extensions("statistics");
   response->add_extensions("model_repository");
   response->add_extensions("system_shared_memory");
+  response->add_extensions("cuda_shared_memory");
   response->add_extensions("binary_tensor_data");  // over HTTP/REST
 }
 
@@ -209,20 +210,32 @@ void InferenceProtocol::SystemSharedMemoryUnregister(
 
 absl::Status InferenceProtocol::CudaSharedMemoryStatus(
     const inference::CudaSharedMemoryStatusRequest& request,
-    inference::CudaSharedMemoryStatusResponse* /*response*/) const {
-  if (request.name().empty()) return absl::OkStatus();  // none registered
-  return absl::NotFoundError(absl::StrCat("no CUDA shared memory region ",
-                                          QuoteClientText(request.name()),
-                                          " is registered: GraphServe serves system shared memory "
-                                          "only"));
+    inference::CudaSharedMemoryStatusResponse* response) const {
+  ASSIGN_OR_RETURN(const std::vector<std::shared_ptr<const SharedMemoryRegion>> regions,
+                   shared_memory_->Status(request.name(), SharedMemoryKind::kCuda));
+  for (const std::shared_ptr<const SharedMemoryRegion>& region : regions) {
+    inference::CudaSharedMemoryStatusResponse::RegionStatus& status =
+        (*response->mutable_regions())[region->name()];
+    status.set_name(region->name());
+    status.set_device_id(static_cast<uint64_t>(region->device_id()));
+    status.set_byte_size(region->byte_size());
+  }
+  return absl::OkStatus();
 }
 
 absl::Status InferenceProtocol::CudaSharedMemoryRegister(
     const inference::CudaSharedMemoryRegisterRequest& request) const {
-  return absl::UnimplementedError(absl::StrCat(
-      "cannot register CUDA shared memory region ", QuoteClientText(request.name()),
-      ": GraphServe serves system shared memory only (SystemSharedMemoryRegister); its requests "
-      "copy through pinned host staging either way"));
+  return shared_memory_->RegisterCuda(request.name(), request.raw_handle(), request.device_id(),
+                                      request.byte_size());
+}
+
+void InferenceProtocol::CudaSharedMemoryUnregister(
+    const inference::CudaSharedMemoryUnregisterRequest& request) const {
+  if (request.name().empty()) {
+    shared_memory_->UnregisterAll(SharedMemoryKind::kCuda);
+  } else {
+    shared_memory_->Unregister(request.name(), SharedMemoryKind::kCuda);
+  }
 }
 
 }  // namespace graphserve

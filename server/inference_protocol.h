@@ -84,6 +84,8 @@ class InferenceProtocol {
                                       inference::CudaSharedMemoryStatusResponse* response) const;
   absl::Status CudaSharedMemoryRegister(
       const inference::CudaSharedMemoryRegisterRequest& request) const;
+  void CudaSharedMemoryUnregister(
+      const inference::CudaSharedMemoryUnregisterRequest& request) const;
 
  private:
   ModelRegistry* const registry_;

@@ -134,10 +134,10 @@ grpc::ServerUnaryReactor* InferenceService::CudaSharedMemoryRegister(
 }
 
 grpc::ServerUnaryReactor* InferenceService::CudaSharedMemoryUnregister(
-    grpc::CallbackServerContext* context, const inference::CudaSharedMemoryUnregisterRequest*,
+    grpc::CallbackServerContext* context,
+    const inference::CudaSharedMemoryUnregisterRequest* request,
     inference::CudaSharedMemoryUnregisterResponse*) {
-  // No CUDA region is ever registered, and unregistering an unknown name is
-  // no error (as in Triton): clients that clean up both kinds keep working.
+  protocol_->CudaSharedMemoryUnregister(*request);
   return FinishNow(context, absl::OkStatus());
 }
 

@@ -249,10 +249,17 @@ absl::StatusOr<const std::byte*> SharedMemoryInput(const SharedMemoryParameters&
         QuoteClientText(parameters.region), ", expected ", expected, " for shape ",
         ShapeString(tensor.shape()), " ", KServeDatatype(spec.dtype)));
   }
-  if (spec.dtype == DType::kBool) {
-    RETURN_IF_ERROR(CheckBoolBytes(slice.data, slice.byte_size, "shared-memory", spec, model));
+  const std::byte* data = slice.data;
+  if (slice.region->kind() == SharedMemoryKind::kCuda) {
+    // Read through the host (Note [CUDA shared memory]).
+    std::vector<std::byte>& host = validated->converted.emplace_back(slice.byte_size);
+    RETURN_IF_ERROR(CopyFromSlice(slice, host.data()));
+    data = host.data();
   }
-  return slice.data;
+  if (spec.dtype == DType::kBool) {
+    RETURN_IF_ERROR(CheckBoolBytes(data, slice.byte_size, "shared-memory", spec, model));
+  }
+  return data;
 }
 
 absl::StatusOr<const std::byte*> TypedInput(const InputTensor& tensor, const TensorSpec& spec,
@@ -482,13 +489,29 @@ std::vector<std::byte*> PrepareInferResponse(const inference::ModelInferRequest&
       auto& parameters = *output->mutable_parameters();
       parameters["shared_memory_region"].set_string_param(slice.region->name());
       parameters["shared_memory_byte_size"].set_int64_param(static_cast<int64_t>(bytes));
-      destinations[index] = slice.data;
-      continue;
+      if (slice.region->kind() == SharedMemoryKind::kSystem) {
+        destinations[index] = slice.data;
+        continue;
+      }
+      // CUDA: the rows land in the string, DeliverCudaOutputs moves them.
     }
     contents->resize(bytes);
     destinations[index] = reinterpret_cast<std::byte*>(contents->data());
   }
   return destinations;
+}
+
+absl::Status DeliverCudaOutputs(const ValidatedRequest& validated,
+                                inference::ModelInferResponse* response) {
+  for (size_t k = 0; k < validated.output_slices.size(); ++k) {
+    const SharedMemorySlice& slice = validated.output_slices[k];
+    if (slice.region == nullptr || slice.region->kind() != SharedMemoryKind::kCuda) continue;
+    std::string* rows = response->mutable_raw_output_contents(static_cast<int>(k));
+    RETURN_IF_ERROR(
+        CopyIntoSlice(slice, reinterpret_cast<const std::byte*>(rows->data()), rows->size()));
+    rows->clear();
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace graphserve

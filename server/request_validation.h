@@ -82,4 +82,11 @@ std::vector<std::byte*> PrepareInferResponse(const inference::ModelInferRequest&
                                              const ValidatedRequest& validated,
                                              inference::ModelInferResponse* response);
 
+// For each output the request put in a CUDA shared-memory region: copies the
+// rows PrepareInferResponse had written into the response's string into the
+// region, and empties the string (Note [CUDA shared memory]). Call once the
+// rows are all written.
+absl::Status DeliverCudaOutputs(const ValidatedRequest& validated,
+                                inference::ModelInferResponse* response);
+
 }  // namespace graphserve

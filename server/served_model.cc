@@ -337,6 +337,7 @@ struct ServedModel::RequestState {
   // Holds the shared-memory regions the request reads and writes until the
   // last segment ends it (Note [Shared memory lifetime]).
   ValidatedRequest validated;
+  inference::ModelInferResponse* response = nullptr;
   std::function<void(const absl::Status&)> done;
   Clock::time_point start;
   uint64_t sequence = 0;  // acceptance order, for preserve_ordering
@@ -449,6 +450,7 @@ void ServedModel::Infer(const inference::ModelInferRequest* request,
   }
   auto state = std::make_shared<RequestState>();
   state->validated = *std::move(validated);
+  state->response = response;
   state->start = start;
   state->rows_left.store(state->validated.rows, std::memory_order_relaxed);
   counters_->RequestAccepted();
@@ -502,6 +504,13 @@ void ServedModel::FinishSegment(const std::shared_ptr<RequestState>& state, int6
     final_status = state->status;
     queue_ns = state->queue_ns;
     compute = state->compute;
+  }
+  if (final_status.ok()) {
+    if (absl::Status delivered = DeliverCudaOutputs(state->validated, state->response);
+        !delivered.ok()) {
+      final_status = absl::Status(delivered.code(),
+                                  absl::StrCat("model '", name(), "': ", delivered.message()));
+    }
   }
   const uint64_t elapsed = Nanos(Clock::now() - state->start);
   if (final_status.ok()) {

@@ -10,6 +10,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "cuda.h"
+#include "cudaTypedefs.h"
+#include "cuda_runtime_api.h"
 #include "server/client_text.h"
 #include "spdlog/spdlog.h"
 
@@ -42,6 +45,67 @@ class FdCloser {
  private:
   const int fd_;
 };
+
+// Makes a GPU current for a scope and restores the caller's afterwards: the
+// RPC threads that register regions and copy through them may serve other
+// GPUs.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device) {
+    if (cudaGetDevice(&previous_) != cudaSuccess) previous_ = -1;
+    cudaSetDevice(device);
+  }
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+  ~DeviceGuard() {
+    if (previous_ >= 0) cudaSetDevice(previous_);
+  }
+
+ private:
+  int previous_ = -1;
+};
+
+// The size of the device allocation `pointer` starts, from the driver's
+// cuMemGetAddressRange (reached through the runtime, so the server links no
+// driver library).
+absl::StatusOr<uint64_t> AllocationBytes(void* pointer) {
+  void* function = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  if (cudaGetDriverEntryPointByVersion("cuMemGetAddressRange", &function, 12000,
+                                       cudaEnableDefault, &found) != cudaSuccess ||
+      found != cudaDriverEntryPointSuccess || function == nullptr) {
+    cudaGetLastError();
+    return absl::InternalError("the driver's cuMemGetAddressRange is not available");
+  }
+  CUdeviceptr base = 0;
+  size_t bytes = 0;
+  const CUresult result = reinterpret_cast<PFN_cuMemGetAddressRange_v3020>(function)(
+      &base, &bytes, reinterpret_cast<CUdeviceptr>(pointer));
+  if (result != CUDA_SUCCESS) {
+    return absl::InternalError(absl::StrCat("cuMemGetAddressRange failed with CUresult ",
+                                            static_cast<int>(result)));
+  }
+  // The opened pointer is the allocation's start; bytes before it are not
+  // the region's.
+  return bytes - (reinterpret_cast<CUdeviceptr>(pointer) - base);
+}
+
+// A copy between host memory and a CUDA region on the calling thread's
+// per-thread default stream, waited for.
+absl::Status CopyOnDevice(const SharedMemoryRegion& region, void* to, const void* from,
+                          size_t bytes, cudaMemcpyKind direction) {
+  const DeviceGuard on_device(static_cast<int>(region.device_id()));
+  cudaError_t error = cudaMemcpyAsync(to, from, bytes, direction, cudaStreamPerThread);
+  if (error == cudaSuccess) error = cudaStreamSynchronize(cudaStreamPerThread);
+  if (error != cudaSuccess) {
+    return absl::InternalError(absl::StrCat("copy ",
+                                            direction == cudaMemcpyDeviceToHost ? "from" : "into",
+                                            " CUDA shared memory region ",
+                                            QuoteClientText(region.name()), " failed: ",
+                                            cudaGetErrorString(error)));
+  }
+  return absl::OkStatus();
+}
 
 }  // namespace
 
@@ -89,15 +153,97 @@ absl::StatusOr<std::shared_ptr<SharedMemoryRegion>> SharedMemoryRegion::MapSyste
                                                    offset, " failed: ", ErrnoText(errno)));
   }
   std::byte* data = static_cast<std::byte*>(mapping) + lead;
+  auto release = [mapping, mapping_bytes, name] {
+    if (munmap(mapping, mapping_bytes) != 0) {
+      spdlog::warn("munmap of shared memory region {} failed: {}", QuoteClientText(name),
+                   ErrnoText(errno));
+    }
+  };
   return std::shared_ptr<SharedMemoryRegion>(new SharedMemoryRegion(
-      std::move(name), std::move(key), offset, byte_size, mapping, mapping_bytes, data));
+      {.kind = SharedMemoryKind::kSystem,
+       .name = std::move(name),
+       .key = std::move(key),
+       .offset = offset,
+       .byte_size = byte_size,
+       .data = data},
+      std::move(release)));
 }
 
-SharedMemoryRegion::~SharedMemoryRegion() {
-  if (munmap(mapping_, mapping_bytes_) != 0) {
-    spdlog::warn("munmap of shared memory region {} failed: {}", QuoteClientText(name_),
-                 ErrnoText(errno));
+absl::StatusOr<std::shared_ptr<SharedMemoryRegion>> SharedMemoryRegion::OpenCuda(
+    std::string name, const std::string& raw_handle, int64_t device_id, uint64_t byte_size) {
+  const std::string what = absl::StrCat("cannot register CUDA shared memory region ",
+                                        QuoteClientText(name), " on GPU ", device_id);
+  if (byte_size == 0) return absl::InvalidArgumentError(absl::StrCat(what, ": byte_size is 0"));
+  cudaIpcMemHandle_t handle;
+  if (raw_handle.size() != sizeof(handle)) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": raw_handle has ", raw_handle.size(),
+                                                   " bytes, a cudaIpcMemHandle_t has ",
+                                                   sizeof(handle)));
   }
+  std::memcpy(&handle, raw_handle.data(), sizeof(handle));
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    cudaGetLastError();  // not sticky; leave nothing for the next call to see
+    return absl::FailedPreconditionError(
+        absl::StrCat(what, ": this server has no CUDA device (CUDA shared memory needs the "
+                           "server's GPU); use system shared memory"));
+  }
+  if (device_id < 0 || device_id >= devices) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": the server sees ", devices, " GPUs (device_id 0..", devices - 1, ")"));
+  }
+  const DeviceGuard on_device(static_cast<int>(device_id));
+  void* opened = nullptr;
+  if (const cudaError_t error =
+          cudaIpcOpenMemHandle(&opened, handle, cudaIpcMemLazyEnablePeerAccess);
+      error != cudaSuccess) {
+    cudaGetLastError();
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": cudaIpcOpenMemHandle failed: ", cudaGetErrorString(error),
+        " (the handle must come from cudaIpcGetMemHandle in another process on this machine)"));
+  }
+  auto release = [opened, device_id, name] {
+    const DeviceGuard on_device(static_cast<int>(device_id));
+    if (const cudaError_t error = cudaIpcCloseMemHandle(opened); error != cudaSuccess) {
+      spdlog::warn("cudaIpcCloseMemHandle of CUDA shared memory region {} failed: {}",
+                   QuoteClientText(name), cudaGetErrorString(error));
+    }
+  };
+  absl::StatusOr<uint64_t> allocation = AllocationBytes(opened);
+  if (!allocation.ok() || byte_size > *allocation) {
+    release();
+    if (!allocation.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": ", allocation.status().message()));
+    }
+    return absl::InvalidArgumentError(absl::StrCat(what, ": byte_size ", byte_size,
+                                                   " runs past the allocation's ", *allocation,
+                                                   " bytes"));
+  }
+  return std::shared_ptr<SharedMemoryRegion>(
+      new SharedMemoryRegion({.kind = SharedMemoryKind::kCuda,
+                              .name = std::move(name),
+                              .device_id = device_id,
+                              .byte_size = byte_size,
+                              .data = static_cast<std::byte*>(opened)},
+                             std::move(release)));
+}
+
+SharedMemoryRegion::~SharedMemoryRegion() { release_(); }
+
+absl::Status CopyFromSlice(const SharedMemorySlice& slice, std::byte* host) {
+  if (slice.region->kind() == SharedMemoryKind::kSystem) {
+    std::memcpy(host, slice.data, slice.byte_size);
+    return absl::OkStatus();
+  }
+  return CopyOnDevice(*slice.region, host, slice.data, slice.byte_size, cudaMemcpyDeviceToHost);
+}
+
+absl::Status CopyIntoSlice(const SharedMemorySlice& slice, const std::byte* host, size_t bytes) {
+  if (slice.region->kind() == SharedMemoryKind::kSystem) {
+    std::memcpy(slice.data, host, bytes);
+    return absl::OkStatus();
+  }
+  return CopyOnDevice(*slice.region, slice.data, host, bytes, cudaMemcpyHostToDevice);
 }
 
 absl::Status SharedMemoryRegistry::Register(const std::string& name, const std::string& key,
@@ -106,6 +252,20 @@ absl::Status SharedMemoryRegistry::Register(const std::string& name, const std::
     return absl::InvalidArgumentError(absl::StrCat(
         "cannot register a shared memory region without a name (key ", QuoteClientText(key), ")"));
   }
+  return Add(name, [&] { return SharedMemoryRegion::MapSystem(name, key, offset, byte_size); });
+}
+
+absl::Status SharedMemoryRegistry::RegisterCuda(const std::string& name,
+                                                const std::string& raw_handle, int64_t device_id,
+                                                uint64_t byte_size) {
+  if (name.empty()) {
+    return absl::InvalidArgumentError("cannot register a CUDA shared memory region without a name");
+  }
+  return Add(name,
+             [&] { return SharedMemoryRegion::OpenCuda(name, raw_handle, device_id, byte_size); });
+}
+
+absl::Status SharedMemoryRegistry::Add(const std::string& name, const Open& open) {
   const auto already = [&name] {
     return absl::AlreadyExistsError(absl::StrCat("shared memory region ", QuoteClientText(name),
                                                  " is already registered; unregister it first"));
@@ -114,45 +274,54 @@ absl::Status SharedMemoryRegistry::Register(const std::string& name, const std::
     absl::MutexLock lock(&mu_);
     if (regions_.contains(name)) return already();
   }
-  // Mapped outside the lock: lookups of other regions need not wait on
-  // shm_open and mmap.
-  absl::StatusOr<std::shared_ptr<SharedMemoryRegion>> region =
-      SharedMemoryRegion::MapSystem(name, key, offset, byte_size);
+  // Opened outside the lock: lookups of other regions need not wait on
+  // shm_open and mmap, or on CUDA.
+  absl::StatusOr<std::shared_ptr<SharedMemoryRegion>> region = open();
   if (!region.ok()) return region.status();
   absl::MutexLock lock(&mu_);
   // A registration of the same name may have won the race meanwhile; the
-  // mapping made here is then dropped.
+  // region opened here is then dropped.
   if (!regions_.emplace(name, *std::move(region)).second) return already();
   return absl::OkStatus();
 }
 
-void SharedMemoryRegistry::Unregister(const std::string& name) {
-  std::shared_ptr<const SharedMemoryRegion> dropped;  // unmapped, if last, outside the lock
+void SharedMemoryRegistry::Unregister(const std::string& name, SharedMemoryKind kind) {
+  std::shared_ptr<const SharedMemoryRegion> dropped;  // released, if last, outside the lock
   absl::MutexLock lock(&mu_);
   const auto found = regions_.find(name);
-  if (found == regions_.end()) return;
+  if (found == regions_.end() || found->second->kind() != kind) return;
   dropped = std::move(found->second);
   regions_.erase(found);
 }
 
-void SharedMemoryRegistry::UnregisterAll() {
-  std::map<std::string, std::shared_ptr<const SharedMemoryRegion>> dropped;
+void SharedMemoryRegistry::UnregisterAll(SharedMemoryKind kind) {
+  std::vector<std::shared_ptr<const SharedMemoryRegion>> dropped;
   absl::MutexLock lock(&mu_);
-  dropped.swap(regions_);
+  for (auto it = regions_.begin(); it != regions_.end();) {
+    if (it->second->kind() == kind) {
+      dropped.push_back(std::move(it->second));
+      it = regions_.erase(it);
+    } else {
+      ++it;
+    }
+  }
 }
 
 absl::StatusOr<std::vector<std::shared_ptr<const SharedMemoryRegion>>> SharedMemoryRegistry::Status(
-    const std::string& name) const {
+    const std::string& name, SharedMemoryKind kind) const {
   absl::MutexLock lock(&mu_);
   std::vector<std::shared_ptr<const SharedMemoryRegion>> regions;
   if (name.empty()) {
-    for (const auto& [_, region] : regions_) regions.push_back(region);
+    for (const auto& [_, region] : regions_) {
+      if (region->kind() == kind) regions.push_back(region);
+    }
     return regions;
   }
   const auto found = regions_.find(name);
-  if (found == regions_.end()) {
-    return absl::NotFoundError(
-        absl::StrCat("no shared memory region ", QuoteClientText(name), " is registered"));
+  if (found == regions_.end() || found->second->kind() != kind) {
+    return absl::NotFoundError(absl::StrCat(kind == SharedMemoryKind::kCuda ? "no CUDA " : "no ",
+                                            "shared memory region ", QuoteClientText(name),
+                                            " is registered"));
   }
   regions.push_back(found->second);
   return regions;

@@ -18,9 +18,25 @@
 // (ftruncate) while the server maps it turns the server's next access past
 // the new end into SIGBUS, as in Triton. Register objects whose size stays
 // put.
+//
+// Note [CUDA shared memory]
+// Triton's CUDA shared-memory extension: the client allocates device memory,
+// sends its cudaIpcMemHandle_t, and the server opens it with
+// cudaIpcOpenMemHandle (the same GPU machine; IPC needs both processes to
+// see the device). The opened allocation's true size is read back
+// (cuMemGetAddressRange through the runtime's driver entry point) so a
+// byte_size larger than the allocation is refused at registration: a device
+// access past it would be a sticky CUDA error for every model of the server.
+// Requests read CUDA-region inputs through host memory: the bytes are copied
+// to the host at validation and enter the graph through the slot's pinned
+// staging like any input, and outputs are copied into their region when the
+// request ends. That costs two extra copies over the PCIe/NVLink-C2C link but
+// leaves one way into a graph; a graph reading the region directly would
+// need per-launch memcpy node updates (not built).
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -33,9 +49,14 @@
 
 namespace graphserve {
 
-// One registered range of a POSIX shared memory object, mapped read-write:
-// byte_size() bytes at data(). Not copyable: it owns the mapping, which the
-// destructor unmaps.
+// Where a region's bytes are: a POSIX shared memory object mapped into the
+// server (kSystem), or a client's device allocation opened through CUDA IPC
+// (kCuda; data() is then a device pointer).
+enum class SharedMemoryKind { kSystem, kCuda };
+
+// One registered range of shared memory: byte_size() bytes at data(). Not
+// copyable: it owns the mapping (or the opened IPC handle), which the
+// destructor releases.
 class SharedMemoryRegion {
  public:
   // shm_open(key) read-write, checks that [offset, offset + byte_size) lies
@@ -49,38 +70,63 @@ class SharedMemoryRegion {
                                                                        uint64_t offset,
                                                                        uint64_t byte_size);
 
+  // cudaIpcOpenMemHandle of `raw_handle` (a cudaIpcMemHandle_t's bytes) on
+  // GPU `device_id`; byte_size bytes from the allocation's start (Note [CUDA
+  // shared memory]). InvalidArgument naming the region for a handle of the
+  // wrong size, a GPU that is not visible, a handle CUDA cannot open or a
+  // byte_size of 0 or past the allocation's end; FailedPrecondition when the
+  // server has no GPU.
+  static absl::StatusOr<std::shared_ptr<SharedMemoryRegion>> OpenCuda(std::string name,
+                                                                      const std::string& raw_handle,
+                                                                      int64_t device_id,
+                                                                      uint64_t byte_size);
+
   SharedMemoryRegion(const SharedMemoryRegion&) = delete;
   SharedMemoryRegion& operator=(const SharedMemoryRegion&) = delete;
-  // Unmaps; a failing munmap is logged, never thrown.
+  // Unmaps (or closes the IPC handle); a failure is logged, never thrown.
   ~SharedMemoryRegion();
 
+  [[nodiscard]] SharedMemoryKind kind() const { return kind_; }
   [[nodiscard]] const std::string& name() const { return name_; }
-  [[nodiscard]] const std::string& key() const { return key_; }
+  [[nodiscard]] const std::string& key() const { return key_; }  // kSystem
+  [[nodiscard]] int64_t device_id() const { return device_id_; }  // kCuda
   [[nodiscard]] uint64_t offset() const { return offset_; }
   [[nodiscard]] uint64_t byte_size() const { return byte_size_; }
-  // The first byte of the registered range (the object's byte `offset`).
+  // The first byte of the registered range (the object's byte `offset`);
+  // for kCuda a device pointer.
   [[nodiscard]] std::byte* data() const { return data_; }
 
   // Implementation details follow.
  private:
-  SharedMemoryRegion(std::string name, std::string key, uint64_t offset, uint64_t byte_size,
-                     void* mapping, size_t mapping_bytes, std::byte* data)
-      : name_(std::move(name)),
-        key_(std::move(key)),
-        offset_(offset),
-        byte_size_(byte_size),
-        mapping_(mapping),
-        mapping_bytes_(mapping_bytes),
-        data_(data) {}
+  struct Fields {
+    SharedMemoryKind kind = SharedMemoryKind::kSystem;
+    std::string name;
+    std::string key;
+    int64_t device_id = 0;
+    uint64_t offset = 0;
+    uint64_t byte_size = 0;
+    std::byte* data = nullptr;
+  };
+  SharedMemoryRegion(Fields fields, std::function<void()> release)
+      : kind_(fields.kind),
+        name_(std::move(fields.name)),
+        key_(std::move(fields.key)),
+        device_id_(fields.device_id),
+        offset_(fields.offset),
+        byte_size_(fields.byte_size),
+        data_(fields.data),
+        release_(std::move(release)) {}
 
+  const SharedMemoryKind kind_;
   const std::string name_;
   const std::string key_;
+  const int64_t device_id_;
   const uint64_t offset_;
   const uint64_t byte_size_;
-  // mmap maps from a page boundary: the mapping starts at or before `offset`.
-  void* const mapping_;
-  const size_t mapping_bytes_;
   std::byte* const data_;
+  // munmap of the mapping (which starts at the page boundary at or before
+  // `offset`), or cudaIpcCloseMemHandle.
+  const std::function<void()> release_;
 };
 
 // A tensor's bytes inside a region, and the region they keep mapped (Note
@@ -91,22 +137,36 @@ struct SharedMemorySlice {
   uint64_t byte_size = 0;
 };
 
-// The registered regions by name. Thread-safe: the gRPC and HTTP threads
-// register, unregister and look up at once.
+// Copies the slice's byte_size bytes to `host`, or `bytes` (<= byte_size)
+// bytes from `host` into the slice: memcpy for system regions; for CUDA ones
+// a copy on the calling thread's per-thread stream, waited for (it orders
+// after no serving stream).
+absl::Status CopyFromSlice(const SharedMemorySlice& slice, std::byte* host);
+absl::Status CopyIntoSlice(const SharedMemorySlice& slice, const std::byte* host, size_t bytes);
+
+// The registered regions by name, system and CUDA ones in one namespace (as
+// in Triton: a name is registered once, whatever its kind). Thread-safe: the
+// gRPC and HTTP threads register, unregister and look up at once.
 class SharedMemoryRegistry {
  public:
-  // Maps and records a region (SharedMemoryRegion::MapSystem's errors);
-  // AlreadyExists when `name` is registered already.
+  // Maps and records a system region (SharedMemoryRegion::MapSystem's
+  // errors); AlreadyExists when `name` is registered already.
   absl::Status Register(const std::string& name, const std::string& key, uint64_t offset,
                         uint64_t byte_size) ABSL_LOCKS_EXCLUDED(mu_);
-  // Forgets region `name`; a name not registered is no error (as in Triton).
-  // Requests holding the region keep it mapped until they end.
-  void Unregister(const std::string& name) ABSL_LOCKS_EXCLUDED(mu_);
-  void UnregisterAll() ABSL_LOCKS_EXCLUDED(mu_);
-  // Every region, by name; only `name` unless it is empty (NotFound naming
-  // it when it is not registered).
+  // Opens and records a CUDA region (SharedMemoryRegion::OpenCuda's errors);
+  // AlreadyExists when `name` is registered already.
+  absl::Status RegisterCuda(const std::string& name, const std::string& raw_handle,
+                            int64_t device_id, uint64_t byte_size) ABSL_LOCKS_EXCLUDED(mu_);
+  // Forgets region `name` if it is of `kind`; a name not registered is no
+  // error (as in Triton). Requests holding the region keep it until they end.
+  void Unregister(const std::string& name, SharedMemoryKind kind = SharedMemoryKind::kSystem)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  void UnregisterAll(SharedMemoryKind kind = SharedMemoryKind::kSystem) ABSL_LOCKS_EXCLUDED(mu_);
+  // Every region of `kind`, by name; only `name` unless it is empty
+  // (NotFound naming it when no region of that kind has the name).
   absl::StatusOr<std::vector<std::shared_ptr<const SharedMemoryRegion>>> Status(
-      const std::string& name) const ABSL_LOCKS_EXCLUDED(mu_);
+      const std::string& name, SharedMemoryKind kind = SharedMemoryKind::kSystem) const
+      ABSL_LOCKS_EXCLUDED(mu_);
   // `byte_size` bytes at `offset` within region `name`. InvalidArgument
   // naming the region when it is not registered or the range runs past its
   // end.
@@ -115,6 +175,10 @@ class SharedMemoryRegistry {
 
   // Implementation details follow.
  private:
+  using Open = std::function<absl::StatusOr<std::shared_ptr<SharedMemoryRegion>>()>;
+  // Records what `open` returns under `name` unless the name is taken.
+  absl::Status Add(const std::string& name, const Open& open) ABSL_LOCKS_EXCLUDED(mu_);
+
   mutable absl::Mutex mu_;
   std::map<std::string, std::shared_ptr<const SharedMemoryRegion>> regions_ ABSL_GUARDED_BY(mu_);
 };

@@ -169,5 +169,45 @@ TEST(SharedMemoryRegistryTest, HugeNamesAreQuotedAsShortPrefixes) {
   EXPECT_THAT(Message(unknown), HasSubstr("(65536 bytes)"));
 }
 
+// Note [CUDA shared memory]: what can be checked without a GPU (CI); the
+// GPU check registers a real IPC handle from graphserve-client.
+TEST(SharedMemoryRegistryTest, CudaRegistrationErrorsNameTheRegion) {
+  SharedMemoryRegistry registry;
+  const std::string handle(64, '\0');  // sizeof(cudaIpcMemHandle_t)
+  const absl::Status short_handle = registry.RegisterCuda("gpu", "abc", 0, 64);
+  EXPECT_EQ(short_handle.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Message(short_handle), HasSubstr("CUDA shared memory region 'gpu'"));
+  EXPECT_THAT(Message(short_handle), HasSubstr("raw_handle has 3 bytes"));
+  EXPECT_EQ(registry.RegisterCuda("gpu", handle, 0, 0).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(registry.RegisterCuda("", handle, 0, 64).code(), absl::StatusCode::kInvalidArgument);
+  // A zero handle is never a valid allocation: without a GPU the server says
+  // it has none, with one CUDA refuses the handle; nothing is registered.
+  const absl::Status zero = registry.RegisterCuda("gpu", handle, 0, 64);
+  EXPECT_TRUE(zero.code() == absl::StatusCode::kFailedPrecondition ||
+              zero.code() == absl::StatusCode::kInvalidArgument)
+      << zero;
+  EXPECT_THAT(Message(zero), HasSubstr("CUDA shared memory region 'gpu'"));
+  EXPECT_TRUE(registry.Status("", SharedMemoryKind::kCuda)->empty());
+}
+
+// System and CUDA regions share one namespace but are listed, and
+// unregistered, by their own kind.
+TEST(SharedMemoryRegistryTest, KindsAreListedAndUnregisteredApart) {
+  TestShmObject object(kObjectBytes);
+  SharedMemoryRegistry registry;
+  ASSERT_TRUE(registry.Register("in", object.key(), 0, 64).ok());
+  EXPECT_EQ(registry.Status("").value().size(), 1u);
+  EXPECT_TRUE(registry.Status("", SharedMemoryKind::kCuda)->empty());
+  const absl::Status not_cuda = registry.Status("in", SharedMemoryKind::kCuda).status();
+  EXPECT_EQ(not_cuda.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(Message(not_cuda), HasSubstr("no CUDA shared memory region 'in'"));
+  registry.Unregister("in", SharedMemoryKind::kCuda);
+  registry.UnregisterAll(SharedMemoryKind::kCuda);
+  EXPECT_EQ(registry.Status("in").value().size(), 1u);  // still there
+  EXPECT_EQ(registry.RegisterCuda("in", std::string(64, '\0'), 0, 64).code(),
+            absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(registry.Status("in").value()[0]->kind(), SharedMemoryKind::kSystem);
+}
+
 }  // namespace
 }  // namespace graphserve

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <random>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -40,8 +41,11 @@ class TestShmObject {
 
  private:
   static std::string NextKey() {
+    // Not the pid alone: Bazel's sandboxes give concurrent tests their own
+    // pid namespaces (the same small pids) over one /dev/shm.
+    static const unsigned int process = std::random_device{}();
     static std::atomic<int> next{0};
-    return absl::StrCat("/graphserve_test_", getpid(), "_", next.fetch_add(1));
+    return absl::StrCat("/graphserve_test_", getpid(), "_", process, "_", next.fetch_add(1));
   }
 
   const std::string key_;

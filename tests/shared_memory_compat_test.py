@@ -157,7 +157,7 @@ class GrpcSharedMemoryTest(unittest.TestCase):
     def test_extension_is_listed(self):
         metadata = self.client.get_server_metadata(client_timeout=CALL_TIMEOUT_S)
         self.assertIn("system_shared_memory", metadata.extensions)
-        self.assertNotIn("cuda_shared_memory", metadata.extensions)
+        self.assertIn("cuda_shared_memory", metadata.extensions)
 
     def test_infer_through_shared_memory_equals_infer_with_bytes(self):
         arrays = dlrm_arrays(ROWS, seed=1)
@@ -312,16 +312,19 @@ class GrpcSharedMemoryTest(unittest.TestCase):
         print(f"requests racing an unregister, answered: {answered}")
         self.assert_still_serves("unregistering during requests")
 
-    def test_cuda_shared_memory_is_refused_clearly(self):
+    def test_a_cuda_handle_that_cannot_be_opened_is_refused_clearly(self):
+        # A zero handle is no allocation: a server without a GPU says it has
+        # none (FAILED_PRECONDITION), one with a GPU that CUDA refused the
+        # handle (INVALID_ARGUMENT); either names the region and registers
+        # nothing. Real handles are registered in the GPU check.
         with self.assertRaises(InferenceServerException) as raised:
             # tritonclient takes the IPC handle base64-encoded, as
             # cuda_shared_memory.get_raw_handle gives it.
             self.client.register_cuda_shared_memory("gpu_in", base64.b64encode(b"\0" * 64), 0,
                                                     1024, client_timeout=CALL_TIMEOUT_S)
-        self.assertIn("UNIMPLEMENTED", raised.exception.status())
-        self.assertIn("system shared memory", raised.exception.message())
-        # Listing and cleaning up CUDA regions work (there are none), so
-        # clients that clean up both kinds keep working.
+        self.assertIn(raised.exception.status(),
+                      ("StatusCode.FAILED_PRECONDITION", "StatusCode.INVALID_ARGUMENT"))
+        self.assertIn("CUDA shared memory region 'gpu_in'", raised.exception.message())
         status = self.client.get_cuda_shared_memory_status(client_timeout=CALL_TIMEOUT_S)
         self.assertEqual(len(status.regions), 0)
         self.client.unregister_cuda_shared_memory(client_timeout=CALL_TIMEOUT_S)
