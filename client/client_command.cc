@@ -6,6 +6,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
+#include <list>
 #include <map>
 #include <memory>
 #include <optional>
@@ -22,11 +24,14 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "client/cuda_shared_memory.h"
 #include "client/datatype.h"
 #include "client/inference_client.h"
 #include "client/load_generator.h"
 #include "client/perf_report.h"
 #include "client/request_builder.h"
+#include "client/shared_memory_layout.h"
+#include "client/shared_memory_slots.h"
 #include "common/command_line.h"
 #include "common/status.h"
 #include "google/protobuf/text_format.h"
@@ -141,6 +146,74 @@ absl::StatusOr<std::optional<inference::ModelConfig>> OptionalModelConfig(
     return std::optional<inference::ModelConfig>();
   }
   return response.status();
+}
+
+// -------------------------------------------------------------- shared memory
+
+// perf_analyzer's --shared-memory, --output-shared-memory-size and
+// --cuda-device, for infer and perf.
+struct SharedMemoryFlags {
+  std::string kind = "none";
+  int64_t output_bytes = kDefaultOutputSharedMemoryBytes;
+  int64_t cuda_device = 0;
+};
+
+constexpr char kSharedMemoryUsage[] =
+    "\n\n"
+    "--shared-memory system|cuda passes the inputs and outputs through memory shared\n"
+    "with the server instead of the gRPC messages (Triton's shared-memory extensions,\n"
+    "as perf_analyzer's flag does): each request in flight gets one region holding its\n"
+    "inputs, written once, and room for its outputs, which the server writes there;\n"
+    "the messages carry only the region, offset and byte size of each tensor.\n"
+    "  system  a POSIX shared memory object (/dev/shm/graphserve_client_...) that the\n"
+    "          server maps: the server must run on the same host as the client.\n"
+    "  cuda    device memory on --cuda-device, opened by the server through CUDA IPC:\n"
+    "          the server must run on the same GPU machine and see that GPU, and the\n"
+    "          client needs it too: without a GPU the client says so and stops.\n"
+    "Each output gets room for its bytes, at most --output-shared-memory-size (an\n"
+    "output of a variable shape gets exactly that); a larger output is refused,\n"
+    "naming the size to pass. The regions are unregistered and freed at the end.";
+
+void AddSharedMemoryFlags(CommandLine& command_line, SharedMemoryFlags* flags) {
+  command_line.AddString("shared-memory", &flags->kind,
+                         "none, system or cuda: where inputs and outputs travel (see above).");
+  command_line.AddInt("output-shared-memory-size", &flags->output_bytes,
+                      "Bytes of shared memory an output may take, >= 1.");
+  command_line.AddInt("cuda-device", &flags->cuda_device,
+                      "--shared-memory cuda: the GPU holding the regions.");
+}
+
+// InvalidArgument (a usage error) for a bad flag value.
+absl::StatusOr<SharedMemoryOptions> ParseSharedMemoryFlags(const SharedMemoryFlags& flags) {
+  ASSIGN_OR_RETURN(const SharedMemoryKind kind, ParseSharedMemoryKind(flags.kind));
+  if (flags.output_bytes < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--output-shared-memory-size must be at least 1 byte, got ", flags.output_bytes));
+  }
+  if (flags.cuda_device < 0 || flags.cuda_device > std::numeric_limits<int>::max()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--cuda-device must be a device number >= 0, got ", flags.cuda_device));
+  }
+  return SharedMemoryOptions{.kind = kind,
+                             .output_byte_size = flags.output_bytes,
+                             .cuda_device = static_cast<int>(flags.cuda_device)};
+}
+
+// Checked before connecting, so that a client without a GPU says so first.
+absl::Status CheckSharedMemoryDevice(const SharedMemoryOptions& options) {
+  if (options.kind != SharedMemoryKind::kCuda) return absl::OkStatus();
+  return CheckCudaDevice(options.cuda_device);
+}
+
+// infer's one slot: `request` (with its inputs' bytes) and the outputs it
+// asks for, in one registered region.
+absl::StatusOr<std::unique_ptr<SharedMemorySlots>> MakeSlots(
+    InferenceClient& client, const InferRequest& request,
+    const inference::ModelMetadataResponse& metadata, const inference::ModelConfig* config,
+    const RequestBuilderOptions& request_options, const SharedMemoryOptions& options) {
+  ASSIGN_OR_RETURN(const std::vector<ExpectedOutput> outputs,
+                   ExpectedOutputs(metadata, config, request_options));
+  return SharedMemorySlots::Create(&client, request, outputs, options);
 }
 
 // ---------------------------------------------------------------- live, ready
@@ -402,11 +475,12 @@ std::string OutputFileName(const std::string& name) {
   return file + ".bin";
 }
 
-absl::Status WriteOutputs(const InferResult& result, const std::string& dir, std::ostream& out) {
+absl::Status WriteOutputs(const std::vector<InferOutput>& outputs, const std::string& dir,
+                          std::ostream& out) {
   std::error_code error;
   std::filesystem::create_directories(dir, error);
   if (error) return absl::NotFoundError(absl::StrCat("cannot create ", dir, ": ", error.message()));
-  for (const InferOutput& output : result.outputs()) {
+  for (const InferOutput& output : outputs) {
     const std::string path = (std::filesystem::path(dir) / OutputFileName(output.name)).string();
     std::ofstream file(path, std::ios::binary | std::ios::trunc);
     file.write(output.data.data(), static_cast<std::streamsize>(output.data.size()));
@@ -415,6 +489,26 @@ absl::Status WriteOutputs(const InferResult& result, const std::string& dir, std
     out << "wrote " << path << "\n";
   }
   return absl::OkStatus();
+}
+
+// The result's outputs, each in shared memory with its bytes read from
+// `slot` (null: none asked for) into `storage`, a list so that the bytes
+// stay put while the outputs view them.
+absl::StatusOr<std::vector<InferOutput>> ReadOutputs(const InferResult& result,
+                                                     const SharedMemorySlot* slot,
+                                                     std::list<std::string>* storage) {
+  std::vector<InferOutput> outputs = result.outputs();
+  for (InferOutput& output : outputs) {
+    if (output.shared_memory_region.empty()) continue;
+    if (slot == nullptr || output.shared_memory_region != slot->region()) {
+      return absl::InternalError(
+          absl::StrCat("the server put output ", output.name, " in shared memory region ",
+                       output.shared_memory_region, ", which this request did not name"));
+    }
+    ASSIGN_OR_RETURN(std::string bytes, slot->ReadOutput(output));
+    output.data = storage->emplace_back(std::move(bytes));
+  }
+  return outputs;
 }
 
 // "NAME=FILE" -> the input's name and the file's bytes.
@@ -431,6 +525,8 @@ absl::Status ReadInputFiles(const std::vector<std::string>& specs,
 constexpr char kInferUsage[] =
     "graphserve-client infer --model M [--model-version V] [--batch-size B]\n"
     "    [--input NAME=FILE ...] [--outputs NAME,...] [--seed S] [--show N] [--output-dir DIR]\n"
+    "    [--shared-memory none|system|cuda [--output-shared-memory-size BYTES]\n"
+    "    [--cuda-device N]]\n"
     "\n"
     "Sends one inference request and prints each output's name, datatype, shape, size,\n"
     "an FNV-1a 64-bit checksum of its bytes and its first values. Inputs come from the\n"
@@ -438,7 +534,8 @@ constexpr char kInferUsage[] =
     "reads an input from a file of raw little-endian elements, exactly B rows of it\n"
     "(e.g. 4 x 512 x 4 bytes for FP32 [-1,512] at B = 4); other inputs get random data\n"
     "drawn from seed S (FP32 in [-1,1), integers in [0,100), BOOL 0/1).\n"
-    "--output-dir writes each output's raw bytes to DIR/NAME.bin.";
+    "--output-dir writes each output's raw bytes to DIR/NAME.bin. With --shared-memory\n"
+    "the outputs are read back from the region, so the same request prints the same.";
 
 int RunInfer(std::vector<std::string> args, ConnectionFlags flags, std::ostream& out,
              std::ostream& err) {
@@ -451,7 +548,8 @@ int RunInfer(std::vector<std::string> args, ConnectionFlags flags, std::ostream&
   int64_t seed = 0;
   int64_t show = 8;
   std::string output_dir;
-  CommandLine command_line(kInferUsage);
+  SharedMemoryFlags shared_memory_flags;
+  CommandLine command_line(absl::StrCat(kInferUsage, kSharedMemoryUsage));
   AddConnectionFlags(command_line, &flags);
   command_line.AddString("model", &model, "The model (required).");
   command_line.AddString("model-version", &version,
@@ -466,10 +564,18 @@ int RunInfer(std::vector<std::string> args, ConnectionFlags flags, std::ostream&
   command_line.AddInt("show", &show, "How many values of each output to print.");
   command_line.AddString("output-dir", &output_dir,
                          "Write each output's raw bytes to DIR/NAME.bin (created if missing).");
+  AddSharedMemoryFlags(command_line, &shared_memory_flags);
   if (auto done = ParseCommandFlags(command_line, args, out, err)) return *done;
   if (model.empty()) return Usage(err, "infer: --model is required (see --help)");
   if (batch_size < 1) {
     return Usage(err, absl::StrCat("infer: --batch-size must be at least 1, got ", batch_size));
+  }
+  absl::StatusOr<SharedMemoryOptions> shared_memory = ParseSharedMemoryFlags(shared_memory_flags);
+  if (!shared_memory.ok()) {
+    return Usage(err, absl::StrCat("infer: ", shared_memory.status().message()));
+  }
+  if (absl::Status device = CheckSharedMemoryDevice(*shared_memory); !device.ok()) {
+    return Fail(err, "infer", flags, device);
   }
   for (const std::string& spec : *input_specs) {
     const size_t eq = spec.find('=');
@@ -496,18 +602,31 @@ int RunInfer(std::vector<std::string> args, ConnectionFlags flags, std::ostream&
   absl::StatusOr<std::optional<inference::ModelConfig>> config =
       OptionalModelConfig(**client, model, version);
   if (!config.ok()) return Fail(err, "infer", flags, config.status());
-  absl::StatusOr<InferRequest> request =
-      BuildRequest(*metadata, config->has_value() ? &config->value() : nullptr, request_options);
+  const inference::ModelConfig* model_config = config->has_value() ? &config->value() : nullptr;
+  absl::StatusOr<InferRequest> request = BuildRequest(*metadata, model_config, request_options);
   if (!request.ok()) return Fail(err, "infer", flags, request.status());
   request->model_name = model;
 
-  absl::StatusOr<InferResult> result = (*client)->Infer(*request);
+  // Declared after the client: the slot unregisters through it.
+  std::unique_ptr<SharedMemorySlots> slots;
+  if (shared_memory->kind != SharedMemoryKind::kNone) {
+    absl::StatusOr<std::unique_ptr<SharedMemorySlots>> made =
+        MakeSlots(**client, *request, *metadata, model_config, request_options, *shared_memory);
+    if (!made.ok()) return Fail(err, "infer", flags, made.status());
+    slots = *std::move(made);
+  }
+  const SharedMemorySlot* slot = slots != nullptr ? slots->slot(0) : nullptr;
+  absl::StatusOr<InferResult> result =
+      (*client)->Infer(slot != nullptr ? slot->request() : *request);
   if (!result.ok()) return Fail(err, "infer", flags, result.status());
+  std::list<std::string> region_bytes;
+  absl::StatusOr<std::vector<InferOutput>> outputs_read = ReadOutputs(*result, slot, &region_bytes);
+  if (!outputs_read.ok()) return Fail(err, "infer", flags, outputs_read.status());
   out << "model " << result->model_name() << " version " << result->model_version() << ", batch "
       << batch_size << "\n";
-  for (const InferOutput& output : result->outputs()) PrintOutput(output, show, out);
+  for (const InferOutput& output : *outputs_read) PrintOutput(output, show, out);
   if (!output_dir.empty()) {
-    if (absl::Status written = WriteOutputs(*result, output_dir, out); !written.ok()) {
+    if (absl::Status written = WriteOutputs(*outputs_read, output_dir, out); !written.ok()) {
       return Fail(err, "infer", flags, written);
     }
   }
@@ -521,6 +640,8 @@ constexpr char kPerfUsage[] =
     "    (--concurrency 1,2,4 | --request-rate R[,R...] [--request-distribution D])\n"
     "    [--warmup-secs S] [--warmup-requests N] [--measurement-interval-ms 2000]\n"
     "    [--windows 3] [--floor-windows 1] [--csv FILE]\n"
+    "    [--shared-memory none|system|cuda [--output-shared-memory-size BYTES]\n"
+    "    [--cuda-device N]]\n"
     "\n"
     "Measures throughput and latency as perf_analyzer does, one level at a time, with\n"
     "one request of random data (batch B) sent over and over:\n"
@@ -548,7 +669,11 @@ constexpr char kPerfUsage[] =
     "--csv writes perf_analyzer's CSV (the --verbose-csv columns, microseconds), then\n"
     "Floor p50 latency, Floor p99 latency, Full-chunk replay and Served overhead.\n"
     "Failed requests are counted and reported, and make the exit code 1.\n"
-    "Without --concurrency or --request-rate: --concurrency 1.";
+    "Without --concurrency or --request-rate: --concurrency 1.\n"
+    "With --shared-memory, concurrency N uses N regions, one per request outstanding;\n"
+    "a request rate adds regions as the requests in flight need them (at most\n"
+    "--max-outstanding). The report's columns stay the same; the client's send and\n"
+    "receive times then cover messages without tensor bytes.";
 
 absl::StatusOr<std::vector<double>> ParseRateList(absl::string_view text) {
   std::vector<double> rates;
@@ -612,7 +737,8 @@ int RunPerf(const std::vector<std::string>& args, ConnectionFlags flags, std::os
   int64_t windows = options.windows;
   int64_t seed = 0;
   std::string csv_path;
-  CommandLine command_line(kPerfUsage);
+  SharedMemoryFlags shared_memory_flags;
+  CommandLine command_line(absl::StrCat(kPerfUsage, kSharedMemoryUsage));
   AddConnectionFlags(command_line, &flags);
   command_line.AddString("model", &options.model_name, "The model (required).");
   command_line.AddString("model-version", &options.model_version,
@@ -641,9 +767,15 @@ int RunPerf(const std::vector<std::string>& args, ConnectionFlags flags, std::os
                       "one), like that many independent clients.");
   command_line.AddInt("seed", &seed, "Seed of the random input data and Poisson spacing.");
   command_line.AddString("csv", &csv_path, "Write perf_analyzer's CSV to this file.");
+  AddSharedMemoryFlags(command_line, &shared_memory_flags);
   if (auto done = ParseCommandFlags(command_line, args, out, err)) return *done;
 
   if (options.model_name.empty()) return Usage(err, "perf: --model is required (see --help)");
+  absl::StatusOr<SharedMemoryOptions> shared_memory = ParseSharedMemoryFlags(shared_memory_flags);
+  if (!shared_memory.ok()) {
+    return Usage(err, absl::StrCat("perf: ", shared_memory.status().message()));
+  }
+  options.shared_memory = *shared_memory;
   absl::StatusOr<PerfLevels> levels = ParseLevels(concurrency, request_rate);
   if (!levels.ok()) return Usage(err, absl::StrCat("perf: ", levels.status().message()));
   if (distribution != "constant" && distribution != "poisson") {
@@ -671,7 +803,12 @@ int RunPerf(const std::vector<std::string>& args, ConnectionFlags flags, std::os
   options.seed = static_cast<uint64_t>(seed);
 
   if (connections < 1) return Usage(err, "perf: --connections must be at least 1");
-  // One client per connection; the first reads metadata and statistics.
+  if (absl::Status device = CheckSharedMemoryDevice(options.shared_memory); !device.ok()) {
+    return Fail(err, "perf", flags, device);
+  }
+  // One client per connection; the first reads metadata and statistics, and
+  // registers the shared memory. Declared before the generator, whose
+  // shared-memory slots unregister through it when it goes.
   std::vector<std::unique_ptr<InferenceClient>> clients;
   std::vector<InferenceClient*> senders;
   for (int64_t c = 0; c < connections; ++c) {
@@ -686,6 +823,11 @@ int RunPerf(const std::vector<std::string>& args, ConnectionFlags flags, std::os
   if (!generator.ok()) return Fail(err, "perf", flags, generator.status());
   out << "model " << options.model_name << ", batch " << options.batch_size << ", " << windows
       << " x " << interval_ms << " ms windows per level after " << warmup_secs << " s warm-up\n";
+  if (const SharedMemorySlots* slots = (*generator)->shared_memory_slots(); slots != nullptr) {
+    out << "inputs and outputs in " << SharedMemoryKindName(options.shared_memory.kind)
+        << " shared memory: one " << slots->layout().byte_size
+        << "-byte region per request in flight\n";
+  }
   absl::StatusOr<std::vector<LevelResult>> results = RunLevels(**generator, *levels, out);
   if (!results.ok()) return Fail(err, "perf", flags, results.status());
 

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "client/cuda_shared_memory.h"
 #include "client/fake_inference_server.h"
 #include "gtest/gtest.h"
 
@@ -99,6 +100,16 @@ TEST(ClientCommandUsageTest, FlagErrorsAreUsageErrors) {
       {{"perf", "--model", "m", "--warmup-secs", "soon"}, "--warmup-secs wants seconds"},
       {{"perf", "--model", "m", "--windows", "0"}, "must be at least 1"},
       {{"--timeout-ms", "-5", "live"}, "--timeout-ms must not be negative"},
+      {{"infer", "--model", "m", "--shared-memory", "posix"},
+       "infer: --shared-memory is none, system or cuda, got 'posix'"},
+      {{"perf", "--model", "m", "--shared-memory", "CUDA"},
+       "perf: --shared-memory is none, system or cuda, got 'CUDA'"},
+      {{"infer", "--model", "m", "--shared-memory", "system", "--output-shared-memory-size", "0"},
+       "--output-shared-memory-size must be at least 1 byte, got 0"},
+      {{"perf", "--model", "m", "--output-shared-memory-size", "lots"},
+       "--output-shared-memory-size wants an integer"},
+      {{"perf", "--model", "m", "--shared-memory", "cuda", "--cuda-device", "-1"},
+       "--cuda-device must be a device number >= 0, got -1"},
   };
   for (const auto& [args, message] : cases) {
     const Result r = RunClient(args);
@@ -172,7 +183,7 @@ TEST_F(ClientCommandTest, MetadataConfigAndStats) {
   EXPECT_EQ(r.code, kClientExitOk) << r.err;
   EXPECT_EQ(r.out,
             "name: fake-inference-server\nversion: 0.1\n"
-            "extensions: model_configuration, statistics\n");
+            "extensions: model_configuration, statistics, system_shared_memory\n");
 
   r = Run({"metadata", "--model", "count_true"});
   EXPECT_EQ(r.code, kClientExitOk) << r.err;
@@ -319,6 +330,97 @@ TEST_F(ClientCommandTest, PerfRequestRate) {
   EXPECT_TRUE(absl::StrContains(r.out, "Request Rate: 100, throughput: ")) << r.out;
   EXPECT_TRUE(absl::StartsWith(ReadFile(csv), "Request Rate,Inferences/Second,"));
   std::remove(csv.c_str());
+}
+
+TEST_F(ClientCommandTest, InferThroughSystemSharedMemoryPrintsTheSame) {
+  const std::vector<float> x = {1, 2, 3, 4, -5, 6.5f, 7, 8};  // 2 rows of 4
+  const std::string x_path = TempPath("shm_x.bin");
+  WriteFile(x_path, Bytes(x));
+  const std::vector<std::string> args = {"infer", "--model", "double", "--batch-size", "2",
+                                         "--input", "x=" + x_path};
+  const Result in_messages = Run(args);
+  ASSERT_EQ(in_messages.code, kClientExitOk) << in_messages.err;
+  std::vector<std::string> shared = args;
+  shared.insert(shared.end(), {"--shared-memory", "system"});
+  const Result in_region = Run(shared);
+  ASSERT_EQ(in_region.code, kClientExitOk) << in_region.err;
+  EXPECT_EQ(in_region.out, in_messages.out);
+  EXPECT_TRUE(absl::StrContains(in_region.out, "first 8 of 8: 2 4 6 8 -10 13 14 16\n"))
+      << in_region.out;
+
+  // The bytes written out are the region's too.
+  const std::string dir = TempPath("shm_outputs");
+  shared.insert(shared.end(), {"--output-dir", dir});
+  ASSERT_EQ(Run(shared).code, kClientExitOk);
+  EXPECT_EQ(ReadFile(dir + "/y.bin"), Bytes(std::vector<float>{2, 4, 6, 8, -10, 13, 14, 16}));
+  EXPECT_EQ(server_->registered_regions(), 0);  // unregistered at the end
+  std::remove(x_path.c_str());
+}
+
+TEST_F(ClientCommandTest, InferTwoInputsFromSystemSharedMemory) {
+  const std::string flags_path = TempPath("shm_flags.bin");
+  const std::string offset_path = TempPath("shm_offset.bin");
+  WriteFile(flags_path, std::string("\1\1\1\0\1\0", 6));  // rows: 3 true, 1 true
+  WriteFile(offset_path, Bytes(std::vector<int64_t>{100, -1}));
+  const Result r = Run({"infer", "--model", "count_true", "--batch-size=2",
+                        "--input=flags=" + flags_path, "--input", "offset=" + offset_path,
+                        "--shared-memory", "system"});
+  ASSERT_EQ(r.code, kClientExitOk) << r.err;
+  EXPECT_TRUE(absl::StrContains(r.out, "output count INT64 [2,1] 16 bytes")) << r.out;
+  EXPECT_TRUE(absl::StrContains(r.out, "first 2 of 2: 103 0\n")) << r.out;
+}
+
+TEST_F(ClientCommandTest, PerfThroughSystemSharedMemory) {
+  const Result r = Run({"perf", "--model", "double", "--batch-size", "2", "--concurrency", "1,3",
+                        "--measurement-interval-ms", "150", "--windows", "1", "--warmup-secs",
+                        "0.05", "--shared-memory", "system"});
+  ASSERT_EQ(r.code, kClientExitOk) << r.err;
+  // Inputs x [2,4] at 0, outputs y [2,4] at the next 256-byte boundary.
+  EXPECT_TRUE(absl::StrContains(
+      r.out, "inputs and outputs in system shared memory: one 288-byte region per request in "
+             "flight\n"))
+      << r.out;
+  EXPECT_TRUE(absl::StrContains(r.out, "Concurrency: 3, throughput: ")) << r.out;
+  EXPECT_TRUE(absl::StrContains(r.out, "concurrency      infer/s")) << r.out;  // same columns
+  EXPECT_FALSE(absl::StrContains(r.out, "requests failed")) << r.out;
+  EXPECT_EQ(server_->registered_regions(), 0);
+
+  const Result rate = Run({"perf", "--model", "double", "--request-rate", "200",
+                           "--measurement-interval-ms", "150", "--windows", "1", "--warmup-secs",
+                           "0", "--shared-memory", "system"});
+  ASSERT_EQ(rate.code, kClientExitOk) << rate.err;
+  EXPECT_TRUE(absl::StrContains(rate.out, "Request Rate: 200, throughput: ")) << rate.out;
+  EXPECT_EQ(server_->registered_regions(), 0);
+}
+
+TEST_F(ClientCommandTest, SharedMemoryRefusesAnOutputLargerThanItsSize) {
+  const Result r = Run({"perf", "--model", "double", "--batch-size", "2", "--shared-memory",
+                        "system", "--output-shared-memory-size", "16"});
+  EXPECT_EQ(r.code, kClientExitFailure);
+  EXPECT_EQ(r.err,
+            "graphserve-client: perf: INVALID_ARGUMENT: output y (FP32 [2,4]) needs 32 bytes of "
+            "shared memory but --output-shared-memory-size is 16; pass "
+            "--output-shared-memory-size 32 or more\n");
+  EXPECT_EQ(server_->registered_regions(), 0);
+  EXPECT_EQ(server_->infer_calls(), 0);
+}
+
+TEST_F(ClientCommandTest, CudaSharedMemoryWithoutAGpuSaysSo) {
+  for (const std::string command : {"infer", "perf"}) {
+    const Result r = Run({command, "--model", "double", "--shared-memory", "cuda"});
+    EXPECT_EQ(r.code, kClientExitFailure) << command;
+    if (CheckCudaDevice(0).ok()) {
+      // The fake serves system shared memory only (CUDA: UNIMPLEMENTED).
+      EXPECT_TRUE(absl::StrContains(r.err, "UNIMPLEMENTED")) << r.err;
+    } else {
+      EXPECT_TRUE(absl::StartsWith(
+          r.err, absl::StrCat("graphserve-client: ", command,
+                              ": FAILED_PRECONDITION: no CUDA device: --shared-memory cuda "
+                              "needs a GPU on the client's machine (")))
+          << r.err;
+    }
+  }
+  EXPECT_EQ(server_->registered_regions(), 0);
 }
 
 TEST_F(ClientCommandTest, PerfWithFailedRequestsExitsOne) {

@@ -2,10 +2,16 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cstring>
 #include <functional>
 #include <map>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -97,6 +103,77 @@ int64_t RowElements(const ToyTensor& tensor) {
   return count;
 }
 
+// A registered system shared-memory region: byte_size bytes at `offset` of a
+// POSIX object, mapped read-write from the object's start. A request holds
+// the shared_ptr while it reads and writes, so Unregister never unmaps
+// under it.
+class MappedRegion {
+ public:
+  static absl::StatusOr<std::shared_ptr<MappedRegion>> Map(const std::string& key, uint64_t offset,
+                                                           uint64_t byte_size) {
+    const int fd = shm_open(key.c_str(), O_RDWR, 0);
+    if (fd < 0) {
+      return absl::NotFoundError(absl::StrCat("no shared memory object '", key, "'"));
+    }
+    struct stat object;
+    const size_t length = static_cast<size_t>(offset + byte_size);
+    if (fstat(fd, &object) != 0 || byte_size == 0 ||
+        static_cast<uint64_t>(object.st_size) < length) {
+      close(fd);
+      return absl::InvalidArgumentError(absl::StrCat(
+          "shared memory object '", key, "' does not hold ", byte_size, " bytes at ", offset));
+    }
+    void* mapping = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (mapping == MAP_FAILED) {
+      return absl::InternalError(absl::StrCat("mmap of '", key, "' failed"));
+    }
+    return std::shared_ptr<MappedRegion>(
+        new MappedRegion(static_cast<char*>(mapping), length, offset, byte_size));
+  }
+
+  ~MappedRegion() { munmap(mapping_, length_); }
+
+  // The range `byte_size` bytes at `offset` of the region, or an error.
+  absl::StatusOr<char*> Range(int64_t offset, int64_t byte_size) const {
+    if (offset < 0 || byte_size < 0 || static_cast<uint64_t>(offset + byte_size) > byte_size_) {
+      return absl::InvalidArgumentError(absl::StrCat(byte_size, " bytes at offset ", offset,
+                                                     " lie outside the region's ", byte_size_));
+    }
+    return mapping_ + offset_ + offset;
+  }
+
+ private:
+  MappedRegion(char* mapping, size_t length, uint64_t offset, uint64_t byte_size)
+      : mapping_(mapping), length_(length), offset_(offset), byte_size_(byte_size) {}
+
+  char* const mapping_;
+  const size_t length_;
+  const uint64_t offset_;
+  const uint64_t byte_size_;
+};
+
+// A tensor's shared-memory parameters, or nullopt when it names no region.
+struct RegionParameters {
+  std::string region;
+  int64_t byte_size = 0;
+  int64_t offset = 0;
+};
+
+std::optional<RegionParameters> ReadRegionParameters(
+    const google::protobuf::Map<std::string, inference::InferParameter>& parameters) {
+  const auto region = parameters.find("shared_memory_region");
+  if (region == parameters.end()) return std::nullopt;
+  RegionParameters read{.region = region->second.string_param()};
+  if (auto size = parameters.find("shared_memory_byte_size"); size != parameters.end()) {
+    read.byte_size = size->second.int64_param();
+  }
+  if (auto offset = parameters.find("shared_memory_offset"); offset != parameters.end()) {
+    read.offset = offset->second.int64_param();
+  }
+  return read;
+}
+
 }  // namespace
 
 class FakeInferenceServer::Service : public inference::GRPCInferenceService::CallbackService {
@@ -118,6 +195,39 @@ class FakeInferenceServer::Service : public inference::GRPCInferenceService::Cal
   int64_t live_calls() const {
     absl::MutexLock lock(&mu_);
     return live_calls_;
+  }
+
+  int64_t registered_regions() const {
+    absl::MutexLock lock(&mu_);
+    return static_cast<int64_t>(regions_.size());
+  }
+
+  grpc::ServerUnaryReactor* SystemSharedMemoryRegister(
+      grpc::CallbackServerContext* context,
+      const inference::SystemSharedMemoryRegisterRequest* request,
+      inference::SystemSharedMemoryRegisterResponse* response) override {
+    absl::StatusOr<std::shared_ptr<MappedRegion>> region =
+        MappedRegion::Map(request->key(), request->offset(), request->byte_size());
+    if (!region.ok()) return Finish(context, region.status());
+    absl::MutexLock lock(&mu_);
+    if (!regions_.emplace(request->name(), *std::move(region)).second) {
+      return Finish(context, absl::AlreadyExistsError(absl::StrCat(
+                                 "shared memory region '", request->name(), "' already exists")));
+    }
+    return Finish(context, absl::OkStatus());
+  }
+
+  grpc::ServerUnaryReactor* SystemSharedMemoryUnregister(
+      grpc::CallbackServerContext* context,
+      const inference::SystemSharedMemoryUnregisterRequest* request,
+      inference::SystemSharedMemoryUnregisterResponse* response) override {
+    absl::MutexLock lock(&mu_);
+    if (request->name().empty()) {
+      regions_.clear();
+    } else {
+      regions_.erase(request->name());
+    }
+    return Finish(context, absl::OkStatus());
   }
 
   grpc::ServerUnaryReactor* ServerLive(grpc::CallbackServerContext* context,
@@ -152,6 +262,7 @@ class FakeInferenceServer::Service : public inference::GRPCInferenceService::Cal
     response->set_version("0.1");
     response->add_extensions("model_configuration");
     response->add_extensions("statistics");
+    response->add_extensions("system_shared_memory");
     return Finish(context, absl::OkStatus());
   }
 
@@ -261,14 +372,43 @@ class FakeInferenceServer::Service : public inference::GRPCInferenceService::Cal
     return absl::NotFoundError(absl::StrCat("unknown model '", name, "'"));
   }
 
+  // The `byte_size` bytes a tensor's parameters name; `held` keeps their
+  // region mapped until the request is answered.
+  absl::StatusOr<char*> RegionBytes(const RegionParameters& parameters,
+                                    std::vector<std::shared_ptr<MappedRegion>>* held) const {
+    std::shared_ptr<MappedRegion> region;
+    {
+      absl::MutexLock lock(&mu_);
+      const auto found = regions_.find(parameters.region);
+      if (found == regions_.end()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("unknown shared memory region '", parameters.region, "'"));
+      }
+      region = found->second;
+    }
+    ASSIGN_OR_RETURN(char* bytes, region->Range(parameters.offset, parameters.byte_size));
+    held->push_back(std::move(region));
+    return bytes;
+  }
+
   // The inputs' bytes in the model's order, after checking names, datatypes,
-  // shapes and sizes; `batch` gets the common first dimension.
+  // shapes and sizes; `batch` gets the common first dimension. An input in
+  // shared memory is viewed in its region, which `held` keeps mapped; the
+  // others take the raw_input_contents entries in order.
   absl::StatusOr<std::vector<absl::string_view>> CheckInputs(
-      const ToyModel& model, const inference::ModelInferRequest& request, int64_t* batch) const {
-    if (request.raw_input_contents_size() != request.inputs_size()) {
-      return absl::InvalidArgumentError(absl::StrCat("expected raw_input_contents for each of the ",
-                                                     request.inputs_size(), " inputs, got ",
-                                                     request.raw_input_contents_size()));
+      const ToyModel& model, const inference::ModelInferRequest& request, int64_t* batch,
+      std::vector<std::shared_ptr<MappedRegion>>* held) const {
+    std::vector<int> raw_index(request.inputs_size(), -1);
+    int in_message = 0;
+    for (int j = 0; j < request.inputs_size(); ++j) {
+      if (!ReadRegionParameters(request.inputs(j).parameters()).has_value()) {
+        raw_index[j] = in_message++;
+      }
+    }
+    if (request.raw_input_contents_size() != in_message) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("expected raw_input_contents for each of the ", in_message,
+                       " inputs outside shared memory, got ", request.raw_input_contents_size()));
     }
     if (request.inputs_size() != static_cast<int>(model.inputs.size())) {
       return absl::InvalidArgumentError(absl::StrCat("model '", model.name, "' takes ",
@@ -304,7 +444,14 @@ class FakeInferenceServer::Service : public inference::GRPCInferenceService::Cal
             options_.max_batch_size, " and the same for all inputs"));
       }
       *batch = shape[0];
-      const absl::string_view bytes = request.raw_input_contents(found);
+      absl::string_view bytes;
+      if (const std::optional<RegionParameters> in_region =
+              ReadRegionParameters(tensor.parameters())) {
+        ASSIGN_OR_RETURN(const char* data, RegionBytes(*in_region, held));
+        bytes = absl::string_view(data, static_cast<size_t>(in_region->byte_size));
+      } else {
+        bytes = request.raw_input_contents(raw_index[found]);
+      }
       const auto want_bytes =
           static_cast<size_t>(*batch * RowElements(expected)) * expected.element_bytes;
       if (bytes.size() != want_bytes) {
@@ -329,8 +476,9 @@ class FakeInferenceServer::Service : public inference::GRPCInferenceService::Cal
       }
     }
     int64_t batch = 0;
+    std::vector<std::shared_ptr<MappedRegion>> held;  // regions in use until answered
     ASSIGN_OR_RETURN(const std::vector<absl::string_view> inputs,
-                     CheckInputs(*model, request, &batch));
+                     CheckInputs(*model, request, &batch, &held));
     const absl::Time inputs_checked = absl::Now();
     const std::vector<std::string> outputs = model->compute(batch, inputs);
     const absl::Time computed = absl::Now();
@@ -340,15 +488,36 @@ class FakeInferenceServer::Service : public inference::GRPCInferenceService::Cal
     response->set_id(request.id());
     for (size_t i = 0; i < model->outputs.size(); ++i) {
       const ToyTensor& tensor = model->outputs[i];
-      bool wanted = request.outputs().empty();
-      for (const auto& requested : request.outputs()) wanted |= requested.name() == tensor.name;
-      if (!wanted) continue;
+      const inference::ModelInferRequest::InferRequestedOutputTensor* requested = nullptr;
+      for (const auto& candidate : request.outputs()) {
+        if (candidate.name() == tensor.name) requested = &candidate;
+      }
+      if (requested == nullptr && !request.outputs().empty()) continue;
       auto* output = response->add_outputs();
       output->set_name(tensor.name);
       output->set_datatype(tensor.datatype);
       output->add_shape(batch);
       for (const int64_t dim : tensor.dims) output->add_shape(dim);
-      response->add_raw_output_contents(outputs[i]);
+      std::string* raw = response->add_raw_output_contents();
+      const std::optional<RegionParameters> in_region =
+          requested != nullptr ? ReadRegionParameters(requested->parameters()) : std::nullopt;
+      if (!in_region.has_value()) {
+        *raw = outputs[i];
+        continue;
+      }
+      // As GraphServe answers: the output's rows in the region, its
+      // metadata and region in the response, and an empty raw entry.
+      if (static_cast<size_t>(in_region->byte_size) < outputs[i].size()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("output '", tensor.name, "' needs ", outputs[i].size(),
+                         " bytes, its shared memory range has ", in_region->byte_size));
+      }
+      ASSIGN_OR_RETURN(char* destination, RegionBytes(*in_region, &held));
+      std::memcpy(destination, outputs[i].data(), outputs[i].size());
+      auto& parameters = *output->mutable_parameters();
+      parameters["shared_memory_region"].set_string_param(in_region->region);
+      parameters["shared_memory_byte_size"].set_int64_param(
+          static_cast<int64_t>(outputs[i].size()));
     }
     const absl::Time done = absl::Now();
 
@@ -375,6 +544,7 @@ class FakeInferenceServer::Service : public inference::GRPCInferenceService::Cal
   int64_t infer_calls_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t live_calls_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<std::string, inference::ModelStatistics> stats_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::shared_ptr<MappedRegion>> regions_ ABSL_GUARDED_BY(mu_);
 };
 
 absl::StatusOr<std::unique_ptr<FakeInferenceServer>> FakeInferenceServer::Start(
@@ -412,5 +582,7 @@ FakeInferenceServer::~FakeInferenceServer() {
 int64_t FakeInferenceServer::infer_calls() const { return service_->infer_calls(); }
 
 int64_t FakeInferenceServer::live_calls() const { return service_->live_calls(); }
+
+int64_t FakeInferenceServer::registered_regions() const { return service_->registered_regions(); }
 
 }  // namespace graphserve

@@ -10,7 +10,12 @@
 // (the first dimension is the batch, 1 to max_batch_size), and answers every
 // other RPC of the protocol as a real server would: metadata, configs,
 // statistics, and errors with their codes (NOT_FOUND for an unknown model,
-// INVALID_ARGUMENT for a malformed request).
+// INVALID_ARGUMENT for a malformed request). Of Triton's shared-memory
+// extensions it serves the system one, as GraphServe answers it: a registered
+// range of a POSIX shared memory object is mapped, inputs that name it are
+// read from it and outputs that name it written into it (the response then
+// carries their metadata, region and an empty raw entry); CUDA shared
+// memory answers UNIMPLEMENTED.
 
 #include <cstdint>
 #include <memory>
@@ -58,6 +63,8 @@ class FakeInferenceServer {
   int64_t infer_calls() const;
   // ServerLive calls received so far.
   int64_t live_calls() const;
+  // System shared-memory regions registered now.
+  int64_t registered_regions() const;
 
   // Implementation details follow.
  private:

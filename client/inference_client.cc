@@ -2,6 +2,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -33,12 +34,37 @@ absl::Duration Since(SteadyClock::time_point start) {
   return absl::FromChrono(SteadyClock::now() - start);
 }
 
+absl::Status CheckRange(const SharedMemoryRange& range, absl::string_view where) {
+  if (range.region.empty() || range.offset < 0 || range.byte_size < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": a shared-memory range needs a region name, an offset >= 0 and a ",
+                     "byte size >= 1, got '", range.region, "' offset ", range.offset, " size ",
+                     range.byte_size));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckInput(const InferTensor& input) {
   if (input.name.empty()) return absl::InvalidArgumentError("an input has no name");
   absl::StatusOr<int64_t> expected_bytes = TensorByteSize(input.datatype, input.shape);
   if (!expected_bytes.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("input ", input.name, ": ", expected_bytes.status().message()));
+  }
+  if (input.shared_memory.has_value()) {
+    const std::string where = absl::StrCat("input ", input.name);
+    RETURN_IF_ERROR(CheckRange(*input.shared_memory, where));
+    if (!input.data.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, " is in shared memory region ", input.shared_memory->region,
+                       " but also carries ", input.data.size(), " bytes; send it one way"));
+    }
+    if (input.shared_memory->byte_size != *expected_bytes) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, ": ", input.datatype, " ", FormatShape(input.shape), " needs ", *expected_bytes,
+          " bytes, its shared-memory range has ", input.shared_memory->byte_size));
+    }
+    return absl::OkStatus();
   }
   if (static_cast<int64_t>(input.data.size()) != *expected_bytes) {
     return absl::InvalidArgumentError(
@@ -48,20 +74,20 @@ absl::Status CheckInput(const InferTensor& input) {
   return absl::OkStatus();
 }
 
-absl::Status BuildInferMessage(const InferRequest& request, inference::ModelInferRequest* message) {
-  RETURN_IF_ERROR(CheckInferRequest(request));
-  message->set_model_name(request.model_name);
-  message->set_model_version(request.model_version);
-  message->set_id(request.id);
-  for (const InferTensor& input : request.inputs) {
-    inference::ModelInferRequest::InferInputTensor* tensor = message->add_inputs();
-    tensor->set_name(input.name);
-    tensor->set_datatype(input.datatype);
-    for (const int64_t dim : input.shape) tensor->add_shape(dim);
-    message->add_raw_input_contents(input.data);
-  }
-  for (const std::string& name : request.requested_outputs) message->add_outputs()->set_name(name);
-  return absl::OkStatus();
+// The offset goes out even when it is 0: the protocol makes it optional, and
+// an explicit 0 reads the same to every server.
+void SetRangeParameters(const SharedMemoryRange& range,
+                        google::protobuf::Map<std::string, inference::InferParameter>* parameters) {
+  (*parameters)["shared_memory_region"].set_string_param(range.region);
+  (*parameters)["shared_memory_byte_size"].set_int64_param(range.byte_size);
+  (*parameters)["shared_memory_offset"].set_int64_param(range.offset);
+}
+
+// The region an output's shared_memory_region parameter names, or "" when it
+// has none.
+std::string OutputRegion(const inference::ModelInferResponse::InferOutputTensor& output) {
+  const auto region = output.parameters().find("shared_memory_region");
+  return region == output.parameters().end() ? "" : region->second.string_param();
 }
 
 template <typename T>
@@ -76,6 +102,7 @@ absl::Status MoveTypedContentsToRaw(inference::ModelInferResponse* response) {
   for (const auto& output : response->outputs()) {
     const inference::InferTensorContents& contents = output.contents();
     std::string* raw = response->add_raw_output_contents();
+    if (!OutputRegion(output).empty()) continue;  // Note [Outputs in shared memory]
     if (output.datatype() == "FP32") {
       AppendBytes(contents.fp32_contents().data(), contents.fp32_contents_size(), raw);
     } else if (output.datatype() == "FP64") {
@@ -94,6 +121,30 @@ absl::Status MoveTypedContentsToRaw(inference::ModelInferResponse* response) {
     }
   }
   return absl::OkStatus();
+}
+
+// Note [Outputs in shared memory]
+// An output the server wrote into a shared-memory region comes back with its
+// name, datatype, shape and the region's parameters, but no bytes. GraphServe
+// keeps an empty raw_output_contents entry for it, so that entries pair with
+// outputs by index (as tritonclient reads them); a server may instead leave
+// the entry out, the entries then pairing with the other outputs in order.
+// The client reads both: this puts the missing empty entries back, and the
+// InferOutput says which region holds the bytes (shared_memory_region).
+void AddEntriesForOutputsInRegions(inference::ModelInferResponse* response) {
+  int in_regions = 0;
+  for (const auto& output : response->outputs()) in_regions += OutputRegion(output).empty() ? 0 : 1;
+  if (in_regions == 0 ||
+      response->raw_output_contents_size() != response->outputs_size() - in_regions) {
+    return;  // paired already, or malformed: FromResponse says which
+  }
+  google::protobuf::RepeatedPtrField<std::string> sent;
+  sent.Swap(response->mutable_raw_output_contents());
+  int next = 0;
+  for (const auto& output : response->outputs()) {
+    std::string* entry = response->add_raw_output_contents();
+    if (OutputRegion(output).empty()) *entry = std::move(*sent.Mutable(next++));
+  }
 }
 
 template <typename T>
@@ -130,6 +181,46 @@ absl::StatusOr<InferResult> ToResult(inference::ModelInferResponse response, abs
 absl::Status CheckInferRequest(const InferRequest& request) {
   if (request.model_name.empty()) return absl::InvalidArgumentError("no model name");
   for (const InferTensor& input : request.inputs) RETURN_IF_ERROR(CheckInput(input));
+  for (const auto& [name, range] : request.output_shared_memory) {
+    const std::string where = absl::StrCat("output ", name);
+    RETURN_IF_ERROR(CheckRange(range, where));
+    // The protocol carries an output's region on its requested-output entry:
+    // an output not asked for by name has nowhere to say it.
+    if (std::find(request.requested_outputs.begin(), request.requested_outputs.end(), name) ==
+        request.requested_outputs.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, " is placed in shared memory region ", range.region,
+                       " but is not among the requested outputs"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BuildInferMessage(const InferRequest& request, inference::ModelInferRequest* message) {
+  RETURN_IF_ERROR(CheckInferRequest(request));
+  message->set_model_name(request.model_name);
+  message->set_model_version(request.model_version);
+  message->set_id(request.id);
+  for (const InferTensor& input : request.inputs) {
+    inference::ModelInferRequest::InferInputTensor* tensor = message->add_inputs();
+    tensor->set_name(input.name);
+    tensor->set_datatype(input.datatype);
+    for (const int64_t dim : input.shape) tensor->add_shape(dim);
+    if (input.shared_memory.has_value()) {
+      // raw_input_contents holds the other inputs only, in order (Triton).
+      SetRangeParameters(*input.shared_memory, tensor->mutable_parameters());
+    } else {
+      message->add_raw_input_contents(input.data);
+    }
+  }
+  for (const std::string& name : request.requested_outputs) {
+    inference::ModelInferRequest::InferRequestedOutputTensor* output = message->add_outputs();
+    output->set_name(name);
+    if (auto range = request.output_shared_memory.find(name);
+        range != request.output_shared_memory.end()) {
+      SetRangeParameters(range->second, output->mutable_parameters());
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -148,6 +239,8 @@ absl::StatusOr<absl::Span<const uint8_t>> InferOutput::AsBool() const {
 absl::StatusOr<InferResult> InferResult::FromResponse(inference::ModelInferResponse response) {
   if (response.raw_output_contents_size() == 0 && response.outputs_size() > 0) {
     RETURN_IF_ERROR(MoveTypedContentsToRaw(&response));
+  } else {
+    AddEntriesForOutputsInRegions(&response);
   }
   if (response.raw_output_contents_size() != response.outputs_size()) {
     return absl::InternalError(absl::StrCat("malformed response: ", response.outputs_size(),
@@ -162,9 +255,16 @@ absl::StatusOr<InferResult> InferResult::FromResponse(inference::ModelInferRespo
     InferOutput output{.name = tensor.name(),
                        .datatype = tensor.datatype(),
                        .shape = {tensor.shape().begin(), tensor.shape().end()},
-                       .data = shared->raw_output_contents(i)};
-    // BYTES and datatypes this client does not know pass through unchecked.
-    if (DatatypeByteSize(output.datatype).ok()) {
+                       .data = shared->raw_output_contents(i),
+                       .shared_memory_region = OutputRegion(tensor)};
+    if (!output.shared_memory_region.empty() && !output.data.empty()) {
+      return absl::InternalError(absl::StrCat(
+          "malformed response: output ", output.name, " is in shared memory region ",
+          output.shared_memory_region, " but also carries ", output.data.size(), " bytes"));
+    }
+    // BYTES and datatypes this client does not know pass through unchecked,
+    // as do outputs in shared memory (their bytes are in the region).
+    if (output.shared_memory_region.empty() && DatatypeByteSize(output.datatype).ok()) {
       absl::StatusOr<int64_t> expected = TensorByteSize(output.datatype, output.shape);
       if (!expected.ok() || *expected != static_cast<int64_t>(output.data.size())) {
         return absl::InternalError(
@@ -336,6 +436,55 @@ absl::StatusOr<inference::ModelStatisticsResponse> InferenceClient::ModelStatist
   request.set_version(std::string(version));
   return Call<inference::ModelStatisticsRequest, inference::ModelStatisticsResponse>(
       &Stub::ModelStatistics, request);
+}
+
+absl::Status InferenceClient::SystemSharedMemoryRegister(absl::string_view name,
+                                                         absl::string_view key, uint64_t offset,
+                                                         uint64_t byte_size) {
+  using Stub = inference::GRPCInferenceService::Stub;
+  inference::SystemSharedMemoryRegisterRequest request;
+  request.set_name(std::string(name));
+  request.set_key(std::string(key));
+  request.set_offset(offset);
+  request.set_byte_size(byte_size);
+  return Call<inference::SystemSharedMemoryRegisterRequest,
+              inference::SystemSharedMemoryRegisterResponse>(&Stub::SystemSharedMemoryRegister,
+                                                             request)
+      .status();
+}
+
+absl::Status InferenceClient::SystemSharedMemoryUnregister(absl::string_view name) {
+  using Stub = inference::GRPCInferenceService::Stub;
+  inference::SystemSharedMemoryUnregisterRequest request;
+  request.set_name(std::string(name));
+  return Call<inference::SystemSharedMemoryUnregisterRequest,
+              inference::SystemSharedMemoryUnregisterResponse>(&Stub::SystemSharedMemoryUnregister,
+                                                               request)
+      .status();
+}
+
+absl::Status InferenceClient::CudaSharedMemoryRegister(absl::string_view name,
+                                                       absl::string_view raw_handle,
+                                                       int64_t device_id, uint64_t byte_size) {
+  using Stub = inference::GRPCInferenceService::Stub;
+  inference::CudaSharedMemoryRegisterRequest request;
+  request.set_name(std::string(name));
+  request.set_raw_handle(std::string(raw_handle));
+  request.set_device_id(device_id);
+  request.set_byte_size(byte_size);
+  return Call<inference::CudaSharedMemoryRegisterRequest,
+              inference::CudaSharedMemoryRegisterResponse>(&Stub::CudaSharedMemoryRegister, request)
+      .status();
+}
+
+absl::Status InferenceClient::CudaSharedMemoryUnregister(absl::string_view name) {
+  using Stub = inference::GRPCInferenceService::Stub;
+  inference::CudaSharedMemoryUnregisterRequest request;
+  request.set_name(std::string(name));
+  return Call<inference::CudaSharedMemoryUnregisterRequest,
+              inference::CudaSharedMemoryUnregisterResponse>(&Stub::CudaSharedMemoryUnregister,
+                                                             request)
+      .status();
 }
 
 absl::StatusOr<InferResult> InferenceClient::Infer(const InferRequest& request) {

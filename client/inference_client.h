@@ -17,7 +17,9 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -56,14 +58,26 @@ struct InferenceClientOptions {
   bool private_connection = false;
 };
 
+// A tensor's bytes in a shared-memory region the client registered with the
+// server (Triton's system and CUDA shared-memory extensions): `byte_size`
+// bytes at `offset` of region `region`. Sent as the tensor's parameters
+// shared_memory_region, shared_memory_byte_size and shared_memory_offset.
+struct SharedMemoryRange {
+  std::string region;
+  int64_t offset = 0;
+  int64_t byte_size = 0;
+};
+
 // One input tensor: its bytes are the flattened row-major elements,
 // little-endian, exactly ElementCount(shape) * DatatypeByteSize(datatype)
-// long. Sent as raw_input_contents.
+// long. Sent as raw_input_contents, or, with `shared_memory`, left in the
+// region for the server to read (`data` then empty).
 struct InferTensor {
   std::string name;
   std::string datatype;  // protocol spelling: "FP32", "INT64", "BOOL", ...
   std::vector<int64_t> shape;
   std::string data;
+  std::optional<SharedMemoryRange> shared_memory;
 };
 
 struct InferRequest {
@@ -73,6 +87,9 @@ struct InferRequest {
   std::vector<InferTensor> inputs;
   // The outputs to return. Empty: all outputs of the model.
   std::vector<std::string> requested_outputs;
+  // Outputs the server writes into a shared-memory region instead of the
+  // response, by name; each must be one of requested_outputs.
+  std::map<std::string, SharedMemoryRange> output_shared_memory;
   // Echoed in the result. Optional.
   std::string id;
 };
@@ -84,6 +101,10 @@ struct InferOutput {
   std::string datatype;
   std::vector<int64_t> shape;
   absl::string_view data;
+  // Non-empty when the server wrote the output into this shared-memory
+  // region (InferRequest::output_shared_memory): `data` is then empty and
+  // the bytes are read from the region (SharedMemorySlot::ReadOutput).
+  std::string shared_memory_region;
 
   // The elements, viewed in place. InvalidArgument when the datatype is not
   // the one asked for.
@@ -107,7 +128,9 @@ class InferResult {
  public:
   // Takes the response and checks it: one raw_output_contents entry per
   // output (or typed `contents` for FP32, INT64 and BOOL), each of the size
-  // its datatype and shape imply. Internal error for a malformed response.
+  // its datatype and shape imply. An output in a shared-memory region has no
+  // bytes in the response: its raw entry is empty, or absent (see
+  // Note [Outputs in shared memory]). Internal error for a malformed response.
   static absl::StatusOr<InferResult> FromResponse(inference::ModelInferResponse response);
 
   const std::string& model_name() const { return response_->model_name(); }
@@ -139,6 +162,12 @@ class InferResult {
 // for each input a name and exactly the bytes its datatype and shape need.
 // InvalidArgument naming the input otherwise.
 absl::Status CheckInferRequest(const InferRequest& request);
+
+// The ModelInfer message Infer and InferAsync send for `request`, after
+// CheckInferRequest: inputs in shared memory carry the region's parameters
+// and take no raw_input_contents entry, as do the outputs in
+// output_shared_memory.
+absl::Status BuildInferMessage(const InferRequest& request, inference::ModelInferRequest* message);
 
 // Called once per InferAsync, on a gRPC thread. It must not block: a blocked
 // callback holds one of gRPC's few callback threads. Issuing another
@@ -177,6 +206,19 @@ class InferenceClient {
   // `name` empty: every model; `version` empty: every version.
   absl::StatusOr<inference::ModelStatisticsResponse> ModelStatistics(
       absl::string_view name = "", absl::string_view version = "");
+
+  // Triton's shared-memory extension: registers `byte_size` bytes at
+  // `offset` of the POSIX shared memory object `key` (system) or the device
+  // allocation whose cudaIpcMemHandle_t bytes are `raw_handle` (CUDA) under
+  // `name`, for requests to name; unregister forgets it ("" : every region
+  // of that kind). The server's error comes back as it is (ALREADY_EXISTS
+  // for a name in use, UNIMPLEMENTED from a server without the extension).
+  absl::Status SystemSharedMemoryRegister(absl::string_view name, absl::string_view key,
+                                          uint64_t offset, uint64_t byte_size);
+  absl::Status SystemSharedMemoryUnregister(absl::string_view name);
+  absl::Status CudaSharedMemoryRegister(absl::string_view name, absl::string_view raw_handle,
+                                        int64_t device_id, uint64_t byte_size);
+  absl::Status CudaSharedMemoryUnregister(absl::string_view name);
 
   // Runs one inference and waits for it. InvalidArgument, without a call,
   // when CheckInferRequest fails.

@@ -72,7 +72,7 @@ TEST_F(InferenceClientTest, HealthAndServerMetadata) {
   absl::StatusOr<inference::ServerMetadataResponse> metadata = client_->ServerMetadata();
   ASSERT_TRUE(metadata.ok()) << metadata.status();
   EXPECT_EQ(metadata->name(), "fake-inference-server");
-  EXPECT_EQ(metadata->extensions_size(), 2);
+  EXPECT_EQ(metadata->extensions_size(), 3);  // config, statistics, system shared memory
   absl::StatusOr<grpc::health::v1::HealthCheckResponse::ServingStatus> health = client_->Health();
   ASSERT_TRUE(health.ok()) << health.status();
   EXPECT_EQ(*health, grpc::health::v1::HealthCheckResponse::SERVING);
@@ -269,6 +269,40 @@ TEST(InferResultTest, RejectsMalformedResponses) {
   response.add_raw_output_contents("");  // two entries for one output
   status = InferResult::FromResponse(response).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kInternal);
+}
+
+// Note [Outputs in shared memory]: y in region "r" beside z in the message,
+// y's raw entry empty (GraphServe) or left out.
+inference::ModelInferResponse OneOutputInARegion(bool empty_entry) {
+  inference::ModelInferResponse response;
+  for (const std::string name : {"y", "z"}) {
+    auto* output = response.add_outputs();
+    output->set_name(name);
+    output->set_datatype("INT64");
+    output->add_shape(1);
+  }
+  auto& parameters = *response.mutable_outputs(0)->mutable_parameters();
+  parameters["shared_memory_region"].set_string_param("r");
+  parameters["shared_memory_byte_size"].set_int64_param(8);
+  if (empty_entry) response.add_raw_output_contents("");
+  response.add_raw_output_contents(Bytes(std::vector<int64_t>{7}));
+  return response;
+}
+
+TEST(InferResultTest, OutputsInSharedMemoryNameTheirRegionWithEitherLayout) {
+  for (const bool empty_entry : {true, false}) {
+    absl::StatusOr<InferResult> result = InferResult::FromResponse(OneOutputInARegion(empty_entry));
+    ASSERT_TRUE(result.ok()) << result.status();
+    ASSERT_EQ(result->outputs().size(), 2u);
+    EXPECT_EQ(result->outputs()[0].shared_memory_region, "r");
+    EXPECT_TRUE(result->outputs()[0].data.empty());
+    EXPECT_EQ(result->outputs()[1].shared_memory_region, "");
+    EXPECT_EQ((*result->outputs()[1].AsInt64())[0], 7) << empty_entry;
+  }
+  // Bytes in the message for an output said to be in a region are malformed.
+  inference::ModelInferResponse both = OneOutputInARegion(true);
+  both.set_raw_output_contents(0, Bytes(std::vector<int64_t>{1}));
+  EXPECT_EQ(InferResult::FromResponse(both).status().code(), absl::StatusCode::kInternal);
 }
 
 TEST(InferResultTest, CopiesShareTheBytes) {

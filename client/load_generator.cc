@@ -290,11 +290,22 @@ absl::StatusOr<std::unique_ptr<LoadGenerator>> LoadGenerator::Create(
     return absl::InvalidArgumentError(
         absl::StrCat("floor windows must not be negative, got ", options.floor_windows));
   }
-  return std::unique_ptr<LoadGenerator>(
-      new LoadGenerator(std::move(connections), options, std::move(request), std::move(replay)));
+  std::unique_ptr<SharedMemorySlots> slots;
+  if (options.shared_memory.kind != SharedMemoryKind::kNone) {
+    ASSIGN_OR_RETURN(const std::vector<ExpectedOutput> outputs,
+                     ExpectedOutputs(metadata, config.ok() ? &config->config() : nullptr,
+                                     {.batch_size = options.batch_size}));
+    // The first slot is made here: a server without the extension, or a
+    // client without a GPU, fails before any level runs.
+    ASSIGN_OR_RETURN(slots,
+                     SharedMemorySlots::Create(client, request, outputs, options.shared_memory));
+  }
+  return std::unique_ptr<LoadGenerator>(new LoadGenerator(
+      std::move(connections), options, std::move(request), std::move(replay), std::move(slots)));
 }
 
 void LoadGenerator::StartCall(Call call, InferenceClient* connection,
+                              const SharedMemorySlot* shared_memory,
                               std::function<void(const Outcome&)> done) {
   const SteadyClock::time_point start = SteadyClock::now();
   if (call == Call::kServerLive) {
@@ -303,7 +314,7 @@ void LoadGenerator::StartCall(Call call, InferenceClient* connection,
     });
     return;
   }
-  connection->InferAsync(request_,
+  connection->InferAsync(shared_memory != nullptr ? shared_memory->request() : request_,
                          [start, done = std::move(done)](absl::StatusOr<InferResult> result) {
                            Outcome outcome{.start = start, .end = SteadyClock::now()};
                            if (result.ok()) {
@@ -316,22 +327,45 @@ void LoadGenerator::StartCall(Call call, InferenceClient* connection,
 }
 
 void LoadGenerator::SendClosedLoop(Call call, std::shared_ptr<LevelRecorder> recorder,
-                                   InferenceClient* connection) {
-  StartCall(call, connection, [this, call, recorder, connection](const Outcome& outcome) {
-    // The next request's slot is taken before this one's is freed, so the
-    // count of requests in flight never touches zero while the level runs:
-    // AwaitDrained cannot return, and the generator cannot be destroyed,
-    // while this callback may still call SendClosedLoop on it.
-    const bool send_next = recorder->TryStart();
-    recorder->Finish(outcome);
-    if (send_next) SendClosedLoop(call, recorder, connection);
-  });
+                                   InferenceClient* connection,
+                                   const SharedMemorySlot* shared_memory) {
+  StartCall(call, connection, shared_memory,
+            [this, call, recorder, connection, shared_memory](const Outcome& outcome) {
+              // The next request's slot is taken before this one's is freed,
+              // so the count of requests in flight never touches zero while
+              // the level runs: AwaitDrained cannot return, and the generator
+              // cannot be destroyed, while this callback may still call
+              // SendClosedLoop on it.
+              const bool send_next = recorder->TryStart();
+              recorder->Finish(outcome);
+              if (send_next) SendClosedLoop(call, recorder, connection, shared_memory);
+            });
 }
 
 void LoadGenerator::SendOpenLoop(Call call, std::shared_ptr<LevelRecorder> recorder) {
   InferenceClient* connection =
       connections_[next_connection_.fetch_add(1, std::memory_order_relaxed) % connections_.size()];
-  StartCall(call, connection, [recorder](const Outcome& outcome) { recorder->Finish(outcome); });
+  SharedMemorySlot* shared_memory = nullptr;
+  if (call == Call::kInfer && slots_ != nullptr) {
+    // On the schedule's thread, which may block: a new slot is registered
+    // here when every slot is in flight (Note [Shared-memory slots]).
+    absl::StatusOr<SharedMemorySlot*> acquired = slots_->Acquire();
+    if (!acquired.ok()) {
+      const SteadyClock::time_point now = SteadyClock::now();
+      recorder->Finish(Outcome{.start = now, .end = now, .status = acquired.status()});
+      return;
+    }
+    shared_memory = *acquired;
+  }
+  StartCall(call, connection, shared_memory,
+            [this, recorder, shared_memory](const Outcome& outcome) {
+              // Released before the request's slot is freed, so that a send
+              // let through by the freed slot finds this one free and the
+              // pool stays within max_outstanding; the generator is alive
+              // until Finish (AwaitDrained).
+              if (shared_memory != nullptr) slots_->Release(shared_memory);
+              recorder->Finish(outcome);
+            });
 }
 
 void LoadGenerator::RunSchedule(Call call, std::shared_ptr<LevelRecorder> recorder,
@@ -403,8 +437,13 @@ LevelResult LoadGenerator::MeasureLevel(Call call, LevelRecorder& recorder, doub
 LevelResult LoadGenerator::RunClosedLoop(Call call, int64_t concurrency, int windows) {
   auto recorder = std::make_shared<LevelRecorder>();
   for (int64_t i = 0; i < concurrency; ++i) {
+    // Request i of the loop keeps shared-memory slot i (RunConcurrency
+    // reserved them).
+    const SharedMemorySlot* shared_memory =
+        call == Call::kInfer && slots_ != nullptr ? slots_->slot(static_cast<size_t>(i)) : nullptr;
     if (recorder->TryStart()) {
-      SendClosedLoop(call, recorder, connections_[static_cast<size_t>(i) % connections_.size()]);
+      SendClosedLoop(call, recorder, connections_[static_cast<size_t>(i) % connections_.size()],
+                     shared_memory);
     }
   }
   return MeasureLevel(call, *recorder, static_cast<double>(concurrency), windows);
@@ -443,6 +482,7 @@ absl::StatusOr<LevelResult> LoadGenerator::RunConcurrency(int64_t concurrency) {
     return absl::InvalidArgumentError(
         absl::StrCat("concurrency must be at least 1, got ", concurrency));
   }
+  if (slots_ != nullptr) RETURN_IF_ERROR(slots_->Reserve(static_cast<size_t>(concurrency)));
   LevelResult result = RunClosedLoop(Call::kInfer, concurrency, options_.windows);
   AddFloor(LoadMode::kConcurrency, &result);
   return result;

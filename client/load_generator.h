@@ -13,7 +13,9 @@
 // batch size / their length), client latency percentiles, errors, and the
 // server's per-request queue and compute averages from ModelStatistics taken
 // before and after the windows. Every request is the same one, built once
-// from the model's metadata with random data.
+// from the model's metadata with random data. With shared memory its
+// tensors sit in regions shared with the server, one per request in flight
+// (Note [Shared-memory slots] in client/shared_memory_slots.h).
 //
 // Right after each level the same load runs with an empty RPC, ServerLive,
 // in place of ModelInfer: the floor of Note [The served floor]
@@ -32,6 +34,7 @@
 #include "absl/time/time.h"
 #include "client/inference_client.h"
 #include "client/perf_report.h"
+#include "client/shared_memory_slots.h"
 #include "proto/grpc_service.pb.h"
 
 namespace graphserve {
@@ -76,6 +79,10 @@ struct LoadGeneratorOptions {
   // is measured over after each level's own, following a warm-up as long as
   // the level's. 0: no floor.
   int floor_windows = 1;
+
+  // Where the requests' inputs and outputs travel: in the messages (kNone),
+  // or in system or CUDA shared memory.
+  SharedMemoryOptions shared_memory;
 };
 
 class LoadGenerator {
@@ -93,17 +100,24 @@ class LoadGenerator {
       std::vector<InferenceClient*> connections, const LoadGeneratorOptions& options);
 
   // One concurrency level, then its floor. Returns once every request it
-  // sent has finished. InvalidArgument for concurrency < 1. Failed requests
+  // sent has finished. InvalidArgument for concurrency < 1; with shared
+  // memory, the error of a slot that could not be made. Failed requests
   // are counted in the result, not returned as an error.
   absl::StatusOr<LevelResult> RunConcurrency(int64_t concurrency);
 
   // One request-rate level (requests per second), then its floor. Returns
   // once every request it sent has finished. InvalidArgument for a rate that
-  // is not positive.
+  // is not positive. With shared memory, slots are added on the schedule's
+  // thread as the requests in flight need them (mostly in the warm-up); a
+  // send whose slot cannot be made counts as a failed request.
   absl::StatusOr<LevelResult> RunRequestRate(double requests_per_second);
 
-  // The request every level sends.
+  // The request every level sends, with its inputs' bytes (with shared
+  // memory, each slot sends its own copy that names its region).
   const InferRequest& request() const { return request_; }
+
+  // The shared-memory slots; null without shared memory.
+  const SharedMemorySlots* shared_memory_slots() const { return slots_.get(); }
 
   // The model's full-chunk replay for the batch size, from its config.
   const ReplayCost& replay() const { return replay_; }
@@ -119,12 +133,14 @@ class LoadGenerator {
   };
 
   LoadGenerator(std::vector<InferenceClient*> connections, const LoadGeneratorOptions& options,
-                InferRequest request, ReplayCost replay)
+                InferRequest request, ReplayCost replay,
+                std::unique_ptr<SharedMemorySlots> slots)
       : client_(connections.front()),
         connections_(std::move(connections)),
         options_(options),
         request_(std::move(request)),
-        replay_(std::move(replay)) {}
+        replay_(std::move(replay)),
+        slots_(std::move(slots)) {}
 
   // A closed loop (`concurrency` calls outstanding) or an open one (a
   // `requests_per_second` schedule), measured.
@@ -138,14 +154,16 @@ class LoadGenerator {
   // How one call ended.
   struct Outcome;
 
-  // Starts one call on `connection`; `done` gets its outcome on a gRPC
-  // thread.
-  void StartCall(Call call, InferenceClient* connection, std::function<void(const Outcome&)> done);
+  // Starts one call on `connection`, sending the request of `shared_memory`
+  // (null: request_); `done` gets its outcome on a gRPC thread.
+  void StartCall(Call call, InferenceClient* connection, const SharedMemorySlot* shared_memory,
+                 std::function<void(const Outcome&)> done);
 
   // Sends one closed-loop call whose slot is already taken; its completion
-  // sends the next while the level runs.
+  // sends the next while the level runs, from the same shared-memory slot
+  // (null without shared memory, and for the floor).
   void SendClosedLoop(Call call, std::shared_ptr<LevelRecorder> recorder,
-                      InferenceClient* connection);
+                      InferenceClient* connection, const SharedMemorySlot* shared_memory);
 
   // Sends one open-loop call whose slot is already taken.
   void SendOpenLoop(Call call, std::shared_ptr<LevelRecorder> recorder);
@@ -168,6 +186,9 @@ class LoadGenerator {
   const LoadGeneratorOptions options_;
   const InferRequest request_;
   const ReplayCost replay_;
+  // Null without shared memory. Its regions are unregistered through
+  // client_ when the generator goes: Create's callers keep client_ alive.
+  const std::unique_ptr<SharedMemorySlots> slots_;
 };
 
 }  // namespace graphserve

@@ -244,6 +244,37 @@ TEST_F(LoadGeneratorTest, CreatePassesServerErrorsThrough) {
             absl::StatusCode::kInvalidArgument);
 }
 
+TEST_F(LoadGeneratorTest, SharedMemoryGivesEveryRequestInFlightItsOwnRegion) {
+  StartServer();
+  LoadGeneratorOptions options = Options();
+  options.shared_memory.kind = SharedMemoryKind::kSystem;
+  options.max_outstanding = 4;
+  absl::StatusOr<std::unique_ptr<LoadGenerator>> generator =
+      LoadGenerator::Create(client_.get(), options);
+  ASSERT_TRUE(generator.ok()) << generator.status();
+  const SharedMemorySlots* slots = (*generator)->shared_memory_slots();
+  ASSERT_NE(slots, nullptr);
+  EXPECT_EQ(slots->size(), 1u);  // made by Create, so that failures show there
+
+  constexpr int64_t kConcurrency = 3;
+  absl::StatusOr<LevelResult> level = (*generator)->RunConcurrency(kConcurrency);
+  ASSERT_TRUE(level.ok()) << level.status();
+  EXPECT_GT(level->completed, 0);
+  EXPECT_EQ(level->errors, 0) << level->first_error;
+  EXPECT_EQ(slots->size(), static_cast<size_t>(kConcurrency));
+  EXPECT_EQ(server_->registered_regions(), kConcurrency);
+
+  // The open loop takes free slots and adds one only when all are busy.
+  level = (*generator)->RunRequestRate(300);
+  ASSERT_TRUE(level.ok()) << level.status();
+  EXPECT_GT(level->completed, 0);
+  EXPECT_EQ(level->errors, 0) << level->first_error;
+  EXPECT_LE(slots->size(), static_cast<size_t>(std::max<int64_t>(kConcurrency, 4)));
+
+  generator->reset();
+  EXPECT_EQ(server_->registered_regions(), 0);
+}
+
 TEST_F(LoadGeneratorTest, RejectsBadLevels) {
   StartServer();
   absl::StatusOr<std::unique_ptr<LoadGenerator>> generator =

@@ -1,5 +1,6 @@
 #include "client/request_builder.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <set>
@@ -169,6 +170,42 @@ absl::StatusOr<InferRequest> BuildRequest(const inference::ModelMetadataResponse
     request.inputs.push_back(std::move(tensor));
   }
   return request;
+}
+
+absl::StatusOr<std::vector<ExpectedOutput>> ExpectedOutputs(
+    const inference::ModelMetadataResponse& metadata, const inference::ModelConfig* config,
+    const RequestBuilderOptions& options) {
+  ASSIGN_OR_RETURN(const bool batches, ModelBatches(metadata, config));
+  RETURN_IF_ERROR(CheckBatchSize(metadata, config, batches, options.batch_size));
+  auto expect = [&](const inference::ModelMetadataResponse::TensorMetadata& tensor) {
+    ExpectedOutput output{.name = tensor.name(),
+                          .datatype = tensor.datatype(),
+                          .shape = {tensor.shape().begin(), tensor.shape().end()}};
+    if (batches && !output.shape.empty()) output.shape[0] = options.batch_size;
+    // A -1 left in the shape, or BYTES, has no size before the response.
+    if (absl::StatusOr<int64_t> bytes = TensorByteSize(output.datatype, output.shape); bytes.ok()) {
+      output.byte_size = *bytes;
+    }
+    return output;
+  };
+  std::vector<ExpectedOutput> outputs;
+  if (options.requested_outputs.empty()) {
+    for (const auto& tensor : metadata.outputs()) outputs.push_back(expect(tensor));
+    return outputs;
+  }
+  for (const std::string& name : options.requested_outputs) {
+    const auto tensor = std::find_if(metadata.outputs().begin(), metadata.outputs().end(),
+                                     [&](const auto& output) { return output.name() == name; });
+    if (tensor == metadata.outputs().end()) {
+      std::vector<std::string> names;
+      for (const auto& output : metadata.outputs()) names.push_back(output.name());
+      return absl::InvalidArgumentError(
+          absl::StrCat("model '", metadata.name(), "' has no output '", name,
+                       "' (outputs: ", absl::StrJoin(names, ", "), ")"));
+    }
+    outputs.push_back(expect(*tensor));
+  }
+  return outputs;
 }
 
 }  // namespace graphserve

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -46,6 +47,27 @@ struct RequestBuilderOptions {
 absl::StatusOr<InferRequest> BuildRequest(const inference::ModelMetadataResponse& metadata,
                                           const inference::ModelConfig* config,
                                           const RequestBuilderOptions& options);
+
+// An output a request asks for and the bytes it will come back as.
+struct ExpectedOutput {
+  std::string name;
+  std::string datatype;
+  // The metadata's shape with the batch dimension set to the batch size;
+  // other variable dimensions stay -1.
+  std::vector<int64_t> shape;
+  // At the request's batch size; nullopt when a dimension other than the
+  // batch varies or the datatype has no fixed size (BYTES): only the
+  // response can tell.
+  std::optional<int64_t> byte_size;
+};
+
+// The outputs a request BuildRequest builds from the same arguments asks
+// for: options.requested_outputs in that order, or every output of the
+// metadata. InvalidArgument naming an output the model does not have, and
+// for what BuildRequest refuses about the batch size.
+absl::StatusOr<std::vector<ExpectedOutput>> ExpectedOutputs(
+    const inference::ModelMetadataResponse& metadata, const inference::ModelConfig* config,
+    const RequestBuilderOptions& options);
 
 // Random little-endian bytes for `count` elements of `datatype`: FP32, FP64
 // uniform in [-1, 1); FP16, BF16 from {0, ±0.25, ±0.5, ±1}; integers

@@ -143,5 +143,52 @@ TEST(RandomTensorDataTest, ValuesStayInTheirRanges) {
   EXPECT_EQ(RandomTensorData("BYTES", 3, rng).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// Metadata() with outputs y FP32 [-1,10], tokens INT64 [-1,-1] (variable) and
+// label BYTES [-1,1].
+inference::ModelMetadataResponse MetadataWithOutputs() {
+  inference::ModelMetadataResponse metadata = Metadata();
+  auto add = [&](const std::string& name, const std::string& datatype, int64_t row) {
+    auto* output = metadata.add_outputs();
+    output->set_name(name);
+    output->set_datatype(datatype);
+    output->add_shape(-1);
+    output->add_shape(row);
+  };
+  add("y", "FP32", 10);
+  add("tokens", "INT64", -1);
+  add("label", "BYTES", 1);
+  return metadata;
+}
+
+TEST(ExpectedOutputsTest, SizesFixedOutputsAtTheBatchSize) {
+  const inference::ModelConfig config = Config(16);
+  absl::StatusOr<std::vector<ExpectedOutput>> outputs =
+      ExpectedOutputs(MetadataWithOutputs(), &config, {.batch_size = 5});
+  ASSERT_TRUE(outputs.ok()) << outputs.status();
+  ASSERT_EQ(outputs->size(), 3u);
+  EXPECT_EQ((*outputs)[0].name, "y");
+  EXPECT_EQ((*outputs)[0].shape, (std::vector<int64_t>{5, 10}));
+  EXPECT_EQ((*outputs)[0].byte_size, 5 * 10 * 4);
+  EXPECT_EQ((*outputs)[1].shape, (std::vector<int64_t>{5, -1}));
+  EXPECT_FALSE((*outputs)[1].byte_size.has_value());  // only the response can tell
+  EXPECT_FALSE((*outputs)[2].byte_size.has_value());  // BYTES
+
+  outputs = ExpectedOutputs(MetadataWithOutputs(), &config,
+                            {.batch_size = 2, .requested_outputs = {"tokens", "y"}});
+  ASSERT_TRUE(outputs.ok()) << outputs.status();
+  ASSERT_EQ(outputs->size(), 2u);
+  EXPECT_EQ((*outputs)[0].name, "tokens");
+  EXPECT_EQ((*outputs)[1].byte_size, 2 * 10 * 4);
+
+  const absl::Status unknown =
+      ExpectedOutputs(MetadataWithOutputs(), &config, {.requested_outputs = {"logits"}}).status();
+  EXPECT_EQ(unknown.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(
+      absl::StrContains(unknown.message(), "no output 'logits' (outputs: y, tokens, label)"))
+      << unknown;
+  EXPECT_EQ(ExpectedOutputs(MetadataWithOutputs(), &config, {.batch_size = 17}).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace graphserve
