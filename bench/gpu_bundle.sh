@@ -25,6 +25,8 @@ TEST_TARGETS=(
   //capture:schedule_choice_test
   //tests:server_e2e_test
   //tests:shared_memory_e2e_test
+  //server:shared_memory_test
+  //client:cuda_shared_memory_test
 )
 TOOL_TARGETS=(
   //tests:onnx_conformance

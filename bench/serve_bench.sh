@@ -8,6 +8,9 @@
 #      (captured sizes and sizes between them, so padding and splitting are
 #      measured), three repeats each, every one with the floor (an empty
 #      ServerLive RPC over the same connections) and the full-chunk replay;
+#      then batch 1 and 16 with --run-on-rpc-thread=false (the hand-off path)
+#      beside them; then 4 KiB vs 1 MiB requests through the message, system
+#      and CUDA shared memory, and CUDA shared memory's outputs checked;
 #   3. saturation: batch-1 requests, 64 concurrent, M = 4, three repeats on
 #      each of four servers (graphs on/off x dynamic batching on/off), GPU
 #      busy sampled through NVML at 200 Hz (bench/nvml_sampler.py), then half
@@ -69,6 +72,11 @@ perf() {  # perf CSV [flags...]
     --csv "$csv" "$@" || failures=$((failures + 1))
 }
 
+# CPU seconds (user + system) a live process has used.
+cpu_seconds() {
+  awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15) / hz}' "/proc/$1/stat"
+}
+
 # Turns dynamic batching on for every model of a demo repository (Triton's
 # config field; an empty message: merge when a slot frees, no delay).
 with_batching() {
@@ -89,16 +97,46 @@ if start_server "$work/repo_m2"; then
   stop_server
 fi
 
-echo "--- served latency at concurrency 1 with --idle-spin-us 1000 (workers and responders hot)"
-if start_server "$work/repo_m2" --idle-spin-us 1000; then
+echo "--- served latency at concurrency 1 with --run-on-rpc-thread=false (the hand-off to a"
+echo "    stream worker and a responder that the default skips on an idle slot)"
+if start_server "$work/repo_m2" --run-on-rpc-thread=false; then
   for model in mlp dlrm_dense; do
     for batch in 1 16; do
       for r in $(seq 1 "$repeats"); do
-        perf "$out/latency_${model}-spin1000_b${batch}_r${r}.csv" --model "$model" \
+        perf "$out/latency_${model}-handoff_b${batch}_r${r}.csv" --model "$model" \
           --batch-size "$batch" --concurrency 1
       done
     done
   done
+  stop_server
+fi
+
+echo "--- shared memory: mlp, 4 KiB (batch 2) and 1 MiB (batch 512) requests, concurrency 1"
+"$bin/make_demo_repository" --out "$work/repo_shm" --streams 2 --max-batch-size 512 \
+  --batch-sizes 1,2,4,16,64,256,512 >/dev/null
+if start_server "$work/repo_shm"; then
+  for mode in none system cuda; do
+    for batch in 2 512; do
+      for r in $(seq 1 "$repeats"); do
+        perf "$out/shm_${mode}_b${batch}_r${r}.csv" --model mlp --batch-size "$batch" \
+          --concurrency 1 --shared-memory "$mode"
+      done
+    done
+  done
+  # infer through CUDA shared memory returns what infer through the message
+  # does (the outputs' bytes, compared exactly).
+  for mode in none cuda; do
+    "$bin/graphserve-client" --url "localhost:$port" infer --model mlp --batch-size 24 \
+      --seed 7 --shared-memory "$mode" --output-dir "$work/infer_$mode" >/dev/null ||
+      failures=$((failures + 1))
+  done
+  if cmp "$work/infer_none/y.bin" "$work/infer_cuda/y.bin"; then
+    echo "cuda shared memory: infer outputs equal the message path's (batch 24)" |
+      tee "$out/shm_cuda_equal.txt"
+  else
+    echo "serve_bench: cuda shared memory outputs differ from the message path's"
+    failures=$((failures + 1))
+  fi
   stop_server
 fi
 
@@ -116,7 +154,18 @@ for graphs in on off; do
     python3 bench/nvml_sampler.py --label "$name" --hz 200 --out "$out/gpu_busy.txt" &
     sampler=$!
     for r in $(seq 1 "$repeats"); do
-      perf "$out/sat_${name}_r${r}.csv" --model mlp --batch-size 1 --concurrency 64
+      # Where the CPU goes at saturation: the server's and the load
+      # generator's CPU seconds over the run's wall seconds (cores kept busy).
+      server_before=$(cpu_seconds "$server_pid")
+      start_ns=$(date +%s%N)
+      client_cpu=$( (perf "$out/sat_${name}_r${r}.csv" --model mlp --batch-size 1 \
+        --concurrency 64 >&2; times) | tail -n 1 | awk '{print $1" "$2}')
+      wall=$(python3 -c "import sys; print((int(sys.argv[1]) - int(sys.argv[2])) / 1e9)" \
+        "$(date +%s%N)" "$start_ns")
+      server_cpu=$(python3 -c "import sys; print(float(sys.argv[1]) - float(sys.argv[2]))" \
+        "$(cpu_seconds "$server_pid")" "$server_before")
+      echo "$name r$r: wall ${wall} s, server CPU ${server_cpu} s, load generator CPU" \
+        "(user sys) ${client_cpu}" | tee -a "$out/sat_cpu.txt"
     done
     kill -TERM "$sampler" 2>/dev/null
     wait "$sampler" 2>/dev/null

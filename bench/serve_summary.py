@@ -7,6 +7,8 @@ Reads, from OUT_DIR (graphserve-client perf's perf_analyzer CSV, one row):
   latency_<model>_b<batch>_r<k>.csv   concurrency 1, repeat k
   sat_<config>_r<k>.csv               concurrency 64, batch 1, repeat k
   half_<config>.csv                   half the saturated request rate
+  shm_<mode>_b<batch>_r<k>.csv        mlp at concurrency 1, inputs through the
+                                      message (none), system or CUDA shared memory
   gpu_busy.txt                        nvml_sampler.py's lines
 and writes summary.md beside them. Every figure is the median of its repeats
 with the spread (min-max). Exit status 0 whatever the verdicts: the verdicts
@@ -72,6 +74,34 @@ def latency_table(out):
     return lines
 
 
+def shared_memory_table(out):
+    """4 KiB (batch 2) against 1 MiB (batch 512) requests, per input path."""
+    runs = {}
+    for path in glob.glob(os.path.join(out, "shm_*_b*_r*.csv")):
+        m = re.match(r"shm_(.+)_b(\d+)_r(\d+)\.csv", os.path.basename(path))
+        if m:
+            runs.setdefault((m.group(1), int(m.group(2))), []).append(read_row(path))
+    if not runs:
+        return []
+    lines = ["## Shared memory: mlp, 4 KiB (batch 2) vs 1 MiB (batch 512) requests, "
+             "concurrency 1 (us; median of repeats, [min-max])", "",
+             "| input path | p50 at 4 KiB | p50 at 1 MiB | 1 MiB / 4 KiB | "
+             "target (system shared memory) <= 1.2x |",
+             "| --- | ---: | ---: | ---: | --- |"]
+    for mode in ("none", "system", "cuda"):
+        small = median_spread([column(r, "p50 latency") for r in runs.get((mode, 2), [])])
+        large = median_spread([column(r, "p50 latency") for r in runs.get((mode, 512), [])])
+        if small[0] is None or large[0] is None:
+            lines.append(f"| {mode} | - | - | - | no data |")
+            continue
+        ratio = large[0] / small[0]
+        verdict = ("met" if ratio <= 1.2 else "missed") if mode == "system" else "-"
+        lines.append(f"| {mode} | {fmt(small[0])} [{fmt(small[1])}-{fmt(small[2])}] | "
+                     f"{fmt(large[0])} [{fmt(large[1])}-{fmt(large[2])}] | {ratio:.2f}x | "
+                     f"{verdict} |")
+    return lines + [""]
+
+
 def saturation_table(out):
     configs = {}
     for path in glob.glob(os.path.join(out, "sat_*_r*.csv")):
@@ -132,7 +162,8 @@ def gpu_busy_lines(out):
 def main():
     out = sys.argv[1]
     lines = ["# Served numbers (bench/serve_bench.sh)", ""]
-    lines += latency_table(out) + [""] + saturation_table(out) + half_load_table(out)
+    lines += latency_table(out) + [""] + shared_memory_table(out)
+    lines += saturation_table(out) + half_load_table(out)
     lines += gpu_busy_lines(out)
     text = "\n".join(lines) + "\n"
     with open(os.path.join(out, "summary.md"), "w") as f:
