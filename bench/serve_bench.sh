@@ -11,8 +11,8 @@
 #      then batch 1 and 16 with --run-on-rpc-thread=false (the hand-off path)
 #      beside them; then 4 KiB vs 1 MiB requests through the message, system
 #      and CUDA shared memory, and CUDA shared memory's outputs checked;
-#   3. saturation: batch-1 requests, 64 concurrent, M = 4, three repeats on
-#      each of four servers (graphs on/off x dynamic batching on/off), GPU
+#   3. saturation: batch-1 requests, 64 concurrent over 64 connections, M = 4,
+#      three repeats on each of four servers (graphs on/off x dynamic batching on/off), GPU
 #      busy sampled through NVML at 200 Hz (bench/nvml_sampler.py), then half
 #      the saturated request rate for p99 against p50.
 # Called by bench/gpu_check.sh with the unpacked bundle's bin folder.
@@ -159,7 +159,7 @@ for graphs in on off; do
       server_before=$(cpu_seconds "$server_pid")
       start_ns=$(date +%s%N)
       client_cpu=$( (perf "$out/sat_${name}_r${r}.csv" --model mlp --batch-size 1 \
-        --concurrency 64 >&2; times) | tail -n 1 | awk '{print $1" "$2}')
+        --concurrency 64 --connections 64 >&2; times) | tail -n 1 | awk '{print $1" "$2}')
       wall=$(python3 -c "import sys; print((int(sys.argv[1]) - int(sys.argv[2])) / 1e9)" \
         "$(date +%s%N)" "$start_ns")
       server_cpu=$(python3 -c "import sys; print(float(sys.argv[1]) - float(sys.argv[2]))" \
@@ -169,11 +169,17 @@ for graphs in on off; do
     done
     kill -TERM "$sampler" 2>/dev/null
     wait "$sampler" 2>/dev/null
+    # One HTTP/2 connection carries about 3k requests/s here (concurrency 1:
+    # 2.9k/s): the saturated runs use one connection per concurrent request,
+    # and this one the 16 connections of the earlier runs, for comparison.
+    if [[ "$name" == graphs_on_batching ]]; then
+      perf "$out/conn16_${name}.csv" --model mlp --batch-size 1 --concurrency 64 --connections 16
+    fi
     # Half the saturated rate (the last repeat's), for p99 against p50.
     rate=$(python3 -c 'import csv,sys; r=list(csv.DictReader(open(sys.argv[1]))); print(max(1, int(float(r[0]["Inferences/Second"]) / 2)) if r else 0)' \
       "$out/sat_${name}_r${repeats}.csv" 2>/dev/null || echo 0)
     if [[ "$rate" -gt 0 ]]; then
-      perf "$out/half_${name}.csv" --model mlp --batch-size 1 --request-rate "$rate" \
+      perf "$out/half_${name}.csv" --model mlp --batch-size 1 --connections 64 --request-rate "$rate" \
         --request-distribution poisson
     fi
     stop_server

@@ -109,7 +109,8 @@ def saturation_table(out):
         if m:
             configs.setdefault(m.group(1), []).append(read_row(path))
     throughput = {}
-    lines = ["## Saturated: batch-1 requests, 64 concurrent, M=4 (infer/s; median [min-max])",
+    lines = ["## Saturated: batch-1 requests, 64 concurrent over 64 connections, M=4 "
+             "(infer/s; median [min-max])",
              "", "| server | repeats | infer/s | p50 us | p99 us |", "| --- | ---: | ---: | ---: | ---: |"]
     for name, rows in sorted(configs.items()):
         thr, lo, hi = median_spread([column(r, "Inferences/Second") for r in rows])
@@ -118,6 +119,11 @@ def saturation_table(out):
         throughput[name] = thr
         lines.append(f"| {name} | {len(rows)} | {fmt(thr)} [{fmt(lo)}-{fmt(hi)}] | {fmt(p50)} | "
                      f"{fmt(p99)} |")
+    for path in sorted(glob.glob(os.path.join(out, "conn16_*.csv"))):
+        row = read_row(path)
+        name = os.path.basename(path)[len("conn16_"):-len(".csv")]
+        lines.append(f"| {name}, 16 connections | 1 | {fmt(column(row, 'Inferences/Second'))} | "
+                     f"{fmt(column(row, 'p50 latency'))} | {fmt(column(row, 'p99 latency'))} |")
     lines.append("")
 
     def ratio(a, b, target, what):
