@@ -1,8 +1,10 @@
 #include "capture/graph_set.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstring>
+#include <map>
 #include <set>
 #include <utility>
 
@@ -29,15 +31,24 @@ struct GraphSet::Graph {
 
 struct GraphSet::Slot {
   CudaStream stream;
-  CudaEvent done;
+  // Per staging buffer: its last Launch's completion.
+  std::array<CudaEvent, kStagingBuffers> done;
   std::shared_ptr<StreamArena> arena;
+  // Staging buffer 0 is io's pinned host side (what capture and the checks
+  // use); the others are `more_staging`'s, by I/O name, the same sizes.
   std::shared_ptr<IoBuffers> io;
+  std::array<std::map<std::string, PinnedHostBuffer>, kStagingBuffers - 1> more_staging;
   std::shared_ptr<SlotLanes> lanes;  // side streams and events
   // Library handles, one per slot, shared by its N plans.
   std::shared_ptr<CublasLtHandle> cublas;
   std::shared_ptr<CudnnHandle> cudnn;
   std::vector<Graph> graphs;  // ascending batch size, as batch_sizes_
   size_t graph_exec_bytes = 0;
+
+  // The host side of I/O `name` in staging buffer `staging`.
+  [[nodiscard]] void* Staging(int staging, const std::string& name) const {
+    return staging == 0 ? io->host(name) : more_staging[staging - 1].at(name).get();
+  }
 };
 
 namespace {
@@ -354,7 +365,9 @@ absl::StatusOr<std::unique_ptr<GraphSet>> GraphSet::Create(const Model& model,
   for (int m = 0; m < options.num_streams; ++m) {
     auto slot = std::make_unique<Slot>();
     ASSIGN_OR_RETURN(slot->stream, CudaStream::Create());
-    ASSIGN_OR_RETURN(slot->done, CudaEvent::Create());
+    for (CudaEvent& done : slot->done) {
+      ASSIGN_OR_RETURN(done, CudaEvent::Create());
+    }
     ASSIGN_OR_RETURN(slot->arena, StreamArena::Create(options.executor.device));
     ASSIGN_OR_RETURN(slot->io, IoBuffers::Create(options.executor.device));
     ASSIGN_OR_RETURN(slot->lanes, SlotLanes::Create(options.executor.device));
@@ -391,6 +404,14 @@ absl::StatusOr<std::unique_ptr<GraphSet>> GraphSet::Create(const Model& model,
       slot->graphs[n].info.events = slot->graphs[n].executor->events_per_run();
       slot->graphs[n].info.max_width = schedule.max_width;
       slot->graphs[n].info.critical_path = schedule.critical_path;
+    }
+    // The other staging buffers, now that planning has sized io's.
+    for (auto& staging : slot->more_staging) {
+      for (const std::vector<std::string>* names : {&set->input_names_, &set->output_names_}) {
+        for (const std::string& name : *names) {
+          ASSIGN_OR_RETURN(staging[name], PinnedHostBuffer::Allocate(slot->io->bytes(name)));
+        }
+      }
     }
     set->slots_.push_back(std::move(slot));
     Slot& s = *set->slots_.back();
@@ -460,6 +481,11 @@ absl::Status GraphSet::CheckChunk(const LaunchChunk& chunk) const {
     return absl::InvalidArgumentError(
         absl::StrCat("batch size ", chunk.batch_size, " was not captured"));
   }
+  if (chunk.staging < 0 || chunk.staging >= kStagingBuffers) {
+    return absl::InvalidArgumentError(absl::StrCat("staging buffer ", chunk.staging,
+                                                   " does not exist; a slot has ",
+                                                   kStagingBuffers));
+  }
   if (chunk.rows < 1 || chunk.rows > chunk.batch_size) {
     return absl::InvalidArgumentError(absl::StrCat("a chunk of ", chunk.rows,
                                                    " rows does not fit batch size ",
@@ -478,7 +504,9 @@ absl::Status GraphSet::Launch(const LaunchChunk& chunk) const {
   // device (Note [Padding rows from a valid row]), the real rows out. Only
   // the launch between differs.
   for (const InputMapping& mapping : graph.info.transfers.inputs) {
-    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(mapping.device_dst, mapping.host_src,
+    const void* host_src = chunk.staging == 0 ? mapping.host_src
+                                              : slot.Staging(chunk.staging, mapping.name);
+    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(mapping.device_dst, host_src,
                                          rows * mapping.bytes_per_row, cudaMemcpyHostToDevice,
                                          stream));
     CUDA_RETURN_IF_ERROR(FillPaddingRows(mapping.device_dst, mapping.bytes_per_row, chunk.rows,
@@ -490,11 +518,13 @@ absl::Status GraphSet::Launch(const LaunchChunk& chunk) const {
     CUDA_RETURN_IF_ERROR(cudaGraphLaunch(graph.exec.get(), stream));
   }
   for (const OutputMapping& mapping : graph.info.transfers.outputs) {
-    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(mapping.host_dst, mapping.device_src,
+    void* host_dst = chunk.staging == 0 ? mapping.host_dst
+                                        : slot.Staging(chunk.staging, mapping.name);
+    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(host_dst, mapping.device_src,
                                          rows * mapping.bytes_per_row, cudaMemcpyDeviceToHost,
                                          stream));
   }
-  CUDA_RETURN_IF_ERROR(cudaEventRecord(slot.done.get(), stream));
+  CUDA_RETURN_IF_ERROR(cudaEventRecord(slot.done[chunk.staging].get(), stream));
   return absl::OkStatus();
 }
 
@@ -506,20 +536,22 @@ absl::Status GraphSet::Launch(const LaunchChunk& chunk,
   }
   RETURN_IF_ERROR(CheckChunk(chunk));
   for (size_t i = 0; i < inputs.size(); ++i) {
-    std::memcpy(input_staging(chunk.slot, i), inputs[i],
+    std::memcpy(input_staging(chunk.slot, i, chunk.staging), inputs[i],
                 static_cast<size_t>(chunk.rows) * input_bytes_per_row_[i]);
   }
   return Launch(chunk);
 }
 
-std::byte* GraphSet::input_staging(int slot, size_t input) const {
-  return static_cast<std::byte*>(slots_[slot]->io->host(input_names_[input]));
+std::byte* GraphSet::input_staging(int slot, size_t input, int staging) const {
+  return static_cast<std::byte*>(slots_[slot]->Staging(staging, input_names_[input]));
 }
 
 cudaStream_t GraphSet::stream(int slot) const { return slots_[slot]->stream.get(); }
-cudaEvent_t GraphSet::done_event(int slot) const { return slots_[slot]->done.get(); }
-const void* GraphSet::output_rows(int slot, size_t output) const {
-  return slots_[slot]->io->host(output_names_[output]);
+cudaEvent_t GraphSet::done_event(int slot, int staging) const {
+  return slots_[slot]->done[staging].get();
+}
+const void* GraphSet::output_rows(int slot, size_t output, int staging) const {
+  return slots_[slot]->Staging(staging, output_names_[output]);
 }
 
 size_t GraphSet::num_inputs() const { return input_names_.size(); }
@@ -558,6 +590,9 @@ SlotMemory GraphSet::slot_memory(int slot) const {
   }
   memory.io_device = s.io->device_bytes();
   memory.staging_pinned = s.io->pinned_bytes();
+  for (const auto& staging : s.more_staging) {
+    for (const auto& [_, buffer] : staging) memory.staging_pinned += buffer.bytes();
+  }
   for (const Graph& graph : s.graphs) {
     memory.workspace = std::max(memory.workspace, graph.executor->workspace_bytes());
   }

@@ -84,7 +84,7 @@ struct SlotMemory {
   // what the schedule's concurrency costs (0 for single-lane plans).
   size_t arena_single_lane = 0;
   size_t io_device = 0;           // device input/output buffers
-  size_t staging_pinned = 0;      // pinned host staging
+  size_t staging_pinned = 0;      // pinned host staging, both buffers
   // The largest cuBLASLt or cuDNN workspace of one step, of any of the
   // slot's plans: inside the arena (Note [Step workspaces]), not beside it.
   size_t workspace = 0;
@@ -118,14 +118,34 @@ enum class LaunchMode {
   kEager,  // the same plan launched op by op (graphs off), the same copies
 };
 
+// Pinned host staging buffers per slot (Note [Double-buffered staging]).
+inline constexpr int kStagingBuffers = 2;
+
 // One chunk of a request: `rows` real rows run through the plan for
-// `batch_size` (a captured size >= rows) on slot `slot`.
+// `batch_size` (a captured size >= rows) on slot `slot`, its rows moved
+// through the slot's staging buffer `staging` (0 .. kStagingBuffers - 1).
 struct LaunchChunk {
   int slot = 0;
   int64_t batch_size = 0;
   int64_t rows = 0;
   LaunchMode mode = LaunchMode::kGraph;
+  int staging = 0;
 };
+
+// Note [Double-buffered staging]
+// A slot's graphs read their inputs from, and write their outputs to, device
+// buffers at fixed addresses, but the host side of each copy is chosen per
+// launch: the mapped copies (Note [Memcpy node post-processing]) are issued
+// by Launch, not recorded in the graph. So each slot has two pinned staging
+// buffers per input and output, each with its own done event, and a serving
+// thread can fill buffer 1 and launch the next chunk while the chunk of
+// buffer 0 still runs: the launches queue on the slot's stream, whose order
+// keeps the device buffers safe (the second chunk's input copy runs after
+// the first chunk's graph, its graph after the first's output copy). The
+// host copies of one chunk then overlap the GPU work of the other, so a
+// busy slot never idles while its thread gathers rows or writes responses.
+// The device side is not doubled: no extra arena, graphs or capture time.
+
 
 class GraphSet {
  public:
@@ -143,7 +163,8 @@ class GraphSet {
   // output rows back into the slot's output staging, and records the slot's
   // done event. Does not wait for the GPU. The caller owns the slot until
   // done_event() completes and may then read output_rows(); one chunk per
-  // slot at a time. Call with the set's device current (cudaSetDevice once
+  // staging buffer at a time (Note [Double-buffered staging]), launched in
+  // the order the caller will wait for them. Call with the set's device current (cudaSetDevice once
   // per serving thread): switching devices per launch would cost more than
   // the launch.
   absl::Status Launch(const LaunchChunk& chunk) const;
@@ -152,15 +173,18 @@ class GraphSet {
   // staging.
   absl::Status Launch(const LaunchChunk& chunk, absl::Span<const void* const> inputs) const;
   // Where a chunk's rows of `input` go before Launch: the slot's pinned
-  // staging, room for the largest captured size, bytes_per_row(input) a row.
-  [[nodiscard]] std::byte* input_staging(int slot, size_t input) const;
+  // staging buffer `staging`, room for the largest captured size,
+  // bytes_per_row(input) a row.
+  [[nodiscard]] std::byte* input_staging(int slot, size_t input, int staging = 0) const;
 
-  // The slot's stream and the event its last Launch recorded.
+  // The slot's stream, and the event the last Launch through staging buffer
+  // `staging` recorded.
   [[nodiscard]] cudaStream_t stream(int slot) const;
-  [[nodiscard]] cudaEvent_t done_event(int slot) const;
-  // Output `output` of the slot's last completed Launch: its real rows,
-  // row-major, bytes_per_row(output) bytes each. Owned by the set.
-  [[nodiscard]] const void* output_rows(int slot, size_t output) const;
+  [[nodiscard]] cudaEvent_t done_event(int slot, int staging = 0) const;
+  // Output `output` of the slot's last completed Launch through `staging`:
+  // its real rows, row-major, bytes_per_row(output) bytes each. Owned by the
+  // set.
+  [[nodiscard]] const void* output_rows(int slot, size_t output, int staging = 0) const;
 
   // The model's interface as captured (graph input/output order).
   [[nodiscard]] size_t num_inputs() const;

@@ -38,6 +38,17 @@ std::vector<HostTensor> Reference(const Model& model, const std::vector<HostTens
   return *host->Run(inputs);
 }
 
+// The outputs of `chunk`, once done, shaped like `reference`.
+std::vector<HostTensor> Outputs(const GraphSet& set, const LaunchChunk& chunk,
+                                const std::vector<HostTensor>& reference) {
+  std::vector<HostTensor> outputs;
+  for (size_t i = 0; i < reference.size(); ++i) {
+    HostTensor& out = outputs.emplace_back(reference[i].dtype(), reference[i].dims());
+    std::memcpy(out.raw(), set.output_rows(chunk.slot, i, chunk.staging), out.bytes());
+  }
+  return outputs;
+}
+
 // Runs `rows` rows through `set` on `slot` at captured size `batch` and
 // returns the outputs, shaped like `reference`.
 std::vector<HostTensor> Launch(const GraphSet& set, const LaunchChunk& chunk,
@@ -47,13 +58,8 @@ std::vector<HostTensor> Launch(const GraphSet& set, const LaunchChunk& chunk,
   for (const HostTensor& input : inputs) pointers.push_back(input.raw());
   const absl::Status status = set.Launch(chunk, pointers);
   EXPECT_TRUE(status.ok()) << status;
-  EXPECT_EQ(cudaEventSynchronize(set.done_event(chunk.slot)), cudaSuccess);
-  std::vector<HostTensor> outputs;
-  for (size_t i = 0; i < reference.size(); ++i) {
-    HostTensor& out = outputs.emplace_back(reference[i].dtype(), reference[i].dims());
-    std::memcpy(out.raw(), set.output_rows(chunk.slot, i), out.bytes());
-  }
-  return outputs;
+  EXPECT_EQ(cudaEventSynchronize(set.done_event(chunk.slot, chunk.staging)), cudaSuccess);
+  return Outputs(set, chunk, reference);
 }
 
 std::vector<HostTensor> RandomRows(const Model& model, int64_t rows, uint64_t seed) {
@@ -112,6 +118,37 @@ TEST_P(GraphSetModelTest, EveryReplayMatchesTheHostReference) {
                 << (mode == LaunchMode::kGraph ? " graph" : " eager");
           }
         }
+      }
+    }
+  }
+}
+
+// Note [Double-buffered staging]: a chunk launched through staging buffer 1
+// while the chunk of buffer 0 is still queued runs after it on the slot's
+// stream; each reads its own rows and writes its own outputs.
+TEST_P(GraphSetModelTest, ChunksOnBothStagingBuffersRunBackToBack) {
+  const Model model = Import(GetParam().make(kExampleModelSeed), GetParam().name);
+  GraphSetOptions options;
+  options.batch_sizes = {4, 16};
+  std::unique_ptr<GraphSet> set = *GraphSet::Create(model, options);
+  for (int round = 0; round < 3; ++round) {
+    const LaunchChunk first{0, 16, 11, LaunchMode::kGraph, round % 2};
+    const LaunchChunk second{0, 4, 3, LaunchMode::kGraph, 1 - round % 2};
+    const std::vector<HostTensor> first_in = RandomRows(model, 11, 10 + round);
+    const std::vector<HostTensor> second_in = RandomRows(model, 3, 20 + round);
+    for (const auto& [chunk, inputs] : {std::pair{first, &first_in}, {second, &second_in}}) {
+      std::vector<const void*> pointers;
+      for (const HostTensor& input : *inputs) pointers.push_back(input.raw());
+      ASSERT_TRUE(set->Launch(chunk, pointers).ok());
+    }
+    // Waited for in launch order, as the stream pool does.
+    for (const auto& [chunk, inputs] : {std::pair{first, &first_in}, {second, &second_in}}) {
+      ASSERT_EQ(cudaEventSynchronize(set->done_event(0, chunk.staging)), cudaSuccess);
+      const std::vector<HostTensor> want = Reference(model, *inputs, chunk.rows);
+      const std::vector<HostTensor> got = Outputs(*set, chunk, want);
+      for (size_t i = 0; i < want.size(); ++i) {
+        EXPECT_LT(RelativeError(got[i], want[i]), kTolerance)
+            << "round " << round << " staging " << chunk.staging << " output " << i;
       }
     }
   }
@@ -205,7 +242,9 @@ TEST_F(GraphSetTest, SlotsShareOneArenaAcrossSizes) {
     // One arena for the largest plan, instead of one per size.
     EXPECT_LT(memory.arena, memory.arena_unshared);
     EXPECT_GT(memory.io_device, 0u);
-    EXPECT_EQ(memory.io_device, memory.staging_pinned);
+    // Two pinned staging buffers per device buffer (Note [Double-buffered
+    // staging]).
+    EXPECT_EQ(memory.staging_pinned, kStagingBuffers * memory.io_device);
   }
   EXPECT_GT(set->weight_bytes(), 0u);
   EXPECT_EQ(set->SmallestCapturedSizeFor(5), 8);
@@ -225,6 +264,10 @@ TEST_F(GraphSetTest, LaunchRejectsBadChunks) {
   EXPECT_EQ(set->Launch({0, 4, 5}, pointers).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(set->Launch({0, 4, 0}, pointers).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(set->Launch({0, 4, 4}, {}).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(set->Launch({0, 4, 4, LaunchMode::kGraph, kStagingBuffers}, pointers).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(set->Launch({0, 4, 4, LaunchMode::kGraph, -1}, pointers).code(),
+            absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(set->Launch({0, 4, 4}, pointers).ok());
 }
 

@@ -86,14 +86,30 @@ void ScatterOutputRows(const ChunkJob& job, size_t num_outputs, Rows rows,
 class ChunkRunner {
  public:
   virtual ~ChunkRunner() = default;
-  // Slots run one chunk each at a time; the pool gives each its own thread.
+  // Slots run chunks one after the other; a slot is used by one thread at a
+  // time (its worker, or an RPC thread holding it, server/stream_pool.h).
   [[nodiscard]] virtual int num_slots() const = 0;
-  // Called once on a slot's worker thread before its first Run: thread-local
-  // set-up such as the current CUDA device.
+  // Chunks a slot may have started and not yet finished, each through its
+  // own staging buffer 0 .. depth() - 1: 1 runs each chunk to the end before
+  // the next starts; GraphSetRunner's 2 queue the next chunk behind the
+  // running one (Note [Double-buffered staging] in capture/graph_set.h).
+  [[nodiscard]] virtual int depth() const { return 1; }
+  // Called on a thread before it runs a slot's chunks (a worker once, an RPC
+  // thread each time it holds a slot): thread-local set-up such as the
+  // current CUDA device.
   virtual absl::Status PrepareWorkerThread(int slot) = 0;
-  // Runs `job` on `slot` and waits for it to finish. Called only from that
-  // slot's worker thread, never from a gRPC thread.
-  virtual absl::Status Run(int slot, const ChunkJob& job, ChunkTiming* timing) = 0;
+  // Starts `job` on `slot` through staging buffer `staging` (< depth()),
+  // without waiting for it. The job's rows and pointers stay valid until
+  // Finish. On error the job did not start and Finish must not be called.
+  virtual absl::Status Start(int slot, int staging, const ChunkJob& job, ChunkTiming* timing) = 0;
+  // Waits for the job Start began through `staging` and copies its rows
+  // out. A slot's jobs finish in the order they started.
+  virtual absl::Status Finish(int slot, int staging, const ChunkJob& job, ChunkTiming* timing) = 0;
+  // Start, then Finish, through staging buffer 0.
+  absl::Status Run(int slot, const ChunkJob& job, ChunkTiming* timing) {
+    if (absl::Status started = Start(slot, 0, job, timing); !started.ok()) return started;
+    return Finish(slot, 0, job, timing);
+  }
   // For the startup table and logs, e.g. "CUDA graphs, GPU 0".
   [[nodiscard]] virtual std::string description() const = 0;
 };

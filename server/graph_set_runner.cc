@@ -36,25 +36,34 @@ absl::Status GraphSetRunner::PrepareWorkerThread(int slot) {
   return absl::OkStatus();
 }
 
-absl::Status GraphSetRunner::Run(int slot, const ChunkJob& job, ChunkTiming* timing) {
+absl::Status GraphSetRunner::Start(int slot, int staging, const ChunkJob& job,
+                                   ChunkTiming* timing) {
   const GraphSet& set = *placements_[slots_[slot].placement].set;
   const int own_slot = slots_[slot].slot;
-  Clock::time_point start = Clock::now();
+  const Clock::time_point start = Clock::now();
   GatherInputRows(
-      job, set.num_inputs(), [&](size_t i) { return set.input_staging(own_slot, i); },
+      job, set.num_inputs(), [&](size_t i) { return set.input_staging(own_slot, i, staging); },
       [&](size_t i) { return set.input_bytes_per_row(i); });
-  RETURN_IF_ERROR(set.Launch({own_slot, job.batch_size, job.rows, mode_}));
+  RETURN_IF_ERROR(set.Launch({own_slot, job.batch_size, job.rows, mode_, staging}));
   timing->input_ns = NanosSince(start);
+  return absl::OkStatus();
+}
 
-  // Blocks this slot's worker only; the gRPC threads never wait here.
-  start = Clock::now();
-  CUDA_RETURN_IF_ERROR(cudaEventSynchronize(set.done_event(own_slot)));
+absl::Status GraphSetRunner::Finish(int slot, int staging, const ChunkJob& job,
+                                    ChunkTiming* timing) {
+  const GraphSet& set = *placements_[slots_[slot].placement].set;
+  const int own_slot = slots_[slot].slot;
+  // Blocks the thread that holds the slot, never another request's.
+  Clock::time_point start = Clock::now();
+  CUDA_RETURN_IF_ERROR(cudaEventSynchronize(set.done_event(own_slot, staging)));
   timing->infer_ns = NanosSince(start);
 
   start = Clock::now();
   ScatterOutputRows(
       job, set.num_outputs(),
-      [&](size_t o) { return static_cast<const std::byte*>(set.output_rows(own_slot, o)); },
+      [&](size_t o) {
+        return static_cast<const std::byte*>(set.output_rows(own_slot, o, staging));
+      },
       [&](size_t o) { return set.output_bytes_per_row(o); });
   timing->output_ns = NanosSince(start);
   return absl::OkStatus();

@@ -3,7 +3,8 @@
 // is placed on): one CUDA graph replay per chunk (or, graphs off, the same
 // plan launched op by op on the same stream), so the server's per-chunk work
 // is the staging copy, the mapped copies, one launch, a wait on the slot's
-// event and the copy of the real rows out. The runner's slots are the sets'
+// event and the copy of the real rows out. Two chunks may be in flight on a
+// slot, one per staging buffer (Note [Double-buffered staging]). The runner's slots are the sets'
 // slots one after the other.
 
 #include <memory>
@@ -29,7 +30,9 @@ class GraphSetRunner : public ChunkRunner {
 
   [[nodiscard]] int num_slots() const override;
   absl::Status PrepareWorkerThread(int slot) override;
-  absl::Status Run(int slot, const ChunkJob& job, ChunkTiming* timing) override;
+  [[nodiscard]] int depth() const override { return kStagingBuffers; }
+  absl::Status Start(int slot, int staging, const ChunkJob& job, ChunkTiming* timing) override;
+  absl::Status Finish(int slot, int staging, const ChunkJob& job, ChunkTiming* timing) override;
   [[nodiscard]] std::string description() const override;
 
   // Implementation details follow.

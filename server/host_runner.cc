@@ -49,7 +49,8 @@ HostRunner::HostRunner(int num_slots, std::map<int64_t, std::unique_ptr<HostExec
 
 absl::Status HostRunner::PrepareWorkerThread(int /*slot*/) { return absl::OkStatus(); }
 
-absl::Status HostRunner::Run(int /*slot*/, const ChunkJob& job, ChunkTiming* timing) {
+absl::Status HostRunner::Start(int /*slot*/, int /*staging*/, const ChunkJob& job,
+                               ChunkTiming* timing) {
   const auto found = executors_.find(job.batch_size);
   if (found == executors_.end()) {
     return absl::InternalError(absl::StrCat("no host plan for batch size ", job.batch_size));

@@ -33,7 +33,12 @@ class HostRunner : public ChunkRunner {
 
   [[nodiscard]] int num_slots() const override { return num_slots_; }
   absl::Status PrepareWorkerThread(int slot) override;
-  absl::Status Run(int slot, const ChunkJob& job, ChunkTiming* timing) override;
+  // Runs the whole chunk (depth 1: Finish has nothing left to do).
+  absl::Status Start(int slot, int staging, const ChunkJob& job, ChunkTiming* timing) override;
+  absl::Status Finish(int /*slot*/, int /*staging*/, const ChunkJob& /*job*/,
+                      ChunkTiming* /*timing*/) override {
+    return absl::OkStatus();
+  }
   [[nodiscard]] std::string description() const override;
   // Bytes of weights the bound graphs hold (shared by all sizes).
   [[nodiscard]] size_t weight_bytes() const { return weight_bytes_; }

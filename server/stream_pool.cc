@@ -84,8 +84,10 @@ absl::Status StreamPool::Submit(std::shared_ptr<const QueuedRows> rows,
     }
   }
   if (mine.has_value()) {
-    const auto& [slot, chunk] = *mine;
-    RunChunk(slot, runner_->PrepareWorkerThread(slot), chunk);
+    // Nothing else runs on the slot: staging buffer 0 is free.
+    auto& [slot, chunk] = *mine;
+    FinishChunk(slot,
+                StartChunk(slot, 0, runner_->PrepareWorkerThread(slot), std::move(chunk)));
     ReleaseSlot(slot);
   }
   return absl::OkStatus();
@@ -220,11 +222,32 @@ std::optional<FormedChunk> StreamPool::NextChunk(int slot) {
   }
 }
 
-void StreamPool::RunChunk(int slot, const absl::Status& prepared, const FormedChunk& chunk) {
-  const Clock::time_point start = Clock::now();
-  ChunkJob job{.batch_size = chunk.batch_size, .rows = chunk.rows};
-  job.segments.reserve(chunk.segments.size());
-  for (const RowSegment& segment : chunk.segments) {
+std::optional<FormedChunk> StreamPool::NextChunkBehind() {
+  std::vector<RefusedRows> expired;
+  std::optional<FormedChunk> chunk;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const Clock::time_point now = Clock::now();
+    expired = queue_.RemoveExpired(now);
+    const bool full_chunk = queue_.queued_rows() >= planner_.batch_sizes().back();
+    if (!options_.queue.merge || full_chunk || draining_) {
+      std::optional<Clock::time_point> wake_at;
+      chunk = queue_.Pop(draining_ ? Clock::time_point::max() : now, &wake_at);
+    }
+    queued_rows_.store(queue_.queued_rows(), std::memory_order_release);
+  }
+  Refuse(expired, TimeoutError());
+  return chunk;
+}
+
+StreamPool::StartedChunk StreamPool::StartChunk(int slot, int staging,
+                                                const absl::Status& prepared, FormedChunk chunk) {
+  StartedChunk started{.chunk = std::move(chunk), .staging = staging, .start = Clock::now()};
+  ChunkJob& job = started.job;
+  job.batch_size = started.chunk.batch_size;
+  job.rows = started.chunk.rows;
+  job.segments.reserve(started.chunk.segments.size());
+  for (const RowSegment& segment : started.chunk.segments) {
     SegmentRows& rows = job.segments.emplace_back();
     rows.rows = segment.rows;
     const auto first = static_cast<size_t>(segment.first_row);
@@ -237,26 +260,48 @@ void StreamPool::RunChunk(int slot, const absl::Status& prepared, const FormedCh
                                            : to + first * layout_.output_bytes_per_row[o]);
     }
   }
-  ChunkTiming timing;
   // A slot whose thread could not be prepared fails its chunks rather than
   // running them on the wrong device.
-  const absl::Status status = prepared.ok() ? runner_->Run(slot, job, &timing) : prepared;
-  if (options_.on_chunk) options_.on_chunk(slot, chunk, status, timing);
-  for (const RowSegment& segment : chunk.segments) {
-    segment.request->on_segment(segment.rows, status, start - segment.enqueued, timing);
+  started.status = prepared.ok() ? runner_->Start(slot, staging, job, &started.timing) : prepared;
+  return started;
+}
+
+void StreamPool::FinishChunk(int slot, StartedChunk started) {
+  absl::Status status = std::move(started.status);
+  if (status.ok()) status = runner_->Finish(slot, started.staging, started.job, &started.timing);
+  if (options_.on_chunk) options_.on_chunk(slot, started.chunk, status, started.timing);
+  for (const RowSegment& segment : started.chunk.segments) {
+    segment.request->on_segment(segment.rows, status, started.start - segment.enqueued,
+                                started.timing);
   }
 }
 
 void StreamPool::WorkerLoop(int slot) {
   const absl::Status prepared = runner_->PrepareWorkerThread(slot);
   if (!prepared.ok()) spdlog::error("stream slot {}: {}", slot, prepared.ToString());
+  const int depth = std::max(1, runner_->depth());
+  int staging = 0;  // the buffer the next chunk goes through
+  std::optional<StartedChunk> running;
   while (true) {
-    const Clock::time_point spin_end = Clock::now() + options_.idle_spin;
-    while (queued_rows_.load(std::memory_order_acquire) == 0 && Clock::now() < spin_end) {
+    if (!running.has_value()) {
+      const Clock::time_point spin_end = Clock::now() + options_.idle_spin;
+      while (queued_rows_.load(std::memory_order_acquire) == 0 && Clock::now() < spin_end) {
+      }
+      std::optional<FormedChunk> chunk = NextChunk(slot);
+      if (!chunk.has_value()) return;  // draining, and every accepted row is answered
+      running = StartChunk(slot, staging, prepared, *std::move(chunk));
+      staging = (staging + 1) % depth;
     }
-    std::optional<FormedChunk> chunk = NextChunk(slot);
-    if (!chunk.has_value()) return;  // draining, and every accepted row is answered
-    RunChunk(slot, prepared, *chunk);
+    // Start the next chunk behind the running one before waiting for it.
+    std::optional<StartedChunk> next;
+    if (depth > 1 && running->status.ok()) {
+      if (std::optional<FormedChunk> chunk = NextChunkBehind()) {
+        next = StartChunk(slot, staging, prepared, *std::move(chunk));
+        staging = (staging + 1) % depth;
+      }
+    }
+    FinishChunk(slot, *std::move(running));
+    running = std::move(next);
   }
 }
 

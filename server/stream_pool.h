@@ -5,6 +5,14 @@
 // the next piece of a split request, or rows of several requests merged
 // (dynamic batching). A request is queued whole or refused whole.
 //
+// A worker whose runner has depth 2 (Note [Double-buffered staging] in
+// capture/graph_set.h) starts the next chunk behind its running one before it
+// waits for the running one, so the slot's GPU stream never waits on the
+// worker's host copies. With dynamic batching it does so only when a full
+// chunk of the largest size is queued: otherwise rows are left to gather
+// into a bigger chunk while the slot is busy, as they would without the
+// second buffer.
+//
 // Threads: Submit is called from gRPC threads. When a slot is idle and the
 // queue forms a chunk at once, the caller runs that chunk itself (Note [Chunks
 // on the caller's thread]); otherwise it only queues. Each worker runs its
@@ -117,7 +125,22 @@ class StreamPool {
   // The next chunk for a free slot, answering timed-out and (past the drain
   // deadline) abandoned rows on the way; nullopt when the worker should exit.
   std::optional<FormedChunk> NextChunk(int slot);
-  void RunChunk(int slot, const absl::Status& prepared, const FormedChunk& chunk);
+  // A chunk a slot has started and not yet finished.
+  struct StartedChunk {
+    FormedChunk chunk;
+    ChunkJob job;
+    int staging = 0;
+    Clock::time_point start;
+    ChunkTiming timing;
+    absl::Status status;  // Start's; Finish runs only after a good Start
+  };
+  // The next chunk for a slot that already runs one, if it should start now
+  // (see the file comment); never waits.
+  std::optional<FormedChunk> NextChunkBehind();
+  StartedChunk StartChunk(int slot, int staging, const absl::Status& prepared,
+                          FormedChunk chunk);
+  // Finishes `started` and reports its segments.
+  void FinishChunk(int slot, StartedChunk started);
   // Reports refused rows to their requests (outside the lock).
   static void Refuse(const std::vector<RefusedRows>& refused, const absl::Status& status);
 

@@ -1,10 +1,13 @@
 #include "server/stream_pool.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <future>
 #include <mutex>
 #include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -23,7 +26,9 @@ class RecordingRunner : public ChunkRunner {
   RecordingRunner(int slots, milliseconds delay) : slots_(slots), delay_(delay) {}
   int num_slots() const override { return slots_; }
   absl::Status PrepareWorkerThread(int) override { return absl::OkStatus(); }
-  absl::Status Run(int slot, const ChunkJob& job, ChunkTiming* timing) override {
+  // Runs the whole chunk (depth 1).
+  absl::Status Start(int slot, int /*staging*/, const ChunkJob& job,
+                     ChunkTiming* timing) override {
     const int now = ++running_;
     int seen = max_running_.load();
     while (now > seen && !max_running_.compare_exchange_weak(seen, now)) {
@@ -49,6 +54,9 @@ class RecordingRunner : public ChunkRunner {
     if (fail_) return absl::InternalError("the runner failed");
     return absl::OkStatus();
   }
+  absl::Status Finish(int, int, const ChunkJob&, ChunkTiming*) override {
+    return absl::OkStatus();
+  }
   std::string description() const override { return "recording"; }
 
   std::atomic<int> running_{0};
@@ -62,6 +70,65 @@ class RecordingRunner : public ChunkRunner {
  private:
   const int slots_;
   const milliseconds delay_;
+};
+
+// A runner of depth 2 that stands for a GPU stream: Start computes the
+// chunk into the staging buffer's outputs and gives it a completion time
+// `delay` after the slot's previous chunk completes (stream order); Finish
+// sleeps until then and copies the rows out. Records what happened, in
+// order.
+class PipelinedRunner : public ChunkRunner {
+ public:
+  explicit PipelinedRunner(milliseconds delay) : delay_(delay) {}
+  int num_slots() const override { return 1; }
+  int depth() const override { return 2; }
+  // The worker starts once the test says go: requests submitted before are
+  // all queued when it takes its first chunk.
+  absl::Status PrepareWorkerThread(int) override {
+    go_.get_future().wait();
+    return absl::OkStatus();
+  }
+  void Go() { go_.set_value(); }
+  absl::Status Start(int, int staging, const ChunkJob& job, ChunkTiming*) override {
+    std::vector<float>& out = outputs_[staging];
+    out.assign(static_cast<size_t>(job.batch_size), 0);
+    GatherInputRows(
+        job, 1, [&](size_t) { return reinterpret_cast<std::byte*>(out.data()); },
+        [](size_t) { return sizeof(float); });
+    for (float& value : out) value *= 2;
+    const auto now = std::chrono::steady_clock::now();
+    done_at_[staging] = std::max(now, last_done_) + delay_;
+    last_done_ = done_at_[staging];
+    std::lock_guard<std::mutex> lock(mu_);
+    in_flight_ += 1;
+    max_in_flight_ = std::max(max_in_flight_, in_flight_);
+    events_.push_back("start " + std::to_string(staging));
+    return absl::OkStatus();
+  }
+  absl::Status Finish(int, int staging, const ChunkJob& job, ChunkTiming*) override {
+    std::this_thread::sleep_until(done_at_[staging]);
+    ScatterOutputRows(
+        job, 1, [&](size_t) { return reinterpret_cast<const std::byte*>(outputs_[staging].data()); },
+        [](size_t) { return sizeof(float); });
+    std::lock_guard<std::mutex> lock(mu_);
+    in_flight_ -= 1;
+    events_.push_back("finish " + std::to_string(staging));
+    return absl::OkStatus();
+  }
+  std::string description() const override { return "pipelined"; }
+
+  std::mutex mu_;
+  std::vector<std::string> events_;
+  int in_flight_ = 0;
+  int max_in_flight_ = 0;
+
+ private:
+  const milliseconds delay_;
+  std::promise<void> go_;
+  // Touched by the slot's one thread only.
+  std::vector<float> outputs_[2];
+  std::chrono::steady_clock::time_point done_at_[2];
+  std::chrono::steady_clock::time_point last_done_;
 };
 
 const RowLayout kLayout{{sizeof(float)}, {sizeof(float)}};
@@ -102,7 +169,7 @@ StreamPoolOptions WorkersOnly() {
   return options;
 }
 
-std::unique_ptr<StreamPool> MakePool(std::unique_ptr<RecordingRunner> runner,
+std::unique_ptr<StreamPool> MakePool(std::unique_ptr<ChunkRunner> runner,
                                      std::vector<int64_t> sizes,
                                      StreamPoolOptions options = WorkersOnly()) {
   absl::StatusOr<BatchPlanner> planner = BatchPlanner::Create(std::move(sizes), {}, 1024);
@@ -316,6 +383,58 @@ TEST(StreamPool, DrainWaitsForTheChunkACallerRuns) {
   pool->Drain();
   EXPECT_EQ(request.ok_rows.load(), 1);
   caller.join();
+}
+
+// Note [Double-buffered staging]: with requests queued, the worker starts
+// the next chunk through the other staging buffer before it waits for the
+// running one; never more than two in flight, each answered correctly.
+TEST(StreamPool, ADepthTwoRunnerGetsTheNextChunkStartedBeforeTheRunningOneFinishes) {
+  auto runner = std::make_unique<PipelinedRunner>(milliseconds(20));
+  PipelinedRunner* pipelined = runner.get();
+  auto pool = MakePool(std::move(runner), {1, 2});
+  std::vector<std::unique_ptr<Request>> requests;
+  for (int64_t rows : {1, 2, 1, 2, 1}) {
+    requests.push_back(std::make_unique<Request>(rows));
+    ASSERT_TRUE(pool->Submit(requests.back()->queued, {}).ok());
+  }
+  pipelined->Go();
+  pool->Drain();
+  for (const auto& request : requests) {
+    EXPECT_EQ(request->ok_rows.load(), static_cast<int64_t>(request->in.size()));
+    EXPECT_TRUE(request->Doubled());
+  }
+  EXPECT_EQ(pipelined->max_in_flight_, 2);
+  // The buffers alternate, and every chunk after the first started while
+  // the one before it ran.
+  EXPECT_EQ(pipelined->events_,
+            (std::vector<std::string>{"start 0", "start 1", "finish 0", "start 0", "finish 1",
+                                      "start 1", "finish 0", "start 0", "finish 1", "finish 0"}));
+}
+
+// With dynamic batching, rows that would not fill the largest size wait for
+// the running chunk instead, so that more rows can merge into the next one.
+TEST(StreamPool, WithDynamicBatchingOnlyAFullChunkStartsBehindTheRunningOne) {
+  auto runner = std::make_unique<PipelinedRunner>(milliseconds(30));
+  PipelinedRunner* pipelined = runner.get();
+  StreamPoolOptions options = WorkersOnly();
+  options.queue.merge = true;
+  auto pool = MakePool(std::move(runner), {1, 2, 4}, std::move(options));
+  Request first(1);
+  ASSERT_TRUE(pool->Submit(first.queued, {}).ok());
+  pipelined->Go();
+  std::this_thread::sleep_for(milliseconds(10));  // the first chunk runs (usually)
+  std::vector<std::unique_ptr<Request>> requests;
+  for (int i = 0; i < 3; ++i) {
+    requests.push_back(std::make_unique<Request>(1));
+    ASSERT_TRUE(pool->Submit(requests.back()->queued, {}).ok());
+  }
+  pool->Drain();
+  EXPECT_TRUE(first.Doubled());
+  for (const auto& request : requests) EXPECT_TRUE(request->Doubled());
+  // Never 4 rows queued behind a running chunk: nothing started early, and
+  // the rows merged (two chunks, or one if all four were queued at once).
+  EXPECT_EQ(pipelined->max_in_flight_, 1);
+  EXPECT_LE(pipelined->events_.size(), 4u);
 }
 
 }  // namespace
