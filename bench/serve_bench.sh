@@ -31,7 +31,7 @@ repeats=${SERVE_REPEATS:-3}
 echo "--- replay baseline (no gRPC)"
 for model in mlp dlrm_dense; do
   "$bin/replay_bench" --model "$work/models/$model.onnx" --batch-sizes 1,4,16,64,256 \
-    --throughput-batch-sizes 1 --streams 1,2,4 --seconds 2 \
+    --throughput-batch-sizes 1,16 --streams 1,2,4 --seconds 1 \
     --json "$out/replay_$model.json" || failures=$((failures + 1))
 done
 

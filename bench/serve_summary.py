@@ -10,12 +10,14 @@ Reads, from OUT_DIR (graphserve-client perf's perf_analyzer CSV, one row):
   shm_<mode>_b<batch>_r<k>.csv        mlp at concurrency 1, inputs through the
                                       message (none), system or CUDA shared memory
   gpu_busy.txt                        nvml_sampler.py's lines
+  replay_<model>.json                 replay_bench's records (no gRPC)
 and writes summary.md beside them. Every figure is the median of its repeats
 with the spread (min-max). Exit status 0 whatever the verdicts: the verdicts
 are the evidence, not a gate.
 """
 import csv
 import glob
+import json
 import os
 import re
 import statistics
@@ -102,6 +104,27 @@ def shared_memory_table(out):
     return lines + [""]
 
 
+def replay_table(out):
+    """Replay-only throughput: graphs off, graphs on, graphs on double-buffered."""
+    lines = []
+    for path in sorted(glob.glob(os.path.join(out, "replay_*.json"))):
+        model = os.path.basename(path)[len("replay_"):-len(".json")]
+        with open(path) as f:
+            records = [r for r in json.load(f) if "replay_infer_per_s_graphs" in r]
+        for r in records:
+            single = r["replay_infer_per_s_graphs"]
+            double = r.get("replay_infer_per_s_graphs_double_buffered")
+            lines.append(f"| {model} | {r['batch']} | {r['streams']} | "
+                         f"{fmt(r['replay_infer_per_s_eager'])} | {fmt(single)} | {fmt(double)} | "
+                         f"{'-' if not double else f'{double / single:.2f}x'} |")
+    if not lines:
+        return []
+    return ["## Replay-only throughput, no gRPC (infer/s; bench/replay_bench)", "",
+            "| model | batch | streams | graphs off | graphs on | graphs on, double-buffered "
+            "staging | double / single |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"
+            ] + lines + [""]
+
+
 def saturation_table(out):
     configs = {}
     for path in glob.glob(os.path.join(out, "sat_*_r*.csv")):
@@ -169,7 +192,7 @@ def main():
     out = sys.argv[1]
     lines = ["# Served numbers (bench/serve_bench.sh)", ""]
     lines += latency_table(out) + [""] + shared_memory_table(out)
-    lines += saturation_table(out) + half_load_table(out)
+    lines += replay_table(out) + saturation_table(out) + half_load_table(out)
     lines += gpu_busy_lines(out)
     text = "\n".join(lines) + "\n"
     with open(os.path.join(out, "summary.md"), "w") as f:
