@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 
 #include "common/cuda_status.h"
 #include "common/statistics.h"
@@ -30,7 +31,72 @@ absl::StatusOr<double> MeasureLaunch(const GraphSet& set, const LaunchChunk& chu
   return Median(std::move(micros));
 }
 
+// Random full-batch inputs of `batch` rows with `any_size`'s dtypes.
+std::vector<HostTensor> RandomInputs(const BoundGraph& any_size, int64_t batch) {
+  std::vector<HostTensor> inputs;
+  for (size_t i = 0; i < any_size.inputs.size(); ++i) {
+    const BoundValue& value = any_size.value(any_size.inputs[i]);
+    Dims dims = value.dims;
+    dims[0] = batch;
+    inputs.push_back(RandomTensor(value.dtype, dims, 1000 + i));
+  }
+  return inputs;
+}
+
+std::vector<const void*> Pointers(const std::vector<HostTensor>& tensors) {
+  std::vector<const void*> pointers;
+  for (const HostTensor& tensor : tensors) pointers.push_back(tensor.raw());
+  return pointers;
+}
+
+// Mean wall time per chunk of `count` full chunks launched back to back,
+// each waited for before the next (depth 1) or after the next is launched
+// (depth 2, alternating staging buffers).
+absl::StatusOr<double> MeasureClosedLoop(const GraphSet& set, LaunchChunk chunk,
+                                         const std::vector<const void*>& inputs, int depth,
+                                         int64_t count) {
+  const Clock::time_point start = Clock::now();
+  std::optional<LaunchChunk> previous;
+  for (int64_t i = 0; i < count; ++i) {
+    chunk.staging = static_cast<int>(i % depth);
+    RETURN_IF_ERROR(set.Launch(chunk, inputs));
+    const LaunchChunk& wait_for = depth == 1 ? chunk : previous.value_or(chunk);
+    if (depth == 1 || previous.has_value()) {
+      CUDA_RETURN_IF_ERROR(cudaEventSynchronize(set.done_event(wait_for.slot, wait_for.staging)));
+    }
+    if (depth > 1) previous = chunk;
+  }
+  if (depth > 1 && previous.has_value()) {
+    CUDA_RETURN_IF_ERROR(cudaEventSynchronize(set.done_event(previous->slot, previous->staging)));
+  }
+  return std::chrono::duration<double, std::micro>(Clock::now() - start).count() /
+         static_cast<double>(count);
+}
+
 }  // namespace
+
+absl::StatusOr<std::vector<int64_t>> SizesFasterDoubleBuffered(const GraphSet& set,
+                                                              const BoundGraph& any_size,
+                                                              LaunchMode mode,
+                                                              const LaunchCostOptions& options) {
+  if (options.iters < 1) return absl::InvalidArgumentError("cost measurement needs iters >= 1");
+  std::vector<int64_t> faster;
+  for (int64_t batch : set.batch_sizes()) {
+    const std::vector<HostTensor> inputs = RandomInputs(any_size, batch);
+    const std::vector<const void*> pointers = Pointers(inputs);
+    const LaunchChunk chunk{options.slot, batch, batch, mode};
+    // Warm-up, which also sizes the loops: about 20 ms per way at most.
+    ASSIGN_OR_RETURN(const double warm, MeasureClosedLoop(set, chunk, pointers, 1,
+                                                          std::max<int64_t>(1, options.warmup)));
+    const int64_t count =
+        std::clamp<int64_t>(static_cast<int64_t>(20'000 / std::max(warm, 1.0)), 5, options.iters);
+    ASSIGN_OR_RETURN(const double single, MeasureClosedLoop(set, chunk, pointers, 1, count));
+    ASSIGN_OR_RETURN(const double doubled,
+                     MeasureClosedLoop(set, chunk, pointers, kStagingBuffers, count));
+    if (doubled < 0.97 * single) faster.push_back(batch);
+  }
+  return faster;
+}
 
 absl::StatusOr<std::vector<CaptureCostEntry>> MeasureLaunchCosts(const GraphSet& set,
                                                                  const BoundGraph& any_size,
@@ -38,15 +104,8 @@ absl::StatusOr<std::vector<CaptureCostEntry>> MeasureLaunchCosts(const GraphSet&
   if (options.iters < 1) return absl::InvalidArgumentError("cost measurement needs iters >= 1");
   std::vector<CaptureCostEntry> costs;
   for (int64_t batch : set.batch_sizes()) {
-    std::vector<HostTensor> inputs;
-    std::vector<const void*> pointers;
-    for (size_t i = 0; i < any_size.inputs.size(); ++i) {
-      const BoundValue& value = any_size.value(any_size.inputs[i]);
-      Dims dims = value.dims;
-      dims[0] = batch;
-      inputs.push_back(RandomTensor(value.dtype, dims, 1000 + i));
-    }
-    for (const HostTensor& input : inputs) pointers.push_back(input.raw());
+    const std::vector<HostTensor> inputs = RandomInputs(any_size, batch);
+    const std::vector<const void*> pointers = Pointers(inputs);
     CaptureCostEntry entry;
     entry.batch_size = batch;
     ASSIGN_OR_RETURN(entry.eager_us,

@@ -32,4 +32,17 @@ absl::StatusOr<std::vector<CaptureCostEntry>> MeasureLaunchCosts(const GraphSet&
                                                                  const BoundGraph& any_size,
                                                                  const LaunchCostOptions& options);
 
+// The captured sizes whose chunks run faster back to back through the
+// slot's two staging buffers (the next launched before the previous is
+// waited for, Note [Double-buffered staging]) than one at a time: each size
+// is timed both ways over a closed loop of full chunks in `mode`, and is
+// kept when double-buffered chunks take under 0.97 of the single-buffered
+// time. Measured, not assumed: on the H200 a 27 us replay ran 10-15% slower
+// double-buffered (its graph relaunched while still queued), while 16-row
+// chunks ran up to 10% faster. Same contract as MeasureLaunchCosts.
+absl::StatusOr<std::vector<int64_t>> SizesFasterDoubleBuffered(const GraphSet& set,
+                                                              const BoundGraph& any_size,
+                                                              LaunchMode mode,
+                                                              const LaunchCostOptions& options);
+
 }  // namespace graphserve

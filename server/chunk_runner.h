@@ -94,6 +94,10 @@ class ChunkRunner {
   // the next starts; GraphSetRunner's 2 queue the next chunk behind the
   // running one (Note [Double-buffered staging] in capture/graph_set.h).
   [[nodiscard]] virtual int depth() const { return 1; }
+  // With depth 2: whether a chunk of `batch_size` rows should start while
+  // another runs on its slot, or wait until it is done (measured per size
+  // at load: capture/launch_costs.h SizesFasterDoubleBuffered).
+  [[nodiscard]] virtual bool StartsBehindRunning(int64_t /*batch_size*/) const { return false; }
   // Called on a thread before it runs a slot's chunks (a worker once, an RPC
   // thread each time it holds a slot): thread-local set-up such as the
   // current CUDA device.

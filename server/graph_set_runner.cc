@@ -1,5 +1,6 @@
 #include "server/graph_set_runner.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <utility>
@@ -18,8 +19,14 @@ using Clock = std::chrono::steady_clock;
 
 }  // namespace
 
-GraphSetRunner::GraphSetRunner(std::vector<Placement> placements, LaunchMode mode)
-    : placements_(std::move(placements)), mode_(mode) {
+GraphSetRunner::GraphSetRunner(std::vector<Placement> placements, LaunchMode mode,
+                               std::vector<int64_t> double_buffered_sizes)
+    : placements_(std::move(placements)),
+      mode_(mode),
+      double_buffered_sizes_([&] {
+        std::sort(double_buffered_sizes.begin(), double_buffered_sizes.end());
+        return std::move(double_buffered_sizes);
+      }()) {
   for (size_t p = 0; p < placements_.size(); ++p) {
     for (int slot = 0; slot < placements_[p].set->num_slots(); ++slot) {
       slots_.push_back({p, slot});
@@ -28,6 +35,11 @@ GraphSetRunner::GraphSetRunner(std::vector<Placement> placements, LaunchMode mod
 }
 
 int GraphSetRunner::num_slots() const { return static_cast<int>(slots_.size()); }
+
+bool GraphSetRunner::StartsBehindRunning(int64_t batch_size) const {
+  return std::binary_search(double_buffered_sizes_.begin(), double_buffered_sizes_.end(),
+                            batch_size);
+}
 
 absl::Status GraphSetRunner::PrepareWorkerThread(int slot) {
   // Launch expects the set's device to be current; once per thread, not per

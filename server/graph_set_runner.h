@@ -25,12 +25,15 @@ class GraphSetRunner : public ChunkRunner {
   };
   // `placements`: at least one; all sets of one model. `mode`: graphs
   // (kGraph) or the eager run of the same plans (kEager), for side-by-side
-  // measurement.
-  GraphSetRunner(std::vector<Placement> placements, LaunchMode mode);
+  // measurement. `double_buffered_sizes`: the captured sizes whose chunks
+  // start behind a running one (SizesFasterDoubleBuffered).
+  GraphSetRunner(std::vector<Placement> placements, LaunchMode mode,
+                 std::vector<int64_t> double_buffered_sizes = {});
 
   [[nodiscard]] int num_slots() const override;
   absl::Status PrepareWorkerThread(int slot) override;
   [[nodiscard]] int depth() const override { return kStagingBuffers; }
+  [[nodiscard]] bool StartsBehindRunning(int64_t batch_size) const override;
   absl::Status Start(int slot, int staging, const ChunkJob& job, ChunkTiming* timing) override;
   absl::Status Finish(int slot, int staging, const ChunkJob& job, ChunkTiming* timing) override;
   [[nodiscard]] std::string description() const override;
@@ -45,6 +48,7 @@ class GraphSetRunner : public ChunkRunner {
 
   const std::vector<Placement> placements_;
   const LaunchMode mode_;
+  const std::vector<int64_t> double_buffered_sizes_;  // ascending
   std::vector<SlotRef> slots_;
 };
 

@@ -292,16 +292,26 @@ void StreamPool::WorkerLoop(int slot) {
       running = StartChunk(slot, staging, prepared, *std::move(chunk));
       staging = (staging + 1) % depth;
     }
-    // Start the next chunk behind the running one before waiting for it.
+    // Start the next chunk behind the running one before waiting for it,
+    // where its size runs faster that way; else right after.
     std::optional<StartedChunk> next;
+    std::optional<FormedChunk> after;
     if (depth > 1 && running->status.ok()) {
       if (std::optional<FormedChunk> chunk = NextChunkBehind()) {
-        next = StartChunk(slot, staging, prepared, *std::move(chunk));
-        staging = (staging + 1) % depth;
+        if (runner_->StartsBehindRunning(chunk->batch_size)) {
+          next = StartChunk(slot, staging, prepared, *std::move(chunk));
+          staging = (staging + 1) % depth;
+        } else {
+          after = std::move(chunk);
+        }
       }
     }
     FinishChunk(slot, *std::move(running));
     running = std::move(next);
+    if (after.has_value()) {
+      running = StartChunk(slot, staging, prepared, *std::move(after));
+      staging = (staging + 1) % depth;
+    }
   }
 }
 

@@ -8,7 +8,8 @@
 // A worker whose runner has depth 2 (Note [Double-buffered staging] in
 // capture/graph_set.h) starts the next chunk behind its running one before it
 // waits for the running one, so the slot's GPU stream never waits on the
-// worker's host copies. With dynamic batching it does so only when a full
+// worker's host copies, for the chunk sizes the runner measured faster that
+// way (ChunkRunner::StartsBehindRunning). With dynamic batching it does so only when a full
 // chunk of the largest size is queued: otherwise rows are left to gather
 // into a bigger chunk while the slot is busy, as they would without the
 // second buffer.

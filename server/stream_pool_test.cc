@@ -82,6 +82,9 @@ class PipelinedRunner : public ChunkRunner {
   explicit PipelinedRunner(milliseconds delay) : delay_(delay) {}
   int num_slots() const override { return 1; }
   int depth() const override { return 2; }
+  bool StartsBehindRunning(int64_t batch_size) const override {
+    return batch_size >= min_size_behind_;
+  }
   // The worker starts once the test says go: requests submitted before are
   // all queued when it takes its first chunk.
   absl::Status PrepareWorkerThread(int) override {
@@ -117,6 +120,7 @@ class PipelinedRunner : public ChunkRunner {
   }
   std::string description() const override { return "pipelined"; }
 
+  int64_t min_size_behind_ = 1;  // chunks this large start behind a running one
   std::mutex mu_;
   std::vector<std::string> events_;
   int in_flight_ = 0;
@@ -409,6 +413,26 @@ TEST(StreamPool, ADepthTwoRunnerGetsTheNextChunkStartedBeforeTheRunningOneFinish
   EXPECT_EQ(pipelined->events_,
             (std::vector<std::string>{"start 0", "start 1", "finish 0", "start 0", "finish 1",
                                       "start 1", "finish 0", "start 0", "finish 1", "finish 0"}));
+}
+
+// A size the runner did not measure faster double-buffered waits for the
+// running chunk to finish, and still starts right after it.
+TEST(StreamPool, SizesNotFasterDoubleBufferedWaitForTheRunningChunk) {
+  auto runner = std::make_unique<PipelinedRunner>(milliseconds(10));
+  PipelinedRunner* pipelined = runner.get();
+  pipelined->min_size_behind_ = 2;  // 1-row chunks do not start behind
+  auto pool = MakePool(std::move(runner), {1, 2});
+  std::vector<std::unique_ptr<Request>> requests;
+  for (int64_t rows : {2, 1, 2, 2}) {
+    requests.push_back(std::make_unique<Request>(rows));
+    ASSERT_TRUE(pool->Submit(requests.back()->queued, {}).ok());
+  }
+  pipelined->Go();
+  pool->Drain();
+  for (const auto& request : requests) EXPECT_TRUE(request->Doubled());
+  EXPECT_EQ(pipelined->events_,
+            (std::vector<std::string>{"start 0", "finish 0", "start 1", "start 0", "finish 1",
+                                      "start 1", "finish 0", "finish 1"}));
 }
 
 // With dynamic batching, rows that would not fill the largest size wait for
