@@ -40,6 +40,7 @@ TOOL_TARGETS=(
   //client:graphserve-client
   //bench:replay_bench
   //bench:conv_tuning_probe
+  //bench:core_bench
 )
 
 # Project libraries linked statically so binaries run outside bazel-bin.

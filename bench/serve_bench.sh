@@ -14,7 +14,10 @@
 #   3. saturation: batch-1 requests, 64 concurrent over 64 connections, M = 4,
 #      three repeats on each of four servers (graphs on/off x dynamic batching on/off), GPU
 #      busy sampled through NVML at 200 Hz (bench/nvml_sampler.py), then half
-#      the saturated request rate for p99 against p50.
+#      the saturated request rate for p99 against p50;
+#   4. the serving core without gRPC (bench/core_bench.cc): the same models
+#      loaded in-process and driven with 64 outstanding batch-1 requests, GPU
+#      busy sampled the same way: what the server could do past its RPC path.
 # Called by bench/gpu_check.sh with the unpacked bundle's bin folder.
 #
 #   bench/serve_bench.sh BIN_DIR OUT_DIR
@@ -183,6 +186,24 @@ for graphs in on off; do
         --request-distribution poisson
     fi
     stop_server
+  done
+done
+
+echo "--- the serving core without gRPC: the same four servers' models in-process (core_bench),"
+echo "    batch-1 requests, 64 outstanding, M=4"
+for graphs in on off; do
+  for batching in batching no_batching; do
+    name="graphs_${graphs}_${batching}"
+    repo="$work/repo_plain"
+    [[ "$batching" == batching ]] && repo="$work/repo_batching"
+    python3 bench/nvml_sampler.py --label "core_$name" --hz 200 --out "$out/gpu_busy.txt" &
+    sampler=$!
+    "$bin/core_bench" --model-repository "$repo" --model mlp --graphs "$graphs" \
+      --outstanding 64 --threads 8 --milliseconds 2000 2>&1 | tail -n 1 |
+      sed "s/^/$name: /" | tee -a "$out/core_bench.txt"
+    [[ ${PIPESTATUS[0]} -eq 0 ]] || failures=$((failures + 1))
+    kill -TERM "$sampler" 2>/dev/null
+    wait "$sampler" 2>/dev/null
   done
 done
 

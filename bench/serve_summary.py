@@ -11,6 +11,7 @@ Reads, from OUT_DIR (graphserve-client perf's perf_analyzer CSV, one row):
                                       message (none), system or CUDA shared memory
   gpu_busy.txt                        nvml_sampler.py's lines
   replay_<model>.json                 replay_bench's records (no gRPC)
+  core_bench.txt                      core_bench's lines (no gRPC), one per server
 and writes summary.md beside them. Every figure is the median of its repeats
 with the spread (min-max). Exit status 0 whatever the verdicts: the verdicts
 are the evidence, not a gate.
@@ -164,6 +165,37 @@ def saturation_table(out):
     return lines
 
 
+def core_table(out):
+    """The serving core without gRPC: core_bench's lines, and the same ratios."""
+    path = os.path.join(out, "core_bench.txt")
+    if not os.path.exists(path):
+        return []
+    throughput = {}
+    lines = ["", "## The serving core without gRPC (core_bench: batch-1 requests, 64 outstanding, "
+             "M=4, in-process)", "", "| server | infer/s | rows per execution | p50 us | p99 us |",
+             "| --- | ---: | ---: | ---: | ---: |"]
+    pattern = re.compile(r"^(\S+): .*?: ([0-9.]+) infer/s, .*\(([0-9.]+) rows per execution\), "
+                         r"latency p50 ([0-9.]+) us p99 ([0-9.]+) us")
+    with open(path) as f:
+        for line in f:
+            m = pattern.match(line.strip())
+            if m:
+                throughput[m.group(1)] = float(m.group(2))
+                lines.append(f"| {m.group(1)} | {m.group(2)} | {m.group(3)} | {m.group(4)} | "
+                             f"{m.group(5)} |")
+    lines.append("")
+    for a, b, target, what in [
+            ("graphs_on_batching", "graphs_off_no_batching", 3.0,
+             "dynamic batching against graphs off and no batching"),
+            ("graphs_on_batching", "graphs_off_batching", 1.5,
+             "graphs on against off, batching on both")]:
+        if throughput.get(a) and throughput.get(b):
+            r = throughput[a] / throughput[b]
+            lines.append(f"- without gRPC, {what}: {r:.2f}x (the target, >= {target}x, is for "
+                         f"the served numbers above; this is the core's share)")
+    return lines
+
+
 def half_load_table(out):
     lines = ["", "## Half the saturated request rate", ""]
     for path in sorted(glob.glob(os.path.join(out, "half_*.csv"))):
@@ -192,7 +224,7 @@ def main():
     out = sys.argv[1]
     lines = ["# Served numbers (bench/serve_bench.sh)", ""]
     lines += latency_table(out) + [""] + shared_memory_table(out)
-    lines += replay_table(out) + saturation_table(out) + half_load_table(out)
+    lines += replay_table(out) + saturation_table(out) + core_table(out) + half_load_table(out)
     lines += gpu_busy_lines(out)
     text = "\n".join(lines) + "\n"
     with open(os.path.join(out, "summary.md"), "w") as f:
