@@ -147,11 +147,13 @@ echo "--- saturation: mlp, batch 1, 64 concurrent, M=4"
 "$bin/make_demo_repository" --out "$work/repo_plain" --streams 4 >/dev/null
 "$bin/make_demo_repository" --out "$work/repo_batching" --streams 4 >/dev/null
 with_batching "$work/repo_batching"
+saturation_repo() {  # saturation_repo batching|no_batching: the repository of that server
+  if [[ "$1" == batching ]]; then echo "$work/repo_batching"; else echo "$work/repo_plain"; fi
+}
 for graphs in on off; do
   for batching in batching no_batching; do
     name="graphs_${graphs}_${batching}"
-    repo="$work/repo_plain"
-    [[ "$batching" == batching ]] && repo="$work/repo_batching"
+    repo=$(saturation_repo "$batching")
     echo "--- $name"
     start_server "$repo" --graphs "$graphs" || continue
     python3 bench/nvml_sampler.py --label "$name" --hz 200 --out "$out/gpu_busy.txt" &
@@ -194,8 +196,7 @@ echo "    batch-1 requests, 64 outstanding, M=4"
 for graphs in on off; do
   for batching in batching no_batching; do
     name="graphs_${graphs}_${batching}"
-    repo="$work/repo_plain"
-    [[ "$batching" == batching ]] && repo="$work/repo_batching"
+    repo=$(saturation_repo "$batching")
     python3 bench/nvml_sampler.py --label "core_$name" --hz 200 --out "$out/gpu_busy.txt" &
     sampler=$!
     "$bin/core_bench" --model-repository "$repo" --model mlp --graphs "$graphs" \
