@@ -52,17 +52,6 @@ const char* FailureReasonLabel(FailureReason reason) {
   return "OTHER";
 }
 
-FailureReason FailureReasonOfQueuedRows(const absl::Status& status) {
-  switch (status.code()) {
-    case absl::StatusCode::kUnavailable:
-      return FailureReason::kRejected;
-    case absl::StatusCode::kCancelled:
-      return FailureReason::kCanceled;
-    default:
-      return FailureReason::kBackend;
-  }
-}
-
 ModelCounters::AtomicHistogram::AtomicHistogram(std::vector<uint64_t> upper_bounds)
     : upper_bounds_(std::move(upper_bounds)),
       counts_(new std::atomic<uint64_t>[upper_bounds_.size() + 1]) {

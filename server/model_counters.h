@@ -34,10 +34,6 @@ inline constexpr size_t kNumFailureReasons = 4;
 // Triton's label value: "REJECTED", "CANCELED", "BACKEND" or "OTHER".
 const char* FailureReasonLabel(FailureReason reason);
 
-// The reason for a request whose queued rows came back from the stream pool
-// with `status` (not OK): Note [Failure reasons].
-FailureReason FailureReasonOfQueuedRows(const absl::Status& status);
-
 // One chunk run on a stream slot.
 struct ChunkRun {
   int stream = 0;          // the slot that ran it, 0 .. num_streams - 1
@@ -176,11 +172,10 @@ class ModelCounters {
 //    accepted, a request runs to its answer even if its client has gone. It
 //    is exported anyway (as 0), as Triton does, so queries keep working.
 // Queued rows come back through one callback whether they ran or were
-// refused, so FailureReasonOfQueuedRows tells them apart by code: the pool
-// refuses queued rows only with UNAVAILABLE, and no runner returns it
-// (common/cuda_status.h maps CUDA, cuBLAS and cuDNN errors to INTERNAL,
-// RESOURCE_EXHAUSTED and the like, never UNAVAILABLE), so UNAVAILABLE is REJECTED,
-// CANCELLED is CANCELED and anything else BACKEND. A request counts once,
-// under the reason of the error it is answered with (its first).
+// refused, and the callback says which (SegmentEnd in server/request_queue.h):
+// refused rows are REJECTED, rows a runner failed BACKEND, whatever the
+// status code. A CUDA shared-memory output that cannot be delivered after
+// the run is BACKEND too. A request counts once, under the reason of the
+// error it is answered with (its first).
 
 }  // namespace graphserve

@@ -174,24 +174,5 @@ TEST(ModelCountersTest, FailuresAreCountedByReasonAndInTotal) {
   EXPECT_STREQ(FailureReasonLabel(FailureReason::kOther), "OTHER");
 }
 
-// Note [Failure reasons]: the stream pool's refusals against a runner's
-// errors, by code.
-TEST(ModelCountersTest, QueuedRowsFailReasonsByCode) {
-  // The pool's refusals (server/stream_pool.cc): a queue timeout, and rows
-  // abandoned at a drain past its exit timeout.
-  EXPECT_EQ(FailureReasonOfQueuedRows(absl::UnavailableError("Request timeout expired")),
-            FailureReason::kRejected);
-  EXPECT_EQ(FailureReasonOfQueuedRows(absl::UnavailableError("the server is shutting down")),
-            FailureReason::kRejected);
-  EXPECT_EQ(FailureReasonOfQueuedRows(absl::CancelledError("cancelled")), FailureReason::kCanceled);
-  // What runners return (common/cuda_status.h, server/host_runner.cc).
-  EXPECT_EQ(FailureReasonOfQueuedRows(absl::InternalError("cudaGraphLaunch failed")),
-            FailureReason::kBackend);
-  EXPECT_EQ(FailureReasonOfQueuedRows(absl::ResourceExhaustedError("cudaMalloc failed")),
-            FailureReason::kBackend);
-  EXPECT_EQ(FailureReasonOfQueuedRows(absl::InvalidArgumentError("cuDNN bad param")),
-            FailureReason::kBackend);
-}
-
 }  // namespace
 }  // namespace graphserve

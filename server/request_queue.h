@@ -22,6 +22,11 @@ namespace graphserve {
 
 using QueueClock = std::chrono::steady_clock;
 
+// How a segment's rows ended: run by a runner (a failure is then the
+// runner's), or refused by the queue without running (a queue timeout, or
+// abandoned when a drain's deadline passed).
+enum class SegmentEnd { kRan, kRefused };
+
 // One request's rows and where its chunks report back. Input and output
 // pointers are borrowed: the request and its response outlive every segment.
 struct QueuedRows {
@@ -33,10 +38,11 @@ struct QueuedRows {
   std::vector<std::byte*> outputs;
   // Called once per segment of these rows, on the thread that ran or refused
   // it: `rows` rows ended with `status` after `queued` in the queue (the
-  // segment's chunk's timing; zero for refused rows). The request is done
+  // segment's chunk's timing; zero for refused rows), and `end` says whether
+  // a runner ran them or the queue refused them unrun. The request is done
   // when the segments' rows add up to `rows`.
   std::function<void(int64_t rows, const absl::Status& status, QueueClock::duration queued,
-                     const ChunkTiming& timing)>
+                     const ChunkTiming& timing, SegmentEnd end)>
       on_segment;
 };
 

@@ -356,6 +356,8 @@ struct ServedModel::RequestState {
   std::atomic<int64_t> rows_left{0};
   std::mutex mu;
   absl::Status status ABSL_GUARDED_BY(mu);
+  // Why `status` (its first failed segment): Note [Failure reasons].
+  FailureReason failure ABSL_GUARDED_BY(mu) = FailureReason::kBackend;
   uint64_t queue_ns ABSL_GUARDED_BY(mu) = 0;  // the longest segment wait
   ChunkTiming compute ABSL_GUARDED_BY(mu);    // summed over its chunks
 };
@@ -478,8 +480,9 @@ void ServedModel::Infer(const inference::ModelInferRequest* request,
   rows->inputs.assign(state->validated.inputs.begin(), state->validated.inputs.end());
   rows->outputs = outputs;
   rows->on_segment = [this, state](int64_t segment_rows, const absl::Status& status,
-                                   StreamPool::Clock::duration queued, const ChunkTiming& timing) {
-    FinishSegment(state, segment_rows, status, queued, timing);
+                                   StreamPool::Clock::duration queued, const ChunkTiming& timing,
+                                   SegmentEnd end) {
+    FinishSegment(state, segment_rows, status, queued, timing, end);
   };
   if (preserve_ordering_) state->sequence = ordering_.Accept();
   if (absl::Status submitted = pool_->Submit(std::move(rows), *queue_options); !submitted.ok()) {
@@ -492,12 +495,15 @@ void ServedModel::Infer(const inference::ModelInferRequest* request,
 
 void ServedModel::FinishSegment(const std::shared_ptr<RequestState>& state, int64_t rows,
                                 const absl::Status& status, StreamPool::Clock::duration queued,
-                                const ChunkTiming& timing) {
+                                const ChunkTiming& timing, SegmentEnd end) {
   {
     std::lock_guard<std::mutex> lock(state->mu);
     if (!status.ok() && state->status.ok()) {
       state->status = absl::Status(status.code(),
                                    absl::StrCat("model '", name(), "': ", status.message()));
+      // Note [Failure reasons]: the queue says whether it refused the rows.
+      state->failure =
+          end == SegmentEnd::kRefused ? FailureReason::kRejected : FailureReason::kBackend;
     }
     state->queue_ns = std::max(state->queue_ns, Nanos(queued));
     state->compute.input_ns += timing.input_ns;
@@ -509,11 +515,13 @@ void ServedModel::FinishSegment(const std::shared_ptr<RequestState>& state, int6
   // The last segment: every other segment's writes happened before its
   // fetch_sub, so the state is complete and no lock is contended.
   absl::Status final_status;
+  FailureReason failure = FailureReason::kBackend;
   uint64_t queue_ns = 0;
   ChunkTiming compute;
   {
     std::lock_guard<std::mutex> lock(state->mu);
     final_status = state->status;
+    failure = state->failure;
     queue_ns = state->queue_ns;
     compute = state->compute;
   }
@@ -531,7 +539,7 @@ void ServedModel::FinishSegment(const std::shared_ptr<RequestState>& state, int6
                              /*split=*/rows != state->validated.rows);
   } else {
     spdlog::warn("{}", final_status.ToString());
-    counters_->RecordFailure(elapsed, FailureReasonOfQueuedRows(final_status));
+    counters_->RecordFailure(elapsed, failure);
   }
   if (preserve_ordering_) {
     ordering_.Finish(state->sequence, [state, final_status] { state->done(final_status); });

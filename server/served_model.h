@@ -130,7 +130,7 @@ class ServedModel {
   // One segment of the request's rows ended; the last one answers it.
   void FinishSegment(const std::shared_ptr<RequestState>& state, int64_t rows,
                      const absl::Status& status, StreamPool::Clock::duration queued,
-                     const ChunkTiming& timing);
+                     const ChunkTiming& timing, SegmentEnd end);
 
   const ModelInterface interface_;
   const int64_t version_;

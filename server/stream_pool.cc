@@ -166,7 +166,8 @@ void StreamPool::TimeoutLoop() {
 void StreamPool::Refuse(const std::vector<RefusedRows>& refused, const absl::Status& status) {
   const Clock::time_point now = Clock::now();
   for (const RefusedRows& rows : refused) {
-    rows.request->on_segment(rows.rows, status, now - rows.enqueued, ChunkTiming{});
+    rows.request->on_segment(rows.rows, status, now - rows.enqueued, ChunkTiming{},
+                             SegmentEnd::kRefused);
   }
 }
 
@@ -272,7 +273,7 @@ void StreamPool::FinishChunk(int slot, StartedChunk started) {
   if (options_.on_chunk) options_.on_chunk(slot, started.chunk, status, started.timing);
   for (const RowSegment& segment : started.chunk.segments) {
     segment.request->on_segment(segment.rows, status, started.start - segment.enqueued,
-                                started.timing);
+                                started.timing, SegmentEnd::kRan);
   }
 }
 

@@ -146,9 +146,12 @@ struct Request {
     queued->inputs = {reinterpret_cast<const std::byte*>(in.data())};
     queued->outputs = {reinterpret_cast<std::byte*>(out.data())};
     queued->on_segment = [this](int64_t n, const absl::Status& status, StreamPool::Clock::duration,
-                                const ChunkTiming&) {
+                                const ChunkTiming&, SegmentEnd end) {
       (status.ok() ? ok_rows : failed_rows) += n;
-      if (!status.ok()) last_error = status.code();
+      if (!status.ok()) {
+        last_error = status.code();
+        last_failure_ran = end == SegmentEnd::kRan;
+      }
     };
     this->queued = queued;
   }
@@ -162,6 +165,8 @@ struct Request {
   std::shared_ptr<const QueuedRows> queued;
   std::atomic<int64_t> ok_rows{0}, failed_rows{0};
   std::atomic<absl::StatusCode> last_error{absl::StatusCode::kOk};
+  // Whether the last failed segment was run (a runner error) or refused.
+  std::atomic<bool> last_failure_ran{false};
 };
 
 // Options for a pool whose chunks run on its workers only: the tests that
@@ -270,6 +275,7 @@ TEST(StreamPool, ADrainDeadlineAnswersWhatIsStillQueuedUnavailable) {
     if (request->failed_rows.load() == 1) {
       ++refused;
       EXPECT_EQ(request->last_error.load(), absl::StatusCode::kUnavailable);
+      EXPECT_FALSE(request->last_failure_ran.load());
     }
   }
   EXPECT_GT(ran, 0);
@@ -288,6 +294,7 @@ TEST(StreamPool, QueueTimeoutsAnswerUnavailable) {
   std::this_thread::sleep_for(milliseconds(60));  // timed out while the slot is busy
   EXPECT_EQ(waiting.failed_rows.load(), 1);
   EXPECT_EQ(waiting.last_error.load(), absl::StatusCode::kUnavailable);
+  EXPECT_FALSE(waiting.last_failure_ran.load());  // refused, never run
   pool->Drain();
   EXPECT_EQ(running.ok_rows.load(), 1);
 }
@@ -301,6 +308,7 @@ TEST(StreamPool, RunnerErrorsReachEverySegment) {
   pool->Drain();
   EXPECT_EQ(request.failed_rows.load(), 6);
   EXPECT_EQ(request.last_error.load(), absl::StatusCode::kInternal);
+  EXPECT_TRUE(request.last_failure_ran.load());
 }
 
 // on_chunk names the slot that ran the chunk: the launches per stream
