@@ -128,6 +128,20 @@ if start_server "$work/repo_m2" --idle-spin-us 1000; then
   stop_server
 fi
 
+echo "--- served latency at concurrency 1, hand-off path with --idle-spin-us 1000 (the earlier"
+echo "    default path with hot workers and responders)"
+if start_server "$work/repo_m2" --run-on-rpc-thread=false --idle-spin-us 1000; then
+  for model in mlp dlrm_dense; do
+    for batch in 1 16; do
+      for r in $(seq 1 "$repeats"); do
+        perf "$out/latency_${model}-handoff-spin1000_b${batch}_r${r}.csv" --model "$model" \
+          --batch-size "$batch" --concurrency 1
+      done
+    done
+  done
+  stop_server
+fi
+
 echo "--- shared memory: mlp, 4 KiB (batch 2) and 1 MiB (batch 512) requests, concurrency 1"
 "$bin/make_demo_repository" --out "$work/repo_shm" --streams 2 --max-batch-size 512 \
   --batch-sizes 1,2,4,16,64,256,512 >/dev/null
