@@ -229,6 +229,8 @@ std::optional<FormedChunk> StreamPool::NextChunkBehind() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     const Clock::time_point now = Clock::now();
+    // Past a drain's deadline NextChunk answers what is queued; take none.
+    if (draining_ && drain_deadline_.has_value() && now >= *drain_deadline_) return std::nullopt;
     expired = queue_.RemoveExpired(now);
     const bool full_chunk = queue_.queued_rows() >= planner_.batch_sizes().back();
     if (!options_.queue.merge || full_chunk || draining_) {

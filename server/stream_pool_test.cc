@@ -443,6 +443,29 @@ TEST(StreamPool, SizesNotFasterDoubleBufferedWaitForTheRunningChunk) {
                                       "start 1", "finish 0", "finish 1"}));
 }
 
+// A drain's deadline bounds a pipelining worker too: past it, what is still
+// queued is answered UNAVAILABLE instead of started behind a running chunk.
+TEST(StreamPool, ADrainDeadlineStopsAPipeliningWorker) {
+  auto runner = std::make_unique<PipelinedRunner>(milliseconds(20));
+  PipelinedRunner* pipelined = runner.get();
+  auto pool = MakePool(std::move(runner), {1});
+  std::vector<std::unique_ptr<Request>> requests;
+  for (int i = 0; i < 100; ++i) {  // 2 s of work
+    requests.push_back(std::make_unique<Request>(1));
+    ASSERT_TRUE(pool->Submit(requests.back()->queued, {}).ok());
+  }
+  pipelined->Go();
+  const auto start = StreamPool::Clock::now();
+  pool->Drain(start + milliseconds(100));
+  EXPECT_LT(StreamPool::Clock::now() - start, milliseconds(1000));
+  int refused = 0;
+  for (const auto& request : requests) {
+    ASSERT_EQ(request->ok_rows.load() + request->failed_rows.load(), 1);
+    if (request->failed_rows.load() == 1) ++refused;
+  }
+  EXPECT_GT(refused, 50);
+}
+
 // With dynamic batching, rows that would not fill the largest size wait for
 // the running chunk instead, so that more rows can merge into the next one.
 TEST(StreamPool, WithDynamicBatchingOnlyAFullChunkStartsBehindTheRunningOne) {
