@@ -212,7 +212,7 @@ absl::Status InferenceProtocol::CudaSharedMemoryStatus(
     const inference::CudaSharedMemoryStatusRequest& request,
     inference::CudaSharedMemoryStatusResponse* response) const {
   ASSIGN_OR_RETURN(const std::vector<std::shared_ptr<const SharedMemoryRegion>> regions,
-                   shared_memory_->Status(request.name(), SharedMemoryKind::kCuda));
+                   shared_memory_->Status(request.name(), RegionKind::kCuda));
   for (const std::shared_ptr<const SharedMemoryRegion>& region : regions) {
     inference::CudaSharedMemoryStatusResponse::RegionStatus& status =
         (*response->mutable_regions())[region->name()];
@@ -232,9 +232,9 @@ absl::Status InferenceProtocol::CudaSharedMemoryRegister(
 void InferenceProtocol::CudaSharedMemoryUnregister(
     const inference::CudaSharedMemoryUnregisterRequest& request) const {
   if (request.name().empty()) {
-    shared_memory_->UnregisterAll(SharedMemoryKind::kCuda);
+    shared_memory_->UnregisterAll(RegionKind::kCuda);
   } else {
-    shared_memory_->Unregister(request.name(), SharedMemoryKind::kCuda);
+    shared_memory_->Unregister(request.name(), RegionKind::kCuda);
   }
 }
 

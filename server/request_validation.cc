@@ -250,7 +250,7 @@ absl::StatusOr<const std::byte*> SharedMemoryInput(const SharedMemoryParameters&
         ShapeString(tensor.shape()), " ", KServeDatatype(spec.dtype)));
   }
   const std::byte* data = slice.data;
-  if (slice.region->kind() == SharedMemoryKind::kCuda) {
+  if (slice.region->kind() == RegionKind::kCuda) {
     // Read through the host (Note [CUDA shared memory]).
     std::vector<std::byte>& host = validated->converted.emplace_back(slice.byte_size);
     RETURN_IF_ERROR(CopyFromSlice(slice, host.data()));
@@ -489,7 +489,7 @@ std::vector<std::byte*> PrepareInferResponse(const inference::ModelInferRequest&
       auto& parameters = *output->mutable_parameters();
       parameters["shared_memory_region"].set_string_param(slice.region->name());
       parameters["shared_memory_byte_size"].set_int64_param(static_cast<int64_t>(bytes));
-      if (slice.region->kind() == SharedMemoryKind::kSystem) {
+      if (slice.region->kind() == RegionKind::kSystem) {
         destinations[index] = slice.data;
         continue;
       }
@@ -505,7 +505,7 @@ absl::Status DeliverCudaOutputs(const ValidatedRequest& validated,
                                 inference::ModelInferResponse* response) {
   for (size_t k = 0; k < validated.output_slices.size(); ++k) {
     const SharedMemorySlice& slice = validated.output_slices[k];
-    if (slice.region == nullptr || slice.region->kind() != SharedMemoryKind::kCuda) continue;
+    if (slice.region == nullptr || slice.region->kind() != RegionKind::kCuda) continue;
     std::string* rows = response->mutable_raw_output_contents(static_cast<int>(k));
     RETURN_IF_ERROR(
         CopyIntoSlice(slice, reinterpret_cast<const std::byte*>(rows->data()), rows->size()));

@@ -160,7 +160,7 @@ absl::StatusOr<std::shared_ptr<SharedMemoryRegion>> SharedMemoryRegion::MapSyste
     }
   };
   return std::shared_ptr<SharedMemoryRegion>(new SharedMemoryRegion(
-      {.kind = SharedMemoryKind::kSystem,
+      {.kind = RegionKind::kSystem,
        .name = std::move(name),
        .key = std::move(key),
        .offset = offset,
@@ -220,7 +220,7 @@ absl::StatusOr<std::shared_ptr<SharedMemoryRegion>> SharedMemoryRegion::OpenCuda
                                                    " bytes"));
   }
   return std::shared_ptr<SharedMemoryRegion>(
-      new SharedMemoryRegion({.kind = SharedMemoryKind::kCuda,
+      new SharedMemoryRegion({.kind = RegionKind::kCuda,
                               .name = std::move(name),
                               .device_id = device_id,
                               .byte_size = byte_size,
@@ -231,7 +231,7 @@ absl::StatusOr<std::shared_ptr<SharedMemoryRegion>> SharedMemoryRegion::OpenCuda
 SharedMemoryRegion::~SharedMemoryRegion() { release_(); }
 
 absl::Status CopyFromSlice(const SharedMemorySlice& slice, std::byte* host) {
-  if (slice.region->kind() == SharedMemoryKind::kSystem) {
+  if (slice.region->kind() == RegionKind::kSystem) {
     std::memcpy(host, slice.data, slice.byte_size);
     return absl::OkStatus();
   }
@@ -239,7 +239,7 @@ absl::Status CopyFromSlice(const SharedMemorySlice& slice, std::byte* host) {
 }
 
 absl::Status CopyIntoSlice(const SharedMemorySlice& slice, const std::byte* host, size_t bytes) {
-  if (slice.region->kind() == SharedMemoryKind::kSystem) {
+  if (slice.region->kind() == RegionKind::kSystem) {
     std::memcpy(slice.data, host, bytes);
     return absl::OkStatus();
   }
@@ -285,7 +285,7 @@ absl::Status SharedMemoryRegistry::Add(const std::string& name, const Open& open
   return absl::OkStatus();
 }
 
-void SharedMemoryRegistry::Unregister(const std::string& name, SharedMemoryKind kind) {
+void SharedMemoryRegistry::Unregister(const std::string& name, RegionKind kind) {
   std::shared_ptr<const SharedMemoryRegion> dropped;  // released, if last, outside the lock
   absl::MutexLock lock(&mu_);
   const auto found = regions_.find(name);
@@ -294,7 +294,7 @@ void SharedMemoryRegistry::Unregister(const std::string& name, SharedMemoryKind 
   regions_.erase(found);
 }
 
-void SharedMemoryRegistry::UnregisterAll(SharedMemoryKind kind) {
+void SharedMemoryRegistry::UnregisterAll(RegionKind kind) {
   std::vector<std::shared_ptr<const SharedMemoryRegion>> dropped;
   absl::MutexLock lock(&mu_);
   for (auto it = regions_.begin(); it != regions_.end();) {
@@ -308,7 +308,7 @@ void SharedMemoryRegistry::UnregisterAll(SharedMemoryKind kind) {
 }
 
 absl::StatusOr<std::vector<std::shared_ptr<const SharedMemoryRegion>>> SharedMemoryRegistry::Status(
-    const std::string& name, SharedMemoryKind kind) const {
+    const std::string& name, RegionKind kind) const {
   absl::MutexLock lock(&mu_);
   std::vector<std::shared_ptr<const SharedMemoryRegion>> regions;
   if (name.empty()) {
@@ -319,7 +319,7 @@ absl::StatusOr<std::vector<std::shared_ptr<const SharedMemoryRegion>>> SharedMem
   }
   const auto found = regions_.find(name);
   if (found == regions_.end() || found->second->kind() != kind) {
-    return absl::NotFoundError(absl::StrCat(kind == SharedMemoryKind::kCuda ? "no CUDA " : "no ",
+    return absl::NotFoundError(absl::StrCat(kind == RegionKind::kCuda ? "no CUDA " : "no ",
                                             "shared memory region ", QuoteClientText(name),
                                             " is registered"));
   }

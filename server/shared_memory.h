@@ -52,7 +52,7 @@ namespace graphserve {
 // Where a region's bytes are: a POSIX shared memory object mapped into the
 // server (kSystem), or a client's device allocation opened through CUDA IPC
 // (kCuda; data() is then a device pointer).
-enum class SharedMemoryKind { kSystem, kCuda };
+enum class RegionKind { kSystem, kCuda };
 
 // One registered range of shared memory: byte_size() bytes at data(). Not
 // copyable: it owns the mapping (or the opened IPC handle), which the
@@ -86,7 +86,7 @@ class SharedMemoryRegion {
   // Unmaps (or closes the IPC handle); a failure is logged, never thrown.
   ~SharedMemoryRegion();
 
-  [[nodiscard]] SharedMemoryKind kind() const { return kind_; }
+  [[nodiscard]] RegionKind kind() const { return kind_; }
   [[nodiscard]] const std::string& name() const { return name_; }
   [[nodiscard]] const std::string& key() const { return key_; }  // kSystem
   [[nodiscard]] int64_t device_id() const { return device_id_; }  // kCuda
@@ -99,7 +99,7 @@ class SharedMemoryRegion {
   // Implementation details follow.
  private:
   struct Fields {
-    SharedMemoryKind kind = SharedMemoryKind::kSystem;
+    RegionKind kind = RegionKind::kSystem;
     std::string name;
     std::string key;
     int64_t device_id = 0;
@@ -117,7 +117,7 @@ class SharedMemoryRegion {
         data_(fields.data),
         release_(std::move(release)) {}
 
-  const SharedMemoryKind kind_;
+  const RegionKind kind_;
   const std::string name_;
   const std::string key_;
   const int64_t device_id_;
@@ -159,13 +159,13 @@ class SharedMemoryRegistry {
                             int64_t device_id, uint64_t byte_size) ABSL_LOCKS_EXCLUDED(mu_);
   // Forgets region `name` if it is of `kind`; a name not registered is no
   // error (as in Triton). Requests holding the region keep it until they end.
-  void Unregister(const std::string& name, SharedMemoryKind kind = SharedMemoryKind::kSystem)
+  void Unregister(const std::string& name, RegionKind kind = RegionKind::kSystem)
       ABSL_LOCKS_EXCLUDED(mu_);
-  void UnregisterAll(SharedMemoryKind kind = SharedMemoryKind::kSystem) ABSL_LOCKS_EXCLUDED(mu_);
+  void UnregisterAll(RegionKind kind = RegionKind::kSystem) ABSL_LOCKS_EXCLUDED(mu_);
   // Every region of `kind`, by name; only `name` unless it is empty
   // (NotFound naming it when no region of that kind has the name).
   absl::StatusOr<std::vector<std::shared_ptr<const SharedMemoryRegion>>> Status(
-      const std::string& name, SharedMemoryKind kind = SharedMemoryKind::kSystem) const
+      const std::string& name, RegionKind kind = RegionKind::kSystem) const
       ABSL_LOCKS_EXCLUDED(mu_);
   // `byte_size` bytes at `offset` within region `name`. InvalidArgument
   // naming the region when it is not registered or the range runs past its

@@ -187,7 +187,7 @@ TEST(SharedMemoryRegistryTest, CudaRegistrationErrorsNameTheRegion) {
               zero.code() == absl::StatusCode::kInvalidArgument)
       << zero;
   EXPECT_THAT(Message(zero), HasSubstr("CUDA shared memory region 'gpu'"));
-  EXPECT_TRUE(registry.Status("", SharedMemoryKind::kCuda)->empty());
+  EXPECT_TRUE(registry.Status("", RegionKind::kCuda)->empty());
 }
 
 // System and CUDA regions share one namespace but are listed, and
@@ -197,16 +197,16 @@ TEST(SharedMemoryRegistryTest, KindsAreListedAndUnregisteredApart) {
   SharedMemoryRegistry registry;
   ASSERT_TRUE(registry.Register("in", object.key(), 0, 64).ok());
   EXPECT_EQ(registry.Status("").value().size(), 1u);
-  EXPECT_TRUE(registry.Status("", SharedMemoryKind::kCuda)->empty());
-  const absl::Status not_cuda = registry.Status("in", SharedMemoryKind::kCuda).status();
+  EXPECT_TRUE(registry.Status("", RegionKind::kCuda)->empty());
+  const absl::Status not_cuda = registry.Status("in", RegionKind::kCuda).status();
   EXPECT_EQ(not_cuda.code(), absl::StatusCode::kNotFound);
   EXPECT_THAT(Message(not_cuda), HasSubstr("no CUDA shared memory region 'in'"));
-  registry.Unregister("in", SharedMemoryKind::kCuda);
-  registry.UnregisterAll(SharedMemoryKind::kCuda);
+  registry.Unregister("in", RegionKind::kCuda);
+  registry.UnregisterAll(RegionKind::kCuda);
   EXPECT_EQ(registry.Status("in").value().size(), 1u);  // still there
   EXPECT_EQ(registry.RegisterCuda("in", std::string(64, '\0'), 0, 64).code(),
             absl::StatusCode::kAlreadyExists);
-  EXPECT_EQ(registry.Status("in").value()[0]->kind(), SharedMemoryKind::kSystem);
+  EXPECT_EQ(registry.Status("in").value()[0]->kind(), RegionKind::kSystem);
 }
 
 }  // namespace
