@@ -86,61 +86,36 @@ with_batching() {
   for config in "$1"/*/config.pbtxt; do echo "dynamic_batching { }" >>"$config"; done
 }
 
-echo "--- served latency at concurrency 1 (2 streams, graphs on)"
+# latency_runs SUFFIX "BATCHES" [SERVER FLAGS...]: concurrency 1, mlp and
+# dlrm_dense at each batch of BATCHES, $repeats times, on the two-stream demo
+# repository served with the flags; CSVs latency_<model><SUFFIX>_b<batch>_r<k>.
+latency_runs() {
+  local suffix=$1 batches=$2
+  shift 2
+  start_server "$work/repo_m2" "$@" || return
+  local model batch r
+  for model in mlp dlrm_dense; do
+    for batch in $batches; do
+      for r in $(seq 1 "$repeats"); do
+        perf "$out/latency_${model}${suffix}_b${batch}_r${r}.csv" --model "$model" \
+          --batch-size "$batch" --concurrency 1
+      done
+    done
+  done
+  stop_server
+}
+
 "$bin/make_demo_repository" --out "$work/repo_m2" --streams 2 >/dev/null
-if start_server "$work/repo_m2"; then
-  for model in mlp dlrm_dense; do
-    for batch in 1 3 16 24; do
-      for r in $(seq 1 "$repeats"); do
-        perf "$out/latency_${model}_b${batch}_r${r}.csv" --model "$model" --batch-size "$batch" \
-          --concurrency 1
-      done
-    done
-  done
-  stop_server
-fi
-
-echo "--- served latency at concurrency 1 with --run-on-rpc-thread=false (the hand-off to a"
-echo "    stream worker and a responder that the default skips on an idle slot)"
-if start_server "$work/repo_m2" --run-on-rpc-thread=false; then
-  for model in mlp dlrm_dense; do
-    for batch in 1 16; do
-      for r in $(seq 1 "$repeats"); do
-        perf "$out/latency_${model}-handoff_b${batch}_r${r}.csv" --model "$model" \
-          --batch-size "$batch" --concurrency 1
-      done
-    done
-  done
-  stop_server
-fi
-
-echo "--- served latency at concurrency 1 with --idle-spin-us 1000: idle workers and responders"
-echo "    poll, keeping cores awake; what is left of the overhead without thread wake-ups"
-if start_server "$work/repo_m2" --idle-spin-us 1000; then
-  for model in mlp dlrm_dense; do
-    for batch in 1 16; do
-      for r in $(seq 1 "$repeats"); do
-        perf "$out/latency_${model}-spin1000_b${batch}_r${r}.csv" --model "$model" \
-          --batch-size "$batch" --concurrency 1
-      done
-    done
-  done
-  stop_server
-fi
-
-echo "--- served latency at concurrency 1, hand-off path with --idle-spin-us 1000 (the earlier"
-echo "    default path with hot workers and responders)"
-if start_server "$work/repo_m2" --run-on-rpc-thread=false --idle-spin-us 1000; then
-  for model in mlp dlrm_dense; do
-    for batch in 1 16; do
-      for r in $(seq 1 "$repeats"); do
-        perf "$out/latency_${model}-handoff-spin1000_b${batch}_r${r}.csv" --model "$model" \
-          --batch-size "$batch" --concurrency 1
-      done
-    done
-  done
-  stop_server
-fi
+echo "--- served latency at concurrency 1 (2 streams, graphs on)"
+latency_runs "" "1 3 16 24"
+echo "--- the same with --run-on-rpc-thread=false (the hand-off to a stream worker and a"
+echo "    responder that the default skips on an idle slot)"
+latency_runs -handoff "1 16" --run-on-rpc-thread=false
+echo "--- the same with --idle-spin-us 1000: idle workers and responders poll, keeping cores"
+echo "    awake; what is left of the overhead without thread wake-ups"
+latency_runs -spin1000 "1 16" --idle-spin-us 1000
+echo "--- the hand-off path with --idle-spin-us 1000 (hot workers and responders)"
+latency_runs -handoff-spin1000 "1 16" --run-on-rpc-thread=false --idle-spin-us 1000
 
 echo "--- shared memory: mlp, 4 KiB (batch 2) and 1 MiB (batch 512) requests, concurrency 1"
 "$bin/make_demo_repository" --out "$work/repo_shm" --streams 2 --max-batch-size 512 \
