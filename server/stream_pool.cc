@@ -184,9 +184,8 @@ std::optional<FormedChunk> StreamPool::NextChunk(int slot) {
     }
     const Clock::time_point now = Clock::now();
     std::vector<RefusedRows> expired = queue_.RemoveExpired(now);
-    const bool abandon = draining_ && drain_deadline_.has_value() && now >= *drain_deadline_;
     std::vector<RefusedRows> abandoned;
-    if (abandon) abandoned = queue_.RemoveAll();
+    if (PastDrainDeadline(now)) abandoned = queue_.RemoveAll();
     std::optional<Clock::time_point> wake_at;
     std::optional<FormedChunk> chunk = queue_.Pop(now, &wake_at);
     // A draining pool launches a batch at once rather than wait to fill it.
@@ -230,7 +229,7 @@ std::optional<FormedChunk> StreamPool::NextChunkBehind() {
     std::lock_guard<std::mutex> lock(mu_);
     const Clock::time_point now = Clock::now();
     // Past a drain's deadline NextChunk answers what is queued; take none.
-    if (draining_ && drain_deadline_.has_value() && now >= *drain_deadline_) return std::nullopt;
+    if (PastDrainDeadline(now)) return std::nullopt;
     expired = queue_.RemoveExpired(now);
     const bool full_chunk = queue_.queued_rows() >= planner_.batch_sizes().back();
     if (!options_.queue.merge || full_chunk || draining_) {

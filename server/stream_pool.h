@@ -142,6 +142,12 @@ class StreamPool {
                           FormedChunk chunk);
   // Finishes `started` and reports its segments.
   void FinishChunk(int slot, StartedChunk started);
+  // Whether a drain's deadline has passed: what is still queued is then
+  // answered, not run.
+  [[nodiscard]] bool PastDrainDeadline(Clock::time_point now) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return draining_ && drain_deadline_.has_value() && now >= *drain_deadline_;
+  }
   // Reports refused rows to their requests (outside the lock).
   static void Refuse(const std::vector<RefusedRows>& refused, const absl::Status& status);
 
