@@ -118,10 +118,15 @@ absl::Status CudaSharedMemory::CopyIn(uint64_t offset, absl::string_view bytes) 
   RETURN_IF_ERROR(CheckRange(offset, bytes.size()));
   ScopedCudaDevice current(device_);
   RETURN_IF_ERROR(current.status());
-  return CudaStatus(
+  RETURN_IF_ERROR(CudaStatus(
       cudaMemcpy(static_cast<char*>(data_) + offset, bytes.data(), bytes.size(),
                  cudaMemcpyHostToDevice),
-      absl::StrCat("cudaMemcpy of ", bytes.size(), " bytes to CUDA device ", device_));
+      absl::StrCat("cudaMemcpy of ", bytes.size(), " bytes to CUDA device ", device_)));
+  // A copy from pageable memory (and the cudaMemset before it) may return
+  // before the bytes reach the device; the server reads them from another
+  // process, ordered by nothing but this wait.
+  return CudaStatus(cudaDeviceSynchronize(),
+                    absl::StrCat("cudaDeviceSynchronize after a copy to CUDA device ", device_));
 }
 
 absl::StatusOr<std::string> CudaSharedMemory::CopyOut(uint64_t offset, uint64_t byte_size) const {

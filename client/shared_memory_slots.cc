@@ -203,6 +203,9 @@ absl::StatusOr<std::unique_ptr<SharedMemorySlot>> SharedMemorySlots::MakeSlot() 
     RETURN_IF_ERROR(memory->Write(layout_.inputs[i].offset, request_.inputs[i].data));
   }
   if (absl::Status registered = memory->Register(*client_, region); !registered.ok()) {
+    // A registration that timed out may still have reached the server: ask
+    // it to forget the region before the memory goes (best effort).
+    memory->Unregister(*client_, region).IgnoreError();
     return absl::Status(
         registered.code(),
         absl::StrCat("registering ", SharedMemoryKindName(options_.kind), " shared memory region ",

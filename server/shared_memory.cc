@@ -10,10 +10,12 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/status.h"
 #include "cuda.h"
 #include "cudaTypedefs.h"
 #include "cuda_runtime_api.h"
 #include "server/client_text.h"
+#include "tensor_holder/cuda_device_guard.h"
 #include "spdlog/spdlog.h"
 
 namespace graphserve {
@@ -46,25 +48,6 @@ class FdCloser {
   const int fd_;
 };
 
-// Makes a GPU current for a scope and restores the caller's afterwards: the
-// RPC threads that register regions and copy through them may serve other
-// GPUs.
-class DeviceGuard {
- public:
-  explicit DeviceGuard(int device) {
-    if (cudaGetDevice(&previous_) != cudaSuccess) previous_ = -1;
-    cudaSetDevice(device);
-  }
-  DeviceGuard(const DeviceGuard&) = delete;
-  DeviceGuard& operator=(const DeviceGuard&) = delete;
-  ~DeviceGuard() {
-    if (previous_ >= 0) cudaSetDevice(previous_);
-  }
-
- private:
-  int previous_ = -1;
-};
-
 // The size of the device allocation `pointer` starts, from the driver's
 // cuMemGetAddressRange (reached through the runtime, so the server links no
 // driver library).
@@ -94,7 +77,8 @@ absl::StatusOr<uint64_t> AllocationBytes(void* pointer) {
 // per-thread default stream, waited for.
 absl::Status CopyOnDevice(const SharedMemoryRegion& region, void* to, const void* from,
                           size_t bytes, cudaMemcpyKind direction) {
-  const DeviceGuard on_device(static_cast<int>(region.device_id()));
+  const CudaDeviceGuard on_device(static_cast<int>(region.device_id()));
+  RETURN_IF_ERROR(on_device.status());
   cudaError_t error = cudaMemcpyAsync(to, from, bytes, direction, cudaStreamPerThread);
   if (error == cudaSuccess) error = cudaStreamSynchronize(cudaStreamPerThread);
   if (error != cudaSuccess) {
@@ -192,7 +176,11 @@ absl::StatusOr<std::shared_ptr<SharedMemoryRegion>> SharedMemoryRegion::OpenCuda
     return absl::InvalidArgumentError(
         absl::StrCat(what, ": the server sees ", devices, " GPUs (device_id 0..", devices - 1, ")"));
   }
-  const DeviceGuard on_device(static_cast<int>(device_id));
+  // The RPC threads that register regions may serve other GPUs.
+  const CudaDeviceGuard on_device(static_cast<int>(device_id));
+  if (!on_device.status().ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": ", on_device.status().message()));
+  }
   void* opened = nullptr;
   if (const cudaError_t error =
           cudaIpcOpenMemHandle(&opened, handle, cudaIpcMemLazyEnablePeerAccess);
@@ -203,7 +191,7 @@ absl::StatusOr<std::shared_ptr<SharedMemoryRegion>> SharedMemoryRegion::OpenCuda
         " (the handle must come from cudaIpcGetMemHandle in another process on this machine)"));
   }
   auto release = [opened, device_id, name] {
-    const DeviceGuard on_device(static_cast<int>(device_id));
+    const CudaDeviceGuard on_device(static_cast<int>(device_id));
     if (const cudaError_t error = cudaIpcCloseMemHandle(opened); error != cudaSuccess) {
       spdlog::warn("cudaIpcCloseMemHandle of CUDA shared memory region {} failed: {}",
                    QuoteClientText(name), cudaGetErrorString(error));
