@@ -72,7 +72,7 @@ perf() {  # perf CSV [flags...]
   shift
   "$bin/graphserve-client" --url "localhost:$port" perf --warmup-secs 0.5 \
     --measurement-interval-ms 1000 --windows 1 --floor-windows 1 --connections 16 \
-    --csv "$csv" "$@" || failures=$((failures + 1))
+    --csv "$csv" "$@" || { failures=$((failures + 1)); return 1; }
 }
 
 # CPU seconds (user + system) a live process has used.
@@ -166,13 +166,16 @@ for graphs in on off; do
       # generator's CPU seconds over the run's wall seconds (cores kept busy).
       server_before=$(cpu_seconds "$server_pid")
       start_ns=$(date +%s%N)
+      # perf runs in a subshell only so that `times` counts it alone; its
+      # failure is counted out here.
       client_cpu=$( (perf "$out/sat_${name}_r${r}.csv" --model mlp --batch-size 1 \
-        --concurrency 64 --connections 64 >&2; times) | tail -n 1 | awk '{print $1" "$2}')
-      wall=$(python3 -c "import sys; print((int(sys.argv[1]) - int(sys.argv[2])) / 1e9)" \
-        "$(date +%s%N)" "$start_ns")
-      server_cpu=$(python3 -c "import sys; print(float(sys.argv[1]) - float(sys.argv[2]))" \
-        "$(cpu_seconds "$server_pid")" "$server_before")
-      echo "$name r$r: wall ${wall} s, server CPU ${server_cpu} s, load generator CPU" \
+        --concurrency 64 --connections 64 >&2 || echo FAILED; times) | tail -n 3)
+      if grep -q FAILED <<<"$client_cpu"; then failures=$((failures + 1)); fi
+      client_cpu=$(tail -n 1 <<<"$client_cpu" | awk '{print $1" "$2}')
+      wall_ms=$((($(date +%s%N) - start_ns) / 1000000))
+      server_cpu=$(awk -v a="$(cpu_seconds "$server_pid")" -v b="$server_before" \
+        'BEGIN {print a - b}')
+      echo "$name r$r: wall ${wall_ms} ms, server CPU ${server_cpu} s, load generator CPU" \
         "(user sys) ${client_cpu}" | tee -a "$out/sat_cpu.txt"
     done
     kill -TERM "$sampler" 2>/dev/null
