@@ -16,8 +16,8 @@
 //        "byte_size"}
 //   POST /v2/systemsharedmemory[/region/R]/unregister  one region, or all
 //   .../cudasharedmemory/...                           the same for CUDA
-//        regions, which GraphServe does not serve: none are listed, and a
-//        register answers 501
+//        regions; register takes {"raw_handle": {"b64"}, "device_id",
+//        "byte_size"}
 //   POST /v2/repository/index                    the repository's models and
 //        their states; body optional {"ready": true}
 //   POST /v2/repository/models/M/load, .../unload   model control: 200 once

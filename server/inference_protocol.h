@@ -70,9 +70,9 @@ class InferenceProtocol {
   // object), Unregister forgets one, or every one when the name is empty (a
   // name not registered is no error), Status lists them (NotFound for a name
   // not registered). A running request keeps its regions mapped until it is
-  // answered (Note [Shared memory lifetime]). CUDA regions are not served:
-  // Register is Unimplemented and says to use system shared memory; Status
-  // lists none and Unregister has nothing to do, as for any unknown name.
+  // answered (Note [Shared memory lifetime]). The Cuda* calls do the same for
+  // regions of a client's device memory opened through CUDA IPC (Note [CUDA
+  // shared memory]); FailedPrecondition on a server without a GPU.
   absl::Status SystemSharedMemoryStatus(
       const inference::SystemSharedMemoryStatusRequest& request,
       inference::SystemSharedMemoryStatusResponse* response) const;

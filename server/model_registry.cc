@@ -405,7 +405,8 @@ void ModelRegistry::RequestLoad(const std::string& name, std::optional<std::stri
     }
     std::ostringstream progress;
     const absl::Status status = LoadModel(name, config_json, progress);
-    spdlog::info("RepositoryModelLoad '{}': {}\n{}", name, status.ToString(), progress.str());
+    spdlog::info("RepositoryModelLoad {}: {}\n{}", QuoteClientText(name), status.ToString(),
+                 progress.str());
     done(status);
   });
 }

@@ -204,7 +204,8 @@ void AddFlags(FlagValues* v, CommandLine* flags) {
   flags->AddInt("grpc-max-message-bytes", &v->max_message_bytes,
                 "Largest request or response; larger ones get RESOURCE_EXHAUSTED.");
   flags->AddInt("exit-timeout-secs", &v->exit_timeout,
-                "On SIGTERM, how long accepted requests may run before they are cancelled.");
+                "On SIGTERM, how long accepted requests may run; those still queued then are "
+                "answered UNAVAILABLE.");
   flags->AddBool("exit-on-error", &options.exit_on_error,
                  "Exit when a model fails to load; --exit-on-error=false serves the others.");
   flags->AddString("model-control-mode", &v->model_control,
