@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <optional>
 
 #include "common/cuda_status.h"
 #include "common/statistics.h"
@@ -23,7 +22,7 @@ absl::StatusOr<double> MeasureLaunch(const GraphSet& set, const LaunchChunk& chu
   for (int64_t i = 0; i < options.warmup + options.iters; ++i) {
     const Clock::time_point start = Clock::now();
     RETURN_IF_ERROR(set.Launch(chunk, inputs));
-    CUDA_RETURN_IF_ERROR(cudaEventSynchronize(set.done_event(chunk.slot)));
+    CUDA_RETURN_IF_ERROR(cudaEventSynchronize(set.done_event(chunk.slot, chunk.staging)));
     if (i >= options.warmup) {
       micros.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
     }
@@ -32,7 +31,7 @@ absl::StatusOr<double> MeasureLaunch(const GraphSet& set, const LaunchChunk& chu
 }
 
 // Random full-batch inputs of `batch` rows with `any_size`'s dtypes.
-std::vector<HostTensor> RandomInputs(const BoundGraph& any_size, int64_t batch) {
+std::vector<HostTensor> FullBatchInputs(const BoundGraph& any_size, int64_t batch) {
   std::vector<HostTensor> inputs;
   for (size_t i = 0; i < any_size.inputs.size(); ++i) {
     const BoundValue& value = any_size.value(any_size.inputs[i]);
@@ -55,19 +54,20 @@ std::vector<const void*> Pointers(const std::vector<HostTensor>& tensors) {
 absl::StatusOr<double> MeasureClosedLoop(const GraphSet& set, LaunchChunk chunk,
                                          const std::vector<const void*>& inputs, int depth,
                                          int64_t count) {
+  const auto wait = [&](int64_t i) {
+    return CudaErrorToStatus(
+        cudaEventSynchronize(set.done_event(chunk.slot, static_cast<int>(i % depth))),
+        "cudaEventSynchronize");
+  };
   const Clock::time_point start = Clock::now();
-  std::optional<LaunchChunk> previous;
   for (int64_t i = 0; i < count; ++i) {
     chunk.staging = static_cast<int>(i % depth);
     RETURN_IF_ERROR(set.Launch(chunk, inputs));
-    const LaunchChunk& wait_for = depth == 1 ? chunk : previous.value_or(chunk);
-    if (depth == 1 || previous.has_value()) {
-      CUDA_RETURN_IF_ERROR(cudaEventSynchronize(set.done_event(wait_for.slot, wait_for.staging)));
-    }
-    if (depth > 1) previous = chunk;
+    // Chunk i - depth + 1 is the oldest still in flight.
+    if (i >= depth - 1) RETURN_IF_ERROR(wait(i - depth + 1));
   }
-  if (depth > 1 && previous.has_value()) {
-    CUDA_RETURN_IF_ERROR(cudaEventSynchronize(set.done_event(previous->slot, previous->staging)));
+  for (int64_t i = std::max<int64_t>(0, count - depth + 1); i < count; ++i) {
+    RETURN_IF_ERROR(wait(i));
   }
   return std::chrono::duration<double, std::micro>(Clock::now() - start).count() /
          static_cast<double>(count);
@@ -82,7 +82,7 @@ absl::StatusOr<std::vector<int64_t>> SizesFasterDoubleBuffered(const GraphSet& s
   if (options.iters < 1) return absl::InvalidArgumentError("cost measurement needs iters >= 1");
   std::vector<int64_t> faster;
   for (int64_t batch : set.batch_sizes()) {
-    const std::vector<HostTensor> inputs = RandomInputs(any_size, batch);
+    const std::vector<HostTensor> inputs = FullBatchInputs(any_size, batch);
     const std::vector<const void*> pointers = Pointers(inputs);
     const LaunchChunk chunk{options.slot, batch, batch, mode};
     // Warm-up, which also sizes the loops: about 20 ms per way at most.
@@ -104,7 +104,7 @@ absl::StatusOr<std::vector<CaptureCostEntry>> MeasureLaunchCosts(const GraphSet&
   if (options.iters < 1) return absl::InvalidArgumentError("cost measurement needs iters >= 1");
   std::vector<CaptureCostEntry> costs;
   for (int64_t batch : set.batch_sizes()) {
-    const std::vector<HostTensor> inputs = RandomInputs(any_size, batch);
+    const std::vector<HostTensor> inputs = FullBatchInputs(any_size, batch);
     const std::vector<const void*> pointers = Pointers(inputs);
     CaptureCostEntry entry;
     entry.batch_size = batch;

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
 #include "common/cuda_handles.h"
 #include "common/cuda_status.h"
@@ -411,11 +412,15 @@ absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::Create(
   }
   if (options.autotune_gemms) {
     const auto start = std::chrono::steady_clock::now();
-    RETURN_IF_ERROR(AutotuneKernels(*plan));
-    // The GEMMs timed in one shared scratch (AlgorithmChoices); no plan
-    // keeps it.
-    if (plan->resources.algorithm_choices) {
-      plan->resources.algorithm_choices->ReleaseTimingScratch();
+    {
+      // The GEMMs timed in one shared scratch (AlgorithmChoices); no plan
+      // keeps it, a failed tuning included.
+      absl::Cleanup release_scratch = [&plan] {
+        if (plan->resources.algorithm_choices) {
+          plan->resources.algorithm_choices->ReleaseTimingScratch();
+        }
+      };
+      RETURN_IF_ERROR(AutotuneKernels(*plan));
     }
     // The chosen algorithms' workspaces, placed anew.
     RETURN_IF_ERROR(PlanBuilder(*plan).PlanArena({.with_workspaces = true}));
