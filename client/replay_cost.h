@@ -10,13 +10,14 @@
 
 namespace graphserve {
 
-// The measured cost of one replay at `batch_size`: capture.cost's graph_us
-// for that size, or eager_us when the config says the model's graphs are off
-// (capture.graphs_disabled). A size that is not captured gets the cost of the
-// smallest captured size above it, the size the request pads to, and the note
-// says so. Unknown, with the note saying why, when the config has no measured
-// costs, no captured size holds the batch (the server splits it), or the cost
-// of the size is not measured.
+// The measured cost of the one replay the server runs for `batch_size`, by
+// the server's own plan (server/batch_planner.h over capture.cost, as the
+// server builds it): capture.cost's graph_us for the planned size, or
+// eager_us when the config says the model's graphs are off
+// (capture.graphs_disabled). A batch padded up to a larger captured size gets
+// that size's cost, and the note says so. Unknown, with the note saying why,
+// when the config has no measured costs, the server splits the batch over
+// several replays, or the planned size's cost is not measured.
 ReplayCost FullChunkReplay(const inference::ModelConfig& config, int64_t batch_size);
 
 }  // namespace graphserve

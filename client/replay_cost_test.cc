@@ -45,24 +45,42 @@ TEST(ReplayCostTest, GraphsOffGetTheEagerRun) {
   EXPECT_FALSE(replay.graphs);
 }
 
-TEST(ReplayCostTest, ASizeNotCapturedGetsThePaddedSizeAndSaysSo) {
-  const ReplayCost replay = FullChunkReplay(CapturedConfig(), 5);
-  ASSERT_TRUE(replay.us.has_value());
-  EXPECT_DOUBLE_EQ(*replay.us, 88);
-  EXPECT_EQ(replay.captured_size, 16);
-  EXPECT_EQ(replay.note, "batch 5 is not captured: the cost of 16, the size it pads to");
+// The server's plan decides: 3 rows pad to 4 (41.5 us, cheaper than three
+// replays of 1); 5 rows run as 4 + 1 (71.5 us, cheaper than padding to 16 at
+// 88 us), which is no single replay.
+TEST(ReplayCostTest, ASizeNotCapturedGetsTheServersPlan) {
+  const ReplayCost padded = FullChunkReplay(CapturedConfig(), 3);
+  ASSERT_TRUE(padded.us.has_value());
+  EXPECT_DOUBLE_EQ(*padded.us, 41.5);
+  EXPECT_EQ(padded.captured_size, 4);
+  EXPECT_EQ(padded.note, "batch 3 is not captured: the cost of 4, the size it pads to");
+
+  const ReplayCost split = FullChunkReplay(CapturedConfig(), 5);
+  EXPECT_FALSE(split.us.has_value());
+  EXPECT_EQ(split.note, "the server runs batch 5 as 4 + 1: no single replay");
+
+  // Where padding to 16 is the cheaper plan, 5 rows get 16's cost.
+  inference::ModelConfig cheap_sixteen = CapturedConfig();
+  cheap_sixteen.mutable_capture()->mutable_cost(2)->set_graph_us(50);
+  const ReplayCost to_sixteen = FullChunkReplay(cheap_sixteen, 5);
+  ASSERT_TRUE(to_sixteen.us.has_value());
+  EXPECT_DOUBLE_EQ(*to_sixteen.us, 50);
+  EXPECT_EQ(to_sixteen.captured_size, 16);
 }
 
 TEST(ReplayCostTest, UnknownCostsSayWhy) {
-  EXPECT_THAT(FullChunkReplay(CapturedConfig(), 17).note,
-              HasSubstr("batch 17 exceeds the largest captured size 16"));
+  EXPECT_EQ(FullChunkReplay(CapturedConfig(), 17).note,
+            "the server runs batch 17 as 16 + 1: no single replay");
   EXPECT_FALSE(FullChunkReplay(CapturedConfig(), 17).us.has_value());
+  EXPECT_EQ(FullChunkReplay(CapturedConfig(), 33).note, "batch 33 exceeds max_batch_size 32");
 
   inference::ModelConfig uncosted = CapturedConfig();
   uncosted.mutable_capture()->clear_cost();
   EXPECT_THAT(FullChunkReplay(uncosted, 4).note, HasSubstr("no measured costs"));
   EXPECT_FALSE(FullChunkReplay(uncosted, 4).us.has_value());
 
+  // An incomplete table: the server pads up, and the padded size's cost is
+  // what is missing.
   inference::ModelConfig eager_unmeasured = CapturedConfig(/*graphs_disabled=*/true);
   eager_unmeasured.mutable_capture()->mutable_cost(1)->set_eager_us(0);
   EXPECT_EQ(FullChunkReplay(eager_unmeasured, 3).note,
