@@ -4,7 +4,6 @@
 #include <array>
 #include <chrono>
 #include <cstring>
-#include <map>
 #include <set>
 #include <utility>
 
@@ -27,6 +26,10 @@ struct GraphSet::Graph {
   std::unique_ptr<CudaExecutor> executor;
   CudaGraphExec exec;
   CapturedGraphInfo info;
+  // Per staging buffer, the host side of each of info.transfers' input and
+  // output mappings, in their order: resolved once here, not per launch.
+  std::array<std::vector<const void*>, kStagingBuffers> input_hosts;
+  std::array<std::vector<void*>, kStagingBuffers> output_hosts;
 };
 
 struct GraphSet::Slot {
@@ -34,21 +37,14 @@ struct GraphSet::Slot {
   // Per staging buffer: its last Launch's completion.
   std::array<CudaEvent, kStagingBuffers> done;
   std::shared_ptr<StreamArena> arena;
-  // Staging buffer 0 is io's pinned host side (what capture and the checks
-  // use); the others are `more_staging`'s, by I/O name, the same sizes.
+  // kStagingBuffers host sides per name; capture and the checks use side 0.
   std::shared_ptr<IoBuffers> io;
-  std::array<std::map<std::string, PinnedHostBuffer>, kStagingBuffers - 1> more_staging;
   std::shared_ptr<SlotLanes> lanes;  // side streams and events
   // Library handles, one per slot, shared by its N plans.
   std::shared_ptr<CublasLtHandle> cublas;
   std::shared_ptr<CudnnHandle> cudnn;
   std::vector<Graph> graphs;  // ascending batch size, as batch_sizes_
   size_t graph_exec_bytes = 0;
-
-  // The host side of I/O `name` in staging buffer `staging`.
-  [[nodiscard]] void* Staging(int staging, const std::string& name) const {
-    return staging == 0 ? io->host(name) : more_staging[staging - 1].at(name).get();
-  }
 };
 
 namespace {
@@ -369,7 +365,7 @@ absl::StatusOr<std::unique_ptr<GraphSet>> GraphSet::Create(const Model& model,
       ASSIGN_OR_RETURN(done, CudaEvent::Create());
     }
     ASSIGN_OR_RETURN(slot->arena, StreamArena::Create(options.executor.device));
-    ASSIGN_OR_RETURN(slot->io, IoBuffers::Create(options.executor.device));
+    ASSIGN_OR_RETURN(slot->io, IoBuffers::Create(options.executor.device, kStagingBuffers));
     ASSIGN_OR_RETURN(slot->lanes, SlotLanes::Create(options.executor.device));
     ASSIGN_OR_RETURN(CublasLtHandle cublas, CublasLtHandle::Create());
     slot->cublas = std::make_shared<CublasLtHandle>(std::move(cublas));
@@ -405,14 +401,6 @@ absl::StatusOr<std::unique_ptr<GraphSet>> GraphSet::Create(const Model& model,
       slot->graphs[n].info.max_width = schedule.max_width;
       slot->graphs[n].info.critical_path = schedule.critical_path;
     }
-    // The other staging buffers, now that planning has sized io's.
-    for (auto& staging : slot->more_staging) {
-      for (const std::vector<std::string>* names : {&set->input_names_, &set->output_names_}) {
-        for (const std::string& name : *names) {
-          ASSIGN_OR_RETURN(staging[name], PinnedHostBuffer::Allocate(slot->io->bytes(name)));
-        }
-      }
-    }
     set->slots_.push_back(std::move(slot));
     Slot& s = *set->slots_.back();
 
@@ -430,6 +418,14 @@ absl::StatusOr<std::unique_ptr<GraphSet>> GraphSet::Create(const Model& model,
       RETURN_IF_ERROR(
           AnnotateStatus(CheckMappingsCoverInterface(bound[n], *s.io, *transfers), label));
       graph.info.transfers = *std::move(transfers);
+      for (int staging = 0; staging < kStagingBuffers; ++staging) {
+        for (const InputMapping& mapping : graph.info.transfers.inputs) {
+          graph.input_hosts[staging].push_back(s.io->host(mapping.name, staging));
+        }
+        for (const OutputMapping& mapping : graph.info.transfers.outputs) {
+          graph.output_hosts[staging].push_back(s.io->host(mapping.name, staging));
+        }
+      }
       ASSIGN_OR_RETURN(graph.info.nodes, GraphNodeCount(captured.get()));
 
       ASSIGN_OR_RETURN(const size_t free_before, FreeDeviceBytes());
@@ -496,6 +492,10 @@ absl::Status GraphSet::CheckChunk(const LaunchChunk& chunk) const {
 
 absl::Status GraphSet::Launch(const LaunchChunk& chunk) const {
   RETURN_IF_ERROR(CheckChunk(chunk));
+  return Enqueue(chunk);
+}
+
+absl::Status GraphSet::Enqueue(const LaunchChunk& chunk) const {
   const Slot& slot = *slots_[chunk.slot];
   const Graph& graph = FindGraph(chunk.slot, chunk.batch_size);
   cudaStream_t stream = slot.stream.get();
@@ -503,10 +503,10 @@ absl::Status GraphSet::Launch(const LaunchChunk& chunk) const {
   // Both modes move the same bytes: the real rows in, padding filled on the
   // device (Note [Padding rows from a valid row]), the real rows out. Only
   // the launch between differs.
-  for (const InputMapping& mapping : graph.info.transfers.inputs) {
-    const void* host_src = chunk.staging == 0 ? mapping.host_src
-                                              : slot.Staging(chunk.staging, mapping.name);
-    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(mapping.device_dst, host_src,
+  const std::vector<InputMapping>& inputs = graph.info.transfers.inputs;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const InputMapping& mapping = inputs[i];
+    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(mapping.device_dst, graph.input_hosts[chunk.staging][i],
                                          rows * mapping.bytes_per_row, cudaMemcpyHostToDevice,
                                          stream));
     CUDA_RETURN_IF_ERROR(FillPaddingRows(mapping.device_dst, mapping.bytes_per_row, chunk.rows,
@@ -517,10 +517,10 @@ absl::Status GraphSet::Launch(const LaunchChunk& chunk) const {
   } else {
     CUDA_RETURN_IF_ERROR(cudaGraphLaunch(graph.exec.get(), stream));
   }
-  for (const OutputMapping& mapping : graph.info.transfers.outputs) {
-    void* host_dst = chunk.staging == 0 ? mapping.host_dst
-                                        : slot.Staging(chunk.staging, mapping.name);
-    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(host_dst, mapping.device_src,
+  const std::vector<OutputMapping>& outputs = graph.info.transfers.outputs;
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    const OutputMapping& mapping = outputs[o];
+    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(graph.output_hosts[chunk.staging][o], mapping.device_src,
                                          rows * mapping.bytes_per_row, cudaMemcpyDeviceToHost,
                                          stream));
   }
@@ -539,11 +539,11 @@ absl::Status GraphSet::Launch(const LaunchChunk& chunk,
     std::memcpy(input_staging(chunk.slot, i, chunk.staging), inputs[i],
                 static_cast<size_t>(chunk.rows) * input_bytes_per_row_[i]);
   }
-  return Launch(chunk);
+  return Enqueue(chunk);
 }
 
 std::byte* GraphSet::input_staging(int slot, size_t input, int staging) const {
-  return static_cast<std::byte*>(slots_[slot]->Staging(staging, input_names_[input]));
+  return static_cast<std::byte*>(slots_[slot]->io->host(input_names_[input], staging));
 }
 
 cudaStream_t GraphSet::stream(int slot) const { return slots_[slot]->stream.get(); }
@@ -551,7 +551,7 @@ cudaEvent_t GraphSet::done_event(int slot, int staging) const {
   return slots_[slot]->done[staging].get();
 }
 const void* GraphSet::output_rows(int slot, size_t output, int staging) const {
-  return slots_[slot]->Staging(staging, output_names_[output]);
+  return slots_[slot]->io->host(output_names_[output], staging);
 }
 
 size_t GraphSet::num_inputs() const { return input_names_.size(); }
@@ -590,9 +590,6 @@ SlotMemory GraphSet::slot_memory(int slot) const {
   }
   memory.io_device = s.io->device_bytes();
   memory.staging_pinned = s.io->pinned_bytes();
-  for (const auto& staging : s.more_staging) {
-    for (const auto& [_, buffer] : staging) memory.staging_pinned += buffer.bytes();
-  }
   for (const Graph& graph : s.graphs) {
     memory.workspace = std::max(memory.workspace, graph.executor->workspace_bytes());
   }

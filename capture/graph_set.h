@@ -120,6 +120,7 @@ enum class LaunchMode {
 
 // Pinned host staging buffers per slot (Note [Double-buffered staging]).
 inline constexpr int kStagingBuffers = 2;
+static_assert(kStagingBuffers <= IoBuffers::kMaxHostBuffers);
 
 // One chunk of a request: `rows` real rows run through the plan for
 // `batch_size` (a captured size >= rows) on slot `slot`, its rows moved
@@ -222,6 +223,8 @@ class GraphSet {
   // InvalidArgument unless the slot exists, the size was captured and the
   // rows fit it.
   absl::Status CheckChunk(const LaunchChunk& chunk) const;
+  // Launch after CheckChunk.
+  absl::Status Enqueue(const LaunchChunk& chunk) const;
 
   std::shared_ptr<WeightStore> weights_;
   std::vector<std::unique_ptr<Slot>> slots_;

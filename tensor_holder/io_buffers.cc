@@ -17,9 +17,13 @@ constexpr size_t kGranule = 256;
 
 }  // namespace
 
-absl::StatusOr<std::shared_ptr<IoBuffers>> IoBuffers::Create(int device) {
+absl::StatusOr<std::shared_ptr<IoBuffers>> IoBuffers::Create(int device, int host_buffers) {
   RETURN_IF_ERROR(AnnotateStatus(ValidateCudaDevice(device), "creating I/O buffers"));
-  return std::shared_ptr<IoBuffers>(new IoBuffers(device));
+  if (host_buffers < 1 || host_buffers > kMaxHostBuffers) {
+    return absl::InvalidArgumentError(absl::StrCat("I/O buffers take 1 to ", kMaxHostBuffers,
+                                                   " host buffers per name, not ", host_buffers));
+  }
+  return std::shared_ptr<IoBuffers>(new IoBuffers(device, host_buffers));
 }
 
 absl::Status IoBuffers::Reserve(const std::string& name, size_t bytes) {
@@ -39,11 +43,15 @@ absl::Status IoBuffers::Reserve(const std::string& name, size_t bytes) {
       absl::StrCat("reserving I/O buffer '", name, "' of ", rounded, " bytes on device ", device_);
   absl::StatusOr<DeviceBuffer> device = DeviceBuffer::Allocate(rounded);
   if (!device.ok()) return AnnotateStatus(device.status(), context);
-  absl::StatusOr<PinnedHostBuffer> host = PinnedHostBuffer::Allocate(rounded);
-  if (!host.ok()) return AnnotateStatus(host.status(), context);
+  std::array<PinnedHostBuffer, kMaxHostBuffers> hosts;
+  for (int side = 0; side < host_buffers_; ++side) {
+    absl::StatusOr<PinnedHostBuffer> host = PinnedHostBuffer::Allocate(rounded);
+    if (!host.ok()) return AnnotateStatus(host.status(), context);
+    hosts[static_cast<size_t>(side)] = *std::move(host);
+  }
   Slot& slot = slots_[name];
   slot.device = *std::move(device);
-  slot.host = *std::move(host);
+  slot.host = std::move(hosts);
   return absl::OkStatus();
 }
 
@@ -57,9 +65,11 @@ void* IoBuffers::device(const std::string& name) const {
   return slot == nullptr ? nullptr : slot->device.get();
 }
 
-void* IoBuffers::host(const std::string& name) const {
+void* IoBuffers::host(const std::string& name, int side) const {
   const Slot* slot = Find(name);
-  return slot == nullptr ? nullptr : slot->host.get();
+  return slot == nullptr || side < 0 || side >= host_buffers_
+             ? nullptr
+             : slot->host[static_cast<size_t>(side)].get();
 }
 
 size_t IoBuffers::bytes(const std::string& name) const {
@@ -75,7 +85,9 @@ size_t IoBuffers::device_bytes() const {
 
 size_t IoBuffers::pinned_bytes() const {
   size_t total = 0;
-  for (const auto& [name, slot] : slots_) total += slot.host.bytes();
+  for (const auto& [name, slot] : slots_) {
+    for (const PinnedHostBuffer& host : slot.host) total += host.bytes();
+  }
   return total;
 }
 

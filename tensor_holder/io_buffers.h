@@ -1,10 +1,13 @@
 #pragma once
 // Per stream slot, for each named graph input and output: a device buffer the
-// graph reads or writes, and a pinned host staging buffer the server copies
-// request rows into (and response rows out of). Pinned memory makes the
+// graph reads or writes, and one or more pinned host staging buffers the
+// server copies request rows into (and response rows out of): several let a
+// slot stage the next chunk while the current one runs (Note
+// [Double-buffered staging] in capture/graph_set.h). Pinned memory makes the
 // copies truly asynchronous, so they can run on the slot's stream or be
 // recorded as graph memcpy nodes.
 
+#include <array>
 #include <cstddef>
 #include <map>
 #include <memory>
@@ -20,10 +23,11 @@ namespace graphserve {
 // the const accessors may be called from any thread.
 class IoBuffers {
  public:
-  // No buffers yet, on `device`; InvalidArgument if the device does not exist.
-  static absl::StatusOr<std::shared_ptr<IoBuffers>> Create(int device);
+  // No buffers yet, on `device`, each name to get `host_buffers` (1 or 2)
+  // pinned host sides; InvalidArgument if the device does not exist.
+  static absl::StatusOr<std::shared_ptr<IoBuffers>> Create(int device, int host_buffers = 1);
 
-  // Makes `name`'s device and pinned host buffers hold at least `bytes`
+  // Makes `name`'s device and pinned host buffers (all of them) hold at least `bytes`
   // (rounded up to a multiple of 256, and at least 256, so every reserved
   // name has non-null buffers). Never shrinks. Growing reallocates both: the
   // pointers change and contents are not kept, so reserve the largest batch
@@ -34,7 +38,8 @@ class IoBuffers {
   // The buffers of `name`, owned by this object; nullptr if `name` was never
   // reserved.
   [[nodiscard]] void* device(const std::string& name) const;
-  [[nodiscard]] void* host(const std::string& name) const;
+  // Host side `side` (0 .. host_buffers - 1).
+  [[nodiscard]] void* host(const std::string& name, int side = 0) const;
   // Bytes held for `name` (the same on both sides); 0 if unknown.
   [[nodiscard]] size_t bytes(const std::string& name) const;
 
@@ -42,6 +47,8 @@ class IoBuffers {
   [[nodiscard]] size_t device_bytes() const;
   [[nodiscard]] size_t pinned_bytes() const;
   [[nodiscard]] int device() const { return device_; }
+  [[nodiscard]] int host_buffers() const { return host_buffers_; }
+  static constexpr int kMaxHostBuffers = 2;
 
   ~IoBuffers();
   IoBuffers(const IoBuffers&) = delete;
@@ -51,13 +58,14 @@ class IoBuffers {
  private:
   struct Slot {
     DeviceBuffer device;
-    PinnedHostBuffer host;
+    std::array<PinnedHostBuffer, kMaxHostBuffers> host;  // the first host_buffers_ used
   };
 
-  explicit IoBuffers(int device) : device_(device) {}
+  IoBuffers(int device, int host_buffers) : device_(device), host_buffers_(host_buffers) {}
   [[nodiscard]] const Slot* Find(const std::string& name) const;
 
   int device_;
+  int host_buffers_;
   std::map<std::string, Slot> slots_;
 };
 

@@ -50,6 +50,29 @@ TEST_F(IoBuffersTest, ReserveRoundsUpToGranulesAndAccounts) {
   EXPECT_EQ(io_->pinned_bytes(), 1280u);
 }
 
+// Note [Double-buffered staging]: two host sides per name, both pinned,
+// grown together by Reserve and counted in pinned_bytes.
+TEST_F(IoBuffersTest, SeveralHostSidesArePinnedAndGrowTogether) {
+  EXPECT_EQ(IoBuffers::Create(0, 0).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(IoBuffers::Create(0, IoBuffers::kMaxHostBuffers + 1).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  std::shared_ptr<IoBuffers> io = *IoBuffers::Create(0, 2);
+  ASSERT_TRUE(io->Reserve("x", 1000).ok());
+  ASSERT_TRUE(io->Reserve("x", 5000).ok());  // grows every side
+  EXPECT_EQ(io->pinned_bytes(), 2 * io->device_bytes());
+  EXPECT_NE(io->host("x", 0), io->host("x", 1));
+  for (int side : {0, 1}) {
+    cudaPointerAttributes attributes{};
+    ASSERT_EQ(cudaPointerGetAttributes(&attributes, io->host("x", side)), cudaSuccess);
+    EXPECT_EQ(attributes.type, cudaMemoryTypeHost) << "side " << side;
+    std::memset(io->host("x", side), side, 5000);  // each holds the grown size
+  }
+  EXPECT_EQ(io->host("x", 2), nullptr);
+  ASSERT_TRUE(io_->Reserve("x", 1000).ok());
+  EXPECT_NE(io_->host("x", 0), nullptr);
+  EXPECT_EQ(io_->host("x", 1), nullptr);  // a one-sided set has no side 1
+}
+
 TEST_F(IoBuffersTest, HostSideIsPinnedAndDeviceSideIsOnTheDevice) {
   ASSERT_TRUE(io_->Reserve("x", 4096).ok());
   cudaPointerAttributes attributes{};
