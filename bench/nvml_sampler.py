@@ -11,7 +11,11 @@ package) in a loop and, on SIGTERM or SIGINT, prints one line:
     nvml_sampler.py --label "M=4 batching" --hz 200 [--device 0] [--out FILE]
 
 Utilisation is NVML's: the percent of the driver's last sample period in
-which a kernel ran, the figure Triton's nv_gpu_utilization exports.
+which a kernel ran, the figure Triton's nv_gpu_utilization exports. That
+period (1/6 s to 1 s, by driver) is coarser than the polling, so the samples
+repeat its value: the mean over a run is the busy fraction, but the
+polling rate adds no time resolution, and p10 shows only how the driver's
+periods varied.
 """
 import argparse
 import ctypes

@@ -149,19 +149,28 @@ def saturation_table(out):
         lines.append(f"| {name}, 16 connections | 1 | {fmt(column(row, 'Inferences/Second'))} | "
                      f"{fmt(column(row, 'p50 latency'))} | {fmt(column(row, 'p99 latency'))} |")
     lines.append("")
+    lines += ratio_lines(throughput, "")
+    return lines
 
-    def ratio(a, b, target, what):
+
+# Issue 13's saturation targets: (numerator, denominator, target, what).
+SATURATION_TARGETS = [
+    ("graphs_on_batching", "graphs_off_no_batching", 3.0,
+     "dynamic batching against graphs off and no batching"),
+    ("graphs_on_batching", "graphs_off_batching", 1.5, "graphs on against off, batching on both"),
+]
+
+
+def ratio_lines(throughput, prefix):
+    """One line per saturation target from `throughput` by server name."""
+    lines = []
+    for a, b, target, what in SATURATION_TARGETS:
         if throughput.get(a) and throughput.get(b):
             r = throughput[a] / throughput[b]
-            lines.append(f"- {what}: {a} / {b} = {r:.2f}x (target >= {target}x: "
+            lines.append(f"- {prefix}{what}: {a} / {b} = {r:.2f}x (target >= {target}x: "
                          f"{'met' if r >= target else 'missed'})")
         else:
-            lines.append(f"- {what}: not measured ({a} or {b} missing)")
-
-    ratio("graphs_on_batching", "graphs_off_no_batching", 3.0,
-          "dynamic batching against graphs off and no batching")
-    ratio("graphs_on_batching", "graphs_off_batching", 1.5,
-          "graphs on against off, batching on both")
+            lines.append(f"- {prefix}{what}: not measured ({a} or {b} missing)")
     return lines
 
 
@@ -184,16 +193,8 @@ def core_table(out):
                 lines.append(f"| {m.group(1)} | {m.group(2)} | {m.group(3)} | {m.group(4)} | "
                              f"{m.group(5)} |")
     lines.append("")
-    for a, b, target, what in [
-            ("graphs_on_batching", "graphs_off_no_batching", 3.0,
-             "dynamic batching against graphs off and no batching"),
-            ("graphs_on_batching", "graphs_off_batching", 1.5,
-             "graphs on against off, batching on both")]:
-        if throughput.get(a) and throughput.get(b):
-            r = throughput[a] / throughput[b]
-            lines.append(f"- without gRPC, {what}: {r:.2f}x (the target, >= {target}x, is for "
-                         f"the served numbers above; this is the core's share)")
-    return lines
+    # The targets are for served numbers; these are the serving core's share.
+    return lines + ratio_lines(throughput, "without gRPC, ")
 
 
 def half_load_table(out):
