@@ -181,6 +181,9 @@ absl::Status InferenceServer::Shutdown() {
   shut_down_ = true;
   SetHealth(*grpc_server_, false);
   gate_.Close();
+  // Model loads queued behind the control thread would hold their RPCs open
+  // through the drain (and be cut off by the port closing): answer them now.
+  registry_->StopControl();
   spdlog::info("shutting down: {} requests in flight; running them for up to {} s",
                gate_.in_flight(), options_.exit_timeout.count());
   // The exit timeout bounds the drain: queued rows run until it passes, and

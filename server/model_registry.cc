@@ -213,14 +213,20 @@ absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::Load(
   return registry;
 }
 
-ModelRegistry::~ModelRegistry() {
+void ModelRegistry::StopControl() {
+  std::deque<std::function<void(bool)>> queued;
   {
     std::lock_guard<std::mutex> lock(control_mu_);
     stopping_ = true;
+    queued.swap(jobs_);
   }
   control_cv_.notify_all();
+  for (std::function<void(bool)>& job : queued) job(/*stopping=*/true);
+}
+
+ModelRegistry::~ModelRegistry() {
+  StopControl();
   if (control_thread_.joinable()) control_thread_.join();
-  for (std::function<void(bool)>& job : jobs_) job(/*stopping=*/true);
   // The models go to the retirer; it frees each once its last holder is done.
   std::shared_ptr<const std::vector<ModelVersionState>> states;
   {

@@ -123,6 +123,10 @@ class ModelRegistry {
   // Stops serving `name`: new requests get NotFound, requests already
   // accepted finish, then its memory is released. Same thread and errors.
   void RequestUnload(const std::string& name, std::function<void(const absl::Status&)> done);
+  // Shutdown: later loads and unloads, and those still queued, are answered
+  // UNAVAILABLE at once; one already running finishes. Idempotent; the
+  // destructor calls it.
+  void StopControl();
 
   // Implementation details follow.
   class Retirer;

@@ -1258,6 +1258,52 @@ TEST(ServerModelControl, PollFollowsTheRepository) {
   EXPECT_EQ(LoadModel(*stub, "mlp").error_code(), grpc::StatusCode::FAILED_PRECONDITION);
 }
 
+// Loads still queued behind the control thread when the server shuts down
+// are answered UNAVAILABLE at once, never held open until the port closes
+// (CANCELLED) or run through the drain.
+TEST(ServerModelControl, ShutdownAnswersQueuedLoadsUnavailable) {
+  const std::string repository = WriteTestRepository("control_shutdown_repository");
+  InferenceServerOptions options = TestServerOptions(repository);
+  options.model_control = ModelControlMode::kExplicit;
+  std::unique_ptr<InferenceServer> server = StartServer(options);
+  ASSERT_NE(server, nullptr);
+  auto stub = inference::GRPCInferenceService::NewStub(Connect(server->port()));
+  struct Load {
+    grpc::ClientContext context;
+    inference::RepositoryModelLoadRequest request;
+    inference::RepositoryModelLoadResponse response;
+    grpc::Status status;
+    std::atomic<bool> done{false};
+  };
+  constexpr int kLoads = 6;  // one runs; the rest queue behind it
+  std::vector<std::unique_ptr<Load>> loads;
+  for (int i = 0; i < kLoads; ++i) {
+    loads.push_back(std::make_unique<Load>());
+    Load* load = loads.back().get();
+    load->request.set_model_name(i % 2 == 0 ? "mlp" : "dlrm_dense");
+    stub->async()->RepositoryModelLoad(&load->context, &load->request, &load->response,
+                                       [load](grpc::Status status) {
+                                         load->status = std::move(status);
+                                         load->done = true;
+                                       });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the first load starts
+  EXPECT_TRUE(server->Shutdown().ok());
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  int unavailable = 0;
+  for (const auto& load : loads) {
+    while (!load->done && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    ASSERT_TRUE(load->done);
+    EXPECT_TRUE(load->status.ok() ||
+                load->status.error_code() == grpc::StatusCode::UNAVAILABLE)
+        << load->status.error_code() << " " << load->status.error_message();
+    if (load->status.error_code() == grpc::StatusCode::UNAVAILABLE) ++unavailable;
+  }
+  EXPECT_GT(unavailable, 0);
+}
+
 TEST(ServerModelControl, LoadsAreRefusedWithoutExplicitControl) {
   const std::string repository = WriteTestRepository("no_control_repository");
   std::unique_ptr<InferenceServer> server = StartServer(TestServerOptions(repository));
