@@ -41,6 +41,7 @@ TOOL_TARGETS=(
   //bench:replay_bench
   //bench:conv_tuning_probe
   //bench:core_bench
+  //bench:grpc_path_bench
 )
 
 # Project libraries linked statically so binaries run outside bazel-bin.

@@ -11,13 +11,16 @@
 #      then batch 1 and 16 with --run-on-rpc-thread=false (the hand-off path)
 #      beside them; then 4 KiB vs 1 MiB requests through the message, system
 #      and CUDA shared memory, and CUDA shared memory's outputs checked;
-#   3. saturation: batch-1 requests, 64 concurrent over 64 connections, M = 4,
+#   3. saturation: batch-1 requests, 64 concurrent over 16 connections, M = 4,
 #      three repeats on each of four servers (graphs on/off x dynamic batching on/off), GPU
 #      busy sampled through NVML at 200 Hz (bench/nvml_sampler.py), then half
 #      the saturated request rate for p99 against p50;
 #   4. the serving core without gRPC (bench/core_bench.cc): the same models
 #      loaded in-process and driven with 64 outstanding batch-1 requests, GPU
-#      busy sampled the same way: what the server could do past its RPC path.
+#      busy sampled the same way: what the server could do past its RPC path;
+#   5. the RPC transport alone (bench/grpc_path_bench.cc): empty RPCs on gRPC's
+#      callback API and on completion queues (the server's API for ModelInfer
+#      and ServerLive, Note [Hot RPCs on completion queues]), side by side.
 # Called by bench/gpu_check.sh with the unpacked bundle's bin folder.
 #
 #   bench/serve_bench.sh BIN_DIR OUT_DIR
@@ -169,7 +172,7 @@ for graphs in on off; do
       # perf runs in a subshell only so that `times` counts it alone; its
       # failure is counted out here.
       client_cpu=$( (perf "$out/sat_${name}_r${r}.csv" --model mlp --batch-size 1 \
-        --concurrency 64 --connections 64 >&2 || echo FAILED; times) | tail -n 3)
+        --concurrency 64 --connections 16 >&2 || echo FAILED; times) | tail -n 3)
       if grep -q FAILED <<<"$client_cpu"; then failures=$((failures + 1)); fi
       client_cpu=$(tail -n 1 <<<"$client_cpu" | awk '{print $1" "$2}')
       wall_ms=$((($(date +%s%N) - start_ns) / 1000000))
@@ -180,17 +183,17 @@ for graphs in on off; do
     done
     kill -TERM "$sampler" 2>/dev/null
     wait "$sampler" 2>/dev/null
-    # One HTTP/2 connection carries about 3k requests/s here (concurrency 1:
-    # 2.9k/s): the saturated runs use one connection per concurrent request,
-    # and this one the 16 connections of the earlier runs, for comparison.
+    # Empty RPCs did best over 16 connections and worst over 64, whatever
+    # the API (bench/results/2026-11-26_ffcd9bf_grpc_path_h200): the
+    # saturated runs use 16, and this one the 64 of earlier runs, to compare.
     if [[ "$name" == graphs_on_batching ]]; then
-      perf "$out/conn16_${name}.csv" --model mlp --batch-size 1 --concurrency 64 --connections 16
+      perf "$out/conn64_${name}.csv" --model mlp --batch-size 1 --concurrency 64 --connections 64
     fi
     # Half the saturated rate (the last repeat's), for p99 against p50.
     rate=$(python3 -c 'import csv,sys; r=list(csv.DictReader(open(sys.argv[1]))); print(max(1, int(float(r[0]["Inferences/Second"]) / 2)) if r else 0)' \
       "$out/sat_${name}_r${repeats}.csv" 2>/dev/null || echo 0)
     if [[ "$rate" -gt 0 ]]; then
-      perf "$out/half_${name}.csv" --model mlp --batch-size 1 --connections 64 --request-rate "$rate" \
+      perf "$out/half_${name}.csv" --model mlp --batch-size 1 --connections 16 --request-rate "$rate" \
         --request-distribution poisson
     fi
     stop_server
@@ -212,6 +215,23 @@ for graphs in on off; do
     kill -TERM "$sampler" 2>/dev/null
     wait "$sampler" 2>/dev/null
   done
+done
+
+echo "--- the RPC transport alone: empty RPCs, callback API vs completion queues"
+for server_api in callback queues; do
+  "$bin/grpc_path_bench" serve --api "$server_api" --threads 4 --address "127.0.0.1:$port" &
+  transport_pid=$!
+  sleep 1
+  for load in "queues --threads 4 --channels 16 --concurrency 64" \
+    "queues --threads 1 --channels 1 --concurrency 1" \
+    "callback --channels 1 --concurrency 1"; do
+    # shellcheck disable=SC2086 # the load's flags, split on purpose
+    "$bin/grpc_path_bench" load --api $load --address "127.0.0.1:$port" |
+      sed "s/^/server=$server_api /" | tee -a "$out/grpc_path.txt"
+    [[ ${PIPESTATUS[0]} -eq 0 ]] || failures=$((failures + 1))
+  done
+  kill "$transport_pid" 2>/dev/null
+  wait "$transport_pid" 2>/dev/null
 done
 
 python3 bench/serve_summary.py "$out" || failures=$((failures + 1))

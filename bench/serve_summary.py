@@ -133,7 +133,7 @@ def saturation_table(out):
         if m:
             configs.setdefault(m.group(1), []).append(read_row(path))
     throughput = {}
-    lines = ["## Saturated: batch-1 requests, 64 concurrent over 64 connections, M=4 "
+    lines = ["## Saturated: batch-1 requests, 64 concurrent over 16 connections, M=4 "
              "(infer/s; median [min-max])",
              "", "| server | repeats | infer/s | p50 us | p99 us |", "| --- | ---: | ---: | ---: | ---: |"]
     for name, rows in sorted(configs.items()):
@@ -143,10 +143,10 @@ def saturation_table(out):
         throughput[name] = thr
         lines.append(f"| {name} | {len(rows)} | {fmt(thr)} [{fmt(lo)}-{fmt(hi)}] | {fmt(p50)} | "
                      f"{fmt(p99)} |")
-    for path in sorted(glob.glob(os.path.join(out, "conn16_*.csv"))):
+    for path in sorted(glob.glob(os.path.join(out, "conn64_*.csv"))):
         row = read_row(path)
-        name = os.path.basename(path)[len("conn16_"):-len(".csv")]
-        lines.append(f"| {name}, 16 connections | 1 | {fmt(column(row, 'Inferences/Second'))} | "
+        name = os.path.basename(path)[len("conn64_"):-len(".csv")]
+        lines.append(f"| {name}, 64 connections | 1 | {fmt(column(row, 'Inferences/Second'))} | "
                      f"{fmt(column(row, 'p50 latency'))} | {fmt(column(row, 'p99 latency'))} |")
     lines.append("")
     lines += ratio_lines(throughput, "")

@@ -151,17 +151,21 @@ absl::Status InferenceServer::StartGrpc() {
   builder.SetMaxReceiveMessageSize(options_.max_message_bytes);
   builder.SetMaxSendMessageSize(options_.max_message_bytes);
   builder.RegisterService(service_.get());
+  queued_rpcs_ = std::make_unique<QueuedRpcs>(&builder, service_.get(), protocol_.get(),
+                                               options_.grpc_threads);
   std::unique_ptr<grpc::Server> started = builder.BuildAndStart();
   const bool bound = started != nullptr && port_ != 0 && (unix_address.empty() || unix_bound != 0);
   if (!bound) {
     // Taken between the check and the bind: gRPC logged its own reason.
     if (started != nullptr) started->Shutdown();
+    queued_rpcs_.reset();
     port_ = 0;
     return absl::UnavailableError(absl::StrCat("cannot listen on ", address,
                                                unix_address.empty() ? "" : " or ", unix_address,
                                                ": gRPC could not bind it (see its message above)"));
   }
   grpc_server_ = std::move(started);
+  queued_rpcs_->Start();
   return absl::OkStatus();
 }
 
@@ -211,6 +215,8 @@ absl::Status InferenceServer::Shutdown() {
   if (http_ != nullptr) http_->Stop();
   if (metrics_ != nullptr) metrics_->Stop();
   responder_.Stop();
+  // Last: the responder's finishes complete on these queues.
+  queued_rpcs_->Stop();
   if (!drained) {
     return absl::DeadlineExceededError(
         absl::StrCat(cut_off, " responses were still being written after the drain (",

@@ -27,6 +27,7 @@
 #include "server/inference_service.h"
 #include "server/metrics.h"
 #include "server/model_registry.h"
+#include "server/queued_rpcs.h"
 #include "server/request_gate.h"
 #include "server/responder.h"
 
@@ -72,6 +73,9 @@ struct InferenceServerOptions {
   std::chrono::seconds exit_timeout{30};
   // Threads that write ModelInfer responses (server/responder.h).
   int responder_threads = 4;
+  // Threads polling gRPC completion queues for ModelInfer and ServerLive,
+  // one queue each (Note [Hot RPCs on completion queues]).
+  int grpc_threads = 4;
   // Refuse to start when a model fails to load (Triton's default). When
   // false the server starts, the model answers UNAVAILABLE with the reason
   // and health stays NOT_SERVING.
@@ -120,6 +124,8 @@ class InferenceServer {
   std::unique_ptr<InferenceService> service_;
   std::unique_ptr<HttpEndpoint> http_;
   std::unique_ptr<MetricsEndpoint> metrics_;
+  // Created with the gRPC server and destroyed after it (gRPC's order).
+  std::unique_ptr<QueuedRpcs> queued_rpcs_;
   // Null until StartGrpc succeeds; the destructor only shuts down a server
   // that started.
   std::unique_ptr<grpc::Server> grpc_server_;

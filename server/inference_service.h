@@ -1,24 +1,43 @@
 #pragma once
-// The KServe v2 / Open Inference Protocol service (proto/grpc_service.proto)
-// on gRPC's callback API: an adapter over InferenceProtocol. Every handler
-// either answers at once from memory (health, metadata, config, statistics)
-// or, for ModelInfer, hands the request to its model's stream pool and
-// returns: the RPC is finished from a responder thread. No gRPC thread ever
-// waits on the GPU.
+// The KServe v2 / Open Inference Protocol service (proto/grpc_service.proto):
+// an adapter over InferenceProtocol. ModelInfer and ServerLive are served from
+// completion queues (server/queued_rpcs.h, Note [Hot RPCs on completion
+// queues]); every other RPC is here, on gRPC's callback API, and answers at
+// once from memory (health, metadata, config, statistics) or from the model
+// control thread (loads, unloads).
 
 #include "proto/grpc_service.grpc.pb.h"
 #include "server/inference_protocol.h"
 
 namespace graphserve {
 
-class InferenceService final : public inference::GRPCInferenceService::CallbackService {
+// The service's methods: ModelInfer and ServerLive asynchronous (asked for
+// on completion queues), the rest callbacks. gRPC keeps a method asynchronous
+// only when it is marked so before any other API (a callback marked over it
+// would keep its handler), hence the asynchronous ones innermost.
+using GrpcService = inference::GRPCInferenceService;
+namespace service_layers {
+using G = GrpcService;
+using Hot = G::WithAsyncMethod_ServerLive<G::WithAsyncMethod_ModelInfer<G::Service>>;
+using Health = G::WithCallbackMethod_ServerReady<G::WithCallbackMethod_ModelReady<Hot>>;
+using Metadata = G::WithCallbackMethod_ServerMetadata<G::WithCallbackMethod_ModelMetadata<
+    G::WithCallbackMethod_ModelConfig<G::WithCallbackMethod_ModelStatistics<Health>>>>;
+using Repository = G::WithCallbackMethod_RepositoryIndex<G::WithCallbackMethod_RepositoryModelLoad<
+    G::WithCallbackMethod_RepositoryModelUnload<Metadata>>>;
+using SystemMemory = G::WithCallbackMethod_SystemSharedMemoryStatus<
+    G::WithCallbackMethod_SystemSharedMemoryRegister<
+        G::WithCallbackMethod_SystemSharedMemoryUnregister<Repository>>>;
+using CudaMemory = G::WithCallbackMethod_CudaSharedMemoryStatus<
+    G::WithCallbackMethod_CudaSharedMemoryRegister<
+        G::WithCallbackMethod_CudaSharedMemoryUnregister<SystemMemory>>>;
+}  // namespace service_layers
+using HybridGrpcService = service_layers::CudaMemory;
+
+class InferenceService final : public HybridGrpcService {
  public:
   // Borrows `protocol`, which must outlive the gRPC server running this.
   explicit InferenceService(const InferenceProtocol* protocol) : protocol_(protocol) {}
 
-  grpc::ServerUnaryReactor* ServerLive(grpc::CallbackServerContext* context,
-                                       const inference::ServerLiveRequest* request,
-                                       inference::ServerLiveResponse* response) override;
   grpc::ServerUnaryReactor* ServerReady(grpc::CallbackServerContext* context,
                                         const inference::ServerReadyRequest* request,
                                         inference::ServerReadyResponse* response) override;
@@ -31,9 +50,6 @@ class InferenceService final : public inference::GRPCInferenceService::CallbackS
   grpc::ServerUnaryReactor* ModelMetadata(grpc::CallbackServerContext* context,
                                           const inference::ModelMetadataRequest* request,
                                           inference::ModelMetadataResponse* response) override;
-  grpc::ServerUnaryReactor* ModelInfer(grpc::CallbackServerContext* context,
-                                       const inference::ModelInferRequest* request,
-                                       inference::ModelInferResponse* response) override;
   grpc::ServerUnaryReactor* ModelConfig(grpc::CallbackServerContext* context,
                                         const inference::ModelConfigRequest* request,
                                         inference::ModelConfigResponse* response) override;

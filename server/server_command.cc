@@ -133,6 +133,7 @@ struct FlagValues {
         max_message_bytes(options->max_message_bytes),
         max_queued(static_cast<int64_t>(options->models.max_queued_chunks)),
         responder_threads(options->responder_threads),
+        grpc_threads(options->grpc_threads),
         idle_spin_us(options->models.idle_spin.count()) {}
   InferenceServerOptions* options;
   std::string device = "auto";
@@ -146,6 +147,7 @@ struct FlagValues {
   int64_t max_message_bytes;
   int64_t max_queued;
   int64_t responder_threads;
+  int64_t grpc_threads;
   int64_t idle_spin_us;
   std::string model_control = "none";
   std::string load_models;
@@ -201,6 +203,10 @@ void AddFlags(FlagValues* v, CommandLine* flags) {
                  "lowest-latency setting (polling threads cost a core or two under load).");
   flags->AddInt("responder-threads", &v->responder_threads,
                 "Threads that write inference responses, so GPU stream workers never do.");
+  flags->AddInt("grpc-threads", &v->grpc_threads,
+                "Threads receiving ModelInfer and ServerLive calls, each polling a gRPC "
+                "completion queue of its own (a request that runs on its RPC thread runs on "
+                "one of these).");
   flags->AddInt("grpc-max-message-bytes", &v->max_message_bytes,
                 "Largest request or response; larger ones get RESOURCE_EXHAUSTED.");
   flags->AddInt("exit-timeout-secs", &v->exit_timeout,
@@ -267,6 +273,11 @@ absl::StatusOr<ServerCommand> ParseServerCommand(const std::vector<std::string>&
         absl::StrCat("--responder-threads wants 1..256, got ", v.responder_threads));
   }
   options.responder_threads = static_cast<int>(v.responder_threads);
+  if (v.grpc_threads < 1 || v.grpc_threads > 256) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--grpc-threads wants 1..256, got ", v.grpc_threads));
+  }
+  options.grpc_threads = static_cast<int>(v.grpc_threads);
   if (v.idle_spin_us < 0 || v.idle_spin_us > 1'000'000) {
     return absl::InvalidArgumentError(
         absl::StrCat("--idle-spin-us wants 0..1000000, got ", v.idle_spin_us));

@@ -1,0 +1,64 @@
+#pragma once
+// ModelInfer and ServerLive served from gRPC completion queues, each polled by
+// a thread of ours.
+//
+// Note [Hot RPCs on completion queues]
+// gRPC 1.51's callback API tops out well below its completion queues: on the
+// H200 machine an empty RPC at 64 concurrent over 16 connections was answered
+// 64-69k times a second by a callback server and 105-107k times by four
+// queue threads, the load the same (bench/grpc_path_bench.cc, results in
+// bench/results/2026-11-26_ffcd9bf_grpc_path_h200). At saturation the served
+// models were bound by that ceiling (issue 13). So the two RPCs that carry
+// load go through queues: ModelInfer, and ServerLive, the empty RPC every
+// served benchmark measures as its floor, which must take the same path. The
+// others, rare and cheap, stay on the callback API (server/inference_service.h).
+//
+// Each queue has a few calls of each method asked for at a time. A call that
+// arrives is handed to InferenceProtocol at once, and the next call is asked
+// for; its answer (Finish) may come from any thread: this one when the
+// request ran its chunk on the caller's thread (Note [Chunks on the caller's
+// thread] in server/stream_pool.h), a responder otherwise. The call deletes
+// itself when the queue returns its Finish, or when the queue refuses to ask
+// (shutting down).
+//
+// Shutdown order (gRPC's): the server's Shutdown first, so no call is asked
+// for any more, then every answer still owed (the responder's Stop), then
+// Stop here, which shuts the queues and drains them.
+
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "grpcpp/server_builder.h"
+#include "server/inference_protocol.h"
+#include "server/inference_service.h"
+
+namespace graphserve {
+
+class QueuedRpcs {
+ public:
+  // Adds `threads` completion queues to `builder`, before its BuildAndStart.
+  // Borrows `service` and `protocol`, which must outlive Stop.
+  QueuedRpcs(grpc::ServerBuilder* builder, InferenceService* service,
+             const InferenceProtocol* protocol, int threads);
+  QueuedRpcs(const QueuedRpcs&) = delete;
+  QueuedRpcs& operator=(const QueuedRpcs&) = delete;
+
+  // After the server started: asks for the first calls, starts the threads.
+  void Start();
+  // After the server's Shutdown and every answer owed: shuts the queues down,
+  // deletes the calls still asked for, joins the threads. Idempotent; the
+  // destructor calls it.
+  void Stop();
+  ~QueuedRpcs();
+
+  // Implementation details follow.
+ private:
+  InferenceService* const service_;
+  const InferenceProtocol* const protocol_;
+  std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> queues_;
+  std::vector<std::thread> threads_;
+  bool stopped_ = false;
+};
+
+}  // namespace graphserve
