@@ -10,7 +10,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "client/callback_queue_keepalive.h"
 #include "client/datatype.h"
 #include "common/status.h"
 
@@ -292,13 +291,15 @@ absl::StatusOr<const InferOutput*> InferResult::Output(absl::string_view name) c
 // in_flight_ set from the start of the call until FinishAsync deletes it.
 struct InferenceClient::AsyncCall {
   virtual ~AsyncCall() = default;
-  // Hands the call's outcome to the caller's callback.
-  virtual void Complete(const grpc::Status& status) = 0;
+  // Hands the call's outcome (`status`, set by the queue) to the caller's
+  // callback.
+  virtual void Complete() = 0;
   grpc::ClientContext context;
+  grpc::Status status;
 };
 
 struct InferenceClient::AsyncInfer final : AsyncCall {
-  void Complete(const grpc::Status& status) override {
+  void Complete() override {
     absl::Status grpc_status = FromGrpcStatus(status);
     if (grpc_status.ok()) {
       done(ToResult(std::move(response), send));
@@ -308,14 +309,16 @@ struct InferenceClient::AsyncInfer final : AsyncCall {
   }
   inference::ModelInferRequest request;
   inference::ModelInferResponse response;
+  std::unique_ptr<grpc::ClientAsyncResponseReader<inference::ModelInferResponse>> reader;
   absl::Duration send;
   InferCallback done;
 };
 
 struct InferenceClient::AsyncServerLive final : AsyncCall {
-  void Complete(const grpc::Status& status) override { done(FromGrpcStatus(status)); }
+  void Complete() override { done(FromGrpcStatus(status)); }
   inference::ServerLiveRequest request;
   inference::ServerLiveResponse response;
+  std::unique_ptr<grpc::ClientAsyncResponseReader<inference::ServerLiveResponse>> reader;
   std::function<void(absl::Status)> done;
 };
 
@@ -346,12 +349,22 @@ absl::StatusOr<std::unique_ptr<InferenceClient>> InferenceClient::Create(
 }
 
 InferenceClient::~InferenceClient() {
-  absl::MutexLock lock(&mu_);
-  for (AsyncCall* call : in_flight_) call->context.TryCancel();
-  // FinishAsync leaves the set only after the user's callback has returned,
-  // so once it is empty no callback can touch anything the caller owns.
-  mu_.Await(absl::Condition(
-      +[](std::unordered_set<AsyncCall*>* calls) { return calls->empty(); }, &in_flight_));
+  {
+    absl::MutexLock lock(&mu_);
+    for (AsyncCall* call : in_flight_) call->context.TryCancel();
+    // FinishAsync leaves the set only after the user's callback has returned,
+    // so once it is empty no callback can touch anything the caller owns.
+    mu_.Await(absl::Condition(
+        +[](std::unordered_set<AsyncCall*>* calls) { return calls->empty(); }, &in_flight_));
+  }
+  // Nothing is left on the queue but its shutdown. gRPC wants a queue
+  // drained before it goes, even one no call ever used.
+  queue_.Shutdown();
+  if (poller_.joinable()) {
+    poller_.join();
+  } else {
+    Poll();
+  }
 }
 
 void InferenceClient::PrepareContext(grpc::ClientContext* context) const {
@@ -501,7 +514,6 @@ absl::StatusOr<InferResult> InferenceClient::Infer(const InferRequest& request) 
 }
 
 void InferenceClient::InferAsync(const InferRequest& request, InferCallback done) {
-  KeepCallbackQueueAlive();  // see Note [Callback queue keep-alive]
   const SteadyClock::time_point send_start = SteadyClock::now();
   auto call = std::make_unique<AsyncInfer>();
   if (absl::Status built = BuildInferMessage(request, &call->request); !built.ok()) {
@@ -514,34 +526,40 @@ void InferenceClient::InferAsync(const InferRequest& request, InferCallback done
 
   AsyncInfer* raw = call.release();
   TrackAsync(raw);
-  stub_->async()->ModelInfer(&raw->context, &raw->request, &raw->response,
-                             [this, raw](grpc::Status status) { FinishAsync(raw, status); });
+  raw->reader = stub_->AsyncModelInfer(&raw->context, raw->request, &queue_);
+  raw->reader->Finish(&raw->response, &raw->status, raw);
 }
 
 void InferenceClient::ServerLiveAsync(std::function<void(absl::Status)> done) {
-  KeepCallbackQueueAlive();  // see Note [Callback queue keep-alive]
   auto call = std::make_unique<AsyncServerLive>();
   call->done = std::move(done);
   PrepareContext(&call->context);
   AsyncServerLive* raw = call.release();
   TrackAsync(raw);
-  stub_->async()->ServerLive(&raw->context, &raw->request, &raw->response,
-                             [this, raw](grpc::Status status) { FinishAsync(raw, status); });
+  raw->reader = stub_->AsyncServerLive(&raw->context, raw->request, &queue_);
+  raw->reader->Finish(&raw->response, &raw->status, raw);
 }
 
 void InferenceClient::TrackAsync(AsyncCall* call) {
+  std::call_once(poller_started_, [this] { poller_ = std::thread(&InferenceClient::Poll, this); });
   absl::MutexLock lock(&mu_);
   in_flight_.insert(call);
 }
 
-void InferenceClient::FinishAsync(AsyncCall* call, const grpc::Status& status) {
-  call->Complete(status);
+void InferenceClient::Poll() {
+  void* tag = nullptr;
+  bool ok = false;  // always true for a client's Finish
+  while (queue_.Next(&tag, &ok)) FinishAsync(static_cast<AsyncCall*>(tag));
+}
+
+void InferenceClient::FinishAsync(AsyncCall* call) {
+  call->Complete();
   {
     absl::MutexLock lock(&mu_);
     in_flight_.erase(call);
   }
-  // Nothing of `this` is touched from here on: the destructor may already be
-  // running once the set is empty.
+  // The destructor may be running once the set is empty: it waits for this
+  // thread (the queue's) before anything of `this` goes.
   delete call;
 }
 

@@ -19,8 +19,10 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <unordered_set>
 #include <vector>
 
@@ -31,6 +33,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "grpcpp/completion_queue.h"
 #include "proto/grpc_service.grpc.pb.h"
 #include "proto/grpc_service.pb.h"
 #include "proto/health.grpc.pb.h"
@@ -169,9 +172,10 @@ absl::Status CheckInferRequest(const InferRequest& request);
 // output_shared_memory.
 absl::Status BuildInferMessage(const InferRequest& request, inference::ModelInferRequest* message);
 
-// Called once per InferAsync, on a gRPC thread. It must not block: a blocked
-// callback holds one of gRPC's few callback threads. Issuing another
-// InferAsync from it is fine.
+// Called once per InferAsync, on the client's completion-queue thread (Note
+// [The client's completion queue]). It must not block: a blocked callback
+// holds up every other call of the same client. Issuing another InferAsync
+// from it is fine.
 using InferCallback = std::function<void(absl::StatusOr<InferResult>)>;
 
 // Thread-safe: any number of threads may call any method at once.
@@ -231,8 +235,8 @@ class InferenceClient {
   // `done` with its error before InferAsync returns, on the caller's thread.
   void InferAsync(const InferRequest& request, InferCallback done);
 
-  // Starts one ServerLive and returns at once; `done` gets its status, on a
-  // gRPC thread, under InferAsync's rules. The empty RPC: `perf` times it as
+  // Starts one ServerLive and returns at once; `done` gets its status, on the
+  // completion-queue thread, under InferAsync's rules. The empty RPC: `perf` times it as
   // the floor under its served measurements (Note [The served floor] in
   // client/perf_report.h).
   void ServerLiveAsync(std::function<void(absl::Status)> done);
@@ -257,13 +261,28 @@ class InferenceClient {
   template <typename Request, typename Response, typename Method>
   absl::StatusOr<Response> Call(Method method, const Request& request);
 
-  // Registers `call` as in flight; FinishAsync removes and deletes it.
+  // Registers `call` as in flight, starting the queue's thread with the
+  // first; FinishAsync removes and deletes it.
   void TrackAsync(AsyncCall* call);
-  void FinishAsync(AsyncCall* call, const grpc::Status& status);
+  void FinishAsync(AsyncCall* call);
+  // The queue's thread: finishes each call the queue returns.
+  void Poll();
 
   const InferenceClientOptions options_;
   std::unique_ptr<inference::GRPCInferenceService::Stub> stub_;
   std::unique_ptr<grpc::health::v1::Health::Stub> health_;
+
+  // Note [The client's completion queue]
+  // Asynchronous calls complete on a completion queue of this client's own,
+  // polled by one thread, not on gRPC's callback API: against the same
+  // server an empty RPC took 63 us p50 this way and 142 us through the
+  // callback API, whose completions hop through gRPC's shared thread pool
+  // (bench/results/2026-11-26_d39704a_serve_queues_h200, grpc_path.txt). A
+  // load generator with one client per connection gets a thread per
+  // connection.
+  grpc::CompletionQueue queue_;
+  std::once_flag poller_started_;
+  std::thread poller_;
 
   // The InferAsync calls in flight, so that the destructor can cancel them.
   absl::Mutex mu_;

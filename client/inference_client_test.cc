@@ -169,7 +169,7 @@ TEST_F(InferenceClientTest, RejectsMismatchedInputBytesWithoutACall) {
 }
 
 TEST_F(InferenceClientTest, InferAsyncRunsConcurrently) {
-  constexpr int kCalls = 16;  // more than gRPC's callback threads on a 2-core machine
+  constexpr int kCalls = 16;  // all in flight at once on the client's one queue
   absl::BlockingCounter done(kCalls);
   absl::Mutex mu;
   std::vector<absl::StatusOr<InferResult>> results(kCalls, absl::UnknownError("not run"));

@@ -155,7 +155,8 @@ class LoadGenerator {
   struct Outcome;
 
   // Starts one call on `connection`, sending the request of `shared_memory`
-  // (null: request_); `done` gets its outcome on a gRPC thread.
+  // (null: request_); `done` gets its outcome on the connection's
+  // completion-queue thread.
   void StartCall(Call call, InferenceClient* connection, const SharedMemorySlot* shared_memory,
                  std::function<void(const Outcome&)> done);
 
