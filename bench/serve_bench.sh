@@ -187,16 +187,34 @@ for graphs in on off; do
     # the API (bench/results/2026-11-26_ffcd9bf_grpc_path_h200): the
     # saturated runs use 16, and this one the 64 of earlier runs, to compare.
     if [[ "$name" == graphs_on_batching ]]; then
-      perf "$out/conn64_${name}.csv" --model mlp --batch-size 1 --concurrency 64 --connections 64
+      perf "$out/variant_${name}_conn64.csv" --model mlp --batch-size 1 --concurrency 64 \
+        --connections 64
     fi
-    # Half the saturated rate (the last repeat's), for p99 against p50.
+    # Half the saturated rate (the last repeat's), for p99 against p50: at a
+    # constant rate (perf_analyzer's default schedule) and with Poisson
+    # arrivals, whose bursts queue even at half load.
     rate=$(python3 -c 'import csv,sys; r=list(csv.DictReader(open(sys.argv[1]))); print(max(1, int(float(r[0]["Inferences/Second"]) / 2)) if r else 0)' \
       "$out/sat_${name}_r${repeats}.csv" 2>/dev/null || echo 0)
     if [[ "$rate" -gt 0 ]]; then
-      perf "$out/half_${name}.csv" --model mlp --batch-size 1 --connections 16 --request-rate "$rate" \
-        --request-distribution poisson
+      for distribution in constant poisson; do
+        perf "$out/half_${name}_${distribution}.csv" --model mlp --batch-size 1 --connections 16 \
+          --request-rate "$rate" --request-distribution "$distribution"
+      done
     fi
     stop_server
+    # The saturated graphs-on batching server with other settings, once each:
+    # requests always handed to stream workers; half and twice the gRPC
+    # threads (default 8).
+    if [[ "$name" == graphs_on_batching ]]; then
+      for variant in "handoff --run-on-rpc-thread=false" "grpc4 --grpc-threads 4" \
+        "grpc16 --grpc-threads 16"; do
+        # shellcheck disable=SC2086 # the variant's flags, split on purpose
+        start_server "$repo" --graphs on ${variant#* } || continue
+        perf "$out/variant_${name}_${variant%% *}.csv" --model mlp --batch-size 1 \
+          --concurrency 64 --connections 16
+        stop_server
+      done
+    fi
   done
 done
 

@@ -6,7 +6,10 @@
 Reads, from OUT_DIR (graphserve-client perf's perf_analyzer CSV, one row):
   latency_<model>_b<batch>_r<k>.csv   concurrency 1, repeat k
   sat_<config>_r<k>.csv               concurrency 64, batch 1, repeat k
-  half_<config>.csv                   half the saturated request rate
+  variant_<config>_<variant>.csv      concurrency 64, batch 1, the server or
+                                      connections changed (one run)
+  half_<config>_<distribution>.csv    half the saturated request rate, at a
+                                      constant rate or Poisson arrivals
   shm_<mode>_b<batch>_r<k>.csv        mlp at concurrency 1, inputs through the
                                       message (none), system or CUDA shared memory
   gpu_busy.txt                        nvml_sampler.py's lines
@@ -143,10 +146,10 @@ def saturation_table(out):
         throughput[name] = thr
         lines.append(f"| {name} | {len(rows)} | {fmt(thr)} [{fmt(lo)}-{fmt(hi)}] | {fmt(p50)} | "
                      f"{fmt(p99)} |")
-    for path in sorted(glob.glob(os.path.join(out, "conn64_*.csv"))):
+    for path in sorted(glob.glob(os.path.join(out, "variant_*.csv"))):
         row = read_row(path)
-        name = os.path.basename(path)[len("conn64_"):-len(".csv")]
-        lines.append(f"| {name}, 64 connections | 1 | {fmt(column(row, 'Inferences/Second'))} | "
+        name = os.path.basename(path)[len("variant_"):-len(".csv")]
+        lines.append(f"| {name} | 1 | {fmt(column(row, 'Inferences/Second'))} | "
                      f"{fmt(column(row, 'p50 latency'))} | {fmt(column(row, 'p99 latency'))} |")
     lines.append("")
     lines += ratio_lines(throughput, "")

@@ -74,8 +74,8 @@ struct InferenceServerOptions {
   // Threads that write ModelInfer responses (server/responder.h).
   int responder_threads = 4;
   // Threads polling gRPC completion queues for ModelInfer and ServerLive,
-  // one queue each (Note [Hot RPCs on completion queues]).
-  int grpc_threads = 4;
+  // two per queue (Note [Hot RPCs on completion queues]).
+  int grpc_threads = 8;
   // Refuse to start when a model fails to load (Triton's default). When
   // false the server starts, the model answers UNAVAILABLE with the reason
   // and health stays NOT_SERVING.

@@ -1,16 +1,44 @@
 #include "server/queued_rpcs.h"
 
+#include <algorithm>
+#include <chrono>
+#include <optional>
 #include <utility>
 
 #include "server/grpc_status.h"
+#include "server/stream_pool.h"
 
 namespace graphserve {
+
+// A completion queue and its threads' turns at running a chunk inline.
+struct QueuedRpcs::Queue {
+  Queue(std::unique_ptr<grpc::ServerCompletionQueue> completion, int threads)
+      : completion(std::move(completion)), inline_turns(threads - 1) {}
+
+  // A turn at running a request's chunk on this thread, if one is free.
+  bool TakeInlineTurn() {
+    int turns = inline_turns.load(std::memory_order_relaxed);
+    while (turns > 0) {
+      if (inline_turns.compare_exchange_weak(turns, turns - 1)) return true;
+    }
+    return false;
+  }
+  void ReturnInlineTurn() { inline_turns.fetch_add(1); }
+
+  const std::unique_ptr<grpc::ServerCompletionQueue> completion;
+  // One fewer than the queue's threads, so that one always polls.
+  std::atomic<int> inline_turns;
+};
 
 namespace {
 
 // Calls of each method asked for per queue at a time, so that a burst of
 // arrivals on one queue need not wait for each to be asked for again.
 constexpr int kCallsAskedPerQueue = 16;
+
+// Threads polling each queue: one may run a request's chunk while the other
+// keeps taking calls (Note [Hot RPCs on completion queues]).
+constexpr int kThreadsPerQueue = 2;
 
 // What a queue returns: the step of one call that completed.
 class QueuedCall {
@@ -28,10 +56,9 @@ class QueuedCall {
 template <typename Method>
 class UnaryCall final : public QueuedCall {
  public:
-  UnaryCall(InferenceService* service, const InferenceProtocol* protocol,
-            grpc::ServerCompletionQueue* queue)
+  UnaryCall(InferenceService* service, const InferenceProtocol* protocol, QueuedRpcs::Queue* queue)
       : service_(service), protocol_(protocol), queue_(queue), writer_(&context_) {
-    Method::Ask(service_, &context_, &request_, &writer_, queue_, this);
+    Method::Ask(service_, &context_, &request_, &writer_, queue_->completion.get(), this);
   }
 
   void Proceed(bool ok) override {
@@ -41,7 +68,7 @@ class UnaryCall final : public QueuedCall {
     }
     new UnaryCall(service_, protocol_, queue_);
     answered_ = true;
-    Method::Answer(*protocol_, &request_, &response_, [this](const absl::Status& status) {
+    Method::Answer(*protocol_, queue_, &request_, &response_, [this](const absl::Status& status) {
       writer_.Finish(response_, ToGrpcStatus(status), this);
     });
   }
@@ -49,12 +76,12 @@ class UnaryCall final : public QueuedCall {
  private:
   InferenceService* const service_;
   const InferenceProtocol* const protocol_;
-  grpc::ServerCompletionQueue* const queue_;
+  QueuedRpcs::Queue* const queue_;
   grpc::ServerContext context_;
   typename Method::Request request_;
   typename Method::Response response_;
   grpc::ServerAsyncResponseWriter<typename Method::Response> writer_;
-  bool answered_ = false;  // set on this queue's thread before Finish can be called
+  bool answered_ = false;  // set before Finish can be called; the queue orders the rest
 };
 
 struct ModelInferMethod {
@@ -65,10 +92,18 @@ struct ModelInferMethod {
                   grpc::ServerCompletionQueue* queue, void* tag) {
     service->RequestModelInfer(context, request, writer, queue, queue, tag);
   }
+  // Runs the request's chunk on this thread only with a turn to spare: the
+  // queue's other thread keeps taking calls meanwhile.
   template <typename Finish>
-  static void Answer(const InferenceProtocol& protocol, const Request* request,
-                     Response* response, Finish finish) {
-    protocol.ModelInfer(request, response, std::move(finish));
+  static void Answer(const InferenceProtocol& protocol, QueuedRpcs::Queue* queue,
+                     const Request* request, Response* response, Finish finish) {
+    const bool inline_turn = queue->TakeInlineTurn();
+    {
+      std::optional<StreamPool::QueueOnly> queue_only;
+      if (!inline_turn) queue_only.emplace();
+      protocol.ModelInfer(request, response, std::move(finish));
+    }
+    if (inline_turn) queue->ReturnInlineTurn();
   }
 };
 
@@ -81,35 +116,58 @@ struct ServerLiveMethod {
     service->RequestServerLive(context, request, writer, queue, queue, tag);
   }
   template <typename Finish>
-  static void Answer(const InferenceProtocol& protocol, const Request*, Response* response,
-                     Finish finish) {
+  static void Answer(const InferenceProtocol& protocol, QueuedRpcs::Queue*, const Request*,
+                     Response* response, Finish finish) {
     protocol.ServerLive(response);
     finish(absl::OkStatus());
   }
 };
 
-// Runs the steps `queue` returns until it is shut down and empty.
-void Poll(grpc::ServerCompletionQueue* queue) {
+// Runs the steps `queue` returns until it is shut down and empty. After each
+// step the thread polls the queue for `idle_spin` before it blocks: waking a
+// thread asleep in epoll costs tens of microseconds on a quiet server, as
+// for the stream workers and responders (--idle-spin-us).
+void Poll(grpc::ServerCompletionQueue* queue, std::chrono::microseconds idle_spin) {
   void* tag = nullptr;
   bool ok = false;
-  while (queue->Next(&tag, &ok)) static_cast<QueuedCall*>(tag)->Proceed(ok);
+  const gpr_timespec past = gpr_time_0(GPR_CLOCK_MONOTONIC);  // a deadline gone: never waits
+  for (;;) {
+    grpc::CompletionQueue::NextStatus status = grpc::CompletionQueue::TIMEOUT;
+    const auto spin_end = std::chrono::steady_clock::now() + idle_spin;
+    do {
+      status = queue->AsyncNext(&tag, &ok, past);
+    } while (status == grpc::CompletionQueue::TIMEOUT &&
+             std::chrono::steady_clock::now() < spin_end);
+    if (status == grpc::CompletionQueue::TIMEOUT) {
+      status = queue->Next(&tag, &ok) ? grpc::CompletionQueue::GOT_EVENT
+                                      : grpc::CompletionQueue::SHUTDOWN;
+    }
+    if (status == grpc::CompletionQueue::SHUTDOWN) return;
+    static_cast<QueuedCall*>(tag)->Proceed(ok);
+  }
 }
 
 }  // namespace
 
 QueuedRpcs::QueuedRpcs(grpc::ServerBuilder* builder, InferenceService* service,
-                       const InferenceProtocol* protocol, int threads)
-    : service_(service), protocol_(protocol) {
-  for (int i = 0; i < threads; ++i) queues_.push_back(builder->AddCompletionQueue());
+                       const InferenceProtocol* protocol, int threads,
+                       std::chrono::microseconds idle_spin)
+    : service_(service), protocol_(protocol), idle_spin_(idle_spin) {
+  for (int first = 0; first < threads; first += kThreadsPerQueue) {
+    queues_.push_back(std::make_unique<Queue>(builder->AddCompletionQueue(),
+                                              std::min(kThreadsPerQueue, threads - first)));
+  }
 }
 
 void QueuedRpcs::Start() {
-  for (const std::unique_ptr<grpc::ServerCompletionQueue>& queue : queues_) {
+  for (const std::unique_ptr<Queue>& queue : queues_) {
     for (int i = 0; i < kCallsAskedPerQueue; ++i) {
       new UnaryCall<ModelInferMethod>(service_, protocol_, queue.get());
       new UnaryCall<ServerLiveMethod>(service_, protocol_, queue.get());
     }
-    threads_.emplace_back(Poll, queue.get());
+    for (int i = 0; i <= queue->inline_turns.load(); ++i) {
+      threads_.emplace_back(Poll, queue->completion.get(), idle_spin_);
+    }
   }
 }
 
@@ -118,12 +176,14 @@ void QueuedRpcs::Stop() {
   stopped_ = true;
   // Next returns false only once a shut-down queue is empty: each thread
   // deletes the calls still asked for (their steps come back not ok) first.
-  for (const std::unique_ptr<grpc::ServerCompletionQueue>& queue : queues_) queue->Shutdown();
+  for (const std::unique_ptr<Queue>& queue : queues_) queue->completion->Shutdown();
   for (std::thread& thread : threads_) thread.join();
   // Queues of a server that never started (Start not called) hold at most
   // their shutdown: gRPC wants them drained all the same.
   if (threads_.empty()) {
-    for (const std::unique_ptr<grpc::ServerCompletionQueue>& queue : queues_) Poll(queue.get());
+    for (const std::unique_ptr<Queue>& queue : queues_) {
+      Poll(queue->completion.get(), std::chrono::microseconds(0));
+    }
   }
   threads_.clear();
 }

@@ -21,10 +21,18 @@
 // itself when the queue returns its Finish, or when the queue refuses to ask
 // (shutting down).
 //
+// A thread running a chunk takes no calls meanwhile: on the host executor a
+// chunk takes milliseconds, and the calls behind it on its queue were
+// accepted only after it (the SIGTERM drain test caught a burst refused
+// that way). So each queue has two threads, and a request runs its chunk on
+// its thread only while the queue's other thread is polling; otherwise it
+// queues for the stream workers (StreamPool::QueueOnly).
+//
 // Shutdown order (gRPC's): the server's Shutdown first, so no call is asked
 // for any more, then every answer still owed (the responder's Stop), then
 // Stop here, which shuts the queues and drains them.
 
+#include <chrono>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -37,10 +45,13 @@ namespace graphserve {
 
 class QueuedRpcs {
  public:
-  // Adds `threads` completion queues to `builder`, before its BuildAndStart.
-  // Borrows `service` and `protocol`, which must outlive Stop.
+  // Adds completion queues for `threads` threads (two per queue) to
+  // `builder`, before its BuildAndStart. Borrows `service` and `protocol`,
+  // which must outlive Stop. An idle thread polls its queue for `idle_spin`
+  // before it sleeps.
   QueuedRpcs(grpc::ServerBuilder* builder, InferenceService* service,
-             const InferenceProtocol* protocol, int threads);
+             const InferenceProtocol* protocol, int threads,
+             std::chrono::microseconds idle_spin);
   QueuedRpcs(const QueuedRpcs&) = delete;
   QueuedRpcs& operator=(const QueuedRpcs&) = delete;
 
@@ -53,10 +64,13 @@ class QueuedRpcs {
   ~QueuedRpcs();
 
   // Implementation details follow.
+  struct Queue;
+
  private:
   InferenceService* const service_;
   const InferenceProtocol* const protocol_;
-  std::vector<std::unique_ptr<grpc::ServerCompletionQueue>> queues_;
+  const std::chrono::microseconds idle_spin_;
+  std::vector<std::unique_ptr<Queue>> queues_;
   std::vector<std::thread> threads_;
   bool stopped_ = false;
 };

@@ -192,7 +192,7 @@ void AddFlags(FlagValues* v, CommandLine* flags) {
                 "Chunks per model that may wait for a free stream; beyond it requests get "
                 "RESOURCE_EXHAUSTED.");
   flags->AddInt("idle-spin-us", &v->idle_spin_us,
-                "Microseconds an idle stream worker or responder polls for work before it "
+                "Microseconds an idle stream worker, responder or gRPC thread polls for work before it "
                 "sleeps. Waking a sleeping thread costs tens of microseconds per request on a "
                 "quiet server; a longer spin saves that at the price of idle CPU. 0: sleep at "
                 "once.");
@@ -204,9 +204,9 @@ void AddFlags(FlagValues* v, CommandLine* flags) {
   flags->AddInt("responder-threads", &v->responder_threads,
                 "Threads that write inference responses, so GPU stream workers never do.");
   flags->AddInt("grpc-threads", &v->grpc_threads,
-                "Threads receiving ModelInfer and ServerLive calls, each polling a gRPC "
-                "completion queue of its own (a request that runs on its RPC thread runs on "
-                "one of these).");
+                "Threads receiving ModelInfer and ServerLive calls, two per gRPC completion "
+                "queue (a request that runs on its RPC thread runs on one of these, while the "
+                "other keeps taking calls).");
   flags->AddInt("grpc-max-message-bytes", &v->max_message_bytes,
                 "Largest request or response; larger ones get RESOURCE_EXHAUSTED.");
   flags->AddInt("exit-timeout-secs", &v->exit_timeout,

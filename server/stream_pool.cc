@@ -11,6 +11,9 @@ namespace graphserve {
 
 namespace {
 
+// Set inside a StreamPool::QueueOnly scope.
+thread_local bool queue_only_on_this_thread = false;
+
 // Triton's status and message for a request whose queue timeout passed.
 absl::Status TimeoutError() {
   return absl::UnavailableError(
@@ -60,6 +63,12 @@ StreamPool::StreamPool(std::unique_ptr<ChunkRunner> runner, BatchPlanner planner
 
 StreamPool::~StreamPool() { Drain(); }
 
+StreamPool::QueueOnly::QueueOnly() : outer_(queue_only_on_this_thread) {
+  queue_only_on_this_thread = true;
+}
+
+StreamPool::QueueOnly::~QueueOnly() { queue_only_on_this_thread = outer_; }
+
 absl::Status StreamPool::Submit(std::shared_ptr<const QueuedRows> rows,
                                 const QueueRequestOptions& options) {
   // One chunk's rows wake one worker; more may keep several busy.
@@ -70,7 +79,7 @@ absl::Status StreamPool::Submit(std::shared_ptr<const QueuedRows> rows,
     std::lock_guard<std::mutex> lock(mu_);
     if (draining_) return absl::UnavailableError("the server is shutting down");
     RETURN_IF_ERROR(queue_.Push(std::move(rows), options, Clock::now()));
-    if (options_.run_on_caller) mine = TakeChunkForCaller();
+    if (options_.run_on_caller && !queue_only_on_this_thread) mine = TakeChunkForCaller();
     queued_rows_.store(queue_.queued_rows(), std::memory_order_release);
     rows_left = !queue_.empty();
   }

@@ -89,6 +89,20 @@ class StreamPool {
                                                             BatchPlanner planner, RowLayout layout,
                                                             StreamPoolOptions options);
 
+  // While one is alive on a thread, Submit there only queues and never runs a
+  // chunk itself: a transport thread that its queue's other calls wait on
+  // opens one (Note [Hot RPCs on completion queues]). Scopes nest.
+  class QueueOnly {
+   public:
+    QueueOnly();
+    QueueOnly(const QueueOnly&) = delete;
+    QueueOnly& operator=(const QueueOnly&) = delete;
+    ~QueueOnly();
+
+   private:
+    const bool outer_;
+  };
+
   // Queues all of `rows` or none (RequestQueue::Push's errors; Unavailable
   // once Drain has begun). When it fails `on_segment` is never called. May
   // run the first chunk, and report its segments, before it returns (Note

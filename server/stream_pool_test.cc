@@ -350,6 +350,24 @@ TEST(StreamPool, ARequestFindingAnIdleSlotRunsOnTheCallersThread) {
   EXPECT_EQ(recording->threads_[0], std::this_thread::get_id());
 }
 
+// A transport thread its queue's other calls wait on opens a QueueOnly
+// scope: its request finds the slot idle yet is run by the slot's worker.
+TEST(StreamPool, InsideQueueOnlyARequestIsRunByAWorkerEvenWithTheSlotIdle) {
+  auto runner = std::make_unique<RecordingRunner>(2, milliseconds(0));
+  RecordingRunner* recording = runner.get();
+  auto pool = MakePool(std::move(runner), {1, 4}, StreamPoolOptions{});
+  Request request(3);
+  {
+    const StreamPool::QueueOnly queue_only;
+    ASSERT_TRUE(pool->Submit(request.queued, {}).ok());
+  }
+  pool->Drain();
+  EXPECT_EQ(request.ok_rows.load(), 3);
+  EXPECT_TRUE(request.Doubled());
+  ASSERT_EQ(recording->threads_.size(), 1u);
+  EXPECT_NE(recording->threads_[0], std::this_thread::get_id());
+}
+
 // While a caller holds a slot its worker leaves it alone: a request arriving
 // meanwhile waits for the slot (it is the only one) and never runs beside.
 TEST(StreamPool, TheSlotACallerHoldsIsNotRunByItsWorker) {
