@@ -202,20 +202,29 @@ for graphs in on off; do
       done
     fi
     stop_server
-    # The saturated graphs-on batching server with other settings, once each:
-    # requests always handed to stream workers; half and twice the gRPC
-    # threads (default 8).
-    if [[ "$name" == graphs_on_batching ]]; then
-      for variant in "handoff --run-on-rpc-thread=false" "grpc4 --grpc-threads 4" \
-        "grpc16 --grpc-threads 16"; do
-        # shellcheck disable=SC2086 # the variant's flags, split on purpose
-        start_server "$repo" --graphs on ${variant#* } || continue
-        perf "$out/variant_${name}_${variant%% *}.csv" --model mlp --batch-size 1 \
-          --concurrency 64 --connections 16
-        stop_server
-      done
-    fi
   done
+done
+
+echo "--- gRPC settings: the graphs-on batching server saturated (twice each) and at"
+echo "    concurrency 1 (mlp b1, dlrm_dense b16, M=2) with each"
+for variant in "q4x2" "q4x1 --grpc-threads-per-queue 1" "q2x2 --grpc-queues 2" \
+  "q8x2 --grpc-queues 8" "handoff --run-on-rpc-thread=false"; do
+  label=${variant%% *}
+  flags=()
+  [[ "$variant" == *" "* ]] && read -r -a flags <<<"${variant#* }"
+  if start_server "$work/repo_batching" --graphs on "${flags[@]}"; then
+    for r in 1 2; do
+      perf "$out/variant_sat_${label}_r${r}.csv" --model mlp --batch-size 1 --concurrency 64 \
+        --connections 16
+    done
+    stop_server
+  fi
+  if start_server "$work/repo_m2" "${flags[@]}"; then
+    perf "$out/variant_c1_${label}_mlp_b1.csv" --model mlp --batch-size 1 --concurrency 1
+    perf "$out/variant_c1_${label}_dlrm_dense_b16.csv" --model dlrm_dense --batch-size 16 \
+      --concurrency 1
+    stop_server
+  fi
 done
 
 echo "--- the serving core without gRPC: the same four servers' models in-process (core_bench),"

@@ -6,8 +6,9 @@
 Reads, from OUT_DIR (graphserve-client perf's perf_analyzer CSV, one row):
   latency_<model>_b<batch>_r<k>.csv   concurrency 1, repeat k
   sat_<config>_r<k>.csv               concurrency 64, batch 1, repeat k
-  variant_<config>_<variant>.csv      concurrency 64, batch 1, the server or
-                                      connections changed (one run)
+  variant_sat_<setting>_r<k>.csv      concurrency 64, batch 1, graphs on and
+                                      batching, under one gRPC setting
+  variant_c1_<setting>_<model>_b<batch>.csv   concurrency 1 under that setting
   half_<config>_<distribution>.csv    half the saturated request rate, at a
                                       constant rate or Poisson arrivals
   shm_<mode>_b<batch>_r<k>.csv        mlp at concurrency 1, inputs through the
@@ -154,11 +155,6 @@ def saturation_table(out):
         throughput[name] = thr
         lines.append(f"| {name} | {len(rows)} | {fmt(thr)} [{fmt(lo)}-{fmt(hi)}] | {fmt(p50)} | "
                      f"{fmt(p99)} |")
-    for path in sorted(glob.glob(os.path.join(out, "variant_*.csv"))):
-        row = read_row(path)
-        name = os.path.basename(path)[len("variant_"):-len(".csv")]
-        lines.append(f"| {name} | 1 | {fmt(column(row, 'Inferences/Second'))} | "
-                     f"{fmt(column(row, 'p50 latency'))} | {fmt(column(row, 'p99 latency'))} |")
     lines.append("")
     lines += ratio_lines(throughput, "")
     return lines
@@ -170,6 +166,31 @@ SATURATION_TARGETS = [
      "dynamic batching against graphs off and no batching"),
     ("graphs_on_batching", "graphs_off_batching", 1.5, "graphs on against off, batching on both"),
 ]
+
+
+def variants_table(out):
+    """The graphs-on batching server under each gRPC setting: saturated, and
+    the overhead at concurrency 1."""
+    labels = sorted({re.match(r"variant_(?:sat|c1)_([^_]+)_", os.path.basename(p)).group(1)
+                     for p in glob.glob(os.path.join(out, "variant_*_*.csv"))})
+    if not labels:
+        return []
+    lines = ["", "## gRPC settings (graphs on, dynamic batching; saturated: median of 2 runs, "
+             "[min-max]; concurrency 1: one run, M=2)", "",
+             "| setting | saturated infer/s | saturated p50 us | mlp b1 overhead us | "
+             "dlrm_dense b16 overhead us |", "| --- | ---: | ---: | ---: | ---: |"]
+    for label in labels:
+        rows = [read_row(p) for p in glob.glob(os.path.join(out, f"variant_sat_{label}_r*.csv"))]
+        thr, lo, hi = median_spread([column(r, "Inferences/Second") for r in rows])
+        p50, _, _ = median_spread([column(r, "p50 latency") for r in rows])
+        overheads = []
+        for case in ("mlp_b1", "dlrm_dense_b16"):
+            path = os.path.join(out, f"variant_c1_{label}_{case}.csv")
+            overheads.append(column(read_row(path), "Served overhead")
+                             if os.path.exists(path) else None)
+        lines.append(f"| {label} | {fmt(thr)} [{fmt(lo)}-{fmt(hi)}] | {fmt(p50)} | "
+                     f"{fmt(overheads[0])} | {fmt(overheads[1])} |")
+    return lines
 
 
 def ratio_lines(throughput, prefix):
@@ -236,7 +257,8 @@ def main():
     out = sys.argv[1]
     lines = ["# Served numbers (bench/serve_bench.sh)", ""]
     lines += latency_table(out) + [""] + shared_memory_table(out)
-    lines += replay_table(out) + saturation_table(out) + core_table(out) + half_load_table(out)
+    lines += replay_table(out) + saturation_table(out) + variants_table(out) + core_table(out)
+    lines += half_load_table(out)
     lines += gpu_busy_lines(out)
     text = "\n".join(lines) + "\n"
     with open(os.path.join(out, "summary.md"), "w") as f:

@@ -152,7 +152,8 @@ absl::Status InferenceServer::StartGrpc() {
   builder.SetMaxSendMessageSize(options_.max_message_bytes);
   builder.RegisterService(service_.get());
   queued_rpcs_ = std::make_unique<QueuedRpcs>(&builder, service_.get(), protocol_.get(),
-                                               options_.grpc_threads, options_.models.idle_spin);
+                                               options_.grpc_queues,
+                                               options_.grpc_threads_per_queue);
   std::unique_ptr<grpc::Server> started = builder.BuildAndStart();
   const bool bound = started != nullptr && port_ != 0 && (unix_address.empty() || unix_bound != 0);
   if (!bound) {

@@ -73,9 +73,10 @@ struct InferenceServerOptions {
   std::chrono::seconds exit_timeout{30};
   // Threads that write ModelInfer responses (server/responder.h).
   int responder_threads = 4;
-  // Threads polling gRPC completion queues for ModelInfer and ServerLive,
-  // two per queue (Note [Hot RPCs on completion queues]).
-  int grpc_threads = 8;
+  // gRPC completion queues for ModelInfer and ServerLive, and the threads
+  // polling each (Note [Hot RPCs on completion queues]).
+  int grpc_queues = 4;
+  int grpc_threads_per_queue = 2;
   // Refuse to start when a model fails to load (Triton's default). When
   // false the server starts, the model answers UNAVAILABLE with the reason
   // and health stays NOT_SERVING.

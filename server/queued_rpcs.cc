@@ -1,7 +1,5 @@
 #include "server/queued_rpcs.h"
 
-#include <algorithm>
-#include <chrono>
 #include <optional>
 #include <utility>
 
@@ -35,10 +33,6 @@ namespace {
 // Calls of each method asked for per queue at a time, so that a burst of
 // arrivals on one queue need not wait for each to be asked for again.
 constexpr int kCallsAskedPerQueue = 16;
-
-// Threads polling each queue: one may run a request's chunk while the other
-// keeps taking calls (Note [Hot RPCs on completion queues]).
-constexpr int kThreadsPerQueue = 2;
 
 // What a queue returns: the step of one call that completed.
 class QueuedCall {
@@ -123,39 +117,24 @@ struct ServerLiveMethod {
   }
 };
 
-// Runs the steps `queue` returns until it is shut down and empty. After each
-// step the thread polls the queue for `idle_spin` before it blocks: waking a
-// thread asleep in epoll costs tens of microseconds on a quiet server, as
-// for the stream workers and responders (--idle-spin-us).
-void Poll(grpc::ServerCompletionQueue* queue, std::chrono::microseconds idle_spin) {
+// Runs the steps `queue` returns until it is shut down and empty. Idle
+// threads block in Next. Polling with zero deadlines instead (as the stream
+// workers do for --idle-spin-us) kept the server at up to 7 cores while its
+// saturated throughput fell (bench/results/2026-11-26_a533c7c_serve_queue_client_h200,
+// measured together with two threads per queue).
+void Poll(grpc::ServerCompletionQueue* queue) {
   void* tag = nullptr;
   bool ok = false;
-  const gpr_timespec past = gpr_time_0(GPR_CLOCK_MONOTONIC);  // a deadline gone: never waits
-  for (;;) {
-    grpc::CompletionQueue::NextStatus status = grpc::CompletionQueue::TIMEOUT;
-    const auto spin_end = std::chrono::steady_clock::now() + idle_spin;
-    do {
-      status = queue->AsyncNext(&tag, &ok, past);
-    } while (status == grpc::CompletionQueue::TIMEOUT &&
-             std::chrono::steady_clock::now() < spin_end);
-    if (status == grpc::CompletionQueue::TIMEOUT) {
-      status = queue->Next(&tag, &ok) ? grpc::CompletionQueue::GOT_EVENT
-                                      : grpc::CompletionQueue::SHUTDOWN;
-    }
-    if (status == grpc::CompletionQueue::SHUTDOWN) return;
-    static_cast<QueuedCall*>(tag)->Proceed(ok);
-  }
+  while (queue->Next(&tag, &ok)) static_cast<QueuedCall*>(tag)->Proceed(ok);
 }
 
 }  // namespace
 
 QueuedRpcs::QueuedRpcs(grpc::ServerBuilder* builder, InferenceService* service,
-                       const InferenceProtocol* protocol, int threads,
-                       std::chrono::microseconds idle_spin)
-    : service_(service), protocol_(protocol), idle_spin_(idle_spin) {
-  for (int first = 0; first < threads; first += kThreadsPerQueue) {
-    queues_.push_back(std::make_unique<Queue>(builder->AddCompletionQueue(),
-                                              std::min(kThreadsPerQueue, threads - first)));
+                       const InferenceProtocol* protocol, int queues, int threads_per_queue)
+    : service_(service), protocol_(protocol), threads_per_queue_(threads_per_queue) {
+  for (int i = 0; i < queues; ++i) {
+    queues_.push_back(std::make_unique<Queue>(builder->AddCompletionQueue(), threads_per_queue));
   }
 }
 
@@ -165,9 +144,7 @@ void QueuedRpcs::Start() {
       new UnaryCall<ModelInferMethod>(service_, protocol_, queue.get());
       new UnaryCall<ServerLiveMethod>(service_, protocol_, queue.get());
     }
-    for (int i = 0; i <= queue->inline_turns.load(); ++i) {
-      threads_.emplace_back(Poll, queue->completion.get(), idle_spin_);
-    }
+    for (int i = 0; i < threads_per_queue_; ++i) threads_.emplace_back(Poll, queue->completion.get());
   }
 }
 
@@ -181,9 +158,7 @@ void QueuedRpcs::Stop() {
   // Queues of a server that never started (Start not called) hold at most
   // their shutdown: gRPC wants them drained all the same.
   if (threads_.empty()) {
-    for (const std::unique_ptr<Queue>& queue : queues_) {
-      Poll(queue->completion.get(), std::chrono::microseconds(0));
-    }
+    for (const std::unique_ptr<Queue>& queue : queues_) Poll(queue->completion.get());
   }
   threads_.clear();
 }

@@ -24,15 +24,15 @@
 // A thread running a chunk takes no calls meanwhile: on the host executor a
 // chunk takes milliseconds, and the calls behind it on its queue were
 // accepted only after it (the SIGTERM drain test caught a burst refused
-// that way). So each queue has two threads, and a request runs its chunk on
-// its thread only while the queue's other thread is polling; otherwise it
-// queues for the stream workers (StreamPool::QueueOnly).
+// that way). So a request runs its chunk on its thread only while another
+// thread polls the same queue; otherwise it queues for the stream workers
+// (StreamPool::QueueOnly). With one thread per queue no request runs on its
+// RPC thread.
 //
 // Shutdown order (gRPC's): the server's Shutdown first, so no call is asked
 // for any more, then every answer still owed (the responder's Stop), then
 // Stop here, which shuts the queues and drains them.
 
-#include <chrono>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -45,13 +45,11 @@ namespace graphserve {
 
 class QueuedRpcs {
  public:
-  // Adds completion queues for `threads` threads (two per queue) to
-  // `builder`, before its BuildAndStart. Borrows `service` and `protocol`,
-  // which must outlive Stop. An idle thread polls its queue for `idle_spin`
-  // before it sleeps.
+  // Adds `queues` completion queues to `builder`, before its BuildAndStart,
+  // each to be polled by `threads_per_queue` threads. Borrows `service` and
+  // `protocol`, which must outlive Stop.
   QueuedRpcs(grpc::ServerBuilder* builder, InferenceService* service,
-             const InferenceProtocol* protocol, int threads,
-             std::chrono::microseconds idle_spin);
+             const InferenceProtocol* protocol, int queues, int threads_per_queue);
   QueuedRpcs(const QueuedRpcs&) = delete;
   QueuedRpcs& operator=(const QueuedRpcs&) = delete;
 
@@ -69,7 +67,7 @@ class QueuedRpcs {
  private:
   InferenceService* const service_;
   const InferenceProtocol* const protocol_;
-  const std::chrono::microseconds idle_spin_;
+  const int threads_per_queue_;
   std::vector<std::unique_ptr<Queue>> queues_;
   std::vector<std::thread> threads_;
   bool stopped_ = false;

@@ -133,7 +133,8 @@ struct FlagValues {
         max_message_bytes(options->max_message_bytes),
         max_queued(static_cast<int64_t>(options->models.max_queued_chunks)),
         responder_threads(options->responder_threads),
-        grpc_threads(options->grpc_threads),
+        grpc_queues(options->grpc_queues),
+        grpc_threads_per_queue(options->grpc_threads_per_queue),
         idle_spin_us(options->models.idle_spin.count()) {}
   InferenceServerOptions* options;
   std::string device = "auto";
@@ -147,7 +148,8 @@ struct FlagValues {
   int64_t max_message_bytes;
   int64_t max_queued;
   int64_t responder_threads;
-  int64_t grpc_threads;
+  int64_t grpc_queues;
+  int64_t grpc_threads_per_queue;
   int64_t idle_spin_us;
   std::string model_control = "none";
   std::string load_models;
@@ -192,7 +194,7 @@ void AddFlags(FlagValues* v, CommandLine* flags) {
                 "Chunks per model that may wait for a free stream; beyond it requests get "
                 "RESOURCE_EXHAUSTED.");
   flags->AddInt("idle-spin-us", &v->idle_spin_us,
-                "Microseconds an idle stream worker, responder or gRPC thread polls for work before it "
+                "Microseconds an idle stream worker or responder polls for work before it "
                 "sleeps. Waking a sleeping thread costs tens of microseconds per request on a "
                 "quiet server; a longer spin saves that at the price of idle CPU. 0: sleep at "
                 "once.");
@@ -203,10 +205,12 @@ void AddFlags(FlagValues* v, CommandLine* flags) {
                  "lowest-latency setting (polling threads cost a core or two under load).");
   flags->AddInt("responder-threads", &v->responder_threads,
                 "Threads that write inference responses, so GPU stream workers never do.");
-  flags->AddInt("grpc-threads", &v->grpc_threads,
-                "Threads receiving ModelInfer and ServerLive calls, two per gRPC completion "
-                "queue (a request that runs on its RPC thread runs on one of these, while the "
-                "other keeps taking calls).");
+  flags->AddInt("grpc-queues", &v->grpc_queues,
+                "gRPC completion queues receiving ModelInfer and ServerLive calls.");
+  flags->AddInt("grpc-threads-per-queue", &v->grpc_threads_per_queue,
+                "Threads polling each gRPC completion queue. A request runs on its RPC thread "
+                "(--run-on-rpc-thread) only while another thread keeps polling its queue, so "
+                "1 hands every request to the stream workers.");
   flags->AddInt("grpc-max-message-bytes", &v->max_message_bytes,
                 "Largest request or response; larger ones get RESOURCE_EXHAUSTED.");
   flags->AddInt("exit-timeout-secs", &v->exit_timeout,
@@ -273,11 +277,16 @@ absl::StatusOr<ServerCommand> ParseServerCommand(const std::vector<std::string>&
         absl::StrCat("--responder-threads wants 1..256, got ", v.responder_threads));
   }
   options.responder_threads = static_cast<int>(v.responder_threads);
-  if (v.grpc_threads < 1 || v.grpc_threads > 256) {
+  if (v.grpc_queues < 1 || v.grpc_queues > 64) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--grpc-threads wants 1..256, got ", v.grpc_threads));
+        absl::StrCat("--grpc-queues wants 1..64, got ", v.grpc_queues));
   }
-  options.grpc_threads = static_cast<int>(v.grpc_threads);
+  if (v.grpc_threads_per_queue < 1 || v.grpc_threads_per_queue > 16) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--grpc-threads-per-queue wants 1..16, got ", v.grpc_threads_per_queue));
+  }
+  options.grpc_queues = static_cast<int>(v.grpc_queues);
+  options.grpc_threads_per_queue = static_cast<int>(v.grpc_threads_per_queue);
   if (v.idle_spin_us < 0 || v.idle_spin_us > 1'000'000) {
     return absl::InvalidArgumentError(
         absl::StrCat("--idle-spin-us wants 0..1000000, got ", v.idle_spin_us));
