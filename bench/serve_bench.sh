@@ -187,8 +187,7 @@ for graphs in on off; do
     # the API (bench/results/2026-11-26_ffcd9bf_grpc_path_h200): the
     # saturated runs use 16, and this one the 64 of earlier runs, to compare.
     if [[ "$name" == graphs_on_batching ]]; then
-      perf "$out/variant_${name}_conn64.csv" --model mlp --batch-size 1 --concurrency 64 \
-        --connections 64
+      perf "$out/conn64_${name}.csv" --model mlp --batch-size 1 --concurrency 64 --connections 64
     fi
     # Half the saturated rate (the last repeat's), for p99 against p50: at a
     # constant rate (perf_analyzer's default schedule) and with Poisson

@@ -6,6 +6,7 @@
 Reads, from OUT_DIR (graphserve-client perf's perf_analyzer CSV, one row):
   latency_<model>_b<batch>_r<k>.csv   concurrency 1, repeat k
   sat_<config>_r<k>.csv               concurrency 64, batch 1, repeat k
+  conn64_<config>.csv                 the same over 64 connections (one run)
   variant_sat_<setting>_r<k>.csv      concurrency 64, batch 1, graphs on and
                                       batching, under one gRPC setting
   variant_c1_<setting>_<model>_b<batch>.csv   concurrency 1 under that setting
@@ -155,6 +156,11 @@ def saturation_table(out):
         throughput[name] = thr
         lines.append(f"| {name} | {len(rows)} | {fmt(thr)} [{fmt(lo)}-{fmt(hi)}] | {fmt(p50)} | "
                      f"{fmt(p99)} |")
+    for path in sorted(glob.glob(os.path.join(out, "conn64_*.csv"))):
+        row = read_row(path)
+        name = os.path.basename(path)[len("conn64_"):-len(".csv")]
+        lines.append(f"| {name}, 64 connections | 1 | {fmt(column(row, 'Inferences/Second'))} | "
+                     f"{fmt(column(row, 'p50 latency'))} | {fmt(column(row, 'p99 latency'))} |")
     lines.append("")
     lines += ratio_lines(throughput, "")
     return lines
@@ -171,8 +177,9 @@ SATURATION_TARGETS = [
 def variants_table(out):
     """The graphs-on batching server under each gRPC setting: saturated, and
     the overhead at concurrency 1."""
-    labels = sorted({re.match(r"variant_(?:sat|c1)_([^_]+)_", os.path.basename(p)).group(1)
-                     for p in glob.glob(os.path.join(out, "variant_*_*.csv"))})
+    names = [re.match(r"variant_(?:sat|c1)_([^_]+)_", os.path.basename(p))
+             for p in glob.glob(os.path.join(out, "variant_*.csv"))]
+    labels = sorted({m.group(1) for m in names if m})
     if not labels:
         return []
     lines = ["", "## gRPC settings (graphs on, dynamic batching; saturated: median of 2 runs, "

@@ -93,6 +93,26 @@ TEST(ServerCommand, ModelControlAndSpinFlags) {
               HasSubstr("0..1000000"));
 }
 
+TEST(ServerCommand, GrpcQueueFlags) {
+  std::ostringstream notices;
+  auto command = ParseServerCommand(
+      {"--model-repository", "/m", "--grpc-queues", "6", "--grpc-threads-per-queue", "1"}, 0,
+      notices);
+  ASSERT_TRUE(command.ok()) << command.status();
+  EXPECT_EQ(command->options.grpc_queues, 6);
+  EXPECT_EQ(command->options.grpc_threads_per_queue, 1);
+  EXPECT_THAT(ParseServerCommand({"--model-repository", "/m", "--grpc-queues", "0"}, 0, notices)
+                  .status()
+                  .message(),
+              HasSubstr("--grpc-queues wants 1..64"));
+  EXPECT_THAT(
+      ParseServerCommand({"--model-repository", "/m", "--grpc-threads-per-queue", "17"}, 0,
+                         notices)
+          .status()
+          .message(),
+      HasSubstr("--grpc-threads-per-queue wants 1..16"));
+}
+
 TEST(ServerCommand, BadFlagsSayWhatIsExpected) {
   std::ostringstream notices;
   EXPECT_THAT(ParseServerCommand({"--model-repository", "/m", "--device", "tpu"}, 0, notices)
