@@ -44,15 +44,16 @@ class QueuedCall {
 };
 
 // One call of a unary method on one queue, from being asked for until its
-// answer is written. `Method` supplies the method's types, how to ask for a
-// call (Ask) and how to answer one (Answer, which calls its `finish` once,
-// on any thread).
+// answer is written. `Method` supplies the method's types, the service's
+// member that asks for a call (kAsk) and how to answer one (Answer, which
+// calls its `finish` once, on any thread).
 template <typename Method>
 class UnaryCall final : public QueuedCall {
  public:
   UnaryCall(InferenceService* service, const InferenceProtocol* protocol, QueuedRpcs::Queue* queue)
       : service_(service), protocol_(protocol), queue_(queue), writer_(&context_) {
-    Method::Ask(service_, &context_, &request_, &writer_, queue_->completion.get(), this);
+    grpc::ServerCompletionQueue* completion = queue_->completion.get();
+    (service_->*Method::kAsk)(&context_, &request_, &writer_, completion, completion, this);
   }
 
   void Proceed(bool ok) override {
@@ -81,11 +82,7 @@ class UnaryCall final : public QueuedCall {
 struct ModelInferMethod {
   using Request = inference::ModelInferRequest;
   using Response = inference::ModelInferResponse;
-  static void Ask(InferenceService* service, grpc::ServerContext* context, Request* request,
-                  grpc::ServerAsyncResponseWriter<Response>* writer,
-                  grpc::ServerCompletionQueue* queue, void* tag) {
-    service->RequestModelInfer(context, request, writer, queue, queue, tag);
-  }
+  static constexpr auto kAsk = &InferenceService::RequestModelInfer;
   // Runs the request's chunk on this thread only with a turn to spare: the
   // queue's other thread keeps taking calls meanwhile.
   template <typename Finish>
@@ -104,11 +101,7 @@ struct ModelInferMethod {
 struct ServerLiveMethod {
   using Request = inference::ServerLiveRequest;
   using Response = inference::ServerLiveResponse;
-  static void Ask(InferenceService* service, grpc::ServerContext* context, Request* request,
-                  grpc::ServerAsyncResponseWriter<Response>* writer,
-                  grpc::ServerCompletionQueue* queue, void* tag) {
-    service->RequestServerLive(context, request, writer, queue, queue, tag);
-  }
+  static constexpr auto kAsk = &InferenceService::RequestServerLive;
   template <typename Finish>
   static void Answer(const InferenceProtocol& protocol, QueuedRpcs::Queue*, const Request*,
                      Response* response, Finish finish) {

@@ -103,6 +103,13 @@ absl::StatusOr<std::string> UnixSocketPath(const std::string& address) {
   return std::string(path);
 }
 
+// InvalidArgument "--<flag> wants low..high, got value" unless it is within.
+absl::Status CheckFlagRange(absl::string_view flag, int64_t value, int64_t low, int64_t high) {
+  if (value >= low && value <= high) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("--", flag, " wants ", low, "..", high, ", got ", value));
+}
+
 // Two listeners on one port would refuse each other at startup; saying so
 // here names both flags.
 absl::Status CheckDistinctPorts(const InferenceServerOptions& options) {
@@ -257,54 +264,32 @@ absl::StatusOr<ServerCommand> ParseServerCommand(const std::vector<std::string>&
     return command;
   }
   command.serve_demo = options.model_repository.empty();
-  if (v.port < 0 || v.port > 65535) {
-    return absl::InvalidArgumentError(absl::StrCat("--grpc-port wants 0..65535, got ", v.port));
-  }
+  RETURN_IF_ERROR(CheckFlagRange("grpc-port", v.port, 0, 65535));
   if (v.exit_timeout < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("--exit-timeout-secs wants a value >= 0, got ", v.exit_timeout));
   }
-  if (v.max_message_bytes < 1024 || v.max_message_bytes > (int64_t{1} << 31) - 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--grpc-max-message-bytes wants 1024..2147483647, got ", v.max_message_bytes));
-  }
+  RETURN_IF_ERROR(
+      CheckFlagRange("grpc-max-message-bytes", v.max_message_bytes, 1024, (int64_t{1} << 31) - 1));
   if (v.max_queued < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("--max-queued-chunks wants a value >= 1, got ", v.max_queued));
   }
-  if (v.responder_threads < 1 || v.responder_threads > 256) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--responder-threads wants 1..256, got ", v.responder_threads));
-  }
+  RETURN_IF_ERROR(CheckFlagRange("responder-threads", v.responder_threads, 1, 256));
   options.responder_threads = static_cast<int>(v.responder_threads);
-  if (v.grpc_queues < 1 || v.grpc_queues > 64) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--grpc-queues wants 1..64, got ", v.grpc_queues));
-  }
-  if (v.grpc_threads_per_queue < 1 || v.grpc_threads_per_queue > 16) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--grpc-threads-per-queue wants 1..16, got ", v.grpc_threads_per_queue));
-  }
+  RETURN_IF_ERROR(CheckFlagRange("grpc-queues", v.grpc_queues, 1, 64));
+  RETURN_IF_ERROR(CheckFlagRange("grpc-threads-per-queue", v.grpc_threads_per_queue, 1, 16));
   options.grpc_queues = static_cast<int>(v.grpc_queues);
   options.grpc_threads_per_queue = static_cast<int>(v.grpc_threads_per_queue);
-  if (v.idle_spin_us < 0 || v.idle_spin_us > 1'000'000) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--idle-spin-us wants 0..1000000, got ", v.idle_spin_us));
-  }
+  RETURN_IF_ERROR(CheckFlagRange("idle-spin-us", v.idle_spin_us, 0, 1'000'000));
   options.models.idle_spin = std::chrono::microseconds(v.idle_spin_us);
   if (v.graphs != "on" && v.graphs != "off") {
     return absl::InvalidArgumentError(absl::StrCat("--graphs wants on or off, got '", v.graphs, "'"));
   }
   options.grpc_port = static_cast<int>(v.port);
-  if (v.http_port < 0 || v.http_port > 65535) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--http-port wants 0..65535, got ", v.http_port));
-  }
+  RETURN_IF_ERROR(CheckFlagRange("http-port", v.http_port, 0, 65535));
   options.http_port = static_cast<int>(v.http_port);
-  if (v.metrics_port < 0 || v.metrics_port > 65535) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--metrics-port wants 0..65535, got ", v.metrics_port));
-  }
+  RETURN_IF_ERROR(CheckFlagRange("metrics-port", v.metrics_port, 0, 65535));
   options.metrics_port = static_cast<int>(v.metrics_port);
   RETURN_IF_ERROR(CheckDistinctPorts(options));
   ASSIGN_OR_RETURN(options.grpc_unix_socket, UnixSocketPath(v.grpc_address));
