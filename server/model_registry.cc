@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -19,6 +20,7 @@
 #include "server/client_text.h"
 #include "server/model_repository.h"
 #include "server/triton_config.h"
+#include "tensor_holder/cuda_device_guard.h"
 #include "spdlog/spdlog.h"
 
 namespace graphserve {
@@ -76,16 +78,33 @@ class ModelRegistry::Retirer {
   static void Free(ServedModel* model) {
     const std::string label = absl::StrCat("model '", model->name(), "' version ",
                                            model->version());
-    const bool on_gpu = model->summary().slot_bytes > 0;
-    size_t free_before = 0, free_after = 0, total = 0;
-    const bool measured = on_gpu && cudaMemGetInfo(&free_before, &total) == cudaSuccess;
+    // Free memory on each of the model's GPUs, before and after: this
+    // thread's current device says nothing about a model on another.
+    const std::vector<int> devices = model->summary().devices;
+    const std::optional<size_t> before = FreeDeviceBytes(devices);
     delete model;  // drains its (empty) queue, stops its slots, frees its memory
-    if (measured && cudaMemGetInfo(&free_after, &total) == cudaSuccess) {
+    const std::optional<size_t> after = before ? FreeDeviceBytes(devices) : std::nullopt;
+    if (after) {
       spdlog::info("{} retired: {} of device memory returned", label,
-                   MiB(free_after > free_before ? free_after - free_before : 0));
+                   MiB(*after > *before ? *after - *before : 0));
     } else {
       spdlog::info("{} retired", label);
     }
+  }
+
+  // Free bytes summed over `devices`; nullopt for none, or when CUDA fails.
+  static std::optional<size_t> FreeDeviceBytes(const std::vector<int>& devices) {
+    if (devices.empty()) return std::nullopt;
+    size_t sum = 0;
+    for (int device : devices) {
+      const CudaDeviceGuard guard(device);
+      size_t free = 0, total = 0;
+      if (!guard.status().ok() || cudaMemGetInfo(&free, &total) != cudaSuccess) {
+        return std::nullopt;
+      }
+      sum += free;
+    }
+    return sum;
   }
 
   std::mutex mu_;

@@ -263,6 +263,7 @@ absl::StatusOr<Execution> LoadOnGpu(const Model& model, const BoundGraph& any_si
           memory.arena + memory.io_device + memory.staging_pinned;  // workspaces: in the arena
     }
   }
+  execution.summary.devices.assign(counted.begin(), counted.end());
   // Note [Double-buffered staging]: the sizes that run faster with the next
   // chunk queued behind the running one, timed here (a few ms).
   const LaunchMode mode = graphs ? LaunchMode::kGraph : LaunchMode::kEager;

@@ -75,6 +75,7 @@ struct ModelLoadSummary {
   int num_streams = 0;               // slots over all GPUs
   size_t weight_bytes = 0;           // over all GPUs
   size_t slot_bytes = 0;            // device arena + I/O + staging + workspace, all slots
+  std::vector<int> devices;          // the GPUs it lives on, ascending; none on the host
   double load_ms = 0;
   std::string costs;                // "config", "measured at load" or "none (pad up)"
   // Each size's multi-stream schedule and where it came from, e.g. "1:asap
