@@ -174,6 +174,7 @@ struct QueuedCall {
   Clock::time_point sent;
 
   void Send() {
+    reader.reset();  // lives in the old call's arena, which the old context frees
     context = std::make_unique<grpc::ClientContext>();
     sent = Clock::now();
     reader = stub->AsyncServerLive(context.get(), request, queue);

@@ -182,8 +182,8 @@ def variants_table(out):
     labels = sorted({m.group(1) for m in names if m})
     if not labels:
         return []
-    lines = ["", "## gRPC settings (graphs on, dynamic batching; saturated: median of 2 runs, "
-             "[min-max]; concurrency 1: one run, M=2)", "",
+    lines = ["", "## gRPC settings (graphs on; saturated: dynamic batching, M=4, median of 2 "
+             "runs [min-max]; concurrency 1: no batching, M=2, one run)", "",
              "| setting | saturated infer/s | saturated p50 us | mlp b1 overhead us | "
              "dlrm_dense b16 overhead us |", "| --- | ---: | ---: | ---: | ---: |"]
     for label in labels:

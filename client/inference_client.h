@@ -187,7 +187,8 @@ class InferenceClient {
       const InferenceClientOptions& options);
 
   // Cancels the InferAsync calls still in flight and waits for their
-  // callbacks (which see CANCELLED) to return.
+  // callbacks (which see CANCELLED) to return. Never from one of this
+  // client's callbacks (it would wait for itself).
   ~InferenceClient();
 
   InferenceClient(const InferenceClient&) = delete;

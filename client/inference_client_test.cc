@@ -1,5 +1,6 @@
 #include "client/inference_client.h"
 
+#include <atomic>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -192,6 +193,26 @@ TEST_F(InferenceClientTest, InferAsyncRunsConcurrently) {
     EXPECT_EQ((*(*y)->AsFloat32())[1], 2 * (1 - 2.5f));
   }
   EXPECT_EQ(server_->infer_calls(), kCalls);
+}
+
+// Destroying a client with calls in flight cancels them and waits: every
+// callback has run, exactly once, when the destructor returns.
+TEST_F(InferenceClientTest, DestroyingTheClientAnswersEveryCallInFlight) {
+  constexpr int kCalls = 64;
+  std::atomic<int> called{0}, ok{0}, cancelled{0};
+  for (int i = 0; i < kCalls; ++i) {
+    client_->InferAsync(DoubleRequest(8), [&](absl::StatusOr<InferResult> result) {
+      if (result.ok()) {
+        ++ok;
+      } else if (result.status().code() == absl::StatusCode::kCancelled) {
+        ++cancelled;
+      }
+      ++called;
+    });
+  }
+  client_.reset();
+  EXPECT_EQ(called.load(), kCalls);
+  EXPECT_EQ(ok.load() + cancelled.load(), kCalls);
 }
 
 TEST_F(InferenceClientTest, InferAsyncPassesErrorsThrough) {

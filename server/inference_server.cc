@@ -159,6 +159,7 @@ absl::Status InferenceServer::StartGrpc() {
   if (!bound) {
     // Taken between the check and the bind: gRPC logged its own reason.
     if (started != nullptr) started->Shutdown();
+    started.reset();  // the server before its queues, as gRPC wants
     queued_rpcs_.reset();
     port_ = 0;
     return absl::UnavailableError(absl::StrCat("cannot listen on ", address,

@@ -12,9 +12,7 @@
 namespace graphserve {
 
 // The service's methods: ModelInfer and ServerLive asynchronous (asked for
-// on completion queues), the rest callbacks. gRPC keeps a method asynchronous
-// only when it is marked so before any other API (a callback marked over it
-// would keep its handler), hence the asynchronous ones innermost.
+// on completion queues), the rest callbacks; each method is marked once.
 using GrpcService = inference::GRPCInferenceService;
 namespace service_layers {
 using G = GrpcService;

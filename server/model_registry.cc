@@ -467,8 +467,9 @@ absl::Status ModelRegistry::LoadModel(const std::string& name,
                        QuoteClientText(parsed.ToString())));
     }
     if (config.name().empty()) config.set_name(name);
-    entry->config = config;
-    entry->config_from_model = false;
+    // Read again with the override in place of config.pbtxt: its version
+    // policy and model file name are the ones that apply.
+    *entry = ReadRepositoryModel(repository_, entry->name, &config);
   }
   const std::string fingerprint = Fingerprint(entry->directory);
   std::vector<ModelVersionState> states = LoadVersions(*entry, options_.models, retirer_, progress);

@@ -122,11 +122,16 @@ absl::StatusOr<std::vector<ModelVersionEntry>> ServedVersions(
 }
 
 // Reads one model directory; what goes wrong goes into model->status.
-absl::Status ReadModelDirectory(RepositoryModel* model) {
+absl::Status ReadModelDirectory(RepositoryModel* model, const inference::ModelConfig* config) {
   const fs::path directory(model->directory);
   const fs::path config_path = directory / "config.pbtxt";
   std::error_code error;
-  if (fs::is_regular_file(config_path, error)) {
+  // Where the configuration came from, for error messages.
+  const std::string source =
+      config != nullptr ? "the load parameter 'config'" : config_path.string();
+  if (config != nullptr) {
+    model->config = *config;
+  } else if (fs::is_regular_file(config_path, error)) {
     ASSIGN_OR_RETURN(const std::string text, ReadFile(config_path));
     ASSIGN_OR_RETURN(model->config, ParseModelConfigText(text, config_path.string()));
   } else {
@@ -138,7 +143,7 @@ absl::Status ReadModelDirectory(RepositoryModel* model) {
     model->config.set_name(model->name);
   } else if (model->config.name() != model->name) {
     return absl::InvalidArgumentError(
-        absl::StrCat(config_path.string(), " names the model '", model->config.name(),
+        absl::StrCat(source, " names the model '", model->config.name(),
                      "' but its directory is '", model->name,
                      "'; clients call a model by its directory name, so the two must agree"));
   }
@@ -148,7 +153,7 @@ absl::Status ReadModelDirectory(RepositoryModel* model) {
                                    : model->config.default_model_filename();
   if (filename.find('/') != std::string::npos || filename == "." || filename == "..") {
     return absl::InvalidArgumentError(
-        absl::StrCat(config_path.string(), ": default_model_filename '", filename,
+        absl::StrCat(source, ": default_model_filename '", filename,
                      "' must be a file name inside each version directory, not a path"));
   }
 
@@ -200,13 +205,19 @@ absl::StatusOr<std::vector<RepositoryModel>> ScanModelRepository(const std::stri
   for (const std::string& name : names) {
     // Hidden directories are editors' and tools' (.git, .ipynb_checkpoints).
     if (name[0] == '.') continue;
-    RepositoryModel& model = models.emplace_back();
-    model.name = name;
-    model.directory = (fs::path(root) / name).string();
-    model.status = ReadModelDirectory(&model);
-    if (!model.status.ok()) model.versions.clear();
+    models.push_back(ReadRepositoryModel(root, name, nullptr));
   }
   return models;
+}
+
+RepositoryModel ReadRepositoryModel(const std::string& root, const std::string& name,
+                                    const inference::ModelConfig* config) {
+  RepositoryModel model;
+  model.name = name;
+  model.directory = (fs::path(root) / name).string();
+  model.status = ReadModelDirectory(&model, config);
+  if (!model.status.ok()) model.versions.clear();
+  return model;
 }
 
 }  // namespace graphserve

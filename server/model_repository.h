@@ -48,6 +48,14 @@ struct RepositoryModel {
 // model with an error keeps whatever config was parsed and no versions.
 absl::StatusOr<std::vector<RepositoryModel>> ScanModelRepository(const std::string& root);
 
+// The model directory <root>/<name>/ read as ScanModelRepository reads each.
+// With `config` (Triton's "config" load parameter), that configuration stands
+// for config.pbtxt, which is not read: its version policy and model file name
+// apply, and it can replace a broken file. `name` must be a directory the
+// scan listed.
+RepositoryModel ReadRepositoryModel(const std::string& root, const std::string& name,
+                                    const inference::ModelConfig* config);
+
 // Parses config.pbtxt text. InvalidArgument "<path>:<line>:<column>: <what>"
 // (1-based, as editors count) for every syntax error and unknown field.
 absl::StatusOr<inference::ModelConfig> ParseModelConfigText(const std::string& text,

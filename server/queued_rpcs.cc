@@ -1,6 +1,9 @@
 #include "server/queued_rpcs.h"
 
+#include <atomic>
+#include <chrono>
 #include <optional>
+#include <thread>
 #include <utility>
 
 #include "server/grpc_status.h"
@@ -26,6 +29,9 @@ struct QueuedRpcs::Queue {
   const std::unique_ptr<grpc::ServerCompletionQueue> completion;
   // One fewer than the queue's threads, so that one always polls.
   std::atomic<int> inline_turns;
+  // Stop's handshake with the threads (Note [Stopping the queues]).
+  std::atomic<bool> stopping{false};
+  std::atomic<int> active{0};  // threads inside a call's Proceed
 };
 
 namespace {
@@ -57,15 +63,19 @@ class UnaryCall final : public QueuedCall {
   }
 
   void Proceed(bool ok) override {
-    if (!ok || answered_) {
+    QueuedRpcs::Queue& queue = *queue_;  // `this` may be gone by the end
+    queue.active.fetch_add(1);
+    if (!ok || answered_ || queue.stopping.load()) {
       delete this;
-      return;
+    } else {
+      new UnaryCall(service_, protocol_, queue_);
+      answered_ = true;
+      Method::Answer(*protocol_, queue_, &request_, &response_,
+                     [this](const absl::Status& status) {
+                       writer_.Finish(response_, ToGrpcStatus(status), this);
+                     });
     }
-    new UnaryCall(service_, protocol_, queue_);
-    answered_ = true;
-    Method::Answer(*protocol_, queue_, &request_, &response_, [this](const absl::Status& status) {
-      writer_.Finish(response_, ToGrpcStatus(status), this);
-    });
+    queue.active.fetch_sub(1);
   }
 
  private:
@@ -141,9 +151,21 @@ void QueuedRpcs::Start() {
   }
 }
 
+// Note [Stopping the queues]
+// A call popped just before Stop may still be running Proceed, which asks
+// for the next call and may Finish this one: on a queue already shut down
+// either aborts inside gRPC. So Stop first raises `stopping`, then waits until
+// no thread is inside Proceed, and only then shuts the queues down. A thread
+// that enters Proceed afterwards sees `stopping` (both sides use sequentially
+// consistent atomics: one of them sees the other's write) and only deletes
+// its call, which the server's Shutdown has already cancelled.
 void QueuedRpcs::Stop() {
   if (stopped_) return;
   stopped_ = true;
+  for (const std::unique_ptr<Queue>& queue : queues_) queue->stopping.store(true);
+  for (const std::unique_ptr<Queue>& queue : queues_) {
+    while (queue->active.load() > 0) std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
   // Next returns false only once a shut-down queue is empty: each thread
   // deletes the calls still asked for (their steps come back not ok) first.
   for (const std::unique_ptr<Queue>& queue : queues_) queue->completion->Shutdown();

@@ -29,9 +29,10 @@
 // (StreamPool::QueueOnly). With one thread per queue no request runs on its
 // RPC thread.
 //
-// Shutdown order (gRPC's): the server's Shutdown first, so no call is asked
-// for any more, then every answer still owed (the responder's Stop), then
-// Stop here, which shuts the queues and drains them.
+// Shutdown order (gRPC's): the server's Shutdown first, after which every
+// call asked for comes back not ok, then every answer still owed (the
+// responder's Stop), then Stop here, which shuts the queues and drains them
+// (Note [Stopping the queues] in queued_rpcs.cc).
 
 #include <memory>
 #include <thread>

@@ -14,7 +14,8 @@
 // into a bigger chunk while the slot is busy, as they would without the
 // second buffer.
 //
-// Threads: Submit is called from gRPC threads. When a slot is idle and the
+// Threads: Submit is called from RPC threads (the gRPC completion-queue
+// threads, HTTP workers). When a slot is idle and the
 // queue forms a chunk at once, the caller runs that chunk itself (Note [Chunks
 // on the caller's thread]); otherwise it only queues. Each worker runs its
 // slot's chunks one at a time; segments report to their requests on the

@@ -36,6 +36,7 @@
 #include "google/protobuf/text_format.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "google/protobuf/util/json_util.h"
 #include "nlohmann/json.hpp"
 #include "proto/grpc_service.grpc.pb.h"
 #include "proto/health.grpc.pb.h"
@@ -1258,6 +1259,49 @@ TEST(ServerModelControl, PollFollowsTheRepository) {
   EXPECT_EQ(LoadModel(*stub, "mlp").error_code(), grpc::StatusCode::FAILED_PRECONDITION);
 }
 
+// Triton's "config" load parameter stands for config.pbtxt entirely: a
+// broken file on disk is not read, and the override's own version policy
+// applies (version 2 exists only as a copy made here).
+TEST(ServerModelControl, ALoadWithAConfigOverrideIgnoresTheFileOnDisk) {
+  const std::string repository = WriteTestRepository("override_repository");
+  InferenceServerOptions options = TestServerOptions(repository);
+  options.model_control = ModelControlMode::kExplicit;
+  options.load_models = {"mlp"};
+  std::unique_ptr<InferenceServer> server = StartServer(options);
+  ASSERT_NE(server, nullptr);
+  auto stub = inference::GRPCInferenceService::NewStub(Connect(server->port()));
+
+  inference::ModelConfig config = ReadConfig(repository, "mlp");
+  config.mutable_capture()->clear_batch_sizes();
+  config.mutable_capture()->clear_cost();
+  config.mutable_capture()->clear_schedules();
+  config.mutable_capture()->add_batch_sizes(2);
+  config.mutable_capture()->add_batch_sizes(8);
+  config.mutable_version_policy()->mutable_specific()->add_versions(2);
+  const std::filesystem::path mlp = std::filesystem::path(repository) / "mlp";
+  std::filesystem::copy(mlp / "1", mlp / "2", std::filesystem::copy_options::recursive);
+  std::ofstream(mlp / "config.pbtxt") << "this is { not a model configuration";
+  EXPECT_FALSE(LoadModel(*stub, "mlp").ok());  // the broken file, read as it is
+
+  std::string json;
+  ASSERT_TRUE(google::protobuf::util::MessageToJsonString(config, &json).ok());
+  grpc::ClientContext context;
+  inference::RepositoryModelLoadRequest request;
+  request.set_model_name("mlp");
+  (*request.mutable_parameters())["config"].set_string_param(json);
+  inference::RepositoryModelLoadResponse response;
+  const grpc::Status loaded = stub->RepositoryModelLoad(&context, request, &response);
+  ASSERT_TRUE(loaded.ok()) << loaded.error_message();
+  EXPECT_THAT(FetchConfig(*stub, "mlp").capture().batch_sizes(), ::testing::ElementsAre(2, 8));
+  grpc::ClientContext ready_context;
+  inference::ModelReadyRequest ready_request;
+  ready_request.set_name("mlp");
+  ready_request.set_version("2");
+  inference::ModelReadyResponse ready;
+  ASSERT_TRUE(stub->ModelReady(&ready_context, ready_request, &ready).ok());
+  EXPECT_TRUE(ready.ready());
+}
+
 // Loads still queued behind the control thread when the server shuts down
 // are answered UNAVAILABLE at once, never held open until the port closes
 // (CANCELLED) or run through the drain.
@@ -1431,9 +1475,11 @@ TEST(ServerListen, AForeignHostIsRefused) {
 
 // Shutdown with requests in flight: every request the server accepted is
 // answered correctly; later ones get UNAVAILABLE; none is lost or cancelled.
-TEST(ServerShutdown, DrainsRequestsInFlight) {
+void ExpectDrainsRequestsInFlight(int grpc_threads_per_queue) {
   const std::string repository = WriteTestRepository("drain_repository");
-  std::unique_ptr<InferenceServer> server = StartServer(TestServerOptions(repository));
+  InferenceServerOptions options = TestServerOptions(repository);
+  options.grpc_threads_per_queue = grpc_threads_per_queue;
+  std::unique_ptr<InferenceServer> server = StartServer(options);
   ASSERT_NE(server, nullptr);
   auto stub = inference::GRPCInferenceService::NewStub(Connect(server->port()));
 
@@ -1498,6 +1544,14 @@ TEST(ServerShutdown, DrainsRequestsInFlight) {
   (*mlp)->FillStatistics(&statistics);
   EXPECT_EQ(statistics.inference_stats().success().count(), static_cast<uint64_t>(answered));
   EXPECT_EQ(statistics.inference_stats().fail().count(), 0u);
+}
+
+TEST(ServerShutdown, DrainsRequestsInFlight) { ExpectDrainsRequestsInFlight(2); }
+
+// With one thread per gRPC queue no request runs on its RPC thread
+// (StreamPool::QueueOnly): every chunk goes through the stream workers.
+TEST(ServerShutdown, DrainsRequestsInFlightWithOneThreadPerQueue) {
+  ExpectDrainsRequestsInFlight(1);
 }
 
 }  // namespace
