@@ -206,8 +206,11 @@ done
 
 echo "--- gRPC settings: the graphs-on batching server saturated (twice each) and at"
 echo "    concurrency 1 (mlp b1, dlrm_dense b16, M=2) with each"
+# spin0: no thread polls when idle (stream workers and responders poll for
+# 50 us by default), which leaves the cores to gRPC under load.
 for variant in "q4x2" "q4x1 --grpc-threads-per-queue 1" "q2x2 --grpc-queues 2" \
-  "q8x2 --grpc-queues 8" "handoff --run-on-rpc-thread=false"; do
+  "q8x2 --grpc-queues 8" "handoff --run-on-rpc-thread=false" "spin0 --idle-spin-us 0" \
+  "q4x1-spin0 --grpc-threads-per-queue 1 --idle-spin-us 0"; do
   label=${variant%% *}
   flags=()
   [[ "$variant" == *" "* ]] && read -r -a flags <<<"${variant#* }"
