@@ -1142,16 +1142,22 @@ grpc::Status LoadModel(inference::GRPCInferenceService::Stub& stub, const std::s
   return stub.RepositoryModelLoad(&context, request, &response);
 }
 
+// A server of `repository` under explicit model control (Triton's
+// --model-control-mode=explicit) with mlp loaded at startup.
+std::unique_ptr<InferenceServer> StartExplicitControlServer(const std::string& repository) {
+  InferenceServerOptions options = TestServerOptions(repository);
+  options.model_control = ModelControlMode::kExplicit;
+  options.load_models = {"mlp"};
+  return StartServer(options);
+}
+
 // Triton's explicit model control: the index lists every model, a reload
 // with new capture sizes under load fails no request, the new sizes serve,
 // an unloaded model is NOT_FOUND; with --model-control-mode=none loads are
 // refused.
 TEST(ServerModelControl, ReloadUnderLoadFailsNoRequest) {
   const std::string repository = WriteTestRepository("control_repository");
-  InferenceServerOptions options = TestServerOptions(repository);
-  options.model_control = ModelControlMode::kExplicit;
-  options.load_models = {"mlp"};
-  std::unique_ptr<InferenceServer> server = StartServer(options);
+  std::unique_ptr<InferenceServer> server = StartExplicitControlServer(repository);
   ASSERT_NE(server, nullptr);
   auto channel = Connect(server->port());
   auto stub = inference::GRPCInferenceService::NewStub(channel);
@@ -1264,10 +1270,7 @@ TEST(ServerModelControl, PollFollowsTheRepository) {
 // applies (version 2 exists only as a copy made here).
 TEST(ServerModelControl, ALoadWithAConfigOverrideIgnoresTheFileOnDisk) {
   const std::string repository = WriteTestRepository("override_repository");
-  InferenceServerOptions options = TestServerOptions(repository);
-  options.model_control = ModelControlMode::kExplicit;
-  options.load_models = {"mlp"};
-  std::unique_ptr<InferenceServer> server = StartServer(options);
+  std::unique_ptr<InferenceServer> server = StartExplicitControlServer(repository);
   ASSERT_NE(server, nullptr);
   auto stub = inference::GRPCInferenceService::NewStub(Connect(server->port()));
 
