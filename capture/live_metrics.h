@@ -84,9 +84,10 @@ absl::StatusOr<LiveBatchSizes> ReadLiveBatchSizes(const std::vector<MetricSample
                                                   const std::string& model,
                                                   const std::string& version);
 
-// GETs `url` (http:// or https://; without a path, /metrics) and returns the
-// body. Unavailable naming the URL and why (cannot connect, timed out, an
-// HTTP status other than 200); InvalidArgument for a URL that is not http(s).
+// GETs `url` (http://; without a path, /metrics) and returns the body.
+// Unavailable naming the URL and why (cannot connect, timed out, an HTTP
+// status other than 200); InvalidArgument for a URL that is not http://
+// (https:// by name: no TLS in this build, and GraphServe serves plain HTTP).
 // `timeout` bounds connecting and reading, each.
 absl::StatusOr<std::string> FetchMetricsText(const std::string& url,
                                              absl::Duration timeout = absl::Seconds(10));

@@ -289,6 +289,10 @@ TEST(FetchMetricsText, OnlyHttpUrls) {
     EXPECT_EQ(text.status().code(), absl::StatusCode::kInvalidArgument) << url;
     EXPECT_THAT(std::string(text.status().message()), HasSubstr(url));
   }
+  // No TLS in this build: refused by name, before any connection.
+  const absl::StatusOr<std::string> https = FetchMetricsText("https://127.0.0.1:1/metrics");
+  EXPECT_EQ(https.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(https.status().message()), HasSubstr("https is not supported"));
 }
 
 }  // namespace
