@@ -30,7 +30,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "bench/json_text.h"
+#include "common/json_text.h"
 #include "capture/graph_set.h"
 #include "common/command_line.h"
 #include "common/cuda_status.h"

@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "bench/json_text.h"
+#include "common/json_text.h"
 
 namespace graphserve {
 namespace {

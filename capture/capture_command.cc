@@ -17,6 +17,7 @@
 #include "capture/prepare.h"
 #include "capture/schedule_choice.h"
 #include "common/command_line.h"
+#include "common/json_text.h"
 #include "common/status.h"
 #include "runtime/bind.h"
 #include "runtime/fusion.h"
@@ -75,21 +76,6 @@ int Failure(std::ostream& err, absl::string_view message) {
 }
 
 std::string FormatRows(double rows) { return absl::StrFormat("%.10g", rows); }
-
-// `text` as a JSON string literal.
-std::string JsonString(absl::string_view text) {
-  std::string quoted = "\"";
-  for (const char c : text) {
-    if (c == '"' || c == '\\') {
-      quoted += absl::StrCat("\\", std::string(1, c));
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      quoted += absl::StrFormat("\\u%04x", c);
-    } else {
-      quoted.push_back(c);
-    }
-  }
-  return quoted + "\"";
-}
 
 struct SelectFlags {
   std::string history_path;

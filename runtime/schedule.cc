@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/json_text.h"
 
 namespace graphserve {
 
@@ -163,26 +164,6 @@ Schedule MakeSchedule(const BoundGraph& graph, const FusionPlan& plan,
   return schedule;
 }
 
-namespace {
-
-// JSON string body: quotes, backslashes and control characters escaped.
-std::string JsonEscaped(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      out += absl::StrCat("\\u00", absl::Hex(static_cast<unsigned char>(c), absl::kZeroPad2));
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
-}  // namespace
-
 std::string ScheduleToJson(const BoundGraph& graph, const FusionPlan& plan,
                            const Schedule& schedule) {
   std::string json =
@@ -193,7 +174,7 @@ std::string ScheduleToJson(const BoundGraph& graph, const FusionPlan& plan,
     const ScheduledStep& s = schedule.steps[i];
     std::vector<std::string> names;
     for (int n : plan.steps[s.step].nodes) {
-      names.push_back(absl::StrCat("\"", JsonEscaped(graph.nodes[n].name), "\""));
+      names.push_back(JsonString(graph.nodes[n].name));
     }
     absl::StrAppend(&json, i == 0 ? "" : ", ", "{\"nodes\": [", absl::StrJoin(names, ", "),
                     "], \"lane\": ", s.lane, ", \"after\": [", absl::StrJoin(s.after, ", "), "]}");

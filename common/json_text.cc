@@ -1,4 +1,4 @@
-#include "bench/json_text.h"
+#include "common/json_text.h"
 
 #include <cmath>
 
@@ -6,7 +6,7 @@
 
 namespace graphserve {
 
-std::string JsonString(const std::string& text) {
+std::string JsonString(absl::string_view text) {
   std::string out = "\"";
   for (const char c : text) {
     if (c == '"' || c == '\\') {
