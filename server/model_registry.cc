@@ -467,6 +467,19 @@ absl::Status ModelRegistry::LoadModel(const std::string& name,
                        QuoteClientText(parsed.ToString())));
     }
     if (config.name().empty()) config.set_name(name);
+    // The client's text reaches error messages quoted (Note [Quoting client
+    // text]): the checks the directory read makes of these two come first.
+    if (config.name() != name) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("load parameter 'config' names the model ", QuoteClientText(config.name()),
+                       " but the load is for ", QuoteClientText(name)));
+    }
+    const std::string& file = config.default_model_filename();
+    if (file.find('/') != std::string::npos || file == "." || file == ".." || file.size() > 255) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("load parameter 'config': default_model_filename ", QuoteClientText(file),
+                       " must be a file name (at most 255 bytes) inside each version directory"));
+    }
     // Read again with the override in place of config.pbtxt: its version
     // policy and model file name are the ones that apply.
     *entry = ReadRepositoryModel(repository_, entry->name, &config);

@@ -1286,6 +1286,22 @@ TEST(ServerModelControl, ALoadWithAConfigOverrideIgnoresTheFileOnDisk) {
   std::ofstream(mlp / "config.pbtxt") << "this is { not a model configuration";
   EXPECT_FALSE(LoadModel(*stub, "mlp").ok());  // the broken file, read as it is
 
+  {
+    // An override naming another model is refused, its name quoted short.
+    inference::ModelConfig other = config;
+    other.set_name(std::string(65536, 'x'));
+    std::string other_json;
+    ASSERT_TRUE(google::protobuf::util::MessageToJsonString(other, &other_json).ok());
+    grpc::ClientContext context;
+    inference::RepositoryModelLoadRequest request;
+    request.set_model_name("mlp");
+    (*request.mutable_parameters())["config"].set_string_param(other_json);
+    inference::RepositoryModelLoadResponse response;
+    const grpc::Status refused = stub->RepositoryModelLoad(&context, request, &response);
+    EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_THAT(refused.error_message(), HasSubstr("(65536 bytes)"));
+    EXPECT_LT(refused.error_message().size(), 400u);
+  }
   std::string json;
   ASSERT_TRUE(google::protobuf::util::MessageToJsonString(config, &json).ok());
   grpc::ClientContext context;
