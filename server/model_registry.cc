@@ -484,8 +484,13 @@ absl::Status ModelRegistry::LoadModel(const std::string& name,
     // policy and model file name are the ones that apply.
     *entry = ReadRepositoryModel(repository_, entry->name, &config);
   }
-  const std::string fingerprint = Fingerprint(entry->directory);
-  std::vector<ModelVersionState> states = LoadVersions(*entry, options_.models, retirer_, progress);
+  return LoadEntry(*entry, Fingerprint(entry->directory), progress);
+}
+
+absl::Status ModelRegistry::LoadEntry(const RepositoryModel& entry, const std::string& fingerprint,
+                                      std::ostream& progress) {
+  const std::string& name = entry.name;
+  std::vector<ModelVersionState> states = LoadVersions(entry, options_.models, retirer_, progress);
   const auto failed = std::find_if(states.begin(), states.end(),
                                    [](const ModelVersionState& state) { return !state.status.ok(); });
   if (failed != states.end()) {
@@ -542,12 +547,14 @@ void ModelRegistry::PollOnce(std::ostream& progress) {
     return;
   }
   for (const RepositoryModel& entry : *scanned) {
+    // One scan and one fingerprint per model and poll: the load uses both.
+    const std::string fingerprint = Fingerprint(entry.directory);
     const auto known = fingerprints_.find(entry.name);
-    if (known != fingerprints_.end() && known->second == Fingerprint(entry.directory)) continue;
-    const absl::Status status = LoadModel(entry.name, std::nullopt, progress);
+    if (known != fingerprints_.end() && known->second == fingerprint) continue;
+    const absl::Status status = LoadEntry(entry, fingerprint, progress);
     progress << "graphserve: model '" << entry.name << "' "
              << (status.ok() ? "(re)loaded" : status.ToString()) << "\n";
-    if (!status.ok()) fingerprints_[entry.name] = Fingerprint(entry.directory);  // no retry loop
+    if (!status.ok()) fingerprints_[entry.name] = fingerprint;  // no retry loop
   }
   const RegistrySnapshot snapshot = states();
   std::vector<std::string> gone;

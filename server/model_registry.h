@@ -137,6 +137,10 @@ class ModelRegistry {
   // old states of `name` are replaced in one step.
   absl::Status LoadModel(const std::string& name, const std::optional<std::string>& config_json,
                          std::ostream& progress);
+  // Loads a scanned (or re-read) entry; `fingerprint` is its directory's, taken
+  // before the load, which poll mode compares against.
+  absl::Status LoadEntry(const RepositoryModel& entry, const std::string& fingerprint,
+                         std::ostream& progress);
   absl::Status UnloadModel(const std::string& name);
   void Replace(const std::string& name, std::vector<ModelVersionState> states);
   void PollOnce(std::ostream& progress);
