@@ -26,6 +26,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "server/model_repository.h"
 #include "server/served_model.h"
 
 namespace graphserve {
