@@ -14,13 +14,11 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/metric_names.h"
 #include "common/status.h"
 
 namespace graphserve {
 namespace {
-
-constexpr char kRowsBucket[] = "graphserve_request_rows_bucket";
-constexpr char kLaunches[] = "graphserve_graph_launches_total";
 
 // Counts above this are not whole numbers a double holds exactly.
 constexpr double kLargestCount = static_cast<double>(int64_t{1} << 52);
@@ -149,7 +147,7 @@ absl::StatusOr<LiveBatchSizes> ReadLiveBatchSizes(const std::vector<MetricSample
   // model -> version -> its buckets.
   std::map<std::string, std::map<std::string, std::vector<CumulativeBucket>>> histograms;
   for (const MetricSample& sample : samples) {
-    if (sample.name != kRowsBucket) continue;
+    if (sample.name != kRequestRowsBucketSample) continue;
     const std::string* m = sample.Label("model");
     const std::string* v = sample.Label("version");
     const std::string* le = sample.Label("le");
@@ -158,7 +156,7 @@ absl::StatusOr<LiveBatchSizes> ReadLiveBatchSizes(const std::vector<MetricSample
     if (*le == "+Inf" || *le == "Inf") {
       bound = std::numeric_limits<double>::infinity();
     } else if (!absl::SimpleAtod(*le, &bound)) {
-      return absl::InvalidArgumentError(absl::StrCat(kRowsBucket, " of model ", Quoted(*m),
+      return absl::InvalidArgumentError(absl::StrCat(kRequestRowsBucketSample, " of model ", Quoted(*m),
                                                      " has a bucket le=\"", *le,
                                                      "\" that is not a number"));
     }
@@ -204,7 +202,7 @@ absl::StatusOr<LiveBatchSizes> ReadLiveBatchSizes(const std::vector<MetricSample
   live.rows = *std::move(rows);
   std::set<int64_t> sizes;
   for (const MetricSample& sample : samples) {
-    if (sample.name != kLaunches) continue;
+    if (sample.name != kGraphLaunchesMetric) continue;
     const std::string* m = sample.Label("model");
     const std::string* v = sample.Label("version");
     const std::string* size = sample.Label("batch_size");

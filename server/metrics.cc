@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "capture/batch_sizes.h"
 #include "capture/live_metrics.h"
+#include "common/metric_names.h"
 #include "common/status.h"
 #include "prometheus/metric_family.h"
 #include "prometheus/text_serializer.h"
@@ -85,7 +86,7 @@ ClientMetric HistogramSample(const inference::ModelStatistics& statistics,
 // GraphServe's own families (see the header).
 void AddGraphServeFamilies(const std::vector<ModelMetrics>& models,
                            std::vector<MetricFamily>& families) {
-  MetricFamily rows{"graphserve_request_rows",
+  MetricFamily rows{kRequestRowsMetric,
                     "Rows (batch size) of each successful request: the live batch-size histogram",
                     MetricType::Histogram,
                     {}};
@@ -93,7 +94,7 @@ void AddGraphServeFamilies(const std::vector<ModelMetrics>& models,
                         "Time from accept to answer of each successful request, in us",
                         MetricType::Histogram,
                         {}};
-  MetricFamily launches{"graphserve_graph_launches_total",
+  MetricFamily launches{kGraphLaunchesMetric,
                         "Chunks launched at each captured batch size on each stream slot",
                         MetricType::Counter,
                         {}};

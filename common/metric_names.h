@@ -1,0 +1,16 @@
+#pragma once
+// The Prometheus families that the server writes (server/metrics.cc) and
+// `graphserve-capture select --from-metrics` reads back
+// (capture/live_metrics.cc): one spelling for both sides.
+
+namespace graphserve {
+
+// Histogram of each successful request's rows: the live batch-size
+// histogram, and the name of its bucket samples.
+inline constexpr char kRequestRowsMetric[] = "graphserve_request_rows";
+inline constexpr char kRequestRowsBucketSample[] = "graphserve_request_rows_bucket";
+
+// Counter of chunks launched per captured batch size and stream slot.
+inline constexpr char kGraphLaunchesMetric[] = "graphserve_graph_launches_total";
+
+}  // namespace graphserve
