@@ -29,6 +29,8 @@ absl::Status FromGrpcStatus(const grpc::Status& status) {
 // follows the wall clock, which may step while a request is in flight.
 using SteadyClock = std::chrono::steady_clock;
 
+using Stub = inference::GRPCInferenceService::Stub;
+
 absl::Duration Since(SteadyClock::time_point start) {
   return absl::FromChrono(SteadyClock::now() - start);
 }
@@ -373,8 +375,11 @@ void InferenceClient::PrepareContext(grpc::ClientContext* context) const {
   }
 }
 
-template <typename Request, typename Response, typename Method>
-absl::StatusOr<Response> InferenceClient::Call(Method method, const Request& request) {
+template <typename Request, typename Response>
+absl::StatusOr<Response> InferenceClient::Call(
+    grpc::Status (inference::GRPCInferenceService::Stub::*method)(grpc::ClientContext*,
+                                                                   const Request&, Response*),
+    const Request& request) {
   grpc::ClientContext context;
   PrepareContext(&context);
   Response response;
@@ -394,110 +399,81 @@ absl::StatusOr<grpc::health::v1::HealthCheckResponse::ServingStatus> InferenceCl
 }
 
 absl::StatusOr<inference::ServerLiveResponse> InferenceClient::ServerLive() {
-  using Stub = inference::GRPCInferenceService::Stub;
-  return Call<inference::ServerLiveRequest, inference::ServerLiveResponse>(
-      &Stub::ServerLive, inference::ServerLiveRequest());
+  return Call(&Stub::ServerLive, inference::ServerLiveRequest());
 }
 
 absl::StatusOr<inference::ServerReadyResponse> InferenceClient::ServerReady() {
-  using Stub = inference::GRPCInferenceService::Stub;
-  return Call<inference::ServerReadyRequest, inference::ServerReadyResponse>(
-      &Stub::ServerReady, inference::ServerReadyRequest());
+  return Call(&Stub::ServerReady, inference::ServerReadyRequest());
 }
 
 absl::StatusOr<inference::ServerMetadataResponse> InferenceClient::ServerMetadata() {
-  using Stub = inference::GRPCInferenceService::Stub;
-  return Call<inference::ServerMetadataRequest, inference::ServerMetadataResponse>(
-      &Stub::ServerMetadata, inference::ServerMetadataRequest());
+  return Call(&Stub::ServerMetadata, inference::ServerMetadataRequest());
 }
 
 absl::StatusOr<inference::ModelReadyResponse> InferenceClient::ModelReady(
     absl::string_view name, absl::string_view version) {
-  using Stub = inference::GRPCInferenceService::Stub;
   inference::ModelReadyRequest request;
   request.set_name(std::string(name));
   request.set_version(std::string(version));
-  return Call<inference::ModelReadyRequest, inference::ModelReadyResponse>(&Stub::ModelReady,
-                                                                           request);
+  return Call(&Stub::ModelReady, request);
 }
 
 absl::StatusOr<inference::ModelMetadataResponse> InferenceClient::ModelMetadata(
     absl::string_view name, absl::string_view version) {
-  using Stub = inference::GRPCInferenceService::Stub;
   inference::ModelMetadataRequest request;
   request.set_name(std::string(name));
   request.set_version(std::string(version));
-  return Call<inference::ModelMetadataRequest, inference::ModelMetadataResponse>(
-      &Stub::ModelMetadata, request);
+  return Call(&Stub::ModelMetadata, request);
 }
 
 absl::StatusOr<inference::ModelConfigResponse> InferenceClient::ModelConfig(
     absl::string_view name, absl::string_view version) {
-  using Stub = inference::GRPCInferenceService::Stub;
   inference::ModelConfigRequest request;
   request.set_name(std::string(name));
   request.set_version(std::string(version));
-  return Call<inference::ModelConfigRequest, inference::ModelConfigResponse>(&Stub::ModelConfig,
-                                                                             request);
+  return Call(&Stub::ModelConfig, request);
 }
 
 absl::StatusOr<inference::ModelStatisticsResponse> InferenceClient::ModelStatistics(
     absl::string_view name, absl::string_view version) {
-  using Stub = inference::GRPCInferenceService::Stub;
   inference::ModelStatisticsRequest request;
   request.set_name(std::string(name));
   request.set_version(std::string(version));
-  return Call<inference::ModelStatisticsRequest, inference::ModelStatisticsResponse>(
-      &Stub::ModelStatistics, request);
+  return Call(&Stub::ModelStatistics, request);
 }
 
 absl::Status InferenceClient::SystemSharedMemoryRegister(absl::string_view name,
                                                          absl::string_view key, uint64_t offset,
                                                          uint64_t byte_size) {
-  using Stub = inference::GRPCInferenceService::Stub;
   inference::SystemSharedMemoryRegisterRequest request;
   request.set_name(std::string(name));
   request.set_key(std::string(key));
   request.set_offset(offset);
   request.set_byte_size(byte_size);
-  return Call<inference::SystemSharedMemoryRegisterRequest,
-              inference::SystemSharedMemoryRegisterResponse>(&Stub::SystemSharedMemoryRegister,
-                                                             request)
-      .status();
+  return Call(&Stub::SystemSharedMemoryRegister, request).status();
 }
 
 absl::Status InferenceClient::SystemSharedMemoryUnregister(absl::string_view name) {
-  using Stub = inference::GRPCInferenceService::Stub;
   inference::SystemSharedMemoryUnregisterRequest request;
   request.set_name(std::string(name));
-  return Call<inference::SystemSharedMemoryUnregisterRequest,
-              inference::SystemSharedMemoryUnregisterResponse>(&Stub::SystemSharedMemoryUnregister,
-                                                               request)
-      .status();
+  return Call(&Stub::SystemSharedMemoryUnregister, request).status();
 }
 
 absl::Status InferenceClient::CudaSharedMemoryRegister(absl::string_view name,
                                                        absl::string_view raw_handle,
                                                        int64_t device_id, uint64_t byte_size) {
-  using Stub = inference::GRPCInferenceService::Stub;
   inference::CudaSharedMemoryRegisterRequest request;
   request.set_name(std::string(name));
   request.set_raw_handle(std::string(raw_handle));
   request.set_device_id(device_id);
   request.set_byte_size(byte_size);
-  return Call<inference::CudaSharedMemoryRegisterRequest,
-              inference::CudaSharedMemoryRegisterResponse>(&Stub::CudaSharedMemoryRegister, request)
-      .status();
+  return Call(&Stub::CudaSharedMemoryRegister, request).status();
 }
 
 absl::Status InferenceClient::CudaSharedMemoryUnregister(absl::string_view name) {
-  using Stub = inference::GRPCInferenceService::Stub;
   inference::CudaSharedMemoryUnregisterRequest request;
   request.set_name(std::string(name));
-  return Call<inference::CudaSharedMemoryUnregisterRequest,
-              inference::CudaSharedMemoryUnregisterResponse>(&Stub::CudaSharedMemoryUnregister,
-                                                             request)
-      .status();
+  return Call(&Stub::CudaSharedMemoryUnregister, request).status();
 }
 
 absl::StatusOr<InferResult> InferenceClient::Infer(const InferRequest& request) {

@@ -259,8 +259,11 @@ class InferenceClient {
   void PrepareContext(grpc::ClientContext* context) const;
 
   // Runs one unary method of the synchronous stub.
-  template <typename Request, typename Response, typename Method>
-  absl::StatusOr<Response> Call(Method method, const Request& request);
+  template <typename Request, typename Response>
+  absl::StatusOr<Response> Call(
+      grpc::Status (inference::GRPCInferenceService::Stub::*method)(grpc::ClientContext*,
+                                                                     const Request&, Response*),
+      const Request& request);
 
   // Registers `call` as in flight, starting the queue's thread with the
   // first; FinishAsync removes and deletes it.
