@@ -66,6 +66,16 @@ ldd "$stage"/bin/* | awk '/=>/ {print $1, $3}' | sort -u | while read -r name pa
   if [[ ! "$name" =~ $system_lib ]] && [[ -f "$path" ]]; then cp -L "$path" "$stage/lib/"; fi
 done
 
+# gperftools' CPU profiler, preloaded by bench/serve_profile.sh (the GPU
+# machine has no profiler of its own), with the unwinder it loads.
+profiler=/usr/lib/x86_64-linux-gnu/libprofiler.so.0
+if [[ -f "$profiler" ]]; then
+  cp -L "$profiler" "$stage/lib/"
+  ldd "$profiler" | awk '/libunwind/ {print $3}' | xargs -r cp -L -t "$stage/lib/"
+else
+  echo "gpu_bundle: $profiler missing (deploy/setup.sh installs google-perftools): no profiles"
+fi
+
 cp -r /usr/share/libonnx-testdata/data/node "$stage/testdata/"
 tar -C .bundle -czf .bundle/graphserve-gpu.tar.gz graphserve-gpu
 du -sh .bundle/graphserve-gpu.tar.gz "$stage/bin" "$stage/lib"

@@ -5,7 +5,7 @@
 # written under $OUT (or ./out), in at most 8 files (the device tool brings
 # back no more); scratch output stays under /tmp/graphserve-gpu.
 #
-#   bench/gpu_check.sh [.bundle/graphserve-gpu.tar.gz] [all|serve|cnn|tests]
+#   bench/gpu_check.sh [.bundle/graphserve-gpu.tar.gz] [all|serve|cnn|tests|profile]
 #
 # `tests` runs the GPU tests alone; `serve` runs the GPU tests (the server's end-to-end suite on CUDA graphs
 # among them) and the serving benchmarks only; `cnn` the GPU tests,
@@ -24,7 +24,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 bundle_tar="${1:-.bundle/graphserve-gpu.tar.gz}"
 steps="${2:-all}"
-case "$steps" in all | serve | cnn | tests) ;; *) echo "usage: $0 [BUNDLE] [all|serve|cnn|tests]" >&2; exit 2 ;; esac
+case "$steps" in all | serve | cnn | tests | profile) ;; *) echo "usage: $0 [BUNDLE] [all|serve|cnn|tests|profile]" >&2; exit 2 ;; esac
 
 # Passes of tests/onnx_conformance on the node tests, from the last
 # committed results (bench/results/2026-11-21_794844b_capture/gpu_check.log:
@@ -115,6 +115,13 @@ fi
 if ! python3 -c 'import torch; assert torch.cuda.is_available(), "torch.cuda.is_available() is False"; print("torch", torch.__version__, "sees", torch.cuda.device_count(), "GPU(s):", torch.cuda.get_device_name(0))' 2>&1 | tee -a "$log"; then
   echo "gpu_check: PyTorch sees no CUDA device: no usable GPU, stopping" | tee -a "$log"
   exit 1
+fi
+
+# `profile` runs bench/serve_profile.sh alone: CPU profiles of the server and
+# the load generator, one file each in $OUT.
+if [[ "$steps" == "profile" ]]; then
+  run serve_profile bash bench/serve_profile.sh "$bin" "$OUT"
+  finish
 fi
 
 tests=()

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Where the server's and the load generator's CPU goes, sampled by
+# gperftools' CPU profiler (libprofiler, preloaded; the device machine has no
+# other profiler): the graphs-on batching server saturated (batch 1, 64
+# concurrent over 16 connections, M=4), then mlp batch 16 at concurrency 1.
+# Each run writes one profile per process; read them here with the bundle's
+# binaries unpacked at the same path (bench/README.md, "Profiles").
+# Called by bench/gpu_check.sh with the unpacked bundle's bin folder.
+#
+#   bench/serve_profile.sh BIN_DIR OUT_DIR
+set -uo pipefail
+bin=$1
+out=$2
+work=$(mktemp -d)
+mkdir -p "$out"
+failures=0
+profiler="$bin/../lib/libprofiler.so.0"
+if [[ ! -f "$profiler" ]]; then
+  echo "serve_profile: $profiler is not in the bundle (google-perftools not installed where it was built)"
+  exit 1
+fi
+# Samples per second of CPU each process uses.
+export CPUPROFILE_FREQUENCY=1000
+
+port=8001
+server_pid=""
+start_server() {  # start_server PROFILE REPO [extra flags...]
+  local profile=$1 repo=$2
+  shift 2
+  LD_PRELOAD="$profiler" CPUPROFILE="$profile" "$bin/graphserve" --model-repository "$repo" \
+    --grpc-port "$port" --device cuda "$@" >"$work/server.log" 2>&1 &
+  server_pid=$!
+  for _ in $(seq 1 600); do
+    if grep -q "serving gRPC on" "$work/server.log"; then return 0; fi
+    if ! kill -0 "$server_pid" 2>/dev/null; then break; fi
+    sleep 0.1
+  done
+  echo "serve_profile: the server did not start:"
+  cat "$work/server.log"
+  failures=$((failures + 1))
+  return 1
+}
+stop_server() {  # the profile is written as the server exits
+  kill -TERM "$server_pid" 2>/dev/null
+  wait "$server_pid" || { echo "serve_profile: the server did not exit 0"; failures=$((failures + 1)); }
+}
+perf() {  # perf PROFILE [flags...]: one 4 s window, profiled
+  local profile=$1
+  shift
+  LD_PRELOAD="$profiler" CPUPROFILE="$profile" "$bin/graphserve-client" --url "localhost:$port" \
+    perf --warmup-secs 0.5 --measurement-interval-ms 4000 --windows 1 --floor-windows 1 "$@" ||
+    failures=$((failures + 1))
+}
+
+"$bin/make_demo_repository" --out "$work/repo_batching" --streams 4 >/dev/null
+for config in "$work"/repo_batching/*/config.pbtxt; do echo "dynamic_batching { }" >>"$config"; done
+"$bin/make_demo_repository" --out "$work/repo_m2" --streams 2 >/dev/null
+
+echo "--- saturated: graphs on, dynamic batching, mlp batch 1, 64 concurrent, 16 connections"
+if start_server "$out/server_saturated.prof" "$work/repo_batching" --graphs on; then
+  perf "$out/perf_saturated.prof" --model mlp --batch-size 1 --concurrency 64 --connections 16
+  stop_server
+fi
+echo "--- concurrency 1: mlp batch 16, M=2"
+if start_server "$out/server_c1_b16.prof" "$work/repo_m2"; then
+  perf "$out/perf_c1_b16.prof" --model mlp --batch-size 16 --concurrency 1 --connections 1
+  stop_server
+fi
+ls -l "$out"
+rm -rf "$work"
+echo "serve_profile: $failures failures"
+exit $((failures > 0))
