@@ -48,7 +48,7 @@ perf() {  # perf PROFILE [flags...]: one 4 s window, profiled
   local profile=$1
   shift
   LD_PRELOAD="$profiler" CPUPROFILE="$profile" "$bin/graphserve-client" --url "localhost:$port" \
-    perf --warmup-secs 0.5 --measurement-interval-ms 4000 --windows 1 --floor-windows 1 "$@" ||
+    perf --warmup-secs 0.5 --measurement-interval-ms 4000 --windows 1 --floor-windows 0 "$@" ||
     failures=$((failures + 1))
 }
 
@@ -66,6 +66,12 @@ if start_server "$out/server_c1_b16.prof" "$work/repo_m2"; then
   perf "$out/perf_c1_b16.prof" --model mlp --batch-size 16 --concurrency 1 --connections 1
   stop_server
 fi
+# The system libraries the profiles name, from this machine: its C library
+# is not the build machine's, and its addresses would name the wrong
+# functions there. CUDA's driver and cuDNN are left out (large, and without
+# symbols).
+sed -n '/^[0-9a-f]*-[0-9a-f]* r-xp/ s/.* \(\/usr\/lib[^ ]*\|\/lib[^ ]*\)$/\1/p' \
+  "$out"/*.prof 2>/dev/null | grep -v -e libcuda -e libcudnn | sort -u | xargs -r tar -czhf "$out/system_libs.tar.gz" 2>/dev/null
 ls -l "$out"
 rm -rf "$work"
 echo "serve_profile: $failures failures"

@@ -14,7 +14,7 @@ PACKAGES=(
   bazel-bootstrap        # Bazel 4.2.3, run offline in WORKSPACE mode
   curl                   # the HTTP/REST endpoint's compatibility test
   g++
-  google-perftools       # CPU profiler bench/gpu_bundle.sh packs, and google-pprof to read its profiles
+  google-perftools       # libprofiler, the CPU profiler bench/gpu_bundle.sh packs
   libabsl-dev
   libcpp-httplib-dev     # the HTTP/REST endpoint
   libb64-0d              # perf_analyzer (tritonclient 2.51.0's build) links it
