@@ -25,6 +25,7 @@
 
 #include "absl/strings/str_format.h"
 #include "common/command_line.h"
+#include "common/mutex_checks.h"
 #include "common/statistics.h"
 #include "common/status.h"
 #include "proto/grpc_service.pb.h"
@@ -193,4 +194,7 @@ int Run(int argc, char** argv) {
 }  // namespace
 }  // namespace graphserve
 
-int main(int argc, char** argv) { return graphserve::Run(argc, argv); }
+int main(int argc, char** argv) {
+  graphserve::TurnOffMutexDeadlockDetection();  // Note [Abseil's deadlock detection]
+  return graphserve::Run(argc, argv);
+}

@@ -24,6 +24,7 @@
 
 #include "absl/strings/str_format.h"
 #include "common/command_line.h"
+#include "common/mutex_checks.h"
 #include "grpcpp/grpcpp.h"
 #include "proto/grpc_service.grpc.pb.h"
 
@@ -297,4 +298,7 @@ int Run(int argc, char** argv) {
 }  // namespace
 }  // namespace graphserve
 
-int main(int argc, char** argv) { return graphserve::Run(argc, argv); }
+int main(int argc, char** argv) {
+  graphserve::TurnOffMutexDeadlockDetection();  // Note [Abseil's deadlock detection]
+  return graphserve::Run(argc, argv);
+}

@@ -207,13 +207,21 @@ done
 echo "--- gRPC settings: the graphs-on batching server saturated (twice each) and at"
 echo "    concurrency 1 (mlp b1, dlrm_dense b16, M=2) with each"
 # spin0: no thread polls when idle (stream workers and responders poll for
-# 50 us by default), which leaves the cores to gRPC under load.
-for variant in "q4x2" "q4x1 --grpc-threads-per-queue 1" "q2x2 --grpc-queues 2" \
-  "q8x2 --grpc-queues 8" "handoff --run-on-rpc-thread=false" "spin0 --idle-spin-us 0" \
+# 50 us by default), which leaves the cores to gRPC under load. mutexcheck:
+# the default with Abseil's deadlock detection kept on in the server and the
+# load generator, as before Note [Abseil's deadlock detection]. (2 and 8
+# queues measured no better than 4: bench/results/2026-11-26_3804156_serve_grpc_settings_h200.)
+for variant in "q4x2" "mutexcheck" "q4x1 --grpc-threads-per-queue 1" \
+  "handoff --run-on-rpc-thread=false" "spin0 --idle-spin-us 0" \
   "q4x1-spin0 --grpc-threads-per-queue 1 --idle-spin-us 0"; do
   label=${variant%% *}
   flags=()
   [[ "$variant" == *" "* ]] && read -r -a flags <<<"${variant#* }"
+  if [[ "$label" == mutexcheck ]]; then
+    export GRAPHSERVE_MUTEX_DEADLOCK_DETECTION=1
+  else
+    unset GRAPHSERVE_MUTEX_DEADLOCK_DETECTION
+  fi
   if start_server "$work/repo_batching" --graphs on "${flags[@]}"; then
     for r in 1 2; do
       perf "$out/variant_sat_${label}_r${r}.csv" --model mlp --batch-size 1 --concurrency 64 \
@@ -228,6 +236,7 @@ for variant in "q4x2" "q4x1 --grpc-threads-per-queue 1" "q2x2 --grpc-queues 2" \
     stop_server
   fi
 done
+unset GRAPHSERVE_MUTEX_DEADLOCK_DETECTION
 
 echo "--- the serving core without gRPC: the same four servers' models in-process (core_bench),"
 echo "    batch-1 requests, 64 outstanding, M=4"

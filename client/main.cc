@@ -7,8 +7,10 @@
 #include <vector>
 
 #include "client/client_command.h"
+#include "common/mutex_checks.h"
 
 int main(int argc, char** argv) {
+  graphserve::TurnOffMutexDeadlockDetection();  // Note [Abseil's deadlock detection]
   const std::vector<std::string> args(argv + 1, argv + argc);
   return graphserve::RunClientCommand(args, std::cout, std::cerr);
 }

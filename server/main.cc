@@ -13,6 +13,7 @@
 
 #include "common/cuda_handles.h"
 #include "common/logging.h"
+#include "common/mutex_checks.h"
 #include "examples/demo_repository.h"
 #include "server/inference_server.h"
 #include "server/server_command.h"
@@ -33,6 +34,7 @@ absl::StatusOr<std::string> WriteScratchDemoRepository() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  graphserve::TurnOffMutexDeadlockDetection();  // Note [Abseil's deadlock detection]
   // Block the shutdown signals before any thread starts, so every thread
   // inherits the mask and only the sigwait below receives them.
   sigset_t shutdown_signals;
