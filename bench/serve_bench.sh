@@ -83,6 +83,12 @@ cpu_seconds() {
   awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15) / hz}' "/proc/$1/stat"
 }
 
+# Half the request rate a saturated run's CSV measured (0 when it has none).
+half_rate() {
+  python3 -c 'import csv,sys; r=list(csv.DictReader(open(sys.argv[1]))); print(max(1, int(float(r[0]["Inferences/Second"]) / 2)) if r else 0)' \
+    "$1" 2>/dev/null || echo 0
+}
+
 # Turns dynamic batching on for every model of a demo repository (Triton's
 # config field; an empty message: merge when a slot frees, no delay).
 with_batching() {
@@ -192,8 +198,7 @@ for graphs in on off; do
     # Half the saturated rate (the last repeat's), for p99 against p50: at a
     # constant rate (perf_analyzer's default schedule) and with Poisson
     # arrivals, whose bursts queue even at half load.
-    rate=$(python3 -c 'import csv,sys; r=list(csv.DictReader(open(sys.argv[1]))); print(max(1, int(float(r[0]["Inferences/Second"]) / 2)) if r else 0)' \
-      "$out/sat_${name}_r${repeats}.csv" 2>/dev/null || echo 0)
+    rate=$(half_rate "$out/sat_${name}_r${repeats}.csv")
     if [[ "$rate" -gt 0 ]]; then
       for distribution in constant poisson; do
         perf "$out/half_${name}_${distribution}.csv" --model mlp --batch-size 1 --connections 16 \
@@ -206,14 +211,14 @@ done
 
 echo "--- gRPC settings: the graphs-on batching server saturated (twice each) and at"
 echo "    concurrency 1 (mlp b1, dlrm_dense b16, M=2) with each"
-# spin0: no thread polls when idle (stream workers and responders poll for
-# 50 us by default), which leaves the cores to gRPC under load. mutexcheck:
-# the default with Abseil's deadlock detection kept on in the server and the
-# load generator, as before Note [Abseil's deadlock detection]. (2 and 8
-# queues measured no better than 4: bench/results/2026-11-26_3804156_serve_grpc_settings_h200.)
-for variant in "q4x2" "mutexcheck" "q4x1 --grpc-threads-per-queue 1" \
-  "handoff --run-on-rpc-thread=false" "spin0 --idle-spin-us 0" \
-  "q4x1-spin0 --grpc-threads-per-queue 1 --idle-spin-us 0"; do
+# spin50: idle stream workers and responders poll for 50 us, the default
+# before Note [Idle polling off by default]. mutexcheck: the default with
+# Abseil's deadlock detection kept on in the server and the load generator,
+# as before Note [Abseil's deadlock detection]. (2 and 8 queues measured no
+# better than 4: bench/results/2026-11-26_3804156_serve_grpc_settings_h200.)
+# Each saturated server is also run at half its rate, at a constant rate.
+for variant in "q4x2" "mutexcheck" "spin50 --idle-spin-us 50" \
+  "q4x1 --grpc-threads-per-queue 1" "handoff --run-on-rpc-thread=false"; do
   label=${variant%% *}
   flags=()
   [[ "$variant" == *" "* ]] && read -r -a flags <<<"${variant#* }"
@@ -227,6 +232,11 @@ for variant in "q4x2" "mutexcheck" "q4x1 --grpc-threads-per-queue 1" \
       perf "$out/variant_sat_${label}_r${r}.csv" --model mlp --batch-size 1 --concurrency 64 \
         --connections 16
     done
+    rate=$(half_rate "$out/variant_sat_${label}_r2.csv")
+    if [[ "$rate" -gt 0 ]]; then
+      perf "$out/variant_half_${label}.csv" --model mlp --batch-size 1 --connections 16 \
+        --request-rate "$rate" --request-distribution constant
+    fi
     stop_server
   fi
   if start_server "$work/repo_m2" "${flags[@]}"; then

@@ -10,6 +10,8 @@ Reads, from OUT_DIR (graphserve-client perf's perf_analyzer CSV, one row):
   variant_sat_<setting>_r<k>.csv      concurrency 64, batch 1, graphs on and
                                       batching, under one gRPC setting
   variant_c1_<setting>_<model>_b<batch>.csv   concurrency 1 under that setting
+  variant_half_<setting>.csv          half that setting's saturated rate,
+                                      constant
   half_<config>_<distribution>.csv    half the saturated request rate, at a
                                       constant rate or Poisson arrivals
   shm_<mode>_b<batch>_r<k>.csv        mlp at concurrency 1, inputs through the
@@ -184,9 +186,11 @@ def variants_table(out):
         return []
     lines = ["", "## gRPC settings (graphs on; saturated: dynamic batching, M=4, median of 2 "
              "runs [min-max]; concurrency 1: no batching, M=2, one run; mutexcheck: the "
-             "default with Abseil's deadlock detection on in server and load generator)", "",
-             "| setting | saturated infer/s | saturated p50 us | mlp b1 overhead us | "
-             "dlrm_dense b16 overhead us |", "| --- | ---: | ---: | ---: | ---: |"]
+             "default with Abseil's deadlock detection on in server and load generator; spin50: "
+             "idle workers and responders poll 50 us, the old default)", "",
+             "| setting | saturated infer/s | saturated p50 us | half load p50 / p99 us | "
+             "mlp b1 overhead us | dlrm_dense b16 overhead us |",
+             "| --- | ---: | ---: | ---: | ---: | ---: |"]
     for label in labels:
         rows = [read_row(p) for p in glob.glob(os.path.join(out, f"variant_sat_{label}_r*.csv"))]
         thr, lo, hi = median_spread([column(r, "Inferences/Second") for r in rows])
@@ -196,7 +200,11 @@ def variants_table(out):
             path = os.path.join(out, f"variant_c1_{label}_{case}.csv")
             overheads.append(column(read_row(path), "Served overhead")
                              if os.path.exists(path) else None)
-        lines.append(f"| {label} | {fmt(thr)} [{fmt(lo)}-{fmt(hi)}] | {fmt(p50)} | "
+        half_path = os.path.join(out, f"variant_half_{label}.csv")
+        half = read_row(half_path) if os.path.exists(half_path) else None
+        half_text = (f"{fmt(column(half, 'p50 latency'))} / {fmt(column(half, 'p99 latency'))}"
+                     if half else "-")
+        lines.append(f"| {label} | {fmt(thr)} [{fmt(lo)}-{fmt(hi)}] | {fmt(p50)} | {half_text} | "
                      f"{fmt(overheads[0])} | {fmt(overheads[1])} |")
     return lines
 

@@ -31,8 +31,9 @@ namespace graphserve {
 struct ResponderOptions {
   // Threads writing responses.
   int threads = 4;
-  // How long an idle thread polls for work before it sleeps.
-  std::chrono::microseconds idle_spin{50};
+  // How long an idle thread polls for work before it sleeps (none by
+  // default: Note [Idle polling off by default] in server/served_model.h).
+  std::chrono::microseconds idle_spin{0};
 };
 
 class Responder {

@@ -62,7 +62,20 @@ struct ServedModelOptions {
   // How long an idle stream worker polls its queue before it sleeps
   // (StreamPoolOptions::idle_spin): longer spins trade idle CPU for the
   // wake-up of a sleeping worker on a quiet server.
-  std::chrono::microseconds idle_spin{50};
+  //
+  // Note [Idle polling off by default]
+  // Workers and responders used to poll for 50 us after each chunk. Measured
+  // against no polling in the same runs on the H200 machine (serve_bench's
+  // gRPC settings table, bench/results/2026-11-26_ae1378d_serve_final_h200
+  // and 2026-11-26_cdeed68_serve_mutex_h200), no polling saturated higher
+  // (50.1k vs 46.0k/s; 80.8k vs 72.4k) and was no slower at concurrency 1
+  // (mlp b1 overhead 15 vs 30 us; 22 vs 37), where the request runs on its
+  // RPC thread and no worker is woken. A CPU profile of the saturated server
+  // (bench/results/2026-11-26_cdeed68_profile_h200) put 10% of its samples in
+  // the polling loops' clock reads. Polling still pays on the hand-off path
+  // (--run-on-rpc-thread=false), which README's low-latency setting pairs
+  // with --idle-spin-us 1000.
+  std::chrono::microseconds idle_spin{0};
   // An RPC thread runs its request's chunk itself when a slot is idle
   // (StreamPoolOptions::run_on_caller).
   bool run_on_rpc_thread = true;

@@ -67,9 +67,12 @@ struct StreamPoolOptions {
   QueuePolicy queue;
   // How long an idle worker polls the queue before it sleeps. Waking a
   // sleeping thread costs tens of microseconds on an idle core, as much as
-  // a whole small-batch replay; a worker that polls briefly after each
-  // chunk picks up the next one at once under load. 0: sleep at once.
-  std::chrono::microseconds idle_spin{50};
+  // a whole small-batch replay, so polling helps where every chunk goes
+  // through a worker (run_on_caller false). By default none polls: under
+  // load polling threads take cores from gRPC's, and a quiet server runs
+  // its chunks on the RPC thread anyway (Note [Idle polling off by default]
+  // in server/served_model.h).
+  std::chrono::microseconds idle_spin{0};
   // Submit runs a chunk it can start at once on the calling thread (Note
   // [Chunks on the caller's thread]); false: only the workers run chunks.
   bool run_on_caller = true;
