@@ -70,6 +70,11 @@ struct LoadGeneratorOptions {
 
   RequestDistribution distribution = RequestDistribution::kConstant;
 
+  // Request-rate mode: each thread sending requests keeps at most this
+  // rate, so a level starts ceil(rate / this) of them, at most 16 (Note
+  // [Schedule threads]).
+  double rate_per_schedule_thread = 8000;
+
   // Request-rate mode: the most requests in flight. When a slow server
   // reaches it, sends wait (and are counted in LevelResult::delayed_sends)
   // instead of piling up without bound.
@@ -169,8 +174,11 @@ class LoadGenerator {
   // Sends one open-loop call whose slot is already taken.
   void SendOpenLoop(Call call, std::shared_ptr<LevelRecorder> recorder);
 
-  // The request-rate schedule, run on its own thread until the level stops.
-  void RunSchedule(Call call, std::shared_ptr<LevelRecorder> recorder, double requests_per_second);
+  // Share `index` of `shares` of the request-rate schedule that starts at
+  // `start`, run on its own thread until the level stops (Note [Schedule
+  // threads]).
+  void RunSchedule(Call call, std::shared_ptr<LevelRecorder> recorder, double requests_per_second,
+                   std::chrono::steady_clock::time_point start, int index, int shares);
 
   // Warm-up, `windows` windows and (for ModelInfer) the server statistics
   // around them; stops the load and waits for it to drain, then summarises.

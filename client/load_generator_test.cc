@@ -4,9 +4,11 @@
 #include <limits>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "client/fake_inference_server.h"
 #include "client/perf_report.h"
@@ -191,10 +193,18 @@ TEST_F(LoadGeneratorTest, CountsAndReportsErrors) {
 
 TEST_F(LoadGeneratorTest, RequestRateHoldsTheRate) {
   StartServer();
-  for (const RequestDistribution distribution :
-       {RequestDistribution::kConstant, RequestDistribution::kPoisson}) {
+  // One schedule thread (the default share) and four of 50/s each (Note
+  // [Schedule threads]): the shares add up to the rate.
+  for (const auto& [rate_per_thread, distribution] :
+       std::vector<std::pair<double, RequestDistribution>>{
+           {8000, RequestDistribution::kConstant},
+           {8000, RequestDistribution::kPoisson},
+           {50, RequestDistribution::kConstant},
+           {50, RequestDistribution::kPoisson}}) {
+    SCOPED_TRACE(absl::StrCat("rate per schedule thread ", rate_per_thread));
     LoadGeneratorOptions options = Options();
     options.distribution = distribution;
+    options.rate_per_schedule_thread = rate_per_thread;
     absl::StatusOr<std::unique_ptr<LoadGenerator>> generator =
         LoadGenerator::Create(client_.get(), options);
     ASSERT_TRUE(generator.ok()) << generator.status();
@@ -242,6 +252,12 @@ TEST_F(LoadGeneratorTest, CreatePassesServerErrorsThrough) {
   options.windows = 0;
   EXPECT_EQ(LoadGenerator::Create(client_.get(), options).status().code(),
             absl::StatusCode::kInvalidArgument);
+  for (const double bad_rate : {0.0, -1.0, std::numeric_limits<double>::quiet_NaN()}) {
+    options = Options();
+    options.rate_per_schedule_thread = bad_rate;
+    EXPECT_EQ(LoadGenerator::Create(client_.get(), options).status().code(),
+              absl::StatusCode::kInvalidArgument);
+  }
 }
 
 TEST_F(LoadGeneratorTest, SharedMemoryGivesEveryRequestInFlightItsOwnRegion) {
