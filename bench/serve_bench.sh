@@ -41,35 +41,8 @@ for model in mlp dlrm_dense; do
     --json "$out/replay_$model.json" || failures=$((failures + 1))
 done
 
-port=8001
-server_pid=""
-start_server() {  # start_server REPO [extra flags...]
-  local repo=$1
-  shift
-  "$bin/graphserve" --model-repository "$repo" --grpc-port "$port" --device cuda "$@" \
-    >"$work/server.log" 2>&1 &
-  server_pid=$!
-  for _ in $(seq 1 600); do
-    if grep -q "serving gRPC on" "$work/server.log"; then
-      cat "$work/server.log"
-      return 0
-    fi
-    if ! kill -0 "$server_pid" 2>/dev/null; then break; fi
-    sleep 0.1
-  done
-  echo "serve_bench: the server did not start:"
-  cat "$work/server.log"
-  failures=$((failures + 1))
-  return 1
-}
-stop_server() {
-  kill -TERM "$server_pid" 2>/dev/null
-  if ! wait "$server_pid"; then
-    echo "serve_bench: the server did not exit 0 on SIGTERM"
-    failures=$((failures + 1))
-  fi
-  tail -n 3 "$work/server.log"
-}
+# shellcheck source=bench/serve_server.sh
+source "$(dirname "$0")/serve_server.sh"
 perf() {  # perf CSV [flags...]
   local csv=$1
   shift

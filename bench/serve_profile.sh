@@ -22,27 +22,14 @@ fi
 # Samples per second of CPU each process uses.
 export CPUPROFILE_FREQUENCY=1000
 
-port=8001
-server_pid=""
-start_server() {  # start_server PROFILE REPO [extra flags...]
-  local profile=$1 repo=$2
-  shift 2
-  LD_PRELOAD="$profiler" CPUPROFILE="$profile" "$bin/graphserve" --model-repository "$repo" \
-    --grpc-port "$port" --device cuda "$@" >"$work/server.log" 2>&1 &
-  server_pid=$!
-  for _ in $(seq 1 600); do
-    if grep -q "serving gRPC on" "$work/server.log"; then return 0; fi
-    if ! kill -0 "$server_pid" 2>/dev/null; then break; fi
-    sleep 0.1
-  done
-  echo "serve_profile: the server did not start:"
-  cat "$work/server.log"
-  failures=$((failures + 1))
-  return 1
-}
-stop_server() {  # the profile is written as the server exits
-  kill -TERM "$server_pid" 2>/dev/null
-  wait "$server_pid" || { echo "serve_profile: the server did not exit 0"; failures=$((failures + 1)); }
+# shellcheck source=bench/serve_server.sh
+source "$(dirname "$0")/serve_server.sh"
+# Each server writes its profile as it exits (stop_server).
+profiled_server() {  # profiled_server PROFILE REPO [extra flags...]
+  local profile=$1
+  shift
+  server_launcher=(env LD_PRELOAD="$profiler" CPUPROFILE="$profile")
+  start_server "$@"
 }
 perf() {  # perf PROFILE [flags...]: one 4 s window, profiled
   local profile=$1
@@ -57,12 +44,12 @@ for config in "$work"/repo_batching/*/config.pbtxt; do echo "dynamic_batching { 
 "$bin/make_demo_repository" --out "$work/repo_m2" --streams 2 >/dev/null
 
 echo "--- saturated: graphs on, dynamic batching, mlp batch 1, 64 concurrent, 16 connections"
-if start_server "$out/server_saturated.prof" "$work/repo_batching" --graphs on; then
+if profiled_server "$out/server_saturated.prof" "$work/repo_batching" --graphs on; then
   perf "$out/perf_saturated.prof" --model mlp --batch-size 1 --concurrency 64 --connections 16
   stop_server
 fi
 echo "--- concurrency 1: mlp batch 16, M=2"
-if start_server "$out/server_c1_b16.prof" "$work/repo_m2"; then
+if profiled_server "$out/server_c1_b16.prof" "$work/repo_m2"; then
   perf "$out/perf_c1_b16.prof" --model mlp --batch-size 16 --concurrency 1 --connections 1
   stop_server
 fi

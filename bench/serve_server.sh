@@ -1,0 +1,37 @@
+# Starting and stopping a graphserve for the serving scripts (serve_bench.sh,
+# serve_profile.sh), which source this after setting:
+#   bin       the bundle's bin folder
+#   work      a scratch folder (the server's log goes there)
+#   failures  their failure count, raised here
+# and, optionally, server_launcher: words put before the server's command
+# (serve_profile.sh preloads its profiler that way, for the server alone).
+port=8001
+server_pid=""
+server_launcher=()
+start_server() {  # start_server REPO [extra flags...]
+  local repo=$1
+  shift
+  ${server_launcher[@]+"${server_launcher[@]}"} "$bin/graphserve" --model-repository "$repo" \
+    --grpc-port "$port" --device cuda "$@" >"$work/server.log" 2>&1 &
+  server_pid=$!
+  for _ in $(seq 1 600); do
+    if grep -q "serving gRPC on" "$work/server.log"; then
+      cat "$work/server.log"
+      return 0
+    fi
+    if ! kill -0 "$server_pid" 2>/dev/null; then break; fi
+    sleep 0.1
+  done
+  echo "$(basename "$0"): the server did not start:"
+  cat "$work/server.log"
+  failures=$((failures + 1))
+  return 1
+}
+stop_server() {
+  kill -TERM "$server_pid" 2>/dev/null
+  if ! wait "$server_pid"; then
+    echo "$(basename "$0"): the server did not exit 0 on SIGTERM"
+    failures=$((failures + 1))
+  fi
+  tail -n 3 "$work/server.log"
+}
