@@ -72,7 +72,10 @@ struct ServedModelOptions {
   // (mlp b1 overhead 15 vs 30 us; 22 vs 37), where the request runs on its
   // RPC thread and no worker is woken. A CPU profile of the saturated server
   // (bench/results/2026-11-26_cdeed68_profile_h200) put 10% of its samples in
-  // the polling loops' clock reads. Polling still pays on the hand-off path
+  // the polling loops' clock reads. In the first run with the new default
+  // (2026-11-26_a89a5d0_serve_final_h200) the two saturated even (75.3k vs
+  // 77.1k/s with 50 us), and the default held p99 at half load lower (313 vs
+  // 657 us). Polling still pays on the hand-off path
   // (--run-on-rpc-thread=false), which README's low-latency setting pairs
   // with --idle-spin-us 1000.
   std::chrono::microseconds idle_spin{0};
