@@ -142,7 +142,7 @@ struct LoadGenerator::Outcome {
 
 // The requests of one level: slots for requests in flight, what finished, and
 // the stop flag. Shared by the level's driver, its completion callbacks and
-// (in request-rate mode) its scheduler thread.
+// (in request-rate mode) its schedule threads.
 class LoadGenerator::LevelRecorder {
  public:
   // Takes a slot for a new request, unless the level is stopping.
@@ -376,19 +376,24 @@ void LoadGenerator::SendOpenLoop(Call call, std::shared_ptr<LevelRecorder> recor
 // One thread sending every request of a level managed about 28k requests a
 // second on the 16-core GPU machine (a send builds and starts a gRPC call on
 // the sending thread, ~35 us): asked for 32-43k/s it delivered 26-28k, late
-// sends went out in bursts to catch up, and p99 at "half load" was 6-15x p50
-// (bench/results/2026-11-26_726a758_tail_probe_h200). So a level's schedule
+// sends went out in bursts to catch up, and in two of four set-ups p99 at
+// "half load" was 6-16x p50 (bench/results/2026-11-26_726a758_tail_probe_h200;
+// 1.8-1.9x at 20k/s, which one thread kept). So a level's schedule
 // is split among threads, one per LoadGeneratorOptions::rate_per_schedule_thread
 // (8000) requests a second: thread i of k sends at rate R/k. A constant
 // schedule stays evenly spaced (thread i starts i/R after the first); k
 // independent Poisson processes of rate R/k together are one of rate R.
 constexpr int kMaxScheduleThreads = 16;
+// Slower schedules would not send within a measurement window, and their
+// gaps, in nanoseconds, would overflow below ~1e-10/s.
+constexpr double kMinRequestRate = 1.0 / 3600;
 
 void LoadGenerator::RunSchedule(Call call, std::shared_ptr<LevelRecorder> recorder,
                                 double requests_per_second, SteadyClock::time_point start,
                                 int index, int shares) {
   const double share_rate = requests_per_second / shares;
-  std::mt19937_64 rng(options_.seed + static_cast<uint64_t>(index));
+  std::seed_seq seeds{options_.seed, static_cast<uint64_t>(index)};
+  std::mt19937_64 rng(seeds);
   std::exponential_distribution<double> poisson_gap(share_rate);
   const double constant_gap = 1.0 / share_rate;
   const auto after = [](double seconds) {
@@ -475,9 +480,10 @@ LevelResult LoadGenerator::RunClosedLoop(Call call, int64_t concurrency, int win
 
 LevelResult LoadGenerator::RunOpenLoop(Call call, double requests_per_second, int windows) {
   auto recorder = std::make_shared<LevelRecorder>();
-  const int shares = std::clamp(
-      static_cast<int>(std::ceil(requests_per_second / options_.rate_per_schedule_thread)), 1,
-      kMaxScheduleThreads);
+  // In double first: a huge rate would overflow the int.
+  const int shares = static_cast<int>(
+      std::clamp(std::ceil(requests_per_second / options_.rate_per_schedule_thread), 1.0,
+                 static_cast<double>(kMaxScheduleThreads)));
   const SteadyClock::time_point start = SteadyClock::now();
   std::vector<std::thread> schedulers;
   for (int i = 0; i < shares; ++i) {
@@ -520,9 +526,10 @@ absl::StatusOr<LevelResult> LoadGenerator::RunConcurrency(int64_t concurrency) {
 }
 
 absl::StatusOr<LevelResult> LoadGenerator::RunRequestRate(double requests_per_second) {
-  if (!(requests_per_second > 0) || !std::isfinite(requests_per_second)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("request rate must be positive, got ", requests_per_second));
+  if (!(requests_per_second >= kMinRequestRate) || !std::isfinite(requests_per_second)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "request rate must be at least one an hour (", kMinRequestRate, "/s), got ",
+        requests_per_second));
   }
   LevelResult result = RunOpenLoop(Call::kInfer, requests_per_second, options_.windows);
   AddFloor(LoadMode::kRequestRate, &result);

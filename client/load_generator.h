@@ -70,9 +70,8 @@ struct LoadGeneratorOptions {
 
   RequestDistribution distribution = RequestDistribution::kConstant;
 
-  // Request-rate mode: each thread sending requests keeps at most this
-  // rate, so a level starts ceil(rate / this) of them, at most 16 (Note
-  // [Schedule threads]).
+  // Request-rate mode: a level starts one schedule thread per this many
+  // requests a second, up to a cap (Note [Schedule threads]).
   double rate_per_schedule_thread = 8000;
 
   // Request-rate mode: the most requests in flight. When a slow server

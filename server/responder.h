@@ -6,8 +6,9 @@
 // about 75 us per call (bench/results/2026-11-21_b44b661_serve), four
 // times a small-batch replay. Done on a stream worker, it kept the slot and
 // its GPU stream idle; handed to a responder, the worker takes its next
-// chunk at once. Idle responders poll briefly before sleeping, so a quiet
-// server pays no thread wake-up either.
+// chunk at once. Idle responders can poll before sleeping (--idle-spin-us;
+// none by default, Note [Idle polling off by default] in
+// server/served_model.h), so that a quiet server pays no thread wake-up.
 //
 // An RPC's own thread is different: when it ran its request's chunk itself
 // (Note [Chunks on the caller's thread] in server/stream_pool.h) it holds no

@@ -64,18 +64,20 @@ struct ServedModelOptions {
   // wake-up of a sleeping worker on a quiet server.
   //
   // Note [Idle polling off by default]
-  // Workers and responders used to poll for 50 us after each chunk. Measured
-  // against no polling in the same runs on the H200 machine (serve_bench's
-  // gRPC settings table, bench/results/2026-11-26_ae1378d_serve_final_h200
-  // and 2026-11-26_cdeed68_serve_mutex_h200), no polling saturated higher
-  // (50.1k vs 46.0k/s; 80.8k vs 72.4k) and was no slower at concurrency 1
-  // (mlp b1 overhead 15 vs 30 us; 22 vs 37), where the request runs on its
-  // RPC thread and no worker is woken. A CPU profile of the saturated server
-  // (bench/results/2026-11-26_cdeed68_profile_h200) put 10% of its samples in
-  // the polling loops' clock reads. In the first run with the new default
-  // (2026-11-26_a89a5d0_serve_final_h200) the two saturated even (75.3k vs
-  // 77.1k/s with 50 us), and the default held p99 at half load lower (313 vs
-  // 657 us). Polling still pays on the hand-off path
+  // Workers and responders used to poll for 50 us after each chunk. Against
+  // no polling, side by side in serve_bench's settings table of three runs on
+  // the H200 machine (bench/results/2026-11-26_{ae1378d_serve_final,
+  // cdeed68_serve_mutex,a89a5d0_serve_final}_h200), no polling vs 50 us:
+  // - saturated: 50.1k vs 46.0k/s, 80.8k vs 72.4k, 75.3k vs 77.1k;
+  // - p99 at half that rate (the last run only): 313 vs 657 us;
+  // - concurrency 1, mixed and within the runs' spread: mlp b1 overhead 15
+  //   vs 0, 22 vs 37, 35 vs 38 us; dlrm_dense b16 44 vs 69, 51 vs 58, 60
+  //   vs 15.
+  // A CPU profile of the saturated server put 10% of its samples in the
+  // polling loops' clock reads (2026-11-26_cdeed68_profile_h200): under load
+  // polling takes cores gRPC's threads need, for a gain at concurrency 1
+  // the runs do not show (there the request runs on its RPC thread and
+  // wakes no worker). Polling still pays on the hand-off path
   // (--run-on-rpc-thread=false), which README's low-latency setting pairs
   // with --idle-spin-us 1000.
   std::chrono::microseconds idle_spin{0};
