@@ -7,10 +7,10 @@
 // spinlock, and at saturation the threads queue on it: in CPU profiles of
 // the saturated server and load generator (bench/serve_profile.sh), Mutex
 // Lock and Unlock held 22% of the server's samples and 42% of the load
-// generator's, most of it spinning in SpinLock::SlowLock under the check. An
-// uncontended lock-unlock pair costs 70 ns with the check and 23 ns without
-// on the build machine. Serving binaries turn it off first thing in main; the
-// tests keep it, where it finds lock-order inversions. Setting
+// generator's, most of it spinning in SpinLock::SlowLock under the check
+// (bench/results/2026-11-26_d653244_profile_h200). Serving binaries turn it
+// off first thing in main; the tests keep it, where it finds lock-order
+// inversions (mutex_checks_test shows it on). Setting
 // GRAPHSERVE_MUTEX_DEADLOCK_DETECTION=1 keeps it in a serving binary too, so
 // that serve_bench can measure both side by side.
 
