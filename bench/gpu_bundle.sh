@@ -67,11 +67,13 @@ ldd "$stage"/bin/* | awk '/=>/ {print $1, $3}' | sort -u | while read -r name pa
 done
 
 # gperftools' CPU profiler, preloaded by bench/serve_profile.sh (the GPU
-# machine has no profiler of its own), with the unwinder it loads.
+# machine has no profiler of its own), with the unwinder it loads: in a
+# folder of their own, off the library path of everything else.
 profiler=/usr/lib/x86_64-linux-gnu/libprofiler.so.0
 if [[ -f "$profiler" ]]; then
-  cp -L "$profiler" "$stage/lib/"
-  ldd "$profiler" | awk '/libunwind/ {print $3}' | xargs -r cp -L -t "$stage/lib/"
+  mkdir -p "$stage/profiler"
+  cp -L "$profiler" "$stage/profiler/"
+  ldd "$profiler" | awk '/libunwind/ {print $3}' | xargs -r cp -L -t "$stage/profiler/"
 else
   echo "gpu_bundle: $profiler missing (deploy/setup.sh installs google-perftools): no profiles"
 fi

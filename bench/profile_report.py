@@ -9,7 +9,7 @@ position-independent executables (their code does not start at file offset
 /proc/self/maps to a file offset, through the file's program headers to an
 address inside the file, and binutils' addr2line names it.
 
-    bench/profile_report.py PROFILE [--root DIR] [--top N] [--callers TEXT]
+    bench/profile_report.py PROFILE [--root DIR] [--top N] [--callers TEXT [--depth N]]
 
 --root: a folder holding the profiled machine's files at their paths (a
 library found there wins over this machine's own copy, which may be another
@@ -22,6 +22,7 @@ syscall).
 import argparse
 import bisect
 import collections
+import functools
 import os
 import struct
 import subprocess
@@ -72,8 +73,10 @@ def parse_maps(text):
     return sorted(mappings, key=lambda m: m.start)
 
 
+@functools.lru_cache(maxsize=None)
 def load_segments(path):
-    """(file offset, size, address) of each PT_LOAD segment of an ELF file."""
+    """(file offset, size, address) of each executable PT_LOAD segment of an
+    ELF file."""
     with open(path, "rb") as f:
         head = f.read(64)
         if head[:4] != b"\x7fELF" or head[4] != 2:
@@ -84,8 +87,9 @@ def load_segments(path):
         table = f.read(phentsize * phnum)
     segments = []
     for i in range(phnum):
-        kind, _, offset, vaddr, _, filesz = struct.unpack_from("<IIQQQQ", table, i * phentsize)
-        if kind == 1:
+        kind, flags, offset, vaddr, _, filesz = struct.unpack_from("<IIQQQQ", table,
+                                                                   i * phentsize)
+        if kind == 1 and flags & 1:  # PT_LOAD, PF_X
             segments.append((offset, filesz, vaddr))
     return segments
 
@@ -128,6 +132,7 @@ class Symbolizer:
             for seg_offset, size, vaddr in load_segments(local):
                 if seg_offset <= file_offset < seg_offset + size:
                     address = file_offset - seg_offset + vaddr
+                    break
             if address is None:
                 self.names[pc] = "[%s]" % library
                 continue
@@ -150,15 +155,20 @@ class Symbolizer:
 
 
 def shorten(function):
-    """A demangled name without its argument list, which is long in C++."""
+    """A demangled name without its own argument list, which is long in C++:
+    the last parenthesised group, when the name ends with one (a lambda's or
+    an operator()'s parentheses earlier in the name stay)."""
+    body = function[:-len(" const")] if function.endswith(" const") else function
+    if not body.endswith(")"):
+        return function
     depth = 0
-    for i, c in enumerate(function):
-        if c == "<":
+    for i in range(len(body) - 1, -1, -1):
+        if body[i] == ")":
             depth += 1
-        elif c == ">":
+        elif body[i] == "(":
             depth -= 1
-        elif c == "(" and depth == 0 and i > 0 and not function.startswith("(anonymous", i):
-            return function[:i]
+            if depth == 0:
+                return body[:i] if i > 0 else function
     return function
 
 
@@ -184,7 +194,10 @@ def report(samples, period_us, symbolizer, top, callers_of=None, caller_depth=4)
             hit = next((i for i, f in enumerate(frames) if callers_of in f), None)
             if hit is not None:
                 callers[" <- ".join(frames[hit:hit + 1 + caller_depth])] += count
-    lines = ["%d samples, %.3f s of CPU (%d us each)" % (total, total * period_us / 1e6, period_us)]
+    # Samples, not CPU time: the profiler's process-wide timer signals merge
+    # when several threads run at once, so a busy process gets far fewer than
+    # one per period of the CPU it used (bench/README.md, "Profiles").
+    lines = ["%d samples (sampling period %d us of CPU)" % (total, period_us)]
 
     def table(title, counter, limit):
         lines.append("")

@@ -42,7 +42,7 @@ for model in mlp dlrm_dense; do
 done
 
 # shellcheck source=bench/serve_server.sh
-source "$(dirname "$0")/serve_server.sh"
+source "$(dirname "$0")/serve_server.sh" || exit 2
 perf() {  # perf CSV [flags...]
   local csv=$1
   shift
@@ -62,11 +62,6 @@ half_rate() {
     "$1" 2>/dev/null || echo 0
 }
 
-# Turns dynamic batching on for every model of a demo repository (Triton's
-# config field; an empty message: merge when a slot frees, no delay).
-with_batching() {
-  for config in "$1"/*/config.pbtxt; do echo "dynamic_batching { }" >>"$config"; done
-}
 
 # latency_runs SUFFIX "BATCHES" [SERVER FLAGS...]: concurrency 1, mlp and
 # dlrm_dense at each batch of BATCHES, $repeats times, on the two-stream demo

@@ -14,16 +14,20 @@ out=$2
 work=$(mktemp -d)
 mkdir -p "$out"
 failures=0
-profiler="$bin/../lib/libprofiler.so.0"
-if [[ ! -f "$profiler" ]]; then
-  echo "serve_profile: $profiler is not in the bundle (google-perftools not installed where it was built)"
+# The profiler and the unwinder it needs, both preloaded by path (their
+# folder is on no library path).
+profiler_dir="$bin/../profiler"
+profiler="$profiler_dir/libunwind.so.8 $profiler_dir/libprofiler.so.0"
+if [[ ! -f "$profiler_dir/libprofiler.so.0" || ! -f "$profiler_dir/libunwind.so.8" ]]; then
+  echo "serve_profile: no profiler in the bundle ($profiler_dir; google-perftools was not installed where it was built)"
   exit 1
 fi
-# Samples per second of CPU each process uses.
+# Samples asked for per second of CPU each process uses (a multi-threaded
+# process gets fewer: bench/README.md, "Profiles").
 export CPUPROFILE_FREQUENCY=1000
 
 # shellcheck source=bench/serve_server.sh
-source "$(dirname "$0")/serve_server.sh"
+source "$(dirname "$0")/serve_server.sh" || exit 2
 # Each server writes its profile as it exits (stop_server).
 profiled_server() {  # profiled_server PROFILE REPO [extra flags...]
   local profile=$1
@@ -40,7 +44,7 @@ perf() {  # perf PROFILE [flags...]: one 4 s window, profiled
 }
 
 "$bin/make_demo_repository" --out "$work/repo_batching" --streams 4 >/dev/null
-for config in "$work"/repo_batching/*/config.pbtxt; do echo "dynamic_batching { }" >>"$config"; done
+with_batching "$work/repo_batching"
 "$bin/make_demo_repository" --out "$work/repo_m2" --streams 2 >/dev/null
 
 echo "--- saturated: graphs on, dynamic batching, mlp batch 1, 64 concurrent, 16 connections"

@@ -1,10 +1,18 @@
-# Starting and stopping a graphserve for the serving scripts (serve_bench.sh,
-# serve_profile.sh), which source this after setting:
+# The server side of the serving scripts (serve_bench.sh, serve_profile.sh):
+# a demo repository with dynamic batching, and starting and stopping a
+# graphserve. They source this after setting:
 #   bin       the bundle's bin folder
 #   work      a scratch folder (the server's log goes there)
 #   failures  their failure count, raised here
 # and, optionally, server_launcher: words put before the server's command
 # (serve_profile.sh preloads its profiler that way, for the server alone).
+
+# Turns dynamic batching on for every model of a demo repository (Triton's
+# config field; an empty message: merge when a slot frees, no delay).
+with_batching() {
+  for config in "$1"/*/config.pbtxt; do echo "dynamic_batching { }" >>"$config"; done
+}
+
 port=8001
 server_pid=""
 server_launcher=()
