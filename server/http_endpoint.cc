@@ -353,6 +353,16 @@ class HttpEndpoint::Handler {
   const size_t max_body_bytes_;
 };
 
+TcpListenAddress HttpListenAddress(const HttpEndpointOptions& options) {
+  TcpListenAddress address;
+  address.host = options.host;
+  address.port = options.port;
+  address.reuse_port = options.reuse_port;
+  address.port_flag = "--http-port";
+  address.reuse_flag = "--reuse-http-port";
+  return address;
+}
+
 absl::StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(
     const InferenceProtocol* protocol, const HttpEndpointOptions& options) {
   auto endpoint = std::unique_ptr<HttpEndpoint>(new HttpEndpoint());
@@ -375,14 +385,8 @@ absl::StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(
     if (response.status == 404) return SendNotFound(request, response);
     response.set_content(ErrorJson(absl::StrCat("HTTP ", response.status)), "application/json");
   });
-  TcpListenAddress address;
-  address.host = options.host;
-  address.port = options.port;
-  address.reuse_port = options.reuse_port;
-  address.port_flag = "--http-port";
-  address.reuse_flag = "--reuse-http-port";
   absl::StatusOr<std::unique_ptr<HttpListener>> listener =
-      HttpListener::Start(std::move(server), address);
+      HttpListener::Start(std::move(server), HttpListenAddress(options));
   if (!listener.ok()) return listener.status();
   endpoint->listener_ = *std::move(listener);
   return endpoint;

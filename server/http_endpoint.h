@@ -56,6 +56,10 @@ struct HttpEndpointOptions {
   int threads = 32;
 };
 
+// The address an endpoint with `options` listens on, named by the server's
+// flags in errors (CheckCanListen).
+TcpListenAddress HttpListenAddress(const HttpEndpointOptions& options);
+
 class HttpEndpoint {
  public:
   // Borrows `protocol`. An error naming the address and why (CheckCanListen)

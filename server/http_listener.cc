@@ -9,16 +9,6 @@
 namespace graphserve {
 
 absl::StatusOr<std::unique_ptr<HttpListener>> HttpListener::Start(
-    std::unique_ptr<httplib::Server> server, const std::string& host, int port,
-    const std::string& port_flag) {
-  TcpListenAddress address;
-  address.host = host;
-  address.port = port;
-  address.port_flag = port_flag;
-  return Start(std::move(server), address);
-}
-
-absl::StatusOr<std::unique_ptr<HttpListener>> HttpListener::Start(
     std::unique_ptr<httplib::Server> server, const TcpListenAddress& address) {
   // cpp-httplib's default options add SO_REUSEPORT: Note [Refusing a port in use].
   const bool reuse_port = address.reuse_port;

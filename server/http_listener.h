@@ -23,10 +23,6 @@ class HttpListener {
   // flags, when it cannot bind.
   static absl::StatusOr<std::unique_ptr<HttpListener>> Start(
       std::unique_ptr<httplib::Server> server, const TcpListenAddress& address);
-  // The same, never sharing the port.
-  static absl::StatusOr<std::unique_ptr<HttpListener>> Start(
-      std::unique_ptr<httplib::Server> server, const std::string& host, int port,
-      const std::string& port_flag);
 
   [[nodiscard]] int port() const { return port_; }
   // Stops listening and waits for the requests being served. Idempotent.

@@ -30,6 +30,15 @@ TcpListenAddress GrpcListenAddress(const InferenceServerOptions& options) {
   return address;
 }
 
+HttpEndpointOptions HttpOptions(const InferenceServerOptions& options) {
+  HttpEndpointOptions http;
+  http.host = options.host;
+  http.port = options.http_port;
+  http.reuse_port = options.reuse_http_port;
+  http.max_body_bytes = static_cast<size_t>(options.max_message_bytes);
+  return http;
+}
+
 // Every address the server will listen on, before the models load: a port
 // in use is reported in a moment rather than after minutes of capture.
 absl::Status CheckListenAddresses(const InferenceServerOptions& options) {
@@ -37,21 +46,9 @@ absl::Status CheckListenAddresses(const InferenceServerOptions& options) {
   if (!options.grpc_unix_socket.empty()) {
     RETURN_IF_ERROR(CheckCanListenUnix(options.grpc_unix_socket, "--grpc-address"));
   }
-  if (options.allow_http) {
-    TcpListenAddress http;
-    http.host = options.host;
-    http.port = options.http_port;
-    http.reuse_port = options.reuse_http_port;
-    http.port_flag = "--http-port";
-    http.reuse_flag = "--reuse-http-port";
-    RETURN_IF_ERROR(CheckCanListen(http));
-  }
+  if (options.allow_http) RETURN_IF_ERROR(CheckCanListen(HttpListenAddress(HttpOptions(options))));
   if (options.allow_metrics) {
-    TcpListenAddress metrics;
-    metrics.host = options.host;
-    metrics.port = options.metrics_port;
-    metrics.port_flag = "--metrics-port";
-    RETURN_IF_ERROR(CheckCanListen(metrics));
+    RETURN_IF_ERROR(CheckCanListen(MetricsListenAddress(options.host, options.metrics_port)));
   }
   return absl::OkStatus();
 }
@@ -91,13 +88,8 @@ absl::StatusOr<std::unique_ptr<InferenceServer>> InferenceServer::Start(
                                                          &server->gate_, &server->responder_);
   server->service_ = std::make_unique<InferenceService>(server->protocol_.get());
   if (options.allow_http) {
-    HttpEndpointOptions http;
-    http.host = options.host;
-    http.port = options.http_port;
-    http.reuse_port = options.reuse_http_port;
-    http.max_body_bytes = static_cast<size_t>(options.max_message_bytes);
     absl::StatusOr<std::unique_ptr<HttpEndpoint>> endpoint =
-        HttpEndpoint::Start(server->protocol_.get(), http);
+        HttpEndpoint::Start(server->protocol_.get(), HttpOptions(options));
     if (!endpoint.ok()) return endpoint.status();
     server->http_ = *std::move(endpoint);
     out << "graphserve: serving HTTP/REST on " << options.host << ":" << server->http_->port()

@@ -265,6 +265,14 @@ std::vector<ModelMetrics> ReadMetrics(const ModelRegistry& registry) {
   return models;
 }
 
+TcpListenAddress MetricsListenAddress(const std::string& host, int port) {
+  TcpListenAddress address;
+  address.host = host;
+  address.port = port;
+  address.port_flag = "--metrics-port";
+  return address;
+}
+
 absl::StatusOr<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(
     const ModelRegistry* registry, const std::string& host, int port) {
   auto endpoint = std::unique_ptr<MetricsEndpoint>(new MetricsEndpoint());
@@ -277,7 +285,7 @@ absl::StatusOr<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(
                          "text/plain; version=0.0.4");
   });
   absl::StatusOr<std::unique_ptr<HttpListener>> listener =
-      HttpListener::Start(std::move(server), host, port, "--metrics-port");
+      HttpListener::Start(std::move(server), MetricsListenAddress(host, port));
   if (!listener.ok()) return listener.status();
   endpoint->listener_ = *std::move(listener);
   return endpoint;

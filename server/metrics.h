@@ -80,6 +80,10 @@ std::string MetricsText(const std::vector<ModelMetrics>& models,
 // Every loaded model version of `registry`, read now.
 std::vector<ModelMetrics> ReadMetrics(const ModelRegistry& registry);
 
+// The address a metrics endpoint on `host`:`port` listens on, never shared
+// with another process, named by the server's flag in errors.
+TcpListenAddress MetricsListenAddress(const std::string& host, int port);
+
 class MetricsEndpoint {
  public:
   // Borrows `registry`. `port` 0 picks a free one (see port()).
