@@ -392,7 +392,9 @@ void LoadGenerator::RunSchedule(Call call, std::shared_ptr<LevelRecorder> record
                                 double requests_per_second, SteadyClock::time_point start,
                                 int index, int shares) {
   const double share_rate = requests_per_second / shares;
-  std::seed_seq seeds{options_.seed, static_cast<uint64_t>(index)};
+  // seed_seq keeps 32 bits of each value: the seed goes in as two halves.
+  std::seed_seq seeds{options_.seed & 0xffffffffu, options_.seed >> 32,
+                      static_cast<uint64_t>(index)};
   std::mt19937_64 rng(seeds);
   std::exponential_distribution<double> poisson_gap(share_rate);
   const double constant_gap = 1.0 / share_rate;
