@@ -1,6 +1,7 @@
 #include "client/load_generator.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <random>
@@ -224,11 +225,16 @@ class LoadGenerator::LevelRecorder {
     return delayed_sends_;
   }
 
+  // A send that went out over kLateSend behind its scheduled time.
+  void CountLateSend() { late_sends_.fetch_add(1, std::memory_order_relaxed); }
+  int64_t late_sends() const { return late_sends_.load(std::memory_order_relaxed); }
+
  private:
   absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   int64_t outstanding_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t delayed_sends_ ABSL_GUARDED_BY(mu_) = 0;
+  std::atomic<int64_t> late_sends_{0};
   std::vector<Completion> completions_ ABSL_GUARDED_BY(mu_);
 };
 
@@ -383,6 +389,9 @@ void LoadGenerator::SendOpenLoop(Call call, std::shared_ptr<LevelRecorder> recor
 // (8000) requests a second: thread i of k sends at rate R/k. A constant
 // schedule stays evenly spaced (thread i starts i/R after the first); k
 // independent Poisson processes of rate R/k together are one of rate R.
+// Sends still over kLateSend behind their time are counted
+// (LevelResult::late_sends) and reported, so a generator that falls behind
+// says so instead of measuring a lower rate than the one named.
 constexpr int kMaxScheduleThreads = 16;
 // Slower schedules would not send within a measurement window, and their
 // gaps, in nanoseconds, would overflow below ~1e-10/s.
@@ -410,6 +419,7 @@ void LoadGenerator::RunSchedule(Call call, std::shared_ptr<LevelRecorder> record
           : start + after(static_cast<double>(index) / requests_per_second);
   while (recorder->SleepUntilOrStop(next)) {
     if (!recorder->StartWhenBelow(options_.max_outstanding)) return;
+    if (SteadyClock::now() - next > kLateSend) recorder->CountLateSend();
     SendOpenLoop(call, recorder);
     next += after(options_.distribution == RequestDistribution::kPoisson ? poisson_gap(rng)
                                                                          : constant_gap);
@@ -462,6 +472,7 @@ LevelResult LoadGenerator::MeasureLevel(Call call, LevelRecorder& recorder, doub
       Summarize(recorder.TakeCompletions(), boundaries, options_.batch_size, level);
   result.server = ServerDelta(before, after);
   result.delayed_sends = recorder.delayed_sends();
+  result.late_sends = recorder.late_sends();
   return result;
 }
 

@@ -236,6 +236,8 @@ TEST_F(LoadGeneratorTest, RequestRateAboveTheCapDelaysSends) {
     absl::StatusOr<LevelResult> level = (*generator)->RunRequestRate(rate);
     ASSERT_TRUE(level.ok()) << level.status();
     EXPECT_GT(level->delayed_sends, 0);
+    // Held back, they went out behind their schedule too.
+    EXPECT_GT(level->late_sends, 0);
     EXPECT_GT(level->completed, 0);
   }
 }

@@ -227,6 +227,11 @@ std::string FormatPerfTable(LoadMode mode, absl::Span<const LevelResult> levels)
                       level.delayed_sends,
                       " sends went out late, held back by the cap on outstanding requests; "
                       "the server does not keep up with this rate\n");
+    } else if (level.late_sends > 0) {
+      absl::StrAppend(&table, LevelName(mode), " ", FormatLevel(mode, level.level), ": ",
+                      level.late_sends, " sends went out over ", kLateSend.count(),
+                      " us behind the schedule: the load generator did not keep up with this "
+                      "rate, so the rate measured is not the rate asked\n");
     }
   }
   return table;

@@ -7,6 +7,7 @@
 // as whole microseconds (truncated), throughput as inferences per second,
 // where one request of batch B counts B inferences.
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -88,6 +89,10 @@ struct ReplayCost {
 };
 
 // One load level: a concurrency or a request rate, measured over its windows.
+// How far behind its schedule a request-rate send may go out before it is
+// counted in LevelResult::late_sends.
+inline constexpr std::chrono::microseconds kLateSend{1000};
+
 struct LevelResult {
   // The concurrency N, or the request rate in requests per second.
   double level = 0;
@@ -114,6 +119,10 @@ struct LevelResult {
   // Request-rate mode: sends that waited because the cap on outstanding
   // requests was reached, i.e. went out later than scheduled.
   int64_t delayed_sends = 0;
+  // Request-rate mode: sends that went out over kLateSend after their
+  // scheduled time for any reason (the cap above, or the load generator's own
+  // threads falling behind, Note [Schedule threads]).
+  int64_t late_sends = 0;
   // The floor measured right after this level; empty when not measured.
   std::optional<FloorResult> floor;
   // The model's full-chunk replay for batch_size (the same for every level).

@@ -193,5 +193,21 @@ TEST(PerfTableTest, ShowsLevelsAndNamesErrors) {
             "usec, 3 errors");
 }
 
+TEST(PerfTableTest, SaysWhoFellBehindTheSchedule) {
+  LevelResult level = ExampleLevel();
+  level.level = 5000;
+  level.late_sends = 7;
+  // Late with no send held back by the cap: the load generator fell behind.
+  std::string table = FormatPerfTable(LoadMode::kRequestRate, {level});
+  EXPECT_TRUE(absl::StrContains(table, ": 7 sends went out over 1000 us behind the schedule: the "
+                                       "load generator did not keep up"))
+      << table;
+  // Sends held back by the cap: the server is the one behind.
+  level.delayed_sends = 5;
+  table = FormatPerfTable(LoadMode::kRequestRate, {level});
+  EXPECT_TRUE(absl::StrContains(table, ": 5 sends went out late, held back by the cap")) << table;
+  EXPECT_FALSE(absl::StrContains(table, "did not keep up")) << table;
+}
+
 }  // namespace
 }  // namespace graphserve
