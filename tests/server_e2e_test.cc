@@ -21,6 +21,7 @@
 #include <functional>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -1134,10 +1135,20 @@ void SetCapturedSizes(const std::string& repository, const std::string& model,
   WriteConfig(repository, model, config);
 }
 
-grpc::Status LoadModel(inference::GRPCInferenceService::Stub& stub, const std::string& model) {
+// Loads `model`; with `config`, that configuration (as JSON, Triton's
+// `config` load parameter) in place of the repository's config.pbtxt.
+grpc::Status LoadModel(inference::GRPCInferenceService::Stub& stub, const std::string& model,
+                       const std::optional<inference::ModelConfig>& config = std::nullopt) {
   grpc::ClientContext context;
   inference::RepositoryModelLoadRequest request;
   request.set_model_name(model);
+  if (config.has_value()) {
+    std::string json;
+    if (!google::protobuf::util::MessageToJsonString(*config, &json).ok()) {
+      return grpc::Status(grpc::StatusCode::INTERNAL, "the test's config does not convert");
+    }
+    (*request.mutable_parameters())["config"].set_string_param(json);
+  }
   inference::RepositoryModelLoadResponse response;
   return stub.RepositoryModelLoad(&context, request, &response);
 }
@@ -1290,26 +1301,12 @@ TEST(ServerModelControl, ALoadWithAConfigOverrideIgnoresTheFileOnDisk) {
     // An override naming another model is refused, its name quoted short.
     inference::ModelConfig other = config;
     other.set_name(std::string(65536, 'x'));
-    std::string other_json;
-    ASSERT_TRUE(google::protobuf::util::MessageToJsonString(other, &other_json).ok());
-    grpc::ClientContext context;
-    inference::RepositoryModelLoadRequest request;
-    request.set_model_name("mlp");
-    (*request.mutable_parameters())["config"].set_string_param(other_json);
-    inference::RepositoryModelLoadResponse response;
-    const grpc::Status refused = stub->RepositoryModelLoad(&context, request, &response);
+    const grpc::Status refused = LoadModel(*stub, "mlp", other);
     EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
     EXPECT_THAT(refused.error_message(), HasSubstr("(65536 bytes)"));
     EXPECT_LT(refused.error_message().size(), 400u);
   }
-  std::string json;
-  ASSERT_TRUE(google::protobuf::util::MessageToJsonString(config, &json).ok());
-  grpc::ClientContext context;
-  inference::RepositoryModelLoadRequest request;
-  request.set_model_name("mlp");
-  (*request.mutable_parameters())["config"].set_string_param(json);
-  inference::RepositoryModelLoadResponse response;
-  const grpc::Status loaded = stub->RepositoryModelLoad(&context, request, &response);
+  const grpc::Status loaded = LoadModel(*stub, "mlp", config);
   ASSERT_TRUE(loaded.ok()) << loaded.error_message();
   EXPECT_THAT(FetchConfig(*stub, "mlp").capture().batch_sizes(), ::testing::ElementsAre(2, 8));
   grpc::ClientContext ready_context;
