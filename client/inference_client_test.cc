@@ -170,7 +170,9 @@ TEST_F(InferenceClientTest, RejectsMismatchedInputBytesWithoutACall) {
 }
 
 TEST_F(InferenceClientTest, InferAsyncRunsConcurrently) {
-  constexpr int kCalls = 16;  // all in flight at once on the client's one queue
+  // All sent before any is waited for, on the client's one queue (that they
+  // overlap at the server is not checked here).
+  constexpr int kCalls = 16;
   absl::BlockingCounter done(kCalls);
   absl::Mutex mu;
   std::vector<absl::StatusOr<InferResult>> results(kCalls, absl::UnknownError("not run"));

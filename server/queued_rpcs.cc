@@ -1,5 +1,6 @@
 #include "server/queued_rpcs.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <optional>
@@ -135,9 +136,12 @@ void Poll(grpc::ServerCompletionQueue* queue) {
 
 QueuedRpcs::QueuedRpcs(grpc::ServerBuilder* builder, InferenceService* service,
                        const InferenceProtocol* protocol, int queues, int threads_per_queue)
-    : service_(service), protocol_(protocol), threads_per_queue_(threads_per_queue) {
-  for (int i = 0; i < queues; ++i) {
-    queues_.push_back(std::make_unique<Queue>(builder->AddCompletionQueue(), threads_per_queue));
+    // At least one queue and one thread on it: with none, ModelInfer would
+    // never be asked for or answered (ServerCommand checks its flags; this
+    // guards options built in code).
+    : service_(service), protocol_(protocol), threads_per_queue_(std::max(1, threads_per_queue)) {
+  for (int i = 0; i < std::max(1, queues); ++i) {
+    queues_.push_back(std::make_unique<Queue>(builder->AddCompletionQueue(), threads_per_queue_));
   }
 }
 

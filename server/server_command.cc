@@ -203,9 +203,9 @@ void AddFlags(FlagValues* v, CommandLine* flags) {
   flags->AddInt("idle-spin-us", &v->idle_spin_us,
                 "Microseconds an idle stream worker or responder polls for work before it "
                 "sleeps. Waking a sleeping thread costs tens of microseconds per request on a "
-                "quiet server; a longer spin saves that at the price of idle CPU. 0 (the "
-                "default): sleep at once; a request that finds a slot idle runs on its RPC "
-                "thread and wakes no worker.");
+                "quiet server; a longer spin saves that at the price of idle CPU. 0: sleep at "
+                "once; a request that finds a slot idle runs on its RPC thread and wakes no "
+                "worker.");
   flags->AddBool("run-on-rpc-thread", &options.models.run_on_rpc_thread,
                  "A request that finds a stream slot idle runs on the thread that received it, "
                  "which also writes the response: no thread hand-off on a quiet server. Off: "
