@@ -12,17 +12,16 @@
 //
 // `serve` answers until killed. `load` prints one line: RPCs/s, p50 and p99.
 
-#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <iostream>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "client/perf_report.h"
 #include "common/command_line.h"
 #include "common/mutex_checks.h"
 #include "grpcpp/grpcpp.h"
@@ -111,19 +110,23 @@ int Serve(const std::string& api, int64_t threads, const std::string& address) {
 
 // ------------------------------------------------------------------ load side
 
+// The load's shared state. Latencies go to each call's own vector (a call
+// has one RPC outstanding at a time), so recording takes no lock that the
+// measured RPCs would queue on.
 struct Recorder {
-  std::mutex mu;
-  std::vector<double> latencies_us;
   std::atomic<int64_t> failures{0};
   std::atomic<bool> measuring{false};
   std::atomic<bool> stop{false};
 
-  void Record(Clock::time_point sent, bool ok) {
-    if (!ok) failures.fetch_add(1);
+  // Only answered RPCs count towards throughput and latency.
+  void Record(Clock::time_point sent, bool ok, std::vector<int64_t>* latencies_ns) {
+    if (!ok) {
+      failures.fetch_add(1);
+      return;
+    }
     if (!measuring.load(std::memory_order_relaxed)) return;
-    const double us = std::chrono::duration<double, std::micro>(Clock::now() - sent).count();
-    std::lock_guard<std::mutex> lock(mu);
-    latencies_us.push_back(us);
+    latencies_ns->push_back(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - sent).count());
   }
 };
 
@@ -147,13 +150,14 @@ struct CallbackCall {
   inference::ServerLiveRequest request;
   inference::ServerLiveResponse response;
   Clock::time_point sent;
+  std::vector<int64_t> latencies_ns;
   std::atomic<bool>* idle = nullptr;
 
   void Send() {
     context = std::make_unique<grpc::ClientContext>();
     sent = Clock::now();
     stub->async()->ServerLive(context.get(), &request, &response, [this](grpc::Status status) {
-      recorder->Record(sent, status.ok());
+      recorder->Record(sent, status.ok(), &latencies_ns);
       if (recorder->stop.load()) {
         idle->store(true);
         return;
@@ -173,6 +177,7 @@ struct QueuedCall {
   grpc::Status status;
   std::unique_ptr<grpc::ClientAsyncResponseReader<inference::ServerLiveResponse>> reader;
   Clock::time_point sent;
+  std::vector<int64_t> latencies_ns;
 
   void Send() {
     reader.reset();  // lives in the old call's arena, which the old context frees
@@ -189,6 +194,7 @@ int Load(const std::string& api, int64_t threads, int64_t channels, int64_t conc
   Recorder recorder;
   std::vector<std::thread> workers;
   std::vector<std::unique_ptr<CallbackCall>> callback_calls;
+  std::vector<std::unique_ptr<QueuedCall>> queued_calls;
   std::vector<std::atomic<bool>> idle(static_cast<size_t>(concurrency));
   if (api == "callback") {
     for (int64_t i = 0; i < concurrency; ++i) {
@@ -200,23 +206,24 @@ int Load(const std::string& api, int64_t threads, int64_t channels, int64_t conc
       callback_calls.push_back(std::move(call));
     }
   } else {
+    for (int64_t i = 0; i < concurrency; ++i) queued_calls.push_back(std::make_unique<QueuedCall>());
     for (int64_t t = 0; t < threads; ++t) {
       workers.emplace_back([&, t] {
         grpc::CompletionQueue queue;
-        std::vector<std::unique_ptr<QueuedCall>> calls;
+        std::vector<QueuedCall*> calls;
         for (int64_t i = t; i < concurrency; i += threads) {
-          auto call = std::make_unique<QueuedCall>();
+          QueuedCall* call = queued_calls[static_cast<size_t>(i)].get();
           call->stub = stubs[static_cast<size_t>(i % channels)].get();
           call->queue = &queue;
           call->Send();
-          calls.push_back(std::move(call));
+          calls.push_back(call);
         }
         size_t outstanding = calls.size();
         void* tag = nullptr;
         bool ok = false;
         while (outstanding > 0 && queue.Next(&tag, &ok)) {
           auto* call = static_cast<QueuedCall*>(tag);
-          recorder.Record(call->sent, ok && call->status.ok());
+          recorder.Record(call->sent, ok && call->status.ok(), &call->latencies_ns);
           if (recorder.stop.load()) {
             --outstanding;
           } else {
@@ -237,23 +244,26 @@ int Load(const std::string& api, int64_t threads, int64_t channels, int64_t conc
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   recorder.stop = true;
   for (std::thread& worker : workers) worker.join();
-  for (std::atomic<bool>& done : idle) {
-    while (api == "callback" && !done.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  if (api == "callback") {
+    for (std::atomic<bool>& done : idle) {
+      while (!done.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
   }
-  std::vector<double> latencies;
-  {
-    std::lock_guard<std::mutex> lock(recorder.mu);
-    latencies = recorder.latencies_us;
+  // Percentiles as graphserve-client perf takes them, so that the two read
+  // side by side in serve_bench.
+  std::vector<int64_t> latencies_ns;
+  for (const auto& call : callback_calls) {
+    latencies_ns.insert(latencies_ns.end(), call->latencies_ns.begin(), call->latencies_ns.end());
   }
-  std::sort(latencies.begin(), latencies.end());
-  const auto quantile = [&](double q) {
-    return latencies.empty() ? 0.0 : latencies[static_cast<size_t>(q * (latencies.size() - 1))];
-  };
+  for (const auto& call : queued_calls) {
+    latencies_ns.insert(latencies_ns.end(), call->latencies_ns.begin(), call->latencies_ns.end());
+  }
+  const LatencySummary latency = SummarizeLatencies(std::move(latencies_ns));
   std::cout << absl::StrFormat(
       "load=%s threads=%d channels=%d concurrency=%d rpcs_per_s=%.0f p50_us=%.1f p99_us=%.1f "
       "failures=%d\n",
-      api, threads, channels, concurrency, latencies.size() / seconds, quantile(0.5),
-      quantile(0.99), recorder.failures.load());
+      api, threads, channels, concurrency, latency.count / seconds, latency.p50_ns / 1e3,
+      latency.p99_ns / 1e3, recorder.failures.load());
   return 0;
 }
 
