@@ -128,7 +128,9 @@ std::shared_ptr<ServedModel> Share(std::unique_ptr<ServedModel> model,
 // written for Triton loads as it is.
 void LogIgnoredFields(const RepositoryModel& entry, std::ostream& progress) {
   for (const std::string& field : IgnoredConfigFields(entry.config)) {
-    progress << "graphserve: model '" << entry.name << "': config.pbtxt sets " << field
+    progress << "graphserve: model '" << entry.name << "': "
+             << (entry.config_from_load ? "the load parameter 'config'" : "config.pbtxt")
+             << " sets " << field
              << ", a Triton field GraphServe accepts and ignores\n";
   }
 }
@@ -450,41 +452,27 @@ void ModelRegistry::RequestUnload(const std::string& name,
 absl::Status ModelRegistry::LoadModel(const std::string& name,
                                       const std::optional<std::string>& config_json,
                                       std::ostream& progress) {
-  ASSIGN_OR_RETURN(std::vector<RepositoryModel> scanned, ScanModelRepository(repository_));
-  auto entry = std::find_if(scanned.begin(), scanned.end(),
-                            [&](const RepositoryModel& model) { return model.name == name; });
-  if (entry == scanned.end()) {
+  // The one model's directory is read, not the whole repository.
+  if (!IsModelDirectory(repository_, name)) {
     return absl::NotFoundError(absl::StrCat("no model ", QuoteClientText(name),
                                             " in the repository ", repository_));
   }
+  std::optional<inference::ModelConfig> config;
   if (config_json.has_value()) {
-    inference::ModelConfig config;
-    const auto parsed = google::protobuf::util::JsonStringToMessage(*config_json, &config);
+    config.emplace();
+    const auto parsed = google::protobuf::util::JsonStringToMessage(*config_json, &*config);
     if (!parsed.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat("load parameter 'config' of model ", QuoteClientText(name),
                        " is not a model configuration in JSON: ",
                        QuoteClientText(parsed.ToString())));
     }
-    if (config.name().empty()) config.set_name(name);
-    // The client's text reaches error messages quoted (Note [Quoting client
-    // text]): the checks the directory read makes of these two come first.
-    if (config.name() != name) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("load parameter 'config' names the model ", QuoteClientText(config.name()),
-                       " but the load is for ", QuoteClientText(name)));
-    }
-    const std::string& file = config.default_model_filename();
-    if (file.find('/') != std::string::npos || file == "." || file == ".." || file.size() > 255) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("load parameter 'config': default_model_filename ", QuoteClientText(file),
-                       " must be a file name (at most 255 bytes) inside each version directory"));
-    }
-    // Read again with the override in place of config.pbtxt: its version
-    // policy and model file name are the ones that apply.
-    *entry = ReadRepositoryModel(repository_, entry->name, &config);
   }
-  return LoadEntry(*entry, Fingerprint(entry->directory), progress);
+  // With the override in place of config.pbtxt: its version policy and model
+  // file name are the ones that apply.
+  const RepositoryModel entry =
+      ReadRepositoryModel(repository_, name, config.has_value() ? &*config : nullptr);
+  return LoadEntry(entry, Fingerprint(entry.directory), progress);
 }
 
 absl::Status ModelRegistry::LoadEntry(const RepositoryModel& entry, const std::string& fingerprint,

@@ -15,12 +15,16 @@
 #include "common/status.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
+#include "server/client_text.h"
 
 namespace graphserve {
 
 namespace fs = std::filesystem;
 
 namespace {
+
+// The longest file name Linux file systems take (NAME_MAX).
+constexpr size_t kMaxFileNameBytes = 255;
 
 // The model file name when the config names none (Triton's default for ONNX).
 constexpr char kDefaultModelFilename[] = "model.onnx";
@@ -83,9 +87,10 @@ absl::StatusOr<std::string> ReadFile(const fs::path& path) {
 }
 
 // The versions the policy serves out of `available` (version -> model path).
+// `source` names where the policy came from, for messages.
 absl::StatusOr<std::vector<ModelVersionEntry>> ServedVersions(
     const inference::ModelVersionPolicy& policy, const std::map<int64_t, std::string>& available,
-    const fs::path& directory, const std::string& filename) {
+    const fs::path& directory, const std::string& filename, const std::string& source) {
   std::vector<ModelVersionEntry> versions;
   switch (policy.policy_choice_case()) {
     case inference::ModelVersionPolicy::kAll:
@@ -93,8 +98,8 @@ absl::StatusOr<std::vector<ModelVersionEntry>> ServedVersions(
       return versions;
     case inference::ModelVersionPolicy::kSpecific: {
       if (policy.specific().versions().empty()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            (directory / "config.pbtxt").string(), ": version_policy specific lists no versions"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(source, ": version_policy specific lists no versions"));
       }
       const std::set<int64_t> wanted(policy.specific().versions().begin(),
                                      policy.specific().versions().end());
@@ -102,9 +107,8 @@ absl::StatusOr<std::vector<ModelVersionEntry>> ServedVersions(
         const auto found = available.find(version);
         if (found == available.end()) {
           return absl::NotFoundError(absl::StrCat(
-              (directory / "config.pbtxt").string(), ": version_policy specific lists version ",
-              version, " but ", (directory / std::to_string(version) / filename).string(),
-              " is absent"));
+              source, ": version_policy specific lists version ", version, " but ",
+              (directory / std::to_string(version) / filename).string(), " is absent"));
         }
         versions.push_back({version, found->second});
       }
@@ -126,6 +130,7 @@ absl::Status ReadModelDirectory(RepositoryModel* model, const inference::ModelCo
   const fs::path directory(model->directory);
   const fs::path config_path = directory / "config.pbtxt";
   std::error_code error;
+  model->config_from_load = config != nullptr;
   // Where the configuration came from, for error messages.
   const std::string source =
       config != nullptr ? "the load parameter 'config'" : config_path.string();
@@ -143,18 +148,20 @@ absl::Status ReadModelDirectory(RepositoryModel* model, const inference::ModelCo
     model->config.set_name(model->name);
   } else if (model->config.name() != model->name) {
     return absl::InvalidArgumentError(
-        absl::StrCat(source, " names the model '", model->config.name(),
-                     "' but its directory is '", model->name,
+        absl::StrCat(source, " names the model ", QuoteClientText(model->config.name()),
+                     " but its directory is '", model->name,
                      "'; clients call a model by its directory name, so the two must agree"));
   }
 
   const std::string filename = model->config.default_model_filename().empty()
                                    ? kDefaultModelFilename
                                    : model->config.default_model_filename();
-  if (filename.find('/') != std::string::npos || filename == "." || filename == "..") {
+  if (filename.find('/') != std::string::npos || filename == "." || filename == ".." ||
+      filename.size() > kMaxFileNameBytes) {
     return absl::InvalidArgumentError(
-        absl::StrCat(source, ": default_model_filename '", filename,
-                     "' must be a file name inside each version directory, not a path"));
+        absl::StrCat(source, ": default_model_filename ", QuoteClientText(filename),
+                     " must be a file name (at most ", kMaxFileNameBytes,
+                     " bytes) inside each version directory, not a path"));
   }
 
   ASSIGN_OR_RETURN(const std::vector<std::string> subdirectories, SubdirectoryNames(directory));
@@ -173,7 +180,8 @@ absl::Status ReadModelDirectory(RepositoryModel* model, const inference::ModelCo
                                             (directory / "1" / filename).string(), ")"));
   }
   ASSIGN_OR_RETURN(model->versions,
-                   ServedVersions(model->config.version_policy(), available, directory, filename));
+                   ServedVersions(model->config.version_policy(), available, directory, filename,
+                                  source));
   return absl::OkStatus();
 }
 
@@ -203,11 +211,18 @@ absl::StatusOr<std::vector<RepositoryModel>> ScanModelRepository(const std::stri
   ASSIGN_OR_RETURN(const std::vector<std::string> names, SubdirectoryNames(root));
   std::vector<RepositoryModel> models;
   for (const std::string& name : names) {
-    // Hidden directories are editors' and tools' (.git, .ipynb_checkpoints).
-    if (name[0] == '.') continue;
+    if (!IsModelDirectory(root, name)) continue;
     models.push_back(ReadRepositoryModel(root, name, nullptr));
   }
   return models;
+}
+
+bool IsModelDirectory(const std::string& root, const std::string& name) {
+  // Hidden directories are editors' and tools' (.git, .ipynb_checkpoints);
+  // "." and ".." are hidden too.
+  if (name.empty() || name[0] == '.' || name.find('/') != std::string::npos) return false;
+  std::error_code error;
+  return fs::is_directory(fs::path(root) / name, error);
 }
 
 RepositoryModel ReadRepositoryModel(const std::string& root, const std::string& name,

@@ -30,6 +30,8 @@ struct RepositoryModel {
   // model file (CompleteConfigFromModel, Triton's auto-complete).
   inference::ModelConfig config;
   bool config_from_model = false;
+  // `config` came from Triton's "config" load parameter, not config.pbtxt.
+  bool config_from_load = false;
   // What the version policy serves, ascending.
   std::vector<ModelVersionEntry> versions;
   // OK, or why this model cannot be served; one bad model does not stop the scan.
@@ -43,16 +45,23 @@ struct RepositoryModel {
 // version_policy latest{num_versions} (default: latest 1), all,
 // specific{versions}. Per-model errors (status): missing or unparsable
 // config.pbtxt (with the parser's line and column), config name different from
-// the directory name, a default_model_filename that is a path, no version
+// the directory name, a default_model_filename that is a path or over 255
+// bytes, no version
 // directory holding the model file, a specific version that is absent. A
 // model with an error keeps whatever config was parsed and no versions.
 absl::StatusOr<std::vector<RepositoryModel>> ScanModelRepository(const std::string& root);
 
+// Whether <root>/<name>/ is a directory ScanModelRepository would list: a
+// plain, not hidden, directory name (a client's name is checked with it
+// before any file is read).
+bool IsModelDirectory(const std::string& root, const std::string& name);
+
 // The model directory <root>/<name>/ read as ScanModelRepository reads each.
 // With `config` (Triton's "config" load parameter), that configuration stands
 // for config.pbtxt, which is not read: its version policy and model file name
-// apply, and it can replace a broken file. `name` must be a directory the
-// scan listed.
+// apply, and it can replace a broken file; the client's text in it reaches
+// messages quoted (Note [Quoting client text]). `name` must pass
+// IsModelDirectory.
 RepositoryModel ReadRepositoryModel(const std::string& root, const std::string& name,
                                     const inference::ModelConfig* config);
 

@@ -5,6 +5,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <string>
+
+#include "google/protobuf/text_format.h"
 
 namespace graphserve {
 namespace {
@@ -210,6 +213,52 @@ TEST_F(ModelRepositoryTest, DefaultModelFilenameMustNotBeAPath) {
   const RepositoryModel model = ScanOne();
   EXPECT_EQ(model.status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(Message(model.status), HasSubstr("not a path"));
+}
+
+TEST_F(ModelRepositoryTest, ClientsNamesAreModelDirectoriesOnlyWhenTheScanWouldListThem) {
+  WriteModel("mlp", kMlpConfig, {1});
+  WriteModel(".hidden", kMlpConfig, {1});
+  WriteFile("plain_file", "x");
+  EXPECT_TRUE(IsModelDirectory(root_.string(), "mlp"));
+  for (const std::string name : {"", ".", "..", ".hidden", "plain_file", "mlp/1", "absent"}) {
+    EXPECT_FALSE(IsModelDirectory(root_.string(), name)) << name;
+  }
+}
+
+// The "config" load parameter stands for config.pbtxt (a broken file is not
+// read); what a client wrote reaches the message quoted short, and the
+// message names the parameter as the source.
+TEST_F(ModelRepositoryTest, AConfigOverrideIsCheckedAsTheFileWouldBeAndQuotedShort) {
+  WriteModel("mlp", "this is { not a model configuration", {1, 2});
+  inference::ModelConfig config;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(kMlpConfig, &config));
+  config.mutable_version_policy()->mutable_specific()->add_versions(1);
+  RepositoryModel model = ReadRepositoryModel(root_.string(), "mlp", &config);
+  ASSERT_TRUE(model.status.ok()) << model.status;
+  EXPECT_TRUE(model.config_from_load);
+  ASSERT_EQ(model.versions.size(), 1u);
+  EXPECT_EQ(model.versions[0].version, 1);
+
+  inference::ModelConfig renamed = config;
+  renamed.set_name(std::string(65536, 'x'));
+  model = ReadRepositoryModel(root_.string(), "mlp", &renamed);
+  EXPECT_EQ(model.status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Message(model.status), HasSubstr("the load parameter 'config' names the model"));
+  EXPECT_THAT(Message(model.status), HasSubstr("(65536 bytes)"));
+  EXPECT_LT(Message(model.status).size(), 400u);
+
+  inference::ModelConfig long_file = config;
+  long_file.set_default_model_filename(std::string(256, 'f'));
+  model = ReadRepositoryModel(root_.string(), "mlp", &long_file);
+  EXPECT_EQ(model.status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Message(model.status), HasSubstr("at most 255 bytes"));
+
+  inference::ModelConfig absent = config;
+  absent.mutable_version_policy()->mutable_specific()->add_versions(7);
+  model = ReadRepositoryModel(root_.string(), "mlp", &absent);
+  EXPECT_EQ(model.status.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(Message(model.status),
+              HasSubstr("the load parameter 'config': version_policy specific lists version 7"));
 }
 
 // Each policy over versions 1, 2, 3 and 10 (10 sorts before 2 as text).
