@@ -46,9 +46,9 @@ struct RepositoryModel {
 // specific{versions}. Per-model errors (status): missing or unparsable
 // config.pbtxt (with the parser's line and column), config name different from
 // the directory name, a default_model_filename that is a path or over 255
-// bytes, no version
-// directory holding the model file, a specific version that is absent. A
-// model with an error keeps whatever config was parsed and no versions.
+// bytes, no version directory holding the model file, a specific version that
+// is absent. A model with an error keeps whatever config was parsed and no
+// versions.
 absl::StatusOr<std::vector<RepositoryModel>> ScanModelRepository(const std::string& root);
 
 // Whether <root>/<name>/ is a directory ScanModelRepository would list: a
