@@ -210,7 +210,9 @@ absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::Load(
          LoadVersions(entry, options.models, registry->retirer_, progress)) {
       states->push_back(std::move(state));
     }
-    registry->fingerprints_[entry.name] = Fingerprint(entry.directory);
+    if (options.control == ModelControlMode::kPoll) {
+      registry->fingerprints_[entry.name] = Fingerprint(entry.directory);
+    }
   }
   if (options.control == ModelControlMode::kExplicit) {
     for (const std::string& wanted : options.startup_models) {
@@ -472,11 +474,10 @@ absl::Status ModelRegistry::LoadModel(const std::string& name,
   // file name are the ones that apply.
   const RepositoryModel entry =
       ReadRepositoryModel(repository_, name, config.has_value() ? &*config : nullptr);
-  return LoadEntry(entry, Fingerprint(entry.directory), progress);
+  return LoadEntry(entry, progress);
 }
 
-absl::Status ModelRegistry::LoadEntry(const RepositoryModel& entry, const std::string& fingerprint,
-                                      std::ostream& progress) {
+absl::Status ModelRegistry::LoadEntry(const RepositoryModel& entry, std::ostream& progress) {
   const std::string& name = entry.name;
   std::vector<ModelVersionState> states = LoadVersions(entry, options_.models, retirer_, progress);
   const auto failed = std::find_if(states.begin(), states.end(),
@@ -493,7 +494,6 @@ absl::Status ModelRegistry::LoadEntry(const RepositoryModel& entry, const std::s
     return error;
   }
   Replace(name, std::move(states));
-  fingerprints_[name] = fingerprint;
   return absl::OkStatus();
 }
 
@@ -539,10 +539,11 @@ void ModelRegistry::PollOnce(std::ostream& progress) {
     const std::string fingerprint = Fingerprint(entry.directory);
     const auto known = fingerprints_.find(entry.name);
     if (known != fingerprints_.end() && known->second == fingerprint) continue;
-    const absl::Status status = LoadEntry(entry, fingerprint, progress);
+    const absl::Status status = LoadEntry(entry, progress);
     progress << "graphserve: model '" << entry.name << "' "
              << (status.ok() ? "(re)loaded" : status.ToString()) << "\n";
-    if (!status.ok()) fingerprints_[entry.name] = fingerprint;  // no retry loop
+    // A failed load is not retried until the files change again.
+    fingerprints_[entry.name] = fingerprint;
   }
   const RegistrySnapshot snapshot = states();
   std::vector<std::string> gone;

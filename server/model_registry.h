@@ -138,10 +138,8 @@ class ModelRegistry {
   // old states of `name` are replaced in one step.
   absl::Status LoadModel(const std::string& name, const std::optional<std::string>& config_json,
                          std::ostream& progress);
-  // Loads a scanned (or re-read) entry; `fingerprint` is its directory's, taken
-  // before the load, which poll mode compares against.
-  absl::Status LoadEntry(const RepositoryModel& entry, const std::string& fingerprint,
-                         std::ostream& progress);
+  // Loads a scanned (or re-read) entry.
+  absl::Status LoadEntry(const RepositoryModel& entry, std::ostream& progress);
   absl::Status UnloadModel(const std::string& name);
   void Replace(const std::string& name, std::vector<ModelVersionState> states);
   void PollOnce(std::ostream& progress);
@@ -164,7 +162,8 @@ class ModelRegistry {
   std::condition_variable control_cv_;
   std::deque<std::function<void(bool)>> jobs_ ABSL_GUARDED_BY(control_mu_);
   bool stopping_ ABSL_GUARDED_BY(control_mu_) = false;
-  // kPoll: each loaded model directory's files (path, size, time) when loaded.
+  // kPoll only: each model directory's files (path, size, time) when it was
+  // last loaded or tried.
   std::map<std::string, std::string> fingerprints_;  // control thread only
   std::thread control_thread_;
 };
