@@ -1,7 +1,7 @@
 // The RPC transport alone, both of gRPC's asynchronous C++ APIs side by side:
 // how many empty ServerLive RPCs a server answers per second, and at what
-// latency, when it runs on the callback API (what the server used until now)
-// or on completion queues polled by threads of its own, and the same for the
+// latency, when it runs on the callback API (the server's other RPCs) or on
+// completion queues polled by threads of its own, and the same for the
 // load generator's side. serve_bench.sh runs every pairing on the GPU
 // machine, so the choice of API for GraphServe's hot RPCs rests on numbers
 // measured side by side, not on folklore.

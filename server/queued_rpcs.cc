@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <optional>
 #include <thread>
 #include <utility>
 
@@ -99,13 +98,13 @@ struct ModelInferMethod {
   template <typename Finish>
   static void Answer(const InferenceProtocol& protocol, QueuedRpcs::Queue* queue,
                      const Request* request, Response* response, Finish finish) {
-    const bool inline_turn = queue->TakeInlineTurn();
-    {
-      std::optional<StreamPool::QueueOnly> queue_only;
-      if (!inline_turn) queue_only.emplace();
+    if (queue->TakeInlineTurn()) {
+      protocol.ModelInfer(request, response, std::move(finish));
+      queue->ReturnInlineTurn();
+    } else {
+      StreamPool::QueueOnly queue_only;
       protocol.ModelInfer(request, response, std::move(finish));
     }
-    if (inline_turn) queue->ReturnInlineTurn();
   }
 };
 
