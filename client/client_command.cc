@@ -33,6 +33,7 @@
 #include "client/shared_memory_layout.h"
 #include "client/shared_memory_slots.h"
 #include "common/command_line.h"
+#include "common/grpc_channel_args.h"
 #include "common/status.h"
 #include "google/protobuf/text_format.h"
 
@@ -45,6 +46,7 @@ constexpr char kProgram[] = "graphserve-client";
 struct ConnectionFlags {
   std::string url = "localhost:8001";
   int64_t timeout_ms = 30000;
+  std::string grpc_channel_args;
 };
 
 void AddConnectionFlags(CommandLine& command_line, ConnectionFlags* flags) {
@@ -52,6 +54,8 @@ void AddConnectionFlags(CommandLine& command_line, ConnectionFlags* flags) {
                          "The server's gRPC endpoint, HOST:PORT, or unix:PATH for a Unix socket.");
   command_line.AddInt("timeout-ms", &flags->timeout_ms,
                       "Deadline of each call in milliseconds; 0: none.");
+  command_line.AddString("grpc-channel-args", &flags->grpc_channel_args,
+                         "NAME=VALUE,...: gRPC core channel arguments, for tuning the transport.");
 }
 
 int Usage(std::ostream& err, absl::string_view message) {
@@ -99,9 +103,12 @@ absl::StatusOr<std::unique_ptr<InferenceClient>> Connect(const ConnectionFlags& 
         absl::StrCat("--timeout-ms must not be negative, got ", flags.timeout_ms));
   }
   if (flags.url.empty()) return absl::InvalidArgumentError("--url must not be empty");
+  ASSIGN_OR_RETURN(std::vector<GrpcChannelArg> channel_args,
+                   ParseGrpcChannelArgs(flags.grpc_channel_args));
   return InferenceClient::Create({.address = flags.url,
                                  .call_timeout = absl::Milliseconds(flags.timeout_ms),
-                                 .private_connection = private_connection});
+                                 .private_connection = private_connection,
+                                 .channel_args = std::move(channel_args)});
 }
 
 // Removes every `--NAME VALUE` and `--NAME=VALUE` from `args` and returns the
@@ -893,6 +900,8 @@ std::string ClientUsage() {
          "  --url HOST:PORT   The server's gRPC endpoint (default localhost:8001), or\n"
          "                    unix:PATH for a server's Unix domain socket.\n"
          "  --timeout-ms MS   Deadline of each call, 0 for none (default 30000).\n"
+         "  --grpc-channel-args NAME=VALUE,...\n"
+         "                    gRPC core channel arguments, for tuning the transport.\n"
          "\n"
          "`graphserve-client <command> --help` describes a command's flags.\n"
          "Exit codes: 0 success, 1 failure (e.g. unreachable server, unknown model, failed\n"

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -339,6 +340,13 @@ absl::StatusOr<std::unique_ptr<InferenceClient>> InferenceClient::Create(
   arguments.SetMaxReceiveMessageSize(options.max_message_bytes);
   arguments.SetMaxSendMessageSize(options.max_message_bytes);
   if (options.private_connection) arguments.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  ForEachGrpcChannelArg(options.channel_args, [&](const std::string& name, const auto& value) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(value)>, int>) {
+      arguments.SetInt(name, value);
+    } else {
+      arguments.SetString(name, value);
+    }
+  });
   std::shared_ptr<grpc::Channel> channel =
       grpc::CreateCustomChannel(options.address, grpc::InsecureChannelCredentials(), arguments);
   if (channel == nullptr) {

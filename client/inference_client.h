@@ -33,6 +33,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
+#include "common/grpc_channel_args.h"
 #include "grpcpp/completion_queue.h"
 #include "proto/grpc_service.grpc.pb.h"
 #include "proto/grpc_service.pb.h"
@@ -59,6 +60,10 @@ struct InferenceClientOptions {
   // one process funnel through one socket; a load generator standing for
   // many independent clients wants several.
   bool private_connection = false;
+
+  // gRPC core arguments for the channel, applied after the ones above
+  // (common/grpc_channel_args.h).
+  std::vector<GrpcChannelArg> channel_args;
 };
 
 // A tensor's bytes in a shared-memory region the client registered with the

@@ -142,6 +142,9 @@ absl::Status InferenceServer::StartGrpc() {
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, options_.reuse_grpc_port ? 1 : 0);
   builder.SetMaxReceiveMessageSize(options_.max_message_bytes);
   builder.SetMaxSendMessageSize(options_.max_message_bytes);
+  ForEachGrpcChannelArg(options_.grpc_channel_args, [&](const std::string& name, const auto& value) {
+    builder.AddChannelArgument(name, value);
+  });
   builder.RegisterService(service_.get());
   queued_rpcs_ = std::make_unique<QueuedRpcs>(&builder, service_.get(), protocol_.get(),
                                                options_.grpc_queues,

@@ -23,6 +23,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/grpc_channel_args.h"
 #include "server/http_endpoint.h"
 #include "server/inference_service.h"
 #include "server/metrics.h"
@@ -77,6 +78,9 @@ struct InferenceServerOptions {
   // polling each (Note [Hot RPCs on completion queues]).
   int grpc_queues = 4;
   int grpc_threads_per_queue = 2;
+  // gRPC core arguments for the server's transport, applied after the
+  // server's own (common/grpc_channel_args.h).
+  std::vector<GrpcChannelArg> grpc_channel_args;
   // Refuse to start when a model fails to load (Triton's default). When
   // false the server starts, the model answers UNAVAILABLE with the reason
   // and health stays NOT_SERVING.

@@ -10,6 +10,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
 #include "common/command_line.h"
+#include "common/grpc_channel_args.h"
 #include "common/status.h"
 
 namespace graphserve {
@@ -161,6 +162,7 @@ struct FlagValues {
   std::string model_control = "none";
   std::string load_models;
   int64_t repository_poll_secs = 15;
+  std::string grpc_channel_args;
 };
 
 void AddFlags(FlagValues* v, CommandLine* flags) {
@@ -219,6 +221,10 @@ void AddFlags(FlagValues* v, CommandLine* flags) {
                 "Threads polling each gRPC completion queue. A request runs on its RPC thread "
                 "(--run-on-rpc-thread) only while another thread keeps polling its queue, so "
                 "1 hands every request to the stream workers.");
+  flags->AddString("grpc-channel-args", &v->grpc_channel_args,
+                   "NAME=VALUE,...: gRPC core channel arguments for the server's transport "
+                   "(e.g. grpc.http2.lookahead_bytes=4194304), for tuning; gRPC ignores names it "
+                   "does not know.");
   flags->AddInt("grpc-max-message-bytes", &v->max_message_bytes,
                 "Largest request or response; larger ones get RESOURCE_EXHAUSTED.");
   flags->AddInt("exit-timeout-secs", &v->exit_timeout,
@@ -282,6 +288,7 @@ absl::StatusOr<ServerCommand> ParseServerCommand(const std::vector<std::string>&
   RETURN_IF_ERROR(CheckFlagRange("grpc-threads-per-queue", v.grpc_threads_per_queue, 1, 16));
   options.grpc_queues = static_cast<int>(v.grpc_queues);
   options.grpc_threads_per_queue = static_cast<int>(v.grpc_threads_per_queue);
+  ASSIGN_OR_RETURN(options.grpc_channel_args, ParseGrpcChannelArgs(v.grpc_channel_args));
   RETURN_IF_ERROR(CheckFlagRange("idle-spin-us", v.idle_spin_us, 0, 1'000'000));
   options.models.idle_spin = std::chrono::microseconds(v.idle_spin_us);
   if (v.graphs != "on" && v.graphs != "off") {
