@@ -30,6 +30,10 @@ struct GraphSet::Graph {
   // output mappings, in their order: resolved once here, not per launch.
   std::array<std::vector<const void*>, kStagingBuffers> input_hosts;
   std::array<std::vector<void*>, kStagingBuffers> output_hosts;
+  // The set's input (output) index of each input (output) mapping, for
+  // LaunchChunk's per-input sources and per-output destinations.
+  std::vector<size_t> input_of_mapping;
+  std::vector<size_t> output_of_mapping;
 };
 
 struct GraphSet::Slot {
@@ -308,6 +312,12 @@ absl::Status CheckGraph(const GraphSet& set, int slot, const BoundGraph& graph,
   return absl::OkStatus();
 }
 
+// Where `name` is in `names` (a mapping's tensor among the set's inputs or
+// outputs; CheckMappingsCoverInterface has made sure it is there).
+size_t IndexOf(const std::vector<std::string>& names, const std::string& name) {
+  return static_cast<size_t>(std::find(names.begin(), names.end(), name) - names.begin());
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<GraphSet>> GraphSet::Create(const Model& model,
@@ -418,6 +428,12 @@ absl::StatusOr<std::unique_ptr<GraphSet>> GraphSet::Create(const Model& model,
       RETURN_IF_ERROR(
           AnnotateStatus(CheckMappingsCoverInterface(bound[n], *s.io, *transfers), label));
       graph.info.transfers = *std::move(transfers);
+      for (const InputMapping& mapping : graph.info.transfers.inputs) {
+        graph.input_of_mapping.push_back(IndexOf(set->input_names_, mapping.name));
+      }
+      for (const OutputMapping& mapping : graph.info.transfers.outputs) {
+        graph.output_of_mapping.push_back(IndexOf(set->output_names_, mapping.name));
+      }
       for (int staging = 0; staging < kStagingBuffers; ++staging) {
         for (const InputMapping& mapping : graph.info.transfers.inputs) {
           graph.input_hosts[staging].push_back(s.io->host(mapping.name, staging));
@@ -482,6 +498,16 @@ absl::Status GraphSet::CheckChunk(const LaunchChunk& chunk) const {
                                                    " does not exist; a slot has ",
                                                    kStagingBuffers));
   }
+  if (!chunk.input_sources.empty() && chunk.input_sources.size() != num_inputs()) {
+    return absl::InvalidArgumentError(absl::StrCat("got ", chunk.input_sources.size(),
+                                                   " input sources; the model has ", num_inputs(),
+                                                   " inputs"));
+  }
+  if (!chunk.output_destinations.empty() && chunk.output_destinations.size() != num_outputs()) {
+    return absl::InvalidArgumentError(absl::StrCat("got ", chunk.output_destinations.size(),
+                                                   " output destinations; the model has ",
+                                                   num_outputs(), " outputs"));
+  }
   if (chunk.rows < 1 || chunk.rows > chunk.batch_size) {
     return absl::InvalidArgumentError(absl::StrCat("a chunk of ", chunk.rows,
                                                    " rows does not fit batch size ",
@@ -506,9 +532,12 @@ absl::Status GraphSet::Enqueue(const LaunchChunk& chunk) const {
   const std::vector<InputMapping>& inputs = graph.info.transfers.inputs;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const InputMapping& mapping = inputs[i];
-    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(mapping.device_dst, graph.input_hosts[chunk.staging][i],
-                                         rows * mapping.bytes_per_row, cudaMemcpyHostToDevice,
-                                         stream));
+    const void* source = chunk.input_sources.empty()
+                             ? nullptr
+                             : chunk.input_sources[graph.input_of_mapping[i]];
+    if (source == nullptr) source = graph.input_hosts[chunk.staging][i];
+    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(mapping.device_dst, source, rows * mapping.bytes_per_row,
+                                         cudaMemcpyHostToDevice, stream));
     CUDA_RETURN_IF_ERROR(FillPaddingRows(mapping.device_dst, mapping.bytes_per_row, chunk.rows,
                                          chunk.batch_size, stream));
   }
@@ -520,7 +549,11 @@ absl::Status GraphSet::Enqueue(const LaunchChunk& chunk) const {
   const std::vector<OutputMapping>& outputs = graph.info.transfers.outputs;
   for (size_t o = 0; o < outputs.size(); ++o) {
     const OutputMapping& mapping = outputs[o];
-    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(graph.output_hosts[chunk.staging][o], mapping.device_src,
+    void* destination = chunk.output_destinations.empty()
+                            ? nullptr
+                            : chunk.output_destinations[graph.output_of_mapping[o]];
+    if (destination == nullptr) destination = graph.output_hosts[chunk.staging][o];
+    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(destination, mapping.device_src,
                                          rows * mapping.bytes_per_row, cudaMemcpyDeviceToHost,
                                          stream));
   }

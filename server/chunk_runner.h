@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "server/pinned_tensors.h"
 
 namespace graphserve {
 
@@ -26,6 +27,11 @@ struct SegmentRows {
   // Per model output (interface order): where the segment's rows go, or
   // nullptr for an output the request did not ask for.
   std::vector<std::byte*> outputs;
+  // The inputs and outputs above that lie in pinned host memory, which a
+  // GPU runner may copy to and from directly (Note [Pinned shared memory] in
+  // server/shared_memory.h).
+  PinnedTensors pinned_inputs = 0;
+  PinnedTensors pinned_outputs = 0;
 };
 
 // One chunk: its segments' rows, gathered in order, run through the graph of
@@ -52,12 +58,15 @@ struct ChunkTiming {
 };
 
 // Copies each segment's rows of every input, one after the other, into
-// `staging(input)`: a chunk's rows as one batch. `bytes_per_row(input)`.
+// `staging(input)`: a chunk's rows as one batch. `bytes_per_row(input)`. An
+// input whose staging(input) is nullptr is skipped: its rows reach the
+// device another way.
 template <typename Staging, typename BytesPerRow>
 void GatherInputRows(const ChunkJob& job, size_t num_inputs, Staging staging,
                      BytesPerRow bytes_per_row) {
   for (size_t i = 0; i < num_inputs; ++i) {
     std::byte* to = staging(i);
+    if (to == nullptr) continue;
     const size_t row_bytes = bytes_per_row(i);
     for (const SegmentRows& segment : job.segments) {
       const size_t bytes = row_bytes * static_cast<size_t>(segment.rows);
@@ -68,12 +77,14 @@ void GatherInputRows(const ChunkJob& job, size_t num_inputs, Staging staging,
 }
 
 // The reverse for outputs: the chunk's rows of `rows(output)` (a batch, row
-// after row) back to each segment's requested outputs.
+// after row) back to each segment's requested outputs; an output whose
+// rows(output) is nullptr is skipped (the device wrote it in place).
 template <typename Rows, typename BytesPerRow>
 void ScatterOutputRows(const ChunkJob& job, size_t num_outputs, Rows rows,
                        BytesPerRow bytes_per_row) {
   for (size_t o = 0; o < num_outputs; ++o) {
     const std::byte* from = rows(o);
+    if (from == nullptr) continue;
     const size_t row_bytes = bytes_per_row(o);
     for (const SegmentRows& segment : job.segments) {
       const size_t bytes = row_bytes * static_cast<size_t>(segment.rows);

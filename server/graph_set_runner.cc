@@ -17,6 +17,25 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// The chunk's one segment when it holds one request's rows, which then lie
+// contiguous in the request's own memory; nullptr for a merged chunk.
+const SegmentRows* SoleSegment(const ChunkJob& job) {
+  return job.segments.size() == 1 ? &job.segments.front() : nullptr;
+}
+
+// Whether the device copies input `i` straight from the request's memory
+// (Note [Pinned shared memory] in server/shared_memory.h).
+const std::byte* DirectInput(const ChunkJob& job, size_t i) {
+  const SegmentRows* sole = SoleSegment(job);
+  return sole != nullptr && IsPinned(sole->pinned_inputs, i) ? sole->inputs[i] : nullptr;
+}
+
+// The same for output `o`: where the device writes its rows, or nullptr.
+std::byte* DirectOutput(const ChunkJob& job, size_t o) {
+  const SegmentRows* sole = SoleSegment(job);
+  return sole != nullptr && IsPinned(sole->pinned_outputs, o) ? sole->outputs[o] : nullptr;
+}
+
 }  // namespace
 
 GraphSetRunner::GraphSetRunner(std::vector<Placement> placements, LaunchMode mode,
@@ -54,9 +73,23 @@ absl::Status GraphSetRunner::Start(int slot, int staging, const ChunkJob& job,
   const int own_slot = slots_[slot].slot;
   const Clock::time_point start = Clock::now();
   GatherInputRows(
-      job, set.num_inputs(), [&](size_t i) { return set.input_staging(own_slot, i, staging); },
+      job, set.num_inputs(),
+      [&](size_t i) {
+        return DirectInput(job, i) != nullptr ? nullptr : set.input_staging(own_slot, i, staging);
+      },
       [&](size_t i) { return set.input_bytes_per_row(i); });
-  RETURN_IF_ERROR(set.Launch({own_slot, job.batch_size, job.rows, mode_, staging}));
+  LaunchChunk chunk{own_slot, job.batch_size, job.rows, mode_, staging};
+  // Only a request with pinned tensors pays for the pointer vectors.
+  std::vector<const void*> sources;
+  std::vector<void*> destinations;
+  if (const SegmentRows* sole = SoleSegment(job);
+      sole != nullptr && (sole->pinned_inputs | sole->pinned_outputs) != 0) {
+    for (size_t i = 0; i < set.num_inputs(); ++i) sources.push_back(DirectInput(job, i));
+    for (size_t o = 0; o < set.num_outputs(); ++o) destinations.push_back(DirectOutput(job, o));
+    chunk.input_sources = sources;
+    chunk.output_destinations = destinations;
+  }
+  RETURN_IF_ERROR(set.Launch(chunk));
   timing->input_ns = NanosSince(start);
   return absl::OkStatus();
 }
@@ -74,7 +107,9 @@ absl::Status GraphSetRunner::Finish(int slot, int staging, const ChunkJob& job,
   ScatterOutputRows(
       job, set.num_outputs(),
       [&](size_t o) {
-        return static_cast<const std::byte*>(set.output_rows(own_slot, o, staging));
+        return DirectOutput(job, o) != nullptr
+                   ? nullptr
+                   : static_cast<const std::byte*>(set.output_rows(own_slot, o, staging));
       },
       [&](size_t o) { return set.output_bytes_per_row(o); });
   timing->output_ns = NanosSince(start);

@@ -25,8 +25,14 @@ inline constexpr char kServerVersion[] = "0.4.0";
 class InferenceProtocol {
  public:
   // Borrows all three; they must outlive every call in flight.
-  InferenceProtocol(ModelRegistry* registry, RequestGate* gate, Responder* responder)
-      : registry_(registry), gate_(gate), responder_(responder) {}
+  // `pin_shared_memory`: pin system shared-memory regions for the GPU at
+  // registration (Note [Pinned shared memory]), for a server on GPUs.
+  InferenceProtocol(ModelRegistry* registry, RequestGate* gate, Responder* responder,
+                    bool pin_shared_memory = false)
+      : registry_(registry),
+        gate_(gate),
+        responder_(responder),
+        shared_memory_(std::make_unique<SharedMemoryRegistry>(pin_shared_memory)) {}
 
   void ServerLive(inference::ServerLiveResponse* response) const;
   void ServerReady(inference::ServerReadyResponse* response) const;
@@ -93,8 +99,7 @@ class InferenceProtocol {
   Responder* const responder_;
   // The regions requests name; thread-safe itself. Owned here so that gRPC
   // and HTTP see the same regions.
-  const std::unique_ptr<SharedMemoryRegistry> shared_memory_ =
-      std::make_unique<SharedMemoryRegistry>();
+  const std::unique_ptr<SharedMemoryRegistry> shared_memory_;
 };
 
 }  // namespace graphserve

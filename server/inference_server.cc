@@ -84,8 +84,9 @@ absl::StatusOr<std::unique_ptr<InferenceServer>> InferenceServer::Start(
   }
 
   std::unique_ptr<InferenceServer> server(new InferenceServer(options, *std::move(registry)));
-  server->protocol_ = std::make_unique<InferenceProtocol>(server->registry_.get(),
-                                                         &server->gate_, &server->responder_);
+  server->protocol_ = std::make_unique<InferenceProtocol>(
+      server->registry_.get(), &server->gate_, &server->responder_,
+      /*pin_shared_memory=*/options.models.executor == ExecutorKind::kCuda);
   server->service_ = std::make_unique<InferenceService>(server->protocol_.get());
   if (options.allow_http) {
     absl::StatusOr<std::unique_ptr<HttpEndpoint>> endpoint =

@@ -17,6 +17,7 @@
 #include "absl/status/status.h"
 #include "server/batch_planner.h"
 #include "server/chunk_runner.h"
+#include "server/pinned_tensors.h"
 
 namespace graphserve {
 
@@ -36,6 +37,9 @@ struct QueuedRows {
   std::vector<const std::byte*> inputs;
   // Per model output: where row 0 goes, or nullptr when not requested.
   std::vector<std::byte*> outputs;
+  // The inputs and outputs in pinned host memory (SegmentRows' fields).
+  PinnedTensors pinned_inputs = 0;
+  PinnedTensors pinned_outputs = 0;
   // Called once per segment of these rows, on the thread that ran or refused
   // it: `rows` rows ended with `status` after `queued` in the queue (the
   // segment's chunk's timing; zero for refused rows), and `end` says whether

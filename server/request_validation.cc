@@ -231,10 +231,10 @@ absl::StatusOr<const std::byte*> RawInput(const std::string& raw, const InputTen
   return data;
 }
 
-// An input read in place from a shared-memory region: its byte_size must be
-// the shape's bytes, as raw_input_contents' size must.
+// Interface input `index`, read in place from a shared-memory region: its
+// byte_size must be the shape's bytes, as raw_input_contents' size must.
 absl::StatusOr<const std::byte*> SharedMemoryInput(const SharedMemoryParameters& parameters,
-                                                   const InputTensor& tensor,
+                                                   const InputTensor& tensor, size_t index,
                                                    const TensorSpec& spec, int64_t rows,
                                                    const ModelInterface& model,
                                                    const SharedMemoryRegistry& shared_memory,
@@ -250,6 +250,7 @@ absl::StatusOr<const std::byte*> SharedMemoryInput(const SharedMemoryParameters&
         ShapeString(tensor.shape()), " ", KServeDatatype(spec.dtype)));
   }
   const std::byte* data = slice.data;
+  if (slice.region->pinned()) validated->pinned_inputs |= PinnedBit(index);
   if (slice.region->kind() == RegionKind::kCuda) {
     // Read through the host (Note [CUDA shared memory]).
     std::vector<std::byte>& host = validated->converted.emplace_back(slice.byte_size);
@@ -353,6 +354,7 @@ absl::Status RequestedOutputs(const inference::ModelInferRequest& request,
             QuoteClientText(in_region->region), " cannot hold its ", needed, " bytes (",
             validated->rows, " rows of ", spec.bytes_per_row(), ")"));
       }
+      if (slice.region->pinned()) validated->pinned_outputs |= PinnedBit(index);
     }
     requested[index] = true;
     outputs.push_back(index);
@@ -444,8 +446,8 @@ absl::StatusOr<ValidatedRequest> ValidateInferRequest(const inference::ModelInfe
     const InputTensor& tensor = request.inputs(j);
     if (in_region[j].has_value()) {
       ASSIGN_OR_RETURN(const std::byte* data,
-                       SharedMemoryInput(*in_region[j], tensor, model.inputs[i], validated.rows,
-                                         model, *shared_memory, &validated));
+                       SharedMemoryInput(*in_region[j], tensor, i, model.inputs[i],
+                                         validated.rows, model, *shared_memory, &validated));
       validated.inputs.push_back(data);
     } else if (raw) {
       ASSIGN_OR_RETURN(const std::byte* data,

@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "proto/grpc_service.pb.h"
 #include "server/model_interface.h"
+#include "server/pinned_tensors.h"
 #include "server/shared_memory.h"
 
 namespace graphserve {
@@ -38,6 +39,10 @@ struct ValidatedRequest {
   // Every region an input or output of the request uses, held until the
   // request ends (Note [Shared memory lifetime]).
   std::vector<std::shared_ptr<const SharedMemoryRegion>> regions;
+  // The inputs read from, and the outputs written into, pinned system
+  // regions (interface indices; Note [Pinned shared memory]).
+  PinnedTensors pinned_inputs = 0;
+  PinnedTensors pinned_outputs = 0;
 };
 
 // Checks `request` against `model`. Every error is InvalidArgument naming the

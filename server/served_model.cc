@@ -480,6 +480,8 @@ void ServedModel::Infer(const inference::ModelInferRequest* request,
   rows->rows = state->validated.rows;
   rows->inputs.assign(state->validated.inputs.begin(), state->validated.inputs.end());
   rows->outputs = outputs;
+  rows->pinned_inputs = state->validated.pinned_inputs;
+  rows->pinned_outputs = state->validated.pinned_outputs;
   rows->on_segment = [this, state](int64_t segment_rows, const absl::Status& status,
                                    StreamPool::Clock::duration queued, const ChunkTiming& timing,
                                    SegmentEnd end) {

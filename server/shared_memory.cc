@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <mutex>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -91,10 +92,26 @@ absl::Status CopyOnDevice(const SharedMemoryRegion& region, void* to, const void
   return absl::OkStatus();
 }
 
+// Page-locks `bytes` at `mapping` for every CUDA device (Note [Pinned shared
+// memory]); false, logged once per process, when CUDA refuses.
+bool PinForDevices(void* mapping, size_t bytes, const std::string& name) {
+  const cudaError_t error = cudaHostRegister(mapping, bytes, cudaHostRegisterPortable);
+  if (error == cudaSuccess) return true;
+  cudaGetLastError();  // not sticky; leave nothing for the next call to see
+  static std::once_flag logged;
+  std::call_once(logged, [&] {
+    spdlog::warn(
+        "cannot pin shared memory region {} for the GPU ({}): it and any other region CUDA "
+        "refuses are served through staging, with an extra copy",
+        QuoteClientText(name), cudaGetErrorString(error));
+  });
+  return false;
+}
+
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<SharedMemoryRegion>> SharedMemoryRegion::MapSystem(
-    std::string name, std::string key, uint64_t offset, uint64_t byte_size) {
+    std::string name, std::string key, uint64_t offset, uint64_t byte_size, bool pin) {
   if (byte_size == 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("cannot register ", RegionDescription(name, key), ": byte_size is 0"));
@@ -137,7 +154,14 @@ absl::StatusOr<std::shared_ptr<SharedMemoryRegion>> SharedMemoryRegion::MapSyste
                                                    offset, " failed: ", ErrnoText(errno)));
   }
   std::byte* data = static_cast<std::byte*>(mapping) + lead;
-  auto release = [mapping, mapping_bytes, name] {
+  const bool pinned = pin && PinForDevices(mapping, mapping_bytes, name);
+  auto release = [mapping, mapping_bytes, name, pinned] {
+    if (pinned) {
+      if (const cudaError_t error = cudaHostUnregister(mapping); error != cudaSuccess) {
+        spdlog::warn("cudaHostUnregister of shared memory region {} failed: {}",
+                     QuoteClientText(name), cudaGetErrorString(error));
+      }
+    }
     if (munmap(mapping, mapping_bytes) != 0) {
       spdlog::warn("munmap of shared memory region {} failed: {}", QuoteClientText(name),
                    ErrnoText(errno));
@@ -149,7 +173,8 @@ absl::StatusOr<std::shared_ptr<SharedMemoryRegion>> SharedMemoryRegion::MapSyste
        .key = std::move(key),
        .offset = offset,
        .byte_size = byte_size,
-       .data = data},
+       .data = data,
+       .pinned = pinned},
       std::move(release)));
 }
 
@@ -240,7 +265,9 @@ absl::Status SharedMemoryRegistry::Register(const std::string& name, const std::
     return absl::InvalidArgumentError(absl::StrCat(
         "cannot register a shared memory region without a name (key ", QuoteClientText(key), ")"));
   }
-  return Add(name, [&] { return SharedMemoryRegion::MapSystem(name, key, offset, byte_size); });
+  return Add(name, [&] {
+    return SharedMemoryRegion::MapSystem(name, key, offset, byte_size, pin_system_regions_);
+  });
 }
 
 absl::Status SharedMemoryRegistry::RegisterCuda(const std::string& name,

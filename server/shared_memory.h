@@ -33,6 +33,22 @@
 // request ends. That costs two extra copies over the PCIe/NVLink-C2C link but
 // leaves one way into a graph; a graph reading the region directly would
 // need per-launch memcpy node updates (not built).
+//
+// Note [Pinned shared memory]
+// A large input in a system region was first copied by the CPU into the
+// slot's pinned staging, then by the GPU to the device: for 1 MiB on the H100
+// machine the server spent 81 of its 197 us in that memcpy (bench/results/
+// 2026-11-26_*_transport_probe_h100). A server that serves on GPUs therefore
+// pins each system region when it is registered (cudaHostRegister, portable
+// to every device), and a chunk that holds one request's rows copies an
+// input in a pinned region straight to the device, and an output straight
+// into its region, with no staging and no CPU copy (GraphSetRunner). A chunk
+// that merges several requests still gathers through staging: its rows are
+// not contiguous anywhere else. Pinning costs time at registration, which
+// clients do once per region, and locks the region's pages in memory until
+// it is unregistered. When CUDA refuses (too little lockable memory), the
+// region is served unpinned through staging, as before, and the server says
+// so once in its log. Unpinning comes before the unmap.
 
 #include <cstddef>
 #include <cstdint>
@@ -64,11 +80,13 @@ class SharedMemoryRegion {
   // InvalidArgument for a zero byte_size or a range past the object's end;
   // NotFound when no object is called `key`, InvalidArgument for any other
   // shm_open or mmap failure; each message names the region and, for a
-  // failed call, the errno text.
+  // failed call, the errno text. `pin`: page-lock the mapping for the GPU
+  // (Note [Pinned shared memory]); a refusal leaves it unpinned, no error.
   static absl::StatusOr<std::shared_ptr<SharedMemoryRegion>> MapSystem(std::string name,
                                                                        std::string key,
                                                                        uint64_t offset,
-                                                                       uint64_t byte_size);
+                                                                       uint64_t byte_size,
+                                                                       bool pin = false);
 
   // cudaIpcOpenMemHandle of `raw_handle` (a cudaIpcMemHandle_t's bytes) on
   // GPU `device_id`; byte_size bytes from the allocation's start (Note [CUDA
@@ -92,6 +110,9 @@ class SharedMemoryRegion {
   [[nodiscard]] int64_t device_id() const { return device_id_; }  // kCuda
   [[nodiscard]] uint64_t offset() const { return offset_; }
   [[nodiscard]] uint64_t byte_size() const { return byte_size_; }
+  // kSystem: page-locked with CUDA, so the GPU copies to and from it
+  // directly (Note [Pinned shared memory]).
+  [[nodiscard]] bool pinned() const { return pinned_; }
   // The first byte of the registered range (the object's byte `offset`);
   // for kCuda a device pointer.
   [[nodiscard]] std::byte* data() const { return data_; }
@@ -106,6 +127,7 @@ class SharedMemoryRegion {
     uint64_t offset = 0;
     uint64_t byte_size = 0;
     std::byte* data = nullptr;
+    bool pinned = false;
   };
   SharedMemoryRegion(Fields fields, std::function<void()> release)
       : kind_(fields.kind),
@@ -115,6 +137,7 @@ class SharedMemoryRegion {
         offset_(fields.offset),
         byte_size_(fields.byte_size),
         data_(fields.data),
+        pinned_(fields.pinned),
         release_(std::move(release)) {}
 
   const RegionKind kind_;
@@ -124,7 +147,8 @@ class SharedMemoryRegion {
   const uint64_t offset_;
   const uint64_t byte_size_;
   std::byte* const data_;
-  // munmap of the mapping (which starts at the page boundary at or before
+  const bool pinned_;
+  // cudaHostUnregister (when pinned), then munmap of the mapping (which starts at the page boundary at or before
   // `offset`), or cudaIpcCloseMemHandle.
   const std::function<void()> release_;
 };
@@ -149,6 +173,11 @@ absl::Status CopyIntoSlice(const SharedMemorySlice& slice, const std::byte* host
 // gRPC and HTTP threads register, unregister and look up at once.
 class SharedMemoryRegistry {
  public:
+  // `pin_system_regions`: pin each system region at registration (Note
+  // [Pinned shared memory]); for a server that serves on GPUs.
+  explicit SharedMemoryRegistry(bool pin_system_regions = false)
+      : pin_system_regions_(pin_system_regions) {}
+
   // Maps and records a system region (SharedMemoryRegion::MapSystem's
   // errors); AlreadyExists when `name` is registered already.
   absl::Status Register(const std::string& name, const std::string& key, uint64_t offset,
@@ -179,6 +208,7 @@ class SharedMemoryRegistry {
   // Records what `open` returns under `name` unless the name is taken.
   absl::Status Add(const std::string& name, const Open& open) ABSL_LOCKS_EXCLUDED(mu_);
 
+  const bool pin_system_regions_;
   mutable absl::Mutex mu_;
   std::map<std::string, std::shared_ptr<const SharedMemoryRegion>> regions_ ABSL_GUARDED_BY(mu_);
 };

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <string>
 
+#include "cuda_runtime_api.h"
 #include "server/shared_memory_testing.h"
 
 namespace graphserve {
@@ -39,6 +40,32 @@ TEST(SharedMemoryRegistryTest, RegisteredRangeIsTheClientsMemory) {
   // The whole range is addressable, the last byte included.
   ASSERT_TRUE(registry.Slice("in", 0, 1000).ok());
   EXPECT_FALSE(registry.Slice("in", 1, 1000).ok());
+}
+
+// Note [Pinned shared memory]: a registry that pins does so where CUDA has a
+// device, and without one (CI) serves the region unpinned, no error.
+TEST(SharedMemoryRegistryTest, PinningRegistryPinsWhereThereIsAGpu) {
+  TestShmObject object(kObjectBytes);
+  for (size_t i = 0; i < kObjectBytes; ++i) object.data()[i] = std::byte(i % 251);
+  SharedMemoryRegistry registry(/*pin_system_regions=*/true);
+  ASSERT_TRUE(registry.Register("in", object.key(), kOddOffset, 1000).ok());
+  absl::StatusOr<SharedMemorySlice> slice = registry.Slice("in", 0, 1000);
+  ASSERT_TRUE(slice.ok()) << slice.status();
+  int devices = 0;
+  const bool gpu = cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0;
+  cudaGetLastError();
+  EXPECT_EQ(slice->region->pinned(), gpu);
+  EXPECT_EQ(std::memcmp(slice->data, object.data() + kOddOffset, 1000), 0);
+  if (gpu) {
+    // Pinned: CUDA knows the mapping as host memory it registered.
+    cudaPointerAttributes attributes{};
+    ASSERT_EQ(cudaPointerGetAttributes(&attributes, slice->data), cudaSuccess);
+    EXPECT_EQ(attributes.type, cudaMemoryTypeHost);
+  }
+  // A registry that does not pin never does.
+  SharedMemoryRegistry plain;
+  ASSERT_TRUE(plain.Register("in", object.key(), 0, 64).ok());
+  EXPECT_FALSE((*plain.Slice("in", 0, 64)).region->pinned());
 }
 
 TEST(SharedMemoryRegistryTest, StatusListsRegionsAndUnregisterForgetsThem) {

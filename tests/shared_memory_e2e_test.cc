@@ -2,7 +2,9 @@
 // (InferenceServer) on the demo repository over loopback gRPC, inputs read
 // from and outputs written to a region, compared with the same requests sent
 // as bytes. Host executor by default; GRAPHSERVE_E2E_DEVICE=cuda runs it on
-// CUDA graphs, where the rows go through the same pinned staging either way.
+// CUDA graphs, where the server pins the regions and the device copies a
+// request's rows straight from and into them (Note [Pinned shared memory]),
+// while the bytes go through the slot's staging.
 // On CUDA it also prints how long requests of 2 and 256 rows (4 KiB and 512
 // KiB of input) take each way: a look, not a measurement, and nothing is
 // asserted about it.
