@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Where a request's bytes spend their time on the way in: mlp at concurrency 1
-# with 32 KiB (batch 16) and 1 MiB (batch 512) requests in the message, and
-# 1 MiB through system shared memory, on servers and clients given different
-# gRPC transport settings (--grpc-channel-args on both sides); then the same
-# small requests over TCP and the server's Unix socket; then the server's own
-# request time (its statistics' total) beside perf's breakdown for 1 MiB in
-# system shared memory. Each measurement is one 2 s window with its floor.
+# Where a request's time goes outside the server at concurrency 1 (mlp): the
+# host's CPU idle states, and requests with four other cores kept busy beside
+# them (wake-ups from deep idle states); TCP against the server's Unix
+# socket; and per input path (message, system shared memory) and size (4 KiB,
+# 1 MiB) the server's own time (its statistics' total) beside the client's.
+# Each measurement is one 2 s window with its floor. (Its first version, at
+# commit 588bfa6, compared gRPC transport settings: --grpc-channel-args.)
 # Called by bench/gpu_check.sh with the unpacked bundle's bin folder.
 #
 #   bench/transport_probe.sh BIN_DIR OUT_DIR
@@ -35,23 +35,43 @@ probe() {  # probe SETTING URL CLIENT_ARGS BATCH SHM
   fi
 }
 
-# Each setting goes to the server and the client alike.
-declare -A settings=(
-  [default]=""
-  [lookahead8m]="grpc.http2.lookahead_bytes=8388608"
-  [frame1m]="grpc.http2.max_frame_size=1048576"
-  [read1m]="grpc.experimental.tcp_read_chunk_size=1048576,grpc.experimental.tcp_min_read_chunk_size=65536"
-  [nobdp_lookahead8m]="grpc.http2.bdp_probe=0,grpc.http2.lookahead_bytes=8388608"
-  [all]="grpc.http2.lookahead_bytes=8388608,grpc.http2.max_frame_size=1048576,grpc.experimental.tcp_read_chunk_size=1048576,grpc.experimental.tcp_min_read_chunk_size=65536"
-)
-for name in default lookahead8m frame1m read1m nobdp_lookahead8m all default; do
-  args=${settings[$name]}
-  echo "--- $name: ${args:-the defaults}"
-  if start_server "$work/repo" --grpc-channel-args "$args" >/dev/null; then
-    for batch in 16 512; do probe "$name" "localhost:$port" "$args" "$batch" none; done
-    probe "$name" "localhost:$port" "$args" 512 system
-    stop_server >/dev/null
-  fi
+# The host's CPU idle states: how long a sleeping core takes to wake up, which
+# every request at concurrency 1 pays on the server's and the client's side.
+for state in /sys/devices/system/cpu/cpu0/cpuidle/state*; do
+  [[ -r "$state/name" ]] && echo "cpu0 idle state $(cat "$state/name"): exit latency $(cat "$state/latency") us, disabled $(cat "$state/disable" 2>/dev/null)"
+done | tee "$out/cpu_idle_states.txt"
+echo "cpufreq governor: $(cat /sys/devices/system/cpu/cpu0/cpufreq/scaling_governor 2>/dev/null || echo none)" |
+  tee -a "$out/cpu_idle_states.txt"
+
+echo "--- concurrency 1 with and without busy cores beside it (idle-state wake-ups)"
+if start_server "$work/repo" >/dev/null; then
+  for round in 1 2; do
+    probe quiet "localhost:$port" "" 1 none
+    probe quiet "localhost:$port" "" 16 none
+    # Four cores kept busy by plain shell loops, outside server and client.
+    spinners=()
+    for _ in 1 2 3 4; do
+      bash -c 'while :; do :; done' &
+      spinners+=($!)
+    done
+    probe busy_cores "localhost:$port" "" 1 none
+    probe busy_cores "localhost:$port" "" 16 none
+    kill "${spinners[@]}" 2>/dev/null
+    wait "${spinners[@]}" 2>/dev/null
+  done
+  stop_server >/dev/null
+fi
+
+echo "--- the server's own time against the client's, per input path (a fresh server each)"
+for path in none system; do
+  for batch in 2 512; do
+    if start_server "$work/repo" >/dev/null; then
+      probe "own_time" "localhost:$port" "" "$batch" "$path"
+      "$bin/graphserve-client" --url "localhost:$port" stats --model mlp |
+        tee "$out/stats_${path}_b${batch}.txt"
+      stop_server >/dev/null
+    fi
+  done
 done
 
 echo "--- TCP vs the Unix socket, default settings"
@@ -63,12 +83,6 @@ if start_server "$work/repo" --grpc-address "unix:$socket" >/dev/null; then
   stop_server >/dev/null
 fi
 
-echo "--- the server's own time for 1 MiB in system shared memory (a fresh server)"
-if start_server "$work/repo" >/dev/null; then
-  probe stats "localhost:$port" "" 512 system
-  "$bin/graphserve-client" --url "localhost:$port" stats --model mlp | tee "$out/shm_b512_stats.txt"
-  stop_server >/dev/null
-fi
 rm -rf "$work"
 echo "transport_probe: $failures failures"
 exit $((failures > 0))
