@@ -38,7 +38,7 @@
 // A large input in a system region was first copied by the CPU into the
 // slot's pinned staging, then by the GPU to the device: for 1 MiB on the H100
 // machine the server spent 81 of its 197 us in that memcpy (bench/results/
-// 2026-11-26_*_transport_probe_h100). A server that serves on GPUs therefore
+// 2026-11-26_588bfa6_transport_probe_h100). A server that serves on GPUs therefore
 // pins each system region when it is registered (cudaHostRegister, portable
 // to every device), and a chunk that holds one request's rows copies an
 // input in a pinned region straight to the device, and an output straight
