@@ -26,6 +26,7 @@ TEST_TARGETS=(
   //tests:server_e2e_test
   //tests:shared_memory_e2e_test
   //server:shared_memory_test
+  //server:request_validation_test
   //client:cuda_shared_memory_test
 )
 TOOL_TARGETS=(

@@ -123,8 +123,8 @@ if [[ "$steps" == "profile" ]]; then
   run serve_profile bash bench/serve_profile.sh "$bin" "$OUT"
   finish
 fi
-# `transport` runs bench/transport_probe.sh alone: gRPC transport settings
-# and the Unix socket against request size, at concurrency 1.
+# `transport` runs bench/transport_probe.sh alone: where a request's time
+# goes outside the server at concurrency 1.
 if [[ "$steps" == "transport" ]]; then
   run transport_probe bash bench/transport_probe.sh "$bin" "$OUT"
   finish

@@ -22,15 +22,15 @@ source "$(dirname "$0")/serve_server.sh" || exit 2
   --batch-sizes 1,2,4,16,64,256,512 >/dev/null
 results="$out/transport_probe.csv"
 : >"$results"
-probe() {  # probe SETTING URL CLIENT_ARGS BATCH SHM
+probe() {  # probe LABEL URL BATCH SHM
   local csv="$work/probe.csv"
-  if "$bin/graphserve-client" --url "$2" --grpc-channel-args "$3" perf --model mlp \
-    --batch-size "$4" --concurrency 1 --shared-memory "$5" --warmup-secs 0.5 \
+  if "$bin/graphserve-client" --url "$2" perf --model mlp \
+    --batch-size "$3" --concurrency 1 --shared-memory "$4" --warmup-secs 0.5 \
     --measurement-interval-ms 2000 --windows 1 --floor-windows 1 --csv "$csv" >/dev/null; then
-    [[ -s "$results" ]] || sed -n 1p "$csv" | sed 's/^/setting,url,batch,input path,/' >"$results"
-    echo "$1,$2,$4,$5,$(tail -n 1 "$csv")" | tee -a "$results"
+    [[ -s "$results" ]] || sed -n 1p "$csv" | sed 's/^/label,url,batch,input path,/' >"$results"
+    echo "$1,$2,$3,$4,$(tail -n 1 "$csv")" | tee -a "$results"
   else
-    echo "transport_probe: perf failed ($1 $2 b$4 $5)"
+    echo "transport_probe: perf failed ($1 $2 b$3 $4)"
     failures=$((failures + 1))
   fi
 }
@@ -46,16 +46,17 @@ echo "cpufreq governor: $(cat /sys/devices/system/cpu/cpu0/cpufreq/scaling_gover
 echo "--- concurrency 1 with and without busy cores beside it (idle-state wake-ups)"
 if start_server "$work/repo" >/dev/null; then
   for round in 1 2; do
-    probe quiet "localhost:$port" "" 1 none
-    probe quiet "localhost:$port" "" 16 none
+    probe quiet "localhost:$port" 1 none
+    probe quiet "localhost:$port" 16 none
     # Four cores kept busy by plain shell loops, outside server and client.
     spinners=()
+    trap 'kill "${spinners[@]}" 2>/dev/null' EXIT
     for _ in 1 2 3 4; do
       bash -c 'while :; do :; done' &
       spinners+=($!)
     done
-    probe busy_cores "localhost:$port" "" 1 none
-    probe busy_cores "localhost:$port" "" 16 none
+    probe busy_cores "localhost:$port" 1 none
+    probe busy_cores "localhost:$port" 16 none
     kill "${spinners[@]}" 2>/dev/null
     wait "${spinners[@]}" 2>/dev/null
   done
@@ -66,7 +67,7 @@ echo "--- the server's own time against the client's, per input path (a fresh se
 for path in none system; do
   for batch in 2 512; do
     if start_server "$work/repo" >/dev/null; then
-      probe "own_time" "localhost:$port" "" "$batch" "$path"
+      probe own_time "localhost:$port" "$batch" "$path"
       "$bin/graphserve-client" --url "localhost:$port" stats --model mlp |
         tee "$out/stats_${path}_b${batch}.txt"
       stop_server >/dev/null
@@ -78,7 +79,7 @@ echo "--- TCP vs the Unix socket, default settings"
 socket="$work/graphserve.sock"
 if start_server "$work/repo" --grpc-address "unix:$socket" >/dev/null; then
   for url in "localhost:$port" "unix:$socket" "localhost:$port" "unix:$socket"; do
-    for batch in 1 16; do probe unix_vs_tcp "$url" "" "$batch" none; done
+    for batch in 1 16; do probe unix_vs_tcp "$url" "$batch" none; done
   done
   stop_server >/dev/null
 fi

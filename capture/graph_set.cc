@@ -312,10 +312,14 @@ absl::Status CheckGraph(const GraphSet& set, int slot, const BoundGraph& graph,
   return absl::OkStatus();
 }
 
-// Where `name` is in `names` (a mapping's tensor among the set's inputs or
-// outputs; CheckMappingsCoverInterface has made sure it is there).
-size_t IndexOf(const std::vector<std::string>& names, const std::string& name) {
-  return static_cast<size_t>(std::find(names.begin(), names.end(), name) - names.begin());
+// Where a mapping's tensor `name` is among the set's inputs or outputs.
+absl::StatusOr<size_t> IndexOf(const std::vector<std::string>& names, const std::string& name) {
+  const auto found = std::find(names.begin(), names.end(), name);
+  if (found == names.end()) {
+    return absl::InternalError(
+        absl::StrCat("a mapped copy names '", name, "', which is no tensor of the interface"));
+  }
+  return static_cast<size_t>(found - names.begin());
 }
 
 }  // namespace
@@ -429,10 +433,12 @@ absl::StatusOr<std::unique_ptr<GraphSet>> GraphSet::Create(const Model& model,
           AnnotateStatus(CheckMappingsCoverInterface(bound[n], *s.io, *transfers), label));
       graph.info.transfers = *std::move(transfers);
       for (const InputMapping& mapping : graph.info.transfers.inputs) {
-        graph.input_of_mapping.push_back(IndexOf(set->input_names_, mapping.name));
+        ASSIGN_OR_RETURN(const size_t input, IndexOf(set->input_names_, mapping.name));
+        graph.input_of_mapping.push_back(input);
       }
       for (const OutputMapping& mapping : graph.info.transfers.outputs) {
-        graph.output_of_mapping.push_back(IndexOf(set->output_names_, mapping.name));
+        ASSIGN_OR_RETURN(const size_t output, IndexOf(set->output_names_, mapping.name));
+        graph.output_of_mapping.push_back(output);
       }
       for (int staging = 0; staging < kStagingBuffers; ++staging) {
         for (const InputMapping& mapping : graph.info.transfers.inputs) {
@@ -566,6 +572,10 @@ absl::Status GraphSet::Launch(const LaunchChunk& chunk,
   if (inputs.size() != input_names_.size()) {
     return absl::InvalidArgumentError(absl::StrCat("got ", inputs.size(), " inputs; the model has ",
                                                    input_names_.size()));
+  }
+  if (!chunk.input_sources.empty()) {
+    return absl::InvalidArgumentError("a chunk launched from inputs copied to staging names no "
+                                      "input sources");
   }
   RETURN_IF_ERROR(CheckChunk(chunk));
   for (size_t i = 0; i < inputs.size(); ++i) {

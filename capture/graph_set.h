@@ -167,10 +167,12 @@ class GraphSet {
 
   // Enqueues `chunk` on its slot's stream: copies its `rows` real rows of
   // each graph input from the slot's pinned staging (input_staging(), filled
-  // by the caller) to the device, fills the padding rows from row 0 (Note
-  // [Padding rows from a valid row]), launches the plan, copies the real
-  // output rows back into the slot's output staging, and records the slot's
-  // done event. Does not wait for the GPU. The caller owns the slot until
+  // by the caller), or from the chunk's input source, to the device, fills
+  // the padding rows from row 0 (Note [Padding rows from a valid row]),
+  // launches the plan, copies the real output rows back into the slot's
+  // output staging, or the chunk's output destination, and records the
+  // slot's done event. If it fails partway, copies it enqueued may still
+  // run: wait on stream() before reusing their memory. Does not wait for the GPU. The caller owns the slot until
   // done_event() completes and may then read output_rows(); one chunk per
   // staging buffer at a time (Note [Double-buffered staging]), launched in
   // the order the caller will wait for them. Call with the set's device current (cudaSetDevice once
@@ -179,7 +181,7 @@ class GraphSet {
   absl::Status Launch(const LaunchChunk& chunk) const;
   // The same after copying `rows` contiguous rows of each graph input from
   // `inputs[i]` (host memory of any kind, in graph input order) into the
-  // staging.
+  // staging; the chunk names no input sources.
   absl::Status Launch(const LaunchChunk& chunk, absl::Span<const void* const> inputs) const;
   // Where a chunk's rows of `input` go before Launch: the slot's pinned
   // staging buffer `staging`, room for the largest captured size,
@@ -190,9 +192,9 @@ class GraphSet {
   // `staging` recorded.
   [[nodiscard]] cudaStream_t stream(int slot) const;
   [[nodiscard]] cudaEvent_t done_event(int slot, int staging = 0) const;
-  // Output `output` of the slot's last completed Launch through `staging`:
-  // its real rows, row-major, bytes_per_row(output) bytes each. Owned by the
-  // set.
+  // Output `output` of the slot's last completed Launch through `staging`
+  // that did not give the output a destination of its own: its real rows,
+  // row-major, bytes_per_row(output) bytes each. Owned by the set.
   [[nodiscard]] const void* output_rows(int slot, size_t output, int staging = 0) const;
 
   // The model's interface as captured (graph input/output order).

@@ -216,11 +216,47 @@ TEST_P(GraphSetModelTest, DirectCopiesFromPinnedMemoryMatchStaging) {
           << "output " << i << (mode == LaunchMode::kGraph ? " (graph)" : " (eager)");
     }
   }
-  // Sources and destinations are per tensor, or none.
+  // Mixed: input 0 and every output but the last through staging, the rest
+  // direct. The staged outputs come back in output_rows().
+  std::vector<PinnedHostBuffer> buffers;
+  std::vector<const void*> sources(real.size(), nullptr);
+  for (size_t i = 0; i < real.size(); ++i) {
+    if (i == 0) {
+      std::memcpy(set->input_staging(0, i, 0), real[i].raw(), real[i].bytes());
+      continue;
+    }
+    buffers.push_back(*PinnedHostBuffer::Allocate(real[i].bytes()));
+    std::memcpy(buffers.back().get(), real[i].raw(), real[i].bytes());
+    sources[i] = buffers.back().get();
+  }
+  std::vector<void*> destinations(want.size(), nullptr);
+  buffers.push_back(*PinnedHostBuffer::Allocate(want.back().bytes()));
+  destinations.back() = buffers.back().get();
+  LaunchChunk mixed{0, 16, kRows, LaunchMode::kGraph, 0};
+  mixed.input_sources = sources;
+  mixed.output_destinations = destinations;
+  ASSERT_TRUE(set->Launch(mixed).ok());
+  ASSERT_EQ(cudaEventSynchronize(set->done_event(0, 0)), cudaSuccess);
+  for (size_t i = 0; i < want.size(); ++i) {
+    const void* got = destinations[i] != nullptr ? destinations[i] : set->output_rows(0, i, 0);
+    HostTensor out(want[i].dtype(), want[i].dims());
+    std::memcpy(out.raw(), got, out.bytes());
+    EXPECT_LT(RelativeError(out, want[i]), kTolerance) << "mixed, output " << i;
+  }
+
+  // Sources and destinations are per tensor, or none; sources do not mix
+  // with inputs copied to staging by Launch.
   LaunchChunk wrong{0, 16, kRows, LaunchMode::kGraph, 0};
-  const std::vector<const void*> too_few(set->num_inputs() + 1, nullptr);
-  wrong.input_sources = too_few;
+  const std::vector<const void*> too_many(set->num_inputs() + 1, nullptr);
+  wrong.input_sources = too_many;
   EXPECT_THAT(set->Launch(wrong).message(), HasSubstr("input sources"));
+  LaunchChunk wrong_out{0, 16, kRows, LaunchMode::kGraph, 0};
+  const std::vector<void*> too_few_out(set->num_outputs() + 1, nullptr);
+  wrong_out.output_destinations = too_few_out;
+  EXPECT_THAT(set->Launch(wrong_out).message(), HasSubstr("output destinations"));
+  std::vector<const void*> pointers;
+  for (const HostTensor& input : real) pointers.push_back(input.raw());
+  EXPECT_THAT(set->Launch(mixed, pointers).message(), HasSubstr("names no input sources"));
 }
 
 // The multi-lane graphs replay bit-identically to the single-lane eager run

@@ -55,7 +55,8 @@ void AddConnectionFlags(CommandLine& command_line, ConnectionFlags* flags) {
   command_line.AddInt("timeout-ms", &flags->timeout_ms,
                       "Deadline of each call in milliseconds; 0: none.");
   command_line.AddString("grpc-channel-args", &flags->grpc_channel_args,
-                         "NAME=VALUE,...: gRPC core channel arguments, for tuning the transport.");
+                         "NAME=VALUE,...: gRPC core channel arguments, for tuning the transport "
+                         "(a value of digits is an integer, any other a string; no commas).");
 }
 
 int Usage(std::ostream& err, absl::string_view message) {

@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 
 namespace graphserve {
 
@@ -29,9 +30,9 @@ absl::StatusOr<std::vector<GrpcChannelArg>> ParseGrpcChannelArgs(absl::string_vi
   for (const absl::string_view entry : absl::StrSplit(text, ',')) {
     const std::pair<absl::string_view, absl::string_view> split =
         absl::StrSplit(entry, absl::MaxSplits('=', 1));
-    const absl::string_view name = split.first;
-    const absl::string_view value = split.second;
-    if (name.empty() || name.size() == entry.size()) {
+    const absl::string_view name = absl::StripAsciiWhitespace(split.first);
+    const absl::string_view value = absl::StripAsciiWhitespace(split.second);
+    if (name.empty() || split.first.size() == entry.size()) {
       return absl::InvalidArgumentError(
           absl::StrCat("gRPC channel argument '", entry,
                        "' is not NAME=VALUE (e.g. grpc.http2.lookahead_bytes=1048576)"));

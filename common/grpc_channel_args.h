@@ -3,8 +3,10 @@
 // without a rebuild: `--grpc-channel-args NAME=VALUE,NAME=VALUE`, where NAME
 // is a gRPC core argument such as grpc.http2.lookahead_bytes. The server
 // hands them to its ServerBuilder, the client to its channels, after their
-// own settings, so a given argument wins. gRPC ignores names it does not
-// know; what a name means is gRPC's (grpc/impl/codegen/grpc_types.h).
+// own settings, so a given argument wins, except on the server the message
+// size limits, which ServerBuilder sets last (--grpc-max-message-bytes sets
+// them). gRPC ignores names it does not know; what a name means is gRPC's
+// (grpc/impl/codegen/grpc_types.h). A value cannot hold a comma.
 
 #include <string>
 #include <variant>
@@ -22,9 +24,10 @@ struct GrpcChannelArg {
   std::variant<int, std::string> value;
 };
 
-// "a.b=1,c.d=text" -> {{"a.b", 1}, {"c.d", "text"}}; "" -> {}. InvalidArgument,
-// quoting the entry, for an entry without '=' or with an empty name, and for
-// an integer out of int's range.
+// "a.b=1, c.d=text" -> {{"a.b", 1}, {"c.d", "text"}}; "" -> {}. Spaces around
+// names and values are dropped. InvalidArgument, quoting the entry, for an
+// entry without '=' or with an empty name, and for an integer out of int's
+// range.
 absl::StatusOr<std::vector<GrpcChannelArg>> ParseGrpcChannelArgs(absl::string_view text);
 
 // Calls set(name, value) for each argument with its int or std::string

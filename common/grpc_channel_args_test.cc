@@ -40,19 +40,20 @@ TEST(GrpcChannelArgsTest, EmptyTextIsNoArguments) {
 
 TEST(GrpcChannelArgsTest, DigitsAreIntsAndAnythingElseIsText) {
   absl::StatusOr<std::vector<GrpcChannelArg>> args =
-      ParseGrpcChannelArgs("grpc.http2.lookahead_bytes=1048576,grpc.x=-2,grpc.target=lat=ency,"
+      ParseGrpcChannelArgs("grpc.http2.lookahead_bytes=1048576, grpc.x = -2,grpc.target=lat=ency,"
                            "grpc.empty=,grpc.sign=-");
   ASSERT_TRUE(args.ok()) << args.status();
   const Collected collected = Collect(*args);
   EXPECT_THAT(collected.ints,
               ElementsAre(Pair("grpc.http2.lookahead_bytes", 1048576), Pair("grpc.x", -2)));
-  // Only the first '=' splits; an empty value and a lone sign are text.
+  // Spaces around names and values go; only the first '=' splits; an empty
+  // value and a lone sign are text.
   EXPECT_THAT(collected.texts, ElementsAre(Pair("grpc.empty", ""), Pair("grpc.sign", "-"),
                                            Pair("grpc.target", "lat=ency")));
 }
 
 TEST(GrpcChannelArgsTest, RefusesEntriesThatAreNotNameEqualsValue) {
-  for (const char* text : {"grpc.x", "=5", "grpc.x=1,,grpc.y=2", "grpc.x=1,"}) {
+  for (const char* text : {"grpc.x", "=5", " =5", "grpc.x=1,,grpc.y=2", "grpc.x=1,"}) {
     absl::StatusOr<std::vector<GrpcChannelArg>> args = ParseGrpcChannelArgs(text);
     EXPECT_EQ(args.status().code(), absl::StatusCode::kInvalidArgument) << text;
     EXPECT_THAT(args.status().message(), HasSubstr("is not NAME=VALUE")) << text;

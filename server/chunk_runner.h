@@ -52,9 +52,9 @@ inline int64_t NanosSince(std::chrono::steady_clock::time_point start) {
 
 // Where a chunk's time went, for ModelStatistics (nanoseconds).
 struct ChunkTiming {
-  int64_t input_ns = 0;   // rows into staging, copies and launch enqueued
+  int64_t input_ns = 0;   // rows into staging (if staged), copies and launch enqueued
   int64_t infer_ns = 0;   // waiting for the device (or the host run)
-  int64_t output_ns = 0;  // real rows out of staging into the response
+  int64_t output_ns = 0;  // real rows out of staging (if staged) into the response
 };
 
 // Copies each segment's rows of every input, one after the other, into
@@ -115,7 +115,8 @@ class ChunkRunner {
   virtual absl::Status PrepareWorkerThread(int slot) = 0;
   // Starts `job` on `slot` through staging buffer `staging` (< depth()),
   // without waiting for it. The job's rows and pointers stay valid until
-  // Finish. On error the job did not start and Finish must not be called.
+  // Finish. On error nothing of the job touches its rows or pointers any
+  // more, and Finish must not be called.
   virtual absl::Status Start(int slot, int staging, const ChunkJob& job, ChunkTiming* timing) = 0;
   // Waits for the job Start began through `staging` and copies its rows
   // out. A slot's jobs finish in the order they started.

@@ -89,7 +89,13 @@ absl::Status GraphSetRunner::Start(int slot, int staging, const ChunkJob& job,
     chunk.input_sources = sources;
     chunk.output_destinations = destinations;
   }
-  RETURN_IF_ERROR(set.Launch(chunk));
+  if (absl::Status launched = set.Launch(chunk); !launched.ok()) {
+    // Copies enqueued before the failure may still read or write the
+    // request's own memory, which its answer lets the client reuse and the
+    // server unmap: they end before the error does (ChunkRunner::Start).
+    if (!sources.empty()) cudaStreamSynchronize(set.stream(own_slot));
+    return launched;
+  }
   timing->input_ns = NanosSince(start);
   return absl::OkStatus();
 }

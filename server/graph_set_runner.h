@@ -3,7 +3,9 @@
 // is placed on): one CUDA graph replay per chunk (or, graphs off, the same
 // plan launched op by op on the same stream), so the server's per-chunk work
 // is the staging copy, the mapped copies, one launch, a wait on the slot's
-// event and the copy of the real rows out. Two chunks may be in flight on a
+// event and the copy of the real rows out; a chunk of one request's rows in
+// pinned shared memory skips the staging copies (Note [Pinned shared memory]
+// in server/shared_memory.h). Two chunks may be in flight on a
 // slot, one per staging buffer (Note [Double-buffered staging]). The runner's slots are the sets'
 // slots one after the other.
 

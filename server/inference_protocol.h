@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 
 #include "absl/status/status.h"
 #include "proto/grpc_service.pb.h"
@@ -25,14 +26,14 @@ inline constexpr char kServerVersion[] = "0.4.0";
 class InferenceProtocol {
  public:
   // Borrows all three; they must outlive every call in flight.
-  // `pin_shared_memory`: pin system shared-memory regions for the GPU at
-  // registration (Note [Pinned shared memory]), for a server on GPUs.
+  // `pin_device`: pin system shared-memory regions for the GPUs at
+  // registration, through that GPU's context (Note [Pinned shared memory]).
   InferenceProtocol(ModelRegistry* registry, RequestGate* gate, Responder* responder,
-                    bool pin_shared_memory = false)
+                    std::optional<int> pin_device = std::nullopt)
       : registry_(registry),
         gate_(gate),
         responder_(responder),
-        shared_memory_(std::make_unique<SharedMemoryRegistry>(pin_shared_memory)) {}
+        shared_memory_(std::make_unique<SharedMemoryRegistry>(pin_device)) {}
 
   void ServerLive(inference::ServerLiveResponse* response) const;
   void ServerReady(inference::ServerReadyResponse* response) const;

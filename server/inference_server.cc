@@ -1,5 +1,6 @@
 #include "server/inference_server.h"
 
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -84,9 +85,13 @@ absl::StatusOr<std::unique_ptr<InferenceServer>> InferenceServer::Start(
   }
 
   std::unique_ptr<InferenceServer> server(new InferenceServer(options, *std::move(registry)));
+  std::optional<int> pin_device;
+  if (options.pin_shared_memory && options.models.executor == ExecutorKind::kCuda &&
+      !options.models.devices.empty()) {
+    pin_device = options.models.devices.front();
+  }
   server->protocol_ = std::make_unique<InferenceProtocol>(
-      server->registry_.get(), &server->gate_, &server->responder_,
-      /*pin_shared_memory=*/options.models.executor == ExecutorKind::kCuda);
+      server->registry_.get(), &server->gate_, &server->responder_, pin_device);
   server->service_ = std::make_unique<InferenceService>(server->protocol_.get());
   if (options.allow_http) {
     absl::StatusOr<std::unique_ptr<HttpEndpoint>> endpoint =

@@ -81,6 +81,9 @@ struct InferenceServerOptions {
   // gRPC core arguments for the server's transport, applied after the
   // server's own (common/grpc_channel_args.h).
   std::vector<GrpcChannelArg> grpc_channel_args;
+  // On GPUs, page-lock system shared-memory regions at registration so the
+  // device copies straight from and into them (Note [Pinned shared memory]).
+  bool pin_shared_memory = true;
   // Refuse to start when a model fails to load (Triton's default). When
   // false the server starts, the model answers UNAVAILABLE with the reason
   // and health stays NOT_SERVING.

@@ -250,7 +250,9 @@ absl::StatusOr<const std::byte*> SharedMemoryInput(const SharedMemoryParameters&
         ShapeString(tensor.shape()), " ", KServeDatatype(spec.dtype)));
   }
   const std::byte* data = slice.data;
-  if (slice.region->pinned()) validated->pinned_inputs |= PinnedBit(index);
+  if (slice.region->kind() == RegionKind::kSystem && slice.region->pinned()) {
+    validated->pinned_inputs |= PinnedBit(index);
+  }
   if (slice.region->kind() == RegionKind::kCuda) {
     // Read through the host (Note [CUDA shared memory]).
     std::vector<std::byte>& host = validated->converted.emplace_back(slice.byte_size);
@@ -354,7 +356,9 @@ absl::Status RequestedOutputs(const inference::ModelInferRequest& request,
             QuoteClientText(in_region->region), " cannot hold its ", needed, " bytes (",
             validated->rows, " rows of ", spec.bytes_per_row(), ")"));
       }
-      if (slice.region->pinned()) validated->pinned_outputs |= PinnedBit(index);
+      if (slice.region->kind() == RegionKind::kSystem && slice.region->pinned()) {
+        validated->pinned_outputs |= PinnedBit(index);
+      }
     }
     requested[index] = true;
     outputs.push_back(index);

@@ -7,6 +7,7 @@
 #include <functional>
 #include <limits>
 
+#include "cuda_runtime_api.h"
 #include "server/shared_memory_testing.h"
 
 namespace graphserve {
@@ -574,6 +575,30 @@ TEST_F(SharedMemoryValidationTest, InputsAndOutputsPointIntoTheirRegions) {
             static_cast<int64_t>(kYBytes));
   EXPECT_TRUE(response.outputs(0).parameters().empty());
   EXPECT_EQ(response.raw_output_contents(0).size(), static_cast<size_t>(kRows));
+}
+
+// Note [Pinned shared memory]: validation marks the tensors that lie in
+// pinned regions, by interface index (x is input 0, y output 0): with a GPU
+// a pinning registry pins; without one (CI) nothing is, and a registry that
+// does not pin never marks a tensor.
+TEST_F(SharedMemoryValidationTest, MarksTensorsInPinnedRegions) {
+  SharedMemoryRegistry pinning(/*pin_device=*/0);
+  ASSERT_TRUE(pinning.Register("in", object_.key(), 0, kObjectBytes).ok());
+  ASSERT_TRUE(pinning.Register("out", object_.key(), kYOffset, kYBytes).ok());
+  int devices = 0;
+  const bool gpu = cudaGetDeviceCount(&devices) == cudaSuccess && devices > 0;
+  cudaGetLastError();
+  const Request request = SharedRequest();
+  absl::StatusOr<ValidatedRequest> validated = ValidateInferRequest(request, Mlp(), &pinning);
+  ASSERT_TRUE(validated.ok()) << validated.status();
+  EXPECT_EQ(validated->pinned_inputs, gpu ? PinnedBit(0) : 0u);
+  EXPECT_EQ(validated->pinned_outputs, gpu ? PinnedBit(0) : 0u);
+  ExpectTestData(*validated, kRows);
+
+  validated = ValidateInferRequest(request, Mlp(), &registry_);
+  ASSERT_TRUE(validated.ok()) << validated.status();
+  EXPECT_EQ(validated->pinned_inputs, 0u);
+  EXPECT_EQ(validated->pinned_outputs, 0u);
 }
 
 // Note [Shared memory lifetime]: the validated request keeps its regions

@@ -223,8 +223,13 @@ void AddFlags(FlagValues* v, CommandLine* flags) {
                 "1 hands every request to the stream workers.");
   flags->AddString("grpc-channel-args", &v->grpc_channel_args,
                    "NAME=VALUE,...: gRPC core channel arguments for the server's transport "
-                   "(e.g. grpc.http2.lookahead_bytes=4194304), for tuning; gRPC ignores names it "
-                   "does not know.");
+                   "(e.g. grpc.http2.lookahead_bytes=4194304), for tuning. A value of digits is "
+                   "an integer, any other a string (no commas); gRPC ignores names it does not "
+                   "know, and the message size limits come from --grpc-max-message-bytes.");
+  flags->AddBool("pin-shared-memory", &options.pin_shared_memory,
+                 "On GPUs, page-lock each system shared-memory region when it is registered, so "
+                 "the GPU copies a request's tensors straight from and into it. This locks the "
+                 "whole registered range in memory until it is unregistered.");
   flags->AddInt("grpc-max-message-bytes", &v->max_message_bytes,
                 "Largest request or response; larger ones get RESOURCE_EXHAUSTED.");
   flags->AddInt("exit-timeout-secs", &v->exit_timeout,

@@ -7,7 +7,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <mutex>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -92,26 +91,25 @@ absl::Status CopyOnDevice(const SharedMemoryRegion& region, void* to, const void
   return absl::OkStatus();
 }
 
-// Page-locks `bytes` at `mapping` for every CUDA device (Note [Pinned shared
-// memory]); false, logged once per process, when CUDA refuses.
-bool PinForDevices(void* mapping, size_t bytes, const std::string& name) {
-  const cudaError_t error = cudaHostRegister(mapping, bytes, cudaHostRegisterPortable);
+// Page-locks `bytes` at `mapping` for every CUDA device, through `device`'s
+// context (Note [Pinned shared memory]); false, logged, when CUDA refuses.
+bool PinForDevices(void* mapping, size_t bytes, int device, const std::string& name) {
+  const CudaDeviceGuard on_device(device);
+  cudaError_t error = on_device.status().ok() ? cudaSuccess : cudaErrorInvalidDevice;
+  if (error == cudaSuccess) error = cudaHostRegister(mapping, bytes, cudaHostRegisterPortable);
   if (error == cudaSuccess) return true;
   cudaGetLastError();  // not sticky; leave nothing for the next call to see
-  static std::once_flag logged;
-  std::call_once(logged, [&] {
-    spdlog::warn(
-        "cannot pin shared memory region {} for the GPU ({}): it and any other region CUDA "
-        "refuses are served through staging, with an extra copy",
-        QuoteClientText(name), cudaGetErrorString(error));
-  });
+  spdlog::warn("cannot pin shared memory region {} for the GPU ({}): it is served through "
+               "staging, with an extra copy",
+               QuoteClientText(name), cudaGetErrorString(error));
   return false;
 }
 
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<SharedMemoryRegion>> SharedMemoryRegion::MapSystem(
-    std::string name, std::string key, uint64_t offset, uint64_t byte_size, bool pin) {
+    std::string name, std::string key, uint64_t offset, uint64_t byte_size,
+    std::optional<int> pin_device) {
   if (byte_size == 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("cannot register ", RegionDescription(name, key), ": byte_size is 0"));
@@ -154,9 +152,11 @@ absl::StatusOr<std::shared_ptr<SharedMemoryRegion>> SharedMemoryRegion::MapSyste
                                                    offset, " failed: ", ErrnoText(errno)));
   }
   std::byte* data = static_cast<std::byte*>(mapping) + lead;
-  const bool pinned = pin && PinForDevices(mapping, mapping_bytes, name);
-  auto release = [mapping, mapping_bytes, name, pinned] {
+  const bool pinned =
+      pin_device.has_value() && PinForDevices(mapping, mapping_bytes, *pin_device, name);
+  auto release = [mapping, mapping_bytes, name, pinned, pin_device] {
     if (pinned) {
+      const CudaDeviceGuard on_device(*pin_device);
       if (const cudaError_t error = cudaHostUnregister(mapping); error != cudaSuccess) {
         spdlog::warn("cudaHostUnregister of shared memory region {} failed: {}",
                      QuoteClientText(name), cudaGetErrorString(error));
@@ -266,7 +266,7 @@ absl::Status SharedMemoryRegistry::Register(const std::string& name, const std::
         "cannot register a shared memory region without a name (key ", QuoteClientText(key), ")"));
   }
   return Add(name, [&] {
-    return SharedMemoryRegion::MapSystem(name, key, offset, byte_size, pin_system_regions_);
+    return SharedMemoryRegion::MapSystem(name, key, offset, byte_size, pin_device_);
   });
 }
 

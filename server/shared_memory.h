@@ -48,13 +48,21 @@
 // clients do once per region, and locks the region's pages in memory until
 // it is unregistered. When CUDA refuses (too little lockable memory), the
 // region is served unpinned through staging, as before, and the server says
-// so once in its log. Unpinning comes before the unmap.
+// so in its log. What pinning costs: cudaHostRegister faults in and locks
+// every page of the registered range, so a client that registers a large,
+// mostly unused object makes the host allocate all of it; and it takes time
+// in the registration call (milliseconds per GiB), and cudaHostUnregister
+// in whichever thread drops the region last. --pin-shared-memory=false
+// turns it off. The pinning goes through the context of the server's first
+// GPU, never a GPU it does not serve on, and the unpinning comes before the
+// unmap: after it, CUDA would hold a range that no longer exists.
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -80,13 +88,12 @@ class SharedMemoryRegion {
   // InvalidArgument for a zero byte_size or a range past the object's end;
   // NotFound when no object is called `key`, InvalidArgument for any other
   // shm_open or mmap failure; each message names the region and, for a
-  // failed call, the errno text. `pin`: page-lock the mapping for the GPU
-  // (Note [Pinned shared memory]); a refusal leaves it unpinned, no error.
-  static absl::StatusOr<std::shared_ptr<SharedMemoryRegion>> MapSystem(std::string name,
-                                                                       std::string key,
-                                                                       uint64_t offset,
-                                                                       uint64_t byte_size,
-                                                                       bool pin = false);
+  // failed call, the errno text. `pin_device`: page-lock the mapping for
+  // the GPUs, through GPU `*pin_device`'s context (Note [Pinned shared
+  // memory]); a refusal leaves it unpinned, no error.
+  static absl::StatusOr<std::shared_ptr<SharedMemoryRegion>> MapSystem(
+      std::string name, std::string key, uint64_t offset, uint64_t byte_size,
+      std::optional<int> pin_device = std::nullopt);
 
   // cudaIpcOpenMemHandle of `raw_handle` (a cudaIpcMemHandle_t's bytes) on
   // GPU `device_id`; byte_size bytes from the allocation's start (Note [CUDA
@@ -173,10 +180,10 @@ absl::Status CopyIntoSlice(const SharedMemorySlice& slice, const std::byte* host
 // gRPC and HTTP threads register, unregister and look up at once.
 class SharedMemoryRegistry {
  public:
-  // `pin_system_regions`: pin each system region at registration (Note
-  // [Pinned shared memory]); for a server that serves on GPUs.
-  explicit SharedMemoryRegistry(bool pin_system_regions = false)
-      : pin_system_regions_(pin_system_regions) {}
+  // `pin_device`: pin each system region at registration, through that
+  // GPU's context (Note [Pinned shared memory]); for a server on GPUs.
+  explicit SharedMemoryRegistry(std::optional<int> pin_device = std::nullopt)
+      : pin_device_(pin_device) {}
 
   // Maps and records a system region (SharedMemoryRegion::MapSystem's
   // errors); AlreadyExists when `name` is registered already.
@@ -208,7 +215,7 @@ class SharedMemoryRegistry {
   // Records what `open` returns under `name` unless the name is taken.
   absl::Status Add(const std::string& name, const Open& open) ABSL_LOCKS_EXCLUDED(mu_);
 
-  const bool pin_system_regions_;
+  const std::optional<int> pin_device_;
   mutable absl::Mutex mu_;
   std::map<std::string, std::shared_ptr<const SharedMemoryRegion>> regions_ ABSL_GUARDED_BY(mu_);
 };

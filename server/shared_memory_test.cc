@@ -47,7 +47,7 @@ TEST(SharedMemoryRegistryTest, RegisteredRangeIsTheClientsMemory) {
 TEST(SharedMemoryRegistryTest, PinningRegistryPinsWhereThereIsAGpu) {
   TestShmObject object(kObjectBytes);
   for (size_t i = 0; i < kObjectBytes; ++i) object.data()[i] = std::byte(i % 251);
-  SharedMemoryRegistry registry(/*pin_system_regions=*/true);
+  SharedMemoryRegistry registry(/*pin_device=*/0);
   ASSERT_TRUE(registry.Register("in", object.key(), kOddOffset, 1000).ok());
   absl::StatusOr<SharedMemorySlice> slice = registry.Slice("in", 0, 1000);
   ASSERT_TRUE(slice.ok()) << slice.status();

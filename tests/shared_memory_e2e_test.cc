@@ -105,10 +105,10 @@ class SharedMemoryE2eTest : public ::testing::Test {
     ASSERT_TRUE(status.ok()) << status.error_message();
   }
 
-  // An mlp request of `rows` rows: x as bytes, or from region x_in and y
-  // into region y_out.
+  // An mlp request of `rows` rows: x as bytes, or from region x_in; y in the
+  // response, or into region y_out.
   static inference::ModelInferRequest Request(int64_t rows, const std::vector<float>& x,
-                                              bool shared) {
+                                              bool shared_input, bool shared_output) {
     inference::ModelInferRequest request;
     request.set_model_name("mlp");
     auto* input = request.add_inputs();
@@ -118,17 +118,19 @@ class SharedMemoryE2eTest : public ::testing::Test {
     input->add_shape(kFeatures);
     auto* output = request.add_outputs();
     output->set_name("y");
-    if (!shared) {
+    if (shared_input) {
+      auto& in = *input->mutable_parameters();
+      in["shared_memory_region"].set_string_param("x_in");
+      in["shared_memory_byte_size"].set_int64_param(rows * kRowBytes);
+    } else {
       request.add_raw_input_contents(
           std::string(reinterpret_cast<const char*>(x.data()), rows * kRowBytes));
-      return request;
     }
-    auto& in = *input->mutable_parameters();
-    in["shared_memory_region"].set_string_param("x_in");
-    in["shared_memory_byte_size"].set_int64_param(rows * kRowBytes);
-    auto& out = *output->mutable_parameters();
-    out["shared_memory_region"].set_string_param("y_out");
-    out["shared_memory_byte_size"].set_int64_param(rows * sizeof(float));
+    if (shared_output) {
+      auto& out = *output->mutable_parameters();
+      out["shared_memory_region"].set_string_param("y_out");
+      out["shared_memory_byte_size"].set_int64_param(rows * sizeof(float));
+    }
     return request;
   }
 
@@ -162,26 +164,41 @@ class SharedMemoryE2eTest : public ::testing::Test {
 InferenceServer* SharedMemoryE2eTest::server_ = nullptr;
 inference::GRPCInferenceService::Stub* SharedMemoryE2eTest::stub_ = nullptr;
 
-// Sizes that are captured (1, 64, 256), padded (5) and split (100).
+// Sizes that are captured (1, 64, 256), padded (5) and split (100); the
+// input, the output or both in a region (on CUDA, pinned: each tensor in a
+// region is copied by the device directly, the other through staging).
 TEST_F(SharedMemoryE2eTest, RegionsGiveWhatBytesGive) {
   for (int64_t rows : {1, 5, 64, 100, 256}) {
     const std::vector<float> x = RandomRows(rows, static_cast<unsigned>(rows));
     inference::ModelInferResponse with_bytes;
-    ASSERT_TRUE(Infer(Request(rows, x, /*shared=*/false), &with_bytes).ok()) << rows;
-    inference::ModelInferResponse through_memory;
-    const grpc::Status status = Infer(Request(rows, x, /*shared=*/true), &through_memory);
-    ASSERT_TRUE(status.ok()) << rows << ": " << status.error_message();
-    ASSERT_EQ(through_memory.raw_output_contents_size(), 1);
-    EXPECT_TRUE(through_memory.raw_output_contents(0).empty());
+    ASSERT_TRUE(Infer(Request(rows, x, false, false), &with_bytes).ok()) << rows;
     const std::string& want_bytes = with_bytes.raw_output_contents(0);
     ASSERT_EQ(want_bytes.size(), rows * sizeof(float));
     std::vector<float> want(rows);
     std::memcpy(want.data(), want_bytes.data(), want_bytes.size());
-    const std::vector<float> got = OutputRows(rows);
-    for (int64_t r = 0; r < rows; ++r) {
-      // The same plan and kernels on the same rows.
-      EXPECT_NEAR(got[r], want[r], 1e-6f * std::max(1.0f, std::abs(want[r])))
-          << rows << " rows, row " << r;
+    for (const auto& [shared_input, shared_output] :
+         {std::pair{true, true}, {true, false}, {false, true}}) {
+      const std::string what = absl::StrCat(rows, " rows, input ", shared_input ? "in" : "not in",
+                                            " a region, output ", shared_output ? "in" : "not in",
+                                            " a region");
+      std::memset(object_.data() + kOutputOffset, 0xFF, rows * sizeof(float));
+      inference::ModelInferResponse response;
+      const grpc::Status status = Infer(Request(rows, x, shared_input, shared_output), &response);
+      ASSERT_TRUE(status.ok()) << what << ": " << status.error_message();
+      ASSERT_EQ(response.raw_output_contents_size(), 1) << what;
+      std::vector<float> got(rows);
+      if (shared_output) {
+        EXPECT_TRUE(response.raw_output_contents(0).empty()) << what;
+        got = OutputRows(rows);
+      } else {
+        ASSERT_EQ(response.raw_output_contents(0).size(), want_bytes.size()) << what;
+        std::memcpy(got.data(), response.raw_output_contents(0).data(), want_bytes.size());
+      }
+      for (int64_t r = 0; r < rows; ++r) {
+        // The same plan and kernels on the same rows.
+        EXPECT_NEAR(got[r], want[r], 1e-6f * std::max(1.0f, std::abs(want[r])))
+            << what << ", row " << r;
+      }
     }
   }
 }
@@ -194,7 +211,7 @@ TEST_F(SharedMemoryE2eTest, TimingLookAtSmallAndLargeRequests) {
   for (int64_t rows : {2, 256}) {
     const std::vector<float> x = RandomRows(rows, 7);
     for (bool shared : {false, true}) {
-      const inference::ModelInferRequest request = Request(rows, x, shared);
+      const inference::ModelInferRequest request = Request(rows, x, shared, shared);
       std::vector<double> micros;
       for (int i = 0; i < kTimedRequests; ++i) {
         inference::ModelInferResponse response;
