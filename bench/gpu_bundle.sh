@@ -27,6 +27,7 @@ TEST_TARGETS=(
   //tests:shared_memory_e2e_test
   //server:shared_memory_test
   //server:request_validation_test
+  //server:graph_set_runner_test
   //client:cuda_shared_memory_test
 )
 TOOL_TARGETS=(

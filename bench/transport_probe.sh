@@ -2,8 +2,10 @@
 # Where a request's time goes outside the server at concurrency 1 (mlp): the
 # host's CPU idle states, and requests with four other cores kept busy beside
 # them (wake-ups from deep idle states); TCP against the server's Unix
-# socket; and per input path (message, system shared memory) and size (4 KiB,
-# 1 MiB) the server's own time (its statistics' total) beside the client's.
+# socket; and per input path (message, system and CUDA shared memory) and
+# size (4 KiB, 1 MiB) the server's own time (its statistics' total) beside
+# the client's. Then shared memory's outputs against the message path's, and
+# CUDA shared-memory requests merged by dynamic batching.
 # Each measurement is one 2 s window with its floor. (Its first version, at
 # commit 588bfa6, compared gRPC transport settings: --grpc-channel-args.)
 # Called by bench/gpu_check.sh with the unpacked bundle's bin folder.
@@ -64,16 +66,50 @@ if start_server "$work/repo" >/dev/null; then
 fi
 
 echo "--- the server's own time against the client's, per input path (a fresh server each)"
-for path in none system; do
+for path in none system cuda; do
   for batch in 2 512; do
     if start_server "$work/repo" >/dev/null; then
       probe own_time "localhost:$port" "$batch" "$path"
-      "$bin/graphserve-client" --url "localhost:$port" stats --model mlp |
-        tee "$out/stats_${path}_b${batch}.txt"
+      # In the console only: the device tool brings back 8 files.
+      "$bin/graphserve-client" --url "localhost:$port" stats --model mlp
       stop_server >/dev/null
     fi
   done
 done
+
+echo "--- shared memory's outputs against the message path's, sizes captured, padded and split"
+if start_server "$work/repo" >/dev/null; then
+  for batch in 1 5 24 100 512; do
+    for path in none system cuda; do
+      "$bin/graphserve-client" --url "localhost:$port" infer --model mlp --batch-size "$batch" \
+        --seed 7 --shared-memory "$path" --output-dir "$work/infer_${path}" >/dev/null ||
+        failures=$((failures + 1))
+    done
+    for path in system cuda; do
+      if cmp -s "$work/infer_none/y.bin" "$work/infer_${path}/y.bin"; then
+        echo "batch $batch: $path shared memory gives the message path's outputs"
+      else
+        echo "transport_probe: batch $batch: $path shared memory's outputs differ"
+        failures=$((failures + 1))
+      fi
+    done
+  done
+  stop_server >/dev/null
+fi
+
+echo "--- merged chunks of CUDA shared-memory requests (dynamic batching, 16 concurrent)"
+"$bin/make_demo_repository" --out "$work/repo_batching" --streams 2 >/dev/null
+with_batching "$work/repo_batching"
+if start_server "$work/repo_batching" >/dev/null; then
+  for path in none cuda; do
+    "$bin/graphserve-client" --url "localhost:$port" perf --model mlp --batch-size 1 \
+      --concurrency 16 --shared-memory "$path" --warmup-secs 0.5 --measurement-interval-ms 2000 \
+      --windows 1 --floor-windows 0 | tail -n 3 || failures=$((failures + 1))
+  done
+  # Fewer executions than inferences: requests were merged.
+  "$bin/graphserve-client" --url "localhost:$port" stats --model mlp
+  stop_server >/dev/null
+fi
 
 echo "--- TCP vs the Unix socket, default settings"
 socket="$work/graphserve.sock"

@@ -542,8 +542,10 @@ absl::Status GraphSet::Enqueue(const LaunchChunk& chunk) const {
                              ? nullptr
                              : chunk.input_sources[graph.input_of_mapping[i]];
     if (source == nullptr) source = graph.input_hosts[chunk.staging][i];
+    // Default: the source may be pinned host or device memory (unified
+    // addressing tells them apart).
     CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(mapping.device_dst, source, rows * mapping.bytes_per_row,
-                                         cudaMemcpyHostToDevice, stream));
+                                         cudaMemcpyDefault, stream));
     CUDA_RETURN_IF_ERROR(FillPaddingRows(mapping.device_dst, mapping.bytes_per_row, chunk.rows,
                                          chunk.batch_size, stream));
   }

@@ -32,6 +32,10 @@ struct SegmentRows {
   // server/shared_memory.h).
   PinnedTensors pinned_inputs = 0;
   PinnedTensors pinned_outputs = 0;
+  // The inputs above that point at device memory (Note [CUDA shared memory]
+  // in server/shared_memory.h): only a runner whose ReadsDeviceInputs() is
+  // true is given any.
+  PinnedTensors device_inputs = 0;
 };
 
 // One chunk: its segments' rows, gathered in order, run through the graph of
@@ -58,15 +62,14 @@ struct ChunkTiming {
 };
 
 // Copies each segment's rows of every input, one after the other, into
-// `staging(input)`: a chunk's rows as one batch. `bytes_per_row(input)`. An
-// input whose staging(input) is nullptr is skipped: its rows reach the
-// device another way.
+// `staging(input)`: a chunk's rows as one batch. `bytes_per_row(input)`.
+// For host memory only (GraphSetRunner gathers its own: some of its rows may
+// lie on the device).
 template <typename Staging, typename BytesPerRow>
 void GatherInputRows(const ChunkJob& job, size_t num_inputs, Staging staging,
                      BytesPerRow bytes_per_row) {
   for (size_t i = 0; i < num_inputs; ++i) {
     std::byte* to = staging(i);
-    if (to == nullptr) continue;
     const size_t row_bytes = bytes_per_row(i);
     for (const SegmentRows& segment : job.segments) {
       const size_t bytes = row_bytes * static_cast<size_t>(segment.rows);
@@ -126,6 +129,9 @@ class ChunkRunner {
     if (absl::Status started = Start(slot, 0, job, timing); !started.ok()) return started;
     return Finish(slot, 0, job, timing);
   }
+  // Whether segments may point at device memory for inputs (SegmentRows::
+  // device_inputs), which this runner copies itself.
+  [[nodiscard]] virtual bool ReadsDeviceInputs() const { return false; }
   // For the startup table and logs, e.g. "CUDA graphs, GPU 0".
   [[nodiscard]] virtual std::string description() const = 0;
 };

@@ -23,11 +23,35 @@ const SegmentRows* SoleSegment(const ChunkJob& job) {
   return job.segments.size() == 1 ? &job.segments.front() : nullptr;
 }
 
-// Whether the device copies input `i` straight from the request's memory
-// (Note [Pinned shared memory] in server/shared_memory.h).
+// Where the device copies input `i` from straight, the request's own pinned
+// or device memory, or nullptr when the rows go through staging (Notes
+// [Pinned shared memory] and [CUDA shared memory] in server/shared_memory.h).
 const std::byte* DirectInput(const ChunkJob& job, size_t i) {
   const SegmentRows* sole = SoleSegment(job);
-  return sole != nullptr && IsPinned(sole->pinned_inputs, i) ? sole->inputs[i] : nullptr;
+  return sole != nullptr && IsPinned(sole->pinned_inputs | sole->device_inputs, i)
+             ? sole->inputs[i]
+             : nullptr;
+}
+
+// Copies each segment's rows of input `i` into `staging`, one after the
+// other: host memory by the CPU now, device memory (a merged chunk's CUDA
+// region rows) by the slot's stream, ahead of the staging's copy to the
+// device on the same stream. Returns whether any copy went on the stream.
+absl::StatusOr<bool> GatherInput(const ChunkJob& job, size_t i, size_t row_bytes,
+                                 std::byte* staging, cudaStream_t stream) {
+  bool on_stream = false;
+  for (const SegmentRows& segment : job.segments) {
+    const size_t bytes = row_bytes * static_cast<size_t>(segment.rows);
+    if (IsPinned(segment.device_inputs, i)) {
+      CUDA_RETURN_IF_ERROR(
+          cudaMemcpyAsync(staging, segment.inputs[i], bytes, cudaMemcpyDeviceToHost, stream));
+      on_stream = true;
+    } else {
+      std::memcpy(staging, segment.inputs[i], bytes);
+    }
+    staging += bytes;
+  }
+  return on_stream;
 }
 
 // The same for output `o`: where the device writes its rows, or nullptr.
@@ -72,29 +96,36 @@ absl::Status GraphSetRunner::Start(int slot, int staging, const ChunkJob& job,
   const GraphSet& set = *placements_[slots_[slot].placement].set;
   const int own_slot = slots_[slot].slot;
   const Clock::time_point start = Clock::now();
-  GatherInputRows(
-      job, set.num_inputs(),
-      [&](size_t i) {
-        return DirectInput(job, i) != nullptr ? nullptr : set.input_staging(own_slot, i, staging);
-      },
-      [&](size_t i) { return set.input_bytes_per_row(i); });
+  cudaStream_t stream = set.stream(own_slot);
+  // Whether copies on the stream read or write the requests' own memory:
+  // then they end before an error is answered (ChunkRunner::Start), since
+  // the answer lets the client reuse that memory and the server unmap it.
+  bool touches_requests = false;
+  absl::Status status;
+  for (size_t i = 0; i < set.num_inputs() && status.ok(); ++i) {
+    if (DirectInput(job, i) != nullptr) continue;
+    absl::StatusOr<bool> on_stream = GatherInput(job, i, set.input_bytes_per_row(i),
+                                                 set.input_staging(own_slot, i, staging), stream);
+    status = on_stream.status();
+    touches_requests = touches_requests || on_stream.value_or(true);
+  }
   LaunchChunk chunk{own_slot, job.batch_size, job.rows, mode_, staging};
-  // Only a request with pinned tensors pays for the pointer vectors.
+  // Only a request with pinned or device tensors pays for the pointer vectors.
   std::vector<const void*> sources;
   std::vector<void*> destinations;
   if (const SegmentRows* sole = SoleSegment(job);
-      sole != nullptr && (sole->pinned_inputs | sole->pinned_outputs) != 0) {
+      sole != nullptr &&
+      (sole->pinned_inputs | sole->pinned_outputs | sole->device_inputs) != 0) {
     for (size_t i = 0; i < set.num_inputs(); ++i) sources.push_back(DirectInput(job, i));
     for (size_t o = 0; o < set.num_outputs(); ++o) destinations.push_back(DirectOutput(job, o));
     chunk.input_sources = sources;
     chunk.output_destinations = destinations;
+    touches_requests = true;
   }
-  if (absl::Status launched = set.Launch(chunk); !launched.ok()) {
-    // Copies enqueued before the failure may still read or write the
-    // request's own memory, which its answer lets the client reuse and the
-    // server unmap: they end before the error does (ChunkRunner::Start).
-    if (!sources.empty()) cudaStreamSynchronize(set.stream(own_slot));
-    return launched;
+  if (status.ok()) status = set.Launch(chunk);
+  if (!status.ok()) {
+    if (touches_requests) cudaStreamSynchronize(stream);
+    return status;
   }
   timing->input_ns = NanosSince(start);
   return absl::OkStatus();

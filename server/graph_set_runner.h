@@ -38,6 +38,7 @@ class GraphSetRunner : public ChunkRunner {
   [[nodiscard]] bool StartsBehindRunning(int64_t batch_size) const override;
   absl::Status Start(int slot, int staging, const ChunkJob& job, ChunkTiming* timing) override;
   absl::Status Finish(int slot, int staging, const ChunkJob& job, ChunkTiming* timing) override;
+  [[nodiscard]] bool ReadsDeviceInputs() const override { return true; }
   [[nodiscard]] std::string description() const override;
 
   // Implementation details follow.

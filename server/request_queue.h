@@ -40,6 +40,7 @@ struct QueuedRows {
   // The inputs and outputs in pinned host memory (SegmentRows' fields).
   PinnedTensors pinned_inputs = 0;
   PinnedTensors pinned_outputs = 0;
+  PinnedTensors device_inputs = 0;
   // Called once per segment of these rows, on the thread that ran or refused
   // it: `rows` rows ended with `status` after `queued` in the queue (the
   // segment's chunk's timing; zero for refused rows), and `end` says whether

@@ -238,6 +238,7 @@ absl::StatusOr<const std::byte*> SharedMemoryInput(const SharedMemoryParameters&
                                                    const TensorSpec& spec, int64_t rows,
                                                    const ModelInterface& model,
                                                    const SharedMemoryRegistry& shared_memory,
+                                                   bool device_inputs,
                                                    ValidatedRequest* validated) {
   const std::string where = TensorDescription("input", spec.name, model);
   ASSIGN_OR_RETURN(const SharedMemorySlice slice,
@@ -252,6 +253,11 @@ absl::StatusOr<const std::byte*> SharedMemoryInput(const SharedMemoryParameters&
   const std::byte* data = slice.data;
   if (slice.region->kind() == RegionKind::kSystem && slice.region->pinned()) {
     validated->pinned_inputs |= PinnedBit(index);
+  }
+  if (slice.region->kind() == RegionKind::kCuda && device_inputs && spec.dtype != DType::kBool) {
+    // Left on the device (Note [CUDA shared memory]).
+    validated->device_inputs |= PinnedBit(index);
+    return data;
   }
   if (slice.region->kind() == RegionKind::kCuda) {
     // Read through the host (Note [CUDA shared memory]).
@@ -371,7 +377,8 @@ absl::Status RequestedOutputs(const inference::ModelInferRequest& request,
 
 absl::StatusOr<ValidatedRequest> ValidateInferRequest(const inference::ModelInferRequest& request,
                                                       const ModelInterface& model,
-                                                      const SharedMemoryRegistry* shared_memory) {
+                                                      const SharedMemoryRegistry* shared_memory,
+                                                      bool device_inputs) {
   // Which request input feeds each interface input.
   constexpr int kAbsent = -1;
   std::vector<int> request_index(model.inputs.size(), kAbsent);
@@ -451,7 +458,8 @@ absl::StatusOr<ValidatedRequest> ValidateInferRequest(const inference::ModelInfe
     if (in_region[j].has_value()) {
       ASSIGN_OR_RETURN(const std::byte* data,
                        SharedMemoryInput(*in_region[j], tensor, i, model.inputs[i],
-                                         validated.rows, model, *shared_memory, &validated));
+                                         validated.rows, model, *shared_memory, device_inputs,
+                                         &validated));
       validated.inputs.push_back(data);
     } else if (raw) {
       ASSIGN_OR_RETURN(const std::byte* data,

@@ -43,6 +43,9 @@ struct ValidatedRequest {
   // regions (interface indices; Note [Pinned shared memory]).
   PinnedTensors pinned_inputs = 0;
   PinnedTensors pinned_outputs = 0;
+  // The inputs that point at device memory (a CUDA region left on the
+  // device, Note [CUDA shared memory]), never read by the host.
+  PinnedTensors device_inputs = 0;
 };
 
 // Checks `request` against `model`. Every error is InvalidArgument naming the
@@ -63,10 +66,13 @@ struct ValidatedRequest {
 // byte_size must be its shape's bytes and an output's at least its rows'
 // bytes. raw_input_contents then holds one entry per input outside shared
 // memory, in the order of inputs (as Triton reads it). Without
-// `shared_memory` a request that names a region is refused.
+// `shared_memory` a request that names a region is refused. An input in a
+// CUDA region is copied to the host, unless `device_inputs` (for a runner
+// that copies device memory itself): then it stays on the device, marked in
+// ValidatedRequest::device_inputs, except a BOOL one (its bytes are checked).
 absl::StatusOr<ValidatedRequest> ValidateInferRequest(
     const inference::ModelInferRequest& request, const ModelInterface& model,
-    const SharedMemoryRegistry* shared_memory = nullptr);
+    const SharedMemoryRegistry* shared_memory = nullptr, bool device_inputs = false);
 
 // Clears `response`, then fills model_name (the interface's name),
 // model_version, id, and for each returned output k: outputs[k] {name,

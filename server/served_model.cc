@@ -454,7 +454,7 @@ void ServedModel::Infer(const inference::ModelInferRequest* request,
                         const SharedMemoryRegistry* shared_memory) {
   const Clock::time_point start = Clock::now();
   absl::StatusOr<ValidatedRequest> validated =
-      ValidateInferRequest(*request, interface_, shared_memory);
+      ValidateInferRequest(*request, interface_, shared_memory, pool_->runner().ReadsDeviceInputs());
   absl::StatusOr<QueueRequestOptions> queue_options =
       validated.ok() ? QueueOptionsFromRequest(*request) : validated.status();
   if (!queue_options.ok()) {
@@ -482,6 +482,7 @@ void ServedModel::Infer(const inference::ModelInferRequest* request,
   rows->outputs = outputs;
   rows->pinned_inputs = state->validated.pinned_inputs;
   rows->pinned_outputs = state->validated.pinned_outputs;
+  rows->device_inputs = state->validated.device_inputs;
   rows->on_segment = [this, state](int64_t segment_rows, const absl::Status& status,
                                    StreamPool::Clock::duration queued, const ChunkTiming& timing,
                                    SegmentEnd end) {

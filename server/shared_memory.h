@@ -27,12 +27,17 @@
 // (cuMemGetAddressRange through the runtime's driver entry point) so a
 // byte_size larger than the allocation is refused at registration: a device
 // access past it would be a sticky CUDA error for every model of the server.
-// Requests read CUDA-region inputs through host memory: the bytes are copied
-// to the host at validation and enter the graph through the slot's pinned
-// staging like any input, and outputs are copied into their region when the
-// request ends. That costs two extra copies over the PCIe/NVLink-C2C link but
-// leaves one way into a graph; a graph reading the region directly would
-// need per-launch memcpy node updates (not built).
+// On the CUDA executor a CUDA-region input stays where it is: the request
+// carries the region's device pointer (ValidatedRequest::device_inputs),
+// and a chunk of that request's rows alone copies it device to device into
+// the graph's input, as a pinned region's input is copied (Note [Pinned
+// shared memory]); a chunk that merges it with other requests' rows copies
+// it into the slot's staging on the slot's stream first. BOOL inputs, whose
+// bytes are checked, and every input on the host executor are copied to the
+// host at validation instead. Outputs are copied into their region when the
+// request ends, from the host: two extra copies over the PCIe/NVLink-C2C
+// link, but one way out of a chunk whatever its segments (writing them in
+// place would need each chunk's rows tracked per request).
 //
 // Note [Pinned shared memory]
 // A large input in a system region was first copied by the CPU into the

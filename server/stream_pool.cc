@@ -263,6 +263,7 @@ StreamPool::StartedChunk StreamPool::StartChunk(int slot, int staging,
     rows.rows = segment.rows;
     rows.pinned_inputs = segment.request->pinned_inputs;
     rows.pinned_outputs = segment.request->pinned_outputs;
+    rows.device_inputs = segment.request->device_inputs;
     const auto first = static_cast<size_t>(segment.first_row);
     for (size_t i = 0; i < segment.request->inputs.size(); ++i) {
       rows.inputs.push_back(segment.request->inputs[i] + first * layout_.input_bytes_per_row[i]);

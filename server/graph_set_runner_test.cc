@@ -1,0 +1,166 @@
+// GPU tests of GraphSetRunner's chunks of requests whose tensors lie in
+// pinned host memory or on the device (Notes [Pinned shared memory] and
+// [CUDA shared memory] in server/shared_memory.h): every way the rows can
+// reach the graph gives the outputs of the plain host path, bit for bit.
+// They skip without a GPU.
+#include "server/graph_set_runner.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/cuda_handles.h"
+#include "examples/example_models.h"
+#include "runtime/onnx_import.h"
+
+namespace graphserve {
+namespace {
+
+constexpr int64_t kBatch = 16;
+
+// Where a request's tensors live.
+enum class Memory { kHost, kPinned, kDevice };
+
+const char* Name(Memory memory) {
+  switch (memory) {
+    case Memory::kHost: return "host";
+    case Memory::kPinned: return "pinned";
+    case Memory::kDevice: return "device";
+  }
+  return "?";
+}
+
+// dlrm_dense (two inputs, one output) on one slot at batch size 16, and
+// random rows for it.
+class GraphSetRunnerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+    absl::StatusOr<Model> model =
+        ImportOnnxBytes(MakeDlrmDenseModel().SerializeAsString(), "dlrm_dense");
+    ASSERT_TRUE(model.ok()) << model.status();
+    GraphSetOptions options;
+    options.batch_sizes = {kBatch};
+    absl::StatusOr<std::unique_ptr<GraphSet>> set = GraphSet::Create(*model, options);
+    ASSERT_TRUE(set.ok()) << set.status();
+    set_ = std::shared_ptr<const GraphSet>(*std::move(set));
+    runner_ = std::make_unique<GraphSetRunner>(
+        std::vector<GraphSetRunner::Placement>{{set_, 0}}, LaunchMode::kGraph);
+    ASSERT_TRUE(runner_->PrepareWorkerThread(0).ok());
+    for (size_t i = 0; i < set_->num_inputs(); ++i) {
+      Dims dims = model->inputs[i].dims;
+      dims[0] = kBatch;
+      rows_.push_back(RandomTensor(model->inputs[i].dtype, dims, 30 + i));
+    }
+  }
+
+  // One request's `rows` rows from row `first` of rows_, its inputs and its
+  // output room in `memory`; the buffers live in the request.
+  struct Request {
+    SegmentRows segment;
+    std::vector<PinnedHostBuffer> pinned;
+    std::vector<DeviceBuffer> device;
+    std::vector<std::vector<std::byte>> host;
+  };
+  std::unique_ptr<Request> MakeRequest(int64_t first, int64_t rows, Memory memory) const {
+    auto request = std::make_unique<Request>();
+    request->segment.rows = rows;
+    for (size_t i = 0; i < set_->num_inputs(); ++i) {
+      const size_t row_bytes = set_->input_bytes_per_row(i);
+      const std::byte* from = static_cast<const std::byte*>(rows_[i].raw()) + first * row_bytes;
+      const size_t bytes = row_bytes * static_cast<size_t>(rows);
+      void* to = nullptr;
+      switch (memory) {
+        case Memory::kHost:
+          to = request->host.emplace_back(bytes).data();
+          break;
+        case Memory::kPinned:
+          to = request->pinned.emplace_back(*PinnedHostBuffer::Allocate(bytes)).get();
+          request->segment.pinned_inputs |= PinnedBit(i);
+          break;
+        case Memory::kDevice:
+          to = request->device.emplace_back(*DeviceBuffer::Allocate(bytes)).get();
+          request->segment.device_inputs |= PinnedBit(i);
+          break;
+      }
+      if (memory == Memory::kDevice) {
+        EXPECT_EQ(cudaMemcpy(to, from, bytes, cudaMemcpyHostToDevice), cudaSuccess);
+      } else {
+        std::memcpy(to, from, bytes);
+      }
+      request->segment.inputs.push_back(static_cast<const std::byte*>(to));
+    }
+    for (size_t o = 0; o < set_->num_outputs(); ++o) {
+      const size_t bytes = set_->output_bytes_per_row(o) * static_cast<size_t>(rows);
+      std::byte* to = nullptr;
+      if (memory == Memory::kPinned) {
+        PinnedHostBuffer& buffer = request->pinned.emplace_back(*PinnedHostBuffer::Allocate(bytes));
+        to = static_cast<std::byte*>(buffer.get());
+        request->segment.pinned_outputs |= PinnedBit(o);
+      } else {
+        to = request->host.emplace_back(bytes).data();  // device outputs go through the host
+      }
+      std::memset(to, 0xFF, bytes);
+      request->segment.outputs.push_back(to);
+    }
+    return request;
+  }
+
+  // Runs the requests' rows as one chunk of batch size 16 through staging
+  // buffer `staging`.
+  void Run(const std::vector<Request*>& requests, int staging) const {
+    ChunkJob job{.batch_size = kBatch};
+    for (const Request* request : requests) {
+      job.segments.push_back(request->segment);
+      job.rows += request->segment.rows;
+    }
+    ChunkTiming timing;
+    ASSERT_TRUE(runner_->Start(0, staging, job, &timing).ok());
+    ASSERT_TRUE(runner_->Finish(0, staging, job, &timing).ok());
+  }
+
+  // Output 0's bytes of a request.
+  std::string Output(const Request& request) const {
+    return std::string(reinterpret_cast<const char*>(request.segment.outputs[0]),
+                       set_->output_bytes_per_row(0) * static_cast<size_t>(request.segment.rows));
+  }
+
+  std::shared_ptr<const GraphSet> set_;
+  std::unique_ptr<GraphSetRunner> runner_;
+  std::vector<HostTensor> rows_;
+};
+
+// A chunk of one request's rows, 5 of 16 (the rest padding): wherever its
+// tensors are, the outputs are those of the host path.
+TEST_F(GraphSetRunnerTest, OneRequestsChunkGivesTheHostPathsOutputs) {
+  const std::unique_ptr<Request> host = MakeRequest(0, 5, Memory::kHost);
+  Run({host.get()}, 0);
+  for (const Memory memory : {Memory::kPinned, Memory::kDevice}) {
+    const std::unique_ptr<Request> request = MakeRequest(0, 5, memory);
+    Run({request.get()}, 1);
+    EXPECT_EQ(Output(*request), Output(*host)) << Name(memory);
+  }
+}
+
+// A merged chunk: three requests' rows one after the other, one in each kind
+// of memory, gathered through staging (device rows on the slot's stream),
+// give what the same rows give as one host request.
+TEST_F(GraphSetRunnerTest, MergedChunkGathersEveryKindOfMemory) {
+  const std::unique_ptr<Request> whole = MakeRequest(0, 12, Memory::kHost);
+  Run({whole.get()}, 0);
+  const std::unique_ptr<Request> device = MakeRequest(0, 4, Memory::kDevice);
+  const std::unique_ptr<Request> pinned = MakeRequest(4, 5, Memory::kPinned);
+  const std::unique_ptr<Request> host = MakeRequest(9, 3, Memory::kHost);
+  Run({device.get(), pinned.get(), host.get()}, 1);
+  const std::string want = Output(*whole);
+  const size_t row_bytes = set_->output_bytes_per_row(0);
+  EXPECT_EQ(Output(*device), want.substr(0, 4 * row_bytes));
+  EXPECT_EQ(Output(*pinned), want.substr(4 * row_bytes, 5 * row_bytes));
+  EXPECT_EQ(Output(*host), want.substr(9 * row_bytes, 3 * row_bytes));
+}
+
+}  // namespace
+}  // namespace graphserve
