@@ -106,8 +106,14 @@ if start_server "$work/repo_batching" >/dev/null; then
       --concurrency 16 --shared-memory "$path" --warmup-secs 0.5 --measurement-interval-ms 2000 \
       --windows 1 --floor-windows 0 | tail -n 3 || failures=$((failures + 1))
   done
-  # Fewer executions than inferences: requests were merged.
-  "$bin/graphserve-client" --url "localhost:$port" stats --model mlp
+  # Fewer executions than inferences: requests were merged; and none failed.
+  "$bin/graphserve-client" --url "localhost:$port" stats --model mlp | tee "$work/stats.txt"
+  # Columns: model, version, inferences, executions, success, fail.
+  merged='$1 == "mlp" { merged = $4 < $3 && $6 == 0 } END { exit !merged }'
+  if ! awk "$merged" "$work/stats.txt"; then
+    echo "transport_probe: no merged executions, or failed requests, in the stats above"
+    failures=$((failures + 1))
+  fi
   stop_server >/dev/null
 fi
 

@@ -151,7 +151,10 @@ struct LaunchChunk {
 // thread can fill buffer 1 and launch the next chunk while the chunk of
 // buffer 0 still runs: the launches queue on the slot's stream, whose order
 // keeps the device buffers safe (the second chunk's input copy runs after
-// the first chunk's graph, its graph after the first's output copy). The
+// the first chunk's graph, its graph after the first's output copy). Rows
+// that come from device memory (Note [CUDA shared memory] in
+// server/shared_memory.h) are copied into a staging buffer on the same
+// stream, so they too queue behind the running chunk. The
 // host copies of one chunk then overlap the GPU work of the other, so a
 // busy slot never idles while its thread gathers rows or writes responses.
 // The device side is not doubled: no extra arena, graphs or capture time.

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,8 +34,8 @@ struct SegmentRows {
   PinnedTensors pinned_inputs = 0;
   PinnedTensors pinned_outputs = 0;
   // The inputs above that point at device memory (Note [CUDA shared memory]
-  // in server/shared_memory.h): only a runner whose ReadsDeviceInputs() is
-  // true is given any.
+  // in server/shared_memory.h): only a runner with a DeviceInputsGpu() is
+  // given any, on that GPU.
   PinnedTensors device_inputs = 0;
 };
 
@@ -129,9 +130,9 @@ class ChunkRunner {
     if (absl::Status started = Start(slot, 0, job, timing); !started.ok()) return started;
     return Finish(slot, 0, job, timing);
   }
-  // Whether segments may point at device memory for inputs (SegmentRows::
-  // device_inputs), which this runner copies itself.
-  [[nodiscard]] virtual bool ReadsDeviceInputs() const { return false; }
+  // The GPU whose memory a segment's inputs may lie in (SegmentRows::
+  // device_inputs), which this runner copies itself; none: host memory only.
+  [[nodiscard]] virtual std::optional<int> DeviceInputsGpu() const { return std::nullopt; }
   // For the startup table and logs, e.g. "CUDA graphs, GPU 0".
   [[nodiscard]] virtual std::string description() const = 0;
 };

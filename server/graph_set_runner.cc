@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -43,8 +44,13 @@ absl::StatusOr<bool> GatherInput(const ChunkJob& job, size_t i, size_t row_bytes
   for (const SegmentRows& segment : job.segments) {
     const size_t bytes = row_bytes * static_cast<size_t>(segment.rows);
     if (IsPinned(segment.device_inputs, i)) {
-      CUDA_RETURN_IF_ERROR(
-          cudaMemcpyAsync(staging, segment.inputs[i], bytes, cudaMemcpyDeviceToHost, stream));
+      if (const cudaError_t error =
+              cudaMemcpyAsync(staging, segment.inputs[i], bytes, cudaMemcpyDeviceToHost, stream);
+          error != cudaSuccess) {
+        return absl::InternalError(absl::StrCat("copying ", bytes, " bytes of input ", i,
+                                                " from CUDA shared memory into staging failed: ",
+                                                cudaGetErrorString(error)));
+      }
       on_stream = true;
     } else {
       std::memcpy(staging, segment.inputs[i], bytes);
@@ -78,6 +84,13 @@ GraphSetRunner::GraphSetRunner(std::vector<Placement> placements, LaunchMode mod
 }
 
 int GraphSetRunner::num_slots() const { return static_cast<int>(slots_.size()); }
+
+std::optional<int> GraphSetRunner::DeviceInputsGpu() const {
+  for (const Placement& placement : placements_) {
+    if (placement.device != placements_.front().device) return std::nullopt;
+  }
+  return placements_.front().device;
+}
 
 bool GraphSetRunner::StartsBehindRunning(int64_t batch_size) const {
   return std::binary_search(double_buffered_sizes_.begin(), double_buffered_sizes_.end(),
@@ -125,6 +138,9 @@ absl::Status GraphSetRunner::Start(int slot, int staging, const ChunkJob& job,
   if (status.ok()) status = set.Launch(chunk);
   if (!status.ok()) {
     if (touches_requests) cudaStreamSynchronize(stream);
+    // Leave no error of a failed copy behind for the thread's next chunk
+    // (the padding fill reads cudaGetLastError).
+    cudaGetLastError();
     return status;
   }
   timing->input_ns = NanosSince(start);

@@ -4,12 +4,14 @@
 // plan launched op by op on the same stream), so the server's per-chunk work
 // is the staging copy, the mapped copies, one launch, a wait on the slot's
 // event and the copy of the real rows out; a chunk of one request's rows in
-// pinned shared memory skips the staging copies (Note [Pinned shared memory]
-// in server/shared_memory.h). Two chunks may be in flight on a
-// slot, one per staging buffer (Note [Double-buffered staging]). The runner's slots are the sets'
-// slots one after the other.
+// pinned or CUDA shared memory skips the staging copies (Notes [Pinned
+// shared memory] and [CUDA shared memory] in server/shared_memory.h). Two
+// chunks may be in flight on a slot, one per staging buffer (Note
+// [Double-buffered staging]). The runner's slots are the sets' slots one
+// after the other.
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,7 +40,9 @@ class GraphSetRunner : public ChunkRunner {
   [[nodiscard]] bool StartsBehindRunning(int64_t batch_size) const override;
   absl::Status Start(int slot, int staging, const ChunkJob& job, ChunkTiming* timing) override;
   absl::Status Finish(int slot, int staging, const ChunkJob& job, ChunkTiming* timing) override;
-  [[nodiscard]] bool ReadsDeviceInputs() const override { return true; }
+  // The sets' GPU when they all share one: a CUDA region on it is copied
+  // device to device (Note [CUDA shared memory]); across GPUs, none.
+  [[nodiscard]] std::optional<int> DeviceInputsGpu() const override;
   [[nodiscard]] std::string description() const override;
 
   // Implementation details follow.

@@ -9,6 +9,7 @@
 
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,35 +59,44 @@ class GraphSetRunnerTest : public ::testing::Test {
   }
 
   // One request's `rows` rows from row `first` of rows_, its inputs and its
-  // output room in `memory`; the buffers live in the request.
+  // output room in `memory` (input 0 in `first_input`, when given); the
+  // buffers live in the request.
   struct Request {
     SegmentRows segment;
     std::vector<PinnedHostBuffer> pinned;
     std::vector<DeviceBuffer> device;
     std::vector<std::vector<std::byte>> host;
   };
-  std::unique_ptr<Request> MakeRequest(int64_t first, int64_t rows, Memory memory) const {
+  std::unique_ptr<Request> MakeRequest(int64_t first, int64_t rows, Memory memory,
+                                       std::optional<Memory> first_input = std::nullopt) const {
     auto request = std::make_unique<Request>();
     request->segment.rows = rows;
     for (size_t i = 0; i < set_->num_inputs(); ++i) {
+      const Memory input_memory = i == 0 && first_input.has_value() ? *first_input : memory;
       const size_t row_bytes = set_->input_bytes_per_row(i);
       const std::byte* from = static_cast<const std::byte*>(rows_[i].raw()) + first * row_bytes;
       const size_t bytes = row_bytes * static_cast<size_t>(rows);
       void* to = nullptr;
-      switch (memory) {
+      switch (input_memory) {
         case Memory::kHost:
           to = request->host.emplace_back(bytes).data();
           break;
-        case Memory::kPinned:
-          to = request->pinned.emplace_back(*PinnedHostBuffer::Allocate(bytes)).get();
+        case Memory::kPinned: {
+          absl::StatusOr<PinnedHostBuffer> buffer = PinnedHostBuffer::Allocate(bytes);
+          EXPECT_TRUE(buffer.ok()) << buffer.status();
+          to = request->pinned.emplace_back(*std::move(buffer)).get();
           request->segment.pinned_inputs |= PinnedBit(i);
           break;
-        case Memory::kDevice:
-          to = request->device.emplace_back(*DeviceBuffer::Allocate(bytes)).get();
+        }
+        case Memory::kDevice: {
+          absl::StatusOr<DeviceBuffer> buffer = DeviceBuffer::Allocate(bytes);
+          EXPECT_TRUE(buffer.ok()) << buffer.status();
+          to = request->device.emplace_back(*std::move(buffer)).get();
           request->segment.device_inputs |= PinnedBit(i);
           break;
+        }
       }
-      if (memory == Memory::kDevice) {
+      if (input_memory == Memory::kDevice) {
         EXPECT_EQ(cudaMemcpy(to, from, bytes, cudaMemcpyHostToDevice), cudaSuccess);
       } else {
         std::memcpy(to, from, bytes);
@@ -97,8 +107,9 @@ class GraphSetRunnerTest : public ::testing::Test {
       const size_t bytes = set_->output_bytes_per_row(o) * static_cast<size_t>(rows);
       std::byte* to = nullptr;
       if (memory == Memory::kPinned) {
-        PinnedHostBuffer& buffer = request->pinned.emplace_back(*PinnedHostBuffer::Allocate(bytes));
-        to = static_cast<std::byte*>(buffer.get());
+        absl::StatusOr<PinnedHostBuffer> buffer = PinnedHostBuffer::Allocate(bytes);
+        EXPECT_TRUE(buffer.ok()) << buffer.status();
+        to = static_cast<std::byte*>(request->pinned.emplace_back(*std::move(buffer)).get());
         request->segment.pinned_outputs |= PinnedBit(o);
       } else {
         to = request->host.emplace_back(bytes).data();  // device outputs go through the host
@@ -134,7 +145,8 @@ class GraphSetRunnerTest : public ::testing::Test {
 };
 
 // A chunk of one request's rows, 5 of 16 (the rest padding): wherever its
-// tensors are, the outputs are those of the host path.
+// tensors are, the outputs are those of the host path; also with its inputs
+// split between device and host memory, or device and pinned.
 TEST_F(GraphSetRunnerTest, OneRequestsChunkGivesTheHostPathsOutputs) {
   const std::unique_ptr<Request> host = MakeRequest(0, 5, Memory::kHost);
   Run({host.get()}, 0);
@@ -143,23 +155,34 @@ TEST_F(GraphSetRunnerTest, OneRequestsChunkGivesTheHostPathsOutputs) {
     Run({request.get()}, 1);
     EXPECT_EQ(Output(*request), Output(*host)) << Name(memory);
   }
+  for (const Memory others : {Memory::kHost, Memory::kPinned}) {
+    const std::unique_ptr<Request> mixed = MakeRequest(0, 5, others, Memory::kDevice);
+    Run({mixed.get()}, 0);
+    EXPECT_EQ(Output(*mixed), Output(*host))
+        << "input 0 on the device, the other " << Name(others);
+  }
 }
 
-// A merged chunk: three requests' rows one after the other, one in each kind
-// of memory, gathered through staging (device rows on the slot's stream),
-// give what the same rows give as one host request.
+// A merged chunk: requests' rows one after the other, in each kind of
+// memory, gathered through staging (device rows on the slot's stream, at
+// their offset), give what the same rows give as one host request.
 TEST_F(GraphSetRunnerTest, MergedChunkGathersEveryKindOfMemory) {
   const std::unique_ptr<Request> whole = MakeRequest(0, 12, Memory::kHost);
   Run({whole.get()}, 0);
-  const std::unique_ptr<Request> device = MakeRequest(0, 4, Memory::kDevice);
-  const std::unique_ptr<Request> pinned = MakeRequest(4, 5, Memory::kPinned);
+  const std::unique_ptr<Request> pinned = MakeRequest(0, 4, Memory::kPinned);
+  const std::unique_ptr<Request> device = MakeRequest(4, 5, Memory::kDevice);
   const std::unique_ptr<Request> host = MakeRequest(9, 3, Memory::kHost);
-  Run({device.get(), pinned.get(), host.get()}, 1);
+  Run({pinned.get(), device.get(), host.get()}, 1);
   const std::string want = Output(*whole);
   const size_t row_bytes = set_->output_bytes_per_row(0);
-  EXPECT_EQ(Output(*device), want.substr(0, 4 * row_bytes));
-  EXPECT_EQ(Output(*pinned), want.substr(4 * row_bytes, 5 * row_bytes));
+  EXPECT_EQ(Output(*pinned), want.substr(0, 4 * row_bytes));
+  EXPECT_EQ(Output(*device), want.substr(4 * row_bytes, 5 * row_bytes));
   EXPECT_EQ(Output(*host), want.substr(9 * row_bytes, 3 * row_bytes));
+}
+
+// A runner on one GPU reads device inputs from that GPU's memory.
+TEST_F(GraphSetRunnerTest, DeviceInputsComeFromTheSetsGpu) {
+  EXPECT_EQ(runner_->DeviceInputsGpu(), std::optional<int>(0));
 }
 
 }  // namespace

@@ -68,6 +68,11 @@ absl::Status HostRunner::Start(int /*slot*/, int /*staging*/, const ChunkJob& jo
     inputs.emplace_back(value.dtype, value.dims);
   }
   const auto row_bytes = [&](size_t i) { return inputs[i].bytes() / batch; };
+  for (const SegmentRows& segment : job.segments) {
+    if (segment.device_inputs != 0) {
+      return absl::InternalError("the host executor was given rows in device memory");
+    }
+  }
   GatherInputRows(
       job, inputs.size(), [&](size_t i) { return static_cast<std::byte*>(inputs[i].raw()); },
       row_bytes);

@@ -1,9 +1,10 @@
 #pragma once
-// Which of a request's tensors lie in pinned host memory, which the GPU's
-// copy engines reach directly (Note [Pinned shared memory] in
-// server/shared_memory.h): bit i for tensor i in interface order. A mask, not
-// a vector, so that requests and chunks carry it without an allocation; only
-// tensors 0..63 are tracked, and any later one goes through staging.
+// Which of a request's tensors lie in memory the GPU's copy engines reach
+// directly, pinned host memory or device memory (Notes [Pinned shared
+// memory] and [CUDA shared memory] in server/shared_memory.h): bit i for
+// tensor i in interface order. A mask, not a vector, so that requests and
+// chunks carry it without an allocation; only tensors 0..63 are tracked, and
+// any later one goes through staging (a CUDA one through the host).
 
 #include <cstddef>
 #include <cstdint>

@@ -37,7 +37,8 @@ struct QueuedRows {
   std::vector<const std::byte*> inputs;
   // Per model output: where row 0 goes, or nullptr when not requested.
   std::vector<std::byte*> outputs;
-  // The inputs and outputs in pinned host memory (SegmentRows' fields).
+  // The inputs and outputs in pinned host memory, and the inputs in device
+  // memory (SegmentRows' fields).
   PinnedTensors pinned_inputs = 0;
   PinnedTensors pinned_outputs = 0;
   PinnedTensors device_inputs = 0;

@@ -238,7 +238,7 @@ absl::StatusOr<const std::byte*> SharedMemoryInput(const SharedMemoryParameters&
                                                    const TensorSpec& spec, int64_t rows,
                                                    const ModelInterface& model,
                                                    const SharedMemoryRegistry& shared_memory,
-                                                   bool device_inputs,
+                                                   std::optional<int> device_inputs_gpu,
                                                    ValidatedRequest* validated) {
   const std::string where = TensorDescription("input", spec.name, model);
   ASSIGN_OR_RETURN(const SharedMemorySlice slice,
@@ -254,7 +254,9 @@ absl::StatusOr<const std::byte*> SharedMemoryInput(const SharedMemoryParameters&
   if (slice.region->kind() == RegionKind::kSystem && slice.region->pinned()) {
     validated->pinned_inputs |= PinnedBit(index);
   }
-  if (slice.region->kind() == RegionKind::kCuda && device_inputs && spec.dtype != DType::kBool) {
+  if (slice.region->kind() == RegionKind::kCuda &&
+      device_inputs_gpu == slice.region->device_id() && spec.dtype != DType::kBool &&
+      PinnedBit(index) != 0) {
     // Left on the device (Note [CUDA shared memory]).
     validated->device_inputs |= PinnedBit(index);
     return data;
@@ -378,7 +380,7 @@ absl::Status RequestedOutputs(const inference::ModelInferRequest& request,
 absl::StatusOr<ValidatedRequest> ValidateInferRequest(const inference::ModelInferRequest& request,
                                                       const ModelInterface& model,
                                                       const SharedMemoryRegistry* shared_memory,
-                                                      bool device_inputs) {
+                                                      std::optional<int> device_inputs_gpu) {
   // Which request input feeds each interface input.
   constexpr int kAbsent = -1;
   std::vector<int> request_index(model.inputs.size(), kAbsent);
@@ -458,8 +460,8 @@ absl::StatusOr<ValidatedRequest> ValidateInferRequest(const inference::ModelInfe
     if (in_region[j].has_value()) {
       ASSIGN_OR_RETURN(const std::byte* data,
                        SharedMemoryInput(*in_region[j], tensor, i, model.inputs[i],
-                                         validated.rows, model, *shared_memory, device_inputs,
-                                         &validated));
+                                         validated.rows, model, *shared_memory,
+                                         device_inputs_gpu, &validated));
       validated.inputs.push_back(data);
     } else if (raw) {
       ASSIGN_OR_RETURN(const std::byte* data,

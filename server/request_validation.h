@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -67,12 +68,15 @@ struct ValidatedRequest {
 // bytes. raw_input_contents then holds one entry per input outside shared
 // memory, in the order of inputs (as Triton reads it). Without
 // `shared_memory` a request that names a region is refused. An input in a
-// CUDA region is copied to the host, unless `device_inputs` (for a runner
-// that copies device memory itself): then it stays on the device, marked in
-// ValidatedRequest::device_inputs, except a BOOL one (its bytes are checked).
+// CUDA region is copied to the host, unless the region lies on GPU
+// `device_inputs_gpu` (for a runner that copies that GPU's memory itself):
+// then it stays on the device, marked in ValidatedRequest::device_inputs;
+// BOOL inputs (their bytes are checked) and inputs past the 64th are copied
+// all the same.
 absl::StatusOr<ValidatedRequest> ValidateInferRequest(
     const inference::ModelInferRequest& request, const ModelInterface& model,
-    const SharedMemoryRegistry* shared_memory = nullptr, bool device_inputs = false);
+    const SharedMemoryRegistry* shared_memory = nullptr,
+    std::optional<int> device_inputs_gpu = std::nullopt);
 
 // Clears `response`, then fills model_name (the interface's name),
 // model_version, id, and for each returned output k: outputs[k] {name,

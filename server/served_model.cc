@@ -454,7 +454,7 @@ void ServedModel::Infer(const inference::ModelInferRequest* request,
                         const SharedMemoryRegistry* shared_memory) {
   const Clock::time_point start = Clock::now();
   absl::StatusOr<ValidatedRequest> validated =
-      ValidateInferRequest(*request, interface_, shared_memory, pool_->runner().ReadsDeviceInputs());
+      ValidateInferRequest(*request, interface_, shared_memory, pool_->runner().DeviceInputsGpu());
   absl::StatusOr<QueueRequestOptions> queue_options =
       validated.ok() ? QueueOptionsFromRequest(*request) : validated.status();
   if (!queue_options.ok()) {

@@ -27,14 +27,17 @@
 // (cuMemGetAddressRange through the runtime's driver entry point) so a
 // byte_size larger than the allocation is refused at registration: a device
 // access past it would be a sticky CUDA error for every model of the server.
-// On the CUDA executor a CUDA-region input stays where it is: the request
-// carries the region's device pointer (ValidatedRequest::device_inputs),
-// and a chunk of that request's rows alone copies it device to device into
-// the graph's input, as a pinned region's input is copied (Note [Pinned
-// shared memory]); a chunk that merges it with other requests' rows copies
-// it into the slot's staging on the slot's stream first. BOOL inputs, whose
-// bytes are checked, and every input on the host executor are copied to the
-// host at validation instead. Outputs are copied into their region when the
+// On the CUDA executor a CUDA-region input on the model's GPU stays where it
+// is: the request carries the region's device pointer
+// (ValidatedRequest::device_inputs), and a chunk of that request's rows
+// alone copies it device to device into the graph's input, as a pinned
+// region's input is copied (Note [Pinned shared memory]); a chunk that
+// merges it with other requests' rows copies it into the slot's staging on
+// the slot's stream first, a round trip over the link (per-segment copies
+// into the device input would avoid it; not built). BOOL inputs, whose
+// bytes are checked, inputs past the 64th (PinnedTensors), a region on
+// another GPU than the model's, and every input on the host executor are
+// copied to the host at validation instead. Outputs are copied into their region when the
 // request ends, from the host: two extra copies over the PCIe/NVLink-C2C
 // link, but one way out of a chunk whatever its segments (writing them in
 // place would need each chunk's rows tracked per request).
