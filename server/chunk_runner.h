@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "server/pinned_tensors.h"
+#include "server/tensor_mask.h"
 
 namespace graphserve {
 
@@ -31,12 +31,12 @@ struct SegmentRows {
   // The inputs and outputs above that lie in pinned host memory, which a
   // GPU runner may copy to and from directly (Note [Pinned shared memory] in
   // server/shared_memory.h).
-  PinnedTensors pinned_inputs = 0;
-  PinnedTensors pinned_outputs = 0;
+  TensorMask pinned_inputs = 0;
+  TensorMask pinned_outputs = 0;
   // The inputs above that point at device memory (Note [CUDA shared memory]
   // in server/shared_memory.h): only a runner with a DeviceInputsGpu() is
   // given any, on that GPU.
-  PinnedTensors device_inputs = 0;
+  TensorMask device_inputs = 0;
 };
 
 // One chunk: its segments' rows, gathered in order, run through the graph of

@@ -29,7 +29,7 @@ const SegmentRows* SoleSegment(const ChunkJob& job) {
 // [Pinned shared memory] and [CUDA shared memory] in server/shared_memory.h).
 const std::byte* DirectInput(const ChunkJob& job, size_t i) {
   const SegmentRows* sole = SoleSegment(job);
-  return sole != nullptr && IsPinned(sole->pinned_inputs | sole->device_inputs, i)
+  return sole != nullptr && InMask(sole->pinned_inputs | sole->device_inputs, i)
              ? sole->inputs[i]
              : nullptr;
 }
@@ -43,7 +43,7 @@ absl::StatusOr<bool> GatherInput(const ChunkJob& job, size_t i, size_t row_bytes
   bool on_stream = false;
   for (const SegmentRows& segment : job.segments) {
     const size_t bytes = row_bytes * static_cast<size_t>(segment.rows);
-    if (IsPinned(segment.device_inputs, i)) {
+    if (InMask(segment.device_inputs, i)) {
       if (const cudaError_t error =
               cudaMemcpyAsync(staging, segment.inputs[i], bytes, cudaMemcpyDeviceToHost, stream);
           error != cudaSuccess) {
@@ -63,7 +63,7 @@ absl::StatusOr<bool> GatherInput(const ChunkJob& job, size_t i, size_t row_bytes
 // The same for output `o`: where the device writes its rows, or nullptr.
 std::byte* DirectOutput(const ChunkJob& job, size_t o) {
   const SegmentRows* sole = SoleSegment(job);
-  return sole != nullptr && IsPinned(sole->pinned_outputs, o) ? sole->outputs[o] : nullptr;
+  return sole != nullptr && InMask(sole->pinned_outputs, o) ? sole->outputs[o] : nullptr;
 }
 
 }  // namespace
@@ -71,6 +71,7 @@ std::byte* DirectOutput(const ChunkJob& job, size_t o) {
 GraphSetRunner::GraphSetRunner(std::vector<Placement> placements, LaunchMode mode,
                                std::vector<int64_t> double_buffered_sizes)
     : placements_(std::move(placements)),
+      device_inputs_gpu_(SharedGpu(placements_)),
       mode_(mode),
       double_buffered_sizes_([&] {
         std::sort(double_buffered_sizes.begin(), double_buffered_sizes.end());
@@ -85,11 +86,12 @@ GraphSetRunner::GraphSetRunner(std::vector<Placement> placements, LaunchMode mod
 
 int GraphSetRunner::num_slots() const { return static_cast<int>(slots_.size()); }
 
-std::optional<int> GraphSetRunner::DeviceInputsGpu() const {
-  for (const Placement& placement : placements_) {
-    if (placement.device != placements_.front().device) return std::nullopt;
+// Asked per request: decided once, here.
+std::optional<int> GraphSetRunner::SharedGpu(const std::vector<Placement>& placements) {
+  for (const Placement& placement : placements) {
+    if (placement.device != placements.front().device) return std::nullopt;
   }
-  return placements_.front().device;
+  return placements.front().device;
 }
 
 bool GraphSetRunner::StartsBehindRunning(int64_t batch_size) const {

@@ -85,14 +85,14 @@ class GraphSetRunnerTest : public ::testing::Test {
           absl::StatusOr<PinnedHostBuffer> buffer = PinnedHostBuffer::Allocate(bytes);
           EXPECT_TRUE(buffer.ok()) << buffer.status();
           to = request->pinned.emplace_back(*std::move(buffer)).get();
-          request->segment.pinned_inputs |= PinnedBit(i);
+          request->segment.pinned_inputs |= MaskBit(i);
           break;
         }
         case Memory::kDevice: {
           absl::StatusOr<DeviceBuffer> buffer = DeviceBuffer::Allocate(bytes);
           EXPECT_TRUE(buffer.ok()) << buffer.status();
           to = request->device.emplace_back(*std::move(buffer)).get();
-          request->segment.device_inputs |= PinnedBit(i);
+          request->segment.device_inputs |= MaskBit(i);
           break;
         }
       }
@@ -110,7 +110,7 @@ class GraphSetRunnerTest : public ::testing::Test {
         absl::StatusOr<PinnedHostBuffer> buffer = PinnedHostBuffer::Allocate(bytes);
         EXPECT_TRUE(buffer.ok()) << buffer.status();
         to = static_cast<std::byte*>(request->pinned.emplace_back(*std::move(buffer)).get());
-        request->segment.pinned_outputs |= PinnedBit(o);
+        request->segment.pinned_outputs |= MaskBit(o);
       } else {
         to = request->host.emplace_back(bytes).data();  // device outputs go through the host
       }

@@ -17,7 +17,7 @@
 #include "absl/status/status.h"
 #include "server/batch_planner.h"
 #include "server/chunk_runner.h"
-#include "server/pinned_tensors.h"
+#include "server/tensor_mask.h"
 
 namespace graphserve {
 
@@ -39,9 +39,9 @@ struct QueuedRows {
   std::vector<std::byte*> outputs;
   // The inputs and outputs in pinned host memory, and the inputs in device
   // memory (SegmentRows' fields).
-  PinnedTensors pinned_inputs = 0;
-  PinnedTensors pinned_outputs = 0;
-  PinnedTensors device_inputs = 0;
+  TensorMask pinned_inputs = 0;
+  TensorMask pinned_outputs = 0;
+  TensorMask device_inputs = 0;
   // Called once per segment of these rows, on the thread that ran or refused
   // it: `rows` rows ended with `status` after `queued` in the queue (the
   // segment's chunk's timing; zero for refused rows), and `end` says whether

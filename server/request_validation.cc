@@ -252,13 +252,13 @@ absl::StatusOr<const std::byte*> SharedMemoryInput(const SharedMemoryParameters&
   }
   const std::byte* data = slice.data;
   if (slice.region->kind() == RegionKind::kSystem && slice.region->pinned()) {
-    validated->pinned_inputs |= PinnedBit(index);
+    validated->pinned_inputs |= MaskBit(index);
   }
   if (slice.region->kind() == RegionKind::kCuda &&
       device_inputs_gpu == slice.region->device_id() && spec.dtype != DType::kBool &&
-      PinnedBit(index) != 0) {
+      MaskBit(index) != 0) {
     // Left on the device (Note [CUDA shared memory]).
-    validated->device_inputs |= PinnedBit(index);
+    validated->device_inputs |= MaskBit(index);
     return data;
   }
   if (slice.region->kind() == RegionKind::kCuda) {
@@ -365,7 +365,7 @@ absl::Status RequestedOutputs(const inference::ModelInferRequest& request,
             validated->rows, " rows of ", spec.bytes_per_row(), ")"));
       }
       if (slice.region->kind() == RegionKind::kSystem && slice.region->pinned()) {
-        validated->pinned_outputs |= PinnedBit(index);
+        validated->pinned_outputs |= MaskBit(index);
       }
     }
     requested[index] = true;

@@ -14,7 +14,7 @@
 #include "absl/status/statusor.h"
 #include "proto/grpc_service.pb.h"
 #include "server/model_interface.h"
-#include "server/pinned_tensors.h"
+#include "server/tensor_mask.h"
 #include "server/shared_memory.h"
 
 namespace graphserve {
@@ -42,11 +42,11 @@ struct ValidatedRequest {
   std::vector<std::shared_ptr<const SharedMemoryRegion>> regions;
   // The inputs read from, and the outputs written into, pinned system
   // regions (interface indices; Note [Pinned shared memory]).
-  PinnedTensors pinned_inputs = 0;
-  PinnedTensors pinned_outputs = 0;
+  TensorMask pinned_inputs = 0;
+  TensorMask pinned_outputs = 0;
   // The inputs that point at device memory (a CUDA region left on the
   // device, Note [CUDA shared memory]), never read by the host.
-  PinnedTensors device_inputs = 0;
+  TensorMask device_inputs = 0;
 };
 
 // Checks `request` against `model`. Every error is InvalidArgument naming the

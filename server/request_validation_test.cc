@@ -591,8 +591,8 @@ TEST_F(SharedMemoryValidationTest, MarksTensorsInPinnedRegions) {
   const Request request = SharedRequest();
   absl::StatusOr<ValidatedRequest> validated = ValidateInferRequest(request, Mlp(), &pinning);
   ASSERT_TRUE(validated.ok()) << validated.status();
-  EXPECT_EQ(validated->pinned_inputs, gpu ? PinnedBit(0) : 0u);
-  EXPECT_EQ(validated->pinned_outputs, gpu ? PinnedBit(0) : 0u);
+  EXPECT_EQ(validated->pinned_inputs, gpu ? MaskBit(0) : 0u);
+  EXPECT_EQ(validated->pinned_outputs, gpu ? MaskBit(0) : 0u);
   ExpectTestData(*validated, kRows);
 
   validated = ValidateInferRequest(request, Mlp(), &registry_);

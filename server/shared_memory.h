@@ -35,7 +35,7 @@
 // merges it with other requests' rows copies it into the slot's staging on
 // the slot's stream first, a round trip over the link (per-segment copies
 // into the device input would avoid it; not built). BOOL inputs, whose
-// bytes are checked, inputs past the 64th (PinnedTensors), a region on
+// bytes are checked, inputs past the 64th (TensorMask), a region on
 // another GPU than the model's, and every input on the host executor are
 // copied to the host at validation instead. Outputs are copied into their region when the
 // request ends, from the host: two extra copies over the PCIe/NVLink-C2C
