@@ -647,7 +647,7 @@ constexpr char kPerfUsage[] =
     "graphserve-client perf --model M [--batch-size B]\n"
     "    (--concurrency 1,2,4 | --request-rate R[,R...] [--request-distribution D])\n"
     "    [--warmup-secs S] [--warmup-requests N] [--measurement-interval-ms 2000]\n"
-    "    [--windows 3] [--floor-windows 1] [--csv FILE]\n"
+    "    [--windows 3] [--floor-windows 1] [--csv FILE] [--timeline FILE]\n"
     "    [--shared-memory none|system|cuda [--output-shared-memory-size BYTES]\n"
     "    [--cuda-device N]]\n"
     "\n"
@@ -679,6 +679,11 @@ constexpr char kPerfUsage[] =
     "\n"
     "--csv writes perf_analyzer's CSV (the --verbose-csv columns, microseconds), then\n"
     "Floor p50 latency, Floor p99 latency, Full-chunk replay and Served overhead.\n"
+    "--timeline writes every measured request of every level, in the order they\n"
+    "finished: the level, when it was sent (us on CLOCK_MONOTONIC, to line up with\n"
+    "other samplers), its latency (us) and 1 if it succeeded. A stall shows there as\n"
+    "the requests it held, where the percentiles only show its size\n"
+    "(bench/timeline_report.py reads it).\n"
     "Failed requests are counted and reported, and make the exit code 1.\n"
     "Without --concurrency or --request-rate: --concurrency 1.\n"
     "With --shared-memory, concurrency N uses N regions, one per request outstanding;\n"
@@ -778,6 +783,9 @@ int RunPerf(const std::vector<std::string>& args, ConnectionFlags flags, std::os
                       "one), like that many independent clients.");
   command_line.AddInt("seed", &seed, "Seed of the random input data and Poisson spacing.");
   command_line.AddString("csv", &csv_path, "Write perf_analyzer's CSV to this file.");
+  std::string timeline_path;
+  command_line.AddString("timeline", &timeline_path,
+                         "Write every measured request (sent at, latency) to this CSV file.");
   AddSharedMemoryFlags(command_line, &shared_memory_flags);
   if (auto done = ParseCommandFlags(command_line, args, out, err)) return *done;
 
@@ -844,10 +852,19 @@ int RunPerf(const std::vector<std::string>& args, ConnectionFlags flags, std::os
 
   out << "\n" << FormatPerfTable(levels->mode, *results);
   if (!csv_path.empty()) {
-    if (absl::Status written = WritePerfCsv(csv_path, levels->mode, *results); !written.ok()) {
+    if (absl::Status written = WriteTextFile(csv_path, FormatPerfCsv(levels->mode, *results));
+        !written.ok()) {
       return Fail(err, "perf", flags, written);
     }
     out << "wrote " << csv_path << "\n";
+  }
+  if (!timeline_path.empty()) {
+    if (absl::Status written =
+            WriteTextFile(timeline_path, FormatTimelineCsv(levels->mode, *results));
+        !written.ok()) {
+      return Fail(err, "perf", flags, written);
+    }
+    out << "wrote " << timeline_path << "\n";
   }
   int64_t errors = 0;
   int64_t completed = 0;

@@ -323,13 +323,26 @@ TEST_F(ClientCommandTest, PerfReportsTheServedOverheadFromTheCapturedCost) {
 
 TEST_F(ClientCommandTest, PerfRequestRate) {
   const std::string csv = TempPath("rate.csv");
+  const std::string timeline = TempPath("rate_timeline.csv");
   const Result r = Run({"perf", "--model", "double", "--request-rate", "100",
                         "--request-distribution", "poisson", "--measurement-interval-ms", "150",
-                        "--windows", "1", "--warmup-secs", "0", "--csv", csv});
+                        "--windows", "1", "--warmup-secs", "0", "--csv", csv, "--timeline",
+                        timeline});
   ASSERT_EQ(r.code, kClientExitOk) << r.err;
   EXPECT_TRUE(absl::StrContains(r.out, "Request Rate: 100, throughput: ")) << r.out;
   EXPECT_TRUE(absl::StartsWith(ReadFile(csv), "Request Rate,Inferences/Second,"));
+  EXPECT_TRUE(absl::StrContains(r.out, "wrote " + timeline)) << r.out;
+  // A header, then a row per measured request: about 15 at 100/s for 150 ms.
+  const std::vector<std::string> rows =
+      absl::StrSplit(ReadFile(timeline), '\n', absl::SkipEmpty());
+  ASSERT_GE(rows.size(), 2u);
+  EXPECT_EQ(rows[0], "Request Rate,Sent us,Latency us,OK");
+  for (size_t i = 1; i < rows.size(); ++i) {
+    EXPECT_TRUE(absl::StartsWith(rows[i], "100,")) << rows[i];
+    EXPECT_TRUE(absl::EndsWith(rows[i], ",1")) << rows[i];
+  }
   std::remove(csv.c_str());
+  std::remove(timeline.c_str());
 }
 
 TEST_F(ClientCommandTest, InferThroughSystemSharedMemoryPrintsTheSame) {

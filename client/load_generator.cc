@@ -90,12 +90,17 @@ LevelResult Summarize(const std::vector<Completion>& completions,
   std::vector<int64_t> window_successes(boundaries.size() - 1, 0);
   std::vector<int64_t> latencies;
   latencies.reserve(completions.size());
+  result.timeline.reserve(completions.size());
   int64_t send_ns = 0;
   int64_t receive_ns = 0;
   SteadyClock::time_point first_error_end = end;
   for (const Completion& completion : completions) {
     if (completion.end < start || completion.end >= end) continue;
     ++result.completed;
+    result.timeline.push_back(
+        {.sent_ns = Nanos(completion.end.time_since_epoch()) - completion.latency_ns,
+         .latency_ns = completion.latency_ns,
+         .ok = completion.status.ok()});
     if (!completion.status.ok()) {
       ++result.errors;
       if (completion.end < first_error_end) {

@@ -1,5 +1,7 @@
 #include "client/load_generator.h"
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -186,6 +188,10 @@ TEST_F(LoadGeneratorTest, CountsAndReportsErrors) {
   EXPECT_LT(failed, 0.35);
   EXPECT_EQ(level->first_error, "INTERNAL: injected failure");
   EXPECT_EQ(level->latency.count, level->completed - level->errors);
+  ASSERT_EQ(static_cast<int64_t>(level->timeline.size()), level->completed);
+  EXPECT_EQ(std::count_if(level->timeline.begin(), level->timeline.end(),
+                          [](const TimedRequest& request) { return !request.ok; }),
+            level->errors);
   EXPECT_NEAR(level->infer_per_sec,
               2.0 * (level->completed - level->errors) / absl::ToDoubleSeconds(level->measured),
               1e-6 * level->infer_per_sec);
@@ -218,6 +224,23 @@ TEST_F(LoadGeneratorTest, RequestRateHoldsTheRate) {
     EXPECT_EQ(level->errors, 0);
     EXPECT_EQ(level->delayed_sends, 0);
     ExpectOrderedPercentiles(level->latency);
+    // The timeline holds every measured request, on the steady clock: all
+    // finished within one window of each other, before now.
+    ASSERT_EQ(static_cast<int64_t>(level->timeline.size()), level->completed);
+    const int64_t now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            std::chrono::steady_clock::now().time_since_epoch())
+                            .count();
+    const auto [first, last] = std::minmax_element(
+        level->timeline.begin(), level->timeline.end(), [](const auto& a, const auto& b) {
+          return a.sent_ns + a.latency_ns < b.sent_ns + b.latency_ns;
+        });
+    EXPECT_LE(last->sent_ns + last->latency_ns - (first->sent_ns + first->latency_ns),
+              absl::ToInt64Nanoseconds(level->measured));
+    for (const TimedRequest& request : level->timeline) {
+      EXPECT_TRUE(request.ok);
+      EXPECT_GT(request.latency_ns, 0);
+      EXPECT_LT(request.sent_ns + request.latency_ns, now);
+    }
   }
 }
 

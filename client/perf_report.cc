@@ -151,11 +151,22 @@ std::string FormatPerfCsv(LoadMode mode, absl::Span<const LevelResult> levels) {
   return csv;
 }
 
-absl::Status WritePerfCsv(const std::string& path, LoadMode mode,
-                          absl::Span<const LevelResult> levels) {
+std::string FormatTimelineCsv(LoadMode mode, absl::Span<const LevelResult> levels) {
+  std::string csv = absl::StrCat(LevelName(mode), ",Sent us,Latency us,OK\n");
+  for (const LevelResult& level : levels) {
+    const std::string name = FormatLevel(mode, level.level);
+    for (const TimedRequest& request : level.timeline) {
+      absl::StrAppend(&csv, name, ",", Micros(request.sent_ns), ",", Micros(request.latency_ns),
+                      ",", request.ok ? 1 : 0, "\n");
+    }
+  }
+  return csv;
+}
+
+absl::Status WriteTextFile(const std::string& path, const std::string& text) {
   std::ofstream file(path, std::ios::binary | std::ios::trunc);
   if (!file) return absl::NotFoundError(absl::StrCat("cannot open ", path, " for writing"));
-  file << FormatPerfCsv(mode, levels);
+  file << text;
   file.close();
   if (!file) return absl::DataLossError(absl::StrCat("writing ", path, " failed"));
   return absl::OkStatus();

@@ -93,6 +93,15 @@ struct ReplayCost {
 // counted in LevelResult::late_sends.
 inline constexpr std::chrono::microseconds kLateSend{1000};
 
+// One measured request: when it was sent, on the steady clock (Linux's
+// CLOCK_MONOTONIC, so that it lines up with other samplers of the machine,
+// bench/thread_sampler.py), and how long it took.
+struct TimedRequest {
+  int64_t sent_ns = 0;
+  int64_t latency_ns = 0;
+  bool ok = true;
+};
+
 struct LevelResult {
   // The concurrency N, or the request rate in requests per second.
   double level = 0;
@@ -123,6 +132,10 @@ struct LevelResult {
   // scheduled time for any reason (the cap above, or the load generator's own
   // threads falling behind, Note [Schedule threads]).
   int64_t late_sends = 0;
+  // Every request that finished inside the windows, in the order they
+  // finished: what `perf --timeline` writes, so that a stall shows as the
+  // requests it held rather than only as a p99.
+  std::vector<TimedRequest> timeline;
   // The floor measured right after this level; empty when not measured.
   std::optional<FloorResult> floor;
   // The model's full-chunk replay for batch_size (the same for every level).
@@ -177,9 +190,12 @@ std::string PerfCsvRow(LoadMode mode, const LevelResult& level, PerfCsvColumns c
 // a floor.
 std::string FormatPerfCsv(LoadMode mode, absl::Span<const LevelResult> levels);
 
-// Writes FormatPerfCsv to `path`, replacing it.
-absl::Status WritePerfCsv(const std::string& path, LoadMode mode,
-                          absl::Span<const LevelResult> levels);
+// The timeline CSV: "<Concurrency|Request Rate>,Sent us,Latency us,OK", a
+// row per TimedRequest of every level, levels in order (Sent: CLOCK_MONOTONIC).
+std::string FormatTimelineCsv(LoadMode mode, absl::Span<const LevelResult> levels);
+
+// Writes `text` to `path`, replacing it: FormatPerfCsv or FormatTimelineCsv.
+absl::Status WriteTextFile(const std::string& path, const std::string& text);
 
 // A fixed-width table for people: one line per level, latencies in us (the
 // floor's p50 and p99, the replay and the served overhead beside the served

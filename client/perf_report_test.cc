@@ -168,13 +168,28 @@ TEST(PerfTableTest, FloorBesideTheServedNumbersAndTheReplaySaid) {
 
 TEST(PerfCsvTest, WritesTheFile) {
   const std::string path = absl::StrCat(::testing::TempDir(), "/perf_report_test.csv");
-  ASSERT_TRUE(WritePerfCsv(path, LoadMode::kConcurrency, {ExampleLevel()}).ok());
+  const std::string csv = FormatPerfCsv(LoadMode::kConcurrency, {ExampleLevel()});
+  ASSERT_TRUE(WriteTextFile(path, csv).ok());
   std::ifstream file(path);
   std::stringstream contents;
   contents << file.rdbuf();
-  EXPECT_EQ(contents.str(), FormatPerfCsv(LoadMode::kConcurrency, {ExampleLevel()}));
+  EXPECT_EQ(contents.str(), csv);
   std::remove(path.c_str());
-  EXPECT_FALSE(WritePerfCsv("/nonexistent-dir/x.csv", LoadMode::kConcurrency, {}).ok());
+  EXPECT_FALSE(WriteTextFile("/nonexistent-dir/x.csv", csv).ok());
+}
+
+TEST(TimelineCsvTest, OneRowPerRequestOfEveryLevel) {
+  LevelResult first{.level = 1000};
+  first.timeline = {{.sent_ns = -2500, .latency_ns = 180'999, .ok = true},
+                    {.sent_ns = 12'000, .latency_ns = 95'000, .ok = false}};
+  LevelResult second{.level = 2500.5};
+  second.timeline = {{.sent_ns = 7'000, .latency_ns = 1'000'000, .ok = true}};
+  EXPECT_EQ(FormatTimelineCsv(LoadMode::kRequestRate, {first, second}),
+            "Request Rate,Sent us,Latency us,OK\n"
+            "1000,-2,180,1\n"
+            "1000,12,95,0\n"
+            "2500.5,7,1000,1\n");
+  EXPECT_EQ(FormatTimelineCsv(LoadMode::kConcurrency, {}), "Concurrency,Sent us,Latency us,OK\n");
 }
 
 TEST(PerfTableTest, ShowsLevelsAndNamesErrors) {
