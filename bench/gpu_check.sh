@@ -5,7 +5,7 @@
 # written under $OUT (or ./out), in at most 8 files (the device tool brings
 # back no more); scratch output stays under /tmp/graphserve-gpu.
 #
-#   bench/gpu_check.sh [.bundle/graphserve-gpu.tar.gz] [all|serve|cnn|tests|profile|transport]
+#   bench/gpu_check.sh [.bundle/graphserve-gpu.tar.gz] [all|serve|cnn|tests|profile|transport|tail]
 #
 # `tests` runs the GPU tests alone; `serve` runs the GPU tests (the server's end-to-end suite on CUDA graphs
 # among them) and the serving benchmarks only; `cnn` the GPU tests,
@@ -24,7 +24,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 bundle_tar="${1:-.bundle/graphserve-gpu.tar.gz}"
 steps="${2:-all}"
-case "$steps" in all | serve | cnn | tests | profile | transport) ;; *) echo "usage: $0 [BUNDLE] [all|serve|cnn|tests|profile|transport]" >&2; exit 2 ;; esac
+case "$steps" in all | serve | cnn | tests | profile | transport | tail) ;; *) echo "usage: $0 [BUNDLE] [all|serve|cnn|tests|profile|transport|tail]" >&2; exit 2 ;; esac
 
 # Passes of tests/onnx_conformance on the node tests, from the last
 # committed results (bench/results/2026-11-21_794844b_capture/gpu_check.log:
@@ -127,6 +127,12 @@ fi
 # goes outside the server at concurrency 1.
 if [[ "$steps" == "transport" ]]; then
   run transport_probe bash bench/transport_probe.sh "$bin" "$OUT"
+  finish
+fi
+# `tail` runs bench/tail_probe.sh alone: request timelines and thread samples
+# at half the saturated rate.
+if [[ "$steps" == "tail" ]]; then
+  run tail_probe bash bench/tail_probe.sh "$bin" "$OUT"
   finish
 fi
 
