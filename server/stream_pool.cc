@@ -78,8 +78,13 @@ absl::Status StreamPool::Submit(std::shared_ptr<const QueuedRows> rows,
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (draining_) return absl::UnavailableError("the server is shutting down");
+    // Only a request with nothing queued before it runs on its caller's
+    // thread (Note [Chunks on the caller's thread]).
+    const bool first_in_queue = queue_.empty();
     RETURN_IF_ERROR(queue_.Push(std::move(rows), options, Clock::now()));
-    if (options_.run_on_caller && !queue_only_on_this_thread) mine = TakeChunkForCaller();
+    if (options_.run_on_caller && first_in_queue && !queue_only_on_this_thread) {
+      mine = TakeChunkForCaller();
+    }
     queued_rows_.store(queue_.queued_rows(), std::memory_order_release);
     rows_left = !queue_.empty();
   }

@@ -15,9 +15,9 @@
 // second buffer.
 //
 // Threads: Submit is called from RPC threads (the gRPC completion-queue
-// threads, HTTP workers). When a slot is idle and the
-// queue forms a chunk at once, the caller runs that chunk itself (Note [Chunks
-// on the caller's thread]); otherwise it only queues. Each worker runs its
+// threads, HTTP workers). When a slot is idle, nothing was queued before the
+// request and the queue forms a chunk at once, the caller runs that chunk
+// itself (Note [Chunks on the caller's thread]); otherwise it only queues. Each worker runs its
 // slot's chunks one at a time; segments report to their requests on the
 // thread that ran the chunk.
 //
@@ -28,12 +28,23 @@
 // chunk's replay (bench/results/2026-11-26_29d975f_serve_spin_encoder_h200:
 // 124-168 us served overhead). So Submit runs the chunk on the calling RPC
 // thread when it can start now: a slot is idle (its worker is waiting, not
-// running) and the queue would hand a free slot a chunk this instant (no
-// batch delay pending). The slot is marked as the caller's until the chunk
-// is done, so its worker cannot take it meanwhile. At most one caller per
-// slot blocks on the GPU, so the RPC threads blocked are bounded by M; under
-// load the slots are busy and requests queue for the workers as before,
-// which is where merging happens.
+// running), nothing was queued before this request, and the queue would
+// hand a free slot a chunk this instant (no batch delay pending). The slot
+// is marked as the caller's until the chunk is done, so its worker cannot
+// take it meanwhile. At most one caller per slot blocks on the GPU, so the
+// RPC threads blocked are bounded by M; under load the slots are busy and
+// requests queue for the workers as before, which is where merging happens.
+//
+// Only the first request in an empty queue: a caller that took any idle
+// slot ran the queue's oldest chunk, and behind a backlog that made a pump
+// of one chunk per arrival. A slot a caller freed went to the next arriving
+// request's caller before the slot's sleeping worker woke, so the slots ran
+// exactly as many chunks as requests arrived and the backlog never drained:
+// at half the saturated rate, after a short stall, latency sat at the load
+// generator's cap (1024 requests in flight, ~41 ms) for 0.5-0.8 s, while
+// the hand-off path (run_on_caller false) drained the same stalls in a few
+// ms (bench/results/2026-11-26_3b3fc8e_tail_probe_h100). Now a backlog is
+// the workers', which loop without sleeping while rows are queued.
 
 #include <atomic>
 #include <chrono>

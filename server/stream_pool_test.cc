@@ -350,6 +350,49 @@ TEST(StreamPool, ARequestFindingAnIdleSlotRunsOnTheCallersThread) {
   EXPECT_EQ(recording->threads_[0], std::this_thread::get_id());
 }
 
+// A RecordingRunner whose workers start only once the test says go; the
+// thread that made it, submitting as a caller, is never held.
+class GatedRunner : public RecordingRunner {
+ public:
+  using RecordingRunner::RecordingRunner;
+  absl::Status PrepareWorkerThread(int) override {
+    if (std::this_thread::get_id() != test_thread_) go_.wait();
+    return absl::OkStatus();
+  }
+  void Go() { promise_.set_value(); }
+
+ private:
+  const std::thread::id test_thread_ = std::this_thread::get_id();
+  std::promise<void> promise_;
+  std::shared_future<void> go_ = promise_.get_future().share();
+};
+
+// Behind a backlog a request only queues, even with a slot idle: a caller
+// that ran the queue's oldest chunk there turned every arrival into one
+// chunk, and the backlog never drained (Note [Chunks on the caller's
+// thread]). Here the worker has not started yet, so the slot stays idle
+// with a request queued.
+TEST(StreamPool, ARequestBehindQueuedOnesOnlyQueuesEvenWithASlotIdle) {
+  auto runner = std::make_unique<GatedRunner>(1, milliseconds(0));
+  GatedRunner* gated = runner.get();
+  auto pool = MakePool(std::move(runner), {1}, StreamPoolOptions{});
+  Request queued(1), behind(1);
+  {
+    const StreamPool::QueueOnly queue_only;  // the backlog: one request queued
+    ASSERT_TRUE(pool->Submit(queued.queued, {}).ok());
+  }
+  ASSERT_TRUE(pool->Submit(behind.queued, {}).ok());
+  EXPECT_EQ(queued.ok_rows.load(), 0);  // neither ran on this thread
+  EXPECT_EQ(behind.ok_rows.load(), 0);
+  gated->Go();
+  pool->Drain();
+  EXPECT_TRUE(queued.Doubled());
+  EXPECT_TRUE(behind.Doubled());
+  ASSERT_EQ(gated->threads_.size(), 2u);
+  EXPECT_NE(gated->threads_[0], std::this_thread::get_id());
+  EXPECT_NE(gated->threads_[1], std::this_thread::get_id());
+}
+
 // A transport thread its queue's other calls wait on opens a QueueOnly
 // scope: its request finds the slot idle yet is run by the slot's worker.
 TEST(StreamPool, InsideQueueOnlyARequestIsRunByAWorkerEvenWithTheSlotIdle) {
