@@ -14,16 +14,26 @@
 #   3. saturation: batch-1 requests, 64 concurrent over 16 connections, M = 4,
 #      three repeats on each of four servers (graphs on/off x dynamic batching on/off), GPU
 #      busy sampled through NVML at 200 Hz (bench/nvml_sampler.py), then half
-#      the saturated request rate for p99 against p50;
+#      the saturated request rate for p99 against p50; on two models: mlp,
+#      where the gRPC transport, not the GPU, sets throughput, and the encoder
+#      (4 TransformerEncoderLayers, x [B,16,256], exported with PyTorch by
+#      bench/export_models.py), where kernel launches matter;
 #   4. the serving core without gRPC (bench/core_bench.cc): the same models
 #      loaded in-process and driven with 64 outstanding batch-1 requests, GPU
 #      busy sampled the same way: what the server could do past its RPC path;
 #   5. the RPC transport alone (bench/grpc_path_bench.cc): empty RPCs on gRPC's
 #      callback API and on completion queues (the server's API for ModelInfer
 #      and ServerLive, Note [Hot RPCs on completion queues]), side by side.
-# Called by bench/gpu_check.sh with the unpacked bundle's bin folder.
+# Called by bench/gpu_check.sh with the unpacked bundle's bin folder, from
+# the repository root.
 #
 #   bench/serve_bench.sh BIN_DIR OUT_DIR
+#
+# From the environment: SERVE_REPEATS (default 3) repeats of each measured
+# run; SERVE_ENCODER=0 leaves the encoder out (default on; it needs PyTorch);
+# SERVE_SETTINGS=1 adds the gRPC settings (the graphs-on batching mlp server
+# under each of a few server flags, ~100 s), off by default so that the
+# whole run stays within the device tool's 600 s for one command.
 set -uo pipefail
 bin=$1
 out=$2
@@ -31,6 +41,8 @@ work=$(mktemp -d)
 mkdir -p "$out"
 failures=0
 repeats=${SERVE_REPEATS:-3}
+run_encoder=${SERVE_ENCODER:-1}
+run_settings=${SERVE_SETTINGS:-0}
 
 "$bin/make_example_models" --out "$work/models" >/dev/null
 
@@ -123,115 +135,183 @@ if start_server "$work/repo_shm"; then
   stop_server
 fi
 
+# The saturated servers: each model in a plain repository and in a copy with
+# dynamic batching, served with graphs on and off. A server's name leads with
+# its model's (encoder_graphs_on_batching), except mlp's, which keep the names
+# of earlier runs (graphs_on_batching). Its files, sat_cpu.txt and
+# core_bench.txt lines and GPU-busy labels (core_<server> in-process) carry
+# that name; serve_summary.py tells the models apart by what precedes one of
+# the four fixed config names.
+server_name() {  # server_name MODEL on|off batching|no_batching
+  local config="graphs_$2_$3"
+  if [[ "$1" == mlp ]]; then echo "$config"; else echo "$1_$config"; fi
+}
+server_repo() {  # server_repo batching|no_batching PLAIN_REPO BATCHING_REPO
+  if [[ "$1" == batching ]]; then echo "$3"; else echo "$2"; fi
+}
+
+# saturation_runs MODEL PLAIN_REPO BATCHING_REPO: the four servers saturated
+# with batch-1 requests, $repeats times each (sat_<server>_r<k>.csv, CPU in
+# sat_cpu.txt, GPU busy in gpu_busy.txt), then at half the saturated rate
+# (half_<server>_<distribution>.csv).
+saturation_runs() {
+  local model=$1 plain=$2 batching_repo=$3
+  local graphs batching name sampler r server_before start_ns client_cpu wall_ms server_cpu
+  local rate distribution
+  for graphs in on off; do
+    for batching in batching no_batching; do
+      name=$(server_name "$model" "$graphs" "$batching")
+      echo "--- $name"
+      start_server "$(server_repo "$batching" "$plain" "$batching_repo")" --graphs "$graphs" ||
+        continue
+      python3 bench/nvml_sampler.py --label "$name" --hz 200 --out "$out/gpu_busy.txt" &
+      sampler=$!
+      for r in $(seq 1 "$repeats"); do
+        # Where the CPU goes at saturation: the server's and the load
+        # generator's CPU seconds over the run's wall seconds (cores kept busy).
+        server_before=$(cpu_seconds "$server_pid")
+        start_ns=$(date +%s%N)
+        # perf runs in a subshell only so that `times` counts it alone; its
+        # failure is counted out here.
+        client_cpu=$( (perf "$out/sat_${name}_r${r}.csv" --model "$model" --batch-size 1 \
+          --concurrency 64 --connections 16 >&2 || echo FAILED; times) | tail -n 3)
+        if grep -q FAILED <<<"$client_cpu"; then failures=$((failures + 1)); fi
+        client_cpu=$(tail -n 1 <<<"$client_cpu" | awk '{print $1" "$2}')
+        wall_ms=$((($(date +%s%N) - start_ns) / 1000000))
+        server_cpu=$(awk -v a="$(cpu_seconds "$server_pid")" -v b="$server_before" \
+          'BEGIN {print a - b}')
+        echo "$name r$r: wall ${wall_ms} ms, server CPU ${server_cpu} s, load generator CPU" \
+          "(user sys) ${client_cpu}" | tee -a "$out/sat_cpu.txt"
+      done
+      kill -TERM "$sampler" 2>/dev/null
+      wait "$sampler" 2>/dev/null
+      # Empty RPCs did best over 16 connections and worst over 64, whatever
+      # the API (bench/results/2026-11-26_ffcd9bf_grpc_path_h200): the
+      # saturated runs use 16, and this one the 64 of earlier runs, to
+      # compare (mlp's alone: earlier runs had no other model).
+      if [[ "$name" == graphs_on_batching ]]; then
+        perf "$out/conn64_${name}.csv" --model "$model" --batch-size 1 --concurrency 64 \
+          --connections 64
+      fi
+      # Half the saturated rate (the last repeat's), for p99 against p50: at a
+      # constant rate (perf_analyzer's default schedule) and with Poisson
+      # arrivals, whose bursts queue even at half load.
+      rate=$(half_rate "$out/sat_${name}_r${repeats}.csv")
+      if [[ "$rate" -gt 0 ]]; then
+        for distribution in constant poisson; do
+          perf "$out/half_${name}_${distribution}.csv" --model "$model" --batch-size 1 \
+            --connections 16 --request-rate "$rate" --request-distribution "$distribution"
+        done
+      fi
+      stop_server
+    done
+  done
+}
+
+# core_runs MODEL PLAIN_REPO BATCHING_REPO: the same four servers' model
+# in-process (core_bench), a line each in core_bench.txt led by the server's
+# name, GPU busy labelled core_<server>.
+core_runs() {
+  local model=$1 plain=$2 batching_repo=$3
+  local graphs batching name sampler
+  for graphs in on off; do
+    for batching in batching no_batching; do
+      name=$(server_name "$model" "$graphs" "$batching")
+      python3 bench/nvml_sampler.py --label "core_$name" --hz 200 --out "$out/gpu_busy.txt" &
+      sampler=$!
+      "$bin/core_bench" --model-repository "$(server_repo "$batching" "$plain" "$batching_repo")" \
+        --model "$model" --graphs "$graphs" --outstanding 64 --threads 8 --milliseconds 2000 2>&1 |
+        tail -n 1 | sed "s/^/$name: /" | tee -a "$out/core_bench.txt"
+      [[ ${PIPESTATUS[0]} -eq 0 ]] || failures=$((failures + 1))
+      kill -TERM "$sampler" 2>/dev/null
+      wait "$sampler" 2>/dev/null
+    done
+  done
+}
+
+# prepare_encoder PLAIN_REPO BATCHING_REPO: the encoder exported from PyTorch
+# and captured at the sizes a batching server merges into (4 streams, as the
+# demo repositories), into PLAIN_REPO/encoder, then copied with dynamic
+# batching on; prints the capture's eager and graph latency per size. Fails,
+# having printed why, when the export or the capture does.
+prepare_encoder() {
+  local plain=$1 batching_repo=$2
+  python3 bench/export_models.py --models encoder --out "$work/encoder_model" || return 1
+  "$bin/graphserve-capture" prepare --model "$work/encoder_model/encoder.onnx" \
+    --out "$plain/encoder" --streams 4 --batch-sizes 1,2,4,8,16 >"$work/prepare.log" 2>&1 || {
+    cat "$work/prepare.log"
+    return 1
+  }
+  sed -n '/^latency per launch/,/^$/p' "$plain/encoder/capture_report.txt"
+  cp -r "$plain" "$batching_repo" && with_batching "$batching_repo"
+}
+
 echo "--- saturation: mlp, batch 1, 64 concurrent, M=4"
 "$bin/make_demo_repository" --out "$work/repo_plain" --streams 4 >/dev/null
 "$bin/make_demo_repository" --out "$work/repo_batching" --streams 4 >/dev/null
 with_batching "$work/repo_batching"
-saturation_repo() {  # saturation_repo batching|no_batching: the repository of that server
-  if [[ "$1" == batching ]]; then echo "$work/repo_batching"; else echo "$work/repo_plain"; fi
-}
-for graphs in on off; do
-  for batching in batching no_batching; do
-    name="graphs_${graphs}_${batching}"
-    repo=$(saturation_repo "$batching")
-    echo "--- $name"
-    start_server "$repo" --graphs "$graphs" || continue
-    python3 bench/nvml_sampler.py --label "$name" --hz 200 --out "$out/gpu_busy.txt" &
-    sampler=$!
-    for r in $(seq 1 "$repeats"); do
-      # Where the CPU goes at saturation: the server's and the load
-      # generator's CPU seconds over the run's wall seconds (cores kept busy).
-      server_before=$(cpu_seconds "$server_pid")
-      start_ns=$(date +%s%N)
-      # perf runs in a subshell only so that `times` counts it alone; its
-      # failure is counted out here.
-      client_cpu=$( (perf "$out/sat_${name}_r${r}.csv" --model mlp --batch-size 1 \
-        --concurrency 64 --connections 16 >&2 || echo FAILED; times) | tail -n 3)
-      if grep -q FAILED <<<"$client_cpu"; then failures=$((failures + 1)); fi
-      client_cpu=$(tail -n 1 <<<"$client_cpu" | awk '{print $1" "$2}')
-      wall_ms=$((($(date +%s%N) - start_ns) / 1000000))
-      server_cpu=$(awk -v a="$(cpu_seconds "$server_pid")" -v b="$server_before" \
-        'BEGIN {print a - b}')
-      echo "$name r$r: wall ${wall_ms} ms, server CPU ${server_cpu} s, load generator CPU" \
-        "(user sys) ${client_cpu}" | tee -a "$out/sat_cpu.txt"
-    done
-    kill -TERM "$sampler" 2>/dev/null
-    wait "$sampler" 2>/dev/null
-    # Empty RPCs did best over 16 connections and worst over 64, whatever
-    # the API (bench/results/2026-11-26_ffcd9bf_grpc_path_h200): the
-    # saturated runs use 16, and this one the 64 of earlier runs, to compare.
-    if [[ "$name" == graphs_on_batching ]]; then
-      perf "$out/conn64_${name}.csv" --model mlp --batch-size 1 --concurrency 64 --connections 64
-    fi
-    # Half the saturated rate (the last repeat's), for p99 against p50: at a
-    # constant rate (perf_analyzer's default schedule) and with Poisson
-    # arrivals, whose bursts queue even at half load.
-    rate=$(half_rate "$out/sat_${name}_r${repeats}.csv")
-    if [[ "$rate" -gt 0 ]]; then
-      for distribution in constant poisson; do
-        perf "$out/half_${name}_${distribution}.csv" --model mlp --batch-size 1 --connections 16 \
-          --request-rate "$rate" --request-distribution "$distribution"
-      done
-    fi
-    stop_server
-  done
-done
+saturation_runs mlp "$work/repo_plain" "$work/repo_batching"
 
-echo "--- gRPC settings: the graphs-on batching server saturated (twice each) and at"
-echo "    concurrency 1 (mlp b1, dlrm_dense b16, M=2) with each"
-# spin50: idle stream workers and responders poll for 50 us, the default
-# before Note [Idle polling off by default]. mutexcheck: the default with
-# Abseil's deadlock detection kept on in the server and the load generator,
-# as before Note [Abseil's deadlock detection]. (2 and 8 queues measured no
-# better than 4: bench/results/2026-11-26_3804156_serve_grpc_settings_h200.)
-# Each saturated server is also run at half its rate, at a constant rate.
-for variant in "q4x2" "mutexcheck" "spin50 --idle-spin-us 50" \
-  "q4x1 --grpc-threads-per-queue 1" "handoff --run-on-rpc-thread=false"; do
-  label=${variant%% *}
-  flags=()
-  [[ "$variant" == *" "* ]] && read -r -a flags <<<"${variant#* }"
-  if [[ "$label" == mutexcheck ]]; then
-    export GRAPHSERVE_MUTEX_DEADLOCK_DETECTION=1
+encoder_ready=0
+if [[ "$run_encoder" != 0 ]]; then
+  echo "--- saturation: encoder (4 TransformerEncoderLayers, x [B,16,256]), batch 1,"
+  echo "    64 concurrent, M=4"
+  if prepare_encoder "$work/encoder_plain" "$work/encoder_batching"; then
+    encoder_ready=1
+    saturation_runs encoder "$work/encoder_plain" "$work/encoder_batching"
   else
-    unset GRAPHSERVE_MUTEX_DEADLOCK_DETECTION
+    echo "serve_bench: the encoder's export or capture failed; its workload is skipped"
+    failures=$((failures + 1))
   fi
-  if start_server "$work/repo_batching" --graphs on "${flags[@]}"; then
-    for r in 1 2; do
-      perf "$out/variant_sat_${label}_r${r}.csv" --model mlp --batch-size 1 --concurrency 64 \
-        --connections 16
-    done
-    rate=$(half_rate "$out/variant_sat_${label}_r2.csv")
-    if [[ "$rate" -gt 0 ]]; then
-      perf "$out/variant_half_${label}.csv" --model mlp --batch-size 1 --connections 16 \
-        --request-rate "$rate" --request-distribution constant
-    fi
-    stop_server
-  fi
-  if start_server "$work/repo_m2" "${flags[@]}"; then
-    perf "$out/variant_c1_${label}_mlp_b1.csv" --model mlp --batch-size 1 --concurrency 1
-    perf "$out/variant_c1_${label}_dlrm_dense_b16.csv" --model dlrm_dense --batch-size 16 \
-      --concurrency 1
-    stop_server
-  fi
-done
-unset GRAPHSERVE_MUTEX_DEADLOCK_DETECTION
+fi
 
-echo "--- the serving core without gRPC: the same four servers' models in-process (core_bench),"
-echo "    batch-1 requests, 64 outstanding, M=4"
-for graphs in on off; do
-  for batching in batching no_batching; do
-    name="graphs_${graphs}_${batching}"
-    repo=$(saturation_repo "$batching")
-    python3 bench/nvml_sampler.py --label "core_$name" --hz 200 --out "$out/gpu_busy.txt" &
-    sampler=$!
-    "$bin/core_bench" --model-repository "$repo" --model mlp --graphs "$graphs" \
-      --outstanding 64 --threads 8 --milliseconds 2000 2>&1 | tail -n 1 |
-      sed "s/^/$name: /" | tee -a "$out/core_bench.txt"
-    [[ ${PIPESTATUS[0]} -eq 0 ]] || failures=$((failures + 1))
-    kill -TERM "$sampler" 2>/dev/null
-    wait "$sampler" 2>/dev/null
+if [[ "$run_settings" == 1 ]]; then
+  echo "--- gRPC settings: the graphs-on batching server saturated (twice each) and at"
+  echo "    concurrency 1 (mlp b1, dlrm_dense b16, M=2) with each"
+  # spin50: idle stream workers and responders poll for 50 us, the default
+  # before Note [Idle polling off by default]. mutexcheck: the default with
+  # Abseil's deadlock detection kept on in the server and the load generator,
+  # as before Note [Abseil's deadlock detection]. (2 and 8 queues measured no
+  # better than 4: bench/results/2026-11-26_3804156_serve_grpc_settings_h200.)
+  # Each saturated server is also run at half its rate, at a constant rate.
+  for variant in "q4x2" "mutexcheck" "spin50 --idle-spin-us 50" \
+    "q4x1 --grpc-threads-per-queue 1" "handoff --run-on-rpc-thread=false"; do
+    label=${variant%% *}
+    flags=()
+    [[ "$variant" == *" "* ]] && read -r -a flags <<<"${variant#* }"
+    if [[ "$label" == mutexcheck ]]; then
+      export GRAPHSERVE_MUTEX_DEADLOCK_DETECTION=1
+    else
+      unset GRAPHSERVE_MUTEX_DEADLOCK_DETECTION
+    fi
+    if start_server "$work/repo_batching" --graphs on "${flags[@]}"; then
+      for r in 1 2; do
+        perf "$out/variant_sat_${label}_r${r}.csv" --model mlp --batch-size 1 --concurrency 64 \
+          --connections 16
+      done
+      rate=$(half_rate "$out/variant_sat_${label}_r2.csv")
+      if [[ "$rate" -gt 0 ]]; then
+        perf "$out/variant_half_${label}.csv" --model mlp --batch-size 1 --connections 16 \
+          --request-rate "$rate" --request-distribution constant
+      fi
+      stop_server
+    fi
+    if start_server "$work/repo_m2" "${flags[@]}"; then
+      perf "$out/variant_c1_${label}_mlp_b1.csv" --model mlp --batch-size 1 --concurrency 1
+      perf "$out/variant_c1_${label}_dlrm_dense_b16.csv" --model dlrm_dense --batch-size 16 \
+        --concurrency 1
+      stop_server
+    fi
   done
-done
+  unset GRAPHSERVE_MUTEX_DEADLOCK_DETECTION
+fi
+
+echo "--- the serving core without gRPC: the same servers' models in-process (core_bench),"
+echo "    batch-1 requests, 64 outstanding, M=4"
+core_runs mlp "$work/repo_plain" "$work/repo_batching"
+if [[ "$encoder_ready" == 1 ]]; then
+  core_runs encoder "$work/encoder_plain" "$work/encoder_batching"
+fi
 
 echo "--- the RPC transport alone: empty RPCs, callback API vs completion queues"
 for server_api in callback queues; do

@@ -5,23 +5,29 @@
 
 Reads, from OUT_DIR (graphserve-client perf's perf_analyzer CSV, one row):
   latency_<model>_b<batch>_r<k>.csv   concurrency 1, repeat k
-  sat_<config>_r<k>.csv               concurrency 64, batch 1, repeat k
-  conn64_<config>.csv                 the same over 64 connections (one run)
+  sat_<server>_r<k>.csv               concurrency 64, batch 1, repeat k
+  conn64_<server>.csv                 the same over 64 connections (one run)
   variant_sat_<setting>_r<k>.csv      concurrency 64, batch 1, graphs on and
                                       batching, under one gRPC setting
   variant_c1_<setting>_<model>_b<batch>.csv   concurrency 1 under that setting
   variant_half_<setting>.csv          half that setting's saturated rate,
                                       constant
-  half_<config>_<distribution>.csv    half the saturated request rate, at a
+  half_<server>_<distribution>.csv    half the saturated request rate, at a
                                       constant rate or Poisson arrivals
   shm_<mode>_b<batch>_r<k>.csv        mlp at concurrency 1, inputs through the
                                       message (none), system or CUDA shared memory
-  gpu_busy.txt                        nvml_sampler.py's lines
+  gpu_busy.txt                        nvml_sampler.py's lines, labelled <server>
+                                      (served) or core_<server> (core_bench)
   replay_<model>.json                 replay_bench's records (no gRPC)
-  core_bench.txt                      core_bench's lines (no gRPC), one per server
-and writes summary.md beside them. Every figure is the median of its repeats
-with the spread (min-max). Exit status 0 whatever the verdicts: the verdicts
-are the evidence, not a gate.
+  core_bench.txt                      core_bench's lines (no gRPC), one per
+                                      server, each led by "<server>: "
+where a saturated <server> is <config> for mlp and <model>_<config> for the
+encoder (encoder_graphs_on_batching), <config> one of the four
+graphs_{on,off}_{batching,no_batching}; each model gets its own saturation
+section. The variant files come only with SERVE_SETTINGS=1; without them
+their table is left out. Writes summary.md beside them. Every figure is the
+median of its repeats with the spread (min-max). Exit status 0 whatever the
+verdicts: the verdicts are the evidence, not a gate.
 """
 import csv
 import glob
@@ -141,15 +147,68 @@ def replay_table(out):
             ] + lines + [""]
 
 
-def saturation_table(out):
-    configs = {}
+# The saturation workloads, in the order of their sections, and why each is
+# measured.
+SATURATION_MODELS = {
+    "mlp": "The demo MLP (make_demo_repository): the gRPC transport, not the GPU, sets its "
+           "throughput",
+    "encoder": "The encoder (4 TransformerEncoderLayers, x [B,16,256], bench/export_models.py): "
+               "a model where kernel launches matter",
+}
+
+# The four saturated servers' configs: graphs on or off, dynamic batching on
+# or off. They hold underscores, so a server's model is told by what precedes
+# the config, never by splitting the name.
+CONFIG = r"graphs_(?:on|off)_(?:no_)?batching"
+
+
+def server_prefix(model):
+    """What leads `model`'s server names: nothing for mlp, whose files keep the
+    names of the runs before the encoder's, else the model's name and "_"."""
+    return "" if model == "mlp" else model + "_"
+
+
+def server_config(model, server):
+    """The config of the server named `server` if it is one of `model`'s,
+    else None."""
+    m = re.fullmatch(re.escape(server_prefix(model)) + f"({CONFIG})", server)
+    return m.group(1) if m else None
+
+
+def saturation_runs(out, model):
+    """`model`'s saturated CSV rows by config, one per repeat."""
+    runs = {}
     for path in glob.glob(os.path.join(out, "sat_*_r*.csv")):
         m = re.match(r"sat_(.+)_r(\d+)\.csv", os.path.basename(path))
-        if m:
-            configs.setdefault(m.group(1), []).append(read_row(path))
+        config = server_config(model, m.group(1)) if m else None
+        if config:
+            runs.setdefault(config, []).append(read_row(path))
+    return runs
+
+
+def core_results(out, model):
+    """`model`'s core_bench lines by config: (infer/s, rows per execution,
+    p50 us, p99 us) as printed; None without core_bench.txt."""
+    path = os.path.join(out, "core_bench.txt")
+    if not os.path.exists(path):
+        return None
+    pattern = re.compile(r"^(\S+): .*?: ([0-9.]+) infer/s, .*\(([0-9.]+) rows per execution\), "
+                         r"latency p50 ([0-9.]+) us p99 ([0-9.]+) us")
+    results = {}
+    with open(path) as f:
+        for line in f:
+            m = pattern.match(line.strip())
+            config = server_config(model, m.group(1)) if m else None
+            if config:
+                results[config] = m.groups()[1:]
+    return results
+
+
+def saturation_table(out, model, configs):
     throughput = {}
-    lines = ["## Saturated: batch-1 requests, 64 concurrent over 16 connections, M=4 "
+    lines = [f"## Saturated, {model}: batch-1 requests, 64 concurrent over 16 connections, M=4 "
              "(infer/s; median [min-max])",
+             "", f"{SATURATION_MODELS[model]}.",
              "", "| server | repeats | infer/s | p50 us | p99 us |", "| --- | ---: | ---: | ---: | ---: |"]
     for name, rows in sorted(configs.items()):
         thr, lo, hi = median_spread([column(r, "Inferences/Second") for r in rows])
@@ -159,8 +218,10 @@ def saturation_table(out):
         lines.append(f"| {name} | {len(rows)} | {fmt(thr)} [{fmt(lo)}-{fmt(hi)}] | {fmt(p50)} | "
                      f"{fmt(p99)} |")
     for path in sorted(glob.glob(os.path.join(out, "conn64_*.csv"))):
+        name = server_config(model, os.path.basename(path)[len("conn64_"):-len(".csv")])
+        if not name:
+            continue
         row = read_row(path)
-        name = os.path.basename(path)[len("conn64_"):-len(".csv")]
         lines.append(f"| {name}, 64 connections | 1 | {fmt(column(row, 'Inferences/Second'))} | "
                      f"{fmt(column(row, 'p50 latency'))} | {fmt(column(row, 'p99 latency'))} |")
     lines.append("")
@@ -184,7 +245,7 @@ def variants_table(out):
     labels = sorted({m.group(1) for m in names if m})
     if not labels:
         return []
-    lines = ["", "## gRPC settings (graphs on; saturated: dynamic batching, M=4, median of 2 "
+    lines = ["## gRPC settings (graphs on; saturated: dynamic batching, M=4, median of 2 "
              "runs [min-max]; concurrency 1: no batching, M=2, one run; mutexcheck: the "
              "default with Abseil's deadlock detection on in server and load generator; spin50: "
              "idle workers and responders poll 50 us, the old default)", "",
@@ -222,60 +283,76 @@ def ratio_lines(throughput, prefix):
     return lines
 
 
-def core_table(out):
+def core_table(model, results):
     """The serving core without gRPC: core_bench's lines, and the same ratios."""
-    path = os.path.join(out, "core_bench.txt")
-    if not os.path.exists(path):
+    if results is None:
         return []
-    throughput = {}
-    lines = ["", "## The serving core without gRPC (core_bench: batch-1 requests, 64 outstanding, "
-             "M=4, in-process)", "", "| server | infer/s | rows per execution | p50 us | p99 us |",
+    lines = ["", f"## The serving core without gRPC, {model} (core_bench: batch-1 requests, 64 "
+             "outstanding, M=4, in-process)", "",
+             "| server | infer/s | rows per execution | p50 us | p99 us |",
              "| --- | ---: | ---: | ---: | ---: |"]
-    pattern = re.compile(r"^(\S+): .*?: ([0-9.]+) infer/s, .*\(([0-9.]+) rows per execution\), "
-                         r"latency p50 ([0-9.]+) us p99 ([0-9.]+) us")
-    with open(path) as f:
-        for line in f:
-            m = pattern.match(line.strip())
-            if m:
-                throughput[m.group(1)] = float(m.group(2))
-                lines.append(f"| {m.group(1)} | {m.group(2)} | {m.group(3)} | {m.group(4)} | "
-                             f"{m.group(5)} |")
+    for name, (thr, rows, p50, p99) in results.items():
+        lines.append(f"| {name} | {thr} | {rows} | {p50} | {p99} |")
     lines.append("")
     # The targets are for served numbers; these are the serving core's share.
+    throughput = {name: float(values[0]) for name, values in results.items()}
     return lines + ratio_lines(throughput, "without gRPC, ")
 
 
-def half_load_table(out):
-    lines = ["", "## Half the saturated request rate", ""]
+def half_load_table(out, model):
+    lines = ["", f"## Half the saturated request rate, {model}", ""]
     for path in sorted(glob.glob(os.path.join(out, "half_*.csv"))):
-        name = os.path.basename(path)[len("half_"):-len(".csv")]
+        m = re.match(r"half_(.+)_([a-z]+)\.csv", os.path.basename(path))
+        config = server_config(model, m.group(1)) if m else None
+        if not config:
+            continue
         row = read_row(path)
         p50, p99 = column(row, "p50 latency"), column(row, "p99 latency")
         verdict = "-" if None in (p50, p99) else ("met" if p99 <= 2 * p50 else "missed")
-        lines.append(f"- {name}: {fmt(column(row, 'Inferences/Second'))} infer/s, p50 {fmt(p50)} "
-                     f"us, p99 {fmt(p99)} us (target p99 <= 2 x p50: {verdict})")
+        lines.append(f"- {config}_{m.group(2)}: {fmt(column(row, 'Inferences/Second'))} infer/s, "
+                     f"p50 {fmt(p50)} us, p99 {fmt(p99)} us (target p99 <= 2 x p50: {verdict})")
     return lines
 
 
-def gpu_busy_lines(out):
+def gpu_busy_lines(out, model):
+    """nvml_sampler.py's lines for `model`'s servers, served and in-process."""
     path = os.path.join(out, "gpu_busy.txt")
-    if not os.path.exists(path):
-        return ["", "GPU busy: not sampled"]
-    lines = ["", "## GPU busy (NVML at >= 100 Hz, target >= 80% at saturation)", ""]
-    for line in open(path):
-        m = re.search(r"mean ([0-9.]+)%", line)
-        verdict = "" if not m else (" (met)" if float(m.group(1)) >= 80 else " (missed)")
-        lines.append(f"- {line.strip()}{verdict}")
-    return lines
+    lines = []
+    if os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                label = re.match(r"gpu_busy (?:core_)?(\S+):", line)
+                if not label or not server_config(model, label.group(1)):
+                    continue
+                m = re.search(r"mean ([0-9.]+)%", line)
+                verdict = "" if not m else (" (met)" if float(m.group(1)) >= 80 else " (missed)")
+                lines.append(f"- {line.strip()}{verdict}")
+    if not lines:
+        return ["", f"GPU busy, {model}: not sampled"]
+    return ["", f"## GPU busy, {model} (NVML at >= 100 Hz, target >= 80% at saturation)",
+            ""] + lines
+
+
+def saturation_section(out, model):
+    """Issue 13's saturation targets on one model: served, in-process, at half
+    load, and the GPU's busy time through them; one line when the model was
+    not measured (SERVE_ENCODER=0, or its export or capture failed)."""
+    served, core = saturation_runs(out, model), core_results(out, model)
+    if not served and not core:
+        return [f"## Saturated, {model}: not measured (no sat_{server_prefix(model)}graphs_* "
+                "files, no core_bench lines)"]
+    return (saturation_table(out, model, served) + core_table(model, core) +
+            half_load_table(out, model) + gpu_busy_lines(out, model))
 
 
 def main():
     out = sys.argv[1]
     lines = ["# Served numbers (bench/serve_bench.sh)", ""]
     lines += latency_table(out) + [""] + shared_memory_table(out)
-    lines += replay_table(out) + saturation_table(out) + variants_table(out) + core_table(out)
-    lines += half_load_table(out)
-    lines += gpu_busy_lines(out)
+    lines += replay_table(out)
+    for model in SATURATION_MODELS:
+        lines += saturation_section(out, model) + [""]
+    lines += variants_table(out)
     text = "\n".join(lines) + "\n"
     with open(os.path.join(out, "summary.md"), "w") as f:
         f.write(text)
