@@ -16,6 +16,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "common/status.h"
+#include "common/thread_name.h"
 #include "google/protobuf/util/json_util.h"
 #include "server/client_text.h"
 #include "server/model_repository.h"
@@ -232,7 +233,10 @@ absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::Load(
     std::lock_guard<std::mutex> lock(registry->mu_);
     registry->states_ = std::move(states);
   }
-  registry->control_thread_ = std::thread([r = registry.get()] { r->ControlLoop(); });
+  registry->control_thread_ = std::thread([r = registry.get()] {
+    NameThisThread("gs-model-ctl");
+    r->ControlLoop();
+  });
   return registry;
 }
 

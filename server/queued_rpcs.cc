@@ -6,6 +6,7 @@
 #include <thread>
 #include <utility>
 
+#include "common/thread_name.h"
 #include "server/grpc_status.h"
 #include "server/stream_pool.h"
 
@@ -150,7 +151,12 @@ void QueuedRpcs::Start() {
       new UnaryCall<ModelInferMethod>(service_, protocol_, queue.get());
       new UnaryCall<ServerLiveMethod>(service_, protocol_, queue.get());
     }
-    for (int i = 0; i < threads_per_queue_; ++i) threads_.emplace_back(Poll, queue->completion.get());
+    for (int i = 0; i < threads_per_queue_; ++i) {
+      threads_.emplace_back([completion = queue->completion.get()] {
+        NameThisThread("gs-grpc-queue");
+        Poll(completion);
+      });
+    }
   }
 }
 

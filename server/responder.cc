@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "common/thread_name.h"
+
 namespace graphserve {
 
 namespace {
@@ -18,7 +20,12 @@ Responder::OwnThread::OwnThread() : outer_(finish_on_this_thread) {
 Responder::OwnThread::~OwnThread() { finish_on_this_thread = outer_; }
 
 Responder::Responder(const ResponderOptions& options) : options_(options) {
-  for (int i = 0; i < std::max(1, options_.threads); ++i) threads_.emplace_back([this] { Loop(); });
+  for (int i = 0; i < std::max(1, options_.threads); ++i) {
+    threads_.emplace_back([this] {
+      NameThisThread("gs-responder");
+      Loop();
+    });
+  }
 }
 
 Responder::~Responder() { Stop(); }

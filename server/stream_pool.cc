@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
+#include "common/thread_name.h"
 #include "spdlog/spdlog.h"
 
 namespace graphserve {
@@ -51,13 +52,21 @@ StreamPool::StreamPool(std::unique_ptr<ChunkRunner> runner, BatchPlanner planner
       queue_(&planner_, options_.queue),
       slot_users_(static_cast<size_t>(runner_->num_slots()), SlotUser::kNone) {
   for (int slot = 0; slot < runner_->num_slots(); ++slot) {
-    workers_.emplace_back([this, slot] { WorkerLoop(slot); });
+    workers_.emplace_back([this, slot] {
+      NameThisThread(absl::StrCat("gs-stream-", slot));
+      WorkerLoop(slot);
+    });
   }
   const bool timeouts = std::any_of(
       options_.queue.levels.begin(), options_.queue.levels.end(), [](const LevelPolicy& level) {
         return level.default_timeout.count() > 0 || level.allow_timeout_override;
       });
-  if (timeouts) timeout_thread_ = std::thread([this] { TimeoutLoop(); });
+  if (timeouts) {
+    timeout_thread_ = std::thread([this] {
+      NameThisThread("gs-timeouts");
+      TimeoutLoop();
+    });
+  }
 }
 
 
