@@ -32,8 +32,9 @@
 # From the environment: SERVE_REPEATS (default 3) repeats of each measured
 # run; SERVE_ENCODER=0 leaves the encoder out (default on; it needs PyTorch);
 # SERVE_SETTINGS=1 adds the gRPC settings (the graphs-on batching mlp server
-# under each of a few server flags, ~100 s), off by default so that the
-# whole run stays within the device tool's 600 s for one command.
+# under each of a few server flags, and the encoder's under each GPU wait,
+# ~170 s), off by default so that the whole run stays within the device
+# tool's 600 s for one command; SERVE_SETTINGS=only runs them alone.
 set -uo pipefail
 bin=$1
 out=$2
@@ -44,14 +45,21 @@ repeats=${SERVE_REPEATS:-3}
 run_encoder=${SERVE_ENCODER:-1}
 run_settings=${SERVE_SETTINGS:-0}
 
+# SERVE_SETTINGS=only runs the settings table alone (with the GPU tests
+# before it in gpu_check.sh): a quick side-by-side of server flags.
+settings_only=0
+[[ "$run_settings" == only ]] && settings_only=1
+
 "$bin/make_example_models" --out "$work/models" >/dev/null
 
-echo "--- replay baseline (no gRPC)"
-for model in mlp dlrm_dense; do
-  "$bin/replay_bench" --model "$work/models/$model.onnx" --batch-sizes 1,4,16,64,256 \
-    --throughput-batch-sizes 1,16 --streams 1,2,4 --seconds 1 \
-    --json "$out/replay_$model.json" || failures=$((failures + 1))
-done
+if [[ "$settings_only" == 0 ]]; then
+  echo "--- replay baseline (no gRPC)"
+  for model in mlp dlrm_dense; do
+    "$bin/replay_bench" --model "$work/models/$model.onnx" --batch-sizes 1,4,16,64,256 \
+      --throughput-batch-sizes 1,16 --streams 1,2,4 --seconds 1 \
+      --json "$out/replay_$model.json" || failures=$((failures + 1))
+  done
+fi
 
 # shellcheck source=bench/serve_server.sh
 source "$(dirname "$0")/serve_server.sh" || exit 2
@@ -94,46 +102,6 @@ latency_runs() {
   stop_server
 }
 
-"$bin/make_demo_repository" --out "$work/repo_m2" --streams 2 >/dev/null
-echo "--- served latency at concurrency 1 (2 streams, graphs on)"
-latency_runs "" "1 3 16 24"
-echo "--- the same with --run-on-rpc-thread=false (the hand-off to a stream worker and a"
-echo "    responder that the default skips on an idle slot)"
-latency_runs -handoff "1 16" --run-on-rpc-thread=false
-echo "--- the same with --idle-spin-us 1000: idle workers and responders poll, keeping cores"
-echo "    awake; what is left of the overhead without thread wake-ups"
-latency_runs -spin1000 "1 16" --idle-spin-us 1000
-echo "--- the hand-off path with --idle-spin-us 1000 (hot workers and responders)"
-latency_runs -handoff-spin1000 "1 16" --run-on-rpc-thread=false --idle-spin-us 1000
-
-echo "--- shared memory: mlp, 4 KiB (batch 2) and 1 MiB (batch 512) requests, concurrency 1"
-"$bin/make_demo_repository" --out "$work/repo_shm" --streams 2 --max-batch-size 512 \
-  --batch-sizes 1,2,4,16,64,256,512 >/dev/null
-if start_server "$work/repo_shm"; then
-  for mode in none system cuda; do
-    for batch in 2 512; do
-      for r in $(seq 1 "$repeats"); do
-        perf "$out/shm_${mode}_b${batch}_r${r}.csv" --model mlp --batch-size "$batch" \
-          --concurrency 1 --shared-memory "$mode"
-      done
-    done
-  done
-  # infer through CUDA shared memory returns what infer through the message
-  # does (the outputs' bytes, compared exactly).
-  for mode in none cuda; do
-    "$bin/graphserve-client" --url "localhost:$port" infer --model mlp --batch-size 24 \
-      --seed 7 --shared-memory "$mode" --output-dir "$work/infer_$mode" >/dev/null ||
-      failures=$((failures + 1))
-  done
-  if cmp "$work/infer_none/y.bin" "$work/infer_cuda/y.bin"; then
-    echo "cuda shared memory: infer outputs equal the message path's (batch 24)" |
-      tee "$out/shm_cuda_equal.txt"
-  else
-    echo "serve_bench: cuda shared memory outputs differ from the message path's"
-    failures=$((failures + 1))
-  fi
-  stop_server
-fi
 
 # The saturated servers: each model in a plain repository and in a copy with
 # dynamic batching, served with graphs on and off. A server's name leads with
@@ -246,26 +214,12 @@ prepare_encoder() {
   cp -r "$plain" "$batching_repo" && with_batching "$batching_repo"
 }
 
-echo "--- saturation: mlp, batch 1, 64 concurrent, M=4"
-"$bin/make_demo_repository" --out "$work/repo_plain" --streams 4 >/dev/null
-"$bin/make_demo_repository" --out "$work/repo_batching" --streams 4 >/dev/null
-with_batching "$work/repo_batching"
-saturation_runs mlp "$work/repo_plain" "$work/repo_batching"
-
-encoder_ready=0
-if [[ "$run_encoder" != 0 ]]; then
-  echo "--- saturation: encoder (4 TransformerEncoderLayers, x [B,16,256]), batch 1,"
-  echo "    64 concurrent, M=4"
-  if prepare_encoder "$work/encoder_plain" "$work/encoder_batching"; then
-    encoder_ready=1
-    saturation_runs encoder "$work/encoder_plain" "$work/encoder_batching"
-  else
-    echo "serve_bench: the encoder's export or capture failed; its workload is skipped"
-    failures=$((failures + 1))
-  fi
-fi
-
-if [[ "$run_settings" == 1 ]]; then
+# settings_runs: the graphs-on batching mlp server saturated (twice each), at
+# half that rate and at concurrency 1 (mlp b1, dlrm_dense b16, M=2) under each
+# of several server flags (variant_*.csv), then the encoder saturated under
+# each way of waiting for the GPU when its repositories are ready.
+settings_runs() {
+  local variant label flags rate r
   echo "--- gRPC settings: the graphs-on batching server saturated (twice each) and at"
   echo "    concurrency 1 (mlp b1, dlrm_dense b16, M=2) with each"
   # spin50: idle stream workers and responders poll for 50 us, the default
@@ -273,9 +227,12 @@ if [[ "$run_settings" == 1 ]]; then
   # Abseil's deadlock detection kept on in the server and the load generator,
   # as before Note [Abseil's deadlock detection]. (2 and 8 queues measured no
   # better than 4: bench/results/2026-11-26_3804156_serve_grpc_settings_h200.)
+  # yield, block: how stream workers wait for the GPU (--gpu-wait; the
+  # default, auto, spins on these machines).
   # Each saturated server is also run at half its rate, at a constant rate.
   for variant in "q4x2" "mutexcheck" "spin50 --idle-spin-us 50" \
-    "q4x1 --grpc-threads-per-queue 1" "handoff --run-on-rpc-thread=false"; do
+    "q4x1 --grpc-threads-per-queue 1" "handoff --run-on-rpc-thread=false" \
+    "yield --gpu-wait yield" "block --gpu-wait block"; do
     label=${variant%% *}
     flags=()
     [[ "$variant" == *" "* ]] && read -r -a flags <<<"${variant#* }"
@@ -304,6 +261,97 @@ if [[ "$run_settings" == 1 ]]; then
     fi
   done
   unset GRAPHSERVE_MUTEX_DEADLOCK_DETECTION
+  [[ "$encoder_ready" == 1 ]] || return 0
+  # The encoder's workers wait 0.3-0.7 ms for each chunk: spinning there
+  # holds a core per slot that gRPC's threads could use.
+  echo "--- the encoder's graphs-on batching server saturated (twice each) with each GPU wait"
+  for label in auto yield block; do
+    start_server "$work/encoder_batching" --graphs on --gpu-wait "$label" || continue
+    for r in 1 2; do
+      perf "$out/variant_sat_encoder-${label}_r${r}.csv" --model encoder --batch-size 1 \
+        --concurrency 64 --connections 16
+    done
+    rate=$(half_rate "$out/variant_sat_encoder-${label}_r2.csv")
+    if [[ "$rate" -gt 0 ]]; then
+      perf "$out/variant_half_encoder-${label}.csv" --model encoder --batch-size 1 \
+        --connections 16 --request-rate "$rate" --request-distribution constant
+    fi
+    stop_server
+  done
+}
+
+"$bin/make_demo_repository" --out "$work/repo_m2" --streams 2 >/dev/null
+"$bin/make_demo_repository" --out "$work/repo_plain" --streams 4 >/dev/null
+"$bin/make_demo_repository" --out "$work/repo_batching" --streams 4 >/dev/null
+with_batching "$work/repo_batching"
+encoder_ready=0
+if [[ "$run_encoder" != 0 ]]; then
+  echo "--- the encoder (4 TransformerEncoderLayers, x [B,16,256]), exported and captured"
+  if prepare_encoder "$work/encoder_plain" "$work/encoder_batching"; then
+    encoder_ready=1
+  else
+    echo "serve_bench: the encoder's export or capture failed; its workload is skipped"
+    failures=$((failures + 1))
+  fi
+fi
+
+if [[ "$settings_only" == 1 ]]; then
+  settings_runs
+  python3 bench/serve_summary.py "$out" || failures=$((failures + 1))
+  rm -rf "$work"
+  echo "serve_bench: $failures failures"
+  exit $((failures > 0))
+fi
+
+echo "--- served latency at concurrency 1 (2 streams, graphs on)"
+latency_runs "" "1 3 16 24"
+echo "--- the same with --run-on-rpc-thread=false (the hand-off to a stream worker and a"
+echo "    responder that the default skips on an idle slot)"
+latency_runs -handoff "1 16" --run-on-rpc-thread=false
+echo "--- the same with --idle-spin-us 1000: idle workers and responders poll, keeping cores"
+echo "    awake; what is left of the overhead without thread wake-ups"
+latency_runs -spin1000 "1 16" --idle-spin-us 1000
+echo "--- the hand-off path with --idle-spin-us 1000 (hot workers and responders)"
+latency_runs -handoff-spin1000 "1 16" --run-on-rpc-thread=false --idle-spin-us 1000
+
+echo "--- shared memory: mlp, 4 KiB (batch 2) and 1 MiB (batch 512) requests, concurrency 1"
+"$bin/make_demo_repository" --out "$work/repo_shm" --streams 2 --max-batch-size 512 \
+  --batch-sizes 1,2,4,16,64,256,512 >/dev/null
+if start_server "$work/repo_shm"; then
+  for mode in none system cuda; do
+    for batch in 2 512; do
+      for r in $(seq 1 "$repeats"); do
+        perf "$out/shm_${mode}_b${batch}_r${r}.csv" --model mlp --batch-size "$batch" \
+          --concurrency 1 --shared-memory "$mode"
+      done
+    done
+  done
+  # infer through CUDA shared memory returns what infer through the message
+  # does (the outputs' bytes, compared exactly).
+  for mode in none cuda; do
+    "$bin/graphserve-client" --url "localhost:$port" infer --model mlp --batch-size 24 \
+      --seed 7 --shared-memory "$mode" --output-dir "$work/infer_$mode" >/dev/null ||
+      failures=$((failures + 1))
+  done
+  if cmp "$work/infer_none/y.bin" "$work/infer_cuda/y.bin"; then
+    echo "cuda shared memory: infer outputs equal the message path's (batch 24)" |
+      tee "$out/shm_cuda_equal.txt"
+  else
+    echo "serve_bench: cuda shared memory outputs differ from the message path's"
+    failures=$((failures + 1))
+  fi
+  stop_server
+fi
+
+echo "--- saturation: mlp, batch 1, 64 concurrent, M=4"
+saturation_runs mlp "$work/repo_plain" "$work/repo_batching"
+if [[ "$encoder_ready" == 1 ]]; then
+  echo "--- saturation: encoder, batch 1, 64 concurrent, M=4"
+  saturation_runs encoder "$work/encoder_plain" "$work/encoder_batching"
+fi
+
+if [[ "$run_settings" == 1 ]]; then
+  settings_runs
 fi
 
 echo "--- the serving core without gRPC: the same servers' models in-process (core_bench),"

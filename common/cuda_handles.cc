@@ -119,6 +119,41 @@ absl::StatusOr<int> CudaDeviceCountOrError() {
   return CudaErrorToStatus(error, "cudaGetDeviceCount");
 }
 
+absl::StatusOr<GpuWait> ParseGpuWait(std::string_view text) {
+  if (text == "auto") return GpuWait::kAuto;
+  if (text == "spin") return GpuWait::kSpin;
+  if (text == "yield") return GpuWait::kYield;
+  if (text == "block") return GpuWait::kBlock;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "the GPU wait is auto, spin, yield or block, got '", std::string(text.substr(0, 32)), "'"));
+}
+
+absl::Status SetGpuWait(GpuWait wait) {
+  unsigned int flags = cudaDeviceScheduleAuto;
+  switch (wait) {
+    case GpuWait::kAuto: flags = cudaDeviceScheduleAuto; break;
+    case GpuWait::kSpin: flags = cudaDeviceScheduleSpin; break;
+    case GpuWait::kYield: flags = cudaDeviceScheduleYield; break;
+    case GpuWait::kBlock: flags = cudaDeviceScheduleBlockingSync; break;
+  }
+  const int devices = CudaDeviceCount();
+  if (devices == 0) return absl::OkStatus();
+  int current = 0;
+  CUDA_RETURN_IF_ERROR(cudaGetDevice(&current));
+  absl::Status status;
+  for (int device = 0; device < devices && status.ok(); ++device) {
+    cudaError_t error = cudaSetDevice(device);
+    if (error == cudaSuccess) error = cudaSetDeviceFlags(flags);
+    if (error != cudaSuccess) {
+      cudaGetLastError();
+      status = AnnotateStatus(CudaErrorToStatus(error, "cudaSetDeviceFlags"),
+                              absl::StrCat("setting how threads wait for GPU ", device));
+    }
+  }
+  CUDA_RETURN_IF_ERROR(cudaSetDevice(current));
+  return status;
+}
+
 int CudaDeviceCount() {
   const absl::StatusOr<int> count = CudaDeviceCountOrError();
   if (!count.ok()) {

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <string_view>
 #include <type_traits>
 
 #include "absl/status/statusor.h"
@@ -146,5 +147,23 @@ absl::StatusOr<int> CudaDeviceCountOrError();
 // the host executor: an unexpected error is logged (spdlog error, with the
 // CUDA error) and counts as 0 devices.
 int CudaDeviceCount();
+
+// How a host thread waits for its GPU work (cudaEventSynchronize: a stream
+// worker waiting for each chunk): CUDA's device scheduling flags, Note [How
+// threads wait for the GPU] in server/inference_server.h.
+enum class GpuWait {
+  kAuto,   // CUDA's choice: spin while the process has no more contexts than cores
+  kSpin,   // spin on the core: the soonest wake-up, a core per waiting thread
+  kYield,  // spin, yielding the core whenever another thread can run
+  kBlock,  // sleep until the GPU's interrupt wakes the thread
+};
+
+// "auto", "spin", "yield" or "block"; InvalidArgument otherwise.
+absl::StatusOr<GpuWait> ParseGpuWait(std::string_view text);
+
+// Sets `wait` on every visible GPU (cudaSetDeviceFlags), best before their
+// primary contexts are made; the calling thread's current device is left
+// as it was. OK with no GPU.
+absl::Status SetGpuWait(GpuWait wait);
 
 }  // namespace graphserve

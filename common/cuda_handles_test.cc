@@ -90,6 +90,45 @@ TEST_F(CudaHandlesTest, ImpossibleAllocationIsResourceExhausted) {
   EXPECT_TRUE(DeviceBuffer::Allocate(256).ok());
 }
 
+// The wait each GPU's threads use is the one asked for, on every device, and
+// the calling thread keeps its current device.
+TEST_F(CudaHandlesTest, SetGpuWaitSetsEveryDevicesSchedulingFlag) {
+  int before = -1;
+  ASSERT_EQ(cudaGetDevice(&before), cudaSuccess);
+  for (const auto& [wait, flag] : std::vector<std::pair<GpuWait, unsigned int>>{
+           {GpuWait::kBlock, cudaDeviceScheduleBlockingSync},
+           {GpuWait::kYield, cudaDeviceScheduleYield},
+           {GpuWait::kSpin, cudaDeviceScheduleSpin},
+           {GpuWait::kAuto, cudaDeviceScheduleAuto}}) {
+    ASSERT_TRUE(SetGpuWait(wait).ok());
+    for (int device = 0; device < CudaDeviceCount(); ++device) {
+      ASSERT_EQ(cudaSetDevice(device), cudaSuccess);
+      unsigned int flags = 0;
+      ASSERT_EQ(cudaGetDeviceFlags(&flags), cudaSuccess);
+      EXPECT_EQ(flags & cudaDeviceScheduleMask, flag) << "device " << device;
+    }
+    ASSERT_EQ(cudaSetDevice(before), cudaSuccess);
+  }
+  ASSERT_TRUE(SetGpuWait(GpuWait::kBlock).ok());
+  int after = -1;
+  ASSERT_EQ(cudaGetDevice(&after), cudaSuccess);
+  EXPECT_EQ(after, before);
+  ASSERT_TRUE(SetGpuWait(GpuWait::kAuto).ok());
+}
+
+TEST(ParseGpuWaitTest, NamesEachWaitAndRefusesOthers) {
+  EXPECT_EQ(*ParseGpuWait("auto"), GpuWait::kAuto);
+  EXPECT_EQ(*ParseGpuWait("spin"), GpuWait::kSpin);
+  EXPECT_EQ(*ParseGpuWait("yield"), GpuWait::kYield);
+  EXPECT_EQ(*ParseGpuWait("block"), GpuWait::kBlock);
+  const absl::StatusOr<GpuWait> bad = ParseGpuWait("nap");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("auto, spin, yield or block, got 'nap'"),
+            absl::string_view::npos)
+      << bad.status();
+}
+
 // Runs with or without a device: the count is either a number both functions
 // agree on, or an error that names the call while CudaDeviceCount falls back
 // to 0.

@@ -23,6 +23,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/cuda_handles.h"
 #include "common/grpc_channel_args.h"
 #include "server/http_endpoint.h"
 #include "server/inference_service.h"
@@ -84,6 +85,21 @@ struct InferenceServerOptions {
   // On GPUs, page-lock system shared-memory regions at registration so the
   // device copies straight from and into them (Note [Pinned shared memory]).
   bool pin_shared_memory = true;
+  // How stream workers wait for their chunks on the GPU (CUDA's device
+  // scheduling flags), set on every visible GPU before the models load.
+  //
+  // Note [How threads wait for the GPU]
+  // A stream worker (or an RPC thread running a chunk) waits for each chunk
+  // in cudaEventSynchronize. With CUDA's default flags and more cores than
+  // GPUs that wait spins: a core per busy slot, for the whole replay. For
+  // the demo MLP a replay is 20-60 us, but the encoder's is 0.3-0.7 ms, so
+  // at saturation its four slots keep four cores spinning beside gRPC's
+  // threads, which set the served throughput (bench/README.md, serving
+  // benchmark). --gpu-wait yield spins but gives the core to any thread that
+  // can run; block sleeps until the GPU's interrupt, at the cost of a
+  // wake-up (tens of microseconds) per chunk. Measured side by side in
+  // serve_bench's settings table (SERVE_SETTINGS=only).
+  GpuWait gpu_wait = GpuWait::kAuto;
   // Refuse to start when a model fails to load (Triton's default). When
   // false the server starts, the model answers UNAVAILABLE with the reason
   // and health stays NOT_SERVING.

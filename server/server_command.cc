@@ -163,6 +163,7 @@ struct FlagValues {
   std::string load_models;
   int64_t repository_poll_secs = 15;
   std::string grpc_channel_args;
+  std::string gpu_wait = "auto";
 };
 
 void AddFlags(FlagValues* v, CommandLine* flags) {
@@ -213,6 +214,11 @@ void AddFlags(FlagValues* v, CommandLine* flags) {
                  "which also writes the response: no thread hand-off on a quiet server. Off: "
                  "every chunk runs on a stream worker; with --idle-spin-us 1000 that is the "
                  "lowest-latency setting (polling threads cost a core or two under load).");
+  flags->AddString("gpu-wait", &v->gpu_wait,
+                   "How a stream worker waits for its chunk on the GPU: auto (CUDA's choice: "
+                   "spin, with more cores than GPUs), spin (on its core: the soonest wake-up), "
+                   "yield (spin, giving the core to any other thread that can run) or block "
+                   "(sleep until the GPU's interrupt: no core, a later wake-up).");
   flags->AddInt("responder-threads", &v->responder_threads,
                 "Threads that write inference responses, so GPU stream workers never do.");
   flags->AddInt("grpc-queues", &v->grpc_queues,
@@ -295,6 +301,11 @@ absl::StatusOr<ServerCommand> ParseServerCommand(const std::vector<std::string>&
   options.grpc_threads_per_queue = static_cast<int>(v.grpc_threads_per_queue);
   ASSIGN_OR_RETURN(options.grpc_channel_args, ParseGrpcChannelArgs(v.grpc_channel_args));
   RETURN_IF_ERROR(CheckFlagRange("idle-spin-us", v.idle_spin_us, 0, 1'000'000));
+  absl::StatusOr<GpuWait> gpu_wait = ParseGpuWait(v.gpu_wait);
+  if (!gpu_wait.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--gpu-wait: ", gpu_wait.status().message()));
+  }
+  options.gpu_wait = *gpu_wait;
   options.models.idle_spin = std::chrono::microseconds(v.idle_spin_us);
   if (v.graphs != "on" && v.graphs != "off") {
     return absl::InvalidArgumentError(absl::StrCat("--graphs wants on or off, got '", v.graphs, "'"));

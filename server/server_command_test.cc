@@ -19,6 +19,7 @@ TEST(ServerCommand, DefaultsFollowTritonConventions) {
   EXPECT_EQ(command->options.models.executor, ExecutorKind::kCuda);
   EXPECT_TRUE(command->options.models.graphs);
   EXPECT_EQ(command->options.exit_timeout.count(), 30);
+  EXPECT_EQ(command->options.gpu_wait, GpuWait::kAuto);
   EXPECT_TRUE(notices.str().empty());
 }
 
@@ -113,6 +114,19 @@ TEST(ServerCommand, GrpcQueueFlags) {
       HasSubstr("--grpc-threads-per-queue wants 1..16"));
 }
 
+TEST(ServerCommand, GpuWaitFlag) {
+  std::ostringstream notices;
+  auto command = ParseServerCommand({"--model-repository", "/m", "--gpu-wait", "block"}, 0,
+                                    notices);
+  ASSERT_TRUE(command.ok()) << command.status();
+  EXPECT_EQ(command->options.gpu_wait, GpuWait::kBlock);
+  const absl::Status bad =
+      ParseServerCommand({"--model-repository", "/m", "--gpu-wait", "nap"}, 0, notices).status();
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.message(), HasSubstr("--gpu-wait: the GPU wait is auto, spin, yield or block, "
+                                       "got 'nap'"));
+}
+
 TEST(ServerCommand, BadFlagsSayWhatIsExpected) {
   std::ostringstream notices;
   EXPECT_THAT(ParseServerCommand({"--model-repository", "/m", "--device", "tpu"}, 0, notices)
@@ -200,7 +214,7 @@ TEST(ServerCommand, HelpListsEveryFlag) {
                            "--log-verbose", "--exit-timeout-secs", "--exit-on-error",
                            "--reuse-grpc-port", "--reuse-http-port", "--grpc-address",
                            "--model-control-mode", "--load-model", "--repository-poll-secs",
-                           "--idle-spin-us"}) {
+                           "--idle-spin-us", "--gpu-wait"}) {
     EXPECT_THAT(usage, HasSubstr(flag));
   }
 }
