@@ -97,8 +97,12 @@ struct InferenceServerOptions {
   // threads, which set the served throughput (bench/README.md, serving
   // benchmark). --gpu-wait yield spins but gives the core to any thread that
   // can run; block sleeps until the GPU's interrupt, at the cost of a
-  // wake-up (tens of microseconds) per chunk. Measured side by side in
-  // serve_bench's settings table (SERVE_SETTINGS=only).
+  // wake-up (tens of microseconds) per chunk. Side by side on an H100
+  // (bench/results/2026-11-26_6af305a_serve_settings_h100), saturated with
+  // batching: the encoder served 39.5k/s with yield against 34.4k spinning
+  // and 35.6k blocking; mlp 53.5k with yield, 59.7k spinning, 58.9k
+  // blocking. So the default stays auto, and --gpu-wait yield is for models
+  // whose replays are long.
   GpuWait gpu_wait = GpuWait::kAuto;
   // Refuse to start when a model fails to load (Triton's default). When
   // false the server starts, the model answers UNAVAILABLE with the reason
