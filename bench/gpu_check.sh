@@ -5,7 +5,7 @@
 # written under $OUT (or ./out), in at most 8 files (the device tool brings
 # back no more); scratch output stays under /tmp/graphserve-gpu.
 #
-#   bench/gpu_check.sh [.bundle/graphserve-gpu.tar.gz] [all|serve|cnn|tests|profile|transport|tail]
+#   bench/gpu_check.sh [.bundle/graphserve-gpu.tar.gz] [all|serve|serve-only|cnn|tests|profile|transport|tail]
 #
 # `tests` runs the GPU tests alone; `serve` runs the GPU tests (the server's end-to-end suite on CUDA graphs
 # among them) and the serving benchmarks only; `cnn` the GPU tests,
@@ -24,7 +24,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 bundle_tar="${1:-.bundle/graphserve-gpu.tar.gz}"
 steps="${2:-all}"
-case "$steps" in all | serve | cnn | tests | profile | transport | tail) ;; *) echo "usage: $0 [BUNDLE] [all|serve|cnn|tests|profile|transport|tail]" >&2; exit 2 ;; esac
+case "$steps" in all | serve | serve-only | cnn | tests | profile | transport | tail) ;; *) echo "usage: $0 [BUNDLE] [all|serve|serve-only|cnn|tests|profile|transport|tail]" >&2; exit 2 ;; esac
 
 # Passes of tests/onnx_conformance on the node tests, from the last
 # committed results (bench/results/2026-11-21_794844b_capture/gpu_check.log:
@@ -136,6 +136,26 @@ if [[ "$steps" == "tail" ]]; then
   finish
 fi
 
+serve_bench() {  # one results file: the device tool brings back few files
+  local dir="$work/serve"
+  bash bench/serve_bench.sh "$bin" "$dir"
+  local status=$?
+  for file in "$dir"/*; do
+    echo "===== $(basename "$file")"
+    cat "$file"
+  done >"$OUT/serve_results.txt"
+  rm -rf "$dir"
+  return "$status"
+}
+
+# `serve-only` runs the serving benchmark without the GPU tests before it,
+# when the same bundle's tests ran in an earlier call: the whole serving
+# benchmark takes most of the device tool's 600 s for one command.
+if [[ "$steps" == "serve-only" ]]; then
+  run serve_bench serve_bench
+  finish
+fi
+
 tests=()
 for test in "$bin"/*_test; do
   [[ -x "$test" ]] && tests+=("$test")
@@ -158,17 +178,6 @@ for test in ${tests[@]+"${tests[@]}"}; do
   run "$name" checked gtest ${expect[@]+"${expect[@]}"} -- "$test" ${filter[@]+"${filter[@]}"}
 done
 
-serve_bench() {  # one results file: the device tool brings back few files
-  local dir="$work/serve"
-  bash bench/serve_bench.sh "$bin" "$dir"
-  local status=$?
-  for file in "$dir"/*; do
-    echo "===== $(basename "$file")"
-    cat "$file"
-  done >"$OUT/serve_results.txt"
-  rm -rf "$dir"
-  return "$status"
-}
 
 # The four torchvision CNNs (bench/cnn_bench.py): export, prepare at 4 sizes
 # x 2 streams, the runtime benchmark at 1,3,8,32 (TF32 on again at 1,8,32);
