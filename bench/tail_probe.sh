@@ -8,7 +8,8 @@
 # three servers: graphs on without batching, graphs off without batching
 # (the two that collapsed in earlier runs) and graphs on with dynamic
 # batching; and the first again with --run-on-rpc-thread=false. Each is
-# saturated (64 concurrent) for its rate, then run at half that rate,
+# saturated (64 concurrent) for its rate, and run with 1024 in flight (the
+# load generator's cap) to compare, then at half the 64-concurrent rate,
 # constant spacing, for 3 s with perf's --timeline while
 # bench/thread_sampler.py samples the server's and the load generator's
 # threads at 100 Hz. bench/timeline_report.py then reads each timeline with
@@ -47,6 +48,11 @@ probe() {
   echo "--- $label" | tee -a "$report"
   start_server "$repo" --graphs "$@" >/dev/null || return
   perf "$work/sat_$label.csv" --concurrency 64 --measurement-interval-ms 1000 | tee -a "$report"
+  # The same closed loop at the load generator's cap on requests in flight:
+  # a server slower there cannot drain a backlog that reached the cap
+  # (Note [Enough calls asked for] in server/queued_rpcs.cc).
+  perf "$work/sat1024_$label.csv" --concurrency 1024 --measurement-interval-ms 1000 |
+    tee -a "$report"
   local rate
   rate=$(python3 -c 'import csv,sys; r=list(csv.DictReader(open(sys.argv[1]))); print(int(float(r[0]["Inferences/Second"]) / 2))' \
     "$work/sat_$label.csv" 2>/dev/null || echo 0)
