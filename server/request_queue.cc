@@ -42,7 +42,10 @@ absl::Status RequestQueue::Push(std::shared_ptr<const QueuedRows> request,
     timeout = *options.timeout;  // Triton: an override may shorten, never lengthen
   }
   Entry entry{.request = std::move(request), .enqueued = now};
-  if (timeout.count() > 0) entry.deadline = now + timeout;
+  if (timeout.count() > 0) {
+    entry.deadline = now + timeout;
+    ++with_deadline_;
+  }
   queued_rows_ += entry.request->rows;
   queue.waiting.push_back(std::move(entry));
   return absl::OkStatus();
@@ -70,7 +73,10 @@ std::vector<RowSegment> RequestQueue::TakeRows(int64_t rows) {
         entry.next_row += taken;
         rows -= taken;
         queued_rows_ -= taken;
-        if (entry.next_row == entry.request->rows) entries->pop_front();
+        if (entry.next_row == entry.request->rows) {
+          if (entries == &level.waiting && entry.deadline.has_value()) --with_deadline_;
+          entries->pop_front();
+        }
       }
     }
   }
@@ -121,18 +127,24 @@ std::optional<FormedChunk> RequestQueue::Pop(QueueClock::time_point now,
 
 std::vector<RefusedRows> RequestQueue::RemoveExpired(QueueClock::time_point now) {
   std::vector<RefusedRows> refused;
+  if (with_deadline_ == 0) return refused;  // Note [A deep queue stays cheap]
+  // Rows already running cannot be taken back: a started request runs on.
+  const auto expired = [now](const Entry& entry) {
+    return entry.deadline.has_value() && *entry.deadline <= now && entry.next_row == 0;
+  };
   for (size_t l = 0; l < levels_.size(); ++l) {
     Level& level = levels_[l];
+    if (std::none_of(level.waiting.begin(), level.waiting.end(), expired)) continue;
     const bool reject =
         policy_.levels[l].timeout_action == LevelPolicy::TimeoutAction::kReject;
     std::deque<Entry> kept;
     for (Entry& entry : level.waiting) {
-      // Rows already running cannot be taken back: a started request runs on.
-      const bool expired =
-          entry.deadline.has_value() && *entry.deadline <= now && entry.next_row == 0;
-      if (!expired) {
+      if (!expired(entry)) {
         kept.push_back(std::move(entry));
-      } else if (reject) {
+        continue;
+      }
+      --with_deadline_;
+      if (reject) {
         const int64_t rows = entry.request->rows;
         queued_rows_ -= rows;
         refused.push_back({std::move(entry.request), rows, entry.enqueued});
@@ -158,11 +170,13 @@ std::vector<RefusedRows> RequestQueue::RemoveAll() {
     }
   }
   queued_rows_ = 0;
+  with_deadline_ = 0;
   return refused;
 }
 
 std::optional<QueueClock::time_point> RequestQueue::next_deadline() const {
   std::optional<QueueClock::time_point> earliest;
+  if (with_deadline_ == 0) return earliest;  // Note [A deep queue stays cheap]
   for (const Level& level : levels_) {
     for (const Entry& entry : level.waiting) {
       if (entry.deadline.has_value() && entry.next_row == 0 &&

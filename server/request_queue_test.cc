@@ -237,6 +237,51 @@ TEST(RequestQueue, DelayedRequestsGoBehindTheirLevel) {
   EXPECT_EQ(second->segments[0].request, hasty);
 }
 
+// Note [A deep queue stays cheap]: the count of entries with deadlines
+// follows pops, expiries, delays and RemoveAll, so timeouts still fire for
+// the requests that have them among others that do not, and a queue whose
+// timed requests are gone reports no deadline.
+TEST(RequestQueue, DeadlinesAreFollowedThroughPopsExpiriesAndDelays) {
+  const BatchPlanner planner = Planner({1});
+  QueuePolicy policy;
+  policy.levels[0].allow_timeout_override = true;  // no default timeout
+  RequestQueue queue(&planner, policy);
+  const auto timed_popped = Rows(1), plain = Rows(1), timed = Rows(1);
+  ASSERT_TRUE(queue.Push(timed_popped, {.timeout = microseconds(10)}, kT0).ok());
+  ASSERT_TRUE(queue.Push(plain, {}, kT0).ok());
+  ASSERT_TRUE(queue.Push(timed, {.timeout = microseconds(30)}, kT0).ok());
+  const std::optional<FormedChunk> first = queue.Pop(kT0, nullptr);
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->segments[0].request, timed_popped);
+  EXPECT_EQ(queue.next_deadline(), kT0 + microseconds(30));
+  EXPECT_TRUE(queue.RemoveExpired(kT0 + microseconds(20)).empty());
+  const std::vector<RefusedRows> refused = queue.RemoveExpired(kT0 + microseconds(30));
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_EQ(refused[0].request, timed);
+  EXPECT_EQ(queue.next_deadline(), std::nullopt);
+  EXPECT_TRUE(queue.RemoveExpired(kT0 + std::chrono::seconds(1)).empty());
+  // Timed again after the count reached zero, then cleared.
+  ASSERT_TRUE(queue.Push(Rows(1), {.timeout = microseconds(5)}, kT0).ok());
+  EXPECT_EQ(queue.next_deadline(), kT0 + microseconds(5));
+  queue.RemoveAll();
+  EXPECT_EQ(queue.next_deadline(), std::nullopt);
+  ASSERT_TRUE(queue.Push(plain, {}, kT0).ok());
+  EXPECT_EQ(queue.next_deadline(), std::nullopt);
+}
+
+TEST(RequestQueue, DelayedRequestsHoldNoDeadline) {
+  const BatchPlanner planner = Planner({1});
+  QueuePolicy policy;
+  policy.levels[0].timeout_action = LevelPolicy::TimeoutAction::kDelay;
+  policy.levels[0].default_timeout = microseconds(10);
+  RequestQueue queue(&planner, policy);
+  ASSERT_TRUE(queue.Push(Rows(1), {}, kT0).ok());
+  EXPECT_TRUE(queue.RemoveExpired(kT0 + microseconds(10)).empty());  // delayed, not refused
+  EXPECT_EQ(queue.next_deadline(), std::nullopt);
+  ASSERT_TRUE(queue.Push(Rows(1), {}, kT0 + microseconds(10)).ok());
+  EXPECT_EQ(queue.next_deadline(), kT0 + microseconds(20));
+}
+
 TEST(RequestQueue, RemoveAllReturnsTheRowsNotYetTaken) {
   const BatchPlanner planner = Planner({4});
   RequestQueue queue(&planner, {});
