@@ -66,7 +66,10 @@ void SetHealth(grpc::Server& server, bool serving) {
 absl::StatusOr<std::unique_ptr<InferenceServer>> InferenceServer::Start(
     const InferenceServerOptions& options, std::ostream& out) {
   RETURN_IF_ERROR(CheckListenAddresses(options));
-  if (options.models.executor == ExecutorKind::kCuda) RETURN_IF_ERROR(SetGpuWait(options.gpu_wait));
+  // auto leaves CUDA's own flags as they are.
+  if (options.models.executor == ExecutorKind::kCuda && options.gpu_wait != GpuWait::kAuto) {
+    RETURN_IF_ERROR(SetGpuWait(options.gpu_wait));
+  }
   ModelRegistryOptions registry_options;
   registry_options.models = options.models;
   registry_options.control = options.model_control;
