@@ -45,8 +45,8 @@ repeats=${SERVE_REPEATS:-3}
 run_encoder=${SERVE_ENCODER:-1}
 run_settings=${SERVE_SETTINGS:-0}
 
-# SERVE_SETTINGS=only runs the settings table alone (with the GPU tests
-# before it in gpu_check.sh): a quick side-by-side of server flags.
+# SERVE_SETTINGS=only runs the settings table alone: a quick side-by-side of
+# server flags.
 settings_only=0
 [[ "$run_settings" == only ]] && settings_only=1
 
@@ -227,12 +227,12 @@ settings_runs() {
   # Abseil's deadlock detection kept on in the server and the load generator,
   # as before Note [Abseil's deadlock detection]. (2 and 8 queues measured no
   # better than 4: bench/results/2026-11-26_3804156_serve_grpc_settings_h200.)
-  # yield, block: how stream workers wait for the GPU (--gpu-wait; the
-  # default, auto, spins on these machines).
+  # yield: stream workers that give their core away while they wait for the
+  # GPU (--gpu-wait; the default, auto, spins on these machines).
   # Each saturated server is also run at half its rate, at a constant rate.
   for variant in "q4x2" "mutexcheck" "spin50 --idle-spin-us 50" \
     "q4x1 --grpc-threads-per-queue 1" "handoff --run-on-rpc-thread=false" \
-    "yield --gpu-wait yield" "block --gpu-wait block"; do
+    "yield --gpu-wait yield"; do
     label=${variant%% *}
     flags=()
     [[ "$variant" == *" "* ]] && read -r -a flags <<<"${variant#* }"
@@ -265,7 +265,7 @@ settings_runs() {
   # The encoder's workers wait 0.3-0.7 ms for each chunk: spinning there
   # holds a core per slot that gRPC's threads could use.
   echo "--- the encoder's graphs-on batching server saturated (twice each) with each GPU wait"
-  for label in auto yield block; do
+  for label in auto yield; do
     start_server "$work/encoder_batching" --graphs on --gpu-wait "$label" || continue
     for r in 1 2; do
       perf "$out/variant_sat_encoder-${label}_r${r}.csv" --model encoder --batch-size 1 \

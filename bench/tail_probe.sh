@@ -33,12 +33,13 @@ report="$out/tail_probe.txt"
 : >"$report"
 echo "cores: $(nproc); kernel: $(uname -r)" | tee -a "$report"
 
-perf() {  # perf CSV [flags...]
+perf() {  # perf CSV [flags...]: its summary lines into the report; a failure is counted
   local csv=$1
   shift
   "$bin/graphserve-client" --url "localhost:$port" perf --model mlp --batch-size 1 \
-    --connections 16 --warmup-secs 0.5 --windows 1 --floor-windows 0 --csv "$csv" "$@" |
-    grep -E "throughput|behind|delayed" || true
+    --connections 16 --warmup-secs 0.5 --windows 1 --floor-windows 0 --csv "$csv" "$@" \
+    >"$work/perf.log" 2>&1 || failures=$((failures + 1))
+  grep -E "throughput|behind|delayed|error" "$work/perf.log" | tee -a "$report"
 }
 
 # probe LABEL REPO [SERVER FLAGS...]
@@ -46,13 +47,12 @@ probe() {
   local label=$1 repo=$2
   shift 2
   echo "--- $label" | tee -a "$report"
-  start_server "$repo" --graphs "$@" >/dev/null || return
-  perf "$work/sat_$label.csv" --concurrency 64 --measurement-interval-ms 1000 | tee -a "$report"
+  start_server "$repo" --graphs "$@" >"$work/start.log" || { cat "$work/start.log"; return; }
+  perf "$work/sat_$label.csv" --concurrency 64 --measurement-interval-ms 1000
   # The same closed loop at the load generator's cap on requests in flight:
   # a server slower there cannot drain a backlog that reached the cap
-  # (Note [Enough calls asked for] in server/queued_rpcs.cc).
-  perf "$work/sat1024_$label.csv" --concurrency 1024 --measurement-interval-ms 1000 |
-    tee -a "$report"
+  # (Note [A deep queue stays cheap] in server/request_queue.h).
+  perf "$work/sat1024_$label.csv" --concurrency 1024 --measurement-interval-ms 1000
   local rate
   rate=$(python3 -c 'import csv,sys; r=list(csv.DictReader(open(sys.argv[1]))); print(int(float(r[0]["Inferences/Second"]) / 2))' \
     "$work/sat_$label.csv" 2>/dev/null || echo 0)

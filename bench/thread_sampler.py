@@ -13,8 +13,8 @@ SIGTERM or SIGINT:
 (graphserve-client perf --timeline; both use CLOCK_MONOTONIC):
   time_us,procs_running,<label>_cpu_us,<label>_wait_us,<label>_runnable,...
 the CPU and run-queue wait of each process's threads since the previous
-sample, and how many of them were runnable (state R) at the sample. On exit it prints, per process, its threads grouped by name (gRPC's
-and the server's threads are named: "grpcpp_sync_ser", "graphserve-..."):
+sample, and how many of them were runnable (state R) at the sample. On exit it prints, per process, its threads grouped by name (the
+server names its own: gs-stream-N, gs-grpc-queue, gs-responder, ...):
 CPU seconds and run-queue wait seconds, most CPU first. Wait that is large
 beside CPU means more threads wanted to run than there were cores: the
 machine, not the code, held them.
@@ -124,6 +124,8 @@ def main():
     parser.add_argument("--series", help="write the per-sample CSV here")
     parser.add_argument("--out", help="append the report here as well")
     args = parser.parse_args()
+    if not args.hz > 0:
+        sys.exit("thread_sampler: --hz must be positive")
     processes = []
     for spec in args.pid:
         label, _, pid = spec.partition("=")

@@ -46,8 +46,8 @@ def read_series(path):
 
 
 def percentile(sorted_values, p):
-    """perf's rank: the observed value at round(p/100 x (n-1))."""
-    return sorted_values[round(p / 100 * (len(sorted_values) - 1))]
+    """perf's rank: the observed value at round(p/100 x (n-1)), halves up."""
+    return sorted_values[int(p / 100 * (len(sorted_values) - 1) + 0.5)]
 
 
 def bins(requests, bin_us):
@@ -114,9 +114,11 @@ def report_level(level, requests, bin_us, series, labels):
         line = (f"    +{first * bin_us / 1000:.0f} to +{(last + 1) * bin_us / 1000:.0f} ms: "
                 f"{len(values)} requests, worst {max(values)} us")
         if series:
-            # From a bin before the stall: what set it off.
-            line += "; " + machine_line(series, labels, start + (first - 1) * bin_us,
-                                        start + (last + 1) * bin_us)
+            # From a bin before the stall (what set it off) until the last of
+            # its requests was answered.
+            answered = max(sent + latency for sent, latency in requests
+                           if first * bin_us <= sent - start < (last + 1) * bin_us)
+            line += "; " + machine_line(series, labels, start + (first - 1) * bin_us, answered)
         lines.append(line)
     return lines
 

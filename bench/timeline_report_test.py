@@ -49,18 +49,19 @@ class TimelineReportTest(unittest.TestCase):
     def test_the_series_shows_the_machine_in_the_stall(self):
         requests = with_stall(steady(), 300, 330, 15_000)
         # Samples every 10 ms: 20 runnable threads and the server waiting
-        # 8 ms per 10 ms during the stall, 4 and none outside it.
+        # 8 ms per 10 ms from a bin before the stall until its last request
+        # was answered (+345 ms), 4 and none outside it.
         series = []
         for i in range(100):
             t = START_US + i * 10_000
-            stalled = 290_000 <= t - START_US < 330_000
+            stalled = 290_000 <= t - START_US < 350_000
             series.append({"time_us": t, "procs_running": 20 if stalled else 4,
                            "server_cpu_us": 10_000, "server_wait_us": 8000 if stalled else 0,
                            "server_runnable": 3})
         lines = "\n".join(timeline_report.report_level("100", requests, 10_000, series,
                                                        ["server"]))
         self.assertIn("runnable 20.0, server cpu 10.0 wait 8.0 ms/10ms", lines)
-        self.assertIn("whole level: runnable 4.6", lines)
+        self.assertIn("whole level: runnable 5.0", lines)
 
     def test_reads_the_files_perf_and_the_sampler_write(self):
         with tempfile.TemporaryDirectory() as tmp:

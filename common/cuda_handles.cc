@@ -123,34 +123,41 @@ absl::StatusOr<GpuWait> ParseGpuWait(std::string_view text) {
   if (text == "auto") return GpuWait::kAuto;
   if (text == "spin") return GpuWait::kSpin;
   if (text == "yield") return GpuWait::kYield;
-  if (text == "block") return GpuWait::kBlock;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "the GPU wait is auto, spin, yield or block, got '", std::string(text.substr(0, 32)), "'"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("the GPU wait is auto, spin or yield, got '", std::string(text.substr(0, 32)), "'"));
 }
 
-absl::Status SetGpuWait(GpuWait wait) {
-  unsigned int flags = cudaDeviceScheduleAuto;
+namespace {
+
+// The scheduling flags of `device`'s primary context: the other device
+// flags as they were, the scheduling bits `schedule`.
+absl::Status SetSchedulingFlag(int device, unsigned int schedule) {
+  CUDA_RETURN_IF_ERROR(cudaSetDevice(device));
+  unsigned int flags = 0;
+  CUDA_RETURN_IF_ERROR(cudaGetDeviceFlags(&flags));
+  CUDA_RETURN_IF_ERROR(cudaSetDeviceFlags((flags & ~cudaDeviceScheduleMask) | schedule));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status SetGpuWait(GpuWait wait, const std::vector<int>& devices) {
+  unsigned int schedule = cudaDeviceScheduleAuto;
   switch (wait) {
-    case GpuWait::kAuto: flags = cudaDeviceScheduleAuto; break;
-    case GpuWait::kSpin: flags = cudaDeviceScheduleSpin; break;
-    case GpuWait::kYield: flags = cudaDeviceScheduleYield; break;
-    case GpuWait::kBlock: flags = cudaDeviceScheduleBlockingSync; break;
+    case GpuWait::kAuto: schedule = cudaDeviceScheduleAuto; break;
+    case GpuWait::kSpin: schedule = cudaDeviceScheduleSpin; break;
+    case GpuWait::kYield: schedule = cudaDeviceScheduleYield; break;
   }
-  const int devices = CudaDeviceCount();
-  if (devices == 0) return absl::OkStatus();
   int current = 0;
   CUDA_RETURN_IF_ERROR(cudaGetDevice(&current));
   absl::Status status;
-  for (int device = 0; device < devices && status.ok(); ++device) {
-    cudaError_t error = cudaSetDevice(device);
-    if (error == cudaSuccess) error = cudaSetDeviceFlags(flags);
-    if (error != cudaSuccess) {
-      cudaGetLastError();
-      status = AnnotateStatus(CudaErrorToStatus(error, "cudaSetDeviceFlags"),
-                              absl::StrCat("setting how threads wait for GPU ", device));
-    }
+  for (const int device : devices) {
+    status = AnnotateStatus(SetSchedulingFlag(device, schedule),
+                            absl::StrCat("setting how threads wait for GPU ", device));
+    if (!status.ok()) break;
   }
-  CUDA_RETURN_IF_ERROR(cudaSetDevice(current));
+  const cudaError_t restored = cudaSetDevice(current);
+  if (status.ok() && restored != cudaSuccess) return CudaErrorToStatus(restored, "cudaSetDevice");
   return status;
 }
 

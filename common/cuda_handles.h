@@ -11,6 +11,7 @@
 #include <memory>
 #include <string_view>
 #include <type_traits>
+#include <vector>
 
 #include "absl/status/statusor.h"
 
@@ -151,19 +152,22 @@ int CudaDeviceCount();
 // How a host thread waits for its GPU work (cudaEventSynchronize: a stream
 // worker waiting for each chunk): CUDA's device scheduling flags, Note [How
 // threads wait for the GPU] in server/inference_server.h.
+//
+// There is no sleeping wait: CUDA's blocking-sync device flag does not reach
+// cudaEventSynchronize, which busy-waits unless the event itself was made
+// with cudaEventBlockingSync (the runtime's documentation of that call).
 enum class GpuWait {
   kAuto,   // CUDA's choice: spin while the process has no more contexts than cores
   kSpin,   // spin on the core: the soonest wake-up, a core per waiting thread
   kYield,  // spin, yielding the core whenever another thread can run
-  kBlock,  // sleep until the GPU's interrupt wakes the thread
 };
 
-// "auto", "spin", "yield" or "block"; InvalidArgument otherwise.
+// "auto", "spin" or "yield"; InvalidArgument otherwise.
 absl::StatusOr<GpuWait> ParseGpuWait(std::string_view text);
 
-// Sets `wait` on every visible GPU (cudaSetDeviceFlags), best before their
-// primary contexts are made; the calling thread's current device is left
-// as it was. OK with no GPU.
-absl::Status SetGpuWait(GpuWait wait);
+// Sets `wait` as the scheduling flag of each of `devices` (the other device
+// flags are kept), making their primary contexts current on the way; the
+// calling thread's current device is left as it was.
+absl::Status SetGpuWait(GpuWait wait, const std::vector<int>& devices);
 
 }  // namespace graphserve

@@ -90,43 +90,52 @@ TEST_F(CudaHandlesTest, ImpossibleAllocationIsResourceExhausted) {
   EXPECT_TRUE(DeviceBuffer::Allocate(256).ok());
 }
 
-// The wait each GPU's threads use is the one asked for, on every device, and
-// the calling thread keeps its current device.
-TEST_F(CudaHandlesTest, SetGpuWaitSetsEveryDevicesSchedulingFlag) {
-  int before = -1;
-  ASSERT_EQ(cudaGetDevice(&before), cudaSuccess);
+// The wait is set on the devices asked for, their other flags kept, and the
+// calling thread keeps its current device (the last one made current first,
+// so that on a machine of several GPUs the restore is seen).
+TEST_F(CudaHandlesTest, SetGpuWaitSetsTheSchedulingFlagOfEachDevice) {
+  std::vector<int> devices;
+  for (int device = 0; device < CudaDeviceCount(); ++device) devices.push_back(device);
+  ASSERT_EQ(cudaSetDevice(devices.back()), cudaSuccess);
+  unsigned int before_flags = 0;
+  ASSERT_EQ(cudaGetDeviceFlags(&before_flags), cudaSuccess);
   for (const auto& [wait, flag] : std::vector<std::pair<GpuWait, unsigned int>>{
-           {GpuWait::kBlock, cudaDeviceScheduleBlockingSync},
            {GpuWait::kYield, cudaDeviceScheduleYield},
            {GpuWait::kSpin, cudaDeviceScheduleSpin},
            {GpuWait::kAuto, cudaDeviceScheduleAuto}}) {
-    ASSERT_TRUE(SetGpuWait(wait).ok());
-    for (int device = 0; device < CudaDeviceCount(); ++device) {
+    ASSERT_TRUE(SetGpuWait(wait, devices).ok());
+    int current = -1;
+    ASSERT_EQ(cudaGetDevice(&current), cudaSuccess);
+    EXPECT_EQ(current, devices.back());
+    for (const int device : devices) {
       ASSERT_EQ(cudaSetDevice(device), cudaSuccess);
       unsigned int flags = 0;
       ASSERT_EQ(cudaGetDeviceFlags(&flags), cudaSuccess);
       EXPECT_EQ(flags & cudaDeviceScheduleMask, flag) << "device " << device;
+      if (device == devices.back()) {
+        EXPECT_EQ(flags & ~cudaDeviceScheduleMask, before_flags & ~cudaDeviceScheduleMask);
+      }
     }
-    ASSERT_EQ(cudaSetDevice(before), cudaSuccess);
+    ASSERT_EQ(cudaSetDevice(devices.back()), cudaSuccess);
   }
-  ASSERT_TRUE(SetGpuWait(GpuWait::kBlock).ok());
-  int after = -1;
-  ASSERT_EQ(cudaGetDevice(&after), cudaSuccess);
-  EXPECT_EQ(after, before);
-  ASSERT_TRUE(SetGpuWait(GpuWait::kAuto).ok());
+  const absl::Status missing = SetGpuWait(GpuWait::kYield, {CudaDeviceCount()});
+  EXPECT_FALSE(missing.ok());
+  EXPECT_NE(missing.message().find("setting how threads wait for GPU"), absl::string_view::npos)
+      << missing;
 }
 
 TEST(ParseGpuWaitTest, NamesEachWaitAndRefusesOthers) {
   EXPECT_EQ(*ParseGpuWait("auto"), GpuWait::kAuto);
   EXPECT_EQ(*ParseGpuWait("spin"), GpuWait::kSpin);
   EXPECT_EQ(*ParseGpuWait("yield"), GpuWait::kYield);
-  EXPECT_EQ(*ParseGpuWait("block"), GpuWait::kBlock);
-  const absl::StatusOr<GpuWait> bad = ParseGpuWait("nap");
-  ASSERT_FALSE(bad.ok());
-  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(bad.status().message().find("auto, spin, yield or block, got 'nap'"),
-            absl::string_view::npos)
-      << bad.status();
+  for (const char* bad : {"nap", "block"}) {
+    const absl::StatusOr<GpuWait> wait = ParseGpuWait(bad);
+    ASSERT_FALSE(wait.ok());
+    EXPECT_EQ(wait.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(wait.status().message().find("auto, spin or yield, got '"),
+              absl::string_view::npos)
+        << wait.status();
+  }
 }
 
 // Runs with or without a device: the count is either a number both functions

@@ -86,7 +86,9 @@ struct InferenceServerOptions {
   // device copies straight from and into them (Note [Pinned shared memory]).
   bool pin_shared_memory = true;
   // How stream workers wait for their chunks on the GPU (CUDA's device
-  // scheduling flags), set on every visible GPU before the models load.
+  // scheduling flags), set before the models load on the GPUs of models
+  // whose config places them on none of their own (--device); a model
+  // placed by its config on other GPUs waits as CUDA chooses there.
   //
   // Note [How threads wait for the GPU]
   // A stream worker (or an RPC thread running a chunk) waits for each chunk
@@ -96,13 +98,14 @@ struct InferenceServerOptions {
   // at saturation its four slots keep four cores spinning beside gRPC's
   // threads, which set the served throughput (bench/README.md, serving
   // benchmark). --gpu-wait yield spins but gives the core to any thread that
-  // can run; block sleeps until the GPU's interrupt, at the cost of a
-  // wake-up (tens of microseconds) per chunk. Side by side on an H100
+  // can run. Side by side on an H100
   // (bench/results/2026-11-26_6af305a_serve_settings_h100), saturated with
-  // batching: the encoder served 39.5k/s with yield against 34.4k spinning
-  // and 35.6k blocking; mlp 53.5k with yield, 59.7k spinning, 58.9k
-  // blocking. So the default stays auto, and --gpu-wait yield is for models
-  // whose replays are long.
+  // batching: the encoder served 39.5k/s with yield against 34.4k spinning;
+  // mlp 53.5k with yield, 59.7k spinning. So the default stays auto, and
+  // --gpu-wait yield is for models whose replays are long. (That run also
+  // had a "block", CUDA's blocking-sync device flag, which measured like
+  // spinning: that flag does not reach cudaEventSynchronize, which would
+  // need events made with cudaEventBlockingSync. It was taken out.)
   GpuWait gpu_wait = GpuWait::kAuto;
   // Refuse to start when a model fails to load (Triton's default). When
   // false the server starts, the model answers UNAVAILABLE with the reason

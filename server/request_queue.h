@@ -185,7 +185,9 @@ class RequestQueue {
 // A backlog at half the saturated rate then never drained. So the queue
 // counts the waiting entries that hold a deadline: with none (no queue
 // timeouts configured, the default) both answer at once, and with some,
-// RemoveExpired rebuilds a level only when one has expired.
+// RemoveExpired rebuilds a level only when one has expired. With timeouts
+// configured both still walk the queue on each call (a deadline-ordered
+// index would end that; not built).
 
 // Note [Row segments]
 // ~~~~~~~~~~~~~~~~~~~

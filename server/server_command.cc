@@ -10,6 +10,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
 #include "common/command_line.h"
+#include "common/cuda_handles.h"
 #include "common/grpc_channel_args.h"
 #include "common/status.h"
 
@@ -216,9 +217,10 @@ void AddFlags(FlagValues* v, CommandLine* flags) {
                  "lowest-latency setting (polling threads cost a core or two under load).");
   flags->AddString("gpu-wait", &v->gpu_wait,
                    "How a stream worker waits for its chunk on the GPU: auto (CUDA's choice: "
-                   "spin, with more cores than GPUs), spin (on its core: the soonest wake-up), "
-                   "yield (spin, giving the core to any other thread that can run) or block "
-                   "(sleep until the GPU's interrupt: no core, a later wake-up).");
+                   "spin, with more cores than GPUs), spin (on its core: the soonest wake-up) or "
+                   "yield (spin, giving the core to any other thread that can run: for models "
+                   "whose replays take hundreds of microseconds, whose spinning workers would "
+                   "hold cores gRPC's threads need).");
   flags->AddInt("responder-threads", &v->responder_threads,
                 "Threads that write inference responses, so GPU stream workers never do.");
   flags->AddInt("grpc-queues", &v->grpc_queues,

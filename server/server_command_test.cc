@@ -116,15 +116,15 @@ TEST(ServerCommand, GrpcQueueFlags) {
 
 TEST(ServerCommand, GpuWaitFlag) {
   std::ostringstream notices;
-  auto command = ParseServerCommand({"--model-repository", "/m", "--gpu-wait", "block"}, 0,
+  auto command = ParseServerCommand({"--model-repository", "/m", "--gpu-wait", "yield"}, 0,
                                     notices);
   ASSERT_TRUE(command.ok()) << command.status();
-  EXPECT_EQ(command->options.gpu_wait, GpuWait::kBlock);
+  EXPECT_EQ(command->options.gpu_wait, GpuWait::kYield);
   const absl::Status bad =
       ParseServerCommand({"--model-repository", "/m", "--gpu-wait", "nap"}, 0, notices).status();
   EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(bad.message(), HasSubstr("--gpu-wait: the GPU wait is auto, spin, yield or block, "
-                                       "got 'nap'"));
+  EXPECT_THAT(bad.message(), HasSubstr("--gpu-wait: the GPU wait is auto, spin or yield, got "
+                                       "'nap'"));
 }
 
 TEST(ServerCommand, BadFlagsSayWhatIsExpected) {

@@ -84,6 +84,7 @@ absl::Status StreamPool::Submit(std::shared_ptr<const QueuedRows> rows,
   const bool one_chunk = rows->rows <= planner_.batch_sizes().back();
   std::optional<std::pair<int, FormedChunk>> mine;
   bool rows_left = false;
+  bool callers_hold_slots = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (draining_) return absl::UnavailableError("the server is shutting down");
@@ -96,11 +97,15 @@ absl::Status StreamPool::Submit(std::shared_ptr<const QueuedRows> rows,
     }
     queued_rows_.store(queue_.queued_rows(), std::memory_order_release);
     rows_left = !queue_.empty();
+    callers_hold_slots = std::find(slot_users_.begin(), slot_users_.end(), SlotUser::kCaller) !=
+                         slot_users_.end();
   }
   queue_changed_.notify_one();
   if (rows_left) {
-    // notify_one might wake only the worker of the slot this caller took.
-    if (one_chunk && !mine.has_value()) {
+    // notify_one might wake only a worker whose slot a caller holds (this
+    // one's, or another's), which goes back to waiting while an idle worker
+    // sleeps on.
+    if (one_chunk && !callers_hold_slots) {
       work_available_.notify_one();
     } else {
       work_available_.notify_all();

@@ -359,10 +359,14 @@ class GatedRunner : public RecordingRunner {
     if (std::this_thread::get_id() != test_thread_) go_.wait();
     return absl::OkStatus();
   }
-  void Go() { promise_.set_value(); }
+  // Idempotent: a test's cleanup calls it again however the test ended.
+  void Go() {
+    std::call_once(went_, [this] { promise_.set_value(); });
+  }
 
  private:
   const std::thread::id test_thread_ = std::this_thread::get_id();
+  std::once_flag went_;
   std::promise<void> promise_;
   std::shared_future<void> go_ = promise_.get_future().share();
 };
@@ -375,8 +379,14 @@ class GatedRunner : public RecordingRunner {
 TEST(StreamPool, ARequestBehindQueuedOnesOnlyQueuesEvenWithASlotIdle) {
   auto runner = std::make_unique<GatedRunner>(1, milliseconds(0));
   GatedRunner* gated = runner.get();
+  Request queued(1), behind(1);  // outlive the pool, which answers them
   auto pool = MakePool(std::move(runner), {1}, StreamPoolOptions{});
-  Request queued(1), behind(1);
+  // Declared after the pool, so gone before it: releases the worker before
+  // the pool drains, even when an assertion below ends the test early.
+  struct ReleaseWorkers {
+    GatedRunner* runner;
+    ~ReleaseWorkers() { runner->Go(); }
+  } release{gated};
   {
     const StreamPool::QueueOnly queue_only;  // the backlog: one request queued
     ASSERT_TRUE(pool->Submit(queued.queued, {}).ok());
