@@ -123,8 +123,8 @@ absl::StatusOr<GpuWait> ParseGpuWait(std::string_view text) {
   if (text == "auto") return GpuWait::kAuto;
   if (text == "spin") return GpuWait::kSpin;
   if (text == "yield") return GpuWait::kYield;
-  return absl::InvalidArgumentError(
-      absl::StrCat("the GPU wait is auto, spin or yield, got '", std::string(text.substr(0, 32)), "'"));
+  return absl::InvalidArgumentError(absl::StrCat("the GPU wait is auto, spin or yield, got '",
+                                                 std::string(text.substr(0, 32)), "'"));
 }
 
 namespace {

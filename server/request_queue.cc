@@ -74,7 +74,8 @@ std::vector<RowSegment> RequestQueue::TakeRows(int64_t rows) {
         rows -= taken;
         queued_rows_ -= taken;
         if (entry.next_row == entry.request->rows) {
-          if (entries == &level.waiting && entry.deadline.has_value()) --with_deadline_;
+          // Only waiting entries hold deadlines (a delayed one lost its own).
+          if (entry.deadline.has_value()) --with_deadline_;
           entries->pop_front();
         }
       }
