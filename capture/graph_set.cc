@@ -376,7 +376,7 @@ absl::StatusOr<std::unique_ptr<GraphSet>> GraphSet::Create(const Model& model,
     auto slot = std::make_unique<Slot>();
     ASSIGN_OR_RETURN(slot->stream, CudaStream::Create());
     for (CudaEvent& done : slot->done) {
-      ASSIGN_OR_RETURN(done, CudaEvent::Create());
+      ASSIGN_OR_RETURN(done, CudaEvent::CreateForHostWait());
     }
     ASSIGN_OR_RETURN(slot->arena, StreamArena::Create(options.executor.device));
     ASSIGN_OR_RETURN(slot->io, IoBuffers::Create(options.executor.device, kStagingBuffers));

@@ -74,6 +74,16 @@ absl::StatusOr<CudaEvent> CudaEvent::Create(bool timing) {
   return CudaEvent(event);
 }
 
+absl::StatusOr<CudaEvent> CudaEvent::CreateForHostWait() {
+  unsigned int device_flags = 0;
+  CUDA_RETURN_IF_ERROR(cudaGetDeviceFlags(&device_flags));
+  const bool sleeps = (device_flags & cudaDeviceScheduleMask) == cudaDeviceScheduleBlockingSync;
+  cudaEvent_t event = nullptr;
+  CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(
+      &event, cudaEventDisableTiming | (sleeps ? cudaEventBlockingSync : 0u)));
+  return CudaEvent(event);
+}
+
 absl::StatusOr<CublasLtHandle> CublasLtHandle::Create() {
   cublasLtHandle_t handle = nullptr;
   CUBLAS_RETURN_IF_ERROR(cublasLtCreate(&handle));
@@ -123,8 +133,9 @@ absl::StatusOr<GpuWait> ParseGpuWait(std::string_view text) {
   if (text == "auto") return GpuWait::kAuto;
   if (text == "spin") return GpuWait::kSpin;
   if (text == "yield") return GpuWait::kYield;
-  return absl::InvalidArgumentError(absl::StrCat("the GPU wait is auto, spin or yield, got '",
-                                                 std::string(text.substr(0, 32)), "'"));
+  if (text == "block") return GpuWait::kBlock;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "the GPU wait is auto, spin, yield or block, got '", std::string(text.substr(0, 32)), "'"));
 }
 
 namespace {
@@ -147,6 +158,7 @@ absl::Status SetGpuWait(GpuWait wait, const std::vector<int>& devices) {
     case GpuWait::kAuto: schedule = cudaDeviceScheduleAuto; break;
     case GpuWait::kSpin: schedule = cudaDeviceScheduleSpin; break;
     case GpuWait::kYield: schedule = cudaDeviceScheduleYield; break;
+    case GpuWait::kBlock: schedule = cudaDeviceScheduleBlockingSync; break;
   }
   int current = 0;
   CUDA_RETURN_IF_ERROR(cudaGetDevice(&current));

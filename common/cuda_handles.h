@@ -57,6 +57,11 @@ class CudaEvent {
   CudaEvent() = default;  // holds no event until assigned from Create()
   // `timing` events can measure elapsed time; others are cheaper to record.
   static absl::StatusOr<CudaEvent> Create(bool timing = false);
+  // An event a host thread waits for in cudaEventSynchronize (a slot's chunk
+  // done): made with cudaEventBlockingSync when the current device's
+  // scheduling flag is blocking-sync (GpuWait::kBlock), so that the wait
+  // sleeps as that flag asks; otherwise as Create().
+  static absl::StatusOr<CudaEvent> CreateForHostWait();
   [[nodiscard]] cudaEvent_t get() const { return event_.get(); }
 
  private:
@@ -152,17 +157,18 @@ int CudaDeviceCount();
 // How a host thread waits for its GPU work (cudaEventSynchronize: a stream
 // worker waiting for each chunk): CUDA's device scheduling flags, Note [How
 // threads wait for the GPU] in server/inference_server.h.
-//
-// There is no sleeping wait: CUDA's blocking-sync device flag does not reach
-// cudaEventSynchronize, which busy-waits unless the event itself was made
-// with cudaEventBlockingSync (the runtime's documentation of that call).
 enum class GpuWait {
   kAuto,   // CUDA's choice: spin while the process has no more contexts than cores
   kSpin,   // spin on the core: the soonest wake-up, a core per waiting thread
   kYield,  // spin, yielding the core whenever another thread can run
+  // Sleep until the GPU signals: the blocking-sync device flag, and done
+  // events made by CudaEvent::CreateForHostWait with cudaEventBlockingSync
+  // (the device flag alone does not reach cudaEventSynchronize, which
+  // busy-waits on an event made without it: the runtime's documentation).
+  kBlock,
 };
 
-// "auto", "spin" or "yield"; InvalidArgument otherwise.
+// "auto", "spin", "yield" or "block"; InvalidArgument otherwise.
 absl::StatusOr<GpuWait> ParseGpuWait(std::string_view text);
 
 // Sets `wait` as the scheduling flag of each of `devices` (the other device

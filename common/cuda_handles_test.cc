@@ -2,7 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <time.h>
+
+#include <chrono>
 #include <cstring>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -101,6 +105,7 @@ TEST_F(CudaHandlesTest, SetGpuWaitSetsTheSchedulingFlagOfEachDevice) {
   ASSERT_EQ(cudaGetDeviceFlags(&before_flags), cudaSuccess);
   for (const auto& [wait, flag] : std::vector<std::pair<GpuWait, unsigned int>>{
            {GpuWait::kYield, cudaDeviceScheduleYield},
+           {GpuWait::kBlock, cudaDeviceScheduleBlockingSync},
            {GpuWait::kSpin, cudaDeviceScheduleSpin},
            {GpuWait::kAuto, cudaDeviceScheduleAuto}}) {
     ASSERT_TRUE(SetGpuWait(wait, devices).ok());
@@ -124,15 +129,53 @@ TEST_F(CudaHandlesTest, SetGpuWaitSetsTheSchedulingFlagOfEachDevice) {
       << missing;
 }
 
+// CPU time the calling thread has used.
+std::chrono::nanoseconds ThreadCpuTime() {
+  timespec now{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  return std::chrono::seconds(now.tv_sec) + std::chrono::nanoseconds(now.tv_nsec);
+}
+
+constexpr std::chrono::milliseconds kWait(100);
+
+// A host thread waiting kWait for an event made by CreateForHostWait: with
+// --gpu-wait block it sleeps, spinning it holds its core the whole time (the
+// control that shows the measurement can tell the two apart).
+TEST_F(CudaHandlesTest, ABlockingWaitSleepsWhereASpinningOneHoldsTheCore) {
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  absl::StatusOr<CudaStream> stream = CudaStream::Create();
+  ASSERT_TRUE(stream.ok()) << stream.status();
+  for (const GpuWait wait : {GpuWait::kSpin, GpuWait::kBlock}) {
+    ASSERT_TRUE(SetGpuWait(wait, {0}).ok());
+    absl::StatusOr<CudaEvent> done = CudaEvent::CreateForHostWait();
+    ASSERT_TRUE(done.ok()) << done.status();
+    // The stream holds the event back for kWait: a host function that sleeps.
+    ASSERT_EQ(cudaLaunchHostFunc(
+                  stream->get(), [](void*) { std::this_thread::sleep_for(kWait); }, nullptr),
+              cudaSuccess);
+    ASSERT_TRUE(stream->Record(*done).ok());
+    const std::chrono::nanoseconds cpu_before = ThreadCpuTime();
+    ASSERT_EQ(cudaEventSynchronize(done->get()), cudaSuccess);
+    const std::chrono::nanoseconds cpu = ThreadCpuTime() - cpu_before;
+    if (wait == GpuWait::kBlock) {
+      EXPECT_LT(cpu, kWait / 4) << "a blocking wait used the CPU";
+    } else {
+      EXPECT_GT(cpu, kWait / 2) << "a spinning wait slept: the measurement cannot tell";
+    }
+  }
+  ASSERT_TRUE(SetGpuWait(GpuWait::kAuto, {0}).ok());
+}
+
 TEST(ParseGpuWaitTest, NamesEachWaitAndRefusesOthers) {
   EXPECT_EQ(*ParseGpuWait("auto"), GpuWait::kAuto);
   EXPECT_EQ(*ParseGpuWait("spin"), GpuWait::kSpin);
   EXPECT_EQ(*ParseGpuWait("yield"), GpuWait::kYield);
-  for (const char* bad : {"nap", "block"}) {
+  EXPECT_EQ(*ParseGpuWait("block"), GpuWait::kBlock);
+  for (const char* bad : {"nap", "sleep"}) {
     const absl::StatusOr<GpuWait> wait = ParseGpuWait(bad);
     ASSERT_FALSE(wait.ok());
     EXPECT_EQ(wait.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_NE(wait.status().message().find("auto, spin or yield, got '"),
+    EXPECT_NE(wait.status().message().find("auto, spin, yield or block, got '"),
               absl::string_view::npos)
         << wait.status();
   }

@@ -102,10 +102,15 @@ struct InferenceServerOptions {
   // (bench/results/2026-11-26_6af305a_serve_settings_h100), saturated with
   // batching: the encoder served 39.5k/s with yield against 34.4k spinning;
   // mlp 53.5k with yield, 59.7k spinning. So the default stays auto, and
-  // --gpu-wait yield is for models whose replays are long. (That run also
-  // had a "block", CUDA's blocking-sync device flag, which measured like
-  // spinning: that flag does not reach cudaEventSynchronize, which would
-  // need events made with cudaEventBlockingSync. It was taken out.)
+  // --gpu-wait yield is for models whose replays are long.
+  //
+  // --gpu-wait block sleeps instead: CUDA's blocking-sync device flag, and
+  // each slot's done events made with cudaEventBlockingSync (the flag alone
+  // does not reach cudaEventSynchronize, which spun on the events made
+  // without it: a first "block" measured like spinning). The thread wakes on
+  // the GPU's interrupt, later than a spinning one; what that costs and what
+  // the freed cores buy is measured side by side in serve_bench's settings
+  // table (SERVE_SETTINGS=1).
   GpuWait gpu_wait = GpuWait::kAuto;
   // Refuse to start when a model fails to load (Triton's default). When
   // false the server starts, the model answers UNAVAILABLE with the reason

@@ -220,7 +220,8 @@ void AddFlags(FlagValues* v, CommandLine* flags) {
                    "spin, with more cores than GPUs), spin (on its core: the soonest wake-up) or "
                    "yield (spin, giving the core to any other thread that can run: for models "
                    "whose replays take hundreds of microseconds, whose spinning workers would "
-                   "hold cores gRPC's threads need).");
+                   "hold cores gRPC's threads need) or block (sleep until the GPU signals: no "
+                   "CPU while waiting, a later wake-up).");
   flags->AddInt("responder-threads", &v->responder_threads,
                 "Threads that write inference responses, so GPU stream workers never do.");
   flags->AddInt("grpc-queues", &v->grpc_queues,

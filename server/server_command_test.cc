@@ -123,8 +123,8 @@ TEST(ServerCommand, GpuWaitFlag) {
   const absl::Status bad =
       ParseServerCommand({"--model-repository", "/m", "--gpu-wait", "nap"}, 0, notices).status();
   EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(bad.message(), HasSubstr("--gpu-wait: the GPU wait is auto, spin or yield, got "
-                                       "'nap'"));
+  EXPECT_THAT(bad.message(), HasSubstr("--gpu-wait: the GPU wait is auto, spin, yield or block, "
+                                       "got 'nap'"));
 }
 
 TEST(ServerCommand, BadFlagsSayWhatIsExpected) {
