@@ -561,9 +561,9 @@ absl::Status GraphSet::Enqueue(const LaunchChunk& chunk) const {
                             ? nullptr
                             : chunk.output_destinations[graph.output_of_mapping[o]];
     if (destination == nullptr) destination = graph.output_hosts[chunk.staging][o];
+    // Pinned host or device memory, as the inputs' sources.
     CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(destination, mapping.device_src,
-                                         rows * mapping.bytes_per_row, cudaMemcpyDeviceToHost,
-                                         stream));
+                                         rows * mapping.bytes_per_row, cudaMemcpyDefault, stream));
   }
   CUDA_RETURN_IF_ERROR(cudaEventRecord(slot.done[chunk.staging].get(), stream));
   return absl::OkStatus();

@@ -134,8 +134,8 @@ struct LaunchChunk {
   // Per graph input: pinned host memory or device memory holding the
   // chunk's `rows` rows, which the device copies from instead of the staging
   // buffer, or nullptr for the staging buffer. Empty: every input from
-  // staging. Per graph output likewise: pinned host memory the real rows are
-  // copied into instead of the staging buffer. Pageable memory here would
+  // staging. Per graph output likewise: pinned host or device memory the
+  // real rows are copied into instead of the staging buffer. Pageable memory here would
   // make the copy synchronous (Notes [Pinned shared memory] and [CUDA shared
   // memory] in server/shared_memory.h).
   absl::Span<const void* const> input_sources;

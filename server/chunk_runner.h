@@ -33,10 +33,11 @@ struct SegmentRows {
   // server/shared_memory.h).
   TensorMask pinned_inputs = 0;
   TensorMask pinned_outputs = 0;
-  // The inputs above that point at device memory (Note [CUDA shared memory]
-  // in server/shared_memory.h): only a runner with a DeviceInputsGpu() is
-  // given any, on that GPU.
+  // The inputs and outputs above that point at device memory (Note [CUDA
+  // shared memory] in server/shared_memory.h): only a runner with a
+  // DeviceMemoryGpu() is given any, on that GPU.
   TensorMask device_inputs = 0;
+  TensorMask device_outputs = 0;
 };
 
 // One chunk: its segments' rows, gathered in order, run through the graph of
@@ -64,8 +65,8 @@ struct ChunkTiming {
 
 // Copies each segment's rows of every input, one after the other, into
 // `staging(input)`: a chunk's rows as one batch. `bytes_per_row(input)`.
-// For host memory only (GraphSetRunner gathers its own: some of its rows may
-// lie on the device).
+// For host memory only (GraphSetRunner gathers and scatters its own: some of
+// its rows may lie on the device).
 template <typename Staging, typename BytesPerRow>
 void GatherInputRows(const ChunkJob& job, size_t num_inputs, Staging staging,
                      BytesPerRow bytes_per_row) {
@@ -81,14 +82,13 @@ void GatherInputRows(const ChunkJob& job, size_t num_inputs, Staging staging,
 }
 
 // The reverse for outputs: the chunk's rows of `rows(output)` (a batch, row
-// after row) back to each segment's requested outputs; an output whose
-// rows(output) is nullptr is skipped (the device wrote it in place).
+// after row) back to each segment's requested outputs. For host memory only,
+// as GatherInputRows.
 template <typename Rows, typename BytesPerRow>
 void ScatterOutputRows(const ChunkJob& job, size_t num_outputs, Rows rows,
                        BytesPerRow bytes_per_row) {
   for (size_t o = 0; o < num_outputs; ++o) {
     const std::byte* from = rows(o);
-    if (from == nullptr) continue;
     const size_t row_bytes = bytes_per_row(o);
     for (const SegmentRows& segment : job.segments) {
       const size_t bytes = row_bytes * static_cast<size_t>(segment.rows);
@@ -130,9 +130,10 @@ class ChunkRunner {
     if (absl::Status started = Start(slot, 0, job, timing); !started.ok()) return started;
     return Finish(slot, 0, job, timing);
   }
-  // The GPU whose memory a segment's inputs may lie in (SegmentRows::
-  // device_inputs), which this runner copies itself; none: host memory only.
-  [[nodiscard]] virtual std::optional<int> DeviceInputsGpu() const { return std::nullopt; }
+  // The GPU whose memory a segment's inputs and outputs may lie in
+  // (SegmentRows::device_inputs and device_outputs), which this runner
+  // copies itself; none: host memory only.
+  [[nodiscard]] virtual std::optional<int> DeviceMemoryGpu() const { return std::nullopt; }
   // For the startup table and logs, e.g. "CUDA graphs, GPU 0".
   [[nodiscard]] virtual std::string description() const = 0;
 };

@@ -63,7 +63,45 @@ absl::StatusOr<bool> GatherInput(const ChunkJob& job, size_t i, size_t row_bytes
 // The same for output `o`: where the device writes its rows, or nullptr.
 std::byte* DirectOutput(const ChunkJob& job, size_t o) {
   const SegmentRows* sole = SoleSegment(job);
-  return sole != nullptr && InMask(sole->pinned_outputs, o) ? sole->outputs[o] : nullptr;
+  return sole != nullptr && InMask(sole->pinned_outputs | sole->device_outputs, o)
+             ? sole->outputs[o]
+             : nullptr;
+}
+
+// Copies output `o`'s rows from `staging` (the chunk's, row after row) to
+// each segment that asked for it: host memory by the CPU, device memory (a
+// merged chunk's CUDA region rows) by the calling thread's stream, waited
+// for before returning, since the answer lets the client read the region.
+absl::Status ScatterOutput(const ChunkJob& job, size_t o, size_t row_bytes,
+                           const std::byte* staging) {
+  bool on_stream = false;
+  cudaError_t error = cudaSuccess;
+  for (const SegmentRows& segment : job.segments) {
+    const size_t bytes = row_bytes * static_cast<size_t>(segment.rows);
+    if (segment.outputs[o] == nullptr) {
+      // not asked for
+    } else if (InMask(segment.device_outputs, o)) {
+      if (error == cudaSuccess) {
+        error = cudaMemcpyAsync(segment.outputs[o], staging, bytes, cudaMemcpyHostToDevice,
+                                cudaStreamPerThread);
+      }
+      on_stream = true;
+    } else {
+      std::memcpy(segment.outputs[o], staging, bytes);
+    }
+    staging += bytes;
+  }
+  if (on_stream) {
+    const cudaError_t synced = cudaStreamSynchronize(cudaStreamPerThread);
+    if (error == cudaSuccess) error = synced;
+  }
+  if (error != cudaSuccess) {
+    cudaGetLastError();  // leave nothing behind for the thread's next chunk
+    return absl::InternalError(absl::StrCat("copying output ", o,
+                                            " from staging into CUDA shared memory failed: ",
+                                            cudaGetErrorString(error)));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -71,7 +109,7 @@ std::byte* DirectOutput(const ChunkJob& job, size_t o) {
 GraphSetRunner::GraphSetRunner(std::vector<Placement> placements, LaunchMode mode,
                                std::vector<int64_t> double_buffered_sizes)
     : placements_(std::move(placements)),
-      device_inputs_gpu_(SharedGpu(placements_)),
+      device_memory_gpu_(SharedGpu(placements_)),
       mode_(mode),
       double_buffered_sizes_([&] {
         std::sort(double_buffered_sizes.begin(), double_buffered_sizes.end());
@@ -130,7 +168,8 @@ absl::Status GraphSetRunner::Start(int slot, int staging, const ChunkJob& job,
   std::vector<void*> destinations;
   if (const SegmentRows* sole = SoleSegment(job);
       sole != nullptr &&
-      (sole->pinned_inputs | sole->pinned_outputs | sole->device_inputs) != 0) {
+      (sole->pinned_inputs | sole->pinned_outputs | sole->device_inputs | sole->device_outputs) !=
+          0) {
     for (size_t i = 0; i < set.num_inputs(); ++i) sources.push_back(DirectInput(job, i));
     for (size_t o = 0; o < set.num_outputs(); ++o) destinations.push_back(DirectOutput(job, o));
     chunk.input_sources = sources;
@@ -159,16 +198,14 @@ absl::Status GraphSetRunner::Finish(int slot, int staging, const ChunkJob& job,
   timing->infer_ns = NanosSince(start);
 
   start = Clock::now();
-  ScatterOutputRows(
-      job, set.num_outputs(),
-      [&](size_t o) {
-        return DirectOutput(job, o) != nullptr
-                   ? nullptr
-                   : static_cast<const std::byte*>(set.output_rows(own_slot, o, staging));
-      },
-      [&](size_t o) { return set.output_bytes_per_row(o); });
+  absl::Status status;
+  for (size_t o = 0; o < set.num_outputs() && status.ok(); ++o) {
+    if (DirectOutput(job, o) != nullptr) continue;  // the device wrote it in place
+    status = ScatterOutput(job, o, set.output_bytes_per_row(o),
+                           static_cast<const std::byte*>(set.output_rows(own_slot, o, staging)));
+  }
   timing->output_ns = NanosSince(start);
-  return absl::OkStatus();
+  return status;
 }
 
 std::string GraphSetRunner::description() const {

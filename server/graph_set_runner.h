@@ -42,8 +42,8 @@ class GraphSetRunner : public ChunkRunner {
   absl::Status Finish(int slot, int staging, const ChunkJob& job, ChunkTiming* timing) override;
   // The sets' GPU when they all share one: a CUDA region on it is copied
   // device to device (Note [CUDA shared memory]); across GPUs, none.
-  [[nodiscard]] std::optional<int> DeviceInputsGpu() const override {
-    return device_inputs_gpu_;
+  [[nodiscard]] std::optional<int> DeviceMemoryGpu() const override {
+    return device_memory_gpu_;
   }
   [[nodiscard]] std::string description() const override;
 
@@ -55,11 +55,11 @@ class GraphSetRunner : public ChunkRunner {
     int slot;
   };
 
-  // The placements' GPU when they all share one (DeviceInputsGpu).
+  // The placements' GPU when they all share one (DeviceMemoryGpu).
   static std::optional<int> SharedGpu(const std::vector<Placement>& placements);
 
   const std::vector<Placement> placements_;
-  const std::optional<int> device_inputs_gpu_;
+  const std::optional<int> device_memory_gpu_;
   const LaunchMode mode_;
   const std::vector<int64_t> double_buffered_sizes_;  // ascending
   std::vector<SlotRef> slots_;

@@ -111,10 +111,20 @@ class GraphSetRunnerTest : public ::testing::Test {
         EXPECT_TRUE(buffer.ok()) << buffer.status();
         to = static_cast<std::byte*>(request->pinned.emplace_back(*std::move(buffer)).get());
         request->segment.pinned_outputs |= MaskBit(o);
+      } else if (memory == Memory::kDevice) {
+        absl::StatusOr<DeviceBuffer> buffer = DeviceBuffer::Allocate(bytes);
+        EXPECT_TRUE(buffer.ok()) << buffer.status();
+        to = static_cast<std::byte*>(request->device.emplace_back(*std::move(buffer)).get());
+        request->segment.device_outputs |= MaskBit(o);
       } else {
-        to = request->host.emplace_back(bytes).data();  // device outputs go through the host
+        to = request->host.emplace_back(bytes).data();
       }
-      std::memset(to, 0xFF, bytes);
+      // Rows the runner leaves unwritten show as 0xFF bytes.
+      if (memory == Memory::kDevice) {
+        EXPECT_EQ(cudaMemset(to, 0xFF, bytes), cudaSuccess);
+      } else {
+        std::memset(to, 0xFF, bytes);
+      }
       request->segment.outputs.push_back(to);
     }
     return request;
@@ -133,10 +143,18 @@ class GraphSetRunnerTest : public ::testing::Test {
     ASSERT_TRUE(runner_->Finish(0, staging, job, &timing).ok());
   }
 
-  // Output 0's bytes of a request.
+  // Output 0's bytes of a request, read back from the device if it is there.
   std::string Output(const Request& request) const {
-    return std::string(reinterpret_cast<const char*>(request.segment.outputs[0]),
-                       set_->output_bytes_per_row(0) * static_cast<size_t>(request.segment.rows));
+    std::string bytes(set_->output_bytes_per_row(0) * static_cast<size_t>(request.segment.rows),
+                      '\0');
+    if (InMask(request.segment.device_outputs, 0)) {
+      EXPECT_EQ(cudaMemcpy(bytes.data(), request.segment.outputs[0], bytes.size(),
+                           cudaMemcpyDeviceToHost),
+                cudaSuccess);
+    } else {
+      std::memcpy(bytes.data(), request.segment.outputs[0], bytes.size());
+    }
+    return bytes;
   }
 
   std::shared_ptr<const GraphSet> set_;
@@ -145,7 +163,8 @@ class GraphSetRunnerTest : public ::testing::Test {
 };
 
 // A chunk of one request's rows, 5 of 16 (the rest padding): wherever its
-// tensors are, the outputs are those of the host path; also with its inputs
+// tensors are (a device request's output written in place, device to
+// device), the outputs are those of the host path; also with its inputs
 // split between device and host memory, or device and pinned.
 TEST_F(GraphSetRunnerTest, OneRequestsChunkGivesTheHostPathsOutputs) {
   const std::unique_ptr<Request> host = MakeRequest(0, 5, Memory::kHost);
@@ -165,7 +184,9 @@ TEST_F(GraphSetRunnerTest, OneRequestsChunkGivesTheHostPathsOutputs) {
 
 // A merged chunk: requests' rows one after the other, in each kind of
 // memory, gathered through staging (device rows on the slot's stream, at
-// their offset), give what the same rows give as one host request.
+// their offset) and scattered back from it (the device request's output
+// copied up into its device memory), give what the same rows give as one
+// host request.
 TEST_F(GraphSetRunnerTest, MergedChunkGathersEveryKindOfMemory) {
   const std::unique_ptr<Request> whole = MakeRequest(0, 12, Memory::kHost);
   Run({whole.get()}, 0);
@@ -180,9 +201,10 @@ TEST_F(GraphSetRunnerTest, MergedChunkGathersEveryKindOfMemory) {
   EXPECT_EQ(Output(*host), want.substr(9 * row_bytes, 3 * row_bytes));
 }
 
-// A runner on one GPU reads device inputs from that GPU's memory.
-TEST_F(GraphSetRunnerTest, DeviceInputsComeFromTheSetsGpu) {
-  EXPECT_EQ(runner_->DeviceInputsGpu(), std::optional<int>(0));
+// A runner on one GPU reads device inputs from, and writes device outputs
+// into, that GPU's memory.
+TEST_F(GraphSetRunnerTest, DeviceTensorsLieOnTheSetsGpu) {
+  EXPECT_EQ(runner_->DeviceMemoryGpu(), std::optional<int>(0));
 }
 
 }  // namespace

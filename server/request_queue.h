@@ -37,11 +37,12 @@ struct QueuedRows {
   std::vector<const std::byte*> inputs;
   // Per model output: where row 0 goes, or nullptr when not requested.
   std::vector<std::byte*> outputs;
-  // The inputs and outputs in pinned host memory, and the inputs in device
+  // The inputs and outputs in pinned host memory, and those in device
   // memory (SegmentRows' fields).
   TensorMask pinned_inputs = 0;
   TensorMask pinned_outputs = 0;
   TensorMask device_inputs = 0;
+  TensorMask device_outputs = 0;
   // Called once per segment of these rows, on the thread that ran or refused
   // it: `rows` rows ended with `status` after `queued` in the queue (the
   // segment's chunk's timing; zero for refused rows), and `end` says whether

@@ -238,7 +238,7 @@ absl::StatusOr<const std::byte*> SharedMemoryInput(const SharedMemoryParameters&
                                                    const TensorSpec& spec, int64_t rows,
                                                    const ModelInterface& model,
                                                    const SharedMemoryRegistry& shared_memory,
-                                                   std::optional<int> device_inputs_gpu,
+                                                   std::optional<int> device_memory_gpu,
                                                    ValidatedRequest* validated) {
   const std::string where = TensorDescription("input", spec.name, model);
   ASSIGN_OR_RETURN(const SharedMemorySlice slice,
@@ -255,7 +255,7 @@ absl::StatusOr<const std::byte*> SharedMemoryInput(const SharedMemoryParameters&
     validated->pinned_inputs |= MaskBit(index);
   }
   if (slice.region->kind() == RegionKind::kCuda &&
-      device_inputs_gpu == slice.region->device_id() && spec.dtype != DType::kBool &&
+      device_memory_gpu == slice.region->device_id() && spec.dtype != DType::kBool &&
       MaskBit(index) != 0) {
     // Left on the device (Note [CUDA shared memory]).
     validated->device_inputs |= MaskBit(index);
@@ -327,7 +327,7 @@ absl::StatusOr<const std::byte*> TypedInput(const InputTensor& tensor, const Ten
 absl::Status RequestedOutputs(const inference::ModelInferRequest& request,
                               const ModelInterface& model,
                               const SharedMemoryRegistry* shared_memory,
-                              ValidatedRequest* validated) {
+                              std::optional<int> device_memory_gpu, ValidatedRequest* validated) {
   std::vector<size_t>& outputs = validated->outputs;
   if (request.outputs().empty()) {
     for (size_t i = 0; i < model.outputs.size(); ++i) outputs.push_back(i);
@@ -367,6 +367,11 @@ absl::Status RequestedOutputs(const inference::ModelInferRequest& request,
       if (slice.region->kind() == RegionKind::kSystem && slice.region->pinned()) {
         validated->pinned_outputs |= MaskBit(index);
       }
+      if (slice.region->kind() == RegionKind::kCuda &&
+          device_memory_gpu == slice.region->device_id() && MaskBit(index) != 0) {
+        // Written by the device in place (Note [CUDA shared memory]).
+        validated->device_outputs |= MaskBit(index);
+      }
     }
     requested[index] = true;
     outputs.push_back(index);
@@ -380,7 +385,7 @@ absl::Status RequestedOutputs(const inference::ModelInferRequest& request,
 absl::StatusOr<ValidatedRequest> ValidateInferRequest(const inference::ModelInferRequest& request,
                                                       const ModelInterface& model,
                                                       const SharedMemoryRegistry* shared_memory,
-                                                      std::optional<int> device_inputs_gpu) {
+                                                      std::optional<int> device_memory_gpu) {
   // Which request input feeds each interface input.
   constexpr int kAbsent = -1;
   std::vector<int> request_index(model.inputs.size(), kAbsent);
@@ -461,7 +466,7 @@ absl::StatusOr<ValidatedRequest> ValidateInferRequest(const inference::ModelInfe
       ASSIGN_OR_RETURN(const std::byte* data,
                        SharedMemoryInput(*in_region[j], tensor, i, model.inputs[i],
                                          validated.rows, model, *shared_memory,
-                                         device_inputs_gpu, &validated));
+                                         device_memory_gpu, &validated));
       validated.inputs.push_back(data);
     } else if (raw) {
       ASSIGN_OR_RETURN(const std::byte* data,
@@ -475,7 +480,7 @@ absl::StatusOr<ValidatedRequest> ValidateInferRequest(const inference::ModelInfe
     }
   }
 
-  RETURN_IF_ERROR(RequestedOutputs(request, model, shared_memory, &validated));
+  RETURN_IF_ERROR(RequestedOutputs(request, model, shared_memory, device_memory_gpu, &validated));
   return validated;
 }
 
@@ -505,11 +510,13 @@ std::vector<std::byte*> PrepareInferResponse(const inference::ModelInferRequest&
       auto& parameters = *output->mutable_parameters();
       parameters["shared_memory_region"].set_string_param(slice.region->name());
       parameters["shared_memory_byte_size"].set_int64_param(static_cast<int64_t>(bytes));
-      if (slice.region->kind() == RegionKind::kSystem) {
+      if (slice.region->kind() == RegionKind::kSystem ||
+          InMask(validated.device_outputs, index)) {
         destinations[index] = slice.data;
         continue;
       }
-      // CUDA: the rows land in the string, DeliverCudaOutputs moves them.
+      // Any other CUDA region: the rows land in the string, DeliverCudaOutputs
+      // moves them.
     }
     contents->resize(bytes);
     destinations[index] = reinterpret_cast<std::byte*>(contents->data());
@@ -521,7 +528,10 @@ absl::Status DeliverCudaOutputs(const ValidatedRequest& validated,
                                 inference::ModelInferResponse* response) {
   for (size_t k = 0; k < validated.output_slices.size(); ++k) {
     const SharedMemorySlice& slice = validated.output_slices[k];
-    if (slice.region == nullptr || slice.region->kind() != RegionKind::kCuda) continue;
+    if (slice.region == nullptr || slice.region->kind() != RegionKind::kCuda ||
+        InMask(validated.device_outputs, validated.outputs[k])) {
+      continue;
+    }
     std::string* rows = response->mutable_raw_output_contents(static_cast<int>(k));
     RETURN_IF_ERROR(
         CopyIntoSlice(slice, reinterpret_cast<const std::byte*>(rows->data()), rows->size()));

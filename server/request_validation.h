@@ -45,8 +45,10 @@ struct ValidatedRequest {
   TensorMask pinned_inputs = 0;
   TensorMask pinned_outputs = 0;
   // The inputs that point at device memory (a CUDA region left on the
-  // device, Note [CUDA shared memory]), never read by the host.
+  // device, Note [CUDA shared memory]), never read by the host, and the
+  // outputs the device writes into such a region, never written by the host.
   TensorMask device_inputs = 0;
+  TensorMask device_outputs = 0;
 };
 
 // Checks `request` against `model`. Every error is InvalidArgument naming the
@@ -69,14 +71,16 @@ struct ValidatedRequest {
 // memory, in the order of inputs (as Triton reads it). Without
 // `shared_memory` a request that names a region is refused. An input in a
 // CUDA region is copied to the host, unless the region lies on GPU
-// `device_inputs_gpu` (for a runner that copies that GPU's memory itself):
+// `device_memory_gpu` (for a runner that copies that GPU's memory itself):
 // then it stays on the device, marked in ValidatedRequest::device_inputs;
 // BOOL inputs (their bytes are checked) and inputs past the 64th are copied
-// all the same.
+// all the same. An output in a CUDA region on that GPU is marked in
+// ValidatedRequest::device_outputs (outputs past the 64th excepted): the
+// runner writes it in place.
 absl::StatusOr<ValidatedRequest> ValidateInferRequest(
     const inference::ModelInferRequest& request, const ModelInterface& model,
     const SharedMemoryRegistry* shared_memory = nullptr,
-    std::optional<int> device_inputs_gpu = std::nullopt);
+    std::optional<int> device_memory_gpu = std::nullopt);
 
 // Clears `response`, then fills model_name (the interface's name),
 // model_version, id, and for each returned output k: outputs[k] {name,
@@ -97,8 +101,9 @@ std::vector<std::byte*> PrepareInferResponse(const inference::ModelInferRequest&
                                              const ValidatedRequest& validated,
                                              inference::ModelInferResponse* response);
 
-// For each output the request put in a CUDA shared-memory region: copies the
-// rows PrepareInferResponse had written into the response's string into the
+// For each output the request put in a CUDA shared-memory region, other than
+// those the runner wrote in place (device_outputs): copies the rows
+// PrepareInferResponse had written into the response's string into the
 // region, and empties the string (Note [CUDA shared memory]). Call once the
 // rows are all written.
 absl::Status DeliverCudaOutputs(const ValidatedRequest& validated,

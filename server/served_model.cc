@@ -454,7 +454,7 @@ void ServedModel::Infer(const inference::ModelInferRequest* request,
                         const SharedMemoryRegistry* shared_memory) {
   const Clock::time_point start = Clock::now();
   absl::StatusOr<ValidatedRequest> validated =
-      ValidateInferRequest(*request, interface_, shared_memory, pool_->runner().DeviceInputsGpu());
+      ValidateInferRequest(*request, interface_, shared_memory, pool_->runner().DeviceMemoryGpu());
   absl::StatusOr<QueueRequestOptions> queue_options =
       validated.ok() ? QueueOptionsFromRequest(*request) : validated.status();
   if (!queue_options.ok()) {
@@ -483,6 +483,7 @@ void ServedModel::Infer(const inference::ModelInferRequest* request,
   rows->pinned_inputs = state->validated.pinned_inputs;
   rows->pinned_outputs = state->validated.pinned_outputs;
   rows->device_inputs = state->validated.device_inputs;
+  rows->device_outputs = state->validated.device_outputs;
   rows->on_segment = [this, state](int64_t segment_rows, const absl::Status& status,
                                    StreamPool::Clock::duration queued, const ChunkTiming& timing,
                                    SegmentEnd end) {

@@ -37,10 +37,14 @@
 // into the device input would avoid it; not built). BOOL inputs, whose
 // bytes are checked, inputs past the 64th (TensorMask), a region on
 // another GPU than the model's, and every input on the host executor are
-// copied to the host at validation instead. Outputs are copied into their region when the
-// request ends, from the host: two extra copies over the PCIe/NVLink-C2C
-// link, but one way out of a chunk whatever its segments (writing them in
-// place would need each chunk's rows tracked per request).
+// copied to the host at validation instead. An output in a CUDA region on
+// the model's GPU is written in place (ValidatedRequest::device_outputs): a
+// chunk of that request's rows alone copies it device to device from the
+// graph's output; a merged chunk's rows come back to the slot's staging
+// with the other requests' and are copied from there into the region, a
+// round trip over the link. Outputs in other CUDA regions (another GPU, the
+// host executor, past the 64th) are written into the response's string and
+// copied into their region when the request ends (DeliverCudaOutputs).
 //
 // Note [Pinned shared memory]
 // A large input in a system region was first copied by the CPU into the

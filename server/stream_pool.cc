@@ -283,6 +283,7 @@ StreamPool::StartedChunk StreamPool::StartChunk(int slot, int staging,
     rows.pinned_inputs = segment.request->pinned_inputs;
     rows.pinned_outputs = segment.request->pinned_outputs;
     rows.device_inputs = segment.request->device_inputs;
+    rows.device_outputs = segment.request->device_outputs;
     const auto first = static_cast<size_t>(segment.first_row);
     for (size_t i = 0; i < segment.request->inputs.size(); ++i) {
       rows.inputs.push_back(segment.request->inputs[i] + first * layout_.input_bytes_per_row[i]);
