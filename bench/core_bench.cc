@@ -7,10 +7,15 @@
 //   core_bench --model-repository DIR --model mlp [--graphs on|off]
 //              [--outstanding 64] [--threads 8] [--milliseconds 2000]
 //
-// Prints one line: requests/s, executions/s and rows per execution (from the
-// model's statistics), latency p50/p99. serve_bench.sh runs it beside the
-// gRPC saturation runs on the same repositories: where the two differ, the
-// RPC path is the ceiling, not the serving core.
+// Prints the measured window, then, last, the summary line: requests/s,
+// executions/s and rows per execution (from the model's statistics), latency
+// p50/p99. serve_bench.sh runs it beside the gRPC saturation runs on the same
+// repositories: where the two differ, the RPC path is the ceiling, not the
+// serving core. The window line, "measured window (steady clock us): START
+// END", gives steady_clock's microseconds since its epoch (CLOCK_MONOTONIC
+// under libstdc++ on Linux), so that bench/nvml_sampler.py can take the GPU's
+// busy time over the measured seconds alone, without the model loading and
+// warm-up before them.
 
 #include <algorithm>
 #include <atomic>
@@ -166,7 +171,8 @@ int Run(int argc, char** argv) {
   const Clock::time_point start = Clock::now();
   std::this_thread::sleep_for(std::chrono::milliseconds(milliseconds));
   measuring = false;
-  const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  const Clock::time_point end = Clock::now();
+  const double elapsed = std::chrono::duration<double>(end - start).count();
   inference::ModelStatistics after;
   (*model)->FillStatistics(&after);
   stop = true;
@@ -182,6 +188,11 @@ int Run(int argc, char** argv) {
       static_cast<double>(after.execution_count() - before.execution_count());
   const double inferences =
       static_cast<double>(after.inference_count() - before.inference_count());
+  const auto since_epoch_us = [](Clock::time_point t) -> int64_t {
+    return std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
+  };
+  std::cout << absl::StrFormat("measured window (steady clock us): %d %d\n",
+                               since_epoch_us(start), since_epoch_us(end));
   std::cout << absl::StrFormat(
       "core_bench %s graphs %s, %d outstanding on %d threads: %.0f infer/s, %.0f executions/s "
       "(%.2f rows per execution), latency p50 %.0f us p99 %.0f us, %d failed\n",

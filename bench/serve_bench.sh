@@ -13,14 +13,16 @@
 #      and CUDA shared memory, and CUDA shared memory's outputs checked;
 #   3. saturation: batch-1 requests, 64 concurrent over 16 connections, M = 4,
 #      three repeats on each of four servers (graphs on/off x dynamic batching on/off), GPU
-#      busy sampled through NVML at 200 Hz (bench/nvml_sampler.py), then half
-#      the saturated request rate for p99 against p50; on two models: mlp,
+#      busy over the repeats' measured windows (perf --timeline) from the
+#      driver's own NVML samples (bench/nvml_sampler.py), then half the
+#      saturated request rate for p99 against p50; on two models: mlp,
 #      where the gRPC transport, not the GPU, sets throughput, and the encoder
 #      (4 TransformerEncoderLayers, x [B,16,256], exported with PyTorch by
 #      bench/export_models.py), where kernel launches matter;
 #   4. the serving core without gRPC (bench/core_bench.cc): the same models
 #      loaded in-process and driven with 64 outstanding batch-1 requests, GPU
-#      busy sampled the same way: what the server could do past its RPC path;
+#      busy over the window core_bench measured, the same way: what the server
+#      could do past its RPC path;
 #   5. the RPC transport alone (bench/grpc_path_bench.cc): empty RPCs on gRPC's
 #      callback API and on completion queues (the server's API for ModelInfer
 #      and ServerLive, Note [Hot RPCs on completion queues]), side by side.
@@ -76,6 +78,13 @@ cpu_seconds() {
   awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15) / hz}' "/proc/$1/stat"
 }
 
+# stop_recorder PID: stops an `nvml_sampler.py record` and counts its failure
+# (no NVML, no driver samples, samples it cannot read).
+stop_recorder() {
+  kill -TERM "$1" 2>/dev/null
+  wait "$1" || failures=$((failures + 1))
+}
+
 # Half the request rate a saturated run's CSV measured (0 when it has none).
 half_rate() {
   python3 -c 'import csv,sys; r=list(csv.DictReader(open(sys.argv[1]))); print(max(1, int(float(r[0]["Inferences/Second"]) / 2)) if r else 0)' \
@@ -120,20 +129,24 @@ server_repo() {  # server_repo batching|no_batching PLAIN_REPO BATCHING_REPO
 
 # saturation_runs MODEL PLAIN_REPO BATCHING_REPO: the four servers saturated
 # with batch-1 requests, $repeats times each (sat_<server>_r<k>.csv, CPU in
-# sat_cpu.txt, GPU busy in gpu_busy.txt), then at half the saturated rate
-# (half_<server>_<distribution>.csv).
+# sat_cpu.txt, GPU busy over the repeats' measured windows in gpu_busy.txt),
+# then at half the saturated rate (half_<server>_<distribution>.csv).
 saturation_runs() {
   local model=$1 plain=$2 batching_repo=$3
-  local graphs batching name sampler r server_before start_ns client_cpu wall_ms server_cpu
-  local rate distribution
+  local graphs batching name recorder r server_before start_ns client_cpu wall_ms server_cpu
+  local rate distribution timelines
   for graphs in on off; do
     for batching in batching no_batching; do
       name=$(server_name "$model" "$graphs" "$batching")
       echo "--- $name"
       start_server "$(server_repo "$batching" "$plain" "$batching_repo")" --graphs "$graphs" ||
         continue
-      python3 bench/nvml_sampler.py --label "$name" --hz 200 --out "$out/gpu_busy.txt" &
-      sampler=$!
+      # GPU busy is taken over the repeats' measured windows only (each
+      # timeline's first send to last answer), not perf's start, connections
+      # and warm-up between them.
+      python3 bench/nvml_sampler.py record --samples "$work/busy_${name}.csv" &
+      recorder=$!
+      timelines=()
       for r in $(seq 1 "$repeats"); do
         # Where the CPU goes at saturation: the server's and the load
         # generator's CPU seconds over the run's wall seconds (cores kept busy).
@@ -141,8 +154,10 @@ saturation_runs() {
         start_ns=$(date +%s%N)
         # perf runs in a subshell only so that `times` counts it alone; its
         # failure is counted out here.
+        timelines+=(--timeline "$work/tl_${name}_r${r}.csv")
         client_cpu=$( (perf "$out/sat_${name}_r${r}.csv" --model "$model" --batch-size 1 \
-          --concurrency 64 --connections 16 >&2 || echo FAILED; times) | tail -n 3)
+          --concurrency 64 --connections 16 --timeline "$work/tl_${name}_r${r}.csv" >&2 ||
+          echo FAILED; times) | tail -n 3)
         if grep -q FAILED <<<"$client_cpu"; then failures=$((failures + 1)); fi
         client_cpu=$(tail -n 1 <<<"$client_cpu" | awk '{print $1" "$2}')
         wall_ms=$((($(date +%s%N) - start_ns) / 1000000))
@@ -151,8 +166,10 @@ saturation_runs() {
         echo "$name r$r: wall ${wall_ms} ms, server CPU ${server_cpu} s, load generator CPU" \
           "(user sys) ${client_cpu}" | tee -a "$out/sat_cpu.txt"
       done
-      kill -TERM "$sampler" 2>/dev/null
-      wait "$sampler" 2>/dev/null
+      stop_recorder "$recorder"
+      python3 bench/nvml_sampler.py report --samples "$work/busy_${name}.csv" --label "$name" \
+        "${timelines[@]}" --out "$out/gpu_busy.txt" || failures=$((failures + 1))
+      rm -f "$work/tl_${name}_r"*.csv  # a line per request: large
       # Empty RPCs did best over 16 connections and worst over 64, whatever
       # the API (bench/results/2026-11-26_ffcd9bf_grpc_path_h200): the
       # saturated runs use 16, and this one the 64 of earlier runs, to
@@ -178,21 +195,26 @@ saturation_runs() {
 
 # core_runs MODEL PLAIN_REPO BATCHING_REPO: the same four servers' model
 # in-process (core_bench), a line each in core_bench.txt led by the server's
-# name, GPU busy labelled core_<server>.
+# name, GPU busy over the window core_bench measured (the line it prints
+# before its last), labelled core_<server>.
 core_runs() {
   local model=$1 plain=$2 batching_repo=$3
-  local graphs batching name sampler
+  local graphs batching name recorder log window
   for graphs in on off; do
     for batching in batching no_batching; do
       name=$(server_name "$model" "$graphs" "$batching")
-      python3 bench/nvml_sampler.py --label "core_$name" --hz 200 --out "$out/gpu_busy.txt" &
-      sampler=$!
+      log="$work/core_${name}.log"
+      python3 bench/nvml_sampler.py record --samples "$work/busy_core_${name}.csv" &
+      recorder=$!
       "$bin/core_bench" --model-repository "$(server_repo "$batching" "$plain" "$batching_repo")" \
-        --model "$model" --graphs "$graphs" --outstanding 64 --threads 8 --milliseconds 2000 2>&1 |
-        tail -n 1 | sed "s/^/$name: /" | tee -a "$out/core_bench.txt"
-      [[ ${PIPESTATUS[0]} -eq 0 ]] || failures=$((failures + 1))
-      kill -TERM "$sampler" 2>/dev/null
-      wait "$sampler" 2>/dev/null
+        --model "$model" --graphs "$graphs" --outstanding 64 --threads 8 --milliseconds 2000 \
+        >"$log" 2>&1 || failures=$((failures + 1))
+      stop_recorder "$recorder"
+      tail -n 1 "$log" | sed "s/^/$name: /" | tee -a "$out/core_bench.txt"
+      window=$(sed -n 's/^measured window (steady clock us): \([0-9]*\) \([0-9]*\)$/\1,\2/p' "$log")
+      python3 bench/nvml_sampler.py report --samples "$work/busy_core_${name}.csv" \
+        --label "core_$name" ${window:+--window "$window"} --out "$out/gpu_busy.txt" ||
+        failures=$((failures + 1))
     done
   done
 }
@@ -228,11 +250,12 @@ settings_runs() {
   # as before Note [Abseil's deadlock detection]. (2 and 8 queues measured no
   # better than 4: bench/results/2026-11-26_3804156_serve_grpc_settings_h200.)
   # yield: stream workers that give their core away while they wait for the
-  # GPU (--gpu-wait; the default, auto, spins on these machines).
+  # GPU (--gpu-wait; the default, auto, spins on these machines); block: that
+  # sleep until the GPU signals.
   # Each saturated server is also run at half its rate, at a constant rate.
   for variant in "q4x2" "mutexcheck" "spin50 --idle-spin-us 50" \
     "q4x1 --grpc-threads-per-queue 1" "handoff --run-on-rpc-thread=false" \
-    "yield --gpu-wait yield"; do
+    "yield --gpu-wait yield" "block --gpu-wait block"; do
     label=${variant%% *}
     flags=()
     [[ "$variant" == *" "* ]] && read -r -a flags <<<"${variant#* }"
@@ -265,7 +288,7 @@ settings_runs() {
   # The encoder's workers wait 0.3-0.7 ms for each chunk: spinning there
   # holds a core per slot that gRPC's threads could use.
   echo "--- the encoder's graphs-on batching server saturated (twice each) with each GPU wait"
-  for label in auto yield; do
+  for label in auto yield block; do
     start_server "$work/encoder_batching" --graphs on --gpu-wait "$label" || continue
     for r in 1 2; do
       perf "$out/variant_sat_encoder-${label}_r${r}.csv" --model encoder --batch-size 1 \

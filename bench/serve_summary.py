@@ -16,8 +16,10 @@ Reads, from OUT_DIR (graphserve-client perf's perf_analyzer CSV, one row):
                                       constant rate or Poisson arrivals
   shm_<mode>_b<batch>_r<k>.csv        mlp at concurrency 1, inputs through the
                                       message (none), system or CUDA shared memory
-  gpu_busy.txt                        nvml_sampler.py's lines, labelled <server>
-                                      (served) or core_<server> (core_bench)
+  gpu_busy.txt                        nvml_sampler.py report's lines, labelled
+                                      <server> (served) or core_<server>
+                                      (core_bench): GPU busy over the measured
+                                      windows
   replay_<model>.json                 replay_bench's records (no gRPC)
   core_bench.txt                      core_bench's lines (no gRPC), one per
                                       server, each led by "<server>: "
@@ -248,8 +250,8 @@ def variants_table(out):
     lines = ["## gRPC settings (graphs on; saturated: dynamic batching, M=4, median of 2 "
              "runs [min-max]; concurrency 1: no batching, M=2, one run; mutexcheck: the "
              "default with Abseil's deadlock detection on in server and load generator; spin50: "
-             "idle workers and responders poll 50 us, the old default; yield: "
-             "--gpu-wait yield; encoder-<wait>: the encoder's batching server under each --gpu-wait, "
+             "idle workers and responders poll 50 us, the old default; yield, block: "
+             "--gpu-wait yield, block; encoder-<wait>: the encoder's batching server under each --gpu-wait, "
              "mlp's otherwise)", "",
              "| setting | saturated infer/s | saturated p50 us | half load p50 / p99 us | "
              "mlp b1 overhead us | dlrm_dense b16 overhead us |",
@@ -317,7 +319,9 @@ def half_load_table(out, model):
 
 
 def gpu_busy_lines(out, model):
-    """nvml_sampler.py's lines for `model`'s servers, served and in-process."""
+    """nvml_sampler.py's lines for `model`'s servers, served and in-process;
+    the verdict reads the line's leading mean, the busy fraction over the
+    measured windows (a line without one, no driver samples there, gets none)."""
     path = os.path.join(out, "gpu_busy.txt")
     lines = []
     if os.path.exists(path):
@@ -326,13 +330,13 @@ def gpu_busy_lines(out, model):
                 label = re.match(r"gpu_busy (?:core_)?(\S+):", line)
                 if not label or not server_config(model, label.group(1)):
                     continue
-                m = re.search(r"mean ([0-9.]+)%", line)
+                m = re.match(r"gpu_busy \S+: mean ([0-9.]+)%", line)
                 verdict = "" if not m else (" (met)" if float(m.group(1)) >= 80 else " (missed)")
                 lines.append(f"- {line.strip()}{verdict}")
     if not lines:
         return ["", f"GPU busy, {model}: not sampled"]
-    return ["", f"## GPU busy, {model} (NVML at >= 100 Hz, target >= 80% at saturation)",
-            ""] + lines
+    return ["", f"## GPU busy, {model} (mean of NVML's driver samples over the measured "
+            "windows, target >= 80% at saturation)", ""] + lines
 
 
 def saturation_section(out, model):
