@@ -285,10 +285,11 @@ settings_runs() {
   done
   unset GRAPHSERVE_MUTEX_DEADLOCK_DETECTION
   [[ "$encoder_ready" == 1 ]] || return 0
-  # The encoder's workers wait 0.3-0.7 ms for each chunk: spinning there
-  # holds a core per slot that gRPC's threads could use.
+  # The encoder's workers wait 0.2-0.7 ms for each chunk: spinning there
+  # holds a core per slot that gRPC's threads could use, so auto sleeps for
+  # it (Note [How threads wait for the GPU]); spin shows what that buys.
   echo "--- the encoder's graphs-on batching server saturated (twice each) with each GPU wait"
-  for label in auto yield block; do
+  for label in auto spin yield block; do
     start_server "$work/encoder_batching" --graphs on --gpu-wait "$label" || continue
     for r in 1 2; do
       perf "$out/variant_sat_encoder-${label}_r${r}.csv" --model encoder --batch-size 1 \

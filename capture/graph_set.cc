@@ -376,7 +376,7 @@ absl::StatusOr<std::unique_ptr<GraphSet>> GraphSet::Create(const Model& model,
     auto slot = std::make_unique<Slot>();
     ASSIGN_OR_RETURN(slot->stream, CudaStream::Create());
     for (CudaEvent& done : slot->done) {
-      ASSIGN_OR_RETURN(done, CudaEvent::CreateForHostWait());
+      ASSIGN_OR_RETURN(done, CudaEvent::Create());
     }
     ASSIGN_OR_RETURN(slot->arena, StreamArena::Create(options.executor.device));
     ASSIGN_OR_RETURN(slot->io, IoBuffers::Create(options.executor.device, kStagingBuffers));
@@ -589,6 +589,17 @@ absl::Status GraphSet::Launch(const LaunchChunk& chunk,
 
 std::byte* GraphSet::input_staging(int slot, size_t input, int staging) const {
   return static_cast<std::byte*>(slots_[slot]->io->host(input_names_[input], staging));
+}
+
+absl::Status GraphSet::SleepWhileWaiting() {
+  CudaDeviceGuard device_guard(weights_->device());
+  for (const std::unique_ptr<Slot>& slot : slots_) {
+    CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(slot->stream.get()));
+    for (CudaEvent& done : slot->done) {
+      ASSIGN_OR_RETURN(done, CudaEvent::CreateForSleepingWait());
+    }
+  }
+  return absl::OkStatus();
 }
 
 cudaStream_t GraphSet::stream(int slot) const { return slots_[slot]->stream.get(); }

@@ -192,6 +192,12 @@ class GraphSet {
   // bytes_per_row(input) a row.
   [[nodiscard]] std::byte* input_staging(int slot, size_t input, int staging = 0) const;
 
+  // Remakes every slot's done events so that a thread waiting for one
+  // sleeps until the GPU signals it, instead of spinning (Note [How threads
+  // wait for the GPU] in server/served_model.h). Waits for the slots' work
+  // first; call before the set serves, never while another thread launches.
+  absl::Status SleepWhileWaiting();
+
   // The slot's stream, and the event the last Launch through staging buffer
   // `staging` recorded.
   [[nodiscard]] cudaStream_t stream(int slot) const;

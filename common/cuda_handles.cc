@@ -74,13 +74,10 @@ absl::StatusOr<CudaEvent> CudaEvent::Create(bool timing) {
   return CudaEvent(event);
 }
 
-absl::StatusOr<CudaEvent> CudaEvent::CreateForHostWait() {
-  unsigned int device_flags = 0;
-  CUDA_RETURN_IF_ERROR(cudaGetDeviceFlags(&device_flags));
-  const bool sleeps = (device_flags & cudaDeviceScheduleMask) == cudaDeviceScheduleBlockingSync;
+absl::StatusOr<CudaEvent> CudaEvent::CreateForSleepingWait() {
   cudaEvent_t event = nullptr;
-  CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(
-      &event, cudaEventDisableTiming | (sleeps ? cudaEventBlockingSync : 0u)));
+  CUDA_RETURN_IF_ERROR(
+      cudaEventCreateWithFlags(&event, cudaEventDisableTiming | cudaEventBlockingSync));
   return CudaEvent(event);
 }
 

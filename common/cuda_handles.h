@@ -57,11 +57,10 @@ class CudaEvent {
   CudaEvent() = default;  // holds no event until assigned from Create()
   // `timing` events can measure elapsed time; others are cheaper to record.
   static absl::StatusOr<CudaEvent> Create(bool timing = false);
-  // An event a host thread waits for in cudaEventSynchronize (a slot's chunk
-  // done): made with cudaEventBlockingSync when the current device's
-  // scheduling flag is blocking-sync (GpuWait::kBlock), so that the wait
-  // sleeps as that flag asks; otherwise as Create().
-  static absl::StatusOr<CudaEvent> CreateForHostWait();
+  // An event whose cudaEventSynchronize sleeps until the GPU signals it
+  // (cudaEventBlockingSync) instead of spinning, whatever the device's
+  // scheduling flag; no timing.
+  static absl::StatusOr<CudaEvent> CreateForSleepingWait();
   [[nodiscard]] cudaEvent_t get() const { return event_.get(); }
 
  private:
@@ -162,9 +161,9 @@ enum class GpuWait {
   kSpin,   // spin on the core: the soonest wake-up, a core per waiting thread
   kYield,  // spin, yielding the core whenever another thread can run
   // Sleep until the GPU signals: the blocking-sync device flag, and done
-  // events made by CudaEvent::CreateForHostWait with cudaEventBlockingSync
-  // (the device flag alone does not reach cudaEventSynchronize, which
-  // busy-waits on an event made without it: the runtime's documentation).
+  // events made by CudaEvent::CreateForSleepingWait (the device flag alone
+  // does not reach cudaEventSynchronize, which busy-waits on an event made
+  // without cudaEventBlockingSync: the runtime's documentation).
   kBlock,
 };
 

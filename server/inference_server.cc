@@ -66,9 +66,11 @@ void SetHealth(grpc::Server& server, bool serving) {
 absl::StatusOr<std::unique_ptr<InferenceServer>> InferenceServer::Start(
     const InferenceServerOptions& options, std::ostream& out) {
   RETURN_IF_ERROR(CheckListenAddresses(options));
-  // auto leaves CUDA's own flags as they are, and touches no GPU.
-  if (options.models.executor == ExecutorKind::kCuda && options.gpu_wait != GpuWait::kAuto) {
-    RETURN_IF_ERROR(SetGpuWait(options.gpu_wait, options.models.devices));
+  // auto leaves CUDA's own flags as they are, and touches no GPU (Note [How
+  // threads wait for the GPU] in server/served_model.h).
+  const GpuWait wait = options.models.gpu_wait;
+  if (options.models.executor == ExecutorKind::kCuda && wait != GpuWait::kAuto) {
+    RETURN_IF_ERROR(SetGpuWait(wait, options.models.devices));
   }
   ModelRegistryOptions registry_options;
   registry_options.models = options.models;

@@ -85,33 +85,6 @@ struct InferenceServerOptions {
   // On GPUs, page-lock system shared-memory regions at registration so the
   // device copies straight from and into them (Note [Pinned shared memory]).
   bool pin_shared_memory = true;
-  // How stream workers wait for their chunks on the GPU (CUDA's device
-  // scheduling flags), set before the models load on the GPUs of models
-  // whose config places them on none of their own (--device); a model
-  // placed by its config on other GPUs waits as CUDA chooses there.
-  //
-  // Note [How threads wait for the GPU]
-  // A stream worker (or an RPC thread running a chunk) waits for each chunk
-  // in cudaEventSynchronize. With CUDA's default flags and more cores than
-  // GPUs that wait spins: a core per busy slot, for the whole replay. For
-  // the demo MLP a replay is 20-60 us, but the encoder's is 0.3-0.7 ms, so
-  // at saturation its four slots keep four cores spinning beside gRPC's
-  // threads, which set the served throughput (bench/README.md, serving
-  // benchmark). --gpu-wait yield spins but gives the core to any thread that
-  // can run. Side by side on an H100
-  // (bench/results/2026-11-26_6af305a_serve_settings_h100), saturated with
-  // batching: the encoder served 39.5k/s with yield against 34.4k spinning;
-  // mlp 53.5k with yield, 59.7k spinning. So the default stays auto, and
-  // --gpu-wait yield is for models whose replays are long.
-  //
-  // --gpu-wait block sleeps instead: CUDA's blocking-sync device flag, and
-  // each slot's done events made with cudaEventBlockingSync (the flag alone
-  // does not reach cudaEventSynchronize, which spun on the events made
-  // without it: a first "block" measured like spinning). The thread wakes on
-  // the GPU's interrupt, later than a spinning one; what that costs and what
-  // the freed cores buy is measured side by side in serve_bench's settings
-  // table (SERVE_SETTINGS=1).
-  GpuWait gpu_wait = GpuWait::kAuto;
   // Refuse to start when a model fails to load (Triton's default). When
   // false the server starts, the model answers UNAVAILABLE with the reason
   // and health stays NOT_SERVING.

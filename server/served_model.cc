@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "capture/graph_set.h"
 #include "capture/launch_costs.h"
@@ -179,14 +180,14 @@ absl::StatusOr<std::vector<GpuPlacement>> GpuPlacements(const inference::ModelCo
 
 // Captures one graph set per placement, all with the schedules chosen on the
 // first GPU; sets on the same GPU share its weights and algorithm choices.
-absl::StatusOr<std::vector<GraphSetRunner::Placement>> CaptureOnEveryGpu(
+absl::StatusOr<std::vector<std::shared_ptr<GraphSet>>> CaptureOnEveryGpu(
     const Model& model, const std::vector<GpuPlacement>& placements,
     const GraphSetOptions& first_options) {
   std::map<int, std::shared_ptr<WeightStore>> weights;
   std::map<int, std::shared_ptr<AlgorithmChoices>> choices;
   choices[placements.front().device] = first_options.algorithm_choices;
   weights[placements.front().device] = first_options.weights;
-  std::vector<GraphSetRunner::Placement> sets;
+  std::vector<std::shared_ptr<GraphSet>> sets;
   for (const GpuPlacement& placement : placements) {
     GraphSetOptions set_options = first_options;
     set_options.executor.device = placement.device;
@@ -201,9 +202,19 @@ absl::StatusOr<std::vector<GraphSetRunner::Placement>> CaptureOnEveryGpu(
     set_options.algorithm_choices = timed;
     absl::StatusOr<std::unique_ptr<GraphSet>> set = GraphSet::Create(model, set_options);
     if (!set.ok()) return AnnotateStatus(set.status(), absl::StrCat("GPU ", placement.device));
-    sets.push_back({std::shared_ptr<const GraphSet>(*std::move(set)), placement.device});
+    sets.push_back(*std::move(set));
   }
   return sets;
+}
+
+// Note [How threads wait for the GPU] in server/served_model.h.
+constexpr double kSleepingWaitFromUs = 150;
+
+// Whether a model's workers sleep while its chunks run, under `wait`, its
+// chunks costing `costs_us` (ascending sizes; empty when unknown).
+bool SleepsWhileWaiting(GpuWait wait, const std::vector<double>& costs_us) {
+  if (wait == GpuWait::kBlock) return true;
+  return wait == GpuWait::kAuto && !costs_us.empty() && costs_us.front() >= kSleepingWaitFromUs;
 }
 
 absl::StatusOr<Execution> LoadOnGpu(const Model& model, const BoundGraph& any_size,
@@ -221,8 +232,10 @@ absl::StatusOr<Execution> LoadOnGpu(const Model& model, const BoundGraph& any_si
   std::vector<ScheduleChoice> schedules;
   RETURN_IF_ERROR(
       ApplyConfigSchedules(model, config, set_options, execution.summary, schedules));
-  ASSIGN_OR_RETURN(const std::vector<GraphSetRunner::Placement> sets,
+  ASSIGN_OR_RETURN(const std::vector<std::shared_ptr<GraphSet>> captured,
                    CaptureOnEveryGpu(model, placements, set_options));
+  std::vector<GraphSetRunner::Placement> sets;
+  for (size_t p = 0; p < captured.size(); ++p) sets.push_back({captured[p], placements[p].device});
   const GraphSet& first = *sets.front().set;
   RecordPlannedSchedules(first, schedules);
   config->mutable_capture()->clear_schedules();
@@ -251,6 +264,14 @@ absl::StatusOr<Execution> LoadOnGpu(const Model& model, const BoundGraph& any_si
       execution.costs_us.push_back(graphs ? entry.graph_us : entry.eager_us);
     }
     execution.summary.costs = "measured at load";
+  }
+  if (SleepsWhileWaiting(options.gpu_wait, execution.costs_us)) {
+    for (const std::shared_ptr<GraphSet>& set : captured) RETURN_IF_ERROR(set->SleepWhileWaiting());
+    const std::string why =
+        options.gpu_wait == GpuWait::kBlock
+            ? "--gpu-wait block"
+            : absl::StrFormat("its smallest chunk takes %.0f us", execution.costs_us.front());
+    spdlog::info("model '{}': stream workers sleep while a chunk runs ({})", model.name, why);
   }
   std::set<int> counted;  // weights once per GPU
   for (const GraphSetRunner::Placement& placement : sets) {

@@ -26,6 +26,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/cuda_handles.h"
 #include "proto/grpc_service.pb.h"
 #include "proto/model_config.pb.h"
 #include "server/model_counters.h"
@@ -59,6 +60,34 @@ struct ServedModelOptions {
   size_t max_queued_chunks = 1024;
   // Timed launches per size when a config carries no cost table (kCuda).
   int64_t cost_iters = 30;
+  // How stream workers wait for their chunks on the GPU (kCuda). The
+  // server sets spin, yield and block as CUDA's scheduling flag of the GPUs
+  // in `devices` before the models load (a model placed by its config on
+  // other GPUs waits as CUDA chooses there); block and auto also choose,
+  // per model, the done events a worker waits on.
+  //
+  // Note [How threads wait for the GPU]
+  // A stream worker (or an RPC thread running a chunk) waits for each chunk
+  // in cudaEventSynchronize. With CUDA's default flags and more cores than
+  // GPUs that wait spins: a core per busy slot, for the whole replay. For
+  // the demo MLP a replay is 20-60 us, but the encoder's is 0.2-0.7 ms, so
+  // at saturation its four slots keep four cores spinning beside gRPC's
+  // threads, which set the served throughput (bench/README.md, serving
+  // benchmark). --gpu-wait yield spins but gives the core to any thread
+  // that can run; --gpu-wait block sleeps until the GPU signals: CUDA's
+  // blocking-sync device flag, and done events made with
+  // cudaEventBlockingSync (the flag alone does not reach
+  // cudaEventSynchronize, which spun on events made without it: a first
+  // "block" measured like spinning). Side by side on an H100, saturated with
+  // batching (bench/results/2026-11-26_f1ac1e0_settings_tests_h100): the
+  // encoder served 47.1k/s sleeping, 40.8k yielding, 39.5k spinning; mlp
+  // 59.8k sleeping, 63.2k yielding, 64.5k spinning, and at concurrency 1
+  // its overhead was 44 us sleeping against 27 spinning: the wake-up costs
+  // about 15 us, which a 30 us chunk feels and a 300 us one does not.
+  // So auto, the default, keeps CUDA's flags but gives a model sleeping done
+  // events when even its smallest chunk takes kSleepingWaitFromUs or more
+  // (the cost table's first size, graph or eager as the model is served).
+  GpuWait gpu_wait = GpuWait::kAuto;
   // How long an idle stream worker polls its queue before it sleeps
   // (StreamPoolOptions::idle_spin): longer spins trade idle CPU for the
   // wake-up of a sleeping worker on a quiet server.

@@ -216,12 +216,12 @@ void AddFlags(FlagValues* v, CommandLine* flags) {
                  "every chunk runs on a stream worker; with --idle-spin-us 1000 that is the "
                  "lowest-latency setting (polling threads cost a core or two under load).");
   flags->AddString("gpu-wait", &v->gpu_wait,
-                   "How a stream worker waits for its chunk on the GPU: auto (CUDA's choice: "
-                   "spin, with more cores than GPUs), spin (on its core: the soonest wake-up) or "
-                   "yield (spin, giving the core to any other thread that can run: for models "
-                   "whose replays take hundreds of microseconds, whose spinning workers would "
-                   "hold cores gRPC's threads need) or block (sleep until the GPU signals: no "
-                   "CPU while waiting, a later wake-up).");
+                   "How a stream worker waits for its chunk on the GPU: auto (sleep for models "
+                   "whose smallest chunk takes 150 us or more, whose spinning workers would hold "
+                   "cores gRPC's threads need; otherwise CUDA's choice, a spin with more cores "
+                   "than GPUs), spin (on its core: the soonest wake-up), yield (spin, giving the "
+                   "core to any other thread that can run) or block (every model sleeps until "
+                   "the GPU signals: no CPU while waiting, a wake-up some 15 us later).");
   flags->AddInt("responder-threads", &v->responder_threads,
                 "Threads that write inference responses, so GPU stream workers never do.");
   flags->AddInt("grpc-queues", &v->grpc_queues,
@@ -308,7 +308,7 @@ absl::StatusOr<ServerCommand> ParseServerCommand(const std::vector<std::string>&
   if (!gpu_wait.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("--gpu-wait: ", gpu_wait.status().message()));
   }
-  options.gpu_wait = *gpu_wait;
+  options.models.gpu_wait = *gpu_wait;
   options.models.idle_spin = std::chrono::microseconds(v.idle_spin_us);
   if (v.graphs != "on" && v.graphs != "off") {
     return absl::InvalidArgumentError(absl::StrCat("--graphs wants on or off, got '", v.graphs, "'"));

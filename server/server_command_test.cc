@@ -19,7 +19,7 @@ TEST(ServerCommand, DefaultsFollowTritonConventions) {
   EXPECT_EQ(command->options.models.executor, ExecutorKind::kCuda);
   EXPECT_TRUE(command->options.models.graphs);
   EXPECT_EQ(command->options.exit_timeout.count(), 30);
-  EXPECT_EQ(command->options.gpu_wait, GpuWait::kAuto);
+  EXPECT_EQ(command->options.models.gpu_wait, GpuWait::kAuto);
   EXPECT_TRUE(notices.str().empty());
 }
 
@@ -119,7 +119,7 @@ TEST(ServerCommand, GpuWaitFlag) {
   auto command = ParseServerCommand({"--model-repository", "/m", "--gpu-wait", "yield"}, 0,
                                     notices);
   ASSERT_TRUE(command.ok()) << command.status();
-  EXPECT_EQ(command->options.gpu_wait, GpuWait::kYield);
+  EXPECT_EQ(command->options.models.gpu_wait, GpuWait::kYield);
   const absl::Status bad =
       ParseServerCommand({"--model-repository", "/m", "--gpu-wait", "nap"}, 0, notices).status();
   EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
