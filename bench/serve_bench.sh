@@ -212,6 +212,7 @@ core_runs() {
       stop_recorder "$recorder"
       tail -n 1 "$log" | sed "s/^/$name: /" | tee -a "$out/core_bench.txt"
       window=$(sed -n 's/^measured window (steady clock us): \([0-9]*\) \([0-9]*\)$/\1,\2/p' "$log")
+      [[ -n "$window" ]] || failures=$((failures + 1))  # core_bench printed none
       python3 bench/nvml_sampler.py report --samples "$work/busy_core_${name}.csv" \
         --label "core_$name" ${window:+--window "$window"} --out "$out/gpu_busy.txt" ||
         failures=$((failures + 1))
@@ -250,8 +251,8 @@ settings_runs() {
   # as before Note [Abseil's deadlock detection]. (2 and 8 queues measured no
   # better than 4: bench/results/2026-11-26_3804156_serve_grpc_settings_h200.)
   # yield: stream workers that give their core away while they wait for the
-  # GPU (--gpu-wait; the default, auto, spins on these machines); block: that
-  # sleep until the GPU signals.
+  # GPU (--gpu-wait; the default, auto, spins for mlp's short chunks); block:
+  # workers that sleep until the GPU signals.
   # Each saturated server is also run at half its rate, at a constant rate.
   for variant in "q4x2" "mutexcheck" "spin50 --idle-spin-us 50" \
     "q4x1 --grpc-threads-per-queue 1" "handoff --run-on-rpc-thread=false" \

@@ -251,8 +251,8 @@ def variants_table(out):
              "runs [min-max]; concurrency 1: no batching, M=2, one run; mutexcheck: the "
              "default with Abseil's deadlock detection on in server and load generator; spin50: "
              "idle workers and responders poll 50 us, the old default; yield, block: "
-             "--gpu-wait yield, block; encoder-<wait>: the encoder's batching server under each --gpu-wait, "
-             "mlp's otherwise)", "",
+             "--gpu-wait yield, block; encoder-<wait>: the encoder's batching server under "
+             "each --gpu-wait, mlp's otherwise)", "",
              "| setting | saturated infer/s | saturated p50 us | half load p50 / p99 us | "
              "mlp b1 overhead us | dlrm_dense b16 overhead us |",
              "| --- | ---: | ---: | ---: | ---: | ---: |"]

@@ -154,10 +154,13 @@ absl::StatusOr<int> CudaDeviceCountOrError();
 int CudaDeviceCount();
 
 // How a host thread waits for its GPU work (cudaEventSynchronize: a stream
-// worker waiting for each chunk): CUDA's device scheduling flags, Note [How
-// threads wait for the GPU] in server/inference_server.h.
+// worker waiting for each chunk): CUDA's device scheduling flags, and the
+// server's done events, Note [How threads wait for the GPU] in
+// server/served_model.h.
 enum class GpuWait {
-  kAuto,   // CUDA's choice: spin while the process has no more contexts than cores
+  // CUDA's choice (spin while the process has no more contexts than cores);
+  // the server gives models with long chunks sleeping done events.
+  kAuto,
   kSpin,   // spin on the core: the soonest wake-up, a core per waiting thread
   kYield,  // spin, yielding the core whenever another thread can run
   // Sleep until the GPU signals: the blocking-sync device flag, and done

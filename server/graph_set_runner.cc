@@ -69,39 +69,31 @@ std::byte* DirectOutput(const ChunkJob& job, size_t o) {
 }
 
 // Copies output `o`'s rows from `staging` (the chunk's, row after row) to
-// each segment that asked for it: host memory by the CPU, device memory (a
-// merged chunk's CUDA region rows) by the calling thread's stream, waited
-// for before returning, since the answer lets the client read the region.
-absl::Status ScatterOutput(const ChunkJob& job, size_t o, size_t row_bytes,
-                           const std::byte* staging) {
+// each segment that asked for it: host memory by the CPU now, device memory
+// (a merged chunk's CUDA region rows) by the calling thread's per-thread
+// stream, not the slot's, behind which the slot's next chunk may already be
+// queued. Returns whether any copy went on that stream; the caller waits for
+// it before answering, since the answer lets the client read the region.
+absl::StatusOr<bool> ScatterOutput(const ChunkJob& job, size_t o, size_t row_bytes,
+                                   const std::byte* staging) {
   bool on_stream = false;
-  cudaError_t error = cudaSuccess;
   for (const SegmentRows& segment : job.segments) {
     const size_t bytes = row_bytes * static_cast<size_t>(segment.rows);
-    if (segment.outputs[o] == nullptr) {
-      // not asked for
-    } else if (InMask(segment.device_outputs, o)) {
-      if (error == cudaSuccess) {
-        error = cudaMemcpyAsync(segment.outputs[o], staging, bytes, cudaMemcpyHostToDevice,
-                                cudaStreamPerThread);
+    if (segment.outputs[o] != nullptr && InMask(segment.device_outputs, o)) {
+      if (const cudaError_t error = cudaMemcpyAsync(segment.outputs[o], staging, bytes,
+                                                    cudaMemcpyHostToDevice, cudaStreamPerThread);
+          error != cudaSuccess) {
+        return absl::InternalError(absl::StrCat("copying ", bytes, " bytes of output ", o,
+                                                " from staging into CUDA shared memory failed: ",
+                                                cudaGetErrorString(error)));
       }
       on_stream = true;
-    } else {
+    } else if (segment.outputs[o] != nullptr) {
       std::memcpy(segment.outputs[o], staging, bytes);
     }
     staging += bytes;
   }
-  if (on_stream) {
-    const cudaError_t synced = cudaStreamSynchronize(cudaStreamPerThread);
-    if (error == cudaSuccess) error = synced;
-  }
-  if (error != cudaSuccess) {
-    cudaGetLastError();  // leave nothing behind for the thread's next chunk
-    return absl::InternalError(absl::StrCat("copying output ", o,
-                                            " from staging into CUDA shared memory failed: ",
-                                            cudaGetErrorString(error)));
-  }
-  return absl::OkStatus();
+  return on_stream;
 }
 
 }  // namespace
@@ -194,16 +186,33 @@ absl::Status GraphSetRunner::Finish(int slot, int staging, const ChunkJob& job,
   const int own_slot = slots_[slot].slot;
   // Blocks the thread that holds the slot, never another request's.
   Clock::time_point start = Clock::now();
-  CUDA_RETURN_IF_ERROR(cudaEventSynchronize(set.done_event(own_slot, staging)));
+  if (const cudaError_t waited = cudaEventSynchronize(set.done_event(own_slot, staging));
+      waited != cudaSuccess) {
+    cudaGetLastError();  // as Start: nothing left for the thread's next chunk
+    return CudaErrorToStatus(waited, "cudaEventSynchronize");
+  }
   timing->infer_ns = NanosSince(start);
 
   start = Clock::now();
   absl::Status status;
+  bool on_stream = false;
   for (size_t o = 0; o < set.num_outputs() && status.ok(); ++o) {
     if (DirectOutput(job, o) != nullptr) continue;  // the device wrote it in place
-    status = ScatterOutput(job, o, set.output_bytes_per_row(o),
-                           static_cast<const std::byte*>(set.output_rows(own_slot, o, staging)));
+    absl::StatusOr<bool> copied =
+        ScatterOutput(job, o, set.output_bytes_per_row(o),
+                      static_cast<const std::byte*>(set.output_rows(own_slot, o, staging)));
+    status = copied.status();
+    on_stream = on_stream || copied.value_or(true);
   }
+  if (on_stream) {
+    // Even after a failure: no copy may still be reading staging or writing
+    // a region once the request is answered.
+    if (const cudaError_t synced = cudaStreamSynchronize(cudaStreamPerThread);
+        synced != cudaSuccess && status.ok()) {
+      status = CudaErrorToStatus(synced, "cudaStreamSynchronize after the output copies");
+    }
+  }
+  if (!status.ok()) cudaGetLastError();  // leave nothing behind for the thread's next chunk
   timing->output_ns = NanosSince(start);
   return status;
 }

@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/cuda_handles.h"
@@ -112,7 +113,9 @@ class GraphSetRunnerTest : public ::testing::Test {
         to = static_cast<std::byte*>(request->pinned.emplace_back(*std::move(buffer)).get());
         request->segment.pinned_outputs |= MaskBit(o);
       } else if (memory == Memory::kDevice) {
-        absl::StatusOr<DeviceBuffer> buffer = DeviceBuffer::Allocate(bytes);
+        // A guard row past the request's rows: a write beyond them shows.
+        absl::StatusOr<DeviceBuffer> buffer =
+            DeviceBuffer::Allocate(bytes + set_->output_bytes_per_row(o));
         EXPECT_TRUE(buffer.ok()) << buffer.status();
         to = static_cast<std::byte*>(request->device.emplace_back(*std::move(buffer)).get());
         request->segment.device_outputs |= MaskBit(o);
@@ -121,7 +124,7 @@ class GraphSetRunnerTest : public ::testing::Test {
       }
       // Rows the runner leaves unwritten show as 0xFF bytes.
       if (memory == Memory::kDevice) {
-        EXPECT_EQ(cudaMemset(to, 0xFF, bytes), cudaSuccess);
+        EXPECT_EQ(cudaMemset(to, 0xFF, bytes + set_->output_bytes_per_row(o)), cudaSuccess);
       } else {
         std::memset(to, 0xFF, bytes);
       }
@@ -143,19 +146,25 @@ class GraphSetRunnerTest : public ::testing::Test {
     ASSERT_TRUE(runner_->Finish(0, staging, job, &timing).ok());
   }
 
-  // Output 0's bytes of a request, read back from the device if it is there.
-  std::string Output(const Request& request) const {
-    std::string bytes(set_->output_bytes_per_row(0) * static_cast<size_t>(request.segment.rows),
+  // Output 0's bytes of a request, read back from the device if it is there
+  // (with `guard`, the guard row after a device output's rows instead).
+  std::string Output(const Request& request, bool guard = false) const {
+    const size_t row_bytes = set_->output_bytes_per_row(0);
+    std::string bytes(guard ? row_bytes : row_bytes * static_cast<size_t>(request.segment.rows),
                       '\0');
+    const std::byte* from =
+        request.segment.outputs[0] + (guard ? row_bytes * request.segment.rows : 0);
     if (InMask(request.segment.device_outputs, 0)) {
-      EXPECT_EQ(cudaMemcpy(bytes.data(), request.segment.outputs[0], bytes.size(),
-                           cudaMemcpyDeviceToHost),
+      EXPECT_EQ(cudaMemcpy(bytes.data(), from, bytes.size(), cudaMemcpyDeviceToHost),
                 cudaSuccess);
     } else {
-      std::memcpy(bytes.data(), request.segment.outputs[0], bytes.size());
+      std::memcpy(bytes.data(), from, bytes.size());
     }
     return bytes;
   }
+
+  // The guard row after a device request's output rows, as MakeRequest left it.
+  std::string UntouchedGuard() const { return std::string(set_->output_bytes_per_row(0), '\xFF'); }
 
   std::shared_ptr<const GraphSet> set_;
   std::unique_ptr<GraphSetRunner> runner_;
@@ -173,6 +182,9 @@ TEST_F(GraphSetRunnerTest, OneRequestsChunkGivesTheHostPathsOutputs) {
     const std::unique_ptr<Request> request = MakeRequest(0, 5, memory);
     Run({request.get()}, 1);
     EXPECT_EQ(Output(*request), Output(*host)) << Name(memory);
+    if (memory == Memory::kDevice) {
+      EXPECT_EQ(Output(*request, /*guard=*/true), UntouchedGuard()) << "written past 5 rows";
+    }
   }
   for (const Memory others : {Memory::kHost, Memory::kPinned}) {
     const std::unique_ptr<Request> mixed = MakeRequest(0, 5, others, Memory::kDevice);
@@ -198,7 +210,30 @@ TEST_F(GraphSetRunnerTest, MergedChunkGathersEveryKindOfMemory) {
   const size_t row_bytes = set_->output_bytes_per_row(0);
   EXPECT_EQ(Output(*pinned), want.substr(0, 4 * row_bytes));
   EXPECT_EQ(Output(*device), want.substr(4 * row_bytes, 5 * row_bytes));
+  EXPECT_EQ(Output(*device, /*guard=*/true), UntouchedGuard()) << "written past its rows";
   EXPECT_EQ(Output(*host), want.substr(9 * row_bytes, 3 * row_bytes));
+}
+
+// A device request split into chunks (as the stream pool splits one larger
+// than a chunk): each chunk's segment points into the request's memory at
+// its first row, and each writes its rows there, device to device.
+TEST_F(GraphSetRunnerTest, SplitDeviceRequestWritesEachChunkAtItsRows) {
+  const std::unique_ptr<Request> whole = MakeRequest(0, 10, Memory::kHost);
+  Run({whole.get()}, 0);
+  const std::unique_ptr<Request> device = MakeRequest(0, 10, Memory::kDevice);
+  const size_t out_row = set_->output_bytes_per_row(0);
+  for (const auto& [first, rows] : {std::pair<int64_t, int64_t>{0, 6}, {6, 4}}) {
+    Request part;
+    part.segment = device->segment;
+    part.segment.rows = rows;
+    for (size_t i = 0; i < set_->num_inputs(); ++i) {
+      part.segment.inputs[i] += first * set_->input_bytes_per_row(i);
+    }
+    part.segment.outputs[0] += first * out_row;
+    Run({&part}, 0);
+  }
+  EXPECT_EQ(Output(*device), Output(*whole));
+  EXPECT_EQ(Output(*device, /*guard=*/true), UntouchedGuard()) << "written past 10 rows";
 }
 
 // A runner on one GPU reads device inputs from, and writes device outputs

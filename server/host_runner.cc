@@ -69,8 +69,8 @@ absl::Status HostRunner::Start(int /*slot*/, int /*staging*/, const ChunkJob& jo
   }
   const auto row_bytes = [&](size_t i) { return inputs[i].bytes() / batch; };
   for (const SegmentRows& segment : job.segments) {
-    if (segment.device_inputs != 0) {
-      return absl::InternalError("the host executor was given rows in device memory");
+    if ((segment.device_inputs | segment.device_outputs) != 0) {
+      return absl::InternalError("the host executor was given tensors in device memory");
     }
   }
   GatherInputRows(

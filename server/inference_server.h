@@ -23,7 +23,6 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "common/cuda_handles.h"
 #include "common/grpc_channel_args.h"
 #include "server/http_endpoint.h"
 #include "server/inference_service.h"

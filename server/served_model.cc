@@ -207,15 +207,7 @@ absl::StatusOr<std::vector<std::shared_ptr<GraphSet>>> CaptureOnEveryGpu(
   return sets;
 }
 
-// Note [How threads wait for the GPU] in server/served_model.h.
-constexpr double kSleepingWaitFromUs = 150;
 
-// Whether a model's workers sleep while its chunks run, under `wait`, its
-// chunks costing `costs_us` (ascending sizes; empty when unknown).
-bool SleepsWhileWaiting(GpuWait wait, const std::vector<double>& costs_us) {
-  if (wait == GpuWait::kBlock) return true;
-  return wait == GpuWait::kAuto && !costs_us.empty() && costs_us.front() >= kSleepingWaitFromUs;
-}
 
 absl::StatusOr<Execution> LoadOnGpu(const Model& model, const BoundGraph& any_size,
                                     const std::vector<int64_t>& sizes, bool graphs,
@@ -266,7 +258,7 @@ absl::StatusOr<Execution> LoadOnGpu(const Model& model, const BoundGraph& any_si
     execution.summary.costs = "measured at load";
   }
   if (SleepsWhileWaiting(options.gpu_wait, execution.costs_us)) {
-    for (const std::shared_ptr<GraphSet>& set : captured) RETURN_IF_ERROR(set->SleepWhileWaiting());
+    for (const std::shared_ptr<GraphSet>& set : captured) RETURN_IF_ERROR(set->UseSleepingDoneEvents());
     const std::string why =
         options.gpu_wait == GpuWait::kBlock
             ? "--gpu-wait block"
@@ -301,6 +293,15 @@ absl::StatusOr<Execution> LoadOnGpu(const Model& model, const BoundGraph& any_si
       std::make_unique<GraphSetRunner>(sets, mode, std::move(double_buffered));
   return execution;
 }
+
+}  // namespace
+
+bool SleepsWhileWaiting(GpuWait wait, const std::vector<double>& costs_us) {
+  if (wait == GpuWait::kBlock) return true;
+  return wait == GpuWait::kAuto && !costs_us.empty() && costs_us.front() >= kSleepingWaitFromUs;
+}
+
+namespace {
 
 RowLayout RowLayoutOf(const ModelInterface& interface) {
   RowLayout layout;

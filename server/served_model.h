@@ -44,6 +44,14 @@ enum class ExecutorKind {
   kHost,  // the host reference executor
 };
 
+// Note [How threads wait for the GPU] (ServedModelOptions::gpu_wait): the
+// smallest chunk's cost from which auto gives a model sleeping done events.
+inline constexpr double kSleepingWaitFromUs = 150;
+
+// Whether a model's stream workers sleep while its chunks run under `wait`,
+// its chunks costing `costs_us` (ascending sizes; empty when unknown).
+bool SleepsWhileWaiting(GpuWait wait, const std::vector<double>& costs_us);
+
 struct ServedModelOptions {
   ExecutorKind executor = ExecutorKind::kCuda;
   // CUDA devices (kCuda) of models whose config lists no GPUs: each gets
@@ -62,9 +70,9 @@ struct ServedModelOptions {
   int64_t cost_iters = 30;
   // How stream workers wait for their chunks on the GPU (kCuda). The
   // server sets spin, yield and block as CUDA's scheduling flag of the GPUs
-  // in `devices` before the models load (a model placed by its config on
-  // other GPUs waits as CUDA chooses there); block and auto also choose,
-  // per model, the done events a worker waits on.
+  // in `devices` before the models load (on other GPUs a model's config
+  // places it on, the flag stays CUDA's); block and auto also choose, per
+  // model, the done events a worker waits on, on every GPU.
   //
   // Note [How threads wait for the GPU]
   // A stream worker (or an RPC thread running a chunk) waits for each chunk
@@ -86,7 +94,8 @@ struct ServedModelOptions {
   // about 15 us, which a 30 us chunk feels and a 300 us one does not.
   // So auto, the default, keeps CUDA's flags but gives a model sleeping done
   // events when even its smallest chunk takes kSleepingWaitFromUs or more
-  // (the cost table's first size, graph or eager as the model is served).
+  // (the cost table's first size, graph or eager as the model is served;
+  // SleepsWhileWaiting).
   GpuWait gpu_wait = GpuWait::kAuto;
   // How long an idle stream worker polls its queue before it sleeps
   // (StreamPoolOptions::idle_spin): longer spins trade idle CPU for the
