@@ -12,7 +12,10 @@ whatever the rate, and says nothing of where that period began. The driver
 also keeps a buffer of its periods, each stamped with the CPU time it ended
 (nvmlDeviceGetSamples): read with the last timestamp seen, it gives every
 period once, so a measured window can be cut at period boundaries instead of
-averaging in the model loading, connection set-up and warm-up around it.
+averaging in the model loading, connection set-up and warm-up around it. On
+the H100 machines a period is 200 ms, stamped on CLOCK_REALTIME at its end
+(checked against a known busy edge: bench/results/2026-11-26_338f70b_final_h100/
+nvml_stamp_probe.txt).
 `record` reads that buffer (ctypes on the driver's libnvidia-ml.so.1, no
 Python package) and, as a cross-check, polls the utilisation at --hz. It
 writes FILE as CSV, one row per sample:

@@ -86,12 +86,14 @@ struct ServedModelOptions {
   // blocking-sync device flag, and done events made with
   // cudaEventBlockingSync (the flag alone does not reach
   // cudaEventSynchronize, which spun on events made without it: a first
-  // "block" measured like spinning). Side by side on an H100, saturated with
-  // batching (bench/results/2026-11-26_f1ac1e0_settings_tests_h100): the
-  // encoder served 47.1k/s sleeping, 40.8k yielding, 39.5k spinning; mlp
-  // 59.8k sleeping, 63.2k yielding, 64.5k spinning, and at concurrency 1
-  // its overhead was 44 us sleeping against 27 spinning: the wake-up costs
-  // about 15 us, which a 30 us chunk feels and a 300 us one does not.
+  // "block" measured like spinning). Side by side on H100s, saturated with
+  // batching, two runs (bench/results/2026-11-26_f1ac1e0_settings_tests_h100
+  // and 2026-11-26_338f70b_final_h100): the encoder served 47.1k and 44.4k
+  // a second sleeping, 39.5k and 41.4k spinning (40.8k and 48.0k yielding:
+  // no order between yielding and sleeping holds); mlp 59.8k and 62.5k
+  // sleeping, 64.5k and 66.6k spinning, and at concurrency 1 its overhead
+  // was 44 us sleeping against 27 spinning in the first run: the wake-up
+  // costs some 15 us, which a 30 us chunk feels and a 300 us one does not.
   // So auto, the default, keeps CUDA's flags but gives a model sleeping done
   // events when even its smallest chunk takes kSleepingWaitFromUs or more
   // (the cost table's first size, graph or eager as the model is served;
