@@ -591,7 +591,7 @@ std::byte* GraphSet::input_staging(int slot, size_t input, int staging) const {
   return static_cast<std::byte*>(slots_[slot]->io->host(input_names_[input], staging));
 }
 
-absl::Status GraphSet::SleepWhileWaiting() {
+absl::Status GraphSet::UseSleepingDoneEvents() {
   CudaDeviceGuard device_guard(weights_->device());
   for (const std::unique_ptr<Slot>& slot : slots_) {
     CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(slot->stream.get()));

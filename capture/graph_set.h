@@ -196,7 +196,7 @@ class GraphSet {
   // sleeps until the GPU signals it, instead of spinning (Note [How threads
   // wait for the GPU] in server/served_model.h). Waits for the slots' work
   // first; call before the set serves, never while another thread launches.
-  absl::Status SleepWhileWaiting();
+  absl::Status UseSleepingDoneEvents();
 
   // The slot's stream, and the event the last Launch through staging buffer
   // `staging` recorded.

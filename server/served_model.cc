@@ -258,7 +258,9 @@ absl::StatusOr<Execution> LoadOnGpu(const Model& model, const BoundGraph& any_si
     execution.summary.costs = "measured at load";
   }
   if (SleepsWhileWaiting(options.gpu_wait, execution.costs_us)) {
-    for (const std::shared_ptr<GraphSet>& set : captured) RETURN_IF_ERROR(set->UseSleepingDoneEvents());
+    for (const std::shared_ptr<GraphSet>& set : captured) {
+      RETURN_IF_ERROR(set->UseSleepingDoneEvents());
+    }
     const std::string why =
         options.gpu_wait == GpuWait::kBlock
             ? "--gpu-wait block"
