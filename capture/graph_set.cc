@@ -519,6 +519,15 @@ absl::Status GraphSet::CheckChunk(const LaunchChunk& chunk) const {
                                                    " rows does not fit batch size ",
                                                    chunk.batch_size));
   }
+  for (const DeviceRows& rows : chunk.device_rows) {
+    if (rows.first_row < 0 || rows.rows < 1 || rows.first_row + rows.rows > chunk.rows ||
+        rows.inputs.size() != num_inputs() || rows.outputs.size() != num_outputs()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "device rows ", rows.first_row, "+", rows.rows, " (", rows.inputs.size(), " inputs, ",
+          rows.outputs.size(), " outputs) do not fit a chunk of ", chunk.rows, " rows of a set of ",
+          num_inputs(), " inputs and ", num_outputs(), " outputs"));
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -546,6 +555,15 @@ absl::Status GraphSet::Enqueue(const LaunchChunk& chunk) const {
     // addressing tells them apart).
     CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(mapping.device_dst, source, rows * mapping.bytes_per_row,
                                          cudaMemcpyDefault, stream));
+    for (const DeviceRows& on_device : chunk.device_rows) {
+      const void* from = on_device.inputs[graph.input_of_mapping[i]];
+      if (from == nullptr) continue;
+      CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(
+          static_cast<std::byte*>(mapping.device_dst) + on_device.first_row * mapping.bytes_per_row,
+          from, static_cast<size_t>(on_device.rows) * mapping.bytes_per_row,
+          cudaMemcpyDeviceToDevice, stream));
+    }
+    // After the device rows: row 0 may be one of them.
     CUDA_RETURN_IF_ERROR(FillPaddingRows(mapping.device_dst, mapping.bytes_per_row, chunk.rows,
                                          chunk.batch_size, stream));
   }
@@ -564,6 +582,16 @@ absl::Status GraphSet::Enqueue(const LaunchChunk& chunk) const {
     // Pinned host or device memory, as the inputs' sources.
     CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(destination, mapping.device_src,
                                          rows * mapping.bytes_per_row, cudaMemcpyDefault, stream));
+    for (const DeviceRows& on_device : chunk.device_rows) {
+      void* to = on_device.outputs[graph.output_of_mapping[o]];
+      if (to == nullptr) continue;
+      CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(
+          to,
+          static_cast<const std::byte*>(mapping.device_src) +
+              on_device.first_row * mapping.bytes_per_row,
+          static_cast<size_t>(on_device.rows) * mapping.bytes_per_row, cudaMemcpyDeviceToDevice,
+          stream));
+    }
   }
   CUDA_RETURN_IF_ERROR(cudaEventRecord(slot.done[chunk.staging].get(), stream));
   return absl::OkStatus();

@@ -123,6 +123,18 @@ inline constexpr int kStagingBuffers = 2;
 static_assert(kStagingBuffers <= IoBuffers::kMaxHostBuffers);
 
 // One chunk of a request: `rows` real rows run through the plan for
+// Rows of a chunk that lie in device memory while the chunk's other rows go
+// through staging (a merged chunk's CUDA shared-memory rows): `rows` rows
+// from the chunk's row `first_row`. Per graph input, where they are, or
+// nullptr where that input's rows went through staging like the others; per
+// graph output, where they go, or nullptr likewise.
+struct DeviceRows {
+  int64_t first_row = 0;
+  int64_t rows = 0;
+  absl::Span<const void* const> inputs;
+  absl::Span<void* const> outputs;
+};
+
 // `batch_size` (a captured size >= rows) on slot `slot`, its rows moved
 // through the slot's staging buffer `staging` (0 .. kStagingBuffers - 1).
 struct LaunchChunk {
@@ -140,6 +152,10 @@ struct LaunchChunk {
   // memory] in server/shared_memory.h).
   absl::Span<const void* const> input_sources;
   absl::Span<void* const> output_destinations;
+  // Rows copied device to device into the graph's inputs after staging's
+  // copy, and out of its outputs after the copy to staging, at their rows:
+  // no round trip through the host for them.
+  absl::Span<const DeviceRows> device_rows;
 };
 
 // Note [Double-buffered staging]
@@ -152,9 +168,9 @@ struct LaunchChunk {
 // buffer 0 still runs: the launches queue on the slot's stream, whose order
 // keeps the device buffers safe (the second chunk's input copy runs after
 // the first chunk's graph, its graph after the first's output copy). Rows
-// that come from device memory (Note [CUDA shared memory] in
-// server/shared_memory.h) are copied into a staging buffer on the same
-// stream, so they too queue behind the running chunk. The
+// that come from or go to device memory (Note [CUDA shared memory] in
+// server/shared_memory.h) are copied on the same stream, so they too queue
+// behind the running chunk. The
 // host copies of one chunk then overlap the GPU work of the other, so a
 // busy slot never idles while its thread gathers rows or writes responses.
 // The device side is not doubled: no extra arena, graphs or capture time.

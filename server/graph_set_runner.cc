@@ -34,30 +34,15 @@ const std::byte* DirectInput(const ChunkJob& job, size_t i) {
              : nullptr;
 }
 
-// Copies each segment's rows of input `i` into `staging`, one after the
-// other: host memory by the CPU now, device memory (a merged chunk's CUDA
-// region rows) by the slot's stream, ahead of the staging's copy to the
-// device on the same stream. Returns whether any copy went on the stream.
-absl::StatusOr<bool> GatherInput(const ChunkJob& job, size_t i, size_t row_bytes,
-                                 std::byte* staging, cudaStream_t stream) {
-  bool on_stream = false;
+// Copies each segment's rows of input `i` that lie in host memory into
+// `staging`, at their rows; rows in device memory (a merged chunk's CUDA
+// region rows) are left to the device (LaunchChunk::device_rows).
+void GatherInput(const ChunkJob& job, size_t i, size_t row_bytes, std::byte* staging) {
   for (const SegmentRows& segment : job.segments) {
     const size_t bytes = row_bytes * static_cast<size_t>(segment.rows);
-    if (InMask(segment.device_inputs, i)) {
-      if (const cudaError_t error =
-              cudaMemcpyAsync(staging, segment.inputs[i], bytes, cudaMemcpyDeviceToHost, stream);
-          error != cudaSuccess) {
-        return absl::InternalError(absl::StrCat("copying ", bytes, " bytes of input ", i,
-                                                " from CUDA shared memory into staging failed: ",
-                                                cudaGetErrorString(error)));
-      }
-      on_stream = true;
-    } else {
-      std::memcpy(staging, segment.inputs[i], bytes);
-    }
+    if (!InMask(segment.device_inputs, i)) std::memcpy(staging, segment.inputs[i], bytes);
     staging += bytes;
   }
-  return on_stream;
 }
 
 // The same for output `o`: where the device writes its rows, or nullptr.
@@ -68,32 +53,56 @@ std::byte* DirectOutput(const ChunkJob& job, size_t o) {
              : nullptr;
 }
 
-// Copies output `o`'s rows from `staging` (the chunk's, row after row) to
-// each segment that asked for it: host memory by the CPU now, device memory
-// (a merged chunk's CUDA region rows) by the calling thread's per-thread
-// stream, not the slot's, behind which the slot's next chunk may already be
-// queued. Returns whether any copy went on that stream; the caller waits for
-// it before answering, since the answer lets the client read the region.
-absl::StatusOr<bool> ScatterOutput(const ChunkJob& job, size_t o, size_t row_bytes,
-                                   const std::byte* staging) {
-  bool on_stream = false;
+// The reverse for output `o`: its rows from `staging` to each segment that
+// asked for it in host memory; the device wrote those in device memory.
+void ScatterOutput(const ChunkJob& job, size_t o, size_t row_bytes, const std::byte* staging) {
   for (const SegmentRows& segment : job.segments) {
     const size_t bytes = row_bytes * static_cast<size_t>(segment.rows);
-    if (segment.outputs[o] != nullptr && InMask(segment.device_outputs, o)) {
-      if (const cudaError_t error = cudaMemcpyAsync(segment.outputs[o], staging, bytes,
-                                                    cudaMemcpyHostToDevice, cudaStreamPerThread);
-          error != cudaSuccess) {
-        return absl::InternalError(absl::StrCat("copying ", bytes, " bytes of output ", o,
-                                                " from staging into CUDA shared memory failed: ",
-                                                cudaGetErrorString(error)));
-      }
-      on_stream = true;
-    } else if (segment.outputs[o] != nullptr) {
+    if (segment.outputs[o] != nullptr && !InMask(segment.device_outputs, o)) {
       std::memcpy(segment.outputs[o], staging, bytes);
     }
     staging += bytes;
   }
-  return on_stream;
+}
+
+// Pointers to a merged chunk's rows in device memory, and where those rows
+// lie in the chunk (LaunchChunk::device_rows, whose spans point into
+// `inputs` and `outputs`: filled once, never grown after).
+struct MergedDeviceRows {
+  std::vector<const void*> inputs;
+  std::vector<void*> outputs;
+  std::vector<DeviceRows> rows;
+};
+
+// Fills `merged` for a chunk of several segments some of which lie in device
+// memory; leaves it empty otherwise (a sole segment goes direct).
+void FindMergedDeviceRows(const ChunkJob& job, size_t num_inputs, size_t num_outputs,
+                          MergedDeviceRows& merged) {
+  size_t on_device = 0;
+  for (const SegmentRows& segment : job.segments) {
+    if ((segment.device_inputs | segment.device_outputs) != 0) ++on_device;
+  }
+  if (job.segments.size() < 2 || on_device == 0) return;
+  merged.inputs.reserve(on_device * num_inputs);
+  merged.outputs.reserve(on_device * num_outputs);
+  int64_t first_row = 0;
+  for (const SegmentRows& segment : job.segments) {
+    if ((segment.device_inputs | segment.device_outputs) != 0) {
+      const size_t input = merged.inputs.size(), output = merged.outputs.size();
+      for (size_t i = 0; i < num_inputs; ++i) {
+        merged.inputs.push_back(InMask(segment.device_inputs, i) ? segment.inputs[i] : nullptr);
+      }
+      for (size_t o = 0; o < num_outputs; ++o) {
+        merged.outputs.push_back(InMask(segment.device_outputs, o) ? segment.outputs[o]
+                                                                   : nullptr);
+      }
+      merged.rows.push_back(
+          {first_row, segment.rows,
+           absl::Span<const void* const>(merged.inputs.data() + input, num_inputs),
+           absl::Span<void* const>(merged.outputs.data() + output, num_outputs)});
+    }
+    first_row += segment.rows;
+  }
 }
 
 }  // namespace
@@ -146,13 +155,9 @@ absl::Status GraphSetRunner::Start(int slot, int staging, const ChunkJob& job,
   // then they end before an error is answered (ChunkRunner::Start), since
   // the answer lets the client reuse that memory and the server unmap it.
   bool touches_requests = false;
-  absl::Status status;
-  for (size_t i = 0; i < set.num_inputs() && status.ok(); ++i) {
+  for (size_t i = 0; i < set.num_inputs(); ++i) {
     if (DirectInput(job, i) != nullptr) continue;
-    absl::StatusOr<bool> on_stream = GatherInput(job, i, set.input_bytes_per_row(i),
-                                                 set.input_staging(own_slot, i, staging), stream);
-    status = on_stream.status();
-    touches_requests = touches_requests || on_stream.value_or(true);
+    GatherInput(job, i, set.input_bytes_per_row(i), set.input_staging(own_slot, i, staging));
   }
   LaunchChunk chunk{own_slot, job.batch_size, job.rows, mode_, staging};
   // Only a request with pinned or device tensors pays for the pointer vectors.
@@ -168,7 +173,13 @@ absl::Status GraphSetRunner::Start(int slot, int staging, const ChunkJob& job,
     chunk.output_destinations = destinations;
     touches_requests = true;
   }
-  if (status.ok()) status = set.Launch(chunk);
+  MergedDeviceRows merged;
+  FindMergedDeviceRows(job, set.num_inputs(), set.num_outputs(), merged);
+  if (!merged.rows.empty()) {
+    chunk.device_rows = merged.rows;
+    touches_requests = true;
+  }
+  const absl::Status status = set.Launch(chunk);
   if (!status.ok()) {
     if (touches_requests) cudaStreamSynchronize(stream);
     // Leave no error of a failed copy behind for the thread's next chunk
@@ -194,27 +205,13 @@ absl::Status GraphSetRunner::Finish(int slot, int staging, const ChunkJob& job,
   timing->infer_ns = NanosSince(start);
 
   start = Clock::now();
-  absl::Status status;
-  bool on_stream = false;
-  for (size_t o = 0; o < set.num_outputs() && status.ok(); ++o) {
+  for (size_t o = 0; o < set.num_outputs(); ++o) {
     if (DirectOutput(job, o) != nullptr) continue;  // the device wrote it in place
-    absl::StatusOr<bool> copied =
-        ScatterOutput(job, o, set.output_bytes_per_row(o),
-                      static_cast<const std::byte*>(set.output_rows(own_slot, o, staging)));
-    status = copied.status();
-    on_stream = on_stream || copied.value_or(true);
+    ScatterOutput(job, o, set.output_bytes_per_row(o),
+                  static_cast<const std::byte*>(set.output_rows(own_slot, o, staging)));
   }
-  if (on_stream) {
-    // Even after a failure: no copy may still be reading staging or writing
-    // a region once the request is answered.
-    if (const cudaError_t synced = cudaStreamSynchronize(cudaStreamPerThread);
-        synced != cudaSuccess && status.ok()) {
-      status = CudaErrorToStatus(synced, "cudaStreamSynchronize after the output copies");
-    }
-  }
-  if (!status.ok()) cudaGetLastError();  // leave nothing behind for the thread's next chunk
   timing->output_ns = NanosSince(start);
-  return status;
+  return absl::OkStatus();
 }
 
 std::string GraphSetRunner::description() const {

@@ -195,10 +195,9 @@ TEST_F(GraphSetRunnerTest, OneRequestsChunkGivesTheHostPathsOutputs) {
 }
 
 // A merged chunk: requests' rows one after the other, in each kind of
-// memory, gathered through staging (device rows on the slot's stream, at
-// their offset) and scattered back from it (the device request's output
-// copied up into its device memory), give what the same rows give as one
-// host request.
+// memory (host and pinned rows gathered through staging, device rows copied
+// device to device at their row, in and out), give what the same rows give
+// as one host request.
 TEST_F(GraphSetRunnerTest, MergedChunkGathersEveryKindOfMemory) {
   const std::unique_ptr<Request> whole = MakeRequest(0, 12, Memory::kHost);
   Run({whole.get()}, 0);
@@ -212,6 +211,17 @@ TEST_F(GraphSetRunnerTest, MergedChunkGathersEveryKindOfMemory) {
   EXPECT_EQ(Output(*device), want.substr(4 * row_bytes, 5 * row_bytes));
   EXPECT_EQ(Output(*device, /*guard=*/true), UntouchedGuard()) << "written past its rows";
   EXPECT_EQ(Output(*host), want.substr(9 * row_bytes, 3 * row_bytes));
+
+  // Device rows first (the padding rows copy row 0), then a request with only
+  // input 0 on the device.
+  const std::unique_ptr<Request> first = MakeRequest(0, 5, Memory::kDevice);
+  const std::unique_ptr<Request> mixed = MakeRequest(5, 4, Memory::kHost, Memory::kDevice);
+  const std::unique_ptr<Request> last = MakeRequest(9, 3, Memory::kPinned);
+  Run({first.get(), mixed.get(), last.get()}, 0);
+  EXPECT_EQ(Output(*first), want.substr(0, 5 * row_bytes));
+  EXPECT_EQ(Output(*first, /*guard=*/true), UntouchedGuard()) << "written past its rows";
+  EXPECT_EQ(Output(*mixed), want.substr(5 * row_bytes, 4 * row_bytes));
+  EXPECT_EQ(Output(*last), want.substr(9 * row_bytes, 3 * row_bytes));
 }
 
 // A device request split into chunks (as the stream pool splits one larger

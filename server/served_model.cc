@@ -207,8 +207,6 @@ absl::StatusOr<std::vector<std::shared_ptr<GraphSet>>> CaptureOnEveryGpu(
   return sets;
 }
 
-
-
 absl::StatusOr<Execution> LoadOnGpu(const Model& model, const BoundGraph& any_size,
                                     const std::vector<int64_t>& sizes, bool graphs,
                                     const ServedModelOptions& options,

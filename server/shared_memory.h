@@ -32,19 +32,18 @@
 // (ValidatedRequest::device_inputs), and a chunk of that request's rows
 // alone copies it device to device into the graph's input, as a pinned
 // region's input is copied (Note [Pinned shared memory]); a chunk that
-// merges it with other requests' rows copies it into the slot's staging on
-// the slot's stream first, a round trip over the link (per-segment copies
-// into the device input would avoid it; not built). BOOL inputs, whose
-// bytes are checked, inputs past the 64th (TensorMask), a region on
+// merges it with other requests' rows copies the staging's rows to the
+// device, then its own rows device to device over theirs, at their row
+// (LaunchChunk::device_rows): no round trip over the link. BOOL inputs,
+// whose bytes are checked, inputs past the 64th (TensorMask), a region on
 // another GPU than the model's, and every input on the host executor are
 // copied to the host at validation instead. An output in a CUDA region on
-// the model's GPU is written in place (ValidatedRequest::device_outputs): a
-// chunk of that request's rows alone copies it device to device from the
-// graph's output; a merged chunk's rows come back to the slot's staging
-// with the other requests' and are copied from there into the region, a
-// round trip over the link. Outputs in other CUDA regions (another GPU, the
-// host executor, past the 64th) are written into the response's string and
-// copied into their region when the request ends (DeliverCudaOutputs).
+// the model's GPU is written in place (ValidatedRequest::device_outputs),
+// device to device from the graph's output: all of it for a chunk of that
+// request's rows alone, its rows for a merged chunk. Outputs in other CUDA
+// regions (another GPU, the host executor, past the 64th) are written into
+// the response's string and copied into their region when the request ends
+// (DeliverCudaOutputs).
 //
 // Note [Pinned shared memory]
 // A large input in a system region was first copied by the CPU into the
