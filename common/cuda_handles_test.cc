@@ -144,6 +144,10 @@ constexpr std::chrono::milliseconds kWait(100);
 // measurement can tell the two apart).
 TEST_F(CudaHandlesTest, ASleepingWaitUsesNoCpuWhereASpinningOneHoldsTheCore) {
   ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  // Device 0 waits as CUDA chooses again however the test ends.
+  struct RestoreAuto {
+    ~RestoreAuto() { SetGpuWait(GpuWait::kAuto, {0}).IgnoreError(); }
+  } restore;
   ASSERT_TRUE(SetGpuWait(GpuWait::kSpin, {0}).ok());
   absl::StatusOr<CudaStream> stream = CudaStream::Create();
   ASSERT_TRUE(stream.ok()) << stream.status();
@@ -165,7 +169,6 @@ TEST_F(CudaHandlesTest, ASleepingWaitUsesNoCpuWhereASpinningOneHoldsTheCore) {
       EXPECT_GT(cpu, kWait / 2) << "a spinning wait slept: the measurement cannot tell";
     }
   }
-  ASSERT_TRUE(SetGpuWait(GpuWait::kAuto, {0}).ok());
 }
 
 TEST(ParseGpuWaitTest, NamesEachWaitAndRefusesOthers) {

@@ -216,12 +216,15 @@ void AddFlags(FlagValues* v, CommandLine* flags) {
                  "every chunk runs on a stream worker; with --idle-spin-us 1000 that is the "
                  "lowest-latency setting (polling threads cost a core or two under load).");
   flags->AddString("gpu-wait", &v->gpu_wait,
-                   "How a stream worker waits for its chunk on the GPU: auto (sleep for models "
-                   "whose smallest chunk takes 150 us or more, whose spinning workers would hold "
-                   "cores gRPC's threads need; otherwise CUDA's choice, a spin with more cores "
-                   "than GPUs), spin (on its core: the soonest wake-up), yield (spin, giving the "
-                   "core to any other thread that can run) or block (every model sleeps until "
-                   "the GPU signals: no CPU while waiting, a wake-up some 15 us later).");
+                   absl::StrCat(
+                       "How a stream worker waits for its chunk on the GPU: auto (sleep for "
+                       "models whose smallest chunk takes ",
+                       kSleepingWaitFromUs,
+                       " us or more, whose spinning workers would hold cores gRPC's threads need; "
+                       "otherwise CUDA's choice, a spin with more cores than GPUs), spin (on its "
+                       "core: the soonest wake-up), yield (spin, giving the core to any other "
+                       "thread that can run) or block (every model sleeps until the GPU signals: "
+                       "no CPU while waiting, a wake-up some 15 us later)."));
   flags->AddInt("responder-threads", &v->responder_threads,
                 "Threads that write inference responses, so GPU stream workers never do.");
   flags->AddInt("grpc-queues", &v->grpc_queues,

@@ -125,6 +125,9 @@ TEST(ServerCommand, GpuWaitFlag) {
   EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(bad.message(), HasSubstr("--gpu-wait: the GPU wait is auto, spin, yield or block, "
                                        "got 'nap'"));
+  // The help gives the threshold the server applies.
+  EXPECT_THAT(ServerUsage(), HasSubstr("smallest chunk takes 150 us or more"));
+  EXPECT_EQ(kSleepingWaitFromUs, 150);
 }
 
 TEST(ServerCommand, BadFlagsSayWhatIsExpected) {
