@@ -65,34 +65,40 @@ struct ChunkTiming {
 
 // Copies each segment's rows of every input, one after the other, into
 // `staging(input)`: a chunk's rows as one batch. `bytes_per_row(input)`.
-// For host memory only (GraphSetRunner gathers and scatters its own: some of
-// its rows may lie on the device).
+// An input whose staging(input) is nullptr is skipped (a GPU runner copies
+// it straight from the request), and so are rows in device memory
+// (SegmentRows::device_inputs), which the GPU runner copies at their place.
 template <typename Staging, typename BytesPerRow>
 void GatherInputRows(const ChunkJob& job, size_t num_inputs, Staging staging,
                      BytesPerRow bytes_per_row) {
   for (size_t i = 0; i < num_inputs; ++i) {
     std::byte* to = staging(i);
+    if (to == nullptr) continue;
     const size_t row_bytes = bytes_per_row(i);
     for (const SegmentRows& segment : job.segments) {
       const size_t bytes = row_bytes * static_cast<size_t>(segment.rows);
-      std::memcpy(to, segment.inputs[i], bytes);
+      if (!InMask(segment.device_inputs, i)) std::memcpy(to, segment.inputs[i], bytes);
       to += bytes;
     }
   }
 }
 
 // The reverse for outputs: the chunk's rows of `rows(output)` (a batch, row
-// after row) back to each segment's requested outputs. For host memory only,
-// as GatherInputRows.
+// after row) back to each segment's requested outputs, skipping, as
+// GatherInputRows, an output whose rows(output) is nullptr and rows in
+// device memory (SegmentRows::device_outputs): the device wrote those.
 template <typename Rows, typename BytesPerRow>
 void ScatterOutputRows(const ChunkJob& job, size_t num_outputs, Rows rows,
                        BytesPerRow bytes_per_row) {
   for (size_t o = 0; o < num_outputs; ++o) {
     const std::byte* from = rows(o);
+    if (from == nullptr) continue;
     const size_t row_bytes = bytes_per_row(o);
     for (const SegmentRows& segment : job.segments) {
       const size_t bytes = row_bytes * static_cast<size_t>(segment.rows);
-      if (segment.outputs[o] != nullptr) std::memcpy(segment.outputs[o], from, bytes);
+      if (segment.outputs[o] != nullptr && !InMask(segment.device_outputs, o)) {
+        std::memcpy(segment.outputs[o], from, bytes);
+      }
       from += bytes;
     }
   }

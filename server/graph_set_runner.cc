@@ -34,35 +34,12 @@ const std::byte* DirectInput(const ChunkJob& job, size_t i) {
              : nullptr;
 }
 
-// Copies each segment's rows of input `i` that lie in host memory into
-// `staging`, at their rows; rows in device memory (a merged chunk's CUDA
-// region rows) are left to the device (LaunchChunk::device_rows).
-void GatherInput(const ChunkJob& job, size_t i, size_t row_bytes, std::byte* staging) {
-  for (const SegmentRows& segment : job.segments) {
-    const size_t bytes = row_bytes * static_cast<size_t>(segment.rows);
-    if (!InMask(segment.device_inputs, i)) std::memcpy(staging, segment.inputs[i], bytes);
-    staging += bytes;
-  }
-}
-
 // The same for output `o`: where the device writes its rows, or nullptr.
 std::byte* DirectOutput(const ChunkJob& job, size_t o) {
   const SegmentRows* sole = SoleSegment(job);
   return sole != nullptr && InMask(sole->pinned_outputs | sole->device_outputs, o)
              ? sole->outputs[o]
              : nullptr;
-}
-
-// The reverse for output `o`: its rows from `staging` to each segment that
-// asked for it in host memory; the device wrote those in device memory.
-void ScatterOutput(const ChunkJob& job, size_t o, size_t row_bytes, const std::byte* staging) {
-  for (const SegmentRows& segment : job.segments) {
-    const size_t bytes = row_bytes * static_cast<size_t>(segment.rows);
-    if (segment.outputs[o] != nullptr && !InMask(segment.device_outputs, o)) {
-      std::memcpy(segment.outputs[o], staging, bytes);
-    }
-    staging += bytes;
-  }
 }
 
 // Pointers to a merged chunk's rows in device memory, and where those rows
@@ -78,11 +55,12 @@ struct MergedDeviceRows {
 // memory; leaves it empty otherwise (a sole segment goes direct).
 void FindMergedDeviceRows(const ChunkJob& job, size_t num_inputs, size_t num_outputs,
                           MergedDeviceRows& merged) {
+  if (job.segments.size() < 2) return;
   size_t on_device = 0;
   for (const SegmentRows& segment : job.segments) {
     if ((segment.device_inputs | segment.device_outputs) != 0) ++on_device;
   }
-  if (job.segments.size() < 2 || on_device == 0) return;
+  if (on_device == 0) return;
   merged.inputs.reserve(on_device * num_inputs);
   merged.outputs.reserve(on_device * num_outputs);
   int64_t first_row = 0;
@@ -155,10 +133,12 @@ absl::Status GraphSetRunner::Start(int slot, int staging, const ChunkJob& job,
   // then they end before an error is answered (ChunkRunner::Start), since
   // the answer lets the client reuse that memory and the server unmap it.
   bool touches_requests = false;
-  for (size_t i = 0; i < set.num_inputs(); ++i) {
-    if (DirectInput(job, i) != nullptr) continue;
-    GatherInput(job, i, set.input_bytes_per_row(i), set.input_staging(own_slot, i, staging));
-  }
+  GatherInputRows(
+      job, set.num_inputs(),
+      [&](size_t i) {
+        return DirectInput(job, i) != nullptr ? nullptr : set.input_staging(own_slot, i, staging);
+      },
+      [&](size_t i) { return set.input_bytes_per_row(i); });
   LaunchChunk chunk{own_slot, job.batch_size, job.rows, mode_, staging};
   // Only a request with pinned or device tensors pays for the pointer vectors.
   std::vector<const void*> sources;
@@ -205,11 +185,14 @@ absl::Status GraphSetRunner::Finish(int slot, int staging, const ChunkJob& job,
   timing->infer_ns = NanosSince(start);
 
   start = Clock::now();
-  for (size_t o = 0; o < set.num_outputs(); ++o) {
-    if (DirectOutput(job, o) != nullptr) continue;  // the device wrote it in place
-    ScatterOutput(job, o, set.output_bytes_per_row(o),
-                  static_cast<const std::byte*>(set.output_rows(own_slot, o, staging)));
-  }
+  ScatterOutputRows(
+      job, set.num_outputs(),
+      [&](size_t o) {
+        return DirectOutput(job, o) != nullptr  // the device wrote it in place
+                   ? nullptr
+                   : static_cast<const std::byte*>(set.output_rows(own_slot, o, staging));
+      },
+      [&](size_t o) { return set.output_bytes_per_row(o); });
   timing->output_ns = NanosSince(start);
   return absl::OkStatus();
 }
