@@ -11,6 +11,7 @@ cd "$(dirname "$0")/.."
 
 TEST_TARGETS=(
   //common:cuda_handles_test
+  //tensor_holder:cuda_device_guard_test
   //tensor_holder:weight_store_test
   //tensor_holder:stream_arena_test
   //tensor_holder:io_buffers_test

@@ -45,7 +45,7 @@ TEST_F(CudaDeviceGuardTest, SelectsTheDeviceAndRestoresThePreviousOne) {
   EXPECT_EQ(CurrentDevice(), 0);
 }
 
-TEST_F(CudaDeviceGuardTest, RestoresANonZeroPreviousDevice) {
+TEST_F(CudaDeviceGuardTest, RestoresANonZeroPreviousDeviceOnTwoGpus) {
   if (CudaDeviceCount() < 2) GTEST_SKIP() << "needs two CUDA devices";
   ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
   {

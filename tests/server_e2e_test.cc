@@ -31,6 +31,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/cuda_handles.h"
 #include "common/tensor.h"
 #include "examples/demo_repository.h"
 #include "gmock/gmock.h"
@@ -939,21 +940,25 @@ int WrongAnswersFromClients(const std::shared_ptr<grpc::Channel>& channel,
   return wrong.load();
 }
 
-// Triton's instance_group places a model on listed GPUs: here GPU 0 twice
-// (the code path of two GPUs on a machine with one), each with the config's
-// 2 streams, so 4 slots; concurrent requests spread over all of them and
-// every answer matches the host executor. On the host executor the group's
-// GPUs do not apply and the model keeps its 2 slots.
+// Triton's instance_group places a model on listed GPUs: GPUs 0 and 1 on a
+// machine with two, else GPU 0 twice (the same code path on one GPU), each
+// with the config's 2 streams, so 4 slots; concurrent requests spread over
+// all of them and every answer matches the host executor. On the host
+// executor the group's GPUs do not apply and the model keeps its 2 slots.
 TEST(ServerOnSeveralGpus, InstanceGroupGpusEachGetTheirSlots) {
   const std::string repository = WriteTestRepository("instance_group_repository");
   const std::filesystem::path config = std::filesystem::path(repository) / "mlp" / "config.pbtxt";
-  std::ofstream(config, std::ios::app) << "instance_group { kind: KIND_GPU gpus: [0, 0] }\n";
+  const bool two_gpus = CudaDeviceCount() >= 2;
+  std::ofstream(config, std::ios::app)
+      << "instance_group { kind: KIND_GPU gpus: [0, " << (two_gpus ? 1 : 0) << "] }\n";
   std::ostringstream log;
   absl::StatusOr<std::unique_ptr<InferenceServer>> server =
       InferenceServer::Start(TestServerOptions(repository), log);
   ASSERT_TRUE(server.ok()) << server.status() << "\n" << log.str();
   if (ExecutorUnderTest() == ExecutorKind::kCuda) {
-    EXPECT_THAT(log.str(), HasSubstr("CUDA graphs, GPUs 0,0")) << log.str();
+    EXPECT_THAT(log.str(), HasSubstr(two_gpus ? "CUDA graphs, GPUs 0,1" : "CUDA graphs, GPUs 0,0"))
+        << log.str();
+    std::cout << "instance_group test on GPUs " << (two_gpus ? "0,1" : "0,0") << "\n";
   }
   auto channel = Connect((*server)->port());
   constexpr int kClients = 8;  // more than the 4 slots
