@@ -20,13 +20,9 @@
 #
 #   bench/multi_gpu_probe.sh BIN_DIR OUT_DIR
 set -uo pipefail
-bin=$1
-out=$2
-work=$(mktemp -d)
-mkdir -p "$out"
-failures=0
+# bin, out, work, failures and the server's helpers (bench/serve_server.sh).
 # shellcheck source=bench/serve_server.sh
-source "$(dirname "$0")/serve_server.sh" || exit 2
+source "$(dirname "$0")/serve_server.sh" "$@" || exit 2
 results="$out/multi_gpu_results.txt"
 : >"$results"
 note() { echo "$*" | tee -a "$results"; }

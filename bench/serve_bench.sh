@@ -38,11 +38,9 @@
 # ~170 s), off by default so that the whole run stays within the device
 # tool's 600 s for one command; SERVE_SETTINGS=only runs them alone.
 set -uo pipefail
-bin=$1
-out=$2
-work=$(mktemp -d)
-mkdir -p "$out"
-failures=0
+# bin, out, work, failures and the server's helpers (bench/serve_server.sh).
+# shellcheck source=bench/serve_server.sh
+source "$(dirname "$0")/serve_server.sh" "$@" || exit 2
 repeats=${SERVE_REPEATS:-3}
 run_encoder=${SERVE_ENCODER:-1}
 run_settings=${SERVE_SETTINGS:-0}
@@ -63,8 +61,6 @@ if [[ "$settings_only" == 0 ]]; then
   done
 fi
 
-# shellcheck source=bench/serve_server.sh
-source "$(dirname "$0")/serve_server.sh" || exit 2
 perf() {  # perf CSV [flags...]
   local csv=$1
   shift

@@ -9,11 +9,9 @@
 #
 #   bench/serve_profile.sh BIN_DIR OUT_DIR
 set -uo pipefail
-bin=$1
-out=$2
-work=$(mktemp -d)
-mkdir -p "$out"
-failures=0
+# bin, out, work, failures and the server's helpers (bench/serve_server.sh).
+# shellcheck source=bench/serve_server.sh
+source "$(dirname "$0")/serve_server.sh" "$@" || exit 2
 # The profiler and the unwinder it needs, both preloaded by path (their
 # folder is on no library path).
 profiler_dir="$bin/../profiler"
@@ -26,8 +24,6 @@ fi
 # process gets fewer: bench/README.md, "Profiles").
 export CPUPROFILE_FREQUENCY=1000
 
-# shellcheck source=bench/serve_server.sh
-source "$(dirname "$0")/serve_server.sh" || exit 2
 # Each server writes its profile as it exits (stop_server).
 profiled_server() {  # profiled_server PROFILE REPO [extra flags...]
   local profile=$1

@@ -1,11 +1,28 @@
-# The server side of the serving scripts (serve_bench.sh, serve_profile.sh):
-# a demo repository with dynamic batching, and starting and stopping a
-# graphserve. They source this after setting:
-#   bin       the bundle's bin folder
-#   work      a scratch folder (the server's log goes there)
-#   failures  their failure count, raised here
-# and, optionally, server_launcher: words put before the server's command
-# (serve_profile.sh preloads its profiler that way, for the server alone).
+# shellcheck shell=bash
+# What the serving scripts (serve_bench.sh, serve_profile.sh and the probes)
+# share: their arguments and scratch, and the server side, a demo repository
+# with dynamic batching and starting and stopping a graphserve. Each sources
+# it first, with its own arguments:
+#
+#   source "$(dirname "$0")/serve_server.sh" "$@"   # BIN_DIR OUT_DIR
+#
+# which sets
+#   bin       the bundle's bin folder (BIN_DIR)
+#   out       where the script's results go (OUT_DIR, made here)
+#   work      a fresh scratch folder (the server's log goes there)
+#   failures  the script's failure count, raised here too
+# and, optionally, the script sets server_launcher: words put before the
+# server's command (serve_profile.sh preloads its profiler that way, for the
+# server alone).
+if (($# < 2)); then
+  echo "usage: $(basename "$0") BIN_DIR OUT_DIR" >&2
+  exit 2
+fi
+bin=$1
+out=$2
+work=$(mktemp -d)
+mkdir -p "$out"
+failures=0
 
 # Turns dynamic batching on for every model of a demo repository (Triton's
 # config field; an empty message: merge when a slot frees, no delay).

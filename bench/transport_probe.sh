@@ -12,13 +12,9 @@
 #
 #   bench/transport_probe.sh BIN_DIR OUT_DIR
 set -uo pipefail
-bin=$1
-out=$2
-work=$(mktemp -d)
-mkdir -p "$out"
-failures=0
+# bin, out, work, failures and the server's helpers (bench/serve_server.sh).
 # shellcheck source=bench/serve_server.sh
-source "$(dirname "$0")/serve_server.sh" || exit 2
+source "$(dirname "$0")/serve_server.sh" "$@" || exit 2
 
 "$bin/make_demo_repository" --out "$work/repo" --streams 2 --max-batch-size 512 \
   --batch-sizes 1,2,4,16,64,256,512 >/dev/null
