@@ -10,7 +10,8 @@
 #      against the host executor's outputs for the same request.
 #   2. Merged requests over both GPUs: mlp with dynamic batching, 64
 #      concurrent: each GPU's memory and busy time (NVML's driver samples over
-#      the measured window), fewer executions than inferences, no failures.
+#      the measured window), Triton's GPU gauges on the metrics port for
+#      each GPU, fewer executions than inferences, no failures.
 #   3. Scaling: the encoder (bench/export_models.py; dynamic batching, M=4 a
 #      GPU) saturated on GPU 0 alone against GPUs 0 and 1: served (64 and 128
 #      concurrent over 16 connections, 3 repeats of 64) and in-process
@@ -157,6 +158,14 @@ if start_server "$work/repo_batching" --device auto >/dev/null; then
   nvidia-smi --query-compute-apps=pid,gpu_uuid,used_memory --format=csv,noheader |
     grep "^$server_pid," | sed 's/^/server process on a GPU: /' | tee -a "$results"
   report_busy merged_mlp --timeline "$work/tl_merged.csv"
+  # Triton's per-GPU gauges on the metrics port name every GPU.
+  python3 - "$gpus" <<'PY' | tee -a "$results" || fail "the metrics do not name every GPU"
+import re, sys, urllib.request
+text = urllib.request.urlopen("http://localhost:8002/metrics", timeout=10).read().decode()
+gauges = re.findall(r'^nv_gpu_utilization\{gpu_uuid="([^"]+)"\} (\S+)$', text, re.M)
+print("metrics: " + ", ".join(f"nv_gpu_utilization {uuid} {value}" for uuid, value in gauges))
+sys.exit(0 if len(gauges) == int(sys.argv[1]) else 1)
+PY
   on_gpus=$(nvidia-smi --query-compute-apps=pid --format=csv,noheader | grep -c "^$server_pid$")
   ((on_gpus == gpus)) || fail "the server holds memory on $on_gpus of $gpus GPUs"
   "$bin/graphserve-client" --url "localhost:$port" stats --model mlp | tee "$work/stats.txt" |

@@ -6,8 +6,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
+#include <ctime>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/cuda_handles.h"
@@ -373,6 +376,50 @@ TEST_F(GraphSetTest, ModelThatMixesRowsIsRejected) {
   EXPECT_EQ(set.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(set.status().message()), HasSubstr("mixes rows"));
   EXPECT_THAT(std::string(set.status().message()), HasSubstr("slot 0, batch 8"));
+}
+
+// CPU time the calling thread has used.
+std::chrono::nanoseconds ThreadCpuTime() {
+  timespec now{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  return std::chrono::seconds(now.tv_sec) + std::chrono::nanoseconds(now.tv_nsec);
+}
+
+constexpr std::chrono::milliseconds kHold(100);
+
+// UseSleepingDoneEvents remakes a set's done events so that a thread waiting
+// for its chunk sleeps, even on a device whose threads spin (what the server
+// gives a model with long chunks: Note [How threads wait for the GPU]).
+// Before it, the same wait holds the core: the control that shows the
+// measurement can tell the two apart. A host function that sleeps holds each
+// chunk back kHold on its stream.
+TEST_F(GraphSetTest, SleepingDoneEventsLetTheWaitingThreadSleep) {
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  // Device 0 waits as CUDA chooses again however the test ends.
+  struct RestoreAuto {
+    ~RestoreAuto() { SetGpuWait(GpuWait::kAuto, {0}).IgnoreError(); }
+  } restore;
+  ASSERT_TRUE(SetGpuWait(GpuWait::kSpin, {0}).ok());
+  const Model model = Import(MakeMlpModel(kExampleModelSeed), "mlp");
+  GraphSetOptions options;
+  options.num_streams = 1;
+  options.batch_sizes = {4};
+  std::unique_ptr<GraphSet> set = *GraphSet::Create(model, options);
+  const std::vector<HostTensor> inputs = RandomRows(model, 4, 1);
+  const std::vector<const void*> pointers = {inputs[0].raw()};
+  const auto cpu_waiting_for_a_held_chunk = [&]() {
+    EXPECT_EQ(cudaLaunchHostFunc(
+                  set->stream(0), [](void*) { std::this_thread::sleep_for(kHold); }, nullptr),
+              cudaSuccess);
+    EXPECT_TRUE(set->Launch({0, 4, 4}, pointers).ok());
+    const std::chrono::nanoseconds before = ThreadCpuTime();
+    EXPECT_EQ(cudaEventSynchronize(set->done_event(0, 0)), cudaSuccess);
+    return ThreadCpuTime() - before;
+  };
+  EXPECT_GT(cpu_waiting_for_a_held_chunk(), kHold / 2)
+      << "a spinning wait slept: the measurement cannot tell";
+  ASSERT_TRUE(set->UseSleepingDoneEvents().ok());
+  EXPECT_LT(cpu_waiting_for_a_held_chunk(), kHold / 4) << "the remade done events spin";
 }
 
 TEST_F(GraphSetTest, OptionsAreValidated) {
