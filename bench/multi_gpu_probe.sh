@@ -12,10 +12,11 @@
 #      concurrent: each GPU's memory and busy time (NVML's driver samples over
 #      the measured window), Triton's GPU gauges on the metrics port for
 #      each GPU, fewer executions than inferences, no failures.
-#   3. Scaling: the encoder (bench/export_models.py; dynamic batching, M=4 a
-#      GPU) saturated on GPU 0 alone against GPUs 0 and 1: served (64 and 128
-#      concurrent over 16 connections, 3 repeats of 64) and in-process
-#      (core_bench), each GPU's busy time beside it.
+#   3. Scaling: the encoder (bench/export_models.py; M=4 a GPU) on GPU 0 alone
+#      against GPUs 0 and 1: without batching at 1, 2 and 4 requests in flight
+#      (p50: one GPU's streams shared, or a GPU each); with dynamic batching
+#      saturated, served (64 and 128 concurrent over 16 connections, 3 repeats
+#      of 64) and in-process (core_bench), each GPU's busy time beside it.
 # Called by bench/gpu_check.sh (mode multi-gpu) with the unpacked bundle's bin
 # folder; about 3 minutes.
 #
@@ -180,7 +181,26 @@ echo "--- 3. the encoder on one GPU and on two"
 if python3 bench/export_models.py --models encoder --out "$work/encoder_model" >"$work/export.log" 2>&1 &&
   "$bin/graphserve-capture" prepare --model "$work/encoder_model/encoder.onnx" \
     --out "$work/enc/encoder" --streams 4 --batch-sizes 1,2,4,8,16 >"$work/prepare.log" 2>&1; then
+  cp -r "$work/enc" "$work/enc_plain"
   with_batching "$work/enc"
+  # A few requests in flight, no batching: each on a GPU of its own with two
+  # (Note [Runner slots alternate GPUs]), sharing GPU 0's streams with one.
+  for setting in "one cuda:0" "two auto"; do
+    read -r label device <<<"$setting"
+    start_server "$work/enc_plain" --device "$device" >/dev/null || continue
+    "$bin/graphserve-client" --url "localhost:$port" perf --model encoder --batch-size 1 \
+      --concurrency 1,2,4 --connections 4 --warmup-secs 0.5 --measurement-interval-ms 1000 \
+      --windows 1 --floor-windows 0 --csv "$work/few_${label}.csv" >/dev/null ||
+      fail "perf failed: few in flight on $label GPU(s)"
+    stop_server >/dev/null
+    python3 - "$work/few_${label}.csv" "$label" <<'PY' | tee -a "$results"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+print(f"encoder, no batching, on {sys.argv[2]} GPU(s): " + "; ".join(
+    f"{r['Concurrency']} in flight p50 {r['p50 latency']} us, {float(r['Inferences/Second']):.0f}/s"
+    for r in rows))
+PY
+  done
   # In-process, the GPUs come from the config (core_bench has no --device).
   cp -r "$work/enc" "$work/enc_two"
   echo "instance_group { kind: KIND_GPU gpus: [0, 1] }" >>"$work/enc_two/encoder/config.pbtxt"

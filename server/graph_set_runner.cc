@@ -94,12 +94,19 @@ GraphSetRunner::GraphSetRunner(std::vector<Placement> placements, LaunchMode mod
         std::sort(double_buffered_sizes.begin(), double_buffered_sizes.end());
         return std::move(double_buffered_sizes);
       }()) {
-  for (size_t p = 0; p < placements_.size(); ++p) {
-    for (int slot = 0; slot < placements_[p].set->num_slots(); ++slot) {
-      slots_.push_back({p, slot});
+  // Interleaved across GPUs (Note [Runner slots alternate GPUs]).
+  int most_slots = 0;
+  for (const Placement& placement : placements_) {
+    most_slots = std::max(most_slots, placement.set->num_slots());
+  }
+  for (int slot = 0; slot < most_slots; ++slot) {
+    for (size_t p = 0; p < placements_.size(); ++p) {
+      if (slot < placements_[p].set->num_slots()) slots_.push_back({p, slot});
     }
   }
 }
+
+int GraphSetRunner::device(int slot) const { return placements_[slots_[slot].placement].device; }
 
 int GraphSetRunner::num_slots() const { return static_cast<int>(slots_.size()); }
 

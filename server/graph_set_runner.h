@@ -7,8 +7,16 @@
 // pinned or CUDA shared memory skips the staging copies (Notes [Pinned
 // shared memory] and [CUDA shared memory] in server/shared_memory.h). Two
 // chunks may be in flight on a slot, one per staging buffer (Note
-// [Double-buffered staging]). The runner's slots are the sets' slots one
-// after the other.
+// [Double-buffered staging]).
+//
+// Note [Runner slots alternate GPUs]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// The runner's slots take the sets in turn: slot 0 is the first set's slot
+// 0, slot 1 the second set's slot 0, and so on. A request that finds a slot
+// idle takes the first idle one (StreamPool), so with the sets one after the
+// other a few requests in flight all ran on the first GPU's streams, sharing
+// it, while the other GPU idled; taken in turn, each runs on a GPU of its own
+// until every GPU has a chunk.
 
 #include <memory>
 #include <optional>
@@ -35,6 +43,8 @@ class GraphSetRunner : public ChunkRunner {
                  std::vector<int64_t> double_buffered_sizes = {});
 
   [[nodiscard]] int num_slots() const override;
+  // The GPU runner slot `slot` runs on.
+  [[nodiscard]] int device(int slot) const;
   absl::Status PrepareWorkerThread(int slot) override;
   [[nodiscard]] int depth() const override { return kStagingBuffers; }
   [[nodiscard]] bool StartsBehindRunning(int64_t batch_size) const override;

@@ -252,5 +252,28 @@ TEST_F(GraphSetRunnerTest, DeviceTensorsLieOnTheSetsGpu) {
   EXPECT_EQ(runner_->DeviceMemoryGpu(), std::optional<int>(0));
 }
 
+// Runner slots take the GPUs in turn (Note [Runner slots alternate GPUs]), so
+// the first idle slot of a quiet server lies on each GPU in turn. The two
+// placements share one two-slot set here, labelled as GPUs 0 and 1: only the
+// mapping is read, nothing runs.
+TEST_F(GraphSetRunnerTest, SlotsTakeTheGpusInTurn) {
+  absl::StatusOr<Model> model =
+      ImportOnnxBytes(MakeDlrmDenseModel().SerializeAsString(), "dlrm_dense");
+  ASSERT_TRUE(model.ok()) << model.status();
+  GraphSetOptions options;
+  options.batch_sizes = {kBatch};
+  options.num_streams = 2;
+  absl::StatusOr<std::unique_ptr<GraphSet>> set = GraphSet::Create(*model, options);
+  ASSERT_TRUE(set.ok()) << set.status();
+  const std::shared_ptr<const GraphSet> two_slots(*std::move(set));
+  const GraphSetRunner runner({{two_slots, 0}, {two_slots, 1}}, LaunchMode::kGraph);
+  ASSERT_EQ(runner.num_slots(), 4);
+  EXPECT_EQ(runner.device(0), 0);
+  EXPECT_EQ(runner.device(1), 1);
+  EXPECT_EQ(runner.device(2), 0);
+  EXPECT_EQ(runner.device(3), 1);
+  EXPECT_EQ(runner.DeviceMemoryGpu(), std::nullopt);  // across GPUs: none
+}
+
 }  // namespace
 }  // namespace graphserve
