@@ -16,7 +16,11 @@
 // idle takes the first idle one (StreamPool), so with the sets one after the
 // other a few requests in flight all ran on the first GPU's streams, sharing
 // it, while the other GPU idled; taken in turn, each runs on a GPU of its own
-// until every GPU has a chunk.
+// until every GPU has a chunk. For a model whose chunks fill a GPU that halves
+// the wait; the encoder's batch-1 graphs do not fill an H100, and on two
+// H100s 2 and 4 requests in flight took 573 and 567 us p50 against 571 and
+// 593 us on one GPU's streams: within the noise
+// (bench/results/2026-11-26_c00833a_multi_gpu_h100x2).
 
 #include <memory>
 #include <optional>
