@@ -8,12 +8,12 @@
 
 #include <chrono>
 #include <cstring>
-#include <ctime>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "common/cuda_handles.h"
+#include "common/gpu_wait_testing.h"
 #include "examples/example_models.h"
 #include "runtime/bind.h"
 #include "runtime/host/host_executor.h"
@@ -378,13 +378,6 @@ TEST_F(GraphSetTest, ModelThatMixesRowsIsRejected) {
   EXPECT_THAT(std::string(set.status().message()), HasSubstr("slot 0, batch 8"));
 }
 
-// CPU time the calling thread has used.
-std::chrono::nanoseconds ThreadCpuTime() {
-  timespec now{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
-  return std::chrono::seconds(now.tv_sec) + std::chrono::nanoseconds(now.tv_nsec);
-}
-
 constexpr std::chrono::milliseconds kHold(100);
 
 // UseSleepingDoneEvents remakes a set's done events so that a thread waiting
@@ -395,11 +388,8 @@ constexpr std::chrono::milliseconds kHold(100);
 // chunk back kHold on its stream.
 TEST_F(GraphSetTest, SleepingDoneEventsLetTheWaitingThreadSleep) {
   ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
-  // Device 0 waits as CUDA chooses again however the test ends.
-  struct RestoreAuto {
-    ~RestoreAuto() { SetGpuWait(GpuWait::kAuto, {0}).IgnoreError(); }
-  } restore;
-  ASSERT_TRUE(SetGpuWait(GpuWait::kSpin, {0}).ok());
+  const SpinningDevice0 spinning;
+  ASSERT_TRUE(spinning.status().ok()) << spinning.status();
   const Model model = Import(MakeMlpModel(kExampleModelSeed), "mlp");
   GraphSetOptions options;
   options.num_streams = 1;

@@ -2,13 +2,13 @@
 
 #include <gtest/gtest.h>
 
-#include <time.h>
-
 #include <chrono>
 #include <cstring>
 #include <thread>
 #include <utility>
 #include <vector>
+
+#include "common/gpu_wait_testing.h"
 
 namespace graphserve {
 namespace {
@@ -129,13 +129,6 @@ TEST_F(CudaHandlesTest, SetGpuWaitSetsTheSchedulingFlagOfEachDevice) {
       << missing;
 }
 
-// CPU time the calling thread has used.
-std::chrono::nanoseconds ThreadCpuTime() {
-  timespec now{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
-  return std::chrono::seconds(now.tv_sec) + std::chrono::nanoseconds(now.tv_nsec);
-}
-
 constexpr std::chrono::milliseconds kWait(100);
 
 // A host thread waiting kWait for an event made by CreateForSleepingWait
@@ -144,11 +137,8 @@ constexpr std::chrono::milliseconds kWait(100);
 // measurement can tell the two apart).
 TEST_F(CudaHandlesTest, ASleepingWaitUsesNoCpuWhereASpinningOneHoldsTheCore) {
   ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
-  // Device 0 waits as CUDA chooses again however the test ends.
-  struct RestoreAuto {
-    ~RestoreAuto() { SetGpuWait(GpuWait::kAuto, {0}).IgnoreError(); }
-  } restore;
-  ASSERT_TRUE(SetGpuWait(GpuWait::kSpin, {0}).ok());
+  const SpinningDevice0 spinning;
+  ASSERT_TRUE(spinning.status().ok()) << spinning.status();
   absl::StatusOr<CudaStream> stream = CudaStream::Create();
   ASSERT_TRUE(stream.ok()) << stream.status();
   for (const bool sleeping : {false, true}) {
