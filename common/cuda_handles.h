@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/gpu_wait.h"
 
 namespace graphserve {
 
@@ -152,26 +153,6 @@ absl::StatusOr<int> CudaDeviceCountOrError();
 // the host executor: an unexpected error is logged (spdlog error, with the
 // CUDA error) and counts as 0 devices.
 int CudaDeviceCount();
-
-// How a host thread waits for its GPU work (cudaEventSynchronize: a stream
-// worker waiting for each chunk): CUDA's device scheduling flags, and the
-// server's done events, Note [How threads wait for the GPU] in
-// server/served_model.h.
-enum class GpuWait {
-  // CUDA's choice (spin while the process has no more contexts than cores);
-  // the server gives models with long chunks sleeping done events.
-  kAuto,
-  kSpin,   // spin on the core: the soonest wake-up, a core per waiting thread
-  kYield,  // spin, yielding the core whenever another thread can run
-  // Sleep until the GPU signals: the blocking-sync device flag, and done
-  // events made by CudaEvent::CreateForSleepingWait (the device flag alone
-  // does not reach cudaEventSynchronize, which busy-waits on an event made
-  // without cudaEventBlockingSync: the runtime's documentation).
-  kBlock,
-};
-
-// "auto", "spin", "yield" or "block"; InvalidArgument otherwise.
-absl::StatusOr<GpuWait> ParseGpuWait(std::string_view text);
 
 // Sets `wait` as the scheduling flag of each of `devices` (the other device
 // flags are kept), making their primary contexts current on the way; the

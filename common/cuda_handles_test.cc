@@ -161,21 +161,6 @@ TEST_F(CudaHandlesTest, ASleepingWaitUsesNoCpuWhereASpinningOneHoldsTheCore) {
   }
 }
 
-TEST(ParseGpuWaitTest, NamesEachWaitAndRefusesOthers) {
-  EXPECT_EQ(*ParseGpuWait("auto"), GpuWait::kAuto);
-  EXPECT_EQ(*ParseGpuWait("spin"), GpuWait::kSpin);
-  EXPECT_EQ(*ParseGpuWait("yield"), GpuWait::kYield);
-  EXPECT_EQ(*ParseGpuWait("block"), GpuWait::kBlock);
-  for (const char* bad : {"nap", "sleep"}) {
-    const absl::StatusOr<GpuWait> wait = ParseGpuWait(bad);
-    ASSERT_FALSE(wait.ok());
-    EXPECT_EQ(wait.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_NE(wait.status().message().find("auto, spin, yield or block, got '"),
-              absl::string_view::npos)
-        << wait.status();
-  }
-}
-
 // Runs with or without a device: the count is either a number both functions
 // agree on, or an error that names the call while CudaDeviceCount falls back
 // to 0.

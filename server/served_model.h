@@ -26,7 +26,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "common/cuda_handles.h"
+#include "common/gpu_wait.h"
 #include "proto/grpc_service.pb.h"
 #include "proto/model_config.pb.h"
 #include "server/model_counters.h"

@@ -10,7 +10,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
 #include "common/command_line.h"
-#include "common/cuda_handles.h"
+#include "common/gpu_wait.h"
 #include "common/grpc_channel_args.h"
 #include "common/status.h"
 
