@@ -12,24 +12,25 @@
 
 namespace graphserve {
 
+InlineTurns::InlineTurns(int threads) : turns_(std::max(0, threads - 1)) {}
+
+bool InlineTurns::Take() {
+  int turns = turns_.load(std::memory_order_relaxed);
+  while (turns > 0) {
+    if (turns_.compare_exchange_weak(turns, turns - 1)) return true;
+  }
+  return false;
+}
+
+void InlineTurns::Return() { turns_.fetch_add(1); }
+
 // A completion queue and its threads' turns at running a chunk inline.
 struct QueuedRpcs::Queue {
   Queue(std::unique_ptr<grpc::ServerCompletionQueue> completion, int threads)
-      : completion(std::move(completion)), inline_turns(threads - 1) {}
-
-  // A turn at running a request's chunk on this thread, if one is free.
-  bool TakeInlineTurn() {
-    int turns = inline_turns.load(std::memory_order_relaxed);
-    while (turns > 0) {
-      if (inline_turns.compare_exchange_weak(turns, turns - 1)) return true;
-    }
-    return false;
-  }
-  void ReturnInlineTurn() { inline_turns.fetch_add(1); }
+      : completion(std::move(completion)), inline_turns(threads) {}
 
   const std::unique_ptr<grpc::ServerCompletionQueue> completion;
-  // One fewer than the queue's threads, so that one always polls.
-  std::atomic<int> inline_turns;
+  InlineTurns inline_turns;
   // Stop's handshake with the threads (Note [Stopping the queues]).
   std::atomic<bool> stopping{false};
   std::atomic<int> active{0};  // threads inside a call's Proceed
@@ -99,9 +100,9 @@ struct ModelInferMethod {
   template <typename Finish>
   static void Answer(const InferenceProtocol& protocol, QueuedRpcs::Queue* queue,
                      const Request* request, Response* response, Finish finish) {
-    if (queue->TakeInlineTurn()) {
+    if (queue->inline_turns.Take()) {
       protocol.ModelInfer(request, response, std::move(finish));
-      queue->ReturnInlineTurn();
+      queue->inline_turns.Return();
     } else {
       StreamPool::QueueOnly queue_only;
       protocol.ModelInfer(request, response, std::move(finish));

@@ -34,6 +34,7 @@
 // responder's Stop), then Stop here, which shuts the queues and drains them
 // (Note [Stopping the queues] in queued_rpcs.cc).
 
+#include <atomic>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -43,6 +44,24 @@
 #include "server/inference_service.h"
 
 namespace graphserve {
+
+// The turns a completion queue's threads take at running a request's chunk
+// themselves: one fewer than its threads, so that one always polls; with one
+// thread, none.
+class InlineTurns {
+ public:
+  explicit InlineTurns(int threads);
+  InlineTurns(const InlineTurns&) = delete;
+  InlineTurns& operator=(const InlineTurns&) = delete;
+
+  // Takes a turn if one is free.
+  [[nodiscard]] bool Take();
+  // Gives back a turn taken.
+  void Return();
+
+ private:
+  std::atomic<int> turns_;
+};
 
 class QueuedRpcs {
  public:
