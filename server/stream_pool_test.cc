@@ -72,6 +72,16 @@ class RecordingRunner : public ChunkRunner {
   const milliseconds delay_;
 };
 
+// Waits until `runner` runs a chunk (for a second at most), rather than
+// guessing how long another thread takes to start one.
+void WaitUntilAChunkRuns(const RecordingRunner& runner) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  while (runner.running_.load() == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::yield();
+  }
+  ASSERT_GT(runner.running_.load(), 0) << "no chunk started within a second";
+}
+
 // A runner of depth 2 that stands for a GPU stream: Start computes the
 // chunk into the staging buffer's outputs and gives it a completion time
 // `delay` after the slot's previous chunk completes (stream order); Finish
@@ -230,12 +240,13 @@ TEST(StreamPool, RequestsQueuedWhileTheSlotIsBusyRunMergedWithDynamicBatching) {
 
 TEST(StreamPool, AFullQueueRefusesAWholeRequestAndReportsNothing) {
   auto runner = std::make_unique<RecordingRunner>(1, milliseconds(100));
+  const RecordingRunner* recording = runner.get();
   StreamPoolOptions options = WorkersOnly();
   options.queue.max_queued_rows = 12;
   auto pool = MakePool(std::move(runner), {4}, std::move(options));
   Request first(12), second(12);
   ASSERT_TRUE(pool->Submit(first.queued, {}).ok());
-  std::this_thread::sleep_for(milliseconds(20));  // the first chunk is running
+  WaitUntilAChunkRuns(*recording);  // the first chunk is running, 8 rows queued
   const absl::Status refused = pool->Submit(second.queued, {});
   EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted);
   pool->Drain();
@@ -429,7 +440,7 @@ TEST(StreamPool, TheSlotACallerHoldsIsNotRunByItsWorker) {
   auto pool = MakePool(std::move(runner), {1}, StreamPoolOptions{});
   Request first(1), second(1);
   std::thread caller([&] { ASSERT_TRUE(pool->Submit(first.queued, {}).ok()); });
-  std::this_thread::sleep_for(milliseconds(20));  // the caller runs its chunk
+  WaitUntilAChunkRuns(*recording);  // the caller runs its chunk
   const auto queued_at = StreamPool::Clock::now();
   ASSERT_TRUE(pool->Submit(second.queued, {}).ok());
   EXPECT_LT(StreamPool::Clock::now() - queued_at, milliseconds(50));  // only queued
@@ -459,10 +470,11 @@ TEST(StreamPool, ASplitRequestsOtherChunksRunOnWorkersBesideTheCaller) {
 
 TEST(StreamPool, DrainWaitsForTheChunkACallerRuns) {
   auto runner = std::make_unique<RecordingRunner>(1, milliseconds(100));
+  const RecordingRunner* recording = runner.get();
   auto pool = MakePool(std::move(runner), {1}, StreamPoolOptions{});
   Request request(1);
   std::thread caller([&] { ASSERT_TRUE(pool->Submit(request.queued, {}).ok()); });
-  std::this_thread::sleep_for(milliseconds(20));
+  WaitUntilAChunkRuns(*recording);  // the caller runs its chunk
   pool->Drain();
   EXPECT_EQ(request.ok_rows.load(), 1);
   caller.join();
