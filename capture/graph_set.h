@@ -122,7 +122,6 @@ enum class LaunchMode {
 inline constexpr int kStagingBuffers = 2;
 static_assert(kStagingBuffers <= IoBuffers::kMaxHostBuffers);
 
-// One chunk of a request: `rows` real rows run through the plan for
 // Rows of a chunk that lie in device memory while the chunk's other rows go
 // through staging (a merged chunk's CUDA shared-memory rows): `rows` rows
 // from the chunk's row `first_row`. Per graph input, where they are, or
@@ -135,6 +134,7 @@ struct DeviceRows {
   absl::Span<void* const> outputs;
 };
 
+// One chunk of a request: `rows` real rows run through the plan for
 // `batch_size` (a captured size >= rows) on slot `slot`, its rows moved
 // through the slot's staging buffer `staging` (0 .. kStagingBuffers - 1).
 struct LaunchChunk {
@@ -147,9 +147,9 @@ struct LaunchChunk {
   // chunk's `rows` rows, which the device copies from instead of the staging
   // buffer, or nullptr for the staging buffer. Empty: every input from
   // staging. Per graph output likewise: pinned host or device memory the
-  // real rows are copied into instead of the staging buffer. Pageable memory here would
-  // make the copy synchronous (Notes [Pinned shared memory] and [CUDA shared
-  // memory] in server/shared_memory.h).
+  // real rows are copied into instead of the staging buffer. Pageable memory
+  // here would make the copy synchronous (Notes [Pinned shared memory] and
+  // [CUDA shared memory] in server/shared_memory.h).
   absl::Span<const void* const> input_sources;
   absl::Span<void* const> output_destinations;
   // Rows copied device to device into the graph's inputs after staging's

@@ -36,8 +36,10 @@
 // device, then its own rows device to device over theirs, at their row
 // (LaunchChunk::device_rows): no round trip over the link. BOOL inputs,
 // whose bytes are checked, inputs past the 64th (TensorMask), a region on
-// another GPU than the model's, and every input on the host executor are
-// copied to the host at validation instead. An output in a CUDA region on
+// another GPU than the model's (any region, for a model placed on several
+// GPUs: GraphSetRunner::DeviceMemoryGpu), and every input on the host
+// executor are copied to the host at validation instead; each case is
+// checked against the host executor on two GPUs by bench/multi_gpu_probe.sh. An output in a CUDA region on
 // the model's GPU is written in place (ValidatedRequest::device_outputs),
 // device to device from the graph's output: all of it for a chunk of that
 // request's rows alone, its rows for a merged chunk. Outputs in other CUDA
