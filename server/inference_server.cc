@@ -218,6 +218,10 @@ absl::Status InferenceServer::Shutdown() {
   // Requests still arriving are refused, not cut off by the closing port:
   // keep refusing until none has come for a while.
   gate_.WaitQuiet(kShutdownQuiet, kShutdownGraceLimit);
+  // Streams stay open through the drain (their requests refused one by one,
+  // as unary calls are); end them with UNAVAILABLE rather than let the
+  // server's Shutdown cancel them.
+  queued_rpcs_->EndStreams();
   grpc_server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   grpc_server_->Wait();
   // After the drain: HTTP workers still waiting on an inference are

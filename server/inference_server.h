@@ -74,8 +74,8 @@ struct InferenceServerOptions {
   std::chrono::seconds exit_timeout{30};
   // Threads that write ModelInfer responses (server/responder.h).
   int responder_threads = 4;
-  // gRPC completion queues for ModelInfer and ServerLive, and the threads
-  // polling each (Note [Hot RPCs on completion queues]).
+  // gRPC completion queues for ModelInfer, ModelStreamInfer and ServerLive,
+  // and the threads polling each (Note [Hot RPCs on completion queues]).
   int grpc_queues = 4;
   int grpc_threads_per_queue = 2;
   // gRPC core arguments for the server's transport, applied after the

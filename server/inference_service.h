@@ -1,22 +1,24 @@
 #pragma once
 // The KServe v2 / Open Inference Protocol service (proto/grpc_service.proto):
-// an adapter over InferenceProtocol. ModelInfer and ServerLive are served from
-// completion queues (server/queued_rpcs.h, Note [Hot RPCs on completion
-// queues]); every other RPC is here, on gRPC's callback API, and answers at
-// once from memory (health, metadata, config, statistics) or from the model
-// control thread (loads, unloads).
+// an adapter over InferenceProtocol. ModelInfer, ModelStreamInfer and
+// ServerLive are served from completion queues (server/queued_rpcs.h, Note
+// [Hot RPCs on completion queues]); every other RPC is here, on gRPC's
+// callback API, and answers at once from memory (health, metadata, config,
+// statistics) or from the model control thread (loads, unloads).
 
 #include "proto/grpc_service.grpc.pb.h"
 #include "server/inference_protocol.h"
 
 namespace graphserve {
 
-// The service's methods: ModelInfer and ServerLive asynchronous (asked for
-// on completion queues), the rest callbacks; each method is marked once.
+// The service's methods: ModelInfer, ModelStreamInfer and ServerLive
+// asynchronous (asked for on completion queues), the rest callbacks; each
+// method is marked once.
 using GrpcService = inference::GRPCInferenceService;
 namespace service_layers {
 using G = GrpcService;
-using Hot = G::WithAsyncMethod_ServerLive<G::WithAsyncMethod_ModelInfer<G::Service>>;
+using Hot = G::WithAsyncMethod_ServerLive<
+    G::WithAsyncMethod_ModelInfer<G::WithAsyncMethod_ModelStreamInfer<G::Service>>>;
 using Health = G::WithCallbackMethod_ServerReady<G::WithCallbackMethod_ModelReady<Hot>>;
 using Metadata = G::WithCallbackMethod_ServerMetadata<G::WithCallbackMethod_ModelMetadata<
     G::WithCallbackMethod_ModelConfig<G::WithCallbackMethod_ModelStatistics<Health>>>>;

@@ -3,9 +3,16 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
 #include <thread>
+#include <unordered_set>
 #include <utility>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 #include "common/thread_name.h"
 #include "server/grpc_status.h"
 #include "server/stream_pool.h"
@@ -34,6 +41,28 @@ struct QueuedRpcs::Queue {
   // Stop's handshake with the threads (Note [Stopping the queues]).
   std::atomic<bool> stopping{false};
   std::atomic<int> active{0};  // threads inside a call's Proceed
+};
+
+namespace {
+class StreamCall;
+}  // namespace
+
+// The streams open on a server, so that Shutdown can end them.
+class QueuedRpcs::OpenStreams {
+ public:
+  // Registers an accepted stream; false once EndAll was called (the stream
+  // then ends as soon as it owes nothing).
+  bool Add(StreamCall* call);
+  // Forgets a stream and deletes it; it must owe nothing and have no
+  // operation in flight.
+  void Delete(StreamCall* call);
+  // Ends every open stream and every one accepted from now on.
+  void EndAll();
+
+ private:
+  absl::Mutex mu_;
+  std::unordered_set<StreamCall*> calls_ ABSL_GUARDED_BY(mu_);
+  bool ending_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 namespace {
@@ -91,22 +120,30 @@ class UnaryCall final : public QueuedCall {
   bool answered_ = false;  // set before Finish can be called; the queue orders the rest
 };
 
+// Starts one inference for a call of this queue. Runs the request's chunk
+// on this thread only with a turn to spare: the queue's other thread keeps
+// taking calls meanwhile.
+void RunInference(const InferenceProtocol& protocol, QueuedRpcs::Queue* queue,
+                  const inference::ModelInferRequest* request,
+                  inference::ModelInferResponse* response,
+                  std::function<void(const absl::Status&)> done) {
+  if (queue->inline_turns.Take()) {
+    protocol.ModelInfer(request, response, std::move(done));
+    queue->inline_turns.Return();
+  } else {
+    StreamPool::QueueOnly queue_only;
+    protocol.ModelInfer(request, response, std::move(done));
+  }
+}
+
 struct ModelInferMethod {
   using Request = inference::ModelInferRequest;
   using Response = inference::ModelInferResponse;
   static constexpr auto kAsk = &InferenceService::RequestModelInfer;
-  // Runs the request's chunk on this thread only with a turn to spare: the
-  // queue's other thread keeps taking calls meanwhile.
   template <typename Finish>
   static void Answer(const InferenceProtocol& protocol, QueuedRpcs::Queue* queue,
                      const Request* request, Response* response, Finish finish) {
-    if (queue->inline_turns.Take()) {
-      protocol.ModelInfer(request, response, std::move(finish));
-      queue->inline_turns.Return();
-    } else {
-      StreamPool::QueueOnly queue_only;
-      protocol.ModelInfer(request, response, std::move(finish));
-    }
+    RunInference(protocol, queue, request, response, std::move(finish));
   }
 };
 
@@ -122,6 +159,220 @@ struct ServerLiveMethod {
   }
 };
 
+// Note [Inference streams]
+// ModelStreamInfer carries any number of requests over one call: each read
+// from the stream runs as a ModelInfer would (RunInference), and its answer
+// is written back when it completes, so answers leave in the order they
+// complete, a failed request's as an error_message. A stream has at most one
+// read and one write in flight (gRPC's rule); answers that complete while one
+// is being written wait in `answered_`. The call ends once the client has
+// half-closed (a read comes back not ok) and every answer owed is written:
+// Finish with OK. Until then the call lives whatever the order of its
+// events, which come from this queue's threads (read, write, finish) and
+// from whoever answers a request (a responder or this thread), so every
+// step takes the call's lock and asks Advance what may start now.
+//
+// A client that sends faster than it reads would make the answers pile up
+// here without bound: while kMaxOwedPerStream answers are owed, the stream
+// reads no further request (gRPC's flow control then holds the client's
+// writes) and reads again as answers leave.
+//
+// Shutdown: a stream is a long call that the server's Shutdown would cancel
+// at its deadline, its client seeing CANCELLED. Instead, once the server has
+// drained, every open stream is ended (EndAll): it finishes with UNAVAILABLE
+// as soon as it owes nothing, the read in flight coming back not ok. Requests
+// read between the gate's closing and then were answered UNAVAILABLE one by
+// one, as unary calls are.
+
+// Answers owed on one stream (running or waiting to be written) at which it
+// stops reading requests.
+constexpr int kMaxOwedPerStream = 256;
+
+
+// One ModelStreamInfer call, from being asked for until it finished.
+class StreamCall {
+ public:
+  StreamCall(InferenceService* service, const InferenceProtocol* protocol,
+             QueuedRpcs::Queue* queue, QueuedRpcs::OpenStreams* streams)
+      : service_(service), protocol_(protocol), queue_(queue), streams_(streams),
+        stream_(&context_) {
+    grpc::ServerCompletionQueue* completion = queue_->completion.get();
+    service_->RequestModelStreamInfer(&context_, &stream_, completion, completion,
+                                      &accepted_step_);
+  }
+  StreamCall(const StreamCall&) = delete;
+  StreamCall& operator=(const StreamCall&) = delete;
+
+  // Called by OpenStreams::EndAll, under its lock.
+  void End() {
+    absl::MutexLock lock(&mu_);
+    ending_ = true;
+    Advance();  // never deletes: finishing needs a step of its own
+  }
+
+ private:
+  // A request read from the stream and its answer, alive until the answer is
+  // written.
+  struct Exchange {
+    inference::ModelInferRequest request;
+    inference::ModelStreamInferResponse answer;
+  };
+
+  // A tag on the queue: one kind of operation of the call.
+  class Step final : public QueuedCall {
+   public:
+    Step(StreamCall* call, void (StreamCall::*on)(bool)) : call_(call), on_(on) {}
+    void Proceed(bool ok) override {
+      QueuedRpcs::Queue& queue = *call_->queue_;  // the call may be gone by the end
+      queue.active.fetch_add(1);
+      (call_->*on_)(ok);
+      queue.active.fetch_sub(1);
+    }
+
+   private:
+    StreamCall* const call_;
+    void (StreamCall::*const on_)(bool);
+  };
+
+  void OnAccepted(bool ok) {
+    if (!ok || queue_->stopping.load()) {
+      delete this;  // never accepted: no operation in flight, not registered
+      return;
+    }
+    new StreamCall(service_, protocol_, queue_, streams_);
+    const bool ending = !streams_->Add(this);
+    absl::MutexLock lock(&mu_);
+    ending_ = ending;
+    Advance();  // the first read, or Finish when the server is ending streams
+  }
+
+  void OnRead(bool ok) {
+    Exchange* exchange = nullptr;
+    bool over = false;
+    {
+      absl::MutexLock lock(&mu_);
+      std::unique_ptr<Exchange> read = std::move(reading_);
+      if (ok && !queue_->stopping.load()) {
+        exchange = read.release();
+        ++running_;
+      } else {
+        reads_over_ = true;  // the client half-closed, or the call is gone
+      }
+      over = Advance();  // the next read, unless too many answers are owed
+    }
+    if (over) {
+      streams_->Delete(this);
+    } else if (exchange != nullptr) {
+      // Outside the lock: the answer may come on this thread before this
+      // returns.
+      RunInference(*protocol_, queue_, &exchange->request,
+                   exchange->answer.mutable_infer_response(),
+                   [this, exchange](const absl::Status& status) { OnAnswered(exchange, status); });
+    }
+  }
+
+  void OnAnswered(Exchange* exchange, const absl::Status& status) {
+    if (!status.ok()) {
+      exchange->answer.set_error_message(std::string(status.message()));
+      inference::ModelInferResponse* response = exchange->answer.mutable_infer_response();
+      response->Clear();
+      // The id lets the client match the error to its request; the model's
+      // name is not echoed (a client's text: Note [Quoting client text]).
+      response->set_id(exchange->request.id());
+    }
+    {
+      absl::MutexLock lock(&mu_);
+      --running_;
+      answered_.emplace_back(exchange);
+      if (!Advance()) return;
+    }
+    streams_->Delete(this);
+  }
+
+  void OnWritten(bool ok) {
+    {
+      absl::MutexLock lock(&mu_);
+      writing_.reset();
+      if (!ok) write_failed_ = true;  // the client is gone: its answers go nowhere
+      if (!Advance()) return;
+    }
+    streams_->Delete(this);
+  }
+
+  void OnFinished(bool) {
+    {
+      absl::MutexLock lock(&mu_);
+      finishing_ = false;
+      finished_ = true;
+      if (!Advance()) return;
+    }
+    streams_->Delete(this);
+  }
+
+  int Owed() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return running_ + static_cast<int>(answered_.size()) + (writing_ != nullptr ? 1 : 0);
+  }
+
+  void Read() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    reading_ = std::make_unique<Exchange>();
+    stream_.Read(&reading_->request, &read_step_);
+  }
+
+  // Starts what the call's state allows (Note [Inference streams]); true
+  // when the call is over and nothing of it is in flight, for the caller to
+  // delete it once it has let go of the lock.
+  bool Advance() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (over_) return false;
+    // On a queue being stopped nothing may start (Note [Stopping the queues]).
+    const bool stopping = queue_->stopping.load();
+    if (write_failed_) answered_.clear();
+    if (!stopping && !finishing_ && !finished_) {
+      if (writing_ == nullptr && !answered_.empty()) {
+        writing_ = std::move(answered_.front());
+        answered_.pop_front();
+        stream_.Write(writing_->answer, &written_step_);
+      }
+      if (reading_ == nullptr && !reads_over_ && !ending_ && Owed() < kMaxOwedPerStream) {
+        Read();
+      }
+      if (Owed() == 0 && (reads_over_ || ending_)) {
+        finishing_ = true;
+        stream_.Finish(reads_over_ ? grpc::Status::OK
+                                   : grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                                                  "the server is shutting down"),
+                       &finished_step_);
+      }
+    }
+    over_ = (finished_ || stopping) && reading_ == nullptr && writing_ == nullptr &&
+            !finishing_ && running_ == 0;
+    return over_;
+  }
+
+  InferenceService* const service_;
+  const InferenceProtocol* const protocol_;
+  QueuedRpcs::Queue* const queue_;
+  QueuedRpcs::OpenStreams* const streams_;
+  grpc::ServerContext context_;
+  grpc::ServerAsyncReaderWriter<inference::ModelStreamInferResponse, inference::ModelInferRequest>
+      stream_;
+  Step accepted_step_{this, &StreamCall::OnAccepted};
+  Step read_step_{this, &StreamCall::OnRead};
+  Step written_step_{this, &StreamCall::OnWritten};
+  Step finished_step_{this, &StreamCall::OnFinished};
+
+  absl::Mutex mu_;
+  std::unique_ptr<Exchange> reading_ ABSL_GUARDED_BY(mu_);  // a read in flight
+  bool reads_over_ ABSL_GUARDED_BY(mu_) = false;
+  int running_ ABSL_GUARDED_BY(mu_) = 0;  // requests handed to the protocol, unanswered
+  std::deque<std::unique_ptr<Exchange>> answered_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<Exchange> writing_ ABSL_GUARDED_BY(mu_);  // a write in flight
+  bool write_failed_ ABSL_GUARDED_BY(mu_) = false;
+  bool ending_ ABSL_GUARDED_BY(mu_) = false;
+  bool finishing_ ABSL_GUARDED_BY(mu_) = false;  // Finish in flight
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  bool over_ ABSL_GUARDED_BY(mu_) = false;  // to be deleted: nothing may start
+};
+
 // Runs the steps `queue` returns until it is shut down and empty. Idle
 // threads block in Next. Polling with zero deadlines instead (as the stream
 // workers do for --idle-spin-us) kept the server at up to 7 cores while its
@@ -135,12 +386,34 @@ void Poll(grpc::ServerCompletionQueue* queue) {
 
 }  // namespace
 
+bool QueuedRpcs::OpenStreams::Add(StreamCall* call) {
+  absl::MutexLock lock(&mu_);
+  calls_.insert(call);
+  return !ending_;
+}
+
+// Under the lock, so that EndAll never reaches a call being deleted.
+void QueuedRpcs::OpenStreams::Delete(StreamCall* call) {
+  absl::MutexLock lock(&mu_);
+  calls_.erase(call);
+  delete call;
+}
+
+void QueuedRpcs::OpenStreams::EndAll() {
+  absl::MutexLock lock(&mu_);
+  ending_ = true;
+  for (StreamCall* call : calls_) call->End();
+}
+
 QueuedRpcs::QueuedRpcs(grpc::ServerBuilder* builder, InferenceService* service,
                        const InferenceProtocol* protocol, int queues, int threads_per_queue)
     // At least one queue and one thread on it: with none, ModelInfer would
     // never be asked for or answered (ServerCommand checks its flags; this
     // guards options built in code).
-    : service_(service), protocol_(protocol), threads_per_queue_(std::max(1, threads_per_queue)) {
+    : service_(service),
+      protocol_(protocol),
+      threads_per_queue_(std::max(1, threads_per_queue)),
+      streams_(std::make_unique<OpenStreams>()) {
   for (int i = 0; i < std::max(1, queues); ++i) {
     queues_.push_back(std::make_unique<Queue>(builder->AddCompletionQueue(), threads_per_queue_));
   }
@@ -151,6 +424,7 @@ void QueuedRpcs::Start() {
     for (int i = 0; i < kCallsAskedPerQueue; ++i) {
       new UnaryCall<ModelInferMethod>(service_, protocol_, queue.get());
       new UnaryCall<ServerLiveMethod>(service_, protocol_, queue.get());
+      new StreamCall(service_, protocol_, queue.get(), streams_.get());
     }
     for (int i = 0; i < threads_per_queue_; ++i) {
       threads_.emplace_back([completion = queue->completion.get()] {
@@ -187,6 +461,8 @@ void QueuedRpcs::Stop() {
   }
   threads_.clear();
 }
+
+void QueuedRpcs::EndStreams() { streams_->EndAll(); }
 
 QueuedRpcs::~QueuedRpcs() { Stop(); }
 

@@ -1,6 +1,6 @@
 #pragma once
-// ModelInfer and ServerLive served from gRPC completion queues, each polled by
-// a thread of ours.
+// ModelInfer, ModelStreamInfer and ServerLive served from gRPC completion
+// queues, each polled by a thread of ours.
 //
 // Note [Hot RPCs on completion queues]
 // gRPC 1.51's callback API tops out well below its completion queues: on the
@@ -8,10 +8,11 @@
 // 64-69k times a second by a callback server and 105-107k times by four
 // queue threads, the load the same (bench/grpc_path_bench.cc, results in
 // bench/results/2026-11-26_ffcd9bf_grpc_path_h200). At saturation the served
-// models were bound by that ceiling (issue 13). So the two RPCs that carry
-// load go through queues: ModelInfer, and ServerLive, the empty RPC every
-// served benchmark measures as its floor, which must take the same path. The
-// others, rare and cheap, stay on the callback API (server/inference_service.h).
+// models were bound by that ceiling (issue 13). So the RPCs that carry load
+// go through queues: ModelInfer, its stream ModelStreamInfer (Note [Inference
+// streams] in queued_rpcs.cc), and ServerLive, the empty RPC every served
+// benchmark measures as its floor, which must take the same path. The others,
+// rare and cheap, stay on the callback API (server/inference_service.h).
 //
 // Each queue has a few calls of each method asked for at a time. A call that
 // arrives is handed to InferenceProtocol at once, and the next call is asked
@@ -75,6 +76,10 @@ class QueuedRpcs {
 
   // After the server started: asks for the first calls, starts the threads.
   void Start();
+  // After the drain, before the server's Shutdown: ends every ModelStreamInfer
+  // stream with UNAVAILABLE once it owes no answer, and every one opened from
+  // now on, instead of leaving them to be cancelled.
+  void EndStreams();
   // After the server's Shutdown and every answer owed: shuts the queues down,
   // deletes the calls still asked for, joins the threads. Idempotent; the
   // destructor calls it.
@@ -83,12 +88,14 @@ class QueuedRpcs {
 
   // Implementation details follow.
   struct Queue;
+  class OpenStreams;
 
  private:
   InferenceService* const service_;
   const InferenceProtocol* const protocol_;
   const int threads_per_queue_;
   std::vector<std::unique_ptr<Queue>> queues_;
+  const std::unique_ptr<OpenStreams> streams_;
   std::vector<std::thread> threads_;
   bool stopped_ = false;
 };

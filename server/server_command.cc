@@ -228,7 +228,8 @@ void AddFlags(FlagValues* v, CommandLine* flags) {
   flags->AddInt("responder-threads", &v->responder_threads,
                 "Threads that write inference responses, so GPU stream workers never do.");
   flags->AddInt("grpc-queues", &v->grpc_queues,
-                "gRPC completion queues receiving ModelInfer and ServerLive calls.");
+                "gRPC completion queues receiving ModelInfer, ModelStreamInfer and ServerLive "
+                "calls.");
   flags->AddInt("grpc-threads-per-queue", &v->grpc_threads_per_queue,
                 "Threads polling each gRPC completion queue. A request runs on its RPC thread "
                 "(--run-on-rpc-thread) only while another thread keeps polling its queue, so "

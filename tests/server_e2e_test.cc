@@ -263,6 +263,41 @@ std::optional<bool> ModelIsReady(inference::GRPCInferenceService::Stub& stub,
   return ready.ready();
 }
 
+// What a ModelStreamInfer stream answered: its answers by request id (in
+// the order they came), and the status it ended with.
+struct StreamOutcome {
+  std::vector<inference::ModelStreamInferResponse> answers;
+  grpc::Status status;
+
+  const inference::ModelStreamInferResponse* Answer(const std::string& id) const {
+    for (const inference::ModelStreamInferResponse& answer : answers) {
+      if (answer.infer_response().id() == id) return &answer;
+    }
+    return nullptr;
+  }
+};
+
+// Writes every request on one stream without waiting for answers, half-closes
+// it, then reads until the server ends it.
+StreamOutcome StreamAll(inference::GRPCInferenceService::Stub& stub,
+                        const std::vector<inference::ModelInferRequest>& requests) {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(120));
+  auto stream = stub.ModelStreamInfer(&context);
+  StreamOutcome outcome;
+  std::thread reader([&] {
+    inference::ModelStreamInferResponse answer;
+    while (stream->Read(&answer)) outcome.answers.push_back(answer);
+  });
+  for (const inference::ModelInferRequest& request : requests) {
+    if (!stream->Write(request)) break;
+  }
+  stream->WritesDone();
+  reader.join();
+  outcome.status = stream->Finish();
+  return outcome;
+}
+
 class ServerEndToEnd : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -548,6 +583,44 @@ TEST_F(ServerEndToEnd, ASecondServerOnItsPortsIsRefused) {
   ASSERT_FALSE(second.ok());
   EXPECT_THAT(second.status().message(),
               HasSubstr("cannot listen on unix:e2e_grpc.sock: address in use"));
+  ExpectGoodRequestStillServed();
+}
+
+// Triton's streaming API: requests of several sizes over one stream, one of
+// them bad, each answered on the stream with its id; the bad one's error
+// does not end the stream, and the requests after it are served.
+TEST_F(ServerEndToEnd, StreamAnswersEveryRequestAndAnErrorDoesNotEndIt) {
+  const std::vector<int64_t> rows = {1, 5, 17, 65, 3};
+  std::vector<std::unique_ptr<HostExecutor>> references;
+  std::vector<std::vector<HostTensor>> inputs;
+  std::vector<inference::ModelInferRequest> requests;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    references.push_back(Reference(*repository_, "mlp", rows[i]));
+    inputs.push_back(RandomInputs(references.back()->graph(), 300 + i));
+    requests.push_back(RawRequest("mlp", references.back()->graph(), inputs.back()));
+    requests.back().set_id(absl::StrCat("r", i));
+    if (i == 2) {
+      inference::ModelInferRequest bad = requests.back();
+      bad.set_model_name("no_such_model");
+      bad.set_id("bad");
+      requests.push_back(bad);
+    }
+  }
+  const StreamOutcome outcome = StreamAll(*stub_, requests);
+  EXPECT_TRUE(outcome.status.ok()) << outcome.status.error_message();
+  ASSERT_EQ(outcome.answers.size(), requests.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const inference::ModelStreamInferResponse* answer = outcome.Answer(absl::StrCat("r", i));
+    ASSERT_NE(answer, nullptr) << "r" << i;
+    EXPECT_EQ(answer->error_message(), "") << "r" << i;
+    EXPECT_TRUE(MatchesReference(grpc::Status::OK, answer->infer_response(), *references[i],
+                                 inputs[i]))
+        << "r" << i << ", " << rows[i] << " rows";
+  }
+  const inference::ModelStreamInferResponse* bad = outcome.Answer("bad");
+  ASSERT_NE(bad, nullptr);
+  EXPECT_THAT(bad->error_message(), HasSubstr("no_such_model"));
+  EXPECT_EQ(bad->infer_response().outputs_size(), 0);
   ExpectGoodRequestStillServed();
 }
 
@@ -1081,6 +1154,43 @@ TEST(ServerWithDynamicBatching, MergedRequestsGetTheirOwnOutputsInFewerExecution
   EXPECT_GT(statistics.execution_count(), 0u);
 }
 
+// Requests outstanding together on one stream are merged as concurrent
+// calls are: fewer executions than requests, each answer its own.
+TEST(ServerWithDynamicBatching, RequestsOnOneStreamAreMerged) {
+  const std::string repository = WriteTestRepository("stream_batching_repository");
+  MergeIntoConfig(repository, "mlp", R"pb(
+    capture { streams: 1 }
+    dynamic_batching { max_queue_delay_microseconds: 20000 }
+  )pb");
+  std::unique_ptr<InferenceServer> server = StartServer(TestServerOptions(repository));
+  ASSERT_NE(server, nullptr);
+  auto stub = inference::GRPCInferenceService::NewStub(Connect(server->port()));
+  constexpr int kRequests = 24;
+  std::vector<std::unique_ptr<HostExecutor>> references;
+  std::vector<std::vector<HostTensor>> inputs;
+  std::vector<inference::ModelInferRequest> requests;
+  for (int i = 0; i < kRequests; ++i) {
+    references.push_back(Reference(repository, "mlp", 1 + i % 3));
+    inputs.push_back(RandomInputs(references.back()->graph(), 900 + i));
+    requests.push_back(RawRequest("mlp", references.back()->graph(), inputs.back()));
+    requests.back().set_id(absl::StrCat(i));
+  }
+  const StreamOutcome outcome = StreamAll(*stub, requests);
+  EXPECT_TRUE(outcome.status.ok()) << outcome.status.error_message();
+  ASSERT_EQ(outcome.answers.size(), static_cast<size_t>(kRequests));
+  for (int i = 0; i < kRequests; ++i) {
+    const inference::ModelStreamInferResponse* answer = outcome.Answer(absl::StrCat(i));
+    ASSERT_NE(answer, nullptr) << i;
+    EXPECT_EQ(answer->error_message(), "") << i;
+    EXPECT_TRUE(MatchesReference(grpc::Status::OK, answer->infer_response(), *references[i],
+                                 inputs[i]))
+        << "request " << i;
+  }
+  const inference::ModelStatistics statistics = FetchStatistics(*stub, "mlp");
+  EXPECT_EQ(statistics.inference_stats().success().count(), static_cast<uint64_t>(kRequests));
+  EXPECT_LT(statistics.execution_count(), statistics.inference_stats().success().count());
+}
+
 // A queued request whose timeout passes is answered UNAVAILABLE with
 // Triton's message; a full batch goes at once; a request's own shorter
 // "timeout" parameter is honoured when the policy allows overrides.
@@ -1573,6 +1683,34 @@ TEST(ServerShutdown, DrainsRequestsInFlight) { ExpectDrainsRequestsInFlight(2); 
 // ran the chunks.
 TEST(ServerShutdown, DrainsRequestsInFlightWithOneThreadPerQueue) {
   ExpectDrainsRequestsInFlight(1);
+}
+
+// A stream left open through the shutdown is ended by the server with
+// UNAVAILABLE once it owes nothing, not cancelled by the closing port; the
+// request it had sent before was answered.
+TEST(ServerShutdown, EndsOpenStreamsUnavailable) {
+  const std::string repository = WriteTestRepository("stream_drain_repository");
+  std::unique_ptr<InferenceServer> server = StartServer(TestServerOptions(repository));
+  ASSERT_NE(server, nullptr);
+  auto stub = inference::GRPCInferenceService::NewStub(Connect(server->port()));
+  std::unique_ptr<HostExecutor> reference = Reference(repository, "mlp", 4);
+  const std::vector<HostTensor> inputs = RandomInputs(reference->graph(), 31);
+
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+  auto stream = stub->ModelStreamInfer(&context);
+  ASSERT_TRUE(stream->Write(RawRequest("mlp", reference->graph(), inputs)));
+  inference::ModelStreamInferResponse answer;
+  ASSERT_TRUE(stream->Read(&answer));
+  EXPECT_EQ(answer.error_message(), "");
+  EXPECT_TRUE(MatchesReference(grpc::Status::OK, answer.infer_response(), *reference, inputs));
+
+  const absl::Status shutdown = server->Shutdown();
+  EXPECT_TRUE(shutdown.ok()) << shutdown;
+  EXPECT_FALSE(stream->Read(&answer));
+  const grpc::Status ended = stream->Finish();
+  EXPECT_EQ(ended.error_code(), grpc::StatusCode::UNAVAILABLE) << ended.error_message();
+  EXPECT_THAT(ended.error_message(), HasSubstr("shutting down"));
 }
 
 }  // namespace
