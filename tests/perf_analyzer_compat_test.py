@@ -1,6 +1,7 @@
 """Triton's perf_analyzer against the real graphserve binary: a short
-closed-loop run on mlp at concurrency 1 and 2 over gRPC must succeed and
-write its CSV report with a row per concurrency.
+closed-loop run on mlp at concurrency 1 and 2 over gRPC, one call per request
+and over ModelStreamInfer streams (--streaming), must succeed and write its
+CSV report with a row per concurrency.
 
 perf_analyzer is the C++ binary shipped inside tritonclient's manylinux
 wheel; 2.51.0 is the newest whose build runs on Debian 12 (glibc 2.36).
@@ -47,12 +48,14 @@ def perf_analyzer_path():
 
 class PerfAnalyzerCompatTest(unittest.TestCase):
 
-    def test_short_run_writes_csv(self):
+    def run_writes_csv(self, name, extra_args):
+        """Runs perf_analyzer on mlp at concurrency 1 and 2 with `extra_args`;
+        checks its CSV has a row per level with throughput and latency."""
         binary = perf_analyzer_path()
         self.assertTrue(os.access(binary, os.X_OK),
                         f"{binary} is missing: run ./deploy/setup.sh, which installs "
                         f"perf_analyzer into the venv")
-        csv_path = os.path.join(gp.scratch_dir("perf_"), "mlp.csv")
+        csv_path = os.path.join(gp.scratch_dir("perf_"), f"{name}.csv")
         with gp.ServerProcess(SERVER_BINARY,
                               gp.make_demo_repository(MAKE_REPOSITORY)) as server:
             command = [
@@ -62,7 +65,7 @@ class PerfAnalyzerCompatTest(unittest.TestCase):
                 "-s", str(STABILITY_PERCENT),
                 "-b", "5",  # between the captured sizes 4 and 16: padded or split
                 "-f", csv_path,
-            ]
+            ] + extra_args
             print(" ".join(command))
             done = subprocess.run(command, capture_output=True, text=True,
                                   timeout=RUN_TIMEOUT_S)
@@ -82,6 +85,12 @@ class PerfAnalyzerCompatTest(unittest.TestCase):
             self.assertGreater(float(row["Inferences/Second"]), 0, str(row))
             self.assertGreater(int(row["p50 latency"]), 0, str(row))
 
+    def test_short_run_writes_csv(self):
+        self.run_writes_csv("mlp", [])
+
+    def test_streaming_run_writes_csv(self):
+        # --streaming: the requests go over ModelStreamInfer streams.
+        self.run_writes_csv("mlp_streaming", ["--streaming"])
 
 if __name__ == "__main__":
     SERVER_BINARY, MAKE_REPOSITORY, argv = gp.parse_paths(sys.argv)

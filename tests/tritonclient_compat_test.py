@@ -337,6 +337,53 @@ class TritonClientCompatTest(unittest.TestCase):
             self.assert_matches_reference(model, sent[index], result,
                                           f"async infer {model} batch {batch}")
 
+    def test_stream_infer(self):
+        # tritonclient's streaming API (ModelStreamInfer): both models and
+        # several sizes on one stream, a request for an unknown model among
+        # them; each answer comes back by its request id, the error as an
+        # exception to the callback, and the stream goes on after it.
+        requests = [(model, batch) for model in gp.DEMO_INPUTS for batch in (1, 5, 100)]
+        requests.insert(2, ("no_such_model", 1))
+        results = {}
+        errors = []
+        done = threading.Condition()
+
+        def on_answer(result, error):
+            with done:
+                if error is not None:
+                    errors.append(error)
+                else:
+                    results[result.get_response().id] = result
+                done.notify_all()
+
+        client = grpcclient.InferenceServerClient(url=_server.url)
+        sent = {}
+        try:
+            client.start_stream(callback=on_answer, stream_timeout=CALL_TIMEOUT_S)
+            for index, (model, batch) in enumerate(requests):
+                arrays, inputs = make_inputs("mlp" if model == "no_such_model" else model,
+                                             batch, seed=400 + index)
+                sent[str(index)] = (model, batch, arrays)
+                client.async_stream_infer(model, inputs, request_id=str(index))
+            with done:
+                self.assertTrue(
+                    done.wait_for(lambda: len(results) + len(errors) == len(requests),
+                                  timeout=CALL_TIMEOUT_S + 10),
+                    f"SERVER: {len(requests) - len(results) - len(errors)} streamed requests "
+                    f"never answered")
+        finally:
+            client.stop_stream()
+            client.close()
+        self.assertEqual(len(errors), 1, f"SERVER: errors on the stream: {errors}")
+        self.assertIn("no_such_model", errors[0].message())
+        for request_id, (model, batch, arrays) in sent.items():
+            if model == "no_such_model":
+                continue
+            self.assertIn(request_id, results,
+                          f"SERVER: no answer with id {request_id} ({model} batch {batch})")
+            self.assert_matches_reference(model, arrays, results[request_id],
+                                          f"streamed {model} batch {batch}")
+
 
 if __name__ == "__main__":
     SERVER_BINARY, MAKE_REPOSITORY, argv = gp.parse_paths(sys.argv)
