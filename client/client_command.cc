@@ -647,7 +647,7 @@ constexpr char kPerfUsage[] =
     "graphserve-client perf --model M [--batch-size B]\n"
     "    (--concurrency 1,2,4 | --request-rate R[,R...] [--request-distribution D])\n"
     "    [--warmup-secs S] [--warmup-requests N] [--measurement-interval-ms 2000]\n"
-    "    [--windows 3] [--floor-windows 1] [--csv FILE] [--timeline FILE]\n"
+    "    [--windows 3] [--floor-windows 1] [--csv FILE] [--timeline FILE] [--streaming]\n"
     "    [--shared-memory none|system|cuda [--output-shared-memory-size BYTES]\n"
     "    [--cuda-device N]]\n"
     "\n"
@@ -689,7 +689,14 @@ constexpr char kPerfUsage[] =
     "With --shared-memory, concurrency N uses N regions, one per request outstanding;\n"
     "a request rate adds regions as the requests in flight need them (at most\n"
     "--max-outstanding). The report's columns stay the same; the client's send and\n"
-    "receive times then cover messages without tensor bytes.";
+    "receive times then cover messages without tensor bytes.\n"
+    "\n"
+    "--streaming sends the requests over ModelStreamInfer, Triton's bidirectional\n"
+    "stream, as perf_analyzer's --streaming does: each of the N slots of --concurrency N\n"
+    "keeps one stream (on its connection) and one request outstanding on it, each\n"
+    "answer sending the next, so that a request costs no gRPC call of its own. An\n"
+    "answer with an error counts as a failed request. The floor stays unary\n"
+    "(ServerLive), and the report's columns the same. It works with --concurrency only.";
 
 absl::StatusOr<std::vector<double>> ParseRateList(absl::string_view text) {
   std::vector<double> rates;
@@ -786,6 +793,9 @@ int RunPerf(const std::vector<std::string>& args, ConnectionFlags flags, std::os
   std::string timeline_path;
   command_line.AddString("timeline", &timeline_path,
                          "Write every measured request (sent at, latency) to this CSV file.");
+  command_line.AddBool("streaming", &options.streaming,
+                       "Send each concurrent slot's requests over a ModelStreamInfer stream of "
+                       "its own instead of a call each (see above).");
   AddSharedMemoryFlags(command_line, &shared_memory_flags);
   if (auto done = ParseCommandFlags(command_line, args, out, err)) return *done;
 
@@ -797,6 +807,9 @@ int RunPerf(const std::vector<std::string>& args, ConnectionFlags flags, std::os
   options.shared_memory = *shared_memory;
   absl::StatusOr<PerfLevels> levels = ParseLevels(concurrency, request_rate);
   if (!levels.ok()) return Usage(err, absl::StrCat("perf: ", levels.status().message()));
+  if (options.streaming && levels->mode != LoadMode::kConcurrency) {
+    return Usage(err, "perf: --streaming works with --concurrency only");
+  }
   if (distribution != "constant" && distribution != "poisson") {
     return Usage(err, absl::StrCat("perf: --request-distribution is constant or poisson, got '",
                                    distribution, "'"));
@@ -846,6 +859,10 @@ int RunPerf(const std::vector<std::string>& args, ConnectionFlags flags, std::os
     out << "inputs and outputs in " << SharedMemoryKindName(options.shared_memory.kind)
         << " shared memory: one " << slots->layout().byte_size
         << "-byte region per request in flight\n";
+  }
+  if (options.streaming) {
+    out << "requests over ModelStreamInfer streams, one per concurrent slot"
+        << (options.floor_windows > 0 ? "; the floor over unary calls\n" : "\n");
   }
   absl::StatusOr<std::vector<LevelResult>> results = RunLevels(**generator, *levels, out);
   if (!results.ok()) return Fail(err, "perf", flags, results.status());

@@ -97,6 +97,8 @@ TEST(ClientCommandUsageTest, FlagErrorsAreUsageErrors) {
       {{"perf", "--model", "m", "--concurrency", "0,2"}, "below the minimum 1"},
       {{"perf", "--model", "m", "--request-rate", "-3"}, "not a positive number"},
       {{"perf", "--model", "m", "--request-distribution", "bursty"}, "constant or poisson"},
+      {{"perf", "--model", "m", "--streaming", "--request-rate", "5"},
+       "perf: --streaming works with --concurrency only"},
       {{"perf", "--model", "m", "--warmup-secs", "soon"}, "--warmup-secs wants seconds"},
       {{"perf", "--model", "m", "--windows", "0"}, "must be at least 1"},
       {{"--timeout-ms", "-5", "live"}, "--timeout-ms must not be negative"},
@@ -343,6 +345,45 @@ TEST_F(ClientCommandTest, PerfRequestRate) {
   }
   std::remove(csv.c_str());
   std::remove(timeline.c_str());
+}
+
+TEST_F(ClientCommandTest, PerfStreamingSendsOverAStreamPerSlot) {
+  const std::string csv = TempPath("streaming.csv");
+  const Result r = Run({"perf", "--model", "double", "--batch-size", "2", "--concurrency", "1,2",
+                        "--streaming", "--measurement-interval-ms", "150", "--windows", "1",
+                        "--warmup-secs", "0.05", "--csv", csv});
+  ASSERT_EQ(r.code, kClientExitOk) << r.err;
+  EXPECT_TRUE(absl::StrContains(r.out,
+                                "requests over ModelStreamInfer streams, one per concurrent slot; "
+                                "the floor over unary calls\n"))
+      << r.out;
+  EXPECT_TRUE(absl::StrContains(r.out, "Concurrency: 1, throughput: ")) << r.out;
+  EXPECT_TRUE(absl::StrContains(r.out, "Concurrency: 2, throughput: ")) << r.out;
+  EXPECT_TRUE(absl::StrContains(r.out, "floor p50  floor p99")) << r.out;
+  EXPECT_FALSE(absl::StrContains(r.out, "requests failed")) << r.out;
+  EXPECT_EQ(server_->stream_calls(), 1 + 2);  // one per slot of each level
+  EXPECT_GT(server_->live_calls(), 0);        // the floor
+  // The CSV's columns are the same as without streams.
+  const std::vector<std::string> lines = absl::StrSplit(ReadFile(csv), '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_TRUE(absl::StartsWith(lines[0], "Concurrency,Inferences/Second,Client Send,"));
+  EXPECT_TRUE(absl::EndsWith(lines[0], ",Served overhead"));
+  std::remove(csv.c_str());
+
+  const Result help = RunClient({"perf", "--help"});
+  EXPECT_TRUE(absl::StrContains(help.out, "--streaming sends the requests over ModelStreamInfer"))
+      << help.out;
+}
+
+TEST_F(ClientCommandTest, PerfStreamingThroughSystemSharedMemory) {
+  const Result r = Run({"perf", "--model", "double", "--concurrency", "3", "--streaming",
+                        "--measurement-interval-ms", "150", "--windows", "1", "--warmup-secs",
+                        "0.05", "--shared-memory", "system"});
+  ASSERT_EQ(r.code, kClientExitOk) << r.err;
+  EXPECT_TRUE(absl::StrContains(r.out, "Concurrency: 3, throughput: ")) << r.out;
+  EXPECT_FALSE(absl::StrContains(r.out, "requests failed")) << r.out;
+  EXPECT_EQ(server_->stream_calls(), 3);
+  EXPECT_EQ(server_->registered_regions(), 0);  // unregistered at the end
 }
 
 TEST_F(ClientCommandTest, InferThroughSystemSharedMemoryPrintsTheSame) {

@@ -197,6 +197,11 @@ class FakeInferenceServer::Service : public inference::GRPCInferenceService::Cal
     return live_calls_;
   }
 
+  int64_t stream_calls() const {
+    absl::MutexLock lock(&mu_);
+    return stream_calls_;
+  }
+
   int64_t registered_regions() const {
     absl::MutexLock lock(&mu_);
     return static_cast<int64_t>(regions_.size());
@@ -330,6 +335,71 @@ class FakeInferenceServer::Service : public inference::GRPCInferenceService::Cal
   grpc::ServerUnaryReactor* ModelInfer(grpc::CallbackServerContext* context,
                                        const inference::ModelInferRequest* request,
                                        inference::ModelInferResponse* response) override {
+    return Finish(context, Infer(*request, response));
+  }
+
+  grpc::ServerBidiReactor<inference::ModelInferRequest, inference::ModelStreamInferResponse>*
+  ModelStreamInfer(grpc::CallbackServerContext* context) override {
+    {
+      absl::MutexLock lock(&mu_);
+      ++stream_calls_;
+    }
+    return new StreamReactor(this);
+  }
+
+ private:
+  // One ModelStreamInfer call: read a request, write its answer, read the
+  // next, until the client's WritesDone.
+  class StreamReactor final : public grpc::ServerBidiReactor<inference::ModelInferRequest,
+                                                             inference::ModelStreamInferResponse> {
+   public:
+    explicit StreamReactor(Service* service) : service_(service) { StartRead(&request_); }
+
+    void OnReadDone(bool ok) override {
+      if (!ok) {  // the client's WritesDone, or a cancelled call
+        Finish(grpc::Status::OK);
+        return;
+      }
+      const int64_t end_after = service_->options_.end_streams_after_answers;
+      if (end_after > 0 && answered_ == end_after) {
+        Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "injected stream end"));
+        return;
+      }
+      answer_.Clear();
+      const absl::Status status = service_->Infer(request_, answer_.mutable_infer_response());
+      if (!status.ok()) {
+        answer_.set_error_message(std::string(status.message()));
+        inference::ModelInferResponse* response = answer_.mutable_infer_response();
+        response->Clear();
+        response->set_id(request_.id());
+        response->set_model_name(request_.model_name());
+        response->set_model_version(request_.model_version());
+      }
+      StartWrite(&answer_);
+    }
+
+    void OnWriteDone(bool ok) override {
+      if (!ok) {
+        Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the answer could not be written"));
+        return;
+      }
+      ++answered_;
+      StartRead(&request_);
+    }
+
+    void OnDone() override { delete this; }
+
+   private:
+    Service* const service_;
+    inference::ModelInferRequest request_;
+    inference::ModelStreamInferResponse answer_;
+    int64_t answered_ = 0;
+  };
+
+  // ModelInfer's work, for a call or a request on a stream: counts the call,
+  // fails it when asked to, and keeps the model's statistics.
+  absl::Status Infer(const inference::ModelInferRequest& request,
+                     inference::ModelInferResponse* response) {
     const absl::Time received = absl::Now();
     int64_t call_number = 0;
     {
@@ -340,19 +410,18 @@ class FakeInferenceServer::Service : public inference::GRPCInferenceService::Cal
     if (options_.fail_every_nth_infer > 0 && call_number % options_.fail_every_nth_infer == 0) {
       status = absl::InternalError("injected failure");
     } else {
-      status = RunInfer(*request, response);
+      status = RunInfer(request, response);
     }
     if (!status.ok()) {
       // Only known models keep statistics; an unknown name adds no entry.
       absl::MutexLock lock(&mu_);
-      if (auto it = stats_.find(request->model_name()); it != stats_.end()) {
+      if (auto it = stats_.find(request.model_name()); it != stats_.end()) {
         AddDuration(it->second.mutable_inference_stats()->mutable_fail(), absl::Now() - received);
       }
     }
-    return Finish(context, status);
+    return status;
   }
 
- private:
   grpc::ServerUnaryReactor* Finish(grpc::CallbackServerContext* context,
                                    const absl::Status& status) {
     grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
@@ -543,6 +612,7 @@ class FakeInferenceServer::Service : public inference::GRPCInferenceService::Cal
   mutable absl::Mutex mu_;
   int64_t infer_calls_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t live_calls_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t stream_calls_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<std::string, inference::ModelStatistics> stats_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::shared_ptr<MappedRegion>> regions_ ABSL_GUARDED_BY(mu_);
 };
@@ -582,6 +652,8 @@ FakeInferenceServer::~FakeInferenceServer() {
 int64_t FakeInferenceServer::infer_calls() const { return service_->infer_calls(); }
 
 int64_t FakeInferenceServer::live_calls() const { return service_->live_calls(); }
+
+int64_t FakeInferenceServer::stream_calls() const { return service_->stream_calls(); }
 
 int64_t FakeInferenceServer::registered_regions() const { return service_->registered_regions(); }
 

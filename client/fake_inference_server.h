@@ -15,7 +15,10 @@
 // range of a POSIX shared memory object is mapped, inputs that name it are
 // read from it and outputs that name it written into it (the response then
 // carries their metadata, region and an empty raw entry); CUDA shared
-// memory answers UNIMPLEMENTED.
+// memory answers UNIMPLEMENTED. ModelStreamInfer answers each request it reads
+// as ModelInfer would, in order, one at a time; a request ModelInfer would
+// fail is answered with its error_message (and the request's id, model name
+// and version), and the stream goes on, as Triton and GraphServe serve it.
 
 #include <cstdint>
 #include <memory>
@@ -36,8 +39,14 @@ struct FakeInferenceServerOptions {
   int64_t max_batch_size = 8;
 
   // When N > 0, every Nth ModelInfer call fails with INTERNAL "injected
-  // failure", so that tests can check that clients count errors.
+  // failure", so that tests can check that clients count errors. Requests
+  // on streams count among the calls.
   int64_t fail_every_nth_infer = 0;
+
+  // When N > 0, a ModelStreamInfer stream that has answered N requests ends
+  // with UNAVAILABLE "injected stream end" when it reads the next, leaving it
+  // unanswered, so that tests can check how clients meet a stream's end.
+  int64_t end_streams_after_answers = 0;
 
   // The capture section of both models' configs (ModelConfig), e.g. measured
   // costs for `perf`'s full-chunk replay. Empty by default.
@@ -59,8 +68,11 @@ class FakeInferenceServer {
   // "127.0.0.1:PORT", for InferenceClientOptions::address.
   const std::string& address() const { return address_; }
 
-  // ModelInfer calls received so far, failed ones included.
+  // ModelInfer calls received so far, failed ones included, and requests read
+  // on streams.
   int64_t infer_calls() const;
+  // ModelStreamInfer calls (streams) opened so far.
+  int64_t stream_calls() const;
   // ServerLive calls received so far.
   int64_t live_calls() const;
   // System shared-memory regions registered now.

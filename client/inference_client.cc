@@ -178,6 +178,18 @@ absl::StatusOr<InferResult> ToResult(inference::ModelInferResponse response, abs
   return result;
 }
 
+// The answer to a stream's request `request_id` ("": not checked).
+absl::StatusOr<InferResult> ToStreamAnswer(inference::ModelStreamInferResponse answer,
+                                           const std::string& request_id, absl::Duration send) {
+  if (!request_id.empty() && answer.infer_response().id() != request_id) {
+    return absl::InternalError(absl::StrCat("the stream answered request '",
+                                            answer.infer_response().id(), "' while request '",
+                                            request_id, "' was outstanding"));
+  }
+  if (!answer.error_message().empty()) return absl::UnknownError(answer.error_message());
+  return ToResult(std::move(*answer.mutable_infer_response()), send);
+}
+
 }  // namespace
 
 absl::Status CheckInferRequest(const InferRequest& request) {
@@ -290,18 +302,35 @@ absl::StatusOr<const InferOutput*> InferResult::Output(absl::string_view name) c
       "no output '", name, "' in the result (outputs: ", absl::StrJoin(names, ", "), ")"));
 }
 
-// One InferAsync or ServerLiveAsync in flight. Owned by the client's
-// in_flight_ set from the start of the call until FinishAsync deletes it.
-struct InferenceClient::AsyncCall {
-  virtual ~AsyncCall() = default;
-  // Hands the call's outcome (`status`, set by the queue) to the caller's
-  // callback.
-  virtual void Complete() = 0;
+// Every tag on the client's queue is one of these: Poll hands each completion
+// to the tag it carries.
+struct InferenceClient::QueueTag {
+  virtual ~QueueTag() = default;
+  // On the queue's thread; `ok` as the queue returns it.
+  virtual void OnCompletion(InferenceClient& client, bool ok) = 0;
+};
+
+// One asynchronous call, in the client's in_flight_ set from its start until
+// UntrackAsync deletes it, so that the destructor can cancel it.
+struct InferenceClient::AsyncCall : QueueTag {
   grpc::ClientContext context;
   grpc::Status status;
 };
 
-struct InferenceClient::AsyncInfer final : AsyncCall {
+// An InferAsync or ServerLiveAsync: its one tag is its Finish.
+struct InferenceClient::UnaryCall : AsyncCall {
+  void OnCompletion(InferenceClient& client, bool ok) final {
+    Complete();
+    // The destructor may be running once the set is empty: it waits for this
+    // thread (the queue's) before anything of the client goes.
+    client.UntrackAsync(this);
+  }
+  // Hands the call's outcome (`status`, set by the queue) to the caller's
+  // callback.
+  virtual void Complete() = 0;
+};
+
+struct InferenceClient::AsyncInfer final : UnaryCall {
   void Complete() override {
     absl::Status grpc_status = FromGrpcStatus(status);
     if (grpc_status.ok()) {
@@ -317,7 +346,7 @@ struct InferenceClient::AsyncInfer final : AsyncCall {
   InferCallback done;
 };
 
-struct InferenceClient::AsyncServerLive final : AsyncCall {
+struct InferenceClient::AsyncServerLive final : UnaryCall {
   void Complete() override { done(FromGrpcStatus(status)); }
   inference::ServerLiveRequest request;
   inference::ServerLiveResponse response;
@@ -362,7 +391,7 @@ InferenceClient::~InferenceClient() {
   {
     absl::MutexLock lock(&mu_);
     for (AsyncCall* call : in_flight_) call->context.TryCancel();
-    // FinishAsync leaves the set only after the user's callback has returned,
+    // A call leaves the set only after the user's callback has returned,
     // so once it is empty no callback can touch anything the caller owns.
     mu_.Await(absl::Condition(
         +[](std::unordered_set<AsyncCall*>* calls) { return calls->empty(); }, &in_flight_));
@@ -524,6 +553,10 @@ void InferenceClient::ServerLiveAsync(std::function<void(absl::Status)> done) {
   raw->reader->Finish(&raw->response, &raw->status, raw);
 }
 
+std::unique_ptr<InferStream> InferenceClient::OpenStream() {
+  return std::unique_ptr<InferStream>(new InferStream(this));
+}
+
 void InferenceClient::TrackAsync(AsyncCall* call) {
   std::call_once(poller_started_, [this] { poller_ = std::thread(&InferenceClient::Poll, this); });
   absl::MutexLock lock(&mu_);
@@ -532,19 +565,176 @@ void InferenceClient::TrackAsync(AsyncCall* call) {
 
 void InferenceClient::Poll() {
   void* tag = nullptr;
-  bool ok = false;  // always true for a client's Finish
-  while (queue_.Next(&tag, &ok)) FinishAsync(static_cast<AsyncCall*>(tag));
+  bool ok = false;
+  while (queue_.Next(&tag, &ok)) static_cast<QueueTag*>(tag)->OnCompletion(*this, ok);
 }
 
-void InferenceClient::FinishAsync(AsyncCall* call) {
-  call->Complete();
+void InferenceClient::UntrackAsync(AsyncCall* call) {
   {
     absl::MutexLock lock(&mu_);
     in_flight_.erase(call);
   }
-  // The destructor may be running once the set is empty: it waits for this
-  // thread (the queue's) before anything of `this` goes.
   delete call;
+}
+
+// ------------------------------------------------------------------ InferStream
+
+// The step's tag: Write, Read and WritesDone come back through it.
+struct InferStream::StepTag final : InferenceClient::QueueTag {
+  explicit StepTag(Call* call) : call(call) {}
+  void OnCompletion(InferenceClient& client, bool ok) override;
+  Call* const call;
+};
+
+// One ModelStreamInfer call (Note [Stream calls]). The call itself is the tag
+// of its Finish. `step` and `finished` are guarded by the stream's mu_.
+struct InferStream::Call final : InferenceClient::AsyncCall {
+  explicit Call(InferStream* stream) : stream(stream) {}
+  void OnCompletion(InferenceClient& client, bool ok) override { stream->OnFinished(this); }
+
+  InferStream* const stream;
+  std::unique_ptr<grpc::ClientAsyncReaderWriter<inference::ModelInferRequest,
+                                                inference::ModelStreamInferResponse>>
+      reader_writer;
+  inference::ModelStreamInferResponse answer;
+  StepTag step_tag{this};
+  Step step = Step::kNone;
+  bool finished = false;
+};
+
+void InferStream::StepTag::OnCompletion(InferenceClient& client, bool ok) {
+  call->stream->OnStep(call, ok);
+}
+
+InferStream::~InferStream() {
+  absl::MutexLock lock(&mu_);
+  if (call_ != nullptr) call_->context.TryCancel();
+  mu_.Await(absl::Condition(this, &InferStream::Ended));
+}
+
+void InferStream::InferAsync(const InferRequest& request, InferCallback done) {
+  const SteadyClock::time_point send_start = SteadyClock::now();
+  inference::ModelInferRequest message;
+  if (absl::Status built = BuildInferMessage(request, &message); !built.ok()) {
+    done(std::move(built));
+    return;
+  }
+  const absl::Duration send = Since(send_start);
+  absl::Status refused;
+  {
+    absl::MutexLock lock(&mu_);
+    if (closing_) {
+      refused = absl::FailedPreconditionError("the stream is closing");
+    } else if (done_ != nullptr) {
+      refused = absl::FailedPreconditionError(
+          "a request is outstanding on the stream; send the next once its callback is called");
+    } else {
+      // A call the server ended while no request was outstanding goes now
+      // (its callback, if any, has returned): this request starts another.
+      if (call_ != nullptr && call_->finished) EndCallIfOver();
+      if (call_ == nullptr) StartCall();
+      done_ = std::move(done);
+      request_id_ = request.id;
+      send_ = send;
+      call_->step = Step::kWrite;
+      // Write serializes the message before it returns.
+      call_->reader_writer->Write(message, &call_->step_tag);
+      return;
+    }
+  }
+  done(std::move(refused));
+}
+
+absl::Status InferStream::Close(absl::Time deadline) {
+  absl::MutexLock lock(&mu_);
+  if (closing_) return absl::FailedPreconditionError("the stream is closing already");
+  closing_ = true;
+  const bool had_call = call_ != nullptr;
+  bool cancelled = !AwaitOrCancel(absl::Condition(this, &InferStream::Idle), deadline);
+  if (call_ != nullptr && !cancelled) {
+    call_->step = Step::kWritesDone;
+    call_->reader_writer->WritesDone(&call_->step_tag);
+  }
+  cancelled = !AwaitOrCancel(absl::Condition(this, &InferStream::Ended), deadline) || cancelled;
+  closing_ = false;
+  if (cancelled) {
+    return absl::DeadlineExceededError(
+        "the stream did not end by the deadline given to Close, and was cancelled");
+  }
+  return had_call ? last_end_ : absl::OkStatus();
+}
+
+void InferStream::StartCall() {
+  call_ = new Call(this);
+  // No deadline: the stream lasts as long as its user keeps it, and Close
+  // takes one of its own.
+  call_->context.set_initial_metadata_corked(true);
+  client_->TrackAsync(call_);
+  call_->reader_writer =
+      client_->stub_->PrepareAsyncModelStreamInfer(&call_->context, &client_->queue_);
+  // Corked, StartCall sends nothing and so returns no tag: the headers go
+  // with the first Write.
+  call_->reader_writer->StartCall(nullptr);
+  call_->reader_writer->Finish(&call_->status, call_);
+}
+
+void InferStream::OnStep(Call* call, bool ok) {
+  absl::MutexLock lock(&mu_);
+  const Step step = std::exchange(call->step, Step::kNone);
+  if (ok && step == Step::kWrite) {
+    call->step = Step::kRead;
+    call->reader_writer->Read(&call->answer, &call->step_tag);
+    return;
+  }
+  if (ok && step == Step::kRead) {
+    InferCallback done = std::exchange(done_, nullptr);
+    absl::StatusOr<InferResult> answer =
+        ToStreamAnswer(std::exchange(call->answer, {}), request_id_, send_);
+    // `call` may be gone once the callback returns (its next request may
+    // have found it ended and started another).
+    RunCallback(std::move(done), std::move(answer));
+  }
+  // A write or read that failed has ended the call (its Finish says how);
+  // after WritesDone, the server ends it.
+  EndCallIfOver();
+}
+
+void InferStream::OnFinished(Call* call) {
+  absl::MutexLock lock(&mu_);
+  call->finished = true;
+  EndCallIfOver();
+}
+
+void InferStream::EndCallIfOver() {
+  Call* const call = call_;
+  if (call == nullptr || !call->finished || call->step != Step::kNone) return;
+  call_ = nullptr;
+  last_end_ = FromGrpcStatus(call->status);
+  if (done_ != nullptr) {
+    absl::Status lost = last_end_.ok() ? absl::InternalError(
+                                             "the server ended the stream without answering "
+                                             "the request outstanding")
+                                       : last_end_;
+    RunCallback(std::exchange(done_, nullptr), std::move(lost));
+  }
+  // Out of the client's in_flight_ set only now, the callback having
+  // returned (the client's destructor relies on it).
+  client_->UntrackAsync(call);
+}
+
+void InferStream::RunCallback(InferCallback done, absl::StatusOr<InferResult> result) {
+  in_callback_ = true;
+  mu_.Unlock();
+  done(std::move(result));
+  mu_.Lock();
+  in_callback_ = false;
+}
+
+bool InferStream::AwaitOrCancel(const absl::Condition& condition, absl::Time deadline) {
+  if (mu_.AwaitWithDeadline(condition, deadline)) return true;
+  if (call_ != nullptr) call_->context.TryCancel();
+  mu_.Await(condition);
+  return false;
 }
 
 }  // namespace graphserve

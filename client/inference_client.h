@@ -11,6 +11,10 @@
 //   ASSIGN_OR_RETURN(const InferOutput* y, result.Output("y"));
 //   ASSIGN_OR_RETURN(absl::Span<const float> values, y->AsFloat32());
 //
+// InferAsync starts a request and calls back with its result; an InferStream
+// (OpenStream) sends requests one at a time over Triton's ModelStreamInfer
+// stream instead of a call each.
+//
 // Every call returns the server's error as an absl::Status with the gRPC
 // code and message unchanged (NOT_FOUND for an unknown model stays NOT_FOUND).
 
@@ -47,7 +51,9 @@ struct InferenceClientOptions {
   std::string address = "localhost:8001";
 
   // Deadline of every call, counted from its start. Zero: no deadline (a call
-  // to a hung server then waits for ever).
+  // to a hung server then waits for ever). A ModelStreamInfer stream has none:
+  // it lasts as long as its InferStream keeps it, and InferStream::Close takes
+  // a deadline of its own.
   absl::Duration call_timeout = absl::Seconds(30);
 
   // Largest message sent or received, in bytes. A request carries all its
@@ -183,6 +189,8 @@ absl::Status BuildInferMessage(const InferRequest& request, inference::ModelInfe
 // from it is fine.
 using InferCallback = std::function<void(absl::StatusOr<InferResult>)>;
 
+class InferStream;
+
 // Thread-safe: any number of threads may call any method at once.
 class InferenceClient {
  public:
@@ -191,9 +199,9 @@ class InferenceClient {
   static absl::StatusOr<std::unique_ptr<InferenceClient>> Create(
       const InferenceClientOptions& options);
 
-  // Cancels the InferAsync calls still in flight and waits for their
-  // callbacks (which see CANCELLED) to return. Never from one of this
-  // client's callbacks (it would wait for itself).
+  // Cancels the asynchronous calls still in flight, a stream's included, and
+  // waits for their callbacks (which see CANCELLED) to return. Never from one
+  // of this client's callbacks (it would wait for itself).
   ~InferenceClient();
 
   InferenceClient(const InferenceClient&) = delete;
@@ -247,11 +255,19 @@ class InferenceClient {
   // client/perf_report.h).
   void ServerLiveAsync(std::function<void(absl::Status)> done);
 
+  // A stream of inference requests over ModelStreamInfer, sent one at a time
+  // (InferStream below). Nothing goes to the server before its first request.
+  // The client must outlive the stream.
+  std::unique_ptr<InferStream> OpenStream();
+
   const InferenceClientOptions& options() const { return options_; }
 
   // Implementation details follow.
  private:
+  friend class InferStream;
+  struct QueueTag;
   struct AsyncCall;
+  struct UnaryCall;
   struct AsyncInfer;
   struct AsyncServerLive;
 
@@ -271,10 +287,10 @@ class InferenceClient {
       const Request& request);
 
   // Registers `call` as in flight, starting the queue's thread with the
-  // first; FinishAsync removes and deletes it.
+  // first; UntrackAsync removes and deletes it.
   void TrackAsync(AsyncCall* call);
-  void FinishAsync(AsyncCall* call);
-  // The queue's thread: finishes each call the queue returns.
+  void UntrackAsync(AsyncCall* call);
+  // The queue's thread: hands each completion to its tag.
   void Poll();
 
   const InferenceClientOptions options_;
@@ -293,9 +309,119 @@ class InferenceClient {
   std::once_flag poller_started_;
   std::thread poller_;
 
-  // The InferAsync calls in flight, so that the destructor can cancel them.
+  // The asynchronous calls in flight (InferAsync, ServerLiveAsync and the
+  // calls of streams), so that the destructor can cancel them.
   absl::Mutex mu_;
   std::unordered_set<AsyncCall*> in_flight_ ABSL_GUARDED_BY(mu_);
+};
+
+// Inference requests over ModelStreamInfer, Triton's bidirectional stream
+// (perf_analyzer's --streaming), one at a time: InferAsync writes a request and
+// reads its answer, and the next may go once that answer's callback has been
+// called (from the callback too). A request on a stream pays for no gRPC call
+// of its own (HTTP/2 stream set-up, headers, trailers), which is what bounds a
+// server's throughput at saturation.
+//
+//   std::unique_ptr<InferStream> stream = client->OpenStream();
+//   stream->InferAsync(request, [](absl::StatusOr<InferResult> result) { ... });
+//   ...  // the next request once the callback has run
+//   RETURN_IF_ERROR(stream->Close(absl::Now() + absl::Seconds(5)));
+//
+// Note [Stream calls]
+// An InferStream's gRPC call starts with its first request, whose message
+// carries the call's headers (corked), and its Finish is asked for at once,
+// so that the call's end is seen whenever it comes: after Close's WritesDone,
+// when the server ends it with an error, or when it is cancelled. A call that
+// ends fails the request outstanding with its status, and the next request
+// starts a new call, so that a caller sending each request from the last
+// one's callback never meets a dead stream. An answer with an error_message
+// fails its own request only; the call goes on. Besides its Finish, a call
+// has one operation in flight at a time: the request's Write, then its Read,
+// or Close's WritesDone.
+//
+// Thread-safe. Made by InferenceClient::OpenStream; the client must outlive it.
+class InferStream {
+ public:
+  // Cancels the call in progress, if any (a request outstanding gets
+  // CANCELLED), and waits for it to end and for its callbacks to return.
+  // Never from one of the client's callbacks (it would wait for itself).
+  ~InferStream();
+
+  InferStream(const InferStream&) = delete;
+  InferStream& operator=(const InferStream&) = delete;
+
+  // Sends `request` on the stream and returns at once; `done` gets its answer
+  // on the client's completion-queue thread, under InferCallback's rules: the
+  // result (whose id must be the request's, when the request has one); an
+  // answer's error_message as UNKNOWN (the stream carries no code); or the
+  // status of the call's end. The request is copied before InferAsync
+  // returns. `done` is called at once, on the caller's thread, with
+  // CheckInferRequest's error, and with FAILED_PRECONDITION while another
+  // request is outstanding or Close runs.
+  void InferAsync(const InferRequest& request, InferCallback done);
+
+  // Ends the call in progress: waits for the request outstanding and its
+  // callback, half-closes the stream (WritesDone) and waits for the server to
+  // end it. Returns how that call ended: OK when the server ended it cleanly
+  // (or no call was in progress), or its error. Past `deadline` it cancels the
+  // call (a request outstanding gets CANCELLED) and returns DEADLINE_EXCEEDED.
+  // The stream stays usable: a later request starts a new call. Never from
+  // one of the client's callbacks.
+  absl::Status Close(absl::Time deadline);
+
+  // Implementation details follow.
+ private:
+  friend class InferenceClient;
+  struct Call;
+  struct StepTag;
+
+  // The call's one operation in flight besides its Finish.
+  enum class Step { kNone, kWrite, kRead, kWritesDone };
+
+  explicit InferStream(InferenceClient* client) : client_(client) {}
+
+  // Starts call_ (Note [Stream calls]).
+  void StartCall() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // On the queue's thread: `call`'s step, or its Finish, came back.
+  void OnStep(Call* call, bool ok) ABSL_LOCKS_EXCLUDED(mu_);
+  void OnFinished(Call* call) ABSL_LOCKS_EXCLUDED(mu_);
+  // Deletes call_ once both its Finish and its step are back, failing the
+  // request outstanding with the call's status.
+  void EndCallIfOver() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Calls `done` with `result` outside mu_, counted in in_callback_ so that
+  // Close and the destructor wait for it.
+  void RunCallback(InferCallback done, absl::StatusOr<InferResult> result)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // No request is outstanding, and no callback runs.
+  bool Idle() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return done_ == nullptr && !in_callback_;
+  }
+  // No call is in progress, and no callback runs.
+  bool Ended() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return call_ == nullptr && !in_callback_;
+  }
+  // Waits for `condition` until `deadline`; past it, cancels the call in
+  // progress and waits for the condition (which the cancellation brings)
+  // without one. False when it had to cancel.
+  bool AwaitOrCancel(const absl::Condition& condition, absl::Time deadline)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  InferenceClient* const client_;
+
+  absl::Mutex mu_;
+  // The call requests go on; null before the first request and once a call
+  // has ended, until the next request starts another.
+  Call* call_ ABSL_GUARDED_BY(mu_) = nullptr;
+  // How the last call ended.
+  absl::Status last_end_ ABSL_GUARDED_BY(mu_);
+  // The request outstanding: its callback (empty when there is none), id and
+  // client-side send time.
+  InferCallback done_ ABSL_GUARDED_BY(mu_);
+  std::string request_id_ ABSL_GUARDED_BY(mu_);
+  absl::Duration send_ ABSL_GUARDED_BY(mu_);
+  // A callback is running on the queue's thread.
+  bool in_callback_ ABSL_GUARDED_BY(mu_) = false;
+  bool closing_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace graphserve

@@ -7,8 +7,10 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/blocking_counter.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
 #include "client/fake_inference_server.h"
 #include "gtest/gtest.h"
 
@@ -262,6 +264,134 @@ TEST(InferenceClientCreateTest, ServerLiveAsyncToNoServerIsUnavailable) {
   });
   done.Wait();
   EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+}
+
+// Sends `request` on `stream` and waits for its answer.
+absl::StatusOr<InferResult> InferOnStream(InferStream& stream, const InferRequest& request) {
+  absl::Notification answered;
+  absl::StatusOr<InferResult> answer = absl::UnknownError("no answer");
+  stream.InferAsync(request, [&](absl::StatusOr<InferResult> result) {
+    answer = std::move(result);
+    answered.Notify();
+  });
+  answered.WaitForNotification();
+  return answer;
+}
+
+constexpr absl::Duration kCloseWithin = absl::Seconds(10);
+
+TEST_F(InferenceClientTest, StreamAnswersItsRequestsOverOneCall) {
+  std::unique_ptr<InferStream> stream = client_->OpenStream();
+  EXPECT_EQ(server_->stream_calls(), 0);  // nothing goes before the first request
+  for (int64_t rows = 1; rows <= 3; ++rows) {
+    InferRequest request = DoubleRequest(rows);
+    request.id = absl::StrCat("request ", rows);
+    absl::StatusOr<InferResult> result = InferOnStream(*stream, request);
+    ASSERT_TRUE(result.ok()) << result.status();
+    EXPECT_EQ(result->id(), request.id);
+    EXPECT_EQ(result->model_version(), "1");
+    absl::StatusOr<const InferOutput*> y = result->Output("y");
+    ASSERT_TRUE(y.ok()) << y.status();
+    EXPECT_EQ((*y)->shape, (std::vector<int64_t>{rows, 4}));
+    absl::StatusOr<absl::Span<const float>> values = (*y)->AsFloat32();
+    ASSERT_TRUE(values.ok()) << values.status();
+    ASSERT_EQ(values->size(), static_cast<size_t>(rows * 4));
+    for (size_t i = 0; i < values->size(); ++i) {
+      EXPECT_EQ((*values)[i], 2 * (static_cast<float>(i) - 2.5f)) << i;
+    }
+  }
+  EXPECT_EQ(server_->stream_calls(), 1);
+  EXPECT_EQ(server_->infer_calls(), 3);
+  // The server ends the call with OK after the client's WritesDone.
+  EXPECT_TRUE(stream->Close(absl::Now() + kCloseWithin).ok());
+
+  // A request after Close starts another call.
+  ASSERT_TRUE(InferOnStream(*stream, DoubleRequest(1)).ok());
+  EXPECT_EQ(server_->stream_calls(), 2);
+}
+
+TEST_F(InferenceClientTest, AnErrorAnswerFailsItsRequestAndTheStreamGoesOn) {
+  std::unique_ptr<InferStream> stream = client_->OpenStream();
+  InferRequest unknown = DoubleRequest(1);
+  unknown.model_name = "triple";
+  unknown.id = "to an unknown model";  // a failed request's answer carries its id
+  absl::Status status = InferOnStream(*stream, unknown).status();
+  // The stream carries the server's message but no code.
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnknown) << status;
+  EXPECT_EQ(status.message(), "unknown model 'triple'");
+  status = InferOnStream(*stream, DoubleRequest(9)).status();  // above max_batch_size 8
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnknown) << status;
+  EXPECT_TRUE(absl::StrContains(status.message(), "batch 1 to 8")) << status;
+
+  absl::StatusOr<InferResult> result = InferOnStream(*stream, DoubleRequest(2));
+  ASSERT_TRUE(result.ok()) << result.status();
+  EXPECT_EQ((*(*result->Output("y"))->AsFloat32())[0], 2 * -2.5f);
+  EXPECT_EQ(server_->stream_calls(), 1);  // the errors did not end the call
+  EXPECT_TRUE(stream->Close(absl::Now() + kCloseWithin).ok());
+}
+
+TEST(InferStreamTest, ACallTheServerEndsFailsItsRequestAndTheNextStartsAnother) {
+  absl::StatusOr<std::unique_ptr<FakeInferenceServer>> server =
+      FakeInferenceServer::Start({.end_streams_after_answers = 2});
+  ASSERT_TRUE(server.ok()) << server.status();
+  absl::StatusOr<std::unique_ptr<InferenceClient>> client = InferenceClient::Create(
+      {.address = (*server)->address(), .call_timeout = absl::Seconds(10)});
+  ASSERT_TRUE(client.ok()) << client.status();
+  std::unique_ptr<InferStream> stream = (*client)->OpenStream();
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(InferOnStream(*stream, DoubleRequest(1)).ok()) << i;
+  const absl::Status lost = InferOnStream(*stream, DoubleRequest(1)).status();
+  EXPECT_EQ(lost.code(), absl::StatusCode::kUnavailable) << lost;
+  EXPECT_EQ(lost.message(), "injected stream end");
+  EXPECT_EQ((*server)->stream_calls(), 1);
+
+  ASSERT_TRUE(InferOnStream(*stream, DoubleRequest(1)).ok());
+  EXPECT_EQ((*server)->stream_calls(), 2);
+  EXPECT_EQ((*server)->infer_calls(), 3);  // the lost request never ran
+  EXPECT_TRUE(stream->Close(absl::Now() + kCloseWithin).ok());
+}
+
+TEST(InferStreamTest, AStreamToNoServerIsUnavailable) {
+  absl::StatusOr<std::unique_ptr<InferenceClient>> client = InferenceClient::Create(
+      {.address = "unix:/nonexistent/graphserve.sock", .call_timeout = absl::Seconds(5)});
+  ASSERT_TRUE(client.ok());
+  std::unique_ptr<InferStream> stream = (*client)->OpenStream();
+  const absl::Status status = InferOnStream(*stream, DoubleRequest(1)).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+}
+
+// A Close past its deadline cancels the call: the request outstanding is
+// answered or cancelled, exactly once, and the stream stays usable.
+TEST_F(InferenceClientTest, ClosePastItsDeadlineCancelsTheCall) {
+  std::unique_ptr<InferStream> stream = client_->OpenStream();
+  std::atomic<int> called{0};
+  absl::Status outstanding;
+  stream->InferAsync(DoubleRequest(8), [&](absl::StatusOr<InferResult> result) {
+    outstanding = result.status();
+    ++called;
+  });
+  // The server cannot have ended the call by a deadline already past.
+  const absl::Status closed = stream->Close(absl::InfinitePast());
+  EXPECT_EQ(closed.code(), absl::StatusCode::kDeadlineExceeded) << closed;
+  EXPECT_EQ(called.load(), 1);
+  EXPECT_TRUE(outstanding.ok() || outstanding.code() == absl::StatusCode::kCancelled)
+      << outstanding;
+  // On a new call (the cancelled one may not have reached the server at all).
+  absl::StatusOr<InferResult> after = InferOnStream(*stream, DoubleRequest(1));
+  EXPECT_TRUE(after.ok()) << after.status();
+}
+
+TEST_F(InferenceClientTest, DestroyingAStreamAnswersItsRequestOutstanding) {
+  std::unique_ptr<InferStream> stream = client_->OpenStream();
+  std::atomic<int> called{0};
+  absl::Status outstanding;
+  stream->InferAsync(DoubleRequest(8), [&](absl::StatusOr<InferResult> result) {
+    outstanding = result.status();
+    ++called;
+  });
+  stream.reset();
+  EXPECT_EQ(called.load(), 1);
+  EXPECT_TRUE(outstanding.ok() || outstanding.code() == absl::StatusCode::kCancelled)
+      << outstanding;
 }
 
 TEST(InferResultTest, ReadsTypedContentsAsRaw) {

@@ -15,6 +15,7 @@
 #include "absl/time/clock.h"
 #include "client/replay_cost.h"
 #include "client/request_builder.h"
+#include "common/logging.h"
 #include "common/status.h"
 
 namespace graphserve {
@@ -319,42 +320,44 @@ absl::StatusOr<std::unique_ptr<LoadGenerator>> LoadGenerator::Create(
       std::move(connections), options, std::move(request), std::move(replay), std::move(slots)));
 }
 
-void LoadGenerator::StartCall(Call call, InferenceClient* connection,
-                              const SharedMemorySlot* shared_memory,
+void LoadGenerator::StartCall(Call call, const Route& route,
                               std::function<void(const Outcome&)> done) {
   const SteadyClock::time_point start = SteadyClock::now();
   if (call == Call::kServerLive) {
-    connection->ServerLiveAsync([start, done = std::move(done)](absl::Status status) {
+    route.connection->ServerLiveAsync([start, done = std::move(done)](absl::Status status) {
       done(Outcome{.start = start, .end = SteadyClock::now(), .status = std::move(status)});
     });
     return;
   }
-  connection->InferAsync(shared_memory != nullptr ? shared_memory->request() : request_,
-                         [start, done = std::move(done)](absl::StatusOr<InferResult> result) {
-                           Outcome outcome{.start = start, .end = SteadyClock::now()};
-                           if (result.ok()) {
-                             outcome.timing = result->timing();
-                           } else {
-                             outcome.status = result.status();
-                           }
-                           done(outcome);
-                         });
+  const InferRequest& request =
+      route.shared_memory != nullptr ? route.shared_memory->request() : request_;
+  InferCallback on_result = [start, done = std::move(done)](absl::StatusOr<InferResult> result) {
+    Outcome outcome{.start = start, .end = SteadyClock::now()};
+    if (result.ok()) {
+      outcome.timing = result->timing();
+    } else {
+      outcome.status = result.status();
+    }
+    done(outcome);
+  };
+  if (route.stream != nullptr) {
+    route.stream->InferAsync(request, std::move(on_result));
+  } else {
+    route.connection->InferAsync(request, std::move(on_result));
+  }
 }
 
 void LoadGenerator::SendClosedLoop(Call call, std::shared_ptr<LevelRecorder> recorder,
-                                   InferenceClient* connection,
-                                   const SharedMemorySlot* shared_memory) {
-  StartCall(call, connection, shared_memory,
-            [this, call, recorder, connection, shared_memory](const Outcome& outcome) {
-              // The next request's slot is taken before this one's is freed,
-              // so the count of requests in flight never touches zero while
-              // the level runs: AwaitDrained cannot return, and the generator
-              // cannot be destroyed, while this callback may still call
-              // SendClosedLoop on it.
-              const bool send_next = recorder->TryStart();
-              recorder->Finish(outcome);
-              if (send_next) SendClosedLoop(call, recorder, connection, shared_memory);
-            });
+                                   const Route& route) {
+  StartCall(call, route, [this, call, recorder, route](const Outcome& outcome) {
+    // The next request's slot is taken before this one's is freed, so the
+    // count of requests in flight never touches zero while the level runs:
+    // AwaitDrained cannot return, and the generator cannot be destroyed,
+    // while this callback may still call SendClosedLoop on it.
+    const bool send_next = recorder->TryStart();
+    recorder->Finish(outcome);
+    if (send_next) SendClosedLoop(call, recorder, route);
+  });
 }
 
 void LoadGenerator::SendOpenLoop(Call call, std::shared_ptr<LevelRecorder> recorder) {
@@ -372,7 +375,7 @@ void LoadGenerator::SendOpenLoop(Call call, std::shared_ptr<LevelRecorder> recor
     }
     shared_memory = *acquired;
   }
-  StartCall(call, connection, shared_memory,
+  StartCall(call, {.connection = connection, .shared_memory = shared_memory},
             [this, recorder, shared_memory](const Outcome& outcome) {
               // Released before the request's slot is freed, so that a send
               // let through by the freed slot finds this one free and the
@@ -454,7 +457,8 @@ std::optional<inference::InferStatistics> LoadGenerator::ServerStatistics() {
 }
 
 LevelResult LoadGenerator::MeasureLevel(Call call, LevelRecorder& recorder, double level,
-                                        int windows) {
+                                        int windows,
+                                        absl::Span<const std::unique_ptr<InferStream>> streams) {
   const SteadyClock::time_point level_start = SteadyClock::now();
   recorder.AwaitFinished(options_.warmup_requests);
   SleepUntil(level_start + absl::ToChronoNanoseconds(options_.warmup));
@@ -472,6 +476,7 @@ LevelResult LoadGenerator::MeasureLevel(Call call, LevelRecorder& recorder, doub
       served ? ServerStatistics() : std::nullopt;
 
   recorder.Stop();
+  CloseStreams(streams);
   recorder.AwaitDrained();
   LevelResult result =
       Summarize(recorder.TakeCompletions(), boundaries, options_.batch_size, level);
@@ -481,19 +486,64 @@ LevelResult LoadGenerator::MeasureLevel(Call call, LevelRecorder& recorder, doub
   return result;
 }
 
+// Note [Streaming slots]
+// With LoadGeneratorOptions::streaming, each slot of a concurrency level keeps
+// one InferStream of its connection for the level, as perf_analyzer's
+// --streaming keeps one stream per slot, and its one request outstanding goes
+// there: each answer's callback sends the slot's next request on the same
+// stream, so a request pays for no gRPC call of its own. A stream carries one
+// request at a time, so it needs no ids and no write queue; a request-rate
+// level, whose requests do not wait for each other's answers, would need both,
+// and refuses streaming. An answer with an error counts as a failed request,
+// as a failed call does, and the stream goes on; a stream the server ends
+// fails its request outstanding and starts a new call with the next (Note
+// [Stream calls] in client/inference_client.h), so a slot never stops
+// sending. Once the level stops, each stream is closed after its last answer
+// (WritesDone, then the server's end), before the level drains: a stream has
+// no deadline of its own, so Close's, a call timeout away, is what bounds the
+// drain against a hung server, as each call's deadline does without streams.
+// (A send from a callback that took its slot just before the level stopped
+// may meet its stream closing: refused, it ends after the windows, uncounted.)
+
 LevelResult LoadGenerator::RunClosedLoop(Call call, int64_t concurrency, int windows) {
   auto recorder = std::make_shared<LevelRecorder>();
+  // Closed by MeasureLevel once the load stops; their slots' callbacks have
+  // all returned before it returns.
+  std::vector<std::unique_ptr<InferStream>> streams;
   for (int64_t i = 0; i < concurrency; ++i) {
-    // Request i of the loop keeps shared-memory slot i (RunConcurrency
-    // reserved them).
-    const SharedMemorySlot* shared_memory =
-        call == Call::kInfer && slots_ != nullptr ? slots_->slot(static_cast<size_t>(i)) : nullptr;
-    if (recorder->TryStart()) {
-      SendClosedLoop(call, recorder, connections_[static_cast<size_t>(i) % connections_.size()],
-                     shared_memory);
+    const auto index = static_cast<size_t>(i);
+    Route route{.connection = connections_[index % connections_.size()]};
+    if (call == Call::kInfer) {
+      // Request i of the loop keeps shared-memory slot i (RunConcurrency
+      // reserved them).
+      if (slots_ != nullptr) route.shared_memory = slots_->slot(index);
+      if (options_.streaming) {
+        streams.push_back(route.connection->OpenStream());
+        route.stream = streams.back().get();
+      }
     }
+    if (recorder->TryStart()) SendClosedLoop(call, recorder, route);
   }
-  return MeasureLevel(call, *recorder, static_cast<double>(concurrency), windows);
+  return MeasureLevel(call, *recorder, static_cast<double>(concurrency), windows, streams);
+}
+
+void LoadGenerator::CloseStreams(absl::Span<const std::unique_ptr<InferStream>> streams) {
+  if (streams.empty()) return;
+  const absl::Duration timeout = client_->options().call_timeout;
+  const absl::Time deadline =
+      timeout > absl::ZeroDuration() ? absl::Now() + timeout : absl::InfiniteFuture();
+  int failed = 0;
+  absl::Status first;
+  for (const std::unique_ptr<InferStream>& stream : streams) {
+    absl::Status closed = stream->Close(deadline);
+    if (closed.ok()) continue;
+    if (failed++ == 0) first = std::move(closed);
+  }
+  // Every request has been counted by now; this is only about the ends.
+  if (failed > 0) {
+    spdlog::warn("{} of {} ModelStreamInfer streams did not end cleanly; the first: {}", failed,
+                 streams.size(), first.ToString());
+  }
 }
 
 LevelResult LoadGenerator::RunOpenLoop(Call call, double requests_per_second, int windows) {
@@ -544,6 +594,10 @@ absl::StatusOr<LevelResult> LoadGenerator::RunConcurrency(int64_t concurrency) {
 }
 
 absl::StatusOr<LevelResult> LoadGenerator::RunRequestRate(double requests_per_second) {
+  if (options_.streaming) {
+    return absl::InvalidArgumentError(
+        "streaming works with a concurrency only: a stream carries one request at a time");
+  }
   if (!(requests_per_second >= kMinRequestRate) || !std::isfinite(requests_per_second)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "request rate must be at least one an hour (", kMinRequestRate, "/s), got ",

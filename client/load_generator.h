@@ -21,6 +21,10 @@
 // in place of ModelInfer: the floor of Note [The served floor]
 // (client/perf_report.h), beside the model's full-chunk replay read from
 // its config.
+//
+// With `streaming`, a concurrency level sends its requests over
+// ModelStreamInfer streams, one per slot, instead of a call each (Note
+// [Streaming slots] in client/load_generator.cc); its floor stays unary.
 
 #include <atomic>
 #include <cstdint>
@@ -32,6 +36,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "absl/types/span.h"
 #include "client/inference_client.h"
 #include "client/perf_report.h"
 #include "client/shared_memory_slots.h"
@@ -87,6 +92,11 @@ struct LoadGeneratorOptions {
   // Where the requests' inputs and outputs travel: in the messages (kNone),
   // or in system or CUDA shared memory.
   SharedMemoryOptions shared_memory;
+
+  // Concurrency levels send ModelInfer over ModelStreamInfer streams, one per
+  // concurrency slot, as perf_analyzer's --streaming does (Note [Streaming
+  // slots]); request-rate levels refuse it. The floor stays unary.
+  bool streaming = false;
 };
 
 class LoadGenerator {
@@ -111,9 +121,10 @@ class LoadGenerator {
 
   // One request-rate level (requests per second), then its floor. Returns
   // once every request it sent has finished. InvalidArgument for a rate that
-  // is not positive. With shared memory, slots are added on the schedule's
-  // thread as the requests in flight need them (mostly in the warm-up); a
-  // send whose slot cannot be made counts as a failed request.
+  // is not positive, and with `streaming`. With shared memory, slots are
+  // added on the schedule's thread as the requests in flight need them
+  // (mostly in the warm-up); a send whose slot cannot be made counts as a
+  // failed request.
   absl::StatusOr<LevelResult> RunRequestRate(double requests_per_second);
 
   // The request every level sends, with its inputs' bytes (with shared
@@ -158,17 +169,23 @@ class LoadGenerator {
   // How one call ended.
   struct Outcome;
 
-  // Starts one call on `connection`, sending the request of `shared_memory`
-  // (null: request_); `done` gets its outcome on the connection's
+  // Where a call goes: over `connection`, or on `stream`, a stream of that
+  // connection (Note [Streaming slots]), when there is one; with the request
+  // of `shared_memory` (null: request_).
+  struct Route {
+    InferenceClient* connection = nullptr;
+    InferStream* stream = nullptr;
+    const SharedMemorySlot* shared_memory = nullptr;
+  };
+
+  // Starts one call; `done` gets its outcome on the connection's
   // completion-queue thread.
-  void StartCall(Call call, InferenceClient* connection, const SharedMemorySlot* shared_memory,
-                 std::function<void(const Outcome&)> done);
+  void StartCall(Call call, const Route& route, std::function<void(const Outcome&)> done);
 
   // Sends one closed-loop call whose slot is already taken; its completion
-  // sends the next while the level runs, from the same shared-memory slot
-  // (null without shared memory, and for the floor).
-  void SendClosedLoop(Call call, std::shared_ptr<LevelRecorder> recorder,
-                      InferenceClient* connection, const SharedMemorySlot* shared_memory);
+  // sends the next while the level runs, by the same route (a slot keeps its
+  // connection, stream and shared-memory slot).
+  void SendClosedLoop(Call call, std::shared_ptr<LevelRecorder> recorder, const Route& route);
 
   // Sends one open-loop call whose slot is already taken.
   void SendOpenLoop(Call call, std::shared_ptr<LevelRecorder> recorder);
@@ -180,8 +197,14 @@ class LoadGenerator {
                    std::chrono::steady_clock::time_point start, int index, int shares);
 
   // Warm-up, `windows` windows and (for ModelInfer) the server statistics
-  // around them; stops the load and waits for it to drain, then summarises.
-  LevelResult MeasureLevel(Call call, LevelRecorder& recorder, double level, int windows);
+  // around them; stops the load, closes the level's `streams` and waits for
+  // the load to drain, then summarises.
+  LevelResult MeasureLevel(Call call, LevelRecorder& recorder, double level, int windows,
+                           absl::Span<const std::unique_ptr<InferStream>> streams = {});
+
+  // Closes `streams` once the load has stopped, each after its last answer,
+  // by one deadline a call timeout away (Note [Streaming slots]).
+  void CloseStreams(absl::Span<const std::unique_ptr<InferStream>> streams);
 
   // Summed inference statistics of the model, or nullopt when the server
   // does not answer ModelStatistics.

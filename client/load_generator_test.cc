@@ -320,6 +320,114 @@ TEST_F(LoadGeneratorTest, SharedMemoryGivesEveryRequestInFlightItsOwnRegion) {
   EXPECT_EQ(server_->registered_regions(), 0);
 }
 
+// Note [Streaming slots]: each slot of a level keeps one stream, on its
+// connection, for the whole level; the floor stays unary.
+TEST_F(LoadGeneratorTest, StreamingSendsEachSlotsRequestsOnAStreamOfItsOwn) {
+  StartServer();
+  absl::StatusOr<std::unique_ptr<InferenceClient>> second = InferenceClient::Create(
+      {.address = server_->address(), .call_timeout = absl::Seconds(10),
+       .private_connection = true});
+  ASSERT_TRUE(second.ok()) << second.status();
+  LoadGeneratorOptions options = Options();
+  options.streaming = true;
+  absl::StatusOr<std::unique_ptr<LoadGenerator>> generator =
+      LoadGenerator::Create({client_.get(), second->get()}, options);
+  ASSERT_TRUE(generator.ok()) << generator.status();
+
+  int64_t streams_before = 0;
+  for (const int64_t concurrency : {3, 1}) {
+    SCOPED_TRACE(absl::StrCat("concurrency ", concurrency));
+    const int64_t live_before = server_->live_calls();
+    absl::StatusOr<LevelResult> level = (*generator)->RunConcurrency(concurrency);
+    ASSERT_TRUE(level.ok()) << level.status();
+    EXPECT_EQ(level->level, concurrency);
+    EXPECT_EQ(server_->stream_calls() - streams_before, concurrency);
+    streams_before = server_->stream_calls();
+
+    EXPECT_GT(level->completed, 0);
+    EXPECT_EQ(level->errors, 0) << level->first_error;
+    EXPECT_EQ(level->latency.count, level->completed);
+    EXPECT_EQ(static_cast<int64_t>(level->timeline.size()), level->completed);
+    ExpectOrderedPercentiles(level->latency);
+    EXPECT_NEAR(level->infer_per_sec,
+                2.0 * level->completed / absl::ToDoubleSeconds(level->measured),
+                1e-6 * level->infer_per_sec);
+    // Every request counted went over a stream, as the server counted it.
+    EXPECT_GE(server_->infer_calls(), level->completed);
+    ASSERT_TRUE(level->server.has_value());
+    EXPECT_GT(level->server->requests, level->completed / 2);
+    EXPECT_LT(level->server->requests, 2 * level->completed + 10);
+
+    ASSERT_TRUE(level->floor.has_value());
+    EXPECT_GT(level->floor->completed, 0);
+    EXPECT_EQ(level->floor->errors, 0) << level->floor->first_error;
+    EXPECT_GE(server_->live_calls() - live_before, level->floor->completed);
+  }
+
+  // A stream carries one request at a time: no request rate over streams.
+  EXPECT_EQ((*generator)->RunRequestRate(100).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(LoadGeneratorTest, StreamingCountsErrorAnswersAndKeepsItsStreams) {
+  StartServer({.fail_every_nth_infer = 4});
+  LoadGeneratorOptions options = Options();
+  options.streaming = true;
+  absl::StatusOr<std::unique_ptr<LoadGenerator>> generator =
+      LoadGenerator::Create(client_.get(), options);
+  ASSERT_TRUE(generator.ok()) << generator.status();
+  absl::StatusOr<LevelResult> level = (*generator)->RunConcurrency(2);
+  ASSERT_TRUE(level.ok()) << level.status();
+  ASSERT_GT(level->completed, 20);
+  // One request in four fails on the server, as with a call each.
+  const double failed = static_cast<double>(level->errors) / level->completed;
+  EXPECT_GT(failed, 0.15);
+  EXPECT_LT(failed, 0.35);
+  // An answer's error_message carries no code.
+  EXPECT_EQ(level->first_error, "UNKNOWN: injected failure");
+  EXPECT_EQ(level->latency.count, level->completed - level->errors);
+  EXPECT_EQ(server_->stream_calls(), 2);  // errors do not end streams
+}
+
+TEST_F(LoadGeneratorTest, StreamingSlotsGoOnWhenTheServerEndsTheirStreams) {
+  // Every stream loses its sixth request and ends: the slot's next request
+  // starts a new stream.
+  StartServer({.end_streams_after_answers = 5});
+  LoadGeneratorOptions options = Options();
+  options.streaming = true;
+  absl::StatusOr<std::unique_ptr<LoadGenerator>> generator =
+      LoadGenerator::Create(client_.get(), options);
+  ASSERT_TRUE(generator.ok()) << generator.status();
+  absl::StatusOr<LevelResult> level = (*generator)->RunConcurrency(2);
+  ASSERT_TRUE(level.ok()) << level.status();
+  // Enough that a window's edges move the share of errors by little.
+  ASSERT_GT(level->completed, 60);
+  const double failed = static_cast<double>(level->errors) / level->completed;
+  EXPECT_GT(failed, 0.1);  // 1 in 6
+  EXPECT_LT(failed, 0.25);
+  EXPECT_EQ(level->first_error, "UNAVAILABLE: injected stream end");
+  EXPECT_GT(server_->stream_calls(), level->errors);
+}
+
+TEST_F(LoadGeneratorTest, StreamingWithSharedMemoryKeepsASlotsRegionOnItsStream) {
+  StartServer();
+  LoadGeneratorOptions options = Options();
+  options.shared_memory.kind = SharedMemoryKind::kSystem;
+  options.streaming = true;
+  absl::StatusOr<std::unique_ptr<LoadGenerator>> generator =
+      LoadGenerator::Create(client_.get(), options);
+  ASSERT_TRUE(generator.ok()) << generator.status();
+  constexpr int64_t kConcurrency = 3;
+  absl::StatusOr<LevelResult> level = (*generator)->RunConcurrency(kConcurrency);
+  ASSERT_TRUE(level.ok()) << level.status();
+  EXPECT_GT(level->completed, 0);
+  EXPECT_EQ(level->errors, 0) << level->first_error;
+  EXPECT_EQ(server_->registered_regions(), kConcurrency);
+  EXPECT_EQ(server_->stream_calls(), kConcurrency);
+  generator->reset();
+  EXPECT_EQ(server_->registered_regions(), 0);
+}
+
 TEST_F(LoadGeneratorTest, RejectsBadLevels) {
   StartServer();
   absl::StatusOr<std::unique_ptr<LoadGenerator>> generator =
