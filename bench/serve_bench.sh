@@ -18,7 +18,8 @@
 #      saturated request rate for p99 against p50; on two models: mlp,
 #      where the gRPC transport, not the GPU, sets throughput, and the encoder
 #      (4 TransformerEncoderLayers, x [B,16,256], exported with PyTorch by
-#      bench/export_models.py), where kernel launches matter;
+#      bench/export_models.py), where kernel launches matter; with
+#      SERVE_STREAMING, each saturated server over ModelStreamInfer streams too;
 #   4. the serving core without gRPC (bench/core_bench.cc): the same models
 #      loaded in-process and driven with 64 outstanding batch-1 requests, GPU
 #      busy over the window core_bench measured, the same way: what the server
@@ -37,6 +38,10 @@
 # under each of a few server flags, and the encoder's under each GPU wait,
 # ~170 s), off by default so that the whole run stays within the device
 # tool's 600 s for one command; SERVE_SETTINGS=only runs them alone.
+# SERVE_STREAMING=1 adds, for every saturated server, the same load over
+# ModelStreamInfer streams (perf --streaming: one stream per request in
+# flight, so a request costs a message, not a call); SERVE_STREAMING=only
+# runs the saturated servers alone, with and without streams (~4 minutes).
 set -uo pipefail
 # bin, out, work, failures and the server's helpers (bench/serve_server.sh).
 # shellcheck source=bench/serve_server.sh
@@ -44,15 +49,18 @@ source "$(dirname "$0")/serve_server.sh" "$@" || exit 2
 repeats=${SERVE_REPEATS:-3}
 run_encoder=${SERVE_ENCODER:-1}
 run_settings=${SERVE_SETTINGS:-0}
+run_streaming=${SERVE_STREAMING:-0}
 
 # SERVE_SETTINGS=only runs the settings table alone: a quick side-by-side of
-# server flags.
-settings_only=0
-[[ "$run_settings" == only ]] && settings_only=1
+# server flags; SERVE_STREAMING=only the saturated servers alone, each with
+# and without streams.
+one_part_only=0
+[[ "$run_settings" == only ]] && one_part_only=1
+[[ "$run_streaming" == only ]] && one_part_only=1
 
 "$bin/make_example_models" --out "$work/models" >/dev/null
 
-if [[ "$settings_only" == 0 ]]; then
+if [[ "$one_part_only" == 0 ]]; then
   echo "--- replay baseline (no gRPC)"
   for model in mlp dlrm_dense; do
     "$bin/replay_bench" --model "$work/models/$model.onnx" --batch-sizes 1,4,16,64,256 \
@@ -123,49 +131,68 @@ server_repo() {  # server_repo batching|no_batching PLAIN_REPO BATCHING_REPO
   if [[ "$1" == batching ]]; then echo "$3"; else echo "$2"; fi
 }
 
+# saturated_repeats MODEL NAME KIND [PERF_FLAGS...]: the running server
+# saturated with batch-1 requests, $repeats times (KIND_NAME_r<k>.csv, CPU in
+# sat_cpu.txt), GPU busy over the repeats' measured windows (gpu_busy.txt,
+# labelled NAME for KIND sat, KIND_NAME otherwise).
+saturated_repeats() {
+  local model=$1 name=$2 kind=$3
+  shift 3
+  local label=$name recorder r server_before start_ns client_cpu wall_ms server_cpu timelines
+  [[ "$kind" == sat ]] || label="${kind}_$name"
+  # GPU busy is taken over the repeats' measured windows only (each
+  # timeline's first send to last answer), not perf's start, connections
+  # and warm-up between them.
+  python3 bench/nvml_sampler.py record --samples "$work/busy_${label}.csv" &
+  recorder=$!
+  timelines=()
+  for r in $(seq 1 "$repeats"); do
+    # Where the CPU goes at saturation: the server's and the load
+    # generator's CPU seconds over the run's wall seconds (cores kept busy).
+    server_before=$(cpu_seconds "$server_pid")
+    start_ns=$(date +%s%N)
+    # perf runs in a subshell only so that `times` counts it alone; its
+    # failure is counted out here.
+    timelines+=(--timeline "$work/tl_${label}_r${r}.csv")
+    client_cpu=$( (perf "$out/${kind}_${name}_r${r}.csv" --model "$model" --batch-size 1 \
+      --concurrency 64 --connections 16 --timeline "$work/tl_${label}_r${r}.csv" "$@" >&2 ||
+      echo FAILED; times) | tail -n 3)
+    if grep -q FAILED <<<"$client_cpu"; then failures=$((failures + 1)); fi
+    client_cpu=$(tail -n 1 <<<"$client_cpu" | awk '{print $1" "$2}')
+    wall_ms=$((($(date +%s%N) - start_ns) / 1000000))
+    server_cpu=$(awk -v a="$(cpu_seconds "$server_pid")" -v b="$server_before" \
+      'BEGIN {print a - b}')
+    echo "$label r$r: wall ${wall_ms} ms, server CPU ${server_cpu} s, load generator CPU" \
+      "(user sys) ${client_cpu}" | tee -a "$out/sat_cpu.txt"
+  done
+  stop_recorder "$recorder"
+  python3 bench/nvml_sampler.py report --samples "$work/busy_${label}.csv" --label "$label" \
+    "${timelines[@]}" --out "$out/gpu_busy.txt" || failures=$((failures + 1))
+  rm -f "$work/tl_${label}_r"*.csv  # a line per request: large
+}
+
 # saturation_runs MODEL PLAIN_REPO BATCHING_REPO: the four servers saturated
-# with batch-1 requests, $repeats times each (sat_<server>_r<k>.csv, CPU in
-# sat_cpu.txt, GPU busy over the repeats' measured windows in gpu_busy.txt),
-# then at half the saturated rate (half_<server>_<distribution>.csv).
+# with batch-1 requests (saturated_repeats: sat_<server>_r<k>.csv), with
+# SERVE_STREAMING the same load over ModelStreamInfer streams beside it
+# (stream_<server>_r<k>.csv), then, unless SERVE_STREAMING=only, at half the
+# saturated rate (half_<server>_<distribution>.csv).
 saturation_runs() {
   local model=$1 plain=$2 batching_repo=$3
-  local graphs batching name recorder r server_before start_ns client_cpu wall_ms server_cpu
-  local rate distribution timelines
+  local graphs batching name rate distribution
   for graphs in on off; do
     for batching in batching no_batching; do
       name=$(server_name "$model" "$graphs" "$batching")
       echo "--- $name"
       start_server "$(server_repo "$batching" "$plain" "$batching_repo")" --graphs "$graphs" ||
         continue
-      # GPU busy is taken over the repeats' measured windows only (each
-      # timeline's first send to last answer), not perf's start, connections
-      # and warm-up between them.
-      python3 bench/nvml_sampler.py record --samples "$work/busy_${name}.csv" &
-      recorder=$!
-      timelines=()
-      for r in $(seq 1 "$repeats"); do
-        # Where the CPU goes at saturation: the server's and the load
-        # generator's CPU seconds over the run's wall seconds (cores kept busy).
-        server_before=$(cpu_seconds "$server_pid")
-        start_ns=$(date +%s%N)
-        # perf runs in a subshell only so that `times` counts it alone; its
-        # failure is counted out here.
-        timelines+=(--timeline "$work/tl_${name}_r${r}.csv")
-        client_cpu=$( (perf "$out/sat_${name}_r${r}.csv" --model "$model" --batch-size 1 \
-          --concurrency 64 --connections 16 --timeline "$work/tl_${name}_r${r}.csv" >&2 ||
-          echo FAILED; times) | tail -n 3)
-        if grep -q FAILED <<<"$client_cpu"; then failures=$((failures + 1)); fi
-        client_cpu=$(tail -n 1 <<<"$client_cpu" | awk '{print $1" "$2}')
-        wall_ms=$((($(date +%s%N) - start_ns) / 1000000))
-        server_cpu=$(awk -v a="$(cpu_seconds "$server_pid")" -v b="$server_before" \
-          'BEGIN {print a - b}')
-        echo "$name r$r: wall ${wall_ms} ms, server CPU ${server_cpu} s, load generator CPU" \
-          "(user sys) ${client_cpu}" | tee -a "$out/sat_cpu.txt"
-      done
-      stop_recorder "$recorder"
-      python3 bench/nvml_sampler.py report --samples "$work/busy_${name}.csv" --label "$name" \
-        "${timelines[@]}" --out "$out/gpu_busy.txt" || failures=$((failures + 1))
-      rm -f "$work/tl_${name}_r"*.csv  # a line per request: large
+      saturated_repeats "$model" "$name" sat
+      if [[ "$run_streaming" != 0 ]]; then
+        saturated_repeats "$model" "$name" stream --streaming
+      fi
+      if [[ "$run_streaming" == only ]]; then
+        stop_server
+        continue
+      fi
       # Empty RPCs did best over 16 connections and worst over 64, whatever
       # the API (bench/results/2026-11-26_ffcd9bf_grpc_path_h200): the
       # saturated runs use 16, and this one the 64 of earlier runs, to
@@ -316,8 +343,16 @@ if [[ "$run_encoder" != 0 ]]; then
   fi
 fi
 
-if [[ "$settings_only" == 1 ]]; then
+if [[ "$run_settings" == only ]]; then
   settings_runs
+fi
+if [[ "$run_streaming" == only ]]; then
+  saturation_runs mlp "$work/repo_plain" "$work/repo_batching"
+  if [[ "$encoder_ready" == 1 ]]; then
+    saturation_runs encoder "$work/encoder_plain" "$work/encoder_batching"
+  fi
+fi
+if [[ "$one_part_only" == 1 ]]; then
   python3 bench/serve_summary.py "$out" || failures=$((failures + 1))
   rm -rf "$work"
   echo "serve_bench: $failures failures"

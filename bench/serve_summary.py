@@ -6,6 +6,8 @@
 Reads, from OUT_DIR (graphserve-client perf's perf_analyzer CSV, one row):
   latency_<model>_b<batch>_r<k>.csv   concurrency 1, repeat k
   sat_<server>_r<k>.csv               concurrency 64, batch 1, repeat k
+  stream_<server>_r<k>.csv            the same over ModelStreamInfer streams
+                                      (SERVE_STREAMING)
   conn64_<server>.csv                 the same over 64 connections (one run)
   variant_sat_<setting>_r<k>.csv      concurrency 64, batch 1, graphs on and
                                       batching, under one gRPC setting
@@ -17,7 +19,8 @@ Reads, from OUT_DIR (graphserve-client perf's perf_analyzer CSV, one row):
   shm_<mode>_b<batch>_r<k>.csv        mlp at concurrency 1, inputs through the
                                       message (none), system or CUDA shared memory
   gpu_busy.txt                        nvml_sampler.py report's lines, labelled
-                                      <server> (served) or core_<server>
+                                      <server> (served), stream_<server>
+                                      (served over streams) or core_<server>
                                       (core_bench): GPU busy over the measured
                                       windows
   replay_<model>.json                 replay_bench's records (no gRPC)
@@ -177,11 +180,12 @@ def server_config(model, server):
     return m.group(1) if m else None
 
 
-def saturation_runs(out, model):
-    """`model`'s saturated CSV rows by config, one per repeat."""
+def saturation_runs(out, model, kind="sat"):
+    """`model`'s saturated CSV rows by config, one per repeat: served one call
+    a request (kind "sat") or over streams ("stream")."""
     runs = {}
-    for path in glob.glob(os.path.join(out, "sat_*_r*.csv")):
-        m = re.match(r"sat_(.+)_r(\d+)\.csv", os.path.basename(path))
+    for path in glob.glob(os.path.join(out, f"{kind}_*_r*.csv")):
+        m = re.match(kind + r"_(.+)_r(\d+)\.csv", os.path.basename(path))
         config = server_config(model, m.group(1)) if m else None
         if config:
             runs.setdefault(config, []).append(read_row(path))
@@ -206,12 +210,16 @@ def core_results(out, model):
     return results
 
 
-def saturation_table(out, model, configs):
+def saturation_table(out, model, configs, streams=False):
     throughput = {}
-    lines = [f"## Saturated, {model}: batch-1 requests, 64 concurrent over 16 connections, M=4 "
-             "(infer/s; median [min-max])",
-             "", f"{SATURATION_MODELS[model]}.",
-             "", "| server | repeats | infer/s | p50 us | p99 us |", "| --- | ---: | ---: | ---: | ---: |"]
+    how = ", over ModelStreamInfer streams (one a request in flight)" if streams else ""
+    lines = [f"## Saturated, {model}{how}: batch-1 requests, 64 concurrent over 16 connections, "
+             "M=4 (infer/s; median [min-max])",
+             ""]
+    if not streams:
+        lines += [f"{SATURATION_MODELS[model]}.", ""]
+    lines += ["| server | repeats | infer/s | p50 us | p99 us |",
+              "| --- | ---: | ---: | ---: | ---: |"]
     for name, rows in sorted(configs.items()):
         thr, lo, hi = median_spread([column(r, "Inferences/Second") for r in rows])
         p50, _, _ = median_spread([column(r, "p50 latency") for r in rows])
@@ -219,7 +227,7 @@ def saturation_table(out, model, configs):
         throughput[name] = thr
         lines.append(f"| {name} | {len(rows)} | {fmt(thr)} [{fmt(lo)}-{fmt(hi)}] | {fmt(p50)} | "
                      f"{fmt(p99)} |")
-    for path in sorted(glob.glob(os.path.join(out, "conn64_*.csv"))):
+    for path in [] if streams else sorted(glob.glob(os.path.join(out, "conn64_*.csv"))):
         name = server_config(model, os.path.basename(path)[len("conn64_"):-len(".csv")])
         if not name:
             continue
@@ -227,7 +235,26 @@ def saturation_table(out, model, configs):
         lines.append(f"| {name}, 64 connections | 1 | {fmt(column(row, 'Inferences/Second'))} | "
                      f"{fmt(column(row, 'p50 latency'))} | {fmt(column(row, 'p99 latency'))} |")
     lines.append("")
-    lines += ratio_lines(throughput, "")
+    lines += ratio_lines(throughput, "over streams, " if streams else "")
+    return lines
+
+
+def streaming_table(out, model):
+    """The saturated servers over streams, with each against itself one call a
+    request in the same run; nothing without SERVE_STREAMING's files."""
+    streamed = saturation_runs(out, model, "stream")
+    if not streamed:
+        return []
+    lines = [""] + saturation_table(out, model, streamed, streams=True)
+    unary = saturation_runs(out, model)
+    lines.append("")
+    for name, rows in sorted(streamed.items()):
+        if name in unary:
+            over_streams = median_spread([column(r, "Inferences/Second") for r in rows])[0]
+            one_call = median_spread([column(r, "Inferences/Second") for r in unary[name]])[0]
+            if over_streams and one_call:
+                lines.append(f"- {name}: streams / one call a request = "
+                             f"{over_streams / one_call:.2f}x")
     return lines
 
 
@@ -327,7 +354,7 @@ def gpu_busy_lines(out, model):
     if os.path.exists(path):
         with open(path) as f:
             for line in f:
-                label = re.match(r"gpu_busy (?:core_)?(\S+):", line)
+                label = re.match(r"gpu_busy (?:core_|stream_)?(\S+):", line)
                 if not label or not server_config(model, label.group(1)):
                     continue
                 m = re.match(r"gpu_busy \S+: mean ([0-9.]+)%", line)
@@ -347,8 +374,8 @@ def saturation_section(out, model):
     if not served and not core:
         return [f"## Saturated, {model}: not measured (no sat_{server_prefix(model)}graphs_* "
                 "files, no core_bench lines)"]
-    return (saturation_table(out, model, served) + core_table(model, core) +
-            half_load_table(out, model) + gpu_busy_lines(out, model))
+    return (saturation_table(out, model, served) + streaming_table(out, model) +
+            core_table(model, core) + half_load_table(out, model) + gpu_busy_lines(out, model))
 
 
 def main():
