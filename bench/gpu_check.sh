@@ -5,7 +5,7 @@
 # written under $OUT (or ./out), in at most 8 files (the device tool brings
 # back no more); scratch output stays under /tmp/graphserve-gpu.
 #
-#   bench/gpu_check.sh [.bundle/graphserve-gpu.tar.gz] [all|serve|serve-only|cnn|tests|profile|transport|tail|multi-gpu]
+#   bench/gpu_check.sh [.bundle/graphserve-gpu.tar.gz] [all|serve|serve-only|cnn|tests|profile|transport|tail|multi-gpu|stream]
 #
 # `tests` runs the GPU tests alone; `serve` runs the GPU tests (the server's end-to-end suite on CUDA graphs
 # among them) and the serving benchmarks only; `cnn` the GPU tests,
@@ -24,7 +24,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 bundle_tar="${1:-.bundle/graphserve-gpu.tar.gz}"
 steps="${2:-all}"
-case "$steps" in all | serve | serve-only | cnn | tests | profile | transport | tail | multi-gpu) ;; *) echo "usage: $0 [BUNDLE] [all|serve|serve-only|cnn|tests|profile|transport|tail|multi-gpu]" >&2; exit 2 ;; esac
+case "$steps" in all | serve | serve-only | cnn | tests | profile | transport | tail | multi-gpu | stream) ;; *) echo "usage: $0 [BUNDLE] [all|serve|serve-only|cnn|tests|profile|transport|tail|multi-gpu|stream]" >&2; exit 2 ;; esac
 
 # Passes of tests/onnx_conformance on the node tests, from the last
 # committed results (bench/results/2026-11-21_794844b_capture/gpu_check.log:
@@ -133,6 +133,12 @@ fi
 # at half the saturated rate.
 if [[ "$steps" == "tail" ]]; then
   run tail_probe bash bench/tail_probe.sh "$bin" "$OUT"
+  finish
+fi
+# `stream` runs bench/stream_probe.sh alone: the streamed mlp's ceiling
+# against load generators, connections and server threads.
+if [[ "$steps" == "stream" ]]; then
+  run stream_probe bash bench/stream_probe.sh "$bin" "$OUT"
   finish
 fi
 # `multi-gpu` runs bench/multi_gpu_probe.sh alone, on a machine with two GPUs

@@ -77,11 +77,6 @@ perf() {  # perf CSV [flags...]
     --csv "$csv" "$@" || { failures=$((failures + 1)); return 1; }
 }
 
-# CPU seconds (user + system) a live process has used.
-cpu_seconds() {
-  awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15) / hz}' "/proc/$1/stat"
-}
-
 # stop_recorder PID: stops an `nvml_sampler.py record` and counts its failure
 # (no NVML, no driver samples, samples it cannot read).
 stop_recorder() {

@@ -2,7 +2,8 @@
 # Where the server's and the load generator's CPU goes, sampled by
 # gperftools' CPU profiler (libprofiler, preloaded; the device machine has no
 # other profiler): the graphs-on batching server saturated (batch 1, 64
-# concurrent over 16 connections, M=4), then mlp batch 16 at concurrency 1.
+# concurrent over 16 connections, M=4), then the same over ModelStreamInfer
+# streams, then mlp batch 16 at concurrency 1.
 # Each run writes one profile per process; read them here with the bundle's
 # binaries unpacked at the same path (bench/README.md, "Profiles").
 # Called by bench/gpu_check.sh with the unpacked bundle's bin folder.
@@ -46,6 +47,12 @@ with_batching "$work/repo_batching"
 echo "--- saturated: graphs on, dynamic batching, mlp batch 1, 64 concurrent, 16 connections"
 if profiled_server "$out/server_saturated.prof" "$work/repo_batching" --graphs on; then
   perf "$out/perf_saturated.prof" --model mlp --batch-size 1 --concurrency 64 --connections 16
+  stop_server
+fi
+echo "--- the same over ModelStreamInfer streams (perf --streaming)"
+if profiled_server "$out/server_streamed.prof" "$work/repo_batching" --graphs on; then
+  perf "$out/perf_streamed.prof" --model mlp --batch-size 1 --concurrency 64 --connections 16 \
+    --streaming
   stop_server
 fi
 echo "--- concurrency 1: mlp batch 16, M=2"

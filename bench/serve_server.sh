@@ -60,3 +60,8 @@ stop_server() {
   fi
   tail -n 3 "$work/server.log"
 }
+
+# CPU seconds (user + system) a live process has used.
+cpu_seconds() {
+  awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15) / hz}' "/proc/$1/stat"
+}
