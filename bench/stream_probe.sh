@@ -9,9 +9,10 @@
 #     same 64 in all): if their sum beats one generator's, one generator was
 #     the bound;
 #   - streams with 64 connections, and with 128 in flight;
-#   - streams against servers with more responder threads or more gRPC
-#     completion queues.
-# The server's CPU seconds over each run go beside it. Called by
+#   - streams against servers with other threading flags, and with a queue
+#     delay that lets a free slot wait for a fuller chunk.
+# The server's CPU seconds and its rows per execution over each run go beside
+# it. Called by
 # bench/gpu_check.sh (`stream`) with the unpacked bundle's bin folder:
 #
 #   bench/stream_probe.sh BIN_DIR OUT_DIR      # OUT_DIR/stream_probe.txt
@@ -31,24 +32,32 @@ perf() {  # perf CSV [flags...]
 }
 
 # One line of results: LABEL, the summed throughput and the worst p50 of
-# the CSVs, the server's CPU cores over the run.
-report() {  # report LABEL SERVER_CPU_SECONDS WALL_MS CSV...
+# the CSVs, the server's CPU cores and rows per execution over the run
+# (warm-up included).
+report() {  # report LABEL SERVER_CPU_SECONDS WALL_MS ROWS_PER_EXECUTION CSV...
   python3 - "$@" <<'PY' | tee -a "$results"
 import csv, sys
-label, cpu, wall_ms, paths = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), sys.argv[4:]
-rows = [next(csv.DictReader(open(p))) for p in paths]
+label, cpu, wall_ms, rows_per_execution = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), \
+    float(sys.argv[4])
+rows = [next(csv.DictReader(open(p))) for p in sys.argv[5:]]
 thr = sum(float(r["Inferences/Second"]) for r in rows)
 p50 = max(int(r["p50 latency"]) for r in rows)
 print(f"{label}: {thr:.0f} infer/s, p50 {p50} us (worst of {len(rows)}), "
-      f"server {cpu / (wall_ms / 1000):.1f} cores")
+      f"server {cpu / (wall_ms / 1000):.1f} cores, {rows_per_execution:.1f} rows per execution")
 PY
+}
+
+# mlp's inferences and executions so far (graphserve-client stats).
+counts() {
+  "$bin/graphserve-client" --url "localhost:$port" stats --model mlp | awk '$1 == "mlp" {print $3, $4}'
 }
 
 # measure LABEL LOADS: runs the load generators given, one per argument
 # (each a string of perf flags), at once.
 measure() {
-  local label=$1 before start_ns i csvs=() pids=() load
+  local label=$1 before start_ns i csvs=() pids=() load counts_before counts_after
   shift
+  counts_before=$(counts)
   before=$(cpu_seconds "$server_pid")
   start_ns=$(date +%s%N)
   i=0
@@ -60,9 +69,12 @@ measure() {
     i=$((i + 1))
   done
   for pid in "${pids[@]}"; do wait "$pid" || failures=$((failures + 1)); done
+  counts_after=$(counts)
   report "$label" "$(awk -v a="$(cpu_seconds "$server_pid")" -v b="$before" \
-    'BEGIN {print a - b}')" $((($(date +%s%N) - start_ns) / 1000000)) "${csvs[@]}" ||
-    failures=$((failures + 1))
+    'BEGIN {print a - b}')" $((($(date +%s%N) - start_ns) / 1000000)) \
+    "$(awk -v a="$counts_after" -v b="$counts_before" 'BEGIN {split(a, x, " ");
+      split(b, y, " "); print (x[2] > y[2]) ? (x[1] - y[1]) / (x[2] - y[2]) : 0}')" \
+    "${csvs[@]}" || failures=$((failures + 1))
 }
 
 echo "# mlp, graphs on, dynamic batching, M=4, batch-1 requests" | tee "$results"
@@ -82,13 +94,27 @@ if start_server "$work/repo"; then
   measure "streams, c128 over 16 connections" "--concurrency 128 --connections 16 --streaming"
   stop_server
 fi
-for flags in "--responder-threads 8" "--grpc-queues 8" "--grpc-queues 2"; do
+for flags in "--run-on-rpc-thread=false" "--gpu-wait block" "--grpc-threads-per-queue 1" \
+  "--responder-threads 8" "--grpc-queues 8"; do
   # shellcheck disable=SC2086 # the server's flags, split on purpose
   start_server "$work/repo" $flags || continue
   measure "server $flags: streams, c64 over 16 connections" \
     "--concurrency 64 --connections 16 --streaming"
   stop_server
 done
+
+# A free slot waits up to 100 us for a fuller chunk.
+cp -r "$work/repo" "$work/repo_delay"
+for config in "$work/repo_delay"/*/config.pbtxt; do
+  sed -i 's/^dynamic_batching { }$/dynamic_batching { max_queue_delay_microseconds: 100 }/' "$config"
+done
+if start_server "$work/repo_delay"; then
+  measure "max_queue_delay_microseconds 100: streams, c64 over 16 connections" \
+    "--concurrency 64 --connections 16 --streaming"
+  measure "max_queue_delay_microseconds 100: one call a request, c64 over 16 connections" \
+    "--concurrency 64 --connections 16"
+  stop_server
+fi
 
 rm -rf "$work"
 echo "stream_probe: $failures failures"
