@@ -8,7 +8,7 @@
 #   - two load generators at once, 32 in flight over 8 connections each (the
 #     same 64 in all): if their sum beats one generator's, one generator was
 #     the bound;
-#   - streams with 64 connections, and with 128 in flight;
+#   - streams over 1 to 64 connections, and with 128 in flight;
 #   - streams against servers with other threading flags, and with a queue
 #     delay that lets a free slot wait for a fuller chunk.
 # The server's CPU seconds and its rows per execution over each run go beside
@@ -90,7 +90,11 @@ if start_server "$work/repo"; then
     measure "two generators, streams, c32 over 8 connections each, r$r" \
       "--concurrency 32 --connections 8 --streaming" "--concurrency 32 --connections 8 --streaming"
   done
-  measure "streams, c64 over 64 connections" "--concurrency 64 --connections 64 --streaming"
+  for connections in 1 4 8 64; do
+    measure "streams, c64 over $connections connections" \
+      "--concurrency 64 --connections $connections --streaming"
+  done
+  measure "one call a request, c64 over 4 connections" "--concurrency 64 --connections 4"
   measure "streams, c128 over 16 connections" "--concurrency 128 --connections 16 --streaming"
   stop_server
 fi
