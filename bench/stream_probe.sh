@@ -10,7 +10,9 @@
 #     the bound;
 #   - streams over 1 to 64 connections, and with 128 in flight;
 #   - streams against servers with other threading flags, and with a queue
-#     delay that lets a free slot wait for a fuller chunk.
+#     delay that lets a free slot wait for a fuller chunk;
+#   - concurrency 1, batch 1 and 16, one call a request against streams,
+#     each with its floor and served overhead.
 # The server's CPU seconds and its rows per execution over each run go beside
 # it. Called by
 # bench/gpu_check.sh (`stream`) with the unpacked bundle's bin folder:
@@ -106,6 +108,31 @@ for flags in "--run-on-rpc-thread=false" "--gpu-wait block" "--grpc-threads-per-
     "--concurrency 64 --connections 16 --streaming"
   stop_server
 done
+
+# Concurrency 1 (M=2, no batching, as serve_bench's latency runs), one
+# call a request against streams: p50, the floor (a unary ServerLive) and
+# the served overhead (p50 - floor - full-chunk replay), three runs each.
+"$bin/make_demo_repository" --out "$work/repo_m2" --streams 2 >/dev/null
+if start_server "$work/repo_m2"; then
+  for batch in 1 16; do
+    for how in "one call a request" streams; do
+      streaming=()
+      [[ "$how" == streams ]] && streaming=(--streaming)
+      for r in 1 2 3; do
+        csv="$work/c1_${batch}_${how// /_}_$r.csv"
+        perf "$csv" --batch-size "$batch" --concurrency 1 --connections 1 --floor-windows 1 \
+          "${streaming[@]}" || failures=$((failures + 1))
+        python3 - "$csv" "mlp b$batch, c1, $how, r$r" <<'PY' | tee -a "$results"
+import csv, sys
+row = next(csv.DictReader(open(sys.argv[1])))
+print(f"{sys.argv[2]}: p50 {row['p50 latency']} us, floor p50 {row['Floor p50 latency']} us, "
+      f"replay {row['Full-chunk replay']} us, overhead {row['Served overhead']} us")
+PY
+      done
+    done
+  done
+  stop_server
+fi
 
 # A free slot waits up to 100 us for a fuller chunk.
 cp -r "$work/repo" "$work/repo_delay"
