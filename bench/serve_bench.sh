@@ -40,8 +40,10 @@
 # tool's 600 s for one command; SERVE_SETTINGS=only runs them alone.
 # SERVE_STREAMING=1 adds, for every saturated server, the same load over
 # ModelStreamInfer streams (perf --streaming: one stream per request in
-# flight, so a request costs a message, not a call); SERVE_STREAMING=only
-# runs the saturated servers alone, with and without streams (~4 minutes).
+# flight, so a request costs a message, not a call) and the latency at
+# concurrency 1 over a stream (latency_<model>-stream_b<batch>_r<k>.csv);
+# SERVE_STREAMING=only runs those and, for comparison, the same latency
+# one call a request, and the saturated servers without streams (~5 minutes).
 set -uo pipefail
 # bin, out, work, failures and the server's helpers (bench/serve_server.sh).
 # shellcheck source=bench/serve_server.sh
@@ -91,19 +93,25 @@ half_rate() {
 }
 
 
-# latency_runs SUFFIX "BATCHES" [SERVER FLAGS...]: concurrency 1, mlp and
-# dlrm_dense at each batch of BATCHES, $repeats times, on the two-stream demo
-# repository served with the flags; CSVs latency_<model><SUFFIX>_b<batch>_r<k>.
+# latency_runs SUFFIX "BATCHES" [SERVER FLAGS...] [-- PERF FLAGS...]:
+# concurrency 1, mlp and dlrm_dense at each batch of BATCHES, $repeats times,
+# on the two-stream demo repository served with the server flags, measured
+# with the perf flags; CSVs latency_<model><SUFFIX>_b<batch>_r<k>.
 latency_runs() {
-  local suffix=$1 batches=$2
+  local suffix=$1 batches=$2 server_flags=() perf_flags=()
   shift 2
-  start_server "$work/repo_m2" "$@" || return
+  while (($# > 0)) && [[ "$1" != -- ]]; do
+    server_flags+=("$1")
+    shift
+  done
+  (($# > 0)) && shift && perf_flags=("$@")
+  start_server "$work/repo_m2" ${server_flags[@]+"${server_flags[@]}"} || return
   local model batch r
   for model in mlp dlrm_dense; do
     for batch in $batches; do
       for r in $(seq 1 "$repeats"); do
         perf "$out/latency_${model}${suffix}_b${batch}_r${r}.csv" --model "$model" \
-          --batch-size "$batch" --concurrency 1
+          --batch-size "$batch" --concurrency 1 ${perf_flags[@]+"${perf_flags[@]}"}
       done
     done
   done
@@ -342,6 +350,10 @@ if [[ "$run_settings" == only ]]; then
   settings_runs
 fi
 if [[ "$run_streaming" == only ]]; then
+  echo "--- served latency at concurrency 1 (2 streams, graphs on), one call a request and"
+  echo "    over a ModelStreamInfer stream"
+  latency_runs "" "1 3 16"
+  latency_runs -stream "1 3 16" -- --streaming
   saturation_runs mlp "$work/repo_plain" "$work/repo_batching"
   if [[ "$encoder_ready" == 1 ]]; then
     saturation_runs encoder "$work/encoder_plain" "$work/encoder_batching"
@@ -364,6 +376,10 @@ echo "    awake; what is left of the overhead without thread wake-ups"
 latency_runs -spin1000 "1 16" --idle-spin-us 1000
 echo "--- the hand-off path with --idle-spin-us 1000 (hot workers and responders)"
 latency_runs -handoff-spin1000 "1 16" --run-on-rpc-thread=false --idle-spin-us 1000
+if [[ "$run_streaming" != 0 ]]; then
+  echo "--- the default server's requests over a ModelStreamInfer stream"
+  latency_runs -stream "1 3 16" -- --streaming
+fi
 
 echo "--- shared memory: mlp, 4 KiB (batch 2) and 1 MiB (batch 512) requests, concurrency 1"
 "$bin/make_demo_repository" --out "$work/repo_shm" --streams 2 --max-batch-size 512 \
