@@ -359,16 +359,22 @@ TEST(InferStreamTest, AStreamToNoServerIsUnavailable) {
   EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
 }
 
+// Sends an 8-row request on `stream`; its callback stores the status in
+// `outstanding` and counts itself in `called`.
+void SendCounted(InferStream& stream, std::atomic<int>* called, absl::Status* outstanding) {
+  stream.InferAsync(DoubleRequest(8), [called, outstanding](absl::StatusOr<InferResult> result) {
+    *outstanding = result.status();
+    ++*called;
+  });
+}
+
 // A Close past its deadline cancels the call: the request outstanding is
 // answered or cancelled, exactly once, and the stream stays usable.
 TEST_F(InferenceClientTest, ClosePastItsDeadlineCancelsTheCall) {
   std::unique_ptr<InferStream> stream = client_->OpenStream();
   std::atomic<int> called{0};
   absl::Status outstanding;
-  stream->InferAsync(DoubleRequest(8), [&](absl::StatusOr<InferResult> result) {
-    outstanding = result.status();
-    ++called;
-  });
+  SendCounted(*stream, &called, &outstanding);
   // The server cannot have ended the call by a deadline already past.
   const absl::Status closed = stream->Close(absl::InfinitePast());
   EXPECT_EQ(closed.code(), absl::StatusCode::kDeadlineExceeded) << closed;
@@ -384,10 +390,7 @@ TEST_F(InferenceClientTest, DestroyingAStreamAnswersItsRequestOutstanding) {
   std::unique_ptr<InferStream> stream = client_->OpenStream();
   std::atomic<int> called{0};
   absl::Status outstanding;
-  stream->InferAsync(DoubleRequest(8), [&](absl::StatusOr<InferResult> result) {
-    outstanding = result.status();
-    ++called;
-  });
+  SendCounted(*stream, &called, &outstanding);
   stream.reset();
   EXPECT_EQ(called.load(), 1);
   EXPECT_TRUE(outstanding.ok() || outstanding.code() == absl::StatusCode::kCancelled)

@@ -14,6 +14,7 @@
 #include "absl/strings/str_split.h"
 #include "client/fake_inference_server.h"
 #include "client/perf_report.h"
+#include "common/status.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -44,6 +45,15 @@ class LoadGeneratorTest : public ::testing::Test {
             .warmup = kWarmup,
             .measurement_window = kWindow,
             .windows = 1};
+  }
+
+  // One level of `concurrency` with Options() over streams.
+  absl::StatusOr<LevelResult> RunStreamingLevel(int64_t concurrency) {
+    LoadGeneratorOptions options = Options();
+    options.streaming = true;
+    ASSIGN_OR_RETURN(std::unique_ptr<LoadGenerator> generator,
+                     LoadGenerator::Create(client_.get(), options));
+    return generator->RunConcurrency(concurrency);
   }
 
   std::unique_ptr<FakeInferenceServer> server_;
@@ -371,12 +381,7 @@ TEST_F(LoadGeneratorTest, StreamingSendsEachSlotsRequestsOnAStreamOfItsOwn) {
 
 TEST_F(LoadGeneratorTest, StreamingCountsErrorAnswersAndKeepsItsStreams) {
   StartServer({.fail_every_nth_infer = 4});
-  LoadGeneratorOptions options = Options();
-  options.streaming = true;
-  absl::StatusOr<std::unique_ptr<LoadGenerator>> generator =
-      LoadGenerator::Create(client_.get(), options);
-  ASSERT_TRUE(generator.ok()) << generator.status();
-  absl::StatusOr<LevelResult> level = (*generator)->RunConcurrency(2);
+  absl::StatusOr<LevelResult> level = RunStreamingLevel(2);
   ASSERT_TRUE(level.ok()) << level.status();
   ASSERT_GT(level->completed, 20);
   // One request in four fails on the server, as with a call each.
@@ -393,12 +398,7 @@ TEST_F(LoadGeneratorTest, StreamingSlotsGoOnWhenTheServerEndsTheirStreams) {
   // Every stream loses its sixth request and ends: the slot's next request
   // starts a new stream.
   StartServer({.end_streams_after_answers = 5});
-  LoadGeneratorOptions options = Options();
-  options.streaming = true;
-  absl::StatusOr<std::unique_ptr<LoadGenerator>> generator =
-      LoadGenerator::Create(client_.get(), options);
-  ASSERT_TRUE(generator.ok()) << generator.status();
-  absl::StatusOr<LevelResult> level = (*generator)->RunConcurrency(2);
+  absl::StatusOr<LevelResult> level = RunStreamingLevel(2);
   ASSERT_TRUE(level.ok()) << level.status();
   // Enough that a window's edges move the share of errors by little.
   ASSERT_GT(level->completed, 60);

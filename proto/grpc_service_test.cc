@@ -46,7 +46,10 @@ TEST(GrpcServiceTest, MethodFullNamesMatchTheProtocol) {
   for (int i = 0; i < service->method_count(); ++i) {
     const google::protobuf::MethodDescriptor* method = service->method(i);
     paths.insert("/" + method->service()->full_name() + "/" + method->name());
-    EXPECT_FALSE(method->client_streaming() || method->server_streaming()) << method->name();
+    // ModelStreamInfer alone streams, both ways (Triton's streaming API).
+    const bool streams = method->name() == "ModelStreamInfer";
+    EXPECT_EQ(method->client_streaming(), streams) << method->name();
+    EXPECT_EQ(method->server_streaming(), streams) << method->name();
   }
   EXPECT_EQ(paths, (std::set<std::string>{
                        "/inference.GRPCInferenceService/ServerLive",
@@ -55,6 +58,7 @@ TEST(GrpcServiceTest, MethodFullNamesMatchTheProtocol) {
                        "/inference.GRPCInferenceService/ServerMetadata",
                        "/inference.GRPCInferenceService/ModelMetadata",
                        "/inference.GRPCInferenceService/ModelInfer",
+                       "/inference.GRPCInferenceService/ModelStreamInfer",
                        "/inference.GRPCInferenceService/ModelConfig",
                        "/inference.GRPCInferenceService/ModelStatistics",
                        "/inference.GRPCInferenceService/RepositoryIndex",
@@ -71,6 +75,10 @@ TEST(GrpcServiceTest, MethodFullNamesMatchTheProtocol) {
             "inference.ModelInferRequest");
   EXPECT_EQ(service->FindMethodByName("ModelConfig")->output_type()->full_name(),
             "inference.ModelConfigResponse");
+  EXPECT_EQ(service->FindMethodByName("ModelStreamInfer")->input_type()->full_name(),
+            "inference.ModelInferRequest");
+  EXPECT_EQ(service->FindMethodByName("ModelStreamInfer")->output_type()->full_name(),
+            "inference.ModelStreamInferResponse");
 }
 
 TEST(GrpcServiceTest, ModelInferRequestUsesProtocolFieldNumbers) {
@@ -275,6 +283,18 @@ TEST(GrpcServiceTest, ModelConfigResponseHoldsTheConfigAtField1) {
   const std::vector<WireField> config = Decode(fields[0].payload);
   ASSERT_THAT(FieldNumbers(config), ElementsAre(4));  // ModelConfig.max_batch_size
   EXPECT_EQ(config[0].value, 16u);
+}
+
+TEST(GrpcServiceTest, ModelStreamInferResponseUsesTritonsFieldNumbers) {
+  inference::ModelStreamInferResponse answer;
+  answer.set_error_message("failed");            // 1
+  answer.mutable_infer_response()->set_id("r1");  // 2
+  const std::vector<WireField> fields = Decode(answer);
+  ASSERT_THAT(FieldNumbers(fields), ElementsAre(1, 2));
+  EXPECT_EQ(fields[0].payload, "failed");
+  const std::vector<WireField> response = Decode(fields[1].payload);
+  ASSERT_THAT(FieldNumbers(response), ElementsAre(3));  // ModelInferResponse.id
+  EXPECT_EQ(response[0].payload, "r1");
 }
 
 // A callback service answering ServerLive and ModelInfer: enough to show that

@@ -188,13 +188,15 @@ struct ServerLiveMethod {
 // stops reading requests.
 constexpr int kMaxOwedPerStream = 256;
 
-
 // One ModelStreamInfer call, from being asked for until it finished.
 class StreamCall {
  public:
   StreamCall(InferenceService* service, const InferenceProtocol* protocol,
              QueuedRpcs::Queue* queue, QueuedRpcs::OpenStreams* streams)
-      : service_(service), protocol_(protocol), queue_(queue), streams_(streams),
+      : service_(service),
+        protocol_(protocol),
+        queue_(queue),
+        streams_(streams),
         stream_(&context_) {
     grpc::ServerCompletionQueue* completion = queue_->completion.get();
     service_->RequestModelStreamInfer(&context_, &stream_, completion, completion,
