@@ -692,11 +692,13 @@ constexpr char kPerfUsage[] =
     "receive times then cover messages without tensor bytes.\n"
     "\n"
     "--streaming sends the requests over ModelStreamInfer, Triton's bidirectional\n"
-    "stream, as perf_analyzer's --streaming does: each of the N slots of --concurrency N\n"
-    "keeps one stream (on its connection) and one request outstanding on it, each\n"
-    "answer sending the next, so that a request costs no gRPC call of its own. An\n"
-    "answer with an error counts as a failed request. The floor stays unary\n"
-    "(ServerLive), and the report's columns the same. It works with --concurrency only.";
+    "stream, as perf_analyzer's --streaming does, one request at a time on each stream,\n"
+    "so that a request costs no gRPC call of its own: each of the N slots of\n"
+    "--concurrency N keeps one stream (on its connection), each answer sending the\n"
+    "next; a --request-rate level sends each request on an idle stream, opening one\n"
+    "when none is, so it holds as many as it has requests in flight. An answer with an\n"
+    "error counts as a failed request. The floor stays unary (ServerLive), and the\n"
+    "report's columns the same.";
 
 absl::StatusOr<std::vector<double>> ParseRateList(absl::string_view text) {
   std::vector<double> rates;
@@ -794,8 +796,8 @@ int RunPerf(const std::vector<std::string>& args, ConnectionFlags flags, std::os
   command_line.AddString("timeline", &timeline_path,
                          "Write every measured request (sent at, latency) to this CSV file.");
   command_line.AddBool("streaming", &options.streaming,
-                       "Send each concurrent slot's requests over a ModelStreamInfer stream of "
-                       "its own instead of a call each (see above).");
+                       "Send the requests over ModelStreamInfer streams instead of a call each "
+                       "(see above).");
   AddSharedMemoryFlags(command_line, &shared_memory_flags);
   if (auto done = ParseCommandFlags(command_line, args, out, err)) return *done;
 
@@ -807,9 +809,6 @@ int RunPerf(const std::vector<std::string>& args, ConnectionFlags flags, std::os
   options.shared_memory = *shared_memory;
   absl::StatusOr<PerfLevels> levels = ParseLevels(concurrency, request_rate);
   if (!levels.ok()) return Usage(err, absl::StrCat("perf: ", levels.status().message()));
-  if (options.streaming && levels->mode != LoadMode::kConcurrency) {
-    return Usage(err, "perf: --streaming works with --concurrency only");
-  }
   if (distribution != "constant" && distribution != "poisson") {
     return Usage(err, absl::StrCat("perf: --request-distribution is constant or poisson, got '",
                                    distribution, "'"));
@@ -861,7 +860,7 @@ int RunPerf(const std::vector<std::string>& args, ConnectionFlags flags, std::os
         << "-byte region per request in flight\n";
   }
   if (options.streaming) {
-    out << "requests over ModelStreamInfer streams, one per concurrent slot"
+    out << "requests over ModelStreamInfer streams, one request at a time on each"
         << (options.floor_windows > 0 ? "; the floor over unary calls\n" : "\n");
   }
   absl::StatusOr<std::vector<LevelResult>> results = RunLevels(**generator, *levels, out);

@@ -97,8 +97,6 @@ TEST(ClientCommandUsageTest, FlagErrorsAreUsageErrors) {
       {{"perf", "--model", "m", "--concurrency", "0,2"}, "below the minimum 1"},
       {{"perf", "--model", "m", "--request-rate", "-3"}, "not a positive number"},
       {{"perf", "--model", "m", "--request-distribution", "bursty"}, "constant or poisson"},
-      {{"perf", "--model", "m", "--streaming", "--request-rate", "5"},
-       "perf: --streaming works with --concurrency only"},
       {{"perf", "--model", "m", "--warmup-secs", "soon"}, "--warmup-secs wants seconds"},
       {{"perf", "--model", "m", "--windows", "0"}, "must be at least 1"},
       {{"--timeout-ms", "-5", "live"}, "--timeout-ms must not be negative"},
@@ -354,8 +352,8 @@ TEST_F(ClientCommandTest, PerfStreamingSendsOverAStreamPerSlot) {
                         "--warmup-secs", "0.05", "--csv", csv});
   ASSERT_EQ(r.code, kClientExitOk) << r.err;
   EXPECT_TRUE(absl::StrContains(r.out,
-                                "requests over ModelStreamInfer streams, one per concurrent slot; "
-                                "the floor over unary calls\n"))
+                                "requests over ModelStreamInfer streams, one request at a time "
+                                "on each; the floor over unary calls\n"))
       << r.out;
   EXPECT_TRUE(absl::StrContains(r.out, "Concurrency: 1, throughput: ")) << r.out;
   EXPECT_TRUE(absl::StrContains(r.out, "Concurrency: 2, throughput: ")) << r.out;
@@ -373,6 +371,19 @@ TEST_F(ClientCommandTest, PerfStreamingSendsOverAStreamPerSlot) {
   const Result help = RunClient({"perf", "--help"});
   EXPECT_TRUE(absl::StrContains(help.out, "--streaming sends the requests over ModelStreamInfer"))
       << help.out;
+}
+
+TEST_F(ClientCommandTest, PerfStreamingAtARequestRate) {
+  const Result r = Run({"perf", "--model", "double", "--request-rate", "400", "--streaming",
+                        "--measurement-interval-ms", "300", "--windows", "1", "--warmup-secs",
+                        "0.05", "--floor-windows", "0"});
+  ASSERT_EQ(r.code, kClientExitOk) << r.err;
+  EXPECT_TRUE(absl::StrContains(r.out, "Request Rate: 400, throughput: ")) << r.out;
+  EXPECT_FALSE(absl::StrContains(r.out, "requests failed")) << r.out;
+  // As many streams as requests were in flight at once: at least one, far
+  // fewer than the requests sent.
+  EXPECT_GT(server_->stream_calls(), 0);
+  EXPECT_LT(server_->stream_calls(), 100);
 }
 
 TEST_F(ClientCommandTest, PerfStreamingThroughSystemSharedMemory) {

@@ -4,6 +4,8 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <memory>
+#include <optional>
 #include <random>
 #include <thread>
 #include <utility>
@@ -13,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "absl/types/span.h"
 #include "client/replay_cost.h"
 #include "client/request_builder.h"
 #include "common/logging.h"
@@ -320,6 +323,95 @@ absl::StatusOr<std::unique_ptr<LoadGenerator>> LoadGenerator::Create(
       std::move(connections), options, std::move(request), std::move(replay), std::move(slots)));
 }
 
+// Note [Streaming slots]
+// With LoadGeneratorOptions::streaming, requests go over InferStreams, each
+// carrying one request at a time, so a request pays for no gRPC call of its
+// own and a stream needs no ids and no write queue. A concurrency level opens
+// one per slot, on the slot's connection, as perf_analyzer's --streaming keeps
+// one stream per slot: each answer's callback sends the slot's next request
+// on the same stream. A request-rate level, whose requests do not wait for
+// each other's answers, takes an idle stream for each send and gives it back
+// with the answer, opening a new one (on the next connection in turn) when
+// none is idle, so it holds as many streams as it had requests in flight. An
+// answer with an error counts as a failed request, as a failed call does, and
+// the stream goes on; a stream the server ends fails its request outstanding
+// and starts a new call with the next (Note [Stream calls] in
+// client/inference_client.h), so a slot never stops sending. Once the level
+// stops, each stream is closed after its last answer (WritesDone, then the
+// server's end), before the level drains: a stream has no deadline of its
+// own, so Close's, a call timeout away, is what bounds the drain against a
+// hung server, as each call's deadline does without streams. (A send that
+// took its slot just before the level stopped may meet its stream closing,
+// or find none to take: refused, it ends after the windows, uncounted.)
+
+// A level's streams (Note [Streaming slots]). Thread-safe.
+class LoadGenerator::LevelStreams {
+ public:
+  // Borrows `connections`, non-empty; streams Take opens go over them in
+  // turn.
+  explicit LevelStreams(absl::Span<InferenceClient* const> connections)
+      : connections_(connections) {}
+
+  // A new stream on `connection`, kept by its caller (a closed-loop slot).
+  InferStream* Open(InferenceClient* connection) {
+    absl::MutexLock lock(&mu_);
+    streams_.push_back(connection->OpenStream());
+    return streams_.back().get();
+  }
+
+  // An idle stream, opened when none is; null once CloseAll has begun.
+  InferStream* Take() {
+    absl::MutexLock lock(&mu_);
+    if (closing_) return nullptr;
+    if (idle_.empty()) {
+      streams_.push_back(connections_[streams_.size() % connections_.size()]->OpenStream());
+      return streams_.back().get();
+    }
+    InferStream* stream = idle_.back();
+    idle_.pop_back();
+    return stream;
+  }
+
+  // Gives back a stream Take gave, once its request is answered.
+  void Give(InferStream* stream) {
+    absl::MutexLock lock(&mu_);
+    idle_.push_back(stream);
+  }
+
+  // After the load stopped: closes every stream, each after its last
+  // answer, by one deadline `timeout` away (none when zero), and logs those
+  // that did not end cleanly.
+  void CloseAll(absl::Duration timeout) {
+    std::vector<InferStream*> streams;
+    {
+      absl::MutexLock lock(&mu_);
+      closing_ = true;
+      for (const std::unique_ptr<InferStream>& stream : streams_) streams.push_back(stream.get());
+    }
+    const absl::Time deadline =
+        timeout > absl::ZeroDuration() ? absl::Now() + timeout : absl::InfiniteFuture();
+    int failed = 0;
+    absl::Status first;
+    for (InferStream* stream : streams) {
+      absl::Status closed = stream->Close(deadline);
+      if (closed.ok()) continue;
+      if (failed++ == 0) first = std::move(closed);
+    }
+    // Every request has been counted by now; this is only about the ends.
+    if (failed > 0) {
+      spdlog::warn("{} of {} ModelStreamInfer streams did not end cleanly; the first: {}", failed,
+                   streams.size(), first.ToString());
+    }
+  }
+
+ private:
+  const absl::Span<InferenceClient* const> connections_;
+  absl::Mutex mu_;
+  std::vector<std::unique_ptr<InferStream>> streams_ ABSL_GUARDED_BY(mu_);
+  std::vector<InferStream*> idle_ ABSL_GUARDED_BY(mu_);
+  bool closing_ ABSL_GUARDED_BY(mu_) = false;
+};
+
 void LoadGenerator::StartCall(Call call, const Route& route,
                               std::function<void(const Outcome&)> done) {
   const SteadyClock::time_point start = SteadyClock::now();
@@ -360,28 +452,41 @@ void LoadGenerator::SendClosedLoop(Call call, std::shared_ptr<LevelRecorder> rec
   });
 }
 
-void LoadGenerator::SendOpenLoop(Call call, std::shared_ptr<LevelRecorder> recorder) {
+void LoadGenerator::SendOpenLoop(Call call, std::shared_ptr<LevelRecorder> recorder,
+                                 LevelStreams* streams) {
   InferenceClient* connection =
       connections_[next_connection_.fetch_add(1, std::memory_order_relaxed) % connections_.size()];
+  InferStream* stream = nullptr;
+  if (call == Call::kInfer && streams != nullptr) {
+    stream = streams->Take();
+    if (stream == nullptr) {  // the level's streams are closing: the load has stopped
+      const SteadyClock::time_point now = SteadyClock::now();
+      recorder->Finish(Outcome{.start = now, .end = now,
+                               .status = absl::CancelledError("the level's streams are closed")});
+      return;
+    }
+  }
   SharedMemorySlot* shared_memory = nullptr;
   if (call == Call::kInfer && slots_ != nullptr) {
     // On the schedule's thread, which may block: a new slot is registered
     // here when every slot is in flight (Note [Shared-memory slots]).
     absl::StatusOr<SharedMemorySlot*> acquired = slots_->Acquire();
     if (!acquired.ok()) {
+      if (stream != nullptr) streams->Give(stream);
       const SteadyClock::time_point now = SteadyClock::now();
       recorder->Finish(Outcome{.start = now, .end = now, .status = acquired.status()});
       return;
     }
     shared_memory = *acquired;
   }
-  StartCall(call, {.connection = connection, .shared_memory = shared_memory},
-            [this, recorder, shared_memory](const Outcome& outcome) {
+  StartCall(call, {.connection = connection, .stream = stream, .shared_memory = shared_memory},
+            [this, recorder, streams, stream, shared_memory](const Outcome& outcome) {
               // Released before the request's slot is freed, so that a send
               // let through by the freed slot finds this one free and the
-              // pool stays within max_outstanding; the generator is alive
-              // until Finish (AwaitDrained).
+              // pool stays within max_outstanding; the generator and the
+              // level's streams are alive until Finish (AwaitDrained).
               if (shared_memory != nullptr) slots_->Release(shared_memory);
+              if (stream != nullptr) streams->Give(stream);
               recorder->Finish(outcome);
             });
 }
@@ -406,8 +511,8 @@ constexpr int kMaxScheduleThreads = 16;
 constexpr double kMinRequestRate = 1.0 / 3600;
 
 void LoadGenerator::RunSchedule(Call call, std::shared_ptr<LevelRecorder> recorder,
-                                double requests_per_second, SteadyClock::time_point start,
-                                int index, int shares) {
+                                LevelStreams* streams, double requests_per_second,
+                                SteadyClock::time_point start, int index, int shares) {
   const double share_rate = requests_per_second / shares;
   // seed_seq keeps 32 bits of each value: the seed goes in as two halves.
   std::seed_seq seeds{options_.seed & 0xffffffffu, options_.seed >> 32,
@@ -428,7 +533,7 @@ void LoadGenerator::RunSchedule(Call call, std::shared_ptr<LevelRecorder> record
   while (recorder->SleepUntilOrStop(next)) {
     if (!recorder->StartWhenBelow(options_.max_outstanding)) return;
     if (SteadyClock::now() - next > kLateSend) recorder->CountLateSend();
-    SendOpenLoop(call, recorder);
+    SendOpenLoop(call, recorder, streams);
     next += after(options_.distribution == RequestDistribution::kPoisson ? poisson_gap(rng)
                                                                          : constant_gap);
   }
@@ -457,8 +562,7 @@ std::optional<inference::InferStatistics> LoadGenerator::ServerStatistics() {
 }
 
 LevelResult LoadGenerator::MeasureLevel(Call call, LevelRecorder& recorder, double level,
-                                        int windows,
-                                        absl::Span<const std::unique_ptr<InferStream>> streams) {
+                                        int windows, LevelStreams* streams) {
   const SteadyClock::time_point level_start = SteadyClock::now();
   recorder.AwaitFinished(options_.warmup_requests);
   SleepUntil(level_start + absl::ToChronoNanoseconds(options_.warmup));
@@ -476,7 +580,7 @@ LevelResult LoadGenerator::MeasureLevel(Call call, LevelRecorder& recorder, doub
       served ? ServerStatistics() : std::nullopt;
 
   recorder.Stop();
-  CloseStreams(streams);
+  if (streams != nullptr) streams->CloseAll(client_->options().call_timeout);
   recorder.AwaitDrained();
   LevelResult result =
       Summarize(recorder.TakeCompletions(), boundaries, options_.batch_size, level);
@@ -486,30 +590,11 @@ LevelResult LoadGenerator::MeasureLevel(Call call, LevelRecorder& recorder, doub
   return result;
 }
 
-// Note [Streaming slots]
-// With LoadGeneratorOptions::streaming, each slot of a concurrency level keeps
-// one InferStream of its connection for the level, as perf_analyzer's
-// --streaming keeps one stream per slot, and its one request outstanding goes
-// there: each answer's callback sends the slot's next request on the same
-// stream, so a request pays for no gRPC call of its own. A stream carries one
-// request at a time, so it needs no ids and no write queue; a request-rate
-// level, whose requests do not wait for each other's answers, would need both,
-// and refuses streaming. An answer with an error counts as a failed request,
-// as a failed call does, and the stream goes on; a stream the server ends
-// fails its request outstanding and starts a new call with the next (Note
-// [Stream calls] in client/inference_client.h), so a slot never stops
-// sending. Once the level stops, each stream is closed after its last answer
-// (WritesDone, then the server's end), before the level drains: a stream has
-// no deadline of its own, so Close's, a call timeout away, is what bounds the
-// drain against a hung server, as each call's deadline does without streams.
-// (A send from a callback that took its slot just before the level stopped
-// may meet its stream closing: refused, it ends after the windows, uncounted.)
-
 LevelResult LoadGenerator::RunClosedLoop(Call call, int64_t concurrency, int windows) {
   auto recorder = std::make_shared<LevelRecorder>();
   // Closed by MeasureLevel once the load stops; their slots' callbacks have
   // all returned before it returns.
-  std::vector<std::unique_ptr<InferStream>> streams;
+  LevelStreams streams(connections_);
   for (int64_t i = 0; i < concurrency; ++i) {
     const auto index = static_cast<size_t>(i);
     Route route{.connection = connections_[index % connections_.size()]};
@@ -517,37 +602,19 @@ LevelResult LoadGenerator::RunClosedLoop(Call call, int64_t concurrency, int win
       // Request i of the loop keeps shared-memory slot i (RunConcurrency
       // reserved them).
       if (slots_ != nullptr) route.shared_memory = slots_->slot(index);
-      if (options_.streaming) {
-        streams.push_back(route.connection->OpenStream());
-        route.stream = streams.back().get();
-      }
+      if (options_.streaming) route.stream = streams.Open(route.connection);
     }
     if (recorder->TryStart()) SendClosedLoop(call, recorder, route);
   }
-  return MeasureLevel(call, *recorder, static_cast<double>(concurrency), windows, streams);
-}
-
-void LoadGenerator::CloseStreams(absl::Span<const std::unique_ptr<InferStream>> streams) {
-  if (streams.empty()) return;
-  const absl::Duration timeout = client_->options().call_timeout;
-  const absl::Time deadline =
-      timeout > absl::ZeroDuration() ? absl::Now() + timeout : absl::InfiniteFuture();
-  int failed = 0;
-  absl::Status first;
-  for (const std::unique_ptr<InferStream>& stream : streams) {
-    absl::Status closed = stream->Close(deadline);
-    if (closed.ok()) continue;
-    if (failed++ == 0) first = std::move(closed);
-  }
-  // Every request has been counted by now; this is only about the ends.
-  if (failed > 0) {
-    spdlog::warn("{} of {} ModelStreamInfer streams did not end cleanly; the first: {}", failed,
-                 streams.size(), first.ToString());
-  }
+  return MeasureLevel(call, *recorder, static_cast<double>(concurrency), windows, &streams);
 }
 
 LevelResult LoadGenerator::RunOpenLoop(Call call, double requests_per_second, int windows) {
   auto recorder = std::make_shared<LevelRecorder>();
+  // Outlives the schedule threads and every answer (Note [Streaming slots]).
+  std::optional<LevelStreams> streams;
+  if (call == Call::kInfer && options_.streaming) streams.emplace(connections_);
+  LevelStreams* level_streams = streams.has_value() ? &*streams : nullptr;
   // In double first: a huge rate would overflow the int.
   const int shares = static_cast<int>(
       std::clamp(std::ceil(requests_per_second / options_.rate_per_schedule_thread), 1.0,
@@ -555,13 +622,15 @@ LevelResult LoadGenerator::RunOpenLoop(Call call, double requests_per_second, in
   const SteadyClock::time_point start = SteadyClock::now();
   std::vector<std::thread> schedulers;
   for (int i = 0; i < shares; ++i) {
-    schedulers.emplace_back([this, call, recorder, requests_per_second, start, i, shares] {
-      RunSchedule(call, recorder, requests_per_second, start, i, shares);
-    });
+    schedulers.emplace_back(
+        [this, call, recorder, level_streams, requests_per_second, start, i, shares] {
+          RunSchedule(call, recorder, level_streams, requests_per_second, start, i, shares);
+        });
   }
   // MeasureLevel stops the recorder, which ends the schedule; the threads
   // are joined before the generator can go away.
-  LevelResult result = MeasureLevel(call, *recorder, requests_per_second, windows);
+  LevelResult result =
+      MeasureLevel(call, *recorder, requests_per_second, windows, level_streams);
   for (std::thread& scheduler : schedulers) scheduler.join();
   return result;
 }
@@ -594,10 +663,6 @@ absl::StatusOr<LevelResult> LoadGenerator::RunConcurrency(int64_t concurrency) {
 }
 
 absl::StatusOr<LevelResult> LoadGenerator::RunRequestRate(double requests_per_second) {
-  if (options_.streaming) {
-    return absl::InvalidArgumentError(
-        "streaming works with a concurrency only: a stream carries one request at a time");
-  }
   if (!(requests_per_second >= kMinRequestRate) || !std::isfinite(requests_per_second)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "request rate must be at least one an hour (", kMinRequestRate, "/s), got ",

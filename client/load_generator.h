@@ -22,8 +22,8 @@
 // (client/perf_report.h), beside the model's full-chunk replay read from
 // its config.
 //
-// With `streaming`, a concurrency level sends its requests over
-// ModelStreamInfer streams, one per slot, instead of a call each (Note
+// With `streaming`, a level sends its requests over ModelStreamInfer
+// streams, one request at a time on each, instead of a call each (Note
 // [Streaming slots] in client/load_generator.cc); its floor stays unary.
 
 #include <atomic>
@@ -93,9 +93,10 @@ struct LoadGeneratorOptions {
   // or in system or CUDA shared memory.
   SharedMemoryOptions shared_memory;
 
-  // Concurrency levels send ModelInfer over ModelStreamInfer streams, one per
-  // concurrency slot, as perf_analyzer's --streaming does (Note [Streaming
-  // slots]); request-rate levels refuse it. The floor stays unary.
+  // Levels send ModelInfer over ModelStreamInfer streams, as perf_analyzer's
+  // --streaming does: one per concurrency slot, or for a request rate as many
+  // as it has requests in flight (Note [Streaming slots]). The floor stays
+  // unary.
   bool streaming = false;
 };
 
@@ -121,7 +122,7 @@ class LoadGenerator {
 
   // One request-rate level (requests per second), then its floor. Returns
   // once every request it sent has finished. InvalidArgument for a rate that
-  // is not positive, and with `streaming`. With shared memory, slots are
+  // is not positive. With shared memory, slots are
   // added on the schedule's thread as the requests in flight need them
   // (mostly in the warm-up); a send whose slot cannot be made counts as a
   // failed request.
@@ -140,6 +141,7 @@ class LoadGenerator {
   // Implementation details follow.
  private:
   class LevelRecorder;
+  class LevelStreams;
 
   // What a level's requests call.
   enum class Call {
@@ -187,24 +189,22 @@ class LoadGenerator {
   // connection, stream and shared-memory slot).
   void SendClosedLoop(Call call, std::shared_ptr<LevelRecorder> recorder, const Route& route);
 
-  // Sends one open-loop call whose slot is already taken.
-  void SendOpenLoop(Call call, std::shared_ptr<LevelRecorder> recorder);
+  // Sends one open-loop call whose slot is already taken, on an idle stream
+  // of `streams` when there are streams (null: none).
+  void SendOpenLoop(Call call, std::shared_ptr<LevelRecorder> recorder, LevelStreams* streams);
 
   // Share `index` of `shares` of the request-rate schedule that starts at
   // `start`, run on its own thread until the level stops (Note [Schedule
   // threads]).
-  void RunSchedule(Call call, std::shared_ptr<LevelRecorder> recorder, double requests_per_second,
-                   std::chrono::steady_clock::time_point start, int index, int shares);
+  void RunSchedule(Call call, std::shared_ptr<LevelRecorder> recorder, LevelStreams* streams,
+                   double requests_per_second, std::chrono::steady_clock::time_point start,
+                   int index, int shares);
 
   // Warm-up, `windows` windows and (for ModelInfer) the server statistics
-  // around them; stops the load, closes the level's `streams` and waits for
-  // the load to drain, then summarises.
+  // around them; stops the load, closes the level's `streams` (null: none)
+  // and waits for the load to drain, then summarises.
   LevelResult MeasureLevel(Call call, LevelRecorder& recorder, double level, int windows,
-                           absl::Span<const std::unique_ptr<InferStream>> streams = {});
-
-  // Closes `streams` once the load has stopped, each after its last answer,
-  // by one deadline a call timeout away (Note [Streaming slots]).
-  void CloseStreams(absl::Span<const std::unique_ptr<InferStream>> streams);
+                           LevelStreams* streams = nullptr);
 
   // Summed inference statistics of the model, or nullopt when the server
   // does not answer ModelStatistics.

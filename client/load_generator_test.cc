@@ -374,9 +374,25 @@ TEST_F(LoadGeneratorTest, StreamingSendsEachSlotsRequestsOnAStreamOfItsOwn) {
     EXPECT_GE(server_->live_calls() - live_before, level->floor->completed);
   }
 
-  // A stream carries one request at a time: no request rate over streams.
-  EXPECT_EQ((*generator)->RunRequestRate(100).status().code(),
-            absl::StatusCode::kInvalidArgument);
+}
+
+// A request-rate level over streams sends each request on an idle stream,
+// opening one only when none is: far fewer streams than requests.
+TEST_F(LoadGeneratorTest, StreamingAtARequestRateTakesAnIdleStreamForEachSend) {
+  StartServer();
+  LoadGeneratorOptions options = Options();
+  options.streaming = true;
+  options.floor_windows = 0;
+  absl::StatusOr<std::unique_ptr<LoadGenerator>> generator =
+      LoadGenerator::Create(client_.get(), options);
+  ASSERT_TRUE(generator.ok()) << generator.status();
+  absl::StatusOr<LevelResult> level = (*generator)->RunRequestRate(400);
+  ASSERT_TRUE(level.ok()) << level.status();
+  EXPECT_GT(level->completed, 20);
+  EXPECT_EQ(level->errors, 0) << level->first_error;
+  EXPECT_EQ(level->latency.count, level->completed);
+  EXPECT_GE(server_->stream_calls(), 1);
+  EXPECT_LT(server_->stream_calls(), level->completed / 2);
 }
 
 TEST_F(LoadGeneratorTest, StreamingCountsErrorAnswersAndKeepsItsStreams) {
