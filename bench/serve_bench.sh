@@ -174,10 +174,26 @@ saturated_repeats() {
   rm -f "$work/tl_${label}_r"*.csv  # a line per request: large
 }
 
+# half_load MODEL NAME KIND OUT_KIND [PERF_FLAGS...]: the running server at
+# half the saturated rate of KIND_NAME's last repeat, for p99 against p50:
+# at a constant rate (perf_analyzer's default schedule) and with Poisson
+# arrivals, whose bursts queue even at half load (OUT_KIND_NAME_<distribution>.csv).
+half_load() {
+  local model=$1 name=$2 kind=$3 out_kind=$4 rate distribution
+  shift 4
+  rate=$(half_rate "$out/${kind}_${name}_r${repeats}.csv")
+  [[ "$rate" -gt 0 ]] || return 0
+  for distribution in constant poisson; do
+    perf "$out/${out_kind}_${name}_${distribution}.csv" --model "$model" --batch-size 1 \
+      --connections 16 --request-rate "$rate" --request-distribution "$distribution" "$@"
+  done
+}
+
 # saturation_runs MODEL PLAIN_REPO BATCHING_REPO: the four servers saturated
 # with batch-1 requests (saturated_repeats: sat_<server>_r<k>.csv), with
 # SERVE_STREAMING the same load over ModelStreamInfer streams beside it
-# (stream_<server>_r<k>.csv), then, unless SERVE_STREAMING=only, at half the
+# (stream_<server>_r<k>.csv) and at half its rate (halfstream_<server>_
+# <distribution>.csv), then, unless SERVE_STREAMING=only, at half the
 # saturated rate (half_<server>_<distribution>.csv).
 saturation_runs() {
   local model=$1 plain=$2 batching_repo=$3
@@ -191,6 +207,7 @@ saturation_runs() {
       saturated_repeats "$model" "$name" sat
       if [[ "$run_streaming" != 0 ]]; then
         saturated_repeats "$model" "$name" stream --streaming
+        half_load "$model" "$name" stream halfstream --streaming
       fi
       if [[ "$run_streaming" == only ]]; then
         stop_server
@@ -204,16 +221,7 @@ saturation_runs() {
         perf "$out/conn64_${name}.csv" --model "$model" --batch-size 1 --concurrency 64 \
           --connections 64
       fi
-      # Half the saturated rate (the last repeat's), for p99 against p50: at a
-      # constant rate (perf_analyzer's default schedule) and with Poisson
-      # arrivals, whose bursts queue even at half load.
-      rate=$(half_rate "$out/sat_${name}_r${repeats}.csv")
-      if [[ "$rate" -gt 0 ]]; then
-        for distribution in constant poisson; do
-          perf "$out/half_${name}_${distribution}.csv" --model "$model" --batch-size 1 \
-            --connections 16 --request-rate "$rate" --request-distribution "$distribution"
-        done
-      fi
+      half_load "$model" "$name" sat half
       stop_server
     done
   done

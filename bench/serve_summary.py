@@ -16,6 +16,8 @@ Reads, from OUT_DIR (graphserve-client perf's perf_analyzer CSV, one row):
                                       constant
   half_<server>_<distribution>.csv    half the saturated request rate, at a
                                       constant rate or Poisson arrivals
+  halfstream_<server>_<distribution>.csv   the same over streams, at half the
+                                      streamed saturated rate (SERVE_STREAMING)
   shm_<mode>_b<batch>_r<k>.csv        mlp at concurrency 1, inputs through the
                                       message (none), system or CUDA shared memory
   gpu_busy.txt                        nvml_sampler.py report's lines, labelled
@@ -330,10 +332,16 @@ def core_table(model, results):
     return lines + ratio_lines(throughput, "without gRPC, ")
 
 
-def half_load_table(out, model):
-    lines = ["", f"## Half the saturated request rate, {model}", ""]
-    for path in sorted(glob.glob(os.path.join(out, "half_*.csv"))):
-        m = re.match(r"half_(.+)_([a-z]+)\.csv", os.path.basename(path))
+def half_load_table(out, model, kind="half"):
+    """p99 against p50 at half the saturated rate: one call a request (kind
+    "half") or over streams ("halfstream", half the streamed rate)."""
+    how = ", over ModelStreamInfer streams" if kind == "halfstream" else ""
+    paths = sorted(glob.glob(os.path.join(out, f"{kind}_*.csv")))
+    if kind != "half" and not paths:
+        return []
+    lines = ["", f"## Half the saturated request rate{how}, {model}", ""]
+    for path in paths:
+        m = re.match(kind + r"_(.+)_([a-z]+)\.csv", os.path.basename(path))
         config = server_config(model, m.group(1)) if m else None
         if not config:
             continue
@@ -375,7 +383,8 @@ def saturation_section(out, model):
         return [f"## Saturated, {model}: not measured (no sat_{server_prefix(model)}graphs_* "
                 "files, no core_bench lines)"]
     return (saturation_table(out, model, served) + streaming_table(out, model) +
-            core_table(model, core) + half_load_table(out, model) + gpu_busy_lines(out, model))
+            core_table(model, core) + half_load_table(out, model) +
+            half_load_table(out, model, "halfstream") + gpu_busy_lines(out, model))
 
 
 def main():
