@@ -117,35 +117,28 @@ if ! python3 -c 'import torch; assert torch.cuda.is_available(), "torch.cuda.is_
   exit 1
 fi
 
-# `profile` runs bench/serve_profile.sh alone: CPU profiles of the server and
-# the load generator, one file each in $OUT.
-if [[ "$steps" == "profile" ]]; then
-  run serve_profile bash bench/serve_profile.sh "$bin" "$OUT"
-  finish
-fi
-# `transport` runs bench/transport_probe.sh alone: where a request's time
-# goes outside the server at concurrency 1.
-if [[ "$steps" == "transport" ]]; then
-  run transport_probe bash bench/transport_probe.sh "$bin" "$OUT"
-  finish
-fi
-# `tail` runs bench/tail_probe.sh alone: request timelines and thread samples
-# at half the saturated rate.
-if [[ "$steps" == "tail" ]]; then
-  run tail_probe bash bench/tail_probe.sh "$bin" "$OUT"
-  finish
-fi
-# `stream` runs bench/stream_probe.sh alone: the streamed mlp's ceiling
-# against load generators, connections and server threads.
-if [[ "$steps" == "stream" ]]; then
-  run stream_probe bash bench/stream_probe.sh "$bin" "$OUT"
-  finish
-fi
-# `multi-gpu` runs bench/multi_gpu_probe.sh alone, on a machine with two GPUs
-# or more: one server on several GPUs and CUDA regions across GPUs, checked
-# against the host executor, and the encoder on one GPU against two.
-if [[ "$steps" == "multi-gpu" ]]; then
-  run multi_gpu_probe bash bench/multi_gpu_probe.sh "$bin" "$OUT"
+# The modes that run one script alone, its results in $OUT:
+#   profile    bench/serve_profile.sh: CPU profiles of the server and the
+#              load generator, one file each;
+#   transport  bench/transport_probe.sh: where a request's time goes outside
+#              the server at concurrency 1;
+#   tail       bench/tail_probe.sh: request timelines and thread samples at
+#              half the saturated rate;
+#   stream     bench/stream_probe.sh: the streamed mlp's ceiling against load
+#              generators, connections and server threads;
+#   multi-gpu  bench/multi_gpu_probe.sh, on a machine with two GPUs or more:
+#              one server on several GPUs and CUDA regions across GPUs, checked
+#              against the host executor, and the encoder on one GPU against two.
+probe=""
+case "$steps" in
+  profile) probe=serve_profile ;;
+  transport) probe=transport_probe ;;
+  tail) probe=tail_probe ;;
+  stream) probe=stream_probe ;;
+  multi-gpu) probe=multi_gpu_probe ;;
+esac
+if [[ -n "$probe" ]]; then
+  run "$probe" bash "bench/$probe.sh" "$bin" "$OUT"
   finish
 fi
 

@@ -148,6 +148,12 @@ struct LoadGenerator::Outcome {
   SteadyClock::time_point end;
   absl::Status status;
   InferTiming timing;  // ModelInfer's client-side send and receive
+
+  // A request that failed before it was sent.
+  static Outcome RefusedNow(absl::Status status) {
+    const SteadyClock::time_point now = SteadyClock::now();
+    return {.start = now, .end = now, .status = std::move(status)};
+  }
 };
 
 // The requests of one level: slots for requests in flight, what finished, and
@@ -460,9 +466,7 @@ void LoadGenerator::SendOpenLoop(Call call, std::shared_ptr<LevelRecorder> recor
   if (call == Call::kInfer && streams != nullptr) {
     stream = streams->Take();
     if (stream == nullptr) {  // the level's streams are closing: the load has stopped
-      const SteadyClock::time_point now = SteadyClock::now();
-      recorder->Finish(Outcome{.start = now, .end = now,
-                               .status = absl::CancelledError("the level's streams are closed")});
+      recorder->Finish(Outcome::RefusedNow(absl::CancelledError("the level's streams are closed")));
       return;
     }
   }
@@ -473,8 +477,7 @@ void LoadGenerator::SendOpenLoop(Call call, std::shared_ptr<LevelRecorder> recor
     absl::StatusOr<SharedMemorySlot*> acquired = slots_->Acquire();
     if (!acquired.ok()) {
       if (stream != nullptr) streams->Give(stream);
-      const SteadyClock::time_point now = SteadyClock::now();
-      recorder->Finish(Outcome{.start = now, .end = now, .status = acquired.status()});
+      recorder->Finish(Outcome::RefusedNow(acquired.status()));
       return;
     }
     shared_memory = *acquired;
