@@ -35,21 +35,30 @@ absl::Status Invalid(absl::string_view name, absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat(name, ": not a supported .npy file: ", what));
 }
 
+// NumPy's little-endian descr of each table row it has a type for
+// (bfloat16 has none in NumPy itself).
+struct Descr {
+  DType dtype;
+  const char* descr;
+};
+constexpr Descr kDescrs[] = {
+    {DType::kFloat32, "<f4"}, {DType::kFloat64, "<f8"}, {DType::kFloat16, "<f2"},
+    {DType::kInt8, "|i1"},    {DType::kInt16, "<i2"},   {DType::kInt32, "<i4"},
+    {DType::kInt64, "<i8"},   {DType::kUInt8, "|u1"},   {DType::kUInt16, "<u2"},
+    {DType::kUInt32, "<u4"},  {DType::kUInt64, "<u8"},  {DType::kBool, "|b1"},
+};
+
 std::optional<DType> DTypeFromDescr(absl::string_view descr) {
-  if (descr == "<f4") return DType::kFloat32;
-  if (descr == "<i8") return DType::kInt64;
-  if (descr == "|b1" || descr == "<b1") return DType::kBool;
+  if (descr == "<b1") return DType::kBool;  // older writers
+  for (const Descr& entry : kDescrs) {
+    if (descr == entry.descr) return entry.dtype;
+  }
   return std::nullopt;
 }
 
 const char* DescrFromDType(DType dtype) {
-  switch (dtype) {
-    case DType::kFloat32:
-      return "<f4";
-    case DType::kInt64:
-      return "<i8";
-    case DType::kBool:
-      return "|b1";
+  for (const Descr& entry : kDescrs) {
+    if (dtype == entry.dtype) return entry.descr;
   }
   return "?";
 }

@@ -8,20 +8,11 @@
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
 #include "google/protobuf/text_format.h"
+#include "proto/config_dtype.h"
 
 namespace graphserve {
 
 namespace {
-
-absl::StatusOr<inference::DataType> ProtocolDataType(DType dtype, const std::string& name) {
-  switch (dtype) {
-    case DType::kFloat32: return inference::TYPE_FP32;
-    case DType::kInt64: return inference::TYPE_INT64;
-    case DType::kBool: return inference::TYPE_BOOL;
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat("tensor '", name, "' has a dtype the model config cannot name"));
-}
 
 // dims without the leading batch dimension.
 std::vector<int64_t> RowDims(const BoundValue& value) {
@@ -59,16 +50,14 @@ absl::StatusOr<inference::ModelConfig> MakeModelConfig(const BoundGraph& graph,
     const BoundValue& value = graph.value(id);
     inference::ModelInput* input = config.add_input();
     input->set_name(value.name);
-    ASSIGN_OR_RETURN(const inference::DataType type, ProtocolDataType(value.dtype, value.name));
-    input->set_data_type(type);
+    input->set_data_type(ConfigDataType(value.dtype));
     for (int64_t dim : RowDims(value)) input->add_dims(dim);
   }
   for (ValueId id : graph.outputs) {
     const BoundValue& value = graph.value(id);
     inference::ModelOutput* output = config.add_output();
     output->set_name(value.name);
-    ASSIGN_OR_RETURN(const inference::DataType type, ProtocolDataType(value.dtype, value.name));
-    output->set_data_type(type);
+    output->set_data_type(ConfigDataType(value.dtype));
     for (int64_t dim : RowDims(value)) output->add_dims(dim);
   }
 

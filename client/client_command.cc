@@ -33,6 +33,7 @@
 #include "client/shared_memory_layout.h"
 #include "client/shared_memory_slots.h"
 #include "common/command_line.h"
+#include "common/dtype.h"
 #include "common/grpc_channel_args.h"
 #include "common/status.h"
 #include "google/protobuf/text_format.h"
@@ -434,7 +435,11 @@ std::string FormatFirst(absl::string_view bytes, int64_t count) {
   for (int64_t i = 0; i < count; ++i) {
     T value;
     std::memcpy(&value, bytes.data() + i * sizeof(T), sizeof(T));
-    if constexpr (std::is_floating_point_v<T>) {
+    if constexpr (std::is_same_v<T, bool>) {
+      values.push_back(bytes[i] != 0 ? "true" : "false");
+    } else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+      values.push_back(absl::StrFormat("%g", static_cast<float>(value)));
+    } else if constexpr (std::is_floating_point_v<T>) {
       values.push_back(absl::StrFormat("%g", value));
     } else {
       values.push_back(absl::StrCat(+value));  // + prints int8/uint8 as numbers
@@ -445,19 +450,11 @@ std::string FormatFirst(absl::string_view bytes, int64_t count) {
 
 // The first `count` elements of an output, or why they are not shown.
 std::string FormatValues(const InferOutput& output, int64_t count) {
-  const absl::string_view d = output.datatype;
-  const absl::string_view bytes = output.data;
-  if (d == "FP32") return FormatFirst<float>(bytes, count);
-  if (d == "FP64") return FormatFirst<double>(bytes, count);
-  if (d == "INT8") return FormatFirst<int8_t>(bytes, count);
-  if (d == "INT16") return FormatFirst<int16_t>(bytes, count);
-  if (d == "INT32") return FormatFirst<int32_t>(bytes, count);
-  if (d == "INT64") return FormatFirst<int64_t>(bytes, count);
-  if (d == "UINT8" || d == "BOOL") return FormatFirst<uint8_t>(bytes, count);
-  if (d == "UINT16") return FormatFirst<uint16_t>(bytes, count);
-  if (d == "UINT32") return FormatFirst<uint32_t>(bytes, count);
-  if (d == "UINT64") return FormatFirst<uint64_t>(bytes, count);
-  return absl::StrCat("(", d, " values are not printed)");
+  const absl::StatusOr<DType> dtype = DTypeFromKServe(output.datatype);
+  if (!dtype.ok()) return absl::StrCat("(", output.datatype, " values are not printed)");
+  return VisitDType(*dtype, [&](auto tag) {
+    return FormatFirst<typename decltype(tag)::Host>(output.data, count);
+  });
 }
 
 void PrintOutput(const InferOutput& output, int64_t show, std::ostream& out) {

@@ -4,30 +4,20 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/dtype.h"
 #include "common/status.h"
 
 namespace graphserve {
 
 absl::StatusOr<size_t> DatatypeByteSize(absl::string_view datatype) {
-  struct Entry {
-    absl::string_view name;
-    size_t bytes;
-  };
-  // The protocol's fixed-size types; BF16 and FP16 travel as their 2-byte
-  // patterns even though the client has no arithmetic for them.
-  static constexpr Entry kEntries[] = {
-      {"BOOL", 1},   {"UINT8", 1}, {"INT8", 1},   {"UINT16", 2}, {"INT16", 2},
-      {"FP16", 2},   {"BF16", 2},  {"UINT32", 4}, {"INT32", 4},  {"FP32", 4},
-      {"UINT64", 8}, {"INT64", 8}, {"FP64", 8},
-  };
-  for (const Entry& entry : kEntries) {
-    if (entry.name == datatype) return entry.bytes;
-  }
-  if (datatype == "BYTES") {
+  // Every fixed-size type of the protocol is a row of the datatype table;
+  // FP16 and BF16 travel as their 2-byte patterns.
+  const absl::StatusOr<DType> dtype = DTypeFromKServe(datatype);
+  if (!dtype.ok()) {
     return absl::InvalidArgumentError(
-        "datatype BYTES has variable-length elements; only fixed-size datatypes are supported");
+        absl::StrCat("datatype '", datatype, "' ", dtype.status().message()));
   }
-  return absl::InvalidArgumentError(absl::StrCat("unknown datatype '", datatype, "'"));
+  return DTypeSize(*dtype);
 }
 
 absl::StatusOr<int64_t> ElementCount(absl::Span<const int64_t> shape) {

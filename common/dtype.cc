@@ -1,64 +1,73 @@
 #include "common/dtype.h"
 
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace graphserve {
 
-size_t DTypeSize(DType dtype) {
-  switch (dtype) {
-    case DType::kFloat32:
-      return 4;
-    case DType::kInt64:
-      return 8;
-    case DType::kBool:
-      return 1;
-  }
-  return 0;
-}
-
-const char* DTypeName(DType dtype) {
-  switch (dtype) {
-    case DType::kFloat32:
-      return "float32";
-    case DType::kInt64:
-      return "int64";
-    case DType::kBool:
-      return "bool";
-  }
-  return "unknown";
-}
-
-namespace {
-
-// ONNX TensorProto.DataType names, for error messages about unsupported types.
 std::string OnnxTypeName(int32_t onnx_type) {
-  static constexpr const char* kNames[] = {
-      "UNDEFINED", "FLOAT",  "UINT8",   "INT8",      "UINT16",     "INT16",
-      "INT32",     "INT64",  "STRING",  "BOOL",      "FLOAT16",    "DOUBLE",
-      "UINT32",    "UINT64", "COMPLEX64", "COMPLEX128", "BFLOAT16"};
-  if (onnx_type >= 0 && onnx_type < static_cast<int32_t>(std::size(kNames))) {
-    return kNames[onnx_type];
+  switch (onnx_type) {
+#define GRAPHSERVE_DTYPE_ONNX_NAME(e, onnx, onnx_name, ...) \
+  case onnx:                                                \
+    return onnx_name;
+    GRAPHSERVE_FORALL_DTYPES(GRAPHSERVE_DTYPE_ONNX_NAME)
+#undef GRAPHSERVE_DTYPE_ONNX_NAME
+    // The types ONNX defines that have no row in the table.
+    case 0:
+      return "UNDEFINED";
+    case 8:
+      return "STRING";
+    case 14:
+      return "COMPLEX64";
+    case 15:
+      return "COMPLEX128";
+    case 17:
+      return "FLOAT8E4M3FN";
+    case 18:
+      return "FLOAT8E4M3FNUZ";
+    case 19:
+      return "FLOAT8E5M2";
+    case 20:
+      return "FLOAT8E5M2FNUZ";
+    case 21:
+      return "UINT4";
+    case 22:
+      return "INT4";
+    case 23:
+      return "FLOAT4E2M1";
+    default:
+      return absl::StrCat("type#", onnx_type);
   }
-  return absl::StrCat("type#", onnx_type);
 }
-
-}  // namespace
 
 absl::StatusOr<DType> DTypeFromOnnx(int32_t onnx_type) {
   switch (onnx_type) {
-    case 1:
-      return DType::kFloat32;
-    case 7:
-      return DType::kInt64;
-    case 9:
-      return DType::kBool;
-    default:
-      return absl::UnimplementedError(
-          absl::StrCat("element type ", OnnxTypeName(onnx_type),
-                       " is not supported (float32, int64 and bool are)"));
+#define GRAPHSERVE_DTYPE_FROM_ONNX(e, onnx, ...) \
+  case onnx:                                     \
+    return DType::e;
+    GRAPHSERVE_FORALL_DTYPES(GRAPHSERVE_DTYPE_FROM_ONNX)
+#undef GRAPHSERVE_DTYPE_FROM_ONNX
   }
+  return absl::UnimplementedError(absl::StrCat(
+      "element type ", OnnxTypeName(onnx_type),
+      " is not supported (the numeric types, bool, float16 and bfloat16 are)"));
+}
+
+absl::StatusOr<DType> DTypeFromKServe(absl::string_view datatype) {
+  for (const DType dtype : kAllDTypes) {
+    if (datatype == KServeDatatype(dtype)) return dtype;
+  }
+  if (datatype == "BYTES") {
+    return absl::InvalidArgumentError(
+        "has variable-length elements, which GraphServe's models do not take");
+  }
+  std::vector<const char*> names;
+  for (const DType dtype : kAllDTypes) names.push_back(KServeDatatype(dtype));
+  return absl::InvalidArgumentError(
+      absl::StrCat("is not a datatype of the protocol (", absl::StrJoin(names, ", "), ")"));
 }
 
 }  // namespace graphserve

@@ -1,28 +1,28 @@
 #pragma once
-// Element types GraphServe computes with. The numbering is ONNX's
-// TensorProto.DataType, so a type read from a model file converts directly.
+// Element types GraphServe computes with: the datatype table (Note [Datatype
+// table] in common/dtype_table.h) and its conversions from the names models
+// and clients use.
 
 #include <cstdint>
-#include <string_view>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "common/dtype_table.h"
 
 namespace graphserve {
 
-enum class DType : int32_t {
-  kFloat32 = 1,  // onnx FLOAT
-  kBool = 9,     // onnx BOOL, one byte per element
-  kInt64 = 7,    // onnx INT64
-};
-
-// Bytes per element.
-size_t DTypeSize(DType dtype);
-
-// "float32", "int64", "bool" (a C string: Debian's absl::StrCat takes no std::string_view).
-const char* DTypeName(DType dtype);
-
 // Converts an ONNX TensorProto.DataType number, or says which type is not
-// supported (naming it as ONNX does, e.g. "FLOAT16").
+// supported, naming it as ONNX does (e.g. "STRING", "COMPLEX64").
 absl::StatusOr<DType> DTypeFromOnnx(int32_t onnx_type);
+
+// Converts a KServe v2 datatype name ("FP32", "BF16", ...). InvalidArgument
+// otherwise, whose message is a clause to follow the name (which it does not
+// quote: the caller quotes a client's text its own way): "is not a datatype
+// of the protocol (BOOL, ...)", or for BYTES that no model here takes
+// variable-length elements.
+absl::StatusOr<DType> DTypeFromKServe(absl::string_view datatype);
+
+// ONNX's name of a TensorProto.DataType number ("FLOAT16"), or "type#N".
+std::string OnnxTypeName(int32_t onnx_type);
 
 }  // namespace graphserve

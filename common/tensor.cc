@@ -53,19 +53,16 @@ HostTensor RandomTensor(DType dtype, Dims dims, uint64_t seed) {
   HostTensor tensor(dtype, std::move(dims));
   std::mt19937_64 generator(seed);
   const int64_t count = tensor.num_elements();
-  switch (dtype) {
-    case DType::kFloat32: {
+  VisitDType(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::Host;
+    T* data = tensor.data<T>();
+    if constexpr (IsFloatingDType(decltype(tag)::value)) {
       std::normal_distribution<float> normal(0.0f, 1.0f);
-      for (int64_t i = 0; i < count; ++i) tensor.data<float>()[i] = normal(generator);
-      break;
+      for (int64_t i = 0; i < count; ++i) data[i] = static_cast<T>(normal(generator));
+    } else {
+      for (int64_t i = 0; i < count; ++i) data[i] = static_cast<T>(generator() & 1);
     }
-    case DType::kInt64:
-      for (int64_t i = 0; i < count; ++i) tensor.data<int64_t>()[i] = generator() & 1;
-      break;
-    case DType::kBool:
-      for (int64_t i = 0; i < count; ++i) tensor.data<bool>()[i] = (generator() & 1) != 0;
-      break;
-  }
+  });
   return tensor;
 }
 

@@ -75,8 +75,9 @@ absl::Status BindContext::CheckDType(size_t input, std::vector<DType> allowed) c
   }
   std::vector<std::string> names;
   for (DType a : allowed) names.push_back(DTypeString(a));
-  return Error("input ", input, " '", in(input).name, "' should be ", absl::StrJoin(names, " or "),
-               ", got ", DTypeString(dtype));
+  // The model is valid ONNX (the op takes the type); this runtime lacks it.
+  return Unsupported("input ", input, " '", in(input).name, "' is ", DTypeString(dtype),
+                     "; this op runs on ", absl::StrJoin(names, " or "));
 }
 
 absl::Status BindContext::CheckSameDType(size_t a, size_t b) const {

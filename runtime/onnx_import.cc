@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -36,12 +37,6 @@ absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
 
 bool IsDefaultDomain(const std::string& domain) {
   return domain.empty() || domain == "ai.onnx";
-}
-
-// Copies a typed repeated field into `out`, which has room for all of it.
-template <typename Out, typename Field>
-void CopyField(const Field& field, Out* out) {
-  for (int i = 0; i < field.size(); ++i) out[i] = static_cast<Out>(field.Get(i));
 }
 
 // Problems found while converting a model. Note [One error for every problem]:
@@ -362,25 +357,38 @@ absl::StatusOr<HostTensor> TensorFromOnnx(const onnx::TensorProto& tensor) {
     return result;
   }
 
+  // ONNX's typed fields: float_data, int64_data, double_data and uint64_data
+  // (UINT32 and UINT64) hold their values; int32_data holds every narrower
+  // integer, bool, and the 16-bit floats as their bit patterns.
   int64_t stored = 0;
-  switch (*dtype) {
-    case DType::kFloat32:
-      stored = tensor.float_data_size();
-      if (stored == count) CopyField(tensor.float_data(), result.data<float>());
-      break;
-    case DType::kInt64:
-      stored = tensor.int64_data_size();
-      if (stored == count) CopyField(tensor.int64_data(), result.data<int64_t>());
-      break;
-    case DType::kBool:
-      // ONNX keeps bools (like the other small integer types) in int32_data.
-      stored = tensor.int32_data_size();
-      if (stored == count) {
-        bool* values = result.data<bool>();
-        for (int64_t i = 0; i < count; ++i) values[i] = tensor.int32_data(static_cast<int>(i)) != 0;
+  VisitDType(*dtype, [&](auto tag) {
+    using T = typename decltype(tag)::Host;
+    T* out = result.data<T>();
+    auto copy = [&](const auto& field) {
+      stored = field.size();
+      if (stored != count) return;
+      for (int i = 0; i < field.size(); ++i) {
+        if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+          out[i] = T::FromBits(static_cast<uint16_t>(field.Get(i)));
+        } else if constexpr (std::is_same_v<T, bool>) {
+          out[i] = field.Get(i) != 0;
+        } else {
+          out[i] = static_cast<T>(field.Get(i));
+        }
       }
-      break;
-  }
+    };
+    if constexpr (std::is_same_v<T, float>) {
+      copy(tensor.float_data());
+    } else if constexpr (std::is_same_v<T, double>) {
+      copy(tensor.double_data());
+    } else if constexpr (std::is_same_v<T, int64_t>) {
+      copy(tensor.int64_data());
+    } else if constexpr (std::is_same_v<T, uint32_t> || std::is_same_v<T, uint64_t>) {
+      copy(tensor.uint64_data());
+    } else {
+      copy(tensor.int32_data());
+    }
+  });
   if (stored != count) {
     return absl::InvalidArgumentError(absl::StrCat(what, " of dims ", DimsToString(dims),
                                                    " holds ", stored, " elements, needs ",

@@ -214,7 +214,7 @@ onnx::ModelProto UnsupportedModel() {
   custom->set_version(1);
   onnx::GraphProto* graph = model.mutable_graph();
   AddValue(graph->mutable_input(), "x", onnx::TensorProto::FLOAT, {-1, 1, 8, 8});
-  AddValue(graph->mutable_input(), "half", onnx::TensorProto::FLOAT16, {-1, 4});
+  AddValue(graph->mutable_input(), "half", onnx::TensorProto::COMPLEX64, {-1, 4});
   *graph->add_initializer() =
       FloatTensor("k", {1, 1, 1, 1}, {1.0f}, /*as_raw_data=*/false);
   AddNode(graph, "ConvTranspose", {"x", "k"}, {"c1"}, "conv1");
@@ -222,7 +222,7 @@ onnx::ModelProto UnsupportedModel() {
   AddNode(graph, "Relu", {"c2"}, {"r"}, "relu");
   AddNode(graph, "Fancy", {"r"}, {"y"}, "fancy")->set_domain("com.example");
   AddValue(graph->mutable_output(), "y", onnx::TensorProto::FLOAT, {-1, 1, 8, 8});
-  AddValue(graph->mutable_output(), "half_out", onnx::TensorProto::FLOAT16, {-1, 4});
+  AddValue(graph->mutable_output(), "half_out", onnx::TensorProto::COMPLEX64, {-1, 4});
   AddNode(graph, "Identity", {"half"}, {"half_out"}, "id");
   return model;
 }
@@ -234,8 +234,8 @@ TEST(OnnxImportTest, ListsEveryUnsupportedOpAndType) {
   const std::string message(model.status().message());
   EXPECT_THAT(message, HasSubstr("op ConvTranspose is not supported (2 nodes: conv1, ConvTranspose_1)"));
   EXPECT_THAT(message, HasSubstr("op com.example::Fancy is not supported (1 node: fancy)"));
-  EXPECT_THAT(message, HasSubstr("input 'half': element type FLOAT16"));
-  EXPECT_THAT(message, HasSubstr("output 'half_out': element type FLOAT16"));
+  EXPECT_THAT(message, HasSubstr("input 'half': element type COMPLEX64"));
+  EXPECT_THAT(message, HasSubstr("output 'half_out': element type COMPLEX64"));
   EXPECT_THAT(message, Not(HasSubstr("Relu")));
 }
 
@@ -288,7 +288,7 @@ TEST(OnnxImportTest, DynamicNonBatchDimIsInvalidAndListedWithTheRest) {
   const std::string message(model.status().message());
   EXPECT_THAT(message, HasSubstr("input 'x' dim 2 is dynamic ('height')"));
   EXPECT_THAT(message, HasSubstr("op ConvTranspose is not supported"));
-  EXPECT_THAT(message, HasSubstr("element type FLOAT16"));
+  EXPECT_THAT(message, HasSubstr("element type COMPLEX64"));
   EXPECT_THAT(message, HasSubstr("5 problems"));
 }
 
@@ -396,9 +396,18 @@ TEST(TensorFromOnnxTest, Errors) {
   doubles.add_dims(1);
   doubles.add_double_data(1.0);
   t = TensorFromOnnx(doubles);
+  ASSERT_TRUE(t.ok()) << t.status();  // a row of the datatype table, read from double_data
+  EXPECT_EQ(t->data<double>()[0], 1.0);
+
+  onnx::TensorProto strings;
+  strings.set_name("s");
+  strings.set_data_type(onnx::TensorProto::STRING);
+  strings.add_dims(1);
+  strings.add_string_data("a");
+  t = TensorFromOnnx(strings);
   EXPECT_EQ(t.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_THAT(std::string(t.status().message()), HasSubstr("tensor 'd'"));
-  EXPECT_THAT(std::string(t.status().message()), HasSubstr("DOUBLE"));
+  EXPECT_THAT(std::string(t.status().message()), HasSubstr("tensor 's'"));
+  EXPECT_THAT(std::string(t.status().message()), HasSubstr("STRING"));
 }
 
 // ONNX's own test data, independently of our conversion: the file parsed as a

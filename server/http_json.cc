@@ -3,10 +3,13 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "common/dtype.h"
 #include "common/status.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
@@ -100,14 +103,6 @@ json FieldValue(const google::protobuf::Message& message,
 
 // ---------------------------------------------------------------- tensors
 
-// The datatypes GraphServe's models take, and their element sizes.
-size_t ElementSize(const std::string& datatype) {
-  if (datatype == "FP32") return 4;
-  if (datatype == "INT64") return 8;
-  if (datatype == "BOOL") return 1;
-  return 0;
-}
-
 // Every leaf of `data` (nested arrays, as Triton accepts them, or flat).
 void Flatten(const json& data, std::vector<const json*>& leaves) {
   if (!data.is_array()) {
@@ -117,43 +112,73 @@ void Flatten(const json& data, std::vector<const json*>& leaves) {
   for (const json& item : data) Flatten(item, leaves);
 }
 
-// One JSON value as `datatype`'s little-endian bytes, appended to `out`.
-absl::Status AppendElement(const json& value, const std::string& datatype, std::string& out) {
-  if (datatype == "FP32") {
-    if (!value.is_number()) return absl::InvalidArgumentError("FP32 data must be numbers");
-    const float f = value.get<float>();
-    out.append(reinterpret_cast<const char*>(&f), sizeof(f));
-  } else if (datatype == "INT64") {
-    if (!value.is_number_integer()) {
-      return absl::InvalidArgumentError("INT64 data must be integers");
-    }
-    const int64_t i = value.get<int64_t>();
-    out.append(reinterpret_cast<const char*>(&i), sizeof(i));
-  } else {  // BOOL
+// One JSON value as a `Tag::Host` element's little-endian bytes, appended to
+// `out`: a number for the float types (rounded to the type, as numpy's
+// astype does), an integer the type holds for the integer types, true or
+// false for BOOL.
+template <typename Tag>
+absl::Status AppendElement(const json& value, std::string& out) {
+  using T = typename Tag::Host;
+  const char* kserve = KServeDatatype(Tag::value);
+  T element{};
+  if constexpr (std::is_same_v<T, bool>) {
     if (!value.is_boolean()) return absl::InvalidArgumentError("BOOL data must be true or false");
-    out.push_back(value.get<bool>() ? 1 : 0);
+    element = value.get<bool>();
+  } else if constexpr (IsFloatingDType(Tag::value)) {
+    if (!value.is_number()) {
+      return absl::InvalidArgumentError(absl::StrCat(kserve, " data must be numbers"));
+    }
+    if constexpr (std::is_same_v<T, double>) {
+      element = value.get<double>();
+    } else {
+      element = T(value.get<float>());
+    }
+  } else {
+    // An integer type: the value must be an integer the type can hold.
+    bool fits = false;
+    if (value.is_number_unsigned()) {
+      fits = value.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<T>::max());
+      if (fits) element = static_cast<T>(value.get<uint64_t>());
+    } else if (value.is_number_integer()) {
+      const int64_t i = value.get<int64_t>();
+      fits = std::is_signed_v<T> ? i >= static_cast<int64_t>(std::numeric_limits<T>::min()) &&
+                                       i <= static_cast<int64_t>(std::numeric_limits<T>::max())
+                                 : i >= 0;
+      if (fits) element = static_cast<T>(i);
+    }
+    if (!fits) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(kserve, " data must be integers from ", +std::numeric_limits<T>::min(),
+                       " to ", +std::numeric_limits<T>::max()));
+    }
+  }
+  if constexpr (std::is_same_v<T, bool>) {
+    out.push_back(element ? 1 : 0);  // the protocol's BOOL is one byte, 0 or 1
+  } else {
+    out.append(reinterpret_cast<const char*>(&element), sizeof(element));
   }
   return absl::OkStatus();
 }
 
-// The JSON values of `datatype`'s little-endian `bytes`.
-json ElementsOf(const std::string& datatype, const std::string& bytes) {
+// The JSON values of `dtype`'s little-endian `bytes`: numbers (16-bit floats
+// widened to float; NaN and Inf become null, since JSON has neither: use
+// binary data for them), true or false for BOOL.
+json ElementsOf(DType dtype, const std::string& bytes) {
   json data = json::array();
-  if (datatype == "FP32") {
-    for (size_t i = 0; i + 4 <= bytes.size(); i += 4) {
-      float f;
-      std::memcpy(&f, bytes.data() + i, 4);
-      data.push_back(f);  // NaN and Inf become null: JSON has neither (use binary data)
+  VisitDType(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::Host;
+    for (size_t i = 0; i + sizeof(T) <= bytes.size(); i += sizeof(T)) {
+      T element;
+      std::memcpy(&element, bytes.data() + i, sizeof(T));
+      if constexpr (std::is_same_v<T, bool>) {
+        data.push_back(bytes[i] != 0);
+      } else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+        data.push_back(static_cast<float>(element));
+      } else {
+        data.push_back(element);
+      }
     }
-  } else if (datatype == "INT64") {
-    for (size_t i = 0; i + 8 <= bytes.size(); i += 8) {
-      int64_t v;
-      std::memcpy(&v, bytes.data() + i, 8);
-      data.push_back(v);
-    }
-  } else if (datatype == "BOOL") {
-    for (char c : bytes) data.push_back(c != 0);
-  }
+  });
   return data;
 }
 
@@ -217,12 +242,14 @@ absl::Status ParseInput(const json& input, size_t index, std::string_view binary
     tensor->add_shape(dim.get<int64_t>());
     elements *= dim.get<int64_t>();
   }
-  const size_t element_size = ElementSize(tensor->datatype());
-  if (element_size == 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("input ", QuoteClientText(tensor->name()), ": datatype ",
-                     QuoteClientText(tensor->datatype()), " is not one of FP32, INT64, BOOL"));
+  const absl::StatusOr<DType> dtype = DTypeFromKServe(tensor->datatype());
+  if (!dtype.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("input ", QuoteClientText(tensor->name()),
+                                                   ": datatype ",
+                                                   QuoteClientText(tensor->datatype()), " ",
+                                                   dtype.status().message()));
   }
+  const size_t element_size = DTypeSize(*dtype);
   if (Parameter(input, "shared_memory_region") != nullptr) {
     // The tensor's bytes are in the region, so it takes no raw entry:
     // raw_input_contents holds the inputs outside shared memory.
@@ -263,7 +290,10 @@ absl::Status ParseInput(const json& input, size_t index, std::string_view binary
   }
   contents->reserve(leaves.size() * element_size);
   for (const json* leaf : leaves) {
-    if (absl::Status status = AppendElement(*leaf, tensor->datatype(), *contents); !status.ok()) {
+    const absl::Status status = VisitDType(*dtype, [&](auto tag) {
+      return AppendElement<decltype(tag)>(*leaf, *contents);
+    });
+    if (!status.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat("input ", QuoteClientText(tensor->name()), ": ", status.message()));
     }
@@ -361,7 +391,9 @@ HttpBody InferResponseToHttp(const inference::ModelInferResponse& response,
       tensor["parameters"] = {{"binary_data_size", bytes.size()}};
       binary += bytes;
     } else {
-      tensor["data"] = ElementsOf(output.datatype(), bytes);
+      // The server names only table types in its answers.
+      const absl::StatusOr<DType> dtype = DTypeFromKServe(output.datatype());
+      tensor["data"] = dtype.ok() ? ElementsOf(*dtype, bytes) : json::array();
     }
     outputs.push_back(std::move(tensor));
   }

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -72,8 +73,20 @@ TEST(HttpJsonTest, BadRequestsSayWhatIsWrong) {
       error(R"({"inputs": [{"name": "x", "datatype": "FP32", "shape": [2], "data": [1]}]})"),
       HasSubstr("has 1 values; its shape holds 2"));
   EXPECT_THAT(
-      error(R"({"inputs": [{"name": "x", "datatype": "FP16", "shape": [1], "data": [1]}]})"),
-      HasSubstr("not one of FP32, INT64, BOOL"));
+      error(R"({"inputs": [{"name": "x", "datatype": "FP8", "shape": [1], "data": [1]}]})"),
+      HasSubstr("datatype 'FP8' is not a datatype of the protocol (FP32, UINT8"));
+  EXPECT_THAT(
+      error(R"({"inputs": [{"name": "x", "datatype": "BYTES", "shape": [1], "data": ["a"]}]})"),
+      HasSubstr("datatype 'BYTES' has variable-length elements"));
+  EXPECT_THAT(
+      error(R"({"inputs": [{"name": "x", "datatype": "INT8", "shape": [1], "data": [300]}]})"),
+      HasSubstr("INT8 data must be integers from -128 to 127"));
+  EXPECT_THAT(
+      error(R"({"inputs": [{"name": "x", "datatype": "UINT16", "shape": [1], "data": [-1]}]})"),
+      HasSubstr("UINT16 data must be integers from 0 to 65535"));
+  EXPECT_THAT(
+      error(R"({"inputs": [{"name": "x", "datatype": "INT32", "shape": [1], "data": [1.5]}]})"),
+      HasSubstr("INT32 data must be integers"));
   EXPECT_THAT(
       error(R"({"inputs": [{"name": "x", "datatype": "INT64", "shape": [1], "data": [1.5]}]})"),
       HasSubstr("INT64 data must be integers"));
@@ -301,6 +314,56 @@ TEST(HttpJsonTest, ResponseIsJsonOrJsonThenBinary) {
   ASSERT_GT(body.header_length, 0u);
   EXPECT_THAT(body.content.substr(0, body.header_length), HasSubstr(R"("binary_data_size":8)"));
   EXPECT_EQ(body.content.substr(body.header_length), Floats({0.5f, -1}));
+}
+
+// Every datatype of the table: JSON numbers in, the type's little-endian
+// bytes out (16-bit floats rounded to the type), and back to the same JSON.
+TEST(HttpJsonTest, EveryDatatypeRoundTripsThroughJson) {
+  struct Case {
+    const char* datatype;
+    const char* data;   // what the client sends
+    std::string bytes;  // what reaches the model
+    const char* json;   // what the response says of those bytes
+  };
+  auto bytes = [](auto... values) {
+    std::string out;
+    (out.append(reinterpret_cast<const char*>(&values), sizeof(values)), ...);
+    return out;
+  };
+  const Case cases[] = {
+      {"INT8", "[-128, 127]", bytes(int8_t{-128}, int8_t{127}), "[-128,127]"},
+      {"UINT8", "[0, 255]", bytes(uint8_t{0}, uint8_t{255}), "[0,255]"},
+      {"INT16", "[-32768, 7]", bytes(int16_t{-32768}, int16_t{7}), "[-32768,7]"},
+      {"UINT16", "[65535, 1]", bytes(uint16_t{65535}, uint16_t{1}), "[65535,1]"},
+      {"INT32", "[-2147483648, 3]", bytes(int32_t{-2147483647 - 1}, int32_t{3}),
+       "[-2147483648,3]"},
+      {"UINT32", "[4294967295, 0]", bytes(uint32_t{4294967295u}, uint32_t{0}),
+       "[4294967295,0]"},
+      {"UINT64", "[18446744073709551615, 2]", bytes(~uint64_t{0}, uint64_t{2}),
+       "[18446744073709551615,2]"},
+      {"FP64", "[0.1, -2]", bytes(0.1, -2.0), "[0.1,-2.0]"},
+      // 1 + 2^-11 is halfway between two halves: rounds to even, 1.0.
+      {"FP16", "[1.00048828125, -2.5]", bytes(uint16_t{0x3c00}, uint16_t{0xc100}), "[1.0,-2.5]"},
+      {"BF16", "[3.14159, 1]", bytes(uint16_t{0x4049}, uint16_t{0x3f80}), "[3.140625,1.0]"},
+      {"BOOL", "[true, false]", std::string("\1\0", 2), "[true,false]"},
+  };
+  for (const Case& c : cases) {
+    const std::string body = absl::StrCat(R"({"inputs": [{"name": "x", "datatype": ")",
+                                          c.datatype, R"(", "shape": [2], "data": )", c.data,
+                                          "}]}");
+    absl::StatusOr<HttpInferRequest> parsed = ParseInferRequest(body, body.size(), "m", "");
+    ASSERT_TRUE(parsed.ok()) << c.datatype << ": " << parsed.status();
+    EXPECT_EQ(parsed->request.raw_input_contents(0), c.bytes) << c.datatype;
+
+    inference::ModelInferResponse response;
+    auto* y = response.add_outputs();
+    y->set_name("y");
+    y->set_datatype(c.datatype);
+    y->add_shape(2);
+    response.add_raw_output_contents(c.bytes);
+    const HttpBody answer = InferResponseToHttp(response, HttpInferRequest{});
+    EXPECT_THAT(answer.content, HasSubstr(absl::StrCat(R"("data":)", c.json))) << c.datatype;
+  }
 }
 
 TEST(HttpJsonTest, MessagesUseProtoNamesAndNumbers) {

@@ -6,52 +6,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status.h"
+#include "proto/config_dtype.h"
 
 namespace graphserve {
 
 size_t TensorSpec::bytes_per_row() const {
   return static_cast<size_t>(NumElements(dims)) * DTypeSize(dtype);
-}
-
-const char* KServeDatatype(DType dtype) {
-  switch (dtype) {
-    case DType::kFloat32: return "FP32";
-    case DType::kInt64: return "INT64";
-    case DType::kBool: return "BOOL";
-  }
-  return "INVALID";
-}
-
-absl::StatusOr<DType> DTypeFromKServe(absl::string_view datatype) {
-  if (datatype == "FP32") return DType::kFloat32;
-  if (datatype == "INT64") return DType::kInt64;
-  if (datatype == "BOOL") return DType::kBool;
-  return absl::InvalidArgumentError(
-      absl::StrCat("datatype '", datatype, "' is not supported (FP32, INT64 and BOOL are)"));
-}
-
-absl::StatusOr<DType> DTypeFromConfig(inference::DataType type) {
-  switch (type) {
-    case inference::TYPE_FP32: return DType::kFloat32;
-    case inference::TYPE_INT64: return DType::kInt64;
-    case inference::TYPE_BOOL: return DType::kBool;
-    default: break;
-  }
-  // The enum may hold a number no name exists for (a config from a newer schema).
-  const std::string name = inference::DataType_IsValid(type)
-                               ? inference::DataType_Name(type)
-                               : absl::StrCat("data type #", static_cast<int>(type));
-  return absl::InvalidArgumentError(
-      absl::StrCat(name, " is not supported (TYPE_FP32, TYPE_INT64 and TYPE_BOOL are)"));
-}
-
-inference::DataType ConfigDataType(DType dtype) {
-  switch (dtype) {
-    case DType::kFloat32: return inference::TYPE_FP32;
-    case DType::kInt64: return inference::TYPE_INT64;
-    case DType::kBool: return inference::TYPE_BOOL;
-  }
-  return inference::TYPE_INVALID;
 }
 
 namespace {

@@ -40,17 +40,6 @@ struct ModelInterface {
   std::vector<TensorSpec> outputs;
 };
 
-// KServe v2 datatype names: "FP32", "INT64", "BOOL".
-const char* KServeDatatype(DType dtype);
-
-// InvalidArgument listing the supported names for anything else (e.g. "FP16").
-absl::StatusOr<DType> DTypeFromKServe(absl::string_view datatype);
-
-// InvalidArgument naming the type (e.g. TYPE_FP16) and the supported ones.
-absl::StatusOr<DType> DTypeFromConfig(inference::DataType type);
-// The config's name of a served element type (TYPE_FP32, TYPE_INT64, TYPE_BOOL).
-inference::DataType ConfigDataType(DType dtype);
-
 // The interface config.pbtxt declares. InvalidArgument naming the field for:
 // max_batch_size < 1, no inputs or no outputs, an unsupported data_type, a dim
 // < 1 (variable non-batch dims are not served), a reshape dim < 1 or a reshape

@@ -53,28 +53,6 @@ TEST(ModelInterfaceTest, DatatypeNamesRoundTrip) {
   EXPECT_STREQ(KServeDatatype(DType::kBool), "BOOL");
 }
 
-TEST(ModelInterfaceTest, UnsupportedKServeDatatypeListsTheSupportedOnes) {
-  for (const char* name : {"FP16", "fp32", "", "BYTES"}) {
-    absl::StatusOr<DType> dtype = DTypeFromKServe(name);
-    ASSERT_FALSE(dtype.ok()) << name;
-    EXPECT_EQ(dtype.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_THAT(Message(dtype.status()), HasSubstr(absl::StrCat("'", name, "'")));
-    EXPECT_THAT(Message(dtype.status()), HasSubstr("FP32, INT64 and BOOL"));
-  }
-}
-
-TEST(ModelInterfaceTest, ConfigDataTypes) {
-  EXPECT_EQ(*DTypeFromConfig(inference::TYPE_FP32), DType::kFloat32);
-  EXPECT_EQ(*DTypeFromConfig(inference::TYPE_INT64), DType::kInt64);
-  EXPECT_EQ(*DTypeFromConfig(inference::TYPE_BOOL), DType::kBool);
-  absl::StatusOr<DType> fp16 = DTypeFromConfig(inference::TYPE_FP16);
-  ASSERT_FALSE(fp16.ok());
-  EXPECT_THAT(Message(fp16.status()), HasSubstr("TYPE_FP16"));
-  absl::StatusOr<DType> unnamed = DTypeFromConfig(static_cast<inference::DataType>(77));
-  ASSERT_FALSE(unnamed.ok());
-  EXPECT_THAT(Message(unnamed.status()), HasSubstr("#77"));
-}
-
 TEST(ModelInterfaceTest, InterfaceFromConfigKeepsOrderDtypesAndRowDims) {
   absl::StatusOr<ModelInterface> interface = InterfaceFromConfig(ParseConfig(kMlpConfig));
   ASSERT_TRUE(interface.ok()) << interface.status();
@@ -107,8 +85,8 @@ TEST(ModelInterfaceTest, InterfaceFromConfigNamesTheBadField) {
   const BadConfigCase cases[] = {
       {"no batching", "", "max_batch_size is 0", 0},
       {"negative batch", "", "max_batch_size is -4", -4},
-      {"unsupported type", "input { name: \"h\" data_type: TYPE_FP16 dims: 4 }",
-       "input[2] 'h' data_type: TYPE_FP16"},
+      {"unsupported type", "input { name: \"h\" data_type: TYPE_STRING dims: 4 }",
+       "input[2] 'h' data_type: TYPE_STRING is not supported"},
       {"unset type", "output { name: \"z\" dims: 4 }", "output[2] 'z' data_type: TYPE_INVALID"},
       {"variable dim", "input { name: \"v\" data_type: TYPE_FP32 dims: 4 dims: -1 }",
        "input[2] 'v' dims[1] is -1"},

@@ -43,14 +43,50 @@ std::string ShapeString(const google::protobuf::RepeatedField<int64_t>& shape) {
   return ClientTextPrefix(DimsToString(Dims(shape.begin(), shape.end())));
 }
 
-// The InferTensorContents field that holds elements of `dtype`.
-const char* TypedField(DType dtype) {
+// The InferTensorContents field that holds elements of `dtype`, and how
+// many it holds. FP16 and BF16 have none: they travel as raw bytes only.
+struct TypedContents {
+  const char* field = nullptr;
+  int count = 0;
+};
+
+TypedContents TypedContentsOf(DType dtype, const inference::InferTensorContents& contents) {
   switch (dtype) {
-    case DType::kFloat32: return "fp32_contents";
-    case DType::kInt64: return "int64_contents";
-    case DType::kBool: return "bool_contents";
+    case DType::kBool: return {"bool_contents", contents.bool_contents_size()};
+    case DType::kInt8:
+    case DType::kInt16:
+    case DType::kInt32: return {"int_contents", contents.int_contents_size()};
+    case DType::kInt64: return {"int64_contents", contents.int64_contents_size()};
+    case DType::kUInt8:
+    case DType::kUInt16:
+    case DType::kUInt32: return {"uint_contents", contents.uint_contents_size()};
+    case DType::kUInt64: return {"uint64_contents", contents.uint64_contents_size()};
+    case DType::kFloat32: return {"fp32_contents", contents.fp32_contents_size()};
+    case DType::kFloat64: return {"fp64_contents", contents.fp64_contents_size()};
+    case DType::kFloat16:
+    case DType::kBFloat16: return {};
   }
-  return "no field";
+  return {};
+}
+
+// The elements of a typed field as `T`'s bytes, appended to `bytes`; an
+// element the narrower T cannot hold (300 in an INT8 tensor's int_contents)
+// is refused, naming its index.
+template <typename T, typename Repeated>
+absl::Status NarrowInto(const Repeated& values, const TensorSpec& spec,
+                        const ModelInterface& model, std::vector<std::byte>& bytes) {
+  bytes.resize(static_cast<size_t>(values.size()) * sizeof(T));
+  for (int i = 0; i < values.size(); ++i) {
+    const auto value = values.Get(i);
+    const T element = static_cast<T>(value);
+    if (static_cast<decltype(value)>(element) != value) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "input '", spec.name, "' of model '", model.name, "': element ", i, " (", value,
+          ") is outside the range of ", KServeDatatype(spec.dtype)));
+    }
+    std::memcpy(bytes.data() + static_cast<size_t>(i) * sizeof(T), &element, sizeof(T));
+  }
+  return absl::OkStatus();
 }
 
 // The non-empty fields of `contents`, in field order.
@@ -276,50 +312,80 @@ absl::StatusOr<const std::byte*> SharedMemoryInput(const SharedMemoryParameters&
 absl::StatusOr<const std::byte*> TypedInput(const InputTensor& tensor, const TensorSpec& spec,
                                             int64_t rows, const ModelInterface& model,
                                             std::vector<std::vector<std::byte>>* converted) {
-  const char* field = TypedField(spec.dtype);
-  const std::vector<const char*> filled = FilledTypedFields(tensor.contents());
+  const inference::InferTensorContents& contents = tensor.contents();
+  const TypedContents typed = TypedContentsOf(spec.dtype, contents);
+  if (typed.field == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "input '", spec.name, "' of model '", model.name, "' is ", KServeDatatype(spec.dtype),
+        ", which has no typed contents field; send it in raw_input_contents"));
+  }
+  const std::vector<const char*> filled = FilledTypedFields(contents);
   if (filled.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("input '", spec.name, "' of model '", model.name,
-                     "' has no data; send it in raw_input_contents or in contents.", field));
+                     "' has no data; send it in raw_input_contents or in contents.", typed.field));
   }
   for (const char* other : filled) {
-    if (std::strcmp(other, field) != 0) {
+    if (std::strcmp(other, typed.field) != 0) {
       return absl::InvalidArgumentError(
           absl::StrCat("input '", spec.name, "' of model '", model.name, "' is ",
                        KServeDatatype(spec.dtype), " but carries contents.", other, "; ",
-                       KServeDatatype(spec.dtype), " elements go in contents.", field));
+                       KServeDatatype(spec.dtype), " elements go in contents.", typed.field));
     }
-  }
-  const inference::InferTensorContents& contents = tensor.contents();
-  size_t count = 0;
-  switch (spec.dtype) {
-    case DType::kFloat32: count = contents.fp32_contents_size(); break;
-    case DType::kInt64: count = contents.int64_contents_size(); break;
-    case DType::kBool: count = contents.bool_contents_size(); break;
   }
   ASSIGN_OR_RETURN(const size_t expected,
                    CheckedRowsSize(rows, spec, static_cast<size_t>(NumElements(spec.dims)), model));
-  if (count != expected) {
+  if (static_cast<size_t>(typed.count) != expected) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "input '", spec.name, "' of model '", model.name, "': ", count, " elements in contents.",
-        field, ", expected ", expected, " for shape ", ShapeString(tensor.shape())));
+        "input '", spec.name, "' of model '", model.name, "': ", typed.count,
+        " elements in contents.", typed.field, ", expected ", expected, " for shape ",
+        ShapeString(tensor.shape())));
   }
+  // Read in place where the field's element type is the tensor's; copied
+  // (narrowed, checked) where it is wider.
   switch (spec.dtype) {
     case DType::kFloat32:
       return reinterpret_cast<const std::byte*>(contents.fp32_contents().data());
-    case DType::kInt64: return reinterpret_cast<const std::byte*>(contents.int64_contents().data());
+    case DType::kFloat64:
+      return reinterpret_cast<const std::byte*>(contents.fp64_contents().data());
+    case DType::kInt32:
+      return reinterpret_cast<const std::byte*>(contents.int_contents().data());
+    case DType::kInt64:
+      return reinterpret_cast<const std::byte*>(contents.int64_contents().data());
+    case DType::kUInt32:
+      return reinterpret_cast<const std::byte*>(contents.uint_contents().data());
+    case DType::kUInt64:
+      return reinterpret_cast<const std::byte*>(contents.uint64_contents().data());
     case DType::kBool: {
       // Written as bytes rather than read in place: the protocol's raw BOOL is a
       // byte holding 0 or 1, which C++ does not promise for bool's object form.
-      std::vector<std::byte>& bytes = converted->emplace_back(count);
-      for (size_t i = 0; i < count; ++i) {
-        bytes[i] = std::byte{contents.bool_contents(static_cast<int>(i)) ? uint8_t{1} : uint8_t{0}};
+      std::vector<std::byte>& bytes = converted->emplace_back(typed.count);
+      for (int i = 0; i < typed.count; ++i) {
+        bytes[i] = std::byte{contents.bool_contents(i) ? uint8_t{1} : uint8_t{0}};
       }
       return bytes.data();
     }
+    case DType::kInt8:
+      RETURN_IF_ERROR(
+          NarrowInto<int8_t>(contents.int_contents(), spec, model, converted->emplace_back()));
+      return converted->back().data();
+    case DType::kInt16:
+      RETURN_IF_ERROR(
+          NarrowInto<int16_t>(contents.int_contents(), spec, model, converted->emplace_back()));
+      return converted->back().data();
+    case DType::kUInt8:
+      RETURN_IF_ERROR(
+          NarrowInto<uint8_t>(contents.uint_contents(), spec, model, converted->emplace_back()));
+      return converted->back().data();
+    case DType::kUInt16:
+      RETURN_IF_ERROR(
+          NarrowInto<uint16_t>(contents.uint_contents(), spec, model, converted->emplace_back()));
+      return converted->back().data();
+    case DType::kFloat16:
+    case DType::kBFloat16:
+      break;  // refused above: no typed field
   }
-  return absl::InternalError("unreachable: unknown dtype");
+  return absl::InternalError("unreachable: a dtype without typed contents");
 }
 
 // Fills validated->outputs and output_slices; validated->rows is known. An

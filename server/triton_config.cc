@@ -9,6 +9,7 @@
 #include "common/status.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
+#include "proto/config_dtype.h"
 #include "runtime/bind.h"
 #include "server/model_interface.h"
 

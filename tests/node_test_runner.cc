@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
+#include <map>
 #include <set>
 #include <system_error>
 #include <utility>
@@ -91,16 +93,24 @@ std::string CompareTensors(const HostTensor& got, const HostTensor& expected,
   int64_t worst = -1;
   double worst_excess = 0;  // |diff| / allowed for floats, |diff| for integers
   std::string detail;
-  switch (expected.dtype()) {
-    case DType::kFloat32: {
-      const float* a = got.data<float>();
-      const float* b = expected.data<float>();
+  VisitDType(expected.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::Host;
+    const T* a = got.data<T>();
+    const T* b = expected.data<T>();
+    if constexpr (IsFloatingDType(decltype(tag)::value)) {
+      // Compared as doubles (the 16-bit floats widen exactly), within the
+      // tolerance, NaN matching NaN.
+      auto value = [](T x) {
+        if constexpr (std::is_same_v<T, double>) return x;
+        else return static_cast<double>(static_cast<float>(x));
+      };
       for (int64_t i = 0; i < count; ++i) {
-        if (a[i] == b[i] || (std::isnan(a[i]) && std::isnan(b[i]))) continue;
-        const double diff = std::fabs(static_cast<double>(a[i]) - b[i]);
-        const double allowed = tolerance.atol + tolerance.rtol * std::fabs(b[i]);
+        const double x = value(a[i]), y = value(b[i]);
+        if (x == y || (std::isnan(x) && std::isnan(y))) continue;
+        const double diff = std::fabs(x - y);
+        const double allowed = tolerance.atol + tolerance.rtol * std::fabs(y);
         // Infinities match only themselves (checked above), as in numpy.isclose.
-        if (std::isfinite(a[i]) && std::isfinite(b[i]) && diff <= allowed) continue;
+        if (std::isfinite(x) && std::isfinite(y) && diff <= allowed) continue;
         ++mismatches;
         // NaN against a number, or infinities: worse than any finite miss.
         const double excess = std::isfinite(diff) ? diff / allowed : HUGE_VAL;
@@ -110,15 +120,12 @@ std::string CompareTensors(const HostTensor& got, const HostTensor& expected,
         }
       }
       if (worst >= 0) {
-        detail = absl::StrFormat("got %.9g, expected %.9g (|diff| %.3g, allowed %.3g)", a[worst],
-                                 b[worst], std::fabs(static_cast<double>(a[worst]) - b[worst]),
-                                 tolerance.atol + tolerance.rtol * std::fabs(b[worst]));
+        const double x = value(a[worst]), y = value(b[worst]);
+        detail = absl::StrFormat("got %.9g, expected %.9g (|diff| %.3g, allowed %.3g)", x, y,
+                                 std::fabs(x - y), tolerance.atol + tolerance.rtol * std::fabs(y));
       }
-      break;
-    }
-    case DType::kInt64: {
-      const int64_t* a = got.data<int64_t>();
-      const int64_t* b = expected.data<int64_t>();
+    } else {
+      // Integers and bool: exact.
       for (int64_t i = 0; i < count; ++i) {
         if (a[i] == b[i]) continue;
         ++mismatches;
@@ -128,24 +135,14 @@ std::string CompareTensors(const HostTensor& got, const HostTensor& expected,
           worst_excess = excess;
         }
       }
-      if (worst >= 0) detail = absl::StrCat("got ", a[worst], ", expected ", b[worst]);
-      break;
-    }
-    case DType::kBool: {
-      const bool* a = got.data<bool>();
-      const bool* b = expected.data<bool>();
-      for (int64_t i = 0; i < count; ++i) {
-        if (a[i] == b[i]) continue;
-        if (worst < 0) worst = i;
-        ++mismatches;
-      }
-      if (worst >= 0) {
+      if (worst >= 0 && std::is_same_v<T, bool>) {
         detail = absl::StrCat("got ", a[worst] ? "true" : "false", ", expected ",
                               b[worst] ? "true" : "false");
+      } else if (worst >= 0) {
+        detail = absl::StrCat("got ", +a[worst], ", expected ", +b[worst]);
       }
-      break;
     }
-  }
+  });
   if (mismatches == 0) return "";
   return absl::StrCat(mismatches, " of ", count, " elements differ; worst at ",
                       IndexString(expected.dims(), worst), ": ", detail);
@@ -170,6 +167,16 @@ std::set<std::string> ShapeOperandInputs(const Model& model) {
   return shape_inputs;
 }
 
+// ONNX's node-test data before bfloat16 reached numpy stores bfloat16
+// tensors as UINT16 holding their bits: a uint16 tensor where the model
+// declares bfloat16 is read as those bits.
+void ReadUInt16AsDeclared(DType declared, HostTensor& tensor) {
+  if (declared != DType::kBFloat16 || tensor.dtype() != DType::kUInt16) return;
+  HostTensor bits(DType::kBFloat16, tensor.dims());
+  std::memcpy(bits.raw(), tensor.raw(), tensor.bytes());
+  tensor = std::move(bits);
+}
+
 // Runs one data set; an error is the test's failure (Unimplemented: a skip).
 absl::Status RunDataSet(const Model& model, const fs::path& data_set,
                         const ExecutorFactory& make_executor,
@@ -180,6 +187,10 @@ absl::Status RunDataSet(const Model& model, const fs::path& data_set,
     return absl::InvalidArgumentError(absl::StrCat("data set has ", inputs.size(),
                                                    " inputs, the model ",
                                                    model.inputs.size()));
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) ReadUInt16AsDeclared(model.inputs[i].dtype, inputs[i]);
+  for (size_t k = 0; k < expected.size() && k < model.outputs.size(); ++k) {
+    ReadUInt16AsDeclared(model.outputs[k].dtype, expected[k]);
   }
 
   const std::set<std::string> shape_inputs = ShapeOperandInputs(model);
@@ -264,10 +275,33 @@ absl::StatusOr<std::vector<std::string>> ListNodeTests(const std::string& data_d
   return tests;
 }
 
+// Node tests whose data in Debian's libonnx-testdata (ONNX 1.12) contradicts
+// the ONNX specification GraphServe implements, each with why. Skipped, with
+// that reason, rather than failed or silently passed.
+const std::map<std::string, std::string>& OutdatedNodeTests() {
+  static const auto* const kOutdated = new std::map<std::string, std::string>{
+      {"test_cast_FLOAT_to_BFLOAT16",
+       "outdated data: ONNX 1.12 truncates float to bfloat16; Cast rounds to nearest even "
+       "(ONNX's data from 1.14 on, PyTorch, CUDA)"},
+      {"test_castlike_FLOAT_to_BFLOAT16_expanded",
+       "outdated data: ONNX 1.12 truncates float to bfloat16; Cast rounds to nearest even "
+       "(ONNX's data from 1.14 on, PyTorch, CUDA)"},
+      {"test_castlike_BFLOAT16_to_FLOAT_expanded",
+       "outdated data: ONNX 1.12's input 'like' is float32[1], the model declares [3,4]"},
+  };
+  return *kOutdated;
+}
+
 NodeTestResult RunNodeTest(const std::string& test_dir, const ExecutorFactory& make_executor,
                            const NodeTestTolerance& tolerance) {
   NodeTestResult result;
   result.name = fs::path(test_dir).filename().string();
+  if (auto outdated = OutdatedNodeTests().find(result.name);
+      outdated != OutdatedNodeTests().end()) {
+    result.outcome = Outcome::kSkipped;
+    result.messages.push_back(outdated->second);
+    return result;
+  }
   absl::StatusOr<Model> model = ImportOnnxFile((fs::path(test_dir) / "model.onnx").string());
   if (absl::IsUnimplemented(model.status())) {
     result.outcome = Outcome::kSkipped;

@@ -28,7 +28,6 @@ namespace {
 using op_kernels_internal::BinaryOp;
 using op_kernels_internal::BinaryParams;
 using op_kernels_internal::ConcatLaunch;
-using op_kernels_internal::ElemType;
 using op_kernels_internal::GatherParams;
 using op_kernels_internal::kMaxConcatInputsPerLaunch;
 using op_kernels_internal::kMaxMappedInputs;
@@ -58,18 +57,6 @@ absl::Status Invalid(const BoundNode& node, absl::string_view message) {
 
 absl::Status Unsupported(const BoundNode& node, absl::string_view message) {
   return NodeError(absl::StatusCode::kUnimplemented, node, message);
-}
-
-ElemType ToElemType(DType dtype) {
-  switch (dtype) {
-    case DType::kFloat32:
-      return ElemType::kFloat32;
-    case DType::kInt64:
-      return ElemType::kInt64;
-    case DType::kBool:
-      return ElemType::kBool;
-  }
-  return ElemType::kFloat32;
 }
 
 std::vector<int64_t> ContiguousStrides(const Dims& dims) {
@@ -475,7 +462,7 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeUnary(const BoundGraph& graph,
   RETURN_IF_ERROR(CheckElementCount(node, out, NumElements(in.dims)));
   UnaryParams params;
   params.op = info.op;
-  params.input_type = params.output_type = ToElemType(in.dtype);
+  params.input_type = params.output_type = in.dtype;
   if (info.op == UnaryOp::kLeakyRelu) {
     ASSIGN_OR_RETURN(params.alpha, GetFloatAttr(node.attributes, "alpha", 0.01f));
   }
@@ -497,8 +484,8 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeCast(const BoundGraph& graph,
   RETURN_IF_ERROR(CheckElementCount(node, out, NumElements(in.dims)));
   UnaryParams params;
   params.op = in.dtype == out.dtype ? UnaryOp::kCopy : UnaryOp::kCast;
-  params.input_type = ToElemType(in.dtype);
-  params.output_type = ToElemType(out.dtype);
+  params.input_type = in.dtype;
+  params.output_type = out.dtype;
   params.layout = MakeLayout(out.dims, {ContiguousStrides(out.dims)});
   return std::make_unique<UnaryKernel>(node, params, 0);
 }
@@ -534,7 +521,7 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeBinary(const BoundGraph& graph
   ASSIGN_OR_RETURN(std::vector<int64_t> b_strides, BroadcastStrides(node, b, out.dims));
   BinaryParams params;
   params.op = op;
-  params.input_type = ToElemType(a.dtype);
+  params.input_type = a.dtype;
   params.layout = MakeLayout(out.dims, {std::move(a_strides), std::move(b_strides)});
   return MakeParamsKernel(node, params, EnqueueBinary, "LaunchBinary");
 }
@@ -554,7 +541,7 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeWhere(const BoundGraph& graph,
   ASSIGN_OR_RETURN(std::vector<int64_t> y_strides, BroadcastStrides(node, y, out.dims));
   static_assert(kMaxMappedInputs >= 3, "Where maps three inputs");
   WhereParams params;
-  params.value_type = ToElemType(x.dtype);
+  params.value_type = x.dtype;
   params.layout = MakeLayout(
       out.dims, {std::move(cond_strides), std::move(x_strides), std::move(y_strides)});
   return MakeParamsKernel(node, params, EnqueueWhere, "LaunchWhere");
@@ -576,7 +563,7 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeByteCopy(const BoundGraph& gra
 UnaryParams StridedCopyParams(DType dtype, const Dims& out_dims, std::vector<int64_t> in_strides) {
   UnaryParams params;
   params.op = UnaryOp::kCopy;
-  params.input_type = params.output_type = ToElemType(dtype);
+  params.input_type = params.output_type = dtype;
   params.layout = MakeLayout(out_dims, {std::move(in_strides)});
   return params;
 }

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "runtime/cuda/dtype_dispatch.cu.h"
 #include "runtime/cuda/op_kernels_elementwise.cu.h"
 #include "runtime/cuda/op_kernels_launch.h"
 
@@ -104,30 +105,25 @@ cudaError_t LaunchTyped(const BinaryParams& p, F f, const void* a, const void* b
 template <typename F>
 cudaError_t LaunchArithmetic(const BinaryParams& p, F f, const void* a, const void* b, void* out,
                              cudaStream_t stream) {
-  switch (p.input_type) {
-    case ElemType::kFloat32:
-      return LaunchTyped<float>(p, f, a, b, out, stream);
-    case ElemType::kInt64:
-      return LaunchTyped<int64_t>(p, f, a, b, out, stream);
-    case ElemType::kBool:
-      break;
-  }
+  if (p.input_type == DType::kFloat32) return LaunchTyped<float>(p, f, a, b, out, stream);
+  if (p.input_type == DType::kInt64) return LaunchTyped<int64_t>(p, f, a, b, out, stream);
   return cudaErrorInvalidValue;
 }
 
 cudaError_t LaunchEqual(const BinaryParams& p, const void* a, const void* b, void* out,
                         cudaStream_t stream) {
   bool* result = static_cast<bool*>(out);
-  switch (p.input_type) {
-    case ElemType::kFloat32:
-      return LaunchMapped(p.layout, EqualFn{}, result, stream, static_cast<const float*>(a),
-                          static_cast<const float*>(b));
-    case ElemType::kInt64:
-      return LaunchMapped(p.layout, EqualFn{}, result, stream, static_cast<const int64_t*>(a),
-                          static_cast<const int64_t*>(b));
-    case ElemType::kBool:
-      return LaunchMapped(p.layout, EqualFn{}, result, stream, static_cast<const bool*>(a),
-                          static_cast<const bool*>(b));
+  if (p.input_type == DType::kFloat32) {
+    return LaunchMapped(p.layout, EqualFn{}, result, stream, static_cast<const float*>(a),
+                        static_cast<const float*>(b));
+  }
+  if (p.input_type == DType::kInt64) {
+    return LaunchMapped(p.layout, EqualFn{}, result, stream, static_cast<const int64_t*>(a),
+                        static_cast<const int64_t*>(b));
+  }
+  if (p.input_type == DType::kBool) {
+    return LaunchMapped(p.layout, EqualFn{}, result, stream, static_cast<const bool*>(a),
+                        static_cast<const bool*>(b));
   }
   return cudaErrorInvalidValue;
 }
@@ -156,7 +152,7 @@ cudaError_t LaunchBinary(const BinaryParams& p, const void* a, const void* b, vo
     case BinaryOp::kFmod:
       return LaunchArithmetic(p, FmodFn{}, a, b, output, stream);
     case BinaryOp::kMod:
-      if (p.input_type != ElemType::kInt64) return cudaErrorInvalidValue;
+      if (p.input_type != DType::kInt64) return cudaErrorInvalidValue;
       return LaunchTyped<int64_t>(p, ModFn{}, a, b, output, stream);
     case BinaryOp::kPow:
       return LaunchArithmetic(p, PowFn{}, a, b, output, stream);
@@ -173,15 +169,9 @@ cudaError_t LaunchBinary(const BinaryParams& p, const void* a, const void* b, vo
 cudaError_t LaunchWhere(const WhereParams& p, const void* cond, const void* x, const void* y,
                         void* output, cudaStream_t stream) {
   // Where only selects: the element size is all that matters.
-  switch (p.value_type) {
-    case ElemType::kFloat32:
-      return LaunchWhereTyped<uint32_t>(p, cond, x, y, output, stream);
-    case ElemType::kInt64:
-      return LaunchWhereTyped<uint64_t>(p, cond, x, y, output, stream);
-    case ElemType::kBool:
-      return LaunchWhereTyped<uint8_t>(p, cond, x, y, output, stream);
-  }
-  return cudaErrorInvalidValue;
+  return VisitElementBits(p.value_type, [&](auto bits) {
+    return LaunchWhereTyped<decltype(bits)>(p, cond, x, y, output, stream);
+  });
 }
 
 }  // namespace op_kernels_internal

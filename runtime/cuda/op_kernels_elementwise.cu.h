@@ -112,24 +112,30 @@ inline bool IsAligned(const T* ptr, size_t alignment) {
 template <typename Out, typename... In>
 inline constexpr int kMapVec = static_cast<int>(16 / std::max({sizeof(Out), sizeof(In)...}));
 
+// out[i] = f(in_0[i], ...) for i < n: vectorised where every pointer is
+// aligned to a pack.
+template <typename Out, typename F, typename... In>
+cudaError_t LaunchContiguousMapped(int64_t n, F f, Out* out, cudaStream_t stream,
+                                   const In*... in) {
+  if (n <= 0) return cudaSuccess;
+  constexpr int kVec = kMapVec<Out, In...>;
+  const bool aligned =
+      IsAligned(out, sizeof(Out) * kVec) && (IsAligned(in, sizeof(In) * kVec) && ...);
+  if (aligned && n >= kVec) {
+    ContiguousMapKernel<kVec><<<MapBlocks(n / kVec), kMapThreads, 0, stream>>>(n, f, out, in...);
+  } else {
+    ContiguousMapKernel<1><<<MapBlocks(n), kMapThreads, 0, stream>>>(n, f, out, in...);
+  }
+  return cudaGetLastError();
+}
+
 // Launches f over the layout: out[i] = f(in_0[offset_0(i)], ...).
 template <typename Out, typename F, typename... In>
 cudaError_t LaunchMapped(const StridedLayout& layout, F f, Out* out, cudaStream_t stream,
                          const In*... in) {
   const int64_t n = layout.num_elements;
   if (n <= 0) return cudaSuccess;
-  if (layout.contiguous) {
-    constexpr int kVec = kMapVec<Out, In...>;
-    const bool aligned = IsAligned(out, sizeof(Out) * kVec) &&
-                         (IsAligned(in, sizeof(In) * kVec) && ...);
-    if (aligned && n >= kVec) {
-      ContiguousMapKernel<kVec><<<MapBlocks(n / kVec), kMapThreads, 0, stream>>>(n, f, out,
-                                                                                 in...);
-    } else {
-      ContiguousMapKernel<1><<<MapBlocks(n), kMapThreads, 0, stream>>>(n, f, out, in...);
-    }
-    return cudaGetLastError();
-  }
+  if (layout.contiguous) return LaunchContiguousMapped(n, f, out, stream, in...);
   const unsigned blocks = MapBlocks(n);
   if (!layout.index32) {
     StridedMapKernel<0, uint64_t><<<blocks, kMapThreads, 0, stream>>>(layout, f, out, in...);

@@ -13,6 +13,8 @@
 
 #include <cstdint>
 
+#include "common/dtype_table.h"
+
 namespace graphserve {
 namespace op_kernels_internal {
 
@@ -22,8 +24,6 @@ inline constexpr int kMaxRank = 8;
 inline constexpr int kMaxMappedInputs = 3;
 // Inputs one Concat launch copies; longer lists take several launches.
 inline constexpr int kMaxConcatInputsPerLaunch = 8;
-
-enum class ElemType : int32_t { kFloat32, kInt64, kBool };
 
 // Note [Strided layouts]
 // ~~~~~~~~~~~~~~~~~~~~~~
@@ -50,7 +50,7 @@ struct StridedLayout {
 
 enum class UnaryOp : int32_t {
   kCopy,  // same type; Expand, Transpose, Slice and a Cast to the same type
-  kCast,
+  kCast,  // any row of the datatype table to any other; contiguous layouts only
   kSqrt,
   kExp,
   kLog,
@@ -65,8 +65,8 @@ enum class UnaryOp : int32_t {
 
 struct UnaryParams {
   UnaryOp op = UnaryOp::kCopy;
-  ElemType input_type = ElemType::kFloat32;
-  ElemType output_type = ElemType::kFloat32;
+  DType input_type = DType::kFloat32;
+  DType output_type = DType::kFloat32;
   float alpha = 0.0f;  // LeakyRelu
   StridedLayout layout;
 };
@@ -82,7 +82,7 @@ enum class BinaryOp : int32_t { kAdd, kSub, kMul, kDiv, kFmod, kMod, kPow, kMax,
 // Both inputs have `input_type`; the output too, except Equal's (bool).
 struct BinaryParams {
   BinaryOp op = BinaryOp::kAdd;
-  ElemType input_type = ElemType::kFloat32;
+  DType input_type = DType::kFloat32;
   StridedLayout layout;
 };
 
@@ -91,7 +91,7 @@ cudaError_t LaunchBinary(const BinaryParams& params, const void* a, const void* 
 
 // cond (bool), x and y (value_type); the output has value_type.
 struct WhereParams {
-  ElemType value_type = ElemType::kFloat32;
+  DType value_type = DType::kFloat32;
   StridedLayout layout;
 };
 

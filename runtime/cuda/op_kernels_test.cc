@@ -15,6 +15,7 @@
 #include <random>
 #include <string>
 #include <utility>
+#include <type_traits>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -68,17 +69,7 @@ std::string DimsLabel(const Dims& dims) {
   return dims.empty() ? std::string("s") : absl::StrJoin(dims, "x");
 }
 
-std::string TypeLabel(DType dtype) {
-  switch (dtype) {
-    case DType::kFloat32:
-      return "f32";
-    case DType::kInt64:
-      return "i64";
-    case DType::kBool:
-      return "bool";
-  }
-  return "unknown";
-}
+std::string TypeLabel(DType dtype) { return DTypeName(dtype); }
 
 bool IsAbsent(const TensorSpec& spec) { return spec.dims.size() == 1 && spec.dims[0] == -1; }
 
@@ -151,6 +142,23 @@ HostTensor MakeInput(const TensorSpec& spec, std::mt19937& rng) {
       for (int64_t i = 0; i < n; ++i) data[i] = coin(rng) == 1;
       break;
     }
+    default:
+      // The other rows of the datatype table (Cast's inputs): small values
+      // every type holds, zeros among them, halves for the float types.
+      VisitDType(spec.dtype, [&](auto tag) {
+        using T = typename decltype(tag)::Host;
+        constexpr bool kFloating = IsFloatingDType(decltype(tag)::value);
+        constexpr bool kSigned = kFloating || std::is_signed_v<T>;
+        T* data = tensor.data<T>();
+        for (int64_t i = 0; i < n; ++i) {
+          float value = static_cast<float>(std::uniform_int_distribution<int>(0, 100)(rng));
+          if (kSigned && coin(rng)) value = -value;
+          if (kFloating) value += 0.5f * static_cast<float>(coin(rng));
+          if (i % 4 == 0) value = 0.0f;
+          data[i] = static_cast<T>(value);
+        }
+      });
+      break;
   }
   return tensor;
 }
@@ -251,6 +259,16 @@ absl::Status RunOnDevice(const std::vector<HostTensor>& inputs,
   return absl::OkStatus();
 }
 
+// A float type's value as double (the 16-bit floats through float, exactly).
+template <typename T>
+double AsDouble(T x) {
+  if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+    return static_cast<float>(x);
+  } else {
+    return static_cast<double>(x);
+  }
+}
+
 void ExpectMatches(const HostTensor& got, const HostTensor& want, const std::string& what) {
   ASSERT_EQ(got.dtype(), want.dtype()) << what;
   ASSERT_EQ(got.dims(), want.dims()) << what;
@@ -270,7 +288,24 @@ void ExpectMatches(const HostTensor& got, const HostTensor& want, const std::str
     }
     return;
   }
-  // int64 and bool: exact. bool bytes are 0 or 1 on both sides.
+  if (IsFloatingDType(want.dtype())) {
+    // float16, bfloat16 and float64 come from Cast here, which rounds alike
+    // on both sides: the same values, NaN where the host has NaN (whatever
+    // its payload bits).
+    VisitDType(want.dtype(), [&](auto tag) {
+      using T = typename decltype(tag)::Host;
+      for (int64_t i = 0; i < n; ++i) {
+        const double g = AsDouble(got.data<T>()[i]);
+        const double w = AsDouble(want.data<T>()[i]);
+        if (g == w || (std::isnan(g) && std::isnan(w))) continue;
+        ADD_FAILURE() << what << ": element " << i << " of " << n << " is " << g
+                      << ", the host has " << w;
+        return;
+      }
+    });
+    return;
+  }
+  // Integers and bool: exact. bool bytes are 0 or 1 on both sides.
   const size_t size = DTypeSize(want.dtype());
   for (int64_t i = 0; i < n; ++i) {
     if (std::memcmp(static_cast<const char*>(got.raw()) + i * size,
@@ -487,8 +522,9 @@ std::vector<OpCase> UnaryCases() {
 
 std::vector<OpCase> CastCases() {
   std::vector<OpCase> cases;
-  for (DType from : {DType::kFloat32, DType::kInt64, DType::kBool}) {
-    for (DType to : {DType::kFloat32, DType::kInt64, DType::kBool}) {
+  // Every pair of rows of the datatype table.
+  for (DType from : kAllDTypes) {
+    for (DType to : kAllDTypes) {
       for (const Dims& dims : std::vector<Dims>{{5}, {3, 37}}) {
         OpCase c;
         c.op_type = "Cast";

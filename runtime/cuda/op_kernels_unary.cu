@@ -5,8 +5,10 @@
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 
+#include "runtime/cuda/dtype_dispatch.cu.h"
 #include "runtime/cuda/op_kernels_elementwise.cu.h"
 #include "runtime/cuda/op_kernels_launch.h"
 
@@ -19,16 +21,36 @@ struct CopyFn {
   __device__ T operator()(T x) const { return x; }
 };
 
-// float -> int64 truncates toward zero; anything -> bool is x != 0.
+// One element of Cast, as the host reference's CastElement
+// (runtime/host/elementwise_kernels.cc): to bool is x != 0; float to integer
+// truncates toward zero, NaN gives 0 and out-of-range values saturate; integer
+// to integer wraps; to a 16-bit float rounds to nearest even. The 16-bit
+// floats are read through float, which holds each of their values exactly.
+template <typename To, typename From>
+__device__ __forceinline__ To CastElement(From x) {
+  if constexpr (kIsHalfType<From>) {
+    return CastElement<To>(static_cast<float>(x));
+  } else if constexpr (std::is_same_v<To, bool>) {
+    return x != static_cast<From>(0);
+  } else if constexpr (kIsHalfType<To>) {
+    return To(static_cast<float>(x));
+  } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
+    const From low = static_cast<From>(std::numeric_limits<To>::min());
+    const From high = static_cast<From>(std::numeric_limits<To>::max());
+    if (isnan(x)) return To{0};
+    if (x <= low) return std::numeric_limits<To>::min();
+    if (x >= high) return std::numeric_limits<To>::max();
+    return static_cast<To>(x);
+  } else {
+    return static_cast<To>(x);
+  }
+}
+
 template <typename To>
 struct CastFn {
   template <typename From>
   __device__ To operator()(From x) const {
-    if constexpr (std::is_same_v<To, bool>) {
-      return x != static_cast<From>(0);
-    } else {
-      return static_cast<To>(x);
-    }
+    return CastElement<To>(x);
   }
 };
 
@@ -82,51 +104,45 @@ T* Out(void* ptr) {
   return static_cast<T*>(ptr);
 }
 
-template <typename From>
-cudaError_t LaunchCastFrom(const UnaryParams& p, const From* in, void* out, cudaStream_t stream) {
-  switch (p.output_type) {
-    case ElemType::kFloat32:
-      return LaunchMapped(p.layout, CastFn<float>{}, Out<float>(out), stream, in);
-    case ElemType::kInt64:
-      return LaunchMapped(p.layout, CastFn<int64_t>{}, Out<int64_t>(out), stream, in);
-    case ElemType::kBool:
-      return LaunchMapped(p.layout, CastFn<bool>{}, Out<bool>(out), stream, in);
-  }
-  return cudaErrorInvalidValue;
+// Every pair of table rows. Cast's layout is contiguous (MakeCast), so only
+// the contiguous kernels are instantiated: 13 x 13 pairs of them.
+cudaError_t LaunchCast(const UnaryParams& p, const void* in, void* out, cudaStream_t stream) {
+  if (!p.layout.contiguous) return cudaErrorInvalidValue;
+  return VisitDeviceType(p.input_type, [&](auto from_tag) {
+    using From = typename decltype(from_tag)::Type;
+    return VisitDeviceType(p.output_type, [&](auto to_tag) {
+      using To = typename decltype(to_tag)::Type;
+      return LaunchContiguousMapped(p.layout.num_elements, CastFn<To>{}, Out<To>(out), stream,
+                                    In<From>(in));
+    });
+  });
 }
 
 template <typename F>
 cudaError_t LaunchFloatOnly(const UnaryParams& p, F f, const void* in, void* out,
                             cudaStream_t stream) {
-  if (p.input_type != ElemType::kFloat32) return cudaErrorInvalidValue;
+  if (p.input_type != DType::kFloat32) return cudaErrorInvalidValue;
   return LaunchMapped(p.layout, f, Out<float>(out), stream, In<float>(in));
 }
 
 template <typename F>
 cudaError_t LaunchFloatOrInt64(const UnaryParams& p, F f, const void* in, void* out,
                                cudaStream_t stream) {
-  switch (p.input_type) {
-    case ElemType::kFloat32:
-      return LaunchMapped(p.layout, f, Out<float>(out), stream, In<float>(in));
-    case ElemType::kInt64:
-      return LaunchMapped(p.layout, f, Out<int64_t>(out), stream, In<int64_t>(in));
-    case ElemType::kBool:
-      break;
+  if (p.input_type == DType::kFloat32) {
+    return LaunchMapped(p.layout, f, Out<float>(out), stream, In<float>(in));
+  }
+  if (p.input_type == DType::kInt64) {
+    return LaunchMapped(p.layout, f, Out<int64_t>(out), stream, In<int64_t>(in));
   }
   return cudaErrorInvalidValue;
 }
 
 // Data movement depends only on the element size.
 cudaError_t LaunchCopy(const UnaryParams& p, const void* in, void* out, cudaStream_t stream) {
-  switch (p.input_type) {
-    case ElemType::kFloat32:
-      return LaunchMapped(p.layout, CopyFn{}, Out<uint32_t>(out), stream, In<uint32_t>(in));
-    case ElemType::kInt64:
-      return LaunchMapped(p.layout, CopyFn{}, Out<uint64_t>(out), stream, In<uint64_t>(in));
-    case ElemType::kBool:
-      return LaunchMapped(p.layout, CopyFn{}, Out<uint8_t>(out), stream, In<uint8_t>(in));
-  }
-  return cudaErrorInvalidValue;
+  return VisitElementBits(p.input_type, [&](auto bits) {
+    using Bits = decltype(bits);
+    return LaunchMapped(p.layout, CopyFn{}, Out<Bits>(out), stream, In<Bits>(in));
+  });
 }
 
 }  // namespace
@@ -138,15 +154,7 @@ cudaError_t LaunchUnary(const UnaryParams& p, const void* input, void* output,
       return LaunchCopy(p, input, output, stream);
     case UnaryOp::kCast:
       if (p.input_type == p.output_type) return LaunchCopy(p, input, output, stream);
-      switch (p.input_type) {
-        case ElemType::kFloat32:
-          return LaunchCastFrom(p, In<float>(input), output, stream);
-        case ElemType::kInt64:
-          return LaunchCastFrom(p, In<int64_t>(input), output, stream);
-        case ElemType::kBool:
-          return LaunchCastFrom(p, In<bool>(input), output, stream);
-      }
-      return cudaErrorInvalidValue;
+      return LaunchCast(p, input, output, stream);
     case UnaryOp::kSqrt:
       return LaunchFloatOnly(p, SqrtFn{}, input, output, stream);
     case UnaryOp::kExp:

@@ -298,6 +298,34 @@ absl::Status RunLeakyRelu(const HostKernelArgs& args) {
   });
 }
 
+// One element of Cast, as ONNX (numpy's astype) defines it: to bool is
+// x != 0 (NaN is non-zero: true); float to integer truncates toward zero,
+// and NaN and out-of-range values, which ONNX leaves undefined, saturate
+// (NaN gives 0) instead of being undefined behaviour; integer to integer
+// wraps; to a 16-bit float rounds to nearest even. The 16-bit floats are read
+// through float, which holds each of their values exactly.
+template <typename To, typename From>
+To CastElement(From x) {
+  if constexpr (std::is_same_v<From, Half> || std::is_same_v<From, BFloat16>) {
+    return CastElement<To>(static_cast<float>(x));
+  } else if constexpr (std::is_same_v<To, bool>) {
+    return x != From{0};
+  } else if constexpr (std::is_same_v<To, Half> || std::is_same_v<To, BFloat16>) {
+    return To(static_cast<float>(x));
+  } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
+    // The limits as From: 2^63 and 2^64 are exact in float and double, so
+    // x < kHigh keeps every x whose truncation fits.
+    const From low = static_cast<From>(std::numeric_limits<To>::min());
+    const From high = static_cast<From>(std::numeric_limits<To>::max());
+    if (std::isnan(x)) return To{0};
+    if (x <= low) return std::numeric_limits<To>::min();
+    if (x >= high) return std::numeric_limits<To>::max();
+    return static_cast<To>(x);
+  } else {
+    return static_cast<To>(x);
+  }
+}
+
 absl::Status RunCast(const HostKernelArgs& args) {
   const HostTensor& in = args.in(0);
   HostTensor& out = args.out(0);
@@ -313,27 +341,7 @@ absl::Status RunCast(const HostKernelArgs& args) {
       using To = decltype(to_tag);
       const From* src = in.data<From>();
       To* dst = out.data<To>();
-      for (int64_t i = 0, n = in.num_elements(); i < n; ++i) {
-        const From x = src[i];
-        if constexpr (std::is_same_v<To, bool>) {
-          dst[i] = x != From{0};  // NaN is non-zero: true
-        } else if constexpr (std::is_same_v<From, float> && std::is_same_v<To, int64_t>) {
-          // Truncation toward zero; NaN and out-of-range values, which ONNX
-          // leaves undefined, saturate instead of being undefined behaviour.
-          constexpr float kLimit = 9.2233720368547758e18f;  // 2^63
-          if (std::isnan(x)) {
-            dst[i] = 0;
-          } else if (x >= kLimit) {
-            dst[i] = std::numeric_limits<int64_t>::max();
-          } else if (x < -kLimit) {
-            dst[i] = std::numeric_limits<int64_t>::min();
-          } else {
-            dst[i] = static_cast<int64_t>(x);
-          }
-        } else {
-          dst[i] = static_cast<To>(x);
-        }
-      }
+      for (int64_t i = 0, n = in.num_elements(); i < n; ++i) dst[i] = CastElement<To>(src[i]);
       return absl::OkStatus();
     });
   });

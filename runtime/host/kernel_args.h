@@ -112,21 +112,16 @@ absl::Status VisitFloat(const HostKernelArgs& args, DType dtype, Fn&& fn) {
 
 template <typename Fn>
 absl::Status VisitNumeric(const HostKernelArgs& args, DType dtype, Fn&& fn) {
-  switch (dtype) {
-    case DType::kFloat32:
-      return fn(float{});
-    case DType::kInt64:
-      return fn(int64_t{});
-    case DType::kBool:
-      break;
-  }
+  if (dtype == DType::kFloat32) return fn(float{});
+  if (dtype == DType::kInt64) return fn(int64_t{});
   return UnsupportedDType(args, dtype);
 }
 
+// Every row of the datatype table: for ops that move, select or compare
+// elements (Half and BFloat16 compare as their values).
 template <typename Fn>
-absl::Status VisitAny(const HostKernelArgs& args, DType dtype, Fn&& fn) {
-  if (dtype == DType::kBool) return fn(bool{});
-  return VisitNumeric(args, dtype, std::forward<Fn>(fn));
+absl::Status VisitAny(const HostKernelArgs&, DType dtype, Fn&& fn) {
+  return VisitDType(dtype, [&](auto tag) { return fn(typename decltype(tag)::Host{}); });
 }
 
 // ---------------------------------------------------------------------------

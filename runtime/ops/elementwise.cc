@@ -109,13 +109,12 @@ absl::Status BindWhere(BindContext& ctx) {
 absl::Status BindCast(BindContext& ctx) {
   if (ctx.attrs().count("to") == 0) return ctx.Error("attribute 'to' is required");
   ASSIGN_OR_RETURN(int64_t to, ctx.IntAttrOr("to", 0));
-  if (to != static_cast<int64_t>(DType::kFloat32) && to != static_cast<int64_t>(DType::kInt64) &&
-      to != static_cast<int64_t>(DType::kBool)) {
-    return absl::UnimplementedError(
-        absl::StrCat("node '", ctx.name(), "' (Cast): target type ", to,
-                     " is not supported (expected 1 float32, 7 int64 or 9 bool)"));
+  const absl::StatusOr<DType> to_dtype = DTypeFromOnnx(static_cast<int32_t>(to));
+  if (!to_dtype.ok()) {
+    return absl::UnimplementedError(absl::StrCat("node '", ctx.name(), "' (Cast): target type ",
+                                                 to, ": ", to_dtype.status().message()));
   }
-  return ctx.EmitSimple({ctx.input(0)}, {{"to", to}}, static_cast<DType>(to), ctx.in_dims(0));
+  return ctx.EmitSimple({ctx.input(0)}, {{"to", to}}, *to_dtype, ctx.in_dims(0));
 }
 
 }  // namespace
