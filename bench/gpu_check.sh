@@ -7,12 +7,11 @@
 #
 #   bench/gpu_check.sh [.bundle/graphserve-gpu.tar.gz] [all|serve|serve-only|cnn|tests|profile|transport|tail|multi-gpu|stream]
 #
-# `tests` runs the GPU tests alone; `serve` runs the GPU tests (the server's end-to-end suite on CUDA graphs
-# among them) and the serving benchmarks only; `cnn` the GPU tests,
+# `tests` runs the GPU tests, the conformance suite on both executors and
+# the example models; `serve` adds the serving benchmarks; `cnn` the tests,
 # conv_tuning_probe, the encoder's load targets and the CNN step only; `all`
-# (the default) adds the conformance suite, the example models, the launch
-# overhead, the runtime benchmark against PyTorch, prepare and the CNN step
-# to `serve`. In `cnn`, CNN_BATCH_SIZES and CNN_TF32_BATCH_SIZES (default
+# (the default) adds the launch overhead, the runtime benchmark against
+# PyTorch, prepare and the CNN step to `serve`. In `cnn`, CNN_BATCH_SIZES and CNN_TF32_BATCH_SIZES (default
 # 1,3,8,32 and 1,8,32) narrow the CNN runtime benchmark when time is short.
 #
 # A step fails on a non-zero exit and on what it printed
@@ -296,6 +295,15 @@ PY
   return "$status"
 }
 
+# Conformance on both executors and the example models belong to every mode
+# that runs the tests: a GPU run cannot pass without them (issue 27, part 6).
+run conformance_cuda checked conformance --min-passed "$CONFORMANCE_MIN_PASSED_CUDA" -- \
+  "$bin/onnx_conformance" --executor=cuda --data "$work/testdata/node"
+run conformance_host checked conformance --min-passed "$CONFORMANCE_MIN_PASSED_HOST" -- \
+  "$bin/onnx_conformance" --executor=host --data "$work/testdata/node"
+# --device cuda: an error, not the host fallback, when CUDA is not usable.
+run examples checked examples --executor cuda --models mlp,dlrm_dense --batch-sizes 1,16,256 \
+  --max-rel-err 1e-5 -- "$bin/run_example_models" --device cuda --batch-sizes 1,16,256
 if [[ "$steps" == "tests" ]]; then
   finish
 fi
@@ -314,13 +322,6 @@ if [[ "$steps" == "serve" ]]; then
   finish
 fi
 
-run conformance_cuda checked conformance --min-passed "$CONFORMANCE_MIN_PASSED_CUDA" -- \
-  "$bin/onnx_conformance" --executor=cuda --data "$work/testdata/node"
-run conformance_host checked conformance --min-passed "$CONFORMANCE_MIN_PASSED_HOST" -- \
-  "$bin/onnx_conformance" --executor=host --data "$work/testdata/node"
-# --device cuda: an error, not the host fallback, when CUDA is not usable.
-run examples checked examples --executor cuda --models mlp,dlrm_dense --batch-sizes 1,16,256 \
-  --max-rel-err 1e-5 -- "$bin/run_example_models" --device cuda --batch-sizes 1,16,256
 run launch_overhead "$bin/launch_overhead" --json "$OUT/launch_overhead.json"
 # Inputs, outputs and exported models stay in $work/runtime; the tables come back.
 runtime="$work/runtime"

@@ -143,6 +143,81 @@ TEST(RequestValidationTest, TypedRequestGivesTheSameBytes) {
   ExpectTestData(moved, kRows);
 }
 
+// Every datatype with a typed contents field: the narrower integers come in
+// int_contents / uint_contents and reach the model as their own bytes; a
+// value the type cannot hold is refused naming the element; FP16 and BF16
+// have no typed field and say to send raw bytes.
+TEST(RequestValidationTest, TypedContentsOfEveryDatatype) {
+  ModelInterface model;
+  model.name = "types";
+  model.max_batch_size = kMaxBatch;
+  model.inputs = {{"i8", DType::kInt8, {2}},    {"u8", DType::kUInt8, {2}},
+                  {"i16", DType::kInt16, {2}},  {"u16", DType::kUInt16, {2}},
+                  {"i32", DType::kInt32, {2}},  {"u32", DType::kUInt32, {2}},
+                  {"u64", DType::kUInt64, {2}}, {"f64", DType::kFloat64, {2}}};
+  model.outputs = {{"y", DType::kFloat32, {1}}};
+  Request request;
+  request.set_model_name("types");
+  auto contents = [&](const char* name, const char* datatype) {
+    return AddInput(&request, name, datatype, {1, 2})->mutable_contents();
+  };
+  auto* i8 = contents("i8", "INT8");
+  i8->add_int_contents(-128);
+  i8->add_int_contents(127);
+  auto* u8 = contents("u8", "UINT8");
+  u8->add_uint_contents(0);
+  u8->add_uint_contents(255);
+  auto* i16 = contents("i16", "INT16");
+  i16->add_int_contents(-32768);
+  i16->add_int_contents(5);
+  auto* u16 = contents("u16", "UINT16");
+  u16->add_uint_contents(65535);
+  u16->add_uint_contents(1);
+  auto* i32 = contents("i32", "INT32");
+  i32->add_int_contents(-7);
+  i32->add_int_contents(2147483647);
+  auto* u32 = contents("u32", "UINT32");
+  u32->add_uint_contents(4294967295u);
+  u32->add_uint_contents(3);
+  auto* u64 = contents("u64", "UINT64");
+  u64->add_uint64_contents(~uint64_t{0});
+  u64->add_uint64_contents(9);
+  auto* f64 = contents("f64", "FP64");
+  f64->add_fp64_contents(0.1);
+  f64->add_fp64_contents(-2.0);
+  absl::StatusOr<ValidatedRequest> validated = ValidateInferRequest(request, model);
+  ASSERT_TRUE(validated.ok()) << validated.status();
+  auto bytes = [&](size_t input, size_t size) {
+    return std::string(reinterpret_cast<const char*>(validated->inputs[input]), size);
+  };
+  EXPECT_EQ(bytes(0, 2), Bytes(std::vector<int8_t>{-128, 127}));
+  EXPECT_EQ(bytes(1, 2), Bytes(std::vector<uint8_t>{0, 255}));
+  EXPECT_EQ(bytes(2, 4), Bytes(std::vector<int16_t>{-32768, 5}));
+  EXPECT_EQ(bytes(3, 4), Bytes(std::vector<uint16_t>{65535, 1}));
+  EXPECT_EQ(bytes(4, 8), Bytes(std::vector<int32_t>{-7, 2147483647}));
+  EXPECT_EQ(bytes(5, 8), Bytes(std::vector<uint32_t>{4294967295u, 3}));
+  EXPECT_EQ(bytes(6, 16), Bytes(std::vector<uint64_t>{~uint64_t{0}, 9}));
+  EXPECT_EQ(bytes(7, 16), Bytes(std::vector<double>{0.1, -2.0}));
+
+  // 300 is no INT8.
+  request.mutable_inputs(0)->mutable_contents()->set_int_contents(1, 300);
+  absl::StatusOr<ValidatedRequest> too_big = ValidateInferRequest(request, model);
+  ASSERT_FALSE(too_big.ok());
+  EXPECT_EQ(too_big.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Message(too_big.status()),
+              HasSubstr("input 'i8' of model 'types': element 1 (300) is outside the range of INT8"));
+
+  ModelInterface half = model;
+  half.inputs = {{"h", DType::kFloat16, {2}}};
+  Request typed_half;
+  typed_half.set_model_name("types");
+  AddInput(&typed_half, "h", "FP16", {1, 2})->mutable_contents()->add_fp32_contents(1.0f);
+  absl::StatusOr<ValidatedRequest> refused = ValidateInferRequest(typed_half, half);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(Message(refused.status()),
+              HasSubstr("is FP16, which has no typed contents field; send it in raw_input_contents"));
+}
+
 TEST(RequestValidationTest, BatchesFromOneToMaxAreAccepted) {
   for (int64_t rows = 1; rows <= kMaxBatch; ++rows) {
     const Request raw = RawRequest(rows);

@@ -9,7 +9,10 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <cstddef>
+#include <cstdint>
 #include <type_traits>
+#include <utility>
 
 #include "common/dtype_table.h"
 
@@ -54,11 +57,11 @@ cudaError_t VisitDeviceType(DType dtype, Fn&& fn) {
 template <typename T>
 inline constexpr bool kIsHalfType = std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>;
 
-// fn(Bits{}) with the unsigned integer as wide as a `dtype` element: data
-// movement depends on nothing else.
+// fn(Bits{}) with the unsigned integer of `bytes` bytes (1, 2, 4 or 8), or
+// cudaErrorInvalidValue: data movement depends on the element size alone.
 template <typename Fn>
-cudaError_t VisitElementBits(DType dtype, Fn&& fn) {
-  switch (DTypeSize(dtype)) {
+cudaError_t VisitBitsOfSize(size_t bytes, Fn&& fn) {
+  switch (bytes) {
     case 1:
       return fn(uint8_t{});
     case 2:
@@ -70,6 +73,12 @@ cudaError_t VisitElementBits(DType dtype, Fn&& fn) {
     default:
       return cudaErrorInvalidValue;
   }
+}
+
+// The same for a `dtype` element.
+template <typename Fn>
+cudaError_t VisitElementBits(DType dtype, Fn&& fn) {
+  return VisitBitsOfSize(DTypeSize(dtype), std::forward<Fn>(fn));
 }
 
 }  // namespace op_kernels_internal

@@ -144,7 +144,7 @@ cudaError_t LaunchReduceMean(const ReduceMeanParams& params, const float* input,
 // kMaxConcatInputsPerLaunch inputs viewed as [outer, in_row[k]]. Input k
 // covers launch-relative columns [col_start[k], col_start[k + 1]).
 struct ConcatLaunch {
-  int32_t elem_size = 4;  // bytes: 1, 4 or 8
+  int32_t elem_size = 4;  // bytes: 1, 2, 4 or 8
   int32_t count = 0;
   int64_t outer = 0;
   int64_t out_row = 0;
@@ -161,7 +161,7 @@ cudaError_t LaunchConcat(const ConcatLaunch& launch, void* output, cudaStream_t 
 // [batch, rows, cols] and the input [batch, cols, rows]. Goes through shared
 // memory tiles so that both the reads and the writes coalesce.
 struct TiledTransposeParams {
-  int32_t elem_size = 4;  // bytes: 1, 4 or 8
+  int32_t elem_size = 4;  // bytes: 1, 2, 4 or 8
   int64_t batch = 0;
   int64_t rows = 0;
   int64_t cols = 0;
@@ -177,7 +177,7 @@ cudaError_t LaunchTiledTranspose(const TiledTransposeParams& params, const void*
 // inner]. An index outside [-axis_dim, axis_dim) yields zero bytes rather
 // than an out-of-bounds read.
 struct GatherParams {
-  int32_t elem_size = 4;  // bytes: 1, 4 or 8
+  int32_t elem_size = 4;  // bytes: 1, 2, 4 or 8
   int64_t outer = 0;
   int64_t axis_dim = 0;
   int64_t num_indices = 0;

@@ -8,6 +8,7 @@
 #include <climits>
 #include <cstdint>
 
+#include "runtime/cuda/dtype_dispatch.cu.h"
 #include "runtime/cuda/op_kernels_launch.h"
 
 namespace graphserve {
@@ -122,31 +123,17 @@ cudaError_t LaunchTiledTransposeTyped(const TiledTransposeParams& p, const void*
 
 cudaError_t LaunchConcat(const ConcatLaunch& launch, void* output, cudaStream_t stream) {
   if (launch.outer <= 0 || launch.width <= 0) return cudaSuccess;
-  switch (launch.elem_size) {
-    case 1:
-      return LaunchConcatTyped<uint8_t>(launch, output, stream);
-    case 4:
-      return LaunchConcatTyped<uint32_t>(launch, output, stream);
-    case 8:
-      return LaunchConcatTyped<uint64_t>(launch, output, stream);
-    default:
-      return cudaErrorInvalidValue;
-  }
+  return VisitBitsOfSize(launch.elem_size, [&](auto bits) {
+    return LaunchConcatTyped<decltype(bits)>(launch, output, stream);
+  });
 }
 
 cudaError_t LaunchGather(const GatherParams& p, const void* data, const int64_t* indices,
                          void* output, cudaStream_t stream) {
   if (p.outer <= 0 || p.num_indices <= 0 || p.inner <= 0) return cudaSuccess;
-  switch (p.elem_size) {
-    case 1:
-      return LaunchGatherTyped<uint8_t>(p, data, indices, output, stream);
-    case 4:
-      return LaunchGatherTyped<uint32_t>(p, data, indices, output, stream);
-    case 8:
-      return LaunchGatherTyped<uint64_t>(p, data, indices, output, stream);
-    default:
-      return cudaErrorInvalidValue;
-  }
+  return VisitBitsOfSize(p.elem_size, [&](auto bits) {
+    return LaunchGatherTyped<decltype(bits)>(p, data, indices, output, stream);
+  });
 }
 
 bool TiledTransposeFits(const TiledTransposeParams& p) {
@@ -157,16 +144,9 @@ bool TiledTransposeFits(const TiledTransposeParams& p) {
 cudaError_t LaunchTiledTranspose(const TiledTransposeParams& p, const void* input, void* output,
                                  cudaStream_t stream) {
   if (!TiledTransposeFits(p)) return cudaErrorInvalidConfiguration;
-  switch (p.elem_size) {
-    case 1:
-      return LaunchTiledTransposeTyped<uint8_t>(p, input, output, stream);
-    case 4:
-      return LaunchTiledTransposeTyped<uint32_t>(p, input, output, stream);
-    case 8:
-      return LaunchTiledTransposeTyped<uint64_t>(p, input, output, stream);
-    default:
-      return cudaErrorInvalidValue;
-  }
+  return VisitBitsOfSize(p.elem_size, [&](auto bits) {
+    return LaunchTiledTransposeTyped<decltype(bits)>(p, input, output, stream);
+  });
 }
 
 }  // namespace op_kernels_internal

@@ -465,6 +465,11 @@ std::vector<OpCase> BinaryCases() {
   return cases;
 }
 
+// The types data movement is tested with: every element size (1, 2, 4 and 8
+// bytes) and the 16-bit floats, since its kernels depend on the size alone.
+constexpr DType kMovedTypes[] = {DType::kFloat32, DType::kInt64,   DType::kBool,
+                                 DType::kFloat16, DType::kBFloat16, DType::kInt8};
+
 std::vector<OpCase> WhereCases() {
   const std::vector<std::vector<Dims>> shapes = {
       {{3, 5}, {3, 5}, {3, 5}},
@@ -473,7 +478,7 @@ std::vector<OpCase> WhereCases() {
       {{2, 1, 1, 3}, {1, 5, 1, 1}, {1, 1, 4, 3}},
   };
   std::vector<OpCase> cases;
-  for (DType dtype : {DType::kFloat32, DType::kInt64, DType::kBool}) {
+  for (DType dtype : kMovedTypes) {
     for (const auto& s : shapes) {
       OpCase c;
       c.op_type = "Where";
@@ -552,7 +557,7 @@ std::vector<OpCase> ReinterpretCases() {
   };
   std::vector<OpCase> cases;
   for (const auto& op : ops) {
-    for (DType dtype : {DType::kFloat32, DType::kInt64, DType::kBool}) {
+    for (DType dtype : kMovedTypes) {
       OpCase c;
       c.op_type = op.op;
       c.label = absl::StrCat(op.op, "_", TypeLabel(dtype), "_", DimsLabel(op.in));
@@ -576,7 +581,7 @@ std::vector<OpCase> TransposeCases() {
       {{2, 3, 2, 1, 3, 2}, {5, 4, 3, 2, 1, 0}},
   };
   std::vector<OpCase> cases;
-  for (DType dtype : {DType::kFloat32, DType::kInt64, DType::kBool}) {
+  for (DType dtype : kMovedTypes) {
     for (const auto& [dims, perm] : shapes) {
       Dims out;
       for (int64_t p : perm) out.push_back(dims[p]);
@@ -607,7 +612,7 @@ std::vector<OpCase> SliceCases() {
       {{2, 3, 4, 5}, {0, 1, 0, 4}, {1, 1, 2, -1}, {2, 2, 2, 5}},
   };
   std::vector<OpCase> cases;
-  for (DType dtype : {DType::kFloat32, DType::kInt64, DType::kBool}) {
+  for (DType dtype : kMovedTypes) {
     for (const auto& s : slices) {
       OpCase c;
       c.op_type = "Slice";
@@ -628,7 +633,7 @@ std::vector<OpCase> ExpandCases() {
       {{3, 1}, {3, 4}}, {{4}, {2, 3, 4}}, {{}, {5}}, {{2, 1, 3}, {2, 4, 3}}, {{1, 1}, {1, 1}},
   };
   std::vector<OpCase> cases;
-  for (DType dtype : {DType::kFloat32, DType::kInt64, DType::kBool}) {
+  for (DType dtype : kMovedTypes) {
     for (const auto& [in, out] : shapes) {
       OpCase c;
       c.op_type = "Expand";
@@ -655,7 +660,7 @@ std::vector<OpCase> GatherCases() {
       {{50, 64}, {2, 9}, 0},  // embedding lookup
   };
   std::vector<OpCase> cases;
-  for (DType dtype : {DType::kFloat32, DType::kInt64, DType::kBool}) {
+  for (DType dtype : kMovedTypes) {
     for (const auto& g : gathers) {
       Dims out(g.data.begin(), g.data.begin() + g.axis);
       out.insert(out.end(), g.indices.begin(), g.indices.end());
@@ -782,7 +787,7 @@ std::vector<OpCase> ConcatCases() {
        1},
   };
   std::vector<OpCase> cases;
-  for (DType dtype : {DType::kFloat32, DType::kInt64, DType::kBool}) {
+  for (DType dtype : kMovedTypes) {
     for (const auto& cc : concats) {
       OpCase c;
       c.op_type = "Concat";

@@ -207,13 +207,14 @@ void AddElementwiseOps(std::vector<OpDef>& ops) {
                       .bind = BindWhere,
                       .host = HostWhere,
                       .kernel_inputs = {3, 3},
-                      .summary = "float32, int64, bool"});
+                      .summary = "any dtype"});
   ops.push_back(OpDef{.name = "Cast",
                       .family = "elementwise",
                       .attributes = {"to"},
                       .bind = BindCast,
                       .host = HostCast,
-                      .summary = "between float32, int64 and bool"});
+                      .summary = "between any two dtypes; float to integer truncates and "
+                                 "saturates, NaN gives 0; rounds to nearest even"});
 }
 
 }  // namespace graphserve
