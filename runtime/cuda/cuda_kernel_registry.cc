@@ -36,6 +36,7 @@ const std::map<std::string, CudaKernelFactory>& Factories() {
     // kernels (runtime/cuda/op_kernels*.cu).
     for (const char* op : {"Abs",
                            "Add",
+                           "And",
                            "Cast",
                            "Concat",
                            "Div",
@@ -44,14 +45,22 @@ const std::map<std::string, CudaKernelFactory>& Factories() {
                            "Exp",
                            "Expand",
                            "Gather",
+                           "Greater",
+                           "GreaterOrEqual",
+                           "IsInf",
+                           "IsNaN",
                            "LayerNormalization",
                            "LeakyRelu",
+                           "Less",
+                           "LessOrEqual",
                            "Log",
                            "Max",
                            "Min",
                            "Mod",
                            "Mul",
                            "Neg",
+                           "Not",
+                           "Or",
                            "Pow",
                            "ReduceMean",
                            "Relu",
@@ -62,7 +71,8 @@ const std::map<std::string, CudaKernelFactory>& Factories() {
                            "Sub",
                            "Tanh",
                            "Transpose",
-                           "Where"}) {
+                           "Where",
+                           "Xor"}) {
       (*factories)[op] = MakeOwnKernel;
     }
     (*factories)["Gemm"] = MakeGemmKernel;

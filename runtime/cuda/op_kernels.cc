@@ -121,11 +121,21 @@ absl::StatusOr<NodeValues> GetNodeValues(const BoundGraph& graph, const BoundNod
   return values;
 }
 
-absl::Status CheckDType(const BoundNode& node, const BoundValue& value,
-                        std::initializer_list<DType> allowed) {
-  if (std::find(allowed.begin(), allowed.end(), value.dtype) != allowed.end()) {
-    return absl::OkStatus();
-  }
+// A set of rows of the datatype table, as bits by ONNX id (each below 32).
+using DTypeSet = uint32_t;
+constexpr DTypeSet DTypes(std::initializer_list<DType> dtypes) {
+  DTypeSet set = 0;
+  for (DType dtype : dtypes) set |= DTypeSet{1} << static_cast<int>(dtype);
+  return set;
+}
+constexpr bool Contains(DTypeSet set, DType dtype) {
+  return (set >> static_cast<int>(dtype)) & 1;
+}
+constexpr DTypeSet kFloatTypes =
+    DTypes({DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64});
+
+absl::Status CheckDType(const BoundNode& node, const BoundValue& value, DTypeSet allowed) {
+  if (Contains(allowed, value.dtype)) return absl::OkStatus();
   return Unsupported(node, absl::StrCat("no kernel for dtype ", DTypeName(value.dtype),
                                         " of value '", value.name, "'"));
 }
@@ -424,15 +434,28 @@ cudaError_t EnqueueGather(const GatherParams& params, DeviceInputs inputs,
 struct UnaryOpInfo {
   const char* op_type;
   UnaryOp op;
-  bool allows_int64;
+  DTypeSet inputs;   // the input types its kernel takes
+  bool bool_output;  // a test (Not, IsNaN, IsInf); else the input's type
 };
 
+constexpr DTypeSet kFloat32 = DTypes({DType::kFloat32});
+constexpr DTypeSet kSigned = DTypes({DType::kFloat32, DType::kInt64});
+constexpr DTypeSet kBool = DTypes({DType::kBool});
+
 constexpr UnaryOpInfo kUnaryOps[] = {
-    {"Sqrt", UnaryOp::kSqrt, false},       {"Exp", UnaryOp::kExp, false},
-    {"Log", UnaryOp::kLog, false},         {"Sigmoid", UnaryOp::kSigmoid, false},
-    {"Tanh", UnaryOp::kTanh, false},       {"Erf", UnaryOp::kErf, false},
-    {"LeakyRelu", UnaryOp::kLeakyRelu, false}, {"Relu", UnaryOp::kRelu, true},
-    {"Abs", UnaryOp::kAbs, true},          {"Neg", UnaryOp::kNeg, true},
+    {"Sqrt", UnaryOp::kSqrt, kFloat32, false},
+    {"Exp", UnaryOp::kExp, kFloat32, false},
+    {"Log", UnaryOp::kLog, kFloat32, false},
+    {"Sigmoid", UnaryOp::kSigmoid, kFloat32, false},
+    {"Tanh", UnaryOp::kTanh, kFloat32, false},
+    {"Erf", UnaryOp::kErf, kFloat32, false},
+    {"LeakyRelu", UnaryOp::kLeakyRelu, kFloat32, false},
+    {"Relu", UnaryOp::kRelu, kSigned, false},
+    {"Abs", UnaryOp::kAbs, kSigned, false},
+    {"Neg", UnaryOp::kNeg, kSigned, false},
+    {"Not", UnaryOp::kNot, kBool, true},
+    {"IsNaN", UnaryOp::kIsNaN, kFloatTypes, true},
+    {"IsInf", UnaryOp::kIsInf, kFloatTypes, true},
 };
 
 struct BinaryOpInfo {
@@ -444,8 +467,18 @@ constexpr BinaryOpInfo kBinaryOps[] = {
     {"Add", BinaryOp::kAdd}, {"Sub", BinaryOp::kSub}, {"Mul", BinaryOp::kMul},
     {"Div", BinaryOp::kDiv}, {"Pow", BinaryOp::kPow}, {"Max", BinaryOp::kMax},
     {"Min", BinaryOp::kMin}, {"Equal", BinaryOp::kEqual},
+    {"Less", BinaryOp::kLess}, {"Greater", BinaryOp::kGreater},
+    {"LessOrEqual", BinaryOp::kLessOrEqual}, {"GreaterOrEqual", BinaryOp::kGreaterOrEqual},
+    {"And", BinaryOp::kAnd}, {"Or", BinaryOp::kOr}, {"Xor", BinaryOp::kXor},
     {"Mod", BinaryOp::kMod},  // kFmod when the node has fmod=1, see MakeBinary
 };
+
+// Ops with a bool output whatever their inputs' type.
+constexpr bool IsBoolResult(BinaryOp op) {
+  return op == BinaryOp::kEqual || op == BinaryOp::kLess || op == BinaryOp::kGreater ||
+         op == BinaryOp::kLessOrEqual || op == BinaryOp::kGreaterOrEqual ||
+         op == BinaryOp::kAnd || op == BinaryOp::kOr || op == BinaryOp::kXor;
+}
 
 absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeUnary(const BoundGraph& graph,
                                                         const BoundNode& node,
@@ -453,18 +486,25 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeUnary(const BoundGraph& graph,
   ASSIGN_OR_RETURN(NodeValues v, GetNodeValues(graph, node, 1, 1, 1, 1));
   const BoundValue& in = *v.inputs[0];
   const BoundValue& out = *v.outputs[0];
-  if (info.allows_int64) {
-    RETURN_IF_ERROR(CheckDType(node, in, {DType::kFloat32, DType::kInt64}));
+  RETURN_IF_ERROR(CheckDType(node, in, info.inputs));
+  if (info.bool_output) {
+    RETURN_IF_ERROR(CheckDType(node, out, kBool));
   } else {
-    RETURN_IF_ERROR(CheckDType(node, in, {DType::kFloat32}));
+    RETURN_IF_ERROR(CheckSameDType(node, in, out));
   }
-  RETURN_IF_ERROR(CheckSameDType(node, in, out));
   RETURN_IF_ERROR(CheckElementCount(node, out, NumElements(in.dims)));
   UnaryParams params;
   params.op = info.op;
-  params.input_type = params.output_type = in.dtype;
+  params.input_type = in.dtype;
+  params.output_type = out.dtype;
   if (info.op == UnaryOp::kLeakyRelu) {
     ASSIGN_OR_RETURN(params.alpha, GetFloatAttr(node.attributes, "alpha", 0.01f));
+  }
+  if (info.op == UnaryOp::kIsInf) {
+    ASSIGN_OR_RETURN(const int64_t negative, GetIntAttr(node.attributes, "detect_negative", 1));
+    ASSIGN_OR_RETURN(const int64_t positive, GetIntAttr(node.attributes, "detect_positive", 1));
+    params.detect_negative = negative != 0;
+    params.detect_positive = positive != 0;
   }
   params.layout = MakeLayout(out.dims, {ContiguousStrides(out.dims)});
   return std::make_unique<UnaryKernel>(node, params, 0);
@@ -498,10 +538,14 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeBinary(const BoundGraph& graph
   const BoundValue& b = *v.inputs[1];
   const BoundValue& out = *v.outputs[0];
   RETURN_IF_ERROR(CheckSameDType(node, a, b));
-  if (info.op == BinaryOp::kEqual) {
-    RETURN_IF_ERROR(CheckDType(node, out, {DType::kBool}));
+  if (IsBoolResult(info.op)) {
+    RETURN_IF_ERROR(CheckDType(node, out, kBool));
+    const bool logical =
+        info.op == BinaryOp::kAnd || info.op == BinaryOp::kOr || info.op == BinaryOp::kXor;
+    if (logical) RETURN_IF_ERROR(CheckDType(node, a, kBool));
+    if (!logical && info.op != BinaryOp::kEqual) RETURN_IF_ERROR(CheckDType(node, a, ~kBool));
   } else {
-    RETURN_IF_ERROR(CheckDType(node, a, {DType::kFloat32, DType::kInt64}));
+    RETURN_IF_ERROR(CheckDType(node, a, kSigned));
     RETURN_IF_ERROR(CheckSameDType(node, a, out));
   }
   BinaryOp op = info.op;
@@ -533,7 +577,7 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeWhere(const BoundGraph& graph,
   const BoundValue& x = *v.inputs[1];
   const BoundValue& y = *v.inputs[2];
   const BoundValue& out = *v.outputs[0];
-  RETURN_IF_ERROR(CheckDType(node, cond, {DType::kBool}));
+  RETURN_IF_ERROR(CheckDType(node, cond, DTypes({DType::kBool})));
   RETURN_IF_ERROR(CheckSameDType(node, x, y));
   RETURN_IF_ERROR(CheckSameDType(node, x, out));
   ASSIGN_OR_RETURN(std::vector<int64_t> cond_strides, BroadcastStrides(node, cond, out.dims));
@@ -664,7 +708,7 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeSoftmax(const BoundGraph& grap
   ASSIGN_OR_RETURN(NodeValues v, GetNodeValues(graph, node, 1, 1, 1, 1));
   const BoundValue& in = *v.inputs[0];
   const BoundValue& out = *v.outputs[0];
-  RETURN_IF_ERROR(CheckDType(node, in, {DType::kFloat32}));
+  RETURN_IF_ERROR(CheckDType(node, in, DTypes({DType::kFloat32})));
   RETURN_IF_ERROR(CheckSameDType(node, in, out));
   SoftmaxParams params;
   params.outer = IntAttr(node.attributes, "outer");
@@ -690,7 +734,7 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeLayerNorm(const BoundGraph& gr
     return Invalid(node, "outer and inner must be non-negative");
   }
   for (const BoundValue* value : v.inputs) {
-    RETURN_IF_ERROR(CheckDType(node, *value, {DType::kFloat32}));
+    RETURN_IF_ERROR(CheckDType(node, *value, DTypes({DType::kFloat32})));
   }
   RETURN_IF_ERROR(CheckElementCount(node, *v.inputs[0], params.rows * params.cols));
   for (size_t i = 1; i < v.inputs.size(); ++i) {
@@ -698,7 +742,7 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeLayerNorm(const BoundGraph& gr
   }
   for (size_t i = 0; i < v.outputs.size(); ++i) {
     if (v.outputs[i] == nullptr) continue;
-    RETURN_IF_ERROR(CheckDType(node, *v.outputs[i], {DType::kFloat32}));
+    RETURN_IF_ERROR(CheckDType(node, *v.outputs[i], DTypes({DType::kFloat32})));
     RETURN_IF_ERROR(
         CheckElementCount(node, *v.outputs[i], i == 0 ? params.rows * params.cols : params.rows));
   }
@@ -712,7 +756,7 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeReduceMean(const BoundGraph& g
   ASSIGN_OR_RETURN(NodeValues v, GetNodeValues(graph, node, 1, 1, 1, 1));
   const BoundValue& in = *v.inputs[0];
   const BoundValue& out = *v.outputs[0];
-  RETURN_IF_ERROR(CheckDType(node, in, {DType::kFloat32}));
+  RETURN_IF_ERROR(CheckDType(node, in, DTypes({DType::kFloat32})));
   RETURN_IF_ERROR(CheckSameDType(node, in, out));
   const std::vector<int64_t>& axes = IntsAttr(node.attributes, "axes");
   const size_t rank = in.dims.size();
@@ -824,7 +868,7 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeGather(const BoundGraph& graph
   const BoundValue& indices = *v.inputs[1];
   const BoundValue& out = *v.outputs[0];
   RETURN_IF_ERROR(CheckSameDType(node, data, out));
-  RETURN_IF_ERROR(CheckDType(node, indices, {DType::kInt64}));
+  RETURN_IF_ERROR(CheckDType(node, indices, DTypes({DType::kInt64})));
   ASSIGN_OR_RETURN(const int64_t axis, GetIntAttr(node.attributes, "axis", 0));
   const size_t rank = data.dims.size();
   if (axis < 0 || static_cast<size_t>(axis) >= rank) {

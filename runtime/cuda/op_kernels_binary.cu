@@ -1,11 +1,13 @@
 // Two- and three-input elementwise ops with multidirectional broadcasting
-// (Note [Strided layouts]): Add Sub Mul Div Mod Pow Max Min Equal, Where.
+// (Note [Strided layouts]): Add Sub Mul Div Mod Pow Max Min, the comparisons
+// (Equal Less Greater LessOrEqual GreaterOrEqual), And Or Xor, Where.
 
 #include <cuda_runtime.h>
 #include <math_constants.h>
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "runtime/cuda/dtype_dispatch.cu.h"
 #include "runtime/cuda/op_kernels_elementwise.cu.h"
@@ -85,9 +87,27 @@ struct MinFn {
   }
   __device__ int64_t operator()(int64_t a, int64_t b) const { return b < a ? b : a; }
 };
-struct EqualFn {
+// Comparisons as IEEE orders floats (NaN compares false), __half and
+// __nv_bfloat16 through their own operators.
+template <BinaryOp kOp>
+struct CompareFn {
   template <typename T>
-  __device__ bool operator()(T a, T b) const { return a == b; }
+  __device__ bool operator()(T a, T b) const {
+    if constexpr (kOp == BinaryOp::kEqual) return a == b;
+    if constexpr (kOp == BinaryOp::kLess) return a < b;
+    if constexpr (kOp == BinaryOp::kGreater) return a > b;
+    if constexpr (kOp == BinaryOp::kLessOrEqual) return a <= b;
+    if constexpr (kOp == BinaryOp::kGreaterOrEqual) return a >= b;
+    return false;
+  }
+};
+template <BinaryOp kOp>
+struct LogicalFn {
+  __device__ bool operator()(bool a, bool b) const {
+    if constexpr (kOp == BinaryOp::kAnd) return a && b;
+    if constexpr (kOp == BinaryOp::kOr) return a || b;
+    return a != b;  // kXor
+  }
 };
 struct WhereFn {
   template <typename T>
@@ -110,22 +130,28 @@ cudaError_t LaunchArithmetic(const BinaryParams& p, F f, const void* a, const vo
   return cudaErrorInvalidValue;
 }
 
-cudaError_t LaunchEqual(const BinaryParams& p, const void* a, const void* b, void* out,
-                        cudaStream_t stream) {
-  bool* result = static_cast<bool*>(out);
-  if (p.input_type == DType::kFloat32) {
-    return LaunchMapped(p.layout, EqualFn{}, result, stream, static_cast<const float*>(a),
-                        static_cast<const float*>(b));
-  }
-  if (p.input_type == DType::kInt64) {
-    return LaunchMapped(p.layout, EqualFn{}, result, stream, static_cast<const int64_t*>(a),
-                        static_cast<const int64_t*>(b));
-  }
-  if (p.input_type == DType::kBool) {
-    return LaunchMapped(p.layout, EqualFn{}, result, stream, static_cast<const bool*>(a),
-                        static_cast<const bool*>(b));
-  }
-  return cudaErrorInvalidValue;
+// Every row of the datatype table (bool only for Equal: binding refuses
+// ordering it).
+template <BinaryOp kOp>
+cudaError_t LaunchCompare(const BinaryParams& p, const void* a, const void* b, void* out,
+                          cudaStream_t stream) {
+  return VisitDeviceType(p.input_type, [&](auto tag) {
+    using T = typename decltype(tag)::Type;
+    if constexpr (std::is_same_v<T, bool> && kOp != BinaryOp::kEqual) {
+      return cudaErrorInvalidValue;
+    } else {
+      return LaunchMapped(p.layout, CompareFn<kOp>{}, static_cast<bool*>(out), stream,
+                          static_cast<const T*>(a), static_cast<const T*>(b));
+    }
+  });
+}
+
+template <BinaryOp kOp>
+cudaError_t LaunchLogical(const BinaryParams& p, const void* a, const void* b, void* out,
+                          cudaStream_t stream) {
+  if (p.input_type != DType::kBool) return cudaErrorInvalidValue;
+  return LaunchMapped(p.layout, LogicalFn<kOp>{}, static_cast<bool*>(out), stream,
+                      static_cast<const bool*>(a), static_cast<const bool*>(b));
 }
 
 template <typename T>
@@ -161,7 +187,21 @@ cudaError_t LaunchBinary(const BinaryParams& p, const void* a, const void* b, vo
     case BinaryOp::kMin:
       return LaunchArithmetic(p, MinFn{}, a, b, output, stream);
     case BinaryOp::kEqual:
-      return LaunchEqual(p, a, b, output, stream);
+      return LaunchCompare<BinaryOp::kEqual>(p, a, b, output, stream);
+    case BinaryOp::kLess:
+      return LaunchCompare<BinaryOp::kLess>(p, a, b, output, stream);
+    case BinaryOp::kGreater:
+      return LaunchCompare<BinaryOp::kGreater>(p, a, b, output, stream);
+    case BinaryOp::kLessOrEqual:
+      return LaunchCompare<BinaryOp::kLessOrEqual>(p, a, b, output, stream);
+    case BinaryOp::kGreaterOrEqual:
+      return LaunchCompare<BinaryOp::kGreaterOrEqual>(p, a, b, output, stream);
+    case BinaryOp::kAnd:
+      return LaunchLogical<BinaryOp::kAnd>(p, a, b, output, stream);
+    case BinaryOp::kOr:
+      return LaunchLogical<BinaryOp::kOr>(p, a, b, output, stream);
+    case BinaryOp::kXor:
+      return LaunchLogical<BinaryOp::kXor>(p, a, b, output, stream);
   }
   return cudaErrorInvalidValue;
 }

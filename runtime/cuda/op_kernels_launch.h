@@ -61,6 +61,9 @@ enum class UnaryOp : int32_t {
   kSigmoid,
   kTanh,
   kErf,
+  kNot,    // bool -> bool
+  kIsNaN,  // a float type -> bool
+  kIsInf,  // a float type -> bool, as detect_negative / detect_positive say
 };
 
 struct UnaryParams {
@@ -68,6 +71,8 @@ struct UnaryParams {
   DType input_type = DType::kFloat32;
   DType output_type = DType::kFloat32;
   float alpha = 0.0f;  // LeakyRelu
+  bool detect_negative = true;  // IsInf
+  bool detect_positive = true;  // IsInf
   StridedLayout layout;
 };
 
@@ -77,9 +82,30 @@ cudaError_t LaunchUnary(const UnaryParams& params, const void* input, void* outp
 // kFmod and kMod are ONNX Mod with fmod=1 (float32 and int64) and fmod=0
 // (int64 only). A kernel cannot report an error, so an int64 Mod by zero
 // writes 0 (the host kernel refuses it instead).
-enum class BinaryOp : int32_t { kAdd, kSub, kMul, kDiv, kFmod, kMod, kPow, kMax, kMin, kEqual };
+enum class BinaryOp : int32_t {
+  kAdd,
+  kSub,
+  kMul,
+  kDiv,
+  kFmod,
+  kMod,
+  kPow,
+  kMax,
+  kMin,
+  // Comparisons: any input type (ordered ones not bool), output bool.
+  kEqual,
+  kLess,
+  kGreater,
+  kLessOrEqual,
+  kGreaterOrEqual,
+  // Logical ops: bool inputs and output.
+  kAnd,
+  kOr,
+  kXor,
+};
 
-// Both inputs have `input_type`; the output too, except Equal's (bool).
+// Both inputs have `input_type`; the output too, except the comparisons'
+// and logical ops' (bool).
 struct BinaryParams {
   BinaryOp op = BinaryOp::kAdd;
   DType input_type = DType::kFloat32;

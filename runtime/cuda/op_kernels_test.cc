@@ -362,8 +362,9 @@ TEST_P(OpKernelTest, MatchesHostKernel) {
 // Every float32 op again (FloatCases) with NaN, +-Inf and (for elementwise
 // ops) +-1e30 among its inputs: the GPU must give NaN exactly where the host reference
 // does, the same infinities, and the finite values within float32 rounding
-// (issue 9: ONNX's and PyTorch's NaN semantics on both executors). Cast is
-// left out: a float NaN or Inf cast to int64 is undefined in C++ and ONNX.
+// (issue 9: ONNX's and PyTorch's NaN semantics on both executors). Cast has
+// cases of its own (CastSpecialCases): ONNX leaves NaN and out-of-range
+// values cast to an integer undefined, and both executors saturate alike.
 // The normalisations see no 1e30: their float32 sums of squares overflow
 // where the host's float64 ones do not, which is a precision difference, not
 // a semantic one.
@@ -436,12 +437,29 @@ std::vector<OpCase> BinaryCases() {
       {"Pow", Fill::kPositive, Fill::kSigned, -1},   {"Max", Fill::kSmallInts, Fill::kSigned, -1},
       {"Min", Fill::kSmallInts, Fill::kSigned, -1},
       {"Equal", Fill::kSmallInts, Fill::kSmallInts, -1},
+      {"Less", Fill::kSmallInts, Fill::kSmallInts, -1},
+      {"Greater", Fill::kSmallInts, Fill::kSmallInts, -1},
+      {"LessOrEqual", Fill::kSmallInts, Fill::kSmallInts, -1},
+      {"GreaterOrEqual", Fill::kSmallInts, Fill::kSmallInts, -1},
+      {"And", Fill::kSmallInts, Fill::kSmallInts, -1},
+      {"Or", Fill::kSmallInts, Fill::kSmallInts, -1},
+      {"Xor", Fill::kSmallInts, Fill::kSmallInts, -1},
       // Mixed signs on both sides exercise both sign conventions.
       {"Mod", Fill::kSigned, Fill::kSigned, 1},      {"Mod", Fill::kSigned, Fill::kSigned, 0},
   };
   for (const auto& op : ops) {
+    const std::string name = op.op;
+    const bool logical = name == "And" || name == "Or" || name == "Xor";
+    const bool compares = name == "Equal" || name == "Less" || name == "Greater" ||
+                          name == "LessOrEqual" || name == "GreaterOrEqual";
     std::vector<DType> dtypes = {DType::kFloat32, DType::kInt64};
-    if (std::string(op.op) == "Equal") dtypes.push_back(DType::kBool);
+    // The comparisons take every row of the table (ordering all but bool).
+    if (compares) {
+      dtypes.insert(dtypes.end(), {DType::kInt32, DType::kUInt8, DType::kFloat16,
+                                   DType::kBFloat16, DType::kFloat64});
+    }
+    if (name == "Equal") dtypes.push_back(DType::kBool);
+    if (logical) dtypes = {DType::kBool};
     if (op.fmod == 0) dtypes = {DType::kInt64};  // ONNX: floats take fmod=1 only
     for (DType dtype : dtypes) {
       for (const auto& [a, b] : BinaryShapes()) {
@@ -456,7 +474,7 @@ std::vector<OpCase> BinaryCases() {
         const Fill a_fill =
             dtype == DType::kInt64 && c.op_type == "Pow" ? Fill::kSigned : op.a_fill;
         c.inputs = {Spec(dtype, a, a_fill), Spec(dtype, b, b_fill)};
-        const DType out_dtype = c.op_type == "Equal" ? DType::kBool : dtype;
+        const DType out_dtype = compares || logical ? DType::kBool : dtype;
         c.outputs = {Spec(out_dtype, BroadcastDims({a, b}))};
         cases.push_back(std::move(c));
       }
@@ -505,19 +523,32 @@ std::vector<OpCase> UnaryCases() {
       {"Tanh", Fill::kSigned, false},   {"Erf", Fill::kSigned, false},
       {"LeakyRelu", Fill::kSigned, false}, {"Relu", Fill::kWithZeros, true},
       {"Abs", Fill::kSigned, true},     {"Neg", Fill::kSigned, true},
+      {"Not", Fill::kSigned, false},    {"IsNaN", Fill::kSigned, false},
+      {"IsInf", Fill::kSigned, false},
   };
   std::vector<OpCase> cases;
   for (const auto& op : ops) {
+    const std::string name = op.op;
+    const bool tests_float = name == "IsNaN" || name == "IsInf";
     std::vector<DType> dtypes = {DType::kFloat32};
     if (op.int64) dtypes.push_back(DType::kInt64);
+    if (tests_float) dtypes = {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64};
+    if (name == "Not") dtypes = {DType::kBool};
     for (DType dtype : dtypes) {
       for (const Dims& dims : shapes) {
         OpCase c;
         c.op_type = op.op;
         c.label = absl::StrCat(op.op, "_", TypeLabel(dtype), "_", DimsLabel(dims));
         c.inputs = {Spec(dtype, dims, op.fill)};
-        c.outputs = {Spec(dtype, dims)};
+        c.outputs = {Spec(tests_float ? DType::kBool : dtype, dims)};
         if (c.op_type == "LeakyRelu") c.attributes["alpha"] = 0.1f;
+        if (c.op_type == "IsInf" && dtype == DType::kFloat32) {
+          OpCase positive_only = c;  // -Inf is not reported
+          positive_only.label += "_positive_only";
+          positive_only.attributes["detect_negative"] = int64_t{0};
+          positive_only.attributes["detect_positive"] = int64_t{1};
+          cases.push_back(std::move(positive_only));
+        }
         cases.push_back(std::move(c));
       }
     }
@@ -827,19 +858,41 @@ INSTANTIATE_TEST_SUITE_P(ReduceMean, OpKernelTest, ::testing::ValuesIn(ReduceMea
                          CaseName);
 INSTANTIATE_TEST_SUITE_P(Concat, OpKernelTest, ::testing::ValuesIn(ConcatCases()), CaseName);
 
-// The cases whose inputs and outputs are all float32, Cast aside (a float NaN
-// or Inf cast to int64 is undefined in C++ and ONNX): the special-value sweep.
+// The cases whose inputs are all float32, Cast aside (its own special values
+// are in CastSpecialCases): the special-value sweep. Their outputs are
+// float32, or bool for the comparisons and IsNaN / IsInf, where NaN and the
+// infinities matter most.
 std::vector<OpCase> FloatCases(const std::vector<OpCase>& cases) {
   std::vector<OpCase> floats;
   for (const OpCase& c : cases) {
     bool all_float = c.op_type != "Cast";
     for (const TensorSpec& spec : c.inputs) all_float &= spec.dtype == DType::kFloat32;
-    for (const TensorSpec& spec : c.outputs) all_float &= spec.dtype == DType::kFloat32;
+    for (const TensorSpec& spec : c.outputs) {
+      all_float &= spec.dtype == DType::kFloat32 || spec.dtype == DType::kBool;
+    }
     if (all_float) floats.push_back(c);
   }
   return floats;
 }
 
+// float32 with NaN, the infinities and +-1e30 cast to every type: both
+// sides saturate alike (NaN to 0), so the results match exactly.
+std::vector<OpCase> CastSpecialCases() {
+  std::vector<OpCase> cases;
+  for (DType to : kAllDTypes) {
+    OpCase c;
+    c.op_type = "Cast";
+    c.label = absl::StrCat("Cast_special_float32_to_", TypeLabel(to));
+    c.inputs = {Spec(DType::kFloat32, {3, 37}, Fill::kSigned)};
+    c.outputs = {Spec(to, {3, 37})};
+    c.attributes["to"] = static_cast<int64_t>(to);
+    cases.push_back(std::move(c));
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(Cast, OpKernelSpecialValuesTest, ::testing::ValuesIn(CastSpecialCases()),
+                         CaseName);
 INSTANTIATE_TEST_SUITE_P(Binary, OpKernelSpecialValuesTest,
                          ::testing::ValuesIn(FloatCases(BinaryCases())), CaseName);
 INSTANTIATE_TEST_SUITE_P(Where, OpKernelSpecialValuesTest,

@@ -95,6 +95,26 @@ struct LeakyReluFn {
   __device__ float operator()(float x) const { return x < 0.0f ? alpha * x : x; }
 };
 
+struct NotFn {
+  __device__ bool operator()(bool x) const { return !x; }
+};
+// Floats of every width, read through float or double.
+struct IsNaNFn {
+  template <typename T>
+  __device__ bool operator()(T x) const {
+    return isnan(static_cast<std::conditional_t<std::is_same_v<T, double>, double, float>>(x));
+  }
+};
+struct IsInfFn {
+  bool negative;
+  bool positive;
+  template <typename T>
+  __device__ bool operator()(T x) const {
+    const auto v = static_cast<std::conditional_t<std::is_same_v<T, double>, double, float>>(x);
+    return isinf(v) && (v > 0 ? positive : negative);
+  }
+};
+
 template <typename T>
 const T* In(const void* ptr) {
   return static_cast<const T*>(ptr);
@@ -145,6 +165,23 @@ cudaError_t LaunchCopy(const UnaryParams& p, const void* in, void* out, cudaStre
   });
 }
 
+// The float types of the table into a bool output.
+template <typename F>
+cudaError_t LaunchFloatTest(const UnaryParams& p, F f, const void* in, void* out,
+                            cudaStream_t stream) {
+  if (!IsFloatingDType(p.input_type) || p.output_type != DType::kBool) {
+    return cudaErrorInvalidValue;
+  }
+  return VisitDeviceType(p.input_type, [&](auto tag) {
+    using T = typename decltype(tag)::Type;
+    if constexpr (std::is_floating_point_v<T> || kIsHalfType<T>) {
+      return LaunchMapped(p.layout, f, Out<bool>(out), stream, In<T>(in));
+    } else {
+      return cudaErrorInvalidValue;
+    }
+  });
+}
+
 }  // namespace
 
 cudaError_t LaunchUnary(const UnaryParams& p, const void* input, void* output,
@@ -175,6 +212,14 @@ cudaError_t LaunchUnary(const UnaryParams& p, const void* input, void* output,
       return LaunchFloatOrInt64(p, NegFn{}, input, output, stream);
     case UnaryOp::kRelu:
       return LaunchFloatOrInt64(p, ReluFn{}, input, output, stream);
+    case UnaryOp::kNot:
+      if (p.input_type != DType::kBool) return cudaErrorInvalidValue;
+      return LaunchMapped(p.layout, NotFn{}, Out<bool>(output), stream, In<bool>(input));
+    case UnaryOp::kIsNaN:
+      return LaunchFloatTest(p, IsNaNFn{}, input, output, stream);
+    case UnaryOp::kIsInf:
+      return LaunchFloatTest(p, IsInfFn{p.detect_negative, p.detect_positive}, input, output,
+                             stream);
   }
   return cudaErrorInvalidValue;
 }

@@ -190,12 +190,101 @@ absl::Status RunMod(const HostKernelArgs& args) {
   return RunBinaryArithmetic(args, fmod == 1 ? BinaryOp::kFmod : BinaryOp::kMod);
 }
 
-absl::Status RunEqual(const HostKernelArgs& args) {
+// An element as the value it compares by: the 16-bit floats as float.
+template <typename T>
+auto CompareValue(T x) {
+  if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+    return static_cast<float>(x);
+  } else {
+    return x;
+  }
+}
+
+// Equal over every dtype, the ordered comparisons over every dtype but bool
+// (binding refuses it): a NaN compares false, as in IEEE and numpy.
+enum class CompareOp { kEqual, kLess, kGreater, kLessOrEqual, kGreaterOrEqual };
+
+absl::Status RunCompare(const HostKernelArgs& args, CompareOp op) {
   RETURN_IF_ERROR(CheckBinaryOperands(args));
   RETURN_IF_ERROR(RequireDType(args, args.out(0), DType::kBool, "output"));
+  if (op != CompareOp::kEqual && args.in(0).dtype() == DType::kBool) {
+    return UnsupportedDType(args, DType::kBool);
+  }
   return VisitAny(args, args.in(0).dtype(), [&](auto tag) {
     using T = decltype(tag);
-    BroadcastBinary<T, bool>(args.in(0), args.in(1), args.out(0), [](T a, T b) { return a == b; });
+    BroadcastBinary<T, bool>(args.in(0), args.in(1), args.out(0), [op](T a, T b) {
+      const auto x = CompareValue(a);
+      const auto y = CompareValue(b);
+      switch (op) {
+        case CompareOp::kEqual:
+          return x == y;
+        case CompareOp::kLess:
+          return x < y;
+        case CompareOp::kGreater:
+          return x > y;
+        case CompareOp::kLessOrEqual:
+          return x <= y;
+        case CompareOp::kGreaterOrEqual:
+          return x >= y;
+      }
+      return false;
+    });
+    return absl::OkStatus();
+  });
+}
+
+// And, Or, Xor on bool tensors.
+enum class LogicalOp { kAnd, kOr, kXor };
+
+absl::Status RunLogical(const HostKernelArgs& args, LogicalOp op) {
+  RETURN_IF_ERROR(CheckBinaryOperands(args));
+  RETURN_IF_ERROR(RequireDType(args, args.in(0), DType::kBool, "input"));
+  RETURN_IF_ERROR(RequireDType(args, args.out(0), DType::kBool, "output"));
+  BroadcastBinary<bool, bool>(args.in(0), args.in(1), args.out(0), [op](bool a, bool b) {
+    switch (op) {
+      case LogicalOp::kAnd:
+        return a && b;
+      case LogicalOp::kOr:
+        return a || b;
+      case LogicalOp::kXor:
+        return a != b;
+    }
+    return false;
+  });
+  return absl::OkStatus();
+}
+
+absl::Status RunNot(const HostKernelArgs& args) {
+  RETURN_IF_ERROR(CheckUnaryOperand(args));
+  RETURN_IF_ERROR(RequireDType(args, args.in(0), DType::kBool, "input"));
+  const bool* in = args.in(0).data<bool>();
+  bool* out = args.out(0).data<bool>();
+  for (int64_t i = 0, n = args.in(0).num_elements(); i < n; ++i) out[i] = !in[i];
+  return absl::OkStatus();
+}
+
+// IsNaN, and IsInf with its detect_negative / detect_positive attributes
+// (both 1 by default), on the four float types; the output is bool.
+absl::Status RunFloatClass(const HostKernelArgs& args, bool is_nan) {
+  const HostTensor& in = args.in(0);
+  HostTensor& out = args.out(0);
+  RETURN_IF_ERROR(RequireSameElementCount(args, in, out));
+  RETURN_IF_ERROR(RequireDType(args, out, DType::kBool, "output"));
+  if (!IsFloatingDType(in.dtype())) return UnsupportedDType(args, in.dtype());
+  ASSIGN_OR_RETURN(const int64_t negative, OptionalIntAttr(args, "detect_negative", 1));
+  ASSIGN_OR_RETURN(const int64_t positive, OptionalIntAttr(args, "detect_positive", 1));
+  return VisitAny(args, in.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_same_v<T, double> || std::is_same_v<T, float> ||
+                  std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+      const T* src = in.data<T>();
+      bool* dst = out.data<bool>();
+      for (int64_t i = 0, n = in.num_elements(); i < n; ++i) {
+        const double x = static_cast<double>(CompareValue(src[i]));
+        dst[i] = is_nan ? std::isnan(x)
+                        : std::isinf(x) && ((x > 0 && positive != 0) || (x < 0 && negative != 0));
+      }
+    }
     return absl::OkStatus();
   });
 }
@@ -371,7 +460,23 @@ absl::Status HostMin(const HostKernelArgs& args) {
   return RunBinaryArithmetic(args, BinaryOp::kMin);
 }
 absl::Status HostMod(const HostKernelArgs& args) { return RunMod(args); }
-absl::Status HostEqual(const HostKernelArgs& args) { return RunEqual(args); }
+absl::Status HostEqual(const HostKernelArgs& args) { return RunCompare(args, CompareOp::kEqual); }
+absl::Status HostLess(const HostKernelArgs& args) { return RunCompare(args, CompareOp::kLess); }
+absl::Status HostGreater(const HostKernelArgs& args) {
+  return RunCompare(args, CompareOp::kGreater);
+}
+absl::Status HostLessOrEqual(const HostKernelArgs& args) {
+  return RunCompare(args, CompareOp::kLessOrEqual);
+}
+absl::Status HostGreaterOrEqual(const HostKernelArgs& args) {
+  return RunCompare(args, CompareOp::kGreaterOrEqual);
+}
+absl::Status HostAnd(const HostKernelArgs& args) { return RunLogical(args, LogicalOp::kAnd); }
+absl::Status HostOr(const HostKernelArgs& args) { return RunLogical(args, LogicalOp::kOr); }
+absl::Status HostXor(const HostKernelArgs& args) { return RunLogical(args, LogicalOp::kXor); }
+absl::Status HostNot(const HostKernelArgs& args) { return RunNot(args); }
+absl::Status HostIsNaN(const HostKernelArgs& args) { return RunFloatClass(args, true); }
+absl::Status HostIsInf(const HostKernelArgs& args) { return RunFloatClass(args, false); }
 absl::Status HostWhere(const HostKernelArgs& args) { return RunWhere(args); }
 absl::Status HostSqrt(const HostKernelArgs& args) { return RunFloatMath(args, Sqrt); }
 absl::Status HostExp(const HostKernelArgs& args) { return RunFloatMath(args, Exp); }

@@ -97,6 +97,37 @@ absl::Status BindEqual(BindContext& ctx) {
   return ctx.EmitSimple({ctx.input(0), ctx.input(1)}, {}, DType::kBool, std::move(dims));
 }
 
+// Less, Greater, LessOrEqual, GreaterOrEqual: two inputs of one dtype (not
+// bool), broadcast, to bool.
+absl::Status BindOrderedCompare(BindContext& ctx) {
+  RETURN_IF_ERROR(ctx.CheckSameDType(0, 1));
+  if (ctx.in_dtype(0) == DType::kBool) {
+    return ctx.Error("input 0 '", ctx.in(0).name, "' is bool, which ", ctx.op(),
+                     " does not order");
+  }
+  return BindEqual(ctx);
+}
+
+// And, Or, Xor: two bool inputs, broadcast.
+absl::Status BindLogical(BindContext& ctx) {
+  RETURN_IF_ERROR(ctx.CheckDType(0, {DType::kBool}));
+  return BindEqual(ctx);
+}
+
+// IsNaN and IsInf: a float input of any width to bool; IsInf's attributes
+// written out with ONNX's defaults.
+absl::Status BindFloatClass(BindContext& ctx) {
+  RETURN_IF_ERROR(ctx.CheckDType(
+      0, {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64}));
+  Attributes attrs;
+  if (ctx.op() == "IsInf") {
+    ASSIGN_OR_RETURN(int64_t negative, ctx.IntAttrOr("detect_negative", 1));
+    ASSIGN_OR_RETURN(int64_t positive, ctx.IntAttrOr("detect_positive", 1));
+    attrs = {{"detect_negative", negative}, {"detect_positive", positive}};
+  }
+  return ctx.EmitSimple({ctx.input(0)}, std::move(attrs), DType::kBool, ctx.in_dims(0));
+}
+
 absl::Status BindWhere(BindContext& ctx) {
   RETURN_IF_ERROR(ctx.CheckDType(0, {DType::kBool}));
   RETURN_IF_ERROR(ctx.CheckSameDType(1, 2));
@@ -152,6 +183,24 @@ void AddElementwiseOps(std::vector<OpDef>& ops) {
                         .host = u.host,
                         .summary = u.summary});
   }
+  ops.push_back(OpDef{.name = "Not",
+                      .family = "elementwise",
+                      .bind = [](BindContext& ctx) { return BindUnary(ctx, {DType::kBool}); },
+                      .host = HostNot,
+                      .summary = "bool"});
+  ops.push_back(OpDef{.name = "IsNaN",
+                      .family = "elementwise",
+                      .since_opset = 9,
+                      .bind = BindFloatClass,
+                      .host = HostIsNaN,
+                      .summary = "float16, bfloat16, float32, float64; output bool"});
+  ops.push_back(OpDef{.name = "IsInf",
+                      .family = "elementwise",
+                      .since_opset = 10,
+                      .attributes = {"detect_negative", "detect_positive"},
+                      .bind = BindFloatClass,
+                      .host = HostIsInf,
+                      .summary = "float16, bfloat16, float32, float64; output bool"});
   ops.push_back(OpDef{.name = "LeakyRelu",
                       .family = "elementwise",
                       .attributes = {"alpha"},
@@ -172,7 +221,16 @@ void AddElementwiseOps(std::vector<OpDef>& ops) {
            {"Mul", 7, binary, HostMul, "float32, int64; numpy broadcasting"},
            {"Div", 7, binary, HostDiv, "float32, int64 (truncating); numpy broadcasting"},
            {"Pow", 7, BindPow, HostPow, "float32, int64; exponent of another type is cast"},
-           {"Equal", 7, BindEqual, HostEqual, "float32, int64, bool; output bool"},
+           {"Equal", 7, BindEqual, HostEqual, "any dtype; output bool"},
+           {"Less", 7, BindOrderedCompare, HostLess, "any dtype but bool; output bool"},
+           {"Greater", 7, BindOrderedCompare, HostGreater, "any dtype but bool; output bool"},
+           {"LessOrEqual", 12, BindOrderedCompare, HostLessOrEqual,
+            "any dtype but bool; output bool"},
+           {"GreaterOrEqual", 12, BindOrderedCompare, HostGreaterOrEqual,
+            "any dtype but bool; output bool"},
+           {"And", 7, BindLogical, HostAnd, "bool; numpy broadcasting"},
+           {"Or", 7, BindLogical, HostOr, "bool; numpy broadcasting"},
+           {"Xor", 7, BindLogical, HostXor, "bool; numpy broadcasting"},
        }) {
     ops.push_back(OpDef{.name = b.name,
                         .family = "elementwise",
