@@ -204,6 +204,21 @@ absl::StatusOr<ValueId> BindContext::EmitHelper(const std::string& suffix, std::
   return ids[0];
 }
 
+absl::Status BindContext::EmitForOutput(size_t output, std::string op_type,
+                                        std::vector<ValueId> inputs, Attributes attrs,
+                                        DType dtype, Dims dims) {
+  if (output >= outputs_.size() || outputs_[output].empty()) return absl::OkStatus();
+  BoundNode node;
+  node.name = absl::StrCat(name_, "/", output);
+  node.op_type = std::move(op_type);
+  node.inputs = std::move(inputs);
+  node.attributes = std::move(attrs);
+  ASSIGN_OR_RETURN(std::vector<ValueId> ids,
+                   engine_->Emit(std::move(node),
+                                 {OutputSpec{outputs_[output], dtype, std::move(dims)}}));
+  return engine_->Define(outputs_[output], ids[0]);
+}
+
 absl::Status BindContext::DefineConstantOutput(HostTensor tensor) {
   if (outputs_.size() != 1 || outputs_[0].empty()) {
     return Error("expected exactly one named output, got ", outputs_.size());

@@ -117,6 +117,11 @@ class BindContext {
   absl::StatusOr<ValueId> EmitHelper(const std::string& suffix, std::string op_type,
                                      std::vector<ValueId> inputs, Attributes attrs, DType dtype,
                                      Dims dims);
+  // A node of `op_type` whose one output is the model node's output `output`
+  // ("<node>/<output>"): how a multi-output op (Split) binds as several
+  // canonical nodes. An unused (unnamed) output emits nothing.
+  absl::Status EmitForOutput(size_t output, std::string op_type, std::vector<ValueId> inputs,
+                             Attributes attrs, DType dtype, Dims dims);
   // A model output known at bind time without running a kernel.
   absl::Status DefineConstantOutput(HostTensor tensor);
   // A constant binding derives (folded weights); returns its id.

@@ -4,10 +4,14 @@
 // runtime/cuda/data_movement_kernels.cc.
 
 #include <algorithm>
+#include <cmath>
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -206,6 +210,134 @@ absl::Status BindSlice(BindContext& ctx) {
       {ctx.input(0)},
       {{"starts", std::move(canonical_starts)}, {"steps", std::move(canonical_steps)}},
       ctx.in_dtype(0), std::move(out));
+}
+
+// Split: one canonical Slice per output along `axis`. The sizes come from
+// the 'split' attribute (before opset 13) or input 1 (from 13), else equal
+// parts: as many as outputs, or num_outputs (opset 18), the last smaller
+// when the axis does not divide.
+absl::Status BindSplit(BindContext& ctx) {
+  const Dims dims = ctx.in_dims(0);  // a copy: each Slice emitted adds values
+  const int64_t rank = static_cast<int64_t>(dims.size());
+  ASSIGN_OR_RETURN(int64_t axis, ctx.IntAttrOr("axis", 0));
+  ASSIGN_OR_RETURN(axis, ctx.NormalizeAxis(axis, rank, "axis"));
+  const int64_t dim = dims[axis];
+  std::vector<int64_t> sizes;
+  if (ctx.opset() < 13 && ctx.has_attr("split")) {
+    ASSIGN_OR_RETURN(sizes, ctx.IntsAttrOr("split", {}));
+  } else if (ctx.has_input(1)) {
+    ASSIGN_OR_RETURN(sizes, ctx.ConstantInts(1));
+  }
+  const int64_t parts = static_cast<int64_t>(ctx.outputs().size());
+  if (sizes.empty()) {
+    ASSIGN_OR_RETURN(const int64_t num_outputs, ctx.IntAttrOr("num_outputs", parts));
+    if (num_outputs < 1) return ctx.Error("num_outputs is ", num_outputs);
+    // ONNX: ceil(dim / n) each, the last what is left.
+    const int64_t each = (dim + num_outputs - 1) / num_outputs;
+    for (int64_t i = 0, left = dim; i < num_outputs; ++i, left -= each) {
+      sizes.push_back(std::clamp<int64_t>(left, 0, each));
+    }
+  }
+  int64_t total = 0;
+  for (int64_t size : sizes) {
+    if (size < 0) return ctx.Error("split [", absl::StrJoin(sizes, ","), "] has a negative size");
+    total += size;
+  }
+  if (total != dim || static_cast<int64_t>(sizes.size()) < parts) {
+    return ctx.Error("split [", absl::StrJoin(sizes, ","), "] does not cut axis ", axis,
+                     " of length ", dim, " into ", parts, " outputs");
+  }
+  int64_t start = 0;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    std::vector<int64_t> starts(rank, 0);
+    starts[axis] = std::min(start, std::max<int64_t>(dim - 1, 0));
+    Dims out = dims;
+    out[axis] = sizes[i];
+    RETURN_IF_ERROR(ctx.EmitForOutput(i, "Slice", {ctx.input(0)},
+                                      {{"starts", std::move(starts)},
+                                       {"steps", std::vector<int64_t>(rank, 1)}},
+                                      ctx.in_dtype(0), std::move(out)));
+    start += sizes[i];
+  }
+  return absl::OkStatus();
+}
+
+// Range: start, limit and delta known at plan time (scalars of one type),
+// so the output is a constant: ceil((limit - start) / delta) elements.
+absl::Status BindRange(BindContext& ctx) {
+  for (size_t i = 0; i < 3; ++i) {
+    if (!ctx.is_constant(ctx.input(i)) || ctx.in(i).constant->num_elements() != 1) {
+      return ctx.Unsupported("input ", i, " must be a scalar known at plan time");
+    }
+    RETURN_IF_ERROR(ctx.CheckSameDType(0, i));
+  }
+  const DType dtype = ctx.in_dtype(0);
+  auto scalar = [&](size_t i) {
+    return VisitDType(dtype, [&](auto tag) -> double {
+      using T = typename decltype(tag)::Host;
+      if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+        return static_cast<float>(*ctx.in(i).constant->data<T>());
+      } else {
+        return static_cast<double>(*ctx.in(i).constant->data<T>());
+      }
+    });
+  };
+  const double start = scalar(0), limit = scalar(1), delta = scalar(2);
+  if (delta == 0 || !std::isfinite(start) || !std::isfinite(limit) || !std::isfinite(delta)) {
+    return ctx.Error("start ", start, ", limit ", limit, ", delta ", delta,
+                     " do not make a finite range");
+  }
+  const double count = std::max(0.0, std::ceil((limit - start) / delta));
+  constexpr double kMaxElements = 1 << 30;  // a bound on what a plan-time constant may hold
+  if (count > kMaxElements) return ctx.Error("range of ", count, " elements is too long");
+  HostTensor tensor(dtype, {static_cast<int64_t>(count)});
+  RETURN_IF_ERROR(VisitDType(dtype, [&](auto tag) -> absl::Status {
+    using T = typename decltype(tag)::Host;
+    if constexpr (std::is_same_v<T, bool>) {
+      return ctx.Error("bool is not a Range type");
+    } else {
+      // start + i * delta in T's own arithmetic for the integers (exact),
+      // in double for the floats.
+      T* data = tensor.data<T>();
+      for (int64_t i = 0; i < tensor.num_elements(); ++i) {
+        if constexpr (std::is_integral_v<T>) {
+          data[i] = static_cast<T>(static_cast<int64_t>(start) + i * static_cast<int64_t>(delta));
+        } else {
+          data[i] = static_cast<T>(static_cast<float>(start + static_cast<double>(i) * delta));
+        }
+      }
+      return absl::OkStatus();
+    }
+  }));
+  return ctx.DefineConstantOutput(std::move(tensor));
+}
+
+// ConstantOfShape: the shape known at plan time, so the output is a constant
+// filled with the 'value' attribute's one element (float32 0 without it).
+absl::Status BindConstantOfShape(BindContext& ctx) {
+  ASSIGN_OR_RETURN(std::vector<int64_t> shape, ctx.ConstantInts(0));
+  int64_t count = 1;
+  for (int64_t dim : shape) {
+    constexpr int64_t kMaxElements = int64_t{1} << 30;
+    if (dim < 0 || (dim > 0 && count > kMaxElements / dim)) {
+      return ctx.Error("shape [", absl::StrJoin(shape, ","), "] is negative or too large");
+    }
+    count *= dim;
+  }
+  HostTensor value(DType::kFloat32, {1});
+  if (auto it = ctx.attrs().find("value"); it != ctx.attrs().end()) {
+    const HostTensor* given = std::get_if<HostTensor>(&it->second);
+    if (given == nullptr || given->num_elements() != 1) {
+      return ctx.Error("attribute 'value' should be a tensor of one element");
+    }
+    value = *given;
+  }
+  HostTensor tensor(value.dtype(), Dims(shape.begin(), shape.end()));
+  const size_t size = DTypeSize(value.dtype());
+  for (int64_t i = 0; i < count; ++i) {
+    std::memcpy(static_cast<std::byte*>(tensor.raw()) + i * size, value.raw(), size);
+  }
+  return ctx.DefineConstantOutput(std::move(tensor));
 }
 
 absl::Status BindExpand(BindContext& ctx) {
@@ -449,6 +581,31 @@ void AddDataMovementOps(std::vector<OpDef>& ops) {
                       .host = HostExpand,
                       .summary = "shape known at plan time"});
   ops.back().input_names = {"input", "shape"};
+  ops.push_back(OpDef{.name = "Split",
+                      .family = "data_movement",
+                      .since_opset = 2,
+                      .attributes = {"axis", "split", "num_outputs"},
+                      .arity = {{1, {1, 1}}, {13, {1, 2}}},
+                      .plan_time_operands = {1},
+                      .bind = BindSplit,
+                      .summary = "sizes known at plan time; one Slice per output"});
+  ops.back().input_names = {"input", "split"};
+  ops.push_back(OpDef{.name = "Range",
+                      .family = "data_movement",
+                      .since_opset = 11,
+                      .arity = {{1, {3, 3}}},
+                      .plan_time_operands = {0, 1, 2},
+                      .bind = BindRange,
+                      .summary = "start, limit, delta known at plan time: a constant"});
+  ops.back().input_names = {"start", "limit", "delta"};
+  ops.push_back(OpDef{.name = "ConstantOfShape",
+                      .family = "data_movement",
+                      .since_opset = 9,
+                      .attributes = {"value"},
+                      .plan_time_operands = {0},
+                      .bind = BindConstantOfShape,
+                      .summary = "shape known at plan time: a constant"});
+  ops.back().input_names = {"input"};
   ops.push_back(OpDef{.name = "Gather",
                       .family = "data_movement",
                       .attributes = {"axis"},
