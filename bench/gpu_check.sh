@@ -5,7 +5,7 @@
 # written under $OUT (or ./out), in at most 8 files (the device tool brings
 # back no more); scratch output stays under /tmp/graphserve-gpu.
 #
-#   bench/gpu_check.sh [.bundle/graphserve-gpu.tar.gz] [all|serve|serve-only|cnn|tests|profile|transport|tail|multi-gpu|stream]
+#   bench/gpu_check.sh [.bundle/graphserve-gpu.tar.xz] [all|serve|serve-only|cnn|tests|profile|transport|tail|multi-gpu|stream|zoo]
 #
 # `tests` runs the GPU tests, the conformance suite on both executors and
 # the example models; `serve` adds the serving benchmarks; `cnn` the tests,
@@ -21,9 +21,9 @@
 # models off the CUDA executor or with NaN. No usable GPU stops it at once.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
-bundle_tar="${1:-.bundle/graphserve-gpu.tar.gz}"
+bundle_tar="${1:-.bundle/graphserve-gpu.tar.xz}"
 steps="${2:-all}"
-case "$steps" in all | serve | serve-only | cnn | tests | profile | transport | tail | multi-gpu | stream) ;; *) echo "usage: $0 [BUNDLE] [all|serve|serve-only|cnn|tests|profile|transport|tail|multi-gpu|stream]" >&2; exit 2 ;; esac
+case "$steps" in all | serve | serve-only | cnn | tests | profile | transport | tail | multi-gpu | stream | zoo) ;; *) echo "usage: $0 [BUNDLE] [all|serve|serve-only|cnn|tests|profile|transport|tail|multi-gpu|stream|zoo]" >&2; exit 2 ;; esac
 
 # Passes of tests/onnx_conformance on the node tests, from the last
 # committed results (bench/results/2026-11-21_794844b_capture/gpu_check.log:
@@ -43,7 +43,7 @@ export PYTHONUNBUFFERED=1
 OUT="${OUT:-$PWD/out}"
 mkdir -p "$OUT"
 work=/tmp/graphserve-gpu
-rm -rf "$work" && mkdir -p "$work" && tar -C /tmp -xzf "$bundle_tar"
+rm -rf "$work" && mkdir -p "$work" && tar -C /tmp -xJf "$bundle_tar"
 mkdir -p "$work/logs"
 cudnn_lib=$(python3 -c 'import nvidia.cudnn, os; print(os.path.dirname(nvidia.cudnn.__file__) + "/lib")' 2>/dev/null || true)
 # NVRTC 13 (linked through cuDNN's frontend headers): the toolkit's, else the
@@ -127,7 +127,10 @@ fi
 #              generators, connections and server threads;
 #   multi-gpu  bench/multi_gpu_probe.sh, on a machine with two GPUs or more:
 #              one server on several GPUs and CUDA regions across GPUs, checked
-#              against the host executor, and the encoder on one GPU against two.
+#              against the host executor, and the encoder on one GPU against two;
+#   zoo        bench/model_zoo.sh: transformers, torchvision and timm models
+#              exported by both torch.onnx exporters, served and compared with
+#              PyTorch in float64 and its CUDA graph (ZOO_MODELS narrows it).
 probe=""
 case "$steps" in
   profile) probe=serve_profile ;;
@@ -135,6 +138,7 @@ case "$steps" in
   tail) probe=tail_probe ;;
   stream) probe=stream_probe ;;
   multi-gpu) probe=multi_gpu_probe ;;
+  zoo) probe=model_zoo ;;
 esac
 if [[ -n "$probe" ]]; then
   run "$probe" bash "bench/$probe.sh" "$bin" "$OUT"

@@ -1,0 +1,324 @@
+#!/usr/bin/env python3
+"""Model zoo probe (issue 27): real architectures from transformers, torchvision
+and timm, random weights, exported as users export them, run by GraphServe's
+CUDA executor and compared with PyTorch in float64.
+
+For each model and each exporter (TorchScript at opset 17, dynamo at its
+default opset): export with the batch dim dynamic (sequence length and image
+size fixed: dynamic non-batch dims are the shapes issue), list the op types
+the op registry lacks, then run `runtime_bench` (import, bind, plan, capture,
+replay) at batch 1, 3 and 8 on the same inputs as PyTorch and compare:
+
+  rel err = ||ours - torch_f64|| / ||torch_f64||   (TF32 off on both sides)
+
+and time our graph replay against PyTorch's CUDA graph of the same model in
+float32 (bare replay, median of interleaved rounds, batch 1 and 8).
+
+Usage (on the GPU machine, from the repository root):
+  python3 bench/model_zoo.py --bin DIR --work DIR --out DIR [--models a,b] [--exporters ts,dynamo]
+Writes OUT/model_zoo.md and OUT/model_zoo.json; a model that fails anywhere
+is a row saying where and why, never a stop.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+import traceback
+
+import numpy as np
+import torch
+
+SEQ = 128      # text models' sequence length
+IMAGE = 224    # vision models' image size
+VOCAB = 30000  # token ids drawn below every vocabulary used here
+
+
+def _hf(kind, config_name, model_class):
+    def build():
+        import transformers
+        config = getattr(transformers, config_name)()
+        if hasattr(config, "attn_implementation"):
+            config._attn_implementation = "eager"
+        model = getattr(transformers, model_class)(config)
+        return model
+    return dict(kind=kind, build=build)
+
+
+def _torchvision(name):
+    def build():
+        import torchvision
+        return getattr(torchvision.models, name)(weights=None)
+    return dict(kind="image", build=build)
+
+
+def _timm(name):
+    def build():
+        import timm
+        return timm.create_model(name, pretrained=False)
+    return dict(kind="image", build=build)
+
+
+MODELS = {
+    "bert": _hf("text_mask", "BertConfig", "BertModel"),
+    "roberta": _hf("text_mask", "RobertaConfig", "RobertaModel"),
+    "distilbert": _hf("text_mask", "DistilBertConfig", "DistilBertModel"),
+    "gpt2": _hf("text", "GPT2Config", "GPT2Model"),
+    "t5_encoder": _hf("text_mask", "T5Config", "T5EncoderModel"),
+    "vit": _hf("pixels", "ViTConfig", "ViTModel"),
+    "deit": _hf("pixels", "DeiTConfig", "DeiTModel"),
+    "swin": _hf("pixels", "SwinConfig", "SwinModel"),
+    "convnext_tiny": _torchvision("convnext_tiny"),
+    "efficientnet_b0": _torchvision("efficientnet_b0"),
+    "resnet50": _torchvision("resnet50"),
+    "mobilenet_v3_large": _torchvision("mobilenet_v3_large"),
+    "regnet_timm": _timm("regnety_008"),
+    "deit_timm": _timm("deit_tiny_patch16_224"),
+}
+
+
+class Wrapped(torch.nn.Module):
+    """Gives every model positional tensor inputs and one tensor output (the
+    first: last_hidden_state or logits)."""
+
+    def __init__(self, model, kind):
+        super().__init__()
+        self.model = model
+        self.kind = kind
+
+    def forward(self, *inputs):
+        if self.kind == "text_mask":
+            out = self.model(input_ids=inputs[0], attention_mask=inputs[1])
+        elif self.kind == "text":
+            out = self.model(input_ids=inputs[0])
+        elif self.kind == "pixels":
+            out = self.model(pixel_values=inputs[0])
+        else:
+            out = self.model(inputs[0])
+        if isinstance(out, torch.Tensor):
+            return out
+        if hasattr(out, "last_hidden_state"):
+            return out.last_hidden_state
+        return out[0]
+
+
+def input_names(kind):
+    return {"text_mask": ["input_ids", "attention_mask"], "text": ["input_ids"]}.get(kind, ["x"])
+
+
+def make_inputs(kind, batch, seed):
+    g = torch.Generator().manual_seed(seed)
+    if kind.startswith("text"):
+        ids = torch.randint(1, VOCAB, (batch, SEQ), generator=g)
+        if kind == "text":
+            return [ids]
+        mask = torch.ones(batch, SEQ, dtype=torch.int64)
+        mask[:, SEQ - SEQ // 4:] = 0  # the last quarter padding, as a real batch has
+        return [ids, mask]
+    return [torch.randn(batch, 3, IMAGE, IMAGE, generator=g)]
+
+
+def export(model, kind, path, exporter):
+    names = input_names(kind)
+    args = tuple(make_inputs(kind, 3, 0))
+    with torch.no_grad():
+        if exporter == "ts":
+            torch.onnx.export(model, args, path, input_names=names, output_names=["y"],
+                              dynamic_axes={n: {0: "batch"} for n in names + ["y"]},
+                              opset_version=17, do_constant_folding=True, dynamo=False)
+        else:
+            batch = torch.export.Dim("batch", min=1, max=1024)
+            shapes = tuple({0: batch} for _ in names)
+            program = torch.onnx.export(model, args, dynamic_shapes=shapes, input_names=names,
+                                        output_names=["y"], dynamo=True)
+            program.save(path)
+
+
+def registry_ops(repo):
+    ops = set()
+    with open(os.path.join(repo, "README.md")) as f:
+        for line in f:
+            cells = [c.strip() for c in line.split("|")]
+            if len(cells) == 7 and cells[2] in ("elementwise", "data_movement", "linear_algebra",
+                                                "normalization", "nn"):
+                ops.add(cells[1])
+    # Ops binding replaces (no table family of their own row checks here).
+    return ops | {"Constant", "Shape", "Dropout", "Identity"}
+
+
+def model_facts(path):
+    import onnx
+    proto = onnx.load(path, load_external_data=False)
+    opset = next((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), None)
+    ops = sorted({(n.domain + "::" if n.domain not in ("", "ai.onnx") else "") + n.op_type
+                  for n in proto.graph.node})
+    return dict(ir_version=proto.ir_version, opset=opset, ops=ops)
+
+
+def time_torch_graph(model, inputs, iters=200):
+    """Median replay of PyTorch's CUDA graph of the model, microseconds."""
+    static = [t.cuda() for t in inputs]
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream), torch.no_grad():
+        for _ in range(3):
+            model(*static)
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph), torch.no_grad():
+        model(*static)
+    times = []
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    for _ in range(iters):
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1000)
+    return float(np.median(times))
+
+
+def run(cmd, log, timeout=600):
+    log.write("+ " + " ".join(cmd) + "\n")
+    log.flush()
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    log.write(proc.stdout[-4000:] + proc.stderr[-4000:] + "\n")
+    log.flush()
+    return proc
+
+
+def probe(name, exporter, args, ops_known, log):
+    spec = MODELS[name]
+    row = dict(model=name, exporter=exporter)
+    torch.manual_seed(0)
+    model = Wrapped(spec["build"]().eval(), spec["kind"])
+    os.makedirs(args.work, exist_ok=True)
+    path = os.path.join(args.work, f"{name}_{exporter}.onnx")
+    t0 = time.time()
+    try:
+        export(model, spec["kind"], path, exporter)
+    except Exception as error:  # recorded, not fatal
+        row["stage"] = "export"
+        row["error"] = f"{type(error).__name__}: {str(error).splitlines()[0][:300]}"
+        return row
+    row["export_s"] = round(time.time() - t0, 1)
+    try:
+        facts = model_facts(path)
+        row.update(ir_version=facts["ir_version"], opset=facts["opset"])
+        row["missing_ops"] = [op for op in facts["ops"] if op not in ops_known]
+    except Exception as error:
+        row["facts_error"] = str(error)[:200]
+
+    batches = [int(b) for b in args.batch_sizes.split(",")]
+    names = input_names(spec["kind"])
+    inputs_dir = os.path.join(args.work, f"{name}_{exporter}_in")
+    outputs_dir = os.path.join(args.work, f"{name}_{exporter}_out")
+    graph_dir = os.path.join(args.work, f"{name}_{exporter}_graph")
+    reference = {}
+    model64 = Wrapped(spec["build"]().eval(), spec["kind"])
+    model64.load_state_dict(model.state_dict())
+    model64 = model64.double().cuda()
+    for batch in batches:
+        inputs = make_inputs(spec["kind"], batch, 100 + batch)
+        os.makedirs(os.path.join(inputs_dir, str(batch)), exist_ok=True)
+        for n, t in zip(names, inputs):
+            np.save(os.path.join(inputs_dir, str(batch), n + ".npy"), t.numpy())
+        with torch.no_grad():
+            cast = [t.double() if t.is_floating_point() else t for t in inputs]
+            reference[batch] = model64(*[t.cuda() for t in cast]).double().cpu().numpy()
+    json_path = os.path.join(args.work, f"{name}_{exporter}.json")
+    proc = run([os.path.join(args.bin, "runtime_bench"), "--model", path, "--batch-sizes",
+                args.batch_sizes, "--inputs", inputs_dir, "--outputs", outputs_dir,
+                "--graph-outputs", graph_dir, "--iters", str(args.iters), "--json", json_path],
+               log)
+    if proc.returncode != 0:
+        row["stage"] = "graphserve"
+        lines = [l for l in (proc.stderr + proc.stdout).splitlines() if l.strip()]
+        row["error"] = " | ".join(lines[-3:])[:600]
+        return row
+    records = {r["batch"]: r for r in json.load(open(json_path))}
+    row["rel_err"] = {}
+    row["graph_us"] = {}
+    for batch in batches:
+        got = np.load(os.path.join(graph_dir, str(batch), "y.npy")).astype(np.float64)
+        want = reference[batch]
+        row["rel_err"][batch] = float(np.linalg.norm(got - want) / max(np.linalg.norm(want),
+                                                                       1e-300))
+        row["graph_us"][batch] = records[batch]["graph_compute_us"]
+    row["capture_ms"] = {b: records[b].get("capture_ms") for b in batches}
+    model32 = model.cuda()
+    row["torch_graph_us"] = {}
+    for batch in [b for b in batches if b in (1, 8)]:
+        try:
+            row["torch_graph_us"][batch] = time_torch_graph(
+                model32, make_inputs(spec["kind"], batch, 100 + batch))
+        except Exception as error:
+            row["torch_graph_error"] = str(error)[:200]
+    row["stage"] = "ok"
+    return row
+
+
+def render(rows):
+    lines = ["| model | exporter | IR/opset | result | rel err vs PyTorch f64 (batch: err) | "
+             "our replay / PyTorch graph (fp32) |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        ir = f"{r.get('ir_version', '?')}/{r.get('opset', '?')}"
+        if r.get("stage") == "ok":
+            errs = ", ".join(f"{b}: {e:.1e}" for b, e in r["rel_err"].items())
+            ratios = ", ".join(
+                f"b{b}: {r['graph_us'][b]:.0f}/{t:.0f} us = {r['graph_us'][b] / t:.2f}x"
+                for b, t in r.get("torch_graph_us", {}).items())
+            result = "served"
+        else:
+            errs, ratios = "-", "-"
+            result = f"{r.get('stage')}: {r.get('error', '')}"
+            if r.get("missing_ops"):
+                result += f" (ops not in the registry: {', '.join(r['missing_ops'])})"
+        lines.append(f"| {r['model']} | {r['exporter']} | {ir} | {result} | {errs} | {ratios} |")
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bin", required=True, help="folder holding runtime_bench")
+    parser.add_argument("--work", required=True, help="scratch folder")
+    parser.add_argument("--out", required=True, help="folder for model_zoo.md and .json")
+    parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--exporters", default="ts,dynamo")
+    parser.add_argument("--batch-sizes", default="1,3,8")
+    parser.add_argument("--iters", default="50")
+    args = parser.parse_args()
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    ops_known = registry_ops(repo)
+    os.makedirs(args.out, exist_ok=True)
+    rows = []
+    with open(os.path.join(args.out, "model_zoo.log"), "w") as log:
+        for name in args.models.split(","):
+            for exporter in args.exporters.split(","):
+                try:
+                    row = probe(name, exporter, args, ops_known, log)
+                except Exception as error:
+                    row = dict(model=name, exporter=exporter, stage="probe",
+                               error=f"{type(error).__name__}: {str(error)[:300]}")
+                    log.write(traceback.format_exc())
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+                torch.cuda.empty_cache()
+                write_results(rows, args.out)  # after each model: a cut-off run keeps them
+    print(render(rows))
+    return 0
+
+
+def write_results(rows, out):
+    with open(os.path.join(out, "model_zoo.json"), "w") as f:
+        json.dump(rows, f, indent=1)
+    with open(os.path.join(out, "model_zoo.md"), "w") as f:
+        f.write(render(rows))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# gpu_check.sh BUNDLE zoo: bench/model_zoo.py on the bundle's runtime_bench.
+# ZOO_MODELS and ZOO_EXPORTERS (comma-separated) narrow it when time is short.
+#
+#   bench/model_zoo.sh BIN_DIR OUT_DIR
+set -uo pipefail
+bin="$1"
+out="$2"
+args=(--bin "$bin" --work /tmp/graphserve-zoo --out "$out")
+if [[ -n "${ZOO_MODELS:-}" ]]; then args+=(--models "$ZOO_MODELS"); fi
+if [[ -n "${ZOO_EXPORTERS:-}" ]]; then args+=(--exporters "$ZOO_EXPORTERS"); fi
+python3 bench/model_zoo.py "${args[@]}"
