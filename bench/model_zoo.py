@@ -79,33 +79,63 @@ MODELS = {
 }
 
 
-class Wrapped(torch.nn.Module):
-    """Gives every model positional tensor inputs and one tensor output (the
-    first: last_hidden_state or logits)."""
+def _first_tensor(out):
+    """last_hidden_state or logits: the one output every probe compares."""
+    if isinstance(out, torch.Tensor):
+        return out
+    if hasattr(out, "last_hidden_state"):
+        return out.last_hidden_state
+    return out[0]
 
-    def __init__(self, model, kind):
+
+# Named positional inputs (no *args), so that both exporters see the
+# signature users export: the dynamo exporter maps dynamic_shapes by name.
+class TextWithMask(torch.nn.Module):
+    def __init__(self, model):
         super().__init__()
         self.model = model
-        self.kind = kind
 
-    def forward(self, *inputs):
-        if self.kind == "text_mask":
-            out = self.model(input_ids=inputs[0], attention_mask=inputs[1])
-        elif self.kind == "text":
-            out = self.model(input_ids=inputs[0])
-        elif self.kind == "pixels":
-            out = self.model(pixel_values=inputs[0])
-        else:
-            out = self.model(inputs[0])
-        if isinstance(out, torch.Tensor):
-            return out
-        if hasattr(out, "last_hidden_state"):
-            return out.last_hidden_state
-        return out[0]
+    def forward(self, input_ids, attention_mask):
+        return _first_tensor(self.model(input_ids=input_ids, attention_mask=attention_mask))
+
+
+class Text(torch.nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids):
+        return _first_tensor(self.model(input_ids=input_ids))
+
+
+class Pixels(torch.nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, pixel_values):
+        return _first_tensor(self.model(pixel_values=pixel_values))
+
+
+class Image(torch.nn.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x):
+        return _first_tensor(self.model(x))
+
+
+WRAPPERS = {"text_mask": TextWithMask, "text": Text, "pixels": Pixels, "image": Image}
+
+
+def wrap(model, kind):
+    return WRAPPERS[kind](model)
 
 
 def input_names(kind):
-    return {"text_mask": ["input_ids", "attention_mask"], "text": ["input_ids"]}.get(kind, ["x"])
+    return {"text_mask": ["input_ids", "attention_mask"], "text": ["input_ids"],
+            "pixels": ["pixel_values"]}.get(kind, ["x"])
 
 
 def make_inputs(kind, batch, seed):
@@ -129,8 +159,8 @@ def export(model, kind, path, exporter):
                               dynamic_axes={n: {0: "batch"} for n in names + ["y"]},
                               opset_version=17, do_constant_folding=True, dynamo=False)
         else:
-            batch = torch.export.Dim("batch", min=1, max=1024)
-            shapes = tuple({0: batch} for _ in names)
+            # AUTO: the batch dim dynamic where the model allows it.
+            shapes = {name: {0: torch.export.Dim.AUTO} for name in names}
             program = torch.onnx.export(model, args, dynamic_shapes=shapes, input_names=names,
                                         output_names=["y"], dynamo=True)
             program.save(path)
@@ -193,7 +223,7 @@ def probe(name, exporter, args, ops_known, log):
     spec = MODELS[name]
     row = dict(model=name, exporter=exporter)
     torch.manual_seed(0)
-    model = Wrapped(spec["build"]().eval(), spec["kind"])
+    model = wrap(spec["build"]().eval(), spec["kind"])
     os.makedirs(args.work, exist_ok=True)
     path = os.path.join(args.work, f"{name}_{exporter}.onnx")
     t0 = time.time()
@@ -201,7 +231,10 @@ def probe(name, exporter, args, ops_known, log):
         export(model, spec["kind"], path, exporter)
     except Exception as error:  # recorded, not fatal
         row["stage"] = "export"
-        row["error"] = f"{type(error).__name__}: {str(error).splitlines()[0][:300]}"
+        # The exporters' first lines are banners; the cause is at the end.
+        lines = [l for l in str(error).splitlines() if l.strip()]
+        row["error"] = f"{type(error).__name__}: {' | '.join(lines[-3:])[:400]}"
+        log.write(traceback.format_exc())
         return row
     row["export_s"] = round(time.time() - t0, 1)
     try:
@@ -217,7 +250,7 @@ def probe(name, exporter, args, ops_known, log):
     outputs_dir = os.path.join(args.work, f"{name}_{exporter}_out")
     graph_dir = os.path.join(args.work, f"{name}_{exporter}_graph")
     reference = {}
-    model64 = Wrapped(spec["build"]().eval(), spec["kind"])
+    model64 = wrap(spec["build"]().eval(), spec["kind"])
     model64.load_state_dict(model.state_dict())
     model64 = model64.double().cuda()
     for batch in batches:

@@ -121,11 +121,16 @@ absl::StatusOr<std::vector<int64_t>> BindContext::NormalizeAxes(std::vector<int6
 absl::StatusOr<std::vector<int64_t>> BindContext::ConstantInts(size_t input) const {
   const BoundValue& v = in(input);
   if (!v.is_constant()) return Error("input ", input, " '", v.name, "' must be a constant");
-  if (v.dtype != DType::kInt64) {
-    return Error("input ", input, " '", v.name, "' should be int64, got ", DTypeString(v.dtype));
+  if (v.dtype != DType::kInt64 && v.dtype != DType::kInt32) {
+    return Error("input ", input, " '", v.name, "' should be int64 or int32, got ",
+                 DTypeString(v.dtype));
   }
   if (v.dims.size() > 1) {
     return Error("input ", input, " '", v.name, "' should be 1-D, got dims ", DimsToString(v.dims));
+  }
+  if (v.dtype == DType::kInt32) {  // CumSum's axis, for one, may be int32
+    const int32_t* data = v.constant->data<int32_t>();
+    return std::vector<int64_t>(data, data + v.constant->num_elements());
   }
   const int64_t* data = v.constant->data<int64_t>();
   return std::vector<int64_t>(data, data + v.constant->num_elements());

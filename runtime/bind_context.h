@@ -95,7 +95,7 @@ class BindContext {
   absl::StatusOr<int64_t> NormalizeAxis(int64_t axis, int64_t rank, const char* what) const;
   // Sorted, non-negative, duplicate-free axes.
   absl::StatusOr<std::vector<int64_t>> NormalizeAxes(std::vector<int64_t> axes, int64_t rank) const;
-  // The int64 values of constant input `input` (1-D or scalar).
+  // The values of constant int64 or int32 input `input` (1-D or scalar).
   absl::StatusOr<std::vector<int64_t>> ConstantInts(size_t input) const;
   // The float32 value of a constant scalar input, nullopt when omitted.
   absl::StatusOr<std::optional<float>> ConstantScalar(size_t input) const;

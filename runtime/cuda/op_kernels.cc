@@ -28,6 +28,8 @@ namespace {
 using op_kernels_internal::BinaryOp;
 using op_kernels_internal::BinaryParams;
 using op_kernels_internal::ConcatLaunch;
+using op_kernels_internal::CumSumParams;
+using op_kernels_internal::GatherElementsParams;
 using op_kernels_internal::GatherParams;
 using op_kernels_internal::kMaxConcatInputsPerLaunch;
 using op_kernels_internal::kMaxMappedInputs;
@@ -427,6 +429,17 @@ cudaError_t EnqueueGather(const GatherParams& params, DeviceInputs inputs,
   return op_kernels_internal::LaunchGather(params, inputs[0],
                                            static_cast<const int64_t*>(inputs[1]), outputs[0],
                                            stream);
+}
+
+cudaError_t EnqueueGatherElements(const GatherElementsParams& params, DeviceInputs inputs,
+                                  DeviceOutputs outputs, cudaStream_t stream) {
+  return op_kernels_internal::LaunchGatherElements(
+      params, inputs[0], static_cast<const int64_t*>(inputs[1]), outputs[0], stream);
+}
+
+cudaError_t EnqueueCumSum(const CumSumParams& params, DeviceInputs inputs, DeviceOutputs outputs,
+                          cudaStream_t stream) {
+  return op_kernels_internal::LaunchCumSum(params, inputs[0], outputs[0], stream);
 }
 
 // ------------------------------------------------------------ per-op plans
@@ -890,6 +903,62 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeGather(const BoundGraph& graph
   return MakeParamsKernel(node, params, EnqueueGather, "LaunchGather");
 }
 
+absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeGatherElements(const BoundGraph& graph,
+                                                                 const BoundNode& node) {
+  ASSIGN_OR_RETURN(NodeValues v, GetNodeValues(graph, node, 2, 2, 1, 1));
+  const BoundValue& data = *v.inputs[0];
+  const BoundValue& indices = *v.inputs[1];
+  const BoundValue& out = *v.outputs[0];
+  RETURN_IF_ERROR(CheckSameDType(node, data, out));
+  RETURN_IF_ERROR(CheckDType(node, indices, DTypes({DType::kInt64})));
+  ASSIGN_OR_RETURN(const int64_t axis, GetIntAttr(node.attributes, "axis", 0));
+  const size_t rank = data.dims.size();
+  if (axis < 0 || static_cast<size_t>(axis) >= rank || indices.dims.size() != rank ||
+      out.dims != indices.dims) {
+    return Invalid(node, absl::StrCat("data ", DimsToString(data.dims), ", indices ",
+                                      DimsToString(indices.dims), ", output ",
+                                      DimsToString(out.dims), " and axis ", axis, " disagree"));
+  }
+  GatherElementsParams params;
+  params.elem_size = static_cast<int32_t>(DTypeSize(data.dtype));
+  params.rank = static_cast<int32_t>(rank);
+  params.axis = static_cast<int32_t>(axis);
+  params.num_elements = NumElements(out.dims);
+  params.axis_dim = data.dims[axis];
+  const std::vector<int64_t> strides = ContiguousStrides(data.dims);
+  for (size_t d = 0; d < rank; ++d) {
+    params.dims[d] = out.dims[d];
+    params.data_strides[d] = strides[d];
+  }
+  return MakeParamsKernel(node, params, EnqueueGatherElements, "LaunchGatherElements");
+}
+
+absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeCumSum(const BoundGraph& graph,
+                                                         const BoundNode& node) {
+  ASSIGN_OR_RETURN(NodeValues v, GetNodeValues(graph, node, 1, 1, 1, 1));
+  const BoundValue& in = *v.inputs[0];
+  const BoundValue& out = *v.outputs[0];
+  RETURN_IF_ERROR(CheckDType(
+      node, in, DTypes({DType::kFloat32, DType::kFloat64, DType::kInt32, DType::kInt64})));
+  RETURN_IF_ERROR(CheckSameDType(node, in, out));
+  RETURN_IF_ERROR(CheckElementCount(node, out, NumElements(in.dims)));
+  ASSIGN_OR_RETURN(const int64_t axis, GetIntAttr(node.attributes, "axis", 0));
+  ASSIGN_OR_RETURN(const int64_t exclusive, GetIntAttr(node.attributes, "exclusive", 0));
+  ASSIGN_OR_RETURN(const int64_t reverse, GetIntAttr(node.attributes, "reverse", 0));
+  const size_t rank = in.dims.size();
+  if (axis < 0 || static_cast<size_t>(axis) >= rank) {
+    return Invalid(node, absl::StrCat("axis ", axis, " outside rank ", rank));
+  }
+  CumSumParams params;
+  params.dtype = in.dtype;
+  params.outer = Product(in.dims, 0, axis);
+  params.axis_dim = in.dims[axis];
+  params.inner = Product(in.dims, axis + 1, rank);
+  params.exclusive = exclusive != 0;
+  params.reverse = reverse != 0;
+  return MakeParamsKernel(node, params, EnqueueCumSum, "LaunchCumSum");
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeCudaOpKernel(const BoundGraph& graph,
@@ -918,6 +987,8 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeCudaOpKernel(const BoundGraph&
   if (op == "ReduceMean") return MakeReduceMean(graph, node);
   if (op == "Concat") return MakeConcat(graph, node);
   if (op == "Gather") return MakeGather(graph, node);
+  if (op == "GatherElements") return MakeGatherElements(graph, node);
+  if (op == "CumSum") return MakeCumSum(graph, node);
   return Unsupported(node, "no CUDA kernel for this op");
 }
 

@@ -213,5 +213,36 @@ struct GatherParams {
 cudaError_t LaunchGather(const GatherParams& params, const void* data, const int64_t* indices,
                          void* output, cudaStream_t stream);
 
+// GatherElements: output element i (of `dims`, the indices' dims) reads data
+// at the same coordinates but along `axis`, where it takes indices[i]. An
+// index outside [-axis_dim, axis_dim) yields zero bytes.
+struct GatherElementsParams {
+  int32_t elem_size = 4;  // bytes: 1, 2, 4 or 8
+  int32_t rank = 1;
+  int32_t axis = 0;
+  int64_t num_elements = 0;
+  int64_t axis_dim = 0;
+  int64_t dims[kMaxRank] = {};          // of the output and the indices
+  int64_t data_strides[kMaxRank] = {};  // in elements
+};
+
+cudaError_t LaunchGatherElements(const GatherElementsParams& params, const void* data,
+                                 const int64_t* indices, void* output, cudaStream_t stream);
+
+// CumSum of `dtype` (float32, float64, int32, int64) viewed as [outer,
+// axis_dim, inner]: one thread a line, summing in the element type (float32
+// in float32, as PyTorch's and ONNX Runtime's do).
+struct CumSumParams {
+  DType dtype = DType::kFloat32;
+  int64_t outer = 0;
+  int64_t axis_dim = 0;
+  int64_t inner = 0;
+  bool exclusive = false;
+  bool reverse = false;
+};
+
+cudaError_t LaunchCumSum(const CumSumParams& params, const void* input, void* output,
+                         cudaStream_t stream);
+
 }  // namespace op_kernels_internal
 }  // namespace graphserve

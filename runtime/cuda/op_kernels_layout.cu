@@ -62,6 +62,29 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+template <typename T>
+__global__ void GatherElementsKernel(GatherElementsParams p, const T* data, const int64_t* indices,
+                                     T* out) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+       i < p.num_elements; i += step) {
+    int64_t index = indices[i];
+    if (index < 0) index += p.axis_dim;
+    if (index < 0 || index >= p.axis_dim) {
+      out[i] = T(0);
+      continue;
+    }
+    int64_t offset = 0;
+    int64_t rest = i;
+    for (int d = p.rank - 1; d >= 0; --d) {
+      const int64_t coordinate = rest % p.dims[d];
+      rest /= p.dims[d];
+      offset += (d == p.axis ? index : coordinate) * p.data_strides[d];
+    }
+    out[i] = data[offset];
+  }
+}
+
 constexpr int kTile = 32;
 constexpr int kTileRows = 8;  // threads per tile column; each moves kTile / kTileRows
 constexpr int64_t kMaxGridYZ = 65535;
@@ -109,6 +132,14 @@ cudaError_t LaunchGatherTyped(const GatherParams& p, const void* data, const int
 }
 
 template <typename T>
+cudaError_t LaunchGatherElementsTyped(const GatherElementsParams& p, const void* data,
+                                      const int64_t* indices, void* output, cudaStream_t stream) {
+  GatherElementsKernel<T><<<Blocks(p.num_elements), kThreads, 0, stream>>>(
+      p, static_cast<const T*>(data), indices, static_cast<T*>(output));
+  return cudaGetLastError();
+}
+
+template <typename T>
 cudaError_t LaunchTiledTransposeTyped(const TiledTransposeParams& p, const void* input,
                                       void* output, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>((p.rows + kTile - 1) / kTile),
@@ -133,6 +164,14 @@ cudaError_t LaunchGather(const GatherParams& p, const void* data, const int64_t*
   if (p.outer <= 0 || p.num_indices <= 0 || p.inner <= 0) return cudaSuccess;
   return VisitBitsOfSize(p.elem_size, [&](auto bits) {
     return LaunchGatherTyped<decltype(bits)>(p, data, indices, output, stream);
+  });
+}
+
+cudaError_t LaunchGatherElements(const GatherElementsParams& p, const void* data,
+                                 const int64_t* indices, void* output, cudaStream_t stream) {
+  if (p.num_elements <= 0) return cudaSuccess;
+  return VisitBitsOfSize(p.elem_size, [&](auto bits) {
+    return LaunchGatherElementsTyped<decltype(bits)>(p, data, indices, output, stream);
   });
 }
 

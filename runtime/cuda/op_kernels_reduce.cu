@@ -77,6 +77,32 @@ __device__ __forceinline__ float BlockMax(float v, float* scratch) {
   return v;
 }
 
+// One thread a line of [outer, axis_dim, inner]: lines are independent and
+// short in the exports that use CumSum (position ids over a sequence).
+template <typename T>
+__global__ void CumSumKernel(CumSumParams p, const T* in, T* out) {
+  const int64_t lines = p.outer * p.inner;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t line = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; line < lines;
+       line += step) {
+    const int64_t o = line / p.inner;
+    const int64_t base = o * p.axis_dim * p.inner + (line - o * p.inner);
+    T sum = T(0);
+    for (int64_t k = 0; k < p.axis_dim; ++k) {
+      const int64_t j = p.reverse ? p.axis_dim - 1 - k : k;
+      const int64_t at = base + j * p.inner;
+      const T x = in[at];
+      if (p.exclusive) {
+        out[at] = sum;
+        sum += x;
+      } else {
+        sum += x;
+        out[at] = sum;
+      }
+    }
+  }
+}
+
 unsigned StridedBlocks(int64_t work_items) {
   const int64_t blocks = (work_items + kStridedThreads - 1) / kStridedThreads;
   return static_cast<unsigned>(blocks < kMaxStridedBlocks ? blocks : kMaxStridedBlocks);
@@ -409,6 +435,29 @@ cudaError_t LaunchReduceMean(const ReduceMeanParams& p, const float* input, floa
   ReduceMeanStridedKernel<<<StridedBlocks(p.num_outputs), kStridedThreads, 0, stream>>>(
       p, input, output);
   return cudaGetLastError();
+}
+
+cudaError_t LaunchCumSum(const CumSumParams& p, const void* input, void* output,
+                         cudaStream_t stream) {
+  if (p.outer * p.inner * p.axis_dim <= 0) return cudaSuccess;
+  auto launch = [&](auto tag) {
+    using T = decltype(tag);
+    CumSumKernel<T><<<StridedBlocks(p.outer * p.inner), kStridedThreads, 0, stream>>>(
+        p, static_cast<const T*>(input), static_cast<T*>(output));
+    return cudaGetLastError();
+  };
+  switch (p.dtype) {
+    case DType::kFloat32:
+      return launch(float{});
+    case DType::kFloat64:
+      return launch(double{});
+    case DType::kInt32:
+      return launch(int32_t{});
+    case DType::kInt64:
+      return launch(int64_t{});
+    default:
+      return cudaErrorInvalidValue;
+  }
 }
 
 }  // namespace op_kernels_internal

@@ -392,6 +392,12 @@ TEST_P(OpKernelSpecialValuesTest, MatchesHostKernel) {
   ASSERT_TRUE(run.ok()) << run.status();
   for (size_t i = 0; i < run->got.size(); ++i) {
     if (run->got[i] == nullptr) continue;
+    if (run->want[i]->dtype() != DType::kFloat32) {
+      // bool (comparisons, IsNaN, IsInf) and Cast's other types: exact, NaN
+      // matching NaN for the float types.
+      ExpectMatches(*run->got[i], *run->want[i], absl::StrCat(c.label, " output ", i));
+      continue;
+    }
     const float* g_data = run->got[i]->data<float>();
     const float* w_data = run->want[i]->data<float>();
     const int64_t n = run->want[i]->num_elements();
@@ -851,6 +857,66 @@ INSTANTIATE_TEST_SUITE_P(Transpose, OpKernelTest, ::testing::ValuesIn(TransposeC
 INSTANTIATE_TEST_SUITE_P(Slice, OpKernelTest, ::testing::ValuesIn(SliceCases()), CaseName);
 INSTANTIATE_TEST_SUITE_P(Expand, OpKernelTest, ::testing::ValuesIn(ExpandCases()), CaseName);
 INSTANTIATE_TEST_SUITE_P(Gather, OpKernelTest, ::testing::ValuesIn(GatherCases()), CaseName);
+
+// GatherElements along each axis, indices smaller than the data off the axis
+// (RoBERTa's and BERT's position and token-type lookups have this shape).
+std::vector<OpCase> GatherElementsCases() {
+  const struct {
+    Dims data;
+    Dims indices;
+    int64_t axis;
+  } gathers[] = {
+      {{5, 4}, {3, 4}, 0},
+      {{2, 7, 3}, {2, 9, 3}, 1},
+      {{3, 4, 5}, {2, 3, 8}, 2},
+      {{1, 512}, {1, 128}, 1},
+  };
+  std::vector<OpCase> cases;
+  for (DType dtype : kMovedTypes) {
+    for (const auto& g : gathers) {
+      OpCase c;
+      c.op_type = "GatherElements";
+      c.label = absl::StrCat("GatherElements_", TypeLabel(dtype), "_", DimsLabel(g.data), "_",
+                             DimsLabel(g.indices), "_axis", g.axis);
+      TensorSpec indices = Spec(DType::kInt64, g.indices, Fill::kIndices);
+      indices.index_bound = g.data[g.axis];
+      c.inputs = {Spec(dtype, g.data), indices};
+      c.outputs = {Spec(dtype, g.indices)};
+      c.attributes["axis"] = g.axis;
+      cases.push_back(std::move(c));
+    }
+  }
+  return cases;
+}
+
+// CumSum along each axis of a rank-3 tensor, forward and reverse, inclusive
+// and exclusive.
+std::vector<OpCase> CumSumCases() {
+  std::vector<OpCase> cases;
+  for (DType dtype : {DType::kFloat32, DType::kInt64, DType::kInt32, DType::kFloat64}) {
+    for (int64_t axis : {0, 1, 2}) {
+      for (int64_t exclusive : {0, 1}) {
+        for (int64_t reverse : {0, 1}) {
+          OpCase c;
+          c.op_type = "CumSum";
+          c.label = absl::StrCat("CumSum_", TypeLabel(dtype), "_axis", axis, "_exclusive",
+                                 exclusive, "_reverse", reverse);
+          c.inputs = {Spec(dtype, {3, 130, 5}, Fill::kSmallInts)};
+          c.outputs = {Spec(dtype, {3, 130, 5})};
+          c.attributes["axis"] = axis;
+          c.attributes["exclusive"] = exclusive;
+          c.attributes["reverse"] = reverse;
+          cases.push_back(std::move(c));
+        }
+      }
+    }
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(GatherElements, OpKernelTest, ::testing::ValuesIn(GatherElementsCases()),
+                         CaseName);
+INSTANTIATE_TEST_SUITE_P(CumSum, OpKernelTest, ::testing::ValuesIn(CumSumCases()), CaseName);
 INSTANTIATE_TEST_SUITE_P(Softmax, OpKernelTest, ::testing::ValuesIn(SoftmaxCases()), CaseName);
 INSTANTIATE_TEST_SUITE_P(LayerNorm, OpKernelTest, ::testing::ValuesIn(LayerNormCases()),
                          CaseName);

@@ -185,6 +185,44 @@ absl::Status RunGather(const HostKernelArgs& args) {
   return absl::OkStatus();
 }
 
+// out[i] = data at i's coordinates with coordinate `axis` replaced by
+// indices[i] (negative counts from the end).
+absl::Status RunGatherElements(const HostKernelArgs& args) {
+  const HostTensor& data = args.in(0);
+  const HostTensor& indices = args.in(1);
+  HostTensor& out = args.out(0);
+  RETURN_IF_ERROR(RequireSameDType(args, data, out));
+  RETURN_IF_ERROR(RequireDType(args, indices, DType::kInt64, "indices"));
+  const int64_t axis = IntAttr(args.node.attributes, "axis");
+  const int64_t rank = static_cast<int64_t>(data.dims().size());
+  if (axis < 0 || axis >= rank || static_cast<int64_t>(indices.dims().size()) != rank ||
+      out.dims() != indices.dims()) {
+    return args.Invalid("data ", DimsToString(data.dims()), ", indices ",
+                        DimsToString(indices.dims()), ", output ", DimsToString(out.dims()),
+                        " and axis ", axis, " disagree");
+  }
+  const std::vector<int64_t> data_strides = DenseStrides(data.dims());
+  std::vector<int64_t> walk_strides = data_strides;
+  walk_strides[axis] = 0;  // the axis coordinate comes from the index
+  const int64_t axis_dim = data.dims()[axis];
+  const int64_t* index_data = indices.data<int64_t>();
+  const size_t size = DTypeSize(data.dtype());
+  const auto* src = static_cast<const std::byte*>(data.raw());
+  auto* dst = static_cast<std::byte*>(out.raw());
+  StridedWalker<1> walker(out.dims(), {StridedView{0, walk_strides}});
+  for (int64_t i = 0, n = out.num_elements(); i < n; ++i, walker.Next()) {
+    int64_t index = index_data[i];
+    if (index < 0) index += axis_dim;
+    if (index < 0 || index >= axis_dim) {
+      return args.Invalid("index ", index_data[i], " out of range for axis ", axis, " of size ",
+                          axis_dim);
+    }
+    std::memcpy(dst + i * size, src + (walker.offset(0) + index * data_strides[axis]) * size,
+                size);
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status HostReinterpret(const HostKernelArgs& args) { return RunReinterpret(args); }
@@ -193,5 +231,6 @@ absl::Status HostTranspose(const HostKernelArgs& args) { return RunTranspose(arg
 absl::Status HostSlice(const HostKernelArgs& args) { return RunSlice(args); }
 absl::Status HostExpand(const HostKernelArgs& args) { return RunExpand(args); }
 absl::Status HostGather(const HostKernelArgs& args) { return RunGather(args); }
+absl::Status HostGatherElements(const HostKernelArgs& args) { return RunGatherElements(args); }
 
 }  // namespace graphserve

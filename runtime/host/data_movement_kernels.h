@@ -17,5 +17,6 @@ absl::Status HostTranspose(const HostKernelArgs& args);
 absl::Status HostSlice(const HostKernelArgs& args);
 absl::Status HostExpand(const HostKernelArgs& args);
 absl::Status HostGather(const HostKernelArgs& args);
+absl::Status HostGatherElements(const HostKernelArgs& args);
 
 }  // namespace graphserve

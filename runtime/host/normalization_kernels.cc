@@ -7,6 +7,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -148,6 +149,59 @@ absl::Status RunReduceMean(const HostKernelArgs& args) {
   return absl::OkStatus();
 }
 
+// CumSum over [outer, axis_dim, inner] lines, summing in the element type
+// (as the CUDA kernel does; integers wrap).
+absl::Status RunCumSum(const HostKernelArgs& args) {
+  const HostTensor& in = args.in(0);
+  HostTensor& out = args.out(0);
+  RETURN_IF_ERROR(CheckUnaryOperand(args));
+  const int64_t axis = IntAttr(args.node.attributes, "axis");
+  const int64_t rank = static_cast<int64_t>(in.dims().size());
+  if (axis < 0 || axis >= rank) return args.Invalid("axis ", axis, " outside rank ", rank);
+  ASSIGN_OR_RETURN(const int64_t exclusive, OptionalIntAttr(args, "exclusive", 0));
+  ASSIGN_OR_RETURN(const int64_t reverse, OptionalIntAttr(args, "reverse", 0));
+  const int64_t axis_dim = in.dims()[axis];
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= in.dims()[d];
+  for (int64_t d = axis + 1; d < rank; ++d) inner *= in.dims()[d];
+  auto run = [&](auto zero) -> absl::Status {
+    using T = decltype(zero);
+    const T* src = in.data<T>();
+    T* dst = out.data<T>();
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t c = 0; c < inner; ++c) {
+        T sum = zero;
+        for (int64_t k = 0; k < axis_dim; ++k) {
+          const int64_t j = reverse != 0 ? axis_dim - 1 - k : k;
+          const int64_t at = (o * axis_dim + j) * inner + c;
+          const T x = src[at];
+          if (exclusive != 0) dst[at] = sum;
+          if constexpr (std::is_integral_v<T>) {
+            sum = static_cast<T>(static_cast<std::make_unsigned_t<T>>(sum) +
+                                 static_cast<std::make_unsigned_t<T>>(x));
+          } else {
+            sum += x;
+          }
+          if (exclusive == 0) dst[at] = sum;
+        }
+      }
+    }
+    return absl::OkStatus();
+  };
+  switch (in.dtype()) {
+    case DType::kFloat32:
+      return run(float{0});
+    case DType::kFloat64:
+      return run(double{0});
+    case DType::kInt32:
+      return run(int32_t{0});
+    case DType::kInt64:
+      return run(int64_t{0});
+    default:
+      return UnsupportedDType(args, in.dtype());
+  }
+}
+
 }  // namespace
 
 absl::Status HostSoftmax(const HostKernelArgs& args) { return RunSoftmax(args); }
@@ -155,5 +209,7 @@ absl::Status HostLayerNormalization(const HostKernelArgs& args) {
   return RunLayerNormalization(args);
 }
 absl::Status HostReduceMean(const HostKernelArgs& args) { return RunReduceMean(args); }
+
+absl::Status HostCumSum(const HostKernelArgs& args) { return RunCumSum(args); }
 
 }  // namespace graphserve

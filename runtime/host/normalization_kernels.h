@@ -12,5 +12,6 @@ struct HostKernelArgs;
 absl::Status HostSoftmax(const HostKernelArgs& args);
 absl::Status HostLayerNormalization(const HostKernelArgs& args);
 absl::Status HostReduceMean(const HostKernelArgs& args);
+absl::Status HostCumSum(const HostKernelArgs& args);
 
 }  // namespace graphserve

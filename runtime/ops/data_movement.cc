@@ -374,6 +374,44 @@ absl::Status BindGather(BindContext& ctx) {
                         std::move(out));
 }
 
+// GatherElements: indices of the data's rank (int64, or int32 cast to it),
+// the output of the indices' dims. Constant indices are checked here.
+absl::Status BindGatherElements(BindContext& ctx) {
+  RETURN_IF_ERROR(ctx.CheckDType(1, {DType::kInt64, DType::kInt32}));
+  const Dims data = ctx.in_dims(0);
+  const Dims indices = ctx.in_dims(1);
+  const int64_t rank = static_cast<int64_t>(data.size());
+  if (rank == 0 || indices.size() != data.size()) {
+    return ctx.Error("data ", DimsToString(data), " and indices ", DimsToString(indices),
+                     " should have one rank, at least 1");
+  }
+  ASSIGN_OR_RETURN(int64_t axis, ctx.IntAttrOr("axis", 0));
+  ASSIGN_OR_RETURN(axis, ctx.NormalizeAxis(axis, rank, "axis"));
+  for (int64_t d = 0; d < rank; ++d) {
+    if (d != axis && indices[d] > data[d]) {
+      return ctx.Error("indices ", DimsToString(indices), " exceed data ", DimsToString(data),
+                       " in dim ", d);
+    }
+  }
+  ValueId index_id = ctx.input(1);
+  if (ctx.in_dtype(1) == DType::kInt32) {
+    ASSIGN_OR_RETURN(index_id, ctx.EmitHelper("indices_int64", "Cast", {index_id},
+                                              {{"to", static_cast<int64_t>(DType::kInt64)}},
+                                              DType::kInt64, indices));
+  }
+  if (ctx.is_constant(index_id)) {
+    const HostTensor& constant = *ctx.value(index_id).constant;
+    for (int64_t i = 0; i < constant.num_elements(); ++i) {
+      const int64_t index = constant.data<int64_t>()[i];
+      if (index < -data[axis] || index >= data[axis]) {
+        return ctx.Error("index ", index, " is out of range for axis ", axis, " of dims ",
+                         DimsToString(data));
+      }
+    }
+  }
+  return ctx.EmitSimple({ctx.input(0), index_id}, {{"axis", axis}}, ctx.in_dtype(0), indices);
+}
+
 absl::Status BindReshape(BindContext& ctx) {
   const Dims& in = ctx.in_dims(0);
   std::vector<int64_t> shape;
@@ -614,6 +652,15 @@ void AddDataMovementOps(std::vector<OpDef>& ops) {
                       .host = HostGather,
                       .kernel_inputs = {2, 2},
                       .summary = "int64 indices, negative allowed"});
+  ops.push_back(OpDef{.name = "GatherElements",
+                      .family = "data_movement",
+                      .since_opset = 11,
+                      .attributes = {"axis"},
+                      .arity = {{1, {2, 2}}},
+                      .bind = BindGatherElements,
+                      .host = HostGatherElements,
+                      .kernel_inputs = {2, 2},
+                      .summary = "any dtype; int64 or int32 indices, negative allowed"});
 }
 
 }  // namespace graphserve

@@ -102,6 +102,21 @@ absl::Status BindReduceMean(BindContext& ctx) {
                         DType::kFloat32, std::move(out));
 }
 
+// CumSum: the axis known at plan time (input 1), canonical as an attribute.
+absl::Status BindCumSum(BindContext& ctx) {
+  RETURN_IF_ERROR(ctx.CheckDType(0, {DType::kFloat32, DType::kFloat64, DType::kInt32,
+                                     DType::kInt64}));
+  ASSIGN_OR_RETURN(std::vector<int64_t> axis_values, ctx.ConstantInts(1));
+  if (axis_values.size() != 1) return ctx.Error("axis should hold one value");
+  const int64_t rank = static_cast<int64_t>(ctx.in_dims(0).size());
+  ASSIGN_OR_RETURN(const int64_t axis, ctx.NormalizeAxis(axis_values[0], rank, "axis"));
+  ASSIGN_OR_RETURN(const int64_t exclusive, ctx.IntAttrOr("exclusive", 0));
+  ASSIGN_OR_RETURN(const int64_t reverse, ctx.IntAttrOr("reverse", 0));
+  return ctx.EmitSimple({ctx.input(0)},
+                        {{"axis", axis}, {"exclusive", exclusive}, {"reverse", reverse}},
+                        ctx.in_dtype(0), ctx.in_dims(0));
+}
+
 }  // namespace
 
 void AddNormalizationOps(std::vector<OpDef>& ops) {
@@ -130,6 +145,16 @@ void AddNormalizationOps(std::vector<OpDef>& ops) {
                       .host = HostReduceMean,
                       .summary = "axes known at plan time"});
   ops.back().input_names = {"data", "axes"};
+  ops.push_back(OpDef{.name = "CumSum",
+                      .family = "normalization",
+                      .since_opset = 11,
+                      .attributes = {"exclusive", "reverse"},
+                      .arity = {{1, {2, 2}}},
+                      .plan_time_operands = {1},
+                      .bind = BindCumSum,
+                      .host = HostCumSum,
+                      .summary = "float32, float64, int32, int64; axis known at plan time"});
+  ops.back().input_names = {"x", "axis"};
 }
 
 }  // namespace graphserve
