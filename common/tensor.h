@@ -59,9 +59,9 @@ class HostTensor {
 double RelativeError(const HostTensor& got, const HostTensor& want);
 
 // Seeded random test data: the float types from the standard normal
-// distribution (rounded to the type); the integer types and bool 0 or 1 (valid as indices into any non-empty axis, and never
-// all zeros, which would hide unwritten outputs). The same seed gives the
-// same tensor.
+// distribution (rounded to the type); the integer types and bool 0 or 1
+// (valid as indices into any non-empty axis, and never all zeros, which would
+// hide unwritten outputs). The same seed gives the same tensor.
 HostTensor RandomTensor(DType dtype, Dims dims, uint64_t seed);
 
 }  // namespace graphserve

@@ -204,8 +204,9 @@ TEST(RequestValidationTest, TypedContentsOfEveryDatatype) {
   absl::StatusOr<ValidatedRequest> too_big = ValidateInferRequest(request, model);
   ASSERT_FALSE(too_big.ok());
   EXPECT_EQ(too_big.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(Message(too_big.status()),
-              HasSubstr("input 'i8' of model 'types': element 1 (300) is outside the range of INT8"));
+  EXPECT_THAT(
+      Message(too_big.status()),
+      HasSubstr("input 'i8' of model 'types': element 1 (300) is outside the range of INT8"));
 
   ModelInterface half = model;
   half.inputs = {{"h", DType::kFloat16, {2}}};
@@ -214,8 +215,9 @@ TEST(RequestValidationTest, TypedContentsOfEveryDatatype) {
   AddInput(&typed_half, "h", "FP16", {1, 2})->mutable_contents()->add_fp32_contents(1.0f);
   absl::StatusOr<ValidatedRequest> refused = ValidateInferRequest(typed_half, half);
   ASSERT_FALSE(refused.ok());
-  EXPECT_THAT(Message(refused.status()),
-              HasSubstr("is FP16, which has no typed contents field; send it in raw_input_contents"));
+  EXPECT_THAT(
+      Message(refused.status()),
+      HasSubstr("is FP16, which has no typed contents field; send it in raw_input_contents"));
 }
 
 TEST(RequestValidationTest, BatchesFromOneToMaxAreAccepted) {

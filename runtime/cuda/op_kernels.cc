@@ -452,7 +452,8 @@ struct UnaryOpInfo {
 };
 
 constexpr DTypeSet kFloat32 = DTypes({DType::kFloat32});
-constexpr DTypeSet kSigned = DTypes({DType::kFloat32, DType::kInt64});
+// The signed types the arithmetic kernels take.
+constexpr DTypeSet kSigned = DTypes({DType::kFloat32, DType::kInt64, DType::kInt32});
 constexpr DTypeSet kBool = DTypes({DType::kBool});
 
 constexpr UnaryOpInfo kUnaryOps[] = {
@@ -568,7 +569,7 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeBinary(const BoundGraph& graph
     if (fmod != 0 && fmod != 1) {
       return Invalid(node, absl::StrCat("attribute fmod should be 0 or 1, got ", fmod));
     }
-    if (fmod == 0 && a.dtype != DType::kInt64) {
+    if (fmod == 0 && a.dtype == DType::kFloat32) {
       return Invalid(node, absl::StrCat("fmod=0 is integer modulo; value '", a.name, "' is ",
                                         DTypeName(a.dtype)));
     }

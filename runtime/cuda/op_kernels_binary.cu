@@ -34,20 +34,22 @@ struct DivFn {
   template <typename T>
   __device__ T operator()(T a, T b) const { return a / b; }
 };
-// Mod with fmod=1: the sign of the dividend. fmodf is exact; an int64 divisor
-// of 0 gives 0 rather than a trap or an undefined result.
+// Mod with fmod=1: the sign of the dividend. fmodf is exact; an integer
+// divisor of 0 gives 0 rather than a trap or an undefined result.
 struct FmodFn {
   __device__ float operator()(float a, float b) const { return fmodf(a, b); }
-  __device__ int64_t operator()(int64_t a, int64_t b) const {
-    // b == -1 also gives 0, for every a: INT64_MIN % -1 would overflow.
-    return b == 0 || b == -1 ? 0 : a % b;
+  template <typename T>
+  __device__ T operator()(T a, T b) const {
+    // b == -1 also gives 0, for every a: MIN % -1 would overflow.
+    return b == 0 || b == -1 ? T(0) : a % b;
   }
 };
-// Mod with fmod=0, int64 only: the sign of the divisor, as Python's %. A
+// Mod with fmod=0, integers only: the sign of the divisor, as Python's %. A
 // divisor of 0 gives 0, as for FmodFn.
 struct ModFn {
-  __device__ int64_t operator()(int64_t a, int64_t b) const {
-    const int64_t r = FmodFn{}(a, b);
+  template <typename T>
+  __device__ T operator()(T a, T b) const {
+    const T r = FmodFn{}(a, b);
     // r and b differ in sign here, so r + b cannot overflow.
     return r != 0 && (r < 0) != (b < 0) ? r + b : r;
   }
@@ -56,20 +58,22 @@ struct PowFn {
   __device__ float operator()(float a, float b) const { return powf(a, b); }
   // Exact integer power; a negative exponent gives the truncated reciprocal
   // (0 unless |a| == 1).
-  __device__ int64_t operator()(int64_t a, int64_t b) const {
+  template <typename T>
+  __device__ T operator()(T a, T b) const {
     if (b < 0) {
       if (a == 1) return 1;
       if (a == -1) return (b & 1) ? -1 : 1;
       return 0;
     }
     // Unsigned arithmetic wraps on overflow instead of being undefined.
-    uint64_t result = 1;
-    uint64_t base = static_cast<uint64_t>(a);
-    for (uint64_t e = static_cast<uint64_t>(b); e != 0; e >>= 1) {
+    using U = std::make_unsigned_t<T>;
+    U result = 1;
+    U base = static_cast<U>(a);
+    for (U e = static_cast<U>(b); e != 0; e >>= 1) {
       if (e & 1) result *= base;
       base *= base;
     }
-    return static_cast<int64_t>(result);
+    return static_cast<T>(result);
   }
 };
 // Max and Min propagate NaN, as numpy's maximum/minimum (ONNX's reference).
@@ -78,14 +82,16 @@ struct MaxFn {
     if (isnan(a) || isnan(b)) return CUDART_NAN_F;
     return a < b ? b : a;
   }
-  __device__ int64_t operator()(int64_t a, int64_t b) const { return a < b ? b : a; }
+  template <typename T>
+  __device__ T operator()(T a, T b) const { return a < b ? b : a; }
 };
 struct MinFn {
   __device__ float operator()(float a, float b) const {
     if (isnan(a) || isnan(b)) return CUDART_NAN_F;
     return b < a ? b : a;
   }
-  __device__ int64_t operator()(int64_t a, int64_t b) const { return b < a ? b : a; }
+  template <typename T>
+  __device__ T operator()(T a, T b) const { return b < a ? b : a; }
 };
 // Comparisons as IEEE orders floats (NaN compares false), __half and
 // __nv_bfloat16 through their own operators.
@@ -121,12 +127,13 @@ cudaError_t LaunchTyped(const BinaryParams& p, F f, const void* a, const void* b
                       static_cast<const T*>(b));
 }
 
-// Arithmetic ops: float32 and int64.
+// Arithmetic ops: float32, int64 and int32.
 template <typename F>
 cudaError_t LaunchArithmetic(const BinaryParams& p, F f, const void* a, const void* b, void* out,
                              cudaStream_t stream) {
   if (p.input_type == DType::kFloat32) return LaunchTyped<float>(p, f, a, b, out, stream);
   if (p.input_type == DType::kInt64) return LaunchTyped<int64_t>(p, f, a, b, out, stream);
+  if (p.input_type == DType::kInt32) return LaunchTyped<int32_t>(p, f, a, b, out, stream);
   return cudaErrorInvalidValue;
 }
 
@@ -178,8 +185,13 @@ cudaError_t LaunchBinary(const BinaryParams& p, const void* a, const void* b, vo
     case BinaryOp::kFmod:
       return LaunchArithmetic(p, FmodFn{}, a, b, output, stream);
     case BinaryOp::kMod:
-      if (p.input_type != DType::kInt64) return cudaErrorInvalidValue;
-      return LaunchTyped<int64_t>(p, ModFn{}, a, b, output, stream);
+      if (p.input_type == DType::kInt64) {
+        return LaunchTyped<int64_t>(p, ModFn{}, a, b, output, stream);
+      }
+      if (p.input_type == DType::kInt32) {
+        return LaunchTyped<int32_t>(p, ModFn{}, a, b, output, stream);
+      }
+      return cudaErrorInvalidValue;
     case BinaryOp::kPow:
       return LaunchArithmetic(p, PowFn{}, a, b, output, stream);
     case BinaryOp::kMax:

@@ -114,8 +114,11 @@ HostTensor MakeInput(const TensorSpec& spec, std::mt19937& rng) {
       }
       break;
     }
-    case DType::kInt64: {
-      int64_t* data = tensor.data<int64_t>();
+    case DType::kInt64:
+    case DType::kInt32: {
+      // Drawn as int64, stored in the tensor's type (the values fit int32).
+      std::vector<int64_t> values(n);
+      int64_t* data = values.data();
       for (int64_t i = 0; i < n; ++i) {
         const int64_t sign = coin(rng) ? 1 : -1;
         switch (spec.fill) {
@@ -133,6 +136,13 @@ HostTensor MakeInput(const TensorSpec& spec, std::mt19937& rng) {
           case Fill::kSmallInts:
             data[i] = sign * std::uniform_int_distribution<int64_t>(1, 5)(rng);
             break;
+        }
+      }
+      for (int64_t i = 0; i < n; ++i) {
+        if (spec.dtype == DType::kInt64) {
+          tensor.data<int64_t>()[i] = values[i];
+        } else {
+          tensor.data<int32_t>()[i] = static_cast<int32_t>(values[i]);
         }
       }
       break;
@@ -458,15 +468,15 @@ std::vector<OpCase> BinaryCases() {
     const bool logical = name == "And" || name == "Or" || name == "Xor";
     const bool compares = name == "Equal" || name == "Less" || name == "Greater" ||
                           name == "LessOrEqual" || name == "GreaterOrEqual";
-    std::vector<DType> dtypes = {DType::kFloat32, DType::kInt64};
+    std::vector<DType> dtypes = {DType::kFloat32, DType::kInt64, DType::kInt32};
     // The comparisons take every row of the table (ordering all but bool).
     if (compares) {
-      dtypes.insert(dtypes.end(), {DType::kInt32, DType::kUInt8, DType::kFloat16,
-                                   DType::kBFloat16, DType::kFloat64});
+      dtypes.insert(dtypes.end(),
+                    {DType::kUInt8, DType::kFloat16, DType::kBFloat16, DType::kFloat64});
     }
     if (name == "Equal") dtypes.push_back(DType::kBool);
     if (logical) dtypes = {DType::kBool};
-    if (op.fmod == 0) dtypes = {DType::kInt64};  // ONNX: floats take fmod=1 only
+    if (op.fmod == 0) dtypes = {DType::kInt64, DType::kInt32};  // floats take fmod=1 only
     for (DType dtype : dtypes) {
       for (const auto& [a, b] : BinaryShapes()) {
         OpCase c;
@@ -476,9 +486,9 @@ std::vector<OpCase> BinaryCases() {
                                TypeLabel(dtype), "_", DimsLabel(a), "_", DimsLabel(b));
         // int64 Pow: base non-zero in [-5, 5], exponent in [1, 3].
         const Fill b_fill =
-            dtype == DType::kInt64 && c.op_type == "Pow" ? Fill::kPositive : op.b_fill;
+            dtype != DType::kFloat32 && c.op_type == "Pow" ? Fill::kPositive : op.b_fill;
         const Fill a_fill =
-            dtype == DType::kInt64 && c.op_type == "Pow" ? Fill::kSigned : op.a_fill;
+            dtype != DType::kFloat32 && c.op_type == "Pow" ? Fill::kSigned : op.a_fill;
         c.inputs = {Spec(dtype, a, a_fill), Spec(dtype, b, b_fill)};
         const DType out_dtype = compares || logical ? DType::kBool : dtype;
         c.outputs = {Spec(out_dtype, BroadcastDims({a, b}))};
@@ -537,7 +547,7 @@ std::vector<OpCase> UnaryCases() {
     const std::string name = op.op;
     const bool tests_float = name == "IsNaN" || name == "IsInf";
     std::vector<DType> dtypes = {DType::kFloat32};
-    if (op.int64) dtypes.push_back(DType::kInt64);
+    if (op.int64) dtypes.insert(dtypes.end(), {DType::kInt64, DType::kInt32});
     if (tests_float) dtypes = {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64};
     if (name == "Not") dtypes = {DType::kBool};
     for (DType dtype : dtypes) {

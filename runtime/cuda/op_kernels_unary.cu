@@ -79,7 +79,8 @@ struct SigmoidFn {
 };
 struct AbsFn {
   __device__ float operator()(float x) const { return fabsf(x); }
-  __device__ int64_t operator()(int64_t x) const { return x < 0 ? -x : x; }
+  template <typename T>
+  __device__ T operator()(T x) const { return x < 0 ? -x : x; }
 };
 struct NegFn {
   template <typename T>
@@ -146,13 +147,16 @@ cudaError_t LaunchFloatOnly(const UnaryParams& p, F f, const void* in, void* out
 }
 
 template <typename F>
-cudaError_t LaunchFloatOrInt64(const UnaryParams& p, F f, const void* in, void* out,
+cudaError_t LaunchSigned(const UnaryParams& p, F f, const void* in, void* out,
                                cudaStream_t stream) {
   if (p.input_type == DType::kFloat32) {
     return LaunchMapped(p.layout, f, Out<float>(out), stream, In<float>(in));
   }
   if (p.input_type == DType::kInt64) {
     return LaunchMapped(p.layout, f, Out<int64_t>(out), stream, In<int64_t>(in));
+  }
+  if (p.input_type == DType::kInt32) {
+    return LaunchMapped(p.layout, f, Out<int32_t>(out), stream, In<int32_t>(in));
   }
   return cudaErrorInvalidValue;
 }
@@ -207,11 +211,11 @@ cudaError_t LaunchUnary(const UnaryParams& p, const void* input, void* output,
     case UnaryOp::kLeakyRelu:
       return LaunchFloatOnly(p, LeakyReluFn{p.alpha}, input, output, stream);
     case UnaryOp::kAbs:
-      return LaunchFloatOrInt64(p, AbsFn{}, input, output, stream);
+      return LaunchSigned(p, AbsFn{}, input, output, stream);
     case UnaryOp::kNeg:
-      return LaunchFloatOrInt64(p, NegFn{}, input, output, stream);
+      return LaunchSigned(p, NegFn{}, input, output, stream);
     case UnaryOp::kRelu:
-      return LaunchFloatOrInt64(p, ReluFn{}, input, output, stream);
+      return LaunchSigned(p, ReluFn{}, input, output, stream);
     case UnaryOp::kNot:
       if (p.input_type != DType::kBool) return cudaErrorInvalidValue;
       return LaunchMapped(p.layout, NotFn{}, Out<bool>(output), stream, In<bool>(input));

@@ -22,46 +22,56 @@ namespace {
 // Elementwise ops
 // ---------------------------------------------------------------------------
 
-// Wrapping int64 arithmetic: ONNX leaves overflow unspecified, and signed
+// Wrapping integer arithmetic: ONNX leaves overflow unspecified, and signed
 // overflow must not be undefined behaviour in the oracle.
-int64_t WrapAdd(int64_t a, int64_t b) {
-  return static_cast<int64_t>(static_cast<uint64_t>(a) + static_cast<uint64_t>(b));
+template <typename T>
+T WrapAdd(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
 }
-int64_t WrapSub(int64_t a, int64_t b) {
-  return static_cast<int64_t>(static_cast<uint64_t>(a) - static_cast<uint64_t>(b));
+template <typename T>
+T WrapSub(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<T>(static_cast<U>(a) - static_cast<U>(b));
 }
-int64_t WrapMul(int64_t a, int64_t b) {
-  return static_cast<int64_t>(static_cast<uint64_t>(a) * static_cast<uint64_t>(b));
+template <typename T>
+T WrapMul(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
 }
 
 // Truncating division; the caller has ruled out b == 0.
-int64_t TruncDiv(int64_t a, int64_t b) {
-  if (b == -1) return WrapSub(0, a);  // INT64_MIN / -1 overflows
+template <typename T>
+T TruncDiv(T a, T b) {
+  if (b == -1) return WrapSub<T>(0, a);  // MIN / -1 overflows
   return a / b;
 }
 
 // C's remainder, with the sign of the dividend; the caller has ruled out
 // b == 0.
-int64_t TruncMod(int64_t a, int64_t b) {
-  if (b == -1) return 0;  // INT64_MIN % -1 overflows
+template <typename T>
+T TruncMod(T a, T b) {
+  if (b == -1) return 0;  // MIN % -1 overflows
   return a % b;
 }
 
 // Python's %, with the sign of the divisor; the caller has ruled out b == 0.
-int64_t FloorMod(int64_t a, int64_t b) {
-  const int64_t r = TruncMod(a, b);
+template <typename T>
+T FloorMod(T a, T b) {
+  const T r = TruncMod(a, b);
   // r and b differ in sign here, so r + b cannot overflow.
   return r != 0 && (r < 0) != (b < 0) ? r + b : r;
 }
 
 // a^b, exact for b >= 0; for b < 0 the truncation of the real result.
-int64_t IntPow(int64_t base, int64_t exponent) {
+template <typename T>
+T IntPow(T base, T exponent) {
   if (exponent < 0) {
     if (base == 1) return 1;
     if (base == -1) return (exponent % 2 == 0) ? 1 : -1;
     return 0;
   }
-  int64_t result = 1;
+  T result = 1;
   while (exponent > 0) {
     if (exponent & 1) result = WrapMul(result, base);
     base = WrapMul(base, base);
@@ -161,12 +171,12 @@ absl::Status RunBinaryArithmetic(const HostKernelArgs& args, BinaryOp op) {
   RETURN_IF_ERROR(RequireSameDType(args, args.in(0), args.out(0)));
   return VisitNumeric(args, args.in(0).dtype(), [&](auto tag) -> absl::Status {
     using T = decltype(tag);
-    if constexpr (std::is_same_v<T, int64_t>) {
+    if constexpr (std::is_integral_v<T>) {
       // Every divisor element reaches some output element unless the output
       // is empty, so checking up front is exact.
       const bool divides = op == BinaryOp::kDiv || op == BinaryOp::kFmod || op == BinaryOp::kMod;
       if (divides && args.out(0).num_elements() > 0) {
-        const int64_t* divisor = args.in(1).data<int64_t>();
+        const T* divisor = args.in(1).data<T>();
         for (int64_t i = 0, n = args.in(1).num_elements(); i < n; ++i) {
           if (divisor[i] == 0) {
             return args.Invalid(op == BinaryOp::kDiv ? "integer division by zero"
@@ -347,13 +357,19 @@ T Relu(T x) {
 }
 template <typename T>
 T Abs(T x) {
-  if constexpr (std::is_same_v<T, float>) return std::fabs(x);
-  return x < 0 ? WrapSub(0, x) : x;
+  if constexpr (std::is_same_v<T, float>) {
+    return std::fabs(x);
+  } else {
+    return x < 0 ? WrapSub<T>(0, x) : x;
+  }
 }
 template <typename T>
 T Neg(T x) {
-  if constexpr (std::is_same_v<T, float>) return -x;
-  return WrapSub(0, x);
+  if constexpr (std::is_same_v<T, float>) {
+    return -x;
+  } else {
+    return WrapSub<T>(0, x);
+  }
 }
 
 enum class SignOp { kRelu, kAbs, kNeg };

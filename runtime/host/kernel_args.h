@@ -114,6 +114,7 @@ template <typename Fn>
 absl::Status VisitNumeric(const HostKernelArgs& args, DType dtype, Fn&& fn) {
   if (dtype == DType::kFloat32) return fn(float{});
   if (dtype == DType::kInt64) return fn(int64_t{});
+  if (dtype == DType::kInt32) return fn(int32_t{});
   return UnsupportedDType(args, dtype);
 }
 

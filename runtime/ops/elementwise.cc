@@ -23,6 +23,10 @@ namespace graphserve {
 
 namespace {
 
+// The types the arithmetic kernels take (int32: token ids and the position
+// arithmetic exports do on them).
+const std::vector<DType> kSignedTypes = {DType::kFloat32, DType::kInt64, DType::kInt32};
+
 absl::Status BindUnary(BindContext& ctx, std::vector<DType> allowed) {
   RETURN_IF_ERROR(ctx.CheckDType(0, std::move(allowed)));
   return ctx.EmitSimple({ctx.input(0)}, {}, ctx.in_dtype(0), ctx.in_dims(0));
@@ -37,7 +41,7 @@ absl::Status BindLeakyRelu(BindContext& ctx) {
 // Two float32 or int64 inputs broadcast to one output of their dtype;
 // `attrs` are the op's canonical attributes.
 absl::Status BindBinary(BindContext& ctx, Attributes attrs) {
-  RETURN_IF_ERROR(ctx.CheckDType(0, {DType::kFloat32, DType::kInt64}));
+  RETURN_IF_ERROR(ctx.CheckDType(0, kSignedTypes));
   RETURN_IF_ERROR(ctx.CheckSameDType(0, 1));
   ASSIGN_OR_RETURN(Dims dims, ctx.Broadcast(ctx.in_dims(0), ctx.in_dims(1)));
   return ctx.EmitSimple({ctx.input(0), ctx.input(1)}, std::move(attrs), ctx.in_dtype(0),
@@ -48,7 +52,7 @@ absl::Status BindBinary(BindContext& ctx, Attributes attrs) {
 absl::Status BindMod(BindContext& ctx) {
   ASSIGN_OR_RETURN(int64_t fmod, ctx.IntAttrOr("fmod", 0));
   if (fmod != 0 && fmod != 1) return ctx.Error("attribute fmod should be 0 or 1, got ", fmod);
-  if (fmod == 0 && ctx.in_dtype(0) == DType::kFloat32) {
+  if (fmod == 0 && IsFloatingDType(ctx.in_dtype(0))) {
     return ctx.Error("fmod=0 is integer modulo; ONNX requires fmod=1 for float inputs");
   }
   return BindBinary(ctx, {{"fmod", fmod}});
@@ -57,8 +61,8 @@ absl::Status BindMod(BindContext& ctx) {
 // Pow allows an exponent of another type than the base; kernels see one
 // dtype, so the exponent goes through a Cast first.
 absl::Status BindPow(BindContext& ctx) {
-  RETURN_IF_ERROR(ctx.CheckDType(0, {DType::kFloat32, DType::kInt64}));
-  RETURN_IF_ERROR(ctx.CheckDType(1, {DType::kFloat32, DType::kInt64}));
+  RETURN_IF_ERROR(ctx.CheckDType(0, kSignedTypes));
+  RETURN_IF_ERROR(ctx.CheckDType(1, kSignedTypes));
   const DType dtype = ctx.in_dtype(0);
   ValueId exponent = ctx.input(1);
   ASSIGN_OR_RETURN(Dims dims, ctx.Broadcast(ctx.in_dims(0), ctx.in_dims(1)));
@@ -73,7 +77,7 @@ absl::Status BindPow(BindContext& ctx) {
 // Max and Min: one input is Identity, n > 2 a chain of two-input nodes
 // whose last link produces the model's output.
 absl::Status BindVariadic(BindContext& ctx) {
-  RETURN_IF_ERROR(ctx.CheckDType(0, {DType::kFloat32, DType::kInt64}));
+  RETURN_IF_ERROR(ctx.CheckDType(0, kSignedTypes));
   for (size_t i = 1; i < ctx.num_inputs(); ++i) RETURN_IF_ERROR(ctx.CheckSameDType(0, i));
   const DType dtype = ctx.in_dtype(0);
   if (ctx.num_inputs() == 1) {
@@ -153,7 +157,7 @@ absl::Status BindCast(BindContext& ctx) {
 void AddElementwiseOps(std::vector<OpDef>& ops) {
   auto unary_float = [](BindContext& ctx) { return BindUnary(ctx, {DType::kFloat32}); };
   auto unary_signed = [](BindContext& ctx) {
-    return BindUnary(ctx, {DType::kFloat32, DType::kInt64});
+    return BindUnary(ctx, kSignedTypes);
   };
   auto binary = [](BindContext& ctx) { return BindBinary(ctx, {}); };
   const Arity two{2, 2};
@@ -173,9 +177,9 @@ void AddElementwiseOps(std::vector<OpDef>& ops) {
            {"Tanh", unary_float, HostTanh, "float32"},
            {"Erf", unary_float, HostErf, "float32; PyTorch's exact GELU chain fused on the GPU"},
            {"Relu", unary_signed, HostRelu,
-            "float32, int64; NaN propagates; fused into GEMM and Conv epilogues"},
-           {"Abs", unary_signed, HostAbs, "float32, int64"},
-           {"Neg", unary_signed, HostNeg, "float32, int64"},
+            "float32, int64, int32; NaN propagates; fused into GEMM and Conv epilogues"},
+           {"Abs", unary_signed, HostAbs, "float32, int64, int32"},
+           {"Neg", unary_signed, HostNeg, "float32, int64, int32"},
        }) {
     ops.push_back(OpDef{.name = u.name,
                         .family = "elementwise",
@@ -216,11 +220,11 @@ void AddElementwiseOps(std::vector<OpDef>& ops) {
   };
   for (const Binary& b : std::initializer_list<Binary>{
            {"Add", 7, binary, HostAdd,
-            "float32, int64; numpy broadcasting; bias Adds fused into GEMM and Conv"},
-           {"Sub", 7, binary, HostSub, "float32, int64; numpy broadcasting"},
-           {"Mul", 7, binary, HostMul, "float32, int64; numpy broadcasting"},
-           {"Div", 7, binary, HostDiv, "float32, int64 (truncating); numpy broadcasting"},
-           {"Pow", 7, BindPow, HostPow, "float32, int64; exponent of another type is cast"},
+            "float32, int64, int32; numpy broadcasting; bias Adds fused into GEMM and Conv"},
+           {"Sub", 7, binary, HostSub, "float32, int64, int32; numpy broadcasting"},
+           {"Mul", 7, binary, HostMul, "float32, int64, int32; numpy broadcasting"},
+           {"Div", 7, binary, HostDiv, "float32, int64, int32 (truncating); numpy broadcasting"},
+           {"Pow", 7, BindPow, HostPow, "float32, int64, int32; exponent of another type is cast"},
            {"Equal", 7, BindEqual, HostEqual, "any dtype; output bool"},
            {"Less", 7, BindOrderedCompare, HostLess, "any dtype but bool; output bool"},
            {"Greater", 7, BindOrderedCompare, HostGreater, "any dtype but bool; output bool"},
@@ -248,7 +252,7 @@ void AddElementwiseOps(std::vector<OpDef>& ops) {
                       .bind = BindMod,
                       .host = HostMod,
                       .kernel_inputs = two,
-                      .summary = "float32 (fmod=1), int64"});
+                      .summary = "float32 (fmod=1), int64, int32"});
   for (auto [name, host] : {std::pair<const char*, HostKernel>{"Max", HostMax}, {"Min", HostMin}}) {
     ops.push_back(OpDef{.name = name,
                         .family = "elementwise",
@@ -256,7 +260,7 @@ void AddElementwiseOps(std::vector<OpDef>& ops) {
                         .bind = BindVariadic,
                         .host = host,
                         .kernel_inputs = two,
-                        .summary = "float32, int64; variadic; NaN propagates"});
+                        .summary = "float32, int64, int32; variadic; NaN propagates"});
   }
   ops.push_back(OpDef{.name = "Where",
                       .family = "elementwise",
