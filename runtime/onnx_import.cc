@@ -187,7 +187,7 @@ absl::StatusOr<Attribute> ConvertAttribute(const onnx::AttributeProto& attr) {
   }
 }
 
-// `model` has passed the checker and shape inference.
+// `proto` has passed the checks of Note [Model files of today].
 absl::StatusOr<Model> ConvertModel(const onnx::ModelProto& proto, const std::string& name) {
   const onnx::GraphProto& graph = proto.graph();
   Model model;
@@ -270,8 +270,7 @@ absl::StatusOr<Model> ConvertModel(const onnx::ModelProto& proto, const std::str
   }
 
   if (!problems.empty()) return problems.ToStatus(name);
-  // The checker has made sure that default-domain nodes come with an opset;
-  // a model of other domains only has reported its ops above.
+  // A model of other domains only has reported its ops above.
   if (model.opset == 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("model '", name, "' imports no opset of the default ONNX domain"));
@@ -280,14 +279,107 @@ absl::StatusOr<Model> ConvertModel(const onnx::ModelProto& proto, const std::str
   return model;
 }
 
-}  // namespace
+// Note [Model files of today]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Debian's libonnx is 1.12: its checker refuses IR versions above 8 and
+// opsets above 17, so on its own it refused every file onnx >= 1.14 saves and
+// everything torch's dynamo exporter writes (IR 10, opset 18-20). We read
+// newer files without a newer libonnx rather than build one: the op registry
+// already holds what a checker would check for the ops we run (arity by
+// opset, accepted attributes, dtypes) and binding infers every shape, and a
+// second libonnx from source beside the one the build links would be two
+// schemas for one format. So import checks, for every file:
+//   - the versions against what GraphServe implements (kMaxIrVersion,
+//     kMaxOpset), refusing newer ones by name;
+//   - the graph's structure (CheckGraphStructure): every node input defined
+//     before it is read, every name defined once, every output produced;
+// and then, where libonnx 1.12 knows the file (IR <= 8, opset <= 17), its
+// checker and strict shape inference as a second opinion, as before.
+// kMaxOpset is 25 because the default domain's changes from 18 to 25 were
+// reviewed against the registry: for the ops GraphServe runs they add types
+// (int4, float8, float4, 2-bit) or inputs and modes that the registry's arity
+// and bind rules refuse (Pad's wrap mode, pooling dilations, Cast's
+// saturate), except ReduceMean's axes input (18) and Split's num_outputs (18),
+// which binding implements. 26 and later are refused until they are reviewed
+// the same way.
+constexpr int64_t kMaxIrVersion = 14;
+constexpr int64_t kMaxOpset = 25;
+constexpr int64_t kLibOnnxMaxIrVersion = 8;
+constexpr int64_t kLibOnnxMaxOpset = 17;
 
-absl::StatusOr<Model> ImportOnnxBytes(const std::string& bytes, const std::string& name) {
-  onnx::ModelProto proto;
-  if (!proto.ParseFromString(bytes)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("'", name, "' is not a serialized ONNX ModelProto"));
+// The default domain's opset the model imports (0 when none).
+int64_t DefaultOpset(const onnx::ModelProto& proto) {
+  int64_t opset = 0;
+  for (const onnx::OperatorSetIdProto& entry : proto.opset_import()) {
+    if (IsDefaultDomain(entry.domain())) opset = entry.version();
   }
+  return opset;
+}
+
+absl::Status CheckVersions(const onnx::ModelProto& proto, const std::string& name) {
+  if (proto.ir_version() > kMaxIrVersion) {
+    return absl::UnimplementedError(absl::StrCat("'", name, "' has IR version ",
+                                                 proto.ir_version(), "; GraphServe reads up to ",
+                                                 kMaxIrVersion));
+  }
+  if (DefaultOpset(proto) > kMaxOpset) {
+    return absl::UnimplementedError(absl::StrCat(
+        "'", name, "' imports opset ", DefaultOpset(proto),
+        " of the default domain; GraphServe implements up to ", kMaxOpset,
+        " (Note [Model files of today]): export with opset_version <= ", kMaxOpset));
+  }
+  return absl::OkStatus();
+}
+
+// Note [Model files of today]: what ONNX requires of a graph's structure,
+// checked for every file. InvalidArgument naming the first node or value at
+// fault.
+absl::Status CheckGraphStructure(const onnx::GraphProto& graph, const std::string& name) {
+  auto invalid = [&name](auto&&... parts) {
+    return absl::InvalidArgumentError(absl::StrCat("'", name, "' is not a valid ONNX graph: ",
+                                                   parts...));
+  };
+  std::set<std::string> defined;
+  auto define = [&](const std::string& value, absl::string_view what) -> absl::Status {
+    if (value.empty()) return invalid(what, " has an empty name");
+    if (!defined.insert(value).second) {
+      return invalid(what, " '", value, "' is defined more than once");
+    }
+    return absl::OkStatus();
+  };
+  for (const onnx::TensorProto& initializer : graph.initializer()) {
+    RETURN_IF_ERROR(define(initializer.name(), "initializer"));
+  }
+  for (const onnx::ValueInfoProto& input : graph.input()) {
+    // Before IR version 4 initializers were also listed as graph inputs.
+    if (defined.count(input.name()) != 0) continue;
+    RETURN_IF_ERROR(define(input.name(), "input"));
+  }
+  for (int i = 0; i < graph.node_size(); ++i) {
+    const onnx::NodeProto& node = graph.node(i);
+    const std::string node_name =
+        node.name().empty() ? absl::StrCat(node.op_type(), "_", i) : node.name();
+    for (const std::string& input : node.input()) {
+      if (!input.empty() && defined.count(input) == 0) {
+        return invalid("node '", node_name, "' (", node.op_type(), ") reads '", input,
+                       "', which no graph input, initializer or earlier node defines");
+      }
+    }
+    for (const std::string& output : node.output()) {
+      if (output.empty()) continue;  // an optional output left out
+      RETURN_IF_ERROR(define(output, absl::StrCat("node '", node_name, "' output")));
+    }
+  }
+  for (const onnx::ValueInfoProto& output : graph.output()) {
+    if (defined.count(output.name()) == 0) {
+      return invalid("graph output '", output.name(), "' is produced by no node");
+    }
+  }
+  return absl::OkStatus();
+}
+
+// libonnx 1.12's checker and strict shape inference, on files it knows.
+absl::Status LibOnnxChecks(onnx::ModelProto& proto, const std::string& name) {
   // libonnx reports problems by throwing (ValidationError, InferenceError,
   // and std::runtime_error from protobuf helpers); none may cross this API.
   try {
@@ -305,6 +397,22 @@ absl::StatusOr<Model> ImportOnnxBytes(const std::string& bytes, const std::strin
   } catch (const std::exception& e) {
     return absl::InvalidArgumentError(
         absl::StrCat("'", name, "' fails ONNX shape inference: ", e.what()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<Model> ImportOnnxBytes(const std::string& bytes, const std::string& name) {
+  onnx::ModelProto proto;
+  if (!proto.ParseFromString(bytes)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", name, "' is not a serialized ONNX ModelProto"));
+  }
+  RETURN_IF_ERROR(CheckVersions(proto, name));
+  RETURN_IF_ERROR(CheckGraphStructure(proto.graph(), name));
+  if (proto.ir_version() <= kLibOnnxMaxIrVersion && DefaultOpset(proto) <= kLibOnnxMaxOpset) {
+    RETURN_IF_ERROR(LibOnnxChecks(proto, name));
   }
   return ConvertModel(proto, name);
 }

@@ -1,6 +1,7 @@
 #pragma once
-// ONNX import: a model file, checked by libonnx's checker and shape inference,
-// converted into GraphServe's IR (runtime/ir.h).
+// ONNX import: a model file of IR version <= 14 and default-domain opset <= 25,
+// checked (Note [Model files of today] in onnx_import.cc), converted into
+// GraphServe's IR (runtime/ir.h).
 
 #include <string>
 
@@ -13,9 +14,11 @@ namespace graphserve {
 
 // Reads and converts a model. One InvalidArgument (or Unimplemented) error
 // lists every problem found: each unsupported op (with its node names), each
-// unsupported dtype, each dynamic dim other than an input's dim 0. A file that
-// does not parse or fails the checker is InvalidArgument with libonnx's
-// message; a missing file is NotFound.
+// unsupported dtype, each dynamic dim other than an input's dim 0. A newer IR
+// version or opset is Unimplemented naming the limit. A file that does not
+// parse, whose graph reads a value nothing defines, or that fails libonnx's
+// checker (where libonnx 1.12 knows the file) is InvalidArgument; a missing
+// file is NotFound.
 absl::StatusOr<Model> ImportOnnxFile(const std::string& path);
 
 // Same, from the serialized ModelProto bytes; `name` is used in messages.

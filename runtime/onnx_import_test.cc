@@ -292,14 +292,58 @@ TEST(OnnxImportTest, DynamicNonBatchDimIsInvalidAndListedWithTheRest) {
   EXPECT_THAT(message, HasSubstr("5 problems"));
 }
 
-TEST(OnnxImportTest, CheckerFailureIsInvalidArgument) {
+TEST(OnnxImportTest, UndefinedValuesAndDuplicateNamesAreInvalid) {
   onnx::ModelProto proto = SmallModel();
   proto.mutable_graph()->mutable_node(0)->set_input(0, "no_such_value");
   absl::StatusOr<Model> model = Import(proto);
   ASSERT_FALSE(model.ok());
   EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(model.status().message()),
+              HasSubstr("reads 'no_such_value', which no graph input, initializer or earlier "
+                        "node defines"));
+
+  onnx::ModelProto twice = SmallModel();
+  const std::string first_output = twice.graph().node(0).output(0);
+  twice.mutable_graph()->mutable_node(1)->set_output(0, first_output);
+  model = Import(twice);
+  ASSERT_FALSE(model.ok());
+  EXPECT_THAT(std::string(model.status().message()),
+              HasSubstr("'" + first_output + "' is defined more than once"));
+}
+
+TEST(OnnxImportTest, CheckerFailureIsInvalidArgument) {
+  onnx::ModelProto proto = SmallModel();
+  // Structure is sound, but LeakyRelu takes one input: the checker's find.
+  proto.mutable_graph()->mutable_node(1)->add_input("x");
+  absl::StatusOr<Model> model = Import(proto);
+  ASSERT_FALSE(model.ok());
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(model.status().message()), HasSubstr("ONNX checker"));
-  EXPECT_THAT(std::string(model.status().message()), HasSubstr("no_such_value"));
+}
+
+// Note [Model files of today]: what onnx >= 1.14 and torch's dynamo exporter
+// write (IR 10, opset 20) imports; newer versions are refused by name.
+TEST(OnnxImportTest, TodaysIrVersionsAndOpsetsImport) {
+  for (const auto& [ir, opset] : {std::pair<int64_t, int64_t>{10, 20}, {14, 25}, {9, 18}}) {
+    onnx::ModelProto proto = SmallModel();
+    proto.set_ir_version(ir);
+    proto.mutable_opset_import(0)->set_version(opset);
+    absl::StatusOr<Model> model = Import(proto);
+    ASSERT_TRUE(model.ok()) << "IR " << ir << " opset " << opset << ": " << model.status();
+    EXPECT_EQ(model->opset, opset);
+  }
+  onnx::ModelProto future_ir = SmallModel();
+  future_ir.set_ir_version(15);
+  absl::StatusOr<Model> model = Import(future_ir);
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(std::string(model.status().message()),
+              HasSubstr("has IR version 15; GraphServe reads up to 14"));
+  onnx::ModelProto future_opset = SmallModel();
+  future_opset.mutable_opset_import(0)->set_version(26);
+  model = Import(future_opset);
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_THAT(std::string(model.status().message()),
+              HasSubstr("imports opset 26 of the default domain; GraphServe implements up to 25"));
 }
 
 TEST(OnnxImportTest, ShapeInferenceFailureIsInvalidArgument) {

@@ -30,6 +30,7 @@ using op_kernels_internal::BinaryParams;
 using op_kernels_internal::ConcatLaunch;
 using op_kernels_internal::CumSumParams;
 using op_kernels_internal::GatherElementsParams;
+using op_kernels_internal::GatherNDParams;
 using op_kernels_internal::GatherParams;
 using op_kernels_internal::kMaxConcatInputsPerLaunch;
 using op_kernels_internal::kMaxMappedInputs;
@@ -437,6 +438,13 @@ cudaError_t EnqueueGatherElements(const GatherElementsParams& params, DeviceInpu
       params, inputs[0], static_cast<const int64_t*>(inputs[1]), outputs[0], stream);
 }
 
+cudaError_t EnqueueGatherND(const GatherNDParams& params, DeviceInputs inputs,
+                            DeviceOutputs outputs, cudaStream_t stream) {
+  return op_kernels_internal::LaunchGatherND(params, inputs[0],
+                                             static_cast<const int64_t*>(inputs[1]), outputs[0],
+                                             stream);
+}
+
 cudaError_t EnqueueCumSum(const CumSumParams& params, DeviceInputs inputs, DeviceOutputs outputs,
                           cudaStream_t stream) {
   return op_kernels_internal::LaunchCumSum(params, inputs[0], outputs[0], stream);
@@ -467,6 +475,8 @@ constexpr UnaryOpInfo kUnaryOps[] = {
     {"Relu", UnaryOp::kRelu, kSigned, false},
     {"Abs", UnaryOp::kAbs, kSigned, false},
     {"Neg", UnaryOp::kNeg, kSigned, false},
+    {"Reciprocal", UnaryOp::kReciprocal, kFloat32, false},
+    {"Gelu", UnaryOp::kGelu, kFloat32, false},  // kGeluTanh for approximate_tanh=1
     {"Not", UnaryOp::kNot, kBool, true},
     {"IsNaN", UnaryOp::kIsNaN, kFloatTypes, true},
     {"IsInf", UnaryOp::kIsInf, kFloatTypes, true},
@@ -513,6 +523,10 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeUnary(const BoundGraph& graph,
   params.output_type = out.dtype;
   if (info.op == UnaryOp::kLeakyRelu) {
     ASSIGN_OR_RETURN(params.alpha, GetFloatAttr(node.attributes, "alpha", 0.01f));
+  }
+  if (info.op == UnaryOp::kGelu) {
+    ASSIGN_OR_RETURN(const int64_t tanh_form, GetIntAttr(node.attributes, "approximate_tanh", 0));
+    if (tanh_form != 0) params.op = UnaryOp::kGeluTanh;
   }
   if (info.op == UnaryOp::kIsInf) {
     ASSIGN_OR_RETURN(const int64_t negative, GetIntAttr(node.attributes, "detect_negative", 1));
@@ -934,6 +948,42 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeGatherElements(const BoundGrap
   return MakeParamsKernel(node, params, EnqueueGatherElements, "LaunchGatherElements");
 }
 
+absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeGatherND(const BoundGraph& graph,
+                                                           const BoundNode& node) {
+  ASSIGN_OR_RETURN(NodeValues v, GetNodeValues(graph, node, 2, 2, 1, 1));
+  const BoundValue& data = *v.inputs[0];
+  const BoundValue& indices = *v.inputs[1];
+  const BoundValue& out = *v.outputs[0];
+  RETURN_IF_ERROR(CheckSameDType(node, data, out));
+  RETURN_IF_ERROR(CheckDType(node, indices, DTypes({DType::kInt64})));
+  ASSIGN_OR_RETURN(const int64_t batch_dims, GetIntAttr(node.attributes, "batch_dims", 0));
+  const int64_t rank = static_cast<int64_t>(data.dims.size());
+  const int64_t index_rank = static_cast<int64_t>(indices.dims.size());
+  const int64_t count = index_rank == 0 ? 0 : indices.dims.back();
+  if (index_rank < 1 || batch_dims < 0 || batch_dims >= index_rank || count < 1 ||
+      batch_dims + count > rank) {
+    return Invalid(node, absl::StrCat("data ", DimsToString(data.dims), ", indices ",
+                                      DimsToString(indices.dims), " and batch_dims ", batch_dims,
+                                      " disagree"));
+  }
+  GatherNDParams params;
+  params.elem_size = static_cast<int32_t>(DTypeSize(data.dtype));
+  params.index_count = static_cast<int32_t>(count);
+  params.batch = Product(data.dims, 0, batch_dims);
+  params.tuples = Product(indices.dims, batch_dims, index_rank - 1);
+  params.slice = Product(data.dims, batch_dims + count, rank);
+  const std::vector<int64_t> strides = ContiguousStrides(data.dims);
+  params.data_batch_stride = Product(data.dims, batch_dims, rank);
+  for (int64_t j = 0; j < count; ++j) {
+    params.indexed_dims[j] = data.dims[batch_dims + j];
+    params.indexed_strides[j] = strides[batch_dims + j];
+  }
+  if (NumElements(out.dims) != params.batch * params.tuples * params.slice) {
+    return Invalid(node, absl::StrCat("output ", DimsToString(out.dims), " does not match"));
+  }
+  return MakeParamsKernel(node, params, EnqueueGatherND, "LaunchGatherND");
+}
+
 absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeCumSum(const BoundGraph& graph,
                                                          const BoundNode& node) {
   ASSIGN_OR_RETURN(NodeValues v, GetNodeValues(graph, node, 1, 1, 1, 1));
@@ -989,6 +1039,7 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeCudaOpKernel(const BoundGraph&
   if (op == "Concat") return MakeConcat(graph, node);
   if (op == "Gather") return MakeGather(graph, node);
   if (op == "GatherElements") return MakeGatherElements(graph, node);
+  if (op == "GatherND") return MakeGatherND(graph, node);
   if (op == "CumSum") return MakeCumSum(graph, node);
   return Unsupported(node, "no CUDA kernel for this op");
 }

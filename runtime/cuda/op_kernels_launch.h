@@ -61,6 +61,9 @@ enum class UnaryOp : int32_t {
   kSigmoid,
   kTanh,
   kErf,
+  kReciprocal,
+  kGelu,      // 0.5 x (1 + erf(x / sqrt 2))
+  kGeluTanh,  // Gelu's approximate="tanh" form
   kNot,    // bool -> bool
   kIsNaN,  // a float type -> bool
   kIsInf,  // a float type -> bool, as detect_negative / detect_positive say
@@ -228,6 +231,24 @@ struct GatherElementsParams {
 
 cudaError_t LaunchGatherElements(const GatherElementsParams& params, const void* data,
                                  const int64_t* indices, void* output, cudaStream_t stream);
+
+// GatherND: the output viewed as [batch, tuples, slice], the data as
+// [batch, ...]; tuple t of batch b reads `index_count` indices and copies the
+// slice at sum_j index_j * indexed_strides[j] of its batch. An index outside
+// [-indexed_dims[j], indexed_dims[j]) yields zero bytes.
+struct GatherNDParams {
+  int32_t elem_size = 4;  // bytes: 1, 2, 4 or 8
+  int32_t index_count = 1;
+  int64_t batch = 1;
+  int64_t tuples = 0;
+  int64_t slice = 1;
+  int64_t data_batch_stride = 0;  // in elements
+  int64_t indexed_dims[kMaxRank] = {};
+  int64_t indexed_strides[kMaxRank] = {};  // in elements
+};
+
+cudaError_t LaunchGatherND(const GatherNDParams& params, const void* data,
+                           const int64_t* indices, void* output, cudaStream_t stream);
 
 // CumSum of `dtype` (float32, float64, int32, int64) viewed as [outer,
 // axis_dim, inner]: one thread a line, summing in the element type (float32

@@ -85,6 +85,27 @@ __global__ void GatherElementsKernel(GatherElementsParams p, const T* data, cons
   }
 }
 
+template <typename T>
+__global__ void GatherNDKernel(GatherNDParams p, const T* data, const int64_t* indices, T* out) {
+  const int64_t total = p.batch * p.tuples * p.slice;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < total;
+       e += step) {
+    const int64_t tuple = e / p.slice;  // batch * tuples + t
+    const int64_t within = e - tuple * p.slice;
+    const int64_t b = tuple / p.tuples;
+    int64_t offset = b * p.data_batch_stride;
+    bool inside = true;
+    for (int j = 0; j < p.index_count; ++j) {
+      int64_t index = indices[tuple * p.index_count + j];
+      if (index < 0) index += p.indexed_dims[j];
+      inside = inside && index >= 0 && index < p.indexed_dims[j];
+      offset += index * p.indexed_strides[j];
+    }
+    out[e] = inside ? data[offset + within] : T(0);
+  }
+}
+
 constexpr int kTile = 32;
 constexpr int kTileRows = 8;  // threads per tile column; each moves kTile / kTileRows
 constexpr int64_t kMaxGridYZ = 65535;
@@ -140,6 +161,14 @@ cudaError_t LaunchGatherElementsTyped(const GatherElementsParams& p, const void*
 }
 
 template <typename T>
+cudaError_t LaunchGatherNDTyped(const GatherNDParams& p, const void* data, const int64_t* indices,
+                                void* output, cudaStream_t stream) {
+  GatherNDKernel<T><<<Blocks(p.batch * p.tuples * p.slice), kThreads, 0, stream>>>(
+      p, static_cast<const T*>(data), indices, static_cast<T*>(output));
+  return cudaGetLastError();
+}
+
+template <typename T>
 cudaError_t LaunchTiledTransposeTyped(const TiledTransposeParams& p, const void* input,
                                       void* output, cudaStream_t stream) {
   const dim3 grid(static_cast<unsigned>((p.rows + kTile - 1) / kTile),
@@ -172,6 +201,14 @@ cudaError_t LaunchGatherElements(const GatherElementsParams& p, const void* data
   if (p.num_elements <= 0) return cudaSuccess;
   return VisitBitsOfSize(p.elem_size, [&](auto bits) {
     return LaunchGatherElementsTyped<decltype(bits)>(p, data, indices, output, stream);
+  });
+}
+
+cudaError_t LaunchGatherND(const GatherNDParams& p, const void* data, const int64_t* indices,
+                           void* output, cudaStream_t stream) {
+  if (p.batch * p.tuples * p.slice <= 0) return cudaSuccess;
+  return VisitBitsOfSize(p.elem_size, [&](auto bits) {
+    return LaunchGatherNDTyped<decltype(bits)>(p, data, indices, output, stream);
   });
 }
 

@@ -539,6 +539,7 @@ std::vector<OpCase> UnaryCases() {
       {"Tanh", Fill::kSigned, false},   {"Erf", Fill::kSigned, false},
       {"LeakyRelu", Fill::kSigned, false}, {"Relu", Fill::kWithZeros, true},
       {"Abs", Fill::kSigned, true},     {"Neg", Fill::kSigned, true},
+      {"Reciprocal", Fill::kSigned, false}, {"Gelu", Fill::kSigned, false},
       {"Not", Fill::kSigned, false},    {"IsNaN", Fill::kSigned, false},
       {"IsInf", Fill::kSigned, false},
   };
@@ -558,6 +559,12 @@ std::vector<OpCase> UnaryCases() {
         c.inputs = {Spec(dtype, dims, op.fill)};
         c.outputs = {Spec(tests_float ? DType::kBool : dtype, dims)};
         if (c.op_type == "LeakyRelu") c.attributes["alpha"] = 0.1f;
+        if (c.op_type == "Gelu") {
+          OpCase tanh_form = c;  // approximate="tanh"
+          tanh_form.label += "_tanh";
+          tanh_form.attributes["approximate_tanh"] = int64_t{1};
+          cases.push_back(std::move(tanh_form));
+        }
         if (c.op_type == "IsInf" && dtype == DType::kFloat32) {
           OpCase positive_only = c;  // -Inf is not reported
           positive_only.label += "_positive_only";
@@ -924,6 +931,41 @@ std::vector<OpCase> CumSumCases() {
   return cases;
 }
 
+// GatherND: whole rows, single elements, and with batch dims.
+std::vector<OpCase> GatherNDCases() {
+  const struct {
+    Dims data;
+    Dims indices;
+    int64_t batch_dims;
+  } gathers[] = {
+      {{5, 4}, {3, 1}, 0},        // rows
+      {{5, 4}, {3, 2}, 0},        // elements
+      {{2, 6, 3}, {2, 4, 1}, 1},  // a row of each batch
+      {{2, 3, 4, 5}, {2, 3, 2, 1}, 2},
+  };
+  std::vector<OpCase> cases;
+  for (DType dtype : kMovedTypes) {
+    for (const auto& g : gathers) {
+      const int64_t count = g.indices.back();
+      Dims out(g.indices.begin(), g.indices.end() - 1);
+      out.insert(out.end(), g.data.begin() + g.batch_dims + count, g.data.end());
+      OpCase c;
+      c.op_type = "GatherND";
+      c.label = absl::StrCat("GatherND_", TypeLabel(dtype), "_", DimsLabel(g.data), "_",
+                             DimsLabel(g.indices), "_b", g.batch_dims);
+      // Every indexed dim here is at least 3 long: indices in [-3, 3).
+      TensorSpec indices = Spec(DType::kInt64, g.indices, Fill::kIndices);
+      indices.index_bound = 3;
+      c.inputs = {Spec(dtype, g.data), indices};
+      c.outputs = {Spec(dtype, out)};
+      c.attributes["batch_dims"] = g.batch_dims;
+      cases.push_back(std::move(c));
+    }
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(GatherND, OpKernelTest, ::testing::ValuesIn(GatherNDCases()), CaseName);
 INSTANTIATE_TEST_SUITE_P(GatherElements, OpKernelTest, ::testing::ValuesIn(GatherElementsCases()),
                          CaseName);
 INSTANTIATE_TEST_SUITE_P(CumSum, OpKernelTest, ::testing::ValuesIn(CumSumCases()), CaseName);

@@ -96,6 +96,19 @@ struct LeakyReluFn {
   __device__ float operator()(float x) const { return x < 0.0f ? alpha * x : x; }
 };
 
+struct ReciprocalFn {
+  __device__ float operator()(float x) const { return 1.0f / x; }
+};
+struct GeluFn {
+  __device__ float operator()(float x) const { return 0.5f * x * (1.0f + erff(x * 0.70710678f)); }
+};
+// sqrt(2 / pi) (x + 0.044715 x^3), through tanhf.
+struct GeluTanhFn {
+  __device__ float operator()(float x) const {
+    const float inner = 0.7978845608f * (x + 0.044715f * x * x * x);
+    return 0.5f * x * (1.0f + tanhf(inner));
+  }
+};
 struct NotFn {
   __device__ bool operator()(bool x) const { return !x; }
 };
@@ -216,6 +229,12 @@ cudaError_t LaunchUnary(const UnaryParams& p, const void* input, void* output,
       return LaunchSigned(p, NegFn{}, input, output, stream);
     case UnaryOp::kRelu:
       return LaunchSigned(p, ReluFn{}, input, output, stream);
+    case UnaryOp::kReciprocal:
+      return LaunchFloatOnly(p, ReciprocalFn{}, input, output, stream);
+    case UnaryOp::kGelu:
+      return LaunchFloatOnly(p, GeluFn{}, input, output, stream);
+    case UnaryOp::kGeluTanh:
+      return LaunchFloatOnly(p, GeluTanhFn{}, input, output, stream);
     case UnaryOp::kNot:
       if (p.input_type != DType::kBool) return cudaErrorInvalidValue;
       return LaunchMapped(p.layout, NotFn{}, Out<bool>(output), stream, In<bool>(input));

@@ -223,6 +223,58 @@ absl::Status RunGatherElements(const HostKernelArgs& args) {
   return absl::OkStatus();
 }
 
+// GatherND with batch_dims b: output [batch, tuples, slice], each tuple's
+// indices picking a slice of its batch's data (negative indices count from
+// the end).
+absl::Status RunGatherND(const HostKernelArgs& args) {
+  const HostTensor& data = args.in(0);
+  const HostTensor& indices = args.in(1);
+  HostTensor& out = args.out(0);
+  RETURN_IF_ERROR(RequireSameDType(args, data, out));
+  RETURN_IF_ERROR(RequireDType(args, indices, DType::kInt64, "indices"));
+  const int64_t b = IntAttr(args.node.attributes, "batch_dims");
+  const Dims& dims = data.dims();
+  const int64_t rank = static_cast<int64_t>(dims.size());
+  const int64_t index_rank = static_cast<int64_t>(indices.dims().size());
+  const int64_t count = index_rank == 0 ? 0 : indices.dims().back();
+  if (index_rank < 1 || b < 0 || b >= index_rank || count < 1 || b + count > rank) {
+    return args.Invalid("data ", DimsToString(dims), ", indices ", DimsToString(indices.dims()),
+                        " and batch_dims ", b, " disagree");
+  }
+  auto product = [](const Dims& d, int64_t from, int64_t to) {
+    int64_t p = 1;
+    for (int64_t i = from; i < to; ++i) p *= d[i];
+    return p;
+  };
+  const int64_t batch = product(dims, 0, b);
+  const int64_t tuples = product(indices.dims(), b, index_rank - 1);
+  const int64_t slice = product(dims, b + count, rank);
+  const int64_t batch_stride = product(dims, b, rank);
+  if (out.num_elements() != batch * tuples * slice) {
+    return args.Invalid("output ", DimsToString(out.dims()), " does not match");
+  }
+  const std::vector<int64_t> strides = DenseStrides(dims);
+  const size_t size = DTypeSize(data.dtype());
+  const auto* src = static_cast<const std::byte*>(data.raw());
+  auto* dst = static_cast<std::byte*>(out.raw());
+  const int64_t* index_data = indices.data<int64_t>();
+  for (int64_t tuple = 0; tuple < batch * tuples; ++tuple) {
+    int64_t offset = (tuple / tuples) * batch_stride;
+    for (int64_t j = 0; j < count; ++j) {
+      const int64_t dim = dims[b + j];
+      int64_t index = index_data[tuple * count + j];
+      if (index < 0) index += dim;
+      if (index < 0 || index >= dim) {
+        return args.Invalid("index ", index_data[tuple * count + j], " out of range for dim ",
+                            b + j, " of size ", dim);
+      }
+      offset += index * strides[b + j];
+    }
+    std::memcpy(dst + tuple * slice * size, src + offset * size, slice * size);
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status HostReinterpret(const HostKernelArgs& args) { return RunReinterpret(args); }
@@ -232,5 +284,6 @@ absl::Status HostSlice(const HostKernelArgs& args) { return RunSlice(args); }
 absl::Status HostExpand(const HostKernelArgs& args) { return RunExpand(args); }
 absl::Status HostGather(const HostKernelArgs& args) { return RunGather(args); }
 absl::Status HostGatherElements(const HostKernelArgs& args) { return RunGatherElements(args); }
+absl::Status HostGatherND(const HostKernelArgs& args) { return RunGatherND(args); }
 
 }  // namespace graphserve

@@ -18,5 +18,6 @@ absl::Status HostSlice(const HostKernelArgs& args);
 absl::Status HostExpand(const HostKernelArgs& args);
 absl::Status HostGather(const HostKernelArgs& args);
 absl::Status HostGatherElements(const HostKernelArgs& args);
+absl::Status HostGatherND(const HostKernelArgs& args);
 
 }  // namespace graphserve

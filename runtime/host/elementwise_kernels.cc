@@ -350,6 +350,12 @@ double Exp(double x) { return std::exp(x); }
 double Log(double x) { return std::log(x); }
 double Tanh(double x) { return std::tanh(x); }
 double Erf(double x) { return std::erf(x); }
+double Reciprocal(double x) { return 1.0 / x; }
+double Gelu(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
+double GeluTanh(double x) {
+  const double inner = std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x);
+  return 0.5 * x * (1.0 + std::tanh(inner));
+}
 
 template <typename T>
 T Relu(T x) {
@@ -500,6 +506,11 @@ absl::Status HostLog(const HostKernelArgs& args) { return RunFloatMath(args, Log
 absl::Status HostSigmoid(const HostKernelArgs& args) { return RunFloatMath(args, Sigmoid); }
 absl::Status HostTanh(const HostKernelArgs& args) { return RunFloatMath(args, Tanh); }
 absl::Status HostErf(const HostKernelArgs& args) { return RunFloatMath(args, Erf); }
+absl::Status HostReciprocal(const HostKernelArgs& args) { return RunFloatMath(args, Reciprocal); }
+absl::Status HostGelu(const HostKernelArgs& args) {
+  ASSIGN_OR_RETURN(const int64_t tanh_form, OptionalIntAttr(args, "approximate_tanh", 0));
+  return RunFloatMath(args, tanh_form != 0 ? GeluTanh : Gelu);
+}
 absl::Status HostRelu(const HostKernelArgs& args) { return RunSignOp(args, SignOp::kRelu); }
 absl::Status HostAbs(const HostKernelArgs& args) { return RunSignOp(args, SignOp::kAbs); }
 absl::Status HostNeg(const HostKernelArgs& args) { return RunSignOp(args, SignOp::kNeg); }

@@ -36,6 +36,8 @@ absl::Status HostLog(const HostKernelArgs& args);
 absl::Status HostSigmoid(const HostKernelArgs& args);
 absl::Status HostTanh(const HostKernelArgs& args);
 absl::Status HostErf(const HostKernelArgs& args);
+absl::Status HostReciprocal(const HostKernelArgs& args);
+absl::Status HostGelu(const HostKernelArgs& args);
 absl::Status HostRelu(const HostKernelArgs& args);
 absl::Status HostAbs(const HostKernelArgs& args);
 absl::Status HostNeg(const HostKernelArgs& args);

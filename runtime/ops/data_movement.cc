@@ -412,6 +412,33 @@ absl::Status BindGatherElements(BindContext& ctx) {
   return ctx.EmitSimple({ctx.input(0), index_id}, {{"axis", axis}}, ctx.in_dtype(0), indices);
 }
 
+// GatherND: int64 indices whose last dim indexes data dims after batch_dims;
+// the output is indices.shape[:-1] + data.shape[batch_dims + k:].
+absl::Status BindGatherND(BindContext& ctx) {
+  RETURN_IF_ERROR(ctx.CheckDType(1, {DType::kInt64}));
+  const Dims data = ctx.in_dims(0);
+  const Dims indices = ctx.in_dims(1);
+  ASSIGN_OR_RETURN(const int64_t b, ctx.IntAttrOr("batch_dims", 0));
+  const int64_t rank = static_cast<int64_t>(data.size());
+  const int64_t index_rank = static_cast<int64_t>(indices.size());
+  const int64_t count = index_rank == 0 ? 0 : indices.back();
+  if (index_rank < 1 || b < 0 || b >= index_rank || b >= rank || count < 1 ||
+      b + count > rank) {
+    return ctx.Error("data ", DimsToString(data), ", indices ", DimsToString(indices),
+                     " and batch_dims ", b, " do not make a GatherND");
+  }
+  for (int64_t d = 0; d < b; ++d) {
+    if (data[d] != indices[d]) {
+      return ctx.Error("batch dim ", d, " differs: data ", DimsToString(data), ", indices ",
+                       DimsToString(indices));
+    }
+  }
+  Dims out(indices.begin(), indices.end() - 1);
+  out.insert(out.end(), data.begin() + b + count, data.end());
+  return ctx.EmitSimple({ctx.input(0), ctx.input(1)}, {{"batch_dims", b}}, ctx.in_dtype(0),
+                        std::move(out));
+}
+
 absl::Status BindReshape(BindContext& ctx) {
   const Dims& in = ctx.in_dims(0);
   std::vector<int64_t> shape;
@@ -661,6 +688,15 @@ void AddDataMovementOps(std::vector<OpDef>& ops) {
                       .host = HostGatherElements,
                       .kernel_inputs = {2, 2},
                       .summary = "any dtype; int64 or int32 indices, negative allowed"});
+  ops.push_back(OpDef{.name = "GatherND",
+                      .family = "data_movement",
+                      .since_opset = 12,
+                      .attributes = {"batch_dims"},
+                      .arity = {{1, {2, 2}}},
+                      .bind = BindGatherND,
+                      .host = HostGatherND,
+                      .kernel_inputs = {2, 2},
+                      .summary = "any dtype; batch_dims; negative indices allowed"});
 }
 
 }  // namespace graphserve

@@ -132,6 +132,18 @@ absl::Status BindFloatClass(BindContext& ctx) {
   return ctx.EmitSimple({ctx.input(0)}, std::move(attrs), DType::kBool, ctx.in_dims(0));
 }
 
+// Gelu (opset 20): approximate "none" (erf) or "tanh", canonical as
+// approximate_tanh 0 or 1.
+absl::Status BindGelu(BindContext& ctx) {
+  RETURN_IF_ERROR(ctx.CheckDType(0, {DType::kFloat32}));
+  ASSIGN_OR_RETURN(const std::string approximate, ctx.StringAttrOr("approximate", "none"));
+  if (approximate != "none" && approximate != "tanh") {
+    return ctx.Error("attribute approximate should be none or tanh, got '", approximate, "'");
+  }
+  return ctx.EmitSimple({ctx.input(0)}, {{"approximate_tanh", int64_t{approximate == "tanh"}}},
+                        DType::kFloat32, ctx.in_dims(0));
+}
+
 absl::Status BindWhere(BindContext& ctx) {
   RETURN_IF_ERROR(ctx.CheckDType(0, {DType::kBool}));
   RETURN_IF_ERROR(ctx.CheckSameDType(1, 2));
@@ -176,6 +188,7 @@ void AddElementwiseOps(std::vector<OpDef>& ops) {
             "float32; x*Sigmoid(x) fused as SiLU after a Conv"},
            {"Tanh", unary_float, HostTanh, "float32"},
            {"Erf", unary_float, HostErf, "float32; PyTorch's exact GELU chain fused on the GPU"},
+           {"Reciprocal", unary_float, HostReciprocal, "float32"},
            {"Relu", unary_signed, HostRelu,
             "float32, int64, int32; NaN propagates; fused into GEMM and Conv epilogues"},
            {"Abs", unary_signed, HostAbs, "float32, int64, int32"},
@@ -187,6 +200,13 @@ void AddElementwiseOps(std::vector<OpDef>& ops) {
                         .host = u.host,
                         .summary = u.summary});
   }
+  ops.push_back(OpDef{.name = "Gelu",
+                      .family = "elementwise",
+                      .since_opset = 20,
+                      .attributes = {"approximate"},
+                      .bind = BindGelu,
+                      .host = HostGelu,
+                      .summary = "float32; approximate none (erf) or tanh"});
   ops.push_back(OpDef{.name = "Not",
                       .family = "elementwise",
                       .bind = [](BindContext& ctx) { return BindUnary(ctx, {DType::kBool}); },
