@@ -467,6 +467,27 @@ TEST(BindTest, PowCastsMismatchedExponent) {
   EXPECT_THAT(OutputValue(*graph).dims, ElementsAre(2, 3));
 }
 
+// Opset 19's Cast carries saturate (float8 targets only): accepted, dropped
+// from the canonical node; a value other than 0 or 1 is refused.
+TEST(BindTest, CastAcceptsSaturate) {
+  for (const int64_t saturate : {int64_t{0}, int64_t{1}}) {
+    const Model model = MakeModel(
+        19, {{"x", DType::kInt32, {-1, 3}}}, {{"y", DType::kFloat16, {}}},
+        {MakeNode("cast", "Cast", {"x"}, {"y"},
+                  {{"to", int64_t{10}}, {"saturate", saturate}})});
+    absl::StatusOr<BoundGraph> graph = Bind(model, 2);
+    ASSERT_TRUE(graph.ok()) << graph.status();
+    EXPECT_EQ(graph->nodes[0].attributes.count("saturate"), 0u);
+    EXPECT_EQ(OutputValue(*graph).dtype, DType::kFloat16);
+  }
+  const Model bad = MakeModel(19, {{"x", DType::kInt32, {-1, 3}}}, {{"y", DType::kFloat16, {}}},
+                              {MakeNode("cast", "Cast", {"x"}, {"y"},
+                                        {{"to", int64_t{10}}, {"saturate", int64_t{2}}})});
+  absl::StatusOr<BoundGraph> graph = Bind(bad, 2);
+  ASSERT_FALSE(graph.ok());
+  EXPECT_THAT(std::string(graph.status().message()), HasSubstr("saturate should be 0 or 1"));
+}
+
 TEST(BindTest, GemmAttributesAreExplicit) {
   Model model = MakeModel(kOpset, {{"x", DType::kFloat32, {-1, 8}}},
                           {{"y", DType::kFloat32, {}}},

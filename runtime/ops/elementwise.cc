@@ -167,6 +167,13 @@ absl::Status BindCast(BindContext& ctx) {
     return absl::UnimplementedError(absl::StrCat("node '", ctx.name(), "' (Cast): target type ",
                                                  to, ": ", to_dtype.status().message()));
   }
+  // saturate (opset 19) governs casts to the float8 types only, which have no
+  // row in the datatype table: accepted (exporters write the default, 1) and
+  // without effect on the types Cast converts here.
+  ASSIGN_OR_RETURN(const int64_t saturate, ctx.IntAttrOr("saturate", 1));
+  if (saturate != 0 && saturate != 1) {
+    return ctx.Error("attribute saturate should be 0 or 1, got ", saturate);
+  }
   return ctx.EmitSimple({ctx.input(0)}, {{"to", to}}, *to_dtype, ctx.in_dims(0));
 }
 
@@ -298,7 +305,7 @@ void AddElementwiseOps(std::vector<OpDef>& ops) {
                       .summary = "any dtype"});
   ops.push_back(OpDef{.name = "Cast",
                       .family = "elementwise",
-                      .attributes = {"to"},
+                      .attributes = {"to", "saturate"},
                       .bind = BindCast,
                       .host = HostCast,
                       .summary = "between any two dtypes; float to integer truncates and "
