@@ -125,6 +125,30 @@ absl::StatusOr<std::vector<ModelVersionEntry>> ServedVersions(
   return versions;
 }
 
+// What `platform` / `backend` (config.pbtxt, Triton's names) may say of a
+// model GraphServe serves: ONNX Runtime's names, GraphServe's own (which the
+// configs it writes carry), or nothing (ONNX is what it serves).
+// Anything else is another framework's model: refused by name before any
+// file is read, never parsed as ONNX or reported as a missing model.onnx.
+absl::Status CheckPlatform(const inference::ModelConfig& config, const std::string& source) {
+  const std::string& platform = config.platform();
+  const std::string& backend = config.backend();
+  const bool onnx_platform =
+      platform.empty() || platform == "onnxruntime_onnx" || platform == "graphserve_onnx";
+  const bool onnx_backend = backend.empty() || backend == "onnxruntime" || backend == "graphserve";
+  if (onnx_platform && onnx_backend) return absl::OkStatus();
+  std::string what;
+  if (!onnx_platform) what = absl::StrCat("platform ", QuoteClientText(platform));
+  if (!onnx_backend) {
+    absl::StrAppend(&what, what.empty() ? "" : " and ", "backend ", QuoteClientText(backend));
+  }
+  std::string why = "GraphServe serves ONNX models (platform \"onnxruntime_onnx\" or backend "
+                    "\"onnxruntime\", or neither)";
+  if (platform == "ensemble") why = "GraphServe does not serve ensembles yet";
+  return absl::UnimplementedError(
+      absl::StrCat(source, " declares ", what, ": ", why, "; the model was not loaded"));
+}
+
 // Reads one model directory; what goes wrong goes into model->status.
 absl::Status ReadModelDirectory(RepositoryModel* model, const inference::ModelConfig* config) {
   const fs::path directory(model->directory);
@@ -152,6 +176,7 @@ absl::Status ReadModelDirectory(RepositoryModel* model, const inference::ModelCo
                      " but its directory is '", model->name,
                      "'; clients call a model by its directory name, so the two must agree"));
   }
+  RETURN_IF_ERROR(CheckPlatform(model->config, source));
 
   const std::string filename = model->config.default_model_filename().empty()
                                    ? kDefaultModelFilename

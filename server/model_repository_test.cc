@@ -178,6 +178,36 @@ TEST_F(ModelRepositoryTest, ConfigNameMustBeTheDirectoryName) {
   EXPECT_TRUE(model.versions.empty());
 }
 
+// Triton's platforms and backends other than ONNX Runtime's are refused by
+// name, before any model file is looked for (issue 27 part 5).
+TEST_F(ModelRepositoryTest, OtherFrameworksAreRefusedByPlatformOrBackend) {
+  struct Case {
+    const char* field;
+    const char* expected;
+  };
+  const Case cases[] = {
+      {"platform: \"tensorflow_graphdef\"", "declares platform 'tensorflow_graphdef'"},
+      {"platform: \"pytorch_libtorch\"", "declares platform 'pytorch_libtorch'"},
+      {"platform: \"tensorrt_plan\"", "declares platform 'tensorrt_plan'"},
+      {"backend: \"python\"", "declares backend 'python'"},
+      {"platform: \"ensemble\"", "does not serve ensembles yet"},
+  };
+  for (const Case& c : cases) {
+    SetUp();
+    // No version directory holds a model file: the platform is the reason.
+    WriteFile("mlp/config.pbtxt", absl::StrCat(kMlpConfig, c.field));
+    const RepositoryModel model = ScanOne();
+    EXPECT_EQ(model.status.code(), absl::StatusCode::kUnimplemented) << c.field;
+    EXPECT_THAT(Message(model.status), HasSubstr(c.expected)) << c.field;
+    EXPECT_THAT(Message(model.status), Not(HasSubstr("model.onnx"))) << c.field;
+  }
+  for (const char* onnx : {"platform: \"onnxruntime_onnx\"", "backend: \"onnxruntime\""}) {
+    SetUp();
+    WriteModel("mlp", absl::StrCat(kMlpConfig, onnx), {1});
+    EXPECT_TRUE(ScanOne().status.ok()) << onnx;
+  }
+}
+
 TEST_F(ModelRepositoryTest, VersionsAreDirectoriesWithThePositiveNumberAndTheModelFile) {
   WriteModel("mlp", kMlpConfig, {});
   WriteFile("mlp/0/model.onnx", "x");                     // versions start at 1
