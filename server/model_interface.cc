@@ -1,5 +1,6 @@
 #include "server/model_interface.h"
 
+#include <algorithm>
 #include <limits>
 #include <set>
 
@@ -170,6 +171,53 @@ ModelInterface InterfaceFromGraph(const std::string& name, int64_t max_batch_siz
   for (ValueId id : graph.inputs) interface.inputs.push_back(spec(id));
   for (ValueId id : graph.outputs) interface.outputs.push_back(spec(id));
   return interface;
+}
+
+namespace {
+
+// `values` (the model's inputs or outputs) in the order of `declared`; every
+// declared name must be one of them, and with `all_required` every one of
+// them must be declared.
+absl::StatusOr<std::vector<ValueInfo>> InDeclaredOrder(const std::vector<TensorSpec>& declared,
+                                                       const std::vector<ValueInfo>& values,
+                                                       const char* kind, bool all_required) {
+  std::vector<ValueInfo> arranged;
+  for (const TensorSpec& spec : declared) {
+    auto it = std::find_if(values.begin(), values.end(),
+                           [&spec](const ValueInfo& value) { return value.name == spec.name; });
+    if (it == values.end()) {
+      std::vector<std::string> names;
+      for (const ValueInfo& value : values) names.push_back(value.name);
+      return absl::FailedPreconditionError(
+          absl::StrCat("config.pbtxt declares ", kind, " '", spec.name,
+                       "', which the model file lacks (its ", kind, "s: ",
+                       absl::StrJoin(names, ", "), ")"));
+    }
+    arranged.push_back(*it);
+  }
+  if (all_required && arranged.size() != values.size()) {
+    for (const ValueInfo& value : values) {
+      const bool listed = std::any_of(declared.begin(), declared.end(), [&](const TensorSpec& s) {
+        return s.name == value.name;
+      });
+      if (!listed) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "config.pbtxt does not declare the model's ", kind, " '", value.name,
+            "'; every input must be declared"));
+      }
+    }
+  }
+  return arranged;
+}
+
+}  // namespace
+
+absl::Status ArrangeModelAsDeclared(const ModelInterface& declared, Model* model) {
+  ASSIGN_OR_RETURN(model->inputs,
+                   InDeclaredOrder(declared.inputs, model->inputs, "input", /*all_required=*/true));
+  ASSIGN_OR_RETURN(model->outputs, InDeclaredOrder(declared.outputs, model->outputs, "output",
+                                                   /*all_required=*/false));
+  return absl::OkStatus();
 }
 
 absl::Status CheckInterfacesMatch(const ModelInterface& config, const ModelInterface& model) {

@@ -15,6 +15,7 @@
 #include "absl/strings/string_view.h"
 #include "common/dtype.h"
 #include "proto/model_config.pb.h"
+#include "runtime/ir.h"
 #include "runtime/bound_graph.h"
 #include "common/tensor.h"
 
@@ -51,6 +52,14 @@ absl::StatusOr<ModelInterface> InterfaceFromConfig(const inference::ModelConfig&
 // input/output is the batch).
 ModelInterface InterfaceFromGraph(const std::string& name, int64_t max_batch_size,
                                   const BoundGraph& graph);
+
+// Triton matches config.pbtxt's tensors to the model's by name: the config may
+// list the inputs in any order and a subset of the outputs. Arranges `model`
+// as the config declares it: its inputs in the config's order, its outputs
+// the config's, in the config's order (the others are not served). A name
+// the model lacks, or a model input the config leaves out, is
+// FailedPrecondition naming it.
+absl::Status ArrangeModelAsDeclared(const ModelInterface& declared, Model* model);
 
 // FailedPrecondition naming the first difference (count, order and names,
 // dtypes, dims; inputs before outputs), e.g. "config.pbtxt declares input 'x'

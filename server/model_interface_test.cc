@@ -53,6 +53,36 @@ TEST(ModelInterfaceTest, DatatypeNamesRoundTrip) {
   EXPECT_STREQ(KServeDatatype(DType::kBool), "BOOL");
 }
 
+// Triton matches by name: inputs in any order, a subset of the outputs.
+TEST(ModelInterfaceTest, ModelIsArrangedAsTheConfigDeclaresIt) {
+  Model model;
+  model.inputs = {{"a", DType::kFloat32, {-1, 2}}, {"b", DType::kInt64, {-1, 3}}};
+  model.outputs = {{"y", DType::kFloat32, {}}, {"z", DType::kFloat32, {}}, {"w", DType::kBool, {}}};
+  ModelInterface declared;
+  declared.inputs = {{"b", DType::kInt64, {3}}, {"a", DType::kFloat32, {2}}};
+  declared.outputs = {{"w", DType::kBool, {}}, {"y", DType::kFloat32, {}}};
+  ASSERT_TRUE(ArrangeModelAsDeclared(declared, &model).ok());
+  ASSERT_EQ(model.inputs.size(), 2u);
+  EXPECT_EQ(model.inputs[0].name, "b");
+  EXPECT_EQ(model.inputs[1].name, "a");
+  ASSERT_EQ(model.outputs.size(), 2u);  // z is not served
+  EXPECT_EQ(model.outputs[0].name, "w");
+  EXPECT_EQ(model.outputs[1].name, "y");
+
+  Model lacking = model;
+  declared.outputs = {{"nope", DType::kFloat32, {}}};
+  absl::Status status = ArrangeModelAsDeclared(declared, &lacking);
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(Message(status), HasSubstr("declares output 'nope', which the model file lacks"));
+
+  Model partial = model;
+  declared.inputs = {{"a", DType::kFloat32, {2}}};
+  declared.outputs = {{"y", DType::kFloat32, {}}};
+  status = ArrangeModelAsDeclared(declared, &partial);
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(Message(status), HasSubstr("does not declare the model's input 'b'"));
+}
+
 TEST(ModelInterfaceTest, InterfaceFromConfigKeepsOrderDtypesAndRowDims) {
   absl::StatusOr<ModelInterface> interface = InterfaceFromConfig(ParseConfig(kMlpConfig));
   ASSERT_TRUE(interface.ok()) << interface.status();

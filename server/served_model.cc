@@ -396,6 +396,7 @@ absl::StatusOr<std::unique_ptr<ServedModel>> ServedModel::Load(const RepositoryM
   RETURN_IF_ERROR(CompleteConfigFromModel(model, &config));
   ASSIGN_OR_RETURN(ModelInterface declared, InterfaceFromConfig(config));
   declared.name = entry.name;
+  RETURN_IF_ERROR(ArrangeModelAsDeclared(declared, &model));
   ASSIGN_OR_RETURN(const std::vector<int64_t> sizes, CapturedSizes(config));
 
   BindOptions bind;

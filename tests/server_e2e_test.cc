@@ -1567,6 +1567,33 @@ TEST(ServerWithReshape, ClientsUseDimsAndGetTheModelsOutputs) {
   EXPECT_THAT(refused.error_message(), HasSubstr("[-1,2,256]"));
 }
 
+// Triton matches config.pbtxt's inputs to the model's by name (issue 27 part
+// 5): dlrm_dense's two inputs declared in the other order serve the same
+// answers.
+TEST(ServerWithTritonConfig, InputsInAnotherOrderAreMatchedByName) {
+  const std::string repository = WriteTestRepository("input_order_repository");
+  inference::ModelConfig config = ReadConfig(repository, "dlrm_dense");
+  ASSERT_EQ(config.input_size(), 2);
+  config.mutable_input()->SwapElements(0, 1);
+  WriteConfig(repository, "dlrm_dense", config);
+
+  std::ostringstream log;
+  absl::StatusOr<std::unique_ptr<InferenceServer>> server =
+      InferenceServer::Start(TestServerOptions(repository), log);
+  ASSERT_TRUE(server.ok()) << server.status() << "\n" << log.str();
+  auto stub = inference::GRPCInferenceService::NewStub(Connect((*server)->port()));
+  for (int64_t rows : {1, 5}) {
+    std::unique_ptr<HostExecutor> reference = Reference(repository, "dlrm_dense", rows);
+    const std::vector<HostTensor> inputs = RandomInputs(reference->graph(), 1300 + rows);
+    grpc::ClientContext context;
+    inference::ModelInferResponse response;
+    const grpc::Status status = stub->ModelInfer(
+        &context, RawRequest("dlrm_dense", reference->graph(), inputs), &response);
+    EXPECT_TRUE(MatchesReference(status, response, *reference, inputs))
+        << rows << " rows: " << status.error_message();
+  }
+}
+
 // --reuse-grpc-port and --reuse-http-port on both servers: the second one
 // serves on the first one's ports, as Triton allows.
 TEST(ServerListen, ReusePortFlagsLetTwoServersShareThePorts) {
