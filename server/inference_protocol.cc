@@ -15,11 +15,11 @@ namespace graphserve {
 
 namespace {
 
-void FillTensorMetadata(const TensorSpec& spec,
+void FillTensorMetadata(const TensorSpec& spec, bool batching,
                         inference::ModelMetadataResponse::TensorMetadata* metadata) {
   metadata->set_name(spec.name);
   metadata->set_datatype(KServeDatatype(spec.dtype));
-  metadata->add_shape(-1);  // the batch
+  if (batching) metadata->add_shape(-1);  // the batch
   for (int64_t dim : spec.dims) metadata->add_shape(dim);
 }
 
@@ -63,10 +63,10 @@ absl::Status InferenceProtocol::ModelMetadata(const inference::ModelMetadataRequ
   }
   response->set_platform(served.config().platform());
   for (const TensorSpec& spec : served.interface().inputs) {
-    FillTensorMetadata(spec, response->add_inputs());
+    FillTensorMetadata(spec, served.interface().batching, response->add_inputs());
   }
   for (const TensorSpec& spec : served.interface().outputs) {
-    FillTensorMetadata(spec, response->add_outputs());
+    FillTensorMetadata(spec, served.interface().batching, response->add_outputs());
   }
   return absl::OkStatus();
 }

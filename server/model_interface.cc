@@ -35,7 +35,9 @@ absl::StatusOr<TensorSpec> SpecFromConfig(const inference::ModelConfig& config,
   spec.dtype = *dtype;
   // The largest batch must have a byte count an int64 can hold, so that
   // request validation multiplies rows by bytes_per_row without overflow.
-  int64_t bytes = config.max_batch_size() * static_cast<int64_t>(DTypeSize(spec.dtype));
+  // (A model that does not batch, max_batch_size 0, has one row.)
+  int64_t bytes =
+      std::max<int64_t>(config.max_batch_size(), 1) * static_cast<int64_t>(DTypeSize(spec.dtype));
   for (int d = 0; d < tensor.dims_size(); ++d) {
     const int64_t dim = tensor.dims(d);
     if (dim < 1) {
@@ -141,33 +143,36 @@ absl::Status CheckTensorsMatch(const std::vector<TensorSpec>& config,
 }  // namespace
 
 absl::StatusOr<ModelInterface> InterfaceFromConfig(const inference::ModelConfig& config) {
-  if (config.max_batch_size() < 1) {
+  if (config.max_batch_size() < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "config.pbtxt of model '", config.name(), "': max_batch_size is ", config.max_batch_size(),
-        "; GraphServe serves batching models only (max_batch_size >= 1, batch on dim 0)"));
+        "; it must be 0 (the model does not batch: dims are the full shape) or a batch size"));
   }
   ModelInterface interface;
   interface.name = config.name();
-  interface.max_batch_size = config.max_batch_size();
+  interface.batching = config.max_batch_size() > 0;
+  interface.max_batch_size = std::max<int64_t>(config.max_batch_size(), 1);
   std::set<std::string> names;
   RETURN_IF_ERROR(SpecsFromConfig(config, config.input(), "input", &interface.inputs, &names));
   RETURN_IF_ERROR(SpecsFromConfig(config, config.output(), "output", &interface.outputs, &names));
   return interface;
 }
 
-ModelInterface InterfaceFromGraph(const std::string& name, int64_t max_batch_size,
+ModelInterface InterfaceFromGraph(const std::string& name, int64_t max_batch_size, bool batching,
                                   const BoundGraph& graph) {
-  const auto spec = [&graph](ValueId id) {
+  const auto spec = [&graph, batching](ValueId id) {
     const BoundValue& value = graph.value(id);
     TensorSpec spec;
     spec.name = value.name;
     spec.dtype = value.dtype;
-    if (!value.dims.empty()) spec.dims.assign(value.dims.begin() + 1, value.dims.end());
+    const size_t batch_dims = batching && !value.dims.empty() ? 1 : 0;
+    spec.dims.assign(value.dims.begin() + batch_dims, value.dims.end());
     return spec;
   };
   ModelInterface interface;
   interface.name = name;
   interface.max_batch_size = max_batch_size;
+  interface.batching = batching;
   for (ValueId id : graph.inputs) interface.inputs.push_back(spec(id));
   for (ValueId id : graph.outputs) interface.outputs.push_back(spec(id));
   return interface;
@@ -225,7 +230,8 @@ absl::Status CheckInterfacesMatch(const ModelInterface& config, const ModelInter
   return CheckTensorsMatch(config.outputs, model.outputs, "output");
 }
 
-std::string ClientShapeString(const TensorSpec& spec) {
+std::string ClientShapeString(const TensorSpec& spec, bool batching) {
+  if (!batching) return DimsToString(spec.dims);
   Dims shape = {-1};
   shape.insert(shape.end(), spec.dims.begin(), spec.dims.end());
   return DimsToString(shape);

@@ -36,21 +36,28 @@ struct TensorSpec {
 
 struct ModelInterface {
   std::string name;
-  int64_t max_batch_size = 0;      // >= 1: every served model batches on dim 0
+  // >= 1 rows a request may carry; 1 for a model that does not batch.
+  int64_t max_batch_size = 0;
+  // false for config.pbtxt's max_batch_size 0 (Triton's non-batching model):
+  // dims are the full shape, clients send and receive it without a batch
+  // dim, and a request is one execution, one row inside the server.
+  bool batching = true;
   std::vector<TensorSpec> inputs;  // the model's order
   std::vector<TensorSpec> outputs;
 };
 
-// The interface config.pbtxt declares. InvalidArgument naming the field for:
-// max_batch_size < 1, no inputs or no outputs, an unsupported data_type, a dim
+// The interface config.pbtxt declares (max_batch_size 0: not batching, one row
+// of the full dims). InvalidArgument naming the field for: max_batch_size < 0,
+// no inputs or no outputs, an unsupported data_type, a dim
 // < 1 (variable non-batch dims are not served), a reshape dim < 1 or a reshape
 // whose element count differs from the dims', duplicate names, or a tensor
 // whose largest batch (max_batch_size rows) has more bytes than an int64 counts.
 absl::StatusOr<ModelInterface> InterfaceFromConfig(const inference::ModelConfig& config);
 
-// The interface of a model bound at any batch size (dim 0 of every
-// input/output is the batch).
-ModelInterface InterfaceFromGraph(const std::string& name, int64_t max_batch_size,
+// The interface of a bound model: with `batching`, bound at any batch size,
+// dim 0 of every input and output is the batch; without, every dim is the
+// tensor's (the model bound at one row).
+ModelInterface InterfaceFromGraph(const std::string& name, int64_t max_batch_size, bool batching,
                                   const BoundGraph& graph);
 
 // Triton matches config.pbtxt's tensors to the model's by name: the config may
@@ -68,7 +75,8 @@ absl::Status ArrangeModelAsDeclared(const ModelInterface& declared, Model* model
 // max_batch_size is not compared: the model file batches on dim 0 at any size.
 absl::Status CheckInterfacesMatch(const ModelInterface& config, const ModelInterface& model);
 
-// "[-1,512]": the shape clients see, batch first.
-std::string ClientShapeString(const TensorSpec& spec);
+// The shape clients see: "[-1,512]", batch first; "[3,224,224]" for a model
+// that does not batch.
+std::string ClientShapeString(const TensorSpec& spec, bool batching);
 
 }  // namespace graphserve

@@ -42,6 +42,40 @@ BoundGraph MlpGraph() {
 
 std::string Message(const absl::Status& status) { return std::string(status.message()); }
 
+// The batching interface of a graph, as the server reads a model at 256 rows.
+ModelInterface Batching(const BoundGraph& graph) {
+  return InterfaceFromGraph("mlp", 256, /*batching=*/true, graph);
+}
+
+// Triton's max_batch_size 0: the dims are the full shape, one row a request.
+TEST(ModelInterfaceTest, MaxBatchSizeZeroIsAModelThatDoesNotBatch) {
+  inference::ModelConfig config;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(R"pb(
+    name: "densenet"
+    max_batch_size: 0
+    input { name: "x" data_type: TYPE_FP32 dims: [ 1, 3, 8, 8 ] }
+    output { name: "y" data_type: TYPE_FP32 dims: [ 1, 10 ] }
+  )pb", &config));
+  absl::StatusOr<ModelInterface> interface = InterfaceFromConfig(config);
+  ASSERT_TRUE(interface.ok()) << interface.status();
+  EXPECT_FALSE(interface->batching);
+  EXPECT_EQ(interface->max_batch_size, 1);  // one row inside the server
+  EXPECT_EQ(ClientShapeString(interface->inputs[0], false), "[1,3,8,8]");
+  EXPECT_EQ(interface->inputs[0].bytes_per_row(), 1u * 3 * 8 * 8 * 4);
+
+  // The graph bound at one row has the full dims, none dropped as a batch.
+  BoundGraph graph;
+  graph.batch_size = 1;
+  graph.values = {{"x", DType::kFloat32, {1, 3, 8, 8}, nullptr},
+                  {"y", DType::kFloat32, {1, 10}, nullptr}};
+  graph.inputs = {0};
+  graph.outputs = {1};
+  EXPECT_TRUE(
+      CheckInterfacesMatch(*interface, InterfaceFromGraph("densenet", 1, false, graph)).ok());
+  config.set_max_batch_size(-1);
+  EXPECT_THAT(Message(InterfaceFromConfig(config).status()), HasSubstr("max_batch_size is -1"));
+}
+
 TEST(ModelInterfaceTest, DatatypeNamesRoundTrip) {
   for (DType dtype : {DType::kFloat32, DType::kInt64, DType::kBool}) {
     absl::StatusOr<DType> back = DTypeFromKServe(KServeDatatype(dtype));
@@ -99,8 +133,8 @@ TEST(ModelInterfaceTest, InterfaceFromConfigKeepsOrderDtypesAndRowDims) {
   EXPECT_EQ(interface->outputs[1].name, "mask");
   EXPECT_EQ(interface->outputs[1].dims, Dims({}));  // one bool per row
   EXPECT_EQ(interface->outputs[1].bytes_per_row(), 1u);
-  EXPECT_EQ(ClientShapeString(interface->inputs[0]), "[-1,512]");
-  EXPECT_EQ(ClientShapeString(interface->outputs[1]), "[-1]");
+  EXPECT_EQ(ClientShapeString(interface->inputs[0], true), "[-1,512]");
+  EXPECT_EQ(ClientShapeString(interface->outputs[1], true), "[-1]");
 }
 
 // Each broken config, and a word its error must contain to name the field.
@@ -113,7 +147,6 @@ struct BadConfigCase {
 
 TEST(ModelInterfaceTest, InterfaceFromConfigNamesTheBadField) {
   const BadConfigCase cases[] = {
-      {"no batching", "", "max_batch_size is 0", 0},
       {"negative batch", "", "max_batch_size is -4", -4},
       {"unsupported type", "input { name: \"h\" data_type: TYPE_STRING dims: 4 }",
        "input[2] 'h' data_type: TYPE_STRING is not supported"},
@@ -171,7 +204,7 @@ TEST(ModelInterfaceTest, ConfigWithoutInputsOrOutputsIsRejected) {
 }
 
 TEST(ModelInterfaceTest, GraphInterfaceDropsTheBatchDimAndSkipsInternalValues) {
-  const ModelInterface interface = InterfaceFromGraph("mlp", 256, MlpGraph());
+  const ModelInterface interface = InterfaceFromGraph("mlp", 256, /*batching=*/true, MlpGraph());
   EXPECT_EQ(interface.name, "mlp");
   EXPECT_EQ(interface.max_batch_size, 256);
   ASSERT_EQ(interface.inputs.size(), 2u);
@@ -186,7 +219,9 @@ TEST(ModelInterfaceTest, GraphInterfaceDropsTheBatchDimAndSkipsInternalValues) {
 TEST(ModelInterfaceTest, ConfigAndGraphOfTheSameModelMatch) {
   const ModelInterface config = *InterfaceFromConfig(ParseConfig(kMlpConfig));
   // A different max_batch_size is no mismatch: the model file batches at any size.
-  EXPECT_TRUE(CheckInterfacesMatch(config, InterfaceFromGraph("mlp", 8, MlpGraph())).ok());
+  EXPECT_TRUE(
+      CheckInterfacesMatch(config, InterfaceFromGraph("mlp", 8, /*batching=*/true, MlpGraph()))
+          .ok());
 }
 
 // Triton's reshape: the model file is compared with reshape.shape, while the
@@ -221,15 +256,15 @@ TEST(ModelInterfaceTest, ReshapeIsComparedWithTheModelAndClientsKeepDims) {
   EXPECT_EQ(config->inputs[0].dims, Dims({2, 16, 16}));
   EXPECT_EQ(config->inputs[0].model_dims, Dims({512}));
   EXPECT_EQ(config->inputs[0].bytes_per_row(), 512u * 4);
-  EXPECT_EQ(ClientShapeString(config->inputs[0]), "[-1,2,16,16]");
+  EXPECT_EQ(ClientShapeString(config->inputs[0], true), "[-1,2,16,16]");
   EXPECT_FALSE(config->inputs[1].model_dims.has_value());
   EXPECT_EQ(config->outputs[0].dims, Dims({5, 2}));
-  EXPECT_EQ(ClientShapeString(config->outputs[0]), "[-1,5,2]");
+  EXPECT_EQ(ClientShapeString(config->outputs[0], true), "[-1,5,2]");
   // An empty reshape is a scalar per row: dims [1] served to a model with [B].
   EXPECT_EQ(config->outputs[1].model_dims, Dims({}));
-  EXPECT_EQ(ClientShapeString(config->outputs[1]), "[-1,1]");
+  EXPECT_EQ(ClientShapeString(config->outputs[1], true), "[-1,1]");
   const absl::Status matched =
-      CheckInterfacesMatch(*config, InterfaceFromGraph("mlp", 256, MlpGraph()));
+      CheckInterfacesMatch(*config, InterfaceFromGraph("mlp", 256, /*batching=*/true, MlpGraph()));
   EXPECT_TRUE(matched.ok()) << matched;
 }
 
@@ -239,7 +274,7 @@ TEST(ModelInterfaceTest, AReshapeTheModelDoesNotHaveIsAMismatch) {
   input_config.mutable_input(0)->mutable_reshape()->clear_shape();
   for (int64_t dim : {32, 16}) input_config.mutable_input(0)->mutable_reshape()->add_shape(dim);
   const absl::Status input = CheckInterfacesMatch(*InterfaceFromConfig(input_config),
-                                                  InterfaceFromGraph("mlp", 256, MlpGraph()));
+                                                  Batching(MlpGraph()));
   EXPECT_EQ(input.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(Message(input), HasSubstr("config.pbtxt declares input 'x' with reshape.shape "
                                         "[32,16] but the model file has [512]"));
@@ -247,7 +282,7 @@ TEST(ModelInterfaceTest, AReshapeTheModelDoesNotHaveIsAMismatch) {
   inference::ModelConfig output_config = ParseConfig(kReshapedMlpConfig);
   output_config.mutable_output(0)->clear_reshape();  // the model has [10], clients say [5,2]
   const absl::Status output = CheckInterfacesMatch(*InterfaceFromConfig(output_config),
-                                                   InterfaceFromGraph("mlp", 256, MlpGraph()));
+                                                   Batching(MlpGraph()));
   EXPECT_EQ(output.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(Message(output),
               HasSubstr("config.pbtxt declares output 'y' with dims [5,2] but the model file "
@@ -281,7 +316,7 @@ TEST(ModelInterfaceTest, MismatchNamesTheFirstDifference) {
        "config.pbtxt declares 2 outputs but the model file has 3"},
   };
   for (const Case& c : cases) {
-    ModelInterface model = InterfaceFromGraph("mlp", 256, MlpGraph());
+    ModelInterface model = InterfaceFromGraph("mlp", 256, /*batching=*/true, MlpGraph());
     c.edit(&model);
     const absl::Status status = CheckInterfacesMatch(config, model);
     EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << c.what;

@@ -205,7 +205,8 @@ absl::Status CheckBoolBytes(const std::byte* bytes, size_t size, const char* sou
   return absl::OkStatus();
 }
 
-// Checks datatype and shape against `spec`; returns the batch (dim 0).
+// Checks datatype and shape against `spec`; returns the batch (dim 0), 1 for a
+// model that does not batch.
 absl::StatusOr<int64_t> CheckDatatypeAndShape(const InputTensor& tensor, const TensorSpec& spec,
                                               const ModelInterface& model) {
   if (tensor.datatype() != KServeDatatype(spec.dtype)) {
@@ -214,16 +215,19 @@ absl::StatusOr<int64_t> CheckDatatypeAndShape(const InputTensor& tensor, const T
                      "; model '", model.name, "' expects ", KServeDatatype(spec.dtype)));
   }
   // Only equality is tested, so a negative or huge dim is refused without any
-  // arithmetic on it.
-  bool shape_matches = tensor.shape_size() == static_cast<int>(spec.dims.size()) + 1;
+  // arithmetic on it. A model that does not batch takes its full dims, one row.
+  const int batch_dims = model.batching ? 1 : 0;
+  bool shape_matches = tensor.shape_size() == static_cast<int>(spec.dims.size()) + batch_dims;
   for (size_t d = 0; shape_matches && d < spec.dims.size(); ++d) {
-    shape_matches = tensor.shape(static_cast<int>(d) + 1) == spec.dims[d];
+    shape_matches = tensor.shape(static_cast<int>(d) + batch_dims) == spec.dims[d];
   }
   if (!shape_matches) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("input '", spec.name, "' has shape ", ShapeString(tensor.shape()), "; model '",
-                     model.name, "' expects ", ClientShapeString(spec), " (batch first)"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "input '", spec.name, "' has shape ", ShapeString(tensor.shape()), "; model '", model.name,
+        "' expects ", ClientShapeString(spec, model.batching),
+        model.batching ? " (batch first)" : " (it does not batch)"));
   }
+  if (!model.batching) return 1;
   const int64_t rows = tensor.shape(0);
   if (rows < 1) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -474,7 +478,7 @@ absl::StatusOr<ValidatedRequest> ValidateInferRequest(const inference::ModelInfe
       const TensorSpec& spec = model.inputs[i];
       return absl::InvalidArgumentError(absl::StrCat(
           "model '", model.name, "' expects input '", spec.name, "' (", KServeDatatype(spec.dtype),
-          ", shape ", ClientShapeString(spec), "); the request has none"));
+          ", shape ", ClientShapeString(spec, model.batching), "); the request has none"));
     }
   }
 
@@ -566,7 +570,7 @@ std::vector<std::byte*> PrepareInferResponse(const inference::ModelInferRequest&
     inference::ModelInferResponse::InferOutputTensor* output = response->add_outputs();
     output->set_name(spec.name);
     output->set_datatype(KServeDatatype(spec.dtype));
-    output->add_shape(validated.rows);
+    if (model.batching) output->add_shape(validated.rows);
     for (int64_t dim : spec.dims) output->add_shape(dim);
     // Each entry is its own heap string, so pointers into earlier entries
     // survive later add_raw_output_contents calls.

@@ -40,16 +40,17 @@ uint64_t Nanos(Clock::duration duration) {
 // The sizes a config asks for (capture.batch_sizes, else Triton's
 // optimization.cuda.graph_spec), or, when it names none, powers of two up to
 // max_batch_size plus max_batch_size itself: a ladder whose padding is at
-// most 2x.
+// most 2x. A model that does not batch (max_batch_size 0) has one size, 1.
 absl::StatusOr<std::vector<int64_t>> CapturedSizes(const inference::ModelConfig& config) {
+  const int64_t max_rows = std::max<int64_t>(config.max_batch_size(), 1);
   std::vector<int64_t> sizes = RequestedCaptureSizes(config);
   if (sizes.empty()) {
-    for (int64_t size = 1; size < config.max_batch_size(); size *= 2) sizes.push_back(size);
-    sizes.push_back(config.max_batch_size());
+    for (int64_t size = 1; size < max_rows; size *= 2) sizes.push_back(size);
+    sizes.push_back(max_rows);
   }
   std::sort(sizes.begin(), sizes.end());
   for (size_t i = 0; i < sizes.size(); ++i) {
-    if (sizes[i] < 1 || sizes[i] > config.max_batch_size() ||
+    if (sizes[i] < 1 || sizes[i] > max_rows ||
         (i > 0 && sizes[i] == sizes[i - 1])) {
       return absl::InvalidArgumentError(absl::StrCat(
           "config.pbtxt capture.batch_sizes (or optimization.cuda.graph_spec batch sizes) [",
@@ -404,6 +405,7 @@ absl::StatusOr<std::unique_ptr<ServedModel>> ServedModel::Load(const RepositoryM
   ASSIGN_OR_RETURN(const BoundGraph any_size, BindModel(model, bind));
   RETURN_IF_ERROR(
       CheckInterfacesMatch(declared, InterfaceFromGraph(entry.name, declared.max_batch_size,
+                                                        declared.batching,
                                                         any_size)));
 
   config.set_name(entry.name);

@@ -116,7 +116,7 @@ absl::Status CompleteConfigFromModel(const Model& model, inference::ModelConfig*
   // Bound at one row, the graph gives every tensor's dims, outputs included.
   ASSIGN_OR_RETURN(const BoundGraph graph, BindModel(model, {.batch_size = 1}));
   const ModelInterface interface =
-      InterfaceFromGraph(config->name(), config->max_batch_size(), graph);
+      InterfaceFromGraph(config->name(), config->max_batch_size(), /*batching=*/true, graph);
   for (const TensorSpec& spec : interface.inputs) {
     inference::ModelInput* input = config->add_input();
     input->set_name(spec.name);

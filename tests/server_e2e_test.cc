@@ -1567,6 +1567,57 @@ TEST(ServerWithReshape, ClientsUseDimsAndGetTheModelsOutputs) {
   EXPECT_THAT(refused.error_message(), HasSubstr("[-1,2,256]"));
 }
 
+// Triton's max_batch_size 0 (issue 27 part 5): the dims are the full shape,
+// clients send and get it without a batch dim, and metadata shows no -1.
+TEST(ServerWithTritonConfig, MaxBatchSizeZeroServesTheFullShape) {
+  const std::string repository = WriteTestRepository("no_batch_repository");
+  inference::ModelConfig config = ReadConfig(repository, "mlp");
+  config.set_max_batch_size(0);
+  config.clear_capture();
+  config.clear_dynamic_batching();
+  for (auto* tensor : {config.mutable_input(0)->mutable_dims(),
+                       config.mutable_output(0)->mutable_dims()}) {
+    tensor->Add(0);  // the model's dim 0, fixed at 1: a leading 1 in the full shape
+    for (int d = tensor->size() - 1; d > 0; --d) tensor->SwapElements(d, d - 1);
+    tensor->Set(0, 1);
+  }
+  WriteConfig(repository, "mlp", config);
+
+  std::ostringstream log;
+  absl::StatusOr<std::unique_ptr<InferenceServer>> server =
+      InferenceServer::Start(TestServerOptions(repository), log);
+  ASSERT_TRUE(server.ok()) << server.status() << "\n" << log.str();
+  auto stub = inference::GRPCInferenceService::NewStub(Connect((*server)->port()));
+  {
+    grpc::ClientContext context;
+    inference::ModelMetadataRequest request;
+    request.set_name("mlp");
+    inference::ModelMetadataResponse metadata;
+    ASSERT_TRUE(stub->ModelMetadata(&context, request, &metadata).ok());
+    EXPECT_THAT(metadata.inputs(0).shape(), ::testing::ElementsAre(1, 512));
+  }
+  std::unique_ptr<HostExecutor> reference = Reference(repository, "mlp", 1);
+  const std::vector<HostTensor> inputs = RandomInputs(reference->graph(), 1400);
+  {
+    grpc::ClientContext context;
+    inference::ModelInferResponse response;
+    const grpc::Status status =
+        stub->ModelInfer(&context, RawRequest("mlp", reference->graph(), inputs), &response);
+    EXPECT_TRUE(MatchesReference(status, response, *reference, inputs)) << status.error_message();
+    ASSERT_EQ(response.outputs_size(), 1);
+    EXPECT_THAT(response.outputs(0).shape(), ::testing::ElementsAre(1, 1));
+  }
+  // A batch of the shape is not a shape of the model: refused, naming it.
+  std::unique_ptr<HostExecutor> two_rows = Reference(repository, "mlp", 2);
+  grpc::ClientContext context;
+  inference::ModelInferResponse response;
+  const grpc::Status refused = stub->ModelInfer(
+      &context, RawRequest("mlp", two_rows->graph(), RandomInputs(two_rows->graph(), 9)),
+      &response);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(refused.error_message(), HasSubstr("expects [1,512] (it does not batch)"));
+}
+
 // Triton matches config.pbtxt's inputs to the model's by name (issue 27 part
 // 5): dlrm_dense's two inputs declared in the other order serve the same
 // answers.
