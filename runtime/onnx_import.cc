@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -12,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status.h"
@@ -188,7 +190,8 @@ absl::StatusOr<Attribute> ConvertAttribute(const onnx::AttributeProto& attr) {
 }
 
 // `proto` has passed the checks of Note [Model files of today].
-absl::StatusOr<Model> ConvertModel(const onnx::ModelProto& proto, const std::string& name) {
+absl::StatusOr<Model> ConvertModel(const onnx::ModelProto& proto, const std::string& name,
+                                   const std::string& model_dir) {
   const onnx::GraphProto& graph = proto.graph();
   Model model;
   model.name = graph.name().empty() ? name : graph.name();
@@ -198,7 +201,7 @@ absl::StatusOr<Model> ConvertModel(const onnx::ModelProto& proto, const std::str
 
   ProblemList problems;
   for (const onnx::TensorProto& initializer : graph.initializer()) {
-    absl::StatusOr<HostTensor> tensor = TensorFromOnnx(initializer);
+    absl::StatusOr<HostTensor> tensor = TensorFromOnnx(initializer, model_dir);
     if (!tensor.ok()) {
       std::string line =
           absl::StrCat("initializer '", initializer.name(), "': ", tensor.status().message());
@@ -293,8 +296,9 @@ absl::StatusOr<Model> ConvertModel(const onnx::ModelProto& proto, const std::str
 //     kMaxOpset), refusing newer ones by name;
 //   - the graph's structure (CheckGraphStructure): every node input defined
 //     before it is read, every name defined once, every output produced;
-// and then, where libonnx 1.12 knows the file (IR <= 8, opset <= 17), its
-// checker and strict shape inference as a second opinion, as before.
+// and then, where libonnx 1.12 knows the file (IR <= 8, opset <= 17, no
+// external data, which its checker looks for in the process's working
+// directory), its checker and strict shape inference as a second opinion.
 // kMaxOpset is 25 because the default domain's changes from 18 to 25 were
 // reviewed against the registry: for the ops GraphServe runs they add types
 // (int4, float8, float4, 2-bit) or inputs and modes that the registry's arity
@@ -403,7 +407,8 @@ absl::Status LibOnnxChecks(onnx::ModelProto& proto, const std::string& name) {
 
 }  // namespace
 
-absl::StatusOr<Model> ImportOnnxBytes(const std::string& bytes, const std::string& name) {
+absl::StatusOr<Model> ImportOnnxBytes(const std::string& bytes, const std::string& name,
+                                      const std::string& model_dir) {
   onnx::ModelProto proto;
   if (!proto.ParseFromString(bytes)) {
     return absl::InvalidArgumentError(
@@ -411,25 +416,152 @@ absl::StatusOr<Model> ImportOnnxBytes(const std::string& bytes, const std::strin
   }
   RETURN_IF_ERROR(CheckVersions(proto, name));
   RETURN_IF_ERROR(CheckGraphStructure(proto.graph(), name));
-  if (proto.ir_version() <= kLibOnnxMaxIrVersion && DefaultOpset(proto) <= kLibOnnxMaxOpset) {
+  // libonnx 1.12's checker looks for external data relative to the process's
+  // working directory, not the model's: such files get our checks alone.
+  const bool external_data = std::any_of(
+      proto.graph().initializer().begin(), proto.graph().initializer().end(),
+      [](const onnx::TensorProto& t) { return t.data_location() == onnx::TensorProto::EXTERNAL; });
+  if (proto.ir_version() <= kLibOnnxMaxIrVersion && DefaultOpset(proto) <= kLibOnnxMaxOpset &&
+      !external_data) {
     RETURN_IF_ERROR(LibOnnxChecks(proto, name));
   }
-  return ConvertModel(proto, name);
+  return ConvertModel(proto, name, model_dir);
 }
 
 absl::StatusOr<Model> ImportOnnxFile(const std::string& path) {
   ASSIGN_OR_RETURN(std::string bytes, ReadWholeFile(path));
-  return ImportOnnxBytes(bytes, path);
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  return ImportOnnxBytes(bytes, path, dir.empty() ? "." : dir);
 }
 
-absl::StatusOr<HostTensor> TensorFromOnnx(const onnx::TensorProto& tensor) {
+namespace {
+
+// The most bytes one tensor of a model file may declare: far above any model
+// served, and far below what a 64-bit product of dims can claim, so that a
+// file declaring 2^40 floats and holding four bytes is refused before
+// anything is allocated for it.
+constexpr uint64_t kMaxTensorBytes = uint64_t{1} << 40;
+
+// The element count and bytes of a tensor of `dims` and `dtype`, checked
+// against kMaxTensorBytes without overflow.
+absl::StatusOr<std::pair<int64_t, uint64_t>> CheckedTensorSize(const Dims& dims, DType dtype,
+                                                               const std::string& what) {
+  uint64_t count = 1;
+  for (int64_t dim : dims) {
+    if (dim < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, " has a negative dim: ", DimsToString(dims)));
+    }
+    if (dim != 0 && count > kMaxTensorBytes / static_cast<uint64_t>(dim)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, " of dims ", DimsToString(dims), " is too large"));
+    }
+    count *= static_cast<uint64_t>(dim);
+  }
+  const uint64_t bytes = count * DTypeSize(dtype);
+  if (bytes > kMaxTensorBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " of dims ", DimsToString(dims), " is too large"));
+  }
+  return std::pair<int64_t, uint64_t>{static_cast<int64_t>(count), bytes};
+}
+
+// Note [External data]
+// ~~~~~~~~~~~~~~~~~~~~
+// Models over 2 GB keep their weights in files beside model.onnx (ONNX's
+// external data: a location, an offset and a length per tensor). The
+// location comes from the model file, which a repository user may not have
+// written, so it is resolved only inside the model's directory: relative,
+// without "..", and, once symbolic links are followed, still inside it. The
+// bytes read are exactly the tensor's, checked against the file's size
+// before reading.
+absl::StatusOr<std::string> ReadExternalData(const onnx::TensorProto& tensor,
+                                             const std::string& model_dir, uint64_t bytes,
+                                             const std::string& what) {
+  if (model_dir.empty()) {
+    return absl::UnimplementedError(absl::StrCat(
+        what, " keeps its data in an external file, which needs the model's directory: load "
+              "the model from its file"));
+  }
+  std::string location;
+  uint64_t offset = 0;
+  std::optional<uint64_t> length;
+  for (const onnx::StringStringEntryProto& entry : tensor.external_data()) {
+    uint64_t number = 0;
+    if (entry.key() == "location") {
+      location = entry.value();
+    } else if (entry.key() == "offset" || entry.key() == "length") {
+      if (!absl::SimpleAtoi(entry.value(), &number)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(what, ": external data ", entry.key(), " '",
+                         entry.value().substr(0, 32), "' is not a byte count"));
+      }
+      (entry.key() == "offset" ? offset : length.emplace()) = number;
+    }
+  }
+  const std::filesystem::path relative = std::filesystem::path(location).lexically_normal();
+  if (location.empty() || relative.is_absolute() || relative.empty() ||
+      *relative.begin() == "..") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": external data location '", location.substr(0, 64),
+        "' must be a file inside the model's directory"));
+  }
+  std::error_code error;
+  const std::filesystem::path dir = std::filesystem::canonical(model_dir, error);
+  const std::filesystem::path file =
+      error ? std::filesystem::path() : std::filesystem::weakly_canonical(dir / relative, error);
+  const auto [dir_end, file_it] =
+      std::mismatch(dir.begin(), dir.end(), file.begin(), file.end());
+  if (error || dir_end != dir.end()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": external data '", location.substr(0, 64), "' leads outside the model's directory"));
+  }
+  const uint64_t size = std::filesystem::file_size(file, error);
+  if (error) {
+    return absl::NotFoundError(
+        absl::StrCat(what, ": external data file '", location.substr(0, 64), "': ",
+                     error.message()));
+  }
+  if ((length.has_value() && *length != bytes) || offset > size || size - offset < bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, " needs ", bytes, " bytes of external data at offset ", offset, " of '",
+        location.substr(0, 64), "' (", size, " bytes", length ? absl::StrCat(", length ", *length)
+                                                              : std::string(), ")"));
+  }
+  std::ifstream in(file, std::ios::binary);
+  std::string data(bytes, '\0');
+  in.seekg(static_cast<std::streamoff>(offset));
+  in.read(data.data(), static_cast<std::streamsize>(bytes));
+  if (!in) {
+    return absl::DataLossError(
+        absl::StrCat(what, ": cannot read external data '", location.substr(0, 64), "'"));
+  }
+  return data;
+}
+
+// The number of elements a typed field of ONNX's holds for `dtype`: see
+// TensorFromOnnx's note on which field holds which type.
+template <typename T>
+const auto& TypedField(const onnx::TensorProto& tensor) {
+  if constexpr (std::is_same_v<T, float>) {
+    return tensor.float_data();
+  } else if constexpr (std::is_same_v<T, double>) {
+    return tensor.double_data();
+  } else if constexpr (std::is_same_v<T, int64_t>) {
+    return tensor.int64_data();
+  } else if constexpr (std::is_same_v<T, uint32_t> || std::is_same_v<T, uint64_t>) {
+    return tensor.uint64_data();
+  } else {
+    return tensor.int32_data();
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<HostTensor> TensorFromOnnx(const onnx::TensorProto& tensor,
+                                          const std::string& model_dir) {
   const std::string what =
       tensor.name().empty() ? std::string("tensor") : absl::StrCat("tensor '", tensor.name(), "'");
-  if (tensor.data_location() == onnx::TensorProto::EXTERNAL) {
-    return absl::UnimplementedError(absl::StrCat(
-        what, " keeps its data in an external file, which is not supported: "
-              "save the model with its weights inside"));
-  }
   if (tensor.has_segment()) {
     return absl::UnimplementedError(absl::StrCat(what, " is segmented, which is not supported"));
   }
@@ -439,28 +571,29 @@ absl::StatusOr<HostTensor> TensorFromOnnx(const onnx::TensorProto& tensor) {
                         absl::StrCat(what, ": ", dtype.status().message()));
   }
   Dims dims(tensor.dims().begin(), tensor.dims().end());
-  for (int64_t dim : dims) {
-    if (dim < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(what, " has a negative dim: ", DimsToString(dims)));
-    }
-  }
-  HostTensor result(*dtype, dims);
-  const int64_t count = result.num_elements();
+  // Sizes are checked against what the file holds before anything is
+  // allocated for the tensor.
+  ASSIGN_OR_RETURN(const auto size, CheckedTensorSize(dims, *dtype, what));
+  const auto [count, bytes] = size;
 
-  if (tensor.has_raw_data()) {
-    const std::string& raw = tensor.raw_data();
-    if (raw.size() != result.bytes()) {
+  std::optional<std::string> external;
+  if (tensor.data_location() == onnx::TensorProto::EXTERNAL) {
+    ASSIGN_OR_RETURN(external, ReadExternalData(tensor, model_dir, bytes, what));
+  }
+  if (external.has_value() || tensor.has_raw_data()) {
+    const std::string& raw = external.has_value() ? *external : tensor.raw_data();
+    if (raw.size() != bytes) {
       return absl::InvalidArgumentError(absl::StrCat(
-          what, " of dims ", DimsToString(dims), " and type ", std::string(DTypeName(*dtype)), " needs ",
-          result.bytes(), " bytes of raw_data, has ", raw.size()));
+          what, " of dims ", DimsToString(dims), " and type ", std::string(DTypeName(*dtype)),
+          " needs ", bytes, " bytes of raw_data, has ", raw.size()));
     }
+    HostTensor result(*dtype, dims);
     // ONNX stores raw_data little-endian, as every host we build for is.
     if (!raw.empty()) std::memcpy(result.raw(), raw.data(), raw.size());
     if (*dtype == DType::kBool) {
       bool* values = result.data<bool>();
-      const auto* bytes = reinterpret_cast<const unsigned char*>(raw.data());
-      for (int64_t i = 0; i < count; ++i) values[i] = bytes[i] != 0;
+      const auto* raw_bytes = reinterpret_cast<const unsigned char*>(raw.data());
+      for (int64_t i = 0; i < count; ++i) values[i] = raw_bytes[i] != 0;
     }
     return result;
   }
@@ -468,40 +601,29 @@ absl::StatusOr<HostTensor> TensorFromOnnx(const onnx::TensorProto& tensor) {
   // ONNX's typed fields: float_data, int64_data, double_data and uint64_data
   // (UINT32 and UINT64) hold their values; int32_data holds every narrower
   // integer, bool, and the 16-bit floats as their bit patterns.
-  int64_t stored = 0;
-  VisitDType(*dtype, [&](auto tag) {
-    using T = typename decltype(tag)::Host;
-    T* out = result.data<T>();
-    auto copy = [&](const auto& field) {
-      stored = field.size();
-      if (stored != count) return;
-      for (int i = 0; i < field.size(); ++i) {
-        if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
-          out[i] = T::FromBits(static_cast<uint16_t>(field.Get(i)));
-        } else if constexpr (std::is_same_v<T, bool>) {
-          out[i] = field.Get(i) != 0;
-        } else {
-          out[i] = static_cast<T>(field.Get(i));
-        }
-      }
-    };
-    if constexpr (std::is_same_v<T, float>) {
-      copy(tensor.float_data());
-    } else if constexpr (std::is_same_v<T, double>) {
-      copy(tensor.double_data());
-    } else if constexpr (std::is_same_v<T, int64_t>) {
-      copy(tensor.int64_data());
-    } else if constexpr (std::is_same_v<T, uint32_t> || std::is_same_v<T, uint64_t>) {
-      copy(tensor.uint64_data());
-    } else {
-      copy(tensor.int32_data());
-    }
+  const int64_t stored = VisitDType(*dtype, [&](auto tag) -> int64_t {
+    return TypedField<typename decltype(tag)::Host>(tensor).size();
   });
   if (stored != count) {
     return absl::InvalidArgumentError(absl::StrCat(what, " of dims ", DimsToString(dims),
                                                    " holds ", stored, " elements, needs ",
                                                    count));
   }
+  HostTensor result(*dtype, dims);
+  VisitDType(*dtype, [&](auto tag) {
+    using T = typename decltype(tag)::Host;
+    T* out = result.data<T>();
+    const auto& field = TypedField<T>(tensor);
+    for (int i = 0; i < field.size(); ++i) {
+      if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+        out[i] = T::FromBits(static_cast<uint16_t>(field.Get(i)));
+      } else if constexpr (std::is_same_v<T, bool>) {
+        out[i] = field.Get(i) != 0;
+      } else {
+        out[i] = static_cast<T>(field.Get(i));
+      }
+    }
+  });
   return result;
 }
 

@@ -21,13 +21,18 @@ namespace graphserve {
 // file is NotFound.
 absl::StatusOr<Model> ImportOnnxFile(const std::string& path);
 
-// Same, from the serialized ModelProto bytes; `name` is used in messages.
-absl::StatusOr<Model> ImportOnnxBytes(const std::string& bytes, const std::string& name);
+// Same, from the serialized ModelProto bytes; `name` is used in messages, and
+// external data is read from `model_dir` (none when empty).
+absl::StatusOr<Model> ImportOnnxBytes(const std::string& bytes, const std::string& name,
+                                      const std::string& model_dir = "");
 
 // A TensorProto (initializer, Constant attribute, or a node test's
-// input_N.pb / output_N.pb) as a HostTensor; raw_data and the typed fields
-// (float_data, int64_data, int32_data for bool) are both read.
-absl::StatusOr<HostTensor> TensorFromOnnx(const onnx::TensorProto& tensor);
+// input_N.pb / output_N.pb) as a HostTensor; raw_data, the typed fields and
+// external data (read inside `model_dir` only, Note [External data]; without
+// a directory it is Unimplemented) are read. Sizes are checked against what
+// the file holds before the tensor is allocated.
+absl::StatusOr<HostTensor> TensorFromOnnx(const onnx::TensorProto& tensor,
+                                          const std::string& model_dir = "");
 
 // Reads a serialized TensorProto file (a node test's data set entry).
 absl::StatusOr<HostTensor> ReadTensorProtoFile(const std::string& path);

@@ -371,6 +371,89 @@ TEST(OnnxImportTest, GarbageAndMissingFiles) {
             absl::StatusCode::kNotFound);
 }
 
+// Note [External data]: W of SmallModel moved to weights.bin beside the
+// model, at an offset; read back only from inside the model's directory.
+class ExternalDataTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::path(::testing::TempDir()) / "external_data" /
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_ / "model");
+    std::vector<float> weights(12);
+    for (int i = 0; i < 12; ++i) weights[i] = 0.5f * i;
+    std::ofstream out(dir_ / "model" / "weights.bin", std::ios::binary);
+    out << "8 bytes!";  // the offset
+    out.write(reinterpret_cast<const char*>(weights.data()), 48);
+  }
+
+  // SmallModel with W at `location`, written as model/model.onnx; the path.
+  std::string WriteModel(const std::string& location, const std::string& length = "48") {
+    onnx::ModelProto proto = SmallModel();
+    onnx::TensorProto* w = proto.mutable_graph()->mutable_initializer(0);
+    EXPECT_EQ(w->name(), "W");
+    w->clear_raw_data();
+    w->set_data_location(onnx::TensorProto::EXTERNAL);
+    for (const auto& [key, value] :
+         {std::pair<std::string, std::string>{"location", location}, {"offset", "8"},
+          {"length", length}}) {
+      onnx::StringStringEntryProto* entry = w->add_external_data();
+      entry->set_key(key);
+      entry->set_value(value);
+    }
+    const std::string path = (dir_ / "model" / "model.onnx").string();
+    std::ofstream(path, std::ios::binary) << proto.SerializeAsString();
+    return path;
+  }
+
+  std::filesystem::path dir_;
+};
+
+TEST_F(ExternalDataTest, ReadsTheTensorFromBesideTheModel) {
+  absl::StatusOr<Model> model = ImportOnnxFile(WriteModel("weights.bin"));
+  ASSERT_TRUE(model.ok()) << model.status();
+  const HostTensor& w = *model->initializers.at("W");
+  ASSERT_EQ(w.num_elements(), 12);
+  for (int i = 0; i < 12; ++i) EXPECT_EQ(w.data<float>()[i], 0.5f * i);
+}
+
+TEST_F(ExternalDataTest, RefusesLocationsOutsideTheModelsDirectory) {
+  std::filesystem::create_directory_symlink(dir_, dir_ / "model" / "up");
+  std::ofstream(dir_ / "secret.bin") << std::string(56, 'x');
+  for (const std::string location :
+       {"../secret.bin", "/etc/passwd", "sub/../../secret.bin", "up/secret.bin"}) {
+    absl::StatusOr<Model> model = ImportOnnxFile(WriteModel(location));
+    ASSERT_FALSE(model.ok()) << location;
+    EXPECT_THAT(std::string(model.status().message()),
+                ::testing::AnyOf(HasSubstr("must be a file inside the model's directory"),
+                                 HasSubstr("leads outside the model's directory")))
+        << location;
+  }
+  // A wrong length, or bytes the file does not have, are refused too.
+  EXPECT_THAT(std::string(ImportOnnxFile(WriteModel("weights.bin", "40")).status().message()),
+              HasSubstr("needs 48 bytes of external data"));
+  // From bytes alone there is no directory to read it from.
+  const std::string path = WriteModel("weights.bin");
+  std::ifstream in(path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(ImportOnnxBytes(bytes, "m").status().code(), absl::StatusCode::kUnimplemented);
+}
+
+// A tensor declaring far more than it holds is refused before anything is
+// allocated for it (a 2^40-float initializer with 4 bytes aborted the
+// server).
+TEST(TensorFromOnnxTest, HugeDeclaredTensorsAreRefusedBeforeAllocation) {
+  onnx::TensorProto huge = FloatTensor("huge", {1}, {1.0f}, /*as_raw_data=*/true);
+  huge.set_dims(0, int64_t{1} << 40);
+  absl::StatusOr<HostTensor> t = TensorFromOnnx(huge);
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(t.status().message()), HasSubstr("is too large"));
+  huge.clear_dims();
+  for (int i = 0; i < 4; ++i) huge.add_dims(int64_t{1} << 20);  // the product overflows int64
+  t = TensorFromOnnx(huge);
+  EXPECT_THAT(std::string(t.status().message()), HasSubstr("is too large"));
+}
+
 TEST(TensorFromOnnxTest, TypedFields) {
   onnx::TensorProto ints;
   ints.set_data_type(onnx::TensorProto::INT64);
