@@ -358,6 +358,12 @@ absl::StatusOr<HttpInferRequest> ParseInferRequest(std::string_view body, size_t
                                                  requested->mutable_parameters()));
       if (IsTrue(Parameter(output, "binary_data")))
         parsed.binary_outputs.insert(name->get<std::string>());
+      // The classification extension is not served: carried into the request
+      // so that validation refuses it as it does over gRPC, never ignored.
+      if (const json* classes = Parameter(output, "classification"); classes != nullptr) {
+        (*requested->mutable_parameters())["classification"].set_int64_param(
+            classes->is_number_integer() ? classes->get<int64_t>() : 0);
+      }
     }
   }
   return parsed;

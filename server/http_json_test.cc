@@ -43,6 +43,19 @@ TEST(HttpJsonTest, JsonDataNestedOrFlatBecomesRawBytes) {
   EXPECT_FALSE(parsed->all_binary);
 }
 
+// Asked over HTTP, classification reaches request validation (which refuses
+// it, as over gRPC) instead of being dropped.
+TEST(HttpJsonTest, ClassificationIsCarriedIntoTheRequest) {
+  const std::string body =
+      R"({"inputs": [{"name": "x", "datatype": "FP32", "shape": [1], "data": [1]}],
+          "outputs": [{"name": "y", "parameters": {"classification": 3}}]})";
+  absl::StatusOr<HttpInferRequest> parsed = ParseInferRequest(body, body.size(), "mlp", "");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  ASSERT_EQ(parsed->request.outputs_size(), 1);
+  ASSERT_TRUE(parsed->request.outputs(0).parameters().contains("classification"));
+  EXPECT_EQ(parsed->request.outputs(0).parameters().at("classification").int64_param(), 3);
+}
+
 TEST(HttpJsonTest, BinaryTensorDataFollowsTheJsonHeader) {
   const std::string header =
       R"({"inputs": [{"name": "x", "datatype": "FP32", "shape": [1, 3],

@@ -982,6 +982,15 @@ TEST_F(ServerEndToEnd, HttpBadRequestsGetAClearErrorAndTheServerKeepsServing) {
   EXPECT_LT(reply.body.size(), 300u);
   reply = HttpExchange(port, "POST", "/v2/models/nope/infer", R"({"inputs": []})");
   EXPECT_EQ(reply.code, 404) << reply.body;
+  // Classification is refused as over gRPC, not silently ignored.
+  std::string values = "0";
+  for (int i = 1; i < 512; ++i) values += ",0";
+  const std::string classify =
+      R"({"inputs": [{"name": "x", "datatype": "FP32", "shape": [1, 512], "data": [)" + values +
+      R"(]}], "outputs": [{"name": "y", "parameters": {"classification": 2}}]})";
+  reply = HttpExchange(port, "POST", "/v2/models/mlp/infer", classify);
+  EXPECT_EQ(reply.code, 400) << reply.body;
+  EXPECT_THAT(reply.body, HasSubstr("asks for classification"));
   ExpectGoodRequestStillServed();
 }
 
