@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""Checks a running GraphServe against the models of Triton's QA generators
+(issue 27 part 7): every READY model version is sent random inputs of its
+metadata's shapes and types through tritonclient, and its outputs are compared
+with onnx's reference evaluator (onnx.reference.ReferenceEvaluator) on the
+same inputs (a config's reshape applied). Prints how many answer right, which
+answer wrong, and how many did not load.
+
+Triton's generators (qa/common/gen_qa_*.py in Triton's server repository) are
+not part of this repository: run them where onnx is installed, e.g.
+  python3 gen_qa_models.py --onnx [--onnx_opset 25] --models_dir REPO
+then serve REPO (graphserve --model-repository REPO --exit-on-error=false) and
+  python3 bench/triton_qa_check.py REPO localhost:8001
+Needs numpy, onnx and tritonclient[grpc].
+"""
+
+import json
+import sys
+
+import numpy as np
+import onnx
+import tritonclient.grpc as g
+from onnx.reference import ReferenceEvaluator
+
+NUMPY_TYPES = {"FP32": np.float32, "FP64": np.float64, "FP16": np.float16, "INT8": np.int8,
+               "INT16": np.int16, "INT32": np.int32, "INT64": np.int64, "UINT8": np.uint8,
+               "UINT16": np.uint16, "UINT32": np.uint32, "UINT64": np.uint64, "BOOL": np.bool_}
+
+
+def main():
+    repo, url = sys.argv[1], sys.argv[2]
+    c = g.InferenceServerClient(url)
+    idx = c.get_model_repository_index(as_json=True).get("models", [])
+    ok, bad, notready = [], [], []
+    rng = np.random.default_rng(0)
+    for m in idx:
+        name, version = m["name"], m.get("version", "1")
+        if m.get("state") != "READY":
+            notready.append(name)
+            continue
+        md = c.get_model_metadata(name, as_json=True)
+        cfg = c.get_model_config(name, as_json=True)["config"]
+        batching = int(cfg.get("max_batch_size", 0)) > 0
+        feeds, inputs = {}, []
+        for t in md["inputs"]:
+            shape = [int(s) for s in t["shape"]]
+            if batching:
+                shape[0] = 2  # two rows of a batching model
+            dt = NUMPY_TYPES[t["datatype"]]
+            arr = (rng.integers(0, 5, size=shape) if np.issubdtype(dt, np.integer) or dt == np.bool_
+                   else rng.standard_normal(shape)).astype(dt)
+            tensor = g.InferInput(t["name"], shape, t["datatype"])
+            tensor.set_data_from_numpy(arr)
+            inputs.append(tensor)
+            feeds[t["name"]] = arr
+        try:
+            r = c.infer(name, inputs, model_version=version)
+            model = onnx.load(f"{repo}/{name}/{version}/model.onnx")
+            # A config reshape gives the model its own shape of the same data.
+            for cin in cfg.get("input", []):
+                if "reshape" in cin:
+                    lead = [feeds[cin["name"]].shape[0]] if batching else []
+                    feeds[cin["name"]] = feeds[cin["name"]].reshape(
+                        lead + [int(d) for d in cin["reshape"].get("shape", [])])
+            sess = ReferenceEvaluator(model)
+            want = dict(zip([o.name for o in model.graph.output], sess.run(None, feeds)))
+            good = all(np.allclose(r.as_numpy(o["name"]).astype(np.float64).ravel(),
+                                   want[o["name"]].astype(np.float64).ravel(), rtol=1e-5, atol=1e-6)
+                       for o in md["outputs"])
+            (ok if good else bad).append(f"{name}/{version}")
+        except Exception as error:  # a failed call is a wrong answer, with its reason
+            bad.append(f"{name}: {str(error)[:120]}")
+    print(json.dumps({"ready_and_right": len(ok), "ready_but_wrong": bad,
+                      "not_ready": len(notready)}, indent=1))
+    return 0 if not bad else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
