@@ -437,10 +437,8 @@ std::string FormatFirst(absl::string_view bytes, int64_t count) {
     std::memcpy(&value, bytes.data() + i * sizeof(T), sizeof(T));
     if constexpr (std::is_same_v<T, bool>) {
       values.push_back(bytes[i] != 0 ? "true" : "false");
-    } else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
-      values.push_back(absl::StrFormat("%g", static_cast<float>(value)));
-    } else if constexpr (std::is_floating_point_v<T>) {
-      values.push_back(absl::StrFormat("%g", value));
+    } else if constexpr (std::is_floating_point_v<T> || kIsHost16BitFloat<T>) {
+      values.push_back(absl::StrFormat("%g", Widen(value)));
     } else {
       values.push_back(absl::StrCat(+value));  // + prints int8/uint8 as numbers
     }

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 namespace graphserve {
 
@@ -112,5 +113,19 @@ struct BFloat16 {
 };
 
 static_assert(sizeof(Half) == 2 && sizeof(BFloat16) == 2, "16-bit storage");
+
+template <typename T>
+inline constexpr bool kIsHost16BitFloat = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+
+// An element as the value code generic over the element type computes with:
+// the 16-bit floats widened to float (exactly), every other type unchanged.
+template <typename T>
+auto Widen(T x) {
+  if constexpr (kIsHost16BitFloat<T>) {
+    return static_cast<float>(x);
+  } else {
+    return x;
+  }
+}
 
 }  // namespace graphserve

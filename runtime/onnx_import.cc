@@ -615,7 +615,7 @@ absl::StatusOr<HostTensor> TensorFromOnnx(const onnx::TensorProto& tensor,
     T* out = result.data<T>();
     const auto& field = TypedField<T>(tensor);
     for (int i = 0; i < field.size(); ++i) {
-      if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+      if constexpr (kIsHost16BitFloat<T>) {
         out[i] = T::FromBits(static_cast<uint16_t>(field.Get(i)));
       } else if constexpr (std::is_same_v<T, bool>) {
         out[i] = field.Get(i) != 0;

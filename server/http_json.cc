@@ -172,10 +172,8 @@ json ElementsOf(DType dtype, const std::string& bytes) {
       std::memcpy(&element, bytes.data() + i, sizeof(T));
       if constexpr (std::is_same_v<T, bool>) {
         data.push_back(bytes[i] != 0);
-      } else if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
-        data.push_back(static_cast<float>(element));
       } else {
-        data.push_back(element);
+        data.push_back(Widen(element));
       }
     }
   });

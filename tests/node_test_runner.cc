@@ -100,10 +100,7 @@ std::string CompareTensors(const HostTensor& got, const HostTensor& expected,
     if constexpr (IsFloatingDType(decltype(tag)::value)) {
       // Compared as doubles (the 16-bit floats widen exactly), within the
       // tolerance, NaN matching NaN.
-      auto value = [](T x) {
-        if constexpr (std::is_same_v<T, double>) return x;
-        else return static_cast<double>(static_cast<float>(x));
-      };
+      auto value = [](T x) { return static_cast<double>(Widen(x)); };
       for (int64_t i = 0; i < count; ++i) {
         const double x = value(a[i]), y = value(b[i]);
         if (x == y || (std::isnan(x) && std::isnan(y))) continue;

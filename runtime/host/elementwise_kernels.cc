@@ -200,16 +200,6 @@ absl::Status RunMod(const HostKernelArgs& args) {
   return RunBinaryArithmetic(args, fmod == 1 ? BinaryOp::kFmod : BinaryOp::kMod);
 }
 
-// An element as the value it compares by: the 16-bit floats as float.
-template <typename T>
-auto CompareValue(T x) {
-  if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
-    return static_cast<float>(x);
-  } else {
-    return x;
-  }
-}
-
 // Equal over every dtype, the ordered comparisons over every dtype but bool
 // (binding refuses it): a NaN compares false, as in IEEE and numpy.
 enum class CompareOp { kEqual, kLess, kGreater, kLessOrEqual, kGreaterOrEqual };
@@ -223,8 +213,8 @@ absl::Status RunCompare(const HostKernelArgs& args, CompareOp op) {
   return VisitAny(args, args.in(0).dtype(), [&](auto tag) {
     using T = decltype(tag);
     BroadcastBinary<T, bool>(args.in(0), args.in(1), args.out(0), [op](T a, T b) {
-      const auto x = CompareValue(a);
-      const auto y = CompareValue(b);
+      const auto x = Widen(a);
+      const auto y = Widen(b);
       switch (op) {
         case CompareOp::kEqual:
           return x == y;
@@ -285,12 +275,11 @@ absl::Status RunFloatClass(const HostKernelArgs& args, bool is_nan) {
   ASSIGN_OR_RETURN(const int64_t positive, OptionalIntAttr(args, "detect_positive", 1));
   return VisitAny(args, in.dtype(), [&](auto tag) {
     using T = decltype(tag);
-    if constexpr (std::is_same_v<T, double> || std::is_same_v<T, float> ||
-                  std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
+    if constexpr (std::is_floating_point_v<T> || kIsHost16BitFloat<T>) {
       const T* src = in.data<T>();
       bool* dst = out.data<bool>();
       for (int64_t i = 0, n = in.num_elements(); i < n; ++i) {
-        const double x = static_cast<double>(CompareValue(src[i]));
+        const double x = static_cast<double>(Widen(src[i]));
         dst[i] = is_nan ? std::isnan(x)
                         : std::isinf(x) && ((x > 0 && positive != 0) || (x < 0 && negative != 0));
       }
@@ -417,11 +406,11 @@ absl::Status RunLeakyRelu(const HostKernelArgs& args) {
 // through float, which holds each of their values exactly.
 template <typename To, typename From>
 To CastElement(From x) {
-  if constexpr (std::is_same_v<From, Half> || std::is_same_v<From, BFloat16>) {
-    return CastElement<To>(static_cast<float>(x));
+  if constexpr (kIsHost16BitFloat<From>) {
+    return CastElement<To>(Widen(x));
   } else if constexpr (std::is_same_v<To, bool>) {
     return x != From{0};
-  } else if constexpr (std::is_same_v<To, Half> || std::is_same_v<To, BFloat16>) {
+  } else if constexpr (kIsHost16BitFloat<To>) {
     return To(static_cast<float>(x));
   } else if constexpr (std::is_floating_point_v<From> && std::is_integral_v<To>) {
     // The limits as From: 2^63 and 2^64 are exact in float and double, so

@@ -274,12 +274,7 @@ absl::Status BindRange(BindContext& ctx) {
   const DType dtype = ctx.in_dtype(0);
   auto scalar = [&](size_t i) {
     return VisitDType(dtype, [&](auto tag) -> double {
-      using T = typename decltype(tag)::Host;
-      if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>) {
-        return static_cast<float>(*ctx.in(i).constant->data<T>());
-      } else {
-        return static_cast<double>(*ctx.in(i).constant->data<T>());
-      }
+      return static_cast<double>(Widen(*ctx.in(i).constant->data<typename decltype(tag)::Host>()));
     });
   };
   const double start = scalar(0), limit = scalar(1), delta = scalar(2);
