@@ -70,4 +70,12 @@ absl::StatusOr<DType> DTypeFromKServe(absl::string_view datatype) {
       absl::StrCat("is not a datatype of the protocol (", absl::StrJoin(names, ", "), ")"));
 }
 
+std::string DTypeSetToString(DTypeSet set) {
+  std::vector<std::string> names;
+  for (const DType dtype : kAllDTypes) {
+    if (Contains(set, dtype)) names.push_back(DTypeName(dtype));
+  }
+  return names.empty() ? "none" : absl::StrJoin(names, ", ");
+}
+
 }  // namespace graphserve

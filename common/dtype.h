@@ -4,6 +4,8 @@
 // and clients use.
 
 #include <cstdint>
+#include <initializer_list>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -24,5 +26,30 @@ absl::StatusOr<DType> DTypeFromKServe(absl::string_view datatype);
 
 // ONNX's name of a TensorProto.DataType number ("FLOAT16"), or "type#N".
 std::string OnnxTypeName(int32_t onnx_type);
+
+// A set of rows of the datatype table, one bit per row at its ONNX id (each
+// below 32): what a kernel computes on.
+using DTypeSet = uint32_t;
+
+constexpr DTypeSet DTypes(std::initializer_list<DType> dtypes) {
+  DTypeSet set = 0;
+  for (DType dtype : dtypes) set |= DTypeSet{1} << static_cast<int>(dtype);
+  return set;
+}
+
+constexpr bool Contains(DTypeSet set, DType dtype) {
+  return (set >> static_cast<int>(dtype)) & 1;
+}
+
+inline constexpr DTypeSet kAnyDType = [] {
+  DTypeSet set = 0;
+  for (DType dtype : kAllDTypes) set |= DTypes({dtype});
+  return set;
+}();
+inline constexpr DTypeSet kFloatDTypes =
+    DTypes({DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64});
+
+// "float32, int64" in table order ("none" for the empty set).
+std::string DTypeSetToString(DTypeSet set);
 
 }  // namespace graphserve

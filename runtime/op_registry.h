@@ -97,19 +97,22 @@ std::string OpTableMarkdown();
 // ~~~~~~~~~~~~~~~~~~
 // An op is one OpDef, defined in its family's file runtime/ops/<family>.cc
 // with its bind rule, and its kernels in runtime/host/<family>_kernels.cc and
-// runtime/cuda/<family>_kernels.cc: adding an op touches one family file per
-// layer. Import (the supported-op check), binding (arity, shape operands,
-// unknown attributes, the rule), constant folding and the host executor
-// (RunHostNode) all read the entry; so do the README's op table and the
-// supported-op list printed in errors.
+// runtime/cuda/<family>_ops.cc (device code in the .cu files beside it):
+// adding an op touches one family file per layer. Import (the supported-op
+// check), binding (arity, shape operands, unknown attributes, the rule),
+// constant folding and the host executor (RunHostNode) all read the entry;
+// so do the README's op table and the supported-op list printed in errors.
 //
-// The CUDA kernel factory is registered beside its kernel, in the CUDA layer
-// (runtime/cuda/cuda_kernel_registry.h), and joined to the OpDef by name, as
-// TensorFlow joins REGISTER_OP and REGISTER_KERNEL_BUILDER: the op definition
-// must not link CUDA, because binding, import, the capture CLI's checks and
-// the host fallback run on machines without a GPU. The CUDA executor refuses
-// at load a node whose op has no factory, naming the node, and
-// cuda_kernel_registry_test checks that every OpDef with a host kernel has a
-// CUDA factory too.
+// The CUDA kernels are registered beside their code, in the CUDA layer
+// (runtime/cuda/kernel_families.h), each for the dtypes it computes on, and
+// joined to the OpDef by name, as TensorFlow joins REGISTER_OP and
+// REGISTER_KERNEL_BUILDER with a type constraint: the op definition must not
+// link CUDA, because binding, import, the capture CLI's checks and the host
+// fallback run on machines without a GPU. The executor finds a node's kernel
+// by (op, dtype of its typed input) (runtime/cuda/cuda_kernel_registry.h)
+// and refuses at load a node with none, naming the node, its dtype and the
+// dtypes there are kernels for; cuda_kernel_registry_test checks that every
+// OpDef with a host kernel has a CUDA kernel too, and that an op's kernels
+// take disjoint dtypes.
 
 }  // namespace graphserve

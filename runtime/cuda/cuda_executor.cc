@@ -18,7 +18,7 @@
 #include "runtime/cuda/fused_gelu.h"
 #include "runtime/cuda/gemm_kernel.h"
 #include "runtime/cuda/nn_ops.h"
-#include "runtime/cuda/op_kernels.h"
+#include "runtime/cuda/cuda_op_kernel.h"
 #include "runtime/cuda/step_workspace.h"
 #include "runtime/fusion.h"
 #include "runtime/nn_node_params.h"
@@ -233,9 +233,7 @@ class PlanBuilder {
       case StepKind::kKernel:
         break;
     }
-    const CudaKernelFactory factory = FindCudaKernelFactory(node.op_type);
-    if (factory == nullptr) return absl::UnimplementedError("no CUDA kernel for this op");
-    return factory(KernelContext(node, workspace));
+    return MakeCudaKernel(KernelContext(node, workspace));
   }
 
   absl::Status AssignStorage() {

@@ -6,8 +6,10 @@
 
 #include <memory>
 
+#include "absl/status/statusor.h"
 #include "runtime/bound_graph.h"
 #include "runtime/cuda/algorithm_choices.h"
+#include "runtime/cuda/cuda_op_kernel.h"
 #include "runtime/cuda/step_workspace.h"
 #include "tensor_holder/weight_store.h"
 
@@ -35,5 +37,9 @@ struct CudaKernelContext {
   // plan to Autotune instead of building the heuristic's here.
   bool autotune = false;
 };
+
+// Plans the kernel of context.node, or says why it cannot (naming the node).
+using CudaKernelFactory =
+    absl::StatusOr<std::unique_ptr<CudaOpKernel>> (*)(const CudaKernelContext& context);
 
 }  // namespace graphserve

@@ -1,102 +1,63 @@
 #include "runtime/cuda/cuda_kernel_registry.h"
 
-#include <map>
+#include <utility>
 
-#include "runtime/cuda/gemm_kernel.h"
-#include "runtime/cuda/nn_ops.h"
-#include "runtime/nn_node_params.h"
+#include "absl/strings/str_cat.h"
 
 namespace graphserve {
 
-namespace {
-
-absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeOwnKernel(const CudaKernelContext& context) {
-  return MakeCudaOpKernel(context.graph, context.node);
-}
-
-absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeNnKernel(const CudaKernelContext& context) {
-  return MakeNnOpKernel(context.graph, context.node);
-}
-
-absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeGemmKernel(const CudaKernelContext& context) {
-  return GemmKernel::Create(context, /*fused_bias=*/nullptr);
-}
-
-// A Conv with its bias, nothing fused after it.
-absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeConvKernel(const CudaKernelContext& context) {
-  ConvFusion fusion;
-  fusion.has_bias = context.node.inputs.size() > 2;
-  return ConvKernel::Create(context, fusion);
-}
-
-const std::map<std::string, CudaKernelFactory>& Factories() {
-  static const auto* const kFactories = [] {
-    auto* factories = new std::map<std::string, CudaKernelFactory>;
-    // The elementwise, data movement and normalization families: our own
-    // kernels (runtime/cuda/op_kernels*.cu).
-    for (const char* op : {"Abs",
-                           "Add",
-                           "And",
-                           "Cast",
-                           "CumSum",
-                           "Concat",
-                           "Div",
-                           "Equal",
-                           "Erf",
-                           "Exp",
-                           "Expand",
-                           "Gather",
-                           "GatherElements",
-                           "GatherND",
-                           "Gelu",
-                           "Greater",
-                           "GreaterOrEqual",
-                           "IsInf",
-                           "IsNaN",
-                           "LayerNormalization",
-                           "LeakyRelu",
-                           "Less",
-                           "LessOrEqual",
-                           "Log",
-                           "Max",
-                           "Min",
-                           "Mod",
-                           "Mul",
-                           "Neg",
-                           "Not",
-                           "Or",
-                           "Pow",
-                           "ReduceMean",
-                           "Reciprocal",
-                           "Relu",
-                           "Sigmoid",
-                           "Slice",
-                           "Softmax",
-                           "Sqrt",
-                           "Sub",
-                           "Tanh",
-                           "Transpose",
-                           "Where",
-                           "Xor"}) {
-      (*factories)[op] = MakeOwnKernel;
-    }
-    (*factories)["Gemm"] = MakeGemmKernel;
-    (*factories)["MatMul"] = MakeGemmKernel;
-    (*factories)["Conv"] = MakeConvKernel;
-    for (const char* op : {"AveragePool", "BatchNormalization", "Clip", "GlobalAveragePool",
-                           "GlobalMaxPool", "HardSigmoid", "HardSwish", "MaxPool", "Pad"}) {
-      (*factories)[op] = MakeNnKernel;
-    }
-    return factories;
+const std::map<std::string, CudaKernelDefs>& CudaKernelsByOp() {
+  static const auto* const kKernels = [] {
+    CudaKernelDefs defs;
+    AddElementwiseCudaKernels(defs);
+    AddDataMovementCudaKernels(defs);
+    AddNormalizationCudaKernels(defs);
+    AddLinearAlgebraCudaKernels(defs);
+    AddNnCudaKernels(defs);
+    auto* by_op = new std::map<std::string, CudaKernelDefs>;
+    for (CudaKernelDef& def : defs) (*by_op)[def.op].push_back(std::move(def));
+    return by_op;
   }();
-  return *kFactories;
+  return *kKernels;
 }
 
-}  // namespace
+const CudaKernelDef* FindCudaKernel(const std::string& op_type, DType dtype) {
+  const auto it = CudaKernelsByOp().find(op_type);
+  if (it == CudaKernelsByOp().end()) return nullptr;
+  for (const CudaKernelDef& def : it->second) {
+    if (Contains(def.dtypes, dtype)) return &def;
+  }
+  return nullptr;
+}
 
-CudaKernelFactory FindCudaKernelFactory(const std::string& op_type) {
-  auto it = Factories().find(op_type);
-  return it == Factories().end() ? nullptr : it->second;
+DTypeSet CudaKernelDTypes(const std::string& op_type) {
+  const auto it = CudaKernelsByOp().find(op_type);
+  if (it == CudaKernelsByOp().end()) return 0;
+  DTypeSet dtypes = 0;
+  for (const CudaKernelDef& def : it->second) dtypes |= def.dtypes;
+  return dtypes;
+}
+
+absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeCudaKernel(const CudaKernelContext& context) {
+  const BoundNode& node = context.node;
+  const std::string label = absl::StrCat("op '", node.name, "' (", node.op_type, ")");
+  const DTypeSet dtypes = CudaKernelDTypes(node.op_type);
+  if (dtypes == 0) return absl::UnimplementedError(absl::StrCat(label, ": no CUDA kernel"));
+  // Every def of an op selects on the same input.
+  const size_t typed_input = CudaKernelsByOp().at(node.op_type).front().typed_input;
+  if (typed_input >= node.inputs.size() || node.inputs[typed_input] < 0 ||
+      static_cast<size_t>(node.inputs[typed_input]) >= context.graph.values.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(label, ": has no input ", typed_input, " to choose a kernel by"));
+  }
+  const DType dtype = context.graph.value(node.inputs[typed_input]).dtype;
+  const CudaKernelDef* def = FindCudaKernel(node.op_type, dtype);
+  if (def == nullptr) {
+    return absl::UnimplementedError(absl::StrCat(label, ": no CUDA kernel for ", DTypeName(dtype),
+                                                 " (there are for ", DTypeSetToString(dtypes),
+                                                 ")"));
+  }
+  return def->factory(context);
 }
 
 }  // namespace graphserve

@@ -9,6 +9,7 @@
 #include "common/cuda_handles.h"
 #include "common/cuda_status.h"
 #include "common/status.h"
+#include "runtime/cuda/op_kernels.h"
 #include "runtime/fusion.h"
 
 namespace graphserve {
@@ -140,7 +141,7 @@ absl::StatusOr<std::unique_ptr<GemmKernel>> GemmKernel::Create(const CudaKernelC
       o.beta = FloatAttr(node.attributes, "beta");
       BoundNode expand{
           node.name + "/broadcast_c", "Expand", {node.inputs[2]}, {node.outputs[0]}, {}};
-      ASSIGN_OR_RETURN(broadcast_c, MakeCudaOpKernel(graph, expand));
+      ASSIGN_OR_RETURN(broadcast_c, MakeExpandKernel(graph, expand));
     }
   } else {
     ASSIGN_OR_RETURN(geometry, MatMulGeometry(a, b));

@@ -14,7 +14,7 @@
 #include "runtime/bound_graph.h"
 #include "runtime/cuda/cuda_kernel_context.h"
 #include "runtime/cuda/gemm.h"
-#include "runtime/cuda/op_kernels.h"
+#include "runtime/cuda/cuda_op_kernel.h"
 
 namespace graphserve {
 

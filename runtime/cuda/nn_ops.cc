@@ -7,7 +7,9 @@
 #include "absl/strings/str_cat.h"
 #include "common/cuda_status.h"
 #include "common/status.h"
+#include "common/dtype.h"
 #include "runtime/cuda/cudnn_conv.h"
+#include "runtime/cuda/kernel_families.h"
 #include "runtime/cuda/nn_kernels.h"
 #include "runtime/nn_node_params.h"
 
@@ -74,14 +76,11 @@ struct ActivationLaunch {
 // The pad value's bytes in the tensor's own type, as LaunchPad takes it.
 uint64_t PadValueBits(DType dtype, float value) {
   uint64_t bits = 0;
-  if (dtype == DType::kFloat32) {
-    std::memcpy(&bits, &value, sizeof(value));
-  } else if (dtype == DType::kInt64) {
-    const int64_t v = static_cast<int64_t>(value);
+  VisitDType(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::Host;
+    const T v = static_cast<T>(value);
     std::memcpy(&bits, &v, sizeof(v));
-  } else {
-    bits = value != 0.0f ? 1 : 0;
-  }
+  });
   return bits;
 }
 
@@ -107,62 +106,85 @@ std::shared_ptr<const CudnnConv::Plan> SharedPlan(const AlgorithmChoices* choice
   return std::static_pointer_cast<const CudnnConv::Plan>(choices->FindPlan(key));
 }
 
+absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakePool(const CudaKernelContext& context) {
+  return MakeLaunchKernel<PoolParams>(
+      Label(context.node), PoolParamsOf(context.graph, context.node),
+      [](const PoolParams& p, DeviceInputs in, DeviceOutputs out, cudaStream_t stream) {
+        return LaunchPool(p, In(in, 0), Out(out), stream);
+      },
+      "LaunchPool");
+}
+
+absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeGlobalPool(const CudaKernelContext& context) {
+  return MakeLaunchKernel<GlobalPoolParams>(
+      Label(context.node), GlobalPoolParamsOf(context.graph, context.node),
+      [](const GlobalPoolParams& p, DeviceInputs in, DeviceOutputs out, cudaStream_t stream) {
+        return LaunchGlobalPool(p, In(in, 0), Out(out), stream);
+      },
+      "LaunchGlobalPool");
+}
+
+// A BatchNormalization import could not fold into a Conv: inputs x, scale,
+// shift (binding turned the statistics into those two).
+absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeBatchNorm(const CudaKernelContext& context) {
+  return MakeLaunchKernel<ChannelEpilogueParams>(
+      Label(context.node), ChannelEpilogueParamsOf(context.graph, context.node),
+      [](const ChannelEpilogueParams& p, DeviceInputs in, DeviceOutputs out,
+         cudaStream_t stream) {
+        return LaunchChannelEpilogue(p, In(in, 0), In(in, 1), In(in, 2), nullptr, Out(out),
+                                     stream);
+      },
+      "LaunchChannelEpilogue");
+}
+
+absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakePad(const CudaKernelContext& context) {
+  const DType dtype = context.graph.value(context.node.inputs[0]).dtype;
+  PadLaunch pad;
+  pad.params = PadParamsOf(context.graph, context.node);
+  pad.element_size = static_cast<int>(DTypeSize(dtype));
+  pad.value_bits = PadValueBits(dtype, pad.params.value);
+  return MakeLaunchKernel<PadLaunch>(
+      Label(context.node), pad,
+      [](const PadLaunch& p, DeviceInputs in, DeviceOutputs out, cudaStream_t stream) {
+        return LaunchPad(p.params, in[0], out[0], p.element_size, p.value_bits, stream);
+      },
+      "LaunchPad");
+}
+
+// Clip, HardSigmoid, HardSwish.
+absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeActivation(const CudaKernelContext& context) {
+  const ActivationLaunch activation{ActivationOf(context.node),
+                                    NumElements(context.graph.value(context.node.inputs[0]).dims)};
+  return MakeLaunchKernel<ActivationLaunch>(
+      Label(context.node), activation,
+      [](const ActivationLaunch& a, DeviceInputs in, DeviceOutputs out, cudaStream_t stream) {
+        return LaunchActivation(a.params, In(in, 0), Out(out), a.count, stream);
+      },
+      "LaunchActivation");
+}
+
+// A Conv with its bias, nothing fused after it (the executor's fusions build
+// ConvKernels with more to do).
+absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeConv(const CudaKernelContext& context) {
+  ConvFusion fusion;
+  fusion.has_bias = context.node.inputs.size() > 2;
+  return ConvKernel::Create(context, fusion);
+}
+
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeNnOpKernel(const BoundGraph& graph,
-                                                             const BoundNode& node) {
-  const std::string& op = node.op_type;
-  std::string label = Label(node);
-  if (op == "MaxPool" || op == "AveragePool") {
-    return MakeLaunchKernel<PoolParams>(
-        std::move(label), PoolParamsOf(graph, node),
-        [](const PoolParams& p, DeviceInputs in, DeviceOutputs out, cudaStream_t stream) {
-          return LaunchPool(p, In(in, 0), Out(out), stream);
-        },
-        "LaunchPool");
+void AddNnCudaKernels(CudaKernelDefs& defs) {
+  const DTypeSet float32 = DTypes({DType::kFloat32});
+  for (const char* op : {"AveragePool", "MaxPool"}) defs.push_back({op, float32, MakePool});
+  for (const char* op : {"GlobalAveragePool", "GlobalMaxPool"}) {
+    defs.push_back({op, float32, MakeGlobalPool});
   }
-  if (op == "GlobalAveragePool" || op == "GlobalMaxPool") {
-    return MakeLaunchKernel<GlobalPoolParams>(
-        std::move(label), GlobalPoolParamsOf(graph, node),
-        [](const GlobalPoolParams& p, DeviceInputs in, DeviceOutputs out, cudaStream_t stream) {
-          return LaunchGlobalPool(p, In(in, 0), Out(out), stream);
-        },
-        "LaunchGlobalPool");
+  for (const char* op : {"Clip", "HardSigmoid", "HardSwish"}) {
+    defs.push_back({op, float32, MakeActivation});
   }
-  if (op == "BatchNormalization") {  // not folded: inputs x, scale, shift
-    return MakeLaunchKernel<ChannelEpilogueParams>(
-        std::move(label), ChannelEpilogueParamsOf(graph, node),
-        [](const ChannelEpilogueParams& p, DeviceInputs in, DeviceOutputs out,
-           cudaStream_t stream) {
-          return LaunchChannelEpilogue(p, In(in, 0), In(in, 1), In(in, 2), nullptr, Out(out),
-                                       stream);
-        },
-        "LaunchChannelEpilogue");
-  }
-  if (op == "Pad") {
-    const DType dtype = graph.value(node.inputs[0]).dtype;
-    PadLaunch pad;
-    pad.params = PadParamsOf(graph, node);
-    pad.element_size = static_cast<int>(DTypeSize(dtype));
-    pad.value_bits = PadValueBits(dtype, pad.params.value);
-    return MakeLaunchKernel<PadLaunch>(
-        std::move(label), pad,
-        [](const PadLaunch& p, DeviceInputs in, DeviceOutputs out, cudaStream_t stream) {
-          return LaunchPad(p.params, in[0], out[0], p.element_size, p.value_bits, stream);
-        },
-        "LaunchPad");
-  }
-  if (op == "Clip" || op == "HardSigmoid" || op == "HardSwish") {
-    const ActivationLaunch activation{ActivationOf(node),
-                                      NumElements(graph.value(node.inputs[0]).dims)};
-    return MakeLaunchKernel<ActivationLaunch>(
-        std::move(label), activation,
-        [](const ActivationLaunch& a, DeviceInputs in, DeviceOutputs out, cudaStream_t stream) {
-          return LaunchActivation(a.params, In(in, 0), Out(out), a.count, stream);
-        },
-        "LaunchActivation");
-  }
-  return absl::UnimplementedError(absl::StrCat(label, ": no CUDA kernel in the nn family"));
+  defs.push_back({"BatchNormalization", float32, MakeBatchNorm});
+  defs.push_back({"Conv", float32, MakeConv});
+  defs.push_back({"Pad", kAnyDType, MakePad});
 }
 
 absl::StatusOr<std::unique_ptr<ConvKernel>> ConvKernel::Create(const CudaKernelContext& context,

@@ -1,5 +1,6 @@
 #pragma once
-// CUDA kernels of the nn op family (runtime/ops/nn.cc): the cuDNN convolution
+// CUDA kernels of the nn op family (runtime/ops/nn.cc; their factories are
+// registered by AddNnCudaKernels, runtime/cuda/kernel_families.h): the cuDNN convolution
 // with its fused epilogue, pooling, global pooling, unfolded BatchNorm, Pad
 // and the standalone activations. Every Enqueue only launches: no
 // allocation, no synchronisation, so the run can be captured.
@@ -12,16 +13,11 @@
 #include "absl/status/statusor.h"
 #include "runtime/bound_graph.h"
 #include "runtime/cuda/cuda_kernel_context.h"
-#include "runtime/cuda/op_kernels.h"
+#include "runtime/cuda/cuda_op_kernel.h"
 #include "runtime/nn_params.h"
 #include "tensor_holder/stream_arena.h"
 
 namespace graphserve {
-
-// The kernel of an nn-family node other than Conv (a ConvKernel) and Dropout
-// (which binding removes); Unimplemented for any other op.
-absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeNnOpKernel(const BoundGraph& graph,
-                                                             const BoundNode& node);
 
 // What the executor's plan fused into a convolution's epilogue:
 //   y = act(conv(x, w) + bias + residual)

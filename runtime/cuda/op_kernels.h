@@ -1,48 +1,21 @@
 #pragma once
-// GraphServe's own CUDA kernels for every canonical op except the GEMMs
-// (Gemm and MatMul run on cuBLASLt, see runtime/cuda/gemm.h).
-//
-// A kernel is prepared once at plan time from the bound node (all index
-// arithmetic parameters computed then), and enqueued on every run with no
-// allocation, no synchronisation and no host-device copy, so a run can be
-// captured into a CUDA graph as it is.
-
-#include <cuda_runtime.h>
+// GraphServe's own CUDA kernels of the elementwise, data movement and
+// normalization families (runtime/cuda/<family>_ops.cc; the device code is
+// in op_kernels_*.cu). The executor finds them through the registry
+// (runtime/cuda/cuda_kernel_registry.h); this header is for kernels that
+// build one as part of their own work.
 
 #include <memory>
 
 #include "absl/status/statusor.h"
-#include "absl/types/span.h"
 #include "runtime/bound_graph.h"
+#include "runtime/cuda/cuda_op_kernel.h"
 
 namespace graphserve {
 
-class CudaOpKernel {
- public:
-  virtual ~CudaOpKernel() = default;
-
-  // Enqueues the op on `stream`. `inputs` and `outputs` are device addresses
-  // following node.inputs and node.outputs. Returns the launch error, if any
-  // (naming the node).
-  virtual absl::Status Enqueue(absl::Span<const void* const> inputs,
-                               absl::Span<void* const> outputs, cudaStream_t stream) const = 0;
-
-  // Plan time only, never while capturing: times the library's algorithms
-  // for this op on these buffers (their contents do not matter) and keeps
-  // the fastest; may change what its step workspace requires (Note [Step
-  // workspaces]) and synchronise `stream`.
-  // Kernels with nothing to choose keep this default.
-  virtual absl::Status Autotune(absl::Span<const void* const> inputs,
-                                absl::Span<void* const> outputs, cudaStream_t stream) {
-    return absl::OkStatus();
-  }
-};
-
-// GraphServe's own kernel for `node` (the elementwise, data movement and
-// normalization families); Unimplemented for an op or dtype with none. The
-// executor reaches it through FindCudaKernelFactory
-// (runtime/cuda/cuda_kernel_registry.h).
-absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeCudaOpKernel(const BoundGraph& graph,
+// An Expand of `node`'s input to its output (dims and dtype from the graph):
+// GemmKernel broadcasts a Gemm's C into D with it before accumulating.
+absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeExpandKernel(const BoundGraph& graph,
                                                                const BoundNode& node);
 
 }  // namespace graphserve

@@ -1,8 +1,8 @@
 #pragma once
-// Private to //runtime/cuda:op_kernels: the parameter structs that
-// op_kernels.cc computes at plan time, and the launch functions the .cu files
-// define. Plain C++ and CUDA runtime types only, so that the factory compiles
-// without nvcc.
+// Private to //runtime/cuda:op_kernels: the parameter structs that the
+// <family>_ops.cc factories compute at plan time, and the launch functions the
+// .cu files define. Plain C++ and CUDA runtime types only, so that the
+// factories compile without nvcc.
 //
 // Every launch function enqueues its kernel(s) on `stream` and returns
 // cudaGetLastError(); none allocates, synchronises or copies between host and

@@ -1,4 +1,4 @@
-#include "runtime/cuda/op_kernels.h"
+#include "runtime/cuda/cuda_kernel_registry.h"
 
 #include <gtest/gtest.h>
 
@@ -347,7 +347,7 @@ absl::StatusOr<HostAndDevice> RunHostAndDevice(const OpCase& c,
   for (const HostTensor& in : inputs) input_ptrs.push_back(&in);
   HostAndDevice result{MakeOutputs(c), MakeOutputs(c)};
   RETURN_IF_ERROR(RunHostNode(g.node(), input_ptrs, Pointers<HostTensor>(result.want)));
-  ASSIGN_OR_RETURN(std::unique_ptr<CudaOpKernel> kernel, MakeCudaOpKernel(g.graph, g.node()));
+  ASSIGN_OR_RETURN(std::unique_ptr<CudaOpKernel> kernel, MakeCudaKernel({g.graph, g.node()}));
   ASSIGN_OR_RETURN(CudaStream stream, CudaStream::Create());
   RETURN_IF_ERROR(RunOnDevice(inputs, result.got, stream.get(),
                               [&](absl::Span<const void* const> in, absl::Span<void* const> out) {
@@ -599,30 +599,6 @@ std::vector<OpCase> CastCases() {
   return cases;
 }
 
-std::vector<OpCase> ReinterpretCases() {
-  const struct {
-    const char* op;
-    Dims in;
-    Dims out;
-  } ops[] = {
-      {"Identity", {3, 5}, {3, 5}},    {"Reshape", {3, 4, 5}, {12, 5}},
-      {"Flatten", {2, 3, 7}, {2, 21}}, {"Squeeze", {1, 9, 1}, {9}},
-      {"Unsqueeze", {9}, {1, 9, 1}},
-  };
-  std::vector<OpCase> cases;
-  for (const auto& op : ops) {
-    for (DType dtype : kMovedTypes) {
-      OpCase c;
-      c.op_type = op.op;
-      c.label = absl::StrCat(op.op, "_", TypeLabel(dtype), "_", DimsLabel(op.in));
-      c.inputs = {Spec(dtype, op.in)};
-      c.outputs = {Spec(dtype, op.out)};
-      cases.push_back(std::move(c));
-    }
-  }
-  return cases;
-}
-
 std::vector<OpCase> TransposeCases() {
   const std::vector<std::pair<Dims, std::vector<int64_t>>> shapes = {
       {{2, 3}, {1, 0}},
@@ -867,8 +843,6 @@ INSTANTIATE_TEST_SUITE_P(Binary, OpKernelTest, ::testing::ValuesIn(BinaryCases()
 INSTANTIATE_TEST_SUITE_P(Where, OpKernelTest, ::testing::ValuesIn(WhereCases()), CaseName);
 INSTANTIATE_TEST_SUITE_P(Unary, OpKernelTest, ::testing::ValuesIn(UnaryCases()), CaseName);
 INSTANTIATE_TEST_SUITE_P(Cast, OpKernelTest, ::testing::ValuesIn(CastCases()), CaseName);
-INSTANTIATE_TEST_SUITE_P(Reinterpret, OpKernelTest, ::testing::ValuesIn(ReinterpretCases()),
-                         CaseName);
 INSTANTIATE_TEST_SUITE_P(Transpose, OpKernelTest, ::testing::ValuesIn(TransposeCases()),
                          CaseName);
 INSTANTIATE_TEST_SUITE_P(Slice, OpKernelTest, ::testing::ValuesIn(SliceCases()), CaseName);
@@ -1019,8 +993,6 @@ INSTANTIATE_TEST_SUITE_P(Unary, OpKernelSpecialValuesTest,
                          ::testing::ValuesIn(FloatCases(UnaryCases())), CaseName);
 INSTANTIATE_TEST_SUITE_P(Transpose, OpKernelSpecialValuesTest,
                          ::testing::ValuesIn(FloatCases(TransposeCases())), CaseName);
-INSTANTIATE_TEST_SUITE_P(Reinterpret, OpKernelSpecialValuesTest,
-                         ::testing::ValuesIn(FloatCases(ReinterpretCases())), CaseName);
 INSTANTIATE_TEST_SUITE_P(Slice, OpKernelSpecialValuesTest,
                          ::testing::ValuesIn(FloatCases(SliceCases())), CaseName);
 INSTANTIATE_TEST_SUITE_P(Expand, OpKernelSpecialValuesTest,
@@ -1043,7 +1015,7 @@ TEST_F(OpKernelTest, EnqueueIsCapturableAndReplays) {
   c.inputs = {Spec(DType::kFloat32, {4, 33}), Spec(DType::kFloat32, {33})};
   c.outputs = {Spec(DType::kFloat32, {4, 33})};
   const SingleNodeGraph g = MakeGraph(c);
-  absl::StatusOr<std::unique_ptr<CudaOpKernel>> kernel = MakeCudaOpKernel(g.graph, g.node());
+  absl::StatusOr<std::unique_ptr<CudaOpKernel>> kernel = MakeCudaKernel({g.graph, g.node()});
   ASSERT_TRUE(kernel.ok()) << kernel.status();
   absl::StatusOr<CudaStream> stream = CudaStream::Create();  // non-blocking
   ASSERT_TRUE(stream.ok()) << stream.status();
@@ -1112,7 +1084,7 @@ TEST_F(OpKernelTest, Int64ModByZeroWritesZero) {
     c.inputs = {Spec(DType::kInt64, {4}), Spec(DType::kInt64, {4})};
     c.outputs = {Spec(DType::kInt64, {4})};
     const SingleNodeGraph g = MakeGraph(c);
-    absl::StatusOr<std::unique_ptr<CudaOpKernel>> kernel = MakeCudaOpKernel(g.graph, g.node());
+    absl::StatusOr<std::unique_ptr<CudaOpKernel>> kernel = MakeCudaKernel({g.graph, g.node()});
     ASSERT_TRUE(kernel.ok()) << kernel.status();
     std::vector<HostTensor> inputs = {HostTensor(DType::kInt64, {4}),
                                       HostTensor(DType::kInt64, {4})};
@@ -1140,22 +1112,9 @@ TEST(OpKernelPlanTest, RefusesFloatModWithoutFmod) {
   c.inputs = {Spec(DType::kFloat32, {4}), Spec(DType::kFloat32, {4})};
   c.outputs = {Spec(DType::kFloat32, {4})};
   const BoundGraph graph = GraphFor(c);
-  const absl::Status status = MakeCudaOpKernel(graph, graph.nodes[0]).status();
+  const absl::Status status = MakeCudaKernel({graph, graph.nodes[0]}).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
   EXPECT_NE(status.message().find("node_under_test"), absl::string_view::npos) << status;
-}
-
-TEST(OpKernelPlanTest, GemmAndMatMulAreLeftToCublasLt) {
-  for (const char* op : {"Gemm", "MatMul"}) {
-    OpCase c;
-    c.op_type = op;
-    c.inputs = {Spec(DType::kFloat32, {2, 3}), Spec(DType::kFloat32, {3, 4})};
-    c.outputs = {Spec(DType::kFloat32, {2, 4})};
-    const BoundGraph graph = GraphFor(c);
-    EXPECT_EQ(MakeCudaOpKernel(graph, graph.nodes[0]).status().code(),
-              absl::StatusCode::kUnimplemented)
-        << op;
-  }
 }
 
 TEST(OpKernelPlanTest, RefusesRanksBeyondEight) {
@@ -1165,7 +1124,7 @@ TEST(OpKernelPlanTest, RefusesRanksBeyondEight) {
   c.inputs = {Spec(DType::kFloat32, nine_dims)};
   c.outputs = {Spec(DType::kFloat32, nine_dims)};
   const BoundGraph graph = GraphFor(c);
-  const absl::Status status = MakeCudaOpKernel(graph, graph.nodes[0]).status();
+  const absl::Status status = MakeCudaKernel({graph, graph.nodes[0]}).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kUnimplemented) << status;
   EXPECT_NE(status.message().find("node_under_test"), absl::string_view::npos) << status;
 }
@@ -1176,7 +1135,7 @@ TEST(OpKernelPlanTest, RefusesShapesThatDoNotBroadcast) {
   c.inputs = {Spec(DType::kFloat32, {4, 3}), Spec(DType::kFloat32, {4})};
   c.outputs = {Spec(DType::kFloat32, {4, 4})};
   const BoundGraph graph = GraphFor(c);
-  EXPECT_EQ(MakeCudaOpKernel(graph, graph.nodes[0]).status().code(),
+  EXPECT_EQ(MakeCudaKernel({graph, graph.nodes[0]}).status().code(),
             absl::StatusCode::kInvalidArgument);
 }
 
@@ -1186,8 +1145,13 @@ TEST(OpKernelPlanTest, RefusesDTypesWithoutKernels) {
   c.inputs = {Spec(DType::kInt64, {4})};
   c.outputs = {Spec(DType::kInt64, {4})};
   const BoundGraph graph = GraphFor(c);
-  EXPECT_EQ(MakeCudaOpKernel(graph, graph.nodes[0]).status().code(),
-            absl::StatusCode::kUnimplemented);
+  const absl::Status status = MakeCudaKernel({graph, graph.nodes[0]}).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnimplemented);
+  // The registry names the node, the dtype and the dtypes it has kernels for.
+  EXPECT_NE(status.message().find("node_under_test"), absl::string_view::npos) << status;
+  EXPECT_NE(status.message().find("no CUDA kernel for int64 (there are for float32)"),
+            absl::string_view::npos)
+      << status;
 }
 
 TEST(OpKernelPlanTest, RefusesSlicesThatLeaveTheInput) {
@@ -1198,7 +1162,7 @@ TEST(OpKernelPlanTest, RefusesSlicesThatLeaveTheInput) {
   c.attributes["starts"] = std::vector<int64_t>{2};
   c.attributes["steps"] = std::vector<int64_t>{2};  // reads 2, 4, ..., 10: one past the end
   const BoundGraph graph = GraphFor(c);
-  EXPECT_EQ(MakeCudaOpKernel(graph, graph.nodes[0]).status().code(),
+  EXPECT_EQ(MakeCudaKernel({graph, graph.nodes[0]}).status().code(),
             absl::StatusCode::kInvalidArgument);
 }
 
@@ -1206,14 +1170,14 @@ TEST(OpKernelPlanTest, PlansEveryCaseWithoutTouchingTheDevice) {
   // The factory only computes parameters: every op plans on a machine with
   // no GPU (the device comparison above skips there).
   std::vector<std::vector<OpCase>> all = {
-      BinaryCases(), WhereCases(),  UnaryCases(),   CastCases(),    ReinterpretCases(),
-      TransposeCases(), SliceCases(), ExpandCases(), GatherCases(), SoftmaxCases(),
+      BinaryCases(),    WhereCases(), UnaryCases(),  CastCases(),   TransposeCases(),
+      SliceCases(),     ExpandCases(), GatherCases(), SoftmaxCases(),
       LayerNormCases(), ReduceMeanCases(), ConcatCases()};
   for (const auto& cases : all) {
     for (const OpCase& c : cases) {
       const BoundGraph graph = GraphFor(c);
-      EXPECT_TRUE(MakeCudaOpKernel(graph, graph.nodes[0]).ok())
-          << c.label << ": " << MakeCudaOpKernel(graph, graph.nodes[0]).status();
+      EXPECT_TRUE(MakeCudaKernel({graph, graph.nodes[0]}).ok())
+          << c.label << ": " << MakeCudaKernel({graph, graph.nodes[0]}).status();
     }
   }
 }
@@ -1224,7 +1188,7 @@ TEST(OpKernelPlanTest, EnqueueChecksArityBeforeLaunching) {
   c.inputs = {Spec(DType::kFloat32, {4}), Spec(DType::kFloat32, {4})};
   c.outputs = {Spec(DType::kFloat32, {4})};
   const BoundGraph graph = GraphFor(c);
-  absl::StatusOr<std::unique_ptr<CudaOpKernel>> kernel = MakeCudaOpKernel(graph, graph.nodes[0]);
+  absl::StatusOr<std::unique_ptr<CudaOpKernel>> kernel = MakeCudaKernel({graph, graph.nodes[0]});
   ASSERT_TRUE(kernel.ok()) << kernel.status();
   const void* one_input[] = {nullptr};
   void* one_output[] = {nullptr};

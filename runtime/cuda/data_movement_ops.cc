@@ -1,0 +1,355 @@
+// The data movement family's CUDA kernels (runtime/ops/data_movement.cc):
+// Expand, Transpose, Slice and Concat, and the gathers. Device code:
+// op_kernels_layout.cu, op_kernels_unary.cu (the strided copy).
+
+#include "runtime/cuda/op_kernels.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/dtype.h"
+#include "common/status.h"
+#include "runtime/bound_graph.h"
+#include "runtime/cuda/kernel_families.h"
+#include "runtime/cuda/kernel_plan.h"
+#include "runtime/cuda/op_kernels_launch.h"
+
+namespace graphserve {
+namespace {
+
+using kernel_plan::BroadcastStrides;
+using kernel_plan::CheckDType;
+using kernel_plan::CheckSameDType;
+using kernel_plan::ContiguousStrides;
+using kernel_plan::DeviceInputs;
+using kernel_plan::DeviceOutputs;
+using kernel_plan::GetNodeValues;
+using kernel_plan::Invalid;
+using kernel_plan::MakeParamsKernel;
+using kernel_plan::NodeKernel;
+using kernel_plan::NodeValues;
+using kernel_plan::Product;
+using kernel_plan::StridedCopyParams;
+using kernel_plan::UnaryKernel;
+using op_kernels_internal::ConcatLaunch;
+using op_kernels_internal::GatherElementsParams;
+using op_kernels_internal::GatherNDParams;
+using op_kernels_internal::GatherParams;
+using op_kernels_internal::StridedLayout;
+using op_kernels_internal::TiledTransposeParams;
+using op_kernels_internal::UnaryParams;
+using op_kernels_internal::kMaxConcatInputsPerLaunch;
+
+cudaError_t EnqueueTiledTranspose(const TiledTransposeParams& params, DeviceInputs inputs,
+                                  DeviceOutputs outputs, cudaStream_t stream) {
+  return op_kernels_internal::LaunchTiledTranspose(params, inputs[0], outputs[0], stream);
+}
+
+cudaError_t EnqueueGather(const GatherParams& params, DeviceInputs inputs,
+                          DeviceOutputs outputs, cudaStream_t stream) {
+  return op_kernels_internal::LaunchGather(params, inputs[0],
+                                           static_cast<const int64_t*>(inputs[1]), outputs[0],
+                                           stream);
+}
+
+cudaError_t EnqueueGatherElements(const GatherElementsParams& params, DeviceInputs inputs,
+                                  DeviceOutputs outputs, cudaStream_t stream) {
+  return op_kernels_internal::LaunchGatherElements(
+      params, inputs[0], static_cast<const int64_t*>(inputs[1]), outputs[0], stream);
+}
+
+cudaError_t EnqueueGatherND(const GatherNDParams& params, DeviceInputs inputs,
+                            DeviceOutputs outputs, cudaStream_t stream) {
+  return op_kernels_internal::LaunchGatherND(params, inputs[0],
+                                             static_cast<const int64_t*>(inputs[1]), outputs[0],
+                                             stream);
+}
+
+class ConcatKernel final : public NodeKernel {
+ public:
+  // launches[j] copies inputs first_input[j] .. first_input[j] + count - 1.
+  ConcatKernel(const BoundNode& node, std::vector<ConcatLaunch> launches,
+               std::vector<size_t> first_input)
+      : NodeKernel(node), launches_(std::move(launches)), first_input_(std::move(first_input)) {}
+
+  absl::Status Enqueue(absl::Span<const void* const> inputs, absl::Span<void* const> outputs,
+                       cudaStream_t stream) const override {
+    RETURN_IF_ERROR(CheckArity(inputs, outputs));
+    for (size_t j = 0; j < launches_.size(); ++j) {
+      ConcatLaunch launch = launches_[j];
+      for (int k = 0; k < launch.count; ++k) launch.inputs[k] = inputs[first_input_[j] + k];
+      RETURN_IF_ERROR(LaunchStatus(op_kernels_internal::LaunchConcat(launch, outputs[0], stream),
+                                   "LaunchConcat"));
+    }
+    return absl::OkStatus();
+  }
+
+ private:
+  std::vector<ConcatLaunch> launches_;
+  std::vector<size_t> first_input_;
+};
+
+absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeExpand(const CudaKernelContext& context) {
+  const BoundNode& node = context.node;
+  ASSIGN_OR_RETURN(NodeValues v, GetNodeValues(context.graph, node, 1, 1, 1, 1));
+  const BoundValue& in = *v.inputs[0];
+  const BoundValue& out = *v.outputs[0];
+  RETURN_IF_ERROR(CheckSameDType(node, in, out));
+  ASSIGN_OR_RETURN(std::vector<int64_t> strides, BroadcastStrides(node, in, out.dims));
+  UnaryParams params = StridedCopyParams(in.dtype, out.dims, std::move(strides));
+  return std::make_unique<UnaryKernel>(node, params, 0);
+}
+
+absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeTranspose(const CudaKernelContext& context) {
+  const BoundNode& node = context.node;
+  ASSIGN_OR_RETURN(NodeValues v, GetNodeValues(context.graph, node, 1, 1, 1, 1));
+  const BoundValue& in = *v.inputs[0];
+  const BoundValue& out = *v.outputs[0];
+  RETURN_IF_ERROR(CheckSameDType(node, in, out));
+  const std::vector<int64_t>& perm = IntsAttr(node.attributes, "perm");
+  const size_t rank = in.dims.size();
+  std::vector<bool> seen(rank, false);
+  bool valid = perm.size() == rank && out.dims.size() == rank;
+  for (size_t d = 0; valid && d < perm.size(); ++d) {
+    valid = perm[d] >= 0 && static_cast<size_t>(perm[d]) < rank && !seen[perm[d]] &&
+            out.dims[d] == in.dims[perm[d]];
+    if (valid) seen[perm[d]] = true;
+  }
+  if (!valid) {
+    return Invalid(node, absl::StrCat("perm [", absl::StrJoin(perm, ","), "] does not map ",
+                                      DimsToString(in.dims), " to ", DimsToString(out.dims)));
+  }
+  const std::vector<int64_t> in_strides = ContiguousStrides(in.dims);
+  std::vector<int64_t> strides(rank);
+  for (size_t d = 0; d < rank; ++d) strides[d] = in_strides[perm[d]];
+  UnaryParams params = StridedCopyParams(in.dtype, out.dims, std::move(strides));
+  // After merging, a swap of the two innermost dims is output [batch, rows,
+  // cols] read with strides [rows * cols, 1, rows]: the strided map would
+  // read with stride `rows`, so tile through shared memory instead.
+  const StridedLayout& l = params.layout;
+  const int r = l.rank;
+  if (r == 2 || r == 3) {
+    TiledTransposeParams tiled;
+    tiled.elem_size = static_cast<int32_t>(DTypeSize(in.dtype));
+    tiled.batch = r == 3 ? l.dims[0] : 1;
+    tiled.rows = l.dims[r - 2];
+    tiled.cols = l.dims[r - 1];
+    const bool swaps_inner = l.strides[0][r - 2] == 1 && l.strides[0][r - 1] == tiled.rows &&
+                             (r == 2 || l.strides[0][0] == tiled.rows * tiled.cols);
+    if (swaps_inner && op_kernels_internal::TiledTransposeFits(tiled)) {
+      return MakeParamsKernel(node, tiled, EnqueueTiledTranspose,
+                              "LaunchTiledTranspose");
+    }
+  }
+  return std::make_unique<UnaryKernel>(node, params, 0);
+}
+
+absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeSlice(const CudaKernelContext& context) {
+  const BoundNode& node = context.node;
+  ASSIGN_OR_RETURN(NodeValues v, GetNodeValues(context.graph, node, 1, 1, 1, 1));
+  const BoundValue& in = *v.inputs[0];
+  const BoundValue& out = *v.outputs[0];
+  RETURN_IF_ERROR(CheckSameDType(node, in, out));
+  const std::vector<int64_t>& starts = IntsAttr(node.attributes, "starts");
+  const std::vector<int64_t>& steps = IntsAttr(node.attributes, "steps");
+  const size_t rank = in.dims.size();
+  if (starts.size() != rank || steps.size() != rank || out.dims.size() != rank) {
+    return Invalid(node, absl::StrCat("starts [", absl::StrJoin(starts, ","), "] and steps [",
+                                      absl::StrJoin(steps, ","), "] must give one entry per dim of ",
+                                      DimsToString(in.dims), " and ", DimsToString(out.dims)));
+  }
+  const std::vector<int64_t> in_strides = ContiguousStrides(in.dims);
+  std::vector<int64_t> strides(rank);
+  int64_t base = 0;
+  const bool empty = NumElements(out.dims) == 0;
+  for (size_t d = 0; d < rank; ++d) {
+    // Every element read must lie inside the input: the first and the last
+    // index along each dim.
+    const int64_t last = starts[d] + (out.dims[d] - 1) * steps[d];
+    if (!empty && (steps[d] == 0 || starts[d] < 0 || starts[d] >= in.dims[d] || last < 0 ||
+                   last >= in.dims[d])) {
+      return Invalid(node, absl::StrCat("dim ", d, ": start ", starts[d], ", step ", steps[d],
+                                        " and count ", out.dims[d], " leave the input dim ",
+                                        in.dims[d]));
+    }
+    strides[d] = in_strides[d] * steps[d];
+    base += starts[d] * in_strides[d];
+  }
+  UnaryParams params = StridedCopyParams(in.dtype, out.dims, std::move(strides));
+  const int64_t base_bytes = empty ? 0 : base * static_cast<int64_t>(DTypeSize(in.dtype));
+  return std::make_unique<UnaryKernel>(node, params, base_bytes);
+}
+
+absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeConcat(const CudaKernelContext& context) {
+  const BoundNode& node = context.node;
+  ASSIGN_OR_RETURN(NodeValues v, GetNodeValues(context.graph, node, 1, SIZE_MAX, 1, 1));
+  const BoundValue& out = *v.outputs[0];
+  ASSIGN_OR_RETURN(const int64_t axis, GetIntAttr(node.attributes, "axis", 0));
+  const size_t rank = out.dims.size();
+  if (axis < 0 || static_cast<size_t>(axis) >= rank) {
+    return Invalid(node, absl::StrCat("axis ", axis, " outside rank ", rank));
+  }
+  int64_t axis_total = 0;
+  for (const BoundValue* in : v.inputs) {
+    RETURN_IF_ERROR(CheckSameDType(node, *in, out));
+    bool matches = in->dims.size() == rank;
+    for (size_t d = 0; matches && d < rank; ++d) {
+      matches = static_cast<int64_t>(d) == axis || in->dims[d] == out.dims[d];
+    }
+    if (!matches) {
+      return Invalid(node, absl::StrCat("input '", in->name, "' ", DimsToString(in->dims),
+                                        " does not fit output ", DimsToString(out.dims),
+                                        " along axis ", axis));
+    }
+    axis_total += in->dims[axis];
+  }
+  if (axis_total != out.dims[axis]) {
+    return Invalid(node, absl::StrCat("inputs add up to ", axis_total, " along axis ", axis,
+                                      ", the output has ", out.dims[axis]));
+  }
+  const int64_t outer = Product(out.dims, 0, axis);
+  const int64_t inner = Product(out.dims, axis + 1, rank);
+  std::vector<ConcatLaunch> launches;
+  std::vector<size_t> first_input;
+  int64_t col = 0;
+  for (size_t first = 0; first < v.inputs.size(); first += kMaxConcatInputsPerLaunch) {
+    ConcatLaunch launch;
+    launch.elem_size = static_cast<int32_t>(DTypeSize(out.dtype));
+    launch.count = static_cast<int32_t>(
+        std::min<size_t>(kMaxConcatInputsPerLaunch, v.inputs.size() - first));
+    launch.outer = outer;
+    launch.out_row = out.dims[axis] * inner;
+    launch.col_begin = col;
+    launch.col_start[0] = 0;
+    for (int k = 0; k < launch.count; ++k) {
+      launch.in_row[k] = v.inputs[first + k]->dims[axis] * inner;
+      launch.col_start[k + 1] = launch.col_start[k] + launch.in_row[k];
+    }
+    launch.width = launch.col_start[launch.count];
+    col += launch.width;
+    if (launch.width == 0) continue;  // only empty inputs: nothing to copy
+    launches.push_back(launch);
+    first_input.push_back(first);
+  }
+  return std::make_unique<ConcatKernel>(node, std::move(launches), std::move(first_input));
+}
+
+absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeGather(const CudaKernelContext& context) {
+  const BoundNode& node = context.node;
+  ASSIGN_OR_RETURN(NodeValues v, GetNodeValues(context.graph, node, 2, 2, 1, 1));
+  const BoundValue& data = *v.inputs[0];
+  const BoundValue& indices = *v.inputs[1];
+  const BoundValue& out = *v.outputs[0];
+  RETURN_IF_ERROR(CheckSameDType(node, data, out));
+  RETURN_IF_ERROR(CheckDType(node, indices, DTypes({DType::kInt64})));
+  ASSIGN_OR_RETURN(const int64_t axis, GetIntAttr(node.attributes, "axis", 0));
+  const size_t rank = data.dims.size();
+  if (axis < 0 || static_cast<size_t>(axis) >= rank) {
+    return Invalid(node, absl::StrCat("axis ", axis, " outside data rank ", rank));
+  }
+  GatherParams params;
+  params.elem_size = static_cast<int32_t>(DTypeSize(data.dtype));
+  params.outer = Product(data.dims, 0, axis);
+  params.axis_dim = data.dims[axis];
+  params.num_indices = NumElements(indices.dims);
+  params.inner = Product(data.dims, axis + 1, rank);
+  Dims expected(data.dims.begin(), data.dims.begin() + axis);
+  expected.insert(expected.end(), indices.dims.begin(), indices.dims.end());
+  expected.insert(expected.end(), data.dims.begin() + axis + 1, data.dims.end());
+  if (expected != out.dims) {
+    return Invalid(node, absl::StrCat("output ", DimsToString(out.dims), " should be ",
+                                      DimsToString(expected)));
+  }
+  return MakeParamsKernel(node, params, EnqueueGather, "LaunchGather");
+}
+
+absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeGatherElements(const CudaKernelContext& context) {
+  const BoundNode& node = context.node;
+  ASSIGN_OR_RETURN(NodeValues v, GetNodeValues(context.graph, node, 2, 2, 1, 1));
+  const BoundValue& data = *v.inputs[0];
+  const BoundValue& indices = *v.inputs[1];
+  const BoundValue& out = *v.outputs[0];
+  RETURN_IF_ERROR(CheckSameDType(node, data, out));
+  RETURN_IF_ERROR(CheckDType(node, indices, DTypes({DType::kInt64})));
+  ASSIGN_OR_RETURN(const int64_t axis, GetIntAttr(node.attributes, "axis", 0));
+  const size_t rank = data.dims.size();
+  if (axis < 0 || static_cast<size_t>(axis) >= rank || indices.dims.size() != rank ||
+      out.dims != indices.dims) {
+    return Invalid(node, absl::StrCat("data ", DimsToString(data.dims), ", indices ",
+                                      DimsToString(indices.dims), ", output ",
+                                      DimsToString(out.dims), " and axis ", axis, " disagree"));
+  }
+  GatherElementsParams params;
+  params.elem_size = static_cast<int32_t>(DTypeSize(data.dtype));
+  params.rank = static_cast<int32_t>(rank);
+  params.axis = static_cast<int32_t>(axis);
+  params.num_elements = NumElements(out.dims);
+  params.axis_dim = data.dims[axis];
+  const std::vector<int64_t> strides = ContiguousStrides(data.dims);
+  for (size_t d = 0; d < rank; ++d) {
+    params.dims[d] = out.dims[d];
+    params.data_strides[d] = strides[d];
+  }
+  return MakeParamsKernel(node, params, EnqueueGatherElements, "LaunchGatherElements");
+}
+
+absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeGatherND(const CudaKernelContext& context) {
+  const BoundNode& node = context.node;
+  ASSIGN_OR_RETURN(NodeValues v, GetNodeValues(context.graph, node, 2, 2, 1, 1));
+  const BoundValue& data = *v.inputs[0];
+  const BoundValue& indices = *v.inputs[1];
+  const BoundValue& out = *v.outputs[0];
+  RETURN_IF_ERROR(CheckSameDType(node, data, out));
+  RETURN_IF_ERROR(CheckDType(node, indices, DTypes({DType::kInt64})));
+  ASSIGN_OR_RETURN(const int64_t batch_dims, GetIntAttr(node.attributes, "batch_dims", 0));
+  const int64_t rank = static_cast<int64_t>(data.dims.size());
+  const int64_t index_rank = static_cast<int64_t>(indices.dims.size());
+  const int64_t count = index_rank == 0 ? 0 : indices.dims.back();
+  if (index_rank < 1 || batch_dims < 0 || batch_dims >= index_rank || count < 1 ||
+      batch_dims + count > rank) {
+    return Invalid(node, absl::StrCat("data ", DimsToString(data.dims), ", indices ",
+                                      DimsToString(indices.dims), " and batch_dims ", batch_dims,
+                                      " disagree"));
+  }
+  GatherNDParams params;
+  params.elem_size = static_cast<int32_t>(DTypeSize(data.dtype));
+  params.index_count = static_cast<int32_t>(count);
+  params.batch = Product(data.dims, 0, batch_dims);
+  params.tuples = Product(indices.dims, batch_dims, index_rank - 1);
+  params.slice = Product(data.dims, batch_dims + count, rank);
+  const std::vector<int64_t> strides = ContiguousStrides(data.dims);
+  params.data_batch_stride = Product(data.dims, batch_dims, rank);
+  for (int64_t j = 0; j < count; ++j) {
+    params.indexed_dims[j] = data.dims[batch_dims + j];
+    params.indexed_strides[j] = strides[batch_dims + j];
+  }
+  if (NumElements(out.dims) != params.batch * params.tuples * params.slice) {
+    return Invalid(node, absl::StrCat("output ", DimsToString(out.dims), " does not match"));
+  }
+  return MakeParamsKernel(node, params, EnqueueGatherND, "LaunchGatherND");
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeExpandKernel(const BoundGraph& graph,
+                                                               const BoundNode& node) {
+  return MakeExpand(CudaKernelContext{graph, node});
+}
+
+void AddDataMovementCudaKernels(CudaKernelDefs& defs) {
+  defs.push_back({"Concat", kAnyDType, MakeConcat});
+  defs.push_back({"Expand", kAnyDType, MakeExpand});
+  defs.push_back({"Gather", kAnyDType, MakeGather});
+  defs.push_back({"GatherElements", kAnyDType, MakeGatherElements});
+  defs.push_back({"GatherND", kAnyDType, MakeGatherND});
+  defs.push_back({"Slice", kAnyDType, MakeSlice});
+  defs.push_back({"Transpose", kAnyDType, MakeTranspose});
+}
+
+}  // namespace graphserve

@@ -1,0 +1,229 @@
+// The normalization family's CUDA kernels (runtime/ops/normalization.cc):
+// Softmax, LayerNormalization, ReduceMean and CumSum. Device code:
+// op_kernels_reduce.cu.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/dtype.h"
+#include "common/status.h"
+#include "runtime/bound_graph.h"
+#include "runtime/cuda/kernel_families.h"
+#include "runtime/cuda/kernel_plan.h"
+#include "runtime/cuda/op_kernels_launch.h"
+
+namespace graphserve {
+namespace {
+
+using kernel_plan::CheckDType;
+using kernel_plan::CheckElementCount;
+using kernel_plan::CheckSameDType;
+using kernel_plan::ContiguousStrides;
+using kernel_plan::DeviceInputs;
+using kernel_plan::DeviceOutputs;
+using kernel_plan::GetNodeValues;
+using kernel_plan::Invalid;
+using kernel_plan::MakeParamsKernel;
+using kernel_plan::MergeDims;
+using kernel_plan::NodeKernel;
+using kernel_plan::NodeValues;
+using kernel_plan::Product;
+using kernel_plan::StridedDims;
+using kernel_plan::Unsupported;
+using op_kernels_internal::CumSumParams;
+using op_kernels_internal::LayerNormParams;
+using op_kernels_internal::ReduceMeanParams;
+using op_kernels_internal::SoftmaxParams;
+
+cudaError_t EnqueueSoftmax(const SoftmaxParams& params, DeviceInputs inputs,
+                           DeviceOutputs outputs, cudaStream_t stream) {
+  return op_kernels_internal::LaunchSoftmax(params, static_cast<const float*>(inputs[0]),
+                                            static_cast<float*>(outputs[0]), stream);
+}
+
+cudaError_t EnqueueReduceMean(const ReduceMeanParams& params, DeviceInputs inputs,
+                              DeviceOutputs outputs, cudaStream_t stream) {
+  return op_kernels_internal::LaunchReduceMean(params, static_cast<const float*>(inputs[0]),
+                                               static_cast<float*>(outputs[0]), stream);
+}
+
+cudaError_t EnqueueCumSum(const CumSumParams& params, DeviceInputs inputs, DeviceOutputs outputs,
+                          cudaStream_t stream) {
+  return op_kernels_internal::LaunchCumSum(params, inputs[0], outputs[0], stream);
+}
+
+class LayerNormKernel final : public NodeKernel {
+ public:
+  // `has_mean` / `has_inv_std_dev`: whether output 1 / 2 is used.
+  LayerNormKernel(const BoundNode& node, const LayerNormParams& params, bool has_mean,
+                  bool has_inv_std_dev)
+      : NodeKernel(node),
+        params_(params),
+        has_bias_(node.inputs.size() == 3),
+        has_mean_(has_mean),
+        has_inv_std_dev_(has_inv_std_dev) {}
+
+  absl::Status Enqueue(absl::Span<const void* const> inputs, absl::Span<void* const> outputs,
+                       cudaStream_t stream) const override {
+    RETURN_IF_ERROR(CheckArity(inputs, outputs));
+    const float* bias = has_bias_ ? static_cast<const float*>(inputs[2]) : nullptr;
+    float* mean = has_mean_ ? static_cast<float*>(outputs[1]) : nullptr;
+    float* inv_std_dev = has_inv_std_dev_ ? static_cast<float*>(outputs[2]) : nullptr;
+    return LaunchStatus(op_kernels_internal::LaunchLayerNorm(
+                            params_, static_cast<const float*>(inputs[0]),
+                            static_cast<const float*>(inputs[1]), bias,
+                            static_cast<float*>(outputs[0]), mean, inv_std_dev, stream),
+                        "LaunchLayerNorm");
+  }
+
+ private:
+  LayerNormParams params_;
+  bool has_bias_;
+  bool has_mean_;
+  bool has_inv_std_dev_;
+};
+
+absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeSoftmax(const CudaKernelContext& context) {
+  const BoundNode& node = context.node;
+  ASSIGN_OR_RETURN(NodeValues v, GetNodeValues(context.graph, node, 1, 1, 1, 1));
+  const BoundValue& in = *v.inputs[0];
+  const BoundValue& out = *v.outputs[0];
+  RETURN_IF_ERROR(CheckSameDType(node, in, out));
+  SoftmaxParams params;
+  params.outer = IntAttr(node.attributes, "outer");
+  params.axis_size = IntAttr(node.attributes, "axis_size");
+  params.inner = IntAttr(node.attributes, "inner");
+  if (params.outer < 0 || params.axis_size < 0 || params.inner < 0) {
+    return Invalid(node, "outer, axis_size and inner must be non-negative");
+  }
+  const int64_t count = params.outer * params.axis_size * params.inner;
+  RETURN_IF_ERROR(CheckElementCount(node, in, count));
+  RETURN_IF_ERROR(CheckElementCount(node, out, count));
+  return MakeParamsKernel(node, params, EnqueueSoftmax, "LaunchSoftmax");
+}
+
+absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeLayerNorm(const CudaKernelContext& context) {
+  const BoundNode& node = context.node;
+  ASSIGN_OR_RETURN(NodeValues v, GetNodeValues(context.graph, node, 2, 3, 1, 3));
+  LayerNormParams params;
+  params.rows = IntAttr(node.attributes, "outer");
+  params.cols = IntAttr(node.attributes, "inner");
+  ASSIGN_OR_RETURN(params.epsilon, GetFloatAttr(node.attributes, "epsilon", 1e-5f));
+  if (params.rows < 0 || params.cols < 0) {
+    return Invalid(node, "outer and inner must be non-negative");
+  }
+  for (const BoundValue* value : v.inputs) {
+    RETURN_IF_ERROR(CheckDType(node, *value, DTypes({DType::kFloat32})));
+  }
+  RETURN_IF_ERROR(CheckElementCount(node, *v.inputs[0], params.rows * params.cols));
+  for (size_t i = 1; i < v.inputs.size(); ++i) {
+    RETURN_IF_ERROR(CheckElementCount(node, *v.inputs[i], params.cols));
+  }
+  for (size_t i = 0; i < v.outputs.size(); ++i) {
+    if (v.outputs[i] == nullptr) continue;
+    RETURN_IF_ERROR(CheckDType(node, *v.outputs[i], DTypes({DType::kFloat32})));
+    RETURN_IF_ERROR(
+        CheckElementCount(node, *v.outputs[i], i == 0 ? params.rows * params.cols : params.rows));
+  }
+  const bool has_mean = v.outputs.size() > 1 && v.outputs[1] != nullptr;
+  const bool has_inv_std_dev = v.outputs.size() > 2 && v.outputs[2] != nullptr;
+  return std::make_unique<LayerNormKernel>(node, params, has_mean, has_inv_std_dev);
+}
+
+absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeReduceMean(const CudaKernelContext& context) {
+  const BoundNode& node = context.node;
+  ASSIGN_OR_RETURN(NodeValues v, GetNodeValues(context.graph, node, 1, 1, 1, 1));
+  const BoundValue& in = *v.inputs[0];
+  const BoundValue& out = *v.outputs[0];
+  RETURN_IF_ERROR(CheckSameDType(node, in, out));
+  const std::vector<int64_t>& axes = IntsAttr(node.attributes, "axes");
+  const size_t rank = in.dims.size();
+  std::vector<bool> reduced(rank, false);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    if (axes[i] < 0 || static_cast<size_t>(axes[i]) >= rank || (i > 0 && axes[i] <= axes[i - 1])) {
+      return Invalid(node, absl::StrCat("axes [", absl::StrJoin(axes, ","),
+                                        "] must be sorted, distinct and within rank ", rank));
+    }
+    reduced[axes[i]] = true;
+  }
+  if (axes.empty() && rank > 0) return Invalid(node, "axes must not be empty");
+  const std::vector<int64_t> in_strides = ContiguousStrides(in.dims);
+  Dims kept_dims;
+  Dims reduced_dims;
+  std::vector<int64_t> kept_strides;
+  std::vector<int64_t> reduced_strides;
+  for (size_t d = 0; d < rank; ++d) {
+    (reduced[d] ? reduced_dims : kept_dims).push_back(in.dims[d]);
+    (reduced[d] ? reduced_strides : kept_strides).push_back(in_strides[d]);
+  }
+  ReduceMeanParams params;
+  params.num_outputs = NumElements(kept_dims);
+  params.reduce_count = NumElements(reduced_dims);
+  RETURN_IF_ERROR(CheckElementCount(node, out, params.num_outputs));
+  if (params.reduce_count == 0 && params.num_outputs > 0) {
+    return Unsupported(node, "ReduceMean over zero elements");
+  }
+  const StridedDims kept = MergeDims(kept_dims, {kept_strides});
+  const StridedDims reduced_merged = MergeDims(reduced_dims, {reduced_strides});
+  params.kept_rank = static_cast<int32_t>(kept.dims.size());
+  for (size_t d = 0; d < kept.dims.size(); ++d) {
+    params.kept_dims[d] = kept.dims[d];
+    // MergeDims gives a lone size-1 dim stride 1; it is only ever indexed at 0.
+    params.kept_strides[d] = kept.strides[0][d];
+  }
+  params.reduced_rank = static_cast<int32_t>(reduced_merged.dims.size());
+  for (size_t d = 0; d < reduced_merged.dims.size(); ++d) {
+    params.reduced_dims[d] = reduced_merged.dims[d];
+    params.reduced_strides[d] = reduced_merged.strides[0][d];
+  }
+  // Row-major [num_outputs, reduce_count]: the reduced elements of output t
+  // are the reduce_count elements starting at t * reduce_count.
+  params.rows_contiguous =
+      params.reduced_rank == 1 && params.reduced_strides[0] == 1 &&
+      (params.num_outputs == 1 ||
+       (params.kept_rank == 1 && params.kept_strides[0] == params.reduce_count));
+  return MakeParamsKernel(node, params, EnqueueReduceMean, "LaunchReduceMean");
+}
+
+absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeCumSum(const CudaKernelContext& context) {
+  const BoundNode& node = context.node;
+  ASSIGN_OR_RETURN(NodeValues v, GetNodeValues(context.graph, node, 1, 1, 1, 1));
+  const BoundValue& in = *v.inputs[0];
+  const BoundValue& out = *v.outputs[0];
+  RETURN_IF_ERROR(CheckSameDType(node, in, out));
+  RETURN_IF_ERROR(CheckElementCount(node, out, NumElements(in.dims)));
+  ASSIGN_OR_RETURN(const int64_t axis, GetIntAttr(node.attributes, "axis", 0));
+  ASSIGN_OR_RETURN(const int64_t exclusive, GetIntAttr(node.attributes, "exclusive", 0));
+  ASSIGN_OR_RETURN(const int64_t reverse, GetIntAttr(node.attributes, "reverse", 0));
+  const size_t rank = in.dims.size();
+  if (axis < 0 || static_cast<size_t>(axis) >= rank) {
+    return Invalid(node, absl::StrCat("axis ", axis, " outside rank ", rank));
+  }
+  CumSumParams params;
+  params.dtype = in.dtype;
+  params.outer = Product(in.dims, 0, axis);
+  params.axis_dim = in.dims[axis];
+  params.inner = Product(in.dims, axis + 1, rank);
+  params.exclusive = exclusive != 0;
+  params.reverse = reverse != 0;
+  return MakeParamsKernel(node, params, EnqueueCumSum, "LaunchCumSum");
+}
+
+}  // namespace
+
+void AddNormalizationCudaKernels(CudaKernelDefs& defs) {
+  const DTypeSet float32 = DTypes({DType::kFloat32});
+  defs.push_back({"CumSum", DTypes({DType::kFloat32, DType::kFloat64, DType::kInt32, DType::kInt64}),
+                  MakeCumSum});
+  defs.push_back({"LayerNormalization", float32, MakeLayerNorm});
+  defs.push_back({"ReduceMean", float32, MakeReduceMean});
+  defs.push_back({"Softmax", float32, MakeSoftmax});
+}
+
+}  // namespace graphserve
