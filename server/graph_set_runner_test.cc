@@ -1,8 +1,8 @@
 // GPU tests of GraphSetRunner's chunks of requests whose tensors lie in
-// pinned host memory or on the device (Notes [Pinned shared memory] and
-// [CUDA shared memory] in server/shared_memory.h): every way the rows can
-// reach the graph gives the outputs of the plain host path, bit for bit.
-// They skip without a GPU.
+// pageable or pinned host memory or on the device (Notes [Pinned shared
+// memory] and [CUDA shared memory] in server/shared_memory.h): every way the
+// rows can reach the graph gives the host reference executor's outputs for
+// those rows. They skip without a GPU.
 #include "server/graph_set_runner.h"
 
 #include <gtest/gtest.h>
@@ -16,12 +16,19 @@
 
 #include "common/cuda_handles.h"
 #include "examples/example_models.h"
+#include "runtime/bind.h"
+#include "runtime/host/host_executor.h"
 #include "runtime/onnx_import.h"
 
 namespace graphserve {
 namespace {
 
 constexpr int64_t kBatch = 16;
+// Input rows for a test's runs, enough that no two runs of a test share a
+// row: an output the runner leaves from an earlier run then never matches
+// the reference of the rows asked for.
+constexpr int64_t kInputRows = 4 * kBatch;
+constexpr double kTolerance = 1e-5;  // float32 GPU against the float64-accumulating host
 
 // Where a request's tensors live.
 enum class Memory { kHost, kPinned, kDevice };
@@ -35,8 +42,8 @@ const char* Name(Memory memory) {
   return "?";
 }
 
-// dlrm_dense (two inputs, one output) on one slot at batch size 16, and
-// random rows for it.
+// dlrm_dense (two inputs, one output) on one slot at batch size 16, random
+// rows for it, and the host reference executor's outputs for those rows.
 class GraphSetRunnerTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -54,9 +61,22 @@ class GraphSetRunnerTest : public ::testing::Test {
     ASSERT_TRUE(runner_->PrepareWorkerThread(0).ok());
     for (size_t i = 0; i < set_->num_inputs(); ++i) {
       Dims dims = model->inputs[i].dims;
-      dims[0] = kBatch;
+      dims[0] = kInputRows;
       rows_.push_back(RandomTensor(model->inputs[i].dtype, dims, 30 + i));
     }
+    // The model mixes no rows (GraphSet::Create checked it), so the
+    // reference of rows [first, first + n) is rows [first, first + n) of the
+    // reference of all the rows.
+    BindOptions bind;
+    bind.batch_size = kInputRows;
+    absl::StatusOr<BoundGraph> graph = BindModel(*model, bind);
+    ASSERT_TRUE(graph.ok()) << graph.status();
+    absl::StatusOr<std::unique_ptr<HostExecutor>> host = HostExecutor::Create(*std::move(graph));
+    ASSERT_TRUE(host.ok()) << host.status();
+    absl::StatusOr<std::vector<HostTensor>> reference = (*host)->Run(rows_);
+    ASSERT_TRUE(reference.ok()) << reference.status();
+    reference_ = *std::move(reference);
+    ASSERT_EQ(reference_.size(), set_->num_outputs());
   }
 
   // One request's `rows` rows from row `first` of rows_, its inputs and its
@@ -122,7 +142,8 @@ class GraphSetRunnerTest : public ::testing::Test {
       } else {
         to = request->host.emplace_back(bytes).data();
       }
-      // Rows the runner leaves unwritten show as 0xFF bytes.
+      // Rows the runner leaves unwritten stay 0xFF bytes: NaN as float32,
+      // which no reference matches.
       if (memory == Memory::kDevice) {
         EXPECT_EQ(cudaMemset(to, 0xFF, bytes + set_->output_bytes_per_row(o)), cudaSuccess);
       } else {
@@ -146,15 +167,15 @@ class GraphSetRunnerTest : public ::testing::Test {
     ASSERT_TRUE(runner_->Finish(0, staging, job, &timing).ok());
   }
 
-  // Output 0's bytes of a request, read back from the device if it is there
-  // (with `guard`, the guard row after a device output's rows instead).
-  std::string Output(const Request& request, bool guard = false) const {
-    const size_t row_bytes = set_->output_bytes_per_row(0);
+  // Output `output`'s bytes of a request, read back from the device if it is
+  // there (with `guard`, the guard row after a device output's rows instead).
+  std::string Output(const Request& request, size_t output = 0, bool guard = false) const {
+    const size_t row_bytes = set_->output_bytes_per_row(output);
     std::string bytes(guard ? row_bytes : row_bytes * static_cast<size_t>(request.segment.rows),
                       '\0');
     const std::byte* from =
-        request.segment.outputs[0] + (guard ? row_bytes * request.segment.rows : 0);
-    if (InMask(request.segment.device_outputs, 0)) {
+        request.segment.outputs[output] + (guard ? row_bytes * request.segment.rows : 0);
+    if (InMask(request.segment.device_outputs, output)) {
       EXPECT_EQ(cudaMemcpy(bytes.data(), from, bytes.size(), cudaMemcpyDeviceToHost),
                 cudaSuccess);
     } else {
@@ -163,73 +184,94 @@ class GraphSetRunnerTest : public ::testing::Test {
     return bytes;
   }
 
+  // Every output of a request made from rows [first, first + its rows) of
+  // rows_ against the host reference of those rows.
+  void ExpectReference(const Request& request, int64_t first, const std::string& what) const {
+    for (size_t o = 0; o < set_->num_outputs(); ++o) {
+      const HostTensor& all = reference_[o];
+      const size_t row_bytes = all.bytes() / kInputRows;
+      ASSERT_EQ(row_bytes, set_->output_bytes_per_row(o));
+      Dims dims = all.dims();
+      dims[0] = request.segment.rows;
+      HostTensor want(all.dtype(), dims);
+      std::memcpy(want.raw(), static_cast<const std::byte*>(all.raw()) + first * row_bytes,
+                  want.bytes());
+      HostTensor got(all.dtype(), dims);
+      const std::string bytes = Output(request, o);
+      ASSERT_EQ(bytes.size(), got.bytes());
+      std::memcpy(got.raw(), bytes.data(), bytes.size());
+      EXPECT_LT(RelativeError(got, want), kTolerance)
+          << what << ": output " << o << ", rows " << first << "+" << request.segment.rows;
+    }
+  }
+
   // The guard row after a device request's output rows, as MakeRequest left it.
   std::string UntouchedGuard() const { return std::string(set_->output_bytes_per_row(0), '\xFF'); }
 
   std::shared_ptr<const GraphSet> set_;
   std::unique_ptr<GraphSetRunner> runner_;
-  std::vector<HostTensor> rows_;
+  std::vector<HostTensor> rows_;       // kInputRows rows of each input
+  std::vector<HostTensor> reference_;  // the host executor's outputs for rows_
 };
 
 // A chunk of one request's rows, 5 of 16 (the rest padding): wherever its
 // tensors are (a device request's output written in place, device to
-// device), the outputs are those of the host path; also with its inputs
-// split between device and host memory, or device and pinned.
-TEST_F(GraphSetRunnerTest, OneRequestsChunkGivesTheHostPathsOutputs) {
-  const std::unique_ptr<Request> host = MakeRequest(0, 5, Memory::kHost);
-  Run({host.get()}, 0);
-  for (const Memory memory : {Memory::kPinned, Memory::kDevice}) {
-    const std::unique_ptr<Request> request = MakeRequest(0, 5, memory);
-    Run({request.get()}, 1);
-    EXPECT_EQ(Output(*request), Output(*host)) << Name(memory);
+// device), the outputs are the reference's; also with its inputs split
+// between device and host memory, or device and pinned. Each run takes rows
+// of its own.
+TEST_F(GraphSetRunnerTest, OneRequestsChunkGivesTheReferenceOutputs) {
+  int64_t first = 0;
+  for (const Memory memory : {Memory::kHost, Memory::kPinned, Memory::kDevice}) {
+    const std::unique_ptr<Request> request = MakeRequest(first, 5, memory);
+    Run({request.get()}, memory == Memory::kHost ? 0 : 1);
+    ExpectReference(*request, first, Name(memory));
     if (memory == Memory::kDevice) {
-      EXPECT_EQ(Output(*request, /*guard=*/true), UntouchedGuard()) << "written past 5 rows";
+      EXPECT_EQ(Output(*request, /*output=*/0, /*guard=*/true), UntouchedGuard())
+          << "written past 5 rows";
     }
+    first += 5;
   }
   for (const Memory others : {Memory::kHost, Memory::kPinned}) {
-    const std::unique_ptr<Request> mixed = MakeRequest(0, 5, others, Memory::kDevice);
+    const std::unique_ptr<Request> mixed = MakeRequest(first, 5, others, Memory::kDevice);
     Run({mixed.get()}, 0);
-    EXPECT_EQ(Output(*mixed), Output(*host))
-        << "input 0 on the device, the other " << Name(others);
+    ExpectReference(*mixed, first,
+                    std::string("input 0 on the device, the other ") + Name(others));
+    first += 5;
   }
 }
 
 // A merged chunk: requests' rows one after the other, in each kind of
 // memory (host and pinned rows gathered through staging, device rows copied
-// device to device at their row, in and out), give what the same rows give
-// as one host request.
+// device to device at their row, in and out), each request given the
+// reference outputs of its own rows.
 TEST_F(GraphSetRunnerTest, MergedChunkGathersEveryKindOfMemory) {
-  const std::unique_ptr<Request> whole = MakeRequest(0, 12, Memory::kHost);
-  Run({whole.get()}, 0);
   const std::unique_ptr<Request> pinned = MakeRequest(0, 4, Memory::kPinned);
   const std::unique_ptr<Request> device = MakeRequest(4, 5, Memory::kDevice);
   const std::unique_ptr<Request> host = MakeRequest(9, 3, Memory::kHost);
   Run({pinned.get(), device.get(), host.get()}, 1);
-  const std::string want = Output(*whole);
-  const size_t row_bytes = set_->output_bytes_per_row(0);
-  EXPECT_EQ(Output(*pinned), want.substr(0, 4 * row_bytes));
-  EXPECT_EQ(Output(*device), want.substr(4 * row_bytes, 5 * row_bytes));
-  EXPECT_EQ(Output(*device, /*guard=*/true), UntouchedGuard()) << "written past its rows";
-  EXPECT_EQ(Output(*host), want.substr(9 * row_bytes, 3 * row_bytes));
+  ExpectReference(*pinned, 0, "pinned, rows 0-3 of the chunk");
+  ExpectReference(*device, 4, "device, rows 4-8 of the chunk");
+  EXPECT_EQ(Output(*device, /*output=*/0, /*guard=*/true), UntouchedGuard())
+      << "written past its rows";
+  ExpectReference(*host, 9, "host, rows 9-11 of the chunk");
 
   // Device rows first (the padding rows copy row 0), then a request with only
-  // input 0 on the device.
-  const std::unique_ptr<Request> first = MakeRequest(0, 5, Memory::kDevice);
-  const std::unique_ptr<Request> mixed = MakeRequest(5, 4, Memory::kHost, Memory::kDevice);
-  const std::unique_ptr<Request> last = MakeRequest(9, 3, Memory::kPinned);
+  // input 0 on the device; rows not used above.
+  const std::unique_ptr<Request> first = MakeRequest(12, 5, Memory::kDevice);
+  const std::unique_ptr<Request> mixed = MakeRequest(17, 4, Memory::kHost, Memory::kDevice);
+  const std::unique_ptr<Request> last = MakeRequest(21, 3, Memory::kPinned);
   Run({first.get(), mixed.get(), last.get()}, 0);
-  EXPECT_EQ(Output(*first), want.substr(0, 5 * row_bytes));
-  EXPECT_EQ(Output(*first, /*guard=*/true), UntouchedGuard()) << "written past its rows";
-  EXPECT_EQ(Output(*mixed), want.substr(5 * row_bytes, 4 * row_bytes));
-  EXPECT_EQ(Output(*last), want.substr(9 * row_bytes, 3 * row_bytes));
+  ExpectReference(*first, 12, "device, rows 0-4 of the chunk");
+  EXPECT_EQ(Output(*first, /*output=*/0, /*guard=*/true), UntouchedGuard())
+      << "written past its rows";
+  ExpectReference(*mixed, 17, "input 0 on the device, rows 5-8 of the chunk");
+  ExpectReference(*last, 21, "pinned, rows 9-11 of the chunk");
 }
 
 // A device request split into chunks (as the stream pool splits one larger
 // than a chunk): each chunk's segment points into the request's memory at
 // its first row, and each writes its rows there, device to device.
 TEST_F(GraphSetRunnerTest, SplitDeviceRequestWritesEachChunkAtItsRows) {
-  const std::unique_ptr<Request> whole = MakeRequest(0, 10, Memory::kHost);
-  Run({whole.get()}, 0);
   const std::unique_ptr<Request> device = MakeRequest(0, 10, Memory::kDevice);
   const size_t out_row = set_->output_bytes_per_row(0);
   for (const auto& [first, rows] : {std::pair<int64_t, int64_t>{0, 6}, {6, 4}}) {
@@ -242,8 +284,9 @@ TEST_F(GraphSetRunnerTest, SplitDeviceRequestWritesEachChunkAtItsRows) {
     part.segment.outputs[0] += first * out_row;
     Run({&part}, 0);
   }
-  EXPECT_EQ(Output(*device), Output(*whole));
-  EXPECT_EQ(Output(*device, /*guard=*/true), UntouchedGuard()) << "written past 10 rows";
+  ExpectReference(*device, 0, "device request in two chunks");
+  EXPECT_EQ(Output(*device, /*output=*/0, /*guard=*/true), UntouchedGuard())
+      << "written past 10 rows";
 }
 
 // A runner on one GPU reads device inputs from, and writes device outputs
