@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -15,6 +16,13 @@ namespace graphserve {
 bool IsAliasOp(const std::string& op_type) {
   return op_type == "Identity" || op_type == "Reshape" || op_type == "Flatten" ||
          op_type == "Squeeze" || op_type == "Unsqueeze";
+}
+
+bool IsPointwiseOp(const std::string& op_type) {
+  static const auto* const kOps = new std::set<std::string>{
+      "Add", "Sub",  "Mul", "Div",     "Pow",  "Max", "Min", "Sqrt",       "Exp",
+      "Log", "Sigmoid", "Tanh", "Erf", "Relu", "Abs", "Neg", "Reciprocal", "LeakyRelu"};
+  return kOps->count(op_type) > 0;
 }
 
 bool IsColumnBias(const BoundValue& value, int64_t n) {
@@ -140,16 +148,36 @@ class FusionPlanner {
         }
       }
     }
+    // The library steps take their epilogues before pointwise regions form,
+    // so a Conv keeps its residual Add and activation.
+    for (int i = 0; i < static_cast<int>(graph_.nodes.size()); ++i) {
+      if (absorbed_[i]) continue;
+      const std::string& op = graph_.nodes[i].op_type;
+      if (op == "Gemm" || op == "MatMul") {
+        absorbed_[i] = true;
+        PlanGemm(i);
+      } else if (op == "Conv") {
+        absorbed_[i] = true;
+        PlanConv(i);
+      }
+    }
+    if (options_.fuse) {
+      for (int i = static_cast<int>(graph_.nodes.size()) - 1; i >= 0; --i) {
+        if (absorbed_[i]) continue;
+        if (std::optional<FusedStep> region = MatchPointwiseRegion(i)) {
+          for (int n : region->nodes) absorbed_[n] = true;
+          ++plan_.pointwise_regions;
+          plan_.fused_into_pointwise += static_cast<int>(region->nodes.size());
+          Add(*std::move(region));
+        }
+      }
+    }
     for (int i = 0; i < static_cast<int>(graph_.nodes.size()); ++i) {
       if (absorbed_[i]) continue;
       absorbed_[i] = true;
       const BoundNode& node = graph_.nodes[i];
       if (IsAliasOp(node.op_type)) {
         plan_.alias_root[node.outputs[0]] = plan_.alias_root[node.inputs[0]];
-      } else if (node.op_type == "Gemm" || node.op_type == "MatMul") {
-        PlanGemm(i);
-      } else if (node.op_type == "Conv") {
-        PlanConv(i);
       } else {
         FusedStep step;
         step.nodes = {i};
@@ -274,6 +302,84 @@ class FusionPlanner {
     std::sort(match.nodes.begin(), match.nodes.end());
     match.y = graph_.nodes[match.nodes.back()].outputs[0];
     return match;
+  }
+
+  // A pointwise node whose output and tensor inputs are float32 of `dims`
+  // and whose other inputs are float32 scalar constants.
+  bool IsPointwiseNode(int node_index, const Dims& dims) const {
+    const BoundNode& node = graph_.nodes[node_index];
+    const size_t arity = node.op_type == "Add" || node.op_type == "Sub" ||
+                                 node.op_type == "Mul" || node.op_type == "Div" ||
+                                 node.op_type == "Pow" || node.op_type == "Max" ||
+                                 node.op_type == "Min"
+                             ? 2
+                             : 1;
+    if (!IsPointwiseOp(node.op_type) || node.inputs.size() != arity ||
+        node.outputs.size() != 1) {
+      return false;
+    }
+    const BoundValue& out = graph_.value(node.outputs[0]);
+    if (out.dtype != DType::kFloat32 || out.dims != dims) return false;
+    int scalars = 0;
+    for (ValueId id : node.inputs) {
+      const BoundValue& in = graph_.value(id);
+      if (in.dtype != DType::kFloat32) return false;
+      if (in.is_constant() && in.constant->num_elements() == 1) {
+        ++scalars;
+      } else if (in.dims != dims) {
+        return false;
+      }
+    }
+    return scalars < static_cast<int>(arity);  // a node of constants alone is no region's
+  }
+
+  // Note [Pointwise regions]: the region ending at `sink`, or nullopt when
+  // it would hold fewer than two nodes.
+  std::optional<FusedStep> MatchPointwiseRegion(int sink) const {
+    const BoundNode& sink_node = graph_.nodes[sink];
+    if (sink_node.outputs.size() != 1) return std::nullopt;
+    const Dims& dims = graph_.value(sink_node.outputs[0]).dims;
+    if (!IsPointwiseNode(sink, dims)) return std::nullopt;
+    std::set<int> region = {sink};
+    for (bool grew = true; grew && region.size() < kMaxPointwiseNodes;) {
+      grew = false;
+      for (const int member : std::vector<int>(region.begin(), region.end())) {
+        for (const ValueId id : graph_.nodes[member].inputs) {
+          const int producer = producers_[id];
+          if (producer < 0 || absorbed_[producer] || region.count(producer) > 0 ||
+              IsGraphOutput(graph_, id) || !IsPointwiseNode(producer, dims) ||
+              region.size() >= kMaxPointwiseNodes) {
+            continue;
+          }
+          const std::vector<int>& readers = consumers_[id];
+          if (std::all_of(readers.begin(), readers.end(),
+                          [&](int reader) { return region.count(reader) > 0; })) {
+            region.insert(producer);
+            grew = true;
+          }
+        }
+      }
+    }
+    if (region.size() < 2) return std::nullopt;
+    FusedStep step;
+    step.kind = StepKind::kPointwise;
+    step.nodes.assign(region.begin(), region.end());
+    step.anchor = step.nodes.front();
+    std::set<ValueId> produced;
+    for (const int n : step.nodes) produced.insert(graph_.nodes[n].outputs[0]);
+    for (const int n : step.nodes) {
+      for (const ValueId id : graph_.nodes[n].inputs) {
+        const BoundValue& value = graph_.value(id);
+        const bool scalar = value.is_constant() && value.constant->num_elements() == 1;
+        if (produced.count(id) == 0 && !scalar &&
+            std::find(step.inputs.begin(), step.inputs.end(), id) == step.inputs.end()) {
+          step.inputs.push_back(id);
+        }
+      }
+    }
+    if (step.inputs.size() > kMaxPointwiseInputs) return std::nullopt;
+    step.outputs = {sink_node.outputs[0]};
+    return step;
   }
 
   // The activation a node applies, for a Conv epilogue; kNone if the

@@ -17,6 +17,7 @@ enum class StepKind {
   kGemm,     // Gemm/MatMul on cuBLASLt, maybe with a following bias Add in its epilogue
   kConv,     // Conv on cuDNN, maybe with a residual Add and an activation in its epilogue
   kErfGelu,  // PyTorch's five-node exact GELU chain as one kernel
+  kPointwise,  // a region of float32 elementwise nodes as one kernel (Note [Pointwise regions])
 };
 
 struct FusedStep {
@@ -27,7 +28,8 @@ struct FusedStep {
   int anchor = 0;
   // Values the step's kernel reads, in the kernel's order, and writes.
   //  kGemm: A, B, and C when GemmReadsC; kConv: X, W, [B], [residual];
-  //  kErfGelu: x; kKernel: the node's inputs.
+  //  kErfGelu: x; kPointwise: the region's tensor inputs (scalar constants
+  //  are compiled in); kKernel: the node's inputs.
   std::vector<ValueId> inputs;
   std::vector<ValueId> outputs;
   // kGemm: a column bias taken from a following Add (-1: none).
@@ -51,6 +53,8 @@ struct FusionPlan {
   std::vector<ValueId> alias_root;
   int gemm_bias_epilogues = 0;  // GEMM steps with a bias in their epilogue
   int erf_gelus = 0;
+  int pointwise_regions = 0;
+  int fused_into_pointwise = 0;  // nodes run inside pointwise regions
   int conv_steps = 0;
   int fused_into_convs = 0;  // nodes (Add, activations) absorbed into Conv epilogues
 };
@@ -70,6 +74,12 @@ bool GemmReadsC(const BoundGraph& graph, const BoundNode& node);
 // Ops whose output is their input's bytes under new dims.
 bool IsAliasOp(const std::string& op_type);
 
+// The elementwise ops a pointwise region may hold (float32; the
+// instructions of runtime/cuda/pointwise.h).
+bool IsPointwiseOp(const std::string& op_type);
+inline constexpr size_t kMaxPointwiseInputs = 4;  // kPointwiseMaxInputs
+inline constexpr size_t kMaxPointwiseNodes = 32;  // kPointwiseMaxInstructions
+
 // Note [Fusion]
 // ~~~~~~~~~~~~~
 // A step absorbs the nodes after its anchor only when nothing else reads the
@@ -79,5 +89,19 @@ bool IsAliasOp(const std::string& op_type);
 // RELU epilogue propagates NaN), a Conv's epilogue is our kernel, which does.
 // Each step takes the place of its last node in the issue order, so every
 // input it reads is written before it.
+
+// Note [Pointwise regions]
+// ~~~~~~~~~~~~~~~~~~~~~~~~
+// After the GEMM and Conv steps have taken their epilogues, the remaining
+// float32 elementwise nodes (IsPointwiseOp) are grouped into regions, each
+// run as one kernel (Note [Pointwise programs] in runtime/cuda/pointwise.h).
+// A region grows backwards from its last node: the producer of a value it
+// reads joins when it is pointwise, every reader of that value is already in
+// the region, and the value is no graph output; so a region has one output,
+// and nothing outside needs a value it keeps in registers. Every value in a
+// region has the output's dims: its inputs are tensors of those dims (no
+// broadcasting, at most kMaxPointwiseInputs) or scalar constants, compiled
+// into the program. Sinks are taken last node first, so a chain becomes one
+// region, not several. A region of one node stays that node's own kernel.
 
 }  // namespace graphserve

@@ -18,6 +18,7 @@
 #include "runtime/cuda/fused_gelu.h"
 #include "runtime/cuda/gemm_kernel.h"
 #include "runtime/cuda/nn_ops.h"
+#include "runtime/cuda/pointwise_kernel.h"
 #include "runtime/cuda/cuda_op_kernel.h"
 #include "runtime/cuda/step_workspace.h"
 #include "runtime/fusion.h"
@@ -99,6 +100,7 @@ struct CudaExecutor::Plan {
   size_t workspace_bytes = 0;  // the largest step workspace, inside the arena
   int fused_epilogues = 0;
   int fused_gelus = 0;
+  int pointwise_regions = 0;
   int conv_steps = 0;
   int fused_into_convs = 0;
   CudaExecutor::PlanTimes times;
@@ -141,6 +143,7 @@ class PlanBuilder {
     plan_.alias_root = std::move(fusion.alias_root);
     plan_.fused_epilogues = fusion.gemm_bias_epilogues;
     plan_.fused_gelus = fusion.erf_gelus;
+    plan_.pointwise_regions = fusion.pointwise_regions;
     plan_.conv_steps = fusion.conv_steps;
     plan_.fused_into_convs = fusion.fused_into_convs;
     for (size_t i = 0; i < plan_.schedule.steps.size(); ++i) {
@@ -193,10 +196,13 @@ class PlanBuilder {
   }
 
   std::string StepLabel(const FusedStep& step) const {
-    if (step.kind != StepKind::kErfGelu) return NodeLabel(graph_.nodes[step.anchor]);
-    return absl::StrCat("fused erf GELU of '", graph_.value(step.inputs[0]).name, "' (ops '",
-                        graph_.nodes[step.nodes.front()].name, "' .. '",
-                        graph_.nodes[step.nodes.back()].name, "')");
+    const char* what = step.kind == StepKind::kErfGelu     ? "fused erf GELU"
+                       : step.kind == StepKind::kPointwise ? "pointwise region"
+                                                           : nullptr;
+    if (what == nullptr) return NodeLabel(graph_.nodes[step.anchor]);
+    return absl::StrCat(what, " of '", graph_.value(step.inputs[0]).name, "' (",
+                        step.nodes.size(), " ops '", graph_.nodes[step.nodes.front()].name,
+                        "' .. '", graph_.nodes[step.nodes.back()].name, "')");
   }
 
   // The context a kernel factory sees for `node` (Note [Op registry]).
@@ -230,6 +236,9 @@ class PlanBuilder {
         fusion.activation = step.conv_activation;
         return ConvKernel::Create(KernelContext(node, workspace), fusion);
       }
+      case StepKind::kPointwise:
+        return MakePointwiseKernel(StepLabel(step), graph_, step.nodes, step.inputs,
+                                   step.outputs[0]);
       case StepKind::kKernel:
         break;
     }
@@ -440,6 +449,7 @@ size_t CudaExecutor::arena_bytes() const { return plan_->memory.arena_bytes; }
 size_t CudaExecutor::arena_lower_bound_bytes() const { return plan_->memory.lower_bound_bytes; }
 int CudaExecutor::fused_epilogues() const { return plan_->fused_epilogues; }
 int CudaExecutor::fused_gelus() const { return plan_->fused_gelus; }
+int CudaExecutor::pointwise_regions() const { return plan_->pointwise_regions; }
 int CudaExecutor::conv_steps() const { return plan_->conv_steps; }
 const CudaExecutor::PlanTimes& CudaExecutor::plan_times() const { return plan_->times; }
 int CudaExecutor::fused_into_convs() const { return plan_->fused_into_convs; }

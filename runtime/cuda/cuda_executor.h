@@ -118,6 +118,8 @@ class CudaExecutor : public Executor {
   [[nodiscard]] int fused_epilogues() const;
   // Number of erf GELU chains (five nodes each) run as one fused kernel.
   [[nodiscard]] int fused_gelus() const;
+  // Pointwise regions run as one kernel each (Note [Pointwise regions]).
+  [[nodiscard]] int pointwise_regions() const;
   // Number of Conv steps, and of nodes (residual Add, activation) fused into
   // their epilogues.
   [[nodiscard]] int conv_steps() const;

@@ -1,0 +1,112 @@
+#include "runtime/cuda/pointwise.h"
+
+#include <math_constants.h>
+
+#include <algorithm>
+#include <cstdint>
+
+namespace graphserve {
+namespace {
+
+constexpr int kThreadsPerBlock = 256;
+constexpr int64_t kMaxBlocks = int64_t{1} << 16;
+
+// Each case is what the node's own kernel computes (op_kernels_unary.cu,
+// op_kernels_binary.cu), without contraction (Note [Pointwise programs]).
+__device__ __forceinline__ float Apply(const PointwiseInstruction& in, float a, float b) {
+  switch (in.op) {
+    case PointwiseOp::kAdd:
+      return __fadd_rn(a, b);
+    case PointwiseOp::kSub:
+      return __fsub_rn(a, b);
+    case PointwiseOp::kMul:
+      return __fmul_rn(a, b);
+    case PointwiseOp::kDiv:
+      return __fdiv_rn(a, b);
+    case PointwiseOp::kPow:
+      return powf(a, b);
+    case PointwiseOp::kMax:
+      return isnan(a) || isnan(b) ? CUDART_NAN_F : (a < b ? b : a);
+    case PointwiseOp::kMin:
+      return isnan(a) || isnan(b) ? CUDART_NAN_F : (b < a ? b : a);
+    case PointwiseOp::kSqrt:
+      return sqrtf(a);
+    case PointwiseOp::kExp:
+      return expf(a);
+    case PointwiseOp::kLog:
+      return logf(a);
+    case PointwiseOp::kSigmoid: {
+      if (a >= 0.0f) return __fdiv_rn(1.0f, __fadd_rn(1.0f, expf(-a)));
+      const float e = expf(a);
+      return __fdiv_rn(e, __fadd_rn(1.0f, e));
+    }
+    case PointwiseOp::kTanh:
+      return tanhf(a);
+    case PointwiseOp::kErf:
+      return erff(a);
+    case PointwiseOp::kRelu:
+      return a < 0.0f ? 0.0f : a;
+    case PointwiseOp::kAbs:
+      return fabsf(a);
+    case PointwiseOp::kNeg:
+      return -a;
+    case PointwiseOp::kReciprocal:
+      return __fdiv_rn(1.0f, a);
+    case PointwiseOp::kLeakyRelu:
+      return a < 0.0f ? __fmul_rn(in.imm, a) : a;
+  }
+  return CUDART_NAN_F;
+}
+
+// One thread per element, grid-stride. No __restrict__: the output may be an
+// input, and each element is read and written by the same thread.
+__global__ void PointwiseKernel(const PointwiseProgram program, const PointwiseInputs inputs,
+                                float* out, int64_t count) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += stride) {
+    float r[kPointwiseMaxRegisters];
+    for (int k = 0; k < program.num_inputs; ++k) r[k] = inputs.data[k][i];
+    for (int k = 0; k < program.num_instructions; ++k) {
+      const PointwiseInstruction& in = program.code[k];
+      const float a = in.a == kPointwiseImmediate ? in.imm : r[in.a];
+      const float b = in.b == kPointwiseImmediate ? in.imm : r[in.b];
+      r[in.dst] = Apply(in, a, b);
+    }
+    out[i] = r[program.result];
+  }
+}
+
+}  // namespace
+
+bool IsWellFormed(const PointwiseProgram& program) {
+  if (program.num_inputs < 0 || program.num_inputs > kPointwiseMaxInputs ||
+      program.num_instructions < 0 || program.num_instructions > kPointwiseMaxInstructions) {
+    return false;
+  }
+  int written = program.num_inputs;  // registers [0, written) hold values
+  for (int k = 0; k < program.num_instructions; ++k) {
+    const PointwiseInstruction& in = program.code[k];
+    const bool unary = in.op >= PointwiseOp::kSqrt;
+    const auto readable = [&](uint8_t operand) {
+      return operand == kPointwiseImmediate || operand < written;
+    };
+    if (in.dst != written || !readable(in.a) || (!unary && !readable(in.b))) return false;
+    if (in.a == kPointwiseImmediate && (unary || in.b == kPointwiseImmediate)) return false;
+    ++written;
+  }
+  return program.result >= 0 && program.result < written;
+}
+
+cudaError_t LaunchPointwise(const PointwiseProgram& program, const PointwiseInputs& inputs,
+                            float* out, int64_t count, cudaStream_t stream) {
+  if (count < 0 || !IsWellFormed(program)) return cudaErrorInvalidValue;
+  if (count == 0) return cudaSuccess;
+  const int64_t blocks =
+      std::min<int64_t>((count + kThreadsPerBlock - 1) / kThreadsPerBlock, kMaxBlocks);
+  PointwiseKernel<<<static_cast<unsigned int>(blocks), kThreadsPerBlock, 0, stream>>>(
+      program, inputs, out, count);
+  return cudaGetLastError();
+}
+
+}  // namespace graphserve

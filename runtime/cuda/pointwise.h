@@ -1,0 +1,93 @@
+#pragma once
+// A region of float32 elementwise nodes as one kernel: the fusion pass
+// (runtime/fusion.h, StepKind::kPointwise) finds the region, PointwiseKernel
+// compiles its nodes into a PointwiseProgram, and one launch runs the program
+// on every element, reading each input and writing the output once instead
+// of once per node. See Note [Pointwise programs].
+//
+// Plain C++ and CUDA runtime types only, so callers compile without nvcc.
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace graphserve {
+
+inline constexpr int kPointwiseMaxInputs = 4;
+inline constexpr int kPointwiseMaxInstructions = 32;
+inline constexpr int kPointwiseMaxRegisters = kPointwiseMaxInputs + kPointwiseMaxInstructions;
+
+enum class PointwiseOp : uint8_t {
+  // Two operands.
+  kAdd,
+  kSub,
+  kMul,
+  kDiv,
+  kPow,
+  kMax,
+  kMin,
+  // One operand (a).
+  kSqrt,
+  kExp,
+  kLog,
+  kSigmoid,
+  kTanh,
+  kErf,
+  kRelu,
+  kAbs,
+  kNeg,
+  kReciprocal,
+  kLeakyRelu,  // alpha in imm
+};
+
+// An operand that is the instruction's immediate instead of a register.
+inline constexpr uint8_t kPointwiseImmediate = 0xFF;
+
+// r[dst] = op(a, b), where an operand is r[index] or, for
+// kPointwiseImmediate, `imm` (a scalar constant of the model).
+struct PointwiseInstruction {
+  PointwiseOp op = PointwiseOp::kAdd;
+  uint8_t dst = 0;
+  uint8_t a = 0;
+  uint8_t b = 0;
+  float imm = 0.0f;
+};
+
+// Registers 0 .. num_inputs-1 hold the inputs' elements; each instruction
+// writes a fresh register; the output is r[result].
+struct PointwiseProgram {
+  int32_t num_inputs = 0;
+  int32_t num_instructions = 0;
+  int32_t result = 0;
+  PointwiseInstruction code[kPointwiseMaxInstructions];
+};
+
+struct PointwiseInputs {
+  const float* data[kPointwiseMaxInputs] = {};
+};
+
+// Enqueues out[i] = program(inputs[0][i], ...) for i in [0, count). The
+// output may be one of the inputs (each element is read and written by one
+// thread). Returns cudaGetLastError() after the launch; a count of 0 enqueues
+// nothing; an ill-formed program or a negative count is cudaErrorInvalidValue.
+cudaError_t LaunchPointwise(const PointwiseProgram& program, const PointwiseInputs& inputs,
+                            float* out, int64_t count, cudaStream_t stream);
+
+// Whether `program` only reads registers written before (inputs or earlier
+// instructions) and writes within bounds: what LaunchPointwise checks.
+bool IsWellFormed(const PointwiseProgram& program);
+
+// Note [Pointwise programs]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~
+// Transformer exports spell activations out node by node: GPT-2's tanh GELU
+// is eight (Pow, Mul, Add, Mul, Tanh, Add, Mul, Mul) over a [batch, seq,
+// 3072] tensor, each a kernel reading and writing all of it. Interpreting the
+// region per element (a switch per instruction, registers in a small array)
+// costs a few instructions per element against memory traffic divided by the
+// region's size. Each instruction computes exactly what the node's own kernel
+// computes, with the same CUDA math functions, and the arithmetic uses the
+// round-to-nearest intrinsics (__fadd_rn, ...) that the compiler never
+// contracts into fused multiply-adds, so the fused region's results are
+// bitwise those of the unfused nodes, NaN and Inf included.
+
+}  // namespace graphserve
