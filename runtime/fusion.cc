@@ -20,7 +20,7 @@ bool IsAliasOp(const std::string& op_type) {
 
 bool IsPointwiseOp(const std::string& op_type) {
   static const auto* const kOps = new std::set<std::string>{
-      "Add", "Sub",  "Mul", "Div",     "Pow",  "Max", "Min", "Sqrt",       "Exp",
+      "Add", "Sub",     "Mul",  "Div", "Pow",  "Max", "Min", "Sqrt",       "Exp",
       "Log", "Sigmoid", "Tanh", "Erf", "Relu", "Abs", "Neg", "Reciprocal", "LeakyRelu"};
   return kOps->count(op_type) > 0;
 }
@@ -85,6 +85,19 @@ std::optional<int> SoleConsumer(const BoundGraph& graph,
                                 const std::vector<std::vector<int>>& consumers, ValueId value) {
   if (consumers[value].size() != 1 || IsGraphOutput(graph, value)) return std::nullopt;
   return consumers[value][0];
+}
+
+// The value of a float32 constant holding one finite, nonzero element (a
+// scale a GEMM can take as alpha: zero would let cuBLASLt skip reading A and
+// B, losing their NaNs).
+std::optional<float> ScaleConstant(const BoundValue& value) {
+  if (!value.is_constant() || value.dtype != DType::kFloat32 ||
+      value.constant->num_elements() != 1) {
+    return std::nullopt;
+  }
+  const float v = value.constant->data<float>()[0];
+  if (!std::isfinite(v) || v == 0.0f) return std::nullopt;
+  return v;
 }
 
 // A float32 constant holding one element equal to `target` within 1e-6
@@ -456,8 +469,42 @@ class FusionPlanner {
     Add(std::move(step));
   }
 
-  // Gemm / MatMul, absorbing a following bias Add into the epilogue. Relu
-  // stays a step of its own (Note [Fusion]).
+  // A Mul of `value` by a scale constant, or a Div by one (as 1/s):
+  // `node` and the factor.
+  struct Scaling {
+    int node = -1;
+    float factor = 1.0f;
+    ValueId scaled = -1;  // the value scaled
+  };
+  std::optional<Scaling> ScalingOf(int node_index) const {
+    const BoundNode& node = graph_.nodes[node_index];
+    if (absorbed_[node_index] || node.inputs.size() != 2 || node.outputs.size() != 1) {
+      return std::nullopt;
+    }
+    const auto is_scale = [&](size_t k) { return ScaleConstant(graph_.value(node.inputs[k])); };
+    Scaling scaling;
+    if (node.op_type == "Mul" && is_scale(1)) {
+      scaling = {node_index, *is_scale(1), node.inputs[0]};
+    } else if (node.op_type == "Mul" && is_scale(0)) {
+      scaling = {node_index, *is_scale(0), node.inputs[1]};
+    } else if (node.op_type == "Div" && is_scale(1)) {
+      scaling = {node_index, 1.0f / *is_scale(1), node.inputs[0]};
+    } else {
+      return std::nullopt;
+    }
+    const BoundValue& scaled = graph_.value(scaling.scaled);
+    if (scaled.dtype != DType::kFloat32 ||
+        graph_.value(node.outputs[0]).dims != scaled.dims) {
+      return std::nullopt;
+    }
+    return scaling;
+  }
+
+  // Gemm / MatMul, absorbing into its alpha the scale constants of operands
+  // scaled for it alone and of a Mul or Div following it (attention's
+  // 1/sqrt(d), on q and k or on the scores), then a following bias Add into
+  // the epilogue: D = alpha * A B + bias. Relu stays a step of its own (Note
+  // [Fusion]).
   void PlanGemm(int node_index) {
     const BoundNode& node = graph_.nodes[node_index];
     FusedStep step;
@@ -468,6 +515,25 @@ class FusionPlanner {
     if (GemmReadsC(graph_, node)) step.inputs.push_back(node.inputs[2]);
     ValueId output = node.outputs[0];
     if (options_.fuse && !GemmUsesC(node)) {
+      for (size_t k = 0; k < 2; ++k) {
+        const int producer = producers_[step.inputs[k]];
+        if (producer < 0 || SoleConsumer(graph_, consumers_, step.inputs[k]) != node_index) {
+          continue;
+        }
+        if (std::optional<Scaling> scaling = ScalingOf(producer)) {
+          step.gemm_scale *= scaling->factor;
+          step.inputs[k] = scaling->scaled;
+          Absorb(step, producer);
+        }
+      }
+      if (std::optional<int> next = SoleConsumer(graph_, consumers_, output)) {
+        if (std::optional<Scaling> scaling = ScalingOf(*next);
+            scaling && scaling->scaled == output) {
+          step.gemm_scale *= scaling->factor;
+          Absorb(step, *next);
+          output = graph_.nodes[*next].outputs[0];
+        }
+      }
       if (std::optional<int> add = SoleConsumer(graph_, consumers_, output);
           add && !absorbed_[*add] && graph_.nodes[*add].op_type == "Add") {
         const BoundNode& add_node = graph_.nodes[*add];
@@ -481,6 +547,7 @@ class FusionPlanner {
       }
     }
     if (step.gemm_bias >= 0 || GemmCIsBias(graph_, node)) ++plan_.gemm_bias_epilogues;
+    if (step.gemm_scale != 1.0f) ++plan_.gemm_scales;
     step.outputs = {output};
     Add(std::move(step));
   }

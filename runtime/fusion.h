@@ -14,7 +14,7 @@ namespace graphserve {
 
 enum class StepKind {
   kKernel,   // one node, the op's own kernel (runtime/cuda/cuda_kernel_registry.h)
-  kGemm,     // Gemm/MatMul on cuBLASLt, maybe with a following bias Add in its epilogue
+  kGemm,     // Gemm/MatMul on cuBLASLt, maybe with scales in alpha and a bias Add in its epilogue
   kConv,     // Conv on cuDNN, maybe with a residual Add and an activation in its epilogue
   kErfGelu,  // PyTorch's five-node exact GELU chain as one kernel
   kPointwise,  // a region of float32 elementwise nodes as one kernel (Note [Pointwise regions])
@@ -34,6 +34,9 @@ struct FusedStep {
   std::vector<ValueId> outputs;
   // kGemm: a column bias taken from a following Add (-1: none).
   ValueId gemm_bias = -1;
+  // kGemm: the product of the scale constants taken from Muls and Divs
+  // around it, into the GEMM's alpha.
+  float gemm_scale = 1.0f;
   // kConv: what follows the convolution in its epilogue.
   bool conv_residual = false;
   ActivationParams conv_activation;
@@ -52,6 +55,7 @@ struct FusionPlan {
   // root.
   std::vector<ValueId> alias_root;
   int gemm_bias_epilogues = 0;  // GEMM steps with a bias in their epilogue
+  int gemm_scales = 0;          // GEMM steps with scale constants in their alpha
   int erf_gelus = 0;
   int pointwise_regions = 0;
   int fused_into_pointwise = 0;  // nodes run inside pointwise regions

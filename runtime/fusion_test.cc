@@ -189,5 +189,60 @@ TEST(FusionTest, GraphOutputsAreNeverFusedAway) {
   EXPECT_EQ(plan.fused_into_convs, 2);
 }
 
+// Attention's scales as the exporters write them: the dynamo exporter scales
+// q and k^T by sqrt(1/sqrt(d)) each, TorchScript divides the scores by
+// sqrt(d). Both go into the MatMul's alpha; a scale read by another node, or
+// a zero scale, does not.
+Model ScaledScores(bool scale_operands, float score_divisor) {
+  Model model;
+  model.name = "scaled_scores";
+  model.opset = 17;
+  model.inputs.push_back({"q", DType::kFloat32, {-1, 4, 8}});
+  model.inputs.push_back({"kt", DType::kFloat32, {-1, 8, 4}});
+  model.outputs.push_back({"p", DType::kFloat32, {-1, 4, 4}});
+  model.initializers["s"] = Scalar(0.5f);
+  model.initializers["d"] = Scalar(score_divisor);
+  std::string q = "q", kt = "kt";
+  if (scale_operands) {
+    model.nodes.push_back({"scale_q", "Mul", {"q", "s"}, {"qs"}, {}});
+    model.nodes.push_back({"scale_k", "Mul", {"s", "kt"}, {"ks"}, {}});
+    q = "qs";
+    kt = "ks";
+  }
+  model.nodes.push_back({"scores", "MatMul", {q, kt}, {"a"}, {}});
+  model.nodes.push_back({"scale", "Div", {"a", "d"}, {"b"}, {}});
+  model.nodes.push_back({"softmax", "Softmax", {"b"}, {"p"}, {{"axis", int64_t{-1}}}});
+  return model;
+}
+
+TEST(FusionTest, GemmTakesScaleConstantsIntoAlpha) {
+  const BoundGraph graph = Bind(ScaledScores(/*scale_operands=*/true, 2.0f));
+  const FusionPlan plan = PlanFusion(graph, {});
+  ExpectValidOrder(graph, plan);
+  ASSERT_EQ(plan.steps.size(), 2u);  // the scaled MatMul, the Softmax
+  const FusedStep& gemm = plan.steps[0];
+  EXPECT_EQ(gemm.kind, StepKind::kGemm);
+  EXPECT_EQ(gemm.nodes.size(), 4u);
+  EXPECT_FLOAT_EQ(gemm.gemm_scale, 0.5f * 0.5f / 2.0f);
+  EXPECT_EQ(graph.value(gemm.inputs[0]).name, "q");
+  EXPECT_EQ(graph.value(gemm.inputs[1]).name, "kt");
+  EXPECT_EQ(plan.gemm_scales, 1);
+}
+
+TEST(FusionTest, ZeroScalesStayOutOfAlpha) {
+  const BoundGraph graph = Bind(ScaledScores(/*scale_operands=*/false, 0.0f));
+  const FusionPlan plan = PlanFusion(graph, {});
+  ExpectValidOrder(graph, plan);
+  EXPECT_EQ(plan.gemm_scales, 0);
+  EXPECT_EQ(plan.steps[0].nodes.size(), 1u);
+}
+
+TEST(FusionTest, NoScalesTakenWhenFusionIsOff) {
+  const BoundGraph graph = Bind(ScaledScores(/*scale_operands=*/true, 2.0f));
+  const FusionPlan plan = PlanFusion(graph, {.fuse = false});
+  EXPECT_EQ(plan.gemm_scales, 0);
+  for (const FusedStep& step : plan.steps) EXPECT_EQ(step.gemm_scale, 1.0f);
+}
+
 }  // namespace
 }  // namespace graphserve

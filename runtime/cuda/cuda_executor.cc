@@ -228,7 +228,8 @@ class PlanBuilder {
                                                NumElements(graph_.value(step.inputs[0]).dims));
       case StepKind::kGemm:
         return GemmKernel::Create(KernelContext(node, workspace),
-                                  step.gemm_bias >= 0 ? &graph_.value(step.gemm_bias) : nullptr);
+                                  step.gemm_bias >= 0 ? &graph_.value(step.gemm_bias) : nullptr,
+                                  step.gemm_scale);
       case StepKind::kConv: {
         ConvFusion fusion;
         fusion.has_bias = node.inputs.size() > 2;

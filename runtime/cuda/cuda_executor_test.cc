@@ -627,5 +627,47 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Combine(::testing::Values(SchedulePolicy::kWavefront, SchedulePolicy::kAsap),
                        ::testing::Values(int64_t{1}, int64_t{7}, int64_t{64})));
 
+// Attention scores with the exporters' scales taken into the MatMul's alpha
+// (q and k^T each times 0.5, the scores divided by 2): the host executor's
+// answer, fused or not.
+TEST(CudaExecutorScaleTest, ScalesInAlphaMatchHostExecutor) {
+  if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device on this machine";
+  Model model;
+  model.name = "scaled_scores";
+  model.opset = 17;
+  model.inputs.push_back({"q", DType::kFloat32, {-1, 16, 32}});
+  model.inputs.push_back({"kt", DType::kFloat32, {-1, 32, 16}});
+  model.outputs.push_back({"p", DType::kFloat32, {-1, 16, 16}});
+  model.initializers["s"] = ScalarConstant(0.5f);
+  model.initializers["d"] = ScalarConstant(2.0f);
+  model.nodes = {
+      {"scale_q", "Mul", {"q", "s"}, {"qs"}, {}},
+      {"scale_k", "Mul", {"s", "kt"}, {"ks"}, {}},
+      {"scores", "MatMul", {"qs", "ks"}, {"a"}, {}},
+      {"scale", "Div", {"a", "d"}, {"b"}, {}},
+      {"softmax", "Softmax", {"b"}, {"p"}, {{"axis", int64_t{-1}}}},
+  };
+  constexpr int64_t kBatch = 6;
+  absl::StatusOr<BoundGraph> graph = BindModel(model, {.batch_size = kBatch});
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  absl::StatusOr<std::unique_ptr<HostExecutor>> host = HostExecutor::Create(*graph);
+  ASSERT_TRUE(host.ok()) << host.status();
+  std::mt19937 rng(23);
+  std::vector<HostTensor> inputs;
+  inputs.push_back(RandomInput({kBatch, 16, 32}, rng));
+  inputs.push_back(RandomInput({kBatch, 32, 16}, rng));
+  absl::StatusOr<std::vector<HostTensor>> expected = (*host)->Run(inputs);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  for (bool fuse : {true, false}) {
+    CudaExecutorOptions options;
+    options.fuse_epilogues = fuse;
+    absl::StatusOr<std::unique_ptr<CudaExecutor>> cuda = CudaExecutor::Create(*graph, options);
+    ASSERT_TRUE(cuda.ok()) << cuda.status();
+    absl::StatusOr<std::vector<HostTensor>> got = (*cuda)->Run(inputs);
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_LT(RelativeError((*got)[0], (*expected)[0]), 1e-5) << "fuse " << fuse;
+  }
+}
+
 }  // namespace
 }  // namespace graphserve

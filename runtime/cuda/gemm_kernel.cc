@@ -115,7 +115,8 @@ std::string NodeLabel(const BoundNode& node) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<GemmKernel>> GemmKernel::Create(const CudaKernelContext& context,
-                                                               const BoundValue* fused_bias) {
+                                                               const BoundValue* fused_bias,
+                                                               float scale) {
   const BoundGraph& graph = context.graph;
   const BoundNode& node = context.node;
   const BoundValue& a = graph.value(node.inputs[0]);
@@ -151,6 +152,7 @@ absl::StatusOr<std::unique_ptr<GemmKernel>> GemmKernel::Create(const CudaKernelC
         NodeLabel(node), ": a fused bias and the Gemm's own C cannot both be applied"));
   }
   GemmOptions& o = geometry.options;
+  o.alpha *= scale;
   if (bias != nullptr) {
     ASSIGN_OR_RETURN(const void* bias_address, context.weights->GetOrUpload(bias->constant));
     o.bias = static_cast<const float*>(bias_address);

@@ -23,9 +23,11 @@ class GemmKernel final : public CudaOpKernel {
  public:
   // `fused_bias` (may be null): a column bias the executor took from a
   // following Add. A Gemm's own C of beta 1 that is a column bias goes into
-  // the epilogue too (PyTorch's Linear).
+  // the epilogue too (PyTorch's Linear). `scale` multiplies alpha (the
+  // scale constants the fusion pass took, FusedStep::gemm_scale).
   static absl::StatusOr<std::unique_ptr<GemmKernel>> Create(const CudaKernelContext& context,
-                                                            const BoundValue* fused_bias);
+                                                            const BoundValue* fused_bias,
+                                                            float scale = 1.0f);
 
   absl::Status Autotune(absl::Span<const void* const> inputs, absl::Span<void* const> outputs,
                         cudaStream_t stream) override;

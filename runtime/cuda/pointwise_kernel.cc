@@ -18,16 +18,32 @@ struct OpInstruction {
 // What each fusable op compiles to (runtime/fusion.cc's IsPointwiseOp names
 // the same ops).
 constexpr OpInstruction kInstructions[] = {
-    {"Add", PointwiseOp::kAdd},         {"Sub", PointwiseOp::kSub},
-    {"Mul", PointwiseOp::kMul},         {"Div", PointwiseOp::kDiv},
-    {"Pow", PointwiseOp::kPow},         {"Max", PointwiseOp::kMax},
-    {"Min", PointwiseOp::kMin},         {"Sqrt", PointwiseOp::kSqrt},
-    {"Exp", PointwiseOp::kExp},         {"Log", PointwiseOp::kLog},
-    {"Sigmoid", PointwiseOp::kSigmoid}, {"Tanh", PointwiseOp::kTanh},
-    {"Erf", PointwiseOp::kErf},         {"Relu", PointwiseOp::kRelu},
-    {"Abs", PointwiseOp::kAbs},         {"Neg", PointwiseOp::kNeg},
-    {"Reciprocal", PointwiseOp::kReciprocal}, {"LeakyRelu", PointwiseOp::kLeakyRelu},
+    {"Add", PointwiseOp::kAdd},
+    {"Sub", PointwiseOp::kSub},
+    {"Mul", PointwiseOp::kMul},
+    {"Div", PointwiseOp::kDiv},
+    {"Pow", PointwiseOp::kPow},
+    {"Max", PointwiseOp::kMax},
+    {"Min", PointwiseOp::kMin},
+    {"Sqrt", PointwiseOp::kSqrt},
+    {"Exp", PointwiseOp::kExp},
+    {"Log", PointwiseOp::kLog},
+    {"Sigmoid", PointwiseOp::kSigmoid},
+    {"Tanh", PointwiseOp::kTanh},
+    {"Erf", PointwiseOp::kErf},
+    {"Relu", PointwiseOp::kRelu},
+    {"Abs", PointwiseOp::kAbs},
+    {"Neg", PointwiseOp::kNeg},
+    {"Reciprocal", PointwiseOp::kReciprocal},
+    {"LeakyRelu", PointwiseOp::kLeakyRelu},
 };
+
+const OpInstruction* FindInstruction(const std::string& op_type) {
+  for (const OpInstruction& entry : kInstructions) {
+    if (op_type == entry.op_type) return &entry;
+  }
+  return nullptr;
+}
 
 class PointwiseKernel final : public CudaOpKernel {
  public:
@@ -56,6 +72,10 @@ class PointwiseKernel final : public CudaOpKernel {
 
 }  // namespace
 
+bool HasPointwiseInstruction(const std::string& op_type) {
+  return FindInstruction(op_type) != nullptr;
+}
+
 absl::StatusOr<PointwiseProgram> CompilePointwise(const BoundGraph& graph,
                                                   const std::vector<int>& nodes,
                                                   const std::vector<ValueId>& inputs,
@@ -75,10 +95,7 @@ absl::StatusOr<PointwiseProgram> CompilePointwise(const BoundGraph& graph,
   program.num_inputs = static_cast<int32_t>(inputs.size());
   for (const int n : nodes) {
     const BoundNode& node = graph.nodes[n];
-    const OpInstruction* found = nullptr;
-    for (const OpInstruction& entry : kInstructions) {
-      if (node.op_type == entry.op_type) found = &entry;
-    }
+    const OpInstruction* found = FindInstruction(node.op_type);
     if (found == nullptr || node.outputs.size() != 1 || node.inputs.empty() ||
         node.inputs.size() > 2) {
       return absl::InvalidArgumentError(

@@ -14,6 +14,10 @@
 
 namespace graphserve {
 
+// Whether an op compiles to an instruction: the ops IsPointwiseOp
+// (runtime/fusion.h) lets into a region, as pointwise_test checks.
+bool HasPointwiseInstruction(const std::string& op_type);
+
 // Compiles `nodes` (ascending, so each reads only `inputs` and earlier nodes'
 // outputs, or scalar constants) computing `output`. InvalidArgument when the
 // region is not one the fusion pass makes (an op without an instruction, a

@@ -18,6 +18,7 @@
 #include "runtime/cuda/pointwise_kernel.h"
 #include "runtime/fusion.h"
 #include "runtime/host/host_executor.h"
+#include "runtime/op_registry.h"
 
 namespace graphserve {
 namespace {
@@ -136,6 +137,12 @@ TEST(PointwiseRegionTest, NoRegionsWithoutFusion) {
   const FusionPlan plan = PlanFusion(*graph, {.fuse = false});
   EXPECT_EQ(plan.pointwise_regions, 0);
   EXPECT_EQ(plan.steps.size(), 8u);
+}
+
+TEST(PointwiseRegionTest, TheFusionPassAndTheCompilerAgreeOnTheOps) {
+  for (const OpDef& op : AllOps()) {
+    EXPECT_EQ(IsPointwiseOp(op.name), HasPointwiseInstruction(op.name)) << op.name;
+  }
 }
 
 TEST(PointwiseProgramTest, IllFormedProgramsAreRefused) {
