@@ -21,6 +21,8 @@ TEST_TARGETS=(
   //runtime/cuda:cudnn_conv_test
   //runtime/cuda:slot_lanes_test
   //runtime/cuda:cuda_executor_test
+  //runtime/cuda:fused_gelu_test
+  //runtime/cuda:pointwise_test
   //capture:stream_capture_test
   //capture:graph_set_test
   //capture:schedule_choice_test
