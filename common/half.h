@@ -128,4 +128,15 @@ auto Widen(T x) {
   }
 }
 
+// Widen's inverse: a value computed wider (in float or double) stored as an
+// element of T; the 16-bit floats round to nearest even from float.
+template <typename T, typename Wide>
+T Narrow(Wide value) {
+  if constexpr (kIsHost16BitFloat<T>) {
+    return T(static_cast<float>(value));
+  } else {
+    return static_cast<T>(value);
+  }
+}
+
 }  // namespace graphserve

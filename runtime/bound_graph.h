@@ -59,7 +59,7 @@ struct BoundGraph {
 //    time and their outputs became constants. Constant and Shape never appear.
 //  * Inputs that ONNX uses to describe a shape (Reshape's `shape`, Expand's
 //    `shape`, Slice's starts/ends/axes/steps, Unsqueeze's and Squeeze's `axes`,
-//    ReduceMean's `axes` input) are consumed by binding; the node keeps its
+//    the Reduce* ops' `axes` input) are consumed by binding; the node keeps its
 //    data input only and its output dims say the rest. Omitted optional inputs
 //    are dropped from the end of the input list.
 //  * Every dim is concrete; output dims are the ONNX-inferred dims.
@@ -88,6 +88,14 @@ struct BoundGraph {
 //             one float32 input. Relu and Abs, Neg also accept int64.
 //  Abs Neg    one input, float32 or int64.
 //  LeakyRelu  one float32 input; attr alpha (float).
+//  Floor Ceil Round Sin Cos Softplus Softsign Mish
+//             one input of a float type (float16, bfloat16, float32, float64).
+//  Elu Selu Celu ThresholdedRelu
+//             the same; attrs alpha (and Selu's gamma), floats written out
+//             with ONNX's defaults.
+//  Sign       one input of a float type, int32 or int64.
+//  PRelu      inputs X and slope of one type (a float type, int32, int64);
+//             the slope broadcasts to X (unidirectional), Y has X's dims.
 //  Identity Reshape Flatten Squeeze Unsqueeze
 //             one input of any T; a pure reinterpretation of the same bytes
 //             with the output dims. Executors may alias input and output.
@@ -102,8 +110,14 @@ struct BoundGraph {
 //             B hold `inner` elements. Attrs outer, inner (ints), epsilon
 //             (float). Outputs Y[, Mean, InvStdDev] (Mean and InvStdDev have
 //             `outer` elements; only present when the model uses them).
-//  ReduceMean one float32 input; attrs axes (sorted, non-negative, never empty:
-//             "all axes" is spelled out), keepdims (0/1).
+//  ReduceSum ReduceMean ReduceProd ReduceMax ReduceMin ReduceL1 ReduceL2
+//  ReduceSumSquare ReduceLogSum ReduceLogSumExp
+//             one input; attrs axes (sorted, non-negative; "all axes" is
+//             spelled out; empty: each element reduced alone), keepdims
+//             (0/1). Note [Reductions] in runtime/host/normalization_kernels.h.
+//  ArgMax ArgMin
+//             one input; attrs axis (non-negative), keepdims (0/1),
+//             select_last_index (0/1); output int64.
 //  Concat     n >= 1 inputs of any T; attr axis (non-negative).
 //  Transpose  one input of any T; attr perm (full, explicit).
 //  Slice      one data input of any T; attrs starts, steps (one per input dim,

@@ -302,10 +302,12 @@ absl::StatusOr<Model> ConvertModel(const onnx::ModelProto& proto, const std::str
 // kMaxOpset is 25 because the default domain's changes from 18 to 25 were
 // reviewed against the registry: for the ops GraphServe runs they add types
 // (int4, float8, float4, 2-bit) or inputs and modes that the registry's arity
-// and bind rules refuse (Pad's wrap mode, pooling dilations), except
-// ReduceMean's axes input (18) and Split's num_outputs (18), which binding
-// implements, and Cast's saturate (19), which concerns float8 targets only. 26 and later are refused until they are reviewed
-// the same way.
+// and bind rules refuse (Pad's wrap mode, pooling dilations, ReduceMax's and
+// ReduceMin's bool at 20), except the Reduce* ops' axes input (18) and
+// Split's num_outputs (18), which binding implements, and Cast's saturate
+// (19), which concerns float8 targets only; the activations' versions 22
+// (Elu, Selu, Softplus, Mish, Sin, Round, ...) add types alone. 26 and later
+// are refused until they are reviewed the same way.
 constexpr int64_t kMaxIrVersion = 14;
 constexpr int64_t kMaxOpset = 25;
 constexpr int64_t kLibOnnxMaxIrVersion = 8;

@@ -246,14 +246,14 @@ TEST(OnnxImportTest, ListsManyNodesOfOneOpBriefly) {
   std::string previous = "x";
   for (int i = 0; i < 5; ++i) {  // two more than the error names
     std::string next = "h" + std::to_string(i);
-    AddNode(graph, "Selu", {previous}, {next}, "selu" + std::to_string(i));
+    AddNode(graph, "Acosh", {previous}, {next}, "acosh" + std::to_string(i));
     previous = next;
   }
   AddValue(graph->mutable_output(), previous, onnx::TensorProto::FLOAT, {-1, 4});
   absl::StatusOr<Model> model = Import(proto);
   ASSERT_FALSE(model.ok());
   EXPECT_THAT(std::string(model.status().message()),
-              HasSubstr("op Selu is not supported (5 nodes: selu0, selu1, selu2, and 2 more)"));
+              HasSubstr("op Acosh is not supported (5 nodes: acosh0, acosh1, acosh2, and 2 more)"));
 }
 
 // ONNX's training-op node tests import only their own domain: unsupported,

@@ -147,19 +147,28 @@ std::string CompareTensors(const HostTensor& got, const HostTensor& expected,
 
 namespace {
 
-// Graph inputs that some node reads as a shape operand: binding needs their
-// values at plan time (ONNX's node tests feed e.g. Reshape's shape this way).
+// Graph inputs that a shape operand is computed from, directly (ONNX's node
+// tests feed e.g. Reshape's shape this way) or through other nodes (the
+// window functions' size reaches Range's limit through a Cast): binding
+// needs their values at plan time.
 std::set<std::string> ShapeOperandInputs(const Model& model) {
-  std::set<std::string> graph_inputs;
-  for (const ValueInfo& input : model.inputs) graph_inputs.insert(input.name);
-  std::set<std::string> shape_inputs;
+  std::set<std::string> needed;
   for (const Node& node : model.nodes) {
     for (size_t i = 0; i < node.inputs.size(); ++i) {
-      if (graph_inputs.count(node.inputs[i]) &&
-          IsShapeOperand(node.op_type, static_cast<int>(i))) {
-        shape_inputs.insert(node.inputs[i]);
-      }
+      if (IsShapeOperand(node.op_type, static_cast<int>(i))) needed.insert(node.inputs[i]);
     }
+  }
+  // Nodes come in topological order: walking them backwards reaches each
+  // node after every node that reads it.
+  for (auto node = model.nodes.rbegin(); node != model.nodes.rend(); ++node) {
+    const bool feeds_a_shape =
+        std::any_of(node->outputs.begin(), node->outputs.end(),
+                    [&](const std::string& out) { return needed.count(out) > 0; });
+    if (feeds_a_shape) needed.insert(node->inputs.begin(), node->inputs.end());
+  }
+  std::set<std::string> shape_inputs;
+  for (const ValueInfo& input : model.inputs) {
+    if (needed.count(input.name)) shape_inputs.insert(input.name);
   }
   return shape_inputs;
 }

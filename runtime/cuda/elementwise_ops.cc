@@ -1,6 +1,6 @@
 // The elementwise family's CUDA kernels (runtime/ops/elementwise.cc): the
-// unary ops, Cast, the binary arithmetic, comparison and logical ops with
-// broadcasting, and Where. Device code: op_kernels_unary.cu,
+// unary ops, Cast, the binary arithmetic, comparison and logical ops and
+// PRelu with broadcasting, and Where. Device code: op_kernels_unary.cu,
 // op_kernels_binary.cu.
 
 #include <cstddef>
@@ -16,6 +16,7 @@
 #include "runtime/cuda/kernel_families.h"
 #include "runtime/cuda/kernel_plan.h"
 #include "runtime/cuda/op_kernels_launch.h"
+#include "runtime/host/elementwise_kernels.h"
 
 namespace graphserve {
 namespace {
@@ -61,6 +62,8 @@ struct UnaryOpInfo {
 constexpr DTypeSet kFloat32 = DTypes({DType::kFloat32});
 // The signed types the arithmetic kernels take.
 constexpr DTypeSet kSigned = DTypes({DType::kFloat32, DType::kInt64, DType::kInt32});
+// Every type with a sign: Sign and PRelu.
+constexpr DTypeSet kFloatsAndSignedIntegers = kFloatDTypes | DTypes({DType::kInt64, DType::kInt32});
 constexpr DTypeSet kBool = DTypes({DType::kBool});
 constexpr DTypeSet kOrdered = kAnyDType & ~kBool;
 
@@ -80,6 +83,19 @@ constexpr UnaryOpInfo kUnaryOps[] = {
     {"Not", UnaryOp::kNot, kBool, true},
     {"IsNaN", UnaryOp::kIsNaN, kFloatDTypes, true},
     {"IsInf", UnaryOp::kIsInf, kFloatDTypes, true},
+    {"Floor", UnaryOp::kFloor, kFloatDTypes, false},
+    {"Ceil", UnaryOp::kCeil, kFloatDTypes, false},
+    {"Round", UnaryOp::kRound, kFloatDTypes, false},
+    {"Sin", UnaryOp::kSin, kFloatDTypes, false},
+    {"Cos", UnaryOp::kCos, kFloatDTypes, false},
+    {"Softplus", UnaryOp::kSoftplus, kFloatDTypes, false},
+    {"Softsign", UnaryOp::kSoftsign, kFloatDTypes, false},
+    {"Mish", UnaryOp::kMish, kFloatDTypes, false},
+    {"Elu", UnaryOp::kElu, kFloatDTypes, false},
+    {"Selu", UnaryOp::kSelu, kFloatDTypes, false},
+    {"Celu", UnaryOp::kCelu, kFloatDTypes, false},
+    {"ThresholdedRelu", UnaryOp::kThresholdedRelu, kFloatDTypes, false},
+    {"Sign", UnaryOp::kSign, kFloatsAndSignedIntegers, false},
 };
 
 struct BinaryOpInfo {
@@ -105,6 +121,7 @@ constexpr BinaryOpInfo kBinaryOps[] = {
     {"And", BinaryOp::kAnd, kBool},
     {"Or", BinaryOp::kOr, kBool},
     {"Xor", BinaryOp::kXor, kBool},
+    {"PRelu", BinaryOp::kPRelu, kFloatsAndSignedIntegers},
 };
 
 // Ops with a bool output whatever their inputs' type.
@@ -124,6 +141,24 @@ const Info& InfoOf(const Info (&table)[kSize], const std::string& op_type) {
   return table[0];
 }
 
+// The activations' float attributes, with the host kernels' defaults
+// (ONNX's) for a node built without them.
+absl::Status ReadActivationAttributes(const BoundNode& node, UnaryParams& params) {
+  const UnaryOp op = params.op;
+  if (op == UnaryOp::kLeakyRelu) {
+    ASSIGN_OR_RETURN(params.alpha, GetFloatAttr(node.attributes, "alpha", 0.01f));
+  } else if (op == UnaryOp::kElu || op == UnaryOp::kCelu || op == UnaryOp::kThresholdedRelu) {
+    ASSIGN_OR_RETURN(params.alpha, GetFloatAttr(node.attributes, "alpha", 1.0f));
+  } else if (op == UnaryOp::kSelu) {
+    ASSIGN_OR_RETURN(params.alpha, GetFloatAttr(node.attributes, "alpha", kSeluAlpha));
+    ASSIGN_OR_RETURN(params.gamma, GetFloatAttr(node.attributes, "gamma", kSeluGamma));
+  }
+  if (op == UnaryOp::kCelu && params.alpha == 0.0f) {
+    return Invalid(node, "Celu's alpha must not be 0");
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeUnary(const CudaKernelContext& context) {
   const BoundNode& node = context.node;
   const UnaryOpInfo& info = InfoOf(kUnaryOps, node.op_type);
@@ -140,9 +175,7 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeUnary(const CudaKernelContext&
   params.op = info.op;
   params.input_type = in.dtype;
   params.output_type = out.dtype;
-  if (info.op == UnaryOp::kLeakyRelu) {
-    ASSIGN_OR_RETURN(params.alpha, GetFloatAttr(node.attributes, "alpha", 0.01f));
-  }
+  RETURN_IF_ERROR(ReadActivationAttributes(node, params));
   if (info.op == UnaryOp::kGelu) {
     ASSIGN_OR_RETURN(const int64_t tanh_form, GetIntAttr(node.attributes, "approximate_tanh", 0));
     if (tanh_form != 0) params.op = UnaryOp::kGeluTanh;
@@ -189,6 +222,10 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeBinary(const CudaKernelContext
     RETURN_IF_ERROR(CheckDType(node, out, kBool));
   } else {
     RETURN_IF_ERROR(CheckSameDType(node, a, out));
+  }
+  if (info.op == BinaryOp::kPRelu && a.dims != out.dims) {
+    return Invalid(node, absl::StrCat("X ", DimsToString(a.dims), " and Y ", DimsToString(out.dims),
+                                      " differ: the slope broadcasts to X"));
   }
   BinaryOp op = info.op;
   if (op == BinaryOp::kMod) {

@@ -1,6 +1,6 @@
 // The normalization family's CUDA kernels (runtime/ops/normalization.cc):
-// Softmax, LayerNormalization, ReduceMean and CumSum. Device code:
-// op_kernels_reduce.cu.
+// Softmax, LayerNormalization, the Reduce* ops, ArgMax and ArgMin, CumSum.
+// Device code: op_kernels_reduce.cu.
 
 #include <cstddef>
 #include <cstdint>
@@ -35,10 +35,11 @@ using kernel_plan::NodeKernel;
 using kernel_plan::NodeValues;
 using kernel_plan::Product;
 using kernel_plan::StridedDims;
-using kernel_plan::Unsupported;
+using op_kernels_internal::ArgReduceParams;
 using op_kernels_internal::CumSumParams;
 using op_kernels_internal::LayerNormParams;
-using op_kernels_internal::ReduceMeanParams;
+using op_kernels_internal::ReduceOp;
+using op_kernels_internal::ReduceParams;
 using op_kernels_internal::SoftmaxParams;
 
 cudaError_t EnqueueSoftmax(const SoftmaxParams& params, DeviceInputs inputs,
@@ -47,10 +48,15 @@ cudaError_t EnqueueSoftmax(const SoftmaxParams& params, DeviceInputs inputs,
                                             static_cast<float*>(outputs[0]), stream);
 }
 
-cudaError_t EnqueueReduceMean(const ReduceMeanParams& params, DeviceInputs inputs,
-                              DeviceOutputs outputs, cudaStream_t stream) {
-  return op_kernels_internal::LaunchReduceMean(params, static_cast<const float*>(inputs[0]),
-                                               static_cast<float*>(outputs[0]), stream);
+cudaError_t EnqueueReduce(const ReduceParams& params, DeviceInputs inputs, DeviceOutputs outputs,
+                          cudaStream_t stream) {
+  return op_kernels_internal::LaunchReduce(params, inputs[0], outputs[0], stream);
+}
+
+cudaError_t EnqueueArgReduce(const ArgReduceParams& params, DeviceInputs inputs,
+                             DeviceOutputs outputs, cudaStream_t stream) {
+  return op_kernels_internal::LaunchArgReduce(params, inputs[0], static_cast<int64_t*>(outputs[0]),
+                                              stream);
 }
 
 cudaError_t EnqueueCumSum(const CumSumParams& params, DeviceInputs inputs, DeviceOutputs outputs,
@@ -136,12 +142,42 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeLayerNorm(const CudaKernelCont
   return std::make_unique<LayerNormKernel>(node, params, has_mean, has_inv_std_dev);
 }
 
-absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeReduceMean(const CudaKernelContext& context) {
+// The Reduce* ops (Note [Reductions] in runtime/host/normalization_kernels.h)
+// and the dtypes their kernels take.
+struct ReduceOpInfo {
+  const char* op_type;
+  ReduceOp op;
+  DTypeSet dtypes;
+};
+
+constexpr DTypeSet kFloatsAndIntegers = kFloatDTypes | DTypes({DType::kInt64, DType::kInt32});
+
+constexpr ReduceOpInfo kReduceOps[] = {
+    {"ReduceSum", ReduceOp::kSum, kFloatsAndIntegers},
+    {"ReduceMean", ReduceOp::kMean, kFloatDTypes},
+    {"ReduceProd", ReduceOp::kProd, kFloatsAndIntegers},
+    {"ReduceMax", ReduceOp::kMax, kFloatsAndIntegers},
+    {"ReduceMin", ReduceOp::kMin, kFloatsAndIntegers},
+    {"ReduceL1", ReduceOp::kL1, kFloatsAndIntegers},
+    {"ReduceL2", ReduceOp::kL2, kFloatDTypes},
+    {"ReduceSumSquare", ReduceOp::kSumSquare, kFloatsAndIntegers},
+    {"ReduceLogSum", ReduceOp::kLogSum, kFloatDTypes},
+    {"ReduceLogSumExp", ReduceOp::kLogSumExp, kFloatDTypes},
+};
+
+absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeReduce(const CudaKernelContext& context) {
   const BoundNode& node = context.node;
+  ReduceParams params;
+  for (const ReduceOpInfo& info : kReduceOps) {
+    if (node.op_type == info.op_type) params.op = info.op;
+  }
   ASSIGN_OR_RETURN(NodeValues v, GetNodeValues(context.graph, node, 1, 1, 1, 1));
   const BoundValue& in = *v.inputs[0];
   const BoundValue& out = *v.outputs[0];
   RETURN_IF_ERROR(CheckSameDType(node, in, out));
+  params.dtype = in.dtype;
+  // Empty axes reduce nothing: each output element is its one input element
+  // put through the reduction.
   const std::vector<int64_t>& axes = IntsAttr(node.attributes, "axes");
   const size_t rank = in.dims.size();
   std::vector<bool> reduced(rank, false);
@@ -152,7 +188,6 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeReduceMean(const CudaKernelCon
     }
     reduced[axes[i]] = true;
   }
-  if (axes.empty() && rank > 0) return Invalid(node, "axes must not be empty");
   const std::vector<int64_t> in_strides = ContiguousStrides(in.dims);
   Dims kept_dims;
   Dims reduced_dims;
@@ -162,13 +197,9 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeReduceMean(const CudaKernelCon
     (reduced[d] ? reduced_dims : kept_dims).push_back(in.dims[d]);
     (reduced[d] ? reduced_strides : kept_strides).push_back(in_strides[d]);
   }
-  ReduceMeanParams params;
   params.num_outputs = NumElements(kept_dims);
   params.reduce_count = NumElements(reduced_dims);
   RETURN_IF_ERROR(CheckElementCount(node, out, params.num_outputs));
-  if (params.reduce_count == 0 && params.num_outputs > 0) {
-    return Unsupported(node, "ReduceMean over zero elements");
-  }
   const StridedDims kept = MergeDims(kept_dims, {kept_strides});
   const StridedDims reduced_merged = MergeDims(reduced_dims, {reduced_strides});
   params.kept_rank = static_cast<int32_t>(kept.dims.size());
@@ -188,7 +219,34 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeReduceMean(const CudaKernelCon
       params.reduced_rank == 1 && params.reduced_strides[0] == 1 &&
       (params.num_outputs == 1 ||
        (params.kept_rank == 1 && params.kept_strides[0] == params.reduce_count));
-  return MakeParamsKernel(node, params, EnqueueReduceMean, "LaunchReduceMean");
+  return MakeParamsKernel(node, params, EnqueueReduce, "LaunchReduce");
+}
+
+// ArgMax and ArgMin: the input viewed as [outer, axis_dim, inner].
+absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeArgReduce(const CudaKernelContext& context) {
+  const BoundNode& node = context.node;
+  ASSIGN_OR_RETURN(NodeValues v, GetNodeValues(context.graph, node, 1, 1, 1, 1));
+  const BoundValue& in = *v.inputs[0];
+  const BoundValue& out = *v.outputs[0];
+  RETURN_IF_ERROR(CheckDType(node, out, DTypes({DType::kInt64})));
+  const int64_t axis = IntAttr(node.attributes, "axis");
+  const size_t rank = in.dims.size();
+  if (axis < 0 || static_cast<size_t>(axis) >= rank) {
+    return Invalid(node, absl::StrCat("axis ", axis, " outside rank ", rank));
+  }
+  ASSIGN_OR_RETURN(const int64_t select_last, GetIntAttr(node.attributes, "select_last_index", 0));
+  ArgReduceParams params;
+  params.dtype = in.dtype;
+  params.is_max = node.op_type == "ArgMax";
+  params.select_last = select_last != 0;
+  params.outer = Product(in.dims, 0, axis);
+  params.axis_dim = in.dims[axis];
+  params.inner = Product(in.dims, axis + 1, rank);
+  RETURN_IF_ERROR(CheckElementCount(node, out, params.outer * params.inner));
+  if (params.axis_dim == 0 && params.outer * params.inner > 0) {
+    return Invalid(node, "the axis is empty: no index to return");
+  }
+  return MakeParamsKernel(node, params, EnqueueArgReduce, "LaunchArgReduce");
 }
 
 absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeCumSum(const CudaKernelContext& context) {
@@ -222,7 +280,12 @@ void AddNormalizationCudaKernels(CudaKernelDefs& defs) {
   defs.push_back({"CumSum", DTypes({DType::kFloat32, DType::kFloat64, DType::kInt32, DType::kInt64}),
                   MakeCumSum});
   defs.push_back({"LayerNormalization", float32, MakeLayerNorm});
-  defs.push_back({"ReduceMean", float32, MakeReduceMean});
+  for (const ReduceOpInfo& info : kReduceOps) {
+    defs.push_back({info.op_type, info.dtypes, MakeReduce});
+  }
+  for (const char* op : {"ArgMax", "ArgMin"}) {
+    defs.push_back({op, kFloatsAndIntegers, MakeArgReduce});
+  }
   defs.push_back({"Softmax", float32, MakeSoftmax});
 }
 

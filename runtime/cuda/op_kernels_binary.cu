@@ -1,6 +1,6 @@
 // Two- and three-input elementwise ops with multidirectional broadcasting
 // (Note [Strided layouts]): Add Sub Mul Div Mod Pow Max Min, the comparisons
-// (Equal Less Greater LessOrEqual GreaterOrEqual), And Or Xor, Where.
+// (Equal Less Greater LessOrEqual GreaterOrEqual), And Or Xor, PRelu, Where.
 
 #include <cuda_runtime.h>
 #include <math_constants.h>
@@ -115,6 +115,22 @@ struct LogicalFn {
     return a != b;  // kXor
   }
 };
+// x for x > 0, else slope * x (NaN passes); the 16-bit floats through
+// float, where the product of two of them is exact; integers wrap.
+struct PReluFn {
+  template <typename T>
+  __device__ T operator()(T x, T slope) const {
+    if constexpr (kIsHalfType<T>) {
+      const float v = static_cast<float>(x);
+      return v > 0.0f ? x : static_cast<T>(v * static_cast<float>(slope));
+    } else if constexpr (std::is_integral_v<T>) {
+      using U = std::make_unsigned_t<T>;
+      return x > 0 ? x : static_cast<T>(static_cast<U>(x) * static_cast<U>(slope));
+    } else {
+      return x > T(0) ? x : x * slope;
+    }
+  }
+};
 struct WhereFn {
   template <typename T>
   __device__ T operator()(bool cond, T x, T y) const { return cond ? x : y; }
@@ -149,6 +165,21 @@ cudaError_t LaunchCompare(const BinaryParams& p, const void* a, const void* b, v
     } else {
       return LaunchMapped(p.layout, CompareFn<kOp>{}, static_cast<bool*>(out), stream,
                           static_cast<const T*>(a), static_cast<const T*>(b));
+    }
+  });
+}
+
+// The float types, int32 and int64.
+template <typename F>
+cudaError_t LaunchSignedTypes(const BinaryParams& p, F f, const void* a, const void* b,
+                              void* out, cudaStream_t stream) {
+  return VisitDeviceType(p.input_type, [&](auto tag) {
+    using T = typename decltype(tag)::Type;
+    if constexpr (std::is_floating_point_v<T> || kIsHalfType<T> || std::is_same_v<T, int32_t> ||
+                  std::is_same_v<T, int64_t>) {
+      return LaunchTyped<T>(p, f, a, b, out, stream);
+    } else {
+      return cudaErrorInvalidValue;
     }
   });
 }
@@ -214,6 +245,8 @@ cudaError_t LaunchBinary(const BinaryParams& p, const void* a, const void* b, vo
       return LaunchLogical<BinaryOp::kOr>(p, a, b, output, stream);
     case BinaryOp::kXor:
       return LaunchLogical<BinaryOp::kXor>(p, a, b, output, stream);
+    case BinaryOp::kPRelu:
+      return LaunchSignedTypes(p, PReluFn{}, a, b, output, stream);
   }
   return cudaErrorInvalidValue;
 }

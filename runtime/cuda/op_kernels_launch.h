@@ -64,16 +64,32 @@ enum class UnaryOp : int32_t {
   kReciprocal,
   kGelu,      // 0.5 x (1 + erf(x / sqrt 2))
   kGeluTanh,  // Gelu's approximate="tanh" form
-  kNot,    // bool -> bool
-  kIsNaN,  // a float type -> bool
-  kIsInf,  // a float type -> bool, as detect_negative / detect_positive say
+  kNot,       // bool -> bool
+  kIsNaN,     // a float type -> bool
+  kIsInf,     // a float type -> bool, as detect_negative / detect_positive say
+  // Every float type, computed in float (double for float64), as the host
+  // reference's formulas (runtime/host/elementwise_kernels.cc).
+  kFloor,
+  kCeil,
+  kRound,  // halves to even
+  kSin,
+  kCos,
+  kSoftplus,
+  kSoftsign,
+  kMish,
+  kElu,              // alpha
+  kSelu,             // alpha, gamma
+  kCelu,             // alpha
+  kThresholdedRelu,  // alpha
+  kSign,             // the float types, int32 and int64
 };
 
 struct UnaryParams {
   UnaryOp op = UnaryOp::kCopy;
   DType input_type = DType::kFloat32;
   DType output_type = DType::kFloat32;
-  float alpha = 0.0f;  // LeakyRelu
+  float alpha = 0.0f;           // LeakyRelu, Elu, Selu, Celu, ThresholdedRelu
+  float gamma = 0.0f;           // Selu
   bool detect_negative = true;  // IsInf
   bool detect_positive = true;  // IsInf
   StridedLayout layout;
@@ -105,6 +121,9 @@ enum class BinaryOp : int32_t {
   kAnd,
   kOr,
   kXor,
+  // x for x > 0, else slope * x: the float types, int32 and int64 (the
+  // slope, input b, broadcast to x).
+  kPRelu,
 };
 
 // Both inputs have `input_type`; the output too, except the comparisons'
@@ -149,11 +168,29 @@ cudaError_t LaunchLayerNorm(const LayerNormParams& params, const float* x, const
                             const float* bias, float* y, float* mean, float* inv_std_dev,
                             cudaStream_t stream);
 
+// Note [Reductions] in runtime/host/normalization_kernels.h.
+enum class ReduceOp : int32_t {
+  kSum,
+  kMean,
+  kProd,
+  kMax,
+  kMin,
+  kL1,
+  kL2,
+  kSumSquare,
+  kLogSum,
+  kLogSumExp,
+};
+
 // Output element t reads the input at kept offset(t) + reduced offset(r) for
 // every r < reduce_count; offsets decompose over the (merged) dims below.
-struct ReduceMeanParams {
+// The float types accumulate in double, int32 and int64 (Sum, Prod, Max, Min,
+// L1, SumSquare) in 64 bits, wrapping as the element type does.
+struct ReduceParams {
+  ReduceOp op = ReduceOp::kSum;
+  DType dtype = DType::kFloat32;  // of the input and the output
   int64_t num_outputs = 0;
-  int64_t reduce_count = 0;
+  int64_t reduce_count = 0;  // 0: every output is the op's empty value
   // The input is [num_outputs, reduce_count] row-major: the reduced axes are
   // the innermost ones. Rows are then reduced by a warp or a block each.
   bool rows_contiguous = false;
@@ -165,8 +202,23 @@ struct ReduceMeanParams {
   int64_t reduced_strides[kMaxRank] = {};
 };
 
-cudaError_t LaunchReduceMean(const ReduceMeanParams& params, const float* input, float* output,
-                             cudaStream_t stream);
+cudaError_t LaunchReduce(const ReduceParams& params, const void* input, void* output,
+                         cudaStream_t stream);
+
+// ArgMax (is_max) or ArgMin of `dtype` (the float types, int32, int64)
+// viewed as [outer, axis_dim, inner], to int64 [outer, inner]: the first
+// winner, or the last with select_last; a NaN wins over every number.
+struct ArgReduceParams {
+  DType dtype = DType::kFloat32;
+  bool is_max = true;
+  bool select_last = false;
+  int64_t outer = 0;
+  int64_t axis_dim = 0;  // at least 1 when outer * inner > 0
+  int64_t inner = 0;
+};
+
+cudaError_t LaunchArgReduce(const ArgReduceParams& params, const void* input, int64_t* output,
+                            cudaStream_t stream);
 
 // One Concat launch: the output viewed as [outer, out_row] elements, of which
 // this launch writes columns [col_begin, col_begin + width), taken from up to

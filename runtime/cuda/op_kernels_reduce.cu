@@ -1,5 +1,5 @@
-// Row-wise normalisations and reductions: Softmax, LayerNormalization,
-// ReduceMean.
+// Row-wise normalisations and reductions: Softmax, LayerNormalization, the
+// Reduce* ops, ArgMax and ArgMin, CumSum.
 //
 // Rows up to kMaxWarpRowCols elements are handled by one warp each, the row
 // held in registers (kPerLane elements per lane, lane + 32 * k for coalesced
@@ -8,11 +8,15 @@
 // shared memory across warps.
 
 #include <cuda_runtime.h>
+#include <math_constants.h>
 
+#include <climits>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 
+#include "runtime/cuda/dtype_dispatch.cu.h"
 #include "runtime/cuda/op_kernels_launch.h"
 
 namespace graphserve {
@@ -26,7 +30,7 @@ constexpr unsigned kFullMask = 0xffffffffu;
 constexpr int kRowWarps = 4;
 constexpr int kMaxWarpRowCols = 32 * kWarpSize;
 constexpr int kRowBlockThreads = 512;
-// ReduceMean rows longer than this use a block per row.
+// Reduction rows longer than this use a block per row.
 constexpr int64_t kMaxWarpReduceCols = 4096;
 constexpr int kStridedThreads = 256;
 constexpr int64_t kMaxStridedBlocks = 8192;
@@ -302,37 +306,231 @@ void LaunchLayerNormWarpRows(const LayerNormParams& p, const float* x, const flo
       x, scale, bias, y, mean, inv_std_dev, p.rows, static_cast<int>(p.cols), p.epsilon);
 }
 
-// -------------------------------------------------------------- ReduceMean
-// Sums accumulate in double: a mean over many elements then stays within
-// float rounding of the exact value, at no cost that a memory-bound
-// reduction notices.
+// ------------------------------------------------------------ Reductions
+// Note [Reductions] in runtime/host/normalization_kernels.h. A reducer is
+// Init, Add (an element), Merge (two partial results, for the warp and
+// block trees) and Finish; the kernels below are written once over it.
 
+// A float element as double (the 16-bit floats through float, exactly).
+template <typename T>
+__device__ __forceinline__ double AsDouble(T x) {
+  if constexpr (kIsHalfType<T>) {
+    return static_cast<double>(static_cast<float>(x));
+  } else {
+    return static_cast<double>(x);
+  }
+}
+
+// A double result as T, the 16-bit floats rounded through float as the host
+// reference's Narrow does.
+template <typename T>
+__device__ __forceinline__ T FromDouble(double v) {
+  if constexpr (kIsHalfType<T>) {
+    return T(static_cast<float>(v));
+  } else {
+    return static_cast<T>(v);
+  }
+}
+
+__device__ __forceinline__ double PropagatingMax(double a, double b) {
+  return isnan(a) || isnan(b) ? CUDART_NAN : (a < b ? b : a);
+}
+__device__ __forceinline__ double PropagatingMin(double a, double b) {
+  return isnan(a) || isnan(b) ? CUDART_NAN : (b < a ? b : a);
+}
+
+// log(sum e^x) as a peak and the sum of e^(x - peak) over the elements above
+// -Inf, merged online. A NaN or infinite peak is the result.
+struct LogSumExpAcc {
+  double peak;
+  double sum;
+};
+
+__device__ __forceinline__ LogSumExpAcc MergeLogSumExp(LogSumExpAcc a, LogSumExpAcc b) {
+  if (isnan(a.peak) || isnan(b.peak)) return {CUDART_NAN, 0.0};
+  if (a.peak == -CUDART_INF) return b;
+  if (b.peak == -CUDART_INF) return a;
+  if (a.peak == CUDART_INF || b.peak == CUDART_INF) return {CUDART_INF, 0.0};
+  const double peak = a.peak < b.peak ? b.peak : a.peak;
+  return {peak, a.sum * exp(a.peak - peak) + b.sum * exp(b.peak - peak)};
+}
+
+// The float types, accumulated in double.
+template <ReduceOp kOp, typename T>
+struct FloatReducer {
+  using Acc = std::conditional_t<kOp == ReduceOp::kLogSumExp, LogSumExpAcc, double>;
+
+  __device__ static Acc Init() {
+    if constexpr (kOp == ReduceOp::kLogSumExp) {
+      return {-CUDART_INF, 0.0};
+    } else if constexpr (kOp == ReduceOp::kProd) {
+      return 1.0;
+    } else if constexpr (kOp == ReduceOp::kMax) {
+      return -CUDART_INF;
+    } else if constexpr (kOp == ReduceOp::kMin) {
+      return CUDART_INF;
+    } else {
+      return 0.0;
+    }
+  }
+
+  __device__ static Acc Add(Acc a, T element) {
+    const double x = AsDouble(element);
+    if constexpr (kOp == ReduceOp::kLogSumExp) {
+      return MergeLogSumExp(a, {x, 1.0});
+    } else if constexpr (kOp == ReduceOp::kL1) {
+      return a + fabs(x);
+    } else if constexpr (kOp == ReduceOp::kL2 || kOp == ReduceOp::kSumSquare) {
+      return a + x * x;
+    } else {
+      return Merge(a, x);
+    }
+  }
+
+  __device__ static Acc Merge(Acc a, Acc b) {
+    if constexpr (kOp == ReduceOp::kLogSumExp) {
+      return MergeLogSumExp(a, b);
+    } else if constexpr (kOp == ReduceOp::kProd) {
+      return a * b;
+    } else if constexpr (kOp == ReduceOp::kMax) {
+      return PropagatingMax(a, b);
+    } else if constexpr (kOp == ReduceOp::kMin) {
+      return PropagatingMin(a, b);
+    } else {
+      return a + b;
+    }
+  }
+
+  __device__ static T Finish(Acc a, int64_t count) {
+    if constexpr (kOp == ReduceOp::kLogSumExp) {
+      return FromDouble<T>(isfinite(a.peak) ? a.peak + log(a.sum) : a.peak);
+    } else if constexpr (kOp == ReduceOp::kMean) {
+      return FromDouble<T>(a / static_cast<double>(count));  // 0 / 0 is NaN
+    } else if constexpr (kOp == ReduceOp::kL2) {
+      return FromDouble<T>(sqrt(a));
+    } else if constexpr (kOp == ReduceOp::kLogSum) {
+      return FromDouble<T>(log(a));
+    } else {
+      return FromDouble<T>(a);
+    }
+  }
+};
+
+// int32 and int64: Max and Min in int64, the others in uint64, whose
+// wrapping agrees with the element type's modulo 2^32 and 2^64.
+template <ReduceOp kOp, typename T>
+struct IntegerReducer {
+  static constexpr bool kOrders = kOp == ReduceOp::kMax || kOp == ReduceOp::kMin;
+  using Acc = std::conditional_t<kOrders, int64_t, uint64_t>;
+
+  __device__ static Acc Init() {
+    if constexpr (kOp == ReduceOp::kMax) {
+      return std::numeric_limits<T>::lowest();
+    } else if constexpr (kOp == ReduceOp::kMin) {
+      return std::numeric_limits<T>::max();
+    } else if constexpr (kOp == ReduceOp::kProd) {
+      return 1;
+    } else {
+      return 0;
+    }
+  }
+
+  __device__ static Acc Add(Acc a, T element) {
+    if constexpr (kOrders) {
+      return Merge(a, static_cast<int64_t>(element));
+    } else {
+      const uint64_t x = static_cast<uint64_t>(static_cast<int64_t>(element));
+      if constexpr (kOp == ReduceOp::kL1) {
+        return a + (element < 0 ? uint64_t{0} - x : x);
+      } else if constexpr (kOp == ReduceOp::kSumSquare) {
+        return a + x * x;
+      } else {
+        return Merge(a, x);
+      }
+    }
+  }
+
+  __device__ static Acc Merge(Acc a, Acc b) {
+    if constexpr (kOp == ReduceOp::kMax) {
+      return a < b ? b : a;
+    } else if constexpr (kOp == ReduceOp::kMin) {
+      return b < a ? b : a;
+    } else if constexpr (kOp == ReduceOp::kProd) {
+      return a * b;
+    } else {
+      return a + b;
+    }
+  }
+
+  __device__ static T Finish(Acc a, int64_t) { return static_cast<T>(a); }
+};
+
+template <ReduceOp kOp, typename T>
+using Reducer = std::conditional_t<std::is_integral_v<T>, IntegerReducer<kOp, T>,
+                                   FloatReducer<kOp, T>>;
+
+// The reductions integers take (binding refuses the others).
+constexpr bool TakesIntegers(ReduceOp op) {
+  return op == ReduceOp::kSum || op == ReduceOp::kProd || op == ReduceOp::kMax ||
+         op == ReduceOp::kMin || op == ReduceOp::kL1 || op == ReduceOp::kSumSquare;
+}
+
+template <typename Acc>
+__device__ __forceinline__ Acc ShuffleXor(Acc v, int offset) {
+  return __shfl_xor_sync(kFullMask, v, offset);
+}
+template <>
+__device__ __forceinline__ LogSumExpAcc ShuffleXor(LogSumExpAcc v, int offset) {
+  return {__shfl_xor_sync(kFullMask, v.peak, offset), __shfl_xor_sync(kFullMask, v.sum, offset)};
+}
+
+// Every lane of the warp gets the merge of all lanes' values.
+template <typename R, typename Acc>
+__device__ __forceinline__ Acc WarpMerge(Acc v) {
+#pragma unroll
+  for (int offset = kWarpSize / 2; offset > 0; offset >>= 1) {
+    v = R::Merge(v, ShuffleXor(v, offset));
+  }
+  return v;
+}
+
+template <typename T, typename R>
 __global__ void __launch_bounds__(kRowWarps* kWarpSize)
-    ReduceMeanWarpRowsKernel(const float* in, float* out, int64_t rows, int64_t cols) {
+    ReduceWarpRowsKernel(const T* in, T* out, int64_t rows, int64_t cols) {
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowWarps + threadIdx.x / kWarpSize;
   if (row >= rows) return;  // the whole warp leaves together
   const int lane = threadIdx.x % kWarpSize;
-  const float* x = in + row * cols;
-  double sum = 0.0;
-  for (int64_t c = lane; c < cols; c += kWarpSize) sum += x[c];
-  sum = WarpSum(sum);
-  if (lane == 0) out[row] = static_cast<float>(sum / static_cast<double>(cols));
+  const T* x = in + row * cols;
+  typename R::Acc acc = R::Init();
+  for (int64_t c = lane; c < cols; c += kWarpSize) acc = R::Add(acc, x[c]);
+  acc = WarpMerge<R>(acc);
+  if (lane == 0) out[row] = R::Finish(acc, cols);
 }
 
+template <typename T, typename R>
 __global__ void __launch_bounds__(kRowBlockThreads)
-    ReduceMeanBlockRowsKernel(const float* in, float* out, int64_t cols) {
-  __shared__ double scratch[kRowBlockThreads / kWarpSize];
-  const float* x = in + static_cast<int64_t>(blockIdx.x) * cols;
-  double sum = 0.0;
-  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) sum += x[c];
-  sum = BlockSum(sum, scratch);
-  if (threadIdx.x == 0) out[blockIdx.x] = static_cast<float>(sum / static_cast<double>(cols));
+    ReduceBlockRowsKernel(const T* in, T* out, int64_t cols) {
+  __shared__ typename R::Acc scratch[kRowBlockThreads / kWarpSize];
+  const T* x = in + static_cast<int64_t>(blockIdx.x) * cols;
+  typename R::Acc acc = R::Init();
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) acc = R::Add(acc, x[c]);
+  acc = WarpMerge<R>(acc);
+  const int lane = threadIdx.x % kWarpSize;
+  const int warp = threadIdx.x / kWarpSize;
+  if (lane == 0) scratch[warp] = acc;
+  __syncthreads();
+  if (warp == 0) {
+    acc = lane < static_cast<int>(blockDim.x / kWarpSize) ? scratch[lane] : R::Init();
+    acc = WarpMerge<R>(acc);
+    if (lane == 0) out[blockIdx.x] = R::Finish(acc, cols);
+  }
 }
 
 // One thread per output. The innermost reduced dim is walked directly; only
 // the outer reduced dims need index decomposition.
+template <typename T, typename R>
 __global__ void __launch_bounds__(kStridedThreads)
-    ReduceMeanStridedKernel(ReduceMeanParams p, const float* in, float* out) {
+    ReduceStridedKernel(ReduceParams p, const T* in, T* out) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   const int last = p.reduced_rank - 1;
   const int64_t inner_count = p.reduced_dims[last];
@@ -350,7 +548,7 @@ __global__ void __launch_bounds__(kStridedThreads)
       q = next;
     }
     base += q * p.kept_strides[0];
-    double sum = 0.0;
+    typename R::Acc acc = R::Init();
     for (int64_t r = 0; r < outer_count; ++r) {
       int64_t offset = base;
       if (last > 0) {
@@ -364,9 +562,152 @@ __global__ void __launch_bounds__(kStridedThreads)
         }
         offset += rq * p.reduced_strides[0];
       }
-      for (int64_t j = 0; j < inner_count; ++j) sum += in[offset + j * inner_stride];
+      for (int64_t j = 0; j < inner_count; ++j) acc = R::Add(acc, in[offset + j * inner_stride]);
     }
-    out[t] = static_cast<float>(sum / static_cast<double>(p.reduce_count));
+    out[t] = R::Finish(acc, p.reduce_count);
+  }
+}
+
+// An empty reduction: every output is the reducer's value of nothing.
+template <typename T, typename R>
+__global__ void __launch_bounds__(kStridedThreads) ReduceNothingKernel(int64_t n, T* out) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < n;
+       t += step) {
+    out[t] = R::Finish(R::Init(), 0);
+  }
+}
+
+template <typename T, typename R>
+cudaError_t LaunchReduceTyped(const ReduceParams& p, const T* in, T* out, cudaStream_t stream) {
+  if (p.reduce_count == 0) {
+    ReduceNothingKernel<T, R>
+        <<<StridedBlocks(p.num_outputs), kStridedThreads, 0, stream>>>(p.num_outputs, out);
+    return cudaGetLastError();
+  }
+  if (!p.rows_contiguous) {
+    ReduceStridedKernel<T, R>
+        <<<StridedBlocks(p.num_outputs), kStridedThreads, 0, stream>>>(p, in, out);
+    return cudaGetLastError();
+  }
+  if (p.reduce_count > kMaxWarpReduceCols) {
+    if (p.num_outputs > INT32_MAX) return cudaErrorInvalidConfiguration;
+    ReduceBlockRowsKernel<T, R>
+        <<<static_cast<unsigned>(p.num_outputs), kRowBlockThreads, 0, stream>>>(
+            in, out, p.reduce_count);
+    return cudaGetLastError();
+  }
+  const unsigned blocks = WarpRowBlocks(p.num_outputs);
+  if (blocks == 0) return cudaErrorInvalidConfiguration;
+  ReduceWarpRowsKernel<T, R>
+      <<<blocks, kRowWarps * kWarpSize, 0, stream>>>(in, out, p.num_outputs, p.reduce_count);
+  return cudaGetLastError();
+}
+
+template <ReduceOp kOp>
+cudaError_t LaunchReduceOp(const ReduceParams& p, const void* in, void* out,
+                           cudaStream_t stream) {
+  return VisitDeviceType(p.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::Type;
+    constexpr bool kFloat = std::is_floating_point_v<T> || kIsHalfType<T>;
+    constexpr bool kInteger = std::is_same_v<T, int32_t> || std::is_same_v<T, int64_t>;
+    if constexpr (kFloat || (kInteger && TakesIntegers(kOp))) {
+      return LaunchReduceTyped<T, Reducer<kOp, T>>(p, static_cast<const T*>(in),
+                                                    static_cast<T*>(out), stream);
+    } else {
+      return cudaErrorInvalidValue;
+    }
+  });
+}
+
+// ------------------------------------------------------- ArgMax and ArgMin
+
+// A candidate of ArgMax/ArgMin: an element's value (the 16-bit floats as
+// float) and its index along the axis.
+template <typename V>
+struct ArgCandidate {
+  V value;
+  int64_t index;
+};
+
+template <typename T>
+using ArgValue = std::conditional_t<kIsHalfType<T>, float, T>;
+
+template <typename V>
+__device__ __forceinline__ bool IsNaNValue(V v) {
+  if constexpr (std::is_floating_point_v<V>) {
+    return isnan(v);
+  } else {
+    return false;
+  }
+}
+
+// 1 when x wins over b, 0 on a tie, -1 when b wins; a NaN wins over every
+// number and ties with a NaN (numpy's argmax and argmin).
+template <typename V>
+__device__ __forceinline__ int ArgRank(V x, V b, bool is_max) {
+  const bool x_nan = IsNaNValue(x);
+  const bool b_nan = IsNaNValue(b);
+  if (x_nan || b_nan) return int{x_nan} - int{b_nan};
+  if (x == b) return 0;
+  return (is_max ? x > b : x < b) ? 1 : -1;
+}
+
+// The better of two candidates; on a tie, the lower index, or the higher
+// with select_last.
+template <typename V>
+__device__ __forceinline__ ArgCandidate<V> Better(ArgCandidate<V> a, ArgCandidate<V> b,
+                                                  bool is_max, bool select_last) {
+  const int rank = ArgRank(b.value, a.value, is_max);
+  if (rank != 0) return rank > 0 ? b : a;
+  return (b.index > a.index) == select_last ? b : a;
+}
+
+// One warp per row of [rows, cols] (inner == 1): each lane keeps the best of
+// its columns, then the warp merges.
+template <typename T>
+__global__ void __launch_bounds__(kRowWarps* kWarpSize)
+    ArgReduceWarpRowsKernel(ArgReduceParams p, const T* in, int64_t* out) {
+  using V = ArgValue<T>;
+  const int64_t rows = p.outer;
+  const int64_t cols = p.axis_dim;
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowWarps + threadIdx.x / kWarpSize;
+  if (row >= rows) return;  // the whole warp leaves together
+  const int lane = threadIdx.x % kWarpSize;
+  const T* x = in + row * cols;
+  // Lanes beyond the row's end hold column 0 (a tie at the lowest index
+  // changes no result).
+  ArgCandidate<V> best{static_cast<V>(x[0]), 0};
+  for (int64_t c = lane; c < cols; c += kWarpSize) {
+    best = Better(best, ArgCandidate<V>{static_cast<V>(x[c]), c}, p.is_max, p.select_last);
+  }
+#pragma unroll
+  for (int offset = kWarpSize / 2; offset > 0; offset >>= 1) {
+    const ArgCandidate<V> other{__shfl_xor_sync(kFullMask, best.value, offset),
+                                __shfl_xor_sync(kFullMask, best.index, offset)};
+    best = Better(best, other, p.is_max, p.select_last);
+  }
+  if (lane == 0) out[row] = best.index;
+}
+
+// One thread per (outer, inner) line: neighbouring threads read neighbouring
+// elements at every step along the axis.
+template <typename T>
+__global__ void __launch_bounds__(kStridedThreads)
+    ArgReduceStridedKernel(ArgReduceParams p, const T* in, int64_t* out) {
+  using V = ArgValue<T>;
+  const int64_t lines = p.outer * p.inner;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < lines;
+       t += step) {
+    const int64_t o = t / p.inner;
+    const T* line = in + o * p.axis_dim * p.inner + (t - o * p.inner);
+    ArgCandidate<V> best{static_cast<V>(line[0]), 0};
+    for (int64_t k = 1; k < p.axis_dim; ++k) {
+      best = Better(best, ArgCandidate<V>{static_cast<V>(line[k * p.inner]), k}, p.is_max,
+                    p.select_last);
+    }
+    out[t] = best.index;
   }
 }
 
@@ -415,26 +756,57 @@ cudaError_t LaunchLayerNorm(const LayerNormParams& p, const float* x, const floa
   return cudaGetLastError();
 }
 
-cudaError_t LaunchReduceMean(const ReduceMeanParams& p, const float* input, float* output,
-                             cudaStream_t stream) {
+cudaError_t LaunchReduce(const ReduceParams& p, const void* input, void* output,
+                         cudaStream_t stream) {
   if (p.num_outputs <= 0) return cudaSuccess;
-  if (p.reduce_count <= 0) return cudaErrorInvalidValue;  // the factory refuses these
-  if (p.rows_contiguous) {
-    if (p.reduce_count > kMaxWarpReduceCols) {
-      if (p.num_outputs > INT32_MAX) return cudaErrorInvalidConfiguration;
-      ReduceMeanBlockRowsKernel<<<static_cast<unsigned>(p.num_outputs), kRowBlockThreads, 0,
-                                  stream>>>(input, output, p.reduce_count);
-    } else {
-      const unsigned blocks = WarpRowBlocks(p.num_outputs);
-      if (blocks == 0) return cudaErrorInvalidConfiguration;
-      ReduceMeanWarpRowsKernel<<<blocks, kRowWarps * kWarpSize, 0, stream>>>(
-          input, output, p.num_outputs, p.reduce_count);
-    }
-    return cudaGetLastError();
+  switch (p.op) {
+    case ReduceOp::kSum:
+      return LaunchReduceOp<ReduceOp::kSum>(p, input, output, stream);
+    case ReduceOp::kMean:
+      return LaunchReduceOp<ReduceOp::kMean>(p, input, output, stream);
+    case ReduceOp::kProd:
+      return LaunchReduceOp<ReduceOp::kProd>(p, input, output, stream);
+    case ReduceOp::kMax:
+      return LaunchReduceOp<ReduceOp::kMax>(p, input, output, stream);
+    case ReduceOp::kMin:
+      return LaunchReduceOp<ReduceOp::kMin>(p, input, output, stream);
+    case ReduceOp::kL1:
+      return LaunchReduceOp<ReduceOp::kL1>(p, input, output, stream);
+    case ReduceOp::kL2:
+      return LaunchReduceOp<ReduceOp::kL2>(p, input, output, stream);
+    case ReduceOp::kSumSquare:
+      return LaunchReduceOp<ReduceOp::kSumSquare>(p, input, output, stream);
+    case ReduceOp::kLogSum:
+      return LaunchReduceOp<ReduceOp::kLogSum>(p, input, output, stream);
+    case ReduceOp::kLogSumExp:
+      return LaunchReduceOp<ReduceOp::kLogSumExp>(p, input, output, stream);
   }
-  ReduceMeanStridedKernel<<<StridedBlocks(p.num_outputs), kStridedThreads, 0, stream>>>(
-      p, input, output);
-  return cudaGetLastError();
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t LaunchArgReduce(const ArgReduceParams& p, const void* input, int64_t* output,
+                            cudaStream_t stream) {
+  const int64_t lines = p.outer * p.inner;
+  if (lines <= 0) return cudaSuccess;
+  if (p.axis_dim <= 0) return cudaErrorInvalidValue;  // the factory refuses these
+  return VisitDeviceType(p.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::Type;
+    if constexpr (std::is_floating_point_v<T> || kIsHalfType<T> || std::is_same_v<T, int32_t> ||
+                  std::is_same_v<T, int64_t>) {
+      const T* in = static_cast<const T*>(input);
+      if (p.inner == 1) {
+        const unsigned blocks = WarpRowBlocks(p.outer);
+        if (blocks == 0) return cudaErrorInvalidConfiguration;
+        ArgReduceWarpRowsKernel<T><<<blocks, kRowWarps * kWarpSize, 0, stream>>>(p, in, output);
+      } else {
+        ArgReduceStridedKernel<T>
+            <<<StridedBlocks(lines), kStridedThreads, 0, stream>>>(p, in, output);
+      }
+      return cudaGetLastError();
+    } else {
+      return cudaErrorInvalidValue;
+    }
+  });
 }
 
 cudaError_t LaunchCumSum(const CumSumParams& p, const void* input, void* output,

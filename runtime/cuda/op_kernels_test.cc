@@ -16,6 +16,7 @@
 #include <string>
 #include <utility>
 #include <type_traits>
+#include <variant>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -46,6 +47,8 @@ enum class Fill {
   kSmallInts,     // float: non-zero integers in [-3, 3], so Equal finds matches
   kWithZeros,     // every 4th element 0, for Cast to bool and Relu
   kIndices,       // int64 in [-index_bound, index_bound): Gather's indices
+  kHalves,        // float: multiples of 0.5 in [-4, 4], so Round meets its ties
+  kNearOne,       // float [0.9, 1.1], so long products stay finite
 };
 
 struct TensorSpec {
@@ -61,6 +64,11 @@ struct OpCase {
   std::vector<TensorSpec> inputs;
   std::vector<TensorSpec> outputs;  // dims {-1} marks an unused optional output
   Attributes attributes;
+  // The device computes in float (float64 in double, reductions in another
+  // order) what the host computes in double: float16, bfloat16 and float64
+  // outputs may differ in their last bits (RoundingTolerance). Otherwise
+  // they are equal (Cast, data movement, PRelu's exact products).
+  bool computed = false;
 };
 
 void PrintTo(const OpCase& c, std::ostream* os) { *os << c.label; }
@@ -106,6 +114,12 @@ HostTensor MakeInput(const TensorSpec& spec, std::mt19937& rng) {
           case Fill::kWithZeros:
             data[i] = i % 4 == 0 ? 0.0f : sign * 3.0f * unit(rng);
             break;
+          case Fill::kHalves:
+            data[i] = 0.5f * static_cast<float>(std::uniform_int_distribution<int>(-8, 8)(rng));
+            break;
+          case Fill::kNearOne:
+            data[i] = 0.9f + 0.2f * unit(rng);
+            break;
           case Fill::kSigned:
           case Fill::kIndices:
             data[i] = sign * (0.1f + 1.9f * unit(rng));
@@ -134,6 +148,8 @@ HostTensor MakeInput(const TensorSpec& spec, std::mt19937& rng) {
             break;
           case Fill::kSigned:
           case Fill::kSmallInts:
+          case Fill::kHalves:
+          case Fill::kNearOne:
             data[i] = sign * std::uniform_int_distribution<int64_t>(1, 5)(rng);
             break;
         }
@@ -279,7 +295,23 @@ double AsDouble(T x) {
   }
 }
 
-void ExpectMatches(const HostTensor& got, const HostTensor& want, const std::string& what) {
+// How far a computed float16, bfloat16 or float64 result may be from the
+// host's, relative to its magnitude: a rounding of each type's last place
+// (float64: the few ulps between CUDA's and glibc's double functions).
+double RoundingTolerance(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat16:
+      return 0x1p-10;
+    case DType::kBFloat16:
+      return 0x1p-7;
+    default:
+      return 1e-13;
+  }
+}
+
+// `computed`: OpCase::computed.
+void ExpectMatches(const HostTensor& got, const HostTensor& want, const std::string& what,
+                   bool computed = false) {
   ASSERT_EQ(got.dtype(), want.dtype()) << what;
   ASSERT_EQ(got.dims(), want.dims()) << what;
   const int64_t n = want.num_elements();
@@ -299,15 +331,16 @@ void ExpectMatches(const HostTensor& got, const HostTensor& want, const std::str
     return;
   }
   if (IsFloatingDType(want.dtype())) {
-    // float16, bfloat16 and float64 come from Cast here, which rounds alike
-    // on both sides: the same values, NaN where the host has NaN (whatever
-    // its payload bits).
+    // float16, bfloat16 and float64: the same values (NaN where the host has
+    // NaN, whatever its payload bits), or within a rounding for computed ones.
+    const double tolerance = computed ? RoundingTolerance(want.dtype()) : 0.0;
     VisitDType(want.dtype(), [&](auto tag) {
       using T = typename decltype(tag)::Host;
       for (int64_t i = 0; i < n; ++i) {
         const double g = AsDouble(got.data<T>()[i]);
         const double w = AsDouble(want.data<T>()[i]);
         if (g == w || (std::isnan(g) && std::isnan(w))) continue;
+        if (std::isfinite(w) && std::fabs(g - w) <= tolerance * std::fabs(w)) continue;
         ADD_FAILURE() << what << ": element " << i << " of " << n << " is " << g
                       << ", the host has " << w;
         return;
@@ -365,7 +398,7 @@ TEST_P(OpKernelTest, MatchesHostKernel) {
   ASSERT_TRUE(run.ok()) << run.status();
   for (size_t i = 0; i < run->got.size(); ++i) {
     if (run->got[i] == nullptr) continue;
-    ExpectMatches(*run->got[i], *run->want[i], absl::StrCat(c.label, " output ", i));
+    ExpectMatches(*run->got[i], *run->want[i], absl::StrCat(c.label, " output ", i), c.computed);
   }
 }
 
@@ -375,18 +408,21 @@ TEST_P(OpKernelTest, MatchesHostKernel) {
 // (issue 9: ONNX's and PyTorch's NaN semantics on both executors). Cast has
 // cases of its own (CastSpecialCases): ONNX leaves NaN and out-of-range
 // values cast to an integer undefined, and both executors saturate alike.
-// The normalisations see no 1e30: their float32 sums of squares overflow
-// where the host's float64 ones do not, which is a precision difference, not
-// a semantic one.
+// Some ops see no 1e30, where it would test rounding rather than semantics:
+// Softmax's and LayerNormalization's float32 sums of squares overflow where
+// the host's float64 ones do not, and +1e30 and -1e30 in one signed sum
+// (ReduceSum, ReduceMean, ReduceLogSum) cancel to whatever the summation
+// order left of the other terms.
 class OpKernelSpecialValuesTest : public OpKernelTest {};
 
 TEST_P(OpKernelSpecialValuesTest, MatchesHostKernel) {
   const OpCase& c = GetParam();
   std::mt19937 rng(static_cast<uint32_t>(std::hash<std::string>{}(c.label)) + 1);
-  const bool normalises = c.op_type == "Softmax" || c.op_type == "LayerNormalization" ||
-                          c.op_type == "ReduceMean";
+  const bool no_large = c.op_type == "Softmax" || c.op_type == "LayerNormalization" ||
+                        c.op_type == "ReduceSum" || c.op_type == "ReduceMean" ||
+                        c.op_type == "ReduceLogSum";
   std::vector<float> specials = {kNaN, kInf, -kInf};
-  if (!normalises) specials.insert(specials.end(), {kLarge, -kLarge});
+  if (!no_large) specials.insert(specials.end(), {kLarge, -kLarge});
   std::vector<HostTensor> inputs;
   for (const TensorSpec& spec : c.inputs) {
     HostTensor input = MakeInput(spec, rng);
@@ -574,6 +610,82 @@ std::vector<OpCase> UnaryCases() {
         }
         cases.push_back(std::move(c));
       }
+    }
+  }
+  return cases;
+}
+
+// The float math and activations on every float type (Sign on int32 and
+// int64 too), with their attributes at ONNX's defaults and at other values.
+std::vector<OpCase> FloatMathCases() {
+  const std::vector<Dims> shapes = {{1}, {7}, {3, 1001}, {2, 3, 4, 5}};
+  const struct {
+    const char* op;
+    Fill fill;
+    Attributes attributes;
+  } ops[] = {
+      {"Floor", Fill::kSigned, {}},
+      {"Ceil", Fill::kSigned, {}},
+      {"Round", Fill::kHalves, {}},
+      {"Sign", Fill::kWithZeros, {}},
+      {"Sin", Fill::kSigned, {}},
+      {"Cos", Fill::kSigned, {}},
+      {"Softplus", Fill::kSigned, {}},
+      {"Softsign", Fill::kSigned, {}},
+      {"Mish", Fill::kSigned, {}},
+      {"Elu", Fill::kSigned, {}},
+      {"Elu", Fill::kSigned, {{"alpha", 0.5f}}},
+      {"Selu", Fill::kSigned, {}},
+      {"Selu", Fill::kSigned, {{"alpha", 2.0f}, {"gamma", 0.75f}}},
+      {"Celu", Fill::kSigned, {{"alpha", 1.0f}}},
+      {"Celu", Fill::kSigned, {{"alpha", -0.5f}}},
+      {"ThresholdedRelu", Fill::kSigned, {}},
+      {"ThresholdedRelu", Fill::kSigned, {{"alpha", -0.5f}}},
+  };
+  std::vector<OpCase> cases;
+  for (const auto& op : ops) {
+    std::vector<DType> dtypes = {DType::kFloat32, DType::kFloat16, DType::kBFloat16,
+                                 DType::kFloat64};
+    if (std::string(op.op) == "Sign") dtypes.insert(dtypes.end(), {DType::kInt32, DType::kInt64});
+    std::string attributes;
+    for (const auto& [name, value] : op.attributes) {
+      const float v = std::get<float>(value);
+      absl::StrAppend(&attributes, "_", name, v < 0 ? "m" : "",
+                      static_cast<int>(std::fabs(v) * 100));
+    }
+    for (DType dtype : dtypes) {
+      for (const Dims& dims : shapes) {
+        OpCase c;
+        c.op_type = op.op;
+        c.label = absl::StrCat(op.op, attributes, "_", TypeLabel(dtype), "_", DimsLabel(dims));
+        c.inputs = {Spec(dtype, dims, op.fill)};
+        c.outputs = {Spec(dtype, dims)};
+        c.attributes = op.attributes;
+        c.computed = true;
+        cases.push_back(std::move(c));
+      }
+    }
+  }
+  return cases;
+}
+
+// PRelu: the slope broadcast to X per channel, per row, as a scalar, and in
+// full; every type with a sign.
+std::vector<OpCase> PReluCases() {
+  const std::vector<std::pair<Dims, Dims>> shapes = {
+      {{3, 5, 7}, {3, 5, 7}}, {{4, 33}, {33}}, {{4, 33}, {4, 1}},
+      {{5, 7}, {}},           {{2, 3, 4, 5}, {3, 1, 1}},
+  };
+  std::vector<OpCase> cases;
+  for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64,
+                      DType::kInt32, DType::kInt64}) {
+    for (const auto& [x, slope] : shapes) {
+      OpCase c;
+      c.op_type = "PRelu";
+      c.label = absl::StrCat("PRelu_", TypeLabel(dtype), "_", DimsLabel(x), "_", DimsLabel(slope));
+      c.inputs = {Spec(dtype, x, Fill::kWithZeros), Spec(dtype, slope)};
+      c.outputs = {Spec(dtype, x)};
+      cases.push_back(std::move(c));
     }
   }
   return cases;
@@ -768,7 +880,9 @@ std::vector<OpCase> LayerNormCases() {
   return cases;
 }
 
-std::vector<OpCase> ReduceMeanCases() {
+// Every reduction over warp rows, block rows (5000 columns), strided axes,
+// kept and dropped dims; an empty reduction and one over no axes.
+std::vector<OpCase> ReduceCases() {
   const struct {
     Dims in;
     std::vector<int64_t> axes;
@@ -777,27 +891,79 @@ std::vector<OpCase> ReduceMeanCases() {
       {{4, 5, 6}, {2}, 1},        {{4, 5, 6}, {1}, 1},      {{4, 5, 6}, {0, 2}, 0},
       {{4, 5, 6}, {0, 1, 2}, 0},  {{2, 3, 4, 5}, {2, 3}, 0}, {{3, 5000}, {1}, 1},
       {{1, 7, 1, 3}, {1}, 1},     {{64, 3}, {0}, 0},       {{2, 3, 4, 5, 6}, {1, 3}, 1},
+      {{3, 0}, {1}, 1},           {{3, 4}, {}, 1},
+  };
+  const struct {
+    const char* op;
+    Fill fill;
+    bool integers;
+  } ops[] = {
+      {"ReduceSum", Fill::kSigned, true},         {"ReduceMean", Fill::kSigned, false},
+      {"ReduceProd", Fill::kNearOne, true},       {"ReduceMax", Fill::kSmallInts, true},
+      {"ReduceMin", Fill::kSmallInts, true},      {"ReduceL1", Fill::kSigned, true},
+      {"ReduceL2", Fill::kSigned, false},         {"ReduceSumSquare", Fill::kSigned, true},
+      {"ReduceLogSum", Fill::kPositive, false},   {"ReduceLogSumExp", Fill::kSigned, false},
   };
   std::vector<OpCase> cases;
-  for (const auto& r : reductions) {
-    Dims out;
-    for (size_t d = 0; d < r.in.size(); ++d) {
-      const bool reduced = std::find(r.axes.begin(), r.axes.end(), d) != r.axes.end();
-      if (!reduced) {
-        out.push_back(r.in[d]);
-      } else if (r.keepdims) {
-        out.push_back(1);
+  for (const auto& op : ops) {
+    std::vector<DType> dtypes = {DType::kFloat32, DType::kFloat16, DType::kBFloat16,
+                                 DType::kFloat64};
+    if (op.integers) dtypes.insert(dtypes.end(), {DType::kInt32, DType::kInt64});
+    for (DType dtype : dtypes) {
+      for (const auto& r : reductions) {
+        Dims out;
+        for (size_t d = 0; d < r.in.size(); ++d) {
+          const bool reduced = std::find(r.axes.begin(), r.axes.end(), d) != r.axes.end();
+          if (!reduced) {
+            out.push_back(r.in[d]);
+          } else if (r.keepdims) {
+            out.push_back(1);
+          }
+        }
+        OpCase c;
+        c.op_type = op.op;
+        c.label = absl::StrCat(op.op, "_", TypeLabel(dtype), "_", DimsLabel(r.in), "_axes",
+                               absl::StrJoin(r.axes, ""), "_keep", r.keepdims);
+        c.inputs = {Spec(dtype, r.in, op.fill)};
+        c.outputs = {Spec(dtype, out)};
+        c.attributes["axes"] = r.axes;
+        c.attributes["keepdims"] = r.keepdims;
+        c.computed = true;
+        cases.push_back(std::move(c));
       }
     }
-    OpCase c;
-    c.op_type = "ReduceMean";
-    c.label = absl::StrCat("ReduceMean_", DimsLabel(r.in), "_axes", absl::StrJoin(r.axes, ""),
-                           "_keep", r.keepdims);
-    c.inputs = {Spec(DType::kFloat32, r.in)};
-    c.outputs = {Spec(DType::kFloat32, out)};
-    c.attributes["axes"] = r.axes;
-    c.attributes["keepdims"] = r.keepdims;
-    cases.push_back(std::move(c));
+  }
+  return cases;
+}
+
+// ArgMax and ArgMin along each axis of a rank-3 tensor and along long rows
+// (a warp per row), first and last index, with ties (small integers).
+std::vector<OpCase> ArgReduceCases() {
+  const struct {
+    Dims in;
+    int64_t axis;
+  } shapes[] = {{{3, 130, 5}, 0}, {{3, 130, 5}, 1}, {{3, 130, 5}, 2}, {{7, 1000}, 1}, {{9}, 0}};
+  std::vector<OpCase> cases;
+  for (const char* op : {"ArgMax", "ArgMin"}) {
+    for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64,
+                        DType::kInt32, DType::kInt64}) {
+      for (const auto& s : shapes) {
+        for (int64_t last : {0, 1}) {
+          Dims out = s.in;
+          out[s.axis] = 1;
+          OpCase c;
+          c.op_type = op;
+          c.label = absl::StrCat(op, "_", TypeLabel(dtype), "_", DimsLabel(s.in), "_axis", s.axis,
+                                 "_last", last);
+          c.inputs = {Spec(dtype, s.in, Fill::kSmallInts)};
+          c.outputs = {Spec(DType::kInt64, out)};
+          c.attributes["axis"] = s.axis;
+          c.attributes["keepdims"] = int64_t{1};
+          c.attributes["select_last_index"] = last;
+          cases.push_back(std::move(c));
+        }
+      }
+    }
   }
   return cases;
 }
@@ -946,21 +1112,26 @@ INSTANTIATE_TEST_SUITE_P(CumSum, OpKernelTest, ::testing::ValuesIn(CumSumCases()
 INSTANTIATE_TEST_SUITE_P(Softmax, OpKernelTest, ::testing::ValuesIn(SoftmaxCases()), CaseName);
 INSTANTIATE_TEST_SUITE_P(LayerNorm, OpKernelTest, ::testing::ValuesIn(LayerNormCases()),
                          CaseName);
-INSTANTIATE_TEST_SUITE_P(ReduceMean, OpKernelTest, ::testing::ValuesIn(ReduceMeanCases()),
+INSTANTIATE_TEST_SUITE_P(Reduce, OpKernelTest, ::testing::ValuesIn(ReduceCases()), CaseName);
+INSTANTIATE_TEST_SUITE_P(ArgReduce, OpKernelTest, ::testing::ValuesIn(ArgReduceCases()),
                          CaseName);
+INSTANTIATE_TEST_SUITE_P(FloatMath, OpKernelTest, ::testing::ValuesIn(FloatMathCases()),
+                         CaseName);
+INSTANTIATE_TEST_SUITE_P(PRelu, OpKernelTest, ::testing::ValuesIn(PReluCases()), CaseName);
 INSTANTIATE_TEST_SUITE_P(Concat, OpKernelTest, ::testing::ValuesIn(ConcatCases()), CaseName);
 
 // The cases whose inputs are all float32, Cast aside (its own special values
 // are in CastSpecialCases): the special-value sweep. Their outputs are
-// float32, or bool for the comparisons and IsNaN / IsInf, where NaN and the
-// infinities matter most.
+// float32, bool for the comparisons and IsNaN / IsInf, or int64 for ArgMax
+// and ArgMin, where NaN and the infinities matter most.
 std::vector<OpCase> FloatCases(const std::vector<OpCase>& cases) {
   std::vector<OpCase> floats;
   for (const OpCase& c : cases) {
     bool all_float = c.op_type != "Cast";
     for (const TensorSpec& spec : c.inputs) all_float &= spec.dtype == DType::kFloat32;
     for (const TensorSpec& spec : c.outputs) {
-      all_float &= spec.dtype == DType::kFloat32 || spec.dtype == DType::kBool;
+      all_float &= spec.dtype == DType::kFloat32 || spec.dtype == DType::kBool ||
+                   spec.dtype == DType::kInt64;  // ArgMax's and ArgMin's indices
     }
     if (all_float) floats.push_back(c);
   }
@@ -1001,8 +1172,14 @@ INSTANTIATE_TEST_SUITE_P(Softmax, OpKernelSpecialValuesTest,
                          ::testing::ValuesIn(FloatCases(SoftmaxCases())), CaseName);
 INSTANTIATE_TEST_SUITE_P(LayerNorm, OpKernelSpecialValuesTest,
                          ::testing::ValuesIn(FloatCases(LayerNormCases())), CaseName);
-INSTANTIATE_TEST_SUITE_P(ReduceMean, OpKernelSpecialValuesTest,
-                         ::testing::ValuesIn(FloatCases(ReduceMeanCases())), CaseName);
+INSTANTIATE_TEST_SUITE_P(Reduce, OpKernelSpecialValuesTest,
+                         ::testing::ValuesIn(FloatCases(ReduceCases())), CaseName);
+INSTANTIATE_TEST_SUITE_P(ArgReduce, OpKernelSpecialValuesTest,
+                         ::testing::ValuesIn(FloatCases(ArgReduceCases())), CaseName);
+INSTANTIATE_TEST_SUITE_P(FloatMath, OpKernelSpecialValuesTest,
+                         ::testing::ValuesIn(FloatCases(FloatMathCases())), CaseName);
+INSTANTIATE_TEST_SUITE_P(PRelu, OpKernelSpecialValuesTest,
+                         ::testing::ValuesIn(FloatCases(PReluCases())), CaseName);
 INSTANTIATE_TEST_SUITE_P(Concat, OpKernelSpecialValuesTest,
                          ::testing::ValuesIn(FloatCases(ConcatCases())), CaseName);
 
@@ -1166,19 +1343,41 @@ TEST(OpKernelPlanTest, RefusesSlicesThatLeaveTheInput) {
             absl::StatusCode::kInvalidArgument);
 }
 
+// The cases of every op, for the checks that need no GPU.
+std::vector<OpCase> AllCases() {
+  std::vector<OpCase> all;
+  for (std::vector<OpCase> cases :
+       {BinaryCases(), WhereCases(), UnaryCases(), CastCases(), TransposeCases(), SliceCases(),
+        ExpandCases(), GatherCases(), SoftmaxCases(), LayerNormCases(), ReduceCases(),
+        ArgReduceCases(), FloatMathCases(), PReluCases(), ConcatCases()}) {
+    all.insert(all.end(), cases.begin(), cases.end());
+  }
+  return all;
+}
+
 TEST(OpKernelPlanTest, PlansEveryCaseWithoutTouchingTheDevice) {
   // The factory only computes parameters: every op plans on a machine with
   // no GPU (the device comparison above skips there).
-  std::vector<std::vector<OpCase>> all = {
-      BinaryCases(),    WhereCases(), UnaryCases(),  CastCases(),   TransposeCases(),
-      SliceCases(),     ExpandCases(), GatherCases(), SoftmaxCases(),
-      LayerNormCases(), ReduceMeanCases(), ConcatCases()};
-  for (const auto& cases : all) {
-    for (const OpCase& c : cases) {
-      const BoundGraph graph = GraphFor(c);
-      EXPECT_TRUE(MakeCudaKernel({graph, graph.nodes[0]}).ok())
-          << c.label << ": " << MakeCudaKernel({graph, graph.nodes[0]}).status();
-    }
+  for (const OpCase& c : AllCases()) {
+    const BoundGraph graph = GraphFor(c);
+    EXPECT_TRUE(MakeCudaKernel({graph, graph.nodes[0]}).ok())
+        << c.label << ": " << MakeCudaKernel({graph, graph.nodes[0]}).status();
+  }
+}
+
+// The other half of each comparison, checked where there is no GPU: the
+// host reference takes every case as it is written.
+TEST(OpKernelPlanTest, HostReferenceRunsEveryCase) {
+  for (const OpCase& c : AllCases()) {
+    std::mt19937 rng(static_cast<uint32_t>(std::hash<std::string>{}(c.label)));
+    std::vector<HostTensor> inputs;
+    std::vector<const HostTensor*> input_ptrs;
+    for (const TensorSpec& spec : c.inputs) inputs.push_back(MakeInput(spec, rng));
+    for (const HostTensor& in : inputs) input_ptrs.push_back(&in);
+    std::vector<std::unique_ptr<HostTensor>> outputs = MakeOutputs(c);
+    const SingleNodeGraph g = MakeGraph(c);
+    const absl::Status status = RunHostNode(g.node(), input_ptrs, Pointers<HostTensor>(outputs));
+    EXPECT_TRUE(status.ok()) << c.label << ": " << status;
   }
 }
 

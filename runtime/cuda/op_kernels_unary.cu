@@ -1,5 +1,6 @@
-// One-input elementwise ops, Cast, and the strided copy behind Expand,
-// Transpose and Slice (Note [Strided layouts]).
+// One-input elementwise ops (the float math, activations, Sign, the tests),
+// Cast, and the strided copy behind Expand, Transpose and Slice (Note
+// [Strided layouts]).
 
 #include <cuda_runtime.h>
 
@@ -129,6 +130,97 @@ struct IsInfFn {
   }
 };
 
+// The float math of the newer unary ops, written once over the compute type
+// C (float, or double for float64) through CUDA's overloads of the math
+// functions; the formulas are the host reference's
+// (runtime/host/elementwise_kernels.cc), NaN and the infinities included.
+struct FloorFn {
+  template <typename C>
+  __device__ C operator()(C x) const { return floor(x); }
+};
+struct CeilFn {
+  template <typename C>
+  __device__ C operator()(C x) const { return ceil(x); }
+};
+// rint rounds halves to even in the default rounding mode, as numpy's round.
+struct RoundFn {
+  template <typename C>
+  __device__ C operator()(C x) const { return rint(x); }
+};
+struct SinFn {
+  template <typename C>
+  __device__ C operator()(C x) const { return sin(x); }
+};
+struct CosFn {
+  template <typename C>
+  __device__ C operator()(C x) const { return cos(x); }
+};
+// log(1 + e^x) without overflowing e^x.
+struct SoftplusFn {
+  template <typename C>
+  __device__ C operator()(C x) const {
+    return x > C(0) ? x + log1p(exp(-x)) : log1p(exp(x));
+  }
+};
+// As written: +-Inf gives NaN.
+struct SoftsignFn {
+  template <typename C>
+  __device__ C operator()(C x) const { return x / (C(1) + fabs(x)); }
+};
+struct MishFn {
+  template <typename C>
+  __device__ C operator()(C x) const { return x * tanh(SoftplusFn{}(x)); }
+};
+struct EluFn {
+  float alpha;
+  template <typename C>
+  __device__ C operator()(C x) const { return x < C(0) ? C(alpha) * expm1(x) : x; }
+};
+struct SeluFn {
+  float alpha;
+  float gamma;
+  template <typename C>
+  __device__ C operator()(C x) const {
+    return x > C(0) ? C(gamma) * x : C(gamma) * C(alpha) * expm1(x);
+  }
+};
+// max(0, x) + min(0, alpha (e^(x/alpha) - 1)), one term or the other.
+struct CeluFn {
+  float alpha;
+  template <typename C>
+  __device__ C operator()(C x) const { return x > C(0) ? x : C(alpha) * expm1(x / C(alpha)); }
+};
+// NaN is not above alpha: 0.
+struct ThresholdedReluFn {
+  float alpha;
+  template <typename C>
+  __device__ C operator()(C x) const { return x > C(alpha) ? x : C(0); }
+};
+// -1, 0 or 1 in any signed type; NaN stays NaN, -0 gives +0.
+struct SignFn {
+  template <typename T>
+  __device__ T operator()(T x) const {
+    if (x > T(0)) return T(1);
+    if (x < T(0)) return T(-1);
+    return x == T(0) ? T(0) : x;
+  }
+};
+
+// Runs a compute-type functor on elements of a float type T: the 16-bit
+// floats through float, float64 in double.
+template <typename F>
+struct InComputeType {
+  F f;
+  template <typename T>
+  __device__ T operator()(T x) const {
+    using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    return static_cast<T>(f(static_cast<C>(x)));
+  }
+};
+
+template <typename T>
+inline constexpr bool kIsFloatType = std::is_floating_point_v<T> || kIsHalfType<T>;
+
 template <typename T>
 const T* In(const void* ptr) {
   return static_cast<const T*>(ptr);
@@ -172,6 +264,24 @@ cudaError_t LaunchSigned(const UnaryParams& p, F f, const void* in, void* out,
     return LaunchMapped(p.layout, f, Out<int32_t>(out), stream, In<int32_t>(in));
   }
   return cudaErrorInvalidValue;
+}
+
+// `f` over the four float types, in their compute type; with
+// kSignedIntegers, int32 and int64 too, in their own type.
+template <bool kSignedIntegers = false, typename F>
+cudaError_t LaunchFloatTypes(const UnaryParams& p, F f, const void* in, void* out,
+                             cudaStream_t stream) {
+  return VisitDeviceType(p.input_type, [&](auto tag) {
+    using T = typename decltype(tag)::Type;
+    if constexpr (kIsFloatType<T>) {
+      return LaunchMapped(p.layout, InComputeType<F>{f}, Out<T>(out), stream, In<T>(in));
+    } else if constexpr (kSignedIntegers &&
+                         (std::is_same_v<T, int32_t> || std::is_same_v<T, int64_t>)) {
+      return LaunchMapped(p.layout, f, Out<T>(out), stream, In<T>(in));
+    } else {
+      return cudaErrorInvalidValue;
+    }
+  });
 }
 
 // Data movement depends only on the element size.
@@ -243,6 +353,32 @@ cudaError_t LaunchUnary(const UnaryParams& p, const void* input, void* output,
     case UnaryOp::kIsInf:
       return LaunchFloatTest(p, IsInfFn{p.detect_negative, p.detect_positive}, input, output,
                              stream);
+    case UnaryOp::kFloor:
+      return LaunchFloatTypes(p, FloorFn{}, input, output, stream);
+    case UnaryOp::kCeil:
+      return LaunchFloatTypes(p, CeilFn{}, input, output, stream);
+    case UnaryOp::kRound:
+      return LaunchFloatTypes(p, RoundFn{}, input, output, stream);
+    case UnaryOp::kSin:
+      return LaunchFloatTypes(p, SinFn{}, input, output, stream);
+    case UnaryOp::kCos:
+      return LaunchFloatTypes(p, CosFn{}, input, output, stream);
+    case UnaryOp::kSoftplus:
+      return LaunchFloatTypes(p, SoftplusFn{}, input, output, stream);
+    case UnaryOp::kSoftsign:
+      return LaunchFloatTypes(p, SoftsignFn{}, input, output, stream);
+    case UnaryOp::kMish:
+      return LaunchFloatTypes(p, MishFn{}, input, output, stream);
+    case UnaryOp::kElu:
+      return LaunchFloatTypes(p, EluFn{p.alpha}, input, output, stream);
+    case UnaryOp::kSelu:
+      return LaunchFloatTypes(p, SeluFn{p.alpha, p.gamma}, input, output, stream);
+    case UnaryOp::kCelu:
+      return LaunchFloatTypes(p, CeluFn{p.alpha}, input, output, stream);
+    case UnaryOp::kThresholdedRelu:
+      return LaunchFloatTypes(p, ThresholdedReluFn{p.alpha}, input, output, stream);
+    case UnaryOp::kSign:
+      return LaunchFloatTypes</*kSignedIntegers=*/true>(p, SignFn{}, input, output, stream);
   }
   return cudaErrorInvalidValue;
 }

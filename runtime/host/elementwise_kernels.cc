@@ -80,22 +80,6 @@ T IntPow(T base, T exponent) {
   return result;
 }
 
-// Max and Min propagate NaN, as numpy's maximum/minimum (ONNX's reference).
-template <typename T>
-T PropagatingMax(T a, T b) {
-  if constexpr (std::is_floating_point_v<T>) {
-    if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<T>::quiet_NaN();
-  }
-  return a < b ? b : a;
-}
-template <typename T>
-T PropagatingMin(T a, T b) {
-  if constexpr (std::is_floating_point_v<T>) {
-    if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<T>::quiet_NaN();
-  }
-  return b < a ? b : a;
-}
-
 // kFmod and kMod are ONNX Mod with fmod=1 and fmod=0 (Note [Canonical bound
 // nodes]).
 enum class BinaryOp { kAdd, kSub, kMul, kDiv, kFmod, kMod, kPow, kMax, kMin };
@@ -323,12 +307,16 @@ void MapElements(const HostTensor& in, HostTensor& out, Fn fn) {
   for (int64_t i = 0, n = in.num_elements(); i < n; ++i) dst[i] = fn(src[i]);
 }
 
-// Transcendental float ops: computed in double, rounded once to float.
-absl::Status RunFloatMath(const HostKernelArgs& args, double (*fn)(double)) {
+// Float math on the four float types: computed in double and rounded once to
+// the element type (the 16-bit floats through float, as the GPU computes them
+// in float).
+template <typename Fn>
+absl::Status RunFloatMath(const HostKernelArgs& args, Fn fn) {
   RETURN_IF_ERROR(CheckUnaryOperand(args));
-  return VisitFloat(args, args.in(0).dtype(), [&](float) {
-    MapElements<float>(args.in(0), args.out(0),
-                       [fn](float x) { return static_cast<float>(fn(static_cast<double>(x))); });
+  return VisitFloatTypes(args, args.in(0).dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    MapElements<T>(args.in(0), args.out(0),
+                   [&fn](T x) { return Narrow<T>(fn(static_cast<double>(Widen(x)))); });
     return absl::OkStatus();
   });
 }
@@ -344,6 +332,30 @@ double Gelu(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
 double GeluTanh(double x) {
   const double inner = std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x);
   return 0.5 * x * (1.0 + std::tanh(inner));
+}
+
+double Floor(double x) { return std::floor(x); }
+double Ceil(double x) { return std::ceil(x); }
+// Halves to even, as numpy's round (ONNX's reference): nearbyint in the
+// default rounding mode.
+double Round(double x) { return std::nearbyint(x); }
+double Sin(double x) { return std::sin(x); }
+double Cos(double x) { return std::cos(x); }
+// log(1 + e^x) without overflowing e^x: ONNX Runtime's and PyTorch's value
+// where ONNX's float32 reference overflows to Inf (x > 88).
+double Softplus(double x) { return x > 0 ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x)); }
+// x / (1 + |x|) as ONNX writes it: +-Inf gives NaN, as in ONNX's reference,
+// ONNX Runtime and PyTorch.
+double Softsign(double x) { return x / (1.0 + std::fabs(x)); }
+// x tanh(softplus(x)); -Inf gives NaN (-Inf * 0), as the formula does.
+double Mish(double x) { return x * std::tanh(Softplus(x)); }
+
+// ONNX's Sign (numpy's): -1, 0 or 1; NaN stays NaN, -0 gives +0.
+template <typename T>
+T Sign(T x) {
+  if (x > T{0}) return T{1};
+  if (x < T{0}) return T{-1};
+  return x == T{0} ? T{0} : x;
 }
 
 template <typename T>
@@ -388,12 +400,70 @@ absl::Status RunSignOp(const HostKernelArgs& args, SignOp op) {
   });
 }
 
+// The activations with float attributes (ONNX's defaults where a node built
+// by hand lacks them). Negative inputs go through expm1, exact near 0.
 absl::Status RunLeakyRelu(const HostKernelArgs& args) {
+  ASSIGN_OR_RETURN(const double alpha, OptionalFloatAttr(args, "alpha", 0.01f));
+  return RunFloatMath(args, [alpha](double x) { return x < 0 ? alpha * x : x; });
+}
+
+absl::Status RunElu(const HostKernelArgs& args) {
+  ASSIGN_OR_RETURN(const double alpha, OptionalFloatAttr(args, "alpha", 1.0f));
+  return RunFloatMath(args, [alpha](double x) { return x < 0 ? alpha * std::expm1(x) : x; });
+}
+
+absl::Status RunSelu(const HostKernelArgs& args) {
+  ASSIGN_OR_RETURN(const double alpha, OptionalFloatAttr(args, "alpha", kSeluAlpha));
+  ASSIGN_OR_RETURN(const double gamma, OptionalFloatAttr(args, "gamma", kSeluGamma));
+  return RunFloatMath(
+      args, [alpha, gamma](double x) { return x > 0 ? gamma * x : gamma * alpha * std::expm1(x); });
+}
+
+// max(0, x) + min(0, alpha (e^(x/alpha) - 1)): for x > 0 the second term is
+// 0, otherwise the first, whatever alpha's sign (binding refuses alpha 0).
+absl::Status RunCelu(const HostKernelArgs& args) {
+  ASSIGN_OR_RETURN(const double alpha, OptionalFloatAttr(args, "alpha", 1.0f));
+  return RunFloatMath(args,
+                      [alpha](double x) { return x > 0 ? x : alpha * std::expm1(x / alpha); });
+}
+
+// NaN is not above alpha: 0, as ONNX's reference.
+absl::Status RunThresholdedRelu(const HostKernelArgs& args) {
+  ASSIGN_OR_RETURN(const double alpha, OptionalFloatAttr(args, "alpha", 1.0f));
+  return RunFloatMath(args, [alpha](double x) { return x > alpha ? x : 0.0; });
+}
+
+absl::Status RunSign(const HostKernelArgs& args) {
   RETURN_IF_ERROR(CheckUnaryOperand(args));
-  ASSIGN_OR_RETURN(const float alpha, OptionalFloatAttr(args, "alpha", 0.01f));
-  return VisitFloat(args, args.in(0).dtype(), [&](float) {
-    MapElements<float>(args.in(0), args.out(0),
-                       [alpha](float x) { return x < 0.0f ? alpha * x : x; });
+  return VisitSignedTypes(args, args.in(0).dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    MapElements<T>(args.in(0), args.out(0), [](T x) { return Narrow<T>(Sign(Widen(x))); });
+    return absl::OkStatus();
+  });
+}
+
+// x for x > 0, else slope * x (NaN passes, as ONNX's reference computes it),
+// the slope broadcast to X; integers wrap.
+template <typename T>
+T PReluElement(T x, T slope) {
+  if constexpr (std::is_integral_v<T>) {
+    return x > 0 ? x : WrapMul(x, slope);
+  } else {
+    const auto wide = Widen(x);
+    return wide > 0 ? x : Narrow<T>(wide * Widen(slope));
+  }
+}
+
+absl::Status RunPRelu(const HostKernelArgs& args) {
+  RETURN_IF_ERROR(CheckBinaryOperands(args));
+  RETURN_IF_ERROR(RequireSameDType(args, args.in(0), args.out(0)));
+  if (args.in(0).dims() != args.out(0).dims()) {
+    return args.Invalid("X ", DimsToString(args.in(0).dims()), " and Y ",
+                        DimsToString(args.out(0).dims()), " differ");
+  }
+  return VisitSignedTypes(args, args.in(0).dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    BroadcastBinary<T, T>(args.in(0), args.in(1), args.out(0), PReluElement<T>);
     return absl::OkStatus();
   });
 }
@@ -504,6 +574,20 @@ absl::Status HostRelu(const HostKernelArgs& args) { return RunSignOp(args, SignO
 absl::Status HostAbs(const HostKernelArgs& args) { return RunSignOp(args, SignOp::kAbs); }
 absl::Status HostNeg(const HostKernelArgs& args) { return RunSignOp(args, SignOp::kNeg); }
 absl::Status HostLeakyRelu(const HostKernelArgs& args) { return RunLeakyRelu(args); }
+absl::Status HostFloor(const HostKernelArgs& args) { return RunFloatMath(args, Floor); }
+absl::Status HostCeil(const HostKernelArgs& args) { return RunFloatMath(args, Ceil); }
+absl::Status HostRound(const HostKernelArgs& args) { return RunFloatMath(args, Round); }
+absl::Status HostSign(const HostKernelArgs& args) { return RunSign(args); }
+absl::Status HostSin(const HostKernelArgs& args) { return RunFloatMath(args, Sin); }
+absl::Status HostCos(const HostKernelArgs& args) { return RunFloatMath(args, Cos); }
+absl::Status HostSoftplus(const HostKernelArgs& args) { return RunFloatMath(args, Softplus); }
+absl::Status HostSoftsign(const HostKernelArgs& args) { return RunFloatMath(args, Softsign); }
+absl::Status HostMish(const HostKernelArgs& args) { return RunFloatMath(args, Mish); }
+absl::Status HostElu(const HostKernelArgs& args) { return RunElu(args); }
+absl::Status HostSelu(const HostKernelArgs& args) { return RunSelu(args); }
+absl::Status HostCelu(const HostKernelArgs& args) { return RunCelu(args); }
+absl::Status HostThresholdedRelu(const HostKernelArgs& args) { return RunThresholdedRelu(args); }
+absl::Status HostPRelu(const HostKernelArgs& args) { return RunPRelu(args); }
 absl::Status HostCast(const HostKernelArgs& args) { return RunCast(args); }
 
 }  // namespace graphserve

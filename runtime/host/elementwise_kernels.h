@@ -8,6 +8,11 @@
 
 namespace graphserve {
 
+// Selu's attribute defaults (ONNX's, exact as float32), shared by binding
+// and the kernels.
+inline constexpr float kSeluAlpha = 1.67326319217681884765625f;
+inline constexpr float kSeluGamma = 1.05070102214813232421875f;
+
 struct HostKernelArgs;
 
 absl::Status HostAdd(const HostKernelArgs& args);
@@ -42,6 +47,20 @@ absl::Status HostRelu(const HostKernelArgs& args);
 absl::Status HostAbs(const HostKernelArgs& args);
 absl::Status HostNeg(const HostKernelArgs& args);
 absl::Status HostLeakyRelu(const HostKernelArgs& args);
+absl::Status HostFloor(const HostKernelArgs& args);
+absl::Status HostCeil(const HostKernelArgs& args);
+absl::Status HostRound(const HostKernelArgs& args);
+absl::Status HostSign(const HostKernelArgs& args);
+absl::Status HostSin(const HostKernelArgs& args);
+absl::Status HostCos(const HostKernelArgs& args);
+absl::Status HostSoftplus(const HostKernelArgs& args);
+absl::Status HostSoftsign(const HostKernelArgs& args);
+absl::Status HostMish(const HostKernelArgs& args);
+absl::Status HostElu(const HostKernelArgs& args);
+absl::Status HostSelu(const HostKernelArgs& args);
+absl::Status HostCelu(const HostKernelArgs& args);
+absl::Status HostThresholdedRelu(const HostKernelArgs& args);
+absl::Status HostPRelu(const HostKernelArgs& args);
 absl::Status HostCast(const HostKernelArgs& args);
 
 }  // namespace graphserve

@@ -6,9 +6,12 @@
 // (runtime/op_registry.h) and RunHostNode (kernels.h).
 
 #include <array>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -104,12 +107,18 @@ inline absl::StatusOr<int64_t> OptionalIntAttr(const HostKernelArgs& args, const
 
 // Calls fn(T{}) with the C++ type of `dtype`, limited to the types an op
 // accepts so that each instantiation only sees operations its type supports.
+// The four float types (Half and BFloat16 are storage: kernels compute
+// through Widen and Narrow, common/half.h).
 template <typename Fn>
-absl::Status VisitFloat(const HostKernelArgs& args, DType dtype, Fn&& fn) {
+absl::Status VisitFloatTypes(const HostKernelArgs& args, DType dtype, Fn&& fn) {
   if (dtype == DType::kFloat32) return fn(float{});
+  if (dtype == DType::kFloat64) return fn(double{});
+  if (dtype == DType::kFloat16) return fn(Half{});
+  if (dtype == DType::kBFloat16) return fn(BFloat16{});
   return UnsupportedDType(args, dtype);
 }
 
+// float32, int64 and int32: the arithmetic kernels' types.
 template <typename Fn>
 absl::Status VisitNumeric(const HostKernelArgs& args, DType dtype, Fn&& fn) {
   if (dtype == DType::kFloat32) return fn(float{});
@@ -118,11 +127,36 @@ absl::Status VisitNumeric(const HostKernelArgs& args, DType dtype, Fn&& fn) {
   return UnsupportedDType(args, dtype);
 }
 
+// The types with a sign: the four float types, int64 and int32.
+template <typename Fn>
+absl::Status VisitSignedTypes(const HostKernelArgs& args, DType dtype, Fn&& fn) {
+  if (dtype == DType::kInt64) return fn(int64_t{});
+  if (dtype == DType::kInt32) return fn(int32_t{});
+  return VisitFloatTypes(args, dtype, fn);
+}
+
 // Every row of the datatype table: for ops that move, select or compare
 // elements (Half and BFloat16 compare as their values).
 template <typename Fn>
 absl::Status VisitAny(const HostKernelArgs&, DType dtype, Fn&& fn) {
   return VisitDType(dtype, [&](auto tag) { return fn(typename decltype(tag)::Host{}); });
+}
+
+// Max and Min propagate NaN, as numpy's maximum/minimum (ONNX's reference)
+// do: the elementwise Max and Min, and ReduceMax and ReduceMin.
+template <typename T>
+T PropagatingMax(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<T>::quiet_NaN();
+  }
+  return a < b ? b : a;
+}
+template <typename T>
+T PropagatingMin(T a, T b) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (std::isnan(a) || std::isnan(b)) return std::numeric_limits<T>::quiet_NaN();
+  }
+  return b < a ? b : a;
 }
 
 // ---------------------------------------------------------------------------

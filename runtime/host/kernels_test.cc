@@ -32,6 +32,26 @@ HostTensor Bools(Dims dims, const std::vector<bool>& values) {
   return t;
 }
 
+// A tensor of any dtype from values each element type holds (rounded to
+// nearest even for the 16-bit floats).
+template <typename T>
+HostTensor Typed(DType dtype, Dims dims, const std::vector<double>& values) {
+  HostTensor t(dtype, std::move(dims));
+  EXPECT_EQ(static_cast<size_t>(t.num_elements()), values.size());
+  for (size_t i = 0; i < values.size(); ++i) t.data<T>()[i] = Narrow<T>(values[i]);
+  return t;
+}
+
+// Elements as double (the 16-bit floats exactly, through float).
+template <typename T>
+std::vector<double> Widened(const HostTensor& t) {
+  std::vector<double> values;
+  for (int64_t i = 0; i < t.num_elements(); ++i) {
+    values.push_back(static_cast<double>(Widen(t.data<T>()[i])));
+  }
+  return values;
+}
+
 template <typename T>
 std::vector<T> Values(const HostTensor& t) {
   return std::vector<T>(t.data<T>(), t.data<T>() + t.num_elements());
@@ -337,6 +357,146 @@ TEST(UnaryTest, FloatOpsRejectInt64) {
   EXPECT_EQ(out.status().code(), absl::StatusCode::kUnimplemented);
 }
 
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
+// Runs a one-input float32 op over `x`.
+std::vector<float> MapFloats(const BoundNode& node, const std::vector<float>& x) {
+  const Dims dims = {static_cast<int64_t>(x.size())};
+  return Values<float>(RunOk(node, {Floats(dims, x)}, DType::kFloat32, dims));
+}
+
+// Expects `got` to be `want`, NaN where `want` is NaN (EXPECT_EQ's NaN never
+// equals itself).
+void ExpectSameValues(const std::vector<float>& got, const std::vector<float>& want,
+                      const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (std::isnan(want[i])) {
+      EXPECT_TRUE(std::isnan(got[i])) << what << " element " << i << " is " << got[i];
+    } else {
+      EXPECT_EQ(got[i], want[i]) << what << " element " << i;
+    }
+  }
+}
+
+TEST(UnaryTest, FloorCeilRoundHalvesToEven) {
+  const std::vector<float> x = {-2.5f, -1.5f, -0.5f, 0.5f, 1.5f, 2.5f, -1.2f, 1.7f, kNaN, -kInf};
+  ExpectSameValues(MapFloats(MakeNode("Round"), x),
+                   {-2, -2, -0.0f, 0, 2, 2, -1, 2, kNaN, -kInf}, "Round");
+  ExpectSameValues(MapFloats(MakeNode("Floor"), x),
+                   {-3, -2, -1, 0, 1, 2, -2, 1, kNaN, -kInf}, "Floor");
+  ExpectSameValues(MapFloats(MakeNode("Ceil"), x),
+                   {-2, -1, -0.0f, 1, 2, 3, -1, 2, kNaN, -kInf}, "Ceil");
+}
+
+TEST(UnaryTest, SignOnFloatsAndIntegers) {
+  const std::vector<float> signs = MapFloats(MakeNode("Sign"), {-3.5f, -0.0f, 0, 2, kInf, kNaN});
+  ExpectSameValues(signs, {-1, 0, 0, 1, 1, kNaN}, "Sign");
+  EXPECT_FALSE(std::signbit(signs[1])) << "Sign(-0) is +0, as numpy's";
+  EXPECT_EQ(Values<int64_t>(RunOk(MakeNode("Sign"), {Ints({3}, {-9, 0, 4})}, DType::kInt64, {3})),
+            (std::vector<int64_t>{-1, 0, 1}));
+  HostTensor int32 = RunOk(MakeNode("Sign"), {Typed<int32_t>(DType::kInt32, {2}, {-2, 7})},
+                           DType::kInt32, {2});
+  EXPECT_EQ(Values<int32_t>(int32), (std::vector<int32_t>{-1, 1}));
+}
+
+TEST(UnaryTest, ActivationsMatchOnnxFormulas) {
+  const std::vector<float> x = {-3.0f, -0.5f, 0.0f, 0.75f, 2.0f};
+  struct Case {
+    const char* op;
+    Attributes attributes;
+    double (*reference)(double);
+  };
+  const Case cases[] = {
+      {"Sin", {}, [](double v) { return std::sin(v); }},
+      {"Cos", {}, [](double v) { return std::cos(v); }},
+      {"Softplus", {}, [](double v) { return std::log(std::exp(v) + 1); }},
+      {"Softsign", {}, [](double v) { return v / (1 + std::fabs(v)); }},
+      {"Mish", {}, [](double v) { return v * std::tanh(std::log(1 + std::exp(v))); }},
+      // ONNX's defaults when the attributes are absent.
+      {"Elu", {}, [](double v) { return v < 0 ? std::exp(v) - 1 : v; }},
+      {"Elu", {{"alpha", 0.5f}}, [](double v) { return v < 0 ? 0.5 * (std::exp(v) - 1) : v; }},
+      {"Selu", {},
+       [](double v) {
+         const double alpha = 1.67326319217681884765625, gamma = 1.05070102214813232421875;
+         return v > 0 ? gamma * v : gamma * (alpha * std::exp(v) - alpha);
+       }},
+      {"Selu", {{"alpha", 2.0f}, {"gamma", 3.0f}},
+       [](double v) { return v > 0 ? 3 * v : 3 * (2 * std::exp(v) - 2); }},
+      {"Celu", {{"alpha", 2.0f}},
+       [](double v) { return std::max(0.0, v) + std::min(0.0, 2 * (std::exp(v / 2) - 1)); }},
+      {"ThresholdedRelu", {}, [](double v) { return v > 1 ? v : 0; }},
+      {"ThresholdedRelu", {{"alpha", 0.5f}}, [](double v) { return v > 0.5 ? v : 0; }},
+  };
+  for (const Case& c : cases) {
+    const std::vector<float> got = MapFloats(MakeNode(c.op, c.attributes), x);
+    for (size_t i = 0; i < x.size(); ++i) {
+      EXPECT_NEAR(got[i], c.reference(x[i]), 1e-6) << c.op << "(" << x[i] << ")";
+    }
+  }
+}
+
+TEST(UnaryTest, ActivationsAtTheInfinities) {
+  // Softplus stays finite where e^x overflows; Softsign and Mish compute
+  // their formulas, NaN at the infinities where they divide Inf by Inf or
+  // multiply -Inf by 0 (as ONNX's reference, ONNX Runtime and PyTorch).
+  ExpectSameValues(MapFloats(MakeNode("Softplus"), {100, -100, kInf, -kInf, kNaN}),
+                   {100, static_cast<float>(std::exp(-100.0)), kInf, 0, kNaN}, "Softplus");
+  ExpectSameValues(MapFloats(MakeNode("Softsign"), {kInf, -kInf, 1e30f}), {kNaN, kNaN, 1},
+                   "Softsign");
+  ExpectSameValues(MapFloats(MakeNode("Mish"), {kInf, -kInf, 100}), {kInf, kNaN, 100}, "Mish");
+  ExpectSameValues(MapFloats(MakeNode("Elu"), {-kInf, kInf, kNaN}), {-1, kInf, kNaN}, "Elu");
+  ExpectSameValues(MapFloats(MakeNode("ThresholdedRelu"), {kNaN, kInf}), {0, kInf},
+                   "ThresholdedRelu");
+  ExpectSameValues(MapFloats(MakeNode("Sin"), {kInf}), {kNaN}, "Sin");
+}
+
+TEST(UnaryTest, FloatMathOnEveryFloatType) {
+  // Round's halves and Softplus through float16, bfloat16 and float64: the
+  // same values, rounded to each type.
+  const std::vector<double> x = {0.5, 1.5, 2.5, -0.5, -3.0};
+  auto check = [&](auto tag, DType dtype) {
+    using T = decltype(tag);
+    HostTensor round = RunOk(MakeNode("Round"), {Typed<T>(dtype, {5}, x)}, dtype, {5});
+    EXPECT_EQ(Widened<T>(round), (std::vector<double>{0, 2, 2, -0.0, -3})) << DTypeName(dtype);
+    HostTensor softplus = RunOk(MakeNode("Softplus"), {Typed<T>(dtype, {5}, x)}, dtype, {5});
+    for (size_t i = 0; i < x.size(); ++i) {
+      const double want = std::log1p(std::exp(x[i]));
+      EXPECT_EQ(Widened<T>(softplus)[i], static_cast<double>(Widen(Narrow<T>(want))))
+          << DTypeName(dtype) << " Softplus(" << x[i] << ")";
+    }
+  };
+  check(Half{}, DType::kFloat16);
+  check(BFloat16{}, DType::kBFloat16);
+  check(double{}, DType::kFloat64);
+}
+
+TEST(UnaryTest, PReluBroadcastsTheSlopeOverChannels) {
+  // X [2, 3, 2], slope [3, 1]: one slope per channel.
+  HostTensor out = RunOk(MakeNode("PRelu"),
+                         {Floats({2, 3, 2}, {-1, 2, -3, 4, -5, 6, 1, -2, 3, -4, kNaN, -0.5f}),
+                          Floats({3, 1}, {0.5f, 0.25f, -2})},
+                         DType::kFloat32, {2, 3, 2});
+  ExpectSameValues(Values<float>(out), {-0.5f, 2, -0.75f, 4, 10, 6, 1, -1, 3, -1, kNaN, 1},
+                   "PRelu");
+  HostTensor ints = RunOk(MakeNode("PRelu"), {Ints({3}, {-4, 0, 5}), Ints({}, {3})},
+                          DType::kInt64, {3});
+  EXPECT_EQ(Values<int64_t>(ints), (std::vector<int64_t>{-12, 0, 5}));
+  HostTensor halves = RunOk(MakeNode("PRelu"),
+                            {Typed<Half>(DType::kFloat16, {2}, {-3, 3}),
+                             Typed<Half>(DType::kFloat16, {1}, {0.5})},
+                            DType::kFloat16, {2});
+  EXPECT_EQ(Widened<Half>(halves), (std::vector<double>{-1.5, 3}));
+}
+
+TEST(UnaryTest, PReluRefusesASlopeWiderThanX) {
+  absl::StatusOr<HostTensor> out = RunOne(MakeNode("PRelu"), {Floats({2}, {1, 2}),
+                                                              Floats({2, 2}, {1, 2, 3, 4})},
+                                          DType::kFloat32, {2});
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument) << out.status();
+}
+
 TEST(CastTest, FloatToInt64TruncatesTowardZero) {
   HostTensor out = RunOk(MakeNode("Cast", {{"to", int64_t{7}}}),
                          {Floats({4}, {2.7f, -2.7f, 0.5f, -0.5f})}, DType::kInt64, {4});
@@ -614,6 +774,160 @@ TEST(ReduceMeanTest, OuterAxesKept) {
       MakeNode("ReduceMean", {{"axes", std::vector<int64_t>{0, 2}}, {"keepdims", int64_t{1}}}),
       {Floats({2, 3, 2}, {1, 2, 3, 4, 5, 9, -1, 0, -2, 0, -3, 3})}, DType::kFloat32, {1, 3, 1});
   ExpectFloatsNear(Values<float>(out), {0.5f, 1.25f, 3.5f});
+}
+
+BoundNode ReduceNode(const std::string& op, std::vector<int64_t> axes, int64_t keepdims = 1) {
+  return MakeNode(op, {{"axes", std::move(axes)}, {"keepdims", keepdims}});
+}
+
+TEST(ReduceTest, EveryReductionOverTheMiddleAxis) {
+  // [2, 3, 1] over dim 1: rows {1, -2, 4} and {0.5, 3, -1}.
+  const HostTensor x = Floats({2, 3, 1}, {1, -2, 4, 0.5f, 3, -1});
+  const struct {
+    const char* op;
+    std::vector<double> want;
+  } cases[] = {
+      {"ReduceSum", {3, 2.5}},
+      {"ReduceMean", {1, 2.5 / 3}},
+      {"ReduceProd", {-8, -1.5}},
+      {"ReduceMax", {4, 3}},
+      {"ReduceMin", {-2, -1}},
+      {"ReduceL1", {7, 4.5}},
+      {"ReduceL2", {std::sqrt(21.0), std::sqrt(10.25)}},
+      {"ReduceSumSquare", {21, 10.25}},
+      {"ReduceLogSum", {std::log(3.0), std::log(2.5)}},
+      {"ReduceLogSumExp",
+       {std::log(std::exp(1.0) + std::exp(-2.0) + std::exp(4.0)),
+        std::log(std::exp(0.5) + std::exp(3.0) + std::exp(-1.0))}},
+  };
+  for (const auto& c : cases) {
+    HostTensor out = RunOk(ReduceNode(c.op, {1}), {x}, DType::kFloat32, {2, 1, 1});
+    for (size_t i = 0; i < c.want.size(); ++i) {
+      EXPECT_NEAR(out.data<float>()[i], c.want[i], 1e-6) << c.op << " output " << i;
+    }
+  }
+}
+
+TEST(ReduceTest, NaNPropagatesAndInfinitiesHold) {
+  const HostTensor x = Floats({3, 2}, {kNaN, 1, -kInf, 2, kInf, 3});
+  for (const char* op : {"ReduceSum", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceLogSumExp"}) {
+    HostTensor out = RunOk(ReduceNode(op, {1}, 0), {x}, DType::kFloat32, {3});
+    EXPECT_TRUE(std::isnan(out.data<float>()[0])) << op << " of a row with NaN";
+  }
+  auto reduce = [&](const char* op) {
+    return Values<float>(RunOk(ReduceNode(op, {1}, 0), {x}, DType::kFloat32, {3}));
+  };
+  EXPECT_EQ(reduce("ReduceMax")[1], 2);
+  EXPECT_EQ(reduce("ReduceMin")[1], -kInf);
+  EXPECT_EQ(reduce("ReduceMax")[2], kInf);
+  EXPECT_EQ(reduce("ReduceLogSumExp")[1], 2) << "e^-Inf adds nothing";
+  EXPECT_EQ(reduce("ReduceLogSumExp")[2], kInf);
+}
+
+TEST(ReduceTest, LogSumExpDoesNotOverflowAndAllMinusInfIsMinusInf) {
+  HostTensor out = RunOk(ReduceNode("ReduceLogSumExp", {1}, 0),
+                         {Floats({2, 2}, {1000, 1000, -kInf, -kInf})}, DType::kFloat32, {2});
+  EXPECT_FLOAT_EQ(out.data<float>()[0], static_cast<float>(1000 + std::log(2.0)));
+  EXPECT_EQ(out.data<float>()[1], -kInf);
+}
+
+TEST(ReduceTest, EmptyReductionsGiveTheirIdentities) {
+  // [2, 0] over dim 1: two outputs, each reducing no element.
+  const HostTensor x = Floats({2, 0}, {});
+  const struct {
+    const char* op;
+    float want;
+  } cases[] = {
+      {"ReduceSum", 0},        {"ReduceProd", 1},        {"ReduceMax", -kInf},
+      {"ReduceMin", kInf},     {"ReduceL1", 0},          {"ReduceL2", 0},
+      {"ReduceSumSquare", 0},  {"ReduceLogSum", -kInf},  {"ReduceLogSumExp", -kInf},
+      {"ReduceMean", kNaN},
+  };
+  for (const auto& c : cases) {
+    ExpectSameValues(Values<float>(RunOk(ReduceNode(c.op, {1}), {x}, DType::kFloat32, {2, 1})),
+                     {c.want, c.want}, c.op);
+  }
+  HostTensor ints = RunOk(ReduceNode("ReduceMax", {1}), {Ints({2, 0}, {})}, DType::kInt64, {2, 1});
+  EXPECT_EQ(Values<int64_t>(ints), (std::vector<int64_t>(2, std::numeric_limits<int64_t>::min())));
+}
+
+TEST(ReduceTest, NoAxesAppliesTheReductionToEachElement) {
+  // noop_with_empty_axes binds to axes [] for the reductions that change a
+  // lone element.
+  const HostTensor x = Floats({3}, {-2, 0.5f, 3});
+  ExpectSameValues(Values<float>(RunOk(ReduceNode("ReduceL1", {}), {x}, DType::kFloat32, {3})),
+                   {2, 0.5f, 3}, "ReduceL1");
+  ExpectSameValues(
+      Values<float>(RunOk(ReduceNode("ReduceSumSquare", {}), {x}, DType::kFloat32, {3})),
+      {4, 0.25f, 9}, "ReduceSumSquare");
+}
+
+TEST(ReduceTest, IntegersWrapAndCompareInTheirType) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  HostTensor sum = RunOk(ReduceNode("ReduceSum", {0}), {Ints({2}, {kMax, 2})}, DType::kInt64, {1});
+  EXPECT_EQ(Values<int64_t>(sum), (std::vector<int64_t>{std::numeric_limits<int64_t>::min() + 1}));
+  HostTensor prod = RunOk(ReduceNode("ReduceProd", {1}, 0),
+                          {Typed<int32_t>(DType::kInt32, {2, 3}, {2, -3, 4, 65536, 65536, 1})},
+                          DType::kInt32, {2});
+  EXPECT_EQ(Values<int32_t>(prod), (std::vector<int32_t>{-24, 0}));  // 2^32 wraps to 0
+  HostTensor max = RunOk(ReduceNode("ReduceMax", {0}, 0),
+                         {Typed<int32_t>(DType::kInt32, {3, 2}, {-5, 7, 9, -1, 2, 3})},
+                         DType::kInt32, {2});
+  EXPECT_EQ(Values<int32_t>(max), (std::vector<int32_t>{9, 7}));
+}
+
+TEST(ReduceTest, FloatTypesAccumulateInDouble) {
+  // Adding in float32, 2^24 + 1 rounds back to 2^24 (twice); in float64
+  // the sum is 2^24 + 2, which float32 holds.
+  HostTensor out = RunOk(ReduceNode("ReduceSum", {0}, 0), {Floats({3}, {16777216, 1, 1})},
+                         DType::kFloat32, {});
+  EXPECT_EQ(out.data<float>()[0], 16777218.0f);
+  HostTensor half = RunOk(ReduceNode("ReduceMean", {0}, 0),
+                          {Typed<Half>(DType::kFloat16, {4}, {1, 2, 3, 4})}, DType::kFloat16, {});
+  EXPECT_EQ(Widened<Half>(half), (std::vector<double>{2.5}));
+}
+
+BoundNode ArgNode(const std::string& op, int64_t axis, int64_t last) {
+  return MakeNode(op, {{"axis", axis}, {"keepdims", int64_t{1}}, {"select_last_index", last}});
+}
+
+TEST(ArgReduceTest, TiesGoFirstOrLastAsSelectLastIndexSays) {
+  const HostTensor x = Floats({2, 4}, {3, 7, 7, 1, 2, 2, 2, 2});
+  EXPECT_EQ(Values<int64_t>(RunOk(ArgNode("ArgMax", 1, 0), {x}, DType::kInt64, {2, 1})),
+            (std::vector<int64_t>{1, 0}));
+  EXPECT_EQ(Values<int64_t>(RunOk(ArgNode("ArgMax", 1, 1), {x}, DType::kInt64, {2, 1})),
+            (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(Values<int64_t>(RunOk(ArgNode("ArgMin", 1, 0), {x}, DType::kInt64, {2, 1})),
+            (std::vector<int64_t>{3, 0}));
+  EXPECT_EQ(Values<int64_t>(RunOk(ArgNode("ArgMin", 0, 1), {x}, DType::kInt64, {1, 4})),
+            (std::vector<int64_t>{1, 1, 1, 0}));
+}
+
+TEST(ArgReduceTest, TheFirstNaNWinsAsInNumpy) {
+  // numpy's argmax and argmin return the first NaN; with select_last_index
+  // ONNX's reference flips the axis, so the last NaN.
+  const HostTensor x = Floats({5}, {1, kNaN, 9, kNaN, -9});
+  for (const char* op : {"ArgMax", "ArgMin"}) {
+    EXPECT_EQ(Values<int64_t>(RunOk(ArgNode(op, 0, 0), {x}, DType::kInt64, {1})),
+              (std::vector<int64_t>{1}))
+        << op;
+    EXPECT_EQ(Values<int64_t>(RunOk(ArgNode(op, 0, 1), {x}, DType::kInt64, {1})),
+              (std::vector<int64_t>{3}))
+        << op;
+  }
+}
+
+TEST(ArgReduceTest, MiddleAxisOfIntegersAndHalves) {
+  // [2, 3, 2] over dim 1.
+  const std::vector<double> values = {1, 6, 5, 2, 3, 4, -1, -6, -5, -2, -3, -4};
+  HostTensor ints = RunOk(ArgNode("ArgMax", 1, 0),
+                          {Typed<int32_t>(DType::kInt32, {2, 3, 2}, values)}, DType::kInt64,
+                          {2, 1, 2});
+  EXPECT_EQ(Values<int64_t>(ints), (std::vector<int64_t>{1, 0, 0, 1}));
+  HostTensor halves = RunOk(ArgNode("ArgMin", 1, 0),
+                            {Typed<Half>(DType::kFloat16, {2, 3, 2}, values)}, DType::kInt64,
+                            {2, 1, 2});
+  EXPECT_EQ(Values<int64_t>(halves), (std::vector<int64_t>{0, 1, 1, 0}));
 }
 
 // ---------------------------------------------------------------------------

@@ -117,36 +117,253 @@ absl::Status RunLayerNormalization(const HostKernelArgs& args) {
   return absl::OkStatus();
 }
 
-absl::Status RunReduceMean(const HostKernelArgs& args) {
+enum class ReduceOp {
+  kSum,
+  kMean,
+  kProd,
+  kMax,
+  kMin,
+  kL1,
+  kL2,
+  kSumSquare,
+  kLogSum,
+  kLogSumExp,
+};
+
+// The Reduce* ops (Note [Reductions] in normalization_kernels.h). Each
+// input element is visited once, in row-major order, with the output element
+// it reduces to: the output with reduced dims kept as 1 broadcasts to the
+// input, so the walker's offset is that element's index.
+class Reduction {
+ public:
+  // Checks the node's canonical axes against its input and output.
+  static absl::StatusOr<Reduction> Create(const HostKernelArgs& args) {
+    const HostTensor& in = args.in(0);
+    const HostTensor& out = args.out(0);
+    RETURN_IF_ERROR(RequireSameDType(args, in, out));
+    Dims kept = in.dims();
+    for (int64_t axis : IntsAttr(args.node.attributes, "axes")) {
+      if (axis < 0 || axis >= static_cast<int64_t>(kept.size())) {
+        return args.Invalid("axis ", axis, " out of range for input ", DimsToString(in.dims()));
+      }
+      kept[axis] = 1;
+    }
+    if (NumElements(kept) != out.num_elements()) {
+      return args.Invalid("output ", DimsToString(out.dims()), " does not match reducing ",
+                          DimsToString(in.dims()));
+    }
+    const int64_t count = out.num_elements() == 0 ? 0 : in.num_elements() / out.num_elements();
+    return Reduction(in.dims(), BroadcastStrides(kept, in.dims()), count);
+  }
+
+  // Elements reduced into each output element (0 for an empty reduction).
+  [[nodiscard]] int64_t count() const { return count_; }
+
+  // acc[output element] = fold(acc[output element], x) for every input
+  // element x.
+  template <typename T, typename Acc, typename FoldFn>
+  void Fold(const HostTensor& in, std::vector<Acc>& acc, FoldFn fold) const {
+    const T* src = in.data<T>();
+    StridedWalker<1> walker(dims_, {StridedView{0, strides_}});
+    for (int64_t i = 0, n = in.num_elements(); i < n; ++i, walker.Next()) {
+      Acc& slot = acc[walker.offset(0)];
+      slot = fold(slot, src[i]);
+    }
+  }
+
+  // The same, fold(acc, x, output element) for a fold that reads per-output
+  // values of an earlier pass.
+  template <typename T, typename Acc, typename FoldFn>
+  void FoldIndexed(const HostTensor& in, std::vector<Acc>& acc, FoldFn fold) const {
+    const T* src = in.data<T>();
+    StridedWalker<1> walker(dims_, {StridedView{0, strides_}});
+    for (int64_t i = 0, n = in.num_elements(); i < n; ++i, walker.Next()) {
+      Acc& slot = acc[walker.offset(0)];
+      slot = fold(slot, src[i], walker.offset(0));
+    }
+  }
+
+ private:
+  Reduction(Dims dims, std::vector<int64_t> strides, int64_t count)
+      : dims_(std::move(dims)), strides_(std::move(strides)), count_(count) {}
+
+  Dims dims_;
+  std::vector<int64_t> strides_;
+  int64_t count_;
+};
+
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+
+// The float types, accumulated in double; NaN propagates through every
+// reduction.
+template <typename T>
+std::vector<double> ReduceFloat(const HostTensor& in, const Reduction& r, ReduceOp op,
+                                int64_t num_outputs) {
+  auto fold = [&](double init, auto step) {
+    std::vector<double> acc(num_outputs, init);
+    r.Fold<T>(in, acc, [&step](double a, T x) { return step(a, static_cast<double>(Widen(x))); });
+    return acc;
+  };
+  const auto add = [](double a, double x) { return a + x; };
+  const auto add_square = [](double a, double x) { return a + x * x; };
+  const auto max = [](double a, double x) { return PropagatingMax(a, x); };
+  auto finish = [](std::vector<double> values, double (*fn)(double)) {
+    for (double& v : values) v = fn(v);
+    return values;
+  };
+  switch (op) {
+    case ReduceOp::kSum:
+      return fold(0.0, add);
+    case ReduceOp::kMean: {
+      // An empty reduction divides 0 by 0: NaN, as numpy's mean.
+      std::vector<double> sums = fold(0.0, add);
+      for (double& v : sums) v /= static_cast<double>(r.count());
+      return sums;
+    }
+    case ReduceOp::kProd:
+      return fold(1.0, [](double a, double x) { return a * x; });
+    case ReduceOp::kMax:
+      return fold(-kInfinity, max);
+    case ReduceOp::kMin:
+      return fold(kInfinity, [](double a, double x) { return PropagatingMin(a, x); });
+    case ReduceOp::kL1:
+      return fold(0.0, [](double a, double x) { return a + std::fabs(x); });
+    case ReduceOp::kL2:
+      return finish(fold(0.0, add_square), [](double v) { return std::sqrt(v); });
+    case ReduceOp::kSumSquare:
+      return fold(0.0, add_square);
+    case ReduceOp::kLogSum:
+      return finish(fold(0.0, add), [](double v) { return std::log(v); });
+    case ReduceOp::kLogSumExp: {
+      // The peak, then the sum of e^(x - peak), at most the element count. A
+      // NaN or infinite peak is the result: NaN, +Inf, or -Inf when no
+      // element is above -Inf (an empty reduction too: the log of 0).
+      const std::vector<double> peak = fold(-kInfinity, max);
+      std::vector<double> sums(num_outputs, 0.0);
+      r.FoldIndexed<T>(in, sums, [&peak](double a, T x, int64_t o) {
+        return std::isfinite(peak[o]) ? a + std::exp(static_cast<double>(Widen(x)) - peak[o]) : a;
+      });
+      for (int64_t o = 0; o < num_outputs; ++o) {
+        sums[o] = std::isfinite(peak[o]) ? peak[o] + std::log(sums[o]) : peak[o];
+      }
+      return sums;
+    }
+  }
+  return {};
+}
+
+// int32 and int64: Max and Min in the type; sums and products wrap as the
+// element type does (accumulated in uint64 as on the GPU, which agrees modulo
+// 2^32 and 2^64). Mean, L2, LogSum and LogSumExp are for floats only (binding
+// refuses integers).
+template <typename T>
+absl::Status ReduceInteger(const HostKernelArgs& args, const Reduction& r, ReduceOp op) {
   const HostTensor& in = args.in(0);
   HostTensor& out = args.out(0);
-  RETURN_IF_ERROR(RequireSameDType(args, in, out));
-  RETURN_IF_ERROR(RequireDType(args, in, DType::kFloat32, "input"));
-  // The output with reduced dims kept as 1 broadcasts to the input: walking
-  // the input, each element accumulates into the output element it reduces to.
-  Dims kept = in.dims();
-  for (int64_t axis : IntsAttr(args.node.attributes, "axes")) {
-    if (axis < 0 || axis >= static_cast<int64_t>(kept.size())) {
-      return args.Invalid("axis ", axis, " out of range for input ", DimsToString(in.dims()));
-    }
-    kept[axis] = 1;
+  const int64_t n = out.num_elements();
+  T* dst = out.data<T>();
+  if (op == ReduceOp::kMax || op == ReduceOp::kMin) {
+    std::vector<T> acc(n, op == ReduceOp::kMax ? std::numeric_limits<T>::lowest()
+                                               : std::numeric_limits<T>::max());
+    r.Fold<T>(in, acc,
+              [op](T a, T x) { return op == ReduceOp::kMax ? std::max(a, x) : std::min(a, x); });
+    std::copy(acc.begin(), acc.end(), dst);
+    return absl::OkStatus();
   }
-  if (NumElements(kept) != out.num_elements()) {
-    return args.Invalid("output ", DimsToString(out.dims()), " does not match reducing ",
-                        DimsToString(in.dims()));
+  using U = uint64_t;
+  std::vector<U> acc(n, op == ReduceOp::kProd ? U{1} : U{0});
+  switch (op) {
+    case ReduceOp::kSum:
+      r.Fold<T>(in, acc, [](U a, T x) { return a + static_cast<U>(x); });
+      break;
+    case ReduceOp::kProd:
+      r.Fold<T>(in, acc, [](U a, T x) { return a * static_cast<U>(x); });
+      break;
+    case ReduceOp::kL1:
+      r.Fold<T>(in, acc, [](U a, T x) {
+        return a + (x < 0 ? U{0} - static_cast<U>(x) : static_cast<U>(x));
+      });
+      break;
+    case ReduceOp::kSumSquare:
+      r.Fold<T>(in, acc, [](U a, T x) { return a + static_cast<U>(x) * static_cast<U>(x); });
+      break;
+    default:
+      return UnsupportedDType(args, in.dtype());
   }
-  std::vector<double> sums(out.num_elements(), 0.0);
-  const float* src = in.data<float>();
-  StridedWalker<1> walker(in.dims(), {StridedView{0, BroadcastStrides(kept, in.dims())}});
-  for (int64_t i = 0, n = in.num_elements(); i < n; ++i, walker.Next()) {
-    sums[walker.offset(0)] += src[i];
-  }
-  // An empty reduction divides 0 by 0: NaN, as numpy's mean.
-  const double count =
-      out.num_elements() == 0 ? 1.0 : static_cast<double>(in.num_elements()) / out.num_elements();
-  float* dst = out.data<float>();
-  for (size_t i = 0; i < sums.size(); ++i) dst[i] = static_cast<float>(sums[i] / count);
+  for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<T>(acc[i]);
   return absl::OkStatus();
+}
+
+absl::Status RunReduce(const HostKernelArgs& args, ReduceOp op) {
+  ASSIGN_OR_RETURN(const Reduction r, Reduction::Create(args));
+  const HostTensor& in = args.in(0);
+  HostTensor& out = args.out(0);
+  return VisitSignedTypes(args, in.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_integral_v<T>) {
+      return ReduceInteger<T>(args, r, op);
+    } else {
+      const std::vector<double> result = ReduceFloat<T>(in, r, op, out.num_elements());
+      T* dst = out.data<T>();
+      for (size_t i = 0; i < result.size(); ++i) dst[i] = Narrow<T>(result[i]);
+      return absl::OkStatus();
+    }
+  });
+}
+
+// How x ranks against b for ArgMax (is_max) or ArgMin: 1 when x wins, 0 on a
+// tie, -1 when b wins. A NaN wins over every number and ties with a NaN,
+// for both: numpy's argmax and argmin (ONNX's reference) return the first NaN.
+template <typename V>
+int ArgRank(V x, V b, bool is_max) {
+  if constexpr (std::is_floating_point_v<V>) {
+    if (std::isnan(x) || std::isnan(b)) return int{std::isnan(x)} - int{std::isnan(b)};
+  }
+  if (x == b) return 0;
+  return (is_max ? x > b : x < b) ? 1 : -1;
+}
+
+// ArgMax or ArgMin along the middle dim of [outer, axis_dim, inner]: the
+// first winner, or the last with select_last_index (ONNX's reference flips
+// the axis for it, so the last NaN wins then).
+template <typename T>
+void ArgReduce(const HostKernelArgs& args, bool is_max, bool last, int64_t outer,
+               int64_t axis_dim, int64_t inner) {
+  const T* src = args.in(0).data<T>();
+  int64_t* dst = args.out(0).data<int64_t>();
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t c = 0; c < inner; ++c) {
+      const T* line = src + o * axis_dim * inner + c;
+      int64_t best = 0;
+      for (int64_t k = 1; k < axis_dim; ++k) {
+        const int rank = ArgRank(Widen(line[k * inner]), Widen(line[best * inner]), is_max);
+        if (rank > 0 || (last && rank == 0)) best = k;
+      }
+      dst[o * inner + c] = best;
+    }
+  }
+}
+
+absl::Status RunArgReduce(const HostKernelArgs& args, bool is_max) {
+  const HostTensor& in = args.in(0);
+  RETURN_IF_ERROR(RequireDType(args, args.out(0), DType::kInt64, "output"));
+  const int64_t axis = IntAttr(args.node.attributes, "axis");
+  const int64_t rank = static_cast<int64_t>(in.dims().size());
+  if (axis < 0 || axis >= rank) return args.Invalid("axis ", axis, " outside rank ", rank);
+  ASSIGN_OR_RETURN(const int64_t last, OptionalIntAttr(args, "select_last_index", 0));
+  const int64_t axis_dim = in.dims()[axis];
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= in.dims()[d];
+  for (int64_t d = axis + 1; d < rank; ++d) inner *= in.dims()[d];
+  if (args.out(0).num_elements() != outer * inner) {
+    return args.Invalid("output ", DimsToString(args.out(0).dims()), " should hold ",
+                        outer * inner, " elements");
+  }
+  if (axis_dim == 0 && outer * inner > 0) return args.Invalid("the axis is empty");
+  return VisitSignedTypes(args, in.dtype(), [&](auto tag) {
+    ArgReduce<decltype(tag)>(args, is_max, last != 0, outer, axis_dim, inner);
+    return absl::OkStatus();
+  });
 }
 
 // CumSum over [outer, axis_dim, inner] lines, summing in the element type
@@ -208,7 +425,28 @@ absl::Status HostSoftmax(const HostKernelArgs& args) { return RunSoftmax(args); 
 absl::Status HostLayerNormalization(const HostKernelArgs& args) {
   return RunLayerNormalization(args);
 }
-absl::Status HostReduceMean(const HostKernelArgs& args) { return RunReduceMean(args); }
+absl::Status HostReduceSum(const HostKernelArgs& args) { return RunReduce(args, ReduceOp::kSum); }
+absl::Status HostReduceMean(const HostKernelArgs& args) {
+  return RunReduce(args, ReduceOp::kMean);
+}
+absl::Status HostReduceProd(const HostKernelArgs& args) {
+  return RunReduce(args, ReduceOp::kProd);
+}
+absl::Status HostReduceMax(const HostKernelArgs& args) { return RunReduce(args, ReduceOp::kMax); }
+absl::Status HostReduceMin(const HostKernelArgs& args) { return RunReduce(args, ReduceOp::kMin); }
+absl::Status HostReduceL1(const HostKernelArgs& args) { return RunReduce(args, ReduceOp::kL1); }
+absl::Status HostReduceL2(const HostKernelArgs& args) { return RunReduce(args, ReduceOp::kL2); }
+absl::Status HostReduceSumSquare(const HostKernelArgs& args) {
+  return RunReduce(args, ReduceOp::kSumSquare);
+}
+absl::Status HostReduceLogSum(const HostKernelArgs& args) {
+  return RunReduce(args, ReduceOp::kLogSum);
+}
+absl::Status HostReduceLogSumExp(const HostKernelArgs& args) {
+  return RunReduce(args, ReduceOp::kLogSumExp);
+}
+absl::Status HostArgMax(const HostKernelArgs& args) { return RunArgReduce(args, true); }
+absl::Status HostArgMin(const HostKernelArgs& args) { return RunArgReduce(args, false); }
 
 absl::Status HostCumSum(const HostKernelArgs& args) { return RunCumSum(args); }
 

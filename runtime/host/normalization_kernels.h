@@ -1,7 +1,8 @@
 #pragma once
-// Host reference kernels, normalization family: Softmax, LayerNormalization and
-// ReduceMean. Each computes one canonical bound node (Note [Canonical bound
-// nodes]); the op registry (runtime/ops/normalization.cc) names them.
+// Host reference kernels, normalization family: Softmax, LayerNormalization,
+// the Reduce* ops, ArgMax and ArgMin, CumSum. Each computes one canonical
+// bound node (Note [Canonical bound nodes]); the op registry
+// (runtime/ops/normalization.cc) names them.
 
 #include "absl/status/status.h"
 
@@ -11,7 +12,42 @@ struct HostKernelArgs;
 
 absl::Status HostSoftmax(const HostKernelArgs& args);
 absl::Status HostLayerNormalization(const HostKernelArgs& args);
+absl::Status HostReduceSum(const HostKernelArgs& args);
 absl::Status HostReduceMean(const HostKernelArgs& args);
+absl::Status HostReduceProd(const HostKernelArgs& args);
+absl::Status HostReduceMax(const HostKernelArgs& args);
+absl::Status HostReduceMin(const HostKernelArgs& args);
+absl::Status HostReduceL1(const HostKernelArgs& args);
+absl::Status HostReduceL2(const HostKernelArgs& args);
+absl::Status HostReduceSumSquare(const HostKernelArgs& args);
+absl::Status HostReduceLogSum(const HostKernelArgs& args);
+absl::Status HostReduceLogSumExp(const HostKernelArgs& args);
+absl::Status HostArgMax(const HostKernelArgs& args);
+absl::Status HostArgMin(const HostKernelArgs& args);
 absl::Status HostCumSum(const HostKernelArgs& args);
+
+// Note [Reductions]
+// ~~~~~~~~~~~~~~~~~
+// ReduceSum, ReduceMean, ReduceProd, ReduceMax, ReduceMin, ReduceL1,
+// ReduceL2, ReduceSumSquare, ReduceLogSum and ReduceLogSumExp bind to one
+// canonical form: one input, attrs axes (sorted, non-negative) and keepdims.
+// Empty axes (noop_with_empty_axes) reduce nothing: each output element is
+// its one input element put through the reduction (|x| for ReduceL1 and
+// ReduceL2, x^2 for ReduceSumSquare, log x for ReduceLogSum, as ONNX's
+// reference computes it and its spec says since its fix); binding emits
+// Identity instead where that is x itself.
+//
+// ONNX's values hold at the edges. NaN propagates through every reduction
+// (ReduceMax and ReduceMin as numpy's maximum and minimum). An empty
+// reduction (a reduced dim of 0) gives 0 for the sums, 1 for ReduceProd,
+// -Inf and +Inf (the lowest and highest integer) for ReduceMax and
+// ReduceMin, -Inf for ReduceLogSum and ReduceLogSumExp, NaN for ReduceMean.
+// ReduceLogSumExp subtracts the peak before exponentiating, so it overflows
+// only where the result does; a peak of +-Inf is the result (all -Inf gives
+// -Inf, where ONNX's reference computes -Inf - -Inf = NaN).
+//
+// The float types accumulate in float64 on both executors. int32 and int64
+// (ReduceSum, ReduceProd, ReduceMax, ReduceMin, ReduceL1, ReduceSumSquare)
+// wrap as the element type does.
 
 }  // namespace graphserve

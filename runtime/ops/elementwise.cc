@@ -27,10 +27,52 @@ namespace {
 // The types the arithmetic kernels take (int32: token ids and the position
 // arithmetic exports do on them).
 const std::vector<DType> kSignedTypes = {DType::kFloat32, DType::kInt64, DType::kInt32};
+const std::vector<DType> kFloatTypes = {DType::kFloat32, DType::kFloat16, DType::kBFloat16,
+                                        DType::kFloat64};
+// Every type with a sign: Sign and PRelu.
+const std::vector<DType> kFloatAndSignedIntTypes = {DType::kFloat32, DType::kFloat16,
+                                                    DType::kBFloat16, DType::kFloat64,
+                                                    DType::kInt64,   DType::kInt32};
 
 absl::Status BindUnary(BindContext& ctx, std::vector<DType> allowed) {
   RETURN_IF_ERROR(ctx.CheckDType(0, std::move(allowed)));
   return ctx.EmitSimple({ctx.input(0)}, {}, ctx.in_dtype(0), ctx.in_dims(0));
+}
+
+struct FloatAttrDefault {
+  const char* name;
+  float onnx_default;
+};
+
+// A float activation (Elu, Selu, Celu, ThresholdedRelu): one input of a
+// float type, its float attributes written out with ONNX's defaults.
+absl::Status BindFloatActivation(BindContext& ctx, std::initializer_list<FloatAttrDefault> attrs) {
+  RETURN_IF_ERROR(ctx.CheckDType(0, kFloatTypes));
+  Attributes canonical;
+  for (const FloatAttrDefault& attr : attrs) {
+    ASSIGN_OR_RETURN(canonical[attr.name], ctx.FloatAttrOr(attr.name, attr.onnx_default));
+  }
+  return ctx.EmitSimple({ctx.input(0)}, std::move(canonical), ctx.in_dtype(0), ctx.in_dims(0));
+}
+
+// Celu divides by alpha.
+absl::Status BindCelu(BindContext& ctx) {
+  ASSIGN_OR_RETURN(const float alpha, ctx.FloatAttrOr("alpha", 1.0f));
+  if (alpha == 0.0f) return ctx.Error("attribute alpha should not be 0");
+  return BindFloatActivation(ctx, {{"alpha", 1.0f}});
+}
+
+// PRelu (opset 7 on): the slope broadcasts to X, not X to the slope.
+absl::Status BindPRelu(BindContext& ctx) {
+  RETURN_IF_ERROR(ctx.CheckDType(0, kFloatAndSignedIntTypes));
+  RETURN_IF_ERROR(ctx.CheckSameDType(0, 1));
+  const Dims& x = ctx.in_dims(0);
+  const std::optional<Dims> dims = BroadcastPair(x, ctx.in_dims(1));
+  if (!dims || *dims != x) {
+    return ctx.Error("slope ", DimsToString(ctx.in_dims(1)), " does not broadcast to X ",
+                     DimsToString(x));
+  }
+  return ctx.EmitSimple({ctx.input(0), ctx.input(1)}, {}, ctx.in_dtype(0), x);
 }
 
 absl::Status BindLeakyRelu(BindContext& ctx) {
@@ -122,8 +164,7 @@ absl::Status BindLogical(BindContext& ctx) {
 // IsNaN and IsInf: a float input of any width to bool; IsInf's attributes
 // written out with ONNX's defaults.
 absl::Status BindFloatClass(BindContext& ctx) {
-  RETURN_IF_ERROR(ctx.CheckDType(
-      0, {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64}));
+  RETURN_IF_ERROR(ctx.CheckDType(0, kFloatTypes));
   Attributes attrs;
   if (ctx.op() == "IsInf") {
     ASSIGN_OR_RETURN(int64_t negative, ctx.IntAttrOr("detect_negative", 1));
@@ -213,6 +254,66 @@ void AddElementwiseOps(std::vector<OpDef>& ops) {
                         .host = u.host,
                         .summary = u.summary});
   }
+  // Float math on every float type (the 16-bit floats computed in float).
+  auto unary_any_float = [](BindContext& ctx) { return BindUnary(ctx, kFloatTypes); };
+  constexpr const char* kAnyFloat = "float16, bfloat16, float32, float64";
+  struct FloatUnary {
+    const char* name;
+    int64_t since;
+    std::vector<std::string> attributes;
+    BindRule bind;
+    HostKernel host;
+    std::string summary;
+  };
+  for (FloatUnary& u : std::vector<FloatUnary>{
+           {"Floor", 1, {}, unary_any_float, HostFloor, kAnyFloat},
+           {"Ceil", 1, {}, unary_any_float, HostCeil, kAnyFloat},
+           {"Round", 11, {}, unary_any_float, HostRound,
+            absl::StrCat(kAnyFloat, "; halves to even")},
+           {"Sin", 7, {}, unary_any_float, HostSin, kAnyFloat},
+           {"Cos", 7, {}, unary_any_float, HostCos, kAnyFloat},
+           {"Softplus", 1, {}, unary_any_float, HostSoftplus,
+            absl::StrCat(kAnyFloat, "; without overflow for large x")},
+           {"Softsign", 1, {}, unary_any_float, HostSoftsign, kAnyFloat},
+           {"Mish", 18, {}, unary_any_float, HostMish, kAnyFloat},
+           {"Elu", 1, {"alpha"},
+            [](BindContext& ctx) { return BindFloatActivation(ctx, {{"alpha", 1.0f}}); },
+            HostElu, kAnyFloat},
+           {"Selu", 1, {"alpha", "gamma"},
+            [](BindContext& ctx) {
+              return BindFloatActivation(ctx, {{"alpha", kSeluAlpha}, {"gamma", kSeluGamma}});
+            },
+            HostSelu, kAnyFloat},
+           {"Celu", 12, {"alpha"}, BindCelu, HostCelu, kAnyFloat},
+           {"ThresholdedRelu", 10, {"alpha"},
+            [](BindContext& ctx) { return BindFloatActivation(ctx, {{"alpha", 1.0f}}); },
+            HostThresholdedRelu, kAnyFloat},
+       }) {
+    ops.push_back(OpDef{.name = u.name,
+                        .family = "elementwise",
+                        .since_opset = u.since,
+                        .attributes = std::move(u.attributes),
+                        .bind = u.bind,
+                        .host = u.host,
+                        .summary = std::move(u.summary)});
+  }
+  ops.push_back(OpDef{
+      .name = "Sign",
+      .family = "elementwise",
+      .since_opset = 9,
+      .bind = [](BindContext& ctx) { return BindUnary(ctx, kFloatAndSignedIntTypes); },
+      .host = HostSign,
+      .summary = "float16, bfloat16, float32, float64, int64, int32; NaN stays NaN"});
+  ops.push_back(OpDef{.name = "PRelu",
+                      .family = "elementwise",
+                      .since_opset = 7,
+                      .arity = binary_arity,
+                      .bind = BindPRelu,
+                      .host = HostPRelu,
+                      .kernel_inputs = two,
+                      .summary = "float16, bfloat16, float32, float64, int64, int32; slope "
+                                 "broadcast to X"});
+  ops.back().input_names = {"X", "slope"};
   ops.push_back(OpDef{.name = "Gelu",
                       .family = "elementwise",
                       .since_opset = 20,

@@ -1,4 +1,4 @@
-// Softmax, LayerNormalization, ReduceMean.
+// Softmax, LayerNormalization, the Reduce* ops, ArgMax and ArgMin, CumSum.
 // The OpDefs of this family (Note [Op registry] in runtime/op_registry.h) and
 // their bind rules; the kernels are in runtime/host/normalization_kernels.cc and
 // runtime/cuda/normalization_kernels.cc.
@@ -67,21 +67,66 @@ absl::Status BindLayerNorm(BindContext& ctx) {
        OutputSpec{"", DType::kFloat32, stat_dims}});
 }
 
-absl::Status BindReduceMean(BindContext& ctx) {
-  RETURN_IF_ERROR(ctx.CheckDType(0, {DType::kFloat32}));
+const std::vector<DType> kFloatTypes = {DType::kFloat16, DType::kBFloat16, DType::kFloat32,
+                                        DType::kFloat64};
+
+// What binding knows of each Reduce* op (Note [Reductions] in
+// runtime/host/normalization_kernels.h).
+struct ReduceOpInfo {
+  const char* name;
+  HostKernel host;
+  // ReduceSum's axes became an input at opset 13, the others' at 18.
+  int64_t axes_input_since;
+  // The op takes int32 and int64 besides the float types.
+  bool integers;
+  // Reducing one element gives the element itself, so an empty reduction
+  // binds as Identity.
+  bool one_element_is_itself;
+};
+
+constexpr ReduceOpInfo kReduceOps[] = {
+    {"ReduceSum", HostReduceSum, 13, true, true},
+    {"ReduceMean", HostReduceMean, 18, false, true},
+    {"ReduceProd", HostReduceProd, 18, true, true},
+    {"ReduceMax", HostReduceMax, 18, true, true},
+    {"ReduceMin", HostReduceMin, 18, true, true},
+    {"ReduceL1", HostReduceL1, 18, true, false},
+    {"ReduceL2", HostReduceL2, 18, false, false},
+    {"ReduceSumSquare", HostReduceSumSquare, 18, true, false},
+    {"ReduceLogSum", HostReduceLogSum, 18, false, false},
+    {"ReduceLogSumExp", HostReduceLogSumExp, 18, false, true},
+};
+
+const ReduceOpInfo& ReduceInfo(const std::string& op) {
+  for (const ReduceOpInfo& info : kReduceOps) {
+    if (op == info.name) return info;
+  }
+  return kReduceOps[0];  // unreachable: only the ops above bind with BindReduce
+}
+
+// The Reduce* ops: axes from the attribute or the input (by opset), sorted
+// and non-negative; none given reduces every axis, or nothing with
+// noop_with_empty_axes.
+absl::Status BindReduce(BindContext& ctx) {
+  const ReduceOpInfo& info = ReduceInfo(ctx.op());
+  std::vector<DType> allowed = kFloatTypes;
+  if (info.integers) allowed.insert(allowed.end(), {DType::kInt64, DType::kInt32});
+  RETURN_IF_ERROR(ctx.CheckDType(0, std::move(allowed)));
+  const DType dtype = ctx.in_dtype(0);
   const Dims& dims = ctx.in_dims(0);
   const int64_t rank = static_cast<int64_t>(dims.size());
   ASSIGN_OR_RETURN(int64_t keepdims, ctx.IntAttrOr("keepdims", 1));
   ASSIGN_OR_RETURN(int64_t noop_with_empty_axes, ctx.IntAttrOr("noop_with_empty_axes", 0));
-  ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> given, ctx.AxesOperand(18));
+  ASSIGN_OR_RETURN(std::optional<std::vector<int64_t>> given,
+                   ctx.AxesOperand(info.axes_input_since));
   std::vector<int64_t> axes;
   if (given && !given->empty()) {
     ASSIGN_OR_RETURN(axes, ctx.NormalizeAxes(*std::move(given), rank));
-  } else if (noop_with_empty_axes != 0) {
-    return ctx.EmitModelNode("Identity", {ctx.input(0)}, {},
-                             {OutputSpec{"", DType::kFloat32, dims}});
-  } else {
+  } else if (noop_with_empty_axes == 0) {
     for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
+  }
+  if (axes.empty() && info.one_element_is_itself) {
+    return ctx.EmitModelNode("Identity", {ctx.input(0)}, {}, {OutputSpec{"", dtype, dims}});
   }
   Dims out;
   for (int64_t d = 0; d < rank; ++d) {
@@ -92,14 +137,41 @@ absl::Status BindReduceMean(BindContext& ctx) {
       out.push_back(1);
     }
   }
-  if (axes.empty()) {
-    // A scalar input: nothing to reduce, the mean is the value itself.
-    return ctx.EmitModelNode("Identity", {ctx.input(0)}, {},
-                             {OutputSpec{"", DType::kFloat32, dims}});
+  return ctx.EmitSimple({ctx.input(0)},
+                        {{"axes", std::move(axes)}, {"keepdims", int64_t{keepdims != 0}}}, dtype,
+                        std::move(out));
+}
+
+// ArgMax and ArgMin: one axis, to int64; canonical attrs axis (non-negative),
+// keepdims, select_last_index.
+absl::Status BindArgReduce(BindContext& ctx) {
+  std::vector<DType> allowed = kFloatTypes;
+  allowed.insert(allowed.end(), {DType::kInt64, DType::kInt32});
+  RETURN_IF_ERROR(ctx.CheckDType(0, std::move(allowed)));
+  const Dims& dims = ctx.in_dims(0);
+  const int64_t rank = static_cast<int64_t>(dims.size());
+  if (rank == 0) return ctx.Error("input should have rank >= 1, got a scalar");
+  ASSIGN_OR_RETURN(int64_t axis, ctx.IntAttrOr("axis", 0));
+  ASSIGN_OR_RETURN(axis, ctx.NormalizeAxis(axis, rank, "axis"));
+  ASSIGN_OR_RETURN(const int64_t keepdims, ctx.IntAttrOr("keepdims", 1));
+  ASSIGN_OR_RETURN(const int64_t select_last_index, ctx.IntAttrOr("select_last_index", 0));
+  if (select_last_index != 0 && select_last_index != 1) {
+    return ctx.Error("attribute select_last_index should be 0 or 1, got ", select_last_index);
+  }
+  Dims out = dims;
+  if (keepdims != 0) {
+    out[axis] = 1;
+  } else {
+    out.erase(out.begin() + axis);
+  }
+  if (dims[axis] == 0 && NumElements(out) > 0) {
+    return ctx.Error("axis ", axis, " of ", DimsToString(dims), " is empty: no index to return");
   }
   return ctx.EmitSimple({ctx.input(0)},
-                        {{"axes", std::move(axes)}, {"keepdims", int64_t{keepdims != 0}}},
-                        DType::kFloat32, std::move(out));
+                        {{"axis", axis},
+                         {"keepdims", int64_t{keepdims != 0}},
+                         {"select_last_index", select_last_index}},
+                        DType::kInt64, std::move(out));
 }
 
 // CumSum: the axis known at plan time (input 1), canonical as an attribute.
@@ -136,15 +208,30 @@ void AddNormalizationOps(std::vector<OpDef>& ops) {
                       .kernel_inputs = {2, 3},
                       .kernel_max_outputs = 3,
                       .summary = "Mean and InvStdDev outputs"});
-  ops.push_back(OpDef{.name = "ReduceMean",
-                      .family = "normalization",
-                      .attributes = {"axes", "keepdims", "noop_with_empty_axes"},
-                      .arity = {{1, {1, 1}}, {18, {1, 2}}},
-                      .plan_time_operands = {1},
-                      .bind = BindReduceMean,
-                      .host = HostReduceMean,
-                      .summary = "axes known at plan time"});
-  ops.back().input_names = {"data", "axes"};
+  for (const ReduceOpInfo& info : kReduceOps) {
+    ops.push_back(OpDef{
+        .name = info.name,
+        .family = "normalization",
+        .attributes = {"axes", "keepdims", "noop_with_empty_axes"},
+        .arity = {{1, {1, 1}}, {info.axes_input_since, {1, 2}}},
+        .plan_time_operands = {1},
+        .bind = BindReduce,
+        .host = info.host,
+        .summary = absl::StrCat("float16, bfloat16, float32, float64",
+                                info.integers ? ", int64, int32" : "",
+                                "; axes known at plan time")});
+    ops.back().input_names = {"data", "axes"};
+  }
+  for (auto [name, host] : {std::pair<const char*, HostKernel>{"ArgMax", HostArgMax},
+                            {"ArgMin", HostArgMin}}) {
+    ops.push_back(OpDef{.name = name,
+                        .family = "normalization",
+                        .attributes = {"axis", "keepdims", "select_last_index"},
+                        .bind = BindArgReduce,
+                        .host = host,
+                        .summary = "float16, bfloat16, float32, float64, int64, int32; output "
+                                   "int64; the first NaN wins"});
+  }
   ops.push_back(OpDef{.name = "CumSum",
                       .family = "normalization",
                       .since_opset = 11,

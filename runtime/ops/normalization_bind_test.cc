@@ -1,0 +1,145 @@
+// The normalization family's bind rules for the reductions (Note
+// [Reductions] in runtime/host/normalization_kernels.h) and ArgMax/ArgMin:
+// axes as an attribute or an input by opset, keepdims, noop_with_empty_axes,
+// accepted types, and refusals that name the node.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "runtime/bind.h"
+
+namespace graphserve {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+Node MakeNode(std::string name, std::string op_type, std::vector<std::string> inputs,
+              std::vector<std::string> outputs, Attributes attributes = {}) {
+  return Node{std::move(name), std::move(op_type), std::move(inputs), std::move(outputs),
+              std::move(attributes)};
+}
+
+// x [2, 3, 4] of `dtype` -> node -> y; `axes` (when given) an initializer.
+Model ReduceModel(int64_t opset, Node node, DType dtype = DType::kFloat32,
+                  const std::vector<int64_t>* axes = nullptr) {
+  Model model;
+  model.name = "reduce";
+  model.opset = opset;
+  model.inputs = {{"x", dtype, {2, 3, 4}}};
+  model.outputs = {{"y", dtype, {}}};
+  model.nodes = {std::move(node)};
+  if (axes != nullptr) {
+    auto tensor = std::make_shared<HostTensor>(DType::kInt64,
+                                               Dims{static_cast<int64_t>(axes->size())});
+    for (size_t i = 0; i < axes->size(); ++i) tensor->data<int64_t>()[i] = (*axes)[i];
+    model.initializers["axes"] = std::move(tensor);
+  }
+  return model;
+}
+
+absl::StatusOr<BoundGraph> Bind(const Model& model) { return BindModel(model, BindOptions{}); }
+
+TEST(NormalizationBindTest, AxesMoveFromAttributeToInputAtEachOpsFirstOpset) {
+  // ReduceSum's axes became an input at 13, the others' at 18: both spellings
+  // bind to the same canonical node.
+  const std::vector<int64_t> axes = {-1, 0};
+  const struct {
+    const char* op;
+    int64_t input_since;
+  } ops[] = {{"ReduceSum", 13}, {"ReduceMax", 18}, {"ReduceL2", 18}, {"ReduceLogSumExp", 18}};
+  for (const auto& op : ops) {
+    const Model as_attribute =
+        ReduceModel(op.input_since - 1, MakeNode("r", op.op, {"x"}, {"y"}, {{"axes", axes}}));
+    const Model as_input =
+        ReduceModel(op.input_since, MakeNode("r", op.op, {"x", "axes"}, {"y"}),
+                    DType::kFloat32, &axes);
+    for (const Model* model : {&as_attribute, &as_input}) {
+      absl::StatusOr<BoundGraph> graph = Bind(*model);
+      ASSERT_TRUE(graph.ok()) << op.op << " at opset " << model->opset << ": " << graph.status();
+      ASSERT_EQ(graph->nodes.size(), 1u);
+      EXPECT_EQ(graph->nodes[0].inputs.size(), 1u) << "the axes input is consumed";
+      EXPECT_THAT(IntsAttr(graph->nodes[0].attributes, "axes"), ElementsAre(0, 2));
+      EXPECT_THAT(graph->value(graph->outputs[0]).dims, ElementsAre(1, 3, 1));
+    }
+  }
+}
+
+TEST(NormalizationBindTest, KeepdimsZeroDropsTheReducedDims) {
+  const Attributes attributes = {{"axes", std::vector<int64_t>{1}}, {"keepdims", int64_t{0}}};
+  absl::StatusOr<BoundGraph> graph =
+      Bind(ReduceModel(17, MakeNode("r", "ReduceProd", {"x"}, {"y"}, attributes)));
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  EXPECT_THAT(graph->value(graph->outputs[0]).dims, ElementsAre(2, 4));
+}
+
+TEST(NormalizationBindTest, NoAxesReducesEverythingOrNothing) {
+  // Without axes: every axis.
+  absl::StatusOr<BoundGraph> all =
+      Bind(ReduceModel(18, MakeNode("r", "ReduceMin", {"x"}, {"y"}, {{"keepdims", int64_t{0}}})));
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_THAT(IntsAttr(all->nodes[0].attributes, "axes"), ElementsAre(0, 1, 2));
+  EXPECT_TRUE(all->value(all->outputs[0]).dims.empty());
+  // With noop_with_empty_axes: nothing. ReduceSum of one element is the
+  // element, an Identity; ReduceSumSquare squares it, a node with no axes.
+  const Attributes noop = {{"noop_with_empty_axes", int64_t{1}}};
+  absl::StatusOr<BoundGraph> sum =
+      Bind(ReduceModel(18, MakeNode("r", "ReduceSum", {"x"}, {"y"}, noop)));
+  ASSERT_TRUE(sum.ok()) << sum.status();
+  ASSERT_EQ(sum->nodes.size(), 1u);
+  EXPECT_EQ(sum->nodes[0].op_type, "Identity");
+  absl::StatusOr<BoundGraph> square =
+      Bind(ReduceModel(18, MakeNode("r", "ReduceSumSquare", {"x"}, {"y"}, noop)));
+  ASSERT_TRUE(square.ok()) << square.status();
+  ASSERT_EQ(square->nodes.size(), 1u);
+  EXPECT_EQ(square->nodes[0].op_type, "ReduceSumSquare");
+  EXPECT_TRUE(IntsAttr(square->nodes[0].attributes, "axes").empty());
+  EXPECT_THAT(square->value(square->outputs[0]).dims, ElementsAre(2, 3, 4));
+}
+
+TEST(NormalizationBindTest, IntegerTypesOnlyWhereTheReductionStaysInIntegers) {
+  for (const char* op : {"ReduceSum", "ReduceProd", "ReduceMax", "ReduceMin", "ReduceL1",
+                         "ReduceSumSquare"}) {
+    absl::StatusOr<BoundGraph> graph =
+        Bind(ReduceModel(17, MakeNode("r", op, {"x"}, {"y"}), DType::kInt32));
+    EXPECT_TRUE(graph.ok()) << op << ": " << graph.status();
+  }
+  for (const char* op : {"ReduceMean", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp"}) {
+    absl::StatusOr<BoundGraph> graph =
+        Bind(ReduceModel(17, MakeNode("r", op, {"x"}, {"y"}), DType::kInt64));
+    ASSERT_FALSE(graph.ok()) << op;
+    EXPECT_THAT(graph.status().message(), HasSubstr("'r'")) << op;
+  }
+}
+
+TEST(NormalizationBindTest, ArgMaxNormalisesItsAxisAndOutputsInt64) {
+  const Model model = ReduceModel(
+      13, MakeNode("a", "ArgMax", {"x"}, {"y"},
+                   {{"axis", int64_t{-2}}, {"keepdims", int64_t{0}},
+                    {"select_last_index", int64_t{1}}}),
+      DType::kFloat16);
+  absl::StatusOr<BoundGraph> graph = Bind(model);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  const BoundNode& node = graph->nodes[0];
+  EXPECT_EQ(IntAttr(node.attributes, "axis"), 1);
+  EXPECT_EQ(IntAttr(node.attributes, "select_last_index"), 1);
+  EXPECT_EQ(graph->value(graph->outputs[0]).dtype, DType::kInt64);
+  EXPECT_THAT(graph->value(graph->outputs[0]).dims, ElementsAre(2, 4));
+}
+
+TEST(NormalizationBindTest, ArgMinRefusals) {
+  absl::StatusOr<BoundGraph> last = Bind(ReduceModel(
+      13, MakeNode("a", "ArgMin", {"x"}, {"y"}, {{"select_last_index", int64_t{2}}})));
+  ASSERT_FALSE(last.ok());
+  EXPECT_THAT(last.status().message(), HasSubstr("select_last_index"));
+  absl::StatusOr<BoundGraph> axis =
+      Bind(ReduceModel(13, MakeNode("a", "ArgMin", {"x"}, {"y"}, {{"axis", int64_t{3}}})));
+  ASSERT_FALSE(axis.ok());
+  EXPECT_THAT(axis.status().message(), HasSubstr("'a'"));
+}
+
+}  // namespace
+}  // namespace graphserve
