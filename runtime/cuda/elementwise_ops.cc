@@ -16,7 +16,7 @@
 #include "runtime/cuda/kernel_families.h"
 #include "runtime/cuda/kernel_plan.h"
 #include "runtime/cuda/op_kernels_launch.h"
-#include "runtime/host/elementwise_kernels.h"
+#include "runtime/activation_defaults.h"
 
 namespace graphserve {
 namespace {

@@ -5,13 +5,9 @@
 // (runtime/ops/elementwise.cc) names them.
 
 #include "absl/status/status.h"
+#include "runtime/activation_defaults.h"
 
 namespace graphserve {
-
-// Selu's attribute defaults (ONNX's, exact as float32), shared by binding
-// and the kernels.
-inline constexpr float kSeluAlpha = 1.67326319217681884765625f;
-inline constexpr float kSeluGamma = 1.05070102214813232421875f;
 
 struct HostKernelArgs;
 
