@@ -349,10 +349,10 @@ absl::Status RunTrilu(const HostKernelArgs& args) {
   }
   const size_t size = DTypeSize(in.dtype());
   const size_t row_bytes = static_cast<size_t>(cols) * size;
-  const int64_t matrix_rows = rows == 0 ? 0 : in.num_elements() / cols;  // rows of every matrix
+  const int64_t matrix_rows = cols == 0 ? 0 : in.num_elements() / cols;  // of every matrix
   const auto* src = static_cast<const std::byte*>(in.raw());
   auto* dst = static_cast<std::byte*>(out.raw());
-  for (int64_t r = 0; r < matrix_rows && cols > 0; ++r) {
+  for (int64_t r = 0; r < matrix_rows; ++r) {
     const int64_t i = r % rows;
     // Kept columns [begin, end): upper j >= i + k, lower j <= i + k.
     const int64_t begin = upper ? std::clamp<int64_t>(i + k, 0, cols) : 0;
@@ -434,9 +434,13 @@ absl::Status RunScatterND(const HostKernelArgs& args) {
   const Dims& dims = data.dims();
   const int64_t rank = static_cast<int64_t>(dims.size());
   const int64_t count = indices.dims().empty() ? 0 : indices.dims().back();
-  Dims expected(indices.dims().begin(), indices.dims().end() - (count > 0 ? 1 : 0));
-  if (count >= 1 && count <= rank) expected.insert(expected.end(), dims.begin() + count, dims.end());
-  if (count < 1 || count > rank || updates.dims() != expected || out.dims() != dims) {
+  bool valid = count >= 1 && count <= rank && out.dims() == dims;
+  if (valid) {  // updates: indices.shape[:-1] + data.shape[count:]
+    Dims expected(indices.dims().begin(), indices.dims().end() - 1);
+    expected.insert(expected.end(), dims.begin() + count, dims.end());
+    valid = updates.dims() == expected;
+  }
+  if (!valid) {
     return args.Invalid("data ", DimsToString(dims), ", indices ", DimsToString(indices.dims()),
                         ", updates ", DimsToString(updates.dims()), " and output ",
                         DimsToString(out.dims()), " disagree");

@@ -146,6 +146,14 @@ TEST(TriluTest, EveryMatrixOfABatchAndHalfZeros) {
   EXPECT_EQ(static_cast<float>(got[4]), 5.0f);
 }
 
+TEST(TriluTest, EmptyMatricesWriteNothing) {
+  for (const Dims& dims : {Dims{3, 0}, Dims{0, 3}, Dims{2, 0, 0}}) {
+    HostTensor out = RunOk(MakeNode("Trilu", {{"upper", int64_t{1}}, {"k", int64_t{0}}}),
+                           {Floats(dims, {})}, DType::kFloat32, dims);
+    EXPECT_EQ(out.num_elements(), 0);
+  }
+}
+
 TEST(TriluTest, OffsetOutsideTheClampIsInvalid) {
   EXPECT_TRUE(absl::IsInvalidArgument(
       RunStatus(MakeNode("Trilu", {{"upper", int64_t{1}}, {"k", int64_t{5}}}),

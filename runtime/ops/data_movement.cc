@@ -631,10 +631,11 @@ absl::Status BindDepthToSpace(BindContext& ctx) {
   }
   ASSIGN_OR_RETURN(const std::string mode, ctx.StringAttrOr("mode", "DCR"));
   const int64_t n = dims[0], c = dims[1], h = dims[2], w = dims[3];
-  if (c % (b * b) != 0) {
+  int64_t block = 0;  // b * b
+  if (__builtin_mul_overflow(b, b, &block) || c % block != 0) {
     return ctx.Error("channels ", c, " are not a multiple of blocksize ", b, " squared");
   }
-  const int64_t depth = c / (b * b);
+  const int64_t depth = c / block;
   Dims out = {n, depth, h * b, w * b};
   // Output [n, depth, h, b, w, b] reads channel (b1 * b + b2) * depth + c'
   // (DCR: depth, then column, then row within the block) or
@@ -682,7 +683,11 @@ absl::StatusOr<int64_t> ConstantCount(const BindContext& ctx, size_t input) {
 // OneHot: depth known at plan time; indices of any numeric type, cast to
 // int64 (truncating, as ONNX says) when they are not; the output of the
 // values' type with depth inserted at `axis`. Indices outside [-depth,
-// depth) (opset 11; [0, depth) before) give a row of off values.
+// depth) (opset 11; [0, depth) before, as OneHot-9 says) give a row of off
+// values. ONNX Runtime departs from the spec on both points (measured with
+// onnxruntime 1.31: it wraps negative indices at opset 9 too, and compares
+// float indices uncast, so -2.5 matches nothing where the spec's cast makes
+// it -2); GraphServe follows the spec.
 absl::Status BindOneHot(BindContext& ctx) {
   if (ctx.in_dtype(0) == DType::kBool) return ctx.Error("indices should be numbers, got bool");
   ASSIGN_OR_RETURN(const int64_t depth, ConstantCount(ctx, 1));
