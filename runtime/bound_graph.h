@@ -127,5 +127,22 @@ struct BoundGraph {
 //  Expand     one input of any T, broadcast to the output dims.
 //  Gather     inputs data (any T), indices (int64, may be negative: index + dim
 //             at run time); attr axis (non-negative).
+//  Tile       one input of any T; each output dim is the input's times its
+//             repeat (binding consumes the repeats).
+//  Trilu      one input of any T, rank >= 2; attrs upper (0/1), k (clamped to
+//             [-rows, cols] of the innermost two dims).
+//  ScatterND  inputs data (any T), indices (int64, may be negative), updates;
+//             attr reduction (ScatterReduction, runtime/data_movement_params.h).
+//  ScatterElements
+//             inputs data (any T), indices (int64, may be negative), updates
+//             (the indices' dims); attrs axis (non-negative), reduction.
+//  OneHot     inputs indices (int64), values [off, on] of any T; attrs axis
+//             (of the output, non-negative), wrap_negative (0/1); the output
+//             dims give the depth.
+//  TopK       one input of a numeric T; attrs axis (non-negative), largest
+//             (0/1); outputs values and (if used) int64 indices, k in their
+//             dims; always sorted (Note [TopK order] in
+//             runtime/host/data_movement_kernels.cc).
+//  DepthToSpace and SpaceToDepth bind as Reshape -> Transpose -> Reshape.
 
 }  // namespace graphserve

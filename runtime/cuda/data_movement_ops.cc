@@ -1,6 +1,7 @@
 // The data movement family's CUDA kernels (runtime/ops/data_movement.cc):
-// Expand, Transpose, Slice and Concat, and the gathers. Device code:
-// op_kernels_layout.cu, op_kernels_unary.cu (the strided copy).
+// Expand, Transpose, Slice and Concat, the gathers and scatters, Tile,
+// Trilu, OneHot and TopK. Device code: op_kernels_layout.cu,
+// op_kernels_unary.cu (the strided copy), op_kernels_data_movement.cu.
 
 #include "runtime/cuda/op_kernels.h"
 
@@ -16,6 +17,7 @@
 #include "common/dtype.h"
 #include "common/status.h"
 #include "runtime/bound_graph.h"
+#include "runtime/data_movement_params.h"
 #include "runtime/cuda/kernel_families.h"
 #include "runtime/cuda/kernel_plan.h"
 #include "runtime/cuda/op_kernels_launch.h"
@@ -45,6 +47,12 @@ using op_kernels_internal::StridedLayout;
 using op_kernels_internal::TiledTransposeParams;
 using op_kernels_internal::UnaryParams;
 using op_kernels_internal::kMaxConcatInputsPerLaunch;
+using op_kernels_internal::OneHotParams;
+using op_kernels_internal::ScatterElementsParams;
+using op_kernels_internal::ScatterNDParams;
+using op_kernels_internal::TileParams;
+using op_kernels_internal::TopKParams;
+using op_kernels_internal::TriluParams;
 
 cudaError_t EnqueueTiledTranspose(const TiledTransposeParams& params, DeviceInputs inputs,
                                   DeviceOutputs outputs, cudaStream_t stream) {
@@ -335,6 +343,257 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeGatherND(const CudaKernelConte
   return MakeParamsKernel(node, params, EnqueueGatherND, "LaunchGatherND");
 }
 
+cudaError_t EnqueueTile(const TileParams& params, DeviceInputs inputs, DeviceOutputs outputs,
+                        cudaStream_t stream) {
+  return op_kernels_internal::LaunchTile(params, inputs[0], outputs[0], stream);
+}
+
+cudaError_t EnqueueTrilu(const TriluParams& params, DeviceInputs inputs, DeviceOutputs outputs,
+                         cudaStream_t stream) {
+  return op_kernels_internal::LaunchTrilu(params, inputs[0], outputs[0], stream);
+}
+
+cudaError_t EnqueueScatterND(const ScatterNDParams& params, DeviceInputs inputs,
+                             DeviceOutputs outputs, cudaStream_t stream) {
+  return op_kernels_internal::LaunchScatterND(
+      params, inputs[0], static_cast<const int64_t*>(inputs[1]), inputs[2], outputs[0], stream);
+}
+
+cudaError_t EnqueueScatterElements(const ScatterElementsParams& params, DeviceInputs inputs,
+                                   DeviceOutputs outputs, cudaStream_t stream) {
+  return op_kernels_internal::LaunchScatterElements(
+      params, inputs[0], static_cast<const int64_t*>(inputs[1]), inputs[2], outputs[0], stream);
+}
+
+cudaError_t EnqueueOneHot(const OneHotParams& params, DeviceInputs inputs, DeviceOutputs outputs,
+                          cudaStream_t stream) {
+  return op_kernels_internal::LaunchOneHot(params, static_cast<const int64_t*>(inputs[0]),
+                                           inputs[1], outputs[0], stream);
+}
+
+cudaError_t EnqueueTopK(const TopKParams& params, DeviceInputs inputs, DeviceOutputs outputs,
+                        cudaStream_t stream) {
+  int64_t* indices = outputs.size() > 1 ? static_cast<int64_t*>(outputs[1]) : nullptr;
+  return op_kernels_internal::LaunchTopK(params, inputs[0], outputs[0], indices, stream);
+}
+
+absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeTile(const CudaKernelContext& context) {
+  const BoundNode& node = context.node;
+  ASSIGN_OR_RETURN(NodeValues v, GetNodeValues(context.graph, node, 1, 1, 1, 1));
+  const BoundValue& in = *v.inputs[0];
+  const BoundValue& out = *v.outputs[0];
+  RETURN_IF_ERROR(CheckSameDType(node, in, out));
+  bool valid = in.dims.size() == out.dims.size();
+  for (size_t d = 0; valid && d < in.dims.size(); ++d) {
+    valid = in.dims[d] == 0 ? out.dims[d] == 0 : out.dims[d] % in.dims[d] == 0;
+  }
+  if (!valid) {
+    return Invalid(node, absl::StrCat("output ", DimsToString(out.dims),
+                                      " does not repeat input ", DimsToString(in.dims)));
+  }
+  // A dim that is not repeated merges into its outer neighbour: output
+  // coordinate c * n + c' of the pair, modulo the merged input dim m * n,
+  // is (c mod m) * n + c', what the two dims read apart.
+  Dims in_dims;
+  Dims out_dims;
+  for (size_t d = 0; d < in.dims.size(); ++d) {
+    if (!in_dims.empty() && out.dims[d] == in.dims[d]) {
+      in_dims.back() *= in.dims[d];
+      out_dims.back() *= in.dims[d];
+    } else {
+      in_dims.push_back(in.dims[d]);
+      out_dims.push_back(out.dims[d]);
+    }
+  }
+  TileParams params;
+  params.elem_size = static_cast<int32_t>(DTypeSize(in.dtype));
+  params.rank = static_cast<int32_t>(in_dims.size());
+  params.num_elements = NumElements(out.dims);
+  const std::vector<int64_t> strides = ContiguousStrides(in_dims);
+  for (size_t d = 0; d < in_dims.size(); ++d) {
+    params.in_dims[d] = in_dims[d];
+    params.out_dims[d] = out_dims[d];
+    params.in_strides[d] = strides[d];
+  }
+  return MakeParamsKernel(node, params, EnqueueTile, "LaunchTile");
+}
+
+absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeTrilu(const CudaKernelContext& context) {
+  const BoundNode& node = context.node;
+  ASSIGN_OR_RETURN(NodeValues v, GetNodeValues(context.graph, node, 1, 1, 1, 1));
+  const BoundValue& in = *v.inputs[0];
+  const BoundValue& out = *v.outputs[0];
+  RETURN_IF_ERROR(CheckSameDType(node, in, out));
+  const size_t rank = in.dims.size();
+  if (rank < 2 || out.dims != in.dims) {
+    return Invalid(node, absl::StrCat("input ", DimsToString(in.dims), " and output ",
+                                      DimsToString(out.dims), " should be one shape of rank >= 2"));
+  }
+  TriluParams params;
+  params.elem_size = static_cast<int32_t>(DTypeSize(in.dtype));
+  params.upper = IntAttr(node.attributes, "upper") != 0;
+  params.k = IntAttr(node.attributes, "k");
+  params.matrices = Product(in.dims, 0, rank - 2);
+  params.rows = in.dims[rank - 2];
+  params.cols = in.dims[rank - 1];
+  if (params.k < -params.rows || params.k > params.cols) {
+    return Invalid(node, absl::StrCat("k ", params.k, " is outside [", -params.rows, ", ",
+                                      params.cols, "], where binding clamps it"));
+  }
+  return MakeParamsKernel(node, params, EnqueueTrilu, "LaunchTrilu");
+}
+
+// The canonical 'reduction' of a scatter on `dtype` data.
+absl::StatusOr<ScatterReduction> ReductionOf(const BoundNode& node, DType dtype) {
+  const int64_t value = IntAttr(node.attributes, "reduction");
+  if (value < 0 || value >= kScatterReductionCount) {
+    return Invalid(node, absl::StrCat("reduction ", value, " is not a ScatterReduction"));
+  }
+  const auto reduction = static_cast<ScatterReduction>(value);
+  if (reduction != ScatterReduction::kNone && dtype == DType::kBool) {
+    return Invalid(node, absl::StrCat("reduction '", kScatterReductionNames[value],
+                                      "' on bool data"));
+  }
+  return reduction;
+}
+
+absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeScatterND(const CudaKernelContext& context) {
+  const BoundNode& node = context.node;
+  ASSIGN_OR_RETURN(NodeValues v, GetNodeValues(context.graph, node, 3, 3, 1, 1));
+  const BoundValue& data = *v.inputs[0];
+  const BoundValue& indices = *v.inputs[1];
+  const BoundValue& updates = *v.inputs[2];
+  const BoundValue& out = *v.outputs[0];
+  RETURN_IF_ERROR(CheckSameDType(node, data, out));
+  RETURN_IF_ERROR(CheckSameDType(node, data, updates));
+  RETURN_IF_ERROR(CheckDType(node, indices, DTypes({DType::kInt64})));
+  ASSIGN_OR_RETURN(const ScatterReduction reduction, ReductionOf(node, data.dtype));
+  const int64_t rank = static_cast<int64_t>(data.dims.size());
+  const int64_t count = indices.dims.empty() ? 0 : indices.dims.back();
+  bool valid = count >= 1 && count <= rank && out.dims == data.dims;
+  if (valid) {
+    Dims expected(indices.dims.begin(), indices.dims.end() - 1);
+    expected.insert(expected.end(), data.dims.begin() + count, data.dims.end());
+    valid = updates.dims == expected;
+  }
+  if (!valid) {
+    return Invalid(node, absl::StrCat("data ", DimsToString(data.dims), ", indices ",
+                                      DimsToString(indices.dims), ", updates ",
+                                      DimsToString(updates.dims), " and output ",
+                                      DimsToString(out.dims), " disagree"));
+  }
+  ScatterNDParams params;
+  params.dtype = data.dtype;
+  params.reduction = reduction;
+  params.index_count = static_cast<int32_t>(count);
+  params.data_elements = NumElements(data.dims);
+  params.tuples = NumElements(indices.dims) / count;
+  params.slice = Product(data.dims, count, rank);
+  const std::vector<int64_t> strides = ContiguousStrides(data.dims);
+  for (int64_t j = 0; j < count; ++j) {
+    params.indexed_dims[j] = data.dims[j];
+    params.indexed_strides[j] = strides[j];
+  }
+  return MakeParamsKernel(node, params, EnqueueScatterND, "LaunchScatterND");
+}
+
+absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeScatterElements(
+    const CudaKernelContext& context) {
+  const BoundNode& node = context.node;
+  ASSIGN_OR_RETURN(NodeValues v, GetNodeValues(context.graph, node, 3, 3, 1, 1));
+  const BoundValue& data = *v.inputs[0];
+  const BoundValue& indices = *v.inputs[1];
+  const BoundValue& updates = *v.inputs[2];
+  const BoundValue& out = *v.outputs[0];
+  RETURN_IF_ERROR(CheckSameDType(node, data, out));
+  RETURN_IF_ERROR(CheckSameDType(node, data, updates));
+  RETURN_IF_ERROR(CheckDType(node, indices, DTypes({DType::kInt64})));
+  ASSIGN_OR_RETURN(const ScatterReduction reduction, ReductionOf(node, data.dtype));
+  const int64_t axis = IntAttr(node.attributes, "axis");
+  const int64_t rank = static_cast<int64_t>(data.dims.size());
+  bool valid = axis >= 0 && axis < rank && indices.dims.size() == data.dims.size() &&
+               updates.dims == indices.dims && out.dims == data.dims;
+  for (int64_t d = 0; valid && d < rank; ++d) {
+    valid = d == axis || indices.dims[d] <= data.dims[d];
+  }
+  if (!valid) {
+    return Invalid(node, absl::StrCat("data ", DimsToString(data.dims), ", indices ",
+                                      DimsToString(indices.dims), ", updates ",
+                                      DimsToString(updates.dims), ", output ",
+                                      DimsToString(out.dims), " and axis ", axis, " disagree"));
+  }
+  ScatterElementsParams params;
+  params.dtype = data.dtype;
+  params.reduction = reduction;
+  params.rank = static_cast<int32_t>(rank);
+  params.axis = static_cast<int32_t>(axis);
+  params.data_elements = NumElements(data.dims);
+  params.num_updates = NumElements(indices.dims);
+  params.axis_dim = data.dims[axis];
+  const std::vector<int64_t> strides = ContiguousStrides(data.dims);
+  for (int64_t d = 0; d < rank; ++d) {
+    params.dims[d] = indices.dims[d];
+    params.data_strides[d] = strides[d];
+  }
+  return MakeParamsKernel(node, params, EnqueueScatterElements, "LaunchScatterElements");
+}
+
+absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeOneHot(const CudaKernelContext& context) {
+  const BoundNode& node = context.node;
+  ASSIGN_OR_RETURN(NodeValues v, GetNodeValues(context.graph, node, 2, 2, 1, 1));
+  const BoundValue& indices = *v.inputs[0];
+  const BoundValue& values = *v.inputs[1];
+  const BoundValue& out = *v.outputs[0];
+  RETURN_IF_ERROR(CheckDType(node, indices, DTypes({DType::kInt64})));
+  RETURN_IF_ERROR(CheckSameDType(node, values, out));
+  const int64_t axis = IntAttr(node.attributes, "axis");
+  const int64_t rank = static_cast<int64_t>(out.dims.size());
+  Dims expected = out.dims;
+  if (axis >= 0 && axis < rank) expected.erase(expected.begin() + axis);
+  if (NumElements(values.dims) != 2 || axis < 0 || axis >= rank || expected != indices.dims) {
+    return Invalid(node, absl::StrCat("indices ", DimsToString(indices.dims), ", values ",
+                                      DimsToString(values.dims), ", output ",
+                                      DimsToString(out.dims), " and axis ", axis, " disagree"));
+  }
+  OneHotParams params;
+  params.elem_size = static_cast<int32_t>(DTypeSize(out.dtype));
+  params.wrap_negative = IntAttr(node.attributes, "wrap_negative") != 0;
+  params.outer = Product(out.dims, 0, axis);
+  params.depth = out.dims[axis];
+  params.inner = Product(out.dims, axis + 1, rank);
+  return MakeParamsKernel(node, params, EnqueueOneHot, "LaunchOneHot");
+}
+
+absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeTopK(const CudaKernelContext& context) {
+  const BoundNode& node = context.node;
+  ASSIGN_OR_RETURN(NodeValues v, GetNodeValues(context.graph, node, 1, 1, 1, 2));
+  const BoundValue& in = *v.inputs[0];
+  const BoundValue& values = *v.outputs[0];
+  const BoundValue* indices = v.outputs.size() > 1 ? v.outputs[1] : nullptr;
+  RETURN_IF_ERROR(CheckSameDType(node, in, values));
+  if (indices != nullptr) RETURN_IF_ERROR(CheckDType(node, *indices, DTypes({DType::kInt64})));
+  const int64_t axis = IntAttr(node.attributes, "axis");
+  const int64_t rank = static_cast<int64_t>(in.dims.size());
+  bool valid = axis >= 0 && axis < rank && values.dims.size() == in.dims.size() &&
+               (indices == nullptr || indices->dims == values.dims);
+  for (int64_t d = 0; valid && d < rank; ++d) {
+    valid = d == axis ? values.dims[d] <= in.dims[d] : values.dims[d] == in.dims[d];
+  }
+  if (!valid) {
+    return Invalid(node, absl::StrCat("input ", DimsToString(in.dims), ", outputs ",
+                                      DimsToString(values.dims), " and axis ", axis,
+                                      " disagree"));
+  }
+  TopKParams params;
+  params.dtype = in.dtype;
+  params.largest = IntAttr(node.attributes, "largest") != 0;
+  params.outer = Product(in.dims, 0, axis);
+  params.axis_dim = in.dims[axis];
+  params.inner = Product(in.dims, axis + 1, rank);
+  params.k = values.dims[axis];
+  return MakeParamsKernel(node, params, EnqueueTopK, "LaunchTopK");
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeExpandKernel(const BoundGraph& graph,
@@ -350,6 +609,14 @@ void AddDataMovementCudaKernels(CudaKernelDefs& defs) {
   defs.push_back({"GatherND", kAnyDType, MakeGatherND});
   defs.push_back({"Slice", kAnyDType, MakeSlice});
   defs.push_back({"Transpose", kAnyDType, MakeTranspose});
+  defs.push_back({"Tile", kAnyDType, MakeTile});
+  defs.push_back({"Trilu", kAnyDType, MakeTrilu});
+  // Arithmetic reductions on bool are refused by binding and the factory.
+  defs.push_back({"ScatterND", kAnyDType, MakeScatterND});
+  defs.push_back({"ScatterElements", kAnyDType, MakeScatterElements});
+  // Selected by the values' type (the indices are int64).
+  defs.push_back({"OneHot", kAnyDType, MakeOneHot, /*typed_input=*/1});
+  defs.push_back({"TopK", kAnyDType & ~DTypes({DType::kBool}), MakeTopK});
 }
 
 }  // namespace graphserve

@@ -14,6 +14,7 @@
 #include <cstdint>
 
 #include "common/dtype_table.h"
+#include "runtime/data_movement_params.h"
 
 namespace graphserve {
 namespace op_kernels_internal {
@@ -316,6 +317,121 @@ struct CumSumParams {
 
 cudaError_t LaunchCumSum(const CumSumParams& params, const void* input, void* output,
                          cudaStream_t stream);
+
+// Tile: output element i (of out_dims) reads the input at every coordinate
+// modulo in_dims. The factory merges each dim whose repeat is 1 into its
+// outer neighbour.
+struct TileParams {
+  int32_t elem_size = 4;  // bytes: 1, 2, 4 or 8
+  int32_t rank = 1;
+  int64_t num_elements = 0;  // of the output
+  int64_t out_dims[kMaxRank] = {};
+  int64_t in_dims[kMaxRank] = {};
+  int64_t in_strides[kMaxRank] = {};  // in elements
+};
+
+cudaError_t LaunchTile(const TileParams& params, const void* input, void* output,
+                       cudaStream_t stream);
+
+// Trilu over `matrices` of [rows, cols]: element (i, j) is copied where
+// j - i >= k (upper) or j - i <= k (lower), else zero bytes.
+struct TriluParams {
+  int32_t elem_size = 4;  // bytes: 1, 2, 4 or 8
+  bool upper = true;
+  int64_t k = 0;  // in [-rows, cols]
+  int64_t matrices = 0;
+  int64_t rows = 0;
+  int64_t cols = 0;
+};
+
+cudaError_t LaunchTrilu(const TriluParams& params, const void* input, void* output,
+                        cudaStream_t stream);
+
+// Note [Scatter kernels]
+// ~~~~~~~~~~~~~~~~~~~~~~
+// A scatter launch copies the data into the output (one device-to-device
+// copy, skipped when they are one buffer), then writes the updates:
+//  * reduction none: one thread per update element, in parallel. ONNX
+//    leaves duplicate indices undefined here; the GPU keeps one of them.
+//  * add, mul, max, min: one thread per output position that updates can
+//    collide on (ScatterND: an element of the slice; ScatterElements: a line
+//    along the axis) walks its updates in index order, so duplicates
+//    combine in the host's order and a replay gives the same bits as the
+//    eager run, which atomics would not for floats. Its cost is the number
+//    of updates per position, serially.
+// A kernel cannot report an error: an index outside [-dim, dim) at run time
+// (the host kernel's InvalidArgument) skips its update, so nothing is
+// written out of bounds.
+
+// ScatterND: data and output `data_elements` long; tuple t of `index_count`
+// int64 indices addresses the slice at sum_j index_j * indexed_strides[j],
+// which updates[t * slice, +slice) replace or reduce into.
+struct ScatterNDParams {
+  DType dtype = DType::kFloat32;
+  ScatterReduction reduction = ScatterReduction::kNone;
+  int32_t index_count = 1;
+  int64_t data_elements = 0;
+  int64_t tuples = 0;
+  int64_t slice = 1;
+  int64_t indexed_dims[kMaxRank] = {};
+  int64_t indexed_strides[kMaxRank] = {};  // in elements
+};
+
+cudaError_t LaunchScatterND(const ScatterNDParams& params, const void* data,
+                            const int64_t* indices, const void* updates, void* output,
+                            cudaStream_t stream);
+
+// ScatterElements: update i (of `dims`, the indices' and updates' dims)
+// lands on the data at its own coordinates with coordinate `axis` replaced
+// by indices[i].
+struct ScatterElementsParams {
+  DType dtype = DType::kFloat32;
+  ScatterReduction reduction = ScatterReduction::kNone;
+  int32_t rank = 1;
+  int32_t axis = 0;
+  int64_t data_elements = 0;
+  int64_t num_updates = 0;
+  int64_t axis_dim = 0;  // of the data
+  int64_t dims[kMaxRank] = {};
+  int64_t data_strides[kMaxRank] = {};  // in elements
+};
+
+cudaError_t LaunchScatterElements(const ScatterElementsParams& params, const void* data,
+                                  const int64_t* indices, const void* updates, void* output,
+                                  cudaStream_t stream);
+
+// OneHot: the output viewed as [outer, depth, inner], the int64 indices as
+// [outer, inner]; values holds [off, on] on the device.
+struct OneHotParams {
+  int32_t elem_size = 4;  // bytes: 1, 2, 4 or 8
+  bool wrap_negative = true;
+  int64_t outer = 0;
+  int64_t depth = 0;
+  int64_t inner = 0;
+};
+
+cudaError_t LaunchOneHot(const OneHotParams& params, const int64_t* indices, const void* values,
+                         void* output, cudaStream_t stream);
+
+// TopK of `dtype` (any but bool) viewed as [outer, axis_dim, inner]: the
+// first k of each line in Note [TopK order]'s total order
+// (runtime/host/data_movement_kernels.cc), into values and (unless null)
+// int64 indices viewed as [outer, k, inner]. Lines up to kTopKSortLimit
+// long sort in shared memory; longer ones pick their k elements one pass
+// each.
+inline constexpr int64_t kTopKSortLimit = 2048;
+
+struct TopKParams {
+  DType dtype = DType::kFloat32;
+  bool largest = true;
+  int64_t outer = 0;
+  int64_t axis_dim = 0;
+  int64_t inner = 0;
+  int64_t k = 0;
+};
+
+cudaError_t LaunchTopK(const TopKParams& params, const void* input, void* values,
+                       int64_t* indices, cudaStream_t stream);
 
 }  // namespace op_kernels_internal
 }  // namespace graphserve

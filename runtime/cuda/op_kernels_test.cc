@@ -28,6 +28,7 @@
 #include "common/cuda_status.h"
 #include "common/status.h"
 #include "runtime/bound_graph.h"
+#include "runtime/data_movement_params.h"
 #include "runtime/host/kernels.h"
 #include "common/tensor.h"
 
@@ -49,14 +50,60 @@ enum class Fill {
   kIndices,       // int64 in [-index_bound, index_bound): Gather's indices
   kHalves,        // float: multiples of 0.5 in [-4, 4], so Round meets its ties
   kNearOne,       // float [0.9, 1.1], so long products stay finite
+  // int64 indices in [0, index_bound), each in turn as itself or minus
+  // index_bound (the same position counted from the end), that never repeat
+  // where a scatter without reduction would write twice (ONNX leaves which
+  // duplicate wins undefined):
+  kDistinctAlongAxis,  // along dim `distinct_axis` (ScatterElements)
+  kDistinctTuples,     // as tuples over the last dim (ScatterND)
 };
 
 struct TensorSpec {
   DType dtype = DType::kFloat32;
   Dims dims;
   Fill fill = Fill::kSigned;
-  int64_t index_bound = 0;  // kIndices only
+  int64_t index_bound = 0;  // kIndices and the kDistinct fills only
+  int64_t distinct_axis = 0;  // kDistinctAlongAxis only
 };
+
+// Fills an int64 tensor of `dims` by spec's kDistinct fill (Fill's comment).
+void FillDistinctIndices(const TensorSpec& spec, std::mt19937& rng, int64_t* data) {
+  const Dims& dims = spec.dims;
+  const int64_t bound = spec.index_bound;
+  std::uniform_int_distribution<int> coin(0, 1);
+  auto signed_index = [&](int64_t index) { return coin(rng) ? index : index - bound; };
+  if (spec.fill == Fill::kDistinctTuples) {
+    // Distinct flat positions of a grid of `count` coordinates, unravelled.
+    const int64_t count = dims.back();
+    const int64_t tuples = NumElements(dims) / count;
+    int64_t grid = 1;
+    for (int64_t j = 0; j < count; ++j) grid *= bound;
+    std::vector<int64_t> positions(grid);
+    for (int64_t p = 0; p < grid; ++p) positions[p] = p;
+    std::shuffle(positions.begin(), positions.end(), rng);
+    for (int64_t t = 0; t < tuples; ++t) {
+      int64_t rest = positions[t];
+      for (int64_t j = count - 1; j >= 0; --j) {
+        data[t * count + j] = signed_index(rest % bound);
+        rest /= bound;
+      }
+    }
+    return;
+  }
+  // kDistinctAlongAxis: each line along the axis a prefix of a permutation.
+  const size_t axis = static_cast<size_t>(spec.distinct_axis);
+  int64_t inner = 1;
+  for (size_t d = axis + 1; d < dims.size(); ++d) inner *= dims[d];
+  const int64_t length = dims[axis];
+  const int64_t lines = NumElements(dims) / std::max<int64_t>(length, 1);
+  std::vector<int64_t> permutation(bound);
+  for (int64_t line = 0; line < lines; ++line) {
+    for (int64_t p = 0; p < bound; ++p) permutation[p] = p;
+    std::shuffle(permutation.begin(), permutation.end(), rng);
+    const int64_t first = (line / inner) * length * inner + line % inner;
+    for (int64_t a = 0; a < length; ++a) data[first + a * inner] = signed_index(permutation[a]);
+  }
+}
 
 struct OpCase {
   std::string label;  // test name suffix: letters, digits, underscores
@@ -122,6 +169,8 @@ HostTensor MakeInput(const TensorSpec& spec, std::mt19937& rng) {
             break;
           case Fill::kSigned:
           case Fill::kIndices:
+          case Fill::kDistinctAlongAxis:
+          case Fill::kDistinctTuples:
             data[i] = sign * (0.1f + 1.9f * unit(rng));
             break;
         }
@@ -133,7 +182,10 @@ HostTensor MakeInput(const TensorSpec& spec, std::mt19937& rng) {
       // Drawn as int64, stored in the tensor's type (the values fit int32).
       std::vector<int64_t> values(n);
       int64_t* data = values.data();
-      for (int64_t i = 0; i < n; ++i) {
+      const bool distinct =
+          spec.fill == Fill::kDistinctAlongAxis || spec.fill == Fill::kDistinctTuples;
+      if (distinct) FillDistinctIndices(spec, rng, data);
+      for (int64_t i = 0; i < n && !distinct; ++i) {
         const int64_t sign = coin(rng) ? 1 : -1;
         switch (spec.fill) {
           case Fill::kPositive:
@@ -150,6 +202,8 @@ HostTensor MakeInput(const TensorSpec& spec, std::mt19937& rng) {
           case Fill::kSmallInts:
           case Fill::kHalves:
           case Fill::kNearOne:
+          case Fill::kDistinctAlongAxis:
+          case Fill::kDistinctTuples:
             data[i] = sign * std::uniform_int_distribution<int64_t>(1, 5)(rng);
             break;
         }
@@ -426,6 +480,10 @@ TEST_P(OpKernelSpecialValuesTest, MatchesHostKernel) {
   std::vector<HostTensor> inputs;
   for (const TensorSpec& spec : c.inputs) {
     HostTensor input = MakeInput(spec, rng);
+    if (spec.dtype != DType::kFloat32) {  // a scatter's indices: left as they are
+      inputs.push_back(std::move(input));
+      continue;
+    }
     float* data = input.data<float>();
     const int64_t n = input.num_elements();
     // A few per tensor: most outputs still check the arithmetic.
@@ -1120,6 +1178,245 @@ INSTANTIATE_TEST_SUITE_P(FloatMath, OpKernelTest, ::testing::ValuesIn(FloatMathC
 INSTANTIATE_TEST_SUITE_P(PRelu, OpKernelTest, ::testing::ValuesIn(PReluCases()), CaseName);
 INSTANTIATE_TEST_SUITE_P(Concat, OpKernelTest, ::testing::ValuesIn(ConcatCases()), CaseName);
 
+// ------------------------------------ Tile, Trilu, scatters, OneHot, TopK
+
+std::vector<OpCase> TileCases() {
+  const struct {
+    Dims in;
+    Dims out;
+  } tiles[] = {
+      {{2, 3}, {4, 3}},              // repeats [2, 1]: the inner dim merges away
+      {{2, 1, 3}, {2, 4, 6}},        // a broadcast-like dim and a repeated row
+      {{3}, {9}},
+      {{2, 3, 4, 5}, {2, 6, 4, 10}},
+      {{1, 1}, {3, 5}},
+  };
+  std::vector<OpCase> cases;
+  for (DType dtype : kMovedTypes) {
+    for (const auto& t : tiles) {
+      OpCase c;
+      c.op_type = "Tile";
+      c.label = absl::StrCat("Tile_", TypeLabel(dtype), "_", DimsLabel(t.in), "_to_",
+                             DimsLabel(t.out));
+      c.inputs = {Spec(dtype, t.in)};
+      c.outputs = {Spec(dtype, t.out)};
+      cases.push_back(std::move(c));
+    }
+  }
+  return cases;
+}
+
+std::vector<OpCase> TriluCases() {
+  const struct {
+    Dims dims;
+    int64_t upper;
+    int64_t k;  // binding clamps it to [-rows, cols]
+  } trilus[] = {
+      {{5, 7}, 1, 0}, {{5, 7}, 1, 2}, {{5, 7}, 0, -3}, {{3, 4, 4}, 0, 0},
+      {{3, 4, 4}, 1, -1}, {{2, 6, 3}, 0, 3}, {{2, 6, 3}, 1, -6},
+  };
+  std::vector<OpCase> cases;
+  for (DType dtype : kMovedTypes) {
+    for (const auto& t : trilus) {
+      OpCase c;
+      c.op_type = "Trilu";
+      c.label = absl::StrCat("Trilu_", TypeLabel(dtype), "_", DimsLabel(t.dims), "_upper",
+                             t.upper, "_k", t.k < 0 ? "m" : "", std::abs(t.k));
+      c.inputs = {Spec(dtype, t.dims)};
+      c.outputs = {Spec(dtype, t.dims)};
+      c.attributes["upper"] = t.upper;
+      c.attributes["k"] = t.k;
+      cases.push_back(std::move(c));
+    }
+  }
+  return cases;
+}
+
+// The types the scatters' reductions are tested with: each arithmetic
+// (float, double, the 16-bit floats rounding per update, wrapping integers
+// signed and not).
+constexpr DType kReducedTypes[] = {DType::kFloat32, DType::kInt64,   DType::kFloat16,
+                                   DType::kBFloat16, DType::kInt8,   DType::kUInt8,
+                                   DType::kFloat64};
+
+// The value fill of a scatter's data and updates: float32 small integers, so
+// that products stay exact and max/min see ties.
+Fill ScatterFill(DType dtype) { return dtype == DType::kFloat32 ? Fill::kSmallInts : Fill::kSigned; }
+
+// ScatterND with every reduction. Without one the index tuples are distinct;
+// with one they repeat (Note [Scatter kernels]: in order on both sides).
+// Every indexed dim is 4 or 8 long, the index bound.
+std::vector<OpCase> ScatterNDCases() {
+  const struct {
+    Dims data;
+    Dims indices;
+  } scatters[] = {
+      {{4, 4, 4}, {2, 1}},  // slices of 16
+      {{4, 4}, {5, 2}},     // single elements
+      {{4, 4, 3}, {7, 2}},  // rows of 3
+      {{8}, {20, 1}},       // 20 updates into 8 elements: reductions only
+  };
+  std::vector<OpCase> cases;
+  for (int64_t r = 0; r < kScatterReductionCount; ++r) {
+    const bool reduces = r != static_cast<int64_t>(ScatterReduction::kNone);
+    const std::vector<DType> types = reduces
+                                         ? std::vector<DType>(std::begin(kReducedTypes),
+                                                              std::end(kReducedTypes))
+                                         : std::vector<DType>(std::begin(kMovedTypes),
+                                                              std::end(kMovedTypes));
+    for (DType dtype : types) {
+      for (const auto& s : scatters) {
+        const int64_t count = s.indices.back();
+        const int64_t tuples = NumElements(s.indices) / count;
+        int64_t positions = 1;
+        for (int64_t j = 0; j < count; ++j) positions *= s.data[j];
+        if (!reduces && tuples > positions) continue;  // cannot be distinct
+        Dims updates(s.indices.begin(), s.indices.end() - 1);
+        updates.insert(updates.end(), s.data.begin() + count, s.data.end());
+        OpCase c;
+        c.op_type = "ScatterND";
+        c.label = absl::StrCat("ScatterND_", kScatterReductionNames[r], "_", TypeLabel(dtype),
+                               "_", DimsLabel(s.data), "_", DimsLabel(s.indices));
+        TensorSpec indices =
+            Spec(DType::kInt64, s.indices, reduces ? Fill::kIndices : Fill::kDistinctTuples);
+        indices.index_bound = s.data[0];
+        c.inputs = {Spec(dtype, s.data, ScatterFill(dtype)), indices,
+                    Spec(dtype, updates, ScatterFill(dtype))};
+        c.outputs = {Spec(dtype, s.data)};
+        c.attributes["reduction"] = r;
+        cases.push_back(std::move(c));
+      }
+    }
+  }
+  return cases;
+}
+
+// ScatterElements along each axis with every reduction, indices distinct
+// along the axis without one.
+std::vector<OpCase> ScatterElementsCases() {
+  const struct {
+    Dims data;
+    Dims indices;
+    int64_t axis;
+  } scatters[] = {
+      {{5, 4}, {3, 4}, 0},
+      {{3, 6}, {3, 4}, 1},
+      {{2, 3, 4}, {2, 2, 4}, 1},
+      {{2, 3, 4}, {1, 3, 9}, 2},  // 9 updates per line of 4: reductions only
+      {{6}, {15}, 0},             // reductions only
+  };
+  std::vector<OpCase> cases;
+  for (int64_t r = 0; r < kScatterReductionCount; ++r) {
+    const bool reduces = r != static_cast<int64_t>(ScatterReduction::kNone);
+    const std::vector<DType> types = reduces
+                                         ? std::vector<DType>(std::begin(kReducedTypes),
+                                                              std::end(kReducedTypes))
+                                         : std::vector<DType>(std::begin(kMovedTypes),
+                                                              std::end(kMovedTypes));
+    for (DType dtype : types) {
+      for (const auto& s : scatters) {
+        if (!reduces && s.indices[s.axis] > s.data[s.axis]) continue;  // cannot be distinct
+        OpCase c;
+        c.op_type = "ScatterElements";
+        c.label = absl::StrCat("ScatterElements_", kScatterReductionNames[r], "_",
+                               TypeLabel(dtype), "_", DimsLabel(s.data), "_",
+                               DimsLabel(s.indices), "_axis", s.axis);
+        TensorSpec indices =
+            Spec(DType::kInt64, s.indices, reduces ? Fill::kIndices : Fill::kDistinctAlongAxis);
+        indices.index_bound = s.data[s.axis];
+        indices.distinct_axis = s.axis;
+        c.inputs = {Spec(dtype, s.data, ScatterFill(dtype)), indices,
+                    Spec(dtype, s.indices, ScatterFill(dtype))};
+        c.outputs = {Spec(dtype, s.data)};
+        c.attributes["axis"] = s.axis;
+        c.attributes["reduction"] = r;
+        cases.push_back(std::move(c));
+      }
+    }
+  }
+  return cases;
+}
+
+// OneHot at each axis, with and without negative indices wrapping; indices
+// in [-7, 7) for depth 5, so some fall outside on both sides.
+std::vector<OpCase> OneHotCases() {
+  constexpr int64_t kDepth = 5;
+  const Dims index_dims = {3, 4};
+  std::vector<OpCase> cases;
+  for (DType dtype : kMovedTypes) {
+    for (int64_t axis : {0, 1, 2}) {
+      for (int64_t wrap : {0, 1}) {
+        Dims out = index_dims;
+        out.insert(out.begin() + axis, kDepth);
+        OpCase c;
+        c.op_type = "OneHot";
+        c.label = absl::StrCat("OneHot_", TypeLabel(dtype), "_axis", axis, "_wrap", wrap);
+        TensorSpec indices = Spec(DType::kInt64, index_dims, Fill::kIndices);
+        indices.index_bound = kDepth + 2;
+        c.inputs = {indices, Spec(dtype, {2})};
+        c.outputs = {Spec(dtype, out)};
+        c.attributes["axis"] = axis;
+        c.attributes["wrap_negative"] = wrap;
+        cases.push_back(std::move(c));
+      }
+    }
+  }
+  return cases;
+}
+
+// TopK on both kernels: lines that sort in shared memory (up to 2048) and
+// longer ones that select, on the last and a middle axis, largest and
+// smallest, with many ties (Note [TopK order]: the same values and indices).
+std::vector<OpCase> TopKCases() {
+  const struct {
+    Dims dims;
+    int64_t axis;
+    int64_t k;
+  } topks[] = {
+      {{3, 7}, 1, 3},      {{4, 5, 3}, 1, 5},   {{6, 2}, 0, 1},
+      {{2, 2048}, 1, 100}, {{2, 3000}, 1, 10}, {{2, 2500, 3}, 1, 4},
+  };
+  std::vector<OpCase> cases;
+  for (DType dtype : {DType::kFloat32, DType::kInt64, DType::kFloat16, DType::kBFloat16,
+                      DType::kInt8, DType::kUInt8, DType::kFloat64}) {
+    for (const auto& t : topks) {
+      for (int64_t largest : {0, 1}) {
+        Dims out = t.dims;
+        out[t.axis] = t.k;
+        OpCase c;
+        c.op_type = "TopK";
+        c.label = absl::StrCat("TopK_", TypeLabel(dtype), "_", DimsLabel(t.dims), "_axis",
+                               t.axis, "_k", t.k, largest ? "_largest" : "_smallest");
+        c.inputs = {Spec(dtype, t.dims, ScatterFill(dtype))};
+        c.outputs = {Spec(dtype, out), Spec(DType::kInt64, out)};
+        c.attributes["axis"] = t.axis;
+        c.attributes["largest"] = largest;
+        cases.push_back(std::move(c));
+      }
+    }
+  }
+  return cases;
+}
+
+// The cases of `cases` whose data is float32 (the scatters' and TopK's
+// special-value sweep; their indices stay as they are).
+std::vector<OpCase> Float32DataCases(const std::vector<OpCase>& cases) {
+  std::vector<OpCase> floats;
+  for (const OpCase& c : cases) {
+    if (c.inputs[0].dtype == DType::kFloat32) floats.push_back(c);
+  }
+  return floats;
+}
+
+INSTANTIATE_TEST_SUITE_P(Tile, OpKernelTest, ::testing::ValuesIn(TileCases()), CaseName);
+INSTANTIATE_TEST_SUITE_P(Trilu, OpKernelTest, ::testing::ValuesIn(TriluCases()), CaseName);
+INSTANTIATE_TEST_SUITE_P(ScatterND, OpKernelTest, ::testing::ValuesIn(ScatterNDCases()),
+                         CaseName);
+INSTANTIATE_TEST_SUITE_P(ScatterElements, OpKernelTest,
+                         ::testing::ValuesIn(ScatterElementsCases()), CaseName);
+INSTANTIATE_TEST_SUITE_P(OneHot, OpKernelTest, ::testing::ValuesIn(OneHotCases()), CaseName);
+INSTANTIATE_TEST_SUITE_P(TopK, OpKernelTest, ::testing::ValuesIn(TopKCases()), CaseName);
+
 // The cases whose inputs are all float32, Cast aside (its own special values
 // are in CastSpecialCases): the special-value sweep. Their outputs are
 // float32, bool for the comparisons and IsNaN / IsInf, or int64 for ArgMax
@@ -1182,6 +1479,16 @@ INSTANTIATE_TEST_SUITE_P(PRelu, OpKernelSpecialValuesTest,
                          ::testing::ValuesIn(FloatCases(PReluCases())), CaseName);
 INSTANTIATE_TEST_SUITE_P(Concat, OpKernelSpecialValuesTest,
                          ::testing::ValuesIn(FloatCases(ConcatCases())), CaseName);
+INSTANTIATE_TEST_SUITE_P(Tile, OpKernelSpecialValuesTest,
+                         ::testing::ValuesIn(FloatCases(TileCases())), CaseName);
+INSTANTIATE_TEST_SUITE_P(Trilu, OpKernelSpecialValuesTest,
+                         ::testing::ValuesIn(FloatCases(TriluCases())), CaseName);
+INSTANTIATE_TEST_SUITE_P(ScatterND, OpKernelSpecialValuesTest,
+                         ::testing::ValuesIn(Float32DataCases(ScatterNDCases())), CaseName);
+INSTANTIATE_TEST_SUITE_P(ScatterElements, OpKernelSpecialValuesTest,
+                         ::testing::ValuesIn(Float32DataCases(ScatterElementsCases())), CaseName);
+INSTANTIATE_TEST_SUITE_P(TopK, OpKernelSpecialValuesTest,
+                         ::testing::ValuesIn(Float32DataCases(TopKCases())), CaseName);
 
 // ------------------------------------------------- capture into a CUDA graph
 

@@ -7,11 +7,13 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status.h"
+#include "runtime/data_movement_params.h"
 #include "runtime/host/kernel_args.h"
 
 namespace graphserve {
@@ -21,6 +23,13 @@ namespace {
 // ---------------------------------------------------------------------------
 // Data movement
 // ---------------------------------------------------------------------------
+
+// Product of dims[begin, end).
+int64_t DimsProduct(const Dims& dims, size_t begin, size_t end) {
+  int64_t product = 1;
+  for (size_t d = begin; d < end; ++d) product *= dims[d];
+  return product;
+}
 
 // Identity, Reshape, Flatten, Squeeze, Unsqueeze: the same bytes, new dims.
 absl::Status RunReinterpret(const HostKernelArgs& args) {
@@ -275,6 +284,366 @@ absl::Status RunGatherND(const HostKernelArgs& args) {
   return absl::OkStatus();
 }
 
+// Tile: output element c reads the input at c mod the input's dims. An
+// odometer over the output keeps the input offset, wrapping each input
+// coordinate as the output coordinate passes a whole copy of its dim.
+absl::Status RunTile(const HostKernelArgs& args) {
+  const HostTensor& in = args.in(0);
+  HostTensor& out = args.out(0);
+  RETURN_IF_ERROR(RequireSameDType(args, in, out));
+  const Dims& in_dims = in.dims();
+  const Dims& out_dims = out.dims();
+  bool valid = in_dims.size() == out_dims.size();
+  for (size_t d = 0; valid && d < in_dims.size(); ++d) {
+    valid = in_dims[d] == 0 ? out_dims[d] == 0 : out_dims[d] % in_dims[d] == 0;
+  }
+  if (!valid) {
+    return args.Invalid("output ", DimsToString(out_dims), " does not repeat input ",
+                        DimsToString(in_dims));
+  }
+  const int64_t rank = static_cast<int64_t>(in_dims.size());
+  const std::vector<int64_t> strides = DenseStrides(in_dims);
+  const size_t size = DTypeSize(in.dtype());
+  const auto* src = static_cast<const std::byte*>(in.raw());
+  auto* dst = static_cast<std::byte*>(out.raw());
+  std::vector<int64_t> out_index(rank, 0);
+  std::vector<int64_t> in_index(rank, 0);
+  int64_t offset = 0;
+  for (int64_t i = 0, n = out.num_elements(); i < n; ++i) {
+    std::memcpy(dst + i * size, src + offset * size, size);
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      ++out_index[d];
+      ++in_index[d];
+      offset += strides[d];
+      if (in_index[d] == in_dims[d]) {
+        in_index[d] = 0;
+        offset -= strides[d] * in_dims[d];
+      }
+      if (out_index[d] < out_dims[d]) break;
+      out_index[d] = 0;  // a multiple of in_dims[d]: in_index[d] wrapped to 0 with it
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Trilu over the two innermost dims [rows, cols] of each matrix: element
+// (i, j) is kept where j - i >= k (upper) or j - i <= k (lower), else zero.
+// Every row keeps one contiguous run of columns; zero is all-zero bytes in
+// every type of the datatype table.
+absl::Status RunTrilu(const HostKernelArgs& args) {
+  const HostTensor& in = args.in(0);
+  HostTensor& out = args.out(0);
+  RETURN_IF_ERROR(CheckUnaryOperand(args));
+  const Dims& dims = in.dims();
+  const size_t rank = dims.size();
+  if (rank < 2 || out.dims() != dims) {
+    return args.Invalid("input ", DimsToString(dims), " and output ", DimsToString(out.dims()),
+                        " should be one shape of rank >= 2");
+  }
+  const int64_t rows = dims[rank - 2];
+  const int64_t cols = dims[rank - 1];
+  const bool upper = IntAttr(args.node.attributes, "upper") != 0;
+  const int64_t k = IntAttr(args.node.attributes, "k");
+  if (k < -rows || k > cols) {
+    return args.Invalid("k ", k, " is outside [", -rows, ", ", cols, "], where binding clamps it");
+  }
+  const size_t size = DTypeSize(in.dtype());
+  const size_t row_bytes = static_cast<size_t>(cols) * size;
+  const int64_t matrix_rows = cols == 0 ? 0 : in.num_elements() / cols;  // of every matrix
+  const auto* src = static_cast<const std::byte*>(in.raw());
+  auto* dst = static_cast<std::byte*>(out.raw());
+  for (int64_t r = 0; r < matrix_rows; ++r) {
+    const int64_t i = r % rows;
+    // Kept columns [begin, end): upper j >= i + k, lower j <= i + k.
+    const int64_t begin = upper ? std::clamp<int64_t>(i + k, 0, cols) : 0;
+    const int64_t end = upper ? cols : std::clamp<int64_t>(i + k + 1, 0, cols);
+    std::byte* row = dst + r * row_bytes;
+    std::memset(row, 0, row_bytes);
+    if (end > begin) {
+      std::memcpy(row + begin * size, src + r * row_bytes + begin * size, (end - begin) * size);
+    }
+  }
+  return absl::OkStatus();
+}
+
+// ---------------------------------------------------------------------------
+// Scatters
+// ---------------------------------------------------------------------------
+
+template <typename T>
+bool IsNaNValue(T x) {
+  if constexpr (std::is_floating_point_v<decltype(Widen(x))>) {
+    return std::isnan(Widen(x));
+  } else {
+    return false;
+  }
+}
+
+// One update combined with the element it lands on (ScatterReduction's
+// comment says how). The CUDA kernels' Combine computes the same.
+template <typename T>
+T Combine(ScatterReduction reduction, T current, T update) {
+  using Wide = decltype(Widen(current));
+  const Wide a = Widen(current);
+  const Wide b = Widen(update);
+  switch (reduction) {
+    case ScatterReduction::kNone:
+      return update;
+    case ScatterReduction::kAdd:
+    case ScatterReduction::kMul:
+      if constexpr (std::is_floating_point_v<Wide>) {
+        return static_cast<T>(reduction == ScatterReduction::kAdd ? a + b : a * b);
+      } else {
+        // In uint64, where overflow wraps, then truncated to T's width.
+        const uint64_t x = static_cast<uint64_t>(a);
+        const uint64_t y = static_cast<uint64_t>(b);
+        return static_cast<T>(reduction == ScatterReduction::kAdd ? x + y : x * y);
+      }
+    case ScatterReduction::kMax:
+    case ScatterReduction::kMin:
+      if (IsNaNValue(current)) return current;
+      if (IsNaNValue(update)) return update;
+      return (reduction == ScatterReduction::kMax ? b > a : b < a) ? update : current;
+  }
+  return update;
+}
+
+absl::StatusOr<ScatterReduction> ReductionOf(const HostKernelArgs& args, DType dtype) {
+  const int64_t value = IntAttr(args.node.attributes, "reduction");
+  if (value < 0 || value >= kScatterReductionCount) {
+    return args.Invalid("reduction ", value, " is not a ScatterReduction");
+  }
+  const auto reduction = static_cast<ScatterReduction>(value);
+  if (reduction != ScatterReduction::kNone && dtype == DType::kBool) {
+    return args.Invalid("reduction '", kScatterReductionNames[value], "' on bool data");
+  }
+  return reduction;
+}
+
+// ScatterND: the output is the data with each index tuple's slice replaced
+// by (or reduced with) its slice of the updates, tuples in order.
+absl::Status RunScatterND(const HostKernelArgs& args) {
+  const HostTensor& data = args.in(0);
+  const HostTensor& indices = args.in(1);
+  const HostTensor& updates = args.in(2);
+  HostTensor& out = args.out(0);
+  RETURN_IF_ERROR(RequireSameDType(args, data, out));
+  RETURN_IF_ERROR(RequireSameDType(args, data, updates));
+  RETURN_IF_ERROR(RequireDType(args, indices, DType::kInt64, "indices"));
+  ASSIGN_OR_RETURN(const ScatterReduction reduction, ReductionOf(args, data.dtype()));
+  const Dims& dims = data.dims();
+  const int64_t rank = static_cast<int64_t>(dims.size());
+  const int64_t count = indices.dims().empty() ? 0 : indices.dims().back();
+  bool valid = count >= 1 && count <= rank && out.dims() == dims;
+  if (valid) {  // updates: indices.shape[:-1] + data.shape[count:]
+    Dims expected(indices.dims().begin(), indices.dims().end() - 1);
+    expected.insert(expected.end(), dims.begin() + count, dims.end());
+    valid = updates.dims() == expected;
+  }
+  if (!valid) {
+    return args.Invalid("data ", DimsToString(dims), ", indices ", DimsToString(indices.dims()),
+                        ", updates ", DimsToString(updates.dims()), " and output ",
+                        DimsToString(out.dims()), " disagree");
+  }
+  if (data.bytes() > 0) std::memcpy(out.raw(), data.raw(), data.bytes());
+  const std::vector<int64_t> strides = DenseStrides(dims);
+  const int64_t tuples = NumElements(indices.dims()) / count;
+  const int64_t slice = count == rank ? 1 : strides[count - 1];
+  const int64_t* index_data = indices.data<int64_t>();
+  return VisitAny(args, data.dtype(), [&](auto tag) -> absl::Status {
+    using T = decltype(tag);
+    const T* src = updates.data<T>();
+    T* dst = out.data<T>();
+    for (int64_t t = 0; t < tuples; ++t) {
+      int64_t offset = 0;
+      for (int64_t j = 0; j < count; ++j) {
+        int64_t index = index_data[t * count + j];
+        if (index < 0) index += dims[j];
+        if (index < 0 || index >= dims[j]) {
+          return args.Invalid("index ", index_data[t * count + j], " out of range for dim ", j,
+                              " of size ", dims[j]);
+        }
+        offset += index * strides[j];
+      }
+      for (int64_t e = 0; e < slice; ++e) {
+        dst[offset + e] = Combine(reduction, dst[offset + e], src[t * slice + e]);
+      }
+    }
+    return absl::OkStatus();
+  });
+}
+
+// ScatterElements: update i (walking the indices' dims in order) lands on
+// the output at its own coordinates with coordinate `axis` replaced by
+// indices[i].
+absl::Status RunScatterElements(const HostKernelArgs& args) {
+  const HostTensor& data = args.in(0);
+  const HostTensor& indices = args.in(1);
+  const HostTensor& updates = args.in(2);
+  HostTensor& out = args.out(0);
+  RETURN_IF_ERROR(RequireSameDType(args, data, out));
+  RETURN_IF_ERROR(RequireSameDType(args, data, updates));
+  RETURN_IF_ERROR(RequireDType(args, indices, DType::kInt64, "indices"));
+  ASSIGN_OR_RETURN(const ScatterReduction reduction, ReductionOf(args, data.dtype()));
+  const int64_t axis = IntAttr(args.node.attributes, "axis");
+  const Dims& dims = data.dims();
+  const int64_t rank = static_cast<int64_t>(dims.size());
+  bool valid = axis >= 0 && axis < rank && indices.dims().size() == dims.size() &&
+               updates.dims() == indices.dims() && out.dims() == dims;
+  for (int64_t d = 0; valid && d < rank; ++d) valid = d == axis || indices.dims()[d] <= dims[d];
+  if (!valid) {
+    return args.Invalid("data ", DimsToString(dims), ", indices ", DimsToString(indices.dims()),
+                        ", updates ", DimsToString(updates.dims()), ", output ",
+                        DimsToString(out.dims()), " and axis ", axis, " disagree");
+  }
+  if (data.bytes() > 0) std::memcpy(out.raw(), data.raw(), data.bytes());
+  const std::vector<int64_t> strides = DenseStrides(dims);
+  std::vector<int64_t> walk_strides = strides;
+  walk_strides[axis] = 0;  // the axis coordinate comes from the index
+  const int64_t axis_dim = dims[axis];
+  const int64_t* index_data = indices.data<int64_t>();
+  return VisitAny(args, data.dtype(), [&](auto tag) -> absl::Status {
+    using T = decltype(tag);
+    const T* src = updates.data<T>();
+    T* dst = out.data<T>();
+    StridedWalker<1> walker(indices.dims(), {StridedView{0, walk_strides}});
+    for (int64_t i = 0, n = indices.num_elements(); i < n; ++i, walker.Next()) {
+      int64_t index = index_data[i];
+      if (index < 0) index += axis_dim;
+      if (index < 0 || index >= axis_dim) {
+        return args.Invalid("index ", index_data[i], " out of range for axis ", axis,
+                            " of size ", axis_dim);
+      }
+      T& target = dst[walker.offset(0) + index * strides[axis]];
+      target = Combine(reduction, target, src[i]);
+    }
+    return absl::OkStatus();
+  });
+}
+
+// ---------------------------------------------------------------------------
+// OneHot and TopK
+// ---------------------------------------------------------------------------
+
+// OneHot: the output viewed as [outer, depth, inner] (depth at `axis`),
+// indices as [outer, inner]; out[o, d, i] is values[1] (on) where index
+// (o, i) is d, values[0] (off) elsewhere. A negative index counts from the
+// end when wrap_negative is set (opset 11); an index outside the range
+// gives a row of off values, as ONNX says.
+absl::Status RunOneHot(const HostKernelArgs& args) {
+  const HostTensor& indices = args.in(0);
+  const HostTensor& values = args.in(1);
+  HostTensor& out = args.out(0);
+  RETURN_IF_ERROR(RequireDType(args, indices, DType::kInt64, "indices"));
+  RETURN_IF_ERROR(RequireSameDType(args, values, out));
+  const int64_t axis = IntAttr(args.node.attributes, "axis");
+  const bool wrap_negative = IntAttr(args.node.attributes, "wrap_negative") != 0;
+  const Dims& index_dims = indices.dims();
+  const Dims& dims = out.dims();
+  bool valid = values.num_elements() == 2 && dims.size() == index_dims.size() + 1 && axis >= 0 &&
+               axis < static_cast<int64_t>(dims.size());
+  for (size_t d = 0; valid && d < index_dims.size(); ++d) {
+    valid = index_dims[d] == dims[d < static_cast<size_t>(axis) ? d : d + 1];
+  }
+  if (!valid) {
+    return args.Invalid("indices ", DimsToString(index_dims), ", values ",
+                        DimsToString(values.dims()), ", output ", DimsToString(dims), " and axis ",
+                        axis, " disagree");
+  }
+  const int64_t depth = dims[axis];
+  const int64_t inner = DimsProduct(index_dims, axis, index_dims.size());
+  const size_t size = DTypeSize(values.dtype());
+  const auto* off = static_cast<const std::byte*>(values.raw());
+  const std::byte* on = off + size;
+  const int64_t* index_data = indices.data<int64_t>();
+  auto* dst = static_cast<std::byte*>(out.raw());
+  for (int64_t e = 0, n = out.num_elements(); e < n; ++e) {
+    const int64_t i = e % inner;
+    const int64_t o = e / inner / depth;
+    const int64_t d = e / inner % depth;
+    int64_t index = index_data[o * inner + i];
+    if (index < 0 && wrap_negative) index += depth;
+    std::memcpy(dst + e * size, index == d ? on : off, size);
+  }
+  return absl::OkStatus();
+}
+
+// Note [TopK order]
+// ~~~~~~~~~~~~~~~~~
+// TopK returns the first k elements of each line in one strict total order:
+// by value (descending for largest, ascending otherwise), equal values by
+// the lower index (ONNX's tie rule), -0 equal to +0, and NaN above every
+// number, so NaNs come first in the largest and last in the smallest, among
+// themselves by index. That is how numpy's sort and PyTorch's topk place
+// NaN. ONNX Runtime has no consistent order for NaN (its CPU comparator is
+// no strict weak order: measured with onnxruntime 1.31, [1, NaN, 3, NaN, 2]
+// gives 3 as the largest but NaN first among the top 3), so it cannot be
+// matched; a total order also makes the CUDA kernel's output identical to
+// the host's. The output is always sorted; 'sorted' = 0 allows any order.
+
+// Whether element (a, index ia) comes before (b, ib) in the Note's order.
+template <typename T>
+bool ComesFirst(T a, int64_t ia, T b, int64_t ib, bool largest) {
+  const bool a_nan = IsNaNValue(a);
+  const bool b_nan = IsNaNValue(b);
+  if (a_nan || b_nan) {
+    if (a_nan != b_nan) return largest ? a_nan : b_nan;
+    return ia < ib;
+  }
+  const auto x = Widen(a);
+  const auto y = Widen(b);
+  if (x != y) return largest ? x > y : x < y;
+  return ia < ib;
+}
+
+absl::Status RunTopK(const HostKernelArgs& args) {
+  const HostTensor& in = args.in(0);
+  HostTensor& values = args.out(0);
+  HostTensor* indices = args.has_output(1) ? &args.out(1) : nullptr;
+  RETURN_IF_ERROR(RequireSameDType(args, in, values));
+  if (indices != nullptr) RETURN_IF_ERROR(RequireDType(args, *indices, DType::kInt64, "indices"));
+  if (in.dtype() == DType::kBool) return UnsupportedDType(args, in.dtype());
+  const int64_t axis = IntAttr(args.node.attributes, "axis");
+  const bool largest = IntAttr(args.node.attributes, "largest") != 0;
+  const Dims& dims = in.dims();
+  const int64_t rank = static_cast<int64_t>(dims.size());
+  bool valid = axis >= 0 && axis < rank && values.dims().size() == dims.size() &&
+               (indices == nullptr || indices->dims() == values.dims());
+  for (int64_t d = 0; valid && d < rank; ++d) {
+    valid = d == axis ? values.dims()[d] <= dims[d] : values.dims()[d] == dims[d];
+  }
+  if (!valid) {
+    return args.Invalid("input ", DimsToString(dims), ", outputs ", DimsToString(values.dims()),
+                        " and axis ", axis, " disagree");
+  }
+  const int64_t n = dims[axis];
+  const int64_t k = values.dims()[axis];
+  const int64_t outer = DimsProduct(dims, 0, axis);
+  const int64_t inner = DimsProduct(dims, axis + 1, dims.size());
+  return VisitAny(args, in.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* src = in.data<T>();
+    T* dst = values.data<T>();
+    std::vector<int64_t> order(n);
+    for (int64_t line = 0; line < outer * inner; ++line) {
+      const int64_t o = line / inner;
+      const int64_t i = line % inner;
+      const T* x = src + o * n * inner + i;  // element j at x[j * inner]
+      for (int64_t j = 0; j < n; ++j) order[j] = j;
+      std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                        [&](int64_t a, int64_t b) {
+                          return ComesFirst(x[a * inner], a, x[b * inner], b, largest);
+                        });
+      for (int64_t j = 0; j < k; ++j) {
+        const int64_t to = (o * k + j) * inner + i;
+        dst[to] = x[order[j] * inner];
+        if (indices != nullptr) indices->data<int64_t>()[to] = order[j];
+      }
+    }
+    return absl::OkStatus();
+  });
+}
+
 }  // namespace
 
 absl::Status HostReinterpret(const HostKernelArgs& args) { return RunReinterpret(args); }
@@ -285,5 +654,11 @@ absl::Status HostExpand(const HostKernelArgs& args) { return RunExpand(args); }
 absl::Status HostGather(const HostKernelArgs& args) { return RunGather(args); }
 absl::Status HostGatherElements(const HostKernelArgs& args) { return RunGatherElements(args); }
 absl::Status HostGatherND(const HostKernelArgs& args) { return RunGatherND(args); }
+absl::Status HostTile(const HostKernelArgs& args) { return RunTile(args); }
+absl::Status HostTrilu(const HostKernelArgs& args) { return RunTrilu(args); }
+absl::Status HostScatterND(const HostKernelArgs& args) { return RunScatterND(args); }
+absl::Status HostScatterElements(const HostKernelArgs& args) { return RunScatterElements(args); }
+absl::Status HostOneHot(const HostKernelArgs& args) { return RunOneHot(args); }
+absl::Status HostTopK(const HostKernelArgs& args) { return RunTopK(args); }
 
 }  // namespace graphserve

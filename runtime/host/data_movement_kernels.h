@@ -1,7 +1,8 @@
 #pragma once
-// Host reference kernels, data movement family: Data movement:
-// reinterpretations (Identity, Reshape, Flatten, Squeeze, Unsqueeze), Concat,
-// Transpose, Slice, Expand, Gather. Each computes one canonical bound node
+// Host reference kernels, data movement family: reinterpretations
+// (Identity, Reshape, Flatten, Squeeze, Unsqueeze), Concat, Transpose, Slice,
+// Expand, the gathers and scatters, Tile, Trilu, OneHot and TopK. Each
+// computes one canonical bound node
 // (Note [Canonical bound nodes]); the op registry
 // (runtime/ops/data_movement.cc) names them.
 
@@ -19,5 +20,11 @@ absl::Status HostExpand(const HostKernelArgs& args);
 absl::Status HostGather(const HostKernelArgs& args);
 absl::Status HostGatherElements(const HostKernelArgs& args);
 absl::Status HostGatherND(const HostKernelArgs& args);
+absl::Status HostTile(const HostKernelArgs& args);
+absl::Status HostTrilu(const HostKernelArgs& args);
+absl::Status HostScatterND(const HostKernelArgs& args);
+absl::Status HostScatterElements(const HostKernelArgs& args);
+absl::Status HostOneHot(const HostKernelArgs& args);
+absl::Status HostTopK(const HostKernelArgs& args);
 
 }  // namespace graphserve

@@ -20,6 +20,7 @@
 #include "absl/strings/str_join.h"
 #include "common/status.h"
 #include "runtime/bind_context.h"
+#include "runtime/data_movement_params.h"
 #include "runtime/host/data_movement_kernels.h"
 #include "runtime/ops/families.h"
 
@@ -434,6 +435,321 @@ absl::Status BindGatherND(BindContext& ctx) {
                         std::move(out));
 }
 
+// The element count of `dims`, or an error when it overflows int64 (a Tile
+// or OneHot whose plan-time operands ask for more than any memory holds).
+absl::Status CheckCountable(const BindContext& ctx, const Dims& dims) {
+  int64_t count = 1;
+  for (int64_t dim : dims) {
+    if (__builtin_mul_overflow(count, dim, &count)) {
+      return ctx.Error("output dims ", DimsToString(dims), " hold more than 2^63 elements");
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Tile: the repeats known at plan time; the canonical node keeps the input
+// only, and its output dims are the input's times the repeats.
+absl::Status BindTile(BindContext& ctx) {
+  const Dims& dims = ctx.in_dims(0);
+  ASSIGN_OR_RETURN(const std::vector<int64_t> repeats, ctx.ConstantInts(1));
+  if (repeats.size() != dims.size()) {
+    return ctx.Error("repeats [", absl::StrJoin(repeats, ","), "] should have one entry per dim of ",
+                     DimsToString(dims));
+  }
+  Dims out(dims.size());
+  for (size_t d = 0; d < dims.size(); ++d) {
+    if (repeats[d] < 0 || __builtin_mul_overflow(dims[d], repeats[d], &out[d])) {
+      return ctx.Error("repeats [", absl::StrJoin(repeats, ","), "] has a negative or huge entry");
+    }
+  }
+  RETURN_IF_ERROR(CheckCountable(ctx, out));
+  return ctx.EmitSimple({ctx.input(0)}, {}, ctx.in_dtype(0), std::move(out));
+}
+
+// Trilu: the diagonal offset k known at plan time (0 when omitted),
+// canonical as an attribute clamped to [-rows, cols], beyond which nothing
+// changes: every element kept or every one zeroed.
+absl::Status BindTrilu(BindContext& ctx) {
+  const Dims& dims = ctx.in_dims(0);
+  const size_t rank = dims.size();
+  if (rank < 2) return ctx.Error("input should have rank >= 2, got ", DimsToString(dims));
+  ASSIGN_OR_RETURN(const int64_t upper, ctx.IntAttrOr("upper", 1));
+  int64_t k = 0;
+  if (ctx.has_input(1)) {
+    ASSIGN_OR_RETURN(const std::vector<int64_t> given, ctx.ConstantInts(1));
+    if (given.size() != 1) {
+      return ctx.Error("k should hold one value, got [", absl::StrJoin(given, ","), "]");
+    }
+    k = given[0];
+  }
+  k = std::clamp<int64_t>(k, -dims[rank - 2], dims[rank - 1]);
+  return ctx.EmitSimple({ctx.input(0)}, {{"upper", int64_t{upper != 0}}, {"k", k}},
+                        ctx.in_dtype(0), dims);
+}
+
+// The 'reduction' attribute of ScatterND and ScatterElements: none, add and
+// mul from opset 16, max and min from 18; arithmetic on bool is refused.
+absl::StatusOr<ScatterReduction> ReductionAttr(const BindContext& ctx) {
+  ASSIGN_OR_RETURN(const std::string name, ctx.StringAttrOr("reduction", "none"));
+  for (int64_t i = 0; i < kScatterReductionCount; ++i) {
+    if (name != kScatterReductionNames[i]) continue;
+    const auto reduction = static_cast<ScatterReduction>(i);
+    if (reduction == ScatterReduction::kNone) return reduction;
+    const bool extremum = reduction == ScatterReduction::kMax || reduction == ScatterReduction::kMin;
+    const int64_t since = extremum ? 18 : 16;
+    if (ctx.opset() < since) {
+      return ctx.Error("reduction '", name, "' needs opset ", since, ", the model imports ",
+                       ctx.opset());
+    }
+    if (ctx.in_dtype(0) == DType::kBool) {
+      return ctx.Unsupported("reduction '", name, "' on bool data");
+    }
+    return reduction;
+  }
+  return ctx.Error("reduction '", name, "' is not one of none, add, mul, max, min");
+}
+
+// int64 indices: int32 ones are cast (one Cast node) so that kernels read
+// one index type.
+absl::StatusOr<ValueId> Int64Indices(BindContext& ctx, size_t input) {
+  if (ctx.in_dtype(input) == DType::kInt64) return ctx.input(input);
+  return ctx.EmitHelper("indices_int64", "Cast", {ctx.input(input)},
+                        {{"to", static_cast<int64_t>(DType::kInt64)}}, DType::kInt64,
+                        ctx.in_dims(input));
+}
+
+// ScatterND: int64 index tuples of length k = indices.shape[-1] address
+// slices data.shape[k:] that updates (indices.shape[:-1] + data.shape[k:])
+// replace or reduce into. Constant indices are checked here.
+absl::Status BindScatterND(BindContext& ctx) {
+  RETURN_IF_ERROR(ctx.CheckDType(1, {DType::kInt64}));
+  RETURN_IF_ERROR(ctx.CheckSameDType(0, 2));
+  const Dims& data = ctx.in_dims(0);
+  const Dims& indices = ctx.in_dims(1);
+  const Dims& updates = ctx.in_dims(2);
+  const int64_t rank = static_cast<int64_t>(data.size());
+  const int64_t count = indices.empty() ? 0 : indices.back();
+  if (count < 1 || count > rank) {
+    return ctx.Error("indices ", DimsToString(indices), " should end in a tuple length in [1, ",
+                     rank, "] for data ", DimsToString(data));
+  }
+  Dims expected(indices.begin(), indices.end() - 1);
+  expected.insert(expected.end(), data.begin() + count, data.end());
+  if (updates != expected) {
+    return ctx.Error("updates ", DimsToString(updates), " should be ", DimsToString(expected),
+                     " for data ", DimsToString(data), " and indices ", DimsToString(indices));
+  }
+  ASSIGN_OR_RETURN(const ScatterReduction reduction, ReductionAttr(ctx));
+  if (ctx.is_constant(ctx.input(1))) {
+    const HostTensor& constant = *ctx.in(1).constant;
+    for (int64_t i = 0; i < constant.num_elements(); ++i) {
+      const int64_t index = constant.data<int64_t>()[i];
+      const int64_t dim = data[i % count];
+      if (index < -dim || index >= dim) {
+        return ctx.Error("index ", index, " is out of range for dim ", i % count, " of data ",
+                         DimsToString(data));
+      }
+    }
+  }
+  return ctx.EmitSimple(ctx.inputs(), {{"reduction", static_cast<int64_t>(reduction)}},
+                        ctx.in_dtype(0), data);
+}
+
+// ScatterElements: updates of the indices' dims (int64, or int32 cast to
+// it); update i lands at its own coordinates with coordinate `axis` replaced
+// by its index. Constant indices are checked here.
+absl::Status BindScatterElements(BindContext& ctx) {
+  RETURN_IF_ERROR(ctx.CheckDType(1, {DType::kInt64, DType::kInt32}));
+  RETURN_IF_ERROR(ctx.CheckSameDType(0, 2));
+  const Dims data = ctx.in_dims(0);  // copies: the Cast emitted below adds values
+  const Dims indices = ctx.in_dims(1);
+  const int64_t rank = static_cast<int64_t>(data.size());
+  if (rank == 0 || indices.size() != data.size() || ctx.in_dims(2) != indices) {
+    return ctx.Error("data ", DimsToString(data), ", indices ", DimsToString(indices),
+                     " and updates ", DimsToString(ctx.in_dims(2)),
+                     " should have one rank, at least 1, and updates the indices' dims");
+  }
+  ASSIGN_OR_RETURN(int64_t axis, ctx.IntAttrOr("axis", 0));
+  ASSIGN_OR_RETURN(axis, ctx.NormalizeAxis(axis, rank, "axis"));
+  for (int64_t d = 0; d < rank; ++d) {
+    if (d != axis && indices[d] > data[d]) {
+      return ctx.Error("indices ", DimsToString(indices), " exceed data ", DimsToString(data),
+                       " in dim ", d);
+    }
+  }
+  ASSIGN_OR_RETURN(const ScatterReduction reduction, ReductionAttr(ctx));
+  const DType dtype = ctx.in_dtype(0);
+  const ValueId data_id = ctx.input(0);
+  const ValueId updates_id = ctx.input(2);
+  ASSIGN_OR_RETURN(const ValueId index_id, Int64Indices(ctx, 1));
+  if (ctx.is_constant(index_id)) {
+    const HostTensor& constant = *ctx.value(index_id).constant;
+    for (int64_t i = 0; i < constant.num_elements(); ++i) {
+      const int64_t index = constant.data<int64_t>()[i];
+      if (index < -data[axis] || index >= data[axis]) {
+        return ctx.Error("index ", index, " is out of range for axis ", axis, " of data ",
+                         DimsToString(data));
+      }
+    }
+  }
+  return ctx.EmitSimple({data_id, index_id, updates_id},
+                        {{"axis", axis}, {"reduction", static_cast<int64_t>(reduction)}}, dtype,
+                        data);
+}
+
+// DepthToSpace and SpaceToDepth move whole blocks: each is a Transpose of a
+// 6-D view of its input (ONNX defines them so), bound as Reshape ->
+// Transpose -> Reshape. The Reshapes are aliases on the GPU, so the op costs
+// one Transpose kernel, and no kernel of its own is needed on either side.
+absl::Status EmitBlockTranspose(BindContext& ctx, Dims view, std::vector<int64_t> perm,
+                                Dims out) {
+  const DType dtype = ctx.in_dtype(0);
+  Dims moved_dims;
+  for (int64_t p : perm) moved_dims.push_back(view[p]);
+  ASSIGN_OR_RETURN(const ValueId blocks,
+                   ctx.EmitHelper("blocks", "Reshape", {ctx.input(0)}, {}, dtype, view));
+  ASSIGN_OR_RETURN(const ValueId moved,
+                   ctx.EmitHelper("moved", "Transpose", {blocks}, {{"perm", std::move(perm)}},
+                                  dtype, std::move(moved_dims)));
+  return ctx.EmitModelNode("Reshape", {moved}, {}, {OutputSpec{"", dtype, std::move(out)}});
+}
+
+// The required 'blocksize' of DepthToSpace and SpaceToDepth, at least 1.
+absl::StatusOr<int64_t> BlockSize(const BindContext& ctx) {
+  if (!ctx.has_attr("blocksize")) return ctx.Error("attribute 'blocksize' is required");
+  ASSIGN_OR_RETURN(const int64_t blocksize, ctx.IntAttrOr("blocksize", 1));
+  if (blocksize < 1) return ctx.Error("blocksize ", blocksize, " should be at least 1");
+  return blocksize;
+}
+
+absl::Status BindDepthToSpace(BindContext& ctx) {
+  const Dims& dims = ctx.in_dims(0);
+  if (dims.size() != 4) return ctx.Error("input should be [N, C, H, W], got ", DimsToString(dims));
+  ASSIGN_OR_RETURN(const int64_t b, BlockSize(ctx));
+  if (ctx.opset() < 11 && ctx.has_attr("mode")) {
+    return ctx.Error("attribute 'mode' needs opset 11, the model imports ", ctx.opset());
+  }
+  ASSIGN_OR_RETURN(const std::string mode, ctx.StringAttrOr("mode", "DCR"));
+  const int64_t n = dims[0], c = dims[1], h = dims[2], w = dims[3];
+  int64_t block = 0;  // b * b
+  if (__builtin_mul_overflow(b, b, &block) || c % block != 0) {
+    return ctx.Error("channels ", c, " are not a multiple of blocksize ", b, " squared");
+  }
+  const int64_t depth = c / block;
+  Dims out = {n, depth, h * b, w * b};
+  // Output [n, depth, h, b, w, b] reads channel (b1 * b + b2) * depth + c'
+  // (DCR: depth, then column, then row within the block) or
+  // (c' * b + b1) * b + b2 (CRD: row, column, then depth).
+  if (mode == "DCR") {
+    return EmitBlockTranspose(ctx, {n, b, b, depth, h, w}, {0, 3, 4, 1, 5, 2}, std::move(out));
+  }
+  if (mode == "CRD") {
+    return EmitBlockTranspose(ctx, {n, depth, b, b, h, w}, {0, 1, 4, 2, 5, 3}, std::move(out));
+  }
+  return ctx.Error("mode '", mode, "' is neither DCR nor CRD");
+}
+
+absl::Status BindSpaceToDepth(BindContext& ctx) {
+  const Dims& dims = ctx.in_dims(0);
+  if (dims.size() != 4) return ctx.Error("input should be [N, C, H, W], got ", DimsToString(dims));
+  ASSIGN_OR_RETURN(const int64_t b, BlockSize(ctx));
+  const int64_t n = dims[0], c = dims[1], h = dims[2], w = dims[3];
+  if (h % b != 0 || w % b != 0) {
+    return ctx.Error("height ", h, " and width ", w, " are not multiples of blocksize ", b);
+  }
+  // The inverse of DepthToSpace's DCR: channel (b1 * b + b2) * c + c'.
+  return EmitBlockTranspose(ctx, {n, c, h / b, b, w / b, b}, {0, 3, 5, 1, 2, 4},
+                            {n, c * b * b, h / b, w / b});
+}
+
+// The one value of constant input `input`, of any numeric type, as an
+// integer: OneHot's depth, which ONNX casts to int64 (truncating) when it is
+// a float.
+absl::StatusOr<int64_t> ConstantCount(const BindContext& ctx, size_t input) {
+  const BoundValue& v = ctx.in(input);
+  if (!v.is_constant() || v.constant->num_elements() != 1 || v.dtype == DType::kBool) {
+    return ctx.Error("input ", input, " '", v.name,
+                     "' should be one number known at plan time, got ", DTypeName(v.dtype), " ",
+                     DimsToString(v.dims));
+  }
+  const double value = VisitDType(v.dtype, [&](auto tag) {
+    return static_cast<double>(Widen(*v.constant->data<typename decltype(tag)::Host>()));
+  });
+  constexpr double kLimit = 9.2e18;  // below 2^63: the truncation stays in int64
+  if (!(std::fabs(value) < kLimit)) return ctx.Error("input ", input, " is ", value);
+  return static_cast<int64_t>(value);
+}
+
+// OneHot: depth known at plan time; indices of any numeric type, cast to
+// int64 (truncating, as ONNX says) when they are not; the output of the
+// values' type with depth inserted at `axis`. Indices outside [-depth,
+// depth) (opset 11; [0, depth) before, as OneHot-9 says) give a row of off
+// values. ONNX Runtime departs from the spec on both points (measured with
+// onnxruntime 1.31: it wraps negative indices at opset 9 too, and compares
+// float indices uncast, so -2.5 matches nothing where the spec's cast makes
+// it -2); GraphServe follows the spec.
+absl::Status BindOneHot(BindContext& ctx) {
+  if (ctx.in_dtype(0) == DType::kBool) return ctx.Error("indices should be numbers, got bool");
+  ASSIGN_OR_RETURN(const int64_t depth, ConstantCount(ctx, 1));
+  if (depth < 0) return ctx.Error("depth ", depth, " is negative");
+  if (NumElements(ctx.in_dims(2)) != 2) {
+    return ctx.Error("values should hold [off, on], got dims ", DimsToString(ctx.in_dims(2)));
+  }
+  const Dims indices = ctx.in_dims(0);
+  const int64_t out_rank = static_cast<int64_t>(indices.size()) + 1;
+  ASSIGN_OR_RETURN(int64_t axis, ctx.IntAttrOr("axis", -1));
+  ASSIGN_OR_RETURN(axis, ctx.NormalizeAxis(axis, out_rank, "axis"));
+  Dims out = indices;
+  out.insert(out.begin() + axis, depth);
+  RETURN_IF_ERROR(CheckCountable(ctx, out));
+  const DType dtype = ctx.in_dtype(2);
+  const ValueId values_id = ctx.input(2);
+  ASSIGN_OR_RETURN(const ValueId index_id, Int64Indices(ctx, 0));
+  return ctx.EmitSimple({index_id, values_id},
+                        {{"axis", axis}, {"wrap_negative", int64_t{ctx.opset() >= 11}}}, dtype,
+                        std::move(out));
+}
+
+// TopK: k known at plan time (an attribute before opset 10, input 1 from
+// it), canonical as the output dims; outputs the values and their int64
+// indices. The output is always sorted: 'sorted' = 0 leaves the order
+// undefined, which sorted order satisfies.
+absl::Status BindTopK(BindContext& ctx) {
+  if (ctx.in_dtype(0) == DType::kBool) return ctx.Error("input should be numbers, got bool");
+  const Dims& dims = ctx.in_dims(0);
+  const int64_t rank = static_cast<int64_t>(dims.size());
+  if (rank == 0) return ctx.Error("input should have rank >= 1, got a scalar");
+  ASSIGN_OR_RETURN(int64_t axis, ctx.IntAttrOr("axis", -1));
+  ASSIGN_OR_RETURN(axis, ctx.NormalizeAxis(axis, rank, "axis"));
+  int64_t k = 0;
+  if (ctx.opset() < 10) {
+    if (!ctx.has_attr("k")) return ctx.Error("attribute 'k' is required at opset ", ctx.opset());
+    ASSIGN_OR_RETURN(k, ctx.IntAttrOr("k", 0));
+  } else {
+    if (ctx.has_attr("k")) return ctx.Error("attribute 'k' is input 1 from opset 10");
+    ASSIGN_OR_RETURN(const std::vector<int64_t> given, ctx.ConstantInts(1));
+    if (given.size() != 1) {
+      return ctx.Error("K should hold one value, got [", absl::StrJoin(given, ","), "]");
+    }
+    k = given[0];
+  }
+  if (ctx.opset() < 11 && (ctx.has_attr("largest") || ctx.has_attr("sorted"))) {
+    return ctx.Error("attributes 'largest' and 'sorted' need opset 11, the model imports ",
+                     ctx.opset());
+  }
+  ASSIGN_OR_RETURN(const int64_t largest, ctx.IntAttrOr("largest", 1));
+  if (k < 0 || k > dims[axis]) {
+    return ctx.Error("k ", k, " is outside [0, ", dims[axis], "] for axis ", axis, " of ",
+                     DimsToString(dims));
+  }
+  Dims out = dims;
+  out[axis] = k;
+  return ctx.EmitModelNode(ctx.op(), {ctx.input(0)},
+                           {{"axis", axis}, {"largest", int64_t{largest != 0}}},
+                           {OutputSpec{"", ctx.in_dtype(0), out},
+                            OutputSpec{"", DType::kInt64, out}});
+}
+
 absl::Status BindReshape(BindContext& ctx) {
   const Dims& in = ctx.in_dims(0);
   std::vector<int64_t> shape;
@@ -692,6 +1008,82 @@ void AddDataMovementOps(std::vector<OpDef>& ops) {
                       .host = HostGatherND,
                       .kernel_inputs = {2, 2},
                       .summary = "any dtype; batch_dims; negative indices allowed"});
+  ops.push_back(OpDef{.name = "Tile",
+                      .family = "data_movement",
+                      .since_opset = 6,
+                      .arity = {{1, {2, 2}}},
+                      .plan_time_operands = {1},
+                      .bind = BindTile,
+                      .host = HostTile,
+                      .summary = "any dtype; repeats known at plan time"});
+  ops.back().input_names = {"input", "repeats"};
+  ops.push_back(OpDef{.name = "Trilu",
+                      .family = "data_movement",
+                      .since_opset = 14,
+                      .attributes = {"upper"},
+                      .arity = {{1, {1, 2}}},
+                      .plan_time_operands = {1},
+                      .bind = BindTrilu,
+                      .host = HostTrilu,
+                      .summary = "any dtype; k known at plan time"});
+  ops.back().input_names = {"input", "k"};
+  ops.push_back(OpDef{.name = "ScatterND",
+                      .family = "data_movement",
+                      .since_opset = 11,
+                      .attributes = {"reduction"},
+                      .arity = {{1, {3, 3}}},
+                      .bind = BindScatterND,
+                      .host = HostScatterND,
+                      .kernel_inputs = {3, 3},
+                      .summary = "any dtype; reduction none, add, mul, max, min (not on bool); "
+                                 "negative indices allowed"});
+  ops.back().input_names = {"data", "indices", "updates"};
+  ops.push_back(OpDef{.name = "ScatterElements",
+                      .family = "data_movement",
+                      .since_opset = 11,
+                      .attributes = {"axis", "reduction"},
+                      .arity = {{1, {3, 3}}},
+                      .bind = BindScatterElements,
+                      .host = HostScatterElements,
+                      .kernel_inputs = {3, 3},
+                      .summary = "any dtype; int64 or int32 indices, negative allowed; reduction "
+                                 "none, add, mul, max, min (not on bool)"});
+  ops.back().input_names = {"data", "indices", "updates"};
+  ops.push_back(OpDef{.name = "DepthToSpace",
+                      .family = "data_movement",
+                      .attributes = {"blocksize", "mode"},
+                      .arity = one,
+                      .bind = BindDepthToSpace,
+                      .summary = "any dtype; DCR and CRD; a Transpose of a 6-D view"});
+  ops.push_back(OpDef{.name = "SpaceToDepth",
+                      .family = "data_movement",
+                      .attributes = {"blocksize"},
+                      .arity = one,
+                      .bind = BindSpaceToDepth,
+                      .summary = "any dtype; a Transpose of a 6-D view"});
+  ops.push_back(OpDef{.name = "OneHot",
+                      .family = "data_movement",
+                      .since_opset = 9,
+                      .attributes = {"axis"},
+                      .arity = {{1, {3, 3}}},
+                      .plan_time_operands = {1},
+                      .bind = BindOneHot,
+                      .host = HostOneHot,
+                      .kernel_inputs = {2, 2},
+                      .summary = "values of any dtype; numeric indices (cast to int64); depth "
+                                 "known at plan time"});
+  ops.back().input_names = {"indices", "depth", "values"};
+  ops.push_back(OpDef{.name = "TopK",
+                      .family = "data_movement",
+                      .attributes = {"axis", "k", "largest", "sorted"},
+                      .arity = {{1, {1, 1}}, {10, {2, 2}}},
+                      .plan_time_operands = {1},
+                      .bind = BindTopK,
+                      .host = HostTopK,
+                      .kernel_max_outputs = 2,
+                      .summary = "numeric dtypes; K known at plan time; always sorted, ties to "
+                                 "the lower index, NaN above every number"});
+  ops.back().input_names = {"X", "K"};
 }
 
 }  // namespace graphserve
