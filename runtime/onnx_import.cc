@@ -299,17 +299,22 @@ absl::StatusOr<Model> ConvertModel(const onnx::ModelProto& proto, const std::str
 // and then, where libonnx 1.12 knows the file (IR <= 8, opset <= 17, no
 // external data, which its checker looks for in the process's working
 // directory), its checker and strict shape inference as a second opinion.
-// kMaxOpset is 25 because the default domain's changes from 18 to 25 were
-// reviewed against the registry: for the ops GraphServe runs they add types
-// (int4, float8, float4, 2-bit) or inputs and modes that the registry's arity
-// and bind rules refuse (Pad's wrap mode, pooling dilations, ReduceMax's and
-// ReduceMin's bool at 20), except the Reduce* ops' axes input (18) and
-// Split's num_outputs (18), which binding implements, and Cast's saturate
-// (19), which concerns float8 targets only; the activations' versions 22
-// (Elu, Selu, Softplus, Mish, Sin, Round, ...) add types alone. 26 and later
-// are refused until they are reviewed the same way.
+// kMaxOpset is 28 (what onnx 1.23 writes by default) because the default
+// domain's changes from 18 to 28 were reviewed against the registry (each
+// op's schema diffed between versions): for the ops GraphServe runs they add
+// types (int4, float8, float6, float4, 2-bit) or inputs and modes that the
+// registry's arity and bind rules refuse (Pad's wrap mode, pooling
+// dilations), except ReduceMean's axes input (18) and Split's num_outputs
+// (18), which binding implements, Cast's saturate (19), which concerns float8
+// targets only, Range's stash_type (27: binding computes the 16-bit floats'
+// range in float, stash_type 1, and refuses 0), SpaceToDepth's mode (28: DCR
+// and CRD both bound) and Mod's fmod=0 for floats (28: floor division, on
+// both executors; refused before 28, where ONNX leaves it undefined). New ops
+// of 26-28 (BitCast, CumProd, SwiGLU, LinearAttention, ...) are refused by
+// name as any unsupported op is. Later opsets are refused until they are
+// reviewed the same way.
 constexpr int64_t kMaxIrVersion = 14;
-constexpr int64_t kMaxOpset = 25;
+constexpr int64_t kMaxOpset = 28;
 constexpr int64_t kLibOnnxMaxIrVersion = 8;
 constexpr int64_t kLibOnnxMaxOpset = 17;
 

@@ -1,5 +1,5 @@
 #pragma once
-// ONNX import: a model file of IR version <= 14 and default-domain opset <= 25,
+// ONNX import: a model file of IR version <= 14 and default-domain opset <= 28,
 // checked (Note [Model files of today] in onnx_import.cc), converted into
 // GraphServe's IR (runtime/ir.h).
 

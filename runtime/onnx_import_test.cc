@@ -324,7 +324,7 @@ TEST(OnnxImportTest, CheckerFailureIsInvalidArgument) {
 // Note [Model files of today]: what onnx >= 1.14 and torch's dynamo exporter
 // write (IR 10, opset 20) imports; newer versions are refused by name.
 TEST(OnnxImportTest, TodaysIrVersionsAndOpsetsImport) {
-  for (const auto& [ir, opset] : {std::pair<int64_t, int64_t>{10, 20}, {14, 25}, {9, 18}}) {
+  for (const auto& [ir, opset] : {std::pair<int64_t, int64_t>{10, 20}, {14, 25}, {14, 28}, {9, 18}}) {
     onnx::ModelProto proto = SmallModel();
     proto.set_ir_version(ir);
     proto.mutable_opset_import(0)->set_version(opset);
@@ -339,11 +339,11 @@ TEST(OnnxImportTest, TodaysIrVersionsAndOpsetsImport) {
   EXPECT_THAT(std::string(model.status().message()),
               HasSubstr("has IR version 15; GraphServe reads up to 14"));
   onnx::ModelProto future_opset = SmallModel();
-  future_opset.mutable_opset_import(0)->set_version(26);
+  future_opset.mutable_opset_import(0)->set_version(29);
   model = Import(future_opset);
   EXPECT_EQ(model.status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_THAT(std::string(model.status().message()),
-              HasSubstr("imports opset 26 of the default domain; GraphServe implements up to 25"));
+              HasSubstr("imports opset 29 of the default domain; GraphServe implements up to 28"));
 }
 
 TEST(OnnxImportTest, ShapeInferenceFailureIsInvalidArgument) {

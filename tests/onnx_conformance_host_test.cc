@@ -3,11 +3,13 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "runtime/host/host_executor.h"
 #include "tests/node_test_runner.h"
@@ -67,6 +69,33 @@ TEST(OnnxNodeTestData, PassesAtLeastTheFloor) {
   ASSERT_TRUE(summary.ok()) << summary.status();
   EXPECT_EQ(summary->failed, 0) << log.str();
   EXPECT_GE(summary->passed, kMinPassed) << log.str();
+}
+
+// The node tests of a newer ONNX (the venv's pinned onnx, 1.23.2: opsets up
+// to 28), which its wheel ships as definitions only: written to the test's
+// scratch folder by tests/make_onnx_node_tests.py, then run like Debian's.
+// 900 measured on the host (2026-11-28) of 1855 written; raise it with the
+// passes, as kMinPassed.
+constexpr int kMinPassedNewerOnnx = 900;
+
+TEST(OnnxNodeTestData, NewerOnnxPassesAtLeastItsFloor) {
+  const char* python = std::getenv("GRAPHSERVE_PYTHON");
+  ASSERT_NE(python, nullptr)
+      << "run with --test_env=GRAPHSERVE_PYTHON=$PWD/.pyenv/bin/python (deploy/setup.sh "
+         "installs the pinned onnx there), as the README's test command does";
+  const char* scratch = std::getenv("TEST_TMPDIR");
+  const std::string data_dir =
+      (std::filesystem::path(scratch != nullptr ? scratch : "/tmp") / "onnx_node_tests").string();
+  const std::string command = absl::StrCat(python, " tests/make_onnx_node_tests.py ", data_dir);
+  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  ConformanceOptions options;
+  options.data_dir = data_dir;
+  options.make_executor = MakeHostExecutor;
+  std::ostringstream log;
+  absl::StatusOr<ConformanceSummary> summary = RunConformance(options, log);
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  EXPECT_EQ(summary->failed, 0) << log.str();
+  EXPECT_GE(summary->passed, kMinPassedNewerOnnx) << log.str();
 }
 
 }  // namespace

@@ -229,14 +229,10 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeBinary(const CudaKernelContext
   }
   BinaryOp op = info.op;
   if (op == BinaryOp::kMod) {
-    // Note [Canonical bound nodes]: fmod=1 for both dtypes, fmod=0 for int64.
+    // Note [Canonical bound nodes]: fmod=1 truncates, fmod=0 floors.
     ASSIGN_OR_RETURN(const int64_t fmod, GetIntAttr(node.attributes, "fmod", 0));
     if (fmod != 0 && fmod != 1) {
       return Invalid(node, absl::StrCat("attribute fmod should be 0 or 1, got ", fmod));
-    }
-    if (fmod == 0 && a.dtype == DType::kFloat32) {
-      return Invalid(node, absl::StrCat("fmod=0 is integer modulo; value '", a.name, "' is ",
-                                        DTypeName(a.dtype)));
     }
     if (fmod == 1) op = BinaryOp::kFmod;
   }

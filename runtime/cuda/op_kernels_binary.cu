@@ -44,9 +44,15 @@ struct FmodFn {
     return b == 0 || b == -1 ? T(0) : a % b;
   }
 };
-// Mod with fmod=0, integers only: the sign of the divisor, as Python's %. A
-// divisor of 0 gives 0, as for FmodFn.
+// Mod with fmod=0: the sign of the divisor, as Python's %. An integer
+// divisor of 0 gives 0, as for FmodFn; floats as opset 28 defines them (the
+// host's FloatFloorMod: a zero result takes b's sign, NaN stays NaN).
 struct ModFn {
+  __device__ float operator()(float a, float b) const {
+    const float r = fmodf(a, b);
+    if (r == 0.0f) return copysignf(0.0f, b);
+    return (r < 0.0f) != (b < 0.0f) ? r + b : r;
+  }
   template <typename T>
   __device__ T operator()(T a, T b) const {
     const T r = FmodFn{}(a, b);
@@ -216,13 +222,7 @@ cudaError_t LaunchBinary(const BinaryParams& p, const void* a, const void* b, vo
     case BinaryOp::kFmod:
       return LaunchArithmetic(p, FmodFn{}, a, b, output, stream);
     case BinaryOp::kMod:
-      if (p.input_type == DType::kInt64) {
-        return LaunchTyped<int64_t>(p, ModFn{}, a, b, output, stream);
-      }
-      if (p.input_type == DType::kInt32) {
-        return LaunchTyped<int32_t>(p, ModFn{}, a, b, output, stream);
-      }
-      return cudaErrorInvalidValue;
+      return LaunchArithmetic(p, ModFn{}, a, b, output, stream);
     case BinaryOp::kPow:
       return LaunchArithmetic(p, PowFn{}, a, b, output, stream);
     case BinaryOp::kMax:

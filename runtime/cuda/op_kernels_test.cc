@@ -570,7 +570,6 @@ std::vector<OpCase> BinaryCases() {
     }
     if (name == "Equal") dtypes.push_back(DType::kBool);
     if (logical) dtypes = {DType::kBool};
-    if (op.fmod == 0) dtypes = {DType::kInt64, DType::kInt32};  // floats take fmod=1 only
     for (DType dtype : dtypes) {
       for (const auto& [a, b] : BinaryShapes()) {
         OpCase c;
@@ -1588,18 +1587,6 @@ TEST_F(OpKernelTest, Int64ModByZeroWritesZero) {
 }
 
 BoundGraph GraphFor(const OpCase& c) { return MakeGraph(c).graph; }
-
-TEST(OpKernelPlanTest, RefusesFloatModWithoutFmod) {
-  OpCase c;
-  c.op_type = "Mod";
-  c.attributes["fmod"] = int64_t{0};  // integer modulo: int64 only
-  c.inputs = {Spec(DType::kFloat32, {4}), Spec(DType::kFloat32, {4})};
-  c.outputs = {Spec(DType::kFloat32, {4})};
-  const BoundGraph graph = GraphFor(c);
-  const absl::Status status = MakeCudaKernel({graph, graph.nodes[0]}).status();
-  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
-  EXPECT_NE(status.message().find("node_under_test"), absl::string_view::npos) << status;
-}
 
 TEST(OpKernelPlanTest, RefusesRanksBeyondEight) {
   OpCase c;

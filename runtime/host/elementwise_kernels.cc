@@ -80,6 +80,15 @@ T IntPow(T base, T exponent) {
   return result;
 }
 
+// Mod with fmod=0 on floats, as opset 28 defines it: a - floor(a / b) * b,
+// the sign of b; a zero result is a zero of b's sign; an infinite b leaves a
+// finite a of its sign and gives b otherwise; NaN from fmod stays NaN.
+float FloatFloorMod(float a, float b) {
+  const float r = std::fmod(a, b);
+  if (r == 0.0f) return std::copysign(0.0f, b);
+  return (r < 0.0f) != (b < 0.0f) ? r + b : r;
+}
+
 // kFmod and kMod are ONNX Mod with fmod=1 and fmod=0 (Note [Canonical bound
 // nodes]).
 enum class BinaryOp { kAdd, kSub, kMul, kDiv, kFmod, kMod, kPow, kMax, kMin };
@@ -96,9 +105,10 @@ T ApplyBinary(BinaryOp op, T a, T b) {
         return a * b;
       case BinaryOp::kDiv:
         return a / b;
-      case BinaryOp::kMod:  // float32 is fmod=1 only: RunMod refuses kMod for it
       case BinaryOp::kFmod:
         return std::fmod(a, b);
+      case BinaryOp::kMod:
+        return FloatFloorMod(a, b);
       case BinaryOp::kPow:
         return static_cast<float>(std::pow(static_cast<double>(a), static_cast<double>(b)));
       case BinaryOp::kMax:
@@ -178,9 +188,6 @@ absl::Status RunBinaryArithmetic(const HostKernelArgs& args, BinaryOp op) {
 absl::Status RunMod(const HostKernelArgs& args) {
   ASSIGN_OR_RETURN(const int64_t fmod, OptionalIntAttr(args, "fmod", 0));
   if (fmod != 0 && fmod != 1) return args.Invalid("attribute fmod should be 0 or 1, got ", fmod);
-  if (fmod == 0 && args.in(0).dtype() == DType::kFloat32) {
-    return args.Invalid("fmod=0 is integer modulo; ONNX requires fmod=1 for float32");
-  }
   return RunBinaryArithmetic(args, fmod == 1 ? BinaryOp::kFmod : BinaryOp::kMod);
 }
 

@@ -227,13 +227,24 @@ TEST(ElementwiseTest, FloatModIsCFmod) {
   EXPECT_TRUE(std::isnan(actual[2]));  // fmod(x, 0)
 }
 
-TEST(ElementwiseTest, FloatModWithoutFmodIsInvalid) {
-  absl::StatusOr<HostTensor> out = RunOne(MakeNode("Mod", {{"fmod", int64_t{0}}}),
-                                          {Floats({1}, {1}), Floats({1}, {2})}, DType::kFloat32,
-                                          {1});
-  ASSERT_FALSE(out.ok());
-  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(out.status().message().find("test_Mod"), std::string::npos) << out.status();
+// fmod=0 on floats as opset 28 defines it: Python's %, with its special
+// cases (a zero of the divisor's sign, an infinite divisor, NaN).
+TEST(ElementwiseTest, FloatModWithoutFmodFloorsAsOpset28) {
+  const float inf = std::numeric_limits<float>::infinity();
+  HostTensor out = RunOk(MakeNode("Mod", {{"fmod", int64_t{0}}}),
+                         {Floats({8}, {5.5f, -5.5f, 4, 0, 3, -3, inf, 1}),
+                          Floats({8}, {-2, 2, -2, -1, inf, inf, 2, 0})},
+                         DType::kFloat32, {8});
+  const std::vector<float> v = Values<float>(out);
+  EXPECT_EQ(v[0], -0.5f);
+  EXPECT_EQ(v[1], 0.5f);
+  EXPECT_EQ(v[2], 0.0f);
+  EXPECT_TRUE(std::signbit(v[2])) << "a zero result takes the divisor's sign";
+  EXPECT_TRUE(std::signbit(v[3]));
+  EXPECT_EQ(v[4], 3.0f);  // finite x, same sign as an infinite y: x
+  EXPECT_EQ(v[5], inf);   // opposite signs: y
+  EXPECT_TRUE(std::isnan(v[6]));  // infinite x
+  EXPECT_TRUE(std::isnan(v[7]));  // zero y
 }
 
 TEST(ElementwiseTest, Int64ModByZeroIsInvalid) {

@@ -84,6 +84,13 @@ absl::Status BindShape(BindContext& ctx) {
   return ctx.DefineConstantOutput(std::move(tensor));
 }
 
+// Size: the element count, an int64 scalar known at bind time.
+absl::Status BindSize(BindContext& ctx) {
+  HostTensor tensor(DType::kInt64, {});
+  *tensor.data<int64_t>() = NumElements(ctx.in_dims(0));
+  return ctx.DefineConstantOutput(std::move(tensor));
+}
+
 absl::Status BindConcat(BindContext& ctx) {
   if (ctx.attrs().count("axis") == 0) return ctx.Error("attribute 'axis' is required");
   ASSIGN_OR_RETURN(int64_t axis, ctx.IntAttrOr("axis", 0));
@@ -273,6 +280,14 @@ absl::Status BindRange(BindContext& ctx) {
     RETURN_IF_ERROR(ctx.CheckSameDType(0, i));
   }
   const DType dtype = ctx.in_dtype(0);
+  // stash_type (opset 27): 1, the default, computes the 16-bit floats'
+  // range in float, as this rule does (in double, rounded through float);
+  // 0 would accumulate in the 16-bit type itself.
+  ASSIGN_OR_RETURN(const int64_t stash_type, ctx.IntAttrOr("stash_type", 1));
+  if (stash_type != 1 && (dtype == DType::kFloat16 || dtype == DType::kBFloat16)) {
+    return ctx.Unsupported("stash_type ", stash_type, " (accumulating in ", DTypeName(dtype),
+                           ") is not implemented; 1 (float) is");
+  }
   auto scalar = [&](size_t i) {
     return VisitDType(dtype, [&](auto tag) -> double {
       return static_cast<double>(Widen(*ctx.in(i).constant->data<typename decltype(tag)::Host>()));
@@ -653,13 +668,21 @@ absl::Status BindSpaceToDepth(BindContext& ctx) {
   const Dims& dims = ctx.in_dims(0);
   if (dims.size() != 4) return ctx.Error("input should be [N, C, H, W], got ", DimsToString(dims));
   ASSIGN_OR_RETURN(const int64_t b, BlockSize(ctx));
+  if (ctx.opset() < 28 && ctx.has_attr("mode")) {
+    return ctx.Error("attribute 'mode' needs opset 28, the model imports ", ctx.opset());
+  }
+  ASSIGN_OR_RETURN(const std::string mode, ctx.StringAttrOr("mode", "DCR"));
   const int64_t n = dims[0], c = dims[1], h = dims[2], w = dims[3];
   if (h % b != 0 || w % b != 0) {
     return ctx.Error("height ", h, " and width ", w, " are not multiples of blocksize ", b);
   }
-  // The inverse of DepthToSpace's DCR: channel (b1 * b + b2) * c + c'.
-  return EmitBlockTranspose(ctx, {n, c, h / b, b, w / b, b}, {0, 3, 5, 1, 2, 4},
-                            {n, c * b * b, h / b, w / b});
+  const Dims view = {n, c, h / b, b, w / b, b};
+  const Dims out = {n, c * b * b, h / b, w / b};
+  // The inverse of DepthToSpace in the same mode: channel (b1 * b + b2) * c
+  // + c' (DCR) or (c' * b + b1) * b + b2 (CRD, opset 28).
+  if (mode == "DCR") return EmitBlockTranspose(ctx, view, {0, 3, 5, 1, 2, 4}, out);
+  if (mode == "CRD") return EmitBlockTranspose(ctx, view, {0, 1, 3, 5, 2, 4}, out);
+  return ctx.Error("mode '", mode, "' is neither DCR nor CRD");
 }
 
 // The one value of constant input `input`, of any numeric type, as an
@@ -883,6 +906,12 @@ void AddDataMovementOps(std::vector<OpDef>& ops) {
                       .bind = BindShape,
                       .host = nullptr,
                       .summary = "folded at bind time"});
+  ops.push_back(OpDef{.name = "Size",
+                      .family = "data_movement",
+                      .arity = one,
+                      .bind = BindSize,
+                      .host = nullptr,
+                      .summary = "folded at bind time"});
   ops.push_back(OpDef{.name = "Identity",
                       .family = "data_movement",
                       .arity = one,
@@ -969,6 +998,7 @@ void AddDataMovementOps(std::vector<OpDef>& ops) {
   ops.push_back(OpDef{.name = "Range",
                       .family = "data_movement",
                       .since_opset = 11,
+                      .attributes = {"stash_type"},
                       .arity = {{1, {3, 3}}},
                       .plan_time_operands = {0, 1, 2},
                       .bind = BindRange,
@@ -1057,10 +1087,10 @@ void AddDataMovementOps(std::vector<OpDef>& ops) {
                       .summary = "any dtype; DCR and CRD; a Transpose of a 6-D view"});
   ops.push_back(OpDef{.name = "SpaceToDepth",
                       .family = "data_movement",
-                      .attributes = {"blocksize"},
+                      .attributes = {"blocksize", "mode"},
                       .arity = one,
                       .bind = BindSpaceToDepth,
-                      .summary = "any dtype; a Transpose of a 6-D view"});
+                      .summary = "any dtype; DCR and CRD (opset 28); a Transpose of a 6-D view"});
   ops.push_back(OpDef{.name = "OneHot",
                       .family = "data_movement",
                       .since_opset = 9,

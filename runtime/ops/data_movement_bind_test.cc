@@ -262,6 +262,32 @@ TEST(BlockShuffleBindTest, SpaceToDepthUndoesDepthToSpaceDcr) {
   EXPECT_EQ(std::memcmp(back.raw(), x.raw(), x.bytes()), 0);
 }
 
+// Opset 28's SpaceToDepth takes DepthToSpace's modes: in each, the inverse of
+// DepthToSpace in the same mode. CRD before opset 28 is refused.
+TEST(BlockShuffleBindTest, SpaceToDepthUndoesDepthToSpaceInEitherModeAtOpset28) {
+  const HostTensor x = Iota({2, 3, 4, 6});
+  for (const std::string mode : {"DCR", "CRD"}) {
+    const HostTensor packed =
+        RunHost(OneNodeModel(28, {"x", DType::kInt32, {2, 3, 4, 6}},
+                             MakeNode("SpaceToDepth", {"x"}, {"y"},
+                                      {{"blocksize", int64_t{2}}, {"mode", mode}})),
+                x);
+    ASSERT_EQ(packed.dims(), (Dims{2, 12, 2, 3}));
+    const HostTensor back =
+        RunHost(OneNodeModel(28, {"x", DType::kInt32, {2, 12, 2, 3}},
+                             MakeNode("DepthToSpace", {"x"}, {"y"},
+                                      {{"blocksize", int64_t{2}}, {"mode", mode}})),
+                packed);
+    ASSERT_EQ(back.dims(), x.dims());
+    EXPECT_EQ(std::memcmp(back.raw(), x.raw(), x.bytes()), 0) << mode;
+  }
+  absl::StatusOr<BoundGraph> graph =
+      Bind(OneNodeModel(25, {"x", DType::kInt32, {1, 1, 2, 2}},
+                        MakeNode("SpaceToDepth", {"x"}, {"y"},
+                                 {{"blocksize", int64_t{2}}, {"mode", std::string("CRD")}})));
+  EXPECT_THAT(graph.status().message(), HasSubstr("'mode' needs opset 28"));
+}
+
 TEST(BlockShuffleBindTest, RefusesIndivisibleDimsAndModeBeforeOpset11) {
   EXPECT_FALSE(Bind(OneNodeModel(13, {"x", DType::kFloat32, {1, 6, 2, 2}},
                                  MakeNode("DepthToSpace", {"x"}, {"y"},

@@ -91,12 +91,14 @@ absl::Status BindBinary(BindContext& ctx, Attributes attrs) {
                         std::move(dims));
 }
 
-// ONNX defines fmod=0 (the sign of the divisor) for integers only.
+// fmod=0 (the sign of the divisor) is defined for integers, and from opset
+// 28 for floats too (floor(a / b)); before 28 a float Mod must say fmod=1.
 absl::Status BindMod(BindContext& ctx) {
   ASSIGN_OR_RETURN(int64_t fmod, ctx.IntAttrOr("fmod", 0));
   if (fmod != 0 && fmod != 1) return ctx.Error("attribute fmod should be 0 or 1, got ", fmod);
-  if (fmod == 0 && IsFloatingDType(ctx.in_dtype(0))) {
-    return ctx.Error("fmod=0 is integer modulo; ONNX requires fmod=1 for float inputs");
+  if (fmod == 0 && IsFloatingDType(ctx.in_dtype(0)) && ctx.opset() < 28) {
+    return ctx.Error("fmod=0 on floats needs opset 28 (the model imports ", ctx.opset(),
+                     "); before it ONNX requires fmod=1 for float inputs");
   }
   return BindBinary(ctx, {{"fmod", fmod}});
 }
@@ -216,6 +218,18 @@ absl::Status BindCast(BindContext& ctx) {
     return ctx.Error("attribute saturate should be 0 or 1, got ", saturate);
   }
   return ctx.EmitSimple({ctx.input(0)}, {{"to", to}}, *to_dtype, ctx.in_dims(0));
+}
+
+// CastLike (opset 15): a Cast to the type of input 1, whose values are not
+// read.
+absl::Status BindCastLike(BindContext& ctx) {
+  ASSIGN_OR_RETURN(const int64_t saturate, ctx.IntAttrOr("saturate", 1));
+  if (saturate != 0 && saturate != 1) {
+    return ctx.Error("attribute saturate should be 0 or 1, got ", saturate);
+  }
+  const DType to = ctx.in_dtype(1);
+  return ctx.EmitModelNode("Cast", {ctx.input(0)}, {{"to", static_cast<int64_t>(to)}},
+                           {{"", to, ctx.in_dims(0)}});
 }
 
 }  // namespace
@@ -386,7 +400,7 @@ void AddElementwiseOps(std::vector<OpDef>& ops) {
                       .bind = BindMod,
                       .host = HostMod,
                       .kernel_inputs = two,
-                      .summary = "float32 (fmod=1), int64, int32"});
+                      .summary = "float32, int64, int32; fmod=0 floors (floats: opset 28)"});
   for (auto [name, host] : {std::pair<const char*, HostKernel>{"Max", HostMax}, {"Min", HostMin}}) {
     ops.push_back(OpDef{.name = name,
                         .family = "elementwise",
@@ -411,6 +425,14 @@ void AddElementwiseOps(std::vector<OpDef>& ops) {
                       .host = HostCast,
                       .summary = "between any two dtypes; float to integer truncates and "
                                  "saturates, NaN gives 0; rounds to nearest even"});
+  ops.push_back(OpDef{.name = "CastLike",
+                      .family = "elementwise",
+                      .since_opset = 15,
+                      .attributes = {"saturate"},
+                      .arity = {{1, {2, 2}}},
+                      .bind = BindCastLike,
+                      .summary = "a Cast to input 1's dtype"});
+  ops.back().input_names = {"input", "target_type"};
 }
 
 }  // namespace graphserve

@@ -129,5 +129,27 @@ TEST(ElementwiseBindTest, PReluBroadcastsTheSlopeToXOnly) {
   EXPECT_FALSE(Bind(PReluModel({3, 1, 1}, 6)).ok());
 }
 
+// Mod with fmod=0 on floats is defined from opset 28 (floor division);
+// before it ONNX requires fmod=1 for floats.
+TEST(ElementwiseBindTest, FloatModWithoutFmodNeedsOpset28) {
+  for (const int64_t opset : {int64_t{17}, int64_t{28}}) {
+    Model model;
+    model.name = "mod";
+    model.opset = opset;
+    model.inputs = {{"a", DType::kFloat32, {4}}, {"b", DType::kFloat32, {4}}};
+    model.outputs = {{"y", DType::kFloat32, {4}}};
+    Node mod = MakeNode("m", "Mod", {"a", "b"}, {"y"});
+    mod.attributes["fmod"] = int64_t{0};
+    model.nodes = {mod};
+    absl::StatusOr<BoundGraph> graph = Bind(model);
+    if (opset >= 28) {
+      EXPECT_TRUE(graph.ok()) << graph.status();
+    } else {
+      ASSERT_FALSE(graph.ok());
+      EXPECT_THAT(graph.status().message(), HasSubstr("opset 28"));
+    }
+  }
+}
+
 }  // namespace
 }  // namespace graphserve
