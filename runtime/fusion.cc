@@ -175,6 +175,14 @@ class FusionPlanner {
       }
     }
     if (options_.fuse) {
+      for (int i = 0; i < static_cast<int>(graph_.nodes.size()); ++i) {
+        if (absorbed_[i]) continue;
+        if (std::optional<FusedStep> step = MatchAddLayerNorm(i)) {
+          for (int n : step->nodes) absorbed_[n] = true;
+          ++plan_.add_layer_norms;
+          Add(*std::move(step));
+        }
+      }
       for (int i = static_cast<int>(graph_.nodes.size()) - 1; i >= 0; --i) {
         if (absorbed_[i]) continue;
         if (std::optional<FusedStep> region = MatchPointwiseRegion(i)) {
@@ -315,6 +323,41 @@ class FusionPlanner {
     std::sort(match.nodes.begin(), match.nodes.end());
     match.y = graph_.nodes[match.nodes.back()].outputs[0];
     return match;
+  }
+
+  // Note [Fusion], residual Add + LayerNorm: the step of the LayerNorm at
+  // `node_index` with the Add producing its input, or nullopt.
+  std::optional<FusedStep> MatchAddLayerNorm(int node_index) const {
+    const BoundNode& norm = graph_.nodes[node_index];
+    if (norm.op_type != "LayerNormalization" || norm.inputs.size() < 2) return std::nullopt;
+    for (size_t k = 1; k < norm.outputs.size(); ++k) {
+      if (norm.outputs[k] >= 0) return std::nullopt;  // mean or inverse deviation used
+    }
+    const ValueId sum = norm.inputs[0];
+    const int add = producers_[sum];
+    if (add < 0 || absorbed_[add] || graph_.nodes[add].op_type != "Add") return std::nullopt;
+    const BoundNode& add_node = graph_.nodes[add];
+    if (add_node.inputs.size() != 2) return std::nullopt;
+    const BoundValue& s = graph_.value(sum);
+    for (const ValueId id : {add_node.inputs[0], add_node.inputs[1], sum}) {
+      const BoundValue& value = graph_.value(id);
+      if (value.dtype != DType::kFloat32 || value.dims != s.dims) return std::nullopt;
+    }
+    bool sum_read_elsewhere = IsGraphOutput(graph_, sum);
+    for (const int reader : consumers_[sum]) {
+      if (reader == node_index) continue;
+      if (reader < node_index) return std::nullopt;  // it would run before the step writes it
+      sum_read_elsewhere = true;
+    }
+    FusedStep step;
+    step.kind = StepKind::kAddLayerNorm;
+    step.nodes = {add, node_index};
+    step.anchor = node_index;
+    step.inputs = {add_node.inputs[0], add_node.inputs[1]};
+    step.inputs.insert(step.inputs.end(), norm.inputs.begin() + 1, norm.inputs.end());
+    step.outputs = {norm.outputs[0]};
+    if (sum_read_elsewhere) step.outputs.push_back(sum);
+    return step;
   }
 
   // A pointwise node whose output and tensor inputs are float32 of `dims`

@@ -18,6 +18,7 @@ enum class StepKind {
   kConv,     // Conv on cuDNN, maybe with a residual Add and an activation in its epilogue
   kErfGelu,  // PyTorch's five-node exact GELU chain as one kernel
   kPointwise,  // a region of float32 elementwise nodes as one kernel (Note [Pointwise regions])
+  kAddLayerNorm,  // a residual Add and the LayerNormalization of its sum as one kernel
 };
 
 struct FusedStep {
@@ -29,7 +30,9 @@ struct FusedStep {
   // Values the step's kernel reads, in the kernel's order, and writes.
   //  kGemm: A, B, and C when GemmReadsC; kConv: X, W, [B], [residual];
   //  kErfGelu: x; kPointwise: the region's tensor inputs (scalar constants
-  //  are compiled in); kKernel: the node's inputs.
+  //  are compiled in); kAddLayerNorm: the Add's two inputs, then the
+  //  LayerNorm's scale and [bias], writing the LayerNorm's output and, when
+  //  read elsewhere, the sum; kKernel: the node's inputs.
   std::vector<ValueId> inputs;
   std::vector<ValueId> outputs;
   // kGemm: a column bias taken from a following Add (-1: none).
@@ -58,6 +61,7 @@ struct FusionPlan {
   int gemm_scales = 0;          // GEMM steps with scale constants in their alpha
   int erf_gelus = 0;
   int pointwise_regions = 0;
+  int add_layer_norms = 0;
   int fused_into_pointwise = 0;  // nodes run inside pointwise regions
   int conv_steps = 0;
   int fused_into_convs = 0;  // nodes (Add, activations) absorbed into Conv epilogues
@@ -93,6 +97,13 @@ inline constexpr size_t kMaxPointwiseNodes = 32;  // kPointwiseMaxInstructions
 // RELU epilogue propagates NaN), a Conv's epilogue is our kernel, which does.
 // Each step takes the place of its last node in the issue order, so every
 // input it reads is written before it.
+
+// Residual Add + LayerNorm: a LayerNormalization (its output only; no mean
+// or inverse deviation) of an Add of two float32 tensors of its input's dims
+// becomes one step; the sum is still written when anything else reads it
+// (the residual stream's next Add) or it is a graph output, and every such
+// reader must come after the LayerNorm in the node order, where the step
+// runs.
 
 // Note [Pointwise regions]
 // ~~~~~~~~~~~~~~~~~~~~~~~~

@@ -244,5 +244,46 @@ TEST(FusionTest, NoScalesTakenWhenFusionIsOff) {
   for (const FusedStep& step : plan.steps) EXPECT_EQ(step.gemm_scale, 1.0f);
 }
 
+// A transformer block's residual stream: s = x + a, y = LayerNorm(s), and s
+// read again by the next residual Add (after the LayerNorm) when
+// `reread_after`, or by a node between the Add and the LayerNorm otherwise.
+Model ResidualLayerNorm(bool reread_after) {
+  Model model;
+  model.name = "residual_layer_norm";
+  model.opset = 17;
+  model.inputs.push_back({"x", DType::kFloat32, {-1, 8}});
+  model.inputs.push_back({"a", DType::kFloat32, {-1, 8}});
+  model.outputs.push_back({"z", DType::kFloat32, {-1, 8}});
+  model.initializers["gamma"] = Weights({8}, 3);
+  model.initializers["beta"] = Weights({8}, 4);
+  model.nodes.push_back({"residual", "Add", {"x", "a"}, {"s"}, {}});
+  if (!reread_after) model.nodes.push_back({"early", "Relu", {"s"}, {"r"}, {}});
+  model.nodes.push_back(
+      {"norm", "LayerNormalization", {"s", "gamma", "beta"}, {"y"}, {{"axis", int64_t{-1}}}});
+  model.nodes.push_back({"next", "Add", {reread_after ? "s" : "r", "y"}, {"z"}, {}});
+  return model;
+}
+
+TEST(FusionTest, ResidualAddRunsWithItsLayerNormAndStillWritesTheSum) {
+  const BoundGraph graph = Bind(ResidualLayerNorm(/*reread_after=*/true));
+  const FusionPlan plan = PlanFusion(graph, {});
+  ExpectValidOrder(graph, plan);
+  EXPECT_EQ(plan.add_layer_norms, 1);
+  ASSERT_EQ(plan.steps.size(), 2u);
+  const FusedStep& fused = plan.steps[0];
+  EXPECT_EQ(fused.kind, StepKind::kAddLayerNorm);
+  EXPECT_EQ(fused.nodes.size(), 2u);
+  EXPECT_EQ(fused.inputs.size(), 4u);  // x, a, gamma, beta
+  ASSERT_EQ(fused.outputs.size(), 2u);
+  EXPECT_EQ(graph.value(fused.outputs[1]).name, "s");
+}
+
+TEST(FusionTest, ResidualAddReadBeforeTheLayerNormStaysApart) {
+  const BoundGraph graph = Bind(ResidualLayerNorm(/*reread_after=*/false));
+  const FusionPlan plan = PlanFusion(graph, {});
+  ExpectValidOrder(graph, plan);
+  EXPECT_EQ(plan.add_layer_norms, 0);
+}
+
 }  // namespace
 }  // namespace graphserve

@@ -18,6 +18,7 @@
 #include "runtime/cuda/fused_gelu.h"
 #include "runtime/cuda/gemm_kernel.h"
 #include "runtime/cuda/nn_ops.h"
+#include "runtime/cuda/op_kernels.h"
 #include "runtime/cuda/pointwise_kernel.h"
 #include "runtime/cuda/cuda_op_kernel.h"
 #include "runtime/cuda/step_workspace.h"
@@ -101,6 +102,7 @@ struct CudaExecutor::Plan {
   int fused_epilogues = 0;
   int fused_gelus = 0;
   int pointwise_regions = 0;
+  int add_layer_norms = 0;
   int conv_steps = 0;
   int fused_into_convs = 0;
   CudaExecutor::PlanTimes times;
@@ -144,6 +146,7 @@ class PlanBuilder {
     plan_.fused_epilogues = fusion.gemm_bias_epilogues;
     plan_.fused_gelus = fusion.erf_gelus;
     plan_.pointwise_regions = fusion.pointwise_regions;
+    plan_.add_layer_norms = fusion.add_layer_norms;
     plan_.conv_steps = fusion.conv_steps;
     plan_.fused_into_convs = fusion.fused_into_convs;
     for (size_t i = 0; i < plan_.schedule.steps.size(); ++i) {
@@ -196,9 +199,10 @@ class PlanBuilder {
   }
 
   std::string StepLabel(const FusedStep& step) const {
-    const char* what = step.kind == StepKind::kErfGelu     ? "fused erf GELU"
-                       : step.kind == StepKind::kPointwise ? "pointwise region"
-                                                           : nullptr;
+    const char* what = step.kind == StepKind::kErfGelu        ? "fused erf GELU"
+                       : step.kind == StepKind::kPointwise    ? "pointwise region"
+                       : step.kind == StepKind::kAddLayerNorm ? "residual Add and LayerNorm"
+                                                              : nullptr;
     if (what == nullptr) return NodeLabel(graph_.nodes[step.anchor]);
     return absl::StrCat(what, " of '", graph_.value(step.inputs[0]).name, "' (",
                         step.nodes.size(), " ops '", graph_.nodes[step.nodes.front()].name,
@@ -240,6 +244,8 @@ class PlanBuilder {
       case StepKind::kPointwise:
         return MakePointwiseKernel(StepLabel(step), graph_, step.nodes, step.inputs,
                                    step.outputs[0]);
+      case StepKind::kAddLayerNorm:
+        return MakeAddLayerNormKernel(graph_, node, /*write_sum=*/step.outputs.size() > 1);
       case StepKind::kKernel:
         break;
     }
@@ -451,6 +457,7 @@ size_t CudaExecutor::arena_lower_bound_bytes() const { return plan_->memory.lowe
 int CudaExecutor::fused_epilogues() const { return plan_->fused_epilogues; }
 int CudaExecutor::fused_gelus() const { return plan_->fused_gelus; }
 int CudaExecutor::pointwise_regions() const { return plan_->pointwise_regions; }
+int CudaExecutor::add_layer_norms() const { return plan_->add_layer_norms; }
 int CudaExecutor::conv_steps() const { return plan_->conv_steps; }
 const CudaExecutor::PlanTimes& CudaExecutor::plan_times() const { return plan_->times; }
 int CudaExecutor::fused_into_convs() const { return plan_->fused_into_convs; }

@@ -120,6 +120,8 @@ class CudaExecutor : public Executor {
   [[nodiscard]] int fused_gelus() const;
   // Pointwise regions run as one kernel each (Note [Pointwise regions]).
   [[nodiscard]] int pointwise_regions() const;
+  // Residual Adds run with the LayerNorm of their sum.
+  [[nodiscard]] int add_layer_norms() const;
   // Number of Conv steps, and of nodes (residual Add, activation) fused into
   // their epilogues.
   [[nodiscard]] int conv_steps() const;

@@ -669,5 +669,70 @@ TEST(CudaExecutorScaleTest, ScalesInAlphaMatchHostExecutor) {
   }
 }
 
+// The residual stream: s = x + a, y = LayerNorm(s) over C, z = s + y, with
+// outputs y and z (so the fused step writes the sum too). C = 64 takes the
+// warp-per-row kernel, C = 2048 the block-per-row one. A NaN in one row of x
+// stays in that row.
+class CudaExecutorAddLayerNormTest : public ::testing::TestWithParam<int64_t> {
+ protected:
+  void SetUp() override {
+    if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device on this machine";
+  }
+};
+
+TEST_P(CudaExecutorAddLayerNormTest, FusedMatchesHostExecutor) {
+  const int64_t channels = GetParam();
+  std::mt19937 rng(31);
+  Model model;
+  model.name = "add_layer_norm";
+  model.opset = 17;
+  model.inputs.push_back({"x", DType::kFloat32, {-1, channels}});
+  model.inputs.push_back({"a", DType::kFloat32, {-1, channels}});
+  model.outputs.push_back({"y", DType::kFloat32, {-1, channels}});
+  model.outputs.push_back({"z", DType::kFloat32, {-1, channels}});
+  model.initializers["gamma"] = RandomConstant({channels}, rng);
+  model.initializers["beta"] = RandomConstant({channels}, rng);
+  model.nodes = {
+      {"residual", "Add", {"x", "a"}, {"s"}, {}},
+      {"norm", "LayerNormalization", {"s", "gamma", "beta"}, {"y"}, {{"axis", int64_t{-1}}}},
+      {"next", "Add", {"s", "y"}, {"z"}, {}},
+  };
+  constexpr int64_t kBatch = 5;
+  absl::StatusOr<BoundGraph> graph = BindModel(model, {.batch_size = kBatch});
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  std::vector<HostTensor> inputs;
+  inputs.push_back(RandomInput({kBatch, channels}, rng));
+  inputs.push_back(RandomInput({kBatch, channels}, rng));
+  inputs[0].data<float>()[2 * channels + 1] = std::nanf("");  // row 2
+  absl::StatusOr<std::unique_ptr<HostExecutor>> host = HostExecutor::Create(*graph);
+  ASSERT_TRUE(host.ok()) << host.status();
+  absl::StatusOr<std::vector<HostTensor>> expected = (*host)->Run(inputs);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  for (bool fuse : {true, false}) {
+    CudaExecutorOptions options;
+    options.fuse_epilogues = fuse;
+    absl::StatusOr<std::unique_ptr<CudaExecutor>> cuda = CudaExecutor::Create(*graph, options);
+    ASSERT_TRUE(cuda.ok()) << cuda.status();
+    EXPECT_EQ((*cuda)->add_layer_norms(), fuse ? 1 : 0);
+    absl::StatusOr<std::vector<HostTensor>> got = (*cuda)->Run(inputs);
+    ASSERT_TRUE(got.ok()) << got.status();
+    for (size_t i = 0; i < 2; ++i) {
+      const float* g = (*got)[i].data<float>();
+      const float* w = (*expected)[i].data<float>();
+      for (int64_t k = 0; k < kBatch * channels; ++k) {
+        const bool nan_row = k / channels == 2;
+        EXPECT_EQ(std::isnan(g[k]), nan_row) << "output " << i << " element " << k;
+        if (!nan_row) {
+          EXPECT_NEAR(g[k], w[k], 1e-5 * (1.0 + std::fabs(w[k])))
+              << "output " << i << " element " << k << " fuse " << fuse;
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Channels, CudaExecutorAddLayerNormTest,
+                         ::testing::Values(int64_t{64}, int64_t{2048}));
+
 }  // namespace
 }  // namespace graphserve

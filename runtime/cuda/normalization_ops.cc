@@ -2,6 +2,8 @@
 // Softmax, LayerNormalization, the Reduce* ops, ArgMax and ArgMin, CumSum.
 // Device code: op_kernels_reduce.cu.
 
+#include "runtime/cuda/op_kernels.h"
+
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -113,6 +115,37 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeSoftmax(const CudaKernelContex
   RETURN_IF_ERROR(CheckElementCount(node, out, count));
   return MakeParamsKernel(node, params, EnqueueSoftmax, "LaunchSoftmax");
 }
+
+// a + b, then the LayerNormalization of the sum, in one launch (the
+// executor's kAddLayerNorm step). Enqueue's inputs: a, b, scale, [bias];
+// outputs: y, and the sum when its other readers need it.
+class AddLayerNormKernel final : public NodeKernel {
+ public:
+  AddLayerNormKernel(const BoundNode& layer_norm, const LayerNormParams& params, bool has_bias,
+                     bool writes_sum)
+      : NodeKernel(layer_norm), params_(params), has_bias_(has_bias), writes_sum_(writes_sum) {}
+
+  absl::Status Enqueue(absl::Span<const void* const> inputs, absl::Span<void* const> outputs,
+                       cudaStream_t stream) const override {
+    if (inputs.size() != (has_bias_ ? 4u : 3u) || outputs.size() != (writes_sum_ ? 2u : 1u)) {
+      return absl::InvalidArgumentError(absl::StrCat("fused Add and LayerNorm: Enqueue got ",
+                                                     inputs.size(), " inputs and ",
+                                                     outputs.size(), " outputs"));
+    }
+    const auto in = [&](size_t i) { return static_cast<const float*>(inputs[i]); };
+    return LaunchStatus(
+        op_kernels_internal::LaunchAddLayerNorm(
+            params_, in(0), in(1), in(2), has_bias_ ? in(3) : nullptr,
+            static_cast<float*>(outputs[0]),
+            writes_sum_ ? static_cast<float*>(outputs[1]) : nullptr, stream),
+        "LaunchAddLayerNorm");
+  }
+
+ private:
+  LayerNormParams params_;
+  bool has_bias_;
+  bool writes_sum_;
+};
 
 absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeLayerNorm(const CudaKernelContext& context) {
   const BoundNode& node = context.node;
@@ -274,6 +307,19 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeCumSum(const CudaKernelContext
 }
 
 }  // namespace
+
+absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeAddLayerNormKernel(const BoundGraph& graph,
+                                                                     const BoundNode& layer_norm,
+                                                                     bool write_sum) {
+  // The plain kernel's checks of the node (dtypes, counts, attributes).
+  RETURN_IF_ERROR(MakeLayerNorm(CudaKernelContext{graph, layer_norm}).status());
+  LayerNormParams params;
+  params.rows = IntAttr(layer_norm.attributes, "outer");
+  params.cols = IntAttr(layer_norm.attributes, "inner");
+  ASSIGN_OR_RETURN(params.epsilon, GetFloatAttr(layer_norm.attributes, "epsilon", 1e-5f));
+  return std::make_unique<AddLayerNormKernel>(layer_norm, params, layer_norm.inputs.size() == 3,
+                                              write_sum);
+}
 
 void AddNormalizationCudaKernels(CudaKernelDefs& defs) {
   const DTypeSet float32 = DTypes({DType::kFloat32});

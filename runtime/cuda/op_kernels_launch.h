@@ -169,6 +169,14 @@ cudaError_t LaunchLayerNorm(const LayerNormParams& params, const float* x, const
                             const float* bias, float* y, float* mean, float* inv_std_dev,
                             cudaStream_t stream);
 
+// A residual Add and the LayerNormalization of its result in one launch
+// (the fusion pass's kAddLayerNorm): y = LayerNorm(a + b) over rows of
+// `cols`, the sum rounded as the Add's own kernel rounds it; `sum`, when not
+// null, receives a + b for the sum's other readers. `bias` may be null.
+cudaError_t LaunchAddLayerNorm(const LayerNormParams& params, const float* a, const float* b,
+                               const float* scale, const float* bias, float* y, float* sum,
+                               cudaStream_t stream);
+
 // Note [Reductions] in runtime/host/normalization_kernels.h.
 enum class ReduceOp : int32_t {
   kSum,

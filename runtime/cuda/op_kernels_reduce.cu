@@ -226,24 +226,37 @@ void LaunchSoftmaxWarpRows(const float* in, float* out, int64_t rows, int cols,
 
 // ------------------------------------------------------ LayerNormalization
 
+// The row element LayerNorm reads: x, or x + residual (the fused residual
+// Add, rounded as the Add kernel rounds it), also written to `sum` when asked.
+struct LayerNormInput {
+  const float* x;
+  const float* residual;  // null: no fused Add
+  float* sum;             // null: the sum has no other reader
+
+  __device__ __forceinline__ float At(int64_t i) const {
+    return residual == nullptr ? x[i] : __fadd_rn(x[i], residual[i]);
+  }
+};
+
 // Two passes over the row held in registers: the mean, then the variance of
 // the deviations (no cancellation from E[x^2] - E[x]^2).
 template <int kPerLane>
 __global__ void __launch_bounds__(kRowWarps* kWarpSize)
-    LayerNormWarpRowsKernel(const float* x, const float* scale, const float* bias, float* y,
+    LayerNormWarpRowsKernel(LayerNormInput in, const float* scale, const float* bias, float* y,
                             float* mean_out, float* inv_std_dev_out, int64_t rows, int cols,
                             float epsilon) {
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowWarps + threadIdx.x / kWarpSize;
   if (row >= rows) return;  // the whole warp leaves together
   const int lane = threadIdx.x % kWarpSize;
-  const float* xr = x + row * cols;
-  float* yr = y + row * cols;
+  const int64_t base = row * cols;
+  float* yr = y + base;
   float v[kPerLane];
   float sum = 0.0f;
 #pragma unroll
   for (int k = 0; k < kPerLane; ++k) {
     const int c = lane + k * kWarpSize;
-    v[k] = c < cols ? xr[c] : 0.0f;
+    v[k] = c < cols ? in.At(base + c) : 0.0f;
+    if (in.sum != nullptr && c < cols) in.sum[base + c] = v[k];
     sum += v[k];
   }
   const float mean = WarpSum(sum) / static_cast<float>(cols);
@@ -271,25 +284,32 @@ __global__ void __launch_bounds__(kRowWarps* kWarpSize)
 }
 
 __global__ void __launch_bounds__(kRowBlockThreads)
-    LayerNormBlockRowsKernel(const float* x, const float* scale, const float* bias, float* y,
+    LayerNormBlockRowsKernel(LayerNormInput in, const float* scale, const float* bias, float* y,
                              float* mean_out, float* inv_std_dev_out, int64_t cols,
                              float epsilon) {
   __shared__ float scratch[kRowBlockThreads / kWarpSize];
   const int64_t row = blockIdx.x;
-  const float* xr = x + row * cols;
-  float* yr = y + row * cols;
+  const int64_t base = row * cols;
+  float* yr = y + base;
   float sum = 0.0f;
-  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) sum += xr[c];
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
+    const float v = in.At(base + c);
+    if (in.sum != nullptr) in.sum[base + c] = v;
+    sum += v;
+  }
+  // Later passes read the sum back where it was written (by this thread): the
+  // output may share a's or b's buffer.
+  const auto value = [&](int64_t i) { return in.sum != nullptr ? in.sum[i] : in.At(i); };
   const float mean = BlockSum(sum, scratch) / static_cast<float>(cols);
   float squares = 0.0f;
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-    const float deviation = xr[c] - mean;
+    const float deviation = value(base + c) - mean;
     squares += deviation * deviation;
   }
   const float variance = BlockSum(squares, scratch) / static_cast<float>(cols);
   const float inv_std_dev = 1.0f / sqrtf(variance + epsilon);
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-    const float normalized = (xr[c] - mean) * inv_std_dev * scale[c];
+    const float normalized = (value(base + c) - mean) * inv_std_dev * scale[c];
     yr[c] = bias != nullptr ? normalized + bias[c] : normalized;
   }
   if (threadIdx.x == 0) {
@@ -299,11 +319,32 @@ __global__ void __launch_bounds__(kRowBlockThreads)
 }
 
 template <int kPerLane>
-void LaunchLayerNormWarpRows(const LayerNormParams& p, const float* x, const float* scale,
+void LaunchLayerNormWarpRows(const LayerNormParams& p, LayerNormInput in, const float* scale,
                              const float* bias, float* y, float* mean, float* inv_std_dev,
                              cudaStream_t stream, unsigned blocks) {
   LayerNormWarpRowsKernel<kPerLane><<<blocks, kRowWarps * kWarpSize, 0, stream>>>(
-      x, scale, bias, y, mean, inv_std_dev, p.rows, static_cast<int>(p.cols), p.epsilon);
+      in, scale, bias, y, mean, inv_std_dev, p.rows, static_cast<int>(p.cols), p.epsilon);
+}
+
+// LayerNorm of `in` (x, or a fused residual sum): the warp-per-row kernel
+// while a row fits its registers, a block per row beyond.
+cudaError_t LaunchLayerNormOf(const LayerNormParams& p, LayerNormInput in, const float* scale,
+                              const float* bias, float* y, float* mean, float* inv_std_dev,
+                              cudaStream_t stream) {
+  if (p.rows <= 0 || p.cols <= 0) return cudaSuccess;
+  if (p.cols > kMaxWarpRowCols) {
+    if (p.rows > INT32_MAX) return cudaErrorInvalidConfiguration;
+    LayerNormBlockRowsKernel<<<static_cast<unsigned>(p.rows), kRowBlockThreads, 0, stream>>>(
+        in, scale, bias, y, mean, inv_std_dev, p.cols, p.epsilon);
+    return cudaGetLastError();
+  }
+  const unsigned blocks = WarpRowBlocks(p.rows);
+  if (blocks == 0) return cudaErrorInvalidConfiguration;
+  WithPerLaneBucket(p.cols, [&](auto per_lane) {
+    LaunchLayerNormWarpRows<decltype(per_lane)::value>(p, in, scale, bias, y, mean, inv_std_dev,
+                                                       stream, blocks);
+  });
+  return cudaGetLastError();
 }
 
 // ------------------------------------------------------------ Reductions
@@ -740,20 +781,13 @@ cudaError_t LaunchSoftmax(const SoftmaxParams& p, const float* input, float* out
 cudaError_t LaunchLayerNorm(const LayerNormParams& p, const float* x, const float* scale,
                             const float* bias, float* y, float* mean, float* inv_std_dev,
                             cudaStream_t stream) {
-  if (p.rows <= 0 || p.cols <= 0) return cudaSuccess;
-  if (p.cols > kMaxWarpRowCols) {
-    if (p.rows > INT32_MAX) return cudaErrorInvalidConfiguration;
-    LayerNormBlockRowsKernel<<<static_cast<unsigned>(p.rows), kRowBlockThreads, 0, stream>>>(
-        x, scale, bias, y, mean, inv_std_dev, p.cols, p.epsilon);
-    return cudaGetLastError();
-  }
-  const unsigned blocks = WarpRowBlocks(p.rows);
-  if (blocks == 0) return cudaErrorInvalidConfiguration;
-  WithPerLaneBucket(p.cols, [&](auto per_lane) {
-    LaunchLayerNormWarpRows<decltype(per_lane)::value>(p, x, scale, bias, y, mean, inv_std_dev,
-                                                       stream, blocks);
-  });
-  return cudaGetLastError();
+  return LaunchLayerNormOf(p, {x, nullptr, nullptr}, scale, bias, y, mean, inv_std_dev, stream);
+}
+
+cudaError_t LaunchAddLayerNorm(const LayerNormParams& p, const float* a, const float* b,
+                               const float* scale, const float* bias, float* y, float* sum,
+                               cudaStream_t stream) {
+  return LaunchLayerNormOf(p, {a, b, sum}, scale, bias, y, nullptr, nullptr, stream);
 }
 
 cudaError_t LaunchReduce(const ReduceParams& p, const void* input, void* output,
