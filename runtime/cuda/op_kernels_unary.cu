@@ -185,10 +185,19 @@ struct SeluFn {
   }
 };
 // max(0, x) + min(0, alpha (e^(x/alpha) - 1)), one term or the other.
+// A negative alpha makes x / alpha positive: past 80, alpha * e^z is taken
+// as one exp so that e^z alone cannot overflow float where the product fits
+// (alpha -0.5, x -44.5: e^89 overflows, -0.5 e^89 does not); the -alpha
+// term is below e^-80 of the result there.
 struct CeluFn {
   float alpha;
   template <typename C>
-  __device__ C operator()(C x) const { return x > C(0) ? x : C(alpha) * expm1(x / C(alpha)); }
+  __device__ C operator()(C x) const {
+    if (x > C(0)) return x;
+    const C z = x / C(alpha);
+    if (z > C(80)) return copysign(exp(z + log(fabs(C(alpha)))), C(alpha));
+    return C(alpha) * expm1(z);
+  }
 };
 // NaN is not above alpha: 0.
 struct ThresholdedReluFn {
