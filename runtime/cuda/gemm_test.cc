@@ -199,8 +199,9 @@ TEST_P(CublasLtHalfGemmTest, MatchesFloat64ReferenceOfTheSameHalfInputs) {
   magnitudes.alpha = std::fabs(c.alpha);
   magnitudes.beta = std::fabs(c.beta);
   magnitudes.epilogue =
-      c.epilogue == GemmEpilogue::kNone || c.epilogue == GemmEpilogue::kRelu ? GemmEpilogue::kNone
-                                                                             : GemmEpilogue::kBias;
+      c.epilogue == GemmEpilogue::kBias || c.epilogue == GemmEpilogue::kBiasRelu
+          ? GemmEpilogue::kBias
+          : GemmEpilogue::kNone;
   const std::vector<double> scale_exact =
       ReferenceGemm(magnitudes, Abs(a), Abs(b), Abs(d0), Abs(bias));
 
@@ -237,8 +238,8 @@ TEST_P(CublasLtHalfGemmTest, MatchesFloat64ReferenceOfTheSameHalfInputs) {
   options.workspace_bytes = kWorkspace;
   absl::StatusOr<std::unique_ptr<CublasLtGemm>> gemm = CublasLtGemm::Create(handle->get(), options);
   ASSERT_TRUE(gemm.ok()) << gemm.status();
-  const absl::Status tuned = (*gemm)->ChooseFastestAlgorithm(da->get(), db->get(), scratch->get(),
-                                                             workspace->get(), stream->get());
+  const absl::Status tuned = (*gemm)->ChooseFastestAlgorithm(
+      da->get(), db->get(), scratch->get(), workspace->get(), stream->get());
   ASSERT_TRUE(tuned.ok()) << tuned;
   const absl::Status enqueued =
       (*gemm)->Enqueue(da->get(), db->get(), dd->get(), workspace->get(), stream->get());
