@@ -234,6 +234,10 @@ std::string ConvParamsToString(const ConvParams& p) {
 // configurations the heuristics offer, some built, and the chosen one.
 struct CudnnConv::Plan {
   fe::graph::Graph graph;
+  // The data's type and layout the graph was built for; it computes in
+  // float32 whatever they are.
+  DType dtype = DType::kFloat32;
+  ConvLayout layout = ConvLayout::kNCHW;
   int64_t index = -1;  // of the chosen configuration
   std::string name;    // cuDNN's name of it
   size_t workspace_bytes = 0;
@@ -246,6 +250,8 @@ namespace {
 absl::StatusOr<std::unique_ptr<CudnnConv::Plan>> MakeOperationGraph(cudnnHandle_t handle,
                                                                     const ConvParams& p) {
   auto plan = std::make_unique<CudnnConv::Plan>();
+  plan->dtype = p.dtype;
+  plan->layout = p.layout;
   fe::graph::Graph& graph = plan->graph;
   const fe::DataType_t io = CudnnDataTypeOf(p.dtype);
   graph.set_io_data_type(io)
@@ -439,6 +445,10 @@ absl::Status CudnnConv::UsePlan(std::shared_ptr<const Plan> plan) {
   if (plan == nullptr || plan->index < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat(ConvParamsToString(params_), ": no chosen plan to use"));
+  }
+  if (plan->dtype != params_.dtype || plan->layout != params_.layout) {
+    return absl::InvalidArgumentError(absl::StrCat(ConvParamsToString(params_), ": a plan for ",
+                                                   DTypeName(plan->dtype), " data cannot run it"));
   }
   workspace_bytes_ = plan->workspace_bytes;
   plan_ = std::move(plan);

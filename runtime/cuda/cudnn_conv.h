@@ -275,7 +275,8 @@ class CudnnConv {
   // names it (engine and knob values, "eng28_k2=2_k3=0_...") for reports.
   [[nodiscard]] const std::shared_ptr<const Plan>& plan() const { return plan_; }
   [[nodiscard]] const std::string& choice() const;
-  // Makes `plan` (of these sizes and precision) current.
+  // Makes `plan` (of these sizes and precision) current. InvalidArgument for
+  // a plan built for another dtype or layout.
   absl::Status UsePlan(std::shared_ptr<const Plan> plan);
 
   [[nodiscard]] const ConvParams& params() const { return params_; }

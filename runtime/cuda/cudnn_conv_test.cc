@@ -311,6 +311,15 @@ TEST_P(CudnnConvHalfTest, MatchesReferenceOfTheSameHalfInputs) {
       (*conv)->ChooseFastestAlgorithm(dx->get(), dw->get(), dy->get(), stream_.get());
   ASSERT_TRUE(tuned.ok()) << tuned;
   ASSERT_NO_FATAL_FAILURE(check(**conv, "fastest algorithm"));
+
+  // The plan is another slot's to share at this dtype, never at float32.
+  absl::StatusOr<std::unique_ptr<CudnnConv>> shared =
+      CudnnConv::CreateWithPlan(handle_.get(), p, /*allow_tf32=*/false, (*conv)->plan());
+  ASSERT_TRUE(shared.ok()) << shared.status();
+  ASSERT_NO_FATAL_FAILURE(check(**shared, "shared plan"));
+  const absl::StatusOr<std::unique_ptr<CudnnConv>> float32 = CudnnConv::CreateWithPlan(
+      handle_.get(), conv_case.params, /*allow_tf32=*/false, (*conv)->plan());
+  EXPECT_EQ(float32.status().code(), absl::StatusCode::kInvalidArgument) << float32.status();
 }
 
 std::string HalfCaseName(const ::testing::TestParamInfo<std::tuple<DType, ConvCase>>& info) {
