@@ -37,6 +37,7 @@ ConvParams ConvParamsOf(const BoundGraph& graph, const BoundNode& node) {
   p.dilation_w = dilations[1];
   p.pad_h = pads[0];
   p.pad_w = pads[1];
+  p.dtype = graph.value(node.inputs[0]).dtype;
   return p;
 }
 

@@ -5,12 +5,25 @@
 // the CUDA kernels (runtime/cuda/cudnn_conv.h, runtime/cuda/nn_kernels.h), so
 // both executors read one description of the op.
 //
-// Layout is NCHW, float32, dense row-major. A 1-D op (NCW) is the 2-D op with
+// Layout is NCHW, float32, dense row-major (a convolution's may say
+// otherwise: ConvParams::dtype and layout). A 1-D op (NCW) is the 2-D op with
 // in_h = out_h = kernel_h = stride_h = dilation_h = 1 and zero pads in H.
 
 #include <cstdint>
 
+#include "common/dtype_table.h"
+
 namespace graphserve {
+
+// How a convolution's x and y (N, C, H, W) and w (K, C/groups, R, S) lie in
+// memory, densely.
+enum class ConvLayout : int32_t {
+  kNCHW,  // row-major in the order named: ONNX's layout, and binding's
+  kNHWC,  // channels last (w as K, R, S, C/groups), what the tensor-core
+          // engines read without transposing; no convolution is planned in
+          // it yet: CudnnConv refuses it (Unimplemented), and binding and
+          // the host reference never produce it
+};
 
 // y[n, oc, oh, ow] = sum over ic in oc's group, kh, kw of
 //   x[n, g*icpg + ic, oh*stride_h - pad_top + kh*dilation_h,
@@ -36,6 +49,12 @@ struct ConvParams {
   int64_t dilation_w = 1;
   int64_t pad_h = 0;  // both sides of H
   int64_t pad_w = 0;  // both sides of W
+  // Element type of x, w and y on the device: float32, float16 or bfloat16.
+  // Products and sums are float32 whatever it is (cuDNN's compute type
+  // FLOAT); y is rounded to it once. The host reference reads and writes
+  // float, of values the type holds.
+  DType dtype = DType::kFloat32;
+  ConvLayout layout = ConvLayout::kNCHW;
 };
 
 enum class PoolKind : int32_t { kMax, kAverage };

@@ -20,6 +20,7 @@
 #include "onnx/checker.h"
 #include "onnx/shape_inference/implementation.h"
 #include "runtime/op_registry.h"
+#include "runtime/passes/model_passes.h"
 
 namespace graphserve {
 
@@ -278,7 +279,7 @@ absl::StatusOr<Model> ConvertModel(const onnx::ModelProto& proto, const std::str
     return absl::InvalidArgumentError(
         absl::StrCat("model '", name, "' imports no opset of the default ONNX domain"));
   }
-  FoldBatchNormsIntoConvs(model);
+  RunModelPasses(model);  // Note [Model passes]
   return model;
 }
 

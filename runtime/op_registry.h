@@ -83,13 +83,6 @@ const std::vector<OpDef>& AllOps();
 const std::vector<std::string>& SupportedOps();
 bool IsSupportedOp(const std::string& op_type);
 
-// Folding that spans nodes, run once per model by import: each inference
-// BatchNormalization whose input is a Conv's output read by nothing else,
-// with constant weights and statistics, is folded into that Conv's weights
-// and bias (new initializers, so the weight store uploads them once for
-// every batch size). Others stay, and bind as a per-channel affine.
-void FoldBatchNormsIntoConvs(Model& model);
-
 // The README's op table, as markdown: op, family, opsets, summary.
 std::string OpTableMarkdown();
 

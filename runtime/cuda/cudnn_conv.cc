@@ -47,7 +47,32 @@ int64_t OutSize(int64_t in, int64_t kernel, int64_t stride, int64_t dilation, in
   return (in + 2 * pad - dilation * (kernel - 1) - 1) / stride + 1;
 }
 
+bool IsConvIoType(DType dtype) {
+  return dtype == DType::kFloat32 || dtype == DType::kFloat16 || dtype == DType::kBFloat16;
+}
+
+// cuDNN's type of a DType: the table's CudnnType column.
+fe::DataType_t CudnnDataTypeOf(DType dtype) {
+  switch (dtype) {
+#define GRAPHSERVE_DTYPE_CUDNN(e, onnx, onnx_name, kserve, config, size, host, device, cuda, \
+                               cudnn, ...)                                                   \
+  case DType::e:                                                                             \
+    return fe::DataType_t::cudnn;
+    GRAPHSERVE_FORALL_DTYPES(GRAPHSERVE_DTYPE_CUDNN)
+#undef GRAPHSERVE_DTYPE_CUDNN
+  }
+  return fe::DataType_t::NOT_SET;
+}
+
 absl::Status Validate(const ConvParams& p) {
+  if (!IsConvIoType(p.dtype)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a convolution's data is float32, float16 or bfloat16, not ", DTypeName(p.dtype)));
+  }
+  if (p.layout != ConvLayout::kNCHW) {
+    return absl::UnimplementedError(
+        "only the NCHW layout is planned (NHWC is not supported yet)");
+  }
   const int64_t sizes[] = {p.batch,    p.in_channels, p.out_channels, p.groups,    p.in_h,
                            p.in_w,     p.out_h,       p.out_w,        p.kernel_h,  p.kernel_w,
                            p.stride_h, p.stride_w,    p.dilation_h,   p.dilation_w};
@@ -86,10 +111,27 @@ std::vector<int64_t> PackedStrides(const std::vector<int64_t>& dims) {
   return strides;
 }
 
-// The numerical notes that rule an engine out; see Note [cuDNN graph API
-// convolution].
-std::vector<fe::NumericalNote_t> BarredNotes(bool allow_tf32) {
+// The numerical notes that rule an engine out for data of `dtype`; see Note
+// [cuDNN graph API convolution].
+std::vector<fe::NumericalNote_t> BarredNotes(DType dtype, bool allow_tf32) {
   std::vector<fe::NumericalNote_t> notes = {fe::NumericalNote_t::NONDETERMINISTIC};
+  if (dtype != DType::kFloat32) {
+    // 16-bit data: tensor cores are welcome (their products are exact in
+    // the float32 accumulator); a 16-bit accumulator, a conversion of the
+    // inputs to something narrower, and, unless allowed, FFT and Winograd
+    // are not.
+    notes.push_back(fe::NumericalNote_t::REDUCED_PRECISION_REDUCTION);
+    notes.push_back(fe::NumericalNote_t::DOWN_CONVERT_INPUTS);
+    if (!allow_tf32) {
+      for (const fe::NumericalNote_t note :
+           {fe::NumericalNote_t::FFT, fe::NumericalNote_t::WINOGRAD,
+            fe::NumericalNote_t::WINOGRAD_TILE_4x4, fe::NumericalNote_t::WINOGRAD_TILE_6x6,
+            fe::NumericalNote_t::WINOGRAD_TILE_13x13}) {
+        notes.push_back(note);
+      }
+    }
+    return notes;
+  }
   if (!allow_tf32) {
     for (const fe::NumericalNote_t note :
          {fe::NumericalNote_t::TENSOR_CORE, fe::NumericalNote_t::DOWN_CONVERT_INPUTS,
@@ -100,6 +142,14 @@ std::vector<fe::NumericalNote_t> BarredNotes(bool allow_tf32) {
     }
   }
   return notes;
+}
+
+// What the precision rules bar that allow_tf32 would admit, for messages.
+const char* BarredWithoutTf32(const ConvParams& params, bool allow_tf32) {
+  if (allow_tf32) return "";
+  return params.dtype == DType::kFloat32
+             ? "; without TF32, FFT, Winograd and tensor-core engines are barred"
+             : "; without TF32 allowed, FFT and Winograd engines are barred";
 }
 
 // Mean time of one execute of plan `index` over `runs` back-to-back runs,
@@ -169,17 +219,25 @@ void MergeSlowdowns(const ConvSlowdowns& measured, ConvSlowdowns& slowdowns) {
 }
 
 std::string ConvParamsToString(const ConvParams& p) {
+  // float32 NCHW, the default, goes unsaid: the algorithm choice keys and
+  // the reports of float32 models read as they always have.
   return absl::StrCat("Conv N=", p.batch, " C=", p.in_channels, " HxW=", p.in_h, "x", p.in_w,
                       " -> K=", p.out_channels, " ", p.out_h, "x", p.out_w, " kernel ", p.kernel_h,
                       "x", p.kernel_w, " stride ", p.stride_h, "x", p.stride_w, " dilation ",
                       p.dilation_h, "x", p.dilation_w, " pad ", p.pad_h, "x", p.pad_w, " groups ",
-                      p.groups);
+                      p.groups, p.dtype != DType::kFloat32 ? " " : "",
+                      p.dtype != DType::kFloat32 ? DTypeName(p.dtype) : "",
+                      p.layout == ConvLayout::kNHWC ? " NHWC" : "");
 }
 
 // The convolution as a one-node graph of the frontend, with the engine
 // configurations the heuristics offer, some built, and the chosen one.
 struct CudnnConv::Plan {
   fe::graph::Graph graph;
+  // The data's type and layout the graph was built for; it computes in
+  // float32 whatever they are.
+  DType dtype = DType::kFloat32;
+  ConvLayout layout = ConvLayout::kNCHW;
   int64_t index = -1;  // of the chosen configuration
   std::string name;    // cuDNN's name of it
   size_t workspace_bytes = 0;
@@ -188,21 +246,24 @@ struct CudnnConv::Plan {
 namespace {
 
 // The operation graph of `p`: x (uid 1) and w (uid 2) in, y (uid 3) out,
-// float32 NCHW, float32 accumulation.
+// all of p.dtype, NCHW (Validate refuses the rest), float32 accumulation.
 absl::StatusOr<std::unique_ptr<CudnnConv::Plan>> MakeOperationGraph(cudnnHandle_t handle,
                                                                     const ConvParams& p) {
   auto plan = std::make_unique<CudnnConv::Plan>();
+  plan->dtype = p.dtype;
+  plan->layout = p.layout;
   fe::graph::Graph& graph = plan->graph;
-  graph.set_io_data_type(fe::DataType_t::FLOAT)
+  const fe::DataType_t io = CudnnDataTypeOf(p.dtype);
+  graph.set_io_data_type(io)
       .set_intermediate_data_type(fe::DataType_t::FLOAT)
       .set_compute_data_type(fe::DataType_t::FLOAT);
-  const auto tensor = [&graph](const char* name, int64_t uid, std::vector<int64_t> dims) {
+  const auto tensor = [&graph, io](const char* name, int64_t uid, std::vector<int64_t> dims) {
     return graph.tensor(fe::graph::Tensor_attributes()
                             .set_name(name)
                             .set_uid(uid)
                             .set_dim(dims)
                             .set_stride(PackedStrides(dims))
-                            .set_data_type(fe::DataType_t::FLOAT));
+                            .set_data_type(io));
   };
   const auto x = tensor("x", kXUid, {p.batch, p.in_channels, p.in_h, p.in_w});
   const auto w =
@@ -219,7 +280,7 @@ absl::StatusOr<std::unique_ptr<CudnnConv::Plan>> MakeOperationGraph(cudnnHandle_
       .set_uid(kYUid)
       .set_dim(y_dims)
       .set_stride(PackedStrides(y_dims))
-      .set_data_type(fe::DataType_t::FLOAT);
+      .set_data_type(io);
   FE_RETURN_IF_ERROR(graph.validate());
   FE_RETURN_IF_ERROR(graph.build_operation_graph(handle));
   return plan;
@@ -228,9 +289,9 @@ absl::StatusOr<std::unique_ptr<CudnnConv::Plan>> MakeOperationGraph(cudnnHandle_
 // Adds the heuristics' configurations (mode A, then the fallback list) and
 // bars those the precision rules, the workspace limit or run-time
 // compilation exclude.
-absl::Status QueryHeuristics(fe::graph::Graph& graph, bool allow_tf32) {
+absl::Status QueryHeuristics(fe::graph::Graph& graph, DType dtype, bool allow_tf32) {
   FE_RETURN_IF_ERROR(graph.create_execution_plans({fe::HeurMode_t::A, fe::HeurMode_t::FALLBACK}));
-  graph.deselect_numeric_notes(BarredNotes(allow_tf32));
+  graph.deselect_numeric_notes(BarredNotes(dtype, allow_tf32));
   // Runtime-compiled engines compile with NVRTC when built, hundreds of
   // milliseconds each, for every shape and size: on the H100 they took
   // MobileNetV2's set-up (4 sizes x 2 streams) from 2.5 s to 36 s.
@@ -385,6 +446,10 @@ absl::Status CudnnConv::UsePlan(std::shared_ptr<const Plan> plan) {
     return absl::InvalidArgumentError(
         absl::StrCat(ConvParamsToString(params_), ": no chosen plan to use"));
   }
+  if (plan->dtype != params_.dtype || plan->layout != params_.layout) {
+    return absl::InvalidArgumentError(absl::StrCat(ConvParamsToString(params_), ": a plan for ",
+                                                   DTypeName(plan->dtype), " data cannot run it"));
+  }
   workspace_bytes_ = plan->workspace_bytes;
   plan_ = std::move(plan);
   return absl::OkStatus();
@@ -402,13 +467,14 @@ absl::StatusOr<std::unique_ptr<CudnnConv>> CudnnConv::Create(cudnnHandle_t handl
   const std::string context = ConvParamsToString(params);
   absl::StatusOr<std::unique_ptr<Plan>> plan = MakeOperationGraph(handle, params);
   if (!plan.ok()) return AnnotateStatus(plan.status(), context);
-  RETURN_IF_ERROR(AnnotateStatus(QueryHeuristics((*plan)->graph, allow_tf32), context));
+  RETURN_IF_ERROR(
+      AnnotateStatus(QueryHeuristics((*plan)->graph, params.dtype, allow_tf32), context));
   const std::vector<int64_t> built = BuildFirst((*plan)->graph, /*limit=*/1, nullptr).built;
   if (built.empty()) {
     return absl::UnimplementedError(absl::StrCat(
         context, ": cuDNN offers no buildable engine configuration (",
         (*plan)->graph.get_execution_plan_count(), " proposed",
-        allow_tf32 ? "" : "; without TF32, FFT, Winograd and tensor-core engines are barred", ")"));
+        BarredWithoutTf32(params, allow_tf32), ")"));
   }
   RETURN_IF_ERROR(AnnotateStatus(conv->Adopt(*std::move(plan), built[0]), context));
   return conv;
@@ -422,7 +488,7 @@ absl::StatusOr<std::unique_ptr<CudnnConv>> CudnnConv::CreateWithPlan(
   return conv;
 }
 
-absl::Status CudnnConv::ChooseFastestAlgorithm(const float* x, const float* w, float* y,
+absl::Status CudnnConv::ChooseFastestAlgorithm(const void* x, const void* w, void* y,
                                                cudaStream_t stream, const TuningOptions& options) {
   const std::string context = ConvParamsToString(params_);
   TuningStats local;
@@ -442,7 +508,7 @@ absl::Status CudnnConv::ChooseFastestAlgorithm(const float* x, const float* w, f
   ConvSlowdowns measured;
   CUDNN_RETURN_IF_ERROR(cudnnSetStream(handle_, stream));
   std::unordered_map<int64_t, void*> pointers = {
-      {kXUid, const_cast<float*>(x)}, {kWUid, const_cast<float*>(w)}, {kYUid, y}};
+      {kXUid, const_cast<void*>(x)}, {kWUid, const_cast<void*>(w)}, {kYUid, y}};
   DeviceBuffer workspace;
 
   // Screening: every candidate once on the first rows of the same buffers.
@@ -454,7 +520,7 @@ absl::Status CudnnConv::ChooseFastestAlgorithm(const float* x, const float* w, f
     absl::StatusOr<std::unique_ptr<Plan>> plan = MakeOperationGraph(handle_, screened);
     if (!plan.ok()) return AnnotateStatus(plan.status(), context);
     fe::graph::Graph& graph = (*plan)->graph;
-    RETURN_IF_ERROR(AnnotateStatus(QueryHeuristics(graph, allow_tf32_), context));
+    RETURN_IF_ERROR(AnnotateStatus(QueryHeuristics(graph, params_.dtype, allow_tf32_), context));
     tally.heuristics_ms += lap();
     const Candidates candidates = BuildFirst(graph, kMaxTimedCandidates, nullptr);
     tally.build_ms += lap();
@@ -471,7 +537,7 @@ absl::Status CudnnConv::ChooseFastestAlgorithm(const float* x, const float* w, f
   absl::StatusOr<std::unique_ptr<Plan>> plan = MakeOperationGraph(handle_, params_);
   if (!plan.ok()) return AnnotateStatus(plan.status(), context);
   fe::graph::Graph& graph = (*plan)->graph;
-  RETURN_IF_ERROR(AnnotateStatus(QueryHeuristics(graph, allow_tf32_), context));
+  RETURN_IF_ERROR(AnnotateStatus(QueryHeuristics(graph, params_.dtype, allow_tf32_), context));
   tally.proposed = static_cast<int>(graph.get_execution_plan_count());
   tally.heuristics_ms += lap();
   const auto hopeless = [this, &known](const std::string& name) {
@@ -527,7 +593,7 @@ absl::Status CudnnConv::ChooseFastestAlgorithm(const float* x, const float* w, f
   return AnnotateStatus(Adopt(*std::move(plan), fastest.index), context);
 }
 
-absl::Status CudnnConv::Enqueue(const float* x, const float* w, float* y, void* workspace,
+absl::Status CudnnConv::Enqueue(const void* x, const void* w, void* y, void* workspace,
                                 cudaStream_t stream) const {
   if (plan_ == nullptr) {
     return absl::FailedPreconditionError(
@@ -541,7 +607,7 @@ absl::Status CudnnConv::Enqueue(const float* x, const float* w, float* y, void* 
   absl::Status status = CudnnErrorToStatus(cudnnSetStream(handle_, stream), "cudnnSetStream");
   if (status.ok()) {
     std::unordered_map<int64_t, void*> pointers = {
-        {kXUid, const_cast<float*>(x)}, {kWUid, const_cast<float*>(w)}, {kYUid, y}};
+        {kXUid, const_cast<void*>(x)}, {kWUid, const_cast<void*>(w)}, {kYUid, y}};
     status = FrontendStatus(
         plan_->graph.execute_plan_at_index(handle_, pointers, workspace, plan_->index),
         "execute_plan_at_index");

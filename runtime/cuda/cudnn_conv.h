@@ -1,6 +1,7 @@
 #pragma once
-// Forward 2-D convolution (float32, NCHW, groups, strides, dilations,
-// symmetric pads) on cuDNN, as runtime/nn_params.h's ConvParams defines it.
+// Forward 2-D convolution (float32, float16 or bfloat16 data with float32
+// accumulation, NCHW, groups, strides, dilations, symmetric pads) on cuDNN,
+// as runtime/nn_params.h's ConvParams defines it.
 // Bias, BatchNorm's affine, the residual add and the activation are not part
 // of it: our own epilogue kernel (LaunchChannelEpilogue, nn_kernels.h) applies
 // them after the convolution.
@@ -37,6 +38,16 @@
 // allow_tf32 true TF32 tensor-core engines (relative error near 1e-3), FFT and
 // Winograd are candidates too. Nondeterministic engines never are: a graph's
 // replay must be bit-identical to its eager run.
+//
+// Half precision. With float16 or bfloat16 data (ConvParams::dtype) the
+// operation graph's io type is that type and its intermediate and compute
+// types are FLOAT: tensor-core engines are candidates whatever allow_tf32
+// says, since a product of two 16-bit values is exact in their float32
+// accumulator, and the result is the float32 sum rounded once to the data
+// type. Engines with a 16-bit accumulator (REDUCED_PRECISION_REDUCTION) or
+// narrower inputs (DOWN_CONVERT_INPUTS) never are; FFT and Winograd only
+// with allow_tf32, which for 16-bit data means only that. Data of other
+// types is InvalidArgument, and the NHWC layout Unimplemented for now.
 //
 // Note [Convolution tuning budget]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -165,10 +176,11 @@ std::string ConvParamsToString(const ConvParams& params);
 class CudnnConv {
  public:
   // Validates the sizes (positive, groups dividing both channel counts, int32
-  // element counts, out_h/out_w equal to the convolution's own), builds the
-  // operation graph and takes the first buildable engine configuration of
-  // cuDNN's heuristics (mode A, then the fallback list) that the precision
-  // rules allow (Note [cuDNN graph API convolution]). Needs no device memory.
+  // element counts, out_h/out_w equal to the convolution's own), the dtype
+  // and the layout (Half precision above), builds the operation graph and
+  // takes the first buildable engine configuration of cuDNN's heuristics
+  // (mode A, then the fallback list) that the precision rules allow (Note
+  // [cuDNN graph API convolution]). Needs no device memory.
   // Errors name the parameters and cuDNN's message.
   static absl::StatusOr<std::unique_ptr<CudnnConv>> Create(cudnnHandle_t handle,
                                                            const ConvParams& params,
@@ -240,11 +252,11 @@ class CudnnConv {
   // kRetimeRuns runs of those close to the fastest) and keeps the fastest
   // (Note [Convolution tuning budget]). Allocates its own temporary
   // workspace, writes `y`, synchronises `stream`. Plan time only: never while
-  // capturing. x, w and y are device buffers of the params' sizes, ready in
-  // `stream` order.
-  absl::Status ChooseFastestAlgorithm(const float* x, const float* w, float* y, cudaStream_t stream,
+  // capturing. x, w and y are device buffers of the params' sizes and
+  // dtype, ready in `stream` order.
+  absl::Status ChooseFastestAlgorithm(const void* x, const void* w, void* y, cudaStream_t stream,
                                       const TuningOptions& options);
-  absl::Status ChooseFastestAlgorithm(const float* x, const float* w, float* y,
+  absl::Status ChooseFastestAlgorithm(const void* x, const void* w, void* y,
                                       cudaStream_t stream) {
     return ChooseFastestAlgorithm(x, w, y, stream, TuningOptions{});
   }
@@ -255,7 +267,7 @@ class CudnnConv {
   // every call. Run it once outside capture first (plan time does), so that
   // lazily loaded kernels are loaded before a capture begins.
   // FailedPrecondition before a plan is chosen (CreateUnplanned).
-  absl::Status Enqueue(const float* x, const float* w, float* y, void* workspace,
+  absl::Status Enqueue(const void* x, const void* w, void* y, void* workspace,
                        cudaStream_t stream) const;
 
   // The current plan, to share with other CudnnConv of these sizes
@@ -263,7 +275,8 @@ class CudnnConv {
   // names it (engine and knob values, "eng28_k2=2_k3=0_...") for reports.
   [[nodiscard]] const std::shared_ptr<const Plan>& plan() const { return plan_; }
   [[nodiscard]] const std::string& choice() const;
-  // Makes `plan` (of these sizes and precision) current.
+  // Makes `plan` (of these sizes and precision) current. InvalidArgument for
+  // a plan built for another dtype or layout.
   absl::Status UsePlan(std::shared_ptr<const Plan> plan);
 
   [[nodiscard]] const ConvParams& params() const { return params_; }

@@ -10,9 +10,11 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "common/cuda_handles.h"
+#include "common/dtype_table.h"
 #include "runtime/cuda/kernel_test_util.h"
 #include "runtime/host/nn_reference.h"
 #include "runtime/nn_params.h"
@@ -229,6 +231,113 @@ INSTANTIATE_TEST_SUITE_P(Shapes, CudnnConvTest, ::testing::ValuesIn(ConvCases())
                            return info.param.name;
                          });
 
+// 16-bit data with float32 accumulation (Note [cuDNN graph API
+// convolution], Half precision), against the float64 reference of the same
+// rounded inputs.
+class CudnnConvHalfTest : public ::testing::TestWithParam<std::tuple<DType, ConvCase>> {
+ protected:
+  void SetUp() override {
+    if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device on this machine";
+    absl::StatusOr<CudnnHandle> handle = CudnnHandle::Create();
+    ASSERT_TRUE(handle.ok()) << handle.status();
+    handle_ = *std::move(handle);
+    absl::StatusOr<CudaStream> stream = CudaStream::Create();
+    ASSERT_TRUE(stream.ok()) << stream.status();
+    stream_ = *std::move(stream);
+  }
+
+  CudnnHandle handle_;
+  CudaStream stream_;
+};
+
+TEST_P(CudnnConvHalfTest, MatchesReferenceOfTheSameHalfInputs) {
+  const auto& [dtype, conv_case] = GetParam();
+  ConvParams p = conv_case.params;
+  p.dtype = dtype;
+  std::mt19937 rng(static_cast<uint32_t>(p.batch * 7919 + p.in_channels * 131 + p.in_h * 17 +
+                                         p.in_w + p.kernel_h * 3 + p.kernel_w));
+  const int64_t icpg = p.in_channels / p.groups;
+  const int64_t taps = icpg * p.kernel_h * p.kernel_w;
+  std::vector<float> x = RandomNormal(p.batch * p.in_channels * p.in_h * p.in_w, rng);
+  std::vector<float> w = RandomNormal(p.out_channels * taps, rng);
+  // Uploading rounds x and w to the data type in place: the reference reads
+  // exactly what cuDNN reads.
+  absl::StatusOr<DeviceBuffer> dx = UploadAs(dtype, x);
+  absl::StatusOr<DeviceBuffer> dw = UploadAs(dtype, w);
+  ASSERT_TRUE(dx.ok() && dw.ok());
+  const size_t y_count = p.batch * p.out_channels * p.out_h * p.out_w;
+  absl::StatusOr<DeviceBuffer> dy = DeviceBuffer::Allocate(y_count * DTypeSize(dtype));
+  ASSERT_TRUE(dy.ok());
+  std::vector<float> want(y_count), scale(y_count);
+  ConvReference(p, x.data(), w.data(), nullptr, want.data());
+  ConvReference(p, Abs(x).data(), Abs(w).data(), nullptr, scale.data());
+
+  // Tolerance. A product of two 16-bit values is exact in float32, so the
+  // float32 sum of `taps` products (at most 147 here) is within about
+  // taps * 2^-24 (under 1e-5) of the exact sum, relative to the sum of their
+  // magnitudes (`scale`); rounding y to the data type once adds at most its
+  // unit roundoff u (2^-11 float16, 2^-8 bfloat16) of |y| <= scale. Twice
+  // their sum: a failure is a wrong type, layout or accumulator (a float16
+  // accumulator alone would miss by several u), never an unlucky rounding.
+  // The root-mean-square error relative to y is held to 2u besides, which
+  // a result off by several u everywhere would fail.
+  const double u = dtype == DType::kFloat16 ? 0x1p-11 : 0x1p-8;
+  const double accumulation = static_cast<double>(taps) * 0x1p-24;
+  const double tolerance = 2 * (u + accumulation);
+  const auto check = [&](const CudnnConv& conv, const char* which) {
+    ASSERT_EQ(cudaMemset(dy->get(), 0xFF, dy->bytes()), cudaSuccess);  // NaN in both types
+    absl::StatusOr<DeviceBuffer> workspace = DeviceBuffer::Allocate(conv.workspace_bytes());
+    ASSERT_TRUE(workspace.ok()) << workspace.status();
+    const absl::Status status =
+        conv.Enqueue(dx->get(), dw->get(), dy->get(), workspace->get(), stream_.get());
+    ASSERT_TRUE(status.ok()) << status;
+    ASSERT_EQ(cudaStreamSynchronize(stream_.get()), cudaSuccess);
+    absl::StatusOr<std::vector<float>> y = DownloadAs(dtype, *dy, y_count);
+    ASSERT_TRUE(y.ok()) << y.status();
+    EXPECT_TRUE(MatchesReference(*y, want, tolerance, scale)) << which << " " << conv.choice();
+    double error = 0, norm = 0;
+    for (size_t i = 0; i < y_count; ++i) {
+      error += (double{(*y)[i]} - want[i]) * (double{(*y)[i]} - want[i]);
+      norm += double{want[i]} * want[i];
+    }
+    EXPECT_LT(std::sqrt(error / norm), 2 * u + accumulation) << which << " " << conv.choice();
+  };
+
+  absl::StatusOr<std::unique_ptr<CudnnConv>> conv =
+      CudnnConv::Create(handle_.get(), p, /*allow_tf32=*/false);
+  ASSERT_TRUE(conv.ok()) << conv.status();
+  ASSERT_NO_FATAL_FAILURE(check(**conv, "heuristic algorithm"));
+  const absl::Status tuned =
+      (*conv)->ChooseFastestAlgorithm(dx->get(), dw->get(), dy->get(), stream_.get());
+  ASSERT_TRUE(tuned.ok()) << tuned;
+  ASSERT_NO_FATAL_FAILURE(check(**conv, "fastest algorithm"));
+
+  // The plan is another slot's to share at this dtype, never at float32.
+  absl::StatusOr<std::unique_ptr<CudnnConv>> shared =
+      CudnnConv::CreateWithPlan(handle_.get(), p, /*allow_tf32=*/false, (*conv)->plan());
+  ASSERT_TRUE(shared.ok()) << shared.status();
+  ASSERT_NO_FATAL_FAILURE(check(**shared, "shared plan"));
+  const absl::StatusOr<std::unique_ptr<CudnnConv>> float32 = CudnnConv::CreateWithPlan(
+      handle_.get(), conv_case.params, /*allow_tf32=*/false, (*conv)->plan());
+  EXPECT_EQ(float32.status().code(), absl::StatusCode::kInvalidArgument) << float32.status();
+}
+
+std::string HalfCaseName(const ::testing::TestParamInfo<std::tuple<DType, ConvCase>>& info) {
+  return std::string(DTypeName(std::get<0>(info.param))) + "_" + std::get<1>(info.param).name;
+}
+
+// float16 over every shape; bfloat16 over a dense, a depthwise and a
+// pointwise one.
+INSTANTIATE_TEST_SUITE_P(Float16, CudnnConvHalfTest,
+                         ::testing::Combine(::testing::Values(DType::kFloat16),
+                                            ::testing::ValuesIn(ConvCases())),
+                         HalfCaseName);
+INSTANTIATE_TEST_SUITE_P(
+    BFloat16, CudnnConvHalfTest,
+    ::testing::Combine(::testing::Values(DType::kBFloat16),
+                       ::testing::Values(ConvCases()[0], ConvCases()[2], ConvCases()[5])),
+    HalfCaseName);
+
 class CudnnConvCaptureTest : public CudnnConvTest {};
 
 // Enqueue recorded into a CUDA graph and replayed computes the same result:
@@ -432,6 +541,36 @@ TEST(CudnnConvCreateTest, RefusesOutputSizeCudnnDisagreesWith) {
   EXPECT_NE(conv.status().message().find("computes the output as 1x4x8x8"), absl::string_view::npos)
       << conv.status();
   EXPECT_NE(conv.status().message().find("K=4 9x8"), absl::string_view::npos) << conv.status();
+}
+
+TEST(CudnnConvCreateTest, RefusesOtherDataTypesAndNhwcNamingThem) {
+  ConvParams p = MakeCase("Int8", 1, 4, 4, 1, 8, 8, 3, 3).params;
+  p.dtype = DType::kInt8;
+  absl::StatusOr<std::unique_ptr<CudnnConv>> conv = CudnnConv::Create(nullptr, p, false);
+  ASSERT_FALSE(conv.ok());
+  EXPECT_EQ(conv.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(conv.status().message().find("not int8"), absl::string_view::npos) << conv.status();
+
+  p = MakeCase("Nhwc", 1, 4, 4, 1, 8, 8, 3, 3).params;
+  p.dtype = DType::kFloat16;
+  p.layout = ConvLayout::kNHWC;
+  conv = CudnnConv::CreateUnplanned(nullptr, p, false);
+  ASSERT_FALSE(conv.ok());
+  EXPECT_EQ(conv.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_NE(conv.status().message().find("float16 NHWC: only the NCHW layout"),
+            absl::string_view::npos)
+      << conv.status();
+}
+
+TEST(CudnnConvCreateTest, ParamsToStringNamesTheDataTypeUnlessFloat32) {
+  // The string keys the plans AlgorithmChoices shares: a float16 plan must
+  // never be handed to a float32 convolution of the same sizes.
+  ConvParams p = MakeCase("S", 8, 64, 128, 1, 56, 56, 3, 3, 1, 1, 1, 1, 1, 1).params;
+  const std::string float32 = ConvParamsToString(p);
+  p.dtype = DType::kFloat16;
+  EXPECT_EQ(ConvParamsToString(p), float32 + " float16");
+  p.dtype = DType::kBFloat16;
+  EXPECT_EQ(ConvParamsToString(p), float32 + " bfloat16");
 }
 
 TEST(CudnnConvCreateTest, ParamsToStringNamesEverySize) {

@@ -53,12 +53,33 @@ absl::Status SetPrefAttr(cublasLtMatmulPreference_t pref, cublasLtMatmulPreferen
   return absl::OkStatus();
 }
 
-// A column-major matrix layout of rows x cols with leading dimension ld,
-// repeated `batch` times `stride` elements apart.
-absl::StatusOr<Layout> MakeLayout(int64_t rows, int64_t cols, int64_t ld, int64_t batch,
-                                  int64_t stride) {
+// cuBLASLt's type of a DType: the table's CudaDataType column.
+cudaDataType_t CudaDataTypeOf(DType dtype) {
+  switch (dtype) {
+#define GRAPHSERVE_DTYPE_CUDA(e, onnx, onnx_name, kserve, config, size, host, device, cuda, ...) \
+  case DType::e:                                                                                 \
+    return cuda;
+    GRAPHSERVE_FORALL_DTYPES(GRAPHSERVE_DTYPE_CUDA)
+#undef GRAPHSERVE_DTYPE_CUDA
+  }
+  return CUDA_R_32F;  // not a row; Create's check refuses it first
+}
+
+bool IsGemmOperandType(DType dtype) {
+  return dtype == DType::kFloat32 || dtype == DType::kFloat16 || dtype == DType::kBFloat16;
+}
+
+cublasComputeType_t CublasComputeOf(GemmCompute compute) {
+  return compute == GemmCompute::kFloat32Tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+}
+
+// A column-major matrix layout of `dtype` elements, rows x cols with leading
+// dimension ld, repeated `batch` times `stride` elements apart.
+absl::StatusOr<Layout> MakeLayout(DType dtype, int64_t rows, int64_t cols, int64_t ld,
+                                  int64_t batch, int64_t stride) {
   cublasLtMatrixLayout_t raw = nullptr;
-  CUBLAS_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&raw, CUDA_R_32F, static_cast<uint64_t>(rows),
+  CUBLAS_RETURN_IF_ERROR(cublasLtMatrixLayoutCreate(&raw, CudaDataTypeOf(dtype),
+                                                    static_cast<uint64_t>(rows),
                                                     static_cast<uint64_t>(cols), ld));
   Layout layout(raw);
   if (batch > 1) {
@@ -84,8 +105,36 @@ cublasLtEpilogue_t ToCublasEpilogue(GemmEpilogue epilogue) {
 }
 
 std::string Describe(const GemmOptions& o) {
+  std::string types;
+  if (o.a_dtype != DType::kFloat32 || o.b_dtype != DType::kFloat32 ||
+      o.d_dtype != DType::kFloat32) {
+    types = absl::StrCat(" A ", DTypeName(o.a_dtype), " B ", DTypeName(o.b_dtype), " D ",
+                         DTypeName(o.d_dtype));
+  }
   return absl::StrCat("GEMM m=", o.m, " n=", o.n, " k=", o.k, " batch=", o.batch,
-                      o.trans_a ? " A^T" : "", o.trans_b ? " B^T" : "");
+                      o.trans_a ? " A^T" : "", o.trans_b ? " B^T" : "", types,
+                      o.compute == GemmCompute::kFloat32Tf32 ? " tf32" : "");
+}
+
+// The combinations of Note [GEMM datatypes]; the message says what is wrong.
+absl::Status CheckTypes(const GemmOptions& o, bool has_bias) {
+  if (!IsGemmOperandType(o.a_dtype) || o.b_dtype != o.a_dtype) {
+    return absl::InvalidArgumentError(
+        "A and B must both be float32, float16 or bfloat16 (the same type)");
+  }
+  if (o.d_dtype != o.a_dtype && o.d_dtype != DType::kFloat32) {
+    return absl::InvalidArgumentError("D must be of A's type or float32");
+  }
+  if (o.compute == GemmCompute::kFloat32Tf32 && o.a_dtype != DType::kFloat32) {
+    return absl::InvalidArgumentError(
+        "TF32 compute rounds float32 operands; 16-bit operands compute in float32");
+  }
+  if (has_bias && o.bias_dtype != o.d_dtype) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the bias must be of D's type (cuBLASLt reads it so), not ",
+                     DTypeName(o.bias_dtype)));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -131,11 +180,13 @@ absl::StatusOr<std::unique_ptr<CublasLtGemm>> CublasLtGemm::Create(cublasLtHandl
   if (has_bias && o.bias == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(Describe(o), ": bias epilogue without bias"));
   }
+  RETURN_IF_ERROR(AnnotateStatus(CheckTypes(o, has_bias), Describe(o)));
   auto d = std::make_unique<Descriptors>();
 
   cublasLtMatmulDesc_t operation = nullptr;
-  CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescCreate(
-      &operation, o.allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  // alpha and beta are float whatever the operands (scale type CUDA_R_32F).
+  CUBLAS_RETURN_IF_ERROR(
+      cublasLtMatmulDescCreate(&operation, CublasComputeOf(o.compute), CUDA_R_32F));
   d->operation.reset(operation);
   // See Note [Row-major GEMM on column-major cuBLASLt].
   const cublasOperation_t op_first = o.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -149,11 +200,13 @@ absl::StatusOr<std::unique_ptr<CublasLtGemm>> CublasLtGemm::Create(cublasLtHandl
 
   // Our B is [k, n] row-major (column-major n x k, ld n), or [n, k] when
   // transposed (column-major k x n, ld k). Likewise A is [m, k] or [k, m].
-  ASSIGN_OR_RETURN(d->first, o.trans_b ? MakeLayout(o.k, o.n, o.k, o.batch, o.stride_b)
-                                       : MakeLayout(o.n, o.k, o.n, o.batch, o.stride_b));
-  ASSIGN_OR_RETURN(d->second, o.trans_a ? MakeLayout(o.m, o.k, o.m, o.batch, o.stride_a)
-                                        : MakeLayout(o.k, o.m, o.k, o.batch, o.stride_a));
-  ASSIGN_OR_RETURN(d->result, MakeLayout(o.n, o.m, o.n, o.batch, o.stride_d));
+  ASSIGN_OR_RETURN(d->first,
+                   o.trans_b ? MakeLayout(o.b_dtype, o.k, o.n, o.k, o.batch, o.stride_b)
+                             : MakeLayout(o.b_dtype, o.n, o.k, o.n, o.batch, o.stride_b));
+  ASSIGN_OR_RETURN(d->second,
+                   o.trans_a ? MakeLayout(o.a_dtype, o.m, o.k, o.m, o.batch, o.stride_a)
+                             : MakeLayout(o.a_dtype, o.k, o.m, o.k, o.batch, o.stride_a));
+  ASSIGN_OR_RETURN(d->result, MakeLayout(o.d_dtype, o.n, o.m, o.n, o.batch, o.stride_d));
 
   cublasLtMatmulPreference_t raw_pref = nullptr;
   CUBLAS_RETURN_IF_ERROR(cublasLtMatmulPreferenceCreate(&raw_pref));
@@ -193,7 +246,7 @@ absl::StatusOr<std::unique_ptr<CublasLtGemm>> CublasLtGemm::Create(cublasLtHandl
   return std::unique_ptr<CublasLtGemm>(new CublasLtGemm(handle, o, std::move(d)));
 }
 
-absl::Status CublasLtGemm::ChooseFastestAlgorithm(const float* a, const float* b, float* d,
+absl::Status CublasLtGemm::ChooseFastestAlgorithm(const void* a, const void* b, void* d,
                                                   void* workspace, cudaStream_t stream) {
   Descriptors& desc = *descriptors_;
   if (desc.candidates.size() < 2) return absl::OkStatus();
@@ -243,7 +296,7 @@ absl::Status CublasLtGemm::UseCandidate(int index) {
   return absl::OkStatus();
 }
 
-absl::Status CublasLtGemm::Enqueue(const float* a, const float* b, float* d, void* workspace,
+absl::Status CublasLtGemm::Enqueue(const void* a, const void* b, void* d, void* workspace,
                                    cudaStream_t stream) const {
   const Descriptors& desc = *descriptors_;
   const cublasStatus_t status = cublasLtMatmul(

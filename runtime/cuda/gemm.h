@@ -1,6 +1,5 @@
 #pragma once
-// Row-major float32 GEMMs on cuBLASLt, with bias and ReLU fused into the
-// epilogue:
+// Row-major GEMMs on cuBLASLt, with bias and ReLU fused into the epilogue:
 //
 //   D[b] = epilogue(alpha * op(A[b]) * op(B[b]) + beta * D[b])   for b < batch
 //
@@ -8,6 +7,22 @@
 // bias a vector over the n output columns. Everything cuBLASLt needs (the
 // operation and layout descriptors, the algorithm) is chosen in Create(); the
 // workspace is the caller's, so Enqueue() only launches.
+//
+// Note [GEMM datatypes]
+// ~~~~~~~~~~~~~~~~~~~~~
+// A and B are float32, float16 or bfloat16 (both the same); D is A's type or
+// float32; C is D's own buffer (beta accumulates in place), so C's type is
+// D's. Products and sums are float32 in every case (CUBLAS_COMPUTE_32F): a
+// product of two 16-bit floats is exact in float32 (11- or 8-bit
+// significands), so half-precision operands lose nothing beyond float32
+// summation until D is rounded to its type once at the end. TF32
+// (CUBLAS_COMPUTE_32F_FAST_TF32) rounds float32 operands to a 10-bit
+// mantissa for the tensor cores; it means nothing for 16-bit operands,
+// which the tensor cores read as they are. alpha and beta are float
+// (scale type CUDA_R_32F), and cuBLASLt reads the bias vector in D's type
+// for these kernels (CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE's default), so
+// bias_dtype must be d_dtype. Create() refuses every other combination by
+// name rather than leave cuBLASLt to find no algorithm.
 
 #include <cublasLt.h>
 #include <cuda_runtime.h>
@@ -16,6 +31,7 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
+#include "common/dtype_table.h"
 
 namespace graphserve {
 
@@ -25,6 +41,20 @@ enum class GemmEpilogue {
   kBiasRelu,  // D = relu(D + bias[n])
   kRelu,      // D = relu(D)
 };
+
+// What cuBLASLt multiplies and accumulates in (Note [GEMM datatypes]).
+enum class GemmCompute : int32_t {
+  kFloat32,      // CUBLAS_COMPUTE_32F: float32 products and sums
+  kFloat32Tf32,  // CUBLAS_COMPUTE_32F_FAST_TF32: float32 A and B rounded to
+                 // TF32 (relative error near 3e-4), float32 sums
+};
+
+// The compute type for A/B of `operands` under a model's TF32 setting:
+// kFloat32Tf32 only for float32 operands with TF32 allowed.
+constexpr GemmCompute GemmComputeFor(DType operands, bool allow_tf32) {
+  return operands == DType::kFloat32 && allow_tf32 ? GemmCompute::kFloat32Tf32
+                                                   : GemmCompute::kFloat32;
+}
 
 struct GemmOptions {
   // Row-major D[m, n] = op(A)[m, k] * op(B)[k, n].
@@ -44,15 +74,25 @@ struct GemmOptions {
   // Non-zero beta accumulates into the existing contents of D.
   float beta = 0.0f;
   GemmEpilogue epilogue = GemmEpilogue::kNone;
-  // Bias for kBias / kBiasRelu: n floats on the device, fixed for the plan.
-  const float* bias = nullptr;
+  // Element types (Note [GEMM datatypes]): A and B float32, float16 or
+  // bfloat16 alike; D (and C, its buffer) A's type or float32; the bias
+  // D's type.
+  DType a_dtype = DType::kFloat32;
+  DType b_dtype = DType::kFloat32;
+  DType d_dtype = DType::kFloat32;
+  DType bias_dtype = DType::kFloat32;
+  // Bias for kBias / kBiasRelu: n elements of bias_dtype on the device,
+  // fixed for the plan.
+  const void* bias = nullptr;
   // Byte alignment the A/B/D addresses are guaranteed to have (a power of two
   // up to 256); lower alignment narrows the algorithms cuBLASLt may pick.
   int64_t alignment_a = 256;
   int64_t alignment_b = 256;
   int64_t alignment_d = 256;
-  // TF32 tensor-core math (faster, relative error near 3e-4) or exact float32.
-  bool allow_tf32 = false;
+  // float32 math, or TF32 tensor-core math for float32 operands (faster,
+  // relative error near 3e-4); GemmComputeFor picks it from a model's
+  // setting.
+  GemmCompute compute = GemmCompute::kFloat32;
   // The most workspace an algorithm may need: only those that need at most
   // this are proposed.
   size_t workspace_bytes = 0;
@@ -63,8 +103,9 @@ inline constexpr int kGemmCandidateAlgorithms = 8;
 
 class CublasLtGemm {
  public:
-  // Chooses an algorithm by cuBLASLt's heuristic for these exact sizes.
-  // Errors name the sizes and what cuBLASLt refused.
+  // Chooses an algorithm by cuBLASLt's heuristic for these exact sizes and
+  // types. Errors name the sizes, the types and what cuBLASLt refused;
+  // combinations outside Note [GEMM datatypes] are InvalidArgument.
   static absl::StatusOr<std::unique_ptr<CublasLtGemm>> Create(cublasLtHandle_t handle,
                                                               const GemmOptions& options);
 
@@ -72,8 +113,9 @@ class CublasLtGemm {
   // kGemmCandidateAlgorithms) on these operands and keeps the fastest: the
   // heuristic's first choice is sometimes several times slower for small m
   // (seen on the H200: m = 8). Writes `d`; synchronises `stream`. Call at
-  // plan time, never while capturing.
-  absl::Status ChooseFastestAlgorithm(const float* a, const float* b, float* d, void* workspace,
+  // plan time, never while capturing. The operands are device arrays of
+  // options().a_dtype, b_dtype and d_dtype.
+  absl::Status ChooseFastestAlgorithm(const void* a, const void* b, void* d, void* workspace,
                                       cudaStream_t stream);
 
   // The index of the current algorithm among cuBLASLt's proposals, and the
@@ -88,8 +130,8 @@ class CublasLtGemm {
 
   // Enqueues the GEMM on `stream`: no allocation, no synchronisation.
   // `workspace` holds workspace_bytes() (ChooseFastestAlgorithm's: up to
-  // options().workspace_bytes).
-  absl::Status Enqueue(const float* a, const float* b, float* d, void* workspace,
+  // options().workspace_bytes). a, b and d as for ChooseFastestAlgorithm.
+  absl::Status Enqueue(const void* a, const void* b, void* d, void* workspace,
                        cudaStream_t stream) const;
 
   [[nodiscard]] const GemmOptions& options() const { return options_; }

@@ -158,7 +158,7 @@ absl::StatusOr<std::unique_ptr<GemmKernel>> GemmKernel::Create(const CudaKernelC
     o.bias = static_cast<const float*>(bias_address);
     o.epilogue = GemmEpilogue::kBias;
   }
-  o.allow_tf32 = context.allow_tf32;
+  o.compute = GemmComputeFor(a.dtype, context.allow_tf32);
   o.workspace_bytes = kGemmWorkspaceBytes;
   if (!geometry.batch_offsets.empty()) {
     // Per-batch offsets may leave addresses less than 256-byte aligned.

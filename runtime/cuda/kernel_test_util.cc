@@ -5,8 +5,10 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "common/cuda_status.h"
 #include "common/status.h"
 
@@ -22,6 +24,72 @@ absl::StatusOr<DeviceBuffer> Upload(const std::vector<float>& host) {
   ASSIGN_OR_RETURN(DeviceBuffer buffer, DeviceBuffer::Allocate(host.size() * sizeof(float)));
   RETURN_IF_ERROR(CopyToDeviceAndWait(buffer.get(), host.data(), host.size() * sizeof(float)));
   return buffer;
+}
+
+namespace {
+
+// Calls fn(T{}) with T the host type of the three floating-point types a
+// GEMM or convolution stores.
+template <typename Fn>
+absl::Status VisitStorageType(DType dtype, Fn&& fn) {
+  switch (dtype) {
+    case DType::kFloat32:
+      fn(float{});
+      return absl::OkStatus();
+    case DType::kFloat16:
+      fn(Half{});
+      return absl::OkStatus();
+    case DType::kBFloat16:
+      fn(BFloat16{});
+      return absl::OkStatus();
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("test data of ", DTypeName(dtype), " is not supported"));
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<uint8_t>> RoundToDType(DType dtype, std::vector<float>& values) {
+  std::vector<uint8_t> bytes(values.size() * DTypeSize(dtype));
+  RETURN_IF_ERROR(VisitStorageType(dtype, [&](auto zero) {
+    using T = decltype(zero);
+    for (size_t i = 0; i < values.size(); ++i) {
+      const T stored = Narrow<T>(values[i]);
+      values[i] = static_cast<float>(Widen(stored));
+      std::memcpy(bytes.data() + i * sizeof(T), &stored, sizeof(T));
+    }
+  }));
+  return bytes;
+}
+
+absl::StatusOr<DeviceBuffer> UploadAs(DType dtype, std::vector<float>& values) {
+  ASSIGN_OR_RETURN(const std::vector<uint8_t> bytes, RoundToDType(dtype, values));
+  ASSIGN_OR_RETURN(DeviceBuffer buffer, DeviceBuffer::Allocate(bytes.size()));
+  RETURN_IF_ERROR(CopyToDeviceAndWait(buffer.get(), bytes.data(), bytes.size()));
+  return buffer;
+}
+
+absl::StatusOr<std::vector<float>> DownloadAs(DType dtype, const DeviceBuffer& buffer,
+                                              size_t count) {
+  std::vector<uint8_t> bytes(count * DTypeSize(dtype));
+  if (buffer.bytes() < bytes.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("a buffer of ", buffer.bytes(),
+                                                   " bytes holds fewer than ", count, " ",
+                                                   DTypeName(dtype), " elements"));
+  }
+  CUDA_RETURN_IF_ERROR(
+      cudaMemcpy(bytes.data(), buffer.get(), bytes.size(), cudaMemcpyDeviceToHost));
+  std::vector<float> values(count);
+  RETURN_IF_ERROR(VisitStorageType(dtype, [&](auto zero) {
+    using T = decltype(zero);
+    for (size_t i = 0; i < count; ++i) {
+      T stored;
+      std::memcpy(&stored, bytes.data() + i * sizeof(T), sizeof(T));
+      values[i] = static_cast<float>(Widen(stored));
+    }
+  }));
+  return values;
 }
 
 void InjectSpecials(std::vector<float>& v, int64_t taps, double affected, std::mt19937& rng) {

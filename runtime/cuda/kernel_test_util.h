@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "common/cuda_handles.h"
+#include "common/dtype_table.h"
 #include "gtest/gtest.h"
 
 namespace graphserve {
@@ -33,6 +34,21 @@ absl::Status CopyToDeviceAndWait(void* device, const void* host, size_t bytes);
 
 // A device copy of `host` (CopyToDeviceAndWait).
 absl::StatusOr<DeviceBuffer> Upload(const std::vector<float>& host);
+
+// Rounds each of `values` to `dtype` (float32, float16 or bfloat16; to
+// nearest even) in place, so that a reference computed from them reads what
+// the device reads, and returns their bytes as the device stores them.
+// Any other dtype is an InvalidArgument.
+absl::StatusOr<std::vector<uint8_t>> RoundToDType(DType dtype, std::vector<float>& values);
+
+// A device copy of `values` stored as `dtype`, which rounds them in place
+// (RoundToDType).
+absl::StatusOr<DeviceBuffer> UploadAs(DType dtype, std::vector<float>& values);
+
+// `count` elements of `dtype` (float32, float16 or bfloat16) at the start of
+// `buffer`, widened to float (exactly).
+absl::StatusOr<std::vector<float>> DownloadAs(DType dtype, const DeviceBuffer& buffer,
+                                              size_t count);
 
 // |v| elementwise: the magnitudes rounding errors grow with.
 std::vector<float> Abs(std::vector<float> v);

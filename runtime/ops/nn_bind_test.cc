@@ -1,6 +1,6 @@
-// The nn family's bind rules and the import-time BatchNorm folding: shapes,
-// canonical forms, refusals that name the node and the attribute, and the
-// folded model computing what the unfolded one does (host executor).
+// The nn family's bind rules: shapes, canonical forms, refusals that name the
+// node and the attribute. BatchNorm folding is a model pass, tested in
+// runtime/passes/fold_batch_norms_test.cc.
 
 #include <cmath>
 #include <memory>
@@ -11,7 +11,6 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "runtime/bind.h"
-#include "runtime/host/host_executor.h"
 #include "runtime/op_registry.h"
 
 namespace graphserve {
@@ -29,14 +28,6 @@ Node MakeNode(std::string name, std::string op_type, std::vector<std::string> in
 
 std::shared_ptr<const HostTensor> Random(Dims dims, uint64_t seed) {
   return std::make_shared<const HostTensor>(RandomTensor(DType::kFloat32, std::move(dims), seed));
-}
-
-// Positive values, as BatchNorm's variance must be.
-std::shared_ptr<const HostTensor> Positive(Dims dims, uint64_t seed) {
-  HostTensor t = RandomTensor(DType::kFloat32, std::move(dims), seed);
-  for (int64_t i = 0; i < t.num_elements(); ++i)
-    t.data<float>()[i] = 0.5f + std::fabs(t.data<float>()[i]);
-  return std::make_shared<const HostTensor>(std::move(t));
 }
 
 // x [-1, 3, 9, 9] -> Conv(4 out channels, 3x3) -> ... -> y.
@@ -59,16 +50,6 @@ absl::StatusOr<BoundGraph> Bind(const Model& model, int64_t batch = 2) {
   BindOptions options;
   options.batch_size = batch;
   return BindModel(model, options);
-}
-
-HostTensor RunHost(const Model& model, const HostTensor& x) {
-  absl::StatusOr<BoundGraph> graph = Bind(model, x.dims()[0]);
-  EXPECT_TRUE(graph.ok()) << graph.status();
-  absl::StatusOr<std::unique_ptr<HostExecutor>> executor = HostExecutor::Create(*graph);
-  EXPECT_TRUE(executor.ok()) << executor.status();
-  absl::StatusOr<std::vector<HostTensor>> out = (*executor)->Run({x});
-  EXPECT_TRUE(out.ok()) << out.status();
-  return (*out)[0];
 }
 
 TEST(NnBindTest, ConvShapesAndCanonicalAttributes) {
@@ -172,40 +153,6 @@ TEST(NnBindTest, ThreeDimensionalPoolingIsRefused) {
   ASSERT_FALSE(graph.ok());
   EXPECT_EQ(graph.status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_THAT(graph.status().message(), HasSubstr("'pool'"));
-}
-
-Model ConvBatchNormModel(bool conv_output_also_returned) {
-  Model model =
-      ConvModel({MakeNode("bn", "BatchNormalization", {"c", "gamma", "beta", "mean", "var"}, {"y"},
-                          {{"epsilon", 1e-3f}})},
-                {-1, 4, 7, 7});
-  model.initializers["gamma"] = Random({4}, 3);
-  model.initializers["beta"] = Random({4}, 4);
-  model.initializers["mean"] = Random({4}, 5);
-  model.initializers["var"] = Positive({4}, 6);
-  if (conv_output_also_returned) model.outputs.push_back({"c", DType::kFloat32, {-1, 4, 7, 7}});
-  return model;
-}
-
-TEST(NnBindTest, BatchNormFoldsIntoTheConvAndComputesTheSame) {
-  const Model unfolded = ConvBatchNormModel(false);
-  Model folded = unfolded;
-  FoldBatchNormsIntoConvs(folded);
-  ASSERT_EQ(folded.nodes.size(), 1u);
-  EXPECT_EQ(folded.nodes[0].op_type, "Conv");
-  EXPECT_EQ(folded.nodes[0].outputs[0], "y");
-  EXPECT_EQ(folded.nodes[0].inputs[1], "bn/folded_weights");
-
-  const HostTensor x = RandomTensor(DType::kFloat32, {3, 3, 9, 9}, 7);
-  const HostTensor want = RunHost(unfolded, x);  // BatchNorm as a per-channel affine
-  const HostTensor got = RunHost(folded, x);
-  EXPECT_LT(RelativeError(got, want), 1e-6);
-}
-
-TEST(NnBindTest, BatchNormIsNotFoldedWhenTheConvOutputHasOtherReaders) {
-  Model model = ConvBatchNormModel(true);
-  FoldBatchNormsIntoConvs(model);
-  EXPECT_EQ(model.nodes.size(), 2u);
 }
 
 TEST(NnBindTest, ClipBoundsMayBeOmittedAndDropoutIsTheIdentity) {
