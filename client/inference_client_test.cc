@@ -375,9 +375,14 @@ TEST_F(InferenceClientTest, ClosePastItsDeadlineCancelsTheCall) {
   std::atomic<int> called{0};
   absl::Status outstanding;
   SendCounted(*stream, &called, &outstanding);
-  // The server cannot have ended the call by a deadline already past.
+  // A deadline already past cancels a call still running. On a loaded machine
+  // the answer can arrive, and the call end, before Close looks (seen in a
+  // full `bazel test //...` on 2 busy cores): then there is nothing to cancel
+  // and Close is OK, the request answered.
   const absl::Status closed = stream->Close(absl::InfinitePast());
-  EXPECT_EQ(closed.code(), absl::StatusCode::kDeadlineExceeded) << closed;
+  EXPECT_TRUE(closed.code() == absl::StatusCode::kDeadlineExceeded ||
+              (closed.ok() && outstanding.ok()))
+      << closed << "; the request: " << outstanding;
   EXPECT_EQ(called.load(), 1);
   EXPECT_TRUE(outstanding.ok() || outstanding.code() == absl::StatusCode::kCancelled)
       << outstanding;
