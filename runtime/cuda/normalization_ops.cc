@@ -1,5 +1,6 @@
 // The normalization family's CUDA kernels (runtime/ops/normalization.cc):
-// Softmax, LayerNormalization, the Reduce* ops, ArgMax and ArgMin, CumSum.
+// Softmax, LogSoftmax, LayerNormalization, the Reduce* ops, ArgMax and
+// ArgMin, CumSum.
 // Device code: op_kernels_reduce.cu.
 
 #include "runtime/cuda/op_kernels.h"
@@ -107,6 +108,7 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeSoftmax(const CudaKernelContex
   params.outer = IntAttr(node.attributes, "outer");
   params.axis_size = IntAttr(node.attributes, "axis_size");
   params.inner = IntAttr(node.attributes, "inner");
+  params.log = node.op_type == "LogSoftmax";
   if (params.outer < 0 || params.axis_size < 0 || params.inner < 0) {
     return Invalid(node, "outer, axis_size and inner must be non-negative");
   }
@@ -333,6 +335,7 @@ void AddNormalizationCudaKernels(CudaKernelDefs& defs) {
     defs.push_back({op, kFloatsAndIntegers, MakeArgReduce});
   }
   defs.push_back({"Softmax", float32, MakeSoftmax});
+  defs.push_back({"LogSoftmax", float32, MakeSoftmax});
 }
 
 }  // namespace graphserve

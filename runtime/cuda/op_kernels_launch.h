@@ -152,6 +152,8 @@ struct SoftmaxParams {
   int64_t outer = 0;
   int64_t axis_size = 0;
   int64_t inner = 0;
+  // LogSoftmax: x - max - log(sum(exp(x - max))) instead of the quotient.
+  bool log = false;
 };
 
 cudaError_t LaunchSoftmax(const SoftmaxParams& params, const float* input, float* output,

@@ -1,5 +1,5 @@
-// Row-wise normalisations and reductions: Softmax, LayerNormalization, the
-// Reduce* ops, ArgMax and ArgMin, CumSum.
+// Row-wise normalisations and reductions: Softmax, LogSoftmax,
+// LayerNormalization, the Reduce* ops, ArgMax and ArgMin, CumSum.
 //
 // Rows up to kMaxWarpRowCols elements are handled by one warp each, the row
 // held in registers (kPerLane elements per lane, lane + 32 * k for coalesced
@@ -147,9 +147,16 @@ void WithPerLaneBucket(int64_t cols, Launch&& launch) {
 
 // ---------------------------------------------------------------- Softmax
 
+// Softmax and LogSoftmax of one element from its shifted value t = x - max
+// and the row's sum of exp(t): exp(t) / sum, or t - log(sum) (ONNX's
+// reference formula, so NaN and Inf come out as there).
+__device__ __forceinline__ float SoftmaxOutput(float shifted, float sum, bool log) {
+  return log ? shifted - logf(sum) : expf(shifted) / sum;
+}
+
 template <int kPerLane>
 __global__ void __launch_bounds__(kRowWarps* kWarpSize)
-    SoftmaxWarpRowsKernel(const float* in, float* out, int64_t rows, int cols) {
+    SoftmaxWarpRowsKernel(const float* in, float* out, int64_t rows, int cols, bool log) {
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowWarps + threadIdx.x / kWarpSize;
   if (row >= rows) return;  // the whole warp leaves together
   const int lane = threadIdx.x % kWarpSize;
@@ -168,19 +175,19 @@ __global__ void __launch_bounds__(kRowWarps* kWarpSize)
 #pragma unroll
   for (int k = 0; k < kPerLane; ++k) {
     const int c = lane + k * kWarpSize;
-    v[k] = c < cols ? expf(v[k] - max_value) : 0.0f;
-    sum += v[k];
+    v[k] -= max_value;
+    if (c < cols) sum += expf(v[k]);
   }
-  const float inv_sum = 1.0f / WarpSum(sum);
+  sum = WarpSum(sum);
 #pragma unroll
   for (int k = 0; k < kPerLane; ++k) {
     const int c = lane + k * kWarpSize;
-    if (c < cols) y[c] = v[k] * inv_sum;
+    if (c < cols) y[c] = SoftmaxOutput(v[k], sum, log);
   }
 }
 
 __global__ void __launch_bounds__(kRowBlockThreads)
-    SoftmaxBlockRowsKernel(const float* in, float* out, int64_t cols) {
+    SoftmaxBlockRowsKernel(const float* in, float* out, int64_t cols, bool log) {
   __shared__ float scratch[kRowBlockThreads / kWarpSize];
   const float* x = in + static_cast<int64_t>(blockIdx.x) * cols;
   float* y = out + static_cast<int64_t>(blockIdx.x) * cols;
@@ -189,9 +196,9 @@ __global__ void __launch_bounds__(kRowBlockThreads)
   max_value = BlockMax(max_value, scratch);
   float sum = 0.0f;
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) sum += expf(x[c] - max_value);
-  const float inv_sum = 1.0f / BlockSum(sum, scratch);
+  sum = BlockSum(sum, scratch);
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-    y[c] = expf(x[c] - max_value) * inv_sum;
+    y[c] = SoftmaxOutput(x[c] - max_value, sum, log);
   }
 }
 
@@ -199,7 +206,7 @@ __global__ void __launch_bounds__(kRowBlockThreads)
 // neighbouring threads read neighbouring elements at every step.
 __global__ void __launch_bounds__(kStridedThreads)
     SoftmaxStridedKernel(const float* in, float* out, int64_t outer, int64_t axis_size,
-                         int64_t inner) {
+                         int64_t inner, bool log) {
   const int64_t total = outer * inner;
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < total;
@@ -210,18 +217,17 @@ __global__ void __launch_bounds__(kStridedThreads)
     for (int64_t a = 0; a < axis_size; ++a) max_value = fmaxf(max_value, in[base + a * inner]);
     float sum = 0.0f;
     for (int64_t a = 0; a < axis_size; ++a) sum += expf(in[base + a * inner] - max_value);
-    const float inv_sum = 1.0f / sum;
     for (int64_t a = 0; a < axis_size; ++a) {
-      out[base + a * inner] = expf(in[base + a * inner] - max_value) * inv_sum;
+      out[base + a * inner] = SoftmaxOutput(in[base + a * inner] - max_value, sum, log);
     }
   }
 }
 
 template <int kPerLane>
-void LaunchSoftmaxWarpRows(const float* in, float* out, int64_t rows, int cols,
+void LaunchSoftmaxWarpRows(const float* in, float* out, int64_t rows, int cols, bool log,
                            cudaStream_t stream, unsigned blocks) {
   SoftmaxWarpRowsKernel<kPerLane>
-      <<<blocks, kRowWarps * kWarpSize, 0, stream>>>(in, out, rows, cols);
+      <<<blocks, kRowWarps * kWarpSize, 0, stream>>>(in, out, rows, cols, log);
 }
 
 // ------------------------------------------------------ LayerNormalization
@@ -759,21 +765,22 @@ cudaError_t LaunchSoftmax(const SoftmaxParams& p, const float* input, float* out
   if (p.outer <= 0 || p.axis_size <= 0 || p.inner <= 0) return cudaSuccess;
   if (p.inner != 1) {
     SoftmaxStridedKernel<<<StridedBlocks(p.outer * p.inner), kStridedThreads, 0, stream>>>(
-        input, output, p.outer, p.axis_size, p.inner);
+        input, output, p.outer, p.axis_size, p.inner, p.log);
     return cudaGetLastError();
   }
   const int64_t rows = p.outer;
   if (p.axis_size > kMaxWarpRowCols) {
     if (rows > INT32_MAX) return cudaErrorInvalidConfiguration;
     SoftmaxBlockRowsKernel<<<static_cast<unsigned>(rows), kRowBlockThreads, 0, stream>>>(
-        input, output, p.axis_size);
+        input, output, p.axis_size, p.log);
     return cudaGetLastError();
   }
   const unsigned blocks = WarpRowBlocks(rows);
   if (blocks == 0) return cudaErrorInvalidConfiguration;
   const int cols = static_cast<int>(p.axis_size);
   WithPerLaneBucket(cols, [&](auto per_lane) {
-    LaunchSoftmaxWarpRows<decltype(per_lane)::value>(input, output, rows, cols, stream, blocks);
+    LaunchSoftmaxWarpRows<decltype(per_lane)::value>(input, output, rows, cols, p.log, stream,
+                                                     blocks);
   });
   return cudaGetLastError();
 }

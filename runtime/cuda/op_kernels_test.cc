@@ -471,8 +471,8 @@ TEST_P(OpKernelTest, MatchesHostKernel) {
 // cases of its own (CastSpecialCases): ONNX leaves NaN and out-of-range
 // values cast to an integer undefined, and both executors saturate alike.
 // Some ops see no 1e30, where it would test rounding rather than semantics:
-// Softmax's and LayerNormalization's float32 sums of squares overflow where
-// the host's float64 ones do not, and +1e30 and -1e30 in one signed sum
+// Softmax's, LogSoftmax's and LayerNormalization's float32 sums of squares
+// overflow where the host's float64 ones do not, and +1e30 and -1e30 in one signed sum
 // (ReduceSum, ReduceMean, ReduceLogSum) cancel to whatever the summation
 // order left of the other terms.
 class OpKernelSpecialValuesTest : public OpKernelTest {};
@@ -480,7 +480,8 @@ class OpKernelSpecialValuesTest : public OpKernelTest {};
 TEST_P(OpKernelSpecialValuesTest, MatchesHostKernel) {
   const OpCase& c = GetParam();
   std::mt19937 rng(static_cast<uint32_t>(std::hash<std::string>{}(c.label)) + 1);
-  const bool no_large = c.op_type == "Softmax" || c.op_type == "LayerNormalization" ||
+  const bool no_large = c.op_type == "Softmax" || c.op_type == "LogSoftmax" ||
+                        c.op_type == "LayerNormalization" ||
                         c.op_type == "ReduceSum" || c.op_type == "ReduceMean" ||
                         c.op_type == "ReduceLogSum";
   std::vector<float> specials = {kNaN, kInf, -kInf};
@@ -895,17 +896,19 @@ std::vector<OpCase> SoftmaxCases() {
       {2, 2000, 1}, {2, 5, 3}, {3, 17, 129}, {7, 1, 1},
   };
   std::vector<OpCase> cases;
-  for (const auto& s : shapes) {
-    OpCase c;
-    c.op_type = "Softmax";
-    const Dims dims = s[2] == 1 ? Dims{s[0], s[1]} : Dims{s[0], s[1], s[2]};
-    c.label = absl::StrCat("Softmax_", s[0], "_", s[1], "_", s[2]);
-    c.inputs = {Spec(DType::kFloat32, dims)};
-    c.outputs = {Spec(DType::kFloat32, dims)};
-    c.attributes["outer"] = s[0];
-    c.attributes["axis_size"] = s[1];
-    c.attributes["inner"] = s[2];
-    cases.push_back(std::move(c));
+  for (const char* op : {"Softmax", "LogSoftmax"}) {
+    for (const auto& s : shapes) {
+      OpCase c;
+      c.op_type = op;
+      const Dims dims = s[2] == 1 ? Dims{s[0], s[1]} : Dims{s[0], s[1], s[2]};
+      c.label = absl::StrCat(op, "_", s[0], "_", s[1], "_", s[2]);
+      c.inputs = {Spec(DType::kFloat32, dims)};
+      c.outputs = {Spec(DType::kFloat32, dims)};
+      c.attributes["outer"] = s[0];
+      c.attributes["axis_size"] = s[1];
+      c.attributes["inner"] = s[2];
+      cases.push_back(std::move(c));
+    }
   }
   return cases;
 }

@@ -678,7 +678,7 @@ TEST(GemmTest, WithoutC) {
 }
 
 // ---------------------------------------------------------------------------
-// Softmax, LayerNormalization, ReduceMean
+// Softmax, LogSoftmax, LayerNormalization, ReduceMean
 // ---------------------------------------------------------------------------
 
 TEST(SoftmaxTest, LargeValuesStayFinite) {
@@ -710,6 +710,45 @@ TEST(SoftmaxTest, RunsOverTheMiddleAxis) {
     }
   }
   ExpectFloatsNear(Values<float>(out), expected);
+}
+
+TEST(LogSoftmaxTest, LargeValuesStayFiniteOverTheMiddleAxis) {
+  // [2,3,2] over dim 1, values far beyond exp()'s float range: x - max -
+  // log(sum(exp(x - max))) in double.
+  std::vector<float> x = {1, -1, 2, 0, 3, 4, 0.5f, 2, -2, 1, 0, 3};
+  for (float& v : x) v += 1000.0f;
+  HostTensor out =
+      RunOk(MakeNode("LogSoftmax",
+                     {{"outer", int64_t{2}}, {"axis_size", int64_t{3}}, {"inner", int64_t{2}}}),
+            {Floats({2, 3, 2}, x)}, DType::kFloat32, {2, 3, 2});
+  std::vector<float> expected(12);
+  for (int o = 0; o < 2; ++o) {
+    for (int in = 0; in < 2; ++in) {
+      double sum = 0;
+      for (int a = 0; a < 3; ++a) sum += std::exp(x[o * 6 + a * 2 + in] - 1000.0);
+      for (int a = 0; a < 3; ++a) {
+        expected[o * 6 + a * 2 + in] =
+            static_cast<float>(x[o * 6 + a * 2 + in] - 1000.0 - std::log(sum));
+      }
+    }
+  }
+  ExpectFloatsNear(Values<float>(out), expected);
+}
+
+TEST(LogSoftmaxTest, NanAndInfinityFollowOnnxReference) {
+  // ONNX's reference: t = x - max(x); t - log(sum(exp(t))). A NaN or a +Inf
+  // (Inf - Inf) makes the row NaN; -Inf beside finite values stays -Inf; an
+  // all -Inf row is NaN.
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  HostTensor out =
+      RunOk(MakeNode("LogSoftmax",
+                     {{"outer", int64_t{4}}, {"axis_size", int64_t{2}}, {"inner", int64_t{1}}}),
+            {Floats({4, 2}, {0, -inf, 1, nan, inf, 0, -inf, -inf})}, DType::kFloat32, {4, 2});
+  const std::vector<float> y = Values<float>(out);
+  EXPECT_FLOAT_EQ(y[0], 0.0f);
+  EXPECT_EQ(y[1], -inf);
+  for (int i = 2; i < 8; ++i) EXPECT_TRUE(std::isnan(y[i])) << "element " << i << ": " << y[i];
 }
 
 TEST(LayerNormalizationTest, MatchesTheFormulaWithStatistics) {

@@ -23,7 +23,12 @@ namespace {
 // Normalisations and reductions
 // ---------------------------------------------------------------------------
 
-absl::Status RunSoftmax(const HostKernelArgs& args) {
+// Softmax, or LogSoftmax with `log`: over the axis of [outer, axis_size,
+// inner], as ONNX's reference computes it: t = x - max, then exp(t) / sum or
+// t - log(sum), where sum = sum(exp(t)). Subtracting the max keeps exp() in
+// range for large inputs; a NaN, or a +Inf (t = Inf - Inf), makes its line NaN,
+// as in numpy.
+absl::Status RunSoftmax(const HostKernelArgs& args, bool log) {
   RETURN_IF_ERROR(CheckUnaryOperand(args));
   RETURN_IF_ERROR(RequireDType(args, args.in(0), DType::kFloat32, "input"));
   const int64_t outer = IntAttr(args.node.attributes, "outer");
@@ -35,22 +40,23 @@ absl::Status RunSoftmax(const HostKernelArgs& args) {
   }
   const float* x = args.in(0).data<float>();
   float* y = args.out(0).data<float>();
-  std::vector<double> exps(axis_size);
+  std::vector<double> shifted(axis_size);
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t in = 0; in < inner; ++in) {
       const int64_t base = o * axis_size * inner + in;
-      // Subtracting the max keeps exp() in range for large inputs.
       double max_value = -std::numeric_limits<double>::infinity();
       for (int64_t a = 0; a < axis_size; ++a) {
         max_value = std::max(max_value, static_cast<double>(x[base + a * inner]));
       }
       double sum = 0.0;
       for (int64_t a = 0; a < axis_size; ++a) {
-        exps[a] = std::exp(static_cast<double>(x[base + a * inner]) - max_value);
-        sum += exps[a];
+        shifted[a] = static_cast<double>(x[base + a * inner]) - max_value;
+        sum += std::exp(shifted[a]);
       }
+      const double log_sum = std::log(sum);
       for (int64_t a = 0; a < axis_size; ++a) {
-        y[base + a * inner] = static_cast<float>(exps[a] / sum);
+        y[base + a * inner] =
+            static_cast<float>(log ? shifted[a] - log_sum : std::exp(shifted[a]) / sum);
       }
     }
   }
@@ -421,7 +427,8 @@ absl::Status RunCumSum(const HostKernelArgs& args) {
 
 }  // namespace
 
-absl::Status HostSoftmax(const HostKernelArgs& args) { return RunSoftmax(args); }
+absl::Status HostSoftmax(const HostKernelArgs& args) { return RunSoftmax(args, false); }
+absl::Status HostLogSoftmax(const HostKernelArgs& args) { return RunSoftmax(args, true); }
 absl::Status HostLayerNormalization(const HostKernelArgs& args) {
   return RunLayerNormalization(args);
 }

@@ -1,7 +1,7 @@
 #pragma once
-// Host reference kernels, normalization family: Softmax, LayerNormalization,
-// the Reduce* ops, ArgMax and ArgMin, CumSum. Each computes one canonical
-// bound node (Note [Canonical bound nodes]); the op registry
+// Host reference kernels, normalization family: Softmax, LogSoftmax,
+// LayerNormalization, the Reduce* ops, ArgMax and ArgMin, CumSum. Each
+// computes one canonical bound node (Note [Canonical bound nodes]); the op registry
 // (runtime/ops/normalization.cc) names them.
 
 #include "absl/status/status.h"
@@ -11,6 +11,7 @@ namespace graphserve {
 struct HostKernelArgs;
 
 absl::Status HostSoftmax(const HostKernelArgs& args);
+absl::Status HostLogSoftmax(const HostKernelArgs& args);
 absl::Status HostLayerNormalization(const HostKernelArgs& args);
 absl::Status HostReduceSum(const HostKernelArgs& args);
 absl::Status HostReduceMean(const HostKernelArgs& args);

@@ -1,4 +1,4 @@
-// Softmax, LayerNormalization, the Reduce* ops, ArgMax and ArgMin, CumSum.
+// Softmax, LogSoftmax, LayerNormalization, the Reduce* ops, ArgMax and ArgMin, CumSum.
 // The OpDefs of this family (Note [Op registry] in runtime/op_registry.h) and
 // their bind rules; the kernels are in runtime/host/normalization_kernels.cc and
 // runtime/cuda/normalization_kernels.cc.
@@ -23,6 +23,7 @@ namespace graphserve {
 
 namespace {
 
+// Softmax and LogSoftmax: canonical attrs outer, axis_size, inner.
 absl::Status BindSoftmax(BindContext& ctx) {
   RETURN_IF_ERROR(ctx.CheckDType(0, {DType::kFloat32}));
   const Dims& dims = ctx.in_dims(0);
@@ -198,6 +199,13 @@ void AddNormalizationOps(std::vector<OpDef>& ops) {
                       .bind = BindSoftmax,
                       .host = HostSoftmax,
                       .summary = "both opset < 13 and >= 13 axis semantics"});
+  ops.push_back(OpDef{.name = "LogSoftmax",
+                      .family = "normalization",
+                      .attributes = {"axis"},
+                      .bind = BindSoftmax,
+                      .host = HostLogSoftmax,
+                      .summary = "float32; both opset < 13 and >= 13 axis semantics; "
+                                 "x - max - log(sum(exp(x - max)))"});
   ops.push_back(OpDef{.name = "LayerNormalization",
                       .family = "normalization",
                       .since_opset = 17,
