@@ -1,6 +1,6 @@
 // The normalization family's CUDA kernels (runtime/ops/normalization.cc):
-// Softmax, LogSoftmax, LayerNormalization, the Reduce* ops, ArgMax and
-// ArgMin, CumSum.
+// Softmax, LogSoftmax, LayerNormalization, InstanceNormalization,
+// GroupNormalization, the Reduce* ops, ArgMax and ArgMin, CumSum.
 // Device code: op_kernels_reduce.cu.
 
 #include "runtime/cuda/op_kernels.h"
@@ -40,6 +40,7 @@ using kernel_plan::Product;
 using kernel_plan::StridedDims;
 using op_kernels_internal::ArgReduceParams;
 using op_kernels_internal::CumSumParams;
+using op_kernels_internal::GroupNormParams;
 using op_kernels_internal::LayerNormParams;
 using op_kernels_internal::ReduceOp;
 using op_kernels_internal::ReduceParams;
@@ -175,6 +176,43 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeLayerNorm(const CudaKernelCont
   const bool has_mean = v.outputs.size() > 1 && v.outputs[1] != nullptr;
   const bool has_inv_std_dev = v.outputs.size() > 2 && v.outputs[2] != nullptr;
   return std::make_unique<LayerNormKernel>(node, params, has_mean, has_inv_std_dev);
+}
+
+cudaError_t EnqueueGroupNorm(const GroupNormParams& params, DeviceInputs inputs,
+                             DeviceOutputs outputs, cudaStream_t stream) {
+  const auto in = [&](size_t i) { return static_cast<const float*>(inputs[i]); };
+  return op_kernels_internal::LaunchGroupNorm(params, in(0), in(1), in(2),
+                                              static_cast<float*>(outputs[0]), stream);
+}
+
+// InstanceNormalization and GroupNormalization (Note [Group normalization] in
+// runtime/host/normalization_kernels.h).
+absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeGroupNorm(const CudaKernelContext& context) {
+  const BoundNode& node = context.node;
+  ASSIGN_OR_RETURN(NodeValues v, GetNodeValues(context.graph, node, 3, 3, 1, 1));
+  GroupNormParams params;
+  params.batch = IntAttr(node.attributes, "batch");
+  params.channels = IntAttr(node.attributes, "channels");
+  params.groups = IntAttr(node.attributes, "groups");
+  params.spatial = IntAttr(node.attributes, "spatial");
+  params.affine_per_group = IntAttr(node.attributes, "affine_per_group") != 0;
+  ASSIGN_OR_RETURN(params.epsilon, GetFloatAttr(node.attributes, "epsilon", 1e-5f));
+  if (params.batch < 0 || params.channels < 0 || params.spatial < 0 || params.groups <= 0 ||
+      params.channels % params.groups != 0) {
+    return Invalid(node, absl::StrCat("batch ", params.batch, ", channels ", params.channels,
+                                      ", groups ", params.groups, ", spatial ", params.spatial,
+                                      ": groups must divide channels, none negative"));
+  }
+  for (const BoundValue* value : {v.inputs[0], v.inputs[1], v.inputs[2], v.outputs[0]}) {
+    RETURN_IF_ERROR(CheckDType(node, *value, DTypes({DType::kFloat32})));
+  }
+  const int64_t count = params.batch * params.channels * params.spatial;
+  const int64_t affine = params.affine_per_group ? params.groups : params.channels;
+  RETURN_IF_ERROR(CheckElementCount(node, *v.inputs[0], count));
+  RETURN_IF_ERROR(CheckElementCount(node, *v.inputs[1], affine));
+  RETURN_IF_ERROR(CheckElementCount(node, *v.inputs[2], affine));
+  RETURN_IF_ERROR(CheckElementCount(node, *v.outputs[0], count));
+  return MakeParamsKernel(node, params, EnqueueGroupNorm, "LaunchGroupNorm");
 }
 
 // The Reduce* ops (Note [Reductions] in runtime/host/normalization_kernels.h)
@@ -328,6 +366,8 @@ void AddNormalizationCudaKernels(CudaKernelDefs& defs) {
   defs.push_back({"CumSum", DTypes({DType::kFloat32, DType::kFloat64, DType::kInt32, DType::kInt64}),
                   MakeCumSum});
   defs.push_back({"LayerNormalization", float32, MakeLayerNorm});
+  defs.push_back({"InstanceNormalization", float32, MakeGroupNorm});
+  defs.push_back({"GroupNormalization", float32, MakeGroupNorm});
   for (const ReduceOpInfo& info : kReduceOps) {
     defs.push_back({info.op_type, info.dtypes, MakeReduce});
   }

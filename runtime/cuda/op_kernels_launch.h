@@ -179,6 +179,22 @@ cudaError_t LaunchAddLayerNorm(const LayerNormParams& params, const float* a, co
                                const float* scale, const float* bias, float* y, float* sum,
                                cudaStream_t stream);
 
+// InstanceNormalization and GroupNormalization (Note [Group normalization]
+// in runtime/host/normalization_kernels.h): float32 X [batch, channels,
+// spatial], normalised per (batch, group) row; scale and bias hold one value
+// per group (affine_per_group) or per channel.
+struct GroupNormParams {
+  int64_t batch = 0;
+  int64_t channels = 0;
+  int64_t groups = 1;
+  int64_t spatial = 0;
+  float epsilon = 0.0f;
+  bool affine_per_group = false;
+};
+
+cudaError_t LaunchGroupNorm(const GroupNormParams& params, const float* x, const float* scale,
+                            const float* bias, float* y, cudaStream_t stream);
+
 // Note [Reductions] in runtime/host/normalization_kernels.h.
 enum class ReduceOp : int32_t {
   kSum,

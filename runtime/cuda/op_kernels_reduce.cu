@@ -1,5 +1,6 @@
 // Row-wise normalisations and reductions: Softmax, LogSoftmax,
-// LayerNormalization, the Reduce* ops, ArgMax and ArgMin, CumSum.
+// LayerNormalization, InstanceNormalization and GroupNormalization, the
+// Reduce* ops, ArgMax and ArgMin, CumSum.
 //
 // Rows up to kMaxWarpRowCols elements are handled by one warp each, the row
 // held in registers (kPerLane elements per lane, lane + 32 * k for coalesced
@@ -228,6 +229,38 @@ void LaunchSoftmaxWarpRows(const float* in, float* out, int64_t rows, int cols, 
                            cudaStream_t stream, unsigned blocks) {
   SoftmaxWarpRowsKernel<kPerLane>
       <<<blocks, kRowWarps * kWarpSize, 0, stream>>>(in, out, rows, cols, log);
+}
+
+// ------------------------------------------------------ GroupNormalization
+
+constexpr int kGroupNormThreads = 256;
+
+// One block per (batch, group) row; the statistics in float64 over two passes,
+// as the host reference keeps them (Note [Group normalization]).
+__global__ void __launch_bounds__(kGroupNormThreads)
+    GroupNormKernel(GroupNormParams p, const float* x, const float* scale, const float* bias,
+                    float* y) {
+  __shared__ double scratch[kGroupNormThreads / kWarpSize];
+  const int64_t row = blockIdx.x;
+  const int64_t channels_per_group = p.channels / p.groups;
+  const int64_t row_size = channels_per_group * p.spatial;
+  const int64_t group = row % p.groups;
+  const float* x_row = x + row * row_size;
+  float* y_row = y + row * row_size;
+  double sum = 0.0;
+  for (int64_t i = threadIdx.x; i < row_size; i += blockDim.x) sum += x_row[i];
+  const double mean = BlockSum(sum, scratch) / static_cast<double>(row_size);
+  double squares = 0.0;
+  for (int64_t i = threadIdx.x; i < row_size; i += blockDim.x) {
+    const double centred = x_row[i] - mean;
+    squares += centred * centred;
+  }
+  const double variance = BlockSum(squares, scratch) / static_cast<double>(row_size);
+  const double inv_std = 1.0 / sqrt(variance + static_cast<double>(p.epsilon));
+  for (int64_t i = threadIdx.x; i < row_size; i += blockDim.x) {
+    const int64_t k = p.affine_per_group ? group : group * channels_per_group + i / p.spatial;
+    y_row[i] = static_cast<float>((x_row[i] - mean) * inv_std * scale[k] + bias[k]);
+  }
 }
 
 // ------------------------------------------------------ LayerNormalization
@@ -782,6 +815,17 @@ cudaError_t LaunchSoftmax(const SoftmaxParams& p, const float* input, float* out
     LaunchSoftmaxWarpRows<decltype(per_lane)::value>(input, output, rows, cols, p.log, stream,
                                                      blocks);
   });
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchGroupNorm(const GroupNormParams& p, const float* x, const float* scale,
+                            const float* bias, float* y, cudaStream_t stream) {
+  if (p.groups <= 0 || p.channels % p.groups != 0) return cudaErrorInvalidValue;
+  const int64_t rows = p.batch * p.groups;
+  if (rows <= 0 || p.channels / p.groups * p.spatial <= 0) return cudaSuccess;
+  if (rows > INT32_MAX) return cudaErrorInvalidConfiguration;
+  GroupNormKernel<<<static_cast<unsigned>(rows), kGroupNormThreads, 0, stream>>>(p, x, scale,
+                                                                                bias, y);
   return cudaGetLastError();
 }
 

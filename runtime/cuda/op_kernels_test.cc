@@ -913,6 +913,43 @@ std::vector<OpCase> SoftmaxCases() {
   return cases;
 }
 
+// InstanceNormalization and GroupNormalization (Note [Group normalization]):
+// rows shorter than a block and longer than several passes of it, spatial 1,
+// scale and bias per channel and per group.
+std::vector<OpCase> GroupNormCases() {
+  const struct {
+    const char* op;
+    int64_t batch, channels, groups, spatial;
+    bool per_group;
+  } norms[] = {
+      {"InstanceNormalization", 2, 3, 3, 25, false},
+      {"InstanceNormalization", 1, 4, 4, 1, false},
+      {"InstanceNormalization", 2, 2, 2, 4100, false},
+      {"GroupNormalization", 2, 8, 4, 9, false},
+      {"GroupNormalization", 3, 6, 3, 7, true},
+      {"GroupNormalization", 1, 32, 8, 640, false},
+  };
+  std::vector<OpCase> cases;
+  for (const auto& n : norms) {
+    OpCase c;
+    c.op_type = n.op;
+    c.label = absl::StrCat(n.op, "_", n.batch, "x", n.channels, "x", n.spatial, "_groups",
+                           n.groups, n.per_group ? "_per_group" : "");
+    const int64_t affine = n.per_group ? n.groups : n.channels;
+    c.inputs = {Spec(DType::kFloat32, {n.batch, n.channels, n.spatial}),
+                Spec(DType::kFloat32, {affine}), Spec(DType::kFloat32, {affine})};
+    c.outputs = {Spec(DType::kFloat32, {n.batch, n.channels, n.spatial})};
+    c.attributes["batch"] = n.batch;
+    c.attributes["channels"] = n.channels;
+    c.attributes["groups"] = n.groups;
+    c.attributes["spatial"] = n.spatial;
+    c.attributes["epsilon"] = 1e-5f;
+    c.attributes["affine_per_group"] = int64_t{n.per_group};
+    cases.push_back(std::move(c));
+  }
+  return cases;
+}
+
 std::vector<OpCase> LayerNormCases() {
   const Dims absent = {-1};
   const struct {
@@ -1179,6 +1216,8 @@ INSTANTIATE_TEST_SUITE_P(GatherElements, OpKernelTest, ::testing::ValuesIn(Gathe
 INSTANTIATE_TEST_SUITE_P(CumSum, OpKernelTest, ::testing::ValuesIn(CumSumCases()), CaseName);
 INSTANTIATE_TEST_SUITE_P(Softmax, OpKernelTest, ::testing::ValuesIn(SoftmaxCases()), CaseName);
 INSTANTIATE_TEST_SUITE_P(LayerNorm, OpKernelTest, ::testing::ValuesIn(LayerNormCases()),
+                         CaseName);
+INSTANTIATE_TEST_SUITE_P(GroupNorm, OpKernelTest, ::testing::ValuesIn(GroupNormCases()),
                          CaseName);
 INSTANTIATE_TEST_SUITE_P(Reduce, OpKernelTest, ::testing::ValuesIn(ReduceCases()), CaseName);
 INSTANTIATE_TEST_SUITE_P(ArgReduce, OpKernelTest, ::testing::ValuesIn(ArgReduceCases()),
@@ -1479,6 +1518,8 @@ INSTANTIATE_TEST_SUITE_P(Softmax, OpKernelSpecialValuesTest,
                          ::testing::ValuesIn(FloatCases(SoftmaxCases())), CaseName);
 INSTANTIATE_TEST_SUITE_P(LayerNorm, OpKernelSpecialValuesTest,
                          ::testing::ValuesIn(FloatCases(LayerNormCases())), CaseName);
+INSTANTIATE_TEST_SUITE_P(GroupNorm, OpKernelSpecialValuesTest,
+                         ::testing::ValuesIn(FloatCases(GroupNormCases())), CaseName);
 INSTANTIATE_TEST_SUITE_P(Reduce, OpKernelSpecialValuesTest,
                          ::testing::ValuesIn(FloatCases(ReduceCases())), CaseName);
 INSTANTIATE_TEST_SUITE_P(ArgReduce, OpKernelSpecialValuesTest,
@@ -1653,8 +1694,8 @@ std::vector<OpCase> AllCases() {
   std::vector<OpCase> all;
   for (std::vector<OpCase> cases :
        {BinaryCases(), WhereCases(), UnaryCases(), CastCases(), TransposeCases(), SliceCases(),
-        ExpandCases(), GatherCases(), SoftmaxCases(), LayerNormCases(), ReduceCases(),
-        ArgReduceCases(), FloatMathCases(), PReluCases(), ConcatCases()}) {
+        ExpandCases(), GatherCases(), SoftmaxCases(), LayerNormCases(), GroupNormCases(),
+        ReduceCases(), ArgReduceCases(), FloatMathCases(), PReluCases(), ConcatCases()}) {
     all.insert(all.end(), cases.begin(), cases.end());
   }
   return all;

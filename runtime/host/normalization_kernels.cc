@@ -123,6 +123,61 @@ absl::Status RunLayerNormalization(const HostKernelArgs& args) {
   return absl::OkStatus();
 }
 
+// Note [Group normalization] in normalization_kernels.h.
+absl::Status RunGroupNormalization(const HostKernelArgs& args) {
+  if (args.inputs.size() != 3) return args.Invalid("expected X, scale and B");
+  const HostTensor& x = args.in(0);
+  const HostTensor& scale = args.in(1);
+  const HostTensor& bias = args.in(2);
+  for (const HostTensor* t : {&x, &scale, &bias, static_cast<const HostTensor*>(&args.out(0))}) {
+    RETURN_IF_ERROR(RequireDType(args, *t, DType::kFloat32, "operand"));
+  }
+  RETURN_IF_ERROR(RequireSameElementCount(args, x, args.out(0)));
+  const int64_t batch = IntAttr(args.node.attributes, "batch");
+  const int64_t channels = IntAttr(args.node.attributes, "channels");
+  const int64_t groups = IntAttr(args.node.attributes, "groups");
+  const int64_t spatial = IntAttr(args.node.attributes, "spatial");
+  const bool per_group = IntAttr(args.node.attributes, "affine_per_group") != 0;
+  ASSIGN_OR_RETURN(const double epsilon, OptionalFloatAttr(args, "epsilon", 1e-5f));
+  if (groups <= 0 || channels % groups != 0) {
+    return args.Invalid("groups=", groups, " should divide channels=", channels);
+  }
+  if (batch * channels * spatial != x.num_elements()) {
+    return args.Invalid("batch=", batch, " channels=", channels, " spatial=", spatial,
+                        " do not cover input ", DimsToString(x.dims()));
+  }
+  const int64_t affine = per_group ? groups : channels;
+  if (scale.num_elements() != affine || bias.num_elements() != affine) {
+    return args.Invalid("scale and B should hold ", affine, " elements, got ",
+                        DimsToString(scale.dims()), " and ", DimsToString(bias.dims()));
+  }
+  const int64_t channels_per_group = channels / groups;
+  const int64_t row_size = channels_per_group * spatial;
+  const float* x_data = x.data<float>();
+  const float* scale_data = scale.data<float>();
+  const float* bias_data = bias.data<float>();
+  float* y = args.out(0).data<float>();
+  for (int64_t row = 0; row < batch * groups; ++row) {
+    const int64_t group = row % groups;
+    const float* x_row = x_data + row * row_size;
+    double sum = 0.0;
+    for (int64_t i = 0; i < row_size; ++i) sum += x_row[i];
+    const double mean = sum / static_cast<double>(row_size);
+    double squares = 0.0;
+    for (int64_t i = 0; i < row_size; ++i) {
+      const double centred = x_row[i] - mean;
+      squares += centred * centred;
+    }
+    const double inv_std = 1.0 / std::sqrt(squares / static_cast<double>(row_size) + epsilon);
+    for (int64_t i = 0; i < row_size; ++i) {
+      const int64_t k = per_group ? group : group * channels_per_group + i / spatial;
+      y[row * row_size + i] =
+          static_cast<float>((x_row[i] - mean) * inv_std * scale_data[k] + bias_data[k]);
+    }
+  }
+  return absl::OkStatus();
+}
+
 enum class ReduceOp {
   kSum,
   kMean,
@@ -431,6 +486,9 @@ absl::Status HostSoftmax(const HostKernelArgs& args) { return RunSoftmax(args, f
 absl::Status HostLogSoftmax(const HostKernelArgs& args) { return RunSoftmax(args, true); }
 absl::Status HostLayerNormalization(const HostKernelArgs& args) {
   return RunLayerNormalization(args);
+}
+absl::Status HostGroupNormalization(const HostKernelArgs& args) {
+  return RunGroupNormalization(args);
 }
 absl::Status HostReduceSum(const HostKernelArgs& args) { return RunReduce(args, ReduceOp::kSum); }
 absl::Status HostReduceMean(const HostKernelArgs& args) {

@@ -1,4 +1,5 @@
-// Softmax, LogSoftmax, LayerNormalization, the Reduce* ops, ArgMax and ArgMin, CumSum.
+// Softmax, LogSoftmax, LayerNormalization, InstanceNormalization,
+// GroupNormalization, the Reduce* ops, ArgMax and ArgMin, CumSum.
 // The OpDefs of this family (Note [Op registry] in runtime/op_registry.h) and
 // their bind rules; the kernels are in runtime/host/normalization_kernels.cc and
 // runtime/cuda/normalization_kernels.cc.
@@ -66,6 +67,63 @@ absl::Status BindLayerNorm(BindContext& ctx) {
       ctx.op(), ctx.inputs(), {{"outer", outer}, {"inner", inner}, {"epsilon", epsilon}},
       {OutputSpec{"", DType::kFloat32, dims}, OutputSpec{"", DType::kFloat32, stat_dims},
        OutputSpec{"", DType::kFloat32, stat_dims}});
+}
+
+// InstanceNormalization and GroupNormalization (Note [Group normalization]
+// in runtime/host/normalization_kernels.h): X [N, C, spatial...], scale and
+// B of `affine` elements each.
+absl::Status EmitGroupNorm(BindContext& ctx, int64_t groups, bool affine_per_group) {
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    RETURN_IF_ERROR(ctx.CheckDType(i, {DType::kFloat32}));
+  }
+  const Dims& dims = ctx.in_dims(0);
+  if (dims.size() < 2) {
+    return ctx.Error("X should have rank >= 2 (N, C, spatial...), got ", DimsToString(dims));
+  }
+  const int64_t channels = dims[1];
+  if (groups <= 0 || channels % groups != 0) {
+    return ctx.Error("num_groups ", groups, " should be positive and divide the ", channels,
+                     " channels");
+  }
+  const int64_t affine = affine_per_group ? groups : channels;
+  for (size_t i = 1; i < ctx.num_inputs(); ++i) {
+    if (NumElements(ctx.in_dims(i)) != affine) {
+      return ctx.Error(i == 1 ? "scale " : "B ", DimsToString(ctx.in_dims(i)), " should hold ",
+                       affine, affine_per_group ? " elements, one per group" : " elements, one per channel",
+                       " (X ", DimsToString(dims), ")");
+    }
+  }
+  ASSIGN_OR_RETURN(const float epsilon, ctx.FloatAttrOr("epsilon", 1e-5f));
+  return ctx.EmitSimple(ctx.inputs(),
+                        {{"batch", dims[0]},
+                         {"channels", channels},
+                         {"groups", groups},
+                         {"spatial", Product(dims, 2, dims.size())},
+                         {"epsilon", epsilon},
+                         {"affine_per_group", int64_t{affine_per_group}}},
+                        DType::kFloat32, dims);
+}
+
+// InstanceNormalization: a group per channel.
+absl::Status BindInstanceNorm(BindContext& ctx) {
+  const Dims& dims = ctx.in_dims(0);
+  return EmitGroupNorm(ctx, dims.size() < 2 ? 1 : dims[1], /*affine_per_group=*/false);
+}
+
+// GroupNormalization: scale and bias per group at opset 18, per channel from
+// 21. stash_type (21) names the precision of the statistics; both executors
+// keep them in float64 (Note [Group normalization]), which meets float32 (1)
+// and float64 (11); a narrower one would round differently, so it is refused.
+absl::Status BindGroupNorm(BindContext& ctx) {
+  if (!ctx.has_attr("num_groups")) return ctx.Error("attribute num_groups is required");
+  ASSIGN_OR_RETURN(const int64_t groups, ctx.IntAttrOr("num_groups", 0));
+  ASSIGN_OR_RETURN(const int64_t stash_type, ctx.IntAttrOr("stash_type", 1));
+  if (stash_type != 1 && stash_type != 11) {
+    return ctx.Unsupported("stash_type ", stash_type,
+                           ": statistics are kept in float64, which meets 1 (float32) and 11 "
+                           "(float64) only");
+  }
+  return EmitGroupNorm(ctx, groups, /*affine_per_group=*/ctx.opset() < 21);
 }
 
 const std::vector<DType> kFloatTypes = {DType::kFloat16, DType::kBFloat16, DType::kFloat32,
@@ -216,6 +274,26 @@ void AddNormalizationOps(std::vector<OpDef>& ops) {
                       .kernel_inputs = {2, 3},
                       .kernel_max_outputs = 3,
                       .summary = "Mean and InvStdDev outputs"});
+  ops.push_back(OpDef{.name = "InstanceNormalization",
+                      .family = "normalization",
+                      .attributes = {"epsilon"},
+                      .arity = {{1, {3, 3}}},
+                      .bind = BindInstanceNorm,
+                      .host = HostGroupNormalization,
+                      .kernel_inputs = {3, 3},
+                      .summary = "float32; statistics in float64"});
+  ops.back().input_names = {"input", "scale", "B"};
+  ops.push_back(OpDef{.name = "GroupNormalization",
+                      .family = "normalization",
+                      .since_opset = 18,
+                      .attributes = {"epsilon", "num_groups", "stash_type"},
+                      .arity = {{1, {3, 3}}},
+                      .bind = BindGroupNorm,
+                      .host = HostGroupNormalization,
+                      .kernel_inputs = {3, 3},
+                      .summary = "float32; scale and bias per group (18) or per channel (21); "
+                                 "stash_type 1 or 11; statistics in float64"});
+  ops.back().input_names = {"X", "scale", "bias"};
   for (const ReduceOpInfo& info : kReduceOps) {
     ops.push_back(OpDef{
         .name = info.name,
