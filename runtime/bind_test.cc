@@ -327,8 +327,8 @@ TEST_P(SoftmaxCanonicalTest, OuterAxisInner) {
   const SoftmaxCase& c = GetParam();
   Attributes attrs;
   if (c.has_axis) attrs["axis"] = c.axis;
-  // LogSoftmax shares Softmax's axis semantics and canonical form.
-  for (const char* op : {"Softmax", "LogSoftmax"}) {
+  // LogSoftmax and Hardmax share Softmax's axis semantics and canonical form.
+  for (const char* op : {"Softmax", "LogSoftmax", "Hardmax"}) {
     const Model model = MakeModel(c.opset, {{"x", DType::kFloat32, {2, 3, 4, 5}}},
                                   {{"y", DType::kFloat32, {2, 3, 4, 5}}},
                                   {MakeNode("softmax", op, {"x"}, {"y"}, attrs)});

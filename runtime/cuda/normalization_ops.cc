@@ -1,5 +1,5 @@
 // The normalization family's CUDA kernels (runtime/ops/normalization.cc):
-// Softmax, LogSoftmax, LayerNormalization, InstanceNormalization,
+// Softmax, LogSoftmax, Hardmax, LayerNormalization, InstanceNormalization,
 // GroupNormalization, the Reduce* ops, ArgMax and ArgMin, CumSum.
 // Device code: op_kernels_reduce.cu.
 
@@ -41,6 +41,7 @@ using kernel_plan::StridedDims;
 using op_kernels_internal::ArgReduceParams;
 using op_kernels_internal::CumSumParams;
 using op_kernels_internal::GroupNormParams;
+using op_kernels_internal::HardmaxParams;
 using op_kernels_internal::LayerNormParams;
 using op_kernels_internal::ReduceOp;
 using op_kernels_internal::ReduceParams;
@@ -117,6 +118,31 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeSoftmax(const CudaKernelContex
   RETURN_IF_ERROR(CheckElementCount(node, in, count));
   RETURN_IF_ERROR(CheckElementCount(node, out, count));
   return MakeParamsKernel(node, params, EnqueueSoftmax, "LaunchSoftmax");
+}
+
+cudaError_t EnqueueHardmax(const HardmaxParams& params, DeviceInputs inputs,
+                           DeviceOutputs outputs, cudaStream_t stream) {
+  return op_kernels_internal::LaunchHardmax(params, inputs[0], outputs[0], stream);
+}
+
+absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeHardmax(const CudaKernelContext& context) {
+  const BoundNode& node = context.node;
+  ASSIGN_OR_RETURN(NodeValues v, GetNodeValues(context.graph, node, 1, 1, 1, 1));
+  const BoundValue& in = *v.inputs[0];
+  const BoundValue& out = *v.outputs[0];
+  RETURN_IF_ERROR(CheckSameDType(node, in, out));
+  HardmaxParams params;
+  params.dtype = in.dtype;
+  params.outer = IntAttr(node.attributes, "outer");
+  params.axis_size = IntAttr(node.attributes, "axis_size");
+  params.inner = IntAttr(node.attributes, "inner");
+  if (params.outer < 0 || params.axis_size < 0 || params.inner < 0) {
+    return Invalid(node, "outer, axis_size and inner must be non-negative");
+  }
+  const int64_t count = params.outer * params.axis_size * params.inner;
+  RETURN_IF_ERROR(CheckElementCount(node, in, count));
+  RETURN_IF_ERROR(CheckElementCount(node, out, count));
+  return MakeParamsKernel(node, params, EnqueueHardmax, "LaunchHardmax");
 }
 
 // a + b, then the LayerNormalization of the sum, in one launch (the
@@ -376,6 +402,7 @@ void AddNormalizationCudaKernels(CudaKernelDefs& defs) {
   }
   defs.push_back({"Softmax", float32, MakeSoftmax});
   defs.push_back({"LogSoftmax", float32, MakeSoftmax});
+  defs.push_back({"Hardmax", kFloatDTypes, MakeHardmax});
 }
 
 }  // namespace graphserve

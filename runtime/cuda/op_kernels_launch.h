@@ -159,6 +159,18 @@ struct SoftmaxParams {
 cudaError_t LaunchSoftmax(const SoftmaxParams& params, const float* input, float* output,
                           cudaStream_t stream);
 
+// Hardmax: `dtype` (a float type) viewed as [outer, axis_size, inner], as
+// Softmax; the output has the input's dtype.
+struct HardmaxParams {
+  DType dtype = DType::kFloat32;
+  int64_t outer = 0;
+  int64_t axis_size = 0;
+  int64_t inner = 0;
+};
+
+cudaError_t LaunchHardmax(const HardmaxParams& params, const void* input, void* output,
+                          cudaStream_t stream);
+
 // float32 X viewed as [rows, cols]; scale and bias hold `cols` elements.
 struct LayerNormParams {
   int64_t rows = 0;

@@ -1,4 +1,4 @@
-// Row-wise normalisations and reductions: Softmax, LogSoftmax,
+// Row-wise normalisations and reductions: Softmax, LogSoftmax, Hardmax,
 // LayerNormalization, InstanceNormalization and GroupNormalization, the
 // Reduce* ops, ArgMax and ArgMin, CumSum.
 //
@@ -743,31 +743,50 @@ __device__ __forceinline__ ArgCandidate<V> Better(ArgCandidate<V> a, ArgCandidat
   return (b.index > a.index) == select_last ? b : a;
 }
 
-// One warp per row of [rows, cols] (inner == 1): each lane keeps the best of
-// its columns, then the warp merges.
+// The winner of a row of `cols` (inner == 1), in every lane of the warp:
+// each lane keeps the best of its columns, then the warp merges.
 template <typename T>
-__global__ void __launch_bounds__(kRowWarps* kWarpSize)
-    ArgReduceWarpRowsKernel(ArgReduceParams p, const T* in, int64_t* out) {
+__device__ __forceinline__ ArgCandidate<ArgValue<T>> WarpRowBest(const T* x, int64_t cols,
+                                                                 bool is_max, bool select_last) {
   using V = ArgValue<T>;
-  const int64_t rows = p.outer;
-  const int64_t cols = p.axis_dim;
-  const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowWarps + threadIdx.x / kWarpSize;
-  if (row >= rows) return;  // the whole warp leaves together
   const int lane = threadIdx.x % kWarpSize;
-  const T* x = in + row * cols;
   // Lanes beyond the row's end hold column 0 (a tie at the lowest index
   // changes no result).
   ArgCandidate<V> best{static_cast<V>(x[0]), 0};
   for (int64_t c = lane; c < cols; c += kWarpSize) {
-    best = Better(best, ArgCandidate<V>{static_cast<V>(x[c]), c}, p.is_max, p.select_last);
+    best = Better(best, ArgCandidate<V>{static_cast<V>(x[c]), c}, is_max, select_last);
   }
 #pragma unroll
   for (int offset = kWarpSize / 2; offset > 0; offset >>= 1) {
     const ArgCandidate<V> other{__shfl_xor_sync(kFullMask, best.value, offset),
                                 __shfl_xor_sync(kFullMask, best.index, offset)};
-    best = Better(best, other, p.is_max, p.select_last);
+    best = Better(best, other, is_max, select_last);
   }
-  if (lane == 0) out[row] = best.index;
+  return best;
+}
+
+// The winner of a line of `axis_dim` elements `inner` apart, in one thread.
+template <typename T>
+__device__ __forceinline__ ArgCandidate<ArgValue<T>> LineBest(const T* line, int64_t axis_dim,
+                                                              int64_t inner, bool is_max,
+                                                              bool select_last) {
+  using V = ArgValue<T>;
+  ArgCandidate<V> best{static_cast<V>(line[0]), 0};
+  for (int64_t k = 1; k < axis_dim; ++k) {
+    best = Better(best, ArgCandidate<V>{static_cast<V>(line[k * inner]), k}, is_max, select_last);
+  }
+  return best;
+}
+
+// One warp per row of [rows, cols] (inner == 1).
+template <typename T>
+__global__ void __launch_bounds__(kRowWarps* kWarpSize)
+    ArgReduceWarpRowsKernel(ArgReduceParams p, const T* in, int64_t* out) {
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowWarps + threadIdx.x / kWarpSize;
+  if (row >= p.outer) return;  // the whole warp leaves together
+  const int64_t index =
+      WarpRowBest(in + row * p.axis_dim, p.axis_dim, p.is_max, p.select_last).index;
+  if (threadIdx.x % kWarpSize == 0) out[row] = index;
 }
 
 // One thread per (outer, inner) line: neighbouring threads read neighbouring
@@ -775,19 +794,45 @@ __global__ void __launch_bounds__(kRowWarps* kWarpSize)
 template <typename T>
 __global__ void __launch_bounds__(kStridedThreads)
     ArgReduceStridedKernel(ArgReduceParams p, const T* in, int64_t* out) {
-  using V = ArgValue<T>;
   const int64_t lines = p.outer * p.inner;
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < lines;
        t += step) {
     const int64_t o = t / p.inner;
     const T* line = in + o * p.axis_dim * p.inner + (t - o * p.inner);
-    ArgCandidate<V> best{static_cast<V>(line[0]), 0};
-    for (int64_t k = 1; k < p.axis_dim; ++k) {
-      best = Better(best, ArgCandidate<V>{static_cast<V>(line[k * p.inner]), k}, p.is_max,
-                    p.select_last);
+    out[t] = LineBest(line, p.axis_dim, p.inner, p.is_max, p.select_last).index;
+  }
+}
+
+// ---------------------------------------------------------------- Hardmax
+// 1 at ArgMax's first winner of each line (the first NaN wins), 0 elsewhere;
+// the same two shapes of kernel as ArgMax.
+
+template <typename T>
+__global__ void __launch_bounds__(kRowWarps* kWarpSize)
+    HardmaxWarpRowsKernel(HardmaxParams p, const T* in, T* out) {
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowWarps + threadIdx.x / kWarpSize;
+  if (row >= p.outer) return;  // the whole warp leaves together
+  const int64_t cols = p.axis_size;
+  const int64_t best = WarpRowBest(in + row * cols, cols, true, false).index;
+  for (int64_t c = threadIdx.x % kWarpSize; c < cols; c += kWarpSize) {
+    out[row * cols + c] = static_cast<T>(c == best ? 1.0f : 0.0f);
+  }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kStridedThreads)
+    HardmaxStridedKernel(HardmaxParams p, const T* in, T* out) {
+  const int64_t lines = p.outer * p.inner;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < lines;
+       t += step) {
+    const int64_t o = t / p.inner;
+    const int64_t base = o * p.axis_size * p.inner + (t - o * p.inner);
+    const int64_t best = LineBest(in + base, p.axis_size, p.inner, true, false).index;
+    for (int64_t k = 0; k < p.axis_size; ++k) {
+      out[base + k * p.inner] = static_cast<T>(k == best ? 1.0f : 0.0f);
     }
-    out[t] = best.index;
   }
 }
 
@@ -886,6 +931,29 @@ cudaError_t LaunchArgReduce(const ArgReduceParams& p, const void* input, int64_t
       } else {
         ArgReduceStridedKernel<T>
             <<<StridedBlocks(lines), kStridedThreads, 0, stream>>>(p, in, output);
+      }
+      return cudaGetLastError();
+    } else {
+      return cudaErrorInvalidValue;
+    }
+  });
+}
+
+cudaError_t LaunchHardmax(const HardmaxParams& p, const void* input, void* output,
+                          cudaStream_t stream) {
+  const int64_t lines = p.outer * p.inner;
+  if (lines <= 0 || p.axis_size <= 0) return cudaSuccess;
+  return VisitDeviceType(p.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::Type;
+    if constexpr (std::is_floating_point_v<T> || kIsHalfType<T>) {
+      const T* in = static_cast<const T*>(input);
+      T* out = static_cast<T*>(output);
+      if (p.inner == 1) {
+        const unsigned blocks = WarpRowBlocks(p.outer);
+        if (blocks == 0) return cudaErrorInvalidConfiguration;
+        HardmaxWarpRowsKernel<T><<<blocks, kRowWarps * kWarpSize, 0, stream>>>(p, in, out);
+      } else {
+        HardmaxStridedKernel<T><<<StridedBlocks(lines), kStridedThreads, 0, stream>>>(p, in, out);
       }
       return cudaGetLastError();
     } else {

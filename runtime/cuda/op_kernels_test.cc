@@ -913,6 +913,30 @@ std::vector<OpCase> SoftmaxCases() {
   return cases;
 }
 
+// Hardmax over warp rows (inner 1, rows shorter and longer than a warp)
+// and strided lines, in each float type; small integers make ties, where the
+// first maximum must win on both executors.
+std::vector<OpCase> HardmaxCases() {
+  const std::vector<std::vector<int64_t>> shapes = {
+      {4, 10, 1}, {3, 1000, 1}, {2, 5, 3}, {3, 17, 129}, {7, 1, 1}};
+  std::vector<OpCase> cases;
+  for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64}) {
+    for (const auto& s : shapes) {
+      OpCase c;
+      c.op_type = "Hardmax";
+      const Dims dims = s[2] == 1 ? Dims{s[0], s[1]} : Dims{s[0], s[1], s[2]};
+      c.label = absl::StrCat("Hardmax_", TypeLabel(dtype), "_", s[0], "_", s[1], "_", s[2]);
+      c.inputs = {Spec(dtype, dims, Fill::kSmallInts)};
+      c.outputs = {Spec(dtype, dims)};
+      c.attributes["outer"] = s[0];
+      c.attributes["axis_size"] = s[1];
+      c.attributes["inner"] = s[2];
+      cases.push_back(std::move(c));
+    }
+  }
+  return cases;
+}
+
 // InstanceNormalization and GroupNormalization (Note [Group normalization]):
 // rows shorter than a block and longer than several passes of it, spatial 1,
 // scale and bias per channel and per group.
@@ -1219,6 +1243,7 @@ INSTANTIATE_TEST_SUITE_P(LayerNorm, OpKernelTest, ::testing::ValuesIn(LayerNormC
                          CaseName);
 INSTANTIATE_TEST_SUITE_P(GroupNorm, OpKernelTest, ::testing::ValuesIn(GroupNormCases()),
                          CaseName);
+INSTANTIATE_TEST_SUITE_P(Hardmax, OpKernelTest, ::testing::ValuesIn(HardmaxCases()), CaseName);
 INSTANTIATE_TEST_SUITE_P(Reduce, OpKernelTest, ::testing::ValuesIn(ReduceCases()), CaseName);
 INSTANTIATE_TEST_SUITE_P(ArgReduce, OpKernelTest, ::testing::ValuesIn(ArgReduceCases()),
                          CaseName);
@@ -1520,6 +1545,8 @@ INSTANTIATE_TEST_SUITE_P(LayerNorm, OpKernelSpecialValuesTest,
                          ::testing::ValuesIn(FloatCases(LayerNormCases())), CaseName);
 INSTANTIATE_TEST_SUITE_P(GroupNorm, OpKernelSpecialValuesTest,
                          ::testing::ValuesIn(FloatCases(GroupNormCases())), CaseName);
+INSTANTIATE_TEST_SUITE_P(Hardmax, OpKernelSpecialValuesTest,
+                         ::testing::ValuesIn(FloatCases(HardmaxCases())), CaseName);
 INSTANTIATE_TEST_SUITE_P(Reduce, OpKernelSpecialValuesTest,
                          ::testing::ValuesIn(FloatCases(ReduceCases())), CaseName);
 INSTANTIATE_TEST_SUITE_P(ArgReduce, OpKernelSpecialValuesTest,
@@ -1695,7 +1722,8 @@ std::vector<OpCase> AllCases() {
   for (std::vector<OpCase> cases :
        {BinaryCases(), WhereCases(), UnaryCases(), CastCases(), TransposeCases(), SliceCases(),
         ExpandCases(), GatherCases(), SoftmaxCases(), LayerNormCases(), GroupNormCases(),
-        ReduceCases(), ArgReduceCases(), FloatMathCases(), PReluCases(), ConcatCases()}) {
+        HardmaxCases(), ReduceCases(), ArgReduceCases(), FloatMathCases(), PReluCases(),
+        ConcatCases()}) {
     all.insert(all.end(), cases.begin(), cases.end());
   }
   return all;

@@ -678,7 +678,8 @@ TEST(GemmTest, WithoutC) {
 }
 
 // ---------------------------------------------------------------------------
-// Softmax, LogSoftmax, LayerNormalization, ReduceMean
+// Softmax, LogSoftmax, Hardmax, LayerNormalization, GroupNormalization,
+// ReduceMean
 // ---------------------------------------------------------------------------
 
 TEST(SoftmaxTest, LargeValuesStayFinite) {
@@ -749,6 +750,28 @@ TEST(LogSoftmaxTest, NanAndInfinityFollowOnnxReference) {
   EXPECT_FLOAT_EQ(y[0], 0.0f);
   EXPECT_EQ(y[1], -inf);
   for (int i = 2; i < 8; ++i) EXPECT_TRUE(std::isnan(y[i])) << "element " << i << ": " << y[i];
+}
+
+TEST(HardmaxTest, FirstMaximumOrNanOfEachLineOverTheMiddleAxis) {
+  // [2,3,2] over dim 1; lines (o, in) hold {x[o][0][in], x[o][1][in], x[o][2][in]}.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const std::vector<double> x = {
+      1, 5, 3, 5, 3, 2,          // o 0: line 0 {1, 3, 3} ties: first; line 1 {5, 5, 2}: first
+      -1, nan, -2, 9, nan, 9};   // o 1: line 0 {-1, -2, NaN}: the NaN; line 1 {NaN, 9, 9}
+  const std::vector<double> expected = {0, 1, 1, 0, 0, 0,  //
+                                        0, 1, 0, 0, 1, 0};
+  const auto check = [&](auto tag, DType dtype) {
+    using T = decltype(tag);
+    HostTensor out =
+        RunOk(MakeNode("Hardmax",
+                       {{"outer", int64_t{2}}, {"axis_size", int64_t{3}}, {"inner", int64_t{2}}}),
+              {Typed<T>(dtype, {2, 3, 2}, x)}, dtype, {2, 3, 2});
+    EXPECT_EQ(Widened<T>(out), expected) << DTypeName(dtype);
+  };
+  check(float{}, DType::kFloat32);
+  check(double{}, DType::kFloat64);
+  check(Half{}, DType::kFloat16);
+  check(BFloat16{}, DType::kBFloat16);
 }
 
 // Note [Group normalization]: y for X [2, 4, 3] in 2 groups (rows of 2

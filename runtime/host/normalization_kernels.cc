@@ -427,6 +427,40 @@ absl::Status RunArgReduce(const HostKernelArgs& args, bool is_max) {
   });
 }
 
+// Hardmax over the axis of [outer, axis_size, inner] (Softmax's canonical
+// form): 1 at ArgMax's first winner of each line, so the first NaN wins as in
+// ONNX's reference (numpy's argmax), 0 elsewhere.
+absl::Status RunHardmax(const HostKernelArgs& args) {
+  RETURN_IF_ERROR(CheckUnaryOperand(args));
+  const int64_t outer = IntAttr(args.node.attributes, "outer");
+  const int64_t axis_size = IntAttr(args.node.attributes, "axis_size");
+  const int64_t inner = IntAttr(args.node.attributes, "inner");
+  if (outer * axis_size * inner != args.in(0).num_elements()) {
+    return args.Invalid("outer=", outer, " axis_size=", axis_size, " inner=", inner,
+                        " do not cover input ", DimsToString(args.in(0).dims()));
+  }
+  return VisitFloatTypes(args, args.in(0).dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* src = args.in(0).data<T>();
+    T* dst = args.out(0).data<T>();
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t c = 0; c < inner; ++c) {
+        const int64_t base = o * axis_size * inner + c;
+        int64_t best = 0;
+        for (int64_t k = 1; k < axis_size; ++k) {
+          if (ArgRank(Widen(src[base + k * inner]), Widen(src[base + best * inner]), true) > 0) {
+            best = k;
+          }
+        }
+        for (int64_t k = 0; k < axis_size; ++k) {
+          dst[base + k * inner] = static_cast<T>(k == best ? 1.0f : 0.0f);
+        }
+      }
+    }
+    return absl::OkStatus();
+  });
+}
+
 // CumSum over [outer, axis_dim, inner] lines, summing in the element type
 // (as the CUDA kernel does; integers wrap).
 absl::Status RunCumSum(const HostKernelArgs& args) {
@@ -513,6 +547,7 @@ absl::Status HostReduceLogSumExp(const HostKernelArgs& args) {
 absl::Status HostArgMax(const HostKernelArgs& args) { return RunArgReduce(args, true); }
 absl::Status HostArgMin(const HostKernelArgs& args) { return RunArgReduce(args, false); }
 
+absl::Status HostHardmax(const HostKernelArgs& args) { return RunHardmax(args); }
 absl::Status HostCumSum(const HostKernelArgs& args) { return RunCumSum(args); }
 
 }  // namespace graphserve

@@ -1,7 +1,8 @@
 #pragma once
-// Host reference kernels, normalization family: Softmax, LogSoftmax,
+// Host reference kernels, normalization family: Softmax, LogSoftmax, Hardmax,
 // LayerNormalization, InstanceNormalization, GroupNormalization, the Reduce*
-// ops, ArgMax and ArgMin, CumSum. Each computes one canonical bound node (Note [Canonical bound nodes]); the op registry
+// ops, ArgMax and ArgMin, CumSum. Each computes one canonical bound node
+// (Note [Canonical bound nodes]); the op registry
 // (runtime/ops/normalization.cc) names them.
 
 #include "absl/status/status.h"
@@ -12,6 +13,7 @@ struct HostKernelArgs;
 
 absl::Status HostSoftmax(const HostKernelArgs& args);
 absl::Status HostLogSoftmax(const HostKernelArgs& args);
+absl::Status HostHardmax(const HostKernelArgs& args);
 absl::Status HostLayerNormalization(const HostKernelArgs& args);
 // InstanceNormalization and GroupNormalization (Note [Group normalization]).
 absl::Status HostGroupNormalization(const HostKernelArgs& args);

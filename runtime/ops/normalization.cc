@@ -1,8 +1,8 @@
-// Softmax, LogSoftmax, LayerNormalization, InstanceNormalization,
+// Softmax, LogSoftmax, Hardmax, LayerNormalization, InstanceNormalization,
 // GroupNormalization, the Reduce* ops, ArgMax and ArgMin, CumSum.
 // The OpDefs of this family (Note [Op registry] in runtime/op_registry.h) and
 // their bind rules; the kernels are in runtime/host/normalization_kernels.cc and
-// runtime/cuda/normalization_kernels.cc.
+// runtime/cuda/normalization_ops.cc.
 
 #include <algorithm>
 #include <cstdint>
@@ -24,12 +24,15 @@ namespace graphserve {
 
 namespace {
 
-// Softmax and LogSoftmax: canonical attrs outer, axis_size, inner.
-absl::Status BindSoftmax(BindContext& ctx) {
-  RETURN_IF_ERROR(ctx.CheckDType(0, {DType::kFloat32}));
+const std::vector<DType> kFloatTypes = {DType::kFloat16, DType::kBFloat16, DType::kFloat32,
+                                        DType::kFloat64};
+
+// Softmax, LogSoftmax and Hardmax: canonical attrs outer, axis_size, inner;
+// the output has the input's dtype and dims.
+absl::Status EmitOverAxis(BindContext& ctx) {
   const Dims& dims = ctx.in_dims(0);
   const int64_t rank = static_cast<int64_t>(dims.size());
-  const bool flattens = ctx.opset() < 13;  // opset < 13: softmax over dims[axis:]
+  const bool flattens = ctx.opset() < 13;  // opset < 13: over dims[axis:]
   ASSIGN_OR_RETURN(int64_t axis, ctx.IntAttrOr("axis", flattens ? 1 : -1));
   if (rank == 0) return ctx.Error("input should have rank >= 1, got a scalar");
   ASSIGN_OR_RETURN(axis, ctx.NormalizeAxis(axis, rank, "axis"));
@@ -39,7 +42,18 @@ absl::Status BindSoftmax(BindContext& ctx) {
   const int64_t inner = flattens ? 1 : Product(dims, a + 1, dims.size());
   return ctx.EmitSimple({ctx.input(0)},
                         {{"outer", outer}, {"axis_size", axis_size}, {"inner", inner}},
-                        DType::kFloat32, dims);
+                        ctx.in_dtype(0), dims);
+}
+
+// Softmax and LogSoftmax.
+absl::Status BindSoftmax(BindContext& ctx) {
+  RETURN_IF_ERROR(ctx.CheckDType(0, {DType::kFloat32}));
+  return EmitOverAxis(ctx);
+}
+
+absl::Status BindHardmax(BindContext& ctx) {
+  RETURN_IF_ERROR(ctx.CheckDType(0, kFloatTypes));
+  return EmitOverAxis(ctx);
 }
 
 absl::Status BindLayerNorm(BindContext& ctx) {
@@ -89,7 +103,7 @@ absl::Status EmitGroupNorm(BindContext& ctx, int64_t groups, bool affine_per_gro
   for (size_t i = 1; i < ctx.num_inputs(); ++i) {
     if (NumElements(ctx.in_dims(i)) != affine) {
       return ctx.Error(i == 1 ? "scale " : "B ", DimsToString(ctx.in_dims(i)), " should hold ",
-                       affine, affine_per_group ? " elements, one per group" : " elements, one per channel",
+                       affine, " elements, one per ", affine_per_group ? "group" : "channel",
                        " (X ", DimsToString(dims), ")");
     }
   }
@@ -125,9 +139,6 @@ absl::Status BindGroupNorm(BindContext& ctx) {
   }
   return EmitGroupNorm(ctx, groups, /*affine_per_group=*/ctx.opset() < 21);
 }
-
-const std::vector<DType> kFloatTypes = {DType::kFloat16, DType::kBFloat16, DType::kFloat32,
-                                        DType::kFloat64};
 
 // What binding knows of each Reduce* op (Note [Reductions] in
 // runtime/host/normalization_kernels.h).
@@ -264,6 +275,13 @@ void AddNormalizationOps(std::vector<OpDef>& ops) {
                       .host = HostLogSoftmax,
                       .summary = "float32; both opset < 13 and >= 13 axis semantics; "
                                  "x - max - log(sum(exp(x - max)))"});
+  ops.push_back(OpDef{.name = "Hardmax",
+                      .family = "normalization",
+                      .attributes = {"axis"},
+                      .bind = BindHardmax,
+                      .host = HostHardmax,
+                      .summary = "float16, bfloat16, float32, float64; both opset < 13 and >= 13 "
+                                 "axis semantics; the first maximum (or NaN) wins"});
   ops.push_back(OpDef{.name = "LayerNormalization",
                       .family = "normalization",
                       .since_opset = 17,
