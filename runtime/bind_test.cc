@@ -327,17 +327,21 @@ TEST_P(SoftmaxCanonicalTest, OuterAxisInner) {
   const SoftmaxCase& c = GetParam();
   Attributes attrs;
   if (c.has_axis) attrs["axis"] = c.axis;
-  const Model model = MakeModel(c.opset, {{"x", DType::kFloat32, {2, 3, 4, 5}}},
-                                {{"y", DType::kFloat32, {2, 3, 4, 5}}},
-                                {MakeNode("softmax", "Softmax", {"x"}, {"y"}, attrs)});
-  absl::StatusOr<BoundGraph> graph = Bind(model);
-  ASSERT_TRUE(graph.ok()) << graph.status();
-  ASSERT_EQ(graph->nodes.size(), 1u);
-  const Attributes& canonical = graph->nodes[0].attributes;
-  EXPECT_EQ(IntAttr(canonical, "outer"), c.outer);
-  EXPECT_EQ(IntAttr(canonical, "axis_size"), c.axis_size);
-  EXPECT_EQ(IntAttr(canonical, "inner"), c.inner);
-  EXPECT_THAT(OutputValue(*graph).dims, ElementsAre(2, 3, 4, 5));
+  // LogSoftmax and Hardmax share Softmax's axis semantics and canonical form.
+  for (const char* op : {"Softmax", "LogSoftmax", "Hardmax"}) {
+    const Model model = MakeModel(c.opset, {{"x", DType::kFloat32, {2, 3, 4, 5}}},
+                                  {{"y", DType::kFloat32, {2, 3, 4, 5}}},
+                                  {MakeNode("softmax", op, {"x"}, {"y"}, attrs)});
+    absl::StatusOr<BoundGraph> graph = Bind(model);
+    ASSERT_TRUE(graph.ok()) << op << ": " << graph.status();
+    ASSERT_EQ(graph->nodes.size(), 1u);
+    EXPECT_EQ(graph->nodes[0].op_type, op);
+    const Attributes& canonical = graph->nodes[0].attributes;
+    EXPECT_EQ(IntAttr(canonical, "outer"), c.outer) << op;
+    EXPECT_EQ(IntAttr(canonical, "axis_size"), c.axis_size) << op;
+    EXPECT_EQ(IntAttr(canonical, "inner"), c.inner) << op;
+    EXPECT_THAT(OutputValue(*graph).dims, ElementsAre(2, 3, 4, 5));
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(

@@ -58,8 +58,9 @@ TEST(OnnxNodeTestData, NodeTestsPresent) {
 // read) fails here even though no single test fails. Raise it with the
 // passes; never lower it to make a run pass.
 // 558 measured after the elementwise, reduction and data movement ops,
-// CastLike and Size (2026-11-28: 330 before them).
-constexpr int kMinPassed = 558;
+// CastLike and Size (2026-11-28: 330 before them); 565 with LogSoftmax,
+// 567 with InstanceNormalization and GroupNormalization, 574 with Hardmax.
+constexpr int kMinPassed = 574;
 
 TEST(OnnxNodeTestData, PassesAtLeastTheFloor) {
   ConformanceOptions options;
@@ -74,9 +75,10 @@ TEST(OnnxNodeTestData, PassesAtLeastTheFloor) {
 // The node tests of a newer ONNX (the venv's pinned onnx, 1.23.2: opsets up
 // to 28), which its wheel ships as definitions only: written to the test's
 // scratch folder by tests/make_onnx_node_tests.py, then run like Debian's.
-// 900 measured on the host (2026-11-28) of 1855 written; raise it with the
-// passes, as kMinPassed.
-constexpr int kMinPassedNewerOnnx = 900;
+// 900 measured on the host (2026-11-28) of 1855 written, 907 with
+// LogSoftmax, 911 with InstanceNormalization and GroupNormalization, 918
+// with Hardmax; raise it with the passes, as kMinPassed.
+constexpr int kMinPassedNewerOnnx = 918;
 
 TEST(OnnxNodeTestData, NewerOnnxPassesAtLeastItsFloor) {
   const char* python = std::getenv("GRAPHSERVE_PYTHON");

@@ -1,5 +1,6 @@
 // The normalization family's CUDA kernels (runtime/ops/normalization.cc):
-// Softmax, LayerNormalization, the Reduce* ops, ArgMax and ArgMin, CumSum.
+// Softmax, LogSoftmax, Hardmax, LayerNormalization, InstanceNormalization,
+// GroupNormalization, the Reduce* ops, ArgMax and ArgMin, CumSum.
 // Device code: op_kernels_reduce.cu.
 
 #include "runtime/cuda/op_kernels.h"
@@ -39,6 +40,8 @@ using kernel_plan::Product;
 using kernel_plan::StridedDims;
 using op_kernels_internal::ArgReduceParams;
 using op_kernels_internal::CumSumParams;
+using op_kernels_internal::GroupNormParams;
+using op_kernels_internal::HardmaxParams;
 using op_kernels_internal::LayerNormParams;
 using op_kernels_internal::ReduceOp;
 using op_kernels_internal::ReduceParams;
@@ -107,6 +110,7 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeSoftmax(const CudaKernelContex
   params.outer = IntAttr(node.attributes, "outer");
   params.axis_size = IntAttr(node.attributes, "axis_size");
   params.inner = IntAttr(node.attributes, "inner");
+  params.log = node.op_type == "LogSoftmax";
   if (params.outer < 0 || params.axis_size < 0 || params.inner < 0) {
     return Invalid(node, "outer, axis_size and inner must be non-negative");
   }
@@ -114,6 +118,31 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeSoftmax(const CudaKernelContex
   RETURN_IF_ERROR(CheckElementCount(node, in, count));
   RETURN_IF_ERROR(CheckElementCount(node, out, count));
   return MakeParamsKernel(node, params, EnqueueSoftmax, "LaunchSoftmax");
+}
+
+cudaError_t EnqueueHardmax(const HardmaxParams& params, DeviceInputs inputs,
+                           DeviceOutputs outputs, cudaStream_t stream) {
+  return op_kernels_internal::LaunchHardmax(params, inputs[0], outputs[0], stream);
+}
+
+absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeHardmax(const CudaKernelContext& context) {
+  const BoundNode& node = context.node;
+  ASSIGN_OR_RETURN(NodeValues v, GetNodeValues(context.graph, node, 1, 1, 1, 1));
+  const BoundValue& in = *v.inputs[0];
+  const BoundValue& out = *v.outputs[0];
+  RETURN_IF_ERROR(CheckSameDType(node, in, out));
+  HardmaxParams params;
+  params.dtype = in.dtype;
+  params.outer = IntAttr(node.attributes, "outer");
+  params.axis_size = IntAttr(node.attributes, "axis_size");
+  params.inner = IntAttr(node.attributes, "inner");
+  if (params.outer < 0 || params.axis_size < 0 || params.inner < 0) {
+    return Invalid(node, "outer, axis_size and inner must be non-negative");
+  }
+  const int64_t count = params.outer * params.axis_size * params.inner;
+  RETURN_IF_ERROR(CheckElementCount(node, in, count));
+  RETURN_IF_ERROR(CheckElementCount(node, out, count));
+  return MakeParamsKernel(node, params, EnqueueHardmax, "LaunchHardmax");
 }
 
 // a + b, then the LayerNormalization of the sum, in one launch (the
@@ -173,6 +202,43 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeLayerNorm(const CudaKernelCont
   const bool has_mean = v.outputs.size() > 1 && v.outputs[1] != nullptr;
   const bool has_inv_std_dev = v.outputs.size() > 2 && v.outputs[2] != nullptr;
   return std::make_unique<LayerNormKernel>(node, params, has_mean, has_inv_std_dev);
+}
+
+cudaError_t EnqueueGroupNorm(const GroupNormParams& params, DeviceInputs inputs,
+                             DeviceOutputs outputs, cudaStream_t stream) {
+  const auto in = [&](size_t i) { return static_cast<const float*>(inputs[i]); };
+  return op_kernels_internal::LaunchGroupNorm(params, in(0), in(1), in(2),
+                                              static_cast<float*>(outputs[0]), stream);
+}
+
+// InstanceNormalization and GroupNormalization (Note [Group normalization] in
+// runtime/host/normalization_kernels.h).
+absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeGroupNorm(const CudaKernelContext& context) {
+  const BoundNode& node = context.node;
+  ASSIGN_OR_RETURN(NodeValues v, GetNodeValues(context.graph, node, 3, 3, 1, 1));
+  GroupNormParams params;
+  params.batch = IntAttr(node.attributes, "batch");
+  params.channels = IntAttr(node.attributes, "channels");
+  params.groups = IntAttr(node.attributes, "groups");
+  params.spatial = IntAttr(node.attributes, "spatial");
+  params.affine_per_group = IntAttr(node.attributes, "affine_per_group") != 0;
+  ASSIGN_OR_RETURN(params.epsilon, GetFloatAttr(node.attributes, "epsilon", 1e-5f));
+  if (params.batch < 0 || params.channels < 0 || params.spatial < 0 || params.groups <= 0 ||
+      params.channels % params.groups != 0) {
+    return Invalid(node, absl::StrCat("batch ", params.batch, ", channels ", params.channels,
+                                      ", groups ", params.groups, ", spatial ", params.spatial,
+                                      ": groups must divide channels, none negative"));
+  }
+  for (const BoundValue* value : {v.inputs[0], v.inputs[1], v.inputs[2], v.outputs[0]}) {
+    RETURN_IF_ERROR(CheckDType(node, *value, DTypes({DType::kFloat32})));
+  }
+  const int64_t count = params.batch * params.channels * params.spatial;
+  const int64_t affine = params.affine_per_group ? params.groups : params.channels;
+  RETURN_IF_ERROR(CheckElementCount(node, *v.inputs[0], count));
+  RETURN_IF_ERROR(CheckElementCount(node, *v.inputs[1], affine));
+  RETURN_IF_ERROR(CheckElementCount(node, *v.inputs[2], affine));
+  RETURN_IF_ERROR(CheckElementCount(node, *v.outputs[0], count));
+  return MakeParamsKernel(node, params, EnqueueGroupNorm, "LaunchGroupNorm");
 }
 
 // The Reduce* ops (Note [Reductions] in runtime/host/normalization_kernels.h)
@@ -326,6 +392,8 @@ void AddNormalizationCudaKernels(CudaKernelDefs& defs) {
   defs.push_back({"CumSum", DTypes({DType::kFloat32, DType::kFloat64, DType::kInt32, DType::kInt64}),
                   MakeCumSum});
   defs.push_back({"LayerNormalization", float32, MakeLayerNorm});
+  defs.push_back({"InstanceNormalization", float32, MakeGroupNorm});
+  defs.push_back({"GroupNormalization", float32, MakeGroupNorm});
   for (const ReduceOpInfo& info : kReduceOps) {
     defs.push_back({info.op_type, info.dtypes, MakeReduce});
   }
@@ -333,6 +401,8 @@ void AddNormalizationCudaKernels(CudaKernelDefs& defs) {
     defs.push_back({op, kFloatsAndIntegers, MakeArgReduce});
   }
   defs.push_back({"Softmax", float32, MakeSoftmax});
+  defs.push_back({"LogSoftmax", float32, MakeSoftmax});
+  defs.push_back({"Hardmax", kFloatDTypes, MakeHardmax});
 }
 
 }  // namespace graphserve

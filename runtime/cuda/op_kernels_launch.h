@@ -152,9 +152,23 @@ struct SoftmaxParams {
   int64_t outer = 0;
   int64_t axis_size = 0;
   int64_t inner = 0;
+  // LogSoftmax: x - max - log(sum(exp(x - max))) instead of the quotient.
+  bool log = false;
 };
 
 cudaError_t LaunchSoftmax(const SoftmaxParams& params, const float* input, float* output,
+                          cudaStream_t stream);
+
+// Hardmax: `dtype` (a float type) viewed as [outer, axis_size, inner], as
+// Softmax; the output has the input's dtype.
+struct HardmaxParams {
+  DType dtype = DType::kFloat32;
+  int64_t outer = 0;
+  int64_t axis_size = 0;
+  int64_t inner = 0;
+};
+
+cudaError_t LaunchHardmax(const HardmaxParams& params, const void* input, void* output,
                           cudaStream_t stream);
 
 // float32 X viewed as [rows, cols]; scale and bias hold `cols` elements.
@@ -176,6 +190,22 @@ cudaError_t LaunchLayerNorm(const LayerNormParams& params, const float* x, const
 cudaError_t LaunchAddLayerNorm(const LayerNormParams& params, const float* a, const float* b,
                                const float* scale, const float* bias, float* y, float* sum,
                                cudaStream_t stream);
+
+// InstanceNormalization and GroupNormalization (Note [Group normalization]
+// in runtime/host/normalization_kernels.h): float32 X [batch, channels,
+// spatial], normalised per (batch, group) row; scale and bias hold one value
+// per group (affine_per_group) or per channel.
+struct GroupNormParams {
+  int64_t batch = 0;
+  int64_t channels = 0;
+  int64_t groups = 1;
+  int64_t spatial = 0;
+  float epsilon = 0.0f;
+  bool affine_per_group = false;
+};
+
+cudaError_t LaunchGroupNorm(const GroupNormParams& params, const float* x, const float* scale,
+                            const float* bias, float* y, cudaStream_t stream);
 
 // Note [Reductions] in runtime/host/normalization_kernels.h.
 enum class ReduceOp : int32_t {

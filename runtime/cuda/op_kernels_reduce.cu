@@ -1,4 +1,5 @@
-// Row-wise normalisations and reductions: Softmax, LayerNormalization, the
+// Row-wise normalisations and reductions: Softmax, LogSoftmax, Hardmax,
+// LayerNormalization, InstanceNormalization and GroupNormalization, the
 // Reduce* ops, ArgMax and ArgMin, CumSum.
 //
 // Rows up to kMaxWarpRowCols elements are handled by one warp each, the row
@@ -147,9 +148,16 @@ void WithPerLaneBucket(int64_t cols, Launch&& launch) {
 
 // ---------------------------------------------------------------- Softmax
 
+// Softmax and LogSoftmax of one element from its shifted value t = x - max
+// and the row's sum of exp(t): exp(t) / sum, or t - log(sum) (ONNX's
+// reference formula, so NaN and Inf come out as there).
+__device__ __forceinline__ float SoftmaxOutput(float shifted, float sum, bool log) {
+  return log ? shifted - logf(sum) : expf(shifted) / sum;
+}
+
 template <int kPerLane>
 __global__ void __launch_bounds__(kRowWarps* kWarpSize)
-    SoftmaxWarpRowsKernel(const float* in, float* out, int64_t rows, int cols) {
+    SoftmaxWarpRowsKernel(const float* in, float* out, int64_t rows, int cols, bool log) {
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowWarps + threadIdx.x / kWarpSize;
   if (row >= rows) return;  // the whole warp leaves together
   const int lane = threadIdx.x % kWarpSize;
@@ -168,19 +176,19 @@ __global__ void __launch_bounds__(kRowWarps* kWarpSize)
 #pragma unroll
   for (int k = 0; k < kPerLane; ++k) {
     const int c = lane + k * kWarpSize;
-    v[k] = c < cols ? expf(v[k] - max_value) : 0.0f;
-    sum += v[k];
+    v[k] -= max_value;
+    if (c < cols) sum += expf(v[k]);
   }
-  const float inv_sum = 1.0f / WarpSum(sum);
+  sum = WarpSum(sum);
 #pragma unroll
   for (int k = 0; k < kPerLane; ++k) {
     const int c = lane + k * kWarpSize;
-    if (c < cols) y[c] = v[k] * inv_sum;
+    if (c < cols) y[c] = SoftmaxOutput(v[k], sum, log);
   }
 }
 
 __global__ void __launch_bounds__(kRowBlockThreads)
-    SoftmaxBlockRowsKernel(const float* in, float* out, int64_t cols) {
+    SoftmaxBlockRowsKernel(const float* in, float* out, int64_t cols, bool log) {
   __shared__ float scratch[kRowBlockThreads / kWarpSize];
   const float* x = in + static_cast<int64_t>(blockIdx.x) * cols;
   float* y = out + static_cast<int64_t>(blockIdx.x) * cols;
@@ -189,9 +197,9 @@ __global__ void __launch_bounds__(kRowBlockThreads)
   max_value = BlockMax(max_value, scratch);
   float sum = 0.0f;
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) sum += expf(x[c] - max_value);
-  const float inv_sum = 1.0f / BlockSum(sum, scratch);
+  sum = BlockSum(sum, scratch);
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-    y[c] = expf(x[c] - max_value) * inv_sum;
+    y[c] = SoftmaxOutput(x[c] - max_value, sum, log);
   }
 }
 
@@ -199,7 +207,7 @@ __global__ void __launch_bounds__(kRowBlockThreads)
 // neighbouring threads read neighbouring elements at every step.
 __global__ void __launch_bounds__(kStridedThreads)
     SoftmaxStridedKernel(const float* in, float* out, int64_t outer, int64_t axis_size,
-                         int64_t inner) {
+                         int64_t inner, bool log) {
   const int64_t total = outer * inner;
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < total;
@@ -210,18 +218,49 @@ __global__ void __launch_bounds__(kStridedThreads)
     for (int64_t a = 0; a < axis_size; ++a) max_value = fmaxf(max_value, in[base + a * inner]);
     float sum = 0.0f;
     for (int64_t a = 0; a < axis_size; ++a) sum += expf(in[base + a * inner] - max_value);
-    const float inv_sum = 1.0f / sum;
     for (int64_t a = 0; a < axis_size; ++a) {
-      out[base + a * inner] = expf(in[base + a * inner] - max_value) * inv_sum;
+      out[base + a * inner] = SoftmaxOutput(in[base + a * inner] - max_value, sum, log);
     }
   }
 }
 
 template <int kPerLane>
-void LaunchSoftmaxWarpRows(const float* in, float* out, int64_t rows, int cols,
+void LaunchSoftmaxWarpRows(const float* in, float* out, int64_t rows, int cols, bool log,
                            cudaStream_t stream, unsigned blocks) {
   SoftmaxWarpRowsKernel<kPerLane>
-      <<<blocks, kRowWarps * kWarpSize, 0, stream>>>(in, out, rows, cols);
+      <<<blocks, kRowWarps * kWarpSize, 0, stream>>>(in, out, rows, cols, log);
+}
+
+// ------------------------------------------------------ GroupNormalization
+
+constexpr int kGroupNormThreads = 256;
+
+// One block per (batch, group) row; the statistics in float64 over two passes,
+// as the host reference keeps them (Note [Group normalization]).
+__global__ void __launch_bounds__(kGroupNormThreads)
+    GroupNormKernel(GroupNormParams p, const float* x, const float* scale, const float* bias,
+                    float* y) {
+  __shared__ double scratch[kGroupNormThreads / kWarpSize];
+  const int64_t row = blockIdx.x;
+  const int64_t channels_per_group = p.channels / p.groups;
+  const int64_t row_size = channels_per_group * p.spatial;
+  const int64_t group = row % p.groups;
+  const float* x_row = x + row * row_size;
+  float* y_row = y + row * row_size;
+  double sum = 0.0;
+  for (int64_t i = threadIdx.x; i < row_size; i += blockDim.x) sum += x_row[i];
+  const double mean = BlockSum(sum, scratch) / static_cast<double>(row_size);
+  double squares = 0.0;
+  for (int64_t i = threadIdx.x; i < row_size; i += blockDim.x) {
+    const double centred = x_row[i] - mean;
+    squares += centred * centred;
+  }
+  const double variance = BlockSum(squares, scratch) / static_cast<double>(row_size);
+  const double inv_std = 1.0 / sqrt(variance + static_cast<double>(p.epsilon));
+  for (int64_t i = threadIdx.x; i < row_size; i += blockDim.x) {
+    const int64_t k = p.affine_per_group ? group : group * channels_per_group + i / p.spatial;
+    y_row[i] = static_cast<float>((x_row[i] - mean) * inv_std * scale[k] + bias[k]);
+  }
 }
 
 // ------------------------------------------------------ LayerNormalization
@@ -704,31 +743,50 @@ __device__ __forceinline__ ArgCandidate<V> Better(ArgCandidate<V> a, ArgCandidat
   return (b.index > a.index) == select_last ? b : a;
 }
 
-// One warp per row of [rows, cols] (inner == 1): each lane keeps the best of
-// its columns, then the warp merges.
+// The winner of a row of `cols` (inner == 1), in every lane of the warp:
+// each lane keeps the best of its columns, then the warp merges.
 template <typename T>
-__global__ void __launch_bounds__(kRowWarps* kWarpSize)
-    ArgReduceWarpRowsKernel(ArgReduceParams p, const T* in, int64_t* out) {
+__device__ __forceinline__ ArgCandidate<ArgValue<T>> WarpRowBest(const T* x, int64_t cols,
+                                                                 bool is_max, bool select_last) {
   using V = ArgValue<T>;
-  const int64_t rows = p.outer;
-  const int64_t cols = p.axis_dim;
-  const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowWarps + threadIdx.x / kWarpSize;
-  if (row >= rows) return;  // the whole warp leaves together
   const int lane = threadIdx.x % kWarpSize;
-  const T* x = in + row * cols;
   // Lanes beyond the row's end hold column 0 (a tie at the lowest index
   // changes no result).
   ArgCandidate<V> best{static_cast<V>(x[0]), 0};
   for (int64_t c = lane; c < cols; c += kWarpSize) {
-    best = Better(best, ArgCandidate<V>{static_cast<V>(x[c]), c}, p.is_max, p.select_last);
+    best = Better(best, ArgCandidate<V>{static_cast<V>(x[c]), c}, is_max, select_last);
   }
 #pragma unroll
   for (int offset = kWarpSize / 2; offset > 0; offset >>= 1) {
     const ArgCandidate<V> other{__shfl_xor_sync(kFullMask, best.value, offset),
                                 __shfl_xor_sync(kFullMask, best.index, offset)};
-    best = Better(best, other, p.is_max, p.select_last);
+    best = Better(best, other, is_max, select_last);
   }
-  if (lane == 0) out[row] = best.index;
+  return best;
+}
+
+// The winner of a line of `axis_dim` elements `inner` apart, in one thread.
+template <typename T>
+__device__ __forceinline__ ArgCandidate<ArgValue<T>> LineBest(const T* line, int64_t axis_dim,
+                                                              int64_t inner, bool is_max,
+                                                              bool select_last) {
+  using V = ArgValue<T>;
+  ArgCandidate<V> best{static_cast<V>(line[0]), 0};
+  for (int64_t k = 1; k < axis_dim; ++k) {
+    best = Better(best, ArgCandidate<V>{static_cast<V>(line[k * inner]), k}, is_max, select_last);
+  }
+  return best;
+}
+
+// One warp per row of [rows, cols] (inner == 1).
+template <typename T>
+__global__ void __launch_bounds__(kRowWarps* kWarpSize)
+    ArgReduceWarpRowsKernel(ArgReduceParams p, const T* in, int64_t* out) {
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowWarps + threadIdx.x / kWarpSize;
+  if (row >= p.outer) return;  // the whole warp leaves together
+  const int64_t index =
+      WarpRowBest(in + row * p.axis_dim, p.axis_dim, p.is_max, p.select_last).index;
+  if (threadIdx.x % kWarpSize == 0) out[row] = index;
 }
 
 // One thread per (outer, inner) line: neighbouring threads read neighbouring
@@ -736,19 +794,45 @@ __global__ void __launch_bounds__(kRowWarps* kWarpSize)
 template <typename T>
 __global__ void __launch_bounds__(kStridedThreads)
     ArgReduceStridedKernel(ArgReduceParams p, const T* in, int64_t* out) {
-  using V = ArgValue<T>;
   const int64_t lines = p.outer * p.inner;
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < lines;
        t += step) {
     const int64_t o = t / p.inner;
     const T* line = in + o * p.axis_dim * p.inner + (t - o * p.inner);
-    ArgCandidate<V> best{static_cast<V>(line[0]), 0};
-    for (int64_t k = 1; k < p.axis_dim; ++k) {
-      best = Better(best, ArgCandidate<V>{static_cast<V>(line[k * p.inner]), k}, p.is_max,
-                    p.select_last);
+    out[t] = LineBest(line, p.axis_dim, p.inner, p.is_max, p.select_last).index;
+  }
+}
+
+// ---------------------------------------------------------------- Hardmax
+// 1 at ArgMax's first winner of each line (the first NaN wins), 0 elsewhere;
+// the same two shapes of kernel as ArgMax.
+
+template <typename T>
+__global__ void __launch_bounds__(kRowWarps* kWarpSize)
+    HardmaxWarpRowsKernel(HardmaxParams p, const T* in, T* out) {
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowWarps + threadIdx.x / kWarpSize;
+  if (row >= p.outer) return;  // the whole warp leaves together
+  const int64_t cols = p.axis_size;
+  const int64_t best = WarpRowBest(in + row * cols, cols, true, false).index;
+  for (int64_t c = threadIdx.x % kWarpSize; c < cols; c += kWarpSize) {
+    out[row * cols + c] = static_cast<T>(c == best ? 1.0f : 0.0f);
+  }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kStridedThreads)
+    HardmaxStridedKernel(HardmaxParams p, const T* in, T* out) {
+  const int64_t lines = p.outer * p.inner;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < lines;
+       t += step) {
+    const int64_t o = t / p.inner;
+    const int64_t base = o * p.axis_size * p.inner + (t - o * p.inner);
+    const int64_t best = LineBest(in + base, p.axis_size, p.inner, true, false).index;
+    for (int64_t k = 0; k < p.axis_size; ++k) {
+      out[base + k * p.inner] = static_cast<T>(k == best ? 1.0f : 0.0f);
     }
-    out[t] = best.index;
   }
 }
 
@@ -759,22 +843,34 @@ cudaError_t LaunchSoftmax(const SoftmaxParams& p, const float* input, float* out
   if (p.outer <= 0 || p.axis_size <= 0 || p.inner <= 0) return cudaSuccess;
   if (p.inner != 1) {
     SoftmaxStridedKernel<<<StridedBlocks(p.outer * p.inner), kStridedThreads, 0, stream>>>(
-        input, output, p.outer, p.axis_size, p.inner);
+        input, output, p.outer, p.axis_size, p.inner, p.log);
     return cudaGetLastError();
   }
   const int64_t rows = p.outer;
   if (p.axis_size > kMaxWarpRowCols) {
     if (rows > INT32_MAX) return cudaErrorInvalidConfiguration;
     SoftmaxBlockRowsKernel<<<static_cast<unsigned>(rows), kRowBlockThreads, 0, stream>>>(
-        input, output, p.axis_size);
+        input, output, p.axis_size, p.log);
     return cudaGetLastError();
   }
   const unsigned blocks = WarpRowBlocks(rows);
   if (blocks == 0) return cudaErrorInvalidConfiguration;
   const int cols = static_cast<int>(p.axis_size);
   WithPerLaneBucket(cols, [&](auto per_lane) {
-    LaunchSoftmaxWarpRows<decltype(per_lane)::value>(input, output, rows, cols, stream, blocks);
+    LaunchSoftmaxWarpRows<decltype(per_lane)::value>(input, output, rows, cols, p.log, stream,
+                                                     blocks);
   });
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchGroupNorm(const GroupNormParams& p, const float* x, const float* scale,
+                            const float* bias, float* y, cudaStream_t stream) {
+  if (p.groups <= 0 || p.channels % p.groups != 0) return cudaErrorInvalidValue;
+  const int64_t rows = p.batch * p.groups;
+  if (rows <= 0 || p.channels / p.groups * p.spatial <= 0) return cudaSuccess;
+  if (rows > INT32_MAX) return cudaErrorInvalidConfiguration;
+  GroupNormKernel<<<static_cast<unsigned>(rows), kGroupNormThreads, 0, stream>>>(p, x, scale,
+                                                                                bias, y);
   return cudaGetLastError();
 }
 
@@ -835,6 +931,29 @@ cudaError_t LaunchArgReduce(const ArgReduceParams& p, const void* input, int64_t
       } else {
         ArgReduceStridedKernel<T>
             <<<StridedBlocks(lines), kStridedThreads, 0, stream>>>(p, in, output);
+      }
+      return cudaGetLastError();
+    } else {
+      return cudaErrorInvalidValue;
+    }
+  });
+}
+
+cudaError_t LaunchHardmax(const HardmaxParams& p, const void* input, void* output,
+                          cudaStream_t stream) {
+  const int64_t lines = p.outer * p.inner;
+  if (lines <= 0 || p.axis_size <= 0) return cudaSuccess;
+  return VisitDeviceType(p.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::Type;
+    if constexpr (std::is_floating_point_v<T> || kIsHalfType<T>) {
+      const T* in = static_cast<const T*>(input);
+      T* out = static_cast<T*>(output);
+      if (p.inner == 1) {
+        const unsigned blocks = WarpRowBlocks(p.outer);
+        if (blocks == 0) return cudaErrorInvalidConfiguration;
+        HardmaxWarpRowsKernel<T><<<blocks, kRowWarps * kWarpSize, 0, stream>>>(p, in, out);
+      } else {
+        HardmaxStridedKernel<T><<<StridedBlocks(lines), kStridedThreads, 0, stream>>>(p, in, out);
       }
       return cudaGetLastError();
     } else {

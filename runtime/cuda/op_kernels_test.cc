@@ -471,8 +471,8 @@ TEST_P(OpKernelTest, MatchesHostKernel) {
 // cases of its own (CastSpecialCases): ONNX leaves NaN and out-of-range
 // values cast to an integer undefined, and both executors saturate alike.
 // Some ops see no 1e30, where it would test rounding rather than semantics:
-// Softmax's and LayerNormalization's float32 sums of squares overflow where
-// the host's float64 ones do not, and +1e30 and -1e30 in one signed sum
+// Softmax's, LogSoftmax's and LayerNormalization's float32 sums of squares
+// overflow where the host's float64 ones do not, and +1e30 and -1e30 in one signed sum
 // (ReduceSum, ReduceMean, ReduceLogSum) cancel to whatever the summation
 // order left of the other terms.
 class OpKernelSpecialValuesTest : public OpKernelTest {};
@@ -480,7 +480,8 @@ class OpKernelSpecialValuesTest : public OpKernelTest {};
 TEST_P(OpKernelSpecialValuesTest, MatchesHostKernel) {
   const OpCase& c = GetParam();
   std::mt19937 rng(static_cast<uint32_t>(std::hash<std::string>{}(c.label)) + 1);
-  const bool no_large = c.op_type == "Softmax" || c.op_type == "LayerNormalization" ||
+  const bool no_large = c.op_type == "Softmax" || c.op_type == "LogSoftmax" ||
+                        c.op_type == "LayerNormalization" ||
                         c.op_type == "ReduceSum" || c.op_type == "ReduceMean" ||
                         c.op_type == "ReduceLogSum";
   std::vector<float> specials = {kNaN, kInf, -kInf};
@@ -895,16 +896,79 @@ std::vector<OpCase> SoftmaxCases() {
       {2, 2000, 1}, {2, 5, 3}, {3, 17, 129}, {7, 1, 1},
   };
   std::vector<OpCase> cases;
-  for (const auto& s : shapes) {
+  for (const char* op : {"Softmax", "LogSoftmax"}) {
+    for (const auto& s : shapes) {
+      OpCase c;
+      c.op_type = op;
+      const Dims dims = s[2] == 1 ? Dims{s[0], s[1]} : Dims{s[0], s[1], s[2]};
+      c.label = absl::StrCat(op, "_", s[0], "_", s[1], "_", s[2]);
+      c.inputs = {Spec(DType::kFloat32, dims)};
+      c.outputs = {Spec(DType::kFloat32, dims)};
+      c.attributes["outer"] = s[0];
+      c.attributes["axis_size"] = s[1];
+      c.attributes["inner"] = s[2];
+      cases.push_back(std::move(c));
+    }
+  }
+  return cases;
+}
+
+// Hardmax over warp rows (inner 1, rows shorter and longer than a warp)
+// and strided lines, in each float type; small integers make ties, where the
+// first maximum must win on both executors.
+std::vector<OpCase> HardmaxCases() {
+  const std::vector<std::vector<int64_t>> shapes = {
+      {4, 10, 1}, {3, 1000, 1}, {2, 5, 3}, {3, 17, 129}, {7, 1, 1}};
+  std::vector<OpCase> cases;
+  for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64}) {
+    for (const auto& s : shapes) {
+      OpCase c;
+      c.op_type = "Hardmax";
+      const Dims dims = s[2] == 1 ? Dims{s[0], s[1]} : Dims{s[0], s[1], s[2]};
+      c.label = absl::StrCat("Hardmax_", TypeLabel(dtype), "_", s[0], "_", s[1], "_", s[2]);
+      c.inputs = {Spec(dtype, dims, Fill::kSmallInts)};
+      c.outputs = {Spec(dtype, dims)};
+      c.attributes["outer"] = s[0];
+      c.attributes["axis_size"] = s[1];
+      c.attributes["inner"] = s[2];
+      cases.push_back(std::move(c));
+    }
+  }
+  return cases;
+}
+
+// InstanceNormalization and GroupNormalization (Note [Group normalization]):
+// rows shorter than a block and longer than several passes of it, spatial 1,
+// scale and bias per channel and per group.
+std::vector<OpCase> GroupNormCases() {
+  const struct {
+    const char* op;
+    int64_t batch, channels, groups, spatial;
+    bool per_group;
+  } norms[] = {
+      {"InstanceNormalization", 2, 3, 3, 25, false},
+      {"InstanceNormalization", 1, 4, 4, 1, false},
+      {"InstanceNormalization", 2, 2, 2, 4100, false},
+      {"GroupNormalization", 2, 8, 4, 9, false},
+      {"GroupNormalization", 3, 6, 3, 7, true},
+      {"GroupNormalization", 1, 32, 8, 640, false},
+  };
+  std::vector<OpCase> cases;
+  for (const auto& n : norms) {
     OpCase c;
-    c.op_type = "Softmax";
-    const Dims dims = s[2] == 1 ? Dims{s[0], s[1]} : Dims{s[0], s[1], s[2]};
-    c.label = absl::StrCat("Softmax_", s[0], "_", s[1], "_", s[2]);
-    c.inputs = {Spec(DType::kFloat32, dims)};
-    c.outputs = {Spec(DType::kFloat32, dims)};
-    c.attributes["outer"] = s[0];
-    c.attributes["axis_size"] = s[1];
-    c.attributes["inner"] = s[2];
+    c.op_type = n.op;
+    c.label = absl::StrCat(n.op, "_", n.batch, "x", n.channels, "x", n.spatial, "_groups",
+                           n.groups, n.per_group ? "_per_group" : "");
+    const int64_t affine = n.per_group ? n.groups : n.channels;
+    c.inputs = {Spec(DType::kFloat32, {n.batch, n.channels, n.spatial}),
+                Spec(DType::kFloat32, {affine}), Spec(DType::kFloat32, {affine})};
+    c.outputs = {Spec(DType::kFloat32, {n.batch, n.channels, n.spatial})};
+    c.attributes["batch"] = n.batch;
+    c.attributes["channels"] = n.channels;
+    c.attributes["groups"] = n.groups;
+    c.attributes["spatial"] = n.spatial;
+    c.attributes["epsilon"] = 1e-5f;
+    c.attributes["affine_per_group"] = int64_t{n.per_group};
     cases.push_back(std::move(c));
   }
   return cases;
@@ -1177,6 +1241,9 @@ INSTANTIATE_TEST_SUITE_P(CumSum, OpKernelTest, ::testing::ValuesIn(CumSumCases()
 INSTANTIATE_TEST_SUITE_P(Softmax, OpKernelTest, ::testing::ValuesIn(SoftmaxCases()), CaseName);
 INSTANTIATE_TEST_SUITE_P(LayerNorm, OpKernelTest, ::testing::ValuesIn(LayerNormCases()),
                          CaseName);
+INSTANTIATE_TEST_SUITE_P(GroupNorm, OpKernelTest, ::testing::ValuesIn(GroupNormCases()),
+                         CaseName);
+INSTANTIATE_TEST_SUITE_P(Hardmax, OpKernelTest, ::testing::ValuesIn(HardmaxCases()), CaseName);
 INSTANTIATE_TEST_SUITE_P(Reduce, OpKernelTest, ::testing::ValuesIn(ReduceCases()), CaseName);
 INSTANTIATE_TEST_SUITE_P(ArgReduce, OpKernelTest, ::testing::ValuesIn(ArgReduceCases()),
                          CaseName);
@@ -1476,6 +1543,10 @@ INSTANTIATE_TEST_SUITE_P(Softmax, OpKernelSpecialValuesTest,
                          ::testing::ValuesIn(FloatCases(SoftmaxCases())), CaseName);
 INSTANTIATE_TEST_SUITE_P(LayerNorm, OpKernelSpecialValuesTest,
                          ::testing::ValuesIn(FloatCases(LayerNormCases())), CaseName);
+INSTANTIATE_TEST_SUITE_P(GroupNorm, OpKernelSpecialValuesTest,
+                         ::testing::ValuesIn(FloatCases(GroupNormCases())), CaseName);
+INSTANTIATE_TEST_SUITE_P(Hardmax, OpKernelSpecialValuesTest,
+                         ::testing::ValuesIn(FloatCases(HardmaxCases())), CaseName);
 INSTANTIATE_TEST_SUITE_P(Reduce, OpKernelSpecialValuesTest,
                          ::testing::ValuesIn(FloatCases(ReduceCases())), CaseName);
 INSTANTIATE_TEST_SUITE_P(ArgReduce, OpKernelSpecialValuesTest,
@@ -1650,8 +1721,9 @@ std::vector<OpCase> AllCases() {
   std::vector<OpCase> all;
   for (std::vector<OpCase> cases :
        {BinaryCases(), WhereCases(), UnaryCases(), CastCases(), TransposeCases(), SliceCases(),
-        ExpandCases(), GatherCases(), SoftmaxCases(), LayerNormCases(), ReduceCases(),
-        ArgReduceCases(), FloatMathCases(), PReluCases(), ConcatCases()}) {
+        ExpandCases(), GatherCases(), SoftmaxCases(), LayerNormCases(), GroupNormCases(),
+        HardmaxCases(), ReduceCases(), ArgReduceCases(), FloatMathCases(), PReluCases(),
+        ConcatCases()}) {
     all.insert(all.end(), cases.begin(), cases.end());
   }
   return all;

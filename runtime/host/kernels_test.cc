@@ -678,7 +678,8 @@ TEST(GemmTest, WithoutC) {
 }
 
 // ---------------------------------------------------------------------------
-// Softmax, LayerNormalization, ReduceMean
+// Softmax, LogSoftmax, Hardmax, LayerNormalization, GroupNormalization,
+// ReduceMean
 // ---------------------------------------------------------------------------
 
 TEST(SoftmaxTest, LargeValuesStayFinite) {
@@ -710,6 +711,144 @@ TEST(SoftmaxTest, RunsOverTheMiddleAxis) {
     }
   }
   ExpectFloatsNear(Values<float>(out), expected);
+}
+
+TEST(LogSoftmaxTest, LargeValuesStayFiniteOverTheMiddleAxis) {
+  // [2,3,2] over dim 1, values far beyond exp()'s float range: x - max -
+  // log(sum(exp(x - max))) in double.
+  std::vector<float> x = {1, -1, 2, 0, 3, 4, 0.5f, 2, -2, 1, 0, 3};
+  for (float& v : x) v += 1000.0f;
+  HostTensor out =
+      RunOk(MakeNode("LogSoftmax",
+                     {{"outer", int64_t{2}}, {"axis_size", int64_t{3}}, {"inner", int64_t{2}}}),
+            {Floats({2, 3, 2}, x)}, DType::kFloat32, {2, 3, 2});
+  std::vector<float> expected(12);
+  for (int o = 0; o < 2; ++o) {
+    for (int in = 0; in < 2; ++in) {
+      double sum = 0;
+      for (int a = 0; a < 3; ++a) sum += std::exp(x[o * 6 + a * 2 + in] - 1000.0);
+      for (int a = 0; a < 3; ++a) {
+        expected[o * 6 + a * 2 + in] =
+            static_cast<float>(x[o * 6 + a * 2 + in] - 1000.0 - std::log(sum));
+      }
+    }
+  }
+  ExpectFloatsNear(Values<float>(out), expected);
+}
+
+TEST(LogSoftmaxTest, NanAndInfinityFollowOnnxReference) {
+  // ONNX's reference: t = x - max(x); t - log(sum(exp(t))). A NaN or a +Inf
+  // (Inf - Inf) makes the row NaN; -Inf beside finite values stays -Inf; an
+  // all -Inf row is NaN.
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  HostTensor out =
+      RunOk(MakeNode("LogSoftmax",
+                     {{"outer", int64_t{4}}, {"axis_size", int64_t{2}}, {"inner", int64_t{1}}}),
+            {Floats({4, 2}, {0, -inf, 1, nan, inf, 0, -inf, -inf})}, DType::kFloat32, {4, 2});
+  const std::vector<float> y = Values<float>(out);
+  EXPECT_FLOAT_EQ(y[0], 0.0f);
+  EXPECT_EQ(y[1], -inf);
+  for (int i = 2; i < 8; ++i) EXPECT_TRUE(std::isnan(y[i])) << "element " << i << ": " << y[i];
+}
+
+TEST(HardmaxTest, FirstMaximumOrNanOfEachLineOverTheMiddleAxis) {
+  // [2,3,2] over dim 1; lines (o, in) hold {x[o][0][in], x[o][1][in], x[o][2][in]}.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const std::vector<double> x = {
+      1, 5, 3, 5, 3, 2,          // o 0: line 0 {1, 3, 3} ties: first; line 1 {5, 5, 2}: first
+      -1, nan, -2, 9, nan, 9};   // o 1: line 0 {-1, -2, NaN}: the NaN; line 1 {NaN, 9, 9}
+  const std::vector<double> expected = {0, 1, 1, 0, 0, 0,  //
+                                        0, 1, 0, 0, 1, 0};
+  const auto check = [&](auto tag, DType dtype) {
+    using T = decltype(tag);
+    HostTensor out =
+        RunOk(MakeNode("Hardmax",
+                       {{"outer", int64_t{2}}, {"axis_size", int64_t{3}}, {"inner", int64_t{2}}}),
+              {Typed<T>(dtype, {2, 3, 2}, x)}, dtype, {2, 3, 2});
+    EXPECT_EQ(Widened<T>(out), expected) << DTypeName(dtype);
+  };
+  check(float{}, DType::kFloat32);
+  check(double{}, DType::kFloat64);
+  check(Half{}, DType::kFloat16);
+  check(BFloat16{}, DType::kBFloat16);
+}
+
+// Note [Group normalization]: y for X [2, 4, 3] in 2 groups (rows of 2
+// channels x 3), scale and B indexed by `affine_index(channel)`.
+template <typename AffineIndex>
+std::vector<float> GroupNormReference(const std::vector<float>& x,
+                                      const std::vector<float>& scale,
+                                      const std::vector<float>& bias, double epsilon,
+                                      AffineIndex affine_index) {
+  constexpr int kRows = 4, kRowSize = 6, kSpatial = 3, kChannelsPerGroup = 2, kGroups = 2;
+  std::vector<float> y(x.size());
+  for (int r = 0; r < kRows; ++r) {
+    double mu = 0;
+    for (int i = 0; i < kRowSize; ++i) mu += x[r * kRowSize + i];
+    mu /= kRowSize;
+    double var = 0;
+    for (int i = 0; i < kRowSize; ++i) {
+      var += (x[r * kRowSize + i] - mu) * (x[r * kRowSize + i] - mu);
+    }
+    var /= kRowSize;
+    for (int i = 0; i < kRowSize; ++i) {
+      const int k = affine_index((r % kGroups) * kChannelsPerGroup + i / kSpatial);
+      y[r * kRowSize + i] = static_cast<float>(
+          scale[k] * (x[r * kRowSize + i] - mu) / std::sqrt(var + epsilon) + bias[k]);
+    }
+  }
+  return y;
+}
+
+Attributes GroupNormAttributes(int64_t groups, int64_t per_group) {
+  return {{"batch", int64_t{2}},    {"channels", int64_t{4}},
+          {"groups", groups},       {"spatial", int64_t{3}},
+          {"epsilon", 1e-2f},       {"affine_per_group", per_group}};
+}
+
+const std::vector<float> kGroupNormX = {1,  2,    3, 6,  -1, 0.5f, 4, -2, 0,  7,    1, 1,
+                                        -3, 2.5f, 8, 0,  1,  1,    2, 5,  -1, 0.25f, 3, 9};
+
+TEST(GroupNormalizationTest, PerChannelAffine) {
+  const std::vector<float> scale = {1, 0.5f, -1, 2};
+  const std::vector<float> bias = {0, 1, -1, 0.25f};
+  HostTensor out = RunOk(MakeNode("GroupNormalization", GroupNormAttributes(2, 0)),
+                         {Floats({2, 4, 3}, kGroupNormX), Floats({4}, scale), Floats({4}, bias)},
+                         DType::kFloat32, {2, 4, 3});
+  ExpectFloatsNear(Values<float>(out),
+                   GroupNormReference(kGroupNormX, scale, bias, 1e-2, [](int c) { return c; }),
+                   1e-5f);
+}
+
+TEST(GroupNormalizationTest, PerGroupAffineOfOpset18) {
+  const std::vector<float> scale = {2, -0.5f};
+  const std::vector<float> bias = {1, 3};
+  HostTensor out = RunOk(MakeNode("GroupNormalization", GroupNormAttributes(2, 1)),
+                         {Floats({2, 4, 3}, kGroupNormX), Floats({2}, scale), Floats({2}, bias)},
+                         DType::kFloat32, {2, 4, 3});
+  ExpectFloatsNear(Values<float>(out),
+                   GroupNormReference(kGroupNormX, scale, bias, 1e-2, [](int c) { return c / 2; }),
+                   1e-5f);
+}
+
+TEST(GroupNormalizationTest, InstanceNormIsAGroupPerChannelAndNanStaysInItsRow) {
+  // InstanceNormalization binds to the same form with groups = channels.
+  std::vector<float> x = kGroupNormX;
+  x[4] = std::numeric_limits<float>::quiet_NaN();  // row (n 0, c 1)
+  HostTensor out = RunOk(MakeNode("InstanceNormalization", GroupNormAttributes(4, 0)),
+                         {Floats({2, 4, 3}, x), Floats({4}, {1, 2, 3, 4}),
+                          Floats({4}, {0, 0, 0, 0})},
+                         DType::kFloat32, {2, 4, 3});
+  const std::vector<float> y = Values<float>(out);
+  for (int i = 0; i < 24; ++i) {
+    EXPECT_EQ(std::isnan(y[i]), i >= 3 && i < 6) << "element " << i;
+  }
+  // Row (n 0, c 0) = {1, 2, 3}: mean 2, variance 2/3, scale 1.
+  const double inv_std = 1.0 / std::sqrt(2.0 / 3.0 + 1e-2);
+  EXPECT_NEAR(y[0], -inv_std, 1e-5);
+  EXPECT_NEAR(y[1], 0.0, 1e-6);
+  EXPECT_NEAR(y[2], inv_std, 1e-5);
 }
 
 TEST(LayerNormalizationTest, MatchesTheFormulaWithStatistics) {

@@ -23,7 +23,12 @@ namespace {
 // Normalisations and reductions
 // ---------------------------------------------------------------------------
 
-absl::Status RunSoftmax(const HostKernelArgs& args) {
+// Softmax, or LogSoftmax with `log`: over the axis of [outer, axis_size,
+// inner], as ONNX's reference computes it: t = x - max, then exp(t) / sum or
+// t - log(sum), where sum = sum(exp(t)). Subtracting the max keeps exp() in
+// range for large inputs; a NaN, or a +Inf (t = Inf - Inf), makes its line NaN,
+// as in numpy.
+absl::Status RunSoftmax(const HostKernelArgs& args, bool log) {
   RETURN_IF_ERROR(CheckUnaryOperand(args));
   RETURN_IF_ERROR(RequireDType(args, args.in(0), DType::kFloat32, "input"));
   const int64_t outer = IntAttr(args.node.attributes, "outer");
@@ -35,22 +40,23 @@ absl::Status RunSoftmax(const HostKernelArgs& args) {
   }
   const float* x = args.in(0).data<float>();
   float* y = args.out(0).data<float>();
-  std::vector<double> exps(axis_size);
+  std::vector<double> shifted(axis_size);
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t in = 0; in < inner; ++in) {
       const int64_t base = o * axis_size * inner + in;
-      // Subtracting the max keeps exp() in range for large inputs.
       double max_value = -std::numeric_limits<double>::infinity();
       for (int64_t a = 0; a < axis_size; ++a) {
         max_value = std::max(max_value, static_cast<double>(x[base + a * inner]));
       }
       double sum = 0.0;
       for (int64_t a = 0; a < axis_size; ++a) {
-        exps[a] = std::exp(static_cast<double>(x[base + a * inner]) - max_value);
-        sum += exps[a];
+        shifted[a] = static_cast<double>(x[base + a * inner]) - max_value;
+        sum += std::exp(shifted[a]);
       }
+      const double log_sum = std::log(sum);
       for (int64_t a = 0; a < axis_size; ++a) {
-        y[base + a * inner] = static_cast<float>(exps[a] / sum);
+        y[base + a * inner] =
+            static_cast<float>(log ? shifted[a] - log_sum : std::exp(shifted[a]) / sum);
       }
     }
   }
@@ -113,6 +119,61 @@ absl::Status RunLayerNormalization(const HostKernelArgs& args) {
     }
     if (mean_out != nullptr) mean_out[row] = static_cast<float>(mean);
     if (inv_std_out != nullptr) inv_std_out[row] = static_cast<float>(inv_std);
+  }
+  return absl::OkStatus();
+}
+
+// Note [Group normalization] in normalization_kernels.h.
+absl::Status RunGroupNormalization(const HostKernelArgs& args) {
+  if (args.inputs.size() != 3) return args.Invalid("expected X, scale and B");
+  const HostTensor& x = args.in(0);
+  const HostTensor& scale = args.in(1);
+  const HostTensor& bias = args.in(2);
+  for (const HostTensor* t : {&x, &scale, &bias, static_cast<const HostTensor*>(&args.out(0))}) {
+    RETURN_IF_ERROR(RequireDType(args, *t, DType::kFloat32, "operand"));
+  }
+  RETURN_IF_ERROR(RequireSameElementCount(args, x, args.out(0)));
+  const int64_t batch = IntAttr(args.node.attributes, "batch");
+  const int64_t channels = IntAttr(args.node.attributes, "channels");
+  const int64_t groups = IntAttr(args.node.attributes, "groups");
+  const int64_t spatial = IntAttr(args.node.attributes, "spatial");
+  const bool per_group = IntAttr(args.node.attributes, "affine_per_group") != 0;
+  ASSIGN_OR_RETURN(const double epsilon, OptionalFloatAttr(args, "epsilon", 1e-5f));
+  if (groups <= 0 || channels % groups != 0) {
+    return args.Invalid("groups=", groups, " should divide channels=", channels);
+  }
+  if (batch * channels * spatial != x.num_elements()) {
+    return args.Invalid("batch=", batch, " channels=", channels, " spatial=", spatial,
+                        " do not cover input ", DimsToString(x.dims()));
+  }
+  const int64_t affine = per_group ? groups : channels;
+  if (scale.num_elements() != affine || bias.num_elements() != affine) {
+    return args.Invalid("scale and B should hold ", affine, " elements, got ",
+                        DimsToString(scale.dims()), " and ", DimsToString(bias.dims()));
+  }
+  const int64_t channels_per_group = channels / groups;
+  const int64_t row_size = channels_per_group * spatial;
+  const float* x_data = x.data<float>();
+  const float* scale_data = scale.data<float>();
+  const float* bias_data = bias.data<float>();
+  float* y = args.out(0).data<float>();
+  for (int64_t row = 0; row < batch * groups; ++row) {
+    const int64_t group = row % groups;
+    const float* x_row = x_data + row * row_size;
+    double sum = 0.0;
+    for (int64_t i = 0; i < row_size; ++i) sum += x_row[i];
+    const double mean = sum / static_cast<double>(row_size);
+    double squares = 0.0;
+    for (int64_t i = 0; i < row_size; ++i) {
+      const double centred = x_row[i] - mean;
+      squares += centred * centred;
+    }
+    const double inv_std = 1.0 / std::sqrt(squares / static_cast<double>(row_size) + epsilon);
+    for (int64_t i = 0; i < row_size; ++i) {
+      const int64_t k = per_group ? group : group * channels_per_group + i / spatial;
+      y[row * row_size + i] =
+          static_cast<float>((x_row[i] - mean) * inv_std * scale_data[k] + bias_data[k]);
+    }
   }
   return absl::OkStatus();
 }
@@ -366,6 +427,40 @@ absl::Status RunArgReduce(const HostKernelArgs& args, bool is_max) {
   });
 }
 
+// Hardmax over the axis of [outer, axis_size, inner] (Softmax's canonical
+// form): 1 at ArgMax's first winner of each line, so the first NaN wins as in
+// ONNX's reference (numpy's argmax), 0 elsewhere.
+absl::Status RunHardmax(const HostKernelArgs& args) {
+  RETURN_IF_ERROR(CheckUnaryOperand(args));
+  const int64_t outer = IntAttr(args.node.attributes, "outer");
+  const int64_t axis_size = IntAttr(args.node.attributes, "axis_size");
+  const int64_t inner = IntAttr(args.node.attributes, "inner");
+  if (outer * axis_size * inner != args.in(0).num_elements()) {
+    return args.Invalid("outer=", outer, " axis_size=", axis_size, " inner=", inner,
+                        " do not cover input ", DimsToString(args.in(0).dims()));
+  }
+  return VisitFloatTypes(args, args.in(0).dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* src = args.in(0).data<T>();
+    T* dst = args.out(0).data<T>();
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t c = 0; c < inner; ++c) {
+        const int64_t base = o * axis_size * inner + c;
+        int64_t best = 0;
+        for (int64_t k = 1; k < axis_size; ++k) {
+          if (ArgRank(Widen(src[base + k * inner]), Widen(src[base + best * inner]), true) > 0) {
+            best = k;
+          }
+        }
+        for (int64_t k = 0; k < axis_size; ++k) {
+          dst[base + k * inner] = static_cast<T>(k == best ? 1.0f : 0.0f);
+        }
+      }
+    }
+    return absl::OkStatus();
+  });
+}
+
 // CumSum over [outer, axis_dim, inner] lines, summing in the element type
 // (as the CUDA kernel does; integers wrap).
 absl::Status RunCumSum(const HostKernelArgs& args) {
@@ -421,9 +516,13 @@ absl::Status RunCumSum(const HostKernelArgs& args) {
 
 }  // namespace
 
-absl::Status HostSoftmax(const HostKernelArgs& args) { return RunSoftmax(args); }
+absl::Status HostSoftmax(const HostKernelArgs& args) { return RunSoftmax(args, false); }
+absl::Status HostLogSoftmax(const HostKernelArgs& args) { return RunSoftmax(args, true); }
 absl::Status HostLayerNormalization(const HostKernelArgs& args) {
   return RunLayerNormalization(args);
+}
+absl::Status HostGroupNormalization(const HostKernelArgs& args) {
+  return RunGroupNormalization(args);
 }
 absl::Status HostReduceSum(const HostKernelArgs& args) { return RunReduce(args, ReduceOp::kSum); }
 absl::Status HostReduceMean(const HostKernelArgs& args) {
@@ -448,6 +547,7 @@ absl::Status HostReduceLogSumExp(const HostKernelArgs& args) {
 absl::Status HostArgMax(const HostKernelArgs& args) { return RunArgReduce(args, true); }
 absl::Status HostArgMin(const HostKernelArgs& args) { return RunArgReduce(args, false); }
 
+absl::Status HostHardmax(const HostKernelArgs& args) { return RunHardmax(args); }
 absl::Status HostCumSum(const HostKernelArgs& args) { return RunCumSum(args); }
 
 }  // namespace graphserve

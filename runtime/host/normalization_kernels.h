@@ -1,7 +1,8 @@
 #pragma once
-// Host reference kernels, normalization family: Softmax, LayerNormalization,
-// the Reduce* ops, ArgMax and ArgMin, CumSum. Each computes one canonical
-// bound node (Note [Canonical bound nodes]); the op registry
+// Host reference kernels, normalization family: Softmax, LogSoftmax, Hardmax,
+// LayerNormalization, InstanceNormalization, GroupNormalization, the Reduce*
+// ops, ArgMax and ArgMin, CumSum. Each computes one canonical bound node
+// (Note [Canonical bound nodes]); the op registry
 // (runtime/ops/normalization.cc) names them.
 
 #include "absl/status/status.h"
@@ -11,7 +12,11 @@ namespace graphserve {
 struct HostKernelArgs;
 
 absl::Status HostSoftmax(const HostKernelArgs& args);
+absl::Status HostLogSoftmax(const HostKernelArgs& args);
+absl::Status HostHardmax(const HostKernelArgs& args);
 absl::Status HostLayerNormalization(const HostKernelArgs& args);
+// InstanceNormalization and GroupNormalization (Note [Group normalization]).
+absl::Status HostGroupNormalization(const HostKernelArgs& args);
 absl::Status HostReduceSum(const HostKernelArgs& args);
 absl::Status HostReduceMean(const HostKernelArgs& args);
 absl::Status HostReduceProd(const HostKernelArgs& args);
@@ -25,6 +30,20 @@ absl::Status HostReduceLogSumExp(const HostKernelArgs& args);
 absl::Status HostArgMax(const HostKernelArgs& args);
 absl::Status HostArgMin(const HostKernelArgs& args);
 absl::Status HostCumSum(const HostKernelArgs& args);
+
+// Note [Group normalization]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// InstanceNormalization and GroupNormalization bind to one canonical form:
+// inputs X [N, C, spatial...], scale, B; attrs batch (N), channels (C),
+// groups (G, which divides C; C for InstanceNormalization), spatial (the
+// product of X's dims after C), epsilon, and affine_per_group (1 when scale
+// and B hold one value per group, GroupNormalization before opset 21; 0 when
+// one per channel). Each (n, g) is a contiguous row of C / G * spatial
+// elements, normalised by its own mean and (biased) variance:
+//   y = scale[k] * (x - mean) / sqrt(var + epsilon) + B[k],
+// k the element's group or channel. Both executors keep the statistics in
+// float64 (two passes: the mean, then the squared deviations from it). A NaN
+// or an infinity in a row makes the whole row NaN, as in ONNX's reference.
 
 // Note [Reductions]
 // ~~~~~~~~~~~~~~~~~

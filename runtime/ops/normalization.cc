@@ -1,7 +1,8 @@
-// Softmax, LayerNormalization, the Reduce* ops, ArgMax and ArgMin, CumSum.
+// Softmax, LogSoftmax, Hardmax, LayerNormalization, InstanceNormalization,
+// GroupNormalization, the Reduce* ops, ArgMax and ArgMin, CumSum.
 // The OpDefs of this family (Note [Op registry] in runtime/op_registry.h) and
 // their bind rules; the kernels are in runtime/host/normalization_kernels.cc and
-// runtime/cuda/normalization_kernels.cc.
+// runtime/cuda/normalization_ops.cc.
 
 #include <algorithm>
 #include <cstdint>
@@ -23,11 +24,15 @@ namespace graphserve {
 
 namespace {
 
-absl::Status BindSoftmax(BindContext& ctx) {
-  RETURN_IF_ERROR(ctx.CheckDType(0, {DType::kFloat32}));
+const std::vector<DType> kFloatTypes = {DType::kFloat16, DType::kBFloat16, DType::kFloat32,
+                                        DType::kFloat64};
+
+// Softmax, LogSoftmax and Hardmax: canonical attrs outer, axis_size, inner;
+// the output has the input's dtype and dims.
+absl::Status EmitOverAxis(BindContext& ctx) {
   const Dims& dims = ctx.in_dims(0);
   const int64_t rank = static_cast<int64_t>(dims.size());
-  const bool flattens = ctx.opset() < 13;  // opset < 13: softmax over dims[axis:]
+  const bool flattens = ctx.opset() < 13;  // opset < 13: over dims[axis:]
   ASSIGN_OR_RETURN(int64_t axis, ctx.IntAttrOr("axis", flattens ? 1 : -1));
   if (rank == 0) return ctx.Error("input should have rank >= 1, got a scalar");
   ASSIGN_OR_RETURN(axis, ctx.NormalizeAxis(axis, rank, "axis"));
@@ -37,7 +42,18 @@ absl::Status BindSoftmax(BindContext& ctx) {
   const int64_t inner = flattens ? 1 : Product(dims, a + 1, dims.size());
   return ctx.EmitSimple({ctx.input(0)},
                         {{"outer", outer}, {"axis_size", axis_size}, {"inner", inner}},
-                        DType::kFloat32, dims);
+                        ctx.in_dtype(0), dims);
+}
+
+// Softmax and LogSoftmax.
+absl::Status BindSoftmax(BindContext& ctx) {
+  RETURN_IF_ERROR(ctx.CheckDType(0, {DType::kFloat32}));
+  return EmitOverAxis(ctx);
+}
+
+absl::Status BindHardmax(BindContext& ctx) {
+  RETURN_IF_ERROR(ctx.CheckDType(0, kFloatTypes));
+  return EmitOverAxis(ctx);
 }
 
 absl::Status BindLayerNorm(BindContext& ctx) {
@@ -67,8 +83,62 @@ absl::Status BindLayerNorm(BindContext& ctx) {
        OutputSpec{"", DType::kFloat32, stat_dims}});
 }
 
-const std::vector<DType> kFloatTypes = {DType::kFloat16, DType::kBFloat16, DType::kFloat32,
-                                        DType::kFloat64};
+// InstanceNormalization and GroupNormalization (Note [Group normalization]
+// in runtime/host/normalization_kernels.h): X [N, C, spatial...], scale and
+// B of `affine` elements each.
+absl::Status EmitGroupNorm(BindContext& ctx, int64_t groups, bool affine_per_group) {
+  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
+    RETURN_IF_ERROR(ctx.CheckDType(i, {DType::kFloat32}));
+  }
+  const Dims& dims = ctx.in_dims(0);
+  if (dims.size() < 2) {
+    return ctx.Error("X should have rank >= 2 (N, C, spatial...), got ", DimsToString(dims));
+  }
+  const int64_t channels = dims[1];
+  if (groups <= 0 || channels % groups != 0) {
+    return ctx.Error("num_groups ", groups, " should be positive and divide the ", channels,
+                     " channels");
+  }
+  const int64_t affine = affine_per_group ? groups : channels;
+  for (size_t i = 1; i < ctx.num_inputs(); ++i) {
+    if (NumElements(ctx.in_dims(i)) != affine) {
+      return ctx.Error(i == 1 ? "scale " : "B ", DimsToString(ctx.in_dims(i)), " should hold ",
+                       affine, " elements, one per ", affine_per_group ? "group" : "channel",
+                       " (X ", DimsToString(dims), ")");
+    }
+  }
+  ASSIGN_OR_RETURN(const float epsilon, ctx.FloatAttrOr("epsilon", 1e-5f));
+  return ctx.EmitSimple(ctx.inputs(),
+                        {{"batch", dims[0]},
+                         {"channels", channels},
+                         {"groups", groups},
+                         {"spatial", Product(dims, 2, dims.size())},
+                         {"epsilon", epsilon},
+                         {"affine_per_group", int64_t{affine_per_group}}},
+                        DType::kFloat32, dims);
+}
+
+// InstanceNormalization: a group per channel.
+absl::Status BindInstanceNorm(BindContext& ctx) {
+  const Dims& dims = ctx.in_dims(0);
+  return EmitGroupNorm(ctx, dims.size() < 2 ? 1 : dims[1], /*affine_per_group=*/false);
+}
+
+// GroupNormalization: scale and bias per group at opset 18, per channel from
+// 21. stash_type (21) names the precision of the statistics; both executors
+// keep them in float64 (Note [Group normalization]), which meets float32 (1)
+// and float64 (11); a narrower one would round differently, so it is refused.
+absl::Status BindGroupNorm(BindContext& ctx) {
+  if (!ctx.has_attr("num_groups")) return ctx.Error("attribute num_groups is required");
+  ASSIGN_OR_RETURN(const int64_t groups, ctx.IntAttrOr("num_groups", 0));
+  ASSIGN_OR_RETURN(const int64_t stash_type, ctx.IntAttrOr("stash_type", 1));
+  if (stash_type != 1 && stash_type != 11) {
+    return ctx.Unsupported("stash_type ", stash_type,
+                           ": statistics are kept in float64, which meets 1 (float32) and 11 "
+                           "(float64) only");
+  }
+  return EmitGroupNorm(ctx, groups, /*affine_per_group=*/ctx.opset() < 21);
+}
 
 // What binding knows of each Reduce* op (Note [Reductions] in
 // runtime/host/normalization_kernels.h).
@@ -198,6 +268,20 @@ void AddNormalizationOps(std::vector<OpDef>& ops) {
                       .bind = BindSoftmax,
                       .host = HostSoftmax,
                       .summary = "both opset < 13 and >= 13 axis semantics"});
+  ops.push_back(OpDef{.name = "LogSoftmax",
+                      .family = "normalization",
+                      .attributes = {"axis"},
+                      .bind = BindSoftmax,
+                      .host = HostLogSoftmax,
+                      .summary = "float32; both opset < 13 and >= 13 axis semantics; "
+                                 "x - max - log(sum(exp(x - max)))"});
+  ops.push_back(OpDef{.name = "Hardmax",
+                      .family = "normalization",
+                      .attributes = {"axis"},
+                      .bind = BindHardmax,
+                      .host = HostHardmax,
+                      .summary = "float16, bfloat16, float32, float64; both opset < 13 and >= 13 "
+                                 "axis semantics; the first maximum (or NaN) wins"});
   ops.push_back(OpDef{.name = "LayerNormalization",
                       .family = "normalization",
                       .since_opset = 17,
@@ -208,6 +292,26 @@ void AddNormalizationOps(std::vector<OpDef>& ops) {
                       .kernel_inputs = {2, 3},
                       .kernel_max_outputs = 3,
                       .summary = "Mean and InvStdDev outputs"});
+  ops.push_back(OpDef{.name = "InstanceNormalization",
+                      .family = "normalization",
+                      .attributes = {"epsilon"},
+                      .arity = {{1, {3, 3}}},
+                      .bind = BindInstanceNorm,
+                      .host = HostGroupNormalization,
+                      .kernel_inputs = {3, 3},
+                      .summary = "float32; statistics in float64"});
+  ops.back().input_names = {"input", "scale", "B"};
+  ops.push_back(OpDef{.name = "GroupNormalization",
+                      .family = "normalization",
+                      .since_opset = 18,
+                      .attributes = {"epsilon", "num_groups", "stash_type"},
+                      .arity = {{1, {3, 3}}},
+                      .bind = BindGroupNorm,
+                      .host = HostGroupNormalization,
+                      .kernel_inputs = {3, 3},
+                      .summary = "float32; scale and bias per group (18) or per channel (21); "
+                                 "stash_type 1 or 11; statistics in float64"});
+  ops.back().input_names = {"X", "scale", "bias"};
   for (const ReduceOpInfo& info : kReduceOps) {
     ops.push_back(OpDef{
         .name = info.name,

@@ -1,7 +1,8 @@
 // The normalization family's bind rules for the reductions (Note
 // [Reductions] in runtime/host/normalization_kernels.h) and ArgMax/ArgMin:
 // axes as an attribute or an input by opset, keepdims, noop_with_empty_axes,
-// accepted types, and refusals that name the node.
+// accepted types, and refusals that name the node; InstanceNormalization's and
+// GroupNormalization's canonical form (Note [Group normalization]).
 
 #include <memory>
 #include <string>
@@ -139,6 +140,88 @@ TEST(NormalizationBindTest, ArgMinRefusals) {
       Bind(ReduceModel(13, MakeNode("a", "ArgMin", {"x"}, {"y"}, {{"axis", int64_t{3}}})));
   ASSERT_FALSE(axis.ok());
   EXPECT_THAT(axis.status().message(), HasSubstr("'a'"));
+}
+
+// x [2, 6, 3, 2], scale and bias of `affine` elements (initializers) -> node -> y.
+Model GroupNormModel(int64_t opset, Node node, int64_t affine) {
+  Model model;
+  model.name = "group_norm";
+  model.opset = opset;
+  model.inputs = {{"x", DType::kFloat32, {2, 6, 3, 2}}};
+  model.outputs = {{"y", DType::kFloat32, {}}};
+  model.nodes = {std::move(node)};
+  for (const char* name : {"scale", "bias"}) {
+    auto tensor = std::make_shared<HostTensor>(DType::kFloat32, Dims{affine});
+    for (int64_t i = 0; i < affine; ++i) tensor->data<float>()[i] = 1.0f;
+    model.initializers[name] = std::move(tensor);
+  }
+  return model;
+}
+
+Node GroupNormNode(const char* op, Attributes attributes) {
+  return MakeNode("g", op, {"x", "scale", "bias"}, {"y"}, std::move(attributes));
+}
+
+// Note [Group normalization]: both ops bind to batch, channels, groups,
+// spatial, epsilon and affine_per_group.
+TEST(NormalizationBindTest, InstanceAndGroupNormShareOneCanonicalForm) {
+  const struct {
+    const char* op;
+    int64_t opset;
+    Attributes attributes;
+    int64_t affine;
+    int64_t groups;
+    int64_t per_group;
+  } cases[] = {
+      {"InstanceNormalization", 6, {{"epsilon", 1e-3f}}, 6, 6, 0},
+      {"GroupNormalization", 18, {{"num_groups", int64_t{3}}, {"epsilon", 1e-3f}}, 3, 3, 1},
+      {"GroupNormalization", 21, {{"num_groups", int64_t{3}}, {"epsilon", 1e-3f}}, 6, 3, 0},
+      {"GroupNormalization",
+       21,
+       {{"num_groups", int64_t{2}}, {"epsilon", 1e-3f}, {"stash_type", int64_t{11}}},
+       6,
+       2,
+       0},
+  };
+  for (const auto& c : cases) {
+    absl::StatusOr<BoundGraph> graph =
+        Bind(GroupNormModel(c.opset, GroupNormNode(c.op, c.attributes), c.affine));
+    ASSERT_TRUE(graph.ok()) << c.op << " at opset " << c.opset << ": " << graph.status();
+    ASSERT_EQ(graph->nodes.size(), 1u);
+    const BoundNode& node = graph->nodes[0];
+    EXPECT_EQ(node.op_type, c.op);
+    EXPECT_EQ(node.inputs.size(), 3u);
+    EXPECT_EQ(IntAttr(node.attributes, "batch"), 2);
+    EXPECT_EQ(IntAttr(node.attributes, "channels"), 6);
+    EXPECT_EQ(IntAttr(node.attributes, "groups"), c.groups) << c.op << " " << c.opset;
+    EXPECT_EQ(IntAttr(node.attributes, "spatial"), 6);
+    EXPECT_EQ(IntAttr(node.attributes, "affine_per_group"), c.per_group) << c.op << " " << c.opset;
+    EXPECT_FLOAT_EQ(FloatAttr(node.attributes, "epsilon"), 1e-3f);
+    EXPECT_THAT(graph->value(graph->outputs[0]).dims, ElementsAre(2, 6, 3, 2));
+  }
+}
+
+TEST(NormalizationBindTest, GroupNormRefusals) {
+  const struct {
+    int64_t opset;
+    Attributes attributes;
+    int64_t affine;
+    const char* message;
+  } cases[] = {
+      {18, {}, 3, "num_groups is required"},
+      {18, {{"num_groups", int64_t{4}}}, 4, "divide the 6 channels"},
+      // Per channel from 21: a per-group scale is opset 18's.
+      {21, {{"num_groups", int64_t{3}}}, 3, "one per channel"},
+      {18, {{"num_groups", int64_t{3}}}, 6, "one per group"},
+      {21, {{"num_groups", int64_t{3}}, {"stash_type", int64_t{10}}}, 6, "stash_type 10"},
+  };
+  for (const auto& c : cases) {
+    absl::StatusOr<BoundGraph> graph =
+        Bind(GroupNormModel(c.opset, GroupNormNode("GroupNormalization", c.attributes), c.affine));
+    ASSERT_FALSE(graph.ok()) << c.message;
+    EXPECT_THAT(graph.status().message(), HasSubstr("'g'"));
+    EXPECT_THAT(graph.status().message(), HasSubstr(c.message));
+  }
 }
 
 }  // namespace
