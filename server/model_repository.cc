@@ -15,6 +15,7 @@
 #include "common/status.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
+#include "google/protobuf/util/json_util.h"
 #include "server/client_text.h"
 
 namespace graphserve {
@@ -223,6 +224,18 @@ absl::StatusOr<inference::ModelConfig> ParseModelConfigText(const std::string& t
       return absl::InvalidArgumentError(absl::StrCat(path, ": not a valid model config"));
     }
     return absl::InvalidArgumentError(absl::StrJoin(errors.errors(), "; "));
+  }
+  return config;
+}
+
+absl::StatusOr<inference::ModelConfig> ParseModelConfigJson(const std::string& json,
+                                                            const std::string& model) {
+  inference::ModelConfig config;
+  const auto parsed = google::protobuf::util::JsonStringToMessage(json, &config);
+  if (!parsed.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("load parameter 'config' of model ", QuoteClientText(model),
+                     " is not a model configuration in JSON: ", QuoteClientText(parsed.ToString())));
   }
   return config;
 }

@@ -70,4 +70,10 @@ RepositoryModel ReadRepositoryModel(const std::string& root, const std::string& 
 absl::StatusOr<inference::ModelConfig> ParseModelConfigText(const std::string& text,
                                                             const std::string& path);
 
+// Parses the model-control load parameter 'config' (a ModelConfig in JSON, as
+// Triton takes it). InvalidArgument naming `model` and quoting what the JSON
+// parser said (Note [Quoting client text]).
+absl::StatusOr<inference::ModelConfig> ParseModelConfigJson(const std::string& json,
+                                                            const std::string& model);
+
 }  // namespace graphserve
