@@ -138,8 +138,8 @@ std::optional<RepositoryRoute> ParseRepositoryRoute(const std::vector<std::strin
 // The routes of the file comment in http_endpoint.h, over the protocol.
 class HttpEndpoint::Handler {
  public:
-  Handler(const InferenceProtocol* protocol, size_t max_body_bytes)
-      : protocol_(protocol), max_body_bytes_(max_body_bytes) {}
+  Handler(const InferenceProtocol* protocol, size_t max_body_bytes, int max_json_depth)
+      : protocol_(protocol), max_body_bytes_(max_body_bytes), max_json_depth_(max_json_depth) {}
 
   void Get(const httplib::Request& request, httplib::Response& response) const {
     const std::vector<std::string> parts = Parts(request.path);
@@ -320,7 +320,7 @@ class HttpEndpoint::Handler {
                                       "Inference-Header-Content-Length must be a byte count"));
     }
     absl::StatusOr<HttpInferRequest> parsed =
-        ParseInferRequest(body, header_length, route->model, route->version);
+        ParseInferRequest(body, header_length, route->model, route->version, max_json_depth_);
     if (!parsed.ok()) return SendStatus(response, parsed.status());
     inference::ModelInferResponse inferred;
     std::promise<absl::Status> finished;
@@ -351,6 +351,7 @@ class HttpEndpoint::Handler {
 
   const InferenceProtocol* const protocol_;
   const size_t max_body_bytes_;
+  const int max_json_depth_;
 };
 
 TcpListenAddress HttpListenAddress(const HttpEndpointOptions& options) {
@@ -366,7 +367,7 @@ TcpListenAddress HttpListenAddress(const HttpEndpointOptions& options) {
 absl::StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(
     const InferenceProtocol* protocol, const HttpEndpointOptions& options) {
   auto endpoint = std::unique_ptr<HttpEndpoint>(new HttpEndpoint());
-  endpoint->handler_ = std::make_unique<Handler>(protocol, options.max_body_bytes);
+  endpoint->handler_ = std::make_unique<Handler>(protocol, options.max_body_bytes, options.max_json_depth);
   auto server = std::make_unique<httplib::Server>();
   const int threads = options.threads;
   server->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };

@@ -45,6 +45,7 @@
 #include "runtime/bind.h"
 #include "runtime/host/host_executor.h"
 #include "runtime/onnx_import.h"
+#include "server/http_json.h"
 #include "server/inference_server.h"
 #include "server/model_interface.h"
 
@@ -1027,6 +1028,21 @@ int WrongAnswersFromClients(const std::shared_ptr<grpc::Channel>& channel,
 // with the config's 2 streams, so 4 slots; concurrent requests spread over
 // all of them and every answer matches the host executor. On the host
 // executor the group's GPUs do not apply and the model keeps its 2 slots.
+// One unauthenticated request of ~200 KB nesting "data" 100k levels deep
+// overflowed the stack of the recursive flattening and killed the server
+// (Note [JSON nesting depth] in server/http_json.cc).
+TEST_F(ServerEndToEnd, HttpDeeplyNestedJsonIs400NamingTheLimit) {
+  constexpr int kDepth = 100000;
+  const std::string body =
+      absl::StrCat(R"({"inputs":[{"name":"x","datatype":"FP32","shape":[1,512],"data":)",
+                   std::string(kDepth, '['), "1", std::string(kDepth, ']'), "}]}");
+  const HttpReply reply = HttpExchange(server_->http_port(), "POST", "/v2/models/mlp/infer", body);
+  EXPECT_EQ(reply.code, 400) << reply.body.substr(0, 300);
+  EXPECT_THAT(reply.body, HasSubstr("--http-max-json-depth"));
+  EXPECT_THAT(reply.body, HasSubstr(absl::StrCat(kDefaultMaxJsonDepth, " levels")));
+  ExpectGoodRequestStillServed();
+}
+
 TEST(ServerOnSeveralGpus, InstanceGroupGpusEachGetTheirSlots) {
   const std::string repository = WriteTestRepository("instance_group_repository");
   const std::filesystem::path config = std::filesystem::path(repository) / "mlp" / "config.pbtxt";
