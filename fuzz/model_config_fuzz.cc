@@ -27,6 +27,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FUZZ_CHECK(!config.status().message().empty(), "a refusal says why");
     return 0;
   }
+  if (!CheckModelConfigLimits(*config, "config.pbtxt").ok()) return 0;
   (void)IgnoredConfigFields(*config);
   (void)GraphsDisabledByConfig(*config);
   (void)RequestedCaptureSizes(*config);
