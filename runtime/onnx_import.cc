@@ -225,6 +225,10 @@ absl::StatusOr<Model> ConvertModel(const onnx::ModelProto& proto, const std::str
     if (initializer_names.count(input.name())) continue;
     model.inputs.push_back(ConvertGraphInput(input, &problems));
   }
+  if (graph.output_size() == 0) {
+    // Nothing to compute or serve; binding would drop every node.
+    problems.AddInvalid("the graph has no outputs");
+  }
   for (const onnx::ValueInfoProto& output : graph.output()) {
     ValueInfo info;
     info.name = output.name();

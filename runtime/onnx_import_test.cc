@@ -311,6 +311,17 @@ TEST(OnnxImportTest, UndefinedValuesAndDuplicateNamesAreInvalid) {
               HasSubstr("'" + first_output + "' is defined more than once"));
 }
 
+// Found by fuzz/onnx_model_fuzz: a graph whose outputs were all removed
+// imported as a model with nothing to compute, which binding then emptied.
+TEST(OnnxImportTest, AGraphWithoutOutputsIsInvalid) {
+  onnx::ModelProto proto = SmallModel();
+  proto.mutable_graph()->clear_output();
+  absl::StatusOr<Model> model = Import(proto);
+  ASSERT_FALSE(model.ok());
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(model.status().message()), HasSubstr("the graph has no outputs"));
+}
+
 TEST(OnnxImportTest, CheckerFailureIsInvalidArgument) {
   onnx::ModelProto proto = SmallModel();
   // Structure is sound, but LeakyRelu takes one input: the checker's find.
