@@ -225,10 +225,6 @@ absl::StatusOr<Model> ConvertModel(const onnx::ModelProto& proto, const std::str
     if (initializer_names.count(input.name())) continue;
     model.inputs.push_back(ConvertGraphInput(input, &problems));
   }
-  if (graph.output_size() == 0) {
-    // Nothing to compute or serve; binding would drop every node.
-    problems.AddInvalid("the graph has no outputs");
-  }
   for (const onnx::ValueInfoProto& output : graph.output()) {
     ValueInfo info;
     info.name = output.name();
@@ -349,6 +345,9 @@ absl::Status CheckGraphStructure(const onnx::GraphProto& graph, const std::strin
     return absl::InvalidArgumentError(absl::StrCat("'", name, "' is not a valid ONNX graph: ",
                                                    parts...));
   };
+  // Nothing to compute or serve, and libonnx 1.12's shape inference
+  // dereferences null on some such graphs (a Conv on a rank-2 input).
+  if (graph.output_size() == 0) return invalid("the graph has no outputs");
   std::set<std::string> defined;
   auto define = [&](const std::string& value, absl::string_view what) -> absl::Status {
     if (value.empty()) return invalid(what, " has an empty name");

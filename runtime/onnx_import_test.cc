@@ -312,13 +312,35 @@ TEST(OnnxImportTest, UndefinedValuesAndDuplicateNamesAreInvalid) {
 }
 
 // Found by fuzz/onnx_model_fuzz: a graph whose outputs were all removed
-// imported as a model with nothing to compute, which binding then emptied.
+// imported as a model with nothing to compute, which binding then emptied;
+// and with a Conv on a rank-2 input, libonnx 1.12's shape inference
+// dereferenced null on it (SEGV in convPoolShapeInference): a model file
+// could kill the server that loaded it. Such a graph is refused before
+// libonnx sees it.
 TEST(OnnxImportTest, AGraphWithoutOutputsIsInvalid) {
   onnx::ModelProto proto = SmallModel();
   proto.mutable_graph()->clear_output();
   absl::StatusOr<Model> model = Import(proto);
   ASSERT_FALSE(model.ok());
   EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(model.status().message()), HasSubstr("the graph has no outputs"));
+
+  onnx::ModelProto conv = NewModel();
+  onnx::GraphProto* graph = conv.mutable_graph();
+  onnx::ValueInfoProto* x = graph->add_input();
+  x->set_name("x");
+  x->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  auto* shape = x->mutable_type()->mutable_tensor_type()->mutable_shape();
+  shape->add_dim()->set_dim_param("N");
+  shape->add_dim()->set_dim_value(24);  // rank 2: Conv wants 3 or more
+  *graph->add_initializer() = FloatTensor("w", {2, 1, 3}, std::vector<float>(6, 1.0f), true);
+  onnx::NodeProto* node = AddNode(graph, "Conv", {"x", "w"}, {"c"});
+  onnx::AttributeProto* pads = node->add_attribute();
+  pads->set_name("pads");
+  pads->set_type(onnx::AttributeProto::INTS);
+  for (int pad : {1, 1, 1, 1}) pads->add_ints(pad);
+  model = Import(conv);
+  ASSERT_FALSE(model.ok());
   EXPECT_THAT(std::string(model.status().message()), HasSubstr("the graph has no outputs"));
 }
 
