@@ -344,6 +344,36 @@ TEST(OnnxImportTest, AGraphWithoutOutputsIsInvalid) {
   EXPECT_THAT(std::string(model.status().message()), HasSubstr("the graph has no outputs"));
 }
 
+// Found by fuzz/onnx_model_fuzz: libonnx 1.12's shape inference read past
+// the shape of a rank-2 input to a Conv with 2-D pads and dereferenced null
+// (Note [Guarding libonnx's shape inference]); now it is a clear error.
+TEST(OnnxImportTest, ConvolutionOnAnInputOfTooFewDimsIsInvalid) {
+  onnx::ModelProto conv = NewModel();
+  onnx::GraphProto* graph = conv.mutable_graph();
+  onnx::ValueInfoProto* x = graph->add_input();
+  x->set_name("x");
+  x->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  auto* shape = x->mutable_type()->mutable_tensor_type()->mutable_shape();
+  shape->add_dim()->set_dim_param("N");
+  shape->add_dim()->set_dim_value(4);  // rank 2: Conv wants 3 or more
+  *graph->add_initializer() = FloatTensor("w", {2, 1, 3, 3}, std::vector<float>(18, 1.0f), true);
+  onnx::NodeProto* node = AddNode(graph, "Conv", {"x", "w"}, {"y"});
+  onnx::AttributeProto* pads = node->add_attribute();
+  pads->set_name("pads");
+  pads->set_type(onnx::AttributeProto::INTS);
+  for (int pad : {1, 1, 1, 1}) pads->add_ints(pad);
+  onnx::ValueInfoProto* y = graph->add_output();
+  y->set_name("y");
+  y->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  auto* y_shape = y->mutable_type()->mutable_tensor_type()->mutable_shape();
+  y_shape->add_dim()->set_dim_param("N");
+  for (int dim : {2, 2, 2}) y_shape->add_dim()->set_dim_value(dim);
+  absl::StatusOr<Model> model = Import(conv);
+  ASSERT_FALSE(model.ok());
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(model.status().message()), HasSubstr("the input has rank 2"));
+}
+
 TEST(OnnxImportTest, CheckerFailureIsInvalidArgument) {
   onnx::ModelProto proto = SmallModel();
   // Structure is sound, but LeakyRelu takes one input: the checker's find.
