@@ -15,8 +15,10 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <sstream>
@@ -71,12 +73,17 @@ std::string Exchange(int port, const std::string& bytes, bool half_close) {
   FUZZ_CHECK(fd >= 0, "a socket");
   timeval timeout{.tv_sec = 10, .tv_usec = 0};
   (void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  // Close with a reset: a million connections in TIME_WAIT would exhaust
+  // the ephemeral ports long before a million inputs.
+  const linger reset{.l_onoff = 1, .l_linger = 0};
+  (void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
   sockaddr_in address{};
   address.sin_family = AF_INET;
   address.sin_port = htons(static_cast<uint16_t>(port));
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  FUZZ_CHECK(connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) == 0,
-             "the server accepts connections");
+  const int connected = connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
+  if (connected != 0) std::fprintf(stderr, "connect: %s\n", std::strerror(errno));
+  FUZZ_CHECK(connected == 0, "the server accepts connections");
   for (size_t sent = 0; sent < bytes.size();) {
     const ssize_t n = send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
     if (n <= 0) break;  // the server closed early: what it said is still read
