@@ -433,9 +433,18 @@ void CheckConvPoolRanks(onnx::InferenceContext& ctx, bool has_weight) {
   for (const char* attribute : {"kernel_shape", "strides", "dilations", "pads"}) {
     const onnx::AttributeProto* value = ctx.getAttribute(attribute);
     const int expected = std::strcmp(attribute, "pads") == 0 ? 2 * spatial : spatial;
-    if (value != nullptr && value->ints_size() != expected) {
+    if (value == nullptr) continue;
+    if (value->ints_size() != expected) {
       fail_shape_inference(attribute, " has ", value->ints_size(), " values; an input of rank ",
                            rank, " needs ", expected);
+    }
+    // libonnx divides by strides and dilations (a 0 was a division by zero)
+    // and sizes the output from kernel_shape and pads.
+    const int64_t least = std::strcmp(attribute, "pads") == 0 ? 0 : 1;
+    for (int64_t element : value->ints()) {
+      if (element < least) {
+        fail_shape_inference(attribute, " holds ", element, "; each must be at least ", least);
+      }
     }
   }
 }

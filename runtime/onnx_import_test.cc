@@ -372,6 +372,20 @@ TEST(OnnxImportTest, ConvolutionOnAnInputOfTooFewDimsIsInvalid) {
   ASSERT_FALSE(model.ok());
   EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(model.status().message()), HasSubstr("the input has rank 2"));
+
+  // And a zero stride, which libonnx divided by (SIGFPE), on a valid rank.
+  shape->add_dim()->set_dim_value(4);
+  shape->add_dim()->set_dim_value(4);  // [N, 4, 4, 4]
+  graph->mutable_initializer(0)->clear_dims();
+  for (int dim : {2, 4, 3, 3}) graph->mutable_initializer(0)->add_dims(dim);
+  graph->mutable_initializer(0)->set_raw_data(std::string(72 * sizeof(float), '\0'));
+  onnx::AttributeProto* strides = node->add_attribute();
+  strides->set_name("strides");
+  strides->set_type(onnx::AttributeProto::INTS);
+  for (int stride : {0, 1}) strides->add_ints(stride);
+  model = Import(conv);
+  ASSERT_FALSE(model.ok());
+  EXPECT_THAT(std::string(model.status().message()), HasSubstr("strides holds 0"));
 }
 
 TEST(OnnxImportTest, CheckerFailureIsInvalidArgument) {
