@@ -30,6 +30,9 @@ SANITIZED_TESTS=(//server/... //client/... //fuzz/... //capture:batch_sizes_test
                  //runtime:all //runtime/host/...)
 # TSan: the tests of code that runs threads (stream workers, responders,
 # queues, the registry's control thread, listeners).
+# Measured on 2 shared cores from a warm gcc disk cache (2026-11-28): asan
+# 16 min for 54 tests, ubsan 12 min, tsan 7 min for 21 tests, the fuzz build
+# 6 min and the runs 3 min: about 45 min beside the gcc suite.
 THREADED_TESTS=(//server/...)
 
 if [[ "${GRAPHSERVE_SANITIZERS:-1}" != "0" ]]; then

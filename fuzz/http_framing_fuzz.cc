@@ -81,11 +81,18 @@ std::string Exchange(int port, const std::string& bytes, bool half_close) {
   address.sin_family = AF_INET;
   address.sin_port = htons(static_cast<uint16_t>(port));
   address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  const int connected = connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
+  // libFuzzer's -timeout ticks with SIGALRM, which interrupts system calls:
+  // an interrupted connect goes on by itself (EALREADY, then EISCONN).
+  int connected = connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
+  while (connected != 0 && (errno == EINTR || errno == EALREADY)) {
+    connected = connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
+    if (connected != 0 && errno == EISCONN) connected = 0;
+  }
   if (connected != 0) std::fprintf(stderr, "connect: %s\n", std::strerror(errno));
   FUZZ_CHECK(connected == 0, "the server accepts connections");
   for (size_t sent = 0; sent < bytes.size();) {
     const ssize_t n = send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;  // the server closed early: what it said is still read
     sent += static_cast<size_t>(n);
   }
@@ -93,7 +100,9 @@ std::string Exchange(int port, const std::string& bytes, bool half_close) {
   std::string answer;
   char buffer[1 << 14];
   ssize_t n = 0;
-  while ((n = recv(fd, buffer, sizeof(buffer), 0)) > 0) answer.append(buffer, static_cast<size_t>(n));
+  while ((n = recv(fd, buffer, sizeof(buffer), 0)) > 0 || (n < 0 && errno == EINTR)) {
+    if (n > 0) answer.append(buffer, static_cast<size_t>(n));
+  }
   close(fd);
   return answer;
 }
