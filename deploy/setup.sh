@@ -12,10 +12,12 @@ set -euo pipefail
 
 PACKAGES=(
   bazel-bootstrap        # Bazel 4.2.3, run offline in WORKSPACE mode
+  clang                  # --config=asan/ubsan/tsan and the libFuzzer targets (fuzz/)
   curl                   # the HTTP/REST endpoint's compatibility test
   g++
   google-perftools       # libprofiler, the CPU profiler bench/gpu_bundle.sh packs
   libabsl-dev
+  libclang-rt-14-dev     # clang's sanitizer and libFuzzer runtimes
   libcpp-httplib-dev     # the HTTP/REST endpoint
   libb64-0d              # perf_analyzer (tritonclient 2.51.0's build) links it
   libfmt-dev

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -351,6 +352,9 @@ absl::Status CheckGraphStructure(const onnx::GraphProto& graph, const std::strin
     return absl::InvalidArgumentError(absl::StrCat("'", name, "' is not a valid ONNX graph: ",
                                                    parts...));
   };
+  // Nothing to compute or serve, and libonnx 1.12's shape inference
+  // dereferences null on some such graphs (a Conv on a rank-2 input).
+  if (graph.output_size() == 0) return invalid("the graph has no outputs");
   std::set<std::string> defined;
   auto define = [&](const std::string& value, absl::string_view what) -> absl::Status {
     if (value.empty()) return invalid(what, " has an empty name");
@@ -391,6 +395,96 @@ absl::Status CheckGraphStructure(const onnx::GraphProto& graph, const std::strin
 }
 
 // libonnx 1.12's checker and strict shape inference, on files it knows.
+// Note [Guarding libonnx's shape inference]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// libonnx 1.12's shape inference for convolutions and pooling
+// (convPoolShapeInference) reads the spatial dims of its input without
+// checking the input's rank against the kernel, pads and strides: a Conv on
+// a rank-2 value with 2-D pads reads past the shape and dereferences null
+// (found by fuzz/onnx_model_fuzz; a model file could kill the server that
+// loaded it). Shape inference here therefore runs on a schema registry that
+// wraps those ops' inference functions in a check of the ranks first, which
+// fails the way libonnx's own checks fail (an InferenceError). The rank of
+// an intermediate value is known only as inference reaches it, so a check
+// before inference could not cover it.
+
+// Whether `op` is inferred by libonnx's convPoolShapeInference, and whether
+// its input 1 is a weight of the input's rank.
+struct ConvPoolOp {
+  const char* name;
+  bool has_weight;
+};
+constexpr ConvPoolOp kConvPoolOps[] = {{"Conv", true},        {"ConvInteger", true},
+                                       {"ConvTranspose", true}, {"AveragePool", false},
+                                       {"MaxPool", false},    {"LpPool", false}};
+
+void CheckConvPoolRanks(onnx::InferenceContext& ctx, bool has_weight) {
+  const auto rank_of = [&ctx](size_t input) -> int {
+    if (input >= ctx.getNumInputs()) return -1;
+    const onnx::TypeProto* type = ctx.getInputType(input);
+    if (type == nullptr || !type->has_tensor_type() || !type->tensor_type().has_shape()) return -1;
+    return type->tensor_type().shape().dim_size();
+  };
+  const int rank = rank_of(0);
+  if (rank < 0) return;  // no shape: libonnx infers nothing from it
+  if (rank < 3) {
+    fail_shape_inference("the input has rank ", rank,
+                         "; convolution and pooling need batch, channels and at least one "
+                         "spatial dim");
+  }
+  const int spatial = rank - 2;
+  if (has_weight && rank_of(1) >= 0 && rank_of(1) != rank) {
+    fail_shape_inference("the weight has rank ", rank_of(1), " but the input has rank ", rank);
+  }
+  for (const char* attribute : {"kernel_shape", "strides", "dilations", "pads"}) {
+    const onnx::AttributeProto* value = ctx.getAttribute(attribute);
+    const int expected = std::strcmp(attribute, "pads") == 0 ? 2 * spatial : spatial;
+    if (value == nullptr) continue;
+    if (value->ints_size() != expected) {
+      fail_shape_inference(attribute, " has ", value->ints_size(), " values; an input of rank ",
+                           rank, " needs ", expected);
+    }
+    // libonnx divides by strides and dilations (a 0 was a division by zero)
+    // and sizes the output from kernel_shape and pads.
+    const int64_t least = std::strcmp(attribute, "pads") == 0 ? 0 : 1;
+    for (int64_t element : value->ints()) {
+      if (element < least) {
+        fail_shape_inference(attribute, " holds ", element, "; each must be at least ", least);
+      }
+    }
+  }
+}
+
+// libonnx's registry, with the inference of kConvPoolOps guarded by
+// CheckConvPoolRanks (Note [Guarding libonnx's shape inference]). One per
+// InferShapes call: the guarded copies are made as inference asks for them.
+class GuardedSchemaRegistry : public onnx::ISchemaRegistry {
+ public:
+  const onnx::OpSchema* GetSchema(const std::string& key, const int max_inclusive_version,
+                                  const std::string& domain) const override {
+    const onnx::OpSchema* schema =
+        onnx::OpSchemaRegistry::Instance()->GetSchema(key, max_inclusive_version, domain);
+    if (schema == nullptr || !domain.empty()) return schema;
+    const auto op = std::find_if(std::begin(kConvPoolOps), std::end(kConvPoolOps),
+                                 [&key](const ConvPoolOp& op) { return key == op.name; });
+    if (op == std::end(kConvPoolOps)) return schema;
+    std::unique_ptr<onnx::OpSchema>& guarded = guarded_[schema];
+    if (guarded == nullptr) {
+      guarded = std::make_unique<onnx::OpSchema>(*schema);
+      onnx::InferenceFunction infer = schema->GetTypeAndShapeInferenceFunction();
+      const bool has_weight = op->has_weight;
+      guarded->TypeAndShapeInferenceFunction([infer, has_weight](onnx::InferenceContext& ctx) {
+        CheckConvPoolRanks(ctx, has_weight);
+        if (infer) infer(ctx);
+      });
+    }
+    return guarded.get();
+  }
+
+ private:
+  mutable std::map<const onnx::OpSchema*, std::unique_ptr<onnx::OpSchema>> guarded_;
+};
+
 absl::Status LibOnnxChecks(onnx::ModelProto& proto, const std::string& name) {
   // libonnx reports problems by throwing (ValidationError, InferenceError,
   // and std::runtime_error from protobuf helpers); none may cross this API.
@@ -405,7 +499,8 @@ absl::Status LibOnnxChecks(onnx::ModelProto& proto, const std::string& name) {
   const onnx::ShapeInferenceOptions options(/*check_type_val=*/true, /*strict_mode_val=*/1,
                                             /*data_prop_val=*/false);
   try {
-    onnx::shape_inference::InferShapes(proto, onnx::OpSchemaRegistry::Instance(), options);
+    const GuardedSchemaRegistry registry;
+    onnx::shape_inference::InferShapes(proto, &registry, options);
   } catch (const std::exception& e) {
     return absl::InvalidArgumentError(
         absl::StrCat("'", name, "' fails ONNX shape inference: ", e.what()));

@@ -311,6 +311,83 @@ TEST(OnnxImportTest, UndefinedValuesAndDuplicateNamesAreInvalid) {
               HasSubstr("'" + first_output + "' is defined more than once"));
 }
 
+// Found by fuzz/onnx_model_fuzz: a graph whose outputs were all removed
+// imported as a model with nothing to compute, which binding then emptied;
+// and with a Conv on a rank-2 input, libonnx 1.12's shape inference
+// dereferenced null on it (SEGV in convPoolShapeInference): a model file
+// could kill the server that loaded it. Such a graph is refused before
+// libonnx sees it.
+TEST(OnnxImportTest, AGraphWithoutOutputsIsInvalid) {
+  onnx::ModelProto proto = SmallModel();
+  proto.mutable_graph()->clear_output();
+  absl::StatusOr<Model> model = Import(proto);
+  ASSERT_FALSE(model.ok());
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(model.status().message()), HasSubstr("the graph has no outputs"));
+
+  onnx::ModelProto conv = NewModel();
+  onnx::GraphProto* graph = conv.mutable_graph();
+  onnx::ValueInfoProto* x = graph->add_input();
+  x->set_name("x");
+  x->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  auto* shape = x->mutable_type()->mutable_tensor_type()->mutable_shape();
+  shape->add_dim()->set_dim_param("N");
+  shape->add_dim()->set_dim_value(24);  // rank 2: Conv wants 3 or more
+  *graph->add_initializer() = FloatTensor("w", {2, 1, 3}, std::vector<float>(6, 1.0f), true);
+  onnx::NodeProto* node = AddNode(graph, "Conv", {"x", "w"}, {"c"});
+  onnx::AttributeProto* pads = node->add_attribute();
+  pads->set_name("pads");
+  pads->set_type(onnx::AttributeProto::INTS);
+  for (int pad : {1, 1, 1, 1}) pads->add_ints(pad);
+  model = Import(conv);
+  ASSERT_FALSE(model.ok());
+  EXPECT_THAT(std::string(model.status().message()), HasSubstr("the graph has no outputs"));
+}
+
+// Found by fuzz/onnx_model_fuzz: libonnx 1.12's shape inference read past
+// the shape of a rank-2 input to a Conv with 2-D pads and dereferenced null
+// (Note [Guarding libonnx's shape inference]); now it is a clear error.
+TEST(OnnxImportTest, ConvolutionOnAnInputOfTooFewDimsIsInvalid) {
+  onnx::ModelProto conv = NewModel();
+  onnx::GraphProto* graph = conv.mutable_graph();
+  onnx::ValueInfoProto* x = graph->add_input();
+  x->set_name("x");
+  x->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  auto* shape = x->mutable_type()->mutable_tensor_type()->mutable_shape();
+  shape->add_dim()->set_dim_param("N");
+  shape->add_dim()->set_dim_value(4);  // rank 2: Conv wants 3 or more
+  *graph->add_initializer() = FloatTensor("w", {2, 1, 3, 3}, std::vector<float>(18, 1.0f), true);
+  onnx::NodeProto* node = AddNode(graph, "Conv", {"x", "w"}, {"y"});
+  onnx::AttributeProto* pads = node->add_attribute();
+  pads->set_name("pads");
+  pads->set_type(onnx::AttributeProto::INTS);
+  for (int pad : {1, 1, 1, 1}) pads->add_ints(pad);
+  onnx::ValueInfoProto* y = graph->add_output();
+  y->set_name("y");
+  y->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  auto* y_shape = y->mutable_type()->mutable_tensor_type()->mutable_shape();
+  y_shape->add_dim()->set_dim_param("N");
+  for (int dim : {2, 2, 2}) y_shape->add_dim()->set_dim_value(dim);
+  absl::StatusOr<Model> model = Import(conv);
+  ASSERT_FALSE(model.ok());
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(model.status().message()), HasSubstr("the input has rank 2"));
+
+  // And a zero stride, which libonnx divided by (SIGFPE), on a valid rank.
+  shape->add_dim()->set_dim_value(4);
+  shape->add_dim()->set_dim_value(4);  // [N, 4, 4, 4]
+  graph->mutable_initializer(0)->clear_dims();
+  for (int dim : {2, 4, 3, 3}) graph->mutable_initializer(0)->add_dims(dim);
+  graph->mutable_initializer(0)->set_raw_data(std::string(72 * sizeof(float), '\0'));
+  onnx::AttributeProto* strides = node->add_attribute();
+  strides->set_name("strides");
+  strides->set_type(onnx::AttributeProto::INTS);
+  for (int stride : {0, 1}) strides->add_ints(stride);
+  model = Import(conv);
+  ASSERT_FALSE(model.ok());
+  EXPECT_THAT(std::string(model.status().message()), HasSubstr("strides holds 0"));
+}
+
 TEST(OnnxImportTest, CheckerFailureIsInvalidArgument) {
   onnx::ModelProto proto = SmallModel();
   // Structure is sound, but LeakyRelu takes one input: the checker's find.

@@ -3,10 +3,12 @@
 #include <httplib.h>
 
 #include <future>
+#include <memory>
 #include <optional>
 #include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -57,6 +59,94 @@ void SendStatus(httplib::Response& response, const absl::Status& status) {
 void SendReady(httplib::Response& response, bool ready) {
   response.status = ready ? 200 : 400;
   if (!ready) response.set_content(ErrorJson("not ready"), "application/json");
+}
+
+// Note [HTTP framing]
+// ~~~~~~~~~~~~~~~~~~~~
+// cpp-httplib (0.11.4, Debian's) finds where a request ends from its
+// Content-Length, read with strtoull: "-1" becomes 2^64-1, the body is read
+// until the read times out and the handler still ran on the partial body and
+// answered 200. And a handler that answers without reading the body leaves
+// it on the connection, where the library parses it as the next request: a
+// request hidden in a POST body was executed. So the endpoint checks the
+// framing headers before anything is read, reads every POST body before it
+// routes, and answers any request whose framing it cannot trust with
+// "Connection: close" and then closes the connection (AnswerAndClose), so
+// that nothing after it on that connection is read as a request. Two faults
+// of the library remain, which only replacing it would fix: it gives each
+// request a fresh 4 KiB read buffer, so pipelined requests that arrive in
+// the same read as an earlier one are lost (clients that pipeline must not
+// count on this endpoint), and it drops the answer to a client that shut its
+// write side before the answer was written (it reads such a peer as gone).
+
+// Answers `code` with {"error": message}, "Connection: close", and closes
+// the connection once the answer is written: the library closes a
+// connection whose content provider reports failure, which this one does
+// after writing the whole body. Note [HTTP framing].
+void AnswerAndClose(httplib::Response& response, int code, const std::string& message) {
+  response.status = code;
+  response.set_header("Connection", "close");
+  auto body = std::make_shared<const std::string>(ErrorJson(message));
+  response.set_content_provider(
+      body->size(), "application/json",
+      [body](size_t offset, size_t length, httplib::DataSink& sink) {
+        sink.write(body->data() + offset, length);
+        return false;  // written; now close
+      });
+}
+
+bool AnsweredAndClosing(const httplib::Response& response) {
+  return response.get_header_value("Connection") == "close";
+}
+
+// Checks a request's framing headers before its body is read: one
+// Content-Length, all digits, at most `max_body_bytes` (else 413); a
+// Transfer-Encoding only "chunked" and never beside a Content-Length (RFC
+// 9112 6.3: a request with both is how requests are smuggled). Answers and
+// closes (AnswerAndClose) and returns false when they are not right.
+bool CheckFraming(const httplib::Request& request, httplib::Response& response,
+                  size_t max_body_bytes) {
+  const size_t lengths = request.get_header_value_count("Content-Length");
+  const size_t encodings = request.get_header_value_count("Transfer-Encoding");
+  if (encodings > 0) {
+    const std::string encoding = request.get_header_value("Transfer-Encoding");
+    if (encodings > 1 || !absl::EqualsIgnoreCase(encoding, "chunked")) {
+      AnswerAndClose(response, 501,
+                     absl::StrCat("Transfer-Encoding ", QuoteClientText(encoding),
+                                  " is not served; send the body as is, or chunked"));
+      return false;
+    }
+    if (lengths > 0) {
+      AnswerAndClose(response, 400,
+                     "a request may not carry both Transfer-Encoding and Content-Length");
+      return false;
+    }
+    return true;
+  }
+  if (lengths == 0) return true;
+  const std::string length = request.get_header_value("Content-Length");
+  for (size_t i = 1; i < lengths; ++i) {
+    if (request.get_header_value("Content-Length", i) != length) {
+      AnswerAndClose(response, 400, "the request carries differing Content-Length headers");
+      return false;
+    }
+  }
+  uint64_t bytes = 0;
+  if (length.empty() || length.size() > 19 ||
+      length.find_first_not_of("0123456789") != std::string::npos ||
+      !absl::SimpleAtoi(length, &bytes)) {
+    AnswerAndClose(response, 400,
+                   absl::StrCat("Content-Length ", QuoteClientText(length),
+                                " is not a byte count (decimal digits only)"));
+    return false;
+  }
+  if (bytes > max_body_bytes) {
+    AnswerAndClose(response, 413,
+                   absl::StrCat("the request body's ", bytes, " bytes exceed the limit of ",
+                                max_body_bytes, " bytes"));
+    return false;
+  }
+  return true;
 }
 
 void SendNotFound(const httplib::Request& request, httplib::Response& response) {
@@ -138,8 +228,8 @@ std::optional<RepositoryRoute> ParseRepositoryRoute(const std::vector<std::strin
 // The routes of the file comment in http_endpoint.h, over the protocol.
 class HttpEndpoint::Handler {
  public:
-  Handler(const InferenceProtocol* protocol, size_t max_body_bytes)
-      : protocol_(protocol), max_body_bytes_(max_body_bytes) {}
+  Handler(const InferenceProtocol* protocol, size_t max_body_bytes, int max_json_depth)
+      : protocol_(protocol), max_body_bytes_(max_body_bytes), max_json_depth_(max_json_depth) {}
 
   void Get(const httplib::Request& request, httplib::Response& response) const {
     const std::vector<std::string> parts = Parts(request.path);
@@ -287,6 +377,24 @@ class HttpEndpoint::Handler {
   // bodies over 8 KiB, and `curl -d` labels JSON that way.
   void Post(const httplib::Request& request, httplib::Response& response,
             const httplib::ContentReader& reader) const {
+    // The body is read before anything else, so that no answer leaves it on
+    // the connection (Note [HTTP framing]).
+    std::string body;
+    bool too_large = false;
+    const bool complete = reader([&](const char* data, size_t length) {
+      too_large = body.size() + length > max_body_bytes_;
+      if (!too_large) body.append(data, length);
+      return !too_large;
+    });
+    if (too_large) {
+      return AnswerAndClose(response, 413,
+                            absl::StrCat("the request body exceeds the limit of ",
+                                         max_body_bytes_, " bytes"));
+    }
+    if (!complete) {
+      return AnswerAndClose(response, 400,
+                            "the request body ended before its Content-Length or last chunk");
+    }
     const std::vector<std::string> parts = Parts(request.path);
     const std::optional<ModelRoute> route = ParseModelRoute(parts);
     std::optional<SharedMemoryRoute> shared_memory = ParseSharedMemoryRoute(parts);
@@ -298,18 +406,6 @@ class HttpEndpoint::Handler {
     if (!shared_memory && !repository && (!route || route->action != "infer")) {
       return SendNotFound(request, response);
     }
-    std::string body;
-    bool too_large = false;
-    reader([&](const char* data, size_t length) {
-      too_large = body.size() + length > max_body_bytes_;
-      if (!too_large) body.append(data, length);
-      return !too_large;
-    });
-    if (too_large) {
-      return SendJson(response, 413,
-                      ErrorJson(absl::StrCat("the request body exceeds the limit of ",
-                                             max_body_bytes_, " bytes")));
-    }
     if (shared_memory) return SharedMemoryPost(*shared_memory, body, response);
     if (repository) return RepositoryPost(*repository, body, response);
     size_t header_length = body.size();
@@ -320,7 +416,7 @@ class HttpEndpoint::Handler {
                                       "Inference-Header-Content-Length must be a byte count"));
     }
     absl::StatusOr<HttpInferRequest> parsed =
-        ParseInferRequest(body, header_length, route->model, route->version);
+        ParseInferRequest(body, header_length, route->model, route->version, max_json_depth_);
     if (!parsed.ok()) return SendStatus(response, parsed.status());
     inference::ModelInferResponse inferred;
     std::promise<absl::Status> finished;
@@ -351,6 +447,7 @@ class HttpEndpoint::Handler {
 
   const InferenceProtocol* const protocol_;
   const size_t max_body_bytes_;
+  const int max_json_depth_;
 };
 
 TcpListenAddress HttpListenAddress(const HttpEndpointOptions& options) {
@@ -366,7 +463,7 @@ TcpListenAddress HttpListenAddress(const HttpEndpointOptions& options) {
 absl::StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(
     const InferenceProtocol* protocol, const HttpEndpointOptions& options) {
   auto endpoint = std::unique_ptr<HttpEndpoint>(new HttpEndpoint());
-  endpoint->handler_ = std::make_unique<Handler>(protocol, options.max_body_bytes);
+  endpoint->handler_ = std::make_unique<Handler>(protocol, options.max_body_bytes, options.max_json_depth);
   auto server = std::make_unique<httplib::Server>();
   const int threads = options.threads;
   server->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
@@ -380,8 +477,19 @@ absl::StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(
                          const httplib::ContentReader& reader) {
                  handler->Post(request, response, reader);
                });
+  const size_t max_body_bytes = options.max_body_bytes;
+  // A GET's body, which no route reads, is read by the library: within the
+  // same limit.
+  server->set_payload_max_length(max_body_bytes);
+  server->set_pre_routing_handler(
+      [max_body_bytes](const httplib::Request& request, httplib::Response& response) {
+        return CheckFraming(request, response, max_body_bytes)
+                   ? httplib::Server::HandlerResponse::Unhandled
+                   : httplib::Server::HandlerResponse::Handled;
+      });
   server->set_error_handler([](const httplib::Request& request, httplib::Response& response) {
-    if (!response.body.empty()) return;  // a route answered with its own error
+    // A route answered with its own error, or AnswerAndClose did.
+    if (!response.body.empty() || AnsweredAndClosing(response)) return;
     if (response.status == 404) return SendNotFound(request, response);
     response.set_content(ErrorJson(absl::StrCat("HTTP ", response.status)), "application/json");
   });

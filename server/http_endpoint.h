@@ -37,6 +37,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "server/http_json.h"
 #include "server/http_listener.h"
 #include "server/inference_protocol.h"
 
@@ -52,6 +53,9 @@ struct HttpEndpointOptions {
   bool reuse_port = false;
   // Largest request body; larger ones get 413.
   size_t max_body_bytes = 64 << 20;
+  // How deeply a request's JSON may nest; deeper is 400 naming the limit
+  // (Note [JSON nesting depth] in server/http_json.cc).
+  int max_json_depth = kDefaultMaxJsonDepth;
   // Worker threads: requests served at once.
   int threads = 32;
 };

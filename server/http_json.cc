@@ -103,13 +103,39 @@ json FieldValue(const google::protobuf::Message& message,
 
 // ---------------------------------------------------------------- tensors
 
-// Every leaf of `data` (nested arrays, as Triton accepts them, or flat).
+// Note [JSON nesting depth]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A body of 200 KB can nest "data" 100k arrays deep, and 64 MiB allows far
+// more; a recursive walk over such a value overflows the worker's stack and
+// kills the server with one unauthenticated request. Two defences: every
+// body is checked against a depth limit before it is parsed (CheckJsonDepth,
+// --http-max-json-depth, a 400 naming the limit), and the walks over client
+// JSON here (Flatten) keep their own stack rather than recursing.
+// nlohmann::json 3.11 parses and destroys values without recursion.
+
+// Every leaf of `data` (nested arrays, as Triton accepts them, or flat), in
+// order, walked with an explicit stack (Note [JSON nesting depth]).
 void Flatten(const json& data, std::vector<const json*>& leaves) {
+  std::vector<std::pair<json::const_iterator, json::const_iterator>> open;
   if (!data.is_array()) {
     leaves.push_back(&data);
     return;
   }
-  for (const json& item : data) Flatten(item, leaves);
+  open.emplace_back(data.cbegin(), data.cend());
+  while (!open.empty()) {
+    auto& [next, end] = open.back();
+    if (next == end) {
+      open.pop_back();
+      continue;
+    }
+    const json& item = *next;
+    ++next;  // before emplace_back, which may move `open`'s elements
+    if (item.is_array()) {
+      open.emplace_back(item.cbegin(), item.cend());
+    } else {
+      leaves.push_back(&item);
+    }
+  }
 }
 
 // One JSON value as a `Tag::Host` element's little-endian bytes, appended to
@@ -305,14 +331,47 @@ bool IsTrue(const json* value) {
 
 }  // namespace
 
+absl::Status CheckJsonDepth(std::string_view text, int max_depth) {
+  int depth = 0;
+  bool in_string = false;
+  bool escaped = false;
+  for (const char c : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      if (++depth > max_depth) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "the request's JSON nests arrays and objects more than ", max_depth,
+            " levels deep, the server's limit (--http-max-json-depth); send tensor data "
+            "flat or nested once per dimension"));
+      }
+    } else if (c == ']' || c == '}') {
+      --depth;  // unbalanced text is the parser's to refuse
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<HttpInferRequest> ParseInferRequest(std::string_view body, size_t header_length,
                                                    const std::string& model_name,
-                                                   const std::string& model_version) {
+                                                   const std::string& model_version,
+                                                   int max_json_depth) {
   if (header_length > body.size()) {
     return absl::InvalidArgumentError(absl::StrCat("Inference-Header-Content-Length ",
                                                    header_length, " exceeds the body's ",
                                                    body.size(), " bytes"));
   }
+  RETURN_IF_ERROR(CheckJsonDepth(body.substr(0, header_length), max_json_depth));
   const json header =
       json::parse(body.substr(0, header_length), nullptr, /*allow_exceptions=*/false);
   if (header.is_discarded()) {

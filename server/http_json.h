@@ -30,6 +30,18 @@
 
 namespace graphserve {
 
+// How deeply a request body's JSON may nest: arrays and objects inside one
+// another. An inference request's "data" nests once per dimension (Triton
+// accepts nested or flat data), so 32 is far more than any tensor has, and
+// small enough that no JSON value from a client costs more than a bounded
+// walk (Note [JSON nesting depth]).
+inline constexpr int kDefaultMaxJsonDepth = 32;
+
+// InvalidArgument naming `max_depth` (and the flag that sets it) when the
+// JSON text nests arrays and objects more than `max_depth` deep. Linear in
+// the text, with no recursion; brackets inside strings do not count.
+absl::Status CheckJsonDepth(std::string_view text, int max_depth);
+
 struct HttpInferRequest {
   inference::ModelInferRequest request;
   // Outputs to return as binary data; `all_binary`: every output.
@@ -41,10 +53,12 @@ struct HttpInferRequest {
 // Inference-Header-Content-Length header), or the body's size without it.
 // Every input's tensor goes into raw_input_contents, but for inputs in shared
 // memory. InvalidArgument says what is wrong, quoting at most a short prefix
-// of what was sent.
+// of what was sent; JSON nested deeper than `max_json_depth` is refused
+// before it is parsed (CheckJsonDepth).
 absl::StatusOr<HttpInferRequest> ParseInferRequest(std::string_view body, size_t header_length,
                                                    const std::string& model_name,
-                                                   const std::string& model_version);
+                                                   const std::string& model_version,
+                                                   int max_json_depth = kDefaultMaxJsonDepth);
 
 // A response body: `header_length` is the JSON's length when binary outputs
 // follow it (0: the body is JSON alone).

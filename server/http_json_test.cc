@@ -79,8 +79,10 @@ TEST(HttpJsonTest, BadRequestsSayWhatIsWrong) {
     return std::string(ParseInferRequest(body, body.size(), "m", "").status().message());
   };
   EXPECT_THAT(error("{not json"), HasSubstr("not valid JSON"));
-  EXPECT_THAT(error(std::string(10000, '[')), HasSubstr("it starts with '[[[["));
-  EXPECT_LT(error(std::string(10000, '[')).size(), 200u);  // a short prefix only
+  // Not JSON, and shallower than the depth limit, so the parser's error.
+  const std::string broken = std::string(10, '[') + std::string(9990, 'x');
+  EXPECT_THAT(error(broken), HasSubstr("it starts with '[[[["));
+  EXPECT_LT(error(broken).size(), 200u);  // a short prefix only
   EXPECT_THAT(error(R"({"inputs": 3})"), HasSubstr("\"inputs\" array"));
   EXPECT_THAT(
       error(R"({"inputs": [{"name": "x", "datatype": "FP32", "shape": [2], "data": [1]}]})"),
@@ -403,6 +405,61 @@ TEST(HttpJsonTest, MessagesUseProtoNamesAndNumbers) {
   statistics.add_model_stats()->set_name("mlp");
   EXPECT_THAT(ModelStatisticsToJson(statistics), HasSubstr(R"("inference_count":0)"));
   EXPECT_EQ(ErrorJson("bad \"x\""), R"({"error":"bad \"x\""})");
+}
+
+}  // namespace
+}  // namespace graphserve
+
+namespace graphserve {
+namespace {
+
+// {"inputs":[{"name":"x","datatype":"FP32","shape":[1],"data":[[[...1...]]]}]}
+// with `depth` arrays around the one value.
+std::string NestedDataRequest(int depth) {
+  return absl::StrCat(R"({"inputs":[{"name":"x","datatype":"FP32","shape":[1],"data":)",
+                      std::string(depth, '['), "1", std::string(depth, ']'), "}]}");
+}
+
+// 100k levels fit in a 200 KB body, which once overflowed the stack of the
+// recursive flattening and killed the server (Note [JSON nesting depth]).
+constexpr int kAttackDepth = 100000;
+
+TEST(HttpJsonDepthTest, DeepDataIsRefusedNamingTheLimit) {
+  const std::string body = NestedDataRequest(kAttackDepth);
+  const absl::Status status = ParseInferRequest(body, body.size(), "m", "").status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr(absl::StrCat(kDefaultMaxJsonDepth, " levels")));
+  EXPECT_THAT(status.message(), HasSubstr("--http-max-json-depth"));
+}
+
+TEST(HttpJsonDepthTest, DataAtTheLimitIsAccepted) {
+  // The body itself is one level ({"inputs": ...}), the list two, the
+  // tensor three: data may nest the rest.
+  constexpr int kDataDepth = kDefaultMaxJsonDepth - 3;
+  const std::string body = NestedDataRequest(kDataDepth);
+  absl::StatusOr<HttpInferRequest> parsed = ParseInferRequest(body, body.size(), "m", "");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  const float one = 1.0f;
+  EXPECT_EQ(parsed->request.raw_input_contents(0),
+            std::string(reinterpret_cast<const char*>(&one), sizeof(one)));
+  const std::string deeper = NestedDataRequest(kDataDepth + 1);
+  EXPECT_FALSE(ParseInferRequest(deeper, deeper.size(), "m", "").ok());
+}
+
+TEST(HttpJsonDepthTest, WithoutALimitDeepDataIsWalkedWithoutRecursion) {
+  // A limit as high as the attack: the parser, the flattening and the
+  // value's destruction must all run in bounded stack.
+  const std::string body = NestedDataRequest(kAttackDepth);
+  absl::StatusOr<HttpInferRequest> parsed =
+      ParseInferRequest(body, body.size(), "m", "", /*max_json_depth=*/kAttackDepth + 3);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->request.raw_input_contents(0).size(), sizeof(float));
+}
+
+TEST(HttpJsonDepthTest, BracketsInsideStringsDoNotCount) {
+  EXPECT_TRUE(CheckJsonDepth(R"({"a": "[[[[[[[[\"[[[["})", 2).ok());
+  EXPECT_FALSE(CheckJsonDepth(R"({"a": [[{"b": "]]]"}]]})", 3).ok());
+  EXPECT_TRUE(CheckJsonDepth(R"({"a": [[{"b": "]]]"}]]})", 4).ok());
 }
 
 }  // namespace

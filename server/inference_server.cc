@@ -38,6 +38,7 @@ HttpEndpointOptions HttpOptions(const InferenceServerOptions& options) {
   http.port = options.http_port;
   http.reuse_port = options.reuse_http_port;
   http.max_body_bytes = static_cast<size_t>(options.max_message_bytes);
+  http.max_json_depth = options.http_max_json_depth;
   return http;
 }
 

@@ -25,6 +25,7 @@
 #include "absl/status/statusor.h"
 #include "common/grpc_channel_args.h"
 #include "server/http_endpoint.h"
+#include "server/http_json.h"
 #include "server/inference_service.h"
 #include "server/metrics.h"
 #include "server/model_registry.h"
@@ -70,6 +71,8 @@ struct InferenceServerOptions {
   // Largest request or response message; a larger one is refused by gRPC
   // with RESOURCE_EXHAUSTED.
   int max_message_bytes = 64 << 20;
+  // How deeply an HTTP request's JSON may nest (Note [JSON nesting depth]).
+  int http_max_json_depth = kDefaultMaxJsonDepth;
   // How long shutdown waits for accepted requests.
   std::chrono::seconds exit_timeout{30};
   // Threads that write ModelInfer responses (server/responder.h).

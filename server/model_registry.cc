@@ -17,7 +17,6 @@
 #include "absl/strings/str_join.h"
 #include "common/status.h"
 #include "common/thread_name.h"
-#include "google/protobuf/util/json_util.h"
 #include "server/client_text.h"
 #include "server/model_repository.h"
 #include "server/triton_config.h"
@@ -465,14 +464,7 @@ absl::Status ModelRegistry::LoadModel(const std::string& name,
   }
   std::optional<inference::ModelConfig> config;
   if (config_json.has_value()) {
-    config.emplace();
-    const auto parsed = google::protobuf::util::JsonStringToMessage(*config_json, &*config);
-    if (!parsed.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("load parameter 'config' of model ", QuoteClientText(name),
-                       " is not a model configuration in JSON: ",
-                       QuoteClientText(parsed.ToString())));
-    }
+    ASSIGN_OR_RETURN(config, ParseModelConfigJson(*config_json, name));
   }
   // With the override in place of config.pbtxt: its version policy and model
   // file name are the ones that apply.

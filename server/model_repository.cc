@@ -15,6 +15,7 @@
 #include "common/status.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
+#include "google/protobuf/util/json_util.h"
 #include "server/client_text.h"
 
 namespace graphserve {
@@ -177,6 +178,7 @@ absl::Status ReadModelDirectory(RepositoryModel* model, const inference::ModelCo
                      "'; clients call a model by its directory name, so the two must agree"));
   }
   RETURN_IF_ERROR(CheckPlatform(model->config, source));
+  RETURN_IF_ERROR(CheckModelConfigLimits(model->config, source));
 
   const std::string filename = model->config.default_model_filename().empty()
                                    ? kDefaultModelFilename
@@ -223,6 +225,45 @@ absl::StatusOr<inference::ModelConfig> ParseModelConfigText(const std::string& t
       return absl::InvalidArgumentError(absl::StrCat(path, ": not a valid model config"));
     }
     return absl::InvalidArgumentError(absl::StrJoin(errors.errors(), "; "));
+  }
+  return config;
+}
+
+absl::Status CheckModelConfigLimits(const inference::ModelConfig& config,
+                                    const std::string& source) {
+  const auto out_of_range = [&source](absl::string_view field, int64_t value, int64_t limit) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ": ", field, " is ", value, "; it must be 0 to ", limit,
+                     " (each stream slot is a worker thread, a CUDA stream and a copy of the "
+                     "model's graphs and buffers on its GPU)"));
+  };
+  if (config.capture().streams() < 0 || config.capture().streams() > kMaxStreamSlotsPerGpu) {
+    return out_of_range("capture.streams", config.capture().streams(), kMaxStreamSlotsPerGpu);
+  }
+  if (config.instance_group_size() > kMaxInstanceGroups) {
+    return out_of_range("the number of instance_group entries", config.instance_group_size(),
+                        kMaxInstanceGroups);
+  }
+  for (const inference::ModelInstanceGroup& group : config.instance_group()) {
+    if (group.count() < 0 || group.count() > kMaxStreamSlotsPerGpu) {
+      return out_of_range("instance_group.count", group.count(), kMaxStreamSlotsPerGpu);
+    }
+    if (group.gpus_size() > kMaxInstanceGroupGpus) {
+      return out_of_range("the number of instance_group.gpus", group.gpus_size(),
+                          kMaxInstanceGroupGpus);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<inference::ModelConfig> ParseModelConfigJson(const std::string& json,
+                                                            const std::string& model) {
+  inference::ModelConfig config;
+  const auto parsed = google::protobuf::util::JsonStringToMessage(json, &config);
+  if (!parsed.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("load parameter 'config' of model ", QuoteClientText(model),
+                     " is not a model configuration in JSON: ", QuoteClientText(parsed.ToString())));
   }
   return config;
 }

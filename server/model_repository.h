@@ -65,9 +65,34 @@ bool IsModelDirectory(const std::string& root, const std::string& name);
 RepositoryModel ReadRepositoryModel(const std::string& root, const std::string& name,
                                     const inference::ModelConfig* config);
 
+// Stream slots one model may have on one GPU: `capture.streams`, or an
+// instance group's `count`. Each slot is a worker thread, a CUDA stream and a
+// copy of every captured graph and its buffers, so a typo of 2000 would start
+// 2000 threads and 2^31-1 would abort the process; 64 is far beyond what one
+// GPU overlaps.
+inline constexpr int kMaxStreamSlotsPerGpu = 64;
+// GPUs one instance group may list (a GPU listed twice gets two sets of
+// slots), and instance groups per model.
+inline constexpr int kMaxInstanceGroupGpus = 64;
+inline constexpr int kMaxInstanceGroups = 64;
+
+// InvalidArgument naming `source`, the field, its value and the limit for a
+// capture.streams or instance_group count outside 0..kMaxStreamSlotsPerGpu,
+// or more GPUs or instance groups than the limits above. Every configuration
+// a model loads with (config.pbtxt, the load parameter 'config') passes here
+// before anything is started for it.
+absl::Status CheckModelConfigLimits(const inference::ModelConfig& config,
+                                    const std::string& source);
+
 // Parses config.pbtxt text. InvalidArgument "<path>:<line>:<column>: <what>"
 // (1-based, as editors count) for every syntax error and unknown field.
 absl::StatusOr<inference::ModelConfig> ParseModelConfigText(const std::string& text,
                                                             const std::string& path);
+
+// Parses the model-control load parameter 'config' (a ModelConfig in JSON, as
+// Triton takes it). InvalidArgument naming `model` and quoting what the JSON
+// parser said (Note [Quoting client text]).
+absl::StatusOr<inference::ModelConfig> ParseModelConfigJson(const std::string& json,
+                                                            const std::string& model);
 
 }  // namespace graphserve

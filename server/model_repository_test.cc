@@ -338,3 +338,48 @@ TEST_F(ModelRepositoryTest, SpecificVersionThatIsAbsentIsAnError) {
 
 }  // namespace
 }  // namespace graphserve
+
+namespace graphserve {
+namespace {
+
+// Stream slots are threads, CUDA streams and graph copies: a config asking
+// for thousands (or 2^31-1, which aborted the process) is refused by name
+// before anything starts, whether it comes from config.pbtxt or from the
+// load parameter 'config'.
+TEST_F(ModelRepositoryTest, StreamSlotCountsBeyondTheLimitAreRefusedByName) {
+  struct Case {
+    const char* field;
+    const char* expected;
+  };
+  const Case cases[] = {
+      {"instance_group { count: 2000 kind: KIND_GPU }", "instance_group.count is 2000"},
+      {"instance_group { count: 2147483647 }", "instance_group.count is 2147483647"},
+      {"instance_group { count: -1 }", "instance_group.count is -1"},
+      {"capture { streams: 2147483647 }", "capture.streams is 2147483647"},
+      {"capture { streams: 65 }", "capture.streams is 65"},
+  };
+  for (const Case& c : cases) {
+    SetUp();
+    WriteModel("mlp", absl::StrCat(kMlpConfig, c.field), {1});
+    const RepositoryModel model = ScanOne();
+    EXPECT_EQ(model.status.code(), absl::StatusCode::kInvalidArgument) << c.field;
+    EXPECT_THAT(Message(model.status), HasSubstr(c.expected)) << c.field;
+    EXPECT_THAT(Message(model.status), HasSubstr(absl::StrCat("0 to ", kMaxStreamSlotsPerGpu)))
+        << c.field;
+  }
+  SetUp();
+  WriteModel("mlp", absl::StrCat(kMlpConfig, "instance_group { count: 64 } capture { streams: 64 }"),
+             {1});
+  EXPECT_TRUE(ScanOne().status.ok()) << "the limit itself is allowed";
+
+  absl::StatusOr<inference::ModelConfig> json =
+      ParseModelConfigJson(R"({"instance_group": [{"count": 2000}]})", "mlp");
+  ASSERT_TRUE(json.ok()) << json.status();
+  const RepositoryModel loaded = ReadRepositoryModel(root_.string(), "mlp", &*json);
+  EXPECT_EQ(loaded.status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Message(loaded.status), HasSubstr("load parameter 'config'"));
+  EXPECT_THAT(Message(loaded.status), HasSubstr("instance_group.count is 2000"));
+}
+
+}  // namespace
+}  // namespace graphserve

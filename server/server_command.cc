@@ -140,6 +140,7 @@ struct FlagValues {
         metrics_port(options->metrics_port),
         exit_timeout(options->exit_timeout.count()),
         max_message_bytes(options->max_message_bytes),
+        http_max_json_depth(options->http_max_json_depth),
         max_queued(static_cast<int64_t>(options->models.max_queued_chunks)),
         responder_threads(options->responder_threads),
         grpc_queues(options->grpc_queues),
@@ -155,6 +156,7 @@ struct FlagValues {
   int64_t exit_timeout;
   int64_t log_verbose = 0;
   int64_t max_message_bytes;
+  int64_t http_max_json_depth;
   int64_t max_queued;
   int64_t responder_threads;
   int64_t grpc_queues;
@@ -245,6 +247,9 @@ void AddFlags(FlagValues* v, CommandLine* flags) {
                  "whole registered range in memory until it is unregistered.");
   flags->AddInt("grpc-max-message-bytes", &v->max_message_bytes,
                 "Largest request or response; larger ones get RESOURCE_EXHAUSTED.");
+  flags->AddInt("http-max-json-depth", &v->http_max_json_depth,
+                "How deeply an HTTP/REST request's JSON may nest arrays and objects; deeper "
+                "requests get 400 naming the limit.");
   flags->AddInt("exit-timeout-secs", &v->exit_timeout,
                 "On SIGTERM, how long accepted requests may run; those still queued then are "
                 "answered UNAVAILABLE.");
@@ -326,6 +331,8 @@ absl::StatusOr<ServerCommand> ParseServerCommand(const std::vector<std::string>&
   ASSIGN_OR_RETURN(options.grpc_unix_socket, UnixSocketPath(v.grpc_address));
   options.exit_timeout = std::chrono::seconds(v.exit_timeout);
   options.max_message_bytes = static_cast<int>(v.max_message_bytes);
+  RETURN_IF_ERROR(CheckFlagRange("http-max-json-depth", v.http_max_json_depth, 1, 4096));
+  options.http_max_json_depth = static_cast<int>(v.http_max_json_depth);
   options.models.max_queued_chunks = static_cast<size_t>(v.max_queued);
   options.models.graphs = v.graphs == "on";
   ASSIGN_OR_RETURN(options.model_control, ParseModelControlMode(v.model_control));

@@ -10,6 +10,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -45,6 +46,7 @@
 #include "runtime/bind.h"
 #include "runtime/host/host_executor.h"
 #include "runtime/onnx_import.h"
+#include "server/http_json.h"
 #include "server/inference_server.h"
 #include "server/model_interface.h"
 
@@ -52,6 +54,7 @@ namespace graphserve {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // Float32 on either executor lands far under this against the host
 // executor on the whole batch (../.library METHOD: relative error).
@@ -239,6 +242,56 @@ HttpReply HttpExchange(int port, const std::string& method, const std::string& p
   reply.headers = raw.substr(0, end);
   reply.body = raw.substr(end + 4);
   return reply;
+}
+
+// What the server sends on one connection given `bytes`, read until it
+// closes or stays silent for `quiet`, and how long that took. The write side
+// stays open: the server, not the client, decides when the exchange ends.
+struct RawHttpReply {
+  std::string raw;
+  bool closed = false;  // the server closed the connection
+  double seconds = 0;
+};
+
+RawHttpReply RawHttpExchange(int port, const std::string& bytes,
+                             std::chrono::milliseconds quiet = std::chrono::milliseconds(1500)) {
+  RawHttpReply reply;
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  timeval timeout{.tv_sec = quiet.count() / 1000, .tv_usec = (quiet.count() % 1000) * 1000};
+  (void)setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(static_cast<uint16_t>(port));
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const auto start = std::chrono::steady_clock::now();
+  if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
+    close(fd);
+    return reply;
+  }
+  for (size_t sent = 0; sent < bytes.size();) {
+    const ssize_t n = send(fd, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL);
+    if (n <= 0) break;
+    sent += static_cast<size_t>(n);
+  }
+  char buffer[1 << 16];
+  ssize_t n = 0;
+  while ((n = recv(fd, buffer, sizeof(buffer), 0)) > 0) {
+    reply.raw.append(buffer, static_cast<size_t>(n));
+  }
+  reply.closed = n == 0;
+  reply.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  close(fd);
+  return reply;
+}
+
+// How many responses `raw` holds (status lines at the start of a line).
+int CountResponses(const std::string& raw) {
+  int count = 0;
+  for (size_t at = raw.find("HTTP/1.1 "); at != std::string::npos;
+       at = raw.find("HTTP/1.1 ", at + 1)) {
+    if (at == 0 || raw[at - 1] == '\n') ++count;
+  }
+  return count;
 }
 
 // Whether a ModelInfer answered OK with a first output within tolerance of
@@ -1027,6 +1080,81 @@ int WrongAnswersFromClients(const std::shared_ptr<grpc::Channel>& channel,
 // with the config's 2 streams, so 4 slots; concurrent requests spread over
 // all of them and every answer matches the host executor. On the host
 // executor the group's GPUs do not apply and the model keeps its 2 slots.
+// Note [HTTP framing] (server/http_endpoint.cc): a Content-Length that is not
+// a byte count is answered 400 at once and the connection closed; it used to
+// be read as 2^64-1, waited on until the read timed out (5 s), and the
+// partial body run and answered 200.
+TEST_F(ServerEndToEnd, HttpContentLengthThatIsNotAByteCountIs400AtOnce) {
+  const int port = server_->http_port();
+  std::string values = "0";
+  for (int i = 1; i < 512; ++i) values += ",0";
+  const std::string body =
+      R"({"inputs": [{"name": "x", "datatype": "FP32", "shape": [1, 512], "data": [)" + values +
+      "]}]}";
+  for (const char* length : {"-1", "+10", "1e3", "0x10", "18446744073709551616"}) {
+    const RawHttpReply reply = RawHttpExchange(
+        port, absl::StrCat("POST /v2/models/mlp/infer HTTP/1.1\r\nHost: x\r\nContent-Length: ",
+                           length, "\r\n\r\n", body));
+    EXPECT_TRUE(absl::StartsWith(reply.raw, "HTTP/1.1 400")) << length << ": " << reply.raw;
+    EXPECT_THAT(reply.raw, HasSubstr("is not a byte count")) << length;
+    EXPECT_TRUE(reply.closed) << length;
+    EXPECT_LT(reply.seconds, 1.0) << length;  // at once, not after the read timeout
+    EXPECT_EQ(CountResponses(reply.raw), 1) << length;
+  }
+  // Both framings at once is how requests are smuggled.
+  const RawHttpReply both = RawHttpExchange(
+      port, absl::StrCat("POST /v2/models/mlp/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n"
+                         "Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n"));
+  EXPECT_TRUE(absl::StartsWith(both.raw, "HTTP/1.1 400")) << both.raw;
+  EXPECT_TRUE(both.closed);
+  // A body shorter than its Content-Length is not run.
+  const RawHttpReply short_body = RawHttpExchange(
+      port,
+      absl::StrCat("POST /v2/models/mlp/infer HTTP/1.1\r\nHost: x\r\nContent-Length: ",
+                   body.size() + 100, "\r\n\r\n", body),
+      std::chrono::milliseconds(8000));  // past the server's 5 s read timeout
+  EXPECT_TRUE(absl::StartsWith(short_body.raw, "HTTP/1.1 400")) << short_body.raw;
+  EXPECT_THAT(short_body.raw, HasSubstr("ended before its Content-Length"));
+  ExpectGoodRequestStillServed();
+}
+
+// A request hidden in the body of a POST the endpoint refuses (an unknown
+// route) was parsed as the next request on the connection and executed.
+TEST_F(ServerEndToEnd, HttpRequestHiddenInABodyIsNotExecuted) {
+  const int port = server_->http_port();
+  const std::string hidden = "GET /v2/models/mlp/stats HTTP/1.1\r\nHost: x\r\n\r\n";
+  for (const char* path : {"/v2/nothing/here", "/v2/models/mlp/infer"}) {
+    const RawHttpReply reply = RawHttpExchange(
+        port, absl::StrCat("POST ", path, " HTTP/1.1\r\nHost: x\r\nContent-Length: ",
+                           hidden.size(), "\r\n\r\n", hidden));
+    EXPECT_EQ(CountResponses(reply.raw), 1) << path << ": " << reply.raw;
+    EXPECT_THAT(reply.raw, Not(HasSubstr("model_stats"))) << path;
+  }
+  // Two requests one after the other on one connection both get answers:
+  // the body read first keeps the connection's framing.
+  const std::string index = R"({"ready": true})";
+  const RawHttpReply kept = RawHttpExchange(
+      port, absl::StrCat("POST /v2/repository/index HTTP/1.1\r\nHost: x\r\nContent-Length: ",
+                         index.size(), "\r\n\r\n", index));
+  EXPECT_TRUE(absl::StartsWith(kept.raw, "HTTP/1.1 200")) << kept.raw;
+  EXPECT_FALSE(kept.closed) << "a well-framed request keeps the connection";
+}
+
+// One unauthenticated request of ~200 KB nesting "data" 100k levels deep
+// overflowed the stack of the recursive flattening and killed the server
+// (Note [JSON nesting depth] in server/http_json.cc).
+TEST_F(ServerEndToEnd, HttpDeeplyNestedJsonIs400NamingTheLimit) {
+  constexpr int kDepth = 100000;
+  const std::string body =
+      absl::StrCat(R"({"inputs":[{"name":"x","datatype":"FP32","shape":[1,512],"data":)",
+                   std::string(kDepth, '['), "1", std::string(kDepth, ']'), "}]}");
+  const HttpReply reply = HttpExchange(server_->http_port(), "POST", "/v2/models/mlp/infer", body);
+  EXPECT_EQ(reply.code, 400) << reply.body.substr(0, 300);
+  EXPECT_THAT(reply.body, HasSubstr("--http-max-json-depth"));
+  EXPECT_THAT(reply.body, HasSubstr(absl::StrCat(kDefaultMaxJsonDepth, " levels")));
+  ExpectGoodRequestStillServed();
+}
+
 TEST(ServerOnSeveralGpus, InstanceGroupGpusEachGetTheirSlots) {
   const std::string repository = WriteTestRepository("instance_group_repository");
   const std::filesystem::path config = std::filesystem::path(repository) / "mlp" / "config.pbtxt";

@@ -806,6 +806,12 @@ absl::Status BindReshape(BindContext& ctx) {
     } else {
       out[i] = s;
     }
+    // A shape from a model file may claim more elements than int64 counts
+    // (found by fuzz/onnx_model_fuzz: the product overflowed).
+    if (out[i] != 0 && known > std::numeric_limits<int64_t>::max() / out[i]) {
+      return ctx.Error("shape [", absl::StrJoin(shape, ","),
+                       "] has more elements than an int64 counts");
+    }
     known *= out[i];
   }
   const int64_t total = NumElements(in);

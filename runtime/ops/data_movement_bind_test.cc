@@ -97,6 +97,17 @@ TEST(TileBindTest, RepeatsOfTheWrongLengthOrSignAreRefused) {
   }
 }
 
+// Found by fuzz/onnx_model_fuzz: a Reshape whose shape's dims multiply past
+// int64 overflowed (UBSan: signed integer overflow) instead of being refused.
+TEST(ReshapeBindTest, AShapeBeyondInt64IsRefused) {
+  constexpr int64_t kHuge = int64_t{1} << 62;  // times 3 overflows
+  absl::StatusOr<BoundGraph> graph =
+      Bind(OneNodeModel(13, {"x", DType::kFloat32, {3}}, MakeNode("Reshape", {"x", "shape"}, {"y"}),
+                        {{"shape", Int64s({3}, {3, kHuge, -1})}}));
+  ASSERT_FALSE(graph.ok());
+  EXPECT_THAT(graph.status().message(), HasSubstr("more elements than an int64 counts"));
+}
+
 TEST(TriluBindTest, OffsetIsClampedToTheMatrix) {
   // [5, 3]: k beyond [-5, 3] changes nothing more, so binding clamps it.
   for (const auto& [k, canonical] : std::vector<std::pair<int64_t, int64_t>>{
