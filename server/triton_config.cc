@@ -6,6 +6,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "capture/model_config_writer.h"
 #include "common/status.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
@@ -46,6 +47,15 @@ const std::set<std::string>& HonouredPaths() {
       "instance_group.gpus",
       "default_model_filename",
       "dynamic_batching",  // the request queue's policy (QueuePolicyFromConfig)
+      // Served as written or refused at load (RefuseUnservedFeatures): a
+      // decoupled policy, sequence batching, batch inputs and outputs.
+      "model_transaction_policy",
+      "sequence_batching",
+      "batch_input",
+      "batch_output",
+      // Refused with the platform or by Triton's rules (Note [Triton's
+      // config rules]).
+      "ensemble_scheduling",
       "optimization.cuda.graphs",
       "optimization.cuda.graph_spec.batch_size",
       "capture",  // GraphServe's own section
@@ -121,13 +131,13 @@ absl::Status CompleteConfigFromModel(const Model& model, inference::ModelConfig*
     inference::ModelInput* input = config->add_input();
     input->set_name(spec.name);
     input->set_data_type(ConfigDataType(spec.dtype));
-    for (int64_t dim : spec.dims) input->add_dims(dim);
+    SetConfigRowDims(spec.dims, input);
   }
   for (const TensorSpec& spec : interface.outputs) {
     inference::ModelOutput* output = config->add_output();
     output->set_name(spec.name);
     output->set_data_type(ConfigDataType(spec.dtype));
-    for (int64_t dim : spec.dims) output->add_dims(dim);
+    SetConfigRowDims(spec.dims, output);
   }
   return absl::OkStatus();
 }

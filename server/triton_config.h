@@ -19,7 +19,7 @@
 namespace graphserve {
 
 // The set fields of `config` GraphServe accepts but does not act on, as
-// dotted paths ("optimization.cuda.busy_wait_events", "sequence_batching"),
+// dotted paths ("optimization.cuda.busy_wait_events", "model_warmup"),
 // each once, in the order they appear in the schema. The loader logs one line
 // for each; none is an error.
 std::vector<std::string> IgnoredConfigFields(const inference::ModelConfig& config);
