@@ -245,11 +245,41 @@ TEST(TritonConfigTest, AConfigWithoutTensorsIsCompletedFromTheModel) {
   ASSERT_TRUE(CompleteConfigFromModel(model, &sized).ok());
   EXPECT_EQ(sized.max_batch_size(), 32);
   inference::ModelConfig declared = Parse(R"pb(name: "mlp"
-                                               input { name: "other" })pb");
+                                               input { name: "other" }
+                                               output { name: "y" })pb");
   ASSERT_TRUE(CompleteConfigFromModel(model, &declared).ok());
   ASSERT_EQ(declared.input_size(), 1);
   EXPECT_EQ(declared.input(0).name(), "other");
-  EXPECT_EQ(declared.output_size(), 0);
+  EXPECT_EQ(declared.output_size(), 1);
+  EXPECT_EQ(declared.output(0).dims_size(), 0);
+}
+
+TEST(TritonConfigTest, AConfigDeclaringOnlyItsInputsGetsTheModelsOutputs) {
+  // As Triton's ONNX Runtime backend completes each side it is not given.
+  const Model model = ImportMlp();
+  inference::ModelConfig config = Parse(R"pb(name: "mlp" max_batch_size: 16
+                                             input { name: "declared" })pb");
+  ASSERT_TRUE(CompleteConfigFromModel(model, &config).ok());
+  EXPECT_EQ(config.max_batch_size(), 16);
+  ASSERT_EQ(config.input_size(), 1);
+  EXPECT_EQ(config.input(0).name(), "declared");
+  ASSERT_EQ(config.output_size(), 1);
+  EXPECT_EQ(config.output(0).name(), model.outputs[0].name);
+  EXPECT_THAT(config.output(0).dims(), ElementsAre(1));  // [batch,1] without the batch
+}
+
+TEST(TritonConfigTest, BatchingAModelWithAFixedFirstDimIsRefusedInTritonsWords) {
+  Model model = ImportMlp();
+  model.inputs[0].dims[0] = 8;
+  inference::ModelConfig config = Parse(R"pb(name: "mlp" max_batch_size: 1
+                                             input { name: "x" })pb");
+  const absl::Status status = CompleteConfigFromModel(model, &config);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()),
+              ::testing::HasSubstr("autofill failed for model 'mlp': model does not support "
+                                   "batching while non-zero max_batch_size is specified"));
+  EXPECT_THAT(std::string(status.message()),
+              ::testing::HasSubstr("input '" + model.inputs[0].name + "' has shape [8,"));
 }
 
 TEST(TritonConfigTest, AScalarRowIsCompletedAsTritonWritesIt) {
