@@ -117,20 +117,21 @@ struct ReciprocalFn {
   template <typename C>
   __device__ C operator()(C x) const { return C(1) / x; }
 };
-// The constants are double literals rounded to C: to float they are the
-// float32 constants these kernels always used.
+// 0.5 x (1 + erf(x / sqrt(2))) written as 0.5 x erfc(-x / sqrt(2)), the
+// same value without 1 + erf cancelling for negative x: float keeps the
+// GELU of x = -6 (-6e-9, a bfloat16 value) where 1 + erf(x) rounds to 0.
+// The constant is a double literal rounded to C.
 struct GeluFn {
   template <typename C>
-  __device__ C operator()(C x) const {
-    return C(0.5) * x * (C(1) + erf(x * C(0.7071067811865476)));
-  }
+  __device__ C operator()(C x) const { return C(0.5) * x * erfc(-x * C(0.7071067811865476)); }
 };
-// sqrt(2 / pi) (x + 0.044715 x^3), through tanh.
+// 0.5 x (1 + tanh(u)), u = sqrt(2 / pi) (x + 0.044715 x^3), written as
+// x / (1 + e^(-2u)) for the same reason (1 + tanh(u) = 2 / (1 + e^(-2u))).
 struct GeluTanhFn {
   template <typename C>
   __device__ C operator()(C x) const {
     const C inner = C(0.7978845608028654) * (x + C(0.044715) * x * x * x);
-    return C(0.5) * x * (C(1) + tanh(inner));
+    return x / (C(1) + exp(C(-2) * inner));
   }
 };
 struct NotFn {

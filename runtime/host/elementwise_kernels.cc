@@ -349,10 +349,15 @@ double Log(double x) { return std::log(x); }
 double Tanh(double x) { return std::tanh(x); }
 double Erf(double x) { return std::erf(x); }
 double Reciprocal(double x) { return 1.0 / x; }
-double Gelu(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
+// As the CUDA kernels write them, through erfc and exp: 1 + erf(z) and
+// 1 + tanh(u) cancel for negative arguments even in double (at x = -10,
+// erf rounds to -1 while the GELU, -7.6e-23, is a bfloat16 value).
+// The argument as the kernels round it, times 1/sqrt(2): erfc's tail
+// multiplies an argument's rounding by 2z^2 (1e-13 at z = 22).
+double Gelu(double x) { return 0.5 * x * std::erfc(-x * 0.7071067811865476); }
 double GeluTanh(double x) {
   const double inner = std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x);
-  return 0.5 * x * (1.0 + std::tanh(inner));
+  return x / (1.0 + std::exp(-2.0 * inner));
 }
 
 double Floor(double x) { return std::floor(x); }
