@@ -311,11 +311,11 @@ absl::StatusOr<std::vector<RepositoryModel>> ScanModelRepository(
 
 namespace {
 
-absl::Status NotUniqueError(const std::string& name, const std::string& first,
-                            const std::string& second) {
+// The paths name the model; the registry prefixes its name where it reports.
+absl::Status NotUniqueError(const std::string& first, const std::string& second) {
   return absl::InvalidArgumentError(absl::StrCat(
-      "model '", name, "' is in two model repositories, ", first, " and ", second,
-      "; a model name must be unique across every --model-repository, so it is not served"));
+      "in two model repositories: ", first, " and ", second,
+      "; a model name must be unique across every --model-repository, so neither is served"));
 }
 
 }  // namespace
@@ -332,7 +332,7 @@ absl::StatusOr<std::vector<RepositoryModel>> ScanModelRepositories(
       // A third copy keeps the error that names the first two.
       if (!duplicated.insert(model.name).second) continue;
       RepositoryModel& first = it->second;
-      first.status = NotUniqueError(first.name, first.directory, model.directory);
+      first.status = NotUniqueError(first.directory, model.directory);
       first.versions.clear();
     }
   }
@@ -356,8 +356,10 @@ absl::StatusOr<std::string> FindModelRoot(const std::vector<std::string>& roots,
   for (const std::string& root : roots) {
     if (!IsModelDirectory(root, name)) continue;
     if (found != nullptr) {
-      return NotUniqueError(name, (fs::path(*found) / name).string(),
-                            (fs::path(root) / name).string());
+      const absl::Status error =
+          NotUniqueError((fs::path(*found) / name).string(), (fs::path(root) / name).string());
+      return absl::InvalidArgumentError(
+          absl::StrCat("model ", QuoteClientText(name), " is ", error.message()));
     }
     found = &root;
   }

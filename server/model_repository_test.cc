@@ -401,7 +401,7 @@ TEST_F(ModelRepositoryTest, SeveralRepositoriesServeTheirModelsAndRefuseADuplica
   EXPECT_EQ(shared.name, "shared");
   EXPECT_EQ(shared.status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(Message(shared.status),
-              HasSubstr(absl::StrCat("is in two model repositories, ",
+              HasSubstr(absl::StrCat("in two model repositories: ",
                                      (root_ / "a" / "shared").string(), " and ",
                                      (root_ / "b" / "shared").string())));
   EXPECT_TRUE(shared.versions.empty());
