@@ -125,9 +125,10 @@ absl::StatusOr<std::string> ReadPemFile(const std::string& path, absl::string_vi
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> GrpcCredentials(
     const GrpcTlsOptions& tls) {
   if (!tls.enabled) return grpc::InsecureServerCredentials();
-  grpc::SslServerCredentialsOptions ssl(tls.mutual
-                                            ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY
-                                            : GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE);
+  const grpc_ssl_client_certificate_request_type client_certificate =
+      tls.mutual ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY
+                 : GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE;
+  grpc::SslServerCredentialsOptions ssl(client_certificate);
   grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
   ASSIGN_OR_RETURN(pair.private_key, ReadPemFile(tls.server_key, "--grpc-server-key"));
   ASSIGN_OR_RETURN(pair.cert_chain, ReadPemFile(tls.server_cert, "--grpc-server-cert"));

@@ -95,9 +95,11 @@ absl::Status ResolveDevice(const std::string& device, int gpus_visible, std::ost
 }
 
 absl::StatusOr<ModelControlMode> ParseModelControlMode(const std::string& mode) {
-  if (mode == "none") return ModelControlMode::kNone;
-  if (mode == "explicit") return ModelControlMode::kExplicit;
-  if (mode == "poll") return ModelControlMode::kPoll;
+  // Any case, as Triton reads it.
+  const std::string lower = absl::AsciiStrToLower(mode);
+  if (lower == "none") return ModelControlMode::kNone;
+  if (lower == "explicit") return ModelControlMode::kExplicit;
+  if (lower == "poll") return ModelControlMode::kPoll;
   return absl::InvalidArgumentError(
       absl::StrCat("--model-control-mode wants none, explicit or poll, got '", mode, "'"));
 }

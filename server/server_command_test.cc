@@ -78,6 +78,10 @@ TEST(ServerCommand, ModelControlAndSpinFlags) {
   EXPECT_EQ(command->options.model_control, ModelControlMode::kExplicit);
   EXPECT_EQ(command->options.load_models, (std::vector<std::string>{"a", "b"}));
   EXPECT_EQ(command->options.models.idle_spin, std::chrono::microseconds(300));
+  auto upper = ParseServerCommand({"--model-repository", "/m", "--model-control-mode", "POLL"}, 0,
+                                  notices);
+  ASSERT_TRUE(upper.ok()) << upper.status();
+  EXPECT_EQ(upper->options.model_control, ModelControlMode::kPoll);  // any case, as Triton
   EXPECT_THAT(ParseServerCommand({"--model-repository", "/m", "--model-control-mode", "manual"},
                                  0, notices)
                   .status()
