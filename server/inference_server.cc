@@ -136,7 +136,23 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> GrpcCredentials(
   if (!tls.root_cert.empty()) {
     ASSIGN_OR_RETURN(ssl.pem_root_certs, ReadPemFile(tls.root_cert, "--grpc-root-cert"));
   }
-  return grpc::SslServerCredentials(ssl);
+  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::SslServerCredentials(ssl);
+  // gRPC checks the certificates and the key only when a listener starts
+  // with them: start a throwaway one now, so that a bad file is refused
+  // before the models load rather than after.
+  grpc::ServerBuilder probe;
+  int probe_port = 0;
+  probe.AddListeningPort("127.0.0.1:0", credentials, &probe_port);
+  std::unique_ptr<grpc::Server> started = probe.BuildAndStart();
+  if (started == nullptr || probe_port == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--grpc-server-cert ", tls.server_cert, ", --grpc-server-key ", tls.server_key,
+        tls.root_cert.empty() ? "" : absl::StrCat(", --grpc-root-cert ", tls.root_cert),
+        ": gRPC refused them as TLS credentials (a certificate chain, its private key and a CA "
+        "certificate, PEM; see gRPC's message above)"));
+  }
+  started->Shutdown();
+  return credentials;
 }
 
 void SetHealth(grpc::Server& server, bool serving) {

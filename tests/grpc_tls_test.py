@@ -7,8 +7,8 @@ executor, with Triton's Python client:
   - --grpc-use-ssl-mutual: a client presenting a certificate the CA signed is
     served; one without a certificate, one whose certificate another CA
     signed, and a plaintext one are refused;
-  - a certificate file that cannot be read is refused before any model
-    loads, naming the flag and the file.
+  - a certificate file that cannot be read, or that gRPC's TLS stack
+    refuses, is refused before any model loads, naming the flag and the file.
 
 The CA, server and client certificates are made here with the openssl
 command line (deploy/setup.sh installs it).
@@ -158,6 +158,23 @@ class GrpcTlsTest(unittest.TestCase):
         self.assertEqual(done.returncode, 2, done.stderr)
         self.assertIn("--grpc-use-ssl needs --grpc-server-cert and --grpc-server-key",
                       done.stderr)
+
+    def test_a_certificate_gRPC_cannot_use_is_refused_before_loading(self):
+        # PEM framing around bytes that are no certificate: read fine, refused
+        # by gRPC's TLS stack, which must happen before the models load.
+        garbage = os.path.join(gp.scratch_dir("badcert_"), "server.crt")
+        with open(garbage, "w") as out:
+            out.write("-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydA==\n-----END CERTIFICATE-----\n")
+        _, key = _pki["server"]
+        command = [SERVER_BINARY, "--model-repository", _repository, "--device", "cpu",
+                   "--host", "127.0.0.1", "--grpc-port", "0", "--http-port", "0",
+                   "--metrics-port", "0", "--grpc-use-ssl=true", "--grpc-server-cert", garbage,
+                   "--grpc-server-key", key]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=REFUSAL_TIMEOUT_S)
+        output = f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
+        self.assertEqual(done.returncode, 1, f"SERVER: exit code\n{output}")
+        self.assertIn("gRPC refused them as TLS credentials", done.stderr, output)
+        self.assertNotIn("loading model", done.stdout, "SERVER: checked before the models load")
 
 
 if __name__ == "__main__":
