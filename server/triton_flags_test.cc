@@ -42,6 +42,8 @@ std::string SampleValue(absl::string_view syntax) {
   if (syntax == "<integer>") return "4";
   if (syntax == "<float>") return "6.5";
   if (syntax == "<string>") return "value";
+  // The restricted-API flags: a category, a header and its value.
+  if (syntax == "<string>:<string>=<string>") return "model-repository:admin-key=secret";
   return "name,setting=1";
 }
 
