@@ -192,17 +192,19 @@ std::string Fingerprint(const std::string& directory) {
 
 }  // namespace
 
-ModelRegistry::ModelRegistry(std::string repository, ModelRegistryOptions options)
-    : repository_(std::move(repository)),
+ModelRegistry::ModelRegistry(std::vector<std::string> repositories, ModelRegistryOptions options)
+    : repositories_(std::move(repositories)),
       options_(std::move(options)),
       retirer_(std::make_shared<Retirer>()),
       states_(std::make_shared<const std::vector<ModelVersionState>>()) {}
 
 absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::Load(
-    const std::string& repository, const ModelRegistryOptions& options, std::ostream& progress) {
-  absl::StatusOr<std::vector<RepositoryModel>> scanned = ScanModelRepository(repository);
+    const std::vector<std::string>& repositories, const ModelRegistryOptions& options,
+    std::ostream& progress) {
+  absl::StatusOr<std::vector<RepositoryModel>> scanned =
+      ScanModelRepositories(repositories, options.read);
   if (!scanned.ok()) return scanned.status();
-  std::unique_ptr<ModelRegistry> registry(new ModelRegistry(repository, options));
+  std::unique_ptr<ModelRegistry> registry(new ModelRegistry(repositories, options));
   auto states = std::make_shared<std::vector<ModelVersionState>>();
   for (const RepositoryModel& entry : *scanned) {
     if (!Wanted(options, entry.name)) continue;
@@ -223,7 +225,8 @@ absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::Load(
       if (!found) {
         states->push_back({wanted, 0,
                            absl::NotFoundError(absl::StrCat("--load-model ", wanted,
-                                                            ": no such model in ", repository)),
+                                                            ": no such model in ",
+                                                            absl::StrJoin(repositories, ", "))),
                            nullptr});
       }
     }
@@ -458,10 +461,7 @@ absl::Status ModelRegistry::LoadModel(const std::string& name,
                                       const std::optional<std::string>& config_json,
                                       std::ostream& progress) {
   // The one model's directory is read, not the whole repository.
-  if (!IsModelDirectory(repository_, name)) {
-    return absl::NotFoundError(absl::StrCat("no model ", QuoteClientText(name),
-                                            " in the repository ", repository_));
-  }
+  ASSIGN_OR_RETURN(const std::string root, FindModelRoot(repositories_, name));
   std::optional<inference::ModelConfig> config;
   if (config_json.has_value()) {
     ASSIGN_OR_RETURN(config, ParseModelConfigJson(*config_json, name));
@@ -469,7 +469,7 @@ absl::Status ModelRegistry::LoadModel(const std::string& name,
   // With the override in place of config.pbtxt: its version policy and model
   // file name are the ones that apply.
   const RepositoryModel entry =
-      ReadRepositoryModel(repository_, name, config.has_value() ? &*config : nullptr);
+      ReadRepositoryModel(root, name, config.has_value() ? &*config : nullptr, options_.read);
   return LoadEntry(entry, progress);
 }
 
@@ -525,7 +525,7 @@ void ModelRegistry::Replace(const std::string& name, std::vector<ModelVersionSta
 }
 
 void ModelRegistry::PollOnce(std::ostream& progress) {
-  absl::StatusOr<std::vector<RepositoryModel>> scanned = ScanModelRepository(repository_);
+  absl::StatusOr<std::vector<RepositoryModel>> scanned = ScanModelRepositories(repositories_, options_.read);
   if (!scanned.ok()) {
     spdlog::warn("repository poll: {}", scanned.status().ToString());
     return;
@@ -555,7 +555,7 @@ void ModelRegistry::PollOnce(std::ostream& progress) {
 }
 
 absl::StatusOr<std::vector<ModelIndexEntry>> ModelRegistry::Index(bool ready_only) const {
-  ASSIGN_OR_RETURN(const std::vector<RepositoryModel> scanned, ScanModelRepository(repository_));
+  ASSIGN_OR_RETURN(const std::vector<RepositoryModel> scanned, ScanModelRepositories(repositories_, options_.read));
   const RegistrySnapshot snapshot = states();
   std::vector<ModelIndexEntry> index;
   std::set<std::string> listed;

@@ -135,7 +135,7 @@ inference::ModelStatistics FetchStatistics(inference::GRPCInferenceService::Stub
 
 InferenceServerOptions TestServerOptions(const std::string& repository) {
   InferenceServerOptions options;
-  options.model_repository = repository;
+  options.model_repositories = {repository};
   options.host = "127.0.0.1";
   options.grpc_port = 0;
   options.http_port = 0;
