@@ -14,6 +14,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "server/client_text.h"
+#include "server/http_compression.h"
 #include "server/http_json.h"
 
 namespace graphserve {
@@ -45,9 +46,41 @@ int HttpCode(const absl::Status& status) {
   }
 }
 
-void SendJson(httplib::Response& response, int code, const std::string& body) {
+// Note [HTTP response compression]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Triton compresses inference answers only, in the encoding the request's
+// Accept-Encoding weighs highest of gzip and deflate (ResponseEncoding), JSON
+// and binary answers alike; everything else goes as is. Clients count on
+// that: tritonclient.http.aio sends "Accept-Encoding: gzip, deflate" (aiohttp's
+// default) and reads health, metadata and config answers without
+// decompressing them. cpp-httplib (with its zlib and brotli support, as
+// Debian builds it) would instead compress every JSON or text body set with
+// set_content whenever the client accepts gzip or br. It leaves a body alone
+// that a content provider of known length writes, so every answer goes out
+// that way (SendBody), and the inference answer is compressed here, by
+// Compress, when the client asked.
+
+// Answers `code` with `body` exactly as given: the library neither
+// compresses nor re-encodes it (Note [HTTP response compression]).
+void SendBody(httplib::Response& response, int code, std::string body,
+              const std::string& content_type) {
   response.status = code;
-  response.set_content(body, "application/json");
+  if (body.empty()) {
+    // Nothing to compress; a provider of length 0 would be read as one of
+    // unknown length.
+    response.set_content(std::string(), content_type);
+    return;
+  }
+  auto shared = std::make_shared<const std::string>(std::move(body));
+  response.set_content_provider(shared->size(), content_type,
+                                [shared](size_t offset, size_t length, httplib::DataSink& sink) {
+                                  sink.write(shared->data() + offset, length);
+                                  return true;
+                                });
+}
+
+void SendJson(httplib::Response& response, int code, std::string body) {
+  SendBody(response, code, std::move(body), "application/json");
 }
 
 void SendStatus(httplib::Response& response, const absl::Status& status) {
@@ -57,8 +90,11 @@ void SendStatus(httplib::Response& response, const absl::Status& status) {
 // 200 with an empty body, or 400 saying what is not ready (Triton's health
 // and readiness answers).
 void SendReady(httplib::Response& response, bool ready) {
-  response.status = ready ? 200 : 400;
-  if (!ready) response.set_content(ErrorJson("not ready"), "application/json");
+  if (ready) {
+    response.status = 200;
+  } else {
+    SendJson(response, 400, ErrorJson("not ready"));
+  }
 }
 
 // Note [HTTP framing]
@@ -424,17 +460,30 @@ class HttpEndpoint::Handler {
                           [&finished](const absl::Status& status) { finished.set_value(status); });
     const absl::Status status = finished.get_future().get();
     if (!status.ok()) return SendStatus(response, status);
-    const HttpBody out = InferResponseToHttp(inferred, *parsed);
-    response.status = 200;
-    if (out.header_length == 0) {
-      response.set_content(out.content, "application/json");
-    } else {
+    HttpBody out = InferResponseToHttp(inferred, *parsed);
+    if (out.header_length > 0) {
+      // The JSON's length before compression, as Triton's.
       response.set_header("Inference-Header-Content-Length", absl::StrCat(out.header_length));
-      response.set_content(out.content, "application/octet-stream");
     }
+    SendBody(response, 200, Encode(request, std::move(out.content), response),
+             out.header_length == 0 ? "application/json" : "application/octet-stream");
   }
 
  private:
+  // An inference answer's body in the encoding the request accepts, with
+  // its Content-Encoding header; as is when it accepts neither gzip nor
+  // deflate, or compression fails (Note [HTTP response compression]).
+  static std::string Encode(const httplib::Request& request, std::string body,
+                            httplib::Response& response) {
+    const ContentEncoding encoding =
+        ResponseEncoding(request.get_header_value("Accept-Encoding"));
+    if (encoding == ContentEncoding::kIdentity) return body;
+    absl::StatusOr<std::string> compressed = Compress(body, encoding);
+    if (!compressed.ok()) return body;
+    response.set_header("Content-Encoding", std::string(ContentEncodingName(encoding)));
+    return *std::move(compressed);
+  }
+
   void Statistics(const ModelRoute& route, httplib::Response& response) const {
     inference::ModelStatisticsRequest request;
     request.set_name(route.model);
@@ -488,10 +537,11 @@ absl::StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(
                    : httplib::Server::HandlerResponse::Handled;
       });
   server->set_error_handler([](const httplib::Request& request, httplib::Response& response) {
-    // A route answered with its own error, or AnswerAndClose did.
-    if (!response.body.empty() || AnsweredAndClosing(response)) return;
+    // A route answered with its own error (SendBody sets a Content-Type), or
+    // AnswerAndClose did.
+    if (response.has_header("Content-Type") || AnsweredAndClosing(response)) return;
     if (response.status == 404) return SendNotFound(request, response);
-    response.set_content(ErrorJson(absl::StrCat("HTTP ", response.status)), "application/json");
+    SendJson(response, response.status, ErrorJson(absl::StrCat("HTTP ", response.status)));
   });
   absl::StatusOr<std::unique_ptr<HttpListener>> listener =
       HttpListener::Start(std::move(server), HttpListenAddress(options));

@@ -24,6 +24,9 @@
 //        the model serves or is gone; body optional {"parameters":
 //        {"config": "<JSON config>"}} (load)
 //
+// An inference answer is compressed, gzip or deflate, when the request's
+// Accept-Encoding asks for it; no other answer is (Triton's rule: Note [HTTP
+// response compression] in http_endpoint.cc).
 // Errors answer {"error": "..."} with 400 (bad request), 404 (unknown model,
 // region or route), 409 (a region name in use), 413 (body too large), 501
 // (not served), 503 (not serving, draining) or 500.
