@@ -29,6 +29,8 @@ int HttpCode(const absl::Status& status) {
     case absl::StatusCode::kFailedPrecondition:
     case absl::StatusCode::kOutOfRange:
       return 400;
+    case absl::StatusCode::kPermissionDenied:
+      return 403;
     case absl::StatusCode::kNotFound:
       return 404;
     case absl::StatusCode::kAlreadyExists:
@@ -264,35 +266,42 @@ std::optional<RepositoryRoute> ParseRepositoryRoute(const std::vector<std::strin
 // The routes of the file comment in http_endpoint.h, over the protocol.
 class HttpEndpoint::Handler {
  public:
-  Handler(const InferenceProtocol* protocol, size_t max_body_bytes, int max_json_depth)
-      : protocol_(protocol), max_body_bytes_(max_body_bytes), max_json_depth_(max_json_depth) {}
+  Handler(const InferenceProtocol* protocol, const HttpEndpointOptions& options)
+      : protocol_(protocol),
+        max_body_bytes_(options.max_body_bytes),
+        max_json_depth_(options.max_json_depth),
+        restricted_(options.restricted) {}
 
   void Get(const httplib::Request& request, httplib::Response& response) const {
     const std::vector<std::string> parts = Parts(request.path);
     if (parts.size() == 1 && parts[0] == "v2") {
+      if (!Allowed(ApiCategory::kMetadata, request, response)) return;
       inference::ServerMetadataResponse metadata;
       protocol_->ServerMetadata(&metadata);
       return SendJson(response, 200, ServerMetadataToJson(metadata));
     }
     if (parts.size() == 3 && parts[0] == "v2" && parts[1] == "health") {
+      if (parts[2] != "live" && parts[2] != "ready") return SendNotFound(request, response);
+      if (!Allowed(ApiCategory::kHealth, request, response)) return;
       if (parts[2] == "live") {
         inference::ServerLiveResponse live;
         protocol_->ServerLive(&live);
         return SendReady(response, live.live());
       }
-      if (parts[2] == "ready") {
-        inference::ServerReadyResponse ready;
-        protocol_->ServerReady(&ready);
-        return SendReady(response, ready.ready());
-      }
-      return SendNotFound(request, response);
+      inference::ServerReadyResponse ready;
+      protocol_->ServerReady(&ready);
+      return SendReady(response, ready.ready());
     }
     if (parts.size() == 3 && parts[0] == "v2" && parts[1] == "models" && parts[2] == "stats") {
+      if (!Allowed(ApiCategory::kStatistics, request, response)) return;
       return Statistics({}, response);
     }
-    if (SharedMemoryGet(parts, response)) return;
+    if (SharedMemoryGet(parts, request, response)) return;
     const std::optional<ModelRoute> route = ParseModelRoute(parts);
     if (!route) return SendNotFound(request, response);
+    const std::optional<ApiCategory> category = ModelRouteCategory(route->action);
+    if (!category.has_value()) return SendNotFound(request, response);
+    if (!Allowed(*category, request, response)) return;
     if (route->action.empty()) {
       inference::ModelMetadataRequest metadata_request;
       metadata_request.set_name(route->model);
@@ -319,14 +328,15 @@ class HttpEndpoint::Handler {
       if (!status.ok()) return SendStatus(response, status);
       return SendJson(response, 200, ModelConfigToJson(config.config()));
     }
-    if (route->action == "stats") return Statistics(*route, response);
-    SendNotFound(request, response);
+    Statistics(*route, response);  // "stats": ModelRouteCategory knows no other action
   }
 
   // GET .../status of the shared-memory routes; false for any other path.
-  bool SharedMemoryGet(const std::vector<std::string>& parts, httplib::Response& response) const {
+  bool SharedMemoryGet(const std::vector<std::string>& parts, const httplib::Request& http_request,
+                       httplib::Response& response) const {
     const std::optional<SharedMemoryRoute> route = ParseSharedMemoryRoute(parts);
     if (!route || route->action != "status") return false;
+    if (!Allowed(ApiCategory::kSharedMemory, http_request, response)) return true;
     if (route->cuda) {
       inference::CudaSharedMemoryStatusRequest request;
       request.set_name(route->region);
@@ -442,6 +452,12 @@ class HttpEndpoint::Handler {
     if (!shared_memory && !repository && (!route || route->action != "infer")) {
       return SendNotFound(request, response);
     }
+    if (!Allowed(shared_memory ? ApiCategory::kSharedMemory
+                 : repository  ? ApiCategory::kModelRepository
+                               : ApiCategory::kInference,
+                 request, response)) {
+      return;
+    }
     if (shared_memory) return SharedMemoryPost(*shared_memory, body, response);
     if (repository) return RepositoryPost(*repository, body, response);
     size_t header_length = body.size();
@@ -470,6 +486,31 @@ class HttpEndpoint::Handler {
   }
 
  private:
+  // The category of a GET on /v2/models/M[/versions/V][/action]; nullopt
+  // for an action no GET route serves.
+  static std::optional<ApiCategory> ModelRouteCategory(const std::string& action) {
+    if (action.empty()) return ApiCategory::kMetadata;
+    if (action == "ready") return ApiCategory::kHealth;
+    if (action == "config") return ApiCategory::kModelConfig;
+    if (action == "stats") return ApiCategory::kStatistics;
+    return std::nullopt;
+  }
+
+  // False, having answered 403 with Triton's message, when `category` is
+  // restricted and the request lacks its header with the value (Note
+  // [Restricted APIs] in server/restricted_api.cc).
+  bool Allowed(ApiCategory category, const httplib::Request& request,
+               httplib::Response& response) const {
+    const absl::Status allowed = restricted_.Check(category, [&request](absl::string_view key) {
+      const std::string name(key);
+      return request.has_header(name) ? std::optional<std::string>(request.get_header_value(name))
+                                      : std::nullopt;
+    });
+    if (allowed.ok()) return true;
+    SendStatus(response, allowed);
+    return false;
+  }
+
   // An inference answer's body in the encoding the request accepts, with
   // its Content-Encoding header; as is when it accepts neither gzip nor
   // deflate, or compression fails (Note [HTTP response compression]).
@@ -497,6 +538,7 @@ class HttpEndpoint::Handler {
   const InferenceProtocol* const protocol_;
   const size_t max_body_bytes_;
   const int max_json_depth_;
+  const RestrictedApis restricted_;
 };
 
 TcpListenAddress HttpListenAddress(const HttpEndpointOptions& options) {
@@ -512,7 +554,7 @@ TcpListenAddress HttpListenAddress(const HttpEndpointOptions& options) {
 absl::StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(
     const InferenceProtocol* protocol, const HttpEndpointOptions& options) {
   auto endpoint = std::unique_ptr<HttpEndpoint>(new HttpEndpoint());
-  endpoint->handler_ = std::make_unique<Handler>(protocol, options.max_body_bytes, options.max_json_depth);
+  endpoint->handler_ = std::make_unique<Handler>(protocol, options);
   auto server = std::make_unique<httplib::Server>();
   const int threads = options.threads;
   server->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };

@@ -167,6 +167,9 @@ struct FlagValues {
   int64_t repository_poll_secs = 15;
   std::string grpc_channel_args;
   std::string gpu_wait = "auto";
+  // Triton's restricted APIs (server/restricted_api.h).
+  std::string grpc_restricted;
+  std::string http_restricted;
 };
 
 void AddFlags(FlagValues* v, CommandLine* flags) {
@@ -266,6 +269,11 @@ void AddFlags(FlagValues* v, CommandLine* flags) {
   flags->AddInt("repository-poll-secs", &v->repository_poll_secs,
                 "With --model-control-mode=poll: seconds between repository scans.");
   flags->AddInt("log-verbose", &v->log_verbose, "0: info; 1 or more: debug logging.");
+  // Triton's restricted APIs: parsed by RestrictedApis in ParseServerCommand.
+  flags->AddString("grpc-restricted-protocol", &v->grpc_restricted,
+                   RestrictedApis::FlagHelp(RestrictedProtocol::kGrpc));
+  flags->AddString("http-restricted-api", &v->http_restricted,
+                   RestrictedApis::FlagHelp(RestrictedProtocol::kHttp));
 }
 
 }  // namespace
@@ -347,6 +355,14 @@ absl::StatusOr<ServerCommand> ParseServerCommand(const std::vector<std::string>&
   }
   options.repository_poll = std::chrono::seconds(v.repository_poll_secs);
   command.verbose = v.log_verbose > 0;
+  // One group per flag for now: CommandLine keeps a repeated flag's last value.
+  const auto specs = [](const std::string& spec) {
+    return spec.empty() ? std::vector<std::string>() : std::vector<std::string>{spec};
+  };
+  ASSIGN_OR_RETURN(options.grpc_restricted,
+                   RestrictedApis::Parse(RestrictedProtocol::kGrpc, specs(v.grpc_restricted)));
+  ASSIGN_OR_RETURN(options.http_restricted,
+                   RestrictedApis::Parse(RestrictedProtocol::kHttp, specs(v.http_restricted)));
   RETURN_IF_ERROR(ResolveDevice(v.device, gpus_visible, notices, &options.models));
   return command;
 }
