@@ -89,13 +89,18 @@ void SendStatus(httplib::Response& response, const absl::Status& status) {
   SendJson(response, HttpCode(status), ErrorJson(status.message()));
 }
 
-// 200 with an empty body, or 400 saying what is not ready (Triton's health
-// and readiness answers).
-void SendReady(httplib::Response& response, bool ready) {
+// Triton's health and readiness answers: 200 with an empty body, or 400,
+// with an empty body for the server and {"error": "Model version not
+// ready"} for a model.
+void SendServerReady(httplib::Response& response, bool ready) {
+  response.status = ready ? 200 : 400;
+}
+
+void SendModelReady(httplib::Response& response, bool ready) {
   if (ready) {
     response.status = 200;
   } else {
-    SendJson(response, 400, ErrorJson("not ready"));
+    SendJson(response, 400, ErrorJson("Model version not ready"));
   }
 }
 
@@ -286,11 +291,11 @@ class HttpEndpoint::Handler {
       if (parts[2] == "live") {
         inference::ServerLiveResponse live;
         protocol_->ServerLive(&live);
-        return SendReady(response, live.live());
+        return SendServerReady(response, live.live());
       }
       inference::ServerReadyResponse ready;
       protocol_->ServerReady(&ready);
-      return SendReady(response, ready.ready());
+      return SendServerReady(response, ready.ready());
     }
     if (parts.size() == 3 && parts[0] == "v2" && parts[1] == "models" && parts[2] == "stats") {
       if (!Allowed(ApiCategory::kStatistics, request, response)) return;
@@ -317,7 +322,7 @@ class HttpEndpoint::Handler {
       ready_request.set_version(route->version);
       inference::ModelReadyResponse ready;
       protocol_->ModelReady(ready_request, &ready);
-      return SendReady(response, ready.ready());
+      return SendModelReady(response, ready.ready());
     }
     if (route->action == "config") {
       inference::ModelConfigRequest config_request;

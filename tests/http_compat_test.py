@@ -191,6 +191,53 @@ class HttpTest(unittest.TestCase):
 
         asyncio.run(calls())
 
+    def test_common_errors_carry_tritons_status_and_text(self):
+        """Triton's HTTP statuses and leading texts (Note [Triton's error
+        texts] in server/model_registry.cc)."""
+        x = gp.random_inputs(gp.DEMO_INPUTS["mlp"], 2, seed=13)["x"]
+
+        def infer(path, tensors):
+            body = json.dumps({"inputs": tensors}).encode()
+            request = urllib.request.Request(url(path), data=body, method="POST")
+            try:
+                with urllib.request.urlopen(request, timeout=CALL_TIMEOUT_S) as answer:
+                    return answer.status, json.loads(answer.read())
+            except urllib.error.HTTPError as error:
+                return error.code, json.loads(error.read())
+
+        good = {"name": "x", "datatype": "FP32", "shape": list(x.shape), "data": x.tolist()}
+        cases = [
+            ("/v2/models/nope/infer", [good], 404,
+             "Request for unknown model: 'nope' is not found"),
+            ("/v2/models/mlp/versions/9/infer", [good], 404,
+             "Request for unknown model: 'mlp' version 9 is not found"),
+            ("/v2/models/mlp/versions/one/infer", [good], 400,
+             "failed to get model version from specified version string 'one'"),
+            ("/v2/models/mlp/infer", [], 400,
+             "[request id: <id_unknown>] expected 1 inputs but got 0 inputs for model 'mlp'. "
+             "Got input(s) [], but missing required input(s) ['x']. Please provide all "
+             "required input(s)."),
+            ("/v2/models/mlp/infer", [dict(good, name="X")], 400,
+             "unexpected inference input 'X' for model 'mlp'"),
+            ("/v2/models/mlp/infer", [dict(good, shape=[1, x.size])], 400,
+             f"[request id: <id_unknown>] unexpected shape for input 'x' for model 'mlp'. "
+             f"Expected [-1,{x.shape[1]}], got [1,{x.size}]"),
+            ("/v2/models/mlp/infer", [dict(good, datatype="INT32", data=[0] * x.size)], 400,
+             "[request id: <id_unknown>] inference input 'x' data-type is 'INT32', but model "
+             "'mlp' expects 'FP32'"),
+        ]
+        for path, tensors, status, text in cases:
+            with self.subTest(path=path, text=text):
+                code, body = infer(path, tensors)
+                self.assertEqual(code, status, body)
+                self.assertTrue(body["error"].startswith(text), f"SERVER: {body['error']!r}")
+        code, body = curl(url("/v2/models/nope/config"))
+        self.assertEqual(code, 404)
+        self.assertTrue(json.loads(body)["error"].startswith(
+            "Request for unknown model: 'nope' is not found"), body)
+        code, body = curl(url("/v2/models/nope/ready"))
+        self.assertEqual((code, json.loads(body)), (400, {"error": "Model version not ready"}))
+
     def test_bad_json_is_400_and_the_server_keeps_serving(self):
         code, body = curl("-X", "POST", url("/v2/models/mlp/infer"), "-d", "{not json")
         self.assertEqual(code, 400)
