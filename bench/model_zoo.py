@@ -14,6 +14,12 @@ replay) at batch 1, 3 and 8 on the same inputs as PyTorch and compare:
 and time our graph replay against PyTorch's CUDA graph of the same model in
 float32 (bare replay, median of interleaved rounds, batch 1 and 8).
 
+--precision fp16 exports the model as users export a half-precision model
+(`model.half()`, float16 images; token ids stay int64), runs it as written,
+and compares it with PyTorch in float64 on the same (float16-rounded) weights
+and inputs, beside PyTorch's own float16 error against the same reference;
+the timing is against PyTorch's CUDA graph of the float16 model.
+
 Usage (on the GPU machine, from the repository root):
   python3 bench/model_zoo.py --bin DIR --work DIR --out DIR [--models a,b] [--exporters ts,dynamo]
 Writes OUT/model_zoo.md and OUT/model_zoo.json; a model that fails anywhere
@@ -138,7 +144,7 @@ def input_names(kind):
             "pixels": ["pixel_values"]}.get(kind, ["x"])
 
 
-def make_inputs(kind, batch, seed):
+def make_inputs(kind, batch, seed, dtype=torch.float32):
     g = torch.Generator().manual_seed(seed)
     if kind.startswith("text"):
         ids = torch.randint(1, VOCAB, (batch, SEQ), generator=g)
@@ -147,12 +153,16 @@ def make_inputs(kind, batch, seed):
         mask = torch.ones(batch, SEQ, dtype=torch.int64)
         mask[:, SEQ - SEQ // 4:] = 0  # the last quarter padding, as a real batch has
         return [ids, mask]
-    return [torch.randn(batch, 3, IMAGE, IMAGE, generator=g)]
+    return [torch.randn(batch, 3, IMAGE, IMAGE, generator=g).to(dtype)]
 
 
-def export(model, kind, path, exporter):
+def export(model, kind, path, exporter, dtype):
     names = input_names(kind)
-    args = tuple(make_inputs(kind, 3, 0))
+    args = tuple(make_inputs(kind, 3, 0, dtype))
+    if dtype != torch.float32:
+        # Half precision is traced on the GPU, where PyTorch has every kernel.
+        model.cuda()
+        args = tuple(t.cuda() for t in args)
     with torch.no_grad():
         if exporter == "ts":
             torch.onnx.export(model, args, path, input_names=names, output_names=["y"],
@@ -221,14 +231,16 @@ def run(cmd, log, timeout=600):
 
 def probe(name, exporter, args, ops_known, log):
     spec = MODELS[name]
-    row = dict(model=name, exporter=exporter)
+    dtype = {"fp32": torch.float32, "fp16": torch.float16}[args.precision]
+    row = dict(model=name, exporter=exporter, precision=args.precision)
     torch.manual_seed(0)
-    model = wrap(spec["build"]().eval(), spec["kind"])
+    model = wrap(spec["build"]().eval(), spec["kind"]).to(dtype)
     os.makedirs(args.work, exist_ok=True)
-    path = os.path.join(args.work, f"{name}_{exporter}.onnx")
+    tag = f"{name}_{exporter}_{args.precision}"
+    path = os.path.join(args.work, f"{tag}.onnx")
     t0 = time.time()
     try:
-        export(model, spec["kind"], path, exporter)
+        export(model, spec["kind"], path, exporter, dtype)
     except Exception as error:  # recorded, not fatal
         row["stage"] = "export"
         # The exporters' first lines are banners; the cause is at the end.
@@ -246,22 +258,31 @@ def probe(name, exporter, args, ops_known, log):
 
     batches = [int(b) for b in args.batch_sizes.split(",")]
     names = input_names(spec["kind"])
-    inputs_dir = os.path.join(args.work, f"{name}_{exporter}_in")
-    outputs_dir = os.path.join(args.work, f"{name}_{exporter}_out")
-    graph_dir = os.path.join(args.work, f"{name}_{exporter}_graph")
+    inputs_dir = os.path.join(args.work, f"{tag}_in")
+    outputs_dir = os.path.join(args.work, f"{tag}_out")
+    graph_dir = os.path.join(args.work, f"{tag}_graph")
     reference = {}
+    torch_err = {}  # PyTorch's own error in the model's precision (fp16 only)
+    # The reference runs the exported weights (rounded to the model's type)
+    # in float64.
     model64 = wrap(spec["build"]().eval(), spec["kind"])
-    model64.load_state_dict(model.state_dict())
+    model64.load_state_dict({k: v.double() for k, v in model.state_dict().items()})
     model64 = model64.double().cuda()
     for batch in batches:
-        inputs = make_inputs(spec["kind"], batch, 100 + batch)
+        inputs = make_inputs(spec["kind"], batch, 100 + batch, dtype)
         os.makedirs(os.path.join(inputs_dir, str(batch)), exist_ok=True)
         for n, t in zip(names, inputs):
             np.save(os.path.join(inputs_dir, str(batch), n + ".npy"), t.numpy())
         with torch.no_grad():
             cast = [t.double() if t.is_floating_point() else t for t in inputs]
             reference[batch] = model64(*[t.cuda() for t in cast]).double().cpu().numpy()
-    json_path = os.path.join(args.work, f"{name}_{exporter}.json")
+            if dtype != torch.float32:
+                own = model.cuda()(*[t.cuda() for t in inputs]).double().cpu().numpy()
+                torch_err[batch] = float(np.linalg.norm(own - reference[batch]) /
+                                         max(np.linalg.norm(reference[batch]), 1e-300))
+    if torch_err:
+        row["torch_rel_err"] = torch_err
+    json_path = os.path.join(args.work, f"{tag}.json")
     proc = run([os.path.join(args.bin, "runtime_bench"), "--model", path, "--batch-sizes",
                 args.batch_sizes, "--inputs", inputs_dir, "--outputs", outputs_dir,
                 "--graph-outputs", graph_dir, "--iters", str(args.iters), "--json", json_path],
@@ -281,12 +302,12 @@ def probe(name, exporter, args, ops_known, log):
                                                                        1e-300))
         row["graph_us"][batch] = records[batch]["graph_compute_us"]
     row["capture_ms"] = {b: records[b].get("capture_ms") for b in batches}
-    model32 = model.cuda()
+    model_cuda = model.cuda()
     row["torch_graph_us"] = {}
     for batch in [b for b in batches if b in (1, 8)]:
         try:
             row["torch_graph_us"][batch] = time_torch_graph(
-                model32, make_inputs(spec["kind"], batch, 100 + batch))
+                model_cuda, make_inputs(spec["kind"], batch, 100 + batch, dtype))
         except Exception as error:
             row["torch_graph_error"] = str(error)[:200]
     row["stage"] = "ok"
@@ -294,12 +315,15 @@ def probe(name, exporter, args, ops_known, log):
 
 
 def render(rows):
-    lines = ["| model | exporter | IR/opset | result | rel err vs PyTorch f64 (batch: err) | "
-             "our replay / PyTorch graph (fp32) |", "|---|---|---|---|---|---|"]
+    lines = ["| model | exporter | precision | IR/opset | result | rel err vs PyTorch f64 "
+             "(batch: ours [PyTorch's own]) | our replay / PyTorch graph (same precision) |",
+             "|---|---|---|---|---|---|---|"]
     for r in rows:
         ir = f"{r.get('ir_version', '?')}/{r.get('opset', '?')}"
         if r.get("stage") == "ok":
-            errs = ", ".join(f"{b}: {e:.1e}" for b, e in r["rel_err"].items())
+            own = r.get("torch_rel_err", {})
+            errs = ", ".join(f"{b}: {e:.1e}" + (f" [{own[b]:.1e}]" if b in own else "")
+                             for b, e in r["rel_err"].items())
             ratios = ", ".join(
                 f"b{b}: {r['graph_us'][b]:.0f}/{t:.0f} us = {r['graph_us'][b] / t:.2f}x"
                 for b, t in r.get("torch_graph_us", {}).items())
@@ -309,7 +333,8 @@ def render(rows):
             result = f"{r.get('stage')}: {r.get('error', '')}"
             if r.get("missing_ops"):
                 result += f" (ops not in the registry: {', '.join(r['missing_ops'])})"
-        lines.append(f"| {r['model']} | {r['exporter']} | {ir} | {result} | {errs} | {ratios} |")
+        lines.append(f"| {r['model']} | {r['exporter']} | {r.get('precision', 'fp32')} | {ir} | "
+                     f"{result} | {errs} | {ratios} |")
     return "\n".join(lines) + "\n"
 
 
@@ -322,6 +347,8 @@ def main():
     parser.add_argument("--exporters", default="ts,dynamo")
     parser.add_argument("--batch-sizes", default="1,3,8")
     parser.add_argument("--iters", default="50")
+    parser.add_argument("--precision", default="fp32", choices=["fp32", "fp16"],
+                        help="fp16: export and run the model in half precision (model.half())")
     args = parser.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # gpu_check.sh BUNDLE zoo: bench/model_zoo.py on the bundle's runtime_bench.
-# ZOO_MODELS and ZOO_EXPORTERS (comma-separated) narrow it when time is short.
+# ZOO_MODELS and ZOO_EXPORTERS (comma-separated) narrow it when time is short;
+# ZOO_PRECISION=fp16 exports and runs the models in half precision.
 #
 #   bench/model_zoo.sh BIN_DIR OUT_DIR
 set -uo pipefail
@@ -9,4 +10,5 @@ out="$2"
 args=(--bin "$bin" --work /tmp/graphserve-zoo --out "$out")
 if [[ -n "${ZOO_MODELS:-}" ]]; then args+=(--models "$ZOO_MODELS"); fi
 if [[ -n "${ZOO_EXPORTERS:-}" ]]; then args+=(--exporters "$ZOO_EXPORTERS"); fi
+if [[ -n "${ZOO_PRECISION:-}" ]]; then args+=(--precision "$ZOO_PRECISION"); fi
 python3 bench/model_zoo.py "${args[@]}"

@@ -51,14 +51,14 @@ absl::StatusOr<inference::ModelConfig> MakeModelConfig(const BoundGraph& graph,
     inference::ModelInput* input = config.add_input();
     input->set_name(value.name);
     input->set_data_type(ConfigDataType(value.dtype));
-    for (int64_t dim : RowDims(value)) input->add_dims(dim);
+    SetConfigRowDims(RowDims(value), input);
   }
   for (ValueId id : graph.outputs) {
     const BoundValue& value = graph.value(id);
     inference::ModelOutput* output = config.add_output();
     output->set_name(value.name);
     output->set_data_type(ConfigDataType(value.dtype));
-    for (int64_t dim : RowDims(value)) output->add_dims(dim);
+    SetConfigRowDims(RowDims(value), output);
   }
 
   inference::ModelCapture* capture = config.mutable_capture();

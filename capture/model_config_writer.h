@@ -45,6 +45,20 @@ struct CaptureSummary {
   std::vector<ScheduleChoice> schedules;
 };
 
+// Writes a tensor's row dims (the batch dimension left out) into a config
+// input or output. Triton refuses empty dims, so a row that is a scalar (a
+// [batch] tensor) is written as its auto-complete writes it: dims [1] with
+// an empty reshape.
+template <typename ConfigTensor>
+void SetConfigRowDims(const std::vector<int64_t>& row_dims, ConfigTensor* tensor) {
+  if (row_dims.empty()) {
+    tensor->add_dims(1);
+    tensor->mutable_reshape()->clear_shape();
+    return;
+  }
+  for (int64_t dim : row_dims) tensor->add_dims(dim);
+}
+
 // The capture section's record of one size's schedule.
 inference::CaptureSchedule ScheduleToProto(const ScheduleChoice& choice);
 

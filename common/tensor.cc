@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "absl/strings/str_join.h"
+#include "common/half.h"
 
 namespace graphserve {
 
@@ -33,17 +34,22 @@ void HostTensor::Reshape(Dims dims) {
 
 double RelativeError(const HostTensor& got, const HostTensor& want) {
   constexpr double kInfinity = std::numeric_limits<double>::infinity();
-  if (got.dtype() != DType::kFloat32 || want.dtype() != DType::kFloat32 ||
+  if (got.dtype() != want.dtype() || !IsFloatingDType(want.dtype()) ||
       got.num_elements() != want.num_elements()) {
     return kInfinity;
   }
   double error = 0, norm = 0;
-  for (int64_t i = 0; i < want.num_elements(); ++i) {
-    const double w = want.data<float>()[i];
-    const double d = got.data<float>()[i] - w;
-    error += d * d;
-    norm += w * w;
-  }
+  VisitDType(want.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::Host;
+    if constexpr (IsFloatingDType(decltype(tag)::value)) {
+      for (int64_t i = 0; i < want.num_elements(); ++i) {
+        const double w = static_cast<double>(Widen(want.data<T>()[i]));
+        const double d = static_cast<double>(Widen(got.data<T>()[i])) - w;
+        error += d * d;
+        norm += w * w;
+      }
+    }
+  });
   // The floor keeps an all-zero `want` from dividing zero by zero.
   const double relative = std::sqrt(error / std::max(norm, 1e-300));
   return std::isnan(relative) ? kInfinity : relative;

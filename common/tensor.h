@@ -50,10 +50,11 @@ class HostTensor {
   std::vector<std::byte> bytes_;
 };
 
-// ||got - want|| / ||want|| over the elements of two float32 tensors, in
-// double precision: how far an executor's output is from a reference. Returns
-// infinity when the result would be NaN (a NaN in either tensor) and when the
-// tensors are not both float32 with the same element count, so that a
+// ||got - want|| / ||want|| over the elements of two tensors of one float
+// type, in double precision: how far an executor's output is from a
+// reference. Returns infinity when the result would be NaN (a NaN in either
+// tensor) and when the tensors are not of one float type with the same
+// element count, so that a
 // `RelativeError(got, want) < tolerance` check fails. An all-zero `want` is
 // matched only by an all-zero `got`.
 double RelativeError(const HostTensor& got, const HostTensor& want);

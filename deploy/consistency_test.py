@@ -60,6 +60,7 @@ SETUP_ONLY_PACKAGES = {
     "curl": "the HTTP/REST endpoint's compatibility test",
     "libb64-0d": "perf_analyzer's, for the compatibility tests",
     "python3-venv": "the compatibility tests' venv",
+    "openssl": "the gRPC TLS test's certificates (tests/grpc_tls_test.py)",
     "clang": "the sanitizer configs and the libFuzzer targets (fuzz/), not the image's build",
     "libclang-rt-14-dev": "clang's sanitizer and libFuzzer runtimes",
 }

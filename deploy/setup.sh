@@ -29,6 +29,7 @@ PACKAGES=(
   libprotobuf-dev
   libspdlog-dev
   nlohmann-json3-dev     # the HTTP/REST endpoint's JSON
+  openssl                # the gRPC TLS test makes its CA and certificates with it
   prometheus-cpp-dev
   protobuf-compiler
   protobuf-compiler-grpc

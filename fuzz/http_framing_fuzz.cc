@@ -44,7 +44,7 @@ FuzzedServer StartServer() {
   demo.max_batch_size = 8;
   FUZZ_CHECK(WriteDemoRepository(repository.string(), demo).ok(), "the demo repository");
   InferenceServerOptions options;
-  options.model_repository = repository.string();
+  options.model_repositories = {repository.string()};
   options.host = "127.0.0.1";
   options.grpc_port = 0;
   options.http_port = 0;

@@ -26,9 +26,11 @@ bool IsPointwiseOp(const std::string& op_type) {
 }
 
 bool IsColumnBias(const BoundValue& value, int64_t n) {
-  if (!value.is_constant() || value.dtype != DType::kFloat32 || value.dims.empty()) {
-    return false;
-  }
+  // cuBLASLt's bias epilogue reads the GEMM's output type (Note [GEMM
+  // datatypes]); binding gives the Add or C that type.
+  const bool gemm_type = value.dtype == DType::kFloat32 || value.dtype == DType::kFloat16 ||
+                         value.dtype == DType::kBFloat16;
+  if (!value.is_constant() || !gemm_type || value.dims.empty()) return false;
   if (value.dims.back() != n) return false;
   for (size_t i = 0; i + 1 < value.dims.size(); ++i) {
     if (value.dims[i] != 1) return false;
@@ -339,9 +341,12 @@ class FusionPlanner {
     const BoundNode& add_node = graph_.nodes[add];
     if (add_node.inputs.size() != 2) return std::nullopt;
     const BoundValue& s = graph_.value(sum);
+    if (s.dtype != DType::kFloat32 && s.dtype != DType::kFloat16 && s.dtype != DType::kBFloat16) {
+      return std::nullopt;
+    }
     for (const ValueId id : {add_node.inputs[0], add_node.inputs[1], sum}) {
       const BoundValue& value = graph_.value(id);
-      if (value.dtype != DType::kFloat32 || value.dims != s.dims) return std::nullopt;
+      if (value.dtype != s.dtype || value.dims != s.dims) return std::nullopt;
     }
     bool sum_read_elsewhere = IsGraphOutput(graph_, sum);
     for (const int reader : consumers_[sum]) {

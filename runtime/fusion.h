@@ -70,7 +70,8 @@ struct FusionPlan {
 FusionPlan PlanFusion(const BoundGraph& graph, const FusionOptions& options);
 
 // Facts about a Gemm/MatMul node the pass and the GEMM kernel share.
-// A float32 constant adding one value per output column of a [..., n] result.
+// A constant of a GEMM type (float32, float16, bfloat16) adding one value per
+// output column of a [..., n] result.
 bool IsColumnBias(const BoundValue& value, int64_t n);
 // The output columns n.
 int64_t GemmColumns(const BoundGraph& graph, const BoundNode& node);

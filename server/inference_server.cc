@@ -1,9 +1,14 @@
 #include "server/inference_server.h"
 
+#include <cerrno>
+#include <cstring>
+#include <fstream>
 #include <optional>
+#include <sstream>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/cuda_handles.h"
 #include "common/status.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
@@ -22,9 +27,30 @@ namespace {
 // The service name health clients ask about, besides "" (the whole server).
 constexpr char kInferenceServiceName[] = "inference.GRPCInferenceService";
 
+// Note [Listen addresses]
+// Each listener binds the address its own Triton flag gives (--grpc-address,
+// --http-address, --metrics-address), so an operator can keep HTTP and
+// metrics off the public interface while gRPC serves on it; an address left
+// out is --host's (GraphServe's one flag for all three), and metrics follow
+// HTTP first, as Triton's --metrics-address defaults to --http-address.
+// Errors name the flag that set the address.
+
+std::string GrpcHost(const InferenceServerOptions& options) {
+  return options.grpc_host.empty() ? options.host : options.grpc_host;
+}
+
+std::string HttpHost(const InferenceServerOptions& options) {
+  return options.http_host.empty() ? options.host : options.http_host;
+}
+
+std::string MetricsHost(const InferenceServerOptions& options) {
+  return options.metrics_host.empty() ? HttpHost(options) : options.metrics_host;
+}
+
 TcpListenAddress GrpcListenAddress(const InferenceServerOptions& options) {
   TcpListenAddress address;
-  address.host = options.host;
+  address.host = GrpcHost(options);
+  address.host_flag = options.grpc_host.empty() ? "--host" : "--grpc-address";
   address.port = options.grpc_port;
   address.reuse_port = options.reuse_grpc_port;
   address.port_flag = "--grpc-port";
@@ -34,27 +60,100 @@ TcpListenAddress GrpcListenAddress(const InferenceServerOptions& options) {
 
 HttpEndpointOptions HttpOptions(const InferenceServerOptions& options) {
   HttpEndpointOptions http;
-  http.host = options.host;
+  http.host = HttpHost(options);
   http.port = options.http_port;
   http.reuse_port = options.reuse_http_port;
-  http.max_body_bytes = static_cast<size_t>(options.max_message_bytes);
+  http.max_body_bytes = static_cast<size_t>(options.http_max_input_bytes);
   http.max_json_depth = options.http_max_json_depth;
+  http.threads = options.http_threads;
   http.restricted = options.http_restricted;
   return http;
+}
+
+TcpListenAddress HttpAddress(const InferenceServerOptions& options) {
+  TcpListenAddress address = HttpListenAddress(HttpOptions(options));
+  address.host_flag = options.http_host.empty() ? "--host" : "--http-address";
+  return address;
+}
+
+TcpListenAddress MetricsAddress(const InferenceServerOptions& options) {
+  TcpListenAddress address = MetricsListenAddress(MetricsHost(options), options.metrics_port);
+  address.host_flag = !options.metrics_host.empty() ? "--metrics-address"
+                      : !options.http_host.empty()  ? "--http-address"
+                                                    : "--host";
+  return address;
 }
 
 // Every address the server will listen on, before the models load: a port
 // in use is reported in a moment rather than after minutes of capture.
 absl::Status CheckListenAddresses(const InferenceServerOptions& options) {
-  RETURN_IF_ERROR(CheckCanListen(GrpcListenAddress(options)));
-  if (!options.grpc_unix_socket.empty()) {
-    RETURN_IF_ERROR(CheckCanListenUnix(options.grpc_unix_socket, "--grpc-address"));
+  if (options.allow_grpc) {
+    RETURN_IF_ERROR(CheckCanListen(GrpcListenAddress(options)));
+    if (!options.grpc_unix_socket.empty()) {
+      RETURN_IF_ERROR(CheckCanListenUnix(options.grpc_unix_socket, "--grpc-address"));
+    }
   }
-  if (options.allow_http) RETURN_IF_ERROR(CheckCanListen(HttpListenAddress(HttpOptions(options))));
-  if (options.allow_metrics) {
-    RETURN_IF_ERROR(CheckCanListen(MetricsListenAddress(options.host, options.metrics_port)));
-  }
+  if (options.allow_http) RETURN_IF_ERROR(CheckCanListen(HttpAddress(options)));
+  if (options.allow_metrics) RETURN_IF_ERROR(CheckCanListen(MetricsAddress(options)));
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ReadPemFile(const std::string& path, absl::string_view flag) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, " ", path, ": cannot read it (", std::strerror(errno), ")"));
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  // Every PEM block starts so; a DER file or a wrong path's contents would
+  // otherwise fail later, in the first client's handshake.
+  if (text.str().find("-----BEGIN ") == std::string::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, " ", path, ": not a PEM file (no -----BEGIN line)"));
+  }
+  return text.str();
+}
+
+// Note [gRPC over TLS]
+// Triton's flags: --grpc-use-ssl serves gRPC over TLS with the server's
+// certificate and key; --grpc-use-ssl-mutual also requires every client to
+// present a certificate that --grpc-root-cert signed, and refuses the
+// handshake otherwise. The files are read at startup, before the models
+// load, so a wrong path fails in a moment with the file named. The same
+// credentials serve the Unix socket (--grpc-address unix:PATH): asking for
+// TLS never leaves a plaintext way in.
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> GrpcCredentials(
+    const GrpcTlsOptions& tls) {
+  if (!tls.enabled) return grpc::InsecureServerCredentials();
+  const grpc_ssl_client_certificate_request_type client_certificate =
+      tls.mutual ? GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY
+                 : GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE;
+  grpc::SslServerCredentialsOptions ssl(client_certificate);
+  grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
+  ASSIGN_OR_RETURN(pair.private_key, ReadPemFile(tls.server_key, "--grpc-server-key"));
+  ASSIGN_OR_RETURN(pair.cert_chain, ReadPemFile(tls.server_cert, "--grpc-server-cert"));
+  ssl.pem_key_cert_pairs.push_back(std::move(pair));
+  if (!tls.root_cert.empty()) {
+    ASSIGN_OR_RETURN(ssl.pem_root_certs, ReadPemFile(tls.root_cert, "--grpc-root-cert"));
+  }
+  std::shared_ptr<grpc::ServerCredentials> credentials = grpc::SslServerCredentials(ssl);
+  // gRPC checks the certificates and the key only when a listener starts
+  // with them: start a throwaway one now, so that a bad file is refused
+  // before the models load rather than after.
+  grpc::ServerBuilder probe;
+  int probe_port = 0;
+  probe.AddListeningPort("127.0.0.1:0", credentials, &probe_port);
+  std::unique_ptr<grpc::Server> started = probe.BuildAndStart();
+  if (started == nullptr || probe_port == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--grpc-server-cert ", tls.server_cert, ", --grpc-server-key ", tls.server_key,
+        tls.root_cert.empty() ? "" : absl::StrCat(", --grpc-root-cert ", tls.root_cert),
+        ": gRPC refused them as TLS credentials (a certificate chain, its private key and a CA "
+        "certificate, PEM; see gRPC's message above)"));
+  }
+  started->Shutdown();
+  return credentials;
 }
 
 void SetHealth(grpc::Server& server, bool serving) {
@@ -69,6 +168,8 @@ void SetHealth(grpc::Server& server, bool serving) {
 absl::StatusOr<std::unique_ptr<InferenceServer>> InferenceServer::Start(
     const InferenceServerOptions& options, std::ostream& out) {
   RETURN_IF_ERROR(CheckListenAddresses(options));
+  ASSIGN_OR_RETURN(std::shared_ptr<grpc::ServerCredentials> grpc_credentials,
+                   GrpcCredentials(options.grpc_tls));
   // auto leaves CUDA's own flags as they are, and touches no GPU (Note [How
   // threads wait for the GPU] in server/served_model.h).
   const GpuWait wait = options.models.gpu_wait;
@@ -80,12 +181,14 @@ absl::StatusOr<std::unique_ptr<InferenceServer>> InferenceServer::Start(
   registry_options.control = options.model_control;
   registry_options.startup_models = options.load_models;
   registry_options.poll_interval = options.repository_poll;
+  registry_options.read = options.repository_read;
   absl::StatusOr<std::unique_ptr<ModelRegistry>> registry =
-      ModelRegistry::Load(options.model_repository, registry_options, out);
+      ModelRegistry::Load(options.model_repositories, registry_options, out);
   if (!registry.ok()) return registry.status();
   out << "\n" << (*registry)->StartupTable() << "\n" << std::flush;
   if ((*registry)->states().empty()) {
-    spdlog::warn("the model repository {} holds no models", options.model_repository);
+    spdlog::warn("the model repository {} holds no models",
+                 absl::StrJoin(options.model_repositories, ", "));
   }
   if (!(*registry)->all_ready() && options.exit_on_error) {
     return absl::FailedPreconditionError(
@@ -108,31 +211,46 @@ absl::StatusOr<std::unique_ptr<InferenceServer>> InferenceServer::Start(
         HttpEndpoint::Start(server->protocol_.get(), HttpOptions(options));
     if (!endpoint.ok()) return endpoint.status();
     server->http_ = *std::move(endpoint);
-    out << "graphserve: serving HTTP/REST on " << options.host << ":" << server->http_->port()
+    out << "graphserve: serving HTTP/REST on " << HostPort(HttpHost(options), server->http_->port())
         << "\n";
   }
   if (options.allow_metrics) {
     absl::StatusOr<std::unique_ptr<MetricsEndpoint>> metrics =
-        MetricsEndpoint::Start(server->registry_.get(), options.host, options.metrics_port);
+        MetricsEndpoint::Start(server->registry_.get(), MetricsHost(options), options.metrics_port);
     if (!metrics.ok()) return metrics.status();
     server->metrics_ = *std::move(metrics);
-    out << "graphserve: serving metrics on " << options.host << ":" << server->metrics_->port()
-        << "/metrics\n";
+    out << "graphserve: serving metrics on "
+        << HostPort(MetricsHost(options), server->metrics_->port()) << "/metrics\n";
   }
-  RETURN_IF_ERROR(server->StartGrpc());
+  const char* state =
+      server->registry_->all_ready() ? "SERVING" : "NOT_SERVING: a model failed to load";
+  if (!options.allow_grpc) {
+    // Tools wait for the last line; without gRPC it says so.
+    out << "graphserve: serving without gRPC (--allow-grpc=false) (" << state << ")\n"
+        << std::flush;
+    server->serving_ = true;
+    return server;
+  }
+  RETURN_IF_ERROR(server->StartGrpc(std::move(grpc_credentials)));
   if (!options.grpc_unix_socket.empty()) {
-    out << "graphserve: serving gRPC also on unix:" << options.grpc_unix_socket << "\n";
+    out << "graphserve: serving gRPC" << (options.grpc_tls.enabled ? " over TLS" : "")
+        << " also on unix:" << options.grpc_unix_socket << "\n";
   }
   // Last, once everything listens: tools wait for this line.
   SetHealth(*server->grpc_server_, server->registry_->all_ready());
-  out << "graphserve: serving gRPC on " << options.host << ":" << server->port_ << " ("
-      << (server->registry_->all_ready() ? "SERVING" : "NOT_SERVING: a model failed to load")
-      << ")\n"
+  out << "graphserve: serving gRPC on " << HostPort(GrpcHost(options), server->port_) << " ("
+      << state << ")"
+      << (options.grpc_tls.enabled
+              ? (options.grpc_tls.mutual ? " over TLS, client certificates required"
+                                         : " over TLS")
+              : "")
+      << "\n"
       << std::flush;
+  server->serving_ = true;
   return server;
 }
 
-absl::Status InferenceServer::StartGrpc() {
+absl::Status InferenceServer::StartGrpc(std::shared_ptr<grpc::ServerCredentials> credentials) {
   // Checked again, right before the bind: the models took a while to load.
   RETURN_IF_ERROR(CheckCanListen(GrpcListenAddress(options_)));
   const std::string unix_address =
@@ -148,14 +266,16 @@ absl::Status InferenceServer::StartGrpc() {
   (void)grpc::health::v1::HealthCheckRequest::descriptor();
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  const std::string address = HostPort(options_.host, options_.grpc_port);
-  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), &port_);
+  const std::string address = HostPort(GrpcHost(options_), options_.grpc_port);
+  builder.AddListeningPort(address, credentials, &port_);
   int unix_bound = 0;  // gRPC sets it to 1 for a Unix socket it bound
-  if (!unix_address.empty()) {
-    builder.AddListeningPort(unix_address, grpc::InsecureServerCredentials(), &unix_bound);
-  }
+  if (!unix_address.empty()) builder.AddListeningPort(unix_address, credentials, &unix_bound);
   // Note [Refusing a port in use].
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, options_.reuse_grpc_port ? 1 : 0);
+  if (options_.grpc_compression_level != GRPC_COMPRESS_LEVEL_NONE) {
+    builder.SetDefaultCompressionLevel(
+        static_cast<grpc_compression_level>(options_.grpc_compression_level));
+  }
   builder.SetMaxReceiveMessageSize(options_.max_message_bytes);
   builder.SetMaxSendMessageSize(options_.max_message_bytes);
   ForEachGrpcChannelArg(options_.grpc_channel_args, [&](const std::string& name, const auto& value) {
@@ -196,7 +316,7 @@ constexpr std::chrono::seconds kShutdownGraceLimit{5};
 absl::Status InferenceServer::Shutdown() {
   if (shut_down_) return absl::OkStatus();
   shut_down_ = true;
-  SetHealth(*grpc_server_, false);
+  if (grpc_server_ != nullptr) SetHealth(*grpc_server_, false);
   gate_.Close();
   // Model loads queued behind the control thread would hold their RPCs open
   // through the drain (and be cut off by the port closing): answer them now.
@@ -224,16 +344,18 @@ absl::Status InferenceServer::Shutdown() {
   // Streams stay open through the drain (their requests refused one by one,
   // as unary calls are); end them with UNAVAILABLE rather than let the
   // server's Shutdown cancel them.
-  queued_rpcs_->EndStreams();
-  grpc_server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
-  grpc_server_->Wait();
+  if (grpc_server_ != nullptr) {
+    queued_rpcs_->EndStreams();
+    grpc_server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+    grpc_server_->Wait();
+  }
   // After the drain: HTTP workers still waiting on an inference are
   // answered by then, so stopping (which joins them) cannot hang.
   if (http_ != nullptr) http_->Stop();
   if (metrics_ != nullptr) metrics_->Stop();
   responder_.Stop();
   // Last: the responder's finishes complete on these queues.
-  queued_rpcs_->Stop();
+  if (queued_rpcs_ != nullptr) queued_rpcs_->Stop();
   if (!drained) {
     return absl::DeadlineExceededError(
         absl::StrCat(cut_off, " responses were still being written after the drain (",
@@ -244,10 +366,10 @@ absl::Status InferenceServer::Shutdown() {
 }
 
 InferenceServer::~InferenceServer() {
-  // A server whose Start failed before gRPC served has accepted nothing over
-  // gRPC and has nothing to drain: its members stop themselves (HTTP and
-  // metrics listeners join their workers, the pools and the responder theirs).
-  if (grpc_server_ == nullptr) return;
+  // A server whose Start failed has accepted nothing over gRPC and has
+  // nothing to drain: its members stop themselves (HTTP and metrics
+  // listeners join their workers, the pools and the responder theirs).
+  if (!serving_) return;
   if (const absl::Status status = Shutdown(); !status.ok()) spdlog::warn("{}", status.ToString());
 }
 

@@ -36,15 +36,44 @@
 
 namespace grpc {
 class Server;
+class ServerCredentials;
 }  // namespace grpc
 
 namespace graphserve {
 
+// gRPC over TLS (Triton's --grpc-use-ssl and --grpc-use-ssl-mutual): the
+// files hold PEM text, read at startup.
+struct GrpcTlsOptions {
+  bool enabled = false;
+  // Clients must present a certificate that root_cert signed; without one
+  // the handshake fails.
+  bool mutual = false;
+  std::string server_cert;  // the server's certificate chain
+  std::string server_key;   // its private key
+  std::string root_cert;    // the CA clients' certificates are checked against (mutual)
+};
+
 struct InferenceServerOptions {
-  // <repo>/<model>/config.pbtxt and <repo>/<model>/<version>/model.onnx.
-  std::string model_repository;
-  // Listening address and port; port 0 picks a free one (see port()).
+  // Triton's --model-repository, which may be given several times: each
+  // <repo>/<model>/config.pbtxt and <repo>/<model>/<version>/model.onnx; a
+  // model name is unique across them (ScanModelRepositories).
+  std::vector<std::string> model_repositories;
+  // How the model directories are read (--model-config-name,
+  // --disable-auto-complete-config).
+  RepositoryReadOptions repository_read;
+  // Where the listeners bind when their own address is empty: an address of
+  // this machine, or 0.0.0.0 / :: for every one.
   std::string host = "0.0.0.0";
+  // Each listener's own address (Triton's --grpc-address, --http-address and
+  // --metrics-address); "" is `host`, and for metrics the HTTP address
+  // first, as Triton's --metrics-address defaults to --http-address.
+  std::string grpc_host;
+  std::string http_host;
+  std::string metrics_host;
+  // Serve gRPC (Triton's --allow-grpc); without it the server serves
+  // HTTP/REST alone.
+  bool allow_grpc = true;
+  // Port 0 picks a free one (see port()).
   int grpc_port = 8001;
   // Share the gRPC port with other processes that ask the same (SO_REUSEPORT,
   // Triton's --reuse-grpc-port): the kernel then splits connections between
@@ -53,14 +82,26 @@ struct InferenceServerOptions {
   // A Unix domain socket gRPC serves on as well as TCP ("" for none), e.g.
   // /run/graphserve/grpc.sock: clients on the same machine skip the TCP stack.
   std::string grpc_unix_socket;
-  // The KServe v2 HTTP/REST endpoint (server/http_endpoint.h), on the same
-  // host; port 0 picks a free one (see http_port()).
+  // TLS on every gRPC listener, the Unix socket included (Note [gRPC over
+  // TLS]).
+  GrpcTlsOptions grpc_tls;
+  // Compression of gRPC responses (Triton's
+  // --grpc-infer-response-compression-level): GRPC_COMPRESS_LEVEL_NONE (0)
+  // to _HIGH (3); the client's accepted encodings decide the algorithm.
+  int grpc_compression_level = 0;
+  // The KServe v2 HTTP/REST endpoint (server/http_endpoint.h); port 0 picks
+  // a free one (see http_port()).
   bool allow_http = true;
   int http_port = 8000;
   // As reuse_grpc_port, for the HTTP port (Triton's --reuse-http-port).
   bool reuse_http_port = false;
-  // Prometheus metrics (server/metrics.h) on the same host; port 0 picks a
-  // free one (see metrics_port()).
+  // Threads serving HTTP requests at once (Triton's --http-thread-count).
+  int http_threads = 32;
+  // Largest HTTP request body (Triton's --http-max-input-size); larger ones
+  // get 413.
+  int64_t http_max_input_bytes = int64_t{64} << 20;
+  // Prometheus metrics (server/metrics.h); port 0 picks a free one (see
+  // metrics_port()).
   bool allow_metrics = true;
   int metrics_port = 8002;
   // How every model runs (executor, graphs on/off, queue bound).
@@ -69,8 +110,8 @@ struct InferenceServerOptions {
   ModelControlMode model_control = ModelControlMode::kNone;
   std::vector<std::string> load_models;
   std::chrono::seconds repository_poll{15};
-  // Largest request or response message; a larger one is refused by gRPC
-  // with RESOURCE_EXHAUSTED.
+  // Largest gRPC request or response message; a larger one is refused by
+  // gRPC with RESOURCE_EXHAUSTED.
   int max_message_bytes = 64 << 20;
   // How deeply an HTTP request's JSON may nest (Note [JSON nesting depth]).
   int http_max_json_depth = kDefaultMaxJsonDepth;
@@ -110,7 +151,7 @@ class InferenceServer {
   static absl::StatusOr<std::unique_ptr<InferenceServer>> Start(
       const InferenceServerOptions& options, std::ostream& out);
 
-  // The port gRPC listens on, and HTTP's (0 without HTTP).
+  // The port gRPC listens on (0 without gRPC), and HTTP's (0 without HTTP).
   [[nodiscard]] int port() const { return port_; }
   [[nodiscard]] int http_port() const { return http_ != nullptr ? http_->port() : 0; }
   [[nodiscard]] int metrics_port() const { return metrics_ != nullptr ? metrics_->port() : 0; }
@@ -127,8 +168,9 @@ class InferenceServer {
  private:
   InferenceServer(const InferenceServerOptions& options, std::unique_ptr<ModelRegistry> registry);
   // Builds and starts the gRPC server on the TCP address and the Unix
-  // socket, last, so that a failure leaves nothing serving gRPC.
-  absl::Status StartGrpc();
+  // socket with `credentials`, last, so that a failure leaves nothing
+  // serving gRPC.
+  absl::Status StartGrpc(std::shared_ptr<grpc::ServerCredentials> credentials);
 
   const InferenceServerOptions options_;
   // Teardown order: the gRPC server stops first (it calls into the service),
@@ -147,6 +189,8 @@ class InferenceServer {
   // that started.
   std::unique_ptr<grpc::Server> grpc_server_;
   int port_ = 0;
+  // Set once Start has everything listening: only then is there a drain.
+  bool serving_ = false;
   bool shut_down_ = false;
 };
 

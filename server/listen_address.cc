@@ -75,8 +75,9 @@ absl::Status CheckCanListen(const TcpListenAddress& address) {
   addrinfo* resolved = nullptr;
   const std::string port = absl::StrCat(address.port);
   if (const int error = getaddrinfo(host.c_str(), port.c_str(), &hints, &resolved); error != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("cannot listen on ", where, ": --host ",
-                                                   address.host, " does not resolve (",
+    return absl::InvalidArgumentError(absl::StrCat("cannot listen on ", where, ": ",
+                                                   address.host_flag, " ", address.host,
+                                                   " does not resolve (",
                                                    gai_strerror(error), ")"));
   }
   int failure = 0;
@@ -91,8 +92,8 @@ absl::Status CheckCanListen(const TcpListenAddress& address) {
       return absl::UnavailableError(absl::StrCat("cannot listen on ", where, ": address in use (",
                                                  InUseAdvice(address), ")"));
     case EADDRNOTAVAIL:
-      return absl::InvalidArgumentError(absl::StrCat("cannot listen on ", where, ": --host ",
-                                                     address.host,
+      return absl::InvalidArgumentError(absl::StrCat("cannot listen on ", where, ": ",
+                                                     address.host_flag, " ", address.host,
                                                      " is not an address of this machine"));
     case EACCES:
       return absl::PermissionDeniedError(

@@ -22,6 +22,8 @@ namespace graphserve {
 struct TcpListenAddress {
   // A name or an address of this machine; "0.0.0.0" and "::" are every one.
   std::string host = "0.0.0.0";
+  // The flag that gave `host`, e.g. "--http-address".
+  std::string host_flag = "--host";
   // 0: any free port (only the host is checked then).
   int port = 0;
   // SO_REUSEPORT, as the listener will set it.

@@ -110,6 +110,15 @@ TEST(ListenAddressTest, AHostOfAnotherMachineIsRefused) {
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(status.message(),
             "cannot listen on 192.0.2.1:8001: --host 192.0.2.1 is not an address of this machine");
+  // The error names the flag that gave the address.
+  TcpListenAddress http = GrpcAddress("192.0.2.1", 8000);
+  http.host_flag = "--http-address";
+  EXPECT_EQ(CheckCanListen(http).message(),
+            "cannot listen on 192.0.2.1:8000: --http-address 192.0.2.1 is not an address of this "
+            "machine");
+  http.host = "no-such-host.invalid";
+  EXPECT_THAT(std::string(CheckCanListen(http).message()),
+              ::testing::HasSubstr("--http-address no-such-host.invalid does not resolve"));
 }
 
 TEST(ListenAddressTest, UnixSocketWhereAServerAnswersIsInUse) {

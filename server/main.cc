@@ -57,7 +57,13 @@ int main(int argc, char** argv) {
     std::cout << graphserve::ServerUsage();
     return graphserve::kServerExitOk;
   }
-  graphserve::InitLogging(command->verbose);
+  if (const absl::Status logging = graphserve::InitLogging(command->logging); !logging.ok()) {
+    std::cerr << "graphserve: " << logging.message() << "\n";
+    return graphserve::kServerExitUsage;
+  }
+  // Note [Triton's flags]: one line for each that does not apply here.
+  for (const std::string& notice : command->ignored_flags) spdlog::info("{}", notice);
+  for (const std::string& warning : command->warnings) spdlog::warn("{}", warning);
   if (command->serve_demo) {
     absl::StatusOr<std::string> demo = WriteScratchDemoRepository();
     if (!demo.ok()) {
@@ -68,13 +74,13 @@ int main(int argc, char** argv) {
     std::cout << "graphserve: no --model-repository: serving the demo repository (mlp, "
                  "dlrm_dense) written to "
               << *demo << "; give --model-repository DIR to serve your own models\n";
-    command->options.model_repository = *demo;
+    command->options.model_repositories = {*demo};
   }
 
   const auto remove_scratch_demo = [&command] {
     if (!command->serve_demo) return;
     std::error_code ignored;  // a scratch directory left behind is harmless
-    std::filesystem::remove_all(command->options.model_repository, ignored);
+    std::filesystem::remove_all(command->options.model_repositories.front(), ignored);
   };
   absl::StatusOr<std::unique_ptr<graphserve::InferenceServer>> server =
       graphserve::InferenceServer::Start(command->options, std::cout);

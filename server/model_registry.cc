@@ -193,17 +193,19 @@ std::string Fingerprint(const std::string& directory) {
 
 }  // namespace
 
-ModelRegistry::ModelRegistry(std::string repository, ModelRegistryOptions options)
-    : repository_(std::move(repository)),
+ModelRegistry::ModelRegistry(std::vector<std::string> repositories, ModelRegistryOptions options)
+    : repositories_(std::move(repositories)),
       options_(std::move(options)),
       retirer_(std::make_shared<Retirer>()),
       states_(std::make_shared<const std::vector<ModelVersionState>>()) {}
 
 absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::Load(
-    const std::string& repository, const ModelRegistryOptions& options, std::ostream& progress) {
-  absl::StatusOr<std::vector<RepositoryModel>> scanned = ScanModelRepository(repository);
+    const std::vector<std::string>& repositories, const ModelRegistryOptions& options,
+    std::ostream& progress) {
+  absl::StatusOr<std::vector<RepositoryModel>> scanned =
+      ScanModelRepositories(repositories, options.read);
   if (!scanned.ok()) return scanned.status();
-  std::unique_ptr<ModelRegistry> registry(new ModelRegistry(repository, options));
+  std::unique_ptr<ModelRegistry> registry(new ModelRegistry(repositories, options));
   auto states = std::make_shared<std::vector<ModelVersionState>>();
   for (const RepositoryModel& entry : *scanned) {
     if (!Wanted(options, entry.name)) continue;
@@ -224,7 +226,8 @@ absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::Load(
       if (!found) {
         states->push_back({wanted, 0,
                            absl::NotFoundError(absl::StrCat("--load-model ", wanted,
-                                                            ": no such model in ", repository)),
+                                                            ": no such model in ",
+                                                            absl::StrJoin(repositories, ", "))),
                            nullptr});
       }
     }
@@ -285,6 +288,8 @@ RegistrySnapshot ModelRegistry::states() const {
 //                                                  version string 'V', ...
 //   load of a model not there    INTERNAL          failed to load 'M', failed to poll from model
 //                                                  repository
+//   its config unreadable        (why's code)      failed to load 'M', failed to poll from model
+//                                                  repository: why
 //   load that fails              INVALID_ARGUMENT  load failed for model 'M': version V is at
 //                                                  UNAVAILABLE state: why;
 //   the log of a failed version                    failed to load 'M' version V: why
@@ -503,24 +508,40 @@ void ModelRegistry::RequestUnload(const std::string& name,
   });
 }
 
+namespace {
+
+// Triton's text for a model whose directory or config cannot be read (Note
+// [Triton's error texts]), with why and the code that says what was wrong.
+absl::Status PollFailure(absl::string_view name, const absl::Status& why) {
+  return absl::Status(why.code(),
+                      absl::StrCat("failed to load ", QuoteClientText(name),
+                                   ", failed to poll from model repository: ", why.message()));
+}
+
+}  // namespace
+
 absl::Status ModelRegistry::LoadModel(const std::string& name,
                                       const std::optional<std::string>& config_json,
                                       std::ostream& progress) {
   // The one model's directory is read, not the whole repository.
-  if (!IsModelDirectory(repository_, name)) {
+  absl::StatusOr<std::string> found = FindModelRoot(repositories_, name);
+  if (absl::IsNotFound(found.status())) {
     // Triton's text and code (Note [Triton's error texts]).
     return absl::InternalError(absl::StrCat("failed to load ", QuoteClientText(name),
-                                            ", failed to poll from model repository (it has no "
-                                            "model directory of that name)"));
+                                            ", failed to poll from model repository (no "
+                                            "repository has a model directory of that name)"));
   }
+  ASSIGN_OR_RETURN(const std::string root, std::move(found));
   std::optional<inference::ModelConfig> config;
   if (config_json.has_value()) {
-    ASSIGN_OR_RETURN(config, ParseModelConfigJson(*config_json, name));
+    absl::StatusOr<inference::ModelConfig> parsed = ParseModelConfigJson(*config_json, name);
+    if (!parsed.ok()) return PollFailure(name, parsed.status());
+    config = *std::move(parsed);
   }
   // With the override in place of config.pbtxt: its version policy and model
   // file name are the ones that apply.
   const RepositoryModel entry =
-      ReadRepositoryModel(repository_, name, config.has_value() ? &*config : nullptr);
+      ReadRepositoryModel(root, name, config.has_value() ? &*config : nullptr, options_.read);
   return LoadEntry(entry, progress);
 }
 
@@ -535,16 +556,22 @@ absl::Status ModelRegistry::LoadEntry(const RepositoryModel& entry, std::ostream
     const bool serving = Find(name, "").ok();
     // Triton's text, one "version N is at UNAVAILABLE state: why;" per
     // version that failed, and its code (Note [Triton's error texts]).
+    // A config that cannot be read or is refused fails before any version
+    // loads: Triton's failure to poll.
     std::string versions;
     for (const ModelVersionState& state : states) {
-      if (state.status.ok()) continue;
-      absl::StrAppend(&versions, state.version > 0 ? absl::StrCat(" version ", state.version) : "",
-                      state.version > 0 ? " is at UNAVAILABLE state: " : " ",
-                      state.status.message(), ";");
+      if (!state.status.ok()) {
+        absl::StrAppend(&versions, " version ", state.version,
+                        " is at UNAVAILABLE state: ", state.status.message(), ";");
+      }
     }
-    const absl::Status error = absl::InvalidArgumentError(
-        absl::StrCat("load failed for model '", name, "':", versions,
-                     serving ? " the versions loaded before keep serving" : ""));
+    const std::string keep = serving ? " the versions loaded before keep serving" : "";
+    const absl::Status error =
+        failed->version <= 0
+            ? absl::Status(failed->status.code(),
+                           absl::StrCat(PollFailure(name, failed->status).message(), keep))
+            : absl::InvalidArgumentError(
+                  absl::StrCat("load failed for model '", name, "':", versions, keep));
     if (!serving) Replace(name, std::move(states));
     return error;
   }
@@ -584,7 +611,7 @@ void ModelRegistry::Replace(const std::string& name, std::vector<ModelVersionSta
 }
 
 void ModelRegistry::PollOnce(std::ostream& progress) {
-  absl::StatusOr<std::vector<RepositoryModel>> scanned = ScanModelRepository(repository_);
+  absl::StatusOr<std::vector<RepositoryModel>> scanned = ScanModelRepositories(repositories_, options_.read);
   if (!scanned.ok()) {
     spdlog::warn("repository poll: {}", scanned.status().ToString());
     return;
@@ -614,7 +641,7 @@ void ModelRegistry::PollOnce(std::ostream& progress) {
 }
 
 absl::StatusOr<std::vector<ModelIndexEntry>> ModelRegistry::Index(bool ready_only) const {
-  ASSIGN_OR_RETURN(const std::vector<RepositoryModel> scanned, ScanModelRepository(repository_));
+  ASSIGN_OR_RETURN(const std::vector<RepositoryModel> scanned, ScanModelRepositories(repositories_, options_.read));
   const RegistrySnapshot snapshot = states();
   std::vector<ModelIndexEntry> index;
   std::set<std::string> listed;

@@ -68,6 +68,9 @@ struct ModelRegistryOptions {
   std::vector<std::string> startup_models;
   // kPoll: how often the repository is scanned for changes.
   std::chrono::milliseconds poll_interval{15000};
+  // How model directories are read (--model-config-name,
+  // --disable-auto-complete-config).
+  RepositoryReadOptions read;
 };
 
 // One line of RepositoryIndex.
@@ -80,11 +83,12 @@ struct ModelIndexEntry {
 
 class ModelRegistry {
  public:
-  // Scans `repository` (server/model_repository.h) and loads the versions
-  // its policies name (under kExplicit only the startup models), reporting
-  // progress on `progress`. NotFound when the repository itself is missing;
-  // per-model failures are kept in the registry, not returned.
-  static absl::StatusOr<std::unique_ptr<ModelRegistry>> Load(const std::string& repository,
+  // Scans the `repositories` (ScanModelRepositories: a model name unique
+  // across them) and loads the versions their policies name (under kExplicit
+  // only the startup models), reporting progress on `progress`. NotFound
+  // when a repository itself is missing; per-model failures are kept in the
+  // registry, not returned.
+  static absl::StatusOr<std::unique_ptr<ModelRegistry>> Load(const std::vector<std::string>& repositories,
                                                              const ModelRegistryOptions& options,
                                                              std::ostream& progress);
   ~ModelRegistry();
@@ -133,7 +137,7 @@ class ModelRegistry {
   class Retirer;
 
  private:
-  ModelRegistry(std::string repository, ModelRegistryOptions options);
+  ModelRegistry(std::vector<std::string> repositories, ModelRegistryOptions options);
   // Loads every version of the repository's model `name` into states; the
   // old states of `name` are replaced in one step.
   absl::Status LoadModel(const std::string& name, const std::optional<std::string>& config_json,
@@ -148,7 +152,7 @@ class ModelRegistry {
   // called with stopping = true, to answer without running.
   void Post(std::function<void(bool stopping)> job);
 
-  const std::string repository_;
+  const std::vector<std::string> repositories_;
   const ModelRegistryOptions options_;
   const std::shared_ptr<Retirer> retirer_;
 

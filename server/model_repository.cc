@@ -150,10 +150,23 @@ absl::Status CheckPlatform(const inference::ModelConfig& config, const std::stri
       absl::StrCat(source, " declares ", what, ": ", why, "; the model was not loaded"));
 }
 
+// The configuration file a model directory's configuration comes from:
+// configs/<config_name>.pbtxt when --model-config-name names one that exists
+// there, config.pbtxt otherwise (Triton's rule).
+fs::path ConfigPath(const fs::path& directory, const RepositoryReadOptions& read) {
+  if (!read.config_name.empty()) {
+    const fs::path custom = directory / "configs" / (read.config_name + ".pbtxt");
+    std::error_code error;
+    if (fs::is_regular_file(custom, error)) return custom;
+  }
+  return directory / "config.pbtxt";
+}
+
 // Reads one model directory; what goes wrong goes into model->status.
-absl::Status ReadModelDirectory(RepositoryModel* model, const inference::ModelConfig* config) {
+absl::Status ReadModelDirectory(RepositoryModel* model, const inference::ModelConfig* config,
+                                const RepositoryReadOptions& read) {
   const fs::path directory(model->directory);
-  const fs::path config_path = directory / "config.pbtxt";
+  const fs::path config_path = ConfigPath(directory, read);
   std::error_code error;
   model->config_from_load = config != nullptr;
   // Where the configuration came from, for error messages.
@@ -164,10 +177,22 @@ absl::Status ReadModelDirectory(RepositoryModel* model, const inference::ModelCo
   } else if (fs::is_regular_file(config_path, error)) {
     ASSIGN_OR_RETURN(const std::string text, ReadFile(config_path));
     ASSIGN_OR_RETURN(model->config, ParseModelConfigText(text, config_path.string()));
+  } else if (!read.auto_complete_config) {
+    return absl::NotFoundError(absl::StrCat(
+        "model '", model->name, "' has no ", config_path.string(),
+        ", and --disable-auto-complete-config (or --strict-model-config=true) asks for one: "
+        "write it, or leave the flag out to complete the configuration from the model file"));
   } else {
     // As Triton with --strict-model-config=false: the model file says the
     // rest (CompleteConfigFromModel).
     model->config_from_model = true;
+  }
+  if (!read.auto_complete_config &&
+      (model->config.input_size() == 0 || model->config.output_size() == 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        source, " declares no ", model->config.input_size() == 0 ? "input" : "output",
+        ", and --disable-auto-complete-config (or --strict-model-config=true) completes nothing "
+        "from the model file: declare every input and output"));
   }
   if (model->config.name().empty()) {
     model->config.set_name(model->name);
@@ -268,7 +293,8 @@ absl::StatusOr<inference::ModelConfig> ParseModelConfigJson(const std::string& j
   return config;
 }
 
-absl::StatusOr<std::vector<RepositoryModel>> ScanModelRepository(const std::string& root) {
+absl::StatusOr<std::vector<RepositoryModel>> ScanModelRepository(
+    const std::string& root, const RepositoryReadOptions& read) {
   std::error_code error;
   if (!fs::is_directory(root, error)) {
     return absl::NotFoundError(
@@ -278,8 +304,41 @@ absl::StatusOr<std::vector<RepositoryModel>> ScanModelRepository(const std::stri
   std::vector<RepositoryModel> models;
   for (const std::string& name : names) {
     if (!IsModelDirectory(root, name)) continue;
-    models.push_back(ReadRepositoryModel(root, name, nullptr));
+    models.push_back(ReadRepositoryModel(root, name, nullptr, read));
   }
+  return models;
+}
+
+namespace {
+
+// The paths name the model; the registry prefixes its name where it reports.
+absl::Status NotUniqueError(const std::string& first, const std::string& second) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      "in two model repositories: ", first, " and ", second,
+      "; a model name must be unique across every --model-repository, so neither is served"));
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<RepositoryModel>> ScanModelRepositories(
+    const std::vector<std::string>& roots, const RepositoryReadOptions& read) {
+  std::map<std::string, RepositoryModel> by_name;
+  std::set<std::string> duplicated;
+  for (const std::string& root : roots) {
+    ASSIGN_OR_RETURN(std::vector<RepositoryModel> models, ScanModelRepository(root, read));
+    for (RepositoryModel& model : models) {
+      const auto [it, inserted] = by_name.try_emplace(model.name, std::move(model));
+      if (inserted) continue;
+      // A third copy keeps the error that names the first two.
+      if (!duplicated.insert(model.name).second) continue;
+      RepositoryModel& first = it->second;
+      first.status = NotUniqueError(first.directory, model.directory);
+      first.versions.clear();
+    }
+  }
+  std::vector<RepositoryModel> models;
+  models.reserve(by_name.size());
+  for (auto& [name, model] : by_name) models.push_back(std::move(model));
   return models;
 }
 
@@ -291,12 +350,34 @@ bool IsModelDirectory(const std::string& root, const std::string& name) {
   return fs::is_directory(fs::path(root) / name, error);
 }
 
+absl::StatusOr<std::string> FindModelRoot(const std::vector<std::string>& roots,
+                                          const std::string& name) {
+  const std::string* found = nullptr;
+  for (const std::string& root : roots) {
+    if (!IsModelDirectory(root, name)) continue;
+    if (found != nullptr) {
+      const absl::Status error =
+          NotUniqueError((fs::path(*found) / name).string(), (fs::path(root) / name).string());
+      return absl::InvalidArgumentError(
+          absl::StrCat("model ", QuoteClientText(name), " is ", error.message()));
+    }
+    found = &root;
+  }
+  if (found == nullptr) {
+    return absl::NotFoundError(absl::StrCat("no model ", QuoteClientText(name), " in the ",
+                                            roots.size() == 1 ? "repository " : "repositories ",
+                                            absl::StrJoin(roots, ", ")));
+  }
+  return *found;
+}
+
 RepositoryModel ReadRepositoryModel(const std::string& root, const std::string& name,
-                                    const inference::ModelConfig* config) {
+                                    const inference::ModelConfig* config,
+                                    const RepositoryReadOptions& read) {
   RepositoryModel model;
   model.name = name;
   model.directory = (fs::path(root) / name).string();
-  model.status = ReadModelDirectory(&model, config);
+  model.status = ReadModelDirectory(&model, config, read);
   if (!model.status.ok()) model.versions.clear();
   return model;
 }

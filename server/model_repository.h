@@ -38,6 +38,18 @@ struct RepositoryModel {
   absl::Status status;
 };
 
+// How model directories are read: Triton's repository flags.
+struct RepositoryReadOptions {
+  // Triton's --model-config-name: a model's configs/<config_name>.pbtxt is
+  // its configuration when that file exists, config.pbtxt otherwise. Empty:
+  // config.pbtxt.
+  std::string config_name;
+  // False with Triton's --disable-auto-complete-config (or
+  // --strict-model-config=true): a model needs a configuration file that
+  // declares its inputs and outputs; nothing is completed from the model file.
+  bool auto_complete_config = true;
+};
+
 // The models under <root>/<model>/ (hidden directories and plain files
 // skipped, sorted by name). NotFound naming the path when root is missing or
 // not a directory. Versions are directories named by a positive integer in
@@ -49,12 +61,26 @@ struct RepositoryModel {
 // bytes, no version directory holding the model file, a specific version that
 // is absent. A model with an error keeps whatever config was parsed and no
 // versions.
-absl::StatusOr<std::vector<RepositoryModel>> ScanModelRepository(const std::string& root);
+absl::StatusOr<std::vector<RepositoryModel>> ScanModelRepository(
+    const std::string& root, const RepositoryReadOptions& read = {});
+
+// The models of several repositories (Triton's repeated --model-repository),
+// sorted by name. A model name must be unique across them, as in Triton: a
+// name found in two is listed once, with an error naming both directories,
+// and is not served. NotFound when any root is missing.
+absl::StatusOr<std::vector<RepositoryModel>> ScanModelRepositories(
+    const std::vector<std::string>& roots, const RepositoryReadOptions& read = {});
 
 // Whether <root>/<name>/ is a directory ScanModelRepository would list: a
 // plain, not hidden, directory name (a client's name is checked with it
 // before any file is read).
 bool IsModelDirectory(const std::string& root, const std::string& name);
+
+// The one root of `roots` holding the model directory `name`. NotFound
+// naming the repositories when none does; InvalidArgument naming both
+// directories when two do (ScanModelRepositories' rule).
+absl::StatusOr<std::string> FindModelRoot(const std::vector<std::string>& roots,
+                                          const std::string& name);
 
 // The model directory <root>/<name>/ read as ScanModelRepository reads each.
 // With `config` (Triton's "config" load parameter), that configuration stands
@@ -63,7 +89,8 @@ bool IsModelDirectory(const std::string& root, const std::string& name);
 // messages quoted (Note [Quoting client text]). `name` must pass
 // IsModelDirectory.
 RepositoryModel ReadRepositoryModel(const std::string& root, const std::string& name,
-                                    const inference::ModelConfig* config);
+                                    const inference::ModelConfig* config,
+                                    const RepositoryReadOptions& read = {});
 
 // Stream slots one model may have on one GPU: `capture.streams`, or an
 // instance group's `count`. Each slot is a worker thread, a CUDA stream and a

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "google/protobuf/text_format.h"
 
 namespace graphserve {
@@ -379,6 +380,82 @@ TEST_F(ModelRepositoryTest, StreamSlotCountsBeyondTheLimitAreRefusedByName) {
   EXPECT_EQ(loaded.status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(Message(loaded.status), HasSubstr("load parameter 'config'"));
   EXPECT_THAT(Message(loaded.status), HasSubstr("instance_group.count is 2000"));
+}
+
+TEST_F(ModelRepositoryTest, SeveralRepositoriesServeTheirModelsAndRefuseADuplicateName) {
+  WriteModel("a/mlp", "max_batch_size: 8", {1});
+  WriteModel("a/shared", "max_batch_size: 8", {1});
+  WriteModel("b/dlrm", "max_batch_size: 8", {2});
+  WriteModel("b/shared", "max_batch_size: 8", {1});
+  const std::vector<std::string> roots = {(root_ / "a").string(), (root_ / "b").string()};
+  absl::StatusOr<std::vector<RepositoryModel>> models = ScanModelRepositories(roots);
+  ASSERT_TRUE(models.ok()) << models.status();
+  ASSERT_EQ(models->size(), 3u);
+  EXPECT_EQ((*models)[0].name, "dlrm");
+  EXPECT_TRUE((*models)[0].status.ok()) << (*models)[0].status;
+  EXPECT_EQ((*models)[0].directory, (root_ / "b" / "dlrm").string());
+  EXPECT_EQ((*models)[1].name, "mlp");
+  EXPECT_TRUE((*models)[1].status.ok());
+  // Triton's rule: a name in two repositories is served from neither.
+  const RepositoryModel& shared = (*models)[2];
+  EXPECT_EQ(shared.name, "shared");
+  EXPECT_EQ(shared.status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Message(shared.status),
+              HasSubstr(absl::StrCat("in two model repositories: ",
+                                     (root_ / "a" / "shared").string(), " and ",
+                                     (root_ / "b" / "shared").string())));
+  EXPECT_TRUE(shared.versions.empty());
+
+  absl::StatusOr<std::string> root = FindModelRoot(roots, "dlrm");
+  ASSERT_TRUE(root.ok()) << root.status();
+  EXPECT_EQ(*root, roots[1]);
+  EXPECT_EQ(FindModelRoot(roots, "shared").status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Message(FindModelRoot(roots, "resnet").status()),
+              HasSubstr(absl::StrCat("no model 'resnet' in the repositories ", roots[0], ", ",
+                                     roots[1])));
+  // Every repository must exist, as Triton requires at startup.
+  EXPECT_EQ(ScanModelRepositories({roots[0], (root_ / "missing").string()}).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST_F(ModelRepositoryTest, ModelConfigNamePicksAConfigOfConfigsWhenItExists) {
+  WriteModel("mlp", "max_batch_size: 8", {1});
+  WriteFile("mlp/configs/h100.pbtxt", "max_batch_size: 32");
+  WriteModel("dlrm", "max_batch_size: 4", {1});
+  absl::StatusOr<std::vector<RepositoryModel>> models =
+      ScanModelRepository(root_.string(), {.config_name = "h100"});
+  ASSERT_TRUE(models.ok()) << models.status();
+  ASSERT_EQ(models->size(), 2u);
+  EXPECT_EQ((*models)[0].name, "dlrm");
+  EXPECT_EQ((*models)[0].config.max_batch_size(), 4);  // no configs/h100.pbtxt: config.pbtxt
+  EXPECT_EQ((*models)[1].name, "mlp");
+  EXPECT_EQ((*models)[1].config.max_batch_size(), 32);
+  EXPECT_EQ((*models)[1].versions.size(), 1u);  // configs/ is not a version
+  EXPECT_EQ(ReadRepositoryModel(root_.string(), "mlp", nullptr).config.max_batch_size(), 8)
+      << "configs/ is unused without the flag";
+}
+
+TEST_F(ModelRepositoryTest, WithoutAutoCompleteAConfigMustDeclareTheTensors) {
+  const RepositoryReadOptions strict{.auto_complete_config = false};
+  WriteFile("bare/1/model.onnx", "onnx");
+  RepositoryModel bare = ReadRepositoryModel(root_.string(), "bare", nullptr, strict);
+  EXPECT_EQ(bare.status.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(Message(bare.status), HasSubstr("has no " + (root_ / "bare" / "config.pbtxt").string()));
+  EXPECT_THAT(Message(bare.status), HasSubstr("--disable-auto-complete-config"));
+  EXPECT_TRUE(ReadRepositoryModel(root_.string(), "bare", nullptr).status.ok())
+      << "completed from the model file by default";
+
+  WriteModel("partial", "max_batch_size: 8 input { name: \"x\" data_type: TYPE_FP32 dims: 4 }",
+             {1});
+  RepositoryModel partial = ReadRepositoryModel(root_.string(), "partial", nullptr, strict);
+  EXPECT_EQ(partial.status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Message(partial.status), HasSubstr("declares no output"));
+
+  WriteModel("full",
+             "max_batch_size: 8 input { name: \"x\" data_type: TYPE_FP32 dims: 4 } "
+             "output { name: \"y\" data_type: TYPE_FP32 dims: 1 }",
+             {1});
+  EXPECT_TRUE(ReadRepositoryModel(root_.string(), "full", nullptr, strict).status.ok());
 }
 
 }  // namespace

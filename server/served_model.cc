@@ -20,6 +20,7 @@
 #include "common/status.h"
 #include "runtime/bind.h"
 #include "runtime/onnx_import.h"
+#include "server/config_validation.h"
 #include "server/graph_set_runner.h"
 #include "server/host_runner.h"
 #include "server/request_validation.h"
@@ -395,6 +396,12 @@ absl::StatusOr<std::unique_ptr<ServedModel>> ServedModel::Load(const RepositoryM
   model.name = entry.name;
   inference::ModelConfig config = entry.config;
   RETURN_IF_ERROR(CompleteConfigFromModel(model, &config));
+  // Note [Triton's config rules]: Triton's checks on the config as served,
+  // then what GraphServe does not do, before its own limits.
+  ConfigValidationOptions validation;
+  if (options.executor == ExecutorKind::kCuda) validation.visible_gpus = CudaDeviceCount();
+  RETURN_IF_ERROR(ValidateModelConfig(config, validation));
+  RETURN_IF_ERROR(RefuseUnservedFeatures(config));
   ASSIGN_OR_RETURN(ModelInterface declared, InterfaceFromConfig(config));
   declared.name = entry.name;
   RETURN_IF_ERROR(ArrangeModelAsDeclared(declared, &model));

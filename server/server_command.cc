@@ -1,8 +1,13 @@
 #include "server/server_command.h"
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
+#include <deque>
+#include <limits>
 #include <utility>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -12,15 +17,17 @@
 #include "common/command_line.h"
 #include "common/gpu_wait.h"
 #include "common/grpc_channel_args.h"
+#include "common/logging.h"
 #include "common/status.h"
+#include "server/triton_flags.h"
 
 namespace graphserve {
 
 namespace {
 
 constexpr char kUsage[] =
-    "graphserve [--model-repository DIR] [--grpc-port 8001] [--http-port 8000]\n"
-    "           [--grpc-address unix:PATH] [--device auto|cuda|cuda:N|cpu]\n"
+    "graphserve [--model-repository DIR]... [--grpc-port 8001] [--http-port 8000]\n"
+    "           [--grpc-address IP|unix:PATH] [--device auto|cuda|cuda:N|cpu]\n"
     "\n"
     "Serves every model of a model repository over the KServe v2 / Open Inference\n"
     "Protocol, gRPC and HTTP/REST (Triton's clients work unchanged):\n"
@@ -28,7 +35,8 @@ constexpr char kUsage[] =
     "                                      writes it; max_batch_size, inputs, outputs,\n"
     "                                      capture { batch_sizes streams cost })\n"
     "  DIR/<model>/<version>/model.onnx    the model\n"
-    "Without --model-repository it serves the demo repository (the example models\n"
+    "--model-repository may be given several times (a model name must be unique\n"
+    "across them). Without it graphserve serves the demo repository (the example models\n"
     "mlp and dlrm_dense), written to a scratch directory it names at startup.\n"
     "Before serving, every model's CUDA graphs are captured (one per captured batch\n"
     "size on each of its streams) and checked against an eager run; a startup table\n"
@@ -41,7 +49,10 @@ constexpr char kUsage[] =
     "the reason, and graphserve exits 1 (Triton's behaviour; gRPC and the HTTP library\n"
     "would otherwise share it and split the connections). --reuse-grpc-port and\n"
     "--reuse-http-port share a port on purpose. --grpc-address unix:PATH serves gRPC\n"
-    "on a Unix domain socket as well as on TCP (clients connect to unix:PATH).";
+    "on a Unix domain socket as well as on TCP (clients connect to unix:PATH).\n"
+    "Triton's command line works unchanged: every tritonserver flag is accepted,\n"
+    "with Triton's meaning where graphserve has the feature (server/triton_flags.cc\n"
+    "says what each one does here).";
 
 // "auto" | "cuda" | "cuda:N" | "cpu" -> the executor and device.
 absl::Status ResolveDevice(const std::string& device, int gpus_visible, std::ostream& notices,
@@ -84,25 +95,64 @@ absl::Status ResolveDevice(const std::string& device, int gpus_visible, std::ost
 }
 
 absl::StatusOr<ModelControlMode> ParseModelControlMode(const std::string& mode) {
-  if (mode == "none") return ModelControlMode::kNone;
-  if (mode == "explicit") return ModelControlMode::kExplicit;
-  if (mode == "poll") return ModelControlMode::kPoll;
+  // Any case, as Triton reads it.
+  const std::string lower = absl::AsciiStrToLower(mode);
+  if (lower == "none") return ModelControlMode::kNone;
+  if (lower == "explicit") return ModelControlMode::kExplicit;
+  if (lower == "poll") return ModelControlMode::kPoll;
   return absl::InvalidArgumentError(
       absl::StrCat("--model-control-mode wants none, explicit or poll, got '", mode, "'"));
 }
 
-// --grpc-address unix:PATH (or gRPC's unix:///PATH) -> PATH; "" -> "".
-absl::StatusOr<std::string> UnixSocketPath(const std::string& address) {
-  if (address.empty()) return std::string();
+// An address a TCP listener binds, as Triton's --grpc-address,
+// --http-address and --metrics-address take it: an IP address (0.0.0.0,
+// 127.0.0.1, ::, [::1]) or a name of this machine; the port is a flag of its
+// own. Whether it is an address of this machine is checked at startup
+// (CheckCanListen), naming the flag.
+absl::Status CheckListenHost(absl::string_view flag, const std::string& host,
+                             absl::string_view other_forms) {
+  const bool host_and_port = std::count(host.begin(), host.end(), ':') == 1;
+  const bool bad = host.empty() || host_and_port || host.find('/') != std::string::npos ||
+                   std::any_of(host.begin(), host.end(), [](char c) {
+                     return absl::ascii_isspace(static_cast<unsigned char>(c));
+                   });
+  if (!bad) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("--", flag, " wants an IP address such as 0.0.0.0, 127.0.0.1 or ::",
+                   other_forms, ", got '", host, "'",
+                   host_and_port ? " (the port is a flag of its own)" : ""));
+}
+
+// --grpc-address: unix:PATH (or gRPC's unix:///PATH) adds a Unix domain
+// socket beside TCP; anything else is the address TCP binds.
+absl::Status ParseGrpcAddress(const std::string& address, InferenceServerOptions* options) {
+  if (address.empty()) return absl::OkStatus();
   constexpr absl::string_view kScheme = "unix:";
   absl::string_view path = address;
-  if (!absl::ConsumePrefix(&path, kScheme) || path.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--grpc-address wants unix:PATH (a Unix domain socket), got '", address, "'"));
+  if (!absl::ConsumePrefix(&path, kScheme)) {
+    RETURN_IF_ERROR(CheckListenHost("grpc-address", address, " (or unix:PATH)"));
+    options->grpc_host = address;
+    return absl::OkStatus();
+  }
+  if (path.empty()) {
+    return absl::InvalidArgumentError("--grpc-address unix: wants a path, e.g. unix:/run/gs.sock");
   }
   // unix:///run/x.sock is gRPC's URI form of /run/x.sock.
   if (absl::StartsWith(path, "///")) path.remove_prefix(2);
-  return std::string(path);
+  options->grpc_unix_socket = std::string(path);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<int> ParseCompressionLevel(const std::string& level) {
+  // GRPC_COMPRESS_LEVEL_NONE .. _HIGH, as Triton maps its names.
+  const std::string lower = absl::AsciiStrToLower(level);
+  if (lower == "none") return 0;
+  if (lower == "low") return 1;
+  if (lower == "medium") return 2;
+  if (lower == "high") return 3;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--grpc-infer-response-compression-level wants none, low, medium or high, got '", level,
+      "'"));
 }
 
 // InvalidArgument "--<flag> wants low..high, got value" unless it is within.
@@ -163,19 +213,83 @@ struct FlagValues {
   int64_t grpc_threads_per_queue;
   int64_t idle_spin_us;
   std::string model_control = "none";
-  std::string load_models;
+  std::vector<std::string> repositories;
+  std::vector<std::string> load_models;
   int64_t repository_poll_secs = 15;
   std::string grpc_channel_args;
   std::string gpu_wait = "auto";
-  // Triton's restricted APIs (server/restricted_api.h).
-  std::string grpc_restricted;
-  std::string http_restricted;
+  // Triton's flags (server/triton_flags.h).
+  bool disable_auto_complete_config = false;
+  bool strict_model_config = false;
+  std::string http_address;
+  std::string metrics_address;
+  int64_t http_threads = 32;
+  int64_t http_max_input_size = int64_t{64} << 20;
+  int64_t grpc_infer_threads = 2;
+  bool grpc_use_ssl = false;
+  bool grpc_use_ssl_mutual = false;
+  std::string compression_level = "none";
+  bool allow_client_shm = true;
+  bool log_info = true;
+  bool log_warning = true;
+  bool log_error = true;
+  std::string log_format = "default";
+  // Triton's gRPC keepalive and HTTP/2 flags: each given one becomes the
+  // gRPC core argument it names, as Triton's server sets it.
+  struct GrpcArgFlag {
+    const char* flag;
+    const char* arg;  // gRPC's name (grpc/impl/channel_arg_names.h)
+    int64_t value = 0;
+  };
+  std::array<GrpcArgFlag, 7> grpc_int_args = {{
+      {"grpc-keepalive-time", "grpc.keepalive_time_ms"},
+      {"grpc-keepalive-timeout", "grpc.keepalive_timeout_ms"},
+      {"grpc-http2-max-pings-without-data", "grpc.http2.max_pings_without_data"},
+      {"grpc-http2-min-recv-ping-interval-without-data",
+       "grpc.http2.min_ping_interval_without_data_ms"},
+      {"grpc-http2-max-ping-strikes", "grpc.http2.max_ping_strikes"},
+      {"grpc-max-connection-age", "grpc.max_connection_age_ms"},
+      {"grpc-max-connection-age-grace", "grpc.max_connection_age_grace_ms"},
+  }};
+  bool keepalive_permit_without_calls = false;
+  // Where the ignored flags' values go (checked by kind, then dropped);
+  // deques, so the addresses handed to CommandLine stay put.
+  std::deque<std::string> ignored_strings;
+  std::deque<int64_t> ignored_ints;
+  std::deque<double> ignored_doubles;
+  std::deque<bool> ignored_bools;
+  // Triton's restricted APIs (server/restricted_api.h), one group per
+  // occurrence of the flag.
+  std::vector<std::string> grpc_restricted;
+  std::vector<std::string> http_restricted;
 };
 
-void AddFlags(FlagValues* v, CommandLine* flags) {
+// Registers each of Triton's flags that does not apply here (Note [Triton's
+// flags]), by the kind of its value, out of the flag list of --help.
+void AddIgnoredTritonFlags(FlagValues* v, CommandLine* flags) {
+  for (const TritonFlag& triton : TritonFlags()) {
+    if (triton.use != TritonFlagUse::kIgnored) continue;
+    const std::string name(triton.name);
+    const std::string help(triton.what);
+    if (triton.value == "<boolean>" || triton.value == "<none>") {
+      flags->AddBool(name, &v->ignored_bools.emplace_back(), help);
+    } else if (triton.value == "<integer>") {
+      flags->AddInt(name, &v->ignored_ints.emplace_back(), help);
+    } else if (triton.value == "<float>") {
+      flags->AddDouble(name, &v->ignored_doubles.emplace_back(), help);
+    } else {
+      flags->AddString(name, &v->ignored_strings.emplace_back(), help);
+    }
+    flags->Hide(name);
+  }
+}
+
+void AddFlags(FlagValues* v, ServerCommand* command, CommandLine* flags) {
   InferenceServerOptions& options = *v->options;
-  flags->AddString("model-repository", &options.model_repository,
-                   "The model repository directory; without it, the demo repository.");
+  flags->AddStringList("model-repository", &v->repositories,
+                       "A model repository directory; give it again for more (a model name must "
+                       "be unique across them). Without it, the demo repository.");
+  flags->AddAlias("model-store", "model-repository");
   flags->AddInt("grpc-port", &v->port, "gRPC port; 0 picks a free one (printed at startup).");
   flags->AddInt("http-port", &v->http_port,
                 "KServe v2 HTTP/REST port; 0 picks a free one (printed at startup).");
@@ -186,7 +300,9 @@ void AddFlags(FlagValues* v, CommandLine* flags) {
   flags->AddBool("allow-metrics", &options.allow_metrics,
                  "Serve Prometheus metrics; --allow-metrics=false to turn them off.");
   flags->AddString("host", &options.host,
-                   "Address to listen on: an address of this machine, or 0.0.0.0 / :: for all.");
+                   "Address to listen on where --grpc-address, --http-address or "
+                   "--metrics-address does not say: an address of this machine, or 0.0.0.0 / "
+                   ":: for all.");
   flags->AddBool("reuse-grpc-port", &options.reuse_grpc_port,
                  "Share the gRPC port with other processes that ask the same (SO_REUSEPORT; "
                  "the kernel splits connections between them). Without it a port in use is "
@@ -194,7 +310,8 @@ void AddFlags(FlagValues* v, CommandLine* flags) {
   flags->AddBool("reuse-http-port", &options.reuse_http_port,
                  "As --reuse-grpc-port, for the HTTP/REST port.");
   flags->AddString("grpc-address", &v->grpc_address,
-                   "unix:PATH: serve gRPC on the Unix domain socket PATH as well as on TCP "
+                   "The IP address gRPC binds (e.g. 127.0.0.1; default: --host). unix:PATH "
+                   "instead serves gRPC on the Unix domain socket PATH as well as on TCP "
                    "(clients on this machine connect to unix:PATH). A stale socket file is "
                    "replaced; one where a server answers is refused.");
   flags->AddString("device", &v->device,
@@ -263,27 +380,151 @@ void AddFlags(FlagValues* v, CommandLine* flags) {
                    "then load, reload and unload with RepositoryModelLoad/Unload (a reload "
                    "serves the old version until the new one is captured); poll: load every "
                    "model and follow the repository's changes every --repository-poll-secs.");
-  flags->AddString("load-model", &v->load_models,
-                   "With --model-control-mode=explicit: comma-separated models to load at "
-                   "start, or * for all.");
+  flags->AddStringList("load-model", &v->load_models,
+                       "With --model-control-mode=explicit: a model to load at start (give it "
+                       "again, or a comma-separated list, for more), or * for all.");
   flags->AddInt("repository-poll-secs", &v->repository_poll_secs,
                 "With --model-control-mode=poll: seconds between repository scans.");
+  flags->AddBool("disable-auto-complete-config", &v->disable_auto_complete_config,
+                 "Every model needs a config.pbtxt that declares its inputs and outputs; "
+                 "nothing is completed from the model file.");
+  flags->AddBool("strict-model-config", &v->strict_model_config,
+                 "true: as --disable-auto-complete-config (Triton's older name).");
+  flags->AddString("model-config-name", &options.repository_read.config_name,
+                   "Read each model's configs/NAME.pbtxt where it exists instead of its "
+                   "config.pbtxt (one repository for several kinds of machine).");
+  // Logging (Triton's flags).
   flags->AddInt("log-verbose", &v->log_verbose, "0: info; 1 or more: debug logging.");
+  flags->AddBool("log-info", &v->log_info, "Log info messages.");
+  flags->AddBool("log-warning", &v->log_warning, "Log warnings.");
+  flags->AddBool("log-error", &v->log_error, "Log errors.");
+  flags->AddString("log-format", &v->log_format,
+                   "default, or ISO8601 (\"2026-01-31T12:00:00Z I message\", UTC).");
+  flags->AddString("log-file", &command->logging.file,
+                   "Append the log to this file instead of writing it to stdout.");
+  // Listeners (Triton's flags; Note [Listen addresses] in inference_server.cc).
+  flags->AddBool("allow-grpc", &options.allow_grpc,
+                 "Serve gRPC; --allow-grpc=false serves HTTP/REST alone.");
+  flags->AddString("http-address", &v->http_address,
+                   "The IP address HTTP/REST binds (e.g. 127.0.0.1; default: --host).");
+  flags->AddString("metrics-address", &v->metrics_address,
+                   "The IP address metrics bind (default: --http-address, else --host).");
+  flags->AddInt("http-thread-count", &v->http_threads, "Threads serving HTTP requests at once.");
+  flags->AddInt("http-max-input-size", &v->http_max_input_size,
+                "Largest HTTP request body in bytes; larger ones get 413.");
+  flags->AddInt("grpc-infer-thread-count", &v->grpc_infer_threads,
+                "Threads polling gRPC's inference completion queues (2..128); sets "
+                "--grpc-queues to this over --grpc-threads-per-queue unless it is given.");
+  flags->AddString("grpc-infer-response-compression-level", &v->compression_level,
+                   "none, low, medium or high: compress gRPC responses (with an algorithm "
+                   "the client accepts).");
+  for (FlagValues::GrpcArgFlag& arg : v->grpc_int_args) {
+    flags->AddInt(arg.flag, &arg.value,
+                  absl::StrCat("Sets gRPC's ", arg.arg, " (Triton's flag; unset: gRPC's default)."));
+  }
+  flags->AddBool("grpc-keepalive-permit-without-calls", &v->keepalive_permit_without_calls,
+                 "Sets gRPC's grpc.keepalive_permit_without_calls (Triton's flag).");
+  // gRPC over TLS (Note [gRPC over TLS] in inference_server.cc).
+  flags->AddBool("grpc-use-ssl", &v->grpc_use_ssl,
+                 "Serve gRPC over TLS with --grpc-server-cert and --grpc-server-key.");
+  flags->AddBool("grpc-use-ssl-mutual", &v->grpc_use_ssl_mutual,
+                 "Serve gRPC over TLS and require each client's certificate, signed by "
+                 "--grpc-root-cert; a client without one is refused.");
+  flags->AddString("grpc-server-cert", &options.grpc_tls.server_cert,
+                   "PEM file of the server's certificate (chain).");
+  flags->AddString("grpc-server-key", &options.grpc_tls.server_key,
+                   "PEM file of the server's private key.");
+  flags->AddString("grpc-root-cert", &options.grpc_tls.root_cert,
+                   "PEM file of the CA that signs client certificates (--grpc-use-ssl-mutual).");
+  flags->AddBool("allow-client-shm", &v->allow_client_shm,
+                 "Clients may register system and CUDA shared memory (graphserve's default; "
+                 "false is refused until graphserve can turn it off).");
+  AddIgnoredTritonFlags(v, flags);
   // Triton's restricted APIs: parsed by RestrictedApis in ParseServerCommand.
-  flags->AddString("grpc-restricted-protocol", &v->grpc_restricted,
-                   RestrictedApis::FlagHelp(RestrictedProtocol::kGrpc));
-  flags->AddString("http-restricted-api", &v->http_restricted,
-                   RestrictedApis::FlagHelp(RestrictedProtocol::kHttp));
+  flags->AddStringList("grpc-restricted-protocol", &v->grpc_restricted,
+                       RestrictedApis::FlagHelp(RestrictedProtocol::kGrpc));
+  flags->AddStringList("http-restricted-api", &v->http_restricted,
+                       RestrictedApis::FlagHelp(RestrictedProtocol::kHttp));
+}
+
+// --help's section on Triton's flags that do not apply: their names,
+// wrapped, rather than forty entries.
+std::string IgnoredFlagsHelp() {
+  std::string text =
+      "\nTriton flags that do not apply to graphserve (accepted, each logging one line that "
+      "says why;\nserver/triton_flags.cc lists every Triton flag and what graphserve does with "
+      "it):\n";
+  std::string line = " ";
+  for (const TritonFlag& triton : TritonFlags()) {
+    if (triton.use != TritonFlagUse::kIgnored) continue;
+    const std::string word = absl::StrCat(" --", triton.name);
+    if (line.size() + word.size() > 88) {
+      absl::StrAppend(&text, line, "\n");
+      line = " ";
+    }
+    absl::StrAppend(&line, word);
+  }
+  return absl::StrCat(text, line, "\n");
+}
+
+// The log flags -> LoggingOptions.
+absl::Status ParseLogging(const FlagValues& v, LoggingOptions* logging) {
+  if (v.log_verbose < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--log-verbose wants a value >= 0, got ", v.log_verbose));
+  }
+  logging->verbose = static_cast<int>(std::min<int64_t>(v.log_verbose, 1000));
+  logging->info = v.log_info;
+  logging->warning = v.log_warning;
+  logging->error = v.log_error;
+  if (v.log_format == "default") {
+    logging->format = LogFormat::kDefault;
+  } else if (v.log_format == "ISO8601") {
+    logging->format = LogFormat::kIso8601;
+  } else {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--log-format wants default or ISO8601, got '", v.log_format, "'"));
+  }
+  return absl::OkStatus();
+}
+
+// Triton's TLS flags -> options.grpc_tls, refusing a combination that would
+// serve something other than what was asked.
+absl::Status ParseGrpcTls(const FlagValues& v, const CommandLine& flags,
+                          InferenceServerOptions* options, std::vector<std::string>* warnings) {
+  GrpcTlsOptions& tls = options->grpc_tls;
+  tls.mutual = v.grpc_use_ssl_mutual;
+  tls.enabled = v.grpc_use_ssl || v.grpc_use_ssl_mutual;  // mutual implies TLS, as in Triton
+  if (!tls.enabled) {
+    for (const char* file_flag : {"grpc-server-cert", "grpc-server-key", "grpc-root-cert"}) {
+      if (flags.Given(file_flag)) {
+        warnings->push_back(absl::StrCat("--", file_flag,
+                                         " is given without --grpc-use-ssl or "
+                                         "--grpc-use-ssl-mutual: gRPC serves WITHOUT TLS"));
+      }
+    }
+    return absl::OkStatus();
+  }
+  const char* asked = tls.mutual ? "--grpc-use-ssl-mutual" : "--grpc-use-ssl";
+  if (tls.server_cert.empty() || tls.server_key.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(asked, " needs --grpc-server-cert and --grpc-server-key (PEM files)"));
+  }
+  if (tls.mutual && tls.root_cert.empty()) {
+    return absl::InvalidArgumentError(
+        "--grpc-use-ssl-mutual needs --grpc-root-cert, the CA that signs client certificates");
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
 
 std::string ServerUsage() {
-  InferenceServerOptions options;
-  FlagValues values(&options);
+  ServerCommand command;
+  FlagValues values(&command.options);
   CommandLine flags(kUsage);
-  AddFlags(&values, &flags);
-  return flags.Help();
+  AddFlags(&values, &command, &flags);
+  return flags.Help() + IgnoredFlagsHelp();
 }
 
 absl::StatusOr<ServerCommand> ParseServerCommand(const std::vector<std::string>& args,
@@ -292,16 +533,33 @@ absl::StatusOr<ServerCommand> ParseServerCommand(const std::vector<std::string>&
   InferenceServerOptions& options = command.options;
   FlagValues v(&options);
   CommandLine flags(kUsage);
-  AddFlags(&v, &flags);
+  AddFlags(&v, &command, &flags);
 
   std::vector<const char*> argv = {"graphserve"};
-  for (const std::string& arg : args) argv.push_back(arg.c_str());
+  for (const std::string& arg : args) {
+    // A Triton flag that guards security and is not implemented yet is
+    // refused by name, never ignored (Note [Triton's flags]).
+    absl::string_view name = arg;
+    if (absl::ConsumePrefix(&name, "--")) name = name.substr(0, name.find('='));
+    const TritonFlag* triton = FindTritonFlag(name);
+    if (triton != nullptr && triton->use == TritonFlagUse::kNotYet && !flags.Has(name)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", name, " is not supported by graphserve yet (", triton->what, ")"));
+    }
+    argv.push_back(arg.c_str());
+  }
   RETURN_IF_ERROR(flags.Parse(static_cast<int>(argv.size()), argv.data()));
   if (flags.help_requested()) {
     command.help = true;
     return command;
   }
-  command.serve_demo = options.model_repository.empty();
+  options.model_repositories = v.repositories;
+  command.serve_demo = options.model_repositories.empty();
+  for (const TritonFlag& triton : TritonFlags()) {
+    if (triton.use == TritonFlagUse::kIgnored && flags.Given(triton.name)) {
+      command.ignored_flags.push_back(IgnoredFlagNotice(triton));
+    }
+  }
   RETURN_IF_ERROR(CheckFlagRange("grpc-port", v.port, 0, 65535));
   if (v.exit_timeout < 0) {
     return absl::InvalidArgumentError(
@@ -336,7 +594,52 @@ absl::StatusOr<ServerCommand> ParseServerCommand(const std::vector<std::string>&
   RETURN_IF_ERROR(CheckFlagRange("metrics-port", v.metrics_port, 0, 65535));
   options.metrics_port = static_cast<int>(v.metrics_port);
   RETURN_IF_ERROR(CheckDistinctPorts(options));
-  ASSIGN_OR_RETURN(options.grpc_unix_socket, UnixSocketPath(v.grpc_address));
+  RETURN_IF_ERROR(ParseGrpcAddress(v.grpc_address, &options));
+  if (!v.http_address.empty() || flags.Given("http-address")) {
+    RETURN_IF_ERROR(CheckListenHost("http-address", v.http_address, ""));
+    options.http_host = v.http_address;
+  }
+  if (!v.metrics_address.empty() || flags.Given("metrics-address")) {
+    RETURN_IF_ERROR(CheckListenHost("metrics-address", v.metrics_address, ""));
+    options.metrics_host = v.metrics_address;
+  }
+  RETURN_IF_ERROR(CheckFlagRange("http-thread-count", v.http_threads, 1, 1024));
+  options.http_threads = static_cast<int>(v.http_threads);
+  if (v.http_max_input_size <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--http-max-input-size wants a byte count > 0, got ", v.http_max_input_size));
+  }
+  options.http_max_input_bytes = v.http_max_input_size;
+  if (flags.Given("grpc-infer-thread-count")) {
+    RETURN_IF_ERROR(CheckFlagRange("grpc-infer-thread-count", v.grpc_infer_threads, 2, 128));
+    if (!flags.Given("grpc-queues")) {
+      // Triton's count is threads; here threads poll per queue.
+      const int64_t per_queue = options.grpc_threads_per_queue;
+      options.grpc_queues = static_cast<int>(
+          std::clamp<int64_t>((v.grpc_infer_threads + per_queue - 1) / per_queue, 1, 64));
+    }
+  }
+  ASSIGN_OR_RETURN(options.grpc_compression_level, ParseCompressionLevel(v.compression_level));
+  // Triton's keepalive flags first, so that --grpc-channel-args can still
+  // say otherwise.
+  std::vector<GrpcChannelArg> triton_args;
+  for (const FlagValues::GrpcArgFlag& arg : v.grpc_int_args) {
+    if (!flags.Given(arg.flag)) continue;
+    RETURN_IF_ERROR(CheckFlagRange(arg.flag, arg.value, 0, std::numeric_limits<int>::max()));
+    triton_args.push_back({arg.arg, static_cast<int>(arg.value)});
+  }
+  if (flags.Given("grpc-keepalive-permit-without-calls")) {
+    triton_args.push_back(
+        {"grpc.keepalive_permit_without_calls", v.keepalive_permit_without_calls ? 1 : 0});
+  }
+  options.grpc_channel_args.insert(options.grpc_channel_args.begin(), triton_args.begin(),
+                                   triton_args.end());
+  RETURN_IF_ERROR(ParseGrpcTls(v, flags, &options, &command.warnings));
+  if (!v.allow_client_shm) {
+    return absl::InvalidArgumentError(
+        "--allow-client-shm=false is not supported by graphserve yet: clients may always "
+        "register shared memory; leave the flag out or set it true");
+  }
   options.exit_timeout = std::chrono::seconds(v.exit_timeout);
   options.max_message_bytes = static_cast<int>(v.max_message_bytes);
   RETURN_IF_ERROR(CheckFlagRange("http-max-json-depth", v.http_max_json_depth, 1, 4096));
@@ -344,25 +647,50 @@ absl::StatusOr<ServerCommand> ParseServerCommand(const std::vector<std::string>&
   options.models.max_queued_chunks = static_cast<size_t>(v.max_queued);
   options.models.graphs = v.graphs == "on";
   ASSIGN_OR_RETURN(options.model_control, ParseModelControlMode(v.model_control));
-  if (!v.load_models.empty() && options.model_control != ModelControlMode::kExplicit) {
-    return absl::InvalidArgumentError(
-        "--load-model needs --model-control-mode=explicit (the other modes load every model)");
+  // Repeated, as Triton's; each may also be a comma-separated list.
+  for (const std::string& models : v.load_models) {
+    for (absl::string_view model : absl::StrSplit(models, ',', absl::SkipEmpty())) {
+      if (std::find(options.load_models.begin(), options.load_models.end(), model) ==
+          options.load_models.end()) {
+        options.load_models.emplace_back(model);
+      }
+    }
   }
-  options.load_models = absl::StrSplit(v.load_models, ',', absl::SkipEmpty());
+  if (options.load_models.size() > 1 &&
+      std::find(options.load_models.begin(), options.load_models.end(), "*") !=
+          options.load_models.end()) {
+    return absl::InvalidArgumentError(
+        "--load-model=* loads every model and must be the only --load-model (Triton's rule)");
+  }
+  if (!options.load_models.empty() && options.model_control != ModelControlMode::kExplicit) {
+    // Triton ignores it then; say so rather than refuse a Triton command line.
+    command.warnings.push_back(
+        "--load-model applies only with --model-control-mode=explicit; every model loads");
+    options.load_models.clear();
+  }
+  if (flags.Given("model-config-name")) {
+    const std::string& name = options.repository_read.config_name;
+    if (name.empty() || name.find('/') != std::string::npos || name.find(' ') != std::string::npos ||
+        name == "." || name == "..") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--model-config-name wants a file name without spaces or '/' (configs/NAME.pbtxt), "
+          "got '",
+          name, "'"));
+    }
+  }
+  // --strict-model-config=false is Triton's default, auto-complete on.
+  options.repository_read.auto_complete_config =
+      !(v.disable_auto_complete_config || v.strict_model_config);
   if (v.repository_poll_secs < 1) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--repository-poll-secs wants a value >= 1, got ", v.repository_poll_secs));
   }
   options.repository_poll = std::chrono::seconds(v.repository_poll_secs);
-  command.verbose = v.log_verbose > 0;
-  // One group per flag for now: CommandLine keeps a repeated flag's last value.
-  const auto specs = [](const std::string& spec) {
-    return spec.empty() ? std::vector<std::string>() : std::vector<std::string>{spec};
-  };
+  RETURN_IF_ERROR(ParseLogging(v, &command.logging));
   ASSIGN_OR_RETURN(options.grpc_restricted,
-                   RestrictedApis::Parse(RestrictedProtocol::kGrpc, specs(v.grpc_restricted)));
+                   RestrictedApis::Parse(RestrictedProtocol::kGrpc, v.grpc_restricted));
   ASSIGN_OR_RETURN(options.http_restricted,
-                   RestrictedApis::Parse(RestrictedProtocol::kHttp, specs(v.http_restricted)));
+                   RestrictedApis::Parse(RestrictedProtocol::kHttp, v.http_restricted));
   RETURN_IF_ERROR(ResolveDevice(v.device, gpus_visible, notices, &options.models));
   return command;
 }

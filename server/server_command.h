@@ -1,15 +1,16 @@
 #pragma once
 // graphserve's command line, kept out of main() so that tests reach it:
-// flags in the conventions Triton users know (--model-repository,
-// --grpc-port, --log-verbose, --exit-timeout-secs), parsed into the server's
-// options, with the executor resolved (--device auto picks the GPU when one is
-// visible and says loudly when it falls back to the host).
+// every tritonserver flag (server/triton_flags.h) beside graphserve's own,
+// parsed into the server's options, with the executor resolved (--device
+// auto picks the GPU when one is visible and says loudly when it falls back
+// to the host).
 
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/logging.h"
 #include "server/inference_server.h"
 
 namespace graphserve {
@@ -22,7 +23,14 @@ inline constexpr int kServerExitUsage = 2;     // bad flag or flag value
 struct ServerCommand {
   InferenceServerOptions options;
   bool help = false;   // --help: print usage and exit
-  bool verbose = false;
+  // Triton's --log-verbose, --log-info, --log-warning, --log-error,
+  // --log-format and --log-file.
+  LoggingOptions logging;
+  // One line for each of Triton's flags given that does not apply here
+  // (server/triton_flags.h), for main() to log at startup.
+  std::vector<std::string> ignored_flags;
+  // Flags that do something other than the user may think, for the log.
+  std::vector<std::string> warnings;
   // No --model-repository: serve the demo repository (examples/
   // demo_repository.h), which main() writes to a scratch directory.
   bool serve_demo = false;

@@ -14,7 +14,7 @@ TEST(ServerCommand, DefaultsFollowTritonConventions) {
   std::ostringstream notices;
   auto command = ParseServerCommand({"--model-repository", "/models"}, 1, notices);
   ASSERT_TRUE(command.ok()) << command.status();
-  EXPECT_EQ(command->options.model_repository, "/models");
+  EXPECT_EQ(command->options.model_repositories, std::vector<std::string>{"/models"});
   EXPECT_EQ(command->options.grpc_port, 8001);
   EXPECT_EQ(command->options.models.executor, ExecutorKind::kCuda);
   EXPECT_TRUE(command->options.models.graphs);
@@ -28,7 +28,7 @@ TEST(ServerCommand, NoRepositoryServesTheDemo) {
   auto command = ParseServerCommand({"--device", "cpu"}, 0, notices);
   ASSERT_TRUE(command.ok()) << command.status();
   EXPECT_TRUE(command->serve_demo);
-  EXPECT_TRUE(command->options.model_repository.empty());
+  EXPECT_TRUE(command->options.model_repositories.empty());
   auto given = ParseServerCommand({"--model-repository", "/m", "--device", "cpu"}, 0, notices);
   ASSERT_TRUE(given.ok()) << given.status();
   EXPECT_FALSE(given->serve_demo);
@@ -65,7 +65,7 @@ TEST(ServerCommand, FlagsAreParsed) {
   EXPECT_FALSE(command->options.models.graphs);
   EXPECT_EQ(command->options.exit_timeout.count(), 5);
   EXPECT_FALSE(command->options.exit_on_error);
-  EXPECT_TRUE(command->verbose);
+  EXPECT_EQ(command->logging.verbose, 1);
 }
 
 TEST(ServerCommand, ModelControlAndSpinFlags) {
@@ -78,16 +78,21 @@ TEST(ServerCommand, ModelControlAndSpinFlags) {
   EXPECT_EQ(command->options.model_control, ModelControlMode::kExplicit);
   EXPECT_EQ(command->options.load_models, (std::vector<std::string>{"a", "b"}));
   EXPECT_EQ(command->options.models.idle_spin, std::chrono::microseconds(300));
+  auto upper = ParseServerCommand({"--model-repository", "/m", "--model-control-mode", "POLL"}, 0,
+                                  notices);
+  ASSERT_TRUE(upper.ok()) << upper.status();
+  EXPECT_EQ(upper->options.model_control, ModelControlMode::kPoll);  // any case, as Triton
   EXPECT_THAT(ParseServerCommand({"--model-repository", "/m", "--model-control-mode", "manual"},
                                  0, notices)
                   .status()
                   .message(),
               HasSubstr("none, explicit or poll"));
-  EXPECT_THAT(
-      ParseServerCommand({"--model-repository", "/m", "--load-model", "a"}, 0, notices)
-          .status()
-          .message(),
-      HasSubstr("--model-control-mode=explicit"));
+  // Triton ignores --load-model outside explicit mode; so does graphserve,
+  // saying so.
+  auto ignored = ParseServerCommand({"--model-repository", "/m", "--load-model", "a"}, 0, notices);
+  ASSERT_TRUE(ignored.ok()) << ignored.status();
+  EXPECT_TRUE(ignored->options.load_models.empty());
+  EXPECT_THAT(ignored->warnings, ::testing::ElementsAre(HasSubstr("--model-control-mode=explicit")));
   EXPECT_THAT(ParseServerCommand({"--model-repository", "/m", "--idle-spin-us", "-1"}, 0, notices)
                   .status()
                   .message(),
@@ -198,13 +203,220 @@ TEST(ServerCommand, GrpcAddressTakesAUnixSocket) {
   auto none = ParseServerCommand({"--model-repository", "/m"}, 0, notices);
   ASSERT_TRUE(none.ok());
   EXPECT_EQ(none->options.grpc_unix_socket, "");
-  for (const char* bad : {"0.0.0.0:9001", "unix:", "/run/gs.sock"}) {
+  for (const char* bad : {"0.0.0.0:9001", "/run/gs.sock", "a b"}) {
     const absl::Status status =
         ParseServerCommand({"--model-repository", "/m", "--grpc-address", bad}, 0, notices)
             .status();
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << bad;
-    EXPECT_THAT(status.message(), HasSubstr("--grpc-address wants unix:PATH")) << bad;
+    EXPECT_THAT(status.message(), HasSubstr("--grpc-address wants an IP address such as 0.0.0.0, "
+                                            "127.0.0.1 or :: (or unix:PATH)"))
+        << bad;
   }
+  EXPECT_THAT(ParseServerCommand({"--model-repository", "/m", "--grpc-address", "0.0.0.0:9001"}, 0,
+                                 notices)
+                  .status()
+                  .message(),
+              HasSubstr("(the port is a flag of its own)"));
+  EXPECT_THAT(
+      ParseServerCommand({"--model-repository", "/m", "--grpc-address", "unix:"}, 0, notices)
+          .status()
+          .message(),
+      HasSubstr("--grpc-address unix: wants a path"));
+}
+
+TEST(ServerCommand, EachListenerTakesTritonsAddressFlag) {
+  std::ostringstream notices;
+  auto command = ParseServerCommand({"--model-repository", "/m", "--grpc-address", "0.0.0.0",
+                                     "--http-address", "127.0.0.1", "--metrics-address", "::1"},
+                                    0, notices);
+  ASSERT_TRUE(command.ok()) << command.status();
+  EXPECT_EQ(command->options.grpc_host, "0.0.0.0");
+  EXPECT_EQ(command->options.grpc_unix_socket, "");
+  EXPECT_EQ(command->options.http_host, "127.0.0.1");
+  EXPECT_EQ(command->options.metrics_host, "::1");
+  auto ipv6 = ParseServerCommand({"--model-repository", "/m", "--grpc-address", "::"}, 0, notices);
+  ASSERT_TRUE(ipv6.ok()) << ipv6.status();
+  EXPECT_EQ(ipv6->options.grpc_host, "::");
+  // Unset, each is --host's (InferenceServer falls back).
+  auto fallback = ParseServerCommand({"--model-repository", "/m", "--host", "127.0.0.1"}, 0,
+                                     notices);
+  ASSERT_TRUE(fallback.ok());
+  EXPECT_EQ(fallback->options.host, "127.0.0.1");
+  EXPECT_EQ(fallback->options.http_host, "");
+  EXPECT_THAT(ParseServerCommand({"--model-repository", "/m", "--http-address", ""}, 0, notices)
+                  .status()
+                  .message(),
+              HasSubstr("--http-address wants an IP address"));
+}
+
+TEST(ServerCommand, RepeatedRepositoriesAndModelsAreAllKept) {
+  std::ostringstream notices;
+  auto command = ParseServerCommand(
+      {"--model-repository", "/a", "--model-store=/b", "--model-repository=/c",
+       "--model-control-mode=explicit", "--load-model", "x", "--load-model=y,z", "--load-model",
+       "x"},
+      0, notices);
+  ASSERT_TRUE(command.ok()) << command.status();
+  EXPECT_EQ(command->options.model_repositories, (std::vector<std::string>{"/a", "/b", "/c"}));
+  EXPECT_EQ(command->options.load_models, (std::vector<std::string>{"x", "y", "z"}));
+  EXPECT_FALSE(command->serve_demo);
+  EXPECT_THAT(ParseServerCommand({"--model-repository", "/a", "--model-control-mode=explicit",
+                                  "--load-model=*", "--load-model=x"},
+                                 0, notices)
+                  .status()
+                  .message(),
+              HasSubstr("must be the only --load-model"));
+}
+
+TEST(ServerCommand, TritonsRepositoryFlags) {
+  std::ostringstream notices;
+  auto command = ParseServerCommand({"--model-repository", "/m"}, 0, notices);
+  ASSERT_TRUE(command.ok());
+  EXPECT_TRUE(command->options.repository_read.auto_complete_config);  // Triton's default
+  for (const std::vector<std::string>& strict :
+       {std::vector<std::string>{"--disable-auto-complete-config"},
+        std::vector<std::string>{"--strict-model-config=true"},
+        std::vector<std::string>{"--strict-model-config", "true"}}) {
+    std::vector<std::string> args = {"--model-repository", "/m"};
+    args.insert(args.end(), strict.begin(), strict.end());
+    auto parsed = ParseServerCommand(args, 0, notices);
+    ASSERT_TRUE(parsed.ok()) << parsed.status();
+    EXPECT_FALSE(parsed->options.repository_read.auto_complete_config) << strict[0];
+  }
+  auto loose = ParseServerCommand({"--model-repository", "/m", "--strict-model-config=false"}, 0,
+                                  notices);
+  ASSERT_TRUE(loose.ok());
+  EXPECT_TRUE(loose->options.repository_read.auto_complete_config);
+  auto named = ParseServerCommand({"--model-repository", "/m", "--model-config-name=h100"}, 0,
+                                  notices);
+  ASSERT_TRUE(named.ok());
+  EXPECT_EQ(named->options.repository_read.config_name, "h100");
+  EXPECT_THAT(ParseServerCommand({"--model-repository", "/m", "--model-config-name=../x"}, 0,
+                                 notices)
+                  .status()
+                  .message(),
+              HasSubstr("without spaces or '/'"));
+}
+
+TEST(ServerCommand, TritonsHttpAndGrpcTuningFlags) {
+  std::ostringstream notices;
+  auto command = ParseServerCommand(
+      {"--model-repository", "/m", "--allow-grpc", "false", "--http-thread-count", "8",
+       "--http-max-input-size", "1048576", "--grpc-infer-response-compression-level", "HIGH",
+       "--grpc-keepalive-time", "10000", "--grpc-keepalive-permit-without-calls", "1",
+       "--grpc-channel-args", "grpc.keepalive_time_ms=20000"},
+      0, notices);
+  ASSERT_TRUE(command.ok()) << command.status();
+  EXPECT_FALSE(command->options.allow_grpc);
+  EXPECT_EQ(command->options.http_threads, 8);
+  EXPECT_EQ(command->options.http_max_input_bytes, 1048576);
+  EXPECT_EQ(command->options.grpc_compression_level, 3);
+  // Triton's keepalive flags become gRPC's arguments, before the explicit
+  // --grpc-channel-args.
+  const std::vector<GrpcChannelArg>& args = command->options.grpc_channel_args;
+  ASSERT_EQ(args.size(), 3u);
+  EXPECT_EQ(args[0].name, "grpc.keepalive_time_ms");
+  EXPECT_EQ(std::get<int>(args[0].value), 10000);
+  EXPECT_EQ(args[1].name, "grpc.keepalive_permit_without_calls");
+  EXPECT_EQ(std::get<int>(args[1].value), 1);
+  EXPECT_EQ(args[2].name, "grpc.keepalive_time_ms");
+  // Triton's thread count sets the queues (2 threads poll each) unless they are given.
+  auto threads = ParseServerCommand(
+      {"--model-repository", "/m", "--grpc-infer-thread-count", "7"}, 0, notices);
+  ASSERT_TRUE(threads.ok()) << threads.status();
+  EXPECT_EQ(threads->options.grpc_queues, 4);
+  auto queues = ParseServerCommand(
+      {"--model-repository", "/m", "--grpc-infer-thread-count", "7", "--grpc-queues", "1"}, 0,
+      notices);
+  ASSERT_TRUE(queues.ok());
+  EXPECT_EQ(queues->options.grpc_queues, 1);
+  EXPECT_THAT(ParseServerCommand({"--model-repository", "/m", "--grpc-infer-thread-count", "1"},
+                                 0, notices)
+                  .status()
+                  .message(),
+              HasSubstr("--grpc-infer-thread-count wants 2..128"));
+  EXPECT_THAT(ParseServerCommand({"--model-repository", "/m",
+                                  "--grpc-infer-response-compression-level", "max"},
+                                 0, notices)
+                  .status()
+                  .message(),
+              HasSubstr("none, low, medium or high"));
+  EXPECT_THAT(ParseServerCommand({"--model-repository", "/m", "--http-max-input-size", "0"}, 0,
+                                 notices)
+                  .status()
+                  .message(),
+              HasSubstr("--http-max-input-size wants a byte count > 0"));
+}
+
+TEST(ServerCommand, TritonsLoggingFlags) {
+  std::ostringstream notices;
+  auto command = ParseServerCommand(
+      {"--model-repository", "/m", "--log-verbose=2", "--log-info", "false", "--log-warning=off",
+       "--log-error=true", "--log-format", "ISO8601", "--log-file", "/var/log/gs.log"},
+      0, notices);
+  ASSERT_TRUE(command.ok()) << command.status();
+  EXPECT_EQ(command->logging.verbose, 2);
+  EXPECT_FALSE(command->logging.info);
+  EXPECT_FALSE(command->logging.warning);
+  EXPECT_TRUE(command->logging.error);
+  EXPECT_EQ(command->logging.format, LogFormat::kIso8601);
+  EXPECT_EQ(command->logging.file, "/var/log/gs.log");
+  EXPECT_THAT(ParseServerCommand({"--model-repository", "/m", "--log-format", "json"}, 0, notices)
+                  .status()
+                  .message(),
+              HasSubstr("--log-format wants default or ISO8601, got 'json'"));
+}
+
+TEST(ServerCommand, TlsFlagsNeedTheirFilesAndNeverServePlaintextSilently) {
+  std::ostringstream notices;
+  auto tls = ParseServerCommand({"--model-repository", "/m", "--grpc-use-ssl=true",
+                                 "--grpc-server-cert", "s.pem", "--grpc-server-key", "k.pem"},
+                                0, notices);
+  ASSERT_TRUE(tls.ok()) << tls.status();
+  EXPECT_TRUE(tls->options.grpc_tls.enabled);
+  EXPECT_FALSE(tls->options.grpc_tls.mutual);
+  EXPECT_EQ(tls->options.grpc_tls.server_cert, "s.pem");
+  EXPECT_EQ(tls->options.grpc_tls.server_key, "k.pem");
+  // Mutual implies TLS, as in Triton.
+  auto mutual = ParseServerCommand(
+      {"--model-repository", "/m", "--grpc-use-ssl-mutual", "--grpc-server-cert", "s.pem",
+       "--grpc-server-key", "k.pem", "--grpc-root-cert", "ca.pem"},
+      0, notices);
+  ASSERT_TRUE(mutual.ok()) << mutual.status();
+  EXPECT_TRUE(mutual->options.grpc_tls.enabled);
+  EXPECT_TRUE(mutual->options.grpc_tls.mutual);
+  EXPECT_EQ(mutual->options.grpc_tls.root_cert, "ca.pem");
+  EXPECT_THAT(ParseServerCommand({"--model-repository", "/m", "--grpc-use-ssl"}, 0, notices)
+                  .status()
+                  .message(),
+              HasSubstr("--grpc-use-ssl needs --grpc-server-cert and --grpc-server-key"));
+  EXPECT_THAT(ParseServerCommand({"--model-repository", "/m", "--grpc-use-ssl-mutual",
+                                  "--grpc-server-cert", "s.pem", "--grpc-server-key", "k.pem"},
+                                 0, notices)
+                  .status()
+                  .message(),
+              HasSubstr("--grpc-use-ssl-mutual needs --grpc-root-cert"));
+  auto forgot = ParseServerCommand({"--model-repository", "/m", "--grpc-server-cert", "s.pem"}, 0,
+                                   notices);
+  ASSERT_TRUE(forgot.ok());
+  EXPECT_FALSE(forgot->options.grpc_tls.enabled);
+  EXPECT_THAT(forgot->warnings, ::testing::ElementsAre(HasSubstr("gRPC serves WITHOUT TLS")));
+  // Turning client shared memory off cannot be honoured yet: refused.
+  EXPECT_TRUE(
+      ParseServerCommand({"--model-repository", "/m", "--allow-client-shm=true"}, 0, notices).ok());
+  EXPECT_THAT(ParseServerCommand({"--model-repository", "/m", "--allow-client-shm=false"}, 0,
+                                 notices)
+                  .status()
+                  .message(),
+              HasSubstr("--allow-client-shm=false is not supported"));
+}
+
+TEST(ServerCommand, AnUnknownFlagNamesTheClosestOne) {
+  std::ostringstream notices;
+  EXPECT_THAT(ParseServerCommand({"--model-repositroy", "/m"}, 0, notices).status().message(),
+              HasSubstr("unknown flag --model-repositroy (did you mean --model-repository?)"));
+  EXPECT_THAT(ParseServerCommand({"--grpc-adress", "0.0.0.0"}, 0, notices).status().message(),
+              HasSubstr("(did you mean --grpc-address?)"));
 }
 
 TEST(ServerCommand, HelpListsEveryFlag) {
@@ -217,7 +429,8 @@ TEST(ServerCommand, HelpListsEveryFlag) {
                            "--log-verbose", "--exit-timeout-secs", "--exit-on-error",
                            "--reuse-grpc-port", "--reuse-http-port", "--grpc-address",
                            "--model-control-mode", "--load-model", "--repository-poll-secs",
-                           "--idle-spin-us", "--gpu-wait"}) {
+                           "--idle-spin-us", "--gpu-wait", "--http-address", "--metrics-address",
+                           "--grpc-use-ssl", "--log-file", "--allow-grpc"}) {
     EXPECT_THAT(usage, HasSubstr(flag));
   }
 }

@@ -6,6 +6,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "capture/model_config_writer.h"
 #include "common/status.h"
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
@@ -46,6 +47,15 @@ const std::set<std::string>& HonouredPaths() {
       "instance_group.gpus",
       "default_model_filename",
       "dynamic_batching",  // the request queue's policy (QueuePolicyFromConfig)
+      // Served as written or refused at load (RefuseUnservedFeatures): a
+      // decoupled policy, sequence batching, batch inputs and outputs.
+      "model_transaction_policy",
+      "sequence_batching",
+      "batch_input",
+      "batch_output",
+      // Refused with the platform or by Triton's rules (Note [Triton's
+      // config rules]).
+      "ensemble_scheduling",
       "optimization.cuda.graphs",
       "optimization.cuda.graph_spec.batch_size",
       "capture",  // GraphServe's own section
@@ -102,32 +112,52 @@ bool GraphsDisabledByConfig(const inference::ModelConfig& config) {
 }
 
 absl::Status CompleteConfigFromModel(const Model& model, inference::ModelConfig* config) {
-  if (config->input_size() > 0 || config->output_size() > 0) return absl::OkStatus();
+  const bool complete_inputs = config->input_size() == 0;
+  const bool complete_outputs = config->output_size() == 0;
+  if (!complete_inputs && !complete_outputs) return absl::OkStatus();
+  const bool nothing_declared = complete_inputs && complete_outputs;
   for (const ValueInfo& input : model.inputs) {
-    if (input.dims.empty() || input.dims[0] != -1) {
+    if (!input.dims.empty() && input.dims[0] == -1) continue;
+    if (nothing_declared) {
       return absl::InvalidArgumentError(absl::StrCat(
           "model '", config->name(), "' has no config.pbtxt inputs and outputs, and its input '",
           input.name, "' has shape ", DimsToString(input.dims),
           " whose first dimension is not symbolic: GraphServe serves models that batch on "
           "dim 0; write a config.pbtxt declaring the tensors and max_batch_size"));
     }
+    if (config->max_batch_size() > 0) {
+      // Triton's words for the same refusal.
+      return absl::InvalidArgumentError(absl::StrCat(
+          "autofill failed for model '", config->name(),
+          "': model does not support batching while non-zero max_batch_size is specified: "
+          "its input '", input.name, "' has shape ", DimsToString(input.dims),
+          " whose first dimension is not symbolic; set max_batch_size: 0 to serve it without "
+          "batching"));
+    }
   }
-  if (config->max_batch_size() == 0) config->set_max_batch_size(kAutoCompleteMaxBatchSize);
+  if (nothing_declared && config->max_batch_size() == 0) {
+    config->set_max_batch_size(kAutoCompleteMaxBatchSize);
+  }
+  const bool batching = config->max_batch_size() > 0;
   // Bound at one row, the graph gives every tensor's dims, outputs included.
   ASSIGN_OR_RETURN(const BoundGraph graph, BindModel(model, {.batch_size = 1}));
   const ModelInterface interface =
-      InterfaceFromGraph(config->name(), config->max_batch_size(), /*batching=*/true, graph);
-  for (const TensorSpec& spec : interface.inputs) {
-    inference::ModelInput* input = config->add_input();
-    input->set_name(spec.name);
-    input->set_data_type(ConfigDataType(spec.dtype));
-    for (int64_t dim : spec.dims) input->add_dims(dim);
+      InterfaceFromGraph(config->name(), config->max_batch_size(), batching, graph);
+  if (complete_inputs) {
+    for (const TensorSpec& spec : interface.inputs) {
+      inference::ModelInput* input = config->add_input();
+      input->set_name(spec.name);
+      input->set_data_type(ConfigDataType(spec.dtype));
+      SetConfigRowDims(spec.dims, input);
+    }
   }
-  for (const TensorSpec& spec : interface.outputs) {
-    inference::ModelOutput* output = config->add_output();
-    output->set_name(spec.name);
-    output->set_data_type(ConfigDataType(spec.dtype));
-    for (int64_t dim : spec.dims) output->add_dims(dim);
+  if (complete_outputs) {
+    for (const TensorSpec& spec : interface.outputs) {
+      inference::ModelOutput* output = config->add_output();
+      output->set_name(spec.name);
+      output->set_data_type(ConfigDataType(spec.dtype));
+      SetConfigRowDims(spec.dims, output);
+    }
   }
   return absl::OkStatus();
 }

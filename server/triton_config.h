@@ -19,7 +19,7 @@
 namespace graphserve {
 
 // The set fields of `config` GraphServe accepts but does not act on, as
-// dotted paths ("optimization.cuda.busy_wait_events", "sequence_batching"),
+// dotted paths ("optimization.cuda.busy_wait_events", "model_warmup"),
 // each once, in the order they appear in the schema. The loader logs one line
 // for each; none is an error.
 std::vector<std::string> IgnoredConfigFields(const inference::ModelConfig& config);
@@ -51,12 +51,16 @@ absl::StatusOr<QueuePolicy> QueuePolicyFromConfig(const inference::ModelConfig& 
 inline constexpr int kAutoCompleteMaxBatchSize = 4;
 
 // Completes, as Triton's auto-complete does (--strict-model-config=false), a
-// config that declares no inputs and no outputs from the model file: each
-// tensor's name, data type and dims, and a batch dimension when dim 0 of
+// config that leaves out its inputs, its outputs or both, from the model
+// file: each tensor's name, data type and dims (a scalar row as dims [1] with
+// an empty reshape). With neither declared, a batch dimension when dim 0 of
 // every input is symbolic (max_batch_size kAutoCompleteMaxBatchSize unless
-// the config sets one; the default capture sizes follow from it). A config
-// that declares tensors is left as it is. InvalidArgument, naming the input,
-// for a model without a batch dimension: GraphServe serves batching models.
+// the config sets one; the default capture sizes follow from it), and
+// InvalidArgument, naming the input, for a model without one: GraphServe
+// serves batching models. With one side declared, the config's
+// max_batch_size says whether the model batches, and InvalidArgument in
+// Triton's words, naming the input, when it is above 0 for a model whose
+// inputs have a fixed dim 0. A config that declares both is left as it is.
 absl::Status CompleteConfigFromModel(const Model& model, inference::ModelConfig* config);
 
 }  // namespace graphserve

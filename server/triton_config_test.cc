@@ -158,9 +158,9 @@ TEST(TritonConfigTest, AConfigOfHonouredFieldsIgnoresNothing) {
 TEST(TritonConfigTest, WholeSectionsGraphServeDoesNotRunAreNamedOnce) {
   // Repeated entries and deep subtrees give one line each.
   EXPECT_THAT(IgnoredConfigFields(Parse(R"pb(
-                sequence_batching { oldest { max_candidate_sequences: 4 } }
-                batch_input { target_name: "a" }
-                batch_input { target_name: "b" }
+                model_warmup { name: "a" }
+                model_warmup { name: "b" }
+                response_cache { enable: true }
                 input {
                   name: "x"
                   reshape { shape: [ 2, 2 ] }
@@ -171,7 +171,21 @@ TEST(TritonConfigTest, WholeSectionsGraphServeDoesNotRunAreNamedOnce) {
                   optional: true
                 }
               )pb")),
-              ElementsAre("input.optional", "sequence_batching", "batch_input"));
+              ElementsAre("input.optional", "model_warmup", "response_cache"));
+}
+
+TEST(TritonConfigTest, SectionsRefusedAtLoadAreNotReportedAsIgnored) {
+  // RefuseUnservedFeatures (config_validation.h) refuses these; a log line
+  // calling them ignored just before the refusal would contradict it.
+  EXPECT_THAT(IgnoredConfigFields(Parse(R"pb(
+                sequence_batching { oldest { max_candidate_sequences: 4 } }
+                model_transaction_policy { decoupled: true }
+                batch_input { target_name: "a" }
+                batch_output { target_name: "b" }
+              )pb")),
+              IsEmpty());
+  EXPECT_THAT(IgnoredConfigFields(Parse(R"pb(ensemble_scheduling { step { model_name: "m" } })pb")),
+              IsEmpty());
 }
 
 TEST(TritonConfigTest, GraphsAreOnUnlessAConfigTurnsThemOff) {
@@ -231,11 +245,74 @@ TEST(TritonConfigTest, AConfigWithoutTensorsIsCompletedFromTheModel) {
   ASSERT_TRUE(CompleteConfigFromModel(model, &sized).ok());
   EXPECT_EQ(sized.max_batch_size(), 32);
   inference::ModelConfig declared = Parse(R"pb(name: "mlp"
-                                               input { name: "other" })pb");
+                                               input { name: "other" }
+                                               output { name: "y" })pb");
   ASSERT_TRUE(CompleteConfigFromModel(model, &declared).ok());
   ASSERT_EQ(declared.input_size(), 1);
   EXPECT_EQ(declared.input(0).name(), "other");
-  EXPECT_EQ(declared.output_size(), 0);
+  EXPECT_EQ(declared.output_size(), 1);
+  EXPECT_EQ(declared.output(0).dims_size(), 0);
+}
+
+TEST(TritonConfigTest, AConfigDeclaringOnlyItsInputsGetsTheModelsOutputs) {
+  // As Triton's ONNX Runtime backend completes each side it is not given.
+  const Model model = ImportMlp();
+  inference::ModelConfig config = Parse(R"pb(name: "mlp" max_batch_size: 16
+                                             input { name: "declared" })pb");
+  ASSERT_TRUE(CompleteConfigFromModel(model, &config).ok());
+  EXPECT_EQ(config.max_batch_size(), 16);
+  ASSERT_EQ(config.input_size(), 1);
+  EXPECT_EQ(config.input(0).name(), "declared");
+  ASSERT_EQ(config.output_size(), 1);
+  EXPECT_EQ(config.output(0).name(), model.outputs[0].name);
+  EXPECT_THAT(config.output(0).dims(), ElementsAre(1));  // [batch,1] without the batch
+}
+
+TEST(TritonConfigTest, BatchingAModelWithAFixedFirstDimIsRefusedInTritonsWords) {
+  Model model = ImportMlp();
+  model.inputs[0].dims[0] = 8;
+  inference::ModelConfig config = Parse(R"pb(name: "mlp" max_batch_size: 1
+                                             input { name: "x" })pb");
+  const absl::Status status = CompleteConfigFromModel(model, &config);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()),
+              ::testing::HasSubstr("autofill failed for model 'mlp': model does not support "
+                                   "batching while non-zero max_batch_size is specified"));
+  EXPECT_THAT(std::string(status.message()),
+              ::testing::HasSubstr("input '" + model.inputs[0].name + "' has shape [8,"));
+}
+
+TEST(TritonConfigTest, AScalarRowIsCompletedAsTritonWritesIt) {
+  // Triton refuses empty dims: a [batch] tensor is dims [1] with an empty
+  // reshape, as Triton's auto-complete writes it.
+  onnx::ModelProto proto = MakeMlpModel();
+  onnx::GraphProto* graph = proto.mutable_graph();
+  const std::string y = graph->output(0).name();
+  onnx::NodeProto* argmax = graph->add_node();  // [batch,1] -> [batch]
+  argmax->set_op_type("ArgMax");
+  argmax->add_input(y);
+  argmax->add_output("score");
+  onnx::AttributeProto* axis = argmax->add_attribute();
+  axis->set_name("axis");
+  axis->set_type(onnx::AttributeProto::INT);
+  axis->set_i(1);
+  onnx::AttributeProto* keepdims = argmax->add_attribute();
+  keepdims->set_name("keepdims");
+  keepdims->set_type(onnx::AttributeProto::INT);
+  keepdims->set_i(0);
+  onnx::ValueInfoProto* score = graph->mutable_output(0);
+  score->set_name("score");
+  score->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::INT64);
+  score->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim()->RemoveLast();
+  absl::StatusOr<Model> model = ImportOnnxBytes(proto.SerializeAsString(), "scalar_rows");
+  ASSERT_TRUE(model.ok()) << model.status();
+  inference::ModelConfig config;
+  config.set_name("scalar_rows");
+  ASSERT_TRUE(CompleteConfigFromModel(*model, &config).ok());
+  ASSERT_EQ(config.output_size(), 1);
+  EXPECT_THAT(config.output(0).dims(), ElementsAre(1));
+  ASSERT_TRUE(config.output(0).has_reshape());
+  EXPECT_THAT(config.output(0).reshape().shape(), IsEmpty());
 }
 
 TEST(TritonConfigTest, AModelWithoutABatchDimensionIsRefusedNamingTheInput) {

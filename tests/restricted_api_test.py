@@ -3,7 +3,8 @@ clients: --grpc-restricted-protocol and --http-restricted-api put categories
 of RPCs and routes behind a header; a call without it (or with a wrong value)
 is refused with Triton's message, PERMISSION_DENIED on gRPC and 403 on HTTP,
 and the same call with the header is served. Categories left out stay open.
-A malformed spec stops the server at startup, saying what it wants.
+The flag may be repeated, one key per group of categories. A malformed spec
+stops the server at startup, saying what it wants.
 
     bazel test //tests:restricted_api_test --test_env=GRAPHSERVE_PYTHON=$PWD/.pyenv/bin/python
 """
@@ -30,6 +31,7 @@ GRPC_HEADERS = {f"triton-grpc-protocol-{KEY}": VALUE}
 GRPC_REFUSAL = f"This protocol is restricted, expecting header 'triton-grpc-protocol-{KEY}'"
 HTTP_HEADERS = {KEY: VALUE}
 HTTP_REFUSAL = f"This API is restricted, expecting header '{KEY}'"
+STATS_KEY, STATS_VALUE = "stats-key", "numbers"
 
 SERVER_BINARY = MAKE_REPOSITORY = None
 _server = None
@@ -44,7 +46,9 @@ def setUpModule():
         # completion queue, the others from callbacks.
         f"--grpc-restricted-protocol=health,inference,shared-memory,model-repository:"
         f"{KEY}={VALUE}",
-        f"--http-restricted-api=inference,statistics,model-repository:{KEY}={VALUE}",
+        f"--http-restricted-api=inference,model-repository:{KEY}={VALUE}",
+        # A second group with a key of its own, as Triton takes the flag again.
+        f"--http-restricted-api=statistics:{STATS_KEY}={STATS_VALUE}",
     ])
 
 
@@ -153,18 +157,23 @@ class HttpRestrictedTest(unittest.TestCase):
         x = gp.random_inputs(gp.DEMO_INPUTS["mlp"], 2, seed=3)["x"]
         infer = json.dumps({"inputs": [{"name": "x", "datatype": "FP32", "shape": list(x.shape),
                                         "data": x.tolist()}]}).encode()
-        for path, data in (("/v2/models/mlp/infer", infer), ("/v2/models/mlp/stats", None),
-                           ("/v2/models/stats", None), ("/v2/repository/index", b""),
-                           ("/v2/repository/models/mlp/load", b"")):
+        for path, data, key, value in (
+                ("/v2/models/mlp/infer", infer, KEY, VALUE),
+                ("/v2/models/mlp/stats", None, STATS_KEY, STATS_VALUE),
+                ("/v2/models/stats", None, STATS_KEY, STATS_VALUE),
+                ("/v2/repository/index", b"", KEY, VALUE),
+                ("/v2/repository/models/mlp/load", b"", KEY, VALUE)):
             with self.subTest(path=path):
-                for headers in (None, {KEY: "wrong"}, {"other-key": VALUE}):
+                other = STATS_KEY if key == KEY else KEY
+                for headers in (None, {key: "wrong"}, {other: value}, {"other-key": value}):
                     code, body = self.call(path, data, headers)
                     self.assertEqual(code, 403, body[:300])
-                    self.assertEqual(json.loads(body), {"error": HTTP_REFUSAL})
-                code, body = self.call(path, data, HTTP_HEADERS)
+                    self.assertEqual(json.loads(body),
+                                     {"error": f"This API is restricted, expecting header '{key}'"})
+                code, body = self.call(path, data, {key: value})
                 self.assertEqual(code, 200, body[:300])
                 # Header names are not case-sensitive in HTTP.
-                code, body = self.call(path, data, {KEY.upper(): VALUE})
+                code, body = self.call(path, data, {key.upper(): value})
                 self.assertEqual(code, 200, body[:300])
 
     def test_open_routes_need_nothing(self):
@@ -177,8 +186,9 @@ class HttpRestrictedTest(unittest.TestCase):
         with self.assertRaises(InferenceServerException) as raised:
             self.client.get_inference_statistics("mlp")
         self.assertEqual(raised.exception.status(), "403")
-        self.assertIn(HTTP_REFUSAL, raised.exception.message())
-        self.client.get_inference_statistics("mlp", headers=HTTP_HEADERS)
+        self.assertIn(f"This API is restricted, expecting header '{STATS_KEY}'",
+                      raised.exception.message())
+        self.client.get_inference_statistics("mlp", headers={STATS_KEY: STATS_VALUE})
         x, tensor = mlp_input(httpclient, seed=4)
         with self.assertRaises(InferenceServerException):
             self.client.infer("mlp", [tensor])
@@ -193,9 +203,13 @@ class BadSpecTest(unittest.TestCase):
         for flag, error in (("--http-restricted-api=helth:k=v", "unknown category 'helth'"),
                             ("--grpc-restricted-protocol=health", "wants <categories>:<key>=<value>"),
                             ("--grpc-restricted-protocol=health:Key=v",
-                             "cannot be a gRPC metadata key")):
+                             "cannot be a gRPC metadata key"),
+                            (("--http-restricted-api=health:a=1",
+                              "--http-restricted-api=metadata,health:b=2"),
+                             "the category 'health' is restricted twice")):
             with self.subTest(flag=flag):
-                done = subprocess.run([SERVER_BINARY, "--device", "cpu", flag],
+                flags = [flag] if isinstance(flag, str) else list(flag)
+                done = subprocess.run([SERVER_BINARY, "--device", "cpu", *flags],
                                       capture_output=True, text=True, timeout=CALL_TIMEOUT_S)
                 self.assertEqual(done.returncode, 2, done.stdout + done.stderr)
                 self.assertIn(error, done.stderr + done.stdout)

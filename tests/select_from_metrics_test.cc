@@ -72,7 +72,7 @@ std::string WriteRepository(const std::string& name) {
 std::unique_ptr<InferenceServer> StartServer(const std::string& repository,
                                              ModelControlMode control) {
   InferenceServerOptions options;
-  options.model_repository = repository;
+  options.model_repositories = {repository};
   options.host = "127.0.0.1";
   options.grpc_port = 0;
   options.http_port = 0;

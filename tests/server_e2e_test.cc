@@ -135,7 +135,7 @@ inference::ModelStatistics FetchStatistics(inference::GRPCInferenceService::Stub
 
 InferenceServerOptions TestServerOptions(const std::string& repository) {
   InferenceServerOptions options;
-  options.model_repository = repository;
+  options.model_repositories = {repository};
   options.host = "127.0.0.1";
   options.grpc_port = 0;
   options.http_port = 0;
@@ -1585,10 +1585,12 @@ TEST(ServerModelControl, ALoadWithAConfigOverrideIgnoresTheFileOnDisk) {
   std::filesystem::copy(mlp / "1", mlp / "2", std::filesystem::copy_options::recursive);
   std::ofstream(mlp / "config.pbtxt") << "this is { not a model configuration";
   {
-    // The broken file, read as it is: Triton's code and leading text.
+    // The broken file, read as it is: Triton's leading text.
     const grpc::Status broken = LoadModel(*stub, "mlp");
     EXPECT_EQ(broken.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-    EXPECT_THAT(broken.error_message(), ::testing::StartsWith("load failed for model 'mlp': "));
+    EXPECT_THAT(broken.error_message(),
+                ::testing::StartsWith(
+                    "failed to load 'mlp', failed to poll from model repository: "));
   }
 
   {

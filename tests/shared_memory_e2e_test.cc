@@ -58,7 +58,7 @@ class SharedMemoryE2eTest : public ::testing::Test {
     std::filesystem::remove_all(repository);
     ASSERT_TRUE(WriteDemoRepository(repository, DemoRepositoryOptions{}).ok());
     InferenceServerOptions options;
-    options.model_repository = repository;
+    options.model_repositories = {repository};
     options.host = "127.0.0.1";
     options.grpc_port = 0;
     options.allow_http = false;

@@ -7,7 +7,9 @@
 #include <random>
 #include <tuple>
 
+#include "absl/strings/str_cat.h"
 #include "common/cuda_handles.h"
+#include "common/half.h"
 #include "runtime/bind.h"
 #include "runtime/host/host_executor.h"
 
@@ -733,6 +735,154 @@ TEST_P(CudaExecutorAddLayerNormTest, FusedMatchesHostExecutor) {
 
 INSTANTIATE_TEST_SUITE_P(Channels, CudaExecutorAddLayerNormTest,
                          ::testing::Values(int64_t{64}, int64_t{2048}));
+
+// A model already in half precision (exported with .half(), or bf16), run as
+// written: one encoder block of a transformer, every value float16 or
+// bfloat16. x[B,8,64] -> q, k, v (MatMul + bias Add), scores q k^T / 8,
+// Softmax, context, output projection, residual Add + LayerNorm, a feed-
+// forward layer with the exact GELU chain (Div, Erf, Add, Mul, Mul) and a
+// Tanh/Sigmoid gate, residual Add + LayerNorm -> y; beside it a Gemm with
+// transB and a bias C, Relu, Sqrt of its square -> z.
+Model HalfEncoderBlock(DType dtype) {
+  uint64_t seed = 40;
+  Model model;
+  model.name = "half_encoder_block";
+  model.opset = 17;
+  const auto constant = [&](Dims dims, float scale) {
+    auto tensor = std::make_shared<HostTensor>(RandomTensor(dtype, std::move(dims), ++seed));
+    HostTensor scaled(dtype, tensor->dims());
+    // Weights of N(0, scale^2), rounded once to the model's type.
+    VisitDType(dtype, [&](auto tag) {
+      using T = typename decltype(tag)::Host;
+      if constexpr (kIsHost16BitFloat<T>) {
+        for (int64_t i = 0; i < tensor->num_elements(); ++i) {
+          scaled.data<T>()[i] = Narrow<T>(Widen(tensor->data<T>()[i]) * scale);
+        }
+      }
+    });
+    return std::make_shared<const HostTensor>(std::move(scaled));
+  };
+  const auto scalar = [&](float v) {
+    auto tensor = std::make_shared<HostTensor>(dtype, Dims{});
+    VisitDType(dtype, [&](auto tag) {
+      using T = typename decltype(tag)::Host;
+      if constexpr (kIsHost16BitFloat<T>) tensor->data<T>()[0] = Narrow<T>(v);
+    });
+    return tensor;
+  };
+  model.inputs.push_back({"x", dtype, {-1, 8, 64}});
+  model.inputs.push_back({"x2", dtype, {-1, 64}});
+  model.outputs.push_back({"y", dtype, {-1, 8, 64}});
+  model.outputs.push_back({"z", dtype, {-1, 16}});
+  for (const char* w : {"Wq", "Wk", "Wv", "Wo"}) model.initializers[w] = constant({64, 64}, 0.125f);
+  for (const char* b : {"bq", "bk", "bv", "bo", "ln1_b", "ln2_b", "b2"}) {
+    model.initializers[b] = constant({64}, 0.1f);
+  }
+  model.initializers["ln1_g"] = constant({64}, 1.0f);
+  model.initializers["ln2_g"] = constant({64}, 1.0f);
+  model.initializers["W1"] = constant({64, 128}, 0.125f);
+  model.initializers["b1"] = constant({128}, 0.1f);
+  model.initializers["W2"] = constant({128, 64}, 0.09f);
+  model.initializers["Wg"] = constant({16, 64}, 0.125f);
+  model.initializers["Cg"] = constant({16}, 0.1f);
+  model.initializers["eight"] = scalar(8.0f);
+  model.initializers["sqrt2"] = scalar(1.4142135f);
+  model.initializers["one"] = scalar(1.0f);
+  model.initializers["half"] = scalar(0.5f);
+  model.nodes = {
+      {"q_mm", "MatMul", {"x", "Wq"}, {"q0"}, {}},
+      {"q_b", "Add", {"q0", "bq"}, {"q"}, {}},
+      {"k_mm", "MatMul", {"x", "Wk"}, {"k0"}, {}},
+      {"k_b", "Add", {"k0", "bk"}, {"k"}, {}},
+      {"v_mm", "MatMul", {"x", "Wv"}, {"v0"}, {}},
+      {"v_b", "Add", {"v0", "bv"}, {"v"}, {}},
+      {"k_t", "Transpose", {"k"}, {"kt"}, {{"perm", std::vector<int64_t>{0, 2, 1}}}},
+      {"scores", "MatMul", {"q", "kt"}, {"s0"}, {}},
+      {"scale", "Div", {"s0", "eight"}, {"s"}, {}},
+      {"softmax", "Softmax", {"s"}, {"p"}, {{"axis", int64_t{-1}}}},
+      {"context", "MatMul", {"p", "v"}, {"c"}, {}},
+      {"o_mm", "MatMul", {"c", "Wo"}, {"o0"}, {}},
+      {"o_b", "Add", {"o0", "bo"}, {"o"}, {}},
+      {"residual1", "Add", {"x", "o"}, {"r1"}, {}},
+      {"ln1", "LayerNormalization", {"r1", "ln1_g", "ln1_b"}, {"h"}, {{"axis", int64_t{-1}}}},
+      {"ff1_mm", "MatMul", {"h", "W1"}, {"f0"}, {}},
+      {"ff1_b", "Add", {"f0", "b1"}, {"f"}, {}},
+      {"gelu_div", "Div", {"f", "sqrt2"}, {"g0"}, {}},
+      {"gelu_erf", "Erf", {"g0"}, {"g1"}, {}},
+      {"gelu_add", "Add", {"g1", "one"}, {"g2"}, {}},
+      {"gelu_mul", "Mul", {"f", "g2"}, {"g3"}, {}},
+      {"gelu_half", "Mul", {"g3", "half"}, {"g"}, {}},
+      {"gate_tanh", "Tanh", {"g"}, {"t"}, {}},
+      {"gate_sigmoid", "Sigmoid", {"t"}, {"u"}, {}},
+      {"gate", "Mul", {"g", "u"}, {"gu"}, {}},
+      {"ff2_mm", "MatMul", {"gu", "W2"}, {"e0"}, {}},
+      {"ff2_b", "Add", {"e0", "b2"}, {"e"}, {}},
+      {"residual2", "Add", {"h", "e"}, {"r2"}, {}},
+      {"ln2", "LayerNormalization", {"r2", "ln2_g", "ln2_b"}, {"y"}, {{"axis", int64_t{-1}}}},
+      {"fc", "Gemm", {"x2", "Wg", "Cg"}, {"z0"}, {{"transB", int64_t{1}}}},
+      {"relu", "Relu", {"z0"}, {"z1"}, {}},
+      {"square", "Mul", {"z1", "z1"}, {"z2"}, {}},
+      {"root", "Sqrt", {"z2"}, {"z"}, {}},
+  };
+  return model;
+}
+
+class CudaExecutorHalfModelTest
+    : public ::testing::TestWithParam<std::tuple<DType, int64_t>> {
+ protected:
+  void SetUp() override {
+    if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device on this machine";
+  }
+};
+
+// The host reference computes each node in double and rounds its output once
+// to the model's type; the GPU computes in float (GEMMs accumulate in float
+// on the tensor cores) and rounds the same way. Through 30 nodes the two
+// differ by a few roundings of the type: ||got - want|| / ||want|| stays
+// under four units in the last place (2^-11 for float16, 2^-8 for bfloat16).
+TEST_P(CudaExecutorHalfModelTest, MatchesHostExecutorFusedAndUnfused) {
+  const auto [dtype, batch] = GetParam();
+  const Model model = HalfEncoderBlock(dtype);
+  absl::StatusOr<BoundGraph> graph = BindModel(model, {.batch_size = batch});
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  absl::StatusOr<std::unique_ptr<HostExecutor>> host = HostExecutor::Create(*graph);
+  ASSERT_TRUE(host.ok()) << host.status();
+  std::vector<HostTensor> inputs;
+  inputs.push_back(RandomTensor(dtype, {batch, 8, 64}, 3));
+  inputs.push_back(RandomTensor(dtype, {batch, 64}, 4));
+  absl::StatusOr<std::vector<HostTensor>> expected = (*host)->Run(inputs);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  const double ulp = dtype == DType::kFloat16 ? 0x1p-11 : 0x1p-8;
+  for (bool fuse : {true, false}) {
+    CudaExecutorOptions options;
+    options.fuse_epilogues = fuse;
+    absl::StatusOr<std::unique_ptr<CudaExecutor>> cuda = CudaExecutor::Create(*graph, options);
+    ASSERT_TRUE(cuda.ok()) << cuda.status();
+    if (fuse) {
+      // Six bias Adds and the Gemm's C in cuBLASLt's epilogue, two residual
+      // LayerNorms fused, in the model's own type.
+      EXPECT_EQ((*cuda)->fused_epilogues(), 7);
+      EXPECT_EQ((*cuda)->add_layer_norms(), 2);
+    }
+    absl::StatusOr<std::vector<HostTensor>> got = (*cuda)->Run(inputs);
+    ASSERT_TRUE(got.ok()) << got.status();
+    ASSERT_EQ(got->size(), 2u);
+    for (size_t i = 0; i < got->size(); ++i) {
+      ASSERT_EQ((*got)[i].dtype(), dtype);
+      EXPECT_EQ((*got)[i].dims(), (*expected)[i].dims());
+      EXPECT_LT(RelativeError((*got)[i], (*expected)[i]), 4 * ulp)
+          << "output " << i << " fuse " << fuse;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    TypesAndBatches, CudaExecutorHalfModelTest,
+    ::testing::Combine(::testing::Values(DType::kFloat16, DType::kBFloat16),
+                       ::testing::Values(int64_t{1}, int64_t{5}, int64_t{64})),
+    [](const auto& info) {
+      return absl::StrCat(DTypeName(std::get<0>(info.param)), "_b", std::get<1>(info.param));
+    });
 
 }  // namespace
 }  // namespace graphserve

@@ -57,6 +57,26 @@ cudaError_t VisitDeviceType(DType dtype, Fn&& fn) {
 template <typename T>
 inline constexpr bool kIsHalfType = std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>;
 
+template <typename T>
+inline constexpr bool kIsFloatType = std::is_floating_point_v<T> || kIsHalfType<T>;
+
+// The type a float element computes in: float for the 16-bit floats and
+// float32, double for float64 (fp32 accumulation, as cuBLAS and cuDNN do).
+template <typename T>
+using ComputeType = std::conditional_t<std::is_same_v<T, double>, double, float>;
+
+// Runs a compute-type functor on elements of a float type T: each operand
+// widened to ComputeType<T>, the result rounded once back to T.
+template <typename F>
+struct InComputeType {
+  F f;
+  template <typename T, typename... Rest>
+  __device__ T operator()(T x, Rest... rest) const {
+    using C = ComputeType<T>;
+    return static_cast<T>(f(static_cast<C>(x), static_cast<C>(rest)...));
+  }
+};
+
 // fn(Bits{}) with the unsigned integer of `bytes` bytes (1, 2, 4 or 8), or
 // cudaErrorInvalidValue: data movement depends on the element size alone.
 template <typename Fn>

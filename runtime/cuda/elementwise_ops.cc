@@ -59,27 +59,24 @@ struct UnaryOpInfo {
   bool bool_output;  // a test (Not, IsNaN, IsInf); else the input's type
 };
 
-constexpr DTypeSet kFloat32 = DTypes({DType::kFloat32});
-// The signed types the arithmetic kernels take.
-constexpr DTypeSet kSigned = DTypes({DType::kFloat32, DType::kInt64, DType::kInt32});
-// Every type with a sign: Sign and PRelu.
+// Every type with a sign: the arithmetic, Relu, Abs, Neg, Sign and PRelu.
 constexpr DTypeSet kFloatsAndSignedIntegers = kFloatDTypes | DTypes({DType::kInt64, DType::kInt32});
 constexpr DTypeSet kBool = DTypes({DType::kBool});
 constexpr DTypeSet kOrdered = kAnyDType & ~kBool;
 
 constexpr UnaryOpInfo kUnaryOps[] = {
-    {"Sqrt", UnaryOp::kSqrt, kFloat32, false},
-    {"Exp", UnaryOp::kExp, kFloat32, false},
-    {"Log", UnaryOp::kLog, kFloat32, false},
-    {"Sigmoid", UnaryOp::kSigmoid, kFloat32, false},
-    {"Tanh", UnaryOp::kTanh, kFloat32, false},
-    {"Erf", UnaryOp::kErf, kFloat32, false},
-    {"LeakyRelu", UnaryOp::kLeakyRelu, kFloat32, false},
-    {"Relu", UnaryOp::kRelu, kSigned, false},
-    {"Abs", UnaryOp::kAbs, kSigned, false},
-    {"Neg", UnaryOp::kNeg, kSigned, false},
-    {"Reciprocal", UnaryOp::kReciprocal, kFloat32, false},
-    {"Gelu", UnaryOp::kGelu, kFloat32, false},  // kGeluTanh for approximate_tanh=1
+    {"Sqrt", UnaryOp::kSqrt, kFloatDTypes, false},
+    {"Exp", UnaryOp::kExp, kFloatDTypes, false},
+    {"Log", UnaryOp::kLog, kFloatDTypes, false},
+    {"Sigmoid", UnaryOp::kSigmoid, kFloatDTypes, false},
+    {"Tanh", UnaryOp::kTanh, kFloatDTypes, false},
+    {"Erf", UnaryOp::kErf, kFloatDTypes, false},
+    {"LeakyRelu", UnaryOp::kLeakyRelu, kFloatDTypes, false},
+    {"Relu", UnaryOp::kRelu, kFloatsAndSignedIntegers, false},
+    {"Abs", UnaryOp::kAbs, kFloatsAndSignedIntegers, false},
+    {"Neg", UnaryOp::kNeg, kFloatsAndSignedIntegers, false},
+    {"Reciprocal", UnaryOp::kReciprocal, kFloatDTypes, false},
+    {"Gelu", UnaryOp::kGelu, kFloatDTypes, false},  // kGeluTanh for approximate_tanh=1
     {"Not", UnaryOp::kNot, kBool, true},
     {"IsNaN", UnaryOp::kIsNaN, kFloatDTypes, true},
     {"IsInf", UnaryOp::kIsInf, kFloatDTypes, true},
@@ -105,14 +102,14 @@ struct BinaryOpInfo {
 };
 
 constexpr BinaryOpInfo kBinaryOps[] = {
-    {"Add", BinaryOp::kAdd, kSigned},
-    {"Sub", BinaryOp::kSub, kSigned},
-    {"Mul", BinaryOp::kMul, kSigned},
-    {"Div", BinaryOp::kDiv, kSigned},
-    {"Pow", BinaryOp::kPow, kSigned},
-    {"Max", BinaryOp::kMax, kSigned},
-    {"Min", BinaryOp::kMin, kSigned},
-    {"Mod", BinaryOp::kMod, kSigned},  // kFmod when the node has fmod=1, see MakeBinary
+    {"Add", BinaryOp::kAdd, kFloatsAndSignedIntegers},
+    {"Sub", BinaryOp::kSub, kFloatsAndSignedIntegers},
+    {"Mul", BinaryOp::kMul, kFloatsAndSignedIntegers},
+    {"Div", BinaryOp::kDiv, kFloatsAndSignedIntegers},
+    {"Pow", BinaryOp::kPow, kFloatsAndSignedIntegers},
+    {"Max", BinaryOp::kMax, kFloatsAndSignedIntegers},
+    {"Min", BinaryOp::kMin, kFloatsAndSignedIntegers},
+    {"Mod", BinaryOp::kMod, kFloatsAndSignedIntegers},  // kFmod when the node has fmod=1, see MakeBinary
     {"Equal", BinaryOp::kEqual, kAnyDType},
     {"Less", BinaryOp::kLess, kOrdered},
     {"Greater", BinaryOp::kGreater, kOrdered},

@@ -121,9 +121,7 @@ absl::StatusOr<std::unique_ptr<GemmKernel>> GemmKernel::Create(const CudaKernelC
   const BoundNode& node = context.node;
   const BoundValue& a = graph.value(node.inputs[0]);
   const BoundValue& b = graph.value(node.inputs[1]);
-  if (a.dtype != DType::kFloat32 || b.dtype != DType::kFloat32) {
-    return absl::UnimplementedError("GEMMs run in float32 only");
-  }
+  const DType dtype = a.dtype;  // binding gives every operand one type
   GemmGeometry geometry;
   const BoundValue* bias = fused_bias;
   std::unique_ptr<CudaOpKernel> broadcast_c;
@@ -155,25 +153,35 @@ absl::StatusOr<std::unique_ptr<GemmKernel>> GemmKernel::Create(const CudaKernelC
   o.alpha *= scale;
   if (bias != nullptr) {
     ASSIGN_OR_RETURN(const void* bias_address, context.weights->GetOrUpload(bias->constant));
-    o.bias = static_cast<const float*>(bias_address);
+    o.bias = bias_address;
+    o.bias_dtype = bias->dtype;
     o.epilogue = GemmEpilogue::kBias;
   }
-  o.compute = GemmComputeFor(a.dtype, context.allow_tf32);
+  o.a_dtype = dtype;
+  o.b_dtype = b.dtype;
+  o.d_dtype = graph.value(node.outputs[0]).dtype;
+  o.compute = GemmComputeFor(dtype, context.allow_tf32);
   o.workspace_bytes = kGemmWorkspaceBytes;
+  const int64_t element_bytes = static_cast<int64_t>(DTypeSize(dtype));
   if (!geometry.batch_offsets.empty()) {
     // Per-batch offsets may leave addresses less than 256-byte aligned.
-    o.alignment_a = AlignmentOf(o.m * o.k * 4);
-    o.alignment_b = AlignmentOf(o.k * o.n * 4);
-    o.alignment_d = AlignmentOf(o.m * o.n * 4);
+    o.alignment_a = AlignmentOf(o.m * o.k * element_bytes);
+    o.alignment_b = AlignmentOf(o.k * o.n * element_bytes);
+    o.alignment_d = AlignmentOf(o.m * o.n * element_bytes);
   }
   std::unique_ptr<CublasLtGemm> gemm;
   if (NumElements(graph.value(node.outputs[0]).dims) > 0 && o.k > 0) {
     ASSIGN_OR_RETURN(gemm, CublasLtGemm::Create(context.cublas, o));
     context.workspace->Require(gemm->workspace_bytes());
   }
+  // Batch offsets in bytes, for Enqueue's untyped pointers.
+  std::vector<std::array<int64_t, 3>> byte_offsets = std::move(geometry.batch_offsets);
+  for (std::array<int64_t, 3>& offsets : byte_offsets) {
+    for (int64_t& offset : offsets) offset *= element_bytes;
+  }
   return std::make_unique<GemmKernel>(
       NodeLabel(node), AlgorithmChoices::Key(node.name, graph.batch_size), std::move(gemm),
-      std::move(broadcast_c), std::move(geometry.batch_offsets), context.workspace,
+      std::move(broadcast_c), std::move(byte_offsets), context.workspace,
       context.algorithm_choices);
 }
 
@@ -203,9 +211,9 @@ absl::Status GemmKernel::Autotune(absl::Span<const void* const> inputs,
       return absl::OkStatus();
     }
   }
-  const auto* a = static_cast<const float*>(inputs[0]);
-  const auto* b = static_cast<const float*>(inputs[1]);
-  auto* d = static_cast<float*>(outputs[0]);
+  const auto* a = static_cast<const char*>(inputs[0]);
+  const auto* b = static_cast<const char*>(inputs[1]);
+  auto* d = static_cast<char*>(outputs[0]);
   if (!batch_offsets_.empty()) {
     const auto& [a_offset, b_offset, d_offset] = batch_offsets_.front();
     a += a_offset;
@@ -237,9 +245,9 @@ absl::Status GemmKernel::Enqueue(absl::Span<const void* const> inputs,
     RETURN_IF_ERROR(broadcast_c_->Enqueue(c, outputs, stream));
   }
   if (!gemm_) return absl::OkStatus();  // empty output
-  const auto* a = static_cast<const float*>(inputs[0]);
-  const auto* b = static_cast<const float*>(inputs[1]);
-  auto* d = static_cast<float*>(outputs[0]);
+  const auto* a = static_cast<const char*>(inputs[0]);
+  const auto* b = static_cast<const char*>(inputs[1]);
+  auto* d = static_cast<char*>(outputs[0]);
   void* workspace = workspace_->get();
   if (batch_offsets_.empty()) return gemm_->Enqueue(a, b, d, workspace, stream);
   for (const auto& [a_offset, b_offset, d_offset] : batch_offsets_) {

@@ -46,7 +46,7 @@ class GemmKernel final : public CudaOpKernel {
   std::string choice_key_;
   std::unique_ptr<CublasLtGemm> gemm_;  // null for an empty output
   std::unique_ptr<CudaOpKernel> broadcast_c_;
-  // Batches that broadcast in no single stride: (A, B, D) element offsets of
+  // Batches that broadcast in no single stride: (A, B, D) byte offsets of
   // each, one cuBLASLt call each. Empty for strided batching.
   std::vector<std::array<int64_t, 3>> batch_offsets_;
   std::shared_ptr<StepWorkspace> workspace_;

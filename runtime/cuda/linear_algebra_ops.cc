@@ -19,9 +19,10 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeGemm(const CudaKernelContext& 
 }  // namespace
 
 void AddLinearAlgebraCudaKernels(CudaKernelDefs& defs) {
-  const DTypeSet float32 = DTypes({DType::kFloat32});
-  defs.push_back({"Gemm", float32, MakeGemm});
-  defs.push_back({"MatMul", float32, MakeGemm});
+  // Note [GEMM datatypes] in runtime/cuda/gemm.h.
+  const DTypeSet gemm_types = DTypes({DType::kFloat32, DType::kFloat16, DType::kBFloat16});
+  defs.push_back({"Gemm", gemm_types, MakeGemm});
+  defs.push_back({"MatMul", gemm_types, MakeGemm});
 }
 
 }  // namespace graphserve

@@ -47,10 +47,13 @@ using op_kernels_internal::ReduceOp;
 using op_kernels_internal::ReduceParams;
 using op_kernels_internal::SoftmaxParams;
 
+// The element types of the row kernels (Softmax, LayerNormalization):
+// float32 and the 16-bit floats, computed in float.
+constexpr DTypeSet kRowKernelDTypes = DTypes({DType::kFloat32, DType::kFloat16, DType::kBFloat16});
+
 cudaError_t EnqueueSoftmax(const SoftmaxParams& params, DeviceInputs inputs,
                            DeviceOutputs outputs, cudaStream_t stream) {
-  return op_kernels_internal::LaunchSoftmax(params, static_cast<const float*>(inputs[0]),
-                                            static_cast<float*>(outputs[0]), stream);
+  return op_kernels_internal::LaunchSoftmax(params, inputs[0], outputs[0], stream);
 }
 
 cudaError_t EnqueueReduce(const ReduceParams& params, DeviceInputs inputs, DeviceOutputs outputs,
@@ -83,13 +86,12 @@ class LayerNormKernel final : public NodeKernel {
   absl::Status Enqueue(absl::Span<const void* const> inputs, absl::Span<void* const> outputs,
                        cudaStream_t stream) const override {
     RETURN_IF_ERROR(CheckArity(inputs, outputs));
-    const float* bias = has_bias_ ? static_cast<const float*>(inputs[2]) : nullptr;
+    const void* bias = has_bias_ ? inputs[2] : nullptr;
     float* mean = has_mean_ ? static_cast<float*>(outputs[1]) : nullptr;
     float* inv_std_dev = has_inv_std_dev_ ? static_cast<float*>(outputs[2]) : nullptr;
-    return LaunchStatus(op_kernels_internal::LaunchLayerNorm(
-                            params_, static_cast<const float*>(inputs[0]),
-                            static_cast<const float*>(inputs[1]), bias,
-                            static_cast<float*>(outputs[0]), mean, inv_std_dev, stream),
+    return LaunchStatus(op_kernels_internal::LaunchLayerNorm(params_, inputs[0], inputs[1], bias,
+                                                             outputs[0], mean, inv_std_dev,
+                                                             stream),
                         "LaunchLayerNorm");
   }
 
@@ -107,6 +109,7 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeSoftmax(const CudaKernelContex
   const BoundValue& out = *v.outputs[0];
   RETURN_IF_ERROR(CheckSameDType(node, in, out));
   SoftmaxParams params;
+  params.dtype = in.dtype;
   params.outer = IntAttr(node.attributes, "outer");
   params.axis_size = IntAttr(node.attributes, "axis_size");
   params.inner = IntAttr(node.attributes, "inner");
@@ -161,13 +164,11 @@ class AddLayerNormKernel final : public NodeKernel {
                                                      inputs.size(), " inputs and ",
                                                      outputs.size(), " outputs"));
     }
-    const auto in = [&](size_t i) { return static_cast<const float*>(inputs[i]); };
-    return LaunchStatus(
-        op_kernels_internal::LaunchAddLayerNorm(
-            params_, in(0), in(1), in(2), has_bias_ ? in(3) : nullptr,
-            static_cast<float*>(outputs[0]),
-            writes_sum_ ? static_cast<float*>(outputs[1]) : nullptr, stream),
-        "LaunchAddLayerNorm");
+    return LaunchStatus(op_kernels_internal::LaunchAddLayerNorm(
+                            params_, inputs[0], inputs[1], inputs[2],
+                            has_bias_ ? inputs[3] : nullptr, outputs[0],
+                            writes_sum_ ? outputs[1] : nullptr, stream),
+                        "LaunchAddLayerNorm");
   }
 
  private:
@@ -180,22 +181,23 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeLayerNorm(const CudaKernelCont
   const BoundNode& node = context.node;
   ASSIGN_OR_RETURN(NodeValues v, GetNodeValues(context.graph, node, 2, 3, 1, 3));
   LayerNormParams params;
+  params.dtype = v.inputs[0]->dtype;
   params.rows = IntAttr(node.attributes, "outer");
   params.cols = IntAttr(node.attributes, "inner");
   ASSIGN_OR_RETURN(params.epsilon, GetFloatAttr(node.attributes, "epsilon", 1e-5f));
   if (params.rows < 0 || params.cols < 0) {
     return Invalid(node, "outer and inner must be non-negative");
   }
-  for (const BoundValue* value : v.inputs) {
-    RETURN_IF_ERROR(CheckDType(node, *value, DTypes({DType::kFloat32})));
-  }
+  RETURN_IF_ERROR(CheckDType(node, *v.inputs[0], kRowKernelDTypes));
+  for (const BoundValue* value : v.inputs) RETURN_IF_ERROR(CheckSameDType(node, *v.inputs[0], *value));
   RETURN_IF_ERROR(CheckElementCount(node, *v.inputs[0], params.rows * params.cols));
   for (size_t i = 1; i < v.inputs.size(); ++i) {
     RETURN_IF_ERROR(CheckElementCount(node, *v.inputs[i], params.cols));
   }
   for (size_t i = 0; i < v.outputs.size(); ++i) {
     if (v.outputs[i] == nullptr) continue;
-    RETURN_IF_ERROR(CheckDType(node, *v.outputs[i], DTypes({DType::kFloat32})));
+    RETURN_IF_ERROR(i == 0 ? CheckSameDType(node, *v.inputs[0], *v.outputs[0])
+                           : CheckDType(node, *v.outputs[i], DTypes({DType::kFloat32})));
     RETURN_IF_ERROR(
         CheckElementCount(node, *v.outputs[i], i == 0 ? params.rows * params.cols : params.rows));
   }
@@ -380,6 +382,7 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeAddLayerNormKernel(const Bound
   // The plain kernel's checks of the node (dtypes, counts, attributes).
   RETURN_IF_ERROR(MakeLayerNorm(CudaKernelContext{graph, layer_norm}).status());
   LayerNormParams params;
+  params.dtype = graph.value(layer_norm.inputs[0]).dtype;
   params.rows = IntAttr(layer_norm.attributes, "outer");
   params.cols = IntAttr(layer_norm.attributes, "inner");
   ASSIGN_OR_RETURN(params.epsilon, GetFloatAttr(layer_norm.attributes, "epsilon", 1e-5f));
@@ -391,7 +394,7 @@ void AddNormalizationCudaKernels(CudaKernelDefs& defs) {
   const DTypeSet float32 = DTypes({DType::kFloat32});
   defs.push_back({"CumSum", DTypes({DType::kFloat32, DType::kFloat64, DType::kInt32, DType::kInt64}),
                   MakeCumSum});
-  defs.push_back({"LayerNormalization", float32, MakeLayerNorm});
+  defs.push_back({"LayerNormalization", kRowKernelDTypes, MakeLayerNorm});
   defs.push_back({"InstanceNormalization", float32, MakeGroupNorm});
   defs.push_back({"GroupNormalization", float32, MakeGroupNorm});
   for (const ReduceOpInfo& info : kReduceOps) {
@@ -400,8 +403,8 @@ void AddNormalizationCudaKernels(CudaKernelDefs& defs) {
   for (const char* op : {"ArgMax", "ArgMin"}) {
     defs.push_back({op, kFloatsAndIntegers, MakeArgReduce});
   }
-  defs.push_back({"Softmax", float32, MakeSoftmax});
-  defs.push_back({"LogSoftmax", float32, MakeSoftmax});
+  defs.push_back({"Softmax", kRowKernelDTypes, MakeSoftmax});
+  defs.push_back({"LogSoftmax", kRowKernelDTypes, MakeSoftmax});
   defs.push_back({"Hardmax", kFloatDTypes, MakeHardmax});
 }
 

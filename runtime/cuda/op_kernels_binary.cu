@@ -34,70 +34,78 @@ struct DivFn {
   template <typename T>
   __device__ T operator()(T a, T b) const { return a / b; }
 };
-// Mod with fmod=1: the sign of the dividend. fmodf is exact; an integer
+// Mod with fmod=1: the sign of the dividend. fmod is exact; an integer
 // divisor of 0 gives 0 rather than a trap or an undefined result.
 struct FmodFn {
-  __device__ float operator()(float a, float b) const { return fmodf(a, b); }
   template <typename T>
   __device__ T operator()(T a, T b) const {
-    // b == -1 also gives 0, for every a: MIN % -1 would overflow.
-    return b == 0 || b == -1 ? T(0) : a % b;
+    if constexpr (std::is_floating_point_v<T>) {
+      return fmod(a, b);
+    } else {
+      // b == -1 also gives 0, for every a: MIN % -1 would overflow.
+      return b == 0 || b == -1 ? T(0) : a % b;
+    }
   }
 };
 // Mod with fmod=0: the sign of the divisor, as Python's %. An integer
 // divisor of 0 gives 0, as for FmodFn; floats as opset 28 defines them (the
 // host's FloatFloorMod: a zero result takes b's sign, NaN stays NaN).
 struct ModFn {
-  __device__ float operator()(float a, float b) const {
-    const float r = fmodf(a, b);
-    if (r == 0.0f) return copysignf(0.0f, b);
-    return (r < 0.0f) != (b < 0.0f) ? r + b : r;
-  }
   template <typename T>
   __device__ T operator()(T a, T b) const {
     const T r = FmodFn{}(a, b);
-    // r and b differ in sign here, so r + b cannot overflow.
-    return r != 0 && (r < 0) != (b < 0) ? r + b : r;
+    if constexpr (std::is_floating_point_v<T>) {
+      if (r == T(0)) return copysign(T(0), b);
+      return (r < T(0)) != (b < T(0)) ? r + b : r;
+    } else {
+      // r and b differ in sign here, so r + b cannot overflow.
+      return r != 0 && (r < 0) != (b < 0) ? r + b : r;
+    }
   }
 };
 struct PowFn {
-  __device__ float operator()(float a, float b) const { return powf(a, b); }
-  // Exact integer power; a negative exponent gives the truncated reciprocal
-  // (0 unless |a| == 1).
+  // Floats: pow. Integers: the exact power; a negative exponent gives the
+  // truncated reciprocal (0 unless |a| == 1).
   template <typename T>
   __device__ T operator()(T a, T b) const {
-    if (b < 0) {
-      if (a == 1) return 1;
-      if (a == -1) return (b & 1) ? -1 : 1;
-      return 0;
+    if constexpr (std::is_floating_point_v<T>) {
+      return pow(a, b);
+    } else {
+      if (b < 0) {
+        if (a == 1) return 1;
+        if (a == -1) return (b & 1) ? -1 : 1;
+        return 0;
+      }
+      // Unsigned arithmetic wraps on overflow instead of being undefined.
+      using U = std::make_unsigned_t<T>;
+      U result = 1;
+      U base = static_cast<U>(a);
+      for (U e = static_cast<U>(b); e != 0; e >>= 1) {
+        if (e & 1) result *= base;
+        base *= base;
+      }
+      return static_cast<T>(result);
     }
-    // Unsigned arithmetic wraps on overflow instead of being undefined.
-    using U = std::make_unsigned_t<T>;
-    U result = 1;
-    U base = static_cast<U>(a);
-    for (U e = static_cast<U>(b); e != 0; e >>= 1) {
-      if (e & 1) result *= base;
-      base *= base;
-    }
-    return static_cast<T>(result);
   }
 };
 // Max and Min propagate NaN, as numpy's maximum/minimum (ONNX's reference).
 struct MaxFn {
-  __device__ float operator()(float a, float b) const {
-    if (isnan(a) || isnan(b)) return CUDART_NAN_F;
+  template <typename T>
+  __device__ T operator()(T a, T b) const {
+    if constexpr (std::is_floating_point_v<T>) {
+      if (isnan(a) || isnan(b)) return static_cast<T>(CUDART_NAN);
+    }
     return a < b ? b : a;
   }
-  template <typename T>
-  __device__ T operator()(T a, T b) const { return a < b ? b : a; }
 };
 struct MinFn {
-  __device__ float operator()(float a, float b) const {
-    if (isnan(a) || isnan(b)) return CUDART_NAN_F;
+  template <typename T>
+  __device__ T operator()(T a, T b) const {
+    if constexpr (std::is_floating_point_v<T>) {
+      if (isnan(a) || isnan(b)) return static_cast<T>(CUDART_NAN);
+    }
     return b < a ? b : a;
   }
-  template <typename T>
-  __device__ T operator()(T a, T b) const { return b < a ? b : a; }
 };
 // Comparisons as IEEE orders floats (NaN compares false), __half and
 // __nv_bfloat16 through their own operators.
@@ -149,14 +157,21 @@ cudaError_t LaunchTyped(const BinaryParams& p, F f, const void* a, const void* b
                       static_cast<const T*>(b));
 }
 
-// Arithmetic ops: float32, int64 and int32.
+// Arithmetic ops: the four float types in their compute type, int64 and
+// int32 in their own.
 template <typename F>
 cudaError_t LaunchArithmetic(const BinaryParams& p, F f, const void* a, const void* b, void* out,
                              cudaStream_t stream) {
-  if (p.input_type == DType::kFloat32) return LaunchTyped<float>(p, f, a, b, out, stream);
-  if (p.input_type == DType::kInt64) return LaunchTyped<int64_t>(p, f, a, b, out, stream);
-  if (p.input_type == DType::kInt32) return LaunchTyped<int32_t>(p, f, a, b, out, stream);
-  return cudaErrorInvalidValue;
+  return VisitDeviceType(p.input_type, [&](auto tag) {
+    using T = typename decltype(tag)::Type;
+    if constexpr (kIsFloatType<T>) {
+      return LaunchTyped<T>(p, InComputeType<F>{f}, a, b, out, stream);
+    } else if constexpr (std::is_same_v<T, int32_t> || std::is_same_v<T, int64_t>) {
+      return LaunchTyped<T>(p, f, a, b, out, stream);
+    } else {
+      return cudaErrorInvalidValue;
+    }
+  });
 }
 
 // Every row of the datatype table (bool only for Equal: binding refuses

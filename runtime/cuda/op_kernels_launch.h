@@ -149,6 +149,7 @@ cudaError_t LaunchWhere(const WhereParams& params, const void* cond, const void*
 
 // float32 input viewed as [outer, axis_size, inner].
 struct SoftmaxParams {
+  DType dtype = DType::kFloat32;  // float32, float16 or bfloat16, computed in float
   int64_t outer = 0;
   int64_t axis_size = 0;
   int64_t inner = 0;
@@ -156,7 +157,7 @@ struct SoftmaxParams {
   bool log = false;
 };
 
-cudaError_t LaunchSoftmax(const SoftmaxParams& params, const float* input, float* output,
+cudaError_t LaunchSoftmax(const SoftmaxParams& params, const void* input, void* output,
                           cudaStream_t stream);
 
 // Hardmax: `dtype` (a float type) viewed as [outer, axis_size, inner], as
@@ -173,22 +174,25 @@ cudaError_t LaunchHardmax(const HardmaxParams& params, const void* input, void* 
 
 // float32 X viewed as [rows, cols]; scale and bias hold `cols` elements.
 struct LayerNormParams {
+  // X, Scale, B and Y: float32, float16 or bfloat16, computed in float; the
+  // statistics (Mean, InvStdDev) are float32.
+  DType dtype = DType::kFloat32;
   int64_t rows = 0;
   int64_t cols = 0;
   float epsilon = 0.0f;
 };
 
 // `bias`, `mean` and `inv_std_dev` may be null (absent input / unused output).
-cudaError_t LaunchLayerNorm(const LayerNormParams& params, const float* x, const float* scale,
-                            const float* bias, float* y, float* mean, float* inv_std_dev,
+cudaError_t LaunchLayerNorm(const LayerNormParams& params, const void* x, const void* scale,
+                            const void* bias, void* y, float* mean, float* inv_std_dev,
                             cudaStream_t stream);
 
 // A residual Add and the LayerNormalization of its result in one launch
 // (the fusion pass's kAddLayerNorm): y = LayerNorm(a + b) over rows of
 // `cols`, the sum rounded as the Add's own kernel rounds it; `sum`, when not
 // null, receives a + b for the sum's other readers. `bias` may be null.
-cudaError_t LaunchAddLayerNorm(const LayerNormParams& params, const float* a, const float* b,
-                               const float* scale, const float* bias, float* y, float* sum,
+cudaError_t LaunchAddLayerNorm(const LayerNormParams& params, const void* a, const void* b,
+                               const void* scale, const void* bias, void* y, void* sum,
                                cudaStream_t stream);
 
 // InstanceNormalization and GroupNormalization (Note [Group normalization]

@@ -155,20 +155,22 @@ __device__ __forceinline__ float SoftmaxOutput(float shifted, float sum, bool lo
   return log ? shifted - logf(sum) : expf(shifted) / sum;
 }
 
-template <int kPerLane>
+// The kernels read elements of T (float32 or a 16-bit float) and compute in
+// float; the output is rounded once to T.
+template <typename T, int kPerLane>
 __global__ void __launch_bounds__(kRowWarps* kWarpSize)
-    SoftmaxWarpRowsKernel(const float* in, float* out, int64_t rows, int cols, bool log) {
+    SoftmaxWarpRowsKernel(const T* in, T* out, int64_t rows, int cols, bool log) {
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowWarps + threadIdx.x / kWarpSize;
   if (row >= rows) return;  // the whole warp leaves together
   const int lane = threadIdx.x % kWarpSize;
-  const float* x = in + row * cols;
-  float* y = out + row * cols;
+  const T* x = in + row * cols;
+  T* y = out + row * cols;
   float v[kPerLane];
   float max_value = -INFINITY;
 #pragma unroll
   for (int k = 0; k < kPerLane; ++k) {
     const int c = lane + k * kWarpSize;
-    v[k] = c < cols ? x[c] : -INFINITY;
+    v[k] = c < cols ? static_cast<float>(x[c]) : -INFINITY;
     max_value = fmaxf(max_value, v[k]);
   }
   max_value = WarpMax(max_value);
@@ -183,52 +185,74 @@ __global__ void __launch_bounds__(kRowWarps* kWarpSize)
 #pragma unroll
   for (int k = 0; k < kPerLane; ++k) {
     const int c = lane + k * kWarpSize;
-    if (c < cols) y[c] = SoftmaxOutput(v[k], sum, log);
+    if (c < cols) y[c] = static_cast<T>(SoftmaxOutput(v[k], sum, log));
   }
 }
 
+template <typename T>
 __global__ void __launch_bounds__(kRowBlockThreads)
-    SoftmaxBlockRowsKernel(const float* in, float* out, int64_t cols, bool log) {
+    SoftmaxBlockRowsKernel(const T* in, T* out, int64_t cols, bool log) {
   __shared__ float scratch[kRowBlockThreads / kWarpSize];
-  const float* x = in + static_cast<int64_t>(blockIdx.x) * cols;
-  float* y = out + static_cast<int64_t>(blockIdx.x) * cols;
+  const T* x = in + static_cast<int64_t>(blockIdx.x) * cols;
+  T* y = out + static_cast<int64_t>(blockIdx.x) * cols;
+  const auto at = [x](int64_t c) { return static_cast<float>(x[c]); };
   float max_value = -INFINITY;
-  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) max_value = fmaxf(max_value, x[c]);
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) max_value = fmaxf(max_value, at(c));
   max_value = BlockMax(max_value, scratch);
   float sum = 0.0f;
-  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) sum += expf(x[c] - max_value);
+  for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) sum += expf(at(c) - max_value);
   sum = BlockSum(sum, scratch);
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-    y[c] = SoftmaxOutput(x[c] - max_value, sum, log);
+    y[c] = static_cast<T>(SoftmaxOutput(at(c) - max_value, sum, log));
   }
 }
 
 // Softmax over a non-innermost axis: one thread per (outer, inner) pair;
 // neighbouring threads read neighbouring elements at every step.
+template <typename T>
 __global__ void __launch_bounds__(kStridedThreads)
-    SoftmaxStridedKernel(const float* in, float* out, int64_t outer, int64_t axis_size,
-                         int64_t inner, bool log) {
+    SoftmaxStridedKernel(const T* in, T* out, int64_t outer, int64_t axis_size, int64_t inner,
+                         bool log) {
   const int64_t total = outer * inner;
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t t = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; t < total;
        t += step) {
     const int64_t o = t / inner;
     const int64_t base = o * axis_size * inner + (t - o * inner);
+    const auto at = [&](int64_t a) { return static_cast<float>(in[base + a * inner]); };
     float max_value = -INFINITY;
-    for (int64_t a = 0; a < axis_size; ++a) max_value = fmaxf(max_value, in[base + a * inner]);
+    for (int64_t a = 0; a < axis_size; ++a) max_value = fmaxf(max_value, at(a));
     float sum = 0.0f;
-    for (int64_t a = 0; a < axis_size; ++a) sum += expf(in[base + a * inner] - max_value);
+    for (int64_t a = 0; a < axis_size; ++a) sum += expf(at(a) - max_value);
     for (int64_t a = 0; a < axis_size; ++a) {
-      out[base + a * inner] = SoftmaxOutput(in[base + a * inner] - max_value, sum, log);
+      out[base + a * inner] = static_cast<T>(SoftmaxOutput(at(a) - max_value, sum, log));
     }
   }
 }
 
-template <int kPerLane>
-void LaunchSoftmaxWarpRows(const float* in, float* out, int64_t rows, int cols, bool log,
-                           cudaStream_t stream, unsigned blocks) {
-  SoftmaxWarpRowsKernel<kPerLane>
-      <<<blocks, kRowWarps * kWarpSize, 0, stream>>>(in, out, rows, cols, log);
+template <typename T>
+cudaError_t LaunchSoftmaxOf(const SoftmaxParams& p, const T* input, T* output,
+                            cudaStream_t stream) {
+  if (p.inner != 1) {
+    SoftmaxStridedKernel<T><<<StridedBlocks(p.outer * p.inner), kStridedThreads, 0, stream>>>(
+        input, output, p.outer, p.axis_size, p.inner, p.log);
+    return cudaGetLastError();
+  }
+  const int64_t rows = p.outer;
+  if (p.axis_size > kMaxWarpRowCols) {
+    if (rows > INT32_MAX) return cudaErrorInvalidConfiguration;
+    SoftmaxBlockRowsKernel<T><<<static_cast<unsigned>(rows), kRowBlockThreads, 0, stream>>>(
+        input, output, p.axis_size, p.log);
+    return cudaGetLastError();
+  }
+  const unsigned blocks = WarpRowBlocks(rows);
+  if (blocks == 0) return cudaErrorInvalidConfiguration;
+  const int cols = static_cast<int>(p.axis_size);
+  WithPerLaneBucket(cols, [&](auto per_lane) {
+    SoftmaxWarpRowsKernel<T, decltype(per_lane)::value>
+        <<<blocks, kRowWarps * kWarpSize, 0, stream>>>(input, output, rows, cols, p.log);
+  });
+  return cudaGetLastError();
 }
 
 // ------------------------------------------------------ GroupNormalization
@@ -265,37 +289,54 @@ __global__ void __launch_bounds__(kGroupNormThreads)
 
 // ------------------------------------------------------ LayerNormalization
 
-// The row element LayerNorm reads: x, or x + residual (the fused residual
-// Add, rounded as the Add kernel rounds it), also written to `sum` when asked.
+// The row element LayerNorm reads, in float: x, or x + residual (the fused
+// residual Add, rounded to T as the Add kernel rounds it), also written to
+// `sum` when asked. T is float32 or a 16-bit float; the statistics are float.
+template <typename T>
 struct LayerNormInput {
-  const float* x;
-  const float* residual;  // null: no fused Add
-  float* sum;             // null: the sum has no other reader
+  const T* x;
+  const T* residual;  // null: no fused Add
+  T* sum;             // null: the sum has no other reader
 
   __device__ __forceinline__ float At(int64_t i) const {
-    return residual == nullptr ? x[i] : __fadd_rn(x[i], residual[i]);
+    if (residual == nullptr) return static_cast<float>(x[i]);
+    const float exact = __fadd_rn(static_cast<float>(x[i]), static_cast<float>(residual[i]));
+    return static_cast<float>(static_cast<T>(exact));
+  }
+};
+
+// Scale, bias and output of T; the statistics' outputs (float) may be null.
+template <typename T>
+struct LayerNormOutput {
+  const T* scale;
+  const T* bias;  // null: no B input
+  T* y;
+  float* mean;
+  float* inv_std_dev;
+
+  __device__ __forceinline__ void Write(int64_t base, int64_t c, float normalized_value) const {
+    const float scaled = normalized_value * static_cast<float>(scale[c]);
+    y[base + c] = static_cast<T>(bias != nullptr ? scaled + static_cast<float>(bias[c]) : scaled);
   }
 };
 
 // Two passes over the row held in registers: the mean, then the variance of
 // the deviations (no cancellation from E[x^2] - E[x]^2).
-template <int kPerLane>
+template <typename T, int kPerLane>
 __global__ void __launch_bounds__(kRowWarps* kWarpSize)
-    LayerNormWarpRowsKernel(LayerNormInput in, const float* scale, const float* bias, float* y,
-                            float* mean_out, float* inv_std_dev_out, int64_t rows, int cols,
+    LayerNormWarpRowsKernel(LayerNormInput<T> in, LayerNormOutput<T> out, int64_t rows, int cols,
                             float epsilon) {
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowWarps + threadIdx.x / kWarpSize;
   if (row >= rows) return;  // the whole warp leaves together
   const int lane = threadIdx.x % kWarpSize;
   const int64_t base = row * cols;
-  float* yr = y + base;
   float v[kPerLane];
   float sum = 0.0f;
 #pragma unroll
   for (int k = 0; k < kPerLane; ++k) {
     const int c = lane + k * kWarpSize;
     v[k] = c < cols ? in.At(base + c) : 0.0f;
-    if (in.sum != nullptr && c < cols) in.sum[base + c] = v[k];
+    if (in.sum != nullptr && c < cols) in.sum[base + c] = static_cast<T>(v[k]);
     sum += v[k];
   }
   const float mean = WarpSum(sum) / static_cast<float>(cols);
@@ -311,34 +352,32 @@ __global__ void __launch_bounds__(kRowWarps* kWarpSize)
 #pragma unroll
   for (int k = 0; k < kPerLane; ++k) {
     const int c = lane + k * kWarpSize;
-    if (c < cols) {
-      const float normalized = (v[k] - mean) * inv_std_dev * scale[c];
-      yr[c] = bias != nullptr ? normalized + bias[c] : normalized;
-    }
+    if (c < cols) out.Write(base, c, (v[k] - mean) * inv_std_dev);
   }
   if (lane == 0) {
-    if (mean_out != nullptr) mean_out[row] = mean;
-    if (inv_std_dev_out != nullptr) inv_std_dev_out[row] = inv_std_dev;
+    if (out.mean != nullptr) out.mean[row] = mean;
+    if (out.inv_std_dev != nullptr) out.inv_std_dev[row] = inv_std_dev;
   }
 }
 
+template <typename T>
 __global__ void __launch_bounds__(kRowBlockThreads)
-    LayerNormBlockRowsKernel(LayerNormInput in, const float* scale, const float* bias, float* y,
-                             float* mean_out, float* inv_std_dev_out, int64_t cols,
+    LayerNormBlockRowsKernel(LayerNormInput<T> in, LayerNormOutput<T> out, int64_t cols,
                              float epsilon) {
   __shared__ float scratch[kRowBlockThreads / kWarpSize];
   const int64_t row = blockIdx.x;
   const int64_t base = row * cols;
-  float* yr = y + base;
   float sum = 0.0f;
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
     const float v = in.At(base + c);
-    if (in.sum != nullptr) in.sum[base + c] = v;
+    if (in.sum != nullptr) in.sum[base + c] = static_cast<T>(v);
     sum += v;
   }
   // Later passes read the sum back where it was written (by this thread): the
   // output may share a's or b's buffer.
-  const auto value = [&](int64_t i) { return in.sum != nullptr ? in.sum[i] : in.At(i); };
+  const auto value = [&](int64_t i) {
+    return in.sum != nullptr ? static_cast<float>(in.sum[i]) : in.At(i);
+  };
   const float mean = BlockSum(sum, scratch) / static_cast<float>(cols);
   float squares = 0.0f;
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
@@ -348,42 +387,48 @@ __global__ void __launch_bounds__(kRowBlockThreads)
   const float variance = BlockSum(squares, scratch) / static_cast<float>(cols);
   const float inv_std_dev = 1.0f / sqrtf(variance + epsilon);
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-    const float normalized = (value(base + c) - mean) * inv_std_dev * scale[c];
-    yr[c] = bias != nullptr ? normalized + bias[c] : normalized;
+    out.Write(base, c, (value(base + c) - mean) * inv_std_dev);
   }
   if (threadIdx.x == 0) {
-    if (mean_out != nullptr) mean_out[row] = mean;
-    if (inv_std_dev_out != nullptr) inv_std_dev_out[row] = inv_std_dev;
+    if (out.mean != nullptr) out.mean[row] = mean;
+    if (out.inv_std_dev != nullptr) out.inv_std_dev[row] = inv_std_dev;
   }
-}
-
-template <int kPerLane>
-void LaunchLayerNormWarpRows(const LayerNormParams& p, LayerNormInput in, const float* scale,
-                             const float* bias, float* y, float* mean, float* inv_std_dev,
-                             cudaStream_t stream, unsigned blocks) {
-  LayerNormWarpRowsKernel<kPerLane><<<blocks, kRowWarps * kWarpSize, 0, stream>>>(
-      in, scale, bias, y, mean, inv_std_dev, p.rows, static_cast<int>(p.cols), p.epsilon);
 }
 
 // LayerNorm of `in` (x, or a fused residual sum): the warp-per-row kernel
 // while a row fits its registers, a block per row beyond.
-cudaError_t LaunchLayerNormOf(const LayerNormParams& p, LayerNormInput in, const float* scale,
-                              const float* bias, float* y, float* mean, float* inv_std_dev,
-                              cudaStream_t stream) {
+template <typename T>
+cudaError_t LaunchLayerNormOf(const LayerNormParams& p, LayerNormInput<T> in,
+                              LayerNormOutput<T> out, cudaStream_t stream) {
   if (p.rows <= 0 || p.cols <= 0) return cudaSuccess;
   if (p.cols > kMaxWarpRowCols) {
     if (p.rows > INT32_MAX) return cudaErrorInvalidConfiguration;
-    LayerNormBlockRowsKernel<<<static_cast<unsigned>(p.rows), kRowBlockThreads, 0, stream>>>(
-        in, scale, bias, y, mean, inv_std_dev, p.cols, p.epsilon);
+    LayerNormBlockRowsKernel<T><<<static_cast<unsigned>(p.rows), kRowBlockThreads, 0, stream>>>(
+        in, out, p.cols, p.epsilon);
     return cudaGetLastError();
   }
   const unsigned blocks = WarpRowBlocks(p.rows);
   if (blocks == 0) return cudaErrorInvalidConfiguration;
   WithPerLaneBucket(p.cols, [&](auto per_lane) {
-    LaunchLayerNormWarpRows<decltype(per_lane)::value>(p, in, scale, bias, y, mean, inv_std_dev,
-                                                       stream, blocks);
+    LayerNormWarpRowsKernel<T, decltype(per_lane)::value>
+        <<<blocks, kRowWarps * kWarpSize, 0, stream>>>(in, out, p.rows,
+                                                       static_cast<int>(p.cols), p.epsilon);
   });
   return cudaGetLastError();
+}
+
+// fn(T{}) for the element types the row kernels take: float32 and the two
+// 16-bit floats.
+template <typename Fn>
+cudaError_t VisitRowKernelType(DType dtype, Fn&& fn) {
+  return VisitDeviceType(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::Type;
+    if constexpr (std::is_same_v<T, float> || kIsHalfType<T>) {
+      return fn(T{});
+    } else {
+      return cudaErrorInvalidValue;
+    }
+  });
 }
 
 // ------------------------------------------------------------ Reductions
@@ -838,29 +883,13 @@ __global__ void __launch_bounds__(kStridedThreads)
 
 }  // namespace
 
-cudaError_t LaunchSoftmax(const SoftmaxParams& p, const float* input, float* output,
+cudaError_t LaunchSoftmax(const SoftmaxParams& p, const void* input, void* output,
                           cudaStream_t stream) {
   if (p.outer <= 0 || p.axis_size <= 0 || p.inner <= 0) return cudaSuccess;
-  if (p.inner != 1) {
-    SoftmaxStridedKernel<<<StridedBlocks(p.outer * p.inner), kStridedThreads, 0, stream>>>(
-        input, output, p.outer, p.axis_size, p.inner, p.log);
-    return cudaGetLastError();
-  }
-  const int64_t rows = p.outer;
-  if (p.axis_size > kMaxWarpRowCols) {
-    if (rows > INT32_MAX) return cudaErrorInvalidConfiguration;
-    SoftmaxBlockRowsKernel<<<static_cast<unsigned>(rows), kRowBlockThreads, 0, stream>>>(
-        input, output, p.axis_size, p.log);
-    return cudaGetLastError();
-  }
-  const unsigned blocks = WarpRowBlocks(rows);
-  if (blocks == 0) return cudaErrorInvalidConfiguration;
-  const int cols = static_cast<int>(p.axis_size);
-  WithPerLaneBucket(cols, [&](auto per_lane) {
-    LaunchSoftmaxWarpRows<decltype(per_lane)::value>(input, output, rows, cols, p.log, stream,
-                                                     blocks);
+  return VisitRowKernelType(p.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    return LaunchSoftmaxOf<T>(p, static_cast<const T*>(input), static_cast<T*>(output), stream);
   });
-  return cudaGetLastError();
 }
 
 cudaError_t LaunchGroupNorm(const GroupNormParams& p, const float* x, const float* scale,
@@ -874,16 +903,29 @@ cudaError_t LaunchGroupNorm(const GroupNormParams& p, const float* x, const floa
   return cudaGetLastError();
 }
 
-cudaError_t LaunchLayerNorm(const LayerNormParams& p, const float* x, const float* scale,
-                            const float* bias, float* y, float* mean, float* inv_std_dev,
+cudaError_t LaunchLayerNorm(const LayerNormParams& p, const void* x, const void* scale,
+                            const void* bias, void* y, float* mean, float* inv_std_dev,
                             cudaStream_t stream) {
-  return LaunchLayerNormOf(p, {x, nullptr, nullptr}, scale, bias, y, mean, inv_std_dev, stream);
+  return VisitRowKernelType(p.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const LayerNormInput<T> in{static_cast<const T*>(x), nullptr, nullptr};
+    const LayerNormOutput<T> out{static_cast<const T*>(scale), static_cast<const T*>(bias),
+                                 static_cast<T*>(y), mean, inv_std_dev};
+    return LaunchLayerNormOf<T>(p, in, out, stream);
+  });
 }
 
-cudaError_t LaunchAddLayerNorm(const LayerNormParams& p, const float* a, const float* b,
-                               const float* scale, const float* bias, float* y, float* sum,
+cudaError_t LaunchAddLayerNorm(const LayerNormParams& p, const void* a, const void* b,
+                               const void* scale, const void* bias, void* y, void* sum,
                                cudaStream_t stream) {
-  return LaunchLayerNormOf(p, {a, b, sum}, scale, bias, y, nullptr, nullptr, stream);
+  return VisitRowKernelType(p.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    const LayerNormInput<T> in{static_cast<const T*>(a), static_cast<const T*>(b),
+                               static_cast<T*>(sum)};
+    const LayerNormOutput<T> out{static_cast<const T*>(scale), static_cast<const T*>(bias),
+                                 static_cast<T*>(y), nullptr, nullptr};
+    return LaunchLayerNormOf<T>(p, in, out, stream);
+  });
 }
 
 cudaError_t LaunchReduce(const ReduceParams& p, const void* input, void* output,

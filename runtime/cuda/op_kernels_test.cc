@@ -116,6 +116,10 @@ struct OpCase {
   // outputs may differ in their last bits (RoundingTolerance). Otherwise
   // they are equal (Cast, data movement, PRelu's exact products).
   bool computed = false;
+  // Computed outputs smaller than this are compared within the rounding of
+  // this magnitude instead of their own: LayerNorm's x - mean cancels, so an
+  // output near 0 carries the absolute error of its row's statistics.
+  double magnitude = 0.0;
 };
 
 void PrintTo(const OpCase& c, std::ostream* os) { *os << c.label; }
@@ -363,9 +367,9 @@ double RoundingTolerance(DType dtype) {
   }
 }
 
-// `computed`: OpCase::computed.
+// `computed` and `magnitude`: OpCase's.
 void ExpectMatches(const HostTensor& got, const HostTensor& want, const std::string& what,
-                   bool computed = false) {
+                   bool computed = false, double magnitude = 0.0) {
   ASSERT_EQ(got.dtype(), want.dtype()) << what;
   ASSERT_EQ(got.dims(), want.dims()) << what;
   const int64_t n = want.num_elements();
@@ -402,7 +406,9 @@ void ExpectMatches(const HostTensor& got, const HostTensor& want, const std::str
         const double g = AsDouble(got.data<T>()[i]);
         const double w = AsDouble(want.data<T>()[i]);
         if (g == w || (std::isnan(g) && std::isnan(w))) continue;
-        if (std::isfinite(w) && std::fabs(g - w) <= tolerance * std::fabs(w)) continue;
+        if (std::isfinite(w) && std::fabs(g - w) <= tolerance * std::max(std::fabs(w), magnitude)) {
+          continue;
+        }
         ADD_FAILURE() << what << ": element " << i << " of " << n << " is " << g
                       << ", the host has " << w;
         return;
@@ -460,7 +466,8 @@ TEST_P(OpKernelTest, MatchesHostKernel) {
   ASSERT_TRUE(run.ok()) << run.status();
   for (size_t i = 0; i < run->got.size(); ++i) {
     if (run->got[i] == nullptr) continue;
-    ExpectMatches(*run->got[i], *run->want[i], absl::StrCat(c.label, " output ", i), c.computed);
+    ExpectMatches(*run->got[i], *run->want[i], absl::StrCat(c.label, " output ", i), c.computed,
+                  c.magnitude);
   }
 }
 
@@ -571,12 +578,10 @@ std::vector<OpCase> BinaryCases() {
     const bool logical = name == "And" || name == "Or" || name == "Xor";
     const bool compares = name == "Equal" || name == "Less" || name == "Greater" ||
                           name == "LessOrEqual" || name == "GreaterOrEqual";
-    std::vector<DType> dtypes = {DType::kFloat32, DType::kInt64, DType::kInt32};
+    std::vector<DType> dtypes = {DType::kFloat32, DType::kInt64, DType::kInt32,
+                                 DType::kFloat16, DType::kBFloat16, DType::kFloat64};
     // The comparisons take every row of the table (ordering all but bool).
-    if (compares) {
-      dtypes.insert(dtypes.end(),
-                    {DType::kUInt8, DType::kFloat16, DType::kBFloat16, DType::kFloat64});
-    }
+    if (compares) dtypes.push_back(DType::kUInt8);
     if (name == "Equal") dtypes.push_back(DType::kBool);
     if (logical) dtypes = {DType::kBool};
     for (DType dtype : dtypes) {
@@ -586,11 +591,12 @@ std::vector<OpCase> BinaryCases() {
         if (op.fmod >= 0) c.attributes["fmod"] = op.fmod;
         c.label = absl::StrCat(op.op, op.fmod >= 0 ? absl::StrCat("_fmod", op.fmod) : "", "_",
                                TypeLabel(dtype), "_", DimsLabel(a), "_", DimsLabel(b));
-        // int64 Pow: base non-zero in [-5, 5], exponent in [1, 3].
-        const Fill b_fill =
-            dtype != DType::kFloat32 && c.op_type == "Pow" ? Fill::kPositive : op.b_fill;
-        const Fill a_fill =
-            dtype != DType::kFloat32 && c.op_type == "Pow" ? Fill::kSigned : op.a_fill;
+        // Integer Pow: base non-zero in [-5, 5], exponent in [1, 3].
+        const bool integer_pow = !IsFloatingDType(dtype) && c.op_type == "Pow";
+        const Fill b_fill = integer_pow ? Fill::kPositive : op.b_fill;
+        const Fill a_fill = integer_pow ? Fill::kSigned : op.a_fill;
+        // The 16-bit floats compute in float, float64 in double, as the host.
+        c.computed = IsFloatingDType(dtype) && dtype != DType::kFloat32;
         c.inputs = {Spec(dtype, a, a_fill), Spec(dtype, b, b_fill)};
         const DType out_dtype = compares || logical ? DType::kBool : dtype;
         c.outputs = {Spec(out_dtype, BroadcastDims({a, b}))};
@@ -649,9 +655,9 @@ std::vector<OpCase> UnaryCases() {
   for (const auto& op : ops) {
     const std::string name = op.op;
     const bool tests_float = name == "IsNaN" || name == "IsInf";
-    std::vector<DType> dtypes = {DType::kFloat32};
+    std::vector<DType> dtypes = {DType::kFloat32, DType::kFloat16, DType::kBFloat16,
+                                 DType::kFloat64};
     if (op.int64) dtypes.insert(dtypes.end(), {DType::kInt64, DType::kInt32});
-    if (tests_float) dtypes = {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64};
     if (name == "Not") dtypes = {DType::kBool};
     for (DType dtype : dtypes) {
       for (const Dims& dims : shapes) {
@@ -660,6 +666,7 @@ std::vector<OpCase> UnaryCases() {
         c.label = absl::StrCat(op.op, "_", TypeLabel(dtype), "_", DimsLabel(dims));
         c.inputs = {Spec(dtype, dims, op.fill)};
         c.outputs = {Spec(tests_float ? DType::kBool : dtype, dims)};
+        c.computed = IsFloatingDType(dtype) && dtype != DType::kFloat32;
         if (c.op_type == "LeakyRelu") c.attributes["alpha"] = 0.1f;
         if (c.op_type == "Gelu") {
           OpCase tanh_form = c;  // approximate="tanh"
@@ -897,17 +904,24 @@ std::vector<OpCase> SoftmaxCases() {
   };
   std::vector<OpCase> cases;
   for (const char* op : {"Softmax", "LogSoftmax"}) {
-    for (const auto& s : shapes) {
-      OpCase c;
-      c.op_type = op;
-      const Dims dims = s[2] == 1 ? Dims{s[0], s[1]} : Dims{s[0], s[1], s[2]};
-      c.label = absl::StrCat(op, "_", s[0], "_", s[1], "_", s[2]);
-      c.inputs = {Spec(DType::kFloat32, dims)};
-      c.outputs = {Spec(DType::kFloat32, dims)};
-      c.attributes["outer"] = s[0];
-      c.attributes["axis_size"] = s[1];
-      c.attributes["inner"] = s[2];
-      cases.push_back(std::move(c));
+    for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+      for (const auto& s : shapes) {
+        OpCase c;
+        c.op_type = op;
+        const Dims dims = s[2] == 1 ? Dims{s[0], s[1]} : Dims{s[0], s[1], s[2]};
+        c.label = absl::StrCat(op, "_", dtype == DType::kFloat32 ? "" : TypeLabel(dtype) + "_",
+                               s[0], "_", s[1], "_", s[2]);
+        c.inputs = {Spec(dtype, dims)};
+        c.outputs = {Spec(dtype, dims)};
+        c.computed = dtype != DType::kFloat32;
+        // LogSoftmax's largest elements are -log(sum) near 0, where the
+        // float sum's rounding (1e-7 absolute) is all there is.
+        if (c.op_type == "LogSoftmax") c.magnitude = 1e-3;
+        c.attributes["outer"] = s[0];
+        c.attributes["axis_size"] = s[1];
+        c.attributes["inner"] = s[2];
+        cases.push_back(std::move(c));
+      }
     }
   }
   return cases;
@@ -988,23 +1002,29 @@ std::vector<OpCase> LayerNormCases() {
       {9, 32, true, true, false},
   };
   std::vector<OpCase> cases;
-  for (const auto& n : norms) {
-    OpCase c;
-    c.op_type = "LayerNormalization";
-    c.label = absl::StrCat("LayerNorm_", n.outer, "x", n.inner, n.bias ? "_bias" : "",
-                           n.mean ? "_mean" : "", n.inv_std_dev ? "_invstd" : "");
-    c.inputs = {Spec(DType::kFloat32, {n.outer, n.inner}),
-                Spec(DType::kFloat32, {n.inner})};
-    if (n.bias) c.inputs.push_back(Spec(DType::kFloat32, {n.inner}));
-    c.outputs = {Spec(DType::kFloat32, {n.outer, n.inner})};
-    if (n.mean || n.inv_std_dev) {
-      c.outputs.push_back(n.mean ? Spec(DType::kFloat32, {n.outer, 1}) : Spec(DType::kFloat32, absent));
+  for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+    for (const auto& n : norms) {
+      OpCase c;
+      c.op_type = "LayerNormalization";
+      c.label = absl::StrCat("LayerNorm_", dtype == DType::kFloat32 ? "" : TypeLabel(dtype) + "_",
+                             n.outer, "x", n.inner, n.bias ? "_bias" : "", n.mean ? "_mean" : "",
+                             n.inv_std_dev ? "_invstd" : "");
+      c.inputs = {Spec(dtype, {n.outer, n.inner}), Spec(dtype, {n.inner})};
+      if (n.bias) c.inputs.push_back(Spec(dtype, {n.inner}));
+      // Y in X's type; Mean and InvStdDev in float32, the stash type.
+      c.outputs = {Spec(dtype, {n.outer, n.inner})};
+      if (n.mean || n.inv_std_dev) {
+        c.outputs.push_back(n.mean ? Spec(DType::kFloat32, {n.outer, 1})
+                                   : Spec(DType::kFloat32, absent));
+      }
+      if (n.inv_std_dev) c.outputs.push_back(Spec(DType::kFloat32, {n.outer, 1}));
+      c.computed = dtype != DType::kFloat32;
+      c.magnitude = 1.0;  // a normalised row's scale
+      c.attributes["outer"] = n.outer;
+      c.attributes["inner"] = n.inner;
+      c.attributes["epsilon"] = 1e-5f;
+      cases.push_back(std::move(c));
     }
-    if (n.inv_std_dev) c.outputs.push_back(Spec(DType::kFloat32, {n.outer, 1}));
-    c.attributes["outer"] = n.outer;
-    c.attributes["inner"] = n.inner;
-    c.attributes["epsilon"] = 1e-5f;
-    cases.push_back(std::move(c));
   }
   return cases;
 }
@@ -1691,15 +1711,17 @@ TEST(OpKernelPlanTest, RefusesShapesThatDoNotBroadcast) {
 
 TEST(OpKernelPlanTest, RefusesDTypesWithoutKernels) {
   OpCase c;
-  c.op_type = "Sqrt";
-  c.inputs = {Spec(DType::kInt64, {4})};
-  c.outputs = {Spec(DType::kInt64, {4})};
+  c.op_type = "Softmax";
+  c.inputs = {Spec(DType::kFloat64, {4})};
+  c.outputs = {Spec(DType::kFloat64, {4})};
+  c.attributes = {{"outer", int64_t{1}}, {"axis_size", int64_t{4}}, {"inner", int64_t{1}}};
   const BoundGraph graph = GraphFor(c);
   const absl::Status status = MakeCudaKernel({graph, graph.nodes[0]}).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kUnimplemented);
   // The registry names the node, the dtype and the dtypes it has kernels for.
   EXPECT_NE(status.message().find("node_under_test"), absl::string_view::npos) << status;
-  EXPECT_NE(status.message().find("no CUDA kernel for int64 (there are for float32)"),
+  EXPECT_NE(status.message().find(
+                "no CUDA kernel for float64 (there are for float32, float16, bfloat16)"),
             absl::string_view::npos)
       << status;
 }

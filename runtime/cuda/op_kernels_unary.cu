@@ -55,33 +55,48 @@ struct CastFn {
   }
 };
 
+// The float math, written once over the compute type C (float, or double
+// for float64; the 16-bit floats run in float through InComputeType) with
+// CUDA's overloads of the math functions, which are the f-suffixed ones for
+// float: float32 computes exactly what it did when these were float-only.
 struct SqrtFn {
-  __device__ float operator()(float x) const { return sqrtf(x); }
+  template <typename C>
+  __device__ C operator()(C x) const { return sqrt(x); }
 };
 struct ExpFn {
-  __device__ float operator()(float x) const { return expf(x); }
+  template <typename C>
+  __device__ C operator()(C x) const { return exp(x); }
 };
 struct LogFn {
-  __device__ float operator()(float x) const { return logf(x); }
+  template <typename C>
+  __device__ C operator()(C x) const { return log(x); }
 };
 struct TanhFn {
-  __device__ float operator()(float x) const { return tanhf(x); }
+  template <typename C>
+  __device__ C operator()(C x) const { return tanh(x); }
 };
 struct ErfFn {
-  __device__ float operator()(float x) const { return erff(x); }
+  template <typename C>
+  __device__ C operator()(C x) const { return erf(x); }
 };
 // Never overflows exp: for x < 0 it uses e^x / (1 + e^x).
 struct SigmoidFn {
-  __device__ float operator()(float x) const {
-    if (x >= 0.0f) return 1.0f / (1.0f + expf(-x));
-    const float e = expf(x);
-    return e / (1.0f + e);
+  template <typename C>
+  __device__ C operator()(C x) const {
+    if (x >= C(0)) return C(1) / (C(1) + exp(-x));
+    const C e = exp(x);
+    return e / (C(1) + e);
   }
 };
 struct AbsFn {
-  __device__ float operator()(float x) const { return fabsf(x); }
   template <typename T>
-  __device__ T operator()(T x) const { return x < 0 ? -x : x; }
+  __device__ T operator()(T x) const {
+    if constexpr (std::is_floating_point_v<T>) {
+      return fabs(x);
+    } else {
+      return x < 0 ? -x : x;
+    }
+  }
 };
 struct NegFn {
   template <typename T>
@@ -94,20 +109,29 @@ struct ReluFn {
 };
 struct LeakyReluFn {
   float alpha;
-  __device__ float operator()(float x) const { return x < 0.0f ? alpha * x : x; }
+  template <typename C>
+  __device__ C operator()(C x) const { return x < C(0) ? C(alpha) * x : x; }
 };
 
 struct ReciprocalFn {
-  __device__ float operator()(float x) const { return 1.0f / x; }
+  template <typename C>
+  __device__ C operator()(C x) const { return C(1) / x; }
 };
+// 0.5 x (1 + erf(x / sqrt(2))) written as 0.5 x erfc(-x / sqrt(2)), the
+// same value without 1 + erf cancelling for negative x: float keeps the
+// GELU of x = -6 (-6e-9, a bfloat16 value) where 1 + erf(x) rounds to 0.
+// The constant is a double literal rounded to C.
 struct GeluFn {
-  __device__ float operator()(float x) const { return 0.5f * x * (1.0f + erff(x * 0.70710678f)); }
+  template <typename C>
+  __device__ C operator()(C x) const { return C(0.5) * x * erfc(-x * C(0.7071067811865476)); }
 };
-// sqrt(2 / pi) (x + 0.044715 x^3), through tanhf.
+// 0.5 x (1 + tanh(u)), u = sqrt(2 / pi) (x + 0.044715 x^3), written as
+// x / (1 + e^(-2u)) for the same reason (1 + tanh(u) = 2 / (1 + e^(-2u))).
 struct GeluTanhFn {
-  __device__ float operator()(float x) const {
-    const float inner = 0.7978845608f * (x + 0.044715f * x * x * x);
-    return 0.5f * x * (1.0f + tanhf(inner));
+  template <typename C>
+  __device__ C operator()(C x) const {
+    const C inner = C(0.7978845608028654) * (x + C(0.044715) * x * x * x);
+    return x / (C(1) + exp(C(-2) * inner));
   }
 };
 struct NotFn {
@@ -215,21 +239,6 @@ struct SignFn {
   }
 };
 
-// Runs a compute-type functor on elements of a float type T: the 16-bit
-// floats through float, float64 in double.
-template <typename F>
-struct InComputeType {
-  F f;
-  template <typename T>
-  __device__ T operator()(T x) const {
-    using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
-    return static_cast<T>(f(static_cast<C>(x)));
-  }
-};
-
-template <typename T>
-inline constexpr bool kIsFloatType = std::is_floating_point_v<T> || kIsHalfType<T>;
-
 template <typename T>
 const T* In(const void* ptr) {
   return static_cast<const T*>(ptr);
@@ -251,28 +260,6 @@ cudaError_t LaunchCast(const UnaryParams& p, const void* in, void* out, cudaStre
                                     In<From>(in));
     });
   });
-}
-
-template <typename F>
-cudaError_t LaunchFloatOnly(const UnaryParams& p, F f, const void* in, void* out,
-                            cudaStream_t stream) {
-  if (p.input_type != DType::kFloat32) return cudaErrorInvalidValue;
-  return LaunchMapped(p.layout, f, Out<float>(out), stream, In<float>(in));
-}
-
-template <typename F>
-cudaError_t LaunchSigned(const UnaryParams& p, F f, const void* in, void* out,
-                               cudaStream_t stream) {
-  if (p.input_type == DType::kFloat32) {
-    return LaunchMapped(p.layout, f, Out<float>(out), stream, In<float>(in));
-  }
-  if (p.input_type == DType::kInt64) {
-    return LaunchMapped(p.layout, f, Out<int64_t>(out), stream, In<int64_t>(in));
-  }
-  if (p.input_type == DType::kInt32) {
-    return LaunchMapped(p.layout, f, Out<int32_t>(out), stream, In<int32_t>(in));
-  }
-  return cudaErrorInvalidValue;
 }
 
 // `f` over the four float types, in their compute type; with
@@ -329,31 +316,31 @@ cudaError_t LaunchUnary(const UnaryParams& p, const void* input, void* output,
       if (p.input_type == p.output_type) return LaunchCopy(p, input, output, stream);
       return LaunchCast(p, input, output, stream);
     case UnaryOp::kSqrt:
-      return LaunchFloatOnly(p, SqrtFn{}, input, output, stream);
+      return LaunchFloatTypes(p, SqrtFn{}, input, output, stream);
     case UnaryOp::kExp:
-      return LaunchFloatOnly(p, ExpFn{}, input, output, stream);
+      return LaunchFloatTypes(p, ExpFn{}, input, output, stream);
     case UnaryOp::kLog:
-      return LaunchFloatOnly(p, LogFn{}, input, output, stream);
+      return LaunchFloatTypes(p, LogFn{}, input, output, stream);
     case UnaryOp::kTanh:
-      return LaunchFloatOnly(p, TanhFn{}, input, output, stream);
+      return LaunchFloatTypes(p, TanhFn{}, input, output, stream);
     case UnaryOp::kErf:
-      return LaunchFloatOnly(p, ErfFn{}, input, output, stream);
+      return LaunchFloatTypes(p, ErfFn{}, input, output, stream);
     case UnaryOp::kSigmoid:
-      return LaunchFloatOnly(p, SigmoidFn{}, input, output, stream);
+      return LaunchFloatTypes(p, SigmoidFn{}, input, output, stream);
     case UnaryOp::kLeakyRelu:
-      return LaunchFloatOnly(p, LeakyReluFn{p.alpha}, input, output, stream);
+      return LaunchFloatTypes(p, LeakyReluFn{p.alpha}, input, output, stream);
     case UnaryOp::kAbs:
-      return LaunchSigned(p, AbsFn{}, input, output, stream);
+      return LaunchFloatTypes</*kSignedIntegers=*/true>(p, AbsFn{}, input, output, stream);
     case UnaryOp::kNeg:
-      return LaunchSigned(p, NegFn{}, input, output, stream);
+      return LaunchFloatTypes</*kSignedIntegers=*/true>(p, NegFn{}, input, output, stream);
     case UnaryOp::kRelu:
-      return LaunchSigned(p, ReluFn{}, input, output, stream);
+      return LaunchFloatTypes</*kSignedIntegers=*/true>(p, ReluFn{}, input, output, stream);
     case UnaryOp::kReciprocal:
-      return LaunchFloatOnly(p, ReciprocalFn{}, input, output, stream);
+      return LaunchFloatTypes(p, ReciprocalFn{}, input, output, stream);
     case UnaryOp::kGelu:
-      return LaunchFloatOnly(p, GeluFn{}, input, output, stream);
+      return LaunchFloatTypes(p, GeluFn{}, input, output, stream);
     case UnaryOp::kGeluTanh:
-      return LaunchFloatOnly(p, GeluTanhFn{}, input, output, stream);
+      return LaunchFloatTypes(p, GeluTanhFn{}, input, output, stream);
     case UnaryOp::kNot:
       if (p.input_type != DType::kBool) return cudaErrorInvalidValue;
       return LaunchMapped(p.layout, NotFn{}, Out<bool>(output), stream, In<bool>(input));

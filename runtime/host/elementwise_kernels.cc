@@ -83,19 +83,22 @@ T IntPow(T base, T exponent) {
 // Mod with fmod=0 on floats, as opset 28 defines it: a - floor(a / b) * b,
 // the sign of b; a zero result is a zero of b's sign; an infinite b leaves a
 // finite a of its sign and gives b otherwise; NaN from fmod stays NaN.
-float FloatFloorMod(float a, float b) {
-  const float r = std::fmod(a, b);
-  if (r == 0.0f) return std::copysign(0.0f, b);
-  return (r < 0.0f) != (b < 0.0f) ? r + b : r;
+template <typename T>
+T FloatFloorMod(T a, T b) {
+  const T r = std::fmod(a, b);
+  if (r == T{0}) return std::copysign(T{0}, b);
+  return (r < T{0}) != (b < T{0}) ? r + b : r;
 }
 
 // kFmod and kMod are ONNX Mod with fmod=1 and fmod=0 (Note [Canonical bound
 // nodes]).
 enum class BinaryOp { kAdd, kSub, kMul, kDiv, kFmod, kMod, kPow, kMax, kMin };
 
+// Floats in their own type (float32 in float, as the GPU computes it; the
+// 16-bit floats come here as float, see WidenedBinary), integers wrapping.
 template <typename T>
 T ApplyBinary(BinaryOp op, T a, T b) {
-  if constexpr (std::is_same_v<T, float>) {
+  if constexpr (std::is_floating_point_v<T>) {
     switch (op) {
       case BinaryOp::kAdd:
         return a + b;
@@ -110,7 +113,7 @@ T ApplyBinary(BinaryOp op, T a, T b) {
       case BinaryOp::kMod:
         return FloatFloorMod(a, b);
       case BinaryOp::kPow:
-        return static_cast<float>(std::pow(static_cast<double>(a), static_cast<double>(b)));
+        return static_cast<T>(std::pow(static_cast<double>(a), static_cast<double>(b)));
       case BinaryOp::kMax:
         return PropagatingMax(a, b);
       case BinaryOp::kMin:
@@ -141,6 +144,17 @@ T ApplyBinary(BinaryOp op, T a, T b) {
   return T{};
 }
 
+// ApplyBinary on any element type: a 16-bit float computed in float and
+// rounded once, as the GPU's kernels do.
+template <typename T>
+T WidenedBinary(BinaryOp op, T a, T b) {
+  if constexpr (kIsHost16BitFloat<T>) {
+    return Narrow<T>(ApplyBinary<float>(op, Widen(a), Widen(b)));
+  } else {
+    return ApplyBinary<T>(op, a, b);
+  }
+}
+
 // out[i] = fn(a[...], b[...]) with both operands broadcast to out's dims.
 template <typename In, typename Out, typename Fn>
 void BroadcastBinary(const HostTensor& a, const HostTensor& b, HostTensor& out, Fn fn) {
@@ -163,7 +177,7 @@ absl::Status CheckBinaryOperands(const HostKernelArgs& args) {
 absl::Status RunBinaryArithmetic(const HostKernelArgs& args, BinaryOp op) {
   RETURN_IF_ERROR(CheckBinaryOperands(args));
   RETURN_IF_ERROR(RequireSameDType(args, args.in(0), args.out(0)));
-  return VisitNumeric(args, args.in(0).dtype(), [&](auto tag) -> absl::Status {
+  return VisitSignedTypes(args, args.in(0).dtype(), [&](auto tag) -> absl::Status {
     using T = decltype(tag);
     if constexpr (std::is_integral_v<T>) {
       // Every divisor element reaches some output element unless the output
@@ -180,7 +194,7 @@ absl::Status RunBinaryArithmetic(const HostKernelArgs& args, BinaryOp op) {
       }
     }
     BroadcastBinary<T, T>(args.in(0), args.in(1), args.out(0),
-                          [op](T a, T b) { return ApplyBinary<T>(op, a, b); });
+                          [op](T a, T b) { return WidenedBinary<T>(op, a, b); });
     return absl::OkStatus();
   });
 }
@@ -335,10 +349,15 @@ double Log(double x) { return std::log(x); }
 double Tanh(double x) { return std::tanh(x); }
 double Erf(double x) { return std::erf(x); }
 double Reciprocal(double x) { return 1.0 / x; }
-double Gelu(double x) { return 0.5 * x * (1.0 + std::erf(x / std::sqrt(2.0))); }
+// As the CUDA kernels write them, through erfc and exp: 1 + erf(z) and
+// 1 + tanh(u) cancel for negative arguments even in double (at x = -10,
+// erf rounds to -1 while the GELU, -7.6e-23, is a bfloat16 value).
+// The argument as the kernels round it, times 1/sqrt(2): erfc's tail
+// multiplies an argument's rounding by 2z^2 (1e-13 at z = 22).
+double Gelu(double x) { return 0.5 * x * std::erfc(-x * 0.7071067811865476); }
 double GeluTanh(double x) {
   const double inner = std::sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x);
-  return 0.5 * x * (1.0 + std::tanh(inner));
+  return x / (1.0 + std::exp(-2.0 * inner));
 }
 
 double Floor(double x) { return std::floor(x); }
@@ -371,7 +390,7 @@ T Relu(T x) {
 }
 template <typename T>
 T Abs(T x) {
-  if constexpr (std::is_same_v<T, float>) {
+  if constexpr (std::is_floating_point_v<T>) {
     return std::fabs(x);
   } else {
     return x < 0 ? WrapSub<T>(0, x) : x;
@@ -379,7 +398,7 @@ T Abs(T x) {
 }
 template <typename T>
 T Neg(T x) {
-  if constexpr (std::is_same_v<T, float>) {
+  if constexpr (std::is_floating_point_v<T>) {
     return -x;
   } else {
     return WrapSub<T>(0, x);
@@ -390,16 +409,17 @@ enum class SignOp { kRelu, kAbs, kNeg };
 
 absl::Status RunSignOp(const HostKernelArgs& args, SignOp op) {
   RETURN_IF_ERROR(CheckUnaryOperand(args));
-  return VisitNumeric(args, args.in(0).dtype(), [&](auto tag) {
+  return VisitSignedTypes(args, args.in(0).dtype(), [&](auto tag) {
     using T = decltype(tag);
     MapElements<T>(args.in(0), args.out(0), [op](T x) {
+      const auto wide = Widen(x);  // the 16-bit floats as float; exact here
       switch (op) {
         case SignOp::kRelu:
-          return Relu(x);
+          return Narrow<T>(Relu(wide));
         case SignOp::kAbs:
-          return Abs(x);
+          return Narrow<T>(Abs(wide));
         case SignOp::kNeg:
-          return Neg(x);
+          return Narrow<T>(Neg(wide));
       }
       return x;
     });

@@ -118,15 +118,6 @@ absl::Status VisitFloatTypes(const HostKernelArgs& args, DType dtype, Fn&& fn) {
   return UnsupportedDType(args, dtype);
 }
 
-// float32, int64 and int32: the arithmetic kernels' types.
-template <typename Fn>
-absl::Status VisitNumeric(const HostKernelArgs& args, DType dtype, Fn&& fn) {
-  if (dtype == DType::kFloat32) return fn(float{});
-  if (dtype == DType::kInt64) return fn(int64_t{});
-  if (dtype == DType::kInt32) return fn(int32_t{});
-  return UnsupportedDType(args, dtype);
-}
-
 // The types with a sign: the four float types, int64 and int32.
 template <typename Fn>
 absl::Status VisitSignedTypes(const HostKernelArgs& args, DType dtype, Fn&& fn) {

@@ -22,27 +22,33 @@ namespace {
 // Products
 // ---------------------------------------------------------------------------
 
-// A read-only float matrix with arbitrary element strides (a transposed
+// The products take float32, float16 and bfloat16 operands (binding's
+// types; float64 too) and accumulate in float64, each output rounded once to
+// its type.
+
+// A read-only matrix of T with arbitrary element strides (a transposed
 // operand is the same data with row and column strides swapped).
+template <typename T>
 struct MatrixView {
-  const float* data = nullptr;
+  const T* data = nullptr;
   int64_t row_stride = 0;
   int64_t col_stride = 0;
 
-  [[nodiscard]] float at(int64_t row, int64_t col) const {
-    return data[row * row_stride + col * col_stride];
+  [[nodiscard]] double at(int64_t row, int64_t col) const {
+    return static_cast<double>(Widen(data[row * row_stride + col * col_stride]));
   }
 };
 
 // acc[j] = sum_k a(i, k) * b[k, j] in float64 for j < n. `b` is dense
 // row-major [k_size, n]; the i-k-j order streams its rows contiguously.
-void ProductRow(const MatrixView& a, int64_t i, const float* b, int64_t k_size, int64_t n,
+template <typename T>
+void ProductRow(const MatrixView<T>& a, int64_t i, const T* b, int64_t k_size, int64_t n,
                 std::vector<double>& acc) {
   std::fill(acc.begin(), acc.end(), 0.0);
   for (int64_t k = 0; k < k_size; ++k) {
     const double a_ik = a.at(i, k);
-    const float* b_row = b + k * n;
-    for (int64_t j = 0; j < n; ++j) acc[j] += a_ik * static_cast<double>(b_row[j]);
+    const T* b_row = b + k * n;
+    for (int64_t j = 0; j < n; ++j) acc[j] += a_ik * static_cast<double>(Widen(b_row[j]));
   }
 }
 
@@ -50,9 +56,8 @@ absl::Status RunMatMul(const HostKernelArgs& args) {
   const HostTensor& a = args.in(0);
   const HostTensor& b = args.in(1);
   HostTensor& out = args.out(0);
-  for (const HostTensor* t : {&a, &b, static_cast<const HostTensor*>(&out)}) {
-    RETURN_IF_ERROR(RequireDType(args, *t, DType::kFloat32, "operand"));
-  }
+  RETURN_IF_ERROR(RequireSameDType(args, a, b));
+  RETURN_IF_ERROR(RequireSameDType(args, a, out));
   if (a.dims().empty() || b.dims().empty()) return args.Invalid("MatMul of a scalar");
 
   // numpy semantics: a 1-D A is a row [1, K], a 1-D B a column [K, 1]; the
@@ -90,19 +95,22 @@ absl::Status RunMatMul(const HostKernelArgs& args) {
   // Batch offsets in units of whole matrices, then scaled to elements.
   StridedWalker<2> walker(batch, {StridedView{0, BroadcastStrides(a_batch, batch)},
                                   StridedView{0, BroadcastStrides(b_batch, batch)}});
-  std::vector<double> acc(n);
-  float* out_data = out.data<float>();
-  for (int64_t batch_index = 0, count = NumElements(batch); batch_index < count;
-       ++batch_index, walker.Next()) {
-    const MatrixView a_matrix{a.data<float>() + walker.offset(0) * m * k_size, k_size, 1};
-    const float* b_matrix = b.data<float>() + walker.offset(1) * k_size * n;
-    float* out_matrix = out_data + batch_index * m * n;
-    for (int64_t i = 0; i < m; ++i) {
-      ProductRow(a_matrix, i, b_matrix, k_size, n, acc);
-      for (int64_t j = 0; j < n; ++j) out_matrix[i * n + j] = static_cast<float>(acc[j]);
+  return VisitFloatTypes(args, a.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    std::vector<double> acc(n);
+    T* out_data = out.data<T>();
+    for (int64_t batch_index = 0, count = NumElements(batch); batch_index < count;
+         ++batch_index, walker.Next()) {
+      const MatrixView<T> a_matrix{a.data<T>() + walker.offset(0) * m * k_size, k_size, 1};
+      const T* b_matrix = b.data<T>() + walker.offset(1) * k_size * n;
+      T* out_matrix = out_data + batch_index * m * n;
+      for (int64_t i = 0; i < m; ++i) {
+        ProductRow(a_matrix, i, b_matrix, k_size, n, acc);
+        for (int64_t j = 0; j < n; ++j) out_matrix[i * n + j] = Narrow<T>(acc[j]);
+      }
     }
-  }
-  return absl::OkStatus();
+    return absl::OkStatus();
+  });
 }
 
 absl::Status RunGemm(const HostKernelArgs& args) {
@@ -110,8 +118,8 @@ absl::Status RunGemm(const HostKernelArgs& args) {
   const HostTensor& b = args.in(1);
   const HostTensor* c = args.inputs.size() > 2 ? args.inputs[2] : nullptr;
   HostTensor& out = args.out(0);
-  for (const HostTensor* t : {&a, &b, static_cast<const HostTensor*>(&out), c}) {
-    if (t != nullptr) RETURN_IF_ERROR(RequireDType(args, *t, DType::kFloat32, "operand"));
+  for (const HostTensor* t : {&b, static_cast<const HostTensor*>(&out), c}) {
+    if (t != nullptr) RETURN_IF_ERROR(RequireSameDType(args, a, *t));
   }
   if (a.dims().size() != 2 || b.dims().size() != 2) {
     return args.Invalid("A ", DimsToString(a.dims()), " and B ", DimsToString(b.dims()),
@@ -138,38 +146,42 @@ absl::Status RunGemm(const HostKernelArgs& args) {
   }
   if (c != nullptr) RETURN_IF_ERROR(RequireBroadcast(args, *c, out_dims));
 
-  // A transposed is a strided view; B transposed is copied once into row-major
-  // [K, N] so that the i-k-j loop reads it contiguously.
-  const MatrixView a_view =
-      trans_a ? MatrixView{a.data<float>(), 1, m} : MatrixView{a.data<float>(), k_size, 1};
-  std::vector<float> b_transposed;
-  const float* b_data = b.data<float>();
-  if (trans_b) {
-    b_transposed.resize(k_size * n);
-    for (int64_t k = 0; k < k_size; ++k) {
-      for (int64_t j = 0; j < n; ++j) b_transposed[k * n + j] = b_data[j * k_size + k];
-    }
-    b_data = b_transposed.data();
-  }
-
-  std::optional<StridedWalker<1>> c_walker;
-  if (c != nullptr) {
-    c_walker.emplace(out_dims, std::array{StridedView{0, BroadcastStrides(c->dims(), out_dims)}});
-  }
-  std::vector<double> acc(n);
-  float* out_data = out.data<float>();
-  for (int64_t i = 0; i < m; ++i) {
-    ProductRow(a_view, i, b_data, k_size, n, acc);
-    for (int64_t j = 0; j < n; ++j) {
-      double y = alpha * acc[j];
-      if (c_walker) {
-        y += beta * static_cast<double>(c->data<float>()[c_walker->offset(0)]);
-        c_walker->Next();
+  return VisitFloatTypes(args, a.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    // A transposed is a strided view; B transposed is copied once into
+    // row-major [K, N] so that the i-k-j loop reads it contiguously.
+    const MatrixView<T> a_view =
+        trans_a ? MatrixView<T>{a.data<T>(), 1, m} : MatrixView<T>{a.data<T>(), k_size, 1};
+    std::vector<T> b_transposed;
+    const T* b_data = b.data<T>();
+    if (trans_b) {
+      b_transposed.resize(k_size * n);
+      for (int64_t k = 0; k < k_size; ++k) {
+        for (int64_t j = 0; j < n; ++j) b_transposed[k * n + j] = b_data[j * k_size + k];
       }
-      out_data[i * n + j] = static_cast<float>(y);
+      b_data = b_transposed.data();
     }
-  }
-  return absl::OkStatus();
+
+    std::optional<StridedWalker<1>> c_walker;
+    if (c != nullptr) {
+      c_walker.emplace(out_dims,
+                       std::array{StridedView{0, BroadcastStrides(c->dims(), out_dims)}});
+    }
+    std::vector<double> acc(n);
+    T* out_data = out.data<T>();
+    for (int64_t i = 0; i < m; ++i) {
+      ProductRow(a_view, i, b_data, k_size, n, acc);
+      for (int64_t j = 0; j < n; ++j) {
+        double y = alpha * acc[j];
+        if (c_walker) {
+          y += beta * static_cast<double>(Widen(c->data<T>()[c_walker->offset(0)]));
+          c_walker->Next();
+        }
+        out_data[i * n + j] = Narrow<T>(y);
+      }
+    }
+    return absl::OkStatus();
+  });
 }
 
 }  // namespace

@@ -30,7 +30,6 @@ namespace {
 // as in numpy.
 absl::Status RunSoftmax(const HostKernelArgs& args, bool log) {
   RETURN_IF_ERROR(CheckUnaryOperand(args));
-  RETURN_IF_ERROR(RequireDType(args, args.in(0), DType::kFloat32, "input"));
   const int64_t outer = IntAttr(args.node.attributes, "outer");
   const int64_t axis_size = IntAttr(args.node.attributes, "axis_size");
   const int64_t inner = IntAttr(args.node.attributes, "inner");
@@ -38,31 +37,36 @@ absl::Status RunSoftmax(const HostKernelArgs& args, bool log) {
     return args.Invalid("outer=", outer, " axis_size=", axis_size, " inner=", inner,
                         " do not cover input ", DimsToString(args.in(0).dims()));
   }
-  const float* x = args.in(0).data<float>();
-  float* y = args.out(0).data<float>();
-  std::vector<double> shifted(axis_size);
-  for (int64_t o = 0; o < outer; ++o) {
-    for (int64_t in = 0; in < inner; ++in) {
-      const int64_t base = o * axis_size * inner + in;
-      double max_value = -std::numeric_limits<double>::infinity();
-      for (int64_t a = 0; a < axis_size; ++a) {
-        max_value = std::max(max_value, static_cast<double>(x[base + a * inner]));
-      }
-      double sum = 0.0;
-      for (int64_t a = 0; a < axis_size; ++a) {
-        shifted[a] = static_cast<double>(x[base + a * inner]) - max_value;
-        sum += std::exp(shifted[a]);
-      }
-      const double log_sum = std::log(sum);
-      for (int64_t a = 0; a < axis_size; ++a) {
-        y[base + a * inner] =
-            static_cast<float>(log ? shifted[a] - log_sum : std::exp(shifted[a]) / sum);
+  return VisitFloatTypes(args, args.in(0).dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* x = args.in(0).data<T>();
+    T* y = args.out(0).data<T>();
+    std::vector<double> shifted(axis_size);
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t in = 0; in < inner; ++in) {
+        const int64_t base = o * axis_size * inner + in;
+        double max_value = -std::numeric_limits<double>::infinity();
+        for (int64_t a = 0; a < axis_size; ++a) {
+          max_value = std::max(max_value, static_cast<double>(Widen(x[base + a * inner])));
+        }
+        double sum = 0.0;
+        for (int64_t a = 0; a < axis_size; ++a) {
+          shifted[a] = static_cast<double>(Widen(x[base + a * inner])) - max_value;
+          sum += std::exp(shifted[a]);
+        }
+        const double log_sum = std::log(sum);
+        for (int64_t a = 0; a < axis_size; ++a) {
+          y[base + a * inner] =
+              Narrow<T>(log ? shifted[a] - log_sum : std::exp(shifted[a]) / sum);
+        }
       }
     }
-  }
-  return absl::OkStatus();
+    return absl::OkStatus();
+  });
 }
 
+// X, Scale, B and Y of one float type T; Mean and InvStdDev (the stash
+// type, which binding holds to float32) computed in double.
 absl::Status RunLayerNormalization(const HostKernelArgs& args) {
   const HostTensor& x = args.in(0);
   const HostTensor& scale = args.in(1);
@@ -70,8 +74,8 @@ absl::Status RunLayerNormalization(const HostKernelArgs& args) {
   const int64_t outer = IntAttr(args.node.attributes, "outer");
   const int64_t inner = IntAttr(args.node.attributes, "inner");
   ASSIGN_OR_RETURN(const double epsilon, OptionalFloatAttr(args, "epsilon", 1e-5f));
-  for (const HostTensor* t : {&x, &scale, bias, static_cast<const HostTensor*>(&args.out(0))}) {
-    if (t != nullptr) RETURN_IF_ERROR(RequireDType(args, *t, DType::kFloat32, "operand"));
+  for (const HostTensor* t : {&scale, bias, static_cast<const HostTensor*>(&args.out(0))}) {
+    if (t != nullptr) RETURN_IF_ERROR(RequireSameDType(args, x, *t));
   }
   RETURN_IF_ERROR(RequireSameElementCount(args, x, args.out(0)));
   if (outer * inner != x.num_elements()) {
@@ -96,31 +100,34 @@ absl::Status RunLayerNormalization(const HostKernelArgs& args) {
     }
     (slot == 1 ? mean_out : inv_std_out) = args.out(slot).data<float>();
   }
-
-  const float* x_data = x.data<float>();
-  const float* scale_data = scale.data<float>();
-  const float* bias_data = bias != nullptr ? bias->data<float>() : nullptr;
-  float* y = args.out(0).data<float>();
-  for (int64_t row = 0; row < outer; ++row) {
-    const float* x_row = x_data + row * inner;
-    double sum = 0.0;
-    for (int64_t i = 0; i < inner; ++i) sum += x_row[i];
-    const double mean = sum / static_cast<double>(inner);
-    double squares = 0.0;
-    for (int64_t i = 0; i < inner; ++i) {
-      const double centred = x_row[i] - mean;
-      squares += centred * centred;
+  return VisitFloatTypes(args, x.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    const T* x_data = x.data<T>();
+    const T* scale_data = scale.data<T>();
+    const T* bias_data = bias != nullptr ? bias->data<T>() : nullptr;
+    T* y = args.out(0).data<T>();
+    const auto at = [](const T* data, int64_t i) { return static_cast<double>(Widen(data[i])); };
+    for (int64_t row = 0; row < outer; ++row) {
+      const T* x_row = x_data + row * inner;
+      double sum = 0.0;
+      for (int64_t i = 0; i < inner; ++i) sum += at(x_row, i);
+      const double mean = sum / static_cast<double>(inner);
+      double squares = 0.0;
+      for (int64_t i = 0; i < inner; ++i) {
+        const double centred = at(x_row, i) - mean;
+        squares += centred * centred;
+      }
+      const double inv_std = 1.0 / std::sqrt(squares / static_cast<double>(inner) + epsilon);
+      for (int64_t i = 0; i < inner; ++i) {
+        double value = (at(x_row, i) - mean) * inv_std * at(scale_data, i);
+        if (bias_data != nullptr) value += at(bias_data, i);
+        y[row * inner + i] = Narrow<T>(value);
+      }
+      if (mean_out != nullptr) mean_out[row] = static_cast<float>(mean);
+      if (inv_std_out != nullptr) inv_std_out[row] = static_cast<float>(inv_std);
     }
-    const double inv_std = 1.0 / std::sqrt(squares / static_cast<double>(inner) + epsilon);
-    for (int64_t i = 0; i < inner; ++i) {
-      double value = (x_row[i] - mean) * inv_std * scale_data[i];
-      if (bias_data != nullptr) value += bias_data[i];
-      y[row * inner + i] = static_cast<float>(value);
-    }
-    if (mean_out != nullptr) mean_out[row] = static_cast<float>(mean);
-    if (inv_std_out != nullptr) inv_std_out[row] = static_cast<float>(inv_std);
-  }
-  return absl::OkStatus();
+    return absl::OkStatus();
+  });
 }
 
 // Note [Group normalization] in normalization_kernels.h.

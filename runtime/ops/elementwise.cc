@@ -24,12 +24,10 @@ namespace graphserve {
 
 namespace {
 
-// The types the arithmetic kernels take (int32: token ids and the position
-// arithmetic exports do on them).
-const std::vector<DType> kSignedTypes = {DType::kFloat32, DType::kInt64, DType::kInt32};
 const std::vector<DType> kFloatTypes = {DType::kFloat32, DType::kFloat16, DType::kBFloat16,
                                         DType::kFloat64};
-// Every type with a sign: Sign and PRelu.
+// Every type with a sign: the arithmetic, Relu, Abs, Neg, Sign and PRelu
+// (int32: token ids and the position arithmetic exports do on them).
 const std::vector<DType> kFloatAndSignedIntTypes = {DType::kFloat32, DType::kFloat16,
                                                     DType::kBFloat16, DType::kFloat64,
                                                     DType::kInt64,   DType::kInt32};
@@ -76,15 +74,15 @@ absl::Status BindPRelu(BindContext& ctx) {
 }
 
 absl::Status BindLeakyRelu(BindContext& ctx) {
-  RETURN_IF_ERROR(ctx.CheckDType(0, {DType::kFloat32}));
+  RETURN_IF_ERROR(ctx.CheckDType(0, kFloatTypes));
   ASSIGN_OR_RETURN(float alpha, ctx.FloatAttrOr("alpha", 0.01f));
-  return ctx.EmitSimple({ctx.input(0)}, {{"alpha", alpha}}, DType::kFloat32, ctx.in_dims(0));
+  return ctx.EmitSimple({ctx.input(0)}, {{"alpha", alpha}}, ctx.in_dtype(0), ctx.in_dims(0));
 }
 
 // Two float32 or int64 inputs broadcast to one output of their dtype;
 // `attrs` are the op's canonical attributes.
 absl::Status BindBinary(BindContext& ctx, Attributes attrs) {
-  RETURN_IF_ERROR(ctx.CheckDType(0, kSignedTypes));
+  RETURN_IF_ERROR(ctx.CheckDType(0, kFloatAndSignedIntTypes));
   RETURN_IF_ERROR(ctx.CheckSameDType(0, 1));
   ASSIGN_OR_RETURN(Dims dims, ctx.Broadcast(ctx.in_dims(0), ctx.in_dims(1)));
   return ctx.EmitSimple({ctx.input(0), ctx.input(1)}, std::move(attrs), ctx.in_dtype(0),
@@ -106,8 +104,8 @@ absl::Status BindMod(BindContext& ctx) {
 // Pow allows an exponent of another type than the base; kernels see one
 // dtype, so the exponent goes through a Cast first.
 absl::Status BindPow(BindContext& ctx) {
-  RETURN_IF_ERROR(ctx.CheckDType(0, kSignedTypes));
-  RETURN_IF_ERROR(ctx.CheckDType(1, kSignedTypes));
+  RETURN_IF_ERROR(ctx.CheckDType(0, kFloatAndSignedIntTypes));
+  RETURN_IF_ERROR(ctx.CheckDType(1, kFloatAndSignedIntTypes));
   const DType dtype = ctx.in_dtype(0);
   ValueId exponent = ctx.input(1);
   ASSIGN_OR_RETURN(Dims dims, ctx.Broadcast(ctx.in_dims(0), ctx.in_dims(1)));
@@ -122,7 +120,7 @@ absl::Status BindPow(BindContext& ctx) {
 // Max and Min: one input is Identity, n > 2 a chain of two-input nodes
 // whose last link produces the model's output.
 absl::Status BindVariadic(BindContext& ctx) {
-  RETURN_IF_ERROR(ctx.CheckDType(0, kSignedTypes));
+  RETURN_IF_ERROR(ctx.CheckDType(0, kFloatAndSignedIntTypes));
   for (size_t i = 1; i < ctx.num_inputs(); ++i) RETURN_IF_ERROR(ctx.CheckSameDType(0, i));
   const DType dtype = ctx.in_dtype(0);
   if (ctx.num_inputs() == 1) {
@@ -179,7 +177,7 @@ absl::Status BindFloatClass(BindContext& ctx) {
 // Gelu (opset 20): approximate "none" (erf) or "tanh", canonical as
 // approximate_tanh 0 or 1.
 absl::Status BindGelu(BindContext& ctx) {
-  RETURN_IF_ERROR(ctx.CheckDType(0, {DType::kFloat32}));
+  RETURN_IF_ERROR(ctx.CheckDType(0, kFloatTypes));
   // Read in place: gcc 12 at -O2 warns falsely of a copied std::string here.
   bool tanh_form = false;
   if (auto it = ctx.attrs().find("approximate"); it != ctx.attrs().end()) {
@@ -190,7 +188,7 @@ absl::Status BindGelu(BindContext& ctx) {
     tanh_form = *value == "tanh";
   }
   return ctx.EmitSimple({ctx.input(0)}, {{"approximate_tanh", int64_t{tanh_form}}},
-                        DType::kFloat32, ctx.in_dims(0));
+                        ctx.in_dtype(0), ctx.in_dims(0));
 }
 
 absl::Status BindWhere(BindContext& ctx) {
@@ -235,9 +233,11 @@ absl::Status BindCastLike(BindContext& ctx) {
 }  // namespace
 
 void AddElementwiseOps(std::vector<OpDef>& ops) {
-  auto unary_float = [](BindContext& ctx) { return BindUnary(ctx, {DType::kFloat32}); };
+  constexpr const char* kAnyFloat = "float16, bfloat16, float32, float64";
+  constexpr const char* kSignedTypesText = "float16, bfloat16, float32, float64, int64, int32";
+  auto unary_float = [](BindContext& ctx) { return BindUnary(ctx, kFloatTypes); };
   auto unary_signed = [](BindContext& ctx) {
-    return BindUnary(ctx, kSignedTypes);
+    return BindUnary(ctx, kFloatAndSignedIntTypes);
   };
   auto binary = [](BindContext& ctx) { return BindBinary(ctx, {}); };
   const Arity two{2, 2};
@@ -249,18 +249,18 @@ void AddElementwiseOps(std::vector<OpDef>& ops) {
     const char* summary;
   };
   for (const Unary& u : std::initializer_list<Unary>{
-           {"Sqrt", unary_float, HostSqrt, "float32"},
-           {"Exp", unary_float, HostExp, "float32"},
-           {"Log", unary_float, HostLog, "float32"},
+           {"Sqrt", unary_float, HostSqrt, kAnyFloat},
+           {"Exp", unary_float, HostExp, kAnyFloat},
+           {"Log", unary_float, HostLog, kAnyFloat},
            {"Sigmoid", unary_float, HostSigmoid,
-            "float32; x*Sigmoid(x) fused as SiLU after a Conv"},
-           {"Tanh", unary_float, HostTanh, "float32"},
-           {"Erf", unary_float, HostErf, "float32; PyTorch's exact GELU chain fused on the GPU"},
-           {"Reciprocal", unary_float, HostReciprocal, "float32"},
+            "float16, bfloat16, float32, float64; x*Sigmoid(x) fused as SiLU after a Conv"},
+           {"Tanh", unary_float, HostTanh, kAnyFloat},
+           {"Erf", unary_float, HostErf, "float16, bfloat16, float32, float64; PyTorch's exact GELU chain fused on the GPU"},
+           {"Reciprocal", unary_float, HostReciprocal, kAnyFloat},
            {"Relu", unary_signed, HostRelu,
-            "float32, int64, int32; NaN propagates; fused into GEMM and Conv epilogues"},
-           {"Abs", unary_signed, HostAbs, "float32, int64, int32"},
-           {"Neg", unary_signed, HostNeg, "float32, int64, int32"},
+            "float16, bfloat16, float32, float64, int64, int32; NaN propagates; fused into GEMM and Conv epilogues"},
+           {"Abs", unary_signed, HostAbs, kSignedTypesText},
+           {"Neg", unary_signed, HostNeg, kSignedTypesText},
        }) {
     ops.push_back(OpDef{.name = u.name,
                         .family = "elementwise",
@@ -270,7 +270,6 @@ void AddElementwiseOps(std::vector<OpDef>& ops) {
   }
   // Float math on every float type (the 16-bit floats computed in float).
   auto unary_any_float = [](BindContext& ctx) { return BindUnary(ctx, kFloatTypes); };
-  constexpr const char* kAnyFloat = "float16, bfloat16, float32, float64";
   struct FloatUnary {
     const char* name;
     int64_t since;
@@ -334,7 +333,7 @@ void AddElementwiseOps(std::vector<OpDef>& ops) {
                       .attributes = {"approximate"},
                       .bind = BindGelu,
                       .host = HostGelu,
-                      .summary = "float32; approximate none (erf) or tanh"});
+                      .summary = "float16, bfloat16, float32, float64; approximate none (erf) or tanh"});
   ops.push_back(OpDef{.name = "Not",
                       .family = "elementwise",
                       .bind = [](BindContext& ctx) { return BindUnary(ctx, {DType::kBool}); },
@@ -358,7 +357,7 @@ void AddElementwiseOps(std::vector<OpDef>& ops) {
                       .attributes = {"alpha"},
                       .bind = BindLeakyRelu,
                       .host = HostLeakyRelu,
-                      .summary = "float32"});
+                      .summary = "float16, bfloat16, float32, float64"});
   struct Binary {
     const char* name;
     int64_t since;
@@ -368,11 +367,11 @@ void AddElementwiseOps(std::vector<OpDef>& ops) {
   };
   for (const Binary& b : std::initializer_list<Binary>{
            {"Add", 7, binary, HostAdd,
-            "float32, int64, int32; numpy broadcasting; bias Adds fused into GEMM and Conv"},
-           {"Sub", 7, binary, HostSub, "float32, int64, int32; numpy broadcasting"},
-           {"Mul", 7, binary, HostMul, "float32, int64, int32; numpy broadcasting"},
-           {"Div", 7, binary, HostDiv, "float32, int64, int32 (truncating); numpy broadcasting"},
-           {"Pow", 7, BindPow, HostPow, "float32, int64, int32; exponent of another type is cast"},
+            "float16, bfloat16, float32, float64, int64, int32; numpy broadcasting; bias Adds fused into GEMM and Conv"},
+           {"Sub", 7, binary, HostSub, "float16, bfloat16, float32, float64, int64, int32; numpy broadcasting"},
+           {"Mul", 7, binary, HostMul, "float16, bfloat16, float32, float64, int64, int32; numpy broadcasting"},
+           {"Div", 7, binary, HostDiv, "float16, bfloat16, float32, float64, int64, int32 (truncating); numpy broadcasting"},
+           {"Pow", 7, BindPow, HostPow, "float16, bfloat16, float32, float64, int64, int32; exponent of another type is cast"},
            {"Equal", 7, BindEqual, HostEqual, "any dtype; output bool"},
            {"Less", 7, BindOrderedCompare, HostLess, "any dtype but bool; output bool"},
            {"Greater", 7, BindOrderedCompare, HostGreater, "any dtype but bool; output bool"},
@@ -400,7 +399,7 @@ void AddElementwiseOps(std::vector<OpDef>& ops) {
                       .bind = BindMod,
                       .host = HostMod,
                       .kernel_inputs = two,
-                      .summary = "float32, int64, int32; fmod=0 floors (floats: opset 28)"});
+                      .summary = "float16, bfloat16, float32, float64, int64, int32; fmod=0 floors (floats: opset 28)"});
   for (auto [name, host] : {std::pair<const char*, HostKernel>{"Max", HostMax}, {"Min", HostMin}}) {
     ops.push_back(OpDef{.name = name,
                         .family = "elementwise",
@@ -408,7 +407,7 @@ void AddElementwiseOps(std::vector<OpDef>& ops) {
                         .bind = BindVariadic,
                         .host = host,
                         .kernel_inputs = two,
-                        .summary = "float32, int64, int32; variadic; NaN propagates"});
+                        .summary = "float16, bfloat16, float32, float64, int64, int32; variadic; NaN propagates"});
   }
   ops.push_back(OpDef{.name = "Where",
                       .family = "elementwise",

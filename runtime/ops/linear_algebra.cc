@@ -23,10 +23,13 @@ namespace graphserve {
 
 namespace {
 
+// The GEMMs' types: tensor-core inputs with float32 accumulation (Note
+// [GEMM datatypes] in runtime/cuda/gemm.h), every operand one type.
+const std::vector<DType> kGemmTypes = {DType::kFloat32, DType::kFloat16, DType::kBFloat16};
+
 absl::Status BindGemm(BindContext& ctx) {
-  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
-    RETURN_IF_ERROR(ctx.CheckDType(i, {DType::kFloat32}));
-  }
+  RETURN_IF_ERROR(ctx.CheckDType(0, kGemmTypes));
+  for (size_t i = 1; i < ctx.num_inputs(); ++i) RETURN_IF_ERROR(ctx.CheckSameDType(0, i));
   ASSIGN_OR_RETURN(int64_t trans_a, ctx.IntAttrOr("transA", 0));
   ASSIGN_OR_RETURN(int64_t trans_b, ctx.IntAttrOr("transB", 0));
   ASSIGN_OR_RETURN(float alpha, ctx.FloatAttrOr("alpha", 1.0f));
@@ -56,12 +59,12 @@ absl::Status BindGemm(BindContext& ctx) {
                       {"transB", int64_t{trans_b != 0}},
                       {"alpha", alpha},
                       {"beta", beta}};
-  return ctx.EmitSimple(ctx.inputs(), std::move(attrs), DType::kFloat32, {m, n});
+  return ctx.EmitSimple(ctx.inputs(), std::move(attrs), ctx.in_dtype(0), {m, n});
 }
 
 absl::Status BindMatMul(BindContext& ctx) {
-  RETURN_IF_ERROR(ctx.CheckDType(0, {DType::kFloat32}));
-  RETURN_IF_ERROR(ctx.CheckDType(1, {DType::kFloat32}));
+  RETURN_IF_ERROR(ctx.CheckDType(0, kGemmTypes));
+  RETURN_IF_ERROR(ctx.CheckSameDType(0, 1));
   Dims a = ctx.in_dims(0);
   Dims b = ctx.in_dims(1);
   if (a.empty() || b.empty()) {
@@ -82,7 +85,7 @@ absl::Status BindMatMul(BindContext& ctx) {
                    ctx.Broadcast(Dims(a.begin(), a.end() - 2), Dims(b.begin(), b.end() - 2)));
   if (!a_vector) dims.push_back(a[a.size() - 2]);
   if (!b_vector) dims.push_back(b[b.size() - 1]);
-  return ctx.EmitSimple({ctx.input(0), ctx.input(1)}, {}, DType::kFloat32, std::move(dims));
+  return ctx.EmitSimple({ctx.input(0), ctx.input(1)}, {}, ctx.in_dtype(0), std::move(dims));
 }
 
 }  // namespace
@@ -95,14 +98,16 @@ void AddLinearAlgebraOps(std::vector<OpDef>& ops) {
                       .bind = BindGemm,
                       .host = HostGemm,
                       .kernel_inputs = {2, 3},
-                      .summary = "float32 on cuBLASLt; bias and Relu fused into the epilogue"});
+                      .summary = "float32, float16, bfloat16 on cuBLASLt (float32 accumulation); bias and Relu "
+                                 "fused into the epilogue"});
   ops.push_back(OpDef{.name = "MatMul",
                       .family = "linear_algebra",
                       .arity = {{1, {2, 2}}},
                       .bind = BindMatMul,
                       .host = HostMatMul,
                       .kernel_inputs = {2, 2},
-                      .summary = "float32 on cuBLASLt; batch broadcasting"});
+                      .summary = "float32, float16, bfloat16 on cuBLASLt (float32 accumulation); batch "
+                                 "broadcasting"});
 }
 
 }  // namespace graphserve

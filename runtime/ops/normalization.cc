@@ -47,7 +47,7 @@ absl::Status EmitOverAxis(BindContext& ctx) {
 
 // Softmax and LogSoftmax.
 absl::Status BindSoftmax(BindContext& ctx) {
-  RETURN_IF_ERROR(ctx.CheckDType(0, {DType::kFloat32}));
+  RETURN_IF_ERROR(ctx.CheckDType(0, kFloatTypes));
   return EmitOverAxis(ctx);
 }
 
@@ -56,9 +56,15 @@ absl::Status BindHardmax(BindContext& ctx) {
   return EmitOverAxis(ctx);
 }
 
+// X, Scale and B of one float type; Mean and InvStdDev in the stash type,
+// float32 (stash_type 1, ONNX's default and what exporters write).
 absl::Status BindLayerNorm(BindContext& ctx) {
-  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
-    RETURN_IF_ERROR(ctx.CheckDType(i, {DType::kFloat32}));
+  RETURN_IF_ERROR(ctx.CheckDType(0, kFloatTypes));
+  for (size_t i = 1; i < ctx.num_inputs(); ++i) RETURN_IF_ERROR(ctx.CheckSameDType(0, i));
+  ASSIGN_OR_RETURN(const int64_t stash_type, ctx.IntAttrOr("stash_type", 1));
+  if (stash_type != 1) {
+    return ctx.Error("stash_type ", stash_type,
+                     " is not supported: Mean and InvStdDev are computed in float32 (1)");
   }
   const Dims& dims = ctx.in_dims(0);
   const int64_t rank = static_cast<int64_t>(dims.size());
@@ -79,7 +85,7 @@ absl::Status BindLayerNorm(BindContext& ctx) {
   std::fill(stat_dims.begin() + axis, stat_dims.end(), 1);
   return ctx.EmitModelNode(
       ctx.op(), ctx.inputs(), {{"outer", outer}, {"inner", inner}, {"epsilon", epsilon}},
-      {OutputSpec{"", DType::kFloat32, dims}, OutputSpec{"", DType::kFloat32, stat_dims},
+      {OutputSpec{"", ctx.in_dtype(0), dims}, OutputSpec{"", DType::kFloat32, stat_dims},
        OutputSpec{"", DType::kFloat32, stat_dims}});
 }
 
@@ -267,14 +273,15 @@ void AddNormalizationOps(std::vector<OpDef>& ops) {
                       .attributes = {"axis"},
                       .bind = BindSoftmax,
                       .host = HostSoftmax,
-                      .summary = "both opset < 13 and >= 13 axis semantics"});
+                      .summary = "float16, bfloat16, float32, float64 (in float32 or wider); "
+                                 "both opset < 13 and >= 13 axis semantics"});
   ops.push_back(OpDef{.name = "LogSoftmax",
                       .family = "normalization",
                       .attributes = {"axis"},
                       .bind = BindSoftmax,
                       .host = HostLogSoftmax,
-                      .summary = "float32; both opset < 13 and >= 13 axis semantics; "
-                                 "x - max - log(sum(exp(x - max)))"});
+                      .summary = "float16, bfloat16, float32, float64; both opset < 13 and >= 13 "
+                                 "axis semantics; x - max - log(sum(exp(x - max)))"});
   ops.push_back(OpDef{.name = "Hardmax",
                       .family = "normalization",
                       .attributes = {"axis"},
@@ -291,7 +298,8 @@ void AddNormalizationOps(std::vector<OpDef>& ops) {
                       .host = HostLayerNormalization,
                       .kernel_inputs = {2, 3},
                       .kernel_max_outputs = 3,
-                      .summary = "Mean and InvStdDev outputs"});
+                      .summary = "float16, bfloat16, float32, float64, statistics in float32; "
+                                 "Mean and InvStdDev outputs"});
   ops.push_back(OpDef{.name = "InstanceNormalization",
                       .family = "normalization",
                       .attributes = {"epsilon"},
