@@ -30,13 +30,16 @@ case "$steps" in all | serve | serve-only | cnn | tests | profile | transport | 
 # 176 passed, 0 failed on both executors). They must only go up: raise them
 # with each committed run that passes more, never lower them to make a run
 # pass.
-CONFORMANCE_MIN_PASSED_CUDA=574  # bench/results/2026-11-28_4b90b93_final_h200: 574 on both executors
+# 574 on both executors at bench/results/2026-11-28_4b90b93_final_h200; 580
+# with the 16-bit floats through the math, Softmax, LayerNorm and GEMMs (the
+# host here and in CI).
+CONFORMANCE_MIN_PASSED_CUDA=580
 # The newer onnx's node tests: 918 on both executors with the GPU machine's
 # onnx 1.23.1 (bench/results/2026-11-28_4b90b93_final_h200), as CI's 1.23.2 on
-# the host.
-CONFORMANCE_NEWER_MIN_PASSED_CUDA=918
-CONFORMANCE_NEWER_MIN_PASSED_HOST=918
-CONFORMANCE_MIN_PASSED_HOST=574  # the host after LogSoftmax, InstanceNormalization, GroupNormalization, Hardmax (558 before them)
+# the host; 952 with the 16-bit floats.
+CONFORMANCE_NEWER_MIN_PASSED_CUDA=952
+CONFORMANCE_NEWER_MIN_PASSED_HOST=952
+CONFORMANCE_MIN_PASSED_HOST=580
 # Where $OUT's files go back through the device tool: no more than this.
 MAX_OUT_FILES=8
 
