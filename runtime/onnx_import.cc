@@ -489,14 +489,17 @@ class GuardedSchemaRegistry : public onnx::ISchemaRegistry {
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // PyTorch's TorchScript exporter writes a half-precision LayerNorm as
 // LayerNormalization(Cast(x, FLOAT), scale, bias) with scale and bias left
-// float16: it computes the norm in float, as autocast does, but ONNX's
-// schema gives X, Scale and B one type, so ONNX's checker and shape
-// inference refuse every Hugging Face transformer exported with .half()
-// (ONNX Runtime accepts it: its kernel takes mixed types). Import widens such
-// constant Scale and B to X's float type first, where X's type is known
-// before inference (a graph input, an initializer or a Cast's output):
-// exact, and what ONNX Runtime computes. The originals stay for any other
-// reader.
+// float16 (X reaches it through a Cast to float, often behind a residual
+// Add): it computes the norm in float, as autocast does, but ONNX's schema
+// gives X, Scale and B one type, so ONNX's checker and shape inference
+// refuse every Hugging Face transformer exported with .half() (ONNX Runtime
+// accepts it: its kernel takes mixed types). Import widens such constant
+// Scale and B to X's float type first: exact, and what ONNX Runtime
+// computes. X's type comes from a pass over the nodes in order before
+// inference: graph inputs, initializers and Constants have theirs, a Cast
+// gives its `to`, and the ops of kSameTypeOps give their output the type of
+// one input; a type this cannot tell leaves the node as it is. The originals
+// stay for any other reader.
 absl::Status WidenMixedLayerNormParameters(onnx::ModelProto& proto, const std::string& model_dir) {
   onnx::GraphProto& graph = *proto.mutable_graph();
   std::map<std::string, int32_t> known_types;
@@ -510,11 +513,31 @@ absl::Status WidenMixedLayerNormParameters(onnx::ModelProto& proto, const std::s
     known_types[graph.initializer(i).name()] = graph.initializer(i).data_type();
     initializer_index[graph.initializer(i).name()] = i;
   }
+  // The ops whose output 0 has the type of input k (Where: its X).
+  static const auto* const kSameTypeOps = new std::map<std::string, int>{
+      {"Add", 0},       {"Sub", 0},       {"Mul", 0},     {"Div", 0},       {"Pow", 0},
+      {"Neg", 0},       {"Abs", 0},       {"Relu", 0},    {"Sqrt", 0},      {"Exp", 0},
+      {"Log", 0},       {"Tanh", 0},      {"Erf", 0},     {"Sigmoid", 0},   {"Gelu", 0},
+      {"MatMul", 0},    {"Gemm", 0},      {"Softmax", 0}, {"LayerNormalization", 0},
+      {"Transpose", 0}, {"Reshape", 0},   {"Flatten", 0}, {"Squeeze", 0},   {"Unsqueeze", 0},
+      {"Gather", 0},    {"Slice", 0},     {"Concat", 0},  {"Expand", 0},    {"Identity", 0},
+      {"Dropout", 0},   {"ReduceMean", 0}, {"Conv", 0},   {"Where", 1}};
   for (const onnx::NodeProto& node : graph.node()) {
-    if (node.op_type() != "Cast" || node.output_size() != 1) continue;
-    for (const onnx::AttributeProto& attribute : node.attribute()) {
-      if (attribute.name() == "to") known_types[node.output(0)] = static_cast<int32_t>(attribute.i());
+    if (node.output_size() < 1) continue;
+    if (node.op_type() == "Cast" || node.op_type() == "Constant") {
+      for (const onnx::AttributeProto& attribute : node.attribute()) {
+        if (attribute.name() == "to") {
+          known_types[node.output(0)] = static_cast<int32_t>(attribute.i());
+        } else if (attribute.name() == "value" && attribute.has_t()) {
+          known_types[node.output(0)] = attribute.t().data_type();
+        }
+      }
+      continue;
     }
+    const auto same = kSameTypeOps->find(node.op_type());
+    if (same == kSameTypeOps->end() || node.input_size() <= same->second) continue;
+    const auto type = known_types.find(node.input(same->second));
+    if (type != known_types.end()) known_types[node.output(0)] = type->second;
   }
   const auto float_dtype = [](int32_t onnx_type) -> std::optional<DType> {
     absl::StatusOr<DType> dtype = DTypeFromOnnx(onnx_type);

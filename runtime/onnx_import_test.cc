@@ -458,12 +458,15 @@ TEST(OnnxImportTest, HalfPrecisionLayerNormParametersAreWidenedToTheInputsType) 
     tensor->add_dims(4);
     for (uint16_t bits : {0x3c00, 0x4000, 0x3800, 0xbc00}) tensor->add_int32_data(bits);  // 1 2 .5 -1
   }
+  // As PyTorch writes it behind a residual: the Cast's output reaches the
+  // norm through an Add.
   AddIntAttr(AddNode(graph, "Cast", {"x"}, {"x32"}), "to", onnx::TensorProto::FLOAT);
-  AddNode(graph, "LayerNormalization", {"x32", "scale", "bias"}, {"n32"}, "norm");
+  AddNode(graph, "Add", {"x32", "x32"}, {"sum32"});
+  AddNode(graph, "LayerNormalization", {"sum32", "scale", "bias"}, {"n32"}, "norm");
   AddIntAttr(AddNode(graph, "Cast", {"n32"}, {"y"}), "to", onnx::TensorProto::FLOAT16);
   absl::StatusOr<Model> model = Import(proto);
   ASSERT_TRUE(model.ok()) << model.status();
-  const Node& norm = model->nodes[1];
+  const Node& norm = model->nodes[2];
   ASSERT_EQ(norm.op_type, "LayerNormalization");
   EXPECT_EQ(norm.inputs[1], "scale/as_float32");
   EXPECT_EQ(norm.inputs[2], "bias/as_float32");
