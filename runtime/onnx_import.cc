@@ -495,11 +495,11 @@ class GuardedSchemaRegistry : public onnx::ISchemaRegistry {
 // refuse every Hugging Face transformer exported with .half() (ONNX Runtime
 // accepts it: its kernel takes mixed types). Import widens such constant
 // Scale and B to X's float type first: exact, and what ONNX Runtime
-// computes. X's type comes from a pass over the nodes in order before
-// inference: graph inputs, initializers and Constants have theirs, a Cast
-// gives its `to`, and the ops of kSameTypeOps give their output the type of
-// one input; a type this cannot tell leaves the node as it is. The originals
-// stay for any other reader.
+// computes. X's type comes from a lenient run of libonnx's shape inference
+// on a copy (the strict one, after this, refuses the unfixed node); a type it
+// cannot tell leaves the node as it is. Only files libonnx knows are checked
+// by it, so only those are rewritten. The originals stay for any other
+// reader.
 absl::Status WidenMixedLayerNormParameters(onnx::ModelProto& proto, const std::string& model_dir) {
   onnx::GraphProto& graph = *proto.mutable_graph();
   std::map<std::string, int32_t> known_types;
@@ -513,31 +513,22 @@ absl::Status WidenMixedLayerNormParameters(onnx::ModelProto& proto, const std::s
     known_types[graph.initializer(i).name()] = graph.initializer(i).data_type();
     initializer_index[graph.initializer(i).name()] = i;
   }
-  // The ops whose output 0 has the type of input k (Where: its X).
-  static const auto* const kSameTypeOps = new std::map<std::string, int>{
-      {"Add", 0},       {"Sub", 0},       {"Mul", 0},     {"Div", 0},       {"Pow", 0},
-      {"Neg", 0},       {"Abs", 0},       {"Relu", 0},    {"Sqrt", 0},      {"Exp", 0},
-      {"Log", 0},       {"Tanh", 0},      {"Erf", 0},     {"Sigmoid", 0},   {"Gelu", 0},
-      {"MatMul", 0},    {"Gemm", 0},      {"Softmax", 0}, {"LayerNormalization", 0},
-      {"Transpose", 0}, {"Reshape", 0},   {"Flatten", 0}, {"Squeeze", 0},   {"Unsqueeze", 0},
-      {"Gather", 0},    {"Slice", 0},     {"Concat", 0},  {"Expand", 0},    {"Identity", 0},
-      {"Dropout", 0},   {"ReduceMean", 0}, {"Conv", 0},   {"Where", 1}};
-  for (const onnx::NodeProto& node : graph.node()) {
-    if (node.output_size() < 1) continue;
-    if (node.op_type() == "Cast" || node.op_type() == "Constant") {
-      for (const onnx::AttributeProto& attribute : node.attribute()) {
-        if (attribute.name() == "to") {
-          known_types[node.output(0)] = static_cast<int32_t>(attribute.i());
-        } else if (attribute.name() == "value" && attribute.has_t()) {
-          known_types[node.output(0)] = attribute.t().data_type();
-        }
-      }
-      continue;
+  // Intermediate values: libonnx's shape inference, lenient (a node it
+  // cannot type, such as the mixed LayerNormalization itself, is skipped),
+  // on a copy.
+  onnx::ModelProto typed = proto;
+  try {
+    const GuardedSchemaRegistry registry;
+    const onnx::ShapeInferenceOptions lenient(/*check_type_val=*/false, /*strict_mode_val=*/0,
+                                              /*data_prop_val=*/false);
+    onnx::shape_inference::InferShapes(typed, &registry, lenient);
+  } catch (const std::exception&) {
+    return absl::OkStatus();  // the strict run after this names the problem
+  }
+  for (const onnx::ValueInfoProto& value : typed.graph().value_info()) {
+    if (value.type().has_tensor_type()) {
+      known_types[value.name()] = value.type().tensor_type().elem_type();
     }
-    const auto same = kSameTypeOps->find(node.op_type());
-    if (same == kSameTypeOps->end() || node.input_size() <= same->second) continue;
-    const auto type = known_types.find(node.input(same->second));
-    if (type != known_types.end()) known_types[node.output(0)] = type->second;
   }
   const auto float_dtype = [](int32_t onnx_type) -> std::optional<DType> {
     absl::StatusOr<DType> dtype = DTypeFromOnnx(onnx_type);
@@ -609,7 +600,6 @@ absl::StatusOr<Model> ImportOnnxBytes(const std::string& bytes, const std::strin
   }
   RETURN_IF_ERROR(CheckVersions(proto, name));
   RETURN_IF_ERROR(CheckGraphStructure(proto.graph(), name));
-  RETURN_IF_ERROR(WidenMixedLayerNormParameters(proto, model_dir));
   // libonnx 1.12's checker looks for external data relative to the process's
   // working directory, not the model's: such files get our checks alone.
   const bool external_data = std::any_of(
@@ -617,6 +607,7 @@ absl::StatusOr<Model> ImportOnnxBytes(const std::string& bytes, const std::strin
       [](const onnx::TensorProto& t) { return t.data_location() == onnx::TensorProto::EXTERNAL; });
   if (proto.ir_version() <= kLibOnnxMaxIrVersion && DefaultOpset(proto) <= kLibOnnxMaxOpset &&
       !external_data) {
+    RETURN_IF_ERROR(WidenMixedLayerNormParameters(proto, model_dir));
     RETURN_IF_ERROR(LibOnnxChecks(proto, name));
   }
   return ConvertModel(proto, name, model_dir);
