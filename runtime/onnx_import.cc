@@ -490,28 +490,27 @@ class GuardedSchemaRegistry : public onnx::ISchemaRegistry {
 // PyTorch's TorchScript exporter writes a half-precision LayerNorm as
 // LayerNormalization(Cast(x, FLOAT), scale, bias) with scale and bias left
 // float16 (X reaches it through a Cast to float, often behind a residual
-// Add): it computes the norm in float, as autocast does, but ONNX's schema
-// gives X, Scale and B one type, so ONNX's checker and shape inference
-// refuse every Hugging Face transformer exported with .half() (ONNX Runtime
-// accepts it: its kernel takes mixed types). Import widens such constant
-// Scale and B to X's float type first: exact, and what ONNX Runtime
-// computes. X's type comes from a lenient run of libonnx's shape inference
+// Add; scale and bias are initializers, Constants or Identities of shared
+// weights): it computes the norm in float, as autocast does, but ONNX's
+// schema gives X, Scale and B one type, so ONNX's checker and shape
+// inference refuse every Hugging Face transformer exported with .half()
+// (ONNX Runtime accepts it: its kernel takes mixed types). Import puts a
+// Cast of Scale and B to X's float type before such a norm (binding folds it
+// for constants): exact when widening, and what ONNX Runtime computes. X's type comes from a lenient run of libonnx's shape inference
 // on a copy (the strict one, after this, refuses the unfixed node); a type it
 // cannot tell leaves the node as it is. Only files libonnx knows are checked
 // by it, so only those are rewritten. The originals stay for any other
 // reader.
-absl::Status WidenMixedLayerNormParameters(onnx::ModelProto& proto, const std::string& model_dir) {
+absl::Status WidenMixedLayerNormParameters(onnx::ModelProto& proto) {
   onnx::GraphProto& graph = *proto.mutable_graph();
   std::map<std::string, int32_t> known_types;
-  std::map<std::string, int> initializer_index;
   for (const onnx::ValueInfoProto& input : graph.input()) {
     if (input.type().has_tensor_type()) {
       known_types[input.name()] = input.type().tensor_type().elem_type();
     }
   }
-  for (int i = 0; i < graph.initializer_size(); ++i) {
-    known_types[graph.initializer(i).name()] = graph.initializer(i).data_type();
-    initializer_index[graph.initializer(i).name()] = i;
+  for (const onnx::TensorProto& initializer : graph.initializer()) {
+    known_types[initializer.name()] = initializer.data_type();
   }
   // Intermediate values: libonnx's shape inference, lenient (a node it
   // cannot type, such as the mixed LayerNormalization itself, is skipped),
@@ -535,34 +534,37 @@ absl::Status WidenMixedLayerNormParameters(onnx::ModelProto& proto, const std::s
     if (!dtype.ok() || !IsFloatingDType(*dtype)) return std::nullopt;
     return *dtype;
   };
+  // Rebuilt with a Cast before each such norm.
+  google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
+  std::set<std::string> casts;
   for (onnx::NodeProto& node : *graph.mutable_node()) {
-    if (node.op_type() != "LayerNormalization" || node.input_size() < 2) continue;
-    const auto x_type = known_types.find(node.input(0));
-    if (x_type == known_types.end()) continue;
-    const std::optional<DType> x_dtype = float_dtype(x_type->second);
-    if (!x_dtype) continue;
-    for (int k = 1; k < node.input_size() && k <= 2; ++k) {
-      const auto index = initializer_index.find(node.input(k));
-      if (index == initializer_index.end()) continue;
-      const onnx::TensorProto& parameter = graph.initializer(index->second);
-      const std::optional<DType> dtype = float_dtype(parameter.data_type());
-      if (!dtype || *dtype == *x_dtype) continue;
-      ASSIGN_OR_RETURN(const HostTensor values, TensorFromOnnx(parameter, model_dir));
-      const HostTensor widened = ConvertFloats(values, *x_dtype);
-      const std::string name = absl::StrCat(parameter.name(), "/as_", DTypeName(*x_dtype));
-      if (initializer_index.count(name) == 0) {
-        onnx::TensorProto* converted = graph.add_initializer();
-        converted->set_name(name);
-        converted->set_data_type(x_type->second);
-        for (int64_t dim : widened.dims()) converted->add_dims(dim);
-        converted->set_raw_data(std::string(static_cast<const char*>(widened.raw()),
-                                            widened.bytes()));
-        initializer_index[name] = graph.initializer_size() - 1;
-        known_types[name] = x_type->second;
+    const auto type_of = [&](int k) -> std::optional<DType> {
+      const auto type = known_types.find(node.input(k));
+      return type == known_types.end() ? std::nullopt : float_dtype(type->second);
+    };
+    if (node.op_type() == "LayerNormalization" && node.input_size() >= 2) {
+      const std::optional<DType> x_dtype = type_of(0);
+      for (int k = 1; x_dtype && k < node.input_size() && k <= 2; ++k) {
+        const std::optional<DType> dtype = type_of(k);
+        if (!dtype || *dtype == *x_dtype) continue;
+        const std::string cast = absl::StrCat(node.input(k), "/as_", DTypeName(*x_dtype));
+        if (casts.insert(cast).second) {
+          onnx::NodeProto* widen = nodes.Add();
+          widen->set_op_type("Cast");
+          widen->set_name(cast);
+          widen->add_input(node.input(k));
+          widen->add_output(cast);
+          onnx::AttributeProto* to = widen->add_attribute();
+          to->set_name("to");
+          to->set_type(onnx::AttributeProto::INT);
+          to->set_i(known_types[node.input(0)]);
+        }
+        node.set_input(k, cast);
       }
-      node.set_input(k, name);
     }
+    *nodes.Add() = std::move(node);
   }
+  *graph.mutable_node() = std::move(nodes);
   return absl::OkStatus();
 }
 
@@ -607,7 +609,7 @@ absl::StatusOr<Model> ImportOnnxBytes(const std::string& bytes, const std::strin
       [](const onnx::TensorProto& t) { return t.data_location() == onnx::TensorProto::EXTERNAL; });
   if (proto.ir_version() <= kLibOnnxMaxIrVersion && DefaultOpset(proto) <= kLibOnnxMaxOpset &&
       !external_data) {
-    RETURN_IF_ERROR(WidenMixedLayerNormParameters(proto, model_dir));
+    RETURN_IF_ERROR(WidenMixedLayerNormParameters(proto));
     RETURN_IF_ERROR(LibOnnxChecks(proto, name));
   }
   return ConvertModel(proto, name, model_dir);
