@@ -11,12 +11,12 @@
 #include "capture/graph_post_processing.h"
 #include "capture/padding_rows.h"
 #include "capture/stream_capture.h"
+#include "common/cuda_device_guard.h"
 #include "common/cuda_status.h"
 #include "common/status.h"
+#include "common/tensor.h"
 #include "runtime/bind.h"
 #include "runtime/executor.h"
-#include "common/tensor.h"
-#include "tensor_holder/cuda_device_guard.h"
 
 namespace graphserve {
 
