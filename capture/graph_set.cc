@@ -556,8 +556,8 @@ absl::Status GraphSet::Launch(const LaunchChunk& chunk) const {
 }
 
 absl::Status GraphSet::Enqueue(const LaunchChunk& chunk) const {
-  const CudaDeviceGuard on_device(device_);  // Note [Graphs own their device]
-  RETURN_IF_ERROR(on_device.status());
+  const CudaDeviceGuard set_device(device_);  // Note [Graphs own their device]
+  RETURN_IF_ERROR(set_device.status());
   const Slot& slot = *slots_[chunk.slot];
   const Graph& graph = FindGraph(chunk.slot, chunk.batch_size);
   cudaStream_t stream = slot.stream.get();
@@ -676,6 +676,14 @@ absl::Status GraphSet::MakeDeviceCurrentOnThisThread() const {
 }
 
 const GraphSet::ProfilerRanges& GraphSet::profiler_ranges(int slot, int64_t batch_size) const {
+  // Asked before Launch checks the chunk: a slot or size the set lacks gets
+  // generic names, and Launch's error.
+  if (slot < 0 || slot >= num_slots() ||
+      !std::binary_search(batch_sizes_.begin(), batch_sizes_.end(), batch_size)) {
+    static const ProfilerRanges* const unknown = new ProfilerRanges{
+        "chunk stage", "chunk h2d", "chunk launch", "chunk d2h", "chunk complete"};
+    return *unknown;
+  }
   return FindGraph(slot, batch_size).ranges;
 }
 

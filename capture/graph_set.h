@@ -257,6 +257,7 @@ class GraphSet {
     std::string d2h;       // enqueueing the copies of the real rows back
     std::string complete;  // waiting for the chunk and its rows into the responses
   };
+  // Generic names for a slot or size the set lacks.
   [[nodiscard]] const ProfilerRanges& profiler_ranges(int slot, int64_t batch_size) const;
 
   // The slot's stream, and the event the last Launch through staging buffer

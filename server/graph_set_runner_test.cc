@@ -305,6 +305,20 @@ TEST_F(GraphSetRunnerTest, DeviceTensorsLieOnTheSetsGpu) {
   EXPECT_EQ(runner_->DeviceMemoryGpu(), std::optional<int>(0));
 }
 
+// The set knows its GPU and its profiler ranges' names, made at capture
+// (common/nvtx.h): the model, the size and the slot.
+TEST_F(GraphSetRunnerTest, SetKnowsItsDeviceAndNamesItsRanges) {
+  EXPECT_EQ(set_->device(), 0);
+  EXPECT_EQ(runner_->device(0), 0);
+  const GraphSet::ProfilerRanges& ranges = set_->profiler_ranges(0, kBatch);
+  EXPECT_EQ(ranges.stage, "dlrm_dense b16 slot 0 stage");
+  EXPECT_EQ(ranges.h2d, "dlrm_dense b16 slot 0 h2d");
+  EXPECT_EQ(ranges.launch, "dlrm_dense b16 slot 0 launch");
+  EXPECT_EQ(ranges.d2h, "dlrm_dense b16 slot 0 d2h");
+  EXPECT_EQ(ranges.complete, "dlrm_dense b16 slot 0 complete");
+  EXPECT_EQ(set_->profiler_ranges(0, kBatch + 1).launch, "chunk launch");  // not captured
+}
+
 // Runner slots take the GPUs in turn (Note [Runner slots alternate GPUs]), so
 // the first idle slot of a quiet server lies on each GPU in turn. Each set
 // says its own GPU (Note [Graphs own their device]); only the mapping is

@@ -13,9 +13,10 @@ namespace graphserve {
 // Note [Injected CUDA faults]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // For tests only, and off unless asked for: the environment variable
-//   GRAPHSERVE_TEST_INJECT_CUDA_FAULT=<model>:<slot>:<kind>[:<after>]
+//   GRAPHSERVE_TEST_INJECT_CUDA_FAULT=<model>:<slot>:<kind>[:<after>][,...]
 // makes runner slot <slot> of model <model> fail one chunk, the one after
-// <after> good chunks on that slot (default 0: the first). <kind>:
+// <after> good chunks on that slot (default 0: the first); a list gives
+// faults to several models (one each). <kind>:
 //   launch           the chunk's launch fails as a refused launch does
 //                    (cudaErrorLaunchOutOfResources, not sticky): only that
 //                    chunk's requests fail, INTERNAL, and the slot serves on;
@@ -44,8 +45,9 @@ struct InjectedCudaFault {
 };
 
 // The fault `text` (the variable's value) asks of `model`: kNone when `text`
-// is empty or names another model; InvalidArgument, naming the variable and
-// the expected form, when it is malformed.
+// is empty or names only other models; InvalidArgument, naming the variable
+// and the expected form, when any entry is malformed or `model` is named
+// twice.
 absl::StatusOr<InjectedCudaFault> ParseInjectedCudaFault(absl::string_view text,
                                                          absl::string_view model);
 

@@ -37,9 +37,24 @@ TEST(ParseInjectedCudaFaultTest, AnotherModelGetsNone) {
   EXPECT_EQ(fault->kind, Kind::kNone);
 }
 
+// A list gives each model its own fault.
+TEST(ParseInjectedCudaFaultTest, EachModelOfAListGetsItsOwn) {
+  constexpr char kBoth[] = "mlp:0:launch,dlrm_dense:1:illegal-address:2";
+  absl::StatusOr<InjectedCudaFault> mlp = ParseInjectedCudaFault(kBoth, "mlp");
+  ASSERT_TRUE(mlp.ok()) << mlp.status();
+  EXPECT_EQ(mlp->kind, Kind::kFailedLaunch);
+  EXPECT_EQ(mlp->slot, 0);
+  absl::StatusOr<InjectedCudaFault> dlrm = ParseInjectedCudaFault(kBoth, "dlrm_dense");
+  ASSERT_TRUE(dlrm.ok()) << dlrm.status();
+  EXPECT_EQ(dlrm->kind, Kind::kIllegalAddress);
+  EXPECT_EQ(dlrm->slot, 1);
+  EXPECT_EQ(dlrm->after_chunks, 2);
+  EXPECT_FALSE(ParseInjectedCudaFault("mlp:0:launch,mlp:1:launch", "mlp").ok());
+}
+
 TEST(ParseInjectedCudaFaultTest, MalformedIsRefusedWithTheExpectedForm) {
   for (const char* text : {"mlp", "mlp:0", "mlp:x:launch", "mlp:-1:launch", "mlp:0:segfault",
-                           "mlp:0:launch:-2", "mlp:0:launch:1:2"}) {
+                           "mlp:0:launch:-2", "mlp:0:launch:1:2", "mlp:0:launch,"}) {
     const absl::StatusOr<InjectedCudaFault> fault = ParseInjectedCudaFault(text, "mlp");
     ASSERT_FALSE(fault.ok()) << text;
     EXPECT_EQ(fault.status().code(), absl::StatusCode::kInvalidArgument) << text;
@@ -50,6 +65,7 @@ TEST(ParseInjectedCudaFaultTest, MalformedIsRefusedWithTheExpectedForm) {
   // Malformed is refused whichever model reads it: a typo must not pass
   // silently as "another model's".
   EXPECT_FALSE(ParseInjectedCudaFault("other:0:segfault", "mlp").ok());
+  EXPECT_FALSE(ParseInjectedCudaFault("mlp:0:launch,other:0:segfault", "mlp").ok());
 }
 
 // The failed launch is one CUDA refuses without losing the context.
