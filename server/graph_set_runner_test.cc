@@ -323,7 +323,7 @@ TEST_F(GraphSetRunnerTest, SetKnowsItsDeviceAndNamesItsRanges) {
 // the first idle slot of a quiet server lies on each GPU in turn. Each set
 // says its own GPU (Note [Graphs own their device]); only the mapping is
 // read, nothing runs.
-TEST_F(GraphSetRunnerTest, SlotsTakeTheGpusInTurn) {
+TEST_F(GraphSetRunnerTest, SlotsTakeTheGpusInTurnOnTwoGpus) {
   if (CudaDeviceCount() < 2) GTEST_SKIP() << "needs two CUDA devices";
   absl::StatusOr<Model> model =
       ImportOnnxBytes(MakeDlrmDenseModel().SerializeAsString(), "dlrm_dense");
