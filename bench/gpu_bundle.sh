@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 
 TEST_TARGETS=(
   //common:cuda_handles_test
-  //tensor_holder:cuda_device_guard_test
+  //common:cuda_device_guard_test
   //tensor_holder:weight_store_test
   //tensor_holder:stream_arena_test
   //tensor_holder:io_buffers_test
@@ -28,9 +28,11 @@ TEST_TARGETS=(
   //capture:schedule_choice_test
   //tests:server_e2e_test
   //tests:shared_memory_e2e_test
+  //tests:cuda_fault_e2e_test
   //server:shared_memory_test
   //server:request_validation_test
   //server:graph_set_runner_test
+  //server:graph_set_runner_lost_context_test
   //client:cuda_shared_memory_test
 )
 TOOL_TARGETS=(

@@ -4,6 +4,7 @@
 #include <array>
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -11,12 +12,15 @@
 #include "capture/graph_post_processing.h"
 #include "capture/padding_rows.h"
 #include "capture/stream_capture.h"
+#include "common/cuda_device_guard.h"
+#include "common/cuda_error.h"
 #include "common/cuda_status.h"
+#include "common/logging.h"
+#include "common/nvtx.h"
 #include "common/status.h"
+#include "common/tensor.h"
 #include "runtime/bind.h"
 #include "runtime/executor.h"
-#include "common/tensor.h"
-#include "tensor_holder/cuda_device_guard.h"
 
 namespace graphserve {
 
@@ -34,6 +38,7 @@ struct GraphSet::Graph {
   // LaunchChunk's per-input sources and per-output destinations.
   std::vector<size_t> input_of_mapping;
   std::vector<size_t> output_of_mapping;
+  ProfilerRanges ranges;
 };
 
 struct GraphSet::Slot {
@@ -61,6 +66,16 @@ double MillisecondsSince(Clock::time_point start) {
 
 std::string Label(int slot, int64_t batch_size) {
   return absl::StrCat("slot ", slot, ", batch ", batch_size);
+}
+
+GraphSet::ProfilerRanges MakeProfilerRanges(const std::string& model, int slot,
+                                            int64_t batch_size) {
+  const std::string prefix = absl::StrCat(model, " b", batch_size, " slot ", slot, " ");
+  return {.stage = prefix + "stage",
+          .h2d = prefix + "h2d",
+          .launch = prefix + "launch",
+          .d2h = prefix + "d2h",
+          .complete = prefix + "complete"};
 }
 
 absl::Status ValidateOptions(const GraphSetOptions& options) {
@@ -332,6 +347,7 @@ absl::StatusOr<std::unique_ptr<GraphSet>> GraphSet::Create(const Model& model,
   RETURN_IF_ERROR(device_guard.status());
 
   auto set = std::unique_ptr<GraphSet>(new GraphSet());
+  set->device_ = options.executor.device;
   set->batch_sizes_ = options.batch_sizes;
   std::sort(set->batch_sizes_.begin(), set->batch_sizes_.end());
 
@@ -405,6 +421,7 @@ absl::StatusOr<std::unique_ptr<GraphSet>> GraphSet::Create(const Model& model,
       }
       slot->graphs[n].executor = *std::move(executor);
       slot->graphs[n].info.batch_size = set->batch_sizes_[n];
+      slot->graphs[n].ranges = MakeProfilerRanges(model.name, m, set->batch_sizes_[n]);
       const CudaExecutor::PlanTimes& times = slot->graphs[n].executor->plan_times();
       slot->graphs[n].info.plan_kernels_ms = times.kernels_ms;
       slot->graphs[n].info.plan_memory_ms = times.memory_ms;
@@ -423,6 +440,8 @@ absl::StatusOr<std::unique_ptr<GraphSet>> GraphSet::Create(const Model& model,
       const std::string label = Label(m, graph.info.batch_size);
       const Clock::time_point capture_start = Clock::now();
       const CudaExecutor& executor = *graph.executor;
+      const NvtxRange capture_range(absl::StrCat(model.name, " b", graph.info.batch_size, " slot ",
+                                                 m, " capture"));
       ASSIGN_OR_RETURN(CudaGraph captured,
                        CaptureWorkload(s.stream.get(), label,
                                        [&](cudaStream_t stream) { return executor.Enqueue(stream); }));
@@ -537,10 +556,13 @@ absl::Status GraphSet::Launch(const LaunchChunk& chunk) const {
 }
 
 absl::Status GraphSet::Enqueue(const LaunchChunk& chunk) const {
+  const CudaDeviceGuard set_device(device_);  // Note [Graphs own their device]
+  RETURN_IF_ERROR(set_device.status());
   const Slot& slot = *slots_[chunk.slot];
   const Graph& graph = FindGraph(chunk.slot, chunk.batch_size);
   cudaStream_t stream = slot.stream.get();
   const auto rows = static_cast<size_t>(chunk.rows);
+  std::optional<NvtxRange> range(std::in_place, graph.ranges.h2d);
   // Both modes move the same bytes: the real rows in, padding filled on the
   // device (Note [Padding rows from a valid row]), the real rows out. Only
   // the launch between differs.
@@ -567,11 +589,15 @@ absl::Status GraphSet::Enqueue(const LaunchChunk& chunk) const {
     CUDA_RETURN_IF_ERROR(FillPaddingRows(mapping.device_dst, mapping.bytes_per_row, chunk.rows,
                                          chunk.batch_size, stream));
   }
+  range.reset();
+  range.emplace(graph.ranges.launch);
   if (chunk.mode == LaunchMode::kEager) {
     RETURN_IF_ERROR(graph.executor->EnqueueCompute(stream));
   } else {
     CUDA_RETURN_IF_ERROR(cudaGraphLaunch(graph.exec.get(), stream));
   }
+  range.reset();
+  range.emplace(graph.ranges.d2h);
   const std::vector<OutputMapping>& outputs = graph.info.transfers.outputs;
   for (size_t o = 0; o < outputs.size(); ++o) {
     const OutputMapping& mapping = outputs[o];
@@ -619,8 +645,50 @@ std::byte* GraphSet::input_staging(int slot, size_t input, int staging) const {
   return static_cast<std::byte*>(slots_[slot]->io->host(input_names_[input], staging));
 }
 
+absl::Status GraphSet::WaitForChunk(int slot, int staging) const {
+  const CudaDeviceGuard on_device(device_);
+  RETURN_IF_ERROR(on_device.status());
+  CUDA_RETURN_IF_ERROR(cudaEventSynchronize(slots_[slot]->done[staging].get()));
+  return absl::OkStatus();
+}
+
+absl::Status GraphSet::SynchronizeSlot(int slot) const {
+  const CudaDeviceGuard on_device(device_);
+  RETURN_IF_ERROR(on_device.status());
+  CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(slots_[slot]->stream.get()));
+  return absl::OkStatus();
+}
+
+cudaError_t GraphSet::StickyError(int slot) const {
+  // A lost context fails every call on it with its sticky error, a query of
+  // an idle or busy stream included; an intact one answers cudaSuccess or
+  // cudaErrorNotReady. A stream belongs to its device's context, so the
+  // query needs no device guard.
+  const cudaError_t error = cudaStreamQuery(slots_[slot]->stream.get());
+  if (IsStickyCudaError(error)) return error;
+  if (error != cudaSuccess && error != cudaErrorNotReady) cudaGetLastError();  // not sticky
+  return cudaSuccess;
+}
+
+absl::Status GraphSet::MakeDeviceCurrentOnThisThread() const {
+  CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
+  return absl::OkStatus();
+}
+
+const GraphSet::ProfilerRanges& GraphSet::profiler_ranges(int slot, int64_t batch_size) const {
+  // Asked before Launch checks the chunk: a slot or size the set lacks gets
+  // generic names, and Launch's error.
+  if (slot < 0 || slot >= num_slots() ||
+      !std::binary_search(batch_sizes_.begin(), batch_sizes_.end(), batch_size)) {
+    static const ProfilerRanges* const unknown = new ProfilerRanges{
+        "chunk stage", "chunk h2d", "chunk launch", "chunk d2h", "chunk complete"};
+    return *unknown;
+  }
+  return FindGraph(slot, batch_size).ranges;
+}
+
 absl::Status GraphSet::UseSleepingDoneEvents() {
-  CudaDeviceGuard device_guard(weights_->device());
+  CudaDeviceGuard device_guard(device_);
   for (const std::unique_ptr<Slot>& slot : slots_) {
     CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(slot->stream.get()));
     for (CudaEvent& done : slot->done) {
@@ -686,9 +754,20 @@ size_t GraphSet::weight_bytes() const { return weights_->bytes(); }
 double GraphSet::total_setup_ms() const { return total_setup_ms_; }
 
 GraphSet::~GraphSet() {
+  // Torn down on the set's own device (Note [Graphs own their device]),
+  // whichever thread drops the last reference: the slots are freed here,
+  // under the guard, not after the destructor's body.
+  const CudaDeviceGuard on_device(device_);
+  if (!on_device.status().ok()) {
+    spdlog::warn("tearing down a graph set of GPU {}: {}", device_,
+                 on_device.status().ToString());
+  }
   // Graph execs and plans point into the slots' buffers: wait for any launch
-  // still running before anything is freed.
+  // still running before anything is freed. After a sticky error this
+  // returns the error at once; the frees then fail and are logged.
   for (const auto& slot : slots_) cudaStreamSynchronize(slot->stream.get());
+  slots_.clear();
+  weights_.reset();
 }
 
 }  // namespace graphserve

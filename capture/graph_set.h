@@ -176,6 +176,18 @@ struct LaunchChunk {
 // The device side is not doubled: no extra arena, graphs or capture time.
 
 
+// Note [Graphs own their device]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A graph set records the GPU it was captured on and makes it current
+// itself, with a CudaDeviceGuard (common/cuda_device_guard.h), for capture,
+// every launch, every wait and teardown, as PyTorch's CUDAGraph records
+// capture_dev_ and replays under a device guard. Callers never call
+// cudaSetDevice for it: a caller on the wrong device cannot launch on it,
+// and a fault on one GPU stays on that GPU's sets. On a thread already on
+// the device the guard costs one cudaGetDevice, which reads thread-local
+// state; a serving thread that runs one set's chunks makes the device
+// current once (MakeDeviceCurrentOnThisThread) so no launch switches.
+
 class GraphSet {
  public:
   // Captures and checks all M x N graphs; see the file comment. Errors name
@@ -195,9 +207,8 @@ class GraphSet {
   // run: wait on stream() before reusing their memory. Does not wait for the GPU. The caller owns the slot until
   // done_event() completes and may then read output_rows(); one chunk per
   // staging buffer at a time (Note [Double-buffered staging]), launched in
-  // the order the caller will wait for them. Call with the set's device current (cudaSetDevice once
-  // per serving thread): switching devices per launch would cost more than
-  // the launch.
+  // the order the caller will wait for them. Sets the set's device itself
+  // (Note [Graphs own their device]).
   absl::Status Launch(const LaunchChunk& chunk) const;
   // The same after copying `rows` contiguous rows of each graph input from
   // `inputs[i]` (host memory of any kind, in graph input order) into the
@@ -213,6 +224,41 @@ class GraphSet {
   // wait for the GPU] in server/served_model.h). Waits for the slots' work
   // first; call before the set serves, never while another thread launches.
   absl::Status UseSleepingDoneEvents();
+
+  // Waits for the chunk the last Launch through `staging` on `slot` began
+  // (its done event): the completion, after which output_rows() holds its
+  // rows. A failure names the call; StickyError tells whether it lost the
+  // device's context.
+  absl::Status WaitForChunk(int slot, int staging) const;
+  // Waits for everything enqueued on the slot's stream, e.g. the copies a
+  // failed Launch enqueued before it failed, which may read or write a
+  // request's memory.
+  absl::Status SynchronizeSlot(int slot) const;
+  // After a failed Launch or wait: the sticky error that lost the device's
+  // context (the slot's stream reports it, as every call on the context
+  // then does), or cudaSuccess when the context is intact and only the
+  // failed call's chunk was touched (Note [Sticky CUDA errors] in
+  // common/cuda_error.h).
+  [[nodiscard]] cudaError_t StickyError(int slot) const;
+
+  // The GPU the set was captured on (Note [Graphs own their device]).
+  [[nodiscard]] int device() const { return device_; }
+  // Makes the set's device current on the calling thread for good, so that
+  // the guard of each Launch and wait finds it current and switches
+  // nothing: for a serving thread that runs this set's chunks.
+  absl::Status MakeDeviceCurrentOnThisThread() const;
+
+  // NVTX range names of one slot's graph of one size (common/nvtx.h), made
+  // once at capture: "<model> b<size> slot <slot> <phase>".
+  struct ProfilerRanges {
+    std::string stage;     // the chunk's rows into the pinned staging (the runner's)
+    std::string h2d;       // enqueueing the copies to the device and the padding fill
+    std::string launch;    // the replay (or the eager run)
+    std::string d2h;       // enqueueing the copies of the real rows back
+    std::string complete;  // waiting for the chunk and its rows into the responses
+  };
+  // Generic names for a slot or size the set lacks.
+  [[nodiscard]] const ProfilerRanges& profiler_ranges(int slot, int64_t batch_size) const;
 
   // The slot's stream, and the event the last Launch through staging buffer
   // `staging` recorded.
@@ -262,6 +308,7 @@ class GraphSet {
   // Launch after CheckChunk.
   absl::Status Enqueue(const LaunchChunk& chunk) const;
 
+  int device_ = 0;
   std::shared_ptr<WeightStore> weights_;
   std::vector<std::unique_ptr<Slot>> slots_;
   std::vector<int64_t> batch_sizes_;

@@ -5,44 +5,12 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/cuda_device_guard.h"
+#include "common/cuda_error.h"
 #include "common/logging.h"
 #include "common/status.h"
 
 namespace graphserve {
-namespace {
-
-// common/cuda_status.h says the same, but it brings cuBLAS and cuDNN along:
-// the client links the CUDA runtime alone.
-absl::Status CudaStatus(cudaError_t error, absl::string_view call) {
-  if (error == cudaSuccess) return absl::OkStatus();
-  const absl::StatusCode code = error == cudaErrorMemoryAllocation
-                                    ? absl::StatusCode::kResourceExhausted
-                                    : absl::StatusCode::kInternal;
-  return absl::Status(code, absl::StrCat(call, " failed: ", cudaGetErrorName(error), " (",
-                                         cudaGetErrorString(error), ")"));
-}
-
-// Makes a device current for its scope, then restores the caller's.
-class ScopedCudaDevice {
- public:
-  explicit ScopedCudaDevice(int device) {
-    if (cudaGetDevice(&previous_) != cudaSuccess) previous_ = -1;
-    status_ = CudaStatus(cudaSetDevice(device), absl::StrCat("cudaSetDevice(", device, ")"));
-  }
-  ScopedCudaDevice(const ScopedCudaDevice&) = delete;
-  ScopedCudaDevice& operator=(const ScopedCudaDevice&) = delete;
-  ~ScopedCudaDevice() {
-    if (previous_ >= 0) cudaSetDevice(previous_);
-  }
-
-  const absl::Status& status() const { return status_; }
-
- private:
-  int previous_ = -1;
-  absl::Status status_;
-};
-
-}  // namespace
 
 absl::Status CheckCudaDevice(int device) {
   int count = 0;
@@ -70,22 +38,22 @@ absl::StatusOr<std::unique_ptr<CudaSharedMemory>> CudaSharedMemory::Create(int d
     return absl::InvalidArgumentError("CUDA shared memory needs a size of at least 1 byte");
   }
   const std::string where = absl::StrCat(" of ", byte_size, " bytes on CUDA device ", device);
-  ScopedCudaDevice current(device);
+  const CudaDeviceGuard current(device);
   RETURN_IF_ERROR(current.status());
   void* data = nullptr;
-  RETURN_IF_ERROR(CudaStatus(cudaMalloc(&data, byte_size), absl::StrCat("cudaMalloc", where)));
+  RETURN_IF_ERROR(CudaErrorToStatus(cudaMalloc(&data, byte_size), absl::StrCat("cudaMalloc", where)));
   // Freed here on failure; once constructed, by the destructor.
   auto fail = [data](absl::Status status) {
     cudaFree(data);
     return status;
   };
   if (absl::Status zeroed =
-          CudaStatus(cudaMemset(data, 0, byte_size), absl::StrCat("cudaMemset", where));
+          CudaErrorToStatus(cudaMemset(data, 0, byte_size), absl::StrCat("cudaMemset", where));
       !zeroed.ok()) {
     return fail(zeroed);
   }
   cudaIpcMemHandle_t handle;
-  if (absl::Status exported = CudaStatus(cudaIpcGetMemHandle(&handle, data),
+  if (absl::Status exported = CudaErrorToStatus(cudaIpcGetMemHandle(&handle, data),
                                          absl::StrCat("cudaIpcGetMemHandle", where));
       !exported.ok()) {
     return fail(exported);
@@ -96,9 +64,9 @@ absl::StatusOr<std::unique_ptr<CudaSharedMemory>> CudaSharedMemory::Create(int d
 }
 
 CudaSharedMemory::~CudaSharedMemory() {
-  ScopedCudaDevice current(device_);
+  const CudaDeviceGuard current(device_);
   absl::Status freed = current.status();
-  if (freed.ok()) freed = CudaStatus(cudaFree(data_), "cudaFree");
+  if (freed.ok()) freed = CudaErrorToStatus(cudaFree(data_), "cudaFree");
   if (!freed.ok()) {
     spdlog::warn("freeing CUDA shared memory of {} bytes on device {}: {}", byte_size_, device_,
                  freed.ToString());
@@ -116,26 +84,26 @@ absl::Status CudaSharedMemory::CheckRange(uint64_t offset, uint64_t byte_size) c
 
 absl::Status CudaSharedMemory::CopyIn(uint64_t offset, absl::string_view bytes) {
   RETURN_IF_ERROR(CheckRange(offset, bytes.size()));
-  ScopedCudaDevice current(device_);
+  const CudaDeviceGuard current(device_);
   RETURN_IF_ERROR(current.status());
-  RETURN_IF_ERROR(CudaStatus(
+  RETURN_IF_ERROR(CudaErrorToStatus(
       cudaMemcpy(static_cast<char*>(data_) + offset, bytes.data(), bytes.size(),
                  cudaMemcpyHostToDevice),
       absl::StrCat("cudaMemcpy of ", bytes.size(), " bytes to CUDA device ", device_)));
   // A copy from pageable memory (and the cudaMemset before it) may return
   // before the bytes reach the device; the server reads them from another
   // process, ordered by nothing but this wait.
-  return CudaStatus(cudaDeviceSynchronize(),
+  return CudaErrorToStatus(cudaDeviceSynchronize(),
                     absl::StrCat("cudaDeviceSynchronize after a copy to CUDA device ", device_));
 }
 
 absl::StatusOr<std::string> CudaSharedMemory::CopyOut(uint64_t offset, uint64_t byte_size) const {
   RETURN_IF_ERROR(CheckRange(offset, byte_size));
-  ScopedCudaDevice current(device_);
+  const CudaDeviceGuard current(device_);
   RETURN_IF_ERROR(current.status());
   std::string bytes(byte_size, '\0');
   RETURN_IF_ERROR(
-      CudaStatus(cudaMemcpy(bytes.data(), static_cast<const char*>(data_) + offset, byte_size,
+      CudaErrorToStatus(cudaMemcpy(bytes.data(), static_cast<const char*>(data_) + offset, byte_size,
                             cudaMemcpyDeviceToHost),
                  absl::StrCat("cudaMemcpy of ", byte_size, " bytes from CUDA device ", device_)));
   return bytes;

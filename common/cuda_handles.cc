@@ -3,6 +3,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/cuda_device_guard.h"
 #include "common/cuda_status.h"
 #include "common/logging.h"
 #include "common/status.h"
@@ -131,7 +132,8 @@ namespace {
 // The scheduling flags of `device`'s primary context: the other device
 // flags as they were, the scheduling bits `schedule`.
 absl::Status SetSchedulingFlag(int device, unsigned int schedule) {
-  CUDA_RETURN_IF_ERROR(cudaSetDevice(device));
+  const CudaDeviceGuard on_device(device);
+  RETURN_IF_ERROR(on_device.status());
   unsigned int flags = 0;
   CUDA_RETURN_IF_ERROR(cudaGetDeviceFlags(&flags));
   CUDA_RETURN_IF_ERROR(cudaSetDeviceFlags((flags & ~cudaDeviceScheduleMask) | schedule));
@@ -148,17 +150,11 @@ absl::Status SetGpuWait(GpuWait wait, const std::vector<int>& devices) {
     case GpuWait::kYield: schedule = cudaDeviceScheduleYield; break;
     case GpuWait::kBlock: schedule = cudaDeviceScheduleBlockingSync; break;
   }
-  int current = 0;
-  CUDA_RETURN_IF_ERROR(cudaGetDevice(&current));
-  absl::Status status;
   for (const int device : devices) {
-    status = AnnotateStatus(SetSchedulingFlag(device, schedule),
-                            absl::StrCat("setting how threads wait for GPU ", device));
-    if (!status.ok()) break;
+    RETURN_IF_ERROR(AnnotateStatus(SetSchedulingFlag(device, schedule),
+                                   absl::StrCat("setting how threads wait for GPU ", device)));
   }
-  const cudaError_t restored = cudaSetDevice(current);
-  if (status.ok() && restored != cudaSuccess) return CudaErrorToStatus(restored, "cudaSetDevice");
-  return status;
+  return absl::OkStatus();
 }
 
 int CudaDeviceCount() {
@@ -169,6 +165,15 @@ int CudaDeviceCount() {
     return 0;
   }
   return *count;
+}
+
+absl::Status ValidateCudaDevice(int device) {
+  const int count = CudaDeviceCount();
+  if (device < 0 || device >= count) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "CUDA device ", device, " does not exist: the driver sees ", count, " device(s)"));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace graphserve

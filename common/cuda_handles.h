@@ -154,6 +154,10 @@ absl::StatusOr<int> CudaDeviceCountOrError();
 // CUDA error) and counts as 0 devices.
 int CudaDeviceCount();
 
+// OK if `device` names a device the driver sees; InvalidArgument otherwise,
+// with the number of devices (0 without a driver or GPU).
+absl::Status ValidateCudaDevice(int device);
+
 // Sets `wait` as the scheduling flag of each of `devices` (the other device
 // flags are kept), making their primary contexts current on the way; the
 // calling thread's current device is left as it was.

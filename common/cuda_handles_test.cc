@@ -176,5 +176,18 @@ TEST(CudaDeviceCountTest, ErrorIsReportedOrAgreesWithCount) {
   }
 }
 
+// Runs everywhere: without a GPU every ordinal is missing.
+TEST(ValidateCudaDeviceTest, RejectsNegativeAndMissingOrdinals) {
+  EXPECT_EQ(ValidateCudaDevice(-1).code(), absl::StatusCode::kInvalidArgument);
+  const absl::Status missing = ValidateCudaDevice(CudaDeviceCount());
+  EXPECT_EQ(missing.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(missing.message().find("the driver sees"), absl::string_view::npos) << missing;
+}
+
+TEST_F(CudaHandlesTest, ValidOrdinalsPass) {
+  EXPECT_TRUE(ValidateCudaDevice(0).ok());
+  EXPECT_TRUE(ValidateCudaDevice(CudaDeviceCount() - 1).ok());
+}
+
 }  // namespace
 }  // namespace graphserve

@@ -1,10 +1,12 @@
 #pragma once
-// CUDA, cuBLAS and cuDNN return codes as absl::Status. The message names the failing
-// call; callers add the op, graph or batch size with AnnotateStatus.
+// CUDA (common/cuda_error.h), cuBLAS and cuDNN return codes as absl::Status. The message
+// names the failing call; callers add the op, graph or batch size with AnnotateStatus.
 
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 #include <cudnn.h>
+
+#include "common/cuda_error.h"  // CudaErrorToStatus
 
 #include "absl/strings/string_view.h"
 
@@ -12,15 +14,6 @@
 #include "absl/strings/str_cat.h"
 
 namespace graphserve {
-
-inline absl::Status CudaErrorToStatus(cudaError_t error, absl::string_view call) {
-  if (error == cudaSuccess) return absl::OkStatus();
-  const absl::StatusCode code = error == cudaErrorMemoryAllocation
-                                    ? absl::StatusCode::kResourceExhausted
-                                    : absl::StatusCode::kInternal;
-  return absl::Status(code, absl::StrCat(call, " failed: ", cudaGetErrorName(error),
-                                         " (", cudaGetErrorString(error), ")"));
-}
 
 inline absl::Status CublasErrorToStatus(cublasStatus_t error, absl::string_view call) {
   if (error == CUBLAS_STATUS_SUCCESS) return absl::OkStatus();

@@ -9,8 +9,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/cuda_device_guard.h"
 #include "common/cuda_status.h"
+#include "common/logging.h"
+#include "common/lost_cuda_context.h"
+#include "common/nvtx.h"
 #include "common/status.h"
+#include "server/illegal_address_kernel.h"
 
 namespace graphserve {
 
@@ -85,37 +90,40 @@ void FindMergedDeviceRows(const ChunkJob& job, size_t num_inputs, size_t num_out
 
 }  // namespace
 
-GraphSetRunner::GraphSetRunner(std::vector<Placement> placements, LaunchMode mode,
-                               std::vector<int64_t> double_buffered_sizes)
-    : placements_(std::move(placements)),
-      device_memory_gpu_(SharedGpu(placements_)),
-      mode_(mode),
+GraphSetRunner::GraphSetRunner(std::vector<std::shared_ptr<const GraphSet>> sets,
+                               GraphSetRunnerOptions options)
+    : sets_(std::move(sets)),
+      device_memory_gpu_(SharedGpu(sets_)),
+      mode_(options.mode),
       double_buffered_sizes_([&] {
-        std::sort(double_buffered_sizes.begin(), double_buffered_sizes.end());
-        return std::move(double_buffered_sizes);
-      }()) {
+        std::sort(options.double_buffered_sizes.begin(), options.double_buffered_sizes.end());
+        return std::move(options.double_buffered_sizes);
+      }()),
+      fault_(options.fault),
+      chunks_before_fault_(options.fault.after_chunks) {
   // Interleaved across GPUs (Note [Runner slots alternate GPUs]).
   int most_slots = 0;
-  for (const Placement& placement : placements_) {
-    most_slots = std::max(most_slots, placement.set->num_slots());
+  for (const std::shared_ptr<const GraphSet>& set : sets_) {
+    most_slots = std::max(most_slots, set->num_slots());
   }
   for (int slot = 0; slot < most_slots; ++slot) {
-    for (size_t p = 0; p < placements_.size(); ++p) {
-      if (slot < placements_[p].set->num_slots()) slots_.push_back({p, slot});
+    for (size_t s = 0; s < sets_.size(); ++s) {
+      if (slot < sets_[s]->num_slots()) slots_.push_back({s, slot});
     }
   }
 }
 
-int GraphSetRunner::device(int slot) const { return placements_[slots_[slot].placement].device; }
+int GraphSetRunner::device(int slot) const { return sets_[slots_[slot].set]->device(); }
 
 int GraphSetRunner::num_slots() const { return static_cast<int>(slots_.size()); }
 
 // Asked per request: decided once, here.
-std::optional<int> GraphSetRunner::SharedGpu(const std::vector<Placement>& placements) {
-  for (const Placement& placement : placements) {
-    if (placement.device != placements.front().device) return std::nullopt;
+std::optional<int> GraphSetRunner::SharedGpu(
+    const std::vector<std::shared_ptr<const GraphSet>>& sets) {
+  for (const std::shared_ptr<const GraphSet>& set : sets) {
+    if (set->device() != sets.front()->device()) return std::nullopt;
   }
-  return placements.front().device;
+  return sets.front()->device();
 }
 
 bool GraphSetRunner::StartsBehindRunning(int64_t batch_size) const {
@@ -124,28 +132,63 @@ bool GraphSetRunner::StartsBehindRunning(int64_t batch_size) const {
 }
 
 absl::Status GraphSetRunner::PrepareWorkerThread(int slot) {
-  // Launch expects the set's device to be current; once per thread, not per
-  // launch (see GraphSet::Launch).
-  CUDA_RETURN_IF_ERROR(cudaSetDevice(placements_[slots_[slot].placement].device));
+  // Once per thread, not per launch: the launches' own device guard then
+  // finds the device current (Note [Graphs own their device]).
+  return sets_[slots_[slot].set]->MakeDeviceCurrentOnThisThread();
+}
+
+absl::Status GraphSetRunner::InjectFault(int slot) {
+  if (fault_.kind == InjectedCudaFault::Kind::kNone || slot != fault_.slot) {
+    return absl::OkStatus();
+  }
+  if (chunks_before_fault_.fetch_sub(1, std::memory_order_relaxed) != 0) return absl::OkStatus();
+  spdlog::warn("injecting a test CUDA fault into runner slot {} (Note [Injected CUDA faults])",
+               slot);
+  if (fault_.kind == InjectedCudaFault::Kind::kFailedLaunch) return InjectedLaunchFailure();
+  const GraphSet& set = *sets_[slots_[slot].set];
+  const CudaDeviceGuard on_device(set.device());
+  RETURN_IF_ERROR(on_device.status());
+  CUDA_RETURN_IF_ERROR(EnqueueIllegalAddressWrite(set.stream(slots_[slot].slot)));
   return absl::OkStatus();
+}
+
+absl::Status GraphSetRunner::ChunkFailed(int slot, const ChunkJob& job,
+                                         const absl::Status& status) const {
+  const GraphSet& set = *sets_[slots_[slot].set];
+  const std::string where = absl::StrCat("GPU ", set.device(), ", runner slot ", slot,
+                                         ", batch ", job.batch_size);
+  const cudaError_t sticky = set.StickyError(slots_[slot].slot);
+  if (sticky == cudaSuccess) {
+    // The context is intact: only this chunk's requests fail.
+    return absl::Status(status.code(), absl::StrCat(where, ": ", status.message()));
+  }
+  const absl::Status lost = absl::InternalError(absl::StrCat(
+      where, ": the GPU's CUDA context is lost (", cudaGetErrorName(sticky), ": ",
+      cudaGetErrorString(sticky), "); the server stops serving and exits to be restarted: ",
+      status.message()));
+  ReportLostCudaContext(set.device(), lost);
+  return lost;
 }
 
 absl::Status GraphSetRunner::Start(int slot, int staging, const ChunkJob& job,
                                    ChunkTiming* timing) {
-  const GraphSet& set = *placements_[slots_[slot].placement].set;
+  const GraphSet& set = *sets_[slots_[slot].set];
   const int own_slot = slots_[slot].slot;
   const Clock::time_point start = Clock::now();
-  cudaStream_t stream = set.stream(own_slot);
   // Whether copies on the stream read or write the requests' own memory:
   // then they end before an error is answered (ChunkRunner::Start), since
   // the answer lets the client reuse that memory and the server unmap it.
   bool touches_requests = false;
-  GatherInputRows(
-      job, set.num_inputs(),
-      [&](size_t i) {
-        return DirectInput(job, i) != nullptr ? nullptr : set.input_staging(own_slot, i, staging);
-      },
-      [&](size_t i) { return set.input_bytes_per_row(i); });
+  {
+    const NvtxRange range(set.profiler_ranges(own_slot, job.batch_size).stage);
+    GatherInputRows(
+        job, set.num_inputs(),
+        [&](size_t i) {
+          return DirectInput(job, i) != nullptr ? nullptr
+                                                : set.input_staging(own_slot, i, staging);
+        },
+        [&](size_t i) { return set.input_bytes_per_row(i); });
+  }
   LaunchChunk chunk{own_slot, job.batch_size, job.rows, mode_, staging};
   // Only a request with pinned or device tensors pays for the pointer vectors.
   std::vector<const void*> sources;
@@ -166,13 +209,14 @@ absl::Status GraphSetRunner::Start(int slot, int staging, const ChunkJob& job,
     chunk.device_rows = merged.rows;
     touches_requests = true;
   }
-  const absl::Status status = set.Launch(chunk);
+  absl::Status status = InjectFault(slot);
+  if (status.ok()) status = set.Launch(chunk);
   if (!status.ok()) {
-    if (touches_requests) cudaStreamSynchronize(stream);
+    if (touches_requests) set.SynchronizeSlot(own_slot).IgnoreError();
     // Leave no error of a failed copy behind for the thread's next chunk
     // (the padding fill reads cudaGetLastError).
     cudaGetLastError();
-    return status;
+    return ChunkFailed(slot, job, status);
   }
   timing->input_ns = NanosSince(start);
   return absl::OkStatus();
@@ -180,14 +224,14 @@ absl::Status GraphSetRunner::Start(int slot, int staging, const ChunkJob& job,
 
 absl::Status GraphSetRunner::Finish(int slot, int staging, const ChunkJob& job,
                                     ChunkTiming* timing) {
-  const GraphSet& set = *placements_[slots_[slot].placement].set;
+  const GraphSet& set = *sets_[slots_[slot].set];
   const int own_slot = slots_[slot].slot;
+  const NvtxRange range(set.profiler_ranges(own_slot, job.batch_size).complete);
   // Blocks the thread that holds the slot, never another request's.
   Clock::time_point start = Clock::now();
-  if (const cudaError_t waited = cudaEventSynchronize(set.done_event(own_slot, staging));
-      waited != cudaSuccess) {
+  if (const absl::Status waited = set.WaitForChunk(own_slot, staging); !waited.ok()) {
     cudaGetLastError();  // as Start: nothing left for the thread's next chunk
-    return CudaErrorToStatus(waited, "cudaEventSynchronize");
+    return ChunkFailed(slot, job, waited);
   }
   timing->infer_ns = NanosSince(start);
 
@@ -206,7 +250,7 @@ absl::Status GraphSetRunner::Finish(int slot, int staging, const ChunkJob& job,
 
 std::string GraphSetRunner::description() const {
   std::vector<int> devices;
-  for (const Placement& placement : placements_) devices.push_back(placement.device);
+  for (const std::shared_ptr<const GraphSet>& set : sets_) devices.push_back(set->device());
   return absl::StrCat(mode_ == LaunchMode::kGraph ? "CUDA graphs" : "eager (graphs off)",
                       devices.size() == 1 ? ", GPU " : ", GPUs ", absl::StrJoin(devices, ","));
 }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "common/cuda_handles.h"
+#include "common/lost_cuda_context.h"
 #include "examples/example_models.h"
 #include "runtime/bind.h"
 #include "runtime/host/host_executor.h"
@@ -56,8 +57,7 @@ class GraphSetRunnerTest : public ::testing::Test {
     absl::StatusOr<std::unique_ptr<GraphSet>> set = GraphSet::Create(*model, options);
     ASSERT_TRUE(set.ok()) << set.status();
     set_ = std::shared_ptr<const GraphSet>(*std::move(set));
-    runner_ = std::make_unique<GraphSetRunner>(
-        std::vector<GraphSetRunner::Placement>{{set_, 0}}, LaunchMode::kGraph);
+    runner_ = std::make_unique<GraphSetRunner>(std::vector<std::shared_ptr<const GraphSet>>{set_});
     ASSERT_TRUE(runner_->PrepareWorkerThread(0).ok());
     for (size_t i = 0; i < set_->num_inputs(); ++i) {
       Dims dims = model->inputs[i].dims;
@@ -154,17 +154,27 @@ class GraphSetRunnerTest : public ::testing::Test {
     return request;
   }
 
-  // Runs the requests' rows as one chunk of batch size 16 through staging
-  // buffer `staging`.
-  void Run(const std::vector<Request*>& requests, int staging) const {
+  // The requests' rows as one chunk of batch size 16.
+  static ChunkJob Job(const std::vector<Request*>& requests) {
     ChunkJob job{.batch_size = kBatch};
     for (const Request* request : requests) {
       job.segments.push_back(request->segment);
       job.rows += request->segment.rows;
     }
+    return job;
+  }
+
+  // Runs the requests' rows as one chunk through staging buffer `staging`
+  // of slot 0 of `runner` (runner_ by default).
+  void Run(const std::vector<Request*>& requests, int staging,
+           GraphSetRunner* runner = nullptr) const {
+    if (runner == nullptr) runner = runner_.get();
+    const ChunkJob job = Job(requests);
     ChunkTiming timing;
-    ASSERT_TRUE(runner_->Start(0, staging, job, &timing).ok());
-    ASSERT_TRUE(runner_->Finish(0, staging, job, &timing).ok());
+    const absl::Status started = runner->Start(0, staging, job, &timing);
+    ASSERT_TRUE(started.ok()) << started;
+    const absl::Status finished = runner->Finish(0, staging, job, &timing);
+    ASSERT_TRUE(finished.ok()) << finished;
   }
 
   // Output `output`'s bytes of a request, read back from the device if it is
@@ -295,27 +305,100 @@ TEST_F(GraphSetRunnerTest, DeviceTensorsLieOnTheSetsGpu) {
   EXPECT_EQ(runner_->DeviceMemoryGpu(), std::optional<int>(0));
 }
 
+// The set knows its GPU and its profiler ranges' names, made at capture
+// (common/nvtx.h): the model, the size and the slot.
+TEST_F(GraphSetRunnerTest, SetKnowsItsDeviceAndNamesItsRanges) {
+  EXPECT_EQ(set_->device(), 0);
+  EXPECT_EQ(runner_->device(0), 0);
+  const GraphSet::ProfilerRanges& ranges = set_->profiler_ranges(0, kBatch);
+  EXPECT_EQ(ranges.stage, "dlrm_dense b16 slot 0 stage");
+  EXPECT_EQ(ranges.h2d, "dlrm_dense b16 slot 0 h2d");
+  EXPECT_EQ(ranges.launch, "dlrm_dense b16 slot 0 launch");
+  EXPECT_EQ(ranges.d2h, "dlrm_dense b16 slot 0 d2h");
+  EXPECT_EQ(ranges.complete, "dlrm_dense b16 slot 0 complete");
+  EXPECT_EQ(set_->profiler_ranges(0, kBatch + 1).launch, "chunk launch");  // not captured
+}
+
 // Runner slots take the GPUs in turn (Note [Runner slots alternate GPUs]), so
-// the first idle slot of a quiet server lies on each GPU in turn. The two
-// placements share one two-slot set here, labelled as GPUs 0 and 1: only the
-// mapping is read, nothing runs.
-TEST_F(GraphSetRunnerTest, SlotsTakeTheGpusInTurn) {
+// the first idle slot of a quiet server lies on each GPU in turn. Each set
+// says its own GPU (Note [Graphs own their device]); only the mapping is
+// read, nothing runs.
+TEST_F(GraphSetRunnerTest, SlotsTakeTheGpusInTurnOnTwoGpus) {
+  if (CudaDeviceCount() < 2) GTEST_SKIP() << "needs two CUDA devices";
   absl::StatusOr<Model> model =
       ImportOnnxBytes(MakeDlrmDenseModel().SerializeAsString(), "dlrm_dense");
   ASSERT_TRUE(model.ok()) << model.status();
-  GraphSetOptions options;
-  options.batch_sizes = {kBatch};
-  options.num_streams = 2;
-  absl::StatusOr<std::unique_ptr<GraphSet>> set = GraphSet::Create(*model, options);
-  ASSERT_TRUE(set.ok()) << set.status();
-  const std::shared_ptr<const GraphSet> two_slots(*std::move(set));
-  const GraphSetRunner runner({{two_slots, 0}, {two_slots, 1}}, LaunchMode::kGraph);
+  std::vector<std::shared_ptr<const GraphSet>> sets;
+  for (const int device : {0, 1}) {
+    GraphSetOptions options;
+    options.batch_sizes = {kBatch};
+    options.num_streams = 2;
+    options.executor.device = device;
+    absl::StatusOr<std::unique_ptr<GraphSet>> set = GraphSet::Create(*model, options);
+    ASSERT_TRUE(set.ok()) << set.status();
+    EXPECT_EQ((*set)->device(), device);
+    sets.push_back(*std::move(set));
+  }
+  const GraphSetRunner runner(sets);
   ASSERT_EQ(runner.num_slots(), 4);
   EXPECT_EQ(runner.device(0), 0);
   EXPECT_EQ(runner.device(1), 1);
   EXPECT_EQ(runner.device(2), 0);
   EXPECT_EQ(runner.device(3), 1);
   EXPECT_EQ(runner.DeviceMemoryGpu(), std::nullopt);  // across GPUs: none
+}
+
+// The set owns its device (Note [Graphs own their device]): a chunk runs
+// from a thread whose current device was never set to the set's, and the
+// thread's device is left as it was.
+TEST_F(GraphSetRunnerTest, LaunchSetsTheSetsDeviceAndRestoresTheCallers) {
+  const int other = CudaDeviceCount() - 1;  // device 0 itself on a one-GPU machine
+  ASSERT_EQ(cudaSetDevice(other), cudaSuccess);
+  const std::unique_ptr<Request> request = MakeRequest(0, 5, Memory::kHost);
+  Run({request.get()}, 0);
+  ExpectReference(*request, 0, "launched from a thread on GPU " + std::to_string(other));
+  int current = -1;
+  ASSERT_EQ(cudaGetDevice(&current), cudaSuccess);
+  EXPECT_EQ(current, other);
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+}
+
+// Note [CUDA faults in a served model]: a failed launch (not sticky,
+// injected as Note [Injected CUDA faults] says) fails only its chunk,
+// INTERNAL with the GPU, the slot, the size and CUDA's error named; the
+// chunks before and after it on the same slot give the reference outputs,
+// and no context is reported lost.
+TEST_F(GraphSetRunnerTest, FailedLaunchFailsOnlyItsChunkAndTheSlotServesOn) {
+  ResetLostCudaContextForTest();
+  GraphSetRunnerOptions options;
+  options.fault = {.kind = InjectedCudaFault::Kind::kFailedLaunch, .slot = 0, .after_chunks = 1};
+  GraphSetRunner runner({set_}, options);
+  ASSERT_TRUE(runner.PrepareWorkerThread(0).ok());
+
+  const std::unique_ptr<Request> before = MakeRequest(0, 5, Memory::kHost);
+  Run({before.get()}, 0, &runner);
+  ExpectReference(*before, 0, "the chunk before the fault");
+
+  const std::unique_ptr<Request> failed = MakeRequest(5, 5, Memory::kPinned);
+  const ChunkJob job = Job({failed.get()});
+  ChunkTiming timing;
+  const absl::Status status = runner.Start(0, 1, job, &timing);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInternal) << status;
+  EXPECT_NE(status.message().find("GPU 0, runner slot 0, batch 16"), absl::string_view::npos)
+      << status;
+  EXPECT_NE(status.message().find("cudaErrorLaunchOutOfResources"), absl::string_view::npos)
+      << status;
+  EXPECT_FALSE(CudaContextLost());
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);  // nothing left for the next chunk
+
+  // The slot serves on, through either staging buffer; the fault fired once.
+  for (int staging = 0; staging < kStagingBuffers; ++staging) {
+    const int64_t first = 10 + 5 * staging;
+    const std::unique_ptr<Request> after = MakeRequest(first, 5, Memory::kHost);
+    Run({after.get()}, staging, &runner);
+    ExpectReference(*after, first, "a chunk after the fault");
+  }
+  EXPECT_FALSE(CudaContextLost());
 }
 
 }  // namespace

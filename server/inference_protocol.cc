@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/lost_cuda_context.h"
 #include "common/status.h"
 #include "server/client_text.h"
 #include "spdlog/spdlog.h"
@@ -29,13 +30,17 @@ void InferenceProtocol::ServerLive(inference::ServerLiveResponse* response) cons
   response->set_live(true);
 }
 
+// A lost CUDA context fails every later launch until the process restarts
+// (Note [CUDA faults in a served model] in server/graph_set_runner.h): the
+// server and its models are not ready from then on.
 void InferenceProtocol::ServerReady(inference::ServerReadyResponse* response) const {
-  response->set_ready(registry_->all_ready() && !gate_->closed());
+  response->set_ready(registry_->all_ready() && !gate_->closed() && !CudaContextLost());
 }
 
 void InferenceProtocol::ModelReady(const inference::ModelReadyRequest& request,
                                    inference::ModelReadyResponse* response) const {
-  response->set_ready(registry_->Find(request.name(), request.version()).ok() && !gate_->closed());
+  response->set_ready(registry_->Find(request.name(), request.version()).ok() &&
+                      !gate_->closed() && !CudaContextLost());
 }
 
 void InferenceProtocol::ServerMetadata(inference::ServerMetadataResponse* response) const {

@@ -13,6 +13,7 @@
 
 #include "common/cuda_handles.h"
 #include "common/logging.h"
+#include "common/lost_cuda_context.h"
 #include "common/mutex_checks.h"
 #include "examples/demo_repository.h"
 #include "server/inference_server.h"
@@ -31,6 +32,18 @@ absl::StatusOr<std::string> WriteScratchDemoRepository() {
   return dir.string();
 }
 
+// Note [Exiting on a lost CUDA context]
+// A sticky CUDA error (Note [Sticky CUDA errors] in common/cuda_error.h)
+// leaves a GPU unusable until the process restarts. The thread that finds
+// it reports it (common/lost_cuda_context.h), which sends this process
+// kLostContextSignal; the main thread, waiting for the shutdown signals,
+// wakes, shuts the server down (health NOT_SERVING first; what is queued
+// fails at once, as every launch on the lost GPU does) and exits non-zero,
+// so that the orchestrator (Kubernetes, systemd, compose) restarts it.
+constexpr int kLostContextSignal = SIGUSR1;
+
+void WakeMainForLostContext() { kill(getpid(), kLostContextSignal); }
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -41,7 +54,9 @@ int main(int argc, char** argv) {
   sigemptyset(&shutdown_signals);
   sigaddset(&shutdown_signals, SIGTERM);
   sigaddset(&shutdown_signals, SIGINT);
+  sigaddset(&shutdown_signals, kLostContextSignal);
   pthread_sigmask(SIG_BLOCK, &shutdown_signals, nullptr);
+  graphserve::SetLostCudaContextHandler(&WakeMainForLostContext);
 
   const std::vector<std::string> args(argv + 1, argv + argc);
   absl::StatusOr<graphserve::ServerCommand> command =
@@ -93,10 +108,26 @@ int main(int argc, char** argv) {
   }
 
   int signal = 0;
-  sigwait(&shutdown_signals, &signal);
-  spdlog::info("received {}: draining", signal == SIGTERM ? "SIGTERM" : "SIGINT");
+  while (true) {
+    sigwait(&shutdown_signals, &signal);
+    // kLostContextSignal from anyone else changes nothing.
+    if (signal != kLostContextSignal || graphserve::CudaContextLost()) break;
+  }
+  const bool lost_gpu = graphserve::CudaContextLost();
+  if (lost_gpu) {
+    spdlog::error("exiting because a CUDA context is lost ({}); the process must be restarted",
+                  graphserve::LostCudaContextReason());
+  } else {
+    spdlog::info("received {}: draining", signal == SIGTERM ? "SIGTERM" : "SIGINT");
+  }
   const absl::Status drained = (*server)->Shutdown();
   remove_scratch_demo();
+  if (lost_gpu) {
+    std::cerr << "graphserve: a CUDA context is lost (" << graphserve::LostCudaContextReason()
+              << "); exiting with status " << graphserve::kServerExitFailure
+              << " to be restarted\n";
+    return graphserve::kServerExitFailure;
+  }
   if (!drained.ok()) {
     std::cerr << "graphserve: " << drained.message() << "\n";
     return graphserve::kServerExitFailure;

@@ -15,12 +15,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/cuda_device_guard.h"
 #include "common/status.h"
 #include "common/thread_name.h"
 #include "server/client_text.h"
 #include "server/model_repository.h"
 #include "server/triton_config.h"
-#include "tensor_holder/cuda_device_guard.h"
 #include "spdlog/spdlog.h"
 
 namespace graphserve {

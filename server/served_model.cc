@@ -15,6 +15,7 @@
 #include "capture/launch_costs.h"
 #include "capture/model_config_writer.h"
 #include "capture/schedule_choice.h"
+#include "common/cuda_device_guard.h"
 #include "common/cuda_handles.h"
 #include "common/cuda_status.h"
 #include "common/status.h"
@@ -23,6 +24,7 @@
 #include "server/config_validation.h"
 #include "server/graph_set_runner.h"
 #include "server/host_runner.h"
+#include "server/injected_cuda_fault.h"
 #include "server/request_validation.h"
 #include "server/triton_config.h"
 #include "spdlog/spdlog.h"
@@ -215,7 +217,10 @@ absl::StatusOr<Execution> LoadOnGpu(const Model& model, const BoundGraph& any_si
                                     inference::ModelConfig* config) {
   ASSIGN_OR_RETURN(const std::vector<GpuPlacement> placements, GpuPlacements(*config, options));
   const int first_device = placements.front().device;
-  CUDA_RETURN_IF_ERROR(cudaSetDevice(first_device));
+  // The schedule choice and the cost measurements below run on the first
+  // GPU; the graph sets set their own (Note [Graphs own their device]).
+  const CudaDeviceGuard on_first_device(first_device);
+  RETURN_IF_ERROR(on_first_device.status());
   GraphSetOptions set_options;
   set_options.batch_sizes = sizes;
   set_options.executor.device = first_device;
@@ -226,9 +231,8 @@ absl::StatusOr<Execution> LoadOnGpu(const Model& model, const BoundGraph& any_si
       ApplyConfigSchedules(model, config, set_options, execution.summary, schedules));
   ASSIGN_OR_RETURN(const std::vector<std::shared_ptr<GraphSet>> captured,
                    CaptureOnEveryGpu(model, placements, set_options));
-  std::vector<GraphSetRunner::Placement> sets;
-  for (size_t p = 0; p < captured.size(); ++p) sets.push_back({captured[p], placements[p].device});
-  const GraphSet& first = *sets.front().set;
+  const std::vector<std::shared_ptr<const GraphSet>> sets(captured.begin(), captured.end());
+  const GraphSet& first = *sets.front();
   RecordPlannedSchedules(first, schedules);
   config->mutable_capture()->clear_schedules();
   std::vector<std::string> described;
@@ -248,7 +252,6 @@ absl::StatusOr<Execution> LoadOnGpu(const Model& model, const BoundGraph& any_si
     LaunchCostOptions cost_options;
     cost_options.iters = options.cost_iters;
     cost_options.warmup = std::max<int64_t>(1, options.cost_iters / 5);
-    CUDA_RETURN_IF_ERROR(cudaSetDevice(first_device));
     ASSIGN_OR_RETURN(const std::vector<CaptureCostEntry> measured,
                      MeasureLaunchCosts(first, any_size, cost_options));
     SetCosts(measured, config);  // what ModelConfig reports
@@ -268,12 +271,12 @@ absl::StatusOr<Execution> LoadOnGpu(const Model& model, const BoundGraph& any_si
     spdlog::info("model '{}': stream workers sleep while a chunk runs ({})", model.name, why);
   }
   std::set<int> counted;  // weights once per GPU
-  for (const GraphSetRunner::Placement& placement : sets) {
-    if (counted.insert(placement.device).second) {
-      execution.summary.weight_bytes += placement.set->weight_bytes();
+  for (const std::shared_ptr<const GraphSet>& set : sets) {
+    if (counted.insert(set->device()).second) {
+      execution.summary.weight_bytes += set->weight_bytes();
     }
-    for (int slot = 0; slot < placement.set->num_slots(); ++slot) {
-      const SlotMemory memory = placement.set->slot_memory(slot);
+    for (int slot = 0; slot < set->num_slots(); ++slot) {
+      const SlotMemory memory = set->slot_memory(slot);
       execution.summary.slot_bytes +=
           memory.arena + memory.io_device + memory.staging_pinned;  // workspaces: in the arena
     }
@@ -285,14 +288,16 @@ absl::StatusOr<Execution> LoadOnGpu(const Model& model, const BoundGraph& any_si
   LaunchCostOptions overlap_options;
   overlap_options.iters = options.cost_iters;
   overlap_options.warmup = std::max<int64_t>(1, options.cost_iters / 5);
-  CUDA_RETURN_IF_ERROR(cudaSetDevice(first_device));
   ASSIGN_OR_RETURN(std::vector<int64_t> double_buffered,
                    SizesFasterDoubleBuffered(first, any_size, mode, overlap_options));
   spdlog::info("model '{}': chunks of batch size {} start behind a running chunk on their slot "
                "(measured faster through the second staging buffer); other sizes wait",
                model.name, double_buffered.empty() ? "(none)" : absl::StrJoin(double_buffered, ","));
-  execution.runner =
-      std::make_unique<GraphSetRunner>(sets, mode, std::move(double_buffered));
+  GraphSetRunnerOptions runner_options;
+  runner_options.mode = mode;
+  runner_options.double_buffered_sizes = std::move(double_buffered);
+  ASSIGN_OR_RETURN(runner_options.fault, InjectedCudaFaultFromEnvironment(model.name));
+  execution.runner = std::make_unique<GraphSetRunner>(sets, std::move(runner_options));
   return execution;
 }
 

@@ -10,12 +10,12 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/cuda_device_guard.h"
 #include "common/status.h"
 #include "cuda.h"
 #include "cudaTypedefs.h"
 #include "cuda_runtime_api.h"
 #include "server/client_text.h"
-#include "tensor_holder/cuda_device_guard.h"
 #include "spdlog/spdlog.h"
 
 namespace graphserve {

@@ -3,9 +3,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/cuda_device_guard.h"
 #include "common/cuda_status.h"
 #include "common/status.h"
-#include "tensor_holder/cuda_device_guard.h"
 
 namespace graphserve {
 

@@ -11,6 +11,7 @@
 
 #include "absl/cleanup/cleanup.h"
 #include "absl/strings/str_cat.h"
+#include "common/cuda_device_guard.h"
 #include "common/cuda_handles.h"
 #include "common/cuda_status.h"
 #include "common/status.h"
@@ -391,7 +392,10 @@ absl::StatusOr<std::unique_ptr<CudaExecutor>> CudaExecutor::Create(
         absl::StrCat("CUDA device ", options.device, " is not available (", CudaDeviceCount(),
                      " devices found); use the host executor on machines without a GPU"));
   }
-  CUDA_RETURN_IF_ERROR(cudaSetDevice(options.device));
+  // The executor owns its device: planning and Run set it themselves and
+  // leave the caller's current device as it was.
+  const CudaDeviceGuard on_device(options.device);
+  RETURN_IF_ERROR(on_device.status());
   auto plan = std::make_unique<Plan>();
   plan->graph = std::move(graph);
   plan->options = options;
@@ -575,6 +579,8 @@ absl::Status CudaExecutor::Enqueue(cudaStream_t stream) const {
 absl::StatusOr<std::vector<HostTensor>> CudaExecutor::Run(absl::Span<const HostTensor> inputs) {
   const BoundGraph& graph = plan_->graph;
   RETURN_IF_ERROR(ValidateInputs(graph, inputs));
+  const CudaDeviceGuard on_device(plan_->options.device);
+  RETURN_IF_ERROR(on_device.status());
   std::lock_guard<std::mutex> lock(plan_->run_mutex);
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (inputs[i].bytes() > 0) std::memcpy(input_staging(i), inputs[i].raw(), inputs[i].bytes());

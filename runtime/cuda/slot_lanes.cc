@@ -1,7 +1,7 @@
 #include "runtime/cuda/slot_lanes.h"
 
+#include "common/cuda_device_guard.h"
 #include "common/status.h"
-#include "tensor_holder/cuda_device_guard.h"
 
 namespace graphserve {
 

@@ -1,22 +1,12 @@
-#include "tensor_holder/cuda_device_guard.h"
+#include "common/cuda_device_guard.h"
 
 #include <cuda_runtime.h>
 
 #include "absl/strings/str_cat.h"
-#include "common/cuda_handles.h"
-#include "common/cuda_status.h"
+#include "common/cuda_error.h"
 #include "common/logging.h"
 
 namespace graphserve {
-
-absl::Status ValidateCudaDevice(int device) {
-  const int count = CudaDeviceCount();
-  if (device < 0 || device >= count) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "CUDA device ", device, " does not exist: the driver sees ", count, " device(s)"));
-  }
-  return absl::OkStatus();
-}
 
 CudaDeviceGuard::CudaDeviceGuard(int device) {
   cudaError_t error = cudaGetDevice(&previous_device_);
@@ -29,8 +19,9 @@ CudaDeviceGuard::CudaDeviceGuard(int device) {
   error = cudaSetDevice(device);
   if (error != cudaSuccess) {
     cudaGetLastError();
-    status_ = AnnotateStatus(CudaErrorToStatus(error, "cudaSetDevice"),
-                             absl::StrCat("selecting CUDA device ", device));
+    const absl::Status failed = CudaErrorToStatus(error, "cudaSetDevice");
+    status_ = absl::Status(failed.code(), absl::StrCat("selecting CUDA device ", device, ": ",
+                                                       failed.message()));
     return;
   }
   switched_ = true;

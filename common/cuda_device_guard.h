@@ -1,22 +1,21 @@
 #pragma once
 // Scoped selection of the current CUDA device, which is thread-local state:
 // the guard switches this thread to a device and switches it back on scope
-// exit, so tensor_holder never leaves a caller on a device it did not choose
-// (as PyTorch's CUDAGuard).
+// exit, so code that owns a device (a graph set, a weight store, an arena)
+// sets it itself and never leaves a caller on a device it did not choose
+// (PyTorch's CUDAGuard). The CUDA runtime alone: the client uses it too.
 
 #include "absl/status/status.h"
 
 namespace graphserve {
 
-// OK if `device` names a device the driver sees; InvalidArgument otherwise,
-// with the number of devices (0 without a driver or GPU).
-absl::Status ValidateCudaDevice(int device);
-
 // Usage:
 //   CudaDeviceGuard guard(device);
 //   RETURN_IF_ERROR(guard.status());
 // If status() is not OK the current device was left unchanged (or could not
-// be read) and the destructor does nothing.
+// be read) and the destructor does nothing. Already on `device`, the guard
+// costs one cudaGetDevice (thread-local, no driver call), so a hot path may
+// take one per call.
 class CudaDeviceGuard {
  public:
   explicit CudaDeviceGuard(int device);
