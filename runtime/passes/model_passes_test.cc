@@ -31,7 +31,7 @@ TEST(ModelPassesTest, FoldsBatchNormIntoTheConvBeforeIt) {
   }
   model.nodes = {Node{"conv", "Conv", {"x", "w"}, {"c"}, {}},
                  Node{"bn", "BatchNormalization", {"c", "gamma", "beta", "mean", "var"}, {"y"}, {}}};
-  RunModelPasses(model);
+  ASSERT_TRUE(RunModelPasses(model).ok());
   ASSERT_EQ(model.nodes.size(), 1u);
   EXPECT_EQ(model.nodes[0].op_type, "Conv");
   EXPECT_EQ(model.nodes[0].outputs[0], "y");
