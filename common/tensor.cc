@@ -55,6 +55,28 @@ double RelativeError(const HostTensor& got, const HostTensor& want) {
   return std::isnan(relative) ? kInfinity : relative;
 }
 
+HostTensor ConvertFloats(const HostTensor& tensor, DType to) {
+  assert(IsFloatingDType(tensor.dtype()) && IsFloatingDType(to));
+  HostTensor out(to, tensor.dims());
+  const int64_t count = tensor.num_elements();
+  VisitDType(tensor.dtype(), [&](auto from_tag) {
+    using From = typename decltype(from_tag)::Host;
+    VisitDType(to, [&](auto to_tag) {
+      using To = typename decltype(to_tag)::Host;
+      if constexpr (IsFloatingDType(decltype(from_tag)::value) &&
+                    IsFloatingDType(decltype(to_tag)::value)) {
+        const From* src = tensor.data<From>();
+        To* dst = out.data<To>();
+        // Through double: exact for every source, one rounding to `To`.
+        for (int64_t i = 0; i < count; ++i) {
+          dst[i] = Narrow<To>(static_cast<double>(Widen(src[i])));
+        }
+      }
+    });
+  });
+  return out;
+}
+
 HostTensor RandomTensor(DType dtype, Dims dims, uint64_t seed) {
   HostTensor tensor(dtype, std::move(dims));
   std::mt19937_64 generator(seed);

@@ -59,6 +59,12 @@ class HostTensor {
 // matched only by an all-zero `got`.
 double RelativeError(const HostTensor& got, const HostTensor& want);
 
+// `tensor` (of a float type: float32, float16, bfloat16, float64) as float
+// type `to`, each element rounded to nearest even (exact when `to` is wider;
+// float64 to a 16-bit float rounds through float32, as Narrow does). The same
+// dtype gives a copy.
+HostTensor ConvertFloats(const HostTensor& tensor, DType to);
+
 // Seeded random test data: the float types from the standard normal
 // distribution (rounded to the type); the integer types and bool 0 or 1
 // (valid as indices into any non-empty axis, and never all zeros, which would

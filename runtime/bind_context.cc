@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_join.h"
+#include "common/half.h"
 #include "common/status.h"
 
 namespace graphserve {
@@ -143,11 +144,21 @@ absl::StatusOr<std::optional<float>> BindContext::ConstantScalar(size_t input) c
     return Unsupported("input ", input, " '", v.name,
                        "' must be known at plan time (a constant or initializer)");
   }
-  if (v.dtype != DType::kFloat32 || v.constant->num_elements() != 1) {
-    return Error("input ", input, " '", v.name, "' should be one float32, got ",
-                 DTypeString(v.dtype), " ", DimsToString(v.dims));
+  const bool float_type = v.dtype == DType::kFloat32 || v.dtype == DType::kFloat16 ||
+                          v.dtype == DType::kBFloat16;
+  if (!float_type || v.constant->num_elements() != 1) {
+    return Error("input ", input, " '", v.name,
+                 "' should be one float32, float16 or bfloat16, got ", DTypeString(v.dtype), " ",
+                 DimsToString(v.dims));
   }
-  return std::optional<float>(v.constant->data<float>()[0]);
+  float value = 0.0f;  // the 16-bit floats widen exactly
+  VisitDType(v.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::Host;
+    if constexpr (IsFloatingDType(decltype(tag)::value)) {
+      value = static_cast<float>(Widen(v.constant->data<T>()[0]));
+    }
+  });
+  return std::optional<float>(value);
 }
 
 absl::StatusOr<std::optional<std::vector<int64_t>>> BindContext::AxesOperand(

@@ -97,7 +97,8 @@ class BindContext {
   absl::StatusOr<std::vector<int64_t>> NormalizeAxes(std::vector<int64_t> axes, int64_t rank) const;
   // The values of constant int64 or int32 input `input` (1-D or scalar).
   absl::StatusOr<std::vector<int64_t>> ConstantInts(size_t input) const;
-  // The float32 value of a constant scalar input, nullopt when omitted.
+  // The value of a constant scalar input of a float type (float32, float16,
+  // bfloat16) as float, nullopt when omitted.
   absl::StatusOr<std::optional<float>> ConstantScalar(size_t input) const;
   // Axes that ONNX lists as an attribute before `input_since_opset` and as
   // input 1 from it on; nullopt when neither is given.

@@ -486,7 +486,8 @@ class FusionPlanner {
           add && !absorbed_[*add] && graph_.nodes[*add].op_type == "Add") {
         const BoundNode& add_node = graph_.nodes[*add];
         const std::optional<ValueId> other = OtherInput(add_node, output);
-        if (other && *other != output && graph_.value(*other).dtype == DType::kFloat32 &&
+        if (other && *other != output &&
+            graph_.value(*other).dtype == graph_.value(output).dtype &&
             graph_.value(*other).dims == graph_.value(output).dims &&
             graph_.value(add_node.outputs[0]).dims == graph_.value(output).dims) {
           step.conv_residual = true;

@@ -64,6 +64,7 @@ PoolParams PoolParamsOf(const BoundGraph& graph, const BoundNode& node) {
   p.pad_left = pads[1];
   p.pad_bottom = pads[2];
   p.pad_right = pads[3];
+  p.dtype = graph.value(node.inputs[0]).dtype;
   p.count_include_pad = IntAttr(node.attributes, "count_include_pad") != 0;
   return p;
 }
@@ -74,6 +75,7 @@ GlobalPoolParams GlobalPoolParamsOf(const BoundGraph& graph, const BoundNode& no
   p.kind = node.op_type == "GlobalMaxPool" ? PoolKind::kMax : PoolKind::kAverage;
   p.rows = x[0] * x[1];
   p.spatial = NumElements(x) / p.rows;
+  p.dtype = graph.value(node.inputs[0]).dtype;
   return p;
 }
 
@@ -83,6 +85,7 @@ ChannelEpilogueParams ChannelEpilogueParamsOf(const BoundGraph& graph, const Bou
   p.batch = x[0];
   p.channels = x[1];
   p.spatial = p.batch * p.channels == 0 ? 0 : NumElements(x) / (p.batch * p.channels);
+  p.dtype = graph.value(node.inputs[0]).dtype;
   return p;
 }
 

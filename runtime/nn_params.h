@@ -5,8 +5,9 @@
 // the CUDA kernels (runtime/cuda/cudnn_conv.h, runtime/cuda/nn_kernels.h), so
 // both executors read one description of the op.
 //
-// Layout is NCHW, float32, dense row-major (a convolution's may say
-// otherwise: ConvParams::dtype and layout). A 1-D op (NCW) is the 2-D op with
+// Layout is NCHW, dense row-major (a convolution's may say otherwise:
+// ConvParams::layout); elements are float32, float16 or bfloat16 (each
+// struct's dtype), computed in float. A 1-D op (NCW) is the 2-D op with
 // in_h = out_h = kernel_h = stride_h = dilation_h = 1 and zero pads in H.
 
 #include <cstdint>
@@ -93,6 +94,7 @@ struct PoolParams {
   int64_t pad_bottom = 0;
   int64_t pad_right = 0;
   bool count_include_pad = false;
+  DType dtype = DType::kFloat32;  // of x and y
 };
 
 // GlobalAveragePool / GlobalMaxPool: each of `rows` = N*C rows of `spatial`
@@ -103,6 +105,7 @@ struct GlobalPoolParams {
   PoolKind kind = PoolKind::kAverage;
   int64_t rows = 1;
   int64_t spatial = 1;
+  DType dtype = DType::kFloat32;  // of x and y
 };
 
 // The activation at the end of a fused epilogue. NaN in gives NaN out for
@@ -136,6 +139,7 @@ struct ChannelEpilogueParams {
   int64_t channels = 1;
   int64_t spatial = 1;
   ActivationParams activation;
+  DType dtype = DType::kFloat32;  // of x, scale, shift, residual and y
 };
 
 // Pad (ONNX opset >= 11 semantics) of a tensor of rank <= 8.

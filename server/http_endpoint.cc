@@ -14,6 +14,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "server/client_text.h"
+#include "server/http_compression.h"
 #include "server/http_json.h"
 
 namespace graphserve {
@@ -28,6 +29,8 @@ int HttpCode(const absl::Status& status) {
     case absl::StatusCode::kFailedPrecondition:
     case absl::StatusCode::kOutOfRange:
       return 400;
+    case absl::StatusCode::kPermissionDenied:
+      return 403;
     case absl::StatusCode::kNotFound:
       return 404;
     case absl::StatusCode::kAlreadyExists:
@@ -45,20 +48,60 @@ int HttpCode(const absl::Status& status) {
   }
 }
 
-void SendJson(httplib::Response& response, int code, const std::string& body) {
+// Note [HTTP response compression]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Triton compresses inference answers only, in the encoding the request's
+// Accept-Encoding weighs highest of gzip and deflate (ResponseEncoding), JSON
+// and binary answers alike; everything else goes as is. Clients count on
+// that: tritonclient.http.aio sends "Accept-Encoding: gzip, deflate" (aiohttp's
+// default) and reads health, metadata and config answers without
+// decompressing them. cpp-httplib (with its zlib and brotli support, as
+// Debian builds it) would instead compress every JSON or text body set with
+// set_content whenever the client accepts gzip or br. It leaves a body alone
+// that a content provider of known length writes, so every answer goes out
+// that way (SendBody), and the inference answer is compressed here, by
+// Compress, when the client asked.
+
+// Answers `code` with `body` exactly as given: the library neither
+// compresses nor re-encodes it (Note [HTTP response compression]).
+void SendBody(httplib::Response& response, int code, std::string body,
+              const std::string& content_type) {
   response.status = code;
-  response.set_content(body, "application/json");
+  if (body.empty()) {
+    // Nothing to compress; a provider of length 0 would be read as one of
+    // unknown length.
+    response.set_content(std::string(), content_type);
+    return;
+  }
+  auto shared = std::make_shared<const std::string>(std::move(body));
+  response.set_content_provider(shared->size(), content_type,
+                                [shared](size_t offset, size_t length, httplib::DataSink& sink) {
+                                  sink.write(shared->data() + offset, length);
+                                  return true;
+                                });
+}
+
+void SendJson(httplib::Response& response, int code, std::string body) {
+  SendBody(response, code, std::move(body), "application/json");
 }
 
 void SendStatus(httplib::Response& response, const absl::Status& status) {
   SendJson(response, HttpCode(status), ErrorJson(status.message()));
 }
 
-// 200 with an empty body, or 400 saying what is not ready (Triton's health
-// and readiness answers).
-void SendReady(httplib::Response& response, bool ready) {
+// Triton's health and readiness answers: 200 with an empty body, or 400,
+// with an empty body for the server and {"error": "Model version not
+// ready"} for a model.
+void SendServerReady(httplib::Response& response, bool ready) {
   response.status = ready ? 200 : 400;
-  if (!ready) response.set_content(ErrorJson("not ready"), "application/json");
+}
+
+void SendModelReady(httplib::Response& response, bool ready) {
+  if (ready) {
+    response.status = 200;
+  } else {
+    SendJson(response, 400, ErrorJson("Model version not ready"));
+  }
 }
 
 // Note [HTTP framing]
@@ -228,35 +271,42 @@ std::optional<RepositoryRoute> ParseRepositoryRoute(const std::vector<std::strin
 // The routes of the file comment in http_endpoint.h, over the protocol.
 class HttpEndpoint::Handler {
  public:
-  Handler(const InferenceProtocol* protocol, size_t max_body_bytes, int max_json_depth)
-      : protocol_(protocol), max_body_bytes_(max_body_bytes), max_json_depth_(max_json_depth) {}
+  Handler(const InferenceProtocol* protocol, const HttpEndpointOptions& options)
+      : protocol_(protocol),
+        max_body_bytes_(options.max_body_bytes),
+        max_json_depth_(options.max_json_depth),
+        restricted_(options.restricted) {}
 
   void Get(const httplib::Request& request, httplib::Response& response) const {
     const std::vector<std::string> parts = Parts(request.path);
     if (parts.size() == 1 && parts[0] == "v2") {
+      if (!Allowed(ApiCategory::kMetadata, request, response)) return;
       inference::ServerMetadataResponse metadata;
       protocol_->ServerMetadata(&metadata);
       return SendJson(response, 200, ServerMetadataToJson(metadata));
     }
     if (parts.size() == 3 && parts[0] == "v2" && parts[1] == "health") {
+      if (parts[2] != "live" && parts[2] != "ready") return SendNotFound(request, response);
+      if (!Allowed(ApiCategory::kHealth, request, response)) return;
       if (parts[2] == "live") {
         inference::ServerLiveResponse live;
         protocol_->ServerLive(&live);
-        return SendReady(response, live.live());
+        return SendServerReady(response, live.live());
       }
-      if (parts[2] == "ready") {
-        inference::ServerReadyResponse ready;
-        protocol_->ServerReady(&ready);
-        return SendReady(response, ready.ready());
-      }
-      return SendNotFound(request, response);
+      inference::ServerReadyResponse ready;
+      protocol_->ServerReady(&ready);
+      return SendServerReady(response, ready.ready());
     }
     if (parts.size() == 3 && parts[0] == "v2" && parts[1] == "models" && parts[2] == "stats") {
+      if (!Allowed(ApiCategory::kStatistics, request, response)) return;
       return Statistics({}, response);
     }
-    if (SharedMemoryGet(parts, response)) return;
+    if (SharedMemoryGet(parts, request, response)) return;
     const std::optional<ModelRoute> route = ParseModelRoute(parts);
     if (!route) return SendNotFound(request, response);
+    const std::optional<ApiCategory> category = ModelRouteCategory(route->action);
+    if (!category.has_value()) return SendNotFound(request, response);
+    if (!Allowed(*category, request, response)) return;
     if (route->action.empty()) {
       inference::ModelMetadataRequest metadata_request;
       metadata_request.set_name(route->model);
@@ -272,7 +322,7 @@ class HttpEndpoint::Handler {
       ready_request.set_version(route->version);
       inference::ModelReadyResponse ready;
       protocol_->ModelReady(ready_request, &ready);
-      return SendReady(response, ready.ready());
+      return SendModelReady(response, ready.ready());
     }
     if (route->action == "config") {
       inference::ModelConfigRequest config_request;
@@ -283,14 +333,15 @@ class HttpEndpoint::Handler {
       if (!status.ok()) return SendStatus(response, status);
       return SendJson(response, 200, ModelConfigToJson(config.config()));
     }
-    if (route->action == "stats") return Statistics(*route, response);
-    SendNotFound(request, response);
+    Statistics(*route, response);  // "stats": ModelRouteCategory knows no other action
   }
 
   // GET .../status of the shared-memory routes; false for any other path.
-  bool SharedMemoryGet(const std::vector<std::string>& parts, httplib::Response& response) const {
+  bool SharedMemoryGet(const std::vector<std::string>& parts, const httplib::Request& http_request,
+                       httplib::Response& response) const {
     const std::optional<SharedMemoryRoute> route = ParseSharedMemoryRoute(parts);
     if (!route || route->action != "status") return false;
+    if (!Allowed(ApiCategory::kSharedMemory, http_request, response)) return true;
     if (route->cuda) {
       inference::CudaSharedMemoryStatusRequest request;
       request.set_name(route->region);
@@ -406,6 +457,12 @@ class HttpEndpoint::Handler {
     if (!shared_memory && !repository && (!route || route->action != "infer")) {
       return SendNotFound(request, response);
     }
+    if (!Allowed(shared_memory ? ApiCategory::kSharedMemory
+                 : repository  ? ApiCategory::kModelRepository
+                               : ApiCategory::kInference,
+                 request, response)) {
+      return;
+    }
     if (shared_memory) return SharedMemoryPost(*shared_memory, body, response);
     if (repository) return RepositoryPost(*repository, body, response);
     size_t header_length = body.size();
@@ -424,17 +481,55 @@ class HttpEndpoint::Handler {
                           [&finished](const absl::Status& status) { finished.set_value(status); });
     const absl::Status status = finished.get_future().get();
     if (!status.ok()) return SendStatus(response, status);
-    const HttpBody out = InferResponseToHttp(inferred, *parsed);
-    response.status = 200;
-    if (out.header_length == 0) {
-      response.set_content(out.content, "application/json");
-    } else {
+    HttpBody out = InferResponseToHttp(inferred, *parsed);
+    if (out.header_length > 0) {
+      // The JSON's length before compression, as Triton's.
       response.set_header("Inference-Header-Content-Length", absl::StrCat(out.header_length));
-      response.set_content(out.content, "application/octet-stream");
     }
+    SendBody(response, 200, Encode(request, std::move(out.content), response),
+             out.header_length == 0 ? "application/json" : "application/octet-stream");
   }
 
  private:
+  // The category of a GET on /v2/models/M[/versions/V][/action]; nullopt
+  // for an action no GET route serves.
+  static std::optional<ApiCategory> ModelRouteCategory(const std::string& action) {
+    if (action.empty()) return ApiCategory::kMetadata;
+    if (action == "ready") return ApiCategory::kHealth;
+    if (action == "config") return ApiCategory::kModelConfig;
+    if (action == "stats") return ApiCategory::kStatistics;
+    return std::nullopt;
+  }
+
+  // False, having answered 403 with Triton's message, when `category` is
+  // restricted and the request lacks its header with the value (Note
+  // [Restricted APIs] in server/restricted_api.cc).
+  bool Allowed(ApiCategory category, const httplib::Request& request,
+               httplib::Response& response) const {
+    const absl::Status allowed = restricted_.Check(category, [&request](absl::string_view key) {
+      const std::string name(key);
+      return request.has_header(name) ? std::optional<std::string>(request.get_header_value(name))
+                                      : std::nullopt;
+    });
+    if (allowed.ok()) return true;
+    SendStatus(response, allowed);
+    return false;
+  }
+
+  // An inference answer's body in the encoding the request accepts, with
+  // its Content-Encoding header; as is when it accepts neither gzip nor
+  // deflate, or compression fails (Note [HTTP response compression]).
+  static std::string Encode(const httplib::Request& request, std::string body,
+                            httplib::Response& response) {
+    const ContentEncoding encoding =
+        ResponseEncoding(request.get_header_value("Accept-Encoding"));
+    if (encoding == ContentEncoding::kIdentity) return body;
+    absl::StatusOr<std::string> compressed = Compress(body, encoding);
+    if (!compressed.ok()) return body;
+    response.set_header("Content-Encoding", std::string(ContentEncodingName(encoding)));
+    return *std::move(compressed);
+  }
+
   void Statistics(const ModelRoute& route, httplib::Response& response) const {
     inference::ModelStatisticsRequest request;
     request.set_name(route.model);
@@ -448,6 +543,7 @@ class HttpEndpoint::Handler {
   const InferenceProtocol* const protocol_;
   const size_t max_body_bytes_;
   const int max_json_depth_;
+  const RestrictedApis restricted_;
 };
 
 TcpListenAddress HttpListenAddress(const HttpEndpointOptions& options) {
@@ -463,7 +559,7 @@ TcpListenAddress HttpListenAddress(const HttpEndpointOptions& options) {
 absl::StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(
     const InferenceProtocol* protocol, const HttpEndpointOptions& options) {
   auto endpoint = std::unique_ptr<HttpEndpoint>(new HttpEndpoint());
-  endpoint->handler_ = std::make_unique<Handler>(protocol, options.max_body_bytes, options.max_json_depth);
+  endpoint->handler_ = std::make_unique<Handler>(protocol, options);
   auto server = std::make_unique<httplib::Server>();
   const int threads = options.threads;
   server->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
@@ -488,10 +584,11 @@ absl::StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(
                    : httplib::Server::HandlerResponse::Handled;
       });
   server->set_error_handler([](const httplib::Request& request, httplib::Response& response) {
-    // A route answered with its own error, or AnswerAndClose did.
-    if (!response.body.empty() || AnsweredAndClosing(response)) return;
+    // A route answered with its own error (SendBody sets a Content-Type), or
+    // AnswerAndClose did.
+    if (response.has_header("Content-Type") || AnsweredAndClosing(response)) return;
     if (response.status == 404) return SendNotFound(request, response);
-    response.set_content(ErrorJson(absl::StrCat("HTTP ", response.status)), "application/json");
+    SendJson(response, response.status, ErrorJson(absl::StrCat("HTTP ", response.status)));
   });
   absl::StatusOr<std::unique_ptr<HttpListener>> listener =
       HttpListener::Start(std::move(server), HttpListenAddress(options));

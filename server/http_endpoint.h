@@ -24,7 +24,11 @@
 //        the model serves or is gone; body optional {"parameters":
 //        {"config": "<JSON config>"}} (load)
 //
-// Errors answer {"error": "..."} with 400 (bad request), 404 (unknown model,
+// An inference answer is compressed, gzip or deflate, when the request's
+// Accept-Encoding asks for it; no other answer is (Triton's rule: Note [HTTP
+// response compression] in http_endpoint.cc).
+// Errors answer {"error": "..."} with 400 (bad request), 403 (a restricted
+// API without its header: server/restricted_api.h), 404 (unknown model,
 // region or route), 409 (a region name in use), 413 (body too large), 501
 // (not served), 503 (not serving, draining) or 500.
 // Requests run on the HTTP library's (cpp-httplib) worker threads; an
@@ -40,6 +44,7 @@
 #include "server/http_json.h"
 #include "server/http_listener.h"
 #include "server/inference_protocol.h"
+#include "server/restricted_api.h"
 
 namespace graphserve {
 
@@ -58,6 +63,9 @@ struct HttpEndpointOptions {
   int max_json_depth = kDefaultMaxJsonDepth;
   // Worker threads: requests served at once.
   int threads = 32;
+  // Routes that need a header (Triton's --http-restricted-api); none by
+  // default.
+  RestrictedApis restricted;
 };
 
 // The address an endpoint with `options` listens on, named by the server's

@@ -439,13 +439,11 @@ HttpBody InferResponseToHttp(const inference::ModelInferResponse& response,
         {"name", output.name()},
         {"datatype", output.datatype()},
         {"shape", json(std::vector<int64_t>(output.shape().begin(), output.shape().end()))}};
-    if (const auto region = output.parameters().find("shared_memory_region");
-        region != output.parameters().end()) {
-      // The rows are in the client's region already: the response says
-      // where, not what (as Triton's does).
-      tensor["parameters"] = {{"shared_memory_region", region->second.string_param()},
-                              {"shared_memory_byte_size",
-                               output.parameters().at("shared_memory_byte_size").int64_param()}};
+    if (output.parameters().contains("shared_memory_region")) {
+      // The rows are in the client's region already. Triton answers such an
+      // output with its name, datatype and shape alone: Triton's C++ client
+      // (perf_analyzer) reads any "parameters" of an output as binary data
+      // and fails on one without "binary_data_size".
       outputs.push_back(std::move(tensor));
       continue;
     }

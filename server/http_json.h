@@ -15,8 +15,9 @@
 // "shared_memory_region" (with "shared_memory_byte_size" and optionally
 // "shared_memory_offset") carries no data; its parameters go into the
 // tensor's, as gRPC carries them, and request validation reads them
-// (server/request_validation.h). Such an output comes back with those
-// parameters and no data, its rows in the region.
+// (server/request_validation.h). Such an output comes back as Triton's does:
+// name, datatype and shape, with no parameters and no data, its rows in the
+// region.
 
 #include <cstddef>
 #include <set>

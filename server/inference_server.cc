@@ -66,6 +66,7 @@ HttpEndpointOptions HttpOptions(const InferenceServerOptions& options) {
   http.max_body_bytes = static_cast<size_t>(options.http_max_input_bytes);
   http.max_json_depth = options.http_max_json_depth;
   http.threads = options.http_threads;
+  http.restricted = options.http_restricted;
   return http;
 }
 
@@ -203,7 +204,8 @@ absl::StatusOr<std::unique_ptr<InferenceServer>> InferenceServer::Start(
   }
   server->protocol_ = std::make_unique<InferenceProtocol>(
       server->registry_.get(), &server->gate_, &server->responder_, pin_device);
-  server->service_ = std::make_unique<InferenceService>(server->protocol_.get());
+  server->service_ =
+      std::make_unique<InferenceService>(server->protocol_.get(), options.grpc_restricted);
   if (options.allow_http) {
     absl::StatusOr<std::unique_ptr<HttpEndpoint>> endpoint =
         HttpEndpoint::Start(server->protocol_.get(), HttpOptions(options));

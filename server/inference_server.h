@@ -32,6 +32,7 @@
 #include "server/queued_rpcs.h"
 #include "server/request_gate.h"
 #include "server/responder.h"
+#include "server/restricted_api.h"
 
 namespace grpc {
 class Server;
@@ -132,6 +133,11 @@ struct InferenceServerOptions {
   // false the server starts, the model answers UNAVAILABLE with the reason
   // and health stays NOT_SERVING.
   bool exit_on_error = true;
+  // The categories of RPCs and routes that need a header (Triton's
+  // --grpc-restricted-protocol and --http-restricted-api,
+  // server/restricted_api.h); none by default.
+  RestrictedApis grpc_restricted;
+  RestrictedApis http_restricted;
 };
 
 class InferenceServer {

@@ -1,5 +1,8 @@
 #include "server/inference_service.h"
 
+#include <optional>
+#include <string>
+
 #include "server/grpc_status.h"
 
 namespace graphserve {
@@ -16,9 +19,28 @@ grpc::ServerUnaryReactor* FinishNow(grpc::CallbackServerContext* context,
 
 }  // namespace
 
+absl::Status InferenceService::CheckAllowed(ApiCategory category,
+                                            const grpc::ServerContextBase& context) const {
+  const auto& metadata = context.client_metadata();
+  return restricted_.Check(category, [&metadata](absl::string_view key) {
+    const auto found = metadata.find(grpc::string_ref(key.data(), key.size()));
+    return found == metadata.end()
+               ? std::nullopt
+               : std::optional<std::string>(std::in_place, found->second.data(),
+                                            found->second.size());
+  });
+}
+
+grpc::ServerUnaryReactor* InferenceService::Refused(ApiCategory category,
+                                                    grpc::CallbackServerContext* context) const {
+  const absl::Status allowed = CheckAllowed(category, *context);
+  return allowed.ok() ? nullptr : FinishNow(context, allowed);
+}
+
 grpc::ServerUnaryReactor* InferenceService::ServerReady(grpc::CallbackServerContext* context,
                                                         const inference::ServerReadyRequest*,
                                                         inference::ServerReadyResponse* response) {
+  if (auto* refused = Refused(ApiCategory::kHealth, context)) return refused;
   protocol_->ServerReady(response);
   return FinishNow(context, absl::OkStatus());
 }
@@ -26,6 +48,7 @@ grpc::ServerUnaryReactor* InferenceService::ServerReady(grpc::CallbackServerCont
 grpc::ServerUnaryReactor* InferenceService::ModelReady(grpc::CallbackServerContext* context,
                                                        const inference::ModelReadyRequest* request,
                                                        inference::ModelReadyResponse* response) {
+  if (auto* refused = Refused(ApiCategory::kHealth, context)) return refused;
   protocol_->ModelReady(*request, response);
   return FinishNow(context, absl::OkStatus());
 }
@@ -33,6 +56,7 @@ grpc::ServerUnaryReactor* InferenceService::ModelReady(grpc::CallbackServerConte
 grpc::ServerUnaryReactor* InferenceService::ServerMetadata(
     grpc::CallbackServerContext* context, const inference::ServerMetadataRequest*,
     inference::ServerMetadataResponse* response) {
+  if (auto* refused = Refused(ApiCategory::kMetadata, context)) return refused;
   protocol_->ServerMetadata(response);
   return FinishNow(context, absl::OkStatus());
 }
@@ -40,24 +64,28 @@ grpc::ServerUnaryReactor* InferenceService::ServerMetadata(
 grpc::ServerUnaryReactor* InferenceService::ModelMetadata(
     grpc::CallbackServerContext* context, const inference::ModelMetadataRequest* request,
     inference::ModelMetadataResponse* response) {
+  if (auto* refused = Refused(ApiCategory::kMetadata, context)) return refused;
   return FinishNow(context, protocol_->ModelMetadata(*request, response));
 }
 
 grpc::ServerUnaryReactor* InferenceService::ModelConfig(grpc::CallbackServerContext* context,
                                                         const inference::ModelConfigRequest* request,
                                                         inference::ModelConfigResponse* response) {
+  if (auto* refused = Refused(ApiCategory::kModelConfig, context)) return refused;
   return FinishNow(context, protocol_->ModelConfig(*request, response));
 }
 
 grpc::ServerUnaryReactor* InferenceService::ModelStatistics(
     grpc::CallbackServerContext* context, const inference::ModelStatisticsRequest* request,
     inference::ModelStatisticsResponse* response) {
+  if (auto* refused = Refused(ApiCategory::kStatistics, context)) return refused;
   return FinishNow(context, protocol_->ModelStatistics(*request, response));
 }
 
 grpc::ServerUnaryReactor* InferenceService::RepositoryIndex(
     grpc::CallbackServerContext* context, const inference::RepositoryIndexRequest* request,
     inference::RepositoryIndexResponse* response) {
+  if (auto* refused = Refused(ApiCategory::kModelRepository, context)) return refused;
   return FinishNow(context, protocol_->RepositoryIndex(*request, response));
 }
 
@@ -66,6 +94,7 @@ grpc::ServerUnaryReactor* InferenceService::RepositoryIndex(
 grpc::ServerUnaryReactor* InferenceService::RepositoryModelLoad(
     grpc::CallbackServerContext* context, const inference::RepositoryModelLoadRequest* request,
     inference::RepositoryModelLoadResponse*) {
+  if (auto* refused = Refused(ApiCategory::kModelRepository, context)) return refused;
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   protocol_->RepositoryModelLoad(*request, [reactor](const absl::Status& status) {
     reactor->Finish(ToGrpcStatus(status));
@@ -76,6 +105,7 @@ grpc::ServerUnaryReactor* InferenceService::RepositoryModelLoad(
 grpc::ServerUnaryReactor* InferenceService::RepositoryModelUnload(
     grpc::CallbackServerContext* context, const inference::RepositoryModelUnloadRequest* request,
     inference::RepositoryModelUnloadResponse*) {
+  if (auto* refused = Refused(ApiCategory::kModelRepository, context)) return refused;
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   protocol_->RepositoryModelUnload(*request, [reactor](const absl::Status& status) {
     reactor->Finish(ToGrpcStatus(status));
@@ -86,6 +116,7 @@ grpc::ServerUnaryReactor* InferenceService::RepositoryModelUnload(
 grpc::ServerUnaryReactor* InferenceService::SystemSharedMemoryStatus(
     grpc::CallbackServerContext* context, const inference::SystemSharedMemoryStatusRequest* request,
     inference::SystemSharedMemoryStatusResponse* response) {
+  if (auto* refused = Refused(ApiCategory::kSharedMemory, context)) return refused;
   return FinishNow(context, protocol_->SystemSharedMemoryStatus(*request, response));
 }
 
@@ -93,6 +124,7 @@ grpc::ServerUnaryReactor* InferenceService::SystemSharedMemoryRegister(
     grpc::CallbackServerContext* context,
     const inference::SystemSharedMemoryRegisterRequest* request,
     inference::SystemSharedMemoryRegisterResponse*) {
+  if (auto* refused = Refused(ApiCategory::kSharedMemory, context)) return refused;
   return FinishNow(context, protocol_->SystemSharedMemoryRegister(*request));
 }
 
@@ -100,6 +132,7 @@ grpc::ServerUnaryReactor* InferenceService::SystemSharedMemoryUnregister(
     grpc::CallbackServerContext* context,
     const inference::SystemSharedMemoryUnregisterRequest* request,
     inference::SystemSharedMemoryUnregisterResponse*) {
+  if (auto* refused = Refused(ApiCategory::kSharedMemory, context)) return refused;
   protocol_->SystemSharedMemoryUnregister(*request);
   return FinishNow(context, absl::OkStatus());
 }
@@ -107,12 +140,14 @@ grpc::ServerUnaryReactor* InferenceService::SystemSharedMemoryUnregister(
 grpc::ServerUnaryReactor* InferenceService::CudaSharedMemoryStatus(
     grpc::CallbackServerContext* context, const inference::CudaSharedMemoryStatusRequest* request,
     inference::CudaSharedMemoryStatusResponse* response) {
+  if (auto* refused = Refused(ApiCategory::kSharedMemory, context)) return refused;
   return FinishNow(context, protocol_->CudaSharedMemoryStatus(*request, response));
 }
 
 grpc::ServerUnaryReactor* InferenceService::CudaSharedMemoryRegister(
     grpc::CallbackServerContext* context, const inference::CudaSharedMemoryRegisterRequest* request,
     inference::CudaSharedMemoryRegisterResponse*) {
+  if (auto* refused = Refused(ApiCategory::kSharedMemory, context)) return refused;
   return FinishNow(context, protocol_->CudaSharedMemoryRegister(*request));
 }
 
@@ -120,6 +155,7 @@ grpc::ServerUnaryReactor* InferenceService::CudaSharedMemoryUnregister(
     grpc::CallbackServerContext* context,
     const inference::CudaSharedMemoryUnregisterRequest* request,
     inference::CudaSharedMemoryUnregisterResponse*) {
+  if (auto* refused = Refused(ApiCategory::kSharedMemory, context)) return refused;
   protocol_->CudaSharedMemoryUnregister(*request);
   return FinishNow(context, absl::OkStatus());
 }

@@ -6,8 +6,12 @@
 // callback API, and answers at once from memory (health, metadata, config,
 // statistics) or from the model control thread (loads, unloads).
 
+#include <utility>
+
+#include "absl/status/status.h"
 #include "proto/grpc_service.grpc.pb.h"
 #include "server/inference_protocol.h"
+#include "server/restricted_api.h"
 
 namespace graphserve {
 
@@ -36,7 +40,16 @@ using HybridGrpcService = service_layers::CudaMemory;
 class InferenceService final : public HybridGrpcService {
  public:
   // Borrows `protocol`, which must outlive the gRPC server running this.
-  explicit InferenceService(const InferenceProtocol* protocol) : protocol_(protocol) {}
+  // `restricted`: the categories whose RPCs need a metadata key (Triton's
+  // --grpc-restricted-protocol); none by default.
+  explicit InferenceService(const InferenceProtocol* protocol, RestrictedApis restricted = {})
+      : protocol_(protocol), restricted_(std::move(restricted)) {}
+
+  // OK, or PermissionDenied with Triton's message when `category` is
+  // restricted and the call's metadata lacks its key and value (Note
+  // [Restricted APIs] in server/restricted_api.cc). The queued RPCs
+  // (server/queued_rpcs.h) ask it too.
+  absl::Status CheckAllowed(ApiCategory category, const grpc::ServerContextBase& context) const;
 
   grpc::ServerUnaryReactor* ServerReady(grpc::CallbackServerContext* context,
                                         const inference::ServerReadyRequest* request,
@@ -91,7 +104,12 @@ class InferenceService final : public HybridGrpcService {
 
   // Implementation details follow.
  private:
+  // Finished with CheckAllowed's refusal; null when the call may go on.
+  grpc::ServerUnaryReactor* Refused(ApiCategory category,
+                                    grpc::CallbackServerContext* context) const;
+
   const InferenceProtocol* const protocol_;
+  const RestrictedApis restricted_;
 };
 
 }  // namespace graphserve

@@ -158,8 +158,9 @@ std::vector<ModelVersionState> LoadVersions(const RepositoryModel& entry,
       state.model = Share(*std::move(model), retirer);
     } else {
       state.status = model.status();
-      progress << "graphserve: model '" << entry.name << "' version " << version.version
-               << " failed to load: " << state.status.message() << "\n";
+      // Triton's log line, which scripts grep for (Note [Triton's error texts]).
+      progress << "graphserve: failed to load '" << entry.name << "' version " << version.version
+               << ": " << state.status.message() << "\n";
     }
     states.push_back(std::move(state));
   }
@@ -269,12 +270,55 @@ RegistrySnapshot ModelRegistry::states() const {
   return RegistrySnapshot(states_);
 }
 
+// Note [Triton's error texts]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Scripts and tests written against Triton match the leading text of its
+// errors and their codes, so those are Triton's (its core's
+// model_lifecycle.cc, model_repository_manager.cc, common.cc and
+// infer_request.cc), on gRPC and HTTP alike; what GraphServe knows beyond
+// them (the models served, the versions, why a load failed) follows:
+//   unknown model                NOT_FOUND         Request for unknown model: 'M' is not found
+//   unknown version              NOT_FOUND         Request for unknown model: 'M' version V is
+//                                                  not found
+//   no version ready (latest)    NOT_FOUND         Request for unknown model: 'M' has no
+//                                                  available versions
+//   version V not ready          UNAVAILABLE       Request for unknown model: 'M' version V is
+//                                                  not at ready state
+//   version not an integer       INVALID_ARGUMENT  failed to get model version from specified
+//                                                  version string 'V', ...
+//   load of a model not there    INTERNAL          failed to load 'M', failed to poll from model
+//                                                  repository
+//   its config unreadable        (why's code)      failed to load 'M', failed to poll from model
+//                                                  repository: why
+//   load that fails              INVALID_ARGUMENT  load failed for model 'M': version V is at
+//                                                  UNAVAILABLE state: why;
+//   the log of a failed version                    failed to load 'M' version V: why
+// and, from request validation (server/request_validation.cc),
+// INVALID_ARGUMENT with Triton's "[request id: ID] " first where Triton has
+// it: "expected N inputs but got K inputs for model 'M'. Got input(s) [...],
+// but missing required input(s) [...]. ...", "unexpected inference input
+// 'X' for model 'M'", "inference input 'X' data-type is 'T', but model 'M'
+// expects 'U'", "unexpected shape for input 'X' for model 'M'. Expected
+// [-1,3], got [2,4]", "inference request batch-size must be <= B for 'M'",
+// "input byte size mismatch for input 'X' for model 'M'. Expected N, got K".
+// HTTP answers each code with Triton's status: 400, 404, 500, 503.
+
 absl::StatusOr<std::shared_ptr<ServedModel>> ModelRegistry::Find(
     absl::string_view name, absl::string_view version) const {
   const RegistrySnapshot snapshot = states();
   // One pass over the states, allocating nothing: Find runs on every request.
   int64_t number = 0;
-  const bool numbered = !version.empty() && absl::SimpleAtoi(version, &number);
+  if (!version.empty() && !absl::SimpleAtoi(version, &number)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("failed to get model version from specified version string ",
+                     QuoteClientText(version), ", version should be an integral value > 0"));
+  }
+  if (number < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("invalid model version specified ",
+                                                   QuoteClientText(version),
+                                                   ", version should be an integral value > 0"));
+  }
+  const bool numbered = !version.empty();
   bool known = false;
   const ModelVersionState* chosen = nullptr;
   const ModelVersionState* failed_latest = nullptr;
@@ -289,10 +333,12 @@ absl::StatusOr<std::shared_ptr<ServedModel>> ModelRegistry::Find(
       chosen = &state;
     }
   }
-  // `name` and `version` are the client's: Note [Quoting client text].
+  // `name` and `version` are the client's: Note [Quoting client text]. The
+  // leading texts and codes are Triton's (Note [Triton's error texts]).
+  constexpr absl::string_view kUnknown = "Request for unknown model: ";
   if (!known) {
-    return absl::NotFoundError(absl::StrCat("unknown model ", QuoteClientText(name),
-                                            "; this server serves: ", Names(snapshot)));
+    return absl::NotFoundError(absl::StrCat(
+        kUnknown, QuoteClientText(name), " is not found; this server serves: ", Names(snapshot)));
   }
   if (chosen == nullptr && version.empty()) chosen = failed_latest;
   if (chosen == nullptr) {
@@ -300,15 +346,20 @@ absl::StatusOr<std::shared_ptr<ServedModel>> ModelRegistry::Find(
     for (const ModelVersionState& state : snapshot) {
       if (state.name == name && state.version > 0) served.push_back(absl::StrCat(state.version));
     }
-    return absl::NotFoundError(
-        absl::StrCat("model '", name, "' has no version ", QuoteClientText(version),
-                     "; served versions: ", served.empty() ? "none" : absl::StrJoin(served, ", ")));
+    return absl::NotFoundError(absl::StrCat(
+        kUnknown, "'", name, "' version ", number, " is not found; served versions: ",
+        served.empty() ? "none" : absl::StrJoin(served, ", ")));
   }
   if (!chosen->status.ok()) {
-    return absl::UnavailableError(
-        absl::StrCat("model '", name, "'",
-                     chosen->version > 0 ? absl::StrCat(" version ", chosen->version) : "",
-                     " is not ready: it failed to load: ", chosen->status.message()));
+    const std::string why = absl::StrCat(
+        chosen->version > 0 ? absl::StrCat("version ", chosen->version, " ") : "",
+        "failed to load: ", chosen->status.message());
+    if (version.empty()) {
+      return absl::NotFoundError(
+          absl::StrCat(kUnknown, "'", name, "' has no available versions (", why, ")"));
+    }
+    return absl::UnavailableError(absl::StrCat(kUnknown, "'", name, "' version ", number,
+                                               " is not at ready state (", why, ")"));
   }
   return chosen->model;
 }
@@ -457,14 +508,35 @@ void ModelRegistry::RequestUnload(const std::string& name,
   });
 }
 
+namespace {
+
+// Triton's text for a model whose directory or config cannot be read (Note
+// [Triton's error texts]), with why and the code that says what was wrong.
+absl::Status PollFailure(absl::string_view name, const absl::Status& why) {
+  return absl::Status(why.code(),
+                      absl::StrCat("failed to load ", QuoteClientText(name),
+                                   ", failed to poll from model repository: ", why.message()));
+}
+
+}  // namespace
+
 absl::Status ModelRegistry::LoadModel(const std::string& name,
                                       const std::optional<std::string>& config_json,
                                       std::ostream& progress) {
   // The one model's directory is read, not the whole repository.
-  ASSIGN_OR_RETURN(const std::string root, FindModelRoot(repositories_, name));
+  absl::StatusOr<std::string> found = FindModelRoot(repositories_, name);
+  if (absl::IsNotFound(found.status())) {
+    // Triton's text and code (Note [Triton's error texts]).
+    return absl::InternalError(absl::StrCat("failed to load ", QuoteClientText(name),
+                                            ", failed to poll from model repository (no "
+                                            "repository has a model directory of that name)"));
+  }
+  ASSIGN_OR_RETURN(const std::string root, std::move(found));
   std::optional<inference::ModelConfig> config;
   if (config_json.has_value()) {
-    ASSIGN_OR_RETURN(config, ParseModelConfigJson(*config_json, name));
+    absl::StatusOr<inference::ModelConfig> parsed = ParseModelConfigJson(*config_json, name);
+    if (!parsed.ok()) return PollFailure(name, parsed.status());
+    config = *std::move(parsed);
   }
   // With the override in place of config.pbtxt: its version policy and model
   // file name are the ones that apply.
@@ -482,10 +554,24 @@ absl::Status ModelRegistry::LoadEntry(const RepositoryModel& entry, std::ostream
     // Triton keeps a model's serving versions when a reload fails; a model
     // that was not serving shows the failure.
     const bool serving = Find(name, "").ok();
-    const absl::Status error = absl::Status(
-        failed->status.code(), absl::StrCat("model '", name, "' failed to load",
-                                            serving ? " (its loaded versions keep serving)" : "",
-                                            ": ", failed->status.message()));
+    // Triton's text, one "version N is at UNAVAILABLE state: why;" per
+    // version that failed, and its code (Note [Triton's error texts]).
+    // A config that cannot be read or is refused fails before any version
+    // loads: Triton's failure to poll.
+    std::string versions;
+    for (const ModelVersionState& state : states) {
+      if (!state.status.ok()) {
+        absl::StrAppend(&versions, " version ", state.version,
+                        " is at UNAVAILABLE state: ", state.status.message(), ";");
+      }
+    }
+    const std::string keep = serving ? " the versions loaded before keep serving" : "";
+    const absl::Status error =
+        failed->version <= 0
+            ? absl::Status(failed->status.code(),
+                           absl::StrCat(PollFailure(name, failed->status).message(), keep))
+            : absl::InvalidArgumentError(
+                  absl::StrCat("load failed for model '", name, "':", versions, keep));
     if (!serving) Replace(name, std::move(states));
     return error;
   }

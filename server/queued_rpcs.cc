@@ -101,10 +101,15 @@ class UnaryCall final : public QueuedCall {
     } else {
       new UnaryCall(service_, protocol_, queue_);
       answered_ = true;
-      Method::Answer(*protocol_, queue_, &request_, &response_,
-                     [this](const absl::Status& status) {
-                       writer_.Finish(response_, ToGrpcStatus(status), this);
-                     });
+      auto finish = [this](const absl::Status& status) {
+        writer_.Finish(response_, ToGrpcStatus(status), this);
+      };
+      if (absl::Status allowed = service_->CheckAllowed(Method::kCategory, context_);
+          !allowed.ok()) {
+        finish(allowed);
+      } else {
+        Method::Answer(*protocol_, queue_, &request_, &response_, std::move(finish));
+      }
     }
     queue.active.fetch_sub(1);
   }
@@ -140,6 +145,7 @@ struct ModelInferMethod {
   using Request = inference::ModelInferRequest;
   using Response = inference::ModelInferResponse;
   static constexpr auto kAsk = &InferenceService::RequestModelInfer;
+  static constexpr ApiCategory kCategory = ApiCategory::kInference;
   template <typename Finish>
   static void Answer(const InferenceProtocol& protocol, QueuedRpcs::Queue* queue,
                      const Request* request, Response* response, Finish finish) {
@@ -151,6 +157,7 @@ struct ServerLiveMethod {
   using Request = inference::ServerLiveRequest;
   using Response = inference::ServerLiveResponse;
   static constexpr auto kAsk = &InferenceService::RequestServerLive;
+  static constexpr ApiCategory kCategory = ApiCategory::kHealth;
   template <typename Finish>
   static void Answer(const InferenceProtocol& protocol, QueuedRpcs::Queue*, const Request*,
                      Response* response, Finish finish) {
@@ -243,8 +250,11 @@ class StreamCall {
     }
     new StreamCall(service_, protocol_, queue_, streams_);
     const bool ending = !streams_->Add(this);
+    // A restricted stream is refused as it opens, before any read (Triton's).
+    const absl::Status allowed = service_->CheckAllowed(ApiCategory::kInference, context_);
     absl::MutexLock lock(&mu_);
-    ending_ = ending;
+    ending_ = ending || !allowed.ok();
+    if (!allowed.ok()) end_status_ = ToGrpcStatus(allowed);
     Advance();  // the first read, or Finish when the server is ending streams
   }
 
@@ -339,10 +349,7 @@ class StreamCall {
       }
       if (Owed() == 0 && (reads_over_ || ending_)) {
         finishing_ = true;
-        stream_.Finish(reads_over_ ? grpc::Status::OK
-                                   : grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                                                  "the server is shutting down"),
-                       &finished_step_);
+        stream_.Finish(reads_over_ ? grpc::Status::OK : end_status_, &finished_step_);
       }
     }
     over_ = (finished_ || stopping) && reading_ == nullptr && writing_ == nullptr &&
@@ -370,6 +377,9 @@ class StreamCall {
   std::unique_ptr<Exchange> writing_ ABSL_GUARDED_BY(mu_);  // a write in flight
   bool write_failed_ ABSL_GUARDED_BY(mu_) = false;
   bool ending_ ABSL_GUARDED_BY(mu_) = false;
+  // What an ending stream finishes with.
+  grpc::Status end_status_ ABSL_GUARDED_BY(mu_){grpc::StatusCode::UNAVAILABLE,
+                                                "the server is shutting down"};
   bool finishing_ ABSL_GUARDED_BY(mu_) = false;  // Finish in flight
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
   bool over_ ABSL_GUARDED_BY(mu_) = false;  // to be deleted: nothing may start

@@ -1,8 +1,10 @@
 #include "server/request_validation.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <optional>
+#include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -31,10 +33,19 @@ absl::StatusOr<size_t> FindTensor(const std::vector<TensorSpec>& specs, const st
   const std::string names = absl::StrJoin(
       specs, ", ",
       [](std::string* out, const TensorSpec& spec) { absl::StrAppend(out, "'", spec.name, "'"); });
-  // Note [Quoting client text]: `name` is the client's.
-  return absl::InvalidArgumentError(absl::StrCat("model '", model.name, "' has no ", kind, " ",
-                                                 QuoteClientText(name), "; its ", kind, "s are ",
-                                                 names));
+  // Note [Quoting client text]: `name` is the client's. Triton's text first
+  // (Note [Triton's error texts] in server/model_registry.cc).
+  return absl::InvalidArgumentError(absl::StrCat("unexpected inference ", kind, " ",
+                                                 QuoteClientText(name), " for model '", model.name,
+                                                 "'; its ", kind, "s are ", names));
+}
+
+// Triton's prefix of a request's errors: "[request id: ID] ", with
+// <id_unknown> for a request without one.
+std::string LogRequest(const inference::ModelInferRequest& request) {
+  return absl::StrCat("[request id: ",
+                      request.id().empty() ? "<id_unknown>" : ClientTextPrefix(request.id()),
+                      "] ");
 }
 
 // The client's shape, bounded: a request may carry thousands of dims (Note
@@ -208,11 +219,13 @@ absl::Status CheckBoolBytes(const std::byte* bytes, size_t size, const char* sou
 // Checks datatype and shape against `spec`; returns the batch (dim 0), 1 for a
 // model that does not batch.
 absl::StatusOr<int64_t> CheckDatatypeAndShape(const InputTensor& tensor, const TensorSpec& spec,
-                                              const ModelInterface& model) {
+                                              const ModelInterface& model,
+                                              absl::string_view log_request) {
   if (tensor.datatype() != KServeDatatype(spec.dtype)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("input '", spec.name, "' has datatype ", QuoteClientText(tensor.datatype()),
-                     "; model '", model.name, "' expects ", KServeDatatype(spec.dtype)));
+    return absl::InvalidArgumentError(absl::StrCat(
+        log_request, "inference input '", spec.name, "' data-type is ",
+        QuoteClientText(tensor.datatype()), ", but model '", model.name, "' expects '",
+        KServeDatatype(spec.dtype), "'"));
   }
   // Only equality is tested, so a negative or huge dim is refused without any
   // arithmetic on it. A model that does not batch takes its full dims, one row.
@@ -223,9 +236,10 @@ absl::StatusOr<int64_t> CheckDatatypeAndShape(const InputTensor& tensor, const T
   }
   if (!shape_matches) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "input '", spec.name, "' has shape ", ShapeString(tensor.shape()), "; model '", model.name,
-        "' expects ", ClientShapeString(spec, model.batching),
-        model.batching ? " (batch first)" : " (it does not batch)"));
+        log_request, "unexpected shape for input '", spec.name, "' for model '", model.name,
+        "'. Expected ", ClientShapeString(spec, model.batching), ", got ",
+        ShapeString(tensor.shape()),
+        model.batching ? " (the batch dimension first)" : " (the model does not batch)"));
   }
   if (!model.batching) return 1;
   const int64_t rows = tensor.shape(0);
@@ -236,8 +250,9 @@ absl::StatusOr<int64_t> CheckDatatypeAndShape(const InputTensor& tensor, const T
   }
   if (rows > model.max_batch_size) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "batch ", rows, " exceeds max_batch_size ", model.max_batch_size, " of model '", model.name,
-        "' (input '", spec.name, "' has shape ", ShapeString(tensor.shape()), ")"));
+        log_request, "inference request batch-size must be <= ", model.max_batch_size, " for '",
+        model.name, "': batch ", rows, " exceeds max_batch_size ", model.max_batch_size,
+        " (input '", spec.name, "' has shape ", ShapeString(tensor.shape()), ")"));
   }
   return rows;
 }
@@ -257,13 +272,15 @@ absl::StatusOr<size_t> CheckedRowsSize(int64_t rows, const TensorSpec& spec, siz
 
 absl::StatusOr<const std::byte*> RawInput(const std::string& raw, const InputTensor& tensor,
                                           const TensorSpec& spec, int64_t rows,
-                                          const ModelInterface& model) {
+                                          const ModelInterface& model,
+                                          absl::string_view log_request) {
   ASSIGN_OR_RETURN(const size_t expected, CheckedRowsSize(rows, spec, spec.bytes_per_row(), model));
   if (raw.size() != expected) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("input '", spec.name, "' of model '", model.name, "': ", raw.size(),
-                     " bytes in raw_input_contents, expected ", expected, " for shape ",
-                     ShapeString(tensor.shape()), " ", KServeDatatype(spec.dtype)));
+    return absl::InvalidArgumentError(absl::StrCat(
+        log_request, "input byte size mismatch for input '", spec.name, "' for model '",
+        model.name, "'. Expected ", expected, ", got ", raw.size(),
+        " (bytes in raw_input_contents for shape ", ShapeString(tensor.shape()), " ",
+        KServeDatatype(spec.dtype), ")"));
   }
   const auto* data = reinterpret_cast<const std::byte*>(raw.data());
   if (spec.dtype == DType::kBool)
@@ -452,6 +469,35 @@ absl::Status RequestedOutputs(const inference::ModelInferRequest& request,
 
 }  // namespace
 
+// Triton's answer to a request with more or fewer inputs than the model has:
+// the inputs it got and the ones missing (every input is required here).
+absl::Status InputCountError(const inference::ModelInferRequest& request,
+                             const ModelInterface& model, absl::string_view log_request) {
+  // A request may carry any number of inputs: the names quoted are bounded
+  // (Note [Quoting client text]).
+  constexpr int kNamesQuoted = 8;
+  std::vector<std::string> got;
+  for (const InputTensor& tensor : request.inputs()) {
+    if (got.size() == kNamesQuoted) {
+      got.push_back("...");
+      break;
+    }
+    got.push_back(QuoteClientText(tensor.name()));
+  }
+  std::vector<std::string> missing;
+  for (const TensorSpec& spec : model.inputs) {
+    const bool sent =
+        std::any_of(request.inputs().begin(), request.inputs().end(),
+                    [&spec](const InputTensor& tensor) { return tensor.name() == spec.name; });
+    if (!sent) missing.push_back(absl::StrCat("'", spec.name, "'"));
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      log_request, "expected ", model.inputs.size(), " inputs but got ", request.inputs_size(),
+      " inputs for model '", model.name, "'. Got input(s) [", absl::StrJoin(got, ","),
+      "], but missing required input(s) [", absl::StrJoin(missing, ","),
+      "]. Please provide all required input(s)."));
+}
+
 absl::StatusOr<ValidatedRequest> ValidateInferRequest(const inference::ModelInferRequest& request,
                                                       const ModelInterface& model,
                                                       const SharedMemoryRegistry* shared_memory,
@@ -461,31 +507,34 @@ absl::StatusOr<ValidatedRequest> ValidateInferRequest(const inference::ModelInfe
   std::vector<int> request_index(model.inputs.size(), kAbsent);
   // Per request input: the shared-memory range it names, if any.
   std::vector<std::optional<SharedMemoryParameters>> in_region(request.inputs_size());
-  for (int j = 0; j < request.inputs_size(); ++j) {
-    const InputTensor& tensor = request.inputs(j);
-    ASSIGN_OR_RETURN(const size_t index, FindTensor(model.inputs, tensor.name(), "input", model));
-    if (request_index[index] != kAbsent) {
+  const std::string log_request = LogRequest(request);
+  // Triton's order: an input named twice (refused as it is added), then the
+  // count, then each name (Note [Triton's error texts]).
+  std::set<absl::string_view> names;
+  for (const InputTensor& tensor : request.inputs()) {
+    if (!names.insert(tensor.name()).second) {
       return absl::InvalidArgumentError(absl::StrCat("input ", QuoteClientText(tensor.name()),
                                                      " appears twice in the request to model '",
                                                      model.name, "'"));
     }
+  }
+  if (request.inputs_size() != static_cast<int>(model.inputs.size())) {
+    return InputCountError(request, model, log_request);
+  }
+  for (int j = 0; j < request.inputs_size(); ++j) {
+    const InputTensor& tensor = request.inputs(j);
+    ASSIGN_OR_RETURN(const size_t index, FindTensor(model.inputs, tensor.name(), "input", model));
     ASSIGN_OR_RETURN(in_region[j], ReadSharedMemoryParameters(tensor.parameters(), "input",
                                                               tensor.name(), model, shared_memory));
     request_index[index] = j;
   }
-  for (size_t i = 0; i < model.inputs.size(); ++i) {
-    if (request_index[i] == kAbsent) {
-      const TensorSpec& spec = model.inputs[i];
-      return absl::InvalidArgumentError(absl::StrCat(
-          "model '", model.name, "' expects input '", spec.name, "' (", KServeDatatype(spec.dtype),
-          ", shape ", ClientShapeString(spec, model.batching), "); the request has none"));
-    }
-  }
+  // As many inputs as the model's, none twice and none unknown: each is there.
 
   ValidatedRequest validated;
   for (size_t i = 0; i < model.inputs.size(); ++i) {
     const InputTensor& tensor = request.inputs(request_index[i]);
-    ASSIGN_OR_RETURN(const int64_t rows, CheckDatatypeAndShape(tensor, model.inputs[i], model));
+    ASSIGN_OR_RETURN(const int64_t rows,
+                     CheckDatatypeAndShape(tensor, model.inputs[i], model, log_request));
     if (i == 0) {
       validated.rows = rows;
     } else if (rows != validated.rows) {
@@ -541,7 +590,7 @@ absl::StatusOr<ValidatedRequest> ValidateInferRequest(const inference::ModelInfe
     } else if (raw) {
       ASSIGN_OR_RETURN(const std::byte* data,
                        RawInput(request.raw_input_contents(raw_index[j]), tensor, model.inputs[i],
-                                validated.rows, model));
+                                validated.rows, model, log_request));
       validated.inputs.push_back(data);
     } else {
       ASSIGN_OR_RETURN(const std::byte* data, TypedInput(tensor, model.inputs[i], validated.rows,

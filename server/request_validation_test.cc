@@ -287,15 +287,18 @@ TEST(RequestValidationTest, MalformedRawRequestsSayWhatWasExpected) {
          r->mutable_inputs()->DeleteSubrange(0, 1);
          r->mutable_raw_input_contents()->DeleteSubrange(0, 1);
        },
-       "model 'mlp' expects input 'ids' (INT64, shape [-1,2]); the request has none"},
+       "[request id: req-7] expected 3 inputs but got 2 inputs for model 'mlp'. Got input(s) "
+       "['mask','x'], but missing required input(s) ['ids']. Please provide all required "
+       "input(s)."},
       {"no inputs at all",
        [](Request* r) {
          r->clear_inputs();
          r->clear_raw_input_contents();
        },
-       "model 'mlp' expects input 'x' (FP32, shape [-1,3]); the request has none"},
+       "expected 3 inputs but got 0 inputs for model 'mlp'. Got input(s) [], but missing required "
+       "input(s) ['x','ids','mask']."},
       {"misnamed input", [](Request* r) { Input(r, "x")->set_name("X"); },
-       "model 'mlp' has no input 'X'; its inputs are 'x', 'ids', 'mask'"},
+       "unexpected inference input 'X' for model 'mlp'; its inputs are 'x', 'ids', 'mask'"},
       {"input twice",
        [](Request* r) {
          *r->add_inputs() = *Input(r, "x");
@@ -303,36 +306,38 @@ TEST(RequestValidationTest, MalformedRawRequestsSayWhatWasExpected) {
        },
        "input 'x' appears twice in the request to model 'mlp'"},
       {"wrong datatype", [](Request* r) { Input(r, "x")->set_datatype("INT64"); },
-       "input 'x' has datatype 'INT64'; model 'mlp' expects FP32"},
+       "[request id: req-7] inference input 'x' data-type is 'INT64', but model 'mlp' expects "
+       "'FP32'"},
       {"unsupported datatype", [](Request* r) { Input(r, "x")->set_datatype("FP16"); },
-       "input 'x' has datatype 'FP16'; model 'mlp' expects FP32"},
+       "inference input 'x' data-type is 'FP16', but model 'mlp' expects 'FP32'"},
       {"datatype in config spelling",
        [](Request* r) { Input(r, "ids")->set_datatype("TYPE_INT64"); },
-       "input 'ids' has datatype 'TYPE_INT64'; model 'mlp' expects INT64"},
+       "inference input 'ids' data-type is 'TYPE_INT64', but model 'mlp' expects 'INT64'"},
       {"no batch dim", [](Request* r) { SetShape(Input(r, "x"), {3}); },
-       "input 'x' has shape [3]; model 'mlp' expects [-1,3] (batch first)"},
+       "[request id: req-7] unexpected shape for input 'x' for model 'mlp'. Expected [-1,3], got "
+       "[3] (the batch dimension first)"},
       {"extra dim",
        [](Request* r) {
          SetShape(Input(r, "x"), {kRows, 3, 1});
        },
-       "input 'x' has shape [4,3,1]; model 'mlp' expects [-1,3] (batch first)"},
+       "unexpected shape for input 'x' for model 'mlp'. Expected [-1,3], got [4,3,1]"},
       {"wrong row dim",
        [](Request* r) {
          SetShape(Input(r, "x"), {kRows, 5});
        },
-       "input 'x' has shape [4,5]; model 'mlp' expects [-1,3]"},
+       "unexpected shape for input 'x' for model 'mlp'. Expected [-1,3], got [4,5]"},
       {"negative row dim",
        [](Request* r) {
          SetShape(Input(r, "ids"), {kRows, -2});
        },
-       "input 'ids' has shape [4,-2]; model 'mlp' expects [-1,2]"},
+       "unexpected shape for input 'ids' for model 'mlp'. Expected [-1,2], got [4,-2]"},
       {"huge row dim",
        [](Request* r) {
          SetShape(Input(r, "ids"), {kHuge, kHuge});
        },
-       "input 'ids' has shape [9223372036854775807,9223372036854775807]"},
+       "Expected [-1,2], got [9223372036854775807,9223372036854775807]"},
       {"empty shape", [](Request* r) { SetShape(Input(r, "mask"), {}); },
-       "input 'mask' has shape []; model 'mlp' expects [-1]"},
+       "unexpected shape for input 'mask' for model 'mlp'. Expected [-1], got []"},
       {"batch 0",
        [](Request* r) {
          SetShape(Input(r, "x"), {0, 3});
@@ -344,7 +349,7 @@ TEST(RequestValidationTest, MalformedRawRequestsSayWhatWasExpected) {
        [](Request* r) {
          SetShape(Input(r, "x"), {9, 3});
        },
-       "batch 9 exceeds max_batch_size 8 of model 'mlp'"},
+       "[request id: req-7] inference request batch-size must be <= 8 for 'mlp': batch 9"},
       {"huge batch",
        [](Request* r) {
          SetShape(Input(r, "x"), {kHuge, 3});
@@ -357,10 +362,11 @@ TEST(RequestValidationTest, MalformedRawRequestsSayWhatWasExpected) {
        "input 'ids' has batch 3 but input 'x' has batch 4; the inputs of a request to model "
        "'mlp' share the batch (dim 0)"},
       {"short raw bytes", [](Request* r) { r->mutable_raw_input_contents(2)->pop_back(); },
-       "input 'x' of model 'mlp': 47 bytes in raw_input_contents, expected 48 for shape [4,3] "
-       "FP32"},
+       "[request id: req-7] input byte size mismatch for input 'x' for model 'mlp'. Expected 48, "
+       "got 47 (bytes in raw_input_contents for shape [4,3] FP32"},
       {"long raw bytes", [](Request* r) { r->mutable_raw_input_contents(0)->append("x"); },
-       "input 'ids' of model 'mlp': 65 bytes in raw_input_contents, expected 64 for shape [4,2] "
+       "input byte size mismatch for input 'ids' for model 'mlp'. Expected 64, got 65 (bytes in "
+       "raw_input_contents for shape [4,2] "
        "INT64"},
       {"raw entry missing", [](Request* r) { r->mutable_raw_input_contents()->RemoveLast(); },
        "the request to model 'mlp' has 2 raw_input_contents entries for 3 inputs"},
@@ -372,7 +378,8 @@ TEST(RequestValidationTest, MalformedRawRequestsSayWhatWasExpected) {
       {"raw BOOL not 0 or 1", [](Request* r) { (*r->mutable_raw_input_contents(1))[2] = 2; },
        "input 'mask' of model 'mlp': raw BOOL element 2 is byte 2; BOOL elements are bytes 0 or 1"},
       {"unknown output", [](Request* r) { r->add_outputs()->set_name("logits"); },
-       "model 'mlp' has no output 'logits'; its outputs are 'y', 'score', 'valid'"},
+       "unexpected inference output 'logits' for model 'mlp'; its outputs are 'y', 'score', "
+       "'valid'"},
       {"output twice",
        [](Request* r) {
          r->add_outputs()->set_name("y");
@@ -416,13 +423,13 @@ TEST(RequestValidationTest, HugeClientTextIsQuotedAsAShortPrefix) {
   const std::string huge(kHugeText, 'n');
   const BadRequestCase cases[] = {
       {"huge input name", [&huge](Request* r) { Input(r, "x")->set_name(huge); },
-       "model 'mlp' has no input 'nnnn"},
+       "unexpected inference input 'nnnn"},
       {"huge datatype", [&huge](Request* r) { Input(r, "x")->set_datatype(huge); },
-       "input 'x' has datatype 'nnnn"},
+       "inference input 'x' data-type is 'nnnn"},
       {"huge output name", [&huge](Request* r) { r->add_outputs()->set_name(huge); },
-       "model 'mlp' has no output 'nnnn"},
+       "unexpected inference output 'nnnn"},
       {"huge shape", [](Request* r) { SetShape(Input(r, "x"), Dims(kHugeText / 2, 1)); },
-       "input 'x' has shape [1,1,1"},
+       "unexpected shape for input 'x' for model 'mlp'. Expected [-1,3], got [1,1,1"},
   };
   for (const BadRequestCase& c : cases) {
     Request request = RawRequest();
@@ -435,7 +442,7 @@ TEST(RequestValidationTest, HugeClientTextIsQuotedAsAShortPrefix) {
   // Bytes a terminal would act on arrive escaped.
   Request request = RawRequest();
   Input(&request, "x")->set_name("x\n\x1b[2J");
-  ExpectRejected(request, "control bytes", R"(has no input 'x\n\x1b[2J')");
+  ExpectRejected(request, "control bytes", R"(unexpected inference input 'x\n\x1b[2J')");
 }
 
 TEST(RequestValidationTest, MalformedTypedRequestsSayWhatWasExpected) {

@@ -258,6 +258,10 @@ struct FlagValues {
   std::deque<int64_t> ignored_ints;
   std::deque<double> ignored_doubles;
   std::deque<bool> ignored_bools;
+  // Triton's restricted APIs (server/restricted_api.h), one group per
+  // occurrence of the flag.
+  std::vector<std::string> grpc_restricted;
+  std::vector<std::string> http_restricted;
 };
 
 // Registers each of Triton's flags that does not apply here (Note [Triton's
@@ -436,6 +440,11 @@ void AddFlags(FlagValues* v, ServerCommand* command, CommandLine* flags) {
                  "Clients may register system and CUDA shared memory (graphserve's default; "
                  "false is refused until graphserve can turn it off).");
   AddIgnoredTritonFlags(v, flags);
+  // Triton's restricted APIs: parsed by RestrictedApis in ParseServerCommand.
+  flags->AddStringList("grpc-restricted-protocol", &v->grpc_restricted,
+                       RestrictedApis::FlagHelp(RestrictedProtocol::kGrpc));
+  flags->AddStringList("http-restricted-api", &v->http_restricted,
+                       RestrictedApis::FlagHelp(RestrictedProtocol::kHttp));
 }
 
 // --help's section on Triton's flags that do not apply: their names,
@@ -678,6 +687,10 @@ absl::StatusOr<ServerCommand> ParseServerCommand(const std::vector<std::string>&
   }
   options.repository_poll = std::chrono::seconds(v.repository_poll_secs);
   RETURN_IF_ERROR(ParseLogging(v, &command.logging));
+  ASSIGN_OR_RETURN(options.grpc_restricted,
+                   RestrictedApis::Parse(RestrictedProtocol::kGrpc, v.grpc_restricted));
+  ASSIGN_OR_RETURN(options.http_restricted,
+                   RestrictedApis::Parse(RestrictedProtocol::kHttp, v.http_restricted));
   RETURN_IF_ERROR(ResolveDevice(v.device, gpus_visible, notices, &options.models));
   return command;
 }

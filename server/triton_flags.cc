@@ -59,8 +59,9 @@ constexpr TritonFlag kTritonFlags[] = {
     {"http-thread-count", "<integer>", kServed, "threads serving HTTP requests at once"},
     {"http-max-input-size", "<integer>", kServed,
      "largest HTTP request body in bytes; larger ones get 413"},
-    {"http-restricted-api", "<string>:<string>=<string>", kNotYet,
-     "restricted HTTP APIs are being added; refused until they are"},
+    {"http-restricted-api", "<string>:<string>=<string>", kServed,
+     "routes of the categories answer 403 without the header and value "
+     "(server/restricted_api.h)"},
     {"allow-grpc", "<boolean>", kServed, "serve gRPC"},
     {"grpc-address", "<string>", kServed,
      "the address gRPC binds (default: --host); unix:PATH adds a Unix socket"},
@@ -94,8 +95,9 @@ constexpr TritonFlag kTritonFlags[] = {
     {"grpc-max-connection-age", "<integer>", kServed, "gRPC's maximum connection age, milliseconds"},
     {"grpc-max-connection-age-grace", "<integer>", kServed,
      "gRPC's grace after the maximum age, milliseconds"},
-    {"grpc-restricted-protocol", "<string>:<string>=<string>", kNotYet,
-     "restricted gRPC protocols are being added; refused until they are"},
+    {"grpc-restricted-protocol", "<string>:<string>=<string>", kServed,
+     "RPCs of the categories answer PERMISSION_DENIED without the metadata "
+     "triton-grpc-protocol-<key> and value (server/restricted_api.h)"},
     {"log-verbose", "<integer>", kServed, "1 or more adds debug output"},
     {"log-info", "<boolean>", kServed, "info messages on or off"},
     {"log-warning", "<boolean>", kServed, "warnings on or off"},

@@ -7,6 +7,8 @@ tritonclient.http sends it. Outputs are compared with onnxruntime.
     bazel test //tests:http_compat_test --test_env=GRAPHSERVE_PYTHON=$PWD/.pyenv/bin/python
 """
 
+import asyncio
+import gzip
 import json
 import os
 import subprocess
@@ -14,6 +16,7 @@ import sys
 import unittest
 import urllib.error
 import urllib.request
+import zlib
 
 import numpy as np
 
@@ -101,6 +104,139 @@ class HttpTest(unittest.TestCase):
         got = np.frombuffer(body[length:], dtype=np.float32).reshape(4, 1)
         want = gp.ReferenceModel(_repository, "mlp").run({"x": x})["y"]
         self.assertLess(gp.relative_error(got, want), gp.RELATIVE_TOLERANCE)
+
+    def test_only_inference_answers_are_compressed(self):
+        """Triton's rule: an inference answer in the encoding Accept-Encoding
+        weighs highest of gzip and deflate; every other answer as is."""
+
+        def call(path, encoding, data=None, headers=None):
+            request = urllib.request.Request(
+                url(path), data=data, method="POST" if data is not None else "GET",
+                headers={"Accept-Encoding": encoding, **(headers or {})})
+            try:
+                with urllib.request.urlopen(request, timeout=CALL_TIMEOUT_S) as answer:
+                    return answer.status, answer.headers, answer.read()
+            except urllib.error.HTTPError as error:
+                return error.code, error.headers, error.read()
+
+        for path in ("/v2/health/ready", "/v2", "/v2/models/mlp", "/v2/models/mlp/config",
+                     "/v2/models/mlp/stats", "/v2/systemsharedmemory/status",
+                     "/v2/models/nope/config", "/v2/no/such/route"):
+            with self.subTest(path=path):
+                code, headers, body = call(path, "gzip, deflate, br")
+                self.assertIsNone(headers.get("Content-Encoding"), f"SERVER: {path}: {code}")
+                if body:
+                    json.loads(body)  # plain JSON, not compressed bytes
+
+        x = gp.random_inputs(gp.DEMO_INPUTS["mlp"], 3, seed=11)["x"]
+        want = gp.ReferenceModel(_repository, "mlp").run({"x": x})["y"]
+        request = json.dumps({"inputs": [{"name": "x", "datatype": "FP32",
+                                          "shape": list(x.shape), "data": x.tolist()}]}).encode()
+        for accept, encoding, decompress in (
+                ("gzip", "gzip", gzip.decompress),
+                ("deflate", "deflate", zlib.decompress),
+                ("gzip;q=0.5, deflate;q=0.9", "deflate", zlib.decompress),
+                ("gzip;q=0", None, bytes),
+                ("br", None, bytes)):
+            with self.subTest(accept=accept):
+                code, headers, body = call("/v2/models/mlp/infer", accept, request)
+                self.assertEqual(code, 200, body[:300])
+                self.assertEqual(headers.get("Content-Encoding"), encoding)
+                got = json.loads(decompress(body))["outputs"][0]["data"]
+                self.assertLess(gp.relative_error(np.array(got, np.float32).reshape(want.shape),
+                                                  want), gp.RELATIVE_TOLERANCE)
+
+        # A binary answer too; its Inference-Header-Content-Length is the
+        # JSON's length before compression, as Triton's.
+        header = json.dumps({
+            "inputs": [{"name": "x", "datatype": "FP32", "shape": list(x.shape),
+                        "parameters": {"binary_data_size": x.nbytes}}],
+            "outputs": [{"name": "y", "parameters": {"binary_data": True}}]}).encode()
+        code, headers, body = call("/v2/models/mlp/infer", "gzip", header + x.tobytes(),
+                                   {"Inference-Header-Content-Length": str(len(header))})
+        self.assertEqual(code, 200, body[:300])
+        self.assertEqual(headers.get("Content-Encoding"), "gzip")
+        body = gzip.decompress(body)
+        length = int(headers["Inference-Header-Content-Length"])
+        self.assertEqual(json.loads(body[:length])["outputs"][0]["name"], "y")
+        got = np.frombuffer(body[length:], dtype=np.float32).reshape(want.shape)
+        self.assertLess(gp.relative_error(got, want), gp.RELATIVE_TOLERANCE)
+
+    def test_tritonclient_http_aio_reads_every_answer(self):
+        # aiohttp asks for gzip and deflate on every call and tritonclient's
+        # aio client decompresses only inference answers.
+        import tritonclient.http.aio as aioclient
+
+        async def calls():
+            client = aioclient.InferenceServerClient(f"127.0.0.1:{_server.http_port}")
+            try:
+                self.assertTrue(await client.is_server_live())
+                self.assertTrue(await client.is_server_ready())
+                self.assertTrue(await client.is_model_ready("mlp"))
+                metadata = await client.get_model_metadata("mlp")
+                self.assertEqual(metadata["inputs"][0]["name"], "x")
+                config = await client.get_model_config("mlp")
+                self.assertEqual(config["max_batch_size"], gp.DEMO_MAX_BATCH)
+                await client.get_inference_statistics("mlp")
+                await client.get_system_shared_memory_status()
+                x = gp.random_inputs(gp.DEMO_INPUTS["mlp"], 2, seed=5)["x"]
+                tensor = aioclient.InferInput("x", list(x.shape), "FP32")
+                tensor.set_data_from_numpy(x)
+                result = await client.infer("mlp", [tensor])
+                want = gp.ReferenceModel(_repository, "mlp").run({"x": x})["y"]
+                self.assertLess(gp.relative_error(result.as_numpy("y"), want),
+                                gp.RELATIVE_TOLERANCE)
+            finally:
+                await client.close()
+
+        asyncio.run(calls())
+
+    def test_common_errors_carry_tritons_status_and_text(self):
+        """Triton's HTTP statuses and leading texts (Note [Triton's error
+        texts] in server/model_registry.cc)."""
+        x = gp.random_inputs(gp.DEMO_INPUTS["mlp"], 2, seed=13)["x"]
+
+        def infer(path, tensors):
+            body = json.dumps({"inputs": tensors}).encode()
+            request = urllib.request.Request(url(path), data=body, method="POST")
+            try:
+                with urllib.request.urlopen(request, timeout=CALL_TIMEOUT_S) as answer:
+                    return answer.status, json.loads(answer.read())
+            except urllib.error.HTTPError as error:
+                return error.code, json.loads(error.read())
+
+        good = {"name": "x", "datatype": "FP32", "shape": list(x.shape), "data": x.tolist()}
+        cases = [
+            ("/v2/models/nope/infer", [good], 404,
+             "Request for unknown model: 'nope' is not found"),
+            ("/v2/models/mlp/versions/9/infer", [good], 404,
+             "Request for unknown model: 'mlp' version 9 is not found"),
+            ("/v2/models/mlp/versions/one/infer", [good], 400,
+             "failed to get model version from specified version string 'one'"),
+            ("/v2/models/mlp/infer", [], 400,
+             "[request id: <id_unknown>] expected 1 inputs but got 0 inputs for model 'mlp'. "
+             "Got input(s) [], but missing required input(s) ['x']. Please provide all "
+             "required input(s)."),
+            ("/v2/models/mlp/infer", [dict(good, name="X")], 400,
+             "unexpected inference input 'X' for model 'mlp'"),
+            ("/v2/models/mlp/infer", [dict(good, shape=[1, x.size])], 400,
+             f"[request id: <id_unknown>] unexpected shape for input 'x' for model 'mlp'. "
+             f"Expected [-1,{x.shape[1]}], got [1,{x.size}]"),
+            ("/v2/models/mlp/infer", [dict(good, datatype="INT32", data=[0] * x.size)], 400,
+             "[request id: <id_unknown>] inference input 'x' data-type is 'INT32', but model "
+             "'mlp' expects 'FP32'"),
+        ]
+        for path, tensors, status, text in cases:
+            with self.subTest(path=path, text=text):
+                code, body = infer(path, tensors)
+                self.assertEqual(code, status, body)
+                self.assertTrue(body["error"].startswith(text), f"SERVER: {body['error']!r}")
+        code, body = curl(url("/v2/models/nope/config"))
+        self.assertEqual(code, 404)
+        self.assertTrue(json.loads(body)["error"].startswith(
+            "Request for unknown model: 'nope' is not found"), body)
+        code, body = curl(url("/v2/models/nope/ready"))
+        self.assertEqual((code, json.loads(body)), (400, {"error": "Model version not ready"}))
 
     def test_bad_json_is_400_and_the_server_keeps_serving(self):
         code, body = curl("-X", "POST", url("/v2/models/mlp/infer"), "-d", "{not json")

@@ -1,7 +1,8 @@
 """Triton's perf_analyzer against the real graphserve binary: a short
 closed-loop run on mlp at concurrency 1 and 2 over gRPC, one call per request
-and over ModelStreamInfer streams (--streaming), must succeed and write its
-CSV report with a row per concurrency.
+and over ModelStreamInfer streams (--streaming), and over HTTP with inputs and
+outputs in system shared memory, must succeed and write its CSV report with a
+row per concurrency.
 
 perf_analyzer is the C++ binary shipped inside tritonclient's manylinux
 wheel; 2.51.0 is the newest whose build runs on Debian 12 (glibc 2.36).
@@ -48,9 +49,10 @@ def perf_analyzer_path():
 
 class PerfAnalyzerCompatTest(unittest.TestCase):
 
-    def run_writes_csv(self, name, extra_args):
-        """Runs perf_analyzer on mlp at concurrency 1 and 2 with `extra_args`;
-        checks its CSV has a row per level with throughput and latency."""
+    def run_writes_csv(self, name, extra_args, protocol="grpc"):
+        """Runs perf_analyzer on mlp at concurrency 1 and 2 over `protocol`
+        with `extra_args`; checks its CSV has a row per level with throughput
+        and latency."""
         binary = perf_analyzer_path()
         self.assertTrue(os.access(binary, os.X_OK),
                         f"{binary} is missing: run ./deploy/setup.sh, which installs "
@@ -58,8 +60,9 @@ class PerfAnalyzerCompatTest(unittest.TestCase):
         csv_path = os.path.join(gp.scratch_dir("perf_"), f"{name}.csv")
         with gp.ServerProcess(SERVER_BINARY,
                               gp.make_demo_repository(MAKE_REPOSITORY)) as server:
+            url = server.url if protocol == "grpc" else f"127.0.0.1:{server.http_port}"
             command = [
-                binary, "-m", "mlp", "-u", server.url, "-i", "grpc",
+                binary, "-m", "mlp", "-u", url, "-i", protocol,
                 "--concurrency-range", "1:2",
                 "-p", str(WINDOW_MS),
                 "-s", str(STABILITY_PERCENT),
@@ -91,6 +94,12 @@ class PerfAnalyzerCompatTest(unittest.TestCase):
     def test_streaming_run_writes_csv(self):
         # --streaming: the requests go over ModelStreamInfer streams.
         self.run_writes_csv("mlp_streaming", ["--streaming"])
+
+    def test_http_system_shared_memory_run_writes_csv(self):
+        # Inputs and outputs in system shared memory over HTTP: perf_analyzer
+        # reads every answer's JSON, and fails on an output in a region whose
+        # JSON carries parameters without binary_data_size (Triton sends none).
+        self.run_writes_csv("mlp_http_shm", ["--shared-memory", "system"], protocol="http")
 
 if __name__ == "__main__":
     SERVER_BINARY, MAKE_REPOSITORY, argv = gp.parse_paths(sys.argv)

@@ -479,23 +479,34 @@ TEST_F(ServerEndToEnd, ModelMetadataAndConfig) {
   EXPECT_EQ(config.config().input_size(), 2);
 }
 
+// Triton's codes and leading texts (Note [Triton's error texts]).
 TEST_F(ServerEndToEnd, UnknownModelAndVersionAreNotFound) {
-  for (const auto& [model, version] :
-       std::vector<std::pair<std::string, std::string>>{{"resnet", ""}, {"mlp", "7"},
-                                                        {"mlp", "latest"}}) {
+  for (const auto& [model, version, code, text] :
+       std::vector<std::tuple<std::string, std::string, grpc::StatusCode, std::string>>{
+           {"resnet", "", grpc::StatusCode::NOT_FOUND,
+            "Request for unknown model: 'resnet' is not found"},
+           {"mlp", "7", grpc::StatusCode::NOT_FOUND,
+            "Request for unknown model: 'mlp' version 7 is not found"},
+           {"mlp", "latest", grpc::StatusCode::INVALID_ARGUMENT,
+            "failed to get model version from specified version string 'latest'"},
+           {"mlp", "-1", grpc::StatusCode::INVALID_ARGUMENT,
+            "invalid model version specified '-1'"}}) {
     grpc::ClientContext context;
     inference::ModelMetadataRequest request;
     request.set_name(model);
     request.set_version(version);
     inference::ModelMetadataResponse metadata;
     const grpc::Status status = stub_->ModelMetadata(&context, request, &metadata);
-    EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND) << model << " " << version;
+    EXPECT_EQ(status.error_code(), code) << model << " " << version;
+    EXPECT_THAT(status.error_message(), ::testing::StartsWith(text));
   }
   inference::ModelInferRequest request;
   request.set_model_name("resnet");
   inference::ModelInferResponse response;
   const grpc::Status status = Infer(request, &response);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_THAT(status.error_message(),
+              ::testing::StartsWith("Request for unknown model: 'resnet' is not found"));
   EXPECT_THAT(status.error_message(), HasSubstr("mlp"));  // says what is served
   ExpectGoodRequestStillServed();
 }
@@ -527,8 +538,9 @@ TEST_F(ServerEndToEnd, HugeNamesGetTheirCodeAndAShortMessage) {
     request.set_name("mlp");
     request.set_version(huge);
     inference::ModelConfigResponse config;
-    expect_short(stub_->ModelConfig(&context, request, &config), grpc::StatusCode::NOT_FOUND,
-                 "ModelConfig, huge version");
+    // Not an integer: Triton's INVALID_ARGUMENT.
+    expect_short(stub_->ModelConfig(&context, request, &config),
+                 grpc::StatusCode::INVALID_ARGUMENT, "ModelConfig, huge version");
   }
   {
     grpc::ClientContext context;
@@ -545,7 +557,8 @@ TEST_F(ServerEndToEnd, HugeNamesGetTheirCodeAndAShortMessage) {
       std::tuple<const char*, std::function<void(inference::ModelInferRequest*)>, grpc::StatusCode>>
       cases = {
           {"model name", [&](auto* r) { r->set_model_name(huge); }, grpc::StatusCode::NOT_FOUND},
-          {"version", [&](auto* r) { r->set_model_version(huge); }, grpc::StatusCode::NOT_FOUND},
+          {"version", [&](auto* r) { r->set_model_version(huge); },
+           grpc::StatusCode::INVALID_ARGUMENT},
           {"input name", [&](auto* r) { r->mutable_inputs(0)->set_name(huge); },
            grpc::StatusCode::INVALID_ARGUMENT},
           {"datatype", [&](auto* r) { r->mutable_inputs(0)->set_datatype(huge); },
@@ -922,8 +935,24 @@ TEST(ServerWithBrokenModel, ReportsNotServingAndUnavailableWithTheReason) {
     request.set_model_name("broken");
     inference::ModelInferResponse response;
     const grpc::Status status = stub->ModelInfer(&context, request, &response);
-    EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE);
+    // Triton's answer when no version is ready, then why.
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
+    EXPECT_THAT(status.error_message(),
+                ::testing::StartsWith(
+                    "Request for unknown model: 'broken' has no available versions"));
     EXPECT_THAT(status.error_message(), HasSubstr("failed to load"));
+  }
+  {
+    grpc::ClientContext context;
+    inference::ModelInferRequest request;
+    request.set_model_name("broken");
+    request.set_model_version("1");
+    inference::ModelInferResponse response;
+    const grpc::Status status = stub->ModelInfer(&context, request, &response);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE);
+    EXPECT_THAT(status.error_message(),
+                ::testing::StartsWith(
+                    "Request for unknown model: 'broken' version 1 is not at ready state"));
   }
   // The good model still serves.
   std::unique_ptr<HostExecutor> reference = Reference(repository, "mlp", 2);
@@ -1493,7 +1522,12 @@ TEST(ServerModelControl, ReloadUnderLoadFailsNoRequest) {
                   .error_code(),
               grpc::StatusCode::NOT_FOUND);
   }
-  EXPECT_EQ(LoadModel(*stub, "no_such_model").error_code(), grpc::StatusCode::NOT_FOUND);
+  // Triton's code and text for a model the repository does not hold.
+  const grpc::Status missing = LoadModel(*stub, "no_such_model");
+  EXPECT_EQ(missing.error_code(), grpc::StatusCode::INTERNAL);
+  EXPECT_THAT(missing.error_message(),
+              ::testing::StartsWith(
+                  "failed to load 'no_such_model', failed to poll from model repository"));
 }
 
 // --model-control-mode=poll: a changed config is reloaded and a removed
@@ -1550,7 +1584,14 @@ TEST(ServerModelControl, ALoadWithAConfigOverrideIgnoresTheFileOnDisk) {
   const std::filesystem::path mlp = std::filesystem::path(repository) / "mlp";
   std::filesystem::copy(mlp / "1", mlp / "2", std::filesystem::copy_options::recursive);
   std::ofstream(mlp / "config.pbtxt") << "this is { not a model configuration";
-  EXPECT_FALSE(LoadModel(*stub, "mlp").ok());  // the broken file, read as it is
+  {
+    // The broken file, read as it is: Triton's leading text.
+    const grpc::Status broken = LoadModel(*stub, "mlp");
+    EXPECT_EQ(broken.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_THAT(broken.error_message(),
+                ::testing::StartsWith(
+                    "failed to load 'mlp', failed to poll from model repository: "));
+  }
 
   {
     // An override naming another model is refused, its name quoted short.
@@ -1752,7 +1793,9 @@ TEST(ServerWithTritonConfig, MaxBatchSizeZeroServesTheFullShape) {
       &context, RawRequest("mlp", two_rows->graph(), RandomInputs(two_rows->graph(), 9)),
       &response);
   EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_THAT(refused.error_message(), HasSubstr("expects [1,512] (it does not batch)"));
+  EXPECT_THAT(refused.error_message(),
+              HasSubstr("unexpected shape for input 'x' for model 'mlp'. Expected [1,512], got "
+                        "[2,512] (the model does not batch)"));
 }
 
 // Triton matches config.pbtxt's inputs to the model's by name (issue 27 part

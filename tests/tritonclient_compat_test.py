@@ -262,6 +262,54 @@ class TritonClientCompatTest(unittest.TestCase):
         result = self.client.infer("mlp", inputs, client_timeout=CALL_TIMEOUT_S)
         self.assert_matches_reference("mlp", arrays, result, "infer mlp batch 4 after errors")
 
+    def test_common_errors_carry_tritons_code_and_text(self):
+        """Scripts written for Triton match these leading texts and codes
+        (Note [Triton's error texts] in server/model_registry.cc)."""
+        arrays, inputs = make_inputs("dlrm_dense", 2, seed=21)
+        renamed = grpcclient.InferInput("dense_typo", list(arrays["dense"].shape), "FP32")
+        renamed.set_data_from_numpy(arrays["dense"])
+        reshaped = grpcclient.InferInput("dense", [2, 3], "FP32")
+        reshaped.set_data_from_numpy(np.zeros((2, 3), np.float32))
+        retyped = grpcclient.InferInput("dense", list(arrays["dense"].shape), "FP64")
+        retyped.set_data_from_numpy(arrays["dense"].astype(np.float64))
+        dense_shape = list(arrays["dense"].shape)
+        cases = [
+            ("unknown model", lambda: self.client.infer("nope", inputs),
+             "StatusCode.NOT_FOUND", "Request for unknown model: 'nope' is not found"),
+            ("unknown version", lambda: self.client.infer("dlrm_dense", inputs, model_version="9"),
+             "StatusCode.NOT_FOUND",
+             "Request for unknown model: 'dlrm_dense' version 9 is not found"),
+            ("metadata, unknown model", lambda: self.client.get_model_metadata("nope"),
+             "StatusCode.NOT_FOUND", "Request for unknown model: 'nope' is not found"),
+            ("version not a number", lambda: self.client.get_model_config("mlp", "one"),
+             "StatusCode.INVALID_ARGUMENT",
+             "failed to get model version from specified version string 'one'"),
+            ("missing input", lambda: self.client.infer("dlrm_dense", inputs[:1], request_id="r1"),
+             "StatusCode.INVALID_ARGUMENT",
+             "[request id: r1] expected 2 inputs but got 1 inputs for model 'dlrm_dense'. "
+             "Got input(s) ['dense'], but missing required input(s) ['sparse_emb']. "
+             "Please provide all required input(s)."),
+            ("wrong input name", lambda: self.client.infer("dlrm_dense", [renamed, inputs[1]]),
+             "StatusCode.INVALID_ARGUMENT",
+             "unexpected inference input 'dense_typo' for model 'dlrm_dense'"),
+            ("wrong shape", lambda: self.client.infer("dlrm_dense", [reshaped, inputs[1]]),
+             "StatusCode.INVALID_ARGUMENT",
+             f"[request id: <id_unknown>] unexpected shape for input 'dense' for model "
+             f"'dlrm_dense'. Expected [-1,{dense_shape[1]}], got [2,3]"),
+            ("wrong datatype", lambda: self.client.infer("dlrm_dense", [retyped, inputs[1]]),
+             "StatusCode.INVALID_ARGUMENT",
+             "[request id: <id_unknown>] inference input 'dense' data-type is 'FP64', but model "
+             "'dlrm_dense' expects 'FP32'"),
+        ]
+        for name, call, status, text in cases:
+            with self.subTest(name):
+                with self.assertRaises(InferenceServerException) as raised:
+                    call()
+                self.assertEqual(raised.exception.status(), status, raised.exception.message())
+                self.assertTrue(raised.exception.message().startswith(text),
+                                f"SERVER: {raised.exception.message()!r} should start with "
+                                f"{text!r}")
+
     def test_huge_names_keep_their_code(self):
         # 64 KiB of client text in a name: quoted whole, the status message
         # would pass gRPC's 8 KiB metadata limit and tritonclient would report
@@ -282,7 +330,7 @@ class TritonClientCompatTest(unittest.TestCase):
             "get_model_config, huge version":
                 (lambda: self.client.get_model_config("mlp", model_version=huge,
                                                       client_timeout=CALL_TIMEOUT_S),
-                 "NOT_FOUND"),
+                 "INVALID_ARGUMENT"),
             "infer, huge model name":
                 (lambda: self.client.infer(huge, inputs, client_timeout=CALL_TIMEOUT_S),
                  "NOT_FOUND"),

@@ -876,6 +876,79 @@ TEST_P(CudaExecutorHalfModelTest, MatchesHostExecutorFusedAndUnfused) {
   }
 }
 
+// A convolutional block in half precision: x[B,8,16,16] -> Conv 3x3 (bias)
+// -> BatchNormalization (not folded: its statistics are float16 or
+// bfloat16 here, held by binding as a per-channel affine in that type) ->
+// Relu -> MaxPool 2x2 -> Conv 3x3 with asymmetric pads -> residual Add of a
+// 1x1 Conv of the pooled input -> Clip [0, 6] -> HardSwish -> AveragePool
+// 3x3 -> GlobalAveragePool -> y [B,16,1,1]. Every value of the model's type.
+Model HalfConvBlock(DType dtype) {
+  uint64_t seed = 90;
+  Model model;
+  model.name = "half_conv_block";
+  model.opset = 17;
+  const auto constant = [&](Dims dims, float scale, float offset = 0.0f) {
+    HostTensor normal = ConvertFloats(RandomTensor(DType::kFloat32, std::move(dims), ++seed),
+                                      DType::kFloat32);
+    for (int64_t i = 0; i < normal.num_elements(); ++i) {
+      normal.data<float>()[i] = normal.data<float>()[i] * scale + offset;
+    }
+    return std::make_shared<const HostTensor>(ConvertFloats(normal, dtype));
+  };
+  model.inputs.push_back({"x", dtype, {-1, 8, 16, 16}});
+  model.outputs.push_back({"y", dtype, {-1, 16, 1, 1}});
+  model.initializers["W1"] = constant({16, 8, 3, 3}, 0.15f);
+  model.initializers["B1"] = constant({16}, 0.1f);
+  model.initializers["bn_scale"] = constant({16}, 0.1f, 1.0f);
+  model.initializers["bn_bias"] = constant({16}, 0.1f);
+  model.initializers["bn_mean"] = constant({16}, 0.1f);
+  model.initializers["bn_var"] = constant({16}, 0.05f, 1.0f);
+  model.initializers["W2"] = constant({16, 16, 3, 3}, 0.1f);
+  model.initializers["W3"] = constant({16, 16, 1, 1}, 0.25f);
+  model.initializers["lo"] = constant({}, 0.0f);
+  model.initializers["hi"] = constant({}, 0.0f, 6.0f);
+  model.nodes = {
+      {"conv1", "Conv", {"x", "W1", "B1"}, {"c1"}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}}},
+      {"bn", "BatchNormalization", {"c1", "bn_scale", "bn_bias", "bn_mean", "bn_var"}, {"n1"}, {}},
+      {"relu", "Relu", {"n1"}, {"r1"}, {}},
+      {"pool", "MaxPool", {"r1"}, {"p1"},
+       {{"kernel_shape", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{2, 2}}}},
+      {"conv2", "Conv", {"p1", "W2"}, {"c2"}, {{"pads", std::vector<int64_t>{0, 1, 2, 1}}}},
+      {"skip", "Conv", {"p1", "W3"}, {"s1"}, {}},
+      {"residual", "Add", {"c2", "s1"}, {"a1"}, {}},
+      {"clip", "Clip", {"a1", "lo", "hi"}, {"k1"}, {}},
+      {"hswish", "HardSwish", {"k1"}, {"h1"}, {}},
+      {"avg", "AveragePool", {"h1"}, {"v1"},
+       {{"kernel_shape", std::vector<int64_t>{3, 3}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}}},
+      {"gap", "GlobalAveragePool", {"v1"}, {"y"}, {}},
+  };
+  return model;
+}
+
+TEST_P(CudaExecutorHalfModelTest, ConvBlockMatchesHostExecutorFusedAndUnfused) {
+  const auto [dtype, batch] = GetParam();
+  const Model model = HalfConvBlock(dtype);
+  absl::StatusOr<BoundGraph> graph = BindModel(model, {.batch_size = batch});
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  absl::StatusOr<std::unique_ptr<HostExecutor>> host = HostExecutor::Create(*graph);
+  ASSERT_TRUE(host.ok()) << host.status();
+  std::vector<HostTensor> inputs;
+  inputs.push_back(RandomTensor(dtype, {batch, 8, 16, 16}, 5));
+  absl::StatusOr<std::vector<HostTensor>> expected = (*host)->Run(inputs);
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  const double ulp = dtype == DType::kFloat16 ? 0x1p-11 : 0x1p-8;
+  for (bool fuse : {true, false}) {
+    CudaExecutorOptions options;
+    options.fuse_epilogues = fuse;
+    absl::StatusOr<std::unique_ptr<CudaExecutor>> cuda = CudaExecutor::Create(*graph, options);
+    ASSERT_TRUE(cuda.ok()) << cuda.status();
+    absl::StatusOr<std::vector<HostTensor>> got = (*cuda)->Run(inputs);
+    ASSERT_TRUE(got.ok()) << got.status();
+    ASSERT_EQ((*got)[0].dtype(), dtype);
+    EXPECT_LT(RelativeError((*got)[0], (*expected)[0]), 4 * ulp) << "fuse " << fuse;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(
     TypesAndBatches, CudaExecutorHalfModelTest,
     ::testing::Combine(::testing::Values(DType::kFloat16, DType::kBFloat16),

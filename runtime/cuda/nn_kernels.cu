@@ -11,6 +11,8 @@
 // indices and divides in 64 bits. The 64-bit variants exist so that no size is
 // refused, not for speed.
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -18,6 +20,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "runtime/cuda/dtype_dispatch.cu.h"
 #include "runtime/cuda/nn_kernels.h"
 #include "runtime/nn_params.h"
 
@@ -146,6 +149,17 @@ cudaError_t WithActivation(const ActivationParams& a, Launch&& launch) {
 }
 
 // --- Channel epilogue ------------------------------------------------------
+// The kernels below read and write elements of T (float32, float16 or
+// bfloat16; scale and shift too) and compute in float, rounding each output
+// once to T. float32 keeps its 16-byte packed kernel.
+
+using op_kernels_internal::VisitDeviceType;
+
+// The element as float (the 16-bit floats exactly).
+template <typename T>
+__device__ __forceinline__ float Load(const T* p, int64_t i) {
+  return static_cast<float>(p[i]);
+}
 
 template <typename Act>
 __device__ __forceinline__ float Epilogue(const Act& act, float x, float s, float t) {
@@ -185,37 +199,36 @@ __global__ void __launch_bounds__(kThreads)
   y[p] = v;
 }
 
-template <typename Act, bool kResidual>
+template <typename T, typename Act, bool kResidual>
 __global__ void __launch_bounds__(kThreads)
-    EpilogueKernel(uint32_t count, FastDivider spatial, FastDivider channels, const float* x,
-                   const float* scale, const float* shift, const float* residual, float* y,
-                   Act act) {
+    EpilogueKernel(uint32_t count, FastDivider spatial, FastDivider channels, const T* x,
+                   const T* scale, const T* shift, const T* residual, T* y, Act act) {
   const uint32_t i = blockIdx.x * kThreads + threadIdx.x;
   if (i >= count) return;
   const uint32_t plane = spatial.Div(i);
   const uint32_t c = plane - channels.Div(plane) * channels.divisor;
-  const float s = scale != nullptr ? scale[c] : 1.0f;
-  const float t = shift != nullptr ? shift[c] : 0.0f;
+  const float s = scale != nullptr ? Load(scale, c) : 1.0f;
+  const float t = shift != nullptr ? Load(shift, c) : 0.0f;
   if constexpr (kResidual) {
-    y[i] = Epilogue(act, x[i], s, t, residual[i]);
+    y[i] = static_cast<T>(Epilogue(act, Load(x, i), s, t, Load(residual, i)));
   } else {
-    y[i] = Epilogue(act, x[i], s, t);
+    y[i] = static_cast<T>(Epilogue(act, Load(x, i), s, t));
   }
 }
 
 // Note [Index width]: tensors of 2^31 elements or more.
-template <typename Act>
+template <typename T, typename Act>
 __global__ void __launch_bounds__(kThreads)
-    EpilogueKernel64(int64_t count, int64_t spatial, int64_t channels, const float* x,
-                     const float* scale, const float* shift, const float* residual, float* y,
-                     Act act) {
+    EpilogueKernel64(int64_t count, int64_t spatial, int64_t channels, const T* x,
+                     const T* scale, const T* shift, const T* residual, T* y, Act act) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * kThreads;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; i < count;
        i += step) {
     const int64_t c = (i / spatial) % channels;
-    const float s = scale != nullptr ? scale[c] : 1.0f;
-    const float t = shift != nullptr ? shift[c] : 0.0f;
-    y[i] = residual != nullptr ? Epilogue(act, x[i], s, t, residual[i]) : Epilogue(act, x[i], s, t);
+    const float s = scale != nullptr ? Load(scale, c) : 1.0f;
+    const float t = shift != nullptr ? Load(shift, c) : 0.0f;
+    y[i] = static_cast<T>(residual != nullptr ? Epilogue(act, Load(x, i), s, t, Load(residual, i))
+                                              : Epilogue(act, Load(x, i), s, t));
   }
 }
 
@@ -247,8 +260,8 @@ __device__ __forceinline__ TapRange TapsWithin(int64_t start, int64_t dilation, 
 
 // One output of one plane. Max: NaN wins and stays (no comparison with it is
 // true); -inf when no tap is inside the input. Average: see PoolParams.
-template <PoolKind kKind>
-__device__ __forceinline__ float PoolOne(const PoolParams& p, const float* __restrict__ x_plane,
+template <PoolKind kKind, typename T>
+__device__ __forceinline__ float PoolOne(const PoolParams& p, const T* __restrict__ x_plane,
                                          int64_t oh, int64_t ow) {
   const int64_t h0 = oh * p.stride_h - p.pad_top;
   const int64_t w0 = ow * p.stride_w - p.pad_left;
@@ -257,9 +270,9 @@ __device__ __forceinline__ float PoolOne(const PoolParams& p, const float* __res
   if constexpr (kKind == PoolKind::kMax) {
     float best = -INFINITY;
     for (int64_t kh = rows.begin; kh < rows.end; ++kh) {
-      const float* __restrict__ x_row = x_plane + (h0 + kh * p.dilation_h) * p.in_w + w0;
+      const T* __restrict__ x_row = x_plane + (h0 + kh * p.dilation_h) * p.in_w + w0;
       for (int64_t kw = cols.begin; kw < cols.end; ++kw) {
-        const float v = __ldg(x_row + kw * p.dilation_w);
+        const float v = static_cast<float>(__ldg(x_row + kw * p.dilation_w));
         if (v > best || v != v) best = v;
       }
     }
@@ -268,8 +281,10 @@ __device__ __forceinline__ float PoolOne(const PoolParams& p, const float* __res
     if (rows.count() == 0 || cols.count() == 0) return 0.0f;
     float sum = 0.0f;
     for (int64_t kh = rows.begin; kh < rows.end; ++kh) {
-      const float* __restrict__ x_row = x_plane + (h0 + kh * p.dilation_h) * p.in_w + w0;
-      for (int64_t kw = cols.begin; kw < cols.end; ++kw) sum += __ldg(x_row + kw * p.dilation_w);
+      const T* __restrict__ x_row = x_plane + (h0 + kh * p.dilation_h) * p.in_w + w0;
+      for (int64_t kw = cols.begin; kw < cols.end; ++kw) {
+        sum += static_cast<float>(__ldg(x_row + kw * p.dilation_w));
+      }
     }
     int64_t divisor = rows.count() * cols.count();
     if (p.count_include_pad) {
@@ -283,40 +298,41 @@ __device__ __forceinline__ float PoolOne(const PoolParams& p, const float* __res
   }
 }
 
-template <PoolKind kKind>
+template <PoolKind kKind, typename T>
 __global__ void __launch_bounds__(kThreads)
     PoolKernel(PoolParams p, uint32_t count, FastDivider out_w, FastDivider out_h,
-               const float* __restrict__ x, float* __restrict__ y) {
+               const T* __restrict__ x, T* __restrict__ y) {
   const uint32_t i = blockIdx.x * kThreads + threadIdx.x;
   if (i >= count) return;
   const uint32_t row = out_w.Div(i);
   const uint32_t ow = i - row * out_w.divisor;
   const uint32_t plane = out_h.Div(row);
   const uint32_t oh = row - plane * out_h.divisor;
-  y[i] = PoolOne<kKind>(p, x + static_cast<int64_t>(plane) * p.in_h * p.in_w, oh, ow);
+  y[i] = static_cast<T>(PoolOne<kKind>(p, x + static_cast<int64_t>(plane) * p.in_h * p.in_w, oh, ow));
 }
 
-template <PoolKind kKind>
+template <PoolKind kKind, typename T>
 __global__ void __launch_bounds__(kThreads)
-    PoolKernel64(PoolParams p, int64_t count, const float* __restrict__ x, float* __restrict__ y) {
+    PoolKernel64(PoolParams p, int64_t count, const T* __restrict__ x, T* __restrict__ y) {
   const int64_t step = static_cast<int64_t>(gridDim.x) * kThreads;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; i < count;
        i += step) {
     const int64_t row = i / p.out_w;
     const int64_t plane = row / p.out_h;
-    y[i] = PoolOne<kKind>(p, x + plane * p.in_h * p.in_w, row - plane * p.out_h, i - row * p.out_w);
+    y[i] = static_cast<T>(
+        PoolOne<kKind>(p, x + plane * p.in_h * p.in_w, row - plane * p.out_h, i - row * p.out_w));
   }
 }
 
-template <PoolKind kKind>
-cudaError_t LaunchPoolOf(const PoolParams& p, int64_t count, const float* x, float* y,
+template <PoolKind kKind, typename T>
+cudaError_t LaunchPoolOf(const PoolParams& p, int64_t count, const T* x, T* y,
                          cudaStream_t stream) {
   if (count <= kIndex32Limit) {
-    PoolKernel<kKind><<<BlocksFor(count), kThreads, 0, stream>>>(
+    PoolKernel<kKind, T><<<BlocksFor(count), kThreads, 0, stream>>>(
         p, static_cast<uint32_t>(count), FastDivider(static_cast<uint32_t>(p.out_w)),
         FastDivider(static_cast<uint32_t>(p.out_h)), x, y);
   } else {
-    PoolKernel64<kKind><<<StridedBlocks(count), kThreads, 0, stream>>>(p, count, x, y);
+    PoolKernel64<kKind, T><<<StridedBlocks(count), kThreads, 0, stream>>>(p, count, x, y);
   }
   return cudaGetLastError();
 }
@@ -362,35 +378,37 @@ __device__ __forceinline__ float Finish(float acc, int64_t spatial) {
 
 // One warp per row; the row index is uniform across the warp, so the whole
 // warp takes part in every shuffle.
-template <PoolKind kKind>
+template <PoolKind kKind, typename T>
 __global__ void __launch_bounds__(kThreads)
-    GlobalPoolWarpKernel(int64_t rows, int64_t spatial, const float* __restrict__ x,
-                         float* __restrict__ y) {
+    GlobalPoolWarpKernel(int64_t rows, int64_t spatial, const T* __restrict__ x,
+                         T* __restrict__ y) {
   const int lane = threadIdx.x % kWarpSize;
   const int64_t step = static_cast<int64_t>(gridDim.x) * kWarpsPerBlock;
   for (int64_t row = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarpSize;
        row < rows; row += step) {
-    const float* __restrict__ x_row = x + row * spatial;
+    const T* __restrict__ x_row = x + row * spatial;
     float acc = Identity<kKind>();
-    for (int64_t s = lane; s < spatial; s += kWarpSize) acc = Combine<kKind>(acc, __ldg(x_row + s));
+    for (int64_t s = lane; s < spatial; s += kWarpSize) {
+      acc = Combine<kKind>(acc, static_cast<float>(__ldg(x_row + s)));
+    }
     acc = WarpReduce<kKind>(acc);
-    if (lane == 0) y[row] = Finish<kKind>(acc, spatial);
+    if (lane == 0) y[row] = static_cast<T>(Finish<kKind>(acc, spatial));
   }
 }
 
 // One block per row, for long rows.
-template <PoolKind kKind>
+template <PoolKind kKind, typename T>
 __global__ void __launch_bounds__(kThreads)
-    GlobalPoolBlockKernel(int64_t rows, int64_t spatial, const float* __restrict__ x,
-                          float* __restrict__ y) {
+    GlobalPoolBlockKernel(int64_t rows, int64_t spatial, const T* __restrict__ x,
+                          T* __restrict__ y) {
   __shared__ float partial[kWarpsPerBlock];
   const int lane = threadIdx.x % kWarpSize;
   const int warp = threadIdx.x / kWarpSize;
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
-    const float* __restrict__ x_row = x + row * spatial;
+    const T* __restrict__ x_row = x + row * spatial;
     float acc = Identity<kKind>();
     for (int64_t s = threadIdx.x; s < spatial; s += kThreads) {
-      acc = Combine<kKind>(acc, __ldg(x_row + s));
+      acc = Combine<kKind>(acc, static_cast<float>(__ldg(x_row + s)));
     }
     acc = WarpReduce<kKind>(acc);
     if (lane == 0) partial[warp] = acc;
@@ -398,21 +416,21 @@ __global__ void __launch_bounds__(kThreads)
     if (warp == 0) {
       acc = lane < kWarpsPerBlock ? partial[lane] : Identity<kKind>();
       acc = WarpReduce<kKind>(acc);
-      if (lane == 0) y[row] = Finish<kKind>(acc, spatial);
+      if (lane == 0) y[row] = static_cast<T>(Finish<kKind>(acc, spatial));
     }
     __syncthreads();  // `partial` is rewritten for the next row
   }
 }
 
-template <PoolKind kKind>
-cudaError_t LaunchGlobalPoolOf(const GlobalPoolParams& p, const float* x, float* y,
+template <PoolKind kKind, typename T>
+cudaError_t LaunchGlobalPoolOf(const GlobalPoolParams& p, const T* x, T* y,
                                cudaStream_t stream) {
   if (p.spatial >= kBlockRowSpatial) {
     const auto blocks = static_cast<unsigned>(std::min(p.rows, kMaxStridedBlocks));
-    GlobalPoolBlockKernel<kKind><<<blocks, kThreads, 0, stream>>>(p.rows, p.spatial, x, y);
+    GlobalPoolBlockKernel<kKind, T><<<blocks, kThreads, 0, stream>>>(p.rows, p.spatial, x, y);
   } else {
     const int64_t blocks = (p.rows + kWarpsPerBlock - 1) / kWarpsPerBlock;
-    GlobalPoolWarpKernel<kKind>
+    GlobalPoolWarpKernel<kKind, T>
         <<<static_cast<unsigned>(std::min(blocks, kMaxStridedBlocks)), kThreads, 0, stream>>>(
             p.rows, p.spatial, x, y);
   }
@@ -517,75 +535,61 @@ cudaError_t LaunchPadOf(const PadGeometry& g, int64_t count, T fill, const void*
   return cudaGetLastError();
 }
 
-}  // namespace
-
-cudaError_t LaunchPool(const PoolParams& p, const float* x, float* y, cudaStream_t stream) {
-  if (p.batch < 0 || p.channels < 0 || p.in_h < 0 || p.in_w < 0 || p.out_h < 0 || p.out_w < 0 ||
-      p.kernel_h < 1 || p.kernel_w < 1 || p.stride_h < 1 || p.stride_w < 1 || p.dilation_h < 1 ||
-      p.dilation_w < 1) {
-    return cudaErrorInvalidValue;
-  }
-  const int64_t count = p.batch * p.channels * p.out_h * p.out_w;
-  if (count == 0) return cudaSuccess;
-  switch (p.kind) {
-    case PoolKind::kMax:
-      return LaunchPoolOf<PoolKind::kMax>(p, count, x, y, stream);
-    case PoolKind::kAverage:
-      return LaunchPoolOf<PoolKind::kAverage>(p, count, x, y, stream);
-  }
-  return cudaErrorInvalidValue;
+// fn(T{}) for the element types of the pooling and epilogue kernels:
+// float32 and the two 16-bit floats.
+template <typename Fn>
+cudaError_t VisitNnType(DType dtype, Fn&& fn) {
+  return VisitDeviceType(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::Type;
+    if constexpr (std::is_same_v<T, float> || op_kernels_internal::kIsHalfType<T>) {
+      return fn(T{});
+    } else {
+      return cudaErrorInvalidValue;
+    }
+  });
 }
 
-cudaError_t LaunchGlobalPool(const GlobalPoolParams& p, const float* x, float* y,
-                             cudaStream_t stream) {
-  if (p.rows < 0 || p.spatial < 0) return cudaErrorInvalidValue;
-  if (p.rows == 0) return cudaSuccess;
-  switch (p.kind) {
-    case PoolKind::kMax:
-      return LaunchGlobalPoolOf<PoolKind::kMax>(p, x, y, stream);
-    case PoolKind::kAverage:
-      return LaunchGlobalPoolOf<PoolKind::kAverage>(p, x, y, stream);
-  }
-  return cudaErrorInvalidValue;
-}
-
-cudaError_t LaunchChannelEpilogue(const ChannelEpilogueParams& p, const float* x,
-                                  const float* scale, const float* shift, const float* residual,
-                                  float* y, cudaStream_t stream) {
-  if (p.batch < 0 || p.channels < 0 || p.spatial < 0) return cudaErrorInvalidValue;
-  const int64_t count = p.batch * p.channels * p.spatial;
-  if (count == 0) return cudaSuccess;
+// The epilogue of `count` elements of T.
+template <typename T>
+cudaError_t LaunchChannelEpilogueOf(const ChannelEpilogueParams& p, int64_t count, const T* x,
+                                    const T* scale, const T* shift, const T* residual, T* y,
+                                    cudaStream_t stream) {
   const bool has_residual = residual != nullptr;
-  const bool vec4 = p.spatial % 4 == 0 && IsAligned(x, 16) && IsAligned(y, 16) &&
-                    (!has_residual || IsAligned(residual, 16));
+  bool vec4 = false;
+  if constexpr (std::is_same_v<T, float>) {
+    vec4 = p.spatial % 4 == 0 && IsAligned(x, 16) && IsAligned(y, 16) &&
+           (!has_residual || IsAligned(residual, 16));
+  }
   return WithActivation(p.activation, [&](auto act) -> cudaError_t {
     using Act = decltype(act);
     if (count > kIndex32Limit) {
-      EpilogueKernel64<Act><<<StridedBlocks(count), kThreads, 0, stream>>>(
+      EpilogueKernel64<T, Act><<<StridedBlocks(count), kThreads, 0, stream>>>(
           count, p.spatial, p.channels, x, scale, shift, residual, y, act);
     } else if (vec4) {
-      const auto packs = static_cast<uint32_t>(count / 4);
-      const FastDivider plane_packs(static_cast<uint32_t>(p.spatial / 4));
-      const FastDivider channels(static_cast<uint32_t>(p.channels));
-      const auto* x4 = reinterpret_cast<const float4*>(x);
-      const auto* r4 = reinterpret_cast<const float4*>(residual);
-      auto* y4 = reinterpret_cast<float4*>(y);
-      if (has_residual) {
-        EpilogueVec4Kernel<Act, true><<<BlocksFor(packs), kThreads, 0, stream>>>(
-            packs, plane_packs, channels, x4, scale, shift, r4, y4, act);
-      } else {
-        EpilogueVec4Kernel<Act, false><<<BlocksFor(packs), kThreads, 0, stream>>>(
-            packs, plane_packs, channels, x4, scale, shift, r4, y4, act);
+      if constexpr (std::is_same_v<T, float>) {
+        const auto packs = static_cast<uint32_t>(count / 4);
+        const FastDivider plane_packs(static_cast<uint32_t>(p.spatial / 4));
+        const FastDivider channels(static_cast<uint32_t>(p.channels));
+        const auto* x4 = reinterpret_cast<const float4*>(x);
+        const auto* r4 = reinterpret_cast<const float4*>(residual);
+        auto* y4 = reinterpret_cast<float4*>(y);
+        if (has_residual) {
+          EpilogueVec4Kernel<Act, true><<<BlocksFor(packs), kThreads, 0, stream>>>(
+              packs, plane_packs, channels, x4, scale, shift, r4, y4, act);
+        } else {
+          EpilogueVec4Kernel<Act, false><<<BlocksFor(packs), kThreads, 0, stream>>>(
+              packs, plane_packs, channels, x4, scale, shift, r4, y4, act);
+        }
       }
     } else {
       const auto n = static_cast<uint32_t>(count);
       const FastDivider spatial(static_cast<uint32_t>(p.spatial));
       const FastDivider channels(static_cast<uint32_t>(p.channels));
       if (has_residual) {
-        EpilogueKernel<Act, true><<<BlocksFor(n), kThreads, 0, stream>>>(
+        EpilogueKernel<T, Act, true><<<BlocksFor(n), kThreads, 0, stream>>>(
             n, spatial, channels, x, scale, shift, residual, y, act);
       } else {
-        EpilogueKernel<Act, false><<<BlocksFor(n), kThreads, 0, stream>>>(
+        EpilogueKernel<T, Act, false><<<BlocksFor(n), kThreads, 0, stream>>>(
             n, spatial, channels, x, scale, shift, residual, y, act);
       }
     }
@@ -593,10 +597,68 @@ cudaError_t LaunchChannelEpilogue(const ChannelEpilogueParams& p, const float* x
   });
 }
 
+}  // namespace
+
+cudaError_t LaunchPool(const PoolParams& p, const void* x, void* y, cudaStream_t stream) {
+  if (p.batch < 0 || p.channels < 0 || p.in_h < 0 || p.in_w < 0 || p.out_h < 0 || p.out_w < 0 ||
+      p.kernel_h < 1 || p.kernel_w < 1 || p.stride_h < 1 || p.stride_w < 1 || p.dilation_h < 1 ||
+      p.dilation_w < 1) {
+    return cudaErrorInvalidValue;
+  }
+  const int64_t count = p.batch * p.channels * p.out_h * p.out_w;
+  if (count == 0) return cudaSuccess;
+  return VisitNnType(p.dtype, [&](auto tag) -> cudaError_t {
+    using T = decltype(tag);
+    const auto* in = static_cast<const T*>(x);
+    auto* out = static_cast<T*>(y);
+    switch (p.kind) {
+      case PoolKind::kMax:
+        return LaunchPoolOf<PoolKind::kMax>(p, count, in, out, stream);
+      case PoolKind::kAverage:
+        return LaunchPoolOf<PoolKind::kAverage>(p, count, in, out, stream);
+    }
+    return cudaErrorInvalidValue;
+  });
+}
+
+cudaError_t LaunchGlobalPool(const GlobalPoolParams& p, const void* x, void* y,
+                             cudaStream_t stream) {
+  if (p.rows < 0 || p.spatial < 0) return cudaErrorInvalidValue;
+  if (p.rows == 0) return cudaSuccess;
+  return VisitNnType(p.dtype, [&](auto tag) -> cudaError_t {
+    using T = decltype(tag);
+    const auto* in = static_cast<const T*>(x);
+    auto* out = static_cast<T*>(y);
+    switch (p.kind) {
+      case PoolKind::kMax:
+        return LaunchGlobalPoolOf<PoolKind::kMax>(p, in, out, stream);
+      case PoolKind::kAverage:
+        return LaunchGlobalPoolOf<PoolKind::kAverage>(p, in, out, stream);
+    }
+    return cudaErrorInvalidValue;
+  });
+}
+
+cudaError_t LaunchChannelEpilogue(const ChannelEpilogueParams& p, const void* x,
+                                  const void* scale, const void* shift, const void* residual,
+                                  void* y, cudaStream_t stream) {
+  if (p.batch < 0 || p.channels < 0 || p.spatial < 0) return cudaErrorInvalidValue;
+  const int64_t count = p.batch * p.channels * p.spatial;
+  if (count == 0) return cudaSuccess;
+  return VisitNnType(p.dtype, [&](auto tag) {
+    using T = decltype(tag);
+    return LaunchChannelEpilogueOf<T>(p, count, static_cast<const T*>(x),
+                                      static_cast<const T*>(scale), static_cast<const T*>(shift),
+                                      static_cast<const T*>(residual), static_cast<T*>(y), stream);
+  });
+}
+
 cudaError_t LaunchPad(const PadParams& p, const void* x, void* y, int element_size,
                       uint64_t value_bits, cudaStream_t stream) {
   if (p.rank < 0 || p.rank > kMaxPadRank) return cudaErrorInvalidValue;
-  if (element_size != 1 && element_size != 4 && element_size != 8) return cudaErrorInvalidValue;
+  if (element_size != 1 && element_size != 2 && element_size != 4 && element_size != 8) {
+    return cudaErrorInvalidValue;
+  }
   PadGeometry g;
   g.mode = p.mode;
   g.rank = p.rank > 0 ? p.rank : 1;
@@ -627,6 +689,8 @@ cudaError_t LaunchPad(const PadParams& p, const void* x, void* y, int element_si
   switch (element_size) {
     case 1:
       return LaunchPadOf<uint8_t>(g, count, static_cast<uint8_t>(value_bits), x, y, stream);
+    case 2:
+      return LaunchPadOf<uint16_t>(g, count, static_cast<uint16_t>(value_bits), x, y, stream);
     case 4:
       return LaunchPadOf<uint32_t>(g, count, static_cast<uint32_t>(value_bits), x, y, stream);
     case 8:
@@ -635,7 +699,7 @@ cudaError_t LaunchPad(const PadParams& p, const void* x, void* y, int element_si
   return cudaErrorInvalidValue;
 }
 
-cudaError_t LaunchActivation(const ActivationParams& params, const float* x, float* y,
+cudaError_t LaunchActivation(const ActivationParams& params, DType dtype, const void* x, void* y,
                              int64_t count, cudaStream_t stream) {
   if (count < 0) return cudaErrorInvalidValue;
   // The epilogue of one channel with no scale, shift or residual: fmaf(x, 1,
@@ -645,6 +709,7 @@ cudaError_t LaunchActivation(const ActivationParams& params, const float* x, flo
   p.channels = 1;
   p.spatial = count;
   p.activation = params;
+  p.dtype = dtype;
   return LaunchChannelEpilogue(p, x, nullptr, nullptr, nullptr, y, stream);
 }
 

@@ -15,7 +15,10 @@
 // the caller and must stay valid until the stream has run the work. A launch
 // with no output elements enqueues nothing and returns cudaSuccess; parameters
 // no kernel can run (negative sizes, a rank above kMaxPadRank, an element size
-// other than 1, 4 or 8) give cudaErrorInvalidValue and enqueue nothing.
+// other than 1, 2, 4 or 8, a dtype other than float32, float16 or bfloat16
+// for pooling and epilogues) give cudaErrorInvalidValue and enqueue nothing.
+// Pooling and epilogues compute in float whatever the element type and round
+// each output once to it.
 //
 // NaN propagates everywhere nn_params.h says it does: max pooling of a window
 // holding a NaN is NaN, and every activation maps NaN to NaN (no fmaxf/fminf,
@@ -35,12 +38,12 @@ namespace graphserve {
 // by PoolParams' divisor (count_include_pad either way); a window with no
 // position inside the input gives 0. Dilation applies to both kinds, as the
 // host reference does (binding never asks average for one).
-cudaError_t LaunchPool(const PoolParams& params, const float* x, float* y, cudaStream_t stream);
+cudaError_t LaunchPool(const PoolParams& params, const void* x, void* y, cudaStream_t stream);
 
 // y [rows] = max or mean of each row of x [rows, spatial]. One warp per row,
 // one block per row for long rows; float32 tree-order sums. An empty row
 // (spatial 0) gives -inf (max) or NaN (mean: 0 / 0), as the host reference.
-cudaError_t LaunchGlobalPool(const GlobalPoolParams& params, const float* x, float* y,
+cudaError_t LaunchGlobalPool(const GlobalPoolParams& params, const void* x, void* y,
                              cudaStream_t stream);
 
 // y[n, c, s] = act(x[n, c, s] * scale[c] + shift[c] + residual[n, c, s]), see
@@ -49,11 +52,12 @@ cudaError_t LaunchGlobalPool(const GlobalPoolParams& params, const float* x, flo
 // otherwise overlap them. The affine is one fused multiply-add (one rounding);
 // with a residual there is a second rounding. Uses 16-byte loads and stores
 // when spatial % 4 == 0 and x, y and residual are 16-byte aligned.
-cudaError_t LaunchChannelEpilogue(const ChannelEpilogueParams& params, const float* x,
-                                  const float* scale, const float* shift, const float* residual,
-                                  float* y, cudaStream_t stream);
+cudaError_t LaunchChannelEpilogue(const ChannelEpilogueParams& params, const void* x,
+                                  const void* scale, const void* shift, const void* residual,
+                                  void* y, cudaStream_t stream);
 
-// Pad of `element_size`-byte elements (1: bool, 4: float32, 8: int64), see
+// Pad of `element_size`-byte elements (1, 2, 4 or 8: any row of the datatype
+// table), see
 // PadParams. For kConstant the pad value is the low `element_size` bytes of
 // `value_bits` (little-endian; for float32 the bits of PadParams::value, which
 // this function does not read itself, so that int64 and bool pads have a
@@ -64,7 +68,7 @@ cudaError_t LaunchPad(const PadParams& params, const void* x, void* y, int eleme
 
 // y[i] = act(x[i]) for i < count (Clip, HardSigmoid, HardSwish, ... as their
 // own nodes). y may equal x.
-cudaError_t LaunchActivation(const ActivationParams& params, const float* x, float* y,
+cudaError_t LaunchActivation(const ActivationParams& params, DType dtype, const void* x, void* y,
                              int64_t count, cudaStream_t stream);
 
 }  // namespace graphserve

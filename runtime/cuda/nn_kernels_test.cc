@@ -462,7 +462,7 @@ TEST_P(ActivationTest, MatchesReferenceWithSpecialValues) {
 
   const DeviceArray dx = DeviceArray::From(x, misalign);
   const DeviceArray dy = DeviceArray::From(std::vector<float>(count, -7.0f), misalign);
-  ASSERT_EQ(LaunchActivation(activation, dx.f(), dy.f(), count, stream_.get()), cudaSuccess);
+  ASSERT_EQ(LaunchActivation(activation, DType::kFloat32, dx.f(), dy.f(), count, stream_.get()), cudaSuccess);
   Sync();
   EXPECT_TRUE(MatchesReference(dy.Download<float>(), want, kTolerance));
 }
@@ -662,12 +662,16 @@ TEST(NnKernelsArgumentsTest, InvalidParametersAreRefused) {
   PadParams pad;
   pad.rank = 1;
   pad.in_dims[0] = pad.out_dims[0] = 4;
-  EXPECT_EQ(LaunchPad(pad, nullptr, nullptr, /*element_size=*/2, 0, nullptr),
+  EXPECT_EQ(LaunchPad(pad, nullptr, nullptr, /*element_size=*/3, 0, nullptr),
             cudaErrorInvalidValue);
+  // Pooling and epilogues take float32 and the 16-bit floats only.
+  PoolParams int_pool;
+  int_pool.dtype = DType::kInt64;
+  EXPECT_EQ(LaunchPool(int_pool, nullptr, nullptr, nullptr), cudaErrorInvalidValue);
   pad.rank = kMaxPadRank + 1;
   EXPECT_EQ(LaunchPad(pad, nullptr, nullptr, 4, 0, nullptr), cudaErrorInvalidValue);
 
-  EXPECT_EQ(LaunchActivation(ActivationParams(), nullptr, nullptr, -1, nullptr),
+  EXPECT_EQ(LaunchActivation(ActivationParams(), DType::kFloat32, nullptr, nullptr, -1, nullptr),
             cudaErrorInvalidValue);
 }
 
@@ -690,7 +694,7 @@ TEST(NnKernelsArgumentsTest, EmptyOutputsEnqueueNothing) {
   pad.out_dims[1] = 0;  // cropped away
   pad.pads_begin[1] = -4;
   EXPECT_EQ(LaunchPad(pad, nullptr, nullptr, 4, 0, nullptr), cudaSuccess);
-  EXPECT_EQ(LaunchActivation(ActivationParams(), nullptr, nullptr, 0, nullptr), cudaSuccess);
+  EXPECT_EQ(LaunchActivation(ActivationParams(), DType::kFloat32, nullptr, nullptr, 0, nullptr), cudaSuccess);
 }
 
 }  // namespace

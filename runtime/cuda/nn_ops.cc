@@ -28,8 +28,6 @@ absl::Status LaunchStatus(cudaError_t error, const std::string& label, const cha
 using DeviceInputs = absl::Span<const void* const>;
 using DeviceOutputs = absl::Span<void* const>;
 
-const float* In(DeviceInputs inputs, size_t i) { return static_cast<const float*>(inputs[i]); }
-float* Out(DeviceOutputs outputs) { return static_cast<float*>(outputs[0]); }
 
 // One launch of an nn_kernels function configured by `params` at plan time;
 // `call` names it in errors.
@@ -67,9 +65,10 @@ struct PadLaunch {
   uint64_t value_bits = 0;
 };
 
-// An elementwise activation over `count` floats.
+// An elementwise activation over `count` elements of `dtype`.
 struct ActivationLaunch {
   ActivationParams params;
+  DType dtype = DType::kFloat32;
   int64_t count = 0;
 };
 
@@ -110,7 +109,7 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakePool(const CudaKernelContext& 
   return MakeLaunchKernel<PoolParams>(
       Label(context.node), PoolParamsOf(context.graph, context.node),
       [](const PoolParams& p, DeviceInputs in, DeviceOutputs out, cudaStream_t stream) {
-        return LaunchPool(p, In(in, 0), Out(out), stream);
+        return LaunchPool(p, in[0], out[0], stream);
       },
       "LaunchPool");
 }
@@ -119,7 +118,7 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeGlobalPool(const CudaKernelCon
   return MakeLaunchKernel<GlobalPoolParams>(
       Label(context.node), GlobalPoolParamsOf(context.graph, context.node),
       [](const GlobalPoolParams& p, DeviceInputs in, DeviceOutputs out, cudaStream_t stream) {
-        return LaunchGlobalPool(p, In(in, 0), Out(out), stream);
+        return LaunchGlobalPool(p, in[0], out[0], stream);
       },
       "LaunchGlobalPool");
 }
@@ -131,8 +130,7 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeBatchNorm(const CudaKernelCont
       Label(context.node), ChannelEpilogueParamsOf(context.graph, context.node),
       [](const ChannelEpilogueParams& p, DeviceInputs in, DeviceOutputs out,
          cudaStream_t stream) {
-        return LaunchChannelEpilogue(p, In(in, 0), In(in, 1), In(in, 2), nullptr, Out(out),
-                                     stream);
+        return LaunchChannelEpilogue(p, in[0], in[1], in[2], nullptr, out[0], stream);
       },
       "LaunchChannelEpilogue");
 }
@@ -153,12 +151,12 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakePad(const CudaKernelContext& c
 
 // Clip, HardSigmoid, HardSwish.
 absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeActivation(const CudaKernelContext& context) {
-  const ActivationLaunch activation{ActivationOf(context.node),
-                                    NumElements(context.graph.value(context.node.inputs[0]).dims)};
+  const BoundValue& x = context.graph.value(context.node.inputs[0]);
+  const ActivationLaunch activation{ActivationOf(context.node), x.dtype, NumElements(x.dims)};
   return MakeLaunchKernel<ActivationLaunch>(
       Label(context.node), activation,
       [](const ActivationLaunch& a, DeviceInputs in, DeviceOutputs out, cudaStream_t stream) {
-        return LaunchActivation(a.params, In(in, 0), Out(out), a.count, stream);
+        return LaunchActivation(a.params, a.dtype, in[0], out[0], a.count, stream);
       },
       "LaunchActivation");
 }
@@ -174,16 +172,18 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeConv(const CudaKernelContext& 
 }  // namespace
 
 void AddNnCudaKernels(CudaKernelDefs& defs) {
-  const DTypeSet float32 = DTypes({DType::kFloat32});
-  for (const char* op : {"AveragePool", "MaxPool"}) defs.push_back({op, float32, MakePool});
+  // cuDNN's data types and the pooling and epilogue kernels' (computed in
+  // float, runtime/cuda/nn_kernels.h).
+  const DTypeSet nn_types = DTypes({DType::kFloat32, DType::kFloat16, DType::kBFloat16});
+  for (const char* op : {"AveragePool", "MaxPool"}) defs.push_back({op, nn_types, MakePool});
   for (const char* op : {"GlobalAveragePool", "GlobalMaxPool"}) {
-    defs.push_back({op, float32, MakeGlobalPool});
+    defs.push_back({op, nn_types, MakeGlobalPool});
   }
   for (const char* op : {"Clip", "HardSigmoid", "HardSwish"}) {
-    defs.push_back({op, float32, MakeActivation});
+    defs.push_back({op, nn_types, MakeActivation});
   }
-  defs.push_back({"BatchNormalization", float32, MakeBatchNorm});
-  defs.push_back({"Conv", float32, MakeConv});
+  defs.push_back({"BatchNormalization", nn_types, MakeBatchNorm});
+  defs.push_back({"Conv", nn_types, MakeConv});
   defs.push_back({"Pad", kAnyDType, MakePad});
 }
 
@@ -210,6 +210,7 @@ absl::StatusOr<std::unique_ptr<ConvKernel>> ConvKernel::Create(const CudaKernelC
   epilogue.channels = params.out_channels;
   epilogue.spatial = params.out_h * params.out_w;
   epilogue.activation = fusion.activation;
+  epilogue.dtype = params.dtype;
   return std::make_unique<ConvKernel>(Label(context.node), choice_key, std::move(cudnn), fusion,
                                       epilogue, context.workspace, context.algorithm_choices);
 }
@@ -245,9 +246,7 @@ absl::Status ConvKernel::Autotune(absl::Span<const void* const> inputs,
     CudnnConv::TuningOptions options;
     options.slowdowns = &slowdowns;
     RETURN_IF_ERROR(AnnotateStatus(
-        conv_->ChooseFastestAlgorithm(static_cast<const float*>(inputs[0]),
-                                      static_cast<const float*>(inputs[1]),
-                                      static_cast<float*>(outputs[0]), stream, options),
+        conv_->ChooseFastestAlgorithm(inputs[0], inputs[1], outputs[0], stream, options),
         label_));
     if (algorithm_choices_) {
       algorithm_choices_->RecordPlan(choice_key_, conv_->plan());
@@ -260,18 +259,15 @@ absl::Status ConvKernel::Autotune(absl::Span<const void* const> inputs,
 
 absl::Status ConvKernel::Enqueue(absl::Span<const void* const> inputs,
                                  absl::Span<void* const> outputs, cudaStream_t stream) const {
-  float* y = static_cast<float*>(outputs[0]);
-  RETURN_IF_ERROR(AnnotateStatus(
-      conv_->Enqueue(static_cast<const float*>(inputs[0]), static_cast<const float*>(inputs[1]), y,
-                     workspace_->get(), stream),
-      label_));
+  void* y = outputs[0];
+  RETURN_IF_ERROR(
+      AnnotateStatus(conv_->Enqueue(inputs[0], inputs[1], y, workspace_->get(), stream), label_));
   const bool epilogue =
       fusion_.has_bias || fusion_.has_residual || fusion_.activation.kind != Activation::kNone;
   if (!epilogue) return absl::OkStatus();
   size_t next = 2;
-  const float* bias = fusion_.has_bias ? static_cast<const float*>(inputs[next++]) : nullptr;
-  const float* residual =
-      fusion_.has_residual ? static_cast<const float*>(inputs[next++]) : nullptr;
+  const void* bias = fusion_.has_bias ? inputs[next++] : nullptr;
+  const void* residual = fusion_.has_residual ? inputs[next++] : nullptr;
   return LaunchStatus(LaunchChannelEpilogue(epilogue_, y, nullptr, bias, residual, y, stream),
                       label_, "LaunchChannelEpilogue");
 }

@@ -27,6 +27,10 @@ namespace graphserve {
 
 namespace {
 
+// The element types of the convolutional ops: cuDNN's data types and the
+// pooling and epilogue kernels' (all computed in float).
+const std::vector<DType> kNnTypes = {DType::kFloat32, DType::kFloat16, DType::kBFloat16};
+
 // The spatial window of a Conv or pool node, per spatial dim, after auto_pad.
 struct Window {
   std::vector<int64_t> kernel;
@@ -120,9 +124,9 @@ absl::Status CheckSpatialRank(const BindContext& ctx, const Dims& x) {
 }
 
 absl::Status BindConv(BindContext& ctx) {
-  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
-    RETURN_IF_ERROR(ctx.CheckDType(i, {DType::kFloat32}));
-  }
+  RETURN_IF_ERROR(ctx.CheckDType(0, kNnTypes));
+  for (size_t i = 1; i < ctx.num_inputs(); ++i) RETURN_IF_ERROR(ctx.CheckSameDType(0, i));
+  const DType dtype = ctx.in_dtype(0);
   // Copies: emitting the Pad below adds values, which may move the one these read.
   const Dims x = ctx.in_dims(0);
   const Dims w = ctx.in_dims(1);
@@ -163,7 +167,7 @@ absl::Status BindConv(BindContext& ctx) {
                                     {{"mode", int64_t{static_cast<int64_t>(PadMode::kConstant)}},
                                      {"pads", pads},
                                      {"value", 0.0f}},
-                                    DType::kFloat32, padded));
+                                    dtype, padded));
   }
   Dims out = {x[0], w[0]};
   for (size_t d = 0; d < spatial.size(); ++d) {
@@ -182,11 +186,11 @@ absl::Status BindConv(BindContext& ctx) {
                          {"strides", AsHW(win.strides, 1)},
                          {"dilations", AsHW(win.dilations, 1)},
                          {"pads", AsHW(sym, 0)}},
-                        DType::kFloat32, std::move(out));
+                        dtype, std::move(out));
 }
 
 absl::Status BindPool(BindContext& ctx) {
-  RETURN_IF_ERROR(ctx.CheckDType(0, {DType::kFloat32}));
+  RETURN_IF_ERROR(ctx.CheckDType(0, kNnTypes));
   const Dims& x = ctx.in_dims(0);
   RETURN_IF_ERROR(CheckSpatialRank(ctx, x));
   if (ctx.outputs().size() > 1) return ctx.Unsupported("MaxPool's Indices output");
@@ -217,25 +221,26 @@ absl::Status BindPool(BindContext& ctx) {
                          {"dilations", AsHW(win.dilations, 1)},
                          {"pads", std::vector<int64_t>{begin[0], begin[1], end[0], end[1]}},
                          {"count_include_pad", int64_t{count_include_pad != 0}}},
-                        DType::kFloat32, std::move(out));
+                        ctx.in_dtype(0), std::move(out));
 }
 
 absl::Status BindGlobalPool(BindContext& ctx) {
-  RETURN_IF_ERROR(ctx.CheckDType(0, {DType::kFloat32}));
+  RETURN_IF_ERROR(ctx.CheckDType(0, kNnTypes));
   const Dims& x = ctx.in_dims(0);
   if (x.size() < 3) return ctx.Error("input ", DimsToString(x), " should be N x C x spatial");
   Dims out = x;
   std::fill(out.begin() + 2, out.end(), 1);
-  return ctx.EmitSimple({ctx.input(0)}, {}, DType::kFloat32, std::move(out));
+  return ctx.EmitSimple({ctx.input(0)}, {}, ctx.in_dtype(0), std::move(out));
 }
 
 // Inference BatchNormalization becomes a per-channel affine (scale, shift)
 // here, where import's FoldBatchNormsIntoConvs (runtime/passes/) has not
-// already folded it into the Conv before it.
+// already folded it into the Conv before it: computed in float from the
+// statistics, then held in X's type (the epilogue kernels read one type).
 absl::Status BindBatchNorm(BindContext& ctx) {
-  for (size_t i = 0; i < ctx.num_inputs(); ++i) {
-    RETURN_IF_ERROR(ctx.CheckDType(i, {DType::kFloat32}));
-  }
+  RETURN_IF_ERROR(ctx.CheckDType(0, kNnTypes));
+  for (size_t i = 1; i < ctx.num_inputs(); ++i) RETURN_IF_ERROR(ctx.CheckSameDType(0, i));
+  const DType dtype = ctx.in_dtype(0);
   ASSIGN_OR_RETURN(int64_t training, ctx.IntAttrOr("training_mode", 0));
   if (training != 0) return ctx.Unsupported("training_mode=1 (inference only)");
   ASSIGN_OR_RETURN(int64_t spatial, ctx.IntAttrOr("spatial", 1));
@@ -245,7 +250,7 @@ absl::Status BindBatchNorm(BindContext& ctx) {
   if (x.size() < 2) return ctx.Error("X ", DimsToString(x), " should be N x C x ...");
   const int64_t channels = x[1];
   const char* const kNames[] = {"scale", "B", "input_mean", "input_var"};
-  const float* stats[4];
+  HostTensor stats[4];
   for (size_t i = 1; i <= 4; ++i) {
     if (!ctx.is_constant(ctx.input(i))) {
       return ctx.Unsupported(kNames[i - 1], " (value '", ctx.in(i).name,
@@ -255,15 +260,16 @@ absl::Status BindBatchNorm(BindContext& ctx) {
       return ctx.Error(kNames[i - 1], " ", DimsToString(ctx.in_dims(i)), " should hold ", channels,
                        " values (C of X ", DimsToString(x), ")");
     }
-    stats[i - 1] = ctx.in(i).constant->data<float>();
+    stats[i - 1] = ConvertFloats(*ctx.in(i).constant, DType::kFloat32);
   }
   HostTensor scale(DType::kFloat32, {channels});
   HostTensor shift(DType::kFloat32, {channels});
-  BatchNormAffine(channels, stats[0], stats[1], stats[2], stats[3], epsilon, scale.data<float>(),
+  BatchNormAffine(channels, stats[0].data<float>(), stats[1].data<float>(),
+                  stats[2].data<float>(), stats[3].data<float>(), epsilon, scale.data<float>(),
                   shift.data<float>());
-  const ValueId scale_id = ctx.AddConstant(ctx.name() + "/scale", std::move(scale));
-  const ValueId shift_id = ctx.AddConstant(ctx.name() + "/shift", std::move(shift));
-  return ctx.EmitSimple({ctx.input(0), scale_id, shift_id}, {}, DType::kFloat32, x);
+  const ValueId scale_id = ctx.AddConstant(ctx.name() + "/scale", ConvertFloats(scale, dtype));
+  const ValueId shift_id = ctx.AddConstant(ctx.name() + "/shift", ConvertFloats(shift, dtype));
+  return ctx.EmitSimple({ctx.input(0), scale_id, shift_id}, {}, dtype, x);
 }
 
 absl::Status BindPad(BindContext& ctx) {
@@ -337,7 +343,7 @@ absl::Status BindPad(BindContext& ctx) {
 }
 
 absl::Status BindClip(BindContext& ctx) {
-  RETURN_IF_ERROR(ctx.CheckDType(0, {DType::kFloat32}));
+  RETURN_IF_ERROR(ctx.CheckDType(0, kNnTypes));
   float min = -std::numeric_limits<float>::infinity();
   float max = std::numeric_limits<float>::infinity();
   if (ctx.opset() < 11) {
@@ -349,21 +355,21 @@ absl::Status BindClip(BindContext& ctx) {
     if (lo) min = *lo;
     if (hi) max = *hi;
   }
-  return ctx.EmitSimple({ctx.input(0)}, {{"min", min}, {"max", max}}, DType::kFloat32,
+  return ctx.EmitSimple({ctx.input(0)}, {{"min", min}, {"max", max}}, ctx.in_dtype(0),
                         ctx.in_dims(0));
 }
 
 absl::Status BindHardSigmoid(BindContext& ctx) {
-  RETURN_IF_ERROR(ctx.CheckDType(0, {DType::kFloat32}));
+  RETURN_IF_ERROR(ctx.CheckDType(0, kNnTypes));
   ASSIGN_OR_RETURN(float alpha, ctx.FloatAttrOr("alpha", 0.2f));
   ASSIGN_OR_RETURN(float beta, ctx.FloatAttrOr("beta", 0.5f));
-  return ctx.EmitSimple({ctx.input(0)}, {{"alpha", alpha}, {"beta", beta}}, DType::kFloat32,
+  return ctx.EmitSimple({ctx.input(0)}, {{"alpha", alpha}, {"beta", beta}}, ctx.in_dtype(0),
                         ctx.in_dims(0));
 }
 
 absl::Status BindHardSwish(BindContext& ctx) {
-  RETURN_IF_ERROR(ctx.CheckDType(0, {DType::kFloat32}));
-  return ctx.EmitSimple({ctx.input(0)}, {}, DType::kFloat32, ctx.in_dims(0));
+  RETURN_IF_ERROR(ctx.CheckDType(0, kNnTypes));
+  return ctx.EmitSimple({ctx.input(0)}, {}, ctx.in_dtype(0), ctx.in_dims(0));
 }
 
 // Inference: the identity. A training_mode input known to be true is refused.

@@ -7,7 +7,8 @@
 namespace graphserve {
 
 // Each inference BatchNormalization whose input is a Conv's output read by
-// nothing else, with float32 constant weights, bias and statistics, is
+// nothing else, with constant weights, bias and statistics of one type
+// (float32, or a 16-bit float: folded in float32 and rounded once back), is
 // folded into that Conv's weights and bias: new initializers named
 // "<bn>/folded_weights" and "<bn>/folded_bias", so that the weight store
 // uploads them once for every batch size, and the originals stay for any

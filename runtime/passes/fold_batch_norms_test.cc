@@ -99,5 +99,28 @@ TEST(FoldBatchNormsTest, BatchNormWithStatisticsKnownOnlyAtRunTimeStays) {
   EXPECT_EQ(model.nodes[0].inputs[1], "w");
 }
 
+// A model exported in half precision folds too: in float32 from its
+// weights, the folded ones rounded once to its type. It then computes what
+// the unfolded model does (BatchNorm as a per-channel affine of that type)
+// within a few roundings of float16.
+TEST(FoldBatchNormsTest, HalfPrecisionBatchNormFoldsInItsOwnType) {
+  Model unfolded = ConvBatchNormModel(false);
+  for (auto& [name, tensor] : unfolded.initializers) {
+    tensor = std::make_shared<const HostTensor>(ConvertFloats(*tensor, DType::kFloat16));
+  }
+  unfolded.inputs[0].dtype = DType::kFloat16;
+  unfolded.outputs[0].dtype = DType::kFloat16;
+  Model folded = unfolded;
+  FoldBatchNormsIntoConvs(folded);
+  ASSERT_EQ(folded.nodes.size(), 1u);
+  EXPECT_EQ(folded.initializers.at("bn/folded_weights")->dtype(), DType::kFloat16);
+  EXPECT_EQ(folded.initializers.at("bn/folded_bias")->dtype(), DType::kFloat16);
+
+  const HostTensor x = RandomTensor(DType::kFloat16, {3, 3, 9, 9}, 7);
+  const HostTensor want = RunHost(unfolded, x);
+  const HostTensor got = RunHost(folded, x);
+  EXPECT_LT(RelativeError(got, want), 4 * 0x1p-11);
+}
+
 }  // namespace
 }  // namespace graphserve

@@ -9,7 +9,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/dtype.h"
-#include "common/half.h"
 #include "common/status.h"
 #include "common/tensor.h"
 #include "runtime/bind.h"
@@ -100,18 +99,6 @@ bool ReadsAnyDType(const Node& node, size_t input) {
   return node.op_type == "CastLike" && input == 0;
 }
 
-// A float32 tensor rounded once to `dtype` (a float type of the table).
-HostTensor ConvertTensor(const HostTensor& tensor, DType dtype) {
-  HostTensor converted(dtype, tensor.dims());
-  const float* from = tensor.data<float>();
-  VisitDType(dtype, [&](auto tag) {
-    using T = typename decltype(tag)::Host;
-    T* to = converted.data<T>();
-    for (int64_t i = 0; i < tensor.num_elements(); ++i) to[i] = Narrow<T>(from[i]);
-  });
-  return converted;
-}
-
 // A Constant node's float32 value, from any of ONNX's spellings of it.
 absl::StatusOr<HostTensor> Float32ConstantValue(const Node& node) {
   for (const auto& [name, attr] : node.attributes) {
@@ -140,7 +127,7 @@ absl::Status SetOutputDType(Node& node, DType dtype) {
   if (node.op_type == "Constant") {
     ASSIGN_OR_RETURN(const HostTensor value, Float32ConstantValue(node));
     node.attributes.clear();
-    node.attributes["value"] = ConvertTensor(value, dtype);
+    node.attributes["value"] = ConvertFloats(value, dtype);
     return absl::OkStatus();
   }
   // ConstantOfShape: its `value`, one element, float32 zero when absent.
@@ -148,7 +135,7 @@ absl::Status SetOutputDType(Node& node, DType dtype) {
   if (auto it = node.attributes.find("value"); it != node.attributes.end()) {
     if (const HostTensor* given = std::get_if<HostTensor>(&it->second)) value = *given;
   }
-  node.attributes["value"] = ConvertTensor(value, dtype);
+  node.attributes["value"] = ConvertFloats(value, dtype);
   return absl::OkStatus();
 }
 
@@ -273,7 +260,7 @@ class PrecisionRewrite {
         converted.emplace(version, dtype == DType::kFloat32
                                        ? tensor
                                        : std::make_shared<const HostTensor>(
-                                             ConvertTensor(*tensor, dtype)));
+                                             ConvertFloats(*tensor, dtype)));
       }
     }
     model_.initializers = std::move(converted);

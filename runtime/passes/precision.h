@@ -68,7 +68,7 @@ absl::Status ConvertPrecision(Model& model, ModelPrecision precision);
 //  - a constant (an initializer, a Constant, a ConstantOfShape) or a Cast to
 //    float32, whose dtype the pass chooses: float32 when every reader wants
 //    float32, else the target. Constants are converted once, here, rounded
-//    once from float32 (common/half.h); a reader that wants the other type
+//    once from float32 (ConvertFloats, common/tensor.h); a reader that wants the other type
 //    gets its own copy, also rounded once from the source (the float32
 //    original for a constant, the same input for a Cast), rather than a Cast
 //    that binding would fold again at every batch size.
