@@ -68,10 +68,10 @@ absl::Status ConvertPrecision(Model& model, ModelPrecision precision);
 //  - a constant (an initializer, a Constant, a ConstantOfShape) or a Cast to
 //    float32, whose dtype the pass chooses: float32 when every reader wants
 //    float32, else the target. Constants are converted once, here, rounded
-//    once from float32 (ConvertFloats, common/tensor.h); a reader that wants the other type
-//    gets its own copy, also rounded once from the source (the float32
-//    original for a constant, the same input for a Cast), rather than a Cast
-//    that binding would fold again at every batch size.
+//    once from float32 (ConvertFloats, common/tensor.h); a reader that wants
+//    the other type gets its own copy, also rounded once from the source (the
+//    float32 original for a constant, the same input for a Cast), rather than
+//    a Cast that binding would fold again at every batch size.
 // Readers want: a node kept in float32, float32; a graph output, float32 (its
 // declared type: a Cast back at the end); Cast, CastLike's input and Shape,
 // Size, whatever they are given; every other node, the target. Where a
