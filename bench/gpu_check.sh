@@ -36,9 +36,11 @@ case "$steps" in all | serve | serve-only | cnn | tests | profile | transport | 
 CONFORMANCE_MIN_PASSED_CUDA=580
 # The newer onnx's node tests: 918 on both executors with the GPU machine's
 # onnx 1.23.1 (bench/results/2026-11-28_4b90b93_final_h200), as CI's 1.23.2 on
-# the host; 952 with the 16-bit floats.
-CONFORMANCE_NEWER_MIN_PASSED_CUDA=952
-CONFORMANCE_NEWER_MIN_PASSED_HOST=952
+# the host; with the 16-bit floats 954 on both executors with the GPU
+# machine's onnx 1.23.1 (bench/results/2026-11-28_7aa99af_half_h200; CI's
+# onnx 1.23.2 writes two fewer that run: 952).
+CONFORMANCE_NEWER_MIN_PASSED_CUDA=954
+CONFORMANCE_NEWER_MIN_PASSED_HOST=954
 CONFORMANCE_MIN_PASSED_HOST=580
 # Where $OUT's files go back through the device tool: no more than this.
 MAX_OUT_FILES=8

@@ -177,8 +177,8 @@ absl::Status MeasureGraph(const Model& model, int64_t batch, const RuntimeBenchO
     const HostTensor& eager = eager_outputs[i];
     HostTensor& out = graph_outputs.emplace_back(eager.dtype(), eager.dims());
     if (out.bytes() > 0) std::memcpy(out.raw(), set->output_rows(0, i), out.bytes());
-    const double error = eager.dtype() == DType::kFloat32 ? RelativeError(out, eager)
-                                                          : MaxAbsDiff(out, eager);
+    const double error = IsFloatingDType(eager.dtype()) ? RelativeError(out, eager)
+                                                        : MaxAbsDiff(out, eager);
     record.graph_rel_err_vs_eager = std::max(record.graph_rel_err_vs_eager, error);
     names.push_back(set->output_name(i));
   }

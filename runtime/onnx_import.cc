@@ -490,6 +490,73 @@ class GuardedSchemaRegistry : public onnx::ISchemaRegistry {
   mutable std::map<const onnx::OpSchema*, std::unique_ptr<onnx::OpSchema>> guarded_;
 };
 
+// Note [Mixed-precision LayerNormalization]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// PyTorch's TorchScript exporter writes a half-precision LayerNorm as
+// LayerNormalization(Cast(x, FLOAT), scale, bias) with scale and bias left
+// float16: it computes the norm in float, as autocast does, but ONNX's
+// schema gives X, Scale and B one type, so ONNX's checker and shape
+// inference refuse every Hugging Face transformer exported with .half()
+// (ONNX Runtime accepts it: its kernel takes mixed types). Import widens such
+// constant Scale and B to X's float type first, where X's type is known
+// before inference (a graph input, an initializer or a Cast's output):
+// exact, and what ONNX Runtime computes. The originals stay for any other
+// reader.
+absl::Status WidenMixedLayerNormParameters(onnx::ModelProto& proto, const std::string& model_dir) {
+  onnx::GraphProto& graph = *proto.mutable_graph();
+  std::map<std::string, int32_t> known_types;
+  std::map<std::string, int> initializer_index;
+  for (const onnx::ValueInfoProto& input : graph.input()) {
+    if (input.type().has_tensor_type()) {
+      known_types[input.name()] = input.type().tensor_type().elem_type();
+    }
+  }
+  for (int i = 0; i < graph.initializer_size(); ++i) {
+    known_types[graph.initializer(i).name()] = graph.initializer(i).data_type();
+    initializer_index[graph.initializer(i).name()] = i;
+  }
+  for (const onnx::NodeProto& node : graph.node()) {
+    if (node.op_type() != "Cast" || node.output_size() != 1) continue;
+    for (const onnx::AttributeProto& attribute : node.attribute()) {
+      if (attribute.name() == "to") known_types[node.output(0)] = static_cast<int32_t>(attribute.i());
+    }
+  }
+  const auto float_dtype = [](int32_t onnx_type) -> std::optional<DType> {
+    absl::StatusOr<DType> dtype = DTypeFromOnnx(onnx_type);
+    if (!dtype.ok() || !IsFloatingDType(*dtype)) return std::nullopt;
+    return *dtype;
+  };
+  for (onnx::NodeProto& node : *graph.mutable_node()) {
+    if (node.op_type() != "LayerNormalization" || node.input_size() < 2) continue;
+    const auto x_type = known_types.find(node.input(0));
+    if (x_type == known_types.end()) continue;
+    const std::optional<DType> x_dtype = float_dtype(x_type->second);
+    if (!x_dtype) continue;
+    for (int k = 1; k < node.input_size() && k <= 2; ++k) {
+      const auto index = initializer_index.find(node.input(k));
+      if (index == initializer_index.end()) continue;
+      const onnx::TensorProto& parameter = graph.initializer(index->second);
+      const std::optional<DType> dtype = float_dtype(parameter.data_type());
+      if (!dtype || *dtype == *x_dtype) continue;
+      ASSIGN_OR_RETURN(const HostTensor values, TensorFromOnnx(parameter, model_dir));
+      const HostTensor widened = ConvertFloats(values, *x_dtype);
+      const std::string name = absl::StrCat(parameter.name(), "/as_", DTypeName(*x_dtype));
+      if (initializer_index.count(name) == 0) {
+        onnx::TensorProto* converted = graph.add_initializer();
+        converted->set_name(name);
+        converted->set_data_type(x_type->second);
+        for (int64_t dim : widened.dims()) converted->add_dims(dim);
+        converted->set_raw_data(std::string(static_cast<const char*>(widened.raw()),
+                                            widened.bytes()));
+        initializer_index[name] = graph.initializer_size() - 1;
+        known_types[name] = x_type->second;
+      }
+      node.set_input(k, name);
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status LibOnnxChecks(onnx::ModelProto& proto, const std::string& name) {
   // libonnx reports problems by throwing (ValidationError, InferenceError,
   // and std::runtime_error from protobuf helpers); none may cross this API.
@@ -525,6 +592,7 @@ absl::StatusOr<Model> ImportOnnxBytes(const std::string& bytes, const std::strin
   }
   RETURN_IF_ERROR(CheckVersions(proto, name));
   RETURN_IF_ERROR(CheckGraphStructure(proto.graph(), name));
+  RETURN_IF_ERROR(WidenMixedLayerNormParameters(proto, model_dir));
   // libonnx 1.12's checker looks for external data relative to the process's
   // working directory, not the model's: such files get our checks alone.
   const bool external_data = std::any_of(

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "onnx/onnx_pb.h"
+#include "runtime/bind.h"
 
 namespace graphserve {
 namespace {
@@ -437,6 +438,40 @@ TEST(OnnxImportTest, ShapeInferenceFailureIsInvalidArgument) {
   ASSERT_FALSE(model.ok());
   EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument) << model.status();
   EXPECT_THAT(std::string(model.status().message()), HasSubstr("shape inference"));
+}
+
+// Note [Mixed-precision LayerNormalization]: PyTorch's export of a
+// half-precision LayerNorm, x (float16) -> Cast to float ->
+// LayerNormalization with float16 scale and bias -> Cast to float16, which
+// ONNX's own checks refuse. Import widens the parameters to float and the
+// model imports, binds and computes the norm in float.
+TEST(OnnxImportTest, HalfPrecisionLayerNormParametersAreWidenedToTheInputsType) {
+  onnx::ModelProto proto = NewModel();
+  onnx::GraphProto* graph = proto.mutable_graph();
+  proto.mutable_opset_import(0)->set_version(17);
+  AddValue(graph->mutable_input(), "x", onnx::TensorProto::FLOAT16, {-1, 4});
+  AddValue(graph->mutable_output(), "y", onnx::TensorProto::FLOAT16, {-1, 4});
+  for (const char* name : {"scale", "bias"}) {
+    onnx::TensorProto* tensor = graph->add_initializer();
+    tensor->set_name(name);
+    tensor->set_data_type(onnx::TensorProto::FLOAT16);
+    tensor->add_dims(4);
+    for (uint16_t bits : {0x3c00, 0x4000, 0x3800, 0xbc00}) tensor->add_int32_data(bits);  // 1 2 .5 -1
+  }
+  AddIntAttr(AddNode(graph, "Cast", {"x"}, {"x32"}), "to", onnx::TensorProto::FLOAT);
+  AddNode(graph, "LayerNormalization", {"x32", "scale", "bias"}, {"n32"}, "norm");
+  AddIntAttr(AddNode(graph, "Cast", {"n32"}, {"y"}), "to", onnx::TensorProto::FLOAT16);
+  absl::StatusOr<Model> model = Import(proto);
+  ASSERT_TRUE(model.ok()) << model.status();
+  const Node& norm = model->nodes[1];
+  ASSERT_EQ(norm.op_type, "LayerNormalization");
+  EXPECT_EQ(norm.inputs[1], "scale/as_float32");
+  EXPECT_EQ(norm.inputs[2], "bias/as_float32");
+  const HostTensor& scale = *model->initializers.at("scale/as_float32");
+  ASSERT_EQ(scale.dtype(), DType::kFloat32);
+  EXPECT_EQ(scale.data<float>()[1], 2.0f);
+  EXPECT_EQ(scale.data<float>()[3], -1.0f);
+  EXPECT_TRUE(BindModel(*model, {.batch_size = 2}).ok());
 }
 
 TEST(OnnxImportTest, GarbageAndMissingFiles) {
