@@ -22,6 +22,7 @@
 #include "runtime/bind.h"
 #include "runtime/fusion.h"
 #include "runtime/onnx_import.h"
+#include "runtime/passes/precision.h"
 #include "runtime/schedule.h"
 
 namespace graphserve {
@@ -341,6 +342,7 @@ constexpr char kPrepareUsage[] =
     "graphserve-capture prepare --model model.onnx --out REPO/MODEL [--streams M]\n"
     "    (--batch-sizes 1,8,64 | --history FILE --num-sizes N) [--max-batch-size X]\n"
     "    [--schedule auto|single|wavefront|asap] [--max-lanes L]\n"
+    "    [--precision fp32|tf32|fp16|bf16]\n"
     "\n"
     "Captures the model's run at each batch size on each of M streams into CUDA\n"
     "graphs, checks every graph against an eager run (and that padding rows never\n"
@@ -360,6 +362,7 @@ int RunPrepare(const std::vector<std::string>& args, std::ostream& out, std::ost
   int64_t num_sizes = 0;
   int64_t device = options.device;
   int64_t max_lanes = options.max_lanes;
+  std::string precision;
   CommandLine command_line(kPrepareUsage);
   command_line.AddString("model", &options.model_path, "ONNX model file (required).");
   command_line.AddString("out", &options.out_dir,
@@ -384,6 +387,12 @@ int RunPrepare(const std::vector<std::string>& args, std::ostream& out, std::ost
                          "(time the candidates per size, keep the fastest), single (one "
                          "stream), wavefront or asap (see `graphserve-capture schedule`).");
   command_line.AddInt("max-lanes", &max_lanes, "Most streams one graph may use, 1 to 16.");
+  command_line.AddString("precision", &precision,
+                         "What the model computes in: fp32 (the default, as written), tf32 "
+                         "(float32 GEMMs and convolutions on TF32 tensor cores), fp16 or bf16 "
+                         "(weights converted once; LayerNorm, Softmax, sums and exp/log/pow kept "
+                         "in float32; inputs and outputs keep their declared types). Written "
+                         "into config.pbtxt's capture.precision.");
 
   std::vector<const char*> argv;
   argv.reserve(args.size());
@@ -414,6 +423,11 @@ int RunPrepare(const std::vector<std::string>& args, std::ostream& out, std::ost
   if (absl::Status status = ParseScheduleRequest(options.schedule).status(); !status.ok()) {
     return Usage(err, absl::StrCat("prepare: --schedule: ", status.message()));
   }
+  absl::StatusOr<ModelPrecision> parsed_precision = ParseModelPrecision(precision);
+  if (!parsed_precision.ok()) {
+    return Usage(err, absl::StrCat("prepare: --precision: ", parsed_precision.status().message()));
+  }
+  options.precision = *parsed_precision;
   options.max_lanes = static_cast<int>(max_lanes);
   if (options.cost_iters < 1 || options.max_batch_size < 0) {
     return Usage(err, "prepare: --cost-iters must be >= 1 and --max-batch-size >= 0");

@@ -273,6 +273,31 @@ TEST_F(CaptureCommandTest, PrepareWithoutAGpuExitsOneSayingSo) {
   EXPECT_TRUE(absl::StrContains(r.err, "needs a CUDA GPU")) << r.err;
 }
 
+TEST_F(CaptureCommandTest, PrepareTakesAPrecisionAndRefusesUnknownOnes) {
+  const std::vector<std::string> args = {"prepare", "--model", "m.onnx", "--out", "repo/m",
+                                         "--batch-sizes", "1,8", "--precision"};
+  auto with = [&args](const std::string& precision) {
+    std::vector<std::string> full = args;
+    full.push_back(precision);
+    return full;
+  };
+  Result r = RunCapture(with("fp8"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(absl::StrContains(
+      r.err, "prepare: --precision: 'fp8' is not a precision; choose fp32 (the default), tf32, "
+             "fp16 or bf16"))
+      << r.err;
+  r = RunCapture(with("auto"));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(absl::StrContains(r.err, "calibration batch")) << r.err;
+  EXPECT_TRUE(absl::StrContains(RunCapture({"prepare", "--help"}).out, "--precision"));
+  if (CudaDeviceCount() > 0) return;  // the GPU check covers a real prepare
+  // Accepted: what stops it here is the missing GPU.
+  r = RunCapture(with("bf16"));
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(absl::StrContains(r.err, "needs a CUDA GPU")) << r.err;
+}
+
 TEST_F(CaptureCommandTest, BadHistoryExitsOneNamingFileAndLine) {
   {
     std::ofstream file(path_);

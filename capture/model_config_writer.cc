@@ -79,6 +79,9 @@ absl::StatusOr<inference::ModelConfig> MakeModelConfig(const BoundGraph& graph,
   std::sort(schedules.begin(), schedules.end(),
             [](const auto& a, const auto& b) { return a.batch_size < b.batch_size; });
   for (const ScheduleChoice& choice : schedules) *capture->add_schedules() = ScheduleToProto(choice);
+  if (summary.precision != ModelPrecision::kFp32) {
+    capture->set_precision(ModelPrecisionName(summary.precision));
+  }
   return config;
 }
 

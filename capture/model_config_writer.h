@@ -14,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "proto/model_config.pb.h"
 #include "runtime/bound_graph.h"
+#include "runtime/passes/precision.h"
 #include "runtime/schedule.h"
 
 namespace graphserve {
@@ -43,6 +44,9 @@ struct CaptureSummary {
   std::string schedule = "auto";
   int max_lanes = 4;
   std::vector<ScheduleChoice> schedules;
+  // What the model was imported and captured in: written as
+  // capture.precision unless it is the default, fp32.
+  ModelPrecision precision = ModelPrecision::kFp32;
 };
 
 // Writes a tensor's row dims (the batch dimension left out) into a config

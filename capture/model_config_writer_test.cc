@@ -53,6 +53,18 @@ TEST(ModelConfigWriterTest, ConfigHoldsInterfaceSizesStreamsAndCosts) {
   EXPECT_FALSE(config->capture().graphs_disabled());
 }
 
+// The server imports the model in the precision it was captured in.
+TEST(ModelConfigWriterTest, ConfigRecordsAPrecisionOtherThanTheDefault) {
+  EXPECT_EQ(MakeModelConfig(TwoTensorGraph(), Summary())->capture().precision(), "");
+  CaptureSummary summary = Summary();
+  summary.precision = ModelPrecision::kBf16;
+  const inference::ModelConfig config = *MakeModelConfig(TwoTensorGraph(), summary);
+  EXPECT_EQ(config.capture().precision(), "bf16");
+  EXPECT_THAT(ModelConfigText(config), HasSubstr("precision: \"bf16\""));
+  // The interface stays as declared: float32 in and out.
+  EXPECT_EQ(config.input(0).data_type(), inference::TYPE_FP32);
+}
+
 TEST(ModelConfigWriterTest, ConfigRecordsEachSizesScheduleAscending) {
   CaptureSummary summary = Summary();
   summary.schedule = "auto";

@@ -117,7 +117,10 @@ absl::StatusOr<PrepareReport> Prepare(const PrepareOptions& options, std::ostrea
   report.out_dir = options.out_dir;
   report.model_name = ModelNameOf(options.out_dir);
   report.num_streams = options.num_streams;
-  ASSIGN_OR_RETURN(Model model, ImportOnnxFile(options.model_path));
+  report.precision = options.precision;
+  ModelPassOptions passes;
+  passes.precision = options.precision;
+  ASSIGN_OR_RETURN(Model model, ImportOnnxFile(options.model_path, passes));
   model.name = report.model_name;
   ASSIGN_OR_RETURN(report.batch_sizes, ChooseSizes(options, report));
   std::sort(report.batch_sizes.begin(), report.batch_sizes.end());
@@ -131,7 +134,7 @@ absl::StatusOr<PrepareReport> Prepare(const PrepareOptions& options, std::ostrea
   set_options.num_streams = options.num_streams;
   set_options.batch_sizes = report.batch_sizes;
   set_options.executor.device = options.device;
-  set_options.executor.allow_tf32 = options.allow_tf32;
+  set_options.executor.allow_tf32 = AllowsTf32(options.precision, options.allow_tf32);
   set_options.executor.schedule.max_lanes = options.max_lanes;
   set_options.on_progress = [&](const CaptureProgress& p) { bar.Update(p); };
   ASSIGN_OR_RETURN(const std::optional<SchedulePolicy> request,
@@ -195,6 +198,7 @@ absl::StatusOr<PrepareReport> Prepare(const PrepareOptions& options, std::ostrea
   summary.schedule = report.schedule_request;
   summary.max_lanes = options.max_lanes;
   summary.schedules = report.schedules;
+  summary.precision = options.precision;
   ASSIGN_OR_RETURN(const inference::ModelConfig config, MakeModelConfig(interface, summary));
   RETURN_IF_ERROR(WriteModelDirectory(options.out_dir, options.model_path, config));
   const std::string report_path =
@@ -208,7 +212,8 @@ absl::StatusOr<PrepareReport> Prepare(const PrepareOptions& options, std::ostrea
 
 std::string FormatPrepareReport(const PrepareReport& r) {
   std::string text = absl::StrCat("model '", r.model_name, "' from ", r.model_path, " -> ",
-                                  r.out_dir, "\n");
+                                  r.out_dir, ", precision ", ModelPrecisionName(r.precision),
+                                  "\n");
   const size_t graphs = r.batch_sizes.size() * static_cast<size_t>(r.num_streams);
   absl::StrAppendFormat(&text,
                         "%d graphs (%d sizes x %d streams) captured and checked in %.1f ms: "

@@ -15,6 +15,7 @@
 #include "capture/batch_sizes.h"
 #include "capture/graph_set.h"
 #include "capture/model_config_writer.h"
+#include "runtime/passes/precision.h"
 #include "runtime/schedule.h"
 
 namespace graphserve {
@@ -38,6 +39,10 @@ struct PrepareOptions {
   int64_t max_batch_size = 0;
   int device = 0;
   bool allow_tf32 = false;
+  // What the model computes in (runtime/passes/precision.h): imported with
+  // it, and written into the config's capture.precision for the server to
+  // import it the same way. tf32 also allows TF32 as allow_tf32 does.
+  ModelPrecision precision = ModelPrecision::kFp32;
   // How each graph spreads independent branches over streams: "auto"
   // (measured per size), "single", "wavefront" or "asap"; at most max_lanes
   // streams per graph.
@@ -56,6 +61,7 @@ struct PrepareOptions {
 
 struct PrepareReport {
   std::string model_name;
+  ModelPrecision precision = ModelPrecision::kFp32;
   std::string model_path;
   std::string out_dir;
   int num_streams = 0;

@@ -36,6 +36,31 @@ class Binder final : public BindContext::Engine {
   Binder(const Model& model, const BindOptions& options) : model_(model), options_(options) {}
 
   absl::StatusOr<BoundGraph> Bind() {
+    RETURN_IF_ERROR(BindValues());
+    for (const ValueInfo& output : model_.outputs) {
+      auto it = by_name_.find(output.name);
+      if (it == by_name_.end()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("graph output '", output.name, "' is produced by no node"));
+      }
+      graph_.outputs.push_back(it->second);
+    }
+    RemoveDeadNodes();
+    CompactValues();
+    return std::move(graph_);
+  }
+
+  absl::StatusOr<std::map<std::string, DType>> ValueDTypes() {
+    RETURN_IF_ERROR(BindValues());
+    std::map<std::string, DType> dtypes;
+    for (const auto& [name, id] : by_name_) dtypes.emplace(name, graph_.values[id].dtype);
+    return dtypes;
+  }
+
+ private:
+  // Graph inputs, initializers, then every node in order: each model value
+  // defined in by_name_.
+  absl::Status BindValues() {
     if (options_.batch_size < 1) {
       return absl::InvalidArgumentError(
           absl::StrCat("batch size must be at least 1, got ", options_.batch_size));
@@ -51,20 +76,9 @@ class Binder final : public BindContext::Engine {
     for (size_t i = 0; i < model_.nodes.size(); ++i) {
       RETURN_IF_ERROR(BindNode(model_.nodes[i], i));
     }
-    for (const ValueInfo& output : model_.outputs) {
-      auto it = by_name_.find(output.name);
-      if (it == by_name_.end()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("graph output '", output.name, "' is produced by no node"));
-      }
-      graph_.outputs.push_back(it->second);
-    }
-    RemoveDeadNodes();
-    CompactValues();
-    return std::move(graph_);
+    return absl::OkStatus();
   }
 
- private:
   // --- Values ---------------------------------------------------------------
 
   ValueId AddValue(std::string name, DType dtype, Dims dims,
@@ -301,6 +315,11 @@ class Binder final : public BindContext::Engine {
 
 absl::StatusOr<BoundGraph> BindModel(const Model& model, const BindOptions& options) {
   return Binder(model, options).Bind();
+}
+
+absl::StatusOr<std::map<std::string, DType>> InferValueDTypes(const Model& model,
+                                                              const BindOptions& options) {
+  return Binder(model, options).ValueDTypes();
 }
 
 }  // namespace graphserve

@@ -42,6 +42,14 @@ struct BindOptions {
 // or a shape operand that is not known at plan time.
 absl::StatusOr<BoundGraph> BindModel(const Model& model, const BindOptions& options);
 
+// The dtype of every value the model defines (graph inputs, initializers and
+// every named node output, the folded ones included), by name, as binding at
+// `options` infers them: what a model pass that rewrites by dtype reads
+// (runtime/passes/precision.h), since the Model itself records dtypes only
+// at its interface. Errors as BindModel's.
+absl::StatusOr<std::map<std::string, DType>> InferValueDTypes(const Model& model,
+                                                              const BindOptions& options);
+
 // True when input `input_index` of `op_type` describes a shape (Reshape's
 // shape, Expand's shape, Slice's starts/ends/axes/steps, Unsqueeze's and
 // Squeeze's axes, ReduceMean's axes): its value must be known at plan time.

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <map>
 #include <memory>
 #include <ostream>
 #include <string>
@@ -632,6 +633,36 @@ TEST(BindTest, ReshapeCopiesZeroAndInfersMinusOne) {
   ASSERT_FALSE(bad.ok());
   EXPECT_THAT(bad.status().message(), HasSubstr("'r'"));
   EXPECT_THAT(bad.status().message(), HasSubstr("[5,4,6]"));
+}
+
+// Every value the model names, the ones folded away and the ones nothing
+// reads included, as BindModel would type them: what the precision pass reads.
+TEST(InferValueDTypesTest, TypesEveryNamedValueFoldedOrDead) {
+  Model model = MakeModel(
+      kOpset, {{"x", DType::kFloat32, {-1, 4}}}, {{"y", DType::kFloat32, {-1, 4}}},
+      {MakeNode("shape", "Shape", {"x"}, {"shape"}),
+       MakeNode("shape_f", "Cast", {"shape"}, {"shape_f"},
+                {{"to", static_cast<int64_t>(DType::kFloat32)}}),
+       MakeNode("is_nan", "IsNaN", {"x"}, {"is_nan"}),
+       MakeNode("y", "Relu", {"x"}, {"y"})});
+  model.initializers["unused"] = Int64Tensor({1}, {3});
+  absl::StatusOr<std::map<std::string, DType>> dtypes = InferValueDTypes(model, {});
+  ASSERT_TRUE(dtypes.ok()) << dtypes.status();
+  EXPECT_EQ(*dtypes, (std::map<std::string, DType>{{"x", DType::kFloat32},
+                                                   {"shape", DType::kInt64},
+                                                   {"shape_f", DType::kFloat32},
+                                                   {"is_nan", DType::kBool},
+                                                   {"y", DType::kFloat32},
+                                                   {"unused", DType::kInt64}}));
+}
+
+TEST(InferValueDTypesTest, FailsAsBindingDoes) {
+  Model model = MakeModel(kOpset, {{"x", DType::kFloat32, {-1, 4}}},
+                          {{"y", DType::kFloat32, {-1, 4}}},
+                          {MakeNode("y", "Relu", {"missing"}, {"y"})});
+  const absl::Status status = InferValueDTypes(model, {}).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(status.message(), HasSubstr("'missing' is not defined"));
 }
 
 }  // namespace

@@ -193,7 +193,8 @@ absl::StatusOr<Attribute> ConvertAttribute(const onnx::AttributeProto& attr) {
 
 // `proto` has passed the checks of Note [Model files of today].
 absl::StatusOr<Model> ConvertModel(const onnx::ModelProto& proto, const std::string& name,
-                                   const std::string& model_dir) {
+                                   const std::string& model_dir,
+                                   const ModelPassOptions& passes) {
   const onnx::GraphProto& graph = proto.graph();
   Model model;
   model.name = graph.name().empty() ? name : graph.name();
@@ -280,7 +281,11 @@ absl::StatusOr<Model> ConvertModel(const onnx::ModelProto& proto, const std::str
     return absl::InvalidArgumentError(
         absl::StrCat("model '", name, "' imports no opset of the default ONNX domain"));
   }
-  RunModelPasses(model);  // Note [Model passes]
+  absl::Status passes_status = RunModelPasses(model, passes);  // Note [Model passes]
+  if (!passes_status.ok()) {
+    return absl::Status(passes_status.code(),
+                        absl::StrCat("model '", name, "': ", passes_status.message()));
+  }
   return model;
 }
 
@@ -594,7 +599,8 @@ absl::Status LibOnnxChecks(onnx::ModelProto& proto, const std::string& name) {
 }  // namespace
 
 absl::StatusOr<Model> ImportOnnxBytes(const std::string& bytes, const std::string& name,
-                                      const std::string& model_dir) {
+                                      const std::string& model_dir,
+                                      const ModelPassOptions& passes) {
   onnx::ModelProto proto;
   if (!proto.ParseFromString(bytes)) {
     return absl::InvalidArgumentError(
@@ -612,13 +618,13 @@ absl::StatusOr<Model> ImportOnnxBytes(const std::string& bytes, const std::strin
     RETURN_IF_ERROR(WidenMixedLayerNormParameters(proto));
     RETURN_IF_ERROR(LibOnnxChecks(proto, name));
   }
-  return ConvertModel(proto, name, model_dir);
+  return ConvertModel(proto, name, model_dir, passes);
 }
 
-absl::StatusOr<Model> ImportOnnxFile(const std::string& path) {
+absl::StatusOr<Model> ImportOnnxFile(const std::string& path, const ModelPassOptions& passes) {
   ASSIGN_OR_RETURN(std::string bytes, ReadWholeFile(path));
   const std::string dir = std::filesystem::path(path).parent_path().string();
-  return ImportOnnxBytes(bytes, path, dir.empty() ? "." : dir);
+  return ImportOnnxBytes(bytes, path, dir.empty() ? "." : dir, passes);
 }
 
 namespace {

@@ -8,6 +8,7 @@
 #include "absl/status/statusor.h"
 #include "onnx/onnx_pb.h"
 #include "runtime/ir.h"
+#include "runtime/passes/model_passes.h"
 #include "common/tensor.h"
 
 namespace graphserve {
@@ -18,13 +19,16 @@ namespace graphserve {
 // version or opset is Unimplemented naming the limit. A file that does not
 // parse, whose graph reads a value nothing defines, or that fails libonnx's
 // checker (where libonnx 1.12 knows the file) is InvalidArgument; a missing
-// file is NotFound.
-absl::StatusOr<Model> ImportOnnxFile(const std::string& path);
+// file is NotFound. The model passes run with `passes` (Note [Model
+// passes]); their errors name the pass.
+absl::StatusOr<Model> ImportOnnxFile(const std::string& path,
+                                     const ModelPassOptions& passes = {});
 
 // Same, from the serialized ModelProto bytes; `name` is used in messages, and
 // external data is read from `model_dir` (none when empty).
 absl::StatusOr<Model> ImportOnnxBytes(const std::string& bytes, const std::string& name,
-                                      const std::string& model_dir = "");
+                                      const std::string& model_dir = "",
+                                      const ModelPassOptions& passes = {});
 
 // A TensorProto (initializer, Constant attribute, or a node test's
 // input_N.pb / output_N.pb) as a HostTensor; raw_data, the typed fields and

@@ -21,6 +21,7 @@
 #include "common/status.h"
 #include "runtime/bind.h"
 #include "runtime/onnx_import.h"
+#include "runtime/passes/precision.h"
 #include "server/config_validation.h"
 #include "server/graph_set_runner.h"
 #include "server/host_runner.h"
@@ -357,6 +358,17 @@ absl::StatusOr<QueueRequestOptions> QueueOptionsFromRequest(
   return options;
 }
 
+// capture.precision, checked before the model is imported with it.
+absl::StatusOr<ModelPrecision> PrecisionFromConfig(const inference::ModelConfig& config) {
+  absl::StatusOr<ModelPrecision> precision = ParseModelPrecision(config.capture().precision());
+  if (!precision.ok()) {
+    return absl::Status(precision.status().code(),
+                        absl::StrCat("config.pbtxt capture.precision: ",
+                                     precision.status().message()));
+  }
+  return precision;
+}
+
 absl::StatusOr<Execution> LoadOnHost(const Model& model, const std::vector<int64_t>& sizes,
                                      int num_streams) {
   HostRunnerOptions host_options;
@@ -397,8 +409,13 @@ absl::StatusOr<std::unique_ptr<ServedModel>> ServedModel::Load(const RepositoryM
                                                                const ServedModelOptions& options) {
   const Clock::time_point start = Clock::now();
   RETURN_IF_ERROR(entry.status);
-  ASSIGN_OR_RETURN(Model model, ImportOnnxFile(version.model_path));
+  ASSIGN_OR_RETURN(const ModelPrecision precision, PrecisionFromConfig(entry.config));
+  ModelPassOptions passes;
+  passes.precision = precision;
+  ASSIGN_OR_RETURN(Model model, ImportOnnxFile(version.model_path, passes));
   model.name = entry.name;
+  ServedModelOptions model_options = options;
+  model_options.allow_tf32 = AllowsTf32(precision, options.allow_tf32);
   inference::ModelConfig config = entry.config;
   RETURN_IF_ERROR(CompleteConfigFromModel(model, &config));
   // Note [Triton's config rules]: Triton's checks on the config as served,
@@ -427,7 +444,7 @@ absl::StatusOr<std::unique_ptr<ServedModel>> ServedModel::Load(const RepositoryM
   const bool graphs = options.graphs && !GraphsDisabledByConfig(config);
   absl::StatusOr<Execution> execution =
       options.executor == ExecutorKind::kCuda
-          ? LoadOnGpu(model, any_size, sizes, graphs, options, &config)
+          ? LoadOnGpu(model, any_size, sizes, graphs, model_options, &config)
           : LoadOnHost(model, sizes, num_streams);
   RETURN_IF_ERROR(execution.status());
 
@@ -440,6 +457,7 @@ absl::StatusOr<std::unique_ptr<ServedModel>> ServedModel::Load(const RepositoryM
                    BatchPlanner::Create(sizes, execution->costs_us, declared.max_batch_size));
   ModelLoadSummary summary = std::move(execution->summary);
   summary.executor = execution->runner->description();
+  summary.precision = ModelPrecisionName(precision);
   summary.batch_sizes = sizes;
   summary.num_streams = execution->runner->num_slots();
   auto counters =

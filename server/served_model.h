@@ -61,7 +61,9 @@ struct ServedModelOptions {
   // side-by-side measurement; a config's capture.graphs_disabled does the
   // same for one model.
   bool graphs = true;
-  // TF32 GEMMs (kCuda): faster, relative error near 3e-4. Off: exact float32.
+  // TF32 GEMMs (kCuda) for every model: faster, relative error near 3e-4.
+  // Off: exact float32, except in models whose config asks for
+  // capture.precision "tf32" (runtime/passes/precision.h).
   bool allow_tf32 = false;
   // Back-pressure: queued rows beyond this many chunks of the largest
   // captured size are refused with RESOURCE_EXHAUSTED.
@@ -129,6 +131,7 @@ struct ServedModelOptions {
 // What loading did, for the startup table.
 struct ModelLoadSummary {
   std::string executor;             // e.g. "CUDA graphs, GPU 0"
+  std::string precision;            // capture.precision as served: "fp32", "fp16", ...
   std::vector<int64_t> batch_sizes; // ascending
   int num_streams = 0;               // slots over all GPUs
   size_t weight_bytes = 0;           // over all GPUs

@@ -4,6 +4,9 @@
 
 namespace graphserve {
 
-void RunModelPasses(Model& model) { FoldBatchNormsIntoConvs(model); }
+absl::Status RunModelPasses(Model& model, const ModelPassOptions& options) {
+  FoldBatchNormsIntoConvs(model);
+  return ConvertPrecision(model, options.precision);
+}
 
 }  // namespace graphserve

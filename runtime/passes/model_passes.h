@@ -2,9 +2,18 @@
 // The rewrites of an imported model that run once per model, before any
 // batch size is bound (Note [Model passes]).
 
+#include "absl/status/status.h"
 #include "runtime/ir.h"
+#include "runtime/passes/precision.h"
 
 namespace graphserve {
+
+// What the model's config asks of the passes.
+struct ModelPassOptions {
+  // What the model computes in (precision.h): fp16 and bf16 rewrite it, fp32
+  // (the default) and tf32 leave the IR as imported.
+  ModelPrecision precision = ModelPrecision::kFp32;
+};
 
 // Note [Model passes]
 // ~~~~~~~~~~~~~~~~~~~
@@ -12,20 +21,21 @@ namespace graphserve {
 // nodes, and its initializers, which the weight store then uploads once per
 // device for every captured size and stream. Each pass is one file of
 // runtime/passes/; RunModelPasses runs them in this order, and import
-// (runtime/onnx_import.cc) runs RunModelPasses, so the server and the CLI
-// see the same rewritten model:
+// (runtime/onnx_import.cc) runs RunModelPasses with the options it is given
+// (the server's from the model's config, graphserve-capture's from its
+// flags), so the server and the CLI see the same rewritten model:
 //
 //  1. FoldBatchNormsIntoConvs (fold_batch_norms.h): inference BatchNorm
 //     into the Conv before it, in float32, while the weights are still the
 //     model's own.
-//  2. The precision pass belongs here, after folding (so folded weights are
+//  2. ConvertPrecision (precision.h), after folding (so folded weights are
 //     converted once, from float32) and before binding (so each node binds
-//     in its final dtype and finds its CUDA kernel by (op, dtype)). It will
-//     convert weights and insert the Casts at the edges of a model's
-//     requested precision (float16, bfloat16), and it holds the one list of
-//     ops kept in float32 (PyTorch autocast's lists play this part); since
-//     the precision comes from the model's config, RunModelPasses takes the
-//     config's options then.
-void RunModelPasses(Model& model);
+//     in its final dtype and finds its CUDA kernel by (op, dtype)): weights
+//     converted and Casts inserted for the model's precision (float16,
+//     bfloat16), with the one list of ops kept in float32 (Note [Model
+//     precision]).
+// Errors: the precision pass's, naming the precision (a model whose values
+// do not bind, or an op it cannot convert).
+absl::Status RunModelPasses(Model& model, const ModelPassOptions& options = {});
 
 }  // namespace graphserve

@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "common/tensor.h"
+#include "runtime/bind.h"
+#include "runtime/host/host_executor.h"
 #include "gtest/gtest.h"
 
 namespace graphserve {
@@ -31,7 +33,7 @@ TEST(ModelPassesTest, FoldsBatchNormIntoTheConvBeforeIt) {
   }
   model.nodes = {Node{"conv", "Conv", {"x", "w"}, {"c"}, {}},
                  Node{"bn", "BatchNormalization", {"c", "gamma", "beta", "mean", "var"}, {"y"}, {}}};
-  RunModelPasses(model);
+  ASSERT_TRUE(RunModelPasses(model).ok());
   ASSERT_EQ(model.nodes.size(), 1u);
   EXPECT_EQ(model.nodes[0].op_type, "Conv");
   EXPECT_EQ(model.nodes[0].outputs[0], "y");
@@ -41,6 +43,68 @@ TEST(ModelPassesTest, FoldsBatchNormIntoTheConvBeforeIt) {
   EXPECT_NEAR(folded.data<float>()[0], 1.0 / std::sqrt(1.0 + 1e-5), 1e-7);
   const HostTensor& bias = *model.initializers.at(model.nodes[0].inputs[2]);
   EXPECT_NEAR(bias.data<float>()[0], 1.0 - 1.0 / std::sqrt(1.0 + 1e-5), 1e-7);
+}
+
+// The passes in their order: BatchNorm folds into the Conv in float32, then
+// the precision pass rounds the folded weights once; a small CNN (Conv,
+// BatchNorm, Relu, global pool, Gemm, Softmax) then runs on the host in
+// float16 with float32 in and out, close to its float32 run.
+TEST(ModelPassesTest, FoldsThenConvertsToTheModelsPrecision) {
+  Model model;
+  model.name = "cnn";
+  model.opset = 17;
+  model.inputs = {{"x", DType::kFloat32, {-1, 3, 6, 6}}};
+  model.outputs = {{"y", DType::kFloat32, {-1, 5}}};
+  auto random = [](Dims dims, uint64_t seed, float scale, float shift) {
+    HostTensor t = RandomTensor(DType::kFloat32, std::move(dims), seed);
+    for (int64_t i = 0; i < t.num_elements(); ++i) {
+      t.data<float>()[i] = t.data<float>()[i] * scale + shift;
+    }
+    return std::make_shared<const HostTensor>(std::move(t));
+  };
+  model.initializers["w"] = random({4, 3, 3, 3}, 1, 0.3f, 0.0f);
+  model.initializers["gamma"] = random({4}, 2, 0.1f, 1.0f);
+  model.initializers["beta"] = random({4}, 3, 0.1f, 0.0f);
+  model.initializers["mean"] = random({4}, 4, 0.1f, 0.0f);
+  model.initializers["var"] = random({4}, 5, 0.1f, 1.0f);
+  model.initializers["fc"] = random({4, 5}, 6, 0.5f, 0.0f);
+  model.initializers["fc_bias"] = random({5}, 7, 0.1f, 0.0f);
+  model.nodes = {
+      Node{"conv", "Conv", {"x", "w"}, {"c"}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}}},
+      Node{"bn", "BatchNormalization", {"c", "gamma", "beta", "mean", "var"}, {"b"}, {}},
+      Node{"relu", "Relu", {"b"}, {"r"}, {}},
+      Node{"pool", "GlobalAveragePool", {"r"}, {"p"}, {}},
+      Node{"flat", "Flatten", {"p"}, {"f"}, {}},
+      Node{"fc", "Gemm", {"f", "fc", "fc_bias"}, {"logits"}, {}},
+      Node{"softmax", "Softmax", {"logits"}, {"y"}, {{"axis", int64_t{-1}}}},
+  };
+  Model exact = model;
+  ASSERT_TRUE(RunModelPasses(exact).ok());
+  ModelPassOptions options;
+  options.precision = ModelPrecision::kFp16;
+  ASSERT_TRUE(RunModelPasses(model, options).ok());
+
+  const Node& conv = model.nodes[1];  // after x's Cast
+  ASSERT_EQ(conv.op_type, "Conv");
+  EXPECT_EQ(conv.inputs[1], "bn/folded_weights");
+  EXPECT_EQ(model.initializers.at("bn/folded_weights")->dtype(), DType::kFloat16);
+  EXPECT_EQ(model.initializers.at("bn/folded_bias")->dtype(), DType::kFloat16);
+
+  const HostTensor x = RandomTensor(DType::kFloat32, {2, 3, 6, 6}, 9);
+  std::vector<HostTensor> outputs[2];
+  for (int i = 0; i < 2; ++i) {
+    absl::StatusOr<BoundGraph> graph = BindModel(i == 0 ? exact : model, {.batch_size = 2});
+    ASSERT_TRUE(graph.ok()) << graph.status();
+    absl::StatusOr<std::unique_ptr<HostExecutor>> executor = HostExecutor::Create(*graph);
+    ASSERT_TRUE(executor.ok()) << executor.status();
+    absl::StatusOr<std::vector<HostTensor>> run = (*executor)->Run({x});
+    ASSERT_TRUE(run.ok()) << run.status();
+    outputs[i] = *std::move(run);
+  }
+  ASSERT_EQ(outputs[1][0].dtype(), DType::kFloat32);
+  const double error = RelativeError(outputs[1][0], outputs[0][0]);
+  EXPECT_LT(error, 1e-2);
+  EXPECT_GT(error, 0.0);  // it did run in float16
 }
 
 }  // namespace

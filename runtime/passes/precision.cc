@@ -1,0 +1,366 @@
+#include "runtime/passes/precision.h"
+
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/dtype.h"
+#include "common/status.h"
+#include "common/tensor.h"
+#include "runtime/bind.h"
+
+namespace graphserve {
+
+const char* ModelPrecisionName(ModelPrecision precision) {
+  switch (precision) {
+    case ModelPrecision::kFp32:
+      return "fp32";
+    case ModelPrecision::kTf32:
+      return "tf32";
+    case ModelPrecision::kFp16:
+      return "fp16";
+    case ModelPrecision::kBf16:
+      return "bf16";
+  }
+  return "unknown";
+}
+
+absl::StatusOr<ModelPrecision> ParseModelPrecision(absl::string_view text) {
+  constexpr char kChoices[] = "fp32 (the default), tf32, fp16 or bf16";
+  if (text.empty()) return ModelPrecision::kFp32;
+  for (ModelPrecision precision : {ModelPrecision::kFp32, ModelPrecision::kTf32,
+                                   ModelPrecision::kFp16, ModelPrecision::kBf16}) {
+    if (text == ModelPrecisionName(precision)) return precision;
+  }
+  if (text == "auto") {
+    return absl::UnimplementedError(absl::StrCat(
+        "'auto' is not implemented yet (it would choose each node's type from a calibration "
+        "batch, which GraphServe does not take yet); choose ",
+        kChoices));
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("'", text, "' is not a precision; choose ", kChoices));
+}
+
+bool AllowsTf32(ModelPrecision precision, bool server_allows_tf32) {
+  return precision == ModelPrecision::kTf32 || server_allows_tf32;
+}
+
+bool KeptInFloat32(const std::string& op_type) {
+  // Note [Ops kept in float32]
+  static const std::set<std::string>* const kKept = new std::set<std::string>{
+      "Exp",       "Log",         "Pow",       "Reciprocal",      "Softplus",
+      "LayerNormalization",       "GroupNormalization",
+      "Softmax",   "LogSoftmax",  "CumSum",
+      "ReduceSum", "ReduceMean",  "ReduceProd", "ReduceSumSquare", "ReduceL1",
+      "ReduceL2",  "ReduceLogSum", "ReduceLogSumExp",
+  };
+  return kKept->count(op_type) > 0;
+}
+
+// Implementation details follow.
+
+namespace {
+
+// Where a float32 value of the model comes from: what decides its stored
+// dtype (Note [Model precision]).
+enum class Producer {
+  kGraphInput,   // float32: the declared interface
+  kInitializer,  // chosen by its readers
+  kChosenNode,   // Constant, ConstantOfShape, Cast to float32: chosen by its readers
+  kKeptNode,     // float32
+  kNode,         // the target
+};
+
+struct FloatValue {
+  Producer producer = Producer::kNode;
+  bool graph_output = false;
+  std::set<DType> wanted;  // by its readers
+  DType stored = DType::kFloat32;
+  // The value's name in each dtype it exists in (stored and wanted).
+  std::map<DType, std::string> names;
+};
+
+// Nodes whose float32 output dtype is an attribute the pass can set, not a
+// consequence of their inputs' dtypes.
+bool ChoosesOutputDType(const std::string& op_type) {
+  return op_type == "Constant" || op_type == "ConstantOfShape" || op_type == "Cast";
+}
+
+// Inputs an op reads in whatever dtype they come: their dtype is not tied to
+// the outputs' (a Cast's source, CastLike's input, what Shape and Size
+// measure).
+bool ReadsAnyDType(const Node& node, size_t input) {
+  if (node.op_type == "Cast" || node.op_type == "Shape" || node.op_type == "Size") return true;
+  return node.op_type == "CastLike" && input == 0;
+}
+
+// A Constant node's float32 value, from any of ONNX's spellings of it.
+absl::StatusOr<HostTensor> Float32ConstantValue(const Node& node) {
+  for (const auto& [name, attr] : node.attributes) {
+    if (const HostTensor* tensor = std::get_if<HostTensor>(&attr)) {
+      if (tensor->dtype() == DType::kFloat32) return *tensor;
+    } else if (const float* value = std::get_if<float>(&attr)) {
+      HostTensor tensor(DType::kFloat32, {});
+      *tensor.data<float>() = *value;
+      return tensor;
+    } else if (const auto* values = std::get_if<std::vector<float>>(&attr)) {
+      HostTensor tensor(DType::kFloat32, {static_cast<int64_t>(values->size())});
+      std::copy(values->begin(), values->end(), tensor.data<float>());
+      return tensor;
+    }
+  }
+  return absl::InternalError(
+      absl::StrCat("precision pass: Constant node '", node.name, "' holds no float32 value"));
+}
+
+// `node` (a ChoosesOutputDType node making float32) made to produce `dtype`.
+absl::Status SetOutputDType(Node& node, DType dtype) {
+  if (node.op_type == "Cast") {
+    node.attributes["to"] = static_cast<int64_t>(dtype);
+    return absl::OkStatus();
+  }
+  if (node.op_type == "Constant") {
+    ASSIGN_OR_RETURN(const HostTensor value, Float32ConstantValue(node));
+    node.attributes.clear();
+    node.attributes["value"] = ConvertFloats(value, dtype);
+    return absl::OkStatus();
+  }
+  // ConstantOfShape: its `value`, one element, float32 zero when absent.
+  HostTensor value(DType::kFloat32, {1});
+  if (auto it = node.attributes.find("value"); it != node.attributes.end()) {
+    if (const HostTensor* given = std::get_if<HostTensor>(&it->second)) value = *given;
+  }
+  node.attributes["value"] = ConvertFloats(value, dtype);
+  return absl::OkStatus();
+}
+
+class PrecisionRewrite {
+ public:
+  PrecisionRewrite(Model& model, DType target, const std::map<std::string, DType>& dtypes)
+      : model_(model), target_(target) {
+    for (const ValueInfo& input : model_.inputs) taken_.insert(input.name);
+    for (const auto& [name, dtype] : dtypes) {
+      taken_.insert(name);
+      if (dtype == DType::kFloat32) values_[name];
+    }
+  }
+
+  absl::Status Run() {
+    FindProducers();
+    FindReaders();
+    for (auto& [name, value] : values_) ChooseNames(name, value);
+    ConvertInitializers();
+    return RewriteNodes();
+  }
+
+  // Every name the rewritten model gives a float32 value's versions, with the
+  // dtype the pass meant it to have.
+  [[nodiscard]] std::map<std::string, DType> IntendedDTypes() const {
+    std::map<std::string, DType> intended;
+    for (const auto& [name, value] : values_) {
+      for (const auto& [dtype, version] : value.names) intended[version] = dtype;
+    }
+    return intended;
+  }
+
+ private:
+  FloatValue* Find(const std::string& name) {
+    auto it = values_.find(name);
+    return it == values_.end() ? nullptr : &it->second;
+  }
+
+  void FindProducers() {
+    for (const ValueInfo& input : model_.inputs) {
+      if (FloatValue* value = Find(input.name)) value->producer = Producer::kGraphInput;
+    }
+    for (const auto& [name, tensor] : model_.initializers) {
+      if (FloatValue* value = Find(name)) value->producer = Producer::kInitializer;
+    }
+    for (const Node& node : model_.nodes) {
+      const Producer producer = KeptInFloat32(node.op_type)       ? Producer::kKeptNode
+                                : ChoosesOutputDType(node.op_type) ? Producer::kChosenNode
+                                                                   : Producer::kNode;
+      for (const std::string& output : node.outputs) {
+        if (FloatValue* value = Find(output)) value->producer = producer;
+      }
+    }
+  }
+
+  // The dtype a node computing `node.op_type` wants its float32 input in.
+  DType Wanted(const Node& node) const {
+    return KeptInFloat32(node.op_type) ? DType::kFloat32 : target_;
+  }
+
+  void FindReaders() {
+    for (const Node& node : model_.nodes) {
+      for (size_t i = 0; i < node.inputs.size(); ++i) {
+        FloatValue* value = Find(node.inputs[i]);
+        if (value != nullptr && !ReadsAnyDType(node, i)) value->wanted.insert(Wanted(node));
+      }
+    }
+    for (const ValueInfo& output : model_.outputs) {
+      if (FloatValue* value = Find(output.name)) {
+        value->graph_output = true;
+        value->wanted.insert(DType::kFloat32);
+      }
+    }
+  }
+
+  // The stored dtype, and a name for each dtype the value exists in. The
+  // model's own name goes to the declared float32 version of a graph
+  // output, and to the stored version of any other value.
+  void ChooseNames(const std::string& name, FloatValue& value) {
+    switch (value.producer) {
+      case Producer::kGraphInput:
+      case Producer::kKeptNode:
+        value.stored = DType::kFloat32;
+        break;
+      case Producer::kNode:
+        value.stored = target_;
+        break;
+      case Producer::kInitializer:
+      case Producer::kChosenNode:
+        value.stored = !value.wanted.empty() && value.wanted == std::set<DType>{DType::kFloat32}
+                           ? DType::kFloat32
+                           : target_;
+        break;
+    }
+    std::set<DType> versions = value.wanted;
+    versions.insert(value.stored);
+    for (DType dtype : versions) {
+      const bool owns_name = value.graph_output ? dtype == DType::kFloat32 : dtype == value.stored;
+      value.names[dtype] = owns_name ? name : UniqueName(absl::StrCat(name, "/", DTypeName(dtype)));
+    }
+  }
+
+  std::string UniqueName(const std::string& base) {
+    std::string name = base;
+    for (int n = 1; taken_.count(name) > 0; ++n) name = absl::StrCat(base, "_", n);
+    taken_.insert(name);
+    return name;
+  }
+
+  // Each version of a float32 initializer is an initializer of its own,
+  // rounded once from the float32 original, so that the weight store uploads
+  // it once for every batch size.
+  void ConvertInitializers() {
+    std::map<std::string, std::shared_ptr<const HostTensor>> converted;
+    for (auto& [name, tensor] : model_.initializers) {
+      const FloatValue* value = Find(name);
+      if (value == nullptr) {
+        converted.emplace(name, tensor);
+        continue;
+      }
+      for (const auto& [dtype, version] : value->names) {
+        converted.emplace(version, dtype == DType::kFloat32
+                                       ? tensor
+                                       : std::make_shared<const HostTensor>(
+                                             ConvertFloats(*tensor, dtype)));
+      }
+    }
+    model_.initializers = std::move(converted);
+  }
+
+  // A Cast of `value`'s stored version to its version in `dtype`.
+  Node CastNode(const FloatValue& value, DType dtype) const {
+    const std::string& output = value.names.at(dtype);
+    return Node{absl::StrCat(output, "/cast"), "Cast", {value.names.at(value.stored)}, {output},
+                {{"to", static_cast<int64_t>(dtype)}}};
+  }
+
+  absl::Status RewriteNodes() {
+    std::vector<Node> nodes;
+    // Graph inputs are float32 at the interface; their other versions are
+    // Casts before any node.
+    for (const ValueInfo& input : model_.inputs) {
+      if (const FloatValue* value = Find(input.name)) AppendCasts(*value, nodes);
+    }
+    for (Node& node : model_.nodes) {
+      const Node original = node;
+      for (size_t i = 0; i < node.inputs.size(); ++i) {
+        const FloatValue* value = Find(node.inputs[i]);
+        if (value == nullptr) continue;
+        node.inputs[i] = value->names.at(ReadsAnyDType(node, i) ? value->stored : Wanted(node));
+      }
+      std::vector<const FloatValue*> outputs;
+      for (std::string& output : node.outputs) {
+        const FloatValue* value = Find(output);
+        if (value == nullptr) continue;
+        output = value->names.at(value->stored);
+        outputs.push_back(value);
+      }
+      if (ChoosesOutputDType(node.op_type) && !outputs.empty() &&
+          outputs.front()->stored != DType::kFloat32) {
+        RETURN_IF_ERROR(SetOutputDType(node, outputs.front()->stored));
+      }
+      const std::vector<std::string> inputs = node.inputs;
+      nodes.push_back(std::move(node));
+      for (const FloatValue* value : outputs) {
+        if (!ChoosesOutputDType(original.op_type)) {
+          AppendCasts(*value, nodes);
+          continue;
+        }
+        // Its own copy per other version, rounded once from the same source.
+        for (const auto& [dtype, version] : value->names) {
+          if (dtype == value->stored) continue;
+          Node copy = original;
+          copy.name = absl::StrCat(version, "/", original.op_type);
+          copy.inputs = inputs;
+          copy.outputs = {version};
+          if (dtype != DType::kFloat32) RETURN_IF_ERROR(SetOutputDType(copy, dtype));
+          nodes.push_back(std::move(copy));
+        }
+      }
+    }
+    model_.nodes = std::move(nodes);
+    return absl::OkStatus();
+  }
+
+  void AppendCasts(const FloatValue& value, std::vector<Node>& nodes) const {
+    for (const auto& [dtype, version] : value.names) {
+      if (dtype != value.stored) nodes.push_back(CastNode(value, dtype));
+    }
+  }
+
+  Model& model_;
+  const DType target_;
+  std::map<std::string, FloatValue> values_;  // the model's float32 values, by name
+  std::set<std::string> taken_;               // every value name, for new ones
+};
+
+}  // namespace
+
+absl::Status ConvertPrecision(Model& model, ModelPrecision precision) {
+  if (precision != ModelPrecision::kFp16 && precision != ModelPrecision::kBf16) {
+    return absl::OkStatus();
+  }
+  const DType target = precision == ModelPrecision::kFp16 ? DType::kFloat16 : DType::kBFloat16;
+  const std::string context = absl::StrCat("precision ", ModelPrecisionName(precision));
+  // Binding's errors keep their code (an op without a 16-bit form is
+  // binding's to name), with the precision in front.
+  const auto annotated = [&context](const absl::Status& status) {
+    return absl::Status(status.code(), absl::StrCat(context, ": ", status.message()));
+  };
+  absl::StatusOr<std::map<std::string, DType>> dtypes = InferValueDTypes(model, {});
+  if (!dtypes.ok()) return annotated(dtypes.status());
+  PrecisionRewrite rewrite(model, target, *dtypes);
+  RETURN_IF_ERROR(rewrite.Run());
+  absl::StatusOr<std::map<std::string, DType>> rewritten = InferValueDTypes(model, {});
+  if (!rewritten.ok()) return annotated(rewritten.status());
+  for (const auto& [name, dtype] : rewrite.IntendedDTypes()) {
+    auto it = rewritten->find(name);
+    if (it != rewritten->end() && it->second != dtype) {
+      return absl::InternalError(absl::StrCat(
+          context, ": value '", name, "' binds as ", DTypeName(it->second), ", the pass meant ",
+          DTypeName(dtype), " (its op's float output does not follow its float inputs)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace graphserve

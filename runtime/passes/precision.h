@@ -1,0 +1,104 @@
+#pragma once
+// The precision pass: a float32 model computed in float16 or bfloat16, with
+// the ops that need float32's range and precision kept in it (Note [Model
+// precision]); the second model pass (Note [Model passes]).
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "runtime/ir.h"
+
+namespace graphserve {
+
+// What a model computes in, per model (config.pbtxt's capture.precision,
+// graphserve-capture prepare --precision).
+enum class ModelPrecision {
+  kFp32,  // as written: float32 exactly (the default)
+  kTf32,  // as written, with float32 GEMMs and convolutions on TF32 tensor cores
+  kFp16,  // converted to float16 by ConvertPrecision
+  kBf16,  // converted to bfloat16 by ConvertPrecision
+};
+
+// "fp32", "tf32", "fp16", "bf16": the spelling configs and flags use.
+const char* ModelPrecisionName(ModelPrecision precision);
+
+// The config's or the command line's spelling; empty is fp32. "auto" is
+// Unimplemented (it needs a calibration batch to choose per node), any other
+// text InvalidArgument; both messages list the choices, and callers put the
+// field or flag in front.
+absl::StatusOr<ModelPrecision> ParseModelPrecision(absl::string_view text);
+
+// Whether a model's float32 GEMMs and convolutions may use TF32 tensor
+// cores: when its precision is tf32, or when the server allows it for every
+// model (--allow-tf32, the switch before precision was per model).
+bool AllowsTf32(ModelPrecision precision, bool server_allows_tf32);
+
+// Whether the precision pass keeps `op_type` in float32 (Note [Ops kept in
+// float32]).
+bool KeptInFloat32(const std::string& op_type);
+
+// Rewrites `model` to compute in `precision` (Note [Model precision]); fp32
+// and tf32 leave it as it is. The model's values must bind (at batch 1):
+// binding's error otherwise, naming the node. Internal when the rewritten
+// model's dtypes are not the ones the pass meant, naming the value (an op
+// whose float output does not follow its float inputs, which the pass does
+// not know).
+absl::Status ConvertPrecision(Model& model, ModelPrecision precision);
+
+// Note [Model precision]
+// ~~~~~~~~~~~~~~~~~~~~~~
+// fp16 and bf16 are a rewrite of the IR before binding, so that every node
+// binds in its final dtype and the executors find its kernel by (op, dtype)
+// as for a model exported in half precision; TensorRT's strongly typed mode
+// reads precision the same way, as explicit Casts. Only float32 values
+// change: float64, integers and the 16-bit floats a model already uses stay
+// as written, so a model exported with .half() or with its own Casts runs
+// as written.
+//
+// Each float32 value of the model gets a stored dtype, by its producer:
+//  - a graph input: float32. Clients send the declared type; a Cast to the
+//    target type right after it feeds the readers that compute in it, on
+//    the device, inside the graph.
+//  - a node kept in float32 (KeptInFloat32) and any of its float outputs,
+//    such as LayerNormalization's Mean and InvStdDev, which ONNX fixes to
+//    float32 anyway: float32.
+//  - any other node: the target type.
+//  - a constant (an initializer, a Constant, a ConstantOfShape) or a Cast to
+//    float32, whose dtype the pass chooses: float32 when every reader wants
+//    float32, else the target. Constants are converted once, here, rounded
+//    once from float32 (ConvertFloats, common/tensor.h); a reader that wants
+//    the other type gets its own copy, also rounded once from the source (the
+//    float32 original for a constant, the same input for a Cast), rather than
+//    a Cast that binding would fold again at every batch size.
+// Readers want: a node kept in float32, float32; a graph output, float32 (its
+// declared type: a Cast back at the end); Cast, CastLike's input and Shape,
+// Size, whatever they are given; every other node, the target. Where a
+// reader wants what the value is not stored as, one Cast per value and type
+// serves all such readers. Casts are placed by what readers want, so none is
+// made that a later step would cancel: a chain of kept ops (Softmax into
+// Log, Exp into ReduceSum) stays in float32 without bouncing through the
+// target, and a graph input read only by kept ops, or a kept op's result
+// that is a graph output, has no Cast at all.
+//
+// The dtypes come from binding the float32 model at batch 1
+// (InferValueDTypes); binding the result again checks that every value has
+// the dtype the pass meant.
+//
+// Note [Ops kept in float32]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// One list, in KeptInFloat32, modelled on PyTorch's autocast float32 list
+// (aten/src/ATen/autocast_mode.cpp: exp, log, pow, reciprocal, softplus,
+// layer_norm, group_norm, softmax, log_softmax, cumsum, sum, prod, norms,
+// logsumexp), in ONNX's names: Exp, Log, Pow, Reciprocal, Softplus;
+// LayerNormalization, GroupNormalization; Softmax, LogSoftmax; CumSum; the
+// Reduce* ops that add or multiply (ReduceSum, ReduceMean, ReduceProd,
+// ReduceSumSquare, ReduceL1, ReduceL2, ReduceLogSum, ReduceLogSumExp). Their
+// float16 results overflow (exp, pow, sums of many terms: float16's largest
+// value is 65504) or lose what the next op divides by. ReduceMax, ReduceMin
+// and ArgMax select an element, exact in any type, and stay in the target;
+// so do GEMMs and convolutions (tensor cores accumulate in float32) and the
+// rest of the elementwise math, as in autocast.
+
+}  // namespace graphserve
