@@ -6,6 +6,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_set>
@@ -15,6 +16,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/thread_name.h"
 #include "server/grpc_status.h"
+#include "server/request_queue.h"
 #include "server/stream_pool.h"
 
 namespace graphserve {
@@ -80,27 +82,48 @@ class QueuedCall {
   virtual void Proceed(bool ok) = 0;
 };
 
+// A call's gRPC deadline on the queue's clock; none when the client set none
+// (gRPC's infinite future).
+std::optional<QueueClock::time_point> QueueDeadline(const grpc::ServerContext& context) {
+  const auto deadline = context.deadline();
+  const auto left = deadline - std::chrono::system_clock::now();
+  // Beyond a year is no deadline (and would overflow the conversion).
+  if (left > std::chrono::hours(24 * 365)) return std::nullopt;
+  return QueueClock::now() + std::chrono::duration_cast<QueueClock::duration>(left);
+}
+
 // One call of a unary method on one queue, from being asked for until its
 // answer is written. `Method` supplies the method's types, the service's
-// member that asks for a call (kAsk) and how to answer one (Answer, which
-// calls its `finish` once, on any thread).
+// member that asks for a call (kAsk), how to answer one (Answer, which
+// calls its `finish` once, on any thread), and whether the queue should know
+// when its client goes (kWatched: Note [Rows nobody waits for] in
+// server/request_queue.h).
+//
+// A watched call asks gRPC to say when it is done (AsyncNotifyWhenDone),
+// which comes as a second step after it started, in no order with its
+// Finish; the call is deleted when the last of the two returns. One never
+// started gets no such step (gRPC issue 10136).
 template <typename Method>
 class UnaryCall final : public QueuedCall {
  public:
   UnaryCall(InferenceService* service, const InferenceProtocol* protocol, QueuedRpcs::Queue* queue)
       : service_(service), protocol_(protocol), queue_(queue), writer_(&context_) {
     grpc::ServerCompletionQueue* completion = queue_->completion.get();
+    if (Method::kWatched) context_.AsyncNotifyWhenDone(&done_step_);
     (service_->*Method::kAsk)(&context_, &request_, &writer_, completion, completion, this);
   }
 
   void Proceed(bool ok) override {
     QueuedRpcs::Queue& queue = *queue_;  // `this` may be gone by the end
     queue.active.fetch_add(1);
-    if (!ok || answered_ || queue.stopping.load()) {
-      delete this;
+    if (!started_ && !ok) {
+      delete this;  // never started: no other step comes
+    } else if (started_ || queue.stopping.load()) {
+      started_ = true;
+      Release();  // finished, or started while stopping: never answered
     } else {
+      started_ = true;
       new UnaryCall(service_, protocol_, queue_);
-      answered_ = true;
       auto finish = [this](const absl::Status& status) {
         writer_.Finish(response_, ToGrpcStatus(status), this);
       };
@@ -108,13 +131,42 @@ class UnaryCall final : public QueuedCall {
           !allowed.ok()) {
         finish(allowed);
       } else {
-        Method::Answer(*protocol_, queue_, &request_, &response_, std::move(finish));
+        if (const auto deadline = QueueDeadline(context_); call_ != nullptr && deadline) {
+          call_->set_deadline(*deadline);
+        }
+        Method::Answer(*protocol_, queue_, call_, &request_, &response_, std::move(finish));
       }
     }
     queue.active.fetch_sub(1);
   }
 
  private:
+  // gRPC says the call is done: answered, or cancelled by its client or its
+  // deadline.
+  void OnDone(bool) {
+    if (call_ != nullptr && context_.IsCancelled()) call_->Cancel();
+    Release();
+  }
+
+  // Deletes the call once its last step came back.
+  void Release() {
+    if (steps_left_.fetch_sub(1) == 1) delete this;
+  }
+
+  class DoneStep final : public QueuedCall {
+   public:
+    explicit DoneStep(UnaryCall* call) : call_(call) {}
+    void Proceed(bool ok) override {
+      QueuedRpcs::Queue& queue = *call_->queue_;  // the call may be gone by the end
+      queue.active.fetch_add(1);
+      call_->OnDone(ok);
+      queue.active.fetch_sub(1);
+    }
+
+   private:
+    UnaryCall* const call_;
+  };
+
   InferenceService* const service_;
   const InferenceProtocol* const protocol_;
   QueuedRpcs::Queue* const queue_;
@@ -122,16 +174,27 @@ class UnaryCall final : public QueuedCall {
   typename Method::Request request_;
   typename Method::Response response_;
   grpc::ServerAsyncResponseWriter<typename Method::Response> writer_;
-  bool answered_ = false;  // set before Finish can be called; the queue orders the rest
+  DoneStep done_step_{this};
+  // Set before Finish or the done step can come; the queue orders the rest.
+  bool started_ = false;
+  // Made before the call is asked for: the done step may come while the
+  // call is being started.
+  const std::shared_ptr<CallLiveness> call_ =
+      Method::kWatched ? std::make_shared<CallLiveness>() : nullptr;
+  // The Finish (or the refusal to answer) and, when watched, the done step.
+  std::atomic<int> steps_left_{Method::kWatched ? 2 : 1};
 };
 
 // Starts one inference for a call of this queue. Runs the request's chunk
 // on this thread only with a turn to spare: the queue's other thread keeps
 // taking calls meanwhile.
+// `call`: the RPC's liveness, for the queue (null: not watched).
 void RunInference(const InferenceProtocol& protocol, QueuedRpcs::Queue* queue,
+                  std::shared_ptr<const CallLiveness> call,
                   const inference::ModelInferRequest* request,
                   inference::ModelInferResponse* response,
                   std::function<void(const absl::Status&)> done) {
+  const QueueForCall for_call(std::move(call));
   if (queue->inline_turns.Take()) {
     protocol.ModelInfer(request, response, std::move(done));
     queue->inline_turns.Return();
@@ -146,10 +209,12 @@ struct ModelInferMethod {
   using Response = inference::ModelInferResponse;
   static constexpr auto kAsk = &InferenceService::RequestModelInfer;
   static constexpr ApiCategory kCategory = ApiCategory::kInference;
+  static constexpr bool kWatched = true;
   template <typename Finish>
   static void Answer(const InferenceProtocol& protocol, QueuedRpcs::Queue* queue,
-                     const Request* request, Response* response, Finish finish) {
-    RunInference(protocol, queue, request, response, std::move(finish));
+                     std::shared_ptr<const CallLiveness> call, const Request* request,
+                     Response* response, Finish finish) {
+    RunInference(protocol, queue, std::move(call), request, response, std::move(finish));
   }
 };
 
@@ -158,9 +223,12 @@ struct ServerLiveMethod {
   using Response = inference::ServerLiveResponse;
   static constexpr auto kAsk = &InferenceService::RequestServerLive;
   static constexpr ApiCategory kCategory = ApiCategory::kHealth;
+  // The empty RPC every benchmark measures as its floor: nothing queues.
+  static constexpr bool kWatched = false;
   template <typename Finish>
-  static void Answer(const InferenceProtocol& protocol, QueuedRpcs::Queue*, const Request*,
-                     Response* response, Finish finish) {
+  static void Answer(const InferenceProtocol& protocol, QueuedRpcs::Queue*,
+                     std::shared_ptr<const CallLiveness>, const Request*, Response* response,
+                     Finish finish) {
     protocol.ServerLive(response);
     finish(absl::OkStatus());
   }
@@ -252,6 +320,7 @@ class StreamCall {
     const bool ending = !streams_->Add(this);
     // A restricted stream is refused as it opens, before any read (Triton's).
     const absl::Status allowed = service_->CheckAllowed(ApiCategory::kInference, context_);
+    if (const auto deadline = QueueDeadline(context_)) call_->set_deadline(*deadline);
     absl::MutexLock lock(&mu_);
     ending_ = ending || !allowed.ok();
     if (!allowed.ok()) end_status_ = ToGrpcStatus(allowed);
@@ -277,7 +346,7 @@ class StreamCall {
     } else if (exchange != nullptr) {
       // Outside the lock: the answer may come on this thread before this
       // returns.
-      RunInference(*protocol_, queue_, &exchange->request,
+      RunInference(*protocol_, queue_, call_, &exchange->request,
                    exchange->answer.mutable_infer_response(),
                    [this, exchange](const absl::Status& status) { OnAnswered(exchange, status); });
     }
@@ -305,7 +374,10 @@ class StreamCall {
     {
       absl::MutexLock lock(&mu_);
       writing_.reset();
-      if (!ok) write_failed_ = true;  // the client is gone: its answers go nowhere
+      if (!ok) {
+        write_failed_ = true;  // the client is gone: its answers go nowhere
+        call_->Cancel();       // nor should its queued requests run
+      }
       if (!Advance()) return;
     }
     streams_->Delete(this);
@@ -368,6 +440,9 @@ class StreamCall {
   Step read_step_{this, &StreamCall::OnRead};
   Step written_step_{this, &StreamCall::OnWritten};
   Step finished_step_{this, &StreamCall::OnFinished};
+  // The stream's deadline and, once a write failed, its client's going, for
+  // the queue (Note [Rows nobody waits for] in server/request_queue.h).
+  const std::shared_ptr<CallLiveness> call_ = std::make_shared<CallLiveness>();
 
   absl::Mutex mu_;
   std::unique_ptr<Exchange> reading_ ABSL_GUARDED_BY(mu_);  // a read in flight
