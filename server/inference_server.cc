@@ -66,6 +66,8 @@ HttpEndpointOptions HttpOptions(const InferenceServerOptions& options) {
   http.max_body_bytes = static_cast<size_t>(options.http_max_input_bytes);
   http.max_json_depth = options.http_max_json_depth;
   http.threads = options.http_threads;
+  http.max_connections = options.http_max_connections;
+  http.read_timeout_secs = options.http_read_timeout_secs;
   http.restricted = options.http_restricted;
   return http;
 }

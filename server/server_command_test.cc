@@ -348,6 +348,26 @@ TEST(ServerCommand, TritonsHttpAndGrpcTuningFlags) {
               HasSubstr("--http-max-input-size wants a byte count > 0"));
 }
 
+TEST(ServerCommand, HttpConnectionLimits) {
+  std::ostringstream notices;
+  auto command = ParseServerCommand({"--model-repository", "/m", "--http-max-connections", "300",
+                                     "--http-read-timeout-secs", "2"},
+                                    0, notices);
+  ASSERT_TRUE(command.ok()) << command.status();
+  EXPECT_EQ(command->options.http_max_connections, 300);
+  EXPECT_EQ(command->options.http_read_timeout_secs, 2);
+  EXPECT_THAT(ParseServerCommand({"--model-repository", "/m", "--http-max-connections", "0"}, 0,
+                                 notices)
+                  .status()
+                  .message(),
+              HasSubstr("--http-max-connections wants 1..65536"));
+  EXPECT_THAT(ParseServerCommand({"--model-repository", "/m", "--http-read-timeout-secs", "0"},
+                                 0, notices)
+                  .status()
+                  .message(),
+              HasSubstr("--http-read-timeout-secs wants 1..3600"));
+}
+
 TEST(ServerCommand, TritonsLoggingFlags) {
   std::ostringstream notices;
   auto command = ParseServerCommand(
