@@ -286,7 +286,8 @@ absl::Status InferenceServer::StartGrpc(std::shared_ptr<grpc::ServerCredentials>
   builder.RegisterService(service_.get());
   queued_rpcs_ = std::make_unique<QueuedRpcs>(&builder, service_.get(), protocol_.get(),
                                                options_.grpc_queues,
-                                               options_.grpc_threads_per_queue);
+                                               options_.grpc_threads_per_queue,
+                                               options_.grpc_stream_limits);
   std::unique_ptr<grpc::Server> started = builder.BuildAndStart();
   const bool bound = started != nullptr && port_ != 0 && (unix_address.empty() || unix_bound != 0);
   if (!bound) {

@@ -127,6 +127,9 @@ struct InferenceServerOptions {
   // and the threads polling each (Note [Hot RPCs on completion queues]).
   int grpc_queues = 4;
   int grpc_threads_per_queue = 2;
+  // ModelStreamInfer streams open at once and answers owed per stream
+  // (server/queued_rpcs.h).
+  StreamLimits grpc_stream_limits;
   // gRPC core arguments for the server's transport, applied after the
   // server's own (common/grpc_channel_args.h).
   std::vector<GrpcChannelArg> grpc_channel_args;

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/thread_name.h"
 #include "server/grpc_status.h"
@@ -52,9 +53,11 @@ class StreamCall;
 // The streams open on a server, so that Shutdown can end them.
 class QueuedRpcs::OpenStreams {
  public:
-  // Registers an accepted stream; false once EndAll was called (the stream
-  // then ends as soon as it owes nothing).
-  bool Add(StreamCall* call);
+  explicit OpenStreams(int max_open) : max_open_(max_open) {}
+  // Registers an accepted stream; OK, or what it must end with at once:
+  // Unavailable once EndAll was called (it then ends as soon as it owes
+  // nothing), ResourceExhausted past max_open streams.
+  absl::Status Add(StreamCall* call);
   // Forgets a stream and deletes it; it must owe nothing and have no
   // operation in flight.
   void Delete(StreamCall* call);
@@ -62,6 +65,7 @@ class QueuedRpcs::OpenStreams {
   void EndAll();
 
  private:
+  const int max_open_;
   absl::Mutex mu_;
   std::unordered_set<StreamCall*> calls_ ABSL_GUARDED_BY(mu_);
   bool ending_ ABSL_GUARDED_BY(mu_) = false;
@@ -248,9 +252,14 @@ struct ServerLiveMethod {
 // step takes the call's lock and asks Advance what may start now.
 //
 // A client that sends faster than it reads would make the answers pile up
-// here without bound: while kMaxOwedPerStream answers are owed, the stream
-// reads no further request (gRPC's flow control then holds the client's
-// writes) and reads again as answers leave.
+// here without bound: while kMaxOwedPerStream answers are owed, or
+// StreamLimits::max_owed_bytes of answers wait to be written or are being
+// written, the stream reads no further request (gRPC's flow control then
+// holds the client's writes) and reads again as answers leave. Counting
+// answers alone let a stream that never reads hold ~570 MB with large
+// outputs (issue 30, finding 5). The server's open streams are bounded too
+// (StreamLimits::max_open_streams): one past it finishes RESOURCE_EXHAUSTED
+// as it opens.
 //
 // Shutdown: a stream is a long call that the server's Shutdown would cancel
 // at its deadline, its client seeing CANCELLED. Instead, once the server has
@@ -267,11 +276,12 @@ constexpr int kMaxOwedPerStream = 256;
 class StreamCall {
  public:
   StreamCall(InferenceService* service, const InferenceProtocol* protocol,
-             QueuedRpcs::Queue* queue, QueuedRpcs::OpenStreams* streams)
+             QueuedRpcs::Queue* queue, QueuedRpcs::OpenStreams* streams, int64_t max_owed_bytes)
       : service_(service),
         protocol_(protocol),
         queue_(queue),
         streams_(streams),
+        max_owed_bytes_(max_owed_bytes),
         stream_(&context_) {
     grpc::ServerCompletionQueue* completion = queue_->completion.get();
     service_->RequestModelStreamInfer(&context_, &stream_, completion, completion,
@@ -293,6 +303,7 @@ class StreamCall {
   struct Exchange {
     inference::ModelInferRequest request;
     inference::ModelStreamInferResponse answer;
+    int64_t answer_bytes = 0;  // once answered: what it counts in owed_bytes_
   };
 
   // A tag on the queue: one kind of operation of the call.
@@ -316,14 +327,18 @@ class StreamCall {
       delete this;  // never accepted: no operation in flight, not registered
       return;
     }
-    new StreamCall(service_, protocol_, queue_, streams_);
-    const bool ending = !streams_->Add(this);
+    new StreamCall(service_, protocol_, queue_, streams_, max_owed_bytes_);
+    const absl::Status added = streams_->Add(this);
     // A restricted stream is refused as it opens, before any read (Triton's).
     const absl::Status allowed = service_->CheckAllowed(ApiCategory::kInference, context_);
     if (const auto deadline = QueueDeadline(context_)) call_->set_deadline(*deadline);
     absl::MutexLock lock(&mu_);
-    ending_ = ending || !allowed.ok();
-    if (!allowed.ok()) end_status_ = ToGrpcStatus(allowed);
+    ending_ = !added.ok() || !allowed.ok();
+    if (!allowed.ok()) {
+      end_status_ = ToGrpcStatus(allowed);
+    } else if (absl::IsResourceExhausted(added)) {
+      end_status_ = ToGrpcStatus(added);
+    }
     Advance();  // the first read, or Finish when the server is ending streams
   }
 
@@ -361,9 +376,11 @@ class StreamCall {
       // name is not echoed (a client's text: Note [Quoting client text]).
       response->set_id(exchange->request.id());
     }
+    exchange->answer_bytes = static_cast<int64_t>(exchange->answer.ByteSizeLong());
     {
       absl::MutexLock lock(&mu_);
       --running_;
+      owed_bytes_ += exchange->answer_bytes;
       answered_.emplace_back(exchange);
       if (!Advance()) return;
     }
@@ -373,6 +390,7 @@ class StreamCall {
   void OnWritten(bool ok) {
     {
       absl::MutexLock lock(&mu_);
+      owed_bytes_ -= writing_->answer_bytes;
       writing_.reset();
       if (!ok) {
         write_failed_ = true;  // the client is gone: its answers go nowhere
@@ -409,14 +427,20 @@ class StreamCall {
     if (over_) return false;
     // On a queue being stopped nothing may start (Note [Stopping the queues]).
     const bool stopping = queue_->stopping.load();
-    if (write_failed_) answered_.clear();
+    if (write_failed_) {
+      for (const std::unique_ptr<Exchange>& dropped : answered_) {
+        owed_bytes_ -= dropped->answer_bytes;
+      }
+      answered_.clear();
+    }
     if (!stopping && !finishing_ && !finished_) {
       if (writing_ == nullptr && !answered_.empty()) {
         writing_ = std::move(answered_.front());
         answered_.pop_front();
         stream_.Write(writing_->answer, &written_step_);
       }
-      if (reading_ == nullptr && !reads_over_ && !ending_ && Owed() < kMaxOwedPerStream) {
+      if (reading_ == nullptr && !reads_over_ && !ending_ && Owed() < kMaxOwedPerStream &&
+          owed_bytes_ < max_owed_bytes_) {
         Read();
       }
       if (Owed() == 0 && (reads_over_ || ending_)) {
@@ -433,6 +457,7 @@ class StreamCall {
   const InferenceProtocol* const protocol_;
   QueuedRpcs::Queue* const queue_;
   QueuedRpcs::OpenStreams* const streams_;
+  const int64_t max_owed_bytes_;
   grpc::ServerContext context_;
   grpc::ServerAsyncReaderWriter<inference::ModelStreamInferResponse, inference::ModelInferRequest>
       stream_;
@@ -450,6 +475,8 @@ class StreamCall {
   int running_ ABSL_GUARDED_BY(mu_) = 0;  // requests handed to the protocol, unanswered
   std::deque<std::unique_ptr<Exchange>> answered_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<Exchange> writing_ ABSL_GUARDED_BY(mu_);  // a write in flight
+  // The answer_bytes of answered_ and writing_.
+  int64_t owed_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   bool write_failed_ ABSL_GUARDED_BY(mu_) = false;
   bool ending_ ABSL_GUARDED_BY(mu_) = false;
   // What an ending stream finishes with.
@@ -473,10 +500,17 @@ void Poll(grpc::ServerCompletionQueue* queue) {
 
 }  // namespace
 
-bool QueuedRpcs::OpenStreams::Add(StreamCall* call) {
+absl::Status QueuedRpcs::OpenStreams::Add(StreamCall* call) {
   absl::MutexLock lock(&mu_);
+  // Registered either way: it lives until its Finish comes back.
   calls_.insert(call);
-  return !ending_;
+  if (ending_) return absl::UnavailableError("the server is shutting down");
+  if (static_cast<int64_t>(calls_.size()) > max_open_) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the server has ", max_open_, " ModelStreamInfer streams open, its limit "
+        "(--grpc-max-open-streams); close one or retry later"));
+  }
+  return absl::OkStatus();
 }
 
 // Under the lock, so that EndAll never reaches a call being deleted.
@@ -493,14 +527,16 @@ void QueuedRpcs::OpenStreams::EndAll() {
 }
 
 QueuedRpcs::QueuedRpcs(grpc::ServerBuilder* builder, InferenceService* service,
-                       const InferenceProtocol* protocol, int queues, int threads_per_queue)
+                       const InferenceProtocol* protocol, int queues, int threads_per_queue,
+                       StreamLimits stream_limits)
     // At least one queue and one thread on it: with none, ModelInfer would
     // never be asked for or answered (ServerCommand checks its flags; this
     // guards options built in code).
     : service_(service),
       protocol_(protocol),
       threads_per_queue_(std::max(1, threads_per_queue)),
-      streams_(std::make_unique<OpenStreams>()) {
+      stream_limits_(stream_limits),
+      streams_(std::make_unique<OpenStreams>(stream_limits.max_open_streams)) {
   for (int i = 0; i < std::max(1, queues); ++i) {
     queues_.push_back(std::make_unique<Queue>(builder->AddCompletionQueue(), threads_per_queue_));
   }
@@ -511,7 +547,8 @@ void QueuedRpcs::Start() {
     for (int i = 0; i < kCallsAskedPerQueue; ++i) {
       new UnaryCall<ModelInferMethod>(service_, protocol_, queue.get());
       new UnaryCall<ServerLiveMethod>(service_, protocol_, queue.get());
-      new StreamCall(service_, protocol_, queue.get(), streams_.get());
+      new StreamCall(service_, protocol_, queue.get(), streams_.get(),
+                     stream_limits_.max_owed_bytes);
     }
     for (int i = 0; i < threads_per_queue_; ++i) {
       threads_.emplace_back([completion = queue->completion.get()] {

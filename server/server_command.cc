@@ -225,6 +225,8 @@ struct FlagValues {
   std::string metrics_address;
   int64_t http_threads = 32;
   int64_t http_max_connections = 1024;
+  int64_t grpc_max_open_streams = 4096;
+  int64_t grpc_max_stream_owed_bytes = int64_t{64} << 20;
   int64_t http_read_timeout_secs = 5;
   int64_t http_max_input_size = int64_t{64} << 20;
   int64_t grpc_infer_threads = 2;
@@ -412,6 +414,11 @@ void AddFlags(FlagValues* v, ServerCommand* command, CommandLine* flags) {
   flags->AddString("metrics-address", &v->metrics_address,
                    "The IP address metrics bind (default: --http-address, else --host).");
   flags->AddInt("http-thread-count", &v->http_threads, "Threads serving HTTP requests at once.");
+  flags->AddInt("grpc-max-open-streams", &v->grpc_max_open_streams,
+                "ModelStreamInfer streams open at once; one more is refused RESOURCE_EXHAUSTED.");
+  flags->AddInt("grpc-max-stream-owed-bytes", &v->grpc_max_stream_owed_bytes,
+                "Bytes of answers a ModelStreamInfer stream may owe a client that does not read "
+                "them before it stops reading the client's requests.");
   flags->AddInt("http-max-connections", &v->http_max_connections,
                 "HTTP connections served at once (each holds a thread while open; threads "
                 "start as connections need them); later ones wait until one closes.");
@@ -613,6 +620,11 @@ absl::StatusOr<ServerCommand> ParseServerCommand(const std::vector<std::string>&
   }
   RETURN_IF_ERROR(CheckFlagRange("http-thread-count", v.http_threads, 1, 1024));
   options.http_threads = static_cast<int>(v.http_threads);
+  RETURN_IF_ERROR(CheckFlagRange("grpc-max-open-streams", v.grpc_max_open_streams, 1, 1 << 20));
+  options.grpc_stream_limits.max_open_streams = static_cast<int>(v.grpc_max_open_streams);
+  RETURN_IF_ERROR(CheckFlagRange("grpc-max-stream-owed-bytes", v.grpc_max_stream_owed_bytes, 1,
+                                 int64_t{1} << 40));
+  options.grpc_stream_limits.max_owed_bytes = v.grpc_max_stream_owed_bytes;
   RETURN_IF_ERROR(CheckFlagRange("http-max-connections", v.http_max_connections, 1, 65536));
   options.http_max_connections = static_cast<int>(v.http_max_connections);
   RETURN_IF_ERROR(CheckFlagRange("http-read-timeout-secs", v.http_read_timeout_secs, 1, 3600));

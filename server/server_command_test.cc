@@ -348,7 +348,7 @@ TEST(ServerCommand, TritonsHttpAndGrpcTuningFlags) {
               HasSubstr("--http-max-input-size wants a byte count > 0"));
 }
 
-TEST(ServerCommand, HttpConnectionLimits) {
+TEST(ServerCommand, ConnectionAndStreamLimits) {
   std::ostringstream notices;
   auto command = ParseServerCommand({"--model-repository", "/m", "--http-max-connections", "300",
                                      "--http-read-timeout-secs", "2"},
@@ -356,6 +356,17 @@ TEST(ServerCommand, HttpConnectionLimits) {
   ASSERT_TRUE(command.ok()) << command.status();
   EXPECT_EQ(command->options.http_max_connections, 300);
   EXPECT_EQ(command->options.http_read_timeout_secs, 2);
+  auto streams = ParseServerCommand({"--model-repository", "/m", "--grpc-max-open-streams", "3",
+                                     "--grpc-max-stream-owed-bytes", "65536"},
+                                    0, notices);
+  ASSERT_TRUE(streams.ok()) << streams.status();
+  EXPECT_EQ(streams->options.grpc_stream_limits.max_open_streams, 3);
+  EXPECT_EQ(streams->options.grpc_stream_limits.max_owed_bytes, 65536);
+  EXPECT_THAT(ParseServerCommand({"--model-repository", "/m", "--grpc-max-open-streams", "0"}, 0,
+                                 notices)
+                  .status()
+                  .message(),
+              HasSubstr("--grpc-max-open-streams wants 1.."));
   EXPECT_THAT(ParseServerCommand({"--model-repository", "/m", "--http-max-connections", "0"}, 0,
                                  notices)
                   .status()
