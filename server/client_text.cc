@@ -23,7 +23,61 @@ std::string EscapedPrefix(absl::string_view text, bool* cut) {
   return escaped;
 }
 
+// The length of the valid UTF-8 sequence at the start of `text`, or 0.
+size_t Utf8SequenceLength(absl::string_view text) {
+  const auto byte = [&](size_t i) { return static_cast<unsigned char>(text[i]); };
+  const unsigned char lead = byte(0);
+  size_t length = 0;
+  unsigned char low = 0x80, high = 0xbf;  // the second byte's range
+  if (lead < 0x80) return 1;
+  if (lead >= 0xc2 && lead <= 0xdf) {
+    length = 2;
+  } else if (lead >= 0xe0 && lead <= 0xef) {
+    length = 3;
+    if (lead == 0xe0) low = 0xa0;   // no overlong forms
+    if (lead == 0xed) high = 0x9f;  // no surrogates
+  } else if (lead >= 0xf0 && lead <= 0xf4) {
+    length = 4;
+    if (lead == 0xf0) low = 0x90;
+    if (lead == 0xf4) high = 0x8f;  // nothing past U+10FFFF
+  } else {
+    return 0;
+  }
+  if (text.size() < length || byte(1) < low || byte(1) > high) return 0;
+  for (size_t i = 2; i < length; ++i) {
+    if (byte(i) < 0x80 || byte(i) > 0xbf) return 0;
+  }
+  return length;
+}
+
 }  // namespace
+
+std::string ValidUtf8(absl::string_view text) {
+  std::string valid;
+  valid.reserve(text.size());
+  while (!text.empty()) {
+    const size_t length = Utf8SequenceLength(text);
+    if (length == 0) {
+      valid += "\xEF\xBF\xBD";  // U+FFFD
+      text.remove_prefix(1);
+    } else {
+      valid.append(text.data(), length);
+      text.remove_prefix(length);
+    }
+  }
+  return valid;
+}
+
+std::string BoundedErrorText(absl::string_view message) {
+  std::string valid = ValidUtf8(message);
+  if (valid.size() <= kErrorTextLimit) return valid;
+  const std::string note = absl::StrCat("... (message cut: ", valid.size(), " bytes in all)");
+  size_t keep = kErrorTextLimit - note.size();
+  // Never cut a character in half: back up to a lead byte.
+  while (keep > 0 && (static_cast<unsigned char>(valid[keep]) & 0xc0) == 0x80) --keep;
+  valid.resize(keep);
+  return valid + note;
+}
 
 std::string QuoteClientText(absl::string_view text) {
   bool cut = false;

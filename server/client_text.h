@@ -34,4 +34,28 @@ std::string QuoteClientText(absl::string_view text);
 // client sent, rendered as [4,3,1]): [4,3,1,1,...] (70001 bytes).
 std::string ClientTextPrefix(absl::string_view text);
 
+// The most bytes of an error message a client is sent (Note [Bounded error
+// texts]).
+inline constexpr size_t kErrorTextLimit = 4096;
+
+// `message` as a client may be sent it: at most kErrorTextLimit bytes,
+// cut at a UTF-8 character boundary with a note of the full length when it
+// is longer, and valid UTF-8 (ValidUtf8).
+std::string BoundedErrorText(absl::string_view message);
+
+// `text` with every byte that is not part of a valid UTF-8 sequence
+// replaced by U+FFFD, so that protobuf string fields and JSON carrying it
+// decode in every client.
+std::string ValidUtf8(absl::string_view text);
+
+// Note [Bounded error texts]
+// Most messages quote client text through QuoteClientText, but some carry
+// the server's own text of unbounded length: a config of 10^6 dims made a
+// 2 MB message, which gRPC clients refuse (their 8 KiB status metadata
+// limit) as RESOURCE_EXHAUSTED, never showing it; and text read from a
+// binary config.pbtxt put bytes that are not UTF-8 into RepositoryIndex,
+// which broke every client's decoding of the whole index (issue 30,
+// finding 8). So the one conversion to a gRPC status and the HTTP error
+// body bound every message, and the index's reasons are made valid UTF-8.
+
 }  // namespace graphserve

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+
 #include <string>
 
 namespace graphserve {
@@ -48,6 +51,30 @@ TEST(ClientTextTest, PrefixIsTheQuoteWithoutQuotes) {
             std::string(kClientTextQuoteLimit, '1') + "... (65536 bytes)");
   EXPECT_EQ(ClientTextPrefix("a\tb"), "a\\tb");
   EXPECT_EQ(ClientTextPrefix("a\x7f"), "a\\x7f");
+}
+
+TEST(ClientTextTest, ValidUtf8KeepsValidTextAndReplacesEveryOtherByte) {
+  EXPECT_EQ(ValidUtf8("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"),
+            "caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80");
+  // A stray continuation byte, a truncated sequence, an overlong form and a
+  // surrogate: each bad byte one U+FFFD.
+  EXPECT_EQ(ValidUtf8("a\x80" "b"), "a\xef\xbf\xbd" "b");
+  EXPECT_EQ(ValidUtf8("\xe2\x82"), "\xef\xbf\xbd\xef\xbf\xbd");
+  EXPECT_EQ(ValidUtf8("\xc0\xaf"), "\xef\xbf\xbd\xef\xbf\xbd");
+  EXPECT_EQ(ValidUtf8("\xed\xa0\x80"), "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
+}
+
+TEST(ClientTextTest, ErrorTextsAreBoundedAtACharacterWithTheirLength) {
+  EXPECT_EQ(BoundedErrorText("short"), "short");
+  // A 2 MB text of two-byte characters: a cut at any odd byte would split one.
+  std::string long_text;
+  for (int i = 0; i < 1'000'000; ++i) long_text += "\xc3\xa9";
+  const std::string bounded = BoundedErrorText(long_text);
+  EXPECT_LE(bounded.size(), kErrorTextLimit);
+  EXPECT_TRUE(absl::EndsWith(bounded, absl::StrCat("... (message cut: ", long_text.size(),
+                                                    " bytes in all)")))
+      << bounded.substr(bounded.size() - 80);
+  EXPECT_EQ(ValidUtf8(bounded), bounded);
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "server/client_text.h"
+
 namespace graphserve {
 
 namespace {
@@ -34,7 +36,8 @@ grpc::StatusCode ToGrpcCode(absl::StatusCode code) {
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
-  return grpc::Status(ToGrpcCode(status.code()), std::string(status.message()));
+  // Note [Bounded error texts].
+  return grpc::Status(ToGrpcCode(status.code()), BoundedErrorText(status.message()));
 }
 
 }  // namespace graphserve

@@ -3,6 +3,7 @@
 #include <httplib.h>
 
 #include <future>
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -122,24 +123,10 @@ void SendModelReady(httplib::Response& response, bool ready) {
 // count on this endpoint), and it drops the answer to a client that shut its
 // write side before the answer was written (it reads such a peer as gone).
 
-// Answers `code` with {"error": message}, "Connection: close", and closes
-// the connection once the answer is written: the library closes a
-// connection whose content provider reports failure, which this one does
-// after writing the whole body. Note [HTTP framing].
+// Answers `code` with {"error": message} and closes the connection once the
+// answer is written (server/http_listener.h). Note [HTTP framing].
 void AnswerAndClose(httplib::Response& response, int code, const std::string& message) {
-  response.status = code;
-  response.set_header("Connection", "close");
-  auto body = std::make_shared<const std::string>(ErrorJson(message));
-  response.set_content_provider(
-      body->size(), "application/json",
-      [body](size_t offset, size_t length, httplib::DataSink& sink) {
-        sink.write(body->data() + offset, length);
-        return false;  // written; now close
-      });
-}
-
-bool AnsweredAndClosing(const httplib::Response& response) {
-  return response.get_header_value("Connection") == "close";
+  AnswerJsonAndClose(response, code, ErrorJson(message));
 }
 
 // Checks a request's framing headers before its body is read: one
@@ -561,8 +548,6 @@ absl::StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(
   auto endpoint = std::unique_ptr<HttpEndpoint>(new HttpEndpoint());
   endpoint->handler_ = std::make_unique<Handler>(protocol, options);
   auto server = std::make_unique<httplib::Server>();
-  const int threads = options.threads;
-  server->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   const Handler* handler = endpoint->handler_.get();
   server->Get(R"(/v2(/.*)?)",
               [handler](const httplib::Request& request, httplib::Response& response) {
@@ -577,12 +562,19 @@ absl::StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(
   // A GET's body, which no route reads, is read by the library: within the
   // same limit.
   server->set_payload_max_length(max_body_bytes);
-  server->set_pre_routing_handler(
-      [max_body_bytes](const httplib::Request& request, httplib::Response& response) {
-        return CheckFraming(request, response, max_body_bytes)
-                   ? httplib::Server::HandlerResponse::Unhandled
-                   : httplib::Server::HandlerResponse::Handled;
-      });
+  HttpListenerOptions listening;
+  listening.max_connections = std::max(options.threads, options.max_connections);
+  listening.read_timeout_secs = options.read_timeout_secs;
+  // The POST routes read their bodies as they come, within max_body_bytes
+  // inflated (Handler::Post): Note [Bodies nobody reads].
+  listening.streams_body = [](const httplib::Request& request) {
+    return request.method == "POST" &&
+           (request.path == "/v2" || absl::StartsWith(request.path, "/v2/"));
+  };
+  listening.check = [max_body_bytes](const httplib::Request& request,
+                                     httplib::Response& response) {
+    return CheckFraming(request, response, max_body_bytes);
+  };
   server->set_error_handler([](const httplib::Request& request, httplib::Response& response) {
     // A route answered with its own error (SendBody sets a Content-Type), or
     // AnswerAndClose did.
@@ -591,7 +583,7 @@ absl::StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(
     SendJson(response, response.status, ErrorJson(absl::StrCat("HTTP ", response.status)));
   });
   absl::StatusOr<std::unique_ptr<HttpListener>> listener =
-      HttpListener::Start(std::move(server), HttpListenAddress(options));
+      HttpListener::Start(std::move(server), HttpListenAddress(options), std::move(listening));
   if (!listener.ok()) return listener.status();
   endpoint->listener_ = *std::move(listener);
   return endpoint;

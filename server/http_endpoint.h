@@ -61,8 +61,15 @@ struct HttpEndpointOptions {
   // How deeply a request's JSON may nest; deeper is 400 naming the limit
   // (Note [JSON nesting depth] in server/http_json.cc).
   int max_json_depth = kDefaultMaxJsonDepth;
-  // Worker threads: requests served at once.
+  // Worker threads: requests served at once (Triton's --http-thread-count);
+  // the pool grows past it up to max_connections (Note [Slow clients] in
+  // server/http_listener.cc).
   int threads = 32;
+  // Connections served at once (--http-max-connections).
+  int max_connections = 1024;
+  // Seconds a connection may stay silent mid-request or between requests
+  // (--http-read-timeout-secs).
+  int read_timeout_secs = 5;
   // Routes that need a header (Triton's --http-restricted-api); none by
   // default.
   RestrictedApis restricted;

@@ -657,7 +657,8 @@ absl::StatusOr<inference::RepositoryModelUnloadRequest> ParseRepositoryModelUnlo
 }
 
 std::string ErrorJson(absl::string_view message) {
-  return json{{"error", std::string(message)}}.dump();
+  // Note [Bounded error texts].
+  return json{{"error", BoundedErrorText(message)}}.dump();
 }
 
 }  // namespace graphserve

@@ -2,14 +2,157 @@
 
 #include <httplib.h>
 
+#include <condition_variable>
+#include <deque>
+#include <mutex>
 #include <utility>
+#include <vector>
 
+#include "absl/base/thread_annotations.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
 namespace graphserve {
 
+namespace {
+
+// Note [Slow clients]
+// ~~~~~~~~~~~~~~~~~~~
+// cpp-httplib serves each connection on one worker thread from accept to
+// close, and its read timeout counts from the last byte read: a client that
+// sends its headers a byte every few seconds holds a worker indefinitely.
+// With a fixed pool of 32 workers (8 on the metrics port), 200 such clients
+// stopped every HTTP answer and 16 stopped metrics scrapes (issue 30,
+// finding 6). The library has no deadline for a whole request, and no hook
+// that sees a connection's socket; so the pool grows instead: a worker starts
+// whenever a connection arrives and none is idle, up to max_connections,
+// and idle workers stay for the next ones. Slow clients then hold only their
+// own threads (a thread waiting on a socket costs its stack's touched pages,
+// not a core), and a port stalls only past max_connections of them at once.
+class GrowingThreadPool final : public httplib::TaskQueue {
+ public:
+  explicit GrowingThreadPool(int max_threads) : max_threads_(std::max(1, max_threads)) {}
+  ~GrowingThreadPool() override { shutdown(); }
+
+  void enqueue(std::function<void()> task) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      tasks_.push_back(std::move(task));
+      if (idle_ < static_cast<int>(tasks_.size()) &&
+          static_cast<int>(threads_.size()) < max_threads_) {
+        threads_.emplace_back([this] { Work(); });
+      }
+    }
+    ready_.notify_one();
+  }
+
+  // Called by the listener's Stop: runs what was accepted, then joins.
+  void shutdown() override {
+    std::vector<std::thread> threads;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+      threads.swap(threads_);
+    }
+    ready_.notify_all();
+    for (std::thread& thread : threads) thread.join();
+  }
+
+ private:
+  void Work() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (true) {
+      ++idle_;
+      ready_.wait(lock, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return stopping_ || !tasks_.empty();
+      });
+      --idle_;
+      if (tasks_.empty()) return;  // stopping, nothing left
+      std::function<void()> task = std::move(tasks_.front());
+      tasks_.pop_front();
+      lock.unlock();
+      task();
+      lock.lock();
+    }
+  }
+
+  const int max_threads_;
+  std::mutex mu_;
+  std::condition_variable ready_;
+  std::deque<std::function<void()>> tasks_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::thread> threads_ ABSL_GUARDED_BY(mu_);
+  int idle_ ABSL_GUARDED_BY(mu_) = 0;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+// Whether the library will read a body after the headers (its own rule:
+// these methods always, any other with a length or chunks).
+bool HasBody(const httplib::Request& request) {
+  const std::string& method = request.method;
+  if (method == "POST" || method == "PUT" || method == "PATCH" || method == "DELETE" ||
+      method == "PRI") {
+    return true;
+  }
+  const std::string length = request.get_header_value("Content-Length");
+  return (!length.empty() && length != "0") || request.has_header("Transfer-Encoding");
+}
+
+// Note [Bodies nobody reads]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Before it routes, cpp-httplib reads the whole body of any request that no
+// streaming route takes (a POST to an unknown path, a PUT, a GET with a
+// body) into memory, and inflates it whole when it is gzip or deflate: the
+// length limit counts the bytes on the wire, not the inflated ones, so 191
+// KiB of gzip cost 250 MB, on the metrics port too (issue 30, finding 5).
+// So such requests are answered from their line and headers, before the
+// body is read, and the connection closed (AnswerJsonAndClose): 405 for a
+// method no route serves, 404 for a POST to a path none serves. A GET or
+// HEAD may still carry a body, which the library reads within its length
+// limit, but not a compressed one (415). Streaming routes (the endpoint's
+// POSTs) read their bodies themselves within their bound, inflated or not.
+bool RefuseUnreadBody(const HttpListenerOptions& options, const httplib::Request& request,
+                      httplib::Response& response) {
+  if (!HasBody(request)) return false;
+  if (options.streams_body && options.streams_body(request)) return false;
+  const std::string& method = request.method;
+  if (method == "GET" || method == "HEAD") {
+    const std::string encoding = request.get_header_value("Content-Encoding");
+    if (encoding.empty() || absl::EqualsIgnoreCase(encoding, "identity")) return false;
+    AnswerJsonAndClose(response, 415,
+                   R"({"error":"a GET or HEAD body is not read, and may not be compressed"})");
+    return true;
+  }
+  if (method == "POST") {
+    AnswerJsonAndClose(response, 404, R"({"error":"no POST route for this path"})");
+    return true;
+  }
+  AnswerJsonAndClose(response, 405,
+                 R"({"error":"method not served: the routes take GET, HEAD and POST"})");
+  response.set_header("Allow", "GET, HEAD, POST");
+  return true;
+}
+
+}  // namespace
+
+void AnswerJsonAndClose(httplib::Response& response, int code, std::string json_body) {
+  response.status = code;
+  response.set_header("Connection", "close");
+  auto body = std::make_shared<const std::string>(std::move(json_body));
+  response.set_content_provider(
+      body->size(), "application/json",
+      [body](size_t offset, size_t length, httplib::DataSink& sink) {
+        sink.write(body->data() + offset, length);
+        return false;  // written; now close
+      });
+}
+
+bool AnsweredAndClosing(const httplib::Response& response) {
+  return response.get_header_value("Connection") == "close";
+}
+
 absl::StatusOr<std::unique_ptr<HttpListener>> HttpListener::Start(
-    std::unique_ptr<httplib::Server> server, const TcpListenAddress& address) {
+    std::unique_ptr<httplib::Server> server, const TcpListenAddress& address,
+    HttpListenerOptions options) {
   // cpp-httplib's default options add SO_REUSEPORT: Note [Refusing a port in use].
   const bool reuse_port = address.reuse_port;
   server->set_socket_options([reuse_port](int socket) {
@@ -17,6 +160,18 @@ absl::StatusOr<std::unique_ptr<HttpListener>> HttpListener::Start(
     (void)setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
     if (reuse_port) (void)setsockopt(socket, SOL_SOCKET, SO_REUSEPORT, &yes, sizeof(yes));
   });
+  const int max_connections = options.max_connections;
+  server->new_task_queue = [max_connections] { return new GrowingThreadPool(max_connections); };
+  server->set_read_timeout(options.read_timeout_secs, 0);
+  server->set_keep_alive_timeout(options.read_timeout_secs);
+  server->set_pre_routing_handler(
+      [options = std::move(options)](const httplib::Request& request,
+                                     httplib::Response& response) {
+        const bool answered = RefuseUnreadBody(options, request, response) ||
+                              (options.check && !options.check(request, response));
+        return answered ? httplib::Server::HandlerResponse::Handled
+                        : httplib::Server::HandlerResponse::Unhandled;
+      });
   if (absl::Status can_listen = CheckCanListen(address); !can_listen.ok()) return can_listen;
   const std::string& host = address.host;
   const int port = address.port;

@@ -66,6 +66,8 @@ HttpEndpointOptions HttpOptions(const InferenceServerOptions& options) {
   http.max_body_bytes = static_cast<size_t>(options.http_max_input_bytes);
   http.max_json_depth = options.http_max_json_depth;
   http.threads = options.http_threads;
+  http.max_connections = options.http_max_connections;
+  http.read_timeout_secs = options.http_read_timeout_secs;
   http.restricted = options.http_restricted;
   return http;
 }
@@ -284,7 +286,8 @@ absl::Status InferenceServer::StartGrpc(std::shared_ptr<grpc::ServerCredentials>
   builder.RegisterService(service_.get());
   queued_rpcs_ = std::make_unique<QueuedRpcs>(&builder, service_.get(), protocol_.get(),
                                                options_.grpc_queues,
-                                               options_.grpc_threads_per_queue);
+                                               options_.grpc_threads_per_queue,
+                                               options_.grpc_stream_limits);
   std::unique_ptr<grpc::Server> started = builder.BuildAndStart();
   const bool bound = started != nullptr && port_ != 0 && (unix_address.empty() || unix_bound != 0);
   if (!bound) {

@@ -97,6 +97,10 @@ struct InferenceServerOptions {
   bool reuse_http_port = false;
   // Threads serving HTTP requests at once (Triton's --http-thread-count).
   int http_threads = 32;
+  // HTTP connections served at once, and how long one may stay silent
+  // (HttpEndpointOptions).
+  int http_max_connections = 1024;
+  int http_read_timeout_secs = 5;
   // Largest HTTP request body (Triton's --http-max-input-size); larger ones
   // get 413.
   int64_t http_max_input_bytes = int64_t{64} << 20;
@@ -123,6 +127,9 @@ struct InferenceServerOptions {
   // and the threads polling each (Note [Hot RPCs on completion queues]).
   int grpc_queues = 4;
   int grpc_threads_per_queue = 2;
+  // ModelStreamInfer streams open at once and answers owed per stream
+  // (server/queued_rpcs.h).
+  StreamLimits grpc_stream_limits;
   // gRPC core arguments for the server's transport, applied after the
   // server's own (common/grpc_channel_args.h).
   std::vector<GrpcChannelArg> grpc_channel_args;

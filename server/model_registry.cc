@@ -523,8 +523,13 @@ absl::Status PollFailure(absl::string_view name, const absl::Status& why) {
 absl::Status ModelRegistry::LoadModel(const std::string& name,
                                       const std::optional<std::string>& config_json,
                                       std::ostream& progress) {
-  // The one model's directory is read, not the whole repository.
-  absl::StatusOr<std::string> found = FindModelRoot(repositories_, name);
+  // The one model's directory is read, not the whole repository. A name
+  // with a NUL names no directory: the file system would read "mlp\0x" as
+  // "mlp" and load it under the longer name, a phantom entry.
+  absl::StatusOr<std::string> found =
+      name.find('\0') == std::string::npos
+          ? FindModelRoot(repositories_, name)
+          : absl::StatusOr<std::string>(absl::NotFoundError("a NUL in the name"));
   if (absl::IsNotFound(found.status())) {
     // Triton's text and code (Note [Triton's error texts]).
     return absl::InternalError(absl::StrCat("failed to load ", QuoteClientText(name),
@@ -648,13 +653,15 @@ absl::StatusOr<std::vector<ModelIndexEntry>> ModelRegistry::Index(bool ready_onl
   for (const ModelVersionState& state : snapshot) {
     listed.insert(state.name);
     if (ready_only && !state.status.ok()) continue;
-    index.push_back({state.name, state.version > 0 ? absl::StrCat(state.version) : "",
+    // Valid UTF-8 and bounded, or clients cannot decode the whole index
+    // (Note [Bounded error texts]); a directory's name may be any bytes.
+    index.push_back({ValidUtf8(state.name), state.version > 0 ? absl::StrCat(state.version) : "",
                      state.status.ok() ? "READY" : "UNAVAILABLE",
-                     state.status.ok() ? "" : std::string(state.status.message())});
+                     state.status.ok() ? "" : BoundedErrorText(state.status.message())});
   }
   if (!ready_only) {
     for (const RepositoryModel& entry : scanned) {
-      if (!listed.contains(entry.name)) index.push_back({entry.name, "", "", ""});
+      if (!listed.contains(entry.name)) index.push_back({ValidUtf8(entry.name), "", "", ""});
     }
   }
   std::sort(index.begin(), index.end(), [](const ModelIndexEntry& a, const ModelIndexEntry& b) {

@@ -6,15 +6,18 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_set>
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/thread_name.h"
 #include "server/grpc_status.h"
+#include "server/request_queue.h"
 #include "server/stream_pool.h"
 
 namespace graphserve {
@@ -50,9 +53,11 @@ class StreamCall;
 // The streams open on a server, so that Shutdown can end them.
 class QueuedRpcs::OpenStreams {
  public:
-  // Registers an accepted stream; false once EndAll was called (the stream
-  // then ends as soon as it owes nothing).
-  bool Add(StreamCall* call);
+  explicit OpenStreams(int max_open) : max_open_(max_open) {}
+  // Registers an accepted stream; OK, or what it must end with at once:
+  // Unavailable once EndAll was called (it then ends as soon as it owes
+  // nothing), ResourceExhausted past max_open streams.
+  absl::Status Add(StreamCall* call);
   // Forgets a stream and deletes it; it must owe nothing and have no
   // operation in flight.
   void Delete(StreamCall* call);
@@ -60,6 +65,7 @@ class QueuedRpcs::OpenStreams {
   void EndAll();
 
  private:
+  const int max_open_;
   absl::Mutex mu_;
   std::unordered_set<StreamCall*> calls_ ABSL_GUARDED_BY(mu_);
   bool ending_ ABSL_GUARDED_BY(mu_) = false;
@@ -80,27 +86,48 @@ class QueuedCall {
   virtual void Proceed(bool ok) = 0;
 };
 
+// A call's gRPC deadline on the queue's clock; none when the client set none
+// (gRPC's infinite future).
+std::optional<QueueClock::time_point> QueueDeadline(const grpc::ServerContext& context) {
+  const auto deadline = context.deadline();
+  const auto left = deadline - std::chrono::system_clock::now();
+  // Beyond a year is no deadline (and would overflow the conversion).
+  if (left > std::chrono::hours(24 * 365)) return std::nullopt;
+  return QueueClock::now() + std::chrono::duration_cast<QueueClock::duration>(left);
+}
+
 // One call of a unary method on one queue, from being asked for until its
 // answer is written. `Method` supplies the method's types, the service's
-// member that asks for a call (kAsk) and how to answer one (Answer, which
-// calls its `finish` once, on any thread).
+// member that asks for a call (kAsk), how to answer one (Answer, which
+// calls its `finish` once, on any thread), and whether the queue should know
+// when its client goes (kWatched: Note [Rows nobody waits for] in
+// server/request_queue.h).
+//
+// A watched call asks gRPC to say when it is done (AsyncNotifyWhenDone),
+// which comes as a second step after it started, in no order with its
+// Finish; the call is deleted when the last of the two returns. One never
+// started gets no such step (gRPC issue 10136).
 template <typename Method>
 class UnaryCall final : public QueuedCall {
  public:
   UnaryCall(InferenceService* service, const InferenceProtocol* protocol, QueuedRpcs::Queue* queue)
       : service_(service), protocol_(protocol), queue_(queue), writer_(&context_) {
     grpc::ServerCompletionQueue* completion = queue_->completion.get();
+    if (Method::kWatched) context_.AsyncNotifyWhenDone(&done_step_);
     (service_->*Method::kAsk)(&context_, &request_, &writer_, completion, completion, this);
   }
 
   void Proceed(bool ok) override {
     QueuedRpcs::Queue& queue = *queue_;  // `this` may be gone by the end
     queue.active.fetch_add(1);
-    if (!ok || answered_ || queue.stopping.load()) {
-      delete this;
+    if (!started_ && !ok) {
+      delete this;  // never started: no other step comes
+    } else if (started_ || queue.stopping.load()) {
+      started_ = true;
+      Release();  // finished, or started while stopping: never answered
     } else {
+      started_ = true;
       new UnaryCall(service_, protocol_, queue_);
-      answered_ = true;
       auto finish = [this](const absl::Status& status) {
         writer_.Finish(response_, ToGrpcStatus(status), this);
       };
@@ -108,13 +135,42 @@ class UnaryCall final : public QueuedCall {
           !allowed.ok()) {
         finish(allowed);
       } else {
-        Method::Answer(*protocol_, queue_, &request_, &response_, std::move(finish));
+        if (const auto deadline = QueueDeadline(context_); call_ != nullptr && deadline) {
+          call_->set_deadline(*deadline);
+        }
+        Method::Answer(*protocol_, queue_, call_, &request_, &response_, std::move(finish));
       }
     }
     queue.active.fetch_sub(1);
   }
 
  private:
+  // gRPC says the call is done: answered, or cancelled by its client or its
+  // deadline.
+  void OnDone(bool) {
+    if (call_ != nullptr && context_.IsCancelled()) call_->Cancel();
+    Release();
+  }
+
+  // Deletes the call once its last step came back.
+  void Release() {
+    if (steps_left_.fetch_sub(1) == 1) delete this;
+  }
+
+  class DoneStep final : public QueuedCall {
+   public:
+    explicit DoneStep(UnaryCall* call) : call_(call) {}
+    void Proceed(bool ok) override {
+      QueuedRpcs::Queue& queue = *call_->queue_;  // the call may be gone by the end
+      queue.active.fetch_add(1);
+      call_->OnDone(ok);
+      queue.active.fetch_sub(1);
+    }
+
+   private:
+    UnaryCall* const call_;
+  };
+
   InferenceService* const service_;
   const InferenceProtocol* const protocol_;
   QueuedRpcs::Queue* const queue_;
@@ -122,16 +178,27 @@ class UnaryCall final : public QueuedCall {
   typename Method::Request request_;
   typename Method::Response response_;
   grpc::ServerAsyncResponseWriter<typename Method::Response> writer_;
-  bool answered_ = false;  // set before Finish can be called; the queue orders the rest
+  DoneStep done_step_{this};
+  // Set before Finish or the done step can come; the queue orders the rest.
+  bool started_ = false;
+  // Made before the call is asked for: the done step may come while the
+  // call is being started.
+  const std::shared_ptr<CallLiveness> call_ =
+      Method::kWatched ? std::make_shared<CallLiveness>() : nullptr;
+  // The Finish (or the refusal to answer) and, when watched, the done step.
+  std::atomic<int> steps_left_{Method::kWatched ? 2 : 1};
 };
 
 // Starts one inference for a call of this queue. Runs the request's chunk
 // on this thread only with a turn to spare: the queue's other thread keeps
 // taking calls meanwhile.
+// `call`: the RPC's liveness, for the queue (null: not watched).
 void RunInference(const InferenceProtocol& protocol, QueuedRpcs::Queue* queue,
+                  std::shared_ptr<const CallLiveness> call,
                   const inference::ModelInferRequest* request,
                   inference::ModelInferResponse* response,
                   std::function<void(const absl::Status&)> done) {
+  const QueueForCall for_call(std::move(call));
   if (queue->inline_turns.Take()) {
     protocol.ModelInfer(request, response, std::move(done));
     queue->inline_turns.Return();
@@ -146,10 +213,12 @@ struct ModelInferMethod {
   using Response = inference::ModelInferResponse;
   static constexpr auto kAsk = &InferenceService::RequestModelInfer;
   static constexpr ApiCategory kCategory = ApiCategory::kInference;
+  static constexpr bool kWatched = true;
   template <typename Finish>
   static void Answer(const InferenceProtocol& protocol, QueuedRpcs::Queue* queue,
-                     const Request* request, Response* response, Finish finish) {
-    RunInference(protocol, queue, request, response, std::move(finish));
+                     std::shared_ptr<const CallLiveness> call, const Request* request,
+                     Response* response, Finish finish) {
+    RunInference(protocol, queue, std::move(call), request, response, std::move(finish));
   }
 };
 
@@ -158,9 +227,12 @@ struct ServerLiveMethod {
   using Response = inference::ServerLiveResponse;
   static constexpr auto kAsk = &InferenceService::RequestServerLive;
   static constexpr ApiCategory kCategory = ApiCategory::kHealth;
+  // The empty RPC every benchmark measures as its floor: nothing queues.
+  static constexpr bool kWatched = false;
   template <typename Finish>
-  static void Answer(const InferenceProtocol& protocol, QueuedRpcs::Queue*, const Request*,
-                     Response* response, Finish finish) {
+  static void Answer(const InferenceProtocol& protocol, QueuedRpcs::Queue*,
+                     std::shared_ptr<const CallLiveness>, const Request*, Response* response,
+                     Finish finish) {
     protocol.ServerLive(response);
     finish(absl::OkStatus());
   }
@@ -180,9 +252,14 @@ struct ServerLiveMethod {
 // step takes the call's lock and asks Advance what may start now.
 //
 // A client that sends faster than it reads would make the answers pile up
-// here without bound: while kMaxOwedPerStream answers are owed, the stream
-// reads no further request (gRPC's flow control then holds the client's
-// writes) and reads again as answers leave.
+// here without bound: while kMaxOwedPerStream answers are owed, or
+// StreamLimits::max_owed_bytes of answers wait to be written or are being
+// written, the stream reads no further request (gRPC's flow control then
+// holds the client's writes) and reads again as answers leave. Counting
+// answers alone let a stream that never reads hold ~570 MB with large
+// outputs (issue 30, finding 5). The server's open streams are bounded too
+// (StreamLimits::max_open_streams): one past it finishes RESOURCE_EXHAUSTED
+// as it opens.
 //
 // Shutdown: a stream is a long call that the server's Shutdown would cancel
 // at its deadline, its client seeing CANCELLED. Instead, once the server has
@@ -199,11 +276,12 @@ constexpr int kMaxOwedPerStream = 256;
 class StreamCall {
  public:
   StreamCall(InferenceService* service, const InferenceProtocol* protocol,
-             QueuedRpcs::Queue* queue, QueuedRpcs::OpenStreams* streams)
+             QueuedRpcs::Queue* queue, QueuedRpcs::OpenStreams* streams, int64_t max_owed_bytes)
       : service_(service),
         protocol_(protocol),
         queue_(queue),
         streams_(streams),
+        max_owed_bytes_(max_owed_bytes),
         stream_(&context_) {
     grpc::ServerCompletionQueue* completion = queue_->completion.get();
     service_->RequestModelStreamInfer(&context_, &stream_, completion, completion,
@@ -225,6 +303,7 @@ class StreamCall {
   struct Exchange {
     inference::ModelInferRequest request;
     inference::ModelStreamInferResponse answer;
+    int64_t answer_bytes = 0;  // once answered: what it counts in owed_bytes_
   };
 
   // A tag on the queue: one kind of operation of the call.
@@ -248,13 +327,18 @@ class StreamCall {
       delete this;  // never accepted: no operation in flight, not registered
       return;
     }
-    new StreamCall(service_, protocol_, queue_, streams_);
-    const bool ending = !streams_->Add(this);
+    new StreamCall(service_, protocol_, queue_, streams_, max_owed_bytes_);
+    const absl::Status added = streams_->Add(this);
     // A restricted stream is refused as it opens, before any read (Triton's).
     const absl::Status allowed = service_->CheckAllowed(ApiCategory::kInference, context_);
+    if (const auto deadline = QueueDeadline(context_)) call_->set_deadline(*deadline);
     absl::MutexLock lock(&mu_);
-    ending_ = ending || !allowed.ok();
-    if (!allowed.ok()) end_status_ = ToGrpcStatus(allowed);
+    ending_ = !added.ok() || !allowed.ok();
+    if (!allowed.ok()) {
+      end_status_ = ToGrpcStatus(allowed);
+    } else if (absl::IsResourceExhausted(added)) {
+      end_status_ = ToGrpcStatus(added);
+    }
     Advance();  // the first read, or Finish when the server is ending streams
   }
 
@@ -277,7 +361,7 @@ class StreamCall {
     } else if (exchange != nullptr) {
       // Outside the lock: the answer may come on this thread before this
       // returns.
-      RunInference(*protocol_, queue_, &exchange->request,
+      RunInference(*protocol_, queue_, call_, &exchange->request,
                    exchange->answer.mutable_infer_response(),
                    [this, exchange](const absl::Status& status) { OnAnswered(exchange, status); });
     }
@@ -292,9 +376,11 @@ class StreamCall {
       // name is not echoed (a client's text: Note [Quoting client text]).
       response->set_id(exchange->request.id());
     }
+    exchange->answer_bytes = static_cast<int64_t>(exchange->answer.ByteSizeLong());
     {
       absl::MutexLock lock(&mu_);
       --running_;
+      owed_bytes_ += exchange->answer_bytes;
       answered_.emplace_back(exchange);
       if (!Advance()) return;
     }
@@ -304,8 +390,12 @@ class StreamCall {
   void OnWritten(bool ok) {
     {
       absl::MutexLock lock(&mu_);
+      owed_bytes_ -= writing_->answer_bytes;
       writing_.reset();
-      if (!ok) write_failed_ = true;  // the client is gone: its answers go nowhere
+      if (!ok) {
+        write_failed_ = true;  // the client is gone: its answers go nowhere
+        call_->Cancel();       // nor should its queued requests run
+      }
       if (!Advance()) return;
     }
     streams_->Delete(this);
@@ -337,14 +427,20 @@ class StreamCall {
     if (over_) return false;
     // On a queue being stopped nothing may start (Note [Stopping the queues]).
     const bool stopping = queue_->stopping.load();
-    if (write_failed_) answered_.clear();
+    if (write_failed_) {
+      for (const std::unique_ptr<Exchange>& dropped : answered_) {
+        owed_bytes_ -= dropped->answer_bytes;
+      }
+      answered_.clear();
+    }
     if (!stopping && !finishing_ && !finished_) {
       if (writing_ == nullptr && !answered_.empty()) {
         writing_ = std::move(answered_.front());
         answered_.pop_front();
         stream_.Write(writing_->answer, &written_step_);
       }
-      if (reading_ == nullptr && !reads_over_ && !ending_ && Owed() < kMaxOwedPerStream) {
+      if (reading_ == nullptr && !reads_over_ && !ending_ && Owed() < kMaxOwedPerStream &&
+          owed_bytes_ < max_owed_bytes_) {
         Read();
       }
       if (Owed() == 0 && (reads_over_ || ending_)) {
@@ -361,6 +457,7 @@ class StreamCall {
   const InferenceProtocol* const protocol_;
   QueuedRpcs::Queue* const queue_;
   QueuedRpcs::OpenStreams* const streams_;
+  const int64_t max_owed_bytes_;
   grpc::ServerContext context_;
   grpc::ServerAsyncReaderWriter<inference::ModelStreamInferResponse, inference::ModelInferRequest>
       stream_;
@@ -368,6 +465,9 @@ class StreamCall {
   Step read_step_{this, &StreamCall::OnRead};
   Step written_step_{this, &StreamCall::OnWritten};
   Step finished_step_{this, &StreamCall::OnFinished};
+  // The stream's deadline and, once a write failed, its client's going, for
+  // the queue (Note [Rows nobody waits for] in server/request_queue.h).
+  const std::shared_ptr<CallLiveness> call_ = std::make_shared<CallLiveness>();
 
   absl::Mutex mu_;
   std::unique_ptr<Exchange> reading_ ABSL_GUARDED_BY(mu_);  // a read in flight
@@ -375,6 +475,8 @@ class StreamCall {
   int running_ ABSL_GUARDED_BY(mu_) = 0;  // requests handed to the protocol, unanswered
   std::deque<std::unique_ptr<Exchange>> answered_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<Exchange> writing_ ABSL_GUARDED_BY(mu_);  // a write in flight
+  // The answer_bytes of answered_ and writing_.
+  int64_t owed_bytes_ ABSL_GUARDED_BY(mu_) = 0;
   bool write_failed_ ABSL_GUARDED_BY(mu_) = false;
   bool ending_ ABSL_GUARDED_BY(mu_) = false;
   // What an ending stream finishes with.
@@ -398,10 +500,17 @@ void Poll(grpc::ServerCompletionQueue* queue) {
 
 }  // namespace
 
-bool QueuedRpcs::OpenStreams::Add(StreamCall* call) {
+absl::Status QueuedRpcs::OpenStreams::Add(StreamCall* call) {
   absl::MutexLock lock(&mu_);
+  // Registered either way: it lives until its Finish comes back.
   calls_.insert(call);
-  return !ending_;
+  if (ending_) return absl::UnavailableError("the server is shutting down");
+  if (static_cast<int64_t>(calls_.size()) > max_open_) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the server has ", max_open_, " ModelStreamInfer streams open, its limit "
+        "(--grpc-max-open-streams); close one or retry later"));
+  }
+  return absl::OkStatus();
 }
 
 // Under the lock, so that EndAll never reaches a call being deleted.
@@ -418,14 +527,16 @@ void QueuedRpcs::OpenStreams::EndAll() {
 }
 
 QueuedRpcs::QueuedRpcs(grpc::ServerBuilder* builder, InferenceService* service,
-                       const InferenceProtocol* protocol, int queues, int threads_per_queue)
+                       const InferenceProtocol* protocol, int queues, int threads_per_queue,
+                       StreamLimits stream_limits)
     // At least one queue and one thread on it: with none, ModelInfer would
     // never be asked for or answered (ServerCommand checks its flags; this
     // guards options built in code).
     : service_(service),
       protocol_(protocol),
       threads_per_queue_(std::max(1, threads_per_queue)),
-      streams_(std::make_unique<OpenStreams>()) {
+      stream_limits_(stream_limits),
+      streams_(std::make_unique<OpenStreams>(stream_limits.max_open_streams)) {
   for (int i = 0; i < std::max(1, queues); ++i) {
     queues_.push_back(std::make_unique<Queue>(builder->AddCompletionQueue(), threads_per_queue_));
   }
@@ -436,7 +547,8 @@ void QueuedRpcs::Start() {
     for (int i = 0; i < kCallsAskedPerQueue; ++i) {
       new UnaryCall<ModelInferMethod>(service_, protocol_, queue.get());
       new UnaryCall<ServerLiveMethod>(service_, protocol_, queue.get());
-      new StreamCall(service_, protocol_, queue.get(), streams_.get());
+      new StreamCall(service_, protocol_, queue.get(), streams_.get(),
+                     stream_limits_.max_owed_bytes);
     }
     for (int i = 0; i < threads_per_queue_; ++i) {
       threads_.emplace_back([completion = queue->completion.get()] {

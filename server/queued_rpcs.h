@@ -36,6 +36,7 @@
 // (Note [Stopping the queues] in queued_rpcs.cc).
 
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -64,13 +65,26 @@ class InlineTurns {
   std::atomic<int> turns_;
 };
 
+// Limits on ModelStreamInfer streams (Note [Inference streams] in
+// queued_rpcs.cc).
+struct StreamLimits {
+  // Streams open on the server at once; one more is finished with
+  // RESOURCE_EXHAUSTED as it opens (--grpc-max-open-streams).
+  int max_open_streams = 4096;
+  // Bytes of answers a stream may owe its client (written to the transport
+  // but not yet taken, or waiting to be written) before it stops reading
+  // requests (--grpc-max-stream-owed-bytes).
+  int64_t max_owed_bytes = int64_t{64} << 20;
+};
+
 class QueuedRpcs {
  public:
   // Adds `queues` completion queues to `builder`, before its BuildAndStart,
   // each to be polled by `threads_per_queue` threads. Borrows `service` and
   // `protocol`, which must outlive Stop.
   QueuedRpcs(grpc::ServerBuilder* builder, InferenceService* service,
-             const InferenceProtocol* protocol, int queues, int threads_per_queue);
+             const InferenceProtocol* protocol, int queues, int threads_per_queue,
+             StreamLimits stream_limits = {});
   QueuedRpcs(const QueuedRpcs&) = delete;
   QueuedRpcs& operator=(const QueuedRpcs&) = delete;
 
@@ -94,6 +108,7 @@ class QueuedRpcs {
   InferenceService* const service_;
   const InferenceProtocol* const protocol_;
   const int threads_per_queue_;
+  const StreamLimits stream_limits_;
   std::vector<std::unique_ptr<Queue>> queues_;
   const std::unique_ptr<OpenStreams> streams_;
   std::vector<std::thread> threads_;

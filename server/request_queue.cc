@@ -4,8 +4,31 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/status.h"
 
 namespace graphserve {
+
+namespace {
+thread_local std::shared_ptr<const CallLiveness> call_on_this_thread;
+}  // namespace
+
+absl::Status CallLiveness::Check(QueueClock::time_point now) const {
+  if (cancelled_.load(std::memory_order_acquire)) {
+    return absl::CancelledError("the client cancelled the request before it ran");
+  }
+  if (now.time_since_epoch().count() >= deadline_.load(std::memory_order_acquire)) {
+    return absl::DeadlineExceededError(
+        "the request's deadline passed while it waited in the queue; it did not run");
+  }
+  return absl::OkStatus();
+}
+
+QueueForCall::QueueForCall(std::shared_ptr<const CallLiveness> call)
+    : outer_(std::exchange(call_on_this_thread, std::move(call))) {}
+
+QueueForCall::~QueueForCall() { call_on_this_thread = std::move(outer_); }
+
+const std::shared_ptr<const CallLiveness>& QueueForCall::Current() { return call_on_this_thread; }
 
 RequestQueue::RequestQueue(const BatchPlanner* planner, QueuePolicy policy)
     : planner_(planner), policy_(std::move(policy)), levels_(policy_.levels.size()) {}
@@ -20,6 +43,8 @@ size_t RequestQueue::LevelFor(uint64_t priority) const {
 
 absl::Status RequestQueue::Push(std::shared_ptr<const QueuedRows> request,
                                 const QueueRequestOptions& options, QueueClock::time_point now) {
+  const std::shared_ptr<const CallLiveness>& call = QueueForCall::Current();
+  if (call != nullptr) RETURN_IF_ERROR(call->Check(now));
   const size_t level = LevelFor(options.priority);
   const LevelPolicy& level_policy = policy_.levels[level];
   Level& queue = levels_[level];
@@ -41,11 +66,12 @@ absl::Status RequestQueue::Push(std::shared_ptr<const QueuedRows> request,
       (timeout.count() == 0 || *options.timeout < timeout)) {
     timeout = *options.timeout;  // Triton: an override may shorten, never lengthen
   }
-  Entry entry{.request = std::move(request), .enqueued = now};
+  Entry entry{.request = std::move(request), .enqueued = now, .call = call};
   if (timeout.count() > 0) {
     entry.deadline = now + timeout;
     ++with_deadline_;
   }
+  if (call != nullptr) ++with_call_;
   queued_rows_ += entry.request->rows;
   queue.waiting.push_back(std::move(entry));
   return absl::OkStatus();
@@ -74,8 +100,7 @@ std::vector<RowSegment> RequestQueue::TakeRows(int64_t rows) {
         rows -= taken;
         queued_rows_ -= taken;
         if (entry.next_row == entry.request->rows) {
-          // Only waiting entries hold deadlines (a delayed one lost its own).
-          if (entry.deadline.has_value()) --with_deadline_;
+          Forget(entry);
           entries->pop_front();
         }
       }
@@ -126,8 +151,40 @@ std::optional<FormedChunk> RequestQueue::Pop(QueueClock::time_point now,
   return chunk;
 }
 
+void RequestQueue::Forget(const Entry& entry) {
+  // Only waiting entries hold deadlines (a delayed one lost its own).
+  if (entry.deadline.has_value()) --with_deadline_;
+  if (entry.call != nullptr) --with_call_;
+}
+
+void RequestQueue::RemoveAbandoned(QueueClock::time_point now,
+                                   std::vector<RefusedRows>* refused) {
+  if (with_call_ == 0) return;
+  int64_t live_rows = 0;  // rows the next chunk may take, so far
+  for (Level& level : levels_) {
+    for (std::deque<Entry>* entries : {&level.waiting, &level.delayed}) {
+      for (auto it = entries->begin(); it != entries->end();) {
+        if (live_rows >= planner_->max_rows()) return;
+        const int64_t rows = it->request->rows - it->next_row;
+        absl::Status status =
+            it->call != nullptr ? it->call->Check(now) : absl::OkStatus();
+        if (status.ok()) {
+          live_rows += rows;
+          ++it;
+          continue;
+        }
+        queued_rows_ -= rows;
+        Forget(*it);
+        refused->push_back({std::move(it->request), rows, it->enqueued, std::move(status)});
+        it = entries->erase(it);
+      }
+    }
+  }
+}
+
 std::vector<RefusedRows> RequestQueue::RemoveExpired(QueueClock::time_point now) {
   std::vector<RefusedRows> refused;
+  RemoveAbandoned(now, &refused);  // Note [Rows nobody waits for]
   if (with_deadline_ == 0) return refused;  // Note [A deep queue stays cheap]
   // Rows already running cannot be taken back: a started request runs on.
   const auto expired = [now](const Entry& entry) {
@@ -144,12 +201,13 @@ std::vector<RefusedRows> RequestQueue::RemoveExpired(QueueClock::time_point now)
         kept.push_back(std::move(entry));
         continue;
       }
-      --with_deadline_;
       if (reject) {
+        Forget(entry);
         const int64_t rows = entry.request->rows;
         queued_rows_ -= rows;
         refused.push_back({std::move(entry.request), rows, entry.enqueued});
       } else {
+        --with_deadline_;
         entry.deadline.reset();
         level.delayed.push_back(std::move(entry));
       }
@@ -172,6 +230,7 @@ std::vector<RefusedRows> RequestQueue::RemoveAll() {
   }
   queued_rows_ = 0;
   with_deadline_ = 0;
+  with_call_ = 0;
   return refused;
 }
 

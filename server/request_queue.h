@@ -7,9 +7,11 @@
 
 #include <chrono>
 #include <cstddef>
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -98,17 +100,70 @@ struct FormedChunk {
   std::vector<RowSegment> segments;
 };
 
+// The RPC a request came on, as far as the queue cares: when its client
+// stops waiting (the gRPC deadline) and whether it has gone (cancelled).
+// Note [Rows nobody waits for]. Thread-safe: the transport cancels it from
+// its own threads while the queue reads it under the pool's lock.
+class CallLiveness {
+ public:
+  // `deadline`: none for a call that waits forever.
+  explicit CallLiveness(std::optional<QueueClock::time_point> deadline = std::nullopt) {
+    if (deadline.has_value()) set_deadline(*deadline);
+  }
+  CallLiveness(const CallLiveness&) = delete;
+  CallLiveness& operator=(const CallLiveness&) = delete;
+
+  // The client's deadline, known once its call started (after the liveness
+  // was made, so that a cancellation can never find it missing).
+  void set_deadline(QueueClock::time_point deadline) {
+    deadline_.store(deadline.time_since_epoch().count(), std::memory_order_release);
+  }
+  // The client cancelled the call, or is gone.
+  void Cancel() { cancelled_.store(true, std::memory_order_release); }
+  // OK while the client still waits at `now`; Cancelled or DeadlineExceeded,
+  // with what the server did, once it does not.
+  [[nodiscard]] absl::Status Check(QueueClock::time_point now) const;
+
+ private:
+  // The deadline's ticks since the clock's epoch; the maximum for none.
+  std::atomic<QueueClock::rep> deadline_{std::numeric_limits<QueueClock::rep>::max()};
+  std::atomic<bool> cancelled_{false};
+};
+
+// While it lives, the requests this thread queues belong to `call` (the
+// transport's RPC thread sets it around InferenceProtocol::ModelInfer, which
+// queues on the calling thread; as StreamPool::QueueOnly, a scope rather
+// than a parameter through every layer between). Scopes nest.
+class QueueForCall {
+ public:
+  explicit QueueForCall(std::shared_ptr<const CallLiveness> call);
+  QueueForCall(const QueueForCall&) = delete;
+  QueueForCall& operator=(const QueueForCall&) = delete;
+  ~QueueForCall();
+
+  // The innermost scope's call on this thread; null outside any.
+  [[nodiscard]] static const std::shared_ptr<const CallLiveness>& Current();
+
+ private:
+  std::shared_ptr<const CallLiveness> outer_;
+};
+
 // What a request asks of the queue (Triton's request parameters).
 struct QueueRequestOptions {
   uint64_t priority = 0;                             // 0: the default level
   std::optional<std::chrono::microseconds> timeout;  // used only if allowed
 };
 
-// Rows taken out without running: a REJECT timeout, or shutdown.
+// Rows taken out without running: a REJECT timeout, a call nobody waits for
+// any more, or shutdown.
 struct RefusedRows {
   std::shared_ptr<const QueuedRows> request;
   int64_t rows = 0;
   QueueClock::time_point enqueued;
+  // Why, when the queue knows better than its caller: the call's
+  // Cancelled or DeadlineExceeded. OK for a queue timeout or shutdown, whose
+  // answer the caller chooses.
+  absl::Status status;
 };
 
 class RequestQueue {
@@ -119,7 +174,8 @@ class RequestQueue {
 
   // Queues all of `request`'s rows, or none: Unavailable when its level
   // holds max_queue_size requests (Triton's answer), ResourceExhausted past
-  // max_queued_rows.
+  // max_queued_rows, the call's own status when its client no longer waits
+  // (QueueForCall::Current's, Note [Rows nobody waits for]).
   absl::Status Push(std::shared_ptr<const QueuedRows> request, const QueueRequestOptions& options,
                     QueueClock::time_point now);
 
@@ -131,7 +187,9 @@ class RequestQueue {
 
   // Requests whose timeout passed before any of their rows ran: REJECT ones
   // are removed and returned; DELAY ones move behind their level's requests
-  // that have not timed out.
+  // that have not timed out. Also the rows not yet taken of requests whose
+  // call nobody waits for, among those the next chunk would take (Note
+  // [Rows nobody waits for]), returned with the call's status.
   std::vector<RefusedRows> RemoveExpired(QueueClock::time_point now);
   // Everything still queued (shutdown).
   std::vector<RefusedRows> RemoveAll();
@@ -148,6 +206,7 @@ class RequestQueue {
     int64_t next_row = 0;  // rows before it are in chunks already
     QueueClock::time_point enqueued;
     std::optional<QueueClock::time_point> deadline;
+    std::shared_ptr<const CallLiveness> call;  // null: not from a watched RPC
   };
   // Per level: requests that have not timed out, then delayed ones.
   struct Level {
@@ -162,6 +221,11 @@ class RequestQueue {
   void ForEachInOrder(Visit visit);
   // Takes `rows` rows from the front, in service order, as segments.
   std::vector<RowSegment> TakeRows(int64_t rows);
+  // Removes the entries whose call nobody waits for among the next chunk's
+  // candidates, adding their rows to `refused`.
+  void RemoveAbandoned(QueueClock::time_point now, std::vector<RefusedRows>* refused);
+  // Bookkeeping for an entry leaving the queue (taken whole or refused).
+  void Forget(const Entry& entry);
   // Whether a merged batch of `rows` rows should wait (max_queue_delay).
   [[nodiscard]] bool ShouldWait(int64_t rows, QueueClock::time_point oldest,
                                 QueueClock::time_point now) const;
@@ -173,7 +237,27 @@ class RequestQueue {
   // Entries in `waiting` deques that hold a deadline (Note [A deep queue
   // stays cheap]).
   int64_t with_deadline_ = 0;
+  // Entries, waiting or delayed, that hold a call.
+  int64_t with_call_ = 0;
 };
+
+// Note [Rows nobody waits for]
+// A gRPC client's deadline may pass, or the client cancel, while its request
+// waits: gRPC has already answered it DEADLINE_EXCEEDED or CANCELLED, and
+// running its rows would only delay the requests behind it (under load with
+// 1 ms deadlines, a whole backlog of them). So a request queued from an RPC
+// holds its call's liveness, and RemoveExpired, which the pool calls before
+// every Pop, takes out the rows of such requests before they reach a chunk:
+// rows already running run on, the rest are refused with Cancelled or
+// DeadlineExceeded (Triton drops a cancelled request from its queue with
+// CANCELLED the same way). Only the entries the next chunk could take
+// (max_rows live rows in service order) are looked at, so each call costs
+// at most a chunk's worth of entries, however deep the queue (Note [A deep
+// queue stays cheap]); an abandoned request further back is refused when it
+// comes that far. A call already abandoned when its request arrives is
+// refused by Push. The liveness comes with the thread (QueueForCall), set
+// by the RPC threads (server/queued_rpcs.cc); HTTP has no deadline
+// (Triton's `timeout` parameter and the queue policy serve it instead).
 
 // Note [A deep queue stays cheap]
 // Every chunk a slot takes first asks for the expired requests and every

@@ -294,5 +294,97 @@ TEST(RequestQueue, RemoveAllReturnsTheRowsNotYetTaken) {
   EXPECT_TRUE(queue.empty());
 }
 
+// Note [Rows nobody waits for]: the rows of a request whose call was
+// cancelled or whose deadline passed never reach a chunk.
+TEST(RequestQueue, ACancelledCallsRowsAreRefusedNotRun) {
+  const BatchPlanner planner = Planner({1, 4, 8});
+  RequestQueue queue(&planner, {.merge = true});
+  const auto call = std::make_shared<CallLiveness>(std::nullopt);
+  const auto gone = Rows(3), kept = Rows(5);
+  {
+    QueueForCall scope(call);
+    ASSERT_TRUE(queue.Push(gone, {}, kT0).ok());
+  }
+  ASSERT_TRUE(queue.Push(kept, {}, kT0).ok());  // no scope: no call
+  call->Cancel();
+  const std::vector<RefusedRows> refused = queue.RemoveExpired(kT0);
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_EQ(refused[0].request, gone);
+  EXPECT_EQ(refused[0].rows, 3);
+  EXPECT_EQ(refused[0].status.code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(queue.queued_rows(), 5);
+  const std::optional<FormedChunk> chunk = queue.Pop(kT0, nullptr);
+  ASSERT_TRUE(chunk);
+  EXPECT_EQ(Segments(*chunk), (std::vector<Seg>{{kept.get(), 0, 5}}));
+  EXPECT_TRUE(queue.empty());
+}
+
+TEST(RequestQueue, ACallsDeadlineDropsItsRowsNotYetTaken) {
+  const BatchPlanner planner = Planner({4});
+  RequestQueue queue(&planner, {});
+  const auto request = Rows(10);
+  {
+    QueueForCall scope(std::make_shared<CallLiveness>(kT0 + microseconds(5)));
+    ASSERT_TRUE(queue.Push(request, {}, kT0).ok());
+  }
+  EXPECT_TRUE(queue.RemoveExpired(kT0).empty());  // still waited for
+  ASSERT_TRUE(queue.Pop(kT0, nullptr));           // 4 rows run
+  const std::vector<RefusedRows> refused = queue.RemoveExpired(kT0 + microseconds(5));
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_EQ(refused[0].rows, 6);
+  EXPECT_EQ(refused[0].status.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_TRUE(queue.empty());
+  EXPECT_FALSE(queue.Pop(kT0 + microseconds(5), nullptr));
+}
+
+TEST(RequestQueue, ACallAlreadyPastItsDeadlineIsNotQueued) {
+  const BatchPlanner planner = Planner({4});
+  RequestQueue queue(&planner, {});
+  QueueForCall scope(std::make_shared<CallLiveness>(kT0));
+  EXPECT_EQ(queue.Push(Rows(1), {}, kT0).code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_TRUE(queue.empty());
+}
+
+TEST(RequestQueue, OnlyTheNextChunksCandidatesAreLookedAt) {
+  // Note [Rows nobody waits for]: a deep queue is not walked; an abandoned
+  // request further back is refused once it comes within a chunk's reach.
+  const BatchPlanner planner = Planner({1}, /*max_rows=*/1);
+  RequestQueue queue(&planner, {});
+  const auto front = Rows(1), back = Rows(1);
+  const auto call = std::make_shared<CallLiveness>(std::nullopt);
+  ASSERT_TRUE(queue.Push(front, {}, kT0).ok());
+  {
+    QueueForCall scope(call);
+    ASSERT_TRUE(queue.Push(back, {}, kT0).ok());
+  }
+  call->Cancel();
+  EXPECT_TRUE(queue.RemoveExpired(kT0).empty());
+  ASSERT_TRUE(queue.Pop(kT0, nullptr));
+  const std::vector<RefusedRows> refused = queue.RemoveExpired(kT0);
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_EQ(refused[0].request, back);
+  EXPECT_TRUE(queue.empty());
+}
+
+TEST(RequestQueue, QueueTimeoutsAndCallsCountedApartStayConsistent) {
+  // A call's entry that also holds a queue timeout leaves both counts when
+  // refused either way; RemoveAll resets both.
+  const BatchPlanner planner = Planner({4});
+  QueuePolicy policy;
+  policy.levels[0].default_timeout = microseconds(10);
+  RequestQueue queue(&planner, policy);
+  const auto call = std::make_shared<CallLiveness>(std::nullopt);
+  {
+    QueueForCall scope(call);
+    ASSERT_TRUE(queue.Push(Rows(1), {}, kT0).ok());
+    ASSERT_TRUE(queue.Push(Rows(1), {}, kT0).ok());
+  }
+  EXPECT_EQ(queue.RemoveExpired(kT0 + microseconds(10)).size(), 2u);
+  EXPECT_TRUE(queue.empty());
+  EXPECT_EQ(queue.next_deadline(), std::nullopt);
+  call->Cancel();
+  EXPECT_TRUE(queue.RemoveExpired(kT0 + microseconds(20)).empty());
+}
+
 }  // namespace
 }  // namespace graphserve

@@ -224,6 +224,10 @@ struct FlagValues {
   std::string http_address;
   std::string metrics_address;
   int64_t http_threads = 32;
+  int64_t http_max_connections = 1024;
+  int64_t grpc_max_open_streams = 4096;
+  int64_t grpc_max_stream_owed_bytes = int64_t{64} << 20;
+  int64_t http_read_timeout_secs = 5;
   int64_t http_max_input_size = int64_t{64} << 20;
   int64_t grpc_infer_threads = 2;
   bool grpc_use_ssl = false;
@@ -410,6 +414,17 @@ void AddFlags(FlagValues* v, ServerCommand* command, CommandLine* flags) {
   flags->AddString("metrics-address", &v->metrics_address,
                    "The IP address metrics bind (default: --http-address, else --host).");
   flags->AddInt("http-thread-count", &v->http_threads, "Threads serving HTTP requests at once.");
+  flags->AddInt("grpc-max-open-streams", &v->grpc_max_open_streams,
+                "ModelStreamInfer streams open at once; one more is refused RESOURCE_EXHAUSTED.");
+  flags->AddInt("grpc-max-stream-owed-bytes", &v->grpc_max_stream_owed_bytes,
+                "Bytes of answers a ModelStreamInfer stream may owe a client that does not read "
+                "them before it stops reading the client's requests.");
+  flags->AddInt("http-max-connections", &v->http_max_connections,
+                "HTTP connections served at once (each holds a thread while open; threads "
+                "start as connections need them); later ones wait until one closes.");
+  flags->AddInt("http-read-timeout-secs", &v->http_read_timeout_secs,
+                "Seconds an HTTP connection may stay silent mid-request or between requests "
+                "before it is closed.");
   flags->AddInt("http-max-input-size", &v->http_max_input_size,
                 "Largest HTTP request body in bytes; larger ones get 413.");
   flags->AddInt("grpc-infer-thread-count", &v->grpc_infer_threads,
@@ -605,6 +620,15 @@ absl::StatusOr<ServerCommand> ParseServerCommand(const std::vector<std::string>&
   }
   RETURN_IF_ERROR(CheckFlagRange("http-thread-count", v.http_threads, 1, 1024));
   options.http_threads = static_cast<int>(v.http_threads);
+  RETURN_IF_ERROR(CheckFlagRange("grpc-max-open-streams", v.grpc_max_open_streams, 1, 1 << 20));
+  options.grpc_stream_limits.max_open_streams = static_cast<int>(v.grpc_max_open_streams);
+  RETURN_IF_ERROR(CheckFlagRange("grpc-max-stream-owed-bytes", v.grpc_max_stream_owed_bytes, 1,
+                                 int64_t{1} << 40));
+  options.grpc_stream_limits.max_owed_bytes = v.grpc_max_stream_owed_bytes;
+  RETURN_IF_ERROR(CheckFlagRange("http-max-connections", v.http_max_connections, 1, 65536));
+  options.http_max_connections = static_cast<int>(v.http_max_connections);
+  RETURN_IF_ERROR(CheckFlagRange("http-read-timeout-secs", v.http_read_timeout_secs, 1, 3600));
+  options.http_read_timeout_secs = static_cast<int>(v.http_read_timeout_secs);
   if (v.http_max_input_size <= 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--http-max-input-size wants a byte count > 0, got ", v.http_max_input_size));

@@ -348,6 +348,37 @@ TEST(ServerCommand, TritonsHttpAndGrpcTuningFlags) {
               HasSubstr("--http-max-input-size wants a byte count > 0"));
 }
 
+TEST(ServerCommand, ConnectionAndStreamLimits) {
+  std::ostringstream notices;
+  auto command = ParseServerCommand({"--model-repository", "/m", "--http-max-connections", "300",
+                                     "--http-read-timeout-secs", "2"},
+                                    0, notices);
+  ASSERT_TRUE(command.ok()) << command.status();
+  EXPECT_EQ(command->options.http_max_connections, 300);
+  EXPECT_EQ(command->options.http_read_timeout_secs, 2);
+  auto streams = ParseServerCommand({"--model-repository", "/m", "--grpc-max-open-streams", "3",
+                                     "--grpc-max-stream-owed-bytes", "65536"},
+                                    0, notices);
+  ASSERT_TRUE(streams.ok()) << streams.status();
+  EXPECT_EQ(streams->options.grpc_stream_limits.max_open_streams, 3);
+  EXPECT_EQ(streams->options.grpc_stream_limits.max_owed_bytes, 65536);
+  EXPECT_THAT(ParseServerCommand({"--model-repository", "/m", "--grpc-max-open-streams", "0"}, 0,
+                                 notices)
+                  .status()
+                  .message(),
+              HasSubstr("--grpc-max-open-streams wants 1.."));
+  EXPECT_THAT(ParseServerCommand({"--model-repository", "/m", "--http-max-connections", "0"}, 0,
+                                 notices)
+                  .status()
+                  .message(),
+              HasSubstr("--http-max-connections wants 1..65536"));
+  EXPECT_THAT(ParseServerCommand({"--model-repository", "/m", "--http-read-timeout-secs", "0"},
+                                 0, notices)
+                  .status()
+                  .message(),
+              HasSubstr("--http-read-timeout-secs wants 1..3600"));
+}
+
 TEST(ServerCommand, TritonsLoggingFlags) {
   std::ostringstream notices;
   auto command = ParseServerCommand(

@@ -114,6 +114,12 @@ absl::StatusOr<std::shared_ptr<SharedMemoryRegion>> SharedMemoryRegion::MapSyste
     return absl::InvalidArgumentError(
         absl::StrCat("cannot register ", RegionDescription(name, key), ": byte_size is 0"));
   }
+  // shm_open reads the key up to its first NUL: "/a\0b" would open "/a"
+  // while status reported "/a\0b" (issue 30, finding 8).
+  if (key.find('\0') != std::string::npos) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot register ", RegionDescription(name, key),
+                                                   ": a key may not contain a NUL byte"));
+  }
   const int fd = shm_open(key.c_str(), O_RDWR, 0);
   if (fd < 0) {
     const int error = errno;

@@ -127,6 +127,18 @@ TEST(SharedMemoryRegistryTest, RegisteringANameTwiceIsAlreadyExists) {
   EXPECT_EQ(registry.Status("in").value()[0]->offset(), 0u);  // the first stays
 }
 
+TEST(SharedMemoryRegistryTest, AKeyWithANulIsRefused) {
+  // shm_open would open the object named by the key's part before the NUL,
+  // and the region would report another key than the one it maps.
+  TestShmObject object(kObjectBytes);
+  SharedMemoryRegistry registry;
+  const std::string key = object.key() + std::string("\0x", 2);
+  const absl::Status refused = registry.Register("in", key, 0, 16);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Message(refused), HasSubstr("a key may not contain a NUL byte"));
+  EXPECT_FALSE(registry.Status("in").ok());
+}
+
 // One bad registration and a fragment its error must contain.
 struct BadRegistration {
   const char* what;

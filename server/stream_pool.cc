@@ -194,8 +194,9 @@ void StreamPool::TimeoutLoop() {
 void StreamPool::Refuse(const std::vector<RefusedRows>& refused, const absl::Status& status) {
   const Clock::time_point now = Clock::now();
   for (const RefusedRows& rows : refused) {
-    rows.request->on_segment(rows.rows, status, now - rows.enqueued, ChunkTiming{},
-                             SegmentEnd::kRefused);
+    // The queue's own reason (a call nobody waits for) before the caller's.
+    rows.request->on_segment(rows.rows, rows.status.ok() ? status : rows.status,
+                             now - rows.enqueued, ChunkTiming{}, SegmentEnd::kRefused);
   }
 }
 

@@ -102,7 +102,7 @@ class ServerProcess:
 
     def start(self):
         self.process = subprocess.Popen(self.command, stdout=subprocess.PIPE,
-                                        stderr=subprocess.PIPE, text=True, bufsize=1,
+                                        stderr=subprocess.PIPE, text=True, errors="backslashreplace", bufsize=1,
                                         cwd=self.cwd)
         # Readers drain both pipes for the server's whole life, so that a
         # chatty server never blocks on a full pipe.

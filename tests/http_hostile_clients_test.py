@@ -1,0 +1,148 @@
+"""Hostile HTTP clients against the real graphserve binary (issue 30,
+findings 5 and 6): bodies no route reads are answered before they are read,
+so a small gzip body that inflates to hundreds of megabytes costs the server
+nothing, on the HTTP and the metrics port (Note [Bodies nobody reads] in
+server/http_listener.cc); hundreds of clients that send their headers a
+byte at a time stop neither HTTP answers nor metrics scrapes (Note [Slow
+clients]).
+
+    bazel test //tests:http_hostile_clients_test --test_env=GRAPHSERVE_PYTHON=$PWD/.pyenv/bin/python
+"""
+
+import gzip
+import http.client
+import socket
+import sys
+import threading
+import time
+import unittest
+
+import graphserve_process as gp
+
+INFLATED_BYTES = 256 << 20  # what the hostile body inflates to
+RSS_GROWTH_LIMIT_MB = 50  # the body's inflation would cost INFLATED_BYTES
+BODY_LIMIT_MB = 64  # --http-max-input-size's default
+SLOW_CLIENTS = 200  # per port: far more than cpp-httplib's fixed pools (32, 8)
+DRIP_INTERVAL_S = 1.0  # one header byte per client this often
+ANSWER_WITHIN_S = 3.0  # a health check or scrape while the slow clients drip
+
+SERVER_BINARY = MAKE_REPOSITORY = None
+_server = None
+_bomb = None
+
+
+def setUpModule():
+    global _server, _bomb
+    _server, _ = gp.start_demo_server(SERVER_BINARY, MAKE_REPOSITORY)
+    _bomb = gzip.compress(b"\0" * INFLATED_BYTES, compresslevel=9)
+
+
+def tearDownModule():
+    gp.stop_checked(_server)
+
+
+def peak_rss_mb():
+    with open(f"/proc/{_server.process.pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) // 1024
+    raise AssertionError("no VmHWM in /proc/PID/status")
+
+
+def request(port, method, path, body=None, headers=None, timeout=30):
+    """(status, body) of one request on a fresh connection."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        connection.request(method, path, body=body, headers=headers or {})
+        response = connection.getresponse()
+        return response.status, response.read()
+    except (ConnectionResetError, BrokenPipeError) as error:
+        # The server may close before taking the whole body: what it answered
+        # first is what counts, and a refused body is the point.
+        return None, str(error).encode()
+    finally:
+        connection.close()
+
+
+class UnreadBodiesTest(unittest.TestCase):
+
+    def assert_refused_cheaply(self, port, method, path, want_status, limit_mb=RSS_GROWTH_LIMIT_MB):
+        before = peak_rss_mb()
+        status, body = request(port, method, path, body=_bomb,
+                               headers={"Content-Encoding": "gzip",
+                                        "Content-Type": "application/octet-stream"})
+        grown = peak_rss_mb() - before
+        self.assertIn(status, (want_status, None), body[:200])
+        self.assertLess(grown, limit_mb,
+                        f"{method} {path} with {len(_bomb)} bytes of gzip grew the server's "
+                        f"peak RSS by {grown} MB")
+
+    def test_a_post_to_no_route_is_refused_before_its_body_is_read(self):
+        self.assert_refused_cheaply(_server.http_port, "POST", "/nowhere", 404)
+
+    def test_an_unserved_method_is_refused_before_its_body_is_read(self):
+        self.assert_refused_cheaply(_server.http_port, "PUT", "/v2/models/mlp/infer", 405)
+
+    def test_a_compressed_get_body_is_refused(self):
+        self.assert_refused_cheaply(_server.http_port, "GET", "/v2/health/live", 415)
+
+    def test_the_metrics_port_reads_no_body_either(self):
+        self.assert_refused_cheaply(_server.metrics_port, "POST", "/metrics", 404)
+        self.assert_refused_cheaply(_server.metrics_port, "GET", "/metrics", 415)
+
+    def test_a_compressed_infer_body_is_bounded_inflated(self):
+        # The infer route reads its body itself: the inflated bytes count
+        # against the body limit, refused 413 past it: the memory it may take
+        # is the limit's (and its string's growth), not the inflated size.
+        self.assert_refused_cheaply(_server.http_port, "POST", "/v2/models/mlp/infer", 413,
+                                    limit_mb=2 * BODY_LIMIT_MB + RSS_GROWTH_LIMIT_MB)
+
+    def test_served_routes_still_answer(self):
+        self.assertEqual(request(_server.http_port, "GET", "/v2/health/live")[0], 200)
+        self.assertEqual(request(_server.metrics_port, "GET", "/metrics")[0], 200)
+
+
+class SlowClientsTest(unittest.TestCase):
+
+    def test_slow_clients_stop_neither_answers_nor_scrapes(self):
+        sockets = []
+        stop = threading.Event()
+        for port in (_server.http_port, _server.metrics_port):
+            for _ in range(SLOW_CLIENTS):
+                s = socket.create_connection(("127.0.0.1", port), timeout=10)
+                s.sendall(b"GET /v2/health/live HTTP/1.1\r\n")
+                sockets.append(s)
+
+        def drip():
+            while not stop.wait(DRIP_INTERVAL_S):
+                for s in sockets:
+                    try:
+                        s.sendall(b"X")  # a header line that never ends
+                    except OSError:
+                        pass
+
+        dripper = threading.Thread(target=drip, daemon=True)
+        dripper.start()
+        try:
+            time.sleep(2 * DRIP_INTERVAL_S)  # every slow client holds its connection
+            for _ in range(3):
+                for port, path in ((_server.http_port, "/v2/health/live"),
+                                   (_server.metrics_port, "/metrics")):
+                    start = time.monotonic()
+                    try:
+                        status, _ = request(port, "GET", path, timeout=ANSWER_WITHIN_S)
+                    except socket.timeout:
+                        status = "timed out"
+                    self.assertEqual(status, 200, f"GET {path} with {SLOW_CLIENTS} slow clients "
+                                     f"after {time.monotonic() - start:.1f} s")
+                time.sleep(DRIP_INTERVAL_S)
+        finally:
+            stop.set()
+            dripper.join(timeout=10)
+            for s in sockets:
+                s.close()
+
+
+if __name__ == "__main__":
+    SERVER_BINARY, MAKE_REPOSITORY, argv = gp.parse_paths(sys.argv)
+    unittest.main(argv=argv)
