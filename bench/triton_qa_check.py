@@ -20,11 +20,16 @@ import sys
 import numpy as np
 import onnx
 import tritonclient.grpc as g
+import ml_dtypes
 from onnx.reference import ReferenceEvaluator
 
 NUMPY_TYPES = {"FP32": np.float32, "FP64": np.float64, "FP16": np.float16, "INT8": np.int8,
                "INT16": np.int16, "INT32": np.int32, "INT64": np.int64, "UINT8": np.uint8,
-               "UINT16": np.uint16, "UINT32": np.uint32, "UINT64": np.uint64, "BOOL": np.bool_}
+               "UINT16": np.uint16, "UINT32": np.uint32, "UINT64": np.uint64, "BOOL": np.bool_,
+               "BF16": ml_dtypes.bfloat16}
+# A 16-bit float output may be a rounding of its type away from the reference
+# (which rounds at numpy's points), as in tests/node_test_runner.cc.
+RTOL = {"FP16": 2.0 ** -9, "BF16": 2.0 ** -6}
 
 
 def main():
@@ -65,7 +70,8 @@ def main():
             sess = ReferenceEvaluator(model)
             want = dict(zip([o.name for o in model.graph.output], sess.run(None, feeds)))
             good = all(np.allclose(r.as_numpy(o["name"]).astype(np.float64).ravel(),
-                                   want[o["name"]].astype(np.float64).ravel(), rtol=1e-5, atol=1e-6)
+                                   want[o["name"]].astype(np.float64).ravel(),
+                                   rtol=RTOL.get(o["datatype"], 1e-5), atol=1e-6)
                        for o in md["outputs"])
             (ok if good else bad).append(f"{name}/{version}")
         except Exception as error:  # a failed call is a wrong answer, with its reason
