@@ -23,6 +23,26 @@ namespace {
 // Normalisations and reductions
 // ---------------------------------------------------------------------------
 
+// Softmax's canonical view of its input, [outer, axis_size, inner] (binding's
+// attributes), checked against the input's element count.
+struct AxisLines {
+  int64_t outer;
+  int64_t axis_size;
+  int64_t inner;
+};
+
+absl::StatusOr<AxisLines> ReadAxisLines(const HostKernelArgs& args) {
+  const AxisLines lines{IntAttr(args.node.attributes, "outer"),
+                        IntAttr(args.node.attributes, "axis_size"),
+                        IntAttr(args.node.attributes, "inner")};
+  if (lines.outer * lines.axis_size * lines.inner != args.in(0).num_elements()) {
+    return args.Invalid("outer=", lines.outer, " axis_size=", lines.axis_size,
+                        " inner=", lines.inner, " do not cover input ",
+                        DimsToString(args.in(0).dims()));
+  }
+  return lines;
+}
+
 // Softmax, or LogSoftmax with `log`: over the axis of [outer, axis_size,
 // inner], as ONNX's reference computes it: t = x - max, then exp(t) / sum or
 // t - log(sum), where sum = sum(exp(t)). Subtracting the max keeps exp() in
@@ -30,13 +50,9 @@ namespace {
 // as in numpy.
 absl::Status RunSoftmax(const HostKernelArgs& args, bool log) {
   RETURN_IF_ERROR(CheckUnaryOperand(args));
-  const int64_t outer = IntAttr(args.node.attributes, "outer");
-  const int64_t axis_size = IntAttr(args.node.attributes, "axis_size");
-  const int64_t inner = IntAttr(args.node.attributes, "inner");
-  if (outer * axis_size * inner != args.in(0).num_elements()) {
-    return args.Invalid("outer=", outer, " axis_size=", axis_size, " inner=", inner,
-                        " do not cover input ", DimsToString(args.in(0).dims()));
-  }
+  ASSIGN_OR_RETURN(const AxisLines lines, ReadAxisLines(args));
+  // Plain copies: lambdas may not capture structured bindings before C++20.
+  const int64_t outer = lines.outer, axis_size = lines.axis_size, inner = lines.inner;
   return VisitFloatTypes(args, args.in(0).dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* x = args.in(0).data<T>();
@@ -439,13 +455,9 @@ absl::Status RunArgReduce(const HostKernelArgs& args, bool is_max) {
 // ONNX's reference (numpy's argmax), 0 elsewhere.
 absl::Status RunHardmax(const HostKernelArgs& args) {
   RETURN_IF_ERROR(CheckUnaryOperand(args));
-  const int64_t outer = IntAttr(args.node.attributes, "outer");
-  const int64_t axis_size = IntAttr(args.node.attributes, "axis_size");
-  const int64_t inner = IntAttr(args.node.attributes, "inner");
-  if (outer * axis_size * inner != args.in(0).num_elements()) {
-    return args.Invalid("outer=", outer, " axis_size=", axis_size, " inner=", inner,
-                        " do not cover input ", DimsToString(args.in(0).dims()));
-  }
+  ASSIGN_OR_RETURN(const AxisLines lines, ReadAxisLines(args));
+  // Plain copies: lambdas may not capture structured bindings before C++20.
+  const int64_t outer = lines.outer, axis_size = lines.axis_size, inner = lines.inner;
   return VisitFloatTypes(args, args.in(0).dtype(), [&](auto tag) {
     using T = decltype(tag);
     const T* src = args.in(0).data<T>();
