@@ -114,17 +114,7 @@ class Binder final : public BindContext::Engine {
                                         std::make_shared<const HostTensor>(known->second))));
         continue;
       }
-      Dims dims = input.dims;
-      for (size_t d = 0; d < dims.size(); ++d) {
-        if (dims[d] >= 0) continue;
-        if (d == 0 && dims[d] == -1) {
-          dims[d] = options_.batch_size;
-          continue;
-        }
-        return absl::InvalidArgumentError(
-            absl::StrCat("graph input '", input.name, "' has dynamic dim ", d, " (dims ",
-                         DimsToString(input.dims), "); only dim 0, the batch dim, may be -1"));
-      }
+      ASSIGN_OR_RETURN(Dims dims, ConcreteDims(input));
       const ValueId id = AddValue(input.name, input.dtype, std::move(dims), nullptr);
       RETURN_IF_ERROR(Define(input.name, id));
       graph_.inputs.push_back(id);
@@ -135,7 +125,43 @@ class Binder final : public BindContext::Engine {
             absl::StrCat("known input '", name, "' is not a graph input of the model"));
       }
     }
+    const std::vector<std::string> shape_dims = ShapeDimNames(model_);
+    for (const auto& [name, extent] : options_.dim_values) {
+      if (std::find(shape_dims.begin(), shape_dims.end(), name) == shape_dims.end()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "dim '", name, "' is not a dynamic dim of the model's inputs (they have ",
+            shape_dims.empty() ? "none" : absl::StrCat("'", absl::StrJoin(shape_dims, "', '"), "'"),
+            ")"));
+      }
+    }
+    graph_.dim_values = options_.dim_values;
     return absl::OkStatus();
+  }
+
+  // `input`'s dims with the batch and its shape dims made concrete.
+  absl::StatusOr<Dims> ConcreteDims(const ValueInfo& input) const {
+    Dims dims = input.dims;
+    for (size_t d = 0; d < dims.size(); ++d) {
+      if (dims[d] >= 0) continue;
+      if (d == 0) {
+        dims[d] = options_.batch_size;
+        continue;
+      }
+      const std::string name = d < input.dim_names.size() ? input.dim_names[d] : "";
+      auto extent = options_.dim_values.find(name);
+      if (name.empty() || extent == options_.dim_values.end()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "graph input '", input.name, "' dim ", d,
+            name.empty() ? "" : absl::StrCat(" ('", name, "')"), " is dynamic (dims ",
+            DimsToString(input.dims), ") and no extent was given for it"));
+      }
+      if (extent->second < 1) {
+        return absl::InvalidArgumentError(absl::StrCat("dim '", name, "' must be at least 1, got ",
+                                                       extent->second));
+      }
+      dims[d] = extent->second;
+    }
+    return dims;
   }
 
   static absl::Status CheckKnownInput(const ValueInfo& input, const HostTensor& tensor) {

@@ -18,6 +18,10 @@ namespace graphserve {
 struct BindOptions {
   // Replaces dim 0 of every graph input whose dim 0 is -1 (the batch dim).
   int64_t batch_size = 1;
+  // The extent of each shape dim (Note [Shape dims] in runtime/ir.h), by
+  // name: the shape bucket being bound. Every shape dim of the model needs
+  // one; a name the model lacks is an error.
+  std::map<std::string, int64_t> dim_values;
   // Graph inputs whose values are fixed at plan time. They become constants
   // and are not inputs of the bound graph. ONNX's node tests feed shapes this
   // way (e.g. Reshape's `shape` as a graph input); a served model does not.

@@ -82,15 +82,50 @@ TEST(BindTest, BatchDimBecomesBatchSize) {
   }
 }
 
-TEST(BindTest, DynamicDimOtherThanBatchIsAnError) {
-  const Model model = MakeModel(kOpset, {{"tokens", DType::kFloat32, {-1, -1}}},
-                                {{"y", DType::kFloat32, {}}},
-                                {MakeNode("relu", "Relu", {"tokens"}, {"y"})});
-  absl::StatusOr<BoundGraph> graph = Bind(model);
+// ids [batch, sequence] and mask [batch, sequence] share their sequence
+// extent (Note [Shape dims]); the Add's broadcast would fail if they did not.
+Model SequenceModel() {
+  ValueInfo ids{"ids", DType::kFloat32, {-1, -1}, {"", "sequence"}};
+  ValueInfo mask{"mask", DType::kFloat32, {-1, -1}, {"", "sequence"}};
+  return MakeModel(kOpset, {ids, mask}, {{"y", DType::kFloat32, {}}},
+                   {MakeNode("add", "Add", {"ids", "mask"}, {"y"})});
+}
+
+TEST(BindTest, ShapeDimsTakeTheirExtentFromDimValues) {
+  const Model model = SequenceModel();
+  for (int64_t sequence : {1, 128}) {
+    BindOptions options;
+    options.batch_size = 3;
+    options.dim_values = {{"sequence", sequence}};
+    absl::StatusOr<BoundGraph> graph = BindModel(model, options);
+    ASSERT_TRUE(graph.ok()) << graph.status();
+    EXPECT_THAT(graph->value(graph->inputs[0]).dims, ElementsAre(3, sequence));
+    EXPECT_THAT(graph->value(graph->inputs[1]).dims, ElementsAre(3, sequence));
+    EXPECT_THAT(OutputValue(*graph).dims, ElementsAre(3, sequence));
+    EXPECT_EQ(graph->dim_values.at("sequence"), sequence);
+  }
+}
+
+TEST(BindTest, ShapeDimWithoutExtentIsAnErrorNamingIt) {
+  absl::StatusOr<BoundGraph> graph = Bind(SequenceModel());
   ASSERT_FALSE(graph.ok());
   EXPECT_EQ(graph.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(graph.status().message(), HasSubstr("'tokens'"));
-  EXPECT_THAT(graph.status().message(), HasSubstr("dim 1"));
+  EXPECT_THAT(graph.status().message(),
+              HasSubstr("graph input 'ids' dim 1 ('sequence') is dynamic"));
+}
+
+TEST(BindTest, ExtentOfADimTheModelLacksIsAnError) {
+  BindOptions options;
+  options.dim_values = {{"sequence", 8}, {"height", 8}};
+  absl::StatusOr<BoundGraph> graph = BindModel(SequenceModel(), options);
+  ASSERT_FALSE(graph.ok());
+  EXPECT_THAT(graph.status().message(),
+              HasSubstr("dim 'height' is not a dynamic dim of the model's inputs (they have "
+                        "'sequence')"));
+  options.dim_values = {{"sequence", 0}};
+  graph = BindModel(SequenceModel(), options);
+  ASSERT_FALSE(graph.ok());
+  EXPECT_THAT(graph.status().message(), HasSubstr("dim 'sequence' must be at least 1, got 0"));
 }
 
 TEST(BindTest, InitializersAreSharedNotCopied) {

@@ -5,6 +5,7 @@
 // Model. See Note [Canonical bound nodes] for what each op's node carries.
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -41,6 +42,7 @@ struct BoundNode {
 
 struct BoundGraph {
   int64_t batch_size = 1;
+  std::map<std::string, int64_t> dim_values;  // BindOptions::dim_values
   std::vector<BoundValue> values;  // indexed by ValueId
   std::vector<BoundNode> nodes;    // a topological order: the eager execution order
   std::vector<ValueId> inputs;     // graph inputs, in the model's order

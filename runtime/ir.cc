@@ -1,5 +1,7 @@
 #include "runtime/ir.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 
 namespace graphserve {
@@ -54,6 +56,18 @@ const std::vector<int64_t>& IntsAttr(const Attributes& attrs, const std::string&
   if (it == attrs.end()) return kEmpty;
   const auto* value = std::get_if<std::vector<int64_t>>(&it->second);
   return value ? *value : kEmpty;
+}
+
+std::vector<std::string> ShapeDimNames(const Model& model) {
+  std::vector<std::string> names;
+  for (const ValueInfo& input : model.inputs) {
+    for (const std::string& name : input.dim_names) {
+      if (!name.empty() && std::find(names.begin(), names.end(), name) == names.end()) {
+        names.push_back(name);
+      }
+    }
+  }
+  return names;
 }
 
 }  // namespace graphserve

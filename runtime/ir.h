@@ -1,7 +1,8 @@
 #pragma once
 // GraphServe's model IR: what ONNX import produces, before any batch size is
 // chosen. Values are referred to by name, nodes are in topological order, and
-// the batch dimension of each graph input is dim 0, written -1.
+// the batch dimension of each graph input is dim 0, written -1. Other dims of
+// a graph input may be dynamic too (Note [Shape dims]).
 
 #include <cstdint>
 #include <map>
@@ -37,8 +38,22 @@ const std::vector<int64_t>& IntsAttr(const Attributes& attrs, const std::string&
 struct ValueInfo {
   std::string name;
   DType dtype = DType::kFloat32;
-  Dims dims;  // dim 0 of a graph input may be -1: the batch dimension
+  Dims dims;  // -1: dynamic; dim 0 of a graph input so written is the batch
+  // Graph inputs: per dim, the name of a dynamic dim other than the batch
+  // (Note [Shape dims]); "" for fixed dims and the batch.
+  std::vector<std::string> dim_names;
 };
+
+// Note [Shape dims]
+// ~~~~~~~~~~~~~~~~~
+// A model's shape dims are the dynamic dims of its graph inputs other than
+// the batch: a sequence length, an image's height and width. They are named
+// as the file names them (ONNX's dim_param: "sequence", "height", "s0"), so
+// that input_ids [batch, sequence] and attention_mask [batch, sequence] share
+// one extent, as the exporter meant; a dynamic dim the file leaves unnamed is
+// named "<input>:<axis>" and shares nothing. Binding makes them concrete from
+// BindOptions::dim_values, as it makes the batch concrete from batch_size:
+// one bound graph per (batch, extents), the shape bucket of a captured graph.
 
 struct Node {
   std::string name;     // may be empty in the file; import fills "<op_type>_<index>"
@@ -58,5 +73,9 @@ struct Model {
   std::map<std::string, std::shared_ptr<const HostTensor>> initializers;
   std::vector<Node> nodes;  // topological order
 };
+
+// The model's shape dims (Note [Shape dims]), each once, in the order the
+// graph inputs first name them.
+std::vector<std::string> ShapeDimNames(const Model& model);
 
 }  // namespace graphserve

@@ -50,7 +50,7 @@ bool IsDefaultDomain(const std::string& domain) {
 // So conversion walks the whole graph, collects every problem, and reports
 // them together: Unimplemented when every problem is something GraphServe
 // could support (an op, an element type), InvalidArgument when any is a
-// property of the model itself (a dynamic dim that is not the batch).
+// property of the model itself (an input of unknown rank).
 class ProblemList {
  public:
   void AddUnsupportedNode(const onnx::NodeProto& node, const std::string& node_name) {
@@ -132,12 +132,8 @@ Dims ShapeDims(const onnx::TypeProto& type) {
   return dims;
 }
 
-std::string DimName(const onnx::TensorShapeProto_Dimension& dim) {
-  if (dim.has_dim_param()) return absl::StrCat("'", dim.dim_param(), "'");
-  return "unknown";
-}
-
-// A graph input: only dim 0 (the batch) may be dynamic.
+// A graph input: a dynamic dim 0 is the batch, any other dynamic dim a shape
+// dim (Note [Shape dims] in runtime/ir.h).
 ValueInfo ConvertGraphInput(const onnx::ValueInfoProto& input, ProblemList* problems) {
   ValueInfo info;
   info.name = input.name();
@@ -153,15 +149,14 @@ ValueInfo ConvertGraphInput(const onnx::ValueInfoProto& input, ProblemList* prob
   }
   for (int d = 0; d < tensor.shape().dim_size(); ++d) {
     const onnx::TensorShapeProto_Dimension& dim = tensor.shape().dim(d);
-    if (dim.has_dim_value()) {
-      info.dims.push_back(dim.dim_value());
-      continue;
-    }
-    info.dims.push_back(-1);
-    if (d != 0) {
-      problems->AddInvalid(absl::StrCat(
-          what, " dim ", d, " is dynamic (", DimName(dim),
-          "); only dim 0, the batch, may be: export the model with that dim fixed"));
+    const bool dynamic = !dim.has_dim_value();
+    info.dims.push_back(dynamic ? -1 : dim.dim_value());
+    if (!dynamic || d == 0) {
+      info.dim_names.emplace_back();
+    } else if (dim.has_dim_param() && !dim.dim_param().empty()) {
+      info.dim_names.push_back(dim.dim_param());
+    } else {
+      info.dim_names.push_back(absl::StrCat(input.name(), ":", d));
     }
   }
   return info;

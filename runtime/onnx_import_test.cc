@@ -273,24 +273,33 @@ TEST(OnnxImportTest, ModelWithoutDefaultDomainIsUnsupported) {
               HasSubstr("op com.example::Fancy is not supported"));
 }
 
-TEST(OnnxImportTest, DynamicNonBatchDimIsInvalidAndListedWithTheRest) {
-  onnx::ModelProto proto = UnsupportedModel();
-  // x becomes [batch, 1, height, 8]: dim 2 may not be dynamic.
-  proto.mutable_graph()
-      ->mutable_input(0)
-      ->mutable_type()
-      ->mutable_tensor_type()
-      ->mutable_shape()
-      ->mutable_dim(2)
-      ->set_dim_param("height");
-  absl::StatusOr<Model> model = Import(proto);
-  ASSERT_FALSE(model.ok());
-  EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument) << model.status();
-  const std::string message(model.status().message());
-  EXPECT_THAT(message, HasSubstr("input 'x' dim 2 is dynamic ('height')"));
-  EXPECT_THAT(message, HasSubstr("op ConvTranspose is not supported"));
-  EXPECT_THAT(message, HasSubstr("element type COMPLEX64"));
-  EXPECT_THAT(message, HasSubstr("5 problems"));
+// Two inputs sharing a named sequence dim, and a dim the file leaves
+// unnamed (Note [Shape dims]).
+onnx::ModelProto ShapeDimModel() {
+  onnx::ModelProto model = NewModel();
+  onnx::GraphProto* graph = model.mutable_graph();
+  AddValue(graph->mutable_input(), "ids", onnx::TensorProto::FLOAT, {-1, -1, 4}, "sequence");
+  AddValue(graph->mutable_input(), "mask", onnx::TensorProto::FLOAT, {-1, -1, 4}, "sequence");
+  AddValue(graph->mutable_input(), "extra", onnx::TensorProto::FLOAT, {2, -1}, "");
+  graph->mutable_input(2)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(1)
+      ->clear_dim_param();
+  AddNode(graph, "Add", {"ids", "mask"}, {"sum"}, "add");
+  AddNode(graph, "Identity", {"extra"}, {"extra_out"}, "id");
+  AddValue(graph->mutable_output(), "sum", onnx::TensorProto::FLOAT, {-1, -1, 4}, "sequence");
+  AddValue(graph->mutable_output(), "extra_out", onnx::TensorProto::FLOAT, {2, -1}, "");
+  return model;
+}
+
+TEST(OnnxImportTest, DynamicDimsBeyondTheBatchAreNamedShapeDims) {
+  absl::StatusOr<Model> imported = Import(ShapeDimModel());
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  const Model& model = *imported;
+  ASSERT_EQ(model.inputs.size(), 3u);
+  EXPECT_EQ(model.inputs[0].dims, (Dims{-1, -1, 4}));
+  EXPECT_EQ(model.inputs[0].dim_names, (std::vector<std::string>{"", "sequence", ""}));
+  EXPECT_EQ(model.inputs[1].dim_names, (std::vector<std::string>{"", "sequence", ""}));
+  EXPECT_EQ(model.inputs[2].dim_names, (std::vector<std::string>{"", "extra:1"}));
+  EXPECT_EQ(ShapeDimNames(model), (std::vector<std::string>{"sequence", "extra:1"}));
 }
 
 TEST(OnnxImportTest, UndefinedValuesAndDuplicateNamesAreInvalid) {

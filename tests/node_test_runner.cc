@@ -224,6 +224,10 @@ absl::Status RunDataSet(const Model& model, const fs::path& data_set,
       options.batch_size = inputs[i].dims()[0];
       batch_found = true;
     }
+    // The data set's shapes are the shape bucket (Note [Shape dims]).
+    for (size_t d = 0; d < info.dim_names.size() && d < inputs[i].dims().size(); ++d) {
+      if (!info.dim_names[d].empty()) options.dim_values[info.dim_names[d]] = inputs[i].dims()[d];
+    }
   }
 
   absl::StatusOr<BoundGraph> bound = BindModel(model, options);
