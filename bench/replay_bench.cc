@@ -70,7 +70,7 @@ absl::Status FinishChunk(const GraphSet& set, const LaunchChunk& chunk,
   CUDA_RETURN_IF_ERROR(cudaEventSynchronize(set.done_event(chunk.slot, chunk.staging)));
   for (size_t o = 0; o < set.num_outputs(); ++o) {
     std::memcpy(outputs[o].data(), set.output_rows(chunk.slot, o, chunk.staging),
-                set.output_bytes_per_row(o) * static_cast<size_t>(chunk.rows));
+                set.output_bytes_per_row(o, chunk.key) * static_cast<size_t>(chunk.rows));
   }
   return absl::OkStatus();
 }
@@ -85,7 +85,8 @@ absl::Status RunChunk(const GraphSet& set, const LaunchChunk& chunk, const Input
 std::vector<std::vector<std::byte>> OutputBuffers(const GraphSet& set, int64_t rows) {
   std::vector<std::vector<std::byte>> outputs;
   for (size_t o = 0; o < set.num_outputs(); ++o) {
-    outputs.emplace_back(set.output_bytes_per_row(o) * static_cast<size_t>(rows));
+    // Rows of one bucket: every key of a set without shape dims has them.
+    outputs.emplace_back(set.output_bytes_per_row(o, set.keys().front()) * static_cast<size_t>(rows));
   }
   return outputs;
 }
@@ -100,7 +101,7 @@ absl::StatusOr<Latency> MeasureLatency(const GraphSet& set, int64_t batch, const
   Latency latency;
   std::vector<double> bare, chunk;
   cudaStream_t stream = set.stream(0);
-  cudaGraphExec_t exec = set.graph_exec(0, batch);
+  cudaGraphExec_t exec = set.graph_exec(0, {batch});
   for (int i = 0; i < iters + 20; ++i) {
     const Clock::time_point start = Clock::now();
     CUDA_RETURN_IF_ERROR(cudaGraphLaunch(exec, stream));
@@ -110,7 +111,7 @@ absl::StatusOr<Latency> MeasureLatency(const GraphSet& set, int64_t batch, const
   auto outputs = OutputBuffers(set, batch);
   for (int i = 0; i < iters + 20; ++i) {
     const Clock::time_point start = Clock::now();
-    RETURN_IF_ERROR(RunChunk(set, {0, batch, batch, LaunchMode::kGraph}, inputs, outputs));
+    RETURN_IF_ERROR(RunChunk(set, {0, {batch}, batch, LaunchMode::kGraph}, inputs, outputs));
     if (i >= 20) chunk.push_back(MicrosSince(start));
   }
   latency.bare_us = Median(bare);
@@ -141,7 +142,7 @@ absl::StatusOr<double> MeasureThroughput(const GraphSet& set, int64_t batch, con
       std::optional<LaunchChunk> previous;  // launched, not yet finished
       int staging = 0;
       while (Clock::now() < end) {
-        const LaunchChunk chunk{slot, batch, batch, mode, staging};
+        const LaunchChunk chunk{slot, {batch}, batch, mode, staging};
         absl::Status status = set.Launch(chunk, inputs.pointers);
         if (status.ok() && depth == 1) status = FinishChunk(set, chunk, outputs);
         if (status.ok() && depth > 1 && previous) status = FinishChunk(set, *previous, outputs);
@@ -208,7 +209,7 @@ int Run(int argc, char** argv) {
   for (int64_t m : *streams) {
     GraphSetOptions options;
     options.num_streams = static_cast<int>(m);
-    options.batch_sizes = *sizes;
+    options.graphs = BatchOnlyKeys(*sizes);
     options.executor.device = static_cast<int>(device);
     absl::StatusOr<std::unique_ptr<GraphSet>> set = GraphSet::Create(*model, options);
     if (!set.ok()) return fail(set.status());

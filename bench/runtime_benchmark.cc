@@ -157,17 +157,17 @@ absl::Status MeasureGraph(const Model& model, int64_t batch, const RuntimeBenchO
                           const std::vector<HostTensor>& eager_outputs,
                           RuntimeBenchRecord& record) {
   GraphSetOptions set_options;
-  set_options.batch_sizes = {batch};
+  set_options.graphs = {{batch}};
   set_options.executor.device = options.device;
   set_options.executor.allow_tf32 = options.allow_tf32;
   set_options.algorithm_choices = algorithm_choices;
   ASSIGN_OR_RETURN(std::unique_ptr<GraphSet> set, GraphSet::Create(model, set_options));
   record.capture_ms = set->total_setup_ms();
-  record.graph_nodes = set->graph_info(0, batch).nodes;
+  record.graph_nodes = set->graph_info(0, {batch}).nodes;
 
   std::vector<const void*> input_rows;
   for (const HostTensor& input : inputs) input_rows.push_back(input.raw());
-  const LaunchChunk chunk{0, batch, batch, LaunchMode::kGraph};
+  const LaunchChunk chunk{0, {batch}, batch, LaunchMode::kGraph};
   RETURN_IF_ERROR(set->Launch(chunk, input_rows));
   CUDA_RETURN_IF_ERROR(cudaEventSynchronize(set->done_event(0)));
   std::vector<HostTensor> graph_outputs;
@@ -186,7 +186,7 @@ absl::Status MeasureGraph(const Model& model, int64_t batch, const RuntimeBenchO
     RETURN_IF_ERROR(WriteOutputs(options.graph_outputs_dir, batch, names, graph_outputs));
   }
 
-  cudaGraphExec_t exec = set->graph_exec(0, batch);
+  cudaGraphExec_t exec = set->graph_exec(0, {batch});
   ASSIGN_OR_RETURN(const Timing bare,
                    TimeRuns(set->stream(0), options.warmup, options.iters, [&](cudaStream_t s) {
                      return CudaErrorToStatus(cudaGraphLaunch(exec, s), "cudaGraphLaunch");
@@ -230,7 +230,7 @@ absl::Status MeasureSchedules(const Model& model, int64_t batch,
     ScheduledSet& scheduled = sets.emplace_back();
     scheduled.timing.policy = name;
     GraphSetOptions set_options;
-    set_options.batch_sizes = {batch};
+    set_options.graphs = {{batch}};
     set_options.executor.device = options.device;
     set_options.executor.allow_tf32 = options.allow_tf32;
     set_options.executor.schedule.max_lanes = options.max_lanes;
@@ -240,14 +240,14 @@ absl::Status MeasureSchedules(const Model& model, int64_t batch,
                      ApplyScheduleRequest(model, request, set_options));
     if (!request) scheduled.timing.chosen = SchedulePolicyName(choices[0].policy);
     ASSIGN_OR_RETURN(scheduled.set, GraphSet::Create(model, set_options));
-    const CapturedGraphInfo& info = scheduled.set->graph_info(0, batch);
+    const CapturedGraphInfo& info = scheduled.set->graph_info(0, {batch});
     scheduled.timing.lanes = info.lanes;
     scheduled.timing.events = info.events;
     scheduled.timing.arena_bytes = scheduled.set->slot_memory(0).arena;
 
     std::vector<const void*> input_rows;
     for (const HostTensor& input : inputs) input_rows.push_back(input.raw());
-    RETURN_IF_ERROR(scheduled.set->Launch({0, batch, batch, LaunchMode::kGraph}, input_rows));
+    RETURN_IF_ERROR(scheduled.set->Launch({0, {batch}, batch, LaunchMode::kGraph}, input_rows));
     CUDA_RETURN_IF_ERROR(cudaEventSynchronize(scheduled.set->done_event(0)));
     scheduled.timing.bit_identical_to_single_eager = true;
     for (size_t i = 0; i < eager_outputs.size(); ++i) {
@@ -261,7 +261,7 @@ absl::Status MeasureSchedules(const Model& model, int64_t batch,
   const int64_t iters_per_round = std::max<int64_t>(1, options.iters / kRounds);
   for (int round = 0; round < kRounds; ++round) {
     for (ScheduledSet& scheduled : sets) {
-      const cudaGraphExec_t exec = scheduled.set->graph_exec(0, batch);
+      const cudaGraphExec_t exec = scheduled.set->graph_exec(0, {batch});
       ASSIGN_OR_RETURN(const Timing timing,
                        TimeRuns(scheduled.set->stream(0), options.warmup, iters_per_round,
                                 [&](cudaStream_t s) {

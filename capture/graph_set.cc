@@ -52,7 +52,7 @@ struct GraphSet::Slot {
   // Library handles, one per slot, shared by its N plans.
   std::shared_ptr<CublasLtHandle> cublas;
   std::shared_ptr<CudnnHandle> cudnn;
-  std::vector<Graph> graphs;  // ascending batch size, as batch_sizes_
+  std::vector<Graph> graphs;  // as keys_
   size_t graph_exec_bytes = 0;
 };
 
@@ -64,13 +64,13 @@ double MillisecondsSince(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
 }
 
-std::string Label(int slot, int64_t batch_size) {
-  return absl::StrCat("slot ", slot, ", batch ", batch_size);
+std::string Label(int slot, const GraphKey& key) {
+  return absl::StrCat("slot ", slot, ", batch ", GraphKeyString(key));
 }
 
 GraphSet::ProfilerRanges MakeProfilerRanges(const std::string& model, int slot,
-                                            int64_t batch_size) {
-  const std::string prefix = absl::StrCat(model, " b", batch_size, " slot ", slot, " ");
+                                            const GraphKey& key) {
+  const std::string prefix = absl::StrCat(model, " b", GraphKeyString(key), " slot ", slot, " ");
   return {.stage = prefix + "stage",
           .h2d = prefix + "h2d",
           .launch = prefix + "launch",
@@ -83,16 +83,18 @@ absl::Status ValidateOptions(const GraphSetOptions& options) {
     return absl::InvalidArgumentError(
         absl::StrCat("need at least one stream, got ", options.num_streams));
   }
-  if (options.batch_sizes.empty()) {
+  if (options.graphs.empty()) {
     return absl::InvalidArgumentError("need at least one batch size to capture");
   }
-  std::set<int64_t> seen;
-  for (int64_t size : options.batch_sizes) {
-    if (size < 1) {
-      return absl::InvalidArgumentError(absl::StrCat("batch size ", size, " is not positive"));
+  std::set<GraphKey> seen;
+  for (const GraphKey& key : options.graphs) {
+    if (key.batch_size < 1) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("batch size ", key.batch_size, " is not positive"));
     }
-    if (!seen.insert(size).second) {
-      return absl::InvalidArgumentError(absl::StrCat("batch size ", size, " is listed twice"));
+    if (!seen.insert(key).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("batch size ", GraphKeyString(key), " is listed twice"));
     }
   }
   if (CudaDeviceCount() <= options.executor.device) {
@@ -257,9 +259,9 @@ bool SameBytes(const std::vector<HostTensor>& a, const std::vector<HostTensor>& 
 //     Launch serves) and NaN and huge values the second; the real rows'
 //     outputs must be bit-identical. A model that mixes rows (a reduction over the batch)
 //     fails here, because padding could never be served correctly for it.
-absl::Status CheckGraph(const GraphSet& set, int slot, const BoundGraph& graph,
-                        const TransferPlan& transfers, uint64_t seed, double tolerance,
-                        double* rel_err) {
+absl::Status CheckGraph(const GraphSet& set, int slot, const GraphKey& key,
+                        const BoundGraph& graph, const TransferPlan& transfers, uint64_t seed,
+                        double tolerance, double* rel_err) {
   const int64_t batch = graph.batch_size;
   cudaStream_t stream = set.stream(slot);
   auto wait = [&]() {
@@ -269,7 +271,7 @@ absl::Status CheckGraph(const GraphSet& set, int slot, const BoundGraph& graph,
   // 1. Replay against eager on fresh random input, outputs poisoned first.
   const std::vector<HostTensor> inputs = RandomInputs(graph, seed);
   const std::vector<const void*> input_pointers = RawPointers(inputs);
-  RETURN_IF_ERROR(set.Launch({slot, batch, batch, LaunchMode::kEager}, input_pointers));
+  RETURN_IF_ERROR(set.Launch({slot, key, batch, LaunchMode::kEager}, input_pointers));
   RETURN_IF_ERROR(wait());
   const std::vector<HostTensor> eager = CollectOutputs(set, graph, slot, batch);
   for (const OutputMapping& mapping : transfers.outputs) {
@@ -277,7 +279,7 @@ absl::Status CheckGraph(const GraphSet& set, int slot, const BoundGraph& graph,
                                          mapping.bytes, stream));  // all-ones: NaN as float32
     std::memset(mapping.host_dst, 0xFF, mapping.bytes);
   }
-  RETURN_IF_ERROR(set.Launch({slot, batch, batch, LaunchMode::kGraph}, input_pointers));
+  RETURN_IF_ERROR(set.Launch({slot, key, batch, LaunchMode::kGraph}, input_pointers));
   RETURN_IF_ERROR(wait());
   ASSIGN_OR_RETURN(*rel_err, CompareOutputs(CollectOutputs(set, graph, slot, batch), eager, graph,
                                             tolerance, "replay against the eager run"));
@@ -285,7 +287,7 @@ absl::Status CheckGraph(const GraphSet& set, int slot, const BoundGraph& graph,
 
   // 2. Padding independence: the first half real, two different paddings.
   const int64_t rows = batch / 2;
-  RETURN_IF_ERROR(set.Launch({slot, batch, rows, LaunchMode::kGraph}, input_pointers));
+  RETURN_IF_ERROR(set.Launch({slot, key, rows, LaunchMode::kGraph}, input_pointers));
   RETURN_IF_ERROR(wait());
   const std::vector<HostTensor> first = CollectOutputs(set, graph, slot, rows);
   for (const InputMapping& mapping : transfers.inputs) {
@@ -301,7 +303,7 @@ absl::Status CheckGraph(const GraphSet& set, int slot, const BoundGraph& graph,
   }
   // The replay alone, without Launch's fill, which would overwrite the
   // garbage; the real rows are still on the device from the launch above.
-  CUDA_RETURN_IF_ERROR(cudaGraphLaunch(set.graph_exec(slot, batch), stream));
+  CUDA_RETURN_IF_ERROR(cudaGraphLaunch(set.graph_exec(slot, key), stream));
   for (const OutputMapping& mapping : transfers.outputs) {
     CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(mapping.host_dst, mapping.device_src,
                                          static_cast<size_t>(rows) * mapping.bytes_per_row,
@@ -348,29 +350,32 @@ absl::StatusOr<std::unique_ptr<GraphSet>> GraphSet::Create(const Model& model,
 
   auto set = std::unique_ptr<GraphSet>(new GraphSet());
   set->device_ = options.executor.device;
-  set->batch_sizes_ = options.batch_sizes;
-  std::sort(set->batch_sizes_.begin(), set->batch_sizes_.end());
+  set->keys_ = options.graphs;
+  std::sort(set->keys_.begin(), set->keys_.end());
+  set->shape_dims_ = ShapeDimNames(model);
 
-  // Bind once per size; slots share the bound graphs (constants by pointer).
+  // Bind once per key; slots share the bound graphs (constants by pointer).
   std::vector<BoundGraph> bound;
-  for (int64_t size : set->batch_sizes_) {
-    BindOptions bind_options;
-    bind_options.batch_size = size;
+  for (const GraphKey& key : set->keys_) {
+    ASSIGN_OR_RETURN(const BindOptions bind_options, BindOptionsAt(model, key));
     absl::StatusOr<BoundGraph> graph = BindModel(model, bind_options);
     if (!graph.ok()) {
-      return AnnotateStatus(graph.status(), absl::StrCat("binding for batch ", size));
+      return AnnotateStatus(graph.status(), absl::StrCat("binding for batch ", GraphKeyString(key)));
     }
     RETURN_IF_ERROR(CheckBatchLeading(*graph));
+    std::vector<size_t>& input_rows = set->input_bytes_per_row_.emplace_back();
+    std::vector<size_t>& output_rows = set->output_bytes_per_row_.emplace_back();
+    std::vector<Dims>& output_dims = set->output_dims_.emplace_back();
+    for (ValueId id : graph->inputs) input_rows.push_back(BytesPerRow(*graph, id));
+    for (ValueId id : graph->outputs) {
+      output_rows.push_back(BytesPerRow(*graph, id));
+      output_dims.push_back(graph->value(id).dims);
+    }
     bound.push_back(*std::move(graph));
   }
-  const BoundGraph& largest = bound.back();
-  for (ValueId id : largest.inputs) {
-    set->input_names_.push_back(largest.value(id).name);
-    set->input_bytes_per_row_.push_back(BytesPerRow(largest, id));
-  }
-  for (ValueId id : largest.outputs) {
-    set->output_names_.push_back(largest.value(id).name);
-    set->output_bytes_per_row_.push_back(BytesPerRow(largest, id));
+  for (ValueId id : bound.front().inputs) set->input_names_.push_back(bound.front().value(id).name);
+  for (ValueId id : bound.front().outputs) {
+    set->output_names_.push_back(bound.front().value(id).name);
   }
 
   if (options.weights) {
@@ -402,14 +407,15 @@ absl::StatusOr<std::unique_ptr<GraphSet>> GraphSet::Create(const Model& model,
     ASSIGN_OR_RETURN(CudnnHandle cudnn, CudnnHandle::Create());
     slot->cudnn = std::make_shared<CudnnHandle>(std::move(cudnn));
     slot->graphs.resize(bound.size());
-    // Plan every size before capturing any: planning reserves the shared
+    // Plan every key before capturing any: planning reserves the shared
     // arena and I/O buffers, and nothing may move once a graph holds their
-    // addresses. Largest first, so the first reservation is the final one.
+    // addresses.
     for (int n = static_cast<int>(bound.size()) - 1; n >= 0; --n) {
       ExecutionResources resources{set->weights_, slot->arena, slot->io,         slot->lanes,
                                    slot->cublas,  slot->cudnn, algorithm_choices};
       CudaExecutorOptions executor_options = options.executor;
-      if (const auto it = options.schedules.find(set->batch_sizes_[n]);
+      const GraphKey& key = set->keys_[n];
+      if (const auto it = options.schedules.find(key);
           it != options.schedules.end()) {
         executor_options.schedule = it->second;
       }
@@ -417,11 +423,11 @@ absl::StatusOr<std::unique_ptr<GraphSet>> GraphSet::Create(const Model& model,
           CudaExecutor::Create(bound[n], executor_options, resources);
       if (!executor.ok()) {
         return AnnotateStatus(executor.status(),
-                              absl::StrCat("planning ", Label(m, set->batch_sizes_[n])));
+                              absl::StrCat("planning ", Label(m, key)));
       }
       slot->graphs[n].executor = *std::move(executor);
-      slot->graphs[n].info.batch_size = set->batch_sizes_[n];
-      slot->graphs[n].ranges = MakeProfilerRanges(model.name, m, set->batch_sizes_[n]);
+      slot->graphs[n].info.key = key;
+      slot->graphs[n].ranges = MakeProfilerRanges(model.name, m, key);
       const CudaExecutor::PlanTimes& times = slot->graphs[n].executor->plan_times();
       slot->graphs[n].info.plan_kernels_ms = times.kernels_ms;
       slot->graphs[n].info.plan_memory_ms = times.memory_ms;
@@ -437,11 +443,11 @@ absl::StatusOr<std::unique_ptr<GraphSet>> GraphSet::Create(const Model& model,
 
     for (int n = static_cast<int>(bound.size()) - 1; n >= 0; --n) {
       Graph& graph = s.graphs[n];
-      const std::string label = Label(m, graph.info.batch_size);
+      const std::string label = Label(m, graph.info.key);
       const Clock::time_point capture_start = Clock::now();
       const CudaExecutor& executor = *graph.executor;
-      const NvtxRange capture_range(absl::StrCat(model.name, " b", graph.info.batch_size, " slot ",
-                                                 m, " capture"));
+      const NvtxRange capture_range(
+          absl::StrCat(model.name, " b", GraphKeyString(graph.info.key), " slot ", m, " capture"));
       ASSIGN_OR_RETURN(CudaGraph captured,
                        CaptureWorkload(s.stream.get(), label,
                                        [&](cudaStream_t stream) { return executor.Enqueue(stream); }));
@@ -487,16 +493,16 @@ absl::StatusOr<std::unique_ptr<GraphSet>> GraphSet::Create(const Model& model,
       if (options.check_replays) {
         const Clock::time_point check_start = Clock::now();
         RETURN_IF_ERROR(AnnotateStatus(
-            CheckGraph(*set, m, bound[n], graph.info.transfers,
-                       options.seed + static_cast<uint64_t>(graph.info.batch_size),
-                       options.tolerance, &graph.info.check_rel_err),
+            CheckGraph(*set, m, graph.info.key, bound[n], graph.info.transfers,
+                       options.seed + static_cast<uint64_t>(n), options.tolerance,
+                       &graph.info.check_rel_err),
             absl::StrCat("check of ", label)));
         graph.info.check_ms = MillisecondsSince(check_start);
       }
       ++done;
       if (options.on_progress) {
-        options.on_progress({m, graph.info.batch_size, done, total, graph.info.capture_ms,
-                             graph.info.check_ms});
+        options.on_progress(
+            {m, graph.info.key, done, total, graph.info.capture_ms, graph.info.check_ms});
       }
     }
   }
@@ -504,9 +510,13 @@ absl::StatusOr<std::unique_ptr<GraphSet>> GraphSet::Create(const Model& model,
   return set;
 }
 
-const GraphSet::Graph& GraphSet::FindGraph(int slot, int64_t batch_size) const {
-  const auto it = std::lower_bound(batch_sizes_.begin(), batch_sizes_.end(), batch_size);
-  return slots_[slot]->graphs[it - batch_sizes_.begin()];
+size_t GraphSet::KeyIndex(const GraphKey& key) const {
+  const auto it = std::lower_bound(keys_.begin(), keys_.end(), key);
+  return it != keys_.end() && *it == key ? static_cast<size_t>(it - keys_.begin()) : keys_.size();
+}
+
+const GraphSet::Graph& GraphSet::FindGraph(int slot, const GraphKey& key) const {
+  return slots_[slot]->graphs[KeyIndex(key)];
 }
 
 absl::Status GraphSet::CheckChunk(const LaunchChunk& chunk) const {
@@ -514,9 +524,9 @@ absl::Status GraphSet::CheckChunk(const LaunchChunk& chunk) const {
     return absl::InvalidArgumentError(
         absl::StrCat("slot ", chunk.slot, " does not exist; the set has ", num_slots()));
   }
-  if (!std::binary_search(batch_sizes_.begin(), batch_sizes_.end(), chunk.batch_size)) {
+  if (KeyIndex(chunk.key) == keys_.size()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("batch size ", chunk.batch_size, " was not captured"));
+        absl::StrCat("batch size ", GraphKeyString(chunk.key), " was not captured"));
   }
   if (chunk.staging < 0 || chunk.staging >= kStagingBuffers) {
     return absl::InvalidArgumentError(absl::StrCat("staging buffer ", chunk.staging,
@@ -533,10 +543,10 @@ absl::Status GraphSet::CheckChunk(const LaunchChunk& chunk) const {
                                                    " output destinations; the model has ",
                                                    num_outputs(), " outputs"));
   }
-  if (chunk.rows < 1 || chunk.rows > chunk.batch_size) {
+  if (chunk.rows < 1 || chunk.rows > chunk.key.batch_size) {
     return absl::InvalidArgumentError(absl::StrCat("a chunk of ", chunk.rows,
                                                    " rows does not fit batch size ",
-                                                   chunk.batch_size));
+                                                   GraphKeyString(chunk.key)));
   }
   for (const DeviceRows& rows : chunk.device_rows) {
     if (rows.first_row < 0 || rows.rows < 1 || rows.first_row + rows.rows > chunk.rows ||
@@ -559,7 +569,7 @@ absl::Status GraphSet::Enqueue(const LaunchChunk& chunk) const {
   const CudaDeviceGuard set_device(device_);  // Note [Graphs own their device]
   RETURN_IF_ERROR(set_device.status());
   const Slot& slot = *slots_[chunk.slot];
-  const Graph& graph = FindGraph(chunk.slot, chunk.batch_size);
+  const Graph& graph = FindGraph(chunk.slot, chunk.key);
   cudaStream_t stream = slot.stream.get();
   const auto rows = static_cast<size_t>(chunk.rows);
   std::optional<NvtxRange> range(std::in_place, graph.ranges.h2d);
@@ -587,7 +597,7 @@ absl::Status GraphSet::Enqueue(const LaunchChunk& chunk) const {
     }
     // After the device rows: row 0 may be one of them.
     CUDA_RETURN_IF_ERROR(FillPaddingRows(mapping.device_dst, mapping.bytes_per_row, chunk.rows,
-                                         chunk.batch_size, stream));
+                                         chunk.key.batch_size, stream));
   }
   range.reset();
   range.emplace(graph.ranges.launch);
@@ -636,7 +646,7 @@ absl::Status GraphSet::Launch(const LaunchChunk& chunk,
   RETURN_IF_ERROR(CheckChunk(chunk));
   for (size_t i = 0; i < inputs.size(); ++i) {
     std::memcpy(input_staging(chunk.slot, i, chunk.staging), inputs[i],
-                static_cast<size_t>(chunk.rows) * input_bytes_per_row_[i]);
+                static_cast<size_t>(chunk.rows) * input_bytes_per_row(i, chunk.key));
   }
   return Enqueue(chunk);
 }
@@ -675,16 +685,15 @@ absl::Status GraphSet::MakeDeviceCurrentOnThisThread() const {
   return absl::OkStatus();
 }
 
-const GraphSet::ProfilerRanges& GraphSet::profiler_ranges(int slot, int64_t batch_size) const {
-  // Asked before Launch checks the chunk: a slot or size the set lacks gets
+const GraphSet::ProfilerRanges& GraphSet::profiler_ranges(int slot, const GraphKey& key) const {
+  // Asked before Launch checks the chunk: a slot or key the set lacks gets
   // generic names, and Launch's error.
-  if (slot < 0 || slot >= num_slots() ||
-      !std::binary_search(batch_sizes_.begin(), batch_sizes_.end(), batch_size)) {
+  if (slot < 0 || slot >= num_slots() || KeyIndex(key) == keys_.size()) {
     static const ProfilerRanges* const unknown = new ProfilerRanges{
         "chunk stage", "chunk h2d", "chunk launch", "chunk d2h", "chunk complete"};
     return *unknown;
   }
-  return FindGraph(slot, batch_size).ranges;
+  return FindGraph(slot, key).ranges;
 }
 
 absl::Status GraphSet::UseSleepingDoneEvents() {
@@ -710,25 +719,41 @@ size_t GraphSet::num_inputs() const { return input_names_.size(); }
 size_t GraphSet::num_outputs() const { return output_names_.size(); }
 const std::string& GraphSet::input_name(size_t input) const { return input_names_[input]; }
 const std::string& GraphSet::output_name(size_t output) const { return output_names_[output]; }
-size_t GraphSet::input_bytes_per_row(size_t input) const { return input_bytes_per_row_[input]; }
-size_t GraphSet::output_bytes_per_row(size_t output) const {
-  return output_bytes_per_row_[output];
+const std::vector<std::string>& GraphSet::shape_dims() const { return shape_dims_; }
+size_t GraphSet::input_bytes_per_row(size_t input, const GraphKey& key) const {
+  return input_bytes_per_row_[KeyIndex(key)][input];
+}
+size_t GraphSet::output_bytes_per_row(size_t output, const GraphKey& key) const {
+  return output_bytes_per_row_[KeyIndex(key)][output];
+}
+const Dims& GraphSet::output_dims(size_t output, const GraphKey& key) const {
+  return output_dims_[KeyIndex(key)][output];
 }
 
 int GraphSet::num_slots() const { return static_cast<int>(slots_.size()); }
-const std::vector<int64_t>& GraphSet::batch_sizes() const { return batch_sizes_; }
+const std::vector<GraphKey>& GraphSet::keys() const { return keys_; }
 
-int64_t GraphSet::SmallestCapturedSizeFor(int64_t rows) const {
-  const auto it = std::lower_bound(batch_sizes_.begin(), batch_sizes_.end(), rows);
-  return it == batch_sizes_.end() ? 0 : *it;
+std::optional<GraphKey> GraphSet::SmallestKeyHolding(const GraphKey& shape) const {
+  std::optional<GraphKey> best;
+  int64_t best_elements = 0;
+  for (const GraphKey& key : keys_) {  // ascending: a tie keeps the smaller batch
+    if (!key.Holds(shape)) continue;
+    int64_t elements = key.batch_size;
+    for (int64_t extent : key.bucket) elements *= extent;
+    if (!best || elements < best_elements) {
+      best = key;
+      best_elements = elements;
+    }
+  }
+  return best;
 }
 
-const CapturedGraphInfo& GraphSet::graph_info(int slot, int64_t batch_size) const {
-  return FindGraph(slot, batch_size).info;
+const CapturedGraphInfo& GraphSet::graph_info(int slot, const GraphKey& key) const {
+  return FindGraph(slot, key).info;
 }
 
-cudaGraphExec_t GraphSet::graph_exec(int slot, int64_t batch_size) const {
-  return FindGraph(slot, batch_size).exec.get();
+cudaGraphExec_t GraphSet::graph_exec(int slot, const GraphKey& key) const {
+  return FindGraph(slot, key).exec.get();
 }
 
 SlotMemory GraphSet::slot_memory(int slot) const {

@@ -1,13 +1,15 @@
 #pragma once
 // The M x N CUDA graphs of one model: for each of M stream slots, one graph
-// per captured batch size, every one checked against an eager run before the
-// set is returned. The heart of GraphServe: the server launches a request
+// per captured key (a batch size and a shape bucket, Note [Graph keys] in
+// common/graph_key.h), every one checked against an eager run before the set
+// is returned. The heart of GraphServe: the server launches a request
 // chunk as one replay on a free slot.
 //
-// Loading (Create), for each slot m, for each size B, largest first:
-//   bind and plan the model for B in the slot's shared arena (library
-//   workspaces included) and I/O buffers (largest first, so nothing grows after the first capture
-//   and the addresses every graph holds stay valid); warm up, capture the
+// Loading (Create), for each slot m: bind and plan the model for every key K
+//   in the slot's shared arena (library workspaces included) and I/O buffers,
+//   all before any capture, so nothing grows after the first capture and the
+//   addresses every graph holds stay valid; then for each K, largest first:
+//   warm up, capture the
 //   eager run (capture/stream_capture.h); post-process its memcpy nodes into
 //   input/output mappings (Note [Memcpy node post-processing]); instantiate,
 //   upload; replay once on fresh random input and compare with the eager run;
@@ -21,6 +23,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +31,7 @@
 #include "absl/types/span.h"
 #include "capture/transfer_mappings.h"
 #include "common/cuda_handles.h"
+#include "common/graph_key.h"
 #include "runtime/cuda/cuda_executor.h"
 #include "runtime/ir.h"
 #include "tensor_holder/io_buffers.h"
@@ -39,7 +43,7 @@ namespace graphserve {
 // Reported after each graph is accepted, for progress output.
 struct CaptureProgress {
   int slot = 0;
-  int64_t batch_size = 0;
+  GraphKey key;
   int graphs_done = 0;   // including this one
   int graphs_total = 0;  // M x N
   double capture_ms = 0;  // this graph: capture + post-processing + instantiate + upload
@@ -49,13 +53,15 @@ struct CaptureProgress {
 struct GraphSetOptions {
   // M: stream slots, each able to run one chunk at a time.
   int num_streams = 1;
-  // N: captured batch sizes (any order, no duplicates, each >= 1).
-  std::vector<int64_t> batch_sizes = {1};
+  // N: captured keys (any order, no duplicates, each batch >= 1, each
+  // bucket one extent >= 1 per shape dim of the model; BatchOnlyKeys for a
+  // model without shape dims).
+  std::vector<GraphKey> graphs = BatchOnlyKeys({1});
   // Device, TF32, fusion and schedule settings of every plan.
   CudaExecutorOptions executor;
-  // Schedules of particular batch sizes (capture/schedule_choice.h chooses
-  // them); the sizes not listed use executor.schedule.
-  std::map<int64_t, ScheduleOptions> schedules;
+  // Schedules of particular keys (capture/schedule_choice.h chooses them);
+  // the keys not listed use executor.schedule.
+  std::map<GraphKey, ScheduleOptions> schedules;
   // Check every graph: one replay against the eager run on fresh random input
   // (relative error at most `tolerance`), and padding independence.
   bool check_replays = true;
@@ -79,7 +85,7 @@ struct GraphSetOptions {
 // Device and host memory of one slot, in bytes.
 struct SlotMemory {
   size_t arena = 0;               // shared by the slot's N graphs
-  size_t arena_unshared = 0;      // what N private arenas would take: sum of arena(B)
+  size_t arena_unshared = 0;      // what N private arenas would take: sum of arena(K)
   // What the arena would be with every plan on one lane: arena minus this is
   // what the schedule's concurrency costs (0 for single-lane plans).
   size_t arena_single_lane = 0;
@@ -94,7 +100,7 @@ struct SlotMemory {
 
 // One accepted graph.
 struct CapturedGraphInfo {
-  int64_t batch_size = 0;
+  GraphKey key;
   size_t nodes = 0;               // after post-processing
   TransferPlan transfers;         // the mappings the replay issues
   // Planning this graph's executor (CudaExecutor::PlanTimes), milliseconds.
@@ -134,12 +140,13 @@ struct DeviceRows {
   absl::Span<void* const> outputs;
 };
 
-// One chunk of a request: `rows` real rows run through the plan for
-// `batch_size` (a captured size >= rows) on slot `slot`, its rows moved
-// through the slot's staging buffer `staging` (0 .. kStagingBuffers - 1).
+// One chunk of a request: `rows` real rows run through the plan for `key`
+// (a captured key whose batch is >= rows) on slot `slot`, its rows moved
+// through the slot's staging buffer `staging` (0 .. kStagingBuffers - 1),
+// each row the bytes of a row at the key's bucket.
 struct LaunchChunk {
   int slot = 0;
-  int64_t batch_size = 0;
+  GraphKey key;
   int64_t rows = 0;
   LaunchMode mode = LaunchMode::kGraph;
   int staging = 0;
@@ -215,8 +222,8 @@ class GraphSet {
   // staging; the chunk names no input sources.
   absl::Status Launch(const LaunchChunk& chunk, absl::Span<const void* const> inputs) const;
   // Where a chunk's rows of `input` go before Launch: the slot's pinned
-  // staging buffer `staging`, room for the largest captured size,
-  // bytes_per_row(input) a row.
+  // staging buffer `staging`, room for the largest captured key's rows,
+  // input_bytes_per_row(input, chunk.key) a row.
   [[nodiscard]] std::byte* input_staging(int slot, size_t input, int staging = 0) const;
 
   // Remakes every slot's done events so that a thread waiting for one
@@ -248,8 +255,8 @@ class GraphSet {
   // nothing: for a serving thread that runs this set's chunks.
   absl::Status MakeDeviceCurrentOnThisThread() const;
 
-  // NVTX range names of one slot's graph of one size (common/nvtx.h), made
-  // once at capture: "<model> b<size> slot <slot> <phase>".
+  // NVTX range names of one slot's graph of one key (common/nvtx.h), made
+  // once at capture: "<model> b<key> slot <slot> <phase>".
   struct ProfilerRanges {
     std::string stage;     // the chunk's rows into the pinned staging (the runner's)
     std::string h2d;       // enqueueing the copies to the device and the padding fill
@@ -257,8 +264,8 @@ class GraphSet {
     std::string d2h;       // enqueueing the copies of the real rows back
     std::string complete;  // waiting for the chunk and its rows into the responses
   };
-  // Generic names for a slot or size the set lacks.
-  [[nodiscard]] const ProfilerRanges& profiler_ranges(int slot, int64_t batch_size) const;
+  // Generic names for a slot or key the set lacks.
+  [[nodiscard]] const ProfilerRanges& profiler_ranges(int slot, const GraphKey& key) const;
 
   // The slot's stream, and the event the last Launch through staging buffer
   // `staging` recorded.
@@ -266,7 +273,8 @@ class GraphSet {
   [[nodiscard]] cudaEvent_t done_event(int slot, int staging = 0) const;
   // Output `output` of the slot's last completed Launch through `staging`
   // that did not give the output a destination of its own: its real rows,
-  // row-major, bytes_per_row(output) bytes each. Owned by the set.
+  // row-major, output_bytes_per_row(output, key) bytes each at the chunk's
+  // key. Owned by the set.
   [[nodiscard]] const void* output_rows(int slot, size_t output, int staging = 0) const;
 
   // The model's interface as captured (graph input/output order).
@@ -274,21 +282,30 @@ class GraphSet {
   [[nodiscard]] size_t num_outputs() const;
   [[nodiscard]] const std::string& input_name(size_t input) const;
   [[nodiscard]] const std::string& output_name(size_t output) const;
-  [[nodiscard]] size_t input_bytes_per_row(size_t input) const;
-  [[nodiscard]] size_t output_bytes_per_row(size_t output) const;
+  // The model's shape dims, the names of a bucket's extents (Note [Shape
+  // dims] in runtime/ir.h); empty for a model without them.
+  [[nodiscard]] const std::vector<std::string>& shape_dims() const;
+  // Bytes of one row (one batch item) of a tensor at a captured key's
+  // bucket (`key` must be one of keys()).
+  [[nodiscard]] size_t input_bytes_per_row(size_t input, const GraphKey& key) const;
+  [[nodiscard]] size_t output_bytes_per_row(size_t output, const GraphKey& key) const;
+  // The dims of an output at a captured key.
+  [[nodiscard]] const Dims& output_dims(size_t output, const GraphKey& key) const;
 
   [[nodiscard]] int num_slots() const;
-  // Captured sizes, ascending.
-  [[nodiscard]] const std::vector<int64_t>& batch_sizes() const;
-  // The smallest captured size >= rows; 0 when rows exceeds the largest.
-  [[nodiscard]] int64_t SmallestCapturedSizeFor(int64_t rows) const;
+  // Captured keys, ascending.
+  [[nodiscard]] const std::vector<GraphKey>& keys() const;
+  // The captured key that holds `shape` (GraphKey::Holds) with the fewest
+  // rows x bucket elements, the smaller batch on a tie; nullopt when none
+  // holds it.
+  [[nodiscard]] std::optional<GraphKey> SmallestKeyHolding(const GraphKey& shape) const;
 
-  [[nodiscard]] const CapturedGraphInfo& graph_info(int slot, int64_t batch_size) const;
+  [[nodiscard]] const CapturedGraphInfo& graph_info(int slot, const GraphKey& key) const;
   // The executable graph alone, without the mapped copies: for benchmarks
   // that time a bare replay on inputs already on the device.
-  [[nodiscard]] cudaGraphExec_t graph_exec(int slot, int64_t batch_size) const;
+  [[nodiscard]] cudaGraphExec_t graph_exec(int slot, const GraphKey& key) const;
   [[nodiscard]] SlotMemory slot_memory(int slot) const;
-  // Weights, uploaded once for all slots and sizes.
+  // Weights, uploaded once for all slots and keys.
   [[nodiscard]] size_t weight_bytes() const;
   // Wall time of Create, milliseconds.
   [[nodiscard]] double total_setup_ms() const;
@@ -301,8 +318,10 @@ class GraphSet {
 
  private:
   GraphSet() = default;
-  [[nodiscard]] const Graph& FindGraph(int slot, int64_t batch_size) const;
-  // InvalidArgument unless the slot exists, the size was captured and the
+  [[nodiscard]] const Graph& FindGraph(int slot, const GraphKey& key) const;
+  // Index of a key in keys_; keys_.size() when it was not captured.
+  [[nodiscard]] size_t KeyIndex(const GraphKey& key) const;
+  // InvalidArgument unless the slot exists, the key was captured and the
   // rows fit it.
   absl::Status CheckChunk(const LaunchChunk& chunk) const;
   // Launch after CheckChunk.
@@ -311,11 +330,14 @@ class GraphSet {
   int device_ = 0;
   std::shared_ptr<WeightStore> weights_;
   std::vector<std::unique_ptr<Slot>> slots_;
-  std::vector<int64_t> batch_sizes_;
+  std::vector<GraphKey> keys_;  // ascending
+  std::vector<std::string> shape_dims_;
   std::vector<std::string> input_names_;
   std::vector<std::string> output_names_;
-  std::vector<size_t> input_bytes_per_row_;
-  std::vector<size_t> output_bytes_per_row_;
+  // Per key (as keys_), per input or output: bytes of a row, output dims.
+  std::vector<std::vector<size_t>> input_bytes_per_row_;
+  std::vector<std::vector<size_t>> output_bytes_per_row_;
+  std::vector<std::vector<Dims>> output_dims_;
   double total_setup_ms_ = 0;
 };
 

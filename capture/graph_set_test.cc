@@ -112,21 +112,22 @@ TEST_P(GraphSetModelTest, EveryReplayMatchesTheHostReference) {
   const Model model = Import(GetParam().make(kExampleModelSeed), GetParam().name);
   GraphSetOptions options;
   options.num_streams = 2;
-  options.batch_sizes = {8, 1, 3};  // any order; captured largest first
+  options.graphs = BatchOnlyKeys({8, 1, 3});  // any order; captured largest first
   std::vector<CaptureProgress> progress;
   options.on_progress = [&](const CaptureProgress& p) { progress.push_back(p); };
   absl::StatusOr<std::unique_ptr<GraphSet>> set = GraphSet::Create(model, options);
   ASSERT_TRUE(set.ok()) << set.status();
   const GraphSet& graphs = **set;
-  EXPECT_EQ(graphs.batch_sizes(), (std::vector<int64_t>{1, 3, 8}));
+  EXPECT_EQ(graphs.keys(), BatchOnlyKeys({1, 3, 8}));
   ASSERT_EQ(progress.size(), 6u);
-  EXPECT_EQ(progress[0].batch_size, 8);  // largest first
+  EXPECT_EQ(progress[0].key.batch_size, 8);  // largest first
   EXPECT_EQ(progress.back().graphs_done, 6);
 
   // Every (slot, size, rows) against the host executor on exactly those rows.
   for (int slot = 0; slot < 2; ++slot) {
-    for (int64_t batch : graphs.batch_sizes()) {
-      const CapturedGraphInfo& info = graphs.graph_info(slot, batch);
+    for (const GraphKey& key : graphs.keys()) {
+      const int64_t batch = key.batch_size;
+      const CapturedGraphInfo& info = graphs.graph_info(slot, key);
       EXPECT_EQ(info.transfers.inputs.size(), model.inputs.size());
       EXPECT_EQ(info.transfers.outputs.size(), model.outputs.size());
       EXPECT_LE(info.check_rel_err, options.tolerance);
@@ -135,7 +136,7 @@ TEST_P(GraphSetModelTest, EveryReplayMatchesTheHostReference) {
         const std::vector<HostTensor> want = Reference(model, inputs, rows);
         for (LaunchMode mode : {LaunchMode::kGraph, LaunchMode::kEager}) {
           const std::vector<HostTensor> got =
-              Launch(graphs, {slot, batch, rows, mode}, inputs, want);
+              Launch(graphs, {slot, {batch}, rows, mode}, inputs, want);
           for (size_t i = 0; i < want.size(); ++i) {
             EXPECT_LT(RelativeError(got[i], want[i]), kTolerance)
                 << "slot " << slot << " batch " << batch << " rows " << rows << " output " << i
@@ -153,11 +154,11 @@ TEST_P(GraphSetModelTest, EveryReplayMatchesTheHostReference) {
 TEST_P(GraphSetModelTest, ChunksOnBothStagingBuffersRunBackToBack) {
   const Model model = Import(GetParam().make(kExampleModelSeed), GetParam().name);
   GraphSetOptions options;
-  options.batch_sizes = {4, 16};
+  options.graphs = BatchOnlyKeys({4, 16});
   std::unique_ptr<GraphSet> set = *GraphSet::Create(model, options);
   for (int round = 0; round < 3; ++round) {
-    const LaunchChunk first{0, 16, 11, LaunchMode::kGraph, round % 2};
-    const LaunchChunk second{0, 4, 3, LaunchMode::kGraph, 1 - round % 2};
+    const LaunchChunk first{0, {16}, 11, LaunchMode::kGraph, round % 2};
+    const LaunchChunk second{0, {4}, 3, LaunchMode::kGraph, 1 - round % 2};
     const std::vector<HostTensor> first_in = RandomRows(model, 11, 10 + round);
     const std::vector<HostTensor> second_in = RandomRows(model, 3, 20 + round);
     for (const auto& [chunk, inputs] : {std::pair{first, &first_in}, {second, &second_in}}) {
@@ -193,17 +194,17 @@ TEST_P(GraphSetModelTest, RealRowsDoNotDependOnThePadding) {
   constexpr int64_t kBatch = 16;
   constexpr int64_t kRows = 5;  // 11 padding rows
   GraphSetOptions options;
-  options.batch_sizes = {kBatch};
+  options.graphs = BatchOnlyKeys({kBatch});
   std::unique_ptr<GraphSet> set = *GraphSet::Create(model, options);
   const std::vector<HostTensor> real = RandomRows(model, kRows, 1);
   const std::vector<HostTensor> want = Reference(model, real, kRows);
   const std::vector<HostTensor> served =
-      Launch(*set, {0, kBatch, kRows, LaunchMode::kGraph}, real, want);
+      Launch(*set, {0, {kBatch}, kRows, LaunchMode::kGraph}, real, want);
   for (size_t i = 0; i < want.size(); ++i) {
     EXPECT_LT(RelativeError(served[i], want[i]), kTolerance) << "served padding, output " << i;
   }
 
-  const TransferPlan& transfers = set->graph_info(0, kBatch).transfers;
+  const TransferPlan& transfers = set->graph_info(0, {kBatch}).transfers;
   cudaStream_t stream = set->stream(0);
   // The real rows, then rows [kRows, kBatch) of `padding`, for each input.
   const auto replay_with_padding = [&](const std::vector<HostTensor>& padding) {
@@ -223,7 +224,7 @@ TEST_P(GraphSetModelTest, RealRowsDoNotDependOnThePadding) {
       EXPECT_EQ(cudaMemsetAsync(const_cast<void*>(mapping.device_src), 0xFF, mapping.bytes, stream),
                 cudaSuccess);  // all-ones: NaN as float32
     }
-    EXPECT_EQ(cudaGraphLaunch(set->graph_exec(0, kBatch), stream), cudaSuccess);
+    EXPECT_EQ(cudaGraphLaunch(set->graph_exec(0, {kBatch}), stream), cudaSuccess);
     std::vector<HostTensor> outputs;
     for (const HostTensor& w : want) outputs.emplace_back(w.dtype(), w.dims());
     for (const OutputMapping& mapping : transfers.outputs) {
@@ -275,13 +276,13 @@ TEST_P(GraphSetModelTest, RealRowsDoNotDependOnThePadding) {
 TEST_P(GraphSetModelTest, DirectCopiesFromPinnedMemoryMatchStaging) {
   const Model model = Import(GetParam().make(kExampleModelSeed), GetParam().name);
   GraphSetOptions options;
-  options.batch_sizes = {16};
+  options.graphs = BatchOnlyKeys({16});
   std::unique_ptr<GraphSet> set = *GraphSet::Create(model, options);
   constexpr int64_t kRows = 5;
   const std::vector<HostTensor> real = RandomRows(model, kRows, 7);
   const std::vector<HostTensor> want = Reference(model, real, kRows);
   for (const LaunchMode mode : {LaunchMode::kGraph, LaunchMode::kEager}) {
-    const std::vector<HostTensor> staged = Launch(*set, {0, 16, kRows, mode}, real, want);
+    const std::vector<HostTensor> staged = Launch(*set, {0, {16}, kRows, mode}, real, want);
     // The same rows in pinned buffers of their own, and pinned room for the
     // outputs, both named per tensor.
     std::vector<PinnedHostBuffer> buffers;
@@ -297,7 +298,7 @@ TEST_P(GraphSetModelTest, DirectCopiesFromPinnedMemoryMatchStaging) {
       std::memset(buffers.back().get(), 0xFF, output.bytes());
       destinations.push_back(buffers.back().get());
     }
-    LaunchChunk chunk{0, 16, kRows, mode, 1};
+    LaunchChunk chunk{0, {16}, kRows, mode, 1};
     chunk.input_sources = sources;
     chunk.output_destinations = destinations;
     ASSERT_TRUE(set->Launch(chunk).ok());
@@ -324,7 +325,7 @@ TEST_P(GraphSetModelTest, DirectCopiesFromPinnedMemoryMatchStaging) {
   std::vector<void*> destinations(want.size(), nullptr);
   buffers.push_back(*PinnedHostBuffer::Allocate(want.back().bytes()));
   destinations.back() = buffers.back().get();
-  LaunchChunk mixed{0, 16, kRows, LaunchMode::kGraph, 0};
+  LaunchChunk mixed{0, {16}, kRows, LaunchMode::kGraph, 0};
   mixed.input_sources = sources;
   mixed.output_destinations = destinations;
   ASSERT_TRUE(set->Launch(mixed).ok());
@@ -338,11 +339,11 @@ TEST_P(GraphSetModelTest, DirectCopiesFromPinnedMemoryMatchStaging) {
 
   // Sources and destinations are per tensor, or none; sources do not mix
   // with inputs copied to staging by Launch.
-  LaunchChunk wrong{0, 16, kRows, LaunchMode::kGraph, 0};
+  LaunchChunk wrong{0, {16}, kRows, LaunchMode::kGraph, 0};
   const std::vector<const void*> too_many(set->num_inputs() + 1, nullptr);
   wrong.input_sources = too_many;
   EXPECT_THAT(set->Launch(wrong).message(), HasSubstr("input sources"));
-  LaunchChunk wrong_out{0, 16, kRows, LaunchMode::kGraph, 0};
+  LaunchChunk wrong_out{0, {16}, kRows, LaunchMode::kGraph, 0};
   const std::vector<void*> too_few_out(set->num_outputs() + 1, nullptr);
   wrong_out.output_destinations = too_few_out;
   EXPECT_THAT(set->Launch(wrong_out).message(), HasSubstr("output destinations"));
@@ -359,7 +360,7 @@ TEST_P(GraphSetModelTest, MultiLaneGraphsMatchTheSingleLaneEagerRun) {
   const Model model = Import(GetParam().make(kExampleModelSeed), GetParam().name);
   GraphSetOptions options;
   options.num_streams = 2;
-  options.batch_sizes = {1, 8};
+  options.graphs = BatchOnlyKeys({1, 8});
   options.algorithm_choices = std::make_shared<AlgorithmChoices>();
   absl::StatusOr<std::unique_ptr<GraphSet>> single = GraphSet::Create(model, options);
   ASSERT_TRUE(single.ok()) << single.status();
@@ -368,17 +369,18 @@ TEST_P(GraphSetModelTest, MultiLaneGraphsMatchTheSingleLaneEagerRun) {
     absl::StatusOr<std::unique_ptr<GraphSet>> multi = GraphSet::Create(model, options);
     ASSERT_TRUE(multi.ok()) << multi.status();
     for (int slot = 0; slot < 2; ++slot) {
-      EXPECT_EQ((*multi)->slot_memory(slot).lanes, (*multi)->graph_info(slot, 8).lanes);
-      for (int64_t batch : (*multi)->batch_sizes()) {
-        const CapturedGraphInfo& info = (*multi)->graph_info(slot, batch);
+      EXPECT_EQ((*multi)->slot_memory(slot).lanes, (*multi)->graph_info(slot, {8}).lanes);
+      for (const GraphKey& key : (*multi)->keys()) {
+        const int64_t batch = key.batch_size;
+        const CapturedGraphInfo& info = (*multi)->graph_info(slot, key);
         EXPECT_EQ(info.check_rel_err, 0.0) << "replay against the multi-lane eager run";
         EXPECT_EQ(info.lanes, GetParam().make == &MakeMultiTowerModel ? 4 : 1);
         const std::vector<HostTensor> inputs = RandomRows(model, batch, 7 * batch);
         const std::vector<HostTensor> want = Reference(model, inputs, batch);
         const std::vector<HostTensor> eager =
-            Launch(**single, {slot, batch, batch, LaunchMode::kEager}, inputs, want);
+            Launch(**single, {slot, {batch}, batch, LaunchMode::kEager}, inputs, want);
         const std::vector<HostTensor> got =
-            Launch(**multi, {slot, batch, batch, LaunchMode::kGraph}, inputs, want);
+            Launch(**multi, {slot, {batch}, batch, LaunchMode::kGraph}, inputs, want);
         for (size_t i = 0; i < want.size(); ++i) {
           ASSERT_EQ(got[i].bytes(), eager[i].bytes());
           EXPECT_EQ(std::memcmp(got[i].raw(), eager[i].raw(), got[i].bytes()), 0)
@@ -408,7 +410,7 @@ TEST_F(GraphSetTest, SlotsShareOneArenaAcrossSizes) {
   const Model model = Import(MakeMlpModel(kExampleModelSeed), "mlp");
   GraphSetOptions options;
   options.num_streams = 2;
-  options.batch_sizes = {1, 2, 4, 8, 16, 32, 64, 128};
+  options.graphs = BatchOnlyKeys({1, 2, 4, 8, 16, 32, 64, 128});
   std::unique_ptr<GraphSet> set = *GraphSet::Create(model, options);
   for (int slot = 0; slot < 2; ++slot) {
     const SlotMemory memory = set->slot_memory(slot);
@@ -421,28 +423,28 @@ TEST_F(GraphSetTest, SlotsShareOneArenaAcrossSizes) {
     EXPECT_EQ(memory.staging_pinned, kStagingBuffers * memory.io_device);
   }
   EXPECT_GT(set->weight_bytes(), 0u);
-  EXPECT_EQ(set->SmallestCapturedSizeFor(5), 8);
-  EXPECT_EQ(set->SmallestCapturedSizeFor(128), 128);
-  EXPECT_EQ(set->SmallestCapturedSizeFor(129), 0);
+  EXPECT_EQ(set->SmallestKeyHolding({5}), GraphKey{8});
+  EXPECT_EQ(set->SmallestKeyHolding({128}), GraphKey{128});
+  EXPECT_EQ(set->SmallestKeyHolding({129}), std::nullopt);
 }
 
 TEST_F(GraphSetTest, LaunchRejectsBadChunks) {
   const Model model = Import(MakeMlpModel(kExampleModelSeed), "mlp");
   GraphSetOptions options;
-  options.batch_sizes = {4};
+  options.graphs = BatchOnlyKeys({4});
   std::unique_ptr<GraphSet> set = *GraphSet::Create(model, options);
   const std::vector<HostTensor> inputs = RandomRows(model, 4, 1);
   const std::vector<const void*> pointers = {inputs[0].raw()};
-  EXPECT_EQ(set->Launch({1, 4, 4}, pointers).code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(set->Launch({0, 8, 4}, pointers).code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(set->Launch({0, 4, 5}, pointers).code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(set->Launch({0, 4, 0}, pointers).code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(set->Launch({0, 4, 4}, {}).code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(set->Launch({0, 4, 4, LaunchMode::kGraph, kStagingBuffers}, pointers).code(),
+  EXPECT_EQ(set->Launch({1, {4}, 4}, pointers).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(set->Launch({0, {8}, 4}, pointers).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(set->Launch({0, {4}, 5}, pointers).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(set->Launch({0, {4}, 0}, pointers).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(set->Launch({0, {4}, 4}, {}).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(set->Launch({0, {4}, 4, LaunchMode::kGraph, kStagingBuffers}, pointers).code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(set->Launch({0, 4, 4, LaunchMode::kGraph, -1}, pointers).code(),
+  EXPECT_EQ(set->Launch({0, {4}, 4, LaunchMode::kGraph, -1}, pointers).code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_TRUE(set->Launch({0, 4, 4}, pointers).ok());
+  EXPECT_TRUE(set->Launch({0, {4}, 4}, pointers).ok());
 }
 
 TEST_F(GraphSetTest, ModelThatMixesRowsIsRejected) {
@@ -459,7 +461,7 @@ TEST_F(GraphSetTest, ModelThatMixesRowsIsRejected) {
       {"center", "Sub", {"x", "m"}, {"y"}, {}},
   };
   GraphSetOptions options;
-  options.batch_sizes = {8};
+  options.graphs = BatchOnlyKeys({8});
   absl::StatusOr<std::unique_ptr<GraphSet>> set = GraphSet::Create(model, options);
   ASSERT_FALSE(set.ok());
   EXPECT_EQ(set.status().code(), absl::StatusCode::kFailedPrecondition);
@@ -482,7 +484,7 @@ TEST_F(GraphSetTest, SleepingDoneEventsLetTheWaitingThreadSleep) {
   const Model model = Import(MakeMlpModel(kExampleModelSeed), "mlp");
   GraphSetOptions options;
   options.num_streams = 1;
-  options.batch_sizes = {4};
+  options.graphs = BatchOnlyKeys({4});
   std::unique_ptr<GraphSet> set = *GraphSet::Create(model, options);
   const std::vector<HostTensor> inputs = RandomRows(model, 4, 1);
   const std::vector<const void*> pointers = {inputs[0].raw()};
@@ -490,7 +492,7 @@ TEST_F(GraphSetTest, SleepingDoneEventsLetTheWaitingThreadSleep) {
     EXPECT_EQ(cudaLaunchHostFunc(
                   set->stream(0), [](void*) { std::this_thread::sleep_for(kHold); }, nullptr),
               cudaSuccess);
-    EXPECT_TRUE(set->Launch({0, 4, 4}, pointers).ok());
+    EXPECT_TRUE(set->Launch({0, {4}, 4}, pointers).ok());
     const std::chrono::nanoseconds before = ThreadCpuTime();
     EXPECT_EQ(cudaEventSynchronize(set->done_event(0, 0)), cudaSuccess);
     return ThreadCpuTime() - before;
@@ -501,16 +503,99 @@ TEST_F(GraphSetTest, SleepingDoneEventsLetTheWaitingThreadSleep) {
   EXPECT_LT(cpu_waiting_for_a_held_chunk(), kHold / 4) << "the remade done events spin";
 }
 
+// x [batch, sequence, 16] -> MatMul -> Softmax over the sequence -> y: every
+// output depends on the sequence's extent, so a graph bound at the wrong
+// bucket could not match the host reference at the exact shape.
+onnx::ModelProto SequenceSoftmaxModel() {
+  onnx::ModelProto model;
+  model.set_ir_version(8);
+  model.add_opset_import()->set_version(17);
+  onnx::GraphProto* graph = model.mutable_graph();
+  graph->set_name("sequence_softmax");
+  auto add_value = [](onnx::ValueInfoProto* value, const std::string& name) {
+    value->set_name(name);
+    onnx::TypeProto_Tensor* tensor = value->mutable_type()->mutable_tensor_type();
+    tensor->set_elem_type(onnx::TensorProto::FLOAT);
+    tensor->mutable_shape()->add_dim()->set_dim_param("batch");
+    tensor->mutable_shape()->add_dim()->set_dim_param("sequence");
+    tensor->mutable_shape()->add_dim()->set_dim_value(16);
+  };
+  add_value(graph->add_input(), "x");
+  add_value(graph->add_output(), "y");
+  onnx::TensorProto* weight = graph->add_initializer();
+  weight->set_name("w");
+  weight->set_data_type(onnx::TensorProto::FLOAT);
+  weight->add_dims(16);
+  weight->add_dims(16);
+  for (int i = 0; i < 256; ++i) weight->add_float_data(0.01f * static_cast<float>((i * 37) % 41 - 20));
+  onnx::NodeProto* matmul = graph->add_node();
+  matmul->set_op_type("MatMul");
+  matmul->add_input("x");
+  matmul->add_input("w");
+  matmul->add_output("h");
+  onnx::NodeProto* softmax = graph->add_node();
+  softmax->set_op_type("Softmax");
+  softmax->add_input("h");
+  softmax->add_output("y");
+  onnx::AttributeProto* axis = softmax->add_attribute();
+  axis->set_name("axis");
+  axis->set_type(onnx::AttributeProto::INT);
+  axis->set_i(1);
+  return model;
+}
+
+TEST_F(GraphSetTest, CapturesOneGraphPerBatchAndShapeBucket) {
+  const Model model = Import(SequenceSoftmaxModel(), "sequence_softmax");
+  GraphSetOptions options;
+  options.num_streams = 2;
+  options.graphs = {{4, {32}}, {1, {8}}, {4, {8}}, {2, {128}}};
+  absl::StatusOr<std::unique_ptr<GraphSet>> set = GraphSet::Create(model, options);
+  ASSERT_TRUE(set.ok()) << set.status();
+  EXPECT_EQ((*set)->shape_dims(), std::vector<std::string>{"sequence"});
+  EXPECT_EQ((*set)->keys(),
+            (std::vector<GraphKey>{{1, {8}}, {2, {128}}, {4, {8}}, {4, {32}}}));
+  EXPECT_EQ((*set)->input_bytes_per_row(0, {4, {32}}), 32u * 16u * sizeof(float));
+  EXPECT_EQ((*set)->output_dims(0, {2, {128}}), (Dims{2, 128, 16}));
+  // The cheapest graph that holds 3 rows of 20 tokens: 4 x 32 (128 tokens),
+  // not 2 x 128 (which has too few rows anyway).
+  EXPECT_EQ((*set)->SmallestKeyHolding({3, {20}}), (GraphKey{4, {32}}));
+  EXPECT_EQ((*set)->SmallestKeyHolding({1, {100}}), (GraphKey{2, {128}}));
+  EXPECT_EQ((*set)->SmallestKeyHolding({1, {129}}), std::nullopt);
+  for (int slot = 0; slot < 2; ++slot) {
+    for (const GraphKey& key : (*set)->keys()) {
+      for (int64_t rows : {int64_t{1}, key.batch_size}) {
+        BindOptions bind;
+        bind.batch_size = rows;
+        bind.dim_values = {{"sequence", key.bucket[0]}};
+        std::vector<HostTensor> inputs = {
+            RandomTensor(DType::kFloat32, {rows, key.bucket[0], 16}, 7 + rows)};
+        const std::vector<HostTensor> want =
+            *(*HostExecutor::Create(*BindModel(model, bind)))->Run(inputs);
+        for (LaunchMode mode : {LaunchMode::kGraph, LaunchMode::kEager}) {
+          const std::vector<HostTensor> got =
+              Launch(**set, {slot, key, rows, mode}, inputs, want);
+          EXPECT_LE(RelativeError(got[0], want[0]), kTolerance)
+              << "slot " << slot << ", key " << GraphKeyString(key) << ", rows " << rows;
+        }
+      }
+    }
+  }
+  // A key whose bucket does not fit the model's shape dims is refused.
+  options.graphs = {{4, {}}};
+  EXPECT_THAT(std::string(GraphSet::Create(model, options).status().message()),
+              HasSubstr("the model has 1 dynamic dims beyond the batch ('sequence')"));
+}
+
 TEST_F(GraphSetTest, OptionsAreValidated) {
   const Model model = Import(MakeMlpModel(kExampleModelSeed), "mlp");
   GraphSetOptions options;
-  options.batch_sizes = {4, 4};
+  options.graphs = BatchOnlyKeys({4, 4});
   EXPECT_EQ(GraphSet::Create(model, options).status().code(),
             absl::StatusCode::kInvalidArgument);
-  options.batch_sizes = {0};
+  options.graphs = BatchOnlyKeys({0});
   EXPECT_EQ(GraphSet::Create(model, options).status().code(),
             absl::StatusCode::kInvalidArgument);
-  options.batch_sizes = {4};
+  options.graphs = BatchOnlyKeys({4});
   options.num_streams = 0;
   EXPECT_EQ(GraphSet::Create(model, options).status().code(),
             absl::StatusCode::kInvalidArgument);

@@ -30,14 +30,15 @@ absl::StatusOr<double> MeasureLaunch(const GraphSet& set, const LaunchChunk& chu
   return Median(std::move(micros));
 }
 
-// Random full-batch inputs of `batch` rows with `any_size`'s dtypes.
-std::vector<HostTensor> FullBatchInputs(const BoundGraph& any_size, int64_t batch) {
+// Random inputs of `key`'s full batch with `any_size`'s dtypes, each row
+// as many elements as a row at the key's bucket holds.
+std::vector<HostTensor> FullBatchInputs(const GraphSet& set, const BoundGraph& any_size,
+                                        const GraphKey& key) {
   std::vector<HostTensor> inputs;
   for (size_t i = 0; i < any_size.inputs.size(); ++i) {
-    const BoundValue& value = any_size.value(any_size.inputs[i]);
-    Dims dims = value.dims;
-    dims[0] = batch;
-    inputs.push_back(RandomTensor(value.dtype, dims, 1000 + i));
+    const DType dtype = any_size.value(any_size.inputs[i]).dtype;
+    const auto row_elements = static_cast<int64_t>(set.input_bytes_per_row(i, key) / DTypeSize(dtype));
+    inputs.push_back(RandomTensor(dtype, {key.batch_size, row_elements}, 1000 + i));
   }
   return inputs;
 }
@@ -81,10 +82,10 @@ absl::StatusOr<std::vector<int64_t>> SizesFasterDoubleBuffered(const GraphSet& s
                                                               const LaunchCostOptions& options) {
   if (options.iters < 1) return absl::InvalidArgumentError("cost measurement needs iters >= 1");
   std::vector<int64_t> faster;
-  for (int64_t batch : set.batch_sizes()) {
-    const std::vector<HostTensor> inputs = FullBatchInputs(any_size, batch);
+  for (const GraphKey& key : set.keys()) {
+    const std::vector<HostTensor> inputs = FullBatchInputs(set, any_size, key);
     const std::vector<const void*> pointers = Pointers(inputs);
-    const LaunchChunk chunk{options.slot, batch, batch, mode};
+    const LaunchChunk chunk{options.slot, key, key.batch_size, mode};
     // Warm-up, which also sizes the loops: about 20 ms per way at most.
     ASSIGN_OR_RETURN(const double warm, MeasureClosedLoop(set, chunk, pointers, 1,
                                                           std::max<int64_t>(1, options.warmup)));
@@ -93,7 +94,7 @@ absl::StatusOr<std::vector<int64_t>> SizesFasterDoubleBuffered(const GraphSet& s
     ASSIGN_OR_RETURN(const double single, MeasureClosedLoop(set, chunk, pointers, 1, count));
     ASSIGN_OR_RETURN(const double doubled,
                      MeasureClosedLoop(set, chunk, pointers, kStagingBuffers, count));
-    if (doubled < 0.97 * single) faster.push_back(batch);
+    if (doubled < 0.97 * single) faster.push_back(key.batch_size);
   }
   return faster;
 }
@@ -103,16 +104,16 @@ absl::StatusOr<std::vector<CaptureCostEntry>> MeasureLaunchCosts(const GraphSet&
                                                                  const LaunchCostOptions& options) {
   if (options.iters < 1) return absl::InvalidArgumentError("cost measurement needs iters >= 1");
   std::vector<CaptureCostEntry> costs;
-  for (int64_t batch : set.batch_sizes()) {
-    const std::vector<HostTensor> inputs = FullBatchInputs(any_size, batch);
+  for (const GraphKey& key : set.keys()) {
+    const std::vector<HostTensor> inputs = FullBatchInputs(set, any_size, key);
     const std::vector<const void*> pointers = Pointers(inputs);
     CaptureCostEntry entry;
-    entry.batch_size = batch;
+    entry.batch_size = key.batch_size;
     ASSIGN_OR_RETURN(entry.eager_us,
-                     MeasureLaunch(set, {options.slot, batch, batch, LaunchMode::kEager},
+                     MeasureLaunch(set, {options.slot, key, key.batch_size, LaunchMode::kEager},
                                    pointers, options));
     ASSIGN_OR_RETURN(entry.graph_us,
-                     MeasureLaunch(set, {options.slot, batch, batch, LaunchMode::kGraph},
+                     MeasureLaunch(set, {options.slot, key, key.batch_size, LaunchMode::kGraph},
                                    pointers, options));
     costs.push_back(entry);
   }

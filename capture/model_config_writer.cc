@@ -77,7 +77,7 @@ absl::StatusOr<inference::ModelConfig> MakeModelConfig(const BoundGraph& graph,
   capture->set_max_lanes(summary.max_lanes);
   std::vector<ScheduleChoice> schedules = summary.schedules;
   std::sort(schedules.begin(), schedules.end(),
-            [](const auto& a, const auto& b) { return a.batch_size < b.batch_size; });
+            [](const auto& a, const auto& b) { return a.key < b.key; });
   for (const ScheduleChoice& choice : schedules) *capture->add_schedules() = ScheduleToProto(choice);
   if (summary.precision != ModelPrecision::kFp32) {
     capture->set_precision(ModelPrecisionName(summary.precision));
@@ -87,7 +87,7 @@ absl::StatusOr<inference::ModelConfig> MakeModelConfig(const BoundGraph& graph,
 
 inference::CaptureSchedule ScheduleToProto(const ScheduleChoice& choice) {
   inference::CaptureSchedule schedule;
-  schedule.set_batch_size(choice.batch_size);
+  schedule.set_batch_size(choice.key.batch_size);
   schedule.set_policy(SchedulePolicyName(choice.policy));
   schedule.set_lanes(choice.lanes);
   schedule.set_events(choice.events);

@@ -70,8 +70,8 @@ TEST(ModelConfigWriterTest, ConfigRecordsEachSizesScheduleAscending) {
   summary.schedule = "auto";
   summary.max_lanes = 3;
   summary.schedules = {
-      {.batch_size = 64, .policy = SchedulePolicy::kSingle, .max_width = 4, .critical_path = 9},
-      {.batch_size = 1,
+      {.key = {64}, .policy = SchedulePolicy::kSingle, .max_width = 4, .critical_path = 9},
+      {.key = {1},
        .policy = SchedulePolicy::kAsap,
        .lanes = 3,
        .events = 7,

@@ -53,9 +53,9 @@ class ProgressBar {
     const int filled = kWidth * p.graphs_done / std::max(1, p.graphs_total);
     out_ << (interactive_ ? "\r" : "") << "capturing [" << std::string(filled, '#')
          << std::string(kWidth - filled, '.') << "] "
-         << absl::StrFormat("%3d/%d  slot %d, batch %-6d capture %.1f ms, check %.1f ms",
-                            p.graphs_done, p.graphs_total, p.slot, p.batch_size, p.capture_ms,
-                            p.check_ms)
+         << absl::StrFormat("%3d/%d  slot %d, batch %-6s capture %.1f ms, check %.1f ms",
+                            p.graphs_done, p.graphs_total, p.slot, GraphKeyString(p.key),
+                            p.capture_ms, p.check_ms)
          << (interactive_ && p.graphs_done < p.graphs_total ? "" : "\n") << std::flush;
   }
 
@@ -132,7 +132,7 @@ absl::StatusOr<PrepareReport> Prepare(const PrepareOptions& options, std::ostrea
   ProgressBar bar(progress, options.interactive_progress);
   GraphSetOptions set_options;
   set_options.num_streams = options.num_streams;
-  set_options.batch_sizes = report.batch_sizes;
+  set_options.graphs = BatchOnlyKeys(report.batch_sizes);
   set_options.executor.device = options.device;
   set_options.executor.allow_tf32 = AllowsTf32(options.precision, options.allow_tf32);
   set_options.executor.schedule.max_lanes = options.max_lanes;
@@ -158,7 +158,8 @@ absl::StatusOr<PrepareReport> Prepare(const PrepareOptions& options, std::ostrea
   report.schedules = *std::move(schedules);
   for (const ScheduleChoice& choice : report.schedules) {
     const std::string timed = ScheduleCandidatesText(choice);
-    progress << "batch " << choice.batch_size << ": schedule " << SchedulePolicyName(choice.policy)
+    progress << "batch " << GraphKeyString(choice.key) << ": schedule "
+             << SchedulePolicyName(choice.policy)
              << ", " << choice.lanes << " stream(s)"
              << (timed.empty() ? "" : absl::StrCat(" (timed: ", timed, ")")) << "\n";
   }
@@ -166,8 +167,8 @@ absl::StatusOr<PrepareReport> Prepare(const PrepareOptions& options, std::ostrea
   report.setup_ms = (*set)->total_setup_ms();
   for (int slot = 0; slot < (*set)->num_slots(); ++slot) {
     report.slots.push_back((*set)->slot_memory(slot));
-    for (int64_t batch : report.batch_sizes) {
-      const CapturedGraphInfo& info = (*set)->graph_info(slot, batch);
+    for (const GraphKey& key : (*set)->keys()) {
+      const CapturedGraphInfo& info = (*set)->graph_info(slot, key);
       report.capture_ms += info.capture_ms;
       report.check_ms += info.check_ms;
       report.plan_kernels_ms += info.plan_kernels_ms;
@@ -256,7 +257,7 @@ std::string FormatPrepareReport(const PrepareReport& r) {
     for (const ScheduleChoice& c : r.schedules) {
       std::string timed = ScheduleCandidatesText(c);
       if (timed.empty()) timed = r.schedule_request == "auto" ? "none (one candidate)" : "none (given)";
-      absl::StrAppendFormat(&text, "| %d | %s | %d | %d | %d | %d | %s |\n", c.batch_size,
+      absl::StrAppendFormat(&text, "| %s | %s | %d | %d | %d | %d | %s |\n", GraphKeyString(c.key),
                             SchedulePolicyName(c.policy), c.lanes, c.events, c.max_width,
                             c.critical_path, timed);
     }

@@ -37,11 +37,11 @@ struct Candidate {
 };
 
 // Mean time of one replay over `launches` back-to-back replays.
-absl::StatusOr<double> TimeReplays(const GraphSet& set, int64_t batch,
+absl::StatusOr<double> TimeReplays(const GraphSet& set, const GraphKey& key,
                                    const ScheduleChoiceOptions& options, const CudaEvent& start,
                                    const CudaEvent& stop) {
   const cudaStream_t stream = set.stream(0);
-  const cudaGraphExec_t exec = set.graph_exec(0, batch);
+  const cudaGraphExec_t exec = set.graph_exec(0, key);
   for (int i = 0; i < options.warmup; ++i) CUDA_RETURN_IF_ERROR(cudaGraphLaunch(exec, stream));
   CUDA_RETURN_IF_ERROR(cudaEventRecord(start.get(), stream));
   for (int i = 0; i < options.launches; ++i) CUDA_RETURN_IF_ERROR(cudaGraphLaunch(exec, stream));
@@ -57,11 +57,12 @@ double Median(std::vector<double> values) {
   return values[values.size() / 2];
 }
 
-absl::StatusOr<ScheduleChoice> ChooseForSize(const Model& model, int64_t batch,
-                                             const ScheduleChoiceOptions& options) {
+absl::StatusOr<ScheduleChoice> ChooseForKey(const Model& model, const GraphKey& key,
+                                            const ScheduleChoiceOptions& options) {
   ScheduleChoice choice;
-  choice.batch_size = batch;
-  ASSIGN_OR_RETURN(const BoundGraph graph, BindModel(model, {.batch_size = batch}));
+  choice.key = key;
+  ASSIGN_OR_RETURN(const BindOptions bind_options, BindOptionsAt(model, key));
+  ASSIGN_OR_RETURN(const BoundGraph graph, BindModel(model, bind_options));
   const FusionPlan fusion = PlanFusion(graph, {.fuse = options.executor.fuse_epilogues});
 
   std::vector<Candidate> candidates;
@@ -81,7 +82,7 @@ absl::StatusOr<ScheduleChoice> ChooseForSize(const Model& model, int64_t batch,
 
   for (Candidate& candidate : candidates) {
     GraphSetOptions set_options;
-    set_options.batch_sizes = {batch};
+    set_options.graphs = {key};
     set_options.executor = options.executor;
     set_options.executor.schedule.policy = candidate.policy;
     set_options.check_replays = false;  // the final set checks what is kept
@@ -91,7 +92,7 @@ absl::StatusOr<ScheduleChoice> ChooseForSize(const Model& model, int64_t batch,
     if (!set.ok()) {
       return AnnotateStatus(set.status(), absl::StrCat("schedule '",
                                                        SchedulePolicyName(candidate.policy),
-                                                       "' at batch ", batch));
+                                                       "' at batch ", GraphKeyString(key)));
     }
     candidate.set = *std::move(set);
   }
@@ -101,7 +102,7 @@ absl::StatusOr<ScheduleChoice> ChooseForSize(const Model& model, int64_t batch,
   // candidate alike.
   for (int round = 0; round < options.rounds; ++round) {
     for (Candidate& candidate : candidates) {
-      ASSIGN_OR_RETURN(const double us, TimeReplays(*candidate.set, batch, options, start, stop));
+      ASSIGN_OR_RETURN(const double us, TimeReplays(*candidate.set, key, options, start, stop));
       candidate.round_us.push_back(us);
     }
   }
@@ -133,15 +134,27 @@ absl::StatusOr<std::optional<SchedulePolicy>> ParseScheduleRequest(const std::st
 }
 
 absl::StatusOr<std::vector<ScheduleChoice>> ChooseSchedules(
-    const Model& model, const std::vector<int64_t>& batch_sizes,
-    const ScheduleChoiceOptions& options) {
+    const Model& model, const std::vector<GraphKey>& keys, const ScheduleChoiceOptions& options) {
   if (options.rounds < 1 || options.launches < 1 || options.warmup < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("schedule timing needs rounds >= 1, launches >= 1 and warmup >= 0; got ",
                      options.rounds, ", ", options.launches, ", ", options.warmup));
   }
-  return ChooseAcrossSizes(batch_sizes,
-                           [&](int64_t batch) { return ChooseForSize(model, batch, options); });
+  // Per bucket, across its batch sizes: Note [Schedules between timed sizes].
+  std::map<std::vector<int64_t>, std::vector<int64_t>> sizes_of_bucket;
+  for (const GraphKey& key : keys) sizes_of_bucket[key.bucket].push_back(key.batch_size);
+  std::map<GraphKey, ScheduleChoice> chosen;
+  for (const auto& [bucket, sizes] : sizes_of_bucket) {
+    ASSIGN_OR_RETURN(
+        const std::vector<ScheduleChoice> choices,
+        ChooseAcrossSizes(sizes, [&, &bucket = bucket](int64_t batch) {
+          return ChooseForKey(model, {batch, bucket}, options);
+        }));
+    for (const ScheduleChoice& choice : choices) chosen[choice.key] = choice;
+  }
+  std::vector<ScheduleChoice> choices;
+  for (const GraphKey& key : keys) choices.push_back(chosen.at(key));
+  return choices;
 }
 
 absl::StatusOr<std::vector<ScheduleChoice>> ChooseAcrossSizes(
@@ -170,7 +183,7 @@ absl::StatusOr<std::vector<ScheduleChoice>> ChooseAcrossSizes(
     const ScheduleChoice& high = chosen.at(sizes[hi]);
     if (low.policy == high.policy && sizes[hi] <= 2 * sizes[lo]) {
       for (size_t k = lo + 1; k < hi; ++k) {
-        chosen[sizes[k]] = {.batch_size = sizes[k], .policy = low.policy,
+        chosen[sizes[k]] = {.key = {sizes[k], low.key.bucket}, .policy = low.policy,
                             .same_as_below = sizes[lo], .same_as_above = sizes[hi]};
       }
       continue;
@@ -197,17 +210,17 @@ absl::StatusOr<std::vector<ScheduleChoice>> ApplyScheduleRequest(
   std::vector<ScheduleChoice> choices;
   if (request.has_value()) {
     set_options.executor.schedule.policy = *request;
-    for (int64_t batch : set_options.batch_sizes) {
-      choices.push_back({.batch_size = batch, .policy = *request});
+    for (const GraphKey& key : set_options.graphs) {
+      choices.push_back({.key = key, .policy = *request});
     }
     return choices;
   }
   timing.executor = set_options.executor;
   timing.algorithm_choices = set_options.algorithm_choices;
   timing.weights = set_options.weights;
-  ASSIGN_OR_RETURN(choices, ChooseSchedules(model, set_options.batch_sizes, timing));
+  ASSIGN_OR_RETURN(choices, ChooseSchedules(model, set_options.graphs, timing));
   for (const ScheduleChoice& choice : choices) {
-    ScheduleOptions& schedule = set_options.schedules[choice.batch_size];
+    ScheduleOptions& schedule = set_options.schedules[choice.key];
     schedule = set_options.executor.schedule;
     schedule.policy = choice.policy;
   }
@@ -216,7 +229,7 @@ absl::StatusOr<std::vector<ScheduleChoice>> ApplyScheduleRequest(
 
 void RecordPlannedSchedules(const GraphSet& set, std::vector<ScheduleChoice>& choices) {
   for (ScheduleChoice& choice : choices) {
-    const CapturedGraphInfo& info = set.graph_info(0, choice.batch_size);
+    const CapturedGraphInfo& info = set.graph_info(0, choice.key);
     choice.lanes = info.lanes;
     choice.events = info.events;
     choice.max_width = info.max_width;

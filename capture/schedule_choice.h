@@ -71,27 +71,26 @@ absl::StatusOr<std::vector<ScheduleChoice>> ChooseAcrossSizes(
 // ParseSchedulePolicy names. InvalidArgument lists the choices.
 absl::StatusOr<std::optional<SchedulePolicy>> ParseScheduleRequest(const std::string& name);
 
-// One choice per size, in `batch_sizes` order (events left 0: the plan
-// that runs the choice counts them), timed at the sizes
-// ChooseAcrossSizes picks. Errors name the size and the policy whose
-// capture failed.
+// One choice per key, in `keys` order (events left 0: the plan that runs
+// the choice counts them), timed, within each bucket, at the batch sizes
+// ChooseAcrossSizes picks. Errors name the key and the policy whose capture
+// failed.
 absl::StatusOr<std::vector<ScheduleChoice>> ChooseSchedules(
-    const Model& model, const std::vector<int64_t>& batch_sizes,
-    const ScheduleChoiceOptions& options);
+    const Model& model, const std::vector<GraphKey>& keys, const ScheduleChoiceOptions& options);
 
 // Applies a schedule request to `set_options` (whose executor options give
 // the device, TF32, fusion and, in schedule.max_lanes, the lane limit)
 // before GraphSet::Create: a given policy for every size, or, for auto
 // (nullopt), each size's measured choice, timed with `timing` (its executor
 // options are replaced by set_options'). The sets share set_options'
-// algorithm choices and weight store, created here when null. Returns one choice per size of
-// set_options.batch_sizes; RecordPlannedSchedules completes them.
+// algorithm choices and weight store, created here when null. Returns one choice per key of
+// set_options.graphs; RecordPlannedSchedules completes them.
 absl::StatusOr<std::vector<ScheduleChoice>> ApplyScheduleRequest(
     const Model& model, std::optional<SchedulePolicy> request, GraphSetOptions& set_options,
     ScheduleChoiceOptions timing = {});
 
 // Each choice's lanes, events, width and critical path as slot 0's plan of
-// its size has them.
+// its key has them.
 void RecordPlannedSchedules(const GraphSet& set, std::vector<ScheduleChoice>& choices);
 
 }  // namespace graphserve

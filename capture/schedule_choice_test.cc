@@ -31,13 +31,13 @@ TEST_F(ScheduleChoiceTest, BranchyModelTimesEachDistinctSchedule) {
   const Model model = Import(MakeMultiTowerModel(), "multi_tower");
   ScheduleChoiceOptions options;
   options.rounds = 3;
-  absl::StatusOr<std::vector<ScheduleChoice>> choices = ChooseSchedules(model, {1, 64}, options);
+  absl::StatusOr<std::vector<ScheduleChoice>> choices = ChooseSchedules(model, BatchOnlyKeys({1, 64}), options);
   ASSERT_TRUE(choices.ok()) << choices.status();
   ASSERT_EQ(choices->size(), 2u);
   for (const ScheduleChoice& choice : *choices) {
     EXPECT_EQ(choice.max_width, 4);  // the four towers
     // Wavefront (wave by wave) and asap (tower by tower) issue differently.
-    ASSERT_EQ(choice.candidates.size(), 3u) << "batch " << choice.batch_size;
+    ASSERT_EQ(choice.candidates.size(), 3u) << "batch " << choice.key.batch_size;
     EXPECT_EQ(choice.candidates[0].policy, SchedulePolicy::kSingle);
     EXPECT_EQ(choice.candidates[0].lanes, 1);
     const ScheduleCandidateTime* chosen = nullptr;
@@ -57,7 +57,7 @@ TEST_F(ScheduleChoiceTest, NoGainKeepsSingle) {
   ScheduleChoiceOptions options;
   options.rounds = 1;
   options.min_gain = 1.0;  // no candidate can be faster than single by 100%
-  absl::StatusOr<std::vector<ScheduleChoice>> choices = ChooseSchedules(model, {8}, options);
+  absl::StatusOr<std::vector<ScheduleChoice>> choices = ChooseSchedules(model, BatchOnlyKeys({8}), options);
   ASSERT_TRUE(choices.ok()) << choices.status();
   EXPECT_EQ((*choices)[0].policy, SchedulePolicy::kSingle);
   EXPECT_EQ((*choices)[0].lanes, 1);
@@ -69,7 +69,7 @@ TEST_F(ScheduleChoiceTest, NoGainKeepsSingle) {
 TEST_F(ScheduleChoiceTest, CandidatesAndTheFinalSetShareTheWeights) {
   const Model model = Import(MakeMultiTowerModel(), "multi_tower");
   GraphSetOptions set_options;
-  set_options.batch_sizes = {1, 8};
+  set_options.graphs = BatchOnlyKeys({1, 8});
   ScheduleChoiceOptions timing;
   timing.rounds = 1;
   absl::StatusOr<std::vector<ScheduleChoice>> choices =
@@ -86,7 +86,7 @@ TEST_F(ScheduleChoiceTest, CandidatesAndTheFinalSetShareTheWeights) {
 
 TEST_F(ScheduleChoiceTest, ChainNeedsNoTiming) {
   const Model model = Import(MakeMlpModel(), "mlp");
-  absl::StatusOr<std::vector<ScheduleChoice>> choices = ChooseSchedules(model, {4}, {});
+  absl::StatusOr<std::vector<ScheduleChoice>> choices = ChooseSchedules(model, BatchOnlyKeys({4}), {});
   ASSERT_TRUE(choices.ok()) << choices.status();
   EXPECT_EQ((*choices)[0].policy, SchedulePolicy::kSingle);
   EXPECT_EQ((*choices)[0].max_width, 1);
@@ -97,7 +97,7 @@ TEST_F(ScheduleChoiceTest, BadTimingOptionsAreRefused) {
   const Model model = Import(MakeMlpModel(), "mlp");
   ScheduleChoiceOptions options;
   options.rounds = 0;
-  EXPECT_EQ(ChooseSchedules(model, {4}, options).status().code(),
+  EXPECT_EQ(ChooseSchedules(model, BatchOnlyKeys({4}), options).status().code(),
             absl::StatusCode::kInvalidArgument);
 }
 
@@ -117,7 +117,7 @@ struct FakeTiming {
   std::vector<int64_t> timed;
   absl::StatusOr<ScheduleChoice> operator()(int64_t batch) {
     timed.push_back(batch);
-    return ScheduleChoice{.batch_size = batch, .policy = policy_of(batch)};
+    return ScheduleChoice{.key = {batch}, .policy = policy_of(batch)};
   }
 };
 
@@ -137,8 +137,8 @@ TEST(ChooseAcrossSizes, DenseSizesThatAgreeAreTimedOncePerDoubling) {
   ASSERT_EQ(choices->size(), 32u);
   for (const ScheduleChoice& choice : *choices) {
     EXPECT_EQ(choice.policy, SchedulePolicy::kAsap);
-    const bool timed = std::binary_search(fake.timed.begin(), fake.timed.end(), choice.batch_size);
-    EXPECT_EQ(choice.same_as_below == 0, timed) << choice.batch_size;
+    const bool timed = std::binary_search(fake.timed.begin(), fake.timed.end(), choice.key.batch_size);
+    EXPECT_EQ(choice.same_as_below == 0, timed) << choice.key.batch_size;
   }
   EXPECT_EQ((*choices)[2].same_as_below, 2);  // batch 3, between 2 and 4
   EXPECT_EQ((*choices)[2].same_as_above, 4);
@@ -161,7 +161,7 @@ TEST(ChooseAcrossSizes, AChangeOfPolicyIsFoundAndNothingUntimedCrossesIt) {
       ChooseAcrossSizes(Range(1, 64), std::ref(fake));
   ASSERT_TRUE(choices.ok());
   for (const ScheduleChoice& choice : *choices) {
-    EXPECT_EQ(choice.policy, oracle(choice.batch_size)) << choice.batch_size;
+    EXPECT_EQ(choice.policy, oracle(choice.key.batch_size)) << choice.key.batch_size;
   }
   EXPECT_LT(fake.timed.size(), 20u);
 }

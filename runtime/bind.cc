@@ -20,6 +20,20 @@
 
 namespace graphserve {
 
+absl::StatusOr<BindOptions> BindOptionsAt(const Model& model, const GraphKey& key) {
+  const std::vector<std::string> shape_dims = ShapeDimNames(model);
+  if (key.bucket.size() != shape_dims.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "batch ", GraphKeyString(key), " gives ", key.bucket.size(),
+        " shape extents; the model has ", shape_dims.size(), " dynamic dims beyond the batch",
+        shape_dims.empty() ? "" : absl::StrCat(" ('", absl::StrJoin(shape_dims, "', '"), "')")));
+  }
+  BindOptions options;
+  options.batch_size = key.batch_size;
+  for (size_t d = 0; d < shape_dims.size(); ++d) options.dim_values[shape_dims[d]] = key.bucket[d];
+  return options;
+}
+
 bool IsShapeOperand(const std::string& op_type, int input_index) {
   const OpDef* op = FindOp(op_type);
   return op != nullptr && input_index >= 0 && op->IsShapeOperand(static_cast<size_t>(input_index));

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "common/graph_key.h"
 #include "runtime/bound_graph.h"
 #include "runtime/ir.h"
 
@@ -53,6 +54,12 @@ absl::StatusOr<BoundGraph> BindModel(const Model& model, const BindOptions& opti
 // at its interface. Errors as BindModel's.
 absl::StatusOr<std::map<std::string, DType>> InferValueDTypes(const Model& model,
                                                               const BindOptions& options);
+
+// What binds `model` for the graph of `key` (Note [Graph keys] in
+// common/graph_key.h): its batch, and the bucket's extent for each of the
+// model's shape dims, in ShapeDimNames order. InvalidArgument when the
+// bucket does not give one extent per shape dim, naming the dims.
+absl::StatusOr<BindOptions> BindOptionsAt(const Model& model, const GraphKey& key);
 
 // True when input `input_index` of `op_type` describes a shape (Reshape's
 // shape, Expand's shape, Slice's starts/ends/axes/steps, Unsqueeze's and

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/graph_key.h"
 #include "runtime/bound_graph.h"
 #include "runtime/fusion.h"
 
@@ -57,9 +58,9 @@ struct ScheduleCandidateTime {
   double replay_us = 0;  // median bare replay of its captured graph
 };
 
-// The schedule kept for one captured batch size, and what chose it.
+// The schedule kept for one captured graph, and what chose it.
 struct ScheduleChoice {
-  int64_t batch_size = 0;
+  GraphKey key;
   SchedulePolicy policy = SchedulePolicy::kSingle;
   int lanes = 1;
   int events = 0;  // recorded by one run: fork, joins, cross-lane waits

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "common/graph_key.h"
 #include "server/tensor_mask.h"
 
 namespace graphserve {
@@ -41,11 +42,11 @@ struct SegmentRows {
 };
 
 // One chunk: its segments' rows, gathered in order, run through the graph of
-// batch_size (rows beyond `rows` are padding). See Note [Row segments] in
+// `key` (rows beyond `rows` are padding). See Note [Row segments] in
 // server/request_queue.h.
 struct ChunkJob {
-  int64_t batch_size = 0;
-  int64_t rows = 0;  // the segments' rows added up, 1 to batch_size
+  GraphKey key;
+  int64_t rows = 0;  // the segments' rows added up, 1 to key.batch_size
   std::vector<SegmentRows> segments;
 };
 

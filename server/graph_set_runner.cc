@@ -156,7 +156,7 @@ absl::Status GraphSetRunner::ChunkFailed(int slot, const ChunkJob& job,
                                          const absl::Status& status) const {
   const GraphSet& set = *sets_[slots_[slot].set];
   const std::string where = absl::StrCat("GPU ", set.device(), ", runner slot ", slot,
-                                         ", batch ", job.batch_size);
+                                         ", batch ", GraphKeyString(job.key));
   const cudaError_t sticky = set.StickyError(slots_[slot].slot);
   if (sticky == cudaSuccess) {
     // The context is intact: only this chunk's requests fail.
@@ -180,16 +180,16 @@ absl::Status GraphSetRunner::Start(int slot, int staging, const ChunkJob& job,
   // the answer lets the client reuse that memory and the server unmap it.
   bool touches_requests = false;
   {
-    const NvtxRange range(set.profiler_ranges(own_slot, job.batch_size).stage);
+    const NvtxRange range(set.profiler_ranges(own_slot, job.key).stage);
     GatherInputRows(
         job, set.num_inputs(),
         [&](size_t i) {
           return DirectInput(job, i) != nullptr ? nullptr
                                                 : set.input_staging(own_slot, i, staging);
         },
-        [&](size_t i) { return set.input_bytes_per_row(i); });
+        [&](size_t i) { return set.input_bytes_per_row(i, job.key); });
   }
-  LaunchChunk chunk{own_slot, job.batch_size, job.rows, mode_, staging};
+  LaunchChunk chunk{own_slot, job.key, job.rows, mode_, staging};
   // Only a request with pinned or device tensors pays for the pointer vectors.
   std::vector<const void*> sources;
   std::vector<void*> destinations;
@@ -226,7 +226,7 @@ absl::Status GraphSetRunner::Finish(int slot, int staging, const ChunkJob& job,
                                     ChunkTiming* timing) {
   const GraphSet& set = *sets_[slots_[slot].set];
   const int own_slot = slots_[slot].slot;
-  const NvtxRange range(set.profiler_ranges(own_slot, job.batch_size).complete);
+  const NvtxRange range(set.profiler_ranges(own_slot, job.key).complete);
   // Blocks the thread that holds the slot, never another request's.
   Clock::time_point start = Clock::now();
   if (const absl::Status waited = set.WaitForChunk(own_slot, staging); !waited.ok()) {
@@ -243,7 +243,7 @@ absl::Status GraphSetRunner::Finish(int slot, int staging, const ChunkJob& job,
                    ? nullptr
                    : static_cast<const std::byte*>(set.output_rows(own_slot, o, staging));
       },
-      [&](size_t o) { return set.output_bytes_per_row(o); });
+      [&](size_t o) { return set.output_bytes_per_row(o, job.key); });
   timing->output_ns = NanosSince(start);
   return absl::OkStatus();
 }

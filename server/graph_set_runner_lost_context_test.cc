@@ -37,13 +37,13 @@ std::unique_ptr<Request> MakeRequest(const GraphSet& set) {
   segment.rows = kRows;
   for (size_t i = 0; i < set.num_inputs(); ++i) {
     segment.inputs.push_back(
-        request->buffers.emplace_back(set.input_bytes_per_row(i) * kRows).data());
+        request->buffers.emplace_back(set.input_bytes_per_row(i, {kBatch}) * kRows).data());
   }
   for (size_t o = 0; o < set.num_outputs(); ++o) {
     segment.outputs.push_back(
-        request->buffers.emplace_back(set.output_bytes_per_row(o) * kRows).data());
+        request->buffers.emplace_back(set.output_bytes_per_row(o, {kBatch}) * kRows).data());
   }
-  request->job = ChunkJob{.batch_size = kBatch, .rows = kRows, .segments = {segment}};
+  request->job = ChunkJob{.key = {kBatch}, .rows = kRows, .segments = {segment}};
   return request;
 }
 
@@ -68,7 +68,7 @@ TEST(GraphSetRunnerLostContextTest, IllegalAddressLosesTheContextAndIsReportedOn
       ImportOnnxBytes(MakeDlrmDenseModel().SerializeAsString(), "dlrm_dense");
   ASSERT_TRUE(model.ok()) << model.status();
   GraphSetOptions set_options;
-  set_options.batch_sizes = {kBatch};
+  set_options.graphs = {{kBatch}};
   set_options.num_streams = 2;
   absl::StatusOr<std::unique_ptr<GraphSet>> created = GraphSet::Create(*model, set_options);
   ASSERT_TRUE(created.ok()) << created.status();

@@ -53,7 +53,7 @@ class GraphSetRunnerTest : public ::testing::Test {
         ImportOnnxBytes(MakeDlrmDenseModel().SerializeAsString(), "dlrm_dense");
     ASSERT_TRUE(model.ok()) << model.status();
     GraphSetOptions options;
-    options.batch_sizes = {kBatch};
+    options.graphs = {{kBatch}};
     absl::StatusOr<std::unique_ptr<GraphSet>> set = GraphSet::Create(*model, options);
     ASSERT_TRUE(set.ok()) << set.status();
     set_ = std::shared_ptr<const GraphSet>(*std::move(set));
@@ -94,7 +94,7 @@ class GraphSetRunnerTest : public ::testing::Test {
     request->segment.rows = rows;
     for (size_t i = 0; i < set_->num_inputs(); ++i) {
       const Memory input_memory = i == 0 && first_input.has_value() ? *first_input : memory;
-      const size_t row_bytes = set_->input_bytes_per_row(i);
+      const size_t row_bytes = set_->input_bytes_per_row(i, {kBatch});
       const std::byte* from = static_cast<const std::byte*>(rows_[i].raw()) + first * row_bytes;
       const size_t bytes = row_bytes * static_cast<size_t>(rows);
       void* to = nullptr;
@@ -125,7 +125,7 @@ class GraphSetRunnerTest : public ::testing::Test {
       request->segment.inputs.push_back(static_cast<const std::byte*>(to));
     }
     for (size_t o = 0; o < set_->num_outputs(); ++o) {
-      const size_t bytes = set_->output_bytes_per_row(o) * static_cast<size_t>(rows);
+      const size_t bytes = set_->output_bytes_per_row(o, {kBatch}) * static_cast<size_t>(rows);
       std::byte* to = nullptr;
       if (memory == Memory::kPinned) {
         absl::StatusOr<PinnedHostBuffer> buffer = PinnedHostBuffer::Allocate(bytes);
@@ -135,7 +135,7 @@ class GraphSetRunnerTest : public ::testing::Test {
       } else if (memory == Memory::kDevice) {
         // A guard row past the request's rows: a write beyond them shows.
         absl::StatusOr<DeviceBuffer> buffer =
-            DeviceBuffer::Allocate(bytes + set_->output_bytes_per_row(o));
+            DeviceBuffer::Allocate(bytes + set_->output_bytes_per_row(o, {kBatch}));
         EXPECT_TRUE(buffer.ok()) << buffer.status();
         to = static_cast<std::byte*>(request->device.emplace_back(*std::move(buffer)).get());
         request->segment.device_outputs |= MaskBit(o);
@@ -145,7 +145,7 @@ class GraphSetRunnerTest : public ::testing::Test {
       // Rows the runner leaves unwritten stay 0xFF bytes: NaN as float32,
       // which no reference matches.
       if (memory == Memory::kDevice) {
-        EXPECT_EQ(cudaMemset(to, 0xFF, bytes + set_->output_bytes_per_row(o)), cudaSuccess);
+        EXPECT_EQ(cudaMemset(to, 0xFF, bytes + set_->output_bytes_per_row(o, {kBatch})), cudaSuccess);
       } else {
         std::memset(to, 0xFF, bytes);
       }
@@ -156,7 +156,7 @@ class GraphSetRunnerTest : public ::testing::Test {
 
   // The requests' rows as one chunk of batch size 16.
   static ChunkJob Job(const std::vector<Request*>& requests) {
-    ChunkJob job{.batch_size = kBatch};
+    ChunkJob job{.key = {kBatch}};
     for (const Request* request : requests) {
       job.segments.push_back(request->segment);
       job.rows += request->segment.rows;
@@ -180,7 +180,7 @@ class GraphSetRunnerTest : public ::testing::Test {
   // Output `output`'s bytes of a request, read back from the device if it is
   // there (with `guard`, the guard row after a device output's rows instead).
   std::string Output(const Request& request, size_t output = 0, bool guard = false) const {
-    const size_t row_bytes = set_->output_bytes_per_row(output);
+    const size_t row_bytes = set_->output_bytes_per_row(output, {kBatch});
     std::string bytes(guard ? row_bytes : row_bytes * static_cast<size_t>(request.segment.rows),
                       '\0');
     const std::byte* from =
@@ -200,7 +200,7 @@ class GraphSetRunnerTest : public ::testing::Test {
     for (size_t o = 0; o < set_->num_outputs(); ++o) {
       const HostTensor& all = reference_[o];
       const size_t row_bytes = all.bytes() / kInputRows;
-      ASSERT_EQ(row_bytes, set_->output_bytes_per_row(o));
+      ASSERT_EQ(row_bytes, set_->output_bytes_per_row(o, {kBatch}));
       Dims dims = all.dims();
       dims[0] = request.segment.rows;
       HostTensor want(all.dtype(), dims);
@@ -216,7 +216,7 @@ class GraphSetRunnerTest : public ::testing::Test {
   }
 
   // The guard row after a device request's output rows, as MakeRequest left it.
-  std::string UntouchedGuard() const { return std::string(set_->output_bytes_per_row(0), '\xFF'); }
+  std::string UntouchedGuard() const { return std::string(set_->output_bytes_per_row(0, {kBatch}), '\xFF'); }
 
   std::shared_ptr<const GraphSet> set_;
   std::unique_ptr<GraphSetRunner> runner_;
@@ -283,13 +283,13 @@ TEST_F(GraphSetRunnerTest, MergedChunkGathersEveryKindOfMemory) {
 // its first row, and each writes its rows there, device to device.
 TEST_F(GraphSetRunnerTest, SplitDeviceRequestWritesEachChunkAtItsRows) {
   const std::unique_ptr<Request> device = MakeRequest(0, 10, Memory::kDevice);
-  const size_t out_row = set_->output_bytes_per_row(0);
+  const size_t out_row = set_->output_bytes_per_row(0, {kBatch});
   for (const auto& [first, rows] : {std::pair<int64_t, int64_t>{0, 6}, {6, 4}}) {
     Request part;
     part.segment = device->segment;
     part.segment.rows = rows;
     for (size_t i = 0; i < set_->num_inputs(); ++i) {
-      part.segment.inputs[i] += first * set_->input_bytes_per_row(i);
+      part.segment.inputs[i] += first * set_->input_bytes_per_row(i, {kBatch});
     }
     part.segment.outputs[0] += first * out_row;
     Run({&part}, 0);
@@ -310,13 +310,13 @@ TEST_F(GraphSetRunnerTest, DeviceTensorsLieOnTheSetsGpu) {
 TEST_F(GraphSetRunnerTest, SetKnowsItsDeviceAndNamesItsRanges) {
   EXPECT_EQ(set_->device(), 0);
   EXPECT_EQ(runner_->device(0), 0);
-  const GraphSet::ProfilerRanges& ranges = set_->profiler_ranges(0, kBatch);
+  const GraphSet::ProfilerRanges& ranges = set_->profiler_ranges(0, {kBatch});
   EXPECT_EQ(ranges.stage, "dlrm_dense b16 slot 0 stage");
   EXPECT_EQ(ranges.h2d, "dlrm_dense b16 slot 0 h2d");
   EXPECT_EQ(ranges.launch, "dlrm_dense b16 slot 0 launch");
   EXPECT_EQ(ranges.d2h, "dlrm_dense b16 slot 0 d2h");
   EXPECT_EQ(ranges.complete, "dlrm_dense b16 slot 0 complete");
-  EXPECT_EQ(set_->profiler_ranges(0, kBatch + 1).launch, "chunk launch");  // not captured
+  EXPECT_EQ(set_->profiler_ranges(0, {kBatch + 1}).launch, "chunk launch");  // not captured
 }
 
 // Runner slots take the GPUs in turn (Note [Runner slots alternate GPUs]), so
@@ -331,7 +331,7 @@ TEST_F(GraphSetRunnerTest, SlotsTakeTheGpusInTurnOnTwoGpus) {
   std::vector<std::shared_ptr<const GraphSet>> sets;
   for (const int device : {0, 1}) {
     GraphSetOptions options;
-    options.batch_sizes = {kBatch};
+    options.graphs = {{kBatch}};
     options.num_streams = 2;
     options.executor.device = device;
     absl::StatusOr<std::unique_ptr<GraphSet>> set = GraphSet::Create(*model, options);

@@ -19,31 +19,31 @@ using Clock = std::chrono::steady_clock;
 absl::StatusOr<std::unique_ptr<HostRunner>> HostRunner::Create(const Model& model,
                                                                const HostRunnerOptions& options) {
   if (options.num_slots < 1) return absl::InvalidArgumentError("HostRunner needs num_slots >= 1");
-  if (options.batch_sizes.empty()) {
+  if (options.graphs.empty()) {
     return absl::InvalidArgumentError("HostRunner needs at least one batch size");
   }
-  std::map<int64_t, std::unique_ptr<HostExecutor>> executors;
+  std::map<GraphKey, std::unique_ptr<HostExecutor>> executors;
   size_t weight_bytes = 0;
-  for (int64_t batch : options.batch_sizes) {
-    BindOptions bind;
-    bind.batch_size = batch;
+  for (const GraphKey& key : options.graphs) {
+    ASSIGN_OR_RETURN(const BindOptions bind, BindOptionsAt(model, key));
     absl::StatusOr<BoundGraph> graph = BindModel(model, bind);
     if (!graph.ok()) {
-      return absl::Status(graph.status().code(), absl::StrCat("binding for batch size ", batch,
-                                                              ": ", graph.status().message()));
+      return absl::Status(graph.status().code(),
+                          absl::StrCat("binding for batch size ", GraphKeyString(key), ": ",
+                                       graph.status().message()));
     }
     if (weight_bytes == 0) {
       for (const BoundValue& value : graph->values) {
         if (value.is_constant()) weight_bytes += value.bytes();
       }
     }
-    ASSIGN_OR_RETURN(executors[batch], HostExecutor::Create(*std::move(graph)));
+    ASSIGN_OR_RETURN(executors[key], HostExecutor::Create(*std::move(graph)));
   }
   return std::unique_ptr<HostRunner>(
       new HostRunner(options.num_slots, std::move(executors), weight_bytes));
 }
 
-HostRunner::HostRunner(int num_slots, std::map<int64_t, std::unique_ptr<HostExecutor>> executors,
+HostRunner::HostRunner(int num_slots, std::map<GraphKey, std::unique_ptr<HostExecutor>> executors,
                        size_t weight_bytes)
     : num_slots_(num_slots), executors_(std::move(executors)), weight_bytes_(weight_bytes) {}
 
@@ -51,12 +51,13 @@ absl::Status HostRunner::PrepareWorkerThread(int /*slot*/) { return absl::OkStat
 
 absl::Status HostRunner::Start(int /*slot*/, int /*staging*/, const ChunkJob& job,
                                ChunkTiming* timing) {
-  const auto found = executors_.find(job.batch_size);
+  const auto found = executors_.find(job.key);
   if (found == executors_.end()) {
-    return absl::InternalError(absl::StrCat("no host plan for batch size ", job.batch_size));
+    return absl::InternalError(
+        absl::StrCat("no host plan for batch size ", GraphKeyString(job.key)));
   }
   const BoundGraph& graph = found->second->graph();
-  const auto batch = static_cast<size_t>(job.batch_size);
+  const auto batch = static_cast<size_t>(job.key.batch_size);
 
   Clock::time_point start = Clock::now();
   // Real rows first, then copies of row 0: the padding a graph replay sees

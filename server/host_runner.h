@@ -21,8 +21,8 @@ namespace graphserve {
 struct HostRunnerOptions {
   // Worker threads, like the GPU's stream slots.
   int num_slots = 1;
-  // Sizes a chunk may run at (the model's captured sizes).
-  std::vector<int64_t> batch_sizes;
+  // Keys a chunk may run at (the model's captured keys).
+  std::vector<GraphKey> graphs;
 };
 
 class HostRunner : public ChunkRunner {
@@ -45,12 +45,12 @@ class HostRunner : public ChunkRunner {
 
   // Implementation details follow.
  private:
-  HostRunner(int num_slots, std::map<int64_t, std::unique_ptr<HostExecutor>> executors,
+  HostRunner(int num_slots, std::map<GraphKey, std::unique_ptr<HostExecutor>> executors,
              size_t weight_bytes);
 
   const int num_slots_;
-  // HostExecutor::Run is thread-safe, so slots share one executor per size.
-  const std::map<int64_t, std::unique_ptr<HostExecutor>> executors_;
+  // HostExecutor::Run is thread-safe, so slots share one executor per key.
+  const std::map<GraphKey, std::unique_ptr<HostExecutor>> executors_;
   const size_t weight_bytes_;
 };
 

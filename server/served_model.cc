@@ -120,11 +120,16 @@ absl::Status ApplyConfigSchedules(const Model& model, inference::ModelConfig* co
                                   std::vector<ScheduleChoice>& choices) {
   const int max_lanes = config->capture().max_lanes() > 0 ? config->capture().max_lanes() : 4;
   set_options.executor.schedule.max_lanes = max_lanes;
-  ASSIGN_OR_RETURN(const auto recorded, SchedulesFromConfig(*config, set_options.batch_sizes));
+  ASSIGN_OR_RETURN(const auto recorded,
+                   SchedulesFromConfig(*config, BatchSizesOf(set_options.graphs)));
   if (recorded.has_value()) {
+    // The config records a schedule per batch size, of the model's one
+    // bucket (Note [Shape dims fixed by config.pbtxt]).
+    const std::vector<int64_t>& bucket = set_options.graphs.front().bucket;
     for (const auto& [size, policy] : *recorded) {
-      set_options.schedules[size] = {.policy = policy, .max_lanes = max_lanes};
-      choices.push_back({.batch_size = size, .policy = policy});
+      const GraphKey key{size, bucket};
+      set_options.schedules[key] = {.policy = policy, .max_lanes = max_lanes};
+      choices.push_back({.key = key, .policy = policy});
     }
     return absl::OkStatus();
   }
@@ -213,7 +218,7 @@ absl::StatusOr<std::vector<std::shared_ptr<GraphSet>>> CaptureOnEveryGpu(
 }
 
 absl::StatusOr<Execution> LoadOnGpu(const Model& model, const BoundGraph& any_size,
-                                    const std::vector<int64_t>& sizes, bool graphs,
+                                    const std::vector<GraphKey>& keys, bool graphs,
                                     const ServedModelOptions& options,
                                     inference::ModelConfig* config) {
   ASSIGN_OR_RETURN(const std::vector<GpuPlacement> placements, GpuPlacements(*config, options));
@@ -223,7 +228,7 @@ absl::StatusOr<Execution> LoadOnGpu(const Model& model, const BoundGraph& any_si
   const CudaDeviceGuard on_first_device(first_device);
   RETURN_IF_ERROR(on_first_device.status());
   GraphSetOptions set_options;
-  set_options.batch_sizes = sizes;
+  set_options.graphs = keys;
   set_options.executor.device = first_device;
   set_options.executor.allow_tf32 = options.allow_tf32;
   Execution execution;
@@ -239,7 +244,8 @@ absl::StatusOr<Execution> LoadOnGpu(const Model& model, const BoundGraph& any_si
   std::vector<std::string> described;
   for (const ScheduleChoice& choice : schedules) {
     *config->mutable_capture()->add_schedules() = ScheduleToProto(choice);
-    described.push_back(absl::StrCat(choice.batch_size, ":", SchedulePolicyName(choice.policy),
+    described.push_back(absl::StrCat(GraphKeyString(choice.key), ":",
+                                     SchedulePolicyName(choice.policy),
                                      choice.lanes > 1 ? absl::StrCat(" on ", choice.lanes) : ""));
   }
   execution.summary.schedules =
@@ -247,7 +253,7 @@ absl::StatusOr<Execution> LoadOnGpu(const Model& model, const BoundGraph& any_si
                    execution.summary.schedules.empty() ? "config" : execution.summary.schedules,
                    ")");
 
-  execution.costs_us = CostsFromConfig(*config, sizes, graphs);
+  execution.costs_us = CostsFromConfig(*config, BatchSizesOf(keys), graphs);
   execution.summary.costs = "config";
   if (execution.costs_us.empty()) {
     LaunchCostOptions cost_options;
@@ -311,8 +317,65 @@ bool SleepsWhileWaiting(GpuWait wait, const std::vector<double>& costs_us) {
 
 namespace {
 
-RowLayout RowLayoutOf(const ModelInterface& interface) {
+// Note [Shape dims fixed by config.pbtxt]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A model's shape dims (a sequence length, an image size: Note [Shape dims]
+// in runtime/ir.h) are served today at the one extent config.pbtxt gives
+// them, e.g. `dims: [ 128 ]` for input_ids [batch, sequence]: one bucket,
+// every graph captured at it, every row of it. A dim the config leaves -1 is
+// refused at load, naming it; choosing buckets from the lengths requests
+// bring, and padding shorter requests into them, is the shapes issue's
+// next step.
+
+// The bucket config.pbtxt fixes: for each shape dim, the extent of the
+// first declared input that has it; inputs sharing a dim must agree.
+absl::StatusOr<std::vector<int64_t>> BucketFromConfig(const Model& model,
+                                                      const ModelInterface& declared) {
+  const std::vector<std::string> shape_dims = ShapeDimNames(model);
+  std::map<std::string, std::pair<int64_t, std::string>> given;  // extent, input
+  const size_t batch_dims = declared.max_batch_size > 0 ? 1 : 0;
+  for (const ValueInfo& input : model.inputs) {
+    const auto spec = std::find_if(declared.inputs.begin(), declared.inputs.end(),
+                                   [&](const TensorSpec& s) { return s.name == input.name; });
+    if (spec == declared.inputs.end()) continue;
+    const Dims& dims = spec->model_dims.value_or(spec->dims);
+    for (size_t d = 0; d < input.dim_names.size(); ++d) {
+      const std::string& name = input.dim_names[d];
+      if (name.empty() || d < batch_dims || d - batch_dims >= dims.size()) continue;
+      const int64_t extent = dims[d - batch_dims];
+      if (extent < 1) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "input '", input.name, "' dim ", d, " ('", name,
+            "') is dynamic in the model and config.pbtxt gives it ", extent,
+            ": GraphServe captures graphs of fixed shape, so give the dim its extent in "
+            "config.pbtxt (e.g. dims: [ 128 ] for a sequence length); choosing shape buckets "
+            "from request lengths is not implemented yet"));
+      }
+      const auto [it, inserted] = given.try_emplace(name, extent, input.name);
+      if (!inserted && it->second.first != extent) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "inputs '", it->second.second, "' and '", input.name, "' share the model's dim '",
+            name, "', but config.pbtxt gives it ", it->second.first, " and ", extent));
+      }
+    }
+  }
+  std::vector<int64_t> bucket;
+  for (const std::string& name : shape_dims) {
+    const auto it = given.find(name);
+    if (it == given.end()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the model's dynamic dim '", name, "' has no extent in config.pbtxt"));
+    }
+    bucket.push_back(it->second.first);
+  }
+  return bucket;
+}
+
+// The rows every chunk moves: the declared tensors' rows at the bucket the
+// config fixes.
+absl::StatusOr<RowLayout> RowLayoutOf(const Model& model, const ModelInterface& interface) {
   RowLayout layout;
+  ASSIGN_OR_RETURN(layout.bucket, BucketFromConfig(model, interface));
   for (const TensorSpec& input : interface.inputs) {
     layout.input_bytes_per_row.push_back(input.bytes_per_row());
   }
@@ -369,11 +432,11 @@ absl::StatusOr<ModelPrecision> PrecisionFromConfig(const inference::ModelConfig&
   return precision;
 }
 
-absl::StatusOr<Execution> LoadOnHost(const Model& model, const std::vector<int64_t>& sizes,
+absl::StatusOr<Execution> LoadOnHost(const Model& model, const std::vector<GraphKey>& keys,
                                      int num_streams) {
   HostRunnerOptions host_options;
   host_options.num_slots = num_streams;
-  host_options.batch_sizes = sizes;
+  host_options.graphs = keys;
   ASSIGN_OR_RETURN(std::unique_ptr<HostRunner> runner, HostRunner::Create(model, host_options));
   Execution execution;
   execution.summary.weight_bytes = runner->weight_bytes();
@@ -428,9 +491,11 @@ absl::StatusOr<std::unique_ptr<ServedModel>> ServedModel::Load(const RepositoryM
   declared.name = entry.name;
   RETURN_IF_ERROR(ArrangeModelAsDeclared(declared, &model));
   ASSIGN_OR_RETURN(const std::vector<int64_t> sizes, CapturedSizes(config));
+  ASSIGN_OR_RETURN(RowLayout layout, RowLayoutOf(model, declared));
+  std::vector<GraphKey> keys;
+  for (int64_t size : sizes) keys.push_back({size, layout.bucket});
 
-  BindOptions bind;
-  bind.batch_size = sizes.front();
+  ASSIGN_OR_RETURN(const BindOptions bind, BindOptionsAt(model, keys.front()));
   ASSIGN_OR_RETURN(const BoundGraph any_size, BindModel(model, bind));
   RETURN_IF_ERROR(
       CheckInterfacesMatch(declared, InterfaceFromGraph(entry.name, declared.max_batch_size,
@@ -444,8 +509,8 @@ absl::StatusOr<std::unique_ptr<ServedModel>> ServedModel::Load(const RepositoryM
   const bool graphs = options.graphs && !GraphsDisabledByConfig(config);
   absl::StatusOr<Execution> execution =
       options.executor == ExecutorKind::kCuda
-          ? LoadOnGpu(model, any_size, sizes, graphs, model_options, &config)
-          : LoadOnHost(model, sizes, num_streams);
+          ? LoadOnGpu(model, any_size, keys, graphs, model_options, &config)
+          : LoadOnHost(model, keys, num_streams);
   RETURN_IF_ERROR(execution.status());
 
   config.mutable_capture()->clear_batch_sizes();
@@ -484,7 +549,7 @@ absl::StatusOr<std::unique_ptr<ServedModel>> ServedModel::Load(const RepositoryM
   };
   ASSIGN_OR_RETURN(std::unique_ptr<StreamPool> pool,
                    StreamPool::Create(std::move(execution->runner), std::move(planner),
-                                      RowLayoutOf(declared), std::move(pool_options)));
+                                      std::move(layout), std::move(pool_options)));
   summary.load_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   return std::unique_ptr<ServedModel>(new ServedModel(std::move(declared), version.version,
                                                       std::move(config), std::move(counters),

@@ -275,7 +275,7 @@ StreamPool::StartedChunk StreamPool::StartChunk(int slot, int staging,
                                                 const absl::Status& prepared, FormedChunk chunk) {
   StartedChunk started{.chunk = std::move(chunk), .staging = staging, .start = Clock::now()};
   ChunkJob& job = started.job;
-  job.batch_size = started.chunk.batch_size;
+  job.key = {started.chunk.batch_size, layout_.bucket};
   job.rows = started.chunk.rows;
   job.segments.reserve(started.chunk.segments.size());
   for (const RowSegment& segment : started.chunk.segments) {

@@ -70,6 +70,10 @@ namespace graphserve {
 // Bytes per row of each model input and output, in interface order: how a
 // segment's first row is found inside its request.
 struct RowLayout {
+  // The shape bucket every chunk runs at (Note [Graph keys] in
+  // common/graph_key.h), which the row sizes below are of; empty for a
+  // model without shape dims.
+  std::vector<int64_t> bucket;
   std::vector<size_t> input_bytes_per_row;
   std::vector<size_t> output_bytes_per_row;
 };

@@ -34,7 +34,7 @@ class RecordingRunner : public ChunkRunner {
     while (now > seen && !max_running_.compare_exchange_weak(seen, now)) {
     }
     std::this_thread::sleep_for(delay_);
-    std::vector<float> batch(static_cast<size_t>(job.batch_size));
+    std::vector<float> batch(static_cast<size_t>(job.key.batch_size));
     GatherInputRows(
         job, 1, [&](size_t) { return reinterpret_cast<std::byte*>(batch.data()); },
         [](size_t) { return sizeof(float); });
@@ -50,7 +50,7 @@ class RecordingRunner : public ChunkRunner {
     }
     timing->infer_ns = 1;
     --running_;
-    if (job.rows > job.batch_size) return absl::InternalError("rows beyond the batch");
+    if (job.rows > job.key.batch_size) return absl::InternalError("rows beyond the batch");
     if (fail_) return absl::InternalError("the runner failed");
     return absl::OkStatus();
   }
@@ -104,7 +104,7 @@ class PipelinedRunner : public ChunkRunner {
   void Go() { go_.set_value(); }
   absl::Status Start(int, int staging, const ChunkJob& job, ChunkTiming*) override {
     std::vector<float>& out = outputs_[staging];
-    out.assign(static_cast<size_t>(job.batch_size), 0);
+    out.assign(static_cast<size_t>(job.key.batch_size), 0);
     GatherInputRows(
         job, 1, [&](size_t) { return reinterpret_cast<std::byte*>(out.data()); },
         [](size_t) { return sizeof(float); });
@@ -145,7 +145,8 @@ class PipelinedRunner : public ChunkRunner {
   std::chrono::steady_clock::time_point last_done_;
 };
 
-const RowLayout kLayout{{sizeof(float)}, {sizeof(float)}};
+const RowLayout kLayout{.input_bytes_per_row = {sizeof(float)},
+                        .output_bytes_per_row = {sizeof(float)}};
 
 // One request of `rows` float rows 0, 1, ...; counts its rows by status.
 struct Request {

@@ -6,6 +6,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "capture/model_config_writer.h"
 #include "common/status.h"
 #include "google/protobuf/descriptor.h"
@@ -139,6 +140,13 @@ absl::Status CompleteConfigFromModel(const Model& model, inference::ModelConfig*
     config->set_max_batch_size(kAutoCompleteMaxBatchSize);
   }
   const bool batching = config->max_batch_size() > 0;
+  if (const std::vector<std::string> shape_dims = ShapeDimNames(model); !shape_dims.empty()) {
+    // Note [Shape dims fixed by config.pbtxt] in server/served_model.cc.
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model '", config->name(), "' has dynamic dims beyond the batch ('",
+        absl::StrJoin(shape_dims, "', '"), "'), so its config.pbtxt must declare the inputs "
+        "and outputs, giving those dims their extents (e.g. dims: [ 128 ])"));
+  }
   // Bound at one row, the graph gives every tensor's dims, outputs included.
   ASSIGN_OR_RETURN(const BoundGraph graph, BindModel(model, {.batch_size = 1}));
   const ModelInterface interface =
