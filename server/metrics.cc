@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "capture/batch_sizes.h"
-#include "capture/live_metrics.h"
+#include "capture_cli/live_metrics.h"
 #include "common/metric_names.h"
 #include "common/status.h"
 #include "prometheus/metric_family.h"

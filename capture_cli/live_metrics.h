@@ -19,7 +19,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "capture/batch_sizes.h"
-#include "capture/metrics_text.h"
+#include "capture_cli/metrics_text.h"
 
 namespace graphserve {
 

@@ -1,4 +1,4 @@
-#include "capture/live_metrics.h"
+#include "capture_cli/live_metrics.h"
 
 #include <httplib.h>
 
