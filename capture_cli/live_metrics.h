@@ -18,8 +18,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "capture/batch_sizes.h"
 #include "capture_cli/metrics_text.h"
+#include "planning/batch_sizes.h"
 
 namespace graphserve {
 

@@ -27,7 +27,7 @@ status=${PIPESTATUS[0]}
 # the fuzz corpora). The GPU tests and the ONNX conformance suite stay on gcc:
 # they are slow under the sanitizers and, without a GPU, run the same host
 # code the runtime tests cover.
-SANITIZED_TESTS=(//server/... //client/... //fuzz/... //capture:batch_sizes_test
+SANITIZED_TESTS=(//server/... //client/... //fuzz/... //planning:batch_sizes_test
                  //runtime:all //runtime/host/...)
 # TSan: the tests of code that runs threads (stream workers, responders,
 # queues, the registry's control thread, listeners).

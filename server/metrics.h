@@ -103,7 +103,7 @@ class MetricsEndpoint {
 // Captured sizes are chosen from a batch-size histogram, and traffic drifts
 // away from the one they were chosen for. graphserve_expected_padded_rows
 // says when it has drifted far enough to re-choose, with the cost function
-// `graphserve-capture select` minimises (capture/batch_sizes.h), over the
+// `graphserve-capture select` minimises (planning/batch_sizes.h), over the
 // live rows histogram graphserve_request_rows exports:
 //  * sizes="current": ExpectedPaddedRows of the captured sizes;
 //  * sizes="optimal": that of ChooseBatchSizes with as many sizes (N), i.e.
