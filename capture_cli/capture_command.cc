@@ -155,7 +155,7 @@ void PrintLiveText(const std::string& url, const LiveBatchSizes& live, const Sel
       buckets.push_back(
           absl::StrCat(bucket.first_row, "-", bucket.last_row, " rows: ", bucket.requests));
     }
-    // Note [Rows of a wide bucket] in capture_cli/live_metrics.cc.
+    // Note [Rows of a wide bucket] in planning/row_histogram.cc.
     out << "note: " << approximated << (approximated == 1 ? " request lies" : " requests lie")
         << " in histogram buckets wider than one row (" << absl::StrJoin(buckets, ", ")
         << "); each is counted at its bucket's upper bound, so the padding shown for them is "

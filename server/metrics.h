@@ -110,7 +110,7 @@ class MetricsEndpoint {
 //    what `graphserve-capture select --from-metrics URL --model M
 //    --num-sizes N` would choose now (the same histogram, the same reading
 //    of its wide buckets: Note [Rows of a wide bucket] in
-//    capture_cli/live_metrics.cc).
+//    planning/row_histogram.cc).
 // A current well above optimal means re-choosing would save that many padded
 // rows per request: run select with --reload. Optimal may exceed current
 // when the captured sizes' largest is below the largest request, since the
