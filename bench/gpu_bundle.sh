@@ -39,7 +39,7 @@ TOOL_TARGETS=(
   //tests:onnx_conformance
   //bench:runtime_bench
   //bench:launch_overhead
-  //capture:graphserve-capture
+  //capture_cli:graphserve-capture
   //examples:make_example_models
   //examples:run_example_models
   //examples:make_demo_repository

@@ -2,7 +2,7 @@
 // The cost table: each captured size's measured latency, eager and graph, as
 // the server sees one chunk (staging copy, H2D copies, launch, D2H copies,
 // completion). The batch planner reads it to choose between padding a
-// request up and splitting it (server/batch_planner.h). Measured by
+// request up and splitting it (planning/batch_planner.h). Measured by
 // `graphserve-capture prepare` into config.pbtxt, and by the server at load
 // when a config carries none.
 

@@ -6,37 +6,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "server/batch_planner.h"
+#include "planning/batch_planner.h"
+#include "planning/cost_table.h"
 
 namespace graphserve {
-
-namespace {
-
-// Size `size`'s measured graph (or eager) cost, if capture.cost has one.
-std::optional<double> MeasuredCost(const inference::ModelCapture& capture, int64_t size,
-                                   bool graphs) {
-  for (const inference::CaptureCost& cost : capture.cost()) {
-    const double us = graphs ? cost.graph_us() : cost.eager_us();
-    if (cost.batch_size() == size && us > 0) return us;
-  }
-  return std::nullopt;
-}
-
-// Each size's measured cost, in `sizes` order; empty unless every size has
-// one, as the server reads the table (CostsFromConfig in
-// server/served_model.cc).
-std::vector<double> CostsOf(const inference::ModelCapture& capture,
-                            const std::vector<int64_t>& sizes, bool graphs) {
-  std::vector<double> costs;
-  for (int64_t size : sizes) {
-    const std::optional<double> us = MeasuredCost(capture, size, graphs);
-    if (!us.has_value()) return {};
-    costs.push_back(*us);
-  }
-  return costs;
-}
-
-}  // namespace
 
 ReplayCost FullChunkReplay(const inference::ModelConfig& config, int64_t batch_size) {
   const inference::ModelCapture& capture = config.capture();
@@ -56,8 +29,8 @@ ReplayCost FullChunkReplay(const inference::ModelConfig& config, int64_t batch_s
   }
   std::sort(sizes.begin(), sizes.end());
   // The server's own plan for the batch: the cheapest by the cost table, or
-  // padding up when the table is incomplete (server/batch_planner.h).
-  const std::vector<double> costs = CostsOf(capture, sizes, replay.graphs);
+  // padding up when the table is incomplete (planning/batch_planner.h).
+  const std::vector<double> costs = CostsForSizes(capture, sizes, replay.graphs);
   const int64_t max_rows = config.max_batch_size() > 0 ? config.max_batch_size() : sizes.back();
   absl::StatusOr<BatchPlanner> planner = BatchPlanner::Create(sizes, costs, max_rows);
   if (!planner.ok()) {
@@ -78,7 +51,7 @@ ReplayCost FullChunkReplay(const inference::ModelConfig& config, int64_t batch_s
     return replay;
   }
   const int64_t planned = plan.front().batch_size;
-  replay.us = MeasuredCost(capture, planned, replay.graphs);
+  replay.us = MeasuredCostUs(capture, planned, replay.graphs);
   if (!replay.us.has_value()) {
     replay.note = absl::StrCat("capture.cost has no measured ",
                                replay.graphs ? "graph replay" : "eager run", " of batch ",

@@ -11,7 +11,7 @@
 namespace graphserve {
 
 // The measured cost of the one replay the server runs for `batch_size`, by
-// the server's own plan (server/batch_planner.h over capture.cost, as the
+// the server's own plan (planning/batch_planner.h over capture.cost, as the
 // server builds it): capture.cost's graph_us for the planned size, or
 // eager_us when the config says the model's graphs are off
 // (capture.graphs_disabled). A batch padded up to a larger captured size gets

@@ -1,7 +1,7 @@
 #pragma once
 // The Prometheus families that the server writes (server/metrics.cc) and
 // `graphserve-capture select --from-metrics` reads back
-// (capture/live_metrics.cc): one spelling for both sides.
+// (capture_cli/live_metrics.cc): one spelling for both sides.
 
 namespace graphserve {
 

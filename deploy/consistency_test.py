@@ -50,7 +50,7 @@ KSERVE_MODEL_DIR = "/mnt/models"
 # The binaries the image holds; bench/gpu_bundle.sh names them by target.
 IMAGE_BINARIES = {
     "graphserve": "//server:graphserve",
-    "graphserve-capture": "//capture:graphserve-capture",
+    "graphserve-capture": "//capture_cli:graphserve-capture",
     "graphserve-client": "//client:graphserve-client",
 }
 

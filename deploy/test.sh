@@ -23,11 +23,11 @@ bazel test //... --test_env=GRAPHSERVE_PYTHON="$PWD/.pyenv/bin/python" 2>&1 | te
 status=${PIPESTATUS[0]}
 
 # Sanitized test sets: the packages that parse outside input or run threads
-# (the server, the client, the runtime's import, binding and host kernels,
-# the fuzz corpora). The GPU tests and the ONNX conformance suite stay on gcc:
-# they are slow under the sanitizers and, without a GPU, run the same host
-# code the runtime tests cover.
-SANITIZED_TESTS=(//server/... //client/... //fuzz/... //capture:batch_sizes_test
+# (the server, the client, the size planner the server runs, the runtime's
+# import, binding and host kernels, the fuzz corpora). The GPU tests and the
+# ONNX conformance suite stay on gcc: they are slow under the sanitizers and,
+# without a GPU, run the same host code the runtime tests cover.
+SANITIZED_TESTS=(//server/... //client/... //fuzz/... //planning/...
                  //runtime:all //runtime/host/...)
 # TSan: the tests of code that runs threads (stream workers, responders,
 # queues, the registry's control thread, listeners).

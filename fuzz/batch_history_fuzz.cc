@@ -1,4 +1,4 @@
-// A batch-size history file (capture/batch_sizes.h), the input of
+// A batch-size history file (planning/batch_sizes.h), the input of
 // `graphserve-capture select`. Invariants: a parsed history has positive
 // sizes and counts within the documented bounds, and choosing sizes from it
 // (the next step of the command) returns ascending, distinct, positive sizes
@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <string>
 
-#include "capture/batch_sizes.h"
 #include "fuzz/fuzz_check.h"
+#include "planning/batch_sizes.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace graphserve;

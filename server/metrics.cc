@@ -6,10 +6,10 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "capture/batch_sizes.h"
-#include "capture/live_metrics.h"
 #include "common/metric_names.h"
 #include "common/status.h"
+#include "planning/batch_sizes.h"
+#include "planning/row_histogram.h"
 #include "prometheus/metric_family.h"
 #include "prometheus/text_serializer.h"
 #include "spdlog/spdlog.h"

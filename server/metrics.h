@@ -103,14 +103,14 @@ class MetricsEndpoint {
 // Captured sizes are chosen from a batch-size histogram, and traffic drifts
 // away from the one they were chosen for. graphserve_expected_padded_rows
 // says when it has drifted far enough to re-choose, with the cost function
-// `graphserve-capture select` minimises (capture/batch_sizes.h), over the
+// `graphserve-capture select` minimises (planning/batch_sizes.h), over the
 // live rows histogram graphserve_request_rows exports:
 //  * sizes="current": ExpectedPaddedRows of the captured sizes;
 //  * sizes="optimal": that of ChooseBatchSizes with as many sizes (N), i.e.
 //    what `graphserve-capture select --from-metrics URL --model M
 //    --num-sizes N` would choose now (the same histogram, the same reading
 //    of its wide buckets: Note [Rows of a wide bucket] in
-//    capture/live_metrics.cc).
+//    planning/row_histogram.cc).
 // A current well above optimal means re-choosing would save that many padded
 // rows per request: run select with --reload. Optimal may exceed current
 // when the captured sizes' largest is below the largest request, since the

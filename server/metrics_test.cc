@@ -3,9 +3,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "capture/batch_sizes.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "planning/batch_sizes.h"
 
 namespace graphserve {
 namespace {

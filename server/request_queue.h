@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "server/batch_planner.h"
+#include "planning/batch_planner.h"
 #include "server/chunk_runner.h"
 #include "server/tensor_mask.h"
 

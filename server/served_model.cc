@@ -19,6 +19,7 @@
 #include "common/cuda_handles.h"
 #include "common/cuda_status.h"
 #include "common/status.h"
+#include "planning/cost_table.h"
 #include "runtime/bind.h"
 #include "runtime/onnx_import.h"
 #include "runtime/passes/precision.h"
@@ -63,24 +64,6 @@ absl::StatusOr<std::vector<int64_t>> CapturedSizes(const inference::ModelConfig&
     }
   }
   return sizes;
-}
-
-// The config's measured cost per size, in `sizes` order, or empty unless it
-// covers every size.
-std::vector<double> CostsFromConfig(const inference::ModelConfig& config,
-                                    const std::vector<int64_t>& sizes, bool graphs) {
-  std::vector<double> costs;
-  for (int64_t size : sizes) {
-    for (const inference::CaptureCost& cost : config.capture().cost()) {
-      const double us = graphs ? cost.graph_us() : cost.eager_us();
-      if (cost.batch_size() == size && us > 0) {
-        costs.push_back(us);
-        break;
-      }
-    }
-  }
-  if (costs.size() != sizes.size()) costs.clear();
-  return costs;
 }
 
 void SetCosts(const std::vector<CaptureCostEntry>& measured, inference::ModelConfig* config) {
@@ -253,7 +236,7 @@ absl::StatusOr<Execution> LoadOnGpu(const Model& model, const BoundGraph& any_si
                    execution.summary.schedules.empty() ? "config" : execution.summary.schedules,
                    ")");
 
-  execution.costs_us = CostsFromConfig(*config, BatchSizesOf(keys), graphs);
+  execution.costs_us = CostsForSizes(config->capture(), BatchSizesOf(keys), graphs);
   execution.summary.costs = "config";
   if (execution.costs_us.empty()) {
     LaunchCostOptions cost_options;

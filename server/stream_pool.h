@@ -61,7 +61,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "server/batch_planner.h"
+#include "planning/batch_planner.h"
 #include "server/chunk_runner.h"
 #include "server/request_queue.h"
 

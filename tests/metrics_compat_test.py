@@ -195,7 +195,7 @@ def value(family, name=None, model="mlp", **labels):
 
 def padded_rows(requests, sizes):
     """Expected padded rows per request of `requests` (rows each) served by
-    `sizes`, by capture/batch_sizes.h's serving model, written out again
+    `sizes`, by planning/batch_sizes.h's serving model, written out again
     here: above the largest size C, chunks of C and a padded remainder."""
     top = max(sizes)
     total = 0

@@ -16,7 +16,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "capture/capture_command.h"
+#include "capture_cli/capture_command.h"
 #include "client/inference_client.h"
 #include "common/tensor.h"
 #include "examples/demo_repository.h"

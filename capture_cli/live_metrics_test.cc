@@ -1,4 +1,4 @@
-#include "capture/live_metrics.h"
+#include "capture_cli/live_metrics.h"
 
 #include <httplib.h>
 #include <netinet/in.h>
@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <cmath>
-#include <limits>
 #include <string>
 #include <thread>
 #include <vector>
@@ -14,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "planning/row_histogram_testing.h"
 
 namespace graphserve {
 namespace {
@@ -22,123 +22,13 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Pair;
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
-
-// The bounds ModelCounters gives a model of max_batch_size `max_batch`: one
-// per row up to 64, then powers of two, then max_batch itself, then +Inf.
-std::vector<double> ServerBounds(int64_t max_batch) {
-  std::vector<double> bounds;
-  for (int64_t rows = 1; rows <= std::min<int64_t>(max_batch, 64); ++rows) bounds.push_back(rows);
-  for (int64_t rows = 128; rows < max_batch; rows *= 2) bounds.push_back(rows);
-  if (max_batch > 64) bounds.push_back(max_batch);
-  bounds.push_back(kInf);
-  return bounds;
-}
-
-// The cumulative buckets of `requests` (one row count each) over `bounds`.
-std::vector<CumulativeBucket> Buckets(const std::vector<double>& bounds,
-                                      const std::vector<int64_t>& requests) {
-  std::vector<CumulativeBucket> buckets;
-  for (double bound : bounds) {
-    double count = 0;
-    for (int64_t rows : requests) count += rows <= bound ? 1 : 0;
-    buckets.push_back({bound, count});
-  }
-  return buckets;
-}
-
-TEST(RowHistogramFromBuckets, OneRowBucketsAreExact) {
-  // Requests of 1, 1, 3, 3, 3, 4 rows.
-  absl::StatusOr<RowHistogram> rows =
-      RowHistogramFromBuckets({{1, 2}, {2, 2}, {3, 5}, {4, 6}, {kInf, 6}});
-  ASSERT_TRUE(rows.ok()) << rows.status();
-  EXPECT_THAT(rows->histogram, ElementsAre(Pair(1, 2), Pair(3, 3), Pair(4, 1)));
-  EXPECT_EQ(rows->requests, 6);
-  EXPECT_TRUE(rows->wide_buckets.empty());
-  EXPECT_EQ(rows->scale, 1);
-}
-
-TEST(RowHistogramFromBuckets, WideBucketsCountAtTheirUpperBound) {
-  // max_batch_size 256: 100 lies in 65..128 and 200 in 129..256 (Note [Rows
-  // of a wide bucket]); 64 is still a bucket of its own.
-  absl::StatusOr<RowHistogram> rows =
-      RowHistogramFromBuckets(Buckets(ServerBounds(256), {1, 1, 1, 64, 100, 100, 200}));
-  ASSERT_TRUE(rows.ok()) << rows.status();
-  EXPECT_THAT(rows->histogram, ElementsAre(Pair(1, 3), Pair(64, 1), Pair(128, 2), Pair(256, 1)));
-  EXPECT_EQ(rows->requests, 7);
-  ASSERT_EQ(rows->wide_buckets.size(), 2u);
-  EXPECT_EQ(rows->wide_buckets[0].first_row, 65);
-  EXPECT_EQ(rows->wide_buckets[0].last_row, 128);
-  EXPECT_EQ(rows->wide_buckets[0].requests, 2);
-  EXPECT_EQ(rows->wide_buckets[1].first_row, 129);
-  EXPECT_EQ(rows->wide_buckets[1].last_row, 256);
-  EXPECT_EQ(rows->wide_buckets[1].requests, 1);
-}
-
-TEST(RowHistogramFromBuckets, TheLastBucketEndsAtMaxBatchSize) {
-  // max_batch_size 100: the bucket after 64 is 65..100, not a power of two.
-  absl::StatusOr<RowHistogram> rows = RowHistogramFromBuckets(Buckets(ServerBounds(100), {70, 2}));
-  ASSERT_TRUE(rows.ok()) << rows.status();
-  EXPECT_THAT(rows->histogram, ElementsAre(Pair(2, 1), Pair(100, 1)));
-  ASSERT_EQ(rows->wide_buckets.size(), 1u);
-  EXPECT_EQ(rows->wide_buckets[0].first_row, 65);
-}
-
-TEST(RowHistogramFromBuckets, OrderOfTheBucketsDoesNotMatter) {
-  absl::StatusOr<RowHistogram> rows = RowHistogramFromBuckets({{kInf, 3}, {2, 3}, {1, 1}});
-  ASSERT_TRUE(rows.ok()) << rows.status();
-  EXPECT_THAT(rows->histogram, ElementsAre(Pair(1, 1), Pair(2, 2)));
-}
-
-TEST(RowHistogramFromBuckets, NoRequestsIsAnEmptyHistogram) {
-  absl::StatusOr<RowHistogram> rows = RowHistogramFromBuckets(Buckets(ServerBounds(8), {}));
-  ASSERT_TRUE(rows.ok()) << rows.status();
-  EXPECT_TRUE(rows->histogram.empty());
-  EXPECT_EQ(rows->requests, 0);
-}
-
-TEST(RowHistogramFromBuckets, CountsBeyondTheRequestBoundAreScaled) {
-  // Three billion requests of 1 row, one of 5: over ChooseBatchSizes' bound.
-  constexpr double kMany = 3e9;
-  absl::StatusOr<RowHistogram> rows =
-      RowHistogramFromBuckets({{1, kMany}, {5, kMany + 1}, {kInf, kMany + 1}});
-  ASSERT_TRUE(rows.ok()) << rows.status();
-  EXPECT_EQ(rows->requests, static_cast<int64_t>(kMany) + 1);
-  EXPECT_LT(rows->scale, 1);
-  int64_t total = 0;
-  for (const auto& [size, count] : rows->histogram) total += count;
-  EXPECT_LE(total, kMaxHistoryRequests);
-  EXPECT_NEAR(static_cast<double>(rows->histogram.at(1)), kMany * rows->scale, 1);
-  EXPECT_EQ(rows->histogram.at(5), 1);  // rare, but kept
-}
-
-TEST(RowHistogramFromBuckets, MalformedHistogramsSayWhichBucket) {
-  const std::vector<std::pair<std::vector<CumulativeBucket>, std::string>> cases = {
-      {{{1, 1}, {2, 2}}, "no le=\"+Inf\" bucket"},
-      {{}, "no le=\"+Inf\" bucket"},
-      {{{1, 1}, {1, 1}, {kInf, 1}}, "le=\"1\": appears twice"},
-      {{{1, 3}, {2, 2}, {kInf, 3}}, "le=\"2\": count 2 is below the previous bucket's 3"},
-      {{{1, 0.5}, {kInf, 1}}, "le=\"1\": count 0.5 is not a whole number"},
-      {{{1, -1}, {kInf, 1}}, "le=\"1\": count -1 is not a whole number"},
-      {{{4, 1}, {kInf, 3}}, "le=\"+Inf\": 2 requests lie above the largest finite bound 4"},
-      {{{kInf, 3}}, "requests lie above the largest finite bound"},
-      {{{0.5, 1}, {kInf, 1}}, "le=\"0.5\": holds 1 requests but no positive row count"},
-  };
-  for (const auto& [buckets, message] : cases) {
-    absl::StatusOr<RowHistogram> rows = RowHistogramFromBuckets(buckets);
-    ASSERT_FALSE(rows.ok()) << message;
-    EXPECT_EQ(rows.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_THAT(std::string(rows.status().message()), HasSubstr(message));
-  }
-}
-
 // Two models as the server lists them: mlp at versions 1 and 2 (2 with sizes
 // 2, 8), dlrm_dense at 1.
 std::vector<MetricSample> ServerSamples() {
   std::vector<MetricSample> samples;
   auto add_histogram = [&](const std::string& model, const std::string& version,
                            const std::vector<int64_t>& requests) {
-    for (const CumulativeBucket& bucket : Buckets(ServerBounds(8), requests)) {
+    for (const CumulativeBucket& bucket : CumulativeBucketsOf(ServerRowBounds(8), requests)) {
       const std::string le =
           std::isinf(bucket.upper_bound) ? "+Inf" : absl::StrCat(bucket.upper_bound);
       samples.push_back({"graphserve_request_rows_bucket",

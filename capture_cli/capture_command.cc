@@ -1,4 +1,4 @@
-#include "capture/capture_command.h"
+#include "capture_cli/capture_command.h"
 
 #include <unistd.h>
 
@@ -11,14 +11,14 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
-#include "capture/batch_sizes.h"
-#include "capture/live_metrics.h"
-#include "capture/model_reload.h"
-#include "capture/prepare.h"
 #include "capture/schedule_choice.h"
+#include "capture_cli/live_metrics.h"
+#include "capture_cli/model_reload.h"
+#include "capture_cli/prepare.h"
 #include "common/command_line.h"
 #include "common/json_text.h"
 #include "common/status.h"
+#include "planning/batch_sizes.h"
 #include "runtime/bind.h"
 #include "runtime/fusion.h"
 #include "runtime/onnx_import.h"
@@ -155,7 +155,7 @@ void PrintLiveText(const std::string& url, const LiveBatchSizes& live, const Sel
       buckets.push_back(
           absl::StrCat(bucket.first_row, "-", bucket.last_row, " rows: ", bucket.requests));
     }
-    // Note [Rows of a wide bucket] in capture/live_metrics.cc.
+    // Note [Rows of a wide bucket] in planning/row_histogram.cc.
     out << "note: " << approximated << (approximated == 1 ? " request lies" : " requests lie")
         << " in histogram buckets wider than one row (" << absl::StrJoin(buckets, ", ")
         << "); each is counted at its bucket's upper bound, so the padding shown for them is "

@@ -1,4 +1,4 @@
-#include "capture/metrics_text.h"
+#include "capture_cli/metrics_text.h"
 
 #include <cstdint>
 #include <limits>

@@ -1,4 +1,4 @@
-#include "capture/model_reload.h"
+#include "capture_cli/model_reload.h"
 
 #include <string>
 

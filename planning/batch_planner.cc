@@ -1,4 +1,4 @@
-#include "server/batch_planner.h"
+#include "planning/batch_planner.h"
 
 #include <algorithm>
 #include <cmath>

@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "capture/batch_sizes.h"
 #include "capture/graph_set.h"
 #include "capture/model_config_writer.h"
+#include "planning/batch_sizes.h"
 #include "runtime/passes/precision.h"
 #include "runtime/schedule.h"
 
@@ -29,7 +29,7 @@ struct PrepareOptions {
   // M: stream slots.
   int num_streams = 2;
   // The sizes to capture; when empty they are chosen from `history_path`
-  // (num_sizes of them, see capture/batch_sizes.h).
+  // (num_sizes of them, see planning/batch_sizes.h).
   std::vector<int64_t> batch_sizes;
   std::string history_path;
   int num_sizes = 0;

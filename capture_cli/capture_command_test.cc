@@ -1,4 +1,4 @@
-#include "capture/capture_command.h"
+#include "capture_cli/capture_command.h"
 
 #include <httplib.h>
 

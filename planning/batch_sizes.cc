@@ -1,4 +1,4 @@
-#include "capture/batch_sizes.h"
+#include "planning/batch_sizes.h"
 
 #include <algorithm>
 #include <cstddef>

@@ -1,4 +1,4 @@
-#include "capture/prepare.h"
+#include "capture_cli/prepare.h"
 
 #include <algorithm>
 #include <chrono>
@@ -13,9 +13,9 @@
 #include "common/cuda_handles.h"
 #include "common/cuda_status.h"
 #include "common/status.h"
+#include "common/tensor.h"
 #include "runtime/bind.h"
 #include "runtime/onnx_import.h"
-#include "common/tensor.h"
 
 namespace graphserve {
 
