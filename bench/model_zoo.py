@@ -156,8 +156,16 @@ def make_inputs(kind, batch, seed, dtype=torch.float32):
     return [torch.randn(batch, 3, IMAGE, IMAGE, generator=g).to(dtype)]
 
 
-def export(model, kind, path, exporter, dtype):
+def dynamic_dims(kind, dynamic_sequence):
+    """The dims exported dynamic: the batch, and a text model's sequence when asked."""
+    if dynamic_sequence and kind.startswith("text"):
+        return {0: "batch", 1: "sequence"}
+    return {0: "batch"}
+
+
+def export(model, kind, path, exporter, dtype, dynamic_sequence=False):
     names = input_names(kind)
+    dims = dynamic_dims(kind, dynamic_sequence)
     args = tuple(make_inputs(kind, 3, 0, dtype))
     if dtype != torch.float32:
         # Half precision is traced on the GPU, where PyTorch has every kernel.
@@ -166,11 +174,11 @@ def export(model, kind, path, exporter, dtype):
     with torch.no_grad():
         if exporter == "ts":
             torch.onnx.export(model, args, path, input_names=names, output_names=["y"],
-                              dynamic_axes={n: {0: "batch"} for n in names + ["y"]},
+                              dynamic_axes={n: dims for n in names + ["y"]},
                               opset_version=17, do_constant_folding=True, dynamo=False)
         else:
             # AUTO: the batch dim dynamic where the model allows it.
-            shapes = {name: {0: torch.export.Dim.AUTO} for name in names}
+            shapes = {name: {d: torch.export.Dim.AUTO for d in dims} for name in names}
             program = torch.onnx.export(model, args, dynamic_shapes=shapes, input_names=names,
                                         output_names=["y"], dynamo=True)
             program.save(path)
@@ -236,11 +244,11 @@ def probe(name, exporter, args, ops_known, log):
     torch.manual_seed(0)
     model = wrap(spec["build"]().eval(), spec["kind"]).to(dtype)
     os.makedirs(args.work, exist_ok=True)
-    tag = f"{name}_{exporter}_{args.precision}"
+    tag = f"{name}_{exporter}_{args.precision}" + ("_dynseq" if args.dynamic_sequence else "")
     path = os.path.join(args.work, f"{tag}.onnx")
     t0 = time.time()
     try:
-        export(model, spec["kind"], path, exporter, dtype)
+        export(model, spec["kind"], path, exporter, dtype, args.dynamic_sequence)
     except Exception as error:  # recorded, not fatal
         row["stage"] = "export"
         # The exporters' first lines are banners; the cause is at the end.
@@ -283,10 +291,13 @@ def probe(name, exporter, args, ops_known, log):
     if torch_err:
         row["torch_rel_err"] = torch_err
     json_path = os.path.join(args.work, f"{tag}.json")
+    bucket = []
+    if args.dynamic_sequence and spec["kind"].startswith("text"):
+        bucket = ["--bucket", str(SEQ)]  # the one shape dim, captured at the inputs' length
     proc = run([os.path.join(args.bin, "runtime_bench"), "--model", path, "--batch-sizes",
                 args.batch_sizes, "--inputs", inputs_dir, "--outputs", outputs_dir,
-                "--graph-outputs", graph_dir, "--iters", str(args.iters), "--json", json_path],
-               log)
+                "--graph-outputs", graph_dir, "--iters", str(args.iters), "--json", json_path]
+               + bucket, log)
     if proc.returncode != 0:
         row["stage"] = "graphserve"
         lines = [l for l in (proc.stderr + proc.stdout).splitlines() if l.strip()]
@@ -349,6 +360,9 @@ def main():
     parser.add_argument("--iters", default="50")
     parser.add_argument("--precision", default="fp32", choices=["fp32", "fp16"],
                         help="fp16: export and run the model in half precision (model.half())")
+    parser.add_argument("--dynamic-sequence", action="store_true",
+                        help="export text models with the sequence dim dynamic too, and "
+                             "capture them at the inputs' length (a shape bucket)")
     args = parser.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False

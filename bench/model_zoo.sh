@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # gpu_check.sh BUNDLE zoo: bench/model_zoo.py on the bundle's runtime_bench.
 # ZOO_MODELS and ZOO_EXPORTERS (comma-separated) narrow it when time is short;
-# ZOO_PRECISION=fp16 exports and runs the models in half precision.
+# ZOO_PRECISION=fp16 exports and runs the models in half precision;
+# ZOO_DYNAMIC_SEQUENCE=1 exports text models with a dynamic sequence dim too
+# and captures them at the inputs' length (a shape bucket).
 #
 #   bench/model_zoo.sh BIN_DIR OUT_DIR
 set -uo pipefail
@@ -11,4 +13,5 @@ args=(--bin "$bin" --work /tmp/graphserve-zoo --out "$out")
 if [[ -n "${ZOO_MODELS:-}" ]]; then args+=(--models "$ZOO_MODELS"); fi
 if [[ -n "${ZOO_EXPORTERS:-}" ]]; then args+=(--exporters "$ZOO_EXPORTERS"); fi
 if [[ -n "${ZOO_PRECISION:-}" ]]; then args+=(--precision "$ZOO_PRECISION"); fi
+if [[ -n "${ZOO_DYNAMIC_SEQUENCE:-}" ]]; then args+=(--dynamic-sequence); fi
 python3 bench/model_zoo.py "${args[@]}"

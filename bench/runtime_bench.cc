@@ -30,9 +30,14 @@ int main(int argc, char** argv) {
   int64_t device = options.device;
   graphserve::CommandLine command_line(
       "runtime_bench --model FILE [--batch-sizes 1,2,...] [--inputs DIR] [--outputs DIR] "
-      "[--graph-outputs DIR] [--json FILE]");
+      "[--graph-outputs DIR] [--json FILE] [--bucket 128]");
   command_line.AddString("model", &options.model_path, "ONNX model file (required).");
   command_line.AddString("batch-sizes", &batch_sizes, "Comma-separated batch sizes, run in order.");
+  std::string bucket;
+  command_line.AddString("bucket", &bucket,
+                         "Comma-separated extents of the model's dynamic dims beyond the batch "
+                         "(a sequence length, an image's height and width), in the order the "
+                         "model's inputs name them; every batch size runs at them.");
   command_line.AddString("inputs", &options.inputs_dir,
                          "Directory of inputs: DIR/<B>/<input name>.npy. Without it, float32 "
                          "inputs are drawn at random (timing only).");
@@ -66,6 +71,13 @@ int main(int argc, char** argv) {
         absl::StrCat("--batch-sizes: ", sizes.status().message())));
   }
   options.batch_sizes = *std::move(sizes);
+  if (!bucket.empty()) {
+    absl::StatusOr<std::vector<int64_t>> extents = graphserve::ParseIntList(bucket, 1);
+    if (!extents.ok()) {
+      return Fail(absl::InvalidArgumentError(absl::StrCat("--bucket: ", extents.status().message())));
+    }
+    options.bucket = *std::move(extents);
+  }
   options.device = static_cast<int>(device);
   options.max_lanes = static_cast<int>(max_lanes);
   options.schedules = absl::StrSplit(schedules, ',', absl::SkipEmpty());

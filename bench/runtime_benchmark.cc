@@ -93,6 +93,11 @@ double MaxAbsDiff(const HostTensor& a, const HostTensor& b) {
   return worst;
 }
 
+// The graph key every run at `batch` uses: the options' one bucket.
+GraphKey KeyAt(int64_t batch, const RuntimeBenchOptions& options) {
+  return {batch, options.bucket};
+}
+
 std::string BatchDir(const std::string& root, int64_t batch) {
   return (std::filesystem::path(root) / std::to_string(batch)).string();
 }
@@ -157,17 +162,17 @@ absl::Status MeasureGraph(const Model& model, int64_t batch, const RuntimeBenchO
                           const std::vector<HostTensor>& eager_outputs,
                           RuntimeBenchRecord& record) {
   GraphSetOptions set_options;
-  set_options.graphs = {{batch}};
+  set_options.graphs = {KeyAt(batch, options)};
   set_options.executor.device = options.device;
   set_options.executor.allow_tf32 = options.allow_tf32;
   set_options.algorithm_choices = algorithm_choices;
   ASSIGN_OR_RETURN(std::unique_ptr<GraphSet> set, GraphSet::Create(model, set_options));
   record.capture_ms = set->total_setup_ms();
-  record.graph_nodes = set->graph_info(0, {batch}).nodes;
+  record.graph_nodes = set->graph_info(0, KeyAt(batch, options)).nodes;
 
   std::vector<const void*> input_rows;
   for (const HostTensor& input : inputs) input_rows.push_back(input.raw());
-  const LaunchChunk chunk{0, {batch}, batch, LaunchMode::kGraph};
+  const LaunchChunk chunk{0, KeyAt(batch, options), batch, LaunchMode::kGraph};
   RETURN_IF_ERROR(set->Launch(chunk, input_rows));
   CUDA_RETURN_IF_ERROR(cudaEventSynchronize(set->done_event(0)));
   std::vector<HostTensor> graph_outputs;
@@ -186,7 +191,7 @@ absl::Status MeasureGraph(const Model& model, int64_t batch, const RuntimeBenchO
     RETURN_IF_ERROR(WriteOutputs(options.graph_outputs_dir, batch, names, graph_outputs));
   }
 
-  cudaGraphExec_t exec = set->graph_exec(0, {batch});
+  cudaGraphExec_t exec = set->graph_exec(0, KeyAt(batch, options));
   ASSIGN_OR_RETURN(const Timing bare,
                    TimeRuns(set->stream(0), options.warmup, options.iters, [&](cudaStream_t s) {
                      return CudaErrorToStatus(cudaGraphLaunch(exec, s), "cudaGraphLaunch");
@@ -230,7 +235,7 @@ absl::Status MeasureSchedules(const Model& model, int64_t batch,
     ScheduledSet& scheduled = sets.emplace_back();
     scheduled.timing.policy = name;
     GraphSetOptions set_options;
-    set_options.graphs = {{batch}};
+    set_options.graphs = {KeyAt(batch, options)};
     set_options.executor.device = options.device;
     set_options.executor.allow_tf32 = options.allow_tf32;
     set_options.executor.schedule.max_lanes = options.max_lanes;
@@ -240,14 +245,14 @@ absl::Status MeasureSchedules(const Model& model, int64_t batch,
                      ApplyScheduleRequest(model, request, set_options));
     if (!request) scheduled.timing.chosen = SchedulePolicyName(choices[0].policy);
     ASSIGN_OR_RETURN(scheduled.set, GraphSet::Create(model, set_options));
-    const CapturedGraphInfo& info = scheduled.set->graph_info(0, {batch});
+    const CapturedGraphInfo& info = scheduled.set->graph_info(0, KeyAt(batch, options));
     scheduled.timing.lanes = info.lanes;
     scheduled.timing.events = info.events;
     scheduled.timing.arena_bytes = scheduled.set->slot_memory(0).arena;
 
     std::vector<const void*> input_rows;
     for (const HostTensor& input : inputs) input_rows.push_back(input.raw());
-    RETURN_IF_ERROR(scheduled.set->Launch({0, {batch}, batch, LaunchMode::kGraph}, input_rows));
+    RETURN_IF_ERROR(scheduled.set->Launch({0, KeyAt(batch, options), batch, LaunchMode::kGraph}, input_rows));
     CUDA_RETURN_IF_ERROR(cudaEventSynchronize(scheduled.set->done_event(0)));
     scheduled.timing.bit_identical_to_single_eager = true;
     for (size_t i = 0; i < eager_outputs.size(); ++i) {
@@ -261,7 +266,7 @@ absl::Status MeasureSchedules(const Model& model, int64_t batch,
   const int64_t iters_per_round = std::max<int64_t>(1, options.iters / kRounds);
   for (int round = 0; round < kRounds; ++round) {
     for (ScheduledSet& scheduled : sets) {
-      const cudaGraphExec_t exec = scheduled.set->graph_exec(0, {batch});
+      const cudaGraphExec_t exec = scheduled.set->graph_exec(0, KeyAt(batch, options));
       ASSIGN_OR_RETURN(const Timing timing,
                        TimeRuns(scheduled.set->stream(0), options.warmup, iters_per_round,
                                 [&](cudaStream_t s) {
@@ -290,8 +295,7 @@ absl::StatusOr<RuntimeBenchRecord> RunBatchSize(const Model& model, int64_t batc
                                                 const RuntimeBenchOptions& options,
                                                 const std::shared_ptr<WeightStore>& weights,
                                                 cudaStream_t stream) {
-  BindOptions bind_options;
-  bind_options.batch_size = batch;
+  ASSIGN_OR_RETURN(const BindOptions bind_options, BindOptionsAt(model, KeyAt(batch, options)));
   ASSIGN_OR_RETURN(BoundGraph graph, BindModel(model, bind_options));
 
   CudaExecutorOptions executor_options;

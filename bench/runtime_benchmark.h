@@ -19,6 +19,10 @@ struct RuntimeBenchOptions {
   std::string model_path;
   // Batch sizes, run in this order.
   std::vector<int64_t> batch_sizes = {1};
+  // The extents of the model's shape dims (Note [Shape dims] in
+  // runtime/ir.h), in the order the model names them: every batch size runs
+  // at this one bucket. Empty for a model without shape dims.
+  std::vector<int64_t> bucket;
   // Inputs are read from <inputs_dir>/<B>/<input name>.npy. Empty: float32
   // inputs are drawn from a seeded normal distribution instead (timing only;
   // a model with other input types then fails).
