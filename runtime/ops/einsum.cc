@@ -12,7 +12,6 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/status.h"
 #include "runtime/bind_context.h"
@@ -23,7 +22,7 @@ namespace graphserve {
 // Note [Einsum lowering]
 // ~~~~~~~~~~~~~~~~~~~~~~
 // An Einsum has no kernel of its own: binding rewrites it into ReduceSum,
-// Transpose, Reshape and MatMul nodes, so the GPU runs the contraction on
+// Transpose, Reshape, Slice and MatMul nodes, so the GPU runs the contraction on
 // cuBLASLt through MatMul's kernel and the Reshapes alias. The operands are
 // contracted left to right, two at a time. For a pair A, B and the labels
 // still needed afterwards (the output's and those of later operands):
@@ -473,8 +472,8 @@ void AddEinsumOp(std::vector<OpDef>& ops) {
                       .attributes = {"equation"},
                       .arity = {{1, {1, kVariadicInputs}}},
                       .bind = BindEinsum,
-                      .summary = "float types; bound as ReduceSum, Transpose, Reshape and MatMul "
-                                 "(Note [Einsum lowering]); diagonals as strided Slices"});
+                      .summary = "float types; bound as ReduceSum, Transpose, Reshape, Slice and "
+                                 "MatMul (Note [Einsum lowering])"});
 }
 
 }  // namespace graphserve

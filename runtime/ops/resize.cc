@@ -155,8 +155,10 @@ int64_t TapsOf(const ResizeOptions& o, const ResizeDim& d) {
   const double support = o.mode == ResizeMode::kLinear ? 1 : 2;
   if (!o.antialias || d.scale >= 1) return 2 * static_cast<int64_t>(support);
   // ONNX's reference: the window starts floor(-support / scale) + 1 pixels
-  // from the pixel left of the source.
-  return 2 - 2 * static_cast<int64_t>(std::floor(-support / d.scale) + 1);
+  // from the pixel left of the source (capped so that an absurd scale
+  // converts, and binding refuses the tables' size).
+  const double first = std::max(std::floor(-support / d.scale) + 1, -double{1 << 30});
+  return 2 - 2 * static_cast<int64_t>(first);
 }
 
 // Appends one resized dim's entries to the tables.
@@ -345,6 +347,7 @@ absl::StatusOr<std::vector<ResizeDim>> ReadDims(const BindContext& ctx, bool ups
       }
       d.scale = scales[i];
       d.out_fractional = static_cast<double>(d.in) * d.scale;
+      if (d.out_fractional >= 0x1p62) return ctx.Error("scale ", scales[i], " is too large");
       d.out = static_cast<int64_t>(std::floor(d.out_fractional));
     }
   } else {
@@ -370,7 +373,9 @@ absl::StatusOr<std::vector<ResizeDim>> ReadDims(const BindContext& ctx, bool ups
       } else {
         d.scale = policy == "not_larger" ? *std::min_element(ratios.begin(), ratios.end())
                                          : *std::max_element(ratios.begin(), ratios.end());
-        d.out = static_cast<int64_t>(d.scale * static_cast<double>(d.in) + 0.5);
+        const double length = d.scale * static_cast<double>(d.in) + 0.5;
+        if (length >= 0x1p62) return ctx.Error("sizes ask for a dim of ", length);
+        d.out = static_cast<int64_t>(length);
       }
       d.out_fractional = d.scale * static_cast<double>(d.in);
     }
@@ -405,28 +410,37 @@ absl::Status BindResizeOrUpsample(BindContext& ctx, bool upsample) {
   ASSIGN_OR_RETURN(const int64_t antialias, ctx.IntAttrOr("antialias", 0));
   options.antialias = antialias != 0;
   ASSIGN_OR_RETURN(const std::vector<ResizeDim> dims, ReadDims(ctx, upsample, options));
+  Dims out;
+  int64_t count = 1;
+  for (const ResizeDim& dim : dims) {
+    out.push_back(dim.out);
+    if (__builtin_mul_overflow(count, dim.out, &count)) {
+      return ctx.Error("output dims hold more than 2^63 elements");
+    }
+  }
   std::vector<int64_t> axes;
   std::vector<int64_t> taps;
   std::vector<int64_t> indices;
   std::vector<float> weights;
-  Dims out;
   for (size_t d = 0; d < dims.size(); ++d) {
     const ResizeDim& dim = dims[d];
-    out.push_back(dim.out);
     const bool identity = dim.out == dim.in && dim.scale == 1.0 &&
                           (options.coordinates != CoordinateMode::kTfCropAndResize ||
                            (dim.roi_start == 0.0 && dim.roi_end == 1.0));
-    if (identity || dim.out == 0) continue;
+    if (identity) continue;
     if (dim.in == 0) return ctx.Error("cannot resize dim ", d, " of length 0 to ", dim.out);
-    axes.push_back(static_cast<int64_t>(d));
-    taps.push_back(TapsOf(options, dim));
-    AppendTable(options, dim, indices, weights);
-  }
-  int64_t count = 1;
-  for (int64_t dim : out) {
-    if (__builtin_mul_overflow(count, dim, &count)) {
-      return ctx.Error("output dims ", DimsToString(out), " hold more than 2^63 elements");
+    // A bound on what the plan-time tables may hold (an absurd scale, or an
+    // antialiased filter stretched over a whole huge dim).
+    constexpr int64_t kMaxTableEntries = int64_t{1} << 30;
+    const int64_t dim_taps = TapsOf(options, dim);
+    if (dim_taps > kMaxTableEntries / std::max<int64_t>(dim.out, 1) ||
+        static_cast<int64_t>(indices.size()) > kMaxTableEntries - dim.out * dim_taps) {
+      return ctx.Error("resizing dim ", d, " from ", dim.in, " to ", dim.out,
+                       " needs sampling tables of more than 2^30 entries");
     }
+    axes.push_back(static_cast<int64_t>(d));
+    taps.push_back(dim_taps);
+    AppendTable(options, dim, indices, weights);
   }
   if (axes.empty()) return ctx.EmitIdentity(0);
   HostTensor index_table(DType::kInt64, {static_cast<int64_t>(indices.size())});

@@ -247,6 +247,12 @@ TEST(ResizeBindTest, RefusalsNameTheNode) {
       {ResizeModel(13, {4}, {"", "", "sizes"}, {}, {{"sizes", Int64s({8})}}, "Resize",
                    DType::kInt32),
        absl::StatusCode::kUnimplemented, "Resize of int32"},
+      // What a hostile model file could ask for: tables as long as an absurd
+      // output, and a length no int64 holds.
+      {ResizeModel(13, {4}, {"", "scales"}, {}, {{"scales", Floats({1e12f})}}),
+       absl::StatusCode::kInvalidArgument, "more than 2^30 entries"},
+      {ResizeModel(13, {4}, {"", "scales"}, {}, {{"scales", Floats({1e30f})}}),
+       absl::StatusCode::kInvalidArgument, "is too large"},
   };
   for (const Refusal& refusal : refusals) {
     absl::StatusOr<BoundGraph> graph = Bind(refusal.model);
