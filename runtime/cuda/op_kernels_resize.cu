@@ -20,8 +20,8 @@ __global__ void __launch_bounds__(kMapThreads)
                  T* out) {
   using C = ComputeType<T>;
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-       i < p.num_elements; i += step) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < p.num_elements;
+       i += step) {
     // The coordinates of output element i; the offset of the dims that are
     // not resized (a resized dim's coordinate picks its table entries).
     int64_t coordinate[kMaxRank];

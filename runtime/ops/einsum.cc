@@ -83,13 +83,14 @@ absl::StatusOr<Term> ParseTerm(const BindContext& ctx, const std::string& text) 
 // widest ellipsis covering `widest`: its dims are the widest's last ones.
 Labels ExpandTerm(const Term& term, int64_t ellipsis_rank, int64_t widest) {
   Labels labels(term.letters.begin(),
-                term.letters.begin() + static_cast<std::ptrdiff_t>(term.ellipsis_at.value_or(
-                                           term.letters.size())));
+                term.letters.begin() +
+                    static_cast<std::ptrdiff_t>(term.ellipsis_at.value_or(term.letters.size())));
   for (int64_t k = widest - ellipsis_rank; k < widest; ++k) {
     labels.push_back(kFirstEllipsisLabel + static_cast<int>(k));
   }
   if (term.ellipsis_at) {
-    labels.insert(labels.end(), term.letters.begin() + static_cast<std::ptrdiff_t>(*term.ellipsis_at),
+    labels.insert(labels.end(),
+                  term.letters.begin() + static_cast<std::ptrdiff_t>(*term.ellipsis_at),
                   term.letters.end());
   }
   return labels;
@@ -125,8 +126,7 @@ class EinsumEmitter {
   }
 
   // Sums out the dims of `operand` whose labels `drop` holds.
-  absl::StatusOr<Operand> SumOut(const std::string& suffix, Operand operand,
-                                 const Labels& drop) {
+  absl::StatusOr<Operand> SumOut(const std::string& suffix, Operand operand, const Labels& drop) {
     std::vector<int64_t> axes;
     Operand out;
     for (size_t d = 0; d < operand.labels.size(); ++d) {
@@ -144,8 +144,7 @@ class EinsumEmitter {
   }
 
   // Transposes `operand` so that its labels read `order` (a permutation).
-  absl::StatusOr<Operand> Permute(const std::string& suffix, Operand operand,
-                                  const Labels& order) {
+  absl::StatusOr<Operand> Permute(const std::string& suffix, Operand operand, const Labels& order) {
     if (operand.labels == order) return operand;
     std::vector<int64_t> perm;
     Dims dims;
@@ -209,15 +208,16 @@ class EinsumEmitter {
     flat_dims.push_back(flat);
     Labels diagonal_labels = rest.labels;
     diagonal_labels.push_back(label);
-    ASSIGN_OR_RETURN(operand, View(suffix + "_flat", std::move(operand), flat_dims,
-                                   diagonal_labels));
+    ASSIGN_OR_RETURN(operand,
+                     View(suffix + "_flat", std::move(operand), flat_dims, diagonal_labels));
     std::vector<int64_t> steps(flat_dims.size(), 1);
     steps.back() = n > 1 ? step : 1;
     Dims diagonal_dims = rest.dims;
     diagonal_dims.push_back(n);
-    return Step(suffix, "Slice", {std::move(operand)},
-                {{"starts", std::vector<int64_t>(flat_dims.size(), 0)}, {"steps", std::move(steps)}},
-                std::move(diagonal_dims), std::move(diagonal_labels));
+    return Step(
+        suffix, "Slice", {std::move(operand)},
+        {{"starts", std::vector<int64_t>(flat_dims.size(), 0)}, {"steps", std::move(steps)}},
+        std::move(diagonal_dims), std::move(diagonal_labels));
   }
 
   // Emits the held-back step as the model node; with no step taken, the
@@ -310,10 +310,10 @@ absl::StatusOr<Operand> ContractPair(EinsumEmitter& emit, const std::string& tag
   }
   ASSIGN_OR_RETURN(a, emit.SumOut(tag + "a_sum", std::move(a), drop_a));
   ASSIGN_OR_RETURN(b, emit.SumOut(tag + "b_sum", std::move(b), drop_b));
-  ASSIGN_OR_RETURN(a, emit.Permute(tag + "a_perm", std::move(a),
-                                   Concat({&batch, &kept_a, &contracted})));
-  ASSIGN_OR_RETURN(b, emit.Permute(tag + "b_perm", std::move(b),
-                                   Concat({&batch, &contracted, &kept_b})));
+  ASSIGN_OR_RETURN(
+      a, emit.Permute(tag + "a_perm", std::move(a), Concat({&batch, &kept_a, &contracted})));
+  ASSIGN_OR_RETURN(
+      b, emit.Permute(tag + "b_perm", std::move(b), Concat({&batch, &contracted, &kept_b})));
   const Dims a_batch = DimsOf(a, batch);
   const Dims b_batch = DimsOf(b, batch);
   const Dims kept_a_dims = DimsOf(a, kept_a);
@@ -380,8 +380,8 @@ absl::Status BindEinsum(BindContext& ctx) {
                      ctx.num_inputs(), " inputs");
   }
   const DType dtype = ctx.in_dtype(0);
-  RETURN_IF_ERROR(ctx.CheckDType(0, {DType::kFloat32, DType::kFloat16, DType::kBFloat16,
-                                     DType::kFloat64}));
+  RETURN_IF_ERROR(
+      ctx.CheckDType(0, {DType::kFloat32, DType::kFloat16, DType::kBFloat16, DType::kFloat64}));
   // The operands' labels, with the ellipsis' dims right-aligned.
   std::vector<Term> terms;
   int64_t widest = 0;
@@ -428,7 +428,8 @@ absl::Status BindEinsum(BindContext& ctx) {
     for (int label : output) {
       if (std::count(output.begin(), output.end(), label) > 1 ||
           sizes[static_cast<size_t>(label)] < 0) {
-        return ctx.Error("the output of '", equation, "' repeats a label or names one no input has");
+        return ctx.Error("the output of '", equation,
+                         "' repeats a label or names one no input has");
       }
     }
   }

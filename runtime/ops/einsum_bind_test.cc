@@ -143,14 +143,20 @@ INSTANTIATE_TEST_SUITE_P(
         // A batched matmul is one MatMul: no view or transpose changes anything.
         EinsumCase{"bij,bjk->bik", {{2, 3, 4}, {2, 4, 5}}, "bij,bjk", "bik", {"MatMul"}},
         // Attention scores: B is transposed to [b, h, d, j].
-        EinsumCase{"bhid,bhjd->bhij", {{2, 3, 4, 5}, {2, 3, 6, 5}}, "bhid,bhjd", "bhij",
+        EinsumCase{"bhid,bhjd->bhij",
+                   {{2, 3, 4, 5}, {2, 3, 6, 5}},
+                   "bhid,bhjd",
+                   "bhij",
                    {"Transpose", "MatMul"}},
         // Ellipsis dims broadcast in MatMul: A's [2, 1] against B's [1, 3].
-        EinsumCase{"...ij,...jk->...ik", {{2, 1, 2, 3}, {1, 3, 3, 4}}, "xyij,xyjk", "xyik",
-                   {"MatMul"}},
+        EinsumCase{
+            "...ij,...jk->...ik", {{2, 1, 2, 3}, {1, 3, 3, 4}}, "xyij,xyjk", "xyik", {"MatMul"}},
         // A's wider ellipsis: its extra dim joins M (A transposed to [y, x,
         // i, j] and back).
-        EinsumCase{"...ij,...jk->...ik", {{2, 1, 2, 3}, {3, 3, 4}}, "xyij,yjk", "xyik",
+        EinsumCase{"...ij,...jk->...ik",
+                   {{2, 1, 2, 3}, {3, 3, 4}},
+                   "xyij,yjk",
+                   "xyik",
                    {"Transpose", "Reshape", "MatMul", "Reshape", "Transpose"}},
         EinsumCase{"ij->ji", {{3, 4}}, "ij", "ji", {"Transpose"}},
         EinsumCase{"ij->i", {{3, 4}}, "ij", "i", {"ReduceSum"}},
@@ -161,10 +167,13 @@ INSTANTIATE_TEST_SUITE_P(
         EinsumCase{"ii->i", {{4, 4}}, "ii", "i", {"Reshape", "Slice"}},
         EinsumCase{"bii->b", {{2, 3, 3}}, "bii", "b", {"Reshape", "Slice", "ReduceSum"}},
         // Three operands, contracted left to right.
-        EinsumCase{"ij,jk,kl->il", {{2, 3}, {3, 4}, {4, 5}}, "ij,jk,kl", "il",
-                   {"MatMul", "MatMul"}},
+        EinsumCase{
+            "ij,jk,kl->il", {{2, 3}, {3, 4}, {4, 5}}, "ij,jk,kl", "il", {"MatMul", "MatMul"}},
         // A label only one side has and the output drops is summed first.
-        EinsumCase{"ij,jk->k", {{2, 3}, {3, 4}}, "ij,jk", "k",
+        EinsumCase{"ij,jk->k",
+                   {{2, 3}, {3, 4}},
+                   "ij,jk",
+                   "k",
                    {"ReduceSum", "Reshape", "MatMul", "Reshape"}}),
     [](const testing::TestParamInfo<EinsumCase>& info) {
       return "case" + std::to_string(info.index);

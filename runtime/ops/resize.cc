@@ -253,8 +253,10 @@ absl::StatusOr<Enum> EnumAttr(const BindContext& ctx, const std::string& name,
 absl::StatusOr<ResizeOptions> ReadOptions(const BindContext& ctx, bool upsample) {
   ResizeOptions o;
   static constexpr std::pair<const char*, ResizeMode> kModes[] = {
-      {"nearest", ResizeMode::kNearest}, {"linear", ResizeMode::kLinear},
-      {"cubic", ResizeMode::kCubic}, {"bilinear", ResizeMode::kLinear}};
+      {"nearest", ResizeMode::kNearest},
+      {"linear", ResizeMode::kLinear},
+      {"cubic", ResizeMode::kCubic},
+      {"bilinear", ResizeMode::kLinear}};
   ASSIGN_OR_RETURN(o.mode, EnumAttr(ctx, "mode", "nearest", kModes));
   if (upsample || ctx.opset() < 11) {
     // Upsample and Resize-10: "nearest" and "linear" ("bilinear" in
@@ -278,8 +280,8 @@ absl::StatusOr<ResizeOptions> ReadOptions(const BindContext& ctx, bool upsample)
       {"asymmetric", CoordinateMode::kAsymmetric},
       {"tf_half_pixel_for_nn", CoordinateMode::kTfHalfPixelForNn},
       {"tf_crop_and_resize", CoordinateMode::kTfCropAndResize}};
-  ASSIGN_OR_RETURN(o.coordinates, EnumAttr(ctx, "coordinate_transformation_mode", "half_pixel",
-                                           kCoordinateModes));
+  ASSIGN_OR_RETURN(o.coordinates,
+                   EnumAttr(ctx, "coordinate_transformation_mode", "half_pixel", kCoordinateModes));
   if (o.coordinates == CoordinateMode::kTfHalfPixelForNn && ctx.opset() >= 13) {
     return ctx.Error("coordinate_transformation_mode 'tf_half_pixel_for_nn' ends at opset 12");
   }
@@ -448,10 +450,10 @@ absl::Status BindResizeOrUpsample(BindContext& ctx, bool upsample) {
   HostTensor weight_table(DType::kFloat32, {static_cast<int64_t>(weights.size())});
   std::copy(weights.begin(), weights.end(), weight_table.data<float>());
   const ValueId x = ctx.input(0);
-  const ValueId index_id = ctx.AddConstant(absl::StrCat(ctx.name(), "/resize_indices"),
-                                           std::move(index_table));
-  const ValueId weight_id = ctx.AddConstant(absl::StrCat(ctx.name(), "/resize_weights"),
-                                            std::move(weight_table));
+  const ValueId index_id =
+      ctx.AddConstant(absl::StrCat(ctx.name(), "/resize_indices"), std::move(index_table));
+  const ValueId weight_id =
+      ctx.AddConstant(absl::StrCat(ctx.name(), "/resize_weights"), std::move(weight_table));
   ASSIGN_OR_RETURN(const float extrapolation, ctx.FloatAttrOr("extrapolation_value", 0.0f));
   return ctx.EmitModelNode("Resize", {x, index_id, weight_id},
                            {{"axes", std::move(axes)},
@@ -471,8 +473,8 @@ void AddResizeOps(std::vector<OpDef>& ops) {
       .family = "data_movement",
       .since_opset = 10,
       .attributes = {"mode", "coordinate_transformation_mode", "nearest_mode", "cubic_coeff_a",
-                     "exclude_outside", "extrapolation_value", "axes",
-                     "keep_aspect_ratio_policy", "antialias"},
+                     "exclude_outside", "extrapolation_value", "axes", "keep_aspect_ratio_policy",
+                     "antialias"},
       .arity = {{1, {2, 2}}, {11, {1, 4}}},
       .plan_time_operands = {1, 2, 3},
       .omissible_input = 1,

@@ -21,9 +21,9 @@ namespace graphserve {
 namespace {
 
 using ::testing::ElementsAre;
+using ::testing::FloatNear;
 using ::testing::HasSubstr;
 using ::testing::Pointwise;
-using ::testing::FloatNear;
 
 std::shared_ptr<const HostTensor> Floats(const std::vector<float>& values) {
   auto tensor =
@@ -120,44 +120,45 @@ TEST(ResizeBindTest, UpsampleBindsAsResize) {
 TEST(ResizeBindTest, LinearHalfPixelFromSizesWithRoiAndScalesOmitted) {
   // Output y samples (y + 0.5) / 2 - 0.5: -0.25 (clamped to x[0]), 0.25,
   // 0.75, ..., 3.25 (clamped to x[3]).
-  EXPECT_THAT(RunModel(ResizeToSize(8, {{"mode", std::string("linear")}}),
-                  Input({4}, {0, 10, 20, 30})),
-              ElementsAre(0, 2.5, 7.5, 12.5, 17.5, 22.5, 27.5, 30));
+  EXPECT_THAT(
+      RunModel(ResizeToSize(8, {{"mode", std::string("linear")}}), Input({4}, {0, 10, 20, 30})),
+      ElementsAre(0, 2.5, 7.5, 12.5, 17.5, 22.5, 27.5, 30));
 }
 
 TEST(ResizeBindTest, LinearAlignCornersKeepsTheCorners) {
   // y * (3 - 1) / (5 - 1): 0, 0.5, 1, 1.5, 2.
-  EXPECT_THAT(RunModel(ResizeToSize(5,
-                               {{"mode", std::string("linear")},
-                                {"coordinate_transformation_mode", std::string("align_corners")}},
-                               3),
-                  Input({3}, {0, 10, 20})),
-              ElementsAre(0, 5, 10, 15, 20));
+  EXPECT_THAT(
+      RunModel(ResizeToSize(5,
+                            {{"mode", std::string("linear")},
+                             {"coordinate_transformation_mode", std::string("align_corners")}},
+                            3),
+               Input({3}, {0, 10, 20})),
+      ElementsAre(0, 5, 10, 15, 20));
 }
 
 TEST(ResizeBindTest, BilinearWeighsFourPixels) {
   // Each output element sums the products of one entry per resized dim:
   // align_corners 2x2 -> 3x3 puts the centre at the four pixels' mean.
-  const Model model = ResizeModel(
-      13, {1, 1, 2, 2}, {"", "", "sizes"},
-      {{"mode", std::string("linear")},
-       {"coordinate_transformation_mode", std::string("align_corners")}},
-      {{"sizes", Int64s({1, 1, 3, 3})}});
+  const Model model =
+      ResizeModel(13, {1, 1, 2, 2}, {"", "", "sizes"},
+                  {{"mode", std::string("linear")},
+                   {"coordinate_transformation_mode", std::string("align_corners")}},
+                  {{"sizes", Int64s({1, 1, 3, 3})}});
   EXPECT_THAT(RunModel(model, Input({1, 1, 2, 2}, {0, 1, 2, 3})),
               ElementsAre(0, 0.5, 1, 1, 1.5, 2, 2, 2.5, 3));
 }
 
 TEST(ResizeBindTest, CubicMatchesOnnxReference) {
   // onnx.reference's Resize of [0, 1, 4, 9] to 8, half_pixel, float32.
-  EXPECT_THAT(RunModel(ResizeToSize(8, {{"mode", std::string("cubic")}}), Input({4}, {0, 1, 4, 9})),
-              Pointwise(FloatNear(1e-6), std::vector<float>{-0.10546875, 0.12109375, 0.45703125,
-                                                            1.609375, 2.828125, 5.44921875,
-                                                            7.97265625, 9.52734375}));
+  EXPECT_THAT(
+      RunModel(ResizeToSize(8, {{"mode", std::string("cubic")}}), Input({4}, {0, 1, 4, 9})),
+      Pointwise(FloatNear(1e-6), std::vector<float>{-0.10546875, 0.12109375, 0.45703125, 1.609375,
+                                                    2.828125, 5.44921875, 7.97265625, 9.52734375}));
   // The same with cubic_coeff_a -0.5 and exclude_outside.
   EXPECT_THAT(RunModel(ResizeToSize(8, {{"mode", std::string("cubic")},
-                                   {"cubic_coeff_a", -0.5f},
-                                   {"exclude_outside", int64_t{1}}}),
-                  Input({4}, {0, 1, 4, 9})),
+                                        {"cubic_coeff_a", -0.5f},
+                                        {"exclude_outside", int64_t{1}}}),
+                       Input({4}, {0, 1, 4, 9})),
               Pointwise(FloatNear(1e-6),
                         std::vector<float>{-0.0882352963, 0.1240875944, 0.5725190639, 1.5625,
                                            3.0625, 5.3129773140, 8.1167879105, 9.4411764145}));
@@ -178,12 +179,12 @@ TEST(ResizeBindTest, AntialiasWidensTheLinearFilterWhenShrinking) {
 
 TEST(ResizeBindTest, TfCropAndResizeExtrapolatesOutsideTheInput) {
   // roi [0.4, 1.2] of length 4: y samples 1.2 + 1.2 y; 3.6 lies outside.
-  const Model model = ResizeModel(
-      13, {4}, {"roi", "", "sizes"},
-      {{"mode", std::string("linear")},
-       {"coordinate_transformation_mode", std::string("tf_crop_and_resize")},
-       {"extrapolation_value", 9.0f}},
-      {{"roi", Floats({0.4f, 1.2f})}, {"sizes", Int64s({3})}});
+  const Model model =
+      ResizeModel(13, {4}, {"roi", "", "sizes"},
+                  {{"mode", std::string("linear")},
+                   {"coordinate_transformation_mode", std::string("tf_crop_and_resize")},
+                   {"extrapolation_value", 9.0f}},
+                  {{"roi", Floats({0.4f, 1.2f})}, {"sizes", Int64s({3})}});
   EXPECT_THAT(RunModel(model, Input({4}, {0, 1, 2, 3})),
               Pointwise(FloatNear(1e-5), std::vector<float>{1.2f, 2.4f, 9}));
 }
@@ -204,20 +205,23 @@ TEST(ResizeBindTest, NaNSpreadsToEveryOutputThatWeighsItAsTheReferenceDoes) {
 TEST(ResizeBindTest, KeepAspectRatioAndAxes) {
   // sizes [3, 3] for dims 2 and 3 of [1, 1, 4, 6]: not_larger scales both
   // by min(3/4, 3/6) = 1/2, not_smaller by 3/4 (round(4.5) = 5).
-  for (const auto& [policy, dims] : std::vector<std::pair<std::string, Dims>>{
-           {"not_larger", {1, 1, 2, 3}}, {"not_smaller", {1, 1, 3, 5}}, {"stretch", {1, 1, 3, 3}}}) {
-    absl::StatusOr<BoundGraph> graph = Bind(ResizeModel(
-        18, {1, 1, 4, 6}, {"", "", "sizes"},
-        {{"axes", std::vector<int64_t>{2, -1}}, {"keep_aspect_ratio_policy", policy}},
-        {{"sizes", Int64s({3, 3})}}));
+  for (const auto& [policy, dims] :
+       std::vector<std::pair<std::string, Dims>>{{"not_larger", {1, 1, 2, 3}},
+                                                 {"not_smaller", {1, 1, 3, 5}},
+                                                 {"stretch", {1, 1, 3, 3}}}) {
+    absl::StatusOr<BoundGraph> graph = Bind(
+        ResizeModel(18, {1, 1, 4, 6}, {"", "", "sizes"},
+                    {{"axes", std::vector<int64_t>{2, -1}}, {"keep_aspect_ratio_policy", policy}},
+                    {{"sizes", Int64s({3, 3})}}));
     ASSERT_TRUE(graph.ok()) << graph.status();
     EXPECT_EQ(graph->value(graph->outputs[0]).dims, dims) << policy;
   }
 }
 
 TEST(ResizeBindTest, ScalesOfOneBindAsAnAlias) {
-  absl::StatusOr<BoundGraph> graph = Bind(ResizeModel(
-      13, {1, 3, 4}, {"", "scales"}, {{"mode", std::string("cubic")}}, {{"scales", Floats({1, 1, 1})}}));
+  absl::StatusOr<BoundGraph> graph =
+      Bind(ResizeModel(13, {1, 3, 4}, {"", "scales"}, {{"mode", std::string("cubic")}},
+                       {{"scales", Floats({1, 1, 1})}}));
   ASSERT_TRUE(graph.ok()) << graph.status();
   for (const BoundNode& node : graph->nodes) EXPECT_NE(node.op_type, "Resize");
 }
