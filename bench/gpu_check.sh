@@ -32,7 +32,8 @@ case "$steps" in all | serve | serve-only | cnn | tests | profile | transport | 
 # pass.
 # 574 on both executors at bench/results/2026-11-28_4b90b93_final_h200; 580
 # with the 16-bit floats through the math, Softmax, LayerNorm and GEMMs (the
-# host here and in CI).
+# host here and in CI); 609 on the host with Einsum, Resize and Upsample
+# (their CUDA count not measured yet).
 CONFORMANCE_MIN_PASSED_CUDA=580
 # The newer onnx's node tests: 918 on both executors with the GPU machine's
 # onnx 1.23.1 (bench/results/2026-11-28_4b90b93_final_h200), as CI's 1.23.2 on
@@ -41,7 +42,7 @@ CONFORMANCE_MIN_PASSED_CUDA=580
 # onnx 1.23.2 writes two fewer that run: 952).
 CONFORMANCE_NEWER_MIN_PASSED_CUDA=954
 CONFORMANCE_NEWER_MIN_PASSED_HOST=954
-CONFORMANCE_MIN_PASSED_HOST=580
+CONFORMANCE_MIN_PASSED_HOST=609
 # Where $OUT's files go back through the device tool: no more than this.
 MAX_OUT_FILES=8
 

@@ -146,5 +146,12 @@ struct BoundGraph {
 //             dims; always sorted (Note [TopK order] in
 //             runtime/host/data_movement_kernels.cc).
 //  DepthToSpace and SpaceToDepth bind as Reshape -> Transpose -> Reshape.
+//  Resize     inputs X (a float type), indices (int64), weights (float32):
+//             sampling tables binding computed; attrs axes (the resized
+//             dims, ascending), taps (entries per output coordinate of each),
+//             extrapolation_value (float). Upsample binds as Resize. Note
+//             [Resize sampling tables] in runtime/ops/resize.cc.
+//  Einsum binds as ReduceSum, Transpose, Reshape, Slice and MatMul (Note
+//             [Einsum lowering] in runtime/ops/einsum.cc).
 
 }  // namespace graphserve

@@ -112,6 +112,22 @@ TEST(RunNodeTestTest, UnsupportedOpIsSkipped) {
   EXPECT_EQ(result.messages[0], "op ConvTranspose is not supported");
 }
 
+// An executor with no kernel for a bound node's dtype refuses at load, as
+// binding refuses what it does not implement: a skip. Its other errors fail.
+TEST(RunNodeTestTest, ExecutorRefusalIsSkippedOtherErrorsFail) {
+  if (!fs::exists(kAddTest)) GTEST_SKIP() << kAddTest << " missing: install libonnx-testdata";
+  const auto refusing = [](absl::Status status) {
+    return [status](BoundGraph) -> absl::StatusOr<std::unique_ptr<Executor>> { return status; };
+  };
+  NodeTestResult result =
+      RunNodeTest(kAddTest, refusing(absl::UnimplementedError("no CUDA kernel for float64")));
+  EXPECT_TRUE(result.outcome == NodeTestResult::Outcome::kSkipped);
+  ASSERT_FALSE(result.messages.empty());
+  EXPECT_THAT(result.messages[0], HasSubstr("no CUDA kernel for float64"));
+  result = RunNodeTest(kAddTest, refusing(absl::InternalError("out of memory")));
+  EXPECT_TRUE(result.outcome == NodeTestResult::Outcome::kFailed);
+}
+
 TEST(RunConformanceTest, SummaryLines) {
   if (!fs::exists(kAddTest)) GTEST_SKIP() << kAddTest << " missing: install libonnx-testdata";
   ConformanceOptions options;

@@ -2,11 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <cstring>
 #include <random>
+#include <string>
 #include <tuple>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/cuda_handles.h"
@@ -842,19 +845,22 @@ class CudaExecutorHalfModelTest
 // differ by a few roundings of the type: ||got - want|| / ||want|| stays
 // under four units in the last place (2^-11 for float16, 2^-8 for bfloat16).
 // Runs `model` at `batch` on the host reference and on CUDA (fused and
-// unfused), every output of `dtype` within four units in its last place of
-// the host's, norm-wise (2^-11 for float16, 2^-8 for bfloat16). `check_plan`
-// sees the fused executor.
-void ExpectHalfModelMatchesHost(const Model& model, DType dtype, int64_t batch,
-                                const std::vector<HostTensor>& inputs,
-                                const std::function<void(const CudaExecutor&)>& check_plan) {
+// unfused), every output of `dtype` within `ulps` units in its last place of
+// the host's, norm-wise (2^-11 for float16, 2^-8 for bfloat16, 2^-24 for
+// float32). `check_plan` sees the fused executor.
+void ExpectModelMatchesHost(const Model& model, DType dtype, int64_t batch,
+                            const std::vector<HostTensor>& inputs,
+                            const std::function<void(const CudaExecutor&)>& check_plan,
+                            double ulps = 4) {
   absl::StatusOr<BoundGraph> graph = BindModel(model, {.batch_size = batch});
   ASSERT_TRUE(graph.ok()) << graph.status();
   absl::StatusOr<std::unique_ptr<HostExecutor>> host = HostExecutor::Create(*graph);
   ASSERT_TRUE(host.ok()) << host.status();
   absl::StatusOr<std::vector<HostTensor>> expected = (*host)->Run(inputs);
   ASSERT_TRUE(expected.ok()) << expected.status();
-  const double ulp = dtype == DType::kFloat16 ? 0x1p-11 : 0x1p-8;
+  const double ulp = dtype == DType::kFloat16    ? 0x1p-11
+                     : dtype == DType::kBFloat16 ? 0x1p-8
+                                                 : 0x1p-24;
   for (bool fuse : {true, false}) {
     CudaExecutorOptions options;
     options.fuse_epilogues = fuse;
@@ -867,7 +873,7 @@ void ExpectHalfModelMatchesHost(const Model& model, DType dtype, int64_t batch,
     for (size_t i = 0; i < got->size(); ++i) {
       ASSERT_EQ((*got)[i].dtype(), dtype);
       EXPECT_EQ((*got)[i].dims(), (*expected)[i].dims());
-      EXPECT_LT(RelativeError((*got)[i], (*expected)[i]), 4 * ulp)
+      EXPECT_LT(RelativeError((*got)[i], (*expected)[i]), ulps * ulp)
           << "output " << i << " fuse " << fuse;
     }
   }
@@ -882,7 +888,7 @@ TEST_P(CudaExecutorHalfModelTest, MatchesHostExecutorFusedAndUnfused) {
   std::vector<HostTensor> inputs;
   inputs.push_back(RandomTensor(dtype, {batch, 8, 64}, 3));
   inputs.push_back(RandomTensor(dtype, {batch, 64}, 4));
-  ExpectHalfModelMatchesHost(HalfEncoderBlock(dtype), dtype, batch, inputs,
+  ExpectModelMatchesHost(HalfEncoderBlock(dtype), dtype, batch, inputs,
                              [](const CudaExecutor& cuda) {
                                // Six bias Adds and the Gemm's C in cuBLASLt's epilogue, two
                                // residual LayerNorms fused, in the model's own type.
@@ -944,7 +950,7 @@ TEST_P(CudaExecutorHalfModelTest, ConvBlockMatchesHostExecutorFusedAndUnfused) {
   const auto [dtype, batch] = GetParam();
   std::vector<HostTensor> inputs;
   inputs.push_back(RandomTensor(dtype, {batch, 8, 16, 16}, 5));
-  ExpectHalfModelMatchesHost(HalfConvBlock(dtype), dtype, batch, inputs,
+  ExpectModelMatchesHost(HalfConvBlock(dtype), dtype, batch, inputs,
                              [](const CudaExecutor&) {});
 }
 
@@ -954,6 +960,132 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(int64_t{1}, int64_t{5}, int64_t{64})),
     [](const auto& info) {
       return absl::StrCat(DTypeName(std::get<0>(info.param)), "_b", std::get<1>(info.param));
+    });
+
+// Resize and Einsum reach their CUDA kernels only through binding (Resize's
+// constant sampling tables, Einsum's Transposes, Reshapes, Slices and
+// MatMuls), so each case is a one-node model, bound, run on the host
+// reference and on CUDA. The GPU sums a Resize's taps and a MatMul's
+// products in float: float32 outputs within 64 units in their last place of
+// the host's double, the 16-bit floats within four.
+struct BoundOpCase {
+  std::string label;
+  std::string op;
+  std::vector<Dims> inputs;
+  Attributes attributes;
+  // Resize's roi, scales and sizes (initializers; empty: omitted).
+  std::vector<float> scales;
+  std::vector<int64_t> sizes;
+  std::vector<float> roi;
+  int64_t opset = 19;
+};
+
+Model BoundOpModel(const BoundOpCase& c, DType dtype) {
+  Model model;
+  model.name = c.label;
+  model.opset = c.opset;
+  Node node{"op", c.op, {}, {"y"}, c.attributes};
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    const std::string name = absl::StrCat("x", i);
+    model.inputs.push_back({name, dtype, c.inputs[i]});
+    node.inputs.push_back(name);
+  }
+  if (c.op == "Resize") {
+    auto add = [&](const std::string& name, HostTensor tensor) {
+      model.initializers[name] = std::make_shared<const HostTensor>(std::move(tensor));
+      node.inputs.push_back(name);
+    };
+    const auto floats = [](const std::vector<float>& values) {
+      HostTensor tensor(DType::kFloat32, {static_cast<int64_t>(values.size())});
+      std::copy(values.begin(), values.end(), tensor.data<float>());
+      return tensor;
+    };
+    if (c.roi.empty()) node.inputs.push_back(""); else add("roi", floats(c.roi));
+    if (c.scales.empty()) node.inputs.push_back(""); else add("scales", floats(c.scales));
+    if (!c.sizes.empty()) {
+      HostTensor sizes(DType::kInt64, {static_cast<int64_t>(c.sizes.size())});
+      std::copy(c.sizes.begin(), c.sizes.end(), sizes.data<int64_t>());
+      add("sizes", std::move(sizes));
+    }
+    while (node.inputs.back().empty()) node.inputs.pop_back();
+  }
+  model.outputs.push_back({"y", dtype, {}});
+  model.nodes = {std::move(node)};
+  return model;
+}
+
+std::vector<BoundOpCase> BoundOpCases() {
+  const auto text = [](const char* s) { return Attribute(std::string(s)); };
+  return {
+      {"resize_nearest_x2", "Resize", {{2, 3, 5, 7}}, {{"mode", text("nearest")}},
+       {1, 1, 2, 2}},
+      {"resize_nearest_floor_asymmetric_sizes", "Resize", {{2, 3, 9, 7}},
+       {{"mode", text("nearest")}, {"nearest_mode", text("floor")},
+        {"coordinate_transformation_mode", text("asymmetric")}},
+       {}, {2, 3, 4, 16}},
+      {"resize_bilinear_half_pixel", "Resize", {{2, 3, 16, 12}}, {{"mode", text("linear")}},
+       {1, 1, 1.75f, 0.5f}},
+      {"resize_bilinear_pytorch_half_pixel", "Resize", {{1, 4, 7, 9}},
+       {{"mode", text("linear")}, {"coordinate_transformation_mode", text("pytorch_half_pixel")}},
+       {}, {1, 4, 1, 20}},
+      {"resize_bicubic_align_corners", "Resize", {{2, 2, 8, 8}},
+       {{"mode", text("cubic")}, {"coordinate_transformation_mode", text("align_corners")}},
+       {}, {2, 2, 13, 5}},
+      {"resize_cubic_exclude_outside", "Resize", {{1, 3, 10, 6}},
+       {{"mode", text("cubic")}, {"cubic_coeff_a", Attribute(-0.5f)},
+        {"exclude_outside", Attribute(int64_t{1})}},
+       {1, 1, 0.6f, 2.5f}},
+      {"resize_linear_antialias", "Resize", {{1, 2, 33, 20}},
+       {{"mode", text("linear")}, {"antialias", Attribute(int64_t{1})}}, {}, {1, 2, 8, 20}},
+      {"resize_cubic_antialias_axes", "Resize", {{2, 25, 18}},
+       {{"mode", text("cubic")}, {"antialias", Attribute(int64_t{1})},
+        {"axes", Attribute(std::vector<int64_t>{1, 2})}},
+       {}, {6, 24}},
+      {"resize_tf_crop_and_resize", "Resize", {{1, 2, 10, 10}},
+       {{"mode", text("linear")}, {"coordinate_transformation_mode", text("tf_crop_and_resize")},
+        {"extrapolation_value", Attribute(-2.0f)}},
+       {}, {1, 2, 6, 7}, {0, 0, -0.2f, 0.3f, 1, 1, 0.9f, 1.4f}},
+      {"resize_trilinear_5d", "Resize", {{1, 2, 4, 6, 5}}, {{"mode", text("linear")}},
+       {1, 1, 2, 0.5f, 1.5f}},
+      {"einsum_batched_matmul", "Einsum", {{4, 8, 16}, {4, 16, 12}},
+       {{"equation", text("bij,bjk->bik")}}},
+      {"einsum_attention_scores", "Einsum", {{2, 4, 8, 16}, {2, 4, 10, 16}},
+       {{"equation", text("bhid,bhjd->bhij")}}},
+      {"einsum_ellipsis_broadcast", "Einsum", {{3, 1, 5, 6}, {1, 2, 6, 7}},
+       {{"equation", text("...ij,...jk->...ik")}}},
+      {"einsum_transpose_sum", "Einsum", {{6, 5, 4}}, {{"equation", text("abc->cb")}}},
+      {"einsum_outer", "Einsum", {{7}, {9}}, {{"equation", text("i,j->ij")}}},
+      {"einsum_diagonal", "Einsum", {{3, 6, 6}}, {{"equation", text("bii->bi")}}},
+      {"einsum_three_operands", "Einsum", {{5, 6}, {6, 7}, {7, 3}},
+       {{"equation", text("ij,jk,kl->il")}}},
+  };
+}
+
+class CudaExecutorBoundOpTest
+    : public ::testing::TestWithParam<std::tuple<BoundOpCase, DType>> {
+ protected:
+  void SetUp() override {
+    if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device on this machine";
+  }
+};
+
+TEST_P(CudaExecutorBoundOpTest, MatchesHostExecutor) {
+  const auto& [c, dtype] = GetParam();
+  std::vector<HostTensor> inputs;
+  for (size_t i = 0; i < c.inputs.size(); ++i) {
+    inputs.push_back(RandomTensor(dtype, c.inputs[i], 60 + i));
+  }
+  ExpectModelMatchesHost(BoundOpModel(c, dtype), dtype, /*batch=*/1, inputs,
+                         [](const CudaExecutor&) {}, dtype == DType::kFloat32 ? 64 : 4);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    ResizeAndEinsum, CudaExecutorBoundOpTest,
+    ::testing::Combine(::testing::ValuesIn(BoundOpCases()),
+                       ::testing::Values(DType::kFloat32, DType::kFloat16, DType::kBFloat16)),
+    [](const auto& info) {
+      return absl::StrCat(std::get<0>(info.param).label, "_",
+                          DTypeName(std::get<1>(info.param)));
     });
 
 }  // namespace

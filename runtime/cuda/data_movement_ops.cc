@@ -1,7 +1,8 @@
 // The data movement family's CUDA kernels (runtime/ops/data_movement.cc):
 // Expand, Transpose, Slice and Concat, the gathers and scatters, Tile,
-// Trilu, OneHot and TopK. Device code: op_kernels_layout.cu,
-// op_kernels_unary.cu (the strided copy), op_kernels_data_movement.cu.
+// Trilu, OneHot, TopK and Resize. Device code: op_kernels_layout.cu,
+// op_kernels_unary.cu (the strided copy), op_kernels_data_movement.cu,
+// op_kernels_resize.cu.
 
 #include "runtime/cuda/op_kernels.h"
 
@@ -48,6 +49,7 @@ using op_kernels_internal::TiledTransposeParams;
 using op_kernels_internal::UnaryParams;
 using op_kernels_internal::kMaxConcatInputsPerLaunch;
 using op_kernels_internal::OneHotParams;
+using op_kernels_internal::ResizeParams;
 using op_kernels_internal::ScatterElementsParams;
 using op_kernels_internal::ScatterNDParams;
 using op_kernels_internal::TileParams;
@@ -594,6 +596,74 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeTopK(const CudaKernelContext& 
   return MakeParamsKernel(node, params, EnqueueTopK, "LaunchTopK");
 }
 
+cudaError_t EnqueueResize(const ResizeParams& params, DeviceInputs inputs,
+                          DeviceOutputs outputs, cudaStream_t stream) {
+  return op_kernels_internal::LaunchResize(params, inputs[0],
+                                           static_cast<const int64_t*>(inputs[1]),
+                                           static_cast<const float*>(inputs[2]), outputs[0],
+                                           stream);
+}
+
+// Resize: the tables are constants, so every index they hold is checked
+// against the input here, once, rather than trusted on the device.
+absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeResize(const CudaKernelContext& context) {
+  const BoundNode& node = context.node;
+  ASSIGN_OR_RETURN(NodeValues v, GetNodeValues(context.graph, node, 3, 3, 1, 1));
+  const BoundValue& in = *v.inputs[0];
+  const BoundValue& indices = *v.inputs[1];
+  const BoundValue& weights = *v.inputs[2];
+  const BoundValue& out = *v.outputs[0];
+  RETURN_IF_ERROR(CheckSameDType(node, in, out));
+  RETURN_IF_ERROR(CheckDType(node, indices, DTypes({DType::kInt64})));
+  RETURN_IF_ERROR(CheckDType(node, weights, DTypes({DType::kFloat32})));
+  const std::vector<int64_t>& axes = IntsAttr(node.attributes, "axes");
+  const std::vector<int64_t>& taps = IntsAttr(node.attributes, "taps");
+  const size_t rank = in.dims.size();
+  if (!indices.is_constant() || !weights.is_constant() || out.dims.size() != rank ||
+      rank > static_cast<size_t>(op_kernels_internal::kMaxRank) || axes.size() != taps.size()) {
+    return Invalid(node, absl::StrCat("input ", DimsToString(in.dims), ", output ",
+                                      DimsToString(out.dims), ", ", axes.size(), " axes and ",
+                                      taps.size(), " tap counts do not make a Resize with "
+                                      "constant tables"));
+  }
+  ResizeParams params;
+  params.dtype = in.dtype;
+  params.rank = static_cast<int32_t>(rank);
+  params.resized = static_cast<int32_t>(axes.size());
+  params.num_elements = NumElements(out.dims);
+  params.extrapolation_value = FloatAttr(node.attributes, "extrapolation_value");
+  const std::vector<int64_t> strides = ContiguousStrides(in.dims);
+  for (size_t d = 0; d < rank; ++d) {
+    params.out_dims[d] = out.dims[d];
+    params.in_strides[d] = strides[d];
+  }
+  const int64_t* table = indices.constant->data<int64_t>();
+  int64_t entries = 0;
+  for (size_t k = 0; k < axes.size(); ++k) {
+    const int64_t axis = axes[k];
+    if (axis < 0 || static_cast<size_t>(axis) >= rank || taps[k] < 1) {
+      return Invalid(node, absl::StrCat("axis ", axis, " with ", taps[k], " taps"));
+    }
+    params.axis[k] = static_cast<int32_t>(axis);
+    params.taps[k] = taps[k];
+    params.table_offset[k] = entries;
+    params.combinations *= taps[k];
+    const int64_t end = entries + out.dims[axis] * taps[k];
+    for (int64_t e = entries; e < end && e < indices.constant->num_elements(); ++e) {
+      if (table[e] < -1 || table[e] >= in.dims[axis]) {
+        return Invalid(node, absl::StrCat("table index ", table[e], " is outside dim ", axis,
+                                          " of ", DimsToString(in.dims)));
+      }
+    }
+    entries = end;
+  }
+  if (NumElements(indices.dims) != entries || NumElements(weights.dims) != entries) {
+    return Invalid(node, absl::StrCat("tables of ", NumElements(indices.dims), " and ",
+                                      NumElements(weights.dims), " entries, expected ", entries));
+  }
+  return MakeParamsKernel(node, params, EnqueueResize, "LaunchResize");
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeExpandKernel(const BoundGraph& graph,
@@ -617,6 +687,7 @@ void AddDataMovementCudaKernels(CudaKernelDefs& defs) {
   // Selected by the values' type (the indices are int64).
   defs.push_back({"OneHot", kAnyDType, MakeOneHot, /*typed_input=*/1});
   defs.push_back({"TopK", kAnyDType & ~DTypes({DType::kBool}), MakeTopK});
+  defs.push_back({"Resize", kFloatDTypes, MakeResize});
 }
 
 }  // namespace graphserve

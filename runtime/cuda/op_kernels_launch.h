@@ -475,5 +475,29 @@ struct TopKParams {
 cudaError_t LaunchTopK(const TopKParams& params, const void* input, void* values,
                        int64_t* indices, cudaStream_t stream);
 
+// Resize through binding's sampling tables (Note [Resize sampling tables] in
+// runtime/ops/resize.cc): output element i (of out_dims) sums, over every
+// choice of one table entry per resized dim, the product of the chosen
+// weights times the input at the chosen indices (its own coordinates in the
+// other dims); a chosen index of -1 makes it extrapolation_value. Float
+// types, computed in float (double for float64).
+struct ResizeParams {
+  DType dtype = DType::kFloat32;
+  int32_t rank = 1;
+  int32_t resized = 0;       // resized dims
+  int64_t combinations = 1;  // product of their taps
+  int64_t num_elements = 0;  // of the output
+  float extrapolation_value = 0.0f;
+  int64_t out_dims[kMaxRank] = {};
+  int64_t in_strides[kMaxRank] = {};  // in elements
+  // The k-th resized dim: its index, taps and first table entry.
+  int32_t axis[kMaxRank] = {};
+  int64_t taps[kMaxRank] = {};
+  int64_t table_offset[kMaxRank] = {};
+};
+
+cudaError_t LaunchResize(const ResizeParams& params, const void* input, const int64_t* indices,
+                         const float* weights, void* output, cudaStream_t stream);
+
 }  // namespace op_kernels_internal
 }  // namespace graphserve

@@ -26,5 +26,8 @@ absl::Status HostScatterND(const HostKernelArgs& args);
 absl::Status HostScatterElements(const HostKernelArgs& args);
 absl::Status HostOneHot(const HostKernelArgs& args);
 absl::Status HostTopK(const HostKernelArgs& args);
+// The canonical Resize (Note [Resize sampling tables], runtime/ops/resize.cc);
+// in resize_kernel.cc.
+absl::Status HostResize(const HostKernelArgs& args);
 
 }  // namespace graphserve

@@ -1,5 +1,5 @@
 // The data movement family's host kernels through RunHostNode: Tile, Trilu,
-// the scatters, OneHot and TopK on canonical nodes (as binding writes them),
+// the scatters, OneHot, TopK and Resize on canonical nodes (as binding writes them),
 // against values worked out by hand.
 
 #include <gtest/gtest.h>
@@ -374,6 +374,44 @@ TEST(TopKTest, IndicesOutputMayBeUnused) {
                           out)
                   .ok());
   EXPECT_EQ(Values<uint8_t>(values), (std::vector<uint8_t>{200, 9}));
+}
+
+// ---------------------------------------------------------------------------
+// Resize (Note [Resize sampling tables] in runtime/ops/resize.cc)
+// ---------------------------------------------------------------------------
+
+// Tables written by hand: dim 0 of [2, 3] grows to 3 rows (nearest: rows 0,
+// 1, and -1, outside), dim 1 shrinks to 2 columns (linear: 0.25 x[0] + 0.75
+// x[1], then x[2] alone).
+Attributes ResizeAttrs() {
+  return {{"axes", std::vector<int64_t>{0, 1}},
+          {"taps", std::vector<int64_t>{1, 2}},
+          {"extrapolation_value", 7.0f}};
+}
+
+TEST(ResizeKernelTest, SumsOneEntryPerResizedDimAndExtrapolatesOutside) {
+  HostTensor out = RunOk(MakeNode("Resize", ResizeAttrs()),
+                         {Floats({2, 3}, {0, 4, 8, 12, 16, 20}),
+                          Ints({7}, {0, 1, -1, 0, 1, 2, 2}),
+                          Floats({7}, {1, 1, 1, 0.25, 0.75, 1, 0})},
+                         DType::kFloat32, {3, 2});
+  EXPECT_EQ(Values<float>(out), (std::vector<float>{3, 8, 15, 20, 7, 7}));
+}
+
+TEST(ResizeKernelTest, RefusesTablesThatDoNotFitTheInput) {
+  const HostTensor x = Floats({2, 3}, {0, 4, 8, 12, 16, 20});
+  // Index 3 of a dim of 3.
+  const absl::Status outside = RunStatus(
+      MakeNode("Resize", ResizeAttrs()),
+      {x, Ints({7}, {0, 1, -1, 0, 1, 3, 2}), Floats({7}, {1, 1, 1, 0.25, 0.75, 1, 0})},
+      DType::kFloat32, {3, 2});
+  EXPECT_TRUE(absl::IsInvalidArgument(outside)) << outside;
+  // Tables one entry short.
+  const absl::Status short_tables =
+      RunStatus(MakeNode("Resize", ResizeAttrs()),
+                {x, Ints({6}, {0, 1, -1, 0, 1, 2}), Floats({6}, {1, 1, 1, 0.25, 0.75, 1})},
+                DType::kFloat32, {3, 2});
+  EXPECT_TRUE(absl::IsInvalidArgument(short_tables)) << short_tables;
 }
 
 }  // namespace

@@ -1120,6 +1120,7 @@ void AddDataMovementOps(std::vector<OpDef>& ops) {
                       .summary = "numeric dtypes; K known at plan time; always sorted, ties to "
                                  "the lower index, NaN above every number"});
   ops.back().input_names = {"X", "K"};
+  AddResizeOps(ops);
 }
 
 }  // namespace graphserve

@@ -12,5 +12,9 @@ void AddDataMovementOps(std::vector<OpDef>& ops);
 void AddLinearAlgebraOps(std::vector<OpDef>& ops);
 void AddNormalizationOps(std::vector<OpDef>& ops);
 void AddNnOps(std::vector<OpDef>& ops);
+// Resize and Upsample (runtime/ops/resize.cc), added by AddDataMovementOps.
+void AddResizeOps(std::vector<OpDef>& ops);
+// Einsum (runtime/ops/einsum.cc), added by AddLinearAlgebraOps.
+void AddEinsumOp(std::vector<OpDef>& ops);
 
 }  // namespace graphserve

@@ -108,6 +108,7 @@ void AddLinearAlgebraOps(std::vector<OpDef>& ops) {
                       .kernel_inputs = {2, 2},
                       .summary = "float32, float16, bfloat16 on cuBLASLt (float32 accumulation); batch "
                                  "broadcasting"});
+  AddEinsumOp(ops);
 }
 
 }  // namespace graphserve

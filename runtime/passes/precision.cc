@@ -99,6 +99,13 @@ bool ReadsAnyDType(const Node& node, size_t input) {
   return node.op_type == "CastLike" && input == 0;
 }
 
+// Operands that stay float32 whatever the data's type: Resize's roi and
+// scales and Upsample's scales place the samples, so a float16 copy would
+// move them and even change an output length (floor(3 * float16(1/3)) is 0).
+bool ReadsFloat32Operand(const Node& node, size_t input) {
+  return (node.op_type == "Resize" || node.op_type == "Upsample") && input > 0;
+}
+
 // A Constant node's float32 value, from any of ONNX's spellings of it.
 absl::StatusOr<HostTensor> Float32ConstantValue(const Node& node) {
   for (const auto& [name, attr] : node.attributes) {
@@ -191,16 +198,17 @@ class PrecisionRewrite {
     }
   }
 
-  // The dtype a node computing `node.op_type` wants its float32 input in.
-  DType Wanted(const Node& node) const {
-    return KeptInFloat32(node.op_type) ? DType::kFloat32 : target_;
+  // The dtype `node` wants its float32 input `input` in.
+  DType Wanted(const Node& node, size_t input) const {
+    return KeptInFloat32(node.op_type) || ReadsFloat32Operand(node, input) ? DType::kFloat32
+                                                                           : target_;
   }
 
   void FindReaders() {
     for (const Node& node : model_.nodes) {
       for (size_t i = 0; i < node.inputs.size(); ++i) {
         FloatValue* value = Find(node.inputs[i]);
-        if (value != nullptr && !ReadsAnyDType(node, i)) value->wanted.insert(Wanted(node));
+        if (value != nullptr && !ReadsAnyDType(node, i)) value->wanted.insert(Wanted(node, i));
       }
     }
     for (const ValueInfo& output : model_.outputs) {
@@ -285,7 +293,7 @@ class PrecisionRewrite {
       for (size_t i = 0; i < node.inputs.size(); ++i) {
         const FloatValue* value = Find(node.inputs[i]);
         if (value == nullptr) continue;
-        node.inputs[i] = value->names.at(ReadsAnyDType(node, i) ? value->stored : Wanted(node));
+        node.inputs[i] = value->names.at(ReadsAnyDType(node, i) ? value->stored : Wanted(node, i));
       }
       std::vector<const FloatValue*> outputs;
       for (std::string& output : node.outputs) {

@@ -339,6 +339,27 @@ TEST(ConvertPrecisionTest, AConstantReadInBothTypesHasAVersionInEach) {
   EXPECT_EQ(std::get<float>(NodeNamed(model, "c").attributes.at("value_float")), 0.25f);
 }
 
+// Resize's scales place its samples: they stay float32 while the image
+// goes to float16 (a float16 1/3 would make floor(3 * scale) 0).
+TEST(ConvertPrecisionTest, ResizeScalesStayFloat32) {
+  Model model;
+  model.name = "resize";
+  model.opset = kOpset;
+  model.inputs = {{"x", DType::kFloat32, {-1, 1, 3, 3}}};
+  model.outputs = {{"y", DType::kFloat32, {-1, 1, 1, 1}}};
+  auto scales = std::make_shared<HostTensor>(DType::kFloat32, Dims{4});
+  for (int i = 0; i < 4; ++i) scales->data<float>()[i] = i < 2 ? 1.0f : 1.0f / 3;
+  model.initializers["scales"] = scales;
+  model.nodes = {Node{"resize", "Resize", {"x", "", "scales"}, {"y"}, {}}};
+  ASSERT_TRUE(ConvertPrecision(model, ModelPrecision::kFp16).ok());
+  EXPECT_EQ(model.initializers.at("scales")->dtype(), DType::kFloat32);
+  EXPECT_EQ(NodeNamed(model, "resize").inputs,
+            (std::vector<std::string>{"x/float16", "", "scales"}));
+  absl::StatusOr<BoundGraph> graph = BindModel(model, {.batch_size = 2});
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  EXPECT_EQ(graph->value(graph->outputs[0]).dims, (Dims{2, 1, 1, 1}));
+}
+
 // A model exported in half precision runs as written.
 TEST(ConvertPrecisionTest, AModelAlreadyInFloat16IsUnchanged) {
   Model model;
