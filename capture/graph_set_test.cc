@@ -503,49 +503,8 @@ TEST_F(GraphSetTest, SleepingDoneEventsLetTheWaitingThreadSleep) {
   EXPECT_LT(cpu_waiting_for_a_held_chunk(), kHold / 4) << "the remade done events spin";
 }
 
-// x [batch, sequence, 16] -> MatMul -> Softmax over the sequence -> y: every
-// output depends on the sequence's extent, so a graph bound at the wrong
-// bucket could not match the host reference at the exact shape.
-onnx::ModelProto SequenceSoftmaxModel() {
-  onnx::ModelProto model;
-  model.set_ir_version(8);
-  model.add_opset_import()->set_version(17);
-  onnx::GraphProto* graph = model.mutable_graph();
-  graph->set_name("sequence_softmax");
-  auto add_value = [](onnx::ValueInfoProto* value, const std::string& name) {
-    value->set_name(name);
-    onnx::TypeProto_Tensor* tensor = value->mutable_type()->mutable_tensor_type();
-    tensor->set_elem_type(onnx::TensorProto::FLOAT);
-    tensor->mutable_shape()->add_dim()->set_dim_param("batch");
-    tensor->mutable_shape()->add_dim()->set_dim_param("sequence");
-    tensor->mutable_shape()->add_dim()->set_dim_value(16);
-  };
-  add_value(graph->add_input(), "x");
-  add_value(graph->add_output(), "y");
-  onnx::TensorProto* weight = graph->add_initializer();
-  weight->set_name("w");
-  weight->set_data_type(onnx::TensorProto::FLOAT);
-  weight->add_dims(16);
-  weight->add_dims(16);
-  for (int i = 0; i < 256; ++i) weight->add_float_data(0.01f * static_cast<float>((i * 37) % 41 - 20));
-  onnx::NodeProto* matmul = graph->add_node();
-  matmul->set_op_type("MatMul");
-  matmul->add_input("x");
-  matmul->add_input("w");
-  matmul->add_output("h");
-  onnx::NodeProto* softmax = graph->add_node();
-  softmax->set_op_type("Softmax");
-  softmax->add_input("h");
-  softmax->add_output("y");
-  onnx::AttributeProto* axis = softmax->add_attribute();
-  axis->set_name("axis");
-  axis->set_type(onnx::AttributeProto::INT);
-  axis->set_i(1);
-  return model;
-}
-
 TEST_F(GraphSetTest, CapturesOneGraphPerBatchAndShapeBucket) {
-  const Model model = Import(SequenceSoftmaxModel(), "sequence_softmax");
+  const Model model = Import(MakeSequenceSoftmaxModel(), "sequence_softmax");
   GraphSetOptions options;
   options.num_streams = 2;
   options.graphs = {{4, {32}}, {1, {8}}, {4, {8}}, {2, {128}}};

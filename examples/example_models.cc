@@ -122,6 +122,19 @@ class GraphBuilder {
     for (int64_t value : values) attr->add_ints(value);
   }
 
+  // float32 weights drawn uniformly in +-bound.
+  void AddUniformInitializer(const std::string& name, const std::vector<int64_t>& dims,
+                             double bound) {
+    int64_t count = 1;
+    for (int64_t dim : dims) count *= dim;
+    std::vector<float> values(static_cast<size_t>(count));
+    for (float& value : values) value = weights_.Uniform(bound);
+    onnx::TensorProto* tensor = NewInitializer(name, onnx::TensorProto::FLOAT, dims);
+    // raw_data is little-endian, as on every host this tool runs on.
+    tensor->set_raw_data(std::string(reinterpret_cast<const char*>(values.data()),
+                                     values.size() * sizeof(float)));
+  }
+
  private:
   static void DeclareValue(onnx::ValueInfoProto* value, const std::string& name,
                            const std::vector<int64_t>& dims) {
@@ -130,7 +143,9 @@ class GraphBuilder {
     tensor->set_elem_type(onnx::TensorProto::FLOAT);
     onnx::TensorShapeProto* shape = tensor->mutable_shape();
     for (int64_t dim : dims) {
-      if (dim < 0) {
+      if (dim == kSequenceDim) {
+        shape->add_dim()->set_dim_param("sequence");
+      } else if (dim < 0) {
         shape->add_dim()->set_dim_param(kBatch);
       } else {
         shape->add_dim()->set_dim_value(dim);
@@ -145,18 +160,6 @@ class GraphBuilder {
     tensor->set_data_type(data_type);
     for (int64_t dim : dims) tensor->add_dims(dim);
     return tensor;
-  }
-
-  void AddUniformInitializer(const std::string& name, const std::vector<int64_t>& dims,
-                             double bound) {
-    int64_t count = 1;
-    for (int64_t dim : dims) count *= dim;
-    std::vector<float> values(static_cast<size_t>(count));
-    for (float& value : values) value = weights_.Uniform(bound);
-    onnx::TensorProto* tensor = NewInitializer(name, onnx::TensorProto::FLOAT, dims);
-    // raw_data is little-endian, as on every host this tool runs on.
-    tensor->set_raw_data(std::string(reinterpret_cast<const char*>(values.data()),
-                                     values.size() * sizeof(float)));
   }
 
   onnx::GraphProto* graph_;
@@ -204,6 +207,18 @@ onnx::ModelProto MakeMlpModel(uint64_t seed) {
   std::string h = builder.Mlp("mlp", "x", {512, 1024, 512, 256, 1}, /*relu_last=*/false);
   builder.AddNode("Sigmoid", "sigmoid", {h}, {"y"});
   builder.AddOutput("y", {-1, 1});
+  return model;
+}
+
+onnx::ModelProto MakeSequenceSoftmaxModel(uint64_t seed) {
+  onnx::ModelProto model = NewModel("sequence_softmax");
+  GraphBuilder builder(model.mutable_graph(), seed);
+  builder.AddInput("x", {-1, kSequenceDim, 16});
+  builder.AddUniformInitializer("w", {16, 16}, 0.25);
+  const std::string h = builder.Apply("MatMul", "matmul", {"x", "w"});
+  onnx::NodeProto* softmax = builder.AddNode("Softmax", "softmax", {h}, {"y"});
+  GraphBuilder::SetInt(softmax, "axis", 1);  // over the sequence
+  builder.AddOutput("y", {-1, kSequenceDim, 16});
   return model;
 }
 

@@ -31,6 +31,13 @@ onnx::ModelProto MakeDlrmDenseModel(uint64_t seed = kExampleModelSeed);
 // 256-512-256-64 with Relu after every layer -> Concat [batch,256] -> Gemm
 // 256-1 -> Sigmoid -> y [batch,1].
 onnx::ModelProto MakeMultiTowerModel(uint64_t seed = kExampleModelSeed);
+// Not written to files: a model with a shape dim (Note [Shape dims] in
+// runtime/ir.h). x [batch, sequence, 16] -> MatMul 16x16 -> Softmax over the
+// sequence -> y [batch, sequence, 16]: every output depends on the
+// sequence's extent, so a graph bound at another extent cannot match.
+onnx::ModelProto MakeSequenceSoftmaxModel(uint64_t seed = kExampleModelSeed);
+// A dim written this way in the builders' dims is the dynamic "sequence".
+inline constexpr int64_t kSequenceDim = -2;
 
 // The flat indices into a row-major [n,n] matrix of its strictly lower
 // triangle (i > j), row by row: n*(n-1)/2 of them.

@@ -306,9 +306,9 @@ namespace {
 // in runtime/ir.h) are served today at the one extent config.pbtxt gives
 // them, e.g. `dims: [ 128 ]` for input_ids [batch, sequence]: one bucket,
 // every graph captured at it, every row of it. A dim the config leaves -1 is
-// refused at load, naming it; choosing buckets from the lengths requests
-// bring, and padding shorter requests into them, is the shapes issue's
-// next step.
+// refused at load (InterfaceFromConfig), naming it; choosing buckets from
+// the lengths requests bring, and padding shorter requests into them, is
+// the shapes issue's next step.
 
 // The bucket config.pbtxt fixes: for each shape dim, the extent of the
 // first declared input that has it; inputs sharing a dim must agree.
@@ -325,15 +325,8 @@ absl::StatusOr<std::vector<int64_t>> BucketFromConfig(const Model& model,
     for (size_t d = 0; d < input.dim_names.size(); ++d) {
       const std::string& name = input.dim_names[d];
       if (name.empty() || d < batch_dims || d - batch_dims >= dims.size()) continue;
+      // InterfaceFromConfig has refused dims below 1.
       const int64_t extent = dims[d - batch_dims];
-      if (extent < 1) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "input '", input.name, "' dim ", d, " ('", name,
-            "') is dynamic in the model and config.pbtxt gives it ", extent,
-            ": GraphServe captures graphs of fixed shape, so give the dim its extent in "
-            "config.pbtxt (e.g. dims: [ 128 ] for a sequence length); choosing shape buckets "
-            "from request lengths is not implemented yet"));
-      }
       const auto [it, inserted] = given.try_emplace(name, extent, input.name);
       if (!inserted && it->second.first != extent) {
         return absl::InvalidArgumentError(absl::StrCat(

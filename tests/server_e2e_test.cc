@@ -35,6 +35,7 @@
 #include "common/cuda_handles.h"
 #include "common/tensor.h"
 #include "examples/demo_repository.h"
+#include "examples/example_models.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/text_format.h"
 #include "grpcpp/grpcpp.h"
@@ -165,13 +166,13 @@ std::shared_ptr<grpc::Channel> Connect(int port) {
 
 // The model `name` of the repository on the host executor, bound at `rows`.
 std::unique_ptr<HostExecutor> Reference(const std::string& repository, const std::string& name,
-                                        int64_t rows) {
+                                        int64_t rows, const std::vector<int64_t>& bucket = {}) {
   absl::StatusOr<Model> model =
       ImportOnnxFile((std::filesystem::path(repository) / name / "1" / "model.onnx").string());
   EXPECT_TRUE(model.ok()) << model.status();
-  BindOptions bind;
-  bind.batch_size = rows;
-  absl::StatusOr<BoundGraph> graph = BindModel(*model, bind);
+  absl::StatusOr<BindOptions> bind = BindOptionsAt(*model, {rows, bucket});
+  EXPECT_TRUE(bind.ok()) << bind.status();
+  absl::StatusOr<BoundGraph> graph = BindModel(*model, *bind);
   EXPECT_TRUE(graph.ok()) << graph.status();
   absl::StatusOr<std::unique_ptr<HostExecutor>> executor = HostExecutor::Create(*std::move(graph));
   EXPECT_TRUE(executor.ok()) << executor.status();
@@ -1796,6 +1797,50 @@ TEST(ServerWithTritonConfig, MaxBatchSizeZeroServesTheFullShape) {
   EXPECT_THAT(refused.error_message(),
               HasSubstr("unexpected shape for input 'x' for model 'mlp'. Expected [1,512], got "
                         "[2,512] (the model does not batch)"));
+}
+
+// A model with a dynamic sequence dim (Note [Shape dims]) is served at the
+// extent config.pbtxt gives it (Note [Shape dims fixed by config.pbtxt]),
+// on both executors; left -1 there, its load fails naming the dim, and the
+// other models serve.
+TEST(ServerWithShapeDims, ServesTheExtentTheConfigFixesAndRefusesAnOpenOne) {
+  const std::string repository = WriteTestRepository("shape_dims_repository");
+  const auto write_model = [&](const std::string& name, int64_t sequence) {
+    const std::filesystem::path dir = std::filesystem::path(repository) / name;
+    std::filesystem::create_directories(dir / "1");
+    std::ofstream(dir / "1" / "model.onnx", std::ios::binary)
+        << MakeSequenceSoftmaxModel().SerializeAsString();
+    std::ofstream(dir / "config.pbtxt") << absl::StrCat(
+        "name: \"", name, "\"\nplatform: \"onnxruntime_onnx\"\nmax_batch_size: 8\n",
+        "input [{ name: \"x\" data_type: TYPE_FP32 dims: [ ", sequence, ", 16 ] }]\n",
+        "output [{ name: \"y\" data_type: TYPE_FP32 dims: [ ", sequence, ", 16 ] }]\n",
+        "capture { batch_sizes: [ 1, 4, 8 ] }\n");
+  };
+  write_model("sequence_32", 32);
+  write_model("sequence_open", -1);
+
+  std::unique_ptr<InferenceServer> server = StartServer(TestServerOptions(repository));
+  ASSERT_NE(server, nullptr);
+  auto stub = inference::GRPCInferenceService::NewStub(Connect(server->port()));
+  for (int64_t rows : {1, 3, 8}) {
+    std::unique_ptr<HostExecutor> reference = Reference(repository, "sequence_32", rows, {32});
+    const std::vector<HostTensor> inputs = RandomInputs(reference->graph(), 1500 + rows);
+    grpc::ClientContext context;
+    inference::ModelInferResponse response;
+    const grpc::Status status = stub->ModelInfer(
+        &context, RawRequest("sequence_32", reference->graph(), inputs), &response);
+    EXPECT_TRUE(MatchesReference(status, response, *reference, inputs))
+        << rows << " rows: " << status.error_message();
+  }
+  grpc::ClientContext context;
+  inference::ModelInferRequest request;
+  request.set_model_name("sequence_open");
+  request.set_model_version("1");
+  inference::ModelInferResponse response;
+  const grpc::Status refused = stub->ModelInfer(&context, request, &response);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_THAT(refused.error_message(),
+              HasSubstr("input[0] 'x' dims[0] is -1; every dim after the batch must be fixed"));
 }
 
 // Triton matches config.pbtxt's inputs to the model's by name (issue 27 part
