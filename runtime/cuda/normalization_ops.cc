@@ -1,7 +1,7 @@
 // The normalization family's CUDA kernels (runtime/ops/normalization.cc):
-// Softmax, LogSoftmax, Hardmax, LayerNormalization, InstanceNormalization,
-// GroupNormalization, the Reduce* ops, ArgMax and ArgMin, CumSum.
-// Device code: op_kernels_reduce.cu.
+// Softmax, LogSoftmax, Hardmax, LayerNormalization, RMSNormalization,
+// InstanceNormalization, GroupNormalization, the Reduce* ops, ArgMax and
+// ArgMin, CumSum. Device code: op_kernels_reduce.cu.
 
 #include "runtime/cuda/op_kernels.h"
 
@@ -185,6 +185,7 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeLayerNorm(const CudaKernelCont
   params.rows = IntAttr(node.attributes, "outer");
   params.cols = IntAttr(node.attributes, "inner");
   ASSIGN_OR_RETURN(params.epsilon, GetFloatAttr(node.attributes, "epsilon", 1e-5f));
+  params.subtract_mean = node.op_type != "RMSNormalization";
   if (params.rows < 0 || params.cols < 0) {
     return Invalid(node, "outer and inner must be non-negative");
   }
@@ -395,6 +396,8 @@ void AddNormalizationCudaKernels(CudaKernelDefs& defs) {
   defs.push_back({"CumSum", DTypes({DType::kFloat32, DType::kFloat64, DType::kInt32, DType::kInt64}),
                   MakeCumSum});
   defs.push_back({"LayerNormalization", kRowKernelDTypes, MakeLayerNorm});
+  // Note [RMS normalization] in runtime/host/normalization_kernels.h.
+  defs.push_back({"RMSNormalization", kRowKernelDTypes, MakeLayerNorm});
   defs.push_back({"InstanceNormalization", float32, MakeGroupNorm});
   defs.push_back({"GroupNormalization", float32, MakeGroupNorm});
   for (const ReduceOpInfo& info : kReduceOps) {

@@ -180,6 +180,9 @@ struct LayerNormParams {
   int64_t rows = 0;
   int64_t cols = 0;
   float epsilon = 0.0f;
+  // False: the row's mean is taken as 0, which makes this RMSNormalization
+  // (Note [RMS normalization] in runtime/host/normalization_kernels.h).
+  bool subtract_mean = true;
 };
 
 // `bias`, `mean` and `inv_std_dev` may be null (absent input / unused output).

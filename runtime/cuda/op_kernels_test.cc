@@ -488,7 +488,7 @@ TEST_P(OpKernelSpecialValuesTest, MatchesHostKernel) {
   const OpCase& c = GetParam();
   std::mt19937 rng(static_cast<uint32_t>(std::hash<std::string>{}(c.label)) + 1);
   const bool no_large = c.op_type == "Softmax" || c.op_type == "LogSoftmax" ||
-                        c.op_type == "LayerNormalization" ||
+                        c.op_type == "LayerNormalization" || c.op_type == "RMSNormalization" ||
                         c.op_type == "ReduceSum" || c.op_type == "ReduceMean" ||
                         c.op_type == "ReduceLogSum";
   std::vector<float> specials = {kNaN, kInf, -kInf};
@@ -988,6 +988,32 @@ std::vector<OpCase> GroupNormCases() {
   return cases;
 }
 
+// Note [RMS normalization]: LayerNormalization's kernels without centring.
+std::vector<OpCase> RmsNormCases() {
+  const struct {
+    int64_t outer;
+    int64_t inner;
+  } norms[] = {{4, 10}, {3, 768}, {2, 1500}, {5, 1}, {7, 4096}};
+  std::vector<OpCase> cases;
+  for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+    for (const auto& n : norms) {
+      OpCase c;
+      c.op_type = "RMSNormalization";
+      c.label = absl::StrCat("RmsNorm_", dtype == DType::kFloat32 ? "" : TypeLabel(dtype) + "_",
+                             n.outer, "x", n.inner);
+      c.inputs = {Spec(dtype, {n.outer, n.inner}), Spec(dtype, {n.inner})};
+      c.outputs = {Spec(dtype, {n.outer, n.inner})};
+      c.computed = dtype != DType::kFloat32;
+      c.magnitude = 1.0;  // a normalised row's scale
+      c.attributes["outer"] = n.outer;
+      c.attributes["inner"] = n.inner;
+      c.attributes["epsilon"] = 1e-5f;
+      cases.push_back(std::move(c));
+    }
+  }
+  return cases;
+}
+
 std::vector<OpCase> LayerNormCases() {
   const Dims absent = {-1};
   const struct {
@@ -1261,6 +1287,7 @@ INSTANTIATE_TEST_SUITE_P(CumSum, OpKernelTest, ::testing::ValuesIn(CumSumCases()
 INSTANTIATE_TEST_SUITE_P(Softmax, OpKernelTest, ::testing::ValuesIn(SoftmaxCases()), CaseName);
 INSTANTIATE_TEST_SUITE_P(LayerNorm, OpKernelTest, ::testing::ValuesIn(LayerNormCases()),
                          CaseName);
+INSTANTIATE_TEST_SUITE_P(RmsNorm, OpKernelTest, ::testing::ValuesIn(RmsNormCases()), CaseName);
 INSTANTIATE_TEST_SUITE_P(GroupNorm, OpKernelTest, ::testing::ValuesIn(GroupNormCases()),
                          CaseName);
 INSTANTIATE_TEST_SUITE_P(Hardmax, OpKernelTest, ::testing::ValuesIn(HardmaxCases()), CaseName);
@@ -1563,6 +1590,8 @@ INSTANTIATE_TEST_SUITE_P(Softmax, OpKernelSpecialValuesTest,
                          ::testing::ValuesIn(FloatCases(SoftmaxCases())), CaseName);
 INSTANTIATE_TEST_SUITE_P(LayerNorm, OpKernelSpecialValuesTest,
                          ::testing::ValuesIn(FloatCases(LayerNormCases())), CaseName);
+INSTANTIATE_TEST_SUITE_P(RmsNorm, OpKernelSpecialValuesTest,
+                         ::testing::ValuesIn(FloatCases(RmsNormCases())), CaseName);
 INSTANTIATE_TEST_SUITE_P(GroupNorm, OpKernelSpecialValuesTest,
                          ::testing::ValuesIn(FloatCases(GroupNormCases())), CaseName);
 INSTANTIATE_TEST_SUITE_P(Hardmax, OpKernelSpecialValuesTest,
@@ -1743,9 +1772,9 @@ std::vector<OpCase> AllCases() {
   std::vector<OpCase> all;
   for (std::vector<OpCase> cases :
        {BinaryCases(), WhereCases(), UnaryCases(), CastCases(), TransposeCases(), SliceCases(),
-        ExpandCases(), GatherCases(), SoftmaxCases(), LayerNormCases(), GroupNormCases(),
-        HardmaxCases(), ReduceCases(), ArgReduceCases(), FloatMathCases(), PReluCases(),
-        ConcatCases()}) {
+        ExpandCases(), GatherCases(), SoftmaxCases(), LayerNormCases(), RmsNormCases(),
+        GroupNormCases(), HardmaxCases(), ReduceCases(), ArgReduceCases(), FloatMathCases(),
+        PReluCases(), ConcatCases()}) {
     all.insert(all.end(), cases.begin(), cases.end());
   }
   return all;

@@ -910,6 +910,44 @@ TEST(LayerNormalizationTest, WithoutBiasOrStatistics) {
   ExpectFloatsNear(Values<float>(out), {-2, 3});
 }
 
+// Note [RMS normalization]: y = x / sqrt(mean(x^2) + epsilon) * scale.
+TEST(RMSNormalizationTest, MatchesTheFormula) {
+  constexpr int kOuter = 2, kInner = 3;
+  constexpr float kEpsilon = 0.1f;
+  const std::vector<float> x = {1, -2, 2, 0.5f, 3, -4};
+  const std::vector<float> scale = {1, 0.5f, -2};
+  BoundNode node =
+      MakeNode("RMSNormalization",
+               {{"outer", int64_t{kOuter}}, {"inner", int64_t{kInner}}, {"epsilon", kEpsilon}});
+  HostTensor out = RunOk(node, {Floats({kOuter, kInner}, x), Floats({kInner}, scale)},
+                         DType::kFloat32, {kOuter, kInner});
+  // Row 0: mean square (1 + 4 + 4) / 3 = 3; row 1: (0.25 + 9 + 16) / 3.
+  const double rms[] = {std::sqrt(3.0 + kEpsilon), std::sqrt(25.25 / 3 + kEpsilon)};
+  for (int r = 0; r < kOuter; ++r) {
+    for (int i = 0; i < kInner; ++i) {
+      EXPECT_NEAR(out.data<float>()[r * kInner + i], x[r * kInner + i] / rms[r] * scale[i], 1e-6)
+          << r << "," << i;
+    }
+  }
+}
+
+// As ONNX's reference: a NaN spoils its row; an infinity is inf / inf = NaN
+// and leaves the rest of its row 0; other rows keep their values.
+TEST(RMSNormalizationTest, SpecialValuesStayInTheirRow) {
+  BoundNode node = MakeNode("RMSNormalization",
+                            {{"outer", int64_t{3}}, {"inner", int64_t{2}}, {"epsilon", 0.0f}});
+  HostTensor out = RunOk(node, {Floats({3, 2}, {kNaN, 1, kInf, 2, 3, 4}), Floats({2}, {1, 1})},
+                         DType::kFloat32, {3, 2});
+  const std::vector<float> y = Values<float>(out);
+  EXPECT_TRUE(std::isnan(y[0]));
+  EXPECT_TRUE(std::isnan(y[1]));
+  EXPECT_TRUE(std::isnan(y[2]));
+  EXPECT_EQ(y[3], 0.0f);
+  // Row [3, 4]: root mean square sqrt(12.5).
+  EXPECT_NEAR(y[4], 3 / std::sqrt(12.5), 1e-6);
+  EXPECT_NEAR(y[5], 4 / std::sqrt(12.5), 1e-6);
+}
+
 TEST(ReduceMeanTest, MiddleAxisDropped) {
   // [2,3,2] averaged over dim 1.
   HostTensor out =
