@@ -41,7 +41,7 @@ struct OpDef {
   std::string name;
   // Family file under runtime/ops/ (and the host and CUDA kernel files of the
   // same family): "elementwise", "data_movement", "linear_algebra",
-  // "normalization", "nn".
+  // "normalization", "nn", "attention".
   std::string family;
   // Oldest opset whose semantics binding implements; older models are refused.
   int64_t since_opset = 1;

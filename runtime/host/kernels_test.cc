@@ -948,6 +948,72 @@ TEST(RMSNormalizationTest, SpecialValuesStayInTheirRow) {
   EXPECT_NEAR(y[5], 4 / std::sqrt(12.5), 1e-6);
 }
 
+// Note [Rotary embedding]: one head of 6, rotary_dim 4 (pairs (0, 2) and
+// (1, 3), or (0, 1) and (2, 3) interleaved), the last 2 copied; position id
+// -1 reads the caches' last row.
+TEST(RotaryEmbeddingTest, RotatesPairsByThePositionsAngles) {
+  const std::vector<float> x = {1, 2, 3, 4, 5, 6};
+  const float c0 = 0.5f, s0 = 0.25f, c1 = -1, s1 = 2;  // row 1 of the caches
+  HostTensor cos_cache = Floats({2, 2}, {9, 9, c0, c1});
+  HostTensor sin_cache = Floats({2, 2}, {9, 9, s0, s1});
+  for (const int64_t interleaved : {0, 1}) {
+    BoundNode node = MakeNode("RotaryEmbedding", {{"batch", int64_t{1}},
+                                                  {"seq", int64_t{1}},
+                                                  {"heads", int64_t{1}},
+                                                  {"head_size", int64_t{6}},
+                                                  {"rotary_dim", int64_t{4}},
+                                                  {"interleaved", interleaved},
+                                                  {"heads_outer", int64_t{1}}});
+    HostTensor out =
+        RunOk(node, {Floats({1, 1, 1, 6}, x), cos_cache, sin_cache, Ints({1, 1}, {-1})},
+              DType::kFloat32, {1, 1, 1, 6});
+    // Pairs (x1, x2) -> (c x1 - s x2, s x1 + c x2).
+    const std::vector<float> expected =
+        interleaved == 0
+            ? std::vector<float>{c0 * 1 - s0 * 3, c1 * 2 - s1 * 4, s0 * 1 + c0 * 3,
+                                 s1 * 2 + c1 * 4, 5, 6}
+            : std::vector<float>{c0 * 1 - s0 * 2, s0 * 1 + c0 * 2, c1 * 3 - s1 * 4,
+                                 s1 * 3 + c1 * 4, 5, 6};
+    ExpectFloatsNear(Values<float>(out), expected);
+  }
+}
+
+// Heads inner ([batch, seq, heads, head]) and caches per token: token (0, 1)
+// rotates both its heads by its own row.
+TEST(RotaryEmbeddingTest, PerTokenCachesWithHeadsInner) {
+  BoundNode node = MakeNode("RotaryEmbedding", {{"batch", int64_t{1}},
+                                                {"seq", int64_t{2}},
+                                                {"heads", int64_t{2}},
+                                                {"head_size", int64_t{2}},
+                                                {"rotary_dim", int64_t{2}},
+                                                {"interleaved", int64_t{0}},
+                                                {"heads_outer", int64_t{0}}});
+  HostTensor out = RunOk(node,
+                         {Floats({1, 2, 4}, {1, 0, 0, 1, 1, 0, 0, 1}), Floats({1, 2, 1}, {1, 0}),
+                          Floats({1, 2, 1}, {0, 1})},
+                         DType::kFloat32, {1, 2, 4});
+  // Token 0: identity; token 1: a quarter turn, (x1, x2) -> (-x2, x1).
+  ExpectFloatsNear(Values<float>(out), {1, 0, 0, 1, 0, 1, -1, 0});
+}
+
+TEST(RotaryEmbeddingTest, PositionOutsideTheCachesIsRefused) {
+  BoundNode node = MakeNode("RotaryEmbedding", {{"batch", int64_t{1}},
+                                                {"seq", int64_t{1}},
+                                                {"heads", int64_t{1}},
+                                                {"head_size", int64_t{2}},
+                                                {"rotary_dim", int64_t{2}},
+                                                {"interleaved", int64_t{0}},
+                                                {"heads_outer", int64_t{1}}});
+  absl::StatusOr<HostTensor> out =
+      RunOne(node, {Floats({1, 1, 1, 2}, {1, 2}), Floats({2, 1}, {1, 1}), Floats({2, 1}, {0, 0}),
+                    Ints({1, 1}, {2})},
+             DType::kFloat32, {1, 1, 1, 2});
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(out.status().message()).find("position id 2"), std::string::npos)
+      << out.status();
+}
+
 TEST(ReduceMeanTest, MiddleAxisDropped) {
   // [2,3,2] averaged over dim 1.
   HostTensor out =

@@ -12,5 +12,6 @@ void AddDataMovementOps(std::vector<OpDef>& ops);
 void AddLinearAlgebraOps(std::vector<OpDef>& ops);
 void AddNormalizationOps(std::vector<OpDef>& ops);
 void AddNnOps(std::vector<OpDef>& ops);
+void AddAttentionOps(std::vector<OpDef>& ops);
 
 }  // namespace graphserve
