@@ -237,7 +237,7 @@ class Binder final : public BindContext::Engine {
     for (size_t i = 0; i < input_count; ++i) {
       const std::string& input = node.inputs[i];
       if (input.empty()) {
-        if (static_cast<int>(i) != op->omissible_input) {
+        if (op->omissible_input < 0 || static_cast<int>(i) < op->omissible_input) {
           return ctx.Error("input ", i, " is required but omitted");
         }
         ctx.inputs_.push_back(kOmitted);

@@ -55,7 +55,8 @@ struct OpDef {
   // became inputs), and weights the runtime folds or hands to a library
   // (Conv's W and B, BatchNormalization's statistics).
   std::vector<size_t> plan_time_operands;
-  // The input (if any) that may be omitted ("") before a later one.
+  // The first input (if any) that may be omitted ("") before a later one;
+  // every later input may be omitted too (Attention's optional inputs).
   int omissible_input = -1;
   BindRule bind = nullptr;
   // Null for ops binding always replaces (Constant, Shape, Dropout).

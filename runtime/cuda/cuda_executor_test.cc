@@ -948,6 +948,63 @@ TEST_P(CudaExecutorHalfModelTest, ConvBlockMatchesHostExecutorFusedAndUnfused) {
                              [](const CudaExecutor&) {});
 }
 
+// Opset 23's transformer ops in half precision: x[B,8,64] -> RMSNormalization
+// -> q (4 heads of 16), k and v (2 KV heads) by MatMul -> RotaryEmbedding of
+// q and k at position ids (an int64 input) -> Attention, 3-D and grouped,
+// causal, softcapped, with a constant boolean mask that hides every key from
+// query 2 (the fully masked row's guard) -> y[B,8,64]. RMSNormalization and
+// RotaryEmbedding are kernels of their own; Attention runs as the MatMul,
+// Softmax, Where and elementwise nodes binding lowers it to (Note [Attention
+// lowering] in runtime/ops/attention.cc).
+Model HalfOpset23Block(DType dtype) {
+  uint64_t seed = 130;
+  Model model;
+  model.name = "half_opset23_block";
+  model.opset = 23;
+  const auto constant = [&](Dims dims, float scale) {
+    HostTensor normal = RandomTensor(DType::kFloat32, std::move(dims), ++seed);
+    for (int64_t i = 0; i < normal.num_elements(); ++i) normal.data<float>()[i] *= scale;
+    return std::make_shared<const HostTensor>(ConvertFloats(normal, dtype));
+  };
+  auto mask = std::make_shared<HostTensor>(DType::kBool, Dims{8, 8});
+  for (int64_t i = 0; i < 64; ++i) mask->data<bool>()[i] = i / 8 != 2;
+  model.inputs.push_back({"x", dtype, {-1, 8, 64}});
+  model.inputs.push_back({"ids", DType::kInt64, {-1, 8}});
+  model.outputs.push_back({"y", dtype, {-1, 8, 64}});
+  model.initializers["gamma"] = constant({64}, 1.0f);
+  model.initializers["Wq"] = constant({64, 64}, 0.125f);
+  model.initializers["Wk"] = constant({64, 32}, 0.125f);
+  model.initializers["Wv"] = constant({64, 32}, 0.125f);
+  model.initializers["cos"] = constant({16, 8}, 1.0f);
+  model.initializers["sin"] = constant({16, 8}, 1.0f);
+  model.initializers["mask"] = std::move(mask);
+  model.nodes = {
+      {"norm", "RMSNormalization", {"x", "gamma"}, {"h"}, {}},
+      {"q_mm", "MatMul", {"h", "Wq"}, {"q0"}, {}},
+      {"k_mm", "MatMul", {"h", "Wk"}, {"k0"}, {}},
+      {"v_mm", "MatMul", {"h", "Wv"}, {"v"}, {}},
+      {"q_rope", "RotaryEmbedding", {"q0", "cos", "sin", "ids"}, {"q"},
+       {{"num_heads", int64_t{4}}}},
+      {"k_rope", "RotaryEmbedding", {"k0", "cos", "sin", "ids"}, {"k"},
+       {{"num_heads", int64_t{2}}, {"interleaved", int64_t{1}}}},
+      {"attention", "Attention", {"q", "k", "v", "mask"}, {"y"},
+       {{"q_num_heads", int64_t{4}},
+        {"kv_num_heads", int64_t{2}},
+        {"is_causal", int64_t{1}},
+        {"softcap", 5.0f}}},
+  };
+  return model;
+}
+
+TEST_P(CudaExecutorHalfModelTest, Opset23BlockMatchesHostExecutorFusedAndUnfused) {
+  const auto [dtype, batch] = GetParam();
+  std::vector<HostTensor> inputs;
+  inputs.push_back(RandomTensor(dtype, {batch, 8, 64}, 6));
+  inputs.push_back(RandomTensor(DType::kInt64, {batch, 8}, 7));  // ids 0 or 1
+  ExpectHalfModelMatchesHost(HalfOpset23Block(dtype), dtype, batch, inputs,
+                             [](const CudaExecutor&) {});
+}
+
 INSTANTIATE_TEST_SUITE_P(
     TypesAndBatches, CudaExecutorHalfModelTest,
     ::testing::Combine(::testing::Values(DType::kFloat16, DType::kBFloat16),
