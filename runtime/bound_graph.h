@@ -110,6 +110,16 @@ struct BoundGraph {
 //             B hold `inner` elements. Attrs outer, inner (ints), epsilon
 //             (float). Outputs Y[, Mean, InvStdDev] (Mean and InvStdDev have
 //             `outer` elements; only present when the model uses them).
+//  RMSNormalization
+//             inputs X, Scale: LayerNormalization's form without B (Scale
+//             holds `inner` elements of X's dtype); attrs outer, inner,
+//             epsilon; output Y. Note [RMS normalization] in
+//             runtime/host/normalization_kernels.h.
+//  RotaryEmbedding
+//             inputs X, cos_cache, sin_cache[, position_ids (int64)]; attrs
+//             batch, seq, heads, head_size, rotary_dim, interleaved,
+//             heads_outer. Note [Rotary embedding] in
+//             runtime/host/attention_kernels.h.
 //  ReduceSum ReduceMean ReduceProd ReduceMax ReduceMin ReduceL1 ReduceL2
 //  ReduceSumSquare ReduceLogSum ReduceLogSumExp
 //             one input; attrs axes (sorted, non-negative; "all axes" is
@@ -144,5 +154,7 @@ struct BoundGraph {
 //             dims; always sorted (Note [TopK order] in
 //             runtime/host/data_movement_kernels.cc).
 //  DepthToSpace and SpaceToDepth bind as Reshape -> Transpose -> Reshape.
+//  Attention binds into MatMul, Softmax and elementwise nodes (Note
+//  [Attention lowering] in runtime/ops/attention.cc).
 
 }  // namespace graphserve

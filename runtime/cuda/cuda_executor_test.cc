@@ -672,11 +672,12 @@ TEST(CudaExecutorScaleTest, ScalesInAlphaMatchHostExecutor) {
   }
 }
 
-// The residual stream: s = x + a, y = LayerNorm(s) over C, z = s + y, with
-// outputs y and z (so the fused step writes the sum too). C = 64 takes the
-// warp-per-row kernel, C = 2048 the block-per-row one. A NaN in one row of x
-// stays in that row.
-class CudaExecutorAddLayerNormTest : public ::testing::TestWithParam<int64_t> {
+// The residual stream: s = x + a, y = LayerNorm(s) (or RMSNormalization(s))
+// over C, z = s + y, with outputs y and z (so the fused step writes the sum
+// too). C = 64 takes the warp-per-row kernel, C = 2048 the block-per-row one.
+// A NaN in one row of x stays in that row.
+class CudaExecutorAddLayerNormTest
+    : public ::testing::TestWithParam<std::tuple<int64_t, const char*>> {
  protected:
   void SetUp() override {
     if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device on this machine";
@@ -684,20 +685,25 @@ class CudaExecutorAddLayerNormTest : public ::testing::TestWithParam<int64_t> {
 };
 
 TEST_P(CudaExecutorAddLayerNormTest, FusedMatchesHostExecutor) {
-  const int64_t channels = GetParam();
+  const auto [channels, norm_op] = GetParam();
+  const bool rms = std::string(norm_op) == "RMSNormalization";
   std::mt19937 rng(31);
   Model model;
   model.name = "add_layer_norm";
-  model.opset = 17;
+  model.opset = rms ? 23 : 17;
   model.inputs.push_back({"x", DType::kFloat32, {-1, channels}});
   model.inputs.push_back({"a", DType::kFloat32, {-1, channels}});
   model.outputs.push_back({"y", DType::kFloat32, {-1, channels}});
   model.outputs.push_back({"z", DType::kFloat32, {-1, channels}});
   model.initializers["gamma"] = RandomConstant({channels}, rng);
-  model.initializers["beta"] = RandomConstant({channels}, rng);
+  std::vector<std::string> norm_inputs = {"s", "gamma"};
+  if (!rms) {  // RMSNormalization has no B
+    model.initializers["beta"] = RandomConstant({channels}, rng);
+    norm_inputs.push_back("beta");
+  }
   model.nodes = {
       {"residual", "Add", {"x", "a"}, {"s"}, {}},
-      {"norm", "LayerNormalization", {"s", "gamma", "beta"}, {"y"}, {{"axis", int64_t{-1}}}},
+      {"norm", norm_op, norm_inputs, {"y"}, {{"axis", int64_t{-1}}}},
       {"next", "Add", {"s", "y"}, {"z"}, {}},
   };
   constexpr int64_t kBatch = 5;
@@ -734,8 +740,13 @@ TEST_P(CudaExecutorAddLayerNormTest, FusedMatchesHostExecutor) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Channels, CudaExecutorAddLayerNormTest,
-                         ::testing::Values(int64_t{64}, int64_t{2048}));
+INSTANTIATE_TEST_SUITE_P(
+    ChannelsAndNorms, CudaExecutorAddLayerNormTest,
+    ::testing::Combine(::testing::Values(int64_t{64}, int64_t{2048}),
+                       ::testing::Values("LayerNormalization", "RMSNormalization")),
+    [](const auto& info) {
+      return absl::StrCat(std::get<1>(info.param), "_", std::get<0>(info.param));
+    });
 
 // A model already in half precision (exported with .half(), or bf16), run as
 // written: one encoder block of a transformer, every value float16 or
