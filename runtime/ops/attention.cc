@@ -118,6 +118,10 @@ absl::Status BindRotaryEmbedding(BindContext& ctx) {
 // on the bias, as ONNX's reference decides it. softmax_precision may name T
 // or a wider float type: the Softmax kernels compute in float32 or wider
 // and read scores already rounded to T, so the result is the same.
+// A fused attention kernel (cuDNN's, flash attention) would be a fusion step
+// over this chain, as the erf GELU chain is (runtime/fusion.h), rather than
+// a second way to bind it; until then the chain keeps to kernels that are
+// already checked against the host, and its MatMuls are cuBLASLt's.
 // qk_matmul_output (output 3) is an Identity of the intermediate its mode
 // names: s after the scaling (0), after softcap (1), after the bias (2), or p
 // (3). Not supported, as Unimplemented naming the input: the KV caches
@@ -320,8 +324,8 @@ absl::Status CheckSoftmaxPrecision(const BindContext& ctx, DType dtype) {
       (sixteen_bit && precision == static_cast<int64_t>(DType::kFloat32))) {
     return absl::OkStatus();
   }
-  return ctx.Unsupported("softmax_precision ", precision, " narrower than or beside Q's ",
-                         DTypeName(dtype), ": the scores are not rounded to another type");
+  return ctx.Unsupported("softmax_precision ", precision, ": only Q's type (", DTypeName(dtype),
+                         ") or a wider float type; the scores are not rounded to another");
 }
 
 // Note [Attention lowering].

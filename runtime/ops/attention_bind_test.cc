@@ -258,7 +258,7 @@ TEST(AttentionBindTest, Refusals) {
       {AttentionModel(q, q, q, {}, DType::kFloat32, {3, 2}), absl::StatusCode::kUnimplemented,
        "shorter than the 3 keys"},
       {AttentionModel(q, q, q, {{"softmax_precision", int64_t{10}}}),
-       absl::StatusCode::kUnimplemented, "softmax_precision 10"},
+       absl::StatusCode::kUnimplemented, "softmax_precision 10: only Q's type (float32)"},
       {AttentionModel(q, q, q, {}, std::nullopt, {}, {"y", "present_key"}),
        absl::StatusCode::kUnimplemented, "output 1 'present_key'"},
       {AttentionModel({1, 3, 8}, {1, 3, 8}, {1, 3, 8}, {}), absl::StatusCode::kInvalidArgument,
