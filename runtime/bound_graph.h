@@ -112,6 +112,16 @@ struct BoundGraph {
 //             B hold `inner` elements. Attrs outer, inner (ints), epsilon
 //             (float). Outputs Y[, Mean, InvStdDev] (Mean and InvStdDev have
 //             `outer` elements; only present when the model uses them).
+//  RMSNormalization
+//             inputs X, Scale: LayerNormalization's form without B (Scale
+//             holds `inner` elements of X's dtype); attrs outer, inner,
+//             epsilon; output Y. Note [RMS normalization] in
+//             runtime/host/normalization_kernels.h.
+//  RotaryEmbedding
+//             inputs X, cos_cache, sin_cache[, position_ids (int64)]; attrs
+//             batch, seq, heads, head_size, rotary_dim, interleaved,
+//             heads_outer. Note [Rotary embedding] in
+//             runtime/host/attention_kernels.h.
 //  ReduceSum ReduceMean ReduceProd ReduceMax ReduceMin ReduceL1 ReduceL2
 //  ReduceSumSquare ReduceLogSum ReduceLogSumExp
 //             one input; attrs axes (sorted, non-negative; "all axes" is
@@ -153,5 +163,7 @@ struct BoundGraph {
 //             [Resize sampling tables] in runtime/ops/resize.cc.
 //  Einsum binds as ReduceSum, Transpose, Reshape, Slice and MatMul (Note
 //             [Einsum lowering] in runtime/ops/einsum.cc).
+//  Attention binds into MatMul, Softmax and elementwise nodes (Note
+//  [Attention lowering] in runtime/ops/attention.cc).
 
 }  // namespace graphserve

@@ -331,7 +331,10 @@ class FusionPlanner {
   // `node_index` with the Add producing its input, or nullopt.
   std::optional<FusedStep> MatchAddLayerNorm(int node_index) const {
     const BoundNode& norm = graph_.nodes[node_index];
-    if (norm.op_type != "LayerNormalization" || norm.inputs.size() < 2) return std::nullopt;
+    if ((norm.op_type != "LayerNormalization" && norm.op_type != "RMSNormalization") ||
+        norm.inputs.size() < 2) {
+      return std::nullopt;
+    }
     for (size_t k = 1; k < norm.outputs.size(); ++k) {
       if (norm.outputs[k] >= 0) return std::nullopt;  // mean or inverse deviation used
     }

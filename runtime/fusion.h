@@ -18,7 +18,7 @@ enum class StepKind {
   kConv,     // Conv on cuDNN, maybe with a residual Add and an activation in its epilogue
   kErfGelu,  // PyTorch's five-node exact GELU chain as one kernel
   kPointwise,  // a region of float32 elementwise nodes as one kernel (Note [Pointwise regions])
-  kAddLayerNorm,  // a residual Add and the LayerNormalization of its sum as one kernel
+  kAddLayerNorm,  // a residual Add and the LayerNormalization (or RMSNormalization) of its sum
 };
 
 struct FusedStep {
@@ -100,8 +100,9 @@ inline constexpr size_t kMaxPointwiseNodes = 32;  // kPointwiseMaxInstructions
 // input it reads is written before it.
 
 // Residual Add + LayerNorm: a LayerNormalization (its output only; no mean
-// or inverse deviation) of an Add of two float32 tensors of its input's dims
-// becomes one step; the sum is still written when anything else reads it
+// or inverse deviation) or an RMSNormalization (the pre-norm residual stream
+// of today's decoders) of an Add of two tensors of its input's dims and
+// dtype (float32, float16, bfloat16) becomes one step; the sum is still written when anything else reads it
 // (the residual stream's next Add) or it is a graph output, and every such
 // reader must come after the LayerNorm in the node order, where the step
 // runs.

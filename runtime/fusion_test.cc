@@ -285,5 +285,33 @@ TEST(FusionTest, ResidualAddReadBeforeTheLayerNormStaysApart) {
   EXPECT_EQ(plan.add_layer_norms, 0);
 }
 
+// A decoder's pre-norm residual stream: s = x + a, y = RMSNormalization(s),
+// s read again after it. The step is the same as LayerNorm's, without B.
+TEST(FusionTest, ResidualAddRunsWithItsRmsNorm) {
+  Model model;
+  model.name = "residual_rms_norm";
+  model.opset = 23;
+  model.inputs.push_back({"x", DType::kFloat16, {-1, 8}});
+  model.inputs.push_back({"a", DType::kFloat16, {-1, 8}});
+  model.outputs.push_back({"z", DType::kFloat16, {-1, 8}});
+  model.initializers["gamma"] =
+      std::make_shared<const HostTensor>(ConvertFloats(*Weights({8}, 3), DType::kFloat16));
+  model.nodes = {
+      {"residual", "Add", {"x", "a"}, {"s"}, {}},
+      {"norm", "RMSNormalization", {"s", "gamma"}, {"y"}, {}},
+      {"next", "Add", {"s", "y"}, {"z"}, {}},
+  };
+  const BoundGraph graph = Bind(model);
+  const FusionPlan plan = PlanFusion(graph, {});
+  ExpectValidOrder(graph, plan);
+  EXPECT_EQ(plan.add_layer_norms, 1);
+  ASSERT_FALSE(plan.steps.empty());
+  const FusedStep& fused = plan.steps[0];
+  EXPECT_EQ(fused.kind, StepKind::kAddLayerNorm);
+  EXPECT_EQ(fused.inputs.size(), 3u);  // x, a, gamma
+  ASSERT_EQ(fused.outputs.size(), 2u);
+  EXPECT_EQ(graph.value(fused.outputs[1]).name, "s");
+}
+
 }  // namespace
 }  // namespace graphserve

@@ -34,6 +34,7 @@ const std::vector<OpDef>& AllOps() {
     AddLinearAlgebraOps(*ops);
     AddNormalizationOps(*ops);
     AddNnOps(*ops);
+    AddAttentionOps(*ops);
     std::sort(ops->begin(), ops->end(),
               [](const OpDef& a, const OpDef& b) { return a.name < b.name; });
     return ops;

@@ -41,7 +41,7 @@ struct OpDef {
   std::string name;
   // Family file under runtime/ops/ (and the host and CUDA kernel files of the
   // same family): "elementwise", "data_movement", "linear_algebra",
-  // "normalization", "nn".
+  // "normalization", "nn", "attention".
   std::string family;
   // Oldest opset whose semantics binding implements; older models are refused.
   int64_t since_opset = 1;
@@ -56,7 +56,8 @@ struct OpDef {
   // (Conv's W and B, BatchNormalization's statistics).
   std::vector<size_t> plan_time_operands;
   // The first input (if any) that may be omitted ("") before a later one;
-  // so may every input after it (Resize's roi and scales before its sizes).
+  // so may every input after it (Resize's roi and scales before its sizes,
+  // Attention's optional inputs).
   int omissible_input = -1;
   BindRule bind = nullptr;
   // Null for ops binding always replaces (Constant, Shape, Dropout).

@@ -675,11 +675,12 @@ TEST(CudaExecutorScaleTest, ScalesInAlphaMatchHostExecutor) {
   }
 }
 
-// The residual stream: s = x + a, y = LayerNorm(s) over C, z = s + y, with
-// outputs y and z (so the fused step writes the sum too). C = 64 takes the
-// warp-per-row kernel, C = 2048 the block-per-row one. A NaN in one row of x
-// stays in that row.
-class CudaExecutorAddLayerNormTest : public ::testing::TestWithParam<int64_t> {
+// The residual stream: s = x + a, y = LayerNorm(s) (or RMSNormalization(s))
+// over C, z = s + y, with outputs y and z (so the fused step writes the sum
+// too). C = 64 takes the warp-per-row kernel, C = 2048 the block-per-row one.
+// A NaN in one row of x stays in that row.
+class CudaExecutorAddLayerNormTest
+    : public ::testing::TestWithParam<std::tuple<int64_t, const char*>> {
  protected:
   void SetUp() override {
     if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device on this machine";
@@ -687,20 +688,25 @@ class CudaExecutorAddLayerNormTest : public ::testing::TestWithParam<int64_t> {
 };
 
 TEST_P(CudaExecutorAddLayerNormTest, FusedMatchesHostExecutor) {
-  const int64_t channels = GetParam();
+  const auto [channels, norm_op] = GetParam();
+  const bool rms = std::string(norm_op) == "RMSNormalization";
   std::mt19937 rng(31);
   Model model;
   model.name = "add_layer_norm";
-  model.opset = 17;
+  model.opset = rms ? 23 : 17;
   model.inputs.push_back({"x", DType::kFloat32, {-1, channels}});
   model.inputs.push_back({"a", DType::kFloat32, {-1, channels}});
   model.outputs.push_back({"y", DType::kFloat32, {-1, channels}});
   model.outputs.push_back({"z", DType::kFloat32, {-1, channels}});
   model.initializers["gamma"] = RandomConstant({channels}, rng);
-  model.initializers["beta"] = RandomConstant({channels}, rng);
+  std::vector<std::string> norm_inputs = {"s", "gamma"};
+  if (!rms) {  // RMSNormalization has no B
+    model.initializers["beta"] = RandomConstant({channels}, rng);
+    norm_inputs.push_back("beta");
+  }
   model.nodes = {
       {"residual", "Add", {"x", "a"}, {"s"}, {}},
-      {"norm", "LayerNormalization", {"s", "gamma", "beta"}, {"y"}, {{"axis", int64_t{-1}}}},
+      {"norm", norm_op, norm_inputs, {"y"}, {{"axis", int64_t{-1}}}},
       {"next", "Add", {"s", "y"}, {"z"}, {}},
   };
   constexpr int64_t kBatch = 5;
@@ -737,8 +743,13 @@ TEST_P(CudaExecutorAddLayerNormTest, FusedMatchesHostExecutor) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Channels, CudaExecutorAddLayerNormTest,
-                         ::testing::Values(int64_t{64}, int64_t{2048}));
+INSTANTIATE_TEST_SUITE_P(
+    ChannelsAndNorms, CudaExecutorAddLayerNormTest,
+    ::testing::Combine(::testing::Values(int64_t{64}, int64_t{2048}),
+                       ::testing::Values("LayerNormalization", "RMSNormalization")),
+    [](const auto& info) {
+      return absl::StrCat(std::get<1>(info.param), "_", std::get<0>(info.param));
+    });
 
 // A model already in half precision (exported with .half(), or bf16), run as
 // written: one encoder block of a transformer, every value float16 or
@@ -951,6 +962,63 @@ TEST_P(CudaExecutorHalfModelTest, ConvBlockMatchesHostExecutorFusedAndUnfused) {
   std::vector<HostTensor> inputs;
   inputs.push_back(RandomTensor(dtype, {batch, 8, 16, 16}, 5));
   ExpectModelMatchesHost(HalfConvBlock(dtype), dtype, batch, inputs,
+                             [](const CudaExecutor&) {});
+}
+
+// Opset 23's transformer ops in half precision: x[B,8,64] -> RMSNormalization
+// -> q (4 heads of 16), k and v (2 KV heads) by MatMul -> RotaryEmbedding of
+// q and k at position ids (an int64 input) -> Attention, 3-D and grouped,
+// causal, softcapped, with a constant boolean mask that hides every key from
+// query 2 (the fully masked row's guard) -> y[B,8,64]. RMSNormalization and
+// RotaryEmbedding are kernels of their own; Attention runs as the MatMul,
+// Softmax, Where and elementwise nodes binding lowers it to (Note [Attention
+// lowering] in runtime/ops/attention.cc).
+Model HalfOpset23Block(DType dtype) {
+  uint64_t seed = 130;
+  Model model;
+  model.name = "half_opset23_block";
+  model.opset = 23;
+  const auto constant = [&](Dims dims, float scale) {
+    HostTensor normal = RandomTensor(DType::kFloat32, std::move(dims), ++seed);
+    for (int64_t i = 0; i < normal.num_elements(); ++i) normal.data<float>()[i] *= scale;
+    return std::make_shared<const HostTensor>(ConvertFloats(normal, dtype));
+  };
+  auto mask = std::make_shared<HostTensor>(DType::kBool, Dims{8, 8});
+  for (int64_t i = 0; i < 64; ++i) mask->data<bool>()[i] = i / 8 != 2;
+  model.inputs.push_back({"x", dtype, {-1, 8, 64}});
+  model.inputs.push_back({"ids", DType::kInt64, {-1, 8}});
+  model.outputs.push_back({"y", dtype, {-1, 8, 64}});
+  model.initializers["gamma"] = constant({64}, 1.0f);
+  model.initializers["Wq"] = constant({64, 64}, 0.125f);
+  model.initializers["Wk"] = constant({64, 32}, 0.125f);
+  model.initializers["Wv"] = constant({64, 32}, 0.125f);
+  model.initializers["cos"] = constant({16, 8}, 1.0f);
+  model.initializers["sin"] = constant({16, 8}, 1.0f);
+  model.initializers["mask"] = std::move(mask);
+  model.nodes = {
+      {"norm", "RMSNormalization", {"x", "gamma"}, {"h"}, {}},
+      {"q_mm", "MatMul", {"h", "Wq"}, {"q0"}, {}},
+      {"k_mm", "MatMul", {"h", "Wk"}, {"k0"}, {}},
+      {"v_mm", "MatMul", {"h", "Wv"}, {"v"}, {}},
+      {"q_rope", "RotaryEmbedding", {"q0", "cos", "sin", "ids"}, {"q"},
+       {{"num_heads", int64_t{4}}}},
+      {"k_rope", "RotaryEmbedding", {"k0", "cos", "sin", "ids"}, {"k"},
+       {{"num_heads", int64_t{2}}, {"interleaved", int64_t{1}}}},
+      {"attention", "Attention", {"q", "k", "v", "mask"}, {"y"},
+       {{"q_num_heads", int64_t{4}},
+        {"kv_num_heads", int64_t{2}},
+        {"is_causal", int64_t{1}},
+        {"softcap", 5.0f}}},
+  };
+  return model;
+}
+
+TEST_P(CudaExecutorHalfModelTest, Opset23BlockMatchesHostExecutorFusedAndUnfused) {
+  const auto [dtype, batch] = GetParam();
+  std::vector<HostTensor> inputs;
+  inputs.push_back(RandomTensor(dtype, {batch, 8, 64}, 6));
+  inputs.push_back(RandomTensor(DType::kInt64, {batch, 8}, 7));  // ids 0 or 1
+  ExpectHalfModelMatchesHost(HalfOpset23Block(dtype), dtype, batch, inputs,
                              [](const CudaExecutor&) {});
 }
 

@@ -14,6 +14,7 @@ const std::map<std::string, CudaKernelDefs>& CudaKernelsByOp() {
     AddNormalizationCudaKernels(defs);
     AddLinearAlgebraCudaKernels(defs);
     AddNnCudaKernels(defs);
+    AddAttentionCudaKernels(defs);
     auto* by_op = new std::map<std::string, CudaKernelDefs>;
     for (CudaKernelDef& def : defs) (*by_op)[def.op].push_back(std::move(def));
     return by_op;

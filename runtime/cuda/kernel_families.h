@@ -31,5 +31,6 @@ void AddDataMovementCudaKernels(CudaKernelDefs& defs);   // data_movement_ops.cc
 void AddNormalizationCudaKernels(CudaKernelDefs& defs);  // normalization_ops.cc
 void AddLinearAlgebraCudaKernels(CudaKernelDefs& defs);  // linear_algebra_ops.cc
 void AddNnCudaKernels(CudaKernelDefs& defs);             // nn_ops.cc
+void AddAttentionCudaKernels(CudaKernelDefs& defs);      // attention_ops.cc
 
 }  // namespace graphserve

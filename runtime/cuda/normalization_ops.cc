@@ -1,7 +1,7 @@
 // The normalization family's CUDA kernels (runtime/ops/normalization.cc):
-// Softmax, LogSoftmax, Hardmax, LayerNormalization, InstanceNormalization,
-// GroupNormalization, the Reduce* ops, ArgMax and ArgMin, CumSum.
-// Device code: op_kernels_reduce.cu.
+// Softmax, LogSoftmax, Hardmax, LayerNormalization, RMSNormalization,
+// InstanceNormalization, GroupNormalization, the Reduce* ops, ArgMax and
+// ArgMin, CumSum. Device code: op_kernels_reduce.cu.
 
 #include "runtime/cuda/op_kernels.h"
 
@@ -177,17 +177,27 @@ class AddLayerNormKernel final : public NodeKernel {
   bool writes_sum_;
 };
 
-absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeLayerNorm(const CudaKernelContext& context) {
-  const BoundNode& node = context.node;
-  ASSIGN_OR_RETURN(NodeValues v, GetNodeValues(context.graph, node, 2, 3, 1, 3));
+// LayerNormalization's and RMSNormalization's parameters (Note [RMS
+// normalization] in runtime/host/normalization_kernels.h), for the plain
+// and the fused residual kernels.
+absl::StatusOr<LayerNormParams> ReadLayerNormParams(const BoundGraph& graph,
+                                                    const BoundNode& node) {
   LayerNormParams params;
-  params.dtype = v.inputs[0]->dtype;
+  params.dtype = graph.value(node.inputs[0]).dtype;
   params.rows = IntAttr(node.attributes, "outer");
   params.cols = IntAttr(node.attributes, "inner");
   ASSIGN_OR_RETURN(params.epsilon, GetFloatAttr(node.attributes, "epsilon", 1e-5f));
+  params.subtract_mean = node.op_type != "RMSNormalization";
   if (params.rows < 0 || params.cols < 0) {
     return Invalid(node, "outer and inner must be non-negative");
   }
+  return params;
+}
+
+absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeLayerNorm(const CudaKernelContext& context) {
+  const BoundNode& node = context.node;
+  ASSIGN_OR_RETURN(NodeValues v, GetNodeValues(context.graph, node, 2, 3, 1, 3));
+  ASSIGN_OR_RETURN(const LayerNormParams params, ReadLayerNormParams(context.graph, node));
   RETURN_IF_ERROR(CheckDType(node, *v.inputs[0], kRowKernelDTypes));
   for (const BoundValue* value : v.inputs) RETURN_IF_ERROR(CheckSameDType(node, *v.inputs[0], *value));
   RETURN_IF_ERROR(CheckElementCount(node, *v.inputs[0], params.rows * params.cols));
@@ -381,11 +391,7 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeAddLayerNormKernel(const Bound
                                                                      bool write_sum) {
   // The plain kernel's checks of the node (dtypes, counts, attributes).
   RETURN_IF_ERROR(MakeLayerNorm(CudaKernelContext{graph, layer_norm}).status());
-  LayerNormParams params;
-  params.dtype = graph.value(layer_norm.inputs[0]).dtype;
-  params.rows = IntAttr(layer_norm.attributes, "outer");
-  params.cols = IntAttr(layer_norm.attributes, "inner");
-  ASSIGN_OR_RETURN(params.epsilon, GetFloatAttr(layer_norm.attributes, "epsilon", 1e-5f));
+  ASSIGN_OR_RETURN(const LayerNormParams params, ReadLayerNormParams(graph, layer_norm));
   return std::make_unique<AddLayerNormKernel>(layer_norm, params, layer_norm.inputs.size() == 3,
                                               write_sum);
 }
@@ -395,6 +401,8 @@ void AddNormalizationCudaKernels(CudaKernelDefs& defs) {
   defs.push_back({"CumSum", DTypes({DType::kFloat32, DType::kFloat64, DType::kInt32, DType::kInt64}),
                   MakeCumSum});
   defs.push_back({"LayerNormalization", kRowKernelDTypes, MakeLayerNorm});
+  // Note [RMS normalization] in runtime/host/normalization_kernels.h.
+  defs.push_back({"RMSNormalization", kRowKernelDTypes, MakeLayerNorm});
   defs.push_back({"InstanceNormalization", float32, MakeGroupNorm});
   defs.push_back({"GroupNormalization", float32, MakeGroupNorm});
   for (const ReduceOpInfo& info : kReduceOps) {

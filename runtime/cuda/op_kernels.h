@@ -18,8 +18,8 @@ namespace graphserve {
 absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeExpandKernel(const BoundGraph& graph,
                                                                const BoundNode& node);
 
-// A residual Add and the LayerNormalization `layer_norm` of its sum as one
-// kernel (StepKind::kAddLayerNorm, runtime/fusion.h). Enqueue's inputs: the
+// A residual Add and the LayerNormalization (or RMSNormalization)
+// `layer_norm` of its sum as one kernel (StepKind::kAddLayerNorm, runtime/fusion.h). Enqueue's inputs: the
 // Add's two inputs, then the LayerNorm's scale and [bias]; outputs: the
 // LayerNorm's output, then the sum when `write_sum`.
 absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeAddLayerNormKernel(const BoundGraph& graph,

@@ -180,6 +180,9 @@ struct LayerNormParams {
   int64_t rows = 0;
   int64_t cols = 0;
   float epsilon = 0.0f;
+  // False: the row's mean is taken as 0, which makes this RMSNormalization
+  // (Note [RMS normalization] in runtime/host/normalization_kernels.h).
+  bool subtract_mean = true;
 };
 
 // `bias`, `mean` and `inv_std_dev` may be null (absent input / unused output).
@@ -359,6 +362,26 @@ struct CumSumParams {
 
 cudaError_t LaunchCumSum(const CumSumParams& params, const void* input, void* output,
                          cudaStream_t stream);
+
+// RotaryEmbedding (Note [Rotary embedding] in
+// runtime/host/attention_kernels.h): X, the caches and Y of `dtype` (float32,
+// float16 or bfloat16, computed in float); one thread an output element.
+struct RotaryParams {
+  DType dtype = DType::kFloat32;
+  int64_t batch = 0;
+  int64_t seq = 0;
+  int64_t heads = 0;
+  int64_t head_size = 0;
+  int64_t rotary_dim = 0;
+  int64_t cache_rows = 0;  // rows of the caches (max_position with position ids)
+  bool interleaved = false;
+  bool heads_outer = false;
+};
+
+// `position_ids` may be null (caches per (batch, seq) row).
+cudaError_t LaunchRotaryEmbedding(const RotaryParams& params, const void* x, const void* cos_cache,
+                                  const void* sin_cache, const int64_t* position_ids, void* y,
+                                  cudaStream_t stream);
 
 // Tile: output element i (of out_dims) reads the input at every coordinate
 // modulo in_dims. The factory merges each dim whose repeat is 1 into its

@@ -321,11 +321,13 @@ struct LayerNormOutput {
 };
 
 // Two passes over the row held in registers: the mean, then the variance of
-// the deviations (no cancellation from E[x^2] - E[x]^2).
+// the deviations (no cancellation from E[x^2] - E[x]^2). Without
+// `subtract_mean` the mean is 0 and the variance the mean square
+// (RMSNormalization).
 template <typename T, int kPerLane>
 __global__ void __launch_bounds__(kRowWarps* kWarpSize)
     LayerNormWarpRowsKernel(LayerNormInput<T> in, LayerNormOutput<T> out, int64_t rows, int cols,
-                            float epsilon) {
+                            float epsilon, bool subtract_mean) {
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowWarps + threadIdx.x / kWarpSize;
   if (row >= rows) return;  // the whole warp leaves together
   const int lane = threadIdx.x % kWarpSize;
@@ -339,7 +341,7 @@ __global__ void __launch_bounds__(kRowWarps* kWarpSize)
     if (in.sum != nullptr && c < cols) in.sum[base + c] = static_cast<T>(v[k]);
     sum += v[k];
   }
-  const float mean = WarpSum(sum) / static_cast<float>(cols);
+  const float mean = subtract_mean ? WarpSum(sum) / static_cast<float>(cols) : 0.0f;
   float squares = 0.0f;
 #pragma unroll
   for (int k = 0; k < kPerLane; ++k) {
@@ -363,7 +365,7 @@ __global__ void __launch_bounds__(kRowWarps* kWarpSize)
 template <typename T>
 __global__ void __launch_bounds__(kRowBlockThreads)
     LayerNormBlockRowsKernel(LayerNormInput<T> in, LayerNormOutput<T> out, int64_t cols,
-                             float epsilon) {
+                             float epsilon, bool subtract_mean) {
   __shared__ float scratch[kRowBlockThreads / kWarpSize];
   const int64_t row = blockIdx.x;
   const int64_t base = row * cols;
@@ -378,7 +380,9 @@ __global__ void __launch_bounds__(kRowBlockThreads)
   const auto value = [&](int64_t i) {
     return in.sum != nullptr ? static_cast<float>(in.sum[i]) : in.At(i);
   };
-  const float mean = BlockSum(sum, scratch) / static_cast<float>(cols);
+  // subtract_mean is uniform over the block, so every thread skips the
+  // block-wide sum together.
+  const float mean = subtract_mean ? BlockSum(sum, scratch) / static_cast<float>(cols) : 0.0f;
   float squares = 0.0f;
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
     const float deviation = value(base + c) - mean;
@@ -404,7 +408,7 @@ cudaError_t LaunchLayerNormOf(const LayerNormParams& p, LayerNormInput<T> in,
   if (p.cols > kMaxWarpRowCols) {
     if (p.rows > INT32_MAX) return cudaErrorInvalidConfiguration;
     LayerNormBlockRowsKernel<T><<<static_cast<unsigned>(p.rows), kRowBlockThreads, 0, stream>>>(
-        in, out, p.cols, p.epsilon);
+        in, out, p.cols, p.epsilon, p.subtract_mean);
     return cudaGetLastError();
   }
   const unsigned blocks = WarpRowBlocks(p.rows);
@@ -412,7 +416,8 @@ cudaError_t LaunchLayerNormOf(const LayerNormParams& p, LayerNormInput<T> in,
   WithPerLaneBucket(p.cols, [&](auto per_lane) {
     LayerNormWarpRowsKernel<T, decltype(per_lane)::value>
         <<<blocks, kRowWarps * kWarpSize, 0, stream>>>(in, out, p.rows,
-                                                       static_cast<int>(p.cols), p.epsilon);
+                                                       static_cast<int>(p.cols), p.epsilon,
+                                                       p.subtract_mean);
   });
   return cudaGetLastError();
 }

@@ -488,7 +488,7 @@ TEST_P(OpKernelSpecialValuesTest, MatchesHostKernel) {
   const OpCase& c = GetParam();
   std::mt19937 rng(static_cast<uint32_t>(std::hash<std::string>{}(c.label)) + 1);
   const bool no_large = c.op_type == "Softmax" || c.op_type == "LogSoftmax" ||
-                        c.op_type == "LayerNormalization" ||
+                        c.op_type == "LayerNormalization" || c.op_type == "RMSNormalization" ||
                         c.op_type == "ReduceSum" || c.op_type == "ReduceMean" ||
                         c.op_type == "ReduceLogSum";
   std::vector<float> specials = {kNaN, kInf, -kInf};
@@ -988,6 +988,79 @@ std::vector<OpCase> GroupNormCases() {
   return cases;
 }
 
+// Note [Rotary embedding]: both layouts, position ids (negative ones too) or
+// per-token caches, halves or interleaved pairs, full or partial rotation.
+std::vector<OpCase> RotaryCases() {
+  constexpr int64_t kMaxPosition = 50;
+  const struct {
+    int64_t batch, seq, heads, head_size, rotary_dim;
+    bool heads_outer, interleaved, positions;
+  } shapes[] = {
+      {2, 3, 4, 8, 8, true, false, true},    {2, 3, 4, 8, 8, true, true, true},
+      {2, 3, 4, 8, 4, true, false, false},   {1, 7, 2, 64, 32, false, true, true},
+      {3, 5, 8, 128, 128, false, false, true}, {2, 4, 3, 16, 8, false, false, false},
+  };
+  std::vector<OpCase> cases;
+  for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+    for (const auto& r : shapes) {
+      OpCase c;
+      c.op_type = "RotaryEmbedding";
+      c.label = absl::StrCat("Rotary_", TypeLabel(dtype), "_", r.batch, "x", r.seq, "x", r.heads,
+                             "x", r.head_size, "_rot", r.rotary_dim,
+                             r.heads_outer ? "_bhsd" : "_bshd",
+                             r.interleaved ? "_interleaved" : "", r.positions ? "_ids" : "");
+      const Dims x = r.heads_outer ? Dims{r.batch, r.heads, r.seq, r.head_size}
+                                   : Dims{r.batch, r.seq, r.heads, r.head_size};
+      const Dims cache = r.positions ? Dims{kMaxPosition, r.rotary_dim / 2}
+                                     : Dims{r.batch, r.seq, r.rotary_dim / 2};
+      c.inputs = {Spec(dtype, x), Spec(dtype, cache), Spec(dtype, cache)};
+      if (r.positions) {
+        TensorSpec ids = Spec(DType::kInt64, {r.batch, r.seq});
+        ids.fill = Fill::kIndices;
+        ids.index_bound = kMaxPosition;
+        c.inputs.push_back(ids);
+      }
+      c.outputs = {Spec(dtype, x)};
+      c.computed = true;
+      c.attributes["batch"] = r.batch;
+      c.attributes["seq"] = r.seq;
+      c.attributes["heads"] = r.heads;
+      c.attributes["head_size"] = r.head_size;
+      c.attributes["rotary_dim"] = r.rotary_dim;
+      c.attributes["interleaved"] = int64_t{r.interleaved};
+      c.attributes["heads_outer"] = int64_t{r.heads_outer};
+      cases.push_back(std::move(c));
+    }
+  }
+  return cases;
+}
+
+// Note [RMS normalization]: LayerNormalization's kernels without centring.
+std::vector<OpCase> RmsNormCases() {
+  const struct {
+    int64_t outer;
+    int64_t inner;
+  } norms[] = {{4, 10}, {3, 768}, {2, 1500}, {5, 1}, {7, 4096}};
+  std::vector<OpCase> cases;
+  for (DType dtype : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+    for (const auto& n : norms) {
+      OpCase c;
+      c.op_type = "RMSNormalization";
+      c.label = absl::StrCat("RmsNorm_", dtype == DType::kFloat32 ? "" : TypeLabel(dtype) + "_",
+                             n.outer, "x", n.inner);
+      c.inputs = {Spec(dtype, {n.outer, n.inner}), Spec(dtype, {n.inner})};
+      c.outputs = {Spec(dtype, {n.outer, n.inner})};
+      c.computed = dtype != DType::kFloat32;
+      c.magnitude = 1.0;  // a normalised row's scale
+      c.attributes["outer"] = n.outer;
+      c.attributes["inner"] = n.inner;
+      c.attributes["epsilon"] = 1e-5f;
+      cases.push_back(std::move(c));
+    }
+  }
+  return cases;
+}
+
 std::vector<OpCase> LayerNormCases() {
   const Dims absent = {-1};
   const struct {
@@ -1261,6 +1334,8 @@ INSTANTIATE_TEST_SUITE_P(CumSum, OpKernelTest, ::testing::ValuesIn(CumSumCases()
 INSTANTIATE_TEST_SUITE_P(Softmax, OpKernelTest, ::testing::ValuesIn(SoftmaxCases()), CaseName);
 INSTANTIATE_TEST_SUITE_P(LayerNorm, OpKernelTest, ::testing::ValuesIn(LayerNormCases()),
                          CaseName);
+INSTANTIATE_TEST_SUITE_P(RmsNorm, OpKernelTest, ::testing::ValuesIn(RmsNormCases()), CaseName);
+INSTANTIATE_TEST_SUITE_P(Rotary, OpKernelTest, ::testing::ValuesIn(RotaryCases()), CaseName);
 INSTANTIATE_TEST_SUITE_P(GroupNorm, OpKernelTest, ::testing::ValuesIn(GroupNormCases()),
                          CaseName);
 INSTANTIATE_TEST_SUITE_P(Hardmax, OpKernelTest, ::testing::ValuesIn(HardmaxCases()), CaseName);
@@ -1563,6 +1638,10 @@ INSTANTIATE_TEST_SUITE_P(Softmax, OpKernelSpecialValuesTest,
                          ::testing::ValuesIn(FloatCases(SoftmaxCases())), CaseName);
 INSTANTIATE_TEST_SUITE_P(LayerNorm, OpKernelSpecialValuesTest,
                          ::testing::ValuesIn(FloatCases(LayerNormCases())), CaseName);
+INSTANTIATE_TEST_SUITE_P(RmsNorm, OpKernelSpecialValuesTest,
+                         ::testing::ValuesIn(FloatCases(RmsNormCases())), CaseName);
+INSTANTIATE_TEST_SUITE_P(Rotary, OpKernelSpecialValuesTest,
+                         ::testing::ValuesIn(FloatCases(RotaryCases())), CaseName);
 INSTANTIATE_TEST_SUITE_P(GroupNorm, OpKernelSpecialValuesTest,
                          ::testing::ValuesIn(FloatCases(GroupNormCases())), CaseName);
 INSTANTIATE_TEST_SUITE_P(Hardmax, OpKernelSpecialValuesTest,
@@ -1743,9 +1822,9 @@ std::vector<OpCase> AllCases() {
   std::vector<OpCase> all;
   for (std::vector<OpCase> cases :
        {BinaryCases(), WhereCases(), UnaryCases(), CastCases(), TransposeCases(), SliceCases(),
-        ExpandCases(), GatherCases(), SoftmaxCases(), LayerNormCases(), GroupNormCases(),
-        HardmaxCases(), ReduceCases(), ArgReduceCases(), FloatMathCases(), PReluCases(),
-        ConcatCases()}) {
+        ExpandCases(), GatherCases(), SoftmaxCases(), LayerNormCases(), RmsNormCases(),
+        GroupNormCases(), HardmaxCases(), ReduceCases(), ArgReduceCases(), FloatMathCases(),
+        PReluCases(), ConcatCases(), RotaryCases()}) {
     all.insert(all.end(), cases.begin(), cases.end());
   }
   return all;

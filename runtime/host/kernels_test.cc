@@ -910,6 +910,110 @@ TEST(LayerNormalizationTest, WithoutBiasOrStatistics) {
   ExpectFloatsNear(Values<float>(out), {-2, 3});
 }
 
+// Note [RMS normalization]: y = x / sqrt(mean(x^2) + epsilon) * scale.
+TEST(RMSNormalizationTest, MatchesTheFormula) {
+  constexpr int kOuter = 2, kInner = 3;
+  constexpr float kEpsilon = 0.1f;
+  const std::vector<float> x = {1, -2, 2, 0.5f, 3, -4};
+  const std::vector<float> scale = {1, 0.5f, -2};
+  BoundNode node =
+      MakeNode("RMSNormalization",
+               {{"outer", int64_t{kOuter}}, {"inner", int64_t{kInner}}, {"epsilon", kEpsilon}});
+  HostTensor out = RunOk(node, {Floats({kOuter, kInner}, x), Floats({kInner}, scale)},
+                         DType::kFloat32, {kOuter, kInner});
+  // Row 0: mean square (1 + 4 + 4) / 3 = 3; row 1: (0.25 + 9 + 16) / 3.
+  const double rms[] = {std::sqrt(3.0 + kEpsilon), std::sqrt(25.25 / 3 + kEpsilon)};
+  for (int r = 0; r < kOuter; ++r) {
+    for (int i = 0; i < kInner; ++i) {
+      EXPECT_NEAR(out.data<float>()[r * kInner + i], x[r * kInner + i] / rms[r] * scale[i], 1e-6)
+          << r << "," << i;
+    }
+  }
+}
+
+// As ONNX's reference: a NaN spoils its row; an infinity is inf / inf = NaN
+// and leaves the rest of its row 0; other rows keep their values.
+TEST(RMSNormalizationTest, SpecialValuesStayInTheirRow) {
+  BoundNode node = MakeNode("RMSNormalization",
+                            {{"outer", int64_t{3}}, {"inner", int64_t{2}}, {"epsilon", 0.0f}});
+  HostTensor out = RunOk(node, {Floats({3, 2}, {kNaN, 1, kInf, 2, 3, 4}), Floats({2}, {1, 1})},
+                         DType::kFloat32, {3, 2});
+  const std::vector<float> y = Values<float>(out);
+  EXPECT_TRUE(std::isnan(y[0]));
+  EXPECT_TRUE(std::isnan(y[1]));
+  EXPECT_TRUE(std::isnan(y[2]));
+  EXPECT_EQ(y[3], 0.0f);
+  // Row [3, 4]: root mean square sqrt(12.5).
+  EXPECT_NEAR(y[4], 3 / std::sqrt(12.5), 1e-6);
+  EXPECT_NEAR(y[5], 4 / std::sqrt(12.5), 1e-6);
+}
+
+// Note [Rotary embedding]: one head of 6, rotary_dim 4 (pairs (0, 2) and
+// (1, 3), or (0, 1) and (2, 3) interleaved), the last 2 copied; position id
+// -1 reads the caches' last row.
+TEST(RotaryEmbeddingTest, RotatesPairsByThePositionsAngles) {
+  const std::vector<float> x = {1, 2, 3, 4, 5, 6};
+  const float c0 = 0.5f, s0 = 0.25f, c1 = -1, s1 = 2;  // row 1 of the caches
+  HostTensor cos_cache = Floats({2, 2}, {9, 9, c0, c1});
+  HostTensor sin_cache = Floats({2, 2}, {9, 9, s0, s1});
+  for (const int64_t interleaved : {0, 1}) {
+    BoundNode node = MakeNode("RotaryEmbedding", {{"batch", int64_t{1}},
+                                                  {"seq", int64_t{1}},
+                                                  {"heads", int64_t{1}},
+                                                  {"head_size", int64_t{6}},
+                                                  {"rotary_dim", int64_t{4}},
+                                                  {"interleaved", interleaved},
+                                                  {"heads_outer", int64_t{1}}});
+    HostTensor out =
+        RunOk(node, {Floats({1, 1, 1, 6}, x), cos_cache, sin_cache, Ints({1, 1}, {-1})},
+              DType::kFloat32, {1, 1, 1, 6});
+    // Pairs (x1, x2) -> (c x1 - s x2, s x1 + c x2).
+    const std::vector<float> expected =
+        interleaved == 0
+            ? std::vector<float>{c0 * 1 - s0 * 3, c1 * 2 - s1 * 4, s0 * 1 + c0 * 3,
+                                 s1 * 2 + c1 * 4, 5, 6}
+            : std::vector<float>{c0 * 1 - s0 * 2, s0 * 1 + c0 * 2, c1 * 3 - s1 * 4,
+                                 s1 * 3 + c1 * 4, 5, 6};
+    ExpectFloatsNear(Values<float>(out), expected);
+  }
+}
+
+// Heads inner ([batch, seq, heads, head]) and caches per token: token (0, 1)
+// rotates both its heads by its own row.
+TEST(RotaryEmbeddingTest, PerTokenCachesWithHeadsInner) {
+  BoundNode node = MakeNode("RotaryEmbedding", {{"batch", int64_t{1}},
+                                                {"seq", int64_t{2}},
+                                                {"heads", int64_t{2}},
+                                                {"head_size", int64_t{2}},
+                                                {"rotary_dim", int64_t{2}},
+                                                {"interleaved", int64_t{0}},
+                                                {"heads_outer", int64_t{0}}});
+  HostTensor out = RunOk(node,
+                         {Floats({1, 2, 4}, {1, 0, 0, 1, 1, 0, 0, 1}), Floats({1, 2, 1}, {1, 0}),
+                          Floats({1, 2, 1}, {0, 1})},
+                         DType::kFloat32, {1, 2, 4});
+  // Token 0: identity; token 1: a quarter turn, (x1, x2) -> (-x2, x1).
+  ExpectFloatsNear(Values<float>(out), {1, 0, 0, 1, 0, 1, -1, 0});
+}
+
+TEST(RotaryEmbeddingTest, PositionOutsideTheCachesIsRefused) {
+  BoundNode node = MakeNode("RotaryEmbedding", {{"batch", int64_t{1}},
+                                                {"seq", int64_t{1}},
+                                                {"heads", int64_t{1}},
+                                                {"head_size", int64_t{2}},
+                                                {"rotary_dim", int64_t{2}},
+                                                {"interleaved", int64_t{0}},
+                                                {"heads_outer", int64_t{1}}});
+  absl::StatusOr<HostTensor> out =
+      RunOne(node, {Floats({1, 1, 1, 2}, {1, 2}), Floats({2, 1}, {1, 1}), Floats({2, 1}, {0, 0}),
+                    Ints({1, 1}, {2})},
+             DType::kFloat32, {1, 1, 1, 2});
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(std::string(out.status().message()).find("position id 2"), std::string::npos)
+      << out.status();
+}
+
 TEST(ReduceMeanTest, MiddleAxisDropped) {
   // [2,3,2] averaged over dim 1.
   HostTensor out =

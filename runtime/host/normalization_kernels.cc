@@ -82,8 +82,10 @@ absl::Status RunSoftmax(const HostKernelArgs& args, bool log) {
 }
 
 // X, Scale, B and Y of one float type T; Mean and InvStdDev (the stash
-// type, which binding holds to float32) computed in double.
-absl::Status RunLayerNormalization(const HostKernelArgs& args) {
+// type, which binding holds to float32) computed in double. Without
+// `subtract_mean` the row's mean is taken as 0, so InvStdDev is the inverse
+// root mean square: RMSNormalization (Note [RMS normalization]).
+absl::Status RunRowNormalization(const HostKernelArgs& args, bool subtract_mean) {
   const HostTensor& x = args.in(0);
   const HostTensor& scale = args.in(1);
   const HostTensor* bias = args.inputs.size() > 2 ? args.inputs[2] : nullptr;
@@ -126,7 +128,9 @@ absl::Status RunLayerNormalization(const HostKernelArgs& args) {
     for (int64_t row = 0; row < outer; ++row) {
       const T* x_row = x_data + row * inner;
       double sum = 0.0;
-      for (int64_t i = 0; i < inner; ++i) sum += at(x_row, i);
+      if (subtract_mean) {
+        for (int64_t i = 0; i < inner; ++i) sum += at(x_row, i);
+      }
       const double mean = sum / static_cast<double>(inner);
       double squares = 0.0;
       for (int64_t i = 0; i < inner; ++i) {
@@ -538,7 +542,10 @@ absl::Status RunCumSum(const HostKernelArgs& args) {
 absl::Status HostSoftmax(const HostKernelArgs& args) { return RunSoftmax(args, false); }
 absl::Status HostLogSoftmax(const HostKernelArgs& args) { return RunSoftmax(args, true); }
 absl::Status HostLayerNormalization(const HostKernelArgs& args) {
-  return RunLayerNormalization(args);
+  return RunRowNormalization(args, /*subtract_mean=*/true);
+}
+absl::Status HostRMSNormalization(const HostKernelArgs& args) {
+  return RunRowNormalization(args, /*subtract_mean=*/false);
 }
 absl::Status HostGroupNormalization(const HostKernelArgs& args) {
   return RunGroupNormalization(args);

@@ -15,6 +15,8 @@ absl::Status HostSoftmax(const HostKernelArgs& args);
 absl::Status HostLogSoftmax(const HostKernelArgs& args);
 absl::Status HostHardmax(const HostKernelArgs& args);
 absl::Status HostLayerNormalization(const HostKernelArgs& args);
+// Note [RMS normalization].
+absl::Status HostRMSNormalization(const HostKernelArgs& args);
 // InstanceNormalization and GroupNormalization (Note [Group normalization]).
 absl::Status HostGroupNormalization(const HostKernelArgs& args);
 absl::Status HostReduceSum(const HostKernelArgs& args);
@@ -44,6 +46,20 @@ absl::Status HostCumSum(const HostKernelArgs& args);
 // k the element's group or channel. Both executors keep the statistics in
 // float64 (two passes: the mean, then the squared deviations from it). A NaN
 // or an infinity in a row makes the whole row NaN, as in ONNX's reference.
+
+// Note [RMS normalization]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~
+// RMSNormalization (opset 23) binds to LayerNormalization's canonical form
+// without B: X viewed as [outer, inner] rows, Scale of `inner` elements
+// (binding expands a Scale that broadcasts to X[axis:] and casts it to X's
+// dtype), attrs outer, inner, epsilon; one output Y. Each row is
+//   y = x / sqrt(mean(x^2) + epsilon) * scale,
+// which is LayerNormalization with the row's mean taken as 0, so both
+// executors run LayerNormalization's kernels with the centring switched off:
+// the host in float64, CUDA in float32 for float32 and the 16-bit floats
+// (ONNX's stash_type 1, the only one binding accepts). As in ONNX's
+// reference, a NaN makes its row NaN, and an infinity makes its own element
+// NaN (inf / inf) and the row's finite elements 0.
 
 // Note [Reductions]
 // ~~~~~~~~~~~~~~~~~

@@ -16,5 +16,7 @@ void AddNnOps(std::vector<OpDef>& ops);
 void AddResizeOps(std::vector<OpDef>& ops);
 // Einsum (runtime/ops/einsum.cc), added by AddLinearAlgebraOps.
 void AddEinsumOp(std::vector<OpDef>& ops);
+// Opset 23's RotaryEmbedding and Attention (runtime/ops/attention.cc).
+void AddAttentionOps(std::vector<OpDef>& ops);
 
 }  // namespace graphserve

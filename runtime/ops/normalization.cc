@@ -1,5 +1,5 @@
-// Softmax, LogSoftmax, Hardmax, LayerNormalization, InstanceNormalization,
-// GroupNormalization, the Reduce* ops, ArgMax and ArgMin, CumSum.
+// Softmax, LogSoftmax, Hardmax, LayerNormalization, RMSNormalization,
+// InstanceNormalization, GroupNormalization, the Reduce* ops, ArgMax and ArgMin, CumSum.
 // The OpDefs of this family (Note [Op registry] in runtime/op_registry.h) and
 // their bind rules; the kernels are in runtime/host/normalization_kernels.cc and
 // runtime/cuda/normalization_ops.cc.
@@ -87,6 +87,58 @@ absl::Status BindLayerNorm(BindContext& ctx) {
       ctx.op(), ctx.inputs(), {{"outer", outer}, {"inner", inner}, {"epsilon", epsilon}},
       {OutputSpec{"", ctx.in_dtype(0), dims}, OutputSpec{"", DType::kFloat32, stat_dims},
        OutputSpec{"", DType::kFloat32, stat_dims}});
+}
+
+// RMSNormalization (Note [RMS normalization] in
+// runtime/host/normalization_kernels.h): LayerNormalization's canonical form
+// without B. Scale broadcasts to X (unidirectionally); binding hands the
+// kernels `inner` elements of X's dtype, so a Scale that broadcasts within
+// X[axis:] is expanded and one of another float type cast.
+absl::Status BindRmsNorm(BindContext& ctx) {
+  RETURN_IF_ERROR(ctx.CheckDType(0, kFloatTypes));
+  RETURN_IF_ERROR(ctx.CheckDType(1, kFloatTypes));
+  ASSIGN_OR_RETURN(const int64_t stash_type, ctx.IntAttrOr("stash_type", 1));
+  if (stash_type != 1) {
+    return ctx.Unsupported("stash_type ", stash_type,
+                           ": the statistics are computed in float32 (1) only");
+  }
+  const DType dtype = ctx.in_dtype(0);
+  const Dims dims = ctx.in_dims(0);
+  ASSIGN_OR_RETURN(int64_t axis, ctx.IntAttrOr("axis", -1));
+  ASSIGN_OR_RETURN(const float epsilon, ctx.FloatAttrOr("epsilon", 1e-5f));
+  ASSIGN_OR_RETURN(axis, ctx.NormalizeAxis(axis, static_cast<int64_t>(dims.size()), "axis"));
+  const Dims normalized(dims.begin() + axis, dims.end());
+  const int64_t inner = NumElements(normalized);
+  // Scale's dims before X[axis:] must be 1: one scale per row is not a
+  // LayerNormalization row and no exporter writes it.
+  Dims scale_dims = ctx.in_dims(1);
+  while (scale_dims.size() > normalized.size() && scale_dims.front() == 1) {
+    scale_dims.erase(scale_dims.begin());
+  }
+  if (BroadcastPair(scale_dims, normalized) != normalized) {
+    return ctx.Unsupported("Scale ", DimsToString(ctx.in_dims(1)),
+                           " should broadcast to the normalised dims ", DimsToString(normalized),
+                           " (X ", DimsToString(dims), ", axis ", axis, ")");
+  }
+  ValueId scale = ctx.input(1);
+  if (ctx.in_dtype(1) != dtype) {
+    ASSIGN_OR_RETURN(scale, ctx.EmitHelper("cast_scale", "Cast", {scale},
+                                           {{"to", static_cast<int64_t>(dtype)}}, dtype,
+                                           ctx.in_dims(1)));
+  }
+  if (NumElements(scale_dims) != inner) {
+    if (scale_dims != ctx.in_dims(1)) {
+      ASSIGN_OR_RETURN(scale, ctx.EmitHelper("scale_view", "Reshape", {scale}, {}, dtype,
+                                             scale_dims));
+    }
+    ASSIGN_OR_RETURN(scale,
+                     ctx.EmitHelper("expand_scale", "Expand", {scale}, {}, dtype, normalized));
+  }
+  return ctx.EmitSimple({ctx.input(0), scale},
+                        {{"outer", Product(dims, 0, static_cast<size_t>(axis))},
+                         {"inner", inner},
+                         {"epsilon", epsilon}},
+                        dtype, dims);
 }
 
 // InstanceNormalization and GroupNormalization (Note [Group normalization]
@@ -300,6 +352,17 @@ void AddNormalizationOps(std::vector<OpDef>& ops) {
                       .kernel_max_outputs = 3,
                       .summary = "float16, bfloat16, float32, float64, statistics in float32; "
                                  "Mean and InvStdDev outputs"});
+  ops.push_back(OpDef{.name = "RMSNormalization",
+                      .family = "normalization",
+                      .since_opset = 23,
+                      .attributes = {"axis", "epsilon", "stash_type"},
+                      .arity = {{1, {2, 2}}},
+                      .bind = BindRmsNorm,
+                      .host = HostRMSNormalization,
+                      .kernel_inputs = {2, 2},
+                      .summary = "float16, bfloat16, float32, float64, statistics in float32; "
+                                 "Scale broadcast within X[axis:]"});
+  ops.back().input_names = {"X", "scale"};
   ops.push_back(OpDef{.name = "InstanceNormalization",
                       .family = "normalization",
                       .attributes = {"epsilon"},

@@ -2,7 +2,8 @@
 // [Reductions] in runtime/host/normalization_kernels.h) and ArgMax/ArgMin:
 // axes as an attribute or an input by opset, keepdims, noop_with_empty_axes,
 // accepted types, and refusals that name the node; InstanceNormalization's and
-// GroupNormalization's canonical form (Note [Group normalization]).
+// GroupNormalization's canonical form (Note [Group normalization]);
+// RMSNormalization's (Note [RMS normalization]).
 
 #include <memory>
 #include <string>
@@ -220,6 +221,73 @@ TEST(NormalizationBindTest, GroupNormRefusals) {
         Bind(GroupNormModel(c.opset, GroupNormNode("GroupNormalization", c.attributes), c.affine));
     ASSERT_FALSE(graph.ok()) << c.message;
     EXPECT_THAT(graph.status().message(), HasSubstr("'g'"));
+    EXPECT_THAT(graph.status().message(), HasSubstr(c.message));
+  }
+}
+
+// x [2, 3, 4] float32 and scale (a model input, so that binding's helpers
+// stay nodes rather than folding) -> RMSNormalization -> y.
+Model RmsNormModel(Dims scale_dims, DType scale_dtype, Attributes attributes) {
+  Model model;
+  model.name = "rms_norm";
+  model.opset = 23;
+  model.inputs = {{"x", DType::kFloat32, {2, 3, 4}}, {"scale", scale_dtype, scale_dims}};
+  model.outputs = {{"y", DType::kFloat32, {}}};
+  model.nodes = {MakeNode("r", "RMSNormalization", {"x", "scale"}, {"y"}, std::move(attributes))};
+  return model;
+}
+
+TEST(NormalizationBindTest, RmsNormRowsFromTheAxisAndScaleMadeInnerElements) {
+  const struct {
+    Dims scale;
+    DType scale_dtype;
+    int64_t axis;
+    int64_t outer;
+    int64_t inner;
+    std::vector<std::string> helpers;  // op types binding adds before the norm
+  } cases[] = {
+      {{4}, DType::kFloat32, -1, 6, 4, {}},
+      {{3, 4}, DType::kFloat32, 1, 2, 12, {}},
+      {{1, 1, 4}, DType::kFloat32, -1, 6, 4, {}},  // leading 1s: the same elements
+      {{1, 4}, DType::kFloat32, 1, 2, 12, {"Expand"}},
+      {{1, 1, 4}, DType::kFloat32, 1, 2, 12, {"Reshape", "Expand"}},
+      {{4}, DType::kFloat16, -1, 6, 4, {"Cast"}},
+  };
+  for (const auto& c : cases) {
+    absl::StatusOr<BoundGraph> graph = Bind(RmsNormModel(
+        c.scale, c.scale_dtype, {{"axis", c.axis}, {"epsilon", 1e-3f}}));
+    ASSERT_TRUE(graph.ok()) << DimsToString(c.scale) << ": " << graph.status();
+    ASSERT_EQ(graph->nodes.size(), c.helpers.size() + 1) << DimsToString(c.scale);
+    for (size_t i = 0; i < c.helpers.size(); ++i) {
+      EXPECT_EQ(graph->nodes[i].op_type, c.helpers[i]);
+    }
+    const BoundNode& node = graph->nodes.back();
+    EXPECT_EQ(node.op_type, "RMSNormalization");
+    EXPECT_EQ(IntAttr(node.attributes, "outer"), c.outer) << DimsToString(c.scale);
+    EXPECT_EQ(IntAttr(node.attributes, "inner"), c.inner) << DimsToString(c.scale);
+    EXPECT_FLOAT_EQ(FloatAttr(node.attributes, "epsilon"), 1e-3f);
+    const BoundValue& scale = graph->value(node.inputs[1]);
+    EXPECT_EQ(NumElements(scale.dims), c.inner);
+    EXPECT_EQ(scale.dtype, DType::kFloat32);
+    EXPECT_THAT(graph->value(graph->outputs[0]).dims, ElementsAre(2, 3, 4));
+  }
+}
+
+TEST(NormalizationBindTest, RmsNormRefusals) {
+  const struct {
+    Dims scale;
+    Attributes attributes;
+    const char* message;
+  } cases[] = {
+      {{4}, {{"stash_type", int64_t{11}}}, "stash_type 11"},
+      {{2, 1, 1}, {{"axis", int64_t{1}}}, "should broadcast to the normalised dims [3,4]"},
+      {{5}, {}, "should broadcast"},
+      {{4}, {{"axis", int64_t{3}}}, "axis"},
+  };
+  for (const auto& c : cases) {
+    absl::StatusOr<BoundGraph> graph = Bind(RmsNormModel(c.scale, DType::kFloat32, c.attributes));
+    ASSERT_FALSE(graph.ok()) << c.message;
+    EXPECT_THAT(graph.status().message(), HasSubstr("'r'"));
     EXPECT_THAT(graph.status().message(), HasSubstr(c.message));
   }
 }
