@@ -38,6 +38,7 @@ import numpy as np
 import torch
 
 SEQ = 128      # text models' sequence length
+NOTABLE_OPS = {"Attention", "RMSNormalization", "RotaryEmbedding", "Resize", "Einsum"}
 IMAGE = 224    # vision models' image size
 VOCAB = 30000  # token ids drawn below every vocabulary used here
 
@@ -163,7 +164,7 @@ def dynamic_dims(kind, dynamic_sequence):
     return {0: "batch"}
 
 
-def export(model, kind, path, exporter, dtype, dynamic_sequence=False):
+def export(model, kind, path, exporter, dtype, dynamic_sequence=False, opset=None):
     names = input_names(kind)
     dims = dynamic_dims(kind, dynamic_sequence)
     args = tuple(make_inputs(kind, 3, 0, dtype))
@@ -180,7 +181,7 @@ def export(model, kind, path, exporter, dtype, dynamic_sequence=False):
             # AUTO: the batch dim dynamic where the model allows it.
             shapes = {name: {d: torch.export.Dim.AUTO for d in dims} for name in names}
             program = torch.onnx.export(model, args, dynamic_shapes=shapes, input_names=names,
-                                        output_names=["y"], dynamo=True)
+                                        output_names=["y"], dynamo=True, opset_version=opset)
             program.save(path)
 
 
@@ -245,10 +246,12 @@ def probe(name, exporter, args, ops_known, log):
     model = wrap(spec["build"]().eval(), spec["kind"]).to(dtype)
     os.makedirs(args.work, exist_ok=True)
     tag = f"{name}_{exporter}_{args.precision}" + ("_dynseq" if args.dynamic_sequence else "")
+    if args.opset:
+        tag += f"_opset{args.opset}"
     path = os.path.join(args.work, f"{tag}.onnx")
     t0 = time.time()
     try:
-        export(model, spec["kind"], path, exporter, dtype, args.dynamic_sequence)
+        export(model, spec["kind"], path, exporter, dtype, args.dynamic_sequence, args.opset)
     except Exception as error:  # recorded, not fatal
         row["stage"] = "export"
         # The exporters' first lines are banners; the cause is at the end.
@@ -261,6 +264,8 @@ def probe(name, exporter, args, ops_known, log):
         facts = model_facts(path)
         row.update(ir_version=facts["ir_version"], opset=facts["opset"])
         row["missing_ops"] = [op for op in facts["ops"] if op not in ops_known]
+        # The ops whose presence tells which path an export took.
+        row["notable_ops"] = [op for op in facts["ops"] if op in NOTABLE_OPS]
     except Exception as error:
         row["facts_error"] = str(error)[:200]
 
@@ -360,6 +365,9 @@ def main():
     parser.add_argument("--iters", default="50")
     parser.add_argument("--precision", default="fp32", choices=["fp32", "fp16"],
                         help="fp16: export and run the model in half precision (model.half())")
+    parser.add_argument("--opset", type=int, default=None,
+                        help="the dynamo exporter's opset (its default when omitted); 23 makes "
+                             "it write Attention and RMSNormalization where the model has them")
     parser.add_argument("--dynamic-sequence", action="store_true",
                         help="export text models with the sequence dim dynamic too, and "
                              "capture them at the inputs' length (a shape bucket)")

@@ -3,7 +3,8 @@
 # ZOO_MODELS and ZOO_EXPORTERS (comma-separated) narrow it when time is short;
 # ZOO_PRECISION=fp16 exports and runs the models in half precision;
 # ZOO_DYNAMIC_SEQUENCE=1 exports text models with a dynamic sequence dim too
-# and captures them at the inputs' length (a shape bucket).
+# and captures them at the inputs' length (a shape bucket); ZOO_OPSET=23
+# sets the dynamo exporter's opset.
 #
 #   bench/model_zoo.sh BIN_DIR OUT_DIR
 set -uo pipefail
@@ -14,4 +15,5 @@ if [[ -n "${ZOO_MODELS:-}" ]]; then args+=(--models "$ZOO_MODELS"); fi
 if [[ -n "${ZOO_EXPORTERS:-}" ]]; then args+=(--exporters "$ZOO_EXPORTERS"); fi
 if [[ -n "${ZOO_PRECISION:-}" ]]; then args+=(--precision "$ZOO_PRECISION"); fi
 if [[ -n "${ZOO_DYNAMIC_SEQUENCE:-}" ]]; then args+=(--dynamic-sequence); fi
+if [[ -n "${ZOO_OPSET:-}" ]]; then args+=(--opset "$ZOO_OPSET"); fi
 python3 bench/model_zoo.py "${args[@]}"

@@ -16,6 +16,10 @@ TEST(AlgorithmChoicesTest, RecordsPerNodeAndBatchSize) {
   EXPECT_EQ(choices.Find(AlgorithmChoices::Key("fc1", 8)), 3);
   EXPECT_FALSE(choices.Find(AlgorithmChoices::Key("fc1", 16)).has_value());  // another shape
   EXPECT_FALSE(choices.Find(AlgorithmChoices::Key("fc2", 8)).has_value());
+  // Another shape bucket at the same batch is another shape too.
+  EXPECT_FALSE(choices.Find(AlgorithmChoices::Key("fc1", 8, {{"sequence", 32}})).has_value());
+  EXPECT_EQ(AlgorithmChoices::Key("fc1", 8, {{"sequence", 32}, {"height", 4}}),
+            "fc1@8[height=4,sequence=32]");
 }
 
 TEST(AlgorithmChoicesTest, SharesPlansByKey) {

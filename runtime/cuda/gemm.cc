@@ -118,9 +118,14 @@ std::string Describe(const GemmOptions& o) {
 
 // The combinations of Note [GEMM datatypes]; the message says what is wrong.
 absl::Status CheckTypes(const GemmOptions& o, bool has_bias) {
-  if (!IsGemmOperandType(o.a_dtype) || o.b_dtype != o.a_dtype) {
-    return absl::InvalidArgumentError(
-        "A and B must both be float32, float16 or bfloat16 (the same type)");
+  if (o.b_dtype != o.a_dtype) {
+    return absl::InvalidArgumentError("A and B must be of the same type");
+  }
+  if (!IsGemmOperandType(o.a_dtype)) {
+    // A valid MatMul (ONNX allows float64 and the integers) this executor
+    // does not run: unsupported, as an op it lacks, not a broken model.
+    return absl::UnimplementedError(absl::StrCat(
+        "GEMMs here take float32, float16 or bfloat16 operands, not ", DTypeName(o.a_dtype)));
   }
   if (o.d_dtype != o.a_dtype && o.d_dtype != DType::kFloat32) {
     return absl::InvalidArgumentError("D must be of A's type or float32");
