@@ -206,12 +206,54 @@ json ElementsOf(DType dtype, const std::string& bytes) {
   return data;
 }
 
+// The strings of a BYTES tensor's `bytes` (each a 4-byte little-endian
+// length, then that many bytes): what a classified output holds (Note
+// [Classification]). A truncated last element is left out.
+json BytesElementsOf(const std::string& bytes) {
+  json data = json::array();
+  size_t at = 0;
+  while (bytes.size() - at >= 4) {
+    uint32_t length = 0;
+    for (int b = 0; b < 4; ++b) {
+      length |= static_cast<uint32_t>(static_cast<unsigned char>(bytes[at + b])) << (8 * b);
+    }
+    at += 4;
+    if (bytes.size() - at < length) break;
+    data.push_back(bytes.substr(at, length));
+    at += length;
+  }
+  return data;
+}
+
 // `parameters.<name>` of a JSON object, or null.
 const json* Parameter(const json& object, const char* name) {
   const auto parameters = object.find("parameters");
   if (parameters == object.end() || !parameters->is_object()) return nullptr;
   const auto value = parameters->find(name);
   return value == parameters->end() ? nullptr : &*value;
+}
+
+// The classification extension's "classification" of a JSON output, as
+// Triton's HTTP endpoint reads it: an unsigned integer, 0 asking for the
+// values themselves. A count goes into the output's parameters as gRPC
+// carries it (an int64_param; past int64, which asks for every class
+// anyway, the largest), so that request validation judges both transports'
+// alike (Note [Classification] in server/classification.h).
+absl::Status CopyClassificationParameter(
+    const json& output, inference::ModelInferRequest::InferRequestedOutputTensor* requested) {
+  const json* classes = Parameter(output, "classification");
+  if (classes == nullptr) return absl::OkStatus();
+  if (!classes->is_number_unsigned()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("Unable to set 'classification' of output ", QuoteClientText(requested->name()),
+                     ": expected an unsigned integer, got ",
+                     QuoteClientText(classes->dump(-1, ' ', false, json::error_handler_t::replace))));
+  }
+  const uint64_t count = classes->get<uint64_t>();
+  if (count == 0) return absl::OkStatus();
+  (*requested->mutable_parameters())["classification"].set_int64_param(static_cast<int64_t>(
+      std::min<uint64_t>(count, std::numeric_limits<int64_t>::max())));
+  return absl::OkStatus();
 }
 
 // The shared-memory parameters of a JSON input or output, copied into the
@@ -415,12 +457,7 @@ absl::StatusOr<HttpInferRequest> ParseInferRequest(std::string_view body, size_t
                                                  requested->mutable_parameters()));
       if (IsTrue(Parameter(output, "binary_data")))
         parsed.binary_outputs.insert(name->get<std::string>());
-      // The classification extension is not served: carried into the request
-      // so that validation refuses it as it does over gRPC, never ignored.
-      if (const json* classes = Parameter(output, "classification"); classes != nullptr) {
-        (*requested->mutable_parameters())["classification"].set_int64_param(
-            classes->is_number_integer() ? classes->get<int64_t>() : 0);
-      }
+      RETURN_IF_ERROR(CopyClassificationParameter(output, requested));
     }
   }
   return parsed;
@@ -451,8 +488,10 @@ HttpBody InferResponseToHttp(const inference::ModelInferResponse& response,
     if (request.all_binary || request.binary_outputs.contains(output.name())) {
       tensor["parameters"] = {{"binary_data_size", bytes.size()}};
       binary += bytes;
+    } else if (output.datatype() == "BYTES") {
+      tensor["data"] = BytesElementsOf(bytes);
     } else {
-      // The server names only table types in its answers.
+      // The server names only table types in its answers, and BYTES.
       const absl::StatusOr<DType> dtype = DTypeFromKServe(output.datatype());
       tensor["data"] = dtype.ok() ? ElementsOf(*dtype, bytes) : json::array();
     }
@@ -460,7 +499,8 @@ HttpBody InferResponseToHttp(const inference::ModelInferResponse& response,
   }
   header["outputs"] = std::move(outputs);
   HttpBody body;
-  body.content = header.dump();
+  // A label file's text need not be UTF-8, which JSON strings must be.
+  body.content = header.dump(-1, ' ', false, json::error_handler_t::replace);
   if (!binary.empty()) {
     body.header_length = body.content.size();
     body.content += binary;

@@ -18,6 +18,12 @@
 // (server/request_validation.h). Such an output comes back as Triton's does:
 // name, datatype and shape, with no parameters and no data, its rows in the
 // region.
+//
+// Classification: an output's `"parameters": {"classification": k}` goes
+// into its parameters as gRPC carries it; the BYTES tensor of classes that
+// answers it comes back as a JSON array of strings, or as binary data in the
+// protocol's BYTES serialization (Note [Classification] in
+// server/classification.h).
 
 #include <cstddef>
 #include <set>

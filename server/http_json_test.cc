@@ -43,17 +43,56 @@ TEST(HttpJsonTest, JsonDataNestedOrFlatBecomesRawBytes) {
   EXPECT_FALSE(parsed->all_binary);
 }
 
-// Asked over HTTP, classification reaches request validation (which refuses
-// it, as over gRPC) instead of being dropped.
+// Asked over HTTP, classification goes into the request as gRPC carries it
+// (Note [Classification]); 0 asks for the values, as Triton's HTTP reads it,
+// and what is not an unsigned integer is refused with Triton's leading text.
 TEST(HttpJsonTest, ClassificationIsCarriedIntoTheRequest) {
-  const std::string body =
-      R"({"inputs": [{"name": "x", "datatype": "FP32", "shape": [1], "data": [1]}],
-          "outputs": [{"name": "y", "parameters": {"classification": 3}}]})";
-  absl::StatusOr<HttpInferRequest> parsed = ParseInferRequest(body, body.size(), "mlp", "");
+  const auto parse = [](const std::string& classification) {
+    const std::string body = absl::StrCat(
+        R"({"inputs": [{"name": "x", "datatype": "FP32", "shape": [1], "data": [1]}],
+            "outputs": [{"name": "y", "parameters": {"classification": )",
+        classification, "}}]}");
+    return ParseInferRequest(body, body.size(), "mlp", "");
+  };
+  absl::StatusOr<HttpInferRequest> parsed = parse("3");
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   ASSERT_EQ(parsed->request.outputs_size(), 1);
   ASSERT_TRUE(parsed->request.outputs(0).parameters().contains("classification"));
   EXPECT_EQ(parsed->request.outputs(0).parameters().at("classification").int64_param(), 3);
+
+  parsed = parse("0");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_FALSE(parsed->request.outputs(0).parameters().contains("classification"));
+
+  for (const char* bad : {"-1", "2.5", "\"3\""}) {
+    parsed = parse(bad);
+    EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(parsed.status().message(), HasSubstr("Unable to set 'classification'")) << bad;
+  }
+}
+
+// A classified output's BYTES tensor: strings in JSON, its serialization
+// (4-byte little-endian lengths) as binary data.
+TEST(HttpJsonTest, BytesOutputsAreStringsInJsonAndSerializedInBinary) {
+  inference::ModelInferResponse response;
+  response.set_model_name("mlp");
+  auto* y = response.add_outputs();
+  y->set_name("y");
+  y->set_datatype("BYTES");
+  y->add_shape(2);
+  const std::string serialized = std::string("\x07\0\0\0", 4) + "0.5:1:\xff" +
+                                 std::string("\x05\0\0\0", 4) + "0.2:0";
+  response.add_raw_output_contents(serialized);
+
+  const HttpBody body = InferResponseToHttp(response, HttpInferRequest{});
+  // A label that is not UTF-8 arrives replaced, never as a broken body.
+  EXPECT_THAT(body.content,
+              HasSubstr("\"data\":[\"0.5:1:\xef\xbf\xbd\",\"0.2:0\"],\"datatype\":\"BYTES\""));
+
+  HttpInferRequest binary;
+  binary.all_binary = true;
+  const HttpBody binary_body = InferResponseToHttp(response, binary);
+  EXPECT_EQ(binary_body.content.substr(binary_body.header_length), serialized);
 }
 
 TEST(HttpJsonTest, BinaryTensorDataFollowsTheJsonHeader) {

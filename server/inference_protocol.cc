@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/lost_cuda_context.h"
 #include "common/status.h"
+#include "server/classification.h"
 #include "server/client_text.h"
 #include "spdlog/spdlog.h"
 
@@ -52,6 +53,7 @@ void InferenceProtocol::ServerMetadata(inference::ServerMetadataResponse* respon
   response->add_extensions("system_shared_memory");
   response->add_extensions("cuda_shared_memory");
   response->add_extensions("binary_tensor_data");  // over HTTP/REST
+  response->add_extensions("classification");
 }
 
 absl::Status InferenceProtocol::ModelMetadata(const inference::ModelMetadataRequest& request,
@@ -128,13 +130,14 @@ void InferenceProtocol::ModelInfer(const inference::ModelInferRequest* request,
   // meanwhile never cuts it off (Note [Reloading without downtime]).
   served.Infer(
       request, response,
-      [gate, responder, held = *std::move(model),
+      [gate, responder, request, response, held = *std::move(model),
        done = std::move(done)](const absl::Status& status) mutable {
         if (!status.ok()) spdlog::debug("ModelInfer: {}", status.ToString());
         // Off the stream worker: see server/responder.h. The model
-        // is let go there too, never on its own stream worker.
-        responder->Post([gate, done, status, held = std::move(held)] {
-          done(status);
+        // is let go there too, never on its own stream worker, and the
+        // classes are computed there (Note [Classification]).
+        responder->Post([gate, done, status, request, response, held = std::move(held)] {
+          done(status.ok() ? ClassifyOutputs(*request, held->interface(), response) : status);
           gate->Leave();
         });
       },

@@ -29,6 +29,10 @@ struct TensorSpec {
   // send and see `dims`, the model file has these, with as many elements. Rows
   // are contiguous and row-major, so only the shape compared at load differs.
   std::optional<Dims> model_dims;
+  // An output's class labels, line i of config.pbtxt's label_filename naming
+  // class i (ReadOutputLabels, Note [Classification] in
+  // server/classification.h); empty without one.
+  std::vector<std::string> labels;
 
   // Bytes of one batch row: the product of dims times the element size.
   [[nodiscard]] size_t bytes_per_row() const;

@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status.h"
+#include "server/classification.h"
 #include "server/client_text.h"
 
 namespace graphserve {
@@ -432,13 +433,8 @@ absl::Status RequestedOutputs(const inference::ModelInferRequest& request,
     ASSIGN_OR_RETURN(const std::optional<SharedMemoryParameters> in_region,
                      ReadSharedMemoryParameters(output.parameters(), "output", output.name(), model,
                                                 shared_memory));
-    // tritonclient's class_count asks for top-k labels instead of the tensor;
-    // answering with the tensor would be misread as labels.
-    if (output.parameters().contains("classification")) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "output ", QuoteClientText(output.name()), " of model '", model.name,
-          "' asks for classification, which GraphServe does not serve; request the tensor itself"));
-    }
+    // Answered by ClassifyOutputs once the rows are written.
+    RETURN_IF_ERROR(RequestedClassCount(output, model.outputs[index], model).status());
     SharedMemorySlice slice;
     if (in_region.has_value()) {
       const TensorSpec& spec = model.outputs[index];

@@ -58,9 +58,9 @@ struct ValidatedRequest {
 // per input, the byte count of the shape, BOOL bytes 0 or 1, not mixed with
 // typed contents); typed contents (the field of the datatype, the element
 // count of the shape); an input without data; unknown or repeated requested
-// outputs. Requests for what GraphServe does not serve (classification
-// outputs) are refused rather than answered with something the client did not
-// ask for. Other request, input and output parameters are ignored.
+// outputs; an output's "classification" parameter (RequestedClassCount in
+// server/classification.h). Other request, input and output parameters are
+// ignored.
 //
 // Shared memory: an input or output whose parameters name a
 // shared_memory_region (with shared_memory_byte_size and an optional
@@ -86,7 +86,9 @@ absl::StatusOr<ValidatedRequest> ValidateInferRequest(
 // model_version, id, and for each returned output k: outputs[k] {name,
 // datatype, shape [rows, dims...]} and raw_output_contents[k] sized rows x
 // bytes_per_row (outputs always go out as raw_output_contents, what
-// tritonclient and perf_analyzer read fastest). An output in shared memory
+// tritonclient and perf_analyzer read fastest); an output asked to classify
+// gets its values so too, which ClassifyOutputs (server/classification.h)
+// then replaces with its classes. An output in shared memory
 // gets an empty raw_output_contents[k] instead (so that entry k stays output
 // k's, as tritonclient indexes them) and the parameters
 // shared_memory_region and shared_memory_byte_size (the bytes written).

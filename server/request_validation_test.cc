@@ -399,13 +399,29 @@ TEST(RequestValidationTest, MalformedRawRequestsSayWhatWasExpected) {
          (*output->mutable_parameters())["shared_memory_region"].set_string_param("out0");
        },
        "output 'y' of model 'mlp' names a shared_memory_region"},
-      {"classification",
+      // Triton's texts (Note [Classification]).
+      {"classification not an int64",
        [](Request* r) {
          auto* output = r->add_outputs();
          output->set_name("score");
-         (*output->mutable_parameters())["classification"].set_int64_param(3);
+         (*output->mutable_parameters())["classification"].set_string_param("3");
        },
-       "output 'score' of model 'mlp' asks for classification"},
+       "invalid value type for 'classification' parameter, expected int64_param (output "
+       "'score' of model 'mlp')"},
+      {"classification of no class",
+       [](Request* r) {
+         auto* output = r->add_outputs();
+         output->set_name("score");
+         (*output->mutable_parameters())["classification"].set_int64_param(0);
+       },
+       "invalid value for 'classification' parameter, expected >= 1, got 0"},
+      {"classification of a BOOL output",
+       [](Request* r) {
+         auto* output = r->add_outputs();
+         output->set_name("valid");
+         (*output->mutable_parameters())["classification"].set_int64_param(1);
+       },
+       "class result not available for output due to unsupported type 'BOOL' (output 'valid'"},
   };
   for (const BadRequestCase& c : cases) {
     Request request = RawRequest();

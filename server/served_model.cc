@@ -23,6 +23,7 @@
 #include "runtime/bind.h"
 #include "runtime/onnx_import.h"
 #include "runtime/passes/precision.h"
+#include "server/classification.h"
 #include "server/config_validation.h"
 #include "server/graph_set_runner.h"
 #include "server/host_runner.h"
@@ -465,6 +466,7 @@ absl::StatusOr<std::unique_ptr<ServedModel>> ServedModel::Load(const RepositoryM
   RETURN_IF_ERROR(RefuseUnservedFeatures(config));
   ASSIGN_OR_RETURN(ModelInterface declared, InterfaceFromConfig(config));
   declared.name = entry.name;
+  RETURN_IF_ERROR(ReadOutputLabels(config, entry.directory, &declared));
   RETURN_IF_ERROR(ArrangeModelAsDeclared(declared, &model));
   ASSIGN_OR_RETURN(const std::vector<int64_t> sizes, CapturedSizes(config));
   ASSIGN_OR_RETURN(RowLayout layout, RowLayoutOf(model, declared));

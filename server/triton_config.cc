@@ -42,6 +42,7 @@ const std::set<std::string>& HonouredPaths() {
       "output.data_type",
       "output.dims",
       "output.reshape",
+      "output.label_filename",  // classification labels (ReadOutputLabels)
       "instance_group.name",
       "instance_group.count",
       "instance_group.kind",

@@ -65,7 +65,7 @@ constexpr char kTritonConfig[] = R"pb(
 TEST(TritonConfigTest, NamesEachIgnoredFieldOnceAndNoHonouredOne) {
   EXPECT_THAT(
       IgnoredConfigFields(Parse(kTritonConfig)),
-      ElementsAre("output.label_filename", "instance_group.host_policy",
+      ElementsAre("instance_group.host_policy",
                   "optimization.cuda.busy_wait_events", "optimization.cuda.graph_spec.input",
                   "optimization.input_pinned_memory", "model_warmup", "response_cache"));
 }

@@ -1065,15 +1065,15 @@ TEST_F(ServerEndToEnd, HttpBadRequestsGetAClearErrorAndTheServerKeepsServing) {
   EXPECT_LT(reply.body.size(), 300u);
   reply = HttpExchange(port, "POST", "/v2/models/nope/infer", R"({"inputs": []})");
   EXPECT_EQ(reply.code, 404) << reply.body;
-  // Classification is refused as over gRPC, not silently ignored.
+  // A classification that is not a count is refused with Triton's text.
   std::string values = "0";
   for (int i = 1; i < 512; ++i) values += ",0";
   const std::string classify =
       R"({"inputs": [{"name": "x", "datatype": "FP32", "shape": [1, 512], "data": [)" + values +
-      R"(]}], "outputs": [{"name": "y", "parameters": {"classification": 2}}]})";
+      R"(]}], "outputs": [{"name": "y", "parameters": {"classification": -2}}]})";
   reply = HttpExchange(port, "POST", "/v2/models/mlp/infer", classify);
   EXPECT_EQ(reply.code, 400) << reply.body;
-  EXPECT_THAT(reply.body, HasSubstr("asks for classification"));
+  EXPECT_THAT(reply.body, HasSubstr("Unable to set 'classification'"));
   ExpectGoodRequestStillServed();
 }
 
@@ -1841,6 +1841,151 @@ TEST(ServerWithShapeDims, ServesTheExtentTheConfigFixesAndRefusesAnOpenOne) {
   EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNAVAILABLE);
   EXPECT_THAT(refused.error_message(),
               HasSubstr("input[0] 'x' dims[0] is -1; every dim after the batch must be fixed"));
+}
+
+// What Triton's classification extension answers for one row of `values`:
+// the top `k` by value, ties lower index first, "<value>:<index>[:<label>]"
+// with std::to_string's value (Note [Classification]), computed here from
+// the values the server returned unclassified.
+std::vector<std::string> ExpectedClasses(const float* values, size_t count, size_t k,
+                                         const std::vector<std::string>& labels) {
+  std::vector<size_t> order(count);
+  for (size_t i = 0; i < count; ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [values](size_t a, size_t b) { return values[a] > values[b]; });
+  std::vector<std::string> classes;
+  for (size_t rank = 0; rank < std::min(k, count); ++rank) {
+    const size_t index = order[rank];
+    std::string text = absl::StrCat(std::to_string(values[index]), ":", index);
+    if (index < labels.size() && !labels[index].empty()) absl::StrAppend(&text, ":", labels[index]);
+    classes.push_back(std::move(text));
+  }
+  return classes;
+}
+
+// The strings of a BYTES tensor's serialization (4-byte little-endian lengths).
+std::vector<std::string> BytesElements(const std::string& bytes) {
+  std::vector<std::string> elements;
+  for (size_t at = 0; at + 4 <= bytes.size();) {
+    uint32_t length = 0;
+    std::memcpy(&length, bytes.data() + at, 4);
+    elements.push_back(bytes.substr(at + 4, length));
+    at += 4 + length;
+  }
+  return elements;
+}
+
+// Triton's classification extension (issue 27 part 5) on a softmax model of
+// sequence x 16 classes a row, over gRPC and HTTP (JSON and binary): each
+// row's top k of the values the same request returns unclassified, labelled
+// from label_filename (40 labels, one line empty: the rest go without), for a
+// batching model (sequence 4: 64 classes) and one with max_batch_size 0
+// (sequence 1, which such a model is bound at: 16); k past the classes gives
+// them all.
+TEST(ServerWithClassification, TopClassesOfTheUnclassifiedOutputOverGrpcAndHttp) {
+  constexpr int kLabels = 40;      // fewer than the classes: the rest unlabelled
+  constexpr int kEmptyLabel = 3;   // an empty line labels nothing
+  const std::string repository = WriteTestRepository("classification_repository");
+  std::vector<std::string> labels;
+  for (int i = 0; i < kLabels; ++i) labels.push_back(i == kEmptyLabel ? "" : absl::StrCat("class ", i));
+  const auto write_model = [&](const std::string& name, bool batching, int64_t sequence) {
+    const std::filesystem::path dir = std::filesystem::path(repository) / name;
+    std::filesystem::create_directories(dir / "1");
+    std::ofstream(dir / "1" / "model.onnx", std::ios::binary)
+        << MakeSequenceSoftmaxModel().SerializeAsString();
+    std::ofstream label_file(dir / "labels.txt");
+    for (const std::string& label : labels) label_file << label << "\n";
+    const std::string dims = absl::StrCat(batching ? "" : "1, ", sequence, ", 16");
+    std::ofstream(dir / "config.pbtxt") << absl::StrCat(
+        "name: \"", name, "\"\nplatform: \"onnxruntime_onnx\"\nmax_batch_size: ",
+        batching ? 8 : 0, "\ninput [{ name: \"x\" data_type: TYPE_FP32 dims: [ ", dims, " ] }]\n",
+        "output [{ name: \"y\" data_type: TYPE_FP32 dims: [ ", dims,
+        " ] label_filename: \"labels.txt\" }]\n", batching ? "capture { batch_sizes: [ 1, 4, 8 ] }\n" : "");
+  };
+  write_model("classifier", /*batching=*/true, /*sequence=*/4);
+  write_model("classifier_one", /*batching=*/false, /*sequence=*/1);
+  std::unique_ptr<InferenceServer> server = StartServer(TestServerOptions(repository));
+  ASSERT_NE(server, nullptr);
+  auto stub = inference::GRPCInferenceService::NewStub(Connect(server->port()));
+
+  struct Case {
+    std::string model;
+    int64_t rows;
+    int64_t k;
+  };
+  for (const Case& c : {Case{"classifier", 1, 5}, Case{"classifier", 3, 1},
+                        Case{"classifier", 8, 3}, Case{"classifier", 2, 100},
+                        Case{"classifier_one", 1, 4}, Case{"classifier_one", 1, 20}}) {
+    const bool batching = c.model == "classifier";
+    const int64_t sequence = batching ? 4 : 1;
+    const size_t classes_per_row = static_cast<size_t>(sequence) * 16;
+    SCOPED_TRACE(absl::StrCat(c.model, ", ", c.rows, " rows, k ", c.k));
+    std::unique_ptr<HostExecutor> reference = Reference(repository, c.model, c.rows, {sequence});
+    const std::vector<HostTensor> inputs = RandomInputs(reference->graph(), 1900 + c.rows);
+    inference::ModelInferRequest request = RawRequest(c.model, reference->graph(), inputs);
+    request.add_outputs()->set_name("y");
+    inference::ModelInferResponse values;
+    {
+      grpc::ClientContext context;
+      const grpc::Status status = stub->ModelInfer(&context, request, &values);
+      ASSERT_TRUE(MatchesReference(status, values, *reference, inputs)) << status.error_message();
+    }
+    const auto* y = reinterpret_cast<const float*>(values.raw_output_contents(0).data());
+    std::vector<std::string> want;
+    for (int64_t row = 0; row < c.rows; ++row) {
+      for (std::string& text :
+           ExpectedClasses(y + row * classes_per_row, classes_per_row, c.k, labels)) {
+        want.push_back(std::move(text));
+      }
+    }
+    const int64_t n = std::min<int64_t>(c.k, static_cast<int64_t>(classes_per_row));
+    const std::vector<int64_t> want_shape =
+        batching ? std::vector<int64_t>{c.rows, n} : std::vector<int64_t>{n};
+
+    // gRPC: a BYTES tensor in raw_output_contents.
+    (*request.mutable_outputs(0)->mutable_parameters())["classification"].set_int64_param(c.k);
+    inference::ModelInferResponse classified;
+    grpc::ClientContext context;
+    const grpc::Status status = stub->ModelInfer(&context, request, &classified);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    ASSERT_EQ(classified.outputs_size(), 1);
+    EXPECT_EQ(classified.outputs(0).datatype(), "BYTES");
+    EXPECT_EQ(std::vector<int64_t>(classified.outputs(0).shape().begin(),
+                                   classified.outputs(0).shape().end()),
+              want_shape);
+    EXPECT_EQ(BytesElements(classified.raw_output_contents(0)), want);
+
+    // HTTP: strings in JSON, the same serialization as binary data.
+    const HostTensor& x = inputs[0];
+    std::vector<int64_t> x_shape = x.dims();
+    nlohmann::json body = {
+        {"inputs",
+         {{{"name", "x"},
+           {"datatype", "FP32"},
+           {"shape", x_shape},
+           {"data", std::vector<float>(x.data<float>(), x.data<float>() + x.num_elements())}}}},
+        {"outputs", {{{"name", "y"}, {"parameters", {{"classification", c.k}}}}}}};
+    const std::string path = absl::StrCat("/v2/models/", c.model, "/infer");
+    HttpReply reply = HttpExchange(server->http_port(), "POST", path, body.dump());
+    ASSERT_EQ(reply.code, 200) << reply.body;
+    const nlohmann::json answer = nlohmann::json::parse(reply.body);
+    EXPECT_EQ(answer["outputs"][0]["datatype"], "BYTES");
+    EXPECT_EQ(answer["outputs"][0]["shape"], nlohmann::json(want_shape));
+    EXPECT_EQ(answer["outputs"][0]["data"].get<std::vector<std::string>>(), want);
+
+    body["outputs"][0]["parameters"]["binary_data"] = true;
+    reply = HttpExchange(server->http_port(), "POST", path, body.dump());
+    ASSERT_EQ(reply.code, 200) << reply.body;
+    const std::string serialized = classified.raw_output_contents(0);
+    ASSERT_GE(reply.body.size(), serialized.size());
+    EXPECT_EQ(reply.body.substr(reply.body.size() - serialized.size()), serialized);
+  }
+
+  // ServerMetadata names the extension, as Triton's does.
+  grpc::ClientContext context;
+  inference::ServerMetadataResponse metadata;
+  ASSERT_TRUE(stub->ServerMetadata(&context, {}, &metadata).ok());
+  EXPECT_THAT(metadata.extensions(), ::testing::Contains("classification"));
 }
 
 // Triton matches config.pbtxt's inputs to the model's by name (issue 27 part

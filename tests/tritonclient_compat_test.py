@@ -175,6 +175,21 @@ class TritonClientCompatTest(unittest.TestCase):
         self.assert_matches_reference("dlrm_dense", arrays, result,
                                       "infer dlrm_dense batch 3, no outputs requested")
 
+    def test_classification_is_the_top_of_the_unclassified_output(self):
+        # Triton's classification extension through InferRequestedOutput's
+        # class_count: a BYTES tensor of "<value>:<index>" per row (mlp's y
+        # has one class a row, so 3 asked give 1), value printed as C's %f.
+        arrays, inputs = make_inputs("mlp", 5, seed=55)
+        values = self.client.infer("mlp", inputs, outputs=requested_outputs("mlp"),
+                                   client_timeout=CALL_TIMEOUT_S).as_numpy("y")
+        result = self.client.infer("mlp", inputs,
+                                   outputs=[grpcclient.InferRequestedOutput("y", class_count=3)],
+                                   client_timeout=CALL_TIMEOUT_S)
+        output = result.get_output("y")
+        self.assertEqual(output.datatype, "BYTES", "SERVER: a classified output is BYTES")
+        want = np.array([[f"{float(v):.6f}:0".encode()] for v in values[:, 0]], dtype=object)
+        np.testing.assert_array_equal(result.as_numpy("y"), want)
+
     def test_request_options(self):
         # What Triton clients commonly set: an id the response echoes, an
         # explicit version, and gRPC message compression.

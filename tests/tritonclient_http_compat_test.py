@@ -84,6 +84,25 @@ class TritonHttpClientTest(unittest.TestCase):
             got = request.get_result().as_numpy("y")
             self.assertLess(gp.relative_error(got, want), gp.RELATIVE_TOLERANCE)
 
+    def test_classification_as_json_and_binary(self):
+        # Triton's classification extension through class_count, the classes
+        # as JSON strings and as binary BYTES: each row's "<value>:<index>"
+        # (mlp's y has one class a row), value printed as C's %f.
+        x = gp.random_inputs(gp.DEMO_INPUTS["mlp"], 4, seed=12)["x"]
+        tensor = httpclient.InferInput("x", list(x.shape), "FP32")
+        tensor.set_data_from_numpy(x)
+        values = self.client.infer("mlp", [tensor]).as_numpy("y")
+        want = np.array([[f"{float(v):.6f}:0".encode()] for v in values[:, 0]], dtype=object)
+        for binary in (True, False):
+            with self.subTest(binary=binary):
+                output = httpclient.InferRequestedOutput("y", binary_data=binary, class_count=2)
+                result = self.client.infer("mlp", [tensor], outputs=[output])
+                self.assertEqual(result.get_output("y")["datatype"], "BYTES")
+                got = result.as_numpy("y")
+                if not binary:  # JSON strings come back as str
+                    got = np.array([[e.encode() for e in row] for row in got], dtype=object)
+                np.testing.assert_array_equal(got, want)
+
     def test_errors_reach_the_client(self):
         x = np.zeros((1, 512), dtype=np.float32)
         tensor = httpclient.InferInput("x", [1, 512], "FP32")
