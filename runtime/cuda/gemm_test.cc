@@ -299,20 +299,26 @@ TEST(CublasLtGemmTypesTest, RefusesCombinationsOutsideTheNoteNamingThem) {
   base.m = 4;
   base.n = 8;
   base.k = 16;
-  const auto refused = [](const GemmOptions& options, const std::string& why) {
+  const auto refused = [](const GemmOptions& options, const std::string& why,
+                          absl::StatusCode code = absl::StatusCode::kInvalidArgument) {
     const absl::StatusOr<std::unique_ptr<CublasLtGemm>> gemm =
         CublasLtGemm::Create(/*handle=*/nullptr, options);
-    EXPECT_EQ(gemm.status().code(), absl::StatusCode::kInvalidArgument) << gemm.status();
+    EXPECT_EQ(gemm.status().code(), code) << gemm.status();
     EXPECT_NE(gemm.status().message().find(why), std::string::npos) << gemm.status();
     EXPECT_NE(gemm.status().message().find("GEMM m=4 n=8 k=16"), std::string::npos)
         << gemm.status();
   };
   GemmOptions mixed = base;
   mixed.a_dtype = DType::kFloat16;
-  refused(mixed, "A and B must both be");
+  refused(mixed, "A and B must be of the same type");
+  // Valid MatMul types the GEMM does not take: unsupported, not invalid.
   GemmOptions integer = base;
   integer.a_dtype = integer.b_dtype = DType::kInt8;
-  refused(integer, "A and B must both be");
+  refused(integer, "GEMMs here take float32, float16 or bfloat16 operands, not int8",
+          absl::StatusCode::kUnimplemented);
+  GemmOptions float64 = base;
+  float64.a_dtype = float64.b_dtype = float64.d_dtype = DType::kFloat64;
+  refused(float64, "not float64", absl::StatusCode::kUnimplemented);
   GemmOptions narrowing = base;
   narrowing.d_dtype = DType::kBFloat16;  // float32 operands, bfloat16 D
   refused(narrowing, "D must be of A's type or float32");
