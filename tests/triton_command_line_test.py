@@ -3,7 +3,8 @@ real binary on the host executor:
 
   - a Helm-chart style Triton command line starts and serves: the flags
     that do not apply log one line each (in the --log-file, in ISO8601), and
-    repeated --load-model loads every model named;
+    repeated --load-model loads every model named, and --allow-cpu-metrics=false
+    drops the nv_cpu_* families from /metrics;
   - each listener binds the address of its Triton flag (--http-address,
     --metrics-address, --grpc-address): it answers there and nowhere else;
   - repeated --model-repository serves the models of each; a model in two
