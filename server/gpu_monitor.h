@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,10 @@ struct GpuReading {
   uint64_t memory_total_bytes = 0;
   uint64_t memory_used_bytes = 0;
   double power_watts = 0;
+  double power_limit_watts = 0;  // the enforced limit; 0 where NVML reports none
+  // Since the monitor opened, i.e. since the server started, as Triton's
+  // nv_energy_consumption counts; 0 on GPUs without an energy counter.
+  double energy_joules = 0;
 };
 
 class GpuMonitor {
@@ -31,8 +36,11 @@ class GpuMonitor {
   struct Api;
 
  private:
-  explicit GpuMonitor(std::unique_ptr<Api> api);
+  GpuMonitor(std::unique_ptr<Api> api, std::vector<std::optional<uint64_t>> energy_at_open_mj);
+
   std::unique_ptr<Api> api_;
+  // Each GPU's energy counter when the monitor opened, by NVML index.
+  const std::vector<std::optional<uint64_t>> energy_at_open_mj_;
 };
 
 }  // namespace graphserve

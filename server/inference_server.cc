@@ -218,7 +218,8 @@ absl::StatusOr<std::unique_ptr<InferenceServer>> InferenceServer::Start(
   }
   if (options.allow_metrics) {
     absl::StatusOr<std::unique_ptr<MetricsEndpoint>> metrics =
-        MetricsEndpoint::Start(server->registry_.get(), MetricsHost(options), options.metrics_port);
+        MetricsEndpoint::Start(server->registry_.get(), MetricsHost(options), options.metrics_port,
+                               options.metrics);
     if (!metrics.ok()) return metrics.status();
     server->metrics_ = *std::move(metrics);
     out << "graphserve: serving metrics on "

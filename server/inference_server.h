@@ -108,6 +108,8 @@ struct InferenceServerOptions {
   // metrics_port()).
   bool allow_metrics = true;
   int metrics_port = 8002;
+  // Triton's --allow-cpu-metrics and --metrics-interval-ms.
+  MetricsOptions metrics;
   // How every model runs (executor, graphs on/off, queue bound).
   ServedModelOptions models;
   // Triton's --model-control-mode, --load-model and --repository-poll-secs.

@@ -22,14 +22,19 @@ using prometheus::ClientMetric;
 using prometheus::MetricFamily;
 using prometheus::MetricType;
 
-ClientMetric Sample(const inference::ModelStatistics& statistics, double value, MetricType type) {
-  ClientMetric sample;
-  sample.label = {{"model", statistics.name()}, {"version", statistics.version()}};
+// `sample`'s value as a counter's or a gauge's.
+void SetValue(double value, MetricType type, ClientMetric& sample) {
   if (type == MetricType::Gauge) {
     sample.gauge.value = value;
   } else {
     sample.counter.value = value;
   }
+}
+
+ClientMetric Sample(const inference::ModelStatistics& statistics, double value, MetricType type) {
+  ClientMetric sample;
+  sample.label = {{"model", statistics.name()}, {"version", statistics.version()}};
+  SetValue(value, type, sample);
   return sample;
 }
 
@@ -48,23 +53,29 @@ double Microseconds(const inference::StatisticDuration& duration) {
   return static_cast<double>(duration.ns()) / 1000.0;
 }
 
-}  // namespace
-
-// One family of per-GPU gauges: `value` of each reading, labelled gpu_uuid.
+// One family of per-GPU gauges (or counters): `value` of each reading,
+// labelled gpu_uuid.
 template <typename Value>
 MetricFamily GpuFamily(const std::string& name, const std::string& help,
-                       const std::vector<GpuReading>& gpus, Value value) {
-  MetricFamily family{name, help, MetricType::Gauge, {}};
+                       const std::vector<GpuReading>& gpus, Value value,
+                       MetricType type = MetricType::Gauge) {
+  MetricFamily family{name, help, type, {}};
   for (const GpuReading& gpu : gpus) {
     ClientMetric sample;
     sample.label = {{"gpu_uuid", gpu.uuid}};
-    sample.gauge.value = value(gpu);
+    SetValue(value(gpu), type, sample);
     family.metric.push_back(std::move(sample));
   }
   return family;
 }
 
-namespace {
+// A family of one unlabelled gauge: the server's or the host's, not a
+// model's or a GPU's.
+MetricFamily HostGauge(const std::string& name, const std::string& help, double value) {
+  ClientMetric sample;
+  sample.gauge.value = value;
+  return MetricFamily{name, help, MetricType::Gauge, {std::move(sample)}};
+}
 
 // `histogram` of one model as a Prometheus histogram sample.
 ClientMetric HistogramSample(const inference::ModelStatistics& statistics,
@@ -162,7 +173,8 @@ absl::StatusOr<PaddingSignal> ExpectedPaddedRowsSignal(const ModelCounters::Hist
 }
 
 std::string MetricsText(const std::vector<ModelMetrics>& models,
-                        const std::vector<GpuReading>& gpus) {
+                        const std::vector<GpuReading>& gpus,
+                        const std::optional<CpuReading>& cpu) {
   std::vector<MetricFamily> families;
   families.push_back(Family(
       "nv_inference_request_success", "Number of successful inference requests, all batch sizes",
@@ -229,7 +241,30 @@ std::string MetricsText(const std::vector<ModelMetrics>& models,
                   [](const GpuReading& g) { return static_cast<double>(g.memory_used_bytes); }));
     families.push_back(GpuFamily("nv_gpu_power_usage", "GPU power usage in watts", gpus,
                                  [](const GpuReading& g) { return g.power_watts; }));
+    families.push_back(GpuFamily("nv_gpu_power_limit", "GPU power management limit in watts",
+                                 gpus, [](const GpuReading& g) { return g.power_limit_watts; }));
+    families.push_back(GpuFamily("nv_energy_consumption",
+                                 "GPU energy consumption in joules since the Triton Server started",
+                                 gpus, [](const GpuReading& g) { return g.energy_joules; },
+                                 MetricType::Counter));
   }
+  if (cpu.has_value()) {
+    families.push_back(
+        HostGauge("nv_cpu_utilization", "CPU utilization rate [0.0 - 1.0]", cpu->utilization));
+    families.push_back(HostGauge("nv_cpu_memory_total_bytes", "CPU total memory (RAM), in bytes",
+                                 static_cast<double>(cpu->memory.total_bytes)));
+    families.push_back(HostGauge("nv_cpu_memory_used_bytes", "CPU used memory (RAM), in bytes",
+                                 static_cast<double>(cpu->memory.used_bytes)));
+  }
+  // Note [Pinned memory pool]: every byte staged is held, so used is total.
+  uint64_t pinned_bytes = 0;
+  for (const ModelMetrics& model : models) pinned_bytes += model.pinned_bytes;
+  families.push_back(HostGauge("nv_pinned_memory_pool_total_bytes",
+                               "Pinned memory pool total memory size, in bytes",
+                               static_cast<double>(pinned_bytes)));
+  families.push_back(HostGauge("nv_pinned_memory_pool_used_bytes",
+                               "Pinned memory pool used memory size, in bytes",
+                               static_cast<double>(pinned_bytes)));
   std::ostringstream out;
   prometheus::TextSerializer().Serialize(out, families);
   return out.str();
@@ -242,6 +277,7 @@ std::vector<ModelMetrics> ReadMetrics(const ModelRegistry& registry) {
     ModelMetrics& model = models.emplace_back();
     state.model->FillStatistics(&model.statistics);
     model.load_seconds = state.model->summary().load_ms / 1000.0;
+    model.pinned_bytes = state.model->summary().pinned_bytes;
     model.pending_requests = state.model->pending_requests();
     const ModelCounters& counters = state.model->counters();
     model.failures = counters.FailuresByReason();
@@ -274,15 +310,25 @@ TcpListenAddress MetricsListenAddress(const std::string& host, int port) {
 }
 
 absl::StatusOr<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(
-    const ModelRegistry* registry, const std::string& host, int port) {
+    const ModelRegistry* registry, const std::string& host, int port,
+    const MetricsOptions& options) {
   auto endpoint = std::unique_ptr<MetricsEndpoint>(new MetricsEndpoint());
   endpoint->gpus_ = GpuMonitor::Open();
+  if (options.allow_cpu_metrics) {
+    CpuMonitor::Options cpu_options;
+    cpu_options.interval = options.interval;
+    endpoint->cpu_ = CpuMonitor::Open(cpu_options);
+  }
   const GpuMonitor* gpus = endpoint->gpus_.get();
+  CpuMonitor* cpu = endpoint->cpu_.get();
   auto server = std::make_unique<httplib::Server>();
-  server->Get("/metrics", [registry, gpus](const httplib::Request&, httplib::Response& response) {
-    response.set_content(MetricsText(ReadMetrics(*registry),
-                                     gpus != nullptr ? gpus->Read() : std::vector<GpuReading>{}),
-                         "text/plain; version=0.0.4");
+  server->Get("/metrics", [registry, gpus, cpu](const httplib::Request&,
+                                                httplib::Response& response) {
+    response.set_content(
+        MetricsText(ReadMetrics(*registry),
+                    gpus != nullptr ? gpus->Read() : std::vector<GpuReading>{},
+                    cpu != nullptr ? std::optional<CpuReading>(cpu->Read()) : std::nullopt),
+        "text/plain; version=0.0.4");
   });
   absl::StatusOr<std::unique_ptr<HttpListener>> listener =
       HttpListener::Start(std::move(server), MetricsListenAddress(host, port));

@@ -11,7 +11,11 @@
 //   nv_inference_pending_request_count, nv_model_load_duration_secs, and per
 //   GPU (label gpu_uuid, through NVML when the machine has it)
 //   nv_gpu_utilization, nv_gpu_memory_total_bytes, nv_gpu_memory_used_bytes,
-//   nv_gpu_power_usage.
+//   nv_gpu_power_usage, nv_gpu_power_limit, nv_energy_consumption; the
+//   host's nv_cpu_utilization, nv_cpu_memory_total_bytes and
+//   nv_cpu_memory_used_bytes (with --allow-cpu-metrics, server/cpu_monitor.h),
+//   and nv_pinned_memory_pool_total_bytes / _used_bytes (Note [Pinned
+//   memory pool]).
 //
 // And GraphServe's own, per model and version:
 //
@@ -36,7 +40,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "proto/grpc_service.pb.h"
+#include "server/cpu_monitor.h"
 #include "server/gpu_monitor.h"
 #include "server/http_listener.h"
 #include "server/model_counters.h"
@@ -71,11 +77,14 @@ struct ModelMetrics {
   uint64_t split_requests = 0;
   uint64_t merged_executions = 0;
   std::optional<PaddingSignal> padding;  // absent: no samples
+  uint64_t pinned_bytes = 0;  // pinned host staging it holds (Note [Pinned memory pool])
 };
 
-// The metrics of `models` and `gpus` in Prometheus' text format.
+// The metrics of `models`, `gpus` and the host's `cpu` (absent: no CPU
+// families) in Prometheus' text format.
 std::string MetricsText(const std::vector<ModelMetrics>& models,
-                        const std::vector<GpuReading>& gpus = {});
+                        const std::vector<GpuReading>& gpus = {},
+                        const std::optional<CpuReading>& cpu = std::nullopt);
 
 // Every loaded model version of `registry`, read now.
 std::vector<ModelMetrics> ReadMetrics(const ModelRegistry& registry);
@@ -84,17 +93,28 @@ std::vector<ModelMetrics> ReadMetrics(const ModelRegistry& registry);
 // with another process, named by the server's flag in errors.
 TcpListenAddress MetricsListenAddress(const std::string& host, int port);
 
+// Tritonserver's switches of the host-side families.
+struct MetricsOptions {
+  // nv_cpu_* (Triton's --allow-cpu-metrics).
+  bool allow_cpu_metrics = true;
+  // The shortest window nv_cpu_utilization is measured over (Triton's
+  // --metrics-interval-ms; Note [CPU utilisation window]).
+  absl::Duration interval = absl::Milliseconds(2000);
+};
+
 class MetricsEndpoint {
  public:
   // Borrows `registry`. `port` 0 picks a free one (see port()).
-  static absl::StatusOr<std::unique_ptr<MetricsEndpoint>> Start(const ModelRegistry* registry,
-                                                                const std::string& host, int port);
+  static absl::StatusOr<std::unique_ptr<MetricsEndpoint>> Start(
+      const ModelRegistry* registry, const std::string& host, int port,
+      const MetricsOptions& options = {});
   [[nodiscard]] int port() const { return listener_->port(); }
   void Stop() { listener_->Stop(); }
 
  private:
   MetricsEndpoint() = default;
   std::unique_ptr<GpuMonitor> gpus_;  // null without NVML
+  std::unique_ptr<CpuMonitor> cpu_;   // null with --allow-cpu-metrics=false or no /proc
   std::unique_ptr<HttpListener> listener_;
 };
 
@@ -125,5 +145,19 @@ class MetricsEndpoint {
 // (O(N m^2) for m distinct bucket bounds with requests, m > N) sees at most
 // 65 + log2(max_batch_size) sizes whatever max_batch_size is: under 300,000
 // steps even at max_batch_size 2^20, well under a millisecond per model.
+
+// Note [Pinned memory pool]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~
+// Triton stages host tensors through one pinned pool of
+// --pinned-memory-pool-byte-size, allocated at start and lent out per
+// request, so its total and used bytes differ. GraphServe has no pool: each
+// stream slot of a model on a GPU pins its own staging at capture, sized for
+// its largest batch (tensor_holder/io_buffers.h), and holds it until the
+// model unloads. So nv_pinned_memory_pool_total_bytes is the pinned staging
+// of every loaded model (ModelLoadSummary::pinned_bytes, summed), and
+// nv_pinned_memory_pool_used_bytes is the same number: all of it is held,
+// none of it is free to lend. Both are 0 on the host executor, which stages
+// nothing. Pinned shared-memory regions clients register are theirs, not
+// the server's, and are not counted.
 
 }  // namespace graphserve

@@ -65,6 +65,8 @@ TEST(MetricsTest, PendingRequestsAndGpuGauges) {
   gpu.memory_total_bytes = 1000;
   gpu.memory_used_bytes = 600;
   gpu.power_watts = 312.5;
+  gpu.power_limit_watts = 700;
+  gpu.energy_joules = 1234.5;
   const std::string text = MetricsText({mlp}, {gpu});
   EXPECT_THAT(text, HasSubstr("# TYPE nv_inference_pending_request_count gauge\n"));
   EXPECT_THAT(text,
@@ -73,8 +75,60 @@ TEST(MetricsTest, PendingRequestsAndGpuGauges) {
   EXPECT_THAT(text, HasSubstr("nv_gpu_memory_total_bytes{gpu_uuid=\"GPU-1234\"} 1000\n"));
   EXPECT_THAT(text, HasSubstr("nv_gpu_memory_used_bytes{gpu_uuid=\"GPU-1234\"} 600\n"));
   EXPECT_THAT(text, HasSubstr("nv_gpu_power_usage{gpu_uuid=\"GPU-1234\"} 312.5\n"));
+  EXPECT_THAT(text, HasSubstr("# HELP nv_gpu_power_limit GPU power management limit in watts\n"
+                              "# TYPE nv_gpu_power_limit gauge\n"
+                              "nv_gpu_power_limit{gpu_uuid=\"GPU-1234\"} 700\n"));
+  // A counter in Triton, with no _total suffix.
+  EXPECT_THAT(text, HasSubstr("# HELP nv_energy_consumption GPU energy consumption in joules "
+                              "since the Triton Server started\n"
+                              "# TYPE nv_energy_consumption counter\n"
+                              "nv_energy_consumption{gpu_uuid=\"GPU-1234\"} 1234.5\n"));
   // Without NVML there are no GPU families at all.
   EXPECT_THAT(MetricsText({mlp}), ::testing::Not(HasSubstr("nv_gpu_")));
+  EXPECT_THAT(MetricsText({mlp}), ::testing::Not(HasSubstr("nv_energy_consumption")));
+}
+
+TEST(MetricsTest, CpuGaugesAsTritonsWithoutLabels) {
+  CpuReading cpu;
+  cpu.utilization = 0.35;
+  cpu.memory.total_bytes = 16000;
+  cpu.memory.used_bytes = 4000;
+  const std::string text = MetricsText({}, {}, cpu);
+  EXPECT_THAT(text, HasSubstr("# HELP nv_cpu_utilization CPU utilization rate [0.0 - 1.0]\n"
+                              "# TYPE nv_cpu_utilization gauge\n"
+                              "nv_cpu_utilization 0.35\n"));
+  EXPECT_THAT(text, HasSubstr("# HELP nv_cpu_memory_total_bytes CPU total memory (RAM), in bytes\n"
+                              "# TYPE nv_cpu_memory_total_bytes gauge\n"
+                              "nv_cpu_memory_total_bytes 16000\n"));
+  EXPECT_THAT(text, HasSubstr("# HELP nv_cpu_memory_used_bytes CPU used memory (RAM), in bytes\n"
+                              "# TYPE nv_cpu_memory_used_bytes gauge\n"
+                              "nv_cpu_memory_used_bytes 4000\n"));
+  // --allow-cpu-metrics=false (or no /proc): no CPU families.
+  EXPECT_THAT(MetricsText({}), ::testing::Not(HasSubstr("nv_cpu_")));
+}
+
+// Note [Pinned memory pool]: the staging every loaded model holds, all of
+// it in use.
+TEST(MetricsTest, PinnedPoolIsTheStagingOfEveryModel) {
+  ModelMetrics mlp;
+  mlp.statistics.set_name("mlp");
+  mlp.statistics.set_version("1");
+  mlp.pinned_bytes = 3 << 20;
+  ModelMetrics dlrm;
+  dlrm.statistics.set_name("dlrm_dense");
+  dlrm.statistics.set_version("2");
+  dlrm.pinned_bytes = 1 << 20;
+  const std::string text = MetricsText({mlp, dlrm});
+  EXPECT_THAT(text, HasSubstr("# HELP nv_pinned_memory_pool_total_bytes Pinned memory pool total "
+                              "memory size, in bytes\n"
+                              "# TYPE nv_pinned_memory_pool_total_bytes gauge\n"
+                              "nv_pinned_memory_pool_total_bytes 4194304\n"));
+  EXPECT_THAT(text, HasSubstr("# HELP nv_pinned_memory_pool_used_bytes Pinned memory pool used "
+                              "memory size, in bytes\n"
+                              "# TYPE nv_pinned_memory_pool_used_bytes gauge\n"
+                              "nv_pinned_memory_pool_used_bytes 4194304\n"));
+  // No models (or only host ones): present, and 0, as Triton's empty pool.
+  EXPECT_THAT(MetricsText({}), HasSubstr("nv_pinned_memory_pool_total_bytes 0\n"));
 }
 
 TEST(MetricsTest, NoModelsGiveFamiliesWithoutSamples) {

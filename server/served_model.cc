@@ -270,6 +270,7 @@ absl::StatusOr<Execution> LoadOnGpu(const Model& model, const BoundGraph& any_si
       const SlotMemory memory = set->slot_memory(slot);
       execution.summary.slot_bytes +=
           memory.arena + memory.io_device + memory.staging_pinned;  // workspaces: in the arena
+      execution.summary.pinned_bytes += memory.staging_pinned;
     }
   }
   execution.summary.devices.assign(counted.begin(), counted.end());

@@ -136,6 +136,7 @@ struct ModelLoadSummary {
   int num_streams = 0;               // slots over all GPUs
   size_t weight_bytes = 0;           // over all GPUs
   size_t slot_bytes = 0;            // device arena + I/O + staging + workspace, all slots
+  size_t pinned_bytes = 0;          // of slot_bytes, the pinned host staging
   std::vector<int> devices;          // the GPUs it lives on, ascending; none on the host
   double load_ms = 0;
   std::string costs;                // "config", "measured at load" or "none (pad up)"

@@ -14,6 +14,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "absl/strings/strip.h"
+#include "absl/time/time.h"
 #include "common/command_line.h"
 #include "common/gpu_wait.h"
 #include "common/grpc_channel_args.h"
@@ -188,6 +189,7 @@ struct FlagValues {
         port(options->grpc_port),
         http_port(options->http_port),
         metrics_port(options->metrics_port),
+        metrics_interval_ms(absl::ToDoubleMilliseconds(options->metrics.interval)),
         exit_timeout(options->exit_timeout.count()),
         max_message_bytes(options->max_message_bytes),
         http_max_json_depth(options->http_max_json_depth),
@@ -203,6 +205,7 @@ struct FlagValues {
   int64_t port;
   int64_t http_port;
   int64_t metrics_port;
+  double metrics_interval_ms;
   int64_t exit_timeout;
   int64_t log_verbose = 0;
   int64_t max_message_bytes;
@@ -303,6 +306,11 @@ void AddFlags(FlagValues* v, ServerCommand* command, CommandLine* flags) {
                 "Prometheus metrics port (GET /metrics); 0 picks a free one.");
   flags->AddBool("allow-metrics", &options.allow_metrics,
                  "Serve Prometheus metrics; --allow-metrics=false to turn them off.");
+  flags->AddBool("allow-cpu-metrics", &options.metrics.allow_cpu_metrics,
+                 "Export the host's CPU utilization and memory (nv_cpu_*) with the metrics.");
+  flags->AddDouble("metrics-interval-ms", &v->metrics_interval_ms,
+                   "The shortest window nv_cpu_utilization is measured over, in ms; the other "
+                   "metrics are read when they are scraped.");
   flags->AddString("host", &options.host,
                    "Address to listen on where --grpc-address, --http-address or "
                    "--metrics-address does not say: an address of this machine, or 0.0.0.0 / "
@@ -608,6 +616,11 @@ absl::StatusOr<ServerCommand> ParseServerCommand(const std::vector<std::string>&
   options.http_port = static_cast<int>(v.http_port);
   RETURN_IF_ERROR(CheckFlagRange("metrics-port", v.metrics_port, 0, 65535));
   options.metrics_port = static_cast<int>(v.metrics_port);
+  if (!(v.metrics_interval_ms > 0)) {  // NaN too
+    return absl::InvalidArgumentError(
+        absl::StrCat("--metrics-interval-ms wants a positive number, got ", v.metrics_interval_ms));
+  }
+  options.metrics.interval = absl::Milliseconds(v.metrics_interval_ms);
   RETURN_IF_ERROR(CheckDistinctPorts(options));
   RETURN_IF_ERROR(ParseGrpcAddress(v.grpc_address, &options));
   if (!v.http_address.empty() || flags.Given("http-address")) {

@@ -2,6 +2,7 @@
 
 #include <sstream>
 
+#include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -247,6 +248,29 @@ TEST(ServerCommand, EachListenerTakesTritonsAddressFlag) {
                   .status()
                   .message(),
               HasSubstr("--http-address wants an IP address"));
+}
+
+TEST(ServerCommand, CpuMetricsFlagsAreTritons) {
+  std::ostringstream notices;
+  auto defaults = ParseServerCommand({"--model-repository", "/m"}, 0, notices);
+  ASSERT_TRUE(defaults.ok()) << defaults.status();
+  EXPECT_TRUE(defaults->options.metrics.allow_cpu_metrics);
+  EXPECT_EQ(defaults->options.metrics.interval, absl::Milliseconds(2000));  // Triton's default
+  auto given = ParseServerCommand({"--model-repository", "/m", "--allow-cpu-metrics=false",
+                                   "--metrics-interval-ms", "250.5"},
+                                  0, notices);
+  ASSERT_TRUE(given.ok()) << given.status();
+  EXPECT_FALSE(given->options.metrics.allow_cpu_metrics);
+  EXPECT_EQ(given->options.metrics.interval, absl::Microseconds(250500));
+  EXPECT_TRUE(given->ignored_flags.empty());
+  for (const char* interval : {"0", "-5", "nan"}) {
+    EXPECT_THAT(ParseServerCommand({"--model-repository", "/m", "--metrics-interval-ms", interval},
+                                   0, notices)
+                    .status()
+                    .message(),
+                HasSubstr("--metrics-interval-ms wants a positive number"))
+        << interval;
+  }
 }
 
 TEST(ServerCommand, RepeatedRepositoriesAndModelsAreAllKept) {

@@ -328,10 +328,37 @@ class MetricsTest(unittest.TestCase):
         self.assertEqual(launched_rows, sum(ROWS) + padded)
 
 
+    def test_host_gauges_are_tritons(self):
+        """Triton's CPU and pinned-pool gauges, one unlabelled sample each;
+        the memory against /proc/meminfo read here, the pool as Note [Pinned
+        memory pool] in server/metrics.h defines it."""
+        names = ["nv_cpu_utilization", "nv_cpu_memory_total_bytes", "nv_cpu_memory_used_bytes",
+                 "nv_pinned_memory_pool_total_bytes", "nv_pinned_memory_pool_used_bytes"]
+        for name in names:
+            family = self.families[name]
+            self.assertEqual(family.type, "gauge", name)
+            self.assertEqual([sample.labels for sample in family.samples], [{}], name)
+        host = {name: self.families[name].samples[0].value for name in names}
+        self.assertGreaterEqual(host["nv_cpu_utilization"], 0)
+        self.assertLessEqual(host["nv_cpu_utilization"], 1)
+        with open("/proc/meminfo") as f:
+            meminfo = dict(line.split(":", 1) for line in f.read().splitlines())
+        mem_total = int(meminfo["MemTotal"].split()[0]) * 1024
+        self.assertEqual(host["nv_cpu_memory_total_bytes"], mem_total)
+        self.assertGreater(host["nv_cpu_memory_used_bytes"], 0)
+        self.assertLessEqual(host["nv_cpu_memory_used_bytes"], mem_total)
+        # Staging is held for a model's life: all of it used.
+        pinned = host["nv_pinned_memory_pool_total_bytes"]
+        self.assertEqual(host["nv_pinned_memory_pool_used_bytes"], pinned)
+        if "host executor (no GPU)" in _server.output():
+            self.assertEqual(pinned, 0, "SERVER: the host executor pins nothing")
+        else:
+            self.assertGreater(pinned, 0, "SERVER: models on a GPU stage through pinned memory")
+
     def test_dashboard_queries_only_exported_metrics(self):
         """deploy/grafana/graphserve.json asks for families /metrics has.
 
-        The GPU gauges exist only on a machine with a GPU; they must be Triton's.
+        The GPU families exist only on a machine with a GPU; they must be Triton's.
         """
         path = os.path.join(os.environ.get("TEST_SRCDIR", "."),
                             os.environ.get("TEST_WORKSPACE", "graphserve"),
@@ -345,16 +372,17 @@ class MetricsTest(unittest.TestCase):
             text = response.read().decode()
         exported = {re.split(r"[{ ]", line, maxsplit=1)[0]
                     for line in text.splitlines() if line and not line.startswith("#")}
-        gpu_gauges = {"nv_gpu_utilization", "nv_gpu_memory_total_bytes",
-                      "nv_gpu_memory_used_bytes", "nv_gpu_power_usage"}
+        gpu_families = {"nv_gpu_utilization", "nv_gpu_memory_total_bytes",
+                        "nv_gpu_memory_used_bytes", "nv_gpu_power_usage", "nv_gpu_power_limit",
+                        "nv_energy_consumption"}
         ids = [panel["id"] for panel in dashboard["panels"]]
         self.assertEqual(len(ids), len(set(ids)), "panel ids are unique")
         for panel in dashboard["panels"]:
             self.assertTrue(panel["targets"], panel["title"])
             for target in panel["targets"]:
                 for name in re.findall(r"\b((?:nv|graphserve)_[a-z_]+)", target["expr"]):
-                    if name.startswith("nv_gpu_"):
-                        self.assertIn(name, gpu_gauges, panel["title"])
+                    if name in gpu_families or name.startswith("nv_gpu_"):
+                        self.assertIn(name, gpu_families, panel["title"])
                     else:
                         self.assertIn(name, exported, f"{panel['title']}: {target['expr']}")
 

@@ -3,7 +3,8 @@ real binary on the host executor:
 
   - a Helm-chart style Triton command line starts and serves: the flags
     that do not apply log one line each (in the --log-file, in ISO8601), and
-    repeated --load-model loads every model named;
+    repeated --load-model loads every model named, and --allow-cpu-metrics=false
+    drops the nv_cpu_* families from /metrics;
   - each listener binds the address of its Triton flag (--http-address,
     --metrics-address, --grpc-address): it answers there and nowhere else;
   - repeated --model-repository serves the models of each; a model in two
@@ -100,7 +101,8 @@ class TritonCommandLineTest(unittest.TestCase):
         flags += ["--strict-model-config=false", "--log-verbose=1", "--log-format", "ISO8601",
                   f"--log-file={log_file}", "--exit-on-error=true", "--model-control-mode",
                   "explicit", "--load-model=mlp", "--load-model", "dlrm_dense",
-                  "--http-thread-count", "4", "--grpc-keepalive-time=7200000"]
+                  "--http-thread-count", "4", "--grpc-keepalive-time=7200000",
+                  "--allow-cpu-metrics=false", "--metrics-interval-ms=500"]
         with gp.ServerProcess(SERVER_BINARY, _repository, flags) as server:
             self.assertEqual(server.serving_state, "SERVING", server.output())
             client = grpcclient.InferenceServerClient(url=server.url)
@@ -110,6 +112,10 @@ class TritonCommandLineTest(unittest.TestCase):
                                 f"SERVER: --load-model {model} is loaded")
             self.assertLess(infer_mlp(client, _repository), gp.RELATIVE_TOLERANCE)
             client.close()
+            status, body = http_get("127.0.0.1", server.metrics_port, "/metrics")
+            self.assertEqual(status, 200)
+            self.assertNotIn("nv_cpu_", body, "SERVER: --allow-cpu-metrics=false drops them")
+            self.assertIn("nv_pinned_memory_pool_total_bytes", body)
         with open(log_file) as log:
             lines = log.read().splitlines()
         self.assertTrue(lines, "SERVER: --log-file holds the log")
@@ -140,6 +146,7 @@ class TritonCommandLineTest(unittest.TestCase):
             status, body = http_get("127.0.0.3", server.metrics_port, "/metrics")
             self.assertEqual(status, 200, "SERVER: metrics on --metrics-address")
             self.assertIn("nv_inference_request_success", body)
+            self.assertIn("nv_cpu_utilization", body, "SERVER: CPU metrics are on by default")
             self.assertTrue(refuses_connections("127.0.0.1", server.metrics_port),
                             "SERVER: metrics listen on --metrics-address only")
             client = grpcclient.InferenceServerClient(url=f"127.0.0.4:{grpc_port}")
