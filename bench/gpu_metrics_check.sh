@@ -5,7 +5,7 @@
 # counter that grows between two scrapes (joules), the loaded models' pinned
 # staging, and the CPU gauges.
 #
-#   bench/gpu_metrics_check.sh BIN_DIR OUT_DIR
+#   bench/gpu_metrics_check.sh BIN_DIR OUT_DIR   (LD_LIBRARY_PATH as gpu_check.sh sets it)
 set -uo pipefail
 bin="$1"
 out="$2"
@@ -34,7 +34,8 @@ def values(path):
 first, second = values(sys.argv[1]), values(sys.argv[2])
 checks = [
     ("nv_gpu_power_limit > 0 W", first.get("nv_gpu_power_limit", 0) > 0),
-    ("nv_energy_consumption grows", second.get("nv_energy_consumption", 0) > first.get("nv_energy_consumption", -1)),
+    ("nv_energy_consumption grows", "nv_energy_consumption" in first and
+     second.get("nv_energy_consumption", 0) > first["nv_energy_consumption"]),
     ("nv_pinned_memory_pool_total_bytes > 0", first.get("nv_pinned_memory_pool_total_bytes", 0) > 0),
     ("nv_cpu_memory_total_bytes > 0", first.get("nv_cpu_memory_total_bytes", 0) > 0),
     ("nv_cpu_utilization in [0, 1]", 0 <= second.get("nv_cpu_utilization", -1) <= 1),
