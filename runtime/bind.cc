@@ -20,13 +20,22 @@
 
 namespace graphserve {
 
+namespace {
+
+// "'sequence', 'height'": shape dims as errors name them.
+std::string QuotedNames(const std::vector<std::string>& names) {
+  return absl::StrCat("'", absl::StrJoin(names, "', '"), "'");
+}
+
+}  // namespace
+
 absl::StatusOr<BindOptions> BindOptionsAt(const Model& model, const GraphKey& key) {
   const std::vector<std::string> shape_dims = ShapeDimNames(model);
   if (key.bucket.size() != shape_dims.size()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "batch ", GraphKeyString(key), " gives ", key.bucket.size(),
         " shape extents; the model has ", shape_dims.size(), " dynamic dims beyond the batch",
-        shape_dims.empty() ? "" : absl::StrCat(" ('", absl::StrJoin(shape_dims, "', '"), "')")));
+        shape_dims.empty() ? "" : absl::StrCat(" (", QuotedNames(shape_dims), ")")));
   }
   BindOptions options;
   options.batch_size = key.batch_size;
@@ -144,7 +153,7 @@ class Binder final : public BindContext::Engine {
       if (std::find(shape_dims.begin(), shape_dims.end(), name) == shape_dims.end()) {
         return absl::InvalidArgumentError(absl::StrCat(
             "dim '", name, "' is not a dynamic dim of the model's inputs (they have ",
-            shape_dims.empty() ? "none" : absl::StrCat("'", absl::StrJoin(shape_dims, "', '"), "'"),
+            shape_dims.empty() ? "none" : QuotedNames(shape_dims),
             ")"));
       }
     }
