@@ -15,6 +15,7 @@
 
 #include "absl/status/status.h"
 #include "common/graph_key.h"
+#include "server/row_shape.h"
 #include "server/tensor_mask.h"
 
 namespace graphserve {
@@ -23,8 +24,11 @@ namespace graphserve {
 // the request and its response outlive the job.
 struct SegmentRows {
   int64_t rows = 0;
+  // The request's row shape (its extents, when the model has shape dims):
+  // the job's, or one its bucket holds.
+  const RowShape* shape = nullptr;
   // Per model input (interface order): the segment's first row; `rows` rows
-  // of the input's bytes_per_row bytes follow.
+  // of shape->inputs[i].bytes follow.
   std::vector<const std::byte*> inputs;
   // Per model output (interface order): where the segment's rows go, or
   // nullptr for an output the request did not ask for.
@@ -46,8 +50,16 @@ struct SegmentRows {
 // server/request_queue.h.
 struct ChunkJob {
   GraphKey key;
+  // The rows of key.bucket, which the graph runs at: a segment of another
+  // shape is padded into them and sliced out of them (Note [Shape buckets]).
+  const RowShape* shape = nullptr;
   int64_t rows = 0;  // the segments' rows added up, 1 to key.batch_size
   std::vector<SegmentRows> segments;
+
+  // Whether the segment's rows are the graph's rows as they are.
+  [[nodiscard]] bool Unpadded(const SegmentRows& segment) const {
+    return segment.shape->SameAs(*shape);
+  }
 };
 
 // Nanoseconds from `start` to now: how runners fill ChunkTiming.
@@ -65,42 +77,51 @@ struct ChunkTiming {
 };
 
 // Copies each segment's rows of every input, one after the other, into
-// `staging(input)`: a chunk's rows as one batch. `bytes_per_row(input)`.
-// An input whose staging(input) is nullptr is skipped (a GPU runner copies
-// it straight from the request), and so are rows in device memory
-// (SegmentRows::device_inputs), which the GPU runner copies at their place.
-template <typename Staging, typename BytesPerRow>
-void GatherInputRows(const ChunkJob& job, size_t num_inputs, Staging staging,
-                     BytesPerRow bytes_per_row) {
+// `staging(input)`: a chunk's rows as one batch of job.shape's rows, a
+// shorter segment's padded. An input whose staging(input) is nullptr is
+// skipped (a GPU runner copies it straight from the request), and so are
+// rows in device memory (SegmentRows::device_inputs), which the GPU runner
+// copies at their place.
+template <typename Staging>
+void GatherInputRows(const ChunkJob& job, size_t num_inputs, Staging staging) {
   for (size_t i = 0; i < num_inputs; ++i) {
     std::byte* to = staging(i);
     if (to == nullptr) continue;
-    const size_t row_bytes = bytes_per_row(i);
+    const TensorRow& row = job.shape->inputs[i];
     for (const SegmentRows& segment : job.segments) {
-      const size_t bytes = row_bytes * static_cast<size_t>(segment.rows);
-      if (!InMask(segment.device_inputs, i)) std::memcpy(to, segment.inputs[i], bytes);
-      to += bytes;
+      if (InMask(segment.device_inputs, i)) {
+        // copied on the device
+      } else if (job.Unpadded(segment)) {
+        std::memcpy(to, segment.inputs[i], row.bytes * static_cast<size_t>(segment.rows));
+      } else {
+        PadRows(segment.inputs[i], segment.shape->inputs[i], to, row, job.shape->input_pad[i],
+                segment.rows);
+      }
+      to += row.bytes * static_cast<size_t>(segment.rows);
     }
   }
 }
 
 // The reverse for outputs: the chunk's rows of `rows(output)` (a batch, row
-// after row) back to each segment's requested outputs, skipping, as
-// GatherInputRows, an output whose rows(output) is nullptr and rows in
-// device memory (SegmentRows::device_outputs): the device wrote those.
-template <typename Rows, typename BytesPerRow>
-void ScatterOutputRows(const ChunkJob& job, size_t num_outputs, Rows rows,
-                       BytesPerRow bytes_per_row) {
+// after row) back to each segment's requested outputs, sliced to the
+// segment's shape, skipping, as GatherInputRows, an output whose
+// rows(output) is nullptr and rows in device memory
+// (SegmentRows::device_outputs): the device wrote those.
+template <typename Rows>
+void ScatterOutputRows(const ChunkJob& job, size_t num_outputs, Rows rows) {
   for (size_t o = 0; o < num_outputs; ++o) {
     const std::byte* from = rows(o);
     if (from == nullptr) continue;
-    const size_t row_bytes = bytes_per_row(o);
+    const TensorRow& row = job.shape->outputs[o];
     for (const SegmentRows& segment : job.segments) {
-      const size_t bytes = row_bytes * static_cast<size_t>(segment.rows);
-      if (segment.outputs[o] != nullptr && !InMask(segment.device_outputs, o)) {
-        std::memcpy(segment.outputs[o], from, bytes);
+      if (segment.outputs[o] == nullptr || InMask(segment.device_outputs, o)) {
+        // not asked for, or written by the device
+      } else if (job.Unpadded(segment)) {
+        std::memcpy(segment.outputs[o], from, row.bytes * static_cast<size_t>(segment.rows));
+      } else {
+        SliceRows(from, row, segment.outputs[o], segment.shape->outputs[o], segment.rows);
       }
-      from += bytes;
+      from += row.bytes * static_cast<size_t>(segment.rows);
     }
   }
 }

@@ -24,9 +24,13 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // The chunk's one segment when it holds one request's rows, which then lie
-// contiguous in the request's own memory; nullptr for a merged chunk.
+// contiguous in the request's own memory, as the graph's rows (unpadded);
+// nullptr for a merged or padded chunk. (Rows in device memory are never
+// padded: a model with shape buckets reads CUDA shared memory through the
+// host, ServedModel::Infer.)
 const SegmentRows* SoleSegment(const ChunkJob& job) {
-  return job.segments.size() == 1 ? &job.segments.front() : nullptr;
+  return job.segments.size() == 1 && job.Unpadded(job.segments.front()) ? &job.segments.front()
+                                                                        : nullptr;
 }
 
 // Where the device copies input `i` from straight, the request's own pinned
@@ -186,8 +190,7 @@ absl::Status GraphSetRunner::Start(int slot, int staging, const ChunkJob& job,
         [&](size_t i) {
           return DirectInput(job, i) != nullptr ? nullptr
                                                 : set.input_staging(own_slot, i, staging);
-        },
-        [&](size_t i) { return set.input_bytes_per_row(i, job.key); });
+        });
   }
   LaunchChunk chunk{own_slot, job.key, job.rows, mode_, staging};
   // Only a request with pinned or device tensors pays for the pointer vectors.
@@ -242,8 +245,7 @@ absl::Status GraphSetRunner::Finish(int slot, int staging, const ChunkJob& job,
         return DirectOutput(job, o) != nullptr  // the device wrote it in place
                    ? nullptr
                    : static_cast<const std::byte*>(set.output_rows(own_slot, o, staging));
-      },
-      [&](size_t o) { return set.output_bytes_per_row(o, job.key); });
+      });
   timing->output_ns = NanosSince(start);
   return absl::OkStatus();
 }

@@ -28,6 +28,7 @@ void CountCall() { handler_calls.fetch_add(1); }
 // One request's kRows rows in host memory (zeros: no output is checked).
 struct Request {
   std::vector<std::vector<std::byte>> buffers;
+  RowShape shape;
   ChunkJob job;
 };
 std::unique_ptr<Request> MakeRequest(const GraphSet& set) {
@@ -43,7 +44,15 @@ std::unique_ptr<Request> MakeRequest(const GraphSet& set) {
     segment.outputs.push_back(
         request->buffers.emplace_back(set.output_bytes_per_row(o, {kBatch}) * kRows).data());
   }
-  request->job = ChunkJob{.key = {kBatch}, .rows = kRows, .segments = {segment}};
+  std::vector<size_t> input_bytes, output_bytes;
+  for (size_t i = 0; i < set.num_inputs(); ++i) input_bytes.push_back(set.input_bytes_per_row(i, {kBatch}));
+  for (size_t o = 0; o < set.num_outputs(); ++o) {
+    output_bytes.push_back(set.output_bytes_per_row(o, {kBatch}));
+  }
+  request->shape = RowShapeOfBytes(input_bytes, output_bytes);
+  segment.shape = &request->shape;
+  request->job =
+      ChunkJob{.key = {kBatch}, .shape = &request->shape, .rows = kRows, .segments = {segment}};
   return request;
 }
 

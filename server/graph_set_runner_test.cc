@@ -59,6 +59,14 @@ class GraphSetRunnerTest : public ::testing::Test {
     set_ = std::shared_ptr<const GraphSet>(*std::move(set));
     runner_ = std::make_unique<GraphSetRunner>(std::vector<std::shared_ptr<const GraphSet>>{set_});
     ASSERT_TRUE(runner_->PrepareWorkerThread(0).ok());
+    std::vector<size_t> input_bytes, output_bytes;
+    for (size_t i = 0; i < set_->num_inputs(); ++i) {
+      input_bytes.push_back(set_->input_bytes_per_row(i, {kBatch}));
+    }
+    for (size_t o = 0; o < set_->num_outputs(); ++o) {
+      output_bytes.push_back(set_->output_bytes_per_row(o, {kBatch}));
+    }
+    shape_ = RowShapeOfBytes(input_bytes, output_bytes);
     for (size_t i = 0; i < set_->num_inputs(); ++i) {
       Dims dims = model->inputs[i].dims;
       dims[0] = kInputRows;
@@ -92,6 +100,7 @@ class GraphSetRunnerTest : public ::testing::Test {
                                        std::optional<Memory> first_input = std::nullopt) const {
     auto request = std::make_unique<Request>();
     request->segment.rows = rows;
+    request->segment.shape = &shape_;
     for (size_t i = 0; i < set_->num_inputs(); ++i) {
       const Memory input_memory = i == 0 && first_input.has_value() ? *first_input : memory;
       const size_t row_bytes = set_->input_bytes_per_row(i, {kBatch});
@@ -155,8 +164,8 @@ class GraphSetRunnerTest : public ::testing::Test {
   }
 
   // The requests' rows as one chunk of batch size 16.
-  static ChunkJob Job(const std::vector<Request*>& requests) {
-    ChunkJob job{.key = {kBatch}};
+  ChunkJob Job(const std::vector<Request*>& requests) const {
+    ChunkJob job{.key = {kBatch}, .shape = &shape_};
     for (const Request* request : requests) {
       job.segments.push_back(request->segment);
       job.rows += request->segment.rows;
@@ -222,6 +231,7 @@ class GraphSetRunnerTest : public ::testing::Test {
   std::unique_ptr<GraphSetRunner> runner_;
   std::vector<HostTensor> rows_;       // kInputRows rows of each input
   std::vector<HostTensor> reference_;  // the host executor's outputs for rows_
+  RowShape shape_;  // every request's rows, and the graph's: bytes alone
 };
 
 // A chunk of one request's rows, 5 of 16 (the rest padding): wherever its

@@ -74,9 +74,8 @@ absl::Status HostRunner::Start(int /*slot*/, int /*staging*/, const ChunkJob& jo
       return absl::InternalError("the host executor was given tensors in device memory");
     }
   }
-  GatherInputRows(
-      job, inputs.size(), [&](size_t i) { return static_cast<std::byte*>(inputs[i].raw()); },
-      row_bytes);
+  GatherInputRows(job, inputs.size(),
+                  [&](size_t i) { return static_cast<std::byte*>(inputs[i].raw()); });
   for (size_t i = 0; i < inputs.size(); ++i) {
     auto* base = static_cast<std::byte*>(inputs[i].raw());
     for (size_t row = static_cast<size_t>(job.rows); row < batch; ++row) {
@@ -90,10 +89,8 @@ absl::Status HostRunner::Start(int /*slot*/, int /*staging*/, const ChunkJob& jo
   timing->infer_ns = NanosSince(start);
 
   start = Clock::now();
-  ScatterOutputRows(
-      job, outputs.size(),
-      [&](size_t o) { return static_cast<const std::byte*>(outputs[o].raw()); },
-      [&](size_t o) { return outputs[o].bytes() / batch; });
+  ScatterOutputRows(job, outputs.size(),
+                    [&](size_t o) { return static_cast<const std::byte*>(outputs[o].raw()); });
   timing->output_ns = NanosSince(start);
   return absl::OkStatus();
 }

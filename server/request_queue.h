@@ -34,7 +34,11 @@ enum class SegmentEnd { kRan, kRefused };
 // pointers are borrowed: the request and its response outlive every segment.
 struct QueuedRows {
   int64_t rows = 0;
-  // Per model input (interface order): row 0; rows follow, bytes_per_row
+  // The shape of the rows (their extents, for a model with shape dims: Note
+  // [Shape buckets] in server/shape_buckets.h); null: the model's one row
+  // shape (RowLayout::rows, a model without shape dims).
+  std::shared_ptr<const RowShape> shape;
+  // Per model input (interface order): row 0; rows follow, shape's bytes
   // apart (ChunkJob's layout).
   std::vector<const std::byte*> inputs;
   // Per model output: where row 0 goes, or nullptr when not requested.

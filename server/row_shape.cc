@@ -86,6 +86,16 @@ TensorRow TensorRowOf(const Dims& dims, size_t element_bytes) {
   return {.dims = dims, .element_bytes = element_bytes, .bytes = elements * element_bytes};
 }
 
+RowShape RowShapeOfBytes(const std::vector<size_t>& input_bytes,
+                         const std::vector<size_t>& output_bytes) {
+  RowShape shape;
+  for (size_t bytes : input_bytes) shape.inputs.push_back(TensorRowOf({static_cast<int64_t>(bytes)}, 1));
+  for (size_t bytes : output_bytes) {
+    shape.outputs.push_back(TensorRowOf({static_cast<int64_t>(bytes)}, 1));
+  }
+  return shape;
+}
+
 void PadRows(const std::byte* from, const TensorRow& from_row, std::byte* to,
              const TensorRow& to_row, const PadElement& pad, int64_t rows) {
   const BlockWalk walk = WalkOf(from_row, to_row);

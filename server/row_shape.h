@@ -43,6 +43,11 @@ struct RowShape {
 
 TensorRow TensorRowOf(const Dims& dims, size_t element_bytes);
 
+// A row shape of bytes alone (each tensor's row one dim of bytes), for
+// runners and tests that move rows without looking inside them.
+RowShape RowShapeOfBytes(const std::vector<size_t>& input_bytes,
+                         const std::vector<size_t>& output_bytes);
+
 // Copies `rows` rows of `from` (each of `from_row.dims`) into `to` (each of
 // `to_row.dims`, every dim at least from's, the same rank): each row's
 // elements keep their index, and every position `from` lacks gets `pad`.

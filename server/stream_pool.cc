@@ -33,6 +33,9 @@ absl::StatusOr<std::unique_ptr<StreamPool>> StreamPool::Create(std::unique_ptr<C
   if (options.queue.max_queued_rows < 1) {
     return absl::InvalidArgumentError("a stream pool needs max_queued_rows >= 1");
   }
+  if (layout.rows.empty() || layout.rows.size() != layout.buckets.size()) {
+    return absl::InvalidArgumentError("a stream pool needs the rows of one bucket or more");
+  }
   const int levels = static_cast<int>(options.queue.levels.size());
   if (levels < 1 || options.queue.default_level < 1 || options.queue.default_level > levels) {
     return absl::InvalidArgumentError(
@@ -275,30 +278,50 @@ StreamPool::StartedChunk StreamPool::StartChunk(int slot, int staging,
                                                 const absl::Status& prepared, FormedChunk chunk) {
   StartedChunk started{.chunk = std::move(chunk), .staging = staging, .start = Clock::now()};
   ChunkJob& job = started.job;
-  job.key = {started.chunk.batch_size, layout_.bucket};
+  const size_t bucket = BucketFor(started.chunk);
+  job.key = {started.chunk.batch_size, layout_.buckets[bucket]};
+  job.shape = &layout_.rows[bucket];
   job.rows = started.chunk.rows;
   job.segments.reserve(started.chunk.segments.size());
   for (const RowSegment& segment : started.chunk.segments) {
+    const QueuedRows& request = *segment.request;
     SegmentRows& rows = job.segments.emplace_back();
     rows.rows = segment.rows;
-    rows.pinned_inputs = segment.request->pinned_inputs;
-    rows.pinned_outputs = segment.request->pinned_outputs;
-    rows.device_inputs = segment.request->device_inputs;
-    rows.device_outputs = segment.request->device_outputs;
+    rows.shape = &ShapeOf(request);
+    rows.pinned_inputs = request.pinned_inputs;
+    rows.pinned_outputs = request.pinned_outputs;
+    rows.device_inputs = request.device_inputs;
+    rows.device_outputs = request.device_outputs;
     const auto first = static_cast<size_t>(segment.first_row);
-    for (size_t i = 0; i < segment.request->inputs.size(); ++i) {
-      rows.inputs.push_back(segment.request->inputs[i] + first * layout_.input_bytes_per_row[i]);
+    for (size_t i = 0; i < request.inputs.size(); ++i) {
+      rows.inputs.push_back(request.inputs[i] + first * rows.shape->inputs[i].bytes);
     }
-    for (size_t o = 0; o < segment.request->outputs.size(); ++o) {
-      std::byte* to = segment.request->outputs[o];
-      rows.outputs.push_back(to == nullptr ? nullptr
-                                           : to + first * layout_.output_bytes_per_row[o]);
+    for (size_t o = 0; o < request.outputs.size(); ++o) {
+      std::byte* to = request.outputs[o];
+      rows.outputs.push_back(to == nullptr ? nullptr : to + first * rows.shape->outputs[o].bytes);
     }
   }
   // A slot whose thread could not be prepared fails its chunks rather than
   // running them on the wrong device.
   started.status = prepared.ok() ? runner_->Start(slot, staging, job, &started.timing) : prepared;
   return started;
+}
+
+const RowShape& StreamPool::ShapeOf(const QueuedRows& request) const {
+  return request.shape != nullptr ? *request.shape : layout_.rows.front();
+}
+
+size_t StreamPool::BucketFor(const FormedChunk& chunk) const {
+  for (size_t b = 0; b + 1 < layout_.rows.size(); ++b) {
+    const bool holds = std::all_of(
+        chunk.segments.begin(), chunk.segments.end(), [&](const RowSegment& segment) {
+          return layout_.rows[b].Holds(ShapeOf(*segment.request).extents);
+        });
+    if (holds) return b;
+  }
+  // The largest holds every request validation let in (buckets each hold
+  // the one before: server/shape_buckets.h).
+  return layout_.rows.size() - 1;
 }
 
 void StreamPool::FinishChunk(int slot, StartedChunk started) {

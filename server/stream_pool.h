@@ -67,15 +67,13 @@
 
 namespace graphserve {
 
-// Bytes per row of each model input and output, in interface order: how a
-// segment's first row is found inside its request.
+// The rows of each shape bucket a model's graphs are captured at, smallest
+// first (one, for a model without shape dims): a chunk runs in the first
+// that holds each of its segments' extents (Note [Shape buckets] in
+// server/shape_buckets.h).
 struct RowLayout {
-  // The shape bucket every chunk runs at (Note [Graph keys] in
-  // common/graph_key.h), which the row sizes below are of; empty for a
-  // model without shape dims.
-  std::vector<int64_t> bucket;
-  std::vector<size_t> input_bytes_per_row;
-  std::vector<size_t> output_bytes_per_row;
+  std::vector<std::vector<int64_t>> buckets;  // GraphKey::bucket of each
+  std::vector<RowShape> rows;                 // parallel to `buckets`
 };
 
 struct StreamPoolOptions {
@@ -186,6 +184,11 @@ class StreamPool {
 
   const std::unique_ptr<ChunkRunner> runner_;
   const BatchPlanner planner_;
+  // The index in layout_ of the smallest bucket that holds every segment.
+  [[nodiscard]] size_t BucketFor(const FormedChunk& chunk) const;
+  // A request's row shape: its own, else the model's one.
+  [[nodiscard]] const RowShape& ShapeOf(const QueuedRows& request) const;
+
   const RowLayout layout_;
   const StreamPoolOptions options_;
   std::mutex mu_;

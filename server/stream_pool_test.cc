@@ -36,12 +36,10 @@ class RecordingRunner : public ChunkRunner {
     std::this_thread::sleep_for(delay_);
     std::vector<float> batch(static_cast<size_t>(job.key.batch_size));
     GatherInputRows(
-        job, 1, [&](size_t) { return reinterpret_cast<std::byte*>(batch.data()); },
-        [](size_t) { return sizeof(float); });
+        job, 1, [&](size_t) { return reinterpret_cast<std::byte*>(batch.data()); });
     for (float& value : batch) value *= 2;
     ScatterOutputRows(
-        job, 1, [&](size_t) { return reinterpret_cast<const std::byte*>(batch.data()); },
-        [](size_t) { return sizeof(float); });
+        job, 1, [&](size_t) { return reinterpret_cast<const std::byte*>(batch.data()); });
     {
       std::lock_guard<std::mutex> lock(mu_);
       slots_used_.insert(slot);
@@ -106,8 +104,7 @@ class PipelinedRunner : public ChunkRunner {
     std::vector<float>& out = outputs_[staging];
     out.assign(static_cast<size_t>(job.key.batch_size), 0);
     GatherInputRows(
-        job, 1, [&](size_t) { return reinterpret_cast<std::byte*>(out.data()); },
-        [](size_t) { return sizeof(float); });
+        job, 1, [&](size_t) { return reinterpret_cast<std::byte*>(out.data()); });
     for (float& value : out) value *= 2;
     const auto now = std::chrono::steady_clock::now();
     done_at_[staging] = std::max(now, last_done_) + delay_;
@@ -121,8 +118,7 @@ class PipelinedRunner : public ChunkRunner {
   absl::Status Finish(int, int staging, const ChunkJob& job, ChunkTiming*) override {
     std::this_thread::sleep_until(done_at_[staging]);
     ScatterOutputRows(
-        job, 1, [&](size_t) { return reinterpret_cast<const std::byte*>(outputs_[staging].data()); },
-        [](size_t) { return sizeof(float); });
+        job, 1, [&](size_t) { return reinterpret_cast<const std::byte*>(outputs_[staging].data()); });
     std::lock_guard<std::mutex> lock(mu_);
     in_flight_ -= 1;
     events_.push_back("finish " + std::to_string(staging));
@@ -145,8 +141,10 @@ class PipelinedRunner : public ChunkRunner {
   std::chrono::steady_clock::time_point last_done_;
 };
 
-const RowLayout kLayout{.input_bytes_per_row = {sizeof(float)},
-                        .output_bytes_per_row = {sizeof(float)}};
+// One float in, one float out per row, one bucket.
+const RowLayout kLayout{.buckets = {{}},
+                        .rows = {RowShape{.inputs = {TensorRowOf({}, sizeof(float))},
+                                          .outputs = {TensorRowOf({}, sizeof(float))}}}};
 
 // One request of `rows` float rows 0, 1, ...; counts its rows by status.
 struct Request {
