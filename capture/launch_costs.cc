@@ -43,6 +43,18 @@ std::vector<HostTensor> FullBatchInputs(const GraphSet& set, const BoundGraph& a
   return inputs;
 }
 
+// The keys timed: those of the set's largest bucket, one per batch size
+// (the planner plans batch sizes; a smaller bucket's chunk costs at most as
+// much). Keys sort by batch, then bucket, and buckets each hold the one
+// before (server/shape_buckets.h), so the last key's is the largest.
+std::vector<GraphKey> TimedKeys(const GraphSet& set) {
+  std::vector<GraphKey> keys;
+  for (const GraphKey& key : set.keys()) {
+    if (key.bucket == set.keys().back().bucket) keys.push_back(key);
+  }
+  return keys;
+}
+
 std::vector<const void*> Pointers(const std::vector<HostTensor>& tensors) {
   std::vector<const void*> pointers;
   for (const HostTensor& tensor : tensors) pointers.push_back(tensor.raw());
@@ -82,7 +94,7 @@ absl::StatusOr<std::vector<int64_t>> SizesFasterDoubleBuffered(const GraphSet& s
                                                               const LaunchCostOptions& options) {
   if (options.iters < 1) return absl::InvalidArgumentError("cost measurement needs iters >= 1");
   std::vector<int64_t> faster;
-  for (const GraphKey& key : set.keys()) {
+  for (const GraphKey& key : TimedKeys(set)) {
     const std::vector<HostTensor> inputs = FullBatchInputs(set, any_size, key);
     const std::vector<const void*> pointers = Pointers(inputs);
     const LaunchChunk chunk{options.slot, key, key.batch_size, mode};
@@ -104,7 +116,7 @@ absl::StatusOr<std::vector<CaptureCostEntry>> MeasureLaunchCosts(const GraphSet&
                                                                  const LaunchCostOptions& options) {
   if (options.iters < 1) return absl::InvalidArgumentError("cost measurement needs iters >= 1");
   std::vector<CaptureCostEntry> costs;
-  for (const GraphKey& key : set.keys()) {
+  for (const GraphKey& key : TimedKeys(set)) {
     const std::vector<HostTensor> inputs = FullBatchInputs(set, any_size, key);
     const std::vector<const void*> pointers = Pointers(inputs);
     CaptureCostEntry entry;

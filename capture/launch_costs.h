@@ -24,11 +24,11 @@ struct LaunchCostOptions {
   int64_t iters = 100;
 };
 
-// Times full-batch launches of every captured key of `set`, eager and graph,
-// on random inputs with `any_size`'s dtypes (the model bound at any key).
-// The entries are per batch size: a set whose keys share one bucket, as the
-// server's and the CLI's do until the planner plans over buckets. Blocks on the GPU: a load-time tool, never a serving path. Call
-// with the set's device current.
+// Times full-batch launches of every batch size of `set` at its largest
+// shape bucket, eager and graph, on random inputs with `any_size`'s dtypes
+// (the model bound at any key): one entry per batch size, what the planner
+// plans with. Blocks on the GPU: a load-time tool, never a serving path.
+// Call with the set's device current.
 absl::StatusOr<std::vector<CaptureCostEntry>> MeasureLaunchCosts(const GraphSet& set,
                                                                  const BoundGraph& any_size,
                                                                  const LaunchCostOptions& options);

@@ -48,8 +48,9 @@ class GraphBuilder {
  public:
   GraphBuilder(onnx::GraphProto* graph, uint64_t seed) : graph_(graph), weights_(seed) {}
 
-  void AddInput(const std::string& name, const std::vector<int64_t>& dims) {
-    DeclareValue(graph_->add_input(), name, dims);
+  void AddInput(const std::string& name, const std::vector<int64_t>& dims,
+                int32_t elem_type = onnx::TensorProto::FLOAT) {
+    DeclareValue(graph_->add_input(), name, dims, elem_type);
   }
   void AddOutput(const std::string& name, const std::vector<int64_t>& dims) {
     DeclareValue(graph_->add_output(), name, dims);
@@ -122,6 +123,12 @@ class GraphBuilder {
     for (int64_t value : values) attr->add_ints(value);
   }
 
+  // A float32 scalar.
+  void AddFloatScalar(const std::string& name, float value) {
+    NewInitializer(name, onnx::TensorProto::FLOAT, {})
+        ->set_raw_data(std::string(reinterpret_cast<const char*>(&value), sizeof(value)));
+  }
+
   // float32 weights drawn uniformly in +-bound.
   void AddUniformInitializer(const std::string& name, const std::vector<int64_t>& dims,
                              double bound) {
@@ -137,10 +144,11 @@ class GraphBuilder {
 
  private:
   static void DeclareValue(onnx::ValueInfoProto* value, const std::string& name,
-                           const std::vector<int64_t>& dims) {
+                           const std::vector<int64_t>& dims,
+                           int32_t elem_type = onnx::TensorProto::FLOAT) {
     value->set_name(name);
     onnx::TypeProto_Tensor* tensor = value->mutable_type()->mutable_tensor_type();
-    tensor->set_elem_type(onnx::TensorProto::FLOAT);
+    tensor->set_elem_type(elem_type);
     onnx::TensorShapeProto* shape = tensor->mutable_shape();
     for (int64_t dim : dims) {
       if (dim == kSequenceDim) {
@@ -217,6 +225,28 @@ onnx::ModelProto MakeSequenceSoftmaxModel(uint64_t seed) {
   builder.AddUniformInitializer("w", {16, 16}, 0.25);
   const std::string h = builder.Apply("MatMul", "matmul", {"x", "w"});
   onnx::NodeProto* softmax = builder.AddNode("Softmax", "softmax", {h}, {"y"});
+  GraphBuilder::SetInt(softmax, "axis", 1);  // over the sequence
+  builder.AddOutput("y", {-1, kSequenceDim, 16});
+  return model;
+}
+
+onnx::ModelProto MakeMaskedSequenceModel(uint64_t seed) {
+  onnx::ModelProto model = NewModel("masked_sequence");
+  GraphBuilder builder(model.mutable_graph(), seed);
+  builder.AddInput("x", {-1, kSequenceDim, 16});
+  builder.AddInput("mask", {-1, kSequenceDim}, onnx::TensorProto::INT64);
+  builder.AddUniformInitializer("w", {16, 16}, 0.25);
+  builder.AddFloatScalar("one", 1.0f);
+  builder.AddFloatScalar("scale", 10000.0f);
+  builder.AddInt64Initializer("feature_axis", {1}, {2});
+  onnx::NodeProto* cast = builder.AddNode("Cast", "mask_cast", {"mask"}, {"mask_float"});
+  GraphBuilder::SetInt(cast, "to", onnx::TensorProto::FLOAT);
+  const std::string open = builder.Apply("Sub", "mask_open", {"mask_float", "one"});
+  const std::string bias = builder.Apply("Mul", "mask_bias", {open, "scale"});
+  const std::string column = builder.Apply("Unsqueeze", "mask_column", {bias, "feature_axis"});
+  const std::string h = builder.Apply("MatMul", "matmul", {"x", "w"});
+  const std::string masked = builder.Apply("Add", "masked", {h, column});
+  onnx::NodeProto* softmax = builder.AddNode("Softmax", "softmax", {masked}, {"y"});
   GraphBuilder::SetInt(softmax, "axis", 1);  // over the sequence
   builder.AddOutput("y", {-1, kSequenceDim, 16});
   return model;

@@ -36,6 +36,13 @@ onnx::ModelProto MakeMultiTowerModel(uint64_t seed = kExampleModelSeed);
 // sequence -> y [batch, sequence, 16]: every output depends on the
 // sequence's extent, so a graph bound at another extent cannot match.
 onnx::ModelProto MakeSequenceSoftmaxModel(uint64_t seed = kExampleModelSeed);
+// Not written to files: the same with an attention mask, as an encoder has.
+// x [batch, sequence, 16], mask [batch, sequence] int64 (1 real, 0 padding)
+// -> MatMul 16x16, plus (mask - 1) * 1e4 on every feature -> Softmax over
+// the sequence -> y [batch, sequence, 16]: positions whose mask is 0 weigh
+// exactly nothing, so padding with mask 0 leaves the real positions' outputs
+// as they were (Note [Shape buckets] in server/shape_buckets.h).
+onnx::ModelProto MakeMaskedSequenceModel(uint64_t seed = kExampleModelSeed);
 // A dim written this way in the builders' dims is the dynamic "sequence".
 inline constexpr int64_t kSequenceDim = -2;
 

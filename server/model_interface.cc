@@ -4,6 +4,7 @@
 #include <limits>
 #include <set>
 
+#include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status.h"
@@ -13,6 +14,27 @@ namespace graphserve {
 
 size_t TensorSpec::bytes_per_row() const {
   return static_cast<size_t>(NumElements(dims)) * DTypeSize(dtype);
+}
+
+Dims TensorSpec::DimsAt(const std::vector<int64_t>& extents) const {
+  Dims at = dims;
+  for (size_t d = 0; d < shape_dim_of.size(); ++d) {
+    if (shape_dim_of[d] >= 0) at[d] = extents[static_cast<size_t>(shape_dim_of[d])];
+  }
+  return at;
+}
+
+ModelInterface ModelInterface::At(const std::vector<int64_t>& extents) const {
+  ModelInterface at = *this;
+  for (std::vector<TensorSpec>* side : {&at.inputs, &at.outputs}) {
+    for (TensorSpec& spec : *side) {
+      spec.dims = spec.DimsAt(extents);
+      spec.shape_dim_of.clear();
+    }
+  }
+  at.shape_dims.clear();
+  at.buckets.clear();
+  return at;
 }
 
 namespace {
@@ -40,10 +62,15 @@ absl::StatusOr<TensorSpec> SpecFromConfig(const inference::ModelConfig& config,
       std::max<int64_t>(config.max_batch_size(), 1) * static_cast<int64_t>(DTypeSize(spec.dtype));
   for (int d = 0; d < tensor.dims_size(); ++d) {
     const int64_t dim = tensor.dims(d);
+    if (dim == -1) {
+      // A shape dim: bounded by its largest bucket (server/shape_buckets.h).
+      spec.dims.push_back(dim);
+      continue;
+    }
     if (dim < 1) {
       return absl::InvalidArgumentError(absl::StrCat(
           where, " '", spec.name, "' dims[", d, "] is ", dim,
-          "; every dim after the batch must be fixed and at least 1 (only the batch varies)"));
+          "; a dim after the batch is at least 1, or -1 for a dim each request chooses"));
     }
     if (__builtin_mul_overflow(bytes, dim, &bytes)) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -51,6 +78,10 @@ absl::StatusOr<TensorSpec> SpecFromConfig(const inference::ModelConfig& config,
           "] at max_batch_size ", config.max_batch_size(), " are too large to address"));
     }
     spec.dims.push_back(dim);
+  }
+  if (tensor.has_reshape() && absl::c_linear_search(spec.dims, -1)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, " '", spec.name, "' has a reshape and a -1 dim; GraphServe reshapes fixed dims only"));
   }
   if (tensor.has_reshape()) {
     // An empty shape is a scalar per row (Triton's reshape of dims [1] to []).

@@ -24,7 +24,12 @@ namespace graphserve {
 struct TensorSpec {
   std::string name;
   DType dtype = DType::kFloat32;
-  Dims dims;  // without the batch dimension
+  // Without the batch dimension; -1 for a shape dim, whose extent each
+  // request brings (Note [Shape buckets] in server/shape_buckets.h).
+  Dims dims;
+  // Per dim of `dims`: the index in ModelInterface::shape_dims of the shape
+  // dim it is, -1 for a fixed dim; empty when every dim is fixed.
+  std::vector<int> shape_dim_of;
   // The model's row dims when config.pbtxt gives Triton's `reshape`: clients
   // send and see `dims`, the model file has these, with as many elements. Rows
   // are contiguous and row-major, so only the shape compared at load differs.
@@ -34,8 +39,12 @@ struct TensorSpec {
   // server/classification.h); empty without one.
   std::vector<std::string> labels;
 
-  // Bytes of one batch row: the product of dims times the element size.
+  // Bytes of one batch row: the product of dims times the element size
+  // (every dim fixed).
   [[nodiscard]] size_t bytes_per_row() const;
+  // `dims` with each shape dim at its extent in `extents`
+  // (ModelInterface::shape_dims order).
+  [[nodiscard]] Dims DimsAt(const std::vector<int64_t>& extents) const;
 };
 
 struct ModelInterface {
@@ -48,12 +57,26 @@ struct ModelInterface {
   bool batching = true;
   std::vector<TensorSpec> inputs;  // the model's order
   std::vector<TensorSpec> outputs;
+  // The model's shape dims that requests choose (a sequence length, an
+  // image's height and width), and the buckets of extents captured for them,
+  // smallest first (Note [Shape buckets] in server/shape_buckets.h). Empty
+  // when every dim is fixed.
+  std::vector<std::string> shape_dims;
+  std::vector<std::vector<int64_t>> buckets;
+  // Whether a request may be shorter than its bucket (padded into it, its
+  // outputs sliced back); false: its extents must be a bucket's.
+  bool pads_to_bucket = false;
+
+  // This interface with every shape dim at `extents`: what a request of
+  // those extents sends and receives.
+  [[nodiscard]] ModelInterface At(const std::vector<int64_t>& extents) const;
 };
 
 // The interface config.pbtxt declares (max_batch_size 0: not batching, one row
 // of the full dims). InvalidArgument naming the field for: max_batch_size < 0,
-// no inputs or no outputs, an unsupported data_type, a dim
-// < 1 (variable non-batch dims are not served), a reshape dim < 1 or a reshape
+// no inputs or no outputs, an unsupported data_type, a dim 0 or
+// below -1 (-1: a shape dim, Note [Shape buckets]), a reshape of a tensor
+// with a -1 dim, a reshape dim < 1 or a reshape
 // whose element count differs from the dims', duplicate names, or a tensor
 // whose largest batch (max_batch_size rows) has more bytes than an int64 counts.
 absl::StatusOr<ModelInterface> InterfaceFromConfig(const inference::ModelConfig& config);

@@ -151,8 +151,11 @@ TEST(ModelInterfaceTest, InterfaceFromConfigNamesTheBadField) {
       {"unsupported type", "input { name: \"h\" data_type: TYPE_STRING dims: 4 }",
        "input[2] 'h' data_type: TYPE_STRING is not supported"},
       {"unset type", "output { name: \"z\" dims: 4 }", "output[2] 'z' data_type: TYPE_INVALID"},
-      {"variable dim", "input { name: \"v\" data_type: TYPE_FP32 dims: 4 dims: -1 }",
-       "input[2] 'v' dims[1] is -1"},
+      {"dim below -1", "input { name: \"v\" data_type: TYPE_FP32 dims: 4 dims: -2 }",
+       "input[2] 'v' dims[1] is -2"},
+      {"reshape of a shape dim",
+       "input { name: \"v\" data_type: TYPE_FP32 dims: -1 reshape { shape: [ 4 ] } }",
+       "input[2] 'v' has a reshape and a -1 dim"},
       {"zero dim", "output { name: \"e\" data_type: TYPE_FP32 dims: 0 }",
        "output[2] 'e' dims[0] is 0"},
       {"duplicate input", "input { name: \"x\" data_type: TYPE_FP32 dims: 1 }",
@@ -186,6 +189,27 @@ TEST(ModelInterfaceTest, InterfaceFromConfigNamesTheBadField) {
     EXPECT_THAT(Message(interface.status()), HasSubstr(c.expected)) << c.what;
     EXPECT_THAT(Message(interface.status()), HasSubstr("model 'mlp'")) << c.what;
   }
+}
+
+// A -1 dim is a shape dim each request chooses (Note [Shape buckets]): kept
+// as -1, shown so to clients, and made concrete by At().
+TEST(ModelInterfaceTest, ShapeDimsStayOpenUntilAtGivesTheirExtents) {
+  absl::StatusOr<ModelInterface> interface = InterfaceFromConfig(ParseConfig(R"pb(
+    name: "m"
+    max_batch_size: 4
+    input { name: "ids" data_type: TYPE_INT64 dims: [ -1 ] }
+    output { name: "y" data_type: TYPE_FP32 dims: [ -1, 8 ] })pb"));
+  ASSERT_TRUE(interface.ok()) << interface.status();
+  EXPECT_EQ(interface->inputs[0].dims, (Dims{-1}));
+  EXPECT_EQ(ClientShapeString(interface->outputs[0], true), "[-1,-1,8]");
+  interface->shape_dims = {"sequence"};
+  interface->inputs[0].shape_dim_of = {0};
+  interface->outputs[0].shape_dim_of = {0, -1};
+  const ModelInterface at = interface->At({12});
+  EXPECT_EQ(at.inputs[0].dims, (Dims{12}));
+  EXPECT_EQ(at.outputs[0].dims, (Dims{12, 8}));
+  EXPECT_EQ(at.outputs[0].bytes_per_row(), 12 * 8 * sizeof(float));
+  EXPECT_TRUE(at.shape_dims.empty());
 }
 
 TEST(ModelInterfaceTest, ConfigWithoutInputsOrOutputsIsRejected) {

@@ -494,10 +494,78 @@ absl::Status InputCountError(const inference::ModelInferRequest& request,
       "]. Please provide all required input(s)."));
 }
 
-absl::StatusOr<ValidatedRequest> ValidateInferRequest(const inference::ModelInferRequest& request,
-                                                      const ModelInterface& model,
-                                                      const SharedMemoryRegistry* shared_memory,
-                                                      std::optional<int> device_memory_gpu) {
+namespace {
+
+// Per shape dim of `model` (Note [Shape buckets] in server/shape_buckets.h):
+// the extent the request's inputs give it, checked to be consistent, in range
+// and held by a bucket (a bucket's own, for a model that does not pad). Dims
+// no input carries as -1 keep the buckets' (config.pbtxt fixes them). An
+// input of the wrong rank, or unknown, is left to the shape checks.
+absl::StatusOr<std::vector<int64_t>> RequestExtents(const inference::ModelInferRequest& request,
+                                                    const ModelInterface& model) {
+  std::vector<int64_t> extents = model.buckets.front();
+  std::vector<int64_t> largest = extents;
+  for (const std::vector<int64_t>& bucket : model.buckets) {
+    for (size_t s = 0; s < bucket.size(); ++s) largest[s] = std::max(largest[s], bucket[s]);
+  }
+  std::vector<const TensorSpec*> given_by(extents.size(), nullptr);
+  const int batch_dims = model.batching ? 1 : 0;
+  for (const InputTensor& tensor : request.inputs()) {
+    const auto spec = std::find_if(model.inputs.begin(), model.inputs.end(),
+                                   [&](const TensorSpec& s) { return s.name == tensor.name(); });
+    if (spec == model.inputs.end() ||
+        tensor.shape_size() != static_cast<int>(spec->dims.size()) + batch_dims) {
+      continue;
+    }
+    for (size_t d = 0; d < spec->shape_dim_of.size(); ++d) {
+      if (spec->shape_dim_of[d] < 0) continue;
+      const auto s = static_cast<size_t>(spec->shape_dim_of[d]);
+      const int64_t extent = tensor.shape(static_cast<int>(d) + batch_dims);
+      if (extent < 1 || extent > largest[s]) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "input '", spec->name, "' of model '", model.name, "' has ", extent,
+            " in dim ", d + batch_dims, " (the model's dim '", model.shape_dims[s],
+            "'); the model takes 1 to ", largest[s], " (shape ", ShapeString(tensor.shape()),
+            ")"));
+      }
+      if (given_by[s] != nullptr && extents[s] != extent) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "inputs '", given_by[s]->name, "' and '", spec->name, "' of model '", model.name,
+            "' share the model's dim '", model.shape_dims[s], "' but have ", extents[s],
+            " and ", extent));
+      }
+      extents[s] = extent;
+      given_by[s] = &*spec;
+    }
+  }
+  const auto holds = [&](const std::vector<int64_t>& bucket) {
+    if (!model.pads_to_bucket) return bucket == extents;
+    for (size_t s = 0; s < bucket.size(); ++s) {
+      if (bucket[s] < extents[s]) return false;
+    }
+    return true;
+  };
+  if (std::none_of(model.buckets.begin(), model.buckets.end(), holds)) {
+    std::vector<std::string> buckets;
+    for (const std::vector<int64_t>& bucket : model.buckets) {
+      buckets.push_back(absl::StrCat("[", absl::StrJoin(bucket, ","), "]"));
+    }
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model '", model.name, "' takes its dims [", absl::StrJoin(model.shape_dims, ","),
+        "] at ", model.pads_to_bucket ? "or inside " : "exactly ", "the extents of its buckets ",
+        absl::StrJoin(buckets, " "), ", but the request has [", absl::StrJoin(extents, ","), "]",
+        model.pads_to_bucket ? ""
+                             : " (padding into a bucket is off for this model: config.pbtxt's "
+                               "capture.shape_padding, or padding changed its outputs at load)"));
+  }
+  return extents;
+}
+
+// ValidateInferRequest for an interface whose dims are all fixed.
+absl::StatusOr<ValidatedRequest> ValidateAtFixedDims(const inference::ModelInferRequest& request,
+                                                     const ModelInterface& model,
+                                                     const SharedMemoryRegistry* shared_memory,
+                                                     std::optional<int> device_memory_gpu) {
   // Which request input feeds each interface input.
   constexpr int kAbsent = -1;
   std::vector<int> request_index(model.inputs.size(), kAbsent);
@@ -599,11 +667,30 @@ absl::StatusOr<ValidatedRequest> ValidateInferRequest(const inference::ModelInfe
   return validated;
 }
 
-std::vector<std::byte*> PrepareInferResponse(const inference::ModelInferRequest& request,
-                                             const ModelInterface& model,
-                                             const std::string& version,
-                                             const ValidatedRequest& validated,
-                                             inference::ModelInferResponse* response) {
+}  // namespace
+
+absl::StatusOr<ValidatedRequest> ValidateInferRequest(const inference::ModelInferRequest& request,
+                                                      const ModelInterface& model,
+                                                      const SharedMemoryRegistry* shared_memory,
+                                                      std::optional<int> device_memory_gpu) {
+  if (model.shape_dims.empty()) {
+    return ValidateAtFixedDims(request, model, shared_memory, device_memory_gpu);
+  }
+  ASSIGN_OR_RETURN(std::vector<int64_t> extents, RequestExtents(request, model));
+  ASSIGN_OR_RETURN(ValidatedRequest validated,
+                   ValidateAtFixedDims(request, model.At(extents), shared_memory,
+                                       device_memory_gpu));
+  validated.extents = std::move(extents);
+  return validated;
+}
+
+namespace {
+
+// PrepareInferResponse for an interface whose dims are all fixed.
+std::vector<std::byte*> PrepareAtFixedDims(const inference::ModelInferRequest& request,
+                                           const ModelInterface& model, const std::string& version,
+                                           const ValidatedRequest& validated,
+                                           inference::ModelInferResponse* response) {
   response->Clear();
   response->set_model_name(model.name);
   response->set_model_version(version);
@@ -637,6 +724,19 @@ std::vector<std::byte*> PrepareInferResponse(const inference::ModelInferRequest&
     destinations[index] = reinterpret_cast<std::byte*>(contents->data());
   }
   return destinations;
+}
+
+}  // namespace
+
+std::vector<std::byte*> PrepareInferResponse(const inference::ModelInferRequest& request,
+                                             const ModelInterface& model,
+                                             const std::string& version,
+                                             const ValidatedRequest& validated,
+                                             inference::ModelInferResponse* response) {
+  if (model.shape_dims.empty()) {
+    return PrepareAtFixedDims(request, model, version, validated, response);
+  }
+  return PrepareAtFixedDims(request, model.At(validated.extents), version, validated, response);
 }
 
 absl::Status DeliverCudaOutputs(const ValidatedRequest& validated,

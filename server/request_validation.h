@@ -26,6 +26,10 @@ namespace graphserve {
 // the pointers valid (converted is a vector of vectors).
 struct ValidatedRequest {
   int64_t rows = 0;  // the batch: dim 0 of every input
+  // The extents of the model's shape dims the request brings
+  // (ModelInterface::shape_dims order; Note [Shape buckets] in
+  // server/shape_buckets.h); empty for a model without them.
+  std::vector<int64_t> extents;
   // One per interface input, interface order: rows x bytes_per_row bytes,
   // row-major, little-endian; BOOL elements are bytes holding 0 or 1.
   std::vector<const std::byte*> inputs;
@@ -53,7 +57,8 @@ struct ValidatedRequest {
 
 // Checks `request` against `model`. Every error is InvalidArgument naming the
 // model and the tensor and saying what was expected: missing, unknown or
-// repeated inputs; datatype; shape (rank and non-batch dims); the batch (>= 1,
+// repeated inputs; datatype; shape (rank and non-batch dims; a shape dim
+// within the model's buckets, RequestExtents); the batch (>= 1,
 // <= max_batch_size, the same for every input); raw_input_contents (one entry
 // per input, the byte count of the shape, BOOL bytes 0 or 1, not mixed with
 // typed contents); typed contents (the field of the datatype, the element

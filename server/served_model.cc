@@ -21,6 +21,8 @@
 #include "common/status.h"
 #include "planning/cost_table.h"
 #include "runtime/bind.h"
+#include "runtime/cuda/cuda_executor.h"
+#include "runtime/host/host_executor.h"
 #include "runtime/onnx_import.h"
 #include "runtime/passes/precision.h"
 #include "server/classification.h"
@@ -29,6 +31,7 @@
 #include "server/host_runner.h"
 #include "server/injected_cuda_fault.h"
 #include "server/request_validation.h"
+#include "server/shape_buckets.h"
 #include "server/triton_config.h"
 #include "spdlog/spdlog.h"
 
@@ -107,11 +110,10 @@ absl::Status ApplyConfigSchedules(const Model& model, inference::ModelConfig* co
   ASSIGN_OR_RETURN(const auto recorded,
                    SchedulesFromConfig(*config, BatchSizesOf(set_options.graphs)));
   if (recorded.has_value()) {
-    // The config records a schedule per batch size, of the model's one
-    // bucket (Note [Shape dims fixed by config.pbtxt]).
-    const std::vector<int64_t>& bucket = set_options.graphs.front().bucket;
-    for (const auto& [size, policy] : *recorded) {
-      const GraphKey key{size, bucket};
+    // The config records a schedule per batch size, which every bucket's
+    // graph of that size follows.
+    for (const GraphKey& key : set_options.graphs) {
+      const SchedulePolicy policy = recorded->at(key.batch_size);
       set_options.schedules[key] = {.policy = policy, .max_lanes = max_lanes};
       choices.push_back({.key = key, .policy = policy});
     }
@@ -237,7 +239,10 @@ absl::StatusOr<Execution> LoadOnGpu(const Model& model, const BoundGraph& any_si
                    execution.summary.schedules.empty() ? "config" : execution.summary.schedules,
                    ")");
 
-  execution.costs_us = CostsForSizes(config->capture(), BatchSizesOf(keys), graphs);
+  // Keys sort by batch: each size once, as the planner and the costs have them.
+  std::vector<int64_t> sizes = BatchSizesOf(keys);
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  execution.costs_us = CostsForSizes(config->capture(), sizes, graphs);
   execution.summary.costs = "config";
   if (execution.costs_us.empty()) {
     LaunchCostOptions cost_options;
@@ -302,65 +307,77 @@ bool SleepsWhileWaiting(GpuWait wait, const std::vector<double>& costs_us) {
 
 namespace {
 
-// Note [Shape dims fixed by config.pbtxt]
-// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// A model's shape dims (a sequence length, an image size: Note [Shape dims]
-// in runtime/ir.h) are served today at the one extent config.pbtxt gives
-// them, e.g. `dims: [ 128 ]` for input_ids [batch, sequence]: one bucket,
-// every graph captured at it, every row of it. A dim the config leaves -1 is
-// refused at load (InterfaceFromConfig), naming it; choosing buckets from
-// the lengths requests bring, and padding shorter requests into them, is
-// the shapes issue's next step.
-
-// The bucket config.pbtxt fixes: for each shape dim, the extent of the
-// first declared input that has it; inputs sharing a dim must agree.
-absl::StatusOr<std::vector<int64_t>> BucketFromConfig(const Model& model,
-                                                      const ModelInterface& declared) {
-  const std::vector<std::string> shape_dims = ShapeDimNames(model);
-  std::map<std::string, std::pair<int64_t, std::string>> given;  // extent, input
-  const size_t batch_dims = declared.max_batch_size > 0 ? 1 : 0;
-  for (const ValueInfo& input : model.inputs) {
-    const auto spec = std::find_if(declared.inputs.begin(), declared.inputs.end(),
-                                   [&](const TensorSpec& s) { return s.name == input.name; });
-    if (spec == declared.inputs.end()) continue;
-    const Dims& dims = spec->model_dims.value_or(spec->dims);
-    for (size_t d = 0; d < input.dim_names.size(); ++d) {
-      const std::string& name = input.dim_names[d];
-      if (name.empty() || d < batch_dims || d - batch_dims >= dims.size()) continue;
-      // InterfaceFromConfig has refused dims below 1.
-      const int64_t extent = dims[d - batch_dims];
-      const auto [it, inserted] = given.try_emplace(name, extent, input.name);
-      if (!inserted && it->second.first != extent) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "inputs '", it->second.second, "' and '", input.name, "' share the model's dim '",
-            name, "', but config.pbtxt gives it ", it->second.first, " and ", extent));
-      }
-    }
+// Executors for load-time checks: the host reference, or the CUDA executor
+// on the model's first GPU.
+absl::StatusOr<ExecutorFactory> CheckExecutors(const inference::ModelConfig& config,
+                                               const ServedModelOptions& options) {
+  if (options.executor != ExecutorKind::kCuda) {
+    return ExecutorFactory([](BoundGraph graph) -> absl::StatusOr<std::unique_ptr<Executor>> {
+      ASSIGN_OR_RETURN(std::unique_ptr<HostExecutor> executor,
+                       HostExecutor::Create(std::move(graph)));
+      return std::unique_ptr<Executor>(std::move(executor));
+    });
   }
-  std::vector<int64_t> bucket;
-  for (const std::string& name : shape_dims) {
-    const auto it = given.find(name);
-    if (it == given.end()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "the model's dynamic dim '", name, "' has no extent in config.pbtxt"));
-    }
-    bucket.push_back(it->second.first);
-  }
-  return bucket;
+  ASSIGN_OR_RETURN(const std::vector<GpuPlacement> placements, GpuPlacements(config, options));
+  CudaExecutorOptions executor_options;
+  executor_options.device = placements.front().device;
+  executor_options.allow_tf32 = options.allow_tf32;
+  return ExecutorFactory(
+      [executor_options](BoundGraph graph) -> absl::StatusOr<std::unique_ptr<Executor>> {
+        const CudaDeviceGuard on_device(executor_options.device);
+        RETURN_IF_ERROR(on_device.status());
+        ASSIGN_OR_RETURN(std::unique_ptr<CudaExecutor> executor,
+                         CudaExecutor::Create(std::move(graph), executor_options));
+        return std::unique_ptr<Executor>(std::move(executor));
+      });
 }
 
-// The rows every chunk moves: the declared tensors' rows at the bucket the
-// config fixes.
-absl::StatusOr<RowLayout> RowLayoutOf(const Model& model, const ModelInterface& interface) {
+// The rows of each bucket, padded positions holding `pads`.
+RowLayout RowLayoutOf(const ModelInterface& interface,
+                      const std::vector<std::vector<int64_t>>& buckets,
+                      const std::vector<PadElement>& pads) {
   RowLayout layout;
-  ASSIGN_OR_RETURN(layout.bucket, BucketFromConfig(model, interface));
-  for (const TensorSpec& input : interface.inputs) {
-    layout.input_bytes_per_row.push_back(input.bytes_per_row());
-  }
-  for (const TensorSpec& output : interface.outputs) {
-    layout.output_bytes_per_row.push_back(output.bytes_per_row());
+  for (const std::vector<int64_t>& bucket : buckets) {
+    layout.buckets.push_back(bucket);
+    RowShape& rows = layout.rows.emplace_back(RowShapeAt(interface, bucket));
+    rows.input_pad = pads;
   }
   return layout;
+}
+
+// Decides whether requests shorter than a bucket are padded into it
+// (ModelInterface::pads_to_bucket): capture.shape_padding "checked" (the
+// default) runs CheckPaddingExact on `make_executor`'s executors, "exact"
+// turns padding off. Returns the pad elements the rows use.
+absl::StatusOr<std::vector<PadElement>> DecidePadding(const Model& model,
+                                                      const inference::ModelCapture& capture,
+                                                      const ExecutorFactory& make_executor,
+                                                      ModelInterface* interface) {
+  ASSIGN_OR_RETURN(std::vector<PadElement> pads, PadElementsFromConfig(*interface, capture));
+  interface->pads_to_bucket = false;
+  if (interface->shape_dims.empty()) return pads;
+  const std::string& mode = capture.shape_padding();
+  if (mode == "exact") {
+    spdlog::info("model '{}': requests bring the extents of a bucket exactly "
+                 "(capture.shape_padding \"exact\")", model.name);
+    return pads;
+  }
+  if (!mode.empty() && mode != "checked") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "config.pbtxt capture.shape_padding is \"", mode.substr(0, 32),
+        "\"; it is \"checked\" (the default) or \"exact\""));
+  }
+  const absl::Status exact = CheckPaddingExact(model, *interface, pads, make_executor);
+  if (!exact.ok() && exact.code() != absl::StatusCode::kFailedPrecondition) return exact;
+  interface->pads_to_bucket = exact.ok();
+  if (exact.ok()) {
+    spdlog::info("model '{}': requests shorter than a bucket are padded into it "
+                 "(checked exact at load)", model.name);
+  } else {
+    spdlog::warn("model '{}': requests must bring the extents of a bucket exactly: {}",
+                 model.name, std::string(exact.message()));
+  }
+  return pads;
 }
 
 // A request parameter Triton reads as an unsigned integer: int64_param or
@@ -470,16 +487,23 @@ absl::StatusOr<std::unique_ptr<ServedModel>> ServedModel::Load(const RepositoryM
   RETURN_IF_ERROR(ReadOutputLabels(config, entry.directory, &declared));
   RETURN_IF_ERROR(ArrangeModelAsDeclared(declared, &model));
   ASSIGN_OR_RETURN(const std::vector<int64_t> sizes, CapturedSizes(config));
-  ASSIGN_OR_RETURN(RowLayout layout, RowLayoutOf(model, declared));
+  ASSIGN_OR_RETURN(const std::vector<std::vector<int64_t>> buckets,
+                   AttachShapeBuckets(model, config.capture(), &declared));
   std::vector<GraphKey> keys;
-  for (int64_t size : sizes) keys.push_back({size, layout.bucket});
+  for (const std::vector<int64_t>& bucket : buckets) {
+    for (int64_t size : sizes) keys.push_back({size, bucket});
+  }
+  std::sort(keys.begin(), keys.end());
 
   ASSIGN_OR_RETURN(const BindOptions bind, BindOptionsAt(model, keys.front()));
   ASSIGN_OR_RETURN(const BoundGraph any_size, BindModel(model, bind));
-  RETURN_IF_ERROR(
-      CheckInterfacesMatch(declared, InterfaceFromGraph(entry.name, declared.max_batch_size,
-                                                        declared.batching,
-                                                        any_size)));
+  RETURN_IF_ERROR(CheckInterfacesMatch(
+      declared.shape_dims.empty() ? declared : declared.At(keys.front().bucket),
+      InterfaceFromGraph(entry.name, declared.max_batch_size, declared.batching, any_size)));
+  ASSIGN_OR_RETURN(const ExecutorFactory check_executors, CheckExecutors(config, model_options));
+  ASSIGN_OR_RETURN(const std::vector<PadElement> pads,
+                   DecidePadding(model, config.capture(), check_executors, &declared));
+  RowLayout layout = RowLayoutOf(declared, buckets, pads);
 
   config.set_name(entry.name);
   const int num_streams = StreamsFor(config, config.instance_group().empty()
@@ -552,8 +576,11 @@ void ServedModel::Infer(const inference::ModelInferRequest* request,
                         std::function<void(const absl::Status&)> done,
                         const SharedMemoryRegistry* shared_memory) {
   const Clock::time_point start = Clock::now();
+  // Rows padded into a bucket go through the host (Note [Shape buckets]).
+  const std::optional<int> device_memory_gpu =
+      interface_.shape_dims.empty() ? pool_->runner().DeviceMemoryGpu() : std::nullopt;
   absl::StatusOr<ValidatedRequest> validated =
-      ValidateInferRequest(*request, interface_, shared_memory, pool_->runner().DeviceMemoryGpu());
+      ValidateInferRequest(*request, interface_, shared_memory, device_memory_gpu);
   absl::StatusOr<QueueRequestOptions> queue_options =
       validated.ok() ? QueueOptionsFromRequest(*request) : validated.status();
   if (!queue_options.ok()) {
@@ -577,6 +604,9 @@ void ServedModel::Infer(const inference::ModelInferRequest* request,
 
   auto rows = std::make_shared<QueuedRows>();
   rows->rows = state->validated.rows;
+  if (!interface_.shape_dims.empty()) {
+    rows->shape = std::make_shared<const RowShape>(RowShapeAt(interface_, state->validated.extents));
+  }
   rows->inputs.assign(state->validated.inputs.begin(), state->validated.inputs.end());
   rows->outputs = outputs;
   rows->pinned_inputs = state->validated.pinned_inputs;

@@ -1800,9 +1800,9 @@ TEST(ServerWithTritonConfig, MaxBatchSizeZeroServesTheFullShape) {
 }
 
 // A model with a dynamic sequence dim (Note [Shape dims]) is served at the
-// extent config.pbtxt gives it (Note [Shape dims fixed by config.pbtxt]),
-// on both executors; left -1 there, its load fails naming the dim, and the
-// other models serve.
+// extent config.pbtxt gives it, on both executors; left -1 there without
+// capture buckets, its load fails naming what to add, and the other models
+// serve.
 TEST(ServerWithShapeDims, ServesTheExtentTheConfigFixesAndRefusesAnOpenOne) {
   const std::string repository = WriteTestRepository("shape_dims_repository");
   const auto write_model = [&](const std::string& name, int64_t sequence) {
@@ -1840,7 +1840,119 @@ TEST(ServerWithShapeDims, ServesTheExtentTheConfigFixesAndRefusesAnOpenOne) {
   const grpc::Status refused = stub->ModelInfer(&context, request, &response);
   EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNAVAILABLE);
   EXPECT_THAT(refused.error_message(),
-              HasSubstr("input[0] 'x' dims[0] is -1; every dim after the batch must be fixed"));
+              HasSubstr("gives the model's dims sequence as -1 (each request chooses them), but "
+                        "capture.buckets names no extents"));
+}
+
+// Note [Shape buckets]: models whose config gives the sequence as -1,
+// captured at buckets 8 and 32. The masked model pads exactly, so a request
+// of any length up to 32 runs in the smallest bucket that holds it, its
+// answer sliced to its length, and requests of different lengths merge into
+// one chunk; each answer is the host reference's at the request's exact
+// length. The softmax over the sequence sees its padding: the check at load
+// finds it, and that model takes the buckets' lengths only.
+TEST(ServerWithShapeBuckets, PadsRequestsIntoBucketsWhereExactAndMergesLengths) {
+  const std::string repository = WriteTestRepository("shape_buckets_repository");
+  const auto write_model = [&](const std::string& name, const onnx::ModelProto& model,
+                               bool masked) {
+    const std::filesystem::path dir = std::filesystem::path(repository) / name;
+    std::filesystem::create_directories(dir / "1");
+    std::ofstream(dir / "1" / "model.onnx", std::ios::binary) << model.SerializeAsString();
+    std::ofstream(dir / "config.pbtxt") << absl::StrCat(
+        "name: \"", name, "\"\nplatform: \"onnxruntime_onnx\"\nmax_batch_size: 8\n",
+        "input [{ name: \"x\" data_type: TYPE_FP32 dims: [ -1, 16 ] }",
+        masked ? ", { name: \"mask\" data_type: TYPE_INT64 dims: [ -1 ] }" : "", "]\n",
+        "output [{ name: \"y\" data_type: TYPE_FP32 dims: [ -1, 16 ] }]\n",
+        "dynamic_batching { max_queue_delay_microseconds: 300000 }\n",
+        "capture { batch_sizes: [ 1, 4, 8 ] shape_dims: \"sequence\" ",
+        "buckets { extents: 32 } buckets { extents: 8 } }\n");
+  };
+  write_model("masked", MakeMaskedSequenceModel(), true);
+  write_model("softmax", MakeSequenceSoftmaxModel(), false);
+
+  std::unique_ptr<InferenceServer> server = StartServer(TestServerOptions(repository));
+  ASSERT_NE(server, nullptr);
+  auto stub = inference::GRPCInferenceService::NewStub(Connect(server->port()));
+  // Random features; every real position's mask 1.
+  const auto inputs_for = [](const HostExecutor& reference, uint64_t seed) {
+    std::vector<HostTensor> inputs = RandomInputs(reference.graph(), seed);
+    if (inputs.size() > 1) {
+      std::fill_n(inputs[1].data<int64_t>(), inputs[1].num_elements(), int64_t{1});
+    }
+    return inputs;
+  };
+  const auto infer = [&](const std::string& model, int64_t rows, int64_t length, uint64_t seed) {
+    std::unique_ptr<HostExecutor> reference = Reference(repository, model, rows, {length});
+    const std::vector<HostTensor> inputs = inputs_for(*reference, seed);
+    grpc::ClientContext context;
+    inference::ModelInferResponse response;
+    const grpc::Status status =
+        stub->ModelInfer(&context, RawRequest(model, reference->graph(), inputs), &response);
+    const bool right = MatchesReference(status, response, *reference, inputs);
+    if (status.ok()) {
+      EXPECT_EQ(response.outputs(0).shape(1), length) << model << " at " << length;
+    }
+    return std::make_pair(status, right);
+  };
+
+  for (const auto& [rows, length] : std::vector<std::pair<int64_t, int64_t>>{
+           {1, 5}, {3, 8}, {2, 9}, {1, 20}, {5, 32}, {8, 1}}) {
+    const auto [status, right] = infer("masked", rows, length, 1600 + length);
+    EXPECT_TRUE(right) << rows << " rows of " << length << ": " << status.error_message();
+  }
+
+  // Four lengths at once merge into one chunk of bucket 32.
+  const inference::ModelStatistics before = FetchStatistics(*stub, "masked");
+  std::vector<std::thread> clients;
+  std::atomic<int> right_answers{0};
+  for (int64_t length : {3, 7, 20, 30}) {
+    clients.emplace_back([&, length] {
+      if (infer("masked", 1, length, 1700 + length).second) ++right_answers;
+    });
+  }
+  for (std::thread& client : clients) client.join();
+  EXPECT_EQ(right_answers.load(), 4);
+  const inference::ModelStatistics after = FetchStatistics(*stub, "masked");
+  EXPECT_EQ(after.inference_count() - before.inference_count(), 4);
+  EXPECT_LT(after.execution_count() - before.execution_count(), 4u)
+      << "requests of different lengths should merge";
+
+  // Longer than the largest bucket, and inputs that disagree on the length.
+  const auto [too_long, unused] = infer("masked", 1, 33, 1800);
+  EXPECT_EQ(too_long.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(too_long.error_message(), HasSubstr("the model takes 1 to 32"));
+  {
+    std::unique_ptr<HostExecutor> reference = Reference(repository, "masked", 1, {6});
+    inference::ModelInferRequest request =
+        RawRequest("masked", reference->graph(), inputs_for(*reference, 1801));
+    request.mutable_inputs(1)->set_shape(1, 7);
+    request.mutable_raw_input_contents(1)->append(std::string(sizeof(int64_t), '\1'));
+    grpc::ClientContext context;
+    inference::ModelInferResponse response;
+    const grpc::Status status = stub->ModelInfer(&context, request, &response);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_THAT(status.error_message(), HasSubstr("share the model's dim 'sequence' but have 6 and 7"));
+  }
+
+  // The softmax over the sequence: the buckets' lengths only.
+  for (int64_t length : {8, 32}) {
+    const auto [status, right] = infer("softmax", 2, length, 1900 + length);
+    EXPECT_TRUE(right) << length << ": " << status.error_message();
+  }
+  const auto [padded, wrong] = infer("softmax", 1, 5, 1905);
+  EXPECT_EQ(padded.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(padded.error_message(),
+              HasSubstr("takes its dims [sequence] at exactly the extents of its buckets [8] [32], "
+                        "but the request has [5]"));
+
+  // Clients see the open dim as -1.
+  grpc::ClientContext context;
+  inference::ModelMetadataRequest request;
+  request.set_name("masked");
+  inference::ModelMetadataResponse metadata;
+  ASSERT_TRUE(stub->ModelMetadata(&context, request, &metadata).ok());
+  EXPECT_THAT(metadata.inputs(0).shape(), ::testing::ElementsAre(-1, -1, 16));
+  EXPECT_THAT(metadata.outputs(0).shape(), ::testing::ElementsAre(-1, -1, 16));
 }
 
 // What Triton's classification extension answers for one row of `values`:
