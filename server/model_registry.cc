@@ -579,15 +579,19 @@ std::string ModelRegistry::StartupTable() const {
 }
 
 void ModelRegistry::DrainAll(std::optional<std::chrono::steady_clock::time_point> deadline) {
-  // All models at once, so each gets the whole time to the deadline.
-  std::vector<std::thread> drains;
+  // The ensembles first: their accepted requests still run steps, which
+  // the composing models must take (Note [Ensembles]). Within each phase
+  // all models at once, so each gets the whole time to the deadline.
   const RegistrySnapshot snapshot = states();
-  for (const ModelVersionState& state : snapshot) {
-    if (state.model != nullptr) {
-      drains.emplace_back([model = state.model.get(), deadline] { model->Drain(deadline); });
+  for (const bool ensembles : {true, false}) {
+    std::vector<std::thread> drains;
+    for (const ModelVersionState& state : snapshot) {
+      if (state.model != nullptr && IsEnsembleConfig(state.model->config()) == ensembles) {
+        drains.emplace_back([model = state.model.get(), deadline] { model->Drain(deadline); });
+      }
     }
+    for (std::thread& drain : drains) drain.join();
   }
-  for (std::thread& drain : drains) drain.join();
 }
 
 // --- Model control ---

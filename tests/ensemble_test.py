@@ -21,6 +21,7 @@ ensemble not ready).
 
 import os
 import sys
+import threading
 import unittest
 
 import numpy as np
@@ -196,6 +197,37 @@ class EnsembleTest(unittest.TestCase):
                 np.testing.assert_allclose(result.as_numpy("OUT"), out, rtol=1e-6)
                 np.testing.assert_allclose(result.as_numpy("SCALED"), scaled, rtol=1e-6)
                 self.assertEqual(result.get_response().model_name, "pipeline")
+
+    def test_concurrent_clients_each_get_their_own_rows(self):
+        # Requests of several clients meet in the composing models' queues
+        # (dynamic batching merges them); each answer must still be its own.
+        clients, requests = 6, 15  # more clients than the host's cores
+        failures = []
+
+        def run(worker):
+            client = grpcclient.InferenceServerClient(_server.url)
+            try:
+                for i in range(requests):
+                    batch = 1 + (worker + i) % MAX_BATCH
+                    a, b = rows(batch, seed=1000 * worker + i)
+                    result = client.infer("pipeline", grpc_inputs(grpcclient, a, b),
+                                          client_timeout=CALL_TIMEOUT_S)
+                    out, scaled = pipeline_reference(a, b)
+                    if not (np.allclose(result.as_numpy("OUT"), out, rtol=1e-6) and
+                            np.allclose(result.as_numpy("SCALED"), scaled, rtol=1e-6)):
+                        failures.append(f"client {worker} request {i} (batch {batch})")
+            except Exception as error:  # reported below, with the others
+                failures.append(f"client {worker}: {error}")
+            finally:
+                client.close()
+
+        threads = [threading.Thread(target=run, args=(w,)) for w in range(clients)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=2 * CALL_TIMEOUT_S)
+        self.assertFalse(any(t.is_alive() for t in threads), "a client hung")
+        self.assertEqual(failures, [])
 
     def test_one_output_asked_for_is_the_only_one_returned(self):
         a, b = rows(2, seed=7)
