@@ -38,10 +38,6 @@ std::vector<int64_t> StatisticsSizes(int64_t max_batch_size) {
   return sizes;
 }
 
-// The request parameters a step inherits from the ensemble's request, as
-// Triton's ensemble scheduler passes them on.
-constexpr const char* kInheritedParameters[] = {"priority", "timeout"};
-
 }  // namespace
 
 // One ensemble tensor of one request.
@@ -200,12 +196,9 @@ void EnsembleScheduler::StartStep(const std::shared_ptr<Request>& request, size_
   step_request.set_model_name(plan.model_name);
   step_request.set_model_version(plan.model_version);
   step_request.set_id(request->client_request->id());
-  for (const char* name : kInheritedParameters) {
-    const auto found = request->client_request->parameters().find(name);
-    if (found != request->client_request->parameters().end()) {
-      (*step_request.mutable_parameters())[name] = found->second;
-    }
-  }
+  // Every step gets the ensemble request's parameters ("priority" and
+  // "timeout" among them), as Triton's ensemble scheduler passes them on.
+  *step_request.mutable_parameters() = request->client_request->parameters();
   {
     std::lock_guard<std::mutex> lock(request->mu);
     for (const auto& [model_input, tensor_name] : plan.inputs) {

@@ -115,6 +115,10 @@ class HeldSteps {
     return names;
   }
   const std::vector<std::string>& started() const { return started_; }
+  // The request `name` is running.
+  const inference::ModelInferRequest& RequestOf(const std::string& name) const {
+    return *calls_.at(name).request;
+  }
 
   // Ends `name`'s request: its outputs computed from its inputs, or `error`.
   void End(const std::string& name, absl::Status error = absl::OkStatus()) {
@@ -216,6 +220,8 @@ class EnsembleSchedulerTest : public ::testing::Test {
   void Start(int64_t rows) {
     request_.Clear();
     request_.set_model_name("diamond");
+    request_.set_id("r7");
+    (*request_.mutable_parameters())["priority"].set_uint64_param(2);
     in0_.clear();
     for (int64_t r = 0; r < rows; ++r) {
       for (int64_t c = 0; c < kWidth; ++c) in0_.push_back(static_cast<float>(r + c));
@@ -248,6 +254,17 @@ class EnsembleSchedulerTest : public ::testing::Test {
 TEST_F(EnsembleSchedulerTest, StepsStartWhenWhatTheyReadIsWrittenAndIndependentOnesOverlap) {
   Start(2);
   EXPECT_THAT(steps_.Running(), ElementsAre("add"));
+  // A step is a request to its model in its model's names, with the
+  // ensemble request's id and parameters (Triton passes them on).
+  const inference::ModelInferRequest& add = steps_.RequestOf("add");
+  EXPECT_EQ(add.model_name(), "add");
+  EXPECT_EQ(add.id(), "r7");
+  EXPECT_EQ(add.parameters().at("priority").uint64_param(), 2u);
+  ASSERT_EQ(add.inputs_size(), 2);
+  EXPECT_EQ(add.inputs(0).name(), "A");
+  EXPECT_THAT(add.inputs(1).shape(), ElementsAre(2, kWidth));
+  ASSERT_EQ(add.outputs_size(), 2);
+  EXPECT_EQ(add.outputs(1).name(), "DIFF");
   steps_.End("add");
   // scale and negate read only add's outputs: both run at once.
   EXPECT_THAT(steps_.Running(), UnorderedElementsAre("negate", "scale"));
