@@ -29,6 +29,11 @@ namespace graphserve {
 
 namespace {
 
+// Ensembles nested in ensembles, at most: loading refuses cycles, and this
+// bound keeps the readiness walk and the loading of composing models finite
+// whatever a reload makes of the repository.
+constexpr int kMaxEnsembleDepth = 16;
+
 std::string MiB(size_t bytes) {
   return absl::StrFormat("%.1f MiB", static_cast<double>(bytes) / (1 << 20));
 }
@@ -512,8 +517,6 @@ absl::StatusOr<std::shared_ptr<ServedModel>> ModelRegistry::Find(
 
 absl::Status ModelRegistry::ComposingModelsReady(const ServedModel& model, int depth) const {
   if (!IsEnsembleConfig(model.config())) return absl::OkStatus();
-  // Loading refuses cycles; a bound keeps a reload that made one finite.
-  constexpr int kMaxEnsembleDepth = 16;
   if (depth > kMaxEnsembleDepth) {
     return absl::FailedPreconditionError(absl::StrCat(
         "ensemble '", model.name(), "' nests ensembles deeper than ", kMaxEnsembleDepth));
@@ -726,7 +729,6 @@ absl::Status ModelRegistry::LoadModel(const std::string& name,
   // load first; a failure among them shows in the ensemble's own error.
   // Past the depth bound the steps are left to the ensemble's check (a
   // cycle of ensembles).
-  constexpr int kMaxEnsembleDepth = 16;
   if (entry.status.ok() && IsEnsembleConfig(entry.config) && depth < kMaxEnsembleDepth) {
     for (const std::string& step : ComposingModelNames(entry.config)) {
       if (step == name || Find(step, "").ok()) continue;

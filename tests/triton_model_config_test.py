@@ -13,7 +13,9 @@ types, written here with onnx's helper. Controls (a corrected config beside
 the same model) must load, so a refusal can only come from the config.
 
 One server serves the whole repository (--exit-on-error=false); the test
-reads each model's state and reason from the repository index.
+reads each model's state and reason from the repository index. Triton's
+invalid ensembles (autofill_noplatform/ensemble) get a repository and a
+server each, as Triton's QA runs them, since their models share names.
 """
 
 import os
