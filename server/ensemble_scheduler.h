@@ -122,9 +122,15 @@ class EnsembleScheduler final : public ModelPipeline {
 // tensors travel as raw_input_contents and come back as
 // raw_output_contents, moved into the request's tensor table; a step starts
 // from the completion of the last step it waits for (EnsemblePlan::after),
-// so independent steps overlap. When every step has ended, the ensemble
-// outputs are copied where PrepareInferResponse pointed (the response or a
-// shared-memory region) and the request is answered.
+// so independent steps overlap. That completion runs where the composing
+// model ends a request (a stream worker, or the thread that ran its chunk),
+// and the next step is submitted there, as Triton's scheduler submits from
+// its completion callback: with --run-on-rpc-thread an idle slot of the next
+// model runs the step on that thread at once, no hand-off in between. When
+// every step has ended, the ensemble outputs are copied where
+// PrepareInferResponse pointed (the response or a shared-memory region) and
+// the request is answered; InferenceProtocol moves the answer off that
+// thread, as for any model.
 //
 // Statistics follow Triton's ensemble scheduler: the ensemble counts one
 // execution per request (of its batch size), success or failure with the
