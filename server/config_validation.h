@@ -53,8 +53,8 @@ absl::Status ValidateModelConfig(const inference::ModelConfig& config,
 
 // Unimplemented, saying why and what to change, for a valid config asking for
 // what GraphServe does not do: a decoupled transaction policy, sequence
-// batching, batch inputs or outputs. (An ensemble is refused by its platform
-// when the repository is read, model_repository.h.) Accepting them would answer
+// batching, batch inputs or outputs. (An ensemble's own rules are
+// ValidateEnsembleScheduling's, server/ensemble_config.h.) Accepting them would answer
 // requests wrong (a stateful model without its state, a decoupled model once).
 absl::Status RefuseUnservedFeatures(const inference::ModelConfig& config);
 

@@ -19,6 +19,8 @@
 #include "common/status.h"
 #include "common/thread_name.h"
 #include "server/client_text.h"
+#include "server/ensemble_config.h"
+#include "server/ensemble_scheduler.h"
 #include "server/model_repository.h"
 #include "server/triton_config.h"
 #include "spdlog/spdlog.h"
@@ -26,6 +28,11 @@
 namespace graphserve {
 
 namespace {
+
+// Ensembles nested in ensembles, at most: loading refuses cycles, and this
+// bound keeps the readiness walk and the loading of composing models finite
+// whatever a reload makes of the repository.
+constexpr int kMaxEnsembleDepth = 16;
 
 std::string MiB(size_t bytes) {
   return absl::StrFormat("%.1f MiB", static_cast<double>(bytes) / (1 << 20));
@@ -135,10 +142,54 @@ void LogIgnoredFields(const RepositoryModel& entry, std::ostream& progress) {
   }
 }
 
+// The served config of an ensemble step's model, or why the ensemble cannot
+// use it, in Triton's words (its model repository manager's dependency
+// checks).
+absl::StatusOr<inference::ModelConfig> ComposingConfig(const RegistrySnapshot& snapshot,
+                                                       const std::string& ensemble,
+                                                       const inference::ModelEnsembling::Step& step) {
+  const std::string& name = step.model_name();
+  bool known = false;
+  const ModelVersionState* loaded = nullptr;
+  const ModelVersionState* failed = nullptr;
+  bool any_loaded = false;
+  for (const ModelVersionState& state : snapshot) {
+    if (state.name != name) continue;
+    known = true;
+    if (!state.status.ok()) {
+      failed = &state;
+      continue;
+    }
+    any_loaded = true;
+    // Sorted by version: the last one loaded is the latest.
+    if (step.model_version() < 0 || state.version == step.model_version()) loaded = &state;
+  }
+  if (!known) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "ensemble ", ensemble, " contains models that are not available or ambiguous: ", name));
+  }
+  if (loaded != nullptr) return loaded->model->config();
+  if (any_loaded) {
+    return absl::InvalidArgumentError(absl::StrCat("ensemble '", ensemble, "' depends on '", name,
+                                                   "' whose required version ",
+                                                   step.model_version(), " is not loaded."));
+  }
+  std::string message = absl::StrCat("ensemble '", ensemble, "' depends on '", name,
+                                     "' which has no loaded version.");
+  if (failed != nullptr) {
+    absl::StrAppend(&message, " Model '", name, "' loading failed with error: ",
+                    failed->status.message());
+  }
+  return absl::InvalidArgumentError(message);
+}
+
 // Loads every version of `entry`; failures become states with their error.
+// An ensemble's steps are checked against `registry`'s models as loaded now,
+// and its requests find them there.
 std::vector<ModelVersionState> LoadVersions(const RepositoryModel& entry,
                                             const ServedModelOptions& options,
                                             const std::shared_ptr<ModelRegistry::Retirer>& retirer,
+                                            const ModelRegistry& registry,
                                             std::ostream& progress) {
   std::vector<ModelVersionState> states;
   if (!entry.status.ok()) {
@@ -152,8 +203,20 @@ std::vector<ModelVersionState> LoadVersions(const RepositoryModel& entry,
              << " from " << version.model_path << "\n"
              << std::flush;
     ModelVersionState state{entry.name, version.version, absl::OkStatus(), nullptr};
-    absl::StatusOr<std::unique_ptr<ServedModel>> model =
-        ServedModel::Load(entry, version, options);
+    absl::StatusOr<std::unique_ptr<ServedModel>> model;
+    if (IsEnsembleConfig(entry.config)) {
+      const RegistrySnapshot snapshot = registry.states();
+      model = LoadEnsemble(
+          entry, version,
+          [&](const inference::ModelEnsembling::Step& step) {
+            return ComposingConfig(snapshot, entry.name, step);
+          },
+          [&registry](absl::string_view name, absl::string_view version) {
+            return registry.Find(name, version);
+          });
+    } else {
+      model = ServedModel::Load(entry, version, options);
+    }
     if (model.ok()) {
       state.model = Share(*std::move(model), retirer);
     } else {
@@ -191,6 +254,81 @@ std::string Fingerprint(const std::string& directory) {
   return absl::StrJoin(files, "\n");
 }
 
+// Triton's check for ensembles that, through their steps, run themselves:
+// the error names the cycle; OK when there is none.
+absl::Status CircularDependency(const std::map<std::string, const RepositoryModel*>& by_name,
+                                const std::string& start) {
+  // Depth-first over the steps' models that are ensembles, with the path.
+  std::vector<std::string> path = {start};
+  std::set<std::string> visited;
+  std::function<bool(const std::string&)> reaches_start = [&](const std::string& name) {
+    const auto found = by_name.find(name);
+    if (found == by_name.end() || !IsEnsembleConfig(found->second->config)) return false;
+    for (const std::string& step : ComposingModelNames(found->second->config)) {
+      if (step == start) return true;
+      if (!visited.insert(step).second) continue;
+      path.push_back(step);
+      if (reaches_start(step)) return true;
+      path.pop_back();
+    }
+    return false;
+  };
+  if (!reaches_start(start)) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("circular dependency between ensembles: ", start,
+                                                 " -> ... -> ", path.back(), " -> ", start));
+}
+
+// The order models load in: every model that is not an ensemble (by name),
+// then each ensemble after the ensembles it runs (Note [Ensembles]). An
+// ensemble in a cycle gets the cycle as its status.
+std::vector<RepositoryModel> LoadOrder(std::vector<RepositoryModel> entries) {
+  std::map<std::string, const RepositoryModel*> by_name;
+  for (const RepositoryModel& entry : entries) by_name[entry.name] = &entry;
+  std::vector<RepositoryModel> ordered;
+  std::set<std::string> placed;
+  for (const RepositoryModel& entry : entries) {
+    if (!IsEnsembleConfig(entry.config)) {
+      ordered.push_back(entry);
+      placed.insert(entry.name);
+    }
+  }
+  std::function<void(const RepositoryModel&)> place = [&](const RepositoryModel& entry) {
+    if (!placed.insert(entry.name).second) return;
+    RepositoryModel copy = entry;
+    if (copy.status.ok()) copy.status = CircularDependency(by_name, entry.name);
+    if (copy.status.ok()) {
+      for (const std::string& step : ComposingModelNames(entry.config)) {
+        const auto found = by_name.find(step);
+        if (found != by_name.end()) place(*found->second);
+      }
+    }
+    ordered.push_back(std::move(copy));
+  };
+  for (const RepositoryModel& entry : entries) place(entry);
+  return ordered;
+}
+
+// The models a set of names needs loaded: each, and (Triton's behaviour) the
+// steps of those that are ensembles, theirs in turn.
+std::set<std::string> WithComposingModels(const std::vector<RepositoryModel>& entries,
+                                          const std::vector<std::string>& names) {
+  std::map<std::string, const RepositoryModel*> by_name;
+  for (const RepositoryModel& entry : entries) by_name[entry.name] = &entry;
+  std::set<std::string> wanted;
+  std::vector<std::string> pending = names;
+  while (!pending.empty()) {
+    const std::string name = pending.back();
+    pending.pop_back();
+    if (!wanted.insert(name).second) continue;
+    const auto found = by_name.find(name);
+    if (found == by_name.end() || !IsEnsembleConfig(found->second->config)) continue;
+    for (const std::string& step : ComposingModelNames(found->second->config)) {
+      pending.push_back(step);
+    }
+  }
+  return wanted;
+}
+
 }  // namespace
 
 ModelRegistry::ModelRegistry(std::vector<std::string> repositories, ModelRegistryOptions options)
@@ -206,17 +344,20 @@ absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::Load(
       ScanModelRepositories(repositories, options.read);
   if (!scanned.ok()) return scanned.status();
   std::unique_ptr<ModelRegistry> registry(new ModelRegistry(repositories, options));
-  auto states = std::make_shared<std::vector<ModelVersionState>>();
-  for (const RepositoryModel& entry : *scanned) {
-    if (!Wanted(options, entry.name)) continue;
-    for (ModelVersionState& state :
-         LoadVersions(entry, options.models, registry->retirer_, progress)) {
-      states->push_back(std::move(state));
-    }
+  // Under kExplicit the startup models' composing models load with them.
+  const std::set<std::string> with_composing =
+      WithComposingModels(*scanned, options.startup_models);
+  // Each model is published as it loads: an ensemble is checked against
+  // the models loaded before it (LoadOrder).
+  for (const RepositoryModel& entry : LoadOrder(*scanned)) {
+    if (!Wanted(options, entry.name) && !with_composing.contains(entry.name)) continue;
+    registry->Replace(entry.name, LoadVersions(entry, options.models, registry->retirer_,
+                                               *registry, progress));
     if (options.control == ModelControlMode::kPoll) {
       registry->fingerprints_[entry.name] = Fingerprint(entry.directory);
     }
   }
+  std::vector<ModelVersionState> missing;
   if (options.control == ModelControlMode::kExplicit) {
     for (const std::string& wanted : options.startup_models) {
       const bool found = wanted == "*" || std::any_of(scanned->begin(), scanned->end(),
@@ -224,7 +365,7 @@ absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::Load(
                                                         return entry.name == wanted;
                                                       });
       if (!found) {
-        states->push_back({wanted, 0,
+        missing.push_back({wanted, 0,
                            absl::NotFoundError(absl::StrCat("--load-model ", wanted,
                                                             ": no such model in ",
                                                             absl::StrJoin(repositories, ", "))),
@@ -232,9 +373,11 @@ absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::Load(
       }
     }
   }
-  {
-    std::lock_guard<std::mutex> lock(registry->mu_);
-    registry->states_ = std::move(states);
+  for (ModelVersionState& state : missing) {
+    const std::string name = state.name;
+    std::vector<ModelVersionState> states;
+    states.push_back(std::move(state));
+    registry->Replace(name, std::move(states));
   }
   registry->control_thread_ = std::thread([r = registry.get()] {
     NameThisThread("gs-model-ctl");
@@ -361,7 +504,38 @@ absl::StatusOr<std::shared_ptr<ServedModel>> ModelRegistry::Find(
     return absl::UnavailableError(absl::StrCat(kUnknown, "'", name, "' version ", number,
                                                " is not at ready state (", why, ")"));
   }
+  if (absl::Status steps = ComposingModelsReady(*chosen->model, 0); !steps.ok()) {
+    if (version.empty()) {
+      return absl::NotFoundError(absl::StrCat(kUnknown, "'", name, "' has no available versions (",
+                                              steps.message(), ")"));
+    }
+    return absl::UnavailableError(absl::StrCat(kUnknown, "'", name, "' version ", number,
+                                               " is not at ready state (", steps.message(), ")"));
+  }
   return chosen->model;
+}
+
+absl::Status ModelRegistry::ComposingModelsReady(const ServedModel& model, int depth) const {
+  if (!IsEnsembleConfig(model.config())) return absl::OkStatus();
+  if (depth > kMaxEnsembleDepth) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "ensemble '", model.name(), "' nests ensembles deeper than ", kMaxEnsembleDepth));
+  }
+  for (const inference::ModelEnsembling::Step& step :
+       model.config().ensemble_scheduling().step()) {
+    const std::string version =
+        step.model_version() < 0 ? "" : absl::StrCat(step.model_version());
+    absl::StatusOr<std::shared_ptr<ServedModel>> composing = Find(step.model_name(), version);
+    absl::Status ready = composing.ok() ? ComposingModelsReady(**composing, depth + 1)
+                                        : composing.status();
+    if (!ready.ok()) {
+      return absl::Status(ready.code(),
+                          absl::StrCat("ensemble '", model.name(), "' depends on '",
+                                       step.model_name(), "', which is not ready: ",
+                                       ready.message()));
+    }
+  }
+  return absl::OkStatus();
 }
 
 bool ModelRegistry::all_ready() const {
@@ -408,15 +582,19 @@ std::string ModelRegistry::StartupTable() const {
 }
 
 void ModelRegistry::DrainAll(std::optional<std::chrono::steady_clock::time_point> deadline) {
-  // All models at once, so each gets the whole time to the deadline.
-  std::vector<std::thread> drains;
+  // The ensembles first: their accepted requests still run steps, which
+  // the composing models must take (Note [Ensembles]). Within each phase
+  // all models at once, so each gets the whole time to the deadline.
   const RegistrySnapshot snapshot = states();
-  for (const ModelVersionState& state : snapshot) {
-    if (state.model != nullptr) {
-      drains.emplace_back([model = state.model.get(), deadline] { model->Drain(deadline); });
+  for (const bool ensembles : {true, false}) {
+    std::vector<std::thread> drains;
+    for (const ModelVersionState& state : snapshot) {
+      if (state.model != nullptr && IsEnsembleConfig(state.model->config()) == ensembles) {
+        drains.emplace_back([model = state.model.get(), deadline] { model->Drain(deadline); });
+      }
     }
+    for (std::thread& drain : drains) drain.join();
   }
-  for (std::thread& drain : drains) drain.join();
 }
 
 // --- Model control ---
@@ -522,7 +700,7 @@ absl::Status PollFailure(absl::string_view name, const absl::Status& why) {
 
 absl::Status ModelRegistry::LoadModel(const std::string& name,
                                       const std::optional<std::string>& config_json,
-                                      std::ostream& progress) {
+                                      std::ostream& progress, int depth) {
   // The one model's directory is read, not the whole repository. A name
   // with a NUL names no directory: the file system would read "mlp\0x" as
   // "mlp" and load it under the longer name, a phantom entry.
@@ -547,12 +725,27 @@ absl::Status ModelRegistry::LoadModel(const std::string& name,
   // file name are the ones that apply.
   const RepositoryModel entry =
       ReadRepositoryModel(root, name, config.has_value() ? &*config : nullptr, options_.read);
+  // Triton loads an ensemble's composing models with it: those not serving
+  // load first; a failure among them shows in the ensemble's own error.
+  // Past the depth bound the steps are left to the ensemble's check (a
+  // cycle of ensembles).
+  if (entry.status.ok() && IsEnsembleConfig(entry.config) && depth < kMaxEnsembleDepth) {
+    for (const std::string& step : ComposingModelNames(entry.config)) {
+      if (step == name || Find(step, "").ok()) continue;
+      const absl::Status loaded = LoadModel(step, std::nullopt, progress, depth + 1);
+      if (!loaded.ok()) {
+        progress << "graphserve: composing model '" << step << "' of ensemble '" << name
+                 << "': " << loaded.message() << "\n";
+      }
+    }
+  }
   return LoadEntry(entry, progress);
 }
 
 absl::Status ModelRegistry::LoadEntry(const RepositoryModel& entry, std::ostream& progress) {
   const std::string& name = entry.name;
-  std::vector<ModelVersionState> states = LoadVersions(entry, options_.models, retirer_, progress);
+  std::vector<ModelVersionState> states =
+      LoadVersions(entry, options_.models, retirer_, *this, progress);
   const auto failed = std::find_if(states.begin(), states.end(),
                                    [](const ModelVersionState& state) { return !state.status.ok(); });
   if (failed != states.end()) {
@@ -621,7 +814,7 @@ void ModelRegistry::PollOnce(std::ostream& progress) {
     spdlog::warn("repository poll: {}", scanned.status().ToString());
     return;
   }
-  for (const RepositoryModel& entry : *scanned) {
+  for (const RepositoryModel& entry : LoadOrder(*scanned)) {
     // One scan and one fingerprint per model and poll: the load uses both.
     const std::string fingerprint = Fingerprint(entry.directory);
     const auto known = fingerprints_.find(entry.name);
@@ -655,9 +848,13 @@ absl::StatusOr<std::vector<ModelIndexEntry>> ModelRegistry::Index(bool ready_onl
     if (ready_only && !state.status.ok()) continue;
     // Valid UTF-8 and bounded, or clients cannot decode the whole index
     // (Note [Bounded error texts]); a directory's name may be any bytes.
+    // An ensemble over models that are gone is not ready (Note [Ensembles]).
+    const absl::Status ready =
+        state.status.ok() ? ComposingModelsReady(*state.model, 0) : state.status;
+    if (ready_only && !ready.ok()) continue;
     index.push_back({ValidUtf8(state.name), state.version > 0 ? absl::StrCat(state.version) : "",
-                     state.status.ok() ? "READY" : "UNAVAILABLE",
-                     state.status.ok() ? "" : BoundedErrorText(state.status.message())});
+                     ready.ok() ? "READY" : "UNAVAILABLE",
+                     ready.ok() ? "" : BoundedErrorText(ready.message())});
   }
   if (!ready_only) {
     for (const RepositoryModel& entry : scanned) {

@@ -140,8 +140,14 @@ class ModelRegistry {
   ModelRegistry(std::vector<std::string> repositories, ModelRegistryOptions options);
   // Loads every version of the repository's model `name` into states; the
   // old states of `name` are replaced in one step.
+  // An ensemble's composing models that are not serving load first
+  // (`depth`: ensembles above this one on that path).
   absl::Status LoadModel(const std::string& name, const std::optional<std::string>& config_json,
-                         std::ostream& progress);
+                         std::ostream& progress, int depth = 0);
+  // OK for a model that is not an ensemble; for an ensemble, whether every
+  // step's model is found and ready, ensembles within it likewise (`depth`
+  // bounds the nesting); the error names the first that is not.
+  absl::Status ComposingModelsReady(const ServedModel& model, int depth) const;
   // Loads a scanned (or re-read) entry.
   absl::Status LoadEntry(const RepositoryModel& entry, std::ostream& progress);
   absl::Status UnloadModel(const std::string& name);

@@ -17,6 +17,7 @@
 #include "google/protobuf/text_format.h"
 #include "google/protobuf/util/json_util.h"
 #include "server/client_text.h"
+#include "server/ensemble_config.h"
 
 namespace graphserve {
 
@@ -134,6 +135,9 @@ absl::StatusOr<std::vector<ModelVersionEntry>> ServedVersions(
 absl::Status CheckPlatform(const inference::ModelConfig& config, const std::string& source) {
   const std::string& platform = config.platform();
   const std::string& backend = config.backend();
+  // An ensemble's backend is refused with Triton's text at load
+  // (ValidateEnsembleScheduling).
+  if (platform == kEnsemblePlatform) return absl::OkStatus();
   const bool onnx_platform =
       platform.empty() || platform == "onnxruntime_onnx" || platform == "graphserve_onnx";
   const bool onnx_backend = backend.empty() || backend == "onnxruntime" || backend == "graphserve";
@@ -145,7 +149,6 @@ absl::Status CheckPlatform(const inference::ModelConfig& config, const std::stri
   }
   std::string why = "GraphServe serves ONNX models (platform \"onnxruntime_onnx\" or backend "
                     "\"onnxruntime\", or neither)";
-  if (platform == "ensemble") why = "GraphServe does not serve ensembles yet";
   return absl::UnimplementedError(
       absl::StrCat(source, " declares ", what, ": ", why, "; the model was not loaded"));
 }
@@ -202,6 +205,7 @@ absl::Status ReadModelDirectory(RepositoryModel* model, const inference::ModelCo
                      " but its directory is '", model->name,
                      "'; clients call a model by its directory name, so the two must agree"));
   }
+  NormalizeEnsembleConfig(&model->config);
   RETURN_IF_ERROR(CheckPlatform(model->config, source));
   RETURN_IF_ERROR(CheckModelConfigLimits(model->config, source));
 
@@ -217,14 +221,24 @@ absl::Status ReadModelDirectory(RepositoryModel* model, const inference::ModelCo
   }
 
   ASSIGN_OR_RETURN(const std::vector<std::string> subdirectories, SubdirectoryNames(directory));
+  // An ensemble's version directory holds nothing: its steps are other
+  // models (Note [Ensembles] in server/ensemble_scheduler.h).
+  const bool ensemble = IsEnsembleConfig(model->config);
   std::map<int64_t, std::string> available;
   for (const std::string& name : subdirectories) {
     const int64_t version = VersionNumber(name);
     const fs::path model_path = directory / name / filename;
     std::error_code file_error;
-    if (version > 0 && fs::is_regular_file(model_path, file_error)) {
+    if (version > 0 && ensemble) {
+      available[version] = (directory / name).string();
+    } else if (version > 0 && fs::is_regular_file(model_path, file_error)) {
       available[version] = model_path.string();
     }
+  }
+  if (available.empty() && ensemble) {
+    return absl::NotFoundError(absl::StrCat("ensemble ", directory.string(),
+                                            " has no version directory (expected e.g. ",
+                                            (directory / "1").string(), "/, empty)"));
   }
   if (available.empty()) {
     return absl::NotFoundError(absl::StrCat("no version directory of ", directory.string(),

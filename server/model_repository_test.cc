@@ -191,7 +191,6 @@ TEST_F(ModelRepositoryTest, OtherFrameworksAreRefusedByPlatformOrBackend) {
       {"platform: \"pytorch_libtorch\"", "declares platform 'pytorch_libtorch'"},
       {"platform: \"tensorrt_plan\"", "declares platform 'tensorrt_plan'"},
       {"backend: \"python\"", "declares backend 'python'"},
-      {"platform: \"ensemble\"", "does not serve ensembles yet"},
   };
   for (const Case& c : cases) {
     SetUp();
@@ -207,6 +206,30 @@ TEST_F(ModelRepositoryTest, OtherFrameworksAreRefusedByPlatformOrBackend) {
     WriteModel("mlp", absl::StrCat(kMlpConfig, onnx), {1});
     EXPECT_TRUE(ScanOne().status.ok()) << onnx;
   }
+}
+
+// Note [Ensembles]: an ensemble's version directories are empty, as Triton
+// wants them; one written with no platform but with steps is an ensemble too.
+TEST_F(ModelRepositoryTest, AnEnsembleVersionIsAnEmptyDirectory) {
+  constexpr char kSteps[] = R"pb(
+    ensemble_scheduling { step { model_name: "mlp" input_map { key: "x" value: "in" }
+                                 output_map { key: "y" value: "out" } } })pb";
+  WriteFile("pipe/config.pbtxt", absl::StrCat("platform: \"ensemble\"", kSteps));
+  RepositoryModel model = ScanOne();
+  EXPECT_EQ(model.status.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(Message(model.status), HasSubstr("has no version directory"));
+
+  std::filesystem::create_directories(root_ / "pipe" / "1");
+  std::filesystem::create_directories(root_ / "pipe" / "3");
+  model = ScanOne();
+  ASSERT_TRUE(model.status.ok()) << model.status;
+  EXPECT_EQ(Versions(model), std::vector<int64_t>({3}));
+  EXPECT_EQ(model.config.platform(), "ensemble");
+
+  WriteFile("pipe/config.pbtxt", kSteps);  // no platform, no backend
+  model = ScanOne();
+  ASSERT_TRUE(model.status.ok()) << model.status;
+  EXPECT_EQ(model.config.platform(), "ensemble");
 }
 
 TEST_F(ModelRepositoryTest, VersionsAreDirectoriesWithThePositiveNumberAndTheModelFile) {

@@ -460,6 +460,7 @@ struct ServedModel::RequestState {
   FailureReason failure ABSL_GUARDED_BY(mu) = FailureReason::kBackend;
   uint64_t queue_ns ABSL_GUARDED_BY(mu) = 0;  // the longest segment wait
   ChunkTiming compute ABSL_GUARDED_BY(mu);    // summed over its chunks
+  ChunkTiming* compute_out = nullptr;          // the caller's, set before done
 };
 
 absl::StatusOr<std::unique_ptr<ServedModel>> ServedModel::Load(const RepositoryModel& entry,
@@ -571,10 +572,32 @@ ServedModel::ServedModel(ModelInterface interface, int64_t version, inference::M
       counters_(std::move(counters)),
       pool_(std::move(pool)) {}
 
+std::unique_ptr<ServedModel> ServedModel::FromPipeline(ModelInterface interface, int64_t version,
+                                                       inference::ModelConfig config,
+                                                       std::unique_ptr<ModelCounters> counters,
+                                                       std::unique_ptr<ModelPipeline> pipeline,
+                                                       ModelLoadSummary summary) {
+  std::unique_ptr<ServedModel> model(new ServedModel(std::move(interface), version,
+                                                     std::move(config), std::move(counters),
+                                                     nullptr, std::move(summary)));
+  model->pipeline_ = std::move(pipeline);
+  return model;
+}
+
 void ServedModel::Infer(const inference::ModelInferRequest* request,
                         inference::ModelInferResponse* response,
                         std::function<void(const absl::Status&)> done,
-                        const SharedMemoryRegistry* shared_memory) {
+                        const SharedMemoryRegistry* shared_memory, ChunkTiming* compute) {
+  if (pipeline_ != nullptr) {
+    counters_->RequestAccepted();
+    pipeline_->Infer(request, response,
+                     [this, done = std::move(done)](const absl::Status& status) {
+                       counters_->RequestAnswered();
+                       done(status);
+                     },
+                     shared_memory);
+    return;
+  }
   const Clock::time_point start = Clock::now();
   // Rows padded into a bucket go through the host (Note [Shape buckets]).
   const std::optional<int> device_memory_gpu =
@@ -592,6 +615,7 @@ void ServedModel::Infer(const inference::ModelInferRequest* request,
   auto state = std::make_shared<RequestState>();
   state->validated = *std::move(validated);
   state->response = response;
+  state->compute_out = compute;
   state->start = start;
   state->rows_left.store(state->validated.rows, std::memory_order_relaxed);
   counters_->RequestAccepted();
@@ -667,6 +691,7 @@ void ServedModel::FinishSegment(const std::shared_ptr<RequestState>& state, int6
     }
   }
   const uint64_t elapsed = Nanos(Clock::now() - state->start);
+  if (state->compute_out != nullptr) *state->compute_out = compute;
   if (final_status.ok()) {
     // The last segment holds fewer than all the rows when there were others.
     counters_->RecordSuccess(state->validated.rows, elapsed, queue_ns, compute,
@@ -689,6 +714,10 @@ void ServedModel::FillStatistics(inference::ModelStatistics* statistics) const {
 }
 
 void ServedModel::Drain(std::optional<std::chrono::steady_clock::time_point> deadline) {
+  if (pipeline_ != nullptr) {
+    pipeline_->Drain(deadline);
+    return;
+  }
   pool_->Drain(deadline);
 }
 

@@ -145,6 +145,22 @@ struct ModelLoadSummary {
   std::string schedules;
 };
 
+// What serves a model that runs no model file of its own: an ensemble's
+// steps (Note [Ensembles] in server/ensemble_scheduler.h). ServedModel counts
+// its pending requests; the pipeline answers and records everything else in
+// the counters it was made with.
+class ModelPipeline {
+ public:
+  virtual ~ModelPipeline() = default;
+  // ServedModel::Infer's contract.
+  virtual void Infer(const inference::ModelInferRequest* request,
+                     inference::ModelInferResponse* response,
+                     std::function<void(const absl::Status&)> done,
+                     const SharedMemoryRegistry* shared_memory) = 0;
+  // ServedModel::Drain's contract.
+  virtual void Drain(std::optional<std::chrono::steady_clock::time_point> deadline) = 0;
+};
+
 class ServedModel {
  public:
   // Imports `version`'s model file, checks it against the config's
@@ -153,6 +169,13 @@ class ServedModel {
   static absl::StatusOr<std::unique_ptr<ServedModel>> Load(const RepositoryModel& entry,
                                                            const ModelVersionEntry& version,
                                                            const ServedModelOptions& options);
+  // A model served by `pipeline` (an ensemble), which records into
+  // `counters`: the model owns both, the pipeline destroyed first.
+  static std::unique_ptr<ServedModel> FromPipeline(ModelInterface interface, int64_t version,
+                                                   inference::ModelConfig config,
+                                                   std::unique_ptr<ModelCounters> counters,
+                                                   std::unique_ptr<ModelPipeline> pipeline,
+                                                   ModelLoadSummary summary);
 
   // Runs one request. `done` is called exactly once with the status the RPC
   // ends with: inline when the request is refused (bad input, full queue),
@@ -163,9 +186,12 @@ class ServedModel {
   // status is OK the response is complete. Inputs and outputs that name a
   // shared-memory region use `shared_memory`'s (none without it); the
   // request holds its regions until `done` (Note [Shared memory lifetime]).
+  // `compute`, when given, gets the request's compute time summed over its
+  // chunks before `done` is called (an ensemble's statistics add its steps').
   void Infer(const inference::ModelInferRequest* request, inference::ModelInferResponse* response,
              std::function<void(const absl::Status&)> done,
-             const SharedMemoryRegistry* shared_memory = nullptr);
+             const SharedMemoryRegistry* shared_memory = nullptr,
+             ChunkTiming* compute = nullptr);
 
   [[nodiscard]] const std::string& name() const { return interface_.name; }
   [[nodiscard]] int64_t version() const { return version_; }
@@ -205,7 +231,9 @@ class ServedModel {
   // What statistics and /metrics read; the pool's workers record into it, so
   // it is declared (and outlives) before the pool.
   const std::unique_ptr<ModelCounters> counters_;
-  const std::unique_ptr<StreamPool> pool_;
+  const std::unique_ptr<StreamPool> pool_;  // null for a pipeline
+  // Declared after the counters it records into, so destroyed before them.
+  std::unique_ptr<ModelPipeline> pipeline_;
 };
 
 }  // namespace graphserve

@@ -55,8 +55,8 @@ const std::set<std::string>& HonouredPaths() {
       "sequence_batching",
       "batch_input",
       "batch_output",
-      // Refused with the platform or by Triton's rules (Note [Triton's
-      // config rules]).
+      // An ensemble's steps (Note [Ensembles] in server/ensemble_scheduler.h),
+      // refused on other platforms by Triton's rules.
       "ensemble_scheduling",
       "optimization.cuda.graphs",
       "optimization.cuda.graph_spec.batch_size",

@@ -61,7 +61,9 @@ KNOWN_GAPS = {
     "image_client": "needs densenet_onnx / inception_graphdef and images (no network in CI)",
     "grpc_image_client": "needs densenet_onnx and images (no network in CI)",
     "grpc_client": "needs densenet_onnx (no network in CI)",
-    "ensemble_image_client": "ensembles are not served yet (issue 31, part 2)",
+    "ensemble_image_client": "preprocess_inception_ensemble: a DALI/Python preprocessing step "
+                             "and inception_graphdef (TensorFlow), and images; ensembles of ONNX "
+                             "models: tests/ensemble_test.py",
     "memory_growth_test": "custom_identity_int32 is a custom backend; a long soak, not a check",
 }
 

@@ -13,7 +13,9 @@ types, written here with onnx's helper. Controls (a corrected config beside
 the same model) must load, so a refusal can only come from the config.
 
 One server serves the whole repository (--exit-on-error=false); the test
-reads each model's state and reason from the repository index.
+reads each model's state and reason from the repository index. Triton's
+invalid ensembles (autofill_noplatform/ensemble) get a repository and a
+server each, as Triton's QA runs them, since their models share names.
 """
 
 import os
@@ -202,9 +204,9 @@ LOADS_ON_THE_HOST = {"invalid_gpu"}
 
 # qa/L0_model_config's other cases, and why they are not run here.
 NOT_ONNX = {
-    "autofill_noplatform/ensemble/*": "ensembles: refused by platform before any step is read "
-                                      "(the 'ensemble' case here); their step rules come with "
-                                      "ensemble support (issue 31, part 2)",
+    "autofill_noplatform/ensemble/invalid_decoupled_branching*": "decoupled models (the repeat "
+                                                                  "backend), which GraphServe "
+                                                                  "refuses at load",
     "autofill_noplatform/python/*": "Python backend models (model.py auto-complete)",
     "autofill_noplatform/pytorch/*": "PyTorch models",
     "autofill_noplatform/tensorrt/*": "TensorRT plans",
@@ -220,6 +222,48 @@ NOT_ONNX = {
     "custom_parameters/*": "TensorRT parameters",
     "cli_messages/*": "tritonserver's command line, not model configs",
 }
+
+
+# qa/L0_model_config/autofill_noplatform/ensemble: one repository per case, as
+# Triton's QA runs them. Its composing models (the identity backend's) become
+# ONNX identities, OUTPUTi = INPUTi, of the config's types and dims.
+ENSEMBLE_FIXTURES = os.path.join(FIXTURES, "autofill_noplatform", "ensemble")
+ENSEMBLE_CASES = sorted(case for case in os.listdir(ENSEMBLE_FIXTURES)
+                        if not case.startswith("invalid_decoupled_branching"))
+ONNX_TYPES = {"TYPE_FP32": TensorProto.FLOAT, "TYPE_INT32": TensorProto.INT32}
+
+
+def identity_for(config_text):
+    """OUTPUTi = INPUTi for an identity-backend config's tensors."""
+    batching = int(re.search(r"max_batch_size:\s*(\d+)", config_text).group(1)) > 0
+    tensors = re.findall(r'name:\s*"(\w+)"\s*data_type:\s*(\w+)\s*dims:\s*\[([^\]]*)\]',
+                         config_text)
+    value = lambda name, kind, dims: helper.make_tensor_value_info(
+        name, ONNX_TYPES[kind], (["batch"] if batching else []) + [int(d) for d in dims.split(",")])
+    inputs = [t for t in tensors if t[0].startswith("INPUT")]
+    outputs = [t for t in tensors if t[0].startswith("OUTPUT")]
+    return model_of([helper.make_node("Identity", [i[0]], [o[0]]) for i, o in zip(inputs, outputs)],
+                    [value(*t) for t in inputs], [value(*t) for t in outputs])
+
+
+def write_ensemble_case(case, root):
+    """The case's models under `root`: its ensembles with an empty version
+    directory, the others as ONNX identities."""
+    case_dir = os.path.join(ENSEMBLE_FIXTURES, case)
+    models = {"": case_dir} if os.path.exists(os.path.join(case_dir, "config.pbtxt")) else {
+        name: os.path.join(case_dir, name) for name in os.listdir(case_dir)
+        if os.path.isdir(os.path.join(case_dir, name))}
+    for name, source in models.items():
+        config = read(source, "config.pbtxt")
+        # Named by its config, as Triton's QA copies it (two differ from the case).
+        directory = os.path.join(root, re.search(r'name:\s*"(\w+)"', config).group(1))
+        if 'platform: "ensemble"' in config or "ensemble_scheduling" in config:
+            os.makedirs(os.path.join(directory, "1"))
+        else:
+            config = config.replace('backend: "identity"', 'platform: "onnxruntime_onnx"')
+            save(identity_for(config), directory)
+        with open(os.path.join(directory, "config.pbtxt"), "w") as f:
+            f.write(config)
 
 
 def write_repository(root):
@@ -249,7 +293,7 @@ def write_repository(root):
         with open(os.path.join(root, name, "config.pbtxt"), "w") as f:
             f.write(f'name: "{name}"\nplatform: "onnxruntime_onnx"\n{INT32_TENSORS}\n{extra}\n')
     # An ensemble of the int32 control, as Triton's docs write one: no model
-    # file of its own.
+    # file of its own. It loads and answers (tests/ensemble_test.py for more).
     os.makedirs(os.path.join(root, "ensemble", "1"))
     with open(os.path.join(root, "ensemble", "config.pbtxt"), "w") as f:
         f.write("""name: "ensemble"
@@ -327,10 +371,39 @@ class TritonModelConfigTest(unittest.TestCase):
             with self.subTest(name):
                 self.assertIn(said, self.refusal(name))
 
-    def test_an_ensemble_is_refused_as_an_ensemble_not_as_a_missing_model_file(self):
-        reason = self.refusal("ensemble")
-        self.assertIn("ensemble", reason)
-        self.assertNotIn("model.onnx", reason)
+    def test_an_ensemble_as_tritons_docs_write_it_loads_and_answers(self):
+        self.assertEqual(_index.get("ensemble", {}).get("state"), "READY", _index.get("ensemble"))
+        client = grpcclient.InferenceServerClient(_server.url)
+        try:
+            data = np.array([[7], [-3]], dtype=np.int32)
+            infer_input = grpcclient.InferInput("IN", [2, 1], "INT32")
+            infer_input.set_data_from_numpy(data)
+            result = client.infer("ensemble", [infer_input])
+            np.testing.assert_array_equal(result.as_numpy("OUT"), data)
+        finally:
+            client.close()
+
+    def test_tritons_invalid_ensembles_are_refused_with_tritons_text(self):
+        # Triton's QA greps its log for any of a case's expected* files; here
+        # the reasons of the models that did not load stand for the log.
+        self.assertEqual(len(ENSEMBLE_CASES), 30)
+        for case in ENSEMBLE_CASES:
+            with self.subTest(case):
+                root = os.path.join(gp.scratch_dir(f"qa_{case}_"), "models")
+                os.makedirs(root)
+                write_ensemble_case(case, root)
+                with gp.ServerProcess(SERVER_BINARY, root, ("--exit-on-error=false",)) as server:
+                    client = grpcclient.InferenceServerClient(server.url)
+                    try:
+                        index = client.get_model_repository_index(as_json=True).get("models", [])
+                    finally:
+                        client.close()
+                reasons = [m.get("reason", "") for m in index if m.get("state") != "READY"]
+                patterns = [grep_pattern(read(ENSEMBLE_FIXTURES, case, name))
+                            for name in sorted(os.listdir(os.path.join(ENSEMBLE_FIXTURES, case)))
+                            if name.startswith("expected")]
+                self.assertTrue(any(re.search(p, r) for p in patterns for r in reasons),
+                                f"{case}: none of {reasons} matches {patterns}")
 
     def test_cases_about_other_backends_are_listed_with_why(self):
         # Not run, and not silently dropped: each with its reason.

@@ -1,0 +1,347 @@
+#include "server/ensemble_scheduler.h"
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status.h"
+#include "common/dtype_table.h"
+#include "server/classification.h"
+#include "server/config_validation.h"
+#include "server/request_validation.h"
+#include "spdlog/spdlog.h"
+
+namespace graphserve {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+uint64_t Nanos(Clock::duration duration) {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(duration).count());
+}
+
+// The batch sizes an ensemble's statistics are kept under: every size up to
+// kEverySizeUpTo (Triton keys batch_stats by the exact size), then powers of
+// two up to max_batch_size.
+std::vector<int64_t> StatisticsSizes(int64_t max_batch_size) {
+  constexpr int64_t kEverySizeUpTo = 64;
+  std::vector<int64_t> sizes;
+  const int64_t largest = std::max<int64_t>(max_batch_size, 1);
+  for (int64_t size = 1; size <= std::min(largest, kEverySizeUpTo); ++size) sizes.push_back(size);
+  for (int64_t size = 2 * kEverySizeUpTo; size < largest; size *= 2) sizes.push_back(size);
+  if (largest > kEverySizeUpTo) sizes.push_back(largest);
+  return sizes;
+}
+
+}  // namespace
+
+// One ensemble tensor of one request.
+struct StepTensor {
+  std::string datatype;
+  std::vector<int64_t> shape;  // the full shape, batch first when batching
+  std::string bytes;
+};
+
+// One step of one request: what it sent and got back.
+struct StepCall {
+  inference::ModelInferRequest request;
+  inference::ModelInferResponse response;
+  std::shared_ptr<ServedModel> model;  // held until the step ends
+  ChunkTiming compute;                 // the composing model's, for the ensemble's statistics
+};
+
+struct EnsembleScheduler::Request {
+  const inference::ModelInferRequest* client_request = nullptr;
+  inference::ModelInferResponse* response = nullptr;
+  std::function<void(const absl::Status&)> done;
+  Clock::time_point start;
+  ValidatedRequest validated;
+  std::vector<std::byte*> outputs;  // per interface output, from PrepareInferResponse
+  std::vector<StepCall> calls;      // per step
+
+  std::mutex mu;
+  std::map<std::string, StepTensor> tensors ABSL_GUARDED_BY(mu);
+  std::vector<size_t> waiting ABSL_GUARDED_BY(mu);  // per step: steps it still waits for
+  size_t running ABSL_GUARDED_BY(mu) = 0;           // steps started, not ended
+  size_t ended ABSL_GUARDED_BY(mu) = 0;
+  absl::Status status ABSL_GUARDED_BY(mu);
+  uint64_t queue_ns ABSL_GUARDED_BY(mu) = 0;
+  ChunkTiming compute ABSL_GUARDED_BY(mu);
+};
+
+absl::StatusOr<std::unique_ptr<ServedModel>> LoadEnsemble(const RepositoryModel& entry,
+                                                          const ModelVersionEntry& version,
+                                                          const ComposingConfigLookup& composing,
+                                                          ModelFinder find) {
+  const Clock::time_point start = Clock::now();
+  RETURN_IF_ERROR(entry.status);
+  inference::ModelConfig config = entry.config;
+  NormalizeEnsembleConfig(&config);
+  config.set_name(entry.name);
+  RETURN_IF_ERROR(ValidateModelConfig(config));
+  RETURN_IF_ERROR(ValidateEnsembleScheduling(config));
+  ASSIGN_OR_RETURN(EnsemblePlan plan, PlanEnsemble(config, composing));
+  ASSIGN_OR_RETURN(ModelInterface interface, InterfaceFromConfig(config));
+  interface.name = entry.name;
+  RETURN_IF_ERROR(ReadOutputLabels(config, entry.directory, &interface));
+
+  ModelLoadSummary summary;
+  std::vector<std::string> steps;
+  for (size_t step : plan.order) steps.push_back(plan.steps[step].model_name);
+  summary.executor = absl::StrCat("ensemble: ", absl::StrJoin(steps, ", "));
+  summary.precision = "-";
+  summary.costs = "-";
+  const int64_t max_rows = std::max<int64_t>(interface.max_batch_size, 1);
+  auto counters = std::make_unique<ModelCounters>(StatisticsSizes(max_rows), max_rows, 1);
+  auto scheduler = std::make_unique<EnsembleScheduler>(
+      interface, absl::StrCat(version.version), std::move(plan), std::move(find), counters.get());
+  summary.load_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  return ServedModel::FromPipeline(std::move(interface), version.version, std::move(config),
+                                   std::move(counters), std::move(scheduler), std::move(summary));
+}
+
+EnsembleScheduler::EnsembleScheduler(ModelInterface interface, std::string version_text,
+                                     EnsemblePlan plan, ModelFinder find,
+                                     ModelCounters* counters)
+    : interface_(std::move(interface)),
+      version_text_(std::move(version_text)),
+      plan_(std::move(plan)),
+      dependents_(plan_.steps.size()),
+      find_(std::move(find)),
+      counters_(counters) {
+  for (size_t step = 0; step < plan_.steps.size(); ++step) {
+    for (size_t before : plan_.steps[step].after) dependents_[before].push_back(step);
+  }
+}
+
+void EnsembleScheduler::Infer(const inference::ModelInferRequest* request,
+                              inference::ModelInferResponse* response,
+                              std::function<void(const absl::Status&)> done,
+                              const SharedMemoryRegistry* shared_memory) {
+  const Clock::time_point start = Clock::now();
+  absl::StatusOr<ValidatedRequest> validated =
+      ValidateInferRequest(*request, interface_, shared_memory);
+  if (!validated.ok()) {
+    // Note [Failure reasons] in server/model_counters.h: a bad request.
+    counters_->RecordFailure(Nanos(Clock::now() - start), FailureReason::kOther);
+    done(validated.status());
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (draining_) {
+      counters_->RecordFailure(Nanos(Clock::now() - start), FailureReason::kRejected);
+      done(absl::UnavailableError(absl::StrCat("ensemble '", interface_.name,
+                                               "' is draining and accepts no new requests")));
+      return;
+    }
+    ++running_;
+  }
+  auto state = std::make_shared<Request>();
+  state->client_request = request;
+  state->response = response;
+  state->done = std::move(done);
+  state->start = start;
+  state->validated = *std::move(validated);
+  state->outputs =
+      PrepareInferResponse(*request, interface_, version_text_, state->validated, response);
+  state->calls.resize(plan_.steps.size());
+  std::vector<size_t> ready;
+  {
+    std::lock_guard<std::mutex> lock(state->mu);
+    const int64_t rows = state->validated.rows;
+    for (size_t i = 0; i < interface_.inputs.size(); ++i) {
+      const TensorSpec& spec = interface_.inputs[i];
+      StepTensor& tensor = state->tensors[spec.name];
+      tensor.datatype = KServeDatatype(spec.dtype);
+      if (interface_.batching) tensor.shape.push_back(rows);
+      tensor.shape.insert(tensor.shape.end(), spec.dims.begin(), spec.dims.end());
+      const size_t bytes = static_cast<size_t>(rows) * spec.bytes_per_row();
+      tensor.bytes.assign(reinterpret_cast<const char*>(state->validated.inputs[i]), bytes);
+    }
+    state->waiting.resize(plan_.steps.size());
+    for (size_t step = 0; step < plan_.steps.size(); ++step) {
+      state->waiting[step] = plan_.steps[step].after.size();
+      if (state->waiting[step] == 0) ready.push_back(step);
+    }
+    state->queue_ns = Nanos(Clock::now() - start);
+  }
+  StartReadySteps(state, std::move(ready));
+}
+
+void EnsembleScheduler::StartReadySteps(const std::shared_ptr<Request>& request,
+                                        std::vector<size_t> ready) {
+  {
+    std::lock_guard<std::mutex> lock(request->mu);
+    request->running += ready.size();
+  }
+  for (size_t step : ready) StartStep(request, step);
+}
+
+void EnsembleScheduler::StartStep(const std::shared_ptr<Request>& request, size_t step) {
+  const EnsembleStepPlan& plan = plan_.steps[step];
+  StepCall& call = request->calls[step];
+  absl::StatusOr<std::shared_ptr<ServedModel>> model = find_(plan.model_name, plan.model_version);
+  if (!model.ok()) {
+    StepEnded(request, step, model.status());
+    return;
+  }
+  call.model = *std::move(model);
+  inference::ModelInferRequest& step_request = call.request;
+  step_request.set_model_name(plan.model_name);
+  step_request.set_model_version(plan.model_version);
+  step_request.set_id(request->client_request->id());
+  // Every step gets the ensemble request's parameters ("priority" and
+  // "timeout" among them), as Triton's ensemble scheduler passes them on.
+  *step_request.mutable_parameters() = request->client_request->parameters();
+  {
+    std::lock_guard<std::mutex> lock(request->mu);
+    for (const auto& [model_input, tensor_name] : plan.inputs) {
+      const StepTensor& tensor = request->tensors.at(tensor_name);
+      inference::ModelInferRequest::InferInputTensor* input = step_request.add_inputs();
+      input->set_name(model_input);
+      input->set_datatype(tensor.datatype);
+      for (int64_t dim : tensor.shape) input->add_shape(dim);
+      // A copy: other steps may read the same tensor.
+      step_request.add_raw_input_contents(tensor.bytes);
+    }
+  }
+  for (const auto& [model_output, tensor_name] : plan.outputs) {
+    step_request.add_outputs()->set_name(model_output);
+  }
+  ServedModel& served = *call.model;
+  served.Infer(
+      &call.request, &call.response,
+      [this, request, step](const absl::Status& status) { StepEnded(request, step, status); },
+      /*shared_memory=*/nullptr, &call.compute);
+}
+
+void EnsembleScheduler::StepEnded(const std::shared_ptr<Request>& request, size_t step,
+                                  const absl::Status& status) {
+  const EnsembleStepPlan& plan = plan_.steps[step];
+  StepCall& call = request->calls[step];
+  std::vector<size_t> ready;
+  bool last = false;
+  {
+    std::lock_guard<std::mutex> lock(request->mu);
+    request->compute.input_ns += call.compute.input_ns;
+    request->compute.infer_ns += call.compute.infer_ns;
+    request->compute.output_ns += call.compute.output_ns;
+    if (!status.ok() && request->status.ok()) {
+      // Errors of a step name the step's model, whatever their own text says.
+      request->status = absl::Status(
+          status.code(), absl::StrCat("in ensemble '", interface_.name, "', step ", step,
+                                      " (model '", plan.model_name, "'): ", status.message()));
+    }
+    if (status.ok()) {
+      // Outputs by name: the response lists those the step asked for.
+      inference::ModelInferResponse& response = call.response;
+      for (int k = 0; k < response.outputs_size(); ++k) {
+        const auto& output = response.outputs(k);
+        const auto mapped = std::find_if(plan.outputs.begin(), plan.outputs.end(),
+                                         [&](const auto& pair) { return pair.first == output.name(); });
+        if (mapped == plan.outputs.end() || k >= response.raw_output_contents_size()) continue;
+        StepTensor& tensor = request->tensors[mapped->second];
+        tensor.datatype = output.datatype();
+        tensor.shape.assign(output.shape().begin(), output.shape().end());
+        tensor.bytes = std::move(*response.mutable_raw_output_contents(k));
+      }
+      if (request->status.ok()) {
+        for (size_t next : dependents_[step]) {
+          if (--request->waiting[next] == 0) ready.push_back(next);
+        }
+      }
+    }
+    ++request->ended;
+    --request->running;
+    request->running += ready.size();
+    last = request->running == 0;
+  }
+  // The step's model goes with its response; the request holds no model it
+  // no longer needs.
+  call.model.reset();
+  for (size_t next : ready) StartStep(request, next);
+  if (last) Finish(request);
+}
+
+void EnsembleScheduler::Finish(const std::shared_ptr<Request>& request) {
+  absl::Status status;
+  uint64_t queue_ns = 0;
+  ChunkTiming compute;
+  {
+    std::lock_guard<std::mutex> lock(request->mu);
+    status = request->status;
+    queue_ns = request->queue_ns;
+    compute = request->compute;
+    const int64_t rows = request->validated.rows;
+    for (size_t k = 0; status.ok() && k < request->validated.outputs.size(); ++k) {
+      const size_t index = request->validated.outputs[k];
+      const TensorSpec& spec = interface_.outputs[index];
+      const auto found = request->tensors.find(spec.name);
+      const size_t bytes = static_cast<size_t>(rows) * spec.bytes_per_row();
+      std::vector<int64_t> shape;
+      if (interface_.batching) shape.push_back(rows);
+      shape.insert(shape.end(), spec.dims.begin(), spec.dims.end());
+      if (found == request->tensors.end()) {
+        status = absl::InternalError(absl::StrCat("in ensemble '", interface_.name, "', output '",
+                                                  spec.name, "' was not written"));
+      } else if (found->second.datatype != KServeDatatype(spec.dtype) ||
+                 found->second.shape != shape || found->second.bytes.size() != bytes) {
+        status = absl::InvalidArgumentError(absl::StrCat(
+            "in ensemble '", interface_.name, "', output '", spec.name, "' came back as ",
+            found->second.datatype, " [", absl::StrJoin(found->second.shape, ","),
+            "] where the ensemble declares ", KServeDatatype(spec.dtype), " [",
+            absl::StrJoin(shape, ","), "]"));
+      } else if (request->outputs[index] != nullptr) {
+        std::memcpy(request->outputs[index], found->second.bytes.data(), bytes);
+      }
+    }
+  }
+  if (status.ok()) status = DeliverCudaOutputs(request->validated, request->response);
+  const uint64_t elapsed = Nanos(Clock::now() - request->start);
+  if (status.ok()) {
+    const int64_t rows = request->validated.rows;
+    counters_->RecordChunk({.stream = 0, .batch_size = rows, .rows = rows, .requests = 1},
+                           compute);
+    counters_->RecordSuccess(rows, elapsed, queue_ns, compute);
+  } else {
+    spdlog::debug("{}", status.ToString());
+    counters_->RecordFailure(elapsed, FailureReason::kBackend);
+  }
+  // Every step has ended: the tensors can go before the client hears back.
+  {
+    std::lock_guard<std::mutex> lock(request->mu);
+    request->tensors.clear();
+  }
+  std::function<void(const absl::Status&)> done = std::move(request->done);
+  // Before `done`: answering may let the ensemble's last holder go.
+  Left();
+  done(status);
+}
+
+void EnsembleScheduler::Left() {
+  bool idle = false;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    idle = --running_ == 0 && draining_;
+  }
+  if (idle) drained_.notify_all();
+}
+
+void EnsembleScheduler::Drain(std::optional<std::chrono::steady_clock::time_point> deadline) {
+  std::unique_lock<std::mutex> lock(mu_);
+  draining_ = true;
+  const auto idle = [this] { return running_ == 0; };
+  if (deadline.has_value()) {
+    drained_.wait_until(lock, *deadline, idle);
+  } else {
+    drained_.wait(lock, idle);
+  }
+}
+
+}  // namespace graphserve
