@@ -94,7 +94,8 @@ absl::StatusOr<LengthMix> ParseLengthMix(const std::string& text) {
   return mix;
 }
 
-// A batch-1 request for every input of `model`, its shape dims at `length`:
+// A batch-1 request for every input of `model`, each shape dim at `length`
+// (an image's height and width alike):
 // floats uniform in +-1, integer inputs named like an attention mask 1, like
 // token types 0, others (token ids) uniform in [1, 1000).
 inference::ModelInferRequest RequestAt(const ServedModel& model, int64_t length,
@@ -268,14 +269,22 @@ int Run(int argc, char** argv) {
   absl::StatusOr<std::unique_ptr<ServedModel>> model =
       ServedModel::Load(*entry, entry->versions.back(), options);
   if (!model.ok()) return fail(model.status());
+  const ModelLoadSummary& loaded = (*model)->summary();
+  std::cout << absl::StrFormat(
+      "loaded in %.0f ms: %d buckets x %d batch sizes on %d streams, weights %.1f MiB, "
+      "slots %.1f MiB\n",
+      loaded.load_ms, std::max<size_t>(1, (*model)->interface().buckets.size()),
+      loaded.batch_sizes.size(), loaded.num_streams, loaded.weight_bytes / 1048576.0,
+      loaded.slot_bytes / 1048576.0);
   // The requests submitters cycle through, each with its length.
   constexpr int kRequests = 4096;
   std::optional<LengthMix> mix;
   if (!lengths_text.empty()) {
     absl::StatusOr<LengthMix> parsed = ParseLengthMix(lengths_text);
     if (!parsed.ok()) return fail(parsed.status());
-    if ((*model)->interface().shape_dims.size() != 1) {
-      return fail(absl::InvalidArgumentError("--lengths needs a model with one shape dim"));
+    if ((*model)->interface().shape_dims.empty()) {
+      return fail(absl::InvalidArgumentError(
+          "--lengths needs a model whose config gives a shape dim as -1"));
     }
     mix = *parsed;
   }
