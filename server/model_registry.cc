@@ -546,18 +546,19 @@ bool ModelRegistry::all_ready() const {
 
 std::string ModelRegistry::StartupTable() const {
   std::vector<std::vector<std::string>> rows = {
-      {"MODEL", "VERSION", "STATUS", "EXECUTOR", "PRECISION", "BATCH SIZES", "STREAMS",
+      {"MODEL", "VERSION", "STATUS", "EXECUTOR", "PRECISION", "BATCH SIZES", "SHAPE BUCKETS", "STREAMS",
        "WEIGHTS", "SLOT MEMORY", "COSTS", "SCHEDULES", "LOAD"}};
   const RegistrySnapshot snapshot = states();
   for (const ModelVersionState& state : snapshot) {
     if (state.model == nullptr) {
       rows.push_back({state.name, state.version > 0 ? absl::StrCat(state.version) : "-",
-                      "FAILED", "-", "-", "-", "-", "-", "-", "-", "-", "-"});
+                      "FAILED", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-"});
       continue;
     }
     const ModelLoadSummary& s = state.model->summary();
     rows.push_back({state.name, absl::StrCat(state.version), "READY", s.executor, s.precision,
-                    absl::StrJoin(s.batch_sizes, ","), absl::StrCat(s.num_streams),
+                    absl::StrJoin(s.batch_sizes, ","), s.buckets.empty() ? "-" : s.buckets,
+                    absl::StrCat(s.num_streams),
                     MiB(s.weight_bytes), s.slot_bytes > 0 ? MiB(s.slot_bytes) : "-", s.costs,
                     s.schedules.empty() ? "-" : s.schedules,
                     absl::StrFormat("%.0f ms", s.load_ms)});

@@ -332,6 +332,18 @@ absl::StatusOr<ExecutorFactory> CheckExecutors(const inference::ModelConfig& con
       });
 }
 
+// For the startup table: "sequence 32,64 (padded)", "height,width
+// 224x224,320x320 (exact)"; empty for a model without shape dims.
+std::string BucketsSummary(const ModelInterface& interface) {
+  if (interface.shape_dims.empty()) return "";
+  std::vector<std::string> buckets;
+  for (const std::vector<int64_t>& bucket : interface.buckets) {
+    buckets.push_back(absl::StrJoin(bucket, "x"));
+  }
+  return absl::StrCat(absl::StrJoin(interface.shape_dims, ","), " ", absl::StrJoin(buckets, ","),
+                      interface.pads_to_bucket ? " (padded)" : " (exact)");
+}
+
 // The rows of each bucket, padded positions holding `pads`.
 RowLayout RowLayoutOf(const ModelInterface& interface,
                       const std::vector<std::vector<int64_t>>& buckets,
@@ -528,6 +540,7 @@ absl::StatusOr<std::unique_ptr<ServedModel>> ServedModel::Load(const RepositoryM
   summary.executor = execution->runner->description();
   summary.precision = ModelPrecisionName(precision);
   summary.batch_sizes = sizes;
+  summary.buckets = BucketsSummary(declared);
   summary.num_streams = execution->runner->num_slots();
   auto counters =
       std::make_unique<ModelCounters>(sizes, declared.max_batch_size, summary.num_streams);

@@ -133,6 +133,9 @@ struct ModelLoadSummary {
   std::string executor;             // e.g. "CUDA graphs, GPU 0"
   std::string precision;            // capture.precision as served: "fp32", "fp16", ...
   std::vector<int64_t> batch_sizes; // ascending
+  // The shape buckets requests choose from and whether shorter requests are
+  // padded into them, e.g. "sequence 32,64,128 (padded)"; empty without.
+  std::string buckets;
   int num_streams = 0;               // slots over all GPUs
   size_t weight_bytes = 0;           // over all GPUs
   size_t slot_bytes = 0;            // device arena + I/O + staging + workspace, all slots

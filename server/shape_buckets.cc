@@ -23,6 +23,10 @@ absl::Status Annotated(const absl::Status& status, const std::string& context) {
   return absl::Status(status.code(), absl::StrCat(context, ": ", status.message()));
 }
 
+// The buckets of a config that gives a shape dim as -1 and lists none: every
+// open dim at each of these extents together.
+constexpr int64_t kDefaultBucketExtents[] = {16, 32, 64, 128, 256, 512};
+
 // A bucket's positions: the product of its extents.
 int64_t Positions(const std::vector<int64_t>& bucket) {
   int64_t positions = 1;
@@ -78,10 +82,16 @@ absl::StatusOr<std::vector<std::vector<int64_t>>> BucketsFromCapture(
       "capture { shape_dims: [\"", absl::StrJoin(open, "\", \""), "\"] buckets { extents: [",
       absl::StrJoin(std::vector<int>(open.size(), 128), ", "), "] } }");
   if (capture.buckets().empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "config.pbtxt gives the model's dims ", absl::StrJoin(open, ", "),
-        " as -1 (each request chooses them), but capture.buckets names no extents to capture "
-        "them at; add, e.g., ", example));
+    // Triton's configs give a sequence as -1 and nothing more: serve them.
+    std::vector<std::vector<int64_t>> buckets;
+    for (int64_t extent : kDefaultBucketExtents) {
+      std::vector<int64_t> bucket = given;
+      for (int64_t& e : bucket) {
+        if (e == -1) e = extent;
+      }
+      buckets.push_back(std::move(bucket));
+    }
+    return buckets;
   }
   std::vector<size_t> position;  // per capture.shape_dims entry: its index in `names`
   for (const std::string& name : capture.shape_dims()) {

@@ -26,7 +26,8 @@ namespace graphserve {
 // so the model is captured at a few buckets (config.pbtxt's
 // `capture { shape_dims: "sequence" buckets { extents: 64 } buckets {
 // extents: 512 } }`), every batch size at every bucket, and a request runs
-// in the smallest bucket that holds it: its rows are padded into the
+// in the smallest bucket that holds it (a config that lists none gets every
+// open dim at 16, 32, 64, 128, 256 and 512): its rows are padded into the
 // bucket's on the way in (each input's pad value, capture.padding, 0 by
 // default) and its outputs sliced back out on the way out, along the output
 // dims that follow a shape dim. Requests of different lengths merge into one

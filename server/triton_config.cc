@@ -141,17 +141,30 @@ absl::Status CompleteConfigFromModel(const Model& model, inference::ModelConfig*
     config->set_max_batch_size(kAutoCompleteMaxBatchSize);
   }
   const bool batching = config->max_batch_size() > 0;
-  if (const std::vector<std::string> shape_dims = ShapeDimNames(model); !shape_dims.empty()) {
-    // Note [Shape dims fixed by config.pbtxt] in server/served_model.cc.
-    return absl::InvalidArgumentError(absl::StrCat(
-        "model '", config->name(), "' has dynamic dims beyond the batch ('",
-        absl::StrJoin(shape_dims, "', '"), "'), so its config.pbtxt must declare the inputs "
-        "and outputs, giving those dims their extents (e.g. dims: [ 128 ])"));
-  }
-  // Bound at one row, the graph gives every tensor's dims, outputs included.
-  ASSIGN_OR_RETURN(const BoundGraph graph, BindModel(model, {.batch_size = 1}));
-  const ModelInterface interface =
+  // Bound at one row, the graph gives every tensor's dims, outputs included;
+  // a model with shape dims is bound at two extents, and a dim that differs
+  // between them is written -1 (Note [Shape buckets] in server/shape_buckets.h).
+  const size_t shape_dims = ShapeDimNames(model).size();
+  ASSIGN_OR_RETURN(const BindOptions bind, BindOptionsAt(model, {1, std::vector<int64_t>(shape_dims, 16)}));
+  ASSIGN_OR_RETURN(const BoundGraph graph, BindModel(model, bind));
+  ModelInterface interface =
       InterfaceFromGraph(config->name(), config->max_batch_size(), batching, graph);
+  if (shape_dims > 0) {
+    ASSIGN_OR_RETURN(const BindOptions other,
+                     BindOptionsAt(model, {1, std::vector<int64_t>(shape_dims, 32)}));
+    ASSIGN_OR_RETURN(const BoundGraph other_graph, BindModel(model, other));
+    const ModelInterface at_other =
+        InterfaceFromGraph(config->name(), config->max_batch_size(), batching, other_graph);
+    for (auto [side, other_side] : {std::pair{&interface.inputs, &at_other.inputs},
+                                    std::pair{&interface.outputs, &at_other.outputs}}) {
+      for (size_t t = 0; t < side->size(); ++t) {
+        Dims& dims = (*side)[t].dims;
+        for (size_t d = 0; d < dims.size(); ++d) {
+          if (dims[d] != (*other_side)[t].dims[d]) dims[d] = -1;
+        }
+      }
+    }
+  }
   if (complete_inputs) {
     for (const TensorSpec& spec : interface.inputs) {
       inference::ModelInput* input = config->add_input();

@@ -254,6 +254,23 @@ TEST(TritonConfigTest, AConfigWithoutTensorsIsCompletedFromTheModel) {
   EXPECT_EQ(declared.output(0).dims_size(), 0);
 }
 
+// A sequence dim is written -1 wherever it reaches (Note [Shape buckets]):
+// the inputs that have it, and the output dims that follow it.
+TEST(TritonConfigTest, ShapeDimsAreCompletedAsMinusOne) {
+  absl::StatusOr<Model> model =
+      ImportOnnxBytes(MakeMaskedSequenceModel().SerializeAsString(), "masked");
+  ASSERT_TRUE(model.ok()) << model.status();
+  inference::ModelConfig config;
+  config.set_name("masked");
+  ASSERT_TRUE(CompleteConfigFromModel(*model, &config).ok());
+  ASSERT_EQ(config.input_size(), 2);
+  EXPECT_THAT(config.input(0).dims(), ElementsAre(-1, 16));
+  EXPECT_THAT(config.input(1).dims(), ElementsAre(-1));
+  EXPECT_EQ(config.input(1).data_type(), inference::TYPE_INT64);
+  ASSERT_EQ(config.output_size(), 1);
+  EXPECT_THAT(config.output(0).dims(), ElementsAre(-1, 16));
+}
+
 TEST(TritonConfigTest, AConfigDeclaringOnlyItsInputsGetsTheModelsOutputs) {
   // As Triton's ONNX Runtime backend completes each side it is not given.
   const Model model = ImportMlp();

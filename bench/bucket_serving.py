@@ -1,0 +1,323 @@
+"""Shape buckets on the GPU: models with a dynamic sequence (or image size) served over a length mix.
+
+Issue 29's evidence, one run on one machine (gpu_check.sh BUNDLE buckets):
+  * Hugging Face BERT-base (random weights, exported by torch.onnx with the
+    sequence dynamic) loaded by core_bench (ServedModel in-process: the
+    server's queue, dynamic batching, stream slots and graph replays, no RPC)
+    and driven at saturation over a log-normal length mix (most requests 10-60
+    tokens, a tail to 512), three ways: a grid of buckets, every request padded
+    to 512, and one bucket per length (exact, no padding);
+  * its answers at the grid against PyTorch in float64 at each request's exact
+    length (the real positions only, as the server returns them);
+  * PyTorch eager in float32 on the same mix: one request at a time at its own
+    length, and batches of 32 padded to their longest;
+  * GPT-2 (causal, ids only) at the grid, answers against float64;
+  * ResNet-50 exported with a dynamic height and width, at three image sizes
+    (the load-time check finds its padding changes the answer: exact sizes);
+  * the load of an 8 x 8 grid (8 batch sizes x 8 lengths), and BERT at 4
+    streams.
+Writes bucket_serving.md and bucket_serving.json under --out.
+"""
+
+import argparse
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(__file__))
+import model_zoo  # noqa: E402  (export, wrappers)
+
+GRID = [32, 64, 128, 256, 512]
+SIZES = [1, 2, 4, 8, 16, 32]
+PER_LENGTH_SIZES = [1, 4, 16]
+GRID_8X8 = ([16, 32, 48, 64, 96, 128, 256, 512], [1, 2, 4, 8, 12, 16, 24, 32])
+IMAGE_SIZES = [224, 256, 320]
+
+
+def log(*parts):
+    print(*parts, flush=True)
+
+
+def mix_lengths(mix, count, seed):
+    """numpy's draw of the core_bench mix: the same distribution, not the same requests."""
+    _, spec = mix.split(":")
+    median, sigma, longest, multiple = (float(v) for v in spec.split(","))
+    rng = np.random.default_rng(seed)
+    lengths = np.ceil(median * np.exp(sigma * rng.standard_normal(count)))
+    lengths = np.clip(lengths, 1, longest)
+    lengths = np.ceil(lengths / multiple) * multiple
+    return np.minimum(lengths, longest).astype(np.int64)
+
+
+def config_text(name, inputs, outputs, buckets, sizes, streams, shape_dims, padding=None,
+                batching=True):
+    def tensors(items):
+        return ", ".join(f'{{ name: "{n}" data_type: {t} dims: [ {", ".join(map(str, d))} ] }}'
+                         for n, t, d in items)
+    bucket_text = " ".join(f"buckets {{ extents: [ {', '.join(map(str, b))} ] }}" for b in buckets)
+    dims_text = " ".join(f'shape_dims: "{d}"' for d in shape_dims)
+    lines = [f'name: "{name}"', 'platform: "onnxruntime_onnx"',
+             f"max_batch_size: {max(sizes) if batching else 0}",
+             f"input [ {tensors(inputs)} ]", f"output [ {tensors(outputs)} ]"]
+    if batching:
+        lines.append("dynamic_batching { max_queue_delay_microseconds: 200 }")
+    lines.append(f"capture {{ batch_sizes: [ {', '.join(map(str, sizes))} ] streams: {streams} "
+                 f"{dims_text} {bucket_text}"
+                 + (f' shape_padding: "{padding}"' if padding else "") + " }")
+    return "\n".join(lines) + "\n"
+
+
+def write_repo(root, name, onnx_path, config):
+    model_dir = os.path.join(root, name)
+    os.makedirs(os.path.join(model_dir, "1"), exist_ok=True)
+    target = os.path.join(model_dir, "1", "model.onnx")
+    if not os.path.exists(target):
+        os.symlink(os.path.abspath(onnx_path), target)
+    with open(os.path.join(model_dir, "config.pbtxt"), "w") as f:
+        f.write(config)
+    return root
+
+
+SUMMARY = re.compile(r"core_bench \S+ graphs \S+, .*?: ([\d.]+) infer/s, ([\d.]+) executions/s "
+                     r"\(([\d.]+) rows per execution\), latency p50 ([\d.]+) us p99 ([\d.]+) us, "
+                     r"(\d+) failed")
+LOADED = re.compile(r"loaded in ([\d.]+) ms: (\d+) buckets x (\d+) batch sizes on (\d+) streams, "
+                    r"weights ([\d.]+) MiB, slots ([\d.]+) MiB")
+LENGTHS = re.compile(r"lengths \S+: ([\d.]+) tokens/s; padded positions: buckets \[([\d,]*)\] "
+                     r"([\d.]+)% \(pad to (\d+): ([\d.]+)%; best (\d+) buckets \[([\d,]*)\]: "
+                     r"([\d.]+)%\)")
+
+
+def core_bench(args, repo, name, lengths, milliseconds, dump=None, dump_count=16, timeout=600):
+    cmd = [os.path.join(args.bin, "core_bench"), "--model-repository", repo, "--model", name,
+           "--outstanding", "64", "--threads", "4", "--milliseconds", str(milliseconds),
+           "--lengths", lengths]
+    if dump:
+        os.makedirs(dump, exist_ok=True)
+        cmd += ["--dump", dump, "--dump-count", str(dump_count)]
+    log("$", " ".join(cmd))
+    start = time.time()
+    try:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        text = done.stdout + done.stderr
+        code = done.returncode
+    except subprocess.TimeoutExpired as e:
+        text = (e.stdout or b"").decode() + (e.stderr or b"").decode() if isinstance(
+            e.stdout, bytes) else str(e.stdout or "") + str(e.stderr or "")
+        code = "timeout"
+    result = {"exit": code, "wall_s": round(time.time() - start, 1)}
+    for line in text.splitlines():
+        if "padded into it" in line or "bucket exactly" in line or "error" in line.lower():
+            log("  ", line[-400:])
+    if (m := LOADED.search(text)):
+        result.update(load_ms=float(m[1]), buckets=int(m[2]), batch_sizes=int(m[3]),
+                      streams=int(m[4]), weight_mib=float(m[5]), slot_mib=float(m[6]),
+                      graphs=int(m[2]) * int(m[3]) * int(m[4]))
+    if (m := SUMMARY.search(text)):
+        result.update(infer_s=float(m[1]), executions_s=float(m[2]), rows_per_execution=float(m[3]),
+                      p50_us=float(m[4]), p99_us=float(m[5]), failed=int(m[6]))
+    if (m := LENGTHS.search(text)):
+        result.update(tokens_s=float(m[1]), grid=m[2], padded_pct=float(m[3]),
+                      pad_max_pct=float(m[5]), best_grid=m[7], best_pct=float(m[8]))
+    result["padding"] = ("checked exact" if "padded into it" in text else
+                         "exact extents only" if "bucket exactly" in text else "n/a")
+    if code != 0:
+        result["tail"] = text[-1500:]
+    log("  ->", {k: v for k, v in result.items() if k != "tail"})
+    return result
+
+
+def compare_dumps(dump, reference, count):
+    """Worst error of the dumped answers against `reference(inputs) -> float64 array`."""
+    worst = 0.0
+    checked = 0
+    for k in range(count):
+        files = sorted(glob.glob(os.path.join(dump, f"{k}_*.npy")))
+        if not files:
+            break
+        arrays = {os.path.basename(f)[len(f"{k}_"):-4]: np.load(f) for f in files}
+        got = arrays.pop("y")
+        want = reference(arrays)
+        scale = max(np.abs(want).max(), 1e-30)
+        worst = max(worst, float(np.abs(got.astype(np.float64) - want).max() / scale))
+        checked += 1
+    return {"checked": checked, "max_error": worst}
+
+
+def text_reference(model, kind):
+    model64 = model_zoo.wrap(model, kind).double().cuda().eval()
+
+    def run(arrays):
+        ids = torch.from_numpy(arrays["input_ids"]).cuda()
+        with torch.no_grad():
+            if kind == "text_mask":
+                mask = torch.from_numpy(arrays["attention_mask"]).cuda()
+                return model64(ids, mask).cpu().numpy()
+            return model64(ids).cpu().numpy()
+    return run
+
+
+def eager_baselines(model, lengths):
+    """PyTorch eager fp32 on `lengths`: one request at a time, and 32 at a time padded."""
+    model32 = model_zoo.wrap(model, "text_mask").float().cuda().eval()
+    gen = torch.Generator(device="cpu").manual_seed(0)
+
+    def batch(ls):
+        longest = int(max(ls))
+        ids = torch.randint(1, 1000, (len(ls), longest), generator=gen).cuda()
+        mask = torch.zeros(len(ls), longest, dtype=torch.int64)
+        for i, length in enumerate(ls):
+            mask[i, :length] = 1
+        return ids, mask.cuda()
+
+    results = {}
+    with torch.no_grad():
+        for _ in range(3):
+            model32(*batch([128]))
+        torch.cuda.synchronize()
+        times = []
+        start = time.time()
+        for length in lengths[:1000]:
+            t0 = time.time()
+            model32(*batch([length]))
+            torch.cuda.synchronize()
+            times.append(time.time() - t0)
+        elapsed = time.time() - start
+        times = np.array(times) * 1e6
+        results["one_at_a_time"] = {
+            "requests": len(times), "infer_s": len(times) / elapsed,
+            "tokens_s": float(np.sum(lengths[:1000])) / elapsed,
+            "p50_us": float(np.percentile(times, 50)), "p99_us": float(np.percentile(times, 99))}
+        times = []
+        start = time.time()
+        chunks = [lengths[i:i + 32] for i in range(0, 4096, 32)]
+        for chunk in chunks:
+            t0 = time.time()
+            model32(*batch(chunk))
+            torch.cuda.synchronize()
+            times.append(time.time() - t0)
+        elapsed = time.time() - start
+        times = np.array(times) * 1e6
+        results["batches_of_32_padded"] = {
+            "requests": 4096, "infer_s": 4096 / elapsed,
+            "tokens_s": float(np.sum(lengths)) / elapsed,
+            "batch_p50_us": float(np.percentile(times, 50)),
+            "batch_p99_us": float(np.percentile(times, 99))}
+    log("  eager ->", results)
+    return results
+
+
+def build_text(name, kind, work):
+    torch.manual_seed(0)
+    model = model_zoo.MODELS[name]["build"]().eval()
+    path = os.path.join(work, f"{name}.onnx")
+    model_zoo.export(model_zoo.wrap(model, kind), kind, path, "ts", torch.float32,
+                     dynamic_sequence=True)
+    return model, path
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bin", required=True)
+    parser.add_argument("--work", required=True)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--mix", default="lognormal:24,0.9,512,8")
+    parser.add_argument("--milliseconds", type=int, default=8000)
+    parser.add_argument("--parts", default="bert,per_length,gpt2,vision,grid8x8")
+    args = parser.parse_args()
+    parts = set(args.parts.split(","))
+    os.makedirs(args.work, exist_ok=True)
+    os.makedirs(args.out, exist_ok=True)
+    report = {"mix": args.mix, "device": torch.cuda.get_device_name(0)}
+    def save():  # after every part: a run cut short keeps what it measured
+        with open(os.path.join(args.out, "bucket_serving.json"), "w") as f:
+            json.dump(report, f, indent=1, default=str)
+
+    text_io = ([("input_ids", "TYPE_INT64", [-1]), ("attention_mask", "TYPE_INT64", [-1])],
+               [("y", "TYPE_FP32", [-1, 768])])
+
+    bert, bert_path = build_text("bert", "text_mask", args.work)
+    lengths = mix_lengths(args.mix, 4096, 0)
+    report["mix_percentiles"] = {p: int(np.percentile(lengths, p)) for p in (50, 90, 99, 100)}
+
+    def bert_repo(tag, buckets, sizes, streams=2, padding=None):
+        root = os.path.join(args.work, f"repo_{tag}")
+        return write_repo(root, "bert", bert_path,
+                          config_text("bert", *text_io, [[b] for b in buckets], sizes, streams,
+                                      ["sequence"], padding))
+
+    if "bert" in parts:
+        dump = os.path.join(args.work, "dump_bert")
+        report["bert_grid"] = core_bench(args, bert_repo("grid", GRID, SIZES), "bert", args.mix,
+                                         args.milliseconds, dump=dump)
+        report["bert_grid_check"] = compare_dumps(dump, text_reference(bert, "text_mask"), 16)
+        log("  f64 ->", report["bert_grid_check"])
+        report["bert_pad512"] = core_bench(args, bert_repo("pad512", [512], SIZES), "bert",
+                                           args.mix, args.milliseconds)
+        report["bert_4_streams"] = core_bench(args, bert_repo("streams4", GRID, SIZES, streams=4),
+                                              "bert", args.mix, 2000)
+        report["eager"] = eager_baselines(bert, lengths)
+        save()
+    if "grid8x8" in parts:
+        report["bert_8x8"] = core_bench(args, bert_repo("grid8x8", GRID_8X8[0], GRID_8X8[1],
+                                                        streams=1), "bert", args.mix, 2000)
+        save()
+    if "gpt2" in parts:
+        gpt2, gpt2_path = build_text("gpt2", "text", args.work)
+        root = write_repo(os.path.join(args.work, "repo_gpt2"), "gpt2", gpt2_path,
+                          config_text("gpt2", [("input_ids", "TYPE_INT64", [-1])],
+                                      [("y", "TYPE_FP32", [-1, 768])], [[b] for b in GRID],
+                                      SIZES, 2, ["sequence"]))
+        dump = os.path.join(args.work, "dump_gpt2")
+        report["gpt2_grid"] = core_bench(args, root, "gpt2", args.mix, 3000, dump=dump)
+        report["gpt2_grid_check"] = compare_dumps(dump, text_reference(gpt2, "text"), 16)
+        log("  f64 ->", report["gpt2_grid_check"])
+        save()
+    if "vision" in parts:
+        import torchvision
+        torch.manual_seed(0)
+        resnet = torchvision.models.resnet50(weights=None).eval()
+        path = os.path.join(args.work, "resnet50_hw.onnx")
+        with torch.no_grad():
+            torch.onnx.export(resnet, (torch.randn(2, 3, 224, 224),), path, input_names=["x"],
+                              output_names=["y"], opset_version=17, dynamo=False,
+                              dynamic_axes={"x": {0: "batch", 2: "height", 3: "width"},
+                                            "y": {0: "batch"}})
+        root = write_repo(os.path.join(args.work, "repo_vision"), "resnet50", path,
+                          config_text("resnet50", [("x", "TYPE_FP32", [3, -1, -1])],
+                                      [("y", "TYPE_FP32", [1000])],
+                                      [[s, s] for s in IMAGE_SIZES], [1, 4, 8], 1,
+                                      ["height", "width"]))
+        resnet64 = resnet.double().cuda()
+        report["vision"] = {}
+        for size in IMAGE_SIZES:
+            dump = os.path.join(args.work, f"dump_vision_{size}")
+            run = core_bench(args, root, "resnet50", f"lognormal:{size},0,{size}", 1000, dump=dump,
+                             dump_count=2)
+
+            def reference(arrays):
+                with torch.no_grad():
+                    return resnet64(torch.from_numpy(arrays["x"]).double().cuda()).cpu().numpy()
+            run["check"] = compare_dumps(dump, reference, 2)
+            log("  f64 ->", size, run["check"])
+            report["vision"][size] = run
+            save()
+
+    if "per_length" in parts:
+        report["bert_per_length"] = core_bench(
+            args, bert_repo("per_length", list(range(8, 513, 8)), PER_LENGTH_SIZES, streams=1,
+                            padding="exact"), "bert", args.mix, args.milliseconds, timeout=900)
+        save()
+    save()
+    log(json.dumps(report, indent=1, default=str))
+
+
+if __name__ == "__main__":
+    main()
