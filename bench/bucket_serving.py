@@ -230,7 +230,8 @@ def main():
     parser.add_argument("--out", required=True)
     parser.add_argument("--mix", default="lognormal:24,0.9,512,8")
     parser.add_argument("--milliseconds", type=int, default=8000)
-    parser.add_argument("--parts", default="bert,per_length,gpt2,vision,grid8x8")
+    parser.add_argument("--parts",
+                        default="bert,pad512,streams4,eager,gpt2,vision,grid8x8,per_length")
     args = parser.parse_args()
     parts = set(args.parts.split(","))
     os.makedirs(args.work, exist_ok=True)
@@ -259,10 +260,16 @@ def main():
                                          args.milliseconds, dump=dump)
         report["bert_grid_check"] = compare_dumps(dump, text_reference(bert, "text_mask"), 16)
         log("  f64 ->", report["bert_grid_check"])
+        save()
+    if "pad512" in parts:
         report["bert_pad512"] = core_bench(args, bert_repo("pad512", [512], SIZES), "bert",
                                            args.mix, args.milliseconds)
+        save()
+    if "streams4" in parts:
         report["bert_4_streams"] = core_bench(args, bert_repo("streams4", GRID, SIZES, streams=4),
                                               "bert", args.mix, 2000)
+        save()
+    if "eager" in parts:
         report["eager"] = eager_baselines(bert, lengths)
         save()
     if "grid8x8" in parts:

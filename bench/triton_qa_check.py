@@ -48,7 +48,9 @@ def main():
         batching = int(cfg.get("max_batch_size", 0)) > 0
         feeds, inputs = {}, []
         for t in md["inputs"]:
-            shape = [int(s) for s in t["shape"]]
+            # A -1 beyond the batch is a shape dim the request chooses: 16,
+            # the smallest of the buckets a config without any gets.
+            shape = [16 if int(s) == -1 else int(s) for s in t["shape"]]
             if batching:
                 shape[0] = 2  # two rows of a batching model
             dt = NUMPY_TYPES[t["datatype"]]

@@ -14,17 +14,29 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Timed launches of one size and mode stop after this long (at least 3 of
+// them): a small model's sizes all get their iterations, while BERT-base's
+// 32 rows of 512 tokens (tens of ms each) do not spend seconds of a load.
+constexpr double kMeasureBudgetUs = 300'000;
+
 // Median wall time of Launch + wait for `chunk`.
 absl::StatusOr<double> MeasureLaunch(const GraphSet& set, const LaunchChunk& chunk,
                                      const std::vector<const void*>& inputs,
                                      const LaunchCostOptions& options) {
   std::vector<double> micros;
-  for (int64_t i = 0; i < options.warmup + options.iters; ++i) {
+  double spent_us = 0;
+  int64_t warmup = options.warmup;
+  for (int64_t i = 0; i < warmup + options.iters; ++i) {
     const Clock::time_point start = Clock::now();
     RETURN_IF_ERROR(set.Launch(chunk, inputs));
     CUDA_RETURN_IF_ERROR(cudaEventSynchronize(set.done_event(chunk.slot, chunk.staging)));
-    if (i >= options.warmup) {
-      micros.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
+    const double us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+    spent_us += us;
+    const bool timed = i >= warmup;
+    if (timed) micros.push_back(us);
+    if (spent_us > kMeasureBudgetUs) {
+      if (!timed) warmup = i + 1;  // warm enough: timing starts with the next launch
+      if (timed && micros.size() >= 3) break;
     }
   }
   return Median(std::move(micros));

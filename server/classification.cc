@@ -186,17 +186,22 @@ absl::Status ClassifyOutputs(const inference::ModelInferRequest& request,
                      RequestedClassCount(requested, *spec, model));
     inference::ModelInferResponse::InferOutputTensor* output = response->mutable_outputs(k);
     const int64_t rows = model.batching ? output->shape(0) : 1;
-    const size_t per_row = spec->bytes_per_row() / DTypeSize(spec->dtype);
+    // A row's elements as the response shapes them (a shape dim at the
+    // request's extent: Note [Shape buckets] in server/shape_buckets.h).
+    size_t per_row = 1;
+    for (int d = model.batching ? 1 : 0; d < output->shape_size(); ++d) {
+      per_row *= static_cast<size_t>(output->shape(d));
+    }
+    const size_t row_bytes = per_row * DTypeSize(spec->dtype);
     const std::string values = std::move(*response->mutable_raw_output_contents(k));
-    if (values.size() != static_cast<size_t>(rows) * spec->bytes_per_row()) {
+    if (values.size() != static_cast<size_t>(rows) * row_bytes) {
       return absl::InternalError(absl::StrCat("output '", spec->name, "' of model '", model.name,
                                               "' holds ", values.size(), " bytes, not ", rows,
-                                              " rows of ", spec->bytes_per_row()));
+                                              " rows of ", row_bytes));
     }
     std::string serialized;
     for (int64_t row = 0; row < rows; ++row) {
-      const std::byte* data =
-          reinterpret_cast<const std::byte*>(values.data()) + row * spec->bytes_per_row();
+      const std::byte* data = reinterpret_cast<const std::byte*>(values.data()) + row * row_bytes;
       for (const std::string& text : TopClasses(data, per_row, spec->dtype, *classes, spec->labels)) {
         AppendBytesElement(text, &serialized);
       }

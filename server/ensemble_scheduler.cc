@@ -88,6 +88,17 @@ absl::StatusOr<std::unique_ptr<ServedModel>> LoadEnsemble(const RepositoryModel&
   ASSIGN_OR_RETURN(EnsemblePlan plan, PlanEnsemble(config, composing));
   ASSIGN_OR_RETURN(ModelInterface interface, InterfaceFromConfig(config));
   interface.name = entry.name;
+  // Shape buckets are a served model's (Note [Shape buckets] in
+  // server/shape_buckets.h); an ensemble passes whole tensors of fixed dims.
+  for (const std::vector<TensorSpec>* side : {&interface.inputs, &interface.outputs}) {
+    for (const TensorSpec& spec : *side) {
+      if (std::find(spec.dims.begin(), spec.dims.end(), -1) != spec.dims.end()) {
+        return absl::UnimplementedError(absl::StrCat(
+            "ensemble '", entry.name, "' gives tensor '", spec.name, "' dims ",
+            DimsToString(spec.dims), "; GraphServe's ensembles take fixed dims after the batch"));
+      }
+    }
+  }
   RETURN_IF_ERROR(ReadOutputLabels(config, entry.directory, &interface));
 
   ModelLoadSummary summary;
