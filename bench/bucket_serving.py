@@ -261,21 +261,6 @@ def main():
         report["bert_grid_check"] = compare_dumps(dump, text_reference(bert, "text_mask"), 16)
         log("  f64 ->", report["bert_grid_check"])
         save()
-    if "pad512" in parts:
-        report["bert_pad512"] = core_bench(args, bert_repo("pad512", [512], SIZES), "bert",
-                                           args.mix, args.milliseconds)
-        save()
-    if "streams4" in parts:
-        report["bert_4_streams"] = core_bench(args, bert_repo("streams4", GRID, SIZES, streams=4),
-                                              "bert", args.mix, 2000)
-        save()
-    if "eager" in parts:
-        report["eager"] = eager_baselines(bert, lengths)
-        save()
-    if "grid8x8" in parts:
-        report["bert_8x8"] = core_bench(args, bert_repo("grid8x8", GRID_8X8[0], GRID_8X8[1],
-                                                        streams=1), "bert", args.mix, 2000)
-        save()
     if "gpt2" in parts:
         gpt2, gpt2_path = build_text("gpt2", "text", args.work)
         root = write_repo(os.path.join(args.work, "repo_gpt2"), "gpt2", gpt2_path,
@@ -317,6 +302,21 @@ def main():
             report["vision"][size] = run
             save()
 
+    if "streams4" in parts:
+        report["bert_4_streams"] = core_bench(args, bert_repo("streams4", GRID, SIZES, streams=4),
+                                              "bert", args.mix, 2000)
+        save()
+    if "grid8x8" in parts:
+        report["bert_8x8"] = core_bench(args, bert_repo("grid8x8", GRID_8X8[0], GRID_8X8[1],
+                                                        streams=1), "bert", args.mix, 2000)
+        save()
+    if "pad512" in parts:
+        report["bert_pad512"] = core_bench(args, bert_repo("pad512", [512], SIZES), "bert",
+                                           args.mix, args.milliseconds)
+        save()
+    if "eager" in parts:
+        report["eager"] = eager_baselines(bert, lengths)
+        save()
     if "per_length" in parts:
         report["bert_per_length"] = core_bench(
             args, bert_repo("per_length", list(range(8, 513, 8)), PER_LENGTH_SIZES, streams=1,
