@@ -15,7 +15,8 @@ namespace graphserve {
 // Created with shm_open(O_CREAT | O_EXCL | O_RDWR), sized with ftruncate and
 // mapped read-write whole. Not copyable; the destructor unmaps and unlinks
 // the object (a failure is logged, never thrown). The size never changes:
-// shrinking an object a server maps would turn its next access into SIGBUS.
+// a server refuses a region whose object shrank (graphserve's Note
+// [Truncated shared memory]; Triton's dies of SIGBUS).
 class SystemSharedMemory {
  public:
   // `key` is shm_open's name, "/" and at most NAME_MAX - 1 more characters

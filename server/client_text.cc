@@ -1,9 +1,69 @@
 #include "server/client_text.h"
 
+#include <filesystem>
+#include <system_error>
+
+#include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 
 namespace graphserve {
+
+namespace {
+
+// A character that may continue a file name: a match of a directory's path
+// followed by one is a longer name ("/srv/models2"), not the directory.
+bool ContinuesName(char c) { return absl::ascii_isalnum(c) || c == '_' || c == '-' || c == '.'; }
+
+// `text` with `directory` + "/" removed and `directory` alone replaced by
+// "the model repository", where it is a whole path component.
+std::string CutDirectory(absl::string_view text, absl::string_view directory) {
+  std::string out;
+  size_t at = 0;
+  while (true) {
+    const size_t found = text.find(directory, at);
+    if (found == absl::string_view::npos) break;
+    const size_t end = found + directory.size();
+    absl::StrAppend(&out, text.substr(at, found - at));
+    const bool starts_path = found == 0 || (!ContinuesName(text[found - 1]) && text[found - 1] != '/');
+    if (!starts_path) {
+      absl::StrAppend(&out, directory);  // inside another path or word: kept
+      at = end;
+    } else if (end < text.size() && text[end] == '/') {
+      at = end + 1;  // the rest of the path, relative to the directory
+    } else if (end < text.size() && ContinuesName(text[end])) {
+      absl::StrAppend(&out, directory);  // a longer name: kept
+      at = end;
+    } else {
+      absl::StrAppend(&out, "the model repository");
+      at = end;
+    }
+  }
+  absl::StrAppend(&out, text.substr(at));
+  return out;
+}
+
+}  // namespace
+
+std::string WithoutServerDirectory(absl::string_view text, const std::string& directory) {
+  std::string given = std::filesystem::path(directory).lexically_normal().string();
+  while (given.size() > 1 && given.back() == '/') given.pop_back();
+  if (given.empty() || given == "/" || given == ".") return std::string(text);
+  std::error_code error;
+  const std::string canonical = std::filesystem::canonical(directory, error).string();
+  // The longer first, so one that contains the other is cut whole.
+  std::string result(text);
+  if (!error && canonical != given && canonical != "/") {
+    if (canonical.size() > given.size()) {
+      result = CutDirectory(CutDirectory(result, canonical), given);
+    } else {
+      result = CutDirectory(CutDirectory(result, given), canonical);
+    }
+  } else {
+    result = CutDirectory(result, given);
+  }
+  return result;
+}
 
 namespace {
 

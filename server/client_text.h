@@ -48,6 +48,23 @@ std::string BoundedErrorText(absl::string_view message);
 // decode in every client.
 std::string ValidUtf8(absl::string_view text);
 
+// `text` without the server's directory `directory` (as given and with its
+// links followed): each path under it is left relative to it
+// ("/srv/models/mlp/config.pbtxt" -> "mlp/config.pbtxt" for /srv/models),
+// and the directory itself reads "the model repository" (Note [Server paths
+// in error texts]).
+std::string WithoutServerDirectory(absl::string_view text, const std::string& directory);
+
+// Note [Server paths in error texts]
+// A model that fails to load keeps its error, which every client reads
+// (RepositoryIndex reasons, UNAVAILABLE answers, the load RPC's answer). The
+// error texts name the files they are about, and with their full path they
+// told any client where the server keeps its models and how its file system
+// is laid out (issue 30, finding 8). The registry keeps the full text for
+// the server's log and gives clients the text with the repository's path
+// cut out: a path relative to the repository names the model and its file,
+// which is what the client can act on (Triton shows full paths).
+
 // Note [Bounded error texts]
 // Most messages quote client text through QuoteClientText, but some carry
 // the server's own text of unbounded length: a config of 10^6 dims made a

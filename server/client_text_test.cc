@@ -5,6 +5,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <string>
 
 namespace graphserve {
@@ -75,6 +78,35 @@ TEST(ClientTextTest, ErrorTextsAreBoundedAtACharacterWithTheirLength) {
                                                     " bytes in all)")))
       << bounded.substr(bounded.size() - 80);
   EXPECT_EQ(ValidUtf8(bounded), bounded);
+}
+
+// Note [Server paths in error texts]
+TEST(ClientTextTest, ServerDirectoryIsCutFromPaths) {
+  EXPECT_EQ(WithoutServerDirectory("/srv/models/mlp/config.pbtxt:1:5: bad", "/srv/models"),
+            "mlp/config.pbtxt:1:5: bad");
+  EXPECT_EQ(WithoutServerDirectory("no version directory of /srv/models/mlp (expected "
+                                   "/srv/models/mlp/1/model.onnx)",
+                                   "/srv/models/"),
+            "no version directory of mlp (expected mlp/1/model.onnx)");
+  EXPECT_EQ(WithoutServerDirectory("no such model in /srv/models", "/srv/models"),
+            "no such model in the model repository");
+  // Other paths and longer names are left alone.
+  EXPECT_EQ(WithoutServerDirectory("/srv/models2/a and /x/srv/models/b", "/srv/models"),
+            "/srv/models2/a and /x/srv/models/b");
+  EXPECT_EQ(WithoutServerDirectory("any text", "/"), "any text");
+}
+
+TEST(ClientTextTest, ServerDirectoryIsCutWithItsLinksFollowed) {
+  const std::filesystem::path base =
+      std::filesystem::temp_directory_path() / absl::StrCat("client_text_test_", getpid());
+  std::filesystem::create_directories(base / "real");
+  std::filesystem::create_directory_symlink(base / "real", base / "link");
+  const std::string real = std::filesystem::canonical(base / "real").string();
+  EXPECT_EQ(WithoutServerDirectory(real + "/mlp/1/model.onnx: cannot open", (base / "link").string()),
+            "mlp/1/model.onnx: cannot open");
+  EXPECT_EQ(WithoutServerDirectory((base / "link/mlp").string() + " is bad", (base / "link").string()),
+            "mlp is bad");
+  std::filesystem::remove_all(base);
 }
 
 }  // namespace

@@ -26,14 +26,14 @@ inline constexpr char kServerVersion[] = "0.4.0";
 class InferenceProtocol {
  public:
   // Borrows all three; they must outlive every call in flight.
-  // `pin_device`: pin system shared-memory regions for the GPUs at
-  // registration, through that GPU's context (Note [Pinned shared memory]).
+  // `shared_memory`: how the shared-memory registry pins regions and how
+  // many it holds (SharedMemoryRegistryOptions).
   InferenceProtocol(ModelRegistry* registry, RequestGate* gate, Responder* responder,
-                    std::optional<int> pin_device = std::nullopt)
+                    SharedMemoryRegistryOptions shared_memory = {})
       : registry_(registry),
         gate_(gate),
         responder_(responder),
-        shared_memory_(std::make_unique<SharedMemoryRegistry>(pin_device)) {}
+        shared_memory_(std::make_unique<SharedMemoryRegistry>(shared_memory)) {}
 
   void ServerLive(inference::ServerLiveResponse* response) const;
   void ServerReady(inference::ServerReadyResponse* response) const;

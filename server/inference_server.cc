@@ -199,13 +199,13 @@ absl::StatusOr<std::unique_ptr<InferenceServer>> InferenceServer::Start(
   }
 
   std::unique_ptr<InferenceServer> server(new InferenceServer(options, *std::move(registry)));
-  std::optional<int> pin_device;
+  SharedMemoryRegistryOptions shared_memory{.max_regions = options.shared_memory_max_regions};
   if (options.pin_shared_memory && options.models.executor == ExecutorKind::kCuda &&
       !options.models.devices.empty()) {
-    pin_device = options.models.devices.front();
+    shared_memory.pin_device = options.models.devices.front();
   }
   server->protocol_ = std::make_unique<InferenceProtocol>(
-      server->registry_.get(), &server->gate_, &server->responder_, pin_device);
+      server->registry_.get(), &server->gate_, &server->responder_, shared_memory);
   server->service_ =
       std::make_unique<InferenceService>(server->protocol_.get(), options.grpc_restricted);
   if (options.allow_http) {

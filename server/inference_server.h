@@ -138,6 +138,9 @@ struct InferenceServerOptions {
   // On GPUs, page-lock system shared-memory regions at registration so the
   // device copies straight from and into them (Note [Pinned shared memory]).
   bool pin_shared_memory = true;
+  // Shared-memory regions registered at once (Note [Shared memory region
+  // limit]).
+  int shared_memory_max_regions = 1024;
   // Refuse to start when a model fails to load (Triton's default). When
   // false the server starts, the model answers UNAVAILABLE with the reason
   // and health stays NOT_SERVING.

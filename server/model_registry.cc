@@ -183,6 +183,14 @@ absl::StatusOr<inference::ModelConfig> ComposingConfig(const RegistrySnapshot& s
   return absl::InvalidArgumentError(message);
 }
 
+// `status` as clients read it: without the path of the repository that
+// holds `entry` (Note [Server paths in error texts]); the log keeps it.
+absl::Status ForClients(const absl::Status& status, const RepositoryModel& entry) {
+  if (status.ok()) return status;
+  const std::string repository = std::filesystem::path(entry.directory).parent_path().string();
+  return absl::Status(status.code(), WithoutServerDirectory(status.message(), repository));
+}
+
 // Loads every version of `entry`; failures become states with their error.
 // An ensemble's steps are checked against `registry`'s models as loaded now,
 // and its requests find them there.
@@ -194,7 +202,7 @@ std::vector<ModelVersionState> LoadVersions(const RepositoryModel& entry,
   std::vector<ModelVersionState> states;
   if (!entry.status.ok()) {
     progress << "graphserve: model '" << entry.name << "': " << entry.status.message() << "\n";
-    states.push_back({entry.name, 0, entry.status, nullptr});
+    states.push_back({entry.name, 0, ForClients(entry.status, entry), nullptr});
     return states;
   }
   LogIgnoredFields(entry, progress);
@@ -220,10 +228,10 @@ std::vector<ModelVersionState> LoadVersions(const RepositoryModel& entry,
     if (model.ok()) {
       state.model = Share(*std::move(model), retirer);
     } else {
-      state.status = model.status();
       // Triton's log line, which scripts grep for (Note [Triton's error texts]).
       progress << "graphserve: failed to load '" << entry.name << "' version " << version.version
-               << ": " << state.status.message() << "\n";
+               << ": " << model.status().message() << "\n";
+      state.status = ForClients(model.status(), entry);
     }
     states.push_back(std::move(state));
   }
@@ -367,8 +375,8 @@ absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::Load(
       if (!found) {
         missing.push_back({wanted, 0,
                            absl::NotFoundError(absl::StrCat("--load-model ", wanted,
-                                                            ": no such model in ",
-                                                            absl::StrJoin(repositories, ", "))),
+                                                            ": no such model in the model "
+                                                            "repository")),
                            nullptr});
       }
     }

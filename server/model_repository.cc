@@ -165,6 +165,26 @@ fs::path ConfigPath(const fs::path& directory, const RepositoryReadOptions& read
   return directory / "config.pbtxt";
 }
 
+// Note [Configuration files stay in the model directory]
+// A config.pbtxt that is a link to a file elsewhere would be read, and its
+// parse error quotes the file's first words to every client: a link to
+// /etc/passwd answered with its first user (issue 30, finding 8). As
+// external data's files (Note [External data]), the configuration is read
+// only when it lies inside the model's directory once links are followed;
+// links inside the directory keep working.
+//
+// Whether `file`, once links are followed, lies inside `directory` (also
+// followed).
+bool InsideDirectory(const fs::path& file, const fs::path& directory) {
+  std::error_code error;
+  const fs::path dir = fs::canonical(directory, error);
+  if (error) return false;
+  const fs::path real = fs::canonical(file, error);
+  if (error) return false;
+  const auto [dir_end, file_it] = std::mismatch(dir.begin(), dir.end(), real.begin(), real.end());
+  return dir_end == dir.end();
+}
+
 // Reads one model directory; what goes wrong goes into model->status.
 absl::Status ReadModelDirectory(RepositoryModel* model, const inference::ModelConfig* config,
                                 const RepositoryReadOptions& read) {
@@ -178,6 +198,12 @@ absl::Status ReadModelDirectory(RepositoryModel* model, const inference::ModelCo
   if (config != nullptr) {
     model->config = *config;
   } else if (fs::is_regular_file(config_path, error)) {
+    if (!InsideDirectory(config_path, directory)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          config_path.string(), " leads outside the directory of model '", model->name,
+          "' once links are followed; it is not read (keep the configuration inside the "
+          "model's directory)"));
+    }
     ASSIGN_OR_RETURN(const std::string text, ReadFile(config_path));
     ASSIGN_OR_RETURN(model->config, ParseModelConfigText(text, config_path.string()));
   } else if (!read.auto_complete_config) {

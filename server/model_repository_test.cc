@@ -151,6 +151,30 @@ TEST_F(ModelRepositoryTest, OneBadModelDoesNotStopTheScan) {
   EXPECT_TRUE(models[2].versions.empty());
 }
 
+// Note [Configuration files stay in the model directory]: a config.pbtxt
+// linked to a file elsewhere is not read, so none of its words reach the
+// error; a link that stays inside the model's directory is read.
+TEST_F(ModelRepositoryTest, ConfigLinkedOutsideTheModelDirectoryIsNotRead) {
+  const fs::path outside = root_.parent_path() / (root_.filename().string() + "_outside.pbtxt");
+  std::ofstream(outside) << "secret_first_word:x:0:0\n";
+  WriteModel("mlp", "", {1});
+  fs::remove(root_ / "mlp" / "config.pbtxt");
+  fs::create_symlink(outside, root_ / "mlp" / "config.pbtxt");
+  RepositoryModel linked = ScanOne();
+  EXPECT_EQ(linked.status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Message(linked.status), HasSubstr("leads outside the directory of model 'mlp'"));
+  EXPECT_THAT(Message(linked.status), ::testing::Not(HasSubstr("secret_first_word")));
+
+  // A link to a file of the model's own directory is followed.
+  fs::remove(root_ / "mlp" / "config.pbtxt");
+  WriteFile("mlp/configs/real.pbtxt", kMlpConfig);
+  fs::create_symlink("configs/real.pbtxt", root_ / "mlp" / "config.pbtxt");
+  RepositoryModel inside = ScanOne();
+  EXPECT_TRUE(inside.status.ok()) << inside.status;
+  EXPECT_EQ(inside.config.max_batch_size(), 64);
+  fs::remove(outside);
+}
+
 TEST_F(ModelRepositoryTest, ParserErrorsCarryLineAndColumn) {
   absl::StatusOr<inference::ModelConfig> unknown =
       ParseModelConfigText("name: \"m\"\n  max_batch_sise: 4\n", "repo/m/config.pbtxt");

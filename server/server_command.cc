@@ -20,6 +20,7 @@
 #include "common/grpc_channel_args.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "server/shared_memory_guard.h"
 #include "server/triton_flags.h"
 
 namespace graphserve {
@@ -229,6 +230,7 @@ struct FlagValues {
   int64_t http_threads = 32;
   int64_t http_max_connections = 1024;
   int64_t grpc_max_open_streams = 4096;
+  int64_t shared_memory_max_regions = 1024;
   int64_t grpc_max_stream_owed_bytes = int64_t{64} << 20;
   int64_t http_read_timeout_secs = 5;
   int64_t http_max_input_size = int64_t{64} << 20;
@@ -377,6 +379,10 @@ void AddFlags(FlagValues* v, ServerCommand* command, CommandLine* flags) {
                  "On GPUs, page-lock each system shared-memory region when it is registered, so "
                  "the GPU copies a request's tensors straight from and into it. This locks the "
                  "whole registered range in memory until it is unregistered.");
+  flags->AddInt("shared-memory-max-regions", &v->shared_memory_max_regions,
+                "System and CUDA shared-memory regions registered at once, all clients "
+                "together; one more is refused with RESOURCE_EXHAUSTED until some are "
+                "unregistered. Each system region holds a mapping and a file descriptor.");
   flags->AddInt("grpc-max-message-bytes", &v->max_message_bytes,
                 "Largest request or response; larger ones get RESOURCE_EXHAUSTED.");
   flags->AddInt("http-max-json-depth", &v->http_max_json_depth,
@@ -677,6 +683,9 @@ absl::StatusOr<ServerCommand> ParseServerCommand(const std::vector<std::string>&
         "--allow-client-shm=false is not supported by graphserve yet: clients may always "
         "register shared memory; leave the flag out or set it true");
   }
+  RETURN_IF_ERROR(CheckFlagRange("shared-memory-max-regions", v.shared_memory_max_regions, 1,
+                                 GuardedMapping::kCapacity));
+  options.shared_memory_max_regions = static_cast<int>(v.shared_memory_max_regions);
   options.exit_timeout = std::chrono::seconds(v.exit_timeout);
   options.max_message_bytes = static_cast<int>(v.max_message_bytes);
   RETURN_IF_ERROR(CheckFlagRange("http-max-json-depth", v.http_max_json_depth, 1, 4096));

@@ -386,6 +386,17 @@ TEST(ServerCommand, ConnectionAndStreamLimits) {
   ASSERT_TRUE(streams.ok()) << streams.status();
   EXPECT_EQ(streams->options.grpc_stream_limits.max_open_streams, 3);
   EXPECT_EQ(streams->options.grpc_stream_limits.max_owed_bytes, 65536);
+  auto regions = ParseServerCommand(
+      {"--model-repository", "/m", "--shared-memory-max-regions", "16"}, 0, notices);
+  ASSERT_TRUE(regions.ok()) << regions.status();
+  EXPECT_EQ(regions->options.shared_memory_max_regions, 16);
+  EXPECT_EQ(streams->options.shared_memory_max_regions, 1024);  // the default
+  EXPECT_THAT(ParseServerCommand({"--model-repository", "/m", "--shared-memory-max-regions",
+                                  "100000"},
+                                 0, notices)
+                  .status()
+                  .message(),
+              HasSubstr("--shared-memory-max-regions wants 1..16384"));
   EXPECT_THAT(ParseServerCommand({"--model-repository", "/m", "--grpc-max-open-streams", "0"}, 0,
                                  notices)
                   .status()

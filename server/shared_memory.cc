@@ -36,16 +36,20 @@ std::string RegionDescription(const std::string& name, const std::string& key) {
                       QuoteClientText(key), ")");
 }
 
-// Closes a descriptor when it goes out of scope: the mapping outlives it.
+// Closes a descriptor when it goes out of scope, unless a region took it.
 class FdCloser {
  public:
   explicit FdCloser(int fd) : fd_(fd) {}
   FdCloser(const FdCloser&) = delete;
   FdCloser& operator=(const FdCloser&) = delete;
-  ~FdCloser() { close(fd_); }
+  ~FdCloser() {
+    if (fd_ >= 0) close(fd_);
+  }
+  // The descriptor, no longer closed here.
+  int Release() { return std::exchange(fd_, -1); }
 
  private:
-  const int fd_;
+  int fd_;
 };
 
 // The size of the device allocation `pointer` starts, from the driver's
@@ -131,7 +135,7 @@ absl::StatusOr<std::shared_ptr<SharedMemoryRegion>> SharedMemoryRegion::MapSyste
     return absl::Status(code, absl::StrCat("cannot register ", RegionDescription(name, key),
                                            ": shm_open failed: ", ErrnoText(error)));
   }
-  const FdCloser closer(fd);
+  FdCloser closer(fd);
   struct stat object {};
   if (fstat(fd, &object) != 0) {
     return absl::InvalidArgumentError(absl::StrCat("cannot register ", RegionDescription(name, key),
@@ -157,6 +161,13 @@ absl::StatusOr<std::shared_ptr<SharedMemoryRegion>> SharedMemoryRegion::MapSyste
                                                    ": mmap of ", byte_size, " bytes at offset ",
                                                    offset, " failed: ", ErrnoText(errno)));
   }
+  // Note [Truncated shared memory]: guarded before any request can reach it.
+  absl::StatusOr<GuardedMapping> guard = GuardedMapping::Guard(mapping, mapping_bytes);
+  if (!guard.ok()) {
+    munmap(mapping, mapping_bytes);
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "cannot register ", RegionDescription(name, key), ": ", guard.status().message()));
+  }
   std::byte* data = static_cast<std::byte*>(mapping) + lead;
   const bool pinned =
       pin_device.has_value() && PinForDevices(mapping, mapping_bytes, *pin_device, name);
@@ -180,8 +191,9 @@ absl::StatusOr<std::shared_ptr<SharedMemoryRegion>> SharedMemoryRegion::MapSyste
        .offset = offset,
        .byte_size = byte_size,
        .data = data,
-       .pinned = pinned},
-      std::move(release)));
+       .pinned = pinned,
+       .fd = closer.Release()},
+      std::move(release), *std::move(guard)));
 }
 
 absl::StatusOr<std::shared_ptr<SharedMemoryRegion>> SharedMemoryRegion::OpenCuda(
@@ -247,7 +259,31 @@ absl::StatusOr<std::shared_ptr<SharedMemoryRegion>> SharedMemoryRegion::OpenCuda
                              std::move(release)));
 }
 
-SharedMemoryRegion::~SharedMemoryRegion() { release_(); }
+SharedMemoryRegion::~SharedMemoryRegion() {
+  guard_.reset();  // before the range is unmapped (Note [Truncated shared memory])
+  release_();
+  if (fd_ >= 0) close(fd_);
+}
+
+absl::Status SharedMemoryRegion::CheckNotTruncated() const {
+  if (kind_ != RegionKind::kSystem) return absl::OkStatus();
+  const auto refuse = [this](const std::string& how) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        RegionDescription(name_, key_), " shrank after it was registered (", how,
+        "); unregister it and register it again"));
+  };
+  if (guard_.has_value() && guard_->truncated()) {
+    return refuse("a request touched its range past the object's end");
+  }
+  struct stat object {};
+  if (fstat(fd_, &object) != 0) return refuse(absl::StrCat("fstat failed: ", ErrnoText(errno)));
+  const auto object_bytes = static_cast<uint64_t>(object.st_size);
+  if (object_bytes < offset_ || object_bytes - offset_ < byte_size_) {
+    return refuse(absl::StrCat("the object has ", object_bytes, " bytes, offset ", offset_,
+                               " + byte_size ", byte_size_, " were registered"));
+  }
+  return absl::OkStatus();
+}
 
 absl::Status CopyFromSlice(const SharedMemorySlice& slice, std::byte* host) {
   if (slice.region->kind() == RegionKind::kSystem) {
@@ -294,12 +330,21 @@ absl::Status SharedMemoryRegistry::Add(const std::string& name, const Open& open
   {
     absl::MutexLock lock(&mu_);
     if (regions_.contains(name)) return already();
+    // Note [Shared memory region limit]
+    if (static_cast<int64_t>(regions_.size()) + opening_ >= max_regions_) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "cannot register shared memory region ", QuoteClientText(name), ": ", max_regions_,
+          " regions are registered, the most --shared-memory-max-regions allows; unregister "
+          "regions first"));
+    }
+    ++opening_;
   }
   // Opened outside the lock: lookups of other regions need not wait on
   // shm_open and mmap, or on CUDA.
   absl::StatusOr<std::shared_ptr<SharedMemoryRegion>> region = open();
-  if (!region.ok()) return region.status();
   absl::MutexLock lock(&mu_);
+  --opening_;
+  if (!region.ok()) return region.status();
   // A registration of the same name may have won the race meanwhile; the
   // region opened here is then dropped.
   if (!regions_.emplace(name, *std::move(region)).second) return already();
@@ -361,6 +406,7 @@ absl::StatusOr<SharedMemorySlice> SharedMemoryRegistry::Slice(const std::string&
     return absl::InvalidArgumentError(
         absl::StrCat("shared memory region ", QuoteClientText(name), " is not registered"));
   }
+  RETURN_IF_ERROR(region->CheckNotTruncated());
   if (offset > region->byte_size() || byte_size > region->byte_size() - offset) {
     return absl::InvalidArgumentError(
         absl::StrCat("shared_memory_offset ", offset, " + shared_memory_byte_size ", byte_size,

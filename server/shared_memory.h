@@ -14,10 +14,20 @@
 // Unregister drops only the registry's, so a request in flight keeps
 // reading and writing mapped memory, and the mapping goes when the last
 // request that uses it ends; the name is free for a new registration at once.
-// What no reference count can help: a client that shrinks the object
-// (ftruncate) while the server maps it turns the server's next access past
-// the new end into SIGBUS, as in Triton. Register objects whose size stays
-// put.
+// A client that shrinks the object (ftruncate) while the server maps it
+// would turn the server's next access past the new end into SIGBUS, as in
+// Triton; Note [Truncated shared memory] says how the server survives it.
+//
+// Note [Shared memory region limit]
+// Every system region is a mapping and a descriptor the server keeps, and
+// the kernel allows a process about 65k mappings (vm.max_map_count): one
+// client that registered ~65k tiny regions made the next thread the server
+// created (a model load) abort it (issue 30, finding 4). The registry holds
+// at most --shared-memory-max-regions regions, system and CUDA together;
+// one more is refused with ResourceExhausted saying the limit and its flag,
+// and registers again once regions are unregistered. Regions a request
+// still holds after Unregister (Note [Shared memory lifetime]) count no
+// more: requests in flight are bounded on their own.
 //
 // Note [CUDA shared memory]
 // Triton's CUDA shared-memory extension: the client allocates device memory,
@@ -83,6 +93,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "server/shared_memory_guard.h"
 
 namespace graphserve {
 
@@ -136,6 +147,11 @@ class SharedMemoryRegion {
   // The first byte of the registered range (the object's byte `offset`);
   // for kCuda a device pointer.
   [[nodiscard]] std::byte* data() const { return data_; }
+  // OK while the registered range is all still the object's: InvalidArgument
+  // naming the region once the client shrank the object below offset +
+  // byte_size, or an access found it shrunk (Note [Truncated shared
+  // memory]). Always OK for kCuda.
+  [[nodiscard]] absl::Status CheckNotTruncated() const;
 
   // Implementation details follow.
  private:
@@ -148,8 +164,10 @@ class SharedMemoryRegion {
     uint64_t byte_size = 0;
     std::byte* data = nullptr;
     bool pinned = false;
+    int fd = -1;  // kSystem: the object's, kept for CheckNotTruncated
   };
-  SharedMemoryRegion(Fields fields, std::function<void()> release)
+  SharedMemoryRegion(Fields fields, std::function<void()> release,
+                     std::optional<GuardedMapping> guard = std::nullopt)
       : kind_(fields.kind),
         name_(std::move(fields.name)),
         key_(std::move(fields.key)),
@@ -158,7 +176,9 @@ class SharedMemoryRegion {
         byte_size_(fields.byte_size),
         data_(fields.data),
         pinned_(fields.pinned),
-        release_(std::move(release)) {}
+        fd_(fields.fd),
+        release_(std::move(release)),
+        guard_(std::move(guard)) {}
 
   const RegionKind kind_;
   const std::string name_;
@@ -168,9 +188,12 @@ class SharedMemoryRegion {
   const uint64_t byte_size_;
   std::byte* const data_;
   const bool pinned_;
+  const int fd_;
   // cudaHostUnregister (when pinned), then munmap of the mapping (which starts at the page boundary at or before
   // `offset`), or cudaIpcCloseMemHandle.
   const std::function<void()> release_;
+  // kSystem: the mapping's SIGBUS guard, dropped before release_ unmaps it.
+  std::optional<GuardedMapping> guard_;
 };
 
 // A tensor's bytes inside a region, and the region they keep mapped (Note
@@ -191,15 +214,26 @@ absl::Status CopyIntoSlice(const SharedMemorySlice& slice, const std::byte* host
 // The registered regions by name, system and CUDA ones in one namespace (as
 // in Triton: a name is registered once, whatever its kind). Thread-safe: the
 // gRPC and HTTP threads register, unregister and look up at once.
+struct SharedMemoryRegistryOptions {
+  // Pin each system region at registration, through this GPU's context
+  // (Note [Pinned shared memory]); for a server on GPUs. None: no pinning.
+  std::optional<int> pin_device;
+  // Regions registered at once, system and CUDA together (Note [Shared
+  // memory region limit]); at most GuardedMapping::kCapacity.
+  int max_regions = 1024;
+};
+
 class SharedMemoryRegistry {
  public:
-  // `pin_device`: pin each system region at registration, through that
-  // GPU's context (Note [Pinned shared memory]); for a server on GPUs.
-  explicit SharedMemoryRegistry(std::optional<int> pin_device = std::nullopt)
-      : pin_device_(pin_device) {}
+  explicit SharedMemoryRegistry(SharedMemoryRegistryOptions options = {})
+      : pin_device_(options.pin_device), max_regions_(options.max_regions) {}
+  // A registry that pins through `pin_device`, with the default limit.
+  explicit SharedMemoryRegistry(std::optional<int> pin_device)
+      : SharedMemoryRegistry(SharedMemoryRegistryOptions{.pin_device = pin_device}) {}
 
   // Maps and records a system region (SharedMemoryRegion::MapSystem's
-  // errors); AlreadyExists when `name` is registered already.
+  // errors); AlreadyExists when `name` is registered already,
+  // ResourceExhausted when max_regions are (this and RegisterCuda).
   absl::Status Register(const std::string& name, const std::string& key, uint64_t offset,
                         uint64_t byte_size) ABSL_LOCKS_EXCLUDED(mu_);
   // Opens and records a CUDA region (SharedMemoryRegion::OpenCuda's errors);
@@ -217,8 +251,8 @@ class SharedMemoryRegistry {
       const std::string& name, RegionKind kind = RegionKind::kSystem) const
       ABSL_LOCKS_EXCLUDED(mu_);
   // `byte_size` bytes at `offset` within region `name`. InvalidArgument
-  // naming the region when it is not registered or the range runs past its
-  // end.
+  // naming the region when it is not registered, the range runs past its
+  // end, or the client shrank its object (CheckNotTruncated).
   absl::StatusOr<SharedMemorySlice> Slice(const std::string& name, uint64_t offset,
                                           uint64_t byte_size) const ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -229,8 +263,12 @@ class SharedMemoryRegistry {
   absl::Status Add(const std::string& name, const Open& open) ABSL_LOCKS_EXCLUDED(mu_);
 
   const std::optional<int> pin_device_;
+  const int max_regions_;
   mutable absl::Mutex mu_;
   std::map<std::string, std::shared_ptr<const SharedMemoryRegion>> regions_ ABSL_GUARDED_BY(mu_);
+  // Registrations between their check of the limit and their insertion (Add
+  // opens a region outside the lock); they count against max_regions_.
+  int opening_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace graphserve

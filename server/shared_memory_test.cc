@@ -1,11 +1,16 @@
 #include "server/shared_memory.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cstring>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "cuda_runtime_api.h"
 #include "server/shared_memory_testing.h"
 
@@ -246,6 +251,76 @@ TEST(SharedMemoryRegistryTest, KindsAreListedAndUnregisteredApart) {
   EXPECT_EQ(registry.RegisterCuda("in", std::string(64, '\0'), 0, 64).code(),
             absl::StatusCode::kAlreadyExists);
   EXPECT_EQ(registry.Status("in").value()[0]->kind(), RegionKind::kSystem);
+}
+
+// Note [Shared memory region limit]: one region past the limit is refused
+// with a text naming the flag, whatever its kind, and registers once another
+// is unregistered.
+TEST(SharedMemoryRegistryTest, RegionsPastTheLimitAreResourceExhausted) {
+  constexpr int kLimit = 3;  // small, so the test registers few regions
+  TestShmObject object(kObjectBytes);
+  SharedMemoryRegistry registry(SharedMemoryRegistryOptions{.max_regions = kLimit});
+  for (int i = 0; i < kLimit; ++i) {
+    ASSERT_TRUE(registry.Register(absl::StrCat("r", i), object.key(), 0, 64).ok());
+  }
+  const absl::Status full = registry.Register("one_more", object.key(), 0, 64);
+  EXPECT_EQ(full.code(), absl::StatusCode::kResourceExhausted) << full;
+  EXPECT_THAT(Message(full), HasSubstr("'one_more'"));
+  EXPECT_THAT(Message(full), HasSubstr("--shared-memory-max-regions"));
+  EXPECT_EQ(registry.RegisterCuda("cuda", std::string(64, '\0'), 0, 64).code(),
+            absl::StatusCode::kResourceExhausted);
+  // Failed registrations hold no place.
+  EXPECT_EQ(registry.Status("").value().size(), static_cast<size_t>(kLimit));
+  registry.Unregister("r0");
+  EXPECT_TRUE(registry.Register("one_more", object.key(), 0, 64).ok());
+  // Refusals (a missing key) do not use up the limit either.
+  registry.Unregister("r1");
+  EXPECT_EQ(registry.Register("missing", "/graphserve_no_such_key", 0, 64).code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_TRUE(registry.Register("r1", object.key(), 0, 64).ok());
+}
+
+// Note [Truncated shared memory]: a client that shrinks its object after
+// registering gets InvalidArgument naming the region on the next use, and a
+// request already reading it past the new end reads zeros instead of killing
+// the server with SIGBUS; the region is refused from then on.
+TEST(SharedMemoryRegistryTest, ShrunkObjectIsRefusedNotSigbus) {
+  constexpr uint64_t kRegionBytes = 2 * 4096;
+  TestShmObject object(kObjectBytes);
+  SharedMemoryRegistry registry;
+  ASSERT_TRUE(registry.Register("in", object.key(), 4096, kRegionBytes).ok());
+  absl::StatusOr<SharedMemorySlice> held = registry.Slice("in", 0, kRegionBytes);
+  ASSERT_TRUE(held.ok()) << held.status();
+
+  const int fd = shm_open(object.key().c_str(), O_RDWR, 0);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(ftruncate(fd, 4096 + 100), 0);  // the region's first page only partly kept
+
+  const absl::Status shrunk = registry.Slice("in", 0, 8).status();
+  EXPECT_EQ(shrunk.code(), absl::StatusCode::kInvalidArgument) << shrunk;
+  EXPECT_THAT(Message(shrunk), HasSubstr("shared memory region 'in'"));
+  EXPECT_THAT(Message(shrunk), HasSubstr("shrank after it was registered"));
+  EXPECT_THAT(Message(shrunk), HasSubstr("4196 bytes"));
+
+  // The slice a request took before the truncation: its reads past the end
+  // see zeros, its writes go nowhere, and nothing dies.
+  const volatile std::byte* past = held->data + 4096 + 1;
+  const std::byte read = *past;
+  EXPECT_EQ(read, std::byte{0});
+  held->data[kRegionBytes - 1] = std::byte{1};
+
+  // Growing the object back does not make the region usable again: a page
+  // of its mapping is no longer the object's.
+  ASSERT_EQ(ftruncate(fd, kObjectBytes), 0);
+  close(fd);
+  const absl::Status replaced = registry.Slice("in", 0, 8).status();
+  EXPECT_EQ(replaced.code(), absl::StatusCode::kInvalidArgument) << replaced;
+  EXPECT_THAT(Message(replaced), HasSubstr("past the object's end"));
+
+  // Registering again maps the object as it is now.
+  registry.Unregister("in");
+  ASSERT_TRUE(registry.Register("in", object.key(), 4096, kRegionBytes).ok());
+  EXPECT_TRUE(registry.Slice("in", 0, kRegionBytes).ok());
 }
 
 }  // namespace

@@ -42,6 +42,10 @@ PAGE = 4096
 # not the object's end.
 SLACK = 8192
 
+# --shared-memory-max-regions for this server: above what any test registers
+# at once, low enough to reach (Note [Shared memory region limit]).
+MAX_REGIONS = 12
+
 SERVER_BINARY = MAKE_REPOSITORY = None
 _server = None
 _repository = None
@@ -49,7 +53,8 @@ _repository = None
 
 def setUpModule():
     global _server, _repository
-    _server, _repository = gp.start_demo_server(SERVER_BINARY, MAKE_REPOSITORY)
+    _server, _repository = gp.start_demo_server(
+        SERVER_BINARY, MAKE_REPOSITORY, (f"--shared-memory-max-regions={MAX_REGIONS}",))
 
 
 def tearDownModule():
@@ -275,6 +280,36 @@ class GrpcSharedMemoryTest(unittest.TestCase):
             self.assertIn("INVALID_ARGUMENT", raised.exception.status())
             self.assertIn("'too_big'", raised.exception.message())
             self.assert_still_serves("bad registrations")
+
+    def test_regions_past_the_limit_are_resource_exhausted(self):
+        with SharedMemoryObject("grpc_limit", dlrm_arrays(ROWS, seed=4)) as obj:
+            for i in range(MAX_REGIONS):
+                self.register(f"limit_{i}", obj.key, 64)
+            with self.assertRaises(InferenceServerException) as raised:
+                self.register("one_more", obj.key, 64)
+            self.assertIn("RESOURCE_EXHAUSTED", raised.exception.status())
+            self.assertIn("--shared-memory-max-regions", raised.exception.message())
+            self.client.unregister_system_shared_memory("limit_0", client_timeout=CALL_TIMEOUT_S)
+            self.register("one_more", obj.key, 64)
+            self.assert_still_serves("the region limit")
+
+    def test_a_shrunk_object_is_refused_and_the_server_lives(self):
+        # Note [Truncated shared memory]: before, the server died of SIGBUS.
+        arrays = dlrm_arrays(ROWS, seed=5)
+        with SharedMemoryObject("grpc_shrunk", arrays) as obj:
+            self.register_object(obj, "shrunk")
+            self.client.infer("dlrm_dense", self.shm_inputs(obj, "shrunk_in"),
+                              outputs=[self.shm_output(obj, "shrunk_out")],
+                              client_timeout=CALL_TIMEOUT_S)
+            with open("/dev/shm/" + obj.key.lstrip("/"), "r+b") as f:
+                f.truncate(0)
+            with self.assertRaises(InferenceServerException) as raised:
+                self.client.infer("dlrm_dense", self.shm_inputs(obj, "shrunk_in"),
+                                  outputs=[self.shm_output(obj, "shrunk_out")],
+                                  client_timeout=CALL_TIMEOUT_S)
+            self.assertIn("INVALID_ARGUMENT", raised.exception.status())
+            self.assertIn("shrank after it was registered", raised.exception.message())
+            self.assert_still_serves("a shrunk object")
 
     def test_unregister_during_requests_never_breaks_them(self):
         # Note [Shared memory lifetime]: a request that validated keeps its
