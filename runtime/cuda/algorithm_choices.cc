@@ -61,13 +61,4 @@ void AlgorithmChoices::ReleaseTimingScratch() {
   scratch_bytes_ = 0;
 }
 
-std::string AlgorithmChoices::Key(const std::string& node, int64_t batch_size,
-                                  const std::map<std::string, int64_t>& dim_values) {
-  std::string key = absl::StrCat(node, "@", batch_size);
-  if (!dim_values.empty()) {
-    absl::StrAppend(&key, "[", absl::StrJoin(dim_values, ",", absl::PairFormatter("=")), "]");
-  }
-  return key;
-}
-
 }  // namespace graphserve

@@ -59,14 +59,6 @@ class AlgorithmChoices {
   // a loaded model holds none.
   void ReleaseTimingScratch();
 
-  // "<node name>@<batch size>", then the plan's shape dims ("[sequence=128]"):
-  // a plan's kernels are named after their node, and the plans of one graph
-  // key (Note [Graph keys] in common/graph_key.h) agree on every shape. The
-  // batch alone would not do: a GEMM of batch 4 at sequence 8 and at 32 is
-  // another shape, and its choice another algorithm.
-  static std::string Key(const std::string& node, int64_t batch_size,
-                         const std::map<std::string, int64_t>& dim_values = {});
-
  private:
   mutable std::mutex mu_;
   std::map<std::string, int64_t> choices_;                    // guarded by mu_

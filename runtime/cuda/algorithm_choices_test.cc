@@ -5,21 +5,37 @@
 
 #include "absl/status/statusor.h"
 #include "gtest/gtest.h"
+#include "runtime/cuda/gemm.h"
 
 namespace graphserve {
 namespace {
 
-TEST(AlgorithmChoicesTest, RecordsPerNodeAndBatchSize) {
+TEST(AlgorithmChoicesTest, RecordsPerKey) {
   AlgorithmChoices choices;
-  EXPECT_FALSE(choices.Find(AlgorithmChoices::Key("fc1", 8)).has_value());
-  choices.Record(AlgorithmChoices::Key("fc1", 8), 3);
-  EXPECT_EQ(choices.Find(AlgorithmChoices::Key("fc1", 8)), 3);
-  EXPECT_FALSE(choices.Find(AlgorithmChoices::Key("fc1", 16)).has_value());  // another shape
-  EXPECT_FALSE(choices.Find(AlgorithmChoices::Key("fc2", 8)).has_value());
-  // Another shape bucket at the same batch is another shape too.
-  EXPECT_FALSE(choices.Find(AlgorithmChoices::Key("fc1", 8, {{"sequence", 32}})).has_value());
-  EXPECT_EQ(AlgorithmChoices::Key("fc1", 8, {{"sequence", 32}, {"height", 4}}),
-            "fc1@8[height=4,sequence=32]");
+  EXPECT_FALSE(choices.Find("GEMM 8x768x768").has_value());
+  choices.Record("GEMM 8x768x768", 3);
+  EXPECT_EQ(choices.Find("GEMM 8x768x768"), 3);
+  EXPECT_FALSE(choices.Find("GEMM 16x768x768").has_value());
+}
+
+// One problem, one key, wherever it occurs; any option that shapes
+// cuBLASLt's proposals makes another.
+TEST(AlgorithmChoicesTest, GemmKeysNameTheProblemNotTheNode) {
+  GemmOptions qkv{.m = 4096, .n = 768, .k = 768};
+  const GemmOptions out = qkv;
+  EXPECT_EQ(GemmChoiceKey(qkv), GemmChoiceKey(out));
+  GemmOptions longer = qkv;
+  longer.m = 8192;
+  EXPECT_NE(GemmChoiceKey(longer), GemmChoiceKey(qkv));
+  GemmOptions transposed = qkv;
+  transposed.trans_b = true;
+  EXPECT_NE(GemmChoiceKey(transposed), GemmChoiceKey(qkv));
+  GemmOptions biased = qkv;
+  biased.epilogue = GemmEpilogue::kBias;
+  EXPECT_NE(GemmChoiceKey(biased), GemmChoiceKey(qkv));
+  GemmOptions half = qkv;
+  half.a_dtype = half.b_dtype = DType::kFloat16;
+  EXPECT_NE(GemmChoiceKey(half), GemmChoiceKey(qkv));
 }
 
 TEST(AlgorithmChoicesTest, SharesPlansByKey) {

@@ -314,4 +314,14 @@ absl::Status CublasLtGemm::Enqueue(const void* a, const void* b, void* d, void* 
   return absl::OkStatus();
 }
 
+std::string GemmChoiceKey(const GemmOptions& o) {
+  return absl::StrCat("GEMM ", o.m, "x", o.n, "x", o.k, o.trans_a ? " ta" : "", o.trans_b ? " tb" : "",
+                      " batch ", o.batch, " strides ", o.stride_a, ",", o.stride_b, ",", o.stride_d,
+                      o.beta != 0 ? " reads C" : "", " epilogue ", static_cast<int>(o.epilogue),
+                      " types ", static_cast<int>(o.a_dtype), ",", static_cast<int>(o.b_dtype), ",",
+                      static_cast<int>(o.d_dtype), ",", static_cast<int>(o.bias_dtype),
+                      " align ", o.alignment_a, ",", o.alignment_b, ",", o.alignment_d,
+                      " compute ", static_cast<int>(o.compute), " workspace ", o.workspace_bytes);
+}
+
 }  // namespace graphserve

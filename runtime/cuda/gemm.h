@@ -98,6 +98,15 @@ struct GemmOptions {
   size_t workspace_bytes = 0;
 };
 
+// What an algorithm choice is recorded under (AlgorithmChoices): every option
+// that shapes cuBLASLt's proposals (sizes, transposes, batches and strides,
+// whether C is read, epilogue, types, alignments, compute, workspace), so
+// that GEMMs of one problem share one timing wherever they occur: BERT's 72
+// GEMM nodes are 4 problems at each (batch, bucket), and keying by node had
+// 30 keys time all 72 (most of a 90 s load). Two GEMMs with one key get the
+// same proposals, so a candidate index means the same algorithm in both.
+std::string GemmChoiceKey(const GemmOptions& options);
+
 // How many of cuBLASLt's heuristic results ChooseFastestAlgorithm times.
 inline constexpr int kGemmCandidateAlgorithms = 8;
 

@@ -180,7 +180,7 @@ absl::StatusOr<std::unique_ptr<GemmKernel>> GemmKernel::Create(const CudaKernelC
     for (int64_t& offset : offsets) offset *= element_bytes;
   }
   return std::make_unique<GemmKernel>(
-      NodeLabel(node), AlgorithmChoices::Key(node.name, graph.batch_size, graph.dim_values), std::move(gemm),
+      NodeLabel(node), GemmChoiceKey(o), std::move(gemm),
       std::move(broadcast_c), std::move(byte_offsets), context.workspace,
       context.algorithm_choices);
 }
