@@ -20,11 +20,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-uint64_t Nanos(Clock::duration duration) {
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(duration).count());
-}
-
 // The batch sizes an ensemble's statistics are kept under: every size up to
 // kEverySizeUpTo (Triton keys batch_stats by the exact size), then powers of
 // two up to max_batch_size.
@@ -139,14 +134,14 @@ void EnsembleScheduler::Infer(const inference::ModelInferRequest* request,
       ValidateInferRequest(*request, interface_, shared_memory);
   if (!validated.ok()) {
     // Note [Failure reasons] in server/model_counters.h: a bad request.
-    counters_->RecordFailure(Nanos(Clock::now() - start), FailureReason::kOther);
+    counters_->RecordFailure(StatisticsNanos(Clock::now() - start), FailureReason::kOther);
     done(validated.status());
     return;
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (draining_) {
-      counters_->RecordFailure(Nanos(Clock::now() - start), FailureReason::kRejected);
+      counters_->RecordFailure(StatisticsNanos(Clock::now() - start), FailureReason::kRejected);
       done(absl::UnavailableError(absl::StrCat("ensemble '", interface_.name,
                                                "' is draining and accepts no new requests")));
       return;
@@ -180,7 +175,7 @@ void EnsembleScheduler::Infer(const inference::ModelInferRequest* request,
       state->waiting[step] = plan_.steps[step].after.size();
       if (state->waiting[step] == 0) ready.push_back(step);
     }
-    state->queue_ns = Nanos(Clock::now() - start);
+    state->queue_ns = StatisticsNanos(Clock::now() - start);
   }
   StartReadySteps(state, std::move(ready));
 }
@@ -314,7 +309,7 @@ void EnsembleScheduler::Finish(const std::shared_ptr<Request>& request) {
     }
   }
   if (status.ok()) status = DeliverCudaOutputs(request->validated, request->response);
-  const uint64_t elapsed = Nanos(Clock::now() - request->start);
+  const uint64_t elapsed = StatisticsNanos(Clock::now() - request->start);
   if (status.ok()) {
     const int64_t rows = request->validated.rows;
     counters_->RecordChunk({.stream = 0, .batch_size = rows, .rows = rows, .requests = 1},

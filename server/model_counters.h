@@ -15,6 +15,7 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <utility>
@@ -25,6 +26,12 @@
 #include "server/chunk_runner.h"
 
 namespace graphserve {
+
+// A duration as the statistics count it: whole nanoseconds.
+inline uint64_t StatisticsNanos(std::chrono::steady_clock::duration duration) {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(duration).count());
+}
 
 // Why a request failed: Triton's reason label of nv_inference_request_failure.
 // See Note [Failure reasons].

@@ -41,11 +41,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-uint64_t Nanos(Clock::duration duration) {
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(duration).count());
-}
-
 // The sizes a config asks for (capture.batch_sizes, else Triton's
 // optimization.cuda.graph_spec), or, when it names none, powers of two up to
 // max_batch_size plus max_batch_size itself: a ladder whose padding is at
@@ -621,7 +616,7 @@ void ServedModel::Infer(const inference::ModelInferRequest* request,
       validated.ok() ? QueueOptionsFromRequest(*request) : validated.status();
   if (!queue_options.ok()) {
     // Note [Failure reasons]: a bad request.
-    counters_->RecordFailure(Nanos(Clock::now() - start), FailureReason::kOther);
+    counters_->RecordFailure(StatisticsNanos(Clock::now() - start), FailureReason::kOther);
     done(queue_options.status());
     return;
   }
@@ -658,7 +653,7 @@ void ServedModel::Infer(const inference::ModelInferRequest* request,
   if (preserve_ordering_) state->sequence = ordering_.Accept();
   if (absl::Status submitted = pool_->Submit(std::move(rows), *queue_options); !submitted.ok()) {
     // Note [Failure reasons]: Submit refuses only for a full queue or a drain.
-    counters_->RecordFailure(Nanos(Clock::now() - start), FailureReason::kRejected);
+    counters_->RecordFailure(StatisticsNanos(Clock::now() - start), FailureReason::kRejected);
     if (preserve_ordering_) ordering_.Finish(state->sequence, [] {});
     state->done(submitted);
   }
@@ -676,7 +671,7 @@ void ServedModel::FinishSegment(const std::shared_ptr<RequestState>& state, int6
       state->failure =
           end == SegmentEnd::kRefused ? FailureReason::kRejected : FailureReason::kBackend;
     }
-    state->queue_ns = std::max(state->queue_ns, Nanos(queued));
+    state->queue_ns = std::max(state->queue_ns, StatisticsNanos(queued));
     state->compute.input_ns += timing.input_ns;
     state->compute.infer_ns += timing.infer_ns;
     state->compute.output_ns += timing.output_ns;
@@ -703,7 +698,7 @@ void ServedModel::FinishSegment(const std::shared_ptr<RequestState>& state, int6
                                   absl::StrCat("model '", name(), "': ", delivered.message()));
     }
   }
-  const uint64_t elapsed = Nanos(Clock::now() - state->start);
+  const uint64_t elapsed = StatisticsNanos(Clock::now() - state->start);
   if (state->compute_out != nullptr) *state->compute_out = compute;
   if (final_status.ok()) {
     // The last segment holds fewer than all the rows when there were others.
