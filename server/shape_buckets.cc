@@ -148,6 +148,16 @@ absl::StatusOr<std::vector<std::vector<int64_t>>> BucketsFromCapture(
   return buckets;
 }
 
+// Whether config.pbtxt gives some tensor a -1 dim.
+bool HasOpenDim(const ModelInterface& interface) {
+  for (const std::vector<TensorSpec>* side : {&interface.inputs, &interface.outputs}) {
+    for (const TensorSpec& spec : *side) {
+      if (std::find(spec.dims.begin(), spec.dims.end(), -1) != spec.dims.end()) return true;
+    }
+  }
+  return false;
+}
+
 // The largest extent of each shape dim over the buckets.
 std::vector<int64_t> LargestExtents(const std::vector<std::vector<int64_t>>& buckets) {
   std::vector<int64_t> largest = buckets.front();
@@ -186,12 +196,18 @@ absl::Status AttachInputDims(const Model& model, ModelInterface* interface) {
     spec.shape_dim_of.assign(spec.dims.size(), -1);
     for (size_t d = 0; d < spec.dims.size(); ++d) {
       if (spec.dims[d] != -1) continue;
-      const std::string& name = input.dim_names[d + batch_dims];
+      const std::string& name =
+          d + batch_dims < input.dim_names.size() ? input.dim_names[d + batch_dims] : "";
       const auto it = std::find(interface->shape_dims.begin(), interface->shape_dims.end(), name);
       if (!name.empty() && it != interface->shape_dims.end()) {
         spec.shape_dim_of[d] = static_cast<int>(it - interface->shape_dims.begin());
       } else if (input.dims[d + batch_dims] > 0) {
         spec.dims[d] = input.dims[d + batch_dims];  // the model fixes it
+      } else if (!interface->batching && d == 0) {
+        return absl::UnimplementedError(absl::StrCat(
+            "config.pbtxt gives input '", spec.name, "' dims[0] as -1 with max_batch_size 0; a "
+            "dynamic first dim of a model that does not batch is not served yet (it is bound as "
+            "a batch of 1): give it its extent"));
       } else {
         return absl::InvalidArgumentError(absl::StrCat(
             "config.pbtxt gives input '", spec.name, "' dims[", d,
@@ -335,15 +351,20 @@ Dims WithBatch(const Dims& row, bool batching) {
 absl::StatusOr<std::vector<std::vector<int64_t>>> AttachShapeBuckets(
     const Model& model, const inference::ModelCapture& capture, ModelInterface* interface) {
   const std::vector<std::string> names = ShapeDimNames(model);
-  if (names.empty()) return std::vector<std::vector<int64_t>>{{}};
-  ASSIGN_OR_RETURN(const std::vector<int64_t> given, ConfigExtents(model, *interface, names));
-  if (std::find(given.begin(), given.end(), -1) == given.end()) {
-    return std::vector<std::vector<int64_t>>{given};  // fixed by config.pbtxt
+  std::vector<int64_t> given;  // per shape dim: the config's extent, or -1
+  if (!names.empty()) {
+    ASSIGN_OR_RETURN(given, ConfigExtents(model, *interface, names));
   }
-  ASSIGN_OR_RETURN(std::vector<std::vector<int64_t>> buckets,
-                   BucketsFromCapture(capture, names, given));
-  interface->shape_dims = names;
-  interface->buckets = buckets;
+  const bool open = std::find(given.begin(), given.end(), -1) != given.end();
+  std::vector<std::vector<int64_t>> buckets = {given};  // fixed by config.pbtxt
+  if (open) {
+    ASSIGN_OR_RETURN(buckets, BucketsFromCapture(capture, names, given));
+    interface->shape_dims = names;
+    interface->buckets = buckets;
+  } else if (!HasOpenDim(*interface)) {
+    return buckets;
+  }
+  // A -1 for a dim the model fixes (Triton's configs write one) becomes it.
   RETURN_IF_ERROR(AttachInputDims(model, interface));
   RETURN_IF_ERROR(AttachOutputDims(model, buckets, given, interface));
   RETURN_IF_ERROR(CheckAddressable(*interface, LargestExtents(buckets)));

@@ -1,0 +1,178 @@
+#include "server/shape_buckets.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "examples/example_models.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/text_format.h"
+#include "gtest/gtest.h"
+#include "runtime/host/host_executor.h"
+#include "runtime/onnx_import.h"
+
+namespace graphserve {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+inference::ModelConfig Parse(const std::string& text) {
+  inference::ModelConfig config;
+  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &config)) << text;
+  return config;
+}
+
+Model Import(const onnx::ModelProto& proto) {
+  absl::StatusOr<Model> model = ImportOnnxBytes(proto.SerializeAsString(), "m");
+  EXPECT_TRUE(model.ok()) << model.status();
+  return *std::move(model);
+}
+
+// The masked sequence model's interface as a config with the sequence -1.
+ModelInterface MaskedInterface() {
+  absl::StatusOr<ModelInterface> interface = InterfaceFromConfig(Parse(R"pb(
+    name: "masked"
+    max_batch_size: 8
+    input { name: "x" data_type: TYPE_FP32 dims: [ -1, 16 ] }
+    input { name: "mask" data_type: TYPE_INT64 dims: [ -1 ] }
+    output { name: "y" data_type: TYPE_FP32 dims: [ -1, 16 ] })pb"));
+  EXPECT_TRUE(interface.ok()) << interface.status();
+  return *std::move(interface);
+}
+
+ExecutorFactory HostExecutors() {
+  return [](BoundGraph graph) -> absl::StatusOr<std::unique_ptr<Executor>> {
+    absl::StatusOr<std::unique_ptr<HostExecutor>> executor = HostExecutor::Create(std::move(graph));
+    if (!executor.ok()) return executor.status();
+    return std::unique_ptr<Executor>(*std::move(executor));
+  };
+}
+
+TEST(ShapeBucketsTest, CaptureBucketsAreSortedAndAttachedToEveryTensor) {
+  const Model model = Import(MakeMaskedSequenceModel());
+  ModelInterface interface = MaskedInterface();
+  const auto capture = Parse(R"pb(capture {
+                                    shape_dims: "sequence"
+                                    buckets { extents: 64 }
+                                    buckets { extents: 8 }
+                                  })pb")
+                           .capture();
+  absl::StatusOr<std::vector<std::vector<int64_t>>> buckets =
+      AttachShapeBuckets(model, capture, &interface);
+  ASSERT_TRUE(buckets.ok()) << buckets.status();
+  EXPECT_THAT(*buckets, ElementsAre(ElementsAre(8), ElementsAre(64)));
+  EXPECT_THAT(interface.shape_dims, ElementsAre("sequence"));
+  EXPECT_THAT(interface.inputs[0].shape_dim_of, ElementsAre(0, -1));
+  EXPECT_THAT(interface.inputs[1].shape_dim_of, ElementsAre(0));
+  // Found by binding at two extents: y's first dim follows the sequence.
+  EXPECT_THAT(interface.outputs[0].shape_dim_of, ElementsAre(0, -1));
+  const RowShape rows = RowShapeAt(interface, {5});
+  EXPECT_EQ(rows.inputs[0].bytes, 5 * 16 * sizeof(float));
+  EXPECT_EQ(rows.inputs[1].bytes, 5 * sizeof(int64_t));
+  EXPECT_EQ(rows.outputs[0].bytes, 5 * 16 * sizeof(float));
+}
+
+TEST(ShapeBucketsTest, NoBucketsListedGivesTheDefaults) {
+  const Model model = Import(MakeMaskedSequenceModel());
+  ModelInterface interface = MaskedInterface();
+  absl::StatusOr<std::vector<std::vector<int64_t>>> buckets =
+      AttachShapeBuckets(model, inference::ModelCapture(), &interface);
+  ASSERT_TRUE(buckets.ok()) << buckets.status();
+  EXPECT_EQ(buckets->size(), 6u);
+  EXPECT_THAT(buckets->front(), ElementsAre(16));
+  EXPECT_THAT(buckets->back(), ElementsAre(512));
+}
+
+TEST(ShapeBucketsTest, BadCaptureSectionsAreRefusedNamingTheField) {
+  const Model model = Import(MakeMaskedSequenceModel());
+  const struct {
+    const char* capture;
+    const char* expected;
+  } cases[] = {
+      {R"pb(capture { shape_dims: "height" buckets { extents: 8 } })pb",
+       "capture.shape_dims names 'height'"},
+      {R"pb(capture { buckets { extents: 8 } })pb", "must list the dims config.pbtxt gives as -1"},
+      {R"pb(capture { shape_dims: "sequence" buckets { extents: 0 } })pb",
+       "capture.buckets[0] extents [0]"},
+      {R"pb(capture { shape_dims: "sequence" buckets { extents: 8 } buckets { extents: 8 } })pb",
+       "lists a bucket twice"},
+  };
+  for (const auto& c : cases) {
+    ModelInterface interface = MaskedInterface();
+    absl::StatusOr<std::vector<std::vector<int64_t>>> buckets =
+        AttachShapeBuckets(model, Parse(c.capture).capture(), &interface);
+    ASSERT_FALSE(buckets.ok()) << c.capture;
+    EXPECT_EQ(buckets.status().code(), absl::StatusCode::kInvalidArgument) << c.capture;
+    EXPECT_THAT(std::string(buckets.status().message()), HasSubstr(c.expected)) << c.capture;
+  }
+}
+
+// Triton's configs write -1 for dims a model fixes: they become the model's.
+TEST(ShapeBucketsTest, MinusOneForADimTheModelFixesBecomesIt) {
+  const Model model = Import(MakeMlpModel());
+  absl::StatusOr<ModelInterface> interface = InterfaceFromConfig(Parse(R"pb(
+    name: "mlp"
+    max_batch_size: 8
+    input { name: "x" data_type: TYPE_FP32 dims: [ -1 ] }
+    output { name: "y" data_type: TYPE_FP32 dims: [ -1 ] })pb"));
+  ASSERT_TRUE(interface.ok()) << interface.status();
+  absl::StatusOr<std::vector<std::vector<int64_t>>> buckets =
+      AttachShapeBuckets(model, inference::ModelCapture(), &*interface);
+  ASSERT_TRUE(buckets.ok()) << buckets.status();
+  EXPECT_THAT(interface->inputs[0].dims, ElementsAre(512));
+  EXPECT_THAT(interface->outputs[0].dims, ElementsAre(1));
+  EXPECT_TRUE(interface->shape_dims.empty());
+}
+
+// The check of Note [Shape buckets], on the host reference: a mask padded
+// with 0 leaves the real positions' answers; a softmax over the sequence
+// without one does not, and the error names the output.
+TEST(ShapeBucketsTest, PaddingIsCheckedNotAssumed) {
+  const Model masked = Import(MakeMaskedSequenceModel());
+  ModelInterface masked_interface = MaskedInterface();
+  const auto capture = Parse(R"pb(capture {
+                                    shape_dims: "sequence"
+                                    buckets { extents: 8 }
+                                    buckets { extents: 32 }
+                                  })pb")
+                           .capture();
+  ASSERT_TRUE(AttachShapeBuckets(masked, capture, &masked_interface).ok());
+  absl::StatusOr<std::vector<PadElement>> pads = PadElementsFromConfig(masked_interface, capture);
+  ASSERT_TRUE(pads.ok()) << pads.status();
+  EXPECT_TRUE(CheckPaddingExact(masked, masked_interface, *pads, HostExecutors()).ok());
+
+  const Model softmax = Import(MakeSequenceSoftmaxModel());
+  absl::StatusOr<ModelInterface> interface = InterfaceFromConfig(Parse(R"pb(
+    name: "softmax"
+    max_batch_size: 8
+    input { name: "x" data_type: TYPE_FP32 dims: [ -1, 16 ] }
+    output { name: "y" data_type: TYPE_FP32 dims: [ -1, 16 ] })pb"));
+  ASSERT_TRUE(interface.ok());
+  ASSERT_TRUE(AttachShapeBuckets(softmax, capture, &*interface).ok());
+  const absl::Status exact =
+      CheckPaddingExact(softmax, *interface, {PadElement{}}, HostExecutors());
+  EXPECT_EQ(exact.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(exact.message()),
+              HasSubstr("padding extents [6] into bucket [8] changes output 'y'"));
+}
+
+TEST(ShapeBucketsTest, PadValuesTakeTheInputsType) {
+  ModelInterface interface = MaskedInterface();
+  absl::StatusOr<std::vector<PadElement>> pads = PadElementsFromConfig(
+      interface, Parse(R"pb(capture { padding { input: "mask" value: 3 } })pb").capture());
+  ASSERT_TRUE(pads.ok()) << pads.status();
+  EXPECT_EQ((*pads)[1][0], std::byte{3});
+  EXPECT_EQ((*pads)[0][0], std::byte{0});
+  EXPECT_FALSE(PadElementsFromConfig(
+                   interface, Parse(R"pb(capture { padding { input: "mask" value: 0.5 } })pb")
+                                  .capture())
+                   .ok());
+  EXPECT_FALSE(PadElementsFromConfig(
+                   interface, Parse(R"pb(capture { padding { input: "nope" value: 0 } })pb")
+                                  .capture())
+                   .ok());
+}
+
+}  // namespace
+}  // namespace graphserve
