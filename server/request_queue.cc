@@ -88,12 +88,16 @@ void RequestQueue::ForEachInOrder(Visit visit) {
   }
 }
 
-std::vector<RowSegment> RequestQueue::TakeRows(int64_t rows) {
+std::vector<RowSegment> RequestQueue::TakeRows(int64_t rows, size_t bucket) {
   std::vector<RowSegment> segments;
   for (Level& level : levels_) {
     for (std::deque<Entry>* entries : {&level.waiting, &level.delayed}) {
-      while (rows > 0 && !entries->empty()) {
-        Entry& entry = entries->front();
+      for (auto it = entries->begin(); rows > 0 && it != entries->end();) {
+        Entry& entry = *it;
+        if (entry.request->bucket > bucket) {  // waits for a chunk of its own bucket
+          ++it;
+          continue;
+        }
         const int64_t taken = std::min(rows, entry.request->rows - entry.next_row);
         segments.push_back({entry.request, entry.next_row, taken, entry.enqueued});
         entry.next_row += taken;
@@ -101,7 +105,9 @@ std::vector<RowSegment> RequestQueue::TakeRows(int64_t rows) {
         queued_rows_ -= taken;
         if (entry.next_row == entry.request->rows) {
           Forget(entry);
-          entries->pop_front();
+          it = entries->erase(it);
+        } else {
+          ++it;
         }
       }
     }
@@ -128,8 +134,17 @@ std::optional<FormedChunk> RequestQueue::Pop(QueueClock::time_point now,
   if (empty()) return std::nullopt;
   int64_t rows = 0;  // what the next chunk plans for
   QueueClock::time_point oldest = now;
+  // The bucket of the oldest request: what the chunk runs at (Note [Chunks
+  // of one bucket]).
+  size_t bucket = 0;
+  ForEachInOrder([&](const Entry& entry) {
+    bucket = entry.request->bucket;
+    return false;
+  });
   if (policy_.merge) {
+    int64_t passed = 0;  // longer requests left for a later chunk
     ForEachInOrder([&](const Entry& entry) {
+      if (entry.request->bucket > bucket) return ++passed < planner_->max_rows();
       rows += entry.request->rows - entry.next_row;
       oldest = std::min(oldest, entry.enqueued);
       return rows < planner_->max_rows();
@@ -147,7 +162,7 @@ std::optional<FormedChunk> RequestQueue::Pop(QueueClock::time_point now,
   }
   const PlannedChunk planned = planner_->FirstChunk(rows);
   FormedChunk chunk{.batch_size = planned.batch_size, .rows = planned.rows};
-  chunk.segments = TakeRows(planned.rows);
+  chunk.segments = TakeRows(planned.rows, bucket);
   return chunk;
 }
 

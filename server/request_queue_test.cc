@@ -102,6 +102,33 @@ TEST(RequestQueue, AMergedRequestMayStraddleTwoChunks) {
   EXPECT_EQ(Segments(*second), (std::vector<Seg>{{b.get(), 1, 2}}));
 }
 
+// Note [Chunks of one bucket]: a merged chunk takes rows of its oldest
+// request's bucket and smaller ones; a longer request waits until it is the
+// oldest, then runs with whatever its bucket holds.
+TEST(RequestQueue, AMergedChunkTakesRowsOfItsOldestRequestsBucket) {
+  const BatchPlanner planner = Planner({1, 4, 8});
+  RequestQueue queue(&planner, {.merge = true});
+  const auto bucketed = [](int64_t rows, size_t bucket) {
+    auto request = std::make_shared<QueuedRows>();
+    request->rows = rows;
+    request->bucket = bucket;
+    return std::shared_ptr<const QueuedRows>(request);
+  };
+  const auto short_a = bucketed(1, 0), long_b = bucketed(1, 2), short_c = bucketed(2, 0),
+             middle_d = bucketed(1, 1);
+  for (const auto& request : {short_a, long_b, short_c, middle_d}) {
+    ASSERT_TRUE(queue.Push(request, {}, kT0).ok());
+  }
+  const std::optional<FormedChunk> first = queue.Pop(kT0, nullptr);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(Segments(*first), (std::vector<Seg>{{short_a.get(), 0, 1}, {short_c.get(), 0, 2}}));
+  // The long request is the oldest now: it takes the middle one along.
+  const std::optional<FormedChunk> second = queue.Pop(kT0, nullptr);
+  ASSERT_TRUE(second.has_value());
+  EXPECT_EQ(Segments(*second), (std::vector<Seg>{{long_b.get(), 0, 1}, {middle_d.get(), 0, 1}}));
+  EXPECT_TRUE(queue.empty());
+}
+
 TEST(RequestQueue, MergingFollowsTheCostTable) {
   // Size 8 costs as much as two launches of 4: 6 rows run as 4 + 2 rows
   // padded to 4 only if that is cheaper; here 8 (10 us) beats 4 + 4 (12 us).

@@ -72,10 +72,10 @@ BlockWalk WalkOf(const TensorRow& small, const TensorRow& large) {
 
 }  // namespace
 
-bool RowShape::Holds(const std::vector<int64_t>& shape) const {
-  if (shape.size() != extents.size()) return false;
-  for (size_t d = 0; d < extents.size(); ++d) {
-    if (extents[d] < shape[d]) return false;
+bool BucketHolds(const std::vector<int64_t>& bucket, const std::vector<int64_t>& extents) {
+  if (bucket.size() != extents.size()) return false;
+  for (size_t d = 0; d < bucket.size(); ++d) {
+    if (bucket[d] < extents[d]) return false;
   }
   return true;
 }

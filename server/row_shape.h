@@ -37,9 +37,11 @@ struct RowShape {
   // Whether a graph of this shape takes rows of `shape` as they are (same
   // extents), with no padding and no slicing.
   [[nodiscard]] bool SameAs(const RowShape& shape) const { return extents == shape.extents; }
-  // Whether every extent is at least `extents`' (a bucket holding a request).
-  [[nodiscard]] bool Holds(const std::vector<int64_t>& extents) const;
 };
+
+// Whether a bucket of extents `bucket` holds rows of `extents`: as many
+// shape dims, each at least as long.
+bool BucketHolds(const std::vector<int64_t>& bucket, const std::vector<int64_t>& extents);
 
 TensorRow TensorRowOf(const Dims& dims, size_t element_bytes);
 

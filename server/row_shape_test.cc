@@ -53,13 +53,11 @@ TEST(RowShapeTest, PadsAnImageInBothDims) {
   EXPECT_EQ(sliced, given);
 }
 
-TEST(RowShapeTest, HoldsComparesEveryExtent) {
-  RowShape bucket;
-  bucket.extents = {128, 64};
-  EXPECT_TRUE(bucket.Holds({128, 64}));
-  EXPECT_TRUE(bucket.Holds({10, 64}));
-  EXPECT_FALSE(bucket.Holds({10, 65}));
-  EXPECT_FALSE(bucket.Holds({10}));
+TEST(RowShapeTest, BucketHoldsComparesEveryExtent) {
+  EXPECT_TRUE(BucketHolds({128, 64}, {128, 64}));
+  EXPECT_TRUE(BucketHolds({128, 64}, {10, 64}));
+  EXPECT_FALSE(BucketHolds({128, 64}, {10, 65}));
+  EXPECT_FALSE(BucketHolds({128, 64}, {10}));
 }
 
 }  // namespace

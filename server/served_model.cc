@@ -327,6 +327,15 @@ absl::StatusOr<ExecutorFactory> CheckExecutors(const inference::ModelConfig& con
       });
 }
 
+// The index in interface.buckets (smallest first) of the first that holds
+// `shape`'s extents; validation let in only requests some bucket holds.
+size_t SmallestBucketHolding(const ModelInterface& interface, const RowShape& shape) {
+  for (size_t b = 0; b < interface.buckets.size(); ++b) {
+    if (BucketHolds(interface.buckets[b], shape.extents)) return b;
+  }
+  return interface.buckets.size() - 1;
+}
+
 // For the startup table: "sequence 32,64 (padded)", "height,width
 // 224x224,320x320 (exact)"; empty for a model without shape dims.
 std::string BucketsSummary(const ModelInterface& interface) {
@@ -637,7 +646,9 @@ void ServedModel::Infer(const inference::ModelInferRequest* request,
   auto rows = std::make_shared<QueuedRows>();
   rows->rows = state->validated.rows;
   if (!interface_.shape_dims.empty()) {
-    rows->shape = std::make_shared<const RowShape>(RowShapeAt(interface_, state->validated.extents));
+    auto shape = std::make_shared<RowShape>(RowShapeAt(interface_, state->validated.extents));
+    rows->bucket = SmallestBucketHolding(interface_, *shape);
+    rows->shape = std::move(shape);
   }
   rows->inputs.assign(state->validated.inputs.begin(), state->validated.inputs.end());
   rows->outputs = outputs;

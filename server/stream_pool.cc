@@ -312,16 +312,13 @@ const RowShape& StreamPool::ShapeOf(const QueuedRows& request) const {
 }
 
 size_t StreamPool::BucketFor(const FormedChunk& chunk) const {
-  for (size_t b = 0; b + 1 < layout_.rows.size(); ++b) {
-    const bool holds = std::all_of(
-        chunk.segments.begin(), chunk.segments.end(), [&](const RowSegment& segment) {
-          return layout_.rows[b].Holds(ShapeOf(*segment.request).extents);
-        });
-    if (holds) return b;
+  // Buckets each hold the ones before (server/shape_buckets.h): the largest
+  // of the segments' own buckets holds them all.
+  size_t bucket = 0;
+  for (const RowSegment& segment : chunk.segments) {
+    bucket = std::max(bucket, segment.request->bucket);
   }
-  // The largest holds every request validation let in (buckets each hold
-  // the one before: server/shape_buckets.h).
-  return layout_.rows.size() - 1;
+  return std::min(bucket, layout_.rows.size() - 1);
 }
 
 void StreamPool::FinishChunk(int slot, StartedChunk started) {

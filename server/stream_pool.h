@@ -68,8 +68,8 @@
 namespace graphserve {
 
 // The rows of each shape bucket a model's graphs are captured at, smallest
-// first (one, for a model without shape dims): a chunk runs in the first
-// that holds each of its segments' extents (Note [Shape buckets] in
+// first (one, for a model without shape dims): a chunk runs in the largest
+// of its segments' QueuedRows::bucket (Note [Shape buckets] in
 // server/shape_buckets.h).
 struct RowLayout {
   std::vector<std::vector<int64_t>> buckets;  // GraphKey::bucket of each
@@ -184,7 +184,8 @@ class StreamPool {
 
   const std::unique_ptr<ChunkRunner> runner_;
   const BatchPlanner planner_;
-  // The index in layout_ of the smallest bucket that holds every segment.
+  // The index in layout_ of the smallest bucket that holds every segment
+  // (QueuedRows::bucket).
   [[nodiscard]] size_t BucketFor(const FormedChunk& chunk) const;
   // A request's row shape: its own, else the model's one.
   [[nodiscard]] const RowShape& ShapeOf(const QueuedRows& request) const;
