@@ -120,6 +120,8 @@ def core_bench(args, repo, name, lengths, milliseconds, dump=None, dump_count=16
         result.update(load_ms=float(m[1]), buckets=int(m[2]), batch_sizes=int(m[3]),
                       streams=int(m[4]), weight_mib=float(m[5]), slot_mib=float(m[6]),
                       graphs=int(m[2]) * int(m[3]) * int(m[4]))
+    if (m := re.search(r"^load phases: (.*)$", text, re.M)):
+        result["load_phases"] = m[1]
     if (m := SUMMARY.search(text)):
         result.update(infer_s=float(m[1]), executions_s=float(m[2]), rows_per_execution=float(m[3]),
                       p50_us=float(m[4]), p99_us=float(m[5]), failed=int(m[6]))

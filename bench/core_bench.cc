@@ -272,10 +272,10 @@ int Run(int argc, char** argv) {
   const ModelLoadSummary& loaded = (*model)->summary();
   std::cout << absl::StrFormat(
       "loaded in %.0f ms: %d buckets x %d batch sizes on %d streams, weights %.1f MiB, "
-      "slots %.1f MiB\n",
+      "slots %.1f MiB\nload phases: %s\n",
       loaded.load_ms, std::max<size_t>(1, (*model)->interface().buckets.size()),
       loaded.batch_sizes.size(), loaded.num_streams, loaded.weight_bytes / 1048576.0,
-      loaded.slot_bytes / 1048576.0);
+      loaded.slot_bytes / 1048576.0, loaded.load_phases);
   // The requests submitters cycle through, each with its length.
   constexpr int kRequests = 4096;
   std::optional<LengthMix> mix;

@@ -167,7 +167,7 @@ absl::Status MeasureGraph(const Model& model, int64_t batch, const RuntimeBenchO
   set_options.executor.allow_tf32 = options.allow_tf32;
   set_options.algorithm_choices = algorithm_choices;
   ASSIGN_OR_RETURN(std::unique_ptr<GraphSet> set, GraphSet::Create(model, set_options));
-  record.capture_ms = set->total_setup_ms();
+  record.capture_ms = set->setup_times().total_ms;
   record.graph_nodes = set->graph_info(0, KeyAt(batch, options)).nodes;
 
   std::vector<const void*> input_rows;

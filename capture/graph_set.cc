@@ -776,7 +776,20 @@ SlotMemory GraphSet::slot_memory(int slot) const {
 }
 
 size_t GraphSet::weight_bytes() const { return weights_->bytes(); }
-double GraphSet::total_setup_ms() const { return total_setup_ms_; }
+SetupTimes GraphSet::setup_times() const {
+  SetupTimes times;
+  times.total_ms = total_setup_ms_;
+  for (const std::unique_ptr<Slot>& slot : slots_) {
+    for (const Graph& graph : slot->graphs) {
+      times.plan_kernels_ms += graph.info.plan_kernels_ms;
+      times.plan_memory_ms += graph.info.plan_memory_ms;
+      times.plan_autotune_ms += graph.info.plan_autotune_ms;
+      times.capture_ms += graph.info.capture_ms;
+      times.check_ms += graph.info.check_ms;
+    }
+  }
+  return times;
+}
 
 GraphSet::~GraphSet() {
   // Torn down on the set's own device (Note [Graphs own their device]),

@@ -118,6 +118,20 @@ struct CapturedGraphInfo {
   int critical_path = 0;
 };
 
+// Where GraphSet::Create's wall time went, milliseconds: the sums over its
+// graphs of CapturedGraphInfo's parts, and the rest (binding every key,
+// each slot's streams, handles and buffers).
+struct SetupTimes {
+  double total_ms = 0;
+  double plan_kernels_ms = 0;
+  double plan_memory_ms = 0;
+  double plan_autotune_ms = 0;  // timing GEMM and convolution algorithms
+  double capture_ms = 0;        // capture, post-process, instantiate, upload
+  double check_ms = 0;          // the load-time replay checks
+  [[nodiscard]] double plan_ms() const { return plan_kernels_ms + plan_memory_ms + plan_autotune_ms; }
+  [[nodiscard]] double rest_ms() const { return total_ms - plan_ms() - capture_ms - check_ms; }
+};
+
 // Which run a Launch issues.
 enum class LaunchMode {
   kGraph,  // the captured graph, with the real rows copied by its mappings
@@ -307,8 +321,8 @@ class GraphSet {
   [[nodiscard]] SlotMemory slot_memory(int slot) const;
   // Weights, uploaded once for all slots and keys.
   [[nodiscard]] size_t weight_bytes() const;
-  // Wall time of Create, milliseconds.
-  [[nodiscard]] double total_setup_ms() const;
+  // Wall time of Create and its parts.
+  [[nodiscard]] SetupTimes setup_times() const;
 
   ~GraphSet();
 

@@ -164,16 +164,11 @@ absl::StatusOr<PrepareReport> Prepare(const PrepareOptions& options, std::ostrea
              << (timed.empty() ? "" : absl::StrCat(" (timed: ", timed, ")")) << "\n";
   }
 
-  report.setup_ms = (*set)->total_setup_ms();
+  report.setup = (*set)->setup_times();
   for (int slot = 0; slot < (*set)->num_slots(); ++slot) {
     report.slots.push_back((*set)->slot_memory(slot));
     for (const GraphKey& key : (*set)->keys()) {
       const CapturedGraphInfo& info = (*set)->graph_info(slot, key);
-      report.capture_ms += info.capture_ms;
-      report.check_ms += info.check_ms;
-      report.plan_kernels_ms += info.plan_kernels_ms;
-      report.plan_memory_ms += info.plan_memory_ms;
-      report.plan_autotune_ms += info.plan_autotune_ms;
       report.worst_check_rel_err = std::max(report.worst_check_rel_err, info.check_rel_err);
       if (slot == 0) report.graph_nodes.push_back(info.nodes);
     }
@@ -221,12 +216,10 @@ std::string FormatPrepareReport(const PrepareReport& r) {
                         "capture %.1f ms, checks %.1f ms, planning %.1f ms (kernels %.1f, "
                         "memory %.1f, algorithm choice %.1f), binding and the rest %.1f ms; "
                         "worst replay-vs-eager relative error %.2g\n",
-                        graphs, r.batch_sizes.size(), r.num_streams, r.setup_ms, r.capture_ms,
-                        r.check_ms, r.plan_kernels_ms + r.plan_memory_ms + r.plan_autotune_ms,
-                        r.plan_kernels_ms, r.plan_memory_ms, r.plan_autotune_ms,
-                        r.setup_ms - r.capture_ms - r.check_ms - r.plan_kernels_ms -
-                            r.plan_memory_ms - r.plan_autotune_ms,
-                        r.worst_check_rel_err);
+                        graphs, r.batch_sizes.size(), r.num_streams, r.setup.total_ms,
+                        r.setup.capture_ms, r.setup.check_ms, r.setup.plan_ms(),
+                        r.setup.plan_kernels_ms, r.setup.plan_memory_ms,
+                        r.setup.plan_autotune_ms, r.setup.rest_ms(), r.worst_check_rel_err);
   if (r.choice && r.pow2_ladder) {
     absl::StrAppendFormat(&text,
                           "sizes chosen from the history: expected padded rows per request "

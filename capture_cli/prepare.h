@@ -78,13 +78,7 @@ struct PrepareReport {
   double schedule_choice_ms = 0;  // timing the candidates (auto only)
   std::vector<SlotMemory> slots;
   size_t weight_bytes = 0;
-  double setup_ms = 0;          // GraphSet::Create: bind, plan, capture, check
-  double capture_ms = 0;        // sum over graphs: capture, post-process, instantiate, upload
-  double check_ms = 0;          // sum over graphs: replay checks
-  // Sums over graphs of CudaExecutor::PlanTimes.
-  double plan_kernels_ms = 0;
-  double plan_memory_ms = 0;
-  double plan_autotune_ms = 0;
+  SetupTimes setup;  // GraphSet::Create: bind, plan, capture, check
   double worst_check_rel_err = 0;
 };
 
