@@ -17,7 +17,7 @@ using Clock = std::chrono::steady_clock;
 // Timed launches of one size and mode stop after this long (at least 3 of
 // them): a small model's sizes all get their iterations, while BERT-base's
 // 32 rows of 512 tokens (tens of ms each) do not spend seconds of a load.
-constexpr double kMeasureBudgetUs = 300'000;
+constexpr double kMeasureBudgetUs = 100'000;
 
 // Median wall time of Launch + wait for `chunk`.
 absl::StatusOr<double> MeasureLaunch(const GraphSet& set, const LaunchChunk& chunk,
@@ -110,11 +110,12 @@ absl::StatusOr<std::vector<int64_t>> SizesFasterDoubleBuffered(const GraphSet& s
     const std::vector<HostTensor> inputs = FullBatchInputs(set, any_size, key);
     const std::vector<const void*> pointers = Pointers(inputs);
     const LaunchChunk chunk{options.slot, key, key.batch_size, mode};
-    // Warm-up, which also sizes the loops: about 20 ms per way at most.
+    // Warm-up, which also sizes the loops: about 20 ms per way, at least 3
+    // chunks (a chunk of tens of ms is timed well enough by 3).
     ASSIGN_OR_RETURN(const double warm, MeasureClosedLoop(set, chunk, pointers, 1,
                                                           std::max<int64_t>(1, options.warmup)));
-    const int64_t count =
-        std::clamp<int64_t>(static_cast<int64_t>(20'000 / std::max(warm, 1.0)), 5, options.iters);
+    const int64_t count = std::clamp<int64_t>(static_cast<int64_t>(20'000 / std::max(warm, 1.0)),
+                                              std::min<int64_t>(3, options.iters), options.iters);
     ASSIGN_OR_RETURN(const double single, MeasureClosedLoop(set, chunk, pointers, 1, count));
     ASSIGN_OR_RETURN(const double doubled,
                      MeasureClosedLoop(set, chunk, pointers, kStagingBuffers, count));

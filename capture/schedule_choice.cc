@@ -36,20 +36,36 @@ struct Candidate {
   std::vector<double> round_us;
 };
 
-// Mean time of one replay over `launches` back-to-back replays.
+// Milliseconds from `start` to `stop`, once `stop` is reached.
+absl::StatusOr<float> ElapsedMs(const CudaEvent& start, const CudaEvent& stop) {
+  CUDA_RETURN_IF_ERROR(cudaEventSynchronize(stop.get()));
+  float ms = 0;
+  CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, start.get(), stop.get()));
+  return ms;
+}
+
+// Mean time of one replay over back-to-back replays: `launches` of them, or
+// as many as fill `round_budget_us` by the warmup's pace, at least one.
 absl::StatusOr<double> TimeReplays(const GraphSet& set, const GraphKey& key,
                                    const ScheduleChoiceOptions& options, const CudaEvent& start,
                                    const CudaEvent& stop) {
   const cudaStream_t stream = set.stream(0);
   const cudaGraphExec_t exec = set.graph_exec(0, key);
-  for (int i = 0; i < options.warmup; ++i) CUDA_RETURN_IF_ERROR(cudaGraphLaunch(exec, stream));
+  int launches = options.launches;
+  if (options.warmup > 0) {
+    CUDA_RETURN_IF_ERROR(cudaEventRecord(start.get(), stream));
+    for (int i = 0; i < options.warmup; ++i) CUDA_RETURN_IF_ERROR(cudaGraphLaunch(exec, stream));
+    CUDA_RETURN_IF_ERROR(cudaEventRecord(stop.get(), stream));
+    ASSIGN_OR_RETURN(const float warmup_ms, ElapsedMs(start, stop));
+    const double replay_us = 1000.0 * warmup_ms / options.warmup;
+    launches = std::clamp(static_cast<int>(options.round_budget_us / std::max(replay_us, 1.0)), 1,
+                          options.launches);
+  }
   CUDA_RETURN_IF_ERROR(cudaEventRecord(start.get(), stream));
-  for (int i = 0; i < options.launches; ++i) CUDA_RETURN_IF_ERROR(cudaGraphLaunch(exec, stream));
+  for (int i = 0; i < launches; ++i) CUDA_RETURN_IF_ERROR(cudaGraphLaunch(exec, stream));
   CUDA_RETURN_IF_ERROR(cudaEventRecord(stop.get(), stream));
-  CUDA_RETURN_IF_ERROR(cudaEventSynchronize(stop.get()));
-  float ms = 0;
-  CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, start.get(), stop.get()));
-  return 1000.0 * ms / options.launches;
+  ASSIGN_OR_RETURN(const float ms, ElapsedMs(start, stop));
+  return 1000.0 * ms / launches;
 }
 
 double Median(std::vector<double> values) {

@@ -38,9 +38,14 @@ struct ScheduleChoiceOptions {
   // back to back after `warmup` untimed replays; a candidate's time is the
   // median over rounds of its per-launch mean. 30 replays per candidate: on
   // the H100, Inception-v3 at 4 sizes took 24 s to choose with 161.
+  // A round replays a candidate fewer times when `launches` of its replays
+  // would take longer than `round_budget_us` (by the warmup's pace; at least
+  // once): events resolve a replay of milliseconds alone, and BERT-base's 32
+  // rows of 512 tokens (tens of ms a replay) spent most of a load here.
   int rounds = 5;
   int launches = 5;
   int warmup = 1;
+  double round_budget_us = 2000;
   // A multi-lane candidate must be faster than single by more than this
   // fraction to be chosen.
   double min_gain = 0.02;

@@ -24,6 +24,7 @@
 #include "common/status.h"
 #include "planning/cost_table.h"
 #include "runtime/bind.h"
+#include "runtime/cuda/algorithm_choices.h"
 #include "runtime/cuda/cuda_executor.h"
 #include "runtime/host/host_executor.h"
 #include "runtime/onnx_import.h"
@@ -243,7 +244,9 @@ absl::StatusOr<std::vector<std::shared_ptr<GraphSet>>> CaptureOnEveryGpu(
 absl::StatusOr<Execution> LoadOnGpu(const Model& model, const BoundGraph& any_size,
                                     const std::vector<GraphKey>& keys, bool graphs,
                                     const ServedModelOptions& options,
-                                    inference::ModelConfig* config, PhaseClock& phases) {
+                                    inference::ModelConfig* config,
+                                    std::shared_ptr<AlgorithmChoices> algorithm_choices,
+                                    PhaseClock& phases) {
   ASSIGN_OR_RETURN(const std::vector<GpuPlacement> placements, GpuPlacements(*config, options));
   const int first_device = placements.front().device;
   // The schedule choice and the cost measurements below run on the first
@@ -252,6 +255,7 @@ absl::StatusOr<Execution> LoadOnGpu(const Model& model, const BoundGraph& any_si
   RETURN_IF_ERROR(on_first_device.status());
   GraphSetOptions set_options;
   set_options.graphs = keys;
+  set_options.algorithm_choices = std::move(algorithm_choices);
   set_options.executor.device = first_device;
   set_options.executor.allow_tf32 = options.allow_tf32;
   Execution execution;
@@ -351,9 +355,11 @@ bool SleepsWhileWaiting(GpuWait wait, const std::vector<double>& costs_us) {
 namespace {
 
 // Executors for load-time checks: the host reference, or the CUDA executor
-// on the model's first GPU.
-absl::StatusOr<ExecutorFactory> CheckExecutors(const inference::ModelConfig& config,
-                                               const ServedModelOptions& options) {
+// on the model's first GPU, timing its GEMMs and convolutions into
+// `algorithm_choices`, which the graphs then find timed.
+absl::StatusOr<ExecutorFactory> CheckExecutors(
+    const inference::ModelConfig& config, const ServedModelOptions& options,
+    const std::shared_ptr<AlgorithmChoices>& algorithm_choices) {
   if (options.executor != ExecutorKind::kCuda) {
     return ExecutorFactory([](BoundGraph graph) -> absl::StatusOr<std::unique_ptr<Executor>> {
       ASSIGN_OR_RETURN(std::unique_ptr<HostExecutor> executor,
@@ -366,11 +372,14 @@ absl::StatusOr<ExecutorFactory> CheckExecutors(const inference::ModelConfig& con
   executor_options.device = placements.front().device;
   executor_options.allow_tf32 = options.allow_tf32;
   return ExecutorFactory(
-      [executor_options](BoundGraph graph) -> absl::StatusOr<std::unique_ptr<Executor>> {
+      [executor_options, algorithm_choices](
+          BoundGraph graph) -> absl::StatusOr<std::unique_ptr<Executor>> {
         const CudaDeviceGuard on_device(executor_options.device);
         RETURN_IF_ERROR(on_device.status());
+        ExecutionResources resources;
+        resources.algorithm_choices = algorithm_choices;
         ASSIGN_OR_RETURN(std::unique_ptr<CudaExecutor> executor,
-                         CudaExecutor::Create(std::move(graph), executor_options));
+                         CudaExecutor::Create(std::move(graph), executor_options, resources));
         return std::unique_ptr<Executor>(std::move(executor));
       });
 }
@@ -567,7 +576,11 @@ absl::StatusOr<std::unique_ptr<ServedModel>> ServedModel::Load(const RepositoryM
       declared.shape_dims.empty() ? declared : declared.At(keys.front().bucket),
       InterfaceFromGraph(entry.name, declared.max_batch_size, declared.batching, any_size)));
   phases.End("import");
-  ASSIGN_OR_RETURN(const ExecutorFactory check_executors, CheckExecutors(config, model_options));
+  // GEMM and convolution algorithms, timed once on the first GPU for the
+  // padding check and every graph.
+  const auto algorithm_choices = std::make_shared<AlgorithmChoices>();
+  ASSIGN_OR_RETURN(const ExecutorFactory check_executors,
+                   CheckExecutors(config, model_options, algorithm_choices));
   ASSIGN_OR_RETURN(const std::vector<PadElement> pads,
                    DecidePadding(model, config.capture(), check_executors, &declared));
   if (!declared.shape_dims.empty()) phases.End("padding check");
@@ -580,7 +593,8 @@ absl::StatusOr<std::unique_ptr<ServedModel>> ServedModel::Load(const RepositoryM
   const bool graphs = options.graphs && !GraphsDisabledByConfig(config);
   absl::StatusOr<Execution> execution =
       options.executor == ExecutorKind::kCuda
-          ? LoadOnGpu(model, any_size, keys, graphs, model_options, &config, phases)
+          ? LoadOnGpu(model, any_size, keys, graphs, model_options, &config, algorithm_choices,
+                      phases)
           : LoadOnHost(model, keys, num_streams);
   RETURN_IF_ERROR(execution.status());
   if (options.executor != ExecutorKind::kCuda) phases.End("binding");
