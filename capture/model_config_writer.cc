@@ -88,6 +88,7 @@ absl::StatusOr<inference::ModelConfig> MakeModelConfig(const BoundGraph& graph,
 inference::CaptureSchedule ScheduleToProto(const ScheduleChoice& choice) {
   inference::CaptureSchedule schedule;
   schedule.set_batch_size(choice.key.batch_size);
+  for (int64_t extent : choice.key.bucket) schedule.add_bucket(extent);
   schedule.set_policy(SchedulePolicyName(choice.policy));
   schedule.set_lanes(choice.lanes);
   schedule.set_events(choice.events);

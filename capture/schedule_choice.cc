@@ -156,51 +156,48 @@ absl::StatusOr<std::vector<ScheduleChoice>> ChooseSchedules(
         absl::StrCat("schedule timing needs rounds >= 1, launches >= 1 and warmup >= 0; got ",
                      options.rounds, ", ", options.launches, ", ", options.warmup));
   }
-  // Per bucket, across its batch sizes: Note [Schedules between timed sizes].
-  std::map<std::vector<int64_t>, std::vector<int64_t>> sizes_of_bucket;
-  for (const GraphKey& key : keys) sizes_of_bucket[key.bucket].push_back(key.batch_size);
-  std::map<GraphKey, ScheduleChoice> chosen;
-  for (const auto& [bucket, sizes] : sizes_of_bucket) {
-    ASSIGN_OR_RETURN(
-        const std::vector<ScheduleChoice> choices,
-        ChooseAcrossSizes(sizes, [&, &bucket = bucket](int64_t batch) {
-          return ChooseForKey(model, {batch, bucket}, options);
-        }));
-    for (const ScheduleChoice& choice : choices) chosen[choice.key] = choice;
-  }
-  std::vector<ScheduleChoice> choices;
-  for (const GraphKey& key : keys) choices.push_back(chosen.at(key));
-  return choices;
+  return ChooseAcrossKeys(keys, [&](const GraphKey& key) {
+    return ChooseForKey(model, key, options);
+  });
 }
 
-absl::StatusOr<std::vector<ScheduleChoice>> ChooseAcrossSizes(
-    const std::vector<int64_t>& batch_sizes,
-    const std::function<absl::StatusOr<ScheduleChoice>(int64_t)>& time_one) {
-  std::vector<int64_t> sizes = batch_sizes;
-  std::sort(sizes.begin(), sizes.end());
-  std::map<int64_t, ScheduleChoice> chosen;
+absl::StatusOr<std::vector<ScheduleChoice>> ChooseAcrossKeys(
+    const std::vector<GraphKey>& keys,
+    const std::function<absl::StatusOr<ScheduleChoice>(const GraphKey&)>& time_one) {
+  // Note [Schedules between timed sizes]: rows x positions of the bucket.
+  const auto work = [](const GraphKey& key) {
+    int64_t positions = 1;
+    for (int64_t extent : key.bucket) positions *= extent;
+    return key.batch_size * positions;
+  };
+  std::vector<GraphKey> sorted = keys;
+  std::sort(sorted.begin(), sorted.end(), [&](const GraphKey& a, const GraphKey& b) {
+    return std::pair(work(a), a) < std::pair(work(b), b);
+  });
+  sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+  std::map<GraphKey, ScheduleChoice> chosen;
   const auto time = [&](size_t k) -> absl::Status {
-    if (chosen.contains(sizes[k])) return absl::OkStatus();
-    ASSIGN_OR_RETURN(chosen[sizes[k]], time_one(sizes[k]));
+    if (chosen.contains(sorted[k])) return absl::OkStatus();
+    ASSIGN_OR_RETURN(chosen[sorted[k]], time_one(sorted[k]));
     return absl::OkStatus();
   };
-  // Ranges [lo, hi] of sorted sizes with both ends timed, still to fill.
+  // Ranges [lo, hi] of sorted keys with both ends timed, still to fill.
   std::vector<std::pair<size_t, size_t>> ranges;
-  if (!sizes.empty()) {
+  if (!sorted.empty()) {
     RETURN_IF_ERROR(time(0));
-    RETURN_IF_ERROR(time(sizes.size() - 1));
-    ranges.push_back({0, sizes.size() - 1});
+    RETURN_IF_ERROR(time(sorted.size() - 1));
+    ranges.push_back({0, sorted.size() - 1});
   }
   while (!ranges.empty()) {
     const auto [lo, hi] = ranges.back();
     ranges.pop_back();
     if (hi - lo <= 1) continue;
-    const ScheduleChoice& low = chosen.at(sizes[lo]);
-    const ScheduleChoice& high = chosen.at(sizes[hi]);
-    if (low.policy == high.policy && sizes[hi] <= 2 * sizes[lo]) {
+    const ScheduleChoice& low = chosen.at(sorted[lo]);
+    const ScheduleChoice& high = chosen.at(sorted[hi]);
+    if (low.policy == high.policy && work(sorted[hi]) <= 2 * work(sorted[lo])) {
       for (size_t k = lo + 1; k < hi; ++k) {
-        chosen[sizes[k]] = {.key = {sizes[k], low.key.bucket}, .policy = low.policy,
-                            .same_as_below = sizes[lo], .same_as_above = sizes[hi]};
+        chosen[sorted[k]] = {.key = sorted[k], .policy = low.policy,
+                             .same_as_below = sorted[lo], .same_as_above = sorted[hi]};
       }
       continue;
     }
@@ -210,7 +207,7 @@ absl::StatusOr<std::vector<ScheduleChoice>> ChooseAcrossSizes(
     ranges.push_back({mid, hi});
   }
   std::vector<ScheduleChoice> choices;
-  for (int64_t batch : batch_sizes) choices.push_back(chosen.at(batch));
+  for (const GraphKey& key : keys) choices.push_back(chosen.at(key));
   return choices;
 }
 
@@ -234,28 +231,9 @@ absl::StatusOr<std::vector<ScheduleChoice>> ApplyScheduleRequest(
   timing.executor = set_options.executor;
   timing.algorithm_choices = set_options.algorithm_choices;
   timing.weights = set_options.weights;
-  // Timed at the largest bucket, one key per batch size, and followed by that
-  // size's graph at every other bucket: a schedule's lanes come from the
-  // model's branches, which a sequence's extent does not change, and timing
-  // every (batch, bucket) captured each candidate at each: BERT-base's 30
-  // keys took most of a two-minute load.
-  const std::vector<int64_t> largest =
-      std::max_element(set_options.graphs.begin(), set_options.graphs.end(),
-                       [](const GraphKey& a, const GraphKey& b) { return a.bucket < b.bucket; })
-          ->bucket;
-  std::vector<GraphKey> timed;
-  for (const GraphKey& key : set_options.graphs) {
-    if (key.bucket == largest) timed.push_back(key);
-  }
-  ASSIGN_OR_RETURN(const std::vector<ScheduleChoice> measured,
-                   ChooseSchedules(model, timed, timing));
-  for (const GraphKey& key : set_options.graphs) {
-    const auto same_size = std::find_if(
-        measured.begin(), measured.end(),
-        [&](const ScheduleChoice& choice) { return choice.key.batch_size == key.batch_size; });
-    ScheduleChoice& choice = choices.emplace_back(*same_size);
-    choice.key = key;
-    ScheduleOptions& schedule = set_options.schedules[key];
+  ASSIGN_OR_RETURN(choices, ChooseSchedules(model, set_options.graphs, timing));
+  for (const ScheduleChoice& choice : choices) {
+    ScheduleOptions& schedule = set_options.schedules[choice.key];
     schedule = set_options.executor.schedule;
     schedule.policy = choice.policy;
   }

@@ -51,34 +51,37 @@ struct ScheduleChoiceOptions {
   double min_gain = 0.02;
 };
 
-// Choices for every size of `batch_sizes` (any order), calling `time_one`
-// only for the sizes Note [Schedules between timed sizes] needs: the
-// smallest and largest, and the middle of every range whose ends disagree or
+// Choices for every key of `keys` (any order), calling `time_one` only for
+// the keys Note [Schedules between timed sizes] needs: ordered by work, the
+// least and the most, and the middle of every range whose ends disagree or
 // span more than a doubling. The others copy their neighbours' policy, with
-// same_as_below/above set. In `batch_sizes` order.
-absl::StatusOr<std::vector<ScheduleChoice>> ChooseAcrossSizes(
-    const std::vector<int64_t>& batch_sizes,
-    const std::function<absl::StatusOr<ScheduleChoice>(int64_t)>& time_one);
+// same_as_below/above set. In `keys` order.
+absl::StatusOr<std::vector<ScheduleChoice>> ChooseAcrossKeys(
+    const std::vector<GraphKey>& keys,
+    const std::function<absl::StatusOr<ScheduleChoice>(const GraphKey&)>& time_one);
 
 // Note [Schedules between timed sizes]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
-// Timing a size's schedules costs a capture per candidate (tens of ms each):
+// Timing a key's schedules costs a capture per candidate (tens of ms each):
 // an encoder with 32 sizes spent 3.5 s of its 7.7 s prepare on it, with the
 // same answer at every size. Whether extra streams pay depends on how much
-// of the GPU one branch leaves idle, which changes slowly with the batch: if
-// sizes a and b <= 2a chose the same policy, the sizes between them are given
-// it untimed. Ranges wider than a doubling, or whose ends disagree, are split
-// at their middle size, which is timed, so a change of policy is found to
-// within one doubling. A sparse ladder (1, 8, 16, 32) is timed at every
-// size, as before.
+// of the GPU one branch leaves idle, which changes slowly with a run's work:
+// its rows times the positions of its bucket (the product of the bucket's
+// extents; 1 without shape dims). Keys ordered by work: if keys a and b, b's
+// work at most twice a's, chose the same policy, the keys between them are
+// given it untimed. Ranges wider than a doubling, or whose ends disagree,
+// are split at their middle key, which is timed, so a change of policy is
+// found to within one doubling of work. A sparse ladder (1, 8, 16, 32) is
+// timed at every size, as before. Over a bucket grid the cheap keys are
+// timed most: BERT-base's grid timed only at its 512-token bucket spent 18 of
+// a 41 s load there, and gave a 32-token request the schedule of 512.
 
 // "auto" (or empty): nullopt, choose by measurement; otherwise the policy
 // ParseSchedulePolicy names. InvalidArgument lists the choices.
 absl::StatusOr<std::optional<SchedulePolicy>> ParseScheduleRequest(const std::string& name);
 
 // One choice per key, in `keys` order (events left 0: the plan that runs
-// the choice counts them), timed, within each bucket, at the batch sizes
-// ChooseAcrossSizes picks. Errors name the key and the policy whose capture
+// the choice counts them), timed at the keys ChooseAcrossKeys picks. Errors name the key and the policy whose capture
 // failed.
 absl::StatusOr<std::vector<ScheduleChoice>> ChooseSchedules(
     const Model& model, const std::vector<GraphKey>& keys, const ScheduleChoiceOptions& options);

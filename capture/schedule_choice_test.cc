@@ -7,6 +7,9 @@
 
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
 #include "common/cuda_handles.h"
 #include "examples/example_models.h"
 #include "runtime/onnx_import.h"
@@ -111,66 +114,96 @@ TEST(ParseScheduleRequestTest, AutoIsNoPolicyAndTheRestAreNamed) {
   EXPECT_NE(bad.message().find("auto, single, wavefront or asap"), std::string::npos) << bad;
 }
 
-// Host tests of which sizes get timed (Note [Schedules between timed sizes]).
+// Host tests of which keys get timed (Note [Schedules between timed sizes]).
 struct FakeTiming {
-  std::function<SchedulePolicy(int64_t)> policy_of;
-  std::vector<int64_t> timed;
-  absl::StatusOr<ScheduleChoice> operator()(int64_t batch) {
-    timed.push_back(batch);
-    return ScheduleChoice{.key = {batch}, .policy = policy_of(batch)};
+  std::function<SchedulePolicy(const GraphKey&)> policy_of;
+  std::vector<GraphKey> timed;
+  absl::StatusOr<ScheduleChoice> operator()(const GraphKey& key) {
+    timed.push_back(key);
+    return ScheduleChoice{.key = key, .policy = policy_of(key)};
+  }
+  std::vector<int64_t> TimedBatches() const {
+    std::vector<int64_t> batches = BatchSizesOf(timed);
+    std::sort(batches.begin(), batches.end());
+    return batches;
   }
 };
 
-std::vector<int64_t> Range(int64_t first, int64_t last) {
+std::vector<GraphKey> Range(int64_t first, int64_t last) {
   std::vector<int64_t> sizes;
   for (int64_t b = first; b <= last; ++b) sizes.push_back(b);
-  return sizes;
+  return BatchOnlyKeys(sizes);
 }
 
-TEST(ChooseAcrossSizes, DenseSizesThatAgreeAreTimedOncePerDoubling) {
-  FakeTiming fake{[](int64_t) { return SchedulePolicy::kAsap; }, {}};
+TEST(ChooseAcrossKeys, DenseSizesThatAgreeAreTimedOncePerDoubling) {
+  FakeTiming fake{[](const GraphKey&) { return SchedulePolicy::kAsap; }, {}};
   absl::StatusOr<std::vector<ScheduleChoice>> choices =
-      ChooseAcrossSizes(Range(1, 32), std::ref(fake));
+      ChooseAcrossKeys(Range(1, 32), std::ref(fake));
   ASSERT_TRUE(choices.ok());
-  std::sort(fake.timed.begin(), fake.timed.end());
-  EXPECT_EQ(fake.timed, (std::vector<int64_t>{1, 2, 4, 8, 16, 32}));
+  EXPECT_EQ(fake.TimedBatches(), (std::vector<int64_t>{1, 2, 4, 8, 16, 32}));
   ASSERT_EQ(choices->size(), 32u);
   for (const ScheduleChoice& choice : *choices) {
     EXPECT_EQ(choice.policy, SchedulePolicy::kAsap);
-    const bool timed = std::binary_search(fake.timed.begin(), fake.timed.end(), choice.key.batch_size);
-    EXPECT_EQ(choice.same_as_below == 0, timed) << choice.key.batch_size;
+    const bool timed =
+        std::find(fake.timed.begin(), fake.timed.end(), choice.key) != fake.timed.end();
+    EXPECT_EQ(choice.same_as_below.has_value(), !timed) << choice.key.batch_size;
   }
-  EXPECT_EQ((*choices)[2].same_as_below, 2);  // batch 3, between 2 and 4
-  EXPECT_EQ((*choices)[2].same_as_above, 4);
+  EXPECT_EQ((*choices)[2].same_as_below, GraphKey{2});  // batch 3, between 2 and 4
+  EXPECT_EQ((*choices)[2].same_as_above, GraphKey{4});
 }
 
-TEST(ChooseAcrossSizes, ASparseLadderIsTimedAtEverySize) {
-  FakeTiming fake{[](int64_t) { return SchedulePolicy::kSingle; }, {}};
-  ASSERT_TRUE(ChooseAcrossSizes({32, 1, 16, 8}, std::ref(fake)).ok());
-  std::sort(fake.timed.begin(), fake.timed.end());
-  EXPECT_EQ(fake.timed, (std::vector<int64_t>{1, 8, 16, 32}));
+TEST(ChooseAcrossKeys, ASparseLadderIsTimedAtEverySize) {
+  FakeTiming fake{[](const GraphKey&) { return SchedulePolicy::kSingle; }, {}};
+  ASSERT_TRUE(ChooseAcrossKeys(BatchOnlyKeys({32, 1, 16, 8}), std::ref(fake)).ok());
+  EXPECT_EQ(fake.TimedBatches(), (std::vector<int64_t>{1, 8, 16, 32}));
 }
 
-TEST(ChooseAcrossSizes, AChangeOfPolicyIsFoundAndNothingUntimedCrossesIt) {
+TEST(ChooseAcrossKeys, AChangeOfPolicyIsFoundAndNothingUntimedCrossesIt) {
   // Streams pay up to batch 11, not above: every choice must say so.
-  const auto oracle = [](int64_t batch) {
-    return batch <= 11 ? SchedulePolicy::kAsap : SchedulePolicy::kSingle;
+  const auto oracle = [](const GraphKey& key) {
+    return key.batch_size <= 11 ? SchedulePolicy::kAsap : SchedulePolicy::kSingle;
   };
   FakeTiming fake{oracle, {}};
   absl::StatusOr<std::vector<ScheduleChoice>> choices =
-      ChooseAcrossSizes(Range(1, 64), std::ref(fake));
+      ChooseAcrossKeys(Range(1, 64), std::ref(fake));
   ASSERT_TRUE(choices.ok());
   for (const ScheduleChoice& choice : *choices) {
-    EXPECT_EQ(choice.policy, oracle(choice.key.batch_size)) << choice.key.batch_size;
+    EXPECT_EQ(choice.policy, oracle(choice.key)) << choice.key.batch_size;
   }
   EXPECT_LT(fake.timed.size(), 20u);
 }
 
-TEST(ChooseAcrossSizes, ATimingErrorIsReturned) {
-  const auto failing = [](int64_t batch) -> absl::StatusOr<ScheduleChoice> {
-    return absl::InternalError(absl::StrCat("capture failed at ", batch));
+TEST(ChooseAcrossKeys, OverABucketGridTheChoiceFollowsWorkNotBatch) {
+  // Streams pay while a run covers at most 1024 positions (rows x tokens):
+  // batch 1 pays at 512 tokens, batch 32 only at 32.
+  const auto oracle = [](const GraphKey& key) {
+    return key.batch_size * key.bucket[0] <= 1024 ? SchedulePolicy::kAsap
+                                                  : SchedulePolicy::kSingle;
   };
-  EXPECT_EQ(ChooseAcrossSizes({1, 2}, failing).status().code(), absl::StatusCode::kInternal);
+  std::vector<GraphKey> keys;
+  for (int64_t tokens : {32, 64, 128, 256, 512}) {
+    for (int64_t batch : {1, 2, 4, 8, 16, 32}) keys.push_back({batch, {tokens}});
+  }
+  FakeTiming fake{oracle, {}};
+  absl::StatusOr<std::vector<ScheduleChoice>> choices = ChooseAcrossKeys(keys, std::ref(fake));
+  ASSERT_TRUE(choices.ok());
+  ASSERT_EQ(choices->size(), keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    EXPECT_EQ((*choices)[i].key, keys[i]);
+    EXPECT_EQ((*choices)[i].policy, oracle(keys[i])) << GraphKeyString(keys[i]);
+  }
+  // 12 of the 30 keys, 3 of them at 512 tokens (batches 4, 16 and 32).
+  std::vector<std::string> timed;
+  for (const GraphKey& key : fake.timed) timed.push_back(GraphKeyString(key));
+  EXPECT_LE(fake.timed.size(), 12u) << absl::StrJoin(timed, " ");
+}
+
+TEST(ChooseAcrossKeys, ATimingErrorIsReturned) {
+  const auto failing = [](const GraphKey& key) -> absl::StatusOr<ScheduleChoice> {
+    return absl::InternalError(absl::StrCat("capture failed at ", GraphKeyString(key)));
+  };
+  EXPECT_EQ(ChooseAcrossKeys(BatchOnlyKeys({1, 2}), failing).status().code(),
+            absl::StatusCode::kInternal);
 }
 
 }  // namespace

@@ -76,9 +76,9 @@ std::string GraphExecMemory(size_t bytes) {
 
 // "single 812.0 us, asap 610.2 us on 4 streams"; "" when nothing was timed.
 std::string ScheduleCandidatesText(const ScheduleChoice& choice) {
-  if (choice.same_as_below > 0) {
-    return absl::StrCat("not timed: batches ", choice.same_as_below, " and ",
-                        choice.same_as_above, " chose the same");
+  if (choice.same_as_below.has_value()) {
+    return absl::StrCat("not timed: batches ", GraphKeyString(*choice.same_as_below), " and ",
+                        GraphKeyString(*choice.same_as_above), " chose the same");
   }
   std::vector<std::string> times;
   for (const ScheduleCandidateTime& c : choice.candidates) {

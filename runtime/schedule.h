@@ -6,6 +6,7 @@
 // schedule on any machine. See Note [Schedules].
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -69,10 +70,10 @@ struct ScheduleChoice {
   // Timed candidates, single first; empty when the policy was given, no
   // policy gives more than one lane, or the size was not timed (below).
   std::vector<ScheduleCandidateTime> candidates;
-  // Set when the choice was not timed but taken from the timed sizes on
-  // both sides, which agreed (Note [Schedules between timed sizes]).
-  int64_t same_as_below = 0;
-  int64_t same_as_above = 0;
+  // Set when the choice was not timed but taken from the timed keys on both
+  // sides by work, which agreed (Note [Schedules between timed sizes]).
+  std::optional<GraphKey> same_as_below;
+  std::optional<GraphKey> same_as_above;
 };
 
 Schedule MakeSchedule(const BoundGraph& graph, const FusionPlan& plan,

@@ -79,11 +79,12 @@ void SetCosts(const std::vector<CaptureCostEntry>& measured, inference::ModelCon
   }
 }
 
-// The schedules the config records for every size, or nullopt unless it
-// covers them all.
-absl::StatusOr<std::optional<std::map<int64_t, SchedulePolicy>>> SchedulesFromConfig(
-    const inference::ModelConfig& config, const std::vector<int64_t>& sizes) {
-  std::map<int64_t, SchedulePolicy> policies;
+// The schedules the config records for every key, or nullopt unless it
+// covers them all. An entry without a bucket serves every bucket of its
+// batch size (configs the capture CLI writes for models without shape dims).
+absl::StatusOr<std::optional<std::map<GraphKey, SchedulePolicy>>> SchedulesFromConfig(
+    const inference::ModelConfig& config, const std::vector<GraphKey>& keys) {
+  std::map<GraphKey, SchedulePolicy> recorded;
   for (const inference::CaptureSchedule& schedule : config.capture().schedules()) {
     absl::StatusOr<SchedulePolicy> policy = ParseSchedulePolicy(schedule.policy());
     if (!policy.ok()) {
@@ -91,28 +92,30 @@ absl::StatusOr<std::optional<std::map<int64_t, SchedulePolicy>>> SchedulesFromCo
                                                      schedule.batch_size(), ": ",
                                                      policy.status().message()));
     }
-    policies[schedule.batch_size()] = *policy;
+    recorded[{schedule.batch_size(), {schedule.bucket().begin(), schedule.bucket().end()}}] =
+        *policy;
   }
-  for (int64_t size : sizes) {
-    if (!policies.contains(size)) return std::nullopt;
+  std::map<GraphKey, SchedulePolicy> policies;
+  for (const GraphKey& key : keys) {
+    auto found = recorded.find(key);
+    if (found == recorded.end()) found = recorded.find({key.batch_size, {}});
+    if (found == recorded.end()) return std::nullopt;
+    policies[key] = found->second;
   }
   return policies;
 }
 
-// Schedules: the config's per-size record when it covers every size; else
+// Schedules: the config's per-key record when it covers every key; else
 // its `schedule` (auto: timed here, at load, and recorded in the config).
 absl::Status ApplyConfigSchedules(const Model& model, inference::ModelConfig* config,
                                   GraphSetOptions& set_options, ModelLoadSummary& summary,
                                   std::vector<ScheduleChoice>& choices) {
   const int max_lanes = config->capture().max_lanes() > 0 ? config->capture().max_lanes() : 4;
   set_options.executor.schedule.max_lanes = max_lanes;
-  ASSIGN_OR_RETURN(const auto recorded,
-                   SchedulesFromConfig(*config, BatchSizesOf(set_options.graphs)));
+  ASSIGN_OR_RETURN(const auto recorded, SchedulesFromConfig(*config, set_options.graphs));
   if (recorded.has_value()) {
-    // The config records a schedule per batch size, which every bucket's
-    // graph of that size follows.
     for (const GraphKey& key : set_options.graphs) {
-      const SchedulePolicy policy = recorded->at(key.batch_size);
+      const SchedulePolicy policy = recorded->at(key);
       set_options.schedules[key] = {.policy = policy, .max_lanes = max_lanes};
       choices.push_back({.key = key, .policy = policy});
     }
