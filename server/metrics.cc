@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/metric_names.h"
 #include "common/status.h"
 #include "planning/batch_sizes.h"
@@ -106,7 +107,7 @@ void AddGraphServeFamilies(const std::vector<ModelMetrics>& models,
                         MetricType::Histogram,
                         {}};
   MetricFamily launches{kGraphLaunchesMetric,
-                        "Chunks launched at each captured batch size on each stream slot",
+                        "Chunks launched at each captured batch size (and shape bucket) on each stream slot",
                         MetricType::Counter,
                         {}};
   MetricFamily padding{"graphserve_expected_padded_rows",
@@ -120,7 +121,11 @@ void AddGraphServeFamilies(const std::vector<ModelMetrics>& models,
     for (const ModelCounters::Launches& launched : model.launches) {
       ClientMetric sample =
           Sample(model.statistics, static_cast<double>(launched.count), MetricType::Counter);
-      sample.label.push_back({"batch_size", absl::StrCat(launched.batch_size)});
+      sample.label.push_back({"batch_size", absl::StrCat(launched.key.batch_size)});
+      // Only a model with shape dims has buckets: "128", or "224x224".
+      if (!launched.key.bucket.empty()) {
+        sample.label.push_back({"bucket", absl::StrJoin(launched.key.bucket, "x")});
+      }
       sample.label.push_back({"stream", absl::StrCat(launched.stream)});
       launches.metric.push_back(std::move(sample));
     }
@@ -140,6 +145,18 @@ void AddGraphServeFamilies(const std::vector<ModelMetrics>& models,
              MetricType::Counter, models,
              [](const ModelMetrics& m) { return static_cast<double>(m.padded_rows); }));
   families.push_back(std::move(launches));
+  MetricFamily padded_positions{
+      "graphserve_padded_positions_total",
+      "Padding positions launched (rows x tokens or pixels of their shape bucket beyond the "
+      "requests' own), for models with shape dims",
+      MetricType::Counter,
+      {}};
+  for (const ModelMetrics& model : models) {
+    if (!model.padded_positions.has_value()) continue;
+    padded_positions.metric.push_back(Sample(
+        model.statistics, static_cast<double>(*model.padded_positions), MetricType::Counter));
+  }
+  families.push_back(std::move(padded_positions));
   families.push_back(
       Family("graphserve_split_requests_total",
              "Successful requests whose rows ran in more than one chunk", MetricType::Counter,
@@ -284,7 +301,8 @@ std::vector<ModelMetrics> ReadMetrics(const ModelRegistry& registry) {
     model.request_rows = counters.RequestRows();
     model.request_duration_us = counters.RequestDurationUs();
     model.padded_rows = counters.padded_rows();
-    model.launches = counters.LaunchesPerSizeAndStream();
+    model.launches = counters.LaunchesPerKeyAndStream();
+    if (!counters.buckets().front().empty()) model.padded_positions = counters.padded_positions();
     model.split_requests = counters.split_requests();
     model.merged_executions = counters.merged_executions();
     absl::StatusOr<PaddingSignal> padding = ExpectedPaddedRowsSignal(

@@ -73,7 +73,8 @@ struct ModelMetrics {
   ModelCounters::Histogram request_rows;
   ModelCounters::Histogram request_duration_us;
   uint64_t padded_rows = 0;
-  std::vector<ModelCounters::Launches> launches;  // per captured size and stream
+  std::vector<ModelCounters::Launches> launches;  // per captured key and stream
+  std::optional<uint64_t> padded_positions;        // only with shape dims
   uint64_t split_requests = 0;
   uint64_t merged_executions = 0;
   std::optional<PaddingSignal> padding;  // absent: no samples

@@ -148,7 +148,7 @@ TEST(MetricsTest, GraphServesOwnHistogramsAndCounters) {
   mlp.request_rows = counters.RequestRows();
   mlp.request_duration_us = counters.RequestDurationUs();
   mlp.padded_rows = counters.padded_rows();
-  mlp.launches = counters.LaunchesPerSizeAndStream();
+  mlp.launches = counters.LaunchesPerKeyAndStream();
 
   const std::string text = MetricsText({mlp});
   EXPECT_THAT(text, HasSubstr("# TYPE graphserve_request_rows histogram\n"));
@@ -176,7 +176,28 @@ TEST(MetricsTest, GraphServesOwnHistogramsAndCounters) {
     EXPECT_THAT(
         text, HasSubstr(absl::StrCat("graphserve_graph_launches_total{model=\"mlp\",version=\"1\",",
                                      labels, "} ", count, "\n")));
-  }
+  }  // No shape dims: no bucket label, no padded positions.
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("bucket=")));
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("graphserve_padded_positions_total{")));
+}
+
+TEST(MetricsTest, ShapeBucketsLabelLaunchesAndCountPaddedPositions) {
+  ModelCounters counters({2}, /*max_batch_size=*/2, /*num_streams=*/1, {{32}, {64}});
+  counters.RecordChunk({.batch_size = 2, .rows = 2, .bucket = 1, .launched_positions = 128,
+                        .real_positions = 40 + 64},
+                       {});
+  ModelMetrics bert;
+  bert.statistics.set_name("bert");
+  bert.statistics.set_version("1");
+  bert.launches = counters.LaunchesPerKeyAndStream();
+  bert.padded_positions = counters.padded_positions();
+  const std::string text = MetricsText({bert});
+  EXPECT_THAT(text, HasSubstr("graphserve_graph_launches_total{model=\"bert\",version=\"1\","
+                              "batch_size=\"2\",bucket=\"64\",stream=\"0\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("graphserve_graph_launches_total{model=\"bert\",version=\"1\","
+                              "batch_size=\"2\",bucket=\"32\",stream=\"0\"} 0\n"));
+  EXPECT_THAT(text,
+              HasSubstr("graphserve_padded_positions_total{model=\"bert\",version=\"1\"} 24\n"));
 }
 
 TEST(MetricsTest, SplitRequestsAndMergedExecutions) {

@@ -90,20 +90,27 @@ void ModelCounters::Duration::Fill(inference::StatisticDuration* duration) const
 }
 
 ModelCounters::ModelCounters(std::vector<int64_t> batch_sizes, int64_t max_batch_size,
-                             int num_streams)
+                             int num_streams, std::vector<std::vector<int64_t>> buckets)
     : batch_sizes_(std::move(batch_sizes)),
       max_batch_size_(max_batch_size),
       num_streams_(std::max(num_streams, 1)),
+      buckets_(buckets.empty() ? std::vector<std::vector<int64_t>>{{}} : std::move(buckets)),
       request_rows_(RowBounds(max_batch_size)),
       request_duration_us_(DurationBoundsUs()),
-      launches_(
-          new std::atomic<uint64_t>[batch_sizes_.size() * static_cast<size_t>(num_streams_)]) {
+      launches_(new std::atomic<uint64_t>[LaunchCounters()]) {
   for (size_t i = 0; i < batch_sizes_.size(); ++i) {
     size_counters_.push_back(std::make_unique<SizeCounters>());
   }
-  for (size_t i = 0; i < batch_sizes_.size() * static_cast<size_t>(num_streams_); ++i) {
-    launches_[i].store(0);
-  }
+  for (size_t i = 0; i < LaunchCounters(); ++i) launches_[i].store(0);
+}
+
+size_t ModelCounters::LaunchCounters() const {
+  return batch_sizes_.size() * buckets_.size() * static_cast<size_t>(num_streams_);
+}
+
+size_t ModelCounters::LaunchIndex(size_t size, size_t bucket, int stream) const {
+  return (size * buckets_.size() + bucket) * static_cast<size_t>(num_streams_) +
+         static_cast<size_t>(stream);
 }
 
 size_t ModelCounters::SizeIndex(int64_t batch_size) const {
@@ -122,8 +129,12 @@ void ModelCounters::RecordChunk(const ChunkRun& run, const ChunkTiming& timing) 
   // A slot outside the count (a runner with more slots than the counters
   // were told of) is counted under the last rather than lost.
   const int stream = std::clamp(run.stream, 0, num_streams_ - 1);
-  launches_[size * static_cast<size_t>(num_streams_) + static_cast<size_t>(stream)].fetch_add(
-      1, std::memory_order_relaxed);
+  const size_t bucket = std::min(run.bucket, buckets_.size() - 1);
+  launches_[LaunchIndex(size, bucket, stream)].fetch_add(1, std::memory_order_relaxed);
+  if (run.launched_positions > run.real_positions) {
+    padded_positions_.fetch_add(static_cast<uint64_t>(run.launched_positions - run.real_positions),
+                                std::memory_order_relaxed);
+  }
   execution_count_.fetch_add(1, std::memory_order_relaxed);
   if (run.batch_size > run.rows) {
     padded_rows_.fetch_add(static_cast<uint64_t>(run.batch_size - run.rows),
@@ -165,14 +176,16 @@ ModelCounters::Histogram ModelCounters::RequestDurationUs() const {
   return request_duration_us_.Read();
 }
 
-std::vector<ModelCounters::Launches> ModelCounters::LaunchesPerSizeAndStream() const {
+std::vector<ModelCounters::Launches> ModelCounters::LaunchesPerKeyAndStream() const {
   std::vector<Launches> launches;
-  for (size_t i = 0; i < batch_sizes_.size(); ++i) {
-    for (int stream = 0; stream < num_streams_; ++stream) {
-      const size_t index = i * static_cast<size_t>(num_streams_) + static_cast<size_t>(stream);
-      launches.push_back({.batch_size = batch_sizes_[i],
-                          .stream = stream,
-                          .count = launches_[index].load(std::memory_order_relaxed)});
+  for (size_t size = 0; size < batch_sizes_.size(); ++size) {
+    for (size_t bucket = 0; bucket < buckets_.size(); ++bucket) {
+      for (int stream = 0; stream < num_streams_; ++stream) {
+        launches.push_back(
+            {.key = {batch_sizes_[size], buckets_[bucket]},
+             .stream = stream,
+             .count = launches_[LaunchIndex(size, bucket, stream)].load(std::memory_order_relaxed)});
+      }
     }
   }
   return launches;

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "common/graph_key.h"
 #include "proto/grpc_service.pb.h"
 #include "server/chunk_runner.h"
 
@@ -47,6 +48,13 @@ struct ChunkRun {
   int64_t batch_size = 0;  // the captured size launched
   int64_t rows = 0;        // real rows; batch_size - rows were padding
   int64_t requests = 1;    // requests with rows in it; more than one: merged
+  // For a model with shape dims: the bucket launched (an index into the
+  // counters' buckets), and the chunk's positions (a row's positions: the
+  // product of its extents), launched (batch_size rows at the bucket) and
+  // real (each row at its own extents).
+  size_t bucket = 0;
+  int64_t launched_positions = 0;
+  int64_t real_positions = 0;
 };
 
 class ModelCounters {
@@ -54,8 +62,11 @@ class ModelCounters {
   // `batch_sizes`: the captured sizes, ascending; chunks are counted under
   // the smallest of them at least as large as the chunk's size.
   // `max_batch_size` bounds the rows histogram. `num_streams`: the stream
-  // slots chunks run on (launches are counted per slot).
-  ModelCounters(std::vector<int64_t> batch_sizes, int64_t max_batch_size, int num_streams);
+  // slots chunks run on (launches are counted per slot). `buckets`: the
+  // shape buckets every size is captured at (ModelInterface::buckets), one
+  // empty bucket for a model without shape dims.
+  ModelCounters(std::vector<int64_t> batch_sizes, int64_t max_batch_size, int num_streams,
+                std::vector<std::vector<int64_t>> buckets = {{}});
 
   // A request between accept and answer (Triton's pending request count).
   void RequestAccepted() { pending_.fetch_add(1, std::memory_order_relaxed); }
@@ -92,14 +103,19 @@ class ModelCounters {
   [[nodiscard]] uint64_t padded_rows() const {
     return padded_rows_.load(std::memory_order_relaxed);
   }
-  // Chunks launched at one captured size on one stream slot.
+  // Positions of padding launched (ChunkRun's launched minus real), over
+  // all chunks of a model with shape dims.
+  [[nodiscard]] uint64_t padded_positions() const {
+    return padded_positions_.load(std::memory_order_relaxed);
+  }
+  // Chunks launched at one captured key on one stream slot.
   struct Launches {
-    int64_t batch_size = 0;
+    GraphKey key;
     int stream = 0;
     uint64_t count = 0;
   };
-  // Every (captured size, slot), launched or not: sizes ascending, then slots.
-  [[nodiscard]] std::vector<Launches> LaunchesPerSizeAndStream() const;
+  // Every (captured key, slot), launched or not: keys ascending, then slots.
+  [[nodiscard]] std::vector<Launches> LaunchesPerKeyAndStream() const;
   // Requests answered OK whose rows ran in more than one chunk.
   [[nodiscard]] uint64_t split_requests() const {
     return split_requests_.load(std::memory_order_relaxed);
@@ -113,6 +129,7 @@ class ModelCounters {
   [[nodiscard]] std::array<uint64_t, kNumFailureReasons> FailuresByReason() const;
   // What the counters were built with.
   [[nodiscard]] const std::vector<int64_t>& batch_sizes() const { return batch_sizes_; }
+  [[nodiscard]] const std::vector<std::vector<int64_t>>& buckets() const { return buckets_; }
   [[nodiscard]] int64_t max_batch_size() const { return max_batch_size_; }
 
   // Implementation details follow.
@@ -141,10 +158,14 @@ class ModelCounters {
  private:
   // The batch_sizes_ index chunks of `batch_size` are counted under.
   [[nodiscard]] size_t SizeIndex(int64_t batch_size) const;
+  // launches_: how many counters, and where one (size, bucket, slot) is.
+  [[nodiscard]] size_t LaunchCounters() const;
+  [[nodiscard]] size_t LaunchIndex(size_t size, size_t bucket, int stream) const;
 
   const std::vector<int64_t> batch_sizes_;
   const int64_t max_batch_size_;
   const int num_streams_;
+  const std::vector<std::vector<int64_t>> buckets_;
   Duration success_, fail_, queue_, compute_input_, compute_infer_, compute_output_;
   std::array<std::atomic<uint64_t>, kNumFailureReasons> failures_{};  // by FailureReason
   std::atomic<uint64_t> inference_count_{0};                          // rows
@@ -155,7 +176,9 @@ class ModelCounters {
   AtomicHistogram request_rows_;
   AtomicHistogram request_duration_us_;
   std::atomic<uint64_t> padded_rows_{0};
-  // Per captured size (batch_sizes_ index) and slot: [size * num_streams_ + slot].
+  std::atomic<uint64_t> padded_positions_{0};
+  // Per captured size (batch_sizes_ index), bucket (buckets_ index) and
+  // slot: [(size * buckets + bucket) * num_streams_ + slot].
   std::unique_ptr<std::atomic<uint64_t>[]> launches_;
   std::atomic<uint64_t> split_requests_{0};
   std::atomic<uint64_t> merged_executions_{0};

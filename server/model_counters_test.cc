@@ -99,13 +99,13 @@ TEST(ModelCountersTest, HistogramsCountRowsAndLatencyInTheirBuckets) {
   counters.RecordChunk({.batch_size = 8, .rows = 8}, {});
   counters.RecordChunk({.batch_size = 200, .rows = 65}, {});
   EXPECT_EQ(counters.padded_rows(), 5u + 135u);
-  const std::vector<ModelCounters::Launches> launches = counters.LaunchesPerSizeAndStream();
+  const std::vector<ModelCounters::Launches> launches = counters.LaunchesPerKeyAndStream();
   ASSERT_EQ(launches.size(), 3u);
-  EXPECT_EQ(launches[0].batch_size, 1);
+  EXPECT_EQ(launches[0].key.batch_size, 1);
   EXPECT_EQ(launches[0].count, 0u);
-  EXPECT_EQ(launches[1].batch_size, 8);
+  EXPECT_EQ(launches[1].key.batch_size, 8);
   EXPECT_EQ(launches[1].count, 2u);
-  EXPECT_EQ(launches[2].batch_size, 200);
+  EXPECT_EQ(launches[2].key.batch_size, 200);
   EXPECT_EQ(launches[2].count, 1u);
 }
 
@@ -117,12 +117,12 @@ TEST(ModelCountersTest, LaunchesAreCountedPerSizeAndStream) {
   counters.RecordChunk({.stream = 2, .batch_size = 2, .rows = 2}, {});
   counters.RecordChunk({.stream = 1, .batch_size = 8, .rows = 5}, {});
   // Every (size, stream), launched or not, sizes then streams ascending.
-  const std::vector<ModelCounters::Launches> launches = counters.LaunchesPerSizeAndStream();
+  const std::vector<ModelCounters::Launches> launches = counters.LaunchesPerKeyAndStream();
   ASSERT_EQ(launches.size(), 2u * kStreams);
   const std::vector<std::tuple<int64_t, int, uint64_t>> expected = {
       {2, 0, 1}, {2, 1, 0}, {2, 2, 2}, {8, 0, 0}, {8, 1, 1}, {8, 2, 0}};
   for (size_t i = 0; i < expected.size(); ++i) {
-    EXPECT_EQ(std::make_tuple(launches[i].batch_size, launches[i].stream, launches[i].count),
+    EXPECT_EQ(std::make_tuple(launches[i].key.batch_size, launches[i].stream, launches[i].count),
               expected[i])
         << "entry " << i;
   }
@@ -172,6 +172,26 @@ TEST(ModelCountersTest, FailuresAreCountedByReasonAndInTotal) {
   EXPECT_STREQ(FailureReasonLabel(FailureReason::kCanceled), "CANCELED");
   EXPECT_STREQ(FailureReasonLabel(FailureReason::kBackend), "BACKEND");
   EXPECT_STREQ(FailureReasonLabel(FailureReason::kOther), "OTHER");
+}
+
+TEST(ModelCountersTest, LaunchesAndPaddedPositionsAreCountedPerBucket) {
+  ModelCounters counters({1, 4}, /*max_batch_size=*/4, /*num_streams=*/1, {{32}, {128}});
+  counters.RecordChunk({.batch_size = 4, .rows = 3, .bucket = 1, .launched_positions = 4 * 128,
+                        .real_positions = 100 + 20 + 7},
+                       {});
+  counters.RecordChunk({.batch_size = 1, .rows = 1, .bucket = 0, .launched_positions = 32,
+                        .real_positions = 32},
+                       {});
+  EXPECT_EQ(counters.padded_positions(), 512u - 127u);
+  EXPECT_EQ(counters.padded_rows(), 1u);
+  const std::vector<ModelCounters::Launches> launches = counters.LaunchesPerKeyAndStream();
+  ASSERT_EQ(launches.size(), 4u);  // (size, bucket) keys, one stream
+  const std::vector<std::pair<GraphKey, uint64_t>> expected = {
+      {{1, {32}}, 1}, {{1, {128}}, 0}, {{4, {32}}, 0}, {{4, {128}}, 1}};
+  for (size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_EQ(launches[i].key, expected[i].first) << "entry " << i;
+    EXPECT_EQ(launches[i].count, expected[i].second) << "entry " << i;
+  }
 }
 
 }  // namespace

@@ -503,6 +503,32 @@ absl::StatusOr<ModelPrecision> PrecisionFromConfig(const inference::ModelConfig&
   return precision;
 }
 
+// What the counters record of `chunk`, run on `slot` at bucket `bucket` of
+// `buckets` (none for a model without shape dims).
+ChunkRun CountedRun(int slot, const FormedChunk& chunk, size_t bucket,
+                    const std::vector<std::vector<int64_t>>& buckets) {
+  ChunkRun run{.stream = slot, .batch_size = chunk.batch_size, .rows = chunk.rows};
+  // A request's rows in a chunk are one segment (RequestQueue::TakeRows), or
+  // at least adjacent ones: count the changes of request along the chunk.
+  run.requests = chunk.segments.empty() ? 0 : 1;
+  for (size_t i = 1; i < chunk.segments.size(); ++i) {
+    if (chunk.segments[i].request != chunk.segments[i - 1].request) ++run.requests;
+  }
+  if (buckets.empty()) return run;
+  const auto positions = [](const std::vector<int64_t>& extents) {
+    int64_t product = 1;
+    for (int64_t extent : extents) product *= extent;
+    return product;
+  };
+  run.bucket = bucket;
+  run.launched_positions = chunk.batch_size * positions(buckets[bucket]);
+  for (const RowSegment& segment : chunk.segments) {
+    const RowShape* shape = segment.request->shape.get();
+    run.real_positions += segment.rows * (shape != nullptr ? positions(shape->extents) : 0);
+  }
+  return run;
+}
+
 absl::StatusOr<Execution> LoadOnHost(const Model& model, const std::vector<GraphKey>& keys,
                                      int num_streams) {
   HostRunnerOptions host_options;
@@ -615,8 +641,8 @@ absl::StatusOr<std::unique_ptr<ServedModel>> ServedModel::Load(const RepositoryM
   summary.batch_sizes = sizes;
   summary.buckets = BucketsSummary(declared);
   summary.num_streams = execution->runner->num_slots();
-  auto counters =
-      std::make_unique<ModelCounters>(sizes, declared.max_batch_size, summary.num_streams);
+  auto counters = std::make_unique<ModelCounters>(sizes, declared.max_batch_size,
+                                                  summary.num_streams, declared.buckets);
   StreamPoolOptions pool_options;
   pool_options.idle_spin = options.idle_spin;
   pool_options.run_on_caller = options.run_on_rpc_thread;
@@ -624,18 +650,10 @@ absl::StatusOr<std::unique_ptr<ServedModel>> ServedModel::Load(const RepositoryM
   // The back-pressure bound, in chunks of the largest size.
   pool_options.queue.max_queued_rows =
       static_cast<int64_t>(options.max_queued_chunks) * sizes.back();
-  pool_options.on_chunk = [counters = counters.get()](int slot, const FormedChunk& chunk,
-                                                      const absl::Status& /*status*/,
-                                                      const ChunkTiming& timing) {
-    // A request's rows in a chunk are one segment (RequestQueue::TakeRows), or
-    // at least adjacent ones: count the changes of request along the chunk.
-    int64_t requests = chunk.segments.empty() ? 0 : 1;
-    for (size_t i = 1; i < chunk.segments.size(); ++i) {
-      if (chunk.segments[i].request != chunk.segments[i - 1].request) ++requests;
-    }
-    counters->RecordChunk(
-        {.stream = slot, .batch_size = chunk.batch_size, .rows = chunk.rows, .requests = requests},
-        timing);
+  pool_options.on_chunk = [counters = counters.get(), buckets = declared.buckets](
+                              int slot, const FormedChunk& chunk, size_t bucket,
+                              const absl::Status& /*status*/, const ChunkTiming& timing) {
+    counters->RecordChunk(CountedRun(slot, chunk, bucket, buckets), timing);
   };
   ASSIGN_OR_RETURN(std::unique_ptr<StreamPool> pool,
                    StreamPool::Create(std::move(execution->runner), std::move(planner),

@@ -324,7 +324,9 @@ size_t StreamPool::BucketFor(const FormedChunk& chunk) const {
 void StreamPool::FinishChunk(int slot, StartedChunk started) {
   absl::Status status = std::move(started.status);
   if (status.ok()) status = runner_->Finish(slot, started.staging, started.job, &started.timing);
-  if (options_.on_chunk) options_.on_chunk(slot, started.chunk, status, started.timing);
+  if (options_.on_chunk) {
+    options_.on_chunk(slot, started.chunk, BucketFor(started.chunk), status, started.timing);
+  }
   for (const RowSegment& segment : started.chunk.segments) {
     segment.request->on_segment(segment.rows, status, started.start - segment.enqueued,
                                 started.timing, SegmentEnd::kRan);

@@ -91,7 +91,9 @@ struct StreamPoolOptions {
   bool run_on_caller = true;
   // Called once per chunk run (or failed), on the worker of runner slot
   // `slot`, before its segments report: executions for the statistics.
-  std::function<void(int slot, const FormedChunk&, const absl::Status&, const ChunkTiming&)>
+  // `bucket`: the RowLayout bucket it ran at.
+  std::function<void(int slot, const FormedChunk&, size_t bucket, const absl::Status&,
+                     const ChunkTiming&)>
       on_chunk;
 };
 

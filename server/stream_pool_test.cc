@@ -218,7 +218,8 @@ TEST(StreamPool, RequestsQueuedWhileTheSlotIsBusyRunMergedWithDynamicBatching) {
   StreamPoolOptions options = WorkersOnly();
   options.queue.merge = true;
   std::atomic<int> executions{0};
-  options.on_chunk = [&](int, const FormedChunk&, const absl::Status&, const ChunkTiming&) {
+  options.on_chunk = [&](int, const FormedChunk&, size_t, const absl::Status&,
+                         const ChunkTiming&) {
     ++executions;
   };
   auto pool = MakePool(std::move(runner), {1, 2, 4, 8, 16}, std::move(options));
@@ -331,7 +332,8 @@ TEST(StreamPool, OnChunkNamesTheSlotThatRanIt) {
   std::mutex mu;
   std::set<int> slots;
   int chunks = 0;
-  options.on_chunk = [&](int slot, const FormedChunk&, const absl::Status&, const ChunkTiming&) {
+  options.on_chunk = [&](int slot, const FormedChunk&, size_t, const absl::Status&,
+                         const ChunkTiming&) {
     std::lock_guard<std::mutex> lock(mu);
     slots.insert(slot);
     ++chunks;

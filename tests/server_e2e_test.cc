@@ -1916,6 +1916,13 @@ TEST(ServerWithShapeBuckets, PadsRequestsIntoBucketsWhereExactAndMergesLengths) 
   EXPECT_EQ(after.inference_count() - before.inference_count(), 4);
   EXPECT_LT(after.execution_count() - before.execution_count(), 4u)
       << "requests of different lengths should merge";
+  // /metrics counts launches per (size, bucket) and the padding positions
+  // the buckets cost.
+  const HttpReply metrics = HttpExchange(server->metrics_port(), "GET", "/metrics");
+  EXPECT_THAT(metrics.body, HasSubstr("graphserve_graph_launches_total{model=\"masked\",version="
+                                      "\"1\",batch_size=\"8\",bucket=\"32\",stream="));
+  EXPECT_THAT(metrics.body, HasSubstr("bucket=\"8\""));
+  EXPECT_THAT(metrics.body, HasSubstr("graphserve_padded_positions_total{model=\"masked\""));
 
   // Longer than the largest bucket, and inputs that disagree on the length.
   const auto [too_long, unused] = infer("masked", 1, 33, 1800);
