@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
 #include "server/config_validation.h"
+#include "server/shared_memory.h"
 #include "spdlog/spdlog.h"
 
 namespace graphserve {
@@ -109,6 +110,7 @@ SequenceBatcher::SequenceBatcher(SequenceBatcherOptions options)
       version_text_(std::move(options.version_text)),
       plan_(std::move(options.plan)),
       execute_(std::move(options.execute)),
+      device_states_(std::move(options.device_states)),
       drain_execution_(std::move(options.drain_execution)),
       counters_(options.counters),
       reaper_period_(options.reaper_period) {
@@ -117,6 +119,7 @@ SequenceBatcher::SequenceBatcher(SequenceBatcherOptions options)
     std::lock_guard<std::mutex> lock(mu_);
     slots_.resize(count);
     for (Slot& slot : slots_) {
+      if (device_states_.has_value()) break;
       for (const SequenceState& state : plan_.states) slot.states.push_back(state.initial);
     }
     // Taken from the back: slot 0 first.
@@ -262,8 +265,22 @@ void SequenceBatcher::Run(const Launch& launch) {
   }
   // The slot's buffers are the running request's alone (one request of its
   // owner runs at a time), so they are read and written without mu_.
+  const int64_t slot_index = launch.sequence->slot;
   if (pending.flags.start) {
-    for (size_t s = 0; s < plan_.states.size(); ++s) slot->states[s] = plan_.states[s].initial;
+    for (size_t s = 0; s < plan_.states.size(); ++s) {
+      if (!device_states_.has_value()) {
+        slot->states[s] = plan_.states[s].initial;
+        continue;
+      }
+      absl::Status set = [&]() -> absl::Status {
+        ASSIGN_OR_RETURN(const SharedMemorySlice row, DeviceState(s, slot_index));
+        return CopyIntoSlice(row, plan_.states[s].initial.data(), plan_.states[s].initial.size());
+      }();
+      if (!set.ok()) {
+        Executed(launch.sequence, launch.pending, set);
+        return;
+      }
+    }
   }
   inference::ModelInferRequest& execution = pending.execution_request;
   execution.set_model_name(interface_.name);
@@ -316,10 +333,30 @@ void SequenceBatcher::Run(const Launch& launch) {
     }
     add_input(control.tensor, control.dtype, {1}, value.data(), value.size());
   }
+  // A device state is the slot's row of its region, for the state input and
+  // the state output alike: the execution copies it in before its graph
+  // runs and the output over it after (Note [Sequence batching]).
+  const auto in_region = [&](size_t s, google::protobuf::Map<std::string, inference::InferParameter>*
+                                           parameters) {
+    const size_t bytes = plan_.states[s].bytes_per_row();
+    (*parameters)["shared_memory_region"].set_string_param(device_states_->regions[s]);
+    (*parameters)["shared_memory_byte_size"].set_int64_param(static_cast<int64_t>(bytes));
+    (*parameters)["shared_memory_offset"].set_int64_param(
+        static_cast<int64_t>(bytes) * slot_index);
+  };
   for (size_t s = 0; s < plan_.states.size(); ++s) {
     const SequenceState& state = plan_.states[s];
-    add_input(state.input_name, state.dtype, state.dims, slot->states[s].data(),
-              slot->states[s].size());
+    if (!device_states_.has_value()) {
+      add_input(state.input_name, state.dtype, state.dims, slot->states[s].data(),
+                slot->states[s].size());
+      continue;
+    }
+    inference::ModelInferRequest::InferInputTensor* input = execution.add_inputs();
+    input->set_name(state.input_name);
+    input->set_datatype(KServeDatatype(state.dtype));
+    if (interface_.batching) input->add_shape(rows);
+    for (int64_t dim : state.dims) input->add_shape(dim);
+    in_region(s, input->mutable_parameters());
   }
   // The client's outputs, then the states' (once each).
   std::vector<std::string> wanted;
@@ -329,12 +366,26 @@ void SequenceBatcher::Run(const Launch& launch) {
       wanted.push_back(state.output_name);
     }
   }
-  for (const std::string& name : wanted) execution.add_outputs()->set_name(name);
+  for (const std::string& name : wanted) {
+    inference::ModelInferRequest::InferRequestedOutputTensor* output = execution.add_outputs();
+    output->set_name(name);
+    for (size_t s = 0; device_states_.has_value() && s < plan_.states.size(); ++s) {
+      if (plan_.states[s].output_name == name) in_region(s, output->mutable_parameters());
+    }
+  }
   std::shared_ptr<Sequence> sequence = launch.sequence;
   Pending* const raw = launch.pending;
   execute_(&execution, &pending.execution_response,
            [this, sequence, raw](const absl::Status& status) { Executed(sequence, raw, status); },
+           device_states_.has_value() ? device_states_->registry.get() : nullptr,
            &pending.compute);
+}
+
+absl::StatusOr<SharedMemorySlice> SequenceBatcher::DeviceState(size_t state,
+                                                               int64_t slot) const {
+  const uint64_t bytes = plan_.states[state].bytes_per_row();
+  return device_states_->registry->Slice(device_states_->regions[state],
+                                         bytes * static_cast<uint64_t>(slot), bytes);
 }
 
 namespace {
@@ -349,6 +400,14 @@ const std::string* OutputBytes(const inference::ModelInferResponse& response,
 }
 
 }  // namespace
+
+std::optional<size_t> SequenceBatcher::DeviceStateOutput(const std::string& name) const {
+  if (!device_states_.has_value()) return std::nullopt;
+  for (size_t s = 0; s < plan_.states.size(); ++s) {
+    if (plan_.states[s].output_name == name) return s;
+  }
+  return std::nullopt;
+}
 
 void SequenceBatcher::Executed(const std::shared_ptr<Sequence>& sequence, Pending* pending,
                                const absl::Status& execution_status) {
@@ -365,6 +424,16 @@ void SequenceBatcher::Executed(const std::shared_ptr<Sequence>& sequence, Pendin
     const int64_t rows = pending->validated.rows;
     for (size_t index : pending->validated.outputs) {
       const TensorSpec& spec = interface_.outputs[index];
+      if (std::optional<size_t> state = DeviceStateOutput(spec.name); state.has_value()) {
+        // The client asked for a state the execution wrote on the device.
+        status = [&]() -> absl::Status {
+          ASSIGN_OR_RETURN(const SharedMemorySlice row, DeviceState(*state, sequence->slot));
+          if (pending->outputs[index] == nullptr) return absl::OkStatus();
+          return CopyFromSlice(row, pending->outputs[index]);
+        }();
+        if (!status.ok()) break;
+        continue;
+      }
       const std::string* bytes = OutputBytes(execution, spec.name);
       const Dims dims =
           interface_.shape_dims.empty() ? spec.dims : spec.DimsAt(pending->validated.extents);
@@ -383,7 +452,7 @@ void SequenceBatcher::Executed(const std::shared_ptr<Sequence>& sequence, Pendin
     }
     if (status.ok()) status = DeliverCudaOutputs(pending->validated, pending->response);
   }
-  if (status.ok()) {
+  if (status.ok() && !device_states_.has_value()) {
     for (size_t s = 0; s < plan_.states.size(); ++s) {
       const std::string* bytes = OutputBytes(execution, plan_.states[s].output_name);
       if (bytes == nullptr || bytes->size() != slot->states[s].size()) {
@@ -553,11 +622,9 @@ absl::StatusOr<std::unique_ptr<ServedModel>> LoadSequenceModel(const RepositoryM
 
   ModelLoadSummary summary = execution->summary();
   const int64_t instances = std::max(1, summary.num_streams);
-  summary.executor = absl::StrCat(
-      summary.executor, "; sequence batcher (",
-      plan.strategy == SequenceStrategy::kOldest ? "oldest" : "direct", ", ",
-      instances * plan.slots_per_instance, " slots", plan.states.empty() ? "" : ", implicit state",
-      ")");
+  const std::string batcher_summary =
+      absl::StrCat("; sequence batcher (", plan.strategy == SequenceStrategy::kOldest ? "oldest" : "direct",
+                   ", ", instances * plan.slots_per_instance, " slots");
   const int64_t max_rows = std::max<int64_t>(interface.max_batch_size, 1);
   // Requests of one row each: their statistics are kept under batch size 1.
   auto counters = std::make_unique<ModelCounters>(std::vector<int64_t>{1}, max_rows, 1);
@@ -569,9 +636,37 @@ absl::StatusOr<std::unique_ptr<ServedModel>> LoadSequenceModel(const RepositoryM
   batcher_options.execute = [execution](const inference::ModelInferRequest* request,
                                         inference::ModelInferResponse* response,
                                         std::function<void(const absl::Status&)> done,
+                                        const SharedMemoryRegistry* shared_memory,
                                         ChunkTiming* compute) {
-    execution->Infer(request, response, std::move(done), /*shared_memory=*/nullptr, compute);
+    execution->Infer(request, response, std::move(done), shared_memory, compute);
   };
+  // On one GPU, whose memory the execution's runner copies itself, the
+  // states live there (Note [Sequence batching]); else on the host.
+  const bool device_memory = options.executor == ExecutorKind::kCuda &&
+                             summary.devices.size() == 1 && interface.shape_dims.empty();
+  if (device_memory && !batcher_options.plan.states.empty()) {
+    auto registry = std::make_shared<SharedMemoryRegistry>();
+    DeviceStates states{.registry = registry, .regions = {}};
+    const int64_t slots = instances * batcher_options.plan.slots_per_instance;
+    for (const SequenceState& state : batcher_options.plan.states) {
+      const std::string name = absl::StrCat("graphserve/sequence_state/", entry.name, "/",
+                                            version.version, "/", state.input_name);
+      ASSIGN_OR_RETURN(std::shared_ptr<SharedMemoryRegion> region,
+                       SharedMemoryRegion::AllocateCuda(
+                           name, summary.devices.front(),
+                           static_cast<uint64_t>(slots) * state.bytes_per_row()));
+      RETURN_IF_ERROR(registry->Add(std::move(region)));
+      states.regions.push_back(name);
+    }
+    batcher_options.device_states = std::move(states);
+  }
+  summary.executor = absl::StrCat(
+      summary.executor, batcher_summary,
+      batcher_options.plan.states.empty() ? ""
+      : batcher_options.device_states.has_value()
+          ? absl::StrCat(", implicit state on GPU ", summary.devices.front())
+          : ", implicit state on the host",
+      ")");
   batcher_options.drain_execution =
       [execution](std::optional<std::chrono::steady_clock::time_point> deadline) {
         execution->Drain(deadline);

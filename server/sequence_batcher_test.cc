@@ -16,7 +16,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/cuda_handles.h"
 #include "google/protobuf/text_format.h"
+#include "server/shared_memory.h"
 
 namespace graphserve {
 namespace {
@@ -80,21 +82,55 @@ void AddOutput(inference::ModelInferResponse* response, const std::string& name,
   response->add_raw_output_contents(std::string(reinterpret_cast<const char*>(&value), 4));
 }
 
+// The row a tensor's shared-memory parameters name, as the execution's
+// validation finds it; nullopt for a tensor carried in the message.
+std::optional<SharedMemorySlice> SliceOf(
+    const google::protobuf::Map<std::string, inference::InferParameter>& parameters,
+    const SharedMemoryRegistry* shared_memory) {
+  const auto region = parameters.find("shared_memory_region");
+  if (region == parameters.end()) return std::nullopt;
+  EXPECT_NE(shared_memory, nullptr);
+  absl::StatusOr<SharedMemorySlice> slice =
+      shared_memory->Slice(region->second.string_param(),
+                           parameters.at("shared_memory_offset").int64_param(),
+                           parameters.at("shared_memory_byte_size").int64_param());
+  EXPECT_TRUE(slice.ok()) << slice.status();
+  return slice.ok() ? std::optional<SharedMemorySlice>(*slice) : std::nullopt;
+}
+
 // The accumulator as the execution: runs each request at once, or holds it
-// until the test releases it (`hold`).
+// until the test releases it (`hold`). A state named in a shared-memory
+// region is read from and written to it, as the runner does for a CUDA
+// region.
 class FakeModel {
  public:
   SequenceExecute Execute() {
     return [this](const inference::ModelInferRequest* request,
                   inference::ModelInferResponse* response,
-                  std::function<void(const absl::Status&)> done, ChunkTiming*) {
+                  std::function<void(const absl::Status&)> done,
+                  const SharedMemoryRegistry* shared_memory, ChunkTiming*) {
       Seen seen{Read<int32_t>(*request, "INPUT"), Read<int32_t>(*request, "START"),
                 Read<float>(*request, "END"),     Read<uint8_t>(*request, "READY"),
                 Read<uint64_t>(*request, "CORRID"), Read<int32_t>(*request, "STATE_IN")};
-      auto run = [seen, response, done = std::move(done)] {
+      std::optional<SharedMemorySlice> state_out;
+      for (const auto& input : request->inputs()) {
+        if (input.name() != "STATE_IN") continue;
+        if (std::optional<SharedMemorySlice> row = SliceOf(input.parameters(), shared_memory)) {
+          EXPECT_TRUE(CopyFromSlice(*row, reinterpret_cast<std::byte*>(&seen.state)).ok());
+        }
+      }
+      for (const auto& output : request->outputs()) {
+        if (output.name() == "STATE_OUT") state_out = SliceOf(output.parameters(), shared_memory);
+      }
+      auto run = [seen, state_out, response, done = std::move(done)] {
         const int32_t sum = seen.input + (seen.start != 0 ? 0 : seen.state);
         AddOutput(response, "OUTPUT", sum);
-        AddOutput(response, "STATE_OUT", sum);
+        if (state_out.has_value()) {
+          EXPECT_TRUE(
+              CopyIntoSlice(*state_out, reinterpret_cast<const std::byte*>(&sum), sizeof(sum)).ok());
+        } else {
+          AddOutput(response, "STATE_OUT", sum);
+        }
         done(absl::OkStatus());
       };
       bool now = false;
@@ -167,7 +203,8 @@ struct Call {
 class SequenceBatcherTest : public ::testing::Test {
  protected:
   void Make(const std::string& config_text = kAccumulator,
-            std::chrono::milliseconds reaper = std::chrono::milliseconds(5)) {
+            std::chrono::milliseconds reaper = std::chrono::milliseconds(5),
+            std::optional<DeviceStates> device_states = std::nullopt) {
     const inference::ModelConfig config = Parse(config_text);
     absl::StatusOr<SequencePlan> plan = PlanSequenceBatching(config, "");
     ASSERT_TRUE(plan.ok()) << plan.status();
@@ -179,6 +216,7 @@ class SequenceBatcherTest : public ::testing::Test {
     options.execute = model_.Execute();
     options.counters = &counters_;
     options.reaper_period = reaper;
+    options.device_states = std::move(device_states);
     batcher_ = std::make_unique<SequenceBatcher>(std::move(options));
   }
 
@@ -408,6 +446,33 @@ TEST_F(SequenceBatcherTest, DrainRefusesNewRequests) {
   Call* call = Send(uint64_t{1}, 1, true, false);
   ASSERT_TRUE(call->status.has_value());
   EXPECT_EQ(call->status->code(), absl::StatusCode::kUnavailable);
+}
+
+// Note [Sequence batching]: on a GPU the states live in device memory, a
+// region per state with a row per slot, which the execution reads and
+// writes as a client's CUDA region.
+TEST_F(SequenceBatcherTest, StatesOnTheDeviceStayInTheirSlotsRows) {
+  if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  auto registry = std::make_shared<SharedMemoryRegistry>();
+  absl::StatusOr<std::shared_ptr<SharedMemoryRegion>> region =
+      SharedMemoryRegion::AllocateCuda("states", 0, kMaxBatch * sizeof(int32_t));
+  ASSERT_TRUE(region.ok()) << region.status();
+  ASSERT_TRUE(registry->Add(*region).ok());
+  Make(kAccumulator, std::chrono::milliseconds(5),
+       DeviceStates{.registry = registry, .regions = {"states"}});
+  Send(uint64_t{1}, 100, true, false);
+  Send(uint64_t{2}, 1, true, false);
+  Call* a = Send(uint64_t{1}, 10, false, false);
+  Call* b = Send(uint64_t{2}, 2, false, true);
+  Call* c = Send(uint64_t{1}, -1, false, true);
+  EXPECT_EQ(a->output(), 110);
+  EXPECT_EQ(b->output(), 3);
+  EXPECT_EQ(c->output(), 109);
+  // Slot 0 was sequence 1's: its row holds its last state.
+  int32_t row0 = 0;
+  ASSERT_TRUE(CopyFromSlice(*registry->Slice("states", 0, 4),
+                            reinterpret_cast<std::byte*>(&row0)).ok());
+  EXPECT_EQ(row0, 109);
 }
 
 TEST(SequenceFlagsTest, IdsOfEveryType) {

@@ -398,6 +398,60 @@ class TritonErrorsTest(unittest.TestCase):
                       self.refused(client, grpcclient, model="idle_accumulator", sequence_id=31))
 
 
+def gpu_visible():
+    try:
+        return subprocess.run(["nvidia-smi", "-L"], capture_output=True,
+                              timeout=30).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+class OnTheGpuTest(unittest.TestCase):
+    """The same answers from the CUDA executor, with the implicit state in
+    device memory (Note [Sequence batching]); skipped without a GPU."""
+
+    def test_examples_and_accumulators_on_gpu_0(self):
+        if not gpu_visible():
+            self.skipTest("no GPU visible (nvidia-smi -L)")
+        server = gp.ServerProcess(SERVER_BINARY, _repository)
+        server.command[server.command.index("--device") + 1] = "0"
+        with server:
+            self.assertIn("implicit state on GPU 0", server.output())
+            client = grpcclient.InferenceServerClient(server.url)
+            self.addCleanup(client.close)
+            examples = SequenceExamplesTest()
+            results = [examples.sync_send(client, grpcclient, [0] + VALUES, 1000),
+                       examples.sync_send(client, grpcclient, [100] + [-v for v in VALUES], 1001),
+                       examples.sync_send(client, grpcclient, [20] + [-v for v in VALUES],
+                                          str(uuid.uuid4()))]
+            self.assertEqual(printed_lines(results), expected_lines())
+            accumulator = ImplicitStateTest()
+            for model in QA_MODELS:
+                with self.subTest(model=model):
+                    self.assertEqual(accumulator.accumulate(client, model, 7, [1, 2, 3, 4],
+                                                            np.int32), [1, 3, 6, 10])
+            # Sequences side by side: rows of one batch, each its own state row.
+            sums = {}
+
+            def run(sequence_id):
+                own = grpcclient.InferenceServerClient(server.url)
+                try:
+                    values = [sequence_id * 10 + step for step in range(6)]
+                    sums[sequence_id] = (list(np.cumsum(values)), accumulator.accumulate(
+                        own, "onnx_sequence_int32", sequence_id, values, np.int32))
+                finally:
+                    own.close()
+
+            threads = [threading.Thread(target=run, args=(i + 1,)) for i in range(12)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            self.assertEqual(len(sums), 12)
+            for sequence_id, (want, got) in sums.items():
+                self.assertEqual(got, want, sequence_id)
+
+
 if __name__ == "__main__":
     SERVER_BINARY, MAKE_REPOSITORY, argv = gp.parse_paths(sys.argv)
     unittest.main(argv=argv, verbosity=2)
