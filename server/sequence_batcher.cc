@@ -196,10 +196,11 @@ void SequenceBatcher::Infer(const inference::ModelInferRequest* request,
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto found = sequences_.find(flags->id);
-    if (draining_) {
+    if (draining_ && flags->start) {
+      // Triton's words: running sequences go on while the model drains.
       refused = absl::UnavailableError(
-          absl::StrCat("Server is stopping, scheduler for model '", interface_.name,
-                       "' has stopped accepting new inference requests"));
+          "Server is stopping, scheduler for model has stopped accepting new inference "
+          "requests");
     } else if (!flags->start && found == sequences_.end()) {
       refused = absl::InvalidArgumentError(
           absl::StrCat("inference request for sequence ", CorrelationIdString(flags->id),

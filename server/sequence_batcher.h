@@ -117,8 +117,9 @@ class SequenceBatcher final : public ModelPipeline {
   void Infer(const inference::ModelInferRequest* request, inference::ModelInferResponse* response,
              std::function<void(const absl::Status&)> done,
              const SharedMemoryRegistry* shared_memory) override;
-  // Refuses new requests, waits until those accepted are answered or
-  // `deadline` passes, then drains the execution.
+  // Refuses new sequences (START requests, UNAVAILABLE in Triton's words)
+  // while the running ones go on, waits until the requests accepted are
+  // answered or `deadline` passes, then drains the execution.
   void Drain(std::optional<std::chrono::steady_clock::time_point> deadline) override;
 
   // Sequences holding a slot, and those waiting in the backlog for one.
@@ -208,7 +209,7 @@ absl::StatusOr<std::unique_ptr<ServedModel>> LoadSequenceModel(const RepositoryM
 // (ExecutionConfig) declares the START/END/READY/CORRID control tensors and
 // the state inputs and outputs as the plain inputs and outputs they are in
 // the ONNX file, and whose queue batches whatever rows are ready together
-// (dynamic_batching with the strategy's max_queue_delay_microseconds). The
+// (dynamic_batching: oldest's delay and preferred sizes, none for direct). The
 // model clients see is a ServedModel whose pipeline is a SequenceBatcher,
 // as an ensemble's is its scheduler (Note [Ensembles]): registry, metadata,
 // config, statistics, both transports and the gRPC stream serve it with no

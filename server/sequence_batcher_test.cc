@@ -440,12 +440,19 @@ TEST_F(SequenceBatcherTest, StatisticsCountEachRequest) {
   EXPECT_EQ(statistics.execution_count(), 2u);
 }
 
-TEST_F(SequenceBatcherTest, DrainRefusesNewRequests) {
+TEST_F(SequenceBatcherTest, DrainRefusesNewSequencesAndServesRunningOnes) {
   Make();
+  Send(uint64_t{1}, 4, true, false);
   batcher_->Drain(std::nullopt);
-  Call* call = Send(uint64_t{1}, 1, true, false);
-  ASSERT_TRUE(call->status.has_value());
-  EXPECT_EQ(call->status->code(), absl::StatusCode::kUnavailable);
+  Call* started = Send(uint64_t{2}, 1, true, false);
+  ASSERT_TRUE(started->status.has_value());
+  EXPECT_EQ(started->status->code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(started->status->message(),
+            "Server is stopping, scheduler for model has stopped accepting new inference "
+            "requests");
+  Call* running = Send(uint64_t{1}, 1, false, true);
+  ASSERT_TRUE(running->status.has_value());
+  EXPECT_EQ(running->output(), 5);
 }
 
 // Note [Sequence batching]: on a GPU the states live in device memory, a

@@ -307,11 +307,12 @@ inference::ModelConfig ExecutionConfig(const inference::ModelConfig& config,
   const ModelSequenceBatching& batcher = config.sequence_batching();
   if (!plan.batching) return execution;
   inference::ModelDynamicBatching* dynamic = execution.mutable_dynamic_batching();
+  // Direct's delay applies only while fewer slots than
+  // minimum_slot_utilization are ready, and PlanSequenceBatching refuses any
+  // utilization above 0: as in Triton, ready rows run at once.
   if (batcher.has_oldest()) {
     dynamic->set_max_queue_delay_microseconds(batcher.oldest().max_queue_delay_microseconds());
     *dynamic->mutable_preferred_batch_size() = batcher.oldest().preferred_batch_size();
-  } else {
-    dynamic->set_max_queue_delay_microseconds(batcher.direct().max_queue_delay_microseconds());
   }
   return execution;
 }

@@ -88,10 +88,11 @@ absl::StatusOr<SequencePlan> PlanSequenceBatching(const inference::ModelConfig& 
 // The config the model executes with, as an ordinary batching model: the
 // control inputs and state inputs added to `input` (dims [1] for a control,
 // the state's dims), the state outputs added to `output`, both unless the
-// config declares them already; sequence_batching replaced by a
-// dynamic_batching whose max_queue_delay_microseconds (and, for oldest,
-// preferred_batch_size) is the strategy's, so that rows of different
-// sequences ready together run as one batch.
+// config declares them already; sequence_batching replaced, for a batching
+// model, by a dynamic_batching (so that rows of different sequences ready
+// together run as one batch) with oldest's max_queue_delay_microseconds and
+// preferred_batch_size, or no delay for direct (Triton's direct waits only
+// below a minimum_slot_utilization, which GraphServe refuses).
 inference::ModelConfig ExecutionConfig(const inference::ModelConfig& config,
                                        const SequencePlan& plan);
 

@@ -191,7 +191,19 @@ TEST(ExecutionConfigTest, ControlsAndStatesBecomeTensors) {
   EXPECT_THAT(execution.input(5).dims(), ElementsAre(4));
   ASSERT_EQ(execution.output_size(), 2);
   EXPECT_EQ(execution.output(1).name(), "S_OUT");
-  EXPECT_EQ(execution.dynamic_batching().max_queue_delay_microseconds(), 300u);
+  // Direct waits for nothing (minimum_slot_utilization 0).
+  EXPECT_EQ(execution.dynamic_batching().max_queue_delay_microseconds(), 0u);
+}
+
+TEST(ExecutionConfigTest, OldestWaitsItsDelayForItsPreferredSizes) {
+  inference::ModelConfig config = Model(std::string(kControls) + R"pb(
+    oldest { max_candidate_sequences: 4 max_queue_delay_microseconds: 250
+             preferred_batch_size: [ 2, 4 ] })pb");
+  absl::StatusOr<SequencePlan> plan = PlanSequenceBatching(config, "");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const inference::ModelConfig execution = ExecutionConfig(config, *plan);
+  EXPECT_EQ(execution.dynamic_batching().max_queue_delay_microseconds(), 250u);
+  EXPECT_THAT(execution.dynamic_batching().preferred_batch_size(), ElementsAre(2, 4));
 }
 
 TEST(ExecutionConfigTest, ADeclaredStateOutputIsKeptOnce) {
