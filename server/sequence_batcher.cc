@@ -260,13 +260,14 @@ std::optional<SequenceBatcher::Launch> SequenceBatcher::Accept(
 void SequenceBatcher::Run(const Launch& launch) {
   Pending& pending = *launch.pending;
   Slot* slot = nullptr;
+  int64_t slot_index = -1;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    slot = &slots_[launch.sequence->slot];
+    slot_index = launch.sequence->slot;
+    slot = &slots_[slot_index];
   }
   // The slot's buffers are the running request's alone (one request of its
   // owner runs at a time), so they are read and written without mu_.
-  const int64_t slot_index = launch.sequence->slot;
   if (pending.flags.start) {
     for (size_t s = 0; s < plan_.states.size(); ++s) {
       if (!device_states_.has_value()) {
@@ -415,9 +416,11 @@ void SequenceBatcher::Executed(const std::shared_ptr<Sequence>& sequence, Pendin
   absl::Status status = execution_status;
   const inference::ModelInferResponse& execution = pending->execution_response;
   Slot* slot = nullptr;
+  int64_t slot_index = -1;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    slot = &slots_[sequence->slot];
+    slot_index = sequence->slot;
+    slot = &slots_[slot_index];
   }
   if (status.ok()) {
     // The outputs first, so that a state is kept only with its request's
@@ -428,7 +431,7 @@ void SequenceBatcher::Executed(const std::shared_ptr<Sequence>& sequence, Pendin
       if (std::optional<size_t> state = DeviceStateOutput(spec.name); state.has_value()) {
         // The client asked for a state the execution wrote on the device.
         status = [&]() -> absl::Status {
-          ASSIGN_OR_RETURN(const SharedMemorySlice row, DeviceState(*state, sequence->slot));
+          ASSIGN_OR_RETURN(const SharedMemorySlice row, DeviceState(*state, slot_index));
           if (pending->outputs[index] == nullptr) return absl::OkStatus();
           return CopyFromSlice(row, pending->outputs[index]);
         }();

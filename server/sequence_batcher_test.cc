@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <deque>
@@ -189,6 +190,9 @@ struct Call {
   inference::ModelInferRequest request;
   inference::ModelInferResponse response;
   std::optional<absl::Status> status;
+  // Set after `status`: a request answered on another thread (the reaper's)
+  // is read once this is seen.
+  std::atomic<bool> answered{false};
 
   int32_t output() const {
     int32_t value = 0;
@@ -243,7 +247,11 @@ class SequenceBatcherTest : public ::testing::Test {
     if (start) parameters["sequence_start"].set_bool_param(true);
     if (end) parameters["sequence_end"].set_bool_param(true);
     batcher_->Infer(&call->request, &call->response,
-                    [call](const absl::Status& status) { call->status = status; }, nullptr);
+                    [call](const absl::Status& status) {
+                      call->status = status;
+                      call->answered.store(true, std::memory_order_release);
+                    },
+                    nullptr);
     return call;
   }
 
@@ -415,13 +423,14 @@ TEST_F(SequenceBatcherTest, AnIdleSequenceLosesItsSlot) {
   ASSERT_EQ(batcher_->total_slots(), 1);
   Send(uint64_t{5}, 1, true, false);
   Call* waiting = Send(uint64_t{6}, 60, true, false);  // the one slot is 5's
-  EXPECT_FALSE(waiting->status.has_value());
+  EXPECT_FALSE(waiting->answered.load(std::memory_order_acquire));
   // 20 ms idle; the reaper looks every 5 ms: well within a second.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (!waiting->status.has_value() && std::chrono::steady_clock::now() < deadline) {
+  while (!waiting->answered.load(std::memory_order_acquire) &&
+         std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
-  ASSERT_TRUE(waiting->status.has_value());
+  ASSERT_TRUE(waiting->answered.load(std::memory_order_acquire));
   EXPECT_EQ(waiting->output(), 60);
   Call* late = Send(uint64_t{5}, 1, false, false);
   EXPECT_THAT(std::string(late->status->message()),
