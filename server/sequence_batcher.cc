@@ -29,6 +29,26 @@ absl::StatusOr<bool> BoolParameter(const inference::ModelInferRequest& request,
   return found->second.bool_param();
 }
 
+// The request's "timeout" parameter (microseconds; int64_param or
+// uint64_param), nullopt when absent or 0.
+absl::StatusOr<std::optional<std::chrono::microseconds>> TimeoutOf(
+    const inference::ModelInferRequest& request) {
+  const auto found = request.parameters().find("timeout");
+  if (found == request.parameters().end()) return std::nullopt;
+  uint64_t timeout = 0;
+  if (found->second.parameter_choice_case() == inference::InferParameter::kUint64Param) {
+    timeout = found->second.uint64_param();
+  } else if (found->second.parameter_choice_case() == inference::InferParameter::kInt64Param &&
+             found->second.int64_param() >= 0) {
+    timeout = static_cast<uint64_t>(found->second.int64_param());
+  } else {
+    return absl::InvalidArgumentError(
+        "request parameter 'timeout' must be a non-negative int64_param or uint64_param");
+  }
+  if (timeout == 0) return std::nullopt;
+  return std::chrono::microseconds(std::min<uint64_t>(timeout, uint64_t{1} << 62));
+}
+
 }  // namespace
 
 std::string CorrelationIdString(const CorrelationId& id) {
@@ -82,6 +102,8 @@ struct SequenceBatcher::Pending {
   std::function<void(const absl::Status&)> done;
   Clock::time_point accepted;
   SequenceFlags flags;
+  // Its "timeout" parameter: how long it may wait in the backlog.
+  std::optional<std::chrono::microseconds> timeout;
   // Holds the shared-memory regions the request uses until it is answered.
   ValidatedRequest validated;
   std::vector<std::byte*> outputs;  // per interface output, from PrepareInferResponse
@@ -103,6 +125,9 @@ struct SequenceBatcher::Sequence {
   bool running = false;
   bool ended = false;  // its END request is among `requests`, or has run
   Clock::time_point last_request;
+  // In the backlog: when it times out, the earliest of its requests'
+  // "timeout" parameters (Triton's backlog expiration); none without one.
+  std::optional<Clock::time_point> backlog_deadline;
 };
 
 SequenceBatcher::SequenceBatcher(SequenceBatcherOptions options)
@@ -161,6 +186,8 @@ void SequenceBatcher::Infer(const inference::ModelInferRequest* request,
   };
   absl::StatusOr<SequenceFlags> flags = SequenceFlagsFromRequest(*request, interface_.name);
   if (!flags.ok()) return refuse(flags.status(), FailureReason::kOther);
+  absl::StatusOr<std::optional<std::chrono::microseconds>> timeout = TimeoutOf(*request);
+  if (!timeout.ok()) return refuse(timeout.status(), FailureReason::kOther);
   absl::StatusOr<ValidatedRequest> validated =
       ValidateInferRequest(*request, interface_, shared_memory);
   if (!validated.ok()) return refuse(validated.status(), FailureReason::kOther);
@@ -187,6 +214,7 @@ void SequenceBatcher::Infer(const inference::ModelInferRequest* request,
   pending->response = response;
   pending->accepted = accepted;
   pending->flags = *flags;
+  pending->timeout = *std::move(timeout);
   pending->validated = *std::move(validated);
   // Before the request is visible to other threads, which may run it.
   pending->outputs =
@@ -245,6 +273,10 @@ std::optional<SequenceBatcher::Launch> SequenceBatcher::Accept(
     }
   }
   sequence->last_request = pending->accepted;
+  if (sequence->slot < 0 && pending->timeout.has_value()) {
+    const Clock::time_point deadline = pending->accepted + *pending->timeout;
+    sequence->backlog_deadline = std::min(sequence->backlog_deadline.value_or(deadline), deadline);
+  }
   if (flags.end) {
     sequence->ended = true;
     sequences_.erase(flags.id);
@@ -539,7 +571,7 @@ void SequenceBatcher::ReapIdle() {
         continue;
       }
       // Triton's reaper: the idle sequence ends, its id forgotten.
-      spdlog::info("model '{}': sequence {} idle for {} us, its slot freed", interface_.name,
+      spdlog::debug("model '{}': sequence {} idle for {} us, its slot freed", interface_.name,
                    CorrelationIdString(owner->id), plan_.max_idle.count());
       if (auto found = sequences_.find(owner->id);
           found != sequences_.end() && found->second == owner) {
@@ -548,8 +580,36 @@ void SequenceBatcher::ReapIdle() {
       owner->ended = true;
       if (std::optional<Launch> launch = ReleaseSlot(owner)) launches.push_back(*launch);
     }
-    if (launches.empty()) continue;
+    // Triton's backlog expiration: a backlogged sequence one of whose
+    // requests set a "timeout" that has passed is refused whole.
+    std::vector<std::unique_ptr<Pending>> expired;
+    for (auto it = backlog_.begin(); it != backlog_.end();) {
+      const std::shared_ptr<Sequence> waiting = *it;
+      if (!waiting->backlog_deadline.has_value() || *waiting->backlog_deadline > now) {
+        ++it;
+        continue;
+      }
+      if (auto found = sequences_.find(waiting->id);
+          found != sequences_.end() && found->second == waiting) {
+        sequences_.erase(found);
+      }
+      waiting->ended = true;
+      for (std::unique_ptr<Pending>& pending : waiting->requests) {
+        expired.push_back(std::move(pending));
+      }
+      waiting->requests.clear();
+      it = backlog_.erase(it);
+    }
+    if (launches.empty() && expired.empty()) continue;
     lock.unlock();
+    for (std::unique_ptr<Pending>& pending : expired) {
+      counters_->RecordFailure(StatisticsNanos(Clock::now() - pending->accepted),
+                               FailureReason::kRejected);
+      pending->done(
+          absl::UnavailableError("timeout of the corresponding sequence has been expired"));
+      pending.reset();
+      Left();
+    }
     for (const Launch& launch : launches) Run(launch);
     lock.lock();
   }

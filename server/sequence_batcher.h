@@ -163,7 +163,8 @@ class SequenceBatcher final : public ModelPipeline {
   // first request is returned to run, or to the free slots.
   std::optional<Launch> ReleaseSlot(const std::shared_ptr<Sequence>& sequence)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Frees the slots of sequences idle for plan.max_idle (Triton's reaper).
+  // Frees the slots of sequences idle for plan.max_idle, and refuses the
+  // backlogged sequences whose requests' "timeout" passed (Triton's reaper).
   void ReapIdle();
   void Left();
 
@@ -225,7 +226,10 @@ absl::StatusOr<std::unique_ptr<ServedModel>> LoadSequenceModel(const RepositoryM
 // is running continues in that slot, as Triton does, with the state set
 // anew. A sequence with no request for max_sequence_idle_microseconds loses
 // its slot to the reaper; its next request is then refused as one without
-// START. Slots: max(1, max_batch_size) per instance (direct), or
+// START. A backlogged sequence one of whose requests carries a "timeout"
+// parameter is refused whole (UNAVAILABLE, Triton's "timeout of the
+// corresponding sequence has been expired") once it passes; a running
+// sequence's requests take their timeout to the execution's queue. Slots: max(1, max_batch_size) per instance (direct), or
 // max_candidate_sequences (oldest).
 //
 // Each sequence runs one request at a time, in arrival order: its next

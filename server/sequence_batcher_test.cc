@@ -225,7 +225,8 @@ class SequenceBatcherTest : public ::testing::Test {
   }
 
   // Sends INPUT `value` for sequence `id` (a uint64 or a string).
-  Call* Send(const CorrelationId& id, int32_t value, bool start, bool end, int64_t rows = 1) {
+  Call* Send(const CorrelationId& id, int32_t value, bool start, bool end, int64_t rows = 1,
+             uint64_t timeout_us = 0) {
     calls_.push_back(std::make_unique<Call>());
     Call* call = calls_.back().get();
     inference::ModelInferRequest& request = call->request;
@@ -246,6 +247,7 @@ class SequenceBatcherTest : public ::testing::Test {
     }
     if (start) parameters["sequence_start"].set_bool_param(true);
     if (end) parameters["sequence_end"].set_bool_param(true);
+    if (timeout_us > 0) parameters["timeout"].set_uint64_param(timeout_us);
     batcher_->Infer(&call->request, &call->response,
                     [call](const absl::Status& status) {
                       call->status = status;
@@ -435,6 +437,34 @@ TEST_F(SequenceBatcherTest, AnIdleSequenceLosesItsSlot) {
   Call* late = Send(uint64_t{5}, 1, false, false);
   EXPECT_THAT(std::string(late->status->message()),
               HasSubstr("sequence 5 to model 'acc' must specify the START flag"));
+}
+
+TEST_F(SequenceBatcherTest, ABackloggedSequencePastItsTimeoutIsRefused) {
+  Make();  // 2 slots
+  model_.Hold(true);
+  Send(uint64_t{1}, 1, true, false);
+  Send(uint64_t{2}, 1, true, false);
+  constexpr uint64_t kTimeoutUs = 10000;  // 10 ms; the reaper looks every 5 ms
+  Call* late = Send(uint64_t{3}, 1, true, false, 1, kTimeoutUs);
+  Call* follower = Send(uint64_t{3}, 1, false, false);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!follower->answered.load(std::memory_order_acquire) &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_TRUE(late->answered.load(std::memory_order_acquire));
+  ASSERT_TRUE(follower->answered.load(std::memory_order_acquire));
+  for (Call* call : {late, follower}) {
+    EXPECT_EQ(call->status->code(), absl::StatusCode::kUnavailable);
+    EXPECT_EQ(call->status->message(), "timeout of the corresponding sequence has been expired");
+  }
+  EXPECT_EQ(batcher_->backlog_sequences(), 0);
+  EXPECT_EQ(model_.held(), 2u);  // sequence 3 never ran
+  // Its id is forgotten.
+  Call* again = Send(uint64_t{3}, 1, false, false);
+  EXPECT_THAT(std::string(again->status->message()), HasSubstr("must specify the START flag"));
+  while (model_.ReleaseOne()) {
+  }
 }
 
 TEST_F(SequenceBatcherTest, StatisticsCountEachRequest) {
