@@ -398,6 +398,31 @@ class TritonErrorsTest(unittest.TestCase):
                       self.refused(client, grpcclient, model="idle_accumulator", sequence_id=31))
 
 
+class ModelControlTest(unittest.TestCase):
+    """A sequence model loads, unloads and loads again under explicit model
+    control; a reloaded model has forgotten the sequences of the old one."""
+
+    def test_load_unload_reload(self):
+        with gp.ServerProcess(SERVER_BINARY, _repository,
+                              ("--model-control-mode=explicit",)) as server:
+            client = grpcclient.InferenceServerClient(server.url)
+            self.addCleanup(client.close)
+            accumulator = ImplicitStateTest()
+            self.assertFalse(client.is_model_ready("onnx_sequence_int32"))
+            client.load_model("onnx_sequence_int32")
+            self.assertTrue(client.is_model_ready("onnx_sequence_int32"), server.output())
+            errors = TritonErrorsTest()
+            errors.infer(client, grpcclient, sequence_id=8, sequence_start=True)
+            client.unload_model("onnx_sequence_int32")
+            self.assertFalse(client.is_model_ready("onnx_sequence_int32"))
+            client.load_model("onnx_sequence_int32")
+            with self.assertRaises(InferenceServerException) as raised:
+                errors.infer(client, grpcclient, sequence_id=8)
+            self.assertIn("must specify the START flag", raised.exception.message())
+            self.assertEqual(accumulator.accumulate(client, "onnx_sequence_int32", 8, [2, 3],
+                                                    np.int32), [2, 5])
+
+
 def gpu_visible():
     try:
         return subprocess.run(["nvidia-smi", "-L"], capture_output=True,
