@@ -16,8 +16,9 @@ The repository holds:
   int32 and bool controls, batching and not.
 - `idle_accumulator`: the int32 accumulator with a 300 ms idle timeout.
 When Triton's client repository is mirrored on this machine (its examples
-are not in the tritonclient wheel), Triton's three sequence example scripts
-also run unchanged against the server and must print PASS.
+are not in the tritonclient wheel), Triton's four sequence example scripts
+(gRPC sync, stream and asyncio stream, HTTP sync) also run unchanged against
+the server and must print PASS.
 """
 
 import os
@@ -257,6 +258,7 @@ class SequenceExamplesTest(unittest.TestCase):
         scratch = gp.scratch_dir("examples_")
         for example, port in (("simple_grpc_sequence_sync_infer_client", _server.port),
                               ("simple_grpc_sequence_stream_infer_client", _server.port),
+                              ("simple_grpc_aio_sequence_stream_infer_client", _server.port),
                               ("simple_http_sequence_sync_infer_client", _server.http_port)):
             with self.subTest(example=example):
                 source = subprocess.run(
@@ -272,7 +274,7 @@ class SequenceExamplesTest(unittest.TestCase):
                                      capture_output=True, text=True, timeout=120)
                 print(run.stdout)
                 self.assertEqual(run.returncode, 0, run.stdout + run.stderr)
-                self.assertIn("PASS: Sequence", run.stdout)
+                self.assertIn("PASS: ", run.stdout)  # "Sequence", or "grpc aio sequence stream"
                 self.assertIn("[0] 1 : 101 : 21", run.stdout)
 
 

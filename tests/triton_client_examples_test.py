@@ -53,9 +53,7 @@ KNOWN_GAPS = {
                                                 "simple_sequence model it writes",
     "simple_grpc_sequence_sync_infer_client": "run by tests/sequence_test.py",
     "simple_http_sequence_sync_infer_client": "run by tests/sequence_test.py",
-    "simple_grpc_aio_sequence_stream_infer_client": "not run: the stream of "
-                                                    "simple_grpc_sequence_stream_infer_client "
-                                                    "(tests/sequence_test.py) through asyncio",
+    "simple_grpc_aio_sequence_stream_infer_client": "run by tests/sequence_test.py",
     "simple_grpc_custom_repeat": "decoupled models (repeat_int32) are refused at load",
     "simple_grpc_cudashm_client": "CUDA shared memory needs a GPU (CI runs on the host); "
                                   "tests/shared_memory_e2e_test covers it on the GPU machine",
