@@ -649,6 +649,15 @@ absl::StatusOr<std::unique_ptr<ServedModel>> LoadSequenceModel(const RepositoryM
   // Triton's sequence_batching rules; the rest of the config is checked as
   // the execution's below.
   RETURN_IF_ERROR(ValidateModelConfig(config));
+  if (config.input().empty() || config.output().empty()) {
+    // Completing them from the model file would make the control and state
+    // inputs client inputs.
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model '", entry.name, "' sets sequence_batching but its config declares no ",
+        config.input().empty() ? "inputs" : "outputs",
+        ": a sequence model's config must list the tensors clients send and receive (the "
+        "control and state tensors are the sequence batcher's)"));
+  }
   ASSIGN_OR_RETURN(SequencePlan plan, PlanSequenceBatching(config, entry.directory));
   RepositoryModel execution_entry = entry;
   execution_entry.config = ExecutionConfig(config, plan);
@@ -671,18 +680,6 @@ absl::StatusOr<std::unique_ptr<ServedModel>> LoadSequenceModel(const RepositoryM
   });
   // The config as served: the repository's, with what loading chose.
   *config.mutable_capture() = execution->config().capture();
-  if (config.input().empty()) {
-    for (const inference::ModelInput& input : execution->config().input()) {
-      if (!plan.IsBatcherInput(input.name())) *config.add_input() = input;
-    }
-  }
-  if (config.output().empty()) {
-    for (const inference::ModelOutput& output : execution->config().output()) {
-      const bool kept = std::any_of(interface.outputs.begin(), interface.outputs.end(),
-                                    [&](const TensorSpec& spec) { return spec.name == output.name(); });
-      if (kept) *config.add_output() = output;
-    }
-  }
 
   ModelLoadSummary summary = execution->summary();
   const int64_t instances = std::max(1, summary.num_streams);

@@ -521,6 +521,29 @@ TEST_F(SequenceBatcherTest, StatesOnTheDeviceStayInTheirSlotsRows) {
   EXPECT_EQ(row0, 109);
 }
 
+// Loading checks the config before the model file: Triton's rules, then
+// what the batcher needs.
+TEST(LoadSequenceModelTest, RefusesAConfigWithoutItsTensors) {
+  RepositoryModel entry;
+  entry.name = "acc";
+  entry.config = Parse(R"pb(
+    max_batch_size: 2
+    sequence_batching {
+      control_input { name: "START" control { kind: CONTROL_SEQUENCE_START int32_false_true: [ 0, 1 ] } }
+    })pb");
+  ModelVersionEntry version;
+  version.version = 1;
+  const absl::Status status = LoadSequenceModel(entry, version, ServedModelOptions{}).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("model 'acc' sets sequence_batching but its config declares no inputs"));
+
+  entry.config.mutable_sequence_batching()->add_control_input()->set_name("START");
+  EXPECT_THAT(std::string(LoadSequenceModel(entry, version, ServedModelOptions{}).status().message()),
+              HasSubstr("sequence batching control tensor 'START' is specified for multiple "
+                        "control kinds"));
+}
+
 TEST(SequenceFlagsTest, IdsOfEveryType) {
   inference::ModelInferRequest request;
   (*request.mutable_parameters())["sequence_id"].set_int64_param(12);
