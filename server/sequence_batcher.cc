@@ -137,6 +137,7 @@ SequenceBatcher::SequenceBatcher(SequenceBatcherOptions options)
       execute_(std::move(options.execute)),
       device_states_(std::move(options.device_states)),
       drain_execution_(std::move(options.drain_execution)),
+      execution_statistics_(std::move(options.execution_statistics)),
       counters_(options.counters),
       reaper_period_(options.reaper_period) {
   const int64_t count = std::max<int64_t>(1, options.instances) * plan_.slots_per_instance;
@@ -624,6 +625,14 @@ void SequenceBatcher::Left() {
   if (idle) changed_.notify_all();
 }
 
+void SequenceBatcher::AddExecutionStatistics(inference::ModelStatistics* statistics) const {
+  if (!execution_statistics_) return;
+  inference::ModelStatistics execution;
+  execution_statistics_(&execution);
+  statistics->set_execution_count(execution.execution_count());
+  *statistics->mutable_batch_stats() = execution.batch_stats();
+}
+
 void SequenceBatcher::Drain(std::optional<std::chrono::steady_clock::time_point> deadline) {
   {
     std::unique_lock<std::mutex> lock(mu_);
@@ -732,6 +741,9 @@ absl::StatusOr<std::unique_ptr<ServedModel>> LoadSequenceModel(const RepositoryM
       [execution](std::optional<std::chrono::steady_clock::time_point> deadline) {
         execution->Drain(deadline);
       };
+  batcher_options.execution_statistics = [execution](inference::ModelStatistics* statistics) {
+    execution->FillStatistics(statistics);
+  };
   batcher_options.counters = counters.get();
   auto batcher = std::make_unique<SequenceBatcher>(std::move(batcher_options));
   summary.load_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();

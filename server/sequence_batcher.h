@@ -88,6 +88,9 @@ struct SequenceBatcherOptions {
   // Where the states live: device memory the execution's GPU copies itself,
   // or (nullopt) host buffers sent and received with each request.
   std::optional<DeviceStates> device_states;
+  // Fills the execution's statistics, whose execution_count and batch_stats
+  // (its batches) the model reports; may be empty.
+  std::function<void(inference::ModelStatistics*)> execution_statistics;
   // Records statistics; required, outlives the batcher.
   ModelCounters* counters = nullptr;
   // How often the reaper looks for idle sequences, at most (it looks at
@@ -121,6 +124,9 @@ class SequenceBatcher final : public ModelPipeline {
   // while the running ones go on, waits until the requests accepted are
   // answered or `deadline` passes, then drains the execution.
   void Drain(std::optional<std::chrono::steady_clock::time_point> deadline) override;
+  // The execution's execution_count and batch_stats: the batches that ran,
+  // as Triton counts a sequence model's.
+  void AddExecutionStatistics(inference::ModelStatistics* statistics) const override;
 
   // Sequences holding a slot, and those waiting in the backlog for one.
   [[nodiscard]] int64_t active_sequences() const;
@@ -174,6 +180,7 @@ class SequenceBatcher final : public ModelPipeline {
   const SequenceExecute execute_;
   const std::optional<DeviceStates> device_states_;
   const std::function<void(std::optional<std::chrono::steady_clock::time_point>)> drain_execution_;
+  const std::function<void(inference::ModelStatistics*)> execution_statistics_;
   ModelCounters* const counters_;
   const std::chrono::milliseconds reaper_period_;
 
@@ -274,9 +281,10 @@ absl::StatusOr<std::unique_ptr<ServedModel>> LoadSequenceModel(const RepositoryM
 // sequence_batcher_test's StatesOnTheDeviceStayInTheirSlotsRows and
 // sequence_test's GPU class skip without one.
 //
-// Statistics follow the ensemble's: one execution per request of batch 1,
-// the request's duration, its compute as the execution reports it and as
-// queue time the rest; the execution's own statistics (its batches) are not
-// reported under the model's name.
+// Statistics: each request counts as a success or failure of its whole
+// duration, its compute as the execution reports it and as queue time the
+// rest (its wait behind its sequence's earlier requests, in the backlog and
+// in the execution's queue); execution_count and batch_stats are the
+// execution's, the batches that ran, as Triton counts them.
 
 }  // namespace graphserve

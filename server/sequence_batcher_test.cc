@@ -479,6 +479,30 @@ TEST_F(SequenceBatcherTest, StatisticsCountEachRequest) {
   EXPECT_EQ(statistics.execution_count(), 2u);
 }
 
+TEST_F(SequenceBatcherTest, TheModelReportsItsExecutionsBatches) {
+  Make();
+  inference::ModelStatistics statistics;
+  statistics.set_execution_count(5);  // one per request, from the counters
+  batcher_->AddExecutionStatistics(&statistics);  // no execution statistics given: kept
+  EXPECT_EQ(statistics.execution_count(), 5u);
+
+  const inference::ModelConfig config = Parse(kAccumulator);
+  SequenceBatcherOptions options;
+  options.interface = ClientInterface();
+  options.plan = *PlanSequenceBatching(config, "");
+  options.execute = model_.Execute();
+  options.counters = &counters_;
+  options.execution_statistics = [](inference::ModelStatistics* execution) {
+    execution->set_execution_count(3);  // five rows in three batches
+    execution->add_batch_stats()->set_batch_size(2);
+  };
+  SequenceBatcher batcher(std::move(options));
+  batcher.AddExecutionStatistics(&statistics);
+  EXPECT_EQ(statistics.execution_count(), 3u);
+  ASSERT_EQ(statistics.batch_stats_size(), 1);
+  EXPECT_EQ(statistics.batch_stats(0).batch_size(), 2u);
+}
+
 TEST_F(SequenceBatcherTest, DrainRefusesNewSequencesAndServesRunningOnes) {
   Make();
   Send(uint64_t{1}, 4, true, false);

@@ -333,6 +333,19 @@ class ImplicitStateTest(unittest.TestCase):
         self.assertEqual(errors, [])
         for sequence_id, (values, sums) in results.items():
             self.assertEqual(sums, list(np.cumsum(values)), sequence_id)
+        # Triton counts a sequence model's executions as its batches: each
+        # holds one request or more.
+        client = grpcclient.InferenceServerClient(_server.url)
+        self.addCleanup(client.close)
+        stats = client.get_inference_statistics("onnx_sequence_int32").model_stats[0]
+        self.assertGreaterEqual(stats.inference_stats.success.count, sequences * steps)
+        print(f"onnx_sequence_int32: {stats.inference_stats.success.count} requests in "
+              f"{stats.execution_count} executions, batch sizes "
+              f"{sorted((b.batch_size, b.compute_infer.count) for b in stats.batch_stats)}")
+        self.assertGreater(stats.execution_count, 0)
+        self.assertLessEqual(stats.execution_count, stats.inference_stats.success.count)
+        self.assertEqual(sum(b.compute_infer.count for b in stats.batch_stats),
+                         stats.execution_count)
 
     def test_metadata_lists_the_client_inputs_only(self):
         client = grpcclient.InferenceServerClient(_server.url)
