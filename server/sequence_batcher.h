@@ -236,8 +236,11 @@ absl::StatusOr<std::unique_ptr<ServedModel>> LoadSequenceModel(const RepositoryM
 // START. A backlogged sequence one of whose requests carries a "timeout"
 // parameter is refused whole (UNAVAILABLE, Triton's "timeout of the
 // corresponding sequence has been expired") once it passes; a running
-// sequence's requests take their timeout to the execution's queue. Slots: max(1, max_batch_size) per instance (direct), or
-// max_candidate_sequences (oldest).
+// sequence's requests take their timeout to the execution's queue. Slots:
+// max(1, max_batch_size) per instance (direct), or max_candidate_sequences
+// (oldest). CORRID carries a uint64 id's low bytes in its type, as Triton's;
+// a string id to a model with a numeric CORRID is refused (Triton would
+// leave the tensor unwritten), and a STRING CORRID is refused at load.
 //
 // Each sequence runs one request at a time, in arrival order: its next
 // request starts when the previous one's execution has ended, as in
