@@ -512,11 +512,13 @@ absl::Status RefuseUnservedFeatures(const ModelConfig& config) {
         "that answer each request once; remove the policy or set decoupled: false"));
   }
   if (config.has_sequence_batching()) {
+    // The registry loads such a model with LoadSequenceModel, which serves
+    // its controls and state (Note [Sequence batching] in
+    // server/sequence_batcher.h) and executes it from a config without them.
     return absl::UnimplementedError(absl::StrCat(
-        "sequence batching is not supported yet: ", model,
-        " sets sequence_batching, but GraphServe has no sequence batcher (correlation ids, the "
-        "START/END/READY/CORRID controls, implicit state), and serving a stateful model without "
-        "them would answer wrong; a stateless model can use dynamic_batching instead"));
+        model, " sets sequence_batching, which only the sequence batcher serves "
+        "(LoadSequenceModel): loaded on its own, its START/END/READY/CORRID controls and "
+        "implicit state would get no values"));
   }
   if (!config.batch_input().empty() || !config.batch_output().empty()) {
     return absl::UnimplementedError(absl::StrCat(

@@ -52,8 +52,9 @@ absl::Status ValidateModelConfig(const inference::ModelConfig& config,
                                  const ConfigValidationOptions& options = {});
 
 // Unimplemented, saying why and what to change, for a valid config asking for
-// what GraphServe does not do: a decoupled transaction policy, sequence
-// batching, batch inputs or outputs. (An ensemble's own rules are
+// what GraphServe does not do: a decoupled transaction policy, batch inputs
+// or outputs; and sequence_batching, which only LoadSequenceModel serves
+// (server/sequence_batcher.h), its unserved parts refused there. (An ensemble's own rules are
 // ValidateEnsembleScheduling's, server/ensemble_config.h.) Accepting them would answer
 // requests wrong (a stateful model without its state, a decoupled model once).
 absl::Status RefuseUnservedFeatures(const inference::ModelConfig& config);

@@ -421,7 +421,9 @@ TEST(RefuseUnservedFeaturesTest, DecoupledModels) {
                         "ONNX models that answer each request once"));
 }
 
-TEST(RefuseUnservedFeaturesTest, SequenceBatching) {
+// Served by LoadSequenceModel only (Note [Sequence batching] in
+// server/sequence_batcher.h): ServedModel::Load alone would feed no controls.
+TEST(RefuseUnservedFeaturesTest, SequenceBatchingOutsideTheSequenceBatcher) {
   const absl::Status status = Unserved(R"pb(sequence_batching {
                                               max_sequence_idle_microseconds: 5000000
                                               control_input {
@@ -431,8 +433,8 @@ TEST(RefuseUnservedFeaturesTest, SequenceBatching) {
                                             })pb");
   EXPECT_EQ(status.code(), absl::StatusCode::kUnimplemented);
   EXPECT_THAT(std::string(status.message()),
-              HasSubstr("sequence batching is not supported yet: model 'm' sets "
-                        "sequence_batching"));
+              HasSubstr("model 'm' sets sequence_batching, which only the sequence batcher "
+                        "serves (LoadSequenceModel)"));
 }
 
 TEST(RefuseUnservedFeaturesTest, BatchInputs) {

@@ -371,6 +371,38 @@ bool IsTrue(const json* value) {
   return value != nullptr && value->is_boolean() && value->get<bool>();
 }
 
+// The request's "parameters" object into the request's map, as gRPC clients
+// send them: Triton's "sequence_id" (an integer or a string),
+// "sequence_start", "sequence_end", "priority", "timeout", and any other.
+// Non-negative integers become uint64_param (a sequence id may exceed
+// int64), negative ones int64_param.
+absl::Status CopyRequestParameters(const json& header, inference::ModelInferRequest* request) {
+  const auto parameters = header.find("parameters");
+  if (parameters == header.end()) return absl::OkStatus();
+  if (!parameters->is_object()) {
+    return absl::InvalidArgumentError("\"parameters\" must be a JSON object");
+  }
+  for (const auto& [key, value] : parameters->items()) {
+    if (key == "binary_data_output") continue;  // the response's form, read apart
+    inference::InferParameter& parameter = (*request->mutable_parameters())[key];
+    if (value.is_boolean()) {
+      parameter.set_bool_param(value.get<bool>());
+    } else if (value.is_number_unsigned()) {
+      parameter.set_uint64_param(value.get<uint64_t>());
+    } else if (value.is_number_integer()) {
+      parameter.set_int64_param(value.get<int64_t>());
+    } else if (value.is_number_float()) {
+      parameter.set_double_param(value.get<double>());
+    } else if (value.is_string()) {
+      parameter.set_string_param(value.get<std::string>());
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "request parameter ", QuoteClientText(key), " must be a boolean, a number or a string"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status CheckJsonDepth(std::string_view text, int max_depth) {
@@ -431,6 +463,7 @@ absl::StatusOr<HttpInferRequest> ParseInferRequest(std::string_view body, size_t
     request.set_id(id->get<std::string>());
   }
   parsed.all_binary = IsTrue(Parameter(header, "binary_data_output"));
+  RETURN_IF_ERROR(CopyRequestParameters(header, &request));
   const auto inputs = header.find("inputs");
   if (inputs == header.end() || !inputs->is_array()) {
     return absl::InvalidArgumentError("the request needs an \"inputs\" array");

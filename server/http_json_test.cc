@@ -71,6 +71,37 @@ TEST(HttpJsonTest, ClassificationIsCarriedIntoTheRequest) {
   }
 }
 
+// Triton's request parameters, as tritonclient.http sends them: a sequence
+// id as an integer or a string, flags as booleans.
+TEST(HttpJsonTest, RequestParametersReachTheRequest) {
+  const auto parse = [](const std::string& parameters) {
+    const std::string body = absl::StrCat(
+        R"({"inputs": [{"name": "x", "datatype": "FP32", "shape": [1], "data": [1]}],
+            "parameters": )",
+        parameters, "}");
+    return ParseInferRequest(body, body.size(), "mlp", "");
+  };
+  absl::StatusOr<HttpInferRequest> parsed = parse(
+      R"({"sequence_id": 18446744073709551615, "sequence_start": true, "priority": 2,
+          "timeout": -1, "binary_data_output": true})");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  const auto& parameters = parsed->request.parameters();
+  EXPECT_EQ(parameters.at("sequence_id").uint64_param(), 18446744073709551615u);
+  EXPECT_TRUE(parameters.at("sequence_start").bool_param());
+  EXPECT_EQ(parameters.at("priority").uint64_param(), 2u);
+  EXPECT_EQ(parameters.at("timeout").int64_param(), -1);
+  EXPECT_FALSE(parameters.contains("binary_data_output"));  // the response's form
+  EXPECT_TRUE(parsed->all_binary);
+
+  parsed = parse(R"({"sequence_id": "a-b"})");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->request.parameters().at("sequence_id").string_param(), "a-b");
+
+  EXPECT_THAT(parse(R"({"sequence_id": [1]})").status().message(),
+              HasSubstr("must be a boolean, a number or a string"));
+  EXPECT_THAT(parse("[]").status().message(), HasSubstr("\"parameters\" must be a JSON object"));
+}
+
 // A classified output's BYTES tensor: strings in JSON, its serialization
 // (4-byte little-endian lengths) as binary data.
 TEST(HttpJsonTest, BytesOutputsAreStringsInJsonAndSerializedInBinary) {

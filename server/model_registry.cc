@@ -21,6 +21,7 @@
 #include "server/client_text.h"
 #include "server/ensemble_config.h"
 #include "server/ensemble_scheduler.h"
+#include "server/sequence_batcher.h"
 #include "server/model_repository.h"
 #include "server/triton_config.h"
 #include "spdlog/spdlog.h"
@@ -222,6 +223,9 @@ std::vector<ModelVersionState> LoadVersions(const RepositoryModel& entry,
           [&registry](absl::string_view name, absl::string_view version) {
             return registry.Find(name, version);
           });
+    } else if (entry.config.has_sequence_batching()) {
+      // Note [Sequence batching] in server/sequence_batcher.h.
+      model = LoadSequenceModel(entry, version, options);
     } else {
       model = ServedModel::Load(entry, version, options);
     }

@@ -820,6 +820,7 @@ void ServedModel::FillStatistics(inference::ModelStatistics* statistics) const {
   statistics->set_name(name());
   statistics->set_version(version_text_);
   counters_->Fill(statistics);
+  if (pipeline_ != nullptr) pipeline_->AddExecutionStatistics(statistics);
 }
 
 void ServedModel::Drain(std::optional<std::chrono::steady_clock::time_point> deadline) {

@@ -165,6 +165,10 @@ class ModelPipeline {
                      const SharedMemoryRegistry* shared_memory) = 0;
   // ServedModel::Drain's contract.
   virtual void Drain(std::optional<std::chrono::steady_clock::time_point> deadline) = 0;
+  // Sets in `statistics`, which the model's counters filled, what the
+  // pipeline's own executions counted instead (a sequence model reports its
+  // execution's batches, as Triton's does). Nothing by default.
+  virtual void AddExecutionStatistics(inference::ModelStatistics* /*statistics*/) const {}
 };
 
 class ServedModel {

@@ -259,6 +259,42 @@ absl::StatusOr<std::shared_ptr<SharedMemoryRegion>> SharedMemoryRegion::OpenCuda
                              std::move(release)));
 }
 
+absl::StatusOr<std::shared_ptr<SharedMemoryRegion>> SharedMemoryRegion::AllocateCuda(
+    std::string name, int device_id, uint64_t byte_size) {
+  const std::string what =
+      absl::StrCat("cannot allocate device memory '", name, "' on GPU ", device_id);
+  if (byte_size == 0) return absl::InvalidArgumentError(absl::StrCat(what, ": byte_size is 0"));
+  const CudaDeviceGuard on_device(device_id);
+  if (!on_device.status().ok()) {
+    return absl::FailedPreconditionError(absl::StrCat(what, ": ", on_device.status().message()));
+  }
+  void* allocated = nullptr;
+  if (const cudaError_t error = cudaMalloc(&allocated, byte_size); error != cudaSuccess) {
+    cudaGetLastError();
+    return absl::ResourceExhaustedError(
+        absl::StrCat(what, ": cudaMalloc of ", byte_size, " bytes failed: ", cudaGetErrorString(error)));
+  }
+  auto release = [allocated, device_id, name] {
+    const CudaDeviceGuard on_device(device_id);
+    if (const cudaError_t error = cudaFree(allocated); error != cudaSuccess) {
+      spdlog::warn("cudaFree of device memory '{}' failed: {}", name, cudaGetErrorString(error));
+    }
+  };
+  if (const cudaError_t error = cudaMemset(allocated, 0, byte_size); error != cudaSuccess) {
+    cudaGetLastError();
+    release();
+    return absl::InternalError(
+        absl::StrCat(what, ": cudaMemset failed: ", cudaGetErrorString(error)));
+  }
+  return std::shared_ptr<SharedMemoryRegion>(
+      new SharedMemoryRegion({.kind = RegionKind::kCuda,
+                              .name = std::move(name),
+                              .device_id = device_id,
+                              .byte_size = byte_size,
+                              .data = static_cast<std::byte*>(allocated)},
+                             std::move(release)));
+}
+
 SharedMemoryRegion::~SharedMemoryRegion() {
   guard_.reset();  // before the range is unmapped (Note [Truncated shared memory])
   release_();
@@ -320,6 +356,13 @@ absl::Status SharedMemoryRegistry::RegisterCuda(const std::string& name,
   }
   return Add(name,
              [&] { return SharedMemoryRegion::OpenCuda(name, raw_handle, device_id, byte_size); });
+}
+
+absl::Status SharedMemoryRegistry::Add(std::shared_ptr<SharedMemoryRegion> region) {
+  const std::string name = region->name();
+  return Add(name, [&]() -> absl::StatusOr<std::shared_ptr<SharedMemoryRegion>> {
+    return std::move(region);
+  });
 }
 
 absl::Status SharedMemoryRegistry::Add(const std::string& name, const Open& open) {

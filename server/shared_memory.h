@@ -130,6 +130,16 @@ class SharedMemoryRegion {
                                                                       int64_t device_id,
                                                                       uint64_t byte_size);
 
+  // The server's own device memory as a CUDA region: byte_size bytes
+  // allocated on GPU `device_id`, zeroed, freed with the region. Requests
+  // name it as a client's CUDA region, so a served model reads and writes it
+  // device to device (the sequence batcher's implicit state, Note [Sequence
+  // batching] in server/sequence_batcher.h). InvalidArgument for a byte_size
+  // of 0; FailedPrecondition when the GPU is not there; ResourceExhausted
+  // when CUDA cannot allocate.
+  static absl::StatusOr<std::shared_ptr<SharedMemoryRegion>> AllocateCuda(std::string name,
+                                                                          int device_id,
+                                                                          uint64_t byte_size);
   SharedMemoryRegion(const SharedMemoryRegion&) = delete;
   SharedMemoryRegion& operator=(const SharedMemoryRegion&) = delete;
   // Unmaps (or closes the IPC handle); a failure is logged, never thrown.
@@ -240,6 +250,9 @@ class SharedMemoryRegistry {
   // AlreadyExists when `name` is registered already.
   absl::Status RegisterCuda(const std::string& name, const std::string& raw_handle,
                             int64_t device_id, uint64_t byte_size) ABSL_LOCKS_EXCLUDED(mu_);
+  // Records `region` under its name (AllocateCuda's, for a registry of the
+  // server's own); AlreadyExists and ResourceExhausted as Register's.
+  absl::Status Add(std::shared_ptr<SharedMemoryRegion> region) ABSL_LOCKS_EXCLUDED(mu_);
   // Forgets region `name` if it is of `kind`; a name not registered is no
   // error (as in Triton). Requests holding the region keep it until they end.
   void Unregister(const std::string& name, RegionKind kind = RegionKind::kSystem)

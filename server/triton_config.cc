@@ -50,7 +50,9 @@ const std::set<std::string>& HonouredPaths() {
       "default_model_filename",
       "dynamic_batching",  // the request queue's policy (QueuePolicyFromConfig)
       // Served as written or refused at load (RefuseUnservedFeatures): a
-      // decoupled policy, sequence batching, batch inputs and outputs.
+      // decoupled policy, batch inputs and outputs; sequence batching by
+      // the sequence batcher (Note [Sequence batching] in
+      // server/sequence_batcher.h), its unserved parts refused there.
       "model_transaction_policy",
       "sequence_batching",
       "batch_input",

@@ -49,11 +49,11 @@ KNOWN_GAPS = {
     "simple_grpc_shm_string_client": "BYTES tensors are not served yet",
     "simple_http_shm_string_client": "BYTES tensors are not served yet",
     "grpc_explicit_byte_content_client": "BYTES tensors are not served yet",
-    "simple_grpc_sequence_stream_infer_client": "sequence batching is refused at load until it "
-                                                "is implemented (issue 31, part 3)",
-    "simple_grpc_sequence_sync_infer_client": "sequence batching is refused at load",
-    "simple_http_sequence_sync_infer_client": "sequence batching is refused at load",
-    "simple_grpc_aio_sequence_stream_infer_client": "sequence batching is refused at load",
+    "simple_grpc_sequence_stream_infer_client": "run by tests/sequence_test.py, against the "
+                                                "simple_sequence model it writes",
+    "simple_grpc_sequence_sync_infer_client": "run by tests/sequence_test.py",
+    "simple_http_sequence_sync_infer_client": "run by tests/sequence_test.py",
+    "simple_grpc_aio_sequence_stream_infer_client": "run by tests/sequence_test.py",
     "simple_grpc_custom_repeat": "decoupled models (repeat_int32) are refused at load",
     "simple_grpc_cudashm_client": "CUDA shared memory needs a GPU (CI runs on the host); "
                                   "tests/shared_memory_e2e_test covers it on the GPU machine",

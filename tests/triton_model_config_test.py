@@ -186,11 +186,11 @@ UNSERVED = {
     "decoupled": ("model_transaction_policy { decoupled: true }",
                   "decoupled models are not supported"),
     "sequence": ("""sequence_batching {
-                      max_sequence_idle_microseconds: 5000000
+                      iterative_sequence: true
                       control_input [ { name: "START" control [ {
                           kind: CONTROL_SEQUENCE_START int32_false_true: [ 0, 1 ] } ] } ]
                     }""",
-                 "sequence batching is not supported yet"),
+                 "iterative (generative) sequences"),
     "batch_input": ("""batch_input [ { kind: BATCH_ELEMENT_COUNT target_name: "COUNT"
                                        data_type: TYPE_FP32 source_input: "INPUT" } ]""",
                     "batch inputs and batch outputs are not supported"),
