@@ -33,6 +33,7 @@ TEST_TARGETS=(
   //server:request_validation_test
   //server:graph_set_runner_test
   //server:graph_set_runner_lost_context_test
+  //server:sequence_batcher_test
   //client:cuda_shared_memory_test
 )
 TOOL_TARGETS=(

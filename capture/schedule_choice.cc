@@ -1,6 +1,7 @@
 #include "capture/schedule_choice.h"
 
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <utility>
 
@@ -96,6 +97,11 @@ absl::StatusOr<ScheduleChoice> ChooseForKey(const Model& model, const GraphKey& 
   }
   if (candidates.size() == 1) return choice;  // one chain: single it is
 
+  const auto since = [](std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+        .count();
+  };
+  const auto capture_start = std::chrono::steady_clock::now();
   for (Candidate& candidate : candidates) {
     GraphSetOptions set_options;
     set_options.graphs = {key};
@@ -112,6 +118,8 @@ absl::StatusOr<ScheduleChoice> ChooseForKey(const Model& model, const GraphKey& 
     }
     candidate.set = *std::move(set);
   }
+  choice.capture_ms = since(capture_start);
+  const auto replay_start = std::chrono::steady_clock::now();
   ASSIGN_OR_RETURN(const CudaEvent start, CudaEvent::Create(/*timing=*/true));
   ASSIGN_OR_RETURN(const CudaEvent stop, CudaEvent::Create(/*timing=*/true));
   // Interleaved rounds, so that clock and thermal drift reach every
@@ -122,6 +130,7 @@ absl::StatusOr<ScheduleChoice> ChooseForKey(const Model& model, const GraphKey& 
       candidate.round_us.push_back(us);
     }
   }
+  choice.replay_ms = since(replay_start);
   for (const Candidate& candidate : candidates) {
     choice.candidates.push_back({candidate.policy, candidate.lanes, Median(candidate.round_us)});
   }

@@ -70,6 +70,10 @@ struct ScheduleChoice {
   // Timed candidates, single first; empty when the policy was given, no
   // policy gives more than one lane, or the size was not timed (below).
   std::vector<ScheduleCandidateTime> candidates;
+  // Where timing this key went, milliseconds: capturing its candidates
+  // (planning, algorithm timing, capture) and replaying them.
+  double capture_ms = 0;
+  double replay_ms = 0;
   // Set when the choice was not timed but taken from the timed keys on both
   // sides by work, which agreed (Note [Schedules between timed sizes]).
   std::optional<GraphKey> same_as_below;
