@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -206,10 +207,9 @@ struct Call {
 
 class SequenceBatcherTest : public ::testing::Test {
  protected:
-  void Make(const std::string& config_text = kAccumulator,
+  void Make(const inference::ModelConfig& config = Parse(kAccumulator),
             std::chrono::milliseconds reaper = std::chrono::milliseconds(5),
             std::optional<DeviceStates> device_states = std::nullopt) {
-    const inference::ModelConfig config = Parse(config_text);
     absl::StatusOr<SequencePlan> plan = PlanSequenceBatching(config, "");
     ASSERT_TRUE(plan.ok()) << plan.status();
     SequenceBatcherOptions options;
@@ -345,21 +345,18 @@ TEST_F(SequenceBatcherTest, AStringIdIsRefusedWhenTheModelTakesANumericCorrid) {
                         "UINT64"));
 }
 
-constexpr char kWithoutCorrid[] = R"pb(
-  name: "acc"
-  max_batch_size: 2
-  input { name: "INPUT" data_type: TYPE_INT32 dims: [ 1 ] }
-  output { name: "OUTPUT" data_type: TYPE_INT32 dims: [ 1 ] }
-  sequence_batching {
-    control_input { name: "START" control { kind: CONTROL_SEQUENCE_START int32_false_true: [ 0, 1 ] } }
-    control_input { name: "END" control { kind: CONTROL_SEQUENCE_END fp32_false_true: [ 0, 1 ] } }
-    control_input { name: "READY" control { kind: CONTROL_SEQUENCE_READY bool_false_true: [ false, true ] } }
-    state { input_name: "STATE_IN" output_name: "STATE_OUT" data_type: TYPE_INT32 dims: [ 1 ] }
-  }
-)pb";
+// The accumulator without its CORRID control: a string id fits it too.
+inference::ModelConfig WithoutCorrid() {
+  inference::ModelConfig config = Parse(kAccumulator);
+  auto* controls = config.mutable_sequence_batching()->mutable_control_input();
+  controls->erase(std::remove_if(controls->begin(), controls->end(),
+                                 [](const auto& control) { return control.name() == "CORRID"; }),
+                  controls->end());
+  return config;
+}
 
 TEST_F(SequenceBatcherTest, StringAndNumberIdsAreDifferentSequences) {
-  Make(kWithoutCorrid);
+  Make(WithoutCorrid());
   Send(std::string("7"), 5, true, false);
   Send(uint64_t{7}, 100, true, false);
   Call* text = Send(std::string("7"), 1, false, true);
@@ -407,21 +404,10 @@ TEST_F(SequenceBatcherTest, SequencesBeyondTheSlotsWaitInTheBacklog) {
 }
 
 TEST_F(SequenceBatcherTest, AnIdleSequenceLosesItsSlot) {
-  constexpr char kShortIdle[] = R"pb(
-    name: "acc"
-    max_batch_size: 1
-    input { name: "INPUT" data_type: TYPE_INT32 dims: [ 1 ] }
-    output { name: "OUTPUT" data_type: TYPE_INT32 dims: [ 1 ] }
-    sequence_batching {
-      max_sequence_idle_microseconds: 20000
-      control_input { name: "START" control { kind: CONTROL_SEQUENCE_START int32_false_true: [ 0, 1 ] } }
-      control_input { name: "END" control { kind: CONTROL_SEQUENCE_END fp32_false_true: [ 0, 1 ] } }
-      control_input { name: "READY" control { kind: CONTROL_SEQUENCE_READY bool_false_true: [ false, true ] } }
-      control_input { name: "CORRID" control { kind: CONTROL_SEQUENCE_CORRID data_type: TYPE_UINT64 } }
-      state { input_name: "STATE_IN" output_name: "STATE_OUT" data_type: TYPE_INT32 dims: [ 1 ] }
-    }
-  )pb";
-  Make(kShortIdle);
+  inference::ModelConfig short_idle = Parse(kAccumulator);
+  short_idle.set_max_batch_size(1);
+  short_idle.mutable_sequence_batching()->set_max_sequence_idle_microseconds(20000);
+  Make(short_idle);
   ASSERT_EQ(batcher_->total_slots(), 1);
   Send(uint64_t{5}, 1, true, false);
   Call* waiting = Send(uint64_t{6}, 60, true, false);  // the one slot is 5's
@@ -528,7 +514,7 @@ TEST_F(SequenceBatcherTest, StatesOnTheDeviceStayInTheirSlotsRows) {
       SharedMemoryRegion::AllocateCuda("states", 0, kMaxBatch * sizeof(int32_t));
   ASSERT_TRUE(region.ok()) << region.status();
   ASSERT_TRUE(registry->Add(*region).ok());
-  Make(kAccumulator, std::chrono::milliseconds(5),
+  Make(Parse(kAccumulator), std::chrono::milliseconds(5),
        DeviceStates{.registry = registry, .regions = {"states"}});
   Send(uint64_t{1}, 100, true, false);
   Send(uint64_t{2}, 1, true, false);
