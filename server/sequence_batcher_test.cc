@@ -63,16 +63,22 @@ struct Seen {
   int32_t state = 0;
 };
 
+// Input `name` carried in the message; T{} for a control the plan does not
+// have or an input in shared memory. raw_input_contents holds the inputs in
+// the message only, in order (as request validation reads them).
 template <typename T>
 T Read(const inference::ModelInferRequest& request, const std::string& name) {
-  for (int i = 0; i < request.inputs_size(); ++i) {
-    if (request.inputs(i).name() != name) continue;
+  int raw = 0;
+  for (const auto& input : request.inputs()) {
+    if (input.parameters().contains("shared_memory_region")) continue;
+    const std::string& bytes = request.raw_input_contents(raw++);
+    if (input.name() != name) continue;
     T value{};
-    EXPECT_EQ(request.raw_input_contents(i).size(), sizeof(T)) << name;
-    std::memcpy(&value, request.raw_input_contents(i).data(), sizeof(T));
+    EXPECT_EQ(bytes.size(), sizeof(T)) << name;
+    std::memcpy(&value, bytes.data(), sizeof(T));
     return value;
   }
-  return T{};  // a control the plan does not have
+  return T{};
 }
 
 void AddOutput(inference::ModelInferResponse* response, const std::string& name, int32_t value) {

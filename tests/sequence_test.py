@@ -454,7 +454,7 @@ class OnTheGpuTest(unittest.TestCase):
         if not gpu_visible():
             self.skipTest("no GPU visible (nvidia-smi -L)")
         server = gp.ServerProcess(SERVER_BINARY, _repository)
-        server.command[server.command.index("--device") + 1] = "0"
+        server.command[server.command.index("--device") + 1] = "cuda:0"
         with server:
             self.assertIn("implicit state on GPU 0", server.output())
             client = grpcclient.InferenceServerClient(server.url)
