@@ -34,6 +34,7 @@ struct Candidate {
   SchedulePolicy policy;
   int lanes;
   std::unique_ptr<GraphSet> set;
+  int launches = 1;  // per round
   std::vector<double> round_us;
 };
 
@@ -45,28 +46,28 @@ absl::StatusOr<float> ElapsedMs(const CudaEvent& start, const CudaEvent& stop) {
   return ms;
 }
 
-// Mean time of one replay over back-to-back replays: `launches` of them, or
-// as many as fill `round_budget_us` by the warmup's pace, at least one.
-absl::StatusOr<double> TimeReplays(const GraphSet& set, const GraphKey& key,
-                                   const ScheduleChoiceOptions& options, const CudaEvent& start,
-                                   const CudaEvent& stop) {
+// Mean time of one replay over `launches` back-to-back replays.
+absl::StatusOr<double> TimeReplays(const GraphSet& set, const GraphKey& key, int launches,
+                                   const CudaEvent& start, const CudaEvent& stop) {
   const cudaStream_t stream = set.stream(0);
   const cudaGraphExec_t exec = set.graph_exec(0, key);
-  int launches = options.launches;
-  if (options.warmup > 0) {
-    CUDA_RETURN_IF_ERROR(cudaEventRecord(start.get(), stream));
-    for (int i = 0; i < options.warmup; ++i) CUDA_RETURN_IF_ERROR(cudaGraphLaunch(exec, stream));
-    CUDA_RETURN_IF_ERROR(cudaEventRecord(stop.get(), stream));
-    ASSIGN_OR_RETURN(const float warmup_ms, ElapsedMs(start, stop));
-    const double replay_us = 1000.0 * warmup_ms / options.warmup;
-    launches = std::clamp(static_cast<int>(options.round_budget_us / std::max(replay_us, 1.0)), 1,
-                          options.launches);
-  }
   CUDA_RETURN_IF_ERROR(cudaEventRecord(start.get(), stream));
   for (int i = 0; i < launches; ++i) CUDA_RETURN_IF_ERROR(cudaGraphLaunch(exec, stream));
   CUDA_RETURN_IF_ERROR(cudaEventRecord(stop.get(), stream));
   ASSIGN_OR_RETURN(const float ms, ElapsedMs(start, stop));
   return 1000.0 * ms / launches;
+}
+
+// The launches a round of `set`'s replays takes: `options.launches`, or as
+// many as fill `round_budget_us` at the pace of its warmup replays, at least
+// one. Its warmup replays run here, once.
+absl::StatusOr<int> LaunchesPerRound(const GraphSet& set, const GraphKey& key,
+                                     const ScheduleChoiceOptions& options, const CudaEvent& start,
+                                     const CudaEvent& stop, double* replay_us) {
+  if (options.warmup == 0) return options.launches;
+  ASSIGN_OR_RETURN(*replay_us, TimeReplays(set, key, options.warmup, start, stop));
+  return std::clamp(static_cast<int>(options.round_budget_us / std::max(*replay_us, 1.0)), 1,
+                    options.launches);
 }
 
 double Median(std::vector<double> values) {
@@ -93,7 +94,7 @@ absl::StatusOr<ScheduleChoice> ChooseForKey(const Model& model, const GraphKey& 
                                        [&](const Schedule& s) { return SameSchedule(s, schedule); });
     if (duplicate) continue;
     schedules.push_back(schedule);
-    candidates.push_back({policy, schedule.lanes, nullptr, {}});
+    candidates.push_back({policy, schedule.lanes, nullptr, 1, {}});
   }
   if (candidates.size() == 1) return choice;  // one chain: single it is
 
@@ -122,11 +123,21 @@ absl::StatusOr<ScheduleChoice> ChooseForKey(const Model& model, const GraphKey& 
   const auto replay_start = std::chrono::steady_clock::now();
   ASSIGN_OR_RETURN(const CudaEvent start, CudaEvent::Create(/*timing=*/true));
   ASSIGN_OR_RETURN(const CudaEvent stop, CudaEvent::Create(/*timing=*/true));
+  double longest_us = 0;
+  for (Candidate& candidate : candidates) {
+    double warmup_us = 0;
+    ASSIGN_OR_RETURN(candidate.launches,
+                     LaunchesPerRound(*candidate.set, key, options, start, stop, &warmup_us));
+    longest_us = std::max(longest_us, warmup_us);
+  }
   // Interleaved rounds, so that clock and thermal drift reach every
-  // candidate alike.
-  for (int round = 0; round < options.rounds; ++round) {
+  // candidate alike; replays of 10 ms or more vary little, and 3 rounds
+  // tell them apart.
+  const int rounds = longest_us >= 10'000 ? std::min(options.rounds, 3) : options.rounds;
+  for (int round = 0; round < rounds; ++round) {
     for (Candidate& candidate : candidates) {
-      ASSIGN_OR_RETURN(const double us, TimeReplays(*candidate.set, key, options, start, stop));
+      ASSIGN_OR_RETURN(const double us,
+                       TimeReplays(*candidate.set, key, candidate.launches, start, stop));
       candidate.round_us.push_back(us);
     }
   }
