@@ -230,6 +230,18 @@ class SequenceBatcherTest : public ::testing::Test {
     batcher_ = std::make_unique<SequenceBatcher>(std::move(options));
   }
 
+  // Sequences 1 (100, 10, -1) and 2 (1, 2) interleaved: each sums its own.
+  void SendInterleavedSequences() {
+    Send(uint64_t{1}, 100, true, false);
+    Send(uint64_t{2}, 1, true, false);
+    Call* a = Send(uint64_t{1}, 10, false, false);
+    Call* b = Send(uint64_t{2}, 2, false, true);
+    Call* c = Send(uint64_t{1}, -1, false, true);
+    EXPECT_EQ(a->output(), 110);
+    EXPECT_EQ(b->output(), 3);
+    EXPECT_EQ(c->output(), 109);
+  }
+
   // Sends INPUT `value` for sequence `id` (a uint64 or a string).
   Call* Send(const CorrelationId& id, int32_t value, bool start, bool end, int64_t rows = 1,
              uint64_t timeout_us = 0) {
@@ -295,14 +307,7 @@ TEST_F(SequenceBatcherTest, ControlsAndStateFollowTheSequence) {
 
 TEST_F(SequenceBatcherTest, InterleavedSequencesKeepTheirOwnState) {
   Make();
-  Send(uint64_t{1}, 100, true, false);
-  Send(uint64_t{2}, 1, true, false);
-  Call* a = Send(uint64_t{1}, 10, false, false);
-  Call* b = Send(uint64_t{2}, 2, false, true);
-  Call* c = Send(uint64_t{1}, -1, false, true);
-  EXPECT_EQ(a->output(), 110);
-  EXPECT_EQ(b->output(), 3);
-  EXPECT_EQ(c->output(), 109);
+  SendInterleavedSequences();
 }
 
 TEST_F(SequenceBatcherTest, AStartResetsTheState) {
@@ -522,14 +527,7 @@ TEST_F(SequenceBatcherTest, StatesOnTheDeviceStayInTheirSlotsRows) {
   ASSERT_TRUE(registry->Add(*region).ok());
   Make(Parse(kAccumulator), std::chrono::milliseconds(5),
        DeviceStates{.registry = registry, .regions = {"states"}});
-  Send(uint64_t{1}, 100, true, false);
-  Send(uint64_t{2}, 1, true, false);
-  Call* a = Send(uint64_t{1}, 10, false, false);
-  Call* b = Send(uint64_t{2}, 2, false, true);
-  Call* c = Send(uint64_t{1}, -1, false, true);
-  EXPECT_EQ(a->output(), 110);
-  EXPECT_EQ(b->output(), 3);
-  EXPECT_EQ(c->output(), 109);
+  SendInterleavedSequences();
   // Slot 0 was sequence 1's: its row holds its last state.
   int32_t row0 = 0;
   ASSERT_TRUE(CopyFromSlice(*registry->Slice("states", 0, 4),
