@@ -16,6 +16,10 @@ p99 latency of each minute.
 
     python3 bench/soak.py --server BIN --make-repository BIN --minutes 9 \\
         --device cuda:0 --out DIR
+
+OUT/soak.json is rewritten at every sample (finished: false until the end),
+so a run cut short keeps what it saw. On the GPU machine a call's processes
+end with the call: run it in the foreground, within one call.
 """
 
 import argparse
@@ -335,34 +339,46 @@ def main():
                             gpu_mib()))
             print(f"soak: {samples[-1][0]:.0f} s, RSS {samples[-1][1]:.0f} MiB, GPU "
                   f"{samples[-1][2]} MiB, {json.dumps(soak.tally.counts)}", flush=True)
+            # A run cut short (a killed process) keeps the report so far.
+            save(args.out, report, soak.tally, samples, alive=True, finished=False)
             for t in workers:
                 t.join(timeout=10 / len(workers))
         soak.stop.set()
         reloader.join(timeout=120)
         alive = server.process.poll() is None
-    tally = soak.tally
+    final = save(args.out, report, soak.tally, samples, alive=alive, finished=True)
+    print(json.dumps({k: v for k, v in final.items() if k != "samples"}, indent=1))
+    ok = alive and final["wrong_answers"] == 0 and final["unexpected_errors"] == 0
+    sys.exit(0 if ok else 1)
+
+
+def save(out, base, tally, samples, alive, finished):
+    """Writes OUT/soak.json from the counts and samples so far; returns it."""
+    with tally.lock:
+        counts = dict(tally.counts)
+        examples = dict(tally.examples)
+        latencies = {m: list(v) for m, v in tally.latencies.items()}
     # The first minute warms up (allocations, first captures): slopes from
     # the second on.
     steady = [s for s in samples if s[0] >= 60] or samples
+    report = dict(base)
     report.update(
-        counts=tally.counts, examples=tally.examples, server_alive_at_end=alive,
-        wrong_answers=sum(v for k, v in tally.counts.items() if "wrong" in k or "answered" in k),
-        unexpected_errors=sum(v for k, v in tally.counts.items() if "unexpected" in k
+        finished=finished, counts=counts, examples=examples, server_alive=alive,
+        wrong_answers=sum(v for k, v in counts.items() if "wrong" in k or "answered" in k),
+        unexpected_errors=sum(v for k, v in counts.items() if "unexpected" in k
                               or "no answer" in k),
         rss_mib_first_last=[samples[0][1], samples[-1][1]] if samples else None,
         rss_slope_mib_per_minute=slope_per_minute([(s[0], s[1]) for s in steady]),
         gpu_mib_first_last=[samples[0][2], samples[-1][2]] if samples else None,
         gpu_slope_mib_per_minute=slope_per_minute([(s[0], s[2]) for s in steady]),
         p99_ms_per_minute={str(m): round(1000 * float(np.percentile(v, 99)), 2)
-                           for m, v in sorted(tally.latencies.items(), key=lambda kv: str(kv[0]))
+                           for m, v in sorted(latencies.items(), key=lambda kv: str(kv[0]))
                            if m != "reload"},
-        reload_seconds=[round(v, 2) for v in tally.latencies.get("reload", [])],
+        reload_seconds=[round(v, 2) for v in latencies.get("reload", [])],
         samples=[[round(a, 1), round(b, 1), c] for a, b, c in samples])
-    with open(os.path.join(args.out, "soak.json"), "w") as f:
+    with open(os.path.join(out, "soak.json"), "w") as f:
         json.dump(report, f, indent=1)
-    print(json.dumps({k: v for k, v in report.items() if k != "samples"}, indent=1))
-    ok = (alive and report["wrong_answers"] == 0 and report["unexpected_errors"] == 0)
-    sys.exit(0 if ok else 1)
+    return report
 
 
 if __name__ == "__main__":
