@@ -1,8 +1,10 @@
-"""Triton's perf_analyzer against the real graphserve binary: a short
-closed-loop run on mlp at concurrency 1 and 2 over gRPC, one call per request
-and over ModelStreamInfer streams (--streaming), and over HTTP with inputs and
-outputs in system shared memory, must succeed and write its CSV report with a
-row per concurrency.
+"""Triton's perf_analyzer against the real graphserve binary, in its modes: a
+short closed-loop run on mlp at concurrency 1 and 2 over gRPC (one call per
+request, --async, and over ModelStreamInfer streams with --streaming), over
+HTTP with inputs and outputs in system shared memory, at request rates 20 and
+40 (--request-rate-range), and on Triton's implicit-state sequence model in
+its sequence mode (--sequence-length: correlation ids, START and END), must
+succeed and write its CSV report with a row per level.
 
 perf_analyzer is the C++ binary shipped inside tritonclient's manylinux
 wheel; 2.51.0 is the newest whose build runs on Debian 12 (glibc 2.36).
@@ -21,6 +23,7 @@ Without GRAPHSERVE_PYTHON the test fails and says how to set it
 
 import csv
 import os
+import shutil
 import subprocess
 import sys
 import unittest
@@ -49,24 +52,36 @@ def perf_analyzer_path():
 
 class PerfAnalyzerCompatTest(unittest.TestCase):
 
-    def run_writes_csv(self, name, extra_args, protocol="grpc"):
-        """Runs perf_analyzer on mlp at concurrency 1 and 2 over `protocol`
-        with `extra_args`; checks its CSV has a row per level with throughput
-        and latency."""
+    def run_writes_csv(self, name, extra_args, protocol="grpc", model="mlp", batch=5,
+                       load=("Concurrency", "--concurrency-range", "1:2", [1, 2])):
+        """Runs perf_analyzer on `model` over `protocol` at the levels of
+        `load` (the CSV column, the flag, its range, the levels) with
+        `extra_args`; checks its CSV has a row per level with throughput and
+        latency. mlp is served from the demo repository, the others from
+        Triton's implicit-state QA models (data/triton_qa_implicit)."""
+        column, flag, levels, expected_levels = load
         binary = perf_analyzer_path()
         self.assertTrue(os.access(binary, os.X_OK),
                         f"{binary} is missing: run ./deploy/setup.sh, which installs "
                         f"perf_analyzer into the venv")
         csv_path = os.path.join(gp.scratch_dir("perf_"), f"{name}.csv")
-        with gp.ServerProcess(SERVER_BINARY,
-                              gp.make_demo_repository(MAKE_REPOSITORY)) as server:
+        if model == "mlp":
+            repository = gp.make_demo_repository(MAKE_REPOSITORY)
+        else:
+            # Copied: the server reads no config.pbtxt that links outside its
+            # model's directory, as runfiles do.
+            repository = os.path.join(gp.scratch_dir("perf_repo_"), "models")
+            shutil.copytree(os.path.join(os.path.dirname(os.path.abspath(__file__)), "data",
+                                         "triton_qa_implicit", model),
+                            os.path.join(repository, model))
+        with gp.ServerProcess(SERVER_BINARY, repository) as server:
             url = server.url if protocol == "grpc" else f"127.0.0.1:{server.http_port}"
             command = [
-                binary, "-m", "mlp", "-u", url, "-i", protocol,
-                "--concurrency-range", "1:2",
+                binary, "-m", model, "-u", url, "-i", protocol,
+                flag, levels,
                 "-p", str(WINDOW_MS),
                 "-s", str(STABILITY_PERCENT),
-                "-b", "5",  # between the captured sizes 4 and 16: padded or split
+                "-b", str(batch),  # mlp: between the captured sizes 4 and 16
                 "-f", csv_path,
             ] + extra_args
             print(" ".join(command))
@@ -82,8 +97,8 @@ class PerfAnalyzerCompatTest(unittest.TestCase):
         with open(csv_path, newline="") as report:
             rows = list(csv.DictReader(report))
         print(f"{csv_path}:\n{rows}")
-        # perf_analyzer orders the rows by throughput, not by concurrency.
-        self.assertEqual(sorted(int(row["Concurrency"]) for row in rows), [1, 2])
+        # perf_analyzer orders the rows by throughput, not by level.
+        self.assertEqual(sorted(float(row[column]) for row in rows), expected_levels)
         for row in rows:
             self.assertGreater(float(row["Inferences/Second"]), 0, str(row))
             self.assertGreater(int(row["p50 latency"]), 0, str(row))
@@ -94,6 +109,21 @@ class PerfAnalyzerCompatTest(unittest.TestCase):
     def test_streaming_run_writes_csv(self):
         # --streaming: the requests go over ModelStreamInfer streams.
         self.run_writes_csv("mlp_streaming", ["--streaming"])
+
+    def test_async_run_writes_csv(self):
+        self.run_writes_csv("mlp_async", ["--async"])
+
+    def test_request_rate_run_writes_csv(self):
+        # Requests sent on a schedule, not when the last one is answered.
+        self.run_writes_csv("mlp_rate", [], load=("Request Rate", "--request-rate-range",
+                                                  "20:40:20", [20, 40]))
+
+    def test_sequence_mode_on_an_implicit_state_model_writes_csv(self):
+        # perf_analyzer reads sequence_batching from the config and sends each
+        # of its sequences' requests with a correlation id, START on the first
+        # and END on the last; the sequence batcher takes one row a request.
+        self.run_writes_csv("sequence", ["--sequence-length", "4"],
+                            model="onnx_sequence_int32", batch=1)
 
     def test_http_system_shared_memory_run_writes_csv(self):
         # Inputs and outputs in system shared memory over HTTP: perf_analyzer
