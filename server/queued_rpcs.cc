@@ -244,12 +244,17 @@ struct ServerLiveMethod {
 // is written back when it completes, so answers leave in the order they
 // complete, a failed request's as an error_message. A stream has at most one
 // read and one write in flight (gRPC's rule); answers that complete while one
-// is being written wait in `answered_`. Requests reach the protocol in the
-// order they were read, as Triton's stream hands them on: the next read may
-// complete on another of the queue's threads before this one has handed its
-// request over, so each waits for the one before (a sequence's requests,
-// sent back to back on one stream, must reach the sequence batcher in
-// order: Note [Sequence batching] in server/sequence_batcher.h). The call ends once the client has
+// is being written wait in `answered_`. A sequence's requests (those with a
+// "sequence_id" parameter), sent back to back on one stream, must reach the
+// sequence batcher in the order they were read (Note [Sequence batching] in
+// server/sequence_batcher.h), but the next read may complete on another of
+// the queue's threads before this one has handed its request over: each of
+// them waits until the one before has returned from RunInference. Other
+// requests do not wait: RunInference may run a chunk on the calling thread
+// (Note [Chunks on the caller's thread]), and requests pipelined on one
+// stream would run one after another. While a sequence request is being
+// handed over (`handing_`), the call cannot end, since its thread still
+// needs the call afterwards. The call ends once the client has
 // half-closed (a read comes back not ok) and every answer owed is written:
 // Finish with OK. Until then the call lives whatever the order of its
 // events, which come from this queue's threads (read, write, finish) and
@@ -350,14 +355,17 @@ class StreamCall {
   void OnRead(bool ok) {
     Exchange* exchange = nullptr;
     bool over = false;
-    uint64_t turn = 0;
+    std::optional<uint64_t> turn;  // a sequence request's place among them
     {
       absl::MutexLock lock(&mu_);
       std::unique_ptr<Exchange> read = std::move(reading_);
       if (ok && !queue_->stopping.load()) {
         exchange = read.release();
         ++running_;
-        turn = reads_taken_++;
+        if (exchange->request.parameters().contains("sequence_id")) {
+          turn = sequence_reads_taken_++;
+          ++handing_;
+        }
       } else {
         reads_over_ = true;  // the client half-closed, or the call is gone
       }
@@ -365,29 +373,40 @@ class StreamCall {
     }
     if (over) {
       streams_->Delete(this);
-    } else if (exchange != nullptr) {
-      // In the order read (Note [Inference streams]): the next read, which
-      // may come back on another thread, waits for this hand-off.
-      WaitForTurn(turn);
-      // Outside the lock: the answer may come on this thread before this
-      // returns.
-      RunInference(*protocol_, queue_, call_, &exchange->request,
-                   exchange->answer.mutable_infer_response(),
-                   [this, exchange](const absl::Status& status) { OnAnswered(exchange, status); });
-      absl::MutexLock lock(&mu_);
-      ++reads_handed_;
+      return;
     }
+    if (exchange == nullptr) return;
+    // In the order read (Note [Inference streams]): the next sequence
+    // request, whose read may come back on another thread, waits for this
+    // hand-off.
+    if (turn.has_value()) WaitForTurn(*turn);
+    // Outside the lock: the answer may come on this thread before this
+    // returns. A request of no sequence leaves the call alone from here on:
+    // the answer may have ended it.
+    RunInference(*protocol_, queue_, call_, &exchange->request,
+                 exchange->answer.mutable_infer_response(),
+                 [this, exchange](const absl::Status& status) { OnAnswered(exchange, status); });
+    if (!turn.has_value()) return;
+    {
+      absl::MutexLock lock(&mu_);
+      ++sequence_reads_handed_;
+      --handing_;
+      if (!Advance()) return;
+    }
+    streams_->Delete(this);
   }
 
-  // Blocks until every request read before the one numbered `turn` has been
-  // handed to the protocol.
+  // Blocks until every sequence request read before the one numbered `turn`
+  // has been handed to the protocol.
   void WaitForTurn(uint64_t turn) {
     struct Wait {
       StreamCall* call;
       uint64_t turn;
     } wait{this, turn};
     mu_.LockWhen(absl::Condition(
-        +[](Wait* w) ABSL_NO_THREAD_SAFETY_ANALYSIS { return w->call->reads_handed_ == w->turn; },
+        +[](Wait* w) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+          return w->call->sequence_reads_handed_ == w->turn;
+        },
         &wait));
     mu_.Unlock();
   }
@@ -474,7 +493,7 @@ class StreamCall {
       }
     }
     over_ = (finished_ || stopping) && reading_ == nullptr && writing_ == nullptr &&
-            !finishing_ && running_ == 0;
+            !finishing_ && running_ == 0 && handing_ == 0;
     return over_;
   }
 
@@ -497,10 +516,12 @@ class StreamCall {
   absl::Mutex mu_;
   std::unique_ptr<Exchange> reading_ ABSL_GUARDED_BY(mu_);  // a read in flight
   bool reads_over_ ABSL_GUARDED_BY(mu_) = false;
-  // Requests read, and those handed to the protocol: each is handed in the
-  // order read (Note [Inference streams]).
-  uint64_t reads_taken_ ABSL_GUARDED_BY(mu_) = 0;
-  uint64_t reads_handed_ ABSL_GUARDED_BY(mu_) = 0;
+  // Sequence requests read, and those handed to the protocol: each is
+  // handed in the order read (Note [Inference streams]); those being handed
+  // over now keep the call alive.
+  uint64_t sequence_reads_taken_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t sequence_reads_handed_ ABSL_GUARDED_BY(mu_) = 0;
+  int handing_ ABSL_GUARDED_BY(mu_) = 0;
   int running_ ABSL_GUARDED_BY(mu_) = 0;  // requests handed to the protocol, unanswered
   std::deque<std::unique_ptr<Exchange>> answered_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<Exchange> writing_ ABSL_GUARDED_BY(mu_);  // a write in flight
