@@ -134,57 +134,38 @@ class Soak:
             broken["no_such_input"] = broken.pop(name)
         return broken
 
-    def run_grpc(self, seed):
+    def run_unary(self, seed, protocol):
+        """One request at a time over gRPC or HTTP (JSON or binary at random),
+        some of them malformed."""
         rng = random.Random(seed)
-        client = grpcclient.InferenceServerClient(self.server.url)
+        grpc = protocol == "grpc"
+        module = grpcclient if grpc else httpclient
+        client = (grpcclient.InferenceServerClient(self.server.url) if grpc else
+                  httpclient.InferenceServerClient(f"127.0.0.1:{self.server.http_port}",
+                                                   network_timeout=60))
         while time.monotonic() < self.deadline:
             reference, feeds, want = self.pick(rng)
             malformed = rng.random() < MALFORMED_SHARE
             sent = self.malform(feeds, rng) if malformed else feeds
+            binary = {} if grpc else {"binary_data": rng.random() < 0.5}
             inputs = []
             for name, array in sent.items():
-                tensor = grpcclient.InferInput(name, list(array.shape),
-                                               "FP64" if array.dtype == np.float64 else "FP32")
-                tensor.set_data_from_numpy(array)
+                tensor = module.InferInput(name, list(array.shape),
+                                           "FP64" if array.dtype == np.float64 else "FP32")
+                tensor.set_data_from_numpy(array, **binary)
                 inputs.append(tensor)
+            outputs = [module.InferRequestedOutput(n, **binary) for n in want]
             started = time.monotonic()
             try:
-                result = client.infer(reference.name, inputs, client_timeout=60)
+                result = client.infer(reference.name, inputs, outputs=outputs,
+                                      **({"client_timeout": 60} if grpc else {}))
             except InferenceServerException as error:
-                self.refused("grpc", malformed, error)
+                self.refused(protocol, malformed, error)
                 continue
             if malformed:
-                self.tally.add("grpc: malformed answered", reference.name)
+                self.tally.add(f"{protocol}: malformed answered", reference.name)
                 continue
-            self.check("grpc", want, {n: result.as_numpy(n) for n in want}, started)
-        client.close()
-
-    def run_http(self, seed):
-        rng = random.Random(seed)
-        client = httpclient.InferenceServerClient(f"127.0.0.1:{self.server.http_port}",
-                                                  network_timeout=60)
-        while time.monotonic() < self.deadline:
-            reference, feeds, want = self.pick(rng)
-            malformed = rng.random() < MALFORMED_SHARE
-            sent = self.malform(feeds, rng) if malformed else feeds
-            binary = rng.random() < 0.5
-            inputs = []
-            for name, array in sent.items():
-                tensor = httpclient.InferInput(name, list(array.shape),
-                                               "FP64" if array.dtype == np.float64 else "FP32")
-                tensor.set_data_from_numpy(array, binary_data=binary)
-                inputs.append(tensor)
-            outputs = [httpclient.InferRequestedOutput(n, binary_data=binary) for n in want]
-            started = time.monotonic()
-            try:
-                result = client.infer(reference.name, inputs, outputs=outputs)
-            except InferenceServerException as error:
-                self.refused("http", malformed, error)
-                continue
-            if malformed:
-                self.tally.add("http: malformed answered", reference.name)
-                continue
-            self.check("http", want, {n: result.as_numpy(n) for n in want}, started)
+            self.check(protocol, want, {n: result.as_numpy(n) for n in want}, started)
         client.close()
 
     def run_stream(self, seed):
@@ -326,9 +307,11 @@ def main():
         references = [Reference(repository, name) for name in MODELS]
         soak = Soak(args, server, references)
         workers = []
-        for kind in (soak.run_grpc, soak.run_http, soak.run_stream, soak.run_shared_memory):
-            for i in range(args.threads):
-                workers.append(threading.Thread(target=kind, args=(len(workers) + 1,),
+        kinds = [(soak.run_unary, ("grpc",)), (soak.run_unary, ("http",)),
+                 (soak.run_stream, ()), (soak.run_shared_memory, ())]
+        for kind, extra in kinds:
+            for _ in range(args.threads):
+                workers.append(threading.Thread(target=kind, args=(len(workers) + 1, *extra),
                                                 daemon=True))
         reloader = threading.Thread(target=soak.run_reloads, daemon=True)
         for thread in workers + [reloader]:
