@@ -289,6 +289,29 @@ __global__ void __launch_bounds__(kGroupNormThreads)
 
 // ------------------------------------------------------ LayerNormalization
 
+// Note [Row chunks]
+// A lane of the warp-per-row kernel reads its row in chunks of kVec
+// contiguous elements, 16 bytes where the row allows it (its length a
+// multiple of kVec and every buffer 16-byte aligned), one vector load each:
+// a row of 768 float16 is 3 loads a lane instead of 24, which is what a
+// warp alone on its scheduler (a few rows over many SMs) needs to keep
+// memory busy. Chunk j of a row is lane j % 32's, so a warp's loads stay
+// contiguous.
+template <typename T, int kVec>
+struct alignas(sizeof(T) * kVec) RowChunk {
+  T e[kVec];
+};
+
+template <typename T, int kVec>
+__device__ __forceinline__ RowChunk<T, kVec> LoadChunk(const T* at) {
+  return *reinterpret_cast<const RowChunk<T, kVec>*>(at);
+}
+
+template <typename T, int kVec>
+__device__ __forceinline__ void StoreChunk(T* at, const RowChunk<T, kVec>& chunk) {
+  *reinterpret_cast<RowChunk<T, kVec>*>(at) = chunk;
+}
+
 // The row element LayerNorm reads, in float: x, or x + residual (the fused
 // residual Add, rounded to T as the Add kernel rounds it), also written to
 // `sum` when asked. T is float32 or a 16-bit float; the statistics are float.
@@ -299,8 +322,26 @@ struct LayerNormInput {
   T* sum;             // null: the sum has no other reader
 
   __device__ __forceinline__ float At(int64_t i) const {
-    if (residual == nullptr) return static_cast<float>(x[i]);
-    const float exact = __fadd_rn(static_cast<float>(x[i]), static_cast<float>(residual[i]));
+    return residual == nullptr ? static_cast<float>(x[i]) : Sum(x[i], residual[i]);
+  }
+
+  // Elements i .. i + kVec - 1 (i a multiple of kVec; Note [Row chunks]).
+  template <int kVec>
+  __device__ __forceinline__ void ChunkAt(int64_t i, float (&v)[kVec]) const {
+    const RowChunk<T, kVec> xs = LoadChunk<T, kVec>(x + i);
+    if (residual == nullptr) {
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) v[e] = static_cast<float>(xs.e[e]);
+      return;
+    }
+    const RowChunk<T, kVec> rs = LoadChunk<T, kVec>(residual + i);
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) v[e] = Sum(xs.e[e], rs.e[e]);
+  }
+
+  // x + residual rounded to T, as the Add kernel rounds it.
+  static __device__ __forceinline__ float Sum(T a, T b) {
+    const float exact = __fadd_rn(static_cast<float>(a), static_cast<float>(b));
     return static_cast<float>(static_cast<T>(exact));
   }
 };
@@ -323,8 +364,9 @@ struct LayerNormOutput {
 // Two passes over the row held in registers: the mean, then the variance of
 // the deviations (no cancellation from E[x^2] - E[x]^2). Without
 // `subtract_mean` the mean is 0 and the variance the mean square
-// (RMSNormalization).
-template <typename T, int kPerLane>
+// (RMSNormalization). A lane holds kChunks chunks of kVec elements (Note
+// [Row chunks]); `cols` is a multiple of kVec.
+template <typename T, int kChunks, int kVec>
 __global__ void __launch_bounds__(kRowWarps* kWarpSize)
     LayerNormWarpRowsKernel(LayerNormInput<T> in, LayerNormOutput<T> out, int64_t rows, int cols,
                             float epsilon, bool subtract_mean) {
@@ -332,29 +374,63 @@ __global__ void __launch_bounds__(kRowWarps* kWarpSize)
   if (row >= rows) return;  // the whole warp leaves together
   const int lane = threadIdx.x % kWarpSize;
   const int64_t base = row * cols;
-  float v[kPerLane];
+  const auto column = [lane](int k) { return (lane + k * kWarpSize) * kVec; };
+  // Every load of a pass comes before its stores: a store between two loads
+  // may alias them (the sum may share x's buffer, y scale's, as far as the
+  // compiler knows), so it would wait out each load's latency in turn.
+  // Each element is read and written by the same lane, so reading first is
+  // right in place too.
+  float v[kChunks][kVec];
+#pragma unroll
+  for (int k = 0; k < kChunks; ++k) {
+    if (column(k) < cols) {
+      in.ChunkAt(base + column(k), v[k]);
+    } else {
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) v[k][e] = 0.0f;
+    }
+  }
   float sum = 0.0f;
 #pragma unroll
-  for (int k = 0; k < kPerLane; ++k) {
-    const int c = lane + k * kWarpSize;
-    v[k] = c < cols ? in.At(base + c) : 0.0f;
-    if (in.sum != nullptr && c < cols) in.sum[base + c] = static_cast<T>(v[k]);
-    sum += v[k];
+  for (int k = 0; k < kChunks; ++k) {
+    if (in.sum != nullptr && column(k) < cols) {
+      RowChunk<T, kVec> chunk;
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) chunk.e[e] = static_cast<T>(v[k][e]);
+      StoreChunk(in.sum + base + column(k), chunk);
+    }
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) sum += v[k][e];
   }
   const float mean = subtract_mean ? WarpSum(sum) / static_cast<float>(cols) : 0.0f;
   float squares = 0.0f;
 #pragma unroll
-  for (int k = 0; k < kPerLane; ++k) {
-    const int c = lane + k * kWarpSize;
-    const float deviation = c < cols ? v[k] - mean : 0.0f;
-    squares += deviation * deviation;
+  for (int k = 0; k < kChunks; ++k) {
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) {
+      const float deviation = column(k) < cols ? v[k][e] - mean : 0.0f;
+      squares += deviation * deviation;
+    }
   }
   const float variance = WarpSum(squares) / static_cast<float>(cols);
   const float inv_std_dev = 1.0f / sqrtf(variance + epsilon);
+  RowChunk<T, kVec> y[kChunks];
 #pragma unroll
-  for (int k = 0; k < kPerLane; ++k) {
-    const int c = lane + k * kWarpSize;
-    if (c < cols) out.Write(base, c, (v[k] - mean) * inv_std_dev);
+  for (int k = 0; k < kChunks; ++k) {
+    if (column(k) >= cols) continue;
+    const RowChunk<T, kVec> scale = LoadChunk<T, kVec>(out.scale + column(k));
+    RowChunk<T, kVec> bias{};
+    if (out.bias != nullptr) bias = LoadChunk<T, kVec>(out.bias + column(k));
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) {
+      const float scaled = (v[k][e] - mean) * inv_std_dev * static_cast<float>(scale.e[e]);
+      y[k].e[e] = static_cast<T>(out.bias != nullptr ? scaled + static_cast<float>(bias.e[e])
+                                                     : scaled);
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < kChunks; ++k) {
+    if (column(k) < cols) StoreChunk(out.y + base + column(k), y[k]);
   }
   if (lane == 0) {
     if (out.mean != nullptr) out.mean[row] = mean;
@@ -413,12 +489,28 @@ cudaError_t LaunchLayerNormOf(const LayerNormParams& p, LayerNormInput<T> in,
   }
   const unsigned blocks = WarpRowBlocks(p.rows);
   if (blocks == 0) return cudaErrorInvalidConfiguration;
-  WithPerLaneBucket(p.cols, [&](auto per_lane) {
-    LayerNormWarpRowsKernel<T, decltype(per_lane)::value>
-        <<<blocks, kRowWarps * kWarpSize, 0, stream>>>(in, out, p.rows,
-                                                       static_cast<int>(p.cols), p.epsilon,
-                                                       p.subtract_mean);
-  });
+  const auto launch = [&](auto vec) {
+    constexpr int kVec = decltype(vec)::value;
+    WithPerLaneBucket((p.cols + kVec - 1) / kVec, [&](auto per_lane) {
+      constexpr int kChunks = decltype(per_lane)::value;
+      // kChunks * kVec <= 32 holds for every bucket a row of at most
+      // kMaxWarpRowCols takes; the others are never launched.
+      if constexpr (kChunks * kVec <= 32) {
+        LayerNormWarpRowsKernel<T, kChunks, kVec>
+            <<<blocks, kRowWarps * kWarpSize, 0, stream>>>(in, out, p.rows,
+                                                           static_cast<int>(p.cols), p.epsilon,
+                                                           p.subtract_mean);
+      }
+    });
+  };
+  constexpr int kVec = 16 / sizeof(T);
+  const auto aligned = [](const void* at) { return reinterpret_cast<uintptr_t>(at) % 16 == 0; };
+  if (p.cols % kVec == 0 && aligned(in.x) && aligned(in.residual) && aligned(in.sum) &&
+      aligned(out.scale) && aligned(out.bias) && aligned(out.y)) {
+    launch(std::integral_constant<int, kVec>{});
+  } else {
+    launch(std::integral_constant<int, 1>{});
+  }
   return cudaGetLastError();
 }
 
