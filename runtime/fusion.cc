@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "common/half.h"
 #include "runtime/ir.h"
 #include "runtime/nn_node_params.h"
 
@@ -113,6 +114,36 @@ bool IsScalarConstant(const BoundValue& value, float target) {
   return std::fabs(v - target) <= 1e-6f * std::fabs(target);
 }
 
+// The one element of a float constant (float32, float16 or bfloat16), as a
+// float; nullopt for anything else.
+std::optional<float> FloatScalar(const BoundValue& value) {
+  if (!value.is_constant() || value.constant->num_elements() != 1) return std::nullopt;
+  switch (value.dtype) {
+    case DType::kFloat32:
+      return value.constant->data<float>()[0];
+    case DType::kFloat16:
+      return Widen(value.constant->data<Half>()[0]);
+    case DType::kBFloat16:
+      return Widen(value.constant->data<BFloat16>()[0]);
+    default:
+      return std::nullopt;
+  }
+}
+
+bool IsAttentionType(DType dtype) {
+  return dtype == DType::kFloat32 || dtype == DType::kFloat16 || dtype == DType::kBFloat16;
+}
+
+// `from` broadcasts to `to` under numpy rules.
+bool BroadcastsTo(const Dims& from, const Dims& to) {
+  if (from.size() > to.size()) return false;
+  const size_t offset = to.size() - from.size();
+  for (size_t i = 0; i < from.size(); ++i) {
+    if (from[i] != 1 && from[i] != to[offset + i]) return false;
+  }
+  return true;
+}
+
 // The node producing each value; -1 for inputs and constants.
 std::vector<int> ProducersOf(const BoundGraph& graph) {
   std::vector<int> producers(graph.values.size(), -1);
@@ -160,6 +191,17 @@ class FusionPlanner {
           step.outputs = {match->y};
           Add(std::move(step));
           ++plan_.erf_gelus;
+        }
+      }
+    }
+    // Attention before the GEMMs, which would take its MatMuls.
+    if (options_.fuse && options_.fuse_attention) {
+      for (int i = 0; i < static_cast<int>(graph_.nodes.size()); ++i) {
+        if (absorbed_[i]) continue;
+        if (std::optional<FusedStep> step = MatchAttention(i)) {
+          for (int n : step->nodes) absorbed_[n] = true;
+          ++plan_.attentions;
+          Add(*std::move(step));
         }
       }
     }
@@ -325,6 +367,180 @@ class FusionPlanner {
     std::sort(match.nodes.begin(), match.nodes.end());
     match.y = graph_.nodes[match.nodes.back()].outputs[0];
     return match;
+  }
+
+  // A Mul of `value` by a scale constant, or a Div by one (as 1/s):
+  // `node` and the factor.
+  struct Scaling {
+    int node = -1;
+    float factor = 1.0f;
+    ValueId scaled = -1;  // the value scaled
+  };
+
+  // The sole reader of `value` when it is not yet absorbed, is no graph
+  // output and runs `op_type`.
+  std::optional<int> SoleReader(ValueId value, const char* op_type) const {
+    const std::optional<int> reader = SoleConsumer(graph_, consumers_, value);
+    if (!reader || absorbed_[*reader] || graph_.nodes[*reader].op_type != op_type) {
+      return std::nullopt;
+    }
+    return reader;
+  }
+
+  // The node producing `value` when it runs `op_type`, is not yet absorbed and
+  // `value` has no other reader nor is a graph output.
+  std::optional<int> SoleProducer(ValueId value, const char* op_type) const {
+    const int producer = producers_[value];
+    if (producer < 0 || absorbed_[producer] || graph_.nodes[producer].op_type != op_type ||
+        consumers_[value].size() != 1 || IsGraphOutput(graph_, value)) {
+      return std::nullopt;
+    }
+    return producer;
+  }
+
+  // A Mul of `value` by a scalar float constant, or a Div of it by one, read
+  // by `reader` alone: the node, the scaled value and the factor.
+  std::optional<Scaling> ScaledOperand(ValueId value) const {
+    const int node_index = producers_[value];
+    if (node_index < 0 || absorbed_[node_index] || consumers_[value].size() != 1 ||
+        IsGraphOutput(graph_, value)) {
+      return std::nullopt;
+    }
+    const BoundNode& node = graph_.nodes[node_index];
+    if (node.inputs.size() != 2 || (node.op_type != "Mul" && node.op_type != "Div")) {
+      return std::nullopt;
+    }
+    for (size_t k = 0; k < 2; ++k) {
+      const std::optional<float> c = FloatScalar(graph_.value(node.inputs[k]));
+      if (!c || !std::isfinite(*c) || *c == 0.0f) continue;
+      if (node.op_type == "Div" && k == 0) return std::nullopt;  // c / x is no scaling
+      const ValueId scaled = node.inputs[1 - k];
+      if (graph_.value(scaled).dims != graph_.value(value).dims) return std::nullopt;
+      return Scaling{node_index, node.op_type == "Div" ? 1.0f / *c : *c, scaled};
+    }
+    return std::nullopt;
+  }
+
+  // Note [Fused attention]: the step of the Softmax at `node_index` with the
+  // MatMuls around it, or nullopt.
+  std::optional<FusedStep> MatchAttention(int node_index) const {
+    const BoundNode& softmax = graph_.nodes[node_index];
+    if (softmax.op_type != "Softmax" || softmax.inputs.size() != 1 ||
+        softmax.outputs.size() != 1 || IntAttr(softmax.attributes, "inner") != 1) {
+      return std::nullopt;
+    }
+    FusedStep step;
+    step.kind = StepKind::kAttention;
+    step.anchor = node_index;
+    step.nodes = {node_index};
+    AttentionFusion& fusion = step.attention;
+    // Backwards: [Add mask] <- [scale] <- MatMul(q', k').
+    ValueId scores = softmax.inputs[0];
+    if (consumers_[scores].size() != 1 || IsGraphOutput(graph_, scores)) return std::nullopt;
+    const Dims scores_dims = graph_.value(scores).dims;
+    ValueId mask = -1;
+    if (const std::optional<int> add = SoleProducer(scores, "Add")) {
+      const BoundNode& add_node = graph_.nodes[*add];
+      if (add_node.inputs.size() != 2) return std::nullopt;
+      // The scores are the operand a MatMul (maybe scaled) produced.
+      const auto from_matmul = [&](ValueId id) {
+        if (std::optional<Scaling> scaling = ScaledOperand(id)) id = scaling->scaled;
+        return SoleProducer(id, "MatMul").has_value();
+      };
+      const size_t k = from_matmul(add_node.inputs[0]) ? 0 : 1;
+      if (!from_matmul(add_node.inputs[k])) return std::nullopt;
+      mask = add_node.inputs[1 - k];
+      if (!BroadcastsTo(graph_.value(mask).dims, scores_dims) ||
+          graph_.value(mask).dtype != graph_.value(scores).dtype ||
+          graph_.value(add_node.inputs[k]).dims != scores_dims) {
+        return std::nullopt;
+      }
+      step.nodes.push_back(*add);
+      scores = add_node.inputs[k];
+    }
+    if (std::optional<Scaling> scaling = ScaledOperand(scores)) {
+      fusion.scale *= scaling->factor;
+      step.nodes.push_back(scaling->node);
+      scores = scaling->scaled;
+    }
+    const std::optional<int> qk = SoleProducer(scores, "MatMul");
+    if (!qk) return std::nullopt;
+    step.nodes.push_back(*qk);
+    ValueId q = graph_.nodes[*qk].inputs[0];
+    ValueId k = graph_.nodes[*qk].inputs[1];
+    for (ValueId* operand : {&q, &k}) {
+      if (std::optional<Scaling> scaling = ScaledOperand(*operand)) {
+        fusion.scale *= scaling->factor;
+        step.nodes.push_back(scaling->node);
+        *operand = scaling->scaled;
+      }
+    }
+    // Forwards: [IsNaN + Where] -> MatMul(p, v).
+    ValueId p = softmax.outputs[0];
+    if (IsGraphOutput(graph_, p)) return std::nullopt;
+    if (consumers_[p].size() == 2) {
+      int is_nan = consumers_[p][0];
+      int where = consumers_[p][1];
+      if (graph_.nodes[is_nan].op_type != "IsNaN") std::swap(is_nan, where);
+      const BoundNode& is_nan_node = graph_.nodes[is_nan];
+      const BoundNode& where_node = graph_.nodes[where];
+      if (absorbed_[is_nan] || absorbed_[where] || is_nan_node.op_type != "IsNaN" ||
+          where_node.op_type != "Where" || where_node.inputs.size() != 3 ||
+          SoleConsumer(graph_, consumers_, is_nan_node.outputs[0]) != std::optional<int>(where) ||
+          where_node.inputs[0] != is_nan_node.outputs[0] || where_node.inputs[2] != p ||
+          FloatScalar(graph_.value(where_node.inputs[1])) != std::optional<float>(0.0f) ||
+          graph_.value(where_node.outputs[0]).dims != graph_.value(p).dims) {
+        return std::nullopt;
+      }
+      fusion.nan_to_zero = true;
+      step.nodes.push_back(is_nan);
+      step.nodes.push_back(where);
+      p = where_node.outputs[0];
+    }
+    const std::optional<int> pv = SoleReader(p, "MatMul");
+    if (!pv || graph_.nodes[*pv].inputs[0] != p) return std::nullopt;
+    step.nodes.push_back(*pv);
+    const ValueId v = graph_.nodes[*pv].inputs[1];
+    const ValueId out = graph_.nodes[*pv].outputs[0];
+    if (!AttentionShapesFit(q, k, v, out, scores_dims)) return std::nullopt;
+    fusion.has_mask = mask >= 0;
+    step.inputs = {q, k, v};
+    if (fusion.has_mask) step.inputs.push_back(mask);
+    step.outputs = {out};
+    std::sort(step.nodes.begin(), step.nodes.end());
+    return step;
+  }
+
+  // q [..., Sq, D], k^T [..., D, Sk], v [..., Sk, Dv] and out [..., Sq, Dv] of
+  // rank 3 or 4 and one float type, k's and v's batch dims broadcasting to
+  // q's, which are out's, and the scores [..., Sq, Sk].
+  bool AttentionShapesFit(ValueId q, ValueId k, ValueId v, ValueId out,
+                          const Dims& scores) const {
+    const BoundValue& qv = graph_.value(q);
+    const BoundValue& kv = graph_.value(k);
+    const BoundValue& vv = graph_.value(v);
+    const BoundValue& ov = graph_.value(out);
+    const size_t rank = qv.dims.size();
+    if ((rank != 3 && rank != 4) || !IsAttentionType(qv.dtype) || qv.is_constant() ||
+        kv.is_constant() || vv.is_constant()) {
+      return false;
+    }
+    for (const BoundValue* value : {&kv, &vv, &ov}) {
+      if (value->dims.size() != rank || value->dtype != qv.dtype) return false;
+    }
+    const int64_t sq = qv.dims[rank - 2], d = qv.dims[rank - 1];
+    const int64_t sk = kv.dims[rank - 1], dv = vv.dims[rank - 1];
+    if (kv.dims[rank - 2] != d || vv.dims[rank - 2] != sk || ov.dims[rank - 2] != sq ||
+        ov.dims[rank - 1] != dv || d > kMaxFusedAttentionHeadDim ||
+        dv > kMaxFusedAttentionHeadDim || d < 1 || dv < 1 || sk < 1) {
+      return false;
+    }
+    for (size_t i = 0; i + 2 < rank; ++i) {
+      if (ov.dims[i] != qv.dims[i] || scores[i] != qv.dims[i]) return false;
+      if (kv.dims[i] != 1 && kv.dims[i] != qv.dims[i]) return false;
+      if (vv.dims[i] != 1 && vv.dims[i] != qv.dims[i]) return false;
+    }
+    return scores[rank - 2] == sq && scores[rank - 1] == sk;
   }
 
   // Note [Fusion], residual Add + LayerNorm: the step of the LayerNorm at
@@ -521,13 +737,6 @@ class FusionPlanner {
     Add(std::move(step));
   }
 
-  // A Mul of `value` by a scale constant, or a Div by one (as 1/s):
-  // `node` and the factor.
-  struct Scaling {
-    int node = -1;
-    float factor = 1.0f;
-    ValueId scaled = -1;  // the value scaled
-  };
   std::optional<Scaling> ScalingOf(int node_index) const {
     const BoundNode& node = graph_.nodes[node_index];
     if (absorbed_[node_index] || node.inputs.size() != 2 || node.outputs.size() != 1) {

@@ -19,6 +19,14 @@ enum class StepKind {
   kErfGelu,  // PyTorch's five-node exact GELU chain as one kernel
   kPointwise,  // a region of float32 elementwise nodes as one kernel (Note [Pointwise regions])
   kAddLayerNorm,  // a residual Add and the LayerNormalization (or RMSNormalization) of its sum
+  kAttention,     // MatMul, scale, mask Add, Softmax, [NaN guard], MatMul (Note [Fused attention])
+};
+
+// What a kAttention step computes besides its operands.
+struct AttentionFusion {
+  float scale = 1.0f;        // of q k^T, from the Muls and Divs the step took
+  bool has_mask = false;     // an additive mask, the step's fourth input
+  bool nan_to_zero = false;  // Where(IsNaN(p), 0, p) follows the Softmax
 };
 
 struct FusedStep {
@@ -32,7 +40,9 @@ struct FusedStep {
   //  kErfGelu: x; kPointwise: the region's tensor inputs (scalar constants
   //  are compiled in); kAddLayerNorm: the Add's two inputs, then the
   //  LayerNorm's scale and [bias], writing the LayerNorm's output and, when
-  //  read elsewhere, the sum; kKernel: the node's inputs.
+  //  read elsewhere, the sum; kAttention: q [..., Sq, D], k^T [..., D, Sk],
+  //  v [..., Sk, Dv] and [mask], writing [..., Sq, Dv]; kKernel: the node's
+  //  inputs.
   std::vector<ValueId> inputs;
   std::vector<ValueId> outputs;
   // kGemm: a column bias taken from a following Add (-1: none).
@@ -43,12 +53,19 @@ struct FusedStep {
   // kConv: what follows the convolution in its epilogue.
   bool conv_residual = false;
   ActivationParams conv_activation;
+  AttentionFusion attention;
 };
 
 struct FusionOptions {
   // Fuse across nodes at all; off gives one step per node (and still lets a
   // Gemm take its own C as a bias, which is not fusion across nodes).
   bool fuse = true;
+  // Fuse attention chains (Note [Fused attention]). Off by default: the
+  // fused kernel computes with float FMAs and, measured on the H200, loses
+  // to the chain's cuBLASLt GEMMs: BERT-base in float16 ran 1.61x of
+  // PyTorch's graph fused and 1.24x unfused; in float32, ViT-B/16 0.75x
+  // fused against 0.67x unfused the session before.
+  bool fuse_attention = false;
 };
 
 struct FusionPlan {
@@ -62,6 +79,7 @@ struct FusionPlan {
   int erf_gelus = 0;
   int pointwise_regions = 0;
   int add_layer_norms = 0;
+  int attentions = 0;
   int fused_into_pointwise = 0;  // nodes run inside pointwise regions
   int conv_steps = 0;
   int fused_into_convs = 0;  // nodes (Add, activations) absorbed into Conv epilogues
@@ -106,6 +124,33 @@ inline constexpr size_t kMaxPointwiseNodes = 32;  // kPointwiseMaxInstructions
 // (the residual stream's next Add) or it is a graph output, and every such
 // reader must come after the LayerNorm in the node order, where the step
 // runs.
+
+// Note [Fused attention]
+// ~~~~~~~~~~~~~~~~~~~~~~
+// Scaled dot-product attention as exporters write it, one kernel instead of
+// six to nine (runtime/cuda/fused_attention.h), when FusionOptions asks:
+//   s = MatMul(q', k') [Mul or Div of s by a constant]   q' = q | q * c,
+//   [s = Add(s, mask)]                                    k' = k^T | k^T * c
+//   p = Softmax(s, axis -1) [p = Where(IsNaN(p), 0, p)]
+//   o = MatMul(p, v)
+// The TorchScript exporter scales the scores (Div by sqrt(d)); the dynamo
+// exporter's decomposition of scaled_dot_product_attention scales q and k
+// by d^-1/4 each and guards fully masked rows with the Where; opset 23's
+// Attention binds into the same chain. Every intermediate must have the one
+// reader the chain gives it and be no graph output, every value one float
+// type, the operands rank 3 or 4 with k and v broadcasting over q's batch
+// dims, the mask broadcasting to the scores, D and Dv at most
+// kMaxFusedAttentionHeadDim. The kernel computes in float and rounds only
+// its output: the unfused chain rounds the scores, the masked scores and
+// the probabilities to the model's type as well (float16's 2^-11 each).
+// A Softmax row is NaN as a whole or not at all (a NaN, or a max of +inf or
+// -inf, makes the row's sum NaN), so the kernel answers such a row with NaN,
+// or with 0 where the Where guard follows, as the chain would.
+// The kernel is right (the CUDA executor's tests check it against the host
+// reference in all three types, with masked and NaN rows) but not yet fast:
+// its float FMAs lose to the chain's GEMMs, so it is off by default until it
+// computes on the tensor cores.
+inline constexpr int64_t kMaxFusedAttentionHeadDim = 128;
 
 // Note [Pointwise regions]
 // ~~~~~~~~~~~~~~~~~~~~~~~~

@@ -315,3 +315,84 @@ TEST(FusionTest, ResidualAddRunsWithItsRmsNorm) {
 
 }  // namespace
 }  // namespace graphserve
+
+namespace graphserve {
+namespace {
+
+// The dynamo exporter's attention (Note [Fused attention]): q and k^T
+// scaled by 0.5 each, a mask Add, Softmax, the NaN guard, the context MatMul.
+Model DynamoAttention() {
+  Model model;
+  model.name = "attention";
+  model.opset = 17;
+  model.inputs = {{"q", DType::kFloat32, {-1, 2, 8, 4}},
+                  {"k", DType::kFloat32, {-1, 2, 8, 4}},
+                  {"v", DType::kFloat32, {-1, 2, 8, 4}},
+                  {"mask", DType::kFloat32, {-1, 1, 8, 8}}};
+  model.outputs = {{"o", DType::kFloat32, {-1, 2, 8, 4}}};
+  model.initializers["c"] = Scalar(0.5f);
+  model.initializers["zero"] = Scalar(0.0f);
+  model.nodes = {
+      {"k_t", "Transpose", {"k"}, {"kt"}, {{"perm", std::vector<int64_t>{0, 1, 3, 2}}}},
+      {"q_scale", "Mul", {"q", "c"}, {"qs"}, {}},
+      {"k_scale", "Mul", {"kt", "c"}, {"ks"}, {}},
+      {"scores", "MatMul", {"qs", "ks"}, {"s"}, {}},
+      {"mask_add", "Add", {"s", "mask"}, {"a"}, {}},
+      {"softmax", "Softmax", {"a"}, {"p"}, {{"axis", int64_t{-1}}}},
+      {"is_nan", "IsNaN", {"p"}, {"n"}, {}},
+      {"guard", "Where", {"n", "zero", "p"}, {"w"}, {}},
+      {"context", "MatMul", {"w", "v"}, {"o"}, {}},
+  };
+  return model;
+}
+
+TEST(FusionTest, AttentionChainIsOneStep) {
+  const BoundGraph graph = Bind(DynamoAttention());
+  const FusionPlan plan = PlanFusion(graph, {.fuse_attention = true});
+  ExpectValidOrder(graph, plan);
+  EXPECT_EQ(plan.attentions, 1);
+  ASSERT_EQ(plan.steps.size(), 2u);  // the Transpose, then the attention
+  const FusedStep& step = plan.steps[1];
+  EXPECT_EQ(step.kind, StepKind::kAttention);
+  EXPECT_EQ(step.nodes.size(), 8u);
+  EXPECT_FLOAT_EQ(step.attention.scale, 0.25f);
+  EXPECT_TRUE(step.attention.has_mask);
+  EXPECT_TRUE(step.attention.nan_to_zero);
+  ASSERT_EQ(step.inputs.size(), 4u);
+  EXPECT_EQ(graph.value(step.inputs[0]).name, "q");
+  EXPECT_EQ(graph.value(step.inputs[1]).name, "kt");
+  EXPECT_EQ(graph.value(step.inputs[2]).name, "v");
+  EXPECT_EQ(graph.value(step.inputs[3]).name, "mask");
+}
+
+TEST(FusionTest, AttentionWithAnIntermediateOutputStaysApart) {
+  Model model = DynamoAttention();
+  model.outputs.push_back({"p", DType::kFloat32, {-1, 2, 8, 8}});  // the probabilities
+  const BoundGraph graph = Bind(model);
+  const FusionPlan plan = PlanFusion(graph, {.fuse_attention = true});
+  ExpectValidOrder(graph, plan);
+  EXPECT_EQ(plan.attentions, 0);
+}
+
+TEST(FusionTest, NoAttentionWhenFusionIsOff) {
+  const BoundGraph graph = Bind(DynamoAttention());
+  EXPECT_EQ(PlanFusion(graph, {.fuse = false, .fuse_attention = true}).attentions, 0);
+}
+
+// Model DynamoAttention in float16 fuses too, when asked; not by default.
+TEST(FusionTest, HalfAttentionFusedOnlyWhenAsked) {
+  Model model = DynamoAttention();
+  for (auto* values : {&model.inputs, &model.outputs}) {
+    for (auto& value : *values) value.dtype = DType::kFloat16;
+  }
+  for (const char* name : {"c", "zero"}) {
+    model.initializers[name] = std::make_shared<const HostTensor>(
+        ConvertFloats(*model.initializers[name], DType::kFloat16));
+  }
+  const BoundGraph graph = Bind(model);
+  EXPECT_EQ(PlanFusion(graph, {}).attentions, 0);
+  EXPECT_EQ(PlanFusion(graph, {.fuse_attention = true}).attentions, 1);
+}
+
+}  // namespace
+}  // namespace graphserve

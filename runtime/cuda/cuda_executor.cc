@@ -16,6 +16,7 @@
 #include "common/cuda_status.h"
 #include "common/status.h"
 #include "runtime/cuda/cuda_kernel_registry.h"
+#include "runtime/cuda/fused_attention_kernel.h"
 #include "runtime/cuda/fused_gelu.h"
 #include "runtime/cuda/gemm_kernel.h"
 #include "runtime/cuda/nn_ops.h"
@@ -104,6 +105,7 @@ struct CudaExecutor::Plan {
   int fused_gelus = 0;
   int pointwise_regions = 0;
   int add_layer_norms = 0;
+  int fused_attentions = 0;
   int conv_steps = 0;
   int fused_into_convs = 0;
   CudaExecutor::PlanTimes times;
@@ -140,7 +142,9 @@ class PlanBuilder {
   // kernel per step, in issue order, with its own workspace, and the arena.
   absl::Status Build() {
     const auto start = std::chrono::steady_clock::now();
-    FusionPlan fusion = PlanFusion(graph_, {.fuse = plan_.options.fuse_epilogues});
+    FusionPlan fusion =
+        PlanFusion(graph_, {.fuse = plan_.options.fuse_epilogues,
+                            .fuse_attention = plan_.options.fuse_attention});
     plan_.schedule = MakeSchedule(graph_, fusion, plan_.options.schedule);
     RETURN_IF_ERROR(AssignEvents());
     plan_.alias_root = std::move(fusion.alias_root);
@@ -148,6 +152,7 @@ class PlanBuilder {
     plan_.fused_gelus = fusion.erf_gelus;
     plan_.pointwise_regions = fusion.pointwise_regions;
     plan_.add_layer_norms = fusion.add_layer_norms;
+    plan_.fused_attentions = fusion.attentions;
     plan_.conv_steps = fusion.conv_steps;
     plan_.fused_into_convs = fusion.fused_into_convs;
     for (size_t i = 0; i < plan_.schedule.steps.size(); ++i) {
@@ -203,6 +208,7 @@ class PlanBuilder {
     const char* what = step.kind == StepKind::kErfGelu        ? "fused erf GELU"
                        : step.kind == StepKind::kPointwise    ? "pointwise region"
                        : step.kind == StepKind::kAddLayerNorm ? "residual Add and LayerNorm"
+                       : step.kind == StepKind::kAttention    ? "fused attention"
                                                               : nullptr;
     if (what == nullptr) return NodeLabel(graph_.nodes[step.anchor]);
     return absl::StrCat(what, " of '", graph_.value(step.inputs[0]).name, "' (",
@@ -247,6 +253,8 @@ class PlanBuilder {
                                    step.outputs[0]);
       case StepKind::kAddLayerNorm:
         return MakeAddLayerNormKernel(graph_, node, /*write_sum=*/step.outputs.size() > 1);
+      case StepKind::kAttention:
+        return MakeFusedAttentionKernel(graph_, step, StepLabel(step));
       case StepKind::kKernel:
         break;
     }
@@ -462,6 +470,7 @@ int CudaExecutor::fused_epilogues() const { return plan_->fused_epilogues; }
 int CudaExecutor::fused_gelus() const { return plan_->fused_gelus; }
 int CudaExecutor::pointwise_regions() const { return plan_->pointwise_regions; }
 int CudaExecutor::add_layer_norms() const { return plan_->add_layer_norms; }
+int CudaExecutor::fused_attentions() const { return plan_->fused_attentions; }
 int CudaExecutor::conv_steps() const { return plan_->conv_steps; }
 const CudaExecutor::PlanTimes& CudaExecutor::plan_times() const { return plan_->times; }
 int CudaExecutor::fused_into_convs() const { return plan_->fused_into_convs; }

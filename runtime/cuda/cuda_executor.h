@@ -42,6 +42,9 @@ struct CudaExecutorOptions {
   // chains into one kernel: today the exact (erf) GELU that PyTorch exports
   // as Div/Erf/Add/Mul/Mul (see fused_gelu.h).
   bool fuse_epilogues = true;
+  // Run attention chains as one kernel (FusionOptions::fuse_attention; off
+  // by default, slower than the chain today).
+  bool fuse_attention = false;
   // Time cuBLASLt's proposed algorithms for each GEMM, and cuDNN's for each
   // convolution, at plan time and keep the fastest (CudaOpKernel::Autotune).
   // Plans then differ in rounding only between runs whose timings differ.
@@ -122,6 +125,8 @@ class CudaExecutor : public Executor {
   [[nodiscard]] int pointwise_regions() const;
   // Residual Adds run with the LayerNorm of their sum.
   [[nodiscard]] int add_layer_norms() const;
+  // Attention chains run as one kernel (Note [Fused attention]).
+  [[nodiscard]] int fused_attentions() const;
   // Number of Conv steps, and of nodes (residual Add, activation) fused into
   // their epilogues.
   [[nodiscard]] int conv_steps() const;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <cstring>
 #include <random>
 #include <string>
@@ -862,7 +863,7 @@ class CudaExecutorHalfModelTest
 void ExpectModelMatchesHost(const Model& model, DType dtype, int64_t batch,
                             const std::vector<HostTensor>& inputs,
                             const std::function<void(const CudaExecutor&)>& check_plan,
-                            double ulps = 4) {
+                            double ulps = 4, bool fuse_attention = false) {
   absl::StatusOr<BoundGraph> graph = BindModel(model, {.batch_size = batch});
   ASSERT_TRUE(graph.ok()) << graph.status();
   absl::StatusOr<std::unique_ptr<HostExecutor>> host = HostExecutor::Create(*graph);
@@ -875,6 +876,7 @@ void ExpectModelMatchesHost(const Model& model, DType dtype, int64_t batch,
   for (bool fuse : {true, false}) {
     CudaExecutorOptions options;
     options.fuse_epilogues = fuse;
+    options.fuse_attention = fuse_attention;
     absl::StatusOr<std::unique_ptr<CudaExecutor>> cuda = CudaExecutor::Create(*graph, options);
     ASSERT_TRUE(cuda.ok()) << cuda.status();
     if (fuse) check_plan(**cuda);
@@ -905,6 +907,8 @@ TEST_P(CudaExecutorHalfModelTest, MatchesHostExecutorFusedAndUnfused) {
                                // residual LayerNorms fused, in the model's own type.
                                EXPECT_EQ(cuda.fused_epilogues(), 7);
                                EXPECT_EQ(cuda.add_layer_norms(), 2);
+                               // Attention stays unfused by default.
+                               EXPECT_EQ(cuda.fused_attentions(), 0);
                              });
 }
 
@@ -1028,6 +1032,96 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(int64_t{1}, int64_t{5}, int64_t{64})),
     [](const auto& info) {
       return absl::StrCat(DTypeName(std::get<0>(info.param)), "_b", std::get<1>(info.param));
+    });
+
+// Multi-head attention as the two torch.onnx exporters write it, fused into
+// one kernel (Note [Fused attention]): q, k, v [B,4,S,D] and an additive
+// mask [B,1,S,S]. The dynamo form scales q and k^T by 0.5 each and guards
+// NaN rows with Where(IsNaN(p), 0, p); the TorchScript form divides the
+// scores by 4. S = 40 spans two key tiles and three query blocks; D is 96 in
+// the dynamo form and 16 in the other, the kernel's two register layouts.
+int64_t AttentionHeadDim(bool dynamo_form) { return dynamo_form ? 96 : 16; }
+
+Model AttentionModel(DType dtype, int64_t seq, bool dynamo_form) {
+  const int64_t dim = AttentionHeadDim(dynamo_form);
+  Model model;
+  model.name = dynamo_form ? "attention_dynamo" : "attention_torchscript";
+  model.opset = 17;
+  const auto scalar = [&](float v) {
+    HostTensor value(DType::kFloat32, Dims{});
+    value.data<float>()[0] = v;
+    return std::make_shared<const HostTensor>(ConvertFloats(value, dtype));
+  };
+  for (const char* name : {"q", "k", "v"}) model.inputs.push_back({name, dtype, {-1, 4, seq, dim}});
+  model.inputs.push_back({"mask", dtype, {-1, 1, seq, seq}});
+  model.outputs.push_back({"o", dtype, {-1, 4, seq, dim}});
+  model.initializers["c"] = scalar(0.5f);
+  model.initializers["four"] = scalar(4.0f);
+  model.initializers["zero"] = scalar(0.0f);
+  model.nodes.push_back(
+      {"k_t", "Transpose", {"k"}, {"kt"}, {{"perm", std::vector<int64_t>{0, 1, 3, 2}}}});
+  if (dynamo_form) {
+    model.nodes.push_back({"q_scale", "Mul", {"q", "c"}, {"qs"}, {}});
+    model.nodes.push_back({"k_scale", "Mul", {"kt", "c"}, {"ks"}, {}});
+    model.nodes.push_back({"scores", "MatMul", {"qs", "ks"}, {"s"}, {}});
+  } else {
+    model.nodes.push_back({"scores", "MatMul", {"q", "kt"}, {"s0"}, {}});
+    model.nodes.push_back({"scale", "Div", {"s0", "four"}, {"s"}, {}});
+  }
+  model.nodes.push_back({"mask_add", "Add", {"s", "mask"}, {"a"}, {}});
+  model.nodes.push_back({"softmax", "Softmax", {"a"}, {"p"}, {{"axis", int64_t{-1}}}});
+  if (dynamo_form) {
+    model.nodes.push_back({"is_nan", "IsNaN", {"p"}, {"n"}, {}});
+    model.nodes.push_back({"guard", "Where", {"n", "zero", "p"}, {"w"}, {}});
+    model.nodes.push_back({"context", "MatMul", {"w", "v"}, {"o"}, {}});
+  } else {
+    model.nodes.push_back({"context", "MatMul", {"p", "v"}, {"o"}, {}});
+  }
+  return model;
+}
+
+class CudaExecutorAttentionTest
+    : public ::testing::TestWithParam<std::tuple<DType, int64_t, bool>> {
+ protected:
+  void SetUp() override {
+    if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device on this machine";
+  }
+};
+
+// Against the host reference, which runs the unfused chain node by node.
+// In the dynamo form query row 2 of batch 0 sees only -inf in the mask and
+// one query of the last batch holds a NaN: the Where turns both rows to 0,
+// as the fused kernel must.
+TEST_P(CudaExecutorAttentionTest, FusedMatchesHostExecutor) {
+  const auto [dtype, batch, dynamo_form] = GetParam();
+  constexpr int64_t kSeq = 40;
+  std::vector<HostTensor> inputs;
+  const int64_t dim = AttentionHeadDim(dynamo_form);
+  for (uint64_t seed : {11, 12, 13}) inputs.push_back(RandomTensor(dtype, {batch, 4, kSeq, dim}, seed));
+  HostTensor mask = ConvertFloats(RandomTensor(DType::kFloat32, {batch, 1, kSeq, kSeq}, 14),
+                                  DType::kFloat32);
+  if (dynamo_form) {
+    for (int64_t key = 0; key < kSeq; ++key) {
+      mask.data<float>()[2 * kSeq + key] = -std::numeric_limits<float>::infinity();
+    }
+    HostTensor q = ConvertFloats(inputs[0], DType::kFloat32);
+    q.data<float>()[q.num_elements() - 5] = std::nanf("");
+    inputs[0] = ConvertFloats(q, dtype);
+  }
+  inputs.push_back(ConvertFloats(mask, dtype));
+  ExpectModelMatchesHost(
+      AttentionModel(dtype, kSeq, dynamo_form), dtype, batch, inputs,
+      [](const CudaExecutor& cuda) { EXPECT_EQ(cuda.fused_attentions(), 1); }, /*ulps=*/8,
+      /*fuse_attention=*/true);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    TypesBatchesForms, CudaExecutorAttentionTest,
+    ::testing::Combine(::testing::Values(DType::kFloat32, DType::kFloat16, DType::kBFloat16),
+                       ::testing::Values(int64_t{1}, int64_t{3}), ::testing::Bool()),
+    [](const auto& info) {
+      return absl::StrCat(DTypeName(std::get<0>(info.param)), "_b", std::get<1>(info.param),
+                          std::get<2>(info.param) ? "_dynamo" : "_torchscript");
     });
 
 // Resize and Einsum reach their CUDA kernels only through binding (Resize's
