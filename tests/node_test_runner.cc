@@ -347,6 +347,7 @@ NodeTestResult RunNodeTest(const std::string& test_dir, const ExecutorFactory& m
     result.messages.push_back(absl::StrCat("import: ", model.status().message()));
     return result;
   }
+  result.opset = model->opset;
   const std::vector<fs::path> data_sets = DataSets(test_dir);
   if (data_sets.empty()) {
     result.outcome = Outcome::kFailed;
@@ -386,6 +387,7 @@ absl::StatusOr<ConformanceSummary> RunConformance(const ConformanceOptions& opti
     switch (result.outcome) {
       case Outcome::kPassed:
         ++summary.passed;
+        ++summary.passed_by_opset[result.opset];
         if (options.verbose) log << "PASS " << result.name << "\n";
         break;
       case Outcome::kSkipped:
@@ -409,6 +411,9 @@ absl::StatusOr<ConformanceSummary> RunConformance(const ConformanceOptions& opti
     log << "skip reasons:\n";
     for (const auto& [count, reason] : reasons) log << "  " << count << "  " << reason << "\n";
   }
+  log << "passed by opset:";
+  for (const auto& [opset, passed] : summary.passed_by_opset) log << " " << opset << ":" << passed;
+  log << "\n";
   log << summary.skipped << " skipped\n";
   log << summary.passed << " passed, " << summary.failed << " failed\n";
   return summary;

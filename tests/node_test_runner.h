@@ -40,6 +40,8 @@ struct NodeTestTolerance {
 struct NodeTestResult {
   enum class Outcome { kPassed, kFailed, kSkipped };
   std::string name;  // the test directory's name, e.g. "test_add_bcast"
+  // The test model's default-domain opset; 0 when its import failed.
+  int64_t opset = 0;
   Outcome outcome = Outcome::kFailed;
   // kFailed: one line per failing data set (stage, dims or the worst element).
   // kSkipped: the reason. kPassed: empty.
@@ -83,10 +85,13 @@ struct ConformanceSummary {
   std::vector<std::string> failed_tests;
   // Skip reason (its first line) -> number of tests.
   std::map<std::string, int> skip_reasons;
+  // Default-domain opset of the test model -> tests passed at it.
+  std::map<int64_t, int> passed_by_opset;
 };
 
 // Runs every selected test, printing each failure (and, if verbose, every
-// result) to `log`, then "K skipped" and, last, "N passed, M failed".
+// result) to `log`, then the passes by opset, "K skipped" and, last,
+// "N passed, M failed".
 absl::StatusOr<ConformanceSummary> RunConformance(const ConformanceOptions& options,
                                                   std::ostream& log);
 

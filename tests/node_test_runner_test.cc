@@ -138,7 +138,8 @@ TEST(RunConformanceTest, SummaryLines) {
   ASSERT_TRUE(summary.ok()) << summary.status();
   EXPECT_EQ(summary->passed, 2);
   EXPECT_EQ(summary->skipped, 1);
-  EXPECT_EQ(log.str(), "1 skipped\n2 passed, 0 failed\n");
+  EXPECT_EQ(summary->passed_by_opset, (std::map<int64_t, int>{{14, 2}}));
+  EXPECT_EQ(log.str(), "passed by opset: 14:2\n1 skipped\n2 passed, 0 failed\n");
 }
 
 }  // namespace
