@@ -130,6 +130,16 @@ struct SetupTimes {
   double check_ms = 0;          // the load-time replay checks
   [[nodiscard]] double plan_ms() const { return plan_kernels_ms + plan_memory_ms + plan_autotune_ms; }
   [[nodiscard]] double rest_ms() const { return total_ms - plan_ms() - capture_ms - check_ms; }
+  // Adds another set's times (a model's sets over its GPUs).
+  SetupTimes& operator+=(const SetupTimes& other) {
+    total_ms += other.total_ms;
+    plan_kernels_ms += other.plan_kernels_ms;
+    plan_memory_ms += other.plan_memory_ms;
+    plan_autotune_ms += other.plan_autotune_ms;
+    capture_ms += other.capture_ms;
+    check_ms += other.check_ms;
+    return *this;
+  }
 };
 
 // Which run a Launch issues.

@@ -167,15 +167,7 @@ class PhaseClock {
 // 0.9 s".
 std::string SetupTimesText(const std::vector<std::shared_ptr<GraphSet>>& sets) {
   SetupTimes sum;
-  for (const std::shared_ptr<GraphSet>& set : sets) {
-    const SetupTimes times = set->setup_times();
-    sum.total_ms += times.total_ms;
-    sum.plan_kernels_ms += times.plan_kernels_ms;
-    sum.plan_memory_ms += times.plan_memory_ms;
-    sum.plan_autotune_ms += times.plan_autotune_ms;
-    sum.capture_ms += times.capture_ms;
-    sum.check_ms += times.check_ms;
-  }
+  for (const std::shared_ptr<GraphSet>& set : sets) sum += set->setup_times();
   return absl::StrFormat(
       "plan %.1f s, of which algorithm timing %.1f s; capture %.1f s; checks %.1f s; "
       "binding and buffers %.1f s",
