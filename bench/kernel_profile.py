@@ -44,16 +44,8 @@ def torch_profile(args):
     dtype = {"fp32": torch.float32, "fp16": torch.float16}[args.precision]
     torch.manual_seed(0)
     model = model_zoo.wrap(spec["build"]().eval(), spec["kind"]).to(dtype).cuda()
-    static = [t.cuda() for t in model_zoo.make_inputs(spec["kind"], args.batch, 1, dtype)]
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream), torch.no_grad():
-        for _ in range(3):
-            model(*static)
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph), torch.no_grad():
-        model(*static)
+    graph = model_zoo.capture_torch_graph(
+        model, model_zoo.make_inputs(spec["kind"], args.batch, 1, dtype))
     graph.replay()
     torch.cuda.synchronize()
     from torch.profiler import profile, ProfilerActivity

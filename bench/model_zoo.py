@@ -206,8 +206,9 @@ def model_facts(path):
     return dict(ir_version=proto.ir_version, opset=opset, ops=ops)
 
 
-def time_torch_graph(model, inputs, iters=200):
-    """Median replay of PyTorch's CUDA graph of the model, microseconds."""
+def capture_torch_graph(model, inputs):
+    """PyTorch's CUDA graph of the model on `inputs` (copied to the GPU, kept
+    alive with the graph): three warm-up runs on a side stream, then capture."""
     static = [t.cuda() for t in inputs]
     stream = torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
@@ -218,6 +219,13 @@ def time_torch_graph(model, inputs, iters=200):
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph), torch.no_grad():
         model(*static)
+    graph.static_inputs = static
+    return graph
+
+
+def time_torch_graph(model, inputs, iters=200):
+    """Median replay of PyTorch's CUDA graph of the model, microseconds."""
+    graph = capture_torch_graph(model, inputs)
     times = []
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     for _ in range(iters):
