@@ -246,6 +246,7 @@ STAND_INS = {
 LOADS = {
     "qa_autofill_cpu_instance",
     "qa_autofill_empty_config",
+    "qa_autofill_no_config_no_batch",
     "qa_simple_ensemble_simple",
     "qa_socket_simple",
     "server_docs_densenet_onnx",
@@ -271,9 +272,6 @@ LOADS = {
 # says why.
 STRINGS = "element type STRING is not supported"
 NOT_LOADED = {
-    # A config without tensors beside a model that does not batch: Triton
-    # completes it with max_batch_size 0.
-    "qa_autofill_no_config_no_batch": "whose first dimension is not symbolic",
     # An initializer listed among the graph's inputs is an input with a
     # default, which Triton's config may declare (optional: true).
     "qa_initializer_as_input": "declares input 'INITIALIZER', which the model file lacks",
