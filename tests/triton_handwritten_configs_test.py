@@ -269,15 +269,20 @@ LOADS = {
 }
 
 # The configs that do not load, and the part of the server's reason that
-# says why.
+# says why. Each is a feature GraphServe does not have yet.
 STRINGS = "element type STRING is not supported"
 NOT_LOADED = {
-    # An initializer listed among the graph's inputs is an input with a
-    # default, which Triton's config may declare (optional: true).
+    # An initializer the ONNX file also lists among its graph inputs is, for
+    # ONNX Runtime, an input with a default: Triton's config declares it
+    # `optional: true`, a request may leave it out (the initializer's value)
+    # or override it. GraphServe imports it as a constant and ignores
+    # `optional`.
     "qa_initializer_as_input": "declares input 'INITIALIZER', which the model file lacks",
+    # BYTES (TYPE_STRING) tensors.
     "server_docs_simple_string": STRINGS,
     "server_python_examples_identity": STRINGS,
-    # Dynamic dims of a model that does not batch.
+    # max_batch_size 0 with a dynamic first dim (the images of one request):
+    # dynamic dims of a model that does not batch.
     "tutorials_part1_text_detection": "a dynamic first dim of a model that does not batch is "
                                       "not served yet",
 }
