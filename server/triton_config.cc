@@ -120,26 +120,23 @@ absl::Status CompleteConfigFromModel(const Model& model, inference::ModelConfig*
   const bool complete_outputs = config->output_size() == 0;
   if (!complete_inputs && !complete_outputs) return absl::OkStatus();
   const bool nothing_declared = complete_inputs && complete_outputs;
-  for (const ValueInfo& input : model.inputs) {
-    if (!input.dims.empty() && input.dims[0] == -1) continue;
-    if (nothing_declared) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "model '", config->name(), "' has no config.pbtxt inputs and outputs, and its input '",
-          input.name, "' has shape ", DimsToString(input.dims),
-          " whose first dimension is not symbolic: GraphServe serves models that batch on "
-          "dim 0; write a config.pbtxt declaring the tensors and max_batch_size"));
-    }
-    if (config->max_batch_size() > 0) {
-      // Triton's words for the same refusal.
-      return absl::InvalidArgumentError(absl::StrCat(
-          "autofill failed for model '", config->name(),
-          "': model does not support batching while non-zero max_batch_size is specified: "
-          "its input '", input.name, "' has shape ", DimsToString(input.dims),
-          " whose first dimension is not symbolic; set max_batch_size: 0 to serve it without "
-          "batching"));
-    }
+  // Triton's ONNX Runtime backend batches a model when dim 0 of every input
+  // is dynamic, and completes any other with max_batch_size 0.
+  const auto unbatched = std::find_if(model.inputs.begin(), model.inputs.end(),
+                                      [](const ValueInfo& input) {
+                                        return input.dims.empty() || input.dims[0] != -1;
+                                      });
+  const bool model_batches = unbatched == model.inputs.end();
+  if (!model_batches && config->max_batch_size() > 0) {
+    // Triton's words for the same refusal.
+    return absl::InvalidArgumentError(absl::StrCat(
+        "autofill failed for model '", config->name(),
+        "': model does not support batching while non-zero max_batch_size is specified: "
+        "its input '", unbatched->name, "' has shape ", DimsToString(unbatched->dims),
+        " whose first dimension is not symbolic; set max_batch_size: 0 to serve it without "
+        "batching"));
   }
-  if (nothing_declared && config->max_batch_size() == 0) {
+  if (nothing_declared && model_batches && config->max_batch_size() == 0) {
     config->set_max_batch_size(kAutoCompleteMaxBatchSize);
   }
   const bool batching = config->max_batch_size() > 0;

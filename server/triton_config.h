@@ -56,11 +56,12 @@ inline constexpr int kAutoCompleteMaxBatchSize = 4;
 // an empty reshape). With neither declared, a batch dimension when dim 0 of
 // every input is symbolic (max_batch_size kAutoCompleteMaxBatchSize unless
 // the config sets one; the default capture sizes follow from it), and
-// InvalidArgument, naming the input, for a model without one: GraphServe
-// serves batching models. With one side declared, the config's
-// max_batch_size says whether the model batches, and InvalidArgument in
-// Triton's words, naming the input, when it is above 0 for a model whose
-// inputs have a fixed dim 0. A config that declares both is left as it is.
+// otherwise max_batch_size 0 with the model's full dims, as Triton completes
+// a model that does not batch. With one side declared, the config's
+// max_batch_size says whether the model batches. Either way InvalidArgument
+// in Triton's words, naming the input, when max_batch_size is above 0 for a
+// model whose inputs have a fixed dim 0. A config that declares both is left
+// as it is.
 absl::Status CompleteConfigFromModel(const Model& model, inference::ModelConfig* config);
 
 }  // namespace graphserve

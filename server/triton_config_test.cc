@@ -332,16 +332,35 @@ TEST(TritonConfigTest, AScalarRowIsCompletedAsTritonWritesIt) {
   EXPECT_THAT(config.output(0).reshape().shape(), IsEmpty());
 }
 
-TEST(TritonConfigTest, AModelWithoutABatchDimensionIsRefusedNamingTheInput) {
+// Triton's qa/L0_model_config autofill_noplatform_success/onnx/no_config_no_batch:
+// a config without tensors (only an instance group) beside a model whose
+// inputs have a fixed first dimension.
+TEST(TritonConfigTest, AModelWithoutABatchDimensionIsCompletedWithoutBatching) {
   Model model = ImportMlp();
   model.inputs[0].dims[0] = 8;  // a fixed first dimension
-  inference::ModelConfig config;
-  config.set_name("mlp");
+  inference::ModelConfig config = Parse(R"pb(name: "mlp" instance_group { kind: KIND_CPU })pb");
+  ASSERT_TRUE(CompleteConfigFromModel(model, &config).ok());
+  EXPECT_EQ(config.max_batch_size(), 0);
+  ASSERT_EQ(config.input_size(), 1);
+  EXPECT_EQ(config.input(0).name(), model.inputs[0].name);
+  // The model's whole shape, its first dimension included.
+  EXPECT_THAT(config.input(0).dims(), ElementsAre(8, model.inputs[0].dims[1]));
+  ASSERT_EQ(config.output_size(), 1);
+  EXPECT_EQ(config.output(0).name(), model.outputs[0].name);
+  EXPECT_THAT(config.output(0).dims(), ElementsAre(8, 1));
+}
+
+TEST(TritonConfigTest, BatchingAModelWithoutABatchDimensionIsRefusedInTritonsWords) {
+  Model model = ImportMlp();
+  model.inputs[0].dims[0] = 8;
+  inference::ModelConfig config = Parse(R"pb(name: "mlp" max_batch_size: 4)pb");
   const absl::Status status = CompleteConfigFromModel(model, &config);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(status.message()),
+              ::testing::HasSubstr("model does not support batching while non-zero "
+                                   "max_batch_size is specified"));
+  EXPECT_THAT(std::string(status.message()),
               ::testing::HasSubstr("input '" + model.inputs[0].name + "' has shape [8,"));
-  EXPECT_THAT(std::string(status.message()), ::testing::HasSubstr("write a config.pbtxt"));
 }
 
 }  // namespace
