@@ -62,7 +62,8 @@ absl::StatusOr<DType> DTypeFromKServe(absl::string_view datatype) {
   }
   if (datatype == "BYTES") {
     return absl::InvalidArgumentError(
-        "has variable-length elements, which GraphServe's models do not take");
+        "has variable-length elements (strings), so no fixed-size type of the table: it is read "
+        "as text at a model's edges (Note [Strings at the model's edges] in runtime/ir.h)");
   }
   std::vector<const char*> names;
   for (const DType dtype : kAllDTypes) names.push_back(KServeDatatype(dtype));

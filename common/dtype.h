@@ -20,8 +20,9 @@ absl::StatusOr<DType> DTypeFromOnnx(int32_t onnx_type);
 // Converts a KServe v2 datatype name ("FP32", "BF16", ...). InvalidArgument
 // otherwise, whose message is a clause to follow the name (which it does not
 // quote: the caller quotes a client's text its own way): "is not a datatype
-// of the protocol (BOOL, ...)", or for BYTES that no model here takes
-// variable-length elements.
+// of the protocol (BOOL, ...)", or for BYTES that its elements have no fixed
+// size (BYTES tensors are strings, which only a model's edges read: Note
+// [Strings at the model's edges] in runtime/ir.h).
 absl::StatusOr<DType> DTypeFromKServe(absl::string_view datatype);
 
 // ONNX's name of a TensorProto.DataType number ("FLOAT16"), or "type#N".

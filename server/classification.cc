@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
+#include "server/bytes_tensor.h"
 #include "server/client_text.h"
 
 namespace graphserve {
@@ -70,15 +71,6 @@ std::vector<std::string> TopClassesOf(const std::byte* row, size_t count, int64_
     classes.push_back(std::move(text));
   }
   return classes;
-}
-
-// The protocol's BYTES element: a 4-byte little-endian length, then the text.
-void AppendBytesElement(const std::string& text, std::string* out) {
-  const auto length = static_cast<uint32_t>(text.size());
-  char prefix[4];
-  for (int b = 0; b < 4; ++b) prefix[b] = static_cast<char>((length >> (8 * b)) & 0xff);
-  out->append(prefix, sizeof(prefix));
-  out->append(text);
 }
 
 }  // namespace
@@ -207,7 +199,7 @@ absl::Status ClassifyOutputs(const inference::ModelInferRequest& request,
       }
     }
     *response->mutable_raw_output_contents(k) = std::move(serialized);
-    output->set_datatype("BYTES");
+    output->set_datatype(kBytesDatatype);
     output->clear_shape();
     if (model.batching) output->add_shape(rows);
     output->add_shape(std::min(static_cast<int64_t>(per_row), *classes));

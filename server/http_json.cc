@@ -14,6 +14,7 @@
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/message.h"
 #include "nlohmann/json.hpp"
+#include "server/bytes_tensor.h"
 #include "server/client_text.h"
 
 namespace graphserve {
@@ -206,22 +207,14 @@ json ElementsOf(DType dtype, const std::string& bytes) {
   return data;
 }
 
-// The strings of a BYTES tensor's `bytes` (each a 4-byte little-endian
-// length, then that many bytes): what a classified output holds (Note
-// [Classification]). A truncated last element is left out.
-json BytesElementsOf(const std::string& bytes) {
+// The strings of a BYTES output's serialized `bytes` (Note [BYTES
+// serialization]), `count` of them. The server wrote them itself, so a block
+// that does not split is a bug: answered with no strings rather than some.
+json BytesElementsOf(const std::string& bytes, int64_t count) {
   json data = json::array();
-  size_t at = 0;
-  while (bytes.size() - at >= 4) {
-    uint32_t length = 0;
-    for (int b = 0; b < 4; ++b) {
-      length |= static_cast<uint32_t>(static_cast<unsigned char>(bytes[at + b])) << (8 * b);
-    }
-    at += 4;
-    if (bytes.size() - at < length) break;
-    data.push_back(bytes.substr(at, length));
-    at += length;
-  }
+  const absl::StatusOr<std::vector<absl::string_view>> elements = SplitBytesElements(bytes, count);
+  if (!elements.ok()) return data;
+  for (const absl::string_view element : *elements) data.push_back(std::string(element));
   return data;
 }
 
@@ -283,6 +276,22 @@ absl::Status CopySharedMemoryParameters(
   return absl::OkStatus();
 }
 
+// A BYTES input's JSON strings, serialized into `out` as raw contents carry
+// them (Note [BYTES serialization]), so that request validation reads every
+// transport's BYTES one way. Triton's JSON takes strings only.
+absl::Status AppendBytesData(const std::vector<const json*>& leaves, const std::string& name,
+                             std::string& out) {
+  for (const json* leaf : leaves) {
+    if (!leaf->is_string()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "input ", QuoteClientText(name), ": BYTES data must be strings, got ",
+          QuoteClientText(leaf->dump(-1, ' ', false, json::error_handler_t::replace))));
+    }
+    AppendBytesElement(leaf->get_ref<const std::string&>(), &out);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ParseInput(const json& input, size_t index, std::string_view binary,
                         size_t& binary_offset, inference::ModelInferRequest& request) {
   const std::string where = absl::StrCat("input ", index);
@@ -308,14 +317,15 @@ absl::Status ParseInput(const json& input, size_t index, std::string_view binary
     tensor->add_shape(dim.get<int64_t>());
     elements *= dim.get<int64_t>();
   }
+  // BYTES is no row of the datatype table: its elements are strings.
+  const bool bytes = tensor->datatype() == kBytesDatatype;
   const absl::StatusOr<DType> dtype = DTypeFromKServe(tensor->datatype());
-  if (!dtype.ok()) {
+  if (!bytes && !dtype.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("input ", QuoteClientText(tensor->name()),
                                                    ": datatype ",
                                                    QuoteClientText(tensor->datatype()), " ",
                                                    dtype.status().message()));
   }
-  const size_t element_size = DTypeSize(*dtype);
   if (Parameter(input, "shared_memory_region") != nullptr) {
     // The tensor's bytes are in the region, so it takes no raw entry:
     // raw_input_contents holds the inputs outside shared memory.
@@ -354,7 +364,8 @@ absl::Status ParseInput(const json& input, size_t index, std::string_view binary
                                                    " has ", leaves.size(),
                                                    " values; its shape holds ", elements));
   }
-  contents->reserve(leaves.size() * element_size);
+  if (bytes) return AppendBytesData(leaves, tensor->name(), *contents);
+  contents->reserve(leaves.size() * DTypeSize(*dtype));
   for (const json* leaf : leaves) {
     const absl::Status status = VisitDType(*dtype, [&](auto tag) {
       return AppendElement<decltype(tag)>(*leaf, *contents);
@@ -521,8 +532,10 @@ HttpBody InferResponseToHttp(const inference::ModelInferResponse& response,
     if (request.all_binary || request.binary_outputs.contains(output.name())) {
       tensor["parameters"] = {{"binary_data_size", bytes.size()}};
       binary += bytes;
-    } else if (output.datatype() == "BYTES") {
-      tensor["data"] = BytesElementsOf(bytes);
+    } else if (output.datatype() == kBytesDatatype) {
+      int64_t count = 1;
+      for (const int64_t dim : output.shape()) count *= dim;
+      tensor["data"] = BytesElementsOf(bytes, count);
     } else {
       // The server names only table types in its answers, and BYTES.
       const absl::StatusOr<DType> dtype = DTypeFromKServe(output.datatype());

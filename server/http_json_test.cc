@@ -126,6 +126,29 @@ TEST(HttpJsonTest, BytesOutputsAreStringsInJsonAndSerializedInBinary) {
   EXPECT_EQ(binary_body.content.substr(binary_body.header_length), serialized);
 }
 
+// A BYTES input's JSON strings become raw contents in the protocol's
+// serialization (Note [BYTES serialization]), as gRPC's raw contents carry
+// them; its binary data is taken as sent, for validation to split.
+TEST(HttpJsonTest, BytesInputsBecomeSerializedRawContents) {
+  const std::string serialized =
+      std::string("\x02\0\0\0", 4) + "12" + std::string("\0\0\0\0", 4) +
+      std::string("\x03\0\0\0", 4) + "-\xc3\xa9";
+  const std::string body =
+      R"({"inputs": [{"name": "s", "datatype": "BYTES", "shape": [1, 3],
+          "data": [["12", "", "-\u00e9"]]}]})";
+  absl::StatusOr<HttpInferRequest> parsed = ParseInferRequest(body, body.size(), "m", "");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->request.inputs(0).datatype(), "BYTES");
+  EXPECT_EQ(parsed->request.raw_input_contents(0), serialized);
+
+  const std::string header =
+      R"({"inputs": [{"name": "s", "datatype": "BYTES", "shape": [3],
+          "parameters": {"binary_data_size": 17}}]})";
+  parsed = ParseInferRequest(header + serialized, header.size(), "m", "");
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->request.raw_input_contents(0), serialized);
+}
+
 TEST(HttpJsonTest, BinaryTensorDataFollowsTheJsonHeader) {
   const std::string header =
       R"({"inputs": [{"name": "x", "datatype": "FP32", "shape": [1, 3],
@@ -161,8 +184,11 @@ TEST(HttpJsonTest, BadRequestsSayWhatIsWrong) {
       error(R"({"inputs": [{"name": "x", "datatype": "FP8", "shape": [1], "data": [1]}]})"),
       HasSubstr("datatype 'FP8' is not a datatype of the protocol (FP32, UINT8"));
   EXPECT_THAT(
-      error(R"({"inputs": [{"name": "x", "datatype": "BYTES", "shape": [1], "data": ["a"]}]})"),
-      HasSubstr("datatype 'BYTES' has variable-length elements"));
+      error(R"({"inputs": [{"name": "x", "datatype": "BYTES", "shape": [2], "data": ["a", 1]}]})"),
+      HasSubstr("input 'x': BYTES data must be strings, got '1'"));
+  EXPECT_THAT(
+      error(R"({"inputs": [{"name": "x", "datatype": "BYTES", "shape": [2], "data": ["a"]}]})"),
+      HasSubstr("has 1 values; its shape holds 2"));
   EXPECT_THAT(
       error(R"({"inputs": [{"name": "x", "datatype": "INT8", "shape": [1], "data": [300]}]})"),
       HasSubstr("INT8 data must be integers from -128 to 127"));
