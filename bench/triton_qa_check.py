@@ -11,7 +11,9 @@ not part of this repository: run them where onnx is installed, e.g.
   python3 gen_qa_models.py --onnx [--onnx_opset 25] --models_dir REPO
 then serve REPO (graphserve --model-repository REPO --exit-on-error=false) and
   python3 bench/triton_qa_check.py REPO localhost:8001
-Needs numpy, onnx and tritonclient[grpc].
+BYTES inputs are sent as the text of small integers (numpy "object"
+arrays of str, as Triton's QA clients send them) and BYTES outputs compared
+exactly, as text. Needs numpy, onnx and tritonclient[grpc].
 """
 
 import json
@@ -30,6 +32,21 @@ NUMPY_TYPES = {"FP32": np.float32, "FP64": np.float64, "FP16": np.float16, "INT8
 # A 16-bit float output may be a rounding of its type away from the reference
 # (which rounds at numpy's points), as in tests/node_test_runner.cc.
 RTOL = {"FP16": 2.0 ** -9, "BF16": 2.0 ** -6}
+
+
+def Text(array):
+    """A BYTES tensor's elements as str (tritonclient gives bytes, the
+    reference evaluator str)."""
+    return [x.decode() if isinstance(x, bytes) else str(x) for x in np.asarray(array).ravel()]
+
+
+def Matches(got, want, datatype):
+    """BYTES exactly, as text; numbers within the type's rounding. Raveled:
+    a config's reshape gives the client other dims of the same elements."""
+    if datatype == "BYTES":
+        return Text(got) == Text(want)
+    return np.allclose(got.astype(np.float64).ravel(), want.astype(np.float64).ravel(),
+                       rtol=RTOL.get(datatype, 1e-5), atol=1e-6)
 
 
 def main():
@@ -53,9 +70,16 @@ def main():
             shape = [16 if int(s) == -1 else int(s) for s in t["shape"]]
             if batching:
                 shape[0] = 2  # two rows of a batching model
-            dt = NUMPY_TYPES[t["datatype"]]
-            arr = (rng.integers(0, 5, size=shape) if np.issubdtype(dt, np.integer) or dt == np.bool_
-                   else rng.standard_normal(shape)).astype(dt)
+            if t["datatype"] == "BYTES":
+                # Numbers as text, as Triton's QA clients send them (an
+                # "object" tensor of str): what the models' Casts read.
+                arr = np.array([str(x) for x in rng.integers(-5, 5, size=shape).ravel()],
+                               dtype=object).reshape(shape)
+            else:
+                dt = NUMPY_TYPES[t["datatype"]]
+                arr = (rng.integers(0, 5, size=shape)
+                       if np.issubdtype(dt, np.integer) or dt == np.bool_
+                       else rng.standard_normal(shape)).astype(dt)
             tensor = g.InferInput(t["name"], shape, t["datatype"])
             tensor.set_data_from_numpy(arr)
             inputs.append(tensor)
@@ -71,9 +95,7 @@ def main():
                         lead + [int(d) for d in cin["reshape"].get("shape", [])])
             sess = ReferenceEvaluator(model)
             want = dict(zip([o.name for o in model.graph.output], sess.run(None, feeds)))
-            good = all(np.allclose(r.as_numpy(o["name"]).astype(np.float64).ravel(),
-                                   want[o["name"]].astype(np.float64).ravel(),
-                                   rtol=RTOL.get(o["datatype"], 1e-5), atol=1e-6)
+            good = all(Matches(r.as_numpy(o["name"]), want[o["name"]], o["datatype"])
                        for o in md["outputs"])
             (ok if good else bad).append(f"{name}/{version}")
         except Exception as error:  # a failed call is a wrong answer, with its reason

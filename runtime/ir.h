@@ -42,6 +42,55 @@ struct ValueInfo {
   // Graph inputs: per dim, the name of a dynamic dim other than the batch
   // (Note [Shape dims]); "" for fixed dims and the batch.
   std::vector<std::string> dim_names;
+  // A graph input or output the file types STRING: the runtime sees `dtype`
+  // numbers, clients send or receive their text (Note [Strings at the
+  // model's edges]).
+  bool text = false;
+};
+
+// Note [Strings at the model's edges]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// ONNX's STRING tensors (the protocol's BYTES, config.pbtxt's TYPE_STRING)
+// have elements of any length: they fit no CUDA kernel, no captured graph's
+// fixed buffers and no batch row of fixed bytes. What served models do with
+// them happens at their edges: Triton's QA models read numbers as text (Cast
+// from STRING), answer numbers as text (Cast to STRING), or hand strings back
+// unchanged (Identity). So strings exist only there. Import
+// (runtime/onnx_import.cc) rewrites the file:
+//   - a STRING graph input that every reader Casts to one number type T
+//     becomes an input of T marked `text`, and those Casts become Identity
+//     (not BOOL, which has no number text: Note [Number text] in
+//     common/number_text.h);
+//   - a STRING graph output made by Cast(to=STRING) of a number, which nothing
+//     else reads, becomes that number (of the dtype binding infers) marked
+//     `text`, the Cast an Identity;
+//   - a STRING graph output that is a STRING graph input through Identity
+//     nodes only (or none) is recorded in Model::passed_strings, and the
+//     input, the output and those nodes leave the graph;
+//   - any other STRING value is refused, naming the node that makes or reads
+//     it.
+// The runtime, both executors and their CUDA graphs, thus never sees a
+// string: it computes on T as on any input. The server converts at the
+// request and response edge, one place for every transport
+// (server/request_validation.h): a text input's BYTES are split (Note [BYTES
+// serialization] in server/bytes_tensor.h) and parsed into T as the request
+// is validated, before it is queued, so that batching, padding and splitting
+// see rows of fixed size; a text output's numbers are formatted once all its
+// rows are written. A model whose tensors are all passed strings needs no
+// runtime: the server answers it as the request arrives, copying bytes
+// (server/pass_through.h); one that passes strings beside computing is
+// refused. config.pbtxt and the metadata keep TYPE_STRING and BYTES: what
+// clients send and receive.
+
+// A STRING graph output that is a STRING graph input passed through Identity
+// nodes (Note [Strings at the model's edges]). Dims as the file gives them
+// (-1 for a dynamic dim; dim 0 of the input, so written, is the batch);
+// output_dims is empty when the file gives no shape.
+struct PassedString {
+  std::string input;
+  Dims input_dims;
+  std::string output;
+  Dims output_dims;
 };
 
 // Note [Shape dims]
@@ -72,6 +121,9 @@ struct Model {
   // points at the same tensors, and the weight store uploads each once.
   std::map<std::string, std::shared_ptr<const HostTensor>> initializers;
   std::vector<Node> nodes;  // topological order
+  // Outputs that hand an input's strings back unchanged; neither is among
+  // `inputs` and `outputs` (Note [Strings at the model's edges]).
+  std::vector<PassedString> passed_strings;
 };
 
 // The model's shape dims (Note [Shape dims]), each once, in the order the

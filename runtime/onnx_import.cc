@@ -20,6 +20,7 @@
 #include "common/status.h"
 #include "onnx/checker.h"
 #include "onnx/shape_inference/implementation.h"
+#include "runtime/bind.h"
 #include "runtime/op_registry.h"
 #include "runtime/passes/model_passes.h"
 
@@ -186,18 +187,324 @@ absl::StatusOr<Attribute> ConvertAttribute(const onnx::AttributeProto& attr) {
   }
 }
 
+// ---------------------------------------------------------------- STRING
+
+constexpr int32_t kOnnxString = onnx::TensorProto::STRING;
+
+int32_t ElemType(const onnx::ValueInfoProto& value) {
+  return value.type().has_tensor_type() ? value.type().tensor_type().elem_type() : 0;
+}
+
+void SetElemType(onnx::ValueInfoProto* value, int32_t elem_type) {
+  value->mutable_type()->mutable_tensor_type()->set_elem_type(elem_type);
+}
+
+// What the rewrite of Note [Strings at the model's edges] found.
+struct StringEdges {
+  std::set<std::string> text_inputs;
+  std::set<std::string> text_outputs;
+  std::vector<PassedString> passed;
+};
+
+// Rewrites `graph` by Note [Strings at the model's edges] (in runtime/ir.h):
+// STRING inputs read by Casts to one number type, and STRING outputs Cast
+// from a number, become numbers; STRING outputs that are STRING inputs
+// through Identity nodes leave the graph, with those nodes and inputs. Every
+// other STRING graph input, graph output or value is a problem naming the
+// node that makes or reads it, and the only problem reported for it:
+// conversion skips STRING values.
+class StringEdgeRewrite {
+ public:
+  StringEdgeRewrite(onnx::GraphProto& graph, ProblemList* problems)
+      : graph_(graph), problems_(problems) {}
+
+  StringEdges Run() {
+    for (const onnx::TensorProto& initializer : graph_.initializer()) {
+      initializers_.insert(initializer.name());
+    }
+    for (const onnx::ValueInfoProto& input : graph_.input()) {
+      if (ElemType(input) == kOnnxString && !initializers_.contains(input.name())) {
+        string_inputs_.insert(input.name());
+      }
+    }
+    for (const onnx::ValueInfoProto& output : graph_.output()) outputs_.insert(output.name());
+    for (const onnx::ValueInfoProto& value : graph_.value_info()) {
+      if (ElemType(value) == kOnnxString) typed_strings_.insert(value.name());
+    }
+    for (int i = 0; i < graph_.node_size(); ++i) {
+      const onnx::NodeProto& node = graph_.node(i);
+      for (const std::string& output : node.output()) producer_[output] = i;
+      std::set<std::string> read;  // a node reading a value twice reads it once here
+      for (const std::string& input : node.input()) {
+        if (!input.empty() && read.insert(input).second) readers_[input].push_back(i);
+      }
+      if (IsCastToString(node)) {
+        for (const std::string& output : node.output()) typed_strings_.insert(output);
+      }
+    }
+    if (string_inputs_.empty() && typed_strings_.empty() && !AnyStringOutput()) return {};
+
+    for (const std::string& input : string_inputs_) ResolveInput(input);
+    for (const onnx::ValueInfoProto& output : graph_.output()) {
+      if (ElemType(output) == kOnnxString && !passed_outputs_.contains(output.name())) {
+        ResolveOutput(output.name());
+      }
+    }
+    // A STRING value inside the model that no edge above accounts for.
+    for (int i = 0; i < graph_.node_size(); ++i) {
+      const onnx::NodeProto& node = graph_.node(i);
+      if (IsCastToString(node) && !accounted_.contains(i)) {
+        problems_->AddUnsupported(absl::StrCat(
+            "node '", NodeName(i), "' (Cast) makes STRING value '", node.output(0),
+            "' inside the model; GraphServe serves STRING only at a model's edges, as a graph "
+            "output of Cast(to=STRING) (Note [Strings at the model's edges])"));
+      }
+    }
+    RemovePassedStrings();
+    return std::move(edges_);
+  }
+
+ private:
+  bool AnyStringOutput() const {
+    return std::any_of(graph_.output().begin(), graph_.output().end(),
+                       [](const onnx::ValueInfoProto& v) { return ElemType(v) == kOnnxString; });
+  }
+
+  static bool IsOp(const onnx::NodeProto& node, absl::string_view op) {
+    return IsDefaultDomain(node.domain()) && node.op_type() == op;
+  }
+
+  // Cast's `to`, or 0 without one.
+  static int64_t CastTarget(const onnx::NodeProto& node) {
+    for (const onnx::AttributeProto& attr : node.attribute()) {
+      if (attr.name() == "to" && attr.type() == onnx::AttributeProto::INT) return attr.i();
+    }
+    return 0;
+  }
+
+  static bool IsCastToString(const onnx::NodeProto& node) {
+    return IsOp(node, "Cast") && CastTarget(node) == kOnnxString;
+  }
+
+  std::string NodeName(int index) const {
+    const onnx::NodeProto& node = graph_.node(index);
+    return node.name().empty() ? absl::StrCat(node.op_type(), "_", index) : node.name();
+  }
+
+  // The node becomes Identity of its first input: a Cast that the edge
+  // conversion now does.
+  void MakeIdentity(int index) {
+    onnx::NodeProto* node = graph_.mutable_node(index);
+    node->set_op_type("Identity");
+    node->clear_attribute();
+    accounted_.insert(index);
+  }
+
+  const std::vector<int>& Readers(const std::string& value) const {
+    static const std::vector<int> kNone;
+    const auto it = readers_.find(value);
+    return it == readers_.end() ? kNone : it->second;
+  }
+
+  void ResolveInput(const std::string& input) {
+    const std::vector<int>& readers = Readers(input);
+    // Read as a number: every reader a Cast to one type, and not an output.
+    std::set<int64_t> targets;
+    for (int reader : readers) {
+      targets.insert(IsOp(graph_.node(reader), "Cast") ? CastTarget(graph_.node(reader)) : -1);
+    }
+    if (!readers.empty() && targets.size() == 1 && *targets.begin() > 0 &&
+        !outputs_.contains(input)) {
+      const int64_t target = *targets.begin();
+      absl::StatusOr<DType> dtype = DTypeFromOnnx(static_cast<int32_t>(target));
+      if (!dtype.ok() || *dtype == DType::kBool) {
+        problems_->AddUnsupported(absl::StrCat(
+            "node '", NodeName(readers.front()), "' (Cast) reads STRING input '", input,
+            "' into ", OnnxTypeName(static_cast<int32_t>(target)),
+            dtype.ok() ? ", which has no number text (Note [Number text])"
+                       : absl::StrCat(": ", dtype.status().message())));
+        return;
+      }
+      for (int reader : readers) MakeIdentity(reader);
+      for (onnx::ValueInfoProto& value : *graph_.mutable_input()) {
+        if (value.name() == input) SetElemType(&value, static_cast<int32_t>(target));
+      }
+      edges_.text_inputs.insert(input);
+      return;
+    }
+    // Passed through: every value reached through Identity nodes is read by
+    // Identity nodes only, and some are graph outputs.
+    std::vector<std::string> reached = {input};
+    std::set<int> chain;
+    for (size_t next = 0; next < reached.size(); ++next) {
+      for (int reader : Readers(reached[next])) {
+        const onnx::NodeProto& node = graph_.node(reader);
+        if (!IsOp(node, "Identity")) {
+          problems_->AddUnsupported(absl::StrCat(
+              "node '", NodeName(reader), "' (", node.op_type(), ") reads STRING value '",
+              reached[next], "' of input '", input,
+              "'; GraphServe reads a STRING input only through Cast to one number type, or "
+              "passes it unchanged through Identity to outputs (Note [Strings at the model's "
+              "edges])"));
+          return;
+        }
+        chain.insert(reader);
+        if (node.output_size() > 0 && !node.output(0).empty()) reached.push_back(node.output(0));
+      }
+    }
+    std::vector<std::string> outputs;
+    for (const std::string& value : reached) {
+      if (outputs_.contains(value)) outputs.push_back(value);
+    }
+    if (outputs.empty()) {
+      problems_->AddUnsupported(absl::StrCat("STRING input '", input,
+                                             "' reaches no output and is read by no Cast to a "
+                                             "number (Note [Strings at the model's edges])"));
+      return;
+    }
+    const Dims input_dims = ShapeDims(FindValue(graph_.input(), input)->type());
+    for (const std::string& output : outputs) {
+      edges_.passed.push_back(
+          {input, input_dims, output, ShapeDims(FindValue(graph_.output(), output)->type())});
+      passed_outputs_.insert(output);
+    }
+    passed_inputs_.insert(input);
+    passed_values_.insert(reached.begin(), reached.end());
+    passed_nodes_.insert(chain.begin(), chain.end());
+  }
+
+  void ResolveOutput(const std::string& output) {
+    const auto producer = producer_.find(output);
+    if (producer == producer_.end()) {
+      // A STRING input that is also a graph output but read elsewhere:
+      // reported with the input.
+      if (!string_inputs_.contains(output)) {
+        problems_->AddUnsupported(absl::StrCat("STRING output '", output, "' is made by no node"));
+      }
+      return;
+    }
+    const int index = producer->second;
+    const onnx::NodeProto& node = graph_.node(index);
+    const std::string& source = node.input_size() > 0 ? node.input(0) : output;
+    const bool from_number = IsCastToString(node) && !typed_strings_.contains(source) &&
+                             !string_inputs_.contains(source);
+    if (!from_number) {
+      accounted_.insert(index);
+      problems_->AddUnsupported(absl::StrCat(
+          "STRING output '", output, "' is made by node '", NodeName(index), "' (",
+          node.op_type(), IsOp(node, "Cast") ? " of a STRING value" : "",
+          "); GraphServe serves a STRING output only as Cast(to=STRING) of a number, or as a "
+          "STRING input passed through Identity (Note [Strings at the model's edges])"));
+      return;
+    }
+    if (!Readers(output).empty()) {
+      accounted_.insert(index);
+      const int reader = Readers(output).front();
+      problems_->AddUnsupported(absl::StrCat(
+          "node '", NodeName(reader), "' (", graph_.node(reader).op_type(),
+          ") reads STRING output '", output,
+          "'; a STRING value is served only at a model's edges (Note [Strings at the model's "
+          "edges])"));
+      return;
+    }
+    MakeIdentity(index);
+    // Its dtype is the Cast's input's, which binding infers (ConvertModel).
+    for (onnx::ValueInfoProto& value : *graph_.mutable_output()) {
+      if (value.name() == output) SetElemType(&value, onnx::TensorProto::UNDEFINED);
+    }
+    edges_.text_outputs.insert(output);
+  }
+
+  static const onnx::ValueInfoProto* FindValue(
+      const google::protobuf::RepeatedPtrField<onnx::ValueInfoProto>& values,
+      const std::string& name) {
+    for (const onnx::ValueInfoProto& value : values) {
+      if (value.name() == name) return &value;
+    }
+    return nullptr;
+  }
+
+  // The passed inputs and outputs, their Identity nodes and the types of
+  // their values leave the graph.
+  void RemovePassedStrings() {
+    if (edges_.passed.empty()) return;
+    const auto drop_values = [](google::protobuf::RepeatedPtrField<onnx::ValueInfoProto>* values,
+                                const std::set<std::string>& names) {
+      google::protobuf::RepeatedPtrField<onnx::ValueInfoProto> kept;
+      for (onnx::ValueInfoProto& value : *values) {
+        if (!names.contains(value.name())) *kept.Add() = std::move(value);
+      }
+      values->Swap(&kept);
+    };
+    drop_values(graph_.mutable_input(), passed_inputs_);
+    drop_values(graph_.mutable_output(), passed_outputs_);
+    drop_values(graph_.mutable_value_info(), passed_values_);
+    google::protobuf::RepeatedPtrField<onnx::NodeProto> nodes;
+    for (int i = 0; i < graph_.node_size(); ++i) {
+      if (!passed_nodes_.contains(i)) *nodes.Add() = std::move(*graph_.mutable_node(i));
+    }
+    graph_.mutable_node()->Swap(&nodes);
+  }
+
+  onnx::GraphProto& graph_;
+  ProblemList* const problems_;
+  std::set<std::string> initializers_;
+  std::set<std::string> string_inputs_;
+  std::set<std::string> outputs_;
+  // Values known to be STRING: typed so in value_info, or made by Cast(to=STRING).
+  std::set<std::string> typed_strings_;
+  std::map<std::string, int> producer_;
+  std::map<std::string, std::vector<int>> readers_;
+  // Casts to STRING made Identity, or refused already with their output.
+  std::set<int> accounted_;
+  std::set<std::string> passed_inputs_;
+  std::set<std::string> passed_outputs_;
+  std::set<std::string> passed_values_;
+  std::set<int> passed_nodes_;
+  StringEdges edges_;
+};
+
 // `proto` has passed the checks of Note [Model files of today].
-absl::StatusOr<Model> ConvertModel(const onnx::ModelProto& proto, const std::string& name,
+// Gives each text output the dtype of the number it is the text of, as
+// binding infers it (Note [Strings at the model's edges]): the file types
+// the output STRING and its Cast's input often not at all.
+absl::Status TypeTextOutputs(const std::string& name, Model& model) {
+  if (std::none_of(model.outputs.begin(), model.outputs.end(),
+                   [](const ValueInfo& output) { return output.text; })) {
+    return absl::OkStatus();
+  }
+  const auto annotated = [&name](const absl::Status& status) {
+    return absl::Status(status.code(), absl::StrCat("model '", name,
+                                                    "': typing its STRING outputs' numbers: ",
+                                                    status.message()));
+  };
+  // Any extent binds for types; 1 is the smallest.
+  const absl::StatusOr<BindOptions> options =
+      BindOptionsAt(model, {1, std::vector<int64_t>(ShapeDimNames(model).size(), 1)});
+  if (!options.ok()) return annotated(options.status());
+  const absl::StatusOr<std::map<std::string, DType>> dtypes = InferValueDTypes(model, *options);
+  if (!dtypes.ok()) return annotated(dtypes.status());
+  for (ValueInfo& output : model.outputs) {
+    const auto it = dtypes->find(output.name);
+    if (output.text && it != dtypes->end()) output.dtype = it->second;
+  }
+  return absl::OkStatus();
+}
+
+// Rewrites its STRING edges first (Note [Strings at the model's edges]).
+absl::StatusOr<Model> ConvertModel(onnx::ModelProto& proto, const std::string& name,
                                    const std::string& model_dir,
                                    const ModelPassOptions& passes) {
-  const onnx::GraphProto& graph = proto.graph();
   Model model;
-  model.name = graph.name().empty() ? name : graph.name();
+  model.name = proto.graph().name().empty() ? name : proto.graph().name();
   for (const onnx::OperatorSetIdProto& opset : proto.opset_import()) {
     if (IsDefaultDomain(opset.domain())) model.opset = opset.version();
   }
 
   ProblemList problems;
+  StringEdges strings = StringEdgeRewrite(*proto.mutable_graph(), &problems).Run();
+  model.passed_strings = std::move(strings.passed);
+  const onnx::GraphProto& graph = proto.graph();
   for (const onnx::TensorProto& initializer : graph.initializer()) {
     absl::StatusOr<HostTensor> tensor = TensorFromOnnx(initializer, model_dir);
     if (!tensor.ok()) {
@@ -221,13 +528,19 @@ absl::StatusOr<Model> ConvertModel(const onnx::ModelProto& proto, const std::str
   for (const onnx::ValueInfoProto& input : graph.input()) {
     // Before IR version 4 initializers were also listed as graph inputs.
     if (initializer_names.count(input.name())) continue;
+    if (ElemType(input) == kOnnxString) continue;  // refused by StringEdgeRewrite
     model.inputs.push_back(ConvertGraphInput(input, &problems));
+    model.inputs.back().text = strings.text_inputs.contains(input.name());
   }
   for (const onnx::ValueInfoProto& output : graph.output()) {
+    if (ElemType(output) == kOnnxString) continue;  // refused by StringEdgeRewrite
     ValueInfo info;
     info.name = output.name();
-    if (std::optional<DType> dtype = ValueDType(
-            output.type(), absl::StrCat("output '", output.name(), "'"), &problems)) {
+    info.text = strings.text_outputs.contains(output.name());
+    // A text output's dtype is its number's, which binding infers below.
+    if (info.text) {
+    } else if (std::optional<DType> dtype = ValueDType(
+                   output.type(), absl::StrCat("output '", output.name(), "'"), &problems)) {
       info.dtype = *dtype;
     }
     // No shape (shape inference could not tell) leaves dims empty; binding
@@ -237,7 +550,8 @@ absl::StatusOr<Model> ConvertModel(const onnx::ModelProto& proto, const std::str
   }
   // Intermediate values: shape inference has typed what it could.
   for (const onnx::ValueInfoProto& value : graph.value_info()) {
-    if (value.type().has_tensor_type() && value.type().tensor_type().elem_type() == 0) continue;
+    // Untyped, or STRING (StringEdgeRewrite accounts for each STRING value).
+    if (ElemType(value) == 0 || ElemType(value) == kOnnxString) continue;
     ValueDType(value.type(), absl::StrCat("value '", value.name(), "'"), &problems);
   }
 
@@ -276,6 +590,7 @@ absl::StatusOr<Model> ConvertModel(const onnx::ModelProto& proto, const std::str
     return absl::InvalidArgumentError(
         absl::StrCat("model '", name, "' imports no opset of the default ONNX domain"));
   }
+  RETURN_IF_ERROR(TypeTextOutputs(name, model));
   absl::Status passes_status = RunModelPasses(model, passes);  // Note [Model passes]
   if (!passes_status.ok()) {
     return absl::Status(passes_status.code(),

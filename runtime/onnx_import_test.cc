@@ -273,6 +273,112 @@ TEST(OnnxImportTest, ModelWithoutDefaultDomainIsUnsupported) {
               HasSubstr("op com.example::Fancy is not supported"));
 }
 
+// Triton's QA add/sub models' STRING edges (Note [Strings at the model's
+// edges]): s [batch,4] read as INT32, summed, the sum written as text to t
+// and as a number to sum_out.
+onnx::ModelProto StringEdgeModel() {
+  onnx::ModelProto model = NewModel();
+  onnx::GraphProto* graph = model.mutable_graph();
+  AddValue(graph->mutable_input(), "s", onnx::TensorProto::STRING, {-1, 4});
+  AddIntAttr(AddNode(graph, "Cast", {"s"}, {"n"}, "parse"), "to", onnx::TensorProto::INT32);
+  AddNode(graph, "Add", {"n", "n"}, {"sum"}, "add");
+  AddIntAttr(AddNode(graph, "Cast", {"sum"}, {"t"}, "format"), "to", onnx::TensorProto::STRING);
+  AddNode(graph, "Identity", {"sum"}, {"sum_out"}, "copy");
+  AddValue(graph->mutable_output(), "t", onnx::TensorProto::STRING, {-1, 4});
+  AddValue(graph->mutable_output(), "sum_out", onnx::TensorProto::INT32, {-1, 4});
+  return model;
+}
+
+TEST(OnnxImportTest, StringEdgesBecomeNumbersMarkedText) {
+  absl::StatusOr<Model> model = Import(StringEdgeModel());
+  ASSERT_TRUE(model.ok()) << model.status();
+  ASSERT_EQ(model->inputs.size(), 1u);
+  EXPECT_EQ(model->inputs[0].name, "s");
+  EXPECT_EQ(model->inputs[0].dtype, DType::kInt32);
+  EXPECT_TRUE(model->inputs[0].text);
+  EXPECT_THAT(model->inputs[0].dims, ElementsAre(-1, 4));
+  ASSERT_EQ(model->outputs.size(), 2u);
+  EXPECT_EQ(model->outputs[0].name, "t");
+  EXPECT_EQ(model->outputs[0].dtype, DType::kInt32);  // the sum's, as binding infers it
+  EXPECT_TRUE(model->outputs[0].text);
+  EXPECT_FALSE(model->outputs[1].text);
+  ASSERT_EQ(model->nodes.size(), 4u);
+  EXPECT_EQ(model->nodes[0].name, "parse");
+  EXPECT_EQ(model->nodes[0].op_type, "Identity");  // the edge parses instead
+  EXPECT_TRUE(model->nodes[0].attributes.empty());
+  EXPECT_EQ(model->nodes[2].op_type, "Identity");  // the edge formats instead
+  EXPECT_TRUE(model->passed_strings.empty());
+  // The runtime sees numbers only: it binds.
+  absl::StatusOr<BoundGraph> bound = BindModel(*model, {.batch_size = 2});
+  ASSERT_TRUE(bound.ok()) << bound.status();
+  EXPECT_EQ(bound->value(bound->inputs[0]).dtype, DType::kInt32);
+  EXPECT_EQ(bound->value(bound->outputs[0]).dtype, DType::kInt32);
+}
+
+// Triton's QA identity models: STRING inputs handed back through Identity
+// leave the graph, recorded as passed strings.
+TEST(OnnxImportTest, StringsPassedThroughIdentityLeaveTheGraph) {
+  onnx::ModelProto proto = NewModel();
+  onnx::GraphProto* graph = proto.mutable_graph();
+  AddValue(graph->mutable_input(), "a", onnx::TensorProto::STRING, {-1, -1}, "n");
+  AddNode(graph, "Identity", {"a"}, {"a1"}, "id1");
+  AddNode(graph, "Identity", {"a1"}, {"out"}, "id2");
+  AddNode(graph, "Identity", {"a1"}, {"out2"}, "id3");
+  AddValue(graph->mutable_output(), "out", onnx::TensorProto::STRING, {-1, -1}, "n");
+  AddValue(graph->mutable_output(), "out2", onnx::TensorProto::STRING, {-1, 3});
+  absl::StatusOr<Model> model = Import(proto);
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_TRUE(model->inputs.empty());
+  EXPECT_TRUE(model->outputs.empty());
+  EXPECT_TRUE(model->nodes.empty());
+  ASSERT_EQ(model->passed_strings.size(), 2u);
+  EXPECT_EQ(model->passed_strings[0].input, "a");
+  EXPECT_THAT(model->passed_strings[0].input_dims, ElementsAre(-1, -1));
+  EXPECT_EQ(model->passed_strings[0].output, "out");
+  EXPECT_EQ(model->passed_strings[1].output, "out2");
+  EXPECT_THAT(model->passed_strings[1].output_dims, ElementsAre(-1, 3));
+}
+
+// Every other STRING value is refused, each naming its node, in one error
+// (Note [One error for every problem]).
+TEST(OnnxImportTest, OtherStringsAreRefusedNamingTheNode) {
+  onnx::ModelProto proto = NewModel();
+  proto.set_ir_version(10);  // past libonnx 1.12, whose checker would refuse Add of STRING first
+  onnx::GraphProto* graph = proto.mutable_graph();
+  AddValue(graph->mutable_input(), "to_bool", onnx::TensorProto::STRING, {-1});
+  AddIntAttr(AddNode(graph, "Cast", {"to_bool"}, {"b"}, "cast_bool"), "to",
+             onnx::TensorProto::BOOL);
+  AddValue(graph->mutable_output(), "b", onnx::TensorProto::BOOL, {-1});
+  AddValue(graph->mutable_input(), "mixed", onnx::TensorProto::STRING, {-1});
+  AddIntAttr(AddNode(graph, "Cast", {"mixed"}, {"m"}, "cast_mixed"), "to",
+             onnx::TensorProto::INT32);
+  AddNode(graph, "Identity", {"mixed"}, {"mixed_out"}, "echo_mixed");
+  AddValue(graph->mutable_output(), "m", onnx::TensorProto::INT32, {-1});
+  AddValue(graph->mutable_output(), "mixed_out", onnx::TensorProto::STRING, {-1});
+  AddValue(graph->mutable_input(), "added", onnx::TensorProto::STRING, {-1});
+  AddNode(graph, "Add", {"added", "added"}, {"sum"}, "add_strings");
+  AddValue(graph->mutable_output(), "sum", onnx::TensorProto::STRING, {-1});
+  AddValue(graph->mutable_input(), "x", onnx::TensorProto::FLOAT, {-1});
+  AddIntAttr(AddNode(graph, "Cast", {"x"}, {"inner"}, "to_text"), "to",
+             onnx::TensorProto::STRING);
+  AddIntAttr(AddNode(graph, "Cast", {"inner"}, {"back"}, "from_text"), "to",
+             onnx::TensorProto::FLOAT);
+  AddValue(graph->mutable_output(), "back", onnx::TensorProto::FLOAT, {-1});
+  absl::StatusOr<Model> model = Import(proto);
+  ASSERT_FALSE(model.ok());
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kUnimplemented) << model.status();
+  const std::string message(model.status().message());
+  EXPECT_THAT(message, HasSubstr("node 'cast_bool' (Cast) reads STRING input 'to_bool' into "
+                                 "BOOL, which has no number text"));
+  EXPECT_THAT(message, HasSubstr("node 'cast_mixed' (Cast) reads STRING value 'mixed' of input "
+                                 "'mixed'"));
+  EXPECT_THAT(message, HasSubstr("node 'add_strings' (Add) reads STRING value 'added'"));
+  EXPECT_THAT(message, HasSubstr("STRING output 'sum' is made by node 'add_strings' (Add)"));
+  EXPECT_THAT(message, HasSubstr("node 'to_text' (Cast) makes STRING value 'inner' inside the "
+                                 "model"));
+  EXPECT_THAT(message, Not(HasSubstr("element type STRING")));  // each said once, by its node
+}
+
 // Two inputs sharing a named sequence dim, and a dim the file leaves
 // unnamed (Note [Shape dims]).
 onnx::ModelProto ShapeDimModel() {

@@ -96,10 +96,11 @@ absl::StatusOr<std::optional<int64_t>> RequestedClassCount(
     return absl::InvalidArgumentError(absl::StrCat(
         "output can't set both 'shared_memory_region' and 'classification'", where));
   }
-  if (spec.dtype == DType::kBool) {
+  // BOOL has no order; BYTES holds text, which Triton does not order either.
+  if (spec.dtype == DType::kBool || spec.wire != TensorWire::kNumbers) {
     return absl::InvalidArgumentError(
         absl::StrCat("class result not available for output due to unsupported type '",
-                     KServeDatatype(spec.dtype), "'", where));
+                     spec.datatype(), "'", where));
   }
   return count;
 }

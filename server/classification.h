@@ -45,7 +45,8 @@ namespace graphserve {
 // The k `output` asks for, or nullopt when it carries no "classification"
 // parameter. InvalidArgument with Triton's leading texts (Note
 // [Classification]) for a value that is not an int64_param or is below 1, an
-// output also in a shared-memory region, or one of `spec`'s dtype BOOL.
+// output also in a shared-memory region, or one of `spec`'s dtype BOOL or a
+// BYTES output.
 absl::StatusOr<std::optional<int64_t>> RequestedClassCount(
     const inference::ModelInferRequest::InferRequestedOutputTensor& output, const TensorSpec& spec,
     const ModelInterface& model);

@@ -20,19 +20,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The batch sizes an ensemble's statistics are kept under: every size up to
-// kEverySizeUpTo (Triton keys batch_stats by the exact size), then powers of
-// two up to max_batch_size.
-std::vector<int64_t> StatisticsSizes(int64_t max_batch_size) {
-  constexpr int64_t kEverySizeUpTo = 64;
-  std::vector<int64_t> sizes;
-  const int64_t largest = std::max<int64_t>(max_batch_size, 1);
-  for (int64_t size = 1; size <= std::min(largest, kEverySizeUpTo); ++size) sizes.push_back(size);
-  for (int64_t size = 2 * kEverySizeUpTo; size < largest; size *= 2) sizes.push_back(size);
-  if (largest > kEverySizeUpTo) sizes.push_back(largest);
-  return sizes;
-}
-
 }  // namespace
 
 // One ensemble tensor of one request.
@@ -308,7 +295,7 @@ void EnsembleScheduler::Finish(const std::shared_ptr<Request>& request) {
       }
     }
   }
-  if (status.ok()) status = DeliverCudaOutputs(request->validated, request->response);
+  if (status.ok()) status = FinishOutputs(interface_, request->validated, request->response);
   const uint64_t elapsed = StatisticsNanos(Clock::now() - request->start);
   if (status.ok()) {
     const int64_t rows = request->validated.rows;

@@ -20,7 +20,7 @@ namespace {
 void FillTensorMetadata(const TensorSpec& spec, bool batching,
                         inference::ModelMetadataResponse::TensorMetadata* metadata) {
   metadata->set_name(spec.name);
-  metadata->set_datatype(KServeDatatype(spec.dtype));
+  metadata->set_datatype(spec.datatype());
   if (batching) metadata->add_shape(-1);  // the batch
   for (int64_t dim : spec.dims) metadata->add_shape(dim);
 }

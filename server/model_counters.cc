@@ -7,6 +7,16 @@
 
 namespace graphserve {
 
+std::vector<int64_t> StatisticsSizes(int64_t max_batch_size) {
+  constexpr int64_t kEverySizeUpTo = 64;
+  std::vector<int64_t> sizes;
+  const int64_t largest = std::max<int64_t>(max_batch_size, 1);
+  for (int64_t size = 1; size <= std::min(largest, kEverySizeUpTo); ++size) sizes.push_back(size);
+  for (int64_t size = 2 * kEverySizeUpTo; size < largest; size *= 2) sizes.push_back(size);
+  if (largest > kEverySizeUpTo) sizes.push_back(largest);
+  return sizes;
+}
+
 namespace {
 
 uint64_t NowMillisSinceEpoch() {

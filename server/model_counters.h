@@ -42,6 +42,12 @@ inline constexpr size_t kNumFailureReasons = 4;
 // Triton's label value: "REJECTED", "CANCELED", "BACKEND" or "OTHER".
 const char* FailureReasonLabel(FailureReason reason);
 
+// The batch sizes statistics are kept under for a model served without
+// captured sizes (an ensemble, a model that only hands strings back): every
+// size up to 64 (Triton keys batch_stats by the exact size), then powers of
+// two up to max_batch_size.
+std::vector<int64_t> StatisticsSizes(int64_t max_batch_size);
+
 // One chunk run on a stream slot.
 struct ChunkRun {
   int stream = 0;          // the slot that ran it, 0 .. num_streams - 1

@@ -9,8 +9,13 @@
 #include "absl/strings/str_join.h"
 #include "common/status.h"
 #include "proto/config_dtype.h"
+#include "server/bytes_tensor.h"
 
 namespace graphserve {
+
+const char* TensorSpec::datatype() const {
+  return wire == TensorWire::kNumbers ? KServeDatatype(dtype) : kBytesDatatype;
+}
 
 size_t TensorSpec::bytes_per_row() const {
   return static_cast<size_t>(NumElements(dims)) * DTypeSize(dtype);
@@ -49,17 +54,25 @@ absl::StatusOr<TensorSpec> SpecFromConfig(const inference::ModelConfig& config,
   if (tensor.name().empty()) return absl::InvalidArgumentError(absl::StrCat(where, " has no name"));
   TensorSpec spec;
   spec.name = tensor.name();
-  absl::StatusOr<DType> dtype = DTypeFromConfig(tensor.data_type());
-  if (!dtype.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(where, " '", spec.name, "' data_type: ", dtype.status().message()));
+  if (tensor.data_type() == inference::TYPE_STRING) {
+    // Its dtype is the model file's (ResolveStringTensors).
+    spec.wire = TensorWire::kText;
+  } else {
+    absl::StatusOr<DType> dtype = DTypeFromConfig(tensor.data_type());
+    if (!dtype.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, " '", spec.name, "' data_type: ", dtype.status().message()));
+    }
+    spec.dtype = *dtype;
   }
-  spec.dtype = *dtype;
   // The largest batch must have a byte count an int64 can hold, so that
   // request validation multiplies rows by bytes_per_row without overflow.
-  // (A model that does not batch, max_batch_size 0, has one row.)
-  int64_t bytes =
-      std::max<int64_t>(config.max_batch_size(), 1) * static_cast<int64_t>(DTypeSize(spec.dtype));
+  // (A model that does not batch, max_batch_size 0, has one row.) A STRING
+  // tensor's numbers are at most 8 bytes each.
+  constexpr int64_t kWidestNumber = 8;
+  int64_t bytes = std::max<int64_t>(config.max_batch_size(), 1) *
+                  (spec.wire == TensorWire::kText ? kWidestNumber
+                                                  : static_cast<int64_t>(DTypeSize(spec.dtype)));
   for (int d = 0; d < tensor.dims_size(); ++d) {
     const int64_t dim = tensor.dims(d);
     if (dim == -1) {
@@ -154,10 +167,12 @@ absl::Status CheckTensorsMatch(const std::vector<TensorSpec>& config,
                        "' (config.pbtxt lists ", kind, "s in the model's order)"));
     }
     if (declared.dtype != actual.dtype) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("config.pbtxt declares ", kind, " '", declared.name, "' as ",
-                       KServeDatatype(declared.dtype), " but the model file has ",
-                       KServeDatatype(actual.dtype)));
+      return absl::FailedPreconditionError(absl::StrCat(
+          "config.pbtxt declares ", kind, " '", declared.name, "' as ", declared.datatype(),
+          declared.wire == TensorWire::kText
+              ? absl::StrCat(" of ", KServeDatatype(declared.dtype), " numbers")
+              : "",
+          " but the model file has ", KServeDatatype(actual.dtype)));
     }
     // A reshape names the model's side; clients keep the dims.
     const Dims& expected = declared.model_dims.value_or(declared.dims);
@@ -254,6 +269,65 @@ absl::Status ArrangeModelAsDeclared(const ModelInterface& declared, Model* model
   ASSIGN_OR_RETURN(model->outputs, InDeclaredOrder(declared.outputs, model->outputs, "output",
                                                    /*all_required=*/false));
   return absl::OkStatus();
+}
+
+namespace {
+
+// Note [Strings at the model's edges]: one side of ResolveStringTensors.
+// `kind` is "input" or "output".
+absl::Status ResolveSide(const std::vector<ValueInfo>& values, const Model& model,
+                         const char* kind, const std::vector<TensorSpec>& inputs,
+                         std::vector<TensorSpec>* specs) {
+  const bool outputs = std::string(kind) == "output";
+  for (TensorSpec& spec : *specs) {
+    const bool declared_string = spec.wire == TensorWire::kText;
+    const auto value = std::find_if(values.begin(), values.end(),
+                                    [&](const ValueInfo& v) { return v.name == spec.name; });
+    if (value != values.end()) {
+      if (declared_string && !value->text) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "config.pbtxt declares ", kind, " '", spec.name,
+            "' as TYPE_STRING but the model file has ", KServeDatatype(value->dtype)));
+      }
+      if (!declared_string && value->text) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "config.pbtxt declares ", kind, " '", spec.name, "' as ", KServeDatatype(spec.dtype),
+            " but the model file has STRING (the text of ", KServeDatatype(value->dtype),
+            " numbers): declare it TYPE_STRING"));
+      }
+      if (declared_string) spec.dtype = value->dtype;
+      continue;
+    }
+    const auto passed = std::find_if(
+        model.passed_strings.begin(), model.passed_strings.end(), [&](const PassedString& p) {
+          return (outputs ? p.output : p.input) == spec.name;
+        });
+    if (passed == model.passed_strings.end()) continue;  // ArrangeModelAsDeclared names it
+    if (!declared_string) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "config.pbtxt declares ", kind, " '", spec.name, "' as ", KServeDatatype(spec.dtype),
+          " but the model file has STRING, passed through unchanged: declare it TYPE_STRING"));
+    }
+    spec.wire = TensorWire::kPassed;
+    if (!outputs) continue;
+    const auto input = std::find_if(inputs.begin(), inputs.end(), [&](const TensorSpec& s) {
+      return s.name == passed->input;
+    });
+    if (input == inputs.end()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "config.pbtxt declares output '", spec.name, "', which hands back the model file's "
+          "input '", passed->input, "', but does not declare that input"));
+    }
+    spec.passed_from = static_cast<size_t>(input - inputs.begin());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ResolveStringTensors(const Model& model, ModelInterface* declared) {
+  RETURN_IF_ERROR(ResolveSide(model.inputs, model, "input", declared->inputs, &declared->inputs));
+  return ResolveSide(model.outputs, model, "output", declared->inputs, &declared->outputs);
 }
 
 absl::Status CheckInterfacesMatch(const ModelInterface& config, const ModelInterface& model) {

@@ -21,9 +21,30 @@
 
 namespace graphserve {
 
+// How a tensor's elements travel in requests and responses (Note [Strings
+// at the model's edges] in runtime/ir.h).
+enum class TensorWire {
+  // The protocol's datatype of `dtype`: DTypeSize(dtype) bytes an element.
+  kNumbers,
+  // BYTES (config.pbtxt's TYPE_STRING), each element the text of one
+  // `dtype` number (Note [Number text] in common/number_text.h): parsed as
+  // the request is validated, formatted as the response is finished; the
+  // runtime sees the numbers.
+  kText,
+  // BYTES the runtime never sees: an input handed back as sent, or an
+  // output that is input `passed_from` handed back; `dtype` means nothing.
+  kPassed,
+};
+
 struct TensorSpec {
   std::string name;
+  // The element type the runtime computes with (for kText, the number the
+  // text is of: InterfaceFromConfig leaves it unset for TYPE_STRING, and
+  // ResolveStringTensors takes it from the model file).
   DType dtype = DType::kFloat32;
+  TensorWire wire = TensorWire::kNumbers;
+  // An output of wire kPassed: the index of the input it hands back.
+  size_t passed_from = 0;
   // Without the batch dimension; -1 for a shape dim, whose extent each
   // request brings (Note [Shape buckets] in server/shape_buckets.h).
   Dims dims;
@@ -39,8 +60,11 @@ struct TensorSpec {
   // server/classification.h); empty without one.
   std::vector<std::string> labels;
 
-  // Bytes of one batch row: the product of dims times the element size
-  // (every dim fixed).
+  // The protocol's datatype clients send and receive: "BYTES", or
+  // KServeDatatype(dtype) for kNumbers.
+  [[nodiscard]] const char* datatype() const;
+  // Bytes of one batch row as the runtime holds it: the product of dims
+  // times the element size (every dim fixed; not for kPassed).
   [[nodiscard]] size_t bytes_per_row() const;
   // `dims` with each shape dim at its extent in `extents`
   // (ModelInterface::shape_dims order).
@@ -73,7 +97,8 @@ struct ModelInterface {
 };
 
 // The interface config.pbtxt declares (max_batch_size 0: not batching, one row
-// of the full dims). InvalidArgument naming the field for: max_batch_size < 0,
+// of the full dims). A TYPE_STRING tensor is kText, its dtype unset until
+// ResolveStringTensors. InvalidArgument naming the field for: max_batch_size < 0,
 // no inputs or no outputs, an unsupported data_type, a dim 0 or
 // below -1 (-1: a shape dim, Note [Shape buckets]), a reshape of a tensor
 // with a -1 dim, a reshape dim < 1 or a reshape
@@ -94,6 +119,17 @@ ModelInterface InterfaceFromGraph(const std::string& name, int64_t max_batch_siz
 // the model lacks, or a model input the config leaves out, is
 // FailedPrecondition naming it.
 absl::Status ArrangeModelAsDeclared(const ModelInterface& declared, Model* model);
+
+// Gives each of `declared`'s TYPE_STRING tensors its form from the model
+// file (Note [Strings at the model's edges] in runtime/ir.h): a tensor the
+// file reads or writes as the text of numbers keeps kText and takes the
+// numbers' dtype; one of model.passed_strings becomes kPassed (an output
+// with the index of the declared input it hands back). FailedPrecondition
+// naming the tensor when config.pbtxt and the file disagree: TYPE_STRING for
+// a number of the file or a number type for its STRING, or a passed output
+// whose input config.pbtxt does not declare. Tensors the file lacks are left
+// for ArrangeModelAsDeclared to name.
+absl::Status ResolveStringTensors(const Model& model, ModelInterface* declared);
 
 // FailedPrecondition naming the first difference (count, order and names,
 // dtypes, dims; inputs before outputs), e.g. "config.pbtxt declares input 'x'

@@ -9,7 +9,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/number_text.h"
 #include "common/status.h"
+#include "server/bytes_tensor.h"
 #include "server/classification.h"
 #include "server/client_text.h"
 
@@ -222,18 +224,21 @@ absl::Status CheckBoolBytes(const std::byte* bytes, size_t size, const char* sou
 absl::StatusOr<int64_t> CheckDatatypeAndShape(const InputTensor& tensor, const TensorSpec& spec,
                                               const ModelInterface& model,
                                               absl::string_view log_request) {
-  if (tensor.datatype() != KServeDatatype(spec.dtype)) {
+  if (tensor.datatype() != spec.datatype()) {
     return absl::InvalidArgumentError(absl::StrCat(
         log_request, "inference input '", spec.name, "' data-type is ",
         QuoteClientText(tensor.datatype()), ", but model '", model.name, "' expects '",
-        KServeDatatype(spec.dtype), "'"));
+        spec.datatype(), "'"));
   }
   // Only equality is tested, so a negative or huge dim is refused without any
   // arithmetic on it. A model that does not batch takes its full dims, one row.
+  // A passed string's -1 takes any extent: nothing but the client reads it.
   const int batch_dims = model.batching ? 1 : 0;
   bool shape_matches = tensor.shape_size() == static_cast<int>(spec.dims.size()) + batch_dims;
   for (size_t d = 0; shape_matches && d < spec.dims.size(); ++d) {
-    shape_matches = tensor.shape(static_cast<int>(d) + batch_dims) == spec.dims[d];
+    const int64_t dim = tensor.shape(static_cast<int>(d) + batch_dims);
+    shape_matches = dim == spec.dims[d] ||
+                    (spec.wire == TensorWire::kPassed && spec.dims[d] == -1 && dim >= 0);
   }
   if (!shape_matches) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -410,6 +415,97 @@ absl::StatusOr<const std::byte*> TypedInput(const InputTensor& tensor, const Ten
   return absl::InternalError("unreachable: a dtype without typed contents");
 }
 
+// The elements of a BYTES input (Note [BYTES serialization]), `count` of
+// them, from where the request put them: a shared-memory range `region`,
+// whose byte_size is their serialized size (a CUDA region's copied to the
+// host first), the raw_input_contents entry `raw`, or else
+// contents.bytes_contents.
+absl::StatusOr<std::vector<absl::string_view>> BytesInputElements(
+    const InputTensor& tensor, const std::optional<SharedMemoryParameters>& region,
+    const std::string* raw, int64_t count, const TensorSpec& spec, const ModelInterface& model,
+    const SharedMemoryRegistry* shared_memory, absl::string_view log_request,
+    ValidatedRequest* validated) {
+  const std::string where = TensorDescription("input", spec.name, model);
+  absl::string_view data;
+  std::string source;
+  if (region.has_value()) {
+    ASSIGN_OR_RETURN(const SharedMemorySlice slice,
+                     HoldSlice(*region, where, *shared_memory, validated));
+    data = absl::string_view(reinterpret_cast<const char*>(slice.data), slice.byte_size);
+    if (slice.region->kind() == RegionKind::kCuda) {
+      std::vector<std::byte>& host = validated->converted.emplace_back(slice.byte_size);
+      RETURN_IF_ERROR(CopyFromSlice(slice, host.data()));
+      data = absl::string_view(reinterpret_cast<const char*>(host.data()), host.size());
+    }
+    source = absl::StrCat("shared memory region ", QuoteClientText(region->region));
+  } else if (raw != nullptr) {
+    data = *raw;
+    source = "raw_input_contents";
+  } else {
+    const inference::InferTensorContents& contents = tensor.contents();
+    for (const char* other : FilledTypedFields(contents)) {
+      if (std::strcmp(other, "bytes_contents") != 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            where, " is BYTES but carries contents.", other,
+            "; BYTES elements go in contents.bytes_contents"));
+      }
+    }
+    if (contents.bytes_contents().empty() && count > 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, " has no data; send it in raw_input_contents or in contents.bytes_contents"));
+    }
+    if (contents.bytes_contents_size() != count) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          log_request, "expected ", count, " string elements for inference input '", spec.name,
+          "' for model '", model.name, "', got ", contents.bytes_contents_size(),
+          " in contents.bytes_contents (shape ", ShapeString(tensor.shape()), ")"));
+    }
+    return std::vector<absl::string_view>(contents.bytes_contents().begin(),
+                                          contents.bytes_contents().end());
+  }
+  absl::StatusOr<std::vector<absl::string_view>> elements = SplitBytesElements(data, count);
+  if (!elements.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(log_request, where, ": ", source, " ", elements.status().message(),
+                     " (shape ", ShapeString(tensor.shape()), ")"));
+  }
+  return elements;
+}
+
+// A text input's elements parsed into its numbers (Note [Number text]),
+// held in `converted`.
+absl::StatusOr<const std::byte*> ParseTextInput(const std::vector<absl::string_view>& elements,
+                                                const TensorSpec& spec,
+                                                const ModelInterface& model,
+                                                std::vector<std::vector<std::byte>>* converted) {
+  const size_t size = DTypeSize(spec.dtype);
+  std::vector<std::byte>& numbers = converted->emplace_back(elements.size() * size);
+  for (size_t i = 0; i < elements.size(); ++i) {
+    const absl::Status parsed = ParseNumberText(elements[i], spec.dtype, numbers.data() + i * size);
+    if (!parsed.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          TensorDescription("input", spec.name, model), ": element ", i, ", ",
+          QuoteClientText(elements[i]), ", ", parsed.message()));
+    }
+  }
+  return numbers.data();
+}
+
+// The elements of a passed input's shape as sent: its dims (CheckDatatypeAndShape
+// checked them >= 0) multiplied, or an error when they overflow.
+absl::StatusOr<int64_t> PassedElementCount(const InputTensor& tensor, const TensorSpec& spec,
+                                           const ModelInterface& model) {
+  int64_t count = 1;
+  for (const int64_t dim : tensor.shape()) {
+    if (__builtin_mul_overflow(count, dim, &count)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(TensorDescription("input", spec.name, model), ": shape ",
+                       ShapeString(tensor.shape()), " has too many elements to address"));
+    }
+  }
+  return count;
+}
+
 // Fills validated->outputs and output_slices; validated->rows is known. An
 // output in shared memory needs room for its rows in the range it names.
 absl::Status RequestedOutputs(const inference::ModelInferRequest& request,
@@ -440,6 +536,13 @@ absl::Status RequestedOutputs(const inference::ModelInferRequest& request,
       const TensorSpec& spec = model.outputs[index];
       const std::string where = TensorDescription("output", spec.name, model);
       ASSIGN_OR_RETURN(slice, HoldSlice(*in_region, where, *shared_memory, validated));
+      if (spec.wire != TensorWire::kNumbers) {
+        // Its size is known once its text is: FinishOutputs checks the room.
+        requested[index] = true;
+        outputs.push_back(index);
+        validated->output_slices.push_back(std::move(slice));
+        continue;
+      }
       const uint64_t needed = static_cast<uint64_t>(validated->rows) * spec.bytes_per_row();
       if (slice.byte_size < needed) {
         return absl::InvalidArgumentError(absl::StrCat(
@@ -642,9 +745,35 @@ absl::StatusOr<ValidatedRequest> ValidateAtFixedDims(const inference::ModelInfer
                      in_message, " inputs", some_in_regions ? " outside shared memory" : "",
                      "; raw_input_contents holds one entry per input, in the order of inputs"));
   }
+  validated.passed.resize(model.inputs.size());
   for (size_t i = 0; i < model.inputs.size(); ++i) {
     const int j = request_index[i];
     const InputTensor& tensor = request.inputs(j);
+    const TensorSpec& spec = model.inputs[i];
+    if (spec.wire != TensorWire::kNumbers) {
+      // Note [Strings at the model's edges]: parsed into numbers here, or
+      // kept for the outputs that hand it back.
+      int64_t count = validated.rows * NumElements(spec.dims);  // bounded by the interface
+      if (spec.wire == TensorWire::kPassed) {
+        ASSIGN_OR_RETURN(count, PassedElementCount(tensor, spec, model));
+      }
+      const std::string* raw_entry = in_region[j].has_value() || !raw
+                                         ? nullptr
+                                         : &request.raw_input_contents(raw_index[j]);
+      ASSIGN_OR_RETURN(std::vector<absl::string_view> elements,
+                       BytesInputElements(tensor, in_region[j], raw_entry, count, spec, model,
+                                          shared_memory, log_request, &validated));
+      if (spec.wire == TensorWire::kText) {
+        ASSIGN_OR_RETURN(const std::byte* numbers,
+                         ParseTextInput(elements, spec, model, &validated.converted));
+        validated.inputs.push_back(numbers);
+      } else {
+        validated.passed[i].shape.assign(tensor.shape().begin(), tensor.shape().end());
+        validated.passed[i].elements = std::move(elements);
+        validated.inputs.push_back(nullptr);
+      }
+      continue;
+    }
     if (in_region[j].has_value()) {
       ASSIGN_OR_RETURN(const std::byte* data,
                        SharedMemoryInput(*in_region[j], tensor, i, model.inputs[i],
@@ -701,13 +830,33 @@ std::vector<std::byte*> PrepareAtFixedDims(const inference::ModelInferRequest& r
     const TensorSpec& spec = model.outputs[index];
     inference::ModelInferResponse::InferOutputTensor* output = response->add_outputs();
     output->set_name(spec.name);
-    output->set_datatype(KServeDatatype(spec.dtype));
-    if (model.batching) output->add_shape(validated.rows);
-    for (int64_t dim : spec.dims) output->add_shape(dim);
+    output->set_datatype(spec.datatype());
     // Each entry is its own heap string, so pointers into earlier entries
     // survive later add_raw_output_contents calls.
     std::string* contents = response->add_raw_output_contents();
+    if (spec.wire == TensorWire::kPassed) {
+      // Complete now: its input's elements, in its input's shape unless its
+      // own dims are all fixed (a reshape of the same elements).
+      const ValidatedRequest::PassedInput& input = validated.passed[spec.passed_from];
+      if (std::find(spec.dims.begin(), spec.dims.end(), -1) == spec.dims.end()) {
+        if (model.batching) output->add_shape(validated.rows);
+        for (int64_t dim : spec.dims) output->add_shape(dim);
+      } else {
+        for (int64_t dim : input.shape) output->add_shape(dim);
+      }
+      for (const absl::string_view element : input.elements) AppendBytesElement(element, contents);
+      continue;
+    }
+    if (model.batching) output->add_shape(validated.rows);
+    for (int64_t dim : spec.dims) output->add_shape(dim);
     const size_t bytes = static_cast<size_t>(validated.rows) * spec.bytes_per_row();
+    if (spec.wire == TensorWire::kText) {
+      // Its numbers, which FinishOutputs turns into text and, for one in a
+      // region, moves there.
+      contents->resize(bytes);
+      destinations[index] = reinterpret_cast<std::byte*>(contents->data());
+      continue;
+    }
     if (const SharedMemorySlice& slice = validated.output_slices[k]; slice.region != nullptr) {
       auto& parameters = *output->mutable_parameters();
       parameters["shared_memory_region"].set_string_param(slice.region->name());
@@ -717,7 +866,7 @@ std::vector<std::byte*> PrepareAtFixedDims(const inference::ModelInferRequest& r
         destinations[index] = slice.data;
         continue;
       }
-      // Any other CUDA region: the rows land in the string, DeliverCudaOutputs
+      // Any other CUDA region: the rows land in the string, FinishOutputs
       // moves them.
     }
     contents->resize(bytes);
@@ -739,18 +888,54 @@ std::vector<std::byte*> PrepareInferResponse(const inference::ModelInferRequest&
   return PrepareAtFixedDims(request, model.At(validated.extents), version, validated, response);
 }
 
-absl::Status DeliverCudaOutputs(const ValidatedRequest& validated,
-                                inference::ModelInferResponse* response) {
-  for (size_t k = 0; k < validated.output_slices.size(); ++k) {
+namespace {
+
+// A text output's numbers, `bytes` of `spec.dtype`, as their text serialized
+// (Notes [Number text], [BYTES serialization]).
+std::string TextOfNumbers(const std::string& bytes, const TensorSpec& spec) {
+  const size_t size = DTypeSize(spec.dtype);
+  std::string serialized;
+  serialized.reserve(bytes.size() / size * (kBytesLengthSize + 8));
+  std::string text;
+  for (size_t at = 0; at + size <= bytes.size(); at += size) {
+    text.clear();
+    AppendNumberText(reinterpret_cast<const std::byte*>(bytes.data() + at), spec.dtype, &text);
+    AppendBytesElement(text, &serialized);
+  }
+  return serialized;
+}
+
+}  // namespace
+
+absl::Status FinishOutputs(const ModelInterface& model, const ValidatedRequest& validated,
+                           inference::ModelInferResponse* response) {
+  for (size_t k = 0; k < validated.outputs.size(); ++k) {
+    const size_t index = validated.outputs[k];
+    const TensorSpec& spec = model.outputs[index];
+    std::string* contents = response->mutable_raw_output_contents(static_cast<int>(k));
+    if (spec.wire == TensorWire::kText) *contents = TextOfNumbers(*contents, spec);
     const SharedMemorySlice& slice = validated.output_slices[k];
-    if (slice.region == nullptr || slice.region->kind() != RegionKind::kCuda ||
-        InMask(validated.device_outputs, validated.outputs[k])) {
+    const bool bytes = spec.wire != TensorWire::kNumbers;
+    if (slice.region == nullptr ||
+        !(bytes || (slice.region->kind() == RegionKind::kCuda &&
+                    !InMask(validated.device_outputs, index)))) {
       continue;
     }
-    std::string* rows = response->mutable_raw_output_contents(static_cast<int>(k));
-    RETURN_IF_ERROR(
-        CopyIntoSlice(slice, reinterpret_cast<const std::byte*>(rows->data()), rows->size()));
-    rows->clear();
+    if (bytes) {
+      // Triton's text, as its response allocator refuses too small a range.
+      if (contents->size() > slice.byte_size) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "shared memory size specified with the request for output '", spec.name, "' (",
+            slice.byte_size, " bytes) should be at least ", contents->size(),
+            " bytes to hold the results"));
+      }
+      auto& parameters = *response->mutable_outputs(static_cast<int>(k))->mutable_parameters();
+      parameters["shared_memory_region"].set_string_param(slice.region->name());
+      parameters["shared_memory_byte_size"].set_int64_param(static_cast<int64_t>(contents->size()));
+    }
+    RETURN_IF_ERROR(CopyIntoSlice(slice, reinterpret_cast<const std::byte*>(contents->data()),
+                                  contents->size()));
+    contents->clear();
   }
   return absl::OkStatus();
 }

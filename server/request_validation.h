@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "proto/grpc_service.pb.h"
 #include "server/model_interface.h"
 #include "server/tensor_mask.h"
@@ -41,6 +42,15 @@ struct ValidatedRequest {
   // the response carries.
   std::vector<SharedMemorySlice> output_slices;
   std::vector<std::vector<std::byte>> converted;
+  // Per interface input of wire kPassed (Note [Strings at the model's
+  // edges] in runtime/ir.h), whose `inputs` entry is null since the runtime
+  // never reads it: its shape as sent and its elements, views into the
+  // request, a region or `converted`. Empty for the other inputs.
+  struct PassedInput {
+    Dims shape;
+    std::vector<absl::string_view> elements;
+  };
+  std::vector<PassedInput> passed;
   // Every region an input or output of the request uses, held until the
   // request ends (Note [Shared memory lifetime]).
   std::vector<std::shared_ptr<const SharedMemoryRegion>> regions;
@@ -66,6 +76,15 @@ struct ValidatedRequest {
 // outputs; an output's "classification" parameter (RequestedClassCount in
 // server/classification.h). Other request, input and output parameters are
 // ignored.
+//
+// BYTES inputs (Note [Strings at the model's edges] in runtime/ir.h): raw
+// contents, a shared-memory range (its byte_size the serialized size) or
+// contents.bytes_contents must hold exactly the shape's elements (Note
+// [BYTES serialization] in server/bytes_tensor.h); a kText input's elements
+// are parsed here into its numbers (Note [Number text]), each that does not
+// parse refused naming its index and quoting a prefix, so the request goes
+// on as numbers; a kPassed input's dims of -1 take any extent, and its
+// elements are kept in ValidatedRequest::passed.
 //
 // Shared memory: an input or output whose parameters name a
 // shared_memory_region (with shared_memory_byte_size and an optional
@@ -97,6 +116,11 @@ absl::StatusOr<ValidatedRequest> ValidateInferRequest(
 // gets an empty raw_output_contents[k] instead (so that entry k stays output
 // k's, as tritonclient indexes them) and the parameters
 // shared_memory_region and shared_memory_byte_size (the bytes written).
+// BYTES outputs: a kText output's numbers are written into
+// raw_output_contents[k] even when it is in shared memory (FinishOutputs
+// formats and places them); a kPassed output is complete here, its input's
+// elements serialized (its shape the input's as sent where its dims are not
+// all fixed), and gets no destination.
 // Returns, per INTERFACE output index, where the rows of that output go (into
 // the response's strings, or the region), or nullptr for an output the
 // request did not ask for. The pointers stay valid while `response` and
@@ -108,12 +132,16 @@ std::vector<std::byte*> PrepareInferResponse(const inference::ModelInferRequest&
                                              const ValidatedRequest& validated,
                                              inference::ModelInferResponse* response);
 
-// For each output the request put in a CUDA shared-memory region, other than
-// those the runner wrote in place (device_outputs): copies the rows
-// PrepareInferResponse had written into the response's string into the
-// region, and empties the string (Note [CUDA shared memory]). Call once the
-// rows are all written.
-absl::Status DeliverCudaOutputs(const ValidatedRequest& validated,
-                                inference::ModelInferResponse* response);
+// Finishes the outputs PrepareInferResponse laid out, once their rows are
+// all written: each kText output's numbers become their text, serialized
+// (Note [Strings at the model's edges] in runtime/ir.h); then each output
+// whose bytes are in the response's string but belong in a shared-memory
+// region (any BYTES output in a region; a numbers output in a CUDA region
+// that the runner did not write in place, Note [CUDA shared memory]) is
+// copied there and its string emptied. A BYTES output gets its
+// shared_memory_region and shared_memory_byte_size parameters here, and a
+// range too small for its bytes is InvalidArgument with Triton's text.
+absl::Status FinishOutputs(const ModelInterface& model, const ValidatedRequest& validated,
+                           inference::ModelInferResponse* response);
 
 }  // namespace graphserve

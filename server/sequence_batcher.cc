@@ -487,7 +487,7 @@ void SequenceBatcher::Executed(const std::shared_ptr<Sequence>& sequence, Pendin
         std::memcpy(pending->outputs[index], bytes->data(), expected);
       }
     }
-    if (status.ok()) status = DeliverCudaOutputs(pending->validated, pending->response);
+    if (status.ok()) status = FinishOutputs(interface_, pending->validated, pending->response);
   }
   if (status.ok() && !device_states_.has_value()) {
     for (size_t s = 0; s < plan_.states.size(); ++s) {

@@ -34,6 +34,7 @@
 #include "server/graph_set_runner.h"
 #include "server/host_runner.h"
 #include "server/injected_cuda_fault.h"
+#include "server/pass_through.h"
 #include "server/request_validation.h"
 #include "server/shape_buckets.h"
 #include "server/triton_config.h"
@@ -551,6 +552,34 @@ absl::StatusOr<Execution> LoadOnHost(const Model& model, const std::vector<Graph
   return execution;
 }
 
+// Note [Strings at the model's edges] in runtime/ir.h: a model whose
+// outputs all hand strings back runs nothing, so it gets no runtime and no
+// stream pool, only a pipeline that answers as requests arrive.
+absl::StatusOr<std::unique_ptr<ServedModel>> LoadPassThrough(const RepositoryModel& entry,
+                                                             const ModelVersionEntry& version,
+                                                             const Model& model,
+                                                             Clock::time_point start) {
+  inference::ModelConfig config = entry.config;
+  config.set_name(entry.name);
+  RETURN_IF_ERROR(CompleteConfigFromModel(model, &config));
+  RETURN_IF_ERROR(ValidateModelConfig(config));
+  RETURN_IF_ERROR(RefuseUnservedFeatures(config));
+  ASSIGN_OR_RETURN(ModelInterface interface, PassThroughInterface(config, model));
+  ModelLoadSummary summary;
+  summary.executor = "none: its outputs hand its STRING inputs back";
+  summary.precision = "-";
+  summary.costs = "-";
+  const int64_t max_rows = std::max<int64_t>(interface.max_batch_size, 1);
+  auto counters = std::make_unique<ModelCounters>(StatisticsSizes(max_rows), max_rows, 1);
+  auto pipeline = std::make_unique<PassThroughPipeline>(interface, absl::StrCat(version.version),
+                                                        counters.get());
+  summary.load_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  spdlog::info("model '{}' loaded in {:.1f} s: hands strings back, nothing to run", entry.name,
+               summary.load_ms / 1e3);
+  return ServedModel::FromPipeline(std::move(interface), version.version, std::move(config),
+                                   std::move(counters), std::move(pipeline), std::move(summary));
+}
+
 }  // namespace
 
 // One request in flight: what its row segments share until the last one
@@ -584,6 +613,7 @@ absl::StatusOr<std::unique_ptr<ServedModel>> ServedModel::Load(const RepositoryM
   passes.precision = precision;
   ASSIGN_OR_RETURN(Model model, ImportOnnxFile(version.model_path, passes));
   model.name = entry.name;
+  if (!model.passed_strings.empty()) return LoadPassThrough(entry, version, model, start);
   ServedModelOptions model_options = options;
   model_options.allow_tf32 = AllowsTf32(precision, options.allow_tf32);
   inference::ModelConfig config = entry.config;
@@ -598,6 +628,7 @@ absl::StatusOr<std::unique_ptr<ServedModel>> ServedModel::Load(const RepositoryM
   declared.name = entry.name;
   RETURN_IF_ERROR(ReadOutputLabels(config, entry.directory, &declared));
   RETURN_IF_ERROR(ArrangeModelAsDeclared(declared, &model));
+  RETURN_IF_ERROR(ResolveStringTensors(model, &declared));
   ASSIGN_OR_RETURN(const std::vector<int64_t> sizes, CapturedSizes(config));
   ASSIGN_OR_RETURN(const std::vector<std::vector<int64_t>> buckets,
                    AttachShapeBuckets(model, config.capture(), &declared));
@@ -801,7 +832,7 @@ void ServedModel::FinishSegment(const std::shared_ptr<RequestState>& state, int6
     compute = state->compute;
   }
   if (final_status.ok()) {
-    if (absl::Status delivered = DeliverCudaOutputs(state->validated, state->response);
+    if (absl::Status delivered = FinishOutputs(interface_, state->validated, state->response);
         !delivered.ok()) {
       final_status = absl::Status(delivered.code(),
                                   absl::StrCat("model '", name(), "': ", delivered.message()));

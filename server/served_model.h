@@ -31,6 +31,7 @@
 #include "proto/model_config.pb.h"
 #include "server/model_counters.h"
 #include "server/model_interface.h"
+#include "server/model_pipeline.h"
 #include "server/model_repository.h"
 #include "server/response_order.h"
 #include "server/shared_memory.h"
@@ -149,26 +150,6 @@ struct ModelLoadSummary {
   // Each size's multi-stream schedule and where it came from, e.g. "1:asap
   // on 4 streams, 8:single (measured at load)"; empty on the host executor.
   std::string schedules;
-};
-
-// What serves a model that runs no model file of its own: an ensemble's
-// steps (Note [Ensembles] in server/ensemble_scheduler.h). ServedModel counts
-// its pending requests; the pipeline answers and records everything else in
-// the counters it was made with.
-class ModelPipeline {
- public:
-  virtual ~ModelPipeline() = default;
-  // ServedModel::Infer's contract.
-  virtual void Infer(const inference::ModelInferRequest* request,
-                     inference::ModelInferResponse* response,
-                     std::function<void(const absl::Status&)> done,
-                     const SharedMemoryRegistry* shared_memory) = 0;
-  // ServedModel::Drain's contract.
-  virtual void Drain(std::optional<std::chrono::steady_clock::time_point> deadline) = 0;
-  // Sets in `statistics`, which the model's counters filled, what the
-  // pipeline's own executions counted instead (a sequence model reports its
-  // execution's batches, as Triton's does). Nothing by default.
-  virtual void AddExecutionStatistics(inference::ModelStatistics* /*statistics*/) const {}
 };
 
 class ServedModel {

@@ -55,7 +55,7 @@
 // request's rows alone, its rows for a merged chunk. Outputs in other CUDA
 // regions (another GPU, the host executor, past the 64th) are written into
 // the response's string and copied into their region when the request ends
-// (DeliverCudaOutputs).
+// (FinishOutputs).
 //
 // Note [Pinned shared memory]
 // A large input in a system region was first copied by the CPU into the

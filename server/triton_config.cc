@@ -115,11 +115,68 @@ bool GraphsDisabledByConfig(const inference::ModelConfig& config) {
   return config.capture().graphs_disabled() || (cuda.has_graphs() && !cuda.graphs());
 }
 
+namespace {
+
+// Note [Strings at the model's edges]: a model that only hands strings back
+// binds nothing; its file's dims are the tensors'.
+absl::Status CompleteConfigFromPassedStrings(const Model& model, bool complete_inputs,
+                                             bool complete_outputs,
+                                             inference::ModelConfig* config) {
+  const bool batching = config->max_batch_size() > 0;
+  const auto row_dims = [batching](const Dims& dims) {
+    return batching && !dims.empty() ? Dims(dims.begin() + 1, dims.end()) : dims;
+  };
+  std::set<std::string> inputs;
+  for (const PassedString& passed : model.passed_strings) {
+    if (complete_inputs && inputs.insert(passed.input).second) {
+      inference::ModelInput* input = config->add_input();
+      input->set_name(passed.input);
+      input->set_data_type(inference::TYPE_STRING);
+      SetConfigRowDims(row_dims(passed.input_dims), input);
+    }
+    if (complete_outputs) {
+      inference::ModelOutput* output = config->add_output();
+      output->set_name(passed.output);
+      output->set_data_type(inference::TYPE_STRING);
+      // A file that gives no shape for the output: it is its input's.
+      SetConfigRowDims(row_dims(passed.output_dims.empty() ? passed.input_dims
+                                                           : passed.output_dims),
+                       output);
+    }
+  }
+  return absl::OkStatus();
+}
+
+// config.pbtxt's type of a model tensor: TYPE_STRING for one the file reads
+// or writes as text (Note [Strings at the model's edges]).
+inference::DataType ConfigTypeOf(const Model& model, const TensorSpec& spec) {
+  for (const std::vector<ValueInfo>* values : {&model.inputs, &model.outputs}) {
+    for (const ValueInfo& value : *values) {
+      if (value.name == spec.name && value.text) return inference::TYPE_STRING;
+    }
+  }
+  return ConfigDataType(spec.dtype);
+}
+
+}  // namespace
+
 absl::Status CompleteConfigFromModel(const Model& model, inference::ModelConfig* config) {
   const bool complete_inputs = config->input_size() == 0;
   const bool complete_outputs = config->output_size() == 0;
   if (!complete_inputs && !complete_outputs) return absl::OkStatus();
   const bool nothing_declared = complete_inputs && complete_outputs;
+  if (!model.passed_strings.empty()) {
+    // As Triton's ONNX Runtime backend below: batching when dim 0 of every
+    // input is dynamic.
+    const bool batches = std::all_of(
+        model.passed_strings.begin(), model.passed_strings.end(), [](const PassedString& p) {
+          return !p.input_dims.empty() && p.input_dims[0] == -1;
+        });
+    if (nothing_declared && batches && config->max_batch_size() == 0) {
+      config->set_max_batch_size(kAutoCompleteMaxBatchSize);
+    }
+    return CompleteConfigFromPassedStrings(model, complete_inputs, complete_outputs, config);
+  }
   // Triton's ONNX Runtime backend batches a model when dim 0 of every input
   // is dynamic, and completes any other with max_batch_size 0.
   const auto unbatched = std::find_if(model.inputs.begin(), model.inputs.end(),
@@ -168,7 +225,7 @@ absl::Status CompleteConfigFromModel(const Model& model, inference::ModelConfig*
     for (const TensorSpec& spec : interface.inputs) {
       inference::ModelInput* input = config->add_input();
       input->set_name(spec.name);
-      input->set_data_type(ConfigDataType(spec.dtype));
+      input->set_data_type(ConfigTypeOf(model, spec));
       SetConfigRowDims(spec.dims, input);
     }
   }
@@ -176,7 +233,7 @@ absl::Status CompleteConfigFromModel(const Model& model, inference::ModelConfig*
     for (const TensorSpec& spec : interface.outputs) {
       inference::ModelOutput* output = config->add_output();
       output->set_name(spec.name);
-      output->set_data_type(ConfigDataType(spec.dtype));
+      output->set_data_type(ConfigTypeOf(model, spec));
       SetConfigRowDims(spec.dims, output);
     }
   }
