@@ -71,9 +71,17 @@ absl::StatusOr<std::unique_ptr<ServedModel>> LoadEnsemble(const RepositoryModel&
   ASSIGN_OR_RETURN(ModelInterface interface, InterfaceFromConfig(config));
   interface.name = entry.name;
   // Shape buckets are a served model's (Note [Shape buckets] in
-  // server/shape_buckets.h); an ensemble passes whole tensors of fixed dims.
+  // server/shape_buckets.h); an ensemble passes whole tensors of fixed dims,
+  // and of fixed-size elements: strings exist only at a served model's edges
+  // (Note [Strings at the model's edges] in runtime/ir.h).
   for (const std::vector<TensorSpec>* side : {&interface.inputs, &interface.outputs}) {
     for (const TensorSpec& spec : *side) {
+      if (spec.wire != TensorWire::kNumbers) {
+        return absl::UnimplementedError(absl::StrCat(
+            "ensemble '", entry.name, "' declares tensor '", spec.name,
+            "' TYPE_STRING; GraphServe's ensembles pass tensors of fixed-size elements between "
+            "their steps (a model with STRING inputs or outputs is served on its own)"));
+      }
       if (std::find(spec.dims.begin(), spec.dims.end(), -1) != spec.dims.end()) {
         return absl::UnimplementedError(absl::StrCat(
             "ensemble '", entry.name, "' gives tensor '", spec.name, "' dims ",

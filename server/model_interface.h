@@ -42,9 +42,6 @@ struct TensorSpec {
   // text is of: InterfaceFromConfig leaves it unset for TYPE_STRING, and
   // ResolveStringTensors takes it from the model file).
   DType dtype = DType::kFloat32;
-  TensorWire wire = TensorWire::kNumbers;
-  // An output of wire kPassed: the index of the input it hands back.
-  size_t passed_from = 0;
   // Without the batch dimension; -1 for a shape dim, whose extent each
   // request brings (Note [Shape buckets] in server/shape_buckets.h).
   Dims dims;
@@ -59,6 +56,10 @@ struct TensorSpec {
   // class i (ReadOutputLabels, Note [Classification] in
   // server/classification.h); empty without one.
   std::vector<std::string> labels;
+  // How clients send or receive its elements: numbers, or BYTES.
+  TensorWire wire = TensorWire::kNumbers;
+  // An output of wire kPassed: the index of the input it hands back.
+  size_t passed_from = 0;
 
   // The protocol's datatype clients send and receive: "BYTES", or
   // KServeDatatype(dtype) for kNumbers.

@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "absl/strings/str_cat.h"
 #include "google/protobuf/text_format.h"
 
 namespace graphserve {
@@ -148,8 +149,6 @@ struct BadConfigCase {
 TEST(ModelInterfaceTest, InterfaceFromConfigNamesTheBadField) {
   const BadConfigCase cases[] = {
       {"negative batch", "", "max_batch_size is -4", -4},
-      {"unsupported type", "input { name: \"h\" data_type: TYPE_STRING dims: 4 }",
-       "input[2] 'h' data_type: TYPE_STRING is not supported"},
       {"unset type", "output { name: \"z\" dims: 4 }", "output[2] 'z' data_type: TYPE_INVALID"},
       {"dim below -1", "input { name: \"v\" data_type: TYPE_FP32 dims: 4 dims: -2 }",
        "input[2] 'v' dims[1] is -2"},
@@ -346,6 +345,62 @@ TEST(ModelInterfaceTest, MismatchNamesTheFirstDifference) {
     EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition) << c.what;
     EXPECT_THAT(Message(status), HasSubstr(c.expected)) << c.what;
   }
+}
+
+// Note [Strings at the model's edges] in runtime/ir.h: config.pbtxt's
+// TYPE_STRING is BYTES to clients; the model file says what it is.
+TEST(ModelInterfaceTest, StringTensorsTakeTheirFormFromTheModelFile) {
+  absl::StatusOr<ModelInterface> declared = InterfaceFromConfig(ParseConfig(R"pb(
+    name: "strings"
+    max_batch_size: 8
+    input { name: "s" data_type: TYPE_STRING dims: 4 }
+    input { name: "p" data_type: TYPE_STRING dims: [ -1 ] }
+    output { name: "t" data_type: TYPE_STRING dims: 4 }
+    output { name: "q" data_type: TYPE_STRING dims: [ -1 ] }
+  )pb"));
+  ASSERT_TRUE(declared.ok()) << declared.status();
+  EXPECT_EQ(declared->inputs[0].wire, TensorWire::kText);
+  EXPECT_STREQ(declared->inputs[0].datatype(), "BYTES");
+
+  Model model;
+  model.inputs = {{"s", DType::kInt64, {-1, 4}, {"", ""}, /*text=*/true}};
+  model.outputs = {{"t", DType::kFloat64, {-1, 4}, {}, /*text=*/true}};
+  model.passed_strings = {{"p", {-1, -1}, "q", {-1, -1}}};
+  ASSERT_TRUE(ResolveStringTensors(model, &*declared).ok());
+  EXPECT_EQ(declared->inputs[0].wire, TensorWire::kText);
+  EXPECT_EQ(declared->inputs[0].dtype, DType::kInt64);
+  EXPECT_EQ(declared->outputs[0].dtype, DType::kFloat64);
+  EXPECT_EQ(declared->inputs[1].wire, TensorWire::kPassed);
+  EXPECT_EQ(declared->outputs[1].wire, TensorWire::kPassed);
+  EXPECT_EQ(declared->outputs[1].passed_from, 1u);
+  EXPECT_STREQ(declared->outputs[1].datatype(), "BYTES");
+}
+
+TEST(ModelInterfaceTest, StringTensorsTheFileDisagreesWithAreNamed) {
+  Model model;
+  model.inputs = {{"s", DType::kInt32, {-1, 4}, {"", ""}, /*text=*/true},
+                  {"x", DType::kFloat32, {-1, 4}, {"", ""}, /*text=*/false}};
+  model.passed_strings = {{"p", {-1}, "q", {-1}}};
+  const auto resolved = [&model](const char* tensors) {
+    absl::StatusOr<ModelInterface> declared = InterfaceFromConfig(ParseConfig(
+        absl::StrCat("name: \"m\" max_batch_size: 8 output { name: \"o\" data_type: TYPE_FP32 "
+                     "dims: 1 } ",
+                     tensors)));
+    EXPECT_TRUE(declared.ok()) << declared.status();
+    return Message(ResolveStringTensors(model, &*declared));
+  };
+  EXPECT_THAT(resolved(R"pb(input { name: "x" data_type: TYPE_STRING dims: 4 })pb"),
+              HasSubstr("declares input 'x' as TYPE_STRING but the model file has FP32"));
+  EXPECT_THAT(resolved(R"pb(input { name: "s" data_type: TYPE_INT32 dims: 4 })pb"),
+              HasSubstr("declares input 's' as INT32 but the model file has STRING (the text of "
+                        "INT32 numbers): declare it TYPE_STRING"));
+  EXPECT_THAT(resolved(R"pb(input { name: "p" data_type: TYPE_INT8 dims: 4 })pb"),
+              HasSubstr("declares input 'p' as INT8 but the model file has STRING, passed "
+                        "through unchanged"));
+  EXPECT_THAT(resolved(R"pb(input { name: "s" data_type: TYPE_STRING dims: 4 }
+                            output { name: "q" data_type: TYPE_STRING dims: -1 })pb"),
+              HasSubstr("declares output 'q', which hands back the model file's input 'p', but "
+                        "does not declare that input"));
 }
 
 }  // namespace

@@ -237,8 +237,8 @@ absl::StatusOr<int64_t> CheckDatatypeAndShape(const InputTensor& tensor, const T
   bool shape_matches = tensor.shape_size() == static_cast<int>(spec.dims.size()) + batch_dims;
   for (size_t d = 0; shape_matches && d < spec.dims.size(); ++d) {
     const int64_t dim = tensor.shape(static_cast<int>(d) + batch_dims);
-    shape_matches = dim == spec.dims[d] ||
-                    (spec.wire == TensorWire::kPassed && spec.dims[d] == -1 && dim >= 0);
+    shape_matches = spec.dims[d] == -1 ? spec.wire == TensorWire::kPassed && dim >= 0
+                                       : dim == spec.dims[d];
   }
   if (!shape_matches) {
     return absl::InvalidArgumentError(absl::StrCat(

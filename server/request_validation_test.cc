@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "cuda_runtime_api.h"
+#include "server/bytes_tensor.h"
 #include "server/shared_memory_testing.h"
 
 namespace graphserve {
@@ -834,6 +835,298 @@ TEST_F(SharedMemoryValidationTest, HugeRegionNamesAreQuotedAsShortPrefixes) {
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_LT(status.message().size(), kMessageBound);
   EXPECT_THAT(Message(status), HasSubstr("(65536 bytes)"));
+}
+
+// ------------------------------------------------------------------ BYTES
+// Note [Strings at the model's edges] in runtime/ir.h: BYTES tensors as
+// ResolveStringTensors leaves them.
+
+// s [B,2] the text of INT32, f [B] the text of FP32 -> t [B,2] INT32 as text.
+ModelInterface TextModel() {
+  ModelInterface model;
+  model.name = "text";
+  model.max_batch_size = kMaxBatch;
+  model.inputs = {{"s", DType::kInt32, {2}}, {"f", DType::kFloat32, {}}};
+  model.outputs = {{"t", DType::kInt32, {2}}};
+  model.inputs[0].wire = model.inputs[1].wire = model.outputs[0].wire = TensorWire::kText;
+  return model;
+}
+
+std::string Serialized(const std::vector<std::string>& elements) {
+  std::string out;
+  for (const std::string& element : elements) AppendBytesElement(element, &out);
+  return out;
+}
+
+// Two rows of TextModel's inputs as raw contents: s holds `s`, f 0.5 and -INF.
+Request TextRequest(const std::vector<std::string>& s = {"1", "-2", " 3", "+40"}) {
+  Request request;
+  request.set_model_name("text");
+  AddInput(&request, "s", "BYTES", {2, 2});
+  request.add_raw_input_contents(Serialized(s));
+  AddInput(&request, "f", "BYTES", {2});
+  request.add_raw_input_contents(Serialized({"0.5", "-INF"}));
+  return request;
+}
+
+template <typename T>
+std::vector<T> Numbers(const std::byte* data, size_t count) {
+  std::vector<T> values(count);
+  std::memcpy(values.data(), data, count * sizeof(T));
+  return values;
+}
+
+TEST(BytesValidationTest, TextInputsArriveAsTheirNumbersFromRawAndTypedContents) {
+  const Request raw = TextRequest();
+  Request typed;
+  typed.set_model_name("text");
+  auto* s = AddInput(&typed, "s", "BYTES", {2, 2});
+  for (const char* text : {"1", "-2", " 3", "+40"}) s->mutable_contents()->add_bytes_contents(text);
+  auto* f = AddInput(&typed, "f", "BYTES", {2});
+  f->mutable_contents()->add_bytes_contents("0.5");
+  f->mutable_contents()->add_bytes_contents("-INF");
+  for (const Request* request : std::vector<const Request*>{&raw, &typed}) {
+    absl::StatusOr<ValidatedRequest> validated = ValidateInferRequest(*request, TextModel());
+    ASSERT_TRUE(validated.ok()) << validated.status();
+    EXPECT_EQ(validated->rows, 2);
+    EXPECT_THAT(Numbers<int32_t>(validated->inputs[0], 4), ElementsAre(1, -2, 3, 40));
+    EXPECT_THAT(Numbers<float>(validated->inputs[1], 2),
+                ElementsAre(0.5f, -std::numeric_limits<float>::infinity()));
+  }
+}
+
+// Malformed BYTES never crash or read past their bytes: each is refused
+// naming the input and what is wrong.
+TEST(BytesValidationTest, MalformedBytesSayWhatIsWrong) {
+  const std::string two = Serialized({"1", "2"});
+  const BadRequestCase cases[] = {
+      {"a number type for a BYTES input", [](Request* r) { Input(r, "s")->set_datatype("INT32"); },
+       "inference input 's' data-type is 'INT32', but model 'text' expects 'BYTES'"},
+      {"too few elements",
+       [&](Request* r) { *r->mutable_raw_input_contents(0) = two; },
+       "input 's' of model 'text': raw_input_contents holds 10 bytes, too few for the 4 elements"},
+      {"too many elements",
+       [](Request* r) { *r->mutable_raw_input_contents(0) = Serialized({"1", "2", "3", "4", "5"}); },
+       "raw_input_contents has 5 bytes after its 4 elements: unexpected number of string elements"},
+      {"a length past the end",
+       [](Request* r) {
+         std::string data = Serialized({"1", "2", "3", "4"});
+         data[15] = '\x7f';  // element 3 claims 127 bytes, 1 remains
+         *r->mutable_raw_input_contents(0) = data;
+       },
+       "raw_input_contents has element 3 of length 127 but only 1 bytes after its length"},
+      {"a 4 GiB length",
+       [](Request* r) {
+         std::string data = Serialized({"1", "2", "3", "4"});
+         data.replace(0, 4, "\xff\xff\xff\xff");
+         *r->mutable_raw_input_contents(0) = data;
+       },
+       "has element 0 of length 4294967295"},
+      {"a cut length indicator",
+       [](Request* r) {
+         *r->mutable_raw_input_contents(0) =
+             Serialized({"1", "2", "3333"}) + std::string("\x01\x00", 2);
+       },
+       "incomplete string length indicator for element 3, expecting 4 bytes but only 2"},
+      {"text that is not a number",
+       [](Request* r) { *r->mutable_raw_input_contents(0) = Serialized({"1", "x2", "3", "4"}); },
+       "input 's' of model 'text': element 1, 'x2', is not a decimal integer"},
+      {"a fraction for an integer",
+       [](Request* r) { *r->mutable_raw_input_contents(0) = Serialized({"1", "2", "3.5", "4"}); },
+       "element 2, '3.5', is not a decimal integer"},
+      {"beyond INT32",
+       [](Request* r) {
+         *r->mutable_raw_input_contents(0) = Serialized({"1", "2", "3", "2147483648"});
+       },
+       "element 3, '2147483648', is outside the range of INT32 (-2147483648 to 2147483647)"},
+      {"not a float",
+       [](Request* r) { *r->mutable_raw_input_contents(1) = Serialized({"1.5x", "2"}); },
+       "input 'f' of model 'text': element 0, '1.5x', is not a number (FP32 elements"},
+      {"typed count",
+       [](Request* r) {
+         r->clear_raw_input_contents();
+         for (const char* name : {"s", "f"}) {
+           Input(r, name)->mutable_contents()->add_bytes_contents("1");
+         }
+       },
+       "expected 4 string elements for inference input 's' for model 'text', got 1 in "
+       "contents.bytes_contents"},
+      {"typed field of another type",
+       [](Request* r) {
+         r->clear_raw_input_contents();
+         Input(r, "s")->mutable_contents()->add_int_contents(1);
+         Input(r, "f")->mutable_contents()->add_bytes_contents("1");
+       },
+       "input 's' of model 'text' is BYTES but carries contents.int_contents; BYTES elements go "
+       "in contents.bytes_contents"},
+      {"no data",
+       [](Request* r) {
+         r->clear_raw_input_contents();
+         Input(r, "f")->mutable_contents()->add_bytes_contents("1");
+       },
+       "input 's' of model 'text' has no data; send it in raw_input_contents or in "
+       "contents.bytes_contents"},
+  };
+  for (const BadRequestCase& c : cases) {
+    Request request = TextRequest();
+    c.edit(&request);
+    absl::StatusOr<ValidatedRequest> validated = ValidateInferRequest(request, TextModel());
+    ASSERT_FALSE(validated.ok()) << c.what;
+    EXPECT_EQ(validated.status().code(), absl::StatusCode::kInvalidArgument) << c.what;
+    EXPECT_THAT(Message(validated.status()), HasSubstr(c.expected)) << c.what;
+  }
+}
+
+// An element a client sends is quoted as a short prefix (Note [Quoting
+// client text]).
+TEST(BytesValidationTest, HugeElementsAreQuotedShort) {
+  constexpr size_t kHugeText = 1 << 20;
+  constexpr size_t kMessageBound = 256;
+  const Request request = TextRequest({"1", std::string(kHugeText, '9') + "x", "3", "4"});
+  const absl::Status status = ValidateInferRequest(request, TextModel()).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_LT(status.message().size(), kMessageBound);
+  EXPECT_THAT(Message(status), HasSubstr("(1048577 bytes)"));
+}
+
+// A text output's numbers, written where PrepareInferResponse says, come
+// back as their text, serialized, with datatype BYTES.
+TEST(BytesValidationTest, TextOutputsAreFormattedWhenTheResponseIsFinished) {
+  const Request request = TextRequest();
+  const ModelInterface model = TextModel();
+  absl::StatusOr<ValidatedRequest> validated = ValidateInferRequest(request, model);
+  ASSERT_TRUE(validated.ok()) << validated.status();
+  inference::ModelInferResponse response;
+  const std::vector<std::byte*> destinations =
+      PrepareInferResponse(request, model, "1", *validated, &response);
+  ASSERT_EQ(response.outputs_size(), 1);
+  EXPECT_EQ(response.outputs(0).datatype(), "BYTES");
+  EXPECT_THAT(response.outputs(0).shape(), ElementsAre(2, 2));
+  const int32_t sums[] = {0, -7, 2147483647, std::numeric_limits<int32_t>::min()};
+  std::memcpy(destinations[0], sums, sizeof(sums));  // as a runner writes them
+  ASSERT_TRUE(FinishOutputs(model, *validated, &response).ok());
+  EXPECT_EQ(response.raw_output_contents(0),
+            Serialized({"0", "-7", "2147483647", "-2147483648"}));
+}
+
+TEST(BytesValidationTest, ClassifyingABytesOutputIsRefused) {
+  Request request = TextRequest();
+  auto* t = request.add_outputs();
+  t->set_name("t");
+  (*t->mutable_parameters())["classification"].set_int64_param(2);
+  EXPECT_THAT(Message(ValidateInferRequest(request, TextModel()).status()),
+              HasSubstr("class result not available for output due to unsupported type 'BYTES'"));
+}
+
+// p [-1,-1] -> q [-1,-1] and r [4] handing p back, without batching (Triton's
+// QA identity models of "object" tensors).
+ModelInterface PassModel() {
+  ModelInterface model;
+  model.name = "pass";
+  model.max_batch_size = 1;
+  model.batching = false;
+  model.inputs = {{"p", DType::kFloat32, {-1, -1}}};
+  model.outputs = {{"q", DType::kFloat32, {-1, -1}}, {"r", DType::kFloat32, {4}}};
+  model.inputs[0].wire = model.outputs[0].wire = model.outputs[1].wire = TensorWire::kPassed;
+  return model;
+}
+
+TEST(BytesValidationTest, PassedStringsComeBackAsSentInAnyShape) {
+  const ModelInterface model = PassModel();
+  const std::vector<std::string> sent = {"a", "", std::string("\0\xff", 2), "long text"};
+  for (const Dims& shape : {Dims{2, 2}, Dims{1, 4}, Dims{4, 1}}) {
+    Request request;
+    request.set_model_name("pass");
+    AddInput(&request, "p", "BYTES", shape);
+    request.add_raw_input_contents(Serialized(sent));
+    absl::StatusOr<ValidatedRequest> validated = ValidateInferRequest(request, model);
+    ASSERT_TRUE(validated.ok()) << validated.status();
+    EXPECT_EQ(validated->inputs[0], nullptr);  // the runtime never reads it
+    inference::ModelInferResponse response;
+    const std::vector<std::byte*> destinations =
+        PrepareInferResponse(request, model, "1", *validated, &response);
+    EXPECT_EQ(destinations[0], nullptr);
+    ASSERT_TRUE(FinishOutputs(model, *validated, &response).ok());
+    ASSERT_EQ(response.outputs_size(), 2);
+    EXPECT_EQ(response.outputs(0).datatype(), "BYTES");
+    EXPECT_THAT(response.outputs(0).shape(), ElementsAre(shape[0], shape[1]));
+    EXPECT_THAT(response.outputs(1).shape(), ElementsAre(4));  // its own fixed dims
+    EXPECT_EQ(response.raw_output_contents(0), Serialized(sent));
+    EXPECT_EQ(response.raw_output_contents(1), Serialized(sent));
+  }
+  // Empty tensors are tensors too.
+  Request empty;
+  AddInput(&empty, "p", "BYTES", {0, 3});
+  empty.add_raw_input_contents("");
+  EXPECT_TRUE(ValidateInferRequest(empty, model).ok());
+
+  const auto refused = [&model](Dims shape, std::string data) {
+    Request request;
+    AddInput(&request, "p", "BYTES", shape);
+    request.add_raw_input_contents(std::move(data));
+    return Message(ValidateInferRequest(request, model).status());
+  };
+  EXPECT_THAT(refused({-1, 4}, ""), HasSubstr("unexpected shape for input 'p'"));
+  EXPECT_THAT(refused({2}, Serialized(sent)), HasSubstr("unexpected shape for input 'p'"));
+  EXPECT_THAT(refused({std::numeric_limits<int64_t>::max(), 2}, Serialized(sent)),
+              HasSubstr("has too many elements to address"));
+  EXPECT_THAT(refused({1 << 30, 1 << 30}, Serialized(sent)),
+              HasSubstr("too few for the 1152921504606846976 elements"));
+}
+
+// BYTES in shared memory (either kind reads the same; a system region
+// here): an input's byte_size is its serialized size, an output's strings go
+// into its range when the response is finished, or it is refused with
+// Triton's text when they do not fit.
+TEST_F(SharedMemoryValidationTest, BytesInputsAndOutputsInRegions) {
+  const std::string s = Serialized({"5", "6", "7", "8"});
+  std::memcpy(object_.data() + kXOffset, s.data(), s.size());
+  Request request = TextRequest();
+  request.mutable_raw_input_contents()->DeleteSubrange(0, 1);  // s's
+  auto& parameters = *Input(&request, "s")->mutable_parameters();
+  parameters["shared_memory_region"].set_string_param("in");
+  parameters["shared_memory_byte_size"].set_int64_param(static_cast<int64_t>(s.size()));
+  parameters["shared_memory_offset"].set_int64_param(kXOffset);
+  auto* t = request.add_outputs();
+  t->set_name("t");
+  (*t->mutable_parameters())["shared_memory_region"].set_string_param("out");
+  (*t->mutable_parameters())["shared_memory_byte_size"].set_int64_param(kYBytes);
+  const ModelInterface model = TextModel();
+  absl::StatusOr<ValidatedRequest> validated = ValidateInferRequest(request, model, &registry_);
+  ASSERT_TRUE(validated.ok()) << validated.status();
+  EXPECT_THAT(Numbers<int32_t>(validated->inputs[0], 4), ElementsAre(5, 6, 7, 8));
+
+  inference::ModelInferResponse response;
+  std::byte* numbers = PrepareInferResponse(request, model, "1", *validated, &response)[0];
+  ASSERT_NE(numbers, registry_.Slice("out", 0, kYBytes)->data);  // numbers are not its bytes
+  const int32_t sums[] = {10, 12, 14, 16};
+  std::memcpy(numbers, sums, sizeof(sums));
+  ASSERT_TRUE(FinishOutputs(model, *validated, &response).ok());
+  const std::string text = Serialized({"10", "12", "14", "16"});
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(object_.data() + kYOffset), text.size()),
+            text);
+  EXPECT_TRUE(response.raw_output_contents(0).empty());
+  EXPECT_EQ(response.outputs(0).parameters().at("shared_memory_region").string_param(), "out");
+  EXPECT_EQ(response.outputs(0).parameters().at("shared_memory_byte_size").int64_param(),
+            static_cast<int64_t>(text.size()));
+
+  // Too small a range for the text: refused once its size is known.
+  (*t->mutable_parameters())["shared_memory_byte_size"].set_int64_param(8);
+  validated = ValidateInferRequest(request, model, &registry_);
+  ASSERT_TRUE(validated.ok()) << validated.status();
+  std::memcpy(PrepareInferResponse(request, model, "1", *validated, &response)[0], sums,
+              sizeof(sums));
+  const absl::Status finished = FinishOutputs(model, *validated, &response);
+  EXPECT_EQ(finished.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Message(finished), HasSubstr("shared memory size specified with the request for "
+                                           "output 't' (8 bytes) should be at least 24 bytes to "
+                                           "hold the results"));
+
+  // An input's byte_size that cuts its strings is refused as raw bytes are.
+  parameters["shared_memory_byte_size"].set_int64_param(static_cast<int64_t>(s.size()) - 1);
+  EXPECT_THAT(Message(ValidateInferRequest(request, model, &registry_).status()),
+              HasSubstr("input 's' of model 'text': shared memory region 'in' has element 3 of "
+                        "length 1 but only 0 bytes"));
 }
 
 }  // namespace

@@ -667,6 +667,17 @@ absl::StatusOr<std::unique_ptr<ServedModel>> LoadSequenceModel(const RepositoryM
         ": a sequence model's config must list the tensors clients send and receive (the "
         "control and state tensors are the sequence batcher's)"));
   }
+  // The batcher hands the execution fixed-size rows (Note [Strings at the
+  // model's edges] in runtime/ir.h).
+  const auto is_string = [](const auto& tensor) {
+    return tensor.data_type() == inference::TYPE_STRING;
+  };
+  if (std::any_of(config.input().begin(), config.input().end(), is_string) ||
+      std::any_of(config.output().begin(), config.output().end(), is_string)) {
+    return absl::UnimplementedError(absl::StrCat(
+        "model '", entry.name, "' sets sequence_batching and has TYPE_STRING inputs or outputs; "
+        "GraphServe's sequence batcher carries tensors of fixed-size elements"));
+  }
   ASSIGN_OR_RETURN(SequencePlan plan, PlanSequenceBatching(config, entry.directory));
   RepositoryModel execution_entry = entry;
   execution_entry.config = ExecutionConfig(config, plan);
