@@ -332,6 +332,41 @@ TEST(TritonConfigTest, AScalarRowIsCompletedAsTritonWritesIt) {
   EXPECT_THAT(config.output(0).reshape().shape(), IsEmpty());
 }
 
+// Note [Strings at the model's edges]: the file's STRING tensors are
+// TYPE_STRING in the completed config, whatever numbers the runtime sees.
+TEST(TritonConfigTest, StringTensorsAreCompletedAsTypeString) {
+  Model text;
+  text.name = "text";
+  text.opset = 13;
+  text.inputs = {{"s", DType::kInt32, {-1, 4}, {"", ""}, /*text=*/true},
+                 {"x", DType::kInt32, {-1, 4}, {"", ""}}};
+  text.nodes = {{"parse", "Identity", {"s"}, {"t"}, {}}, {"copy", "Identity", {"x"}, {"y"}, {}}};
+  text.outputs = {{"t", DType::kInt32, {-1, 4}, {}, /*text=*/true},
+                  {"y", DType::kInt32, {-1, 4}, {}}};
+  inference::ModelConfig config;
+  config.set_name("text");
+  ASSERT_TRUE(CompleteConfigFromModel(text, &config).ok());
+  ASSERT_EQ(config.input_size(), 2);
+  EXPECT_EQ(config.input(0).data_type(), inference::TYPE_STRING);
+  EXPECT_THAT(config.input(0).dims(), ElementsAre(4));
+  EXPECT_EQ(config.input(1).data_type(), inference::TYPE_INT32);
+  EXPECT_EQ(config.output(0).data_type(), inference::TYPE_STRING);
+  EXPECT_EQ(config.output(1).data_type(), inference::TYPE_INT32);
+
+  Model passed;
+  passed.name = "passed";
+  passed.passed_strings = {{"p", {-1, -1, 3}, "q", {-1, -1, 3}}, {"p", {-1, -1, 3}, "r", {}}};
+  inference::ModelConfig passed_config;
+  passed_config.set_name("passed");
+  ASSERT_TRUE(CompleteConfigFromModel(passed, &passed_config).ok());
+  EXPECT_GT(passed_config.max_batch_size(), 0);
+  ASSERT_EQ(passed_config.input_size(), 1);
+  EXPECT_EQ(passed_config.input(0).data_type(), inference::TYPE_STRING);
+  EXPECT_THAT(passed_config.input(0).dims(), ElementsAre(-1, 3));
+  ASSERT_EQ(passed_config.output_size(), 2);
+  EXPECT_THAT(passed_config.output(1).dims(), ElementsAre(-1, 3));  // the file gives none: p's
+}
+
 // Triton's qa/L0_model_config autofill_noplatform_success/onnx/no_config_no_batch:
 // a config without tensors (only an instance group) beside a model whose
 // inputs have a fixed first dimension.
