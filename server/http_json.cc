@@ -534,7 +534,9 @@ HttpBody InferResponseToHttp(const inference::ModelInferResponse& response,
       binary += bytes;
     } else if (output.datatype() == kBytesDatatype) {
       int64_t count = 1;
-      for (const int64_t dim : output.shape()) count *= dim;
+      for (const int64_t dim : output.shape()) {
+        if (__builtin_mul_overflow(count, dim, &count)) count = -1;  // splits into nothing
+      }
       tensor["data"] = BytesElementsOf(bytes, count);
     } else {
       // The server names only table types in its answers, and BYTES.
