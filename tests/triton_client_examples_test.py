@@ -9,6 +9,12 @@ written here with onnx's helper:
   simple       INPUT0, INPUT1 int32 [batch,16] -> OUTPUT0 = INPUT0 + INPUT1,
                OUTPUT1 = INPUT0 - INPUT1 (max_batch_size 8)
   simple_int8  the same in int8 (computed in int32 between casts)
+  simple_string  Triton's docs/examples model of that name: INPUT0, INPUT1
+               STRING [batch,16], the text of integers, Cast to INT32, their
+               sum and difference Cast back to STRING (Note [Strings at the
+               model's edges])
+  simple_identity  STRING [batch,-1] handed back (Triton's is a Python model;
+               this one is ONNX's Identity)
 Examples GraphServe cannot run yet are listed in KNOWN_GAPS and skipped with
 the reason. The examples' checks of Triton's error texts and of
 tritonclient.http.aio's calls hold as they do against Triton.
@@ -39,16 +45,10 @@ import graphserve_process as gp
 SERVER_BINARY = MAKE_REPOSITORY = None
 _server = None
 _repository = None
-MODELS = ("simple", "simple_int8")
+MODELS = ("simple", "simple_int8", "simple_string", "simple_identity")
 
 # Examples not run, and why (issue 31 and the real-models issue 27).
 KNOWN_GAPS = {
-    "simple_grpc_string_infer_client": "BYTES tensors (simple_string, simple_identity) are not "
-                                       "served yet",
-    "simple_http_string_infer_client": "BYTES tensors are not served yet",
-    "simple_grpc_shm_string_client": "BYTES tensors are not served yet",
-    "simple_http_shm_string_client": "BYTES tensors are not served yet",
-    "grpc_explicit_byte_content_client": "BYTES tensors are not served yet",
     "simple_grpc_sequence_stream_infer_client": "run by tests/sequence_test.py, against the "
                                                 "simple_sequence model it writes",
     "simple_grpc_sequence_sync_infer_client": "run by tests/sequence_test.py",
@@ -96,11 +96,42 @@ def write_simple_models(repository):
             f.write(f'name: "{name}"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 8\n{tensors}\n')
 
 
+def write_string_models(repository):
+    """simple_string as Triton's docs/examples ship it, and simple_identity."""
+    strings = lambda names, dims: [
+        helper.make_tensor_value_info(n, TensorProto.STRING, ["batch", *dims]) for n in names]
+    string_graph = helper.make_graph(
+        [helper.make_node("Cast", ["INPUT0"], ["_INPUT0"], to=TensorProto.INT32),
+         helper.make_node("Cast", ["INPUT1"], ["_INPUT1"], to=TensorProto.INT32),
+         helper.make_node("Add", ["_INPUT0", "_INPUT1"], ["CAST0"]),
+         helper.make_node("Sub", ["_INPUT0", "_INPUT1"], ["CAST1"]),
+         helper.make_node("Cast", ["CAST0"], ["OUTPUT0"], to=TensorProto.STRING),
+         helper.make_node("Cast", ["CAST1"], ["OUTPUT1"], to=TensorProto.STRING)],
+        "simple_string", strings(("INPUT0", "INPUT1"), [16]), strings(("OUTPUT0", "OUTPUT1"), [16]))
+    identity_graph = helper.make_graph(
+        [helper.make_node("Identity", ["INPUT0"], ["OUTPUT0"])], "simple_identity",
+        strings(("INPUT0",), ["n"]), strings(("OUTPUT0",), ["n"]))
+    for name, graph, dims, names in (
+            ("simple_string", string_graph, "16", (("input", "INPUT0"), ("input", "INPUT1"),
+                                                    ("output", "OUTPUT0"), ("output", "OUTPUT1"))),
+            ("simple_identity", identity_graph, "-1", (("input", "INPUT0"), ("output", "OUTPUT0")))):
+        model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+        model.ir_version = 7
+        onnx.checker.check_model(model)
+        os.makedirs(os.path.join(repository, name, "1"))
+        onnx.save(model, os.path.join(repository, name, "1", "model.onnx"))
+        tensors = "\n".join(f'{kind} {{ name: "{n}" data_type: TYPE_STRING dims: [ {dims} ] }}'
+                             for kind, n in names)
+        with open(os.path.join(repository, name, "config.pbtxt"), "w") as f:
+            f.write(f'name: "{name}"\nplatform: "onnxruntime_onnx"\nmax_batch_size: 8\n{tensors}\n')
+
+
 def setUpModule():
     global _server, _repository
     _repository = os.path.join(gp.scratch_dir("examples_"), "models")
     os.makedirs(_repository)
     write_simple_models(_repository)
+    write_string_models(_repository)
     _server = gp.ServerProcess(SERVER_BINARY, _repository).start()
 
 
@@ -373,6 +404,133 @@ class ExamplesTest(unittest.TestCase):
 
     def test_simple_http_shm_client_and_reuse_infer_objects_client(self):
         self.shm_infer(self.http(), httpclient, "http")
+
+    # simple_{grpc,http}_string_infer_client.py
+
+    def string_inference(self, client, module, binary=(True, True)):
+        """simple_string_inference: the text of 0..15 and of ones, summed and
+        subtracted by simple_string, checked as the example converts them."""
+        inputs = [module.InferInput("INPUT0", [1, 16], "BYTES"),
+                  module.InferInput("INPUT1", [1, 16], "BYTES")]
+        in0 = np.array([str(x).encode("utf-8") for x in INPUT0.ravel()], dtype=np.object_)
+        in1 = np.array([str(x).encode("utf-8") for x in INPUT1.ravel()], dtype=np.object_)
+        outputs = [module.InferRequestedOutput("OUTPUT0"), module.InferRequestedOutput("OUTPUT1")]
+        if module is httpclient:  # the HTTP example mixes binary and JSON
+            inputs[0].set_data_from_numpy(in0.reshape(1, 16), binary_data=binary[0])
+            inputs[1].set_data_from_numpy(in1.reshape(1, 16), binary_data=binary[1])
+            outputs = [httpclient.InferRequestedOutput("OUTPUT0", binary_data=binary[0]),
+                       httpclient.InferRequestedOutput("OUTPUT1", binary_data=binary[1])]
+        else:
+            inputs[0].set_data_from_numpy(in0.reshape(1, 16))
+            inputs[1].set_data_from_numpy(in1.reshape(1, 16))
+        results = client.infer(model_name="simple_string", inputs=inputs, outputs=outputs)
+        sums = [int(x) for x in results.as_numpy("OUTPUT0")[0]]
+        differences = [int(x) for x in results.as_numpy("OUTPUT1")[0]]
+        self.check_sum_and_difference(np.array([sums]), np.array([differences]))
+
+    def identity_inference(self, client, module, array, binary=True):
+        """identity_inference: the example's equality checks, by its dtype."""
+        inputs = [module.InferInput("INPUT0", list(array.shape), "BYTES")]
+        outputs = [module.InferRequestedOutput("OUTPUT0")]
+        if module is httpclient:
+            inputs[0].set_data_from_numpy(array, binary_data=binary)
+            outputs = [httpclient.InferRequestedOutput("OUTPUT0", binary_data=binary)]
+        else:
+            inputs[0].set_data_from_numpy(array)
+        got = client.infer(model_name="simple_identity", inputs=inputs,
+                           outputs=outputs).as_numpy("OUTPUT0")
+        if array.dtype == np.object_:
+            if module is httpclient and not binary:
+                got = np.array([bytes(str(x), encoding="utf-8") for x in got.flatten()],
+                               dtype=np.object_).reshape(array.shape)
+            self.assertTrue(np.array_equal(array, got), f"SERVER: {got}")
+        else:
+            self.assertTrue(np.array_equal(array, np.char.encode(got.astype(str))),
+                            f"SERVER: {got}")
+
+    # The examples' two identity inputs: a NUL inside UTF-8, and 4-byte blobs.
+    NULL_CHARS = np.array(["he\x00llo".encode("utf-8")] * 16, dtype=np.object_).reshape(1, 16)
+    BLOBS = np.array([b"\x00\x01\x02\x03"] * 16, dtype=np.bytes_).reshape(1, 16)
+
+    def test_simple_grpc_string_infer_client(self):
+        client = self.grpc()
+        self.string_inference(client, grpcclient)
+        self.identity_inference(client, grpcclient, self.NULL_CHARS)
+        self.identity_inference(client, grpcclient, self.BLOBS)
+
+    def test_simple_http_string_infer_client(self):
+        client = self.http()
+        self.string_inference(client, httpclient, binary=(True, False))
+        for binary in (True, False):  # binary data, then JSON
+            self.identity_inference(client, httpclient, self.NULL_CHARS, binary)
+            self.identity_inference(client, httpclient, self.BLOBS, binary)
+
+    # simple_{grpc,http}_shm_string_client.py: strings in and out of regions
+    # sized exactly to their serialization.
+
+    def shm_string_infer(self, client, module, suffix):
+        client.unregister_system_shared_memory()
+        in0 = np.array([str(x).encode("utf-8") for x in INPUT0.ravel()], dtype=object)
+        in1 = np.array([str(x).encode("utf-8") for x in INPUT1.ravel()], dtype=object)
+        expected_sum = np.array([str(x).encode("utf-8") for x in (INPUT0 + INPUT1).ravel()],
+                                dtype=object)
+        expected_diff = np.array([str(x).encode("utf-8") for x in (INPUT0 - INPUT1).ravel()],
+                                 dtype=object)
+        regions = {}
+        for name, data in (("input0_data", in0), ("input1_data", in1),
+                           ("output0_data", expected_sum), ("output1_data", expected_diff)):
+            serialized = utils.serialize_byte_tensor(data)
+            size = utils.serialized_byte_size(serialized)
+            key = f"/{name}_string_{suffix}"
+            handle = shm.create_shared_memory_region(name, key, size)
+            self.addCleanup(shm.destroy_shared_memory_region, handle)
+            if name.startswith("input"):
+                shm.set_shared_memory_region(handle, [serialized])
+            client.register_system_shared_memory(name, key, size)
+            regions[name] = (handle, size)
+        self.addCleanup(client.unregister_system_shared_memory)
+        inputs = [module.InferInput("INPUT0", [1, 16], "BYTES"),
+                  module.InferInput("INPUT1", [1, 16], "BYTES")]
+        inputs[0].set_shared_memory("input0_data", regions["input0_data"][1])
+        inputs[1].set_shared_memory("input1_data", regions["input1_data"][1])
+        outputs = [module.InferRequestedOutput("OUTPUT0"), module.InferRequestedOutput("OUTPUT1")]
+        outputs[0].set_shared_memory("output0_data", regions["output0_data"][1])
+        outputs[1].set_shared_memory("output1_data", regions["output1_data"][1])
+        results = client.infer(model_name="simple_string", inputs=inputs, outputs=outputs)
+        for name, region, expected in (("OUTPUT0", "output0_data", expected_sum),
+                                       ("OUTPUT1", "output1_data", expected_diff)):
+            output = results.get_output(name)
+            self.assertIsNotNone(output, name)
+            datatype = output["datatype"] if isinstance(output, dict) else output.datatype
+            shape = output["shape"] if isinstance(output, dict) else output.shape
+            got = shm.get_contents_as_numpy(regions[region][0],
+                                            utils.triton_to_np_dtype(datatype), shape)
+            self.assertEqual(list(got[0]), list(expected), f"SERVER: {name} in its region")
+
+    def test_simple_grpc_shm_string_client(self):
+        self.shm_string_infer(self.grpc(), grpcclient, "grpc")
+
+    def test_simple_http_shm_string_client(self):
+        self.shm_string_infer(self.http(), httpclient, "http")
+
+    # grpc_explicit_byte_content_client.py: typed bytes_contents over the stub.
+
+    def test_grpc_explicit_byte_content_client(self):
+        request = service_pb2.ModelInferRequest(model_name="simple_string", model_version="")
+        input0 = request.inputs.add(name="INPUT0", datatype="BYTES", shape=[1, 16])
+        input0.contents.bytes_contents.extend(f"{i}".encode("utf-8") for i in range(16))
+        input1 = request.inputs.add(name="INPUT1", datatype="BYTES", shape=[1, 16])
+        input1.contents.bytes_contents.extend(b"1" for _ in range(16))
+        request.outputs.add(name="OUTPUT0")
+        request.outputs.add(name="OUTPUT1")
+        with grpc.insecure_channel(_server.url) as channel:
+            response = service_pb2_grpc.GRPCInferenceServiceStub(channel).ModelInfer(request)
+        results = [np.resize(utils.deserialize_bytes_tensor(raw), list(output.shape))
+                   for output, raw in zip(response.outputs, response.raw_output_contents)]
+        self.assertEqual(len(results), 2)
+        for i in range(16):
+            self.assertEqual(int(results[0][0][i]), i + 1, "SERVER: explicit string sum")
+            self.assertEqual(int(results[1][0][i]), i - 1, "SERVER: explicit string difference")
 
     # simple_{grpc,http}_model_control.py: a server of its own, explicit mode.
 
