@@ -50,14 +50,18 @@ absl::StatusOr<inference::ModelConfig> MakeModelConfig(const BoundGraph& graph,
     const BoundValue& value = graph.value(id);
     inference::ModelInput* input = config.add_input();
     input->set_name(value.name);
-    input->set_data_type(ConfigDataType(value.dtype));
+    input->set_data_type(summary.string_tensors.contains(value.name)
+                             ? inference::TYPE_STRING
+                             : ConfigDataType(value.dtype));
     SetConfigRowDims(RowDims(value), input);
   }
   for (ValueId id : graph.outputs) {
     const BoundValue& value = graph.value(id);
     inference::ModelOutput* output = config.add_output();
     output->set_name(value.name);
-    output->set_data_type(ConfigDataType(value.dtype));
+    output->set_data_type(summary.string_tensors.contains(value.name)
+                              ? inference::TYPE_STRING
+                              : ConfigDataType(value.dtype));
     SetConfigRowDims(RowDims(value), output);
   }
 

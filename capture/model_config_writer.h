@@ -7,6 +7,7 @@
 // No GPU needed: unit-tested in CI.
 
 #include <cstdint>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,10 @@ struct CaptureSummary {
   // What the model was imported and captured in: written as
   // capture.precision unless it is the default, fp32.
   ModelPrecision precision = ModelPrecision::kFp32;
+  // The inputs and outputs the model file types STRING, which the graph
+  // holds as numbers (Note [Strings at the model's edges] in runtime/ir.h):
+  // written TYPE_STRING, what clients send and receive.
+  std::set<std::string> string_tensors;
 };
 
 // Writes a tensor's row dims (the batch dimension left out) into a config

@@ -65,6 +65,16 @@ TEST(ModelConfigWriterTest, ConfigRecordsAPrecisionOtherThanTheDefault) {
   EXPECT_EQ(config.input(0).data_type(), inference::TYPE_FP32);
 }
 
+// Note [Strings at the model's edges]: a tensor the file types STRING,
+// which the graph holds as numbers, is what clients send: TYPE_STRING.
+TEST(ModelConfigWriterTest, StringTensorsAreWrittenTypeString) {
+  CaptureSummary summary = Summary();
+  summary.string_tensors = {"y"};
+  const inference::ModelConfig config = *MakeModelConfig(TwoTensorGraph(), summary);
+  EXPECT_EQ(config.input(0).data_type(), inference::TYPE_FP32);
+  EXPECT_EQ(config.output(0).data_type(), inference::TYPE_STRING);
+}
+
 TEST(ModelConfigWriterTest, ConfigRecordsEachSizesScheduleAscending) {
   CaptureSummary summary = Summary();
   summary.schedule = "auto";

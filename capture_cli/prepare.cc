@@ -122,6 +122,12 @@ absl::StatusOr<PrepareReport> Prepare(const PrepareOptions& options, std::ostrea
   passes.precision = options.precision;
   ASSIGN_OR_RETURN(Model model, ImportOnnxFile(options.model_path, passes));
   model.name = report.model_name;
+  if (!model.passed_strings.empty()) {
+    // Note [Strings at the model's edges]: graphserve serves it as it is.
+    return absl::FailedPreconditionError(absl::StrCat(
+        "'", options.model_path, "' hands STRING input '", model.passed_strings.front().input,
+        "' back unchanged: there is nothing to capture; serve it with graphserve as it is"));
+  }
   ASSIGN_OR_RETURN(report.batch_sizes, ChooseSizes(options, report));
   std::sort(report.batch_sizes.begin(), report.batch_sizes.end());
 
@@ -195,6 +201,11 @@ absl::StatusOr<PrepareReport> Prepare(const PrepareOptions& options, std::ostrea
   summary.max_lanes = options.max_lanes;
   summary.schedules = report.schedules;
   summary.precision = options.precision;
+  for (const std::vector<ValueInfo>* values : {&model.inputs, &model.outputs}) {
+    for (const ValueInfo& value : *values) {
+      if (value.text) summary.string_tensors.insert(value.name);
+    }
+  }
   ASSIGN_OR_RETURN(const inference::ModelConfig config, MakeModelConfig(interface, summary));
   RETURN_IF_ERROR(WriteModelDirectory(options.out_dir, options.model_path, config));
   const std::string report_path =

@@ -745,7 +745,6 @@ absl::StatusOr<ValidatedRequest> ValidateAtFixedDims(const inference::ModelInfer
                      in_message, " inputs", some_in_regions ? " outside shared memory" : "",
                      "; raw_input_contents holds one entry per input, in the order of inputs"));
   }
-  validated.passed.resize(model.inputs.size());
   for (size_t i = 0; i < model.inputs.size(); ++i) {
     const int j = request_index[i];
     const InputTensor& tensor = request.inputs(j);
@@ -768,6 +767,8 @@ absl::StatusOr<ValidatedRequest> ValidateAtFixedDims(const inference::ModelInfer
                          ParseTextInput(elements, spec, model, &validated.converted));
         validated.inputs.push_back(numbers);
       } else {
+        // Sized only for a model that passes strings: numbers pay nothing.
+        if (validated.passed.empty()) validated.passed.resize(model.inputs.size());
         validated.passed[i].shape.assign(tensor.shape().begin(), tensor.shape().end());
         validated.passed[i].elements = std::move(elements);
         validated.inputs.push_back(nullptr);

@@ -45,7 +45,8 @@ struct ValidatedRequest {
   // Per interface input of wire kPassed (Note [Strings at the model's
   // edges] in runtime/ir.h), whose `inputs` entry is null since the runtime
   // never reads it: its shape as sent and its elements, views into the
-  // request, a region or `converted`. Empty for the other inputs.
+  // request, a region or `converted`. Empty for the other inputs, and
+  // wholly empty for a model without passed strings.
   struct PassedInput {
     Dims shape;
     std::vector<absl::string_view> elements;
