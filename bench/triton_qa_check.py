@@ -10,10 +10,12 @@ Triton's generators (qa/common/gen_qa_*.py in Triton's server repository) are
 not part of this repository: run them where onnx is installed, e.g.
   python3 gen_qa_models.py --onnx [--onnx_opset 25] --models_dir REPO
 then serve REPO (graphserve --model-repository REPO --exit-on-error=false) and
-  python3 bench/triton_qa_check.py REPO localhost:8001
+  python3 bench/triton_qa_check.py REPO localhost:8001 [localhost:8000]
+With the HTTP/REST address too, every model is also asked over HTTP, with
+JSON and with binary data, and must answer right on every transport.
 BYTES inputs are sent as the text of small integers (numpy "object"
 arrays of str, as Triton's QA clients send them) and BYTES outputs compared
-exactly, as text. Needs numpy, onnx and tritonclient[grpc].
+exactly, as text. Needs numpy, onnx and tritonclient[grpc] (and [http]).
 """
 
 import json
@@ -49,8 +51,30 @@ def Matches(got, want, datatype):
                        rtol=RTOL.get(datatype, 1e-5), atol=1e-6)
 
 
+def HttpAnswers(http_url, name, version, md, sent):
+    """The model's answers over HTTP/REST to the same inputs, by transport:
+    JSON, then Triton's binary data extension (binary only where a tensor is
+    FP16 or BF16, which have no JSON form in Triton's protocol)."""
+    import tritonclient.http as h
+    client = h.InferenceServerClient(http_url)
+    half = any(t["datatype"] in ("FP16", "BF16") for t in md["inputs"] + md["outputs"])
+    answers = {}
+    for binary in ([True] if half else [False, True]):
+        inputs = []
+        for t in md["inputs"]:
+            tensor = h.InferInput(t["name"], list(sent[t["name"]].shape), t["datatype"])
+            tensor.set_data_from_numpy(sent[t["name"]], binary_data=binary)
+            inputs.append(tensor)
+        outputs = [h.InferRequestedOutput(o["name"], binary_data=binary) for o in md["outputs"]]
+        answers["HTTP binary" if binary else "HTTP JSON"] = client.infer(
+            name, inputs, outputs=outputs, model_version=version)
+    client.close()
+    return answers
+
+
 def main():
     repo, url = sys.argv[1], sys.argv[2]
+    http_url = sys.argv[3] if len(sys.argv) > 3 else None
     c = g.InferenceServerClient(url)
     idx = c.get_model_repository_index(as_json=True).get("models", [])
     ok, bad, notready = [], [], []
@@ -85,7 +109,9 @@ def main():
             inputs.append(tensor)
             feeds[t["name"]] = arr
         try:
-            r = c.infer(name, inputs, model_version=version)
+            answers = {"gRPC": c.infer(name, inputs, model_version=version)}
+            if http_url:
+                answers.update(HttpAnswers(http_url, name, version, md, dict(feeds)))
             model = onnx.load(f"{repo}/{name}/{version}/model.onnx")
             # A config reshape gives the model its own shape of the same data.
             for cin in cfg.get("input", []):
@@ -95,9 +121,13 @@ def main():
                         lead + [int(d) for d in cin["reshape"].get("shape", [])])
             sess = ReferenceEvaluator(model)
             want = dict(zip([o.name for o in model.graph.output], sess.run(None, feeds)))
-            good = all(Matches(r.as_numpy(o["name"]), want[o["name"]], o["datatype"])
-                       for o in md["outputs"])
-            (ok if good else bad).append(f"{name}/{version}")
+            wrong = [transport for transport, r in answers.items()
+                     if not all(Matches(r.as_numpy(o["name"]), want[o["name"]], o["datatype"])
+                                for o in md["outputs"])]
+            if wrong:
+                bad.append(f"{name}/{version}: wrong over {', '.join(wrong)}")
+            else:
+                ok.append(f"{name}/{version}")
         except Exception as error:  # a failed call is a wrong answer, with its reason
             bad.append(f"{name}: {str(error)[:120]}")
     print(json.dumps({"ready_and_right": len(ok), "ready_but_wrong": bad,
