@@ -1129,5 +1129,60 @@ TEST_F(SharedMemoryValidationTest, BytesInputsAndOutputsInRegions) {
                         "length 1 but only 0 bytes"));
 }
 
+// A CUDA region (one of the server's own here, which requests name as a
+// client's): BYTES read through the host, strings written back into it,
+// whatever GPU the runner would copy to (Note [CUDA shared memory]).
+TEST(BytesValidationTest, BytesInAndOutOfACudaRegion) {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    cudaGetLastError();
+    GTEST_SKIP() << "no CUDA device";
+  }
+  constexpr uint64_t kRegionBytes = 256;
+  constexpr uint64_t kOutputOffset = 128;
+  SharedMemoryRegistry registry;
+  absl::StatusOr<std::shared_ptr<SharedMemoryRegion>> region =
+      SharedMemoryRegion::AllocateCuda("strings", 0, kRegionBytes);
+  ASSERT_TRUE(region.ok()) << region.status();
+  ASSERT_TRUE(registry.Add(*region).ok());
+  const std::string s = Serialized({"5", "-6", "7", "8"});
+  ASSERT_TRUE(CopyIntoSlice(*registry.Slice("strings", 0, s.size()),
+                            reinterpret_cast<const std::byte*>(s.data()), s.size())
+                  .ok());
+  Request request = TextRequest();
+  request.mutable_raw_input_contents()->DeleteSubrange(0, 1);  // s's
+  auto& parameters = *Input(&request, "s")->mutable_parameters();
+  parameters["shared_memory_region"].set_string_param("strings");
+  parameters["shared_memory_byte_size"].set_int64_param(static_cast<int64_t>(s.size()));
+  auto* t = request.add_outputs();
+  t->set_name("t");
+  (*t->mutable_parameters())["shared_memory_region"].set_string_param("strings");
+  (*t->mutable_parameters())["shared_memory_byte_size"].set_int64_param(kRegionBytes -
+                                                                        kOutputOffset);
+  (*t->mutable_parameters())["shared_memory_offset"].set_int64_param(kOutputOffset);
+  const ModelInterface model = TextModel();
+  for (const std::optional<int> runner_gpu : {std::optional<int>(), std::optional<int>(0)}) {
+    absl::StatusOr<ValidatedRequest> validated =
+        ValidateInferRequest(request, model, &registry, runner_gpu);
+    ASSERT_TRUE(validated.ok()) << validated.status();
+    EXPECT_EQ(validated->device_inputs, 0u);   // numbers parsed on the host
+    EXPECT_EQ(validated->device_outputs, 0u);  // text formatted on the host
+    EXPECT_THAT(Numbers<int32_t>(validated->inputs[0], 4), ElementsAre(5, -6, 7, 8));
+    inference::ModelInferResponse response;
+    const int32_t sums[] = {1, 2, 3, -4};
+    std::memcpy(PrepareInferResponse(request, model, "1", *validated, &response)[0], sums,
+                sizeof(sums));
+    ASSERT_TRUE(FinishOutputs(model, *validated, &response).ok());
+    const std::string text = Serialized({"1", "2", "3", "-4"});
+    std::string written(text.size(), '\0');
+    ASSERT_TRUE(CopyFromSlice(*registry.Slice("strings", kOutputOffset, text.size()),
+                              reinterpret_cast<std::byte*>(written.data()))
+                    .ok());
+    EXPECT_EQ(written, text);
+    EXPECT_EQ(response.outputs(0).parameters().at("shared_memory_byte_size").int64_param(),
+              static_cast<int64_t>(text.size()));
+  }
+}
+
 }  // namespace
 }  // namespace graphserve
