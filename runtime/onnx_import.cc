@@ -255,8 +255,8 @@ class StringEdgeRewrite {
       const onnx::NodeProto& node = graph_.node(i);
       if (IsCastToString(node) && !accounted_.contains(i)) {
         problems_->AddUnsupported(absl::StrCat(
-            "node '", NodeName(i), "' (Cast) makes STRING value '", node.output(0),
-            "' inside the model; GraphServe serves STRING only at a model's edges, as a graph "
+            "node '", NodeName(i), "' (Cast) makes STRING value '",
+            node.output_size() > 0 ? node.output(0) : "", "' inside the model; GraphServe serves STRING only at a model's edges, as a graph "
             "output of Cast(to=STRING) (Note [Strings at the model's edges])"));
       }
     }
@@ -464,7 +464,6 @@ class StringEdgeRewrite {
   StringEdges edges_;
 };
 
-// `proto` has passed the checks of Note [Model files of today].
 // Gives each text output the dtype of the number it is the text of, as
 // binding infers it (Note [Strings at the model's edges]): the file types
 // the output STRING and its Cast's input often not at all.
@@ -491,7 +490,8 @@ absl::Status TypeTextOutputs(const std::string& name, Model& model) {
   return absl::OkStatus();
 }
 
-// Rewrites its STRING edges first (Note [Strings at the model's edges]).
+// `proto` has passed the checks of Note [Model files of today]. Its STRING
+// edges are rewritten first (Note [Strings at the model's edges]).
 absl::StatusOr<Model> ConvertModel(onnx::ModelProto& proto, const std::string& name,
                                    const std::string& model_dir,
                                    const ModelPassOptions& passes) {
@@ -538,10 +538,11 @@ absl::StatusOr<Model> ConvertModel(onnx::ModelProto& proto, const std::string& n
     info.name = output.name();
     info.text = strings.text_outputs.contains(output.name());
     // A text output's dtype is its number's, which binding infers below.
-    if (info.text) {
-    } else if (std::optional<DType> dtype = ValueDType(
-                   output.type(), absl::StrCat("output '", output.name(), "'"), &problems)) {
-      info.dtype = *dtype;
+    if (!info.text) {
+      if (std::optional<DType> dtype = ValueDType(
+              output.type(), absl::StrCat("output '", output.name(), "'"), &problems)) {
+        info.dtype = *dtype;
+      }
     }
     // No shape (shape inference could not tell) leaves dims empty; binding
     // infers every output's dims for the batch size anyway.
@@ -550,8 +551,11 @@ absl::StatusOr<Model> ConvertModel(onnx::ModelProto& proto, const std::string& n
   }
   // Intermediate values: shape inference has typed what it could.
   for (const onnx::ValueInfoProto& value : graph.value_info()) {
-    // Untyped, or STRING (StringEdgeRewrite accounts for each STRING value).
-    if (ElemType(value) == 0 || ElemType(value) == kOnnxString) continue;
+    // An untyped tensor, or STRING (StringEdgeRewrite accounts for each).
+    if (value.type().has_tensor_type() &&
+        (ElemType(value) == 0 || ElemType(value) == kOnnxString)) {
+      continue;
+    }
     ValueDType(value.type(), absl::StrCat("value '", value.name(), "'"), &problems);
   }
 
