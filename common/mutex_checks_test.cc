@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 
+#include "absl/base/config.h"
 #include "absl/synchronization/mutex.h"
 #include "gtest/gtest.h"
 
@@ -37,6 +38,11 @@ TEST(MutexChecksDeathTest, KeptOnTheInversionAborts) {
 }
 
 TEST(MutexChecksTest, TurnedOffTheInversionPasses) {
+#ifdef ABSL_HAVE_THREAD_SANITIZER
+  // ThreadSanitizer checks lock order itself, Abseil's detection or not.
+  GTEST_SKIP() << "ThreadSanitizer reports the inversion (Note [Abseil's mutexes under "
+                  "ThreadSanitizer] in common/tsan_absl_mutex.cc)";
+#endif
   unsetenv("GRAPHSERVE_MUTEX_DEADLOCK_DETECTION");
   TurnOffMutexDeadlockDetection();
   InvertLockOrder();

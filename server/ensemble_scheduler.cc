@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/time.h"
 #include "common/status.h"
 #include "common/dtype_table.h"
 #include "server/classification.h"
@@ -46,7 +47,7 @@ struct EnsembleScheduler::Request {
   std::vector<std::byte*> outputs;  // per interface output, from PrepareInferResponse
   std::vector<StepCall> calls;      // per step
 
-  std::mutex mu;
+  absl::Mutex mu;
   std::map<std::string, StepTensor> tensors ABSL_GUARDED_BY(mu);
   std::vector<size_t> waiting ABSL_GUARDED_BY(mu);  // per step: steps it still waits for
   size_t running ABSL_GUARDED_BY(mu) = 0;           // steps started, not ended
@@ -134,7 +135,7 @@ void EnsembleScheduler::Infer(const inference::ModelInferRequest* request,
     return;
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (draining_) {
       counters_->RecordFailure(StatisticsNanos(Clock::now() - start), FailureReason::kRejected);
       done(absl::UnavailableError(absl::StrCat("ensemble '", interface_.name,
@@ -154,7 +155,7 @@ void EnsembleScheduler::Infer(const inference::ModelInferRequest* request,
   state->calls.resize(plan_.steps.size());
   std::vector<size_t> ready;
   {
-    std::lock_guard<std::mutex> lock(state->mu);
+    absl::MutexLock lock(&state->mu);
     const int64_t rows = state->validated.rows;
     for (size_t i = 0; i < interface_.inputs.size(); ++i) {
       const TensorSpec& spec = interface_.inputs[i];
@@ -178,7 +179,7 @@ void EnsembleScheduler::Infer(const inference::ModelInferRequest* request,
 void EnsembleScheduler::StartReadySteps(const std::shared_ptr<Request>& request,
                                         std::vector<size_t> ready) {
   {
-    std::lock_guard<std::mutex> lock(request->mu);
+    absl::MutexLock lock(&request->mu);
     request->running += ready.size();
   }
   for (size_t step : ready) StartStep(request, step);
@@ -201,7 +202,7 @@ void EnsembleScheduler::StartStep(const std::shared_ptr<Request>& request, size_
   // "timeout" among them), as Triton's ensemble scheduler passes them on.
   *step_request.mutable_parameters() = request->client_request->parameters();
   {
-    std::lock_guard<std::mutex> lock(request->mu);
+    absl::MutexLock lock(&request->mu);
     for (const auto& [model_input, tensor_name] : plan.inputs) {
       const StepTensor& tensor = request->tensors.at(tensor_name);
       inference::ModelInferRequest::InferInputTensor* input = step_request.add_inputs();
@@ -229,7 +230,7 @@ void EnsembleScheduler::StepEnded(const std::shared_ptr<Request>& request, size_
   std::vector<size_t> ready;
   bool last = false;
   {
-    std::lock_guard<std::mutex> lock(request->mu);
+    absl::MutexLock lock(&request->mu);
     request->compute.input_ns += call.compute.input_ns;
     request->compute.infer_ns += call.compute.infer_ns;
     request->compute.output_ns += call.compute.output_ns;
@@ -275,7 +276,7 @@ void EnsembleScheduler::Finish(const std::shared_ptr<Request>& request) {
   uint64_t queue_ns = 0;
   ChunkTiming compute;
   {
-    std::lock_guard<std::mutex> lock(request->mu);
+    absl::MutexLock lock(&request->mu);
     status = request->status;
     queue_ns = request->queue_ns;
     compute = request->compute;
@@ -316,7 +317,7 @@ void EnsembleScheduler::Finish(const std::shared_ptr<Request>& request) {
   }
   // Every step has ended: the tensors can go before the client hears back.
   {
-    std::lock_guard<std::mutex> lock(request->mu);
+    absl::MutexLock lock(&request->mu);
     request->tensors.clear();
   }
   std::function<void(const absl::Status&)> done = std::move(request->done);
@@ -328,20 +329,23 @@ void EnsembleScheduler::Finish(const std::shared_ptr<Request>& request) {
 void EnsembleScheduler::Left() {
   bool idle = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     idle = --running_ == 0 && draining_;
   }
-  if (idle) drained_.notify_all();
+  if (idle) drained_.SignalAll();
 }
 
 void EnsembleScheduler::Drain(std::optional<std::chrono::steady_clock::time_point> deadline) {
-  std::unique_lock<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   draining_ = true;
-  const auto idle = [this] { return running_ == 0; };
-  if (deadline.has_value()) {
-    drained_.wait_until(lock, *deadline, idle);
-  } else {
-    drained_.wait(lock, idle);
+  while (running_ != 0) {
+    if (!deadline.has_value()) {
+      drained_.Wait(&mu_);
+      continue;
+    }
+    const Clock::duration left = *deadline - Clock::now();
+    if (left <= left.zero()) break;
+    drained_.WaitWithTimeout(&mu_, absl::FromChrono(left));
   }
 }
 

@@ -4,11 +4,9 @@
 // steps wrote. See Note [Ensembles].
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 #include "server/ensemble_config.h"
 #include "server/model_counters.h"
 #include "server/model_interface.h"
@@ -89,8 +88,8 @@ class EnsembleScheduler final : public ModelPipeline {
   const ModelFinder find_;
   ModelCounters* const counters_;
 
-  std::mutex mu_;
-  std::condition_variable drained_;
+  absl::Mutex mu_;
+  absl::CondVar drained_;
   bool draining_ ABSL_GUARDED_BY(mu_) = false;
   int64_t running_ ABSL_GUARDED_BY(mu_) = 0;  // requests accepted, not answered
 };

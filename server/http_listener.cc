@@ -2,15 +2,14 @@
 
 #include <httplib.h>
 
-#include <condition_variable>
 #include <deque>
-#include <mutex>
 #include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 
 namespace graphserve {
 
@@ -36,49 +35,47 @@ class GrowingThreadPool final : public httplib::TaskQueue {
 
   void enqueue(std::function<void()> task) override {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       tasks_.push_back(std::move(task));
       if (idle_ < static_cast<int>(tasks_.size()) &&
           static_cast<int>(threads_.size()) < max_threads_) {
         threads_.emplace_back([this] { Work(); });
       }
     }
-    ready_.notify_one();
+    ready_.Signal();
   }
 
   // Called by the listener's Stop: runs what was accepted, then joins.
   void shutdown() override {
     std::vector<std::thread> threads;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       stopping_ = true;
       threads.swap(threads_);
     }
-    ready_.notify_all();
+    ready_.SignalAll();
     for (std::thread& thread : threads) thread.join();
   }
 
  private:
   void Work() {
-    std::unique_lock<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     while (true) {
       ++idle_;
-      ready_.wait(lock, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return stopping_ || !tasks_.empty();
-      });
+      while (!stopping_ && tasks_.empty()) ready_.Wait(&mu_);
       --idle_;
       if (tasks_.empty()) return;  // stopping, nothing left
       std::function<void()> task = std::move(tasks_.front());
       tasks_.pop_front();
-      lock.unlock();
+      mu_.Unlock();
       task();
-      lock.lock();
+      mu_.Lock();
     }
   }
 
   const int max_threads_;
-  std::mutex mu_;
-  std::condition_variable ready_;
+  absl::Mutex mu_;
+  absl::CondVar ready_;
   std::deque<std::function<void()>> tasks_ ABSL_GUARDED_BY(mu_);
   std::vector<std::thread> threads_ ABSL_GUARDED_BY(mu_);
   int idle_ ABSL_GUARDED_BY(mu_) = 0;

@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/time.h"
 #include "common/cuda_device_guard.h"
 #include "common/status.h"
 #include "common/thread_name.h"
@@ -56,31 +57,31 @@ class ModelRegistry::Retirer {
   Retirer() : thread_([this] { Loop(); }) {}
   ~Retirer() {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       stopping_ = true;
     }
-    cv_.notify_one();
+    cv_.Signal();
     thread_.join();
   }
   void Retire(ServedModel* model) {
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       queue_.push_back(model);
     }
-    cv_.notify_one();
+    cv_.Signal();
   }
 
  private:
   void Loop() {
-    std::unique_lock<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     while (true) {
-      cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      while (!stopping_ && queue_.empty()) cv_.Wait(&mu_);
       if (queue_.empty()) return;
       ServedModel* model = queue_.front();
       queue_.pop_front();
-      lock.unlock();
+      mu_.Unlock();
       Free(model);
-      lock.lock();
+      mu_.Lock();
     }
   }
   static void Free(ServedModel* model) {
@@ -115,10 +116,10 @@ class ModelRegistry::Retirer {
     return sum;
   }
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<ServedModel*> queue_;
-  bool stopping_ = false;
+  absl::Mutex mu_;
+  absl::CondVar cv_;
+  std::deque<ServedModel*> queue_ ABSL_GUARDED_BY(mu_);
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 
@@ -401,11 +402,11 @@ absl::StatusOr<std::unique_ptr<ModelRegistry>> ModelRegistry::Load(
 void ModelRegistry::StopControl() {
   std::deque<std::function<void(bool)>> queued;
   {
-    std::lock_guard<std::mutex> lock(control_mu_);
+    absl::MutexLock lock(&control_mu_);
     stopping_ = true;
     queued.swap(jobs_);
   }
-  control_cv_.notify_all();
+  control_cv_.SignalAll();
   for (std::function<void(bool)>& job : queued) job(/*stopping=*/true);
 }
 
@@ -415,13 +416,13 @@ ModelRegistry::~ModelRegistry() {
   // The models go to the retirer; it frees each once its last holder is done.
   std::shared_ptr<const std::vector<ModelVersionState>> states;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     states = std::move(states_);
   }
 }
 
 RegistrySnapshot ModelRegistry::states() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return RegistrySnapshot(states_);
 }
 
@@ -614,7 +615,7 @@ void ModelRegistry::DrainAll(std::optional<std::chrono::steady_clock::time_point
 
 void ModelRegistry::Post(std::function<void(bool stopping)> job) {
   {
-    std::lock_guard<std::mutex> lock(control_mu_);
+    absl::MutexLock lock(&control_mu_);
     if (!stopping_) {
       jobs_.push_back(std::move(job));
       job = nullptr;
@@ -624,35 +625,36 @@ void ModelRegistry::Post(std::function<void(bool stopping)> job) {
     job(/*stopping=*/true);
     return;
   }
-  control_cv_.notify_one();
+  control_cv_.Signal();
 }
 
 void ModelRegistry::ControlLoop() {
-  std::unique_lock<std::mutex> lock(control_mu_);
+  absl::MutexLock lock(&control_mu_);
   auto next_poll = std::chrono::steady_clock::now() + options_.poll_interval;
   while (!stopping_) {
     if (!jobs_.empty()) {
       std::function<void(bool)> job = std::move(jobs_.front());
       jobs_.pop_front();
-      lock.unlock();
+      control_mu_.Unlock();
       job(/*stopping=*/false);
-      lock.lock();
+      control_mu_.Lock();
       continue;
     }
     if (options_.control != ModelControlMode::kPoll) {
-      control_cv_.wait(lock);
+      control_cv_.Wait(&control_mu_);
       continue;
     }
     if (std::chrono::steady_clock::now() >= next_poll) {
-      lock.unlock();
+      control_mu_.Unlock();
       std::ostringstream progress;
       PollOnce(progress);
       if (!progress.str().empty()) spdlog::info("repository poll:\n{}", progress.str());
-      lock.lock();
+      control_mu_.Lock();
       next_poll = std::chrono::steady_clock::now() + options_.poll_interval;
       continue;
     }
-    control_cv_.wait_until(lock, next_poll);
+    control_cv_.WaitWithTimeout(&control_mu_,
+                                absl::FromChrono(next_poll - std::chrono::steady_clock::now()));
   }
 }
 
@@ -805,7 +807,7 @@ absl::Status ModelRegistry::UnloadModel(const std::string& name) {
 void ModelRegistry::Replace(const std::string& name, std::vector<ModelVersionState> states) {
   std::shared_ptr<const std::vector<ModelVersionState>> old;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto next = std::make_shared<std::vector<ModelVersionState>>();
     for (const ModelVersionState& state : *states_) {
       if (state.name != name) next->push_back(state);

@@ -9,13 +9,11 @@
 // to the repository; see Note [Reloading without downtime].
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -26,6 +24,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
 #include "server/model_repository.h"
 #include "server/served_model.h"
 
@@ -162,14 +161,14 @@ class ModelRegistry {
   const ModelRegistryOptions options_;
   const std::shared_ptr<Retirer> retirer_;
 
-  mutable std::mutex mu_;
+  mutable absl::Mutex mu_;
   // Sorted by name, then version; replaced whole, never changed in place.
   std::shared_ptr<const std::vector<ModelVersionState>> states_ ABSL_GUARDED_BY(mu_);
 
   // The control thread: loads, unloads and polls, one at a time, off the
   // serving threads.
-  std::mutex control_mu_;
-  std::condition_variable control_cv_;
+  absl::Mutex control_mu_;
+  absl::CondVar control_cv_;
   std::deque<std::function<void(bool)>> jobs_ ABSL_GUARDED_BY(control_mu_);
   bool stopping_ ABSL_GUARDED_BY(control_mu_) = false;
   // kPoll only: each model directory's files (path, size, time) when it was

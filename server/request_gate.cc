@@ -3,10 +3,18 @@
 #include <algorithm>
 #include <thread>
 
+#include "absl/time/time.h"
+
 namespace graphserve {
 
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+}  // namespace
+
 bool RequestGate::Enter() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (closed_) {
     last_refused_ = std::chrono::steady_clock::now();
     return false;
@@ -19,52 +27,61 @@ bool RequestGate::Enter() {
 void RequestGate::Handed() {
   bool all_handed = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     all_handed = --entering_ == 0;
   }
-  if (all_handed) idle_.notify_all();
+  if (all_handed) idle_.SignalAll();
 }
 
 bool RequestGate::WaitHanded(std::chrono::steady_clock::duration timeout) {
-  std::unique_lock<std::mutex> lock(mu_);
-  return idle_.wait_for(lock, timeout,
-                        [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return entering_ == 0; });
+  const Clock::time_point deadline = Clock::now() + timeout;
+  absl::MutexLock lock(&mu_);
+  while (entering_ != 0) {
+    const Clock::duration left = deadline - Clock::now();
+    if (left <= left.zero()) return false;
+    idle_.WaitWithTimeout(&mu_, absl::FromChrono(left));
+  }
+  return true;
 }
 
 void RequestGate::Leave() {
   bool now_idle = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     now_idle = --in_flight_ == 0;
   }
-  if (now_idle) idle_.notify_all();
+  if (now_idle) idle_.SignalAll();
 }
 
 void RequestGate::Close() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   if (!closed_) closed_at_ = std::chrono::steady_clock::now();
   closed_ = true;
 }
 
 bool RequestGate::closed() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return closed_;
 }
 
 bool RequestGate::WaitIdle(std::chrono::steady_clock::duration timeout) {
-  std::unique_lock<std::mutex> lock(mu_);
-  return idle_.wait_for(lock, timeout,
-                        [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return in_flight_ == 0; });
+  const Clock::time_point deadline = Clock::now() + timeout;
+  absl::MutexLock lock(&mu_);
+  while (in_flight_ != 0) {
+    const Clock::duration left = deadline - Clock::now();
+    if (left <= left.zero()) return false;
+    idle_.WaitWithTimeout(&mu_, absl::FromChrono(left));
+  }
+  return true;
 }
 
 void RequestGate::WaitQuiet(std::chrono::steady_clock::duration quiet,
                             std::chrono::steady_clock::duration limit) {
-  using Clock = std::chrono::steady_clock;
   const Clock::time_point end = Clock::now() + limit;
   while (true) {
     Clock::time_point quiet_until;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       quiet_until = std::max(last_refused_, closed_at_) + quiet;
     }
     const Clock::time_point now = Clock::now();
@@ -74,7 +91,7 @@ void RequestGate::WaitQuiet(std::chrono::steady_clock::duration quiet,
 }
 
 int64_t RequestGate::in_flight() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return in_flight_;
 }
 

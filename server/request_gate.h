@@ -6,11 +6,10 @@
 // WaitQuiet keeps refusing until refusals stop.
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
-#include <mutex>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 namespace graphserve {
 
@@ -42,8 +41,8 @@ class RequestGate {
 
   // Implementation details follow.
  private:
-  mutable std::mutex mu_;
-  std::condition_variable idle_;
+  mutable absl::Mutex mu_;
+  absl::CondVar idle_;
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
   int64_t in_flight_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t entering_ ABSL_GUARDED_BY(mu_) = 0;  // entered, not yet handed

@@ -36,7 +36,7 @@ void Responder::Post(std::function<void()> finish) {
     return;
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (!stopping_) {
       work_.push_back(std::move(finish));
       pending_.store(work_.size(), std::memory_order_release);
@@ -47,15 +47,15 @@ void Responder::Post(std::function<void()> finish) {
     finish();  // stopped: nobody else will run it
     return;
   }
-  work_available_.notify_one();
+  work_available_.Signal();
 }
 
 void Responder::Stop() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stopping_ = true;
   }
-  work_available_.notify_all();
+  work_available_.SignalAll();
   for (std::thread& thread : threads_) {
     if (thread.joinable()) thread.join();
   }
@@ -69,10 +69,8 @@ void Responder::Loop() {
     }
     std::function<void()> finish;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      work_available_.wait(lock, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return stopping_ || !work_.empty();
-      });
+      absl::MutexLock lock(&mu_);
+      while (!stopping_ && work_.empty()) work_available_.Wait(&mu_);
       if (work_.empty()) return;
       finish = std::move(work_.front());
       work_.pop_front();

@@ -18,14 +18,13 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 namespace graphserve {
 
@@ -66,8 +65,8 @@ class Responder {
   void Loop();
 
   const ResponderOptions options_;
-  std::mutex mu_;
-  std::condition_variable work_available_;
+  absl::Mutex mu_;
+  absl::CondVar work_available_;
   std::deque<std::function<void()>> work_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::atomic<size_t> pending_{0};  // work_.size(), polled without the lock

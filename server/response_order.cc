@@ -5,12 +5,12 @@
 namespace graphserve {
 
 uint64_t ResponseOrder::Accept() {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return accepted_++;
 }
 
 void ResponseOrder::Finish(uint64_t sequence, std::function<void()> answer) {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   finished_.emplace(sequence, std::move(answer));
   // Answering under the lock keeps two threads from interleaving their runs.
   for (auto next = finished_.begin(); next != finished_.end() && next->first == next_answer_;

@@ -7,9 +7,9 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <mutex>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
 
 namespace graphserve {
 
@@ -27,7 +27,7 @@ class ResponseOrder {
 
   // Implementation details follow.
  private:
-  std::mutex mu_;
+  absl::Mutex mu_;
   uint64_t accepted_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t next_answer_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<uint64_t, std::function<void()>> finished_ ABSL_GUARDED_BY(mu_);

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "common/status.h"
 #include "server/config_validation.h"
 #include "server/shared_memory.h"
@@ -142,7 +143,7 @@ SequenceBatcher::SequenceBatcher(SequenceBatcherOptions options)
       reaper_period_(options.reaper_period) {
   const int64_t count = std::max<int64_t>(1, options.instances) * plan_.slots_per_instance;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     slots_.resize(count);
     for (Slot& slot : slots_) {
       if (device_states_.has_value()) break;
@@ -158,20 +159,20 @@ SequenceBatcher::~SequenceBatcher() {
   // The reaper reads the slots and the sequences: stop it first, notifying
   // outside the lock; the members it reads go after the join.
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     stopping_ = true;
   }
-  changed_.notify_all();
+  changed_.SignalAll();
   if (reaper_.joinable()) reaper_.join();
 }
 
 int64_t SequenceBatcher::active_sequences() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return static_cast<int64_t>(slots_.size() - free_slots_.size());
 }
 
 int64_t SequenceBatcher::backlog_sequences() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   return static_cast<int64_t>(backlog_.size());
 }
 
@@ -223,7 +224,7 @@ void SequenceBatcher::Infer(const inference::ModelInferRequest* request,
   std::optional<Launch> launch;
   std::optional<absl::Status> refused;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     auto found = sequences_.find(flags->id);
     if (draining_ && flags->start) {
       // Triton's words: running sequences go on while the model drains.
@@ -295,7 +296,7 @@ void SequenceBatcher::Run(const Launch& launch) {
   Slot* slot = nullptr;
   int64_t slot_index = -1;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     slot_index = launch.sequence->slot;
     slot = &slots_[slot_index];
   }
@@ -451,7 +452,7 @@ void SequenceBatcher::Executed(const std::shared_ptr<Sequence>& sequence, Pendin
   Slot* slot = nullptr;
   int64_t slot_index = -1;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     slot_index = sequence->slot;
     slot = &slots_[slot_index];
   }
@@ -519,7 +520,7 @@ void SequenceBatcher::Executed(const std::shared_ptr<Sequence>& sequence, Pendin
   std::optional<Launch> next;
   std::optional<Launch> handed_over;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     finished = std::move(sequence->requests.front());
     sequence->requests.pop_front();
     if (!sequence->requests.empty()) {
@@ -559,9 +560,12 @@ void SequenceBatcher::ReapIdle() {
   const auto period = std::min<std::chrono::microseconds>(
       reaper_period_, std::max<std::chrono::microseconds>(plan_.max_idle / 2,
                                                           std::chrono::microseconds(100)));
-  std::unique_lock<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   while (!stopping_) {
-    changed_.wait_for(lock, period, [this] { return stopping_; });
+    const Clock::time_point wake = Clock::now() + period;
+    while (!stopping_ && Clock::now() < wake) {
+      changed_.WaitWithTimeout(&mu_, absl::FromChrono(wake - Clock::now()));
+    }
     if (stopping_) break;
     const Clock::time_point now = Clock::now();
     std::vector<Launch> launches;
@@ -602,7 +606,7 @@ void SequenceBatcher::ReapIdle() {
       it = backlog_.erase(it);
     }
     if (launches.empty() && expired.empty()) continue;
-    lock.unlock();
+    mu_.Unlock();
     for (std::unique_ptr<Pending>& pending : expired) {
       counters_->RecordFailure(StatisticsNanos(Clock::now() - pending->accepted),
                                FailureReason::kRejected);
@@ -612,17 +616,17 @@ void SequenceBatcher::ReapIdle() {
       Left();
     }
     for (const Launch& launch : launches) Run(launch);
-    lock.lock();
+    mu_.Lock();
   }
 }
 
 void SequenceBatcher::Left() {
   bool idle = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     idle = --in_flight_ == 0 && draining_;
   }
-  if (idle) changed_.notify_all();
+  if (idle) changed_.SignalAll();
 }
 
 void SequenceBatcher::AddExecutionStatistics(inference::ModelStatistics* statistics) const {
@@ -635,13 +639,16 @@ void SequenceBatcher::AddExecutionStatistics(inference::ModelStatistics* statist
 
 void SequenceBatcher::Drain(std::optional<std::chrono::steady_clock::time_point> deadline) {
   {
-    std::unique_lock<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     draining_ = true;
-    const auto idle = [this] { return in_flight_ == 0; };
-    if (deadline.has_value()) {
-      changed_.wait_until(lock, *deadline, idle);
-    } else {
-      changed_.wait(lock, idle);
+    while (in_flight_ != 0) {
+      if (!deadline.has_value()) {
+        changed_.Wait(&mu_);
+        continue;
+      }
+      const Clock::duration left = *deadline - Clock::now();
+      if (left <= left.zero()) break;
+      changed_.WaitWithTimeout(&mu_, absl::FromChrono(left));
     }
   }
   if (drain_execution_) drain_execution_(deadline);

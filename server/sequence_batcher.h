@@ -6,12 +6,10 @@
 // [Sequence batching].
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -22,6 +20,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "proto/grpc_service.pb.h"
 #include "server/model_counters.h"
 #include "server/model_interface.h"
@@ -131,7 +130,10 @@ class SequenceBatcher final : public ModelPipeline {
   // Sequences holding a slot, and those waiting in the backlog for one.
   [[nodiscard]] int64_t active_sequences() const;
   [[nodiscard]] int64_t backlog_sequences() const;
-  [[nodiscard]] int64_t total_slots() const { return static_cast<int64_t>(slots_.size()); }
+  [[nodiscard]] int64_t total_slots() const {
+    absl::MutexLock lock(&mu_);
+    return static_cast<int64_t>(slots_.size());
+  }
 
   // Implementation details follow.
   struct Pending;
@@ -184,8 +186,8 @@ class SequenceBatcher final : public ModelPipeline {
   ModelCounters* const counters_;
   const std::chrono::milliseconds reaper_period_;
 
-  mutable std::mutex mu_;
-  std::condition_variable changed_;  // drained, or stopping
+  mutable absl::Mutex mu_;
+  absl::CondVar changed_;  // drained, or stopping
   std::vector<Slot> slots_ ABSL_GUARDED_BY(mu_);
   std::vector<int64_t> free_slots_ ABSL_GUARDED_BY(mu_);  // taken from the back
   // The running sequence of each id; an id leaves at its END request.

@@ -11,13 +11,14 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "common/cuda_handles.h"
 #include "google/protobuf/text_format.h"
 #include "server/shared_memory.h"
@@ -143,7 +144,7 @@ class FakeModel {
       };
       bool now = false;
       {
-        std::lock_guard<std::mutex> lock(mu_);
+        absl::MutexLock lock(&mu_);
         seen_.push_back(seen);
         now = !hold_;
         if (!now) held_.push_back(std::move(run));
@@ -152,14 +153,14 @@ class FakeModel {
     };
   }
   void Hold(bool hold) {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     hold_ = hold;
   }
   // Runs the oldest held execution; false when none is held.
   bool ReleaseOne() {
     std::function<void()> run;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       if (held_.empty()) return false;
       run = std::move(held_.front());
       held_.pop_front();
@@ -168,19 +169,19 @@ class FakeModel {
     return true;
   }
   size_t held() {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     return held_.size();
   }
   std::vector<Seen> seen() {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     return seen_;
   }
 
  private:
-  std::mutex mu_;
-  bool hold_ = false;
-  std::deque<std::function<void()>> held_;
-  std::vector<Seen> seen_;
+  absl::Mutex mu_;
+  bool hold_ ABSL_GUARDED_BY(mu_) = false;
+  std::deque<std::function<void()>> held_ ABSL_GUARDED_BY(mu_);
+  std::vector<Seen> seen_ ABSL_GUARDED_BY(mu_);
 };
 
 ModelInterface ClientInterface() {

@@ -4,7 +4,6 @@
 #include <chrono>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -14,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
 #include "capture/graph_set.h"
 #include "capture/launch_costs.h"
 #include "capture/model_config_writer.h"
@@ -593,7 +593,7 @@ struct ServedModel::RequestState {
   Clock::time_point start;
   uint64_t sequence = 0;  // acceptance order, for preserve_ordering
   std::atomic<int64_t> rows_left{0};
-  std::mutex mu;
+  absl::Mutex mu;
   absl::Status status ABSL_GUARDED_BY(mu);
   // Why `status` (its first failed segment): Note [Failure reasons].
   FailureReason failure ABSL_GUARDED_BY(mu) = FailureReason::kBackend;
@@ -803,7 +803,7 @@ void ServedModel::FinishSegment(const std::shared_ptr<RequestState>& state, int6
                                 const absl::Status& status, StreamPool::Clock::duration queued,
                                 const ChunkTiming& timing, SegmentEnd end) {
   {
-    std::lock_guard<std::mutex> lock(state->mu);
+    absl::MutexLock lock(&state->mu);
     if (!status.ok() && state->status.ok()) {
       state->status = absl::Status(status.code(),
                                    absl::StrCat("model '", name(), "': ", status.message()));
@@ -825,7 +825,7 @@ void ServedModel::FinishSegment(const std::shared_ptr<RequestState>& state, int6
   uint64_t queue_ns = 0;
   ChunkTiming compute;
   {
-    std::lock_guard<std::mutex> lock(state->mu);
+    absl::MutexLock lock(&state->mu);
     final_status = state->status;
     failure = state->failure;
     queue_ns = state->queue_ns;

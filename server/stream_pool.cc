@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "common/status.h"
 #include "common/thread_name.h"
 #include "spdlog/spdlog.h"
@@ -89,7 +90,7 @@ absl::Status StreamPool::Submit(std::shared_ptr<const QueuedRows> rows,
   bool rows_left = false;
   bool callers_hold_slots = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (draining_) return absl::UnavailableError("the server is shutting down");
     // Only a request with nothing queued before it runs on its caller's
     // thread (Note [Chunks on the caller's thread]).
@@ -103,15 +104,15 @@ absl::Status StreamPool::Submit(std::shared_ptr<const QueuedRows> rows,
     callers_hold_slots = std::find(slot_users_.begin(), slot_users_.end(), SlotUser::kCaller) !=
                          slot_users_.end();
   }
-  queue_changed_.notify_one();
+  queue_changed_.Signal();
   if (rows_left) {
-    // notify_one might wake only a worker whose slot a caller holds (this
+    // Signal might wake only a worker whose slot a caller holds (this
     // one's, or another's), which goes back to waiting while an idle worker
     // sleeps on.
     if (one_chunk && !callers_hold_slots) {
-      work_available_.notify_one();
+      work_available_.Signal();
     } else {
-      work_available_.notify_all();
+      work_available_.SignalAll();
     }
   }
   if (mine.has_value()) {
@@ -140,56 +141,56 @@ std::optional<std::pair<int, FormedChunk>> StreamPool::TakeChunkForCaller() {
 void StreamPool::ReleaseSlot(int slot) {
   bool wake = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     slot_users_[static_cast<size_t>(slot)] = SlotUser::kNone;
     // Rows queued while the slot was taken, or a drain waiting for it.
     wake = !queue_.empty() || draining_;
   }
-  if (wake) work_available_.notify_all();
+  if (wake) work_available_.SignalAll();
 }
 
 void StreamPool::Drain(std::optional<Clock::time_point> deadline) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     if (!draining_ || (deadline.has_value() && (!drain_deadline_.has_value() ||
                                                 *deadline < *drain_deadline_))) {
       drain_deadline_ = deadline;
     }
     draining_ = true;
   }
-  work_available_.notify_all();
+  work_available_.SignalAll();
   for (std::thread& worker : workers_) {
     if (worker.joinable()) worker.join();
   }
   {
     // A caller still running a chunk it took before the drain began.
-    std::unique_lock<std::mutex> lock(mu_);
-    work_available_.wait(lock, [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      return std::find(slot_users_.begin(), slot_users_.end(), SlotUser::kCaller) ==
-             slot_users_.end();
-    });
+    absl::MutexLock lock(&mu_);
+    while (std::find(slot_users_.begin(), slot_users_.end(), SlotUser::kCaller) !=
+           slot_users_.end()) {
+      work_available_.Wait(&mu_);
+    }
   }
-  queue_changed_.notify_all();
+  queue_changed_.SignalAll();
   if (timeout_thread_.joinable()) timeout_thread_.join();
 }
 
 void StreamPool::TimeoutLoop() {
-  std::unique_lock<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   // The workers are joined before this thread is told to stop, so once
   // draining_ is set and they are gone the queue is empty.
   while (!(draining_ && queue_.empty())) {
     std::vector<RefusedRows> expired = queue_.RemoveExpired(Clock::now());
     queued_rows_.store(queue_.queued_rows(), std::memory_order_release);
     if (!expired.empty()) {
-      lock.unlock();
+      mu_.Unlock();
       Refuse(expired, TimeoutError());
-      lock.lock();
+      mu_.Lock();
       continue;
     }
     if (const std::optional<Clock::time_point> deadline = queue_.next_deadline()) {
-      queue_changed_.wait_until(lock, *deadline);
+      queue_changed_.WaitWithTimeout(&mu_, absl::FromChrono(*deadline - Clock::now()));
     } else {
-      queue_changed_.wait(lock);
+      queue_changed_.Wait(&mu_);
     }
   }
 }
@@ -204,14 +205,14 @@ void StreamPool::Refuse(const std::vector<RefusedRows>& refused, const absl::Sta
 }
 
 std::optional<FormedChunk> StreamPool::NextChunk(int slot) {
-  std::unique_lock<std::mutex> lock(mu_);
+  absl::MutexLock lock(&mu_);
   SlotUser& user = slot_users_[static_cast<size_t>(slot)];
   if (user == SlotUser::kWorker) user = SlotUser::kNone;  // its last chunk is done
   while (true) {
     // A caller runs a chunk on this slot: wait until it hands the slot back.
     if (user == SlotUser::kCaller) {
       if (draining_ && queue_.empty()) return std::nullopt;
-      work_available_.wait(lock);
+      work_available_.Wait(&mu_);
       continue;
     }
     const Clock::time_point now = Clock::now();
@@ -226,12 +227,12 @@ std::optional<FormedChunk> StreamPool::NextChunk(int slot) {
     }
     queued_rows_.store(queue_.queued_rows(), std::memory_order_release);
     if (!expired.empty() || !abandoned.empty()) {
-      lock.unlock();
+      mu_.Unlock();
       Refuse(expired, TimeoutError());
       Refuse(abandoned, absl::UnavailableError(
                             "the server is shutting down and its exit timeout passed before "
                             "this request ran"));
-      lock.lock();
+      mu_.Lock();
       if (!chunk.has_value()) continue;
     }
     if (chunk.has_value()) {
@@ -247,9 +248,9 @@ std::optional<FormedChunk> StreamPool::NextChunk(int slot) {
     earlier(queue_.next_deadline());
     if (draining_) earlier(drain_deadline_);
     if (until.has_value()) {
-      work_available_.wait_until(lock, *until);
+      work_available_.WaitWithTimeout(&mu_, absl::FromChrono(*until - Clock::now()));
     } else {
-      work_available_.wait(lock);
+      work_available_.Wait(&mu_);
     }
   }
 }
@@ -258,7 +259,7 @@ std::optional<FormedChunk> StreamPool::NextChunkBehind() {
   std::vector<RefusedRows> expired;
   std::optional<FormedChunk> chunk;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     const Clock::time_point now = Clock::now();
     // Past a drain's deadline NextChunk answers what is queued; take none.
     if (PastDrainDeadline(now)) return std::nullopt;

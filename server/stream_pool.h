@@ -48,11 +48,9 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <thread>
 #include <utility>
@@ -61,6 +59,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "planning/batch_planner.h"
 #include "server/chunk_runner.h"
 #include "server/request_queue.h"
@@ -194,10 +193,10 @@ class StreamPool {
 
   const RowLayout layout_;
   const StreamPoolOptions options_;
-  std::mutex mu_;
-  std::condition_variable work_available_;
+  absl::Mutex mu_;
+  absl::CondVar work_available_;
   // Wakes the timeout thread: a request was queued, or the pool drains.
-  std::condition_variable queue_changed_;
+  absl::CondVar queue_changed_;
   RequestQueue queue_ ABSL_GUARDED_BY(mu_);
   // Rows queued, readable without the lock: what idle workers poll.
   std::atomic<int64_t> queued_rows_{0};

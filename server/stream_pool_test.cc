@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "gtest/gtest.h"
 
 namespace graphserve {
@@ -41,7 +42,7 @@ class RecordingRunner : public ChunkRunner {
     ScatterOutputRows(
         job, 1, [&](size_t) { return reinterpret_cast<const std::byte*>(batch.data()); });
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      absl::MutexLock lock(&mu_);
       slots_used_.insert(slot);
       chunk_rows_.push_back(job.rows);
       threads_.push_back(std::this_thread::get_id());
@@ -60,7 +61,7 @@ class RecordingRunner : public ChunkRunner {
   std::atomic<int> running_{0};
   std::atomic<int> max_running_{0};
   std::atomic<bool> fail_{false};
-  std::mutex mu_;
+  absl::Mutex mu_;
   std::set<int> slots_used_;
   std::vector<int64_t> chunk_rows_;
   std::vector<std::thread::id> threads_;  // that ran each chunk
@@ -109,7 +110,7 @@ class PipelinedRunner : public ChunkRunner {
     const auto now = std::chrono::steady_clock::now();
     done_at_[staging] = std::max(now, last_done_) + delay_;
     last_done_ = done_at_[staging];
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     in_flight_ += 1;
     max_in_flight_ = std::max(max_in_flight_, in_flight_);
     events_.push_back("start " + std::to_string(staging));
@@ -119,7 +120,7 @@ class PipelinedRunner : public ChunkRunner {
     std::this_thread::sleep_until(done_at_[staging]);
     ScatterOutputRows(
         job, 1, [&](size_t) { return reinterpret_cast<const std::byte*>(outputs_[staging].data()); });
-    std::lock_guard<std::mutex> lock(mu_);
+    absl::MutexLock lock(&mu_);
     in_flight_ -= 1;
     events_.push_back("finish " + std::to_string(staging));
     return absl::OkStatus();
@@ -127,7 +128,7 @@ class PipelinedRunner : public ChunkRunner {
   std::string description() const override { return "pipelined"; }
 
   int64_t min_size_behind_ = 1;  // chunks this large start behind a running one
-  std::mutex mu_;
+  absl::Mutex mu_;
   std::vector<std::string> events_;
   int in_flight_ = 0;
   int max_in_flight_ = 0;
@@ -329,12 +330,12 @@ TEST(StreamPool, OnChunkNamesTheSlotThatRanIt) {
   auto runner = std::make_unique<RecordingRunner>(kSlots, milliseconds(50));
   RecordingRunner* recording = runner.get();
   StreamPoolOptions options = WorkersOnly();
-  std::mutex mu;
+  absl::Mutex mu;
   std::set<int> slots;
   int chunks = 0;
   options.on_chunk = [&](int slot, const FormedChunk&, size_t, const absl::Status&,
                          const ChunkTiming&) {
-    std::lock_guard<std::mutex> lock(mu);
+    absl::MutexLock lock(&mu);
     slots.insert(slot);
     ++chunks;
   };
