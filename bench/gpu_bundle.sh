@@ -19,6 +19,7 @@ TEST_TARGETS=(
   //runtime/cuda:gemm_test
   //runtime/cuda:nn_kernels_test
   //runtime/cuda:cudnn_conv_test
+  //runtime/cuda:cudnn_attention_test
   //runtime/cuda:slot_lanes_test
   //runtime/cuda:cuda_executor_test
   //runtime/cuda:fused_gelu_test

@@ -195,7 +195,7 @@ class FusionPlanner {
       }
     }
     // Attention before the GEMMs, which would take its MatMuls.
-    if (options_.fuse && options_.fuse_attention) {
+    if (options_.fuse && options_.fuse_attention != FuseAttention::kNone) {
       for (int i = 0; i < static_cast<int>(graph_.nodes.size()); ++i) {
         if (absorbed_[i]) continue;
         if (std::optional<FusedStep> step = MatchAttention(i)) {
@@ -500,15 +500,62 @@ class FusionPlanner {
     const std::optional<int> pv = SoleReader(p, "MatMul");
     if (!pv || graph_.nodes[*pv].inputs[0] != p) return std::nullopt;
     step.nodes.push_back(*pv);
-    const ValueId v = graph_.nodes[*pv].inputs[1];
-    const ValueId out = graph_.nodes[*pv].outputs[0];
+    ValueId v = graph_.nodes[*pv].inputs[1];
+    ValueId out = graph_.nodes[*pv].outputs[0];
     if (!AttentionShapesFit(q, k, v, out, scores_dims)) return std::nullopt;
+    if (graph_.value(q).dtype == DType::kFloat32 &&
+        options_.fuse_attention != FuseAttention::kAll) {
+      return std::nullopt;
+    }
+    if (graph_.value(q).dims.size() == 4) {
+      q = TakeInputTransposes(q, fusion.q_perm, step.nodes);
+      k = TakeInputTransposes(k, fusion.k_perm, step.nodes);
+      v = TakeInputTransposes(v, fusion.v_perm, step.nodes);
+      out = TakeOutputTransposes(out, fusion.out_perm, step.nodes);
+    }
     fusion.has_mask = mask >= 0;
     step.inputs = {q, k, v};
     if (fusion.has_mask) step.inputs.push_back(mask);
     step.outputs = {out};
     std::sort(step.nodes.begin(), step.nodes.end());
     return step;
+  }
+
+  // Note [Attention views]: from `value` back through the Transposes that
+  // produce it for it alone, composing `perm`, each taken into `nodes`; the
+  // value the step then reads.
+  ValueId TakeInputTransposes(ValueId value, AttentionPerm& perm, std::vector<int>& nodes) const {
+    while (const std::optional<int> transpose = SoleProducer(value, "Transpose")) {
+      const std::array<int, 4> p = TransposePerm(graph_.nodes[*transpose]);
+      // value's dim j is its input's dim p[j].
+      for (int& axis : perm) axis = p[axis];
+      nodes.push_back(*transpose);
+      value = graph_.nodes[*transpose].inputs[0];
+    }
+    return value;
+  }
+
+  // The same forwards from an output `value` read by Transposes alone; the
+  // value the step then writes.
+  ValueId TakeOutputTransposes(ValueId value, AttentionPerm& perm, std::vector<int>& nodes) const {
+    while (const std::optional<int> transpose = SoleReader(value, "Transpose")) {
+      const std::array<int, 4> p = TransposePerm(graph_.nodes[*transpose]);
+      // The Transpose's output's dim j is value's dim p[j], so value's dim
+      // p[j] is the output's dim j.
+      std::array<int, 4> inverse;
+      for (int j = 0; j < 4; ++j) inverse[p[j]] = j;
+      for (int& axis : perm) axis = inverse[axis];
+      nodes.push_back(*transpose);
+      value = graph_.nodes[*transpose].outputs[0];
+    }
+    return value;
+  }
+
+  // A rank-4 Transpose's perm (ONNX's default reverses the dims).
+  static std::array<int, 4> TransposePerm(const BoundNode& node) {
+    const std::vector<int64_t>& perm = IntsAttr(node.attributes, "perm");
+    if (perm.size() != 4) return {3, 2, 1, 0};
+    return {int(perm[0]), int(perm[1]), int(perm[2]), int(perm[3])};
   }
 
   // q [..., Sq, D], k^T [..., D, Sk], v [..., Sk, Dv] and out [..., Sq, Dv] of

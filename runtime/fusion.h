@@ -4,6 +4,7 @@
 // executor (runtime/cuda/cuda_executor.cc) builds one kernel per step, and
 // tools and tests can see the steps without a GPU. See Note [Fusion].
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -22,11 +23,21 @@ enum class StepKind {
   kAttention,     // MatMul, scale, mask Add, Softmax, [NaN guard], MatMul (Note [Fused attention])
 };
 
+// How a kAttention operand is read (Note [Attention views]): dim i of its
+// view is dim perm[i] of the tensor the step reads or writes.
+using AttentionPerm = std::array<int, 4>;
+inline constexpr AttentionPerm kIdentityPerm = {0, 1, 2, 3};
+
 // What a kAttention step computes besides its operands.
 struct AttentionFusion {
   float scale = 1.0f;        // of q k^T, from the Muls and Divs the step took
   bool has_mask = false;     // an additive mask, the step's fourth input
   bool nan_to_zero = false;  // Where(IsNaN(p), 0, p) follows the Softmax
+  // Views of q, k^T, v and the output, rank-4 operands only.
+  AttentionPerm q_perm = kIdentityPerm;
+  AttentionPerm k_perm = kIdentityPerm;
+  AttentionPerm v_perm = kIdentityPerm;
+  AttentionPerm out_perm = kIdentityPerm;
 };
 
 struct FusedStep {
@@ -41,8 +52,8 @@ struct FusedStep {
   //  are compiled in); kAddLayerNorm: the Add's two inputs, then the
   //  LayerNorm's scale and [bias], writing the LayerNorm's output and, when
   //  read elsewhere, the sum; kAttention: q [..., Sq, D], k^T [..., D, Sk],
-  //  v [..., Sk, Dv] and [mask], writing [..., Sq, Dv]; kKernel: the node's
-  //  inputs.
+  //  v [..., Sk, Dv] and [mask], writing [..., Sq, Dv], each seen through
+  //  its AttentionPerm; kKernel: the node's inputs.
   std::vector<ValueId> inputs;
   std::vector<ValueId> outputs;
   // kGemm: a column bias taken from a following Add (-1: none).
@@ -56,16 +67,24 @@ struct FusedStep {
   AttentionFusion attention;
 };
 
+// Which attention chains become kAttention steps (Note [Fused attention]).
+enum class FuseAttention {
+  kNone,
+  // Float16 and bfloat16 chains, which run on cuDNN's fused engines (Note
+  // [cuDNN attention]): one kernel where the chain runs ten.
+  kHalf,
+  // Float32 chains too, on our own kernel. Its float FMAs lose to the
+  // chain's cuBLASLt GEMMs on the H200: ViT-B/16 in float32 ran 0.75x of
+  // PyTorch's graph fused against 0.67x unfused, BERT-base in float16 (on
+  // our kernel, before cuDNN's) 1.61x against 1.24x.
+  kAll,
+};
+
 struct FusionOptions {
   // Fuse across nodes at all; off gives one step per node (and still lets a
   // Gemm take its own C as a bias, which is not fusion across nodes).
   bool fuse = true;
-  // Fuse attention chains (Note [Fused attention]). Off by default: the
-  // fused kernel computes with float FMAs and, measured on the H200, loses
-  // to the chain's cuBLASLt GEMMs: BERT-base in float16 ran 1.61x of
-  // PyTorch's graph fused and 1.24x unfused; in float32, ViT-B/16 0.75x
-  // fused against 0.67x unfused the session before.
-  bool fuse_attention = false;
+  FuseAttention fuse_attention = FuseAttention::kHalf;
 };
 
 struct FusionPlan {
@@ -151,6 +170,22 @@ inline constexpr size_t kMaxPointwiseNodes = 32;  // kPointwiseMaxInstructions
 // its float FMAs lose to the chain's GEMMs, so it is off by default until it
 // computes on the tensor cores.
 inline constexpr int64_t kMaxFusedAttentionHeadDim = 128;
+
+// Note [Attention views]
+// ~~~~~~~~~~~~~~~~~~~~~~
+// Exporters split the heads with Transposes: q, k and v leave their
+// projections as [batch, seq, heads, d] (a Reshape, no copy) and are
+// transposed to [batch, heads, seq, d] (k to [batch, heads, d, seq]) for the
+// MatMuls, and the output goes back through the inverse Transpose before the
+// heads merge: four copies per layer, 48 kernels of BERT-base. The attention
+// kernels read strided operands, so a kAttention step takes those
+// Transposes too: going back from q, k^T and v (and forward from the output)
+// it absorbs each Transpose of rank 4 that is the value's producer (reader)
+// and the value's only reader (producer), composing their perms, and reads
+// (writes) the Transpose's input (output) through the composed perm. Every
+// Transpose is taken or none of a chain's; nothing else (a Reshape between
+// them ends the walk). The views keep the innermost dim where cuDNN wants
+// it (runtime/cuda/cudnn_attention.h) for the layouts exporters write.
 
 // Note [Pointwise regions]
 // ~~~~~~~~~~~~~~~~~~~~~~~~

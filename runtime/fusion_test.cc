@@ -348,40 +348,109 @@ Model DynamoAttention() {
 
 TEST(FusionTest, AttentionChainIsOneStep) {
   const BoundGraph graph = Bind(DynamoAttention());
-  const FusionPlan plan = PlanFusion(graph, {.fuse_attention = true});
+  const FusionPlan plan = PlanFusion(graph, {.fuse_attention = FuseAttention::kAll});
   ExpectValidOrder(graph, plan);
   EXPECT_EQ(plan.attentions, 1);
-  ASSERT_EQ(plan.steps.size(), 2u);  // the Transpose, then the attention
-  const FusedStep& step = plan.steps[1];
+  ASSERT_EQ(plan.steps.size(), 1u);  // k's Transpose is read in place
+  const FusedStep& step = plan.steps[0];
   EXPECT_EQ(step.kind, StepKind::kAttention);
-  EXPECT_EQ(step.nodes.size(), 8u);
+  EXPECT_EQ(step.nodes.size(), 9u);
   EXPECT_FLOAT_EQ(step.attention.scale, 0.25f);
   EXPECT_TRUE(step.attention.has_mask);
   EXPECT_TRUE(step.attention.nan_to_zero);
   ASSERT_EQ(step.inputs.size(), 4u);
   EXPECT_EQ(graph.value(step.inputs[0]).name, "q");
-  EXPECT_EQ(graph.value(step.inputs[1]).name, "kt");
+  EXPECT_EQ(graph.value(step.inputs[1]).name, "k");
   EXPECT_EQ(graph.value(step.inputs[2]).name, "v");
   EXPECT_EQ(graph.value(step.inputs[3]).name, "mask");
+  EXPECT_EQ(step.attention.q_perm, kIdentityPerm);
+  EXPECT_EQ(step.attention.k_perm, (AttentionPerm{0, 1, 3, 2}));
+}
+
+// Note [Attention views]: q, k and v arrive as [batch, seq, heads, d] and
+// the output leaves as that, through the Transposes exporters write.
+Model HeadsSplitAttention() {
+  Model model;
+  model.name = "attention";
+  model.opset = 17;
+  model.inputs = {{"q", DType::kFloat16, {-1, 8, 2, 16}},
+                  {"k", DType::kFloat16, {-1, 8, 2, 16}},
+                  {"v", DType::kFloat16, {-1, 8, 2, 16}},
+                  {"mask", DType::kFloat16, {-1, 1, 1, 8}}};
+  model.outputs = {{"y", DType::kFloat16, {-1, 8, 2, 16}}};
+  model.initializers["four"] = std::make_shared<const HostTensor>(
+      ConvertFloats(*Scalar(4.0f), DType::kFloat16));
+  model.nodes = {
+      {"q_t", "Transpose", {"q"}, {"qt"}, {{"perm", std::vector<int64_t>{0, 2, 1, 3}}}},
+      {"k_t", "Transpose", {"k"}, {"kt"}, {{"perm", std::vector<int64_t>{0, 2, 3, 1}}}},
+      {"v_t", "Transpose", {"v"}, {"vt"}, {{"perm", std::vector<int64_t>{0, 2, 1, 3}}}},
+      {"scores", "MatMul", {"qt", "kt"}, {"s0"}, {}},
+      {"scale", "Div", {"s0", "four"}, {"s"}, {}},
+      {"mask_add", "Add", {"s", "mask"}, {"a"}, {}},
+      {"softmax", "Softmax", {"a"}, {"p"}, {{"axis", int64_t{-1}}}},
+      {"context", "MatMul", {"p", "vt"}, {"o"}, {}},
+      {"o_t", "Transpose", {"o"}, {"y"}, {{"perm", std::vector<int64_t>{0, 2, 1, 3}}}},
+  };
+  return model;
+}
+
+TEST(FusionTest, AttentionReadsTheHeadsTransposesInPlace) {
+  const BoundGraph graph = Bind(HeadsSplitAttention());
+  const FusionPlan plan = PlanFusion(graph, {});
+  ExpectValidOrder(graph, plan);
+  ASSERT_EQ(plan.steps.size(), 1u);
+  const FusedStep& step = plan.steps[0];
+  EXPECT_EQ(step.kind, StepKind::kAttention);
+  EXPECT_EQ(step.nodes.size(), 9u);
+  ASSERT_EQ(step.inputs.size(), 4u);
+  EXPECT_EQ(graph.value(step.inputs[0]).name, "q");
+  EXPECT_EQ(graph.value(step.inputs[1]).name, "k");
+  EXPECT_EQ(graph.value(step.inputs[2]).name, "v");
+  ASSERT_EQ(step.outputs.size(), 1u);
+  EXPECT_EQ(graph.value(step.outputs[0]).name, "y");
+  EXPECT_EQ(step.attention.q_perm, (AttentionPerm{0, 2, 1, 3}));
+  EXPECT_EQ(step.attention.k_perm, (AttentionPerm{0, 2, 3, 1}));
+  EXPECT_EQ(step.attention.v_perm, (AttentionPerm{0, 2, 1, 3}));
+  // y [b, s, h, d] = Transpose(o [b, h, s, d]): o's dim i is y's perm[i].
+  EXPECT_EQ(step.attention.out_perm, (AttentionPerm{0, 2, 1, 3}));
+}
+
+// A Transpose whose output something else reads too stays a copy.
+TEST(FusionTest, SharedTransposeStaysOutsideTheAttention) {
+  Model model = HeadsSplitAttention();
+  model.outputs.push_back({"kt", DType::kFloat16, {-1, 2, 16, 8}});
+  const BoundGraph graph = Bind(model);
+  const FusionPlan plan = PlanFusion(graph, {});
+  ExpectValidOrder(graph, plan);
+  ASSERT_EQ(plan.attentions, 1);
+  for (const FusedStep& step : plan.steps) {
+    if (step.kind != StepKind::kAttention) continue;
+    EXPECT_EQ(graph.value(step.inputs[1]).name, "kt");
+    EXPECT_EQ(step.attention.k_perm, kIdentityPerm);
+    EXPECT_EQ(graph.value(step.inputs[0]).name, "q");
+  }
 }
 
 TEST(FusionTest, AttentionWithAnIntermediateOutputStaysApart) {
   Model model = DynamoAttention();
   model.outputs.push_back({"p", DType::kFloat32, {-1, 2, 8, 8}});  // the probabilities
   const BoundGraph graph = Bind(model);
-  const FusionPlan plan = PlanFusion(graph, {.fuse_attention = true});
+  const FusionPlan plan = PlanFusion(graph, {.fuse_attention = FuseAttention::kAll});
   ExpectValidOrder(graph, plan);
   EXPECT_EQ(plan.attentions, 0);
 }
 
 TEST(FusionTest, NoAttentionWhenFusionIsOff) {
   const BoundGraph graph = Bind(DynamoAttention());
-  EXPECT_EQ(PlanFusion(graph, {.fuse = false, .fuse_attention = true}).attentions, 0);
+  EXPECT_EQ(PlanFusion(graph, {.fuse = false, .fuse_attention = FuseAttention::kAll}).attentions, 0);
 }
 
-// Model DynamoAttention in float16 fuses too, when asked; not by default.
-TEST(FusionTest, HalfAttentionFusedOnlyWhenAsked) {
+// Model DynamoAttention in float16 fuses by default (cuDNN's engines); in
+// float32 only when asked (our own kernel, slower than the chain).
+TEST(FusionTest, HalfAttentionFusedByDefaultFloatWhenAsked) {
   Model model = DynamoAttention();
+  EXPECT_EQ(PlanFusion(Bind(model), {}).attentions, 0);
+  EXPECT_EQ(PlanFusion(Bind(model), {.fuse_attention = FuseAttention::kAll}).attentions, 1);
   for (auto* values : {&model.inputs, &model.outputs}) {
     for (auto& value : *values) value.dtype = DType::kFloat16;
   }
@@ -390,8 +459,8 @@ TEST(FusionTest, HalfAttentionFusedOnlyWhenAsked) {
         ConvertFloats(*model.initializers[name], DType::kFloat16));
   }
   const BoundGraph graph = Bind(model);
-  EXPECT_EQ(PlanFusion(graph, {}).attentions, 0);
-  EXPECT_EQ(PlanFusion(graph, {.fuse_attention = true}).attentions, 1);
+  EXPECT_EQ(PlanFusion(graph, {}).attentions, 1);
+  EXPECT_EQ(PlanFusion(graph, {.fuse_attention = FuseAttention::kNone}).attentions, 0);
 }
 
 }  // namespace

@@ -254,7 +254,7 @@ class PlanBuilder {
       case StepKind::kAddLayerNorm:
         return MakeAddLayerNormKernel(graph_, node, /*write_sum=*/step.outputs.size() > 1);
       case StepKind::kAttention:
-        return MakeFusedAttentionKernel(graph_, step, StepLabel(step));
+        return MakeAttentionKernel(KernelContext(node, workspace), step, StepLabel(step));
       case StepKind::kKernel:
         break;
     }

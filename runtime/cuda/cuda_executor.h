@@ -23,6 +23,7 @@
 #include "runtime/cuda/algorithm_choices.h"
 #include "runtime/cuda/slot_lanes.h"
 #include "runtime/executor.h"
+#include "runtime/fusion.h"
 #include "runtime/schedule.h"
 #include "tensor_holder/io_buffers.h"
 #include "tensor_holder/stream_arena.h"
@@ -42,9 +43,9 @@ struct CudaExecutorOptions {
   // chains into one kernel: today the exact (erf) GELU that PyTorch exports
   // as Div/Erf/Add/Mul/Mul (see fused_gelu.h).
   bool fuse_epilogues = true;
-  // Run attention chains as one kernel (FusionOptions::fuse_attention; off
-  // by default, slower than the chain today).
-  bool fuse_attention = false;
+  // Which attention chains run as one kernel (FusionOptions::fuse_attention):
+  // by default the 16-bit ones, on cuDNN's engines.
+  FuseAttention fuse_attention = FuseAttention::kHalf;
   // Time cuBLASLt's proposed algorithms for each GEMM, and cuDNN's for each
   // convolution, at plan time and keep the fastest (CudaOpKernel::Autotune).
   // Plans then differ in rounding only between runs whose timings differ.

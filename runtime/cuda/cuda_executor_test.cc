@@ -863,7 +863,8 @@ class CudaExecutorHalfModelTest
 void ExpectModelMatchesHost(const Model& model, DType dtype, int64_t batch,
                             const std::vector<HostTensor>& inputs,
                             const std::function<void(const CudaExecutor&)>& check_plan,
-                            double ulps = 4, bool fuse_attention = false) {
+                            double ulps = 4,
+                            FuseAttention fuse_attention = FuseAttention::kHalf) {
   absl::StatusOr<BoundGraph> graph = BindModel(model, {.batch_size = batch});
   ASSERT_TRUE(graph.ok()) << graph.status();
   absl::StatusOr<std::unique_ptr<HostExecutor>> host = HostExecutor::Create(*graph);
@@ -1112,7 +1113,7 @@ TEST_P(CudaExecutorAttentionTest, FusedMatchesHostExecutor) {
   ExpectModelMatchesHost(
       AttentionModel(dtype, kSeq, dynamo_form), dtype, batch, inputs,
       [](const CudaExecutor& cuda) { EXPECT_EQ(cuda.fused_attentions(), 1); }, /*ulps=*/8,
-      /*fuse_attention=*/true);
+      FuseAttention::kAll);
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -1122,6 +1123,77 @@ INSTANTIATE_TEST_SUITE_P(
     [](const auto& info) {
       return absl::StrCat(DTypeName(std::get<0>(info.param)), "_b", std::get<1>(info.param),
                           std::get<2>(info.param) ? "_dynamo" : "_torchscript");
+    });
+
+// Attention as transformers' BERT exports it through TorchScript (Note
+// [Attention views]): q, k and v leave their projections as [B, S, 4, 64]
+// and reach the MatMuls through the heads' Transposes, the scores are divided
+// by 8, the mask is computed from a 0/1 input as (1 - m) * lowest, and the
+// output goes back through a Transpose. In 16 bits the step runs on cuDNN's
+// engines (Note [cuDNN attention]) reading every Transpose in place.
+Model HeadsSplitAttentionModel(DType dtype, int64_t seq) {
+  Model model;
+  model.name = "attention_heads_split";
+  model.opset = 17;
+  for (const char* name : {"q", "k", "v"}) model.inputs.push_back({name, dtype, {-1, seq, 4, 64}});
+  model.inputs.push_back({"keep", dtype, {-1, 1, 1, seq}});
+  model.outputs.push_back({"y", dtype, {-1, seq, 4, 64}});
+  const auto scalar = [&](float v) {
+    HostTensor value(DType::kFloat32, Dims{});
+    value.data<float>()[0] = v;
+    return std::make_shared<const HostTensor>(ConvertFloats(value, dtype));
+  };
+  model.initializers["one"] = scalar(1.0f);
+  model.initializers["eight"] = scalar(8.0f);
+  model.initializers["lowest"] = scalar(dtype == DType::kFloat16 ? -65504.0f : -3.38953139e38f);
+  const auto perm = [](std::vector<int64_t> p) { return Attributes{{"perm", std::move(p)}}; };
+  model.nodes = {
+      {"q_t", "Transpose", {"q"}, {"qt"}, perm({0, 2, 1, 3})},
+      {"k_t", "Transpose", {"k"}, {"kt"}, perm({0, 2, 3, 1})},
+      {"v_t", "Transpose", {"v"}, {"vt"}, perm({0, 2, 1, 3})},
+      {"masked", "Sub", {"one", "keep"}, {"m0"}, {}},
+      {"mask", "Mul", {"m0", "lowest"}, {"mask"}, {}},
+      {"scores", "MatMul", {"qt", "kt"}, {"s0"}, {}},
+      {"scale", "Div", {"s0", "eight"}, {"s"}, {}},
+      {"mask_add", "Add", {"s", "mask"}, {"a"}, {}},
+      {"softmax", "Softmax", {"a"}, {"p"}, {{"axis", int64_t{-1}}}},
+      {"context", "MatMul", {"p", "vt"}, {"o"}, {}},
+      {"o_t", "Transpose", {"o"}, {"y"}, perm({0, 2, 1, 3})},
+  };
+  return model;
+}
+
+class CudaExecutorHeadsSplitAttentionTest
+    : public ::testing::TestWithParam<std::tuple<DType, int64_t>> {
+ protected:
+  void SetUp() override {
+    if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device on this machine";
+  }
+};
+
+TEST_P(CudaExecutorHeadsSplitAttentionTest, MatchesHostExecutor) {
+  const auto [dtype, batch] = GetParam();
+  constexpr int64_t kSeq = 72;
+  std::vector<HostTensor> inputs;
+  for (uint64_t seed : {21, 22, 23}) inputs.push_back(RandomTensor(dtype, {batch, kSeq, 4, 64}, seed));
+  HostTensor keep(DType::kFloat32, Dims{batch, 1, 1, kSeq});
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t key = 0; key < kSeq; ++key) {
+      keep.data<float>()[b * kSeq + key] = key < kSeq - 7 * (b + 1) ? 1.0f : 0.0f;
+    }
+  }
+  inputs.push_back(ConvertFloats(keep, dtype));
+  ExpectModelMatchesHost(
+      HeadsSplitAttentionModel(dtype, kSeq), dtype, batch, inputs,
+      [](const CudaExecutor& cuda) { EXPECT_EQ(cuda.fused_attentions(), 1); }, /*ulps=*/8);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    TypesAndBatches, CudaExecutorHeadsSplitAttentionTest,
+    ::testing::Combine(::testing::Values(DType::kFloat16, DType::kBFloat16),
+                       ::testing::Values(int64_t{1}, int64_t{3})),
+    [](const auto& info) {
+      return absl::StrCat(DTypeName(std::get<0>(info.param)), "_b", std::get<1>(info.param));
     });
 
 // Resize and Einsum reach their CUDA kernels only through binding (Resize's

@@ -17,6 +17,7 @@
 #include "common/cuda_handles.h"
 #include "common/cuda_status.h"
 #include "common/status.h"
+#include "runtime/cuda/cudnn_frontend_status.h"
 
 namespace graphserve {
 
@@ -29,18 +30,6 @@ constexpr int64_t kXUid = 1;
 constexpr int64_t kWUid = 2;
 constexpr int64_t kYUid = 3;
 
-absl::Status FrontendStatus(fe::error_t error, absl::string_view call) {
-  if (error.is_good()) return absl::OkStatus();
-  const std::string message = absl::StrCat(call, ": ", error.get_message());
-  if (error.get_code() == fe::error_code_t::GRAPH_NOT_SUPPORTED ||
-      error.get_code() == fe::error_code_t::GRAPH_EXECUTION_PLAN_CREATION_FAILED) {
-    return absl::UnimplementedError(message);
-  }
-  return absl::InternalError(message);
-}
-
-#define FE_RETURN_IF_ERROR(call) RETURN_IF_ERROR(FrontendStatus((call), #call))
-
 bool FitsInt32(int64_t value) { return value <= std::numeric_limits<int32_t>::max(); }
 
 int64_t OutSize(int64_t in, int64_t kernel, int64_t stride, int64_t dilation, int64_t pad) {
@@ -49,19 +38,6 @@ int64_t OutSize(int64_t in, int64_t kernel, int64_t stride, int64_t dilation, in
 
 bool IsConvIoType(DType dtype) {
   return dtype == DType::kFloat32 || dtype == DType::kFloat16 || dtype == DType::kBFloat16;
-}
-
-// cuDNN's type of a DType: the table's CudnnType column.
-fe::DataType_t CudnnDataTypeOf(DType dtype) {
-  switch (dtype) {
-#define GRAPHSERVE_DTYPE_CUDNN(e, onnx, onnx_name, kserve, config, size, host, device, cuda, \
-                               cudnn, ...)                                                   \
-  case DType::e:                                                                             \
-    return fe::DataType_t::cudnn;
-    GRAPHSERVE_FORALL_DTYPES(GRAPHSERVE_DTYPE_CUDNN)
-#undef GRAPHSERVE_DTYPE_CUDNN
-  }
-  return fe::DataType_t::NOT_SET;
 }
 
 absl::Status Validate(const ConvParams& p) {
@@ -160,11 +136,11 @@ absl::StatusOr<float> MeanRunMs(cudnnHandle_t handle, const fe::graph::Graph& gr
   ASSIGN_OR_RETURN(const CudaEvent start, CudaEvent::Create(/*timing=*/true));
   ASSIGN_OR_RETURN(const CudaEvent stop, CudaEvent::Create(/*timing=*/true));
   for (int i = 0; i < warmup; ++i) {
-    FE_RETURN_IF_ERROR(graph.execute_plan_at_index(handle, pointers, workspace, index));
+    GRAPHSERVE_FE_RETURN_IF_ERROR(graph.execute_plan_at_index(handle, pointers, workspace, index));
   }
   CUDA_RETURN_IF_ERROR(cudaEventRecord(start.get(), stream));
   for (int i = 0; i < runs; ++i) {
-    FE_RETURN_IF_ERROR(graph.execute_plan_at_index(handle, pointers, workspace, index));
+    GRAPHSERVE_FE_RETURN_IF_ERROR(graph.execute_plan_at_index(handle, pointers, workspace, index));
   }
   CUDA_RETURN_IF_ERROR(cudaEventRecord(stop.get(), stream));
   CUDA_RETURN_IF_ERROR(cudaEventSynchronize(stop.get()));
@@ -281,8 +257,8 @@ absl::StatusOr<std::unique_ptr<CudnnConv::Plan>> MakeOperationGraph(cudnnHandle_
       .set_dim(y_dims)
       .set_stride(PackedStrides(y_dims))
       .set_data_type(io);
-  FE_RETURN_IF_ERROR(graph.validate());
-  FE_RETURN_IF_ERROR(graph.build_operation_graph(handle));
+  GRAPHSERVE_FE_RETURN_IF_ERROR(graph.validate());
+  GRAPHSERVE_FE_RETURN_IF_ERROR(graph.build_operation_graph(handle));
   return plan;
 }
 
@@ -290,7 +266,7 @@ absl::StatusOr<std::unique_ptr<CudnnConv::Plan>> MakeOperationGraph(cudnnHandle_
 // bars those the precision rules, the workspace limit or run-time
 // compilation exclude.
 absl::Status QueryHeuristics(fe::graph::Graph& graph, DType dtype, bool allow_tf32) {
-  FE_RETURN_IF_ERROR(graph.create_execution_plans({fe::HeurMode_t::A, fe::HeurMode_t::FALLBACK}));
+  GRAPHSERVE_FE_RETURN_IF_ERROR(graph.create_execution_plans({fe::HeurMode_t::A, fe::HeurMode_t::FALLBACK}));
   graph.deselect_numeric_notes(BarredNotes(dtype, allow_tf32));
   // Runtime-compiled engines compile with NVRTC when built, hundreds of
   // milliseconds each, for every shape and size: on the H100 they took
@@ -339,7 +315,7 @@ absl::Status ReserveWorkspace(const fe::graph::Graph& graph, const std::vector<i
   int64_t want = 0;
   for (const int64_t index : built) {
     int64_t bytes = 0;
-    FE_RETURN_IF_ERROR(graph.get_workspace_size_plan_at_index(index, bytes));
+    GRAPHSERVE_FE_RETURN_IF_ERROR(graph.get_workspace_size_plan_at_index(index, bytes));
     want = std::max(want, bytes);
   }
   if (buffer.bytes() >= static_cast<size_t>(want)) return absl::OkStatus();
@@ -434,8 +410,8 @@ absl::StatusOr<std::unique_ptr<CudnnConv>> CudnnConv::CreateUnplanned(cudnnHandl
 
 absl::Status CudnnConv::Adopt(std::unique_ptr<Plan> plan, int64_t index) {
   int64_t workspace = 0;
-  FE_RETURN_IF_ERROR(plan->graph.get_workspace_size_plan_at_index(index, workspace));
-  FE_RETURN_IF_ERROR(plan->graph.get_plan_name_at_index(index, plan->name));
+  GRAPHSERVE_FE_RETURN_IF_ERROR(plan->graph.get_workspace_size_plan_at_index(index, workspace));
+  GRAPHSERVE_FE_RETURN_IF_ERROR(plan->graph.get_plan_name_at_index(index, plan->name));
   plan->index = index;
   plan->workspace_bytes = static_cast<size_t>(workspace);
   return UsePlan(std::move(plan));
