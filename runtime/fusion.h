@@ -5,6 +5,7 @@
 // tools and tests can see the steps without a GPU. See Note [Fusion].
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "runtime/bound_graph.h"
@@ -17,7 +18,7 @@ enum class StepKind {
   kGemm,     // Gemm/MatMul on cuBLASLt, maybe with scales in alpha and a bias Add in its epilogue
   kConv,     // Conv on cuDNN, maybe with a residual Add and an activation in its epilogue
   kErfGelu,  // PyTorch's five-node exact GELU chain as one kernel
-  kPointwise,  // a region of float32 elementwise nodes as one kernel (Note [Pointwise regions])
+  kPointwise,  // a region of elementwise nodes of one float type as one kernel (Note [Pointwise regions])
   kAddLayerNorm,  // a residual Add and the LayerNormalization (or RMSNormalization) of its sum
   kAttention,     // MatMul, scale, mask Add, Softmax, [NaN guard], MatMul (Note [Fused attention])
 };
@@ -101,8 +102,19 @@ bool GemmReadsC(const BoundGraph& graph, const BoundNode& node);
 // Ops whose output is their input's bytes under new dims.
 bool IsAliasOp(const std::string& op_type);
 
-// The elementwise ops a pointwise region may hold (float32; the
-// instructions of runtime/cuda/pointwise.h).
+// The types whose fused steps (the erf GELU, pointwise regions, scales in a
+// GEMM's alpha, attention) compute in float and round once to the type:
+// float32, float16, bfloat16 (Note [16-bit fusions]).
+bool ComputesInFloat(DType dtype);
+
+// The one element of a constant of a type that ComputesInFloat, widened to
+// float (exactly); nullopt for anything else. What the pass takes as a scalar
+// constant is what the pointwise compiler (runtime/cuda/pointwise_kernel.h)
+// compiles in.
+std::optional<float> FloatScalar(const BoundValue& value);
+
+// The elementwise ops a pointwise region may hold (the instructions of
+// runtime/cuda/pointwise.h).
 bool IsPointwiseOp(const std::string& op_type);
 inline constexpr size_t kMaxPointwiseInputs = 4;  // kPointwiseMaxInputs
 inline constexpr size_t kMaxPointwiseNodes = 32;  // kPointwiseMaxInstructions
@@ -155,7 +167,8 @@ inline constexpr int64_t kMaxFusedAttentionHeadDim = 128;
 // Note [Pointwise regions]
 // ~~~~~~~~~~~~~~~~~~~~~~~~
 // After the GEMM and Conv steps have taken their epilogues, the remaining
-// float32 elementwise nodes (IsPointwiseOp) are grouped into regions, each
+// elementwise nodes (IsPointwiseOp) are grouped into regions of one type that
+// ComputesInFloat (no Cast inside; Note [16-bit fusions]), each
 // run as one kernel (Note [Pointwise programs] in runtime/cuda/pointwise.h).
 // A region grows backwards from its last node: the producer of a value it
 // reads joins when it is pointwise, every reader of that value is already in
@@ -165,5 +178,38 @@ inline constexpr int64_t kMaxFusedAttentionHeadDim = 128;
 // broadcasting, at most kMaxPointwiseInputs) or scalar constants, compiled
 // into the program. Sinks are taken last node first, so a chain becomes one
 // region, not several. A region of one node stays that node's own kernel.
+
+// Note [16-bit fusions]
+// ~~~~~~~~~~~~~~~~~~~~~
+// A model exported in float16 or bfloat16 (Hugging Face models after
+// .half()) gets the same fusions as its float32 twin: the erf GELU chain,
+// pointwise regions, scale constants in a GEMM's alpha, the residual Add with
+// its LayerNorm and attention. Its scalar constants are the exporter's double
+// constants rounded once to the model's type, so the GELU matcher takes
+// sqrt(2) within half a unit in the last place of that type (1.4140625), and
+// a scale's value goes into alpha, which is float, exactly as stored.
+// The fused kernels load each element, widen it to float, compute the whole
+// step in float and round the result once to the type. The unfused chain
+// rounds to the type after every node (each of its kernels computes in float
+// too), so the two differ by the chain's own roundings, never by more: the
+// fused result is the more accurate one, within one unit in the last place
+// of a float64 evaluation of the step (plus float's few ulps of the step's
+// intermediates, 2^-24 each, far below the 16-bit types' units of 2^-11 and
+// 2^-8), while the chain's n nodes may
+// each add half a unit, propagated by the nodes after it. The CUDA tests
+// hold the fused steps to both: to float64 within one ulp of the type, to
+// the unfused chain (the host reference, which rounds per node) within the
+// few ulps its roundings add. The fused GELU's constant is 1/sqrt(2) in
+// float, not the chain's rounded sqrt(2) (1.1e-4 relative in erf's
+// argument, below float16's half ulp of 4.9e-4). The same holds at the edges
+// of the range: where an intermediate of the chain overflows the type (the
+// GELU chain's x * (1 + erf) = 2x past 32752 in float16, its +Inf then times
+// 0.5), the fused step's float intermediate does not and it answers the
+// function's value, as ONNX's Gelu op and PyTorch's own half-precision
+// kernels (which compute in float) do; NaN and Inf inputs give what the
+// chain gives. In float32 nothing changes: the pointwise program is bitwise
+// the unfused nodes (Note [Pointwise programs]). A Cast is no pointwise op,
+// so a region never mixes types; the nodes on either side of a Cast make
+// regions of their own.
 
 }  // namespace graphserve
