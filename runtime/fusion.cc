@@ -26,6 +26,24 @@ bool IsPointwiseOp(const std::string& op_type) {
   return kOps->count(op_type) > 0;
 }
 
+std::optional<float> FloatScalar(const BoundValue& value) {
+  if (!value.is_constant() || value.constant->num_elements() != 1) return std::nullopt;
+  switch (value.dtype) {
+    case DType::kFloat32:
+      return value.constant->data<float>()[0];
+    case DType::kFloat16:
+      return Widen(value.constant->data<Half>()[0]);
+    case DType::kBFloat16:
+      return Widen(value.constant->data<BFloat16>()[0]);
+    default:
+      return std::nullopt;
+  }
+}
+
+bool ComputesInFloat(DType dtype) {
+  return dtype == DType::kFloat32 || dtype == DType::kFloat16 || dtype == DType::kBFloat16;
+}
+
 bool IsColumnBias(const BoundValue& value, int64_t n) {
   // cuBLASLt's bias epilogue reads the GEMM's output type (Note [GEMM
   // datatypes]); binding gives the Add or C that type.
@@ -89,28 +107,6 @@ std::optional<int> SoleConsumer(const BoundGraph& graph,
   if (consumers[value].size() != 1 || IsGraphOutput(graph, value)) return std::nullopt;
   return consumers[value][0];
 }
-
-}  // namespace
-
-std::optional<float> FloatScalar(const BoundValue& value) {
-  if (!value.is_constant() || value.constant->num_elements() != 1) return std::nullopt;
-  switch (value.dtype) {
-    case DType::kFloat32:
-      return value.constant->data<float>()[0];
-    case DType::kFloat16:
-      return Widen(value.constant->data<Half>()[0]);
-    case DType::kBFloat16:
-      return Widen(value.constant->data<BFloat16>()[0]);
-    default:
-      return std::nullopt;
-  }
-}
-
-bool ComputesInFloat(DType dtype) {
-  return dtype == DType::kFloat32 || dtype == DType::kFloat16 || dtype == DType::kBFloat16;
-}
-
-namespace {
 
 // The value of a float constant (ComputesInFloat) holding one finite, nonzero
 // element (a scale a GEMM can take as alpha, which is float whatever the
