@@ -184,32 +184,43 @@ inline constexpr int64_t kMaxFusedAttentionHeadDim = 128;
 // A model exported in float16 or bfloat16 (Hugging Face models after
 // .half()) gets the same fusions as its float32 twin: the erf GELU chain,
 // pointwise regions, scale constants in a GEMM's alpha, the residual Add with
-// its LayerNorm and attention. Its scalar constants are the exporter's double
-// constants rounded once to the model's type, so the GELU matcher takes
-// sqrt(2) within half a unit in the last place of that type (1.4140625), and
-// a scale's value goes into alpha, which is float, exactly as stored.
-// The fused kernels load each element, widen it to float, compute the whole
-// step in float and round the result once to the type. The unfused chain
-// rounds to the type after every node (each of its kernels computes in float
-// too), so the two differ by the chain's own roundings, never by more: the
-// fused result is the more accurate one, within one unit in the last place
-// of a float64 evaluation of the step (plus float's few ulps of the step's
-// intermediates, 2^-24 each, far below the 16-bit types' units of 2^-11 and
-// 2^-8), while the chain's n nodes may
-// each add half a unit, propagated by the nodes after it. The CUDA tests
-// hold the fused steps to both: to float64 within one ulp of the type, to
-// the unfused chain (the host reference, which rounds per node) within the
-// few ulps its roundings add. The fused GELU's constant is 1/sqrt(2) in
-// float, not the chain's rounded sqrt(2) (1.1e-4 relative in erf's
-// argument, below float16's half ulp of 4.9e-4). The same holds at the edges
-// of the range: where an intermediate of the chain overflows the type (the
-// GELU chain's x * (1 + erf) = 2x past 32752 in float16, its +Inf then times
-// 0.5), the fused step's float intermediate does not and it answers the
-// function's value, as ONNX's Gelu op and PyTorch's own half-precision
-// kernels (which compute in float) do; NaN and Inf inputs give what the
-// chain gives. In float32 nothing changes: the pointwise program is bitwise
-// the unfused nodes (Note [Pointwise programs]). A Cast is no pointwise op,
-// so a region never mixes types; the nodes on either side of a Cast make
-// regions of their own.
+// its LayerNorm, and attention. Its scalar constants are the exporter's
+// double constants rounded once to the model's type, so the GELU matcher
+// takes sqrt(2) within half a unit in the last place of that type (1.4140625
+// in both), and a scale goes into alpha, which is float, exactly as stored.
+//
+// The fused kernels widen each element to float, compute the whole step in
+// float and round the result once to the type; the unfused chain rounds to
+// the type after every node (each of its kernels computes in float too). So
+// the two differ by the chain's own roundings and never by more, and the
+// fused result is the more accurate one. With u the type's unit roundoff
+// (2^-11 for float16, 2^-8 for bfloat16) and s the magnitude of the step's
+// inputs, the CUDA tests hold a fused step
+//   - to a float64 evaluation of the step rounded once to the type: within
+//     2u |y| + 8 * 2^-24 s, one unit in the last place of the type (the two
+//     roundings may fall on either side of a rounding boundary) plus float's
+//     own error, a few 2^-24 of the intermediates, which cancellations such
+//     as GELU's 1 + erf(x) near x = -4 leave at the scale of x, not of y;
+//   - to the unfused chain of n nodes (the host reference rounds every node
+//     too): within n u s more, each rounding being at most u times an
+//     intermediate whose error reaches y no larger than s;
+//   - end to end, norm-wise within four units in the last place of the host
+//     reference, as every 16-bit model test is.
+// The fused GELU's constant is float's 1/sqrt(2), not the chain's rounded
+// sqrt(2): 1.1e-4 relative in erf's argument, under float16's u of 4.9e-4.
+// A scale in alpha saves the chain one or two roundings (the product's or the
+// scaled operand's) and keeps unscaled scores that would pass 65504 from
+// becoming +Inf in float16.
+//
+// At the edges of the range the same holds: where an intermediate of the
+// chain overflows the type (PyTorch's GELU chain computes x * (1 + erf) = 2x,
+// +Inf in float16 from x = 32768 on, then times 0.5), the fused step's float
+// intermediate does not, and it answers the function's value, as ONNX's Gelu
+// op and PyTorch's own half-precision kernels (which compute in float) do.
+// NaN and Inf inputs give what the chain gives. In float32 nothing changes:
+// a pointwise program is bitwise its unfused nodes (Note [Pointwise
+// programs]). A Cast is no pointwise op and a region holds one type, so a
+// region never mixes types: the nodes on either side of a Cast make regions
+// of their own.
 
 }  // namespace graphserve
