@@ -26,6 +26,24 @@ bool IsPointwiseOp(const std::string& op_type) {
   return kOps->count(op_type) > 0;
 }
 
+std::optional<float> FloatScalar(const BoundValue& value) {
+  if (!value.is_constant() || value.constant->num_elements() != 1) return std::nullopt;
+  switch (value.dtype) {
+    case DType::kFloat32:
+      return value.constant->data<float>()[0];
+    case DType::kFloat16:
+      return Widen(value.constant->data<Half>()[0]);
+    case DType::kBFloat16:
+      return Widen(value.constant->data<BFloat16>()[0]);
+    default:
+      return std::nullopt;
+  }
+}
+
+bool ComputesInFloat(DType dtype) {
+  return dtype == DType::kFloat32 || dtype == DType::kFloat16 || dtype == DType::kBFloat16;
+}
+
 bool IsColumnBias(const BoundValue& value, int64_t n) {
   // cuBLASLt's bias epilogue reads the GEMM's output type (Note [GEMM
   // datatypes]); binding gives the Add or C that type.
@@ -90,48 +108,37 @@ std::optional<int> SoleConsumer(const BoundGraph& graph,
   return consumers[value][0];
 }
 
-// The value of a float32 constant holding one finite, nonzero element (a
-// scale a GEMM can take as alpha: zero would let cuBLASLt skip reading A and
-// B, losing their NaNs).
+// The value of a float constant (ComputesInFloat) holding one finite, nonzero
+// element (a scale a GEMM can take as alpha, which is float whatever the
+// operands: zero would let cuBLASLt skip reading A and B, losing their NaNs).
 std::optional<float> ScaleConstant(const BoundValue& value) {
-  if (!value.is_constant() || value.dtype != DType::kFloat32 ||
-      value.constant->num_elements() != 1) {
-    return std::nullopt;
-  }
-  const float v = value.constant->data<float>()[0];
-  if (!std::isfinite(v) || v == 0.0f) return std::nullopt;
+  const std::optional<float> v = FloatScalar(value);
+  if (!v || !std::isfinite(*v) || *v == 0.0f) return std::nullopt;
   return v;
 }
 
-// A float32 constant holding one element equal to `target` within 1e-6
-// relative. Its dims are checked by the caller through the result's dims.
-bool IsScalarConstant(const BoundValue& value, float target) {
-  if (!value.is_constant() || value.dtype != DType::kFloat32 ||
-      value.constant->num_elements() != 1) {
-    return false;
-  }
-  const float v = value.constant->data<float>()[0];
-  return std::fabs(v - target) <= 1e-6f * std::fabs(target);
-}
-
-// The one element of a float constant (float32, float16 or bfloat16), as a
-// float; nullopt for anything else.
-std::optional<float> FloatScalar(const BoundValue& value) {
-  if (!value.is_constant() || value.constant->num_elements() != 1) return std::nullopt;
-  switch (value.dtype) {
-    case DType::kFloat32:
-      return value.constant->data<float>()[0];
+// How far a constant the exporter wrote as `target` may be from it once
+// stored in `dtype`: float32's 1e-6 relative (a few ulps, for constants
+// computed in float), the 16-bit floats' unit roundoff (half an ulp), since
+// the exporter's double constant is rounded once to the model's type
+// (sqrt(2) is 1.4140625 in float16 and bfloat16).
+float ConstantTolerance(DType dtype) {
+  switch (dtype) {
     case DType::kFloat16:
-      return Widen(value.constant->data<Half>()[0]);
+      return 0x1p-11f;
     case DType::kBFloat16:
-      return Widen(value.constant->data<BFloat16>()[0]);
+      return 0x1p-8f;
     default:
-      return std::nullopt;
+      return 1e-6f;
   }
 }
 
-bool IsAttentionType(DType dtype) {
-  return dtype == DType::kFloat32 || dtype == DType::kFloat16 || dtype == DType::kBFloat16;
+// A float constant holding one element equal to `target` within
+// ConstantTolerance of its type. Its dims are checked by the caller through
+// the result's dims.
+bool IsScalarConstant(const BoundValue& value, float target) {
+  const std::optional<float> v = FloatScalar(value);
+  return v && std::fabs(*v - target) <= ConstantTolerance(value.dtype) * std::fabs(target);
 }
 
 // `from` broadcasts to `to` under numpy rules.
@@ -271,19 +278,21 @@ class FusionPlanner {
   //   d = Div(x, sqrt(2)) | Mul(x, 1/sqrt(2));  e = Erf(d);  a = Add(e, 1)
   //   then  y = Mul(Mul(x, a), 0.5)  or  y = Mul(Mul(x, 0.5), a)
   // with Add and Mul operands in either order. Every intermediate has one
-  // reader and is no graph output, every value is float32 with x's dims (x is
-  // not broadcast), and both x operands are the same value.
+  // reader and is no graph output, every value has x's type, one that
+  // ComputesInFloat, and x's dims (x is not broadcast), and both x operands
+  // are the same value. The constants may be the exporter's rounded to x's
+  // type (Note [16-bit fusions]).
   struct ErfGeluMatch {
     ValueId x = -1;
     ValueId y = -1;
     std::vector<int> nodes;  // node order ascending; the last one writes y
   };
 
-  // One float32 output with x's dims.
+  // One output of x's type and dims.
   bool IsLikeX(const BoundNode& node, const BoundValue& x) const {
     if (node.outputs.size() != 1) return false;
     const BoundValue& out = graph_.value(node.outputs[0]);
-    return out.dtype == DType::kFloat32 && out.dims == x.dims;
+    return out.dtype == x.dtype && out.dims == x.dims;
   }
 
   // The sole reader of node's output when it is of type `op_type` and not yet
@@ -316,7 +325,7 @@ class FusionPlanner {
       return std::nullopt;
     }
     const BoundValue& xv = graph_.value(x);
-    if (xv.is_constant() || xv.dtype != DType::kFloat32 || !IsLikeX(scale, xv)) {
+    if (xv.is_constant() || !ComputesInFloat(xv.dtype) || !IsLikeX(scale, xv)) {
       return std::nullopt;
     }
     ErfGeluMatch match;
@@ -568,7 +577,7 @@ class FusionPlanner {
     const BoundValue& vv = graph_.value(v);
     const BoundValue& ov = graph_.value(out);
     const size_t rank = qv.dims.size();
-    if ((rank != 3 && rank != 4) || !IsAttentionType(qv.dtype) || qv.is_constant() ||
+    if ((rank != 3 && rank != 4) || !ComputesInFloat(qv.dtype) || qv.is_constant() ||
         kv.is_constant() || vv.is_constant()) {
       return false;
     }
@@ -631,9 +640,10 @@ class FusionPlanner {
     return step;
   }
 
-  // A pointwise node whose output and tensor inputs are float32 of `dims`
-  // and whose other inputs are float32 scalar constants.
-  bool IsPointwiseNode(int node_index, const Dims& dims) const {
+  // A pointwise node whose output and tensor inputs are of `dtype` (one that
+  // ComputesInFloat) and `dims` and whose other inputs are scalar constants
+  // of `dtype`: a region holds one type, so no Cast joins it.
+  bool IsPointwiseNode(int node_index, const Dims& dims, DType dtype) const {
     const BoundNode& node = graph_.nodes[node_index];
     const size_t arity = node.op_type == "Add" || node.op_type == "Sub" ||
                                  node.op_type == "Mul" || node.op_type == "Div" ||
@@ -646,11 +656,11 @@ class FusionPlanner {
       return false;
     }
     const BoundValue& out = graph_.value(node.outputs[0]);
-    if (out.dtype != DType::kFloat32 || out.dims != dims) return false;
+    if (!ComputesInFloat(dtype) || out.dtype != dtype || out.dims != dims) return false;
     int scalars = 0;
     for (ValueId id : node.inputs) {
       const BoundValue& in = graph_.value(id);
-      if (in.dtype != DType::kFloat32) return false;
+      if (in.dtype != dtype) return false;
       if (in.is_constant() && in.constant->num_elements() == 1) {
         ++scalars;
       } else if (in.dims != dims) {
@@ -666,7 +676,8 @@ class FusionPlanner {
     const BoundNode& sink_node = graph_.nodes[sink];
     if (sink_node.outputs.size() != 1) return std::nullopt;
     const Dims& dims = graph_.value(sink_node.outputs[0]).dims;
-    if (!IsPointwiseNode(sink, dims)) return std::nullopt;
+    const DType dtype = graph_.value(sink_node.outputs[0]).dtype;
+    if (!IsPointwiseNode(sink, dims, dtype)) return std::nullopt;
     std::set<int> region = {sink};
     for (bool grew = true; grew && region.size() < kMaxPointwiseNodes;) {
       grew = false;
@@ -674,7 +685,7 @@ class FusionPlanner {
         for (const ValueId id : graph_.nodes[member].inputs) {
           const int producer = producers_[id];
           if (producer < 0 || absorbed_[producer] || region.count(producer) > 0 ||
-              IsGraphOutput(graph_, id) || !IsPointwiseNode(producer, dims) ||
+              IsGraphOutput(graph_, id) || !IsPointwiseNode(producer, dims, dtype) ||
               region.size() >= kMaxPointwiseNodes) {
             continue;
           }
@@ -801,8 +812,8 @@ class FusionPlanner {
       return std::nullopt;
     }
     const BoundValue& scaled = graph_.value(scaling.scaled);
-    if (scaled.dtype != DType::kFloat32 ||
-        graph_.value(node.outputs[0]).dims != scaled.dims) {
+    const BoundValue& out = graph_.value(node.outputs[0]);
+    if (!ComputesInFloat(scaled.dtype) || out.dtype != scaled.dtype || out.dims != scaled.dims) {
       return std::nullopt;
     }
     return scaling;

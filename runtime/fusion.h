@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "runtime/bound_graph.h"
@@ -18,7 +19,7 @@ enum class StepKind {
   kGemm,     // Gemm/MatMul on cuBLASLt, maybe with scales in alpha and a bias Add in its epilogue
   kConv,     // Conv on cuDNN, maybe with a residual Add and an activation in its epilogue
   kErfGelu,  // PyTorch's five-node exact GELU chain as one kernel
-  kPointwise,  // a region of float32 elementwise nodes as one kernel (Note [Pointwise regions])
+  kPointwise,  // a region of elementwise nodes of one float type as one kernel (Note [Pointwise regions])
   kAddLayerNorm,  // a residual Add and the LayerNormalization (or RMSNormalization) of its sum
   kAttention,     // MatMul, scale, mask Add, Softmax, [NaN guard], MatMul (Note [Fused attention])
 };
@@ -120,8 +121,19 @@ bool GemmReadsC(const BoundGraph& graph, const BoundNode& node);
 // Ops whose output is their input's bytes under new dims.
 bool IsAliasOp(const std::string& op_type);
 
-// The elementwise ops a pointwise region may hold (float32; the
-// instructions of runtime/cuda/pointwise.h).
+// The types whose fused steps (the erf GELU, pointwise regions, scales in a
+// GEMM's alpha, attention) compute in float and round once to the type:
+// float32, float16, bfloat16 (Note [16-bit fusions]).
+bool ComputesInFloat(DType dtype);
+
+// The one element of a constant of a type that ComputesInFloat, widened to
+// float (exactly); nullopt for anything else. What the pass takes as a scalar
+// constant is what the pointwise compiler (runtime/cuda/pointwise_kernel.h)
+// compiles in.
+std::optional<float> FloatScalar(const BoundValue& value);
+
+// The elementwise ops a pointwise region may hold (the instructions of
+// runtime/cuda/pointwise.h).
 bool IsPointwiseOp(const std::string& op_type);
 inline constexpr size_t kMaxPointwiseInputs = 4;  // kPointwiseMaxInputs
 inline constexpr size_t kMaxPointwiseNodes = 32;  // kPointwiseMaxInstructions
@@ -190,7 +202,8 @@ inline constexpr int64_t kMaxFusedAttentionHeadDim = 128;
 // Note [Pointwise regions]
 // ~~~~~~~~~~~~~~~~~~~~~~~~
 // After the GEMM and Conv steps have taken their epilogues, the remaining
-// float32 elementwise nodes (IsPointwiseOp) are grouped into regions, each
+// elementwise nodes (IsPointwiseOp) are grouped into regions of one type that
+// ComputesInFloat (no Cast inside; Note [16-bit fusions]), each
 // run as one kernel (Note [Pointwise programs] in runtime/cuda/pointwise.h).
 // A region grows backwards from its last node: the producer of a value it
 // reads joins when it is pointwise, every reader of that value is already in
@@ -200,5 +213,49 @@ inline constexpr int64_t kMaxFusedAttentionHeadDim = 128;
 // broadcasting, at most kMaxPointwiseInputs) or scalar constants, compiled
 // into the program. Sinks are taken last node first, so a chain becomes one
 // region, not several. A region of one node stays that node's own kernel.
+
+// Note [16-bit fusions]
+// ~~~~~~~~~~~~~~~~~~~~~
+// A model exported in float16 or bfloat16 (Hugging Face models after
+// .half()) gets the same fusions as its float32 twin: the erf GELU chain,
+// pointwise regions, scale constants in a GEMM's alpha, the residual Add with
+// its LayerNorm, and attention. Its scalar constants are the exporter's
+// double constants rounded once to the model's type, so the GELU matcher
+// takes sqrt(2) within half a unit in the last place of that type (1.4140625
+// in both), and a scale goes into alpha, which is float, exactly as stored.
+//
+// The fused kernels widen each element to float, compute the whole step in
+// float and round the result once to the type; the unfused chain rounds to
+// the type after every node (each of its kernels computes in float too). So
+// the two differ by the chain's own roundings and never by more, and the
+// fused result is the more accurate one. With u the type's unit roundoff
+// (2^-11 for float16, 2^-8 for bfloat16) and s the magnitude of the step's
+// inputs, the CUDA tests hold a fused step
+//   - to a float64 evaluation of the step rounded once to the type: within
+//     2u |y| + 8 * 2^-24 s, one unit in the last place of the type (the two
+//     roundings may fall on either side of a rounding boundary) plus float's
+//     own error, a few 2^-24 of the intermediates, which cancellations such
+//     as GELU's 1 + erf(x) near x = -4 leave at the scale of x, not of y;
+//   - to the unfused chain of n nodes (the host reference rounds every node
+//     too): within n u s more, each rounding being at most u times an
+//     intermediate whose error reaches y no larger than s;
+//   - end to end, norm-wise within four units in the last place of the host
+//     reference, as every 16-bit model test is.
+// The fused GELU's constant is float's 1/sqrt(2), not the chain's rounded
+// sqrt(2): 1.1e-4 relative in erf's argument, under float16's u of 4.9e-4.
+// A scale in alpha saves the chain one or two roundings (the product's or the
+// scaled operand's) and keeps unscaled scores that would pass 65504 from
+// becoming +Inf in float16.
+//
+// At the edges of the range the same holds: where an intermediate of the
+// chain overflows the type (PyTorch's GELU chain computes x * (1 + erf) = 2x,
+// +Inf in float16 from x = 32768 on, then times 0.5), the fused step's float
+// intermediate does not, and it answers the function's value, as ONNX's Gelu
+// op and PyTorch's own half-precision kernels (which compute in float) do.
+// NaN and Inf inputs give what the chain gives. In float32 nothing changes:
+// a pointwise program is bitwise its unfused nodes (Note [Pointwise
+// programs]). A Cast is no pointwise op and a region holds one type, so a
+// region never mixes types: the nodes on either side of a Cast make regions
+// of their own.
 
 }  // namespace graphserve

@@ -465,3 +465,216 @@ TEST(FusionTest, HalfAttentionFusedByDefaultFloatWhenAsked) {
 
 }  // namespace
 }  // namespace graphserve
+
+// Note [16-bit fusions]: the same models in float16 and bfloat16, as an
+// exporter writes them after .half(): every float32 input, output and
+// initializer of the float32 model in `dtype`, constants rounded once.
+namespace graphserve {
+namespace {
+
+Model AsType(Model model, DType dtype) {
+  for (auto* values : {&model.inputs, &model.outputs}) {
+    for (ValueInfo& value : *values) {
+      if (value.dtype == DType::kFloat32) value.dtype = dtype;
+    }
+  }
+  for (auto& [name, tensor] : model.initializers) {
+    if (tensor->dtype() == DType::kFloat32) {
+      tensor = std::make_shared<const HostTensor>(ConvertFloats(*tensor, dtype));
+    }
+  }
+  return model;
+}
+
+class HalfFusionTest : public ::testing::TestWithParam<DType> {};
+
+// The erf GELU chain PyTorch exports for nn.GELU after a bias Add, with the
+// constants it writes (sqrt(2) rounded to the model's type: 1.4140625), or
+// with `sqrt2` instead.
+Model ErfGeluChain(float sqrt2 = 1.4142135381698608f, float half = 0.5f) {
+  Model model;
+  model.name = "erf_gelu";
+  model.opset = 17;
+  model.inputs = {{"x", DType::kFloat32, {-1, 8}}};
+  model.outputs = {{"y", DType::kFloat32, {-1, 8}}};
+  model.initializers["sqrt2"] = Scalar(sqrt2);
+  model.initializers["one"] = Scalar(1.0f);
+  model.initializers["half"] = Scalar(half);
+  model.nodes = {
+      {"div", "Div", {"x", "sqrt2"}, {"d"}, {}},
+      {"erf", "Erf", {"d"}, {"e"}, {}},
+      {"add", "Add", {"e", "one"}, {"a"}, {}},
+      {"mul", "Mul", {"x", "a"}, {"m"}, {}},
+      {"half_mul", "Mul", {"m", "half"}, {"y"}, {}},
+  };
+  return model;
+}
+
+TEST_P(HalfFusionTest, ErfGeluChainIsOneStep) {
+  const BoundGraph graph = Bind(AsType(ErfGeluChain(), GetParam()));
+  const FusionPlan plan = PlanFusion(graph, {});
+  ExpectValidOrder(graph, plan);
+  EXPECT_EQ(plan.erf_gelus, 1);
+  ASSERT_EQ(plan.steps.size(), 1u);
+  EXPECT_EQ(plan.steps[0].kind, StepKind::kErfGelu);
+  EXPECT_EQ(plan.steps[0].nodes.size(), 5u);
+  EXPECT_EQ(graph.value(plan.steps[0].inputs[0]).name, "x");
+  EXPECT_EQ(graph.value(plan.steps[0].outputs[0]).name, "y");
+}
+
+// Another function: a divisor more than half a unit in the last place of the
+// type from sqrt(2), or a last factor that is not 0.5. Such chains become a
+// pointwise region (not the GELU kernel), which computes what they say.
+TEST_P(HalfFusionTest, ChainsThatAreNotGeluStayApartFromTheGeluKernel) {
+  for (const Model& model : {ErfGeluChain(/*sqrt2=*/1.5f), ErfGeluChain(1.4142135f, 0.6f)}) {
+    const BoundGraph graph = Bind(AsType(model, GetParam()));
+    const FusionPlan plan = PlanFusion(graph, {});
+    ExpectValidOrder(graph, plan);
+    EXPECT_EQ(plan.erf_gelus, 0);
+    EXPECT_EQ(plan.pointwise_regions, 1);
+    EXPECT_EQ(plan.fused_into_pointwise, 5);
+  }
+}
+
+TEST_P(HalfFusionTest, ScaleConstantsGoIntoAlpha) {
+  const BoundGraph graph = Bind(AsType(ScaledScores(/*scale_operands=*/true, 2.0f), GetParam()));
+  const FusionPlan plan = PlanFusion(graph, {});
+  ExpectValidOrder(graph, plan);
+  ASSERT_EQ(plan.steps.size(), 2u);  // the scaled MatMul, the Softmax
+  const FusedStep& gemm = plan.steps[0];
+  EXPECT_EQ(gemm.kind, StepKind::kGemm);
+  EXPECT_EQ(gemm.nodes.size(), 4u);
+  EXPECT_FLOAT_EQ(gemm.gemm_scale, 0.5f * 0.5f / 2.0f);  // exact in every type
+  EXPECT_EQ(graph.value(gemm.inputs[0]).name, "q");
+  EXPECT_EQ(graph.value(gemm.inputs[1]).name, "kt");
+  EXPECT_EQ(plan.gemm_scales, 1);
+}
+
+// The scale takes the constant's value as the model stores it: 1/sqrt(8)
+// rounded to the type, widened exactly.
+TEST_P(HalfFusionTest, AlphaIsTheStoredConstant) {
+  constexpr float kInvSqrt8 = 0.35355339f;  // the dynamo exporter's d^-1/2 for d = 8
+  const BoundGraph graph = Bind(AsType(ScaledScores(/*scale_operands=*/false, 1.0f / kInvSqrt8),
+                                       GetParam()));
+  const FusionPlan plan = PlanFusion(graph, {});
+  ExpectValidOrder(graph, plan);
+  ASSERT_EQ(plan.gemm_scales, 1);
+  HostTensor divisor(DType::kFloat32, Dims{});
+  divisor.data<float>()[0] = 1.0f / kInvSqrt8;
+  const HostTensor stored = ConvertFloats(ConvertFloats(divisor, GetParam()), DType::kFloat32);
+  EXPECT_EQ(plan.steps[0].gemm_scale, 1.0f / stored.data<float>()[0]);
+}
+
+TEST_P(HalfFusionTest, ZeroScalesStayOutOfAlpha) {
+  const BoundGraph graph = Bind(AsType(ScaledScores(/*scale_operands=*/false, 0.0f), GetParam()));
+  const FusionPlan plan = PlanFusion(graph, {});
+  ExpectValidOrder(graph, plan);
+  EXPECT_EQ(plan.gemm_scales, 0);
+  EXPECT_EQ(plan.steps[0].nodes.size(), 1u);
+}
+
+// GPT-2's tanh GELU, eight nodes over x, in one region.
+Model TanhGelu() {
+  Model model;
+  model.name = "tanh_gelu";
+  model.opset = 17;
+  model.inputs = {{"x", DType::kFloat32, {-1, 16}}};
+  model.outputs = {{"y", DType::kFloat32, {-1, 16}}};
+  model.initializers["half"] = Scalar(0.5f);
+  model.initializers["three"] = Scalar(3.0f);
+  model.initializers["k"] = Scalar(0.044715f);
+  model.initializers["c"] = Scalar(0.7978845608f);
+  model.initializers["one"] = Scalar(1.0f);
+  model.nodes = {
+      {"half_x", "Mul", {"x", "half"}, {"a"}, {}},
+      {"cube", "Pow", {"x", "three"}, {"b"}, {}},
+      {"scale_cube", "Mul", {"b", "k"}, {"c1"}, {}},
+      {"inner", "Add", {"x", "c1"}, {"d"}, {}},
+      {"scale_inner", "Mul", {"d", "c"}, {"e"}, {}},
+      {"tanh", "Tanh", {"e"}, {"f"}, {}},
+      {"plus_one", "Add", {"f", "one"}, {"g"}, {}},
+      {"gelu", "Mul", {"a", "g"}, {"y"}, {}},
+  };
+  return model;
+}
+
+TEST_P(HalfFusionTest, ElementwiseChainIsOneRegion) {
+  const BoundGraph graph = Bind(AsType(TanhGelu(), GetParam()));
+  const FusionPlan plan = PlanFusion(graph, {});
+  ExpectValidOrder(graph, plan);
+  ASSERT_EQ(plan.steps.size(), 1u);
+  EXPECT_EQ(plan.steps[0].kind, StepKind::kPointwise);
+  EXPECT_EQ(plan.pointwise_regions, 1);
+  EXPECT_EQ(plan.fused_into_pointwise, 8);
+  ASSERT_EQ(plan.steps[0].inputs.size(), 1u);
+  EXPECT_EQ(graph.value(plan.steps[0].inputs[0]).name, "x");
+}
+
+TEST_P(HalfFusionTest, NothingFusedWhenFusionIsOff) {
+  for (const Model& model : {TanhGelu(), ErfGeluChain(), ScaledScores(true, 2.0f)}) {
+    const BoundGraph graph = Bind(AsType(model, GetParam()));
+    const FusionPlan plan = PlanFusion(graph, {.fuse = false});
+    EXPECT_EQ(plan.steps.size(), graph.nodes.size()) << model.name;
+    EXPECT_EQ(plan.erf_gelus + plan.pointwise_regions + plan.gemm_scales, 0) << model.name;
+  }
+}
+
+// x (of the type) -> Tanh -> Cast to float32 -> Sigmoid, Mul (SiLU) -> Cast
+// back -> Neg -> Abs -> y: a region holds one type, so the Casts stay steps
+// of their own, the float32 SiLU and the 16-bit Neg, Abs are a region each,
+// and the Tanh (whose only reader is a Cast) stays alone.
+TEST_P(HalfFusionTest, RegionsStopAtCasts) {
+  const DType dtype = GetParam();
+  Model model;
+  model.name = "mixed";
+  model.opset = 17;
+  model.inputs = {{"x", dtype, {-1, 8}}};
+  model.outputs = {{"y", dtype, {-1, 8}}};
+  model.nodes = {
+      {"tanh", "Tanh", {"x"}, {"t"}, {}},
+      {"widen", "Cast", {"t"}, {"w"}, {{"to", static_cast<int64_t>(DType::kFloat32)}}},
+      {"sigmoid", "Sigmoid", {"w"}, {"s"}, {}},
+      {"silu", "Mul", {"w", "s"}, {"m"}, {}},
+      {"narrow", "Cast", {"m"}, {"n"}, {{"to", static_cast<int64_t>(dtype)}}},
+      {"neg", "Neg", {"n"}, {"g"}, {}},
+      {"abs", "Abs", {"g"}, {"y"}, {}},
+  };
+  const BoundGraph graph = Bind(model);
+  const FusionPlan plan = PlanFusion(graph, {});
+  ExpectValidOrder(graph, plan);
+  EXPECT_EQ(plan.pointwise_regions, 2);
+  EXPECT_EQ(plan.fused_into_pointwise, 4);
+  ASSERT_EQ(plan.steps.size(), 5u);  // tanh, widen, the SiLU, narrow, the Neg and Abs
+  for (const FusedStep& step : plan.steps) {
+    if (step.kind != StepKind::kPointwise) continue;
+    const DType type = graph.value(step.outputs[0]).dtype;
+    for (const int n : step.nodes) {
+      EXPECT_EQ(graph.value(graph.nodes[n].outputs[0]).dtype, type) << graph.nodes[n].name;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, HalfFusionTest,
+                         ::testing::Values(DType::kFloat16, DType::kBFloat16),
+                         [](const auto& info) { return std::string(DTypeName(info.param)); });
+
+// Integers compute in no float: an int32 chain forms no region.
+TEST(FusionTest, IntegerChainsFormNoRegion) {
+  Model model;
+  model.name = "integers";
+  model.opset = 17;
+  model.inputs = {{"x", DType::kInt32, {-1, 8}}};
+  model.outputs = {{"y", DType::kInt32, {-1, 8}}};
+  model.nodes = {
+      {"neg", "Neg", {"x"}, {"n"}, {}},
+      {"abs", "Abs", {"n"}, {"y"}, {}},
+  };
+  const BoundGraph graph = Bind(model);
+  const FusionPlan plan = PlanFusion(graph, {});
+  ExpectValidOrder(graph, plan);
+  EXPECT_EQ(plan.pointwise_regions, 0);
+  EXPECT_EQ(plan.steps.size(), 2u);
+}
+
+}  // namespace
+}  // namespace graphserve

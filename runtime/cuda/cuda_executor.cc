@@ -119,18 +119,19 @@ namespace {
 // The erf GELU as one launch; replaces a chain matched by MatchErfGelu.
 class ErfGeluKernel final : public CudaOpKernel {
  public:
-  ErfGeluKernel(std::string label, int64_t count) : label_(std::move(label)), count_(count) {}
+  ErfGeluKernel(std::string label, DType dtype, int64_t count)
+      : label_(std::move(label)), dtype_(dtype), count_(count) {}
 
   absl::Status Enqueue(absl::Span<const void* const> inputs, absl::Span<void* const> outputs,
                        cudaStream_t stream) const override {
-    const cudaError_t error = LaunchErfGelu(static_cast<const float*>(inputs[0]),
-                                            static_cast<float*>(outputs[0]), count_, stream);
-    return CudaErrorToStatus(
-        error, absl::StrCat("LaunchErfGelu for ", label_, " (", count_, " elements)"));
+    const cudaError_t error = LaunchErfGelu(dtype_, inputs[0], outputs[0], count_, stream);
+    return CudaErrorToStatus(error, absl::StrCat("LaunchErfGelu for ", label_, " (", count_, " ",
+                                                 DTypeName(dtype_), " elements)"));
   }
 
  private:
   std::string label_;
+  DType dtype_;
   int64_t count_;
 };
 
@@ -234,9 +235,10 @@ class PlanBuilder {
       const FusedStep& step, const std::shared_ptr<StepWorkspace>& workspace) const {
     const BoundNode& node = graph_.nodes[step.anchor];
     switch (step.kind) {
-      case StepKind::kErfGelu:
-        return std::make_unique<ErfGeluKernel>(StepLabel(step),
-                                               NumElements(graph_.value(step.inputs[0]).dims));
+      case StepKind::kErfGelu: {
+        const BoundValue& x = graph_.value(step.inputs[0]);
+        return std::make_unique<ErfGeluKernel>(StepLabel(step), x.dtype, NumElements(x.dims));
+      }
       case StepKind::kGemm:
         return GemmKernel::Create(KernelContext(node, workspace),
                                   step.gemm_bias >= 0 ? &graph_.value(step.gemm_bias) : nullptr,

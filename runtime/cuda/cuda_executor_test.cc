@@ -16,6 +16,7 @@
 #include "common/cuda_handles.h"
 #include "common/half.h"
 #include "runtime/bind.h"
+#include "runtime/fusion.h"
 #include "runtime/host/host_executor.h"
 
 namespace graphserve {
@@ -908,6 +909,13 @@ TEST_P(CudaExecutorHalfModelTest, MatchesHostExecutorFusedAndUnfused) {
                                // residual LayerNorms fused, in the model's own type.
                                EXPECT_EQ(cuda.fused_epilogues(), 7);
                                EXPECT_EQ(cuda.add_layer_norms(), 2);
+                               // Note [16-bit fusions]: the erf GELU chain, the gate
+                               // (Tanh, Sigmoid, Mul) and Relu, Mul, Sqrt as regions, the
+                               // scores' Div in the MatMul's alpha: 16 steps, as in float32
+                               // (HalfEncoderBlockFusesLikeItsFloat32Twin).
+                               EXPECT_EQ(cuda.fused_gelus(), 1);
+                               EXPECT_EQ(cuda.pointwise_regions(), 2);
+                               EXPECT_EQ(cuda.schedule().steps.size(), 16u);
                                // Attention stays unfused by default.
                                EXPECT_EQ(cuda.fused_attentions(), 0);
                              });
@@ -1027,10 +1035,122 @@ TEST_P(CudaExecutorHalfModelTest, Opset23BlockMatchesHostExecutorFusedAndUnfused
                          [](const CudaExecutor&) {});
 }
 
+// Every float value of `model` (inputs, outputs, initializers) converted to
+// `dtype`, initializers rounded once: the same model exported in that type.
+Model ConvertModel(Model model, DType dtype) {
+  for (auto* values : {&model.inputs, &model.outputs}) {
+    for (ValueInfo& value : *values) {
+      if (IsFloatingDType(value.dtype)) value.dtype = dtype;
+    }
+  }
+  for (auto& [name, tensor] : model.initializers) {
+    if (IsFloatingDType(tensor->dtype())) {
+      tensor = std::make_shared<const HostTensor>(ConvertFloats(*tensor, dtype));
+    }
+  }
+  return model;
+}
+
+// Host-only: issue 28's point. The encoder block in a 16-bit type runs as
+// many steps (kernels) as the same block in float32: every fusion that fires
+// for float32 fires for the 16-bit types (Note [16-bit fusions]).
+TEST(CudaExecutorHalfModelPlanTest, HalfEncoderBlockFusesLikeItsFloat32Twin) {
+  for (const DType dtype : {DType::kFloat16, DType::kBFloat16}) {
+    const Model half = HalfEncoderBlock(dtype);
+    absl::StatusOr<BoundGraph> half_graph = BindModel(half, {.batch_size = 2});
+    ASSERT_TRUE(half_graph.ok()) << half_graph.status();
+    // The float32 export writes sqrt(2) in float32, not widened from the type.
+    Model twin = ConvertModel(half, DType::kFloat32);
+    twin.initializers["sqrt2"] = ScalarConstant(1.4142135f);
+    absl::StatusOr<BoundGraph> float_graph = BindModel(twin, {.batch_size = 2});
+    ASSERT_TRUE(float_graph.ok()) << float_graph.status();
+    const FusionPlan half_plan = PlanFusion(*half_graph, {});
+    const FusionPlan float_plan = PlanFusion(*float_graph, {});
+    EXPECT_EQ(half_plan.steps.size(), 16u) << DTypeName(dtype);
+    EXPECT_EQ(half_plan.steps.size(), float_plan.steps.size()) << DTypeName(dtype);
+    EXPECT_EQ(half_plan.erf_gelus, 1);
+    EXPECT_EQ(half_plan.pointwise_regions, 2);
+    EXPECT_EQ(half_plan.fused_into_pointwise, 6);
+    EXPECT_EQ(half_plan.gemm_scales, 1);
+    EXPECT_EQ(half_plan.gemm_bias_epilogues, float_plan.gemm_bias_epilogues);
+    EXPECT_EQ(half_plan.add_layer_norms, float_plan.add_layer_norms);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(
     TypesAndBatches, CudaExecutorHalfModelTest,
     ::testing::Combine(::testing::Values(DType::kFloat16, DType::kBFloat16),
                        ::testing::Values(int64_t{1}, int64_t{5}, int64_t{64})),
+    [](const auto& info) {
+      return absl::StrCat(DTypeName(std::get<0>(info.param)), "_b", std::get<1>(info.param));
+    });
+
+// Note [16-bit fusions] end to end, against the host reference (which rounds
+// every node to the model's type, as the unfused chain does): the fused
+// steps drop those roundings, within the four units in the last place
+// ExpectModelMatchesHost allows; fused and unfused runs both checked.
+class CudaExecutorHalfFusionTest : public ::testing::TestWithParam<std::tuple<DType, int64_t>> {
+ protected:
+  void SetUp() override {
+    if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device on this machine";
+  }
+};
+
+// GeluModel in the 16-bit type, every spelling: the GELU kernel for the three
+// GELU spellings, a pointwise region of the five nodes for the chain that is
+// another function; the bias Add in the MatMul's epilogue.
+TEST_P(CudaExecutorHalfFusionTest, ErfGeluSpellingsMatchHostExecutor) {
+  const auto [dtype, batch] = GetParam();
+  for (const GeluSpelling spelling : {GeluSpelling::kPyTorch, GeluSpelling::kSwapped,
+                                      GeluSpelling::kHalfFirst, GeluSpelling::kNotGelu}) {
+    SCOPED_TRACE(static_cast<int>(spelling));
+    const bool is_gelu = spelling != GeluSpelling::kNotGelu;
+    std::vector<HostTensor> inputs;
+    inputs.push_back(RandomTensor(dtype, {batch, 64}, 100 + static_cast<uint64_t>(batch)));
+    ExpectModelMatchesHost(ConvertModel(GeluModel(spelling), dtype), dtype, batch, inputs,
+                           [&](const CudaExecutor& cuda) {
+                             EXPECT_EQ(cuda.fused_gelus(), is_gelu ? 1 : 0);
+                             EXPECT_EQ(cuda.pointwise_regions(), is_gelu ? 0 : 1);
+                             EXPECT_EQ(cuda.fused_epilogues(), 1);
+                             EXPECT_EQ(cuda.schedule().steps.size(), 2u);
+                           });
+  }
+}
+
+// Attention scores with the exporters' scales: q and k^T each times
+// 32^-1/4 (the dynamo exporter's, for d = 32; rounded to the type, so the
+// unfused products round), the scores divided by 2 (TorchScript's form),
+// then Softmax. The three scales go into the MatMul's alpha: two steps.
+TEST_P(CudaExecutorHalfFusionTest, ScalesInAlphaMatchHostExecutor) {
+  const auto [dtype, batch] = GetParam();
+  Model model;
+  model.name = "scaled_scores";
+  model.opset = 17;
+  model.inputs.push_back({"q", DType::kFloat32, {-1, 16, 32}});
+  model.inputs.push_back({"kt", DType::kFloat32, {-1, 32, 16}});
+  model.outputs.push_back({"p", DType::kFloat32, {-1, 16, 16}});
+  model.initializers["s"] = ScalarConstant(0.42044820762685725f);  // 32^-1/4
+  model.initializers["d"] = ScalarConstant(2.0f);
+  model.nodes = {
+      {"scale_q", "Mul", {"q", "s"}, {"qs"}, {}},
+      {"scale_k", "Mul", {"s", "kt"}, {"ks"}, {}},
+      {"scores", "MatMul", {"qs", "ks"}, {"a"}, {}},
+      {"scale", "Div", {"a", "d"}, {"b"}, {}},
+      {"softmax", "Softmax", {"b"}, {"p"}, {{"axis", int64_t{-1}}}},
+  };
+  std::vector<HostTensor> inputs;
+  inputs.push_back(RandomTensor(dtype, {batch, 16, 32}, 23));
+  inputs.push_back(RandomTensor(dtype, {batch, 32, 16}, 24));
+  ExpectModelMatchesHost(ConvertModel(model, dtype), dtype, batch, inputs,
+                         [](const CudaExecutor& cuda) {
+                           EXPECT_EQ(cuda.schedule().steps.size(), 2u);
+                         });
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    TypesAndBatches, CudaExecutorHalfFusionTest,
+    ::testing::Combine(::testing::Values(DType::kFloat16, DType::kBFloat16),
+                       ::testing::Values(int64_t{1}, int64_t{37}, int64_t{512})),
     [](const auto& info) {
       return absl::StrCat(DTypeName(std::get<0>(info.param)), "_b", std::get<1>(info.param));
     });

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
+
+#include "runtime/cuda/dtype_dispatch.cu.h"
 
 namespace graphserve {
 namespace {
@@ -10,58 +13,86 @@ constexpr int kThreadsPerBlock = 256;
 // Grid-stride loops cover anything beyond this many blocks (132 SMs on the
 // H200, so this is many waves already).
 constexpr int64_t kMaxBlocks = int64_t{1} << 16;
+// Bytes a thread loads and stores at once on the vector path.
+constexpr int kVectorBytes = 16;
 
-__device__ __forceinline__ float ErfGelu(float x) {
-  return 0.5f * x * (1.0f + erff(x * 0.70710678f));
+// In float whatever T; for float32 the casts are no-ops.
+template <typename T>
+__device__ __forceinline__ T ErfGelu(T x) {
+  const float v = static_cast<float>(x);
+  return static_cast<T>(0.5f * v * (1.0f + erff(v * 0.70710678f)));
 }
 
-// One thread per float4 (kVector) or per float, grid-stride. With kVector the
-// count % 4 trailing floats, at [count - count % 4, count), go to the first
-// count % 4 threads of the grid. No __restrict__: x == y (in place) is allowed,
-// and each element is read and written by the same thread.
-template <bool kVector>
-__global__ void ErfGeluKernel(const float* x, float* y, int64_t count) {
+// kVectorBytes of T, loaded and stored as one 16-byte access.
+template <typename T>
+struct alignas(kVectorBytes) Vector {
+  static constexpr int kCount = kVectorBytes / sizeof(T);
+  T v[kCount];
+};
+
+// One thread per Vector (kVector) or per element, grid-stride. With kVector
+// the count % Vector<T>::kCount trailing elements go to the first threads of
+// the grid, one each (at most 7: the grid has at least 256 threads). No
+// __restrict__: x == y (in place) is allowed, and each element is read and
+// written by the same thread.
+template <typename T, bool kVector>
+__global__ void ErfGeluKernel(const T* x, T* y, int64_t count) {
   const int64_t first = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   if constexpr (kVector) {
-    const int64_t vectors = count / 4;
-    const float4* x4 = reinterpret_cast<const float4*>(x);
-    float4* y4 = reinterpret_cast<float4*>(y);
+    constexpr int kCount = Vector<T>::kCount;
+    const int64_t vectors = count / kCount;
+    const auto* xv = reinterpret_cast<const Vector<T>*>(x);
+    auto* yv = reinterpret_cast<Vector<T>*>(y);
     for (int64_t i = first; i < vectors; i += stride) {
-      float4 v = x4[i];
-      v.x = ErfGelu(v.x);
-      v.y = ErfGelu(v.y);
-      v.z = ErfGelu(v.z);
-      v.w = ErfGelu(v.w);
-      y4[i] = v;
+      Vector<T> v = xv[i];
+#pragma unroll
+      for (int k = 0; k < kCount; ++k) v.v[k] = ErfGelu(v.v[k]);
+      yv[i] = v;
     }
-    const int64_t tail = vectors * 4 + first;
-    if (tail < count) y[tail] = ErfGelu(x[tail]);  // fewer than 4: no loop needed
+    const int64_t tail = vectors * kCount + first;
+    if (tail < count) y[tail] = ErfGelu(x[tail]);  // fewer than kCount: no loop needed
   } else {
     for (int64_t i = first; i < count; i += stride) y[i] = ErfGelu(x[i]);
   }
 }
 
-bool Aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+bool Aligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % kVectorBytes == 0; }
 
-}  // namespace
-
-cudaError_t LaunchErfGelu(const float* x, float* y, int64_t count, cudaStream_t stream) {
-  if (count < 0) return cudaErrorInvalidValue;
-  if (count == 0) return cudaSuccess;
-  const bool vector = Aligned16(x) && Aligned16(y);
-  // Work items: one per float4 (at least one, so the tail has a thread when
-  // count < 4) or one per float.
-  const int64_t items = vector ? std::max<int64_t>(count / 4, 1) : count;
+template <typename T>
+cudaError_t Launch(const T* x, T* y, int64_t count, cudaStream_t stream) {
+  const bool vector = Aligned(x) && Aligned(y);
+  // Work items: one per Vector (at least one, so the tail has a thread when
+  // count < Vector<T>::kCount) or one per element.
+  const int64_t items = vector ? std::max<int64_t>(count / Vector<T>::kCount, 1) : count;
   const int64_t blocks =
       std::min<int64_t>((items + kThreadsPerBlock - 1) / kThreadsPerBlock, kMaxBlocks);
   const dim3 grid(static_cast<unsigned int>(blocks));
   if (vector) {
-    ErfGeluKernel<true><<<grid, kThreadsPerBlock, 0, stream>>>(x, y, count);
+    ErfGeluKernel<T, true><<<grid, kThreadsPerBlock, 0, stream>>>(x, y, count);
   } else {
-    ErfGeluKernel<false><<<grid, kThreadsPerBlock, 0, stream>>>(x, y, count);
+    ErfGeluKernel<T, false><<<grid, kThreadsPerBlock, 0, stream>>>(x, y, count);
   }
   return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t LaunchErfGelu(DType dtype, const void* x, void* y, int64_t count,
+                          cudaStream_t stream) {
+  using op_kernels_internal::ComputeType;
+  using op_kernels_internal::kIsFloatType;
+  if (count < 0) return cudaErrorInvalidValue;
+  return op_kernels_internal::VisitDeviceType(dtype, [&](auto tag) -> cudaError_t {
+    using T = typename decltype(tag)::Type;
+    // The types that compute in float (float64 would lose its precision).
+    if constexpr (kIsFloatType<T> && std::is_same_v<ComputeType<T>, float>) {
+      if (count == 0) return cudaSuccess;
+      return Launch(static_cast<const T*>(x), static_cast<T*>(y), count, stream);
+    } else {
+      return cudaErrorInvalidValue;
+    }
+  });
 }
 
 }  // namespace graphserve

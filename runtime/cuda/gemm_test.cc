@@ -155,19 +155,6 @@ std::string HalfGemmCaseName(const ::testing::TestParamInfo<HalfGemmCase>& info)
          "b" + std::to_string(c.batch) + (c.trans_a ? "_At" : "") + (c.trans_b ? "_Bt" : "");
 }
 
-// Unit roundoff of the type D is stored in: the largest relative error of
-// rounding one value to it.
-double UnitRoundoff(DType dtype) {
-  switch (dtype) {
-    case DType::kFloat16:
-      return 0x1p-11;  // 11-bit significand
-    case DType::kBFloat16:
-      return 0x1p-8;  // 8-bit significand
-    default:
-      return 0x1p-24;  // float32
-  }
-}
-
 class CublasLtHalfGemmTest : public ::testing::TestWithParam<HalfGemmCase> {
  protected:
   void SetUp() override {

@@ -103,6 +103,19 @@ void InjectSpecials(std::vector<float>& v, int64_t taps, double affected, std::m
   for (int64_t i = 0; i < count; ++i) v[position(rng)] = specials[i % 5];
 }
 
+double DTypeFloor(DType dtype) { return dtype == DType::kFloat16 ? 0x1p-24 : double{FLT_MIN}; }
+
+double UnitRoundoff(DType dtype) {
+  switch (dtype) {
+    case DType::kFloat16:
+      return 0x1p-11;
+    case DType::kBFloat16:
+      return 0x1p-8;
+    default:
+      return 0x1p-24;
+  }
+}
+
 std::vector<float> Abs(std::vector<float> v) {
   for (float& x : v) x = std::fabs(x);
   return v;
@@ -110,7 +123,7 @@ std::vector<float> Abs(std::vector<float> v) {
 
 ::testing::AssertionResult MatchesReference(const std::vector<float>& got,
                                             const std::vector<float>& want, double rtol,
-                                            const std::vector<float>& scale) {
+                                            const std::vector<float>& scale, double floor) {
   if (got.size() != want.size()) {
     return ::testing::AssertionFailure() << "sizes " << got.size() << " vs " << want.size();
   }
@@ -132,7 +145,7 @@ std::vector<float> Abs(std::vector<float> v) {
       double magnitude = std::fabs(w);
       if (!scale.empty() && std::isfinite(scale[i]))
         magnitude = std::max(magnitude, std::fabs(double{scale[i]}));
-      ok = std::fabs(g - w) <= std::max(rtol * magnitude, double{FLT_MIN});
+      ok = std::fabs(g - w) <= std::max(rtol * magnitude, floor);
     }
     if (!ok && ++mismatches <= 5) {
       char line[128];

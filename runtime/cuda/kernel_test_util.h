@@ -50,17 +50,27 @@ absl::StatusOr<DeviceBuffer> UploadAs(DType dtype, std::vector<float>& values);
 absl::StatusOr<std::vector<float>> DownloadAs(DType dtype, const DeviceBuffer& buffer,
                                               size_t count);
 
+// The floor of MatchesReference for results of `dtype`: float16's smallest
+// subnormal, FLT_MIN for float32 and bfloat16 (float's exponent range).
+double DTypeFloor(DType dtype);
+
+// Half the distance from 1 to the next number of `dtype` (float32, float16,
+// bfloat16): the relative error of one rounding to it, 2^-24, 2^-11, 2^-8.
+double UnitRoundoff(DType dtype);
+
 // |v| elementwise: the magnitudes rounding errors grow with.
 std::vector<float> Abs(std::vector<float> v);
 
 // Compares got with the reference: NaN exactly where the reference is NaN,
 // infinities equal, finite values within rtol * max(|want|, scale[i]) (scale
 // empty: |want|), where scale[i] is the magnitude the rounding error grows
-// with (the mean of |x| for an average). Values below FLT_MIN carry no
-// relative precision and are compared to within FLT_MIN; rtol 0 demands
-// equality.
+// with (the mean of |x| for an average), or within `floor`: values below
+// FLT_MIN carry no relative precision in float32, and float16's subnormals
+// are 2^-24 apart, so a float16 test passes that (DTypeFloor). rtol 0
+// demands equality.
 ::testing::AssertionResult MatchesReference(const std::vector<float>& got,
                                             const std::vector<float>& want, double rtol,
-                                            const std::vector<float>& scale = {});
+                                            const std::vector<float>& scale = {},
+                                            double floor = std::numeric_limits<float>::min());
 
 }  // namespace graphserve

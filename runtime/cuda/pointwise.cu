@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
+
+#include "runtime/cuda/dtype_dispatch.cu.h"
 
 namespace graphserve {
 namespace {
@@ -58,22 +61,26 @@ __device__ __forceinline__ float Apply(const PointwiseInstruction& in, float a, 
   return CUDART_NAN_F;
 }
 
-// One thread per element, grid-stride. No __restrict__: the output may be an
-// input, and each element is read and written by the same thread.
+// One thread per element, grid-stride, over elements of T; the registers are
+// float. No __restrict__: the output may be an input, and each element is
+// read and written by the same thread.
+template <typename T>
 __global__ void PointwiseKernel(const PointwiseProgram program, const PointwiseInputs inputs,
-                                float* out, int64_t count) {
+                                T* out, int64_t count) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
        i += stride) {
     float r[kPointwiseMaxRegisters];
-    for (int k = 0; k < program.num_inputs; ++k) r[k] = inputs.data[k][i];
+    for (int k = 0; k < program.num_inputs; ++k) {
+      r[k] = static_cast<float>(static_cast<const T*>(inputs.data[k])[i]);
+    }
     for (int k = 0; k < program.num_instructions; ++k) {
       const PointwiseInstruction& in = program.code[k];
       const float a = in.a == kPointwiseImmediate ? in.imm : r[in.a];
       const float b = in.b == kPointwiseImmediate ? in.imm : r[in.b];
       r[in.dst] = Apply(in, a, b);
     }
-    out[i] = r[program.result];
+    out[i] = static_cast<T>(r[program.result]);  // the one rounding to T
   }
 }
 
@@ -98,15 +105,26 @@ bool IsWellFormed(const PointwiseProgram& program) {
   return program.result >= 0 && program.result < written;
 }
 
-cudaError_t LaunchPointwise(const PointwiseProgram& program, const PointwiseInputs& inputs,
-                            float* out, int64_t count, cudaStream_t stream) {
+cudaError_t LaunchPointwise(DType dtype, const PointwiseProgram& program,
+                            const PointwiseInputs& inputs, void* out, int64_t count,
+                            cudaStream_t stream) {
+  using op_kernels_internal::ComputeType;
+  using op_kernels_internal::kIsFloatType;
   if (count < 0 || !IsWellFormed(program)) return cudaErrorInvalidValue;
   if (count == 0) return cudaSuccess;
   const int64_t blocks =
       std::min<int64_t>((count + kThreadsPerBlock - 1) / kThreadsPerBlock, kMaxBlocks);
-  PointwiseKernel<<<static_cast<unsigned int>(blocks), kThreadsPerBlock, 0, stream>>>(
-      program, inputs, out, count);
-  return cudaGetLastError();
+  return op_kernels_internal::VisitDeviceType(dtype, [&](auto tag) -> cudaError_t {
+    using T = typename decltype(tag)::Type;
+    // The types that compute in float (float64 would lose its precision).
+    if constexpr (kIsFloatType<T> && std::is_same_v<ComputeType<T>, float>) {
+      PointwiseKernel<T><<<static_cast<unsigned int>(blocks), kThreadsPerBlock, 0, stream>>>(
+          program, inputs, static_cast<T*>(out), count);
+      return cudaGetLastError();
+    } else {
+      return cudaErrorInvalidValue;
+    }
+  });
 }
 
 }  // namespace graphserve

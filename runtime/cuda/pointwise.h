@@ -1,5 +1,5 @@
 #pragma once
-// A region of float32 elementwise nodes as one kernel: the fusion pass
+// A region of elementwise nodes of one float type as one kernel: the fusion pass
 // (runtime/fusion.h, StepKind::kPointwise) finds the region, PointwiseKernel
 // compiles its nodes into a PointwiseProgram, and one launch runs the program
 // on every element, reading each input and writing the output once instead
@@ -10,6 +10,8 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+
+#include "common/dtype_table.h"
 
 namespace graphserve {
 
@@ -43,8 +45,9 @@ enum class PointwiseOp : uint8_t {
 // An operand that is the instruction's immediate instead of a register.
 inline constexpr uint8_t kPointwiseImmediate = 0xFF;
 
-// r[dst] = op(a, b), where an operand is r[index] or, for
-// kPointwiseImmediate, `imm` (a scalar constant of the model).
+// r[dst] = op(a, b), in float, where an operand is r[index] or, for
+// kPointwiseImmediate, `imm` (a scalar constant of the model, widened to
+// float).
 struct PointwiseInstruction {
   PointwiseOp op = PointwiseOp::kAdd;
   uint8_t dst = 0;
@@ -62,16 +65,22 @@ struct PointwiseProgram {
   PointwiseInstruction code[kPointwiseMaxInstructions];
 };
 
+// Device addresses of the inputs' elements, each of the launch's dtype.
 struct PointwiseInputs {
-  const float* data[kPointwiseMaxInputs] = {};
+  const void* data[kPointwiseMaxInputs] = {};
 };
 
-// Enqueues out[i] = program(inputs[0][i], ...) for i in [0, count). The
-// output may be one of the inputs (each element is read and written by one
-// thread). Returns cudaGetLastError() after the launch; a count of 0 enqueues
-// nothing; an ill-formed program or a negative count is cudaErrorInvalidValue.
-cudaError_t LaunchPointwise(const PointwiseProgram& program, const PointwiseInputs& inputs,
-                            float* out, int64_t count, cudaStream_t stream);
+// Enqueues out[i] = program(inputs[0][i], ...) for i in [0, count), every
+// input and the output of `dtype` (float32, float16 or bfloat16): each
+// element widened to float, the program run in float, the result rounded
+// once to `dtype` (Note [16-bit fusions] in runtime/fusion.h). The output may
+// be one of the inputs (each element is read and written by one thread).
+// Returns cudaGetLastError() after the launch; a count of 0 enqueues nothing;
+// an ill-formed program, a negative count or another dtype is
+// cudaErrorInvalidValue.
+cudaError_t LaunchPointwise(DType dtype, const PointwiseProgram& program,
+                            const PointwiseInputs& inputs, void* out, int64_t count,
+                            cudaStream_t stream);
 
 // Whether `program` only reads registers written before (inputs or earlier
 // instructions) and writes within bounds: what LaunchPointwise checks.
@@ -87,7 +96,11 @@ bool IsWellFormed(const PointwiseProgram& program);
 // region's size. Each instruction computes exactly what the node's own kernel
 // computes, with the same CUDA math functions, and the arithmetic uses the
 // round-to-nearest intrinsics (__fadd_rn, ...) that the compiler never
-// contracts into fused multiply-adds, so the fused region's results are
-// bitwise those of the unfused nodes, NaN and Inf included.
+// contracts into fused multiply-adds, so in float32 the fused region's
+// results are bitwise those of the unfused nodes, NaN and Inf included. In
+// float16 and bfloat16 the registers stay float and only the result is
+// rounded, where each unfused node rounds its own output: the fused region is
+// the unfused nodes without their intermediate roundings (Note [16-bit
+// fusions] in runtime/fusion.h).
 
 }  // namespace graphserve

@@ -1,11 +1,13 @@
 #include "runtime/cuda/pointwise_kernel.h"
 
 #include <map>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/cuda_status.h"
 #include "common/status.h"
+#include "runtime/fusion.h"
 
 namespace graphserve {
 namespace {
@@ -47,8 +49,8 @@ const OpInstruction* FindInstruction(const std::string& op_type) {
 
 class PointwiseKernel final : public CudaOpKernel {
  public:
-  PointwiseKernel(std::string label, const PointwiseProgram& program, int64_t count)
-      : label_(std::move(label)), program_(program), count_(count) {}
+  PointwiseKernel(std::string label, DType dtype, const PointwiseProgram& program, int64_t count)
+      : label_(std::move(label)), dtype_(dtype), program_(program), count_(count) {}
 
   absl::Status Enqueue(absl::Span<const void* const> inputs, absl::Span<void* const> outputs,
                        cudaStream_t stream) const override {
@@ -58,14 +60,16 @@ class PointwiseKernel final : public CudaOpKernel {
                                                      " outputs"));
     }
     PointwiseInputs data;
-    for (size_t k = 0; k < inputs.size(); ++k) data.data[k] = static_cast<const float*>(inputs[k]);
+    for (size_t k = 0; k < inputs.size(); ++k) data.data[k] = inputs[k];
     return CudaErrorToStatus(
-        LaunchPointwise(program_, data, static_cast<float*>(outputs[0]), count_, stream),
-        absl::StrCat("LaunchPointwise for ", label_, " (", count_, " elements)"));
+        LaunchPointwise(dtype_, program_, data, outputs[0], count_, stream),
+        absl::StrCat("LaunchPointwise for ", label_, " (", count_, " ", DTypeName(dtype_),
+                     " elements)"));
   }
 
  private:
   std::string label_;
+  DType dtype_;
   PointwiseProgram program_;
   int64_t count_;
 };
@@ -85,6 +89,11 @@ absl::StatusOr<PointwiseProgram> CompilePointwise(const BoundGraph& graph,
     return absl::InvalidArgumentError(absl::StrCat("a pointwise region of ", nodes.size(),
                                                    " nodes and ", inputs.size(),
                                                    " inputs is too large"));
+  }
+  const DType dtype = graph.value(output).dtype;
+  if (!ComputesInFloat(dtype)) {
+    return absl::InvalidArgumentError(absl::StrCat("a pointwise region of ", DTypeName(dtype),
+                                                   " does not compute in float"));
   }
   PointwiseProgram program;
   std::map<ValueId, uint8_t> registers;
@@ -112,14 +121,14 @@ absl::StatusOr<PointwiseProgram> CompilePointwise(const BoundGraph& graph,
         continue;
       }
       const BoundValue& value = graph.value(id);
-      if (!value.is_constant() || value.dtype != DType::kFloat32 ||
-          value.constant->num_elements() != 1 || in.a == kPointwiseImmediate) {
+      const std::optional<float> scalar = FloatScalar(value);
+      if (!scalar || value.dtype != dtype || in.a == kPointwiseImmediate) {
         return absl::InvalidArgumentError(absl::StrCat(
-            "node '", node.name, "' reads '", value.name,
-            "', neither a region input, an earlier node's output nor one scalar constant"));
+            "node '", node.name, "' reads '", value.name, "', neither a region input, an ",
+            "earlier node's output nor one scalar constant of the region's type"));
       }
       *operands[k] = kPointwiseImmediate;
-      in.imm = *value.constant->data<float>();
+      in.imm = *scalar;
     }
     if (in.op == PointwiseOp::kLeakyRelu) {
       ASSIGN_OR_RETURN(in.imm, GetFloatAttr(node.attributes, "alpha", 0.01f));
@@ -140,7 +149,7 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakePointwiseKernel(
     std::string label, const BoundGraph& graph, const std::vector<int>& nodes,
     const std::vector<ValueId>& inputs, ValueId output) {
   ASSIGN_OR_RETURN(const PointwiseProgram program, CompilePointwise(graph, nodes, inputs, output));
-  return std::make_unique<PointwiseKernel>(std::move(label), program,
+  return std::make_unique<PointwiseKernel>(std::move(label), graph.value(output).dtype, program,
                                            NumElements(graph.value(output).dims));
 }
 

@@ -1,15 +1,23 @@
 // Pointwise regions (Note [Pointwise regions], Note [Pointwise programs]):
 // what the fusion pass groups, what a region compiles to, and on the GPU that
 // the fused kernel gives bitwise the unfused kernels' results, NaN and Inf
-// included, and the host reference executor's within float rounding.
+// included, and the host reference executor's within float rounding; in
+// float16 and bfloat16 (Note [16-bit fusions] in runtime/fusion.h), a
+// float64 evaluation of the region rounded once to within one unit in the
+// last place, and the unfused kernels' and the host's results within their
+// per-node roundings, NaN and Inf where they have them.
 
 #include <gtest/gtest.h>
 
+#include <cfloat>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <iterator>
 #include <random>
+#include <string>
+#include <tuple>
+#include <vector>
 
 #include "common/cuda_handles.h"
 #include "runtime/bind.h"
@@ -164,7 +172,54 @@ TEST(PointwiseProgramTest, IllFormedProgramsAreRefused) {
   PointwiseProgram too_many_inputs = program;
   too_many_inputs.num_inputs = kPointwiseMaxInputs + 1;
   EXPECT_FALSE(IsWellFormed(too_many_inputs));
-  EXPECT_EQ(LaunchPointwise(reads_ahead, {}, nullptr, 4, nullptr), cudaErrorInvalidValue);
+  EXPECT_EQ(LaunchPointwise(DType::kFloat32, reads_ahead, {}, nullptr, 4, nullptr),
+            cudaErrorInvalidValue);
+  // Types that do not compute in float, refused before any launch.
+  EXPECT_EQ(LaunchPointwise(DType::kFloat64, program, {}, nullptr, 4, nullptr),
+            cudaErrorInvalidValue);
+  EXPECT_EQ(LaunchPointwise(DType::kInt32, program, {}, nullptr, 4, nullptr),
+            cudaErrorInvalidValue);
+}
+
+// Every float value of `model` (inputs, outputs, initializers) in `dtype`,
+// initializers rounded once: the model as exported in that type.
+Model AsType(Model model, DType dtype) {
+  for (auto* values : {&model.inputs, &model.outputs}) {
+    for (ValueInfo& value : *values) {
+      if (IsFloatingDType(value.dtype)) value.dtype = dtype;
+    }
+  }
+  for (auto& [name, tensor] : model.initializers) {
+    if (IsFloatingDType(tensor->dtype())) {
+      tensor = std::make_shared<const HostTensor>(ConvertFloats(*tensor, dtype));
+    }
+  }
+  return model;
+}
+
+// The constants of a 16-bit model compile to immediates of their stored
+// value, widened to float.
+TEST(PointwiseRegionTest, HalfConstantsCompileToTheirStoredValue) {
+  for (const DType dtype : {DType::kFloat16, DType::kBFloat16}) {
+    absl::StatusOr<BoundGraph> graph = BindModel(AsType(TanhGeluModel(), dtype), {.batch_size = 2});
+    ASSERT_TRUE(graph.ok()) << graph.status();
+    const FusionPlan plan = PlanFusion(*graph, {});
+    const FusedStep* step = OnlyPointwiseStep(plan);
+    ASSERT_NE(step, nullptr) << DTypeName(dtype);
+    absl::StatusOr<PointwiseProgram> program =
+        CompilePointwise(*graph, step->nodes, step->inputs, step->outputs[0]);
+    ASSERT_TRUE(program.ok()) << program.status();
+    // "scale_cube" multiplies by 0.044715 as the type stores it.
+    HostTensor k(DType::kFloat32, Dims{});
+    k.data<float>()[0] = 0.044715f;
+    const float stored = ConvertFloats(ConvertFloats(k, dtype), DType::kFloat32).data<float>()[0];
+    EXPECT_NE(stored, 0.044715f);
+    bool found = false;
+    for (int i = 0; i < program->num_instructions; ++i) {
+      found |= program->code[i].op == PointwiseOp::kMul && program->code[i].imm == stored;
+    }
+    EXPECT_TRUE(found) << DTypeName(dtype);
+  }
 }
 
 // x with NaN, +-Inf, +-FLT_MAX, huge and tiny magnitudes, +-0, subnormals, then
@@ -194,25 +249,59 @@ HostTensor EdgeInput(int64_t batch, int64_t width, uint32_t seed) {
 }
 
 bool BitwiseEqual(const HostTensor& a, const HostTensor& b) {
-  return a.dims() == b.dims() && std::memcmp(a.data<float>(), b.data<float>(),
-                                             a.num_elements() * sizeof(float)) == 0;
+  return a.dtype() == b.dtype() && a.dims() == b.dims() &&
+         std::memcmp(a.raw(), b.raw(), a.bytes()) == 0;
 }
 
-class PointwiseDeviceTest : public ::testing::TestWithParam<int64_t> {
+// A tensor's elements widened to float (exactly).
+std::vector<float> Widened(const HostTensor& tensor) {
+  const HostTensor wide = ConvertFloats(tensor, DType::kFloat32);
+  return std::vector<float>(wide.data<float>(), wide.data<float>() + wide.num_elements());
+}
+
+// Elementwise: NaN where `want` is NaN, the same infinity where it is
+// infinite, and within tolerance[k] elsewhere.
+::testing::AssertionResult WithinTolerance(const std::vector<float>& got,
+                                           const std::vector<float>& want,
+                                           const std::vector<double>& tolerance) {
+  int mismatches = 0;
+  std::string examples;
+  for (size_t k = 0; k < want.size(); ++k) {
+    const bool ok = std::isnan(want[k])   ? std::isnan(got[k])
+                    : std::isinf(want[k]) ? got[k] == want[k]
+                                          : std::isfinite(got[k]) &&
+                                                std::fabs(double{got[k]} - want[k]) <= tolerance[k];
+    if (!ok && ++mismatches <= 5) {
+      examples += " [" + std::to_string(k) + "] got " + std::to_string(got[k]) + " want " +
+                  std::to_string(want[k]) + ";";
+    }
+  }
+  if (mismatches == 0) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure()
+         << mismatches << " of " << want.size() << " elements differ:" << examples;
+}
+
+// (element type, batch).
+class PointwiseDeviceTest : public ::testing::TestWithParam<std::tuple<DType, int64_t>> {
  protected:
   void SetUp() override {
     if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device on this machine";
   }
 
-  // Fused, the region's result; unfused, each node's own kernel; host, the
-  // reference executor.
-  void CheckModel(const Model& model, int expected_regions) {
-    const int64_t batch = GetParam();
+  // `model` (written in float32) in the test's type. Fused, the region's
+  // result; unfused, each node's own kernel; host, the reference executor,
+  // which runs each node in float64 and rounds it to the model's type. The
+  // inputs hold NaN, the infinities and each type's extremes (EdgeInput,
+  // rounded to the type). `outside_roundings`: see CheckHalf.
+  void CheckModel(const Model& float_model, int expected_regions, int outside_roundings = 0) {
+    const auto [dtype, batch] = GetParam();
+    const Model model = AsType(float_model, dtype);
     absl::StatusOr<BoundGraph> graph = BindModel(model, {.batch_size = batch});
     ASSERT_TRUE(graph.ok()) << graph.status();
     std::vector<HostTensor> inputs;
     for (size_t i = 0; i < model.inputs.size(); ++i) {
-      inputs.push_back(EdgeInput(batch, 64, static_cast<uint32_t>(batch * 10 + i)));
+      inputs.push_back(
+          ConvertFloats(EdgeInput(batch, 64, static_cast<uint32_t>(batch * 10 + i)), dtype));
     }
     absl::StatusOr<std::unique_ptr<HostExecutor>> host = HostExecutor::Create(*graph);
     ASSERT_TRUE(host.ok()) << host.status();
@@ -228,12 +317,25 @@ class PointwiseDeviceTest : public ::testing::TestWithParam<int64_t> {
       ASSERT_TRUE(out.ok()) << out.status();
       got.push_back(*std::move(out));
     }
-    for (size_t i = 0; i < want->size(); ++i) {
-      EXPECT_TRUE(BitwiseEqual(got[0][i], got[1][i])) << "output " << i << ": fused != unfused";
+    if (dtype == DType::kFloat32) {
+      CheckFloat32(got[0], got[1], *want);
+    } else {
+      CheckHalf(model, inputs, outside_roundings, got[0], got[1], *want);
+    }
+  }
+
+ private:
+  // Bitwise the unfused kernels (Note [Pointwise programs]), and the host's
+  // float32 results within float rounding.
+  static void CheckFloat32(const std::vector<HostTensor>& fused,
+                           const std::vector<HostTensor>& unfused,
+                           const std::vector<HostTensor>& want) {
+    for (size_t i = 0; i < want.size(); ++i) {
+      EXPECT_TRUE(BitwiseEqual(fused[i], unfused[i])) << "output " << i << ": fused != unfused";
       // NaN where the host has NaN, and within rounding elsewhere.
-      const float* device = got[0][i].data<float>();
-      const float* reference = (*want)[i].data<float>();
-      for (int64_t k = 0; k < (*want)[i].num_elements(); ++k) {
+      const float* device = fused[i].data<float>();
+      const float* reference = want[i].data<float>();
+      for (int64_t k = 0; k < want[i].num_elements(); ++k) {
         if (std::isnan(reference[k]) || std::isinf(reference[k])) {
           EXPECT_EQ(std::isnan(device[k]), std::isnan(reference[k])) << "element " << k;
           if (std::isinf(reference[k])) {
@@ -247,13 +349,77 @@ class PointwiseDeviceTest : public ::testing::TestWithParam<int64_t> {
       }
     }
   }
+
+  // Note [16-bit fusions]. Against float64: the model run in float64 on the
+  // host (its constants and inputs widened exactly) and rounded once to the
+  // type. The fused region computes in float and rounds once, so the two
+  // differ by the two roundings (2u |want|, u the type's unit roundoff), by
+  // float's own error, a few 2^-24 of the magnitudes it computes with (8
+  // FLT_EPSILON (1 + |x|), with |x| the sum of the element's input
+  // magnitudes: tanh GELU's 1 + tanh cancels at |x|'s scale, as in float32),
+  // and by one u (1 + |x|) for each of the `outside_roundings` the model
+  // does outside its region that the float64 run does not. Against the
+  // unfused kernels and the host:
+  // each of the model's n nodes rounds to the type, an error of u times an
+  // intermediate that reaches the output no larger than 1 + |x| (tanh GELU's
+  // x^3 damped by 0.036 times tanh's slope), so n u (1 + |x|).
+  void CheckHalf(const Model& model, const std::vector<HostTensor>& inputs,
+                 int outside_roundings, const std::vector<HostTensor>& fused, const std::vector<HostTensor>& unfused,
+                 const std::vector<HostTensor>& chain) const {
+    const auto [dtype, batch] = GetParam();
+    const double u = UnitRoundoff(dtype);
+    absl::StatusOr<BoundGraph> wide = BindModel(AsType(model, DType::kFloat64), {.batch_size = batch});
+    ASSERT_TRUE(wide.ok()) << wide.status();
+    absl::StatusOr<std::unique_ptr<HostExecutor>> host = HostExecutor::Create(*wide);
+    ASSERT_TRUE(host.ok()) << host.status();
+    std::vector<HostTensor> wide_inputs;
+    for (const HostTensor& input : inputs) wide_inputs.push_back(ConvertFloats(input, DType::kFloat64));
+    absl::StatusOr<std::vector<HostTensor>> exact = (*host)->Run(wide_inputs);
+    ASSERT_TRUE(exact.ok()) << exact.status();
+    // 1 + the sum of each element's input magnitudes.
+    std::vector<double> scale(static_cast<size_t>(inputs[0].num_elements()), 1.0);
+    for (const HostTensor& input : inputs) {
+      const std::vector<float> x = Widened(input);
+      for (size_t k = 0; k < x.size(); ++k) scale[k] += std::fabs(double{x[k]});
+    }
+    const double chain_roundings = static_cast<double>(model.nodes.size());
+    for (size_t i = 0; i < fused.size(); ++i) {
+      ASSERT_EQ(fused[i].dtype(), dtype);
+      const std::vector<float> got = Widened(fused[i]);
+      const std::vector<float> want = Widened(ConvertFloats((*exact)[i], dtype));
+      ASSERT_EQ(got.size(), scale.size());
+      std::vector<double> tight(got.size()), loose(got.size());
+      for (size_t k = 0; k < got.size(); ++k) {
+        tight[k] = 2 * u * std::fabs(double{want[k]}) +
+                   (8 * FLT_EPSILON + outside_roundings * u) * scale[k] + DTypeFloor(dtype);
+        loose[k] = chain_roundings * u * scale[k] + tight[k];
+      }
+      EXPECT_TRUE(WithinTolerance(got, want, tight)) << "output " << i << " against float64";
+      EXPECT_TRUE(WithinTolerance(got, Widened(unfused[i]), loose))
+          << "output " << i << " against the unfused kernels";
+      EXPECT_TRUE(WithinTolerance(got, Widened(chain[i]), loose))
+          << "output " << i << " against the host";
+    }
+  }
 };
 
 TEST_P(PointwiseDeviceTest, TanhGeluFusedIsTheUnfusedChain) { CheckModel(TanhGeluModel(), 1); }
 
-TEST_P(PointwiseDeviceTest, BoundedRegionIsTheUnfusedNodes) { CheckModel(BoundaryModel(), 1); }
+// Outside the region, the residual Add rounds s (SiLU's slope, at most 1.1,
+// carries that on) and the bias Add reads the region's rounded output: three
+// u (1 + |x| + |r|) cover both.
+TEST_P(PointwiseDeviceTest, BoundedRegionIsTheUnfusedNodes) {
+  CheckModel(BoundaryModel(), 1, /*outside_roundings=*/3);
+}
 
-INSTANTIATE_TEST_SUITE_P(Batches, PointwiseDeviceTest, ::testing::Values(1, 7, 4096));
+INSTANTIATE_TEST_SUITE_P(
+    TypesAndBatches, PointwiseDeviceTest,
+    ::testing::Combine(::testing::Values(DType::kFloat32, DType::kFloat16, DType::kBFloat16),
+                       ::testing::Values(int64_t{1}, int64_t{7}, int64_t{4096})),
+    [](const auto& info) {
+      return std::string(DTypeName(std::get<0>(info.param))) + "_b" +
+             std::to_string(std::get<1>(info.param));
+    });
 
 }  // namespace
 }  // namespace graphserve
