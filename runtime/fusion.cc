@@ -1,6 +1,7 @@
 #include "runtime/fusion.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 #include <optional>
@@ -516,12 +517,10 @@ class FusionPlanner {
         options_.fuse_attention != FuseAttention::kAll) {
       return std::nullopt;
     }
-    if (graph_.value(q).dims.size() == 4) {
-      q = TakeInputTransposes(q, fusion.q_perm, step.nodes);
-      k = TakeInputTransposes(k, fusion.k_perm, step.nodes);
-      v = TakeInputTransposes(v, fusion.v_perm, step.nodes);
-      out = TakeOutputTransposes(out, fusion.out_perm, step.nodes);
-    }
+    q = TakeInputTransposes(q, fusion.q_perm, step.nodes);
+    k = TakeInputTransposes(k, fusion.k_perm, step.nodes);
+    v = TakeInputTransposes(v, fusion.v_perm, step.nodes);
+    out = TakeOutputTransposes(out, fusion.out_perm, step.nodes);
     fusion.has_mask = mask >= 0;
     step.inputs = {q, k, v};
     if (fusion.has_mask) step.inputs.push_back(mask);
@@ -534,14 +533,54 @@ class FusionPlanner {
   // produce it for it alone, composing `perm`, each taken into `nodes`; the
   // value the step then reads.
   ValueId TakeInputTransposes(ValueId value, AttentionPerm& perm, std::vector<int>& nodes) const {
-    while (const std::optional<int> transpose = SoleProducer(value, "Transpose")) {
-      const std::array<int, 4> p = TransposePerm(graph_.nodes[*transpose]);
-      // value's dim j is its input's dim p[j].
-      for (int& axis : perm) axis = p[axis];
-      nodes.push_back(*transpose);
-      value = graph_.nodes[*transpose].inputs[0];
+    while (true) {
+      if (const std::optional<int> transpose = SoleProducer(value, "Transpose")) {
+        const std::array<int, 4> p = TransposePerm(graph_.nodes[*transpose]);
+        // value's dim j is its input's dim p[j].
+        for (int& axis : perm) axis = p[axis];
+        nodes.push_back(*transpose);
+        value = graph_.nodes[*transpose].inputs[0];
+      } else if (const std::optional<BatchedSwap> swap = BatchedSwapOf(value)) {
+        for (int& axis : perm) axis = std::array<int, 4>{0, 1, 3, 2}[axis];
+        nodes.push_back(swap->transpose);
+        value = swap->source;
+      } else {
+        return value;
+      }
     }
-    return value;
+  }
+
+  // Note [Attention views]: `value` [a, b, c, d] computed as
+  // Reshape(Transpose(Reshape(x [a, b, d, c]) to [a*b, d, c], perm 0 2 1))
+  // back to four dims, as the dynamo exporter writes k^T: x with its last
+  // two dims swapped, each of the three nodes the sole producer of its
+  // value. The Reshapes stay alias nodes (no step); their outputs go unread.
+  struct BatchedSwap {
+    int transpose;
+    ValueId source;
+  };
+  std::optional<BatchedSwap> BatchedSwapOf(ValueId value) const {
+    const std::optional<int> outer = SoleProducer(value, "Reshape");
+    if (!outer) return std::nullopt;
+    const ValueId swapped = graph_.nodes[*outer].inputs[0];
+    const std::optional<int> transpose = SoleProducer(swapped, "Transpose");
+    if (!transpose ||
+        IntsAttr(graph_.nodes[*transpose].attributes, "perm") != std::vector<int64_t>{0, 2, 1}) {
+      return std::nullopt;
+    }
+    const ValueId merged = graph_.nodes[*transpose].inputs[0];
+    const std::optional<int> inner = SoleProducer(merged, "Reshape");
+    if (!inner) return std::nullopt;
+    const ValueId source = graph_.nodes[*inner].inputs[0];
+    const Dims& x = graph_.value(source).dims;
+    const Dims& m = graph_.value(merged).dims;
+    const Dims& v = graph_.value(value).dims;
+    if (x.size() != 4 || m.size() != 3 || v.size() != 4 || m[0] != x[0] * x[1] ||
+        m[1] != x[2] || m[2] != x[3] || v[0] != x[0] || v[1] != x[1] || v[2] != x[3] ||
+        v[3] != x[2]) {
+      return std::nullopt;
+    }
+    return BatchedSwap{*transpose, source};
   }
 
   // The same forwards from an output `value` read by Transposes alone; the
@@ -560,11 +599,17 @@ class FusionPlanner {
     return value;
   }
 
-  // A rank-4 Transpose's perm (ONNX's default reverses the dims).
-  static std::array<int, 4> TransposePerm(const BoundNode& node) {
-    const std::vector<int64_t>& perm = IntsAttr(node.attributes, "perm");
-    if (perm.size() != 4) return {3, 2, 1, 0};
-    return {int(perm[0]), int(perm[1]), int(perm[2]), int(perm[3])};
+  // A Transpose's perm over its dims right-aligned to four (ONNX's default
+  // reverses the dims); `rank` is its input's.
+  std::array<int, 4> TransposePerm(const BoundNode& node) const {
+    const int rank = static_cast<int>(graph_.value(node.inputs[0]).dims.size());
+    std::vector<int64_t> perm = IntsAttr(node.attributes, "perm");
+    if (perm.empty()) {
+      for (int i = rank - 1; i >= 0; --i) perm.push_back(i);
+    }
+    std::array<int, 4> aligned = kIdentityPerm;
+    for (int i = 0; i < rank; ++i) aligned[4 - rank + i] = static_cast<int>(perm[i]) + 4 - rank;
+    return aligned;
   }
 
   // q [..., Sq, D], k^T [..., D, Sk], v [..., Sk, Dv] and out [..., Sq, Dv] of

@@ -25,7 +25,8 @@ enum class StepKind {
 };
 
 // How a kAttention operand is read (Note [Attention views]): dim i of its
-// view is dim perm[i] of the tensor the step reads or writes.
+// view is dim perm[i] of the tensor the step reads or writes, that tensor's
+// dims right-aligned to four.
 using AttentionPerm = std::array<int, 4>;
 inline constexpr AttentionPerm kIdentityPerm = {0, 1, 2, 3};
 
@@ -34,7 +35,7 @@ struct AttentionFusion {
   float scale = 1.0f;        // of q k^T, from the Muls and Divs the step took
   bool has_mask = false;     // an additive mask, the step's fourth input
   bool nan_to_zero = false;  // Where(IsNaN(p), 0, p) follows the Softmax
-  // Views of q, k^T, v and the output, rank-4 operands only.
+  // Views of q, k^T, v and the output.
   AttentionPerm q_perm = kIdentityPerm;
   AttentionPerm k_perm = kIdentityPerm;
   AttentionPerm v_perm = kIdentityPerm;
@@ -192,12 +193,16 @@ inline constexpr int64_t kMaxFusedAttentionHeadDim = 128;
 // heads merge: four copies per layer, 48 kernels of BERT-base. The attention
 // kernels read strided operands, so a kAttention step takes those
 // Transposes too: going back from q, k^T and v (and forward from the output)
-// it absorbs each Transpose of rank 4 that is the value's producer (reader)
+// it absorbs each Transpose that is the value's producer (reader)
 // and the value's only reader (producer), composing their perms, and reads
-// (writes) the Transpose's input (output) through the composed perm. Every
-// Transpose is taken or none of a chain's; nothing else (a Reshape between
-// them ends the walk). The views keep the innermost dim where cuDNN wants
-// it (runtime/cuda/cudnn_attention.h) for the layouts exporters write.
+// (writes) the Transpose's input (output) through the composed perm. A
+// Reshape between them ends the walk, except in the dynamo exporter's k^T:
+// a rank-3 Transpose (0 2 1) between two Reshapes that merge and split the
+// batch and head dims is the rank-4 swap of the last two dims it computes.
+// Operands of rank 3 (heads folded into the batch) are read alike, their
+// dims and perms right-aligned to four. The views keep the innermost dim
+// where cuDNN wants it (runtime/cuda/cudnn_attention.h) for the layouts
+// exporters write.
 
 // Note [Pointwise regions]
 // ~~~~~~~~~~~~~~~~~~~~~~~~

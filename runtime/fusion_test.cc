@@ -678,3 +678,68 @@ TEST(FusionTest, IntegerChainsFormNoRegion) {
 
 }  // namespace
 }  // namespace graphserve
+
+namespace graphserve {
+namespace {
+
+// The dynamo exporter's k^T (Note [Attention views]): k [b, h, s, d] through
+// Reshape [b*h, s, d], Transpose (0 2 1), Reshape [b, h, d, s].
+TEST(FusionTest, AttentionReadsTheBatchedSwapOfKInPlace) {
+  Model model = HeadsSplitAttention();
+  Model swapped = model;
+  swapped.nodes.clear();
+  const auto shape = [](std::vector<int64_t> dims) {
+    HostTensor value(DType::kInt64, Dims{static_cast<int64_t>(dims.size())});
+    for (size_t i = 0; i < dims.size(); ++i) value.data<int64_t>()[i] = dims[i];
+    return std::make_shared<const HostTensor>(std::move(value));
+  };
+  swapped.initializers["merged_shape"] = shape({-1, 8, 16});
+  swapped.initializers["split_shape"] = shape({-1, 2, 16, 8});
+  for (const auto& node : model.nodes) {
+    if (node.name != "k_t") {
+      swapped.nodes.push_back(node);
+      continue;
+    }
+    swapped.nodes.push_back(
+        {"k_heads", "Transpose", {"k"}, {"kh"}, {{"perm", std::vector<int64_t>{0, 2, 1, 3}}}});
+    swapped.nodes.push_back({"k_merge", "Reshape", {"kh", "merged_shape"}, {"km"}, {}});
+    swapped.nodes.push_back(
+        {"k_swap", "Transpose", {"km"}, {"ks"}, {{"perm", std::vector<int64_t>{0, 2, 1}}}});
+    swapped.nodes.push_back({"k_split", "Reshape", {"ks", "split_shape"}, {"kt"}, {}});
+  }
+  const BoundGraph graph = Bind(swapped);
+  const FusionPlan plan = PlanFusion(graph, {});
+  ExpectValidOrder(graph, plan);
+  ASSERT_EQ(plan.steps.size(), 1u);
+  const FusedStep& step = plan.steps[0];
+  EXPECT_EQ(step.kind, StepKind::kAttention);
+  EXPECT_EQ(graph.value(step.inputs[1]).name, "k");
+  // k^T's dim i is kh's swap, kh's dim j is k's (0 2 1 3)[j].
+  EXPECT_EQ(step.attention.k_perm, (AttentionPerm{0, 2, 3, 1}));
+}
+
+// Rank-3 operands (heads folded into the batch): k^T's Transpose (0 2 1) is
+// read in place, right-aligned to four dims.
+TEST(FusionTest, RankThreeAttentionReadsKInPlace) {
+  Model model;
+  model.name = "attention3";
+  model.opset = 17;
+  model.inputs = {{"q", DType::kFloat16, {-1, 8, 16}},
+                  {"k", DType::kFloat16, {-1, 8, 16}},
+                  {"v", DType::kFloat16, {-1, 8, 16}}};
+  model.outputs = {{"o", DType::kFloat16, {-1, 8, 16}}};
+  model.nodes = {
+      {"k_t", "Transpose", {"k"}, {"kt"}, {{"perm", std::vector<int64_t>{0, 2, 1}}}},
+      {"scores", "MatMul", {"q", "kt"}, {"s"}, {}},
+      {"softmax", "Softmax", {"s"}, {"p"}, {{"axis", int64_t{-1}}}},
+      {"context", "MatMul", {"p", "v"}, {"o"}, {}},
+  };
+  const BoundGraph graph = Bind(model);
+  const FusionPlan plan = PlanFusion(graph, {});
+  ASSERT_EQ(plan.steps.size(), 1u);
+  EXPECT_EQ(graph.value(plan.steps[0].inputs[1]).name, "k");
+  EXPECT_EQ(plan.steps[0].attention.k_perm, (AttentionPerm{0, 1, 3, 2}));
+}
+
+}  // namespace
+}  // namespace graphserve

@@ -910,14 +910,15 @@ TEST_P(CudaExecutorHalfModelTest, MatchesHostExecutorFusedAndUnfused) {
                                EXPECT_EQ(cuda.fused_epilogues(), 7);
                                EXPECT_EQ(cuda.add_layer_norms(), 2);
                                // Note [16-bit fusions]: the erf GELU chain, the gate
-                               // (Tanh, Sigmoid, Mul) and Relu, Mul, Sqrt as regions, the
-                               // scores' Div in the MatMul's alpha: 16 steps, as in float32
-                               // (HalfEncoderBlockFusesLikeItsFloat32Twin).
+                               // (Tanh, Sigmoid, Mul) and Relu, Mul, Sqrt as regions.
                                EXPECT_EQ(cuda.fused_gelus(), 1);
                                EXPECT_EQ(cuda.pointwise_regions(), 2);
-                               EXPECT_EQ(cuda.schedule().steps.size(), 16u);
-                               // Attention stays unfused by default.
-                               EXPECT_EQ(cuda.fused_attentions(), 0);
+                               // The attention chain (k's Transpose, the two MatMuls, the
+                               // scale and the Softmax) is one step on cuDNN's engines:
+                               // 13 steps where float32 runs 16
+                               // (HalfEncoderBlockFusesLikeItsFloat32Twin).
+                               EXPECT_EQ(cuda.fused_attentions(), 1);
+                               EXPECT_EQ(cuda.schedule().steps.size(), 13u);
                              });
 }
 
@@ -1064,9 +1065,15 @@ TEST(CudaExecutorHalfModelPlanTest, HalfEncoderBlockFusesLikeItsFloat32Twin) {
     twin.initializers["sqrt2"] = ScalarConstant(1.4142135f);
     absl::StatusOr<BoundGraph> float_graph = BindModel(twin, {.batch_size = 2});
     ASSERT_TRUE(float_graph.ok()) << float_graph.status();
-    const FusionPlan half_plan = PlanFusion(*half_graph, {});
+    // Attention aside: by default 16-bit chains fuse (cuDNN's engines) and
+    // float32 ones do not.
+    const FusionPlan half_plan =
+        PlanFusion(*half_graph, {.fuse_attention = FuseAttention::kNone});
     const FusionPlan float_plan = PlanFusion(*float_graph, {});
     EXPECT_EQ(half_plan.steps.size(), 16u) << DTypeName(dtype);
+    const FusionPlan half_default = PlanFusion(*half_graph, {});
+    EXPECT_EQ(half_default.attentions, 1);
+    EXPECT_EQ(half_default.steps.size(), 13u) << DTypeName(dtype);
     EXPECT_EQ(half_plan.steps.size(), float_plan.steps.size()) << DTypeName(dtype);
     EXPECT_EQ(half_plan.erf_gelus, 1);
     EXPECT_EQ(half_plan.pointwise_regions, 2);

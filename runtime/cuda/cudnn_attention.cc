@@ -26,6 +26,10 @@ constexpr int64_t kKUid = 2;
 constexpr int64_t kVUid = 3;
 constexpr int64_t kMaskUid = 4;
 constexpr int64_t kOutUid = 5;
+constexpr int64_t kStatsUid = 6;
+
+// The row statistics follow cuDNN's own workspace at this alignment.
+constexpr int64_t kStatsAlignment = 256;
 
 std::string StridesToString(const AttentionStrides& s) {
   return absl::StrCat("[", s.batch, ",", s.head, ",", s.row, ",", s.col, "]");
@@ -52,8 +56,7 @@ CudnnView ViewOf(const AttentionStrides& s, const std::array<int64_t, 4>& full) 
   return view;
 }
 
-absl::Status CheckSupported(const FusedAttentionParams& p, bool mask_is_finite,
-                            bool has_mask) {
+absl::Status CheckSupported(const FusedAttentionParams& p) {
   if (p.dtype != DType::kFloat16 && p.dtype != DType::kBFloat16) {
     return absl::UnimplementedError("cuDNN's attention runs float16 and bfloat16 only");
   }
@@ -68,12 +71,6 @@ absl::Status CheckSupported(const FusedAttentionParams& p, bool mask_is_finite,
   }
   if (p.batch > 1 && (p.k.batch == 0 || p.v.batch == 0)) {
     return absl::UnimplementedError("cuDNN's attention broadcasts k and v over heads only");
-  }
-  if (has_mask && !p.nan_to_zero && !mask_is_finite) {
-    // Note [cuDNN attention], Semantics.
-    return absl::UnimplementedError(
-        "a mask that may hold -inf without the NaN guard after the Softmax: a fully masked "
-        "row is NaN in ONNX, 0 in cuDNN");
   }
   return absl::OkStatus();
 }
@@ -91,7 +88,9 @@ std::string AttentionParamsToString(const FusedAttentionParams& p) {
 
 struct CudnnAttention::Plan {
   fe::graph::Graph graph;
+  FusedAttentionParams params;
   bool has_mask = false;
+  int64_t library_workspace_bytes = 0;  // cuDNN's; the row statistics follow
   int64_t workspace_bytes = 0;
   std::string key;  // AttentionParamsToString, and whether it has a mask
 };
@@ -102,6 +101,7 @@ absl::StatusOr<std::shared_ptr<CudnnAttention::Plan>> BuildPlan(cudnnHandle_t ha
                                                                 const FusedAttentionParams& p,
                                                                 bool has_mask, std::string key) {
   auto plan = std::make_shared<CudnnAttention::Plan>();
+  plan->params = p;
   plan->has_mask = has_mask;
   plan->key = std::move(key);
   fe::graph::Graph& graph = plan->graph;
@@ -127,7 +127,7 @@ absl::StatusOr<std::shared_ptr<CudnnAttention::Plan>> BuildPlan(cudnnHandle_t ha
   const auto v = tensor("v", kVUid, v_view, io);
   fe::graph::SDPA_attributes attributes = fe::graph::SDPA_attributes()
                                               .set_name("attention")
-                                              .set_generate_stats(false)
+                                              .set_generate_stats(true)
                                               .set_attn_scale(p.scale);
   if (has_mask) {
     attributes.set_bias(
@@ -140,13 +140,23 @@ absl::StatusOr<std::shared_ptr<CudnnAttention::Plan>> BuildPlan(cudnnHandle_t ha
       .set_dim(out_view.dims)
       .set_stride(out_view.strides)
       .set_data_type(io);
+  // Note [cuDNN attention], Semantics: each row's log-sum-exp, packed.
+  stats->set_output(true)
+      .set_uid(kStatsUid)
+      .set_dim({p.batch, p.heads, p.query_rows, 1})
+      .set_stride({p.heads * p.query_rows, p.query_rows, 1, 1})
+      .set_data_type(fe::DataType_t::FLOAT);
   GRAPHSERVE_FE_RETURN_IF_ERROR(graph.validate());
   GRAPHSERVE_FE_RETURN_IF_ERROR(graph.build_operation_graph(handle));
   GRAPHSERVE_FE_RETURN_IF_ERROR(graph.create_execution_plans({fe::HeurMode_t::A}));
   GRAPHSERVE_FE_RETURN_IF_ERROR(graph.check_support(handle));
   GRAPHSERVE_FE_RETURN_IF_ERROR(
       graph.build_plans(handle, fe::BuildPlanPolicy_t::HEURISTICS_CHOICE));
-  GRAPHSERVE_FE_RETURN_IF_ERROR(graph.get_workspace_size(plan->workspace_bytes));
+  GRAPHSERVE_FE_RETURN_IF_ERROR(graph.get_workspace_size(plan->library_workspace_bytes));
+  plan->library_workspace_bytes =
+      (plan->library_workspace_bytes + kStatsAlignment - 1) / kStatsAlignment * kStatsAlignment;
+  plan->workspace_bytes = plan->library_workspace_bytes +
+                          p.batch * p.heads * p.query_rows * int64_t{sizeof(float)};
   return plan;
 }
 
@@ -154,9 +164,8 @@ absl::StatusOr<std::shared_ptr<CudnnAttention::Plan>> BuildPlan(cudnnHandle_t ha
 
 absl::StatusOr<std::unique_ptr<CudnnAttention>> CudnnAttention::Create(
     cudnnHandle_t handle, const FusedAttentionParams& params, bool has_mask,
-    bool mask_is_finite, AlgorithmChoices* choices) {
-  RETURN_IF_ERROR(AnnotateStatus(CheckSupported(params, mask_is_finite, has_mask),
-                                 AttentionParamsToString(params)));
+    AlgorithmChoices* choices) {
+  RETURN_IF_ERROR(AnnotateStatus(CheckSupported(params), AttentionParamsToString(params)));
   const std::string key = absl::StrCat(AttentionParamsToString(params), has_mask ? "" : " no mask");
   std::shared_ptr<const Plan> plan;
   if (choices != nullptr) plan = std::static_pointer_cast<const Plan>(choices->FindPlan(key));
@@ -185,18 +194,25 @@ absl::Status CudnnAttention::Enqueue(const void* q, const void* k, const void* v
     return absl::InvalidArgumentError(
         absl::StrCat(plan_->key, ": planned ", plan_->has_mask ? "with" : "without", " a mask"));
   }
-  if (workspace == nullptr && plan_->workspace_bytes > 0) {
+  if (workspace == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(
         plan_->key, ": needs ", plan_->workspace_bytes, " workspace bytes, got none"));
   }
+  float* row_stats =
+      reinterpret_cast<float*>(static_cast<char*>(workspace) + plan_->library_workspace_bytes);
   absl::Status status = CudnnErrorToStatus(cudnnSetStream(handle_, stream), "cudnnSetStream");
   if (status.ok()) {
     std::unordered_map<int64_t, void*> pointers = {{kQUid, const_cast<void*>(q)},
                                                    {kKUid, const_cast<void*>(k)},
                                                    {kVUid, const_cast<void*>(v)},
-                                                   {kOutUid, out}};
+                                                   {kOutUid, out},
+                                                   {kStatsUid, row_stats}};
     if (mask != nullptr) pointers[kMaskUid] = const_cast<void*>(mask);
     status = FrontendStatus(plan_->graph.execute(handle_, pointers, workspace), "execute");
+  }
+  if (status.ok()) {
+    status = CudaErrorToStatus(LaunchAttentionRowFill(plan_->params, row_stats, out, stream),
+                               "LaunchAttentionRowFill");
   }
   if (status.ok()) return absl::OkStatus();
   return AnnotateStatus(status, plan_->key);

@@ -28,16 +28,18 @@
 // Anything else is Unimplemented at Create, and the step runs our own fused
 // kernel instead (runtime/cuda/fused_attention_kernel.cc).
 //
-// Semantics. cuDNN's softmax is max-subtracted and exact in float; a score of
-// NaN gives NaN in its row, as the chain does. A row whose every score is
-// -inf (a fully masked row) is where the two differ: ONNX's Softmax gives
-// NaN, cuDNN's engines 0 (they treat an empty row as zero weight). Models
-// exported by torch's dynamo exporter follow the Softmax with Where(IsNaN(p),
-// 0, p) for exactly that row (nan_to_zero), and for them both agree; for a
-// step without it, Create refuses unless the mask cannot hold -inf: models
-// mask with the type's lowest finite value (transformers), which cuDNN and
-// the chain treat alike, but a -inf mask read from a model input would
-// differ, so only masks computed in the model qualify (mask_is_finite).
+// Semantics. cuDNN's softmax is max-subtracted and exact in float. ONNX's
+// Softmax makes a whole row NaN when a score is NaN or the row's max is +inf
+// or -inf (every key masked with -inf); the chain's Where(IsNaN(p), 0, p),
+// which the dynamo exporter writes after it (nan_to_zero), makes that row 0.
+// cuDNN's engines answer such rows their own way (measured on the H200: NaN
+// for a NaN score, 0 for a row of -inf), which matches neither form in every
+// case. So the plan also asks cuDNN for each row's log-sum-exp (its softmax
+// statistic, float, kept in the step's workspace after cuDNN's own), which is
+// finite exactly when the row's softmax is, and a small kernel
+// (LaunchAttentionRowFill) writes those rows as the chain would: 0 under
+// the guard, else NaN. That is exact whatever the mask holds, for one
+// launch that reads batch x heads x rows floats.
 //
 // Capture. Execute patches the variant pack on the host and launches the
 // plan's kernels on the handle's stream with the caller's workspace: no
@@ -74,15 +76,15 @@ class CudnnAttention {
  public:
   // Builds (or finds in `choices`, which may be null) the plan of `params`,
   // with params.mask's view of a mask when `has_mask`. Unimplemented when
-  // cuDNN cannot run them (Note [cuDNN attention]); `mask_is_finite` says
-  // the mask holds no -inf (see there).
+  // cuDNN cannot run them (Note [cuDNN attention]).
   static absl::StatusOr<std::unique_ptr<CudnnAttention>> Create(
       cudnnHandle_t handle, const FusedAttentionParams& params, bool has_mask,
-      bool mask_is_finite, AlgorithmChoices* choices);
+      AlgorithmChoices* choices);
 
   ~CudnnAttention();
 
-  // Device bytes Enqueue's workspace must hold.
+  // Device bytes Enqueue's workspace must hold: cuDNN's own and the rows'
+  // statistics.
   [[nodiscard]] size_t workspace_bytes() const;
 
   // Enqueues the attention on `stream`; `mask` is null exactly when the

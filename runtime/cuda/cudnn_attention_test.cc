@@ -163,7 +163,7 @@ void RunCase(const Case& c) {
   ASSERT_OK_AND_ASSIGN(DeviceBuffer out_d, UploadAs(p.dtype, poison));
   ASSERT_OK_AND_ASSIGN(CudnnHandle handle, CudnnHandle::Create());
   absl::StatusOr<std::unique_ptr<CudnnAttention>> attention =
-      CudnnAttention::Create(handle.get(), p, c.has_mask, /*mask_is_finite=*/true, nullptr);
+      CudnnAttention::Create(handle.get(), p, c.has_mask, nullptr);
   ASSERT_TRUE(attention.ok()) << attention.status();
   ASSERT_OK_AND_ASSIGN(DeviceBuffer workspace,
                        DeviceBuffer::Allocate(std::max<size_t>((*attention)->workspace_bytes(), 1)));
@@ -274,18 +274,35 @@ TEST(CudnnAttentionTest, FullyMaskedRowUnderNanGuardIsZero) {
   RunCase(c);
 }
 
+// Without the guard a row of -inf is NaN, as ONNX's Softmax makes it.
+TEST(CudnnAttentionTest, FullyMaskedRowWithoutNanGuardIsNan) {
+  FusedAttentionParams p = Params(DType::kFloat16, 2, 2, 8, 16, 64);
+  p.mask = {8 * 16, 0, 16, 1};  // [b, 1, sq, sk]
+  Case c{p};
+  c.fully_masked_row = true;
+  RunCase(c);
+}
+
+// Under the guard a row with a NaN score is 0.
+TEST(CudnnAttentionTest, NanInQueryUnderNanGuardIsZero) {
+  FusedAttentionParams p = Params(DType::kBFloat16, 2, 2, 8, 16, 64);
+  p.nan_to_zero = true;
+  Case c{p};
+  c.nan_in_q = true;
+  RunCase(c);
+}
+
 TEST(CudnnAttentionTest, RefusesFloat32AndOddHeadDims) {
   FusedAttentionParams p = Params(DType::kFloat32, 1, 1, 8, 8, 64);
-  EXPECT_EQ(CudnnAttention::Create(nullptr, p, true, true, nullptr).status().code(),
+  EXPECT_EQ(CudnnAttention::Create(nullptr, p, true, nullptr).status().code(),
             absl::StatusCode::kUnimplemented);
   p = Params(DType::kFloat16, 1, 1, 8, 8, 60);
-  EXPECT_EQ(CudnnAttention::Create(nullptr, p, true, true, nullptr).status().code(),
+  EXPECT_EQ(CudnnAttention::Create(nullptr, p, true, nullptr).status().code(),
             absl::StatusCode::kUnimplemented);
-  // A mask that may hold -inf without the NaN guard.
+  // k read down its head dim (a materialised k^T).
   p = Params(DType::kFloat16, 1, 1, 8, 8, 64);
-  EXPECT_EQ(CudnnAttention::Create(nullptr, p, true, /*mask_is_finite=*/false, nullptr)
-                .status()
-                .code(),
+  p.k = {8 * 64, 8 * 64, 1, 8};
+  EXPECT_EQ(CudnnAttention::Create(nullptr, p, true, nullptr).status().code(),
             absl::StatusCode::kUnimplemented);
 }
 

@@ -4,7 +4,9 @@
 #include <cuda_fp16.h>
 #include <math_constants.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <limits>
 
 #include "runtime/cuda/dtype_dispatch.cu.h"
 
@@ -208,7 +210,44 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// A warp per row: rows whose statistic is finite are left alone.
+template <typename T>
+__global__ void AttentionRowFillKernel(FusedAttentionParams p, const float* row_stats, T* out,
+                                       float fill) {
+  const int64_t rows = p.batch * p.heads * p.query_rows;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.y;
+  for (int64_t row = blockIdx.x * blockDim.y + threadIdx.y; row < rows; row += stride) {
+    if (isfinite(row_stats[row])) continue;
+    const int64_t i = row % p.query_rows;
+    const int64_t h = row / p.query_rows % p.heads;
+    const int64_t b = row / (p.query_rows * p.heads);
+    T* out_row = out + b * p.out.batch + h * p.out.head + i * p.out.row;
+    for (int64_t c = threadIdx.x; c < p.value_dim; c += blockDim.x) {
+      out_row[c * p.out.col] = static_cast<T>(fill);
+    }
+  }
+}
+
 }  // namespace
+
+cudaError_t LaunchAttentionRowFill(const FusedAttentionParams& p, const float* row_stats,
+                                   void* out, cudaStream_t stream) {
+  constexpr int kRowsPerBlock = 8;
+  const int64_t rows = p.batch * p.heads * p.query_rows;
+  if (rows == 0) return cudaSuccess;
+  const int64_t blocks = std::min<int64_t>((rows + kRowsPerBlock - 1) / kRowsPerBlock, 1024);
+  const float fill = p.nan_to_zero ? 0.0f : std::numeric_limits<float>::quiet_NaN();
+  return VisitDeviceType(p.dtype, [&](auto tag) -> cudaError_t {
+    using T = typename decltype(tag)::Type;
+    if constexpr (std::is_same_v<T, float> || op_kernels_internal::kIsHalfType<T>) {
+      AttentionRowFillKernel<T><<<static_cast<unsigned>(blocks), dim3(kWarpSize, kRowsPerBlock),
+                                  0, stream>>>(p, row_stats, static_cast<T*>(out), fill);
+      return cudaGetLastError();
+    } else {
+      return cudaErrorInvalidValue;
+    }
+  });
+}
 
 cudaError_t LaunchFusedAttention(const FusedAttentionParams& p, const void* q, const void* k,
                                  const void* v, const void* mask, void* out, cudaStream_t stream) {

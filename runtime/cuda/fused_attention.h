@@ -50,4 +50,11 @@ inline constexpr int64_t kFusedAttentionMaxHeadDim = 128;
 cudaError_t LaunchFusedAttention(const FusedAttentionParams& params, const void* q, const void* k,
                                  const void* v, const void* mask, void* out, cudaStream_t stream);
 
+// Writes 0 (params.nan_to_zero) or NaN over each output row whose softmax
+// statistic `row_stats` (float, [batch, heads, query_rows] packed: cuDNN's
+// log-sum-exp of the scaled, masked scores) is not finite: the rows whose
+// softmax ONNX makes NaN (Note [cuDNN attention], Semantics). Capturable.
+cudaError_t LaunchAttentionRowFill(const FusedAttentionParams& params, const float* row_stats,
+                                   void* out, cudaStream_t stream);
+
 }  // namespace graphserve

@@ -1,6 +1,5 @@
 #include "runtime/cuda/fused_attention_kernel.h"
 
-#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <utility>
@@ -124,14 +123,8 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeAttentionKernel(const CudaKern
   // A dim of one query row or one key broadcasts in ViewOf, which is right:
   // its only index is 0.
   if (params.dtype == DType::kFloat16 || params.dtype == DType::kBFloat16) {
-    // Note [cuDNN attention], Semantics: a mask the model computes is taken
-    // as finite, one a client sends is not.
-    const bool mask_is_finite =
-        fusion.has_mask && std::find(graph.inputs.begin(), graph.inputs.end(), step.inputs[3]) ==
-                               graph.inputs.end();
-    absl::StatusOr<std::unique_ptr<CudnnAttention>> attention =
-        CudnnAttention::Create(context.cudnn, params, fusion.has_mask, mask_is_finite,
-                               context.algorithm_choices.get());
+    absl::StatusOr<std::unique_ptr<CudnnAttention>> attention = CudnnAttention::Create(
+        context.cudnn, params, fusion.has_mask, context.algorithm_choices.get());
     if (attention.ok()) {
       return std::make_unique<CudnnAttentionKernel>(std::move(label), *std::move(attention),
                                                     context.workspace);
