@@ -43,7 +43,7 @@ struct CudnnView {
   std::vector<int64_t> strides;
 };
 
-CudnnView ViewOf(const AttentionStrides& s, const std::array<int64_t, 4>& full) {
+CudnnView CudnnViewOf(const AttentionStrides& s, const std::array<int64_t, 4>& full) {
   const std::array<int64_t, 4> strides = {s.batch, s.head, s.row, s.col};
   CudnnView view;
   int64_t extent = 1;
@@ -118,10 +118,10 @@ absl::StatusOr<std::shared_ptr<CudnnAttention::Plan>> BuildPlan(cudnnHandle_t ha
                             .set_stride(view.strides)
                             .set_data_type(type));
   };
-  const CudnnView q_view = ViewOf(p.q, {p.batch, p.heads, p.query_rows, p.head_dim});
-  const CudnnView k_view = ViewOf(p.k, {p.batch, p.heads, p.key_rows, p.head_dim});
-  const CudnnView v_view = ViewOf(p.v, {p.batch, p.heads, p.key_rows, p.value_dim});
-  const CudnnView out_view = ViewOf(p.out, {p.batch, p.heads, p.query_rows, p.value_dim});
+  const CudnnView q_view = CudnnViewOf(p.q, {p.batch, p.heads, p.query_rows, p.head_dim});
+  const CudnnView k_view = CudnnViewOf(p.k, {p.batch, p.heads, p.key_rows, p.head_dim});
+  const CudnnView v_view = CudnnViewOf(p.v, {p.batch, p.heads, p.key_rows, p.value_dim});
+  const CudnnView out_view = CudnnViewOf(p.out, {p.batch, p.heads, p.query_rows, p.value_dim});
   const auto q = tensor("q", kQUid, q_view, io);
   const auto k = tensor("k", kKUid, k_view, io);
   const auto v = tensor("v", kVUid, v_view, io);
@@ -131,7 +131,7 @@ absl::StatusOr<std::shared_ptr<CudnnAttention::Plan>> BuildPlan(cudnnHandle_t ha
                                               .set_attn_scale(p.scale);
   if (has_mask) {
     attributes.set_bias(
-        tensor("mask", kMaskUid, ViewOf(p.mask, {p.batch, p.heads, p.query_rows, p.key_rows}),
+        tensor("mask", kMaskUid, CudnnViewOf(p.mask, {p.batch, p.heads, p.query_rows, p.key_rows}),
                io));
   }
   auto [out, stats] = graph.sdpa(q, k, v, std::move(attributes));
