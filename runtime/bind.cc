@@ -171,7 +171,7 @@ class Binder final : public BindContext::Engine {
     Dims dims = input.dims;
     for (size_t d = 0; d < dims.size(); ++d) {
       if (dims[d] >= 0) continue;
-      if (d == 0 && model_.batches) {
+      if (d == 0 && model_.batches) {  // else a shape dim: Note [Models without a batch dim]
         dims[d] = options_.batch_size;
         continue;
       }

@@ -114,9 +114,12 @@ struct PassedString {
 // lets each request choose every dynamic dim, dim 0 included (its QA's
 // identity models take INPUT0 [-1], the tutorials' text detector [-1, -1,
 // -1, 3] images of one request). Binding such a model at "a batch of 1"
-// would fix dim 0 at 1; instead the server clears Model::batches, and its
-// dynamic dim 0 becomes a shape dim like the others, under the file's name
-// for it ("N", or "<input>:0"). Everything made for shape dims then applies
+// would fix dim 0 at 1; instead the loader clears Model::batches (in
+// CompleteConfigFromModel, server/triton_config.h, where the config's
+// max_batch_size is settled), and the model's dynamic dim 0 becomes a shape
+// dim like the others, under the file's name for it ("N", or "<input>:0"):
+// import names it, ShapeDimNames lists it, binding takes it from the
+// bucket's extents. Everything made for shape dims then applies
 // unchanged (Note [Shape buckets] in server/shape_buckets.h): the model is
 // bound and captured at a few buckets of extents, a request runs in the
 // smallest bucket that holds it, padded into it and its outputs sliced back
@@ -128,7 +131,12 @@ struct PassedString {
 // model with shape dims whose batch is always 1. What the buckets cannot
 // give is Triton's any extent at all: extents past the largest bucket, and
 // for a model that sees its padding the extents between buckets, are refused
-// naming the buckets (a config's capture.buckets widens them).
+// naming the buckets (a config's capture.buckets widens them). Running those
+// eagerly at their exact shapes would be a second path (binding, planning
+// and memory on the request path, for the host and the GPU), which batching
+// models with shape dims would want as much; it is not built. On the GPU a
+// graph's tensors are then whole rows of any dims, not rows along a leading
+// batch (CheckBatchLeading in capture/graph_set.cc).
 
 struct Node {
   std::string name;     // may be empty in the file; import fills "<op_type>_<index>"
