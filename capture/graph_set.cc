@@ -106,8 +106,11 @@ absl::Status ValidateOptions(const GraphSetOptions& options) {
 }
 
 // Every graph input and output must have the batch as its leading dim, so
-// that a replay can move whole rows.
-absl::Status CheckBatchLeading(const BoundGraph& graph) {
+// that a replay can move whole rows. A model without a batch dim (Note
+// [Models without a batch dim] in runtime/ir.h) runs one row, its tensors
+// whole, at batch 1: any dims.
+absl::Status CheckBatchLeading(const Model& model, const BoundGraph& graph) {
+  if (!model.batches) return absl::OkStatus();
   auto check = [&](ValueId id, const char* kind) -> absl::Status {
     const BoundValue& value = graph.value(id);
     if (value.dims.empty() || value.dims[0] != graph.batch_size) {
@@ -207,7 +210,9 @@ std::vector<HostTensor> CollectOutputs(const GraphSet& set, const BoundGraph& gr
   for (size_t i = 0; i < graph.outputs.size(); ++i) {
     const BoundValue& value = graph.value(graph.outputs[i]);
     Dims dims = value.dims;
-    dims[0] = rows;
+    // All rows: the whole tensor, whatever its dims (a model without a batch
+    // dim has any, Note [Models without a batch dim]).
+    if (rows != graph.batch_size) dims[0] = rows;
     HostTensor& out = outputs.emplace_back(value.dtype, dims);
     std::memcpy(out.raw(), set.output_rows(slot, i), out.bytes());
   }
@@ -390,7 +395,7 @@ absl::StatusOr<std::unique_ptr<GraphSet>> GraphSet::Create(const Model& model,
     if (!graph.ok()) {
       return AnnotateStatus(graph.status(), absl::StrCat("binding for batch ", GraphKeyString(key)));
     }
-    RETURN_IF_ERROR(CheckBatchLeading(*graph));
+    RETURN_IF_ERROR(CheckBatchLeading(model, *graph));
     std::vector<size_t>& input_rows = set->input_bytes_per_row_.emplace_back();
     std::vector<size_t>& output_rows = set->output_bytes_per_row_.emplace_back();
     std::vector<Dims>& output_dims = set->output_dims_.emplace_back();

@@ -37,6 +37,11 @@ absl::StatusOr<BindOptions> BindOptionsAt(const Model& model, const GraphKey& ke
         " shape extents; the model has ", shape_dims.size(), " dynamic dims beyond the batch",
         shape_dims.empty() ? "" : absl::StrCat(" (", QuotedNames(shape_dims), ")")));
   }
+  if (!model.batches && key.batch_size != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "batch ", GraphKeyString(key), ": the model is served without a batch dim "
+        "(max_batch_size 0), so each of its graphs runs one request, at batch 1"));
+  }
   BindOptions options;
   options.batch_size = key.batch_size;
   for (size_t d = 0; d < shape_dims.size(); ++d) options.dim_values[shape_dims[d]] = key.bucket[d];
@@ -166,7 +171,7 @@ class Binder final : public BindContext::Engine {
     Dims dims = input.dims;
     for (size_t d = 0; d < dims.size(); ++d) {
       if (dims[d] >= 0) continue;
-      if (d == 0) {
+      if (d == 0 && model_.batches) {  // else a shape dim: Note [Models without a batch dim]
         dims[d] = options_.batch_size;
         continue;
       }

@@ -17,7 +17,8 @@
 namespace graphserve {
 
 struct BindOptions {
-  // Replaces dim 0 of every graph input whose dim 0 is -1 (the batch dim).
+  // Replaces dim 0 of every graph input whose dim 0 is -1 (the batch dim),
+  // when the model batches (Model::batches); 1 for one that does not.
   int64_t batch_size = 1;
   // The extent of each shape dim (Note [Shape dims] in runtime/ir.h), by
   // name: the shape bucket being bound. Every shape dim of the model needs
@@ -58,7 +59,8 @@ absl::StatusOr<std::map<std::string, DType>> InferValueDTypes(const Model& model
 // What binds `model` for the graph of `key` (Note [Graph keys] in
 // common/graph_key.h): its batch, and the bucket's extent for each of the
 // model's shape dims, in ShapeDimNames order. InvalidArgument when the
-// bucket does not give one extent per shape dim, naming the dims.
+// bucket does not give one extent per shape dim, naming the dims, or when
+// the key's batch is not 1 for a model without a batch dim.
 absl::StatusOr<BindOptions> BindOptionsAt(const Model& model, const GraphKey& key);
 
 // True when input `input_index` of `op_type` describes a shape (Reshape's

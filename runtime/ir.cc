@@ -61,8 +61,10 @@ const std::vector<int64_t>& IntsAttr(const Attributes& attrs, const std::string&
 std::vector<std::string> ShapeDimNames(const Model& model) {
   std::vector<std::string> names;
   for (const ValueInfo& input : model.inputs) {
-    for (const std::string& name : input.dim_names) {
-      if (!name.empty() && std::find(names.begin(), names.end(), name) == names.end()) {
+    for (size_t d = model.batches ? 1 : 0; d < input.dim_names.size(); ++d) {
+      const std::string& name = input.dim_names[d];
+      if (!name.empty() && d < input.dims.size() && input.dims[d] < 0 &&
+          std::find(names.begin(), names.end(), name) == names.end()) {
         names.push_back(name);
       }
     }

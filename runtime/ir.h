@@ -1,8 +1,9 @@
 #pragma once
 // GraphServe's model IR: what ONNX import produces, before any batch size is
 // chosen. Values are referred to by name, nodes are in topological order, and
-// the batch dimension of each graph input is dim 0, written -1. Other dims of
-// a graph input may be dynamic too (Note [Shape dims]).
+// the batch dimension of each graph input is dim 0, written -1, unless the
+// model is served without one (Model::batches). Other dims of a graph input
+// may be dynamic too (Note [Shape dims]).
 
 #include <cstdint>
 #include <map>
@@ -39,8 +40,9 @@ struct ValueInfo {
   std::string name;
   DType dtype = DType::kFloat32;
   Dims dims;  // -1: dynamic; dim 0 of a graph input so written is the batch
-  // Graph inputs: per dim, the name of a dynamic dim other than the batch
-  // (Note [Shape dims]); "" for fixed dims and the batch.
+  // Graph inputs: per dim, the name of a dynamic dim (Note [Shape dims]),
+  // dim 0 included; "" for fixed dims. Dim 0's name is a shape dim only for
+  // a model served without a batch (Model::batches).
   std::vector<std::string> dim_names;
   // A graph input or output the file types STRING: the runtime sees `dtype`
   // numbers, clients send or receive their text (Note [Strings at the
@@ -103,6 +105,38 @@ struct PassedString {
 // named "<input>:<axis>" and shares nothing. Binding makes them concrete from
 // BindOptions::dim_values, as it makes the batch concrete from batch_size:
 // one bound graph per (batch, extents), the shape bucket of a captured graph.
+//
+// Note [Models without a batch dim]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// ONNX does not say which dim is the batch: GraphServe takes dynamic dim 0
+// of the graph inputs for it, as Triton's ONNX Runtime backend does. A model
+// that config.pbtxt serves with max_batch_size 0 has none, and Triton then
+// lets each request choose every dynamic dim, dim 0 included (its QA's
+// identity models take INPUT0 [-1], the tutorials' text detector [-1, -1,
+// -1, 3] images of one request). Binding such a model at "a batch of 1"
+// would fix dim 0 at 1; instead the loader clears Model::batches (in
+// CompleteConfigFromModel, server/triton_config.h, where the config's
+// max_batch_size is settled), and the model's dynamic dim 0 becomes a shape
+// dim like the others, under the file's name for it ("N", or "<input>:0"):
+// import names it, ShapeDimNames lists it, binding takes it from the
+// bucket's extents. Everything made for shape dims then applies
+// unchanged (Note [Shape buckets] in server/shape_buckets.h): the model is
+// bound and captured at a few buckets of extents, a request runs in the
+// smallest bucket that holds it, padded into it and its outputs sliced back
+// where padding is proven exact for that model at load, and otherwise only
+// at a bucket's exact extents. A request is one execution, one row: nothing
+// merges across requests, because there is no dim to merge them along. One
+// mechanism, not a second one for models without a batch: the graph key is
+// {1, bucket}, and the planner, the runners and the captured graphs see a
+// model with shape dims whose batch is always 1. What the buckets cannot
+// give is Triton's any extent at all: extents past the largest bucket, and
+// for a model that sees its padding the extents between buckets, are refused
+// naming the buckets (a config's capture.buckets widens them). Running those
+// eagerly at their exact shapes would be a second path (binding, planning
+// and memory on the request path, for the host and the GPU), which batching
+// models with shape dims would want as much; it is not built. On the GPU a
+// graph's tensors are then whole rows of any dims, not rows along a leading
+// batch (CheckBatchLeading in capture/graph_set.cc).
 
 struct Node {
   std::string name;     // may be empty in the file; import fills "<op_type>_<index>"
@@ -124,10 +158,16 @@ struct Model {
   // Outputs that hand an input's strings back unchanged; neither is among
   // `inputs` and `outputs` (Note [Strings at the model's edges]).
   std::vector<PassedString> passed_strings;
+  // Whether a graph input's dynamic dim 0 is the batch, which binding takes
+  // from BindOptions::batch_size; false for a model served without one
+  // (config.pbtxt's max_batch_size 0), whose dynamic dim 0 is a shape dim
+  // like any other (Note [Models without a batch dim]).
+  bool batches = true;
 };
 
 // The model's shape dims (Note [Shape dims]), each once, in the order the
-// graph inputs first name them.
+// graph inputs first name them; dim 0 of an input is one only when the model
+// does not batch (Note [Models without a batch dim]).
 std::vector<std::string> ShapeDimNames(const Model& model);
 
 }  // namespace graphserve

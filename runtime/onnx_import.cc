@@ -133,8 +133,9 @@ Dims ShapeDims(const onnx::TypeProto& type) {
   return dims;
 }
 
-// A graph input: a dynamic dim 0 is the batch, any other dynamic dim a shape
-// dim (Note [Shape dims] in runtime/ir.h).
+// A graph input: a dynamic dim 0 is the batch (or, for a model served
+// without one, a shape dim: Note [Models without a batch dim] in
+// runtime/ir.h), any other dynamic dim a shape dim (Note [Shape dims]).
 ValueInfo ConvertGraphInput(const onnx::ValueInfoProto& input, ProblemList* problems) {
   ValueInfo info;
   info.name = input.name();
@@ -152,7 +153,7 @@ ValueInfo ConvertGraphInput(const onnx::ValueInfoProto& input, ProblemList* prob
     const onnx::TensorShapeProto_Dimension& dim = tensor.shape().dim(d);
     const bool dynamic = !dim.has_dim_value();
     info.dims.push_back(dynamic ? -1 : dim.dim_value());
-    if (!dynamic || d == 0) {
+    if (!dynamic) {
       info.dim_names.emplace_back();
     } else if (dim.has_dim_param() && !dim.dim_param().empty()) {
       info.dim_names.push_back(dim.dim_param());

@@ -389,6 +389,11 @@ onnx::ModelProto ShapeDimModel() {
   AddValue(graph->mutable_input(), "extra", onnx::TensorProto::FLOAT, {2, -1}, "");
   graph->mutable_input(2)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(1)
       ->clear_dim_param();
+  // Dim 0: "n" for ids, unnamed for mask (a batch, or two shape dims).
+  graph->mutable_input(0)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)
+      ->set_dim_param("n");
+  graph->mutable_input(1)->mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim(0)
+      ->clear_dim_param();
   AddNode(graph, "Add", {"ids", "mask"}, {"sum"}, "add");
   AddNode(graph, "Identity", {"extra"}, {"extra_out"}, "id");
   AddValue(graph->mutable_output(), "sum", onnx::TensorProto::FLOAT, {-1, -1, 4}, "sequence");
@@ -402,10 +407,35 @@ TEST(OnnxImportTest, DynamicDimsBeyondTheBatchAreNamedShapeDims) {
   const Model& model = *imported;
   ASSERT_EQ(model.inputs.size(), 3u);
   EXPECT_EQ(model.inputs[0].dims, (Dims{-1, -1, 4}));
-  EXPECT_EQ(model.inputs[0].dim_names, (std::vector<std::string>{"", "sequence", ""}));
-  EXPECT_EQ(model.inputs[1].dim_names, (std::vector<std::string>{"", "sequence", ""}));
+  EXPECT_EQ(model.inputs[0].dim_names, (std::vector<std::string>{"n", "sequence", ""}));
+  EXPECT_EQ(model.inputs[1].dim_names, (std::vector<std::string>{"mask:0", "sequence", ""}));
   EXPECT_EQ(model.inputs[2].dim_names, (std::vector<std::string>{"", "extra:1"}));
+  // Dim 0 is the batch.
+  EXPECT_TRUE(model.batches);
   EXPECT_EQ(ShapeDimNames(model), (std::vector<std::string>{"sequence", "extra:1"}));
+}
+
+// Note [Models without a batch dim]: served without a batch, a model's
+// dynamic dim 0 is a shape dim under the file's name, and binding takes it
+// from the bucket.
+TEST(OnnxImportTest, WithoutABatchDynamicDimZeroIsAShapeDim) {
+  absl::StatusOr<Model> imported = Import(ShapeDimModel());
+  ASSERT_TRUE(imported.ok()) << imported.status();
+  Model model = *std::move(imported);
+  model.batches = false;
+  EXPECT_EQ(ShapeDimNames(model),
+            (std::vector<std::string>{"n", "sequence", "mask:0", "extra:1"}));
+  absl::StatusOr<BindOptions> options = BindOptionsAt(model, {1, {3, 5, 3, 7}});
+  ASSERT_TRUE(options.ok()) << options.status();
+  absl::StatusOr<BoundGraph> graph = BindModel(model, *options);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  EXPECT_EQ(graph->value(graph->inputs[0]).dims, (Dims{3, 5, 4}));
+  EXPECT_EQ(graph->value(graph->inputs[1]).dims, (Dims{3, 5, 4}));
+  EXPECT_EQ(graph->value(graph->inputs[2]).dims, (Dims{2, 7}));
+  // A model without a batch runs one request a graph.
+  const absl::StatusOr<BindOptions> batched = BindOptionsAt(model, {2, {3, 5, 3, 7}});
+  EXPECT_EQ(batched.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(batched.status().message()), HasSubstr("without a batch dim"));
 }
 
 TEST(OnnxImportTest, UndefinedValuesAndDuplicateNamesAreInvalid) {

@@ -603,7 +603,9 @@ namespace {
 // the extent the request's inputs give it, checked to be consistent, in range
 // and held by a bucket (a bucket's own, for a model that does not pad). Dims
 // no input carries as -1 keep the buckets' (config.pbtxt fixes them). An
-// input of the wrong rank, or unknown, is left to the shape checks.
+// input of the wrong rank is refused here, its datatype checked first as
+// everywhere, so that the expected shape shows the shape dims as -1 and not
+// at some bucket's extents; an unknown input is left to the later checks.
 absl::StatusOr<std::vector<int64_t>> RequestExtents(const inference::ModelInferRequest& request,
                                                     const ModelInterface& model) {
   std::vector<int64_t> extents = model.buckets.front();
@@ -616,9 +618,9 @@ absl::StatusOr<std::vector<int64_t>> RequestExtents(const inference::ModelInferR
   for (const InputTensor& tensor : request.inputs()) {
     const auto spec = std::find_if(model.inputs.begin(), model.inputs.end(),
                                    [&](const TensorSpec& s) { return s.name == tensor.name(); });
-    if (spec == model.inputs.end() ||
-        tensor.shape_size() != static_cast<int>(spec->dims.size()) + batch_dims) {
-      continue;
+    if (spec == model.inputs.end()) continue;
+    if (tensor.shape_size() != static_cast<int>(spec->dims.size()) + batch_dims) {
+      return CheckDatatypeAndShape(tensor, *spec, model, LogRequest(request)).status();
     }
     for (size_t d = 0; d < spec->shape_dim_of.size(); ++d) {
       if (spec->shape_dim_of[d] < 0) continue;

@@ -557,11 +557,11 @@ absl::StatusOr<Execution> LoadOnHost(const Model& model, const std::vector<Graph
 // stream pool, only a pipeline that answers as requests arrive.
 absl::StatusOr<std::unique_ptr<ServedModel>> LoadPassThrough(const RepositoryModel& entry,
                                                              const ModelVersionEntry& version,
-                                                             const Model& model,
+                                                             Model model,
                                                              Clock::time_point start) {
   inference::ModelConfig config = entry.config;
   config.set_name(entry.name);
-  RETURN_IF_ERROR(CompleteConfigFromModel(model, &config));
+  RETURN_IF_ERROR(CompleteConfigFromModel(&model, &config));
   RETURN_IF_ERROR(ValidateModelConfig(config));
   RETURN_IF_ERROR(RefuseUnservedFeatures(config));
   ASSIGN_OR_RETURN(ModelInterface interface, PassThroughInterface(config, model));
@@ -613,11 +613,15 @@ absl::StatusOr<std::unique_ptr<ServedModel>> ServedModel::Load(const RepositoryM
   passes.precision = precision;
   ASSIGN_OR_RETURN(Model model, ImportOnnxFile(version.model_path, passes));
   model.name = entry.name;
-  if (!model.passed_strings.empty()) return LoadPassThrough(entry, version, model, start);
+  if (!model.passed_strings.empty()) {
+    return LoadPassThrough(entry, version, std::move(model), start);
+  }
   ServedModelOptions model_options = options;
   model_options.allow_tf32 = AllowsTf32(precision, options.allow_tf32);
   inference::ModelConfig config = entry.config;
-  RETURN_IF_ERROR(CompleteConfigFromModel(model, &config));
+  // Also says whether the model's dim 0 is a batch (Note [Models without a
+  // batch dim] in runtime/ir.h).
+  RETURN_IF_ERROR(CompleteConfigFromModel(&model, &config));
   // Note [Triton's config rules]: Triton's checks on the config as served,
   // then what GraphServe does not do, before its own limits.
   ConfigValidationOptions validation;

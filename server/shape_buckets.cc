@@ -203,11 +203,6 @@ absl::Status AttachInputDims(const Model& model, ModelInterface* interface) {
         spec.shape_dim_of[d] = static_cast<int>(it - interface->shape_dims.begin());
       } else if (input.dims[d + batch_dims] > 0) {
         spec.dims[d] = input.dims[d + batch_dims];  // the model fixes it
-      } else if (!interface->batching && d == 0) {
-        return absl::UnimplementedError(absl::StrCat(
-            "config.pbtxt gives input '", spec.name, "' dims[0] as -1 with max_batch_size 0; a "
-            "dynamic first dim of a model that does not batch is not served yet (it is bound as "
-            "a batch of 1): give it its extent"));
       } else {
         return absl::InvalidArgumentError(absl::StrCat(
             "config.pbtxt gives input '", spec.name, "' dims[", d,
@@ -350,6 +345,12 @@ Dims WithBatch(const Dims& row, bool batching) {
 
 absl::StatusOr<std::vector<std::vector<int64_t>>> AttachShapeBuckets(
     const Model& model, const inference::ModelCapture& capture, ModelInterface* interface) {
+  if (model.batches != interface->batching) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "model '", interface->name, "' is ", model.batches ? "" : "not ",
+        "bound with a batch dim, but config.pbtxt's max_batch_size says the opposite (Note "
+        "[Models without a batch dim] in runtime/ir.h: CompleteConfigFromModel sets it)"));
+  }
   const std::vector<std::string> names = ShapeDimNames(model);
   std::vector<int64_t> given;  // per shape dim: the config's extent, or -1
   if (!names.empty()) {

@@ -48,6 +48,10 @@ namespace graphserve {
 // dim that is neither fixed nor one shape dim's extent (an image model's
 // H/32 feature map) cannot be sliced, and such a model is refused.
 //
+// A model served without a batch dim (config.pbtxt's max_batch_size 0) has
+// its dynamic dim 0 among its shape dims, and is bucketed over those alone,
+// one request a chunk (Note [Models without a batch dim] in runtime/ir.h).
+//
 // A config.pbtxt that fixes every shape dim (dims [128]) has one bucket, and
 // its interface no shape dims: clients send exactly those extents. The
 // planner's costs are timed at the largest bucket (capture/launch_costs.h);
@@ -61,8 +65,10 @@ namespace graphserve {
 // order), buckets, each tensor's shape_dim_of, and the fixed dims the model
 // has where the config says -1. Reads the capture section's shape_dims and
 // buckets; `model`'s inputs and outputs must be arranged as `interface`
-// declares them (ArrangeModelAsDeclared). InvalidArgument naming the field
-// for a config whose buckets do not fit the model.
+// declares them (ArrangeModelAsDeclared), and model.batches must be
+// interface->batching (CompleteConfigFromModel sets it), else
+// FailedPrecondition. InvalidArgument naming the field for a config whose
+// buckets do not fit the model.
 absl::StatusOr<std::vector<std::vector<int64_t>>> AttachShapeBuckets(
     const Model& model, const inference::ModelCapture& capture, ModelInterface* interface);
 

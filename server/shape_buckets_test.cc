@@ -157,6 +157,67 @@ TEST(ShapeBucketsTest, PaddingIsCheckedNotAssumed) {
               HasSubstr("padding extents [6] into bucket [8] changes output 'y'"));
 }
 
+// Note [Models without a batch dim]: with max_batch_size 0, the masked
+// model's dim 0 ("batch" in the file) is a shape dim beside the sequence,
+// the buckets cover both, and the padding check pads both: exact for the
+// masked model (its rows are independent, padded positions masked), not for
+// the softmax over the sequence. The model must be bound as the config says.
+TEST(ShapeBucketsTest, WithoutABatchDimDimZeroIsBucketedAndCheckedToo) {
+  Model masked = Import(MakeMaskedSequenceModel());
+  masked.batches = false;
+  absl::StatusOr<ModelInterface> interface = InterfaceFromConfig(Parse(R"pb(
+    name: "masked"
+    max_batch_size: 0
+    input { name: "x" data_type: TYPE_FP32 dims: [ -1, -1, 16 ] }
+    input { name: "mask" data_type: TYPE_INT64 dims: [ -1, -1 ] }
+    output { name: "y" data_type: TYPE_FP32 dims: [ -1, -1, 16 ] })pb"));
+  ASSERT_TRUE(interface.ok()) << interface.status();
+  const auto capture = Parse(R"pb(capture {
+                                    shape_dims: [ "batch", "sequence" ]
+                                    buckets { extents: [ 4, 8 ] }
+                                    buckets { extents: [ 8, 32 ] }
+                                  })pb")
+                           .capture();
+  absl::StatusOr<std::vector<std::vector<int64_t>>> buckets =
+      AttachShapeBuckets(masked, capture, &*interface);
+  ASSERT_TRUE(buckets.ok()) << buckets.status();
+  EXPECT_THAT(*buckets, ElementsAre(ElementsAre(4, 8), ElementsAre(8, 32)));
+  EXPECT_THAT(interface->shape_dims, ElementsAre("batch", "sequence"));
+  EXPECT_THAT(interface->inputs[0].shape_dim_of, ElementsAre(0, 1, -1));
+  EXPECT_THAT(interface->inputs[1].shape_dim_of, ElementsAre(0, 1));
+  EXPECT_THAT(interface->outputs[0].shape_dim_of, ElementsAre(0, 1, -1));
+  EXPECT_EQ(RowShapeAt(*interface, {3, 5}).inputs[0].bytes, 3 * 5 * 16 * sizeof(float));
+  EXPECT_TRUE(CheckPaddingExact(masked, *interface, {PadElement{}, PadElement{}},
+                                HostExecutors())
+                  .ok());
+
+  Model softmax = Import(MakeSequenceSoftmaxModel());
+  softmax.batches = false;
+  absl::StatusOr<ModelInterface> softmax_interface = InterfaceFromConfig(Parse(R"pb(
+    name: "softmax"
+    max_batch_size: 0
+    input { name: "x" data_type: TYPE_FP32 dims: [ -1, -1, 16 ] }
+    output { name: "y" data_type: TYPE_FP32 dims: [ -1, -1, 16 ] })pb"));
+  ASSERT_TRUE(softmax_interface.ok()) << softmax_interface.status();
+  ASSERT_TRUE(AttachShapeBuckets(softmax, capture, &*softmax_interface).ok());
+  const absl::Status exact =
+      CheckPaddingExact(softmax, *softmax_interface, {PadElement{}}, HostExecutors());
+  EXPECT_EQ(exact.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(exact.message()),
+              HasSubstr("padding extents [3,6] into bucket [4,8] changes output 'y'"));
+
+  // A model bound with a batch dim against a config without one.
+  const Model batching = Import(MakeSequenceSoftmaxModel());
+  absl::StatusOr<ModelInterface> mismatched = InterfaceFromConfig(Parse(R"pb(
+    name: "softmax"
+    max_batch_size: 0
+    input { name: "x" data_type: TYPE_FP32 dims: [ -1, -1, 16 ] }
+    output { name: "y" data_type: TYPE_FP32 dims: [ -1, -1, 16 ] })pb"));
+  ASSERT_TRUE(mismatched.ok());
+  EXPECT_EQ(AttachShapeBuckets(batching, capture, &*mismatched).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
 TEST(ShapeBucketsTest, PadValuesTakeTheInputsType) {
   ModelInterface interface = MaskedInterface();
   absl::StatusOr<std::vector<PadElement>> pads = PadElementsFromConfig(

@@ -160,10 +160,14 @@ inference::DataType ConfigTypeOf(const Model& model, const TensorSpec& spec) {
 
 }  // namespace
 
-absl::Status CompleteConfigFromModel(const Model& model, inference::ModelConfig* config) {
+absl::Status CompleteConfigFromModel(Model* served, inference::ModelConfig* config) {
+  const Model& model = *served;
   const bool complete_inputs = config->input_size() == 0;
   const bool complete_outputs = config->output_size() == 0;
-  if (!complete_inputs && !complete_outputs) return absl::OkStatus();
+  if (!complete_inputs && !complete_outputs) {
+    served->batches = config->max_batch_size() > 0;
+    return absl::OkStatus();
+  }
   const bool nothing_declared = complete_inputs && complete_outputs;
   if (!model.passed_strings.empty()) {
     // As Triton's ONNX Runtime backend below: batching when dim 0 of every
@@ -175,6 +179,7 @@ absl::Status CompleteConfigFromModel(const Model& model, inference::ModelConfig*
     if (nothing_declared && batches && config->max_batch_size() == 0) {
       config->set_max_batch_size(kAutoCompleteMaxBatchSize);
     }
+    served->batches = config->max_batch_size() > 0;
     return CompleteConfigFromPassedStrings(model, complete_inputs, complete_outputs, config);
   }
   // Triton's ONNX Runtime backend batches a model when dim 0 of every input
@@ -197,9 +202,11 @@ absl::Status CompleteConfigFromModel(const Model& model, inference::ModelConfig*
     config->set_max_batch_size(kAutoCompleteMaxBatchSize);
   }
   const bool batching = config->max_batch_size() > 0;
+  served->batches = batching;  // Note [Models without a batch dim]
   // Bound at one row, the graph gives every tensor's dims, outputs included;
   // a model with shape dims is bound at two extents, and a dim that differs
-  // between them is written -1 (Note [Shape buckets] in server/shape_buckets.h).
+  // between them is written -1 (Note [Shape buckets] in server/shape_buckets.h);
+  // without a batch, so is a dynamic dim 0.
   const size_t shape_dims = ShapeDimNames(model).size();
   ASSIGN_OR_RETURN(const BindOptions bind, BindOptionsAt(model, {1, std::vector<int64_t>(shape_dims, 16)}));
   ASSIGN_OR_RETURN(const BoundGraph graph, BindModel(model, bind));

@@ -61,7 +61,10 @@ inline constexpr int kAutoCompleteMaxBatchSize = 4;
 // max_batch_size says whether the model batches. Either way InvalidArgument
 // in Triton's words, naming the input, when max_batch_size is above 0 for a
 // model whose inputs have a fixed dim 0. A config that declares both is left
-// as it is.
-absl::Status CompleteConfigFromModel(const Model& model, inference::ModelConfig* config);
+// as it is. Either way sets model->batches to whether the config, completed,
+// batches: without a batch, a dynamic dim 0 of the model is a shape dim,
+// which a completed config gives as -1 (Note [Models without a batch dim] in
+// runtime/ir.h).
+absl::Status CompleteConfigFromModel(Model* model, inference::ModelConfig* config);
 
 }  // namespace graphserve

@@ -224,10 +224,10 @@ Model ImportMlp() {
 }
 
 TEST(TritonConfigTest, AConfigWithoutTensorsIsCompletedFromTheModel) {
-  const Model model = ImportMlp();
+  Model model = ImportMlp();
   inference::ModelConfig config;
   config.set_name("mlp");
-  ASSERT_TRUE(CompleteConfigFromModel(model, &config).ok());
+  ASSERT_TRUE(CompleteConfigFromModel(&model, &config).ok());
   EXPECT_EQ(config.max_batch_size(), kAutoCompleteMaxBatchSize);
   ASSERT_EQ(config.input_size(), 1);
   EXPECT_EQ(config.input(0).name(), model.inputs[0].name);
@@ -242,12 +242,12 @@ TEST(TritonConfigTest, AConfigWithoutTensorsIsCompletedFromTheModel) {
 
   // A max_batch_size the config sets is kept; declared tensors are not touched.
   inference::ModelConfig sized = Parse(R"pb(name: "mlp" max_batch_size: 32)pb");
-  ASSERT_TRUE(CompleteConfigFromModel(model, &sized).ok());
+  ASSERT_TRUE(CompleteConfigFromModel(&model, &sized).ok());
   EXPECT_EQ(sized.max_batch_size(), 32);
   inference::ModelConfig declared = Parse(R"pb(name: "mlp"
                                                input { name: "other" }
                                                output { name: "y" })pb");
-  ASSERT_TRUE(CompleteConfigFromModel(model, &declared).ok());
+  ASSERT_TRUE(CompleteConfigFromModel(&model, &declared).ok());
   ASSERT_EQ(declared.input_size(), 1);
   EXPECT_EQ(declared.input(0).name(), "other");
   EXPECT_EQ(declared.output_size(), 1);
@@ -262,7 +262,7 @@ TEST(TritonConfigTest, ShapeDimsAreCompletedAsMinusOne) {
   ASSERT_TRUE(model.ok()) << model.status();
   inference::ModelConfig config;
   config.set_name("masked");
-  ASSERT_TRUE(CompleteConfigFromModel(*model, &config).ok());
+  ASSERT_TRUE(CompleteConfigFromModel(&*model, &config).ok());
   ASSERT_EQ(config.input_size(), 2);
   EXPECT_THAT(config.input(0).dims(), ElementsAre(-1, 16));
   EXPECT_THAT(config.input(1).dims(), ElementsAre(-1));
@@ -273,10 +273,10 @@ TEST(TritonConfigTest, ShapeDimsAreCompletedAsMinusOne) {
 
 TEST(TritonConfigTest, AConfigDeclaringOnlyItsInputsGetsTheModelsOutputs) {
   // As Triton's ONNX Runtime backend completes each side it is not given.
-  const Model model = ImportMlp();
+  Model model = ImportMlp();
   inference::ModelConfig config = Parse(R"pb(name: "mlp" max_batch_size: 16
                                              input { name: "declared" })pb");
-  ASSERT_TRUE(CompleteConfigFromModel(model, &config).ok());
+  ASSERT_TRUE(CompleteConfigFromModel(&model, &config).ok());
   EXPECT_EQ(config.max_batch_size(), 16);
   ASSERT_EQ(config.input_size(), 1);
   EXPECT_EQ(config.input(0).name(), "declared");
@@ -290,7 +290,7 @@ TEST(TritonConfigTest, BatchingAModelWithAFixedFirstDimIsRefusedInTritonsWords) 
   model.inputs[0].dims[0] = 8;
   inference::ModelConfig config = Parse(R"pb(name: "mlp" max_batch_size: 1
                                              input { name: "x" })pb");
-  const absl::Status status = CompleteConfigFromModel(model, &config);
+  const absl::Status status = CompleteConfigFromModel(&model, &config);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(status.message()),
               ::testing::HasSubstr("autofill failed for model 'mlp': model does not support "
@@ -325,7 +325,7 @@ TEST(TritonConfigTest, AScalarRowIsCompletedAsTritonWritesIt) {
   ASSERT_TRUE(model.ok()) << model.status();
   inference::ModelConfig config;
   config.set_name("scalar_rows");
-  ASSERT_TRUE(CompleteConfigFromModel(*model, &config).ok());
+  ASSERT_TRUE(CompleteConfigFromModel(&*model, &config).ok());
   ASSERT_EQ(config.output_size(), 1);
   EXPECT_THAT(config.output(0).dims(), ElementsAre(1));
   ASSERT_TRUE(config.output(0).has_reshape());
@@ -345,7 +345,7 @@ TEST(TritonConfigTest, StringTensorsAreCompletedAsTypeString) {
                   {"y", DType::kInt32, {-1, 4}, {}}};
   inference::ModelConfig config;
   config.set_name("text");
-  ASSERT_TRUE(CompleteConfigFromModel(text, &config).ok());
+  ASSERT_TRUE(CompleteConfigFromModel(&text, &config).ok());
   ASSERT_EQ(config.input_size(), 2);
   EXPECT_EQ(config.input(0).data_type(), inference::TYPE_STRING);
   EXPECT_THAT(config.input(0).dims(), ElementsAre(4));
@@ -358,7 +358,7 @@ TEST(TritonConfigTest, StringTensorsAreCompletedAsTypeString) {
   passed.passed_strings = {{"p", {-1, -1, 3}, "q", {-1, -1, 3}}, {"p", {-1, -1, 3}, "r", {}}};
   inference::ModelConfig passed_config;
   passed_config.set_name("passed");
-  ASSERT_TRUE(CompleteConfigFromModel(passed, &passed_config).ok());
+  ASSERT_TRUE(CompleteConfigFromModel(&passed, &passed_config).ok());
   EXPECT_GT(passed_config.max_batch_size(), 0);
   ASSERT_EQ(passed_config.input_size(), 1);
   EXPECT_EQ(passed_config.input(0).data_type(), inference::TYPE_STRING);
@@ -374,7 +374,7 @@ TEST(TritonConfigTest, AModelWithoutABatchDimensionIsCompletedWithoutBatching) {
   Model model = ImportMlp();
   model.inputs[0].dims[0] = 8;  // a fixed first dimension
   inference::ModelConfig config = Parse(R"pb(name: "mlp" instance_group { kind: KIND_CPU })pb");
-  ASSERT_TRUE(CompleteConfigFromModel(model, &config).ok());
+  ASSERT_TRUE(CompleteConfigFromModel(&model, &config).ok());
   EXPECT_EQ(config.max_batch_size(), 0);
   ASSERT_EQ(config.input_size(), 1);
   EXPECT_EQ(config.input(0).name(), model.inputs[0].name);
@@ -385,11 +385,34 @@ TEST(TritonConfigTest, AModelWithoutABatchDimensionIsCompletedWithoutBatching) {
   EXPECT_THAT(config.output(0).dims(), ElementsAre(8, 1));
 }
 
+// Note [Models without a batch dim]: with max_batch_size 0 the model's
+// dynamic dim 0 is one a request chooses, so a completed output has it as
+// -1; the model is marked to bind it as a shape dim, not as a batch of 1.
+TEST(TritonConfigTest, ADynamicFirstDimWithoutBatchingIsCompletedAsMinusOne) {
+  Model model = ImportMlp();  // x [-1, 512] -> [-1, 1]
+  ASSERT_TRUE(model.batches);
+  inference::ModelConfig config = Parse(R"pb(name: "mlp" max_batch_size: 0
+                                             input { name: "x" })pb");
+  ASSERT_TRUE(CompleteConfigFromModel(&model, &config).ok());
+  EXPECT_FALSE(model.batches);
+  EXPECT_EQ(ShapeDimNames(model).size(), 1u);
+  ASSERT_EQ(config.output_size(), 1);
+  EXPECT_THAT(config.output(0).dims(), ElementsAre(-1, 1));
+
+  // A config declaring both sides only says whether the model batches.
+  Model batching = ImportMlp();
+  inference::ModelConfig declared = Parse(R"pb(name: "mlp" max_batch_size: 8
+                                               input { name: "x" } output { name: "y" })pb");
+  ASSERT_TRUE(CompleteConfigFromModel(&batching, &declared).ok());
+  EXPECT_TRUE(batching.batches);
+  EXPECT_TRUE(ShapeDimNames(batching).empty());
+}
+
 TEST(TritonConfigTest, BatchingAModelWithoutABatchDimensionIsRefusedInTritonsWords) {
   Model model = ImportMlp();
   model.inputs[0].dims[0] = 8;
   inference::ModelConfig config = Parse(R"pb(name: "mlp" max_batch_size: 4)pb");
-  const absl::Status status = CompleteConfigFromModel(model, &config);
+  const absl::Status status = CompleteConfigFromModel(&model, &config);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(status.message()),
               ::testing::HasSubstr("model does not support batching while non-zero "

@@ -225,7 +225,8 @@ absl::Status RunDataSet(const Model& model, const fs::path& data_set,
       batch_found = true;
     }
     // The data set's shapes are the shape bucket (Note [Shape dims]).
-    for (size_t d = 0; d < info.dim_names.size() && d < inputs[i].dims().size(); ++d) {
+    for (size_t d = model.batches ? 1 : 0;
+         d < info.dim_names.size() && d < inputs[i].dims().size(); ++d) {
       if (!info.dim_names[d].empty()) options.dim_values[info.dim_names[d]] = inputs[i].dims()[d];
     }
   }

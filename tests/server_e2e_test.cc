@@ -1962,6 +1962,117 @@ TEST(ServerWithShapeBuckets, PadsRequestsIntoBucketsWhereExactAndMergesLengths) 
   EXPECT_THAT(metadata.outputs(0).shape(), ::testing::ElementsAre(-1, -1, 16));
 }
 
+// Note [Models without a batch dim]: max_batch_size 0 with dims [-1, -1, 16]
+// (Triton's non-batching model whose requests choose every dynamic dim):
+// dim 0 is a shape dim like the sequence, served at the default buckets
+// (16, 32, ... 512 in both). The masked model pads exactly in both dims, so
+// requests of any shape inside the largest bucket are answered, each as its
+// own execution, like the host reference at the request's exact shape; the
+// softmax over the sequence sees padding and takes the buckets' extents
+// only. Shapes of the wrong rank or with a fixed dim wrong are refused
+// naming the shape the model takes.
+TEST(ServerWithoutBatchDim, RequestsChooseTheDynamicDimsInsideTheBuckets) {
+  const std::string repository = WriteTestRepository("no_batch_dim_repository");
+  const auto write_model = [&](const std::string& name, const onnx::ModelProto& model,
+                               bool masked) {
+    const std::filesystem::path dir = std::filesystem::path(repository) / name;
+    std::filesystem::create_directories(dir / "1");
+    std::ofstream(dir / "1" / "model.onnx", std::ios::binary) << model.SerializeAsString();
+    std::ofstream(dir / "config.pbtxt") << absl::StrCat(
+        "name: \"", name, "\"\nplatform: \"onnxruntime_onnx\"\nmax_batch_size: 0\n",
+        "input [{ name: \"x\" data_type: TYPE_FP32 dims: [ -1, -1, 16 ] }",
+        masked ? ", { name: \"mask\" data_type: TYPE_INT64 dims: [ -1, -1 ] }" : "", "]\n",
+        "output [{ name: \"y\" data_type: TYPE_FP32 dims: [ -1, -1, 16 ] }]\n");
+  };
+  write_model("masked", MakeMaskedSequenceModel(), true);
+  write_model("softmax", MakeSequenceSoftmaxModel(), false);
+
+  std::unique_ptr<InferenceServer> server = StartServer(TestServerOptions(repository));
+  ASSERT_NE(server, nullptr);
+  auto stub = inference::GRPCInferenceService::NewStub(Connect(server->port()));
+  // The request [n, length, 16] (and its mask, every position real), and
+  // the reference: the model bound at exactly that shape.
+  const auto infer = [&](const std::string& model, int64_t n, int64_t length, uint64_t seed) {
+    std::unique_ptr<HostExecutor> reference = Reference(repository, model, n, {length});
+    std::vector<HostTensor> inputs = RandomInputs(reference->graph(), seed);
+    if (inputs.size() > 1) {
+      std::fill_n(inputs[1].data<int64_t>(), inputs[1].num_elements(), int64_t{1});
+    }
+    grpc::ClientContext context;
+    inference::ModelInferResponse response;
+    const grpc::Status status =
+        stub->ModelInfer(&context, RawRequest(model, reference->graph(), inputs), &response);
+    const bool right = MatchesReference(status, response, *reference, inputs);
+    if (status.ok()) {
+      EXPECT_THAT(response.outputs(0).shape(), ::testing::ElementsAre(n, length, 16))
+          << model << " at [" << n << "," << length << ",16]";
+    }
+    return std::make_pair(status, right);
+  };
+
+  // Three shapes, each padded into its own bucket ([16,16], [32,32], [64,64]).
+  const inference::ModelStatistics before = FetchStatistics(*stub, "masked");
+  for (const auto& [n, length] :
+       std::vector<std::pair<int64_t, int64_t>>{{2, 5}, {3, 20}, {40, 1}}) {
+    const auto [status, right] = infer("masked", n, length, 2100 + n);
+    EXPECT_TRUE(right) << "[" << n << "," << length << ",16]: " << status.error_message();
+  }
+  const inference::ModelStatistics after = FetchStatistics(*stub, "masked");
+  EXPECT_EQ(after.inference_count() - before.inference_count(), 3);
+  EXPECT_EQ(after.execution_count() - before.execution_count(), 3u);
+
+  // Past the largest bucket: refused, naming the dim and the range.
+  const auto [too_long, unused] = infer("masked", 1, 513, 2200);
+  EXPECT_EQ(too_long.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(too_long.error_message(),
+              HasSubstr("has 513 in dim 1 (the model's dim 'sequence'); the model takes 1 to 512"));
+
+  // The softmax sees its padding: a bucket's extents only.
+  const auto [exact, right] = infer("softmax", 32, 32, 2300);
+  EXPECT_TRUE(right) << exact.error_message();
+  const auto [padded, wrong] = infer("softmax", 2, 5, 2301);
+  EXPECT_EQ(padded.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(padded.error_message(),
+              HasSubstr("takes its dims [batch,sequence] at exactly the extents of its buckets"));
+
+  // Bad shapes: the wrong rank, then a fixed dim wrong.
+  std::unique_ptr<HostExecutor> reference = Reference(repository, "softmax", 16, {16});
+  const auto refused = [&](const std::vector<int64_t>& shape) {
+    inference::ModelInferRequest request =
+        RawRequest("softmax", reference->graph(), RandomInputs(reference->graph(), 2400));
+    request.mutable_inputs(0)->clear_shape();
+    int64_t elements = 1;
+    for (int64_t dim : shape) {
+      request.mutable_inputs(0)->add_shape(dim);
+      elements *= dim;
+    }
+    request.mutable_raw_input_contents(0)->resize(static_cast<size_t>(elements) * sizeof(float));
+    grpc::ClientContext context;
+    inference::ModelInferResponse response;
+    return stub->ModelInfer(&context, request, &response);
+  };
+  const grpc::Status rank = refused({16, 256});
+  EXPECT_EQ(rank.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(rank.error_message(),
+              HasSubstr("unexpected shape for input 'x' for model 'softmax'. Expected "
+                        "[-1,-1,16], got [16,256] (the model does not batch)"));
+  const grpc::Status fixed = refused({16, 16, 8});
+  EXPECT_EQ(fixed.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(fixed.error_message(),
+              HasSubstr("unexpected shape for input 'x' for model 'softmax'. Expected "
+                        "[16,16,16], got [16,16,8] (the model does not batch)"));
+
+  // Clients see every dynamic dim as -1, with no batch dim in front.
+  grpc::ClientContext context;
+  inference::ModelMetadataRequest request;
+  request.set_name("masked");
+  inference::ModelMetadataResponse metadata;
+  ASSERT_TRUE(stub->ModelMetadata(&context, request, &metadata).ok());
+  EXPECT_THAT(metadata.inputs(0).shape(), ::testing::ElementsAre(-1, -1, 16));
+  EXPECT_THAT(metadata.inputs(1).shape(), ::testing::ElementsAre(-1, -1));
+  EXPECT_THAT(metadata.outputs(0).shape(), ::testing::ElementsAre(-1, -1, 16));
+}
+
 // What Triton's classification extension answers for one row of `values`:
 // the top `k` by value, ties lower index first, "<value>:<index>[:<label>]"
 // with std::to_string's value (Note [Classification]), computed here from
