@@ -19,7 +19,8 @@ asked).
 (`model.half()`, float16 images; token ids stay int64), runs it as written,
 and compares it with PyTorch in float64 on the same (float16-rounded) weights
 and inputs, beside PyTorch's own float16 error against the same reference;
-the timing is against PyTorch's CUDA graph of the float16 model.
+the timing is against PyTorch's CUDA graph of the float16 model. --precision
+tf32 runs the float32 model with TF32 allowed on both sides.
 
 Usage (on the GPU machine, from the repository root):
   python3 bench/model_zoo.py --bin DIR --work DIR --out DIR [--models a,b] [--exporters ts,dynamo]
@@ -249,7 +250,7 @@ def run(cmd, log, timeout=600):
 
 def probe(name, exporter, args, ops_known, log):
     spec = MODELS[name]
-    dtype = {"fp32": torch.float32, "fp16": torch.float16}[args.precision]
+    dtype = {"fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16}[args.precision]
     row = dict(model=name, exporter=exporter, precision=args.precision)
     torch.manual_seed(0)
     model = wrap(spec["build"]().eval(), spec["kind"]).to(dtype)
@@ -284,7 +285,7 @@ def probe(name, exporter, args, ops_known, log):
     outputs_dir = os.path.join(args.work, f"{tag}_out")
     graph_dir = os.path.join(args.work, f"{tag}_graph")
     reference = {}
-    torch_err = {}  # PyTorch's own error in the model's precision (fp16 only)
+    torch_err = {}  # PyTorch's own error in the model's precision (fp16 and tf32 only)
     # The reference runs the exported weights (rounded to the model's type)
     # in float64.
     model64 = wrap(spec["build"]().eval(), spec["kind"])
@@ -298,7 +299,7 @@ def probe(name, exporter, args, ops_known, log):
         with torch.no_grad():
             cast = [t.double() if t.is_floating_point() else t for t in inputs]
             reference[batch] = model64(*[t.cuda() for t in cast]).double().cpu().numpy()
-            if dtype != torch.float32:
+            if args.precision != "fp32":
                 own = model.cuda()(*[t.cuda() for t in inputs]).double().cpu().numpy()
                 torch_err[batch] = float(np.linalg.norm(own - reference[batch]) /
                                          max(np.linalg.norm(reference[batch]), 1e-300))
@@ -311,7 +312,7 @@ def probe(name, exporter, args, ops_known, log):
     proc = run([os.path.join(args.bin, "runtime_bench"), "--model", path, "--batch-sizes",
                 args.batch_sizes, "--inputs", inputs_dir, "--outputs", outputs_dir,
                 "--graph-outputs", graph_dir, "--iters", str(args.iters), "--json", json_path]
-               + bucket, log)
+               + bucket + (["--allow-tf32"] if args.precision == "tf32" else []), log)
     if proc.returncode != 0:
         row["stage"] = "graphserve"
         lines = [l for l in (proc.stderr + proc.stdout).splitlines() if l.strip()]
@@ -372,8 +373,10 @@ def main():
     parser.add_argument("--exporters", default="ts,dynamo")
     parser.add_argument("--batch-sizes", default="1,3,8")
     parser.add_argument("--iters", default="50")
-    parser.add_argument("--precision", default="fp32", choices=["fp32", "fp16"],
-                        help="fp16: export and run the model in half precision (model.half())")
+    parser.add_argument("--precision", default="fp32", choices=["fp32", "tf32", "fp16"],
+                        help="fp16: export and run the model in half precision (model.half()); "
+                             "tf32: the float32 model with TF32 GEMMs and convolutions on both "
+                             "sides (runtime_bench --allow-tf32, PyTorch's allow_tf32)")
     parser.add_argument("--opset", type=int, default=None,
                         help="the dynamo exporter's opset (its default when omitted); 23 makes "
                              "it write Attention and RMSNormalization where the model has them")
@@ -381,8 +384,8 @@ def main():
                         help="export text models with the sequence dim dynamic too, and "
                              "capture them at the inputs' length (a shape bucket)")
     args = parser.parse_args()
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = args.precision == "tf32"
+    torch.backends.cudnn.allow_tf32 = args.precision == "tf32"
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     ops_known = registry_ops(repo)
     os.makedirs(args.out, exist_ok=True)
