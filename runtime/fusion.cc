@@ -455,6 +455,7 @@ class FusionPlanner {
       // The scores are the operand a MatMul (maybe scaled) produced.
       const auto from_matmul = [&](ValueId id) {
         if (std::optional<Scaling> scaling = ScaledOperand(id)) id = scaling->scaled;
+        if (std::optional<int> cast = UpcastOf(id)) id = graph_.nodes[*cast].inputs[0];
         return SoleProducer(id, "MatMul").has_value();
       };
       const size_t k = from_matmul(add_node.inputs[0]) ? 0 : 1;
@@ -472,6 +473,11 @@ class FusionPlanner {
       fusion.scale *= scaling->factor;
       step.nodes.push_back(scaling->node);
       scores = scaling->scaled;
+    }
+    if (const std::optional<int> cast = UpcastOf(scores)) {
+      fusion.float_scores = true;
+      step.nodes.push_back(*cast);
+      scores = graph_.nodes[*cast].inputs[0];
     }
     const std::optional<int> qk = SoleProducer(scores, "MatMul");
     if (!qk) return std::nullopt;
@@ -512,7 +518,14 @@ class FusionPlanner {
     step.nodes.push_back(*pv);
     ValueId v = graph_.nodes[*pv].inputs[1];
     ValueId out = graph_.nodes[*pv].outputs[0];
-    if (!AttentionShapesFit(q, k, v, out, scores_dims)) return std::nullopt;
+    // Float scores weigh a v cast up from the operands' type.
+    if (fusion.float_scores) {
+      const std::optional<int> cast = UpcastOf(v);
+      if (!cast) return std::nullopt;
+      step.nodes.push_back(*cast);
+      v = graph_.nodes[*cast].inputs[0];
+    }
+    if (!AttentionShapesFit(q, k, v, out, scores_dims, fusion.float_scores)) return std::nullopt;
     if (graph_.value(q).dtype == DType::kFloat32 &&
         options_.fuse_attention != FuseAttention::kAll) {
       return std::nullopt;
@@ -527,6 +540,19 @@ class FusionPlanner {
     step.outputs = {out};
     std::sort(step.nodes.begin(), step.nodes.end());
     return step;
+  }
+
+  // Note [Fused attention]: the Cast producing `value` for it alone from a
+  // 16-bit float to float32, or nullopt.
+  std::optional<int> UpcastOf(ValueId value) const {
+    const std::optional<int> cast = SoleProducer(value, "Cast");
+    if (!cast) return std::nullopt;
+    const DType from = graph_.value(graph_.nodes[*cast].inputs[0]).dtype;
+    if (graph_.value(value).dtype != DType::kFloat32 ||
+        (from != DType::kFloat16 && from != DType::kBFloat16)) {
+      return std::nullopt;
+    }
+    return cast;
   }
 
   // Note [Attention views]: from `value` back through the Transposes that
@@ -615,8 +641,8 @@ class FusionPlanner {
   // q [..., Sq, D], k^T [..., D, Sk], v [..., Sk, Dv] and out [..., Sq, Dv] of
   // rank 3 or 4 and one float type, k's and v's batch dims broadcasting to
   // q's, which are out's, and the scores [..., Sq, Sk].
-  bool AttentionShapesFit(ValueId q, ValueId k, ValueId v, ValueId out,
-                          const Dims& scores) const {
+  bool AttentionShapesFit(ValueId q, ValueId k, ValueId v, ValueId out, const Dims& scores,
+                          bool float_scores) const {
     const BoundValue& qv = graph_.value(q);
     const BoundValue& kv = graph_.value(k);
     const BoundValue& vv = graph_.value(v);
@@ -627,7 +653,8 @@ class FusionPlanner {
       return false;
     }
     for (const BoundValue* value : {&kv, &vv, &ov}) {
-      if (value->dims.size() != rank || value->dtype != qv.dtype) return false;
+      const DType dtype = value == &ov && float_scores ? DType::kFloat32 : qv.dtype;
+      if (value->dims.size() != rank || value->dtype != dtype) return false;
     }
     const int64_t sq = qv.dims[rank - 2], d = qv.dims[rank - 1];
     const int64_t sk = kv.dims[rank - 1], dv = vv.dims[rank - 1];

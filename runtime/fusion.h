@@ -35,6 +35,9 @@ struct AttentionFusion {
   float scale = 1.0f;        // of q k^T, from the Muls and Divs the step took
   bool has_mask = false;     // an additive mask, the step's fourth input
   bool nan_to_zero = false;  // Where(IsNaN(p), 0, p) follows the Softmax
+  // q, k and v are 16-bit; the scores (cast up after q k^T), the mask and
+  // the output float32, v cast up before the context MatMul (the Casts taken).
+  bool float_scores = false;
   // Views of q, k^T, v and the output.
   AttentionPerm q_perm = kIdentityPerm;
   AttentionPerm k_perm = kIdentityPerm;
@@ -168,9 +171,13 @@ inline constexpr size_t kMaxPointwiseNodes = 32;  // kPointwiseMaxInstructions
 // The TorchScript exporter scales the scores (Div by sqrt(d)); the dynamo
 // exporter's decomposition of scaled_dot_product_attention scales q and k
 // by d^-1/4 each and guards fully masked rows with the Where; opset 23's
-// Attention binds into the same chain. Every intermediate must have the one
-// reader the chain gives it and be no graph output, every value one float
-// type, the operands rank 3 or 4 with k and v broadcasting over q's batch
+// Attention binds into the same chain. The TorchScript exporter's float16
+// SDPA casts the scores up to float32 after the first MatMul (and v before
+// the second), so the Softmax and the output are float32: the step takes
+// both Casts and reads q, k and v in their 16-bit type (float_scores).
+// Every intermediate must have the one reader the chain gives it and be no
+// graph output, every value one float type (but for float_scores), the
+// operands rank 3 or 4 with k and v broadcasting over q's batch
 // dims, the mask broadcasting to the scores, D and Dv at most
 // kMaxFusedAttentionHeadDim. The kernel computes in float and rounds only
 // its output: the unfused chain rounds the scores, the masked scores and
@@ -178,10 +185,13 @@ inline constexpr size_t kMaxPointwiseNodes = 32;  // kPointwiseMaxInstructions
 // A Softmax row is NaN as a whole or not at all (a NaN, or a max of +inf or
 // -inf, makes the row's sum NaN), so the kernel answers such a row with NaN,
 // or with 0 where the Where guard follows, as the chain would.
-// The kernel is right (the CUDA executor's tests check it against the host
-// reference in all three types, with masked and NaN rows) but not yet fast:
-// its float FMAs lose to the chain's GEMMs, so it is off by default until it
-// computes on the tensor cores.
+// 16-bit steps run on cuDNN's fused engines (Note [cuDNN attention] in
+// runtime/cuda/cudnn_attention.h), which compute the same way on the tensor
+// cores; our own kernel (runtime/cuda/fused_attention.h) runs what cuDNN
+// cannot, and float32 steps when FuseAttention::kAll asks: it is right (the
+// CUDA executor's tests check it against the host reference in all three
+// types, with masked and NaN rows) but its float FMAs lose to the chain's
+// GEMMs, so float32 chains stay unfused by default.
 inline constexpr int64_t kMaxFusedAttentionHeadDim = 128;
 
 // Note [Attention views]

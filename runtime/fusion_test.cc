@@ -743,3 +743,64 @@ TEST(FusionTest, RankThreeAttentionReadsKInPlace) {
 
 }  // namespace
 }  // namespace graphserve
+
+namespace graphserve {
+namespace {
+
+// The TorchScript exporter's float16 SDPA (Note [Fused attention]): the
+// scores cast up to float32 after q k^T, a float32 mask and Softmax, v cast
+// up before the context MatMul, the output float32.
+Model FloatScoresAttention() {
+  Model model;
+  model.name = "attention_float_scores";
+  model.opset = 17;
+  model.inputs = {{"q", DType::kFloat16, {-1, 2, 8, 16}},
+                  {"k", DType::kFloat16, {-1, 2, 8, 16}},
+                  {"v", DType::kFloat16, {-1, 2, 8, 16}},
+                  {"mask", DType::kFloat32, {-1, 1, 8, 8}}};
+  model.outputs = {{"o", DType::kFloat32, {-1, 2, 8, 16}}};
+  model.initializers["c"] =
+      std::make_shared<const HostTensor>(ConvertFloats(*Scalar(0.5f), DType::kFloat16));
+  const auto to_float = Attributes{{"to", int64_t{1}}};
+  model.nodes = {
+      {"k_t", "Transpose", {"k"}, {"kt"}, {{"perm", std::vector<int64_t>{0, 1, 3, 2}}}},
+      {"q_scale", "Mul", {"q", "c"}, {"qs"}, {}},
+      {"k_scale", "Mul", {"kt", "c"}, {"ks"}, {}},
+      {"scores", "MatMul", {"qs", "ks"}, {"s16"}, {}},
+      {"up", "Cast", {"s16"}, {"s"}, to_float},
+      {"mask_add", "Add", {"s", "mask"}, {"a"}, {}},
+      {"softmax", "Softmax", {"a"}, {"p"}, {{"axis", int64_t{-1}}}},
+      {"v_up", "Cast", {"v"}, {"vf"}, to_float},
+      {"context", "MatMul", {"p", "vf"}, {"o"}, {}},
+  };
+  return model;
+}
+
+TEST(FusionTest, FloatScoresAttentionIsOneStepOnTheHalfOperands) {
+  const BoundGraph graph = Bind(FloatScoresAttention());
+  const FusionPlan plan = PlanFusion(graph, {});
+  ExpectValidOrder(graph, plan);
+  ASSERT_EQ(plan.attentions, 1);
+  ASSERT_EQ(plan.steps.size(), 1u);
+  const FusedStep& step = plan.steps[0];
+  EXPECT_TRUE(step.attention.float_scores);
+  EXPECT_EQ(step.nodes.size(), 9u);
+  EXPECT_EQ(graph.value(step.inputs[0]).name, "q");
+  EXPECT_EQ(graph.value(step.inputs[1]).name, "k");
+  EXPECT_EQ(graph.value(step.inputs[2]).name, "v");
+  EXPECT_EQ(graph.value(step.inputs[3]).name, "mask");
+  EXPECT_EQ(graph.value(step.outputs[0]).name, "o");
+}
+
+// Scores cast up but v not: the chain's types do not fit, nothing fuses.
+TEST(FusionTest, FloatScoresWithoutACastOfVStayApart) {
+  Model model = FloatScoresAttention();
+  model.inputs[2].dtype = DType::kFloat32;
+  model.nodes.erase(model.nodes.begin() + 7);  // v_up
+  model.nodes.back().inputs[1] = "v";
+  const BoundGraph graph = Bind(model);
+  EXPECT_EQ(PlanFusion(graph, {}).attentions, 0);
+}
+
+}  // namespace
+}  // namespace graphserve

@@ -1290,6 +1290,89 @@ Model HeadsSplitAttentionModel(DType dtype, int64_t seq) {
   return model;
 }
 
+// The TorchScript exporter's float16 SDPA (Note [Fused attention]): the
+// heads' Transposes, q and k^T scaled, the scores cast up to float32, a
+// float32 mask from a 0/1 input, Softmax and the NaN guard in float32, v
+// cast up, the context Transposed back and cast down to the model's type.
+// Head dim 64 runs on cuDNN's engines, 12 (not a multiple of 8) on our own
+// kernel.
+Model FloatScoresAttentionModel(DType dtype, int64_t seq, int64_t dim) {
+  Model model;
+  model.name = "attention_float_scores";
+  model.opset = 17;
+  for (const char* name : {"q", "k", "v"}) model.inputs.push_back({name, dtype, {-1, seq, 4, dim}});
+  model.inputs.push_back({"keep", DType::kFloat32, {-1, 1, 1, seq}});
+  model.outputs.push_back({"y", dtype, {-1, seq, 4, dim}});
+  const auto scalar = [&](float v, DType type) {
+    HostTensor value(DType::kFloat32, Dims{});
+    value.data<float>()[0] = v;
+    return std::make_shared<const HostTensor>(ConvertFloats(value, type));
+  };
+  model.initializers["c"] = scalar(1.0f / std::sqrt(std::sqrt(float(dim))), dtype);
+  model.initializers["one"] = scalar(1.0f, DType::kFloat32);
+  model.initializers["lowest"] = scalar(-3.4028235e38f, DType::kFloat32);
+  model.initializers["zero"] = scalar(0.0f, DType::kFloat32);
+  const auto perm = [](std::vector<int64_t> p) { return Attributes{{"perm", std::move(p)}}; };
+  const auto to = [](DType type) {
+    return Attributes{{"to", int64_t{type == DType::kFloat32 ? 1 : type == DType::kFloat16 ? 10 : 16}}};
+  };
+  model.nodes = {
+      {"q_t", "Transpose", {"q"}, {"qt"}, perm({0, 2, 1, 3})},
+      {"k_t", "Transpose", {"k"}, {"kt"}, perm({0, 2, 3, 1})},
+      {"v_t", "Transpose", {"v"}, {"vt"}, perm({0, 2, 1, 3})},
+      {"masked", "Sub", {"one", "keep"}, {"m0"}, {}},
+      {"mask", "Mul", {"m0", "lowest"}, {"mask"}, {}},
+      {"q_scale", "Mul", {"qt", "c"}, {"qs"}, {}},
+      {"k_scale", "Mul", {"kt", "c"}, {"ks"}, {}},
+      {"scores", "MatMul", {"qs", "ks"}, {"s16"}, {}},
+      {"up", "Cast", {"s16"}, {"s"}, to(DType::kFloat32)},
+      {"mask_add", "Add", {"s", "mask"}, {"a"}, {}},
+      {"softmax", "Softmax", {"a"}, {"p"}, {{"axis", int64_t{-1}}}},
+      {"is_nan", "IsNaN", {"p"}, {"n"}, {}},
+      {"guard", "Where", {"n", "zero", "p"}, {"w"}, {}},
+      {"v_up", "Cast", {"vt"}, {"vf"}, to(DType::kFloat32)},
+      {"context", "MatMul", {"w", "vf"}, {"o"}, {}},
+      {"o_t", "Transpose", {"o"}, {"ot"}, perm({0, 2, 1, 3})},
+      {"down", "Cast", {"ot"}, {"y"}, to(dtype)},
+  };
+  return model;
+}
+
+class CudaExecutorFloatScoresAttentionTest
+    : public ::testing::TestWithParam<std::tuple<DType, int64_t, int64_t>> {
+ protected:
+  void SetUp() override {
+    if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device on this machine";
+  }
+};
+
+TEST_P(CudaExecutorFloatScoresAttentionTest, MatchesHostExecutor) {
+  const auto [dtype, batch, dim] = GetParam();
+  constexpr int64_t kSeq = 40;
+  std::vector<HostTensor> inputs;
+  for (uint64_t seed : {31, 32, 33}) inputs.push_back(RandomTensor(dtype, {batch, kSeq, 4, dim}, seed));
+  HostTensor keep(DType::kFloat32, Dims{batch, 1, 1, kSeq});
+  for (int64_t b = 0; b < batch; ++b) {
+    for (int64_t key = 0; key < kSeq; ++key) {
+      keep.data<float>()[b * kSeq + key] = key < kSeq - 5 * (b + 1) ? 1.0f : 0.0f;
+    }
+  }
+  inputs.push_back(std::move(keep));
+  ExpectModelMatchesHost(
+      FloatScoresAttentionModel(dtype, kSeq, dim), dtype, batch, inputs,
+      [](const CudaExecutor& cuda) { EXPECT_EQ(cuda.fused_attentions(), 1); }, /*ulps=*/8);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    TypesBatchesDims, CudaExecutorFloatScoresAttentionTest,
+    ::testing::Combine(::testing::Values(DType::kFloat16, DType::kBFloat16),
+                       ::testing::Values(int64_t{1}, int64_t{3}),
+                       ::testing::Values(int64_t{64}, int64_t{12})),
+    [](const auto& info) {
+      return absl::StrCat(DTypeName(std::get<0>(info.param)), "_b", std::get<1>(info.param), "_d",
+                          std::get<2>(info.param));
+    });
+
 class CudaExecutorHeadsSplitAttentionTest
     : public ::testing::TestWithParam<std::tuple<DType, int64_t>> {
  protected:

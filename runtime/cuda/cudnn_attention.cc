@@ -78,7 +78,8 @@ absl::Status CheckSupported(const FusedAttentionParams& p) {
 }  // namespace
 
 std::string AttentionParamsToString(const FusedAttentionParams& p) {
-  return absl::StrCat("Attention ", DTypeName(p.dtype), " b=", p.batch, " h=", p.heads,
+  return absl::StrCat("Attention ", DTypeName(p.dtype), p.float_scores ? " float scores" : "",
+                      " b=", p.batch, " h=", p.heads,
                       " sq=", p.query_rows, " sk=", p.key_rows, " d=", p.head_dim,
                       " dv=", p.value_dim, " scale=", p.scale, p.nan_to_zero ? " nan_to_zero" : "",
                       " q", StridesToString(p.q), " k", StridesToString(p.k), " v",
@@ -90,7 +91,11 @@ struct CudnnAttention::Plan {
   fe::graph::Graph graph;
   FusedAttentionParams params;
   bool has_mask = false;
-  int64_t library_workspace_bytes = 0;  // cuDNN's; the row statistics follow
+  // The workspace: cuDNN's own, then the row statistics, then (with
+  // float_scores) the output in params.dtype, staged for the fill kernel to
+  // widen.
+  int64_t library_workspace_bytes = 0;
+  int64_t staged_offset = 0;
   int64_t workspace_bytes = 0;
   std::string key;  // AttentionParamsToString, and whether it has a mask
 };
@@ -121,7 +126,13 @@ absl::StatusOr<std::shared_ptr<CudnnAttention::Plan>> BuildPlan(cudnnHandle_t ha
   const CudnnView q_view = CudnnViewOf(p.q, {p.batch, p.heads, p.query_rows, p.head_dim});
   const CudnnView k_view = CudnnViewOf(p.k, {p.batch, p.heads, p.key_rows, p.head_dim});
   const CudnnView v_view = CudnnViewOf(p.v, {p.batch, p.heads, p.key_rows, p.value_dim});
-  const CudnnView out_view = CudnnViewOf(p.out, {p.batch, p.heads, p.query_rows, p.value_dim});
+  // With float_scores cuDNN writes the output packed in the operands' type.
+  const CudnnView out_view =
+      p.float_scores
+          ? CudnnView{{p.batch, p.heads, p.query_rows, p.value_dim},
+                      {p.heads * p.query_rows * p.value_dim, p.query_rows * p.value_dim,
+                       p.value_dim, 1}}
+          : CudnnViewOf(p.out, {p.batch, p.heads, p.query_rows, p.value_dim});
   const auto q = tensor("q", kQUid, q_view, io);
   const auto k = tensor("k", kKUid, k_view, io);
   const auto v = tensor("v", kVUid, v_view, io);
@@ -132,7 +143,7 @@ absl::StatusOr<std::shared_ptr<CudnnAttention::Plan>> BuildPlan(cudnnHandle_t ha
   if (has_mask) {
     attributes.set_bias(
         tensor("mask", kMaskUid, CudnnViewOf(p.mask, {p.batch, p.heads, p.query_rows, p.key_rows}),
-               io));
+               CudnnDataTypeOf(AttentionScoreType(p))));
   }
   auto [out, stats] = graph.sdpa(q, k, v, std::move(attributes));
   out->set_output(true)
@@ -153,10 +164,16 @@ absl::StatusOr<std::shared_ptr<CudnnAttention::Plan>> BuildPlan(cudnnHandle_t ha
   GRAPHSERVE_FE_RETURN_IF_ERROR(
       graph.build_plans(handle, fe::BuildPlanPolicy_t::HEURISTICS_CHOICE));
   GRAPHSERVE_FE_RETURN_IF_ERROR(graph.get_workspace_size(plan->library_workspace_bytes));
-  plan->library_workspace_bytes =
-      (plan->library_workspace_bytes + kStatsAlignment - 1) / kStatsAlignment * kStatsAlignment;
-  plan->workspace_bytes = plan->library_workspace_bytes +
-                          p.batch * p.heads * p.query_rows * int64_t{sizeof(float)};
+  const auto aligned = [](int64_t bytes) {
+    return (bytes + kStatsAlignment - 1) / kStatsAlignment * kStatsAlignment;
+  };
+  plan->library_workspace_bytes = aligned(plan->library_workspace_bytes);
+  plan->staged_offset = plan->library_workspace_bytes +
+                        aligned(p.batch * p.heads * p.query_rows * int64_t{sizeof(float)});
+  plan->workspace_bytes =
+      plan->staged_offset + (p.float_scores ? p.batch * p.heads * p.query_rows * p.value_dim *
+                                                  static_cast<int64_t>(DTypeSize(p.dtype))
+                                            : 0);
   return plan;
 }
 
@@ -200,19 +217,22 @@ absl::Status CudnnAttention::Enqueue(const void* q, const void* k, const void* v
   }
   float* row_stats =
       reinterpret_cast<float*>(static_cast<char*>(workspace) + plan_->library_workspace_bytes);
+  void* staged =
+      plan_->params.float_scores ? static_cast<char*>(workspace) + plan_->staged_offset : nullptr;
   absl::Status status = CudnnErrorToStatus(cudnnSetStream(handle_, stream), "cudnnSetStream");
   if (status.ok()) {
     std::unordered_map<int64_t, void*> pointers = {{kQUid, const_cast<void*>(q)},
                                                    {kKUid, const_cast<void*>(k)},
                                                    {kVUid, const_cast<void*>(v)},
-                                                   {kOutUid, out},
+                                                   {kOutUid, staged ? staged : out},
                                                    {kStatsUid, row_stats}};
     if (mask != nullptr) pointers[kMaskUid] = const_cast<void*>(mask);
     status = FrontendStatus(plan_->graph.execute(handle_, pointers, workspace), "execute");
   }
   if (status.ok()) {
-    status = CudaErrorToStatus(LaunchAttentionRowFill(plan_->params, row_stats, out, stream),
-                               "LaunchAttentionRowFill");
+    status = CudaErrorToStatus(
+        LaunchAttentionRowFill(plan_->params, row_stats, staged, out, stream),
+        "LaunchAttentionRowFill");
   }
   if (status.ok()) return absl::OkStatus();
   return AnnotateStatus(status, plan_->key);

@@ -158,9 +158,10 @@ void RunCase(const Case& c) {
   ASSERT_OK_AND_ASSIGN(DeviceBuffer q_d, UploadAs(p.dtype, q));
   ASSERT_OK_AND_ASSIGN(DeviceBuffer k_d, UploadAs(p.dtype, k));
   ASSERT_OK_AND_ASSIGN(DeviceBuffer v_d, UploadAs(p.dtype, v));
-  ASSERT_OK_AND_ASSIGN(DeviceBuffer mask_d, UploadAs(p.dtype, mask));
+  const DType score_type = AttentionScoreType(p);
+  ASSERT_OK_AND_ASSIGN(DeviceBuffer mask_d, UploadAs(score_type, mask));
   std::vector<float> poison(out_count, 1234.0f);
-  ASSERT_OK_AND_ASSIGN(DeviceBuffer out_d, UploadAs(p.dtype, poison));
+  ASSERT_OK_AND_ASSIGN(DeviceBuffer out_d, UploadAs(score_type, poison));
   ASSERT_OK_AND_ASSIGN(CudnnHandle handle, CudnnHandle::Create());
   absl::StatusOr<std::unique_ptr<CudnnAttention>> attention =
       CudnnAttention::Create(handle.get(), p, c.has_mask, nullptr);
@@ -173,7 +174,7 @@ void RunCase(const Case& c) {
                             out_d.get(), workspace.get(), stream.get())
                   .ok());
   ASSERT_EQ(cudaStreamSynchronize(stream.get()), cudaSuccess);
-  ASSERT_OK_AND_ASSIGN(std::vector<float> got, DownloadAs(p.dtype, out_d, out_count));
+  ASSERT_OK_AND_ASSIGN(std::vector<float> got, DownloadAs(score_type, out_d, out_count));
   const std::vector<double> want =
       Reference(p, q, k, v, c.has_mask ? &mask : nullptr, out_count);
   // The output is a convex combination of v's rows (|v| <= ~5), rounded once
@@ -271,6 +272,25 @@ TEST(CudnnAttentionTest, FullyMaskedRowUnderNanGuardIsZero) {
   p.mask = {8 * 16, 0, 16, 1};  // [b, 1, sq, sk]
   Case c{p};
   c.fully_masked_row = true;
+  RunCase(c);
+}
+
+// The TorchScript exporter's float16 SDPA: a float32 mask and output
+// (float_scores), q, k and v [b, s, h, d] in memory; a NaN row under the
+// guard.
+TEST(CudnnAttentionTest, FloatScoresInterleavedLayout) {
+  FusedAttentionParams p = Params(DType::kFloat16, 2, 3, 40, 40, 64);
+  const std::array<int, 4> bshd = {0, 2, 1, 3};
+  p.q = Layout({2, 3, 40, 64}, bshd);
+  p.k = Layout({2, 3, 40, 64}, bshd);
+  p.v = Layout({2, 3, 40, 64}, bshd);
+  p.out = Layout({2, 3, 40, 64}, bshd);
+  p.float_scores = true;
+  p.nan_to_zero = true;
+  Case c{p};
+  c.masked_keys = 9;
+  c.mask_value = -3.0e38f;  // beyond float16's range: the mask stays float32
+  c.nan_in_q = true;
   RunCase(c);
 }
 

@@ -63,10 +63,12 @@ __host__ __device__ __forceinline__ size_t SharedBytes(int64_t head_dim, int64_t
 // independent chains of FMAs and a row's max and sum are three shuffles.
 // The softmax is online (a running max m and sum l, the accumulator
 // rescaled when m grows), so scores never leave the block.
-template <typename T, int kDims>
+// T is q's, k's and v's type; S the mask's and the output's (T, or float
+// for float_scores).
+template <typename T, typename S, int kDims>
 __global__ void __launch_bounds__(kThreads)
     FusedAttentionKernel(FusedAttentionParams p, const T* q, const T* k, const T* v,
-                         const T* mask, T* out) {
+                         const S* mask, S* out) {
   extern __shared__ float shared[];
   const int d = static_cast<int>(p.head_dim);
   const int dv = static_cast<int>(p.value_dim);
@@ -91,7 +93,7 @@ __global__ void __launch_bounds__(kThreads)
   const T* q_bh = q + b * p.q.batch + h * p.q.head;
   const T* k_bh = k + b * p.k.batch + h * p.k.head;
   const T* v_bh = v + b * p.v.batch + h * p.v.head;
-  const T* mask_row =
+  const S* mask_row =
       mask == nullptr ? nullptr : mask + b * p.mask.batch + h * p.mask.head + row * p.mask.row;
   // Tiles are loaded warp by warp, a lane a column, without dividing.
   constexpr int kWarps = kThreads / kWarpSize;
@@ -202,50 +204,68 @@ __global__ void __launch_bounds__(kThreads)
   // Every key -inf: the softmax's -inf - -inf is NaN.
   const bool nan_out = nan_row || m == -CUDART_INF_F;
   const float guarded = p.nan_to_zero ? 0.0f : CUDART_NAN_F;
-  T* out_row = out + b * p.out.batch + h * p.out.head + row * p.out.row;
+  S* out_row = out + b * p.out.batch + h * p.out.head + row * p.out.row;
 #pragma unroll
   for (int j = 0; j < kDims; ++j) {
     const int c = g * kDims + j;
-    if (c < dv) out_row[c * p.out.col] = static_cast<T>(nan_out ? guarded : acc[j] / l);
+    if (c < dv) out_row[c * p.out.col] = static_cast<S>(nan_out ? guarded : acc[j] / l);
   }
 }
 
-// A warp per row: rows whose statistic is finite are left alone.
-template <typename T>
-__global__ void AttentionRowFillKernel(FusedAttentionParams p, const float* row_stats, T* out,
-                                       float fill) {
+// A warp per row: rows whose statistic is not finite get `fill`; the others
+// are copied from `staged` (T, packed) when there is one, else left alone.
+template <typename T, typename S>
+__global__ void AttentionRowFillKernel(FusedAttentionParams p, const float* row_stats,
+                                       const T* staged, S* out, float fill) {
   const int64_t rows = p.batch * p.heads * p.query_rows;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.y;
   for (int64_t row = blockIdx.x * blockDim.y + threadIdx.y; row < rows; row += stride) {
-    if (isfinite(row_stats[row])) continue;
+    const bool finite = isfinite(row_stats[row]);
+    if (finite && staged == nullptr) continue;
     const int64_t i = row % p.query_rows;
     const int64_t h = row / p.query_rows % p.heads;
     const int64_t b = row / (p.query_rows * p.heads);
-    T* out_row = out + b * p.out.batch + h * p.out.head + i * p.out.row;
+    S* out_row = out + b * p.out.batch + h * p.out.head + i * p.out.row;
     for (int64_t c = threadIdx.x; c < p.value_dim; c += blockDim.x) {
-      out_row[c * p.out.col] = static_cast<T>(fill);
+      out_row[c * p.out.col] = static_cast<S>(
+          finite ? static_cast<float>(staged[row * p.value_dim + c]) : fill);
     }
   }
+}
+
+// fn(T{}, S{}) for the params' operand and score types (FusedAttentionKernel),
+// or cudaErrorInvalidValue for types outside the three floats or a
+// float_scores attention of float32.
+template <typename Fn>
+cudaError_t VisitAttentionTypes(const FusedAttentionParams& p, Fn&& fn) {
+  return VisitDeviceType(p.dtype, [&](auto tag) -> cudaError_t {
+    using T = typename decltype(tag)::Type;
+    if constexpr (op_kernels_internal::kIsHalfType<T>) {
+      return p.float_scores ? fn(T{}, float{}) : fn(T{}, T{});
+    } else if constexpr (std::is_same_v<T, float>) {
+      return p.float_scores ? cudaErrorInvalidValue : fn(T{}, T{});
+    } else {
+      return cudaErrorInvalidValue;
+    }
+  });
 }
 
 }  // namespace
 
 cudaError_t LaunchAttentionRowFill(const FusedAttentionParams& p, const float* row_stats,
-                                   void* out, cudaStream_t stream) {
+                                   const void* staged, void* out, cudaStream_t stream) {
   constexpr int kRowsPerBlock = 8;
   const int64_t rows = p.batch * p.heads * p.query_rows;
   if (rows == 0) return cudaSuccess;
   const int64_t blocks = std::min<int64_t>((rows + kRowsPerBlock - 1) / kRowsPerBlock, 1024);
   const float fill = p.nan_to_zero ? 0.0f : std::numeric_limits<float>::quiet_NaN();
-  return VisitDeviceType(p.dtype, [&](auto tag) -> cudaError_t {
-    using T = typename decltype(tag)::Type;
-    if constexpr (std::is_same_v<T, float> || op_kernels_internal::kIsHalfType<T>) {
-      AttentionRowFillKernel<T><<<static_cast<unsigned>(blocks), dim3(kWarpSize, kRowsPerBlock),
-                                  0, stream>>>(p, row_stats, static_cast<T*>(out), fill);
-      return cudaGetLastError();
-    } else {
-      return cudaErrorInvalidValue;
-    }
+  return VisitAttentionTypes(p, [&](auto t, auto s) -> cudaError_t {
+    using T = decltype(t);
+    using S = decltype(s);
+    AttentionRowFillKernel<T, S>
+        <<<static_cast<unsigned>(blocks), dim3(kWarpSize, kRowsPerBlock), 0, stream>>>(
+            p, row_stats, static_cast<const T*>(staged), static_cast<S*>(out), fill);
+    return cudaGetLastError();
   });
 }
 
@@ -261,21 +281,18 @@ cudaError_t LaunchFusedAttention(const FusedAttentionParams& p, const void* q, c
   if (blocks == 0) return cudaSuccess;
   if (p.key_rows == 0) return cudaErrorInvalidValue;  // softmax over nothing
   if (blocks > INT32_MAX) return cudaErrorInvalidConfiguration;
-  return VisitDeviceType(p.dtype, [&](auto tag) -> cudaError_t {
-    using T = typename decltype(tag)::Type;
-    if constexpr (std::is_same_v<T, float> || op_kernels_internal::kIsHalfType<T>) {
-      const auto launch = [&](auto kernel) {
-        kernel<<<static_cast<unsigned>(blocks), kThreads,
-                 SharedBytes(p.head_dim, p.value_dim), stream>>>(
-            p, static_cast<const T*>(q), static_cast<const T*>(k), static_cast<const T*>(v),
-            static_cast<const T*>(mask), static_cast<T*>(out));
-        return cudaGetLastError();
-      };
-      return p.value_dim <= 8 * kRowThreads ? launch(FusedAttentionKernel<T, 8>)
-                                            : launch(FusedAttentionKernel<T, 16>);
-    } else {
-      return cudaErrorInvalidValue;
-    }
+  return VisitAttentionTypes(p, [&](auto t, auto s) -> cudaError_t {
+    using T = decltype(t);
+    using S = decltype(s);
+    const auto launch = [&](auto kernel) {
+      kernel<<<static_cast<unsigned>(blocks), kThreads, SharedBytes(p.head_dim, p.value_dim),
+               stream>>>(p, static_cast<const T*>(q), static_cast<const T*>(k),
+                         static_cast<const T*>(v), static_cast<const S*>(mask),
+                         static_cast<S*>(out));
+      return cudaGetLastError();
+    };
+    return p.value_dim <= 8 * kRowThreads ? launch(FusedAttentionKernel<T, S, 8>)
+                                          : launch(FusedAttentionKernel<T, S, 16>);
   });
 }
 

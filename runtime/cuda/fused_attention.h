@@ -35,12 +35,21 @@ struct FusedAttentionParams {
   // A row whose softmax is NaN (a NaN score, or a max of +inf or -inf) is
   // written as 0 instead of NaN.
   bool nan_to_zero = false;
+  // The mask and the output are float32 while q, k and v are of the 16-bit
+  // `dtype`: the model casts the scores and v up (the TorchScript exporter's
+  // float16 SDPA, Note [Fused attention]).
+  bool float_scores = false;
   AttentionStrides q;     // [batch, heads, Sq, D]
   AttentionStrides k;     // [batch, heads, Sk, D]: k itself, not k^T
   AttentionStrides v;     // [batch, heads, Sk, Dv]
   AttentionStrides mask;  // [batch, heads, Sq, Sk], added to the scaled scores
   AttentionStrides out;   // [batch, heads, Sq, Dv]
 };
+
+// The type of an attention's mask and output (FusedAttentionParams).
+inline DType AttentionScoreType(const FusedAttentionParams& params) {
+  return params.float_scores ? DType::kFloat32 : params.dtype;
+}
 
 inline constexpr int64_t kFusedAttentionMaxHeadDim = 128;
 
@@ -53,8 +62,11 @@ cudaError_t LaunchFusedAttention(const FusedAttentionParams& params, const void*
 // Writes 0 (params.nan_to_zero) or NaN over each output row whose softmax
 // statistic `row_stats` (float, [batch, heads, query_rows] packed: cuDNN's
 // log-sum-exp of the scaled, masked scores) is not finite: the rows whose
-// softmax ONNX makes NaN (Note [cuDNN attention], Semantics). Capturable.
+// softmax ONNX makes NaN (Note [cuDNN attention], Semantics). With `staged`
+// (the output in params.dtype, [batch, heads, query_rows, value_dim]
+// packed) every other row is copied from it into `out`, converted to the
+// output's type (float_scores); without, they are left alone. Capturable.
 cudaError_t LaunchAttentionRowFill(const FusedAttentionParams& params, const float* row_stats,
-                                   void* out, cudaStream_t stream);
+                                   const void* staged, void* out, cudaStream_t stream);
 
 }  // namespace graphserve

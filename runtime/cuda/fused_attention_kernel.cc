@@ -113,6 +113,7 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeAttentionKernel(const CudaKern
   params.value_dim = v.dims[3];
   params.scale = fusion.scale;
   params.nan_to_zero = fusion.nan_to_zero;
+  params.float_scores = fusion.float_scores;
   params.q = q.strides;
   // k^T [.., D, Sk] read as k [.., Sk, D]: its last two strides swap.
   params.k = k_transposed.strides;
