@@ -73,12 +73,16 @@ Model TestModel() {
   return model;
 }
 
-class CudaExecutorTest : public ::testing::TestWithParam<int64_t> {
+// The parameterized suites below: each skips without a GPU.
+template <typename Param>
+class CudaParamTest : public ::testing::TestWithParam<Param> {
  protected:
   void SetUp() override {
     if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device on this machine";
   }
 };
+
+using CudaExecutorTest = CudaParamTest<int64_t>;
 
 TEST_P(CudaExecutorTest, MatchesHostExecutorFusedAndUnfused) {
   const int64_t batch = GetParam();
@@ -283,13 +287,7 @@ TEST(CudaExecutorGeluModelTest, BindingKeepsTheChainTheMatcherExpects) {
   }
 }
 
-class CudaExecutorGeluTest
-    : public ::testing::TestWithParam<std::tuple<GeluSpelling, int64_t>> {
- protected:
-  void SetUp() override {
-    if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device on this machine";
-  }
-};
+using CudaExecutorGeluTest = CudaParamTest<std::tuple<GeluSpelling, int64_t>>;
 
 TEST_P(CudaExecutorGeluTest, FusedErfGeluMatchesHostExecutor) {
   const auto [spelling, batch] = GetParam();
@@ -571,12 +569,7 @@ std::vector<HostTensor> ReplayCaptured(const CudaExecutor& executor,
   return outputs;
 }
 
-class CudaExecutorLanesTest : public ::testing::TestWithParam<std::tuple<SchedulePolicy, int64_t>> {
- protected:
-  void SetUp() override {
-    if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device on this machine";
-  }
-};
+using CudaExecutorLanesTest = CudaParamTest<std::tuple<SchedulePolicy, int64_t>>;
 
 // Same kernels on the same inputs: a multi-lane run, eager or replayed, is
 // bit-identical to the single-lane eager run, and close to the host's.
@@ -681,13 +674,7 @@ TEST(CudaExecutorScaleTest, ScalesInAlphaMatchHostExecutor) {
 // over C, z = s + y, with outputs y and z (so the fused step writes the sum
 // too). C = 64 takes the warp-per-row kernel, C = 2048 the block-per-row one.
 // A NaN in one row of x stays in that row.
-class CudaExecutorAddLayerNormTest
-    : public ::testing::TestWithParam<std::tuple<int64_t, const char*>> {
- protected:
-  void SetUp() override {
-    if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device on this machine";
-  }
-};
+using CudaExecutorAddLayerNormTest = CudaParamTest<std::tuple<int64_t, const char*>>;
 
 TEST_P(CudaExecutorAddLayerNormTest, FusedMatchesHostExecutor) {
   const auto [channels, norm_op] = GetParam();
@@ -844,13 +831,7 @@ Model HalfEncoderBlock(DType dtype) {
   return model;
 }
 
-class CudaExecutorHalfModelTest
-    : public ::testing::TestWithParam<std::tuple<DType, int64_t>> {
- protected:
-  void SetUp() override {
-    if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device on this machine";
-  }
-};
+using CudaExecutorHalfModelTest = CudaParamTest<std::tuple<DType, int64_t>>;
 
 // The host reference computes each node in double and rounds its output once
 // to the model's type; the GPU computes in float (GEMMs accumulate in float
@@ -1096,12 +1077,7 @@ INSTANTIATE_TEST_SUITE_P(
 // every node to the model's type, as the unfused chain does): the fused
 // steps drop those roundings, within the four units in the last place
 // ExpectModelMatchesHost allows; fused and unfused runs both checked.
-class CudaExecutorHalfFusionTest : public ::testing::TestWithParam<std::tuple<DType, int64_t>> {
- protected:
-  void SetUp() override {
-    if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device on this machine";
-  }
-};
+using CudaExecutorHalfFusionTest = CudaParamTest<std::tuple<DType, int64_t>>;
 
 // GeluModel in the 16-bit type, every spelling: the GELU kernel for the three
 // GELU spellings, a pointwise region of the five nodes for the chain that is
@@ -1208,13 +1184,7 @@ Model AttentionModel(DType dtype, int64_t seq, bool dynamo_form) {
   return model;
 }
 
-class CudaExecutorAttentionTest
-    : public ::testing::TestWithParam<std::tuple<DType, int64_t, bool>> {
- protected:
-  void SetUp() override {
-    if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device on this machine";
-  }
-};
+using CudaExecutorAttentionTest = CudaParamTest<std::tuple<DType, int64_t, bool>>;
 
 // Against the host reference, which runs the unfused chain node by node.
 // In the dynamo form query row 2 of batch 0 sees only -inf in the mask and
@@ -1338,13 +1308,7 @@ Model FloatScoresAttentionModel(DType dtype, int64_t seq, int64_t dim) {
   return model;
 }
 
-class CudaExecutorFloatScoresAttentionTest
-    : public ::testing::TestWithParam<std::tuple<DType, int64_t, int64_t>> {
- protected:
-  void SetUp() override {
-    if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device on this machine";
-  }
-};
+using CudaExecutorFloatScoresAttentionTest = CudaParamTest<std::tuple<DType, int64_t, int64_t>>;
 
 TEST_P(CudaExecutorFloatScoresAttentionTest, MatchesHostExecutor) {
   const auto [dtype, batch, dim] = GetParam();
@@ -1373,13 +1337,7 @@ INSTANTIATE_TEST_SUITE_P(
                           std::get<2>(info.param));
     });
 
-class CudaExecutorHeadsSplitAttentionTest
-    : public ::testing::TestWithParam<std::tuple<DType, int64_t>> {
- protected:
-  void SetUp() override {
-    if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device on this machine";
-  }
-};
+using CudaExecutorHeadsSplitAttentionTest = CudaParamTest<std::tuple<DType, int64_t>>;
 
 TEST_P(CudaExecutorHeadsSplitAttentionTest, MatchesHostExecutor) {
   const auto [dtype, batch] = GetParam();
@@ -1505,13 +1463,7 @@ std::vector<BoundOpCase> BoundOpCases() {
   };
 }
 
-class CudaExecutorBoundOpTest
-    : public ::testing::TestWithParam<std::tuple<BoundOpCase, DType>> {
- protected:
-  void SetUp() override {
-    if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device on this machine";
-  }
-};
+using CudaExecutorBoundOpTest = CudaParamTest<std::tuple<BoundOpCase, DType>>;
 
 TEST_P(CudaExecutorBoundOpTest, MatchesHostExecutor) {
   const auto& [c, dtype] = GetParam();
