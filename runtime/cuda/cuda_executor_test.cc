@@ -1283,9 +1283,8 @@ Model FloatScoresAttentionModel(DType dtype, int64_t seq, int64_t dim) {
   model.initializers["lowest"] = scalar(-3.4028235e38f, DType::kFloat32);
   model.initializers["zero"] = scalar(0.0f, DType::kFloat32);
   const auto perm = [](std::vector<int64_t> p) { return Attributes{{"perm", std::move(p)}}; };
-  const auto to = [](DType type) {
-    return Attributes{{"to", int64_t{type == DType::kFloat32 ? 1 : type == DType::kFloat16 ? 10 : 16}}};
-  };
+  // DType's value is the ONNX type id (Note [Datatype table]).
+  const auto to = [](DType type) { return Attributes{{"to", static_cast<int64_t>(type)}}; };
   model.nodes = {
       {"q_t", "Transpose", {"q"}, {"qt"}, perm({0, 2, 1, 3})},
       {"k_t", "Transpose", {"k"}, {"kt"}, perm({0, 2, 3, 1})},
