@@ -61,26 +61,46 @@ __device__ __forceinline__ float Apply(const PointwiseInstruction& in, float a, 
   return CUDART_NAN_F;
 }
 
-// One thread per element, grid-stride, over elements of T; the registers are
-// float. No __restrict__: the output may be an input, and each element is
-// read and written by the same thread.
+// A thread runs the program over kLanes consecutive elements at once, so
+// that decoding each instruction and reading its operands from the register
+// file (indexed at run time, so it lives in local memory) is shared by
+// kLanes elements: one 16-byte access where there were four of 4 bytes.
+// Each element sees the same float operations as alone, in the same order.
+constexpr int kLanes = 4;
+
+__device__ __forceinline__ float4 Splat(float v) { return make_float4(v, v, v, v); }
+
+// Grid-stride over groups of kLanes elements of T; the registers are float.
+// No __restrict__: the output may be an input, and each element is read and
+// written by the same thread (all its inputs before its output).
 template <typename T>
 __global__ void PointwiseKernel(const PointwiseProgram program, const PointwiseInputs inputs,
                                 T* out, int64_t count) {
-  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
-       i += stride) {
-    float r[kPointwiseMaxRegisters];
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * blockDim.x * kLanes;
+  for (int64_t first = (static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * kLanes;
+       first < count; first += stride) {
+    const int lanes = count - first < kLanes ? static_cast<int>(count - first) : kLanes;
+    float4 r[kPointwiseMaxRegisters];
     for (int k = 0; k < program.num_inputs; ++k) {
-      r[k] = static_cast<float>(static_cast<const T*>(inputs.data[k])[i]);
+      const T* in = static_cast<const T*>(inputs.data[k]) + first;
+      float v[kLanes];
+#pragma unroll
+      for (int l = 0; l < kLanes; ++l) v[l] = l < lanes ? static_cast<float>(in[l]) : 0.0f;
+      r[k] = make_float4(v[0], v[1], v[2], v[3]);
     }
     for (int k = 0; k < program.num_instructions; ++k) {
       const PointwiseInstruction& in = program.code[k];
-      const float a = in.a == kPointwiseImmediate ? in.imm : r[in.a];
-      const float b = in.b == kPointwiseImmediate ? in.imm : r[in.b];
-      r[in.dst] = Apply(in, a, b);
+      const float4 a = in.a == kPointwiseImmediate ? Splat(in.imm) : r[in.a];
+      const float4 b = in.b == kPointwiseImmediate ? Splat(in.imm) : r[in.b];
+      r[in.dst] = make_float4(Apply(in, a.x, b.x), Apply(in, a.y, b.y), Apply(in, a.z, b.z),
+                              Apply(in, a.w, b.w));
     }
-    out[i] = static_cast<T>(r[program.result]);  // the one rounding to T
+    const float4 result = r[program.result];
+    const float o[kLanes] = {result.x, result.y, result.z, result.w};
+#pragma unroll
+    for (int l = 0; l < kLanes; ++l) {
+      if (l < lanes) out[first + l] = static_cast<T>(o[l]);  // the one rounding to T
+    }
   }
 }
 
@@ -112,8 +132,9 @@ cudaError_t LaunchPointwise(DType dtype, const PointwiseProgram& program,
   using op_kernels_internal::kIsFloatType;
   if (count < 0 || !IsWellFormed(program)) return cudaErrorInvalidValue;
   if (count == 0) return cudaSuccess;
+  const int64_t groups = (count + kLanes - 1) / kLanes;
   const int64_t blocks =
-      std::min<int64_t>((count + kThreadsPerBlock - 1) / kThreadsPerBlock, kMaxBlocks);
+      std::min<int64_t>((groups + kThreadsPerBlock - 1) / kThreadsPerBlock, kMaxBlocks);
   return op_kernels_internal::VisitDeviceType(dtype, [&](auto tag) -> cudaError_t {
     using T = typename decltype(tag)::Type;
     // The types that compute in float (float64 would lose its precision).
