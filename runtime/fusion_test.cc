@@ -1,5 +1,6 @@
 #include "runtime/fusion.h"
 
+#include <algorithm>
 #include <memory>
 #include <random>
 #include <set>
@@ -747,32 +748,25 @@ TEST(FusionTest, RankThreeAttentionReadsKInPlace) {
 namespace graphserve {
 namespace {
 
-// The TorchScript exporter's float16 SDPA (Note [Fused attention]): the
-// scores cast up to float32 after q k^T, a float32 mask and Softmax, v cast
-// up before the context MatMul, the output float32.
+// Model DynamoAttention as the TorchScript exporter writes it in float16
+// (Note [Fused attention]): q, k and v float16, the scores cast up to float32
+// after q k^T (the mask, Softmax and guard in float32), v cast up before the
+// context MatMul, the output float32.
 Model FloatScoresAttention() {
-  Model model;
+  Model model = DynamoAttention();
   model.name = "attention_float_scores";
-  model.opset = 17;
-  model.inputs = {{"q", DType::kFloat16, {-1, 2, 8, 16}},
-                  {"k", DType::kFloat16, {-1, 2, 8, 16}},
-                  {"v", DType::kFloat16, {-1, 2, 8, 16}},
-                  {"mask", DType::kFloat32, {-1, 1, 8, 8}}};
-  model.outputs = {{"o", DType::kFloat32, {-1, 2, 8, 16}}};
+  for (size_t i = 0; i < 3; ++i) model.inputs[i].dtype = DType::kFloat16;  // q, k, v
   model.initializers["c"] =
-      std::make_shared<const HostTensor>(ConvertFloats(*Scalar(0.5f), DType::kFloat16));
-  const auto to_float = Attributes{{"to", int64_t{1}}};
-  model.nodes = {
-      {"k_t", "Transpose", {"k"}, {"kt"}, {{"perm", std::vector<int64_t>{0, 1, 3, 2}}}},
-      {"q_scale", "Mul", {"q", "c"}, {"qs"}, {}},
-      {"k_scale", "Mul", {"kt", "c"}, {"ks"}, {}},
-      {"scores", "MatMul", {"qs", "ks"}, {"s16"}, {}},
-      {"up", "Cast", {"s16"}, {"s"}, to_float},
-      {"mask_add", "Add", {"s", "mask"}, {"a"}, {}},
-      {"softmax", "Softmax", {"a"}, {"p"}, {{"axis", int64_t{-1}}}},
-      {"v_up", "Cast", {"v"}, {"vf"}, to_float},
-      {"context", "MatMul", {"p", "vf"}, {"o"}, {}},
+      std::make_shared<const HostTensor>(ConvertFloats(*model.initializers["c"], DType::kFloat16));
+  const Attributes to_float = {{"to", static_cast<int64_t>(DType::kFloat32)}};
+  const auto at = [&](const char* name) {
+    return std::find_if(model.nodes.begin(), model.nodes.end(),
+                        [&](const Node& node) { return node.name == name; });
   };
+  at("scores")->outputs = {"s16"};
+  model.nodes.insert(at("scores") + 1, {"up", "Cast", {"s16"}, {"s"}, to_float});
+  at("context")->inputs[1] = "vf";
+  model.nodes.insert(at("context"), {"v_up", "Cast", {"v"}, {"vf"}, to_float});
   return model;
 }
 
@@ -784,7 +778,7 @@ TEST(FusionTest, FloatScoresAttentionIsOneStepOnTheHalfOperands) {
   ASSERT_EQ(plan.steps.size(), 1u);
   const FusedStep& step = plan.steps[0];
   EXPECT_TRUE(step.attention.float_scores);
-  EXPECT_EQ(step.nodes.size(), 9u);
+  EXPECT_EQ(step.nodes.size(), graph.nodes.size());
   EXPECT_EQ(graph.value(step.inputs[0]).name, "q");
   EXPECT_EQ(graph.value(step.inputs[1]).name, "k");
   EXPECT_EQ(graph.value(step.inputs[2]).name, "v");
@@ -796,7 +790,9 @@ TEST(FusionTest, FloatScoresAttentionIsOneStepOnTheHalfOperands) {
 TEST(FusionTest, FloatScoresWithoutACastOfVStayApart) {
   Model model = FloatScoresAttention();
   model.inputs[2].dtype = DType::kFloat32;
-  model.nodes.erase(model.nodes.begin() + 7);  // v_up
+  const auto v_up = std::find_if(model.nodes.begin(), model.nodes.end(),
+                                 [](const Node& node) { return node.name == "v_up"; });
+  model.nodes.erase(v_up);
   model.nodes.back().inputs[1] = "v";
   const BoundGraph graph = Bind(model);
   EXPECT_EQ(PlanFusion(graph, {}).attentions, 0);
