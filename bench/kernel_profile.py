@@ -41,7 +41,9 @@ def torch_profile(args):
     sys.path.insert(0, "bench")
     import model_zoo
     spec = model_zoo.MODELS[args.model]
-    dtype = {"fp32": torch.float32, "fp16": torch.float16}[args.precision]
+    dtype = {"fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16}[args.precision]
+    torch.backends.cuda.matmul.allow_tf32 = args.precision == "tf32"
+    torch.backends.cudnn.allow_tf32 = args.precision == "tf32"
     torch.manual_seed(0)
     model = model_zoo.wrap(spec["build"]().eval(), spec["kind"]).to(dtype).cuda()
     graph = model_zoo.capture_torch_graph(
@@ -80,7 +82,7 @@ def main():
     sub = parser.add_subparsers(dest="mode", required=True)
     t = sub.add_parser("torch")
     t.add_argument("--model", default="bert")
-    t.add_argument("--precision", default="fp16", choices=["fp32", "fp16"])
+    t.add_argument("--precision", default="fp16", choices=["fp32", "tf32", "fp16"])
     t.add_argument("--batch", type=int, default=1)
     t.add_argument("--replays", type=int, default=5)
     n = sub.add_parser("ncu")

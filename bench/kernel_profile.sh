@@ -4,8 +4,8 @@
 #
 #   bench/kernel_profile.sh BIN_DIR OUT_DIR [MODEL] [PRECISION]
 #
-# MODEL is one of bench/model_zoo.py's (default bert), PRECISION fp32 or fp16
-# (default fp16). Exports it with the dynamo exporter, runs the zoo row
+# MODEL is one of bench/model_zoo.py's (default bert), PRECISION fp32, tf32 or
+# fp16 (default fp16). Exports it with the dynamo exporter, runs the zoo row
 # (answers against PyTorch in float64, replay against PyTorch's CUDA graph),
 # then at batch 1 and 8: ncu over one bare replay of runtime_bench (its
 # "bare replays" NVTX range) and torch.profiler over PyTorch's graph, each
@@ -22,10 +22,11 @@ ZOO_MODELS="$model" ZOO_EXPORTERS=dynamo ZOO_PRECISION="$precision" \
   bash bench/model_zoo.sh "$bin" "$out/zoo" > "$out/zoo.log" 2>&1
 cat "$out/zoo/model_zoo.md"
 tag="${model}_dynamo_${precision}"
+tf32_flag=$([ "$precision" = tf32 ] && echo --allow-tf32)
 for batch in 1 8; do
   ncu --clock-control none --nvtx --nvtx-include "GraphServe@bare replays/" --csv \
     --metrics gpu__time_duration.sum "$bin/runtime_bench" --model "/tmp/graphserve-zoo/$tag.onnx" \
-    --batch-sizes "$batch" --iters 1 --warmup 0 --inputs "/tmp/graphserve-zoo/${tag}_in" \
+    --batch-sizes "$batch" $tf32_flag --iters 1 --warmup 0 --inputs "/tmp/graphserve-zoo/${tag}_in" \
     > "$out/ncu_b$batch.csv" 2> "$out/ncu_b$batch.err"
   python3 bench/kernel_profile.py ncu "$out/ncu_b$batch.csv" --out "$out/ours_b$batch.json" |
     tee "$out/ours_b$batch.txt" | head -12

@@ -82,8 +82,7 @@ absl::StatusOr<ScheduleChoice> ChooseForKey(const Model& model, const GraphKey& 
   ASSIGN_OR_RETURN(const BindOptions bind_options, BindOptionsAt(model, key));
   ASSIGN_OR_RETURN(const BoundGraph graph, BindModel(model, bind_options));
   // The executor's own fusion options, so that the schedules name its steps.
-  const FusionPlan fusion = PlanFusion(graph, {.fuse = options.executor.fuse_epilogues,
-                                               .fuse_attention = options.executor.fuse_attention});
+  const FusionPlan fusion = PlanFusion(graph, FusionOptionsOf(options.executor));
 
   std::vector<Candidate> candidates;
   std::vector<Schedule> schedules;

@@ -72,6 +72,14 @@ bool GemmUsesC(const BoundNode& node) {
          FloatAttr(node.attributes, "beta") != 0.0f;
 }
 
+// A GEMM whose B is a 2-D float32 constant it reads N-major (Note [K-major
+// weights]).
+bool HasNMajorFloat32Weight(const BoundGraph& graph, const BoundNode& node) {
+  const BoundValue& b = graph.value(node.inputs[1]);
+  const bool b_transposed = node.op_type == "Gemm" && IntAttr(node.attributes, "transB") != 0;
+  return b.is_constant() && b.dtype == DType::kFloat32 && b.dims.size() == 2 && !b_transposed;
+}
+
 }  // namespace
 
 bool GemmCIsBias(const BoundGraph& graph, const BoundNode& node) {
@@ -936,6 +944,11 @@ class FusionPlanner {
           output = add_node.outputs[0];
         }
       }
+    }
+    if (options_.k_major_float32_weights && HasNMajorFloat32Weight(graph_, node)) {
+      step.gemm_weight_transposed = true;  // a constant: no producer was absorbed for it
+      step.inputs.erase(step.inputs.begin() + 1);
+      ++plan_.transposed_weights;
     }
     if (step.gemm_bias >= 0 || GemmCIsBias(graph_, node)) ++plan_.gemm_bias_epilogues;
     if (step.gemm_scale != 1.0f) ++plan_.gemm_scales;

@@ -52,7 +52,7 @@ struct FusedStep {
   std::vector<int> nodes;
   int anchor = 0;
   // Values the step's kernel reads, in the kernel's order, and writes.
-  //  kGemm: A, B, and C when GemmReadsC; kConv: X, W, [B], [residual];
+  //  kGemm: A, B (unless gemm_weight_transposed), and C when GemmReadsC; kConv: X, W, [B], [residual];
   //  kErfGelu: x; kPointwise: the region's tensor inputs (scalar constants
   //  are compiled in); kAddLayerNorm: the Add's two inputs, then the
   //  LayerNorm's scale and [bias], writing the LayerNorm's output and, when
@@ -66,6 +66,10 @@ struct FusedStep {
   // kGemm: the product of the scale constants taken from Muls and Divs
   // around it, into the GEMM's alpha.
   float gemm_scale = 1.0f;
+  // kGemm: B is a 2-D constant the kernel reads from a transposed copy of
+  // its own (Note [K-major weights]); it is then not among `inputs`, which
+  // are A and [C].
+  bool gemm_weight_transposed = false;
   // kConv: what follows the convolution in its epilogue.
   bool conv_residual = false;
   ActivationParams conv_activation;
@@ -90,7 +94,22 @@ struct FusionOptions {
   // Gemm take its own C as a bias, which is not fusion across nodes).
   bool fuse = true;
   FuseAttention fuse_attention = FuseAttention::kHalf;
+  // Float32 GEMMs read their constant 2-D weights K-major (Note [K-major
+  // weights]): what TF32 on Hopper's tensor cores wants.
+  bool k_major_float32_weights = false;
 };
+
+// Note [K-major weights]
+// ~~~~~~~~~~~~~~~~~~~~~~
+// Hopper's warpgroup MMA reads TF32 operands only K-major (16-bit operands
+// either way). An exported MatMul weight is [K, N], N-major: with it
+// cuBLASLt falls back to Ampere's TF32 kernels and, for BERT-base's first
+// FFN GEMM at batch 1, to a float FMA kernel 3x slower than PyTorch's (H200
+// profile, bench/results/2026-11-29_*_tf32_*). PyTorch's Linear keeps its
+// weight [N, K]. So under TF32 a float32 MatMul, or a Gemm without transB,
+// whose B is a 2-D constant reads a transposed copy the weight store keeps
+// once per model (WeightLayout::kTransposed), with op(B) = B^T: the same
+// products, summed in the kernel's own order.
 
 struct FusionPlan {
   std::vector<FusedStep> steps;  // in a topological (issue) order
@@ -100,6 +119,7 @@ struct FusionPlan {
   std::vector<ValueId> alias_root;
   int gemm_bias_epilogues = 0;  // GEMM steps with a bias in their epilogue
   int gemm_scales = 0;          // GEMM steps with scale constants in their alpha
+  int transposed_weights = 0;   // GEMM steps reading a transposed weight
   int erf_gelus = 0;
   int pointwise_regions = 0;
   int add_layer_norms = 0;

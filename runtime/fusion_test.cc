@@ -1,6 +1,7 @@
 #include "runtime/fusion.h"
 
 #include <algorithm>
+#include <map>
 #include <memory>
 #include <random>
 #include <set>
@@ -101,6 +102,44 @@ TEST(FusionTest, NothingFusedWhenFusionIsOff) {
   ExpectValidOrder(graph, plan);
   EXPECT_EQ(plan.steps.size(), 4u);
   EXPECT_EQ(plan.fused_into_convs, 0);
+}
+
+// Note [K-major weights]: under the option, the GEMMs whose B is a 2-D
+// float32 constant read N-major (a MatMul's; a Gemm's without transB) read a
+// transposed copy of their own, and B leaves the step's inputs.
+TEST(FusionTest, Float32WeightsReadNMajorAreTransposedWhenAsked) {
+  Model model;
+  model.name = "weights";
+  model.opset = 17;
+  model.inputs = {{"x", DType::kFloat32, {-1, 16}}};
+  model.outputs = {{"y", DType::kFloat32, {-1, 6}}};
+  model.initializers["w1"] = Weights({16, 8}, 1);
+  model.initializers["w2"] = Weights({8, 4}, 2);
+  model.initializers["c2"] = Weights({1, 4}, 3);
+  model.initializers["w3"] = Weights({6, 4}, 4);
+  model.nodes = {
+      {"matmul", "MatMul", {"x", "w1"}, {"h1"}, {}},
+      {"gemm_c", "Gemm", {"h1", "w2", "c2"}, {"h2"}, {{"beta", 0.5f}}},
+      {"gemm_tb", "Gemm", {"h2", "w3"}, {"y"}, {{"transB", int64_t{1}}}},
+  };
+  const BoundGraph graph = Bind(model);
+  const FusionPlan plain = PlanFusion(graph, {});
+  EXPECT_EQ(plain.transposed_weights, 0);
+  for (const FusedStep& step : plain.steps) EXPECT_FALSE(step.gemm_weight_transposed);
+
+  const FusionPlan plan = PlanFusion(graph, {.k_major_float32_weights = true});
+  ExpectValidOrder(graph, plan);
+  ASSERT_EQ(plan.steps.size(), 3u);
+  EXPECT_EQ(plan.transposed_weights, 2);
+  std::map<std::string, const FusedStep*> by_name;
+  for (const FusedStep& step : plan.steps) by_name[graph.nodes[step.anchor].name] = &step;
+  const FusedStep& matmul = *by_name.at("matmul");
+  EXPECT_TRUE(matmul.gemm_weight_transposed);
+  EXPECT_EQ(matmul.inputs, std::vector<ValueId>{graph.nodes[0].inputs[0]});  // A only
+  const FusedStep& gemm_c = *by_name.at("gemm_c");
+  EXPECT_TRUE(gemm_c.gemm_weight_transposed);
+  EXPECT_EQ(gemm_c.inputs, (std::vector<ValueId>{graph.nodes[1].inputs[0], graph.nodes[1].inputs[2]}));
+  EXPECT_FALSE(by_name.at("gemm_tb")->gemm_weight_transposed);  // already K-major
 }
 
 // x -> Gemm(W, b) -> Relu -> MatMul(W2) -> Add(b2) -> Reshape -> Sigmoid; and

@@ -1,7 +1,9 @@
 #include "tensor_holder/weight_store.h"
 
+#include <cstring>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/cuda_device_guard.h"
@@ -15,6 +17,21 @@ namespace {
 // The dummy behind zero-byte tensors: one cudaMalloc granule.
 constexpr size_t kDummyBytes = 256;
 
+// The bytes of a 2-D tensor [rows, cols] as [cols, rows].
+std::vector<std::byte> TransposedBytes(const HostTensor& tensor) {
+  const int64_t rows = tensor.dims()[0];
+  const int64_t cols = tensor.dims()[1];
+  const size_t element = DTypeSize(tensor.dtype());
+  const auto* from = static_cast<const std::byte*>(tensor.raw());
+  std::vector<std::byte> to(tensor.bytes());
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) {
+      std::memcpy(&to[(c * rows + r) * element], &from[(r * cols + c) * element], element);
+    }
+  }
+  return to;
+}
+
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<WeightStore>> WeightStore::Create(int device) {
@@ -27,10 +44,15 @@ absl::StatusOr<std::shared_ptr<WeightStore>> WeightStore::Create(int device) {
 }
 
 absl::StatusOr<const void*> WeightStore::GetOrUpload(
-    const std::shared_ptr<const HostTensor>& tensor) {
+    const std::shared_ptr<const HostTensor>& tensor, WeightLayout layout) {
   if (tensor == nullptr) return absl::InvalidArgumentError("GetOrUpload: null tensor");
+  if (layout == WeightLayout::kTransposed && tensor->dims().size() != 2) {
+    return absl::InvalidArgumentError(absl::StrCat("GetOrUpload: only a 2-D weight is transposed, not ",
+                                                   DimsToString(tensor->dims())));
+  }
+  const std::pair<const HostTensor*, WeightLayout> key(tensor.get(), layout);
   absl::MutexLock lock(&mu_);
-  if (auto it = entries_.find(tensor.get()); it != entries_.end()) {
+  if (auto it = entries_.find(key); it != entries_.end()) {
     if (it->second.buffer.get() != nullptr) return it->second.buffer.get();
     return empty_tensor_dummy_.get();
   }
@@ -40,22 +62,27 @@ absl::StatusOr<const void*> WeightStore::GetOrUpload(
   const size_t bytes = tensor->bytes();
   const std::string context =
       absl::StrCat("uploading a ", std::string(DTypeName(tensor->dtype())),
-                   DimsToString(tensor->dims()), " weight (", bytes, " bytes) to device ", device_);
+                   DimsToString(tensor->dims()), " weight (", bytes, " bytes",
+                   layout == WeightLayout::kTransposed ? ", transposed" : "", ") to device ", device_);
   if (bytes == 0) {
     if (empty_tensor_dummy_.get() == nullptr) {
       absl::StatusOr<DeviceBuffer> dummy = DeviceBuffer::Allocate(kDummyBytes);
       if (!dummy.ok()) return AnnotateStatus(dummy.status(), context);
       empty_tensor_dummy_ = *std::move(dummy);
     }
-    entries_.emplace(tensor.get(), Entry{tensor, DeviceBuffer()});
+    entries_.emplace(key, Entry{tensor, DeviceBuffer()});
     return empty_tensor_dummy_.get();
   }
 
   absl::StatusOr<DeviceBuffer> buffer = DeviceBuffer::Allocate(bytes);
   if (!buffer.ok()) return AnnotateStatus(buffer.status(), context);
-  // See Note [Weight upload ordering].
+  std::vector<std::byte> transposed;
+  if (layout == WeightLayout::kTransposed) transposed = TransposedBytes(*tensor);
+  const void* source = layout == WeightLayout::kTransposed ? transposed.data() : tensor->raw();
+  // See Note [Weight upload ordering]; the synchronisation also keeps
+  // `transposed` alive until its copy is done.
   RETURN_IF_ERROR(AnnotateStatus(
-      CudaErrorToStatus(cudaMemcpyAsync(buffer->get(), tensor->raw(), bytes, cudaMemcpyHostToDevice,
+      CudaErrorToStatus(cudaMemcpyAsync(buffer->get(), source, bytes, cudaMemcpyHostToDevice,
                                         upload_stream_.get()),
                         "cudaMemcpyAsync"),
       context));
@@ -63,7 +90,7 @@ absl::StatusOr<const void*> WeightStore::GetOrUpload(
       CudaErrorToStatus(cudaStreamSynchronize(upload_stream_.get()), "cudaStreamSynchronize"),
       context));
   const void* device_ptr = buffer->get();
-  entries_.emplace(tensor.get(), Entry{tensor, *std::move(buffer)});
+  entries_.emplace(key, Entry{tensor, *std::move(buffer)});
   bytes_ += bytes;
   return device_ptr;
 }

@@ -3,8 +3,8 @@
 // size, stream slot) that uses them.
 
 #include <cstddef>
+#include <map>
 #include <memory>
-#include <unordered_map>
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
@@ -15,15 +15,24 @@
 
 namespace graphserve {
 
+// How a weight is laid out on the device.
+enum class WeightLayout {
+  kAsStored,
+  // A 2-D tensor's transpose: [r, c] stored as [c, r]. Hopper's TF32
+  // tensor-core GEMMs read both operands K-major, so a float32 MatMul weight
+  // [K, N] is kept as [N, K] (Note [K-major weights] in runtime/fusion.h).
+  kTransposed,
+};
+
 // Thread-safe.
 class WeightStore {
  public:
   // An empty store on `device`; InvalidArgument if the device does not exist.
   static absl::StatusOr<std::shared_ptr<WeightStore>> Create(int device);
 
-  // The device copy of `tensor`, uploaded on the first request for this
-  // tensor object. Tensors are keyed by identity (the HostTensor's address),
-  // not by contents; the store keeps `tensor` alive, so the address cannot be
+  // The device copy of `tensor` in `layout`, uploaded on the first request
+  // for this tensor object and layout. Tensors are keyed by identity (the
+  // HostTensor's address), not by contents; the store keeps `tensor` alive, so the address cannot be
   // reused by another tensor while the store lives. The store owns the device
   // memory; the pointer stays valid for the store's lifetime.
   //
@@ -35,9 +44,12 @@ class WeightStore {
   // not run while this thread captures a graph, nor while another thread
   // captures in cudaStreamCaptureModeGlobal. Concurrent first requests for the
   // same tensor upload it once; uploads are serialised.
-  absl::StatusOr<const void*> GetOrUpload(const std::shared_ptr<const HostTensor>& tensor);
+  //
+  // kTransposed takes 2-D tensors only (InvalidArgument otherwise).
+  absl::StatusOr<const void*> GetOrUpload(const std::shared_ptr<const HostTensor>& tensor,
+                                          WeightLayout layout = WeightLayout::kAsStored);
 
-  // Bytes of the stored tensors (the dummy is not counted), and how many.
+  // Bytes of the stored copies (the dummy is not counted), and how many.
   [[nodiscard]] size_t bytes() const;
   [[nodiscard]] size_t count() const;
   [[nodiscard]] int device() const { return device_; }
@@ -66,7 +78,7 @@ class WeightStore {
 
   mutable absl::Mutex mu_;
   // Held across an upload, so each tensor is uploaded once.
-  std::unordered_map<const HostTensor*, Entry> entries_ ABSL_GUARDED_BY(mu_);
+  std::map<std::pair<const HostTensor*, WeightLayout>, Entry> entries_ ABSL_GUARDED_BY(mu_);
   size_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
   DeviceBuffer empty_tensor_dummy_ ABSL_GUARDED_BY(mu_);  // allocated on first use
 };

@@ -144,6 +144,36 @@ TEST_F(WeightStoreTest, ZeroByteTensorsShareANonNullDummy) {
   EXPECT_EQ(store_->bytes(), 0u);
 }
 
+TEST_F(WeightStoreTest, TransposedLayoutIsASecondCopyOfTheTranspose) {
+  const std::shared_ptr<const HostTensor> tensor = FloatTensor({3, 5}, 1.0f);
+  absl::StatusOr<const void*> as_stored = store_->GetOrUpload(tensor);
+  absl::StatusOr<const void*> transposed = store_->GetOrUpload(tensor, WeightLayout::kTransposed);
+  ASSERT_TRUE(as_stored.ok()) << as_stored.status();
+  ASSERT_TRUE(transposed.ok()) << transposed.status();
+  EXPECT_NE(*transposed, *as_stored);
+  const std::vector<std::byte> bytes = ReadBack(*transposed, tensor->bytes());
+  std::vector<float> got(15);
+  std::memcpy(got.data(), bytes.data(), bytes.size());
+  for (int64_t r = 0; r < 3; ++r) {
+    for (int64_t c = 0; c < 5; ++c) {
+      EXPECT_EQ(got[c * 3 + r], tensor->data<float>()[r * 5 + c]) << r << "," << c;
+    }
+  }
+  absl::StatusOr<const void*> again = store_->GetOrUpload(tensor, WeightLayout::kTransposed);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(*again, *transposed);
+  EXPECT_EQ(store_->count(), 2u);
+  EXPECT_EQ(store_->bytes(), 2 * tensor->bytes());
+}
+
+TEST_F(WeightStoreTest, TransposedLayoutTakes2DTensorsOnly) {
+  EXPECT_EQ(store_->GetOrUpload(FloatTensor({4, 2, 2}, 0.0f), WeightLayout::kTransposed)
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(store_->count(), 0u);
+}
+
 TEST_F(WeightStoreTest, NullTensorIsInvalidArgument) {
   EXPECT_EQ(store_->GetOrUpload(nullptr).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(store_->count(), 0u);

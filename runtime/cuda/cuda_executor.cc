@@ -106,6 +106,7 @@ struct CudaExecutor::Plan {
   int pointwise_regions = 0;
   int add_layer_norms = 0;
   int fused_attentions = 0;
+  int transposed_weights = 0;
   int conv_steps = 0;
   int fused_into_convs = 0;
   CudaExecutor::PlanTimes times;
@@ -143,9 +144,7 @@ class PlanBuilder {
   // kernel per step, in issue order, with its own workspace, and the arena.
   absl::Status Build() {
     const auto start = std::chrono::steady_clock::now();
-    FusionPlan fusion =
-        PlanFusion(graph_, {.fuse = plan_.options.fuse_epilogues,
-                            .fuse_attention = plan_.options.fuse_attention});
+    FusionPlan fusion = PlanFusion(graph_, FusionOptionsOf(plan_.options));
     plan_.schedule = MakeSchedule(graph_, fusion, plan_.options.schedule);
     RETURN_IF_ERROR(AssignEvents());
     plan_.alias_root = std::move(fusion.alias_root);
@@ -154,6 +153,7 @@ class PlanBuilder {
     plan_.pointwise_regions = fusion.pointwise_regions;
     plan_.add_layer_norms = fusion.add_layer_norms;
     plan_.fused_attentions = fusion.attentions;
+    plan_.transposed_weights = fusion.transposed_weights;
     plan_.conv_steps = fusion.conv_steps;
     plan_.fused_into_convs = fusion.fused_into_convs;
     for (size_t i = 0; i < plan_.schedule.steps.size(); ++i) {
@@ -240,9 +240,11 @@ class PlanBuilder {
         return std::make_unique<ErfGeluKernel>(StepLabel(step), x.dtype, NumElements(x.dims));
       }
       case StepKind::kGemm:
-        return GemmKernel::Create(KernelContext(node, workspace),
-                                  step.gemm_bias >= 0 ? &graph_.value(step.gemm_bias) : nullptr,
-                                  step.gemm_scale);
+        return GemmKernel::Create(
+            KernelContext(node, workspace),
+            {.bias = step.gemm_bias >= 0 ? &graph_.value(step.gemm_bias) : nullptr,
+             .scale = step.gemm_scale,
+             .weight_transposed = step.gemm_weight_transposed});
       case StepKind::kConv: {
         ConvFusion fusion;
         fusion.has_bias = node.inputs.size() > 2;
@@ -388,6 +390,12 @@ class PlanBuilder {
 
 }  // namespace
 
+FusionOptions FusionOptionsOf(const CudaExecutorOptions& options) {
+  return {.fuse = options.fuse_epilogues,
+          .fuse_attention = options.fuse_attention,
+          .k_major_float32_weights = options.allow_tf32};
+}
+
 CudaExecutor::CudaExecutor(std::unique_ptr<Plan> plan) : plan_(std::move(plan)) {}
 CudaExecutor::~CudaExecutor() = default;
 
@@ -473,6 +481,7 @@ int CudaExecutor::fused_gelus() const { return plan_->fused_gelus; }
 int CudaExecutor::pointwise_regions() const { return plan_->pointwise_regions; }
 int CudaExecutor::add_layer_norms() const { return plan_->add_layer_norms; }
 int CudaExecutor::fused_attentions() const { return plan_->fused_attentions; }
+int CudaExecutor::transposed_weights() const { return plan_->transposed_weights; }
 int CudaExecutor::conv_steps() const { return plan_->conv_steps; }
 const CudaExecutor::PlanTimes& CudaExecutor::plan_times() const { return plan_->times; }
 int CudaExecutor::fused_into_convs() const { return plan_->fused_into_convs; }

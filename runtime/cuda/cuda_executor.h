@@ -55,6 +55,9 @@ struct CudaExecutorOptions {
   ScheduleOptions schedule;
 };
 
+// The fusion pass's options for plans of these executor options.
+FusionOptions FusionOptionsOf(const CudaExecutorOptions& options);
+
 // Device memory a plan runs in. Shared by the N plans (batch sizes) of one
 // stream slot; the executor reserves what it needs in each at Create().
 struct ExecutionResources {
@@ -128,6 +131,8 @@ class CudaExecutor : public Executor {
   [[nodiscard]] int add_layer_norms() const;
   // Attention chains run as one kernel (Note [Fused attention]).
   [[nodiscard]] int fused_attentions() const;
+  // GEMM steps reading a transposed weight (Note [K-major weights]).
+  [[nodiscard]] int transposed_weights() const;
   // Number of Conv steps, and of nodes (residual Add, activation) fused into
   // their epilogues.
   [[nodiscard]] int conv_steps() const;

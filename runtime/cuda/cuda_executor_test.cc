@@ -10,6 +10,7 @@
 #include <random>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -97,21 +98,27 @@ TEST_P(CudaExecutorTest, MatchesHostExecutorFusedAndUnfused) {
   absl::StatusOr<std::vector<HostTensor>> expected = (*host)->Run(inputs);
   ASSERT_TRUE(expected.ok()) << expected.status();
 
-  for (bool fuse : {true, false}) {
+  for (const auto& [fuse, tf32] : {std::pair{true, false}, {false, false}, {true, true}}) {
     CudaExecutorOptions options;
     options.fuse_epilogues = fuse;
+    options.allow_tf32 = tf32;
     absl::StatusOr<std::unique_ptr<CudaExecutor>> cuda = CudaExecutor::Create(*graph, options);
     ASSERT_TRUE(cuda.ok()) << cuda.status();
     // Bias epilogues: fc1 (its own C, fused or not) and fc2 (the following
     // Add, when fusing). Relu never goes into cuBLASLt's epilogue (NaN).
     EXPECT_EQ((*cuda)->fused_epilogues(), fuse ? 2 : 1);
+    // Under TF32, fc2's and fc3's weights are read K-major (Note [K-major
+    // weights]); fc3's C is then its step's second input. fc1's is K-major.
+    EXPECT_EQ((*cuda)->transposed_weights(), tf32 ? 2 : 0);
     EXPECT_GE((*cuda)->arena_bytes(), (*cuda)->arena_lower_bound_bytes());
     absl::StatusOr<std::vector<HostTensor>> got = (*cuda)->Run(inputs);
     ASSERT_TRUE(got.ok()) << got.status();
     ASSERT_EQ(got->size(), 2u);
     for (size_t i = 0; i < got->size(); ++i) {
       EXPECT_EQ((*got)[i].dims(), (*expected)[i].dims());
-      EXPECT_LT(RelativeError((*got)[i], (*expected)[i]), 1e-5) << "output " << i << " fuse " << fuse;
+      // TF32 rounds the GEMMs' operands to 10 mantissa bits.
+      EXPECT_LT(RelativeError((*got)[i], (*expected)[i]), tf32 ? 3e-3 : 1e-5)
+          << "output " << i << " fuse " << fuse << " tf32 " << tf32;
     }
   }
 }

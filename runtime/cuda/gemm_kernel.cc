@@ -115,15 +115,14 @@ std::string NodeLabel(const BoundNode& node) {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<GemmKernel>> GemmKernel::Create(const CudaKernelContext& context,
-                                                               const BoundValue* fused_bias,
-                                                               float scale) {
+                                                               const GemmStepFusion& fusion) {
   const BoundGraph& graph = context.graph;
   const BoundNode& node = context.node;
   const BoundValue& a = graph.value(node.inputs[0]);
   const BoundValue& b = graph.value(node.inputs[1]);
   const DType dtype = a.dtype;  // binding gives every operand one type
   GemmGeometry geometry;
-  const BoundValue* bias = fused_bias;
+  const BoundValue* bias = fusion.bias;
   std::unique_ptr<CudaOpKernel> broadcast_c;
   if (node.op_type == "Gemm") {
     GemmOptions& o = geometry.options;
@@ -145,12 +144,22 @@ absl::StatusOr<std::unique_ptr<GemmKernel>> GemmKernel::Create(const CudaKernelC
   } else {
     ASSIGN_OR_RETURN(geometry, MatMulGeometry(a, b));
   }
-  if (fused_bias != nullptr && (broadcast_c != nullptr || bias != fused_bias)) {
+  if (fusion.bias != nullptr && (broadcast_c != nullptr || bias != fusion.bias)) {
     return absl::InternalError(absl::StrCat(
         NodeLabel(node), ": a fused bias and the Gemm's own C cannot both be applied"));
   }
   GemmOptions& o = geometry.options;
-  o.alpha *= scale;
+  o.alpha *= fusion.scale;
+  const void* weight = nullptr;
+  if (fusion.weight_transposed) {
+    if (!b.is_constant() || b.dims.size() != 2 || o.trans_b) {
+      return absl::InternalError(absl::StrCat(
+          NodeLabel(node), ": only a 2-D constant B read N-major is read transposed"));
+    }
+    // B^T is stored [n, k]: op(B) = (B^T)^T (Note [K-major weights]).
+    ASSIGN_OR_RETURN(weight, context.weights->GetOrUpload(b.constant, WeightLayout::kTransposed));
+    o.trans_b = true;
+  }
   if (bias != nullptr) {
     ASSIGN_OR_RETURN(const void* bias_address, context.weights->GetOrUpload(bias->constant));
     o.bias = bias_address;
@@ -180,13 +189,13 @@ absl::StatusOr<std::unique_ptr<GemmKernel>> GemmKernel::Create(const CudaKernelC
     for (int64_t& offset : offsets) offset *= element_bytes;
   }
   return std::make_unique<GemmKernel>(
-      NodeLabel(node), GemmChoiceKey(o), std::move(gemm),
+      NodeLabel(node), GemmChoiceKey(o), std::move(gemm), weight,
       std::move(broadcast_c), std::move(byte_offsets), context.workspace,
       context.algorithm_choices);
 }
 
 GemmKernel::GemmKernel(std::string label, std::string choice_key,
-                       std::unique_ptr<CublasLtGemm> gemm,
+                       std::unique_ptr<CublasLtGemm> gemm, const void* weight,
                        std::unique_ptr<CudaOpKernel> broadcast_c,
                        std::vector<std::array<int64_t, 3>> batch_offsets,
                        std::shared_ptr<StepWorkspace> workspace,
@@ -194,6 +203,7 @@ GemmKernel::GemmKernel(std::string label, std::string choice_key,
     : label_(std::move(label)),
       choice_key_(std::move(choice_key)),
       gemm_(std::move(gemm)),
+      weight_(weight),
       broadcast_c_(std::move(broadcast_c)),
       batch_offsets_(std::move(batch_offsets)),
       workspace_(std::move(workspace)),
@@ -212,7 +222,7 @@ absl::Status GemmKernel::Autotune(absl::Span<const void* const> inputs,
     }
   }
   const auto* a = static_cast<const char*>(inputs[0]);
-  const auto* b = static_cast<const char*>(inputs[1]);
+  const char* b = B(inputs);
   auto* d = static_cast<char*>(outputs[0]);
   if (!batch_offsets_.empty()) {
     const auto& [a_offset, b_offset, d_offset] = batch_offsets_.front();
@@ -241,12 +251,12 @@ absl::Status GemmKernel::Autotune(absl::Span<const void* const> inputs,
 absl::Status GemmKernel::Enqueue(absl::Span<const void* const> inputs,
                                  absl::Span<void* const> outputs, cudaStream_t stream) const {
   if (broadcast_c_) {
-    const void* c[] = {inputs[2]};
+    const void* c[] = {C(inputs)};
     RETURN_IF_ERROR(broadcast_c_->Enqueue(c, outputs, stream));
   }
   if (!gemm_) return absl::OkStatus();  // empty output
   const auto* a = static_cast<const char*>(inputs[0]);
-  const auto* b = static_cast<const char*>(inputs[1]);
+  const char* b = B(inputs);
   auto* d = static_cast<char*>(outputs[0]);
   void* workspace = workspace_->get();
   if (batch_offsets_.empty()) return gemm_->Enqueue(a, b, d, workspace, stream);
@@ -254,6 +264,14 @@ absl::Status GemmKernel::Enqueue(absl::Span<const void* const> inputs,
     RETURN_IF_ERROR(gemm_->Enqueue(a + a_offset, b + b_offset, d + d_offset, workspace, stream));
   }
   return absl::OkStatus();
+}
+
+const char* GemmKernel::B(absl::Span<const void* const> inputs) const {
+  return static_cast<const char*>(weight_ != nullptr ? weight_ : inputs[1]);
+}
+
+const void* GemmKernel::C(absl::Span<const void* const> inputs) const {
+  return inputs[weight_ != nullptr ? 1 : 2];
 }
 
 }  // namespace graphserve

@@ -18,16 +18,25 @@
 
 namespace graphserve {
 
-// Enqueue's inputs: A, B, and C when GemmReadsC (runtime/fusion.h); outputs: D.
+// What the fusion pass gave a GEMM step beyond its node (FusedStep's kGemm
+// fields).
+struct GemmStepFusion {
+  // A column bias taken from a following Add (null: none). A Gemm's own C of
+  // beta 1 that is a column bias goes into the epilogue too (PyTorch's Linear).
+  const BoundValue* bias = nullptr;
+  // Multiplies alpha: the scale constants the pass took.
+  float scale = 1.0f;
+  // B, a 2-D constant, is read from the weight store's transposed copy (Note
+  // [K-major weights] in runtime/fusion.h).
+  bool weight_transposed = false;
+};
+
+// Enqueue's inputs: A, B (unless the step reads a transposed weight of its
+// own), and C when GemmReadsC (runtime/fusion.h); outputs: D.
 class GemmKernel final : public CudaOpKernel {
  public:
-  // `fused_bias` (may be null): a column bias the executor took from a
-  // following Add. A Gemm's own C of beta 1 that is a column bias goes into
-  // the epilogue too (PyTorch's Linear). `scale` multiplies alpha (the
-  // scale constants the fusion pass took, FusedStep::gemm_scale).
   static absl::StatusOr<std::unique_ptr<GemmKernel>> Create(const CudaKernelContext& context,
-                                                            const BoundValue* fused_bias,
-                                                            float scale = 1.0f);
+                                                            const GemmStepFusion& fusion = {});
 
   absl::Status Autotune(absl::Span<const void* const> inputs, absl::Span<void* const> outputs,
                         cudaStream_t stream) override;
@@ -36,15 +45,20 @@ class GemmKernel final : public CudaOpKernel {
 
   // Implementation details follow.
   GemmKernel(std::string label, std::string choice_key, std::unique_ptr<CublasLtGemm> gemm,
-             std::unique_ptr<CudaOpKernel> broadcast_c,
+             const void* weight, std::unique_ptr<CudaOpKernel> broadcast_c,
              std::vector<std::array<int64_t, 3>> batch_offsets,
              std::shared_ptr<StepWorkspace> workspace,
              std::shared_ptr<AlgorithmChoices> algorithm_choices);
 
  private:
+  // B and C among Enqueue's inputs, which hold B unless weight_ is set.
+  [[nodiscard]] const char* B(absl::Span<const void* const> inputs) const;
+  [[nodiscard]] const void* C(absl::Span<const void* const> inputs) const;
+
   std::string label_;
   std::string choice_key_;
   std::unique_ptr<CublasLtGemm> gemm_;  // null for an empty output
+  const void* weight_;                  // B's transposed device copy, or null
   std::unique_ptr<CudaOpKernel> broadcast_c_;
   // Batches that broadcast in no single stride: (A, B, D) byte offsets of
   // each, one cuBLASLt call each. Empty for strided batching.

@@ -13,7 +13,7 @@ namespace {
 // A GEMM with nothing fused (the executor's fusions hand GemmKernel::Create
 // a bias to absorb).
 absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeGemm(const CudaKernelContext& context) {
-  return GemmKernel::Create(context, /*fused_bias=*/nullptr);
+  return GemmKernel::Create(context);
 }
 
 }  // namespace
