@@ -252,15 +252,61 @@ absl::StatusOr<std::unique_ptr<CublasLtGemm>> CublasLtGemm::Create(cublasLtHandl
   return std::unique_ptr<CublasLtGemm>(new CublasLtGemm(handle, o, std::move(d)));
 }
 
+// Note [Timing GEMM algorithms]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A cublasLtMatmul call takes about 10 us of host time on the H200, more
+// than the kernel of a small GEMM: launched back to back, the candidates'
+// times were the host's, within noise of one another, and the choice among
+// them was a draw. BERT-base's first FFN GEMM under TF32 at batch 1 kept a
+// float FMA kernel about 3x slower than the tensor-core ones beside it
+// (bench/gemm_probe.cc; H200 profile in bench/results/2026-11-29_*_tf32_*).
+// A model replays its GEMMs from a CUDA graph, with no host time between
+// kernels, so candidates are timed the same way: their launches captured
+// into a graph, and one replay of it timed.
+
+namespace {
+
+// Milliseconds of one replay of `launches` captured runs of `gemm`'s current
+// algorithm on `stream`, after one untimed replay.
+absl::StatusOr<float> ReplayMs(const CublasLtGemm& gemm, const void* a, const void* b, void* d,
+                               void* workspace, cudaStream_t stream, int launches,
+                               const CudaEvent& start, const CudaEvent& stop) {
+  // Thread-local: other threads' CUDA calls (another slot being planned) go on.
+  CUDA_RETURN_IF_ERROR(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  absl::Status enqueued = absl::OkStatus();
+  for (int i = 0; i < launches && enqueued.ok(); ++i) {
+    enqueued = gemm.Enqueue(a, b, d, workspace, stream);
+  }
+  cudaGraph_t raw_graph = nullptr;
+  const cudaError_t ended = cudaStreamEndCapture(stream, &raw_graph);
+  const CudaGraph graph(raw_graph);
+  RETURN_IF_ERROR(enqueued);
+  CUDA_RETURN_IF_ERROR(ended);
+  cudaGraphExec_t raw_exec = nullptr;
+  CUDA_RETURN_IF_ERROR(cudaGraphInstantiate(&raw_exec, graph.get(), 0));
+  const CudaGraphExec exec(raw_exec);
+  CUDA_RETURN_IF_ERROR(cudaGraphLaunch(exec.get(), stream));  // the first replay uploads it
+  CUDA_RETURN_IF_ERROR(cudaEventRecord(start.get(), stream));
+  CUDA_RETURN_IF_ERROR(cudaGraphLaunch(exec.get(), stream));
+  CUDA_RETURN_IF_ERROR(cudaEventRecord(stop.get(), stream));
+  CUDA_RETURN_IF_ERROR(cudaEventSynchronize(stop.get()));
+  float ms = 0;
+  CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, start.get(), stop.get()));
+  return ms;
+}
+
+}  // namespace
+
 absl::Status CublasLtGemm::ChooseFastestAlgorithm(const void* a, const void* b, void* d,
                                                   void* workspace, cudaStream_t stream) {
   Descriptors& desc = *descriptors_;
   if (desc.candidates.size() < 2) return absl::OkStatus();
-  // Enough launches that the device, not the host, sets the time: up to 20
-  // of a short GEMM, as many as fill kTimedBudgetMs (at least 2) of a long
-  // one, whose few launches the events already resolve. BERT-base's GEMMs
-  // over 32 rows of 512 tokens take about a millisecond each: 23 launches of
-  // each of 8 candidates spent seconds of a load.
+  // Enough launches that short GEMMs' times resolve: up to 20 of a short
+  // GEMM, as many as fill kTimedBudgetMs (at least 2) of a long one, whose
+  // few launches the events already resolve. BERT-base's GEMMs over 32 rows
+  // of 512 tokens take about a millisecond each: 23 launches of each of 8
+  // candidates spent seconds of a load. The eager warm-up launches, host
+  // bound for short GEMMs, bound each candidate's time from above.
   constexpr int kWarmup = 3;
   constexpr int kMaxTimed = 20;
   constexpr float kTimedBudgetMs = 2;
@@ -281,14 +327,14 @@ absl::Status CublasLtGemm::ChooseFastestAlgorithm(const void* a, const void* b, 
     CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&warmup_ms, start.get(), warm.get()));
     const int timed = std::clamp(
         static_cast<int>(kTimedBudgetMs * kWarmup / std::max(warmup_ms, 1e-3f)), 2, kMaxTimed);
-    CUDA_RETURN_IF_ERROR(cudaEventRecord(start.get(), stream));
-    for (int i = 0; i < timed && status.ok(); ++i) status = Enqueue(a, b, d, workspace, stream);
-    CUDA_RETURN_IF_ERROR(cudaEventRecord(stop.get(), stream));
-    CUDA_RETURN_IF_ERROR(cudaEventSynchronize(stop.get()));
-    if (!status.ok()) continue;
-    float ms = 0;
-    CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, start.get(), stop.get()));
-    ms /= static_cast<float>(timed);  // per launch: candidates may time different counts
+    // See Note [Timing GEMM algorithms].
+    const absl::StatusOr<float> replay_ms =
+        ReplayMs(*this, a, b, d, workspace, stream, timed, start, stop);
+    if (!replay_ms.ok()) {
+      cudaGetLastError();  // a capture that failed leaves its error behind
+      continue;
+    }
+    const float ms = *replay_ms / static_cast<float>(timed);  // candidates time different counts
     if (!best || ms < best_ms) {
       best = index;
       best_ms = ms;

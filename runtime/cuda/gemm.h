@@ -121,8 +121,10 @@ class CublasLtGemm {
   // Times each algorithm cuBLASLt's heuristic proposed (up to
   // kGemmCandidateAlgorithms) on these operands and keeps the fastest: the
   // heuristic's first choice is sometimes several times slower for small m
-  // (seen on the H200: m = 8). Writes `d`; synchronises `stream`. Call at
-  // plan time, never while capturing. The operands are device arrays of
+  // (seen on the H200: m = 8). Each is timed as a captured graph's replay
+  // (Note [Timing GEMM algorithms]), so `stream` is a created stream, not the
+  // legacy default one. Writes `d`; synchronises `stream`. Call at plan
+  // time, never while capturing. The operands are device arrays of
   // options().a_dtype, b_dtype and d_dtype.
   absl::Status ChooseFastestAlgorithm(const void* a, const void* b, void* d, void* workspace,
                                       cudaStream_t stream);
