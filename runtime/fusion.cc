@@ -235,6 +235,16 @@ class FusionPlanner {
       }
     }
     if (options_.fuse) {
+      // After the GEMMs, which take a scale before the mask Add, and a
+      // constant mask that is a column bias into their epilogue.
+      for (int i = 0; i < static_cast<int>(graph_.nodes.size()); ++i) {
+        if (absorbed_[i]) continue;
+        if (std::optional<FusedStep> step = MatchMaskedSoftmax(i)) {
+          for (int n : step->nodes) absorbed_[n] = true;
+          ++plan_.masked_softmaxes;
+          Add(*std::move(step));
+        }
+      }
       for (int i = 0; i < static_cast<int>(graph_.nodes.size()); ++i) {
         if (absorbed_[i]) continue;
         if (std::optional<FusedStep> step = MatchAddLayerNorm(i)) {
@@ -503,23 +513,12 @@ class FusionPlanner {
     ValueId p = softmax.outputs[0];
     if (IsGraphOutput(graph_, p)) return std::nullopt;
     if (consumers_[p].size() == 2) {
-      int is_nan = consumers_[p][0];
-      int where = consumers_[p][1];
-      if (graph_.nodes[is_nan].op_type != "IsNaN") std::swap(is_nan, where);
-      const BoundNode& is_nan_node = graph_.nodes[is_nan];
-      const BoundNode& where_node = graph_.nodes[where];
-      if (absorbed_[is_nan] || absorbed_[where] || is_nan_node.op_type != "IsNaN" ||
-          where_node.op_type != "Where" || where_node.inputs.size() != 3 ||
-          SoleConsumer(graph_, consumers_, is_nan_node.outputs[0]) != std::optional<int>(where) ||
-          where_node.inputs[0] != is_nan_node.outputs[0] || where_node.inputs[2] != p ||
-          FloatScalar(graph_.value(where_node.inputs[1])) != std::optional<float>(0.0f) ||
-          graph_.value(where_node.outputs[0]).dims != graph_.value(p).dims) {
-        return std::nullopt;
-      }
+      const std::optional<NanGuard> guard = NanGuardOf(p);
+      if (!guard) return std::nullopt;
       fusion.nan_to_zero = true;
-      step.nodes.push_back(is_nan);
-      step.nodes.push_back(where);
-      p = where_node.outputs[0];
+      step.nodes.push_back(guard->is_nan);
+      step.nodes.push_back(guard->where);
+      p = guard->output;
     }
     const std::optional<int> pv = SoleReader(p, "MatMul");
     if (!pv || graph_.nodes[*pv].inputs[0] != p) return std::nullopt;
@@ -546,6 +545,77 @@ class FusionPlanner {
     step.inputs = {q, k, v};
     if (fusion.has_mask) step.inputs.push_back(mask);
     step.outputs = {out};
+    std::sort(step.nodes.begin(), step.nodes.end());
+    return step;
+  }
+
+  // The dynamo exporter's guard after a Softmax, Where(IsNaN(p), 0, p), as
+  // the only readers of `p`: its two nodes and its output.
+  struct NanGuard {
+    int is_nan;
+    int where;
+    ValueId output;
+  };
+  std::optional<NanGuard> NanGuardOf(ValueId p) const {
+    if (consumers_[p].size() != 2 || IsGraphOutput(graph_, p)) return std::nullopt;
+    int is_nan = consumers_[p][0];
+    int where = consumers_[p][1];
+    if (graph_.nodes[is_nan].op_type != "IsNaN") std::swap(is_nan, where);
+    const BoundNode& is_nan_node = graph_.nodes[is_nan];
+    const BoundNode& where_node = graph_.nodes[where];
+    if (absorbed_[is_nan] || absorbed_[where] || is_nan_node.op_type != "IsNaN" ||
+        where_node.op_type != "Where" || where_node.inputs.size() != 3 ||
+        SoleConsumer(graph_, consumers_, is_nan_node.outputs[0]) != std::optional<int>(where) ||
+        where_node.inputs[0] != is_nan_node.outputs[0] || where_node.inputs[2] != p ||
+        FloatScalar(graph_.value(where_node.inputs[1])) != std::optional<float>(0.0f) ||
+        graph_.value(where_node.outputs[0]).dims != graph_.value(p).dims) {
+      return std::nullopt;
+    }
+    return NanGuard{is_nan, where, where_node.outputs[0]};
+  }
+
+  // Note [Masked softmax]: the step of the Softmax at `node_index` over its
+  // last axis with the mask Add before it and the NaN guard after it (one of
+  // them at least), or nullopt.
+  std::optional<FusedStep> MatchMaskedSoftmax(int node_index) const {
+    const BoundNode& softmax = graph_.nodes[node_index];
+    if (softmax.op_type != "Softmax" || softmax.inputs.size() != 1 ||
+        softmax.outputs.size() != 1 || IntAttr(softmax.attributes, "inner") != 1) {
+      return std::nullopt;
+    }
+    const BoundValue& probabilities = graph_.value(softmax.outputs[0]);
+    const Dims& dims = probabilities.dims;
+    if (!ComputesInFloat(probabilities.dtype) || dims.size() < 2 ||
+        dims.size() > kMaxMaskedSoftmaxRank) {
+      return std::nullopt;
+    }
+    FusedStep step;
+    step.kind = StepKind::kMaskedSoftmax;
+    step.anchor = node_index;
+    step.nodes = {node_index};
+    step.inputs = {softmax.inputs[0]};
+    if (const std::optional<int> add = SoleProducer(softmax.inputs[0], "Add")) {
+      const BoundNode& add_node = graph_.nodes[*add];
+      // The scores are the operand of the Softmax's dims; the mask broadcasts to them.
+      const size_t k = graph_.value(add_node.inputs[0]).dims == dims ? 0 : 1;
+      const BoundValue& scores = graph_.value(add_node.inputs[k]);
+      const BoundValue& mask = graph_.value(add_node.inputs[1 - k]);
+      if (scores.dims == dims && scores.dtype == probabilities.dtype &&
+          mask.dtype == probabilities.dtype && BroadcastsTo(mask.dims, dims)) {
+        step.nodes.push_back(*add);
+        step.inputs = {add_node.inputs[k], add_node.inputs[1 - k]};
+        step.softmax_has_mask = true;
+      }
+    }
+    ValueId p = softmax.outputs[0];
+    if (const std::optional<NanGuard> guard = NanGuardOf(p)) {
+      step.nodes.push_back(guard->is_nan);
+      step.nodes.push_back(guard->where);
+      step.softmax_nan_to_zero = true;
+      p = guard->output;
+    }
+    if (!step.softmax_has_mask && !step.softmax_nan_to_zero) return std::nullopt;
+    step.outputs = {p};
     std::sort(step.nodes.begin(), step.nodes.end());
     return step;
   }

@@ -22,6 +22,10 @@ enum class StepKind {
   kPointwise,  // a region of elementwise nodes of one float type as one kernel (Note [Pointwise regions])
   kAddLayerNorm,  // a residual Add and the LayerNormalization (or RMSNormalization) of its sum
   kAttention,     // MatMul, scale, mask Add, Softmax, [NaN guard], MatMul (Note [Fused attention])
+  // [mask Add], Softmax over the last axis, [NaN guard]: an attention chain's
+  // middle when the chain is not fused whole (Note [Masked softmax] in
+  // runtime/cuda/op_kernels_launch.h)
+  kMaskedSoftmax,
 };
 
 // How a kAttention operand is read (Note [Attention views]): dim i of its
@@ -58,7 +62,8 @@ struct FusedStep {
   //  LayerNorm's scale and [bias], writing the LayerNorm's output and, when
   //  read elsewhere, the sum; kAttention: q [..., Sq, D], k^T [..., D, Sk],
   //  v [..., Sk, Dv] and [mask], writing [..., Sq, Dv], each seen through
-  //  its AttentionPerm; kKernel: the node's inputs.
+  //  its AttentionPerm; kMaskedSoftmax: the scores and [mask]; kKernel: the
+  //  node's inputs.
   std::vector<ValueId> inputs;
   std::vector<ValueId> outputs;
   // kGemm: a column bias taken from a following Add (-1: none).
@@ -73,7 +78,12 @@ struct FusedStep {
   // kConv: what follows the convolution in its epilogue.
   bool conv_residual = false;
   ActivationParams conv_activation;
+  // kAttention: how the chain is read and what it computes.
   AttentionFusion attention;
+  // kMaskedSoftmax: whether a mask is added (the second input) and the NaN
+  // guard follows.
+  bool softmax_has_mask = false;
+  bool softmax_nan_to_zero = false;
 };
 
 // Which attention chains become kAttention steps (Note [Fused attention]).
@@ -124,12 +134,17 @@ struct FusionPlan {
   int pointwise_regions = 0;
   int add_layer_norms = 0;
   int attentions = 0;
+  int masked_softmaxes = 0;
   int fused_into_pointwise = 0;  // nodes run inside pointwise regions
   int conv_steps = 0;
   int fused_into_convs = 0;  // nodes (Add, activations) absorbed into Conv epilogues
 };
 
 FusionPlan PlanFusion(const BoundGraph& graph, const FusionOptions& options);
+
+// The highest rank of the scores a kMaskedSoftmax step takes: four dims
+// before the softmax axis (runtime/cuda/op_kernels_launch.h's SoftmaxMask).
+inline constexpr size_t kMaxMaskedSoftmaxRank = 5;
 
 // Facts about a Gemm/MatMul node the pass and the GEMM kernel share.
 // A constant of a GEMM type (float32, float16, bfloat16) adding one value per

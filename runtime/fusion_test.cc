@@ -485,6 +485,46 @@ TEST(FusionTest, NoAttentionWhenFusionIsOff) {
   EXPECT_EQ(PlanFusion(graph, {.fuse = false, .fuse_attention = FuseAttention::kAll}).attentions, 0);
 }
 
+// Note [Masked softmax]: the float32 chain the default leaves unfused runs its
+// mask Add, Softmax and NaN guard as one step between the two GEMMs, which
+// take the scales into alpha; without the mask and the guard a Softmax stays
+// a node of its own.
+TEST(FusionTest, UnfusedAttentionChainHasAMaskedSoftmax) {
+  Model model = DynamoAttention();
+  const BoundGraph graph = Bind(model);
+  const FusionPlan plan = PlanFusion(graph, {});
+  ExpectValidOrder(graph, plan);
+  EXPECT_EQ(plan.attentions, 0);
+  EXPECT_EQ(plan.masked_softmaxes, 1);
+  EXPECT_EQ(plan.gemm_scales, 1);
+  ASSERT_EQ(plan.steps.size(), 4u);  // k's Transpose, q k^T, the masked softmax, the context
+  const FusedStep& softmax = plan.steps[2];
+  EXPECT_EQ(softmax.kind, StepKind::kMaskedSoftmax);
+  EXPECT_EQ(softmax.nodes.size(), 4u);  // Add, Softmax, IsNaN, Where
+  EXPECT_TRUE(softmax.softmax_has_mask);
+  EXPECT_TRUE(softmax.softmax_nan_to_zero);
+  ASSERT_EQ(softmax.inputs.size(), 2u);
+  EXPECT_EQ(graph.value(softmax.inputs[0]).name, "s");
+  EXPECT_EQ(graph.value(softmax.inputs[1]).name, "mask");
+  EXPECT_EQ(graph.value(softmax.outputs[0]).name, "w");
+  EXPECT_EQ(PlanFusion(graph, {.fuse = false}).masked_softmaxes, 0);
+  EXPECT_EQ(PlanFusion(graph, {.fuse_attention = FuseAttention::kAll}).masked_softmaxes, 0);
+
+  // The TorchScript form: no guard, the mask alone.
+  model.nodes.erase(model.nodes.begin() + 6, model.nodes.begin() + 8);
+  model.nodes.back().inputs[0] = "p";
+  const BoundGraph no_guard = Bind(model);
+  const FusionPlan masked = PlanFusion(no_guard, {});
+  ExpectValidOrder(no_guard, masked);
+  ASSERT_EQ(masked.masked_softmaxes, 1);
+  EXPECT_FALSE(masked.steps[2].softmax_nan_to_zero);
+  EXPECT_EQ(masked.steps[2].nodes.size(), 2u);
+
+  // Neither: the Softmax alone.
+  model.nodes[4] = {"no_mask", "Identity", {"s"}, {"a"}, {}};
+  EXPECT_EQ(PlanFusion(Bind(model), {}).masked_softmaxes, 0);
+}
+
 // Model DynamoAttention in float16 fuses by default (cuDNN's engines); in
 // float32 only when asked (our own kernel, slower than the chain).
 TEST(FusionTest, HalfAttentionFusedByDefaultFloatWhenAsked) {

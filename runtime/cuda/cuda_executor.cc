@@ -106,6 +106,7 @@ struct CudaExecutor::Plan {
   int pointwise_regions = 0;
   int add_layer_norms = 0;
   int fused_attentions = 0;
+  int masked_softmaxes = 0;
   int transposed_weights = 0;
   int conv_steps = 0;
   int fused_into_convs = 0;
@@ -153,6 +154,7 @@ class PlanBuilder {
     plan_.pointwise_regions = fusion.pointwise_regions;
     plan_.add_layer_norms = fusion.add_layer_norms;
     plan_.fused_attentions = fusion.attentions;
+    plan_.masked_softmaxes = fusion.masked_softmaxes;
     plan_.transposed_weights = fusion.transposed_weights;
     plan_.conv_steps = fusion.conv_steps;
     plan_.fused_into_convs = fusion.fused_into_convs;
@@ -210,7 +212,8 @@ class PlanBuilder {
                        : step.kind == StepKind::kPointwise    ? "pointwise region"
                        : step.kind == StepKind::kAddLayerNorm ? "residual Add and LayerNorm"
                        : step.kind == StepKind::kAttention    ? "fused attention"
-                                                              : nullptr;
+                       : step.kind == StepKind::kMaskedSoftmax ? "masked softmax"
+                                                               : nullptr;
     if (what == nullptr) return NodeLabel(graph_.nodes[step.anchor]);
     return absl::StrCat(what, " of '", graph_.value(step.inputs[0]).name, "' (",
                         step.nodes.size(), " ops '", graph_.nodes[step.nodes.front()].name,
@@ -259,6 +262,8 @@ class PlanBuilder {
         return MakeAddLayerNormKernel(graph_, node, /*write_sum=*/step.outputs.size() > 1);
       case StepKind::kAttention:
         return MakeAttentionKernel(KernelContext(node, workspace), step, StepLabel(step));
+      case StepKind::kMaskedSoftmax:
+        return MakeMaskedSoftmaxKernel(graph_, step);
       case StepKind::kKernel:
         break;
     }
@@ -481,6 +486,7 @@ int CudaExecutor::fused_gelus() const { return plan_->fused_gelus; }
 int CudaExecutor::pointwise_regions() const { return plan_->pointwise_regions; }
 int CudaExecutor::add_layer_norms() const { return plan_->add_layer_norms; }
 int CudaExecutor::fused_attentions() const { return plan_->fused_attentions; }
+int CudaExecutor::masked_softmaxes() const { return plan_->masked_softmaxes; }
 int CudaExecutor::transposed_weights() const { return plan_->transposed_weights; }
 int CudaExecutor::conv_steps() const { return plan_->conv_steps; }
 const CudaExecutor::PlanTimes& CudaExecutor::plan_times() const { return plan_->times; }

@@ -131,6 +131,8 @@ class CudaExecutor : public Executor {
   [[nodiscard]] int add_layer_norms() const;
   // Attention chains run as one kernel (Note [Fused attention]).
   [[nodiscard]] int fused_attentions() const;
+  // Softmaxes run with their mask Add and NaN guard (Note [Masked softmax]).
+  [[nodiscard]] int masked_softmaxes() const;
   // GEMM steps reading a transposed weight (Note [K-major weights]).
   [[nodiscard]] int transposed_weights() const;
   // Number of Conv steps, and of nodes (residual Add, activation) fused into

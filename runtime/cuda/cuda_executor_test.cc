@@ -1193,13 +1193,13 @@ Model AttentionModel(DType dtype, int64_t seq, bool dynamo_form) {
 
 using CudaExecutorAttentionTest = CudaParamTest<std::tuple<DType, int64_t, bool>>;
 
-// Against the host reference, which runs the unfused chain node by node.
-// In the dynamo form query row 2 of batch 0 sees only -inf in the mask and
-// one query of the last batch holds a NaN: the Where turns both rows to 0,
-// as the fused kernel must.
-TEST_P(CudaExecutorAttentionTest, FusedMatchesHostExecutor) {
-  const auto [dtype, batch, dynamo_form] = GetParam();
-  constexpr int64_t kSeq = 40;
+// AttentionModel's inputs at sequence kAttentionSeq. In the dynamo form query
+// row 2 of batch 0 sees only -inf in the mask and one query of the last batch
+// holds a NaN: the Where turns both rows to 0.
+constexpr int64_t kAttentionSeq = 40;
+
+std::vector<HostTensor> AttentionInputs(DType dtype, int64_t batch, bool dynamo_form) {
+  constexpr int64_t kSeq = kAttentionSeq;
   std::vector<HostTensor> inputs;
   const int64_t dim = AttentionHeadDim(dynamo_form);
   for (uint64_t seed : {11, 12, 13}) inputs.push_back(RandomTensor(dtype, {batch, 4, kSeq, dim}, seed));
@@ -1214,10 +1214,32 @@ TEST_P(CudaExecutorAttentionTest, FusedMatchesHostExecutor) {
     inputs[0] = ConvertFloats(q, dtype);
   }
   inputs.push_back(ConvertFloats(mask, dtype));
+  return inputs;
+}
+
+// Against the host reference, which runs the unfused chain node by node.
+TEST_P(CudaExecutorAttentionTest, FusedMatchesHostExecutor) {
+  const auto [dtype, batch, dynamo_form] = GetParam();
   ExpectModelMatchesHost(
-      AttentionModel(dtype, kSeq, dynamo_form), dtype, batch, inputs,
+      AttentionModel(dtype, kAttentionSeq, dynamo_form), dtype, batch,
+      AttentionInputs(dtype, batch, dynamo_form),
       [](const CudaExecutor& cuda) { EXPECT_EQ(cuda.fused_attentions(), 1); }, /*ulps=*/8,
       FuseAttention::kAll);
+}
+
+// The chain not fused whole (float32 under the default, every type with
+// attention fusion off): its mask Add, Softmax and NaN guard are one step
+// (Note [Masked softmax]), between the MatMuls' steps.
+TEST_P(CudaExecutorAttentionTest, MaskedSoftmaxMatchesHostExecutor) {
+  const auto [dtype, batch, dynamo_form] = GetParam();
+  ExpectModelMatchesHost(
+      AttentionModel(dtype, kAttentionSeq, dynamo_form), dtype, batch,
+      AttentionInputs(dtype, batch, dynamo_form),
+      [](const CudaExecutor& cuda) {
+        EXPECT_EQ(cuda.fused_attentions(), 0);
+        EXPECT_EQ(cuda.masked_softmaxes(), 1);
+      },
+      /*ulps=*/4, dtype == DType::kFloat32 ? FuseAttention::kHalf : FuseAttention::kNone);
 }
 
 INSTANTIATE_TEST_SUITE_P(

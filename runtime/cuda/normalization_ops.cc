@@ -45,6 +45,7 @@ using op_kernels_internal::HardmaxParams;
 using op_kernels_internal::LayerNormParams;
 using op_kernels_internal::ReduceOp;
 using op_kernels_internal::ReduceParams;
+using op_kernels_internal::SoftmaxMask;
 using op_kernels_internal::SoftmaxParams;
 
 // The element types of the row kernels (Softmax, LayerNormalization):
@@ -102,9 +103,10 @@ class LayerNormKernel final : public NodeKernel {
   bool has_inv_std_dev_;
 };
 
-absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeSoftmax(const CudaKernelContext& context) {
-  const BoundNode& node = context.node;
-  ASSIGN_OR_RETURN(NodeValues v, GetNodeValues(context.graph, node, 1, 1, 1, 1));
+// Softmax's and LogSoftmax's parameters, checked against the node's values,
+// for the plain and the masked kernels.
+absl::StatusOr<SoftmaxParams> ReadSoftmaxParams(const BoundGraph& graph, const BoundNode& node) {
+  ASSIGN_OR_RETURN(NodeValues v, GetNodeValues(graph, node, 1, 1, 1, 1));
   const BoundValue& in = *v.inputs[0];
   const BoundValue& out = *v.outputs[0];
   RETURN_IF_ERROR(CheckSameDType(node, in, out));
@@ -120,8 +122,56 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeSoftmax(const CudaKernelContex
   const int64_t count = params.outer * params.axis_size * params.inner;
   RETURN_IF_ERROR(CheckElementCount(node, in, count));
   RETURN_IF_ERROR(CheckElementCount(node, out, count));
-  return MakeParamsKernel(node, params, EnqueueSoftmax, "LaunchSoftmax");
+  return params;
 }
+
+absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeSoftmax(const CudaKernelContext& context) {
+  ASSIGN_OR_RETURN(const SoftmaxParams params, ReadSoftmaxParams(context.graph, context.node));
+  return MakeParamsKernel(context.node, params, EnqueueSoftmax, "LaunchSoftmax");
+}
+
+// Note [Masked softmax]: how a mask of `mask` dims, broadcast (right-aligned)
+// to the scores' `dims`, is read from each row.
+SoftmaxMask MaskLayoutOver(const Dims& mask, const Dims& dims) {
+  SoftmaxMask layout;
+  layout.rank = static_cast<int>(dims.size()) - 1;
+  const int offset = static_cast<int>(dims.size() - mask.size());
+  int64_t stride = 1;
+  for (int d = static_cast<int>(dims.size()) - 1; d >= 0; --d) {
+    const int64_t extent = d >= offset ? mask[d - offset] : 1;
+    const int64_t step = extent == 1 ? 0 : stride;
+    if (d == layout.rank) {
+      layout.col_stride = step;
+    } else {
+      layout.dims[d] = dims[d];
+      layout.strides[d] = step;
+    }
+    stride *= extent;
+  }
+  return layout;
+}
+
+class MaskedSoftmaxKernel final : public NodeKernel {
+ public:
+  MaskedSoftmaxKernel(const BoundNode& softmax, const SoftmaxParams& params, bool has_mask)
+      : NodeKernel(softmax), params_(params), has_mask_(has_mask) {}
+
+  absl::Status Enqueue(absl::Span<const void* const> inputs, absl::Span<void* const> outputs,
+                       cudaStream_t stream) const override {
+    if (inputs.size() != (has_mask_ ? 2u : 1u) || outputs.size() != 1) {
+      return absl::InvalidArgumentError(absl::StrCat("masked softmax: Enqueue got ",
+                                                     inputs.size(), " inputs and ",
+                                                     outputs.size(), " outputs"));
+    }
+    return LaunchStatus(op_kernels_internal::LaunchSoftmax(params_, inputs[0], outputs[0], stream,
+                                                           has_mask_ ? inputs[1] : nullptr),
+                        "LaunchSoftmax");
+  }
+
+ private:
+  SoftmaxParams params_;
+  bool has_mask_;
+};
 
 cudaError_t EnqueueHardmax(const HardmaxParams& params, DeviceInputs inputs,
                            DeviceOutputs outputs, cudaStream_t stream) {
@@ -394,6 +444,20 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeAddLayerNormKernel(const Bound
   ASSIGN_OR_RETURN(const LayerNormParams params, ReadLayerNormParams(graph, layer_norm));
   return std::make_unique<AddLayerNormKernel>(layer_norm, params, layer_norm.inputs.size() == 3,
                                               write_sum);
+}
+
+absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeMaskedSoftmaxKernel(const BoundGraph& graph,
+                                                                      const FusedStep& step) {
+  static_assert(kMaxMaskedSoftmaxRank == op_kernels_internal::kMaxSoftmaxMaskDims + 1);
+  const BoundNode& softmax = graph.nodes[step.anchor];
+  ASSIGN_OR_RETURN(SoftmaxParams params, ReadSoftmaxParams(graph, softmax));
+  const Dims& dims = graph.value(step.inputs[0]).dims;
+  if (params.inner != 1 || dims.size() < 2 || dims.size() > kMaxMaskedSoftmaxRank) {
+    return Invalid(softmax, "a masked softmax is over the last axis of 2 to 5 dims");
+  }
+  if (step.softmax_has_mask) params.mask = MaskLayoutOver(graph.value(step.inputs[1]).dims, dims);
+  params.nan_to_zero = step.softmax_nan_to_zero;
+  return std::make_unique<MaskedSoftmaxKernel>(softmax, params, step.softmax_has_mask);
 }
 
 void AddNormalizationCudaKernels(CudaKernelDefs& defs) {

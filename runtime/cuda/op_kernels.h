@@ -10,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "runtime/bound_graph.h"
 #include "runtime/cuda/cuda_op_kernel.h"
+#include "runtime/fusion.h"
 
 namespace graphserve {
 
@@ -25,5 +26,10 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeExpandKernel(const BoundGraph&
 absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeAddLayerNormKernel(const BoundGraph& graph,
                                                                      const BoundNode& layer_norm,
                                                                      bool write_sum);
+
+// A kMaskedSoftmax step (Note [Masked softmax] in op_kernels_launch.h).
+// Enqueue's inputs: the scores and [mask]; outputs: the probabilities.
+absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeMaskedSoftmaxKernel(const BoundGraph& graph,
+                                                                      const FusedStep& step);
 
 }  // namespace graphserve

@@ -147,6 +147,29 @@ struct WhereParams {
 cudaError_t LaunchWhere(const WhereParams& params, const void* cond, const void* x,
                         const void* y, void* output, cudaStream_t stream);
 
+// Note [Masked softmax]
+// ~~~~~~~~~~~~~~~~~~~~~
+// The middle of an attention chain that is not fused whole (a float32 one
+// under FuseAttention::kHalf, Note [Fused attention]): Softmax over the last
+// axis of Add(scores, mask), the mask broadcast to the scores, and the
+// dynamo exporter's Where(IsNaN(p), 0, p), as one kernel (StepKind::
+// kMaskedSoftmax): per layer three launches and four passes over the scores
+// fewer. Each element is the unfused chain's: the sum is rounded to the type
+// as the Add's output was, the Softmax is the same code, and a NaN output
+// becomes 0.
+inline constexpr int kMaxSoftmaxMaskDims = 4;
+
+// Where row r of the scores [rows, cols] finds its mask: the sum over the
+// scores' dims before the last (outermost first) of r's coordinate times the
+// mask's element stride along that dim (0 where it broadcasts), then
+// col_stride per column.
+struct SoftmaxMask {
+  int rank = 0;
+  int64_t dims[kMaxSoftmaxMaskDims] = {};
+  int64_t strides[kMaxSoftmaxMaskDims] = {};
+  int64_t col_stride = 0;
+};
+
 // float32 input viewed as [outer, axis_size, inner].
 struct SoftmaxParams {
   DType dtype = DType::kFloat32;  // float32, float16 or bfloat16, computed in float
@@ -155,10 +178,15 @@ struct SoftmaxParams {
   int64_t inner = 0;
   // LogSoftmax: x - max - log(sum(exp(x - max))) instead of the quotient.
   bool log = false;
+  // Note [Masked softmax]; inner 1 only. `mask` is read when LaunchSoftmax
+  // gets one.
+  SoftmaxMask mask;
+  bool nan_to_zero = false;
 };
 
+// `mask` (of params.dtype, may be null): see Note [Masked softmax].
 cudaError_t LaunchSoftmax(const SoftmaxParams& params, const void* input, void* output,
-                          cudaStream_t stream);
+                          cudaStream_t stream, const void* mask = nullptr);
 
 // Hardmax: `dtype` (a float type) viewed as [outer, axis_size, inner], as
 // Softmax; the output has the input's dtype.

@@ -155,22 +155,58 @@ __device__ __forceinline__ float SoftmaxOutput(float shifted, float sum, bool lo
   return log ? shifted - logf(sum) : expf(shifted) / sum;
 }
 
+// A row's view of its scores (Note [Masked softmax]): x, plus the mask's
+// elements when there is one, the sum rounded to T as the Add's output was.
+template <typename T>
+struct MaskedRow {
+  const T* x;
+  const T* mask = nullptr;  // the row's first mask element, or null
+  int64_t col_stride = 0;
+
+  __device__ __forceinline__ float operator()(int64_t c) const {
+    if (mask == nullptr) return static_cast<float>(x[c]);
+    return static_cast<float>(
+        static_cast<T>(static_cast<float>(x[c]) + static_cast<float>(mask[c * col_stride])));
+  }
+};
+
+template <typename T>
+__device__ __forceinline__ MaskedRow<T> RowOf(const T* in, const T* mask, const SoftmaxMask& layout,
+                                              int64_t row, int64_t cols) {
+  MaskedRow<T> view{in + row * cols};
+  if (mask == nullptr) return view;
+  int64_t offset = 0;
+  for (int d = layout.rank - 1; d >= 0; --d) {
+    offset += (row % layout.dims[d]) * layout.strides[d];
+    row /= layout.dims[d];
+  }
+  view.mask = mask + offset;
+  view.col_stride = layout.col_stride;
+  return view;
+}
+
+// The output of one element, NaN made 0 under the exporter's guard.
+__device__ __forceinline__ float GuardedOutput(float y, bool nan_to_zero) {
+  return nan_to_zero && isnan(y) ? 0.0f : y;
+}
+
 // The kernels read elements of T (float32 or a 16-bit float) and compute in
-// float; the output is rounded once to T.
+// float; the output is rounded once to T. `mask` may be null.
 template <typename T, int kPerLane>
 __global__ void __launch_bounds__(kRowWarps* kWarpSize)
-    SoftmaxWarpRowsKernel(const T* in, T* out, int64_t rows, int cols, bool log) {
+    SoftmaxWarpRowsKernel(const T* in, const T* mask, T* out, int64_t rows, int cols,
+                          SoftmaxMask layout, bool log, bool nan_to_zero) {
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowWarps + threadIdx.x / kWarpSize;
   if (row >= rows) return;  // the whole warp leaves together
   const int lane = threadIdx.x % kWarpSize;
-  const T* x = in + row * cols;
+  const MaskedRow<T> x = RowOf(in, mask, layout, row, cols);
   T* y = out + row * cols;
   float v[kPerLane];
   float max_value = -INFINITY;
 #pragma unroll
   for (int k = 0; k < kPerLane; ++k) {
     const int c = lane + k * kWarpSize;
-    v[k] = c < cols ? static_cast<float>(x[c]) : -INFINITY;
+    v[k] = c < cols ? x(c) : -INFINITY;
     max_value = fmaxf(max_value, v[k]);
   }
   max_value = WarpMax(max_value);
@@ -185,17 +221,20 @@ __global__ void __launch_bounds__(kRowWarps* kWarpSize)
 #pragma unroll
   for (int k = 0; k < kPerLane; ++k) {
     const int c = lane + k * kWarpSize;
-    if (c < cols) y[c] = static_cast<T>(SoftmaxOutput(v[k], sum, log));
+    if (c < cols) {
+      y[c] = static_cast<T>(GuardedOutput(SoftmaxOutput(v[k], sum, log), nan_to_zero));
+    }
   }
 }
 
 template <typename T>
 __global__ void __launch_bounds__(kRowBlockThreads)
-    SoftmaxBlockRowsKernel(const T* in, T* out, int64_t cols, bool log) {
+    SoftmaxBlockRowsKernel(const T* in, const T* mask, T* out, int64_t cols, SoftmaxMask layout,
+                           bool log, bool nan_to_zero) {
   __shared__ float scratch[kRowBlockThreads / kWarpSize];
-  const T* x = in + static_cast<int64_t>(blockIdx.x) * cols;
-  T* y = out + static_cast<int64_t>(blockIdx.x) * cols;
-  const auto at = [x](int64_t c) { return static_cast<float>(x[c]); };
+  const int64_t row = blockIdx.x;
+  const MaskedRow<T> at = RowOf(in, mask, layout, row, cols);
+  T* y = out + row * cols;
   float max_value = -INFINITY;
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) max_value = fmaxf(max_value, at(c));
   max_value = BlockMax(max_value, scratch);
@@ -203,12 +242,10 @@ __global__ void __launch_bounds__(kRowBlockThreads)
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) sum += expf(at(c) - max_value);
   sum = BlockSum(sum, scratch);
   for (int64_t c = threadIdx.x; c < cols; c += blockDim.x) {
-    y[c] = static_cast<T>(SoftmaxOutput(at(c) - max_value, sum, log));
+    y[c] = static_cast<T>(GuardedOutput(SoftmaxOutput(at(c) - max_value, sum, log), nan_to_zero));
   }
 }
 
-// Softmax over a non-innermost axis: one thread per (outer, inner) pair;
-// neighbouring threads read neighbouring elements at every step.
 template <typename T>
 __global__ void __launch_bounds__(kStridedThreads)
     SoftmaxStridedKernel(const T* in, T* out, int64_t outer, int64_t axis_size, int64_t inner,
@@ -231,9 +268,10 @@ __global__ void __launch_bounds__(kStridedThreads)
 }
 
 template <typename T>
-cudaError_t LaunchSoftmaxOf(const SoftmaxParams& p, const T* input, T* output,
+cudaError_t LaunchSoftmaxOf(const SoftmaxParams& p, const T* input, const T* mask, T* output,
                             cudaStream_t stream) {
   if (p.inner != 1) {
+    if (mask != nullptr || p.nan_to_zero) return cudaErrorInvalidValue;  // rows only
     SoftmaxStridedKernel<T><<<StridedBlocks(p.outer * p.inner), kStridedThreads, 0, stream>>>(
         input, output, p.outer, p.axis_size, p.inner, p.log);
     return cudaGetLastError();
@@ -242,7 +280,7 @@ cudaError_t LaunchSoftmaxOf(const SoftmaxParams& p, const T* input, T* output,
   if (p.axis_size > kMaxWarpRowCols) {
     if (rows > INT32_MAX) return cudaErrorInvalidConfiguration;
     SoftmaxBlockRowsKernel<T><<<static_cast<unsigned>(rows), kRowBlockThreads, 0, stream>>>(
-        input, output, p.axis_size, p.log);
+        input, mask, output, p.axis_size, p.mask, p.log, p.nan_to_zero);
     return cudaGetLastError();
   }
   const unsigned blocks = WarpRowBlocks(rows);
@@ -250,7 +288,8 @@ cudaError_t LaunchSoftmaxOf(const SoftmaxParams& p, const T* input, T* output,
   const int cols = static_cast<int>(p.axis_size);
   WithPerLaneBucket(cols, [&](auto per_lane) {
     SoftmaxWarpRowsKernel<T, decltype(per_lane)::value>
-        <<<blocks, kRowWarps * kWarpSize, 0, stream>>>(input, output, rows, cols, p.log);
+        <<<blocks, kRowWarps * kWarpSize, 0, stream>>>(input, mask, output, rows, cols, p.mask,
+                                                       p.log, p.nan_to_zero);
   });
   return cudaGetLastError();
 }
@@ -981,11 +1020,12 @@ __global__ void __launch_bounds__(kStridedThreads)
 }  // namespace
 
 cudaError_t LaunchSoftmax(const SoftmaxParams& p, const void* input, void* output,
-                          cudaStream_t stream) {
+                          cudaStream_t stream, const void* mask) {
   if (p.outer <= 0 || p.axis_size <= 0 || p.inner <= 0) return cudaSuccess;
   return VisitRowKernelType(p.dtype, [&](auto tag) {
     using T = decltype(tag);
-    return LaunchSoftmaxOf<T>(p, static_cast<const T*>(input), static_cast<T*>(output), stream);
+    return LaunchSoftmaxOf<T>(p, static_cast<const T*>(input), static_cast<const T*>(mask),
+                              static_cast<T*>(output), stream);
   });
 }
 
