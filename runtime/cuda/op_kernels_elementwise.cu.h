@@ -151,6 +151,9 @@ cudaError_t LaunchMapped(const StridedLayout& layout, F f, Out* out, cudaStream_
     case 3:
       StridedMapKernel<3, uint32_t><<<blocks, kMapThreads, 0, stream>>>(layout, f, out, in...);
       break;
+    case 4:
+      StridedMapKernel<4, uint32_t><<<blocks, kMapThreads, 0, stream>>>(layout, f, out, in...);
+      break;
     default:
       StridedMapKernel<0, uint32_t><<<blocks, kMapThreads, 0, stream>>>(layout, f, out, in...);
       break;

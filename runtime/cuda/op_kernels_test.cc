@@ -791,6 +791,10 @@ std::vector<OpCase> TransposeCases() {
       {{3, 40, 70}, {0, 2, 1}},      // tiled, batched
       {{2, 3, 4}, {2, 0, 1}},
       {{2, 5, 3, 8}, {0, 2, 1, 3}},  // attention heads: innermost dim kept
+      // Note [Vector copies]: rows of 64 move as 16-byte units; rows of 6
+      // only for 8-byte types.
+      {{3, 7, 4, 64}, {0, 2, 1, 3}},
+      {{2, 4, 3, 6}, {0, 2, 1, 3}},
       {{1, 3, 1, 4}, {3, 2, 1, 0}},
       {{7}, {0}},
       {{2, 3, 2, 1, 3, 2}, {5, 4, 3, 2, 1, 0}},

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <type_traits>
 
 #include "runtime/cuda/dtype_dispatch.cu.h"
@@ -280,8 +281,45 @@ cudaError_t LaunchFloatTypes(const UnaryParams& p, F f, const void* in, void* ou
   });
 }
 
+// Note [Vector copies]
+// ~~~~~~~~~~~~~~~~~~~~
+// A strided copy whose innermost dim is read contiguously (the heads' split
+// and merge Transposes of attention, [B, S, H, d] <-> [B, H, S, d]; Slices
+// of whole rows) moves 16-byte units when that dim's bytes, every other
+// stride's bytes and both pointers allow it: a quarter of the float32
+// elements to index, one 16-byte load and store each. BERT-base's q, k and v
+// Transposes at batch 8 of 128 tokens took 6.8 us each element by element
+// (H200, ncu), three times what their bytes need.
+using Vec16 = uint4;
+
+// `layout` (of `element_bytes` elements, output dense) over 16-byte units,
+// or nullopt where a unit would straddle a stride.
+std::optional<StridedLayout> Vec16Layout(const StridedLayout& layout, size_t element_bytes,
+                                         const void* in, void* out) {
+  const int64_t units = static_cast<int64_t>(sizeof(Vec16) / element_bytes);
+  const int last = layout.rank - 1;
+  if (units <= 1 || layout.contiguous || layout.strides[0][last] != 1 ||
+      layout.dims[last] % units != 0 || reinterpret_cast<uintptr_t>(in) % sizeof(Vec16) != 0 ||
+      reinterpret_cast<uintptr_t>(out) % sizeof(Vec16) != 0) {
+    return std::nullopt;
+  }
+  StridedLayout wide = layout;
+  for (int d = 0; d < last; ++d) {
+    if (layout.strides[0][d] % units != 0) return std::nullopt;
+    wide.strides[0][d] = layout.strides[0][d] / units;
+  }
+  wide.dims[last] = layout.dims[last] / units;
+  wide.num_elements = layout.num_elements / units;
+  wide.index32 = wide.num_elements <= INT32_MAX;
+  return wide;
+}
+
 // Data movement depends only on the element size.
 cudaError_t LaunchCopy(const UnaryParams& p, const void* in, void* out, cudaStream_t stream) {
+  if (const std::optional<StridedLayout> wide =
+          Vec16Layout(p.layout, DTypeSize(p.input_type), in, out)) {
+    return LaunchMapped(*wide, CopyFn{}, Out<Vec16>(out), stream, In<Vec16>(in));
+  }
   return VisitElementBits(p.input_type, [&](auto bits) {
     using Bits = decltype(bits);
     return LaunchMapped(p.layout, CopyFn{}, Out<Bits>(out), stream, In<Bits>(in));
