@@ -148,6 +148,8 @@ SoftmaxMask MaskLayoutOver(const Dims& mask, const Dims& dims) {
     }
     stride *= extent;
   }
+  const int64_t rows = NumElements(dims) / dims.back();
+  layout.index32 = rows <= UINT32_MAX && stride <= UINT32_MAX;  // stride: the mask's elements
   return layout;
 }
 

@@ -170,17 +170,26 @@ struct MaskedRow {
   }
 };
 
+// The mask offset of `row` (SoftmaxMask), in Index arithmetic.
+template <typename Index>
+__device__ __forceinline__ int64_t MaskOffset(const SoftmaxMask& layout, Index row) {
+  Index offset = 0;
+  for (int d = layout.rank - 1; d >= 0; --d) {
+    const Index dim = static_cast<Index>(layout.dims[d]);
+    const Index quotient = row / dim;
+    offset += (row - quotient * dim) * static_cast<Index>(layout.strides[d]);
+    row = quotient;
+  }
+  return static_cast<int64_t>(offset);
+}
+
 template <typename T>
 __device__ __forceinline__ MaskedRow<T> RowOf(const T* in, const T* mask, const SoftmaxMask& layout,
                                               int64_t row, int64_t cols) {
   MaskedRow<T> view{in + row * cols};
   if (mask == nullptr) return view;
-  int64_t offset = 0;
-  for (int d = layout.rank - 1; d >= 0; --d) {
-    offset += (row % layout.dims[d]) * layout.strides[d];
-    row /= layout.dims[d];
-  }
-  view.mask = mask + offset;
+  view.mask = mask + (layout.index32 ? MaskOffset(layout, static_cast<uint32_t>(row))
+                                     : MaskOffset(layout, static_cast<uint64_t>(row)));
   view.col_stride = layout.col_stride;
   return view;
 }
