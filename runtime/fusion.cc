@@ -654,6 +654,29 @@ class FusionPlanner {
     }
   }
 
+  // Note [Transposed GEMM operands]: `value` as a swap of the last two dims
+  // of another, made for its reader alone by one Transpose or by the batched
+  // swap; the Transpose and the value swapped.
+  struct LastTwoSwap {
+    int transpose;
+    ValueId source;
+  };
+  std::optional<LastTwoSwap> LastTwoSwapOf(ValueId value) const {
+    if (const std::optional<BatchedSwap> swap = BatchedSwapOf(value)) {
+      return LastTwoSwap{swap->transpose, swap->source};
+    }
+    const std::optional<int> transpose = SoleProducer(value, "Transpose");
+    const int rank = static_cast<int>(graph_.value(value).dims.size());
+    if (!transpose || rank < 2) return std::nullopt;
+    std::vector<int64_t> swapped(rank);
+    for (int i = 0; i < rank; ++i) swapped[i] = i;
+    std::swap(swapped[rank - 1], swapped[rank - 2]);
+    std::vector<int64_t> perm = IntsAttr(graph_.nodes[*transpose].attributes, "perm");
+    if (perm.empty()) perm = {1, 0};  // the default reverses: a swap at rank 2 only
+    if (perm != swapped) return std::nullopt;
+    return LastTwoSwap{*transpose, graph_.nodes[*transpose].inputs[0]};
+  }
+
   // Note [Attention views]: `value` [a, b, c, d] computed as
   // Reshape(Transpose(Reshape(x [a, b, d, c]) to [a*b, d, c], perm 0 2 1))
   // back to four dims, as the dynamo exporter writes k^T: x with its last
@@ -993,6 +1016,16 @@ class FusionPlanner {
           step.gemm_scale *= scaling->factor;
           step.inputs[k] = scaling->scaled;
           Absorb(step, producer);
+        }
+      }
+      if (node.op_type == "MatMul") {
+        for (size_t k = 0; k < 2; ++k) {
+          if (std::optional<LastTwoSwap> swap = LastTwoSwapOf(step.inputs[k])) {
+            (k == 0 ? step.gemm_trans_a : step.gemm_trans_b) = true;
+            step.inputs[k] = swap->source;
+            Absorb(step, swap->transpose);
+            ++plan_.gemm_transposes;
+          }
         }
       }
       if (std::optional<int> next = SoleConsumer(graph_, consumers_, output)) {

@@ -75,6 +75,11 @@ struct FusedStep {
   // its own (Note [K-major weights]); it is then not among `inputs`, which
   // are A and [C].
   bool gemm_weight_transposed = false;
+  // kGemm of a MatMul: A / B is read through a swap of its last two dims, a
+  // Transpose the step took (Note [Transposed GEMM operands]); the input is
+  // that Transpose's.
+  bool gemm_trans_a = false;
+  bool gemm_trans_b = false;
   // kConv: what follows the convolution in its epilogue.
   bool conv_residual = false;
   ActivationParams conv_activation;
@@ -109,6 +114,15 @@ struct FusionOptions {
   bool k_major_float32_weights = false;
 };
 
+// Note [Transposed GEMM operands]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// cuBLASLt reads either operand transposed at no cost. So a MatMul takes a
+// Transpose of its operand that swaps the last two dims, or the dynamo
+// exporter's batched swap (Reshape to three dims, Transpose 0 2 1, Reshape
+// back: its k^T), when the MatMul is its only reader, and reads the
+// Transpose's input with op(T): attention's q k^T in a chain not fused whole
+// loses a copy of k per layer (BERT-base, ViT under TF32 and float32).
+//
 // Note [K-major weights]
 // ~~~~~~~~~~~~~~~~~~~~~~
 // Hopper's warpgroup MMA reads TF32 operands only K-major (16-bit operands
@@ -130,6 +144,7 @@ struct FusionPlan {
   int gemm_bias_epilogues = 0;  // GEMM steps with a bias in their epilogue
   int gemm_scales = 0;          // GEMM steps with scale constants in their alpha
   int transposed_weights = 0;   // GEMM steps reading a transposed weight
+  int gemm_transposes = 0;      // Transposes taken into GEMMs as op(T)
   int erf_gelus = 0;
   int pointwise_regions = 0;
   int add_layer_norms = 0;

@@ -497,8 +497,14 @@ TEST(FusionTest, UnfusedAttentionChainHasAMaskedSoftmax) {
   EXPECT_EQ(plan.attentions, 0);
   EXPECT_EQ(plan.masked_softmaxes, 1);
   EXPECT_EQ(plan.gemm_scales, 1);
-  ASSERT_EQ(plan.steps.size(), 4u);  // k's Transpose, q k^T, the masked softmax, the context
-  const FusedStep& softmax = plan.steps[2];
+  // q k^T reads k with op(T) (Note [Transposed GEMM operands]), then the
+  // masked softmax, the context.
+  ASSERT_EQ(plan.steps.size(), 3u);
+  EXPECT_EQ(plan.gemm_transposes, 1);
+  EXPECT_TRUE(plan.steps[0].gemm_trans_b);
+  EXPECT_FALSE(plan.steps[0].gemm_trans_a);
+  EXPECT_EQ(graph.value(plan.steps[0].inputs[1]).name, "k");
+  const FusedStep& softmax = plan.steps[1];
   EXPECT_EQ(softmax.kind, StepKind::kMaskedSoftmax);
   EXPECT_EQ(softmax.nodes.size(), 4u);  // Add, Softmax, IsNaN, Where
   EXPECT_TRUE(softmax.softmax_has_mask);
@@ -517,8 +523,8 @@ TEST(FusionTest, UnfusedAttentionChainHasAMaskedSoftmax) {
   const FusionPlan masked = PlanFusion(no_guard, {});
   ExpectValidOrder(no_guard, masked);
   ASSERT_EQ(masked.masked_softmaxes, 1);
-  EXPECT_FALSE(masked.steps[2].softmax_nan_to_zero);
-  EXPECT_EQ(masked.steps[2].nodes.size(), 2u);
+  EXPECT_FALSE(masked.steps[1].softmax_nan_to_zero);
+  EXPECT_EQ(masked.steps[1].nodes.size(), 2u);
 
   // Neither: the Softmax alone.
   model.nodes[4] = {"no_mask", "Identity", {"s"}, {"a"}, {}};
@@ -796,6 +802,17 @@ TEST(FusionTest, AttentionReadsTheBatchedSwapOfKInPlace) {
   EXPECT_EQ(graph.value(step.inputs[1]).name, "k");
   // k^T's dim i is kh's swap, kh's dim j is k's (0 2 1 3)[j].
   EXPECT_EQ(step.attention.k_perm, (AttentionPerm{0, 2, 3, 1}));
+
+  // Unfused, q k^T reads kh with op(T) (Note [Transposed GEMM operands]).
+  const FusionPlan chain = PlanFusion(graph, {.fuse_attention = FuseAttention::kNone});
+  ExpectValidOrder(graph, chain);
+  EXPECT_EQ(chain.gemm_transposes, 1);
+  const auto scores = std::find_if(chain.steps.begin(), chain.steps.end(), [&](const FusedStep& s) {
+    return graph.nodes[s.anchor].name == "scores";
+  });
+  ASSERT_NE(scores, chain.steps.end());
+  EXPECT_TRUE(scores->gemm_trans_b);
+  EXPECT_EQ(graph.value(scores->inputs[1]).name, "kh");
 }
 
 // Rank-3 operands (heads folded into the batch): k^T's Transpose (0 2 1) is

@@ -107,6 +107,7 @@ struct CudaExecutor::Plan {
   int add_layer_norms = 0;
   int fused_attentions = 0;
   int masked_softmaxes = 0;
+  int gemm_transposes = 0;
   int transposed_weights = 0;
   int conv_steps = 0;
   int fused_into_convs = 0;
@@ -155,6 +156,7 @@ class PlanBuilder {
     plan_.add_layer_norms = fusion.add_layer_norms;
     plan_.fused_attentions = fusion.attentions;
     plan_.masked_softmaxes = fusion.masked_softmaxes;
+    plan_.gemm_transposes = fusion.gemm_transposes;
     plan_.transposed_weights = fusion.transposed_weights;
     plan_.conv_steps = fusion.conv_steps;
     plan_.fused_into_convs = fusion.fused_into_convs;
@@ -247,7 +249,9 @@ class PlanBuilder {
             KernelContext(node, workspace),
             {.bias = step.gemm_bias >= 0 ? &graph_.value(step.gemm_bias) : nullptr,
              .scale = step.gemm_scale,
-             .weight_transposed = step.gemm_weight_transposed});
+             .weight_transposed = step.gemm_weight_transposed,
+             .trans_a = step.gemm_trans_a,
+             .trans_b = step.gemm_trans_b});
       case StepKind::kConv: {
         ConvFusion fusion;
         fusion.has_bias = node.inputs.size() > 2;
@@ -487,6 +491,7 @@ int CudaExecutor::pointwise_regions() const { return plan_->pointwise_regions; }
 int CudaExecutor::add_layer_norms() const { return plan_->add_layer_norms; }
 int CudaExecutor::fused_attentions() const { return plan_->fused_attentions; }
 int CudaExecutor::masked_softmaxes() const { return plan_->masked_softmaxes; }
+int CudaExecutor::gemm_transposes() const { return plan_->gemm_transposes; }
 int CudaExecutor::transposed_weights() const { return plan_->transposed_weights; }
 int CudaExecutor::conv_steps() const { return plan_->conv_steps; }
 const CudaExecutor::PlanTimes& CudaExecutor::plan_times() const { return plan_->times; }

@@ -133,6 +133,8 @@ class CudaExecutor : public Executor {
   [[nodiscard]] int fused_attentions() const;
   // Softmaxes run with their mask Add and NaN guard (Note [Masked softmax]).
   [[nodiscard]] int masked_softmaxes() const;
+  // Transposes read by GEMMs as op(T) (Note [Transposed GEMM operands]).
+  [[nodiscard]] int gemm_transposes() const;
   // GEMM steps reading a transposed weight (Note [K-major weights]).
   [[nodiscard]] int transposed_weights() const;
   // Number of Conv steps, and of nodes (residual Add, activation) fused into

@@ -1058,7 +1058,8 @@ TEST(CudaExecutorHalfModelPlanTest, HalfEncoderBlockFusesLikeItsFloat32Twin) {
     const FusionPlan half_plan =
         PlanFusion(*half_graph, {.fuse_attention = FuseAttention::kNone});
     const FusionPlan float_plan = PlanFusion(*float_graph, {});
-    EXPECT_EQ(half_plan.steps.size(), 16u) << DTypeName(dtype);
+    EXPECT_EQ(half_plan.steps.size(), 15u) << DTypeName(dtype);
+    EXPECT_EQ(half_plan.gemm_transposes, 1);  // k^T, read by q k^T as op(T)
     const FusionPlan half_default = PlanFusion(*half_graph, {});
     EXPECT_EQ(half_default.attentions, 1);
     EXPECT_EQ(half_default.steps.size(), 13u) << DTypeName(dtype);
@@ -1238,6 +1239,7 @@ TEST_P(CudaExecutorAttentionTest, MaskedSoftmaxMatchesHostExecutor) {
       [](const CudaExecutor& cuda) {
         EXPECT_EQ(cuda.fused_attentions(), 0);
         EXPECT_EQ(cuda.masked_softmaxes(), 1);
+        EXPECT_EQ(cuda.gemm_transposes(), 1);  // k^T (Note [Transposed GEMM operands])
       },
       /*ulps=*/8, dtype == DType::kFloat32 ? FuseAttention::kHalf : FuseAttention::kNone);
 }

@@ -142,7 +142,11 @@ absl::StatusOr<std::unique_ptr<GemmKernel>> GemmKernel::Create(const CudaKernelC
       ASSIGN_OR_RETURN(broadcast_c, MakeExpandKernel(graph, expand));
     }
   } else {
+    // The node's operands are the logical ones; the step may read them
+    // stored transposed.
     ASSIGN_OR_RETURN(geometry, MatMulGeometry(a, b));
+    geometry.options.trans_a = fusion.trans_a;
+    geometry.options.trans_b = fusion.trans_b;
   }
   if (fusion.bias != nullptr && (broadcast_c != nullptr || bias != fusion.bias)) {
     return absl::InternalError(absl::StrCat(

@@ -29,6 +29,10 @@ struct GemmStepFusion {
   // B, a 2-D constant, is read from the weight store's transposed copy (Note
   // [K-major weights] in runtime/fusion.h).
   bool weight_transposed = false;
+  // A MatMul reads A / B stored with its last two dims swapped (Note
+  // [Transposed GEMM operands] in runtime/fusion.h).
+  bool trans_a = false;
+  bool trans_b = false;
 };
 
 // Enqueue's inputs: A, B (unless the step reads a transposed weight of its
