@@ -212,14 +212,7 @@ class FusionPlanner {
     }
     // Attention before the GEMMs, which would take its MatMuls.
     if (options_.fuse && options_.fuse_attention != FuseAttention::kNone) {
-      for (int i = 0; i < static_cast<int>(graph_.nodes.size()); ++i) {
-        if (absorbed_[i]) continue;
-        if (std::optional<FusedStep> step = MatchAttention(i)) {
-          for (int n : step->nodes) absorbed_[n] = true;
-          ++plan_.attentions;
-          Add(*std::move(step));
-        }
-      }
+      TakeEach(&FusionPlanner::MatchAttention, plan_.attentions);
     }
     // The library steps take their epilogues before pointwise regions form,
     // so a Conv keeps its residual Add and activation.
@@ -237,22 +230,8 @@ class FusionPlanner {
     if (options_.fuse) {
       // After the GEMMs, which take a scale before the mask Add, and a
       // constant mask that is a column bias into their epilogue.
-      for (int i = 0; i < static_cast<int>(graph_.nodes.size()); ++i) {
-        if (absorbed_[i]) continue;
-        if (std::optional<FusedStep> step = MatchMaskedSoftmax(i)) {
-          for (int n : step->nodes) absorbed_[n] = true;
-          ++plan_.masked_softmaxes;
-          Add(*std::move(step));
-        }
-      }
-      for (int i = 0; i < static_cast<int>(graph_.nodes.size()); ++i) {
-        if (absorbed_[i]) continue;
-        if (std::optional<FusedStep> step = MatchAddLayerNorm(i)) {
-          for (int n : step->nodes) absorbed_[n] = true;
-          ++plan_.add_layer_norms;
-          Add(*std::move(step));
-        }
-      }
+      TakeEach(&FusionPlanner::MatchMaskedSoftmax, plan_.masked_softmaxes);
+      TakeEach(&FusionPlanner::MatchAddLayerNorm, plan_.add_layer_norms);
       for (int i = static_cast<int>(graph_.nodes.size()) - 1; i >= 0; --i) {
         if (absorbed_[i]) continue;
         if (std::optional<FusedStep> region = MatchPointwiseRegion(i)) {
@@ -1057,6 +1036,19 @@ class FusionPlanner {
     if (step.gemm_scale != 1.0f) ++plan_.gemm_scales;
     step.outputs = {output};
     Add(std::move(step));
+  }
+
+  // The step `match` makes of each node not yet taken, in node order, each
+  // counted in `count`; its nodes are then taken.
+  void TakeEach(std::optional<FusedStep> (FusionPlanner::*match)(int) const, int& count) {
+    for (int i = 0; i < static_cast<int>(graph_.nodes.size()); ++i) {
+      if (absorbed_[i]) continue;
+      if (std::optional<FusedStep> step = (this->*match)(i)) {
+        for (int n : step->nodes) absorbed_[n] = true;
+        ++count;
+        Add(*std::move(step));
+      }
+    }
   }
 
   void Absorb(FusedStep& step, int node) {
