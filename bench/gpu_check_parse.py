@@ -10,9 +10,11 @@ python3 runs it; its tests, bench/gpu_check_parse_test.py, run anywhere).
       test did not see the GPU; the skipped tests are named), when the
       summary line is missing or no test ran, or, with --expect-executor,
       when no line "e2e executor: NAME" says NAME, or one names another.
-  gpu_check_parse.py conformance FILE --min-passed N
+  gpu_check_parse.py conformance FILE --min-passed N [--min-by-opset 13:344,...]
       FILE: onnx_conformance's output. Fails unless its last "P passed,
-      F failed" line has P >= N and F == 0.
+      F failed" line has P >= N and F == 0, and, with --min-by-opset, its
+      "passed by opset:" line has at least each OPSET:FLOOR's passes: an
+      opset's semantics lost fails even where the total still clears N.
   gpu_check_parse.py examples FILE --executor cuda [--models mlp,dlrm_dense]
           [--batch-sizes 1,16,256] [--max-rel-err 1e-5]
       FILE: run_example_models' output. Fails unless its "executor:" line
@@ -119,12 +121,21 @@ def check_gtest(result, expect_executor=None):
 
 _CONFORMANCE_TOTALS = re.compile(r"^\s*(\d+) passed, (\d+) failed\s*$")
 _CONFORMANCE_SKIPPED = re.compile(r"^\s*(\d+) skipped\s*$")
+_CONFORMANCE_BY_OPSET = re.compile(r"^passed by opset:(.*)$")
+
+
+def opset_counts(text):
+    """{opset: count} from "OPSET:COUNT" pairs split by spaces or commas."""
+    pairs = [pair for pair in re.split(r"[\s,]+", text.strip()) if pair]
+    return {int(opset): int(count) for opset, count in (pair.split(":") for pair in pairs)}
 
 
 def parse_conformance(text):
-    """dict(passed, failed, skipped) from onnx_conformance's output: the last
-    "P passed, F failed" line (None, None without one) and "K skipped"."""
+    """dict(passed, failed, skipped, by_opset) from onnx_conformance's output:
+    the last "P passed, F failed" line (None, None without one), "K skipped"
+    and the last "passed by opset:" line ({} without one)."""
     passed = failed = skipped = None
+    by_opset = {}
     for line in text.splitlines():
         match = _CONFORMANCE_TOTALS.match(line)
         if match:
@@ -133,10 +144,14 @@ def parse_conformance(text):
         match = _CONFORMANCE_SKIPPED.match(line)
         if match:
             skipped = int(match.group(1))
-    return dict(passed=passed, failed=failed, skipped=skipped)
+            continue
+        match = _CONFORMANCE_BY_OPSET.match(line)
+        if match:
+            by_opset = opset_counts(match.group(1))
+    return dict(passed=passed, failed=failed, skipped=skipped, by_opset=by_opset)
 
 
-def check_conformance(result, min_passed):
+def check_conformance(result, min_passed, min_by_opset=None):
     problems = []
     if result["passed"] is None:
         return ["no 'N passed, M failed' line: the suite did not finish"]
@@ -145,6 +160,10 @@ def check_conformance(result, min_passed):
     if result["passed"] < min_passed:
         problems.append(f"only {result['passed']} passed, fewer than the {min_passed} of the "
                         f"last committed results: tests went missing or stopped running")
+    for opset, floor in sorted((min_by_opset or {}).items()):
+        passed = result["by_opset"].get(opset, 0)
+        if passed < floor:
+            problems.append(f"opset {opset}: {passed} passed, fewer than its floor {floor}")
     return problems
 
 
@@ -275,6 +294,7 @@ def main(argv=None):
     conformance = commands.add_parser("conformance")
     conformance.add_argument("file")
     conformance.add_argument("--min-passed", type=int, required=True)
+    conformance.add_argument("--min-by-opset", type=opset_counts, default={})
     examples = commands.add_parser("examples")
     examples.add_argument("file")
     examples.add_argument("--executor", required=True)
@@ -300,7 +320,7 @@ def main(argv=None):
     elif args.command == "conformance":
         sys.stdout.write(text)
         result = parse_conformance(text)
-        problems = check_conformance(result, args.min_passed)
+        problems = check_conformance(result, args.min_passed, args.min_by_opset)
         summary = (f"conformance: {result['passed']} passed (minimum {args.min_passed}), "
                    f"{result['failed']} failed, {result['skipped']} skipped")
         if result["passed"] is not None and result["passed"] > args.min_passed:

@@ -89,6 +89,7 @@ Expected: (error) <= (kTolerance), actual: 0.5 vs 1e-05
 
 CONFORMANCE = """\
 test_conv_with_strides_padding: output 0 element 3: got 1.5, expected 2 (tolerance 1e-05)
+passed by opset: 7:28 13:147 17:1
 756 skipped
 176 passed, 1 failed
 """
@@ -217,10 +218,22 @@ class GtestTest(unittest.TestCase):
 class ConformanceTest(unittest.TestCase):
     def test_parses_last_totals(self):
         result = parse.parse_conformance(CONFORMANCE)
-        self.assertEqual(result, dict(passed=176, failed=1, skipped=756))
+        self.assertEqual(result, dict(passed=176, failed=1, skipped=756,
+                                      by_opset={7: 28, 13: 147, 17: 1}))
+
+    def test_an_opset_below_its_floor_fails(self):
+        clean = dict(parse.parse_conformance(CONFORMANCE), failed=0)
+        self.assertEqual(parse.check_conformance(clean, 176, {7: 28, 13: 147}), [])
+        problems = parse.check_conformance(clean, 176, {13: 148, 18: 1})
+        self.assertEqual(problems, ["opset 13: 147 passed, fewer than its floor 148",
+                                    "opset 18: 0 passed, fewer than its floor 1"])
+        status, out = run_main(["conformance", "--min-passed", "1", "--min-by-opset", "7:29"],
+                               "passed by opset: 7:28\n28 passed, 0 failed\n")
+        self.assertEqual(status, 1)
+        self.assertIn("opset 7: 28 passed, fewer than its floor 29", out)
 
     def test_fewer_passed_than_the_minimum_fails(self):
-        clean = dict(passed=170, failed=0, skipped=762)
+        clean = dict(passed=170, failed=0, skipped=762, by_opset={})
         problems = parse.check_conformance(clean, min_passed=176)
         self.assertEqual(len(problems), 1)
         self.assertIn("only 170 passed", problems[0])
