@@ -19,7 +19,7 @@
 // What a mutex guards is written down (ABSL_GUARDED_BY, and
 // ABSL_EXCLUSIVE_LOCKS_REQUIRED on functions and lambdas that expect it
 // held) and clang checks it: every clang build (.bazelrc's clang config,
-// so --config=tsan, the stage CI runs by default, and asan, ubsan and fuzz)
+// so CI's asan_ubsan, fuzz and tsan stages, and asan and ubsan by hand)
 // compiles with -Wthread-safety, and -Werror makes each finding an error.
 // gcc ignores the annotations: the plain `bazel test` checks nothing. The
 // analysis knows only mutexes annotated as capabilities, so the mutexes are

@@ -12,7 +12,7 @@ set -euo pipefail
 
 PACKAGES=(
   bazel-bootstrap        # Bazel 4.2.3, run offline in WORKSPACE mode
-  clang                  # --config=asan/ubsan/tsan and the libFuzzer targets (fuzz/)
+  clang                  # --config=asan_ubsan, tsan, asan, ubsan and fuzz (.bazelrc)
   curl                   # the HTTP/REST endpoint's compatibility test
   g++
   google-perftools       # libprofiler, the CPU profiler bench/gpu_bundle.sh packs

@@ -40,7 +40,7 @@ TEST(SplitBytesElementsTest, ReadsBackWhatWasWritten) {
 }
 
 // Each malformed block is refused with what is wrong, and never read past
-// its end (ASan checks it under --config=asan).
+// its end (ASan checks it under --config=asan_ubsan).
 TEST(SplitBytesElementsTest, RefusesMalformedBlocks) {
   const std::string two = Serialized({"a", "b"});
   const struct {

@@ -116,12 +116,16 @@ void SendModelReady(httplib::Response& response, bool ready) {
 // framing headers before anything is read, reads every POST body before it
 // routes, and answers any request whose framing it cannot trust with
 // "Connection: close" and then closes the connection (AnswerAndClose), so
-// that nothing after it on that connection is read as a request. Two faults
-// of the library remain, which only replacing it would fix: it gives each
-// request a fresh 4 KiB read buffer, so pipelined requests that arrive in
-// the same read as an earlier one are lost (clients that pipeline must not
-// count on this endpoint), and it drops the answer to a client that shut its
-// write side before the answer was written (it reads such a peer as gone).
+// that nothing after it on that connection is read as a request. Three
+// faults of the library remain, which only replacing it would fix: it gives
+// each request a fresh 4 KiB read buffer, so pipelined requests that arrive
+// in the same read as an earlier one are lost (clients that pipeline must
+// not count on this endpoint); it drops the answer to a client that shut its
+// write side before the answer was written (it reads such a peer as gone);
+// and it skips a header line that ends in a bare LF instead of refusing the
+// request, so the endpoint never sees that header (a proxy in front that
+// reads bare LF as a line end, as RFC 9112 allows, sees one more header than
+// the endpoint does).
 
 // Answers `code` with {"error": message} and closes the connection once the
 // answer is written (server/http_listener.h). Note [HTTP framing].
