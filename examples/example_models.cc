@@ -252,6 +252,19 @@ onnx::ModelProto MakeMaskedSequenceModel(uint64_t seed) {
   return model;
 }
 
+onnx::ModelProto MakeInputWithDefaultModel(uint64_t seed) {
+  onnx::ModelProto model = NewModel("input_with_default");
+  GraphBuilder builder(model.mutable_graph(), seed);
+  builder.AddInput("x", {-1, 16});
+  builder.AddInput("bias", {-1, 16});
+  builder.AddUniformInitializer("w", {16, 16}, 0.25);
+  builder.AddUniformInitializer("bias", {1, 16}, 1.0);
+  const std::string h = builder.Apply("MatMul", "matmul", {"x", "w"});
+  builder.AddNode("Add", "add", {h, "bias"}, {"y"});
+  builder.AddOutput("y", {-1, 16});
+  return model;
+}
+
 onnx::ModelProto MakeMultiTowerModel(uint64_t seed) {
   onnx::ModelProto model = NewModel("multi_tower");
   GraphBuilder builder(model.mutable_graph(), seed);

@@ -43,6 +43,12 @@ onnx::ModelProto MakeSequenceSoftmaxModel(uint64_t seed = kExampleModelSeed);
 // exactly nothing, so padding with mask 0 leaves the real positions' outputs
 // as they were (Note [Shape buckets] in server/shape_buckets.h).
 onnx::ModelProto MakeMaskedSequenceModel(uint64_t seed = kExampleModelSeed);
+// Not written to files: a model with an input with a default (Note [Inputs
+// with defaults] in runtime/ir.h), as Triton's qa/L0_initializer_as_input
+// has, that batches. x [batch, 16] -> MatMul 16x16 -> Add bias -> y [batch,
+// 16], where bias [batch, 16] is a graph input and also an initializer of
+// one row, [1, 16]: its default.
+onnx::ModelProto MakeInputWithDefaultModel(uint64_t seed = kExampleModelSeed);
 // A dim written this way in the builders' dims is the dynamic "sequence".
 inline constexpr int64_t kSequenceDim = -2;
 

@@ -48,7 +48,47 @@ struct ValueInfo {
   // numbers, clients send or receive their text (Note [Strings at the
   // model's edges]).
   bool text = false;
+  // A graph input with a default: the initializer of its name, which an
+  // execution sees when a request leaves the input out (Note [Inputs with
+  // defaults]); of this input's dtype and dims, a dynamic dim at any extent.
+  // Null for any other value.
+  std::shared_ptr<const HostTensor> default_value;
 };
+
+// Note [Inputs with defaults]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// From IR version 4 on, an ONNX graph may list one of its initializers among
+// its inputs too: an input with a default. ONNX Runtime lets a run feed it
+// (its "overridable initializers") and uses the initializer otherwise; Triton
+// serves such a model with the input declared `optional: true` (its QA's
+// qa/L0_initializer_as_input), so that a request may send it or leave it out.
+// Before IR 4 every initializer had to be listed as an input and none is
+// overridable (ONNX Runtime's Graph::CanOverrideInitializer): there they are
+// weights, as import has always read them. Import (runtime/onnx_import.cc)
+// keeps an input with a default among Model::inputs, its initializer as
+// ValueInfo::default_value and not among Model::initializers. How it is
+// served follows the model's config:
+//   - an input config.pbtxt does not declare is folded, as ONNX Runtime's
+//     session lists its inputs without them: the first model pass
+//     (FoldInputDefaults, runtime/passes/input_defaults.h) makes it the
+//     initializer it is, before the passes that rewrite weights, and binding
+//     folds what it reaches. graphserve-capture and every caller that names
+//     no inputs (ModelPassOptions::declared_inputs) get this;
+//   - an input config.pbtxt declares stays an input: the runtime computes on
+//     what requests bring, as for any input. Config's `optional: true` (for
+//     any input: TensorSpec::optional in server/model_interface.h) lets a
+//     request leave it out; the server then fills each of the request's rows
+//     with the default as it validates the request (ValidateInferRequest in
+//     server/request_validation.h), so that batching, staging and both
+//     executors see a request like any other, and one batch may merge rows
+//     with the default and rows with a client's value. The default must
+//     therefore be one row of fixed dims, checked at load
+//     (TakeInputDefaults in server/model_interface.h).
+// Triton's own way differs inside, not in what clients get: it hands the
+// backend an omitted optional input as absent (ONNX Runtime then uses the
+// initializer) and its dynamic batcher does not merge requests whose sets of
+// inputs differ. An optional input of a model without a default has nothing
+// to fill it with: a request that leaves it out is refused naming it.
 
 // Note [Strings at the model's edges]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -149,7 +189,9 @@ struct Node {
 struct Model {
   std::string name;
   int64_t opset = 0;              // default-domain opset the model was written for
-  std::vector<ValueInfo> inputs;  // graph inputs that are not initializers
+  // Graph inputs that are not initializers, and those with a default (Note
+  // [Inputs with defaults]) until the model passes fold the undeclared ones.
+  std::vector<ValueInfo> inputs;
   std::vector<ValueInfo> outputs;
   // Shared so that every BoundGraph made from this model (one per batch size)
   // points at the same tensors, and the weight store uploads each once.

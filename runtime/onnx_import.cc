@@ -164,6 +164,41 @@ ValueInfo ConvertGraphInput(const onnx::ValueInfoProto& input, ProblemList* prob
   return info;
 }
 
+// The first IR version whose initializers listed as graph inputs are inputs
+// with a default (Note [Inputs with defaults] in runtime/ir.h).
+constexpr int64_t kFirstIrWithInputDefaults = 4;
+
+// A graph input with a default, `value` (Note [Inputs with defaults] in
+// runtime/ir.h). The default must be a value of the input, as ONNX requires:
+// its dtype, its rank, its fixed dims (a dynamic dim takes any extent). An
+// input the file types without a shape has the default's.
+ValueInfo ConvertInputWithDefault(const onnx::ValueInfoProto& input,
+                                  std::shared_ptr<const HostTensor> value,
+                                  ProblemList* problems) {
+  ValueInfo info;
+  if (input.type().has_tensor_type() && !input.type().tensor_type().has_shape()) {
+    info.name = input.name();
+    info.dtype = value->dtype();
+    info.dims = value->dims();
+    info.dim_names.resize(info.dims.size());
+  } else {
+    info = ConvertGraphInput(input, problems);
+  }
+  bool fits = value->dtype() == info.dtype && value->dims().size() == info.dims.size();
+  for (size_t d = 0; fits && d < info.dims.size(); ++d) {
+    fits = info.dims[d] == -1 || info.dims[d] == value->dims()[d];
+  }
+  if (!fits) {
+    problems->AddInvalid(absl::StrCat("input '", info.name,
+                                      "' has a default (the initializer of its name) of ",
+                                      DTypeName(value->dtype()), " ", DimsToString(value->dims()),
+                                      ", which is not a value of the input (",
+                                      DTypeName(info.dtype), " ", DimsToString(info.dims), ")"));
+  }
+  info.default_value = std::move(value);
+  return info;
+}
+
 absl::StatusOr<Attribute> ConvertAttribute(const onnx::AttributeProto& attr) {
   switch (attr.type()) {
     case onnx::AttributeProto::INT:
@@ -527,8 +562,16 @@ absl::StatusOr<Model> ConvertModel(onnx::ModelProto& proto, const std::string& n
   }
 
   for (const onnx::ValueInfoProto& input : graph.input()) {
-    // Before IR version 4 initializers were also listed as graph inputs.
-    if (initializer_names.count(input.name())) continue;
+    if (initializer_names.count(input.name())) {
+      // Note [Inputs with defaults]: before IR version 4 every initializer
+      // was listed as an input too, and is a weight.
+      if (proto.ir_version() < kFirstIrWithInputDefaults) continue;
+      const auto initializer = model.initializers.find(input.name());
+      if (initializer == model.initializers.end()) continue;  // its problem is listed
+      model.inputs.push_back(ConvertInputWithDefault(input, initializer->second, &problems));
+      model.initializers.erase(initializer);
+      continue;
+    }
     if (ElemType(input) == kOnnxString) continue;  // refused by StringEdgeRewrite
     model.inputs.push_back(ConvertGraphInput(input, &problems));
     model.inputs.back().text = strings.text_inputs.contains(input.name());

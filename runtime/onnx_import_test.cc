@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -182,14 +183,96 @@ TEST(OnnxImportTest, ConvertsGraph) {
   EXPECT_THAT(*floats, ElementsAre(1.5f, -2.5f));
 }
 
-TEST(OnnxImportTest, InitializersListedAsInputsAreNotInputs) {
+// Note [Inputs with defaults]: an initializer also listed as an input that
+// no config declares (here none: the options name no inputs) is the weight
+// it is, as before IR version 4 every initializer was.
+TEST(OnnxImportTest, InitializersListedAsInputsAreNotInputsUndeclared) {
   onnx::ModelProto proto = SmallModel();
-  // Before IR version 4 every initializer was also a graph input.
   AddValue(proto.mutable_graph()->mutable_input(), "W", onnx::TensorProto::FLOAT, {3, 4});
   absl::StatusOr<Model> model = Import(proto);
   ASSERT_TRUE(model.ok()) << model.status();
   ASSERT_EQ(model->inputs.size(), 1u);
   EXPECT_EQ(model->inputs[0].name, "x");
+  EXPECT_EQ(model->initializers.count("W"), 1u);
+}
+
+// Triton's qa/L0_initializer_as_input model (IR 4 on): OUTPUT = INPUT +
+// INITIALIZER, INITIALIZER an initializer listed as an input too.
+onnx::ModelProto AddWithInitializer(int64_t ir_version) {
+  onnx::ModelProto proto = NewModel();
+  proto.set_ir_version(ir_version);
+  onnx::GraphProto* graph = proto.mutable_graph();
+  AddValue(graph->mutable_input(), "INPUT", onnx::TensorProto::FLOAT, {5, 5});
+  AddValue(graph->mutable_input(), "INITIALIZER", onnx::TensorProto::FLOAT, {5, 5});
+  std::vector<float> ones(25, 1.0f);
+  *graph->add_initializer() = FloatTensor("INITIALIZER", {5, 5}, ones, /*as_raw_data=*/true);
+  AddNode(graph, "Add", {"INPUT", "INITIALIZER"}, {"OUTPUT"}, "add");
+  AddValue(graph->mutable_output(), "OUTPUT", onnx::TensorProto::FLOAT, {5, 5});
+  return proto;
+}
+
+absl::StatusOr<Model> ImportDeclaring(const onnx::ModelProto& proto,
+                                      std::set<std::string> declared_inputs) {
+  ModelPassOptions passes;
+  passes.declared_inputs = std::move(declared_inputs);
+  return ImportOnnxBytes(proto.SerializeAsString(), "test_model", "", passes);
+}
+
+// Declared, it is an input with its default, which a request's value
+// replaces: bound, the model adds what it is given.
+TEST(OnnxImportTest, ADeclaredInitializerListedAsInputIsAnInputWithADefault) {
+  absl::StatusOr<Model> model =
+      ImportDeclaring(AddWithInitializer(kIrVersion), {"INPUT", "INITIALIZER"});
+  ASSERT_TRUE(model.ok()) << model.status();
+  ASSERT_EQ(model->inputs.size(), 2u);
+  const ValueInfo& input = model->inputs[1];
+  EXPECT_EQ(input.name, "INITIALIZER");
+  EXPECT_EQ(input.dtype, DType::kFloat32);
+  EXPECT_THAT(input.dims, ElementsAre(5, 5));
+  ASSERT_NE(input.default_value, nullptr);
+  EXPECT_THAT(input.default_value->dims(), ElementsAre(5, 5));
+  EXPECT_EQ(input.default_value->data<float>()[24], 1.0f);
+  EXPECT_EQ(model->initializers.count("INITIALIZER"), 0u);
+
+  model->batches = false;  // Triton's config: max_batch_size 0
+  absl::StatusOr<BoundGraph> graph = BindModel(*model, BindOptions{});
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  ASSERT_EQ(graph->inputs.size(), 2u);
+  EXPECT_FALSE(graph->value(graph->inputs[1]).is_constant());
+}
+
+// Before IR version 4 every initializer had to be listed as an input: a
+// weight, even where a config names it (ONNX Runtime's
+// Graph::CanOverrideInitializer).
+TEST(OnnxImportTest, BeforeIrVersion4AnInitializerListedAsInputIsAWeight) {
+  absl::StatusOr<Model> model = ImportDeclaring(AddWithInitializer(3), {"INPUT", "INITIALIZER"});
+  ASSERT_TRUE(model.ok()) << model.status();
+  ASSERT_EQ(model->inputs.size(), 1u);
+  EXPECT_EQ(model->inputs[0].name, "INPUT");
+  EXPECT_EQ(model->initializers.count("INITIALIZER"), 1u);
+}
+
+// A default that is no value of its input (another shape) is an invalid
+// file; an input typed without a shape takes its default's. (IR 10: past
+// libonnx 1.12, whose checker refuses both first.)
+TEST(OnnxImportTest, AnInputsDefaultMustBeAValueOfIt) {
+  constexpr int64_t kPastLibOnnx = 10;
+  onnx::ModelProto mismatched = AddWithInitializer(kPastLibOnnx);
+  onnx::TensorProto* value = mismatched.mutable_graph()->mutable_initializer(0);
+  value->clear_dims();
+  value->add_dims(25);
+  absl::StatusOr<Model> refused = ImportDeclaring(mismatched, {"INPUT", "INITIALIZER"});
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(refused.status().message()),
+              HasSubstr("input 'INITIALIZER' has a default (the initializer of its name) of "
+                        "float32 [25], which is not a value of the input (float32 [5,5])"));
+
+  onnx::ModelProto shapeless = AddWithInitializer(kPastLibOnnx);
+  shapeless.mutable_graph()->mutable_input(1)->mutable_type()->mutable_tensor_type()->clear_shape();
+  absl::StatusOr<Model> model = ImportDeclaring(shapeless, {"INPUT", "INITIALIZER"});
+  ASSERT_TRUE(model.ok()) << model.status();
+  ASSERT_EQ(model->inputs.size(), 2u);
+  EXPECT_THAT(model->inputs[1].dims, ElementsAre(5, 5));
 }
 
 TEST(OnnxImportTest, OutputShapesComeFromShapeInference) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 #include <set>
+#include <type_traits>
 
 #include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
@@ -54,6 +55,9 @@ absl::StatusOr<TensorSpec> SpecFromConfig(const inference::ModelConfig& config,
   if (tensor.name().empty()) return absl::InvalidArgumentError(absl::StrCat(where, " has no name"));
   TensorSpec spec;
   spec.name = tensor.name();
+  if constexpr (std::is_same_v<ConfigTensor, inference::ModelInput>) {
+    spec.optional = tensor.optional();
+  }
   if (tensor.data_type() == inference::TYPE_STRING) {
     // Its dtype is the model file's (ResolveStringTensors).
     spec.wire = TensorWire::kText;
@@ -328,6 +332,32 @@ absl::Status ResolveSide(const std::vector<ValueInfo>& values, const Model& mode
 absl::Status ResolveStringTensors(const Model& model, ModelInterface* declared) {
   RETURN_IF_ERROR(ResolveSide(model.inputs, model, "input", declared->inputs, &declared->inputs));
   return ResolveSide(model.outputs, model, "output", declared->inputs, &declared->outputs);
+}
+
+absl::Status TakeInputDefaults(const Model& model, ModelInterface* declared) {
+  for (TensorSpec& spec : declared->inputs) {
+    if (!spec.optional) continue;
+    const auto input = std::find_if(model.inputs.begin(), model.inputs.end(),
+                                    [&](const ValueInfo& v) { return v.name == spec.name; });
+    if (input == model.inputs.end() || input->default_value == nullptr) continue;
+    const HostTensor& value = *input->default_value;
+    const std::string why = absl::StrCat(
+        "config.pbtxt declares input '", spec.name, "' optional, and the model file's default ",
+        "for it (the initializer of its name) is ", DimsToString(value.dims()), "; GraphServe ",
+        "fills each row of a request that leaves the input out with the default, which must be ",
+        "one row");
+    if (absl::c_linear_search(spec.dims, -1)) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(why, ", but the input's dims ", DimsToString(spec.dims),
+                       " have a dim each request chooses"));
+    }
+    if (value.bytes() != spec.bytes_per_row()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(why, " of dims ", DimsToString(spec.dims)));
+    }
+    spec.default_row = input->default_value;
+  }
+  return absl::OkStatus();
 }
 
 absl::Status CheckInterfacesMatch(const ModelInterface& config, const ModelInterface& model) {

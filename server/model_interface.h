@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -60,6 +61,14 @@ struct TensorSpec {
   TensorWire wire = TensorWire::kNumbers;
   // An output of wire kPassed: the index of the input it hands back.
   size_t passed_from = 0;
+  // An input config.pbtxt marks `optional: true`: a request may leave it out.
+  bool optional = false;
+  // What an optional input holds in each row of a request that leaves it
+  // out: one row of dtype's elements, the model file's default for it (Note
+  // [Inputs with defaults] in runtime/ir.h; TakeInputDefaults). Null for a
+  // required input and for one the model file gives no default, which a
+  // request must then send.
+  std::shared_ptr<const HostTensor> default_row;
 
   // The protocol's datatype clients send and receive: "BYTES", or
   // KServeDatatype(dtype) for kNumbers.
@@ -131,6 +140,15 @@ absl::Status ArrangeModelAsDeclared(const ModelInterface& declared, Model* model
 // whose input config.pbtxt does not declare. Tensors the file lacks are left
 // for ArrangeModelAsDeclared to name.
 absl::Status ResolveStringTensors(const Model& model, ModelInterface* declared);
+
+// Gives each optional input of `declared` the model file's default for it,
+// as its default_row (Note [Inputs with defaults] in runtime/ir.h); called
+// once the model's interface is checked against `declared`
+// (CheckInterfacesMatch), so that a default has its input's dtype. The
+// default must be one row: FailedPrecondition naming the input when it has a
+// dim each request chooses (-1), or, for a batching model, a dim 0 other
+// than 1.
+absl::Status TakeInputDefaults(const Model& model, ModelInterface* declared);
 
 // FailedPrecondition naming the first difference (count, order and names,
 // dtypes, dims; inputs before outputs), e.g. "config.pbtxt declares input 'x'

@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <memory>
+
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/text_format.h"
 
@@ -401,6 +403,69 @@ TEST(ModelInterfaceTest, StringTensorsTheFileDisagreesWithAreNamed) {
                             output { name: "q" data_type: TYPE_STRING dims: -1 })pb"),
               HasSubstr("declares output 'q', which hands back the model file's input 'p', but "
                         "does not declare that input"));
+}
+
+// Note [Inputs with defaults] in runtime/ir.h: Triton's `optional: true`
+// marks the input, and the model file's default becomes its default row;
+// a required input, or an optional one the file gives no default, gets none.
+TEST(ModelInterfaceTest, OptionalInputsTakeTheModelFilesDefaultRow) {
+  Model model;
+  model.batches = false;  // max_batch_size 0, as Triton's QA config
+  model.inputs = {{"INPUT", DType::kFloat32, {5, 5}}, {"INITIALIZER", DType::kFloat32, {5, 5}}};
+  model.inputs[1].default_value =
+      std::make_shared<const HostTensor>(RandomTensor(DType::kFloat32, {5, 5}, 31));
+  constexpr char kQaConfig[] = R"pb(
+    name: "add_with_initializer"
+    max_batch_size: 0
+    input { name: "INPUT" data_type: TYPE_FP32 dims: [ 5, 5 ] }
+    input { name: "INITIALIZER" data_type: TYPE_FP32 dims: [ 5, 5 ] optional: true }
+    output { name: "OUTPUT" data_type: TYPE_FP32 dims: [ 5, 5 ] }
+  )pb";
+  absl::StatusOr<ModelInterface> declared = InterfaceFromConfig(ParseConfig(kQaConfig));
+  ASSERT_TRUE(declared.ok()) << declared.status();
+  EXPECT_FALSE(declared->inputs[0].optional);
+  EXPECT_TRUE(declared->inputs[1].optional);
+  ASSERT_TRUE(TakeInputDefaults(model, &*declared).ok());
+  EXPECT_EQ(declared->inputs[0].default_row, nullptr);
+  EXPECT_EQ(declared->inputs[1].default_row, model.inputs[1].default_value);
+
+  // Declared required, the default goes unused.
+  declared = InterfaceFromConfig(ParseConfig(kQaConfig));
+  declared->inputs[1].optional = false;
+  ASSERT_TRUE(TakeInputDefaults(model, &*declared).ok());
+  EXPECT_EQ(declared->inputs[1].default_row, nullptr);
+}
+
+// A default fills one row: a batching model's must have batch 1, and an
+// input whose dims each request chooses has none to fill with.
+TEST(ModelInterfaceTest, ADefaultOfMoreThanOneRowIsRefused) {
+  Model model;
+  model.inputs = {{"bias", DType::kFloat32, {-1, 3}}};
+  model.inputs[0].default_value =
+      std::make_shared<const HostTensor>(HostTensor(DType::kFloat32, {2, 3}));
+  absl::StatusOr<ModelInterface> declared = InterfaceFromConfig(ParseConfig(R"pb(
+    name: "m"
+    max_batch_size: 8
+    input { name: "bias" data_type: TYPE_FP32 dims: [ 3 ] optional: true }
+    output { name: "y" data_type: TYPE_FP32 dims: [ 3 ] }
+  )pb"));
+  ASSERT_TRUE(declared.ok()) << declared.status();
+  absl::Status status = TakeInputDefaults(model, &*declared);
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(Message(status),
+              HasSubstr("config.pbtxt declares input 'bias' optional, and the model file's "
+                        "default for it (the initializer of its name) is [2,3]; GraphServe fills "
+                        "each row of a request that leaves the input out with the default, which "
+                        "must be one row of dims [3]"));
+
+  model.inputs[0].default_value =
+      std::make_shared<const HostTensor>(HostTensor(DType::kFloat32, {1, 3}));
+  EXPECT_TRUE(TakeInputDefaults(model, &*declared).ok());
+  declared->inputs[0].dims = {-1};
+  status = TakeInputDefaults(model, &*declared);
+  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(Message(status), HasSubstr("but the input's dims [-1] have a dim each request "
+                                         "chooses"));
 }
 
 }  // namespace

@@ -506,6 +506,29 @@ absl::StatusOr<int64_t> PassedElementCount(const InputTensor& tensor, const Tens
   return count;
 }
 
+// An optional input the request leaves out: `rows` copies of its default
+// row (Note [Inputs with defaults] in runtime/ir.h), held in `converted`,
+// as though the client had sent them. Without a default there is nothing to
+// send in its place.
+absl::StatusOr<const std::byte*> DefaultRows(const TensorSpec& spec, int64_t rows,
+                                             const ModelInterface& model,
+                                             std::vector<std::vector<std::byte>>* converted) {
+  if (spec.default_row == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "input '", spec.name, "' of model '", model.name,
+        "' is optional, but the model has no default value for it (an ONNX initializer of its "
+        "name) to use when it is left out: send it"));
+  }
+  const size_t row_bytes = spec.default_row->bytes();  // bytes_per_row (TakeInputDefaults)
+  ASSIGN_OR_RETURN(const size_t bytes, CheckedRowsSize(rows, spec, row_bytes, model));
+  std::vector<std::byte>& filled = converted->emplace_back(bytes);
+  for (int64_t row = 0; row < rows; ++row) {
+    std::memcpy(filled.data() + static_cast<size_t>(row) * row_bytes, spec.default_row->raw(),
+                row_bytes);
+  }
+  return filled.data();
+}
+
 // Fills validated->outputs and output_slices; validated->rows is known. An
 // output in shared memory needs room for its rows in the range it names.
 absl::Status RequestedOutputs(const inference::ModelInferRequest& request,
@@ -568,8 +591,9 @@ absl::Status RequestedOutputs(const inference::ModelInferRequest& request,
 
 }  // namespace
 
-// Triton's answer to a request with more or fewer inputs than the model has:
-// the inputs it got and the ones missing (every input is required here).
+// Triton's answer to a request with more inputs than the model has, or
+// without one it requires: the inputs it got and the required ones missing,
+// "expected number of inputs between R and N" when some are optional.
 absl::Status InputCountError(const inference::ModelInferRequest& request,
                              const ModelInterface& model, absl::string_view log_request) {
   // A request may carry any number of inputs: the names quoted are bounded
@@ -584,15 +608,23 @@ absl::Status InputCountError(const inference::ModelInferRequest& request,
     got.push_back(QuoteClientText(tensor.name()));
   }
   std::vector<std::string> missing;
+  size_t required = 0;
   for (const TensorSpec& spec : model.inputs) {
+    if (spec.optional) continue;
+    ++required;
     const bool sent =
         std::any_of(request.inputs().begin(), request.inputs().end(),
                     [&spec](const InputTensor& tensor) { return tensor.name() == spec.name; });
     if (!sent) missing.push_back(absl::StrCat("'", spec.name, "'"));
   }
+  const std::string expected =
+      required == model.inputs.size()
+          ? absl::StrCat("expected ", required, " inputs")
+          : absl::StrCat("expected number of inputs between ", required, " and ",
+                         model.inputs.size());
   return absl::InvalidArgumentError(absl::StrCat(
-      log_request, "expected ", model.inputs.size(), " inputs but got ", request.inputs_size(),
-      " inputs for model '", model.name, "'. Got input(s) [", absl::StrJoin(got, ","),
+      log_request, expected, " but got ", request.inputs_size(), " inputs for model '",
+      model.name, "'. Got input(s) [", absl::StrJoin(got, ","),
       "], but missing required input(s) [", absl::StrJoin(missing, ","),
       "]. Please provide all required input(s)."));
 }
@@ -687,7 +719,10 @@ absl::StatusOr<ValidatedRequest> ValidateAtFixedDims(const inference::ModelInfer
                                                      model.name, "'"));
     }
   }
-  if (request.inputs_size() != static_cast<int>(model.inputs.size())) {
+  const auto required = static_cast<int>(std::count_if(
+      model.inputs.begin(), model.inputs.end(), [](const TensorSpec& s) { return !s.optional; }));
+  if (request.inputs_size() > static_cast<int>(model.inputs.size()) ||
+      request.inputs_size() < required) {
     return InputCountError(request, model, log_request);
   }
   for (int j = 0; j < request.inputs_size(); ++j) {
@@ -697,19 +732,31 @@ absl::StatusOr<ValidatedRequest> ValidateAtFixedDims(const inference::ModelInfer
                                                               tensor.name(), model, shared_memory));
     request_index[index] = j;
   }
-  // As many inputs as the model's, none twice and none unknown: each is there.
+  // None twice and none unknown; a count in range may still send an optional
+  // input in place of a required one.
+  for (size_t i = 0; i < model.inputs.size(); ++i) {
+    if (request_index[i] == kAbsent && !model.inputs[i].optional) {
+      return InputCountError(request, model, log_request);
+    }
+  }
 
   ValidatedRequest validated;
+  // The batch of the first input sent; a request that leaves every input
+  // out (all optional) is one row.
+  validated.rows = 1;
+  const TensorSpec* batch_from = nullptr;
   for (size_t i = 0; i < model.inputs.size(); ++i) {
+    if (request_index[i] == kAbsent) continue;
     const InputTensor& tensor = request.inputs(request_index[i]);
     ASSIGN_OR_RETURN(const int64_t rows,
                      CheckDatatypeAndShape(tensor, model.inputs[i], model, log_request));
-    if (i == 0) {
+    if (batch_from == nullptr) {
       validated.rows = rows;
+      batch_from = &model.inputs[i];
     } else if (rows != validated.rows) {
       return absl::InvalidArgumentError(absl::StrCat(
           "input ", QuoteClientText(tensor.name()), " has batch ", rows, " but input '",
-          model.inputs[0].name, "' has batch ", validated.rows,
+          batch_from->name, "' has batch ", validated.rows,
           "; the inputs of a request to model '", model.name, "' share the batch (dim 0)"));
     }
   }
@@ -749,8 +796,14 @@ absl::StatusOr<ValidatedRequest> ValidateAtFixedDims(const inference::ModelInfer
   }
   for (size_t i = 0; i < model.inputs.size(); ++i) {
     const int j = request_index[i];
-    const InputTensor& tensor = request.inputs(j);
     const TensorSpec& spec = model.inputs[i];
+    if (j == kAbsent) {
+      ASSIGN_OR_RETURN(const std::byte* data,
+                       DefaultRows(spec, validated.rows, model, &validated.converted));
+      validated.inputs.push_back(data);
+      continue;
+    }
+    const InputTensor& tensor = request.inputs(j);
     if (spec.wire != TensorWire::kNumbers) {
       // Note [Strings at the model's edges]: parsed into numbers here, or
       // kept for the outputs that hand it back.

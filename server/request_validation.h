@@ -32,7 +32,9 @@ struct ValidatedRequest {
   // server/shape_buckets.h); empty for a model without them.
   std::vector<int64_t> extents;
   // One per interface input, interface order: rows x bytes_per_row bytes,
-  // row-major, little-endian; BOOL elements are bytes holding 0 or 1.
+  // row-major, little-endian; BOOL elements are bytes holding 0 or 1. An
+  // optional input the request leaves out is its default's rows, in
+  // `converted`.
   std::vector<const std::byte*> inputs;
   // Interface output indices to return, in response order; all outputs in
   // interface order when the request names none.
@@ -67,8 +69,10 @@ struct ValidatedRequest {
 };
 
 // Checks `request` against `model`. Every error is InvalidArgument naming the
-// model and the tensor and saying what was expected: missing, unknown or
-// repeated inputs; datatype; shape (rank and non-batch dims; a shape dim
+// model and the tensor and saying what was expected: more inputs than the
+// model has or a required one missing (Triton's text, which says "between R
+// and N" inputs where some are optional), unknown or repeated inputs; an
+// optional input left out without a default_row; datatype; shape (rank and non-batch dims; a shape dim
 // within the model's buckets, RequestExtents); the batch (>= 1,
 // <= max_batch_size, the same for every input); raw_input_contents (one entry
 // per input, the byte count of the shape, BOOL bytes 0 or 1, not mixed with
@@ -77,6 +81,11 @@ struct ValidatedRequest {
 // outputs; an output's "classification" parameter (RequestedClassCount in
 // server/classification.h). Other request, input and output parameters are
 // ignored.
+//
+// An optional input the request leaves out (TensorSpec::optional) gets its
+// default_row in each of the request's rows, as though the client had sent
+// it (Note [Inputs with defaults] in runtime/ir.h); the batch is the inputs'
+// sent, one row when none is.
 //
 // BYTES inputs (Note [Strings at the model's edges] in runtime/ir.h): raw
 // contents, a shared-memory range (its byte_size the serialized size) or

@@ -6,6 +6,8 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <memory>
+#include <vector>
 
 #include "cuda_runtime_api.h"
 #include "server/bytes_tensor.h"
@@ -533,6 +535,120 @@ TEST(RequestValidationTest, AnyShapeValuesGiveAStatus) {
       }
     }
   }
+}
+
+// Mlp() with a fourth input, `bias` [B,3] FP32, optional, whose default row
+// (Note [Inputs with defaults] in runtime/ir.h) is kBiasRow; without
+// `with_default` the model has none.
+constexpr float kBiasRow[] = {-1.0f, 0.25f, 8.0f};
+
+ModelInterface MlpWithOptionalBias(bool with_default = true) {
+  ModelInterface model = Mlp();
+  TensorSpec bias{"bias", DType::kFloat32, {3}};
+  bias.optional = true;
+  if (with_default) {
+    HostTensor row(DType::kFloat32, {1, 3});
+    std::memcpy(row.raw(), kBiasRow, sizeof(kBiasRow));
+    bias.default_row = std::make_shared<const HostTensor>(std::move(row));
+  }
+  model.inputs.push_back(std::move(bias));
+  return model;
+}
+
+// Left out, it is its default in each of the request's rows; the inputs
+// sent are read as always.
+TEST(RequestValidationTest, AnOptionalInputLeftOutIsItsDefaultInEveryRow) {
+  for (bool typed : {false, true}) {
+    const Request request = typed ? TypedRequest() : RawRequest();
+    absl::StatusOr<ValidatedRequest> validated =
+        ValidateInferRequest(request, MlpWithOptionalBias());
+    ASSERT_TRUE(validated.ok()) << validated.status();
+    EXPECT_EQ(validated->rows, kRows);
+    ASSERT_EQ(validated->inputs.size(), 4u);
+    std::vector<float> bias(kRows * 3);
+    std::memcpy(bias.data(), validated->inputs[3], bias.size() * sizeof(float));
+    for (int64_t row = 0; row < kRows; ++row) {
+      EXPECT_THAT(std::vector<float>(bias.begin() + row * 3, bias.begin() + row * 3 + 3),
+                  ElementsAre(kBiasRow[0], kBiasRow[1], kBiasRow[2]))
+          << "row " << row << (typed ? " typed" : " raw");
+    }
+    validated->inputs.pop_back();
+    ExpectTestData(*validated, kRows);
+  }
+}
+
+// Sent, it is any input: read in place, its shape and batch checked.
+TEST(RequestValidationTest, AnOptionalInputSentIsReadAsAnyInput) {
+  Request request = RawRequest();
+  const std::vector<float> bias(kRows * 3, 7.0f);
+  AddInput(&request, "bias", "FP32", {kRows, 3});
+  request.add_raw_input_contents(Bytes(bias));
+  absl::StatusOr<ValidatedRequest> validated =
+      ValidateInferRequest(request, MlpWithOptionalBias());
+  ASSERT_TRUE(validated.ok()) << validated.status();
+  ASSERT_EQ(validated->inputs.size(), 4u);
+  EXPECT_EQ(validated->inputs[3],
+            reinterpret_cast<const std::byte*>(request.raw_input_contents(3).data()));
+
+  SetShape(Input(&request, "bias"), {kRows - 1, 3});
+  request.mutable_raw_input_contents(3)->resize((kRows - 1) * 3 * sizeof(float));
+  validated = ValidateInferRequest(request, MlpWithOptionalBias());
+  EXPECT_EQ(validated.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Message(validated.status()),
+              HasSubstr("input 'bias' has batch 3 but input 'x' has batch 4"));
+}
+
+// Triton's texts where some inputs are optional: "between R and N", and
+// only the required ones missing listed, also when an optional input is
+// sent in place of a required one.
+TEST(RequestValidationTest, MissingRequiredInputsBesideOptionalOnesGetTritonsText) {
+  Request empty;
+  empty.set_model_name("mlp");
+  absl::StatusOr<ValidatedRequest> validated = ValidateInferRequest(empty, MlpWithOptionalBias());
+  EXPECT_EQ(validated.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Message(validated.status()),
+              HasSubstr("[request id: <id_unknown>] expected number of inputs between 3 and 4 but "
+                        "got 0 inputs for model 'mlp'. Got input(s) [], but missing required "
+                        "input(s) ['x','ids','mask']. Please provide all required input(s)."));
+
+  Request bias_for_ids = RawRequest();
+  Input(&bias_for_ids, "ids")->set_name("bias");
+  Input(&bias_for_ids, "bias")->set_datatype("FP32");
+  SetShape(Input(&bias_for_ids, "bias"), {kRows, 3});
+  validated = ValidateInferRequest(bias_for_ids, MlpWithOptionalBias());
+  EXPECT_EQ(validated.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Message(validated.status()),
+              HasSubstr("expected number of inputs between 3 and 4 but got 3 inputs for model "
+                        "'mlp'. Got input(s) ['bias','mask','x'], but missing required input(s) "
+                        "['ids']."));
+}
+
+// An optional input of a model with no default for it has nothing to run a
+// request without it on.
+TEST(RequestValidationTest, AnOptionalInputWithoutADefaultMustBeSent) {
+  absl::StatusOr<ValidatedRequest> validated =
+      ValidateInferRequest(RawRequest(), MlpWithOptionalBias(/*with_default=*/false));
+  EXPECT_EQ(validated.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(Message(validated.status()),
+              HasSubstr("input 'bias' of model 'mlp' is optional, but the model has no default "
+                        "value for it (an ONNX initializer of its name) to use when it is left "
+                        "out: send it"));
+}
+
+// Triton's input_all_optional: a request of no inputs at all is one row of
+// the defaults.
+TEST(RequestValidationTest, ARequestOfNoInputsToAModelOfOptionalOnesIsOneRow) {
+  ModelInterface model = MlpWithOptionalBias();
+  model.inputs.erase(model.inputs.begin(), model.inputs.begin() + 3);
+  Request empty;
+  empty.set_model_name("mlp");
+  absl::StatusOr<ValidatedRequest> validated = ValidateInferRequest(empty, model);
+  ASSERT_TRUE(validated.ok()) << validated.status();
+  EXPECT_EQ(validated->rows, 1);
+  ASSERT_EQ(validated->inputs.size(), 1u);
+  float first;
+  std::memcpy(&first, validated->inputs[0], sizeof(float));
+  EXPECT_EQ(first, kBiasRow[0]);
 }
 
 TEST(RequestValidationTest, ResponseHoldsRequestedOutputsInRequestOrder) {

@@ -611,6 +611,9 @@ absl::StatusOr<std::unique_ptr<ServedModel>> ServedModel::Load(const RepositoryM
   ASSIGN_OR_RETURN(const ModelPrecision precision, PrecisionFromConfig(entry.config));
   ModelPassOptions passes;
   passes.precision = precision;
+  for (const inference::ModelInput& input : entry.config.input()) {
+    passes.declared_inputs.insert(input.name());
+  }
   ASSIGN_OR_RETURN(Model model, ImportOnnxFile(version.model_path, passes));
   model.name = entry.name;
   if (!model.passed_strings.empty()) {
@@ -647,6 +650,7 @@ absl::StatusOr<std::unique_ptr<ServedModel>> ServedModel::Load(const RepositoryM
   RETURN_IF_ERROR(CheckInterfacesMatch(
       declared.shape_dims.empty() ? declared : declared.At(keys.front().bucket),
       InterfaceFromGraph(entry.name, declared.max_batch_size, declared.batching, any_size)));
+  RETURN_IF_ERROR(TakeInputDefaults(model, &declared));
   phases.End("import");
   // GEMM and convolution algorithms, timed once on the first GPU for the
   // padding check and every graph.

@@ -38,6 +38,9 @@ const std::set<std::string>& HonouredPaths() {
       "input.format",  // a hint for clients, returned as written
       "input.dims",
       "input.reshape",  // the model's shape; clients keep dims (InterfaceFromConfig)
+      // Requests may leave it out; filled with the model file's default
+      // (Note [Inputs with defaults] in runtime/ir.h).
+      "input.optional",
       "output.name",
       "output.data_type",
       "output.dims",

@@ -128,6 +128,12 @@ TEST(TritonConfigTest, AConfigOfHonouredFieldsIgnoresNothing) {
                   dims: [ 3, 8, 8 ]
                   reshape { shape: [ 192 ] }
                 }
+                input {
+                  name: "bias"
+                  data_type: TYPE_FP32
+                  dims: [ 4 ]
+                  optional: true
+                }
                 output {
                   name: "y"
                   data_type: TYPE_FP32
@@ -168,10 +174,10 @@ TEST(TritonConfigTest, WholeSectionsGraphServeDoesNotRunAreNamedOnce) {
                 input {
                   name: "z"
                   reshape { shape: [ 4 ] }
-                  optional: true
+                  allow_ragged_batch: true
                 }
               )pb")),
-              ElementsAre("input.optional", "model_warmup", "response_cache"));
+              ElementsAre("input.allow_ragged_batch", "model_warmup", "response_cache"));
 }
 
 TEST(TritonConfigTest, SectionsRefusedAtLoadAreNotReportedAsIgnored) {

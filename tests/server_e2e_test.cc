@@ -164,11 +164,14 @@ std::shared_ptr<grpc::Channel> Connect(int port) {
                                    grpc::InsecureChannelCredentials(), arguments);
 }
 
-// The model `name` of the repository on the host executor, bound at `rows`.
+// The model `name` of the repository on the host executor, bound at `rows`;
+// imported with `passes` (a config's declared inputs: Note [Inputs with
+// defaults] in runtime/ir.h).
 std::unique_ptr<HostExecutor> Reference(const std::string& repository, const std::string& name,
-                                        int64_t rows, const std::vector<int64_t>& bucket = {}) {
-  absl::StatusOr<Model> model =
-      ImportOnnxFile((std::filesystem::path(repository) / name / "1" / "model.onnx").string());
+                                        int64_t rows, const std::vector<int64_t>& bucket = {},
+                                        const ModelPassOptions& passes = {}) {
+  absl::StatusOr<Model> model = ImportOnnxFile(
+      (std::filesystem::path(repository) / name / "1" / "model.onnx").string(), passes);
   EXPECT_TRUE(model.ok()) << model.status();
   absl::StatusOr<BindOptions> bind = BindOptionsAt(*model, {rows, bucket});
   EXPECT_TRUE(bind.ok()) << bind.status();
@@ -2243,6 +2246,83 @@ TEST(ServerWithTritonConfig, InputsInAnotherOrderAreMatchedByName) {
     EXPECT_TRUE(MatchesReference(status, response, *reference, inputs))
         << rows << " rows: " << status.error_message();
   }
+}
+
+// Note [Inputs with defaults] in runtime/ir.h: a batching model whose input
+// `bias` has a default, declared `optional: true` as Triton's
+// qa/L0_initializer_as_input declares it. Clients send it or leave it out
+// at once, their rows merge into shared executions (one stream, a queue
+// delay), and each answer is the host executor's on that request alone:
+// with the bias sent, or with the model file's default.
+TEST(ServerWithOptionalInput, RequestsWithAndWithoutItMergeAndGetTheirOwnAnswers) {
+  const std::string repository = TempDir("optional_input_repository");
+  std::filesystem::remove_all(repository);
+  const std::filesystem::path dir = std::filesystem::path(repository) / "biased";
+  std::filesystem::create_directories(dir / "1");
+  std::ofstream(dir / "1" / "model.onnx", std::ios::binary)
+      << MakeInputWithDefaultModel().SerializeAsString();
+  std::ofstream(dir / "config.pbtxt") << R"pb(
+    platform: "onnxruntime_onnx"
+    max_batch_size: 8
+    input { name: "x" data_type: TYPE_FP32 dims: [ 16 ] }
+    input { name: "bias" data_type: TYPE_FP32 dims: [ 16 ] optional: true }
+    output { name: "y" data_type: TYPE_FP32 dims: [ 16 ] }
+    dynamic_batching { max_queue_delay_microseconds: 20000 }
+    capture { streams: 1 batch_sizes: [ 1, 8 ] }
+  )pb";
+  std::unique_ptr<InferenceServer> server = StartServer(TestServerOptions(repository));
+  ASSERT_NE(server, nullptr);
+  auto channel = Connect(server->port());
+  auto stub = inference::GRPCInferenceService::NewStub(channel);
+
+  // The references: the model with `bias` an input, and with it folded
+  // (the file read as no config declares it).
+  ModelPassOptions declaring;
+  declaring.declared_inputs = {"x", "bias"};
+  constexpr int kClients = 8;  // half send the bias
+  constexpr int kRequestsEach = 3;
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int c = 0; c < kClients; ++c) {
+    threads.emplace_back([&, c] {
+      auto client = inference::GRPCInferenceService::NewStub(channel);
+      const bool sends_bias = c % 2 == 0;
+      for (int i = 0; i < kRequestsEach; ++i) {
+        const int64_t rows = 1 + (c + i) % 3;
+        std::unique_ptr<HostExecutor> reference =
+            Reference(repository, "biased", rows, {}, sends_bias ? declaring : ModelPassOptions{});
+        const std::vector<HostTensor> inputs =
+            RandomInputs(reference->graph(), 3100 + static_cast<uint64_t>(c * 10 + i));
+        grpc::ClientContext context;
+        inference::ModelInferResponse response;
+        const grpc::Status status = client->ModelInfer(
+            &context, RawRequest("biased", reference->graph(), inputs), &response);
+        if (!MatchesReference(status, response, *reference, inputs)) {
+          ++wrong;
+          ADD_FAILURE() << "client " << c << " request " << i << ": " << status.error_message();
+        }
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(wrong.load(), 0);
+  const inference::ModelStatistics statistics = FetchStatistics(*stub, "biased");
+  EXPECT_EQ(statistics.inference_stats().success().count(),
+            static_cast<uint64_t>(kClients * kRequestsEach));
+  EXPECT_LT(statistics.execution_count(), statistics.inference_stats().success().count());
+
+  // Clients see it as an input, and the config as written.
+  grpc::ClientContext context;
+  inference::ModelMetadataRequest request;
+  request.set_name("biased");
+  inference::ModelMetadataResponse metadata;
+  ASSERT_TRUE(stub->ModelMetadata(&context, request, &metadata).ok());
+  ASSERT_EQ(metadata.inputs_size(), 2);
+  EXPECT_EQ(metadata.inputs(1).name(), "bias");
+  EXPECT_THAT(metadata.inputs(1).shape(), ::testing::ElementsAre(-1, 16));
+  const inference::ModelConfig config = FetchConfig(*stub, "biased");
+  ASSERT_EQ(config.input_size(), 2);
+  EXPECT_TRUE(config.input(1).optional());
 }
 
 // --reuse-grpc-port and --reuse-http-port on both servers: the second one

@@ -17,7 +17,8 @@ The floor: every config in LOADS must load. The others are recorded in
 NOT_LOADED with why, and each must be refused with a reason that says so;
 one that starts loading is reported (move it to LOADS). Every loaded model
 answers one request of random data of its declared shapes and types, which
-must match onnxruntime on the stand-in.
+must match onnxruntime on the stand-in; one whose config declares optional
+inputs answers twice, with them and without them (the model's defaults).
 """
 
 import os
@@ -247,6 +248,11 @@ LOADS = {
     "qa_autofill_cpu_instance",
     "qa_autofill_empty_config",
     "qa_autofill_no_config_no_batch",
+    # An initializer the ONNX file also lists among its graph inputs is an
+    # input with a default: the config declares it `optional: true`, a
+    # request may leave it out (the initializer's value) or send it (Note
+    # [Inputs with defaults] in runtime/ir.h).
+    "qa_initializer_as_input",
     "qa_simple_ensemble_simple",
     "qa_socket_simple",
     "server_docs_densenet_onnx",
@@ -277,15 +283,8 @@ LOADS = {
 }
 
 # The configs that do not load, and the part of the server's reason that
-# says why. Each is a feature GraphServe does not have yet.
-NOT_LOADED = {
-    # An initializer the ONNX file also lists among its graph inputs is, for
-    # ONNX Runtime, an input with a default: Triton's config declares it
-    # `optional: true`, a request may leave it out (the initializer's value)
-    # or override it. GraphServe imports it as a constant and ignores
-    # `optional`.
-    "qa_initializer_as_input": "declares input 'INITIALIZER', which the model file lacks",
-}
+# says why. Each is a feature GraphServe does not have yet: none now.
+NOT_LOADED = {}
 
 
 def model_name(name, config):
@@ -461,14 +460,17 @@ class TritonHandwrittenConfigsTest(unittest.TestCase):
             served, served_as, entry = _states[name]
             if entry.get("state") != "READY":
                 continue
-            with self.subTest(name):
-                directory = os.path.join(served.root, served_as)
-                reference = onnxruntime.InferenceSession(
-                    os.path.join(directory, "1", "model.onnx"),
-                    providers=["CPUExecutionProvider"])
-                self.check_answer(served, served_as, name, reference)
+            directory = os.path.join(served.root, served_as)
+            reference = onnxruntime.InferenceSession(
+                os.path.join(directory, "1", "model.onnx"), providers=["CPUExecutionProvider"])
+            optional = any(tensor.optional for tensor in read_config(name).input)
+            for send_optional in (True, False) if optional else (True,):
+                with self.subTest(name, send_optional=send_optional):
+                    self.check_answer(served, served_as, name, reference, send_optional)
 
-    def check_answer(self, served, served_as, name, reference):
+    def check_answer(self, served, served_as, name, reference, send_optional):
+        """One request of random data; the optional inputs sent or left to
+        the model's defaults, as onnxruntime is fed them or not."""
         client = grpcclient.InferenceServerClient(served.server.url)
         try:
             config = read_config(name)
@@ -483,7 +485,7 @@ class TritonHandwrittenConfigsTest(unittest.TestCase):
             rng = np.random.default_rng(len(name))
             inputs, feeds = [], {}
             for tensor in config.input:
-                if tensor.optional:
+                if tensor.optional and not send_optional:
                     continue  # left to the model's default
                 data_type = model_config_pb2.DataType.Name(tensor.data_type)
                 shape = request_shape(config, tensor)

@@ -1,5 +1,5 @@
 #pragma once
-// Folding BatchNormalization into the Conv before it: the first model pass
+// Folding BatchNormalization into the Conv before it: the second model pass
 // (Note [Model passes] in runtime/passes/model_passes.h).
 
 #include "runtime/ir.h"

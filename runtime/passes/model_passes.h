@@ -2,6 +2,9 @@
 // The rewrites of an imported model that run once per model, before any
 // batch size is bound (Note [Model passes]).
 
+#include <set>
+#include <string>
+
 #include "absl/status/status.h"
 #include "runtime/ir.h"
 #include "runtime/passes/precision.h"
@@ -13,6 +16,10 @@ struct ModelPassOptions {
   // What the model computes in (precision.h): fp16 and bf16 rewrite it, fp32
   // (the default) and tf32 leave the IR as imported.
   ModelPrecision precision = ModelPrecision::kFp32;
+  // The inputs config.pbtxt declares, by name: an input with a default among
+  // them stays an input (Note [Inputs with defaults] in runtime/ir.h), the
+  // other inputs with a default become constants. None by default.
+  std::set<std::string> declared_inputs;
 };
 
 // Note [Model passes]
@@ -25,10 +32,14 @@ struct ModelPassOptions {
 // (the server's from the model's config, graphserve-capture's from its
 // flags), so the server and the CLI see the same rewritten model:
 //
-//  1. FoldBatchNormsIntoConvs (fold_batch_norms.h): inference BatchNorm
+//  1. FoldInputDefaults (input_defaults.h): the inputs with a default that
+//     the config does not declare become the weights they are (Note [Inputs
+//     with defaults] in runtime/ir.h), first, so that the passes after it
+//     rewrite them as weights, and never a declared one.
+//  2. FoldBatchNormsIntoConvs (fold_batch_norms.h): inference BatchNorm
 //     into the Conv before it, in float32, while the weights are still the
 //     model's own.
-//  2. ConvertPrecision (precision.h), after folding (so folded weights are
+//  3. ConvertPrecision (precision.h), after folding (so folded weights are
 //     converted once, from float32) and before binding (so each node binds
 //     in its final dtype and finds its CUDA kernel by (op, dtype)): weights
 //     converted and Casts inserted for the model's precision (float16,

@@ -1,7 +1,7 @@
 #pragma once
 // The precision pass: a float32 model computed in float16 or bfloat16, with
 // the ops that need float32's range and precision kept in it (Note [Model
-// precision]); the second model pass (Note [Model passes]).
+// precision]); the third model pass (Note [Model passes]).
 
 #include <string>
 
