@@ -13,6 +13,7 @@
 # each level's throughput and latency (perf's CSV under OUT_DIR) and the bytes
 # one request and its response carry in tensor data.
 set -uo pipefail
+# shellcheck source=bench/serve_server.sh
 source "$(dirname "$0")/serve_server.sh" "$@"
 zoo=/tmp/graphserve-zoo
 
