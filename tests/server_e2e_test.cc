@@ -1224,6 +1224,17 @@ inference::ModelConfig FetchConfig(inference::GRPCInferenceService::Stub& stub,
   return response.config();
 }
 
+inference::ModelMetadataResponse FetchMetadata(inference::GRPCInferenceService::Stub& stub,
+                                               const std::string& model) {
+  grpc::ClientContext context;
+  inference::ModelMetadataRequest request;
+  request.set_name(model);
+  inference::ModelMetadataResponse response;
+  const grpc::Status status = stub.ModelMetadata(&context, request, &response);
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  return response;
+}
+
 // Requests of each row count get the host executor's answer.
 void ExpectServesRows(inference::GRPCInferenceService::Stub& stub, const std::string& repository,
                       const std::string& model, std::initializer_list<int64_t> row_counts) {
@@ -1956,11 +1967,9 @@ TEST(ServerWithShapeBuckets, PadsRequestsIntoBucketsWhereExactAndMergesLengths) 
                         "but the request has [5]"));
 
   // Clients see the open dim as -1.
-  grpc::ClientContext context;
-  inference::ModelMetadataRequest request;
-  request.set_name("masked");
-  inference::ModelMetadataResponse metadata;
-  ASSERT_TRUE(stub->ModelMetadata(&context, request, &metadata).ok());
+  const inference::ModelMetadataResponse metadata = FetchMetadata(*stub, "masked");
+  ASSERT_GE(metadata.inputs_size(), 1);
+  ASSERT_EQ(metadata.outputs_size(), 1);
   EXPECT_THAT(metadata.inputs(0).shape(), ::testing::ElementsAre(-1, -1, 16));
   EXPECT_THAT(metadata.outputs(0).shape(), ::testing::ElementsAre(-1, -1, 16));
 }
@@ -2066,11 +2075,9 @@ TEST(ServerWithoutBatchDim, RequestsChooseTheDynamicDimsInsideTheBuckets) {
                         "[16,16,16], got [16,16,8] (the model does not batch)"));
 
   // Clients see every dynamic dim as -1, with no batch dim in front.
-  grpc::ClientContext context;
-  inference::ModelMetadataRequest request;
-  request.set_name("masked");
-  inference::ModelMetadataResponse metadata;
-  ASSERT_TRUE(stub->ModelMetadata(&context, request, &metadata).ok());
+  const inference::ModelMetadataResponse metadata = FetchMetadata(*stub, "masked");
+  ASSERT_EQ(metadata.inputs_size(), 2);
+  ASSERT_EQ(metadata.outputs_size(), 1);
   EXPECT_THAT(metadata.inputs(0).shape(), ::testing::ElementsAre(-1, -1, 16));
   EXPECT_THAT(metadata.inputs(1).shape(), ::testing::ElementsAre(-1, -1));
   EXPECT_THAT(metadata.outputs(0).shape(), ::testing::ElementsAre(-1, -1, 16));
@@ -2312,11 +2319,7 @@ TEST(ServerWithOptionalInput, RequestsWithAndWithoutItMergeAndGetTheirOwnAnswers
   EXPECT_LT(statistics.execution_count(), statistics.inference_stats().success().count());
 
   // Clients see it as an input, and the config as written.
-  grpc::ClientContext context;
-  inference::ModelMetadataRequest request;
-  request.set_name("biased");
-  inference::ModelMetadataResponse metadata;
-  ASSERT_TRUE(stub->ModelMetadata(&context, request, &metadata).ok());
+  const inference::ModelMetadataResponse metadata = FetchMetadata(*stub, "biased");
   ASSERT_EQ(metadata.inputs_size(), 2);
   EXPECT_EQ(metadata.inputs(1).name(), "bias");
   EXPECT_THAT(metadata.inputs(1).shape(), ::testing::ElementsAre(-1, 16));
