@@ -18,16 +18,18 @@
 # a minute, gcc 15 min for 169 tests, asan_ubsan 9 min for 76, the fuzz
 # targets' link 15 s and their runs 3 min, tsan 6 min for 37. (asan and
 # ubsan apart took 16 and 12 min for 54 tests, 2026-11-28.)
+# A failing test's log is printed whole (--test_output=errors): CI keeps
+# only what the run printed.
 # Ends with one line "N passed, M failed".
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 
 ./deploy/setup.sh || exit 1
 
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 status=0
-bazel test //... --test_env=GRAPHSERVE_PYTHON="$PWD/.pyenv/bin/python" 2>&1 | tee "$log"
+bazel test //... --test_output=errors --test_env=GRAPHSERVE_PYTHON="$PWD/.pyenv/bin/python" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 
 # Sanitized test sets: the packages that parse outside input or run threads
@@ -48,7 +50,10 @@ case "$sanitizers" in
 esac
 if [[ "$sanitizers" == all || "$sanitizers" == 1 ]]; then
   echo "test: --config=asan_ubsan"
-  bazel test --config=asan_ubsan "${SANITIZED_TESTS[@]}" 2>&1 | tee -a "$log"
+  # Without gold's 11k harmless warnings about clang's ASan check helpers
+  # (deploy/fuzz.sh says more).
+  bazel test --config=asan_ubsan --test_output=errors "${SANITIZED_TESTS[@]}" 2>&1 |
+    grep -v "warning: Cannot export local symbol '__asan" | tee -a "$log"
   ((PIPESTATUS[0] == 0)) || status=1
   # Before the TSan build: --config=fuzz links the targets from the objects
   # asan_ubsan left in bazel-out, which TSan's replace (.bazelrc).
@@ -62,12 +67,25 @@ if [[ "$sanitizers" == all || "$sanitizers" == 1 ]]; then
 fi
 if [[ "$sanitizers" != 0 ]]; then
   echo "test: --config=tsan"
-  bazel test --config=tsan "${THREADED_TESTS[@]}" 2>&1 | tee -a "$log"
+  bazel test --config=tsan --test_output=errors "${THREADED_TESTS[@]}" 2>&1 | tee -a "$log"
   ((PIPESTATUS[0] == 0)) || status=1
 fi
 
 passed=$(grep -cE '^//[^ ]+ +(\(cached\) )?PASSED' "$log")
-failed=$(grep -cE '^//[^ ]+ +(\(cached\) )?(FAILED|TIMEOUT|NO STATUS|FAILED TO BUILD)' "$log")
+failed_lines=$(grep -E '^//[^ ]+ +(\(cached\) )?(FAILED|TIMEOUT|NO STATUS|FAILED TO BUILD)' "$log")
+failed=$(grep -c . <<<"$failed_lines")
+# The failures again, last: CI keeps the tail of what the run printed, and
+# the sanitizer stages print long after the gcc stage's failure.
+if [[ -n "$failed_lines" ]]; then
+  echo "test: these failed (their logs are printed above, in their stage):"
+  echo "$failed_lines"
+  # Each failed test's output as --test_output=errors printed it, its last
+  # 40 lines (a test's log in bazel-out is overwritten by a later stage).
+  awk '/^=+ Test output for /{n=0; inside=1}
+       inside{block[++n]=$0}
+       inside && /^=+$/{from=(n>41)?n-40:1; print block[1];
+                        for(i=from;i<=n;i++) if(i>1) print block[i]; inside=0}' "$log"
+fi
 if [[ $status -ne 0 && $failed -eq 0 ]]; then failed=1; fi  # the build itself failed
 echo "${passed} passed, ${failed} failed"
 exit "$status"
