@@ -18,18 +18,22 @@
 # a minute, gcc 15 min for 169 tests, asan_ubsan 9 min for 76, the fuzz
 # targets' link 15 s and their runs 3 min, tsan 6 min for 37. (asan and
 # ubsan apart took 16 and 12 min for 54 tests, 2026-11-28.)
-# A failing test's log is printed whole (--test_output=errors): CI keeps
-# only what the run printed.
-# Ends with one line "N passed, M failed".
+# Ends with one line "N passed, M failed, K flaky".
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 
 ./deploy/setup.sh || exit 1
 
+# A failed test's output printed whole (CI keeps only what the run
+# printed), and a failed test run once more: one that then passes is FLAKY,
+# counted and named at the end, not hidden (CI failed once, 2026-11-29, on a
+# test its kept tail did not name and no run here repeated).
+TEST_FLAGS=(--test_output=errors --flaky_test_attempts=2)
+
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 status=0
-bazel test //... --test_output=errors --test_env=GRAPHSERVE_PYTHON="$PWD/.pyenv/bin/python" 2>&1 | tee "$log"
+bazel test //... "${TEST_FLAGS[@]}" --test_env=GRAPHSERVE_PYTHON="$PWD/.pyenv/bin/python" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 
 # Sanitized test sets: the packages that parse outside input or run threads
@@ -52,7 +56,7 @@ if [[ "$sanitizers" == all || "$sanitizers" == 1 ]]; then
   echo "test: --config=asan_ubsan"
   # Without gold's 11k harmless warnings about clang's ASan check helpers
   # (deploy/fuzz.sh says more).
-  bazel test --config=asan_ubsan --test_output=errors "${SANITIZED_TESTS[@]}" 2>&1 |
+  bazel test --config=asan_ubsan "${TEST_FLAGS[@]}" "${SANITIZED_TESTS[@]}" 2>&1 |
     grep -v "warning: Cannot export local symbol '__asan" | tee -a "$log"
   ((PIPESTATUS[0] == 0)) || status=1
   # Before the TSan build: --config=fuzz links the targets from the objects
@@ -67,25 +71,33 @@ if [[ "$sanitizers" == all || "$sanitizers" == 1 ]]; then
 fi
 if [[ "$sanitizers" != 0 ]]; then
   echo "test: --config=tsan"
-  bazel test --config=tsan --test_output=errors "${THREADED_TESTS[@]}" 2>&1 | tee -a "$log"
+  bazel test --config=tsan "${TEST_FLAGS[@]}" "${THREADED_TESTS[@]}" 2>&1 | tee -a "$log"
   ((PIPESTATUS[0] == 0)) || status=1
 fi
 
 passed=$(grep -cE '^//[^ ]+ +(\(cached\) )?PASSED' "$log")
 failed_lines=$(grep -E '^//[^ ]+ +(\(cached\) )?(FAILED|TIMEOUT|NO STATUS|FAILED TO BUILD)' "$log")
 failed=$(grep -c . <<<"$failed_lines")
+flaky_lines=$(grep -E '^//[^ ]+ +FLAKY' "$log")
+flaky=$(grep -c . <<<"$flaky_lines")
 # The failures again, last: CI keeps the tail of what the run printed, and
 # the sanitizer stages print long after the gcc stage's failure.
 if [[ -n "$failed_lines" ]]; then
-  echo "test: these failed (their logs are printed above, in their stage):"
+  echo "test: these failed:"
   echo "$failed_lines"
-  # Each failed test's output as --test_output=errors printed it, its last
-  # 40 lines (a test's log in bazel-out is overwritten by a later stage).
+fi
+if [[ -n "$flaky_lines" ]]; then
+  echo "test: these failed once and passed on their second attempt (FLAKY):"
+  echo "$flaky_lines"
+fi
+if [[ -n "$failed_lines$flaky_lines" ]]; then
+  # Each failed attempt's output as --test_output=errors printed it, its
+  # last 40 lines (a test's log in bazel-out is overwritten by later runs).
   awk '/^=+ Test output for /{n=0; inside=1}
        inside{block[++n]=$0}
        inside && /^=+$/{from=(n>41)?n-40:1; print block[1];
                         for(i=from;i<=n;i++) if(i>1) print block[i]; inside=0}' "$log"
 fi
 if [[ $status -ne 0 && $failed -eq 0 ]]; then failed=1; fi  # the build itself failed
-echo "${passed} passed, ${failed} failed"
+echo "${passed} passed, ${failed} failed, ${flaky} flaky"
 exit "$status"
