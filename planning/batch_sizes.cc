@@ -52,14 +52,9 @@ int64_t TotalRequests(const BatchHistogram& h) {
 // Total padded rows over all requests of `h` served by `sorted_sizes`
 // (ascending, non-empty); see the serving model in the header.
 int64_t TotalPaddedRows(const BatchHistogram& h, const std::vector<int64_t>& sorted_sizes) {
-  const int64_t chunk = sorted_sizes.back();
   int64_t total = 0;
   for (const auto& [size, count] : h) {
-    if (count <= 0) continue;
-    const int64_t rows = size <= chunk ? size : size % chunk;
-    if (rows == 0) continue;
-    const int64_t padded = *std::lower_bound(sorted_sizes.begin(), sorted_sizes.end(), rows);
-    total += count * (padded - rows);
+    if (count > 0) total += count * PaddedRows(size, sorted_sizes);
   }
   return total;
 }
@@ -159,6 +154,13 @@ absl::StatusOr<BatchHistogram> ReadBatchHistory(const std::string& path) {
     return absl::DataLossError(absl::StrCat("cannot read batch-size history '", path, "'"));
   }
   return ParseBatchHistory(text.str(), path);
+}
+
+int64_t PaddedRows(int64_t rows, const std::vector<int64_t>& sorted_sizes) {
+  const int64_t chunk = sorted_sizes.back();
+  const int64_t remainder = rows <= chunk ? rows : rows % chunk;
+  if (remainder == 0) return 0;
+  return *std::lower_bound(sorted_sizes.begin(), sorted_sizes.end(), remainder) - remainder;
 }
 
 double ExpectedPaddedRows(const BatchHistogram& h, const std::vector<int64_t>& sizes) {

@@ -53,6 +53,10 @@ struct SizeChoice {
 // file). 0 for an empty histogram. `sizes` must be non-empty and positive.
 double ExpectedPaddedRows(const BatchHistogram& h, const std::vector<int64_t>& sizes);
 
+// The padded rows of one request of `rows` rows served by `sorted_sizes`
+// (ascending, non-empty): the serving model at the top of this file.
+int64_t PaddedRows(int64_t rows, const std::vector<int64_t>& sorted_sizes);
+
 // The top (largest) size to capture: the largest size in `h`, or
 // `max_batch_size` when that is smaller.
 int64_t TopBatchSize(const BatchHistogram& h, std::optional<int64_t> max_batch_size);

@@ -1,0 +1,290 @@
+#include "planning/shape_grid.h"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <tuple>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
+#include "common/status.h"
+
+namespace graphserve {
+namespace {
+
+constexpr int kMaxRounds = 16;
+
+absl::Status LineError(const std::string& source, int line, absl::string_view message) {
+  return absl::InvalidArgumentError(absl::StrCat(source, ":", line, ": ", message));
+}
+
+// A positive integer field of a history line, at most kMaxHistoryBatchSize.
+absl::StatusOr<int64_t> PositiveField(absl::string_view text, absl::string_view what) {
+  int64_t value = 0;
+  if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(text), &value)) {
+    return absl::InvalidArgumentError(absl::StrCat(what, " '", text, "' is not an integer"));
+  }
+  if (value < 1 || value > kMaxHistoryBatchSize) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " ", value, " is outside [1, ", kMaxHistoryBatchSize, "]"));
+  }
+  return value;
+}
+
+// `h` with every weight scaled down, when their total is above
+// kMaxHistoryRequests, so that ChooseBatchSizes takes it; a nonzero weight
+// stays at least 1.
+BatchHistogram WithinBounds(std::map<int64_t, double> weights) {
+  double total = 0;
+  for (const auto& [size, weight] : weights) total += weight;
+  // Headroom for the at-least-1 rounding of every entry.
+  const double limit = static_cast<double>(kMaxHistoryRequests) / 2;
+  const double scale = total > limit ? limit / total : 1.0;
+  BatchHistogram h;
+  for (const auto& [size, weight] : weights) {
+    if (weight > 0) h[size] = std::max<int64_t>(1, std::llround(weight * scale));
+  }
+  return h;
+}
+
+// Each request's rows as executed: b + PaddedRows(b) (batch_sizes.h).
+int64_t ExecutedRows(int64_t rows, const std::vector<int64_t>& sorted_sizes) {
+  return rows + PaddedRows(rows, sorted_sizes);
+}
+
+// The smallest of `sorted_buckets` that holds `length`; 0 when none does.
+int64_t BucketOf(int64_t length, const std::vector<int64_t>& sorted_buckets) {
+  const auto it = std::lower_bound(sorted_buckets.begin(), sorted_buckets.end(), length);
+  return it == sorted_buckets.end() ? 0 : *it;
+}
+
+BatchHistogram RowsMarginal(const ShapeHistogram& h) {
+  BatchHistogram rows;
+  for (const auto& [shape, count] : h) rows[shape.first] += count;
+  return rows;
+}
+
+BatchHistogram LengthsMarginal(const ShapeHistogram& h) {
+  BatchHistogram lengths;
+  for (const auto& [shape, count] : h) lengths[shape.second] += count;
+  return lengths;
+}
+
+// The best sizes for fixed buckets: rows weighted by their bucket's length.
+absl::StatusOr<std::vector<int64_t>> SizesFor(const ShapeHistogram& h,
+                                              const std::vector<int64_t>& buckets,
+                                              int num_sizes,
+                                              std::optional<int64_t> max_batch_size) {
+  std::map<int64_t, double> weights;
+  for (const auto& [shape, count] : h) {
+    weights[shape.first] +=
+        static_cast<double>(count) * static_cast<double>(BucketOf(shape.second, buckets));
+  }
+  ASSIGN_OR_RETURN(SizeChoice choice,
+                   ChooseBatchSizes(WithinBounds(std::move(weights)), num_sizes, max_batch_size));
+  return choice.sizes;
+}
+
+// The best buckets for fixed sizes: lengths weighted by their executed rows.
+absl::StatusOr<std::vector<int64_t>> BucketsFor(const ShapeHistogram& h,
+                                                const std::vector<int64_t>& sizes,
+                                                int num_buckets) {
+  std::map<int64_t, double> weights;
+  for (const auto& [shape, count] : h) {
+    weights[shape.second] +=
+        static_cast<double>(count) * static_cast<double>(ExecutedRows(shape.first, sizes));
+  }
+  // No maximum: the top is the longest length, which no request exceeds.
+  ASSIGN_OR_RETURN(SizeChoice choice,
+                   ChooseBatchSizes(WithinBounds(std::move(weights)), num_buckets, std::nullopt));
+  return choice.sizes;
+}
+
+// Coordinate descent for one split of the budget (Note [Choosing sizes and
+// buckets together]).
+absl::StatusOr<GridChoice> DescendFrom(const ShapeHistogram& h, int num_sizes, int num_buckets,
+                                       std::optional<int64_t> max_batch_size) {
+  GridChoice choice;
+  ASSIGN_OR_RETURN(SizeChoice sizes, ChooseBatchSizes(RowsMarginal(h), num_sizes, max_batch_size));
+  ASSIGN_OR_RETURN(SizeChoice buckets,
+                   ChooseBatchSizes(LengthsMarginal(h), num_buckets, std::nullopt));
+  choice.sizes = sizes.sizes;
+  choice.buckets = buckets.sizes;
+  choice.expected_padded_positions = ExpectedPaddedPositions(h, choice.sizes, choice.buckets);
+  for (int round = 0; round < kMaxRounds; ++round) {
+    ASSIGN_OR_RETURN(std::vector<int64_t> next_sizes,
+                     SizesFor(h, choice.buckets, num_sizes, max_batch_size));
+    ASSIGN_OR_RETURN(std::vector<int64_t> next_buckets, BucketsFor(h, next_sizes, num_buckets));
+    const double cost = ExpectedPaddedPositions(h, next_sizes, next_buckets);
+    // Only a strict improvement moves: the weights' rounding could otherwise
+    // cycle between choices of one cost.
+    if (!(cost < choice.expected_padded_positions)) break;
+    choice = {std::move(next_sizes), std::move(next_buckets), cost};
+  }
+  return choice;
+}
+
+// Every split of `max_graphs` worth trying: N sizes by the most buckets that
+// fit, for N up to the distinct rows (more sizes than that add nothing).
+std::vector<std::pair<int, int>> Splits(const ShapeHistogram& h, int max_graphs) {
+  const int distinct_rows = static_cast<int>(RowsMarginal(h).size());
+  const int distinct_lengths = static_cast<int>(LengthsMarginal(h).size());
+  std::vector<std::pair<int, int>> splits;
+  // Beyond the distinct rows and lengths, ChooseBatchSizes needs no more;
+  // chunk remainders can add needed sizes, so allow one more row size.
+  for (int sizes = 1; sizes <= std::min(max_graphs, distinct_rows + 1); ++sizes) {
+    const int buckets = std::min(max_graphs / sizes, distinct_lengths);
+    if (buckets >= 1) splits.emplace_back(sizes, buckets);
+  }
+  return splits;
+}
+
+int64_t TotalRequests(const ShapeHistogram& h) {
+  int64_t total = 0;
+  for (const auto& [shape, count] : h) total += count;
+  return total;
+}
+
+}  // namespace
+
+absl::StatusOr<ShapeHistogram> ParseShapeHistory(const std::string& text,
+                                                 const std::string& source) {
+  ShapeHistogram h;
+  int64_t total = 0;
+  int line_number = 0;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    ++line_number;
+    if (const size_t hash = line.find('#'); hash != absl::string_view::npos) {
+      line = line.substr(0, hash);
+    }
+    line = absl::StripAsciiWhitespace(line);
+    if (line.empty()) continue;
+    const std::vector<absl::string_view> fields = absl::StrSplit(line, ',');
+    const std::vector<absl::string_view> shape = absl::StrSplit(fields[0], 'x');
+    if (fields.size() > 2 || shape.size() != 2) {
+      return LineError(source, line_number,
+                       absl::StrCat("expected `ROWSxLENGTH` or `ROWSxLENGTH,COUNT`, got '",
+                                    line.substr(0, 64), "'"));
+    }
+    absl::StatusOr<int64_t> rows = PositiveField(shape[0], "rows");
+    if (!rows.ok()) return LineError(source, line_number, rows.status().message());
+    absl::StatusOr<int64_t> length = PositiveField(shape[1], "length");
+    if (!length.ok()) return LineError(source, line_number, length.status().message());
+    int64_t count = 1;
+    if (fields.size() == 2) {
+      const absl::string_view count_text = absl::StripAsciiWhitespace(fields[1]);
+      if (!absl::SimpleAtoi(count_text, &count) || count < 0) {
+        return LineError(source, line_number,
+                         absl::StrCat("count '", count_text, "' is not a non-negative integer"));
+      }
+    }
+    if (count > kMaxHistoryRequests - total) {
+      return LineError(source, line_number,
+                       absl::StrCat("the history holds more than ", kMaxHistoryRequests,
+                                    " requests"));
+    }
+    total += count;
+    if (count > 0) h[{*rows, *length}] += count;
+  }
+  if (total == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(source, ": the history has no requests"));
+  }
+  return h;
+}
+
+absl::StatusOr<ShapeHistogram> ReadShapeHistory(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) {
+    return absl::NotFoundError(absl::StrCat("cannot open the history '", path, "'"));
+  }
+  std::ostringstream text;
+  text << file.rdbuf();
+  if (file.bad()) return absl::DataLossError(absl::StrCat("cannot read the history '", path, "'"));
+  return ParseShapeHistory(text.str(), path);
+}
+
+ShapeHistogram IndependentShapes(const BatchHistogram& rows, const BatchHistogram& lengths) {
+  double rows_total = 0, lengths_total = 0;
+  for (const auto& [size, count] : rows) rows_total += static_cast<double>(count);
+  for (const auto& [length, count] : lengths) lengths_total += static_cast<double>(count);
+  ShapeHistogram joint;
+  if (rows_total == 0 || lengths_total == 0) return joint;
+  // requests(rows) x requests(length) / total, within the bounds.
+  const double total = std::min(rows_total, static_cast<double>(kMaxHistoryRequests) / 2);
+  const double scale = total / (rows_total * lengths_total);
+  for (const auto& [size, row_count] : rows) {
+    for (const auto& [length, length_count] : lengths) {
+      if (row_count <= 0 || length_count <= 0) continue;
+      joint[{size, length}] = std::max<int64_t>(
+          1, std::llround(static_cast<double>(row_count) * static_cast<double>(length_count) *
+                          scale));
+    }
+  }
+  return joint;
+}
+
+double ExpectedPaddedPositions(const ShapeHistogram& h, const std::vector<int64_t>& sizes,
+                               const std::vector<int64_t>& buckets) {
+  const int64_t requests = TotalRequests(h);
+  if (requests == 0) return 0.0;
+  constexpr double kInfinity = std::numeric_limits<double>::infinity();
+  if (sizes.empty() || buckets.empty()) return kInfinity;
+  std::vector<int64_t> sorted_sizes = sizes, sorted_buckets = buckets;
+  std::sort(sorted_sizes.begin(), sorted_sizes.end());
+  std::sort(sorted_buckets.begin(), sorted_buckets.end());
+  double padded = 0;
+  for (const auto& [shape, count] : h) {
+    const auto [rows, length] = shape;
+    const int64_t bucket = BucketOf(length, sorted_buckets);
+    if (bucket == 0) return kInfinity;
+    const double executed = static_cast<double>(ExecutedRows(rows, sorted_sizes)) *
+                            static_cast<double>(bucket);
+    padded += static_cast<double>(count) *
+              (executed - static_cast<double>(rows) * static_cast<double>(length));
+  }
+  return padded / static_cast<double>(requests);
+}
+
+absl::StatusOr<GridChoice> ChooseSizesAndBuckets(const ShapeHistogram& h, int max_graphs,
+                                                 std::optional<int64_t> max_batch_size) {
+  if (max_graphs < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the number of graphs must be at least 1, got ", max_graphs));
+  }
+  if (h.empty()) return absl::InvalidArgumentError("the history has no requests");
+  std::optional<GridChoice> best;
+  for (const auto& [num_sizes, num_buckets] : Splits(h, max_graphs)) {
+    ASSIGN_OR_RETURN(GridChoice choice, DescendFrom(h, num_sizes, num_buckets, max_batch_size));
+    const auto graphs = [](const GridChoice& c) { return c.sizes.size() * c.buckets.size(); };
+    if (!best.has_value() ||
+        std::make_tuple(choice.expected_padded_positions, graphs(choice)) <
+            std::make_tuple(best->expected_padded_positions, graphs(*best))) {
+      best = std::move(choice);
+    }
+  }
+  return *std::move(best);
+}
+
+GridChoice PowerOfTwoGrid(const ShapeHistogram& h, int max_graphs,
+                          std::optional<int64_t> max_batch_size) {
+  GridChoice best;
+  best.expected_padded_positions = std::numeric_limits<double>::infinity();
+  if (h.empty() || max_graphs < 1) return best;
+  const BatchHistogram rows = RowsMarginal(h);
+  const BatchHistogram lengths = LengthsMarginal(h);
+  for (int num_sizes = 1; num_sizes <= max_graphs; ++num_sizes) {
+    const std::vector<int64_t> sizes = PowerOfTwoLadder(rows, num_sizes, max_batch_size).sizes;
+    const std::vector<int64_t> buckets =
+        PowerOfTwoLadder(lengths, max_graphs / num_sizes, std::nullopt).sizes;
+    const double cost = ExpectedPaddedPositions(h, sizes, buckets);
+    if (cost < best.expected_padded_positions) best = {sizes, buckets, cost};
+  }
+  return best;
+}
+
+}  // namespace graphserve
