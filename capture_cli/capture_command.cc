@@ -2,8 +2,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -19,6 +21,7 @@
 #include "common/json_text.h"
 #include "common/status.h"
 #include "planning/batch_sizes.h"
+#include "planning/shape_grid.h"
 #include "runtime/bind.h"
 #include "runtime/fusion.h"
 #include "runtime/onnx_import.h"
@@ -32,17 +35,24 @@ constexpr char kProgram[] = "graphserve-capture";
 
 constexpr char kSelectUsage[] =
     "graphserve-capture select (--history FILE | --from-metrics URL --model NAME\n"
-    "    [--model-version V] [--reload GRPC_ADDRESS]) --num-sizes N [--max-batch-size X]\n"
-    "    [--json]\n"
+    "    [--model-version V] [--reload GRPC_ADDRESS]) (--num-sizes N | --max-graphs G)\n"
+    "    [--max-batch-size X] [--json]\n"
     "\n"
     "Chooses the N typical batch sizes to capture CUDA graphs for, minimising the\n"
     "expected padded rows per request exactly, and compares them with a power-of-two\n"
     "ladder of N sizes. The largest size is the largest request seen, or X when\n"
     "smaller: a request of b > X rows runs as floor(b/X) graphs of X rows plus its\n"
-    "remainder padded up to a chosen size. The requests come from one of:\n"
+    "remainder padded up to a chosen size.\n"
+    "\n"
+    "With --max-graphs G instead, for a model with one shape dim (a sequence length):\n"
+    "chooses batch sizes and length buckets together, at most G graphs (sizes x\n"
+    "buckets), minimising the expected padded positions (rows x length) per request;\n"
+    "the largest bucket is the longest request seen. Compared with the best power-of-two\n"
+    "grid of at most G graphs. The requests come from one of:\n"
     "\n"
     "--history FILE: one request batch size per line, or `size,count` lines; blank\n"
-    "lines and # comments are ignored.\n"
+    "lines and # comments are ignored. With --max-graphs, `ROWSxLENGTH` or\n"
+    "`ROWSxLENGTH,COUNT` lines (e.g. `4x128,17`).\n"
     "\n"
     "--from-metrics URL: the live batch-size histogram of a running GraphServe, from\n"
     "its Prometheus page (e.g. http://host:8002/metrics; a URL without a path reads\n"
@@ -86,6 +96,7 @@ struct SelectFlags {
   std::string reload_address;
   int64_t reload_timeout_secs = 600;
   int64_t num_sizes = 0;
+  int64_t max_graphs = 0;  // > 0: sizes and buckets together
   int64_t max_batch_size = 0;
   bool json = false;
 };
@@ -101,13 +112,15 @@ std::string SelectFlagsError(const SelectFlags& flags) {
       (!flags.model.empty() || !flags.model_version.empty() || !flags.reload_address.empty())) {
     return "select: --model, --model-version and --reload go with --from-metrics";
   }
-  if (flags.num_sizes < 1) {
-    return flags.num_sizes == 0
-               ? "select: --num-sizes is required (see --help)"
-               : absl::StrCat("select: --num-sizes must be at least 1, got ", flags.num_sizes);
+  if ((flags.num_sizes != 0) == (flags.max_graphs != 0)) {
+    return "select: give exactly one of --num-sizes and --max-graphs (see --help)";
   }
-  if (flags.num_sizes > 4096) {
-    return absl::StrCat("select: --num-sizes must be at most 4096, got ", flags.num_sizes);
+  if (flags.max_graphs != 0) {
+    if (flags.max_graphs < 1 || flags.max_graphs > 4096) {
+      return absl::StrCat("select: --max-graphs must be in [1, 4096], got ", flags.max_graphs);
+    }
+  } else if (flags.num_sizes < 1 || flags.num_sizes > 4096) {
+    return absl::StrCat("select: --num-sizes must be in [1, 4096], got ", flags.num_sizes);
   }
   if (flags.max_batch_size < 0) {
     return absl::StrCat("select: --max-batch-size must be at least 1, got ", flags.max_batch_size);
@@ -222,6 +235,67 @@ int SelectFromHistory(const SelectFlags& flags, std::ostream& out, std::ostream&
   return kCaptureExitOk;
 }
 
+// `select --max-graphs`: the chosen grid and the power-of-two grid.
+struct GridSelection {
+  GridChoice chosen;
+  GridChoice power_of_two;
+};
+
+absl::StatusOr<GridSelection> SelectGrid(const ShapeHistogram& h, const SelectFlags& flags) {
+  const std::optional<int64_t> max_batch =
+      flags.max_batch_size > 0 ? std::optional<int64_t>(flags.max_batch_size) : std::nullopt;
+  GridSelection selection;
+  ASSIGN_OR_RETURN(selection.chosen,
+                   ChooseSizesAndBuckets(h, static_cast<int>(flags.max_graphs), max_batch));
+  selection.power_of_two = PowerOfTwoGrid(h, static_cast<int>(flags.max_graphs), max_batch);
+  return selection;
+}
+
+void PrintGrid(absl::string_view title, const GridChoice& grid, std::ostream& out) {
+  out << title << ": sizes " << absl::StrJoin(grid.sizes, ", ") << " x buckets "
+      << absl::StrJoin(grid.buckets, ", ") << " (" << grid.sizes.size() * grid.buckets.size()
+      << " graphs)\n";
+  out << "  expected padded positions per request: "
+      << FormatRows(grid.expected_padded_positions) << "\n";
+}
+
+std::string JsonGrid(const GridSelection& selection) {
+  const auto list = [](const std::vector<int64_t>& values) {
+    return absl::StrCat("[", absl::StrJoin(values, ","), "]");
+  };
+  return absl::StrCat(
+      "\"sizes\":", list(selection.chosen.sizes), ",\"buckets\":", list(selection.chosen.buckets),
+      ",\"expected_padded_positions\":", FormatRows(selection.chosen.expected_padded_positions),
+      ",\"pow2_sizes\":", list(selection.power_of_two.sizes),
+      ",\"pow2_buckets\":", list(selection.power_of_two.buckets),
+      ",\"pow2_expected_padded_positions\":",
+      FormatRows(selection.power_of_two.expected_padded_positions));
+}
+
+int SelectGridFromHistory(const SelectFlags& flags, std::ostream& out, std::ostream& err) {
+  absl::StatusOr<ShapeHistogram> history = ReadShapeHistory(flags.history_path);
+  if (!history.ok()) return Failure(err, history.status().message());
+  absl::StatusOr<GridSelection> selection = SelectGrid(*history, flags);
+  if (!selection.ok()) return Failure(err, selection.status().message());
+  if (flags.json) {
+    out << "{" << JsonGrid(*selection) << "}\n";
+    return kCaptureExitOk;
+  }
+  int64_t requests = 0, longest = 0;
+  std::set<int64_t> rows;
+  for (const auto& [shape, count] : *history) {
+    requests += count;
+    rows.insert(shape.first);
+    longest = std::max(longest, shape.second);
+  }
+  out << "history: " << flags.history_path << " (" << requests << " requests, " << rows.size()
+      << " distinct row counts, " << history->size() << " distinct shapes, longest " << longest
+      << ")\n";
+  PrintGrid("chosen grid", selection->chosen, out);
+  PrintGrid("power-of-two grid", selection->power_of_two, out);
+  return kCaptureExitOk;
+}
+
 // Reloads the model with the chosen sizes (unless they are served already)
 // and says so; returns the reload's JSON object, or "" on failure (reported
 // on `err`).
@@ -308,7 +382,10 @@ int RunSelect(const std::vector<std::string>& args, std::ostream& out, std::ostr
   command_line.AddInt("reload-timeout-secs", &flags.reload_timeout_secs,
                       "How long the reload may take (capturing every new size), >= 1.");
   command_line.AddInt("num-sizes", &flags.num_sizes,
-                      "How many batch sizes to choose, >= 1 (required).");
+                      "How many batch sizes to choose, >= 1 (this or --max-graphs).");
+  command_line.AddInt("max-graphs", &flags.max_graphs,
+                      "Choose batch sizes and length buckets together, at most this many "
+                      "graphs (sizes x buckets), for a model with one shape dim.");
   command_line.AddInt("max-batch-size", &flags.max_batch_size,
                       "Largest batch a graph may hold, >= 1; 0 means no limit beyond the "
                       "largest request seen.");
@@ -334,6 +411,12 @@ int RunSelect(const std::vector<std::string>& args, std::ostream& out, std::ostr
     return kCaptureExitOk;
   }
   if (const std::string error = SelectFlagsError(flags); !error.empty()) return Usage(err, error);
+  if (flags.max_graphs > 0) {
+    if (!flags.metrics_url.empty()) {
+      return Usage(err, "select: --max-graphs reads --history only, not --from-metrics yet");
+    }
+    return SelectGridFromHistory(flags, out, err);
+  }
   return flags.metrics_url.empty() ? SelectFromHistory(flags, out, err)
                                    : SelectFromMetrics(flags, out, err);
 }

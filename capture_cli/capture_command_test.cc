@@ -68,6 +68,63 @@ TEST_F(CaptureCommandTest, SelectPrintsText) {
   EXPECT_TRUE(absl::StrContains(r.out, "102 requests")) << r.out;
 }
 
+// `select --max-graphs`: sizes and buckets from a (rows, length) history.
+class SelectGridTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = absl::StrCat(::testing::TempDir(), "/capture_command_test_shapes.txt");
+    std::ofstream file(path_);
+    // Short requests come in batches, long ones alone.
+    file << "# rows x length\n4x16,30\n2x16,10\n1x100,5\n1x512\n";
+  }
+  void TearDown() override { std::remove(path_.c_str()); }
+
+  std::string path_;
+};
+
+TEST_F(SelectGridTest, PrintsJson) {
+  const Result r = RunCapture({"select", "--history", path_, "--max-graphs", "4", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  // Sizes {1, 4} x buckets {16, 512}: 2x16 runs as 4x16 (32 padded positions,
+  // x10), 1x100 as 1x512 (412, x5), the rest exact: 2380 / 46. ({4} x {16,
+  // 100, 512} pads 3 rows of each long request: 3356 / 46.) The power-of-two
+  // grid's best within 4 graphs: {4} x {64, 128, 256, 512}, 11596 / 46.
+  EXPECT_EQ(r.out,
+            "{\"sizes\":[1,4],\"buckets\":[16,512],\"expected_padded_positions\":51.73913043,"
+            "\"pow2_sizes\":[4],\"pow2_buckets\":[64,128,256,512],"
+            "\"pow2_expected_padded_positions\":252.0869565}\n");
+  EXPECT_EQ(r.err, "");
+}
+
+TEST_F(SelectGridTest, PrintsText) {
+  const Result r = RunCapture({"select", "--history=" + path_, "--max-graphs=6"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(absl::StrContains(r.out, "46 requests, 3 distinct row counts, 4 distinct shapes, "
+                                       "longest 512"))
+      << r.out;
+  EXPECT_TRUE(absl::StrContains(r.out, "chosen grid: sizes ")) << r.out;
+  EXPECT_TRUE(absl::StrContains(r.out, "power-of-two grid: sizes ")) << r.out;
+  EXPECT_TRUE(absl::StrContains(r.out, "expected padded positions per request: ")) << r.out;
+}
+
+TEST_F(SelectGridTest, ErrorsNameTheFlagOrTheLine) {
+  Result r = RunCapture({"select", "--history", path_, "--num-sizes", "2", "--max-graphs", "4"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(absl::StrContains(r.err, "exactly one of --num-sizes and --max-graphs")) << r.err;
+  r = RunCapture({"select", "--history", path_, "--max-graphs", "0x"});
+  EXPECT_EQ(r.code, 2) << r.err;
+  r = RunCapture({"select", "--history", path_, "--max-graphs", "5000"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(absl::StrContains(r.err, "--max-graphs must be in [1, 4096]")) << r.err;
+  // A batch-size history has no lengths.
+  const std::string sizes_only = absl::StrCat(::testing::TempDir(), "/sizes_only.txt");
+  std::ofstream(sizes_only) << "1,90\n8\n";
+  r = RunCapture({"select", "--history", sizes_only, "--max-graphs", "4"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_TRUE(absl::StrContains(r.err, "sizes_only.txt:1: expected `ROWSxLENGTH`")) << r.err;
+  std::remove(sizes_only.c_str());
+}
+
 TEST_F(CaptureCommandTest, HelpListsSelectAndPrepare) {
   for (const char* flag : {"--help", "-h"}) {
     const Result r = RunCapture({flag});
