@@ -86,9 +86,10 @@ absl::Status LineError(const std::string& source, int line, absl::string_view me
 
 }  // namespace
 
-absl::StatusOr<BatchHistogram> ParseBatchHistory(const std::string& text,
-                                                 const std::string& source) {
-  BatchHistogram h;
+absl::Status ParseHistoryLines(const std::string& text, const std::string& source,
+                               absl::string_view form, absl::string_view what,
+                               const std::function<absl::Status(absl::string_view key,
+                                                                int64_t count)>& add) {
   int64_t total = 0;
   int line_number = 0;
   for (absl::string_view line : absl::StrSplit(text, '\n')) {
@@ -101,21 +102,7 @@ absl::StatusOr<BatchHistogram> ParseBatchHistory(const std::string& text,
     const std::vector<absl::string_view> fields = absl::StrSplit(line, ',');
     if (fields.size() > 2) {
       return LineError(source, line_number,
-                       absl::StrCat("expected `size` or `size,count`, got '", line, "'"));
-    }
-    const absl::string_view size_text = absl::StripAsciiWhitespace(fields[0]);
-    int64_t size = 0;
-    if (!absl::SimpleAtoi(size_text, &size)) {
-      return LineError(source, line_number,
-                       absl::StrCat("batch size '", size_text, "' is not an integer"));
-    }
-    if (size < 1) {
-      return LineError(source, line_number,
-                       absl::StrCat("batch size ", size, " is not positive"));
-    }
-    if (size > kMaxHistoryBatchSize) {
-      return LineError(source, line_number,
-                       absl::StrCat("batch size ", size, " is above ", kMaxHistoryBatchSize));
+                       absl::StrCat("expected ", form, ", got '", line.substr(0, 64), "'"));
     }
     int64_t count = 1;
     if (fields.size() == 2) {
@@ -128,32 +115,58 @@ absl::StatusOr<BatchHistogram> ParseBatchHistory(const std::string& text,
         return LineError(source, line_number, absl::StrCat("count ", count, " is negative"));
       }
     }
+    if (absl::Status added = add(absl::StripAsciiWhitespace(fields[0]), count); !added.ok()) {
+      return LineError(source, line_number, added.message());
+    }
     if (count > kMaxHistoryRequests - total) {
       return LineError(source, line_number,
                        absl::StrCat("the history holds more than ", kMaxHistoryRequests,
                                     " requests"));
     }
     total += count;
-    if (count > 0) h[size] += count;
   }
   if (total == 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(source, ": the batch-size history has no requests"));
+    return absl::InvalidArgumentError(absl::StrCat(source, ": ", what, " has no requests"));
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> ReadHistoryText(const std::string& path, absl::string_view what) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return absl::NotFoundError(absl::StrCat("cannot open ", what, " '", path, "'"));
+  std::ostringstream text;
+  text << file.rdbuf();
+  if (file.bad()) return absl::DataLossError(absl::StrCat("cannot read ", what, " '", path, "'"));
+  return text.str();
+}
+
+absl::StatusOr<BatchHistogram> ParseBatchHistory(const std::string& text,
+                                                 const std::string& source) {
+  BatchHistogram h;
+  RETURN_IF_ERROR(ParseHistoryLines(
+      text, source, "`size` or `size,count`", "the batch-size history",
+      [&h](absl::string_view size_text, int64_t count) -> absl::Status {
+        int64_t size = 0;
+        if (!absl::SimpleAtoi(size_text, &size)) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("batch size '", size_text, "' is not an integer"));
+        }
+        if (size < 1) {
+          return absl::InvalidArgumentError(absl::StrCat("batch size ", size, " is not positive"));
+        }
+        if (size > kMaxHistoryBatchSize) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("batch size ", size, " is above ", kMaxHistoryBatchSize));
+        }
+        if (count > 0) h[size] += count;
+        return absl::OkStatus();
+      }));
   return h;
 }
 
 absl::StatusOr<BatchHistogram> ReadBatchHistory(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) {
-    return absl::NotFoundError(absl::StrCat("cannot open batch-size history '", path, "'"));
-  }
-  std::ostringstream text;
-  text << file.rdbuf();
-  if (file.bad()) {
-    return absl::DataLossError(absl::StrCat("cannot read batch-size history '", path, "'"));
-  }
-  return ParseBatchHistory(text.str(), path);
+  ASSIGN_OR_RETURN(const std::string text, ReadHistoryText(path, "batch-size history"));
+  return ParseBatchHistory(text, path);
 }
 
 int64_t PaddedRows(int64_t rows, const std::vector<int64_t>& sorted_sizes) {

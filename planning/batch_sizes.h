@@ -12,12 +12,14 @@
 //     padding s - r rows.
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace graphserve {
 
@@ -29,6 +31,25 @@ using BatchHistogram = std::map<int64_t, int64_t>;
 // below 2^62). ReadBatchHistory and ChooseBatchSizes enforce them.
 inline constexpr int64_t kMaxHistoryBatchSize = (int64_t{1} << 31) - 1;
 inline constexpr int64_t kMaxHistoryRequests = (int64_t{1} << 31) - 1;
+
+// The lines of a request history: `KEY` (one request) or `KEY,COUNT`, with
+// whitespace around fields, blank lines and `#` comments (whole line or
+// trailing) ignored. Calls `add(key, count)` for each line (count >= 0, 1
+// when absent); an error `add` returns is reported as "SOURCE:LINE:
+// message". InvalidArgument naming the source and line for a count that is
+// not a non-negative integer, more than two fields (`form` says what a line
+// holds, e.g. "`size` or `size,count`") or more than kMaxHistoryRequests
+// requests in all; "SOURCE: `what` has no requests" when they add to none.
+// ParseBatchHistory and the (rows, length) history (shape_grid.h) read
+// their lines through it.
+absl::Status ParseHistoryLines(const std::string& text, const std::string& source,
+                               absl::string_view form, absl::string_view what,
+                               const std::function<absl::Status(absl::string_view key,
+                                                                int64_t count)>& add);
+
+// The text of history file `path`: NotFound when it cannot be opened,
+// DataLoss when it cannot be read, `what` naming it ("batch-size history").
+absl::StatusOr<std::string> ReadHistoryText(const std::string& path, absl::string_view what);
 
 // Reads a batch-size history. Each line is either `size` (one request) or
 // `size,count`; whitespace around fields, blank lines and `#` comments (whole

@@ -2,9 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <limits>
-#include <sstream>
 #include <tuple>
 
 #include "absl/strings/ascii.h"
@@ -18,10 +16,6 @@ namespace graphserve {
 namespace {
 
 constexpr int kMaxRounds = 16;
-
-absl::Status LineError(const std::string& source, int line, absl::string_view message) {
-  return absl::InvalidArgumentError(absl::StrCat(source, ":", line, ": ", message));
-}
 
 // A positive integer field of a history line, at most kMaxHistoryBatchSize.
 absl::StatusOr<int64_t> PositiveField(absl::string_view text, absl::string_view what) {
@@ -155,57 +149,25 @@ int64_t TotalRequests(const ShapeHistogram& h) {
 absl::StatusOr<ShapeHistogram> ParseShapeHistory(const std::string& text,
                                                  const std::string& source) {
   ShapeHistogram h;
-  int64_t total = 0;
-  int line_number = 0;
-  for (absl::string_view line : absl::StrSplit(text, '\n')) {
-    ++line_number;
-    if (const size_t hash = line.find('#'); hash != absl::string_view::npos) {
-      line = line.substr(0, hash);
-    }
-    line = absl::StripAsciiWhitespace(line);
-    if (line.empty()) continue;
-    const std::vector<absl::string_view> fields = absl::StrSplit(line, ',');
-    const std::vector<absl::string_view> shape = absl::StrSplit(fields[0], 'x');
-    if (fields.size() > 2 || shape.size() != 2) {
-      return LineError(source, line_number,
-                       absl::StrCat("expected `ROWSxLENGTH` or `ROWSxLENGTH,COUNT`, got '",
-                                    line.substr(0, 64), "'"));
-    }
-    absl::StatusOr<int64_t> rows = PositiveField(shape[0], "rows");
-    if (!rows.ok()) return LineError(source, line_number, rows.status().message());
-    absl::StatusOr<int64_t> length = PositiveField(shape[1], "length");
-    if (!length.ok()) return LineError(source, line_number, length.status().message());
-    int64_t count = 1;
-    if (fields.size() == 2) {
-      const absl::string_view count_text = absl::StripAsciiWhitespace(fields[1]);
-      if (!absl::SimpleAtoi(count_text, &count) || count < 0) {
-        return LineError(source, line_number,
-                         absl::StrCat("count '", count_text, "' is not a non-negative integer"));
-      }
-    }
-    if (count > kMaxHistoryRequests - total) {
-      return LineError(source, line_number,
-                       absl::StrCat("the history holds more than ", kMaxHistoryRequests,
-                                    " requests"));
-    }
-    total += count;
-    if (count > 0) h[{*rows, *length}] += count;
-  }
-  if (total == 0) {
-    return absl::InvalidArgumentError(absl::StrCat(source, ": the history has no requests"));
-  }
+  RETURN_IF_ERROR(ParseHistoryLines(
+      text, source, "`ROWSxLENGTH` or `ROWSxLENGTH,COUNT`", "the history",
+      [&h](absl::string_view key, int64_t count) -> absl::Status {
+        const std::vector<absl::string_view> shape = absl::StrSplit(key, 'x');
+        if (shape.size() != 2) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "expected `ROWSxLENGTH` or `ROWSxLENGTH,COUNT`, got '", key.substr(0, 64), "'"));
+        }
+        ASSIGN_OR_RETURN(const int64_t rows, PositiveField(shape[0], "rows"));
+        ASSIGN_OR_RETURN(const int64_t length, PositiveField(shape[1], "length"));
+        if (count > 0) h[{rows, length}] += count;
+        return absl::OkStatus();
+      }));
   return h;
 }
 
 absl::StatusOr<ShapeHistogram> ReadShapeHistory(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
-  if (!file) {
-    return absl::NotFoundError(absl::StrCat("cannot open the history '", path, "'"));
-  }
-  std::ostringstream text;
-  text << file.rdbuf();
-  if (file.bad()) return absl::DataLossError(absl::StrCat("cannot read the history '", path, "'"));
-  return ParseShapeHistory(text.str(), path);
+  ASSIGN_OR_RETURN(const std::string text, ReadHistoryText(path, "the history"));
+  return ParseShapeHistory(text, path);
 }
 
 ShapeHistogram IndependentShapes(const BatchHistogram& rows, const BatchHistogram& lengths) {

@@ -28,10 +28,10 @@ namespace graphserve {
 using ShapeHistogram = std::map<std::pair<int64_t, int64_t>, int64_t>;
 
 // Reads a (rows, length) history: each line `ROWSxLENGTH` (one request) or
-// `ROWSxLENGTH,COUNT`, e.g. `4x128,17`; whitespace, blank lines and `#`
-// comments are ignored; repeated pairs add up. Errors name the source and
-// the 1-based line, as ParseBatchHistory's do (batch_sizes.h), with the same
-// bounds on rows, lengths and the total.
+// `ROWSxLENGTH,COUNT`, e.g. `4x128,17`, read by ParseHistoryLines
+// (batch_sizes.h); repeated pairs add up. Errors name the source and the
+// 1-based line, with ParseBatchHistory's bounds on rows, lengths and the
+// total.
 absl::StatusOr<ShapeHistogram> ParseShapeHistory(const std::string& text,
                                                  const std::string& source);
 absl::StatusOr<ShapeHistogram> ReadShapeHistory(const std::string& path);

@@ -33,7 +33,7 @@ TEST(ShapeHistoryTest, ErrorsNameTheLine) {
   EXPECT_THAT(error("1x8\n12\n").message(), HasSubstr("h.txt:2: expected `ROWSxLENGTH`"));
   EXPECT_THAT(error("0x8\n").message(), HasSubstr("h.txt:1: rows 0 is outside"));
   EXPECT_THAT(error("2xten\n").message(), HasSubstr("h.txt:1: length 'ten' is not an integer"));
-  EXPECT_THAT(error("2x8,-1\n").message(), HasSubstr("count '-1' is not a non-negative"));
+  EXPECT_THAT(error("2x8,-1\n").message(), HasSubstr("h.txt:1: count -1 is negative"));
   EXPECT_THAT(error("# nothing\n2x8,0\n").message(), HasSubstr("has no requests"));
   EXPECT_EQ(ReadShapeHistory("/nonexistent/history").status().code(),
             absl::StatusCode::kNotFound);
