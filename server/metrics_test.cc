@@ -138,7 +138,7 @@ TEST(MetricsTest, NoModelsGiveFamiliesWithoutSamples) {
 
 TEST(MetricsTest, GraphServesOwnHistogramsAndCounters) {
   ModelCounters counters({1, 4}, /*max_batch_size=*/4, /*num_streams=*/2);
-  for (int64_t rows : {1, 1, 3}) counters.RecordSuccess(rows, 2000 * rows, 0, {});
+  for (int64_t rows : {1, 1, 3}) counters.RecordSuccess(rows, /*length=*/0, 2000 * rows, 0, {});
   counters.RecordChunk({.stream = 0, .batch_size = 1, .rows = 1}, {});
   counters.RecordChunk({.stream = 1, .batch_size = 1, .rows = 1}, {});
   counters.RecordChunk({.stream = 1, .batch_size = 4, .rows = 3}, {});
@@ -205,8 +205,8 @@ TEST(MetricsTest, SplitRequestsAndMergedExecutions) {
   // 6 rows split over two chunks, the second merged with a request of 2.
   counters.RecordChunk({.batch_size = 4, .rows = 4, .requests = 1}, {});
   counters.RecordChunk({.batch_size = 4, .rows = 4, .requests = 2}, {});
-  counters.RecordSuccess(6, 1, 0, {}, /*split=*/true);
-  counters.RecordSuccess(2, 1, 0, {}, /*split=*/false);
+  counters.RecordSuccess(6, /*length=*/0, 1, 0, {}, /*split=*/true);
+  counters.RecordSuccess(2, /*length=*/0, 1, 0, {}, /*split=*/false);
   ModelMetrics mlp;
   mlp.statistics.set_name("mlp");
   mlp.statistics.set_version("1");
@@ -227,7 +227,7 @@ TEST(MetricsTest, ExpectedPaddedRowsOfCurrentAndOptimalSizes) {
   // 11 rows over 4 requests. The best two sizes for this histogram are
   // (3, 8): 1 pads 2, the rest nothing: 2 / 4.
   ModelCounters counters({2, 8}, /*max_batch_size=*/8, /*num_streams=*/1);
-  for (int64_t rows : {1, 3, 3, 8}) counters.RecordSuccess(rows, 1, 0, {});
+  for (int64_t rows : {1, 3, 3, 8}) counters.RecordSuccess(rows, /*length=*/0, 1, 0, {});
   absl::StatusOr<PaddingSignal> signal = ExpectedPaddedRowsSignal(
       counters.RequestRows(), counters.batch_sizes(), counters.max_batch_size());
   ASSERT_TRUE(signal.ok()) << signal.status();
@@ -265,7 +265,9 @@ TEST(MetricsTest, ExpectedPaddedRowsReadWideBucketsAsSelectDoes) {
   constexpr int64_t kMaxBatch = 1000;  // buckets ..., 64, 128, 256, 512, 1000
   ModelCounters counters({1, 64, kMaxBatch}, kMaxBatch, /*num_streams=*/1);
   // 100 and 120 rows are counted at 128, 600 at 1000.
-  for (int64_t rows : {1, 2, 100, 120, 600}) counters.RecordSuccess(rows, 1, 0, {});
+  for (int64_t rows : {1, 2, 100, 120, 600}) {
+    counters.RecordSuccess(rows, /*length=*/0, 1, 0, {});
+  }
   const BatchHistogram as_select_reads = {{1, 1}, {2, 1}, {128, 2}, {1000, 1}};
   absl::StatusOr<PaddingSignal> signal = ExpectedPaddedRowsSignal(
       counters.RequestRows(), counters.batch_sizes(), counters.max_batch_size());
