@@ -10,6 +10,12 @@ namespace graphserve {
 inline constexpr char kRequestRowsMetric[] = "graphserve_request_rows";
 inline constexpr char kRequestRowsBucketSample[] = "graphserve_request_rows_bucket";
 
+// Histogram of each successful request's extent along its model's one shape
+// dim (a sequence length): the live length histogram, for models with one
+// (Note [Live length histogram] in server/model_counters.h).
+inline constexpr char kRequestLengthMetric[] = "graphserve_request_length";
+inline constexpr char kRequestLengthBucketSample[] = "graphserve_request_length_bucket";
+
 // Counter of chunks launched per captured batch size and stream slot.
 inline constexpr char kGraphLaunchesMetric[] = "graphserve_graph_launches_total";
 

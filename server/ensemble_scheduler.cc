@@ -310,7 +310,7 @@ void EnsembleScheduler::Finish(const std::shared_ptr<Request>& request) {
     const int64_t rows = request->validated.rows;
     counters_->RecordChunk({.stream = 0, .batch_size = rows, .rows = rows, .requests = 1},
                            compute);
-    counters_->RecordSuccess(rows, elapsed, queue_ns, compute);
+    counters_->RecordSuccess(rows, /*length=*/0, elapsed, queue_ns, compute);
   } else {
     spdlog::debug("{}", status.ToString());
     counters_->RecordFailure(elapsed, FailureReason::kBackend);

@@ -102,6 +102,11 @@ void AddGraphServeFamilies(const std::vector<ModelMetrics>& models,
                     "Rows (batch size) of each successful request: the live batch-size histogram",
                     MetricType::Histogram,
                     {}};
+  MetricFamily length{kRequestLengthMetric,
+                      "Extent of each successful request along the model's one shape dim (e.g. "
+                      "its sequence length): the live length histogram buckets are chosen from",
+                      MetricType::Histogram,
+                      {}};
   MetricFamily duration{"graphserve_request_duration_us",
                         "Time from accept to answer of each successful request, in us",
                         MetricType::Histogram,
@@ -117,6 +122,9 @@ void AddGraphServeFamilies(const std::vector<ModelMetrics>& models,
                        {}};
   for (const ModelMetrics& model : models) {
     rows.metric.push_back(HistogramSample(model.statistics, model.request_rows));
+    if (model.request_length.has_value()) {
+      length.metric.push_back(HistogramSample(model.statistics, *model.request_length));
+    }
     duration.metric.push_back(HistogramSample(model.statistics, model.request_duration_us));
     for (const ModelCounters::Launches& launched : model.launches) {
       ClientMetric sample =
@@ -139,6 +147,7 @@ void AddGraphServeFamilies(const std::vector<ModelMetrics>& models,
     }
   }
   families.push_back(std::move(rows));
+  families.push_back(std::move(length));
   families.push_back(std::move(duration));
   families.push_back(
       Family("graphserve_padded_rows_total", "Padding rows launched to reach a captured batch size",
@@ -299,6 +308,7 @@ std::vector<ModelMetrics> ReadMetrics(const ModelRegistry& registry) {
     const ModelCounters& counters = state.model->counters();
     model.failures = counters.FailuresByReason();
     model.request_rows = counters.RequestRows();
+    model.request_length = counters.RequestLength();
     model.request_duration_us = counters.RequestDurationUs();
     model.padded_rows = counters.padded_rows();
     model.launches = counters.LaunchesPerKeyAndStream();

@@ -20,7 +20,11 @@
 // And GraphServe's own, per model and version:
 //
 //   graphserve_request_rows (histogram: rows of each request, the live
-//   batch-size histogram sizes are chosen from), graphserve_request_duration_us
+//   batch-size histogram sizes are chosen from), graphserve_request_length
+//   (histogram, only for a model with one shape dim: each request's extent
+//   along it, e.g. its sequence length, the live length histogram buckets
+//   are chosen from; Note [Live length histogram] in
+//   server/model_counters.h), graphserve_request_duration_us
 //   (histogram: accept to answer, for percentiles), graphserve_padded_rows_total,
 //   graphserve_graph_launches_total{batch_size,stream} (one sample per captured
 //   size and stream slot, launched or not), graphserve_split_requests_total
@@ -71,6 +75,7 @@ struct ModelMetrics {
   int64_t pending_requests = 0;
   std::array<uint64_t, kNumFailureReasons> failures{};  // by FailureReason
   ModelCounters::Histogram request_rows;
+  std::optional<ModelCounters::Histogram> request_length;  // only with one shape dim
   ModelCounters::Histogram request_duration_us;
   uint64_t padded_rows = 0;
   std::vector<ModelCounters::Launches> launches;  // per captured key and stream

@@ -138,7 +138,7 @@ TEST(MetricsTest, NoModelsGiveFamiliesWithoutSamples) {
 
 TEST(MetricsTest, GraphServesOwnHistogramsAndCounters) {
   ModelCounters counters({1, 4}, /*max_batch_size=*/4, /*num_streams=*/2);
-  for (int64_t rows : {1, 1, 3}) counters.RecordSuccess(rows, 2000 * rows, 0, {});
+  for (int64_t rows : {1, 1, 3}) counters.RecordSuccess(rows, /*length=*/0, 2000 * rows, 0, {});
   counters.RecordChunk({.stream = 0, .batch_size = 1, .rows = 1}, {});
   counters.RecordChunk({.stream = 1, .batch_size = 1, .rows = 1}, {});
   counters.RecordChunk({.stream = 1, .batch_size = 4, .rows = 3}, {});
@@ -200,13 +200,52 @@ TEST(MetricsTest, ShapeBucketsLabelLaunchesAndCountPaddedPositions) {
               HasSubstr("graphserve_padded_positions_total{model=\"bert\",version=\"1\"} 24\n"));
 }
 
+// Note [Live length histogram]: a model with one shape dim exports the
+// lengths its requests brought, one without shape dims no samples.
+TEST(MetricsTest, LengthHistogramOnlyForAModelWithOneShapeDim) {
+  // Buckets 16 and 64 along a sequence: bounds every 8 up to 64.
+  ModelCounters bert_counters({1, 4}, /*max_batch_size=*/4, /*num_streams=*/1, {{16}, {64}});
+  for (int64_t length : {3, 16, 17, 40, 64}) bert_counters.RecordSuccess(1, length, 1, 0, {});
+  ModelMetrics bert;
+  bert.statistics.set_name("bert");
+  bert.statistics.set_version("1");
+  bert.request_rows = bert_counters.RequestRows();
+  bert.request_length = bert_counters.RequestLength();
+  ModelCounters mlp_counters({1, 4}, /*max_batch_size=*/4, /*num_streams=*/1);
+  mlp_counters.RecordSuccess(2, /*length=*/0, 1, 0, {});
+  ModelMetrics mlp;
+  mlp.statistics.set_name("mlp");
+  mlp.statistics.set_version("1");
+  mlp.request_rows = mlp_counters.RequestRows();
+  mlp.request_length = mlp_counters.RequestLength();
+
+  const std::string text = MetricsText({bert, mlp});
+  EXPECT_THAT(text, HasSubstr("# HELP graphserve_request_length Extent of each successful request "
+                              "along the model's one shape dim (e.g. its sequence length)"));
+  EXPECT_THAT(text, HasSubstr("# TYPE graphserve_request_length histogram\n"));
+  for (const auto& [le, count] :
+       {std::pair{"8", 1}, std::pair{"16", 2}, std::pair{"24", 3}, std::pair{"32", 3},
+        std::pair{"40", 4}, std::pair{"56", 4}, std::pair{"64", 5}, std::pair{"+Inf", 5}}) {
+    EXPECT_THAT(text, HasSubstr(absl::StrCat(
+                          "graphserve_request_length_bucket{model=\"bert\",version=\"1\",le=\"", le,
+                          "\"} ", count, "\n")));
+  }
+  EXPECT_THAT(text, HasSubstr("graphserve_request_length_count{model=\"bert\",version=\"1\"} 5\n"));
+  EXPECT_THAT(text, HasSubstr("graphserve_request_length_sum{model=\"bert\",version=\"1\"} 140\n"));
+  // Both models keep their rows; only bert its lengths.
+  EXPECT_THAT(text, HasSubstr("graphserve_request_rows_count{model=\"mlp\",version=\"1\"} 1\n"));
+  EXPECT_THAT(text, HasSubstr("graphserve_request_rows_count{model=\"bert\",version=\"1\"} 5\n"));
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("graphserve_request_length_count{model=\"mlp\"")));
+  EXPECT_THAT(text, ::testing::Not(HasSubstr("graphserve_request_length_bucket{model=\"mlp\"")));
+}
+
 TEST(MetricsTest, SplitRequestsAndMergedExecutions) {
   ModelCounters counters({4}, /*max_batch_size=*/8, /*num_streams=*/1);
   // 6 rows split over two chunks, the second merged with a request of 2.
   counters.RecordChunk({.batch_size = 4, .rows = 4, .requests = 1}, {});
   counters.RecordChunk({.batch_size = 4, .rows = 4, .requests = 2}, {});
-  counters.RecordSuccess(6, 1, 0, {}, /*split=*/true);
-  counters.RecordSuccess(2, 1, 0, {}, /*split=*/false);
+  counters.RecordSuccess(6, /*length=*/0, 1, 0, {}, /*split=*/true);
+  counters.RecordSuccess(2, /*length=*/0, 1, 0, {}, /*split=*/false);
   ModelMetrics mlp;
   mlp.statistics.set_name("mlp");
   mlp.statistics.set_version("1");
@@ -227,7 +266,7 @@ TEST(MetricsTest, ExpectedPaddedRowsOfCurrentAndOptimalSizes) {
   // 11 rows over 4 requests. The best two sizes for this histogram are
   // (3, 8): 1 pads 2, the rest nothing: 2 / 4.
   ModelCounters counters({2, 8}, /*max_batch_size=*/8, /*num_streams=*/1);
-  for (int64_t rows : {1, 3, 3, 8}) counters.RecordSuccess(rows, 1, 0, {});
+  for (int64_t rows : {1, 3, 3, 8}) counters.RecordSuccess(rows, /*length=*/0, 1, 0, {});
   absl::StatusOr<PaddingSignal> signal = ExpectedPaddedRowsSignal(
       counters.RequestRows(), counters.batch_sizes(), counters.max_batch_size());
   ASSERT_TRUE(signal.ok()) << signal.status();
@@ -265,7 +304,9 @@ TEST(MetricsTest, ExpectedPaddedRowsReadWideBucketsAsSelectDoes) {
   constexpr int64_t kMaxBatch = 1000;  // buckets ..., 64, 128, 256, 512, 1000
   ModelCounters counters({1, 64, kMaxBatch}, kMaxBatch, /*num_streams=*/1);
   // 100 and 120 rows are counted at 128, 600 at 1000.
-  for (int64_t rows : {1, 2, 100, 120, 600}) counters.RecordSuccess(rows, 1, 0, {});
+  for (int64_t rows : {1, 2, 100, 120, 600}) {
+    counters.RecordSuccess(rows, /*length=*/0, 1, 0, {});
+  }
   const BatchHistogram as_select_reads = {{1, 1}, {2, 1}, {128, 2}, {1000, 1}};
   absl::StatusOr<PaddingSignal> signal = ExpectedPaddedRowsSignal(
       counters.RequestRows(), counters.batch_sizes(), counters.max_batch_size());

@@ -40,6 +40,13 @@ std::vector<uint64_t> RowBounds(int64_t max_batch_size) {
   return bounds;
 }
 
+// The extents of `buckets` along their one shape dim.
+std::vector<int64_t> OneDimExtents(const std::vector<std::vector<int64_t>>& buckets) {
+  std::vector<int64_t> extents;
+  for (const std::vector<int64_t>& bucket : buckets) extents.push_back(bucket.front());
+  return extents;
+}
+
 // From a graph replay's tens of microseconds to a second.
 std::vector<uint64_t> DurationBoundsUs() {
   return {50,    100,   250,   500,    1000,   2500,   5000,
@@ -47,6 +54,27 @@ std::vector<uint64_t> DurationBoundsUs() {
 }
 
 }  // namespace
+
+std::vector<uint64_t> LengthBounds(const std::vector<int64_t>& bucket_extents) {
+  // Note [Live length histogram]: multiples of 8, at most 128 of them.
+  constexpr int64_t kGranule = 8;
+  constexpr int64_t kMaxSteps = 128;
+  std::vector<uint64_t> bounds;
+  if (bucket_extents.empty()) return bounds;
+  const int64_t largest = *std::max_element(bucket_extents.begin(), bucket_extents.end());
+  const int64_t granules_per_step =
+      std::max<int64_t>(1, (largest + kGranule * kMaxSteps - 1) / (kGranule * kMaxSteps));
+  const int64_t step = kGranule * granules_per_step;
+  for (int64_t length = step; length <= largest; length += step) {
+    bounds.push_back(static_cast<uint64_t>(length));
+  }
+  for (int64_t extent : bucket_extents) {
+    if (extent > 0) bounds.push_back(static_cast<uint64_t>(extent));
+  }
+  std::sort(bounds.begin(), bounds.end());
+  bounds.erase(std::unique(bounds.begin(), bounds.end()), bounds.end());
+  return bounds;
+}
 
 const char* FailureReasonLabel(FailureReason reason) {
   switch (reason) {
@@ -112,6 +140,8 @@ ModelCounters::ModelCounters(std::vector<int64_t> batch_sizes, int64_t max_batch
     size_counters_.push_back(std::make_unique<SizeCounters>());
   }
   for (size_t i = 0; i < LaunchCounters(); ++i) launches_[i].store(0);
+  // Note [Live length histogram]: one shape dim, one histogram.
+  if (buckets_.front().size() == 1) request_length_.emplace(LengthBounds(OneDimExtents(buckets_)));
 }
 
 size_t ModelCounters::LaunchCounters() const {
@@ -153,8 +183,8 @@ void ModelCounters::RecordChunk(const ChunkRun& run, const ChunkTiming& timing) 
   if (run.requests > 1) merged_executions_.fetch_add(1, std::memory_order_relaxed);
 }
 
-void ModelCounters::RecordSuccess(int64_t rows, uint64_t elapsed_ns, uint64_t queue_ns,
-                                  const ChunkTiming& compute, bool split) {
+void ModelCounters::RecordSuccess(int64_t rows, int64_t length, uint64_t elapsed_ns,
+                                  uint64_t queue_ns, const ChunkTiming& compute, bool split) {
   queue_.Add(queue_ns);
   compute_input_.Add(static_cast<uint64_t>(compute.input_ns));
   compute_infer_.Add(static_cast<uint64_t>(compute.infer_ns));
@@ -163,6 +193,9 @@ void ModelCounters::RecordSuccess(int64_t rows, uint64_t elapsed_ns, uint64_t qu
   inference_count_.fetch_add(static_cast<uint64_t>(rows), std::memory_order_relaxed);
   last_inference_ms_.store(NowMillisSinceEpoch(), std::memory_order_relaxed);
   request_rows_.Observe(static_cast<uint64_t>(rows));
+  if (request_length_.has_value() && length > 0) {
+    request_length_->Observe(static_cast<uint64_t>(length));
+  }
   request_duration_us_.Observe(elapsed_ns / 1000);
   if (split) split_requests_.fetch_add(1, std::memory_order_relaxed);
 }
@@ -181,6 +214,11 @@ std::array<uint64_t, kNumFailureReasons> ModelCounters::FailuresByReason() const
 }
 
 ModelCounters::Histogram ModelCounters::RequestRows() const { return request_rows_.Read(); }
+
+std::optional<ModelCounters::Histogram> ModelCounters::RequestLength() const {
+  if (!request_length_.has_value()) return std::nullopt;
+  return request_length_->Read();
+}
 
 ModelCounters::Histogram ModelCounters::RequestDurationUs() const {
   return request_duration_us_.Read();

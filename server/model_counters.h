@@ -6,7 +6,9 @@
 //
 // Besides Triton's statistics it keeps GraphServe's own, for /metrics: the
 // live histogram of request rows (what the captured sizes should be chosen
-// from), a histogram of request latency (p99 needs buckets, not sums),
+// from) and, for a model with one shape dim, of request lengths (what its
+// buckets should be chosen from: Note [Live length histogram]), a histogram
+// of request latency (p99 needs buckets, not sums),
 // padding rows launched, graph launches per captured size and stream slot,
 // split requests and merged executions, and failures by Triton's reason.
 //
@@ -18,6 +20,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -47,6 +50,12 @@ const char* FailureReasonLabel(FailureReason reason);
 // size up to 64 (Triton keys batch_stats by the exact size), then powers of
 // two up to max_batch_size.
 std::vector<int64_t> StatisticsSizes(int64_t max_batch_size);
+
+// The upper bounds of the live length histogram of a model with one shape
+// dim captured at `bucket_extents` along it: every multiple of 8 up to the
+// largest (a wider multiple of 8 past 128 of them), and each extent itself.
+// Note [Live length histogram].
+std::vector<uint64_t> LengthBounds(const std::vector<int64_t>& bucket_extents);
 
 // One chunk run on a stream slot.
 struct ChunkRun {
@@ -81,9 +90,12 @@ class ModelCounters {
 
   // One chunk launched (or failed), with where its time went.
   void RecordChunk(const ChunkRun& run, const ChunkTiming& timing);
-  // A request answered OK: its rows, its whole time, its longest chunk wait
-  // and its chunks' time summed. `split`: its rows ran in more than one chunk.
-  void RecordSuccess(int64_t rows, uint64_t elapsed_ns, uint64_t queue_ns,
+  // A request answered OK: its rows, its extent along the model's one shape
+  // dim (`length`; 0 for a model without exactly one, which keeps no length
+  // histogram: Note [Live length histogram]), its whole time, its longest
+  // chunk wait and its chunks' time summed. `split`: its rows ran in more
+  // than one chunk.
+  void RecordSuccess(int64_t rows, int64_t length, uint64_t elapsed_ns, uint64_t queue_ns,
                      const ChunkTiming& compute, bool split = false);
   // A request answered with an error, and why (Note [Failure reasons]).
   void RecordFailure(uint64_t elapsed_ns, FailureReason reason);
@@ -103,6 +115,10 @@ class ModelCounters {
   // Rows of each request answered OK: one bucket per row count up to 64,
   // then powers of two, then max_batch_size.
   [[nodiscard]] Histogram RequestRows() const;
+  // The extent along the model's one shape dim of each request answered OK,
+  // in LengthBounds' buckets; absent for a model without exactly one shape
+  // dim (Note [Live length histogram]).
+  [[nodiscard]] std::optional<Histogram> RequestLength() const;
   // Microseconds from accept to answer of each request answered OK.
   [[nodiscard]] Histogram RequestDurationUs() const;
   // Padding rows launched, over all chunks.
@@ -180,6 +196,7 @@ class ModelCounters {
   std::atomic<uint64_t> last_inference_ms_{0};
   std::vector<std::unique_ptr<SizeCounters>> size_counters_;  // by batch_sizes_ index
   AtomicHistogram request_rows_;
+  std::optional<AtomicHistogram> request_length_;  // only with one shape dim
   AtomicHistogram request_duration_us_;
   std::atomic<uint64_t> padded_rows_{0};
   std::atomic<uint64_t> padded_positions_{0};
@@ -189,6 +206,32 @@ class ModelCounters {
   std::atomic<uint64_t> split_requests_{0};
   std::atomic<uint64_t> merged_executions_{0};
 };
+
+// Note [Live length histogram]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A model with a shape dim runs each request in the smallest captured bucket
+// that holds it (Note [Shape buckets] in server/shape_buckets.h), so its
+// buckets, like its batch sizes, are best chosen from its traffic: the size
+// planner chooses both from the joint (rows, length) distribution. For a
+// model with one shape dim (a sequence length) the counters keep, beside the
+// rows histogram, one of each request's extent along it, exported as
+// graphserve_request_length. A model with two (an image's height and width)
+// keeps none: a histogram per dim would lose which heights came with which
+// widths. A model with none has no buckets to choose.
+//
+// A reader of the histogram knows a request's length only up to its bucket's
+// upper bound, so the bounds (LengthBounds) are:
+//  * every multiple of 8 up to the largest bucket: lengths to within 8
+//    positions, finer than buckets far enough apart to be worth a graph each;
+//  * each captured bucket's extent itself, so the requests each bucket served
+//    now are counted exactly (those above the extent below it and at most its
+//    own), whatever the extents: the cost of today's buckets, which a new
+//    choice is compared against, is not blurred by the histogram;
+//  * at most 128 multiples: past a largest bucket of 1024 the step widens,
+//    still a multiple of 8 (64 for 8192), so a scrape and the planner's
+//    search over the bounds stay small for long-context models.
+// No request is longer than the largest bucket (validation refuses it), so
+// the +Inf bucket adds none.
 
 // Note [Failure reasons]
 // ~~~~~~~~~~~~~~~~~~~~~~

@@ -2,8 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
+#include <optional>
 #include <thread>
 #include <tuple>
 #include <utility>
@@ -19,7 +22,7 @@ TEST(ModelCountersTest, FillsTritonsStatisticsFromRequestsAndChunks) {
                        {.input_ns = 10, .infer_ns = 100, .output_ns = 1});
   counters.RecordChunk({.batch_size = 2, .rows = 2},
                        {.input_ns = 20, .infer_ns = 200, .output_ns = 2});
-  counters.RecordSuccess(6, /*elapsed_ns=*/5000, /*queue_ns=*/70,
+  counters.RecordSuccess(6, /*length=*/0, /*elapsed_ns=*/5000, /*queue_ns=*/70,
                          {.input_ns = 30, .infer_ns = 300, .output_ns = 3}, /*split=*/true);
   counters.RecordFailure(900, FailureReason::kBackend);
 
@@ -52,7 +55,7 @@ TEST(ModelCountersTest, PendingFollowsAcceptAndAnswerAcrossThreads) {
       for (int i = 0; i < kRequests; ++i) {
         counters.RequestAccepted();
         counters.RecordChunk({.batch_size = 8, .rows = 1}, {});
-        counters.RecordSuccess(1, 1, 0, {});
+        counters.RecordSuccess(1, /*length=*/0, 1, 0, {});
         counters.RequestAnswered();
       }
     });
@@ -69,7 +72,9 @@ TEST(ModelCountersTest, PendingFollowsAcceptAndAnswerAcrossThreads) {
 
 TEST(ModelCountersTest, HistogramsCountRowsAndLatencyInTheirBuckets) {
   ModelCounters counters({1, 8, 200}, /*max_batch_size=*/200, /*num_streams=*/1);
-  for (int64_t rows : {1, 1, 3, 64, 65, 200}) counters.RecordSuccess(rows, 1000 * rows, 0, {});
+  for (int64_t rows : {1, 1, 3, 64, 65, 200}) {
+    counters.RecordSuccess(rows, /*length=*/0, 1000 * rows, 0, {});
+  }
   counters.RecordFailure(5000, FailureReason::kOther);  // failures are not in the histograms
 
   const ModelCounters::Histogram rows = counters.RequestRows();
@@ -109,6 +114,88 @@ TEST(ModelCountersTest, HistogramsCountRowsAndLatencyInTheirBuckets) {
   EXPECT_EQ(launches[2].count, 1u);
 }
 
+TEST(ModelCountersTest, LengthHistogramOfAModelWithOneShapeDim) {
+  // Buckets 12 and 32 along a sequence: bounds 8, 12, 16, 24, 32.
+  ModelCounters counters({1, 4}, /*max_batch_size=*/4, /*num_streams=*/1, {{12}, {32}});
+  for (const auto& [rows, length] :
+       std::vector<std::pair<int64_t, int64_t>>{{1, 5}, {2, 12}, {1, 13}, {4, 32}, {1, 8}}) {
+    counters.RecordSuccess(rows, length, 1, 0, {});
+  }
+  counters.RecordFailure(1, FailureReason::kBackend);  // failures are not in it
+
+  const std::optional<ModelCounters::Histogram> lengths = counters.RequestLength();
+  ASSERT_TRUE(lengths.has_value());
+  const double kInf = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(lengths->upper_bounds, (std::vector<double>{8, 12, 16, 24, 32, kInf}));
+  // 5 and 8 at most 8; 12 in bucket 12 exactly; 13 up to 16; 32.
+  EXPECT_EQ(lengths->cumulative_counts, (std::vector<uint64_t>{2, 3, 4, 4, 5, 5}));
+  EXPECT_EQ(lengths->sum, 5u + 12 + 13 + 32 + 8);
+  // The rows histogram still has one observation per request.
+  EXPECT_EQ(counters.RequestRows().cumulative_counts.back(), 5u);
+  EXPECT_EQ(counters.RequestRows().sum, 1u + 2 + 1 + 4 + 1);
+}
+
+TEST(ModelCountersTest, NoLengthHistogramWithoutExactlyOneShapeDim) {
+  ModelCounters fixed({1, 4}, /*max_batch_size=*/4, /*num_streams=*/1);
+  fixed.RecordSuccess(2, /*length=*/0, 1, 0, {});
+  EXPECT_FALSE(fixed.RequestLength().has_value());
+  // Height and width: a histogram per dim would lose which came together.
+  ModelCounters image({1}, /*max_batch_size=*/1, /*num_streams=*/1, {{224, 224}, {320, 320}});
+  image.RecordSuccess(1, /*length=*/0, 1, 0, {});
+  EXPECT_FALSE(image.RequestLength().has_value());
+  EXPECT_EQ(image.RequestRows().cumulative_counts.back(), 1u);
+}
+
+// Note [Live length histogram]: multiples of 8 up to the largest bucket
+// and every bucket's extent.
+TEST(LengthBoundsTest, MultiplesOfEightAndEveryBucketExtent) {
+  EXPECT_EQ(LengthBounds({8, 32}), (std::vector<uint64_t>{8, 16, 24, 32}));
+  // Extents off the multiples of 8 are bounds too, in any order given.
+  EXPECT_EQ(LengthBounds({30, 12}), (std::vector<uint64_t>{8, 12, 16, 24, 30}));
+  EXPECT_EQ(LengthBounds({5}), (std::vector<uint64_t>{5}));
+  EXPECT_TRUE(LengthBounds({}).empty());
+  // BERT's 512 at step 8: 64 bounds.
+  const std::vector<uint64_t> bert = LengthBounds({128, 512});
+  ASSERT_EQ(bert.size(), 64u);
+  EXPECT_EQ(bert.front(), 8u);
+  EXPECT_EQ(bert.back(), 512u);
+}
+
+TEST(LengthBoundsTest, LongBucketsWidenTheStepInMultiplesOfEight) {
+  constexpr size_t kMaxSteps = 128;  // the cap on multiples of the step
+  // 8192: step 64, exactly 128 bounds.
+  const std::vector<uint64_t> long_context = LengthBounds({512, 8192});
+  ASSERT_EQ(long_context.size(), kMaxSteps);
+  for (size_t i = 0; i < long_context.size(); ++i) {
+    EXPECT_EQ(long_context[i], 64 * (i + 1)) << "bound " << i;
+  }
+  // 1025 widens to step 16 (1024 / 16 = 64 multiples); 1000 and 1025 are
+  // not multiples of 16 and are bounds of their own.
+  const std::vector<uint64_t> odd = LengthBounds({1000, 1025});
+  EXPECT_EQ(odd.size(), 64u + 2u);
+  EXPECT_EQ(odd[0], 16u);
+  EXPECT_TRUE(std::binary_search(odd.begin(), odd.end(), 1000u));
+  EXPECT_EQ(odd.back(), 1025u);
+  // Over a sweep of largest extents: ascending, ending at the extent, the
+  // step the narrowest multiple of 8 whose 128 multiples reach it.
+  for (int64_t largest : {1, 7, 8, 9, 100, 1023, 1024, 1025, 4096, 8191, 8192, 8193, 100000}) {
+    const std::vector<uint64_t> bounds = LengthBounds({largest});
+    ASSERT_FALSE(bounds.empty()) << largest;
+    EXPECT_TRUE(std::is_sorted(bounds.begin(), bounds.end()) &&
+                std::adjacent_find(bounds.begin(), bounds.end()) == bounds.end())
+        << largest;
+    EXPECT_EQ(bounds.back(), static_cast<uint64_t>(largest));
+    if (largest < 8) continue;
+    const int64_t step = static_cast<int64_t>(bounds.front());
+    EXPECT_EQ(step % 8, 0) << largest;
+    EXPECT_GE(step * static_cast<int64_t>(kMaxSteps), largest) << largest;
+    if (step > 8) {
+      EXPECT_LT((step - 8) * static_cast<int64_t>(kMaxSteps), largest) << largest;
+    }
+    EXPECT_LE(bounds.size(), kMaxSteps + 1) << largest;
+  }
+}
+
 TEST(ModelCountersTest, LaunchesAreCountedPerSizeAndStream) {
   constexpr int kStreams = 3;
   ModelCounters counters({2, 8}, /*max_batch_size=*/8, kStreams);
@@ -143,9 +230,9 @@ TEST(ModelCountersTest, SplitRequestsAndMergedExecutions) {
   counters.RecordChunk({.stream = 0, .batch_size = 4, .rows = 4, .requests = 1}, {});
   counters.RecordChunk({.stream = 1, .batch_size = 4, .rows = 4, .requests = 2}, {});
   counters.RecordChunk({.stream = 0, .batch_size = 4, .rows = 4, .requests = 1}, {});
-  counters.RecordSuccess(6, 1, 0, {}, /*split=*/true);
-  counters.RecordSuccess(2, 1, 0, {}, /*split=*/false);
-  counters.RecordSuccess(4, 1, 0, {}, /*split=*/false);
+  counters.RecordSuccess(6, /*length=*/0, 1, 0, {}, /*split=*/true);
+  counters.RecordSuccess(2, /*length=*/0, 1, 0, {}, /*split=*/false);
+  counters.RecordSuccess(4, /*length=*/0, 1, 0, {}, /*split=*/false);
   EXPECT_EQ(counters.split_requests(), 1u);
   EXPECT_EQ(counters.merged_executions(), 1u);
   EXPECT_EQ(counters.padded_rows(), 0u);

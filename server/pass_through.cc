@@ -134,7 +134,7 @@ void PassThroughPipeline::Infer(const inference::ModelInferRequest* request,
   if (finished.ok()) {
     const int64_t rows = validated->rows;
     counters_->RecordChunk({.stream = 0, .batch_size = rows, .rows = rows, .requests = 1}, {});
-    counters_->RecordSuccess(rows, elapsed, /*queue_ns=*/0, ChunkTiming{});
+    counters_->RecordSuccess(rows, /*length=*/0, elapsed, /*queue_ns=*/0, ChunkTiming{});
   } else {
     // A shared-memory range too small for the strings: the client's.
     counters_->RecordFailure(elapsed, FailureReason::kOther);

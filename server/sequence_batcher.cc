@@ -509,8 +509,8 @@ void SequenceBatcher::Executed(const std::shared_ptr<Sequence>& sequence, Pendin
     const uint64_t compute_ns = compute.input_ns + compute.infer_ns + compute.output_ns;
     const int64_t rows = std::max<int64_t>(1, pending->validated.rows);
     counters_->RecordChunk({.stream = 0, .batch_size = rows, .rows = rows, .requests = 1}, compute);
-    counters_->RecordSuccess(rows, elapsed, elapsed > compute_ns ? elapsed - compute_ns : 0,
-                             compute);
+    counters_->RecordSuccess(rows, /*length=*/0, elapsed,
+                             elapsed > compute_ns ? elapsed - compute_ns : 0, compute);
   } else {
     if (execution_status.ok()) spdlog::warn("{}", status.ToString());
     counters_->RecordFailure(elapsed, FailureReason::kBackend);

@@ -405,6 +405,13 @@ size_t SmallestBucketHolding(const ModelInterface& interface, const RowShape& sh
   return interface.buckets.size() - 1;
 }
 
+// The request's extent along the model's one shape dim, for the live length
+// histogram; 0 (none) for a model with no shape dims or two (Note [Live
+// length histogram] in server/model_counters.h).
+int64_t CountedLength(const ValidatedRequest& request) {
+  return request.extents.size() == 1 ? request.extents.front() : 0;
+}
+
 // For the startup table: "sequence 32,64 (padded)", "height,width
 // 224x224,320x320 (exact)"; empty for a model without shape dims.
 std::string BucketsSummary(const ModelInterface& interface) {
@@ -850,8 +857,8 @@ void ServedModel::FinishSegment(const std::shared_ptr<RequestState>& state, int6
   if (state->compute_out != nullptr) *state->compute_out = compute;
   if (final_status.ok()) {
     // The last segment holds fewer than all the rows when there were others.
-    counters_->RecordSuccess(state->validated.rows, elapsed, queue_ns, compute,
-                             /*split=*/rows != state->validated.rows);
+    counters_->RecordSuccess(state->validated.rows, CountedLength(state->validated), elapsed,
+                             queue_ns, compute, /*split=*/rows != state->validated.rows);
   } else {
     spdlog::warn("{}", final_status.ToString());
     counters_->RecordFailure(elapsed, failure);

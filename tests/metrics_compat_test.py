@@ -307,6 +307,14 @@ class MetricsTest(unittest.TestCase):
         self.assertEqual(value(rows, "graphserve_request_rows_count"), len(ROWS))
         self.assertEqual(value(rows, "graphserve_request_rows_sum"), sum(ROWS))
 
+    def test_no_length_histogram_without_a_shape_dim(self):
+        """graphserve_request_length is a histogram of models with one shape
+        dim only (Note [Live length histogram] in server/model_counters.h):
+        the demo's models have none, so the family has no samples."""
+        lengths = self.families["graphserve_request_length"]
+        self.assertEqual(lengths.type, "histogram")
+        self.assertEqual(lengths.samples, [])
+
     def test_latency_histogram_has_every_request(self):
         latency = self.families["graphserve_request_duration_us"]
         self.assertEqual(latency.type, "histogram")

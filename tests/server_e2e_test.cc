@@ -1937,6 +1937,16 @@ TEST(ServerWithShapeBuckets, PadsRequestsIntoBucketsWhereExactAndMergesLengths) 
                                       "\"1\",batch_size=\"8\",bucket=\"32\",stream="));
   EXPECT_THAT(metrics.body, HasSubstr("bucket=\"8\""));
   EXPECT_THAT(metrics.body, HasSubstr("graphserve_padded_positions_total{model=\"masked\""));
+  // The lengths of the ten requests answered (5, 8, 9, 20, 32, 1, then 3, 7,
+  // 20, 30) in the live length histogram, bounds every 8 up to bucket 32
+  // (Note [Live length histogram] in server/model_counters.h).
+  for (const auto& [le, count] :
+       {std::pair{"8", 5}, std::pair{"16", 6}, std::pair{"24", 8}, std::pair{"32", 10}}) {
+    EXPECT_THAT(metrics.body,
+                HasSubstr(absl::StrCat("graphserve_request_length_bucket{model=\"masked\","
+                                       "version=\"1\",le=\"",
+                                       le, "\"} ", count, "\n")));
+  }
 
   // Longer than the largest bucket, and inputs that disagree on the length.
   const auto [too_long, unused] = infer("masked", 1, 33, 1800);
