@@ -64,10 +64,16 @@ constexpr char kSelectUsage[] =
     "that concerns). The sizes the model serves now (graphserve_graph_launches_total's\n"
     "batch_size labels) are compared too.\n"
     "\n"
+    "With --max-graphs, the model's live length histogram (graphserve_request_length,\n"
+    "exported for a model with one shape dim) joins the rows: the two histograms are\n"
+    "planned as independent, and the grid served now (graphserve_graph_launches_total's\n"
+    "batch_size and bucket labels) is compared too.\n"
+    "\n"
     "--reload GRPC_ADDRESS (with --from-metrics; e.g. localhost:8001): then reloads the\n"
-    "model on that server with the chosen sizes, without downtime: its config from\n"
-    "ModelConfig, capture.batch_sizes replaced (capture.cost and capture.schedules\n"
-    "cleared: the server measures them again), sent as RepositoryModelLoad's \"config\".\n"
+    "model on that server with the chosen sizes (and with --max-graphs the chosen\n"
+    "buckets), without downtime: its config from ModelConfig, capture.batch_sizes\n"
+    "(and capture.buckets) replaced (capture.cost and capture.schedules cleared: the\n"
+    "server measures them again), sent as RepositoryModelLoad's \"config\".\n"
     "The old version serves until the new sizes are captured. The server must run with\n"
     "--model-control-mode=explicit. Only the running server changes: the repository's\n"
     "config.pbtxt keeps its sizes, and a restart serves those. Nothing is reloaded when\n"
@@ -154,8 +160,8 @@ void PrintText(const std::string& history_path, const BatchHistogram& h, const S
   PrintSizes("power-of-two ladder", selection.ladder, out);
 }
 
-void PrintLiveText(const std::string& url, const LiveBatchSizes& live, const Selection& selection,
-                   std::ostream& out) {
+// What the metrics say of the model's traffic, and how far to trust it.
+void PrintLiveHeader(const std::string& url, const LiveBatchSizes& live, std::ostream& out) {
   const RowHistogram& rows = live.rows;
   out << "metrics: " << url << ", model '" << live.model << "' version " << live.version << " ("
       << rows.requests << " requests, " << rows.histogram.size() << " distinct sizes, largest "
@@ -178,6 +184,11 @@ void PrintLiveText(const std::string& url, const LiveBatchSizes& live, const Sel
     out << "note: request counts scaled by " << FormatRows(rows.scale) << " to fit "
         << kMaxHistoryRequests << "\n";
   }
+}
+
+void PrintLiveText(const std::string& url, const LiveBatchSizes& live, const Selection& selection,
+                   std::ostream& out) {
+  PrintLiveHeader(url, live, out);
   if (selection.current.has_value()) {
     PrintSizes("current sizes", *selection.current, out);
   } else {
@@ -300,11 +311,15 @@ int SelectGridFromHistory(const SelectFlags& flags, std::ostream& out, std::ostr
 // and says so; returns the reload's JSON object, or "" on failure (reported
 // on `err`).
 std::string ReloadChosenSizes(const SelectFlags& flags, const LiveBatchSizes& live,
-                              const Selection& selection, std::ostream& out, std::ostream& err) {
-  const std::vector<int64_t>& sizes = selection.chosen.sizes;
+                              const std::vector<int64_t>& sizes,
+                              const std::vector<int64_t>& buckets, std::ostream& out,
+                              std::ostream& err) {
   const std::string address = JsonString(flags.reload_address);
-  if (sizes == live.captured_sizes) {
-    if (!flags.json) out << "not reloaded: the chosen sizes are the sizes served now\n";
+  if (sizes == live.captured_sizes && (buckets.empty() || buckets == live.captured_buckets)) {
+    if (!flags.json) {
+      out << "not reloaded: the chosen " << (buckets.empty() ? "sizes are the sizes" : "grid is the grid")
+          << " served now\n";
+    }
     return absl::StrCat("{\"address\":", address, ",\"reloaded\":false}");
   }
   ModelReloadOptions options;
@@ -312,6 +327,7 @@ std::string ReloadChosenSizes(const SelectFlags& flags, const LiveBatchSizes& li
   options.model = live.model;
   options.version = live.version;
   options.batch_sizes = sizes;
+  options.buckets = buckets;
   options.load_timeout = absl::Seconds(flags.reload_timeout_secs);
   absl::StatusOr<ModelReloadResult> reloaded = ReloadWithCaptureSizes(options);
   if (!reloaded.ok()) {
@@ -322,25 +338,42 @@ std::string ReloadChosenSizes(const SelectFlags& flags, const LiveBatchSizes& li
   if (!flags.json) {
     out << "reloaded '" << live.model << "' at " << flags.reload_address << " with capture sizes "
         << absl::StrJoin(sizes, ", ") << " (were " << absl::StrJoin(reloaded->previous_sizes, ", ")
-        << "): the load took " << absl::StrFormat("%.3f", seconds) << " s\n"
-        << "  the repository's config.pbtxt is unchanged: a restarted server serves its sizes\n";
+        << ")";
+    if (!buckets.empty()) {
+      out << " and buckets " << absl::StrJoin(buckets, ", ") << " (were "
+          << absl::StrJoin(reloaded->previous_buckets, ", ") << ")";
+    }
+    out << ": the load took " << absl::StrFormat("%.3f", seconds) << " s\n"
+        << "  the repository's config.pbtxt is unchanged: a restarted server serves its "
+        << (buckets.empty() ? "sizes" : "sizes and buckets") << "\n";
   }
   return absl::StrCat("{\"address\":", address, ",\"reloaded\":true,\"previous_sizes\":[",
-                      absl::StrJoin(reloaded->previous_sizes, ","),
-                      "],\"load_seconds\":", FormatRows(seconds), "}");
+                      absl::StrJoin(reloaded->previous_sizes, ","), "]",
+                      buckets.empty() ? ""
+                                      : absl::StrCat(",\"previous_buckets\":[",
+                                                     absl::StrJoin(reloaded->previous_buckets, ","),
+                                                     "]"),
+                      ",\"load_seconds\":", FormatRows(seconds), "}");
+}
+
+// The live traffic of the model --from-metrics names; an error when it has
+// answered nothing yet.
+absl::StatusOr<LiveBatchSizes> ReadLiveTraffic(const SelectFlags& flags) {
+  ASSIGN_OR_RETURN(LiveBatchSizes live, ReadLiveBatchSizesFromUrl(
+                                            flags.metrics_url, flags.model, flags.model_version));
+  if (live.rows.requests == 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "model '", live.model, "' version ", live.version,
+        " has answered no requests since it was loaded (its graphserve_request_rows histogram "
+        "at ",
+        flags.metrics_url, " is empty): send it traffic first, or use --history"));
+  }
+  return live;
 }
 
 int SelectFromMetrics(const SelectFlags& flags, std::ostream& out, std::ostream& err) {
-  absl::StatusOr<LiveBatchSizes> live =
-      ReadLiveBatchSizesFromUrl(flags.metrics_url, flags.model, flags.model_version);
+  absl::StatusOr<LiveBatchSizes> live = ReadLiveTraffic(flags);
   if (!live.ok()) return Failure(err, live.status().message());
-  if (live->rows.requests == 0) {
-    return Failure(err, absl::StrCat("model '", live->model, "' version ", live->version,
-                                     " has answered no requests since it was loaded (its "
-                                     "graphserve_request_rows histogram at ",
-                                     flags.metrics_url,
-                                     " is empty): send it traffic first, or use --history"));
-  }
   absl::StatusOr<Selection> selection = Select(live->rows.histogram, flags);
   if (!selection.ok()) return Failure(err, selection.status().message());
   if (!live->captured_sizes.empty()) {
@@ -353,11 +386,72 @@ int SelectFromMetrics(const SelectFlags& flags, std::ostream& out, std::ostream&
   }
   std::string reload_json;
   if (!flags.reload_address.empty()) {
-    reload_json = ReloadChosenSizes(flags, *live, *selection, out, err);
+    reload_json = ReloadChosenSizes(flags, *live, selection->chosen.sizes, {}, out, err);
     if (reload_json.empty()) return kCaptureExitFailure;
   }
   if (flags.json) {
     out << "{" << JsonSelection(*selection) << JsonLive(*live, *selection);
+    if (!reload_json.empty()) out << ",\"reload\":" << reload_json;
+    out << "}\n";
+  }
+  return kCaptureExitOk;
+}
+
+// `select --from-metrics --max-graphs`: the grid from the live rows and
+// lengths histograms, read as independent (the page gives them apart).
+int SelectGridFromMetrics(const SelectFlags& flags, std::ostream& out, std::ostream& err) {
+  absl::StatusOr<LiveBatchSizes> live = ReadLiveTraffic(flags);
+  if (!live.ok()) return Failure(err, live.status().message());
+  if (!live->lengths.has_value() || live->lengths->requests == 0) {
+    return Failure(err, absl::StrCat("model '", live->model, "' version ", live->version,
+                                     " has no graphserve_request_length histogram at ",
+                                     flags.metrics_url,
+                                     ": --max-graphs plans a model with one shape dim (a "
+                                     "sequence length); for others use --num-sizes"));
+  }
+  const ShapeHistogram h = IndependentShapes(live->rows.histogram, live->lengths->histogram);
+  absl::StatusOr<GridSelection> selection = SelectGrid(h, flags);
+  if (!selection.ok()) return Failure(err, selection.status().message());
+  const bool current_known = !live->captured_sizes.empty() && !live->captured_buckets.empty();
+  GridChoice current;
+  if (current_known) {
+    current = {live->captured_sizes, live->captured_buckets,
+               ExpectedPaddedPositions(h, live->captured_sizes, live->captured_buckets)};
+  }
+  if (!flags.json) {
+    PrintLiveHeader(flags.metrics_url, *live, out);
+    out << "note: rows and lengths come from two histograms and are planned as independent\n";
+    if (!live->lengths->wide_buckets.empty()) {
+      out << "note: lengths are known to the histogram's buckets (multiples of 8 and the "
+             "buckets served); each request is counted at its bucket's upper bound\n";
+    }
+    if (current_known) {
+      PrintGrid("current grid", current, out);
+    } else {
+      out << "current grid: unknown (no graphserve_graph_launches_total buckets for this "
+             "version)\n";
+    }
+    PrintGrid("chosen grid", selection->chosen, out);
+    PrintGrid("power-of-two grid", selection->power_of_two, out);
+    out.flush();  // a reload may take minutes: show the choice first
+  }
+  std::string reload_json;
+  if (!flags.reload_address.empty()) {
+    reload_json = ReloadChosenSizes(flags, *live, selection->chosen.sizes,
+                                    selection->chosen.buckets, out, err);
+    if (reload_json.empty()) return kCaptureExitFailure;
+  }
+  if (flags.json) {
+    const auto list = [](const std::vector<int64_t>& values) {
+      return absl::StrCat("[", absl::StrJoin(values, ","), "]");
+    };
+    out << "{" << JsonGrid(*selection) << ",\"model\":" << JsonString(live->model)
+        << ",\"version\":" << JsonString(live->version)
+        << ",\"requests\":" << live->rows.requests << ",\"current_sizes\":"
+        << (current_known ? list(current.sizes) : "null")
+        << ",\"current_buckets\":" << (current_known ? list(current.buckets) : "null")
+        << ",\"current_expected_padded_positions\":"
+        << (current_known ? FormatRows(current.expected_padded_positions) : "null");
     if (!reload_json.empty()) out << ",\"reload\":" << reload_json;
     out << "}\n";
   }
@@ -412,10 +506,8 @@ int RunSelect(const std::vector<std::string>& args, std::ostream& out, std::ostr
   }
   if (const std::string error = SelectFlagsError(flags); !error.empty()) return Usage(err, error);
   if (flags.max_graphs > 0) {
-    if (!flags.metrics_url.empty()) {
-      return Usage(err, "select: --max-graphs reads --history only, not --from-metrics yet");
-    }
-    return SelectGridFromHistory(flags, out, err);
+    return flags.metrics_url.empty() ? SelectGridFromHistory(flags, out, err)
+                                     : SelectGridFromMetrics(flags, out, err);
   }
   return flags.metrics_url.empty() ? SelectFromHistory(flags, out, err)
                                    : SelectFromMetrics(flags, out, err);

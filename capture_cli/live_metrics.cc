@@ -31,15 +31,15 @@ bool VersionBefore(const std::string& a, const std::string& b) {
 
 std::string Quoted(const std::string& text) { return absl::StrCat("'", text, "'"); }
 
-}  // namespace
+// model -> version -> the cumulative buckets of histogram samples `name`.
+using HistogramBuckets =
+    std::map<std::string, std::map<std::string, std::vector<CumulativeBucket>>>;
 
-absl::StatusOr<LiveBatchSizes> ReadLiveBatchSizes(const std::vector<MetricSample>& samples,
-                                                  const std::string& model,
-                                                  const std::string& version) {
-  // model -> version -> its buckets.
-  std::map<std::string, std::map<std::string, std::vector<CumulativeBucket>>> histograms;
+absl::StatusOr<HistogramBuckets> BucketsOfHistogram(const std::vector<MetricSample>& samples,
+                                                    const char* name) {
+  HistogramBuckets histograms;
   for (const MetricSample& sample : samples) {
-    if (sample.name != kRequestRowsBucketSample) continue;
+    if (sample.name != name) continue;
     const std::string* m = sample.Label("model");
     const std::string* v = sample.Label("version");
     const std::string* le = sample.Label("le");
@@ -48,12 +48,41 @@ absl::StatusOr<LiveBatchSizes> ReadLiveBatchSizes(const std::vector<MetricSample
     if (*le == "+Inf" || *le == "Inf") {
       bound = std::numeric_limits<double>::infinity();
     } else if (!absl::SimpleAtod(*le, &bound)) {
-      return absl::InvalidArgumentError(absl::StrCat(kRequestRowsBucketSample, " of model ", Quoted(*m),
+      return absl::InvalidArgumentError(absl::StrCat(name, " of model ", Quoted(*m),
                                                      " has a bucket le=\"", *le,
                                                      "\" that is not a number"));
     }
     histograms[*m][*v].push_back({bound, sample.value});
   }
+  return histograms;
+}
+
+// The request lengths of `model` version `version`, when the page has them.
+absl::StatusOr<std::optional<RowHistogram>> LiveLengths(const std::vector<MetricSample>& samples,
+                                                        const std::string& model,
+                                                        const std::string& version) {
+  ASSIGN_OR_RETURN(const HistogramBuckets histograms,
+                   BucketsOfHistogram(samples, kRequestLengthBucketSample));
+  const auto found = histograms.find(model);
+  if (found == histograms.end()) return std::nullopt;
+  const auto buckets = found->second.find(version);
+  if (buckets == found->second.end()) return std::nullopt;
+  absl::StatusOr<RowHistogram> lengths = RowHistogramFromBuckets(buckets->second);
+  if (!lengths.ok()) {
+    return absl::Status(lengths.status().code(),
+                        absl::StrCat(kRequestLengthMetric, " of model ", Quoted(model),
+                                     " version ", version, ": ", lengths.status().message()));
+  }
+  return *std::move(lengths);
+}
+
+}  // namespace
+
+absl::StatusOr<LiveBatchSizes> ReadLiveBatchSizes(const std::vector<MetricSample>& samples,
+                                                  const std::string& model,
+                                                  const std::string& version) {
+  ASSIGN_OR_RETURN(const HistogramBuckets histograms,
+                   BucketsOfHistogram(samples, kRequestRowsBucketSample));
   if (histograms.empty()) {
     return absl::NotFoundError(absl::StrCat(
         "no graphserve_request_rows histogram there: is it GraphServe's metrics port (8002 "
@@ -92,7 +121,8 @@ absl::StatusOr<LiveBatchSizes> ReadLiveBatchSizes(const std::vector<MetricSample
                                                            chosen, ": ", rows.status().message()));
   }
   live.rows = *std::move(rows);
-  std::set<int64_t> sizes;
+  ASSIGN_OR_RETURN(live.lengths, LiveLengths(samples, model, chosen));
+  std::set<int64_t> sizes, extents;
   for (const MetricSample& sample : samples) {
     if (sample.name != kGraphLaunchesMetric) continue;
     const std::string* m = sample.Label("model");
@@ -101,8 +131,14 @@ absl::StatusOr<LiveBatchSizes> ReadLiveBatchSizes(const std::vector<MetricSample
     int64_t parsed = 0;
     if (m == nullptr || v == nullptr || size == nullptr || *m != model || *v != chosen) continue;
     if (absl::SimpleAtoi(*size, &parsed) && parsed > 0) sizes.insert(parsed);
+    // A bucket of one extent, "128"; one of two ("224x224") is no length.
+    const std::string* bucket = sample.Label("bucket");
+    if (bucket != nullptr && absl::SimpleAtoi(*bucket, &parsed) && parsed > 0) {
+      extents.insert(parsed);
+    }
   }
   live.captured_sizes.assign(sizes.begin(), sizes.end());
+  live.captured_buckets.assign(extents.begin(), extents.end());
   return live;
 }
 

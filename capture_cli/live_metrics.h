@@ -10,9 +10,14 @@
 //       max_batch_size, then +Inf;
 //   graphserve_graph_launches_total{model,version,batch_size,stream}  one
 //       sample per captured size and stream slot (every one, launched or
-//       not): its distinct batch_size labels are the sizes served now.
+//       not): its distinct batch_size labels are the sizes served now, and
+//       for a model with shape buckets its `bucket` labels the buckets;
+//   graphserve_request_length_bucket{model,version,le}  for a model with
+//       one shape dim (a sequence length), the length of each request
+//       answered OK, as a cumulative histogram.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +37,12 @@ struct LiveBatchSizes {
   // From graphserve_graph_launches_total's batch_size labels, ascending;
   // empty when the page has none for this version.
   std::vector<int64_t> captured_sizes;
+  // From graphserve_request_length, for a model with one shape dim; nullopt
+  // when the page has none for this version.
+  std::optional<RowHistogram> lengths;
+  // From graphserve_graph_launches_total's bucket labels of one extent,
+  // ascending; empty for a model without shape buckets.
+  std::vector<int64_t> captured_buckets;
 };
 
 // Finds `model` in `samples` and reads its histogram and captured sizes.
@@ -40,7 +51,7 @@ struct LiveBatchSizes {
 // page has no graphserve_request_rows at all (is it GraphServe's metrics
 // port?), or not this model (listing the models and versions it has), or
 // not this version (listing the model's versions); RowHistogramFromBuckets'
-// errors, naming the model and version.
+// errors, naming the model and version (and the histogram, for lengths).
 absl::StatusOr<LiveBatchSizes> ReadLiveBatchSizes(const std::vector<MetricSample>& samples,
                                                   const std::string& model,
                                                   const std::string& version);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <limits>
 #include <string>
 #include <thread>
 #include <vector>
@@ -64,6 +65,46 @@ TEST(ReadLiveBatchSizes, ReadsTheVersionAskedFor) {
   ASSERT_TRUE(live.ok()) << live.status();
   EXPECT_THAT(live->rows.histogram, ElementsAre(Pair(1, 2)));
   EXPECT_THAT(live->captured_sizes, ElementsAre(4));
+}
+
+TEST(ReadLiveBatchSizes, ReadsTheLengthsAndBucketsOfAModelWithASequence) {
+  std::vector<MetricSample> samples = ServerSamples();
+  // bert version 1: lengths 5, 5, 24 on bounds 8, 16, 24, 32; served at
+  // sizes 1, 8 x buckets 8, 32 (one sample per size, bucket and stream).
+  for (const CumulativeBucket& bucket : CumulativeBucketsOf(
+           {8, 16, 24, 32, std::numeric_limits<double>::infinity()}, {5, 5, 24})) {
+    const std::string le =
+        std::isinf(bucket.upper_bound) ? "+Inf" : absl::StrCat(bucket.upper_bound);
+    samples.push_back({"graphserve_request_length_bucket",
+                       {{"model", "bert"}, {"version", "1"}, {"le", le}},
+                       bucket.cumulative_count});
+  }
+  for (const CumulativeBucket& bucket : CumulativeBucketsOf(ServerRowBounds(8), {1, 1, 2})) {
+    const std::string le =
+        std::isinf(bucket.upper_bound) ? "+Inf" : absl::StrCat(bucket.upper_bound);
+    samples.push_back({"graphserve_request_rows_bucket",
+                       {{"model", "bert"}, {"version", "1"}, {"le", le}},
+                       bucket.cumulative_count});
+  }
+  for (const char* size : {"1", "8"}) {
+    for (const char* bucket : {"32", "8"}) {
+      samples.push_back({"graphserve_graph_launches_total",
+                         {{"model", "bert"}, {"version", "1"}, {"batch_size", size},
+                          {"bucket", bucket}, {"stream", "0"}},
+                         0});
+    }
+  }
+  absl::StatusOr<LiveBatchSizes> live = ReadLiveBatchSizes(samples, "bert", "");
+  ASSERT_TRUE(live.ok()) << live.status();
+  ASSERT_TRUE(live->lengths.has_value());
+  EXPECT_THAT(live->lengths->histogram, ElementsAre(Pair(8, 2), Pair(24, 1)));
+  EXPECT_THAT(live->captured_sizes, ElementsAre(1, 8));
+  EXPECT_THAT(live->captured_buckets, ElementsAre(8, 32));
+  // A model without a sequence has neither.
+  absl::StatusOr<LiveBatchSizes> mlp = ReadLiveBatchSizes(samples, "mlp", "2");
+  ASSERT_TRUE(mlp.ok()) << mlp.status();
+  EXPECT_FALSE(mlp->lengths.has_value());
+  EXPECT_TRUE(mlp->captured_buckets.empty());
 }
 
 TEST(ReadLiveBatchSizes, VersionsCompareAsNumbers) {

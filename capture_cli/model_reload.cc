@@ -27,10 +27,15 @@ void SetDeadline(grpc::ClientContext& context, absl::Duration timeout) {
 }  // namespace
 
 inference::ModelConfig WithCaptureSizes(inference::ModelConfig config,
-                                        const std::vector<int64_t>& sizes) {
+                                        const std::vector<int64_t>& sizes,
+                                        const std::vector<int64_t>& buckets) {
   inference::ModelCapture* capture = config.mutable_capture();
   capture->clear_batch_sizes();
   for (int64_t size : sizes) capture->add_batch_sizes(size);
+  if (!buckets.empty()) {
+    capture->clear_buckets();
+    for (int64_t bucket : buckets) capture->add_buckets()->add_extents(bucket);
+  }
   capture->clear_cost();
   capture->clear_schedules();
   return config;
@@ -56,7 +61,10 @@ absl::StatusOr<ModelReloadResult> ReloadWithCaptureSizes(const ModelReloadOption
   ModelReloadResult result;
   const auto& previous = current.config().capture().batch_sizes();
   result.previous_sizes.assign(previous.begin(), previous.end());
-  result.config = WithCaptureSizes(current.config(), options.batch_sizes);
+  for (const inference::CaptureBucket& bucket : current.config().capture().buckets()) {
+    if (bucket.extents_size() == 1) result.previous_buckets.push_back(bucket.extents(0));
+  }
+  result.config = WithCaptureSizes(current.config(), options.batch_sizes, options.buckets);
   std::string json;
   if (const auto printed = google::protobuf::util::MessageToJsonString(result.config, &json);
       !printed.ok()) {

@@ -1,5 +1,6 @@
 #pragma once
-// Reloading a served model with new capture sizes through Triton's model
+// Reloading a served model with new capture sizes (and length buckets)
+// through Triton's model
 // control RPCs: ModelConfig for the config it serves now, then
 // RepositoryModelLoad with that config, its capture sizes replaced, as the
 // "config" parameter (JSON). The server must run with
@@ -30,6 +31,9 @@ struct ModelReloadOptions {
   std::string version;
   // The capture sizes to load it with, ascending, each >= 1.
   std::vector<int64_t> batch_sizes;
+  // For a model with one shape dim: the length buckets to load it with,
+  // ascending; empty keeps the config's.
+  std::vector<int64_t> buckets;
   // Deadline of the ModelConfig call.
   absl::Duration config_timeout = absl::Seconds(30);
   // Deadline of the load: it captures (and on a GPU times) every new size,
@@ -40,17 +44,20 @@ struct ModelReloadOptions {
 struct ModelReloadResult {
   // The config sent with the load.
   inference::ModelConfig config;
-  // The capture sizes the config named before.
+  // The capture sizes (and buckets of one extent) the config named before.
   std::vector<int64_t> previous_sizes;
+  std::vector<int64_t> previous_buckets;
   // How long RepositoryModelLoad took: the new sizes' capture and checks.
   absl::Duration load_time;
 };
 
-// `config` with capture.batch_sizes = `sizes`, and capture.cost and
-// capture.schedules cleared: they hold one entry per old size, and the
-// server measures and chooses them again for the new sizes.
+// `config` with capture.batch_sizes = `sizes`, capture.buckets one per
+// entry of `buckets` when it is not empty, and capture.cost and
+// capture.schedules cleared: they hold one entry per old size (and bucket),
+// and the server measures and chooses them again for the new ones.
 inference::ModelConfig WithCaptureSizes(inference::ModelConfig config,
-                                        const std::vector<int64_t>& sizes);
+                                        const std::vector<int64_t>& sizes,
+                                        const std::vector<int64_t>& buckets = {});
 
 // Fetches the config, replaces its sizes (WithCaptureSizes) and loads it.
 // Errors keep the server's code and message (FAILED_PRECONDITION without

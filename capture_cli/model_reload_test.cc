@@ -43,6 +43,30 @@ TEST(WithCaptureSizes, ReplacesTheSizesAndClearsWhatWasPerSize) {
   EXPECT_EQ(reloaded.dynamic_batching().max_queue_delay_microseconds(), 100u);
 }
 
+TEST(WithCaptureSizes, ReplacesTheBucketsWhenGivenSome) {
+  inference::ModelConfig config;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
+      R"pb(
+        name: "bert"
+        capture {
+          batch_sizes: [ 1, 8 ]
+          shape_dims: "sequence"
+          buckets { extents: 64 }
+          buckets { extents: 512 }
+        }
+      )pb",
+      &config));
+  const inference::ModelConfig kept = WithCaptureSizes(config, {2});
+  ASSERT_EQ(kept.capture().buckets_size(), 2);
+  EXPECT_THAT(kept.capture().buckets(1).extents(), ElementsAre(512));
+  const inference::ModelConfig reloaded = WithCaptureSizes(config, {2, 4}, {16, 48, 512});
+  EXPECT_THAT(reloaded.capture().batch_sizes(), ElementsAre(2, 4));
+  ASSERT_EQ(reloaded.capture().buckets_size(), 3);
+  EXPECT_THAT(reloaded.capture().buckets(0).extents(), ElementsAre(16));
+  EXPECT_THAT(reloaded.capture().buckets(2).extents(), ElementsAre(512));
+  EXPECT_THAT(reloaded.capture().shape_dims(), ElementsAre("sequence"));
+}
+
 TEST(ReloadWithCaptureSizes, NoServerNamesTheCallAndTheAddress) {
   ModelReloadOptions options;
   options.address = "127.0.0.1:1";  // nothing listens on port 1

@@ -7,8 +7,11 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <tuple>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -20,6 +23,7 @@
 #include "client/inference_client.h"
 #include "common/tensor.h"
 #include "examples/demo_repository.h"
+#include "examples/example_models.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "runtime/bind.h"
@@ -242,6 +246,141 @@ TEST_F(SelectFromMetrics, ReloadWithoutExplicitModelControlPassesTheServersMessa
   absl::StatusOr<inference::ModelConfigResponse> config = client_->ModelConfig("mlp");
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_THAT(config->config().capture().batch_sizes(), ElementsAre(1, 4, 16, 64));
+}
+
+// `select --from-metrics --max-graphs --reload` on a model with a sequence
+// length: the masked sequence model (x [batch, sequence, 16], mask [batch,
+// sequence]; padding is exact) served at sizes 1, 4, 8 x buckets 8, 32.
+class SelectGridFromMetrics : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const char* root = std::getenv("TEST_TMPDIR");
+    repository_ =
+        (std::filesystem::path(root != nullptr ? root : "/tmp") / "select_grid").string();
+    std::filesystem::remove_all(repository_);
+    const std::filesystem::path dir = std::filesystem::path(repository_) / "masked";
+    std::filesystem::create_directories(dir / "1");
+    std::ofstream(dir / "1" / "model.onnx", std::ios::binary)
+        << MakeMaskedSequenceModel().SerializeAsString();
+    std::ofstream(dir / "config.pbtxt")
+        << "name: \"masked\"\nplatform: \"onnxruntime_onnx\"\nmax_batch_size: 8\n"
+           "input [{ name: \"x\" data_type: TYPE_FP32 dims: [ -1, 16 ] },"
+           " { name: \"mask\" data_type: TYPE_INT64 dims: [ -1 ] }]\n"
+           "output [{ name: \"y\" data_type: TYPE_FP32 dims: [ -1, 16 ] }]\n"
+           "capture { batch_sizes: [ 1, 4, 8 ] shape_dims: \"sequence\" "
+           "buckets { extents: 8 } buckets { extents: 32 } }\n";
+    server_ = StartServer(repository_, ModelControlMode::kExplicit);
+    ASSERT_NE(server_, nullptr);
+    absl::StatusOr<std::unique_ptr<InferenceClient>> client =
+        InferenceClient::Create({.address = absl::StrCat("127.0.0.1:", server_->port())});
+    ASSERT_TRUE(client.ok()) << client.status();
+    client_ = *std::move(client);
+  }
+
+  // One request of `rows` rows of `length` positions, every one real,
+  // checked against the host executor bound at exactly that shape.
+  void ExpectServes(int64_t rows, int64_t length, uint64_t seed) {
+    absl::StatusOr<Model> model = ImportOnnxFile(
+        (std::filesystem::path(repository_) / "masked" / "1" / "model.onnx").string());
+    ASSERT_TRUE(model.ok()) << model.status();
+    absl::StatusOr<BindOptions> options = BindOptionsAt(*model, GraphKey{rows, {length}});
+    ASSERT_TRUE(options.ok()) << options.status();
+    absl::StatusOr<BoundGraph> graph = BindModel(*model, *options);
+    ASSERT_TRUE(graph.ok()) << graph.status();
+    std::unique_ptr<HostExecutor> reference = *HostExecutor::Create(*std::move(graph));
+    const BoundGraph& bound = reference->graph();
+    std::vector<HostTensor> inputs = RandomInputs(bound, seed);
+    ASSERT_EQ(inputs.size(), 2u);
+    std::fill_n(inputs[1].data<int64_t>(), inputs[1].num_elements(), int64_t{1});
+    const std::vector<HostTensor> want = *reference->Run(inputs);
+
+    InferRequest request{.model_name = "masked"};
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      request.inputs.push_back(
+          {bound.value(bound.inputs[i]).name, i == 0 ? "FP32" : "INT64", inputs[i].dims(),
+           std::string(static_cast<const char*>(inputs[i].raw()), inputs[i].bytes())});
+    }
+    absl::StatusOr<InferResult> result = client_->Infer(request);
+    ASSERT_TRUE(result.ok()) << rows << "x" << length << ": " << result.status();
+    absl::StatusOr<absl::Span<const float>> values = result->outputs()[0].AsFloat32();
+    ASSERT_TRUE(values.ok()) << values.status();
+    HostTensor got(want[0].dtype(), want[0].dims());
+    ASSERT_EQ(values->size() * sizeof(float), got.bytes()) << rows << "x" << length;
+    std::memcpy(got.raw(), values->data(), got.bytes());
+    EXPECT_LE(RelativeError(got, want[0]), kTolerance) << rows << "x" << length;
+  }
+
+  std::string MetricsUrl() const {
+    return absl::StrCat("http://127.0.0.1:", server_->metrics_port(), "/metrics");
+  }
+  std::string GrpcAddress() const { return absl::StrCat("127.0.0.1:", server_->port()); }
+
+  std::string repository_;
+  std::unique_ptr<InferenceServer> server_;
+  std::unique_ptr<InferenceClient> client_;
+};
+
+TEST_F(SelectGridFromMetrics, ChoosesSizesAndBucketsFromLiveTrafficAndReloadsWithThem) {
+  // 1 row of 5 positions x6, 2 rows of 24 x3, 1 row of 24 x1 (10 requests):
+  // lengths 5 and 24 are counted at the length histogram's bounds 8 and 24.
+  uint64_t seed = 1;
+  for (const auto& [rows, length, count] :
+       std::vector<std::tuple<int64_t, int64_t, int>>{{1, 5, 6}, {2, 24, 3}, {1, 24, 1}}) {
+    for (int i = 0; i < count; ++i) ExpectServes(rows, length, seed++);
+  }
+  const CommandResult r =
+      RunCapture({"select", "--from-metrics", MetricsUrl(), "--model", "masked", "--max-graphs",
+                  "4", "--reload", GrpcAddress(), "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  // Rows {1: 7, 2: 3} and lengths {8: 6, 24: 4} as independent: 4 graphs
+  // hold every shape, sizes {1, 2} x buckets {8, 24}, so nothing is padded
+  // beyond the histogram's own rounding. Served now, {1, 4, 8} x {8, 32}:
+  // 2 rows run as 4, and 24 positions as 32.
+  EXPECT_THAT(r.out, HasSubstr("{\"sizes\":[1,2],\"buckets\":[8,24],"
+                               "\"expected_padded_positions\":0,"))
+      << r.out;
+  EXPECT_THAT(r.out, HasSubstr("\"model\":\"masked\",\"version\":\"1\",\"requests\":10,"
+                               "\"current_sizes\":[1,4,8],\"current_buckets\":[8,32],"))
+      << r.out;
+  EXPECT_THAT(r.out, HasSubstr(absl::StrCat("\"reload\":{\"address\":\"", GrpcAddress(),
+                                            "\",\"reloaded\":true,\"previous_sizes\":[1,4,8],"
+                                            "\"previous_buckets\":[8,32],\"load_seconds\":")))
+      << r.out;
+
+  // The server serves the new grid: its config says so, and requests inside
+  // it (padded into bucket 24, or split over size 2) get the right answers;
+  // one longer than the new largest bucket is refused.
+  absl::StatusOr<inference::ModelConfigResponse> config = client_->ModelConfig("masked");
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_THAT(config->config().capture().batch_sizes(), ElementsAre(1, 2));
+  ASSERT_EQ(config->config().capture().buckets_size(), 2);
+  EXPECT_THAT(config->config().capture().buckets(1).extents(), ElementsAre(24));
+  ExpectServes(1, 20, 100);
+  ExpectServes(5, 3, 101);
+  InferRequest too_long{.model_name = "masked"};
+  too_long.inputs.push_back({"x", "FP32", {1, 30, 16}, std::string(30 * 16 * 4, '\0')});
+  too_long.inputs.push_back({"mask", "INT64", {1, 30}, std::string(30 * 8, '\1')});
+  EXPECT_FALSE(client_->Infer(too_long).ok());
+
+  // A model with no length histogram is named as such.
+  const CommandResult text =
+      RunCapture({"select", "--from-metrics", MetricsUrl(), "--model", "masked", "--max-graphs",
+                  "4"});
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("current grid: sizes 1, 2 x buckets 8, 24 (4 graphs)"))
+      << text.out;
+  EXPECT_THAT(text.out, HasSubstr("planned as independent")) << text.out;
+}
+
+TEST_F(SelectFromMetrics, MaxGraphsNeedsALengthHistogram) {
+  Start(ModelControlMode::kExplicit);
+  ExpectServes(3, 1);
+  const CommandResult r = RunCapture(
+      {"select", "--from-metrics", MetricsUrl(), "--model", "mlp", "--max-graphs", "4"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_THAT(r.err, HasSubstr("model 'mlp' version 1 has no graphserve_request_length "
+                               "histogram at "));
+  EXPECT_THAT(r.err, HasSubstr("for others use --num-sizes"));
 }
 
 }  // namespace
