@@ -223,13 +223,16 @@ std::string JsonLive(const LiveBatchSizes& live, const Selection& selection) {
       selection.current.has_value() ? FormatRows(selection.current->expected_padded_rows) : "null");
 }
 
+// --max-batch-size, where given (0: no limit beyond the largest request).
+std::optional<int64_t> MaxBatchOf(const SelectFlags& flags) {
+  return flags.max_batch_size > 0 ? std::optional<int64_t>(flags.max_batch_size) : std::nullopt;
+}
+
 absl::StatusOr<Selection> Select(const BatchHistogram& h, const SelectFlags& flags) {
-  const std::optional<int64_t> max_batch =
-      flags.max_batch_size > 0 ? std::optional<int64_t>(flags.max_batch_size) : std::nullopt;
   Selection selection;
   ASSIGN_OR_RETURN(selection.chosen,
-                   ChooseBatchSizes(h, static_cast<int>(flags.num_sizes), max_batch));
-  selection.ladder = PowerOfTwoLadder(h, static_cast<int>(flags.num_sizes), max_batch);
+                   ChooseBatchSizes(h, static_cast<int>(flags.num_sizes), MaxBatchOf(flags)));
+  selection.ladder = PowerOfTwoLadder(h, static_cast<int>(flags.num_sizes), MaxBatchOf(flags));
   return selection;
 }
 
@@ -253,12 +256,11 @@ struct GridSelection {
 };
 
 absl::StatusOr<GridSelection> SelectGrid(const ShapeHistogram& h, const SelectFlags& flags) {
-  const std::optional<int64_t> max_batch =
-      flags.max_batch_size > 0 ? std::optional<int64_t>(flags.max_batch_size) : std::nullopt;
   GridSelection selection;
-  ASSIGN_OR_RETURN(selection.chosen,
-                   ChooseSizesAndBuckets(h, static_cast<int>(flags.max_graphs), max_batch));
-  selection.power_of_two = PowerOfTwoGrid(h, static_cast<int>(flags.max_graphs), max_batch);
+  ASSIGN_OR_RETURN(selection.chosen, ChooseSizesAndBuckets(h, static_cast<int>(flags.max_graphs),
+                                                           MaxBatchOf(flags)));
+  selection.power_of_two =
+      PowerOfTwoGrid(h, static_cast<int>(flags.max_graphs), MaxBatchOf(flags));
   return selection;
 }
 
