@@ -253,6 +253,30 @@ absl::StatusOr<std::unique_ptr<InferenceServer>> InferenceServer::Start(
   return server;
 }
 
+// Note [Compressed gRPC requests]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// gRPC (Debian's 1.51) inflates a gzip- or deflate-compressed message whole
+// and only then holds it to the receive limit: a message of 1 MB of gzip
+// that inflates to 1 GiB took the server's peak RSS from 0.5 to 1.6 GB
+// before it was refused RESOURCE_EXHAUSTED, and one at the 64 MiB limit
+// would inflate to about 64 GB (issue 30, finding 5). The inflation happens
+// in gRPC's core, before any code of ours sees the call, so the only guard
+// is not to enable the algorithms: then gRPC refuses a compressed request
+// UNIMPLEMENTED ("Compression algorithm 'gzip' is disabled.") from its
+// headers, before reading its message, and the peak RSS stays where it was.
+// Triton inflates them; its clients send uncompressed requests unless told
+// otherwise (tritonclient's compression_algorithm, perf_analyzer's
+// --grpc-compression-algorithm). --grpc-accept-compressed-requests turns
+// them on where every client is trusted, and so does response compression
+// (--grpc-infer-response-compression-level): gRPC enables an algorithm for
+// both directions at once. The startup log says which.
+namespace {
+bool AcceptsCompressedRequests(const InferenceServerOptions& options) {
+  return options.grpc_accept_compressed_requests ||
+         options.grpc_compression_level != GRPC_COMPRESS_LEVEL_NONE;
+}
+}  // namespace
+
 absl::Status InferenceServer::StartGrpc(std::shared_ptr<grpc::ServerCredentials> credentials) {
   // Checked again, right before the bind: the models took a while to load.
   RETURN_IF_ERROR(CheckCanListen(GrpcListenAddress(options_)));
@@ -278,6 +302,16 @@ absl::Status InferenceServer::StartGrpc(std::shared_ptr<grpc::ServerCredentials>
   if (options_.grpc_compression_level != GRPC_COMPRESS_LEVEL_NONE) {
     builder.SetDefaultCompressionLevel(
         static_cast<grpc_compression_level>(options_.grpc_compression_level));
+  }
+  // Note [Compressed gRPC requests].
+  if (AcceptsCompressedRequests(options_)) {
+    spdlog::warn("gRPC accepts gzip- and deflate-compressed requests (--grpc-accept-compressed-"
+                 "requests, or response compression): gRPC inflates each whole before "
+                 "--grpc-max-message-bytes ({} bytes) applies, up to about 1000 times its size",
+                 options_.max_message_bytes);
+  } else {
+    builder.SetCompressionAlgorithmSupportStatus(GRPC_COMPRESS_GZIP, false);
+    builder.SetCompressionAlgorithmSupportStatus(GRPC_COMPRESS_DEFLATE, false);
   }
   builder.SetMaxReceiveMessageSize(options_.max_message_bytes);
   builder.SetMaxSendMessageSize(options_.max_message_bytes);

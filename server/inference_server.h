@@ -89,6 +89,11 @@ struct InferenceServerOptions {
   // --grpc-infer-response-compression-level): GRPC_COMPRESS_LEVEL_NONE (0)
   // to _HIGH (3); the client's accepted encodings decide the algorithm.
   int grpc_compression_level = 0;
+  // Inflate gzip- and deflate-compressed gRPC requests (Note [Compressed gRPC
+  // requests]); off, they are refused UNIMPLEMENTED before any inflation.
+  // Response compression turns it on too: gRPC enables an algorithm for both
+  // directions.
+  bool grpc_accept_compressed_requests = false;
   // The KServe v2 HTTP/REST endpoint (server/http_endpoint.h); port 0 picks
   // a free one (see http_port()).
   bool allow_http = true;

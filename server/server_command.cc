@@ -446,7 +446,12 @@ void AddFlags(FlagValues* v, ServerCommand* command, CommandLine* flags) {
                 "--grpc-queues to this over --grpc-threads-per-queue unless it is given.");
   flags->AddString("grpc-infer-response-compression-level", &v->compression_level,
                    "none, low, medium or high: compress gRPC responses (with an algorithm "
-                   "the client accepts).");
+                   "the client accepts); also accepts compressed requests, as "
+                   "--grpc-accept-compressed-requests does.");
+  flags->AddBool("grpc-accept-compressed-requests", &options.grpc_accept_compressed_requests,
+                 "Inflate gzip- and deflate-compressed gRPC requests. Off (the default) they "
+                 "are refused UNIMPLEMENTED: gRPC inflates a message whole before the size "
+                 "limit applies, so a small one can take gigabytes.");
   for (FlagValues::GrpcArgFlag& arg : v->grpc_int_args) {
     flags->AddInt(arg.flag, &arg.value,
                   absl::StrCat("Sets gRPC's ", arg.arg, " (Triton's flag; unset: gRPC's default)."));

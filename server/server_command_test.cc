@@ -322,6 +322,17 @@ TEST(ServerCommand, TritonsRepositoryFlags) {
               HasSubstr("without spaces or '/'"));
 }
 
+TEST(ServerCommand, CompressedGrpcRequestsAreRefusedUnlessAccepted) {
+  std::ostringstream notices;
+  auto plain = ParseServerCommand({"--model-repository", "/m"}, 0, notices);
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  EXPECT_FALSE(plain->options.grpc_accept_compressed_requests);
+  auto accepting = ParseServerCommand(
+      {"--model-repository", "/m", "--grpc-accept-compressed-requests"}, 0, notices);
+  ASSERT_TRUE(accepting.ok()) << accepting.status();
+  EXPECT_TRUE(accepting->options.grpc_accept_compressed_requests);
+}
+
 TEST(ServerCommand, TritonsHttpAndGrpcTuningFlags) {
   std::ostringstream notices;
   auto command = ParseServerCommand(
