@@ -123,21 +123,6 @@ absl::StatusOr<GridChoice> DescendFrom(const ShapeHistogram& h, int num_sizes, i
   return choice;
 }
 
-// Every split of `max_graphs` worth trying: N sizes by the most buckets that
-// fit, for N up to the distinct rows (more sizes than that add nothing).
-std::vector<std::pair<int, int>> Splits(const ShapeHistogram& h, int max_graphs) {
-  const int distinct_rows = static_cast<int>(RowsMarginal(h).size());
-  const int distinct_lengths = static_cast<int>(LengthsMarginal(h).size());
-  std::vector<std::pair<int, int>> splits;
-  // Beyond the distinct rows and lengths, ChooseBatchSizes needs no more;
-  // chunk remainders can add needed sizes, so allow one more row size.
-  for (int sizes = 1; sizes <= std::min(max_graphs, distinct_rows + 1); ++sizes) {
-    const int buckets = std::min(max_graphs / sizes, distinct_lengths);
-    if (buckets >= 1) splits.emplace_back(sizes, buckets);
-  }
-  return splits;
-}
-
 int64_t TotalRequests(const ShapeHistogram& h) {
   int64_t total = 0;
   for (const auto& [shape, count] : h) total += count;
@@ -219,15 +204,22 @@ absl::StatusOr<GridChoice> ChooseSizesAndBuckets(const ShapeHistogram& h, int ma
         absl::StrCat("the number of graphs must be at least 1, got ", max_graphs));
   }
   if (h.empty()) return absl::InvalidArgumentError("the history has no requests");
+  const int distinct_lengths = static_cast<int>(LengthsMarginal(h).size());
+  const auto graphs = [](const GridChoice& c) { return c.sizes.size() * c.buckets.size(); };
   std::optional<GridChoice> best;
-  for (const auto& [num_sizes, num_buckets] : Splits(h, max_graphs)) {
+  // Each split of the budget: N sizes by as many buckets as fit (no more
+  // than there are lengths), N ascending.
+  for (int num_sizes = 1; num_sizes <= max_graphs; ++num_sizes) {
+    const int num_buckets = std::min(max_graphs / num_sizes, distinct_lengths);
     ASSIGN_OR_RETURN(GridChoice choice, DescendFrom(h, num_sizes, num_buckets, max_batch_size));
-    const auto graphs = [](const GridChoice& c) { return c.sizes.size() * c.buckets.size(); };
+    const bool saturated = choice.sizes.size() < static_cast<size_t>(num_sizes);
     if (!best.has_value() ||
         std::make_tuple(choice.expected_padded_positions, graphs(choice)) <
             std::make_tuple(best->expected_padded_positions, graphs(*best))) {
       best = std::move(choice);
     }
+    // Every size a request needs is in: more sizes would only take buckets.
+    if (saturated) break;
   }
   return *std::move(best);
 }
