@@ -139,7 +139,7 @@ TEST(ChooseSizesAndBucketsTest, MatchesExhaustiveSearchOnSmallCorrelatedHistorie
   RecordProperty("optimal_of_200", optimal);
 }
 
-TEST(ChooseSizesAndBucketsTest, IndependentMarginalsAreSolvedAtTheStart) {
+TEST(ChooseSizesAndBucketsTest, IndependentMarginalsReachTheExhaustiveOptimum) {
   const BatchHistogram rows = {{1, 60}, {2, 25}, {5, 10}, {8, 5}};
   const BatchHistogram lengths = {{12, 40}, {30, 30}, {64, 20}, {200, 10}};
   const ShapeHistogram h = IndependentShapes(rows, lengths);

@@ -11,6 +11,7 @@
 #include "common/status.h"
 #include "planning/batch_sizes.h"
 #include "planning/row_histogram.h"
+#include "planning/shape_grid.h"
 #include "prometheus/metric_family.h"
 #include "prometheus/text_serializer.h"
 #include "spdlog/spdlog.h"
@@ -115,6 +116,13 @@ void AddGraphServeFamilies(const std::vector<ModelMetrics>& models,
                         "Chunks launched at each captured batch size (and shape bucket) on each stream slot",
                         MetricType::Counter,
                         {}};
+  MetricFamily position_padding{
+      "graphserve_expected_padded_positions",
+      "Expected padded positions (rows x length) per request over the live rows and length "
+      "histograms: with the captured sizes and buckets (current) and with the best grid of as "
+      "many graphs (optimal)",
+      MetricType::Gauge,
+      {}};
   MetricFamily padding{"graphserve_expected_padded_rows",
                        "Expected padded rows per request over the live rows histogram: with the "
                        "captured sizes (current) and with the best as many sizes (optimal)",
@@ -137,13 +145,17 @@ void AddGraphServeFamilies(const std::vector<ModelMetrics>& models,
       sample.label.push_back({"stream", absl::StrCat(launched.stream)});
       launches.metric.push_back(std::move(sample));
     }
-    if (model.padding.has_value()) {
-      for (const auto& [sizes, value] : {std::pair{"current", model.padding->current},
-                                         std::pair{"optimal", model.padding->optimal}}) {
+    const auto add_signal = [&model](const PaddingSignal& signal, MetricFamily& family) {
+      for (const auto& [sizes, value] :
+           {std::pair{"current", signal.current}, std::pair{"optimal", signal.optimal}}) {
         ClientMetric sample = Sample(model.statistics, value, MetricType::Gauge);
         sample.label.push_back({"sizes", sizes});
-        padding.metric.push_back(std::move(sample));
+        family.metric.push_back(std::move(sample));
       }
+    };
+    if (model.padding.has_value()) add_signal(*model.padding, padding);
+    if (model.position_padding.has_value()) {
+      add_signal(*model.position_padding, position_padding);
     }
   }
   families.push_back(std::move(rows));
@@ -175,21 +187,41 @@ void AddGraphServeFamilies(const std::vector<ModelMetrics>& models,
              MetricType::Counter, models,
              [](const ModelMetrics& m) { return static_cast<double>(m.merged_executions); }));
   families.push_back(std::move(padding));
+  families.push_back(std::move(position_padding));
 }
 
 }  // namespace
 
+// `histogram` as `select --from-metrics` reads it from the text, so the
+// optimal gauges are what select would choose (Note [Re-capture signal]).
+absl::StatusOr<RowHistogram> AsSelectReadsIt(const ModelCounters::Histogram& histogram) {
+  std::vector<CumulativeBucket> buckets;
+  for (size_t i = 0; i < histogram.upper_bounds.size(); ++i) {
+    buckets.push_back({.upper_bound = histogram.upper_bounds[i],
+                       .cumulative_count = static_cast<double>(histogram.cumulative_counts[i])});
+  }
+  return RowHistogramFromBuckets(std::move(buckets));
+}
+
+absl::StatusOr<PaddingSignal> ExpectedPaddedPositionsSignal(
+    const ModelCounters::Histogram& rows, const ModelCounters::Histogram& lengths,
+    const std::vector<int64_t>& captured_sizes, const std::vector<int64_t>& captured_buckets,
+    int64_t max_batch_size) {
+  ASSIGN_OR_RETURN(const RowHistogram live_rows, AsSelectReadsIt(rows));
+  ASSIGN_OR_RETURN(const RowHistogram live_lengths, AsSelectReadsIt(lengths));
+  const ShapeHistogram shapes = IndependentShapes(live_rows.histogram, live_lengths.histogram);
+  if (shapes.empty()) return PaddingSignal{};
+  const int graphs = static_cast<int>(captured_sizes.size() * captured_buckets.size());
+  ASSIGN_OR_RETURN(const GridChoice best, ChooseSizesAndBuckets(shapes, graphs, max_batch_size));
+  return PaddingSignal{
+      .current = ExpectedPaddedPositions(shapes, captured_sizes, captured_buckets),
+      .optimal = best.expected_padded_positions};
+}
+
 absl::StatusOr<PaddingSignal> ExpectedPaddedRowsSignal(const ModelCounters::Histogram& rows,
                                                        const std::vector<int64_t>& captured_sizes,
                                                        int64_t max_batch_size) {
-  // The histogram as `select --from-metrics` reads it from the text, so the
-  // optimal gauge is what select would choose (Note [Re-capture signal]).
-  std::vector<CumulativeBucket> buckets;
-  for (size_t i = 0; i < rows.upper_bounds.size(); ++i) {
-    buckets.push_back({.upper_bound = rows.upper_bounds[i],
-                       .cumulative_count = static_cast<double>(rows.cumulative_counts[i])});
-  }
-  ASSIGN_OR_RETURN(const RowHistogram live, RowHistogramFromBuckets(std::move(buckets)));
+  ASSIGN_OR_RETURN(const RowHistogram live, AsSelectReadsIt(rows));
   if (live.histogram.empty()) return PaddingSignal{};
   ASSIGN_OR_RETURN(
       const SizeChoice best,
@@ -324,6 +356,17 @@ std::vector<ModelMetrics> ReadMetrics(const ModelRegistry& registry) {
       // missing rather than the page.
       spdlog::warn("model '{}': no graphserve_expected_padded_rows: {}", model.statistics.name(),
                    padding.status().ToString());
+    }
+    if (model.request_length.has_value()) {
+      absl::StatusOr<PaddingSignal> positions = ExpectedPaddedPositionsSignal(
+          model.request_rows, *model.request_length, counters.batch_sizes(),
+          OneDimExtents(counters.buckets()), counters.max_batch_size());
+      if (positions.ok()) {
+        model.position_padding = *positions;
+      } else {
+        spdlog::warn("model '{}': no graphserve_expected_padded_positions: {}",
+                     model.statistics.name(), positions.status().ToString());
+      }
     }
   }
   return models;

@@ -31,7 +31,9 @@
 //   (requests answered OK whose rows ran in more than one chunk),
 //   graphserve_merged_executions_total (chunks holding rows of more than one
 //   request), and the gauges graphserve_expected_padded_rows{sizes="current"|
-//   "optimal"} (Note [Re-capture signal]).
+//   "optimal"} and, for a model with one shape dim,
+//   graphserve_expected_padded_positions{sizes=...} (Note [Re-capture
+//   signal]).
 //
 // One source of numbers: every scrape reads the counters the statistics RPC
 // reads (ModelCounters), so the two never disagree.
@@ -60,6 +62,17 @@ struct PaddingSignal {
   double optimal = 0;  // with the best as many sizes for the same histogram
 };
 
+// The re-capture signal of a model version with one shape dim, in padded
+// positions (rows x length) per request: from its rows and length
+// histograms read as independent, its captured sizes and bucket extents
+// (both non-empty) and its max_batch_size; the optimal grid has at most as
+// many graphs (sizes x buckets). Both 0 before any request. Note
+// [Re-capture signal].
+absl::StatusOr<PaddingSignal> ExpectedPaddedPositionsSignal(
+    const ModelCounters::Histogram& rows, const ModelCounters::Histogram& lengths,
+    const std::vector<int64_t>& captured_sizes, const std::vector<int64_t>& captured_buckets,
+    int64_t max_batch_size);
+
 // The re-capture signal of a model version from its rows histogram
 // (ModelCounters::RequestRows), its captured sizes (non-empty) and its
 // max_batch_size; both 0 before any request. Errors only for a histogram
@@ -83,6 +96,8 @@ struct ModelMetrics {
   uint64_t split_requests = 0;
   uint64_t merged_executions = 0;
   std::optional<PaddingSignal> padding;  // absent: no samples
+  // In padded positions, for a model with one shape dim; absent otherwise.
+  std::optional<PaddingSignal> position_padding;
   uint64_t pinned_bytes = 0;  // pinned host staging it holds (Note [Pinned memory pool])
 };
 
@@ -145,6 +160,17 @@ class MetricsEndpoint {
 // assume each request runs on its own, as the cost function does; under
 // dynamic batching chunks hold merged requests, so the padding launched
 // (graphserve_padded_rows_total) may differ from both.
+//
+// A model with one shape dim (a sequence length) pads positions too, and
+// its buckets drift like its sizes: graphserve_expected_padded_positions
+// prices the grid captured now (sizes x buckets) and the best grid of as
+// many graphs, with ExpectedPaddedPositions and ChooseSizesAndBuckets
+// (planning/shape_grid.h) over the live rows and length histograms read as
+// independent (IndependentShapes): what `graphserve-capture select
+// --from-metrics URL --model M --max-graphs G` would choose now. That
+// planner is a search of a few exact dynamic programs per split of the
+// budget, over the length histogram's at most 128 + buckets bounds
+// (metrics_test records how long the widest took).
 //
 // Computed at each scrape, not cached: the histogram has one bucket per row
 // up to 64, then powers of two, then max_batch_size, so the dynamic program

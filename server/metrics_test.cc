@@ -1,11 +1,14 @@
 #include "server/metrics.h"
 
+#include <chrono>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "planning/batch_sizes.h"
+#include "planning/shape_grid.h"
 
 namespace graphserve {
 namespace {
@@ -319,6 +322,70 @@ TEST(MetricsTest, ExpectedPaddedRowsReadWideBucketsAsSelectDoes) {
   EXPECT_DOUBLE_EQ(signal->optimal, best->expected_padded_rows);
   // (2, 128, 1000): only the 1-row request pads, by 1.
   EXPECT_DOUBLE_EQ(signal->optimal, 1.0 / 5);
+}
+
+// The re-capture signal in positions for a model with one shape dim (Note
+// [Re-capture signal]): current against the best grid of as many graphs,
+// as select --from-metrics --max-graphs would choose.
+TEST(MetricsTest, ExpectedPaddedPositionsOfCurrentAndOptimalGrids) {
+  // Captured sizes (1, 4) x buckets (16, 64). Requests: 1 row of 8 x3 and
+  // 4 rows of 64 x1: rows {1: 3, 4: 1}, lengths {8: 3, 64: 1}.
+  ModelCounters counters({1, 4}, /*max_batch_size=*/4, /*num_streams=*/1, {{16}, {64}});
+  for (int i = 0; i < 3; ++i) counters.RecordSuccess(1, /*length=*/8, 1, 0, {});
+  counters.RecordSuccess(4, /*length=*/64, 1, 0, {});
+  absl::StatusOr<PaddingSignal> signal =
+      ExpectedPaddedPositionsSignal(counters.RequestRows(), *counters.RequestLength(),
+                                    counters.batch_sizes(), {16, 64}, counters.max_batch_size());
+  ASSERT_TRUE(signal.ok()) << signal.status();
+  // Read as independent, from 4 requests: (1, 8) x2.25, (1, 64) x0.75,
+  // (4, 8) x0.75, (4, 64) x0.25, each count rounded and at least 1: (1, 8)
+  // x2, (1, 64) x1, (4, 8) x1, (4, 64) x1 (5 requests). Current: 8 runs in
+  // 16 (8 padded positions a row): 2 x 8 + 0 + 4 x 8 + 0 = 48 / 5. Optimal,
+  // 4 graphs: (1, 4) x (8, 64) pads nothing.
+  const ShapeHistogram read = {{{1, 8}, 2}, {{1, 64}, 1}, {{4, 8}, 1}, {{4, 64}, 1}};
+  EXPECT_DOUBLE_EQ(signal->current, ExpectedPaddedPositions(read, {1, 4}, {16, 64}));
+  EXPECT_DOUBLE_EQ(signal->current, 48.0 / 5);
+  EXPECT_DOUBLE_EQ(signal->optimal, 0.0);
+
+  ModelMetrics bert;
+  bert.statistics.set_name("bert");
+  bert.statistics.set_version("1");
+  bert.position_padding = *signal;
+  const std::string text = MetricsText({bert});
+  EXPECT_THAT(text, HasSubstr("# TYPE graphserve_expected_padded_positions gauge\n"));
+  EXPECT_THAT(text, HasSubstr("graphserve_expected_padded_positions{model=\"bert\",version=\"1\","
+                              "sizes=\"current\"} 9.6\n"));
+  EXPECT_THAT(text, HasSubstr("graphserve_expected_padded_positions{model=\"bert\",version=\"1\","
+                              "sizes=\"optimal\"} 0\n"));
+  bert.position_padding.reset();
+  EXPECT_THAT(MetricsText({bert}),
+              ::testing::Not(HasSubstr("graphserve_expected_padded_positions{")));
+}
+
+// The planner runs at every scrape, on histograms as wide as the server
+// makes them: every multiple of 8 to 512, every row count to 32, a budget
+// of 24 graphs. The optimal grid never costs more than the current one;
+// how long it took is recorded, not asserted (a unit test is no benchmark).
+TEST(MetricsTest, ExpectedPaddedPositionsOnTheWidestHistograms) {
+  std::vector<std::vector<int64_t>> buckets;
+  for (int64_t extent : {64, 128, 256, 512}) buckets.push_back({extent});
+  ModelCounters counters({1, 2, 4, 8, 16, 32}, /*max_batch_size=*/32, /*num_streams=*/1,
+                         buckets);
+  for (int64_t rows = 1; rows <= 32; ++rows) {
+    for (int64_t length = 8; length <= 512; length += 8) {
+      counters.RecordSuccess(rows, length, 1, 0, {});
+    }
+  }
+  const auto start = std::chrono::steady_clock::now();
+  absl::StatusOr<PaddingSignal> signal = ExpectedPaddedPositionsSignal(
+      counters.RequestRows(), *counters.RequestLength(), counters.batch_sizes(),
+      {64, 128, 256, 512}, counters.max_batch_size());
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_TRUE(signal.ok()) << signal.status();
+  EXPECT_GT(signal->current, 0.0);
+  EXPECT_LE(signal->optimal, signal->current);
+  RecordProperty("seconds", std::to_string(seconds));
 }
 
 }  // namespace

@@ -40,13 +40,6 @@ std::vector<uint64_t> RowBounds(int64_t max_batch_size) {
   return bounds;
 }
 
-// The extents of `buckets` along their one shape dim.
-std::vector<int64_t> OneDimExtents(const std::vector<std::vector<int64_t>>& buckets) {
-  std::vector<int64_t> extents;
-  for (const std::vector<int64_t>& bucket : buckets) extents.push_back(bucket.front());
-  return extents;
-}
-
 // From a graph replay's tens of microseconds to a second.
 std::vector<uint64_t> DurationBoundsUs() {
   return {50,    100,   250,   500,    1000,   2500,   5000,
@@ -54,6 +47,12 @@ std::vector<uint64_t> DurationBoundsUs() {
 }
 
 }  // namespace
+
+std::vector<int64_t> OneDimExtents(const std::vector<std::vector<int64_t>>& buckets) {
+  std::vector<int64_t> extents;
+  for (const std::vector<int64_t>& bucket : buckets) extents.push_back(bucket.front());
+  return extents;
+}
 
 std::vector<uint64_t> LengthBounds(const std::vector<int64_t>& bucket_extents) {
   // Note [Live length histogram]: multiples of 8, at most 128 of them.

@@ -51,6 +51,10 @@ const char* FailureReasonLabel(FailureReason reason);
 // two up to max_batch_size.
 std::vector<int64_t> StatisticsSizes(int64_t max_batch_size);
 
+// The extents of `buckets`, each of one extent (a model with one shape
+// dim), in order.
+std::vector<int64_t> OneDimExtents(const std::vector<std::vector<int64_t>>& buckets);
+
 // The upper bounds of the live length histogram of a model with one shape
 // dim captured at `bucket_extents` along it: every multiple of 8 up to the
 // largest (a wider multiple of 8 past 128 of them), and each extent itself.

@@ -20,6 +20,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "capture_cli/capture_command.h"
+#include "capture_cli/live_metrics.h"
 #include "client/inference_client.h"
 #include "common/tensor.h"
 #include "examples/demo_repository.h"
@@ -328,6 +329,16 @@ TEST_F(SelectGridFromMetrics, ChoosesSizesAndBucketsFromLiveTrafficAndReloadsWit
        std::vector<std::tuple<int64_t, int64_t, int>>{{1, 5, 6}, {2, 24, 3}, {1, 24, 1}}) {
     for (int i = 0; i < count; ++i) ExpectServes(rows, length, seed++);
   }
+  // The server's own re-capture signal prices the same grids select will:
+  // read as independent, (1, 8) x4, (1, 24) x3, (2, 8) x2, (2, 24) x1; at
+  // {1, 4, 8} x {8, 32}, 24 pads 8 positions a row and 2 rows run as 4:
+  // (3 x 8 + 2 x 16 + 80) / 10.
+  absl::StatusOr<std::string> metrics = FetchMetricsText(MetricsUrl());
+  ASSERT_TRUE(metrics.ok()) << metrics.status();
+  EXPECT_THAT(*metrics, HasSubstr("graphserve_expected_padded_positions{model=\"masked\","
+                                  "version=\"1\",sizes=\"current\"} 13.6\n"));
+  EXPECT_THAT(*metrics, HasSubstr("graphserve_expected_padded_positions{model=\"masked\","
+                                  "version=\"1\",sizes=\"optimal\"} 0\n"));
   const CommandResult r =
       RunCapture({"select", "--from-metrics", MetricsUrl(), "--model", "masked", "--max-graphs",
                   "4", "--reload", GrpcAddress(), "--json"});
@@ -340,7 +351,8 @@ TEST_F(SelectGridFromMetrics, ChoosesSizesAndBucketsFromLiveTrafficAndReloadsWit
                                "\"expected_padded_positions\":0,"))
       << r.out;
   EXPECT_THAT(r.out, HasSubstr("\"model\":\"masked\",\"version\":\"1\",\"requests\":10,"
-                               "\"current_sizes\":[1,4,8],\"current_buckets\":[8,32],"))
+                               "\"current_sizes\":[1,4,8],\"current_buckets\":[8,32],"
+                               "\"current_expected_padded_positions\":13.6"))
       << r.out;
   EXPECT_THAT(r.out, HasSubstr(absl::StrCat("\"reload\":{\"address\":\"", GrpcAddress(),
                                             "\",\"reloaded\":true,\"previous_sizes\":[1,4,8],"
