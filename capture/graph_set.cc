@@ -253,6 +253,44 @@ bool SameBytes(const std::vector<HostTensor>& a, const std::vector<HostTensor>& 
   return true;
 }
 
+// Note [An independent reference]: slot 0's replay of `key` on the check's
+// input against `reference` on the same input. Float outputs (of any float
+// type) by relative error; the others exactly when `exact_outputs`, else not
+// at all. Returns the largest relative error.
+absl::StatusOr<double> CheckAgainstReference(const GraphSet& set, const GraphKey& key,
+                                             const BoundGraph& graph, uint64_t seed,
+                                             const GraphSetOptions& options) {
+  const std::vector<HostTensor> inputs = RandomInputs(graph, seed);
+  RETURN_IF_ERROR(set.Launch({0, key, graph.batch_size, LaunchMode::kGraph}, RawPointers(inputs)));
+  CUDA_RETURN_IF_ERROR(cudaEventSynchronize(set.done_event(0)));
+  const std::vector<HostTensor> replay = CollectOutputs(set, graph, 0, graph.batch_size);
+  absl::StatusOr<std::vector<HostTensor>> want = options.reference(key, inputs);
+  if (!want.ok()) return AnnotateStatus(want.status(), "the independent reference");
+  if (want->size() != replay.size()) {
+    return absl::InternalError(absl::StrCat("the independent reference has ", want->size(),
+                                            " outputs, the graph ", replay.size()));
+  }
+  double worst = 0;
+  for (size_t i = 0; i < replay.size(); ++i) {
+    const std::string& name = graph.value(graph.outputs[i]).name;
+    if (IsFloatingDType(replay[i].dtype())) {
+      const double error = RelativeError(replay[i], (*want)[i]);
+      worst = std::max(worst, error);
+      if (!(error <= options.reference_tolerance)) {
+        return absl::InternalError(absl::StrCat(
+            "replay against the independent reference (Note [An independent reference]): "
+            "output '", name, "' has relative error ", error, " (tolerance ",
+            options.reference_tolerance, ")"));
+      }
+    } else if (options.reference_compares_exact_outputs && !SameBytes({replay[i]}, {(*want)[i]})) {
+      return absl::InternalError(absl::StrCat(
+          "replay against the independent reference: output '", name, "' differs"));
+    }
+  }
+  return worst;
+}
+
+
 // Note [Checking a captured graph]
 // A graph is accepted only after:
 //  1. replay == eager: the same fresh random input through the eager plan
@@ -531,6 +569,14 @@ absl::StatusOr<std::unique_ptr<GraphSet>> GraphSet::Create(const Model& model,
                   options.seed + static_cast<uint64_t>(n), options.tolerance,
                   &graph.info.check_rel_err),
             absl::StrCat("check of ", label)));
+        if (m == 0 && options.reference) {
+          const Clock::time_point reference_start = Clock::now();
+          const absl::StatusOr<double> error = CheckAgainstReference(
+              *set, graph.info.key, bound[n], options.seed + static_cast<uint64_t>(n), options);
+          if (!error.ok()) return AnnotateStatus(error.status(), absl::StrCat("check of ", label));
+          graph.info.reference_rel_err = *error;
+          graph.info.reference_ms = MillisecondsSince(reference_start);
+        }
         graph.info.check_ms = MillisecondsSince(check_start);
       }
       ++done;

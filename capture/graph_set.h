@@ -29,6 +29,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
+#include "capture/reference_plans.h"
 #include "capture/transfer_mappings.h"
 #include "common/cuda_handles.h"
 #include "common/graph_key.h"
@@ -68,6 +69,15 @@ struct GraphSetOptions {
   // Largest accepted ||replay - eager|| / ||eager||. Both run the same
   // kernels, so anything above float32 rounding means a broken capture.
   double tolerance = 1e-6;
+  // An independent reference (Note [An independent reference] in
+  // capture/reference_plans.h): when set, slot 0's replay of every key is
+  // also compared with it on the check's input, float outputs within
+  // `reference_tolerance` (relative error); empty (the default): not.
+  ReferenceRunner reference;
+  double reference_tolerance = 1e-4;
+  // Whether the reference's integer and bool outputs must equal the
+  // replay's (a float32 model), or only its float outputs are compared.
+  bool reference_compares_exact_outputs = true;
   // Seed of the random check inputs.
   uint64_t seed = 20261121;
   // Algorithm choices (GEMMs, convolutions) to reuse and extend; null: a
@@ -110,6 +120,10 @@ struct CapturedGraphInfo {
   double capture_ms = 0;
   double check_ms = 0;
   double check_rel_err = 0;       // replay vs eager, on the check's input
+  // Replay vs the independent reference, on the same input; negative where
+  // there is none (GraphSetOptions::reference empty, or a slot > 0).
+  double reference_rel_err = -1;
+  double reference_ms = 0;        // the reference's plan and run, in check_ms
   // The plan's schedule (runtime/schedule.h): lanes, the events one run
   // records, the graph's width and its critical path in steps.
   int lanes = 1;

@@ -16,8 +16,10 @@
 #include <utility>
 #include <vector>
 
+#include "capture/reference_plans.h"
 #include "common/cuda_handles.h"
 #include "common/gpu_wait_testing.h"
+#include "common/status.h"
 #include "examples/example_models.h"
 #include "runtime/bind.h"
 #include "runtime/host/host_executor.h"
@@ -467,6 +469,53 @@ TEST_F(GraphSetTest, ModelThatMixesRowsIsRejected) {
   EXPECT_EQ(set.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(set.status().message()), HasSubstr("mixes rows"));
   EXPECT_THAT(std::string(set.status().message()), HasSubstr("slot 0, batch 8"));
+}
+
+// Note [An independent reference]: the plain CUDA plan and the host
+// executor both agree with every captured graph of the DLRM-style model
+// (GEMMs autotuned, epilogues fused in the served plans), each key's error
+// recorded.
+TEST_F(GraphSetTest, ReplaysAgreeWithAnIndependentReference) {
+  const auto model = std::make_shared<const Model>(Import(MakeDlrmDenseModel(kExampleModelSeed), "dlrm_dense"));
+  const ReferenceRunner host = [model](const GraphKey& key, absl::Span<const HostTensor> inputs) {
+    return Reference(*model, std::vector<HostTensor>(inputs.begin(), inputs.end()), key.batch);
+  };
+  for (const ReferenceRunner& reference : {PlainCudaReference(model), host}) {
+    GraphSetOptions options;
+    options.num_streams = 2;
+    options.graphs = BatchOnlyKeys({1, 4});
+    options.reference = reference;
+    options.reference_tolerance = kTolerance;
+    absl::StatusOr<std::unique_ptr<GraphSet>> set = GraphSet::Create(*model, options);
+    ASSERT_TRUE(set.ok()) << set.status();
+    for (const GraphKey& key : (*set)->keys()) {
+      const double error = (*set)->graph_info(0, key).reference_rel_err;
+      EXPECT_GE(error, 0.0);
+      EXPECT_LE(error, kTolerance);
+      EXPECT_LT((*set)->graph_info(1, key).reference_rel_err, 0.0);  // slot 0 only
+    }
+  }
+}
+
+// A reference that disagrees (here: every float output doubled) fails the
+// load, naming the graph, the output and the error.
+TEST_F(GraphSetTest, AReferenceThatDisagreesFailsTheLoad) {
+  const auto model = std::make_shared<const Model>(Import(MakeMlpModel(kExampleModelSeed), "mlp"));
+  GraphSetOptions options;
+  options.graphs = BatchOnlyKeys({2});
+  const ReferenceRunner plain = PlainCudaReference(model);
+  options.reference = [plain](const GraphKey& key, absl::Span<const HostTensor> inputs)
+      -> absl::StatusOr<std::vector<HostTensor>> {
+    ASSIGN_OR_RETURN(std::vector<HostTensor> outputs, plain(key, inputs));
+    for (HostTensor& output : outputs) {
+      for (int64_t i = 0; i < output.num_elements(); ++i) output.data<float>()[i] *= 2;
+    }
+    return outputs;
+  };
+  absl::StatusOr<std::unique_ptr<GraphSet>> set = GraphSet::Create(*model, options);
+  ASSERT_FALSE(set.ok());
+  EXPECT_THAT(std::string(set.status().message()), HasSubstr("independent reference"));
+  EXPECT_THAT(std::string(set.status().message()), HasSubstr("slot 0, batch 2"));
 }
 
 constexpr std::chrono::milliseconds kHold(100);

@@ -17,6 +17,7 @@
 #include "capture/graph_set.h"
 #include "capture/launch_costs.h"
 #include "capture/model_config_writer.h"
+#include "capture/reference_plans.h"
 #include "capture/schedule_choice.h"
 #include "common/cuda_device_guard.h"
 #include "common/cuda_handles.h"
@@ -253,12 +254,32 @@ absl::StatusOr<std::vector<std::shared_ptr<GraphSet>>> CaptureOnEveryGpu(
   return sets;
 }
 
+// The independent reference of a model's load-time check (Note [An
+// independent reference] in capture/reference_plans.h).
+struct LoadReference {
+  ReferenceRunner runner;  // empty: the check is off
+  double tolerance = 0;
+  bool exact_outputs = true;
+};
+
+// "plain float32 CUDA plan: worst 3.1e-04 of 3.0e-02 over 4 graphs": what
+// the reference check of `set`'s slot 0 found.
+std::string ReferenceSummary(const GraphSet& set, const LoadReference& reference) {
+  if (!reference.runner) return "off (capture.reference_tolerance < 0)";
+  double worst = 0;
+  for (const GraphKey& key : set.keys()) {
+    worst = std::max(worst, set.graph_info(0, key).reference_rel_err);
+  }
+  return absl::StrFormat("plain float32 CUDA plan: worst relative error %.1e of %.1e over %d graphs",
+                         worst, reference.tolerance, set.keys().size());
+}
+
 absl::StatusOr<Execution> LoadOnGpu(const Model& model, const BoundGraph& any_size,
                                     const std::vector<GraphKey>& keys, bool graphs,
                                     const ServedModelOptions& options,
                                     inference::ModelConfig* config,
                                     std::shared_ptr<AlgorithmChoices> algorithm_choices,
-                                    PhaseClock& phases) {
+                                    const LoadReference& reference, PhaseClock& phases) {
   ASSIGN_OR_RETURN(const std::vector<GpuPlacement> placements, GpuPlacements(*config, options));
   const int first_device = placements.front().device;
   // The schedule choice and the cost measurements below run on the first
@@ -270,6 +291,9 @@ absl::StatusOr<Execution> LoadOnGpu(const Model& model, const BoundGraph& any_si
   set_options.algorithm_choices = std::move(algorithm_choices);
   set_options.executor.device = first_device;
   set_options.executor.allow_tf32 = options.allow_tf32;
+  set_options.reference = reference.runner;
+  set_options.reference_tolerance = reference.tolerance;
+  set_options.reference_compares_exact_outputs = reference.exact_outputs;
   Execution execution;
   std::vector<ScheduleChoice> schedules;
   RETURN_IF_ERROR(
@@ -282,6 +306,9 @@ absl::StatusOr<Execution> LoadOnGpu(const Model& model, const BoundGraph& any_si
   phases.End(absl::StrCat(graph_count, " graphs"), SetupTimesText(captured));
   const std::vector<std::shared_ptr<const GraphSet>> sets(captured.begin(), captured.end());
   const GraphSet& first = *sets.front();
+  execution.summary.reference = ReferenceSummary(first, reference);
+  spdlog::info("model '{}': replays checked against the independent reference: {}", model.name,
+               execution.summary.reference);
   RecordPlannedSchedules(first, schedules);
   config->mutable_capture()->clear_schedules();
   std::vector<std::string> described;
@@ -519,6 +546,35 @@ absl::StatusOr<ModelPrecision> PrecisionFromConfig(const inference::ModelConfig&
   return precision;
 }
 
+// The load-time check's independent reference for `model` (Note [An
+// independent reference] in capture/reference_plans.h): the model before its
+// precision pass, as the server arranged it, on a plain float32 CUDA plan,
+// with the tolerance of `precision` unless capture.reference_tolerance gives
+// one (negative: no reference). A converted model's float32 original is
+// imported again from `path`; a model served as written is its own.
+absl::StatusOr<LoadReference> ReferenceFor(const Model& model, ModelPrecision precision,
+                                           const std::string& path, ModelPassOptions passes,
+                                           const inference::ModelCapture& capture,
+                                           const ModelInterface& declared) {
+  LoadReference reference;
+  if (capture.reference_tolerance() < 0) return reference;
+  reference.tolerance = capture.reference_tolerance() > 0 ? capture.reference_tolerance()
+                                                          : ReferenceTolerance(precision);
+  reference.exact_outputs = precision == ModelPrecision::kFp32;
+  if (passes.precision == ModelPrecision::kFp32 || passes.precision == ModelPrecision::kTf32) {
+    reference.runner = PlainCudaReference(std::make_shared<const Model>(model));
+    return reference;
+  }
+  passes.precision = ModelPrecision::kFp32;
+  absl::StatusOr<Model> original = ImportOnnxFile(path, passes);
+  if (!original.ok()) return AnnotateStatus(original.status(), "the float32 reference model");
+  original->name = model.name;
+  original->batches = model.batches;
+  RETURN_IF_ERROR(ArrangeModelAsDeclared(declared, &*original));
+  reference.runner = PlainCudaReference(std::make_shared<const Model>(*std::move(original)));
+  return reference;
+}
+
 // What the counters record of `chunk`, run on `slot` at bucket `bucket` of
 // `buckets` (none for a model without shape dims).
 ChunkRun CountedRun(int slot, const FormedChunk& chunk, size_t bucket,
@@ -658,6 +714,11 @@ absl::StatusOr<std::unique_ptr<ServedModel>> ServedModel::Load(const RepositoryM
       declared.shape_dims.empty() ? declared : declared.At(keys.front().bucket),
       InterfaceFromGraph(entry.name, declared.max_batch_size, declared.batching, any_size)));
   RETURN_IF_ERROR(TakeInputDefaults(model, &declared));
+  LoadReference reference;
+  if (options.executor == ExecutorKind::kCuda) {
+    ASSIGN_OR_RETURN(reference, ReferenceFor(model, precision, version.model_path, passes,
+                                             config.capture(), declared));
+  }
   phases.End("import");
   // GEMM and convolution algorithms, timed once on the first GPU for the
   // padding check and every graph.
@@ -677,7 +738,7 @@ absl::StatusOr<std::unique_ptr<ServedModel>> ServedModel::Load(const RepositoryM
   absl::StatusOr<Execution> execution =
       options.executor == ExecutorKind::kCuda
           ? LoadOnGpu(model, any_size, keys, graphs, model_options, &config, algorithm_choices,
-                      phases)
+                      reference, phases)
           : LoadOnHost(model, keys, num_streams);
   RETURN_IF_ERROR(execution.status());
   if (options.executor != ExecutorKind::kCuda) phases.End("binding");

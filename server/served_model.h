@@ -150,6 +150,10 @@ struct ModelLoadSummary {
   // Each size's multi-stream schedule and where it came from, e.g. "1:asap
   // on 4 streams, 8:single (measured at load)"; empty on the host executor.
   std::string schedules;
+  // What the load-time check compared the replays with (Note [An
+  // independent reference] in capture/reference_plans.h) and the worst
+  // error found; empty on the host executor.
+  std::string reference;
 };
 
 class ServedModel {
