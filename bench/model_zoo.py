@@ -4,7 +4,9 @@ and timm, random weights, exported as users export them, run by GraphServe's
 CUDA executor and compared with PyTorch in float64.
 
 For each model and each exporter (TorchScript at opset 17, dynamo at its
-default opset): export with the batch dim dynamic (sequence length and image
+default opset, and "newest": the dynamo export converted by the installed
+onnx's version converter to that onnx's newest opset and IR version, as a
+file saved by the newest onnx is): export with the batch dim dynamic (sequence length and image
 size fixed: dynamic non-batch dims are the shapes issue), list the op types
 the op registry lacks, then run `runtime_bench` (import, bind, plan, capture,
 replay) at batch 1, 3 and 8 on the same inputs as PyTorch and compare:
@@ -29,6 +31,7 @@ is a row saying where and why, never a stop.
 """
 
 import argparse
+import copy
 import json
 import os
 import subprocess
@@ -135,6 +138,16 @@ class Image(torch.nn.Module):
         return _first_tensor(self.model(x))
 
 
+# --precision: (the exported model's dtype, PyTorch's side's dtype, our
+# runtime_bench --precision).
+PRECISIONS = {
+    "fp32": (torch.float32, torch.float32, "fp32"),
+    "tf32": (torch.float32, torch.float32, "tf32"),
+    "fp16": (torch.float16, torch.float16, "fp32"),  # as written: a float16 model
+    "fp16-config": (torch.float32, torch.float16, "fp16"),
+    "bf16-config": (torch.float32, torch.bfloat16, "bf16"),
+}
+
 WRAPPERS = {"text_mask": TextWithMask, "text": Text, "pixels": Pixels, "image": Image}
 
 
@@ -185,6 +198,20 @@ def export(model, kind, path, exporter, dtype, dynamic_sequence=False, opset=Non
             program = torch.onnx.export(model, args, dynamic_shapes=shapes, input_names=names,
                                         output_names=["y"], dynamo=True, opset_version=opset)
             program.save(path)
+            if exporter == "newest":
+                save_as_newest_onnx(path)
+
+
+def save_as_newest_onnx(path):
+    """Rewrites the model at `path` as the installed onnx writes a model of
+    today: its default domain at onnx's newest opset (the version converter's
+    adapters rewrite the ops whose signature changed) and onnx's IR version."""
+    import onnx
+    from onnx import version_converter
+    proto = onnx.load(path)
+    proto = version_converter.convert_version(proto, onnx.defs.onnx_opset_version())
+    proto.ir_version = onnx.IR_VERSION
+    onnx.save(proto, path)
 
 
 def registry_ops(repo):
@@ -250,10 +277,13 @@ def run(cmd, log, timeout=600):
 
 def probe(name, exporter, args, ops_known, log):
     spec = MODELS[name]
-    dtype = {"fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16}[args.precision]
+    dtype, torch_dtype, served = PRECISIONS[args.precision]
     row = dict(model=name, exporter=exporter, precision=args.precision)
     torch.manual_seed(0)
     model = wrap(spec["build"]().eval(), spec["kind"]).to(dtype)
+    # PyTorch in the precision we serve in: the exported model itself, or
+    # (a precision of our config) its copy cast as users cast it.
+    torch_model = model if torch_dtype == dtype else copy.deepcopy(model).to(torch_dtype)
     os.makedirs(args.work, exist_ok=True)
     tag = f"{name}_{exporter}_{args.precision}" + ("_dynseq" if args.dynamic_sequence else "")
     if args.opset:
@@ -300,7 +330,9 @@ def probe(name, exporter, args, ops_known, log):
             cast = [t.double() if t.is_floating_point() else t for t in inputs]
             reference[batch] = model64(*[t.cuda() for t in cast]).double().cpu().numpy()
             if args.precision != "fp32":
-                own = model.cuda()(*[t.cuda() for t in inputs]).double().cpu().numpy()
+                own = torch_model.cuda()(*[t.cuda().to(torch_dtype) if t.is_floating_point()
+                                           else t.cuda() for t in inputs])
+                own = own.double().cpu().numpy()
                 torch_err[batch] = float(np.linalg.norm(own - reference[batch]) /
                                          max(np.linalg.norm(reference[batch]), 1e-300))
     if torch_err:
@@ -312,7 +344,7 @@ def probe(name, exporter, args, ops_known, log):
     proc = run([os.path.join(args.bin, "runtime_bench"), "--model", path, "--batch-sizes",
                 args.batch_sizes, "--inputs", inputs_dir, "--outputs", outputs_dir,
                 "--graph-outputs", graph_dir, "--iters", str(args.iters), "--json", json_path]
-               + bucket + (["--allow-tf32"] if args.precision == "tf32" else []), log)
+               + bucket + ["--precision", served, "--reference"], log)
     if proc.returncode != 0:
         row["stage"] = "graphserve"
         lines = [l for l in (proc.stderr + proc.stdout).splitlines() if l.strip()]
@@ -328,12 +360,15 @@ def probe(name, exporter, args, ops_known, log):
                                                                        1e-300))
         row["graph_us"][batch] = records[batch]["graph_compute_us"]
     row["capture_ms"] = {b: records[b].get("capture_ms") for b in batches}
-    model_cuda = model.cuda()
+    # Against the independent reference of the load-time check (Note [An
+    # independent reference]): the data its tolerances are set from.
+    row["reference_rel_err"] = {b: records[b].get("reference_rel_err") for b in batches}
+    model_cuda = torch_model.cuda()
     row["torch_graph_us"] = {}
     for batch in [b for b in batches if b in (1, 8, 64)]:
         try:
             row["torch_graph_us"][batch] = time_torch_graph(
-                model_cuda, make_inputs(spec["kind"], batch, 100 + batch, dtype))
+                model_cuda, make_inputs(spec["kind"], batch, 100 + batch, torch_dtype))
         except Exception as error:
             row["torch_graph_error"] = str(error)[:200]
     row["stage"] = "ok"
@@ -342,8 +377,9 @@ def probe(name, exporter, args, ops_known, log):
 
 def render(rows):
     lines = ["| model | exporter | precision | IR/opset | result | rel err vs PyTorch f64 "
-             "(batch: ours [PyTorch's own]) | our replay / PyTorch graph (same precision) |",
-             "|---|---|---|---|---|---|---|"]
+             "(batch: ours [PyTorch's own]) | our replay / PyTorch graph (same precision) "
+             "| rel err vs the load check's reference |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         ir = f"{r.get('ir_version', '?')}/{r.get('opset', '?')}"
         if r.get("stage") == "ok":
@@ -354,13 +390,15 @@ def render(rows):
                 f"b{b}: {r['graph_us'][b]:.0f}/{t:.0f} us = {r['graph_us'][b] / t:.2f}x"
                 for b, t in r.get("torch_graph_us", {}).items())
             result = "served"
+            checked = ", ".join(f"{b}: {e:.1e}" for b, e in
+                                r.get("reference_rel_err", {}).items() if e is not None)
         else:
-            errs, ratios = "-", "-"
+            errs, ratios, checked = "-", "-", "-"
             result = f"{r.get('stage')}: {r.get('error', '')}"
             if r.get("missing_ops"):
                 result += f" (ops not in the registry: {', '.join(r['missing_ops'])})"
         lines.append(f"| {r['model']} | {r['exporter']} | {r.get('precision', 'fp32')} | {ir} | "
-                     f"{result} | {errs} | {ratios} |")
+                     f"{result} | {errs} | {ratios} | {checked or '-'} |")
     return "\n".join(lines) + "\n"
 
 
@@ -370,13 +408,18 @@ def main():
     parser.add_argument("--work", required=True, help="scratch folder")
     parser.add_argument("--out", required=True, help="folder for model_zoo.md and .json")
     parser.add_argument("--models", default=",".join(MODELS))
-    parser.add_argument("--exporters", default="ts,dynamo")
+    parser.add_argument("--exporters", default="ts,dynamo",
+                        help="comma-separated: ts, dynamo, newest (dynamo's export at the "
+                             "installed onnx's newest opset and IR version)")
     parser.add_argument("--batch-sizes", default="1,3,8")
     parser.add_argument("--iters", default="50")
-    parser.add_argument("--precision", default="fp32", choices=["fp32", "tf32", "fp16"],
+    parser.add_argument("--precision", default="fp32", choices=sorted(PRECISIONS),
                         help="fp16: export and run the model in half precision (model.half()); "
                              "tf32: the float32 model with TF32 GEMMs and convolutions on both "
-                             "sides (runtime_bench --allow-tf32, PyTorch's allow_tf32)")
+                             "sides (runtime_bench --precision tf32, PyTorch's allow_tf32); "
+                             "fp16-config, bf16-config: the float32 export served in fp16 or "
+                             "bf16 by our precision pass (config.pbtxt's capture.precision), "
+                             "against PyTorch's model.half() or model.bfloat16()")
     parser.add_argument("--opset", type=int, default=None,
                         help="the dynamo exporter's opset (its default when omitted); 23 makes "
                              "it write Attention and RMSNormalization where the model has them")

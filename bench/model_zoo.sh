@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # gpu_check.sh BUNDLE zoo: bench/model_zoo.py on the bundle's runtime_bench.
 # ZOO_MODELS and ZOO_EXPORTERS (comma-separated) narrow it when time is short;
-# ZOO_PRECISION=fp16 exports and runs the models in half precision;
+# ZOO_PRECISION=fp16 exports and runs the models in half precision, and
+# fp16-config / bf16-config serve the float32 export in that precision by our
+# precision pass (each row also gives the error against the load check's
+# independent reference); ZOO_EXPORTERS=newest adds a model saved by the
+# newest onnx;
 # ZOO_DYNAMIC_SEQUENCE=1 exports text models with a dynamic sequence dim too
 # and captures them at the inputs' length (a shape bucket); ZOO_OPSET=23
 # sets the dynamo exporter's opset; ZOO_BATCH_SIZES (default 1,3,8) the

@@ -49,6 +49,13 @@ int main(int argc, char** argv) {
   command_line.AddInt("iters", &options.iters, "Timed runs per loop; the median is reported.");
   command_line.AddString("json", &json_path, "Write the records to this JSON file.");
   command_line.AddBool("allow-tf32", &options.allow_tf32, "Allow TF32 tensor-core GEMMs and convolutions.");
+  std::string precision;
+  command_line.AddString("precision", &precision,
+                         "What the model computes in, as config.pbtxt's capture.precision: "
+                         "fp32 (default), tf32, fp16, bf16.");
+  command_line.AddBool("reference", &options.reference,
+                       "Also compare every graph with the independent reference the server's "
+                       "load-time check uses, and record the error (not enforced).");
   command_line.AddInt("device", &device, "CUDA device ordinal.");
   std::string schedules = "single";
   int64_t max_lanes = options.max_lanes;
@@ -71,6 +78,14 @@ int main(int argc, char** argv) {
         absl::StrCat("--batch-sizes: ", sizes.status().message())));
   }
   options.batch_sizes = *std::move(sizes);
+  absl::StatusOr<graphserve::ModelPrecision> parsed_precision =
+      graphserve::ParseModelPrecision(precision);
+  if (!parsed_precision.ok()) {
+    return Fail(absl::InvalidArgumentError(
+        absl::StrCat("--precision: ", parsed_precision.status().message())));
+  }
+  options.precision = *parsed_precision;
+  options.allow_tf32 = graphserve::AllowsTf32(options.precision, options.allow_tf32);
   if (!bucket.empty()) {
     absl::StatusOr<std::vector<int64_t>> extents = graphserve::ParseIntList(bucket, 1);
     if (!extents.ok()) {

@@ -34,6 +34,8 @@ std::string RuntimeBenchRecordsToJson(const std::vector<RuntimeBenchRecord>& rec
                     ", \"graph_min_us\": ", JsonNumber(r.graph_min_us),
                     ", \"graph_max_us\": ", JsonNumber(r.graph_max_us),
                     ", \"graph_rel_err_vs_eager\": ", JsonNumber(r.graph_rel_err_vs_eager),
+                    ", \"reference_rel_err\": ", JsonNumber(r.reference_rel_err),
+                    ", \"reference_ms\": ", JsonNumber(r.reference_ms),
                     ", \"capture_ms\": ", JsonNumber(r.capture_ms),
                     ", \"graph_nodes\": ", r.graph_nodes);
     if (!r.schedules.empty()) {
@@ -67,6 +69,10 @@ std::string FormatRuntimeBenchRecord(const RuntimeBenchRecord& r) {
       r.fused_epilogues, Mebibytes(r.arena_bytes), Mebibytes(r.arena_lower_bound_bytes),
       r.rerun_max_abs_diff, r.graph_compute_us, r.graph_full_us, r.graph_nodes,
       r.graph_rel_err_vs_eager, r.capture_ms);
+  if (r.reference_rel_err >= 0) {
+    absl::StrAppendFormat(&line, ", rel err vs the independent reference %g (%.1f ms)",
+                          r.reference_rel_err, r.reference_ms);
+  }
   for (const ScheduleBenchTiming& s : r.schedules) {
     absl::StrAppendFormat(&line, "; %s%s %.1f us on %d lane(s)%s", s.policy,
                           s.chosen.empty() ? "" : absl::StrCat(" (", s.chosen, ")"),

@@ -56,6 +56,11 @@ struct RuntimeBenchRecord {
   double graph_max_us = 0;
   // ||graph - eager|| / ||eager|| over the outputs on the benchmark input.
   double graph_rel_err_vs_eager = 0;
+  // ||graph - reference|| / ||reference|| on the load-time check's random
+  // input, against the independent reference (Note [An independent
+  // reference] in capture/reference_plans.h); -1 when not asked for.
+  double reference_rel_err = -1;
+  double reference_ms = 0;  // its plan and run
   // GraphSet::Create wall time: bind, plan, capture, post-process,
   // instantiate, upload and check.
   double capture_ms = 0;

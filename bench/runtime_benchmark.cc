@@ -15,6 +15,7 @@
 #include "absl/strings/str_cat.h"
 #include "bench/npy.h"
 #include "capture/graph_set.h"
+#include "capture/reference_plans.h"
 #include "capture/schedule_choice.h"
 #include "common/cuda_handles.h"
 #include "common/cuda_status.h"
@@ -23,6 +24,7 @@
 #include "runtime/bind.h"
 #include "runtime/cuda/cuda_executor.h"
 #include "runtime/onnx_import.h"
+#include "runtime/passes/model_passes.h"
 #include "tensor_holder/weight_store.h"
 
 namespace graphserve {
@@ -158,7 +160,8 @@ absl::Status WriteOutputs(const std::string& root, int64_t batch,
 // Captures `model` at `batch` into a one-slot GraphSet and fills the graph
 // fields of `record`: a bare replay, the full replay API, and the outputs on
 // `inputs` against the eager run's `eager_outputs`.
-absl::Status MeasureGraph(const Model& model, int64_t batch, const RuntimeBenchOptions& options,
+absl::Status MeasureGraph(const Model& model, const std::shared_ptr<const Model>& reference,
+                          int64_t batch, const RuntimeBenchOptions& options,
                           const std::shared_ptr<AlgorithmChoices>& algorithm_choices,
                           const std::vector<HostTensor>& inputs,
                           const std::vector<HostTensor>& eager_outputs,
@@ -168,9 +171,19 @@ absl::Status MeasureGraph(const Model& model, int64_t batch, const RuntimeBenchO
   set_options.executor.device = options.device;
   set_options.executor.allow_tf32 = options.allow_tf32;
   set_options.algorithm_choices = algorithm_choices;
+  if (reference) {
+    set_options.reference = PlainCudaReference(reference);
+    // Measured, not enforced: the record says how far from the server's
+    // tolerance it is.
+    set_options.reference_tolerance = std::numeric_limits<double>::infinity();
+    set_options.reference_compares_exact_outputs = false;
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<GraphSet> set, GraphSet::Create(model, set_options));
   record.capture_ms = set->setup_times().total_ms;
-  record.graph_nodes = set->graph_info(0, KeyAt(batch, options)).nodes;
+  const CapturedGraphInfo& info = set->graph_info(0, KeyAt(batch, options));
+  record.graph_nodes = info.nodes;
+  record.reference_rel_err = info.reference_rel_err;
+  record.reference_ms = info.reference_ms;
 
   std::vector<const void*> input_rows;
   for (const HostTensor& input : inputs) input_rows.push_back(input.raw());
@@ -298,7 +311,9 @@ absl::Status MeasureSchedules(const Model& model, int64_t batch,
   return absl::OkStatus();
 }
 
-absl::StatusOr<RuntimeBenchRecord> RunBatchSize(const Model& model, int64_t batch,
+absl::StatusOr<RuntimeBenchRecord> RunBatchSize(const Model& model,
+                                                const std::shared_ptr<const Model>& reference,
+                                                int64_t batch,
                                                 const RuntimeBenchOptions& options,
                                                 const std::shared_ptr<WeightStore>& weights,
                                                 cudaStream_t stream) {
@@ -367,7 +382,8 @@ absl::StatusOr<RuntimeBenchRecord> RunBatchSize(const Model& model, int64_t batc
   record.rerun_max_abs_diff = rerun_diff;
   executor.reset();  // make room for the graph set's own plan
   RETURN_IF_ERROR(AnnotateStatus(
-      MeasureGraph(model, batch, options, algorithm_choices, inputs, first_outputs, record),
+      MeasureGraph(model, reference, batch, options, algorithm_choices, inputs, first_outputs,
+                   record),
       "graph replay"));
   const bool single_only = options.schedules.size() == 1 && options.schedules[0] == "single";
   if (!single_only) {
@@ -387,9 +403,18 @@ absl::StatusOr<std::vector<RuntimeBenchRecord>> RunRuntimeBenchmark(
     return absl::InvalidArgumentError(absl::StrCat("need iters >= 1 and warmup >= 0, got iters ",
                                                    options.iters, ", warmup ", options.warmup));
   }
-  ASSIGN_OR_RETURN(Model model, ImportOnnxFile(options.model_path));
+  ModelPassOptions passes;
+  passes.precision = options.precision;
+  ASSIGN_OR_RETURN(Model model, ImportOnnxFile(options.model_path, passes));
   // Records name the model by its file, which the driver script chose.
   model.name = std::filesystem::path(options.model_path).stem().string();
+  // The model before its precision pass, as the server's reference has it.
+  std::shared_ptr<const Model> reference;
+  if (options.reference) {
+    ASSIGN_OR_RETURN(Model original, ImportOnnxFile(options.model_path));
+    original.name = model.name;
+    reference = std::make_shared<const Model>(std::move(original));
+  }
 
   CUDA_RETURN_IF_ERROR(cudaSetDevice(options.device));
   ASSIGN_OR_RETURN(const std::shared_ptr<WeightStore> weights, WeightStore::Create(options.device));
@@ -398,7 +423,7 @@ absl::StatusOr<std::vector<RuntimeBenchRecord>> RunRuntimeBenchmark(
   std::vector<RuntimeBenchRecord> records;
   for (const int64_t batch : options.batch_sizes) {
     absl::StatusOr<RuntimeBenchRecord> record =
-        RunBatchSize(model, batch, options, weights, stream.get());
+        RunBatchSize(model, reference, batch, options, weights, stream.get());
     if (!record.ok()) {
       return AnnotateStatus(record.status(),
                             absl::StrCat("model '", model.name, "', batch ", batch));

@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "bench/runtime_bench_record.h"
+#include "runtime/passes/precision.h"
 
 namespace graphserve {
 
@@ -37,6 +38,13 @@ struct RuntimeBenchOptions {
   int64_t warmup = 20;
   // Timed runs per loop; the record holds their median.
   int64_t iters = 200;
+  // What the model computes in (runtime/passes/precision.h), as a server's
+  // capture.precision: fp16 and bf16 convert it at import.
+  ModelPrecision precision = ModelPrecision::kFp32;
+  // Also check every graph against the independent reference the server
+  // checks with (Note [An independent reference] in
+  // capture/reference_plans.h) and record the error, without failing on it.
+  bool reference = false;
   // Passed to CudaExecutorOptions.
   bool allow_tf32 = false;
   int device = 0;
