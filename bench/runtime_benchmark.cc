@@ -411,8 +411,7 @@ absl::StatusOr<std::vector<RuntimeBenchRecord>> RunRuntimeBenchmark(
   // The model before its precision pass, as the server's reference has it.
   std::shared_ptr<const Model> reference;
   if (options.reference) {
-    ASSIGN_OR_RETURN(Model original, ImportOnnxFile(options.model_path));
-    original.name = model.name;
+    ASSIGN_OR_RETURN(Model original, ModelBeforePrecisionPass(model, options.model_path, passes));
     reference = std::make_shared<const Model>(std::move(original));
   }
 

@@ -2,6 +2,7 @@
 
 #include <cuda_runtime.h>
 
+#include <map>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -9,14 +10,26 @@
 #include "common/status.h"
 #include "runtime/bind.h"
 #include "runtime/cuda/cuda_executor.h"
+#include "runtime/onnx_import.h"
+#include "tensor_holder/weight_store.h"
 
 namespace graphserve {
 
 ReferenceRunner PlainCudaReference(std::shared_ptr<const Model> model) {
-  return [model = std::move(model)](const GraphKey& key, absl::Span<const HostTensor> inputs)
+  // The weights, uploaded once per device for every key's plan; they live
+  // as long as the runner, which a load drops when its checks are done.
+  auto weights = std::make_shared<std::map<int, std::shared_ptr<WeightStore>>>();
+  return [model = std::move(model), weights](const GraphKey& key,
+                                             absl::Span<const HostTensor> inputs)
              -> absl::StatusOr<std::vector<HostTensor>> {
     int device = 0;
     CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
+    std::shared_ptr<WeightStore>& store = (*weights)[device];
+    if (!store) {
+      ASSIGN_OR_RETURN(store, WeightStore::Create(device));
+    }
+    ExecutionResources resources;
+    resources.weights = store;
     CudaExecutorOptions plain;
     plain.device = device;
     plain.allow_tf32 = false;
@@ -30,9 +43,22 @@ ReferenceRunner PlainCudaReference(std::shared_ptr<const Model> model) {
                             absl::StrCat("the reference model at ", GraphKeyString(key)));
     }
     ASSIGN_OR_RETURN(std::unique_ptr<CudaExecutor> executor,
-                     CudaExecutor::Create(*std::move(graph), plain));
+                     CudaExecutor::Create(*std::move(graph), plain, std::move(resources)));
     return executor->Run(inputs);
   };
+}
+
+absl::StatusOr<Model> ModelBeforePrecisionPass(const Model& served, const std::string& path,
+                                               ModelPassOptions passes) {
+  if (passes.precision == ModelPrecision::kFp32 || passes.precision == ModelPrecision::kTf32) {
+    return served;
+  }
+  passes.precision = ModelPrecision::kFp32;
+  absl::StatusOr<Model> original = ImportOnnxFile(path, passes);
+  if (!original.ok()) return AnnotateStatus(original.status(), "the float32 reference model");
+  original->name = served.name;
+  original->batches = served.batches;
+  return original;
 }
 
 double ReferenceTolerance(ModelPrecision precision) {

@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -12,6 +13,7 @@
 #include "common/graph_key.h"
 #include "common/tensor.h"
 #include "runtime/ir.h"
+#include "runtime/passes/model_passes.h"
 #include "runtime/passes/precision.h"
 
 namespace graphserve {
@@ -21,13 +23,20 @@ namespace graphserve {
 using ReferenceRunner = std::function<absl::StatusOr<std::vector<HostTensor>>(
     const GraphKey& key, absl::Span<const HostTensor> inputs)>;
 
-// Runs `model` at each key on its own plain CUDA plan, made when first asked
-// for and dropped after the run, so the reference holds no device memory
-// between checks: float32 exactly (no TF32), no fusion (epilogues, pointwise
+// Runs `model` at each key on its own plain CUDA plan, made when asked for
+// and dropped after the run (the weights are uploaded once per device and
+// kept until the runner is destroyed): float32 exactly (no TF32), no fusion (epilogues, pointwise
 // regions, attention), each GEMM's and convolution's first heuristic
 // algorithm (no autotuning), one lane. `model` is the served model before
 // its precision pass.
 ReferenceRunner PlainCudaReference(std::shared_ptr<const Model> model);
+
+// The model a reference runs for `served`, imported from `path` with
+// `passes`: a copy of `served` when its precision pass left it as written
+// (fp32, tf32), else the file imported again with the same passes in fp32,
+// named and batching as `served`.
+absl::StatusOr<Model> ModelBeforePrecisionPass(const Model& served, const std::string& path,
+                                               ModelPassOptions passes);
 
 // The largest relative error against the reference accepted for a model
 // served in `precision` (Note [An independent reference]).
@@ -46,8 +55,8 @@ double ReferenceTolerance(ModelPrecision precision);
 // (checked against the host reference kernels, op by op, in CI's and the GPU
 // check's tests) and binding. The host reference executor would share even
 // less, but it takes minutes on a BERT-base at batch 8, where the plain plan
-// takes milliseconds; the plain plan's weights and arena live only while it
-// runs.
+// takes milliseconds; its weights live only while the model loads, its
+// arena only while it runs.
 //
 // The tolerance follows the precision the model is served in
 // (capture.reference_tolerance overrides it; a negative value turns the

@@ -9,6 +9,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "capture/launch_costs.h"
+#include "capture/reference_plans.h"
 #include "capture/schedule_choice.h"
 #include "common/cuda_handles.h"
 #include "common/cuda_status.h"
@@ -143,6 +144,12 @@ absl::StatusOr<PrepareReport> Prepare(const PrepareOptions& options, std::ostrea
   set_options.executor.allow_tf32 = AllowsTf32(options.precision, options.allow_tf32);
   set_options.executor.schedule.max_lanes = options.max_lanes;
   set_options.on_progress = [&](const CaptureProgress& p) { bar.Update(p); };
+  // Note [An independent reference], as the server checks at load.
+  ASSIGN_OR_RETURN(Model original, ModelBeforePrecisionPass(model, options.model_path, passes));
+  set_options.reference = PlainCudaReference(std::make_shared<const Model>(std::move(original)));
+  set_options.reference_tolerance = ReferenceTolerance(options.precision);
+  set_options.reference_compares_exact_outputs = options.precision == ModelPrecision::kFp32;
+  report.reference_tolerance = set_options.reference_tolerance;
   ASSIGN_OR_RETURN(const std::optional<SchedulePolicy> request,
                    ParseScheduleRequest(options.schedule));
   report.schedule_request = request ? SchedulePolicyName(*request) : "auto";
@@ -176,6 +183,8 @@ absl::StatusOr<PrepareReport> Prepare(const PrepareOptions& options, std::ostrea
     for (const GraphKey& key : (*set)->keys()) {
       const CapturedGraphInfo& info = (*set)->graph_info(slot, key);
       report.worst_check_rel_err = std::max(report.worst_check_rel_err, info.check_rel_err);
+      report.worst_reference_rel_err =
+          std::max(report.worst_reference_rel_err, info.reference_rel_err);
       if (slot == 0) report.graph_nodes.push_back(info.nodes);
     }
   }
@@ -231,6 +240,11 @@ std::string FormatPrepareReport(const PrepareReport& r) {
                         r.setup.capture_ms, r.setup.check_ms, r.setup.plan_ms(),
                         r.setup.plan_kernels_ms, r.setup.plan_memory_ms,
                         r.setup.plan_autotune_ms, r.setup.rest_ms(), r.worst_check_rel_err);
+  absl::StrAppendFormat(&text,
+                        "worst relative error against the independent reference (the model "
+                        "before its precision pass on a plain float32 plan) %.2g, tolerance "
+                        "%.2g\n",
+                        r.worst_reference_rel_err, r.reference_tolerance);
   if (r.choice && r.pow2_ladder) {
     absl::StrAppendFormat(&text,
                           "sizes chosen from the history: expected padded rows per request "

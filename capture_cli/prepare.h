@@ -80,6 +80,10 @@ struct PrepareReport {
   size_t weight_bytes = 0;
   SetupTimes setup;  // GraphSet::Create: bind, plan, capture, check
   double worst_check_rel_err = 0;
+  // Slot 0's graphs against the independent reference (Note [An independent
+  // reference] in capture/reference_plans.h), and the tolerance they met.
+  double worst_reference_rel_err = 0;
+  double reference_tolerance = 0;
 };
 
 // Errors: FailedPrecondition when no GPU is visible; the importer's error for

@@ -548,10 +548,9 @@ absl::StatusOr<ModelPrecision> PrecisionFromConfig(const inference::ModelConfig&
 
 // The load-time check's independent reference for `model` (Note [An
 // independent reference] in capture/reference_plans.h): the model before its
-// precision pass, as the server arranged it, on a plain float32 CUDA plan,
-// with the tolerance of `precision` unless capture.reference_tolerance gives
-// one (negative: no reference). A converted model's float32 original is
-// imported again from `path`; a model served as written is its own.
+// precision pass (ModelBeforePrecisionPass), as the server arranged it, on a
+// plain float32 CUDA plan, with the tolerance of `precision` unless
+// capture.reference_tolerance gives one (negative: no reference).
 absl::StatusOr<LoadReference> ReferenceFor(const Model& model, ModelPrecision precision,
                                            const std::string& path, ModelPassOptions passes,
                                            const inference::ModelCapture& capture,
@@ -561,17 +560,9 @@ absl::StatusOr<LoadReference> ReferenceFor(const Model& model, ModelPrecision pr
   reference.tolerance = capture.reference_tolerance() > 0 ? capture.reference_tolerance()
                                                           : ReferenceTolerance(precision);
   reference.exact_outputs = precision == ModelPrecision::kFp32;
-  if (passes.precision == ModelPrecision::kFp32 || passes.precision == ModelPrecision::kTf32) {
-    reference.runner = PlainCudaReference(std::make_shared<const Model>(model));
-    return reference;
-  }
-  passes.precision = ModelPrecision::kFp32;
-  absl::StatusOr<Model> original = ImportOnnxFile(path, passes);
-  if (!original.ok()) return AnnotateStatus(original.status(), "the float32 reference model");
-  original->name = model.name;
-  original->batches = model.batches;
-  RETURN_IF_ERROR(ArrangeModelAsDeclared(declared, &*original));
-  reference.runner = PlainCudaReference(std::make_shared<const Model>(*std::move(original)));
+  ASSIGN_OR_RETURN(Model original, ModelBeforePrecisionPass(model, path, std::move(passes)));
+  RETURN_IF_ERROR(ArrangeModelAsDeclared(declared, &original));
+  reference.runner = PlainCudaReference(std::make_shared<const Model>(std::move(original)));
   return reference;
 }
 
