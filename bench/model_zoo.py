@@ -266,6 +266,28 @@ def time_torch_graph(model, inputs, iters=200):
     return float(np.median(times))
 
 
+def time_torch_compiled(model, inputs, iters=100):
+    """Median latency of torch.compile(mode="reduce-overhead") of the model,
+    microseconds: the stronger anchor (Inductor's fused kernels, CUDA graphs
+    by cudagraph trees). Each call is timed whole, as a user calls it."""
+    torch._dynamo.reset()
+    compiled = torch.compile(model, mode="reduce-overhead")
+    static = [t.cuda() for t in inputs]
+    with torch.no_grad():
+        for _ in range(5):  # compile, record, then replays
+            compiled(*static)
+        torch.cuda.synchronize()
+        times = []
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        for _ in range(iters):
+            start.record()
+            compiled(*static)
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end) * 1000)
+    return float(np.median(times))
+
+
 def run(cmd, log, timeout=600):
     log.write("+ " + " ".join(cmd) + "\n")
     log.flush()
@@ -371,6 +393,12 @@ def probe(name, exporter, args, ops_known, log):
                 model_cuda, make_inputs(spec["kind"], batch, 100 + batch, torch_dtype))
         except Exception as error:
             row["torch_graph_error"] = str(error)[:200]
+        if args.compile_anchor:
+            try:
+                row.setdefault("torch_compile_us", {})[batch] = time_torch_compiled(
+                    model_cuda, make_inputs(spec["kind"], batch, 100 + batch, torch_dtype))
+            except Exception as error:
+                row["torch_compile_error"] = str(error)[:200]
     row["stage"] = "ok"
     return row
 
@@ -389,6 +417,11 @@ def render(rows):
             ratios = ", ".join(
                 f"b{b}: {r['graph_us'][b]:.0f}/{t:.0f} us = {r['graph_us'][b] / t:.2f}x"
                 for b, t in r.get("torch_graph_us", {}).items())
+            compiled = r.get("torch_compile_us", {})
+            if compiled:
+                ratios += "; vs torch.compile: " + ", ".join(
+                    f"b{b}: {r['graph_us'][b]:.0f}/{t:.0f} us = {r['graph_us'][b] / t:.2f}x"
+                    for b, t in compiled.items())
             result = "served"
             checked = ", ".join(f"{b}: {e:.1e}" for b, e in
                                 r.get("reference_rel_err", {}).items() if e is not None)
@@ -423,6 +456,9 @@ def main():
     parser.add_argument("--opset", type=int, default=None,
                         help="the dynamo exporter's opset (its default when omitted); 23 makes "
                              "it write Attention and RMSNormalization where the model has them")
+    parser.add_argument("--compile-anchor", action="store_true",
+                        help="also time torch.compile(mode='reduce-overhead') of the model at "
+                             "batch 1, 8 and 64 (the stronger anchor; compiles take minutes)")
     parser.add_argument("--dynamic-sequence", action="store_true",
                         help="export text models with the sequence dim dynamic too, and "
                              "capture them at the inputs' length (a shape bucket)")

@@ -9,7 +9,8 @@
 # ZOO_DYNAMIC_SEQUENCE=1 exports text models with a dynamic sequence dim too
 # and captures them at the inputs' length (a shape bucket); ZOO_OPSET=23
 # sets the dynamo exporter's opset; ZOO_BATCH_SIZES (default 1,3,8) the
-# batch sizes.
+# batch sizes; ZOO_COMPILE_ANCHOR=1 also times torch.compile's reduce-overhead
+# mode (the stronger anchor).
 #
 #   bench/model_zoo.sh BIN_DIR OUT_DIR
 set -uo pipefail
@@ -22,4 +23,5 @@ if [[ -n "${ZOO_PRECISION:-}" ]]; then args+=(--precision "$ZOO_PRECISION"); fi
 if [[ -n "${ZOO_DYNAMIC_SEQUENCE:-}" ]]; then args+=(--dynamic-sequence); fi
 if [[ -n "${ZOO_OPSET:-}" ]]; then args+=(--opset "$ZOO_OPSET"); fi
 if [[ -n "${ZOO_BATCH_SIZES:-}" ]]; then args+=(--batch-sizes "$ZOO_BATCH_SIZES"); fi
+if [[ -n "${ZOO_COMPILE_ANCHOR:-}" ]]; then args+=(--compile-anchor); fi
 python3 bench/model_zoo.py "${args[@]}"
