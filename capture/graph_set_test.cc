@@ -476,9 +476,12 @@ TEST_F(GraphSetTest, ModelThatMixesRowsIsRejected) {
 // (GEMMs autotuned, epilogues fused in the served plans), each key's error
 // recorded.
 TEST_F(GraphSetTest, ReplaysAgreeWithAnIndependentReference) {
-  const auto model = std::make_shared<const Model>(Import(MakeDlrmDenseModel(kExampleModelSeed), "dlrm_dense"));
-  const ReferenceRunner host = [model](const GraphKey& key, absl::Span<const HostTensor> inputs) {
-    return Reference(*model, std::vector<HostTensor>(inputs.begin(), inputs.end()), key.batch);
+  const auto model =
+      std::make_shared<const Model>(Import(MakeDlrmDenseModel(kExampleModelSeed), "dlrm_dense"));
+  const ReferenceRunner host = [model](const GraphKey& key, absl::Span<const HostTensor> inputs)
+      -> absl::StatusOr<std::vector<HostTensor>> {
+    return Reference(*model, std::vector<HostTensor>(inputs.begin(), inputs.end()),
+                     key.batch_size);
   };
   for (const ReferenceRunner& reference : {PlainCudaReference(model), host}) {
     GraphSetOptions options;
