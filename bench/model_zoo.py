@@ -146,6 +146,8 @@ PRECISIONS = {
     "fp16": (torch.float16, torch.float16, "fp32"),  # as written: a float16 model
     "fp16-config": (torch.float32, torch.float16, "fp16"),
     "bf16-config": (torch.float32, torch.bfloat16, "bf16"),
+    # precision auto: float16 per node, against PyTorch's model.half().
+    "auto-config": (torch.float32, torch.float16, "auto"),
 }
 
 WRAPPERS = {"text_mask": TextWithMask, "text": Text, "pixels": Pixels, "image": Image}
@@ -450,9 +452,10 @@ def main():
                         help="fp16: export and run the model in half precision (model.half()); "
                              "tf32: the float32 model with TF32 GEMMs and convolutions on both "
                              "sides (runtime_bench --precision tf32, PyTorch's allow_tf32); "
-                             "fp16-config, bf16-config: the float32 export served in fp16 or "
-                             "bf16 by our precision pass (config.pbtxt's capture.precision), "
-                             "against PyTorch's model.half() or model.bfloat16()")
+                             "fp16-config, bf16-config, auto-config: the float32 export served "
+                             "in fp16, bf16 or auto by our precision pass (config.pbtxt's "
+                             "capture.precision), against PyTorch's model.half() or "
+                             "model.bfloat16()")
     parser.add_argument("--opset", type=int, default=None,
                         help="the dynamo exporter's opset (its default when omitted); 23 makes "
                              "it write Attention and RMSNormalization where the model has them")

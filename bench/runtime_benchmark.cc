@@ -405,6 +405,15 @@ absl::StatusOr<std::vector<RuntimeBenchRecord>> RunRuntimeBenchmark(
   }
   ModelPassOptions passes;
   passes.precision = options.precision;
+  // precision auto calibrates on this GPU, in float32, as the server does.
+  passes.calibration.make_executor =
+      [device = options.device](BoundGraph graph) -> absl::StatusOr<std::unique_ptr<Executor>> {
+    CudaExecutorOptions float32;
+    float32.device = device;
+    ASSIGN_OR_RETURN(std::unique_ptr<CudaExecutor> executor,
+                     CudaExecutor::Create(std::move(graph), float32));
+    return std::unique_ptr<Executor>(std::move(executor));
+  };
   ASSIGN_OR_RETURN(Model model, ImportOnnxFile(options.model_path, passes));
   // Records name the model by its file, which the driver script chose.
   model.name = std::filesystem::path(options.model_path).stem().string();

@@ -54,6 +54,7 @@ absl::StatusOr<Model> ModelBeforePrecisionPass(const Model& served, const std::s
     return served;
   }
   passes.precision = ModelPrecision::kFp32;
+  passes.float32_nodes = nullptr;  // the served model's report, not this one's
   absl::StatusOr<Model> original = ImportOnnxFile(path, passes);
   if (!original.ok()) return AnnotateStatus(original.status(), "the float32 reference model");
   original->name = served.name;
@@ -68,6 +69,7 @@ double ReferenceTolerance(ModelPrecision precision) {
     case ModelPrecision::kTf32:
       return 1e-2;
     case ModelPrecision::kFp16:
+    case ModelPrecision::kAuto:  // float16 where it converts
       return 3e-2;
     case ModelPrecision::kBf16:
       return 6e-2;

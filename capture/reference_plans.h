@@ -61,7 +61,7 @@ double ReferenceTolerance(ModelPrecision precision);
 // The tolerance follows the precision the model is served in
 // (capture.reference_tolerance overrides it; a negative value turns the
 // check off): 1e-4 for float32 (rounding order only), 1e-2 for TF32 (a
-// 10-bit mantissa in every product), 3e-2 for float16 and 6e-2 for bfloat16
+// 10-bit mantissa in every product), 3e-2 for float16 and auto, 6e-2 for bfloat16
 // (the served model's rounding of weights and activations, three bits fewer
 // for bfloat16). A wrong algorithm or kernel gives errors near 1. Float
 // outputs are compared by relative error; integer and bool outputs (an

@@ -519,7 +519,7 @@ constexpr char kPrepareUsage[] =
     "graphserve-capture prepare --model model.onnx --out REPO/MODEL [--streams M]\n"
     "    (--batch-sizes 1,8,64 | --history FILE --num-sizes N) [--max-batch-size X]\n"
     "    [--schedule auto|single|wavefront|asap] [--max-lanes L]\n"
-    "    [--precision fp32|tf32|fp16|bf16]\n"
+    "    [--precision fp32|tf32|fp16|bf16|auto]\n"
     "\n"
     "Captures the model's run at each batch size on each of M streams into CUDA\n"
     "graphs, checks every graph against an eager run (and that padding rows never\n"
@@ -568,8 +568,10 @@ int RunPrepare(const std::vector<std::string>& args, std::ostream& out, std::ost
                          "What the model computes in: fp32 (the default, as written), tf32 "
                          "(float32 GEMMs and convolutions on TF32 tensor cores), fp16 or bf16 "
                          "(weights converted once; LayerNorm, Softmax, sums and exp/log/pow kept "
-                         "in float32; inputs and outputs keep their declared types). Written "
-                         "into config.pbtxt's capture.precision.");
+                         "in float32; inputs and outputs keep their declared types), or auto "
+                         "(float16, keeping also the nodes whose values on one calibration batch "
+                         "pass float16's range; the report lists each and why). Written into "
+                         "config.pbtxt's capture.precision.");
 
   std::vector<const char*> argv;
   argv.reserve(args.size());

@@ -11,11 +11,13 @@
 #include "capture/launch_costs.h"
 #include "capture/reference_plans.h"
 #include "capture/schedule_choice.h"
+#include "common/cuda_device_guard.h"
 #include "common/cuda_handles.h"
 #include "common/cuda_status.h"
 #include "common/status.h"
 #include "common/tensor.h"
 #include "runtime/bind.h"
+#include "runtime/cuda/cuda_executor.h"
 #include "runtime/onnx_import.h"
 
 namespace graphserve {
@@ -101,6 +103,38 @@ absl::Status OutOfMemoryContext(const absl::Status& status) {
       ". Capture fewer streams or smaller batch sizes, or free the GPU"));
 }
 
+// Precision auto's calibration batch runs on the GPU the graphs are
+// captured on, in float32 exactly: the values it judges are float32's (Note
+// [Automatic precision] in runtime/passes/autocast.h).
+ExecutorFactory CalibrationExecutors(int device) {
+  CudaExecutorOptions options;
+  options.device = device;
+  options.allow_tf32 = false;
+  return [options](BoundGraph graph) -> absl::StatusOr<std::unique_ptr<Executor>> {
+    const CudaDeviceGuard on_device(options.device);
+    RETURN_IF_ERROR(on_device.status());
+    ASSIGN_OR_RETURN(std::unique_ptr<CudaExecutor> executor,
+                     CudaExecutor::Create(std::move(graph), options));
+    return std::unique_ptr<Executor>(std::move(executor));
+  };
+}
+
+// The report's section for precision auto: each node kept in float32 and
+// why; empty for the other precisions.
+std::string Float32NodesText(const PrepareReport& r) {
+  if (r.precision != ModelPrecision::kAuto) return "";
+  size_t by_op = 0;
+  for (const Float32Node& node : r.float32_nodes) by_op += KeptInFloat32(node.op_type) ? 1 : 0;
+  std::string text = absl::StrFormat(
+      "\nprecision auto: %d nodes kept in float32 (%d for their op, as fp16; %d for their "
+      "values on the calibration batch), the rest computes in float16:\n",
+      r.float32_nodes.size(), by_op, r.float32_nodes.size() - by_op);
+  for (const Float32Node& node : r.float32_nodes) {
+    absl::StrAppend(&text, "  '", node.name, "' (", node.op_type, "): ", node.reason, "\n");
+  }
+  return text;
+}
+
 }  // namespace
 
 absl::StatusOr<PrepareReport> Prepare(const PrepareOptions& options, std::ostream& progress) {
@@ -121,6 +155,10 @@ absl::StatusOr<PrepareReport> Prepare(const PrepareOptions& options, std::ostrea
   report.precision = options.precision;
   ModelPassOptions passes;
   passes.precision = options.precision;
+  if (options.precision == ModelPrecision::kAuto) {
+    passes.calibration.make_executor = CalibrationExecutors(options.device);
+    passes.float32_nodes = &report.float32_nodes;
+  }
   ASSIGN_OR_RETURN(Model model, ImportOnnxFile(options.model_path, passes));
   model.name = report.model_name;
   if (!model.passed_strings.empty()) {
@@ -132,6 +170,10 @@ absl::StatusOr<PrepareReport> Prepare(const PrepareOptions& options, std::ostrea
   ASSIGN_OR_RETURN(report.batch_sizes, ChooseSizes(options, report));
   std::sort(report.batch_sizes.begin(), report.batch_sizes.end());
 
+  if (options.precision == ModelPrecision::kAuto) {
+    progress << "precision auto: " << report.float32_nodes.size()
+             << " nodes kept in float32 by the calibration batch (listed in capture_report.txt)\n";
+  }
   progress << "graphserve-capture: " << options.model_path << ": " << model.nodes.size()
            << " nodes; capturing " << report.batch_sizes.size() << " sizes ["
            << absl::StrJoin(report.batch_sizes, ", ") << "] x " << options.num_streams
@@ -230,6 +272,7 @@ std::string FormatPrepareReport(const PrepareReport& r) {
   std::string text = absl::StrCat("model '", r.model_name, "' from ", r.model_path, " -> ",
                                   r.out_dir, ", precision ", ModelPrecisionName(r.precision),
                                   "\n");
+  absl::StrAppend(&text, Float32NodesText(r));
   const size_t graphs = r.batch_sizes.size() * static_cast<size_t>(r.num_streams);
   absl::StrAppendFormat(&text,
                         "%d graphs (%d sizes x %d streams) captured and checked in %.1f ms: "

@@ -15,6 +15,7 @@
 #include "capture/graph_set.h"
 #include "capture/model_config_writer.h"
 #include "planning/batch_sizes.h"
+#include "runtime/passes/autocast.h"
 #include "runtime/passes/precision.h"
 #include "runtime/schedule.h"
 
@@ -41,7 +42,9 @@ struct PrepareOptions {
   bool allow_tf32 = false;
   // What the model computes in (runtime/passes/precision.h): imported with
   // it, and written into the config's capture.precision for the server to
-  // import it the same way. tf32 also allows TF32 as allow_tf32 does.
+  // import it the same way. tf32 also allows TF32 as allow_tf32 does; auto
+  // runs its calibration batch on `device` (runtime/passes/autocast.h), and
+  // the server runs its own at load.
   ModelPrecision precision = ModelPrecision::kFp32;
   // How each graph spreads independent branches over streams: "auto"
   // (measured per size), "single", "wavefront" or "asap"; at most max_lanes
@@ -62,6 +65,9 @@ struct PrepareOptions {
 struct PrepareReport {
   std::string model_name;
   ModelPrecision precision = ModelPrecision::kFp32;
+  // precision auto: the nodes its calibration batch keeps in float32 and
+  // why, in model order.
+  std::vector<Float32Node> float32_nodes;
   std::string model_path;
   std::string out_dir;
   int num_streams = 0;

@@ -6,6 +6,7 @@
 // runtime/cuda/cuda_executor.h); this interface is the synchronous convenience
 // on top, used for correctness checks and on machines without a GPU.
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -26,6 +27,12 @@ class Executor {
   virtual absl::StatusOr<std::vector<HostTensor>> Run(
       absl::Span<const HostTensor> inputs) = 0;
 };
+
+// Makes an executor for one bound graph, which the executor then owns: the
+// host reference, the CUDA executor on some device, or whatever a test puts
+// under test. Who runs a model's graphs without naming an executor (load
+// checks, calibration, conformance) takes one.
+using ExecutorFactory = std::function<absl::StatusOr<std::unique_ptr<Executor>>(BoundGraph)>;
 
 // Checks `inputs` against the graph's input values: count, dtype, dims.
 absl::Status ValidateInputs(const BoundGraph& graph, absl::Span<const HostTensor> inputs);

@@ -4,7 +4,6 @@
 // padding into a bucket leaves a model's answers unchanged.
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <vector>
 
@@ -77,10 +76,6 @@ absl::StatusOr<std::vector<std::vector<int64_t>>> AttachShapeBuckets(
 // an unknown input or a value the type cannot hold.
 absl::StatusOr<std::vector<PadElement>> PadElementsFromConfig(
     const ModelInterface& interface, const inference::ModelCapture& capture);
-
-// Makes an executor for one bound graph: the host reference, or the CUDA
-// executor on the model's first GPU.
-using ExecutorFactory = std::function<absl::StatusOr<std::unique_ptr<Executor>>(BoundGraph)>;
 
 // OK when padding is exact for every bucket of `interface` (Note [Shape
 // buckets]); FailedPrecondition naming the bucket and the first output that

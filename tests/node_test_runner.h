@@ -10,7 +10,6 @@
 // set matches within ONNX's tolerances.
 
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <memory>
 #include <ostream>
@@ -25,10 +24,6 @@ namespace graphserve {
 
 // Where Debian's libonnx-testdata puts the node tests.
 inline constexpr char kOnnxNodeTestDir[] = "/usr/share/libonnx-testdata/data/node";
-
-// Makes the executor under test for one bound graph; the executor owns it.
-using ExecutorFactory =
-    std::function<absl::StatusOr<std::unique_ptr<Executor>>(BoundGraph graph)>;
 
 struct NodeTestTolerance {
   // ONNX's backend test defaults (onnx/backend/test/runner): an element of

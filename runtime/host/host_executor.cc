@@ -141,4 +141,12 @@ absl::StatusOr<std::vector<HostTensor>> HostExecutor::Run(absl::Span<const HostT
   return outputs;
 }
 
+ExecutorFactory HostExecutorFactory() {
+  return [](BoundGraph graph) -> absl::StatusOr<std::unique_ptr<Executor>> {
+    ASSIGN_OR_RETURN(std::unique_ptr<HostExecutor> executor,
+                     HostExecutor::Create(std::move(graph)));
+    return std::unique_ptr<Executor>(std::move(executor));
+  };
+}
+
 }  // namespace graphserve

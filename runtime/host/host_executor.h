@@ -29,4 +29,8 @@ class HostExecutor : public Executor {
   const std::vector<std::vector<ValueId>> release_after_;
 };
 
+// Makes a HostExecutor for each graph: the ExecutorFactory of callers that
+// run on the host.
+ExecutorFactory HostExecutorFactory();
+
 }  // namespace graphserve

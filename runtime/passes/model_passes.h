@@ -4,18 +4,27 @@
 
 #include <set>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "runtime/ir.h"
+#include "runtime/passes/autocast.h"
 #include "runtime/passes/precision.h"
 
 namespace graphserve {
 
 // What the model's config asks of the passes.
 struct ModelPassOptions {
-  // What the model computes in (precision.h): fp16 and bf16 rewrite it, fp32
-  // (the default) and tf32 leave the IR as imported.
+  // What the model computes in (precision.h): fp16, bf16 and auto rewrite
+  // it, fp32 (the default) and tf32 leave the IR as imported.
   ModelPrecision precision = ModelPrecision::kFp32;
+  // precision auto's calibration batch (autocast.h): the executors it runs
+  // on (the host's by default), its extents and inputs. Unread otherwise.
+  CalibrationOptions calibration;
+  // precision auto: when not null, set to the nodes the calibration keeps in
+  // float32 and why, in model order, for the caller to report. Owned by the
+  // caller; null by default.
+  std::vector<Float32Node>* float32_nodes = nullptr;
   // The inputs config.pbtxt declares, by name: an input with a default among
   // them stays an input (Note [Inputs with defaults] in runtime/ir.h), the
   // other inputs with a default become constants. None by default.
@@ -44,9 +53,13 @@ struct ModelPassOptions {
 //     in its final dtype and finds its CUDA kernel by (op, dtype)): weights
 //     converted and Casts inserted for the model's precision (float16,
 //     bfloat16), with the one list of ops kept in float32 (Note [Model
-//     precision]).
+//     precision]). For auto, ChooseFloat32Nodes (autocast.h) first runs
+//     the float32 model, folded, on one calibration batch and names the
+//     nodes that stay float32 beside that list (Note [Automatic
+//     precision]); the rest is float16's rewrite.
 // Errors: the precision pass's, naming the precision (a model whose values
-// do not bind, or an op it cannot convert).
+// do not bind, or an op it cannot convert); auto's calibration batch's,
+// naming the batch.
 absl::Status RunModelPasses(Model& model, const ModelPassOptions& options = {});
 
 }  // namespace graphserve

@@ -1,7 +1,9 @@
 #include "runtime/passes/model_passes.h"
 
 #include <cmath>
+#include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -105,6 +107,87 @@ TEST(ModelPassesTest, FoldsThenConvertsToTheModelsPrecision) {
   const double error = RelativeError(outputs[1][0], outputs[0][0]);
   EXPECT_LT(error, 1e-2);
   EXPECT_GT(error, 0.0);  // it did run in float16
+}
+
+// auto calibrates the folded model (no "bn" left to judge) and reports what
+// it keeps: a Conv whose outputs reach the thousands, the nodes that read
+// them or their pooled hundreds, the Softmax for its op; the model then runs
+// close to float32.
+TEST(ModelPassesTest, AutoCalibratesTheFoldedModelAndReportsWhatItKeeps) {
+  Model model;
+  model.name = "loud_cnn";
+  model.opset = 17;
+  model.inputs = {{"x", DType::kFloat32, {-1, 3, 6, 6}}};
+  model.outputs = {{"y", DType::kFloat32, {-1, 5}}};
+  HostTensor w = RandomTensor(DType::kFloat32, {4, 3, 3, 3}, 1);
+  // Weights near 300: 27 products of standard normal inputs sum to
+  // thousands, past auto's 512.
+  for (int64_t i = 0; i < w.num_elements(); ++i) w.data<float>()[i] *= 300.0f;
+  model.initializers["w"] = std::make_shared<const HostTensor>(std::move(w));
+  for (const char* name : {"gamma", "var"}) model.initializers[name] = Filled({4}, 1.0f);
+  for (const char* name : {"beta", "mean"}) model.initializers[name] = Filled({4}, 0.0f);
+  // 1e-3 brings the pooled thousands back near 1 for the Softmax.
+  model.initializers["fc"] = Filled({4, 5}, 1e-3f);
+  model.nodes = {
+      Node{"conv", "Conv", {"x", "w"}, {"c"}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}}},
+      Node{"bn", "BatchNormalization", {"c", "gamma", "beta", "mean", "var"}, {"b"}, {}},
+      Node{"relu", "Relu", {"b"}, {"r"}, {}},
+      Node{"pool", "GlobalAveragePool", {"r"}, {"p"}, {}},
+      Node{"flat", "Flatten", {"p"}, {"f"}, {}},
+      Node{"fc", "MatMul", {"f", "fc"}, {"logits"}, {}},
+      Node{"softmax", "Softmax", {"logits"}, {"y"}, {{"axis", int64_t{-1}}}},
+  };
+  Model exact = model;
+  ASSERT_TRUE(RunModelPasses(exact).ok());
+  std::vector<Float32Node> kept;
+  ModelPassOptions options;
+  options.precision = ModelPrecision::kAuto;
+  options.float32_nodes = &kept;
+  const absl::Status status = RunModelPasses(model, options);
+  ASSERT_TRUE(status.ok()) << status;
+
+  std::map<std::string, std::string> reasons;
+  for (const Float32Node& node : kept) reasons[node.name] = node.reason;
+  std::set<std::string> names;
+  for (const auto& [name, reason] : reasons) names.insert(name);
+  EXPECT_EQ(names, (std::set<std::string>{"conv", "relu", "pool", "flat", "fc", "softmax"}))
+      << testing::PrintToString(reasons);
+  ASSERT_EQ(reasons.count("conv"), 1u);
+  EXPECT_NE(reasons.at("conv").find("output max |x| "), std::string::npos) << reasons.at("conv");
+  EXPECT_EQ(reasons.at("softmax"), "op Softmax kept in float32");
+  EXPECT_EQ(model.initializers.at("fc")->dtype(), DType::kFloat32);  // fc reads thousands
+
+  const HostTensor x = RandomTensor(DType::kFloat32, {2, 3, 6, 6}, 9);
+  std::vector<HostTensor> outputs[2];
+  for (int i = 0; i < 2; ++i) {
+    absl::StatusOr<BoundGraph> graph = BindModel(i == 0 ? exact : model, {.batch_size = 2});
+    ASSERT_TRUE(graph.ok()) << graph.status();
+    absl::StatusOr<std::unique_ptr<HostExecutor>> executor = HostExecutor::Create(*graph);
+    ASSERT_TRUE(executor.ok()) << executor.status();
+    absl::StatusOr<std::vector<HostTensor>> run = (*executor)->Run({x});
+    ASSERT_TRUE(run.ok()) << run.status();
+    outputs[i] = *std::move(run);
+  }
+  EXPECT_LT(RelativeError(outputs[1][0], outputs[0][0]), 1e-2);
+}
+
+// A calibration batch that cannot run fails the passes naming precision
+// auto and the batch.
+TEST(ModelPassesTest, AutoNamesTheCalibrationBatchInItsErrors) {
+  Model model;
+  model.name = "embedding";
+  model.opset = 17;
+  model.inputs = {{"ids", DType::kInt64, {-1, 8}}};
+  model.outputs = {{"y", DType::kFloat32, {-1, 8, 4}}};
+  model.initializers["table"] = Filled({1, 4}, 1.0f);  // one row: id 1 is out of range
+  model.nodes = {Node{"y", "Gather", {"table", "ids"}, {"y"}, {}}};
+  ModelPassOptions options;
+  options.precision = ModelPrecision::kAuto;
+  const absl::Status status = RunModelPasses(model, options);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("precision auto: calibration batch (batch 1): "),
+            std::string::npos)
+      << status;
 }
 
 }  // namespace

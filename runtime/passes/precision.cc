@@ -25,22 +25,19 @@ const char* ModelPrecisionName(ModelPrecision precision) {
       return "fp16";
     case ModelPrecision::kBf16:
       return "bf16";
+    case ModelPrecision::kAuto:
+      return "auto";
   }
   return "unknown";
 }
 
 absl::StatusOr<ModelPrecision> ParseModelPrecision(absl::string_view text) {
-  constexpr char kChoices[] = "fp32 (the default), tf32, fp16 or bf16";
+  constexpr char kChoices[] = "fp32 (the default), tf32, fp16, bf16 or auto";
   if (text.empty()) return ModelPrecision::kFp32;
-  for (ModelPrecision precision : {ModelPrecision::kFp32, ModelPrecision::kTf32,
-                                   ModelPrecision::kFp16, ModelPrecision::kBf16}) {
+  for (ModelPrecision precision :
+       {ModelPrecision::kFp32, ModelPrecision::kTf32, ModelPrecision::kFp16,
+        ModelPrecision::kBf16, ModelPrecision::kAuto}) {
     if (text == ModelPrecisionName(precision)) return precision;
-  }
-  if (text == "auto") {
-    return absl::UnimplementedError(absl::StrCat(
-        "'auto' is not implemented yet (it would choose each node's type from a calibration "
-        "batch, which GraphServe does not take yet); choose ",
-        kChoices));
   }
   return absl::InvalidArgumentError(
       absl::StrCat("'", text, "' is not a precision; choose ", kChoices));
@@ -60,6 +57,16 @@ bool KeptInFloat32(const std::string& op_type) {
       "ReduceL2",  "ReduceLogSum", "ReduceLogSumExp",
   };
   return kKept->count(op_type) > 0;
+}
+
+bool ChoosesOutputDType(const std::string& op_type) {
+  return op_type == "Constant" || op_type == "ConstantOfShape" || op_type == "Cast";
+}
+
+// Their dtype is not tied to the outputs'.
+bool ReadsAnyDType(const Node& node, size_t input) {
+  if (node.op_type == "Cast" || node.op_type == "Shape" || node.op_type == "Size") return true;
+  return node.op_type == "CastLike" && input == 0;
 }
 
 // Implementation details follow.
@@ -84,20 +91,6 @@ struct FloatValue {
   // The value's name in each dtype it exists in (stored and wanted).
   std::map<DType, std::string> names;
 };
-
-// Nodes whose float32 output dtype is an attribute the pass can set, not a
-// consequence of their inputs' dtypes.
-bool ChoosesOutputDType(const std::string& op_type) {
-  return op_type == "Constant" || op_type == "ConstantOfShape" || op_type == "Cast";
-}
-
-// Inputs an op reads in whatever dtype they come: their dtype is not tied to
-// the outputs' (a Cast's source, CastLike's input, what Shape and Size
-// measure).
-bool ReadsAnyDType(const Node& node, size_t input) {
-  if (node.op_type == "Cast" || node.op_type == "Shape" || node.op_type == "Size") return true;
-  return node.op_type == "CastLike" && input == 0;
-}
 
 // Operands that stay float32 whatever the data's type: Resize's roi and
 // scales and Upsample's scales place the samples, so a float16 copy would
@@ -148,8 +141,9 @@ absl::Status SetOutputDType(Node& node, DType dtype) {
 
 class PrecisionRewrite {
  public:
-  PrecisionRewrite(Model& model, DType target, const std::map<std::string, DType>& dtypes)
-      : model_(model), target_(target) {
+  PrecisionRewrite(Model& model, DType target, const std::set<std::string>& float32_nodes,
+                   const std::map<std::string, DType>& dtypes)
+      : model_(model), target_(target), float32_nodes_(float32_nodes) {
     for (const ValueInfo& input : model_.inputs) taken_.insert(input.name);
     for (const auto& [name, dtype] : dtypes) {
       taken_.insert(name);
@@ -176,6 +170,12 @@ class PrecisionRewrite {
   }
 
  private:
+  // Whether `node` computes in float32: the one test of keeping, for its
+  // outputs' dtype and for what it wants its inputs in.
+  bool Kept(const Node& node) const {
+    return KeptInFloat32(node.op_type) || float32_nodes_.count(node.name) > 0;
+  }
+
   FloatValue* Find(const std::string& name) {
     auto it = values_.find(name);
     return it == values_.end() ? nullptr : &it->second;
@@ -189,7 +189,7 @@ class PrecisionRewrite {
       if (FloatValue* value = Find(name)) value->producer = Producer::kInitializer;
     }
     for (const Node& node : model_.nodes) {
-      const Producer producer = KeptInFloat32(node.op_type)       ? Producer::kKeptNode
+      const Producer producer = Kept(node)                         ? Producer::kKeptNode
                                 : ChoosesOutputDType(node.op_type) ? Producer::kChosenNode
                                                                    : Producer::kNode;
       for (const std::string& output : node.outputs) {
@@ -200,8 +200,7 @@ class PrecisionRewrite {
 
   // The dtype `node` wants its float32 input `input` in.
   DType Wanted(const Node& node, size_t input) const {
-    return KeptInFloat32(node.op_type) || ReadsFloat32Operand(node, input) ? DType::kFloat32
-                                                                           : target_;
+    return Kept(node) || ReadsFloat32Operand(node, input) ? DType::kFloat32 : target_;
   }
 
   void FindReaders() {
@@ -337,28 +336,34 @@ class PrecisionRewrite {
 
   Model& model_;
   const DType target_;
+  const std::set<std::string>& float32_nodes_;  // kept besides KeptInFloat32's ops
   std::map<std::string, FloatValue> values_;  // the model's float32 values, by name
   std::set<std::string> taken_;               // every value name, for new ones
 };
 
 }  // namespace
 
-absl::Status ConvertPrecision(Model& model, ModelPrecision precision) {
-  if (precision != ModelPrecision::kFp16 && precision != ModelPrecision::kBf16) {
+absl::Status ConvertPrecision(Model& model, ModelPrecision precision,
+                              const std::set<std::string>& float32_nodes) {
+  if (precision == ModelPrecision::kFp32 || precision == ModelPrecision::kTf32) {
     return absl::OkStatus();
   }
-  const DType target = precision == ModelPrecision::kFp16 ? DType::kFloat16 : DType::kBFloat16;
+  const DType target = precision == ModelPrecision::kBf16 ? DType::kBFloat16 : DType::kFloat16;
   const std::string context = absl::StrCat("precision ", ModelPrecisionName(precision));
   // Binding's errors keep their code (an op without a 16-bit form is
   // binding's to name), with the precision in front.
   const auto annotated = [&context](const absl::Status& status) {
     return absl::Status(status.code(), absl::StrCat(context, ": ", status.message()));
   };
-  absl::StatusOr<std::map<std::string, DType>> dtypes = InferValueDTypes(model, {});
+  // Any extent binds for types; 1 is the smallest.
+  absl::StatusOr<BindOptions> bind =
+      BindOptionsAt(model, {1, std::vector<int64_t>(ShapeDimNames(model).size(), 1)});
+  if (!bind.ok()) return annotated(bind.status());
+  absl::StatusOr<std::map<std::string, DType>> dtypes = InferValueDTypes(model, *bind);
   if (!dtypes.ok()) return annotated(dtypes.status());
-  PrecisionRewrite rewrite(model, target, *dtypes);
+  PrecisionRewrite rewrite(model, target, float32_nodes, *dtypes);
   RETURN_IF_ERROR(rewrite.Run());
-  absl::StatusOr<std::map<std::string, DType>> rewritten = InferValueDTypes(model, {});
+  absl::StatusOr<std::map<std::string, DType>> rewritten = InferValueDTypes(model, *bind);
   if (!rewritten.ok()) return annotated(rewritten.status());
   for (const auto& [name, dtype] : rewrite.IntendedDTypes()) {
     auto it = rewritten->find(name);

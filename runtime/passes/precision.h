@@ -3,6 +3,7 @@
 // the ops that need float32's range and precision kept in it (Note [Model
 // precision]); the third model pass (Note [Model passes]).
 
+#include <set>
 #include <string>
 
 #include "absl/status/status.h"
@@ -19,33 +20,52 @@ enum class ModelPrecision {
   kTf32,  // as written, with float32 GEMMs and convolutions on TF32 tensor cores
   kFp16,  // converted to float16 by ConvertPrecision
   kBf16,  // converted to bfloat16 by ConvertPrecision
+  // converted to float16 by ConvertPrecision, except the nodes one
+  // calibration batch keeps in float32 (Note [Automatic precision] in
+  // runtime/passes/autocast.h)
+  kAuto,
 };
 
-// "fp32", "tf32", "fp16", "bf16": the spelling configs and flags use.
+// "fp32", "tf32", "fp16", "bf16", "auto": the spelling configs and flags use.
 const char* ModelPrecisionName(ModelPrecision precision);
 
-// The config's or the command line's spelling; empty is fp32. "auto" is
-// Unimplemented (it needs a calibration batch to choose per node), any other
-// text InvalidArgument; both messages list the choices, and callers put the
-// field or flag in front.
+// The config's or the command line's spelling; empty is fp32. Any other
+// text is InvalidArgument listing the choices; callers put the field or flag
+// in front.
 absl::StatusOr<ModelPrecision> ParseModelPrecision(absl::string_view text);
 
 // Whether a model's float32 GEMMs and convolutions may use TF32 tensor
 // cores: when its precision is tf32, or when the server allows it for every
-// model (--allow-tf32, the switch before precision was per model).
+// model (--allow-tf32, the switch before precision was per model). Under
+// auto that switch reaches the GEMMs auto keeps in float32 too.
 bool AllowsTf32(ModelPrecision precision, bool server_allows_tf32);
 
 // Whether the precision pass keeps `op_type` in float32 (Note [Ops kept in
-// float32]).
+// float32]), whatever else it is told.
 bool KeptInFloat32(const std::string& op_type);
 
+// Whether the float32 output of `op_type` takes the dtype its readers want
+// rather than the precision's (Constant, ConstantOfShape, Cast: Note [Model
+// precision]). Such a node computes nothing in 16 bits: precision auto does
+// not judge it (Note [Automatic precision]).
+bool ChoosesOutputDType(const std::string& op_type);
+
+// Whether `node` reads its input `input` in whatever dtype it comes, so that
+// the pass leaves it as it is: a Cast's source, CastLike's input, what Shape
+// and Size measure.
+bool ReadsAnyDType(const Node& node, size_t input);
+
 // Rewrites `model` to compute in `precision` (Note [Model precision]); fp32
-// and tf32 leave it as it is. The model's values must bind (at batch 1):
-// binding's error otherwise, naming the node. Internal when the rewritten
-// model's dtypes are not the ones the pass meant, naming the value (an op
-// whose float output does not follow its float inputs, which the pass does
-// not know).
-absl::Status ConvertPrecision(Model& model, ModelPrecision precision);
+// and tf32 leave it as it is, auto computes in float16. The nodes named in
+// `float32_nodes` (by Node::name; a name two nodes share keeps both) stay in
+// float32 as KeptInFloat32's ops do: precision auto's choice
+// (ChooseFloat32Nodes, runtime/passes/autocast.h), or none. The model's
+// values must bind (at batch 1, every shape dim at 1): binding's error
+// otherwise, naming the node. Internal when the rewritten model's dtypes are
+// not the ones the pass meant, naming the value (an op whose float output
+// does not follow its float inputs, which the pass does not know).
+absl::Status ConvertPrecision(Model& model, ModelPrecision precision,
+                              const std::set<std::string>& float32_nodes = {});
 
 // Note [Model precision]
 // ~~~~~~~~~~~~~~~~~~~~~~
@@ -61,9 +81,10 @@ absl::Status ConvertPrecision(Model& model, ModelPrecision precision);
 //  - a graph input: float32. Clients send the declared type; a Cast to the
 //    target type right after it feeds the readers that compute in it, on
 //    the device, inside the graph.
-//  - a node kept in float32 (KeptInFloat32) and any of its float outputs,
-//    such as LayerNormalization's Mean and InvStdDev, which ONNX fixes to
-//    float32 anyway: float32.
+//  - a node kept in float32 (an op of KeptInFloat32, or a node named in
+//    float32_nodes: one predicate, PrecisionRewrite::Kept, for both) and
+//    any of its float outputs, such as LayerNormalization's Mean and
+//    InvStdDev, which ONNX fixes to float32 anyway: float32.
 //  - any other node: the target type.
 //  - a constant (an initializer, a Constant, a ConstantOfShape) or a Cast to
 //    float32, whose dtype the pass chooses: float32 when every reader wants
@@ -82,9 +103,10 @@ absl::Status ConvertPrecision(Model& model, ModelPrecision precision);
 // target, and a graph input read only by kept ops, or a kept op's result
 // that is a graph output, has no Cast at all.
 //
-// The dtypes come from binding the float32 model at batch 1
-// (InferValueDTypes); binding the result again checks that every value has
-// the dtype the pass meant.
+// The dtypes come from binding the float32 model at batch 1, every shape dim
+// at 1 (InferValueDTypes: any extent binds for types, 1 is the smallest);
+// binding the result again checks that every value has the dtype the pass
+// meant.
 //
 // Note [Ops kept in float32]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~

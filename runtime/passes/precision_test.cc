@@ -391,10 +391,62 @@ TEST(ConvertPrecisionTest, AModelThatDoesNotBindNamesThePrecision) {
   EXPECT_NE(status.message().find("precision bf16: "), std::string::npos) << status;
 }
 
+// A node named in float32_nodes is kept as the list's ops are, through the
+// same Cast placement: its input cast to float32 once, its weight left
+// float32, its result cast back for the reader in the target.
+TEST(ConvertPrecisionTest, NamedNodesStayInFloat32AsTheListsOpsDo) {
+  Model model = TransformerBlock();
+  ASSERT_TRUE(ConvertPrecision(model, ModelPrecision::kFp16, {"o"}).ok());
+  EXPECT_EQ(NodeNamed(model, "o").inputs, (std::vector<std::string>{"g/float32", "w2"}));
+  EXPECT_EQ(NodeNamed(model, "o").outputs, (std::vector<std::string>{"o"}));
+  EXPECT_EQ(NodeNamed(model, "ob").inputs, (std::vector<std::string>{"o/float16", "b2"}));
+  EXPECT_EQ(model.initializers.at("w2")->dtype(), DType::kFloat32);
+  EXPECT_EQ(model.initializers.at("w1")->dtype(), DType::kFloat16);
+  const std::vector<std::string> casts = Casts(model);
+  for (const char* cast : {"g->g/float32:1", "o->o/float16:10"}) {
+    EXPECT_NE(std::find(casts.begin(), casts.end(), cast), casts.end())
+        << cast << " in " << testing::PrintToString(casts);
+  }
+}
+
+// auto is float16 with the nodes its calibration names (autocast.h); with
+// none, it is fp16.
+TEST(ConvertPrecisionTest, AutoWithoutNamedNodesIsFp16) {
+  Model automatic = TransformerBlock();
+  Model fp16 = TransformerBlock();
+  ASSERT_TRUE(ConvertPrecision(automatic, ModelPrecision::kAuto).ok());
+  ASSERT_TRUE(ConvertPrecision(fp16, ModelPrecision::kFp16).ok());
+  EXPECT_EQ(Casts(automatic), Casts(fp16));
+  EXPECT_EQ(automatic.initializers.at("wq")->dtype(), DType::kFloat16);
+}
+
+// A shape dim binds for types at extent 1, and the converted model at any.
+TEST(ConvertPrecisionTest, AModelWithAShapeDimConverts) {
+  Model model;
+  model.name = "sequence";
+  model.opset = kOpset;
+  model.inputs = {{"x", DType::kFloat32, {-1, -1, 8}, {"", "sequence", ""}}};
+  model.outputs = {{"y", DType::kFloat32, {-1, -1, 8}}};
+  model.initializers["w"] = Weights({8, 8}, 1, 0.3f);
+  model.nodes = {
+      Node{"mm", "MatMul", {"x", "w"}, {"mm"}, {}},
+      Node{"y", "Softmax", {"mm"}, {"y"}, {{"axis", int64_t{-1}}}},
+  };
+  const absl::Status status = ConvertPrecision(model, ModelPrecision::kFp16);
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_EQ(model.initializers.at("w")->dtype(), DType::kFloat16);
+  absl::StatusOr<BoundGraph> graph =
+      BindModel(model, {.batch_size = 2, .dim_values = {{"sequence", 5}}});
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  EXPECT_EQ(graph->value(graph->outputs[0]).dims, (Dims{2, 5, 8}));
+}
+
 TEST(ModelPrecisionTest, ParsesTheConfigSpellings) {
   EXPECT_EQ(*ParseModelPrecision(""), ModelPrecision::kFp32);
-  for (ModelPrecision precision : {ModelPrecision::kFp32, ModelPrecision::kTf32,
-                                   ModelPrecision::kFp16, ModelPrecision::kBf16}) {
+  EXPECT_EQ(*ParseModelPrecision("auto"), ModelPrecision::kAuto);
+  for (ModelPrecision precision :
+       {ModelPrecision::kFp32, ModelPrecision::kTf32, ModelPrecision::kFp16,
+        ModelPrecision::kBf16, ModelPrecision::kAuto}) {
     absl::StatusOr<ModelPrecision> parsed = ParseModelPrecision(ModelPrecisionName(precision));
     ASSERT_TRUE(parsed.ok()) << parsed.status();
     EXPECT_EQ(*parsed, precision);
@@ -402,15 +454,13 @@ TEST(ModelPrecisionTest, ParsesTheConfigSpellings) {
 }
 
 TEST(ModelPrecisionTest, RefusesOtherSpellingsListingTheChoices) {
-  for (const char* text : {"fp8", "FP16", "half", "float16"}) {
+  for (const char* text : {"fp8", "FP16", "half", "float16", "AUTO"}) {
     const absl::Status status = ParseModelPrecision(text).status();
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << text;
-    EXPECT_NE(status.message().find("fp32 (the default), tf32, fp16 or bf16"), std::string::npos)
+    EXPECT_NE(status.message().find("fp32 (the default), tf32, fp16, bf16 or auto"),
+              std::string::npos)
         << status;
   }
-  const absl::Status automatic = ParseModelPrecision("auto").status();
-  EXPECT_EQ(automatic.code(), absl::StatusCode::kUnimplemented);
-  EXPECT_NE(automatic.message().find("calibration batch"), std::string::npos) << automatic;
 }
 
 TEST(ModelPrecisionTest, Tf32IsPerModelOrServerWide) {
@@ -418,6 +468,8 @@ TEST(ModelPrecisionTest, Tf32IsPerModelOrServerWide) {
   EXPECT_FALSE(AllowsTf32(ModelPrecision::kFp32, false));
   EXPECT_TRUE(AllowsTf32(ModelPrecision::kFp32, true));
   EXPECT_FALSE(AllowsTf32(ModelPrecision::kFp16, false));
+  EXPECT_FALSE(AllowsTf32(ModelPrecision::kAuto, false));
+  EXPECT_TRUE(AllowsTf32(ModelPrecision::kAuto, true));
 }
 
 TEST(ModelPrecisionTest, KeepsTheAutocastFloat32OpsOnly) {

@@ -1,0 +1,136 @@
+#pragma once
+// Precision auto's choice: which nodes of a float32 model stay in float32
+// while the rest computes in float16, decided from one calibration batch by
+// rules after NVIDIA's AutoCast (Note [Automatic precision]).
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/tensor.h"
+#include "runtime/executor.h"
+#include "runtime/ir.h"
+
+namespace graphserve {
+
+// The extent a shape dim gets in the calibration batch when
+// CalibrationOptions::dim_values does not give one: the smallest bucket a
+// config without buckets is captured at (Note [Shape buckets] in
+// server/shape_buckets.h), so that the batch sees the lengths served.
+inline constexpr int64_t kCalibrationExtent = 16;
+
+// AutoCast's thresholds, its data_max and init_max (Note [Automatic
+// precision]). A node that reads or writes a computed float32 value beyond
+// kMaxFloat16Activation in magnitude is kept: float16's largest value is 128
+// times more, the headroom for what the next ops multiply or sum it into.
+inline constexpr double kMaxFloat16Activation = 512;
+// A node reading a float32 constant beyond this is kept: float16's largest
+// finite value, past which the weight would round to infinity.
+inline constexpr double kMaxFloat16Weight = 65504;
+
+// The calibration batch.
+struct CalibrationOptions {
+  // Makes the executor the batch runs on, in float32 (TF32 off: the values
+  // judged are float32's); null: the host reference executor. The server
+  // gives its CUDA executors when the model loads on a GPU, where a
+  // BERT-size batch takes milliseconds instead of the host's seconds.
+  ExecutorFactory make_executor;
+  // The extent of each shape dim (Note [Shape dims] in runtime/ir.h), by
+  // name; a dim not given gets kCalibrationExtent, a name the model lacks is
+  // binding's error.
+  std::map<std::string, int64_t> dim_values;
+  // One tensor per graph input, in Model::inputs order, of batch 1 and the
+  // extents above. Empty: drawn by RandomInputs (runtime/executor.h) from
+  // `seed`, floats standard normal, integers and booleans 0 or 1.
+  std::vector<HostTensor> inputs;
+  uint64_t seed = 1;
+};
+
+// A node precision auto keeps in float32.
+struct Float32Node {
+  std::string name;     // Node::name
+  std::string op_type;  // for reports
+  // Why, one clause per rule that holds, "; " between: "op Softmax kept in
+  // float32", "output max |x| 1.3e3 > 512", "input 'h' max |x| 7.1e2 >
+  // 512", "weight 'w' max |w| 7.0e4 > 65504", "output inf from finite
+  // inputs".
+  std::string reason;
+};
+
+// Runs `model` (as imported, float32) on one calibration batch and returns
+// the nodes to keep in float32, each with its reason, in model order; the
+// rest go to float16 (ConvertPrecision with ModelPrecision::kAuto and these
+// names). Errors: binding's, the executor's, and the run's (an integer
+// input that the drawn 0 and 1 do not fit: give CalibrationOptions::inputs),
+// after "calibration batch <batch and extents>: ".
+absl::StatusOr<std::vector<Float32Node>> ChooseFloat32Nodes(const Model& model,
+                                                            const CalibrationOptions& options = {});
+
+// The names of `nodes`: ConvertPrecision's float32_nodes.
+std::set<std::string> NodeNames(const std::vector<Float32Node>& nodes);
+
+// Note [Automatic precision]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~
+// fp16 keeps a fixed list of ops in float32 (Note [Ops kept in float32] in
+// precision.h); a list cannot know the values a given model computes. A
+// model whose residual stream grows past a few thousand, or that adds a
+// -3.4e38 attention bias (torch.finfo(float32).min, as Hugging Face's
+// exports do), overflows float16 in ops the list lets through. auto decides
+// per node from one calibration batch, with the rules of NVIDIA's AutoCast
+// for TensorRT (modelopt.onnx.autocast: its IORangeRule with data_max 512
+// and InitializerRangeRule with init_max 65504) on top of the list. A node
+// stays float32 when:
+//   - op: its op is in KeptInFloat32, as under fp16; no value is needed.
+//   - activations: a float32 value it writes, or a computed one it reads
+//     (a graph input, another node's output), exceeds kMaxFloat16Activation
+//     (512) in magnitude. Reads count as in AutoCast's rule: the reader of a
+//     kept node's 1e5 would otherwise get it through a Cast to float16, as
+//     infinity.
+//   - weights: a float32 value it reads that is known at plan time (an
+//     initializer, a Constant, anything binding folds) exceeds
+//     kMaxFloat16Weight (65504): in float16 it would be infinite.
+//   - non-finite: it writes NaN or an infinity while every float32 value it
+//     reads is finite.
+// Magnitudes are over finite elements, a judgement AutoCast does not make
+// (its |x| > data_max counts an infinity): infinities carry through float16
+// as through float32, so a node that only passes them on (Add of a -inf
+// mask, Where choosing -inf) computes as well in float16, and a NaN an input
+// brings says nothing about the node; but a node that makes one from finite
+// values (a Div by zero, a MatMul past float32's range) is where even
+// float32's range ended, and float16's ends sooner.
+// Values read are those the node reads in the precision: not what Cast,
+// Shape and Size read (ReadsAnyDType). Constant, ConstantOfShape and Cast
+// take their readers' type (ChoosesOutputDType) and are not judged: a
+// Constant of 1e6 is left to its readers, which the weight rule keeps. A
+// node that neither reads nor writes float32 computes nothing in float16.
+// Everything else converts to float16, and ConvertPrecision places the
+// Casts for the kept nodes as for the list's ops (one predicate,
+// PrecisionRewrite::Kept).
+//
+// The batch: one, as AutoCast's default, at batch 1 and every shape dim at
+// kCalibrationExtent unless given; floats standard normal. Integer inputs
+// (token ids, token types, attention masks) are drawn as RandomTensor draws
+// them, 0 or 1: a random id up to an int64 would be out of range for any
+// Gather of an embedding table, while 0 and 1 are rows of every table of two
+// or more (a vocabulary, BERT's two token types), and as a mask they admit
+// and mask positions at random, as masks of padded requests do. A model
+// whose integer inputs mean something else (a length, an index into a table
+// of one row), or whose float inputs are not normalized (raw pixels of 0 to
+// 255), takes its batch through CalibrationOptions::inputs; the server and
+// graphserve-capture always draw theirs.
+//
+// To see every intermediate value the batch is run on a copy of the model
+// whose graph outputs are every float32 node output that a node reads or
+// the model returns (binding then keeps every node that makes one, and
+// executors already return graph outputs), in float32 exactly, on the
+// executors the caller gives: the server's CUDA executor on the model's GPU,
+// or the host reference. One batch decides, so values past a threshold on
+// other inputs are not seen: the thresholds leave float16 headroom for that,
+// as AutoCast's do. The server logs the count and the first kept nodes at
+// load; graphserve-capture prepare lists each with its reason in
+// capture_report.txt.
+
+}  // namespace graphserve
