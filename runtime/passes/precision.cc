@@ -1,5 +1,7 @@
 #include "runtime/passes/precision.h"
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 #include <memory>
 #include <set>
@@ -152,6 +154,7 @@ class PrecisionRewrite {
   }
 
   absl::Status Run() {
+    FindListedOpsBetween16BitNeighbours();
     FindProducers();
     FindReaders();
     for (auto& [name, value] : values_) ChooseNames(name, value);
@@ -173,7 +176,82 @@ class PrecisionRewrite {
   // Whether `node` computes in float32: the one test of keeping, for its
   // outputs' dtype and for what it wants its inputs in.
   bool Kept(const Node& node) const {
+    return (KeptInFloat32(node.op_type) && between_16bit_.count(&node) == 0) ||
+           float32_nodes_.count(node.name) > 0;
+  }
+
+  // Kept as the list or float32_nodes say, before Note [Listed ops between
+  // 16-bit neighbours] takes any back.
+  bool KeptByTheList(const Node& node) const {
     return KeptInFloat32(node.op_type) || float32_nodes_.count(node.name) > 0;
+  }
+
+  // Note [Listed ops between 16-bit neighbours]: the nodes of
+  // KeptInFloat32's ops that read only target-type values of converted
+  // nodes (and weights within the target's range) and whose one output only
+  // converted nodes read.
+  void FindListedOpsBetween16BitNeighbours() {
+    std::map<std::string, const Node*> producers;
+    std::map<std::string, std::vector<std::pair<const Node*, size_t>>> readers;
+    for (const Node& node : model_.nodes) {
+      for (const std::string& output : node.outputs) producers[output] = &node;
+      for (size_t i = 0; i < node.inputs.size(); ++i) readers[node.inputs[i]].push_back({&node, i});
+    }
+    std::set<std::string> graph_values;
+    for (const ValueInfo& value : model_.inputs) graph_values.insert(value.name);
+    for (const ValueInfo& value : model_.outputs) graph_values.insert(value.name);
+    const auto converted_neighbour = [&](const Node* node) {
+      return node != nullptr && !KeptByTheList(*node);
+    };
+    for (const Node& node : model_.nodes) {
+      // One output (LayerNormalization's optional Mean and InvStdDev, which
+      // ONNX keeps in float32, not asked for), a float32 one, no graph's.
+      const bool one_output =
+          !node.outputs.empty() &&
+          std::all_of(node.outputs.begin() + 1, node.outputs.end(),
+                      [](const std::string& output) { return output.empty(); });
+      if (!KeptInFloat32(node.op_type) || float32_nodes_.count(node.name) > 0 || !one_output ||
+          Find(node.outputs[0]) == nullptr || graph_values.count(node.outputs[0]) > 0) {
+        continue;
+      }
+      // At least one converted node on each side: a node of constants only,
+      // or one nobody reads, has no Casts to save.
+      bool between = true;
+      bool converted_input = false;
+      for (const std::string& input : node.inputs) {
+        if (input.empty() || Find(input) == nullptr) continue;  // absent, or not float32
+        if (graph_values.count(input) > 0) {
+          between = false;
+        } else if (auto weight = model_.initializers.find(input);
+                   weight != model_.initializers.end()) {
+          between = between && FitsTarget(*weight->second);
+        } else {
+          const auto producer = producers.find(input);
+          const bool converted =
+              producer != producers.end() && !ChoosesOutputDType(producer->second->op_type) &&
+              converted_neighbour(producer->second);
+          converted_input = converted_input || converted;
+          between = between && producer != producers.end() &&
+                    (converted || ChoosesOutputDType(producer->second->op_type));
+        }
+      }
+      const auto& output_readers = readers[node.outputs[0]];
+      between = between && converted_input && !output_readers.empty();
+      for (const auto& [reader, index] : output_readers) {
+        between = between && converted_neighbour(reader) && !ReadsFloat32Operand(*reader, index);
+      }
+      if (between) between_16bit_.insert(&node);
+    }
+  }
+
+  // Whether every element of a float32 weight is finite in the target type.
+  bool FitsTarget(const HostTensor& weight) const {
+    const HostTensor rounded = ConvertFloats(weight, target_);
+    const HostTensor back = ConvertFloats(rounded, DType::kFloat32);
+    for (int64_t i = 0; i < back.num_elements(); ++i) {
+      if (std::isinf(back.data<float>()[i]) && !std::isinf(weight.data<float>()[i])) return false;
+    }
+    return true;
   }
 
   FloatValue* Find(const std::string& name) {
@@ -337,6 +415,10 @@ class PrecisionRewrite {
   Model& model_;
   const DType target_;
   const std::set<std::string>& float32_nodes_;  // kept besides KeptInFloat32's ops
+  // KeptInFloat32's nodes that compute in the target type after all (Note
+  // [Listed ops between 16-bit neighbours]); pointers into model_.nodes,
+  // which stay put until RewriteNodes replaces them.
+  std::set<const Node*> between_16bit_;
   std::map<std::string, FloatValue> values_;  // the model's float32 values, by name
   std::set<std::string> taken_;               // every value name, for new ones
 };

@@ -122,5 +122,27 @@ absl::Status ConvertPrecision(Model& model, ModelPrecision precision,
 // and ArgMax select an element, exact in any type, and stay in the target;
 // so do GEMMs and convolutions (tensor cores accumulate in float32) and the
 // rest of the elementwise math, as in autocast.
+//
+// Note [Listed ops between 16-bit neighbours]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// The list says where float32 values are needed; our kernels for its ops
+// compute in float32 whatever their data's type, and round each output once
+// to it (the README says so of every kernel; op_kernels_test checks each
+// 16-bit kernel against the host's double-precision one). So a listed node
+// whose float inputs are all 16-bit results of converted nodes (or weights
+// the target type holds) and whose one output only converted nodes read
+// gains nothing from float32: Cast up (exact), compute in float32, Cast down
+// (one rounding) gives the bits the node gives in the target type, at two
+// more kernels. Worse, the Casts break the chains the executors fuse: a
+// Softmax in float32 between the scores' and the context's float16 GEMMs is
+// no attention chain of one type, so cuDNN's fused attention cannot take it
+// (BERT-base from a float32 export served in fp16 ran 1.36-1.75x of
+// PyTorch's float16 graph on the H200, the same model exported in float16
+// 0.87-0.97x). Such a node runs in the target type; a listed node that reads
+// a graph input or another float32 node's value, or feeds a graph output, a
+// float32 reader or a float32 operand (Resize's scales), stays in float32,
+// so the chains the list protects (Exp into ReduceSum, a LayerNorm's result
+// returned) keep their float32 values. The nodes precision auto keeps for
+// their values (float32_nodes) always stay.
 
 }  // namespace graphserve

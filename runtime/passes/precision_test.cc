@@ -165,13 +165,13 @@ TEST_P(TransformerBlockPrecision, CastsOnlyAtTheInterfaceAndAroundKeptOps) {
   const std::string name = DTypeName(c.target);
   // x in for the GEMMs and the residual; Softmax's input to float32 and its
   // result back for the next GEMM (p itself stays float32: a graph output);
-  // LayerNorm's input and result; y back to its declared float32.
+  // y back to its declared float32. LayerNorm, between converted GEMMs and
+  // Adds, runs in the target type (Note [Listed ops between 16-bit
+  // neighbours]): no Casts around it.
   std::vector<std::string> expected = {
       "x->x/" + name + ":" + target,
       "ss->ss/float32:1",
       "p->p/" + name + ":" + target,
-      "r->r/float32:1",
-      "ln->ln/" + name + ":" + target,
       "y/" + name + "->y:1",
   };
   std::vector<std::string> casts = Casts(model);
@@ -183,13 +183,10 @@ TEST_P(TransformerBlockPrecision, CastsOnlyAtTheInterfaceAndAroundKeptOps) {
   ASSERT_EQ(model.inputs.size(), 1u);
   EXPECT_EQ(model.inputs[0].dtype, DType::kFloat32);
   for (const ValueInfo& output : model.outputs) EXPECT_EQ(output.dtype, DType::kFloat32);
-  // GEMM and bias weights converted once; LayerNorm's scale and bias, read
-  // only by the kept op, stay float32.
-  for (const char* weight : {"wq", "wk", "w1", "b1", "w2", "b2"}) {
+  // Every weight converted once, LayerNorm's scale and bias with the rest.
+  for (const char* weight : {"wq", "wk", "w1", "b1", "w2", "b2", "gamma", "beta"}) {
     EXPECT_EQ(model.initializers.at(weight)->dtype(), c.target) << weight;
   }
-  EXPECT_EQ(model.initializers.at("gamma")->dtype(), DType::kFloat32);
-  EXPECT_EQ(model.initializers.at("beta")->dtype(), DType::kFloat32);
   EXPECT_EQ(model.initializers.size(), 8u);
   // Constants in the target type, rounded from float32.
   const HostTensor& half = std::get<HostTensor>(NodeNamed(model, "half").attributes.at("value"));
@@ -198,9 +195,59 @@ TEST_P(TransformerBlockPrecision, CastsOnlyAtTheInterfaceAndAroundKeptOps) {
   EXPECT_EQ(NodeNamed(model, "q").inputs[0], "x/" + name);
   EXPECT_EQ(NodeNamed(model, "p").inputs[0], "ss/float32");
   EXPECT_EQ(NodeNamed(model, "a").inputs[0], "p/" + name);
-  EXPECT_EQ(NodeNamed(model, "ln").inputs,
-            (std::vector<std::string>{"r/float32", "gamma", "beta"}));
+  EXPECT_EQ(NodeNamed(model, "ln").inputs, (std::vector<std::string>{"r", "gamma", "beta"}));
   EXPECT_EQ(NodeNamed(model, "y").outputs[0], "y/" + name);
+}
+
+// Note [Listed ops between 16-bit neighbours]: with the probabilities no
+// graph output, the Softmax sits between the scores' and the context's
+// GEMMs and runs in the target type too, so the attention chain is of one
+// type (what cuDNN's fused attention takes); the only Casts are the
+// interface's, and the block still runs close to float32.
+TEST_P(TransformerBlockPrecision, ListedOpsBetween16BitNeighboursRunInTheTarget) {
+  const PrecisionCase& c = GetParam();
+  Model original = TransformerBlock();
+  original.outputs.pop_back();  // p
+  Model model = original;
+  ASSERT_TRUE(ConvertPrecision(model, c.precision).ok());
+  const std::string name = DTypeName(c.target);
+  EXPECT_EQ(Casts(model), (std::vector<std::string>{
+                              "x->x/" + name + ":" + std::to_string(static_cast<int>(c.target)),
+                              "y/" + name + "->y:1"}));
+  EXPECT_EQ(NodeNamed(model, "p").inputs[0], "ss");
+  EXPECT_EQ(NodeNamed(model, "a").inputs[0], "p");
+
+  const std::vector<HostTensor> inputs = {RandomTensor(DType::kFloat32, {3, 4, 8}, 42)};
+  const std::vector<HostTensor> want = RunOnHost(original, inputs);
+  const std::vector<HostTensor> got = RunOnHost(model, inputs);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_LT(RelativeError(got[0], want[0]), c.tolerance);
+}
+
+// A listed op next to a float32 value stays in float32: reading a graph
+// input, feeding a graph output, or reading a weight the target cannot hold.
+TEST(ConvertPrecisionTest, ListedOpsNextToFloat32ValuesStayFloat32) {
+  Model model;
+  model.name = "edges";
+  model.opset = kOpset;
+  model.inputs = {{"x", DType::kFloat32, {-1, 8}}};
+  model.outputs = {{"y", DType::kFloat32, {-1, 8}}};
+  model.initializers["w"] = Weights({8, 8}, 1, 0.3f);
+  model.initializers["big"] = Weights({8}, 2, 1e6f);  // past float16's 65504
+  model.nodes = {
+      Node{"from_input", "Softmax", {"x"}, {"s0"}, {{"axis", int64_t{-1}}}},
+      Node{"mm", "MatMul", {"s0", "w"}, {"mm"}, {}},
+      Node{"big_pow", "Pow", {"mm", "big"}, {"pw"}, {}},
+      Node{"mm2", "MatMul", {"pw", "w"}, {"mm2"}, {}},
+      Node{"y", "Softmax", {"mm2"}, {"y"}, {{"axis", int64_t{-1}}}},
+  };
+  ASSERT_TRUE(ConvertPrecision(model, ModelPrecision::kFp16).ok());
+  EXPECT_EQ(NodeNamed(model, "from_input").inputs[0], "x");
+  EXPECT_EQ(NodeNamed(model, "big_pow").inputs,
+            (std::vector<std::string>{"mm/float32", "big"}));
+  EXPECT_EQ(model.initializers.at("big")->dtype(), DType::kFloat32);
+  EXPECT_EQ(NodeNamed(model, "y").inputs[0], "mm2/float32");
+  EXPECT_EQ(NodeNamed(model, "y").outputs[0], "y");
 }
 
 INSTANTIATE_TEST_SUITE_P(HalfPrecisions, TransformerBlockPrecision,
