@@ -33,8 +33,8 @@ std::string RuntimeBenchRecordsToJson(const std::vector<RuntimeBenchRecord>& rec
                     ", \"graph_full_us\": ", JsonNumber(r.graph_full_us),
                     ", \"graph_min_us\": ", JsonNumber(r.graph_min_us),
                     ", \"graph_max_us\": ", JsonNumber(r.graph_max_us),
-                    ", \"graph_rel_err_vs_eager\": ", JsonNumber(r.graph_rel_err_vs_eager),
-                    ", \"reference_rel_err\": ", JsonNumber(r.reference_rel_err),
+                    ", \"graph_rel_err_vs_eager\": ", JsonSignificant(r.graph_rel_err_vs_eager),
+                    ", \"reference_rel_err\": ", JsonSignificant(r.reference_rel_err),
                     ", \"reference_ms\": ", JsonNumber(r.reference_ms),
                     ", \"capture_ms\": ", JsonNumber(r.capture_ms),
                     ", \"graph_nodes\": ", r.graph_nodes);

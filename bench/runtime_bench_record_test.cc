@@ -29,6 +29,18 @@ TEST(RuntimeBenchRecordTest, JsonHasEveryFieldTheScriptReads) {
   EXPECT_THAT(json, HasSubstr("},\n  {"));
 }
 
+// Errors keep their significant digits: three decimals would print a
+// float32 model's 5.5e-07 against the reference as 0.000.
+TEST(RuntimeBenchRecordTest, ErrorsKeepTheirSignificantDigits) {
+  const RuntimeBenchRecord record{.graph_rel_err_vs_eager = 3.25e-8,
+                                  .reference_rel_err = 5.50521e-7};
+  const std::string json = RuntimeBenchRecordsToJson({record});
+  EXPECT_THAT(json, HasSubstr("\"graph_rel_err_vs_eager\": 3.25e-08,"));
+  EXPECT_THAT(json, HasSubstr("\"reference_rel_err\": 5.51e-07,"));
+  EXPECT_THAT(RuntimeBenchRecordsToJson({RuntimeBenchRecord{}}),
+              HasSubstr("\"reference_rel_err\": -1,"));  // none asked for
+}
+
 TEST(RuntimeBenchRecordTest, SchedulesAreListedInRequestOrder) {
   RuntimeBenchRecord record;
   record.model = "inception_v3";

@@ -27,4 +27,9 @@ std::string JsonNumber(double value) {
   return absl::StrFormat("%.3f", value);
 }
 
+std::string JsonSignificant(double value) {
+  if (!std::isfinite(value)) return "null";
+  return absl::StrFormat("%.3g", value);
+}
+
 }  // namespace graphserve

@@ -1,5 +1,5 @@
 #pragma once
-// The two JSON scalars GraphServe's hand-written JSON needs (benchmark
+// The JSON scalars GraphServe's hand-written JSON needs (benchmark
 // records, `select --json`, schedules): the documents are small and flat, so
 // no JSON library.
 
@@ -14,5 +14,9 @@ std::string JsonString(absl::string_view text);
 
 // `value` with three decimals; "null" for NaN and infinity, which JSON lacks.
 std::string JsonNumber(double value);
+
+// `value` with three significant digits (an error of 5.5e-07 stays one,
+// where three decimals would print 0.000); "null" likewise.
+std::string JsonSignificant(double value);
 
 }  // namespace graphserve
