@@ -24,7 +24,7 @@ namespace {
 
 // What the calibration batch saw of one float32 value.
 struct ValueRange {
-  double max_abs = 0;  // over the finite elements
+  double max_abs = 0;  // over the finite elements, infinities' stand-ins excepted
   bool has_nan = false;
   bool has_inf = false;
   bool constant = false;  // known at plan time: a weight to its readers
@@ -39,8 +39,8 @@ ValueRange RangeOf(const HostTensor& tensor, bool constant) {
   for (int64_t i = 0; i < tensor.num_elements(); ++i) {
     if (std::isnan(data[i])) {
       range.has_nan = true;
-    } else if (std::isinf(data[i])) {
-      range.has_inf = true;
+    } else if (std::isinf(data[i]) || std::fabs(data[i]) >= kFloat32InfinityStandIn) {
+      range.has_inf = true;  // Note [Automatic precision]: stand-ins count as infinities
     } else {
       range.max_abs = std::max(range.max_abs, static_cast<double>(std::fabs(data[i])));
     }
@@ -225,7 +225,9 @@ absl::StatusOr<std::vector<Float32Node>> ChooseFloat32Nodes(const Model& model,
 
 std::set<std::string> NodeNames(const std::vector<Float32Node>& nodes) {
   std::set<std::string> names;
-  for (const Float32Node& node : nodes) names.insert(node.name);
+  for (const Float32Node& node : nodes) {
+    if (!KeptInFloat32(node.op_type)) names.insert(node.name);
+  }
   return names;
 }
 

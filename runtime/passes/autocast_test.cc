@@ -217,6 +217,56 @@ TEST(ChooseFloat32NodesTest, KeepsNodesThatMakeInfinitiesNotThoseThatPassThemOn)
   EXPECT_EQ(kept->front().reason, "output inf from finite inputs");
 }
 
+// Hugging Face's attention mask, `(1 - mask) * finfo(float32).min` added to
+// the scores: -3.4e38 stands for -inf (kFloat32InfinityStandIn), so neither
+// the mask's Mul nor its Add is kept for its magnitude, and the Softmax
+// between them and the context MatMul is no longer next to a float32 value.
+// A genuinely large value (the scores times 1e3) is still kept.
+TEST(ChooseFloat32NodesTest, TheAttentionMasksFloat32MinStandsForMinusInfinity) {
+  Model model;
+  model.name = "masked_attention";
+  model.opset = kOpset;
+  model.inputs = {{"scores", DType::kFloat32, {-1, kWidth}},
+                  {"mask", DType::kFloat32, {-1, kWidth}}};
+  model.outputs = {{"loud", DType::kFloat32, {-1, kWidth}},
+                   {"context", DType::kFloat32, {-1, kWidth}}};
+  model.initializers["w"] = Weights({kWidth, kWidth}, 3, 0.3f);
+  model.nodes = {
+      Constant("one", 1.0f),
+      Node{"inverted", "Sub", {"one", "mask"}, {"inverted"}, {}},
+      Constant("min", std::numeric_limits<float>::lowest()),
+      Node{"bias", "Mul", {"inverted", "min"}, {"bias"}, {}},
+      Node{"biased", "Add", {"scores", "bias"}, {"biased"}, {}},
+      Node{"probs", "Softmax", {"biased"}, {"probs"}, {{"axis", int64_t{-1}}}},
+      Node{"context", "MatMul", {"probs", "w"}, {"context"}, {}},
+      Constant("thousand", 1e3f),
+      Node{"loud", "Mul", {"scores", "thousand"}, {"loud"}, {}},
+  };
+  CalibrationOptions options;
+  options.inputs = {RandomTensor(DType::kFloat32, {1, kWidth}, 5),
+                    HostTensor(DType::kFloat32, {1, kWidth})};
+  for (int i = 0; i < kWidth; ++i) options.inputs[1].data<float>()[i] = i < kWidth / 2 ? 1 : 0;
+  absl::StatusOr<std::vector<Float32Node>> kept = ChooseFloat32Nodes(model, options);
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  std::set<std::string> names;
+  for (const Float32Node& node : *kept) names.insert(node.name);
+  EXPECT_EQ(names, (std::set<std::string>{"probs", "loud"}))
+      << testing::PrintToString(Reasons(*kept));
+  EXPECT_EQ(kept->front().reason, "op Softmax kept in float32");
+
+  // Converted: the Softmax reads the float16 Add and feeds the float16
+  // MatMul directly, as under fp16; only `loud` is named to stay float32.
+  EXPECT_EQ(NodeNames(*kept), (std::set<std::string>{"loud"}));
+  ASSERT_TRUE(ConvertPrecision(model, ModelPrecision::kAuto, NodeNames(*kept)).ok());
+  for (const Node& node : model.nodes) {
+    if (node.name == "probs") {
+      EXPECT_EQ(node.inputs[0], "biased");
+    } else if (node.name == "context") {
+      EXPECT_EQ(node.inputs[0], "probs");
+    }
+  }
+}
+
 // A shape dim takes the extent given (else kCalibrationExtent), and given
 // inputs replace the drawn ones: x of 10 scaled by 100 is past 512, which
 // standard normal draws would not reach.
