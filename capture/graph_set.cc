@@ -290,7 +290,6 @@ absl::StatusOr<double> CheckAgainstReference(const GraphSet& set, const GraphKey
   return worst;
 }
 
-
 // Note [Checking a captured graph]
 // A graph is accepted only after:
 //  1. replay == eager: the same fresh random input through the eager plan

@@ -62,6 +62,10 @@ absl::StatusOr<Model> ModelBeforePrecisionPass(const Model& served, const std::s
   return original;
 }
 
+ModelPrecision CheckedPrecision(ModelPrecision precision, bool allow_tf32) {
+  return allow_tf32 && precision == ModelPrecision::kFp32 ? ModelPrecision::kTf32 : precision;
+}
+
 double ReferenceTolerance(ModelPrecision precision) {
   switch (precision) {
     case ModelPrecision::kFp32:

@@ -38,8 +38,14 @@ ReferenceRunner PlainCudaReference(std::shared_ptr<const Model> model);
 absl::StatusOr<Model> ModelBeforePrecisionPass(const Model& served, const std::string& path,
                                                ModelPassOptions passes);
 
-// The largest relative error against the reference accepted for a model
-// served in `precision` (Note [An independent reference]).
+// The precision a model's replays compute in, for the check: `precision`,
+// but tf32 for a float32 model whose plans may use TF32 (the server's
+// --allow-tf32, prepare's).
+ModelPrecision CheckedPrecision(ModelPrecision precision, bool allow_tf32);
+
+// The largest relative error against the reference accepted for replays
+// computing in `precision` (CheckedPrecision; Note [An independent
+// reference]).
 double ReferenceTolerance(ModelPrecision precision);
 
 // Note [An independent reference]
@@ -58,7 +64,7 @@ double ReferenceTolerance(ModelPrecision precision);
 // takes milliseconds; its weights live only while the model loads, its
 // arena only while it runs.
 //
-// The tolerance follows the precision the model is served in
+// The tolerance follows the precision the model's replays compute in
 // (capture.reference_tolerance overrides it; a negative value turns the
 // check off): 1e-4 for float32 (rounding order only), 1e-2 for TF32 (a
 // 10-bit mantissa in every product), 3e-2 for float16 and auto, 6e-2 for bfloat16

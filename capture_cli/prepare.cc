@@ -189,8 +189,9 @@ absl::StatusOr<PrepareReport> Prepare(const PrepareOptions& options, std::ostrea
   // Note [An independent reference], as the server checks at load.
   ASSIGN_OR_RETURN(Model original, ModelBeforePrecisionPass(model, options.model_path, passes));
   set_options.reference = PlainCudaReference(std::make_shared<const Model>(std::move(original)));
-  set_options.reference_tolerance = ReferenceTolerance(options.precision);
-  set_options.reference_compares_exact_outputs = options.precision == ModelPrecision::kFp32;
+  const ModelPrecision checked = CheckedPrecision(options.precision, options.allow_tf32);
+  set_options.reference_tolerance = ReferenceTolerance(checked);
+  set_options.reference_compares_exact_outputs = checked == ModelPrecision::kFp32;
   report.reference_tolerance = set_options.reference_tolerance;
   ASSIGN_OR_RETURN(const std::optional<SchedulePolicy> request,
                    ParseScheduleRequest(options.schedule));

@@ -550,17 +550,20 @@ absl::StatusOr<ModelPrecision> PrecisionFromConfig(const inference::ModelConfig&
 // The load-time check's independent reference for `model` (Note [An
 // independent reference] in capture/reference_plans.h): the model before its
 // precision pass (ModelBeforePrecisionPass), as the server arranged it, on a
-// plain float32 CUDA plan, with the tolerance of `precision` unless
-// capture.reference_tolerance gives one (negative: no reference).
+// plain float32 CUDA plan, with the tolerance of what the replays compute in
+// (`precision`, TF32 when `allow_tf32` lets a float32 model's plans use it)
+// unless capture.reference_tolerance gives one (negative: no reference).
 absl::StatusOr<LoadReference> ReferenceFor(const Model& model, ModelPrecision precision,
-                                           const std::string& path, ModelPassOptions passes,
+                                           bool allow_tf32, const std::string& path,
+                                           ModelPassOptions passes,
                                            const inference::ModelCapture& capture,
                                            const ModelInterface& declared) {
   LoadReference reference;
   if (capture.reference_tolerance() < 0) return reference;
+  const ModelPrecision checked = CheckedPrecision(precision, allow_tf32);
   reference.tolerance = capture.reference_tolerance() > 0 ? capture.reference_tolerance()
-                                                          : ReferenceTolerance(precision);
-  reference.exact_outputs = precision == ModelPrecision::kFp32;
+                                                          : ReferenceTolerance(checked);
+  reference.exact_outputs = checked == ModelPrecision::kFp32;
   ASSIGN_OR_RETURN(Model original, ModelBeforePrecisionPass(model, path, std::move(passes)));
   RETURN_IF_ERROR(ArrangeModelAsDeclared(declared, &original));
   reference.runner = PlainCudaReference(std::make_shared<const Model>(std::move(original)));
@@ -748,8 +751,9 @@ absl::StatusOr<std::unique_ptr<ServedModel>> ServedModel::Load(const RepositoryM
   RETURN_IF_ERROR(TakeInputDefaults(model, &declared));
   LoadReference reference;
   if (options.executor == ExecutorKind::kCuda) {
-    ASSIGN_OR_RETURN(reference, ReferenceFor(model, precision, version.model_path, passes,
-                                             config.capture(), declared));
+    ASSIGN_OR_RETURN(reference,
+                     ReferenceFor(model, precision, model_options.allow_tf32, version.model_path,
+                                  passes, config.capture(), declared));
   }
   phases.End("import");
   // GEMM and convolution algorithms, timed once on the first GPU for the
