@@ -400,13 +400,7 @@ namespace {
 absl::StatusOr<ExecutorFactory> CheckExecutors(
     const inference::ModelConfig& config, const ServedModelOptions& options,
     const std::shared_ptr<AlgorithmChoices>& algorithm_choices) {
-  if (options.executor != ExecutorKind::kCuda) {
-    return ExecutorFactory([](BoundGraph graph) -> absl::StatusOr<std::unique_ptr<Executor>> {
-      ASSIGN_OR_RETURN(std::unique_ptr<HostExecutor> executor,
-                       HostExecutor::Create(std::move(graph)));
-      return std::unique_ptr<Executor>(std::move(executor));
-    });
-  }
+  if (options.executor != ExecutorKind::kCuda) return HostExecutorFactory();
   ASSIGN_OR_RETURN(const std::vector<GpuPlacement> placements, GpuPlacements(config, options));
   CudaExecutorOptions executor_options;
   executor_options.device = placements.front().device;

@@ -41,14 +41,6 @@ ModelInterface MaskedInterface() {
   return *std::move(interface);
 }
 
-ExecutorFactory HostExecutors() {
-  return [](BoundGraph graph) -> absl::StatusOr<std::unique_ptr<Executor>> {
-    absl::StatusOr<std::unique_ptr<HostExecutor>> executor = HostExecutor::Create(std::move(graph));
-    if (!executor.ok()) return executor.status();
-    return std::unique_ptr<Executor>(*std::move(executor));
-  };
-}
-
 TEST(ShapeBucketsTest, CaptureBucketsAreSortedAndAttachedToEveryTensor) {
   const Model model = Import(MakeMaskedSequenceModel());
   ModelInterface interface = MaskedInterface();
@@ -140,7 +132,7 @@ TEST(ShapeBucketsTest, PaddingIsCheckedNotAssumed) {
   ASSERT_TRUE(AttachShapeBuckets(masked, capture, &masked_interface).ok());
   absl::StatusOr<std::vector<PadElement>> pads = PadElementsFromConfig(masked_interface, capture);
   ASSERT_TRUE(pads.ok()) << pads.status();
-  EXPECT_TRUE(CheckPaddingExact(masked, masked_interface, *pads, HostExecutors()).ok());
+  EXPECT_TRUE(CheckPaddingExact(masked, masked_interface, *pads, HostExecutorFactory()).ok());
 
   const Model softmax = Import(MakeSequenceSoftmaxModel());
   absl::StatusOr<ModelInterface> interface = InterfaceFromConfig(Parse(R"pb(
@@ -151,7 +143,7 @@ TEST(ShapeBucketsTest, PaddingIsCheckedNotAssumed) {
   ASSERT_TRUE(interface.ok());
   ASSERT_TRUE(AttachShapeBuckets(softmax, capture, &*interface).ok());
   const absl::Status exact =
-      CheckPaddingExact(softmax, *interface, {PadElement{}}, HostExecutors());
+      CheckPaddingExact(softmax, *interface, {PadElement{}}, HostExecutorFactory());
   EXPECT_EQ(exact.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(exact.message()),
               HasSubstr("padding extents [6] into bucket [8] changes output 'y'"));
@@ -188,7 +180,7 @@ TEST(ShapeBucketsTest, WithoutABatchDimDimZeroIsBucketedAndCheckedToo) {
   EXPECT_THAT(interface->outputs[0].shape_dim_of, ElementsAre(0, 1, -1));
   EXPECT_EQ(RowShapeAt(*interface, {3, 5}).inputs[0].bytes, 3 * 5 * 16 * sizeof(float));
   EXPECT_TRUE(CheckPaddingExact(masked, *interface, {PadElement{}, PadElement{}},
-                                HostExecutors())
+                                HostExecutorFactory())
                   .ok());
 
   Model softmax = Import(MakeSequenceSoftmaxModel());
@@ -201,7 +193,7 @@ TEST(ShapeBucketsTest, WithoutABatchDimDimZeroIsBucketedAndCheckedToo) {
   ASSERT_TRUE(softmax_interface.ok()) << softmax_interface.status();
   ASSERT_TRUE(AttachShapeBuckets(softmax, capture, &*softmax_interface).ok());
   const absl::Status exact =
-      CheckPaddingExact(softmax, *softmax_interface, {PadElement{}}, HostExecutors());
+      CheckPaddingExact(softmax, *softmax_interface, {PadElement{}}, HostExecutorFactory());
   EXPECT_EQ(exact.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(exact.message()),
               HasSubstr("padding extents [3,6] into bucket [4,8] changes output 'y'"));
