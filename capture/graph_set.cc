@@ -28,6 +28,9 @@ struct GraphSet::Graph {
   // The eager plan. It also owns what the captured kernels point at
   // (cuBLASLt descriptors, kernel parameters), so it lives as long as `exec`.
   std::unique_ptr<CudaExecutor> executor;
+  // The post-processed graph `exec` was made from, kept for pipelines that
+  // replay it as a child graph (capture/pipeline_graphs.h).
+  CudaGraph graph;
   CudaGraphExec exec;
   CapturedGraphInfo info;
   // Per staging buffer, the host side of each of info.transfers' input and
@@ -43,6 +46,9 @@ struct GraphSet::Graph {
 
 struct GraphSet::Slot {
   CudaStream stream;
+  // Held while a chunk is enqueued; Note [Pipelines share slots] in
+  // capture/pipeline_graphs.h.
+  mutable absl::Mutex enqueue_mu;
   // Per staging buffer: its last Launch's completion.
   std::array<CudaEvent, kStagingBuffers> done;
   std::shared_ptr<StreamArena> arena;
@@ -551,6 +557,7 @@ absl::StatusOr<std::unique_ptr<GraphSet>> GraphSet::Create(const Model& model,
           CudaErrorToStatus(cudaGraphInstantiate(&exec, captured.get(), 0), "cudaGraphInstantiate"),
           label));
       graph.exec = CudaGraphExec(exec);
+      graph.graph = std::move(captured);
       RETURN_IF_ERROR(AnnotateStatus(
           CudaErrorToStatus(cudaGraphUpload(exec, s.stream.get()), "cudaGraphUpload"), label));
       RETURN_IF_ERROR(AnnotateStatus(
@@ -648,6 +655,7 @@ absl::Status GraphSet::Enqueue(const LaunchChunk& chunk) const {
   const CudaDeviceGuard set_device(device_);  // Note [Graphs own their device]
   RETURN_IF_ERROR(set_device.status());
   const Slot& slot = *slots_[chunk.slot];
+  const absl::MutexLock enqueueing(&slot.enqueue_mu);
   const Graph& graph = FindGraph(chunk.slot, chunk.key);
   cudaStream_t stream = slot.stream.get();
   const auto rows = static_cast<size_t>(chunk.rows);
@@ -834,6 +842,12 @@ const CapturedGraphInfo& GraphSet::graph_info(int slot, const GraphKey& key) con
 cudaGraphExec_t GraphSet::graph_exec(int slot, const GraphKey& key) const {
   return FindGraph(slot, key).exec.get();
 }
+
+cudaGraph_t GraphSet::graph(int slot, const GraphKey& key) const {
+  return FindGraph(slot, key).graph.get();
+}
+
+absl::Mutex& GraphSet::enqueue_mutex(int slot) const { return slots_[slot]->enqueue_mu; }
 
 SlotMemory GraphSet::slot_memory(int slot) const {
   const Slot& s = *slots_[slot];

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "capture/reference_plans.h"
 #include "capture/transfer_mappings.h"
@@ -342,6 +343,13 @@ class GraphSet {
   // The executable graph alone, without the mapped copies: for benchmarks
   // that time a bare replay on inputs already on the device.
   [[nodiscard]] cudaGraphExec_t graph_exec(int slot, const GraphKey& key) const;
+  // The graph graph_exec was instantiated from, which a pipeline adds as a
+  // child graph (capture/pipeline_graphs.h); owned by the set.
+  [[nodiscard]] cudaGraph_t graph(int slot, const GraphKey& key) const;
+  // Held by Launch while it enqueues a chunk on the slot's stream; a
+  // pipeline holds it while it orders its replay against the slot's work
+  // (Note [Pipelines share slots] in capture/pipeline_graphs.h).
+  [[nodiscard]] absl::Mutex& enqueue_mutex(int slot) const;
   [[nodiscard]] SlotMemory slot_memory(int slot) const;
   // Weights, uploaded once for all slots and keys.
   [[nodiscard]] size_t weight_bytes() const;

@@ -218,6 +218,19 @@ onnx::ModelProto MakeMlpModel(uint64_t seed) {
   return model;
 }
 
+onnx::ModelProto MakeFeatureNormalizeModel(uint64_t seed) {
+  onnx::ModelProto model = NewModel("feature_normalize");
+  GraphBuilder builder(model.mutable_graph(), seed);
+  builder.AddInput("x", {-1, 512});
+  builder.AddUniformInitializer("mean", {512}, 0.5);
+  builder.AddUniformInitializer("scale", {512}, 2.0);
+  const std::string centred = builder.Apply("Sub", "centre", {"x", "mean"});
+  const std::string scaled = builder.Apply("Mul", "scale_features", {centred, "scale"});
+  builder.AddNode("Relu", "relu", {scaled}, {"x_normalized"});
+  builder.AddOutput("x_normalized", {-1, 512});
+  return model;
+}
+
 onnx::ModelProto MakeSequenceSoftmaxModel(uint64_t seed) {
   onnx::ModelProto model = NewModel("sequence_softmax");
   GraphBuilder builder(model.mutable_graph(), seed);

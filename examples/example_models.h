@@ -49,6 +49,10 @@ onnx::ModelProto MakeMaskedSequenceModel(uint64_t seed = kExampleModelSeed);
 // 16], where bias [batch, 16] is a graph input and also an initializer of
 // one row, [1, 16]: its default.
 onnx::ModelProto MakeInputWithDefaultModel(uint64_t seed = kExampleModelSeed);
+// Not written to files: a preprocessing step whose output is the MLP's
+// input, for pipelines (capture/pipeline_graphs.h). x [batch, 512] ->
+// (x - mean) * scale, each [512] -> Relu -> x_normalized [batch, 512].
+onnx::ModelProto MakeFeatureNormalizeModel(uint64_t seed = kExampleModelSeed);
 // A dim written this way in the builders' dims is the dynamic "sequence".
 inline constexpr int64_t kSequenceDim = -2;
 
