@@ -27,6 +27,7 @@ TEST_TARGETS=(
   //capture:stream_capture_test
   //capture:graph_set_test
   //capture:schedule_choice_test
+  //capture:pipeline_graphs_test
   //tests:server_e2e_test
   //tests:shared_memory_e2e_test
   //tests:cuda_fault_e2e_test
@@ -34,12 +35,14 @@ TEST_TARGETS=(
   //server:request_validation_test
   //server:graph_set_runner_test
   //server:graph_set_runner_lost_context_test
+  //server:ensemble_pipeline_test
   //server:sequence_batcher_test
   //client:cuda_shared_memory_test
 )
 TOOL_TARGETS=(
   //tests:onnx_conformance
   //bench:runtime_bench
+  //bench:ensemble_bench
   //bench:launch_overhead
   //capture_cli:graphserve-capture
   //examples:make_example_models

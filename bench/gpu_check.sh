@@ -5,7 +5,7 @@
 # written under $OUT (or ./out), in at most 8 files (the device tool brings
 # back no more); scratch output stays under /tmp/graphserve-gpu.
 #
-#   bench/gpu_check.sh [.bundle/graphserve-gpu.tar.xz] [all|serve|serve-only|cnn|tests|profile|transport|tail|multi-gpu|stream|zoo|buckets]
+#   bench/gpu_check.sh [.bundle/graphserve-gpu.tar.xz] [all|serve|serve-only|cnn|tests|profile|transport|tail|multi-gpu|stream|zoo|buckets|ensemble]
 #
 # `tests` runs the GPU tests, the conformance suite on both executors and
 # the example models; `serve` adds the serving benchmarks; `cnn` the tests,
@@ -23,7 +23,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 2
 bundle_tar="${1:-.bundle/graphserve-gpu.tar.xz}"
 steps="${2:-all}"
-case "$steps" in all | serve | serve-only | cnn | tests | profile | transport | tail | multi-gpu | stream | zoo | buckets) ;; *) echo "usage: $0 [BUNDLE] [all|serve|serve-only|cnn|tests|profile|transport|tail|multi-gpu|stream|zoo|buckets]" >&2; exit 2 ;; esac
+case "$steps" in all | serve | serve-only | cnn | tests | profile | transport | tail | multi-gpu | stream | zoo | buckets | ensemble) ;; *) echo "usage: $0 [BUNDLE] [all|serve|serve-only|cnn|tests|profile|transport|tail|multi-gpu|stream|zoo|buckets|ensemble]" >&2; exit 2 ;; esac
 
 # Passes of tests/onnx_conformance on the node tests, from the last
 # committed results (bench/results/2026-11-21_794844b_capture/gpu_check.log:
@@ -156,7 +156,10 @@ fi
 #   buckets    bench/bucket_serving.sh: models with a dynamic sequence or image
 #              size served at shape buckets over a length mix, against padding
 #              to the longest, a bucket per length, PyTorch eager and float64
-#              (BUCKET_PARTS narrows it).
+#              (BUCKET_PARTS narrows it);
+#   ensemble   bench/ensemble_pipeline.sh: an ensemble of a preprocessing
+#              model and a CNN replayed as one CUDA graph, against its steps
+#              and two calls, and PyTorch's CUDA graph of the same stages.
 probe=""
 case "$steps" in
   profile) probe=serve_profile ;;
@@ -166,6 +169,7 @@ case "$steps" in
   multi-gpu) probe=multi_gpu_probe ;;
   zoo) probe=model_zoo ;;
   buckets) probe=bucket_serving ;;
+  ensemble) probe=ensemble_pipeline ;;
 esac
 if [[ -n "$probe" ]]; then
   run "$probe" bash "bench/$probe.sh" "$bin" "$OUT"

@@ -20,9 +20,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-uint64_t NanosSince(Clock::time_point start) {
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count());
+int64_t Nanos(Clock::duration duration) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(duration).count();
 }
 
 // Who writes a tensor: a step's output, or the pipeline's input (step -1).
@@ -319,11 +318,9 @@ absl::Status PipelineGraphs::Run(int slot_index, int64_t batch_size, int64_t row
     std::memcpy(outputs[o], slot.output_staging[o].get(), count * outputs_[o].bytes_per_row);
   }
   if (timing != nullptr) {
-    timing->input_ns = static_cast<uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(enqueued - start).count());
-    timing->infer_ns = static_cast<uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(finished - enqueued).count());
-    timing->output_ns = NanosSince(finished);
+    timing->input_ns = Nanos(enqueued - start);
+    timing->infer_ns = Nanos(finished - enqueued);
+    timing->output_ns = Nanos(Clock::now() - finished);
   }
   return absl::OkStatus();
 }

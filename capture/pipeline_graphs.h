@@ -64,9 +64,9 @@ struct PipelineTensor {
 
 // Where one Run's time went, nanoseconds.
 struct PipelineTiming {
-  uint64_t input_ns = 0;   // inputs into staging and the copies enqueued
-  uint64_t infer_ns = 0;   // the replay and copies, until the GPU is done
-  uint64_t output_ns = 0;  // outputs out of staging
+  int64_t input_ns = 0;   // inputs into staging and the copies enqueued
+  int64_t infer_ns = 0;   // the replay and copies, until the GPU is done
+  int64_t output_ns = 0;  // outputs out of staging
 };
 
 struct PipelineOptions {

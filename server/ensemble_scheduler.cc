@@ -2,14 +2,19 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
+#include <limits>
 #include <map>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
-#include "common/status.h"
+#include "common/cuda_status.h"
 #include "common/dtype_table.h"
+#include "common/status.h"
+#include "common/tensor.h"
 #include "server/classification.h"
 #include "server/config_validation.h"
 #include "server/request_validation.h"
@@ -20,6 +25,10 @@ namespace graphserve {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// Note [Ensembles as one graph]: how far the pipeline's float outputs may be
+// from the steps' at load.
+constexpr double kPipelineCheckTolerance = 1e-3;
 
 }  // namespace
 
@@ -38,6 +47,15 @@ struct StepCall {
   ChunkTiming compute;                 // the composing model's, for the ensemble's statistics
 };
 
+struct EnsembleScheduler::Pipeline {
+  std::unique_ptr<PipelineGraphs> graphs;
+  // Per pipeline step: the plan's step, the model it replays (to notice a
+  // reload: Find then answers another) and that model's set.
+  std::vector<size_t> steps;
+  std::vector<std::weak_ptr<ServedModel>> models;
+  std::vector<const GraphSet*> sets;
+};
+
 struct EnsembleScheduler::Request {
   const inference::ModelInferRequest* client_request = nullptr;
   inference::ModelInferResponse* response = nullptr;
@@ -46,6 +64,9 @@ struct EnsembleScheduler::Request {
   ValidatedRequest validated;
   std::vector<std::byte*> outputs;  // per interface output, from PrepareInferResponse
   std::vector<StepCall> calls;      // per step
+  // False for the load-time check's request, which the ensemble's
+  // statistics leave out (Note [Ensembles as one graph]).
+  bool counted = true;
 
   absl::Mutex mu;
   std::map<std::string, StepTensor> tensors ABSL_GUARDED_BY(mu);
@@ -95,13 +116,22 @@ absl::StatusOr<std::unique_ptr<ServedModel>> LoadEnsemble(const RepositoryModel&
   ModelLoadSummary summary;
   std::vector<std::string> steps;
   for (size_t step : plan.order) steps.push_back(plan.steps[step].model_name);
-  summary.executor = absl::StrCat("ensemble: ", absl::StrJoin(steps, ", "));
   summary.precision = "-";
   summary.costs = "-";
   const int64_t max_rows = std::max<int64_t>(interface.max_batch_size, 1);
   auto counters = std::make_unique<ModelCounters>(StatisticsSizes(max_rows), max_rows, 1);
   auto scheduler = std::make_unique<EnsembleScheduler>(
       interface, absl::StrCat(version.version), std::move(plan), std::move(find), counters.get());
+  // Note [Ensembles as one graph]; capture.graphs_disabled turns it off, as
+  // it turns a model's graphs off.
+  const absl::Status built = config.capture().graphs_disabled()
+                                 ? absl::FailedPreconditionError("capture.graphs_disabled is set")
+                                 : scheduler->BuildPipeline();
+  if (!built.ok()) {
+    spdlog::info("ensemble '{}' runs step by step: {}", entry.name, std::string(built.message()));
+  }
+  summary.executor = absl::StrCat("ensemble: ", absl::StrJoin(steps, ", "), "; ",
+                                  scheduler->ExecutionText());
   summary.load_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   return ServedModel::FromPipeline(std::move(interface), version.version, std::move(config),
                                    std::move(counters), std::move(scheduler), std::move(summary));
@@ -125,6 +155,13 @@ void EnsembleScheduler::Infer(const inference::ModelInferRequest* request,
                               inference::ModelInferResponse* response,
                               std::function<void(const absl::Status&)> done,
                               const SharedMemoryRegistry* shared_memory) {
+  Run(request, response, std::move(done), shared_memory, /*counted=*/true);
+}
+
+void EnsembleScheduler::Run(const inference::ModelInferRequest* request,
+                            inference::ModelInferResponse* response,
+                            std::function<void(const absl::Status&)> done,
+                            const SharedMemoryRegistry* shared_memory, bool counted) {
   const Clock::time_point start = Clock::now();
   absl::StatusOr<ValidatedRequest> validated =
       ValidateInferRequest(*request, interface_, shared_memory);
@@ -149,9 +186,11 @@ void EnsembleScheduler::Infer(const inference::ModelInferRequest* request,
   state->response = response;
   state->done = std::move(done);
   state->start = start;
+  state->counted = counted;
   state->validated = *std::move(validated);
   state->outputs =
       PrepareInferResponse(*request, interface_, version_text_, state->validated, response);
+  if (TryRunPipeline(state)) return;
   state->calls.resize(plan_.steps.size());
   std::vector<size_t> ready;
   {
@@ -304,15 +343,20 @@ void EnsembleScheduler::Finish(const std::shared_ptr<Request>& request) {
       }
     }
   }
+  const int64_t rows = request->validated.rows;
+  Answer(request, status, queue_ns, compute,
+         {.stream = 0, .batch_size = rows, .rows = rows, .requests = 1});
+}
+
+void EnsembleScheduler::Answer(const std::shared_ptr<Request>& request, absl::Status status,
+                               uint64_t queue_ns, const ChunkTiming& compute, const ChunkRun& run) {
   if (status.ok()) status = FinishOutputs(interface_, request->validated, request->response);
   const uint64_t elapsed = StatisticsNanos(Clock::now() - request->start);
-  if (status.ok()) {
-    const int64_t rows = request->validated.rows;
-    counters_->RecordChunk({.stream = 0, .batch_size = rows, .rows = rows, .requests = 1},
-                           compute);
-    counters_->RecordSuccess(rows, /*length=*/0, elapsed, queue_ns, compute);
-  } else {
-    spdlog::debug("{}", status.ToString());
+  if (!status.ok()) spdlog::debug("{}", status.ToString());
+  if (request->counted && status.ok()) {
+    counters_->RecordChunk(run, compute);
+    counters_->RecordSuccess(run.rows, /*length=*/0, elapsed, queue_ns, compute);
+  } else if (request->counted) {
     counters_->RecordFailure(elapsed, FailureReason::kBackend);
   }
   // Every step has ended: the tensors can go before the client hears back.
@@ -324,6 +368,243 @@ void EnsembleScheduler::Finish(const std::shared_ptr<Request>& request) {
   // Before `done`: answering may let the ensemble's last holder go.
   Left();
   done(status);
+}
+
+absl::Status EnsembleScheduler::BuildPipeline() {
+  if (!interface_.batching) {
+    return absl::FailedPreconditionError("it does not batch (max_batch_size 0)");
+  }
+  auto pipeline = std::make_shared<Pipeline>();
+  PipelineOptions options;
+  std::optional<int> device;
+  std::vector<int64_t> shared_sizes;
+  options.num_slots = std::numeric_limits<int>::max();
+  for (size_t step : plan_.order) {
+    const EnsembleStepPlan& plan = plan_.steps[step];
+    ASSIGN_OR_RETURN(const std::shared_ptr<ServedModel> model,
+                     find_(plan.model_name, plan.model_version));
+    const std::vector<std::shared_ptr<const GraphSet>> sets = model->graph_sets();
+    if (sets.empty()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("model '", plan.model_name, "' is not served by CUDA graphs"));
+    }
+    if (!device.has_value()) device = sets.front()->device();
+    const auto on_device = std::find_if(sets.begin(), sets.end(), [&](const auto& set) {
+      return set->device() == *device;
+    });
+    if (on_device == sets.end()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("model '", plan.model_name, "' has no graphs on GPU ", *device));
+    }
+    const std::shared_ptr<const GraphSet>& set = *on_device;
+    if (!set->shape_dims().empty()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("model '", plan.model_name, "' has shape buckets"));
+    }
+    std::vector<int64_t> sizes;
+    for (const GraphKey& key : set->keys()) {
+      if (key.batch_size <= interface_.max_batch_size) sizes.push_back(key.batch_size);
+    }
+    if (pipeline->steps.empty()) {
+      shared_sizes = sizes;
+    } else {
+      std::vector<int64_t> both;
+      std::set_intersection(shared_sizes.begin(), shared_sizes.end(), sizes.begin(), sizes.end(),
+                            std::back_inserter(both));
+      shared_sizes = std::move(both);
+    }
+    PipelineStep& piped = options.steps.emplace_back();
+    piped.set = set;
+    for (size_t i = 0; i < set->num_inputs(); ++i) {
+      const auto mapped = std::find_if(plan.inputs.begin(), plan.inputs.end(), [&](const auto& pair) {
+        return pair.first == set->input_name(i);
+      });
+      if (mapped == plan.inputs.end()) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "input '", set->input_name(i), "' of model '", plan.model_name, "' is not mapped"));
+      }
+      piped.inputs.push_back(mapped->second);
+    }
+    for (size_t o = 0; o < set->num_outputs(); ++o) {
+      const auto mapped = std::find_if(plan.outputs.begin(), plan.outputs.end(),
+                                       [&](const auto& pair) { return pair.first == set->output_name(o); });
+      piped.outputs.push_back(mapped == plan.outputs.end() ? "" : mapped->second);
+    }
+    options.num_slots = std::min(options.num_slots, set->num_slots());
+    pipeline->steps.push_back(step);
+    pipeline->models.push_back(model);
+    pipeline->sets.push_back(set.get());
+  }
+  if (shared_sizes.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "its steps share no captured batch size up to its max_batch_size ",
+        interface_.max_batch_size));
+  }
+  for (const TensorSpec& spec : interface_.inputs) {
+    options.inputs.push_back({spec.name, spec.bytes_per_row()});
+  }
+  for (const TensorSpec& spec : interface_.outputs) {
+    options.outputs.push_back({spec.name, spec.bytes_per_row()});
+  }
+  options.batch_sizes = shared_sizes;
+  ASSIGN_OR_RETURN(pipeline->graphs, PipelineGraphs::Create(std::move(options)));
+  RETURN_IF_ERROR(CheckPipeline(*pipeline->graphs));
+  absl::MutexLock lock(&pipeline_mu_);
+  pipeline_slot_busy_.assign(static_cast<size_t>(pipeline->graphs->num_slots()), false);
+  pipeline_ = std::move(pipeline);
+  return absl::OkStatus();
+}
+
+absl::Status EnsembleScheduler::CheckPipeline(const PipelineGraphs& graphs) {
+  const int64_t rows = graphs.batch_sizes().back();
+  inference::ModelInferRequest request;
+  request.set_model_name(interface_.name);
+  std::vector<HostTensor> inputs;
+  for (size_t i = 0; i < interface_.inputs.size(); ++i) {
+    const TensorSpec& spec = interface_.inputs[i];
+    Dims dims = {rows};
+    dims.insert(dims.end(), spec.dims.begin(), spec.dims.end());
+    const HostTensor& input = inputs.emplace_back(RandomTensor(spec.dtype, dims, 20261129 + i));
+    inference::ModelInferRequest::InferInputTensor* tensor = request.add_inputs();
+    tensor->set_name(spec.name);
+    tensor->set_datatype(KServeDatatype(spec.dtype));
+    for (int64_t dim : dims) tensor->add_shape(dim);
+    request.add_raw_input_contents(static_cast<const char*>(input.raw()), input.bytes());
+  }
+  inference::ModelInferResponse response;
+  absl::Notification stepped;
+  absl::Status step_status;
+  Run(&request, &response,
+      [&](const absl::Status& status) {
+        step_status = status;
+        stepped.Notify();
+      },
+      /*shared_memory=*/nullptr, /*counted=*/false);
+  stepped.WaitForNotification();
+  RETURN_IF_ERROR(AnnotateStatus(step_status, "the check's batch, run step by step"));
+
+  std::vector<std::vector<std::byte>> outputs;
+  std::vector<void*> output_pointers;
+  for (const TensorSpec& spec : interface_.outputs) {
+    outputs.emplace_back(static_cast<size_t>(rows) * spec.bytes_per_row());
+    output_pointers.push_back(outputs.back().data());
+  }
+  std::vector<const void*> input_pointers;
+  for (const HostTensor& input : inputs) input_pointers.push_back(input.raw());
+  RETURN_IF_ERROR(AnnotateStatus(graphs.Run(0, rows, rows, input_pointers, output_pointers),
+                                 "the check's batch, run through the pipeline"));
+  for (int k = 0; k < response.outputs_size(); ++k) {
+    const size_t index = static_cast<size_t>(std::find_if(interface_.outputs.begin(),
+                                                          interface_.outputs.end(),
+                                                          [&](const TensorSpec& spec) {
+                                                            return spec.name ==
+                                                                   response.outputs(k).name();
+                                                          }) -
+                                             interface_.outputs.begin());
+    if (index == interface_.outputs.size() || k >= response.raw_output_contents_size()) continue;
+    const TensorSpec& spec = interface_.outputs[index];
+    const std::string& stepped_bytes = response.raw_output_contents(k);
+    if (stepped_bytes.size() != outputs[index].size()) {
+      return absl::InternalError(absl::StrCat("output '", spec.name, "' has ",
+                                              stepped_bytes.size(), " bytes step by step and ",
+                                              outputs[index].size(), " through the pipeline"));
+    }
+    if (!IsFloatingDType(spec.dtype)) {
+      if (std::memcmp(stepped_bytes.data(), outputs[index].data(), stepped_bytes.size()) != 0) {
+        return absl::InternalError(absl::StrCat(
+            "output '", spec.name, "' differs between the pipeline and the steps"));
+      }
+      continue;
+    }
+    Dims dims = {rows};
+    dims.insert(dims.end(), spec.dims.begin(), spec.dims.end());
+    HostTensor piped(spec.dtype, dims);
+    HostTensor want(spec.dtype, dims);
+    std::memcpy(piped.raw(), outputs[index].data(), piped.bytes());
+    std::memcpy(want.raw(), stepped_bytes.data(), want.bytes());
+    const double error = RelativeError(piped, want);
+    if (!(error <= kPipelineCheckTolerance)) {
+      return absl::InternalError(absl::StrCat(
+          "output '", spec.name, "' has relative error ", error,
+          " through the pipeline against the steps (tolerance ", kPipelineCheckTolerance, ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+bool EnsembleScheduler::TryRunPipeline(const std::shared_ptr<Request>& request) {
+  const int64_t rows = request->validated.rows;
+  std::shared_ptr<const Pipeline> pipeline;
+  int slot = 0;
+  {
+    absl::MutexLock lock(&pipeline_mu_);
+    if (pipeline_ == nullptr || rows > pipeline_->graphs->batch_sizes().back()) return false;
+    const auto idle = std::find(pipeline_slot_busy_.begin(), pipeline_slot_busy_.end(), false);
+    if (idle == pipeline_slot_busy_.end()) return false;
+    *idle = true;
+    slot = static_cast<int>(idle - pipeline_slot_busy_.begin());
+    pipeline = pipeline_;
+  }
+  auto release = [&] {
+    absl::MutexLock lock(&pipeline_mu_);
+    if (pipeline_ == pipeline) pipeline_slot_busy_[static_cast<size_t>(slot)] = false;
+  };
+  // The models the parent graph replays must still be the ones served.
+  std::vector<std::shared_ptr<ServedModel>> models;
+  for (size_t k = 0; k < pipeline->steps.size(); ++k) {
+    const EnsembleStepPlan& step = plan_.steps[pipeline->steps[k]];
+    absl::StatusOr<std::shared_ptr<ServedModel>> model = find_(step.model_name, step.model_version);
+    if (!model.ok() || *model != pipeline->models[k].lock()) {
+      absl::MutexLock lock(&pipeline_mu_);
+      if (pipeline_ == pipeline) {
+        pipeline_.reset();
+        spdlog::warn("ensemble '{}': model '{}' changed since the ensemble's pipeline was built; "
+                     "the ensemble runs step by step from now on",
+                     interface_.name, step.model_name);
+      }
+      return false;
+    }
+    models.push_back(*std::move(model));
+  }
+  const std::vector<int64_t>& sizes = pipeline->graphs->batch_sizes();
+  const int64_t batch = *std::lower_bound(sizes.begin(), sizes.end(), rows);
+  const uint64_t queue_ns = StatisticsNanos(Clock::now() - request->start);
+  std::vector<const void*> inputs(request->validated.inputs.begin(),
+                                  request->validated.inputs.end());
+  // Outputs the request did not ask for are written, and dropped, here.
+  std::vector<std::vector<std::byte>> unasked;
+  std::vector<void*> outputs;
+  for (size_t o = 0; o < interface_.outputs.size(); ++o) {
+    void* to = request->outputs[o];
+    if (to == nullptr) {
+      to = unasked.emplace_back(static_cast<size_t>(rows) * interface_.outputs[o].bytes_per_row())
+               .data();
+    }
+    outputs.push_back(to);
+  }
+  PipelineTiming timing;
+  absl::Status status = pipeline->graphs->Run(slot, batch, rows, inputs, outputs, &timing);
+  release();
+  const ChunkTiming compute{timing.input_ns, timing.infer_ns, timing.output_ns};
+  if (status.ok()) {
+    for (size_t k = 0; k < models.size(); ++k) {
+      models[k]->CountPipelineStep(pipeline->sets[k], slot, batch, rows, compute);
+    }
+  } else {
+    status = absl::Status(status.code(), absl::StrCat("in ensemble '", interface_.name,
+                                                      "', its pipeline: ", status.message()));
+  }
+  Answer(request, status, queue_ns, compute,
+         {.stream = 0, .batch_size = batch, .rows = rows, .requests = 1});
+  return true;
+}
+
+std::string EnsembleScheduler::ExecutionText() const {
+  absl::MutexLock lock(&pipeline_mu_);
+  if (pipeline_ == nullptr) return "step by step";
+  return absl::StrCat("one CUDA graph at batch sizes ",
+                      absl::StrJoin(pipeline_->graphs->batch_sizes(), ","), " on ",
+                      pipeline_->graphs->num_slots(), " slots, GPU ", pipeline_->graphs->device());
 }
 
 void EnsembleScheduler::Left() {

@@ -16,6 +16,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "capture/pipeline_graphs.h"
 #include "server/ensemble_config.h"
 #include "server/model_counters.h"
 #include "server/model_interface.h"
@@ -67,10 +68,37 @@ class EnsembleScheduler final : public ModelPipeline {
 
   [[nodiscard]] const EnsemblePlan& plan() const { return plan_; }
 
+  // Builds the ensemble's pipeline over the composing models `find`
+  // answers for now, checks one batch through it against the same batch run
+  // step by step, and from then on serves with it (Note [Ensembles as one
+  // graph]). An error says why the ensemble stays step by step; it keeps no
+  // pipeline then. Call before the ensemble serves.
+  absl::Status BuildPipeline();
+  // How requests run, for the load summary: "one CUDA graph at batch sizes
+  // 1,8 on 2 slots", or "step by step".
+  [[nodiscard]] std::string ExecutionText() const;
+
   // Implementation details follow.
   struct Request;
+  struct Pipeline;
 
  private:
+  // Infer; `counted` false leaves the request out of the ensemble's
+  // statistics.
+  void Run(const inference::ModelInferRequest* request, inference::ModelInferResponse* response,
+           std::function<void(const absl::Status&)> done,
+           const SharedMemoryRegistry* shared_memory, bool counted);
+  // Runs one batch of random rows of `graphs`' largest size step by step
+  // and through `graphs`; an error names the output that differs.
+  absl::Status CheckPipeline(const PipelineGraphs& graphs);
+  // Runs `request` through the pipeline if it can take it now; false (and
+  // nothing done) when there is none, its largest batch is too small, every
+  // slot is busy, or a composing model was reloaded since it was built.
+  bool TryRunPipeline(const std::shared_ptr<Request>& request);
+  // Answers `request`: its outputs finished, the ensemble's statistics
+  // recorded (`run`: its execution), `done` called.
+  void Answer(const std::shared_ptr<Request>& request, absl::Status status, uint64_t queue_ns,
+              const ChunkTiming& compute, const ChunkRun& run);
   // Starts every step of `request` whose inputs are written; called with
   // none running yet, and after each step ends.
   void StartReadySteps(const std::shared_ptr<Request>& request, std::vector<size_t> ready);
@@ -87,6 +115,10 @@ class EnsembleScheduler final : public ModelPipeline {
   std::vector<std::vector<size_t>> dependents_;
   const ModelFinder find_;
   ModelCounters* const counters_;
+
+  mutable absl::Mutex pipeline_mu_;
+  std::shared_ptr<const Pipeline> pipeline_ ABSL_GUARDED_BY(pipeline_mu_);
+  std::vector<bool> pipeline_slot_busy_ ABSL_GUARDED_BY(pipeline_mu_);
 
   absl::Mutex mu_;
   absl::CondVar drained_;
@@ -138,9 +170,43 @@ class EnsembleScheduler final : public ModelPipeline {
 // the sum of its steps' compute times; each composing model counts its step
 // as any request.
 //
-// Not done here: tensors cross the host between steps, and the steps run as
-// separate requests. Keeping them on the device, and replaying a captured
-// pipeline as one CUDA graph of the steps' graphs, needs the GPU runner to
-// take and give device buffers (issue 31, part 2).
+// Note [Ensembles as one graph]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// When every step's model is served by CUDA graphs on one GPU, with no
+// shape buckets, and the steps share captured batch sizes, the ensemble
+// also replays as one CUDA graph (capture/pipeline_graphs.h): each step's
+// captured graph a child graph, the tensors between steps copied on the
+// device, no host round trip and no hand-off between steps. It replays the
+// composing models' own graphs on their own slots (Note [Pipelines share
+// slots]), so it costs a parent graph, a stream and pinned staging per
+// slot, and the models go on serving their own clients beside it.
+//
+// A request takes the pipeline when its rows fit the largest shared batch
+// size and a pipeline slot is free; it runs on the RPC thread at the
+// smallest shared size that holds it. Otherwise (more rows, every slot
+// busy) it runs step by step as above, where it queues and merges with
+// other requests: under load the composing models' dynamic batching does
+// what one graph per request cannot.
+//
+// Built at load and checked: one batch of the largest shared size, random
+// rows, runs step by step and through the pipeline, and their outputs must
+// agree (float outputs within 1e-3 relative error, as the steps may split
+// or merge the rows differently; others exactly). A pipeline that fails is
+// not kept and the log says why. The composing models count that request
+// as any ensemble's step; the ensemble does not.
+//
+// `capture { graphs_disabled: true }` in the ensemble's config turns the
+// pipeline off, as it turns a model's graphs off.
+//
+// Each request checks that its steps' models are still the ones the
+// pipeline was built over (Find answers the same ServedModel). When one was
+// reloaded or unloaded, the pipeline is dropped and the ensemble runs step
+// by step from then on: the new model's graphs are not the ones the parent
+// graph holds.
+//
+// Statistics: the ensemble counts a pipeline request as one execution on
+// its slot at the size replayed, its compute the replay's; each composing
+// model counts it as a chunk and a request of its own with the same compute
+// (one graph has no per-step times).
 
 }  // namespace graphserve

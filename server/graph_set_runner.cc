@@ -119,6 +119,13 @@ GraphSetRunner::GraphSetRunner(std::vector<std::shared_ptr<const GraphSet>> sets
 
 int GraphSetRunner::device(int slot) const { return sets_[slots_[slot].set]->device(); }
 
+std::optional<int> GraphSetRunner::RunnerSlot(const GraphSet* set, int slot) const {
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    if (sets_[slots_[i].set].get() == set && slots_[i].slot == slot) return static_cast<int>(i);
+  }
+  return std::nullopt;
+}
+
 int GraphSetRunner::num_slots() const { return static_cast<int>(slots_.size()); }
 
 // Asked per request: decided once, here.

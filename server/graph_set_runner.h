@@ -89,6 +89,13 @@ class GraphSetRunner : public ChunkRunner {
   }
   [[nodiscard]] std::string description() const override;
 
+  // The sets, and whether their graphs or their eager runs serve.
+  [[nodiscard]] const std::vector<std::shared_ptr<const GraphSet>>& sets() const { return sets_; }
+  [[nodiscard]] LaunchMode mode() const { return mode_; }
+  // The runner slot that is `set`'s slot `slot`; nullopt for a set or slot
+  // the runner lacks.
+  [[nodiscard]] std::optional<int> RunnerSlot(const GraphSet* set, int slot) const;
+
   // Implementation details follow.
  private:
   // Runner slot -> (set, the set's own slot).

@@ -29,6 +29,7 @@
 #include "common/gpu_wait.h"
 #include "proto/grpc_service.pb.h"
 #include "proto/model_config.pb.h"
+#include "capture/graph_set.h"
 #include "server/model_counters.h"
 #include "server/model_interface.h"
 #include "server/model_pipeline.h"
@@ -200,6 +201,17 @@ class ServedModel {
   [[nodiscard]] int64_t pending_requests() const { return counters_->pending(); }
   // The counters FillStatistics reads, and GraphServe's own for /metrics.
   [[nodiscard]] const ModelCounters& counters() const { return *counters_; }
+  // The graph sets its chunks replay (one per GPU), for a pipeline that
+  // replays them as its steps (Note [Pipelines share slots] in
+  // capture/pipeline_graphs.h); empty for a model served otherwise (the
+  // host executor, eager runs, a pipeline of its own).
+  [[nodiscard]] std::vector<std::shared_ptr<const GraphSet>> graph_sets() const;
+  // Counts a request a pipeline ran through this model's graph of
+  // `batch_size` on `set`'s slot `slot`, with `rows` real rows, as this
+  // model counts a chunk and a request of its own (Note [Ensembles as one
+  // graph] in server/ensemble_scheduler.h).
+  void CountPipelineStep(const GraphSet* set, int slot, int64_t batch_size, int64_t rows,
+                         const ChunkTiming& compute) const;
   // Refuses new requests and runs the queued ones until `deadline`; those
   // still queued then are answered UNAVAILABLE (StreamPool::Drain).
   void Drain(std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt);

@@ -1,0 +1,188 @@
+// GPU tests of ensembles replayed as one CUDA graph (Note [Ensembles as one
+// graph] in server/ensemble_scheduler.h): a feature-normalising model and
+// the MLP, each loaded as the server loads it, composed by an ensemble.
+// They skip without a GPU.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "common/cuda_handles.h"
+#include "common/tensor.h"
+#include "examples/example_models.h"
+#include "google/protobuf/text_format.h"
+#include "runtime/bind.h"
+#include "runtime/host/host_executor.h"
+#include "runtime/onnx_import.h"
+#include "server/ensemble_scheduler.h"
+#include "server/served_model.h"
+
+namespace graphserve {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr double kTolerance = 1e-5;  // float32 GPU against the float64-accumulating host
+
+inference::ModelConfig Parse(const std::string& text) {
+  inference::ModelConfig config;
+  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &config)) << text;
+  return config;
+}
+
+constexpr char kEnsemble[] = R"pb(
+  name: "scored"
+  platform: "ensemble"
+  max_batch_size: 8
+  input { name: "FEATURES" data_type: TYPE_FP32 dims: [ 512 ] }
+  output { name: "SCORE" data_type: TYPE_FP32 dims: [ 1 ] }
+  ensemble_scheduling {
+    step {
+      model_name: "normalize"
+      model_version: -1
+      input_map { key: "x" value: "FEATURES" }
+      output_map { key: "x_normalized" value: "NORMALIZED" }
+    }
+    step {
+      model_name: "mlp"
+      model_version: -1
+      input_map { key: "x" value: "NORMALIZED" }
+      output_map { key: "y" value: "SCORE" }
+    }
+  }
+)pb";
+
+HostTensor OnHost(const onnx::ModelProto& proto, const HostTensor& input) {
+  const Model model = *ImportOnnxBytes(proto.SerializeAsString(), "host");
+  BindOptions bind;
+  bind.batch_size = input.dims()[0];
+  std::unique_ptr<HostExecutor> host = *HostExecutor::Create(*BindModel(model, bind));
+  return std::move((*host->Run({input}))[0]);
+}
+
+uint64_t InferenceCount(const ServedModel& model) {
+  inference::ModelStatistics statistics;
+  model.FillStatistics(&statistics);
+  return statistics.inference_count();
+}
+
+class EnsemblePipelineTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+    directory_ = std::filesystem::path(::testing::TempDir()) / "ensemble_pipeline";
+    models_["normalize"] = Load("normalize", MakeFeatureNormalizeModel(), "x_normalized", 512);
+    models_["mlp"] = Load("mlp", MakeMlpModel(), "y", 1);
+    ASSERT_NE(models_["normalize"], nullptr);
+    ASSERT_NE(models_["mlp"], nullptr);
+    RepositoryModel entry;
+    entry.name = "scored";
+    entry.config = Parse(kEnsemble);
+    absl::StatusOr<std::unique_ptr<ServedModel>> ensemble = LoadEnsemble(
+        entry, {.version = 1, .model_path = ""},
+        [this](const inference::ModelEnsembling::Step& step)
+            -> absl::StatusOr<inference::ModelConfig> {
+          return models_.at(step.model_name())->config();
+        },
+        [this](absl::string_view name, absl::string_view /*version*/)
+            -> absl::StatusOr<std::shared_ptr<ServedModel>> {
+          return models_.at(std::string(name));
+        });
+    ASSERT_TRUE(ensemble.ok()) << ensemble.status();
+    ensemble_ = *std::move(ensemble);
+  }
+
+  // `proto` written and loaded as the server loads a model on GPU 0: its
+  // input "x" [512], its output `output` [`width`], batch sizes 1, 4, 8.
+  std::shared_ptr<ServedModel> Load(const std::string& name, const onnx::ModelProto& proto,
+                                    const std::string& output, int64_t width) {
+    const std::filesystem::path version = directory_ / name / "1";
+    std::filesystem::create_directories(version);
+    const std::string path = (version / "model.onnx").string();
+    std::ofstream(path, std::ios::binary) << proto.SerializeAsString();
+    RepositoryModel entry;
+    entry.name = name;
+    entry.directory = (directory_ / name).string();
+    entry.config = Parse(absl::StrCat(
+        "name: '", name, "' max_batch_size: 8 ",
+        "input { name: 'x' data_type: TYPE_FP32 dims: [ 512 ] } ",
+        "output { name: '", output, "' data_type: TYPE_FP32 dims: [ ", width, " ] } ",
+        "capture { batch_sizes: [ 1, 4, 8 ] streams: 2 }"));
+    absl::StatusOr<std::unique_ptr<ServedModel>> model =
+        ServedModel::Load(entry, {.version = 1, .model_path = path}, ServedModelOptions{});
+    EXPECT_TRUE(model.ok()) << model.status();
+    return model.ok() ? std::shared_ptr<ServedModel>(*std::move(model)) : nullptr;
+  }
+
+  // The ensemble's SCORE for `x`, or the error.
+  absl::StatusOr<HostTensor> Infer(const HostTensor& x) {
+    inference::ModelInferRequest request;
+    request.set_model_name("scored");
+    auto* input = request.add_inputs();
+    input->set_name("FEATURES");
+    input->set_datatype("FP32");
+    input->add_shape(x.dims()[0]);
+    input->add_shape(512);
+    request.add_raw_input_contents(static_cast<const char*>(x.raw()), x.bytes());
+    inference::ModelInferResponse response;
+    absl::Notification answered;
+    absl::Status status;
+    ensemble_->Infer(&request, &response, [&](const absl::Status& answer) {
+      status = answer;
+      answered.Notify();
+    });
+    answered.WaitForNotification();
+    if (!status.ok()) return status;
+    HostTensor score(DType::kFloat32, {x.dims()[0], 1});
+    EXPECT_EQ(response.raw_output_contents(0).size(), score.bytes());
+    std::memcpy(score.raw(), response.raw_output_contents(0).data(), score.bytes());
+    return score;
+  }
+
+  void ExpectRight(int64_t rows, uint64_t seed) {
+    const HostTensor x = RandomTensor(DType::kFloat32, {rows, 512}, seed);
+    absl::StatusOr<HostTensor> got = Infer(x);
+    ASSERT_TRUE(got.ok()) << got.status();
+    const HostTensor want = OnHost(MakeMlpModel(), OnHost(MakeFeatureNormalizeModel(), x));
+    EXPECT_LT(RelativeError(*got, want), kTolerance) << rows << " rows";
+  }
+
+  std::filesystem::path directory_;
+  std::map<std::string, std::shared_ptr<ServedModel>> models_;
+  std::unique_ptr<ServedModel> ensemble_;
+};
+
+TEST_F(EnsemblePipelineTest, ReplaysAsOneGraphAndAnswersLikeTheHost) {
+  EXPECT_THAT(ensemble_->summary().executor,
+              HasSubstr("one CUDA graph at batch sizes 1,4,8 on 2 slots"));
+  const uint64_t mlp_before = InferenceCount(*models_["mlp"]);
+  for (int64_t rows : {1, 3, 4, 8}) ExpectRight(rows, 40 + rows);
+  // The load's check is not the ensemble's request; the steps count each.
+  EXPECT_EQ(InferenceCount(*ensemble_), 4u);
+  EXPECT_EQ(InferenceCount(*models_["mlp"]) - mlp_before, 4u);
+}
+
+TEST_F(EnsemblePipelineTest, AReloadedStepEndsThePipeline) {
+  const std::shared_ptr<ServedModel> old_mlp = models_["mlp"];
+  models_["mlp"] = Load("mlp", MakeMlpModel(/*seed=*/7), "y", 1);
+  ASSERT_NE(models_["mlp"], nullptr);
+  const uint64_t old_before = InferenceCount(*old_mlp);
+  const uint64_t new_before = InferenceCount(*models_["mlp"]);
+  const HostTensor x = RandomTensor(DType::kFloat32, {3, 512}, 5);
+  absl::StatusOr<HostTensor> got = Infer(x);
+  ASSERT_TRUE(got.ok()) << got.status();
+  const HostTensor want = OnHost(MakeMlpModel(7), OnHost(MakeFeatureNormalizeModel(), x));
+  EXPECT_LT(RelativeError(*got, want), kTolerance);
+  EXPECT_EQ(InferenceCount(*old_mlp), old_before);
+  EXPECT_EQ(InferenceCount(*models_["mlp"]), new_before + 1);
+}
+
+}  // namespace
+}  // namespace graphserve
