@@ -5,11 +5,14 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -67,6 +70,7 @@ HostTensor OnHost(const onnx::ModelProto& proto, const HostTensor& input) {
   return std::move((*host->Run({input}))[0]);
 }
 
+// Triton's inference_count: the rows the model answered.
 uint64_t InferenceCount(const ServedModel& model) {
   inference::ModelStatistics statistics;
   model.FillStatistics(&statistics);
@@ -121,12 +125,13 @@ class EnsemblePipelineTest : public ::testing::Test {
     return model.ok() ? std::shared_ptr<ServedModel>(*std::move(model)) : nullptr;
   }
 
-  // The ensemble's SCORE for `x`, or the error.
-  absl::StatusOr<HostTensor> Infer(const HostTensor& x) {
+  // The ensemble's SCORE for `x` (or, given `model`, that model's output
+  // for `x` as its input "x"), or the error.
+  absl::StatusOr<HostTensor> Infer(const HostTensor& x, ServedModel* model = nullptr) {
     inference::ModelInferRequest request;
-    request.set_model_name("scored");
+    request.set_model_name(model == nullptr ? "scored" : model->name());
     auto* input = request.add_inputs();
-    input->set_name("FEATURES");
+    input->set_name(model == nullptr ? "FEATURES" : "x");
     input->set_datatype("FP32");
     input->add_shape(x.dims()[0]);
     input->add_shape(512);
@@ -134,7 +139,8 @@ class EnsemblePipelineTest : public ::testing::Test {
     inference::ModelInferResponse response;
     absl::Notification answered;
     absl::Status status;
-    ensemble_->Infer(&request, &response, [&](const absl::Status& answer) {
+    ServedModel& served = model == nullptr ? *ensemble_ : *model;
+    served.Infer(&request, &response, [&](const absl::Status& answer) {
       status = answer;
       answered.Notify();
     });
@@ -165,8 +171,34 @@ TEST_F(EnsemblePipelineTest, ReplaysAsOneGraphAndAnswersLikeTheHost) {
   const uint64_t mlp_before = InferenceCount(*models_["mlp"]);
   for (int64_t rows : {1, 3, 4, 8}) ExpectRight(rows, 40 + rows);
   // The load's check is not the ensemble's request; the steps count each.
-  EXPECT_EQ(InferenceCount(*ensemble_), 4u);
-  EXPECT_EQ(InferenceCount(*models_["mlp"]) - mlp_before, 4u);
+  EXPECT_EQ(InferenceCount(*ensemble_), 1u + 3 + 4 + 8);
+  EXPECT_EQ(InferenceCount(*models_["mlp"]) - mlp_before, 1u + 3 + 4 + 8);
+}
+
+// Note [Pipelines share slots] in the server: requests to the ensemble (on
+// its pipeline, or step by step when its one slot is busy) and the MLP's own
+// requests, from several threads at once, all answered right.
+TEST_F(EnsemblePipelineTest, ConcurrentRequestsToTheEnsembleAndItsStepAreRight) {
+  constexpr int kThreads = 6;
+  constexpr int kRequests = 20;
+  std::vector<std::thread> threads;
+  std::atomic<int> wrong{0};
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      const bool direct = t % 2 == 1;  // the MLP's own clients
+      for (int r = 0; r < kRequests; ++r) {
+        const int64_t rows = 1 + (t + r) % 8;
+        const HostTensor x = RandomTensor(DType::kFloat32, {rows, 512}, 1000 * t + r);
+        absl::StatusOr<HostTensor> got = Infer(x, direct ? models_["mlp"].get() : nullptr);
+        const HostTensor want = direct ? OnHost(MakeMlpModel(), x)
+                                       : OnHost(MakeMlpModel(),
+                                                OnHost(MakeFeatureNormalizeModel(), x));
+        if (!got.ok() || !(RelativeError(*got, want) < kTolerance)) ++wrong;
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(wrong.load(), 0);
 }
 
 TEST_F(EnsemblePipelineTest, AReloadedStepEndsThePipeline) {
@@ -181,7 +213,7 @@ TEST_F(EnsemblePipelineTest, AReloadedStepEndsThePipeline) {
   const HostTensor want = OnHost(MakeMlpModel(7), OnHost(MakeFeatureNormalizeModel(), x));
   EXPECT_LT(RelativeError(*got, want), kTolerance);
   EXPECT_EQ(InferenceCount(*old_mlp), old_before);
-  EXPECT_EQ(InferenceCount(*models_["mlp"]), new_before + 1);
+  EXPECT_EQ(InferenceCount(*models_["mlp"]), new_before + 3);
 }
 
 }  // namespace
