@@ -154,6 +154,10 @@ std::string Magnitude(double value) {
 
 std::string Threshold(double value) { return absl::StrCat(static_cast<int64_t>(value)); }
 
+// The underflow rule (Note [Automatic precision]): not all zeros, all below
+// float16's smallest normal.
+bool Underflows(double max_abs) { return max_abs > 0 && max_abs < kMinFloat16Normal; }
+
 // "NaN", "inf", "NaN and inf": what non-finite elements a value holds.
 std::string NonFinite(bool has_nan, bool has_inf) {
   if (has_nan && has_inf) return "NaN and inf";
@@ -174,10 +178,12 @@ std::optional<std::string> Float32Reason(const Node& node, const CalibrationValu
     reads_float32 = true;
     inputs_finite = inputs_finite && range->finite();
     const double limit = range->constant ? kMaxFloat16Weight : kMaxFloat16Activation;
-    if (range->max_abs > limit) {
-      reasons.push_back(absl::StrCat(range->constant ? "weight '" : "input '", input, "' max |",
-                                     range->constant ? "w" : "x", "| ", Magnitude(range->max_abs),
-                                     " > ", Threshold(limit)));
+    const std::string read = absl::StrCat(range->constant ? "weight '" : "input '", input,
+                                          "' max |", range->constant ? "w" : "x", "| ",
+                                          Magnitude(range->max_abs));
+    if (range->max_abs > limit) reasons.push_back(absl::StrCat(read, " > ", Threshold(limit)));
+    if (Underflows(range->max_abs)) {
+      reasons.push_back(absl::StrCat(read, " < ", Magnitude(kMinFloat16Normal)));
     }
   }
   ValueRange output;  // over every float32 output
@@ -195,6 +201,10 @@ std::optional<std::string> Float32Reason(const Node& node, const CalibrationValu
   if (output.max_abs > kMaxFloat16Activation) {
     reasons.push_back(absl::StrCat("output max |x| ", Magnitude(output.max_abs), " > ",
                                    Threshold(kMaxFloat16Activation)));
+  }
+  if (Underflows(output.max_abs)) {
+    reasons.push_back(absl::StrCat("output max |x| ", Magnitude(output.max_abs), " < ",
+                                   Magnitude(kMinFloat16Normal)));
   }
   if (!output.finite() && inputs_finite) {
     reasons.push_back(absl::StrCat("output ", NonFinite(output.has_nan, output.has_inf),

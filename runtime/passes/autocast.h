@@ -30,6 +30,11 @@ inline constexpr double kMaxFloat16Activation = 512;
 // A node reading a float32 constant beyond this is kept: float16's largest
 // finite value, past which the weight would round to infinity.
 inline constexpr double kMaxFloat16Weight = 65504;
+// A float32 value whose largest magnitude is below this, and not zero, is
+// kept from float16 as the overflowing ones are: float16's smallest normal
+// value (2^-14), below which it has fewer than 11 significant bits, and none
+// below 6e-8 (Note [Automatic precision], the underflow rule).
+inline constexpr double kMinFloat16Normal = 6.103515625e-05;
 // A float32 value this large (within a factor 2 of float32's largest) is an
 // infinity's stand-in, as finfo(float32).min in an attention mask is, and is
 // judged as the infinity it stands for.
@@ -60,7 +65,7 @@ struct Float32Node {
   // Why, one clause per rule that holds, "; " between: "op Softmax kept in
   // float32", "output max |x| 1.3e3 > 512", "input 'h' max |x| 7.1e2 >
   // 512", "weight 'w' max |w| 7.0e4 > 65504", "output inf from finite
-  // inputs".
+  // inputs", "output max |x| 3.0e-9 < 6.1e-5".
   std::string reason;
 };
 
@@ -101,6 +106,13 @@ std::set<std::string> NodeNames(const std::vector<Float32Node>& nodes);
 //     kMaxFloat16Weight (65504): in float16 it would be infinite.
 //   - non-finite: it writes NaN or an infinity while every float32 value it
 //     reads is finite.
+//   - underflow: a float32 value it reads or writes (weights too) is not
+//     all zeros, yet all below kMinFloat16Normal in magnitude: in float16
+//     it would be subnormal, with few significant bits, or zero. AutoCast
+//     has no such rule, and a model whose activations shrink layer by layer
+//     broke in float16 with it and without: EfficientNet-B0 with random
+//     weights answered zeros (relative error 1.0) under fp16 and auto, and
+//     in PyTorch's own float16.
 // Magnitudes are over finite elements, a judgement AutoCast does not make
 // (its |x| > data_max counts an infinity): infinities carry through float16
 // as through float32, so a node that only passes them on (Add of a -inf

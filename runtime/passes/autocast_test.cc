@@ -117,6 +117,47 @@ TEST(ChooseFloat32NodesTest, KeepsNodesPastTheRangesAndTheListsOps) {
   EXPECT_EQ(kept->front().op_type, "MatMul");
 }
 
+// The underflow rule: x times 1e-7 is all below float16's smallest normal,
+// so the Mul that makes it and the MatMul that reads it stay float32; the
+// MatMul's weights near 1e4 bring its output back near 1e-3, and the Relu
+// after reads and writes values float16 holds. In fp16 the product is
+// subnormal, steps of 6e-8 on values near 1e-7: the answer is far off.
+TEST(ChooseFloat32NodesTest, KeepsValuesBelowFloat16sNormals) {
+  Model model;
+  model.name = "underflow";
+  model.opset = kOpset;
+  model.inputs = {{"x", DType::kFloat32, {-1, kWidth}}};
+  model.outputs = {{"y", DType::kFloat32, {-1, kWidth}}};
+  model.initializers["w_grow"] = Weights({kWidth, kWidth}, 3, 1e4f);
+  model.nodes = {
+      Constant("micro", 1e-7f),
+      Node{"shrink", "Mul", {"x", "micro"}, {"shrink"}, {}},
+      Node{"grow", "MatMul", {"shrink", "w_grow"}, {"grow"}, {}},
+      Node{"y", "Relu", {"grow"}, {"y"}, {}},
+  };
+  absl::StatusOr<std::vector<Float32Node>> kept = ChooseFloat32Nodes(model);
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  const std::map<std::string, std::string> reasons = Reasons(*kept);
+  EXPECT_EQ(reasons.size(), 2u) << testing::PrintToString(reasons);
+  EXPECT_THAT(reasons.at("shrink"), HasSubstr("output max |x| "));
+  EXPECT_THAT(reasons.at("shrink"), HasSubstr(" < 6.1e-5"));
+  EXPECT_THAT(reasons.at("grow"), HasSubstr("input 'shrink' max |x| "));
+  EXPECT_EQ(reasons.count("y"), 0u);
+
+  const std::vector<HostTensor> inputs = {RandomTensor(DType::kFloat32, {4, kWidth}, 7)};
+  const std::vector<HostTensor> want = RunOnHost(model, inputs);
+  Model automatic = model;
+  ASSERT_TRUE(ConvertPrecision(automatic, ModelPrecision::kAuto, NodeNames(*kept)).ok());
+  Model fp16 = model;
+  ASSERT_TRUE(ConvertPrecision(fp16, ModelPrecision::kFp16).ok());
+  const std::vector<HostTensor> automatic_out = RunOnHost(automatic, inputs);
+  const std::vector<HostTensor> fp16_out = RunOnHost(fp16, inputs);
+  ASSERT_EQ(automatic_out.size(), 1u);
+  ASSERT_EQ(fp16_out.size(), 1u);
+  EXPECT_LT(RelativeError(automatic_out[0], want[0]), 2e-3);
+  EXPECT_GT(RelativeError(fp16_out[0], want[0]), 1e-2);
+}
+
 TEST(ChooseFloat32NodesTest, TheConvertedModelRunsCloseToFloat32WhereFp16Overflows) {
   const Model original = RangesModel();
   absl::StatusOr<std::vector<Float32Node>> kept = ChooseFloat32Nodes(original);
