@@ -24,7 +24,9 @@
 #include "runtime/bind.h"
 #include "runtime/cuda/cuda_executor.h"
 #include "runtime/onnx_import.h"
+#include "runtime/passes/autocast.h"
 #include "runtime/passes/model_passes.h"
+#include "spdlog/spdlog.h"
 #include "tensor_holder/weight_store.h"
 
 namespace graphserve {
@@ -414,7 +416,12 @@ absl::StatusOr<std::vector<RuntimeBenchRecord>> RunRuntimeBenchmark(
                      CudaExecutor::Create(std::move(graph), float32));
     return std::unique_ptr<Executor>(std::move(executor));
   };
+  std::vector<Float32Node> float32_nodes;
+  if (options.precision == ModelPrecision::kAuto) passes.float32_nodes = &float32_nodes;
   ASSIGN_OR_RETURN(Model model, ImportOnnxFile(options.model_path, passes));
+  if (options.precision == ModelPrecision::kAuto) {
+    spdlog::info("{}: {}", options.model_path, Float32NodesSummary(float32_nodes));
+  }
   // Records name the model by its file, which the driver script chose.
   model.name = std::filesystem::path(options.model_path).stem().string();
   // The model before its precision pass, as the server's reference has it.

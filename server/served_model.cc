@@ -576,27 +576,6 @@ absl::StatusOr<ExecutorFactory> CalibrationExecutors(const inference::ModelConfi
   return CheckExecutors(config, float32, std::make_shared<AlgorithmChoices>());
 }
 
-// The load log's line for precision auto: how many nodes stay float32, and
-// the first of those kept for their values (the list's ops stay as under
-// fp16), with why.
-void LogFloat32Nodes(const std::string& model_name, const std::vector<Float32Node>& nodes) {
-  constexpr size_t kNamed = 5;  // a log line, not the model: the first few
-  size_t by_values = 0;
-  std::vector<std::string> named;
-  for (const Float32Node& node : nodes) {
-    if (KeptInFloat32(node.op_type)) continue;
-    if (++by_values <= kNamed) {
-      named.push_back(absl::StrCat("'", node.name, "' (", node.reason, ")"));
-    }
-  }
-  spdlog::info(
-      "model '{}': precision auto keeps {} nodes in float32, {} for their op (as fp16) and {} for "
-      "their values on the calibration batch{}{}{}",
-      model_name, nodes.size(), nodes.size() - by_values, by_values, named.empty() ? "" : ": ",
-      absl::StrJoin(named, ", "),
-      by_values > named.size() ? absl::StrCat(" and ", by_values - named.size(), " more") : "");
-}
-
 // What the counters record of `chunk`, run on `slot` at bucket `bucket` of
 // `buckets` (none for a model without shape dims).
 ChunkRun CountedRun(int slot, const FormedChunk& chunk, size_t bucket,
@@ -707,7 +686,9 @@ absl::StatusOr<std::unique_ptr<ServedModel>> ServedModel::Load(const RepositoryM
   }
   ASSIGN_OR_RETURN(Model model, ImportOnnxFile(version.model_path, passes));
   model.name = entry.name;
-  if (precision == ModelPrecision::kAuto) LogFloat32Nodes(entry.name, float32_nodes);
+  if (precision == ModelPrecision::kAuto) {
+    spdlog::info("model '{}': {}", entry.name, Float32NodesSummary(float32_nodes));
+  }
   if (!model.passed_strings.empty()) {
     return LoadPassThrough(entry, version, std::move(model), start);
   }

@@ -233,6 +233,23 @@ absl::StatusOr<std::vector<Float32Node>> ChooseFloat32Nodes(const Model& model,
   return kept;
 }
 
+std::string Float32NodesSummary(const std::vector<Float32Node>& nodes) {
+  constexpr size_t kNamed = 5;  // a log line, not the model: the first few
+  size_t by_values = 0;
+  std::vector<std::string> named;
+  for (const Float32Node& node : nodes) {
+    if (KeptInFloat32(node.op_type)) continue;
+    if (++by_values <= kNamed) {
+      named.push_back(absl::StrCat("'", node.name, "' (", node.reason, ")"));
+    }
+  }
+  return absl::StrCat(
+      "precision auto keeps ", nodes.size(), " nodes in float32, ", nodes.size() - by_values,
+      " for their op (as fp16) and ", by_values, " for their values on the calibration batch",
+      named.empty() ? "" : ": ", absl::StrJoin(named, ", "),
+      by_values > named.size() ? absl::StrCat(" and ", by_values - named.size(), " more") : "");
+}
+
 std::set<std::string> NodeNames(const std::vector<Float32Node>& nodes) {
   std::set<std::string> names;
   for (const Float32Node& node : nodes) {

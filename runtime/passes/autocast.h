@@ -82,6 +82,12 @@ absl::StatusOr<std::vector<Float32Node>> ChooseFloat32Nodes(const Model& model,
 // float32_nodes. The list's ops are ConvertPrecision's own to keep, and to
 // run in the target between 16-bit neighbours (Note [Listed ops between
 // 16-bit neighbours] in precision.h), as under fp16.
+// "precision auto keeps 40 nodes in float32, 25 for their op (as fp16) and
+// 15 for their values on the calibration batch: 'a' (reason), ... and 10
+// more": what a load logs of ChooseFloat32Nodes' answer, the first few
+// nodes kept for their values named.
+std::string Float32NodesSummary(const std::vector<Float32Node>& nodes);
+
 std::set<std::string> NodeNames(const std::vector<Float32Node>& nodes);
 
 // Note [Automatic precision]
