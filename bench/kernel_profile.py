@@ -40,7 +40,7 @@ def torch_profile(args):
     import torch
     sys.path.insert(0, "bench")
     import model_zoo
-    spec = model_zoo.MODELS[args.model]
+    spec = model_zoo.model_spec(args.model)
     dtype = {"fp32": torch.float32, "tf32": torch.float32, "fp16": torch.float16}[args.precision]
     torch.backends.cuda.matmul.allow_tf32 = args.precision == "tf32"
     torch.backends.cudnn.allow_tf32 = args.precision == "tf32"

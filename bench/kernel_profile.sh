@@ -21,7 +21,7 @@ mkdir -p "$out"
 ZOO_MODELS="$model" ZOO_EXPORTERS=dynamo ZOO_PRECISION="$precision" \
   bash bench/model_zoo.sh "$bin" "$out/zoo" > "$out/zoo.log" 2>&1
 cat "$out/zoo/model_zoo.md"
-tag="${model}_dynamo_${precision}"
+tag="${model//:/_}_dynamo_${precision}"  # tv:NAME, timm:NAME as model_zoo.py names files
 tf32_flag=$([ "$precision" = tf32 ] && echo --allow-tf32)
 for batch in 1 8; do
   ncu --clock-control none --nvtx --nvtx-include "GraphServe@bare replays/" --csv \

@@ -91,6 +91,17 @@ MODELS = {
 }
 
 
+def model_spec(name):
+    """A MODELS entry, or any torchvision or timm image model named
+    "tv:NAME" or "timm:NAME" (architectures nobody listed: issue 27's unseen
+    models)."""
+    if name.startswith("tv:"):
+        return _torchvision(name[3:])
+    if name.startswith("timm:"):
+        return _timm(name[5:])
+    return MODELS[name]
+
+
 def _first_tensor(out):
     """last_hidden_state or logits: the one output every probe compares."""
     if isinstance(out, torch.Tensor):
@@ -300,7 +311,7 @@ def run(cmd, log, timeout=600):
 
 
 def probe(name, exporter, args, ops_known, log):
-    spec = MODELS[name]
+    spec = model_spec(name)
     dtype, torch_dtype, served = PRECISIONS[args.precision]
     row = dict(model=name, exporter=exporter, precision=args.precision)
     torch.manual_seed(0)
@@ -309,7 +320,8 @@ def probe(name, exporter, args, ops_known, log):
     # (a precision of our config) its copy cast as users cast it.
     torch_model = model if torch_dtype == dtype else copy.deepcopy(model).to(torch_dtype)
     os.makedirs(args.work, exist_ok=True)
-    tag = f"{name}_{exporter}_{args.precision}" + ("_dynseq" if args.dynamic_sequence else "")
+    stem = name.replace(":", "_")  # tv:NAME, timm:NAME
+    tag = f"{stem}_{exporter}_{args.precision}" + ("_dynseq" if args.dynamic_sequence else "")
     if args.opset:
         tag += f"_opset{args.opset}"
     path = os.path.join(args.work, f"{tag}.onnx")
@@ -442,7 +454,9 @@ def main():
     parser.add_argument("--bin", required=True, help="folder holding runtime_bench")
     parser.add_argument("--work", required=True, help="scratch folder")
     parser.add_argument("--out", required=True, help="folder for model_zoo.md and .json")
-    parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--models", default=",".join(MODELS),
+                        help="comma-separated names of MODELS, or tv:NAME / timm:NAME for any "
+                             "torchvision or timm image model")
     parser.add_argument("--exporters", default="ts,dynamo",
                         help="comma-separated: ts, dynamo, newest (dynamo's export at the "
                              "installed onnx's newest opset and IR version)")

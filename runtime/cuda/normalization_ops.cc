@@ -20,6 +20,7 @@
 #include "runtime/cuda/kernel_families.h"
 #include "runtime/cuda/kernel_plan.h"
 #include "runtime/cuda/op_kernels_launch.h"
+#include "runtime/cuda/step_workspace.h"
 
 namespace graphserve {
 namespace {
@@ -268,12 +269,38 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeLayerNorm(const CudaKernelCont
   return std::make_unique<LayerNormKernel>(node, params, has_mean, has_inv_std_dev);
 }
 
-cudaError_t EnqueueGroupNorm(const GroupNormParams& params, DeviceInputs inputs,
-                             DeviceOutputs outputs, cudaStream_t stream) {
-  const auto in = [&](size_t i) { return static_cast<const float*>(inputs[i]); };
-  return op_kernels_internal::LaunchGroupNorm(params, in(0), in(1), in(2),
-                                              static_cast<float*>(outputs[0]), stream);
-}
+// Its launches take the step's workspace for the rows' partial sums (Note
+// [Group normalization on many blocks] in op_kernels_reduce.cu).
+class GroupNormKernel final : public NodeKernel {
+ public:
+  GroupNormKernel(const BoundNode& node, const GroupNormParams& params,
+                  std::shared_ptr<StepWorkspace> workspace)
+      : NodeKernel(node), params_(params), workspace_(std::move(workspace)) {
+    if (workspace_ != nullptr) {
+      workspace_->Require(op_kernels_internal::GroupNormWorkspaceBytes(params_));
+    }
+  }
+
+  absl::Status Enqueue(DeviceInputs inputs, DeviceOutputs outputs,
+                       cudaStream_t stream) const override {
+    RETURN_IF_ERROR(CheckArity(inputs, outputs));
+    const auto in = [&](size_t i) { return static_cast<const float*>(inputs[i]); };
+    return LaunchStatus(
+        op_kernels_internal::LaunchGroupNorm(params_, in(0), in(1), in(2),
+                                             static_cast<float*>(outputs[0]),
+                                             Partials(), stream),
+        "LaunchGroupNorm");
+  }
+
+ private:
+  // Null without a placed workspace: the launch then refuses to run.
+  [[nodiscard]] double* Partials() const {
+    return workspace_ == nullptr ? nullptr : static_cast<double*>(workspace_->get());
+  }
+
+  GroupNormParams params_;
+  std::shared_ptr<StepWorkspace> workspace_;
+};
 
 // InstanceNormalization and GroupNormalization (Note [Group normalization] in
 // runtime/host/normalization_kernels.h).
@@ -302,7 +329,7 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeGroupNorm(const CudaKernelCont
   RETURN_IF_ERROR(CheckElementCount(node, *v.inputs[1], affine));
   RETURN_IF_ERROR(CheckElementCount(node, *v.inputs[2], affine));
   RETURN_IF_ERROR(CheckElementCount(node, *v.outputs[0], count));
-  return MakeParamsKernel(node, params, EnqueueGroupNorm, "LaunchGroupNorm");
+  return std::make_unique<GroupNormKernel>(node, params, context.workspace);
 }
 
 // The Reduce* ops (Note [Reductions] in runtime/host/normalization_kernels.h)

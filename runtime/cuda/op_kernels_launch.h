@@ -243,8 +243,12 @@ struct GroupNormParams {
   bool affine_per_group = false;
 };
 
+// Each row is split into chunks that blocks take side by side (Note [Group
+// normalization on many blocks]); `partials` is device scratch of
+// GroupNormWorkspaceBytes(params).
+size_t GroupNormWorkspaceBytes(const GroupNormParams& params);
 cudaError_t LaunchGroupNorm(const GroupNormParams& params, const float* x, const float* scale,
-                            const float* bias, float* y, cudaStream_t stream);
+                            const float* bias, float* y, double* partials, cudaStream_t stream);
 
 // Note [Reductions] in runtime/host/normalization_kernels.h.
 enum class ReduceOp : int32_t {

@@ -305,31 +305,110 @@ cudaError_t LaunchSoftmaxOf(const SoftmaxParams& p, const T* input, const T* mas
 
 // ------------------------------------------------------ GroupNormalization
 
-constexpr int kGroupNormThreads = 256;
+// Note [Group normalization on many blocks]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A (batch, group) row can be long and rows few: PoolFormer's GroupNorm of
+// one group normalises 64 x 56 x 56 = 200,704 values as one row at batch 1.
+// One block per row left all but one SM idle, and 24 such norms took 6.3 of
+// poolformer_s12's 8.1 ms of kernel time on the H200 (ncu), 2.9x PyTorch's
+// whole graph. So each row is split into chunks of about
+// kGroupNormChunkElements, one block each, over three launches: the chunks'
+// sums; the chunks' squared distances from the mean; the normalisation. A
+// block adds the row's partials itself, in chunk order, so every block of a
+// row, and every run, gets the same mean and variance bit for bit: no
+// atomics, the replay deterministic as padding independence needs. The
+// statistics stay float64 over two passes, as the host reference keeps them
+// (Note [Group normalization] in runtime/host/normalization_kernels.h).
 
-// One block per (batch, group) row; the statistics in float64 over two passes,
-// as the host reference keeps them (Note [Group normalization]).
+constexpr int kGroupNormThreads = 256;
+constexpr int64_t kGroupNormChunkElements = 8192;
+
+struct GroupNormChunking {
+  int64_t rows = 0;
+  int64_t row_size = 0;
+  int64_t chunks = 1;     // per row
+  int64_t chunk_size = 0;  // elements; the last chunk may be shorter
+};
+
+__host__ __device__ inline GroupNormChunking ChunkingOf(const GroupNormParams& p) {
+  GroupNormChunking c;
+  c.rows = p.batch * p.groups;
+  c.row_size = p.channels / p.groups * p.spatial;
+  c.chunks = c.row_size <= kGroupNormChunkElements
+                 ? 1
+                 : (c.row_size + kGroupNormChunkElements - 1) / kGroupNormChunkElements;
+  c.chunk_size = (c.row_size + c.chunks - 1) / c.chunks;
+  return c;
+}
+
+// The range of its row this block takes.
+struct GroupNormBlock {
+  int64_t row;
+  int64_t chunk;
+  int64_t begin;
+  int64_t end;
+};
+
+__device__ __forceinline__ GroupNormBlock BlockOf(const GroupNormChunking& c) {
+  GroupNormBlock b;
+  b.row = static_cast<int64_t>(blockIdx.x) / c.chunks;
+  b.chunk = static_cast<int64_t>(blockIdx.x) % c.chunks;
+  b.begin = b.chunk * c.chunk_size;
+  b.end = b.begin + c.chunk_size < c.row_size ? b.begin + c.chunk_size : c.row_size;
+  return b;
+}
+
+// The row's partials added in chunk order, over the row's size.
+__device__ __forceinline__ double RowAverage(const double* partials, const GroupNormChunking& c,
+                                             int64_t row) {
+  double total = 0.0;
+  for (int64_t k = 0; k < c.chunks; ++k) total += partials[row * c.chunks + k];
+  return total / static_cast<double>(c.row_size);
+}
+
+// partials[0 .. rows * chunks): each chunk's sum.
 __global__ void __launch_bounds__(kGroupNormThreads)
-    GroupNormKernel(GroupNormParams p, const float* x, const float* scale, const float* bias,
-                    float* y) {
+    GroupNormSumsKernel(GroupNormChunking c, const float* x, double* partials) {
   __shared__ double scratch[kGroupNormThreads / kWarpSize];
-  const int64_t row = blockIdx.x;
-  const int64_t channels_per_group = p.channels / p.groups;
-  const int64_t row_size = channels_per_group * p.spatial;
-  const int64_t group = row % p.groups;
-  const float* x_row = x + row * row_size;
-  float* y_row = y + row * row_size;
+  const GroupNormBlock b = BlockOf(c);
+  const float* x_row = x + b.row * c.row_size;
   double sum = 0.0;
-  for (int64_t i = threadIdx.x; i < row_size; i += blockDim.x) sum += x_row[i];
-  const double mean = BlockSum(sum, scratch) / static_cast<double>(row_size);
-  double squares = 0.0;
-  for (int64_t i = threadIdx.x; i < row_size; i += blockDim.x) {
+  for (int64_t i = b.begin + threadIdx.x; i < b.end; i += blockDim.x) sum += x_row[i];
+  sum = BlockSum(sum, scratch);
+  if (threadIdx.x == 0) partials[b.row * c.chunks + b.chunk] = sum;
+}
+
+// squares[0 .. rows * chunks): each chunk's sum of squared distances from
+// its row's mean.
+__global__ void __launch_bounds__(kGroupNormThreads)
+    GroupNormSquaresKernel(GroupNormChunking c, const float* x, const double* sums,
+                           double* squares) {
+  __shared__ double scratch[kGroupNormThreads / kWarpSize];
+  const GroupNormBlock b = BlockOf(c);
+  const double mean = RowAverage(sums, c, b.row);
+  const float* x_row = x + b.row * c.row_size;
+  double total = 0.0;
+  for (int64_t i = b.begin + threadIdx.x; i < b.end; i += blockDim.x) {
     const double centred = x_row[i] - mean;
-    squares += centred * centred;
+    total += centred * centred;
   }
-  const double variance = BlockSum(squares, scratch) / static_cast<double>(row_size);
+  total = BlockSum(total, scratch);
+  if (threadIdx.x == 0) squares[b.row * c.chunks + b.chunk] = total;
+}
+
+__global__ void __launch_bounds__(kGroupNormThreads)
+    GroupNormApplyKernel(GroupNormParams p, GroupNormChunking c, const float* x,
+                         const float* scale, const float* bias, const double* sums,
+                         const double* squares, float* y) {
+  const GroupNormBlock b = BlockOf(c);
+  const double mean = RowAverage(sums, c, b.row);
+  const double variance = RowAverage(squares, c, b.row);
   const double inv_std = 1.0 / sqrt(variance + static_cast<double>(p.epsilon));
-  for (int64_t i = threadIdx.x; i < row_size; i += blockDim.x) {
+  const int64_t channels_per_group = p.channels / p.groups;
+  const int64_t group = b.row % p.groups;
+  const float* x_row = x + b.row * c.row_size;
+  float* y_row = y + b.row * c.row_size;
+  for (int64_t i = b.begin + threadIdx.x; i < b.end; i += blockDim.x) {
     const int64_t k = p.affine_per_group ? group : group * channels_per_group + i / p.spatial;
     y_row[i] = static_cast<float>((x_row[i] - mean) * inv_std * scale[k] + bias[k]);
   }
@@ -1038,14 +1117,27 @@ cudaError_t LaunchSoftmax(const SoftmaxParams& p, const void* input, void* outpu
   });
 }
 
+size_t GroupNormWorkspaceBytes(const GroupNormParams& p) {
+  if (p.groups <= 0 || p.channels % p.groups != 0) return 0;
+  const GroupNormChunking c = ChunkingOf(p);
+  return c.rows <= 0 ? 0 : 2 * static_cast<size_t>(c.rows * c.chunks) * sizeof(double);
+}
+
 cudaError_t LaunchGroupNorm(const GroupNormParams& p, const float* x, const float* scale,
-                            const float* bias, float* y, cudaStream_t stream) {
+                            const float* bias, float* y, double* partials, cudaStream_t stream) {
   if (p.groups <= 0 || p.channels % p.groups != 0) return cudaErrorInvalidValue;
-  const int64_t rows = p.batch * p.groups;
-  if (rows <= 0 || p.channels / p.groups * p.spatial <= 0) return cudaSuccess;
-  if (rows > INT32_MAX) return cudaErrorInvalidConfiguration;
-  GroupNormKernel<<<static_cast<unsigned>(rows), kGroupNormThreads, 0, stream>>>(p, x, scale,
-                                                                                bias, y);
+  const GroupNormChunking c = ChunkingOf(p);
+  if (c.rows <= 0 || c.row_size <= 0) return cudaSuccess;
+  if (partials == nullptr) return cudaErrorInvalidValue;
+  const int64_t blocks = c.rows * c.chunks;
+  if (blocks > INT32_MAX) return cudaErrorInvalidConfiguration;
+  double* sums = partials;
+  double* squares = partials + blocks;
+  const auto grid = static_cast<unsigned>(blocks);
+  GroupNormSumsKernel<<<grid, kGroupNormThreads, 0, stream>>>(c, x, sums);
+  GroupNormSquaresKernel<<<grid, kGroupNormThreads, 0, stream>>>(c, x, sums, squares);
+  GroupNormApplyKernel<<<grid, kGroupNormThreads, 0, stream>>>(p, c, x, scale, bias, sums,
+                                                               squares, y);
   return cudaGetLastError();
 }
 

@@ -25,6 +25,8 @@
 #include "absl/strings/str_join.h"
 #include "common/cuda_handles.h"
 #include "runtime/cuda/kernel_test_util.h"
+#include "runtime/cuda/step_workspace.h"
+#include "tensor_holder/stream_arena.h"
 #include "common/cuda_status.h"
 #include "common/status.h"
 #include "runtime/bound_graph.h"
@@ -448,7 +450,16 @@ absl::StatusOr<HostAndDevice> RunHostAndDevice(const OpCase& c,
   for (const HostTensor& in : inputs) input_ptrs.push_back(&in);
   HostAndDevice result{MakeOutputs(c), MakeOutputs(c)};
   RETURN_IF_ERROR(RunHostNode(g.node(), input_ptrs, Pointers<HostTensor>(result.want)));
-  ASSIGN_OR_RETURN(std::unique_ptr<CudaOpKernel> kernel, MakeCudaKernel({g.graph, g.node()}));
+  // The step workspace an executor plans (Note [Step workspaces]), placed in
+  // an arena of its own.
+  auto workspace = std::make_shared<StepWorkspace>();
+  ASSIGN_OR_RETURN(std::unique_ptr<CudaOpKernel> kernel,
+                   MakeCudaKernel({.graph = g.graph, .node = g.node(), .workspace = workspace}));
+  int device = 0;
+  CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
+  ASSIGN_OR_RETURN(const std::shared_ptr<StreamArena> arena, StreamArena::Create(device));
+  RETURN_IF_ERROR(arena->Reserve(workspace->bytes()));
+  workspace->Place(arena, 0);
   ASSIGN_OR_RETURN(CudaStream stream, CudaStream::Create());
   RETURN_IF_ERROR(RunOnDevice(inputs, result.got, stream.get(),
                               [&](absl::Span<const void* const> in, absl::Span<void* const> out) {
@@ -957,7 +968,9 @@ std::vector<OpCase> HardmaxCases() {
 
 // InstanceNormalization and GroupNormalization (Note [Group normalization]):
 // rows shorter than a block and longer than several passes of it, spatial 1,
-// scale and bias per channel and per group.
+// scale and bias per channel and per group, and rows split over many blocks
+// (Note [Group normalization on many blocks]): PoolFormer's one group of
+// 64 x 3136, and an uneven last chunk.
 std::vector<OpCase> GroupNormCases() {
   const struct {
     const char* op;
@@ -970,6 +983,8 @@ std::vector<OpCase> GroupNormCases() {
       {"GroupNormalization", 2, 8, 4, 9, false},
       {"GroupNormalization", 3, 6, 3, 7, true},
       {"GroupNormalization", 1, 32, 8, 640, false},
+      {"GroupNormalization", 1, 64, 1, 3136, false},
+      {"InstanceNormalization", 2, 3, 3, 20001, false},
   };
   std::vector<OpCase> cases;
   for (const auto& n : norms) {
