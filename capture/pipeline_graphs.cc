@@ -182,7 +182,7 @@ absl::StatusOr<std::unique_ptr<PipelineGraphs>> PipelineGraphs::Create(PipelineO
 
   const CudaDeviceGuard on_device(pipeline->device_);
   RETURN_IF_ERROR(on_device.status());
-  const int64_t largest = options.batch_sizes.back();
+  const auto largest = static_cast<size_t>(options.batch_sizes.back());
   for (int s = 0; s < options.num_slots; ++s) {
     auto slot = std::make_unique<Slot>();
     ASSIGN_OR_RETURN(slot->stream, CudaStream::Create());
@@ -194,13 +194,13 @@ absl::StatusOr<std::unique_ptr<PipelineGraphs>> PipelineGraphs::Create(PipelineO
     }
     std::sort(slot->step_mutexes.begin(), slot->step_mutexes.end());
     for (const PipelineTensor& input : options.inputs) {
-      ASSIGN_OR_RETURN(PinnedHostBuffer staging,
-                       PinnedHostBuffer::Allocate(static_cast<size_t>(largest) * input.bytes_per_row));
+      ASSIGN_OR_RETURN(PinnedHostBuffer staging, PinnedHostBuffer::Allocate(
+                                                     largest * input.bytes_per_row));
       slot->input_staging.push_back(std::move(staging));
     }
     for (const PipelineTensor& output : options.outputs) {
       ASSIGN_OR_RETURN(PinnedHostBuffer staging, PinnedHostBuffer::Allocate(
-                                                     static_cast<size_t>(largest) * output.bytes_per_row));
+                                                     largest * output.bytes_per_row));
       slot->output_staging.push_back(std::move(staging));
     }
     for (int64_t batch : options.batch_sizes) {

@@ -26,6 +26,16 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// The ensemble tensor a step's model input or output `name` is mapped to in
+// `pairs` (EnsembleStepPlan::inputs or outputs); null when it is not.
+const std::string* MappedTensor(const std::vector<std::pair<std::string, std::string>>& pairs,
+                                const std::string& name) {
+  for (const auto& [model_tensor, ensemble_tensor] : pairs) {
+    if (model_tensor == name) return &ensemble_tensor;
+  }
+  return nullptr;
+}
+
 // Note [Ensembles as one graph]: how far the pipeline's float outputs may be
 // from the steps' at load.
 constexpr double kPipelineCheckTolerance = 1e-3;
@@ -284,10 +294,9 @@ void EnsembleScheduler::StepEnded(const std::shared_ptr<Request>& request, size_
       inference::ModelInferResponse& response = call.response;
       for (int k = 0; k < response.outputs_size(); ++k) {
         const auto& output = response.outputs(k);
-        const auto mapped = std::find_if(plan.outputs.begin(), plan.outputs.end(),
-                                         [&](const auto& pair) { return pair.first == output.name(); });
-        if (mapped == plan.outputs.end() || k >= response.raw_output_contents_size()) continue;
-        StepTensor& tensor = request->tensors[mapped->second];
+        const std::string* mapped = MappedTensor(plan.outputs, output.name());
+        if (mapped == nullptr || k >= response.raw_output_contents_size()) continue;
+        StepTensor& tensor = request->tensors[*mapped];
         tensor.datatype = output.datatype();
         tensor.shape.assign(output.shape().begin(), output.shape().end());
         tensor.bytes = std::move(*response.mutable_raw_output_contents(k));
@@ -416,19 +425,16 @@ absl::Status EnsembleScheduler::BuildPipeline() {
     PipelineStep& piped = options.steps.emplace_back();
     piped.set = set;
     for (size_t i = 0; i < set->num_inputs(); ++i) {
-      const auto mapped = std::find_if(plan.inputs.begin(), plan.inputs.end(), [&](const auto& pair) {
-        return pair.first == set->input_name(i);
-      });
-      if (mapped == plan.inputs.end()) {
+      const std::string* tensor = MappedTensor(plan.inputs, set->input_name(i));
+      if (tensor == nullptr) {
         return absl::FailedPreconditionError(absl::StrCat(
             "input '", set->input_name(i), "' of model '", plan.model_name, "' is not mapped"));
       }
-      piped.inputs.push_back(mapped->second);
+      piped.inputs.push_back(*tensor);
     }
     for (size_t o = 0; o < set->num_outputs(); ++o) {
-      const auto mapped = std::find_if(plan.outputs.begin(), plan.outputs.end(),
-                                       [&](const auto& pair) { return pair.first == set->output_name(o); });
-      piped.outputs.push_back(mapped == plan.outputs.end() ? "" : mapped->second);
+      const std::string* tensor = MappedTensor(plan.outputs, set->output_name(o));
+      piped.outputs.push_back(tensor == nullptr ? "" : *tensor);
     }
     options.num_slots = std::min(options.num_slots, set->num_slots());
     pipeline->steps.push_back(step);
@@ -555,6 +561,7 @@ bool EnsembleScheduler::TryRunPipeline(const std::shared_ptr<Request>& request) 
     const EnsembleStepPlan& step = plan_.steps[pipeline->steps[k]];
     absl::StatusOr<std::shared_ptr<ServedModel>> model = find_(step.model_name, step.model_version);
     if (!model.ok() || *model != pipeline->models[k].lock()) {
+      release();
       absl::MutexLock lock(&pipeline_mu_);
       if (pipeline_ == pipeline) {
         pipeline_.reset();

@@ -29,7 +29,6 @@
 #include "common/gpu_wait.h"
 #include "proto/grpc_service.pb.h"
 #include "proto/model_config.pb.h"
-#include "capture/graph_set.h"
 #include "server/model_counters.h"
 #include "server/model_interface.h"
 #include "server/model_pipeline.h"
@@ -39,6 +38,8 @@
 #include "server/stream_pool.h"
 
 namespace graphserve {
+
+class GraphSet;  // capture/graph_set.h
 
 // Where models run.
 enum class ExecutorKind {
