@@ -7,7 +7,8 @@ PyTorch's CUDA graph of the same two stages for scale.
 The preprocessing model takes what a camera or a decoder gives, uint8 images
 [N, 224, 224, 3], and makes the CNN's input: float32, channels first,
 ImageNet-normalised. Both models are exported here: the preprocessing model
-written with onnx's helper, the CNN by torch.onnx's TorchScript exporter.
+written with onnx's helper, the CNN by torch.onnx's TorchScript exporter as
+bench/model_zoo.py exports image models.
 
 Writes ensemble_pipeline.md and ensemble_pipeline.json under --out.
 """
@@ -24,7 +25,7 @@ import torchvision
 from onnx import TensorProto, helper, numpy_helper
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from model_zoo import time_torch_graph  # noqa: E402
+import model_zoo  # noqa: E402
 
 SIZE = 224
 MEAN = np.array([0.485, 0.456, 0.406], np.float32) * 255
@@ -71,14 +72,6 @@ class Pipeline(torch.nn.Module):
         return self.cnn(self.preprocess(image))
 
 
-def export_cnn(cnn, path):
-    example = torch.randn(2, 3, SIZE, SIZE)
-    with torch.no_grad():
-        torch.onnx.export(cnn, (example,), path, input_names=["x"], output_names=["y"],
-                          dynamic_axes={"x": {0: "N"}, "y": {0: "N"}}, opset_version=17,
-                          do_constant_folding=True, dynamo=False)
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--bin", required=True)
@@ -101,7 +94,8 @@ def main():
         torch.manual_seed(0)
         cnn = getattr(torchvision.models, name)(weights=None).eval()
         cnn_path = os.path.join(args.work, f"{name}.onnx")
-        export_cnn(cnn, cnn_path)
+        # As the zoo exports an image model: input x, output y, the batch dynamic.
+        model_zoo.export(model_zoo.wrap(cnn, "image"), "image", cnn_path, "ts", torch.float32)
         bench_json = os.path.join(args.work, f"{name}_bench.json")
         command = [os.path.join(args.bin, "ensemble_bench"), "--preprocess", preprocess_path,
                    "--cnn", cnn_path, "--batch-sizes", args.batch_sizes,
@@ -118,7 +112,7 @@ def main():
         pipeline = Pipeline(cnn).cuda().eval()
         for row in bench["rows"]:
             image = torch.randint(0, 256, (row["batch"], SIZE, SIZE, 3), dtype=torch.uint8)
-            row["torch_graph_us"] = time_torch_graph(pipeline, [image], iters=args.iters)
+            row["torch_graph_us"] = model_zoo.time_torch_graph(pipeline, [image], iters=args.iters)
         results.append({"cnn": name, "pipeline": bench["pipeline"], "rows": bench["rows"]})
     with open(os.path.join(args.out, "ensemble_pipeline.json"), "w") as f:
         json.dump({"device": torch.cuda.get_device_name(0), "results": results}, f, indent=1)

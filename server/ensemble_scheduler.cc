@@ -60,10 +60,11 @@ struct StepCall {
 struct EnsembleScheduler::Pipeline {
   std::unique_ptr<PipelineGraphs> graphs;
   // Per pipeline step: the plan's step, the model it replays (to notice a
-  // reload: Find then answers another) and that model's set.
+  // reload: Find then answers another), and per pipeline slot the model's
+  // stream slot that slot replays (for its statistics).
   std::vector<size_t> steps;
   std::vector<std::weak_ptr<ServedModel>> models;
-  std::vector<const GraphSet*> sets;
+  std::vector<std::vector<int>> streams;
 };
 
 struct EnsembleScheduler::Request {
@@ -439,7 +440,10 @@ absl::Status EnsembleScheduler::BuildPipeline() {
     options.num_slots = std::min(options.num_slots, set->num_slots());
     pipeline->steps.push_back(step);
     pipeline->models.push_back(model);
-    pipeline->sets.push_back(set.get());
+    std::vector<int>& streams = pipeline->streams.emplace_back();
+    for (int slot = 0; slot < set->num_slots(); ++slot) {
+      streams.push_back(model->RunnerSlot(set.get(), slot).value_or(0));
+    }
   }
   if (shared_sizes.empty()) {
     return absl::FailedPreconditionError(absl::StrCat(
@@ -595,7 +599,8 @@ bool EnsembleScheduler::TryRunPipeline(const std::shared_ptr<Request>& request) 
   const ChunkTiming compute{timing.input_ns, timing.infer_ns, timing.output_ns};
   if (status.ok()) {
     for (size_t k = 0; k < models.size(); ++k) {
-      models[k]->CountPipelineStep(pipeline->sets[k], slot, batch, rows, compute);
+      models[k]->CountPipelineStep(pipeline->streams[k][static_cast<size_t>(slot)], batch, rows,
+                                   compute);
     }
   } else {
     status = absl::Status(status.code(), absl::StrCat("in ensemble '", interface_.name,

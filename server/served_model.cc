@@ -817,22 +817,26 @@ std::unique_ptr<ServedModel> ServedModel::FromPipeline(ModelInterface interface,
   return model;
 }
 
-std::vector<std::shared_ptr<const GraphSet>> ServedModel::graph_sets() const {
-  if (pool_ == nullptr) return {};
+const GraphSetRunner* ServedModel::graph_runner() const {
+  if (pool_ == nullptr) return nullptr;
   const auto* runner = dynamic_cast<const GraphSetRunner*>(&pool_->runner());
-  if (runner == nullptr || runner->mode() != LaunchMode::kGraph) return {};
-  return runner->sets();
+  return runner != nullptr && runner->mode() == LaunchMode::kGraph ? runner : nullptr;
 }
 
-void ServedModel::CountPipelineStep(const GraphSet* set, int slot, int64_t batch_size,
-                                    int64_t rows, const ChunkTiming& compute) const {
-  const auto* runner =
-      pool_ == nullptr ? nullptr : dynamic_cast<const GraphSetRunner*>(&pool_->runner());
-  const std::optional<int> stream =
-      runner == nullptr ? std::nullopt : runner->RunnerSlot(set, slot);
+std::vector<std::shared_ptr<const GraphSet>> ServedModel::graph_sets() const {
+  const GraphSetRunner* runner = graph_runner();
+  return runner == nullptr ? std::vector<std::shared_ptr<const GraphSet>>{} : runner->sets();
+}
+
+std::optional<int> ServedModel::RunnerSlot(const GraphSet* set, int slot) const {
+  const GraphSetRunner* runner = graph_runner();
+  return runner == nullptr ? std::nullopt : runner->RunnerSlot(set, slot);
+}
+
+void ServedModel::CountPipelineStep(int stream, int64_t batch_size, int64_t rows,
+                                    const ChunkTiming& compute) const {
   counters_->RecordChunk(
-      {.stream = stream.value_or(0), .batch_size = batch_size, .rows = rows, .requests = 1},
-      compute);
+      {.stream = stream, .batch_size = batch_size, .rows = rows, .requests = 1}, compute);
   const auto elapsed =
       static_cast<uint64_t>(compute.input_ns + compute.infer_ns + compute.output_ns);
   counters_->RecordSuccess(rows, /*length=*/0, elapsed, /*queue_ns=*/0, compute);

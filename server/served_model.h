@@ -39,7 +39,8 @@
 
 namespace graphserve {
 
-class GraphSet;  // capture/graph_set.h
+class GraphSet;        // capture/graph_set.h
+class GraphSetRunner;  // server/graph_set_runner.h
 
 // Where models run.
 enum class ExecutorKind {
@@ -207,11 +208,15 @@ class ServedModel {
   // capture/pipeline_graphs.h); empty for a model served otherwise (the
   // host executor, eager runs, a pipeline of its own).
   [[nodiscard]] std::vector<std::shared_ptr<const GraphSet>> graph_sets() const;
+  // The stream slot (its counters' index) that is `set`'s slot `slot`,
+  // where `set` is one of graph_sets(); nullopt otherwise.
+  [[nodiscard]] std::optional<int> RunnerSlot(const GraphSet* set, int slot) const;
   // Counts a request a pipeline ran through this model's graph of
-  // `batch_size` on `set`'s slot `slot`, with `rows` real rows, as this
-  // model counts a chunk and a request of its own (Note [Ensembles as one
-  // graph] in server/ensemble_scheduler.h).
-  void CountPipelineStep(const GraphSet* set, int slot, int64_t batch_size, int64_t rows,
+  // `batch_size` on stream slot `stream` (RunnerSlot, resolved at the
+  // pipeline's load), with `rows` real rows, as this model counts a chunk and
+  // a request of its own (Note [Ensembles as one graph] in
+  // server/ensemble_scheduler.h).
+  void CountPipelineStep(int stream, int64_t batch_size, int64_t rows,
                          const ChunkTiming& compute) const;
   // Refuses new requests and runs the queued ones until `deadline`; those
   // still queued then are answered UNAVAILABLE (StreamPool::Drain).
@@ -240,6 +245,8 @@ class ServedModel {
   // it is declared (and outlives) before the pool.
   const std::unique_ptr<ModelCounters> counters_;
   const std::unique_ptr<StreamPool> pool_;  // null for a pipeline
+  // The runner of a model served by CUDA graphs; null otherwise.
+  [[nodiscard]] const GraphSetRunner* graph_runner() const;
   // Declared after the counters it records into, so destroyed before them.
   std::unique_ptr<ModelPipeline> pipeline_;
 };
