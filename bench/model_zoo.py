@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Model zoo probe (issue 27): real architectures from transformers, torchvision
 and timm, random weights, exported as users export them, run by GraphServe's
-CUDA executor and compared with PyTorch in float64.
+CUDA executor and compared with PyTorch in float64. The runtime benchmark's
+models (bench/export_models.py: mlp, dlrm_dense, encoder, ...) run here too,
+named "bench:NAME", with their seeded weights and their own input names.
 
 For each model and each exporter (TorchScript at opset 17, dynamo at its
 default opset, and "newest": the dynamo export converted by the installed
@@ -18,9 +20,9 @@ float32 (bare replay, median of interleaved rounds, batch 1, 8 and 64 where
 asked).
 
 --precision fp16 exports the model as users export a half-precision model
-(`model.half()`, float16 images; token ids stay int64), runs it as written,
-and compares it with PyTorch in float64 on the same (float16-rounded) weights
-and inputs, beside PyTorch's own float16 error against the same reference;
+(`model.half()`, float16 images and features; token ids stay int64), runs it
+as written, and compares it with PyTorch in float64 on the same
+(float16-rounded) weights and inputs, beside PyTorch's own float16 error against the same reference;
 the timing is against PyTorch's CUDA graph of the float16 model. --precision
 tf32 runs the float32 model with TF32 allowed on both sides.
 
@@ -31,6 +33,7 @@ is a row saying where and why, never a stop.
 """
 
 import argparse
+import contextlib
 import copy
 import json
 import os
@@ -41,6 +44,9 @@ import traceback
 
 import numpy as np
 import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import export_models  # noqa: E402  (beside this file: the bench:NAME models)
 
 SEQ = 128      # text models' sequence length
 NOTABLE_OPS = {"Attention", "RMSNormalization", "RotaryEmbedding", "Resize", "Einsum"}
@@ -73,6 +79,29 @@ def _timm(name):
     return dict(kind="image", build=build)
 
 
+class Features(str):
+    """The kind of a bench/export_models.py model: float inputs of fixed
+    per-row shapes under the model's own argument names (ModelSpec.inputs:
+    [(name, shape without the batch)]). It is the string "features", so that
+    every test of a kind reads it as it reads "image", and it carries the
+    inputs that input_names and make_inputs read."""
+
+    def __new__(cls, inputs):
+        kind = super().__new__(cls, "features")
+        kind.inputs = [(name, tuple(shape)) for name, shape in inputs]
+        return kind
+
+
+def _bench(name):
+    """bench/export_models.py's model NAME with its seeded weights (the
+    runtime benchmark's). Its build turns PyTorch's MHA fast path off
+    (export_models._disable_mha_fastpath), so that the encoder's
+    nn.TransformerEncoderLayer exports and runs as plain ops; main restores
+    the setting after each probe."""
+    spec = export_models.SPECS[name]
+    return dict(kind=Features(spec.inputs), build=spec.build)
+
+
 MODELS = {
     "bert": _hf("text_mask", "BertConfig", "BertModel"),
     "roberta": _hf("text_mask", "RobertaConfig", "RobertaModel"),
@@ -94,7 +123,9 @@ MODELS = {
 def model_spec(name):
     """A MODELS entry, or any torchvision or timm image model named
     "tv:NAME" or "timm:NAME" (architectures nobody listed: issue 27's unseen
-    models)."""
+    models), or any model of bench/export_models.py named "bench:NAME"."""
+    if name.startswith("bench:"):
+        return _bench(name[6:])
     if name.startswith("tv:"):
         return _torchvision(name[3:])
     if name.startswith("timm:"):
@@ -149,6 +180,12 @@ class Image(torch.nn.Module):
         return _first_tensor(self.model(x))
 
 
+def _as_built(model):
+    # export_models' models take named tensor arguments and return one
+    # tensor: the signature both exporters and the probe need already.
+    return model
+
+
 # --precision: (the exported model's dtype, PyTorch's side's dtype, our
 # runtime_bench --precision).
 PRECISIONS = {
@@ -161,7 +198,8 @@ PRECISIONS = {
     "auto-config": (torch.float32, torch.float16, "auto"),
 }
 
-WRAPPERS = {"text_mask": TextWithMask, "text": Text, "pixels": Pixels, "image": Image}
+WRAPPERS = {"text_mask": TextWithMask, "text": Text, "pixels": Pixels, "image": Image,
+            "features": _as_built}
 
 
 def wrap(model, kind):
@@ -169,6 +207,8 @@ def wrap(model, kind):
 
 
 def input_names(kind):
+    if kind == "features":
+        return [name for name, _ in kind.inputs]
     return {"text_mask": ["input_ids", "attention_mask"], "text": ["input_ids"],
             "pixels": ["pixel_values"]}.get(kind, ["x"])
 
@@ -182,6 +222,8 @@ def make_inputs(kind, batch, seed, dtype=torch.float32):
         mask = torch.ones(batch, SEQ, dtype=torch.int64)
         mask[:, SEQ - SEQ // 4:] = 0  # the last quarter padding, as a real batch has
         return [ids, mask]
+    if kind == "features":
+        return [torch.randn(batch, *shape, generator=g).to(dtype) for _, shape in kind.inputs]
     return [torch.randn(batch, 3, IMAGE, IMAGE, generator=g).to(dtype)]
 
 
@@ -456,7 +498,8 @@ def main():
     parser.add_argument("--out", required=True, help="folder for model_zoo.md and .json")
     parser.add_argument("--models", default=",".join(MODELS),
                         help="comma-separated names of MODELS, or tv:NAME / timm:NAME for any "
-                             "torchvision or timm image model")
+                             "torchvision or timm image model, or bench:NAME for a model of "
+                             "bench/export_models.py (" + ",".join(export_models.SPECS) + ")")
     parser.add_argument("--exporters", default="ts,dynamo",
                         help="comma-separated: ts, dynamo, newest (dynamo's export at the "
                              "installed onnx's newest opset and IR version)")
@@ -490,7 +533,8 @@ def main():
         for name in args.models.split(","):
             for exporter in args.exporters.split(","):
                 try:
-                    row = probe(name, exporter, args, ops_known, log)
+                    with _mha_fastpath_restored():
+                        row = probe(name, exporter, args, ops_known, log)
                 except Exception as error:
                     row = dict(model=name, exporter=exporter, stage="probe",
                                error=f"{type(error).__name__}: {str(error)[:300]}")
@@ -501,6 +545,22 @@ def main():
                 write_results(rows, args.out)  # after each model: a cut-off run keeps them
     print(render(rows))
     return 0
+
+
+@contextlib.contextmanager
+def _mha_fastpath_restored():
+    """Restores PyTorch's MHA fast-path setting on exit: a bench model's build
+    turns it off, and the models probed after it (torchvision's ViT has
+    nn.MultiheadAttention) run as they run alone."""
+    mha = getattr(torch.backends, "mha", None)
+    if mha is None or not hasattr(mha, "get_fastpath_enabled"):
+        yield
+        return
+    enabled = mha.get_fastpath_enabled()
+    try:
+        yield
+    finally:
+        mha.set_fastpath_enabled(enabled)
 
 
 def write_results(rows, out):

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # gpu_check.sh BUNDLE zoo: bench/model_zoo.py on the bundle's runtime_bench.
 # ZOO_MODELS and ZOO_EXPORTERS (comma-separated) narrow it when time is short;
+# ZOO_MODELS also takes tv:NAME and timm:NAME (any torchvision or timm image
+# model) and bench:NAME (bench/export_models.py's: bench:mlp,
+# bench:dlrm_dense, bench:encoder, ...);
 # ZOO_PRECISION=fp16 exports and runs the models in half precision, and
 # fp16-config / bf16-config serve the float32 export in that precision by our
 # precision pass (each row also gives the error against the load check's
