@@ -85,10 +85,28 @@ StreamCapture::~StreamCapture() {
   cudaGetLastError();  // an invalidated capture leaves an error; clear it
 }
 
+namespace {
+
+absl::StatusOr<CudaGraph> CaptureOnce(cudaStream_t stream, const std::string& label,
+                                      const Workload& workload) {
+  ASSIGN_OR_RETURN(StreamCapture capture, StreamCapture::Begin(stream, label));
+  if (absl::Status run = workload(stream); !run.ok()) {
+    // The destructor ends and discards the capture and clears the error.
+    return CaptureError(label, run);
+  }
+  return capture.End(stream);
+}
+
+}  // namespace
+
 absl::StatusOr<CudaGraph> CaptureWorkload(cudaStream_t stream, const std::string& label,
-                                          const Workload& workload) {
-  // Warm-up: lazily created state (cuBLASLt kernels and heuristics, module
-  // loading) must exist before capture, where creating it is not allowed.
+                                          const Workload& workload, WarmUp warm_up) {
+  if (warm_up == WarmUp::kIfCaptureFails) {
+    absl::StatusOr<CudaGraph> graph = CaptureOnce(stream, label, workload);
+    if (graph.ok()) return graph;
+    spdlog::debug("capture of {} without a warm-up run failed ({}); warming up", label,
+                  std::string(graph.status().message()));
+  }
   if (absl::Status warmup = workload(stream); !warmup.ok()) {
     return AnnotateStatus(warmup, absl::StrCat("warm-up run before capture of ", label));
   }
@@ -97,12 +115,7 @@ absl::StatusOr<CudaGraph> CaptureWorkload(cudaStream_t stream, const std::string
       !sync.ok()) {
     return AnnotateStatus(sync, absl::StrCat("warm-up run before capture of ", label));
   }
-  ASSIGN_OR_RETURN(StreamCapture capture, StreamCapture::Begin(stream, label));
-  if (absl::Status run = workload(stream); !run.ok()) {
-    // The destructor ends and discards the capture and clears the error.
-    return CaptureError(label, run);
-  }
-  return capture.End(stream);
+  return CaptureOnce(stream, label, workload);
 }
 
 absl::StatusOr<size_t> GraphNodeCount(cudaGraph_t graph) {

@@ -55,13 +55,27 @@ class StreamCapture {
   std::string label_;
 };
 
-// Captures `workload` on `stream`: one eager run first (so lazily created
-// library state, e.g. cuBLASLt's, exists before capture) followed by a stream
-// synchronisation, then the captured run. On failure the capture is ended
-// and discarded, CUDA's last error is cleared so the process stays usable,
-// and the error names `label` and the failing call.
+// Whether CaptureWorkload runs the workload once before capturing it.
+enum class WarmUp {
+  // Always: lazily created state (cuBLASLt's kernels and heuristics, module
+  // loading) must exist before capture, where creating it is not allowed.
+  kFirst,
+  // Only when a capture without one fails, then capture again: for work whose
+  // kernels, algorithms and shapes already ran in this process (another
+  // slot's plan of the same key, another schedule of it), where a warm-up
+  // run is a whole forward pass spent for nothing. A capture that succeeds
+  // but differs is the load-time checks' to find (Note [Checking a captured
+  // graph] in capture/graph_set.cc).
+  kIfCaptureFails,
+};
+
+// Captures `workload` on `stream`: with WarmUp::kFirst one eager run first
+// followed by a stream synchronisation, then the captured run. On failure
+// the capture is ended and discarded, CUDA's last error is cleared so the
+// process stays usable, and the error names `label` and the failing call.
 absl::StatusOr<CudaGraph> CaptureWorkload(cudaStream_t stream, const std::string& label,
-                                          const Workload& workload);
+                                          const Workload& workload,
+                                          WarmUp warm_up = WarmUp::kFirst);
 
 // Number of nodes in `graph` (top level).
 absl::StatusOr<size_t> GraphNodeCount(cudaGraph_t graph);

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "capture/graph_post_processing.h"
 #include "common/cuda_handles.h"
+#include "common/cuda_status.h"
 #include "common/status.h"
 
 namespace graphserve {
@@ -114,6 +115,37 @@ TEST_F(StreamCaptureTest, FailedCaptureNamesTheCallAndLeavesTheProcessUsable) {
   absl::StatusOr<CudaGraph> next = CaptureWorkload(
       stream_.get(), "after", [this](cudaStream_t stream) { return ModelRun(stream); });
   ASSERT_TRUE(next.ok()) << next.status();
+}
+
+// Lazily created state (here one cudaMalloc on the first run, which a
+// capture refuses): without a warm-up the capture fails, is retried after
+// one, and succeeds; work already warm is captured without running it.
+TEST_F(StreamCaptureTest, WarmsUpOnlyWhenACaptureWithoutOneFails) {
+  int eager_runs = 0;
+  bool initialized = false;
+  const Workload lazy = [&](cudaStream_t stream) -> absl::Status {
+    cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+    CUDA_RETURN_IF_ERROR(cudaStreamIsCapturing(stream, &capturing));
+    if (capturing == cudaStreamCaptureStatusNone) ++eager_runs;
+    if (!initialized) {
+      void* ptr = nullptr;
+      CUDA_RETURN_IF_ERROR(cudaMalloc(&ptr, 1024));
+      CUDA_RETURN_IF_ERROR(cudaFree(ptr));
+      initialized = true;
+    }
+    return ModelRun(stream);
+  };
+  absl::StatusOr<CudaGraph> graph =
+      CaptureWorkload(stream_.get(), "cold", lazy, WarmUp::kIfCaptureFails);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  EXPECT_EQ(eager_runs, 1);
+  EXPECT_EQ(*GraphNodeCount(graph->get()), 3u);
+
+  absl::StatusOr<CudaGraph> warm =
+      CaptureWorkload(stream_.get(), "warm", lazy, WarmUp::kIfCaptureFails);
+  ASSERT_TRUE(warm.ok()) << warm.status();
+  EXPECT_EQ(eager_runs, 1);  // captured without a run
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
 }
 
 TEST_F(StreamCaptureTest, PostProcessingTurnsCopiesIntoMappingsAndReplays) {
