@@ -159,15 +159,15 @@ struct CublasLtGemm::Descriptors {
   Layout result;  // our D (also the C operand, for beta != 0)
   cublasLtMatmulAlgo_t algo{};
   size_t algo_workspace = 0;  // the workspace `algo` needs
-  // The heuristic's proposals, best first, and the workspace each needs;
-  // `algo` is candidates[chosen] outside ChooseFastestAlgorithm.
-  std::vector<cublasLtMatmulAlgo_t> candidates;
-  std::vector<size_t> workspaces;
+  // The heuristic's proposals; `algo` is proposals->algorithms[chosen]
+  // outside ChooseFastestAlgorithm.
+  std::shared_ptr<const GemmProposals> proposals;
   int chosen = 0;
 
+  [[nodiscard]] int count() const { return static_cast<int>(proposals->algorithms.size()); }
   void Use(int index) {
-    algo = candidates[index];
-    algo_workspace = workspaces[index];
+    algo = proposals->algorithms[index];
+    algo_workspace = proposals->workspaces[index];
   }
 };
 
@@ -177,8 +177,53 @@ CublasLtGemm::CublasLtGemm(cublasLtHandle_t handle, const GemmOptions& options,
 
 CublasLtGemm::~CublasLtGemm() = default;
 
-absl::StatusOr<std::unique_ptr<CublasLtGemm>> CublasLtGemm::Create(cublasLtHandle_t handle,
-                                                                   const GemmOptions& o) {
+namespace {
+
+// cuBLASLt's heuristic's proposals for `o`, described by `d`.
+absl::StatusOr<std::shared_ptr<const GemmProposals>> AskHeuristic(
+    cublasLtHandle_t handle, const GemmOptions& o, const CublasLtGemm::Descriptors& d) {
+  cublasLtMatmulPreference_t raw_pref = nullptr;
+  CUBLAS_RETURN_IF_ERROR(cublasLtMatmulPreferenceCreate(&raw_pref));
+  Preference pref(raw_pref);
+  RETURN_IF_ERROR(SetPrefAttr(raw_pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                              static_cast<uint64_t>(o.workspace_bytes)));
+  RETURN_IF_ERROR(SetPrefAttr(raw_pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+                              static_cast<uint32_t>(o.alignment_b)));
+  RETURN_IF_ERROR(SetPrefAttr(raw_pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                              static_cast<uint32_t>(o.alignment_a)));
+  RETURN_IF_ERROR(SetPrefAttr(raw_pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+                              static_cast<uint32_t>(o.alignment_d)));
+  RETURN_IF_ERROR(SetPrefAttr(raw_pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
+                              static_cast<uint32_t>(o.alignment_d)));
+
+  cublasLtMatmulHeuristicResult_t results[kGemmCandidateAlgorithms] = {};
+  int returned = 0;
+  const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
+      handle, d.operation.get(), d.first.get(), d.second.get(), d.result.get(), d.result.get(),
+      raw_pref, kGemmCandidateAlgorithms, results, &returned);
+  if (status != CUBLAS_STATUS_SUCCESS || returned == 0) {
+    return absl::UnimplementedError(absl::StrCat(
+        Describe(o), ": cuBLASLt has no algorithm for it (",
+        status == CUBLAS_STATUS_SUCCESS ? "no heuristic result" : cublasGetStatusName(status),
+        ")"));
+  }
+  auto proposals = std::make_shared<GemmProposals>();
+  for (int i = 0; i < returned; ++i) {
+    if (results[i].state != CUBLAS_STATUS_SUCCESS) continue;
+    proposals->algorithms.push_back(results[i].algo);
+    proposals->workspaces.push_back(results[i].workspaceSize);
+  }
+  if (proposals->algorithms.empty()) {
+    return absl::UnimplementedError(
+        absl::StrCat(Describe(o), ": cuBLASLt has no usable algorithm for it"));
+  }
+  return proposals;
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<CublasLtGemm>> CublasLtGemm::Create(
+    cublasLtHandle_t handle, const GemmOptions& o, std::shared_ptr<const GemmProposals> proposals) {
   if (o.m <= 0 || o.n <= 0 || o.k <= 0 || o.batch <= 0) {
     return absl::InvalidArgumentError(absl::StrCat(Describe(o), ": sizes must be positive"));
   }
@@ -214,42 +259,16 @@ absl::StatusOr<std::unique_ptr<CublasLtGemm>> CublasLtGemm::Create(cublasLtHandl
                              : MakeLayout(o.a_dtype, o.k, o.m, o.k, o.batch, o.stride_a));
   ASSIGN_OR_RETURN(d->result, MakeLayout(o.d_dtype, o.n, o.m, o.n, o.batch, o.stride_d));
 
-  cublasLtMatmulPreference_t raw_pref = nullptr;
-  CUBLAS_RETURN_IF_ERROR(cublasLtMatmulPreferenceCreate(&raw_pref));
-  Preference pref(raw_pref);
-  RETURN_IF_ERROR(SetPrefAttr(raw_pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                              static_cast<uint64_t>(o.workspace_bytes)));
-  RETURN_IF_ERROR(SetPrefAttr(raw_pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
-                              static_cast<uint32_t>(o.alignment_b)));
-  RETURN_IF_ERROR(SetPrefAttr(raw_pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-                              static_cast<uint32_t>(o.alignment_a)));
-  RETURN_IF_ERROR(SetPrefAttr(raw_pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
-                              static_cast<uint32_t>(o.alignment_d)));
-  RETURN_IF_ERROR(SetPrefAttr(raw_pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
-                              static_cast<uint32_t>(o.alignment_d)));
-
-  cublasLtMatmulHeuristicResult_t results[kGemmCandidateAlgorithms] = {};
-  int returned = 0;
-  const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
-      handle, operation, d->first.get(), d->second.get(), d->result.get(), d->result.get(),
-      raw_pref, kGemmCandidateAlgorithms, results, &returned);
-  if (status != CUBLAS_STATUS_SUCCESS || returned == 0) {
-    return absl::UnimplementedError(absl::StrCat(
-        Describe(o), ": cuBLASLt has no algorithm for it (",
-        status == CUBLAS_STATUS_SUCCESS ? "no heuristic result" : cublasGetStatusName(status),
-        ")"));
+  if (proposals == nullptr) {
+    ASSIGN_OR_RETURN(proposals, AskHeuristic(handle, o, *d));
   }
-  for (int i = 0; i < returned; ++i) {
-    if (results[i].state != CUBLAS_STATUS_SUCCESS) continue;
-    d->candidates.push_back(results[i].algo);
-    d->workspaces.push_back(results[i].workspaceSize);
-  }
-  if (d->candidates.empty()) {
-    return absl::UnimplementedError(
-        absl::StrCat(Describe(o), ": cuBLASLt has no usable algorithm for it"));
-  }
+  d->proposals = std::move(proposals);
   d->Use(0);
   return std::unique_ptr<CublasLtGemm>(new CublasLtGemm(handle, o, std::move(d)));
+}
+
+std::shared_ptr<const GemmProposals> CublasLtGemm::proposals() const {
+  return descriptors_->proposals;
 }
 
 // Note [Timing GEMM algorithms]
@@ -300,7 +319,7 @@ absl::StatusOr<float> ReplayMs(const CublasLtGemm& gemm, const void* a, const vo
 absl::Status CublasLtGemm::ChooseFastestAlgorithm(const void* a, const void* b, void* d,
                                                   void* workspace, cudaStream_t stream) {
   Descriptors& desc = *descriptors_;
-  if (desc.candidates.size() < 2) return absl::OkStatus();
+  if (desc.count() < 2) return absl::OkStatus();
   // Enough launches that short GEMMs' times resolve: up to 20 of a short
   // GEMM, as many as fill kTimedBudgetMs (at least 2) of a long one, whose
   // few launches the events already resolve. BERT-base's GEMMs over 32 rows
@@ -315,7 +334,7 @@ absl::Status CublasLtGemm::ChooseFastestAlgorithm(const void* a, const void* b, 
   ASSIGN_OR_RETURN(const CudaEvent stop, CudaEvent::Create(/*timing=*/true));
   float best_ms = 0;
   std::optional<int> best;
-  for (int index = 0; index < static_cast<int>(desc.candidates.size()); ++index) {
+  for (int index = 0; index < desc.count(); ++index) {
     desc.Use(index);
     absl::Status status = absl::OkStatus();
     CUDA_RETURN_IF_ERROR(cudaEventRecord(start.get(), stream));
@@ -353,9 +372,9 @@ size_t CublasLtGemm::workspace_bytes() const { return descriptors_->algo_workspa
 
 absl::Status CublasLtGemm::UseCandidate(int index) {
   Descriptors& desc = *descriptors_;
-  if (index < 0 || index >= static_cast<int>(desc.candidates.size())) {
+  if (index < 0 || index >= desc.count()) {
     return absl::InvalidArgumentError(absl::StrCat(Describe(options_), ": algorithm ", index,
-                                                   " of ", desc.candidates.size(),
+                                                   " of ", desc.count(),
                                                    " proposed does not exist"));
   }
   desc.chosen = index;

@@ -29,6 +29,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "common/dtype_table.h"
@@ -110,13 +111,28 @@ std::string GemmChoiceKey(const GemmOptions& options);
 // How many of cuBLASLt's heuristic results ChooseFastestAlgorithm times.
 inline constexpr int kGemmCandidateAlgorithms = 8;
 
+// cuBLASLt's heuristic's answer for one problem (one GemmChoiceKey): its
+// proposed algorithms, best first, and the workspace each needs. Asked once
+// per problem: the plans of the same problem on other slots and keys reuse
+// it (through AlgorithmChoices), where asking again took 1 s of BERT-base's
+// load at 4 slots. An algorithm is plain data, valid with any handle.
+struct GemmProposals {
+  std::vector<cublasLtMatmulAlgo_t> algorithms;
+  std::vector<size_t> workspaces;
+};
+
 class CublasLtGemm {
  public:
   // Chooses an algorithm by cuBLASLt's heuristic for these exact sizes and
-  // types. Errors name the sizes, the types and what cuBLASLt refused;
-  // combinations outside Note [GEMM datatypes] are InvalidArgument.
-  static absl::StatusOr<std::unique_ptr<CublasLtGemm>> Create(cublasLtHandle_t handle,
-                                                              const GemmOptions& options);
+  // types, or from `proposals` already asked for them. Errors name the
+  // sizes, the types and what cuBLASLt refused; combinations outside Note
+  // [GEMM datatypes] are InvalidArgument.
+  static absl::StatusOr<std::unique_ptr<CublasLtGemm>> Create(
+      cublasLtHandle_t handle, const GemmOptions& options,
+      std::shared_ptr<const GemmProposals> proposals = nullptr);
+
+  // What the heuristic proposed (or `proposals` gave), to reuse.
+  [[nodiscard]] std::shared_ptr<const GemmProposals> proposals() const;
 
   // Times each algorithm cuBLASLt's heuristic proposed (up to
   // kGemmCandidateAlgorithms) on these operands and keeps the fastest: the

@@ -114,6 +114,25 @@ std::string NodeLabel(const BoundNode& node) {
 
 }  // namespace
 
+namespace {
+
+// The GEMM of `o`, with cuBLASLt's proposals for its problem asked once per
+// AlgorithmChoices (GemmProposals): a candidate index then names the same
+// algorithm in every plan, as GemmChoiceKey's comment requires.
+absl::StatusOr<std::unique_ptr<CublasLtGemm>> CreateWithKnownProposals(
+    const CudaKernelContext& context, const GemmOptions& o) {
+  if (!context.algorithm_choices) return CublasLtGemm::Create(context.cublas, o);
+  const std::string key = absl::StrCat("GemmProposals ", GemmChoiceKey(o));
+  auto known = std::static_pointer_cast<const GemmProposals>(
+      context.algorithm_choices->FindPlan(key));
+  ASSIGN_OR_RETURN(std::unique_ptr<CublasLtGemm> gemm,
+                   CublasLtGemm::Create(context.cublas, o, known));
+  if (!known) context.algorithm_choices->RecordPlan(key, gemm->proposals());
+  return gemm;
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<GemmKernel>> GemmKernel::Create(const CudaKernelContext& context,
                                                                const GemmStepFusion& fusion) {
   const BoundGraph& graph = context.graph;
@@ -184,7 +203,7 @@ absl::StatusOr<std::unique_ptr<GemmKernel>> GemmKernel::Create(const CudaKernelC
   }
   std::unique_ptr<CublasLtGemm> gemm;
   if (NumElements(graph.value(node.outputs[0]).dims) > 0 && o.k > 0) {
-    ASSIGN_OR_RETURN(gemm, CublasLtGemm::Create(context.cublas, o));
+    ASSIGN_OR_RETURN(gemm, CreateWithKnownProposals(context, o));
     context.workspace->Require(gemm->workspace_bytes());
   }
   // Batch offsets in bytes, for Enqueue's untyped pointers.
