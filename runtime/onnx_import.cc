@@ -9,7 +9,6 @@
 #include <memory>
 #include <optional>
 #include <set>
-#include <sstream>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -31,13 +30,20 @@ namespace {
 // Node names listed per unsupported op before "and N more".
 constexpr size_t kNodeNamesPerOp = 3;
 
+// One read into a string of the file's size: streaming it through an
+// ostringstream regrew and copied BERT-base's 440 MB several times (0.6 s of
+// a load).
 absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
-  std::ifstream file(path, std::ios::binary);
+  std::ifstream file(path, std::ios::binary | std::ios::ate);
   if (!file) return absl::NotFoundError(absl::StrCat("cannot open '", path, "'"));
-  std::ostringstream contents;
-  contents << file.rdbuf();
-  if (file.bad()) return absl::InvalidArgumentError(absl::StrCat("cannot read '", path, "'"));
-  return std::move(contents).str();
+  const std::streamoff size = file.tellg();
+  if (size < 0) return absl::InvalidArgumentError(absl::StrCat("cannot size '", path, "'"));
+  std::string contents(static_cast<size_t>(size), '\0');
+  file.seekg(0);
+  if (!file.read(contents.data(), size)) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot read '", path, "'"));
+  }
+  return contents;
 }
 
 bool IsDefaultDomain(const std::string& domain) {
