@@ -225,6 +225,10 @@ std::vector<HostTensor> CollectOutputs(const GraphSet& set, const BoundGraph& gr
   return outputs;
 }
 
+bool SameBytes(const HostTensor& a, const HostTensor& b) {
+  return a.bytes() == b.bytes() && std::memcmp(a.raw(), b.raw(), a.bytes()) == 0;
+}
+
 // float32 outputs by relative error, others exactly; returns the largest
 // relative error.
 absl::StatusOr<double> CompareOutputs(const std::vector<HostTensor>& got,
@@ -234,6 +238,9 @@ absl::StatusOr<double> CompareOutputs(const std::vector<HostTensor>& got,
   double worst = 0;
   for (size_t i = 0; i < got.size(); ++i) {
     const std::string& name = graph.value(graph.outputs[i]).name;
+    // Bit-identical is the usual answer (the same kernels on the same
+    // input): a memcmp, where the norms took 1 s of BERT-base's load.
+    if (SameBytes(got[i], want[i])) continue;
     if (got[i].dtype() == DType::kFloat32) {
       const double error = RelativeError(got[i], want[i]);
       worst = std::max(worst, error);
@@ -242,8 +249,7 @@ absl::StatusOr<double> CompareOutputs(const std::vector<HostTensor>& got,
                                                 "' has relative error ", error, " (tolerance ",
                                                 tolerance, ")"));
       }
-    } else if (got[i].bytes() != want[i].bytes() ||
-               std::memcmp(got[i].raw(), want[i].raw(), got[i].bytes()) != 0) {
+    } else {
       return absl::InternalError(absl::StrCat(what, ": output '", name, "' differs"));
     }
   }
@@ -252,25 +258,27 @@ absl::StatusOr<double> CompareOutputs(const std::vector<HostTensor>& got,
 
 bool SameBytes(const std::vector<HostTensor>& a, const std::vector<HostTensor>& b) {
   for (size_t i = 0; i < a.size(); ++i) {
-    if (a[i].bytes() != b[i].bytes() || std::memcmp(a[i].raw(), b[i].raw(), a[i].bytes()) != 0) {
-      return false;
-    }
+    if (!SameBytes(a[i], b[i])) return false;
   }
   return true;
 }
 
-// Note [An independent reference]: slot 0's replay of `key` on the check's
-// input against `reference` on the same input. Float outputs (of any float
-// type) by relative error; the others exactly when `exact_outputs`, else not
-// at all. Returns the largest relative error.
-absl::StatusOr<double> CheckAgainstReference(const GraphSet& set, const GraphKey& key,
-                                             const BoundGraph& graph, uint64_t seed,
+// What slot 0's check of a key leaves for the checks after it: the check's
+// random input and the full-batch replay's outputs on it.
+struct CheckedRun {
+  std::vector<HostTensor> inputs;
+  std::vector<HostTensor> outputs;
+};
+
+// Note [An independent reference]: slot 0's replay of `key`, `run`, against
+// `reference` on the same input. Float outputs (of any float type) by
+// relative error; the others exactly when `exact_outputs`, else not at all.
+// Returns the largest relative error.
+absl::StatusOr<double> CheckAgainstReference(const GraphKey& key, const BoundGraph& graph,
+                                             const CheckedRun& run,
                                              const GraphSetOptions& options) {
-  const std::vector<HostTensor> inputs = RandomInputs(graph, seed);
-  RETURN_IF_ERROR(set.Launch({0, key, graph.batch_size, LaunchMode::kGraph}, RawPointers(inputs)));
-  CUDA_RETURN_IF_ERROR(cudaEventSynchronize(set.done_event(0)));
-  const std::vector<HostTensor> replay = CollectOutputs(set, graph, 0, graph.batch_size);
-  absl::StatusOr<std::vector<HostTensor>> want = options.reference(key, inputs);
+  const std::vector<HostTensor>& replay = run.outputs;
+  absl::StatusOr<std::vector<HostTensor>> want = options.reference(key, run.inputs);
   if (!want.ok()) return AnnotateStatus(want.status(), "the independent reference");
   if (want->size() != replay.size()) {
     return absl::InternalError(absl::StrCat("the independent reference has ", want->size(),
@@ -288,7 +296,7 @@ absl::StatusOr<double> CheckAgainstReference(const GraphSet& set, const GraphKey
             "output '", name, "' has relative error ", error, " (tolerance ",
             options.reference_tolerance, ")"));
       }
-    } else if (options.reference_compares_exact_outputs && !SameBytes({replay[i]}, {(*want)[i]})) {
+    } else if (options.reference_compares_exact_outputs && !SameBytes(replay[i], (*want)[i])) {
       return absl::InternalError(absl::StrCat(
           "replay against the independent reference: output '", name, "' differs"));
     }
@@ -302,32 +310,37 @@ absl::StatusOr<double> CheckAgainstReference(const GraphSet& set, const GraphKey
 //     and through the replay (device outputs and host staging poisoned with
 //     NaN first, so an output the replay forgets to write fails), compared by
 //     relative error;
-//  2. padding independence: b < B real rows replayed twice, the padding rows
-//     of the device inputs holding copies of row 0 the first time (what
-//     Launch serves) and NaN and huge values the second; the real rows'
-//     outputs must be bit-identical. A model that mixes rows (a reduction over the batch)
-//     fails here, because padding could never be served correctly for it.
+//  2. padding independence: the replay of 1 again, its last B - b rows (b =
+//     B / 2) replaced by NaN and huge values; the first b rows' outputs must
+//     be bit-identical to 1's. A model that mixes rows (a reduction over the
+//     batch) fails here, because padding could never be served correctly for
+//     it. The eager run of 1 is the capture's warm-up run, fed the check's
+//     input: a forward pass less per key.
 // A later slot's graph runs slot 0's plan (the same kernels, algorithms and
 // schedule) at its own addresses, so what 1 and 2 prove of the plan holds for
 // it too; what is its own, its capture and its copies' mappings, is checked by
 // CheckLikeFirstSlot: its replay must agree with slot 0's on the same input,
-// with its outputs poisoned first. One replay of each instead of four runs:
-// BERT-base's checks at 4 slots took 7 of a 41 s load.
-absl::Status CheckGraph(const GraphSet& set, int slot, const GraphKey& key,
-                        const BoundGraph& graph, const TransferPlan& transfers, uint64_t seed,
-                        double tolerance, double* rel_err) {
+// with its outputs poisoned first. One replay instead of four runs: BERT-base's
+// checks at 4 slots took 7 of a 41 s load. Slot 0's input and outputs come
+// from its own check (CheckedRun), which the independent reference also
+// reads, so graphs are captured key by key, every slot of a key before the
+// next key, and only one key's outputs are kept at a time.
+absl::StatusOr<CheckedRun> CheckGraph(const GraphSet& set, int slot, const GraphKey& key,
+                                      const BoundGraph& graph, const TransferPlan& transfers,
+                                      std::vector<HostTensor> inputs,
+                                      const std::vector<HostTensor>& eager, double tolerance,
+                                      double* rel_err) {
   const int64_t batch = graph.batch_size;
   cudaStream_t stream = set.stream(slot);
   auto wait = [&]() {
     return CudaErrorToStatus(cudaEventSynchronize(set.done_event(slot)), "cudaEventSynchronize");
   };
 
-  // 1. Replay against eager on fresh random input, outputs poisoned first.
-  const std::vector<HostTensor> inputs = RandomInputs(graph, seed);
-  const std::vector<const void*> input_pointers = RawPointers(inputs);
-  RETURN_IF_ERROR(set.Launch({slot, key, batch, LaunchMode::kEager}, input_pointers));
-  RETURN_IF_ERROR(wait());
-  const std::vector<HostTensor> eager = CollectOutputs(set, graph, slot, batch);
+  // 1. Replay against eager (the warm-up run before capture, on the same
+  // input), outputs poisoned first.
+  CheckedRun run;
+  run.inputs = std::move(inputs);
+  const std::vector<const void*> input_pointers = RawPointers(run.inputs);
   for (const OutputMapping& mapping : transfers.outputs) {
     CUDA_RETURN_IF_ERROR(cudaMemsetAsync(const_cast<void*>(mapping.device_src), 0xFF,
                                          mapping.bytes, stream));  // all-ones: NaN as float32
@@ -335,15 +348,14 @@ absl::Status CheckGraph(const GraphSet& set, int slot, const GraphKey& key,
   }
   RETURN_IF_ERROR(set.Launch({slot, key, batch, LaunchMode::kGraph}, input_pointers));
   RETURN_IF_ERROR(wait());
-  ASSIGN_OR_RETURN(*rel_err, CompareOutputs(CollectOutputs(set, graph, slot, batch), eager, graph,
-                                            tolerance, "replay against the eager run"));
-  if (batch == 1) return absl::OkStatus();
+  run.outputs = CollectOutputs(set, graph, slot, batch);
+  ASSIGN_OR_RETURN(*rel_err,
+                   CompareOutputs(run.outputs, eager, graph, tolerance, "replay against the eager run"));
+  if (batch == 1) return run;
 
-  // 2. Padding independence: the first half real, two different paddings.
+  // 2. Padding independence: the first half of the rows as in 1, the rest
+  // garbage instead of real rows.
   const int64_t rows = batch / 2;
-  RETURN_IF_ERROR(set.Launch({slot, key, rows, LaunchMode::kGraph}, input_pointers));
-  RETURN_IF_ERROR(wait());
-  const std::vector<HostTensor> first = CollectOutputs(set, graph, slot, rows);
   for (const InputMapping& mapping : transfers.inputs) {
     const size_t offset = static_cast<size_t>(rows) * mapping.bytes_per_row;
     std::vector<unsigned char> garbage(mapping.bytes - offset);
@@ -355,8 +367,8 @@ absl::Status CheckGraph(const GraphSet& set, int slot, const GraphKey& key,
                                          stream));
     CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));  // `garbage` is pageable and local
   }
-  // The replay alone, without Launch's fill, which would overwrite the
-  // garbage; the real rows are still on the device from the launch above.
+  // The replay alone, without Launch's copies and fill, which would
+  // overwrite the garbage; the real rows are still on the device from 1.
   CUDA_RETURN_IF_ERROR(cudaGraphLaunch(set.graph_exec(slot, key), stream));
   for (const OutputMapping& mapping : transfers.outputs) {
     CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(mapping.host_dst, mapping.device_src,
@@ -364,44 +376,37 @@ absl::Status CheckGraph(const GraphSet& set, int slot, const GraphKey& key,
                                          cudaMemcpyDeviceToHost, stream));
   }
   CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
-  if (!SameBytes(CollectOutputs(set, graph, slot, rows), first)) {
+  std::vector<HostTensor> real_rows;
+  for (const HostTensor& output : run.outputs) {
+    Dims dims = output.dims();
+    dims[0] = rows;
+    HostTensor& out = real_rows.emplace_back(output.dtype(), dims);
+    std::memcpy(out.raw(), output.raw(), out.bytes());
+  }
+  if (!SameBytes(CollectOutputs(set, graph, slot, rows), real_rows)) {
     return absl::FailedPreconditionError(absl::StrCat(
         "the outputs of ", rows, " real rows changed when only the padding rows of batch ",
         batch, " changed: the model mixes rows of the batch, so requests cannot be padded"));
   }
-  std::vector<HostTensor> eager_rows;
-  for (size_t i = 0; i < eager.size(); ++i) {
-    Dims dims = eager[i].dims();
-    dims[0] = rows;
-    HostTensor& out = eager_rows.emplace_back(eager[i].dtype(), dims);
-    std::memcpy(out.raw(), eager[i].raw(), out.bytes());
-  }
-  ASSIGN_OR_RETURN(const double padded_error,
-                   CompareOutputs(first, eager_rows, graph, tolerance,
-                                  "padded replay against the eager run"));
-  *rel_err = std::max(*rel_err, padded_error);
-  return absl::OkStatus();
+  return run;
 }
 
-// Note [Checking a captured graph], for slot > 0.
+// Note [Checking a captured graph], for slot > 0: its replay on slot 0's
+// checked input against slot 0's outputs, `first`.
 absl::Status CheckLikeFirstSlot(const GraphSet& set, int slot, const GraphKey& key,
                                 const BoundGraph& graph, const TransferPlan& transfers,
-                                uint64_t seed, double tolerance, double* rel_err) {
-  const int64_t batch = graph.batch_size;
-  const std::vector<HostTensor> inputs = RandomInputs(graph, seed);
-  const std::vector<const void*> input_pointers = RawPointers(inputs);
-  RETURN_IF_ERROR(set.Launch({0, key, batch, LaunchMode::kGraph}, input_pointers));
-  CUDA_RETURN_IF_ERROR(cudaEventSynchronize(set.done_event(0)));
-  const std::vector<HostTensor> first = CollectOutputs(set, graph, 0, batch);
+                                const CheckedRun& first, double tolerance, double* rel_err) {
   for (const OutputMapping& mapping : transfers.outputs) {
     CUDA_RETURN_IF_ERROR(cudaMemsetAsync(const_cast<void*>(mapping.device_src), 0xFF,
                                          mapping.bytes, set.stream(slot)));
     std::memset(mapping.host_dst, 0xFF, mapping.bytes);
   }
-  RETURN_IF_ERROR(set.Launch({slot, key, batch, LaunchMode::kGraph}, input_pointers));
+  RETURN_IF_ERROR(
+      set.Launch({slot, key, graph.batch_size, LaunchMode::kGraph}, RawPointers(first.inputs)));
   CUDA_RETURN_IF_ERROR(cudaEventSynchronize(set.done_event(slot)));
-  ASSIGN_OR_RETURN(*rel_err, CompareOutputs(CollectOutputs(set, graph, slot, batch), first, graph,
-                                            tolerance, "replay against slot 0's replay"));
+  ASSIGN_OR_RETURN(*rel_err, CompareOutputs(CollectOutputs(set, graph, slot, graph.batch_size),
+                                            first.outputs, graph, tolerance,
+                                            "replay against slot 0's replay"));
   return absl::OkStatus();
 }
 
@@ -515,18 +520,41 @@ absl::StatusOr<std::unique_ptr<GraphSet>> GraphSet::Create(const Model& model,
       slot->graphs[n].info.critical_path = schedule.critical_path;
     }
     set->slots_.push_back(std::move(slot));
-    Slot& s = *set->slots_.back();
+  }
 
-    for (int n = static_cast<int>(bound.size()) - 1; n >= 0; --n) {
+  // Key by key, every slot of a key before the next (Note [Checking a
+  // captured graph]: later slots check against slot 0's run of the key).
+  for (int n = static_cast<int>(bound.size()) - 1; n >= 0; --n) {
+    CheckedRun first;
+    for (int m = 0; m < options.num_streams; ++m) {
+      Slot& s = *set->slots_[m];
       Graph& graph = s.graphs[n];
       const std::string label = Label(m, graph.info.key);
       const Clock::time_point capture_start = Clock::now();
       const CudaExecutor& executor = *graph.executor;
+      // Slot 0's check input goes through the capture's warm-up run, which
+      // is the check's eager run; later slots' plans, and every slot of a
+      // set whose work already ran, capture without one.
+      const bool eager_check = options.check_replays && m == 0;
+      std::vector<HostTensor> check_inputs;
+      if (eager_check) {
+        check_inputs = RandomInputs(bound[n], options.seed + static_cast<uint64_t>(n));
+        for (size_t i = 0; i < check_inputs.size(); ++i) {
+          std::memcpy(set->input_staging(0, i, 0), check_inputs[i].raw(), check_inputs[i].bytes());
+        }
+      }
+      const WarmUp warm_up = eager_check || (m == 0 && !options.warmed_up)
+                                 ? WarmUp::kFirst
+                                 : WarmUp::kIfCaptureFails;
       const NvtxRange capture_range(
           absl::StrCat(model.name, " b", GraphKeyString(graph.info.key), " slot ", m, " capture"));
-      ASSIGN_OR_RETURN(CudaGraph captured,
-                       CaptureWorkload(s.stream.get(), label,
-                                       [&](cudaStream_t stream) { return executor.Enqueue(stream); }));
+      ASSIGN_OR_RETURN(
+          CudaGraph captured,
+          CaptureWorkload(
+              s.stream.get(), label,
+              [&](cudaStream_t stream) { return executor.Enqueue(stream); }, warm_up));
+      std::vector<HostTensor> eager;
+      if (eager_check) eager = CollectOutputs(*set, bound[n], 0, bound[n].batch_size);
       absl::StatusOr<TransferPlan> transfers =
           PostProcessMemcpyNodes(captured.get(), RegistryFor(bound[n], *s.io));
       if (!transfers.ok()) return AnnotateStatus(transfers.status(), label);
@@ -569,17 +597,25 @@ absl::StatusOr<std::unique_ptr<GraphSet>> GraphSet::Create(const Model& model,
 
       if (options.check_replays) {
         const Clock::time_point check_start = Clock::now();
-        const auto check = m == 0 ? CheckGraph : CheckLikeFirstSlot;
-        RETURN_IF_ERROR(AnnotateStatus(
-            check(*set, m, graph.info.key, bound[n], graph.info.transfers,
-                  options.seed + static_cast<uint64_t>(n), options.tolerance,
-                  &graph.info.check_rel_err),
-            absl::StrCat("check of ", label)));
+        const std::string check_label = absl::StrCat("check of ", label);
+        if (m == 0) {
+          absl::StatusOr<CheckedRun> run =
+              CheckGraph(*set, m, graph.info.key, bound[n], graph.info.transfers,
+                         std::move(check_inputs), eager, options.tolerance,
+                         &graph.info.check_rel_err);
+          if (!run.ok()) return AnnotateStatus(run.status(), check_label);
+          first = *std::move(run);
+        } else {
+          RETURN_IF_ERROR(AnnotateStatus(
+              CheckLikeFirstSlot(*set, m, graph.info.key, bound[n], graph.info.transfers, first,
+                                 options.tolerance, &graph.info.check_rel_err),
+              check_label));
+        }
         if (m == 0 && options.reference) {
           const Clock::time_point reference_start = Clock::now();
-          const absl::StatusOr<double> error = CheckAgainstReference(
-              *set, graph.info.key, bound[n], options.seed + static_cast<uint64_t>(n), options);
-          if (!error.ok()) return AnnotateStatus(error.status(), absl::StrCat("check of ", label));
+          const absl::StatusOr<double> error =
+              CheckAgainstReference(graph.info.key, bound[n], first, options);
+          if (!error.ok()) return AnnotateStatus(error.status(), check_label);
           graph.info.reference_rel_err = *error;
           graph.info.reference_ms = MillisecondsSince(reference_start);
         }

@@ -5,16 +5,17 @@
 // is returned. The heart of GraphServe: the server launches a request
 // chunk as one replay on a free slot.
 //
-// Loading (Create), for each slot m: bind and plan the model for every key K
+// Loading (Create): for each slot m, bind and plan the model for every key K
 //   in the slot's shared arena (library workspaces included) and I/O buffers,
 //   all before any capture, so nothing grows after the first capture and the
-//   addresses every graph holds stay valid; then for each K, largest first:
-//   warm up, capture the
-//   eager run (capture/stream_capture.h); post-process its memcpy nodes into
-//   input/output mappings (Note [Memcpy node post-processing]); instantiate,
-//   upload; replay once on fresh random input and compare with the eager run;
-//   replay part-filled batches with two different paddings and require
-//   identical real rows.
+//   addresses every graph holds stay valid; then for each K, largest first,
+//   and each slot: capture the eager run (capture/stream_capture.h);
+//   post-process its memcpy nodes into input/output mappings (Note [Memcpy
+//   node post-processing]); instantiate, upload; check it (Note [Checking a
+//   captured graph] in graph_set.cc): slot 0's replay once on fresh random
+//   input against the eager run and part-filled batches with two different
+//   paddings, which must leave the real rows identical; a later slot's replay
+//   against slot 0's on the same input.
 
 #include <cuda_runtime.h>
 
@@ -81,6 +82,11 @@ struct GraphSetOptions {
   bool reference_compares_exact_outputs = true;
   // Seed of the random check inputs.
   uint64_t seed = 20261121;
+  // Whether every key's work already ran on this device in this process (a
+  // schedule candidate after the first of its key): slot 0 then captures
+  // without a warm-up run too, as later slots always do (WarmUp in
+  // capture/stream_capture.h).
+  bool warmed_up = false;
   // Algorithm choices (GEMMs, convolutions) to reuse and extend; null: a
   // fresh set, timed by slot 0's plans. Sharing one between sets makes them
   // run the same kernels (their outputs bit-identical) and times each

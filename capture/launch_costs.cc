@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "absl/strings/str_cat.h"
 #include "common/cuda_status.h"
 #include "common/statistics.h"
 #include "common/status.h"
@@ -14,9 +15,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Timed launches of one size and mode stop after this long (at least 3 of
-// them): a small model's sizes all get their iterations, while BERT-base's
-// 32 rows of 512 tokens (tens of ms each) do not spend seconds of a load.
+// Timed launches of one size and mode stop after this long, once 3 are
+// timed or the timed ones alone took this long: a small model's sizes all get
+// their iterations, while BERT-base's 32 rows of 512 tokens (110 ms each, a
+// GPU-bound chunk that varies little) are timed once after one warm-up.
 constexpr double kMeasureBudgetUs = 100'000;
 
 // Median wall time of Launch + wait for `chunk`.
@@ -25,6 +27,7 @@ absl::StatusOr<double> MeasureLaunch(const GraphSet& set, const LaunchChunk& chu
                                      const LaunchCostOptions& options) {
   std::vector<double> micros;
   double spent_us = 0;
+  double timed_us = 0;
   int64_t warmup = options.warmup;
   for (int64_t i = 0; i < warmup + options.iters; ++i) {
     const Clock::time_point start = Clock::now();
@@ -33,10 +36,13 @@ absl::StatusOr<double> MeasureLaunch(const GraphSet& set, const LaunchChunk& chu
     const double us = std::chrono::duration<double, std::micro>(Clock::now() - start).count();
     spent_us += us;
     const bool timed = i >= warmup;
-    if (timed) micros.push_back(us);
+    if (timed) {
+      micros.push_back(us);
+      timed_us += us;
+    }
     if (spent_us > kMeasureBudgetUs) {
       if (!timed) warmup = i + 1;  // warm enough: timing starts with the next launch
-      if (timed && micros.size() >= 3) break;
+      if (timed && (micros.size() >= 3 || timed_us > kMeasureBudgetUs)) break;
     }
   }
   return Median(std::move(micros));
@@ -98,27 +104,42 @@ absl::StatusOr<double> MeasureClosedLoop(const GraphSet& set, LaunchChunk chunk,
          static_cast<double>(count);
 }
 
+// Chunks of `chunk_us` each in a closed loop of about 20 ms, at least 3 (a
+// chunk of tens of ms is timed well enough by 3) and at most `iters`.
+// BERT-base's six sizes at 512 tokens spent 2 s of a load here when each
+// also ran six warm-up chunks.
+int64_t ChunksPerLoop(double chunk_us, const LaunchCostOptions& options) {
+  return std::clamp<int64_t>(static_cast<int64_t>(20'000 / std::max(chunk_us, 1.0)),
+                             std::min<int64_t>(3, options.iters), options.iters);
+}
+
 }  // namespace
 
-absl::StatusOr<std::vector<int64_t>> SizesFasterDoubleBuffered(const GraphSet& set,
-                                                              const BoundGraph& any_size,
-                                                              LaunchMode mode,
-                                                              const LaunchCostOptions& options) {
+absl::StatusOr<std::vector<int64_t>> SizesFasterDoubleBuffered(
+    const GraphSet& set, const BoundGraph& any_size, LaunchMode mode,
+    const LaunchCostOptions& options, const std::vector<double>& single_buffered_us) {
   if (options.iters < 1) return absl::InvalidArgumentError("cost measurement needs iters >= 1");
+  const std::vector<GraphKey> keys = TimedKeys(set);
+  if (!single_buffered_us.empty() && single_buffered_us.size() != keys.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(single_buffered_us.size(),
+                                                   " single-buffered times for ", keys.size(),
+                                                   " batch sizes"));
+  }
   std::vector<int64_t> faster;
-  for (const GraphKey& key : TimedKeys(set)) {
+  for (size_t k = 0; k < keys.size(); ++k) {
+    const GraphKey& key = keys[k];
     const std::vector<HostTensor> inputs = FullBatchInputs(set, any_size, key);
     const std::vector<const void*> pointers = Pointers(inputs);
     const LaunchChunk chunk{options.slot, key, key.batch_size, mode};
-    // Warm-up, which also sizes the loops: about 20 ms per way, at least 3
-    // chunks (a chunk of tens of ms is timed well enough by 3).
-    ASSIGN_OR_RETURN(const double warm, MeasureClosedLoop(set, chunk, pointers, 1,
-                                                          std::max<int64_t>(1, options.warmup)));
-    const int64_t count = std::clamp<int64_t>(static_cast<int64_t>(20'000 / std::max(warm, 1.0)),
-                                              std::min<int64_t>(3, options.iters), options.iters);
-    ASSIGN_OR_RETURN(const double single, MeasureClosedLoop(set, chunk, pointers, 1, count));
+    double single = single_buffered_us.empty() ? 0 : single_buffered_us[k];
+    if (single == 0) {  // not timed yet: one chunk paces the loop that times it
+      ASSIGN_OR_RETURN(const double pace, MeasureClosedLoop(set, chunk, pointers, 1, 1));
+      ASSIGN_OR_RETURN(single,
+                       MeasureClosedLoop(set, chunk, pointers, 1, ChunksPerLoop(pace, options)));
+    }
     ASSIGN_OR_RETURN(const double doubled,
-                     MeasureClosedLoop(set, chunk, pointers, kStagingBuffers, count));
+                     MeasureClosedLoop(set, chunk, pointers, kStagingBuffers,
+                                       ChunksPerLoop(single, options)));
     if (doubled < 0.97 * single) faster.push_back(key.batch_size);
   }
   return faster;
@@ -134,12 +155,13 @@ absl::StatusOr<std::vector<CaptureCostEntry>> MeasureLaunchCosts(const GraphSet&
     const std::vector<const void*> pointers = Pointers(inputs);
     CaptureCostEntry entry;
     entry.batch_size = key.batch_size;
-    ASSIGN_OR_RETURN(entry.eager_us,
-                     MeasureLaunch(set, {options.slot, key, key.batch_size, LaunchMode::kEager},
-                                   pointers, options));
-    ASSIGN_OR_RETURN(entry.graph_us,
-                     MeasureLaunch(set, {options.slot, key, key.batch_size, LaunchMode::kGraph},
-                                   pointers, options));
+    for (const LaunchMode mode : options.modes) {
+      ASSIGN_OR_RETURN(const double us,
+                       MeasureLaunch(set, {options.slot, key, key.batch_size, mode}, pointers,
+                                     options));
+      double& field = mode == LaunchMode::kGraph ? entry.graph_us : entry.eager_us;
+      field = us;
+    }
     costs.push_back(entry);
   }
   return costs;

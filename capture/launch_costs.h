@@ -22,10 +22,14 @@ struct LaunchCostOptions {
   // Untimed launches per size and mode, then timed ones (the median is kept).
   int64_t warmup = 10;
   int64_t iters = 100;
+  // The launches timed: both (what `prepare` records in the config), or
+  // only the one a server serves, at load, where each costs load time; the
+  // other's field stays 0, "not measured" to the cost table.
+  std::vector<LaunchMode> modes = {LaunchMode::kEager, LaunchMode::kGraph};
 };
 
 // Times full-batch launches of every batch size of `set` at its largest
-// shape bucket, eager and graph, on random inputs with `any_size`'s dtypes
+// shape bucket, in each of `options.modes`, on random inputs with `any_size`'s dtypes
 // (the model bound at any key): one entry per batch size, what the planner
 // plans with. Blocks on the GPU: a load-time tool, never a serving path.
 // Call with the set's device current.
@@ -40,10 +44,13 @@ absl::StatusOr<std::vector<CaptureCostEntry>> MeasureLaunchCosts(const GraphSet&
 // kept when double-buffered chunks take under 0.97 of the single-buffered
 // time. Measured, not assumed: on the H200 a 27 us replay ran 10-15% slower
 // double-buffered (its graph relaunched while still queued), while 16-row
-// chunks ran up to 10% faster. Same contract as MeasureLaunchCosts.
-absl::StatusOr<std::vector<int64_t>> SizesFasterDoubleBuffered(const GraphSet& set,
-                                                              const BoundGraph& any_size,
-                                                              LaunchMode mode,
-                                                              const LaunchCostOptions& options);
+// chunks ran up to 10% faster. Same contract as MeasureLaunchCosts, whose
+// launches, run just before at load, warm the sizes up: one chunk here
+// paces the loops, not `options.warmup`. `single_buffered_us`, one per
+// batch size when MeasureLaunchCosts just timed the same chunks in `mode`
+// (the single-buffered time), spares timing them again; empty: timed here.
+absl::StatusOr<std::vector<int64_t>> SizesFasterDoubleBuffered(
+    const GraphSet& set, const BoundGraph& any_size, LaunchMode mode,
+    const LaunchCostOptions& options, const std::vector<double>& single_buffered_us = {});
 
 }  // namespace graphserve

@@ -41,6 +41,7 @@
 #include "server/shape_buckets.h"
 #include "server/triton_config.h"
 #include "spdlog/spdlog.h"
+#include "tensor_holder/weight_store.h"
 
 namespace graphserve {
 
@@ -255,6 +256,25 @@ absl::StatusOr<std::vector<std::shared_ptr<GraphSet>>> CaptureOnEveryGpu(
   return sets;
 }
 
+// What the padding check and every graph on a model's first GPU share: the
+// GEMM and convolution algorithms, timed once, and the weights, uploaded once
+// (each padding check's plan uploaded BERT-base's 440 MB again: 0.6 s of a
+// load).
+struct FirstGpuShared {
+  std::shared_ptr<AlgorithmChoices> algorithm_choices;
+  std::shared_ptr<WeightStore> weights;  // null on the host executor
+};
+
+// Fresh, empty ones, on the model's first GPU.
+absl::StatusOr<FirstGpuShared> NewFirstGpuShared(const inference::ModelConfig& config,
+                                                 const ServedModelOptions& options) {
+  FirstGpuShared shared{.algorithm_choices = std::make_shared<AlgorithmChoices>()};
+  if (options.executor != ExecutorKind::kCuda) return shared;
+  ASSIGN_OR_RETURN(const std::vector<GpuPlacement> placements, GpuPlacements(config, options));
+  ASSIGN_OR_RETURN(shared.weights, WeightStore::Create(placements.front().device));
+  return shared;
+}
+
 // The independent reference of a model's load-time check (Note [An
 // independent reference] in capture/reference_plans.h).
 struct LoadReference {
@@ -279,7 +299,7 @@ absl::StatusOr<Execution> LoadOnGpu(const Model& model, const BoundGraph& any_si
                                     const std::vector<GraphKey>& keys, bool graphs,
                                     const ServedModelOptions& options,
                                     inference::ModelConfig* config,
-                                    std::shared_ptr<AlgorithmChoices> algorithm_choices,
+                                    const FirstGpuShared& shared,
                                     const LoadReference& reference, PhaseClock& phases) {
   ASSIGN_OR_RETURN(const std::vector<GpuPlacement> placements, GpuPlacements(*config, options));
   const int first_device = placements.front().device;
@@ -289,7 +309,8 @@ absl::StatusOr<Execution> LoadOnGpu(const Model& model, const BoundGraph& any_si
   RETURN_IF_ERROR(on_first_device.status());
   GraphSetOptions set_options;
   set_options.graphs = keys;
-  set_options.algorithm_choices = std::move(algorithm_choices);
+  set_options.algorithm_choices = shared.algorithm_choices;
+  set_options.weights = shared.weights;
   set_options.executor.device = first_device;
   set_options.executor.allow_tf32 = options.allow_tf32;
   set_options.reference = reference.runner;
@@ -333,6 +354,7 @@ absl::StatusOr<Execution> LoadOnGpu(const Model& model, const BoundGraph& any_si
     LaunchCostOptions cost_options;
     cost_options.iters = options.cost_iters;
     cost_options.warmup = std::max<int64_t>(1, options.cost_iters / 5);
+    cost_options.modes = {graphs ? LaunchMode::kGraph : LaunchMode::kEager};
     ASSIGN_OR_RETURN(const std::vector<CaptureCostEntry> measured,
                      MeasureLaunchCosts(first, any_size, cost_options));
     SetCosts(measured, config);  // what ModelConfig reports
@@ -370,9 +392,13 @@ absl::StatusOr<Execution> LoadOnGpu(const Model& model, const BoundGraph& any_si
   const LaunchMode mode = graphs ? LaunchMode::kGraph : LaunchMode::kEager;
   LaunchCostOptions overlap_options;
   overlap_options.iters = options.cost_iters;
-  overlap_options.warmup = std::max<int64_t>(1, options.cost_iters / 5);
+  // Costs measured just now are the single-buffered times; a config's may
+  // come from another machine.
+  const bool costs_measured_now = execution.summary.costs == "measured at load";
   ASSIGN_OR_RETURN(std::vector<int64_t> double_buffered,
-                   SizesFasterDoubleBuffered(first, any_size, mode, overlap_options));
+                   SizesFasterDoubleBuffered(first, any_size, mode, overlap_options,
+                                             costs_measured_now ? execution.costs_us
+                                                                : std::vector<double>{}));
   phases.End("staging timing");
   spdlog::info("model '{}': chunks of batch size {} start behind a running chunk on their slot "
                "(measured faster through the second staging buffer); other sizes wait",
@@ -396,22 +422,22 @@ namespace {
 
 // Executors for load-time checks: the host reference, or the CUDA executor
 // on the model's first GPU, timing its GEMMs and convolutions into
-// `algorithm_choices`, which the graphs then find timed.
-absl::StatusOr<ExecutorFactory> CheckExecutors(
-    const inference::ModelConfig& config, const ServedModelOptions& options,
-    const std::shared_ptr<AlgorithmChoices>& algorithm_choices) {
+// `shared`'s algorithm choices, which the graphs then find timed, with its
+// weights.
+absl::StatusOr<ExecutorFactory> CheckExecutors(const inference::ModelConfig& config,
+                                               const ServedModelOptions& options,
+                                               const FirstGpuShared& shared) {
   if (options.executor != ExecutorKind::kCuda) return HostExecutorFactory();
-  ASSIGN_OR_RETURN(const std::vector<GpuPlacement> placements, GpuPlacements(config, options));
   CudaExecutorOptions executor_options;
-  executor_options.device = placements.front().device;
+  executor_options.device = shared.weights->device();
   executor_options.allow_tf32 = options.allow_tf32;
   return ExecutorFactory(
-      [executor_options, algorithm_choices](
-          BoundGraph graph) -> absl::StatusOr<std::unique_ptr<Executor>> {
+      [executor_options, shared](BoundGraph graph) -> absl::StatusOr<std::unique_ptr<Executor>> {
         const CudaDeviceGuard on_device(executor_options.device);
         RETURN_IF_ERROR(on_device.status());
         ExecutionResources resources;
-        resources.algorithm_choices = algorithm_choices;
+        resources.algorithm_choices = shared.algorithm_choices;
+        resources.weights = shared.weights;
         ASSIGN_OR_RETURN(std::unique_ptr<CudaExecutor> executor,
                          CudaExecutor::Create(std::move(graph), executor_options, resources));
         return std::unique_ptr<Executor>(std::move(executor));
@@ -568,12 +594,14 @@ absl::StatusOr<LoadReference> ReferenceFor(const Model& model, ModelPrecision pr
 // [Automatic precision] in runtime/passes/autocast.h): on the model's first
 // GPU through the load checks' executors, or on the host. Without TF32, as
 // the values it judges are float32's, and with algorithm choices of its own:
-// its batch-1 float32 GEMMs are none of the served graphs'.
+// its batch-1 float32 GEMMs are none of the served graphs', nor its
+// float32 weights.
 absl::StatusOr<ExecutorFactory> CalibrationExecutors(const inference::ModelConfig& config,
                                                      const ServedModelOptions& options) {
   ServedModelOptions float32 = options;
   float32.allow_tf32 = false;
-  return CheckExecutors(config, float32, std::make_shared<AlgorithmChoices>());
+  ASSIGN_OR_RETURN(const FirstGpuShared own, NewFirstGpuShared(config, float32));
+  return CheckExecutors(config, float32, own);
 }
 
 // What the counters record of `chunk`, run on `slot` at bucket `bucket` of
@@ -731,11 +759,11 @@ absl::StatusOr<std::unique_ptr<ServedModel>> ServedModel::Load(const RepositoryM
                                   passes, config.capture(), declared));
   }
   phases.End("import");
-  // GEMM and convolution algorithms, timed once on the first GPU for the
-  // padding check and every graph.
-  const auto algorithm_choices = std::make_shared<AlgorithmChoices>();
+  // Algorithms and weights of the first GPU, for the padding check and
+  // every graph.
+  ASSIGN_OR_RETURN(const FirstGpuShared shared, NewFirstGpuShared(config, model_options));
   ASSIGN_OR_RETURN(const ExecutorFactory check_executors,
-                   CheckExecutors(config, model_options, algorithm_choices));
+                   CheckExecutors(config, model_options, shared));
   ASSIGN_OR_RETURN(const std::vector<PadElement> pads,
                    DecidePadding(model, config.capture(), check_executors, &declared));
   if (!declared.shape_dims.empty()) phases.End("padding check");
@@ -748,7 +776,7 @@ absl::StatusOr<std::unique_ptr<ServedModel>> ServedModel::Load(const RepositoryM
   const bool graphs = options.graphs && !GraphsDisabledByConfig(config);
   absl::StatusOr<Execution> execution =
       options.executor == ExecutorKind::kCuda
-          ? LoadOnGpu(model, any_size, keys, graphs, model_options, &config, algorithm_choices,
+          ? LoadOnGpu(model, any_size, keys, graphs, model_options, &config, shared,
                       reference, phases)
           : LoadOnHost(model, keys, num_streams);
   RETURN_IF_ERROR(execution.status());
