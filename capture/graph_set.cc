@@ -435,11 +435,17 @@ absl::StatusOr<std::unique_ptr<GraphSet>> GraphSet::Create(const Model& model,
   std::sort(set->keys_.begin(), set->keys_.end());
   set->shape_dims_ = ShapeDimNames(model);
 
-  // Bind once per key; slots share the bound graphs (constants by pointer).
+  // Bind once per key; slots share the bound graphs (constants by pointer),
+  // and so may other sets and schedule candidates (Note [Binding once per
+  // key] in runtime/bind.h).
+  std::shared_ptr<BoundGraphs> bound_graphs = options.bound_graphs;
+  if (!bound_graphs) bound_graphs = std::make_shared<BoundGraphs>(model);
+  if (&bound_graphs->model() != &model) {
+    return absl::InvalidArgumentError("the set's bound graphs bind another model");
+  }
   std::vector<BoundGraph> bound;
   for (const GraphKey& key : set->keys_) {
-    ASSIGN_OR_RETURN(const BindOptions bind_options, BindOptionsAt(model, key));
-    absl::StatusOr<BoundGraph> graph = BindModel(model, bind_options);
+    absl::StatusOr<BoundGraph> graph = bound_graphs->At(key);
     if (!graph.ok()) {
       return AnnotateStatus(graph.status(), absl::StrCat("binding for batch ", GraphKeyString(key)));
     }

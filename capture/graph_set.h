@@ -32,6 +32,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "capture/reference_plans.h"
+#include "runtime/bind.h"
 #include "capture/transfer_mappings.h"
 #include "common/cuda_handles.h"
 #include "common/graph_key.h"
@@ -95,6 +96,10 @@ struct GraphSetOptions {
   // The device's weight store, to share with other sets on the same device
   // (one upload per GPU); null: the set's own.
   std::shared_ptr<WeightStore> weights;
+  // The model bound at each key, to share with other sets and schedule
+  // candidates of the same model (Note [Binding once per key] in
+  // runtime/bind.h); null: the set's own.
+  std::shared_ptr<BoundGraphs> bound_graphs;
   // Called after each accepted graph; may be empty.
   std::function<void(const CaptureProgress&)> on_progress;
 };

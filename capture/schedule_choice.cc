@@ -79,8 +79,7 @@ absl::StatusOr<ScheduleChoice> ChooseForKey(const Model& model, const GraphKey& 
                                             const ScheduleChoiceOptions& options) {
   ScheduleChoice choice;
   choice.key = key;
-  ASSIGN_OR_RETURN(const BindOptions bind_options, BindOptionsAt(model, key));
-  ASSIGN_OR_RETURN(const BoundGraph graph, BindModel(model, bind_options));
+  ASSIGN_OR_RETURN(const BoundGraph graph, options.bound_graphs->At(key));
   // The executor's own fusion options, so that the schedules name its steps.
   const FusionPlan fusion = PlanFusion(graph, FusionOptionsOf(options.executor));
 
@@ -114,6 +113,7 @@ absl::StatusOr<ScheduleChoice> ChooseForKey(const Model& model, const GraphKey& 
     set_options.warmed_up = &candidate != &candidates.front();
     set_options.algorithm_choices = options.algorithm_choices;
     set_options.weights = options.weights;
+    set_options.bound_graphs = options.bound_graphs;
     absl::StatusOr<std::unique_ptr<GraphSet>> set = GraphSet::Create(model, set_options);
     if (!set.ok()) {
       return AnnotateStatus(set.status(), absl::StrCat("schedule '",
@@ -180,8 +180,13 @@ absl::StatusOr<std::vector<ScheduleChoice>> ChooseSchedules(
         absl::StrCat("schedule timing needs rounds >= 1, launches >= 1 and warmup >= 0; got ",
                      options.rounds, ", ", options.launches, ", ", options.warmup));
   }
+  ScheduleChoiceOptions shared = options;
+  if (!shared.bound_graphs) shared.bound_graphs = std::make_shared<BoundGraphs>(model);
+  if (&shared.bound_graphs->model() != &model) {
+    return absl::InvalidArgumentError("the schedule timing's bound graphs bind another model");
+  }
   return ChooseAcrossKeys(keys, [&](const GraphKey& key) {
-    return ChooseForKey(model, key, options);
+    return ChooseForKey(model, key, shared);
   });
 }
 
@@ -244,6 +249,7 @@ absl::StatusOr<std::vector<ScheduleChoice>> ApplyScheduleRequest(
   if (!set_options.weights) {
     ASSIGN_OR_RETURN(set_options.weights, WeightStore::Create(set_options.executor.device));
   }
+  if (!set_options.bound_graphs) set_options.bound_graphs = std::make_shared<BoundGraphs>(model);
   std::vector<ScheduleChoice> choices;
   if (request.has_value()) {
     set_options.executor.schedule.policy = *request;
@@ -255,6 +261,7 @@ absl::StatusOr<std::vector<ScheduleChoice>> ApplyScheduleRequest(
   timing.executor = set_options.executor;
   timing.algorithm_choices = set_options.algorithm_choices;
   timing.weights = set_options.weights;
+  timing.bound_graphs = set_options.bound_graphs;
   ASSIGN_OR_RETURN(choices, ChooseSchedules(model, set_options.graphs, timing));
   for (const ScheduleChoice& choice : choices) {
     ScheduleOptions& schedule = set_options.schedules[choice.key];

@@ -34,6 +34,9 @@ struct ScheduleChoiceOptions {
   // The device's weights, shared by every candidate set (and the final set),
   // so they are uploaded once, not once per candidate. Null: a fresh store.
   std::shared_ptr<WeightStore> weights;
+  // The model bound at each key, shared by the candidates (and the final
+  // set): Note [Binding once per key] in runtime/bind.h. Null: fresh ones.
+  std::shared_ptr<BoundGraphs> bound_graphs;
   // Timing: `rounds` rounds, each replaying every candidate `launches` times
   // back to back after `warmup` untimed replays; a candidate's time is the
   // median over rounds of its per-launch mean. 30 replays per candidate: on
@@ -92,8 +95,9 @@ absl::StatusOr<std::vector<ScheduleChoice>> ChooseSchedules(
 // before GraphSet::Create: a given policy for every size, or, for auto
 // (nullopt), each size's measured choice, timed with `timing` (its executor
 // options are replaced by set_options'). The sets share set_options'
-// algorithm choices and weight store, created here when null. Returns one choice per key of
-// set_options.graphs; RecordPlannedSchedules completes them.
+// algorithm choices, weight store and bound graphs, created here when null.
+// Returns one choice per key of set_options.graphs; RecordPlannedSchedules
+// completes them.
 absl::StatusOr<std::vector<ScheduleChoice>> ApplyScheduleRequest(
     const Model& model, std::optional<SchedulePolicy> request, GraphSetOptions& set_options,
     ScheduleChoiceOptions timing = {});

@@ -376,4 +376,12 @@ absl::StatusOr<std::map<std::string, DType>> InferValueDTypes(const Model& model
   return Binder(model, options).ValueDTypes();
 }
 
+absl::StatusOr<BoundGraph> BoundGraphs::At(const GraphKey& key) {
+  const absl::MutexLock lock(&mu_);
+  if (const auto found = bound_.find(key); found != bound_.end()) return found->second;
+  ASSIGN_OR_RETURN(const BindOptions options, BindOptionsAt(model_, key));
+  ASSIGN_OR_RETURN(BoundGraph graph, BindModel(model_, options));
+  return bound_.emplace(key, std::move(graph)).first->second;
+}
+
 }  // namespace graphserve

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "common/graph_key.h"
 #include "runtime/bound_graph.h"
 #include "runtime/ir.h"
@@ -62,6 +63,31 @@ absl::StatusOr<std::map<std::string, DType>> InferValueDTypes(const Model& model
 // bucket does not give one extent per shape dim, naming the dims, or when
 // the key's batch is not 1 for a model without a batch dim.
 absl::StatusOr<BindOptions> BindOptionsAt(const Model& model, const GraphKey& key);
+
+// Note [Binding once per key]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A load binds the model at each key for several plans: every schedule
+// candidate of a timed key, and each graph set. Binding BERT-base at one key
+// takes about 22 ms (inference and folding over a thousand nodes), and its
+// load at 30 keys bound a timed key five times. BoundGraphs binds each key
+// once and hands out copies: a bound graph holds its constants by pointer,
+// so a copy is cheap beside binding.
+class BoundGraphs {
+ public:
+  // `model` must outlive this.
+  explicit BoundGraphs(const Model& model) : model_(model) {}
+
+  // `model` bound at `key` (BindOptionsAt, BindModel), on first use; errors
+  // as theirs, and not remembered. Thread-safe.
+  absl::StatusOr<BoundGraph> At(const GraphKey& key);
+
+  [[nodiscard]] const Model& model() const { return model_; }
+
+ private:
+  const Model& model_;
+  absl::Mutex mu_;
+  std::map<GraphKey, BoundGraph> bound_ ABSL_GUARDED_BY(mu_);
+};
 
 // True when input `input_index` of `op_type` describes a shape (Reshape's
 // shape, Expand's shape, Slice's starts/ends/axes/steps, Unsqueeze's and

@@ -114,6 +114,26 @@ TEST(BindTest, ShapeDimWithoutExtentIsAnErrorNamingIt) {
               HasSubstr("graph input 'ids' dim 1 ('sequence') is dynamic"));
 }
 
+// Note [Binding once per key]: each key's graph as BindModel binds it,
+// whatever the order keys are asked in; a key that cannot bind errors each
+// time it is asked.
+TEST(BoundGraphsTest, GivesEachKeyItsOwnBindingAndRemembersNoError) {
+  const Model model = SequenceModel();
+  BoundGraphs bound(model);
+  for (const GraphKey& key : {GraphKey{3, {128}}, GraphKey{1, {8}}, GraphKey{3, {128}}}) {
+    absl::StatusOr<BoundGraph> graph = bound.At(key);
+    ASSERT_TRUE(graph.ok()) << graph.status();
+    EXPECT_THAT(graph->value(graph->inputs[0]).dims,
+                ElementsAre(key.batch_size, key.bucket[0]));
+    EXPECT_EQ(graph->dim_values.at("sequence"), key.bucket[0]);
+  }
+  for (int i = 0; i < 2; ++i) {
+    absl::StatusOr<BoundGraph> graph = bound.At(GraphKey{3, {0}});
+    ASSERT_FALSE(graph.ok());
+    EXPECT_THAT(graph.status().message(), HasSubstr("must be at least 1, got 0"));
+  }
+}
+
 TEST(BindTest, ExtentOfADimTheModelLacksIsAnError) {
   BindOptions options;
   options.dim_values = {{"sequence", 8}, {"height", 8}};
