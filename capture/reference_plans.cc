@@ -9,6 +9,7 @@
 #include "common/cuda_status.h"
 #include "common/status.h"
 #include "runtime/bind.h"
+#include "runtime/cuda/algorithm_choices.h"
 #include "runtime/cuda/cuda_executor.h"
 #include "runtime/onnx_import.h"
 #include "tensor_holder/weight_store.h"
@@ -16,11 +17,14 @@
 namespace graphserve {
 
 ReferenceRunner PlainCudaReference(std::shared_ptr<const Model> model) {
-  // The weights, uploaded once per device for every key's plan; they live
-  // as long as the runner, which a load drops when its checks are done.
+  // The weights, uploaded once per device for every key's plan, and the
+  // plans' library choices (cuBLASLt's proposals asked once per problem),
+  // the runner's own, not the graphs'; they live as long as the runner,
+  // which a load drops when its checks are done.
   auto weights = std::make_shared<std::map<int, std::shared_ptr<WeightStore>>>();
-  return [model = std::move(model), weights](const GraphKey& key,
-                                             absl::Span<const HostTensor> inputs)
+  auto choices = std::make_shared<std::map<int, std::shared_ptr<AlgorithmChoices>>>();
+  return [model = std::move(model), weights, choices](const GraphKey& key,
+                                                      absl::Span<const HostTensor> inputs)
              -> absl::StatusOr<std::vector<HostTensor>> {
     int device = 0;
     CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
@@ -28,8 +32,11 @@ ReferenceRunner PlainCudaReference(std::shared_ptr<const Model> model) {
     if (!store) {
       ASSIGN_OR_RETURN(store, WeightStore::Create(device));
     }
+    std::shared_ptr<AlgorithmChoices>& chosen = (*choices)[device];
+    if (!chosen) chosen = std::make_shared<AlgorithmChoices>();
     ExecutionResources resources;
     resources.weights = store;
+    resources.algorithm_choices = chosen;
     CudaExecutorOptions plain;
     plain.device = device;
     plain.allow_tf32 = false;
