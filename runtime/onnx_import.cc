@@ -854,6 +854,32 @@ class GuardedSchemaRegistry : public onnx::ISchemaRegistry {
   mutable std::map<const onnx::OpSchema*, std::unique_ptr<onnx::OpSchema>> guarded_;
 };
 
+// Initializers larger than this keep only their name, type and dims in
+// CopyForTyping's copy: typing reads the values of small ones (a Reshape's
+// shape), never a weight's.
+constexpr size_t kTypingInitializerBytes = 4096;
+
+// `proto` copied for a typing run of shape inference, without the data of
+// its large initializers: copying BERT-base's 440 MB of weights took 0.3 s
+// of a load. `proto` is left as it was.
+onnx::ModelProto CopyForTyping(onnx::ModelProto& proto) {
+  google::protobuf::RepeatedPtrField<onnx::TensorProto> initializers;
+  initializers.Swap(proto.mutable_graph()->mutable_initializer());
+  for (const onnx::TensorProto& initializer : initializers) {
+    onnx::TensorProto* copy = proto.mutable_graph()->add_initializer();
+    if (initializer.ByteSizeLong() <= kTypingInitializerBytes) {
+      *copy = initializer;
+      continue;
+    }
+    copy->set_name(initializer.name());
+    copy->set_data_type(initializer.data_type());
+    *copy->mutable_dims() = initializer.dims();
+  }
+  onnx::ModelProto typed = proto;
+  proto.mutable_graph()->mutable_initializer()->Swap(&initializers);
+  return typed;
+}
+
 // Note [Mixed-precision LayerNormalization]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // PyTorch's TorchScript exporter writes a half-precision LayerNorm as
@@ -884,7 +910,7 @@ absl::Status WidenMixedLayerNormParameters(onnx::ModelProto& proto) {
   // Intermediate values: libonnx's shape inference, lenient (a node it
   // cannot type, such as the mixed LayerNormalization itself, is skipped),
   // on a copy.
-  onnx::ModelProto typed = proto;
+  onnx::ModelProto typed = CopyForTyping(proto);
   try {
     const GuardedSchemaRegistry registry;
     const onnx::ShapeInferenceOptions lenient(/*check_type_val=*/false, /*strict_mode_val=*/0,
