@@ -404,6 +404,17 @@ absl::Status CheckLikeFirstSlot(const GraphSet& set, int slot, const GraphKey& k
   RETURN_IF_ERROR(
       set.Launch({slot, key, graph.batch_size, LaunchMode::kGraph}, RawPointers(first.inputs)));
   CUDA_RETURN_IF_ERROR(cudaEventSynchronize(set.done_event(slot)));
+  // Bit-identical, as usual (the same kernels on the same input): compared
+  // where the replay left them, without copying them out of staging.
+  bool identical = true;
+  for (size_t i = 0; i < first.outputs.size() && identical; ++i) {
+    identical = std::memcmp(set.output_rows(slot, i), first.outputs[i].raw(),
+                            first.outputs[i].bytes()) == 0;
+  }
+  if (identical) {
+    *rel_err = 0;
+    return absl::OkStatus();
+  }
   ASSIGN_OR_RETURN(*rel_err, CompareOutputs(CollectOutputs(set, graph, slot, graph.batch_size),
                                             first.outputs, graph, tolerance,
                                             "replay against slot 0's replay"));

@@ -18,8 +18,9 @@ using Clock = std::chrono::steady_clock;
 // Timed launches of one size and mode stop after this long, once 3 are
 // timed or the timed ones alone took this long: a small model's sizes all get
 // their iterations, while BERT-base's 32 rows of 512 tokens (110 ms each, a
-// GPU-bound chunk that varies little) are timed once after one warm-up.
-constexpr double kMeasureBudgetUs = 100'000;
+// GPU-bound chunk that varies little) are timed once after one warm-up, and
+// its 1-row chunks (3.5 ms) a dozen times.
+constexpr double kMeasureBudgetUs = 50'000;
 
 // Median wall time of Launch + wait for `chunk`.
 absl::StatusOr<double> MeasureLaunch(const GraphSet& set, const LaunchChunk& chunk,

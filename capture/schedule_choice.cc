@@ -35,6 +35,7 @@ struct Candidate {
   int lanes;
   std::unique_ptr<GraphSet> set;
   int launches = 1;  // per round
+  double warmup_us = 0;  // per replay, over the warm-up replays
   std::vector<double> round_us;
 };
 
@@ -94,7 +95,7 @@ absl::StatusOr<ScheduleChoice> ChooseForKey(const Model& model, const GraphKey& 
                                        [&](const Schedule& s) { return SameSchedule(s, schedule); });
     if (duplicate) continue;
     schedules.push_back(schedule);
-    candidates.push_back({policy, schedule.lanes, nullptr, 1, {}});
+    candidates.push_back({policy, schedule.lanes, nullptr, 1, 0, {}});
   }
   if (candidates.size() == 1) return choice;  // one chain: single it is
 
@@ -131,13 +132,20 @@ absl::StatusOr<ScheduleChoice> ChooseForKey(const Model& model, const GraphKey& 
     double warmup_us = 0;
     ASSIGN_OR_RETURN(candidate.launches,
                      LaunchesPerRound(*candidate.set, key, options, start, stop, &warmup_us));
+    candidate.warmup_us = warmup_us;
     longest_us = std::max(longest_us, warmup_us);
   }
   // Interleaved rounds, so that clock and thermal drift reach every
-  // candidate alike. Replays of 10 ms or more vary far less than the
-  // `min_gain` a candidate must win by: one round tells them apart (3 took
-  // 0.8 s of BERT-base's load at 32 rows of 512 tokens, a 110 ms replay).
-  const int rounds = longest_us >= 10'000 ? 1 : options.rounds;
+  // candidate alike. Replays of 10 ms or more (of graphs uploaded when
+  // captured) vary far less than the `min_gain` a candidate must win by:
+  // their warm-up replays, themselves a round, tell them apart (3 rounds more
+  // took 0.8 s of BERT-base's load at 32 rows of 512 tokens, a 110 ms
+  // replay).
+  const bool long_replays = longest_us >= 10'000 && options.warmup > 0;
+  if (long_replays) {
+    for (Candidate& candidate : candidates) candidate.round_us.push_back(candidate.warmup_us);
+  }
+  const int rounds = long_replays ? 0 : options.rounds;
   for (int round = 0; round < rounds; ++round) {
     for (Candidate& candidate : candidates) {
       ASSIGN_OR_RETURN(const double us,

@@ -43,9 +43,10 @@ struct ScheduleChoiceOptions {
   // the H100, Inception-v3 at 4 sizes took 24 s to choose with 161.
   // A round replays a candidate fewer times when `launches` of its replays
   // would take longer than `round_budget_us` (by the pace of its warmup,
-  // which runs once; at least once), and replays of 10 ms or more get one
-  // round: events resolve a replay of milliseconds alone, and BERT-base's 32
-  // rows of 512 tokens (110 ms a replay) spent most of a load here.
+  // which runs once; at least once), and replays of 10 ms or more are timed
+  // by their warm-up replays alone: events resolve a replay of milliseconds
+  // alone, and BERT-base's 32 rows of 512 tokens (110 ms a replay) spent
+  // most of a load here.
   int rounds = 5;
   int launches = 5;
   int warmup = 1;
