@@ -350,7 +350,10 @@ absl::StatusOr<Execution> LoadOnGpu(const Model& model, const BoundGraph& any_si
   sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
   execution.costs_us = CostsForSizes(config->capture(), sizes, graphs);
   execution.summary.costs = "config";
-  if (execution.costs_us.empty()) {
+  // Costs measured here are also the single-buffered chunk times below; a
+  // config's may come from another machine.
+  const bool costs_measured_now = execution.costs_us.empty();
+  if (costs_measured_now) {
     LaunchCostOptions cost_options;
     cost_options.iters = options.cost_iters;
     // One untimed launch each: the checks have just run every graph, and
@@ -394,9 +397,6 @@ absl::StatusOr<Execution> LoadOnGpu(const Model& model, const BoundGraph& any_si
   const LaunchMode mode = graphs ? LaunchMode::kGraph : LaunchMode::kEager;
   LaunchCostOptions overlap_options;
   overlap_options.iters = options.cost_iters;
-  // Costs measured just now are the single-buffered times; a config's may
-  // come from another machine.
-  const bool costs_measured_now = execution.summary.costs == "measured at load";
   ASSIGN_OR_RETURN(std::vector<int64_t> double_buffered,
                    SizesFasterDoubleBuffered(first, any_size, mode, overlap_options,
                                              costs_measured_now ? execution.costs_us
