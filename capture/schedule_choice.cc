@@ -231,7 +231,7 @@ absl::StatusOr<std::vector<ScheduleChoice>> ChooseAcrossKeys(
     if (hi - lo <= 1) continue;
     const ScheduleChoice& low = chosen.at(sorted[lo]);
     const ScheduleChoice& high = chosen.at(sorted[hi]);
-    if (low.policy == high.policy && work(sorted[hi]) <= 2 * work(sorted[lo])) {
+    if (low.policy == high.policy && work(sorted[hi]) <= kUntimedWorkRatio * work(sorted[lo])) {
       for (size_t k = lo + 1; k < hi; ++k) {
         chosen[sorted[k]] = {.key = sorted[k], .policy = low.policy,
                              .same_as_below = sorted[lo], .same_as_above = sorted[hi]};

@@ -59,8 +59,8 @@ struct ScheduleChoiceOptions {
 // Choices for every key of `keys` (any order), calling `time_one` only for
 // the keys Note [Schedules between timed sizes] needs: ordered by work, the
 // least and the most, and the middle of every range whose ends disagree or
-// span more than a doubling. The others copy their neighbours' policy, with
-// same_as_below/above set. In `keys` order.
+// span more than kUntimedWorkRatio. The others copy their neighbours'
+// policy, with same_as_below/above set. In `keys` order.
 absl::StatusOr<std::vector<ScheduleChoice>> ChooseAcrossKeys(
     const std::vector<GraphKey>& keys,
     const std::function<absl::StatusOr<ScheduleChoice>(const GraphKey&)>& time_one);
@@ -73,13 +73,17 @@ absl::StatusOr<std::vector<ScheduleChoice>> ChooseAcrossKeys(
 // of the GPU one branch leaves idle, which changes slowly with a run's work:
 // its rows times the positions of its bucket (the product of the bucket's
 // extents; 1 without shape dims). Keys ordered by work: if keys a and b, b's
-// work at most twice a's, chose the same policy, the keys between them are
-// given it untimed. Ranges wider than a doubling, or whose ends disagree,
-// are split at their middle key, which is timed, so a change of policy is
-// found to within one doubling of work. A sparse ladder (1, 8, 16, 32) is
-// timed at every size, as before. Over a bucket grid the cheap keys are
-// timed most: BERT-base's grid timed only at its 512-token bucket spent 18 of
-// a 41 s load there, and gave a 32-token request the schedule of 512.
+// work at most kUntimedWorkRatio times a's, chose the same policy, the keys
+// between them are given it untimed. Ranges wider than that, or whose ends
+// disagree, are split at their middle key, which is timed; ends that
+// disagree are split down to neighbouring keys, so where the policy changes
+// is found exactly. What goes unlooked-for is a policy that changes and
+// changes back within two doublings of work. Over a bucket grid the cheap
+// keys are timed most: BERT-base's grid timed only at its 512-token bucket
+// spent 18 of a 41 s load there, and gave a 32-token request the schedule of
+// 512. With one doubling as the ratio its 30 keys timed 12-13, 2.7 of an 11 s
+// load.
+inline constexpr int64_t kUntimedWorkRatio = 4;
 
 // "auto" (or empty): nullopt, choose by measurement; otherwise the policy
 // ParseSchedulePolicy names. InvalidArgument lists the choices.

@@ -135,12 +135,14 @@ std::vector<GraphKey> Range(int64_t first, int64_t last) {
   return BatchOnlyKeys(sizes);
 }
 
-TEST(ChooseAcrossKeys, DenseSizesThatAgreeAreTimedOncePerDoubling) {
+TEST(ChooseAcrossKeys, DenseSizesThatAgreeAreTimedOncePerRatio) {
   FakeTiming fake{[](const GraphKey&) { return SchedulePolicy::kAsap; }, {}};
   absl::StatusOr<std::vector<ScheduleChoice>> choices =
       ChooseAcrossKeys(Range(1, 32), std::ref(fake));
   ASSERT_TRUE(choices.ok());
-  EXPECT_EQ(fake.TimedBatches(), (std::vector<int64_t>{1, 2, 4, 8, 16, 32}));
+  // Each range split at its middle key until its ends are at most
+  // kUntimedWorkRatio (4) apart: 1..32, then 1..16, then 1..8.
+  EXPECT_EQ(fake.TimedBatches(), (std::vector<int64_t>{1, 4, 8, 16, 32}));
   ASSERT_EQ(choices->size(), 32u);
   for (const ScheduleChoice& choice : *choices) {
     EXPECT_EQ(choice.policy, SchedulePolicy::kAsap);
@@ -148,14 +150,15 @@ TEST(ChooseAcrossKeys, DenseSizesThatAgreeAreTimedOncePerDoubling) {
         std::find(fake.timed.begin(), fake.timed.end(), choice.key) != fake.timed.end();
     EXPECT_EQ(choice.same_as_below.has_value(), !timed) << choice.key.batch_size;
   }
-  EXPECT_EQ((*choices)[2].same_as_below, GraphKey{2});  // batch 3, between 2 and 4
+  EXPECT_EQ((*choices)[2].same_as_below, GraphKey{1});  // batch 3, between 1 and 4
   EXPECT_EQ((*choices)[2].same_as_above, GraphKey{4});
 }
 
-TEST(ChooseAcrossKeys, ASparseLadderIsTimedAtEverySize) {
+TEST(ChooseAcrossKeys, ASparseLadderIsTimedWhereItsStepsExceedTheRatio) {
   FakeTiming fake{[](const GraphKey&) { return SchedulePolicy::kSingle; }, {}};
   ASSERT_TRUE(ChooseAcrossKeys(BatchOnlyKeys({32, 1, 16, 8}), std::ref(fake)).ok());
-  EXPECT_EQ(fake.TimedBatches(), (std::vector<int64_t>{1, 8, 16, 32}));
+  // 1 and 8 are 8x apart, so both are timed; 16 lies within 4x of 8 and 32.
+  EXPECT_EQ(fake.TimedBatches(), (std::vector<int64_t>{1, 8, 32}));
 }
 
 TEST(ChooseAcrossKeys, AChangeOfPolicyIsFoundAndNothingUntimedCrossesIt) {
