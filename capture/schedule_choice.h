@@ -81,8 +81,8 @@ absl::StatusOr<std::vector<ScheduleChoice>> ChooseAcrossKeys(
 // changes back within two doublings of work. Over a bucket grid the cheap
 // keys are timed most: BERT-base's grid timed only at its 512-token bucket
 // spent 18 of a 41 s load there, and gave a 32-token request the schedule of
-// 512. With one doubling as the ratio its 30 keys timed 12-13, 2.7 of an 11 s
-// load.
+// 512. With one doubling as the ratio its 30 keys timed 12-13 (2.9 s of an
+// 11 s load), with 4x 10-11 (2.3 s of 10.5 s; H200).
 inline constexpr int64_t kUntimedWorkRatio = 4;
 
 // "auto" (or empty): nullopt, choose by measurement; otherwise the policy
