@@ -3,6 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -703,6 +705,48 @@ TEST(OnnxImportTest, HalfPrecisionLayerNormParametersAreWidenedToTheInputsType) 
     EXPECT_EQ(cast->op_type, "Cast");
     EXPECT_EQ(std::get<int64_t>(cast->attributes.at("to")), onnx::TensorProto::FLOAT);
   }
+  EXPECT_TRUE(BindModel(*model, {.batch_size = 2}).ok());
+}
+
+// The typing run reads a copy without the data of large initializers
+// (CopyForTyping): a norm behind a MatMul with a 16 KB weight is still
+// typed, and widened, and the weight imports whole.
+TEST(OnnxImportTest, MixedLayerNormBehindALargeWeightIsWidenedAndTheWeightKept) {
+  constexpr int kWidth = 64;  // a [64, 64] float32 weight: 16 KB
+  onnx::ModelProto proto = NewModel();
+  onnx::GraphProto* graph = proto.mutable_graph();
+  proto.mutable_opset_import(0)->set_version(17);
+  AddValue(graph->mutable_input(), "x", onnx::TensorProto::FLOAT16, {-1, kWidth});
+  AddValue(graph->mutable_output(), "y", onnx::TensorProto::FLOAT16, {-1, kWidth});
+  onnx::TensorProto* weight = graph->add_initializer();
+  weight->set_name("W");
+  weight->set_data_type(onnx::TensorProto::FLOAT);
+  weight->add_dims(kWidth);
+  weight->add_dims(kWidth);
+  const auto value = [](int i) { return 0.25f * static_cast<float>(i % 7); };
+  for (int i = 0; i < kWidth * kWidth; ++i) weight->add_float_data(value(i));
+  for (const char* name : {"scale", "bias"}) {
+    onnx::TensorProto* tensor = graph->add_initializer();
+    tensor->set_name(name);
+    tensor->set_data_type(onnx::TensorProto::FLOAT16);
+    tensor->add_dims(kWidth);
+    for (int i = 0; i < kWidth; ++i) tensor->add_int32_data(0x3c00);  // 1
+  }
+  AddIntAttr(AddNode(graph, "Cast", {"x"}, {"x32"}), "to", onnx::TensorProto::FLOAT);
+  AddNode(graph, "MatMul", {"x32", "W"}, {"h32"});
+  AddNode(graph, "LayerNormalization", {"h32", "scale", "bias"}, {"n32"}, "norm");
+  AddIntAttr(AddNode(graph, "Cast", {"n32"}, {"y"}), "to", onnx::TensorProto::FLOAT16);
+  absl::StatusOr<Model> model = Import(proto);
+  ASSERT_TRUE(model.ok()) << model.status();
+  const auto norm =
+      std::find_if(model->nodes.begin(), model->nodes.end(),
+                   [](const Node& node) { return node.op_type == "LayerNormalization"; });
+  ASSERT_NE(norm, model->nodes.end());
+  EXPECT_EQ(norm->inputs[1], "scale/as_float32");
+  EXPECT_EQ(norm->inputs[2], "bias/as_float32");
+  const HostTensor& w = *model->initializers.at("W");
+  ASSERT_EQ(w.num_elements(), kWidth * kWidth);
+  EXPECT_EQ(w.data<float>()[kWidth * kWidth - 1], value(kWidth * kWidth - 1));
   EXPECT_TRUE(BindModel(*model, {.batch_size = 2}).ok());
 }
 
