@@ -135,7 +135,9 @@ struct CapturedGraphInfo {
   // Replay vs the independent reference, on the same input; negative where
   // there is none (GraphSetOptions::reference empty, or a slot > 0).
   double reference_rel_err = -1;
-  double reference_ms = 0;        // the reference's plan and run, in check_ms
+  // The reference's plan and run, on a thread beside the later captures
+  // (Note [The reference beside the captures]): not in check_ms.
+  double reference_ms = 0;
   // The plan's schedule (runtime/schedule.h): lanes, the events one run
   // records, the graph's width and its critical path in steps.
   int lanes = 1;
