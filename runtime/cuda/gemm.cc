@@ -281,12 +281,14 @@ std::shared_ptr<const GemmProposals> CublasLtGemm::proposals() const {
 // (bench/gemm_probe.cc; H200 profile in bench/results/2026-11-29_*_tf32_*).
 // A model replays its GEMMs from a CUDA graph, with no host time between
 // kernels, so candidates are timed the same way: their launches captured
-// into a graph, and one replay of it timed.
+// into a graph, and one replay of it timed. A GEMM of 0.1 ms or more is the
+// exception: launched eagerly, it already keeps the GPU busy while the host
+// enqueues the next, so its eager launches time the kernel.
 
 namespace {
 
 // Milliseconds of one replay of `launches` captured runs of `gemm`'s current
-// algorithm on `stream`, the graph uploaded first (the eager warm-up runs
+// algorithm on `stream`, the graph uploaded first (the eager launches
 // before have loaded and warmed its kernel).
 absl::StatusOr<float> ReplayMs(const CublasLtGemm& gemm, const void* a, const void* b, void* d,
                                void* workspace, cudaStream_t stream, int launches,
@@ -323,40 +325,44 @@ absl::Status CublasLtGemm::ChooseFastestAlgorithm(const void* a, const void* b, 
                                                   void* workspace, cudaStream_t stream) {
   Descriptors& desc = *descriptors_;
   if (desc.count() < 2) return absl::OkStatus();
-  // Enough launches that short GEMMs' times resolve: up to 20 of a short
-  // GEMM, as many as fill kTimedBudgetMs (at least 2) of a long one, whose
-  // few launches the events already resolve. BERT-base's GEMMs over 32 rows
-  // of 512 tokens take about a millisecond each: 23 launches of each of 8
-  // candidates spent seconds of a load. The eager warm-up launches, host
-  // bound for short GEMMs, bound each candidate's time from above.
-  constexpr int kWarmup = 3;
+  // Each candidate: one cold launch (its kernel loads, caches fill), then
+  // kWarm launches back to back, timed by events. A GEMM of kGpuBoundMs or
+  // more keeps the GPU busy while the host enqueues the next (about 10 us
+  // each), so those launches time the kernels themselves: BERT-base's GEMMs
+  // over 32 rows of 512 tokens take about a millisecond, and replaying them
+  // again spent most of a second of a load. A shorter one is host-bound
+  // eagerly and is timed by a graph replay (Note [Timing GEMM algorithms]):
+  // up to kMaxTimed launches, as many as fill kTimedBudgetMs (at least 2).
+  constexpr int kWarm = 2;
+  constexpr float kGpuBoundMs = 0.1f;
   constexpr int kMaxTimed = 20;
   constexpr float kTimedBudgetMs = 2;
   ASSIGN_OR_RETURN(const CudaEvent start, CudaEvent::Create(/*timing=*/true));
-  ASSIGN_OR_RETURN(const CudaEvent warm, CudaEvent::Create(/*timing=*/true));
   ASSIGN_OR_RETURN(const CudaEvent stop, CudaEvent::Create(/*timing=*/true));
   float best_ms = 0;
   std::optional<int> best;
   for (int index = 0; index < desc.count(); ++index) {
     desc.Use(index);
-    absl::Status status = absl::OkStatus();
+    absl::Status status = Enqueue(a, b, d, workspace, stream);
     CUDA_RETURN_IF_ERROR(cudaEventRecord(start.get(), stream));
-    for (int i = 0; i < kWarmup && status.ok(); ++i) status = Enqueue(a, b, d, workspace, stream);
-    CUDA_RETURN_IF_ERROR(cudaEventRecord(warm.get(), stream));
-    CUDA_RETURN_IF_ERROR(cudaEventSynchronize(warm.get()));
+    for (int i = 0; i < kWarm && status.ok(); ++i) status = Enqueue(a, b, d, workspace, stream);
+    CUDA_RETURN_IF_ERROR(cudaEventRecord(stop.get(), stream));
+    CUDA_RETURN_IF_ERROR(cudaEventSynchronize(stop.get()));
     if (!status.ok()) continue;  // a proposal that cannot run here is skipped
-    float warmup_ms = 0;
-    CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&warmup_ms, start.get(), warm.get()));
-    const int timed = std::clamp(
-        static_cast<int>(kTimedBudgetMs * kWarmup / std::max(warmup_ms, 1e-3f)), 2, kMaxTimed);
-    // See Note [Timing GEMM algorithms].
-    const absl::StatusOr<float> replay_ms =
-        ReplayMs(*this, a, b, d, workspace, stream, timed, start, stop);
-    if (!replay_ms.ok()) {
-      cudaGetLastError();  // a capture that failed leaves its error behind
-      continue;
+    float warm_ms = 0;
+    CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&warm_ms, start.get(), stop.get()));
+    float ms = warm_ms / kWarm;
+    if (ms < kGpuBoundMs) {
+      const int timed =
+          std::clamp(static_cast<int>(kTimedBudgetMs / std::max(ms, 1e-3f)), 2, kMaxTimed);
+      const absl::StatusOr<float> replay_ms =
+          ReplayMs(*this, a, b, d, workspace, stream, timed, start, stop);
+      if (!replay_ms.ok()) {
+        cudaGetLastError();  // a capture that failed leaves its error behind
+        continue;
+      }
+      ms = *replay_ms / static_cast<float>(timed);  // candidates time different counts
     }
-    const float ms = *replay_ms / static_cast<float>(timed);  // candidates time different counts
     if (!best || ms < best_ms) {
       best = index;
       best_ms = ms;
