@@ -10,7 +10,10 @@
 // cublasGemmEx's time (cuBLAS's own choice, what PyTorch calls; no bias).
 // Times are per launch, eager back to back and as a graph's replay (Note
 // [Timing GEMM algorithms] in runtime/cuda/gemm.cc).
-// Runs on a GPU machine; no arguments.
+// Runs on a GPU machine. Without arguments, the BERT-base shapes above under
+// TF32; `--fp32 MxNxK...` probes the given shapes in float32 without TF32
+// (issue 28: the small encoder at batch 1, whose m = 16 GEMMs ran FMA
+// kernels on a few CTAs where PyTorch's cuBLAS ran gemmSN and split-K).
 
 #include <cublasLt.h>
 #include <cublas_v2.h>
@@ -18,7 +21,10 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
+#include <string>
+#include <vector>
 
 namespace {
 
@@ -104,9 +110,9 @@ struct Buffers {
 
 // Row-major D[m, n] = A[m, k] W + bias, W K-major ([n, k]) or not ([k, n]).
 void ProbeLt(cublasLtHandle_t lt, const Buffers& buf, int64_t m, int64_t n, int64_t k,
-             bool k_major) {
+             bool k_major, cublasComputeType_t compute) {
   cublasLtMatmulDesc_t op;
-  CHECK_CUBLAS(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F_FAST_TF32, CUDA_R_32F));
+  CHECK_CUBLAS(cublasLtMatmulDescCreate(&op, compute, CUDA_R_32F));
   const cublasOperation_t first = k_major ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t second = CUBLAS_OP_N;
   const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
@@ -175,24 +181,60 @@ void ProbeLt(cublasLtHandle_t lt, const Buffers& buf, int64_t m, int64_t n, int6
 }
 
 // cuBLAS's own choice for the K-major layout, as PyTorch's Linear calls it.
-void ProbeCublas(cublasHandle_t handle, const Buffers& buf, int64_t m, int64_t n, int64_t k) {
+void ProbeCublas(cublasHandle_t handle, const Buffers& buf, int64_t m, int64_t n, int64_t k,
+                 cublasComputeType_t compute) {
   const float alpha = 1, beta = 0;
   CHECK_CUBLAS(cublasSetStream(handle, buf.stream));
   const Times t = TimeUs(buf.stream, [&](cudaStream_t) {
     return cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, n, m, k, &alpha, buf.w, CUDA_R_32F, k,
                         buf.a, CUDA_R_32F, k, &beta, buf.d, CUDA_R_32F, n,
-                        CUBLAS_COMPUTE_32F_FAST_TF32, CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_SUCCESS;
+                        compute, CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_SUCCESS;
   });
   std::printf("  cublasGemmEx (tn, no bias): eager %.2f us, graph %.2f us\n", t.eager_us,
               t.graph_us);
 }
 
+struct Shape {
+  int64_t m, n, k;
+  std::string name;
+};
+
+// BERT-base's Linear shapes at batch 1 and 8 of 128 tokens.
+std::vector<Shape> BertShapes() {
+  std::vector<Shape> shapes;
+  for (int64_t m : {128, 1024}) {
+    const std::string batch = " batch " + std::to_string(m / 128);
+    shapes.push_back({m, 768, 768, "q/k/v/out projection" + batch});
+    shapes.push_back({m, 3072, 768, "FFN up" + batch});
+    shapes.push_back({m, 768, 3072, "FFN down" + batch});
+  }
+  return shapes;
+}
+
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  cublasComputeType_t compute = CUBLAS_COMPUTE_32F_FAST_TF32;
+  std::vector<Shape> shapes;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    long long m = 0, n = 0, k = 0;
+    if (arg == "--fp32") {
+      compute = CUBLAS_COMPUTE_32F;
+    } else if (std::sscanf(arg.c_str(), "%lldx%lldx%lld", &m, &n, &k) == 3 && m > 0 && n > 0 &&
+               k > 0 && m * k <= int64_t{1024} * 3072 && k * n <= int64_t{1024} * 3072 &&
+               m * n <= int64_t{1024} * 3072) {
+      shapes.push_back({m, n, k, arg});
+    } else {
+      std::fprintf(stderr, "usage: %s [--fp32] [MxNxK ...] (each operand at most 3M elements)\n",
+                   argv[0]);
+      return 2;
+    }
+  }
+  if (shapes.empty()) shapes = BertShapes();
   cudaDeviceProp prop;
   CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
-  std::printf("%s\n", prop.name);
+  std::printf("%s, %s\n", prop.name, compute == CUBLAS_COMPUTE_32F ? "float32" : "TF32");
   cublasLtHandle_t lt;
   cublasHandle_t handle;
   CHECK_CUBLAS(cublasLtCreate(&lt));
@@ -203,26 +245,16 @@ int main() {
     CHECK_CUDA(cudaMalloc(p, kMaxElements * sizeof(float)));
     CHECK_CUDA(cudaMemset(*p, 0, kMaxElements * sizeof(float)));
   }
-  CHECK_CUDA(cudaMalloc(&buf.bias, 3072 * sizeof(float)));
-  CHECK_CUDA(cudaMemset(buf.bias, 0, 3072 * sizeof(float)));
+  CHECK_CUDA(cudaMalloc(&buf.bias, kMaxElements * sizeof(float)));
+  CHECK_CUDA(cudaMemset(buf.bias, 0, kMaxElements * sizeof(float)));
   CHECK_CUDA(cudaMalloc(&buf.workspace, kWorkspaceBytes));
   CHECK_CUDA(cudaStreamCreateWithFlags(&buf.stream, cudaStreamNonBlocking));
-  struct Shape {
-    int64_t n, k;
-    const char* name;
-  };
-  const Shape shapes[] = {{768, 768, "q/k/v/out projection"},
-                          {3072, 768, "FFN up"},
-                          {768, 3072, "FFN down"}};
-  for (int64_t m : {128, 1024}) {
-    for (const Shape& s : shapes) {
-      std::printf("m %lld n %lld k %lld (%s, batch %lld)\n", static_cast<long long>(m),
-                  static_cast<long long>(s.n), static_cast<long long>(s.k), s.name,
-                  static_cast<long long>(m / 128));
-      ProbeLt(lt, buf, m, s.n, s.k, /*k_major=*/true);
-      ProbeLt(lt, buf, m, s.n, s.k, /*k_major=*/false);
-      ProbeCublas(handle, buf, m, s.n, s.k);
-    }
+  for (const Shape& s : shapes) {
+    std::printf("m %lld n %lld k %lld (%s)\n", static_cast<long long>(s.m),
+                static_cast<long long>(s.n), static_cast<long long>(s.k), s.name.c_str());
+    ProbeLt(lt, buf, s.m, s.n, s.k, /*k_major=*/true, compute);
+    ProbeLt(lt, buf, s.m, s.n, s.k, /*k_major=*/false, compute);
+    ProbeCublas(handle, buf, s.m, s.n, s.k, compute);
   }
   return 0;
 }
