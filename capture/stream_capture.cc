@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/capture_exclusion.h"
 #include "common/cuda_status.h"
 #include "common/logging.h"
 #include "common/status.h"
@@ -37,13 +38,22 @@ absl::StatusOr<StreamCapture> StreamCapture::Begin(cudaStream_t stream, std::str
     return absl::FailedPreconditionError(absl::StrCat(
         "capture of ", label, ": the stream is already capturing; end that capture first"));
   }
+  int device = 0;
+  if (absl::Status query = CudaErrorToStatus(cudaGetDevice(&device), "cudaGetDevice");
+      !query.ok()) {
+    return CaptureError(label, query);
+  }
+  // See Note [Captures and device-wide synchronisation].
+  absl::Mutex& exclusion = CaptureExclusion(device);
+  exclusion.ReaderLock();
   if (absl::Status begin = CudaErrorToStatus(
           cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal),
           "cudaStreamBeginCapture");
       !begin.ok()) {
+    exclusion.ReaderUnlock();
     return CaptureError(label, begin);
   }
-  return StreamCapture(stream, std::move(label));
+  return StreamCapture(stream, std::move(label), &exclusion);
 }
 
 absl::StatusOr<CudaGraph> StreamCapture::End(cudaStream_t stream) {
@@ -59,6 +69,7 @@ absl::StatusOr<CudaGraph> StreamCapture::End(cudaStream_t stream) {
   cudaGraph_t raw_graph = nullptr;
   const cudaError_t error = cudaStreamEndCapture(stream_, &raw_graph);
   stream_ = nullptr;
+  std::exchange(exclusion_, nullptr)->ReaderUnlock();
   CudaGraph graph(raw_graph);
   if (error != cudaSuccess) {
     cudaGetLastError();  // the capture failed; leave no error behind for the next call
@@ -74,7 +85,9 @@ absl::StatusOr<CudaGraph> StreamCapture::End(cudaStream_t stream) {
 }
 
 StreamCapture::StreamCapture(StreamCapture&& other) noexcept
-    : stream_(std::exchange(other.stream_, nullptr)), label_(std::move(other.label_)) {}
+    : stream_(std::exchange(other.stream_, nullptr)),
+      label_(std::move(other.label_)),
+      exclusion_(std::exchange(other.exclusion_, nullptr)) {}
 
 StreamCapture::~StreamCapture() {
   if (stream_ == nullptr) return;
@@ -83,6 +96,7 @@ StreamCapture::~StreamCapture() {
     cudaGraphDestroy(discarded);
   }
   cudaGetLastError();  // an invalidated capture leaves an error; clear it
+  exclusion_->ReaderUnlock();
 }
 
 namespace {

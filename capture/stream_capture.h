@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "common/cuda_handles.h"
 
 namespace graphserve {
@@ -21,8 +22,12 @@ using Workload = std::function<absl::Status(cudaStream_t stream)>;
 // One capture in progress on one stream. Begin() starts it; End() must be
 // called on the stream it began on and returns the graph. Capture uses the
 // thread-local mode: CUDA calls from other threads (another slot being set
-// up, a server thread) are not affected, while an unsafe call on this thread
+// up, a server thread) are not refused, while an unsafe call on this thread
 // (cudaMalloc, a synchronisation) invalidates the capture and is reported.
+// A capture holds its device's CaptureExclusion shared from Begin() to its
+// end: another thread's device-wide synchronisation would invalidate it
+// (Note [Captures and device-wide synchronisation] in
+// common/capture_exclusion.h).
 // Destroying a capture that was not ended ends and discards it, so an error
 // path never leaves a stream capturing.
 class StreamCapture {
@@ -48,11 +53,12 @@ class StreamCapture {
 
   // Implementation details follow.
  private:
-  StreamCapture(cudaStream_t stream, std::string label)
-      : stream_(stream), label_(std::move(label)) {}
+  StreamCapture(cudaStream_t stream, std::string label, absl::Mutex* exclusion)
+      : stream_(stream), label_(std::move(label)), exclusion_(exclusion) {}
 
   cudaStream_t stream_ = nullptr;  // null once ended
   std::string label_;
+  absl::Mutex* exclusion_ = nullptr;  // held shared while capturing
 };
 
 // Whether CaptureWorkload runs the workload once before capturing it.

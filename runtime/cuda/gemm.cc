@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "common/capture_exclusion.h"
 #include "common/cuda_handles.h"
 #include "common/cuda_status.h"
 #include "common/logging.h"
@@ -293,14 +295,22 @@ namespace {
 absl::StatusOr<float> ReplayMs(const CublasLtGemm& gemm, const void* a, const void* b, void* d,
                                void* workspace, cudaStream_t stream, int launches,
                                const CudaEvent& start, const CudaEvent& stop) {
-  // Thread-local: other threads' CUDA calls (another slot being planned) go on.
-  CUDA_RETURN_IF_ERROR(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  // Thread-local: other threads' CUDA calls (another slot being planned) go
+  // on, but none that synchronises the device (Note [Captures and
+  // device-wide synchronisation] in common/capture_exclusion.h).
+  int device = 0;
+  CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
   absl::Status enqueued = absl::OkStatus();
-  for (int i = 0; i < launches && enqueued.ok(); ++i) {
-    enqueued = gemm.Enqueue(a, b, d, workspace, stream);
-  }
   cudaGraph_t raw_graph = nullptr;
-  const cudaError_t ended = cudaStreamEndCapture(stream, &raw_graph);
+  cudaError_t ended = cudaSuccess;
+  {
+    const absl::ReaderMutexLock capturing(&CaptureExclusion(device));
+    CUDA_RETURN_IF_ERROR(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    for (int i = 0; i < launches && enqueued.ok(); ++i) {
+      enqueued = gemm.Enqueue(a, b, d, workspace, stream);
+    }
+    ended = cudaStreamEndCapture(stream, &raw_graph);
+  }
   const CudaGraph graph(raw_graph);
   RETURN_IF_ERROR(enqueued);
   CUDA_RETURN_IF_ERROR(ended);
