@@ -315,9 +315,13 @@ absl::StatusOr<double> CheckAgainstReference(const GraphKey& key, const BoundGra
 // of its own while this thread captures and checks the keys after it: at
 // small keys the reference is host work (binding, planning), at large ones a
 // long GPU run, and the captures are host work between short GPU runs, so
-// the two overlap. One reference runs at a time (the runner is not meant for
-// concurrent calls), and a key's reference starts only after the one before
-// it has ended. BERT-base at 4 streams spent 1.3 s of a 10.5 s load waiting
+// the two overlap. The reference's binding, planning and freeing may
+// synchronise the device, which would invalidate a capture in progress, so
+// they wait for captures to end and hold new ones off; only its GPU run
+// overlaps them (Note [Captures and device-wide synchronisation] in
+// common/capture_exclusion.h). One reference runs at a time (the runner is
+// not meant for concurrent calls), and a key's reference starts only after
+// the one before it has ended. BERT-base at 4 streams spent 1.3 s of a 10.5 s load waiting
 // on references. Nothing timed runs meanwhile: GEMM algorithms are timed when
 // the plans are made, before the first capture.
 class ReferenceChecks {

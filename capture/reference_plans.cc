@@ -6,6 +6,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "common/capture_exclusion.h"
 #include "common/cuda_status.h"
 #include "common/status.h"
 #include "runtime/bind.h"
@@ -28,6 +30,13 @@ ReferenceRunner PlainCudaReference(std::shared_ptr<const Model> model) {
              -> absl::StatusOr<std::vector<HostTensor>> {
     int device = 0;
     CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
+    // A load runs the reference on a thread beside its captures (Note [The
+    // reference beside the captures] in capture/graph_set.cc), and binding,
+    // planning, uploading and freeing a plan may synchronise the device: all
+    // of it holds the device's captures off, all but the wait for the run
+    // (Note [Captures and device-wide synchronisation]).
+    absl::Mutex& exclusion = CaptureExclusion(device);
+    const absl::WriterMutexLock exclusive(&exclusion);
     std::shared_ptr<WeightStore>& store = (*weights)[device];
     if (!store) {
       ASSIGN_OR_RETURN(store, WeightStore::Create(device));
@@ -51,7 +60,12 @@ ReferenceRunner PlainCudaReference(std::shared_ptr<const Model> model) {
     }
     ASSIGN_OR_RETURN(std::unique_ptr<CudaExecutor> executor,
                      CudaExecutor::Create(*std::move(graph), plain, std::move(resources)));
-    return executor->Run(inputs);
+    return executor->Run(inputs, [&exclusion](cudaStream_t stream) {
+      exclusion.WriterUnlock();
+      const cudaError_t waited = cudaStreamSynchronize(stream);
+      exclusion.WriterLock();
+      return CudaErrorToStatus(waited, "cudaStreamSynchronize");
+    });
   };
 }
 

@@ -608,6 +608,13 @@ absl::Status CudaExecutor::Enqueue(cudaStream_t stream) const {
 }
 
 absl::StatusOr<std::vector<HostTensor>> CudaExecutor::Run(absl::Span<const HostTensor> inputs) {
+  return Run(inputs, [](cudaStream_t stream) {
+    return CudaErrorToStatus(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  });
+}
+
+absl::StatusOr<std::vector<HostTensor>> CudaExecutor::Run(absl::Span<const HostTensor> inputs,
+                                                          const RunWait& wait) {
   const BoundGraph& graph = plan_->graph;
   RETURN_IF_ERROR(ValidateInputs(graph, inputs));
   const CudaDeviceGuard on_device(plan_->options.device);
@@ -618,7 +625,7 @@ absl::StatusOr<std::vector<HostTensor>> CudaExecutor::Run(absl::Span<const HostT
   }
   cudaStream_t stream = plan_->run_stream->get();
   RETURN_IF_ERROR(Enqueue(stream));
-  CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
+  RETURN_IF_ERROR(wait(stream));
   std::vector<HostTensor> outputs;
   outputs.reserve(graph.outputs.size());
   for (size_t i = 0; i < graph.outputs.size(); ++i) {

@@ -14,6 +14,7 @@
 
 #include <cuda_runtime.h>
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -89,6 +90,12 @@ class CudaExecutor : public Executor {
   // Synchronous convenience (Executor): stages `inputs`, enqueues a run on a
   // private stream, waits, and returns the outputs.
   absl::StatusOr<std::vector<HostTensor>> Run(absl::Span<const HostTensor> inputs) override;
+  // The same, waiting for the run through `wait` (given the private stream)
+  // instead of a stream synchronisation: the load-time reference releases
+  // its device's capture lock while it waits (capture/reference_plans.cc).
+  using RunWait = std::function<absl::Status(cudaStream_t stream)>;
+  absl::StatusOr<std::vector<HostTensor>> Run(absl::Span<const HostTensor> inputs,
+                                              const RunWait& wait);
 
   // The capturable API. Host staging of input i / output i (pinned; the bound
   // dims' bytes are valid). Fill inputs, Enqueue, wait, read outputs.
