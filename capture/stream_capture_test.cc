@@ -11,7 +11,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "capture/graph_post_processing.h"
+#include "common/capture_exclusion.h"
 #include "common/cuda_handles.h"
 #include "common/cuda_status.h"
 #include "common/status.h"
@@ -87,6 +89,27 @@ TEST_F(StreamCaptureTest, MustEndOnTheStreamItBeganOn) {
   absl::StatusOr<CudaGraph> graph = capture->End(stream_.get());
   ASSERT_TRUE(graph.ok()) << graph.status();
   EXPECT_EQ(*GraphNodeCount(graph->get()), 3u);
+}
+
+// Note [Captures and device-wide synchronisation]: from Begin() to its end,
+// ended or discarded, a capture holds its device's lock shared, so code
+// beside it that may synchronise the device waits; other captures do not.
+TEST_F(StreamCaptureTest, HoldsItsDevicesCaptureLockSharedUntilItEnds) {
+  int device = 0;
+  ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
+  absl::Mutex& exclusion = CaptureExclusion(device);
+  {
+    absl::StatusOr<StreamCapture> capture = StreamCapture::Begin(stream_.get(), "test");
+    ASSERT_TRUE(capture.ok()) << capture.status();
+    EXPECT_FALSE(exclusion.WriterTryLock());
+    absl::StatusOr<StreamCapture> beside = StreamCapture::Begin(other_stream_.get(), "beside");
+    ASSERT_TRUE(beside.ok()) << beside.status();
+    ASSERT_TRUE(ModelRun(stream_.get()).ok());
+    ASSERT_TRUE(capture->End(stream_.get()).ok());
+    EXPECT_FALSE(exclusion.WriterTryLock());  // `beside` is still capturing
+  }  // `beside` discarded
+  ASSERT_TRUE(exclusion.WriterTryLock());
+  exclusion.WriterUnlock();
 }
 
 TEST_F(StreamCaptureTest, FailedCaptureNamesTheCallAndLeavesTheProcessUsable) {
