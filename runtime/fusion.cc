@@ -80,6 +80,12 @@ bool HasNMajorFloat32Weight(const BoundGraph& graph, const BoundNode& node) {
   return b.is_constant() && b.dtype == DType::kFloat32 && b.dims.size() == 2 && !b_transposed;
 }
 
+// Whether `mode` fuses a float32 attention chain over `keys` keys.
+bool FusesFloat32Attention(FuseAttention mode, int64_t keys) {
+  return mode == FuseAttention::kAll ||
+         (mode == FuseAttention::kHalfAndShort && keys <= kShortFloat32AttentionKeys);
+}
+
 }  // namespace
 
 bool GemmCIsBias(const BoundGraph& graph, const BoundNode& node) {
@@ -513,7 +519,7 @@ class FusionPlanner {
     }
     if (!AttentionShapesFit(q, k, v, out, scores_dims, fusion.float_scores)) return std::nullopt;
     if (graph_.value(q).dtype == DType::kFloat32 &&
-        options_.fuse_attention != FuseAttention::kAll) {
+        !FusesFloat32Attention(options_.fuse_attention, scores_dims.back())) {
       return std::nullopt;
     }
     q = TakeInputTransposes(q, fusion.q_perm, step.nodes);

@@ -97,18 +97,26 @@ enum class FuseAttention {
   // Float16 and bfloat16 chains, which run on cuDNN's fused engines (Note
   // [cuDNN attention]): one kernel where the chain runs ten.
   kHalf,
-  // Float32 chains too, on our own kernel. Its float FMAs lose to the
-  // chain's cuBLASLt GEMMs on the H200: ViT-B/16 in float32 ran 0.75x of
-  // PyTorch's graph fused against 0.67x unfused, BERT-base in float16 (on
-  // our kernel, before cuDNN's) 1.61x against 1.24x.
+  // kHalf's, and float32 chains over at most kShortFloat32AttentionKeys
+  // keys, on our own kernel: over so few keys the chain's GEMMs are too
+  // small to fill the GPU, and its launches cost more than the kernel's
+  // FMAs. The default.
+  kHalfAndShort,
+  // Every float32 chain too. Over longer sequences our kernel's float FMAs
+  // lose to the chain's cuBLASLt GEMMs on the H200: ViT-B/16 (197 keys) in
+  // float32 ran 0.75x of PyTorch's graph fused against 0.67x unfused,
+  // BERT-base in float16 (on our kernel, before cuDNN's) 1.61x against 1.24x.
   kAll,
 };
+
+// The longest float32 attention FuseAttention::kHalfAndShort fuses, in keys.
+inline constexpr int64_t kShortFloat32AttentionKeys = 64;
 
 struct FusionOptions {
   // Fuse across nodes at all; off gives one step per node (and still lets a
   // Gemm take its own C as a bias, which is not fusion across nodes).
   bool fuse = true;
-  FuseAttention fuse_attention = FuseAttention::kHalf;
+  FuseAttention fuse_attention = FuseAttention::kHalfAndShort;
   // Float32 GEMMs read their constant 2-D weights K-major (Note [K-major
   // weights]): what TF32 on Hopper's tensor cores wants.
   bool k_major_float32_weights = false;
@@ -238,10 +246,10 @@ inline constexpr size_t kMaxPointwiseNodes = 32;  // kPointwiseMaxInstructions
 // 16-bit steps run on cuDNN's fused engines (Note [cuDNN attention] in
 // runtime/cuda/cudnn_attention.h), which compute the same way on the tensor
 // cores; our own kernel (runtime/cuda/fused_attention.h) runs what cuDNN
-// cannot, and float32 steps when FuseAttention::kAll asks: it is right (the
-// CUDA executor's tests check it against the host reference in all three
-// types, with masked and NaN rows) but its float FMAs lose to the chain's
-// GEMMs, so float32 chains stay unfused by default.
+// cannot, and float32 steps: it is right (the CUDA executor's tests check it
+// against the host reference in all three types, with masked and NaN rows)
+// but its float FMAs lose to the chain's GEMMs over long sequences, so by
+// default only float32 chains over few keys fuse (FuseAttention).
 inline constexpr int64_t kMaxFusedAttentionHeadDim = 128;
 
 // Note [Attention views]

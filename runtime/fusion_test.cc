@@ -485,14 +485,15 @@ TEST(FusionTest, NoAttentionWhenFusionIsOff) {
   EXPECT_EQ(PlanFusion(graph, {.fuse = false, .fuse_attention = FuseAttention::kAll}).attentions, 0);
 }
 
-// Note [Masked softmax]: the float32 chain the default leaves unfused runs its
-// mask Add, Softmax and NaN guard as one step between the two GEMMs, which
-// take the scales into alpha; without the mask and the guard a Softmax stays
-// a node of its own.
+// Note [Masked softmax]: a float32 chain left unfused (kHalf fuses 16-bit
+// chains only) runs its mask Add, Softmax and NaN guard as one step between
+// the two GEMMs, which take the scales into alpha; without the mask and the
+// guard a Softmax stays a node of its own.
 TEST(FusionTest, UnfusedAttentionChainHasAMaskedSoftmax) {
+  constexpr FusionOptions kUnfusedFloat32 = {.fuse_attention = FuseAttention::kHalf};
   Model model = DynamoAttention();
   const BoundGraph graph = Bind(model);
-  const FusionPlan plan = PlanFusion(graph, {});
+  const FusionPlan plan = PlanFusion(graph, kUnfusedFloat32);
   ExpectValidOrder(graph, plan);
   EXPECT_EQ(plan.attentions, 0);
   EXPECT_EQ(plan.masked_softmaxes, 1);
@@ -520,7 +521,7 @@ TEST(FusionTest, UnfusedAttentionChainHasAMaskedSoftmax) {
   model.nodes.erase(model.nodes.begin() + 6, model.nodes.begin() + 8);
   model.nodes.back().inputs[0] = "p";
   const BoundGraph no_guard = Bind(model);
-  const FusionPlan masked = PlanFusion(no_guard, {});
+  const FusionPlan masked = PlanFusion(no_guard, kUnfusedFloat32);
   ExpectValidOrder(no_guard, masked);
   ASSERT_EQ(masked.masked_softmaxes, 1);
   EXPECT_FALSE(masked.steps[1].softmax_nan_to_zero);
@@ -528,15 +529,27 @@ TEST(FusionTest, UnfusedAttentionChainHasAMaskedSoftmax) {
 
   // Neither: the Softmax alone.
   model.nodes[4] = {"no_mask", "Identity", {"s"}, {"a"}, {}};
-  EXPECT_EQ(PlanFusion(Bind(model), {}).masked_softmaxes, 0);
+  EXPECT_EQ(PlanFusion(Bind(model), kUnfusedFloat32).masked_softmaxes, 0);
 }
 
 // Model DynamoAttention in float16 fuses by default (cuDNN's engines); in
-// float32 only when asked (our own kernel, slower than the chain).
-TEST(FusionTest, HalfAttentionFusedByDefaultFloatWhenAsked) {
+// float32 by default over few keys only (our own kernel, slower than the
+// chain's GEMMs over many), always when asked, never under kHalf.
+TEST(FusionTest, HalfAttentionFusedByDefaultFloatOverFewKeys) {
   Model model = DynamoAttention();
-  EXPECT_EQ(PlanFusion(Bind(model), {}).attentions, 0);
-  EXPECT_EQ(PlanFusion(Bind(model), {.fuse_attention = FuseAttention::kAll}).attentions, 1);
+  EXPECT_EQ(PlanFusion(Bind(model), {}).attentions, 1);  // 8 keys
+  EXPECT_EQ(PlanFusion(Bind(model), {.fuse_attention = FuseAttention::kHalf}).attentions, 0);
+  const auto with_keys = [](Model m, int64_t keys) {
+    for (auto* values : {&m.inputs, &m.outputs}) {
+      for (ValueInfo& value : *values) value.dims[2] = keys;
+    }
+    m.inputs[3].dims[3] = keys;  // the mask: [batch, 1, keys, keys]
+    return Bind(m);
+  };
+  EXPECT_EQ(PlanFusion(with_keys(model, kShortFloat32AttentionKeys), {}).attentions, 1);
+  const BoundGraph long_keys = with_keys(model, kShortFloat32AttentionKeys + 1);
+  EXPECT_EQ(PlanFusion(long_keys, {}).attentions, 0);
+  EXPECT_EQ(PlanFusion(long_keys, {.fuse_attention = FuseAttention::kAll}).attentions, 1);
   for (auto* values : {&model.inputs, &model.outputs}) {
     for (auto& value : *values) value.dtype = DType::kFloat16;
   }

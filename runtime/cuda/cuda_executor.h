@@ -45,8 +45,9 @@ struct CudaExecutorOptions {
   // as Div/Erf/Add/Mul/Mul (see fused_gelu.h).
   bool fuse_epilogues = true;
   // Which attention chains run as one kernel (FusionOptions::fuse_attention):
-  // by default the 16-bit ones, on cuDNN's engines.
-  FuseAttention fuse_attention = FuseAttention::kHalf;
+  // by default the 16-bit ones, on cuDNN's engines, and float32 ones over
+  // few keys, on our own kernel.
+  FuseAttention fuse_attention = FuseAttention::kHalfAndShort;
   // Time cuBLASLt's proposed algorithms for each GEMM, and cuDNN's for each
   // convolution, at plan time and keep the fastest (CudaOpKernel::Autotune).
   // Plans then differ in rounding only between runs whose timings differ.

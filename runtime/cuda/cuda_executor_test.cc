@@ -1053,11 +1053,12 @@ TEST(CudaExecutorHalfModelPlanTest, HalfEncoderBlockFusesLikeItsFloat32Twin) {
     twin.initializers["sqrt2"] = ScalarConstant(1.4142135f);
     absl::StatusOr<BoundGraph> float_graph = BindModel(twin, {.batch_size = 2});
     ASSERT_TRUE(float_graph.ok()) << float_graph.status();
-    // Attention aside: by default 16-bit chains fuse (cuDNN's engines) and
-    // float32 ones do not.
+    // Attention aside: by default 16-bit chains fuse (cuDNN's engines);
+    // float32 ones, under kHalf, do not.
     const FusionPlan half_plan =
         PlanFusion(*half_graph, {.fuse_attention = FuseAttention::kNone});
-    const FusionPlan float_plan = PlanFusion(*float_graph, {});
+    const FusionPlan float_plan =
+        PlanFusion(*float_graph, {.fuse_attention = FuseAttention::kHalf});
     EXPECT_EQ(half_plan.steps.size(), 15u) << DTypeName(dtype);
     EXPECT_EQ(half_plan.gemm_transposes, 1);  // k^T, read by q k^T as op(T)
     const FusionPlan half_default = PlanFusion(*half_graph, {});
