@@ -80,10 +80,14 @@ bool HasNMajorFloat32Weight(const BoundGraph& graph, const BoundNode& node) {
   return b.is_constant() && b.dtype == DType::kFloat32 && b.dims.size() == 2 && !b_transposed;
 }
 
-// Whether `mode` fuses a float32 attention chain over `keys` keys.
-bool FusesFloat32Attention(FuseAttention mode, int64_t keys) {
-  return mode == FuseAttention::kAll ||
-         (mode == FuseAttention::kHalfAndShort && keys <= kShortFloat32AttentionKeys);
+// Whether `mode` fuses a float32 attention chain whose scores are
+// `scores_dims` ([batch..., query rows, keys]).
+bool FusesFloat32Attention(FuseAttention mode, const Dims& scores_dims) {
+  if (mode == FuseAttention::kAll) return true;
+  const int64_t keys = scores_dims.back();
+  const int64_t query_rows = NumElements(scores_dims) / std::max<int64_t>(keys, 1);
+  return mode == FuseAttention::kHalfAndShort && keys <= kShortFloat32AttentionKeys &&
+         query_rows >= kMinFusedFloat32AttentionRows;
 }
 
 }  // namespace
@@ -519,7 +523,7 @@ class FusionPlanner {
     }
     if (!AttentionShapesFit(q, k, v, out, scores_dims, fusion.float_scores)) return std::nullopt;
     if (graph_.value(q).dtype == DType::kFloat32 &&
-        !FusesFloat32Attention(options_.fuse_attention, scores_dims.back())) {
+        !FusesFloat32Attention(options_.fuse_attention, scores_dims)) {
       return std::nullopt;
     }
     q = TakeInputTransposes(q, fusion.q_perm, step.nodes);

@@ -98,9 +98,14 @@ enum class FuseAttention {
   // [cuDNN attention]): one kernel where the chain runs ten.
   kHalf,
   // kHalf's, and float32 chains over at most kShortFloat32AttentionKeys
-  // keys, on our own kernel: over so few keys the chain's GEMMs are too
-  // small to fill the GPU, and its launches cost more than the kernel's
-  // FMAs. The default.
+  // keys and of at least kMinFusedFloat32AttentionRows query rows, on our
+  // own kernel: over so few keys the chain's GEMMs are small and its
+  // launches cost more than the kernel's FMAs, as long as the kernel has
+  // rows enough to fill the GPU. The default. On the H200, HF Swin-T in
+  // float32 (49-key windows) ran 0.65x / 0.83x of PyTorch's graph at batch
+  // 1 / 8 fused, 0.85x / 0.87x unfused; the small encoder of
+  // bench/export_models.py (16 keys, 64 or 512 query rows) lost fused: 1.39x
+  // against 1.28x at batch 1.
   kHalfAndShort,
   // Every float32 chain too. Over longer sequences our kernel's float FMAs
   // lose to the chain's cuBLASLt GEMMs on the H200: ViT-B/16 (197 keys) in
@@ -109,8 +114,12 @@ enum class FuseAttention {
   kAll,
 };
 
-// The longest float32 attention FuseAttention::kHalfAndShort fuses, in keys.
+// The float32 attention FuseAttention::kHalfAndShort fuses: at most this
+// many keys, and at least this many query rows over the batch and heads (our
+// kernel gives a block 16 rows: 2048 rows are about one wave of blocks over
+// an H200's 132 SMs).
 inline constexpr int64_t kShortFloat32AttentionKeys = 64;
+inline constexpr int64_t kMinFusedFloat32AttentionRows = 2048;
 
 struct FusionOptions {
   // Fuse across nodes at all; off gives one step per node (and still lets a

@@ -533,23 +533,29 @@ TEST(FusionTest, UnfusedAttentionChainHasAMaskedSoftmax) {
 }
 
 // Model DynamoAttention in float16 fuses by default (cuDNN's engines); in
-// float32 by default over few keys only (our own kernel, slower than the
-// chain's GEMMs over many), always when asked, never under kHalf.
-TEST(FusionTest, HalfAttentionFusedByDefaultFloatOverFewKeys) {
+// float32 by default over few keys and many query rows only (our own
+// kernel: slower than the chain's GEMMs over many keys, and below a wave of
+// blocks), always when asked, never under kHalf.
+TEST(FusionTest, HalfAttentionFusedByDefaultFloatOverFewKeysAndManyRows) {
   Model model = DynamoAttention();
-  EXPECT_EQ(PlanFusion(Bind(model), {}).attentions, 1);  // 8 keys
-  EXPECT_EQ(PlanFusion(Bind(model), {.fuse_attention = FuseAttention::kHalf}).attentions, 0);
-  const auto with_keys = [](Model m, int64_t keys) {
+  // [batch, 2 heads, keys, 4] at `batch` (the mask [batch, 1, keys, keys]).
+  const auto at = [&model](int64_t batch, int64_t keys) {
+    Model m = model;
     for (auto* values : {&m.inputs, &m.outputs}) {
       for (ValueInfo& value : *values) value.dims[2] = keys;
     }
-    m.inputs[3].dims[3] = keys;  // the mask: [batch, 1, keys, keys]
-    return Bind(m);
+    m.inputs[3].dims[3] = keys;
+    return Bind(m, batch);
   };
-  EXPECT_EQ(PlanFusion(with_keys(model, kShortFloat32AttentionKeys), {}).attentions, 1);
-  const BoundGraph long_keys = with_keys(model, kShortFloat32AttentionKeys + 1);
-  EXPECT_EQ(PlanFusion(long_keys, {}).attentions, 0);
-  EXPECT_EQ(PlanFusion(long_keys, {.fuse_attention = FuseAttention::kAll}).attentions, 1);
+  const int64_t keys = kShortFloat32AttentionKeys;
+  const int64_t enough = kMinFusedFloat32AttentionRows / (2 * keys);  // batches
+  EXPECT_EQ(PlanFusion(at(enough, keys), {}).attentions, 1);
+  EXPECT_EQ(PlanFusion(at(enough - 1, keys), {}).attentions, 0);     // too few rows
+  EXPECT_EQ(PlanFusion(at(enough, keys + 1), {}).attentions, 0);     // too many keys
+  EXPECT_EQ(PlanFusion(at(enough, keys), {.fuse_attention = FuseAttention::kHalf}).attentions,
+            0);
+  EXPECT_EQ(PlanFusion(at(1, keys + 1), {.fuse_attention = FuseAttention::kAll}).attentions, 1);
+  EXPECT_EQ(PlanFusion(Bind(model), {}).attentions, 0);  // batch 2, 8 keys: 32 rows
   for (auto* values : {&model.inputs, &model.outputs}) {
     for (auto& value : *values) value.dtype = DType::kFloat16;
   }
