@@ -227,8 +227,13 @@ std::vector<HostTensor> CollectOutputs(const GraphSet& set, const BoundGraph& gr
   return outputs;
 }
 
+// Whether `data` holds `tensor`'s bytes.
+bool SameBytes(const void* data, const HostTensor& tensor) {
+  return std::memcmp(data, tensor.raw(), tensor.bytes()) == 0;
+}
+
 bool SameBytes(const HostTensor& a, const HostTensor& b) {
-  return a.bytes() == b.bytes() && std::memcmp(a.raw(), b.raw(), a.bytes()) == 0;
+  return a.bytes() == b.bytes() && SameBytes(a.raw(), b);
 }
 
 // float32 outputs by relative error, others exactly; returns the largest
@@ -483,8 +488,7 @@ absl::Status CheckLikeFirstSlot(const GraphSet& set, int slot, const GraphKey& k
   // where the replay left them, without copying them out of staging.
   bool identical = true;
   for (size_t i = 0; i < first.outputs.size() && identical; ++i) {
-    identical = std::memcmp(set.output_rows(slot, i), first.outputs[i].raw(),
-                            first.outputs[i].bytes()) == 0;
+    identical = SameBytes(set.output_rows(slot, i), first.outputs[i]);
   }
   if (identical) {
     *rel_err = 0;
@@ -508,6 +512,170 @@ absl::StatusOr<size_t> IndexOf(const std::vector<std::string>& names, const std:
 
 }  // namespace
 
+// What slot 0's capture of a key leaves for the key's check (Note [Checking
+// a captured graph]): the check's random input and the capture's warm-up run
+// on it, the check's eager run. Empty for later slots and without checks.
+struct GraphSet::EagerRun {
+  std::vector<HostTensor> inputs;
+  std::vector<HostTensor> outputs;
+};
+
+absl::StatusOr<std::vector<BoundGraph>> GraphSet::BindKeys(const Model& model,
+                                                         const GraphSetOptions& options) {
+  // Bind once per key; slots share the bound graphs (constants by pointer),
+  // and so may other sets and schedule candidates (Note [Binding once per
+  // key] in runtime/bind.h).
+  std::shared_ptr<BoundGraphs> bound_graphs = options.bound_graphs;
+  if (!bound_graphs) bound_graphs = std::make_shared<BoundGraphs>(model);
+  if (&bound_graphs->model() != &model) {
+    return absl::InvalidArgumentError("the set's bound graphs bind another model");
+  }
+  std::vector<BoundGraph> bound;
+  for (const GraphKey& key : keys_) {
+    absl::StatusOr<BoundGraph> graph = bound_graphs->At(key);
+    if (!graph.ok()) {
+      return AnnotateStatus(graph.status(), absl::StrCat("binding for batch ", GraphKeyString(key)));
+    }
+    RETURN_IF_ERROR(CheckBatchLeading(model, *graph));
+    std::vector<size_t>& input_rows = input_bytes_per_row_.emplace_back();
+    std::vector<size_t>& output_rows = output_bytes_per_row_.emplace_back();
+    std::vector<Dims>& output_dims = output_dims_.emplace_back();
+    for (ValueId id : graph->inputs) input_rows.push_back(BytesPerRow(*graph, id));
+    for (ValueId id : graph->outputs) {
+      output_rows.push_back(BytesPerRow(*graph, id));
+      output_dims.push_back(graph->value(id).dims);
+    }
+    bound.push_back(*std::move(graph));
+  }
+  for (ValueId id : bound.front().inputs) input_names_.push_back(bound.front().value(id).name);
+  for (ValueId id : bound.front().outputs) {
+    output_names_.push_back(bound.front().value(id).name);
+  }
+  return bound;
+}
+
+absl::StatusOr<std::unique_ptr<GraphSet::Slot>> GraphSet::PlanSlot(
+    const Model& model, const GraphSetOptions& options, int m,
+    const std::vector<BoundGraph>& bound,
+    const std::shared_ptr<AlgorithmChoices>& algorithm_choices) const {
+  auto slot = std::make_unique<Slot>();
+  ASSIGN_OR_RETURN(slot->stream, CudaStream::Create());
+  for (CudaEvent& done : slot->done) {
+    ASSIGN_OR_RETURN(done, CudaEvent::Create());
+  }
+  ASSIGN_OR_RETURN(slot->arena, StreamArena::Create(options.executor.device));
+  ASSIGN_OR_RETURN(slot->io, IoBuffers::Create(options.executor.device, kStagingBuffers));
+  ASSIGN_OR_RETURN(slot->lanes, SlotLanes::Create(options.executor.device));
+  ASSIGN_OR_RETURN(CublasLtHandle cublas, CublasLtHandle::Create());
+  slot->cublas = std::make_shared<CublasLtHandle>(std::move(cublas));
+  ASSIGN_OR_RETURN(CudnnHandle cudnn, CudnnHandle::Create());
+  slot->cudnn = std::make_shared<CudnnHandle>(std::move(cudnn));
+  slot->graphs.resize(bound.size());
+  // Plan every key before capturing any: planning reserves the shared
+  // arena and I/O buffers, and nothing may move once a graph holds their
+  // addresses.
+  for (int n = static_cast<int>(bound.size()) - 1; n >= 0; --n) {
+    const ExecutionResources resources{weights_,     slot->arena, slot->io,         slot->lanes,
+                                       slot->cublas, slot->cudnn, algorithm_choices};
+    CudaExecutorOptions executor_options = options.executor;
+    const GraphKey& key = keys_[n];
+    if (const auto it = options.schedules.find(key); it != options.schedules.end()) {
+      executor_options.schedule = it->second;
+    }
+    absl::StatusOr<std::unique_ptr<CudaExecutor>> executor =
+        CudaExecutor::Create(bound[n], executor_options, resources);
+    if (!executor.ok()) {
+      return AnnotateStatus(executor.status(), absl::StrCat("planning ", Label(m, key)));
+    }
+    Graph& graph = slot->graphs[n];
+    graph.executor = *std::move(executor);
+    graph.info.key = key;
+    graph.ranges = MakeProfilerRanges(model.name, m, key);
+    const CudaExecutor::PlanTimes& times = graph.executor->plan_times();
+    graph.info.plan_kernels_ms = times.kernels_ms;
+    graph.info.plan_memory_ms = times.memory_ms;
+    graph.info.plan_autotune_ms = times.autotune_ms;
+    const Schedule& schedule = graph.executor->schedule();
+    graph.info.lanes = schedule.lanes;
+    graph.info.events = graph.executor->events_per_run();
+    graph.info.max_width = schedule.max_width;
+    graph.info.critical_path = schedule.critical_path;
+  }
+  return slot;
+}
+
+absl::StatusOr<GraphSet::EagerRun> GraphSet::Capture(const Model& model,
+                                                     const GraphSetOptions& options, int m,
+                                                     size_t n, const BoundGraph& bound) {
+  Slot& s = *slots_[m];
+  Graph& graph = s.graphs[n];
+  const std::string label = Label(m, graph.info.key);
+  const Clock::time_point capture_start = Clock::now();
+  const CudaExecutor& executor = *graph.executor;
+  // Slot 0's check input goes through the capture's warm-up run, which
+  // is the check's eager run; later slots' plans, and every slot of a
+  // set whose work already ran, capture without one.
+  const bool eager_check = options.check_replays && m == 0;
+  EagerRun run;
+  if (eager_check) {
+    run.inputs = RandomInputs(bound, options.seed + static_cast<uint64_t>(n));
+    for (size_t i = 0; i < run.inputs.size(); ++i) {
+      std::memcpy(input_staging(0, i, 0), run.inputs[i].raw(), run.inputs[i].bytes());
+    }
+  }
+  const WarmUp warm_up = eager_check || (m == 0 && !options.warmed_up)
+                             ? WarmUp::kFirst
+                             : WarmUp::kIfCaptureFails;
+  const NvtxRange capture_range(
+      absl::StrCat(model.name, " b", GraphKeyString(graph.info.key), " slot ", m, " capture"));
+  ASSIGN_OR_RETURN(
+      CudaGraph captured,
+      CaptureWorkload(
+          s.stream.get(), label,
+          [&](cudaStream_t stream) { return executor.Enqueue(stream); }, warm_up));
+  if (eager_check) run.outputs = CollectOutputs(*this, bound, 0, bound.batch_size);
+  absl::StatusOr<TransferPlan> transfers =
+      PostProcessMemcpyNodes(captured.get(), RegistryFor(bound, *s.io));
+  if (!transfers.ok()) return AnnotateStatus(transfers.status(), label);
+  RETURN_IF_ERROR(
+      AnnotateStatus(CheckMappingsCoverInterface(bound, *s.io, *transfers), label));
+  graph.info.transfers = *std::move(transfers);
+  for (const InputMapping& mapping : graph.info.transfers.inputs) {
+    ASSIGN_OR_RETURN(const size_t input, IndexOf(input_names_, mapping.name));
+    graph.input_of_mapping.push_back(input);
+  }
+  for (const OutputMapping& mapping : graph.info.transfers.outputs) {
+    ASSIGN_OR_RETURN(const size_t output, IndexOf(output_names_, mapping.name));
+    graph.output_of_mapping.push_back(output);
+  }
+  for (int staging = 0; staging < kStagingBuffers; ++staging) {
+    for (const InputMapping& mapping : graph.info.transfers.inputs) {
+      graph.input_hosts[staging].push_back(s.io->host(mapping.name, staging));
+    }
+    for (const OutputMapping& mapping : graph.info.transfers.outputs) {
+      graph.output_hosts[staging].push_back(s.io->host(mapping.name, staging));
+    }
+  }
+  ASSIGN_OR_RETURN(graph.info.nodes, GraphNodeCount(captured.get()));
+
+  ASSIGN_OR_RETURN(const size_t free_before, FreeDeviceBytes());
+  cudaGraphExec_t exec = nullptr;
+  RETURN_IF_ERROR(AnnotateStatus(
+      CudaErrorToStatus(cudaGraphInstantiate(&exec, captured.get(), 0), "cudaGraphInstantiate"),
+      label));
+  graph.exec = CudaGraphExec(exec);
+  graph.graph = std::move(captured);
+  RETURN_IF_ERROR(AnnotateStatus(
+      CudaErrorToStatus(cudaGraphUpload(exec, s.stream.get()), "cudaGraphUpload"), label));
+  RETURN_IF_ERROR(AnnotateStatus(
+      CudaErrorToStatus(cudaStreamSynchronize(s.stream.get()), "cudaStreamSynchronize"),
+      label));
+  ASSIGN_OR_RETURN(const size_t free_after, FreeDeviceBytes());
+  if (free_before > free_after) s.graph_exec_bytes += free_before - free_after;
+  graph.info.capture_ms = MillisecondsSince(capture_start);
+  return run;
+}
+
 absl::StatusOr<std::unique_ptr<GraphSet>> GraphSet::Create(const Model& model,
                                                           const GraphSetOptions& options) {
   const Clock::time_point start = Clock::now();
@@ -520,37 +688,7 @@ absl::StatusOr<std::unique_ptr<GraphSet>> GraphSet::Create(const Model& model,
   set->keys_ = options.graphs;
   std::sort(set->keys_.begin(), set->keys_.end());
   set->shape_dims_ = ShapeDimNames(model);
-
-  // Bind once per key; slots share the bound graphs (constants by pointer),
-  // and so may other sets and schedule candidates (Note [Binding once per
-  // key] in runtime/bind.h).
-  std::shared_ptr<BoundGraphs> bound_graphs = options.bound_graphs;
-  if (!bound_graphs) bound_graphs = std::make_shared<BoundGraphs>(model);
-  if (&bound_graphs->model() != &model) {
-    return absl::InvalidArgumentError("the set's bound graphs bind another model");
-  }
-  std::vector<BoundGraph> bound;
-  for (const GraphKey& key : set->keys_) {
-    absl::StatusOr<BoundGraph> graph = bound_graphs->At(key);
-    if (!graph.ok()) {
-      return AnnotateStatus(graph.status(), absl::StrCat("binding for batch ", GraphKeyString(key)));
-    }
-    RETURN_IF_ERROR(CheckBatchLeading(model, *graph));
-    std::vector<size_t>& input_rows = set->input_bytes_per_row_.emplace_back();
-    std::vector<size_t>& output_rows = set->output_bytes_per_row_.emplace_back();
-    std::vector<Dims>& output_dims = set->output_dims_.emplace_back();
-    for (ValueId id : graph->inputs) input_rows.push_back(BytesPerRow(*graph, id));
-    for (ValueId id : graph->outputs) {
-      output_rows.push_back(BytesPerRow(*graph, id));
-      output_dims.push_back(graph->value(id).dims);
-    }
-    bound.push_back(*std::move(graph));
-  }
-  for (ValueId id : bound.front().inputs) set->input_names_.push_back(bound.front().value(id).name);
-  for (ValueId id : bound.front().outputs) {
-    set->output_names_.push_back(bound.front().value(id).name);
-  }
-
+  ASSIGN_OR_RETURN(const std::vector<BoundGraph> bound, set->BindKeys(model, options));
   if (options.weights) {
     if (options.weights->device() != options.executor.device) {
       return absl::InvalidArgumentError(
@@ -564,137 +702,29 @@ absl::StatusOr<std::unique_ptr<GraphSet>> GraphSet::Create(const Model& model,
   // Slot 0's plans time each GEMM and convolution; the others replay.
   const std::shared_ptr<AlgorithmChoices> algorithm_choices =
       options.algorithm_choices ? options.algorithm_choices : std::make_shared<AlgorithmChoices>();
-  const int total = options.num_streams * static_cast<int>(bound.size());
-  int done = 0;
   for (int m = 0; m < options.num_streams; ++m) {
-    auto slot = std::make_unique<Slot>();
-    ASSIGN_OR_RETURN(slot->stream, CudaStream::Create());
-    for (CudaEvent& done : slot->done) {
-      ASSIGN_OR_RETURN(done, CudaEvent::Create());
-    }
-    ASSIGN_OR_RETURN(slot->arena, StreamArena::Create(options.executor.device));
-    ASSIGN_OR_RETURN(slot->io, IoBuffers::Create(options.executor.device, kStagingBuffers));
-    ASSIGN_OR_RETURN(slot->lanes, SlotLanes::Create(options.executor.device));
-    ASSIGN_OR_RETURN(CublasLtHandle cublas, CublasLtHandle::Create());
-    slot->cublas = std::make_shared<CublasLtHandle>(std::move(cublas));
-    ASSIGN_OR_RETURN(CudnnHandle cudnn, CudnnHandle::Create());
-    slot->cudnn = std::make_shared<CudnnHandle>(std::move(cudnn));
-    slot->graphs.resize(bound.size());
-    // Plan every key before capturing any: planning reserves the shared
-    // arena and I/O buffers, and nothing may move once a graph holds their
-    // addresses.
-    for (int n = static_cast<int>(bound.size()) - 1; n >= 0; --n) {
-      ExecutionResources resources{set->weights_, slot->arena, slot->io,         slot->lanes,
-                                   slot->cublas,  slot->cudnn, algorithm_choices};
-      CudaExecutorOptions executor_options = options.executor;
-      const GraphKey& key = set->keys_[n];
-      if (const auto it = options.schedules.find(key);
-          it != options.schedules.end()) {
-        executor_options.schedule = it->second;
-      }
-      absl::StatusOr<std::unique_ptr<CudaExecutor>> executor =
-          CudaExecutor::Create(bound[n], executor_options, resources);
-      if (!executor.ok()) {
-        return AnnotateStatus(executor.status(),
-                              absl::StrCat("planning ", Label(m, key)));
-      }
-      slot->graphs[n].executor = *std::move(executor);
-      slot->graphs[n].info.key = key;
-      slot->graphs[n].ranges = MakeProfilerRanges(model.name, m, key);
-      const CudaExecutor::PlanTimes& times = slot->graphs[n].executor->plan_times();
-      slot->graphs[n].info.plan_kernels_ms = times.kernels_ms;
-      slot->graphs[n].info.plan_memory_ms = times.memory_ms;
-      slot->graphs[n].info.plan_autotune_ms = times.autotune_ms;
-      const Schedule& schedule = slot->graphs[n].executor->schedule();
-      slot->graphs[n].info.lanes = schedule.lanes;
-      slot->graphs[n].info.events = slot->graphs[n].executor->events_per_run();
-      slot->graphs[n].info.max_width = schedule.max_width;
-      slot->graphs[n].info.critical_path = schedule.critical_path;
-    }
+    ASSIGN_OR_RETURN(std::unique_ptr<Slot> slot,
+                     set->PlanSlot(model, options, m, bound, algorithm_choices));
     set->slots_.push_back(std::move(slot));
   }
 
   // Key by key, every slot of a key before the next (Note [Checking a
   // captured graph]: later slots check against slot 0's run of the key).
+  const int total = options.num_streams * static_cast<int>(bound.size());
+  int done = 0;
   ReferenceChecks references(options, options.executor.device);
   for (int n = static_cast<int>(bound.size()) - 1; n >= 0; --n) {
     std::shared_ptr<const CheckedRun> first;
     for (int m = 0; m < options.num_streams; ++m) {
-      Slot& s = *set->slots_[m];
-      Graph& graph = s.graphs[n];
-      const std::string label = Label(m, graph.info.key);
-      const Clock::time_point capture_start = Clock::now();
-      const CudaExecutor& executor = *graph.executor;
-      // Slot 0's check input goes through the capture's warm-up run, which
-      // is the check's eager run; later slots' plans, and every slot of a
-      // set whose work already ran, capture without one.
-      const bool eager_check = options.check_replays && m == 0;
-      std::vector<HostTensor> check_inputs;
-      if (eager_check) {
-        check_inputs = RandomInputs(bound[n], options.seed + static_cast<uint64_t>(n));
-        for (size_t i = 0; i < check_inputs.size(); ++i) {
-          std::memcpy(set->input_staging(0, i, 0), check_inputs[i].raw(), check_inputs[i].bytes());
-        }
-      }
-      const WarmUp warm_up = eager_check || (m == 0 && !options.warmed_up)
-                                 ? WarmUp::kFirst
-                                 : WarmUp::kIfCaptureFails;
-      const NvtxRange capture_range(
-          absl::StrCat(model.name, " b", GraphKeyString(graph.info.key), " slot ", m, " capture"));
-      ASSIGN_OR_RETURN(
-          CudaGraph captured,
-          CaptureWorkload(
-              s.stream.get(), label,
-              [&](cudaStream_t stream) { return executor.Enqueue(stream); }, warm_up));
-      std::vector<HostTensor> eager;
-      if (eager_check) eager = CollectOutputs(*set, bound[n], 0, bound[n].batch_size);
-      absl::StatusOr<TransferPlan> transfers =
-          PostProcessMemcpyNodes(captured.get(), RegistryFor(bound[n], *s.io));
-      if (!transfers.ok()) return AnnotateStatus(transfers.status(), label);
-      RETURN_IF_ERROR(
-          AnnotateStatus(CheckMappingsCoverInterface(bound[n], *s.io, *transfers), label));
-      graph.info.transfers = *std::move(transfers);
-      for (const InputMapping& mapping : graph.info.transfers.inputs) {
-        ASSIGN_OR_RETURN(const size_t input, IndexOf(set->input_names_, mapping.name));
-        graph.input_of_mapping.push_back(input);
-      }
-      for (const OutputMapping& mapping : graph.info.transfers.outputs) {
-        ASSIGN_OR_RETURN(const size_t output, IndexOf(set->output_names_, mapping.name));
-        graph.output_of_mapping.push_back(output);
-      }
-      for (int staging = 0; staging < kStagingBuffers; ++staging) {
-        for (const InputMapping& mapping : graph.info.transfers.inputs) {
-          graph.input_hosts[staging].push_back(s.io->host(mapping.name, staging));
-        }
-        for (const OutputMapping& mapping : graph.info.transfers.outputs) {
-          graph.output_hosts[staging].push_back(s.io->host(mapping.name, staging));
-        }
-      }
-      ASSIGN_OR_RETURN(graph.info.nodes, GraphNodeCount(captured.get()));
-
-      ASSIGN_OR_RETURN(const size_t free_before, FreeDeviceBytes());
-      cudaGraphExec_t exec = nullptr;
-      RETURN_IF_ERROR(AnnotateStatus(
-          CudaErrorToStatus(cudaGraphInstantiate(&exec, captured.get(), 0), "cudaGraphInstantiate"),
-          label));
-      graph.exec = CudaGraphExec(exec);
-      graph.graph = std::move(captured);
-      RETURN_IF_ERROR(AnnotateStatus(
-          CudaErrorToStatus(cudaGraphUpload(exec, s.stream.get()), "cudaGraphUpload"), label));
-      RETURN_IF_ERROR(AnnotateStatus(
-          CudaErrorToStatus(cudaStreamSynchronize(s.stream.get()), "cudaStreamSynchronize"),
-          label));
-      ASSIGN_OR_RETURN(const size_t free_after, FreeDeviceBytes());
-      if (free_before > free_after) s.graph_exec_bytes += free_before - free_after;
-      graph.info.capture_ms = MillisecondsSince(capture_start);
-
+      Graph& graph = set->slots_[m]->graphs[n];
+      ASSIGN_OR_RETURN(EagerRun eager, set->Capture(model, options, m, n, bound[n]));
       if (options.check_replays) {
         const Clock::time_point check_start = Clock::now();
-        const std::string check_label = absl::StrCat("check of ", label);
+        const std::string check_label = absl::StrCat("check of ", Label(m, graph.info.key));
         if (m == 0) {
           absl::StatusOr<CheckedRun> run =
               CheckGraph(*set, m, graph.info.key, bound[n], graph.info.transfers,
-                         std::move(check_inputs), eager, options.tolerance,
+                         std::move(eager.inputs), eager.outputs, options.tolerance,
                          &graph.info.check_rel_err);
           if (!run.ok()) return AnnotateStatus(run.status(), check_label);
           first = std::make_shared<const CheckedRun>(*std::move(run));

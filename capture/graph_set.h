@@ -376,7 +376,22 @@ class GraphSet {
   struct Graph;
 
  private:
+  struct EagerRun;
   GraphSet() = default;
+  // Create's steps. The model bound at every key of keys_, each key's row
+  // sizes and the I/O names recorded.
+  absl::StatusOr<std::vector<BoundGraph>> BindKeys(const Model& model,
+                                                   const GraphSetOptions& options);
+  // Slot `m`'s stream, buffers and handles, and its plan of every key, in
+  // weights_.
+  absl::StatusOr<std::unique_ptr<Slot>> PlanSlot(
+      const Model& model, const GraphSetOptions& options, int m,
+      const std::vector<BoundGraph>& bound,
+      const std::shared_ptr<AlgorithmChoices>& algorithm_choices) const;
+  // Slot `m`'s graph of key `n` (bound at `bound`): captured, post-processed,
+  // instantiated and uploaded. Slot 0's warm-up run is the check's eager run.
+  absl::StatusOr<EagerRun> Capture(const Model& model, const GraphSetOptions& options, int m,
+                                   size_t n, const BoundGraph& bound);
   [[nodiscard]] const Graph& FindGraph(int slot, const GraphKey& key) const;
   // Index of a key in keys_; keys_.size() when it was not captured.
   [[nodiscard]] size_t KeyIndex(const GraphKey& key) const;
