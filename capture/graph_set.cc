@@ -948,6 +948,7 @@ absl::Status GraphSet::UseSleepingDoneEvents() {
       ASSIGN_OR_RETURN(done, CudaEvent::CreateForSleepingWait());
     }
   }
+  sleeps_while_waiting_ = true;
   return absl::OkStatus();
 }
 
