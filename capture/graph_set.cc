@@ -948,7 +948,6 @@ absl::Status GraphSet::UseSleepingDoneEvents() {
       ASSIGN_OR_RETURN(done, CudaEvent::CreateForSleepingWait());
     }
   }
-  sleeps_while_waiting_ = true;
   return absl::OkStatus();
 }
 

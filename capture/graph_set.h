@@ -283,9 +283,6 @@ class GraphSet {
   // wait for the GPU] in server/served_model.h). Waits for the slots' work
   // first; call before the set serves, never while another thread launches.
   absl::Status UseSleepingDoneEvents();
-  // Whether UseSleepingDoneEvents has run: threads waiting for this set's
-  // work sleep (a pipeline over the set waits the same way).
-  [[nodiscard]] bool sleeps_while_waiting() const { return sleeps_while_waiting_; }
 
   // Waits for the chunk the last Launch through `staging` on `slot` began
   // (its done event): the completion, after which output_rows() holds its
@@ -416,7 +413,6 @@ class GraphSet {
   std::vector<std::vector<size_t>> output_bytes_per_row_;
   std::vector<std::vector<Dims>> output_dims_;
   double total_setup_ms_ = 0;
-  bool sleeps_while_waiting_ = false;
 };
 
 }  // namespace graphserve

@@ -183,18 +183,10 @@ absl::StatusOr<std::unique_ptr<PipelineGraphs>> PipelineGraphs::Create(PipelineO
   const CudaDeviceGuard on_device(pipeline->device_);
   RETURN_IF_ERROR(on_device.status());
   const auto largest = static_cast<size_t>(options.batch_sizes.back());
-  // Run's thread waits as the steps' stream workers do (Note [How threads
-  // wait for the GPU] in server/served_model.h): asleep when any of them
-  // sleeps, since a replay takes at least as long as that step's chunk.
-  pipeline->sleeps_while_waiting_ =
-      std::any_of(options.steps.begin(), options.steps.end(),
-                  [](const PipelineStep& step) { return step.set->sleeps_while_waiting(); });
   for (int s = 0; s < options.num_slots; ++s) {
     auto slot = std::make_unique<Slot>();
     ASSIGN_OR_RETURN(slot->stream, CudaStream::Create());
-    ASSIGN_OR_RETURN(slot->done, pipeline->sleeps_while_waiting_
-                                     ? CudaEvent::CreateForSleepingWait()
-                                     : CudaEvent::Create());
+    ASSIGN_OR_RETURN(slot->done, CudaEvent::Create());
     for (size_t k = 0; k < options.steps.size(); ++k) {
       ASSIGN_OR_RETURN(CudaEvent mark, CudaEvent::Create());
       slot->step_marks.push_back(std::move(mark));

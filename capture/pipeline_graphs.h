@@ -107,9 +107,6 @@ class PipelineGraphs {
   // Nodes of one parent graph: a child per step, a copy per tensor read
   // from another step.
   [[nodiscard]] size_t parent_nodes() const { return parent_nodes_; }
-  // Whether Run sleeps while the GPU replays, rather than spinning: when
-  // any step's set sleeps (GraphSet::sleeps_while_waiting).
-  [[nodiscard]] bool sleeps_while_waiting() const { return sleeps_while_waiting_; }
 
   ~PipelineGraphs();
 
@@ -124,7 +121,6 @@ class PipelineGraphs {
   std::vector<PipelineTensor> outputs_;
   std::vector<int64_t> batch_sizes_;
   size_t parent_nodes_ = 0;
-  bool sleeps_while_waiting_ = false;
   std::vector<std::unique_ptr<Slot>> slots_;
 };
 
