@@ -5,6 +5,7 @@
 #include <map>
 #include <utility>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "common/capture_exclusion.h"
@@ -60,7 +61,10 @@ ReferenceRunner PlainCudaReference(std::shared_ptr<const Model> model) {
     }
     ASSIGN_OR_RETURN(std::unique_ptr<CudaExecutor> executor,
                      CudaExecutor::Create(*std::move(graph), plain, std::move(resources)));
-    return executor->Run(inputs, [&exclusion](cudaStream_t stream) {
+    // The wait lets the lock go and takes it back, inside the scope that
+    // holds it, which clang's lock analysis cannot follow.
+    return executor->Run(inputs, [&exclusion](cudaStream_t stream)
+                                     ABSL_NO_THREAD_SAFETY_ANALYSIS {
       exclusion.WriterUnlock();
       const cudaError_t waited = cudaStreamSynchronize(stream);
       exclusion.WriterLock();

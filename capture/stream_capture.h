@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 #include "common/cuda_handles.h"
 
@@ -35,13 +36,17 @@ class StreamCapture {
   // `label` names the capture in errors ("stream 2, batch 64"). Refuses the
   // legacy and per-thread default streams (capture on them would serialise
   // with every other stream) and a stream that is already capturing.
-  static absl::StatusOr<StreamCapture> Begin(cudaStream_t stream, std::string label);
+  // The capture lock is taken here and released by End() or the destructor,
+  // across calls, which clang's lock analysis cannot follow: it is off for
+  // the three.
+  static absl::StatusOr<StreamCapture> Begin(cudaStream_t stream, std::string label)
+      ABSL_NO_THREAD_SAFETY_ANALYSIS;
 
   // Ends the capture. FailedPrecondition when `stream` is not the stream it
   // began on (the capture stays open and is discarded by the destructor);
   // Internal when CUDA invalidated the capture, with the reason. Warns on an
   // empty graph: a run that launched nothing is almost always a mistake.
-  absl::StatusOr<CudaGraph> End(cudaStream_t stream);
+  absl::StatusOr<CudaGraph> End(cudaStream_t stream) ABSL_NO_THREAD_SAFETY_ANALYSIS;
 
   [[nodiscard]] bool capturing() const { return stream_ != nullptr; }
 
@@ -49,7 +54,7 @@ class StreamCapture {
   StreamCapture& operator=(StreamCapture&& other) = delete;
   StreamCapture(const StreamCapture&) = delete;
   StreamCapture& operator=(const StreamCapture&) = delete;
-  ~StreamCapture();
+  ~StreamCapture() ABSL_NO_THREAD_SAFETY_ANALYSIS;
 
   // Implementation details follow.
  private:

@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "capture/graph_post_processing.h"
@@ -92,6 +93,14 @@ TEST_F(StreamCaptureTest, MustEndOnTheStreamItBeganOn) {
   EXPECT_EQ(*GraphNodeCount(graph->get()), 3u);
 }
 
+// Whether another thread's device-wide work could start now: `exclusion`
+// free to take exclusively (it is let go again at once).
+ABSL_NO_THREAD_SAFETY_ANALYSIS bool FreeToTakeExclusively(absl::Mutex& exclusion) {
+  if (!exclusion.WriterTryLock()) return false;
+  exclusion.WriterUnlock();
+  return true;
+}
+
 // Note [Captures and device-wide synchronisation]: from Begin() to its end,
 // ended or discarded, a capture holds its device's lock shared, so code
 // beside it that may synchronise the device waits; a capture on another
@@ -103,7 +112,7 @@ TEST_F(StreamCaptureTest, HoldsItsDevicesCaptureLockSharedUntilItEnds) {
   {
     absl::StatusOr<StreamCapture> capture = StreamCapture::Begin(stream_.get(), "test");
     ASSERT_TRUE(capture.ok()) << capture.status();
-    EXPECT_FALSE(exclusion.WriterTryLock());
+    EXPECT_FALSE(FreeToTakeExclusively(exclusion));
     absl::Status beside_status = absl::UnknownError("not run");
     std::thread beside([&] {
       beside_status = CudaErrorToStatus(cudaSetDevice(device), "cudaSetDevice");
@@ -116,15 +125,13 @@ TEST_F(StreamCaptureTest, HoldsItsDevicesCaptureLockSharedUntilItEnds) {
     EXPECT_TRUE(beside_status.ok()) << beside_status;
     ASSERT_TRUE(ModelRun(stream_.get()).ok());
     ASSERT_TRUE(capture->End(stream_.get()).ok());
-    ASSERT_TRUE(exclusion.WriterTryLock());
-    exclusion.WriterUnlock();
+    EXPECT_TRUE(FreeToTakeExclusively(exclusion));
     // Discarded, not ended: released all the same.
     absl::StatusOr<StreamCapture> discarded = StreamCapture::Begin(stream_.get(), "discarded");
     ASSERT_TRUE(discarded.ok()) << discarded.status();
-    EXPECT_FALSE(exclusion.WriterTryLock());
+    EXPECT_FALSE(FreeToTakeExclusively(exclusion));
   }
-  ASSERT_TRUE(exclusion.WriterTryLock());
-  exclusion.WriterUnlock();
+  EXPECT_TRUE(FreeToTakeExclusively(exclusion));
 }
 
 TEST_F(StreamCaptureTest, FailedCaptureNamesTheCallAndLeavesTheProcessUsable) {
