@@ -7,7 +7,6 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "common/capture_exclusion.h"
 #include "common/cuda_status.h"
 #include "common/status.h"
@@ -31,13 +30,18 @@ ReferenceRunner PlainCudaReference(std::shared_ptr<const Model> model) {
              -> absl::StatusOr<std::vector<HostTensor>> {
     int device = 0;
     CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
+    ASSIGN_OR_RETURN(const BindOptions bind, BindOptionsAt(*model, key));
+    absl::StatusOr<BoundGraph> graph = BindModel(*model, bind);
+    if (!graph.ok()) {
+      return AnnotateStatus(graph.status(),
+                            absl::StrCat("the reference model at ", GraphKeyString(key)));
+    }
     // A load runs the reference on a thread beside its captures (Note [The
-    // reference beside the captures] in capture/graph_set.cc), and binding,
-    // planning, uploading and freeing a plan may synchronise the device: all
-    // of it holds the device's captures off, all but the wait for the run
-    // (Note [Captures and device-wide synchronisation]).
-    absl::Mutex& exclusion = CaptureExclusion(device);
-    const absl::WriterMutexLock exclusive(&exclusion);
+    // reference beside the captures] in capture/graph_set.cc). Binding is
+    // host work; planning, uploading and freeing a plan may synchronise the
+    // device, so all of that holds the device's captures off, all but the
+    // wait for the run (Note [Captures and device-wide synchronisation]).
+    CaptureLock beside_captures(device, CaptureLock::kSynchronising);
     std::shared_ptr<WeightStore>& store = (*weights)[device];
     if (!store) {
       ASSIGN_OR_RETURN(store, WeightStore::Create(device));
@@ -53,22 +57,12 @@ ReferenceRunner PlainCudaReference(std::shared_ptr<const Model> model) {
     plain.fuse_epilogues = false;
     plain.fuse_attention = FuseAttention::kNone;
     plain.autotune_gemms = false;
-    ASSIGN_OR_RETURN(const BindOptions bind, BindOptionsAt(*model, key));
-    absl::StatusOr<BoundGraph> graph = BindModel(*model, bind);
-    if (!graph.ok()) {
-      return AnnotateStatus(graph.status(),
-                            absl::StrCat("the reference model at ", GraphKeyString(key)));
-    }
     ASSIGN_OR_RETURN(std::unique_ptr<CudaExecutor> executor,
                      CudaExecutor::Create(*std::move(graph), plain, std::move(resources)));
-    // The wait lets the lock go and takes it back, inside the scope that
-    // holds it, which clang's lock analysis cannot follow.
-    return executor->Run(inputs, [&exclusion](cudaStream_t stream)
-                                     ABSL_NO_THREAD_SAFETY_ANALYSIS {
-      exclusion.WriterUnlock();
-      const cudaError_t waited = cudaStreamSynchronize(stream);
-      exclusion.WriterLock();
-      return CudaErrorToStatus(waited, "cudaStreamSynchronize");
+    return executor->Run(inputs, [&beside_captures](cudaStream_t stream) {
+      return beside_captures.WhileReleased([stream] {
+        return CudaErrorToStatus(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+      });
     });
   };
 }

@@ -44,16 +44,14 @@ absl::StatusOr<StreamCapture> StreamCapture::Begin(cudaStream_t stream, std::str
     return CaptureError(label, query);
   }
   // See Note [Captures and device-wide synchronisation].
-  absl::Mutex& exclusion = CaptureExclusion(device);
-  exclusion.ReaderLock();
+  CaptureLock lock(device, CaptureLock::kCapture);
   if (absl::Status begin = CudaErrorToStatus(
           cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal),
           "cudaStreamBeginCapture");
       !begin.ok()) {
-    exclusion.ReaderUnlock();
     return CaptureError(label, begin);
   }
-  return StreamCapture(stream, std::move(label), &exclusion);
+  return StreamCapture(stream, std::move(label), std::move(lock));
 }
 
 absl::StatusOr<CudaGraph> StreamCapture::End(cudaStream_t stream) {
@@ -69,7 +67,7 @@ absl::StatusOr<CudaGraph> StreamCapture::End(cudaStream_t stream) {
   cudaGraph_t raw_graph = nullptr;
   const cudaError_t error = cudaStreamEndCapture(stream_, &raw_graph);
   stream_ = nullptr;
-  std::exchange(exclusion_, nullptr)->ReaderUnlock();
+  lock_.Release();
   CudaGraph graph(raw_graph);
   if (error != cudaSuccess) {
     cudaGetLastError();  // the capture failed; leave no error behind for the next call
@@ -87,7 +85,7 @@ absl::StatusOr<CudaGraph> StreamCapture::End(cudaStream_t stream) {
 StreamCapture::StreamCapture(StreamCapture&& other) noexcept
     : stream_(std::exchange(other.stream_, nullptr)),
       label_(std::move(other.label_)),
-      exclusion_(std::exchange(other.exclusion_, nullptr)) {}
+      lock_(std::move(other.lock_)) {}
 
 StreamCapture::~StreamCapture() {
   if (stream_ == nullptr) return;
@@ -96,7 +94,6 @@ StreamCapture::~StreamCapture() {
     cudaGraphDestroy(discarded);
   }
   cudaGetLastError();  // an invalidated capture leaves an error; clear it
-  exclusion_->ReaderUnlock();
 }
 
 namespace {

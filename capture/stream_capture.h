@@ -10,8 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/base/thread_annotations.h"
-#include "absl/synchronization/mutex.h"
+#include "common/capture_exclusion.h"
 #include "common/cuda_handles.h"
 
 namespace graphserve {
@@ -25,10 +24,9 @@ using Workload = std::function<absl::Status(cudaStream_t stream)>;
 // thread-local mode: CUDA calls from other threads (another slot being set
 // up, a server thread) are not refused, while an unsafe call on this thread
 // (cudaMalloc, a synchronisation) invalidates the capture and is reported.
-// A capture holds its device's CaptureExclusion shared from Begin() to its
-// end: another thread's device-wide synchronisation would invalidate it
-// (Note [Captures and device-wide synchronisation] in
-// common/capture_exclusion.h).
+// A capture holds its device's capture lock shared from Begin() to its end:
+// another thread's device-wide synchronisation would invalidate it (Note
+// [Captures and device-wide synchronisation] in common/capture_exclusion.h).
 // Destroying a capture that was not ended ends and discards it, so an error
 // path never leaves a stream capturing.
 class StreamCapture {
@@ -36,17 +34,13 @@ class StreamCapture {
   // `label` names the capture in errors ("stream 2, batch 64"). Refuses the
   // legacy and per-thread default streams (capture on them would serialise
   // with every other stream) and a stream that is already capturing.
-  // The capture lock is taken here and released by End() or the destructor,
-  // across calls, which clang's lock analysis cannot follow: it is off for
-  // the three.
-  static absl::StatusOr<StreamCapture> Begin(cudaStream_t stream, std::string label)
-      ABSL_NO_THREAD_SAFETY_ANALYSIS;
+  static absl::StatusOr<StreamCapture> Begin(cudaStream_t stream, std::string label);
 
   // Ends the capture. FailedPrecondition when `stream` is not the stream it
   // began on (the capture stays open and is discarded by the destructor);
   // Internal when CUDA invalidated the capture, with the reason. Warns on an
   // empty graph: a run that launched nothing is almost always a mistake.
-  absl::StatusOr<CudaGraph> End(cudaStream_t stream) ABSL_NO_THREAD_SAFETY_ANALYSIS;
+  absl::StatusOr<CudaGraph> End(cudaStream_t stream);
 
   [[nodiscard]] bool capturing() const { return stream_ != nullptr; }
 
@@ -54,16 +48,16 @@ class StreamCapture {
   StreamCapture& operator=(StreamCapture&& other) = delete;
   StreamCapture(const StreamCapture&) = delete;
   StreamCapture& operator=(const StreamCapture&) = delete;
-  ~StreamCapture() ABSL_NO_THREAD_SAFETY_ANALYSIS;
+  ~StreamCapture();
 
   // Implementation details follow.
  private:
-  StreamCapture(cudaStream_t stream, std::string label, absl::Mutex* exclusion)
-      : stream_(stream), label_(std::move(label)), exclusion_(exclusion) {}
+  StreamCapture(cudaStream_t stream, std::string label, CaptureLock lock)
+      : stream_(stream), label_(std::move(label)), lock_(std::move(lock)) {}
 
   cudaStream_t stream_ = nullptr;  // null once ended
   std::string label_;
-  absl::Mutex* exclusion_ = nullptr;  // held shared while capturing
+  CaptureLock lock_;  // shared while capturing
 };
 
 // Whether CaptureWorkload runs the workload once before capturing it.

@@ -11,9 +11,9 @@
 #include <thread>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
 #include "capture/graph_post_processing.h"
 #include "common/capture_exclusion.h"
 #include "common/cuda_handles.h"
@@ -93,45 +93,78 @@ TEST_F(StreamCaptureTest, MustEndOnTheStreamItBeganOn) {
   EXPECT_EQ(*GraphNodeCount(graph->get()), 3u);
 }
 
-// Whether another thread's device-wide work could start now: `exclusion`
-// free to take exclusively (it is let go again at once).
-ABSL_NO_THREAD_SAFETY_ANALYSIS bool FreeToTakeExclusively(absl::Mutex& exclusion) {
-  if (!exclusion.WriterTryLock()) return false;
-  exclusion.WriterUnlock();
-  return true;
-}
-
 // Note [Captures and device-wide synchronisation]: from Begin() to its end,
-// ended or discarded, a capture holds its device's lock shared, so code
-// beside it that may synchronise the device waits; a capture on another
-// thread does not.
-TEST_F(StreamCaptureTest, HoldsItsDevicesCaptureLockSharedUntilItEnds) {
+// ended or discarded, a capture holds its device's lock; a capture on
+// another thread shares it.
+TEST_F(StreamCaptureTest, HoldsItsDevicesCaptureLockUntilItEnds) {
   int device = 0;
   ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
-  absl::Mutex& exclusion = CaptureExclusion(device);
   {
     absl::StatusOr<StreamCapture> capture = StreamCapture::Begin(stream_.get(), "test");
     ASSERT_TRUE(capture.ok()) << capture.status();
-    EXPECT_FALSE(FreeToTakeExclusively(exclusion));
+    EXPECT_EQ(CapturesInProgress(device), 1);
     absl::Status beside_status = absl::UnknownError("not run");
     std::thread beside([&] {
       beside_status = CudaErrorToStatus(cudaSetDevice(device), "cudaSetDevice");
       if (!beside_status.ok()) return;
       absl::StatusOr<StreamCapture> other = StreamCapture::Begin(other_stream_.get(), "beside");
       beside_status = other.ok() ? ModelRun(other_stream_.get()) : other.status();
+      if (beside_status.ok() && CapturesInProgress(device) != 2) {
+        beside_status = absl::InternalError("the two captures do not share the lock");
+      }
       if (beside_status.ok()) beside_status = other->End(other_stream_.get()).status();
     });
     beside.join();
     EXPECT_TRUE(beside_status.ok()) << beside_status;
     ASSERT_TRUE(ModelRun(stream_.get()).ok());
     ASSERT_TRUE(capture->End(stream_.get()).ok());
-    EXPECT_TRUE(FreeToTakeExclusively(exclusion));
+    EXPECT_EQ(CapturesInProgress(device), 0);
     // Discarded, not ended: released all the same.
     absl::StatusOr<StreamCapture> discarded = StreamCapture::Begin(stream_.get(), "discarded");
     ASSERT_TRUE(discarded.ok()) << discarded.status();
-    EXPECT_FALSE(FreeToTakeExclusively(exclusion));
+    EXPECT_EQ(CapturesInProgress(device), 1);
   }
-  EXPECT_TRUE(FreeToTakeExclusively(exclusion));
+  EXPECT_EQ(CapturesInProgress(device), 0);
+}
+
+// The hazard itself: memory freed on another thread while this one captures.
+// cudaFree synchronises the device and, unheld, invalidates the capture;
+// through DeviceBuffer it waits for the capture to end, and both succeed.
+TEST_F(StreamCaptureTest, AFreeOnAnotherThreadWaitsForTheCaptureToEnd) {
+  int device = 0;
+  ASSERT_EQ(cudaGetDevice(&device), cudaSuccess);
+  absl::StatusOr<DeviceBuffer> doomed = DeviceBuffer::Allocate(1 << 20);
+  ASSERT_TRUE(doomed.ok()) << doomed.status();
+  absl::StatusOr<StreamCapture> capture = StreamCapture::Begin(stream_.get(), "test");
+  ASSERT_TRUE(capture.ok()) << capture.status();
+  absl::Notification started;
+  absl::Notification freed;
+  std::thread beside([&] {
+    if (cudaSetDevice(device) != cudaSuccess) return;
+    started.Notify();
+    *doomed = DeviceBuffer();  // cudaFree
+    freed.Notify();
+  });
+  started.WaitForNotification();
+  // The free waits as long as the capture lasts.
+  EXPECT_FALSE(freed.WaitForNotificationWithTimeout(absl::Milliseconds(200)));
+  ASSERT_TRUE(ModelRun(stream_.get()).ok());
+  absl::StatusOr<CudaGraph> graph = capture->End(stream_.get());
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  EXPECT_EQ(*GraphNodeCount(graph->get()), 3u);
+  beside.join();
+  EXPECT_TRUE(freed.HasBeenNotified());
+  EXPECT_EQ(doomed->get(), nullptr);
+}
+
+// A thread that holds captures off may free its own memory: the deleter's
+// hold is skipped rather than taken twice.
+TEST_F(StreamCaptureTest, AFreeInsideHeldOffCapturesDoesNotWaitForItself) {
+  const CapturesHeldOff held_off;
+  absl::StatusOr<DeviceBuffer> buffer = DeviceBuffer::Allocate(1 << 20);
+  ASSERT_TRUE(buffer.ok()) << buffer.status();
+  *buffer = DeviceBuffer();
+  EXPECT_EQ(buffer->get(), nullptr);
 }
 
 TEST_F(StreamCaptureTest, FailedCaptureNamesTheCallAndLeavesTheProcessUsable) {

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "common/capture_exclusion.h"
 #include "common/cuda_device_guard.h"
 #include "common/cuda_status.h"
 #include "common/logging.h"
@@ -11,6 +12,9 @@
 namespace graphserve {
 
 namespace internal {
+// Destroying a stream, graph, library handle or memory may synchronise the
+// device: each holds other threads' captures off (Note [Captures and
+// device-wide synchronisation]).
 namespace {
 void WarnOnFailure(cudaError_t error, const char* call) {
   if (error != cudaSuccess) {
@@ -20,6 +24,7 @@ void WarnOnFailure(cudaError_t error, const char* call) {
 }  // namespace
 
 void StreamDeleter::operator()(cudaStream_t stream) const {
+  const CapturesHeldOff captures_held_off;
   WarnOnFailure(cudaStreamDestroy(stream), "cudaStreamDestroy");
 }
 void EventDeleter::operator()(cudaEvent_t event) const {
@@ -29,23 +34,28 @@ void GraphDeleter::operator()(cudaGraph_t graph) const {
   WarnOnFailure(cudaGraphDestroy(graph), "cudaGraphDestroy");
 }
 void GraphExecDeleter::operator()(cudaGraphExec_t exec) const {
+  const CapturesHeldOff captures_held_off;
   WarnOnFailure(cudaGraphExecDestroy(exec), "cudaGraphExecDestroy");
 }
 void CublasLtDeleter::operator()(cublasLtHandle_t handle) const {
+  const CapturesHeldOff captures_held_off;
   if (cublasLtDestroy(handle) != CUBLAS_STATUS_SUCCESS) {
     spdlog::warn("cublasLtDestroy failed during teardown");
   }
 }
 void CudnnDeleter::operator()(cudnnHandle_t handle) const {
+  const CapturesHeldOff captures_held_off;
   const cudnnStatus_t status = cudnnDestroy(handle);
   if (status != CUDNN_STATUS_SUCCESS) {
     spdlog::warn("cudnnDestroy failed during teardown: {}", cudnnGetErrorString(status));
   }
 }
 void DeviceMemoryDeleter::operator()(void* ptr) const {
+  const CapturesHeldOff captures_held_off;
   WarnOnFailure(cudaFree(ptr), "cudaFree");
 }
 void PinnedMemoryDeleter::operator()(void* ptr) const {
+  const CapturesHeldOff captures_held_off;
   WarnOnFailure(cudaFreeHost(ptr), "cudaFreeHost");
 }
 }  // namespace internal

@@ -44,8 +44,8 @@ status=${PIPESTATUS[0]}
 SANITIZED_TESTS=(//server/... //client/... //fuzz/... //planning/...
                  //runtime:all //runtime/host/...)
 # TSan: the tests of code that runs threads (stream workers, responders,
-# queues, the registry's control thread, listeners).
-THREADED_TESTS=(//server/...)
+# queues, the registry's control thread, listeners, the capture lock).
+THREADED_TESTS=(//server/... //common:capture_exclusion_test)
 
 sanitizers="${GRAPHSERVE_SANITIZERS:-all}"
 case "$sanitizers" in

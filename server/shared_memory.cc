@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/capture_exclusion.h"
 #include "common/cuda_device_guard.h"
 #include "common/status.h"
 #include "cuda.h"
@@ -97,10 +98,17 @@ absl::Status CopyOnDevice(const SharedMemoryRegion& region, void* to, const void
 
 // Page-locks `bytes` at `mapping` for every CUDA device, through `device`'s
 // context (Note [Pinned shared memory]); false, logged, when CUDA refuses.
+// Pinning, unpinning, opening, closing, setting and freeing memory in this
+// file may synchronise the device while a load captures on another thread:
+// each such call holds captures off (Note [Captures and device-wide
+// synchronisation] in common/capture_exclusion.h).
 bool PinForDevices(void* mapping, size_t bytes, int device, const std::string& name) {
   const CudaDeviceGuard on_device(device);
   cudaError_t error = on_device.status().ok() ? cudaSuccess : cudaErrorInvalidDevice;
-  if (error == cudaSuccess) error = cudaHostRegister(mapping, bytes, cudaHostRegisterPortable);
+  if (error == cudaSuccess) {
+    const CapturesHeldOff captures_held_off;
+    error = cudaHostRegister(mapping, bytes, cudaHostRegisterPortable);
+  }
   if (error == cudaSuccess) return true;
   cudaGetLastError();  // not sticky; leave nothing for the next call to see
   spdlog::warn("cannot pin shared memory region {} for the GPU ({}): it is served through "
@@ -174,6 +182,7 @@ absl::StatusOr<std::shared_ptr<SharedMemoryRegion>> SharedMemoryRegion::MapSyste
   auto release = [mapping, mapping_bytes, name, pinned, pin_device] {
     if (pinned) {
       const CudaDeviceGuard on_device(*pin_device);
+      const CapturesHeldOff captures_held_off;
       if (const cudaError_t error = cudaHostUnregister(mapping); error != cudaSuccess) {
         spdlog::warn("cudaHostUnregister of shared memory region {} failed: {}",
                      QuoteClientText(name), cudaGetErrorString(error));
@@ -225,9 +234,12 @@ absl::StatusOr<std::shared_ptr<SharedMemoryRegion>> SharedMemoryRegion::OpenCuda
     return absl::InvalidArgumentError(absl::StrCat(what, ": ", on_device.status().message()));
   }
   void* opened = nullptr;
-  if (const cudaError_t error =
-          cudaIpcOpenMemHandle(&opened, handle, cudaIpcMemLazyEnablePeerAccess);
-      error != cudaSuccess) {
+  cudaError_t error = cudaSuccess;
+  {
+    const CapturesHeldOff captures_held_off;
+    error = cudaIpcOpenMemHandle(&opened, handle, cudaIpcMemLazyEnablePeerAccess);
+  }
+  if (error != cudaSuccess) {
     cudaGetLastError();
     return absl::InvalidArgumentError(absl::StrCat(
         what, ": cudaIpcOpenMemHandle failed: ", cudaGetErrorString(error),
@@ -235,6 +247,7 @@ absl::StatusOr<std::shared_ptr<SharedMemoryRegion>> SharedMemoryRegion::OpenCuda
   }
   auto release = [opened, device_id, name] {
     const CudaDeviceGuard on_device(static_cast<int>(device_id));
+    const CapturesHeldOff captures_held_off;
     if (const cudaError_t error = cudaIpcCloseMemHandle(opened); error != cudaSuccess) {
       spdlog::warn("cudaIpcCloseMemHandle of CUDA shared memory region {} failed: {}",
                    QuoteClientText(name), cudaGetErrorString(error));
@@ -276,15 +289,21 @@ absl::StatusOr<std::shared_ptr<SharedMemoryRegion>> SharedMemoryRegion::Allocate
   }
   auto release = [allocated, device_id, name] {
     const CudaDeviceGuard on_device(device_id);
+    const CapturesHeldOff captures_held_off;
     if (const cudaError_t error = cudaFree(allocated); error != cudaSuccess) {
       spdlog::warn("cudaFree of device memory '{}' failed: {}", name, cudaGetErrorString(error));
     }
   };
-  if (const cudaError_t error = cudaMemset(allocated, 0, byte_size); error != cudaSuccess) {
+  cudaError_t zeroed = cudaSuccess;
+  {
+    const CapturesHeldOff captures_held_off;  // a synchronous memset
+    zeroed = cudaMemset(allocated, 0, byte_size);
+  }
+  if (zeroed != cudaSuccess) {
     cudaGetLastError();
     release();
     return absl::InternalError(
-        absl::StrCat(what, ": cudaMemset failed: ", cudaGetErrorString(error)));
+        absl::StrCat(what, ": cudaMemset failed: ", cudaGetErrorString(zeroed)));
   }
   return std::shared_ptr<SharedMemoryRegion>(
       new SharedMemoryRegion({.kind = RegionKind::kCuda,

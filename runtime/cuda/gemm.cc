@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
 #include "common/capture_exclusion.h"
 #include "common/cuda_handles.h"
 #include "common/cuda_status.h"
@@ -304,7 +303,7 @@ absl::StatusOr<float> ReplayMs(const CublasLtGemm& gemm, const void* a, const vo
   cudaGraph_t raw_graph = nullptr;
   cudaError_t ended = cudaSuccess;
   {
-    const absl::ReaderMutexLock capturing(&CaptureExclusion(device));
+    const CaptureLock capturing(device, CaptureLock::kCapture);
     CUDA_RETURN_IF_ERROR(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
     for (int i = 0; i < launches && enqueued.ok(); ++i) {
       enqueued = gemm.Enqueue(a, b, d, workspace, stream);
