@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <filesystem>
@@ -75,6 +76,18 @@ uint64_t InferenceCount(const ServedModel& model) {
   inference::ModelStatistics statistics;
   model.FillStatistics(&statistics);
   return statistics.inference_count();
+}
+
+// Whether `model` counted an execution at `batch_size`: a request of 3 rows
+// counts 4 through the pipeline, which replays the captured size 4, and 3
+// run step by step.
+bool ExecutedAtBatchSize(const ServedModel& model, uint64_t batch_size) {
+  inference::ModelStatistics statistics;
+  model.FillStatistics(&statistics);
+  return std::any_of(statistics.batch_stats().begin(), statistics.batch_stats().end(),
+                     [&](const inference::InferBatchStatistics& batch) {
+                       return batch.batch_size() == batch_size;
+                     });
 }
 
 class EnsemblePipelineTest : public ::testing::Test {
@@ -214,6 +227,23 @@ TEST_F(EnsemblePipelineTest, AReloadedStepEndsThePipeline) {
   EXPECT_LT(RelativeError(*got, want), kTolerance);
   EXPECT_EQ(InferenceCount(*old_mlp), old_before);
   EXPECT_EQ(InferenceCount(*models_["mlp"]), new_before + 3);
+  EXPECT_FALSE(ExecutedAtBatchSize(*ensemble_, 4));  // step by step
+}
+
+// What the registry does after a load: the ensemble's pipeline is built again
+// over the new model, and requests replay it.
+TEST_F(EnsemblePipelineTest, AReloadedStepGetsThePipelineBuiltAgain) {
+  models_["mlp"] = Load("mlp", MakeMlpModel(/*seed=*/7), "y", 1);
+  ASSERT_NE(models_["mlp"], nullptr);
+  ensemble_->ComposingModelLoaded("mlp");
+  const uint64_t new_before = InferenceCount(*models_["mlp"]);
+  const HostTensor x = RandomTensor(DType::kFloat32, {3, 512}, 5);
+  absl::StatusOr<HostTensor> got = Infer(x);
+  ASSERT_TRUE(got.ok()) << got.status();
+  const HostTensor want = OnHost(MakeMlpModel(7), OnHost(MakeFeatureNormalizeModel(), x));
+  EXPECT_LT(RelativeError(*got, want), kTolerance);
+  EXPECT_EQ(InferenceCount(*models_["mlp"]), new_before + 3);
+  EXPECT_TRUE(ExecutedAtBatchSize(*ensemble_, 4));  // through the pipeline
 }
 
 }  // namespace

@@ -381,6 +381,10 @@ void EnsembleScheduler::Answer(const std::shared_ptr<Request>& request, absl::St
 }
 
 absl::Status EnsembleScheduler::BuildPipeline() {
+  {
+    absl::MutexLock lock(&pipeline_mu_);
+    pipeline_wanted_ = true;
+  }
   if (!interface_.batching) {
     return absl::FailedPreconditionError("it does not batch (max_batch_size 0)");
   }
@@ -609,6 +613,24 @@ bool EnsembleScheduler::TryRunPipeline(const std::shared_ptr<Request>& request) 
   Answer(request, status, queue_ns, compute,
          {.stream = 0, .batch_size = batch, .rows = rows, .requests = 1});
   return true;
+}
+
+void EnsembleScheduler::ComposingModelLoaded(const std::string& name) {
+  const bool runs_it = std::any_of(plan_.steps.begin(), plan_.steps.end(),
+                                   [&](const EnsembleStepPlan& step) {
+                                     return step.model_name == name;
+                                   });
+  {
+    absl::MutexLock lock(&pipeline_mu_);
+    if (!runs_it || !pipeline_wanted_) return;
+  }
+  if (const absl::Status built = BuildPipeline(); built.ok()) {
+    spdlog::info("ensemble '{}': its pipeline was built again over the new model '{}': {}",
+                 interface_.name, name, ExecutionText());
+  } else {
+    spdlog::info("ensemble '{}' runs step by step after model '{}' was loaded again: {}",
+                 interface_.name, name, std::string(built.message()));
+  }
 }
 
 std::string EnsembleScheduler::ExecutionText() const {

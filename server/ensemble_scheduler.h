@@ -71,9 +71,15 @@ class EnsembleScheduler final : public ModelPipeline {
   // Builds the ensemble's pipeline over the composing models `find`
   // answers for now, checks one batch through it against the same batch run
   // step by step, and from then on serves with it (Note [Ensembles as one
-  // graph]). An error says why the ensemble stays step by step; it keeps no
-  // pipeline then. Call before the ensemble serves.
+  // graph]). An error says why the ensemble stays step by step; a pipeline
+  // built before stays until a request finds its models changed. Called at
+  // load, before the ensemble serves, and by ComposingModelLoaded while it
+  // serves.
   absl::Status BuildPipeline();
+  // A step's model was loaded again: the pipeline, when the ensemble has
+  // asked for one (BuildPipeline was called), is built again over the new
+  // model, and the log says how the ensemble runs now.
+  void ComposingModelLoaded(const std::string& name) override;
   // How requests run, for the load summary: "one CUDA graph at batch sizes
   // 1,8 on 2 slots", or "step by step".
   [[nodiscard]] std::string ExecutionText() const;
@@ -118,6 +124,7 @@ class EnsembleScheduler final : public ModelPipeline {
 
   mutable absl::Mutex pipeline_mu_;
   std::shared_ptr<const Pipeline> pipeline_ ABSL_GUARDED_BY(pipeline_mu_);
+  bool pipeline_wanted_ ABSL_GUARDED_BY(pipeline_mu_) = false;  // BuildPipeline was called
   std::vector<bool> pipeline_slot_busy_ ABSL_GUARDED_BY(pipeline_mu_);
 
   absl::Mutex mu_;
@@ -201,8 +208,11 @@ class EnsembleScheduler final : public ModelPipeline {
 // Each request checks that its steps' models are still the ones the
 // pipeline was built over (Find answers the same ServedModel). When one was
 // reloaded or unloaded, the pipeline is dropped and the ensemble runs step
-// by step from then on: the new model's graphs are not the ones the parent
-// graph holds.
+// by step: the new model's graphs are not the ones the parent graph holds.
+// A step's model loaded again (not one unloaded) gets the pipeline built
+// again over it: the registry tells every model after a load
+// (ServedModel::ComposingModelLoaded), on its control thread, which captures
+// and checks the new pipeline while the ensemble serves, and swaps it in.
 //
 // Statistics: the ensemble counts a pipeline request as one execution on
 // its slot at the size replayed, its compute the replay's; each composing

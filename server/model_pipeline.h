@@ -9,6 +9,7 @@
 #include <chrono>
 #include <functional>
 #include <optional>
+#include <string>
 
 #include "absl/status/status.h"
 #include "proto/grpc_service.pb.h"
@@ -30,6 +31,10 @@ class ModelPipeline {
   // pipeline's own executions counted instead (a sequence model reports its
   // execution's batches, as Triton's does). Nothing by default.
   virtual void AddExecutionStatistics(inference::ModelStatistics* /*statistics*/) const {}
+  // Model `name` was loaded again (a new version, a new config): what the
+  // pipeline built over the old one can be built over the new. Called on the
+  // registry's control thread, while the pipeline serves. Nothing by default.
+  virtual void ComposingModelLoaded(const std::string& /*name*/) {}
 };
 
 }  // namespace graphserve

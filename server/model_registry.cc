@@ -789,7 +789,14 @@ absl::Status ModelRegistry::LoadEntry(const RepositoryModel& entry, std::ostream
     return error;
   }
   Replace(name, std::move(states));
+  TellModelsOfLoad(name);
   return absl::OkStatus();
+}
+
+void ModelRegistry::TellModelsOfLoad(const std::string& name) const {
+  for (const ModelVersionState& state : states()) {
+    if (state.model != nullptr && state.name != name) state.model->ComposingModelLoaded(name);
+  }
 }
 
 absl::Status ModelRegistry::UnloadModel(const std::string& name) {

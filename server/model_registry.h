@@ -151,6 +151,10 @@ class ModelRegistry {
   absl::Status LoadEntry(const RepositoryModel& entry, std::ostream& progress);
   absl::Status UnloadModel(const std::string& name);
   void Replace(const std::string& name, std::vector<ModelVersionState> states);
+  // Tells every other model that `name` was loaded again (an ensemble
+  // builds its pipeline over the new version: Note [Ensembles as one graph]
+  // in server/ensemble_scheduler.h).
+  void TellModelsOfLoad(const std::string& name) const;
   void PollOnce(std::ostream& progress);
   void ControlLoop();
   // Runs `job` on the control thread; at shutdown jobs not yet run are

@@ -1012,4 +1012,8 @@ void ServedModel::Drain(std::optional<std::chrono::steady_clock::time_point> dea
   pool_->Drain(deadline);
 }
 
+void ServedModel::ComposingModelLoaded(const std::string& name) {
+  if (pipeline_ != nullptr) pipeline_->ComposingModelLoaded(name);
+}
+
 }  // namespace graphserve

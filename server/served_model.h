@@ -221,6 +221,9 @@ class ServedModel {
   // Refuses new requests and runs the queued ones until `deadline`; those
   // still queued then are answered UNAVAILABLE (StreamPool::Drain).
   void Drain(std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt);
+  // Model `name` was loaded again: tells the model's pipeline, if it has one
+  // (ModelPipeline::ComposingModelLoaded).
+  void ComposingModelLoaded(const std::string& name);
 
   // Implementation details follow.
   struct RequestState;
