@@ -912,10 +912,13 @@ std::vector<OpCase> GatherCases() {
 
 std::vector<OpCase> SoftmaxCases() {
   // outer, axis_size, inner: warp rows of every register bucket, block rows
-  // (> 1024), a strided axis, a one-element axis.
+  // (> 1024), strided axes (Note [Softmax along a strided axis]: a block per
+  // tile of a few columns, among them CoaT's keys and a tile cut short, and
+  // a thread per column when there are many), a one-element axis.
   const std::vector<std::vector<int64_t>> shapes = {
       {4, 10, 1}, {1, 33, 1},  {3, 100, 1}, {5, 1000, 1}, {2, 1024, 1},
-      {2, 2000, 1}, {2, 5, 3}, {3, 17, 129}, {7, 1, 1},
+      {2, 2000, 1}, {2, 5, 3}, {3, 17, 129}, {8, 3136, 8}, {2, 300, 40},
+      {1, 3, 40000}, {7, 1, 1},
   };
   std::vector<OpCase> cases;
   for (const char* op : {"Softmax", "LogSoftmax"}) {
