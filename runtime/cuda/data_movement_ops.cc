@@ -6,6 +6,7 @@
 
 #include "runtime/cuda/op_kernels.h"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -116,6 +117,10 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeExpand(const CudaKernelContext
   return std::make_unique<UnaryKernel>(node, params, 0);
 }
 
+// A transpose with fewer rows or columns than this after merging dims moves
+// through the strided map, not shared-memory tiles (MakeTranspose).
+constexpr int64_t kMinTiledTransposeSide = 8;
+
 absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeTranspose(const CudaKernelContext& context) {
   const BoundNode& node = context.node;
   ASSIGN_OR_RETURN(NodeValues v, GetNodeValues(context.graph, node, 1, 1, 1, 1));
@@ -141,7 +146,11 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeTranspose(const CudaKernelCont
   UnaryParams params = StridedCopyParams(in.dtype, out.dims, std::move(strides));
   // After merging, a swap of the two innermost dims is output [batch, rows,
   // cols] read with strides [rows * cols, 1, rows]: the strided map would
-  // read with stride `rows`, so tile through shared memory instead.
+  // read with stride `rows`, so tile through shared memory instead. Unless
+  // one side is thin: a 32 x 32 tile of 4 columns leaves 7 of 8 threads
+  // idle (CaiT's talking heads move its 4 heads innermost and back, 96
+  // transposes of 27 us at batch 8, a quarter of its kernel time on the
+  // H200), while the strided map still reads whole sectors, `rows` apart.
   const StridedLayout& l = params.layout;
   const int r = l.rank;
   if (r == 2 || r == 3) {
@@ -152,7 +161,8 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeTranspose(const CudaKernelCont
     tiled.cols = l.dims[r - 1];
     const bool swaps_inner = l.strides[0][r - 2] == 1 && l.strides[0][r - 1] == tiled.rows &&
                              (r == 2 || l.strides[0][0] == tiled.rows * tiled.cols);
-    if (swaps_inner && op_kernels_internal::TiledTransposeFits(tiled)) {
+    const bool thin = std::min(tiled.rows, tiled.cols) < kMinTiledTransposeSide;
+    if (swaps_inner && !thin && op_kernels_internal::TiledTransposeFits(tiled)) {
       return MakeParamsKernel(node, tiled, EnqueueTiledTranspose,
                               "LaunchTiledTranspose");
     }

@@ -800,6 +800,8 @@ std::vector<OpCase> TransposeCases() {
       {{2, 3}, {1, 0}},
       {{33, 65}, {1, 0}},            // tiled, partial tiles on both sides
       {{3, 40, 70}, {0, 2, 1}},      // tiled, batched
+      {{2, 4, 9, 9}, {0, 2, 3, 1}},  // thin: 4 columns, the strided map's
+      {{2, 40, 5}, {0, 2, 1}},       // thin: 5 rows
       {{2, 3, 4}, {2, 0, 1}},
       {{2, 5, 3, 8}, {0, 2, 1, 3}},  // attention heads: innermost dim kept
       // Note [Vector copies]: rows of 64 move as 16-byte units; rows of 6
