@@ -29,7 +29,9 @@
 // thread that already holds a capture lock skips it: it is either capturing,
 // where such a call is an error CUDA reports on its own capture, or already
 // holding captures off. Synchronising holders share the lock, so the load's
-// own frees between captures do not wait for the reference beside them.
+// own frees between captures do not wait for the reference beside them. No
+// thread captures on two devices at once, so taking every device's lock in
+// turn cannot wait on a capture that waits on it.
 
 #include <vector>
 
