@@ -22,14 +22,16 @@ constexpr absl::Duration kBlocked = absl::Milliseconds(100);
 constexpr int kDevice = 3;  // one no other test here uses
 
 TEST(CaptureLockTest, CapturesShareTheLock) {
-  const CaptureLock first(kDevice, CaptureLock::kCapture);
+  CaptureLock first(kDevice, CaptureLock::kCapture);
   absl::Notification second_held;
   std::thread beside([&] {
     const CaptureLock second(kDevice, CaptureLock::kCapture);
     second_held.Notify();
   });
-  EXPECT_TRUE(second_held.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  const bool shared = second_held.WaitForNotificationWithTimeout(absl::Seconds(10));
+  if (!shared) first.Release();  // let the waiting thread through: a failure, not a hang
   beside.join();
+  EXPECT_TRUE(shared);
   EXPECT_EQ(CapturesInProgress(kDevice), 1);
 }
 
@@ -85,8 +87,10 @@ TEST(CaptureLockTest, SynchronisingWorkSharesTheLockAndLetsItGoToWait) {
     const CaptureLock held(kDevice, CaptureLock::kSynchronising);
     other_held.Notify();
   });
-  EXPECT_TRUE(other_held.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  const bool shared = other_held.WaitForNotificationWithTimeout(absl::Seconds(10));
+  if (!shared) synchronising.Release();  // as above
   other.join();
+  ASSERT_TRUE(shared);
   // A capture gets in while the holder waits, and not after.
   const bool captured_while_waiting = synchronising.WhileReleased([] {
     const CaptureLock capture(kDevice, CaptureLock::kCapture);
