@@ -33,6 +33,7 @@
 // thread captures on two devices at once, so taking every device's lock in
 // turn cannot wait on a capture that waits on it.
 
+#include <utility>
 #include <vector>
 
 namespace graphserve {
@@ -92,5 +93,13 @@ class CapturesHeldOff {
  private:
   std::vector<CaptureLock> locks_;  // device order; empty when skipped
 };
+
+// What `call()` returns, called inside a CapturesHeldOff scope: for one
+// CUDA call that may synchronise the device.
+template <typename Call>
+auto WithCapturesHeldOff(Call&& call) {
+  const CapturesHeldOff captures_held_off;
+  return std::forward<Call>(call)();
+}
 
 }  // namespace graphserve

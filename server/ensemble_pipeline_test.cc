@@ -173,6 +173,26 @@ class EnsemblePipelineTest : public ::testing::Test {
     EXPECT_LT(RelativeError(*got, want), kTolerance) << rows << " rows";
   }
 
+  // The MLP step loaded again as a new model, with other weights.
+  void ReloadMlp() {
+    models_["mlp"] = Load("mlp", MakeMlpModel(kReloadedMlpSeed), "y", 1);
+    ASSERT_NE(models_["mlp"], nullptr);
+  }
+
+  // Three rows through the ensemble after ReloadMlp: the new MLP's answer,
+  // counted by the new model.
+  void ExpectTheReloadedMlpsAnswer() {
+    const uint64_t before = InferenceCount(*models_["mlp"]);
+    const HostTensor x = RandomTensor(DType::kFloat32, {3, 512}, 5);
+    absl::StatusOr<HostTensor> got = Infer(x);
+    ASSERT_TRUE(got.ok()) << got.status();
+    const HostTensor want =
+        OnHost(MakeMlpModel(kReloadedMlpSeed), OnHost(MakeFeatureNormalizeModel(), x));
+    EXPECT_LT(RelativeError(*got, want), kTolerance);
+    EXPECT_EQ(InferenceCount(*models_["mlp"]), before + 3);
+  }
+
+  static constexpr uint64_t kReloadedMlpSeed = 7;
   std::filesystem::path directory_;
   std::map<std::string, std::shared_ptr<ServedModel>> models_;
   std::unique_ptr<ServedModel> ensemble_;
@@ -216,33 +236,19 @@ TEST_F(EnsemblePipelineTest, ConcurrentRequestsToTheEnsembleAndItsStepAreRight) 
 
 TEST_F(EnsemblePipelineTest, AReloadedStepEndsThePipeline) {
   const std::shared_ptr<ServedModel> old_mlp = models_["mlp"];
-  models_["mlp"] = Load("mlp", MakeMlpModel(/*seed=*/7), "y", 1);
-  ASSERT_NE(models_["mlp"], nullptr);
+  ReloadMlp();
   const uint64_t old_before = InferenceCount(*old_mlp);
-  const uint64_t new_before = InferenceCount(*models_["mlp"]);
-  const HostTensor x = RandomTensor(DType::kFloat32, {3, 512}, 5);
-  absl::StatusOr<HostTensor> got = Infer(x);
-  ASSERT_TRUE(got.ok()) << got.status();
-  const HostTensor want = OnHost(MakeMlpModel(7), OnHost(MakeFeatureNormalizeModel(), x));
-  EXPECT_LT(RelativeError(*got, want), kTolerance);
+  ExpectTheReloadedMlpsAnswer();
   EXPECT_EQ(InferenceCount(*old_mlp), old_before);
-  EXPECT_EQ(InferenceCount(*models_["mlp"]), new_before + 3);
   EXPECT_FALSE(ExecutedAtBatchSize(*ensemble_, 4));  // step by step
 }
 
 // What the registry does after a load: the ensemble's pipeline is built again
 // over the new model, and requests replay it.
 TEST_F(EnsemblePipelineTest, AReloadedStepGetsThePipelineBuiltAgain) {
-  models_["mlp"] = Load("mlp", MakeMlpModel(/*seed=*/7), "y", 1);
-  ASSERT_NE(models_["mlp"], nullptr);
+  ReloadMlp();
   ensemble_->ComposingModelLoaded("mlp");
-  const uint64_t new_before = InferenceCount(*models_["mlp"]);
-  const HostTensor x = RandomTensor(DType::kFloat32, {3, 512}, 5);
-  absl::StatusOr<HostTensor> got = Infer(x);
-  ASSERT_TRUE(got.ok()) << got.status();
-  const HostTensor want = OnHost(MakeMlpModel(7), OnHost(MakeFeatureNormalizeModel(), x));
-  EXPECT_LT(RelativeError(*got, want), kTolerance);
-  EXPECT_EQ(InferenceCount(*models_["mlp"]), new_before + 3);
+  ExpectTheReloadedMlpsAnswer();
   EXPECT_TRUE(ExecutedAtBatchSize(*ensemble_, 4));  // through the pipeline
 }
 

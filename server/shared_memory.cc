@@ -106,8 +106,8 @@ bool PinForDevices(void* mapping, size_t bytes, int device, const std::string& n
   const CudaDeviceGuard on_device(device);
   cudaError_t error = on_device.status().ok() ? cudaSuccess : cudaErrorInvalidDevice;
   if (error == cudaSuccess) {
-    const CapturesHeldOff captures_held_off;
-    error = cudaHostRegister(mapping, bytes, cudaHostRegisterPortable);
+    error = WithCapturesHeldOff(
+        [&] { return cudaHostRegister(mapping, bytes, cudaHostRegisterPortable); });
   }
   if (error == cudaSuccess) return true;
   cudaGetLastError();  // not sticky; leave nothing for the next call to see
@@ -182,8 +182,8 @@ absl::StatusOr<std::shared_ptr<SharedMemoryRegion>> SharedMemoryRegion::MapSyste
   auto release = [mapping, mapping_bytes, name, pinned, pin_device] {
     if (pinned) {
       const CudaDeviceGuard on_device(*pin_device);
-      const CapturesHeldOff captures_held_off;
-      if (const cudaError_t error = cudaHostUnregister(mapping); error != cudaSuccess) {
+      if (const cudaError_t error = WithCapturesHeldOff([&] { return cudaHostUnregister(mapping); });
+          error != cudaSuccess) {
         spdlog::warn("cudaHostUnregister of shared memory region {} failed: {}",
                      QuoteClientText(name), cudaGetErrorString(error));
       }
@@ -234,11 +234,8 @@ absl::StatusOr<std::shared_ptr<SharedMemoryRegion>> SharedMemoryRegion::OpenCuda
     return absl::InvalidArgumentError(absl::StrCat(what, ": ", on_device.status().message()));
   }
   void* opened = nullptr;
-  cudaError_t error = cudaSuccess;
-  {
-    const CapturesHeldOff captures_held_off;
-    error = cudaIpcOpenMemHandle(&opened, handle, cudaIpcMemLazyEnablePeerAccess);
-  }
+  const cudaError_t error = WithCapturesHeldOff(
+      [&] { return cudaIpcOpenMemHandle(&opened, handle, cudaIpcMemLazyEnablePeerAccess); });
   if (error != cudaSuccess) {
     cudaGetLastError();
     return absl::InvalidArgumentError(absl::StrCat(
@@ -247,8 +244,8 @@ absl::StatusOr<std::shared_ptr<SharedMemoryRegion>> SharedMemoryRegion::OpenCuda
   }
   auto release = [opened, device_id, name] {
     const CudaDeviceGuard on_device(static_cast<int>(device_id));
-    const CapturesHeldOff captures_held_off;
-    if (const cudaError_t error = cudaIpcCloseMemHandle(opened); error != cudaSuccess) {
+    if (const cudaError_t error = WithCapturesHeldOff([&] { return cudaIpcCloseMemHandle(opened); });
+        error != cudaSuccess) {
       spdlog::warn("cudaIpcCloseMemHandle of CUDA shared memory region {} failed: {}",
                    QuoteClientText(name), cudaGetErrorString(error));
     }
@@ -289,16 +286,13 @@ absl::StatusOr<std::shared_ptr<SharedMemoryRegion>> SharedMemoryRegion::Allocate
   }
   auto release = [allocated, device_id, name] {
     const CudaDeviceGuard on_device(device_id);
-    const CapturesHeldOff captures_held_off;
-    if (const cudaError_t error = cudaFree(allocated); error != cudaSuccess) {
+    if (const cudaError_t error = WithCapturesHeldOff([&] { return cudaFree(allocated); });
+        error != cudaSuccess) {
       spdlog::warn("cudaFree of device memory '{}' failed: {}", name, cudaGetErrorString(error));
     }
   };
-  cudaError_t zeroed = cudaSuccess;
-  {
-    const CapturesHeldOff captures_held_off;  // a synchronous memset
-    zeroed = cudaMemset(allocated, 0, byte_size);
-  }
+  const cudaError_t zeroed =  // a synchronous memset
+      WithCapturesHeldOff([&] { return cudaMemset(allocated, 0, byte_size); });
   if (zeroed != cudaSuccess) {
     cudaGetLastError();
     release();
