@@ -30,6 +30,19 @@
 // into it. A copy of a ResNet input (600 KB in float32) takes about a
 // microsecond of device bandwidth, against the host round trip of the
 // step-by-step path.
+//
+// Note [Pipelines wait as their steps do]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Run's thread waits for the replay in cudaEventSynchronize on the slot's
+// done event, as a stream worker waits for a chunk (Note [How threads wait
+// for the GPU] in server/served_model.h). The server gives a model's graph
+// set sleeping done events under --gpu-wait block, and under auto when its
+// chunks are long; a pipeline made its done events with CUDA's defaults, so
+// an ensemble kept a core spinning for each replay however its steps
+// waited. Its done events now sleep when any step's set's do: a replay
+// lasts at least as long as each of its steps' graphs, so a step long
+// enough to sleep on makes the pipeline so too, and under block every step
+// sleeps.
 
 #include <cuda_runtime.h>
 
