@@ -337,7 +337,8 @@ class HttpEndpoint::Handler {
       inference::CudaSharedMemoryStatusRequest request;
       request.set_name(route->region);
       inference::CudaSharedMemoryStatusResponse status;
-      const absl::Status found = protocol_->CudaSharedMemoryStatus(request, &status);
+      const absl::Status found =
+          protocol_->CudaSharedMemoryStatus(request, &status, SharedMemoryOwner(http_request));
       if (found.ok()) {
         SendJson(response, 200, CudaSharedMemoryStatusToJson(status));
       } else {
@@ -348,7 +349,8 @@ class HttpEndpoint::Handler {
     inference::SystemSharedMemoryStatusRequest request;
     request.set_name(route->region);
     inference::SystemSharedMemoryStatusResponse status;
-    const absl::Status found = protocol_->SystemSharedMemoryStatus(request, &status);
+    const absl::Status found =
+        protocol_->SystemSharedMemoryStatus(request, &status, SharedMemoryOwner(http_request));
     if (found.ok()) {
       SendJson(response, 200, SystemSharedMemoryStatusToJson(status));
     } else {
@@ -359,25 +361,28 @@ class HttpEndpoint::Handler {
 
   // POST .../register and .../unregister of the shared-memory routes, with
   // the request body read.
-  void SharedMemoryPost(const SharedMemoryRoute& route, const std::string& body,
-                        httplib::Response& response) const {
+  void SharedMemoryPost(const SharedMemoryRoute& route, const httplib::Request& http_request,
+                        const std::string& body, httplib::Response& response) const {
+    const std::string owner = SharedMemoryOwner(http_request);
     absl::Status status;
     if (route.action == "unregister" && !route.cuda) {
       inference::SystemSharedMemoryUnregisterRequest request;
       request.set_name(route.region);
-      protocol_->SystemSharedMemoryUnregister(request);
+      protocol_->SystemSharedMemoryUnregister(request, owner);
     } else if (route.action == "unregister") {
       inference::CudaSharedMemoryUnregisterRequest request;
       request.set_name(route.region);
-      protocol_->CudaSharedMemoryUnregister(request);
+      protocol_->CudaSharedMemoryUnregister(request, owner);
     } else if (route.action == "register" && !route.cuda) {
       absl::StatusOr<inference::SystemSharedMemoryRegisterRequest> request =
           ParseSystemSharedMemoryRegister(body, route.region);
-      status = request.ok() ? protocol_->SystemSharedMemoryRegister(*request) : request.status();
+      status =
+          request.ok() ? protocol_->SystemSharedMemoryRegister(*request, owner) : request.status();
     } else if (route.action == "register") {
       absl::StatusOr<inference::CudaSharedMemoryRegisterRequest> request =
           ParseCudaSharedMemoryRegister(body, route.region);
-      status = request.ok() ? protocol_->CudaSharedMemoryRegister(*request) : request.status();
+      status =
+          request.ok() ? protocol_->CudaSharedMemoryRegister(*request, owner) : request.status();
     }
     if (!status.ok()) return SendStatus(response, status);
     response.status = 200;
@@ -454,7 +459,7 @@ class HttpEndpoint::Handler {
                  request, response)) {
       return;
     }
-    if (shared_memory) return SharedMemoryPost(*shared_memory, body, response);
+    if (shared_memory) return SharedMemoryPost(*shared_memory, request, body, response);
     if (repository) return RepositoryPost(*repository, body, response);
     size_t header_length = body.size();
     if (request.has_header("Inference-Header-Content-Length") &&
@@ -468,8 +473,10 @@ class HttpEndpoint::Handler {
     if (!parsed.ok()) return SendStatus(response, parsed.status());
     inference::ModelInferResponse inferred;
     std::promise<absl::Status> finished;
-    protocol_->ModelInfer(&parsed->request, &inferred,
-                          [&finished](const absl::Status& status) { finished.set_value(status); });
+    protocol_->ModelInfer(
+        &parsed->request, &inferred,
+        [&finished](const absl::Status& status) { finished.set_value(status); },
+        SharedMemoryOwner(request));
     const absl::Status status = finished.get_future().get();
     if (!status.ok()) return SendStatus(response, status);
     HttpBody out = InferResponseToHttp(inferred, *parsed);
@@ -490,6 +497,12 @@ class HttpEndpoint::Handler {
     if (action == "config") return ApiCategory::kModelConfig;
     if (action == "stats") return ApiCategory::kStatistics;
     return std::nullopt;
+  }
+
+  // The request's shared-memory owner: kSharedMemoryOwnerHeader's value,
+  // "" without it (Note [Shared memory owners] in server/shared_memory.h).
+  static std::string SharedMemoryOwner(const httplib::Request& request) {
+    return request.get_header_value(kSharedMemoryOwnerHeader);
   }
 
   // False, having answered 403 with Triton's message, when `category` is

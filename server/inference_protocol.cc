@@ -105,7 +105,8 @@ absl::Status InferenceProtocol::ModelStatistics(
 
 void InferenceProtocol::ModelInfer(const inference::ModelInferRequest* request,
                                    inference::ModelInferResponse* response,
-                                   std::function<void(const absl::Status&)> done) const {
+                                   std::function<void(const absl::Status&)> done,
+                                   const std::string& shared_memory_owner) const {
   if (!gate_->Enter()) {
     done(absl::UnavailableError("the server is shutting down and accepts no new requests"));
     return;
@@ -126,12 +127,20 @@ void InferenceProtocol::ModelInfer(const inference::ModelInferRequest* request,
   const std::shared_ptr<ServedModel> keep = *model;
   const Responder::OwnThread finish_here;
   ServedModel& served = *keep;
+  // Note [Shared memory owners]: an owner's view of the regions, kept with
+  // the request until it is answered; without one, the registry itself.
+  std::shared_ptr<const SharedMemoryRegistry> owned_regions =
+      shared_memory_owner.empty() ? nullptr
+                                  : std::make_shared<const SharedMemoryRegistry>(
+                                        shared_memory_->ForOwner(shared_memory_owner));
+  const SharedMemoryRegistry* regions =
+      owned_regions != nullptr ? owned_regions.get() : shared_memory_.get();
   // The request holds its model until it is answered: a reload or unload
   // meanwhile never cuts it off (Note [Reloading without downtime]).
   served.Infer(
       request, response,
-      [gate, responder, request, response, held = *std::move(model),
-       done = std::move(done)](const absl::Status& status) mutable {
+      [gate, responder, request, response, held = *std::move(model), done = std::move(done),
+       owned_regions = std::move(owned_regions)](const absl::Status& status) mutable {
         if (!status.ok()) spdlog::debug("ModelInfer: {}", status.ToString());
         // Off the stream worker: see server/responder.h. The model
         // is let go there too, never on its own stream worker, and the
@@ -141,7 +150,7 @@ void InferenceProtocol::ModelInfer(const inference::ModelInferRequest* request,
           gate->Leave();
         });
       },
-      shared_memory_.get());
+      regions);
   // Queued (or refused): a drain that starts now sees it.
   gate_->Handed();
 }
@@ -187,9 +196,9 @@ void InferenceProtocol::RepositoryModelUnload(
 
 absl::Status InferenceProtocol::SystemSharedMemoryStatus(
     const inference::SystemSharedMemoryStatusRequest& request,
-    inference::SystemSharedMemoryStatusResponse* response) const {
+    inference::SystemSharedMemoryStatusResponse* response, const std::string& owner) const {
   ASSIGN_OR_RETURN(const std::vector<std::shared_ptr<const SharedMemoryRegion>> regions,
-                   shared_memory_->Status(request.name()));
+                   shared_memory_->ForOwner(owner).Status(request.name()));
   for (const std::shared_ptr<const SharedMemoryRegion>& region : regions) {
     inference::SystemSharedMemoryStatusResponse::RegionStatus& status =
         (*response->mutable_regions())[region->name()];
@@ -202,25 +211,26 @@ absl::Status InferenceProtocol::SystemSharedMemoryStatus(
 }
 
 absl::Status InferenceProtocol::SystemSharedMemoryRegister(
-    const inference::SystemSharedMemoryRegisterRequest& request) const {
-  return shared_memory_->Register(request.name(), request.key(), request.offset(),
-                                  request.byte_size());
+    const inference::SystemSharedMemoryRegisterRequest& request, const std::string& owner) const {
+  return shared_memory_->ForOwner(owner).Register(request.name(), request.key(), request.offset(),
+                                                  request.byte_size());
 }
 
 void InferenceProtocol::SystemSharedMemoryUnregister(
-    const inference::SystemSharedMemoryUnregisterRequest& request) const {
+    const inference::SystemSharedMemoryUnregisterRequest& request, const std::string& owner) const {
+  SharedMemoryRegistry regions = shared_memory_->ForOwner(owner);
   if (request.name().empty()) {
-    shared_memory_->UnregisterAll();
+    regions.UnregisterAll();
   } else {
-    shared_memory_->Unregister(request.name());
+    regions.Unregister(request.name());
   }
 }
 
 absl::Status InferenceProtocol::CudaSharedMemoryStatus(
     const inference::CudaSharedMemoryStatusRequest& request,
-    inference::CudaSharedMemoryStatusResponse* response) const {
+    inference::CudaSharedMemoryStatusResponse* response, const std::string& owner) const {
   ASSIGN_OR_RETURN(const std::vector<std::shared_ptr<const SharedMemoryRegion>> regions,
-                   shared_memory_->Status(request.name(), RegionKind::kCuda));
+                   shared_memory_->ForOwner(owner).Status(request.name(), RegionKind::kCuda));
   for (const std::shared_ptr<const SharedMemoryRegion>& region : regions) {
     inference::CudaSharedMemoryStatusResponse::RegionStatus& status =
         (*response->mutable_regions())[region->name()];
@@ -232,17 +242,18 @@ absl::Status InferenceProtocol::CudaSharedMemoryStatus(
 }
 
 absl::Status InferenceProtocol::CudaSharedMemoryRegister(
-    const inference::CudaSharedMemoryRegisterRequest& request) const {
-  return shared_memory_->RegisterCuda(request.name(), request.raw_handle(), request.device_id(),
-                                      request.byte_size());
+    const inference::CudaSharedMemoryRegisterRequest& request, const std::string& owner) const {
+  return shared_memory_->ForOwner(owner).RegisterCuda(request.name(), request.raw_handle(),
+                                                      request.device_id(), request.byte_size());
 }
 
 void InferenceProtocol::CudaSharedMemoryUnregister(
-    const inference::CudaSharedMemoryUnregisterRequest& request) const {
+    const inference::CudaSharedMemoryUnregisterRequest& request, const std::string& owner) const {
+  SharedMemoryRegistry regions = shared_memory_->ForOwner(owner);
   if (request.name().empty()) {
-    shared_memory_->UnregisterAll(RegionKind::kCuda);
+    regions.UnregisterAll(RegionKind::kCuda);
   } else {
-    shared_memory_->Unregister(request.name(), RegionKind::kCuda);
+    regions.Unregister(request.name(), RegionKind::kCuda);
   }
 }
 

@@ -55,9 +55,13 @@ class InferenceProtocol {
   // and `response` must stay alive until then; when the status is OK the
   // response is complete. The request counts as in flight for the drain
   // until `done` returns.
+  // `shared_memory_owner`: the caller's kSharedMemoryOwnerHeader, whose
+  // regions its inputs and outputs may name ("" without the header; Note
+  // [Shared memory owners] in server/shared_memory.h).
   void ModelInfer(const inference::ModelInferRequest* request,
                   inference::ModelInferResponse* response,
-                  std::function<void(const absl::Status&)> done) const;
+                  std::function<void(const absl::Status&)> done,
+                  const std::string& shared_memory_owner = "") const;
 
   // Model control (Triton's model repository extension). The index lists
   // every model directory, with each loaded or failed version's state. Load
@@ -79,20 +83,24 @@ class InferenceProtocol {
   // not registered). A running request keeps its regions mapped until it is
   // answered (Note [Shared memory lifetime]). The Cuda* calls do the same for
   // regions of a client's device memory opened through CUDA IPC (Note [CUDA
-  // shared memory]); FailedPrecondition on a server without a GPU.
-  absl::Status SystemSharedMemoryStatus(
-      const inference::SystemSharedMemoryStatusRequest& request,
-      inference::SystemSharedMemoryStatusResponse* response) const;
+  // shared memory]); FailedPrecondition on a server without a GPU. Each
+  // sees only the regions of `owner`, the caller's kSharedMemoryOwnerHeader
+  // ("" without it: Note [Shared memory owners] in server/shared_memory.h).
+  absl::Status SystemSharedMemoryStatus(const inference::SystemSharedMemoryStatusRequest& request,
+                                        inference::SystemSharedMemoryStatusResponse* response,
+                                        const std::string& owner = "") const;
   absl::Status SystemSharedMemoryRegister(
-      const inference::SystemSharedMemoryRegisterRequest& request) const;
-  void SystemSharedMemoryUnregister(
-      const inference::SystemSharedMemoryUnregisterRequest& request) const;
+      const inference::SystemSharedMemoryRegisterRequest& request,
+      const std::string& owner = "") const;
+  void SystemSharedMemoryUnregister(const inference::SystemSharedMemoryUnregisterRequest& request,
+                                    const std::string& owner = "") const;
   absl::Status CudaSharedMemoryStatus(const inference::CudaSharedMemoryStatusRequest& request,
-                                      inference::CudaSharedMemoryStatusResponse* response) const;
-  absl::Status CudaSharedMemoryRegister(
-      const inference::CudaSharedMemoryRegisterRequest& request) const;
-  void CudaSharedMemoryUnregister(
-      const inference::CudaSharedMemoryUnregisterRequest& request) const;
+                                      inference::CudaSharedMemoryStatusResponse* response,
+                                      const std::string& owner = "") const;
+  absl::Status CudaSharedMemoryRegister(const inference::CudaSharedMemoryRegisterRequest& request,
+                                        const std::string& owner = "") const;
+  void CudaSharedMemoryUnregister(const inference::CudaSharedMemoryUnregisterRequest& request,
+                                  const std::string& owner = "") const;
 
  private:
   ModelRegistry* const registry_;

@@ -19,16 +19,23 @@ grpc::ServerUnaryReactor* FinishNow(grpc::CallbackServerContext* context,
 
 }  // namespace
 
+std::optional<std::string> ClientMetadata(const grpc::ServerContextBase& context,
+                                          absl::string_view key) {
+  const auto& metadata = context.client_metadata();
+  const auto found = metadata.find(grpc::string_ref(key.data(), key.size()));
+  return found == metadata.end() ? std::nullopt
+                                 : std::optional<std::string>(std::in_place, found->second.data(),
+                                                              found->second.size());
+}
+
+std::string SharedMemoryOwner(const grpc::ServerContextBase& context) {
+  return ClientMetadata(context, kSharedMemoryOwnerHeader).value_or("");
+}
+
 absl::Status InferenceService::CheckAllowed(ApiCategory category,
                                             const grpc::ServerContextBase& context) const {
-  const auto& metadata = context.client_metadata();
-  return restricted_.Check(category, [&metadata](absl::string_view key) {
-    const auto found = metadata.find(grpc::string_ref(key.data(), key.size()));
-    return found == metadata.end()
-               ? std::nullopt
-               : std::optional<std::string>(std::in_place, found->second.data(),
-                                            found->second.size());
-  });
+  return restricted_.Check(
+      category, [&context](absl::string_view key) { return ClientMetadata(context, key); });
 }
 
 grpc::ServerUnaryReactor* InferenceService::Refused(ApiCategory category,
@@ -117,7 +124,8 @@ grpc::ServerUnaryReactor* InferenceService::SystemSharedMemoryStatus(
     grpc::CallbackServerContext* context, const inference::SystemSharedMemoryStatusRequest* request,
     inference::SystemSharedMemoryStatusResponse* response) {
   if (auto* refused = Refused(ApiCategory::kSharedMemory, context)) return refused;
-  return FinishNow(context, protocol_->SystemSharedMemoryStatus(*request, response));
+  return FinishNow(context, protocol_->SystemSharedMemoryStatus(*request, response,
+                                                                SharedMemoryOwner(*context)));
 }
 
 grpc::ServerUnaryReactor* InferenceService::SystemSharedMemoryRegister(
@@ -125,7 +133,8 @@ grpc::ServerUnaryReactor* InferenceService::SystemSharedMemoryRegister(
     const inference::SystemSharedMemoryRegisterRequest* request,
     inference::SystemSharedMemoryRegisterResponse*) {
   if (auto* refused = Refused(ApiCategory::kSharedMemory, context)) return refused;
-  return FinishNow(context, protocol_->SystemSharedMemoryRegister(*request));
+  return FinishNow(context,
+                   protocol_->SystemSharedMemoryRegister(*request, SharedMemoryOwner(*context)));
 }
 
 grpc::ServerUnaryReactor* InferenceService::SystemSharedMemoryUnregister(
@@ -133,7 +142,7 @@ grpc::ServerUnaryReactor* InferenceService::SystemSharedMemoryUnregister(
     const inference::SystemSharedMemoryUnregisterRequest* request,
     inference::SystemSharedMemoryUnregisterResponse*) {
   if (auto* refused = Refused(ApiCategory::kSharedMemory, context)) return refused;
-  protocol_->SystemSharedMemoryUnregister(*request);
+  protocol_->SystemSharedMemoryUnregister(*request, SharedMemoryOwner(*context));
   return FinishNow(context, absl::OkStatus());
 }
 
@@ -141,14 +150,16 @@ grpc::ServerUnaryReactor* InferenceService::CudaSharedMemoryStatus(
     grpc::CallbackServerContext* context, const inference::CudaSharedMemoryStatusRequest* request,
     inference::CudaSharedMemoryStatusResponse* response) {
   if (auto* refused = Refused(ApiCategory::kSharedMemory, context)) return refused;
-  return FinishNow(context, protocol_->CudaSharedMemoryStatus(*request, response));
+  return FinishNow(
+      context, protocol_->CudaSharedMemoryStatus(*request, response, SharedMemoryOwner(*context)));
 }
 
 grpc::ServerUnaryReactor* InferenceService::CudaSharedMemoryRegister(
     grpc::CallbackServerContext* context, const inference::CudaSharedMemoryRegisterRequest* request,
     inference::CudaSharedMemoryRegisterResponse*) {
   if (auto* refused = Refused(ApiCategory::kSharedMemory, context)) return refused;
-  return FinishNow(context, protocol_->CudaSharedMemoryRegister(*request));
+  return FinishNow(context,
+                   protocol_->CudaSharedMemoryRegister(*request, SharedMemoryOwner(*context)));
 }
 
 grpc::ServerUnaryReactor* InferenceService::CudaSharedMemoryUnregister(
@@ -156,7 +167,7 @@ grpc::ServerUnaryReactor* InferenceService::CudaSharedMemoryUnregister(
     const inference::CudaSharedMemoryUnregisterRequest* request,
     inference::CudaSharedMemoryUnregisterResponse*) {
   if (auto* refused = Refused(ApiCategory::kSharedMemory, context)) return refused;
-  protocol_->CudaSharedMemoryUnregister(*request);
+  protocol_->CudaSharedMemoryUnregister(*request, SharedMemoryOwner(*context));
   return FinishNow(context, absl::OkStatus());
 }
 

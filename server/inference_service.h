@@ -6,9 +6,12 @@
 // callback API, and answers at once from memory (health, metadata, config,
 // statistics) or from the model control thread (loads, unloads).
 
+#include <optional>
+#include <string>
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "proto/grpc_service.grpc.pb.h"
 #include "server/inference_protocol.h"
 #include "server/restricted_api.h"
@@ -36,6 +39,14 @@ using CudaMemory = G::WithCallbackMethod_CudaSharedMemoryStatus<
         G::WithCallbackMethod_CudaSharedMemoryUnregister<SystemMemory>>>;
 }  // namespace service_layers
 using HybridGrpcService = service_layers::CudaMemory;
+
+// The value of metadata key `key` (lower case) the client sent with a call.
+std::optional<std::string> ClientMetadata(const grpc::ServerContextBase& context,
+                                          absl::string_view key);
+
+// The call's shared-memory owner: kSharedMemoryOwnerHeader's value, "" when
+// the client sent none (Note [Shared memory owners] in server/shared_memory.h).
+std::string SharedMemoryOwner(const grpc::ServerContextBase& context);
 
 class InferenceService final : public HybridGrpcService {
  public:

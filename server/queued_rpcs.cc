@@ -138,7 +138,8 @@ class UnaryCall final : public QueuedCall {
         if (const auto deadline = QueueDeadline(context_); call_ != nullptr && deadline) {
           call_->set_deadline(*deadline);
         }
-        Method::Answer(*protocol_, queue_, call_, &request_, &response_, std::move(finish));
+        Method::Answer(*protocol_, queue_, call_, context_, &request_, &response_,
+                       std::move(finish));
       }
     }
     queue.active.fetch_sub(1);
@@ -193,18 +194,20 @@ class UnaryCall final : public QueuedCall {
 // on this thread only with a turn to spare: the queue's other thread keeps
 // taking calls meanwhile.
 // `call`: the RPC's liveness, for the queue (null: not watched).
+// `shared_memory_owner`: the RPC's SharedMemoryOwner, a copy (a stream's
+// answer may end its call before this returns).
 void RunInference(const InferenceProtocol& protocol, QueuedRpcs::Queue* queue,
                   std::shared_ptr<const CallLiveness> call,
                   const inference::ModelInferRequest* request,
                   inference::ModelInferResponse* response,
-                  std::function<void(const absl::Status&)> done) {
+                  std::function<void(const absl::Status&)> done, std::string shared_memory_owner) {
   const QueueForCall for_call(std::move(call));
   if (queue->inline_turns.Take()) {
-    protocol.ModelInfer(request, response, std::move(done));
+    protocol.ModelInfer(request, response, std::move(done), shared_memory_owner);
     queue->inline_turns.Return();
   } else {
     StreamPool::QueueOnly queue_only;
-    protocol.ModelInfer(request, response, std::move(done));
+    protocol.ModelInfer(request, response, std::move(done), shared_memory_owner);
   }
 }
 
@@ -216,9 +219,11 @@ struct ModelInferMethod {
   static constexpr bool kWatched = true;
   template <typename Finish>
   static void Answer(const InferenceProtocol& protocol, QueuedRpcs::Queue* queue,
-                     std::shared_ptr<const CallLiveness> call, const Request* request,
+                     std::shared_ptr<const CallLiveness> call,
+                     const grpc::ServerContextBase& context, const Request* request,
                      Response* response, Finish finish) {
-    RunInference(protocol, queue, std::move(call), request, response, std::move(finish));
+    RunInference(protocol, queue, std::move(call), request, response, std::move(finish),
+                 SharedMemoryOwner(context));
   }
 };
 
@@ -231,8 +236,8 @@ struct ServerLiveMethod {
   static constexpr bool kWatched = false;
   template <typename Finish>
   static void Answer(const InferenceProtocol& protocol, QueuedRpcs::Queue*,
-                     std::shared_ptr<const CallLiveness>, const Request*, Response* response,
-                     Finish finish) {
+                     std::shared_ptr<const CallLiveness>, const grpc::ServerContextBase&,
+                     const Request*, Response* response, Finish finish) {
     protocol.ServerLive(response);
     finish(absl::OkStatus());
   }
@@ -342,6 +347,7 @@ class StreamCall {
     // A restricted stream is refused as it opens, before any read (Triton's).
     const absl::Status allowed = service_->CheckAllowed(ApiCategory::kInference, context_);
     if (const auto deadline = QueueDeadline(context_)) call_->set_deadline(*deadline);
+    shared_memory_owner_ = SharedMemoryOwner(context_);
     absl::MutexLock lock(&mu_);
     ending_ = !added.ok() || !allowed.ok();
     if (!allowed.ok()) {
@@ -383,9 +389,10 @@ class StreamCall {
     // Outside the lock: the answer may come on this thread before this
     // returns. A request of no sequence leaves the call alone from here on:
     // the answer may have ended it.
-    RunInference(*protocol_, queue_, call_, &exchange->request,
-                 exchange->answer.mutable_infer_response(),
-                 [this, exchange](const absl::Status& status) { OnAnswered(exchange, status); });
+    RunInference(
+        *protocol_, queue_, call_, &exchange->request, exchange->answer.mutable_infer_response(),
+        [this, exchange](const absl::Status& status) { OnAnswered(exchange, status); },
+        shared_memory_owner_);
     if (!turn.has_value()) return;
     {
       absl::MutexLock lock(&mu_);
@@ -512,6 +519,8 @@ class StreamCall {
   // The stream's deadline and, once a write failed, its client's going, for
   // the queue (Note [Rows nobody waits for] in server/request_queue.h).
   const std::shared_ptr<CallLiveness> call_ = std::make_shared<CallLiveness>();
+  // Set as the call is accepted, before any read (SharedMemoryOwner).
+  std::string shared_memory_owner_;
 
   absl::Mutex mu_;
   std::unique_ptr<Exchange> reading_ ABSL_GUARDED_BY(mu_);  // a read in flight

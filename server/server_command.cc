@@ -380,9 +380,13 @@ void AddFlags(FlagValues* v, ServerCommand* command, CommandLine* flags) {
                  "the GPU copies a request's tensors straight from and into it. This locks the "
                  "whole registered range in memory until it is unregistered.");
   flags->AddInt("shared-memory-max-regions", &v->shared_memory_max_regions,
-                "System and CUDA shared-memory regions registered at once, all clients "
-                "together; one more is refused with RESOURCE_EXHAUSTED until some are "
-                "unregistered. Each system region holds a mapping and a file descriptor.");
+                "System and CUDA shared-memory regions registered at once, all "
+                "clients (and "
+                "every graphserve-shared-memory-owner) together; one more is "
+                "refused with "
+                "RESOURCE_EXHAUSTED until some are unregistered. Each system "
+                "region holds a "
+                "mapping and a file descriptor.");
   flags->AddInt("grpc-max-message-bytes", &v->max_message_bytes,
                 "Largest request or response; larger ones get RESOURCE_EXHAUSTED.");
   flags->AddInt("http-max-json-depth", &v->http_max_json_depth,

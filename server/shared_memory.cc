@@ -7,9 +7,12 @@
 
 #include <cerrno>
 #include <cstring>
+#include <map>
 #include <utility>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "common/capture_exclusion.h"
 #include "common/cuda_device_guard.h"
 #include "common/status.h"
@@ -350,6 +353,27 @@ absl::Status CopyIntoSlice(const SharedMemorySlice& slice, const std::byte* host
   return CopyOnDevice(*slice.region, slice.data, host, bytes, cudaMemcpyHostToDevice);
 }
 
+struct SharedMemoryRegistry::Regions {
+  explicit Regions(const SharedMemoryRegistryOptions& options)
+      : pin_device(options.pin_device), max_regions(options.max_regions) {}
+  using Key = std::pair<std::string, std::string>;  // owner, name
+
+  const std::optional<int> pin_device;
+  const int max_regions;
+  absl::Mutex mu;
+  std::map<Key, std::shared_ptr<const SharedMemoryRegion>> by_key ABSL_GUARDED_BY(mu);
+  // Registrations between their check of the limit and their insertion (Add
+  // opens a region outside the lock); they count against max_regions.
+  int opening ABSL_GUARDED_BY(mu) = 0;
+};
+
+SharedMemoryRegistry::SharedMemoryRegistry(SharedMemoryRegistryOptions options)
+    : regions_(std::make_shared<Regions>(options)) {}
+
+SharedMemoryRegistry SharedMemoryRegistry::ForOwner(std::string owner) const {
+  return SharedMemoryRegistry(regions_, std::move(owner));
+}
+
 absl::Status SharedMemoryRegistry::Register(const std::string& name, const std::string& key,
                                             uint64_t offset, uint64_t byte_size) {
   if (name.empty()) {
@@ -357,7 +381,7 @@ absl::Status SharedMemoryRegistry::Register(const std::string& name, const std::
         "cannot register a shared memory region without a name (key ", QuoteClientText(key), ")"));
   }
   return Add(name, [&] {
-    return SharedMemoryRegion::MapSystem(name, key, offset, byte_size, pin_device_);
+    return SharedMemoryRegion::MapSystem(name, key, offset, byte_size, regions_->pin_device);
   });
 }
 
@@ -383,46 +407,53 @@ absl::Status SharedMemoryRegistry::Add(const std::string& name, const Open& open
     return absl::AlreadyExistsError(absl::StrCat("shared memory region ", QuoteClientText(name),
                                                  " is already registered; unregister it first"));
   };
+  Regions& regions = *regions_;
+  const Regions::Key key(owner_, name);
   {
-    absl::MutexLock lock(&mu_);
-    if (regions_.contains(name)) return already();
+    absl::MutexLock lock(&regions.mu);
+    if (regions.by_key.contains(key)) return already();
     // Note [Shared memory region limit]
-    if (static_cast<int64_t>(regions_.size()) + opening_ >= max_regions_) {
+    if (static_cast<int64_t>(regions.by_key.size()) + regions.opening >= regions.max_regions) {
       return absl::ResourceExhaustedError(absl::StrCat(
-          "cannot register shared memory region ", QuoteClientText(name), ": ", max_regions_,
-          " regions are registered, the most --shared-memory-max-regions allows; unregister "
+          "cannot register shared memory region ", QuoteClientText(name), ": ", regions.max_regions,
+          " regions are registered, the most "
+          "--shared-memory-max-regions allows; unregister "
           "regions first"));
     }
-    ++opening_;
+    ++regions.opening;
   }
   // Opened outside the lock: lookups of other regions need not wait on
   // shm_open and mmap, or on CUDA.
   absl::StatusOr<std::shared_ptr<SharedMemoryRegion>> region = open();
-  absl::MutexLock lock(&mu_);
-  --opening_;
+  absl::MutexLock lock(&regions.mu);
+  --regions.opening;
   if (!region.ok()) return region.status();
   // A registration of the same name may have won the race meanwhile; the
   // region opened here is then dropped.
-  if (!regions_.emplace(name, *std::move(region)).second) return already();
+  if (!regions.by_key.emplace(key, *std::move(region)).second) return already();
   return absl::OkStatus();
 }
 
 void SharedMemoryRegistry::Unregister(const std::string& name, RegionKind kind) {
   std::shared_ptr<const SharedMemoryRegion> dropped;  // released, if last, outside the lock
-  absl::MutexLock lock(&mu_);
-  const auto found = regions_.find(name);
-  if (found == regions_.end() || found->second->kind() != kind) return;
+  Regions& regions = *regions_;
+  absl::MutexLock lock(&regions.mu);
+  const auto found = regions.by_key.find(Regions::Key(owner_, name));
+  if (found == regions.by_key.end() || found->second->kind() != kind) return;
   dropped = std::move(found->second);
-  regions_.erase(found);
+  regions.by_key.erase(found);
 }
 
 void SharedMemoryRegistry::UnregisterAll(RegionKind kind) {
   std::vector<std::shared_ptr<const SharedMemoryRegion>> dropped;
-  absl::MutexLock lock(&mu_);
-  for (auto it = regions_.begin(); it != regions_.end();) {
+  Regions& regions = *regions_;
+  absl::MutexLock lock(&regions.mu);
+  // This owner's keys are adjacent: they sort by owner first.
+  auto it = regions.by_key.lower_bound(Regions::Key(owner_, ""));
+  while (it != regions.by_key.end() && it->first.first == owner_) {
     if (it->second->kind() == kind) {
       dropped.push_back(std::move(it->second));
-      it = regions_.erase(it);
+      it = regions.by_key.erase(it);
     } else {
       ++it;
     }
@@ -431,33 +462,38 @@ void SharedMemoryRegistry::UnregisterAll(RegionKind kind) {
 
 absl::StatusOr<std::vector<std::shared_ptr<const SharedMemoryRegion>>> SharedMemoryRegistry::Status(
     const std::string& name, RegionKind kind) const {
-  absl::MutexLock lock(&mu_);
-  std::vector<std::shared_ptr<const SharedMemoryRegion>> regions;
+  std::vector<std::shared_ptr<const SharedMemoryRegion>> listed;
   if (name.empty()) {
-    for (const auto& [_, region] : regions_) {
-      if (region->kind() == kind) regions.push_back(region);
+    Regions& regions = *regions_;
+    absl::MutexLock lock(&regions.mu);
+    for (auto it = regions.by_key.lower_bound(Regions::Key(owner_, ""));
+         it != regions.by_key.end() && it->first.first == owner_; ++it) {
+      if (it->second->kind() == kind) listed.push_back(it->second);
     }
-    return regions;
+    return listed;
   }
-  const auto found = regions_.find(name);
-  if (found == regions_.end() || found->second->kind() != kind) {
+  std::shared_ptr<const SharedMemoryRegion> found = Find(name);
+  if (found == nullptr || found->kind() != kind) {
     return absl::NotFoundError(absl::StrCat(kind == RegionKind::kCuda ? "no CUDA " : "no ",
                                             "shared memory region ", QuoteClientText(name),
                                             " is registered"));
   }
-  regions.push_back(found->second);
-  return regions;
+  listed.push_back(std::move(found));
+  return listed;
+}
+
+std::shared_ptr<const SharedMemoryRegion> SharedMemoryRegistry::Find(
+    const std::string& name) const {
+  Regions& regions = *regions_;
+  absl::MutexLock lock(&regions.mu);
+  const auto found = regions.by_key.find(Regions::Key(owner_, name));
+  return found == regions.by_key.end() ? nullptr : found->second;
 }
 
 absl::StatusOr<SharedMemorySlice> SharedMemoryRegistry::Slice(const std::string& name,
                                                               uint64_t offset,
                                                               uint64_t byte_size) const {
-  std::shared_ptr<const SharedMemoryRegion> region;
-  {
-    absl::MutexLock lock(&mu_);
-    const auto found = regions_.find(name);
-    if (found != regions_.end()) region = found->second;
-  }
+  std::shared_ptr<const SharedMemoryRegion> region = Find(name);
   if (region == nullptr) {
     return absl::InvalidArgumentError(
         absl::StrCat("shared memory region ", QuoteClientText(name), " is not registered"));

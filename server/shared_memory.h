@@ -83,16 +83,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "server/shared_memory_guard.h"
 
 namespace graphserve {
@@ -221,67 +218,97 @@ struct SharedMemorySlice {
 absl::Status CopyFromSlice(const SharedMemorySlice& slice, std::byte* host);
 absl::Status CopyIntoSlice(const SharedMemorySlice& slice, const std::byte* host, size_t bytes);
 
-// The registered regions by name, system and CUDA ones in one namespace (as
-// in Triton: a name is registered once, whatever its kind). Thread-safe: the
-// gRPC and HTTP threads register, unregister and look up at once.
+// The header (gRPC metadata key) that names a client's shared-memory
+// owner (Note [Shared memory owners]).
+inline constexpr char kSharedMemoryOwnerHeader[] = "graphserve-shared-memory-owner";
+
+// Note [Shared memory owners]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Triton's extension has one namespace of regions: any client that reaches
+// the port sees every region, names it in its requests (reading another
+// client's inputs, overwriting its outputs) and unregisters it, one client's
+// "unregister all" every client's (issue 30's findings). A client that
+// sends kSharedMemoryOwnerHeader with a value on its shared-memory calls and
+// its inference requests has a namespace of its own: the regions it
+// registers are listed, named in requests and unregistered only by calls
+// that send the same value, and a name it uses never clashes with another
+// client's. Calls without the header share one namespace, Triton's, so
+// Triton's clients work unchanged, and one of them gets isolation by adding
+// a header (tritonclient's `headers=` argument). The value is a secret the
+// client picks, a random token say: the server never logs or echoes it, and
+// a region of another owner answers exactly as a name never registered
+// does, so a guess learns nothing. The objects themselves (a POSIX key, a
+// CUDA IPC handle) stay guarded as before, by the file system's permissions
+// and by IPC's same-machine rule. --shared-memory-max-regions counts the
+// regions of every owner together.
+//
+// The registered regions by owner and name, system and CUDA ones in one
+// namespace per owner (as in Triton: a name is registered once, whatever
+// its kind). A registry is a view, for one owner, of regions it shares with
+// the registries ForOwner makes from it; copies are cheap and see the same
+// regions. Thread-safe: the gRPC and HTTP threads register, unregister and
+// look up at once.
 struct SharedMemoryRegistryOptions {
   // Pin each system region at registration, through this GPU's context
   // (Note [Pinned shared memory]); for a server on GPUs. None: no pinning.
   std::optional<int> pin_device;
-  // Regions registered at once, system and CUDA together (Note [Shared
-  // memory region limit]); at most GuardedMapping::kCapacity.
+  // Regions registered at once, system and CUDA together, every owner's
+  // (Note [Shared memory region limit]); at most GuardedMapping::kCapacity.
   int max_regions = 1024;
 };
 
 class SharedMemoryRegistry {
  public:
-  explicit SharedMemoryRegistry(SharedMemoryRegistryOptions options = {})
-      : pin_device_(options.pin_device), max_regions_(options.max_regions) {}
+  // A registry of no regions yet, seen by calls without an owner.
+  explicit SharedMemoryRegistry(SharedMemoryRegistryOptions options = {});
   // A registry that pins through `pin_device`, with the default limit.
   explicit SharedMemoryRegistry(std::optional<int> pin_device)
       : SharedMemoryRegistry(SharedMemoryRegistryOptions{.pin_device = pin_device}) {}
+
+  // The same regions as calls that send `owner` see them (Note [Shared
+  // memory owners]); "" is the namespace of calls without the header.
+  [[nodiscard]] SharedMemoryRegistry ForOwner(std::string owner) const;
 
   // Maps and records a system region (SharedMemoryRegion::MapSystem's
   // errors); AlreadyExists when `name` is registered already,
   // ResourceExhausted when max_regions are (this and RegisterCuda).
   absl::Status Register(const std::string& name, const std::string& key, uint64_t offset,
-                        uint64_t byte_size) ABSL_LOCKS_EXCLUDED(mu_);
+                        uint64_t byte_size);
   // Opens and records a CUDA region (SharedMemoryRegion::OpenCuda's errors);
   // AlreadyExists when `name` is registered already.
   absl::Status RegisterCuda(const std::string& name, const std::string& raw_handle,
-                            int64_t device_id, uint64_t byte_size) ABSL_LOCKS_EXCLUDED(mu_);
+                            int64_t device_id, uint64_t byte_size);
   // Records `region` under its name (AllocateCuda's, for a registry of the
   // server's own); AlreadyExists and ResourceExhausted as Register's.
-  absl::Status Add(std::shared_ptr<SharedMemoryRegion> region) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status Add(std::shared_ptr<SharedMemoryRegion> region);
   // Forgets region `name` if it is of `kind`; a name not registered is no
   // error (as in Triton). Requests holding the region keep it until they end.
-  void Unregister(const std::string& name, RegionKind kind = RegionKind::kSystem)
-      ABSL_LOCKS_EXCLUDED(mu_);
-  void UnregisterAll(RegionKind kind = RegionKind::kSystem) ABSL_LOCKS_EXCLUDED(mu_);
+  void Unregister(const std::string& name, RegionKind kind = RegionKind::kSystem);
+  void UnregisterAll(RegionKind kind = RegionKind::kSystem);
   // Every region of `kind`, by name; only `name` unless it is empty
   // (NotFound naming it when no region of that kind has the name).
   absl::StatusOr<std::vector<std::shared_ptr<const SharedMemoryRegion>>> Status(
-      const std::string& name, RegionKind kind = RegionKind::kSystem) const
-      ABSL_LOCKS_EXCLUDED(mu_);
+      const std::string& name, RegionKind kind = RegionKind::kSystem) const;
   // `byte_size` bytes at `offset` within region `name`. InvalidArgument
   // naming the region when it is not registered, the range runs past its
   // end, or the client shrank its object (CheckNotTruncated).
   absl::StatusOr<SharedMemorySlice> Slice(const std::string& name, uint64_t offset,
-                                          uint64_t byte_size) const ABSL_LOCKS_EXCLUDED(mu_);
+                                          uint64_t byte_size) const;
 
   // Implementation details follow.
+  struct Regions;  // what every view of one registry shares
+
  private:
   using Open = std::function<absl::StatusOr<std::shared_ptr<SharedMemoryRegion>>()>;
+  SharedMemoryRegistry(std::shared_ptr<Regions> regions, std::string owner)
+      : regions_(std::move(regions)), owner_(std::move(owner)) {}
   // Records what `open` returns under `name` unless the name is taken.
-  absl::Status Add(const std::string& name, const Open& open) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status Add(const std::string& name, const Open& open);
+  // The region `name` of this view's owner, or null.
+  [[nodiscard]] std::shared_ptr<const SharedMemoryRegion> Find(const std::string& name) const;
 
-  const std::optional<int> pin_device_;
-  const int max_regions_;
-  mutable absl::Mutex mu_;
-  std::map<std::string, std::shared_ptr<const SharedMemoryRegion>> regions_ ABSL_GUARDED_BY(mu_);
-  // Registrations between their check of the limit and their insertion (Add
-  // opens a region outside the lock); they count against max_regions_.
-  int opening_ ABSL_GUARDED_BY(mu_) = 0;
+  std::shared_ptr<Regions> regions_;
+  std::string owner_;
 };
 
 }  // namespace graphserve

@@ -18,6 +18,7 @@ namespace graphserve {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr size_t kObjectBytes = 3 * 4096;    // three pages, so offsets can cross one
 constexpr uint64_t kOddOffset = 4096 + 100;  // not a page multiple: mmap's own offset must be
@@ -100,6 +101,54 @@ TEST(SharedMemoryRegistryTest, StatusListsRegionsAndUnregisterForgetsThem) {
   EXPECT_EQ(registry.Status("")->size(), 1u);
   registry.UnregisterAll();
   EXPECT_TRUE(registry.Status("")->empty());
+}
+
+// Note [Shared memory owners]: each owner's view lists, slices and
+// unregisters its own regions alone; the same name registers once per
+// owner; another owner's region answers as a name never registered; the
+// limit counts every owner's regions together.
+TEST(SharedMemoryRegistryTest, OwnersSeeOnlyTheirOwnRegions) {
+  TestShmObject object(kObjectBytes);
+  SharedMemoryRegistry shared(SharedMemoryRegistryOptions{.max_regions = 3});
+  SharedMemoryRegistry alice = shared.ForOwner("alice-token");
+  SharedMemoryRegistry bob = shared.ForOwner("bob-token");
+  ASSERT_TRUE(alice.Register("r", object.key(), 0, 64).ok());
+  ASSERT_TRUE(shared.Register("r", object.key(), 64, 128).ok());  // Triton's namespace
+  EXPECT_EQ(alice.Register("r", object.key(), 0, 8).code(), absl::StatusCode::kAlreadyExists);
+
+  // Bob sees nothing of alice's or of the shared namespace's.
+  EXPECT_TRUE(bob.Status("")->empty());
+  EXPECT_EQ(bob.Status("r").status().code(), absl::StatusCode::kNotFound);
+  const absl::Status not_bobs = bob.Slice("r", 0, 8).status();
+  EXPECT_EQ(not_bobs.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Message(not_bobs), Message(SharedMemoryRegistry().Slice("r", 0, 8).status()));
+  EXPECT_THAT(Message(not_bobs), Not(HasSubstr("token")));
+  bob.Unregister("r");
+  bob.UnregisterAll();
+
+  // Each of the others sees its own region under the name.
+  ASSERT_EQ(alice.Status("")->size(), 1u);
+  EXPECT_EQ((*alice.Status("r"))[0]->byte_size(), 64u);
+  EXPECT_EQ((*shared.Status("r"))[0]->byte_size(), 128u);
+  object.data()[0] = std::byte{0xA1};
+  object.data()[64] = std::byte{0x5E};
+  EXPECT_EQ(alice.Slice("r", 0, 64)->data[0], std::byte{0xA1});
+  EXPECT_EQ(shared.Slice("r", 0, 128)->data[0], std::byte{0x5E});
+  EXPECT_FALSE(alice.Slice("r", 0, 65).ok());
+
+  // A copy of a view is the same owner's view.
+  const SharedMemoryRegistry alice_again = shared.ForOwner("alice-token");
+  EXPECT_EQ(alice_again.Status("")->size(), 1u);
+
+  // The limit: alice's, the shared one, and bob's third make three.
+  ASSERT_TRUE(bob.Register("b", object.key(), 0, 8).ok());
+  EXPECT_EQ(shared.Register("s", object.key(), 0, 8).code(), absl::StatusCode::kResourceExhausted);
+
+  // Alice's unregister-all leaves the others' regions.
+  alice.UnregisterAll();
+  EXPECT_TRUE(alice.Status("")->empty());
+  EXPECT_EQ(shared.Status("")->size(), 1u);
+  EXPECT_EQ(bob.Status("")->size(), 1u);
 }
 
 // Note [Shared memory lifetime]: a request holding a slice keeps its region

@@ -445,6 +445,92 @@ class HttpSharedMemoryTest(unittest.TestCase):
                 self.assertEqual(raised.exception.code, 404, f"SERVER: {method} {path}")
 
 
+# Note [Shared memory owners]: the header a client adds to every call for a
+# namespace of regions of its own.
+OWNER_HEADER = "graphserve-shared-memory-owner"
+
+
+class SharedMemoryOwnersTest(unittest.TestCase):
+    """Two clients that send their own owner header, and one that sends
+    none, each through tritonclient's `headers=` argument: each lists, names
+    in its requests and unregisters only its own regions, the same names
+    register once per owner, and another's region answers as one never
+    registered, over gRPC and HTTP."""
+
+    def check_owners(self, client, module, names_in):
+        alice = {OWNER_HEADER: uuid.uuid4().hex}
+        bob = {OWNER_HEADER: uuid.uuid4().hex}
+        alice_arrays, bob_arrays = dlrm_arrays(ROWS, seed=20), dlrm_arrays(ROWS, seed=21)
+        protocol = module.__name__.rsplit(".", 1)[-1]
+
+        def register(obj, headers):
+            client.register_system_shared_memory("owned_in", obj.key,
+                                                 obj.dense_bytes + obj.sparse_bytes,
+                                                 headers=headers)
+            client.register_system_shared_memory("owned_out", obj.key, obj.output_bytes,
+                                                 offset=obj.output_offset, headers=headers)
+
+        def infer(obj, headers):
+            dense = module.InferInput("dense", list(obj.arrays["dense"].shape), "FP32")
+            dense.set_shared_memory("owned_in", obj.dense_bytes)
+            sparse = module.InferInput("sparse_emb", list(obj.arrays["sparse_emb"].shape), "FP32")
+            sparse.set_shared_memory("owned_in", obj.sparse_bytes, offset=obj.dense_bytes)
+            output = module.InferRequestedOutput("prob")
+            output.set_shared_memory("owned_out", obj.output_bytes)
+            client.infer("dlrm_dense", [dense, sparse], outputs=[output], headers=headers)
+            return obj.output()
+
+        reference = gp.ReferenceModel(_repository, "dlrm_dense")
+        with SharedMemoryObject(f"{protocol}_alice", alice_arrays) as alice_obj, \
+                SharedMemoryObject(f"{protocol}_bob", bob_arrays) as bob_obj:
+            register(alice_obj, alice)
+            register(bob_obj, bob)  # the same names: another namespace
+            try:
+                self.assertEqual(names_in(client.get_system_shared_memory_status(headers=alice)),
+                                 ["owned_in", "owned_out"])
+                self.assertEqual(names_in(client.get_system_shared_memory_status()), [],
+                                 "SERVER: a client without the header sees owned regions")
+                for obj, headers, arrays in ((alice_obj, alice, alice_arrays),
+                                             (bob_obj, bob, bob_arrays)):
+                    got = infer(obj, headers)
+                    self.assertLessEqual(
+                        gp.relative_error(got, reference.run(arrays)["prob"]),
+                        gp.RELATIVE_TOLERANCE, f"SERVER: {protocol}: an owner's own regions")
+                # Without the header, alice's regions are not there at all.
+                with self.assertRaises(InferenceServerException) as raised:
+                    infer(alice_obj, None)
+                self.assertIn("'owned_in' is not registered", raised.exception.message())
+                self.assertNotIn(alice[OWNER_HEADER], raised.exception.message())
+                client.unregister_system_shared_memory(headers=None)
+                client.unregister_system_shared_memory("owned_in", headers=bob)
+                self.assertEqual(names_in(client.get_system_shared_memory_status(headers=alice)),
+                                 ["owned_in", "owned_out"],
+                                 "SERVER: another client's unregister reached alice's regions")
+                self.assertEqual(names_in(client.get_system_shared_memory_status(headers=bob)),
+                                 ["owned_out"])
+                infer(alice_obj, alice)
+            finally:
+                client.unregister_system_shared_memory(headers=alice)
+                client.unregister_system_shared_memory(headers=bob)
+        self.assertEqual(names_in(client.get_system_shared_memory_status(headers=alice)), [])
+
+    def test_owners_over_grpc(self):
+        client = grpcclient.InferenceServerClient(url=_server.url)
+        try:
+            self.check_owners(client, grpcclient,
+                              lambda status: sorted(status.regions))
+        finally:
+            client.close()
+
+    def test_owners_over_http(self):
+        client = httpclient.InferenceServerClient(f"127.0.0.1:{_server.http_port}")
+        try:
+            self.check_owners(client, httpclient,
+                              lambda status: sorted(region["name"] for region in status))
+        finally:
+            client.close()
+
+
 if __name__ == "__main__":
     SERVER_BINARY, MAKE_REPOSITORY, argv = gp.parse_paths(sys.argv)
     unittest.main(argv=argv, verbosity=2)
