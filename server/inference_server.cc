@@ -199,7 +199,9 @@ absl::StatusOr<std::unique_ptr<InferenceServer>> InferenceServer::Start(
   }
 
   std::unique_ptr<InferenceServer> server(new InferenceServer(options, *std::move(registry)));
-  SharedMemoryRegistryOptions shared_memory{.max_regions = options.shared_memory_max_regions};
+  SharedMemoryRegistryOptions shared_memory{
+      .max_regions = options.shared_memory_max_regions,
+      .owner_required = options.shared_memory_owner_required};
   if (options.pin_shared_memory && options.models.executor == ExecutorKind::kCuda &&
       !options.models.devices.empty()) {
     shared_memory.pin_device = options.models.devices.front();

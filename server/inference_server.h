@@ -146,6 +146,9 @@ struct InferenceServerOptions {
   // Shared-memory regions registered at once (Note [Shared memory region
   // limit]).
   int shared_memory_max_regions = 1024;
+  // Shared-memory registrations without an owner refused (Note [Shared
+  // memory owners]).
+  bool shared_memory_owner_required = false;
   // Refuse to start when a model fails to load (Triton's default). When
   // false the server starts, the model answers UNAVAILABLE with the reason
   // and health stays NOT_SERVING.

@@ -387,6 +387,10 @@ void AddFlags(FlagValues* v, ServerCommand* command, CommandLine* flags) {
                 "RESOURCE_EXHAUSTED until some are unregistered. Each system "
                 "region holds a "
                 "mapping and a file descriptor.");
+  flags->AddBool("shared-memory-owner-required", &options.shared_memory_owner_required,
+                 "Refuse shared-memory registrations without the graphserve-shared-memory-owner "
+                 "header (PERMISSION_DENIED), so that every client's regions are its own; "
+                 "clients send a secret of their choosing with each call.");
   flags->AddInt("grpc-max-message-bytes", &v->max_message_bytes,
                 "Largest request or response; larger ones get RESOURCE_EXHAUSTED.");
   flags->AddInt("http-max-json-depth", &v->http_max_json_depth,

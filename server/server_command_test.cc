@@ -397,11 +397,14 @@ TEST(ServerCommand, ConnectionAndStreamLimits) {
   ASSERT_TRUE(streams.ok()) << streams.status();
   EXPECT_EQ(streams->options.grpc_stream_limits.max_open_streams, 3);
   EXPECT_EQ(streams->options.grpc_stream_limits.max_owed_bytes, 65536);
-  auto regions = ParseServerCommand(
-      {"--model-repository", "/m", "--shared-memory-max-regions", "16"}, 0, notices);
+  auto regions = ParseServerCommand({"--model-repository", "/m", "--shared-memory-max-regions",
+                                     "16", "--shared-memory-owner-required"},
+                                    0, notices);
   ASSERT_TRUE(regions.ok()) << regions.status();
   EXPECT_EQ(regions->options.shared_memory_max_regions, 16);
-  EXPECT_EQ(streams->options.shared_memory_max_regions, 1024);  // the default
+  EXPECT_TRUE(regions->options.shared_memory_owner_required);
+  EXPECT_EQ(streams->options.shared_memory_max_regions, 1024);  // the defaults
+  EXPECT_FALSE(streams->options.shared_memory_owner_required);
   EXPECT_THAT(ParseServerCommand({"--model-repository", "/m", "--shared-memory-max-regions",
                                   "100000"},
                                  0, notices)

@@ -355,11 +355,14 @@ absl::Status CopyIntoSlice(const SharedMemorySlice& slice, const std::byte* host
 
 struct SharedMemoryRegistry::Regions {
   explicit Regions(const SharedMemoryRegistryOptions& options)
-      : pin_device(options.pin_device), max_regions(options.max_regions) {}
+      : pin_device(options.pin_device),
+        max_regions(options.max_regions),
+        owner_required(options.owner_required) {}
   using Key = std::pair<std::string, std::string>;  // owner, name
 
   const std::optional<int> pin_device;
   const int max_regions;
+  const bool owner_required;
   absl::Mutex mu;
   std::map<Key, std::shared_ptr<const SharedMemoryRegion>> by_key ABSL_GUARDED_BY(mu);
   // Registrations between their check of the limit and their insertion (Add
@@ -408,6 +411,14 @@ absl::Status SharedMemoryRegistry::Add(const std::string& name, const Open& open
                                                  " is already registered; unregister it first"));
   };
   Regions& regions = *regions_;
+  if (regions.owner_required && owner_.empty()) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "cannot register shared memory region ", QuoteClientText(name),
+        ": this server keeps each client's regions apart (--shared-memory-owner-required); send "
+        "the header '",
+        kSharedMemoryOwnerHeader,
+        "' with a secret value of your choosing on every shared-memory and inference call"));
+  }
   const Regions::Key key(owner_, name);
   {
     absl::MutexLock lock(&regions.mu);

@@ -240,7 +240,10 @@ inline constexpr char kSharedMemoryOwnerHeader[] = "graphserve-shared-memory-own
 // does, so a guess learns nothing. The objects themselves (a POSIX key, a
 // CUDA IPC handle) stay guarded as before, by the file system's permissions
 // and by IPC's same-machine rule. --shared-memory-max-regions counts the
-// regions of every owner together.
+// regions of every owner together. An operator who wants every client kept
+// apart starts the server with --shared-memory-owner-required: registering
+// without the header is then refused with PERMISSION_DENIED saying what to
+// send, so the shared namespace stays empty.
 //
 // The registered regions by owner and name, system and CUDA ones in one
 // namespace per owner (as in Triton: a name is registered once, whatever
@@ -255,6 +258,9 @@ struct SharedMemoryRegistryOptions {
   // Regions registered at once, system and CUDA together, every owner's
   // (Note [Shared memory region limit]); at most GuardedMapping::kCapacity.
   int max_regions = 1024;
+  // Registrations without an owner refused with PermissionDenied, so that
+  // every client's regions are its own (Note [Shared memory owners]).
+  bool owner_required = false;
 };
 
 class SharedMemoryRegistry {
@@ -271,7 +277,8 @@ class SharedMemoryRegistry {
 
   // Maps and records a system region (SharedMemoryRegion::MapSystem's
   // errors); AlreadyExists when `name` is registered already,
-  // ResourceExhausted when max_regions are (this and RegisterCuda).
+  // ResourceExhausted when max_regions are, PermissionDenied without an
+  // owner when one is required (this and RegisterCuda).
   absl::Status Register(const std::string& name, const std::string& key, uint64_t offset,
                         uint64_t byte_size);
   // Opens and records a CUDA region (SharedMemoryRegion::OpenCuda's errors);

@@ -151,6 +151,21 @@ TEST(SharedMemoryRegistryTest, OwnersSeeOnlyTheirOwnRegions) {
   EXPECT_EQ(bob.Status("")->size(), 1u);
 }
 
+// Note [Shared memory owners]: with owners required, a registration without
+// one is refused saying what to send; with one it registers.
+TEST(SharedMemoryRegistryTest, ARequiredOwnerRefusesRegistrationsWithout) {
+  TestShmObject object(kObjectBytes);
+  SharedMemoryRegistry shared(SharedMemoryRegistryOptions{.owner_required = true});
+  const absl::Status refused = shared.Register("r", object.key(), 0, 64);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_THAT(Message(refused), HasSubstr("send the header 'graphserve-shared-memory-owner'"));
+  EXPECT_EQ(shared.RegisterCuda("c", "handle", 0, 64).code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_TRUE(shared.Status("")->empty());
+  SharedMemoryRegistry owned = shared.ForOwner("token");
+  ASSERT_TRUE(owned.Register("r", object.key(), 0, 64).ok());
+  EXPECT_TRUE(owned.Slice("r", 0, 64).ok());
+}
+
 // Note [Shared memory lifetime]: a request holding a slice keeps its region
 // mapped through an Unregister, and the name is free again at once.
 TEST(SharedMemoryRegistryTest, HeldSliceOutlivesUnregister) {
