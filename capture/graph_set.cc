@@ -950,7 +950,6 @@ absl::Status GraphSet::UseSleepingDoneEvents() {
       ASSIGN_OR_RETURN(done, CudaEvent::CreateForSleepingWait());
     }
   }
-  sleeping_done_events_ = true;
   return absl::OkStatus();
 }
 

@@ -283,10 +283,6 @@ class GraphSet {
   // wait for the GPU] in server/served_model.h). Waits for the slots' work
   // first; call before the set serves, never while another thread launches.
   absl::Status UseSleepingDoneEvents();
-  // Whether UseSleepingDoneEvents has run: what a pipeline over the set's
-  // graphs waits with (Note [Pipelines wait as their steps do] in
-  // capture/pipeline_graphs.h).
-  [[nodiscard]] bool sleeping_done_events() const { return sleeping_done_events_; }
 
   // Waits for the chunk the last Launch through `staging` on `slot` began
   // (its done event): the completion, after which output_rows() holds its
@@ -417,7 +413,6 @@ class GraphSet {
   std::vector<std::vector<size_t>> output_bytes_per_row_;
   std::vector<std::vector<Dims>> output_dims_;
   double total_setup_ms_ = 0;
-  bool sleeping_done_events_ = false;
 };
 
 }  // namespace graphserve

@@ -183,15 +183,11 @@ absl::StatusOr<std::unique_ptr<PipelineGraphs>> PipelineGraphs::Create(PipelineO
   const CudaDeviceGuard on_device(pipeline->device_);
   RETURN_IF_ERROR(on_device.status());
   const auto largest = static_cast<size_t>(options.batch_sizes.back());
-  // Note [Pipelines wait as their steps do].
-  const bool sleeping_wait =
-      std::any_of(options.steps.begin(), options.steps.end(),
-                  [](const PipelineStep& step) { return step.set->sleeping_done_events(); });
   for (int s = 0; s < options.num_slots; ++s) {
     auto slot = std::make_unique<Slot>();
     ASSIGN_OR_RETURN(slot->stream, CudaStream::Create());
-    ASSIGN_OR_RETURN(slot->done,
-                     sleeping_wait ? CudaEvent::CreateForSleepingWait() : CudaEvent::Create());
+    ASSIGN_OR_RETURN(slot->done, options.sleeping_wait ? CudaEvent::CreateForSleepingWait()
+                                                       : CudaEvent::Create());
     for (size_t k = 0; k < options.steps.size(); ++k) {
       ASSIGN_OR_RETURN(CudaEvent mark, CudaEvent::Create());
       slot->step_marks.push_back(std::move(mark));

@@ -31,18 +31,19 @@
 // microsecond of device bandwidth, against the host round trip of the
 // step-by-step path.
 //
-// Note [Pipelines wait as their steps do]
-// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Note [Pipelines sleep under --gpu-wait block]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 // Run's thread waits for the replay in cudaEventSynchronize on the slot's
 // done event, as a stream worker waits for a chunk (Note [How threads wait
-// for the GPU] in server/served_model.h). The server gives a model's graph
-// set sleeping done events under --gpu-wait block, and under auto when its
-// chunks are long; a pipeline made its done events with CUDA's defaults, so
-// an ensemble kept a core spinning for each replay however its steps
-// waited. Its done events now sleep when any step's set's do: a replay
-// lasts at least as long as each of its steps' graphs, so a step long
-// enough to sleep on makes the pipeline so too, and under block every step
-// sleeps.
+// for the GPU] in server/served_model.h). Under the server's default, auto,
+// a pipeline spins even where its steps' workers sleep: done events that
+// sleep whenever a step's did (6ae8e40, reverted) raised the one-graph p50
+// of preprocessing + ResNet-18 by about 140 us at batch 1 and at batch 8
+// (bench/results/2026-11-29_91ebf4b_load_h200, call 14), ten times the
+// wake-up auto budgets. Under --gpu-wait block the operator has chosen
+// cores over that latency, for every wait: the pipeline's done events then
+// sleep too (PipelineOptions::sleeping_wait), and an ensemble no longer
+// keeps a core spinning for each replay.
 
 #include <cuda_runtime.h>
 
@@ -93,6 +94,9 @@ struct PipelineOptions {
   // Pipeline slots: slot s replays every step's slot s (Note [Pipelines
   // share slots]); at most each set's slot count.
   int num_slots = 1;
+  // Run's thread sleeps while the replay runs instead of spinning (Note
+  // [Pipelines sleep under --gpu-wait block]).
+  bool sleeping_wait = false;
 };
 
 class PipelineGraphs {

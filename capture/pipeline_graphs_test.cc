@@ -38,20 +38,13 @@ Model Import(const onnx::ModelProto& proto, const std::string& name) {
   return *std::move(model);
 }
 
-// `sleeping_done_events`: as the server makes a model's set under
-// --gpu-wait block (GraphSet::UseSleepingDoneEvents).
-std::shared_ptr<const GraphSet> Capture(const Model& model, bool sleeping_done_events = false) {
+std::shared_ptr<const GraphSet> Capture(const Model& model) {
   GraphSetOptions options;
   options.num_streams = 2;
   options.graphs = BatchOnlyKeys({1, 4, 8});
   absl::StatusOr<std::unique_ptr<GraphSet>> set = GraphSet::Create(model, options);
   EXPECT_TRUE(set.ok()) << set.status();
-  if (!set.ok()) return nullptr;
-  if (sleeping_done_events) {
-    const absl::Status status = (*set)->UseSleepingDoneEvents();
-    EXPECT_TRUE(status.ok()) << status;
-  }
-  return std::shared_ptr<const GraphSet>(*std::move(set));
+  return set.ok() ? std::shared_ptr<const GraphSet>(*std::move(set)) : nullptr;
 }
 
 // `model` on the host, at `rows` rows.
@@ -74,13 +67,9 @@ class PipelineGraphsTest : public ::testing::Test {
     ASSERT_NE(mlp_, nullptr);
   }
 
-  PipelineOptions Options() const { return Options(normalize_, mlp_); }
-  // The fixture's pipeline over other captures of its two models.
-  static PipelineOptions Options(std::shared_ptr<const GraphSet> normalize,
-                                 std::shared_ptr<const GraphSet> mlp) {
+  PipelineOptions Options() const {
     PipelineOptions options;
-    options.steps = {{std::move(normalize), {"x"}, {"features"}},
-                     {std::move(mlp), {"features"}, {"score"}}};
+    options.steps = {{normalize_, {"x"}, {"features"}}, {mlp_, {"features"}, {"score"}}};
     options.inputs = {{"x", kFeatureBytes}};
     options.outputs = {{"score", sizeof(float)}};
     options.batch_sizes = {8, 1};
@@ -173,35 +162,33 @@ TEST_F(PipelineGraphsTest, TheStepModelsOwnChunksRunBesideThePipeline) {
 
 constexpr std::chrono::milliseconds kHold(100);
 
-// Note [Pipelines wait as their steps do]: once one step's set sleeps while
-// it waits, so does the thread that runs the pipeline, even on a device
-// whose threads spin; over the fixture's sets, which spin, the same Run
-// holds the core (the control that shows the measurement can tell). A host
-// function that sleeps holds the MLP's slot 0 stream, which the pipeline's
-// replay waits for, kHold.
-TEST_F(PipelineGraphsTest, ThePipelineSleepsWhileItWaitsWhenAStepDoes) {
+// Note [Pipelines sleep under --gpu-wait block]: a pipeline made with
+// sleeping_wait lets the thread that runs it sleep while the replay runs,
+// even on a device whose threads spin; without it the same Run holds the
+// core (the control that shows the measurement can tell). A host function
+// that sleeps holds the MLP's slot 0 stream, which the replay waits for,
+// kHold.
+TEST_F(PipelineGraphsTest, ASleepingWaitLetsTheRunningThreadSleep) {
   ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
   const SpinningDevice0 spinning;
   ASSERT_TRUE(spinning.status().ok()) << spinning.status();
   const HostTensor x = RandomTensor(DType::kFloat32, {8, 512}, 9);
-  const auto cpu_running_a_held_pipeline = [&](const PipelineOptions& options) {
+  const auto cpu_running_a_held_pipeline = [&](bool sleeping_wait) {
+    PipelineOptions options = Options();
+    options.sleeping_wait = sleeping_wait;
     absl::StatusOr<std::unique_ptr<PipelineGraphs>> pipeline = PipelineGraphs::Create(options);
     EXPECT_TRUE(pipeline.ok()) << pipeline.status();
     if (!pipeline.ok()) return std::chrono::nanoseconds(0);
     EXPECT_EQ(cudaLaunchHostFunc(
-                  options.steps[1].set->stream(0),
-                  [](void*) { std::this_thread::sleep_for(kHold); }, nullptr),
+                  mlp_->stream(0), [](void*) { std::this_thread::sleep_for(kHold); }, nullptr),
               cudaSuccess);
     const std::chrono::nanoseconds before = ThreadCpuTime();
     Run(**pipeline, 0, 8, x);
     return ThreadCpuTime() - before;
   };
-  EXPECT_GT(cpu_running_a_held_pipeline(Options()), kHold / 2)
+  EXPECT_GT(cpu_running_a_held_pipeline(false), kHold / 2)
       << "a spinning wait slept: the measurement cannot tell";
-  const std::shared_ptr<const GraphSet> sleeping_mlp = Capture(mlp_model_, true);
-  ASSERT_NE(sleeping_mlp, nullptr);
-  EXPECT_LT(cpu_running_a_held_pipeline(Options(normalize_, sleeping_mlp)), kHold / 4)
-      << "the pipeline spins while its MLP step's set sleeps";
+  EXPECT_LT(cpu_running_a_held_pipeline(true), kHold / 4) << "the sleeping wait spins";
 }
 
 TEST_F(PipelineGraphsTest, RefusesWhatDoesNotConnect) {

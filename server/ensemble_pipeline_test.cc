@@ -32,6 +32,7 @@ namespace graphserve {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr double kTolerance = 1e-5;  // float32 GPU against the float64-accumulating host
 
@@ -99,6 +100,13 @@ class EnsemblePipelineTest : public ::testing::Test {
     models_["mlp"] = Load("mlp", MakeMlpModel(), "y", 1);
     ASSERT_NE(models_["normalize"], nullptr);
     ASSERT_NE(models_["mlp"], nullptr);
+    ensemble_ = LoadScored(GpuWait::kAuto);
+    ASSERT_NE(ensemble_, nullptr);
+  }
+
+  // The ensemble over the fixture's models, loaded as the server loads it
+  // under --gpu-wait `gpu_wait`; null (and a failure) when it fails.
+  std::unique_ptr<ServedModel> LoadScored(GpuWait gpu_wait) {
     RepositoryModel entry;
     entry.name = "scored";
     entry.config = Parse(kEnsemble);
@@ -111,9 +119,10 @@ class EnsemblePipelineTest : public ::testing::Test {
         [this](absl::string_view name, absl::string_view /*version*/)
             -> absl::StatusOr<std::shared_ptr<ServedModel>> {
           return models_.at(std::string(name));
-        });
-    ASSERT_TRUE(ensemble.ok()) << ensemble.status();
-    ensemble_ = *std::move(ensemble);
+        },
+        gpu_wait);
+    EXPECT_TRUE(ensemble.ok()) << ensemble.status();
+    return ensemble.ok() ? *std::move(ensemble) : nullptr;
   }
 
   // `proto` written and loaded as the server loads a model on GPU 0: its
@@ -206,6 +215,17 @@ TEST_F(EnsemblePipelineTest, ReplaysAsOneGraphAndAnswersLikeTheHost) {
   // The load's check is not the ensemble's request; the steps count each.
   EXPECT_EQ(InferenceCount(*ensemble_), 1u + 3 + 4 + 8);
   EXPECT_EQ(InferenceCount(*models_["mlp"]) - mlp_before, 1u + 3 + 4 + 8);
+}
+
+// Note [Pipelines sleep under --gpu-wait block]: the server's --gpu-wait
+// block reaches the pipeline, which then answers as before.
+TEST_F(EnsemblePipelineTest, UnderGpuWaitBlockThePipelineSleepsAndAnswersRight) {
+  EXPECT_THAT(ensemble_->summary().executor, Not(HasSubstr("sleeping")));
+  ensemble_ = LoadScored(GpuWait::kBlock);
+  ASSERT_NE(ensemble_, nullptr);
+  EXPECT_THAT(ensemble_->summary().executor, HasSubstr("slots, GPU 0, sleeping while it replays"));
+  for (int64_t rows : {1, 5}) ExpectRight(rows, 60 + rows);
+  EXPECT_TRUE(ExecutedAtBatchSize(*ensemble_, 8));  // 5 rows, through the pipeline
 }
 
 // Note [Pipelines share slots] in the server: requests to the ensemble (on

@@ -92,7 +92,7 @@ struct EnsembleScheduler::Request {
 absl::StatusOr<std::unique_ptr<ServedModel>> LoadEnsemble(const RepositoryModel& entry,
                                                           const ModelVersionEntry& version,
                                                           const ComposingConfigLookup& composing,
-                                                          ModelFinder find) {
+                                                          ModelFinder find, GpuWait gpu_wait) {
   const Clock::time_point start = Clock::now();
   RETURN_IF_ERROR(entry.status);
   inference::ModelConfig config = entry.config;
@@ -132,7 +132,8 @@ absl::StatusOr<std::unique_ptr<ServedModel>> LoadEnsemble(const RepositoryModel&
   const int64_t max_rows = std::max<int64_t>(interface.max_batch_size, 1);
   auto counters = std::make_unique<ModelCounters>(StatisticsSizes(max_rows), max_rows, 1);
   auto scheduler = std::make_unique<EnsembleScheduler>(
-      interface, absl::StrCat(version.version), std::move(plan), std::move(find), counters.get());
+      interface, absl::StrCat(version.version), std::move(plan), std::move(find), counters.get(),
+      /*sleeping_pipeline_wait=*/gpu_wait == GpuWait::kBlock);
   // Note [Ensembles as one graph]; capture.graphs_disabled turns it off, as
   // it turns a model's graphs off.
   const absl::Status built = config.capture().graphs_disabled()
@@ -150,13 +151,14 @@ absl::StatusOr<std::unique_ptr<ServedModel>> LoadEnsemble(const RepositoryModel&
 
 EnsembleScheduler::EnsembleScheduler(ModelInterface interface, std::string version_text,
                                      EnsemblePlan plan, ModelFinder find,
-                                     ModelCounters* counters)
+                                     ModelCounters* counters, bool sleeping_pipeline_wait)
     : interface_(std::move(interface)),
       version_text_(std::move(version_text)),
       plan_(std::move(plan)),
       dependents_(plan_.steps.size()),
       find_(std::move(find)),
-      counters_(counters) {
+      counters_(counters),
+      sleeping_pipeline_wait_(sleeping_pipeline_wait) {
   for (size_t step = 0; step < plan_.steps.size(); ++step) {
     for (size_t before : plan_.steps[step].after) dependents_[before].push_back(step);
   }
@@ -390,6 +392,7 @@ absl::Status EnsembleScheduler::BuildPipeline() {
   }
   auto pipeline = std::make_shared<Pipeline>();
   PipelineOptions options;
+  options.sleeping_wait = sleeping_pipeline_wait_;
   std::optional<int> device;
   std::vector<int64_t> shared_sizes;
   options.num_slots = std::numeric_limits<int>::max();
@@ -638,7 +641,8 @@ std::string EnsembleScheduler::ExecutionText() const {
   if (pipeline_ == nullptr) return "step by step";
   return absl::StrCat("one CUDA graph at batch sizes ",
                       absl::StrJoin(pipeline_->graphs->batch_sizes(), ","), " on ",
-                      pipeline_->graphs->num_slots(), " slots, GPU ", pipeline_->graphs->device());
+                      pipeline_->graphs->num_slots(), " slots, GPU ", pipeline_->graphs->device(),
+                      sleeping_pipeline_wait_ ? ", sleeping while it replays" : "");
 }
 
 void EnsembleScheduler::Left() {

@@ -17,6 +17,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "capture/pipeline_graphs.h"
+#include "common/gpu_wait.h"
 #include "server/ensemble_config.h"
 #include "server/model_counters.h"
 #include "server/model_interface.h"
@@ -36,20 +37,25 @@ using ModelFinder = std::function<absl::StatusOr<std::shared_ptr<ServedModel>>(
 // interface as config.pbtxt declares it (InterfaceFromConfig: GraphServe's
 // limits on dims and types apply). Requests find each step's model through
 // `find` when they run it, so a reloaded composing model serves the next
-// request, and an unloaded one fails it naming the model.
+// request, and an unloaded one fails it naming the model. `gpu_wait`: the
+// server's --gpu-wait, which the one-graph pipeline's waits follow (Note
+// [Pipelines sleep under --gpu-wait block] in capture/pipeline_graphs.h).
 absl::StatusOr<std::unique_ptr<ServedModel>> LoadEnsemble(const RepositoryModel& entry,
                                                           const ModelVersionEntry& version,
                                                           const ComposingConfigLookup& composing,
-                                                          ModelFinder find);
+                                                          ModelFinder find,
+                                                          GpuWait gpu_wait = GpuWait::kAuto);
 
 // Runs an ensemble's requests (a ModelPipeline of a ServedModel).
 // Thread-safe.
 class EnsembleScheduler final : public ModelPipeline {
  public:
   // `interface`: the ensemble's; `counters` are its ServedModel's, which
-  // outlive the scheduler.
+  // outlive the scheduler. `sleeping_pipeline_wait`: the pipelines it
+  // builds sleep while they replay (PipelineOptions::sleeping_wait).
   EnsembleScheduler(ModelInterface interface, std::string version_text, EnsemblePlan plan,
-                    ModelFinder find, ModelCounters* counters);
+                    ModelFinder find, ModelCounters* counters,
+                    bool sleeping_pipeline_wait = false);
 
   // Validates the request against the ensemble's interface (Triton's
   // errors, request_validation.h), then runs every step once its inputs are
@@ -121,6 +127,7 @@ class EnsembleScheduler final : public ModelPipeline {
   std::vector<std::vector<size_t>> dependents_;
   const ModelFinder find_;
   ModelCounters* const counters_;
+  const bool sleeping_pipeline_wait_;
 
   mutable absl::Mutex pipeline_mu_;
   std::shared_ptr<const Pipeline> pipeline_ ABSL_GUARDED_BY(pipeline_mu_);

@@ -223,7 +223,8 @@ std::vector<ModelVersionState> LoadVersions(const RepositoryModel& entry,
           },
           [&registry](absl::string_view name, absl::string_view version) {
             return registry.Find(name, version);
-          });
+          },
+          options.gpu_wait);
     } else if (entry.config.has_sequence_batching()) {
       // Note [Sequence batching] in server/sequence_batcher.h.
       model = LoadSequenceModel(entry, version, options);
