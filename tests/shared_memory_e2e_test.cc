@@ -42,6 +42,8 @@ constexpr uint64_t kOutputOffset = kMaxRows * kRowBytes + 24;
 constexpr size_t kObjectBytes = kOutputOffset + kMaxRows * sizeof(float);
 // Requests per way and size in the timing look: enough for a median.
 constexpr int kTimedRequests = 21;
+// Note [Shared memory owners]: the header, as clients send it.
+constexpr char kOwnerHeader[] = "graphserve-shared-memory-owner";
 
 ExecutorKind ExecutorUnderTest() {
   const char* device = std::getenv("GRAPHSERVE_E2E_DEVICE");
@@ -93,13 +95,17 @@ class SharedMemoryE2eTest : public ::testing::Test {
     EXPECT_TRUE(stub_->SystemSharedMemoryUnregister(&context, {}, &response).ok());
   }
 
-  void Register(const std::string& name, uint64_t offset, uint64_t byte_size) {
+  // Region `name` of the test's object, or of `object` for `owner` (none:
+  // Triton's shared namespace).
+  void Register(const std::string& name, uint64_t offset, uint64_t byte_size,
+                const TestShmObject* object = nullptr, const std::string& owner = "") {
     inference::SystemSharedMemoryRegisterRequest request;
     request.set_name(name);
-    request.set_key(object_.key());
+    request.set_key((object != nullptr ? *object : object_).key());
     request.set_offset(offset);
     request.set_byte_size(byte_size);
     grpc::ClientContext context;
+    if (!owner.empty()) context.AddMetadata(kOwnerHeader, owner);
     inference::SystemSharedMemoryRegisterResponse response;
     const grpc::Status status = stub_->SystemSharedMemoryRegister(&context, request, &response);
     ASSERT_TRUE(status.ok()) << status.error_message();
@@ -135,10 +141,24 @@ class SharedMemoryE2eTest : public ::testing::Test {
   }
 
   static grpc::Status Infer(const inference::ModelInferRequest& request,
-                            inference::ModelInferResponse* response) {
+                            inference::ModelInferResponse* response,
+                            const std::string& owner = "") {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    if (!owner.empty()) context.AddMetadata(kOwnerHeader, owner);
     return stub_->ModelInfer(&context, request, response);
+  }
+
+  // The names of the regions `owner` sees.
+  static std::vector<std::string> RegionNames(const std::string& owner = "") {
+    grpc::ClientContext context;
+    if (!owner.empty()) context.AddMetadata(kOwnerHeader, owner);
+    inference::SystemSharedMemoryStatusResponse response;
+    EXPECT_TRUE(stub_->SystemSharedMemoryStatus(&context, {}, &response).ok());
+    std::vector<std::string> names;
+    for (const auto& [name, region] : response.regions()) names.push_back(name);
+    std::sort(names.begin(), names.end());
+    return names;
   }
 
   std::vector<float> RandomRows(int64_t rows, unsigned seed) {
@@ -201,6 +221,58 @@ TEST_F(SharedMemoryE2eTest, RegionsGiveWhatBytesGive) {
       }
     }
   }
+}
+
+// Note [Shared memory owners]: an owner's regions x_in and y_out, under the
+// same names as the shared namespace's (SetUp's), in an object of its own:
+// its request reads and writes them (on CUDA, pinned), the shared regions
+// stay untouched, another owner finds nothing under the names, and the
+// owner's unregister-all leaves the shared regions.
+TEST_F(SharedMemoryE2eTest, AnOwnersRegionsAreItsAlone) {
+  constexpr int64_t kRows = 5;
+  const std::string owner = "owner-9f2c41";
+  TestShmObject owned(kObjectBytes);
+  ASSERT_NE(owned.data(), nullptr);
+  Register("x_in", 0, kMaxRows * kRowBytes, &owned, owner);
+  Register("y_out", kOutputOffset, kMaxRows * sizeof(float), &owned, owner);
+  EXPECT_EQ(RegionNames(owner), (std::vector<std::string>{"x_in", "y_out"}));
+  EXPECT_EQ(RegionNames(), (std::vector<std::string>{"x_in", "y_out"}));
+  EXPECT_TRUE(RegionNames("another-owner").empty());
+
+  std::mt19937 generator(11);
+  std::uniform_real_distribution<float> uniform(-1, 1);
+  std::vector<float> x(kRows * kFeatures);
+  for (float& value : x) value = uniform(generator);
+  std::memcpy(owned.data(), x.data(), x.size() * sizeof(float));
+  std::memset(object_.data() + kOutputOffset, 0xFF, kRows * sizeof(float));
+  std::memset(owned.data() + kOutputOffset, 0xFF, kRows * sizeof(float));
+  inference::ModelInferResponse with_bytes;
+  ASSERT_TRUE(Infer(Request(kRows, x, false, false), &with_bytes).ok());
+  inference::ModelInferResponse response;
+  const grpc::Status status = Infer(Request(kRows, x, true, true), &response, owner);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  std::vector<float> got(kRows);
+  std::vector<float> want(kRows);
+  std::memcpy(got.data(), owned.data() + kOutputOffset, got.size() * sizeof(float));
+  std::memcpy(want.data(), with_bytes.raw_output_contents(0).data(), want.size() * sizeof(float));
+  for (int64_t r = 0; r < kRows; ++r) {
+    EXPECT_NEAR(got[r], want[r], 1e-6f * std::max(1.0f, std::abs(want[r]))) << "row " << r;
+  }
+  for (size_t b = 0; b < kRows * sizeof(float); ++b) {
+    ASSERT_EQ(object_.data()[kOutputOffset + b], std::byte{0xFF}) << "the shared y_out was written";
+  }
+
+  const grpc::Status elsewhere = Infer(Request(kRows, x, true, true), &response, "another-owner");
+  EXPECT_EQ(elsewhere.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(elsewhere.error_message().find("'x_in' is not registered"), std::string::npos)
+      << elsewhere.error_message();
+
+  grpc::ClientContext context;
+  context.AddMetadata(kOwnerHeader, owner);
+  inference::SystemSharedMemoryUnregisterResponse unregistered;
+  ASSERT_TRUE(stub_->SystemSharedMemoryUnregister(&context, {}, &unregistered).ok());
+  EXPECT_TRUE(RegionNames(owner).empty());
+  EXPECT_EQ(RegionNames(), (std::vector<std::string>{"x_in", "y_out"}));
 }
 
 TEST_F(SharedMemoryE2eTest, TimingLookAtSmallAndLargeRequests) {
