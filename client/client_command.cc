@@ -12,12 +12,15 @@
 #include <memory>
 #include <optional>
 #include <sstream>
+#include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -48,6 +51,7 @@ struct ConnectionFlags {
   std::string url = "localhost:8001";
   int64_t timeout_ms = 30000;
   std::string grpc_channel_args;
+  std::vector<std::string> headers;  // NAME:VALUE
 };
 
 void AddConnectionFlags(CommandLine& command_line, ConnectionFlags* flags) {
@@ -58,6 +62,29 @@ void AddConnectionFlags(CommandLine& command_line, ConnectionFlags* flags) {
   command_line.AddString("grpc-channel-args", &flags->grpc_channel_args,
                          "NAME=VALUE,...: gRPC core channel arguments, for tuning the transport "
                          "(a value of digits is an integer, any other a string; no commas).");
+  command_line.AddStringList(
+      "header", &flags->headers,
+      "NAME:VALUE sent as gRPC metadata with every call (perf_analyzer's -H); repeatable. "
+      "E.g. a restricted API's key, or graphserve-shared-memory-owner:SECRET to keep this "
+      "client's shared-memory regions its own.");
+}
+
+// --header's NAME:VALUE pairs as gRPC metadata: the name trimmed and lower
+// case (gRPC's rule for keys), the value trimmed.
+absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ParseHeaders(
+    const std::vector<std::string>& headers) {
+  std::vector<std::pair<std::string, std::string>> metadata;
+  for (const std::string& header : headers) {
+    const size_t colon = header.find(':');
+    const std::string name =
+        absl::AsciiStrToLower(absl::StripAsciiWhitespace(header.substr(0, colon)));
+    if (colon == std::string::npos || name.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--header wants NAME:VALUE, got '", absl::CEscape(header.substr(0, 40)), "'"));
+    }
+    metadata.emplace_back(name, std::string(absl::StripAsciiWhitespace(header.substr(colon + 1))));
+  }
+  return metadata;
 }
 
 int Usage(std::ostream& err, absl::string_view message) {
@@ -107,10 +134,12 @@ absl::StatusOr<std::unique_ptr<InferenceClient>> Connect(const ConnectionFlags& 
   if (flags.url.empty()) return absl::InvalidArgumentError("--url must not be empty");
   ASSIGN_OR_RETURN(std::vector<GrpcChannelArg> channel_args,
                    ParseGrpcChannelArgs(flags.grpc_channel_args));
+  ASSIGN_OR_RETURN(auto metadata, ParseHeaders(flags.headers));
   return InferenceClient::Create({.address = flags.url,
                                  .call_timeout = absl::Milliseconds(flags.timeout_ms),
                                  .private_connection = private_connection,
-                                 .channel_args = std::move(channel_args)});
+                                 .channel_args = std::move(channel_args),
+                                 .metadata = std::move(metadata)});
 }
 
 // Removes every `--NAME VALUE` and `--NAME=VALUE` from `args` and returns the
@@ -931,6 +960,9 @@ std::string ClientUsage() {
          "  --timeout-ms MS   Deadline of each call, 0 for none (default 30000).\n"
          "  --grpc-channel-args NAME=VALUE,...\n"
          "                    gRPC core channel arguments, for tuning the transport.\n"
+         "  --header NAME:VALUE\n"
+         "                    gRPC metadata sent with every call (repeatable), e.g. a\n"
+         "                    restricted API's key or graphserve-shared-memory-owner:SECRET.\n"
          "\n"
          "`graphserve-client <command> --help` describes a command's flags.\n"
          "Exit codes: 0 success, 1 failure (e.g. unreachable server, unknown model, failed\n"

@@ -397,6 +397,30 @@ TEST_F(ClientCommandTest, PerfStreamingThroughSystemSharedMemory) {
   EXPECT_EQ(server_->registered_regions(), 0);  // unregistered at the end
 }
 
+// --header reaches every call as gRPC metadata, its name in lower case:
+// the shared-memory calls, ModelInfer, the streams of perf --streaming
+// (the shared-memory owner's use, Note [Shared memory owners]). A header
+// without a colon is a usage error.
+TEST_F(ClientCommandTest, HeadersGoWithEveryCall) {
+  const std::string owner = "graphserve-shared-memory-owner";
+  Result r = Run({"--header", "GraphServe-Shared-Memory-Owner: s3cret", "infer", "--model",
+                  "double", "--shared-memory", "system"});
+  ASSERT_EQ(r.code, kClientExitOk) << r.err;
+  // The region registered, the request, the region unregistered.
+  EXPECT_EQ(server_->calls_with_metadata(owner, "s3cret"), 3);
+  EXPECT_EQ(server_->calls_with_metadata(owner, "GraphServe-Shared-Memory-Owner: s3cret"), 0);
+  const int64_t before = server_->calls_with_metadata("tenant", "a");
+  r = Run({"perf", "--model", "double", "--concurrency", "2", "--streaming",
+           "--measurement-interval-ms", "150", "--windows", "1", "--warmup-secs", "0.05",
+           "--header", "tenant:a", "--header", "key:b"});
+  ASSERT_EQ(r.code, kClientExitOk) << r.err;
+  EXPECT_GE(server_->calls_with_metadata("tenant", "a") - before, 2);  // the two streams
+  EXPECT_GE(server_->calls_with_metadata("key", "b"), 2);
+  r = Run({"--header", "no-colon", "live"});
+  EXPECT_EQ(r.code, kClientExitUsage);
+  EXPECT_TRUE(absl::StrContains(r.err, "--header wants NAME:VALUE, got 'no-colon'")) << r.err;
+}
+
 TEST_F(ClientCommandTest, InferThroughSystemSharedMemoryPrintsTheSame) {
   const std::vector<float> x = {1, 2, 3, 4, -5, 6.5f, 7, 8};  // 2 rows of 4
   const std::string x_path = TempPath("shm_x.bin");

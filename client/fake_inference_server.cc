@@ -207,10 +207,26 @@ class FakeInferenceServer::Service : public inference::GRPCInferenceService::Cal
     return static_cast<int64_t>(regions_.size());
   }
 
+  int64_t calls_with_metadata(const std::string& key, const std::string& value) const {
+    absl::MutexLock lock(&mu_);
+    const auto found = metadata_seen_.find({key, value});
+    return found == metadata_seen_.end() ? 0 : found->second;
+  }
+
+  // Counts the call's metadata (calls_with_metadata).
+  void SeeMetadata(const grpc::CallbackServerContext& context) {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [key, value] : context.client_metadata()) {
+      ++metadata_seen_[{std::string(key.data(), key.size()),
+                        std::string(value.data(), value.size())}];
+    }
+  }
+
   grpc::ServerUnaryReactor* SystemSharedMemoryRegister(
       grpc::CallbackServerContext* context,
       const inference::SystemSharedMemoryRegisterRequest* request,
       inference::SystemSharedMemoryRegisterResponse* response) override {
+    SeeMetadata(*context);
     absl::StatusOr<std::shared_ptr<MappedRegion>> region =
         MappedRegion::Map(request->key(), request->offset(), request->byte_size());
     if (!region.ok()) return Finish(context, region.status());
@@ -226,6 +242,7 @@ class FakeInferenceServer::Service : public inference::GRPCInferenceService::Cal
       grpc::CallbackServerContext* context,
       const inference::SystemSharedMemoryUnregisterRequest* request,
       inference::SystemSharedMemoryUnregisterResponse* response) override {
+    SeeMetadata(*context);
     absl::MutexLock lock(&mu_);
     if (request->name().empty()) {
       regions_.clear();
@@ -238,6 +255,7 @@ class FakeInferenceServer::Service : public inference::GRPCInferenceService::Cal
   grpc::ServerUnaryReactor* ServerLive(grpc::CallbackServerContext* context,
                                        const inference::ServerLiveRequest* request,
                                        inference::ServerLiveResponse* response) override {
+    SeeMetadata(*context);
     {
       absl::MutexLock lock(&mu_);
       ++live_calls_;
@@ -335,11 +353,13 @@ class FakeInferenceServer::Service : public inference::GRPCInferenceService::Cal
   grpc::ServerUnaryReactor* ModelInfer(grpc::CallbackServerContext* context,
                                        const inference::ModelInferRequest* request,
                                        inference::ModelInferResponse* response) override {
+    SeeMetadata(*context);
     return Finish(context, Infer(*request, response));
   }
 
   grpc::ServerBidiReactor<inference::ModelInferRequest, inference::ModelStreamInferResponse>*
   ModelStreamInfer(grpc::CallbackServerContext* context) override {
+    SeeMetadata(*context);
     {
       absl::MutexLock lock(&mu_);
       ++stream_calls_;
@@ -615,6 +635,8 @@ class FakeInferenceServer::Service : public inference::GRPCInferenceService::Cal
   int64_t stream_calls_ ABSL_GUARDED_BY(mu_) = 0;
   std::map<std::string, inference::ModelStatistics> stats_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::shared_ptr<MappedRegion>> regions_ ABSL_GUARDED_BY(mu_);
+  // (key, value) of every watched call's metadata: how many calls had it.
+  std::map<std::pair<std::string, std::string>, int64_t> metadata_seen_ ABSL_GUARDED_BY(mu_);
 };
 
 absl::StatusOr<std::unique_ptr<FakeInferenceServer>> FakeInferenceServer::Start(
@@ -656,5 +678,9 @@ int64_t FakeInferenceServer::live_calls() const { return service_->live_calls();
 int64_t FakeInferenceServer::stream_calls() const { return service_->stream_calls(); }
 
 int64_t FakeInferenceServer::registered_regions() const { return service_->registered_regions(); }
+int64_t FakeInferenceServer::calls_with_metadata(const std::string& key,
+                                                 const std::string& value) const {
+  return service_->calls_with_metadata(key, value);
+}
 
 }  // namespace graphserve

@@ -77,6 +77,10 @@ class FakeInferenceServer {
   int64_t live_calls() const;
   // System shared-memory regions registered now.
   int64_t registered_regions() const;
+  // Calls of ServerLive, ModelInfer, ModelStreamInfer and the system
+  // shared-memory RPCs so far whose metadata had `key` (lower case) with
+  // `value`.
+  int64_t calls_with_metadata(const std::string& key, const std::string& value) const;
 
   // Implementation details follow.
  private:

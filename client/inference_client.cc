@@ -410,6 +410,11 @@ void InferenceClient::PrepareContext(grpc::ClientContext* context) const {
   if (options_.call_timeout > absl::ZeroDuration()) {
     context->set_deadline(absl::ToChronoTime(absl::Now() + options_.call_timeout));
   }
+  AddMetadata(context);
+}
+
+void InferenceClient::AddMetadata(grpc::ClientContext* context) const {
+  for (const auto& [key, value] : options_.metadata) context->AddMetadata(key, value);
 }
 
 template <typename Request, typename Response>
@@ -668,6 +673,7 @@ void InferStream::StartCall() {
   call_ = new Call(this);
   // No deadline: the stream lasts as long as its user keeps it, and Close
   // takes one of its own.
+  client_->AddMetadata(&call_->context);
   call_->context.set_initial_metadata_corked(true);
   client_->TrackAsync(call_);
   call_->reader_writer =

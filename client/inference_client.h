@@ -70,6 +70,12 @@ struct InferenceClientOptions {
   // gRPC core arguments for the channel, applied after the ones above
   // (common/grpc_channel_args.h).
   std::vector<GrpcChannelArg> channel_args;
+
+  // Metadata sent with every call, streams too: (lower-case key, value), as
+  // perf_analyzer's -H sends headers. A restricted API's key (Triton's
+  // --grpc-restricted-protocol), or graphserve-shared-memory-owner (Note
+  // [Shared memory owners] in server/shared_memory.h).
+  std::vector<std::pair<std::string, std::string>> metadata;
 };
 
 // A tensor's bytes in a shared-memory region the client registered with the
@@ -276,8 +282,10 @@ class InferenceClient {
                   std::unique_ptr<grpc::health::v1::Health::Stub> health)
       : options_(options), stub_(std::move(stub)), health_(std::move(health)) {}
 
-  // A context carrying the per-call deadline.
+  // A context carrying the per-call deadline and the metadata.
   void PrepareContext(grpc::ClientContext* context) const;
+  // Adds options_.metadata to `context`.
+  void AddMetadata(grpc::ClientContext* context) const;
 
   // Runs one unary method of the synchronous stub.
   template <typename Request, typename Response>
