@@ -1,8 +1,12 @@
 #include "common/cuda_handles.h"
 
+#include <map>
 #include <string>
+#include <vector>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "common/capture_exclusion.h"
 #include "common/cuda_device_guard.h"
 #include "common/cuda_status.h"
@@ -12,6 +16,21 @@
 namespace graphserve {
 
 namespace internal {
+namespace {
+
+// Note [Pooled cuDNN handles]: released handles by device.
+struct CudnnPool {
+  absl::Mutex mu;
+  std::map<int, std::vector<cudnnHandle_t>> free ABSL_GUARDED_BY(mu);
+};
+
+CudnnPool& Pool() {
+  static CudnnPool* const pool = new CudnnPool;  // never destroyed
+  return *pool;
+}
+
+}  // namespace
+
 // Destroying a stream, graph, library handle or memory may synchronise the
 // device: each holds other threads' captures off (Note [Captures and
 // device-wide synchronisation]).
@@ -44,11 +63,18 @@ void CublasLtDeleter::operator()(cublasLtHandle_t handle) const {
   }
 }
 void CudnnDeleter::operator()(cudnnHandle_t handle) const {
-  const CapturesHeldOff captures_held_off;
-  const cudnnStatus_t status = cudnnDestroy(handle);
+  // Note [Pooled cuDNN handles]: back to the pool, bound to no stream. No
+  // call here synchronises: captures need not be held off.
+  const cudnnStatus_t status = cudnnSetStream(handle, nullptr);
   if (status != CUDNN_STATUS_SUCCESS) {
-    spdlog::warn("cudnnDestroy failed during teardown: {}", cudnnGetErrorString(status));
+    spdlog::warn("cudnnSetStream(nullptr) of a released cuDNN handle failed: {}; the handle "
+                 "is dropped",
+                 cudnnGetErrorString(status));
+    return;
   }
+  CudnnPool& pool = Pool();
+  absl::MutexLock lock(&pool.mu);
+  pool.free[device].push_back(handle);
 }
 void DeviceMemoryDeleter::operator()(void* ptr) const {
   const CapturesHeldOff captures_held_off;
@@ -99,9 +125,30 @@ absl::StatusOr<CublasLtHandle> CublasLtHandle::Create() {
 }
 
 absl::StatusOr<CudnnHandle> CudnnHandle::Create() {
+  int device = 0;
+  CUDA_RETURN_IF_ERROR(cudaGetDevice(&device));
+  {
+    internal::CudnnPool& pool = internal::Pool();
+    absl::MutexLock lock(&pool.mu);
+    std::vector<cudnnHandle_t>& free = pool.free[device];
+    if (!free.empty()) {
+      const cudnnHandle_t handle = free.back();
+      free.pop_back();
+      return CudnnHandle(handle, device);
+    }
+  }
   cudnnHandle_t handle = nullptr;
   RETURN_IF_ERROR(CudnnErrorToStatus(cudnnCreate(&handle), "cudnnCreate"));
-  return CudnnHandle(handle);
+  return CudnnHandle(handle, device);
+}
+
+size_t CudnnHandle::PooledOnCurrentDevice() {
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return 0;
+  internal::CudnnPool& pool = internal::Pool();
+  absl::MutexLock lock(&pool.mu);
+  const auto found = pool.free.find(device);
+  return found == pool.free.end() ? 0 : found->second.size();
 }
 
 absl::StatusOr<DeviceBuffer> DeviceBuffer::Allocate(size_t bytes) {

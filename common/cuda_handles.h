@@ -24,7 +24,11 @@ struct EventDeleter { void operator()(cudaEvent_t event) const; };
 struct GraphDeleter { void operator()(cudaGraph_t graph) const; };
 struct GraphExecDeleter { void operator()(cudaGraphExec_t exec) const; };
 struct CublasLtDeleter { void operator()(cublasLtHandle_t handle) const; };
-struct CudnnDeleter { void operator()(cudnnHandle_t handle) const; };
+// Returns the handle to its device's pool (Note [Pooled cuDNN handles]).
+struct CudnnDeleter {
+  int device = 0;
+  void operator()(cudnnHandle_t handle) const;
+};
 struct DeviceMemoryDeleter { void operator()(void* ptr) const; };
 struct PinnedMemoryDeleter { void operator()(void* ptr) const; };
 }  // namespace internal
@@ -102,14 +106,36 @@ class CublasLtHandle {
 
 // A cuDNN handle bound to the device current at Create(). cuDNN handles are
 // not thread safe: one thread at a time may use it (cudnnSetStream included).
+// Handles are pooled per device, never destroyed:
+//
+// Note [Pooled cuDNN handles]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// cuDNN 9.19 keeps about 39 KB of host memory for good after each
+// cudnnCreate / cudnnDestroy pair, where every other CUDA object the server
+// makes and destroys (streams, events, graphs and their execs, device and
+// pinned memory, cuBLASLt handles, threads that use CUDA) keeps none: call
+// 27 of bench/results/2026-11-30_cbc9333_owners_h200 counted malloc's bytes
+// in use over 200 rounds of each. Every load makes cuDNN handles (each
+// slot's plans, the load's checks), so a server grew by about 140 KiB of
+// RSS per reload of the demo MLP, without end (calls 24-26 there; the host
+// executor, which makes none, stayed flat). A released handle therefore
+// goes back to a pool of its device with the default stream set (the stream
+// its user set may be destroyed next), and Create takes one from the pool
+// before it makes one: the pool holds at most as many handles as were ever
+// alive at once. The pool and its handles are never destroyed: cudnnDestroy
+// at exit would race CUDA's own teardown.
 class CudnnHandle {
  public:
   CudnnHandle() = default;  // holds no handle until assigned from Create()
   static absl::StatusOr<CudnnHandle> Create();
   [[nodiscard]] cudnnHandle_t get() const { return handle_.get(); }
 
+  // Handles in the pool of the current device now: for tests.
+  static size_t PooledOnCurrentDevice();
+
  private:
-  explicit CudnnHandle(cudnnHandle_t handle) : handle_(handle) {}
+  CudnnHandle(cudnnHandle_t handle, int device)
+      : handle_(handle, internal::CudnnDeleter{device}) {}
   std::unique_ptr<std::remove_pointer_t<cudnnHandle_t>, internal::CudnnDeleter> handle_;
 };
 

@@ -86,6 +86,34 @@ TEST_F(CudaHandlesTest, CudnnHandleIsCreatedAndTakesAStream) {
   EXPECT_EQ(handle->get(), nullptr);  // NOLINT(bugprone-use-after-move): checked on purpose
 }
 
+// Note [Pooled cuDNN handles]: a released handle is the next one Create
+// gives on its device, bound to the default stream again; two handles
+// alive at once are never the same.
+TEST_F(CudaHandlesTest, AReleasedCudnnHandleIsReusedOnTheDefaultStream) {
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  cudnnHandle_t released = nullptr;
+  {
+    absl::StatusOr<CudaStream> stream = CudaStream::Create();
+    ASSERT_TRUE(stream.ok()) << stream.status();
+    absl::StatusOr<CudnnHandle> handle = CudnnHandle::Create();
+    ASSERT_TRUE(handle.ok()) << handle.status();
+    ASSERT_EQ(cudnnSetStream(handle->get(), stream->get()), CUDNN_STATUS_SUCCESS);
+    released = handle->get();
+  }  // the handle goes back to the pool, then its stream is destroyed
+  const size_t pooled = CudnnHandle::PooledOnCurrentDevice();
+  ASSERT_GE(pooled, 1u);
+  absl::StatusOr<CudnnHandle> again = CudnnHandle::Create();
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->get(), released);
+  EXPECT_EQ(CudnnHandle::PooledOnCurrentDevice(), pooled - 1);
+  cudaStream_t bound = reinterpret_cast<cudaStream_t>(1);
+  ASSERT_EQ(cudnnGetStream(again->get(), &bound), CUDNN_STATUS_SUCCESS);
+  EXPECT_EQ(bound, nullptr);
+  absl::StatusOr<CudnnHandle> other = CudnnHandle::Create();
+  ASSERT_TRUE(other.ok()) << other.status();
+  EXPECT_NE(other->get(), again->get());
+}
+
 TEST_F(CudaHandlesTest, ImpossibleAllocationIsResourceExhausted) {
   absl::StatusOr<DeviceBuffer> huge = DeviceBuffer::Allocate(size_t{1} << 50);  // 1 PiB
   ASSERT_FALSE(huge.ok());
