@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <errno.h>
 #include <unistd.h>
 
 static char out_path[512];
@@ -44,7 +45,9 @@ static void* sample(void* unused) {
 
 __attribute__((constructor)) static void start(void) {
   const char* out = getenv("MALLPROBE_OUT");
+  const char* only = getenv("MALLPROBE_ONLY");  // a program name: other processes are left alone
   if (out == NULL) return;
+  if (only != NULL && strcmp(only, program_invocation_short_name) != 0) return;
   snprintf(out_path, sizeof out_path, "%s", out);
   pthread_t thread;
   pthread_create(&thread, NULL, sample, NULL);
