@@ -70,19 +70,36 @@ void AddConnectionFlags(CommandLine& command_line, ConnectionFlags* flags) {
 }
 
 // --header's NAME:VALUE pairs as gRPC metadata: the name trimmed and lower
-// case (gRPC's rule for keys), the value trimmed.
+// case, the value trimmed. Checked here against gRPC's rules (a name of
+// a-z, 0-9, '-', '_', '.', not "grpc-"; a value of printable ASCII): gRPC
+// aborts the process on a call whose metadata breaks them.
 absl::StatusOr<std::vector<std::pair<std::string, std::string>>> ParseHeaders(
     const std::vector<std::string>& headers) {
+  const auto legal_name = [](absl::string_view name) {
+    return !name.empty() && !absl::StartsWith(name, "grpc-") &&
+           std::all_of(name.begin(), name.end(), [](char c) {
+             return absl::ascii_islower(c) || absl::ascii_isdigit(c) || c == '-' || c == '_' ||
+                    c == '.';
+           });
+  };
+  const auto legal_value = [](absl::string_view value) {
+    return std::all_of(value.begin(), value.end(), [](char c) { return c >= 0x20 && c < 0x7f; });
+  };
   std::vector<std::pair<std::string, std::string>> metadata;
   for (const std::string& header : headers) {
     const size_t colon = header.find(':');
     const std::string name =
         absl::AsciiStrToLower(absl::StripAsciiWhitespace(header.substr(0, colon)));
-    if (colon == std::string::npos || name.empty()) {
+    const std::string value = colon == std::string::npos
+                                  ? ""
+                                  : std::string(absl::StripAsciiWhitespace(header.substr(colon + 1)));
+    if (colon == std::string::npos || !legal_name(name) || !legal_value(value)) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "--header wants NAME:VALUE, got '", absl::CEscape(header.substr(0, 40)), "'"));
+          "--header wants NAME:VALUE, NAME of letters, digits, '-', '_' and '.' (not grpc-...), "
+          "VALUE of printable ASCII; got '",
+          absl::CEscape(header.substr(0, 40)), "'"));
     }
-    metadata.emplace_back(name, std::string(absl::StripAsciiWhitespace(header.substr(colon + 1))));
+    metadata.emplace_back(name, value);
   }
   return metadata;
 }
