@@ -19,7 +19,9 @@ p99 latency of each minute.
 
 OUT/soak.json is rewritten at every sample (finished: false until the end),
 so a run cut short keeps what it saw. On the GPU machine a call's processes
-end with the call: run it in the foreground, within one call.
+end with the call unless started in a session of their own (setsid), which
+then runs on while the machine is held: a soak longer than one call starts
+that way and a second call collects it.
 """
 
 import argparse
@@ -265,12 +267,27 @@ def rss_mib(pid):
     return float("nan")
 
 
-def gpu_mib():
+def nvidia_smi(query):
+    """nvidia-smi's CSV rows for `query` (e.g. "--query-gpu=memory.used"), or []."""
     try:
-        done = subprocess.run(["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,"
-                               "nounits", "-i", "0"], capture_output=True, text=True, timeout=20)
-        return float(done.stdout.strip().splitlines()[0])
-    except (OSError, ValueError, IndexError, subprocess.TimeoutExpired):
+        done = subprocess.run(["nvidia-smi", query, "--format=csv,noheader,nounits"],
+                              capture_output=True, text=True, timeout=20)
+        return [[field.strip() for field in line.split(",")]
+                for line in done.stdout.strip().splitlines()]
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+
+
+def gpu_mib(pid):
+    """The GPU memory `pid` holds, or where the driver does not list it (a
+    container's own pid namespace), all GPU 0's used memory: with two soaks
+    side by side on one GPU only the first tells them apart."""
+    try:
+        for app_pid, used in nvidia_smi("--query-compute-apps=pid,used_memory"):
+            if int(app_pid) == pid:
+                return float(used)
+        return float(nvidia_smi("--query-gpu=memory.used")[0][0])
+    except (ValueError, IndexError):
         return None
 
 
@@ -319,7 +336,7 @@ def main():
         samples = []  # (seconds, rss MiB, gpu MiB)
         while any(t.is_alive() for t in workers):
             samples.append((time.monotonic() - soak.start, rss_mib(server.process.pid),
-                            gpu_mib()))
+                            gpu_mib(server.process.pid)))
             print(f"soak: {samples[-1][0]:.0f} s, RSS {samples[-1][1]:.0f} MiB, GPU "
                   f"{samples[-1][2]} MiB, {json.dumps(soak.tally.counts)}", flush=True)
             # A run cut short (a killed process) keeps the report so far.

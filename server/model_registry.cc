@@ -17,6 +17,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "common/cuda_device_guard.h"
+#include "common/heap_trim.h"
 #include "common/status.h"
 #include "common/thread_name.h"
 #include "server/client_text.h"
@@ -93,11 +94,13 @@ class ModelRegistry::Retirer {
     const std::optional<size_t> before = FreeDeviceBytes(devices);
     delete model;  // drains its (empty) queue, stops its slots, frees its memory
     const std::optional<size_t> after = before ? FreeDeviceBytes(devices) : std::nullopt;
+    // Note [Trimming the heap] in common/heap_trim.h.
+    const int64_t host_bytes = TrimHeap();
     if (after) {
-      spdlog::info("{} retired: {} of device memory returned", label,
-                   MiB(*after > *before ? *after - *before : 0));
+      spdlog::info("{} retired: {} of device memory and {} of host memory returned", label,
+                   MiB(*after > *before ? *after - *before : 0), MiB(host_bytes));
     } else {
-      spdlog::info("{} retired", label);
+      spdlog::info("{} retired: {} of host memory returned", label, MiB(host_bytes));
     }
   }
 
