@@ -123,7 +123,7 @@ model 'dlrm_dense' from /root/out/models/dlrm_dense.onnx -> /tmp/graphserve-gpu/
 12 graphs (6 sizes x 2 streams) captured and checked in 443.3 ms: capture 6.4 ms, checks 17.0 ms, binding and planning the rest; worst replay-vs-eager relative error 0
 
 latency per launch, all rows, host copies included (median wall time):
-| batch | eager us | graph us | eager / graph | graph nodes |
+| graph | eager us | graph us | eager / graph | graph nodes |
 | ---: | ---: | ---: | ---: | ---: |
 | 8 | 75.7 | 53.2 | 1.42 | 12 |
 

@@ -15,12 +15,14 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Timed launches of one size and mode stop after this long, once 3 are
-// timed or the timed ones alone took this long: a small model's sizes all get
-// their iterations, while BERT-base's 32 rows of 512 tokens (110 ms each, a
+// Timed launches of one key and mode stop after this long, once 3 are timed
+// or the timed ones alone took this long: a small model's keys all get their
+// iterations, while BERT-base's 32 rows of 512 tokens (110 ms each, a
 // GPU-bound chunk that varies little) are timed once after one warm-up, and
-// its 1-row chunks (3.5 ms) a dozen times.
-constexpr double kMeasureBudgetUs = 50'000;
+// its 1-row chunks (3.5 ms) three times. Every key of every bucket is timed
+// (Note [Planning by total cost]), 30 for BERT-base over six buckets, so the
+// budget is the least that still takes a median of three below 3 ms.
+constexpr double kMeasureBudgetUs = 10'000;
 
 // Median wall time of Launch + wait for `chunk`.
 absl::StatusOr<double> MeasureLaunch(const GraphSet& set, const LaunchChunk& chunk,
@@ -62,11 +64,11 @@ std::vector<HostTensor> FullBatchInputs(const GraphSet& set, const BoundGraph& a
   return inputs;
 }
 
-// The keys timed: those of the set's largest bucket, one per batch size
-// (the planner plans batch sizes; a smaller bucket's chunk costs at most as
-// much). Keys sort by batch, then bucket, and buckets each hold the one
-// before (server/shape_buckets.h), so the last key's is the largest.
-std::vector<GraphKey> TimedKeys(const GraphSet& set) {
+// The keys whose staging is timed: those of the set's largest bucket, one
+// per batch size (a slot's staging buffers are sized for it). Keys sort by
+// batch, then bucket, and buckets each hold the one before
+// (server/shape_buckets.h), so the last key's is the largest.
+std::vector<GraphKey> LargestBucketKeys(const GraphSet& set) {
   std::vector<GraphKey> keys;
   for (const GraphKey& key : set.keys()) {
     if (key.bucket == set.keys().back().bucket) keys.push_back(key);
@@ -120,19 +122,20 @@ absl::StatusOr<std::vector<int64_t>> SizesFasterDoubleBuffered(
     const GraphSet& set, const BoundGraph& any_size, LaunchMode mode,
     const LaunchCostOptions& options, const std::vector<double>& single_buffered_us) {
   if (options.iters < 1) return absl::InvalidArgumentError("cost measurement needs iters >= 1");
-  const std::vector<GraphKey> keys = TimedKeys(set);
-  if (!single_buffered_us.empty() && single_buffered_us.size() != keys.size()) {
-    return absl::InvalidArgumentError(absl::StrCat(single_buffered_us.size(),
-                                                   " single-buffered times for ", keys.size(),
-                                                   " batch sizes"));
+  if (!single_buffered_us.empty() && single_buffered_us.size() != set.keys().size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        single_buffered_us.size(), " single-buffered times for ", set.keys().size(), " graphs"));
   }
   std::vector<int64_t> faster;
-  for (size_t k = 0; k < keys.size(); ++k) {
-    const GraphKey& key = keys[k];
+  for (const GraphKey& key : LargestBucketKeys(set)) {
     const std::vector<HostTensor> inputs = FullBatchInputs(set, any_size, key);
     const std::vector<const void*> pointers = Pointers(inputs);
     const LaunchChunk chunk{options.slot, key, key.batch_size, mode};
-    double single = single_buffered_us.empty() ? 0 : single_buffered_us[k];
+    double single = 0;
+    if (!single_buffered_us.empty()) {
+      const auto at = std::find(set.keys().begin(), set.keys().end(), key);
+      single = single_buffered_us[at - set.keys().begin()];
+    }
     if (single == 0) {  // not timed yet: one chunk paces the loop that times it
       ASSIGN_OR_RETURN(const double pace, MeasureClosedLoop(set, chunk, pointers, 1, 1));
       ASSIGN_OR_RETURN(single,
@@ -151,11 +154,11 @@ absl::StatusOr<std::vector<CaptureCostEntry>> MeasureLaunchCosts(const GraphSet&
                                                                  const LaunchCostOptions& options) {
   if (options.iters < 1) return absl::InvalidArgumentError("cost measurement needs iters >= 1");
   std::vector<CaptureCostEntry> costs;
-  for (const GraphKey& key : TimedKeys(set)) {
+  for (const GraphKey& key : set.keys()) {
     const std::vector<HostTensor> inputs = FullBatchInputs(set, any_size, key);
     const std::vector<const void*> pointers = Pointers(inputs);
     CaptureCostEntry entry;
-    entry.batch_size = key.batch_size;
+    entry.key = key;
     for (const LaunchMode mode : options.modes) {
       ASSIGN_OR_RETURN(const double us,
                        MeasureLaunch(set, {options.slot, key, key.batch_size, mode}, pointers,

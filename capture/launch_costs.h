@@ -28,11 +28,12 @@ struct LaunchCostOptions {
   std::vector<LaunchMode> modes = {LaunchMode::kEager, LaunchMode::kGraph};
 };
 
-// Times full-batch launches of every batch size of `set` at its largest
-// shape bucket, in each of `options.modes`, on random inputs with `any_size`'s dtypes
-// (the model bound at any key): one entry per batch size, what the planner
-// plans with. Blocks on the GPU: a load-time tool, never a serving path.
-// Call with the set's device current.
+// Times full-batch launches of every key of `set` (each batch size at each
+// shape bucket), in each of `options.modes`, on random inputs with
+// `any_size`'s dtypes (the model bound at any key): one entry per key, in
+// set.keys() order, what the planner plans each bucket with. Blocks on the
+// GPU: a load-time tool, never a serving path. Call with the set's device
+// current.
 absl::StatusOr<std::vector<CaptureCostEntry>> MeasureLaunchCosts(const GraphSet& set,
                                                                  const BoundGraph& any_size,
                                                                  const LaunchCostOptions& options);
@@ -46,9 +47,10 @@ absl::StatusOr<std::vector<CaptureCostEntry>> MeasureLaunchCosts(const GraphSet&
 // double-buffered (its graph relaunched while still queued), while 16-row
 // chunks ran up to 10% faster. Same contract as MeasureLaunchCosts, whose
 // launches, run just before at load, warm the sizes up: one chunk here
-// paces the loops, not `options.warmup`. `single_buffered_us`, one per
-// batch size when MeasureLaunchCosts just timed the same chunks in `mode`
-// (the single-buffered time), spares timing them again; empty: timed here.
+// paces the loops, not `options.warmup`. Sizes are timed at the set's
+// largest bucket. `single_buffered_us`, one per key of set.keys() when
+// MeasureLaunchCosts just timed the same chunks in `mode` (the
+// single-buffered time), spares timing them again; empty: timed here.
 absl::StatusOr<std::vector<int64_t>> SizesFasterDoubleBuffered(
     const GraphSet& set, const BoundGraph& any_size, LaunchMode mode,
     const LaunchCostOptions& options, const std::vector<double>& single_buffered_us = {});

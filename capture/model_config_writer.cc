@@ -69,14 +69,8 @@ absl::StatusOr<inference::ModelConfig> MakeModelConfig(const BoundGraph& graph,
   for (int64_t size : sizes) capture->add_batch_sizes(size);
   capture->set_streams(summary.num_streams);
   std::vector<CaptureCostEntry> costs = summary.costs;
-  std::sort(costs.begin(), costs.end(),
-            [](const auto& a, const auto& b) { return a.batch_size < b.batch_size; });
-  for (const CaptureCostEntry& entry : costs) {
-    inference::CaptureCost* cost = capture->add_cost();
-    cost->set_batch_size(entry.batch_size);
-    cost->set_eager_us(entry.eager_us);
-    cost->set_graph_us(entry.graph_us);
-  }
+  std::sort(costs.begin(), costs.end(), [](const auto& a, const auto& b) { return a.key < b.key; });
+  for (const CaptureCostEntry& entry : costs) *capture->add_cost() = CostToProto(entry);
   capture->set_schedule(summary.schedule);
   capture->set_max_lanes(summary.max_lanes);
   std::vector<ScheduleChoice> schedules = summary.schedules;
@@ -105,6 +99,15 @@ inference::CaptureSchedule ScheduleToProto(const ScheduleChoice& choice) {
     candidate->set_replay_us(time.replay_us);
   }
   return schedule;
+}
+
+inference::CaptureCost CostToProto(const CaptureCostEntry& entry) {
+  inference::CaptureCost cost;
+  cost.set_batch_size(entry.key.batch_size);
+  for (int64_t extent : entry.key.bucket) cost.add_bucket(extent);
+  cost.set_eager_us(entry.eager_us);
+  cost.set_graph_us(entry.graph_us);
+  return cost;
 }
 
 std::string ModelConfigText(const inference::ModelConfig& config) {

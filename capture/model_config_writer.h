@@ -13,6 +13,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/graph_key.h"
 #include "proto/model_config.pb.h"
 #include "runtime/bound_graph.h"
 #include "runtime/passes/precision.h"
@@ -20,10 +21,11 @@
 
 namespace graphserve {
 
-// One captured size's measured latency: what the server's batch planner reads
-// to choose between padding a request up and splitting it.
+// One captured graph's measured latency (a batch size at a shape bucket):
+// what the server's batch planner reads to choose between padding a request
+// up and splitting it.
 struct CaptureCostEntry {
-  int64_t batch_size = 0;
+  GraphKey key;
   double eager_us = 0;  // median wall time of an eager run, all rows, copies included
   double graph_us = 0;  // median wall time of a replay, all rows, copies included
 };
@@ -70,6 +72,9 @@ void SetConfigRowDims(const std::vector<int64_t>& row_dims, ConfigTensor* tensor
 
 // The capture section's record of one size's schedule.
 inference::CaptureSchedule ScheduleToProto(const ScheduleChoice& choice);
+
+// `entry` as config.pbtxt's capture.cost holds it.
+inference::CaptureCost CostToProto(const CaptureCostEntry& entry);
 
 // The config for `graph` (bound at any batch size: the batch dimension is
 // left out of the dims). InvalidArgument for a dtype the protocol cannot name

@@ -30,7 +30,7 @@ CaptureSummary Summary() {
   summary.model_name = "mlp";
   summary.num_streams = 4;
   summary.batch_sizes = {64, 1, 8};
-  summary.costs = {{64, 80.5, 40.25}, {1, 30, 12}, {8, 33, 14}};
+  summary.costs = {{{64}, 80.5, 40.25}, {{1}, 30, 12}, {{8}, 33, 14}};
   return summary;
 }
 

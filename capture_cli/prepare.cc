@@ -14,6 +14,7 @@
 #include "common/cuda_device_guard.h"
 #include "common/cuda_handles.h"
 #include "common/cuda_status.h"
+#include "common/graph_key.h"
 #include "common/status.h"
 #include "common/tensor.h"
 #include "runtime/bind.h"
@@ -298,12 +299,12 @@ std::string FormatPrepareReport(const PrepareReport& r) {
   }
   absl::StrAppend(&text,
                   "\nlatency per launch, all rows, host copies included (median wall time):\n"
-                  "| batch | eager us | graph us | eager / graph | graph nodes |\n"
+                  "| graph | eager us | graph us | eager / graph | graph nodes |\n"
                   "| ---: | ---: | ---: | ---: | ---: |\n");
   for (size_t i = 0; i < r.costs.size(); ++i) {
     const CaptureCostEntry& c = r.costs[i];
-    absl::StrAppendFormat(&text, "| %d | %.1f | %.1f | %.2f | %d |\n", c.batch_size, c.eager_us,
-                          c.graph_us, c.graph_us > 0 ? c.eager_us / c.graph_us : 0.0,
+    absl::StrAppendFormat(&text, "| %s | %.1f | %.1f | %.2f | %d |\n", GraphKeyString(c.key),
+                          c.eager_us, c.graph_us, c.graph_us > 0 ? c.eager_us / c.graph_us : 0.0,
                           i < r.graph_nodes.size() ? r.graph_nodes[i] : 0);
   }
   if (!r.schedules.empty()) {

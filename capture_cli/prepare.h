@@ -75,7 +75,7 @@ struct PrepareReport {
   // Set when the sizes came from a history.
   std::optional<SizeChoice> choice;
   std::optional<SizeChoice> pow2_ladder;
-  std::vector<CaptureCostEntry> costs;  // ascending batch size
+  std::vector<CaptureCostEntry> costs;  // one per graph, in key order
   std::vector<size_t> graph_nodes;      // per size, slot 0
   // The schedule requested, and what each size runs (ascending size).
   std::string schedule_request;

@@ -28,11 +28,18 @@ ReplayCost FullChunkReplay(const inference::ModelConfig& config, int64_t batch_s
     for (const inference::CaptureCost& cost : capture.cost()) sizes.push_back(cost.batch_size());
   }
   std::sort(sizes.begin(), sizes.end());
+  // The bucket read: the largest measured (one, empty, without shape dims).
+  std::vector<int64_t> bucket;
+  for (const inference::CaptureCost& cost : capture.cost()) {
+    bucket = std::max(bucket, CostKey(cost).bucket);
+  }
+  std::vector<GraphKey> keys;
+  for (int64_t size : sizes) keys.push_back({size, bucket});
   // The server's own plan for the batch: the cheapest by the cost table, or
   // padding up when the table is incomplete (planning/batch_planner.h).
-  const std::vector<double> costs = CostsForSizes(capture, sizes, replay.graphs);
+  const std::vector<double> costs = CostsForKeys(capture, keys, replay.graphs);
   const int64_t max_rows = config.max_batch_size() > 0 ? config.max_batch_size() : sizes.back();
-  absl::StatusOr<BatchPlanner> planner = BatchPlanner::Create(sizes, costs, max_rows);
+  absl::StatusOr<BatchPlanner> planner = BatchPlanner::Create(keys, costs, max_rows);
   if (!planner.ok()) {
     replay.note = absl::StrCat("the served config's capture section cannot be planned: ",
                                planner.status().message());
@@ -51,7 +58,7 @@ ReplayCost FullChunkReplay(const inference::ModelConfig& config, int64_t batch_s
     return replay;
   }
   const int64_t planned = plan.front().batch_size;
-  replay.us = MeasuredCostUs(capture, planned, replay.graphs);
+  replay.us = MeasuredCostUs(capture, {planned, bucket}, replay.graphs);
   if (!replay.us.has_value()) {
     replay.note = absl::StrCat("capture.cost has no measured ",
                                replay.graphs ? "graph replay" : "eager run", " of batch ",

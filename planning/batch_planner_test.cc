@@ -25,7 +25,8 @@ using ::testing::HasSubstr;
 using Chunks = std::vector<PlannedChunk>;
 
 BatchPlanner MakePlanner(std::vector<int64_t> sizes, std::vector<double> costs, int64_t max_rows) {
-  absl::StatusOr<BatchPlanner> planner = BatchPlanner::Create(sizes, costs, max_rows);
+  absl::StatusOr<BatchPlanner> planner =
+      BatchPlanner::Create(BatchOnlyKeys(sizes), std::move(costs), max_rows);
   EXPECT_TRUE(planner.ok()) << planner.status();
   return *std::move(planner);
 }
@@ -217,20 +218,67 @@ TEST(BatchPlannerTest, BadArgumentsAreRejected) {
       {{}, {}, 8, "at least one captured batch size"},
       {{0, 8}, {}, 8, "batch size 0 is below 1"},
       {{-2}, {}, 8, "batch size -2 is below 1"},
-      {{8, 1, 8}, {}, 8, "batch size 8 is listed twice"},
-      {{1, 8}, {3.0}, 8, "1 costs for 2 batch sizes"},
-      {{1, 8}, {3.0, 0.0}, 8, "cost of batch size 8 is 0 us"},
-      {{1, 8}, {-1.0, 2.0}, 8, "cost of batch size 1 is -1 us"},
+      {{8, 1, 8}, {}, 8, "graph 8 is listed twice"},
+      {{1, 8}, {3.0}, 8, "1 costs for 2 graphs"},
+      {{1, 8}, {3.0, 0.0}, 8, "cost of graph 8 is 0 us"},
+      {{1, 8}, {-1.0, 2.0}, 8, "cost of graph 1 is -1 us"},
       {{1, 8}, {kNan, 2.0}, 8, "positive and finite"},
       {{1, 8}, {}, 0, "max_rows is 0"},
       {{1, 8}, {}, BatchPlanner::kMaxPlannedRows + 1, "max_rows is 1048577"},
   };
   for (const Case& c : cases) {
-    absl::StatusOr<BatchPlanner> planner = BatchPlanner::Create(c.sizes, c.costs, c.max_rows);
+    absl::StatusOr<BatchPlanner> planner =
+        BatchPlanner::Create(BatchOnlyKeys(c.sizes), c.costs, c.max_rows);
     ASSERT_FALSE(planner.ok()) << c.expected;
     EXPECT_EQ(planner.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_THAT(std::string(planner.status().message()), HasSubstr(c.expected));
   }
+}
+
+TEST(BatchPlannerTest, EachBucketIsPlannedWithItsOwnCosts) {
+  // At 512 positions 32 rows cost more than 16 + 4 (compute-bound); at 16
+  // they cost about as much as 16 (launch-bound). Keys in any order.
+  const std::vector<GraphKey> keys = {{32, {512}}, {4, {16}},  {16, {512}},
+                                      {4, {512}},  {16, {16}}, {32, {16}}};
+  const std::vector<double> costs = {4000, 100, 2000, 600, 110, 120};
+  absl::StatusOr<BatchPlanner> planner = BatchPlanner::Create(keys, costs, 64);
+  ASSERT_TRUE(planner.ok()) << planner.status();
+  EXPECT_EQ(planner->batch_sizes(), std::vector<int64_t>({4, 16, 32}));
+  EXPECT_EQ(planner->buckets(), std::vector<std::vector<int64_t>>({{16}, {512}}));
+  EXPECT_EQ(planner->Plan(20, 0), Chunks({{32, 0, 20}}));
+  EXPECT_DOUBLE_EQ(planner->EstimatedCostUs(20, 0), 120);
+  EXPECT_EQ(planner->Plan(20, 1), Chunks({{16, 0, 16}, {4, 16, 4}}));
+  EXPECT_DOUBLE_EQ(planner->EstimatedCostUs(20, 1), 2600);
+  EXPECT_EQ(planner->FirstChunk(20, 1), (PlannedChunk{16, 0, 16}));
+  // Out of range: no plan.
+  EXPECT_TRUE(planner->Plan(20, 2).empty());
+  EXPECT_EQ(planner->FirstChunk(20, 2), PlannedChunk{});
+  EXPECT_EQ(planner->EstimatedCostUs(20, 2), 0);
+}
+
+TEST(BatchPlannerTest, WithoutCostsEveryBucketPadsAlike) {
+  absl::StatusOr<BatchPlanner> planner =
+      BatchPlanner::Create({{1, {64}}, {8, {64}}, {1, {128}}, {8, {128}}}, {}, 16);
+  ASSERT_TRUE(planner.ok()) << planner.status();
+  EXPECT_EQ(planner->Plan(5, 0), Chunks({{8, 0, 5}}));
+  EXPECT_EQ(planner->Plan(5, 1), Chunks({{8, 0, 5}}));
+  EXPECT_EQ(planner->Plan(9, 1), Chunks({{8, 0, 8}, {1, 8, 1}}));
+}
+
+TEST(BatchPlannerTest, EveryBatchSizeMustBeAtEveryBucket) {
+  // Size 8 is missing at bucket [128].
+  absl::StatusOr<BatchPlanner> missing =
+      BatchPlanner::Create({{1, {64}}, {8, {64}}, {1, {128}}}, {}, 16);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(missing.status().message()),
+              HasSubstr("every batch size at every bucket; it got 3 graphs for 2 batch sizes "
+                        "at 2 buckets"));
+  // As many keys, but [128] has 2 where [64] has 8.
+  absl::StatusOr<BatchPlanner> other =
+      BatchPlanner::Create({{1, {64}}, {8, {64}}, {1, {128}}, {2, {128}}}, {}, 16);
+  ASSERT_FALSE(other.ok());
+  EXPECT_THAT(std::string(other.status().message()), HasSubstr("graph 2x[128] is not at batch 8"));
 }
 
 TEST(BatchPlannerTest, SizesAboveMaxRowsStillServeAsPadding) {

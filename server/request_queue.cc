@@ -160,7 +160,7 @@ std::optional<FormedChunk> RequestQueue::Pop(QueueClock::time_point now,
       return false;  // the front request alone
     });
   }
-  const PlannedChunk planned = planner_->FirstChunk(rows);
+  const PlannedChunk planned = planner_->FirstChunk(rows, bucket);
   FormedChunk chunk{.batch_size = planned.batch_size, .rows = planned.rows};
   chunk.segments = TakeRows(planned.rows, bucket);
   return chunk;

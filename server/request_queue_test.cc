@@ -13,14 +13,16 @@ namespace {
 using std::chrono::microseconds;
 
 BatchPlanner Planner(std::vector<int64_t> sizes, int64_t max_rows = 64) {
-  absl::StatusOr<BatchPlanner> planner = BatchPlanner::Create(std::move(sizes), {}, max_rows);
+  absl::StatusOr<BatchPlanner> planner = BatchPlanner::Create(BatchOnlyKeys(sizes), {}, max_rows);
   EXPECT_TRUE(planner.ok()) << planner.status();
   return *std::move(planner);
 }
 
-std::shared_ptr<const QueuedRows> Rows(int64_t rows) {
+// A request of `rows` rows at the planner's bucket `bucket`.
+std::shared_ptr<const QueuedRows> Rows(int64_t rows, size_t bucket = 0) {
   auto request = std::make_shared<QueuedRows>();
   request->rows = rows;
+  request->bucket = bucket;
   return request;
 }
 
@@ -105,17 +107,22 @@ TEST(RequestQueue, AMergedRequestMayStraddleTwoChunks) {
 // Note [Chunks of one bucket]: a merged chunk takes rows of its oldest
 // request's bucket and smaller ones; a longer request waits until it is the
 // oldest, then runs with whatever its bucket holds.
+// Each size at three buckets, [16], [64] and [256]; `costs` one per key in
+// the order (bucket, size), or none.
+BatchPlanner BucketedPlanner(const std::vector<int64_t>& sizes, std::vector<double> costs = {}) {
+  std::vector<GraphKey> keys;
+  for (int64_t extent : {16, 64, 256}) {
+    for (int64_t size : sizes) keys.push_back({size, {extent}});
+  }
+  absl::StatusOr<BatchPlanner> planner = BatchPlanner::Create(keys, std::move(costs), 64);
+  EXPECT_TRUE(planner.ok()) << planner.status();
+  return *std::move(planner);
+}
+
 TEST(RequestQueue, AMergedChunkTakesRowsOfItsOldestRequestsBucket) {
-  const BatchPlanner planner = Planner({1, 4, 8});
+  const BatchPlanner planner = BucketedPlanner({1, 4, 8});
   RequestQueue queue(&planner, {.merge = true});
-  const auto bucketed = [](int64_t rows, size_t bucket) {
-    auto request = std::make_shared<QueuedRows>();
-    request->rows = rows;
-    request->bucket = bucket;
-    return std::shared_ptr<const QueuedRows>(request);
-  };
-  const auto short_a = bucketed(1, 0), long_b = bucketed(1, 2), short_c = bucketed(2, 0),
-             middle_d = bucketed(1, 1);
+  const auto short_a = Rows(1, 0), long_b = Rows(1, 2), short_c = Rows(2, 0), middle_d = Rows(1, 1);
   for (const auto& request : {short_a, long_b, short_c, middle_d}) {
     ASSERT_TRUE(queue.Push(request, {}, kT0).ok());
   }
@@ -129,10 +136,27 @@ TEST(RequestQueue, AMergedChunkTakesRowsOfItsOldestRequestsBucket) {
   EXPECT_TRUE(queue.empty());
 }
 
+TEST(RequestQueue, AChunkIsPlannedWithItsBucketsCosts) {
+  // 6 rows: at [16] one launch of 8 (10 us) beats 4 + 4 (12 us); at [64]
+  // 8 costs 20 us, so the chunk is 4 rows and 2 stay queued.
+  const BatchPlanner planner = BucketedPlanner({4, 8}, {6, 10, 6, 20, 6, 40});
+  RequestQueue queue(&planner, {.merge = true});
+  ASSERT_TRUE(queue.Push(Rows(6, 0), {}, kT0).ok());
+  const std::optional<FormedChunk> short_chunk = queue.Pop(kT0, nullptr);
+  ASSERT_TRUE(short_chunk);
+  EXPECT_EQ(short_chunk->batch_size, 8);
+  EXPECT_EQ(short_chunk->rows, 6);
+  ASSERT_TRUE(queue.Push(Rows(6, 1), {}, kT0).ok());
+  const std::optional<FormedChunk> long_chunk = queue.Pop(kT0, nullptr);
+  ASSERT_TRUE(long_chunk);
+  EXPECT_EQ(long_chunk->batch_size, 4);
+  EXPECT_EQ(long_chunk->rows, 4);
+}
+
 TEST(RequestQueue, MergingFollowsTheCostTable) {
   // Size 8 costs as much as two launches of 4: 6 rows run as 4 + 2 rows
   // padded to 4 only if that is cheaper; here 8 (10 us) beats 4 + 4 (12 us).
-  absl::StatusOr<BatchPlanner> planner = BatchPlanner::Create({4, 8}, {6, 10}, 64);
+  absl::StatusOr<BatchPlanner> planner = BatchPlanner::Create(BatchOnlyKeys({4, 8}), {6, 10}, 64);
   ASSERT_TRUE(planner.ok());
   RequestQueue queue(&*planner, {.merge = true});
   ASSERT_TRUE(queue.Push(Rows(2), {}, kT0).ok());

@@ -76,10 +76,7 @@ absl::StatusOr<std::vector<int64_t>> CapturedSizes(const inference::ModelConfig&
 void SetCosts(const std::vector<CaptureCostEntry>& measured, inference::ModelConfig* config) {
   config->mutable_capture()->clear_cost();
   for (const CaptureCostEntry& entry : measured) {
-    inference::CaptureCost* cost = config->mutable_capture()->add_cost();
-    cost->set_batch_size(entry.batch_size);
-    cost->set_eager_us(entry.eager_us);
-    cost->set_graph_us(entry.graph_us);
+    *config->mutable_capture()->add_cost() = CostToProto(entry);
   }
 }
 
@@ -182,7 +179,9 @@ std::string SetupTimesText(const std::vector<std::shared_ptr<GraphSet>>& sets) {
 // What the executor needs, built for one executor kind.
 struct Execution {
   std::unique_ptr<ChunkRunner> runner;
-  std::vector<double> costs_us;  // empty: pad up / split at the largest size
+  // One per key, ascending as the keys are (a graph set's order); empty:
+  // pad up / split at the largest size.
+  std::vector<double> costs_us;
   ModelLoadSummary summary;
 };
 
@@ -345,10 +344,8 @@ absl::StatusOr<Execution> LoadOnGpu(const Model& model, const BoundGraph& any_si
                    execution.summary.schedules.empty() ? "config" : execution.summary.schedules,
                    ")");
 
-  // Keys sort by batch: each size once, as the planner and the costs have them.
-  std::vector<int64_t> sizes = BatchSizesOf(keys);
-  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
-  execution.costs_us = CostsForSizes(config->capture(), sizes, graphs);
+  // One cost per key, as the planner and SizesFasterDoubleBuffered take them.
+  execution.costs_us = CostsForKeys(config->capture(), keys, graphs);
   execution.summary.costs = "config";
   // Costs measured here are also the single-buffered chunk times below; a
   // config's may come from another machine.
@@ -373,10 +370,11 @@ absl::StatusOr<Execution> LoadOnGpu(const Model& model, const BoundGraph& any_si
     for (const std::shared_ptr<GraphSet>& set : captured) {
       RETURN_IF_ERROR(set->UseSleepingDoneEvents());
     }
-    const std::string why =
-        options.gpu_wait == GpuWait::kBlock
-            ? "--gpu-wait block"
-            : absl::StrFormat("its smallest chunk takes %.0f us", execution.costs_us.front());
+    const std::string why = options.gpu_wait == GpuWait::kBlock
+                                ? "--gpu-wait block"
+                                : absl::StrFormat("its smallest chunk takes %.0f us",
+                                                  *std::min_element(execution.costs_us.begin(),
+                                                                    execution.costs_us.end()));
     spdlog::info("model '{}': stream workers sleep while a chunk runs ({})", model.name, why);
   }
   std::set<int> counted;  // weights once per GPU
@@ -417,7 +415,8 @@ absl::StatusOr<Execution> LoadOnGpu(const Model& model, const BoundGraph& any_si
 
 bool SleepsWhileWaiting(GpuWait wait, const std::vector<double>& costs_us) {
   if (wait == GpuWait::kBlock) return true;
-  return wait == GpuWait::kAuto && !costs_us.empty() && costs_us.front() >= kSleepingWaitFromUs;
+  return wait == GpuWait::kAuto && !costs_us.empty() &&
+         *std::min_element(costs_us.begin(), costs_us.end()) >= kSleepingWaitFromUs;
 }
 
 namespace {
@@ -790,7 +789,7 @@ absl::StatusOr<std::unique_ptr<ServedModel>> ServedModel::Load(const RepositoryM
   config.mutable_capture()->set_graphs_disabled(!graphs);
 
   ASSIGN_OR_RETURN(BatchPlanner planner,
-                   BatchPlanner::Create(sizes, execution->costs_us, declared.max_batch_size));
+                   BatchPlanner::Create(keys, execution->costs_us, declared.max_batch_size));
   ModelLoadSummary summary = std::move(execution->summary);
   summary.executor = execution->runner->description();
   summary.precision = ModelPrecisionName(precision);

@@ -53,7 +53,7 @@ enum class ExecutorKind {
 inline constexpr double kSleepingWaitFromUs = 150;
 
 // Whether a model's stream workers sleep while its chunks run under `wait`,
-// its chunks costing `costs_us` (ascending sizes; empty when unknown).
+// its chunks costing `costs_us` (one per graph; empty when unknown).
 bool SleepsWhileWaiting(GpuWait wait, const std::vector<double>& costs_us);
 
 struct ServedModelOptions {

@@ -53,9 +53,9 @@ namespace graphserve {
 //
 // A config.pbtxt that fixes every shape dim (dims [128]) has one bucket, and
 // its interface no shape dims: clients send exactly those extents. The
-// planner's costs are timed at the largest bucket (capture/launch_costs.h);
-// metrics count batch sizes, not buckets; merging does not yet prefer rows
-// of one bucket over the oldest rows.
+// planner plans each bucket with its own timed costs (Note [Planning by
+// total cost] in planning/batch_planner.h); metrics count batch sizes, not
+// buckets.
 
 // The buckets of `model`'s graphs, each with one extent per ShapeDimNames
 // entry, smallest (fewest positions) first; one bucket, empty, for a model

@@ -37,6 +37,11 @@ absl::StatusOr<std::unique_ptr<StreamPool>> StreamPool::Create(std::unique_ptr<C
   if (layout.rows.empty() || layout.rows.size() != layout.buckets.size()) {
     return absl::InvalidArgumentError("a stream pool needs the rows of one bucket or more");
   }
+  // A request's bucket indexes both (Note [Chunks of one bucket]).
+  if (planner.buckets() != layout.buckets) {
+    return absl::InvalidArgumentError(
+        "a stream pool needs its planner's buckets to be its row layout's, in its order");
+  }
   const int levels = static_cast<int>(options.queue.levels.size());
   if (levels < 1 || options.queue.default_level < 1 || options.queue.default_level > levels) {
     return absl::InvalidArgumentError(

@@ -191,7 +191,7 @@ StreamPoolOptions WorkersOnly() {
 std::unique_ptr<StreamPool> MakePool(std::unique_ptr<ChunkRunner> runner,
                                      std::vector<int64_t> sizes,
                                      StreamPoolOptions options = WorkersOnly()) {
-  absl::StatusOr<BatchPlanner> planner = BatchPlanner::Create(std::move(sizes), {}, 1024);
+  absl::StatusOr<BatchPlanner> planner = BatchPlanner::Create(BatchOnlyKeys(sizes), {}, 1024);
   EXPECT_TRUE(planner.ok());
   absl::StatusOr<std::unique_ptr<StreamPool>> pool =
       StreamPool::Create(std::move(runner), *std::move(planner), kLayout, std::move(options));
@@ -237,6 +237,18 @@ TEST(StreamPool, RequestsQueuedWhileTheSlotIsBusyRunMergedWithDynamicBatching) {
   int64_t rows = 0;
   for (int64_t chunk_rows : recording->chunk_rows_) rows += chunk_rows;
   EXPECT_EQ(rows, 12);
+}
+
+TEST(StreamPool, APlannerOfOtherBucketsIsRefused) {
+  // A request's bucket indexes the layout and the planner alike.
+  absl::StatusOr<BatchPlanner> planner = BatchPlanner::Create({{4, {16}}, {4, {64}}}, {}, 16);
+  ASSERT_TRUE(planner.ok()) << planner.status();
+  absl::StatusOr<std::unique_ptr<StreamPool>> pool =
+      StreamPool::Create(std::make_unique<RecordingRunner>(1, milliseconds(0)), *std::move(planner),
+                         kLayout, WorkersOnly());
+  ASSERT_FALSE(pool.ok());
+  EXPECT_EQ(pool.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(pool.status().message().find("planner's buckets"), std::string::npos);
 }
 
 TEST(StreamPool, AFullQueueRefusesAWholeRequestAndReportsNothing) {
