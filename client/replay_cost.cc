@@ -22,12 +22,13 @@ ReplayCost FullChunkReplay(const inference::ModelConfig& config, int64_t batch_s
     return replay;
   }
   // The sizes the server runs: capture.batch_sizes, or failing that the
-  // sizes measured.
+  // sizes measured (each once, at any bucket).
   std::vector<int64_t> sizes(capture.batch_sizes().begin(), capture.batch_sizes().end());
   if (sizes.empty()) {
     for (const inference::CaptureCost& cost : capture.cost()) sizes.push_back(cost.batch_size());
   }
   std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
   // The bucket read: the largest measured (one, empty, without shape dims).
   std::vector<int64_t> bucket;
   for (const inference::CaptureCost& cost : capture.cost()) {

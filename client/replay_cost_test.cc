@@ -68,6 +68,28 @@ TEST(ReplayCostTest, ASizeNotCapturedGetsTheServersPlan) {
   EXPECT_EQ(to_sixteen.captured_size, 16);
 }
 
+// A bucketed model's config costs each size at each bucket: the client reads
+// the largest bucket's, whatever the order, sizes taken from the costs.
+TEST(ReplayCostTest, ABucketedModelIsReadAtItsLargestBucket) {
+  inference::ModelConfig config;
+  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(
+      R"pb(
+        name: "bert"
+        max_batch_size: 8
+        capture {
+          cost { batch_size: 8 graph_us: 900 bucket: 512 }
+          cost { batch_size: 1 graph_us: 30 bucket: 16 }
+          cost { batch_size: 1 graph_us: 300 bucket: 512 }
+          cost { batch_size: 8 graph_us: 35 bucket: 16 }
+        }
+      )pb",
+      &config));
+  const ReplayCost replay = FullChunkReplay(config, 8);
+  ASSERT_TRUE(replay.us.has_value()) << replay.note;
+  EXPECT_DOUBLE_EQ(*replay.us, 900);
+  EXPECT_EQ(replay.captured_size, 8);
+}
+
 TEST(ReplayCostTest, UnknownCostsSayWhy) {
   EXPECT_EQ(FullChunkReplay(CapturedConfig(), 17).note,
             "the server runs batch 17 as 16 + 1: no single replay");

@@ -1976,6 +1976,22 @@ TEST(ServerWithShapeBuckets, PadsRequestsIntoBucketsWhereExactAndMergesLengths) 
               HasSubstr("takes its dims [sequence] at exactly the extents of its buckets [8] [32], "
                         "but the request has [5]"));
 
+  // On a GPU the planner's costs were timed per graph: every size at each
+  // bucket (Note [Planning by total cost]); the host plans by padding.
+  const inference::ModelConfig served = FetchConfig(*stub, "masked");
+  std::vector<std::pair<int64_t, std::vector<int64_t>>> timed;
+  for (const inference::CaptureCost& cost : served.capture().cost()) {
+    EXPECT_GT(cost.graph_us(), 0);
+    timed.push_back({cost.batch_size(), {cost.bucket().begin(), cost.bucket().end()}});
+  }
+  if (ExecutorUnderTest() == ExecutorKind::kCuda) {
+    EXPECT_THAT(timed, ::testing::UnorderedElementsAreArray(
+                           std::vector<std::pair<int64_t, std::vector<int64_t>>>{
+                               {1, {8}}, {4, {8}}, {8, {8}}, {1, {32}}, {4, {32}}, {8, {32}}}));
+  } else {
+    EXPECT_THAT(timed, ::testing::IsEmpty());
+  }
+
   // Clients see the open dim as -1.
   const inference::ModelMetadataResponse metadata = FetchMetadata(*stub, "masked");
   ASSERT_GE(metadata.inputs_size(), 1);
