@@ -19,7 +19,8 @@ namespace graphserve {
 struct LaunchCostOptions {
   // The slot that is timed; it must be idle.
   int slot = 0;
-  // Untimed launches per size and mode, then timed ones (the median is kept).
+  // Untimed launches per key and mode, then timed ones (the median is kept);
+  // a warm-up launch over the measuring budget is timed, and the only one.
   int64_t warmup = 10;
   int64_t iters = 100;
   // The launches timed: both (what `prepare` records in the config), or
