@@ -428,7 +428,12 @@ class HttpEndpoint::Handler {
     // the connection (Note [HTTP framing]).
     std::string body;
     bool too_large = false;
-    const bool complete = reader([&](const char* data, size_t length) {
+    // RFC 9112 6.3: a request with neither header has no body (`curl -X
+    // POST .../load` sends neither), where the library would read one until
+    // the connection timed out.
+    const bool has_body =
+        request.has_header("Content-Length") || request.has_header("Transfer-Encoding");
+    const bool complete = !has_body || reader([&](const char* data, size_t length) {
       too_large = body.size() + length > max_body_bytes_;
       if (!too_large) body.append(data, length);
       return !too_large;

@@ -3,8 +3,11 @@
 #include <httplib.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/socket.h>
 
+#include <atomic>
 #include <deque>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -107,6 +110,16 @@ bool HasBody(const httplib::Request& request) {
   return (!length.empty() && length != "0") || request.has_header("Transfer-Encoding");
 }
 
+// Note [A backlog for bursts]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Debian's cpp-httplib is a compiled library that listens with a backlog of
+// 5 (CPPHTTPLIB_LISTEN_BACKLOG, fixed when it was built). Connections the
+// kernel cannot queue while the accept thread hands earlier ones to workers
+// are dropped, and their clients retry after a second: of 200 connections
+// opened at once, 19-25 took a second to connect (bench/attack_probe.py,
+// case connection_burst). So the listener listens again on the socket the
+// library bound, with the system's SOMAXCONN, before the library accepts.
+
 // Note [Bodies nobody reads]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~
 // Before it routes, cpp-httplib reads the whole body of any request that no
@@ -165,7 +178,10 @@ absl::StatusOr<std::unique_ptr<HttpListener>> HttpListener::Start(
     HttpListenerOptions options) {
   // cpp-httplib's default options add SO_REUSEPORT: Note [Refusing a port in use].
   const bool reuse_port = address.reuse_port;
-  server->set_socket_options([reuse_port](int socket) {
+  // The socket the library binds, for Note [A backlog for bursts].
+  auto listening = std::make_shared<std::atomic<int>>(-1);
+  server->set_socket_options([reuse_port, listening](int socket) {
+    listening->store(socket);
     const int yes = 1;
     (void)setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
     if (reuse_port) (void)setsockopt(socket, SOL_SOCKET, SO_REUSEPORT, &yes, sizeof(yes));
@@ -194,6 +210,9 @@ absl::StatusOr<std::unique_ptr<HttpListener>> HttpListener::Start(
                                                " (is the port in use? choose another with ",
                                                address.port_flag, ")"));
   }
+  // Note [A backlog for bursts]: listen() again on a listening socket sets
+  // its backlog anew.
+  if (listening->load() >= 0) (void)::listen(listening->load(), SOMAXCONN);
   auto listener = std::unique_ptr<HttpListener>(new HttpListener());
   listener->server_ = std::move(server);
   listener->port_ = bound;

@@ -4,13 +4,16 @@ so a small gzip body that inflates to hundreds of megabytes costs the server
 nothing, on the HTTP and the metrics port (Note [Bodies nobody reads] in
 server/http_listener.cc); hundreds of clients that send their headers a
 byte at a time stop neither HTTP answers nor metrics scrapes (Note [Slow
-clients]).
+clients]); a POST without a length has an empty body; a burst of
+connections is queued whole (Note [A backlog for bursts]).
 
     bazel test //tests:http_hostile_clients_test --test_env=GRAPHSERVE_PYTHON=$PWD/.pyenv/bin/python
 """
 
 import gzip
 import http.client
+import os
+import signal
 import socket
 import sys
 import threading
@@ -141,6 +144,54 @@ class SlowClientsTest(unittest.TestCase):
             dripper.join(timeout=10)
             for s in sockets:
                 s.close()
+
+
+class FramingTest(unittest.TestCase):
+
+    def test_a_post_without_length_or_chunks_has_an_empty_body(self):
+        # RFC 9112 6.3, and what `curl -X POST URL` sends: answered at once,
+        # not after the read timeout, and the connection stays usable.
+        connection = http.client.HTTPConnection("127.0.0.1", _server.http_port, timeout=3)
+        try:
+            connection.putrequest("POST", "/v2/repository/index")
+            connection.endheaders()  # no Content-Length, no Transfer-Encoding
+            response = connection.getresponse()
+            self.assertEqual(response.status, 200, response.read()[:200])
+            response.read()
+            connection.request("GET", "/v2/health/live")
+            self.assertEqual(connection.getresponse().status, 200)
+        finally:
+            connection.close()
+
+
+class ConnectionBurstTest(unittest.TestCase):
+
+    def test_the_kernel_queues_a_burst_nobody_accepts_yet(self):
+        # Note [A backlog for bursts]: with the server stopped nothing is
+        # accepted, so the listen backlog alone holds the connections; at
+        # cpp-httplib's 5 the rest wait for SYN retries.
+        burst = 64
+        sockets = []
+        connected = {}
+        os.kill(_server.process.pid, signal.SIGSTOP)
+        try:
+            for port in (_server.http_port, _server.metrics_port):
+                connected[port] = 0
+                for _ in range(burst):
+                    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                    s.settimeout(0.5)
+                    sockets.append(s)
+                    try:
+                        s.connect(("127.0.0.1", port))
+                        connected[port] += 1
+                    except OSError:
+                        pass
+        finally:
+            os.kill(_server.process.pid, signal.SIGCONT)
+            for s in sockets:
+                s.close()
+        self.assertEqual(connected, {_server.http_port: burst, _server.metrics_port: burst})
+        self.assertEqual(request(_server.http_port, "GET", "/v2/health/live")[0], 200)
 
 
 if __name__ == "__main__":
