@@ -12,6 +12,7 @@ connections is queued whole (Note [A backlog for bursts]).
 
 import gzip
 import http.client
+import json
 import os
 import signal
 import socket
@@ -162,6 +163,52 @@ class FramingTest(unittest.TestCase):
             self.assertEqual(connection.getresponse().status, 200)
         finally:
             connection.close()
+
+
+    def raw_status(self, port, data):
+        """The status line's code of the first answer to `data`, sent as is."""
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+            s.sendall(data)
+            answer = b""
+            while b"\r\n" not in answer:
+                chunk = s.recv(4096)
+                if not chunk:
+                    break
+                answer += chunk
+        return int(answer.split(b" ", 2)[1]) if answer.startswith(b"HTTP/1.1 ") else answer
+
+    def test_a_header_name_that_is_not_a_token_is_refused(self):
+        # Whitespace before the colon: a proxy may read this as chunked while
+        # the Content-Length frames it here (a smuggled request), RFC 9112 5.1.
+        for port in (_server.http_port, _server.metrics_port):
+            self.assertEqual(self.raw_status(
+                port, b"POST /v2/repository/index HTTP/1.1\r\nHost: x\r\n"
+                b"Transfer-Encoding : chunked\r\nContent-Length: 2\r\n\r\n{}"), 400)
+
+    def test_an_encoded_slash_in_the_path_is_refused(self):
+        # The library decodes the path before routing: mlp%2Fready would
+        # reach mlp/ready past a proxy that rules by the raw path.
+        for target in (b"/v2/models/mlp%2Fready", b"/v2%2fhealth%2Flive"):
+            self.assertEqual(self.raw_status(
+                _server.http_port, b"GET " + target + b" HTTP/1.1\r\nHost: x\r\n\r\n"), 400)
+        self.assertEqual(request(_server.http_port, "GET", "/v2/models/mlp/ready")[0], 200)
+
+    def test_two_binary_header_lengths_are_refused(self):
+        body = json.dumps({"inputs": [{"name": "x", "shape": [1, 512], "datatype": "FP32",
+                                       "data": [0.0] * 512}]}).encode()
+        connection = http.client.HTTPConnection("127.0.0.1", _server.http_port, timeout=5)
+        try:
+            connection.putrequest("POST", "/v2/models/mlp/infer")
+            connection.putheader("Content-Length", str(len(body)))
+            connection.putheader("Inference-Header-Content-Length", str(len(body)))
+            connection.putheader("Inference-Header-Content-Length", "3")
+            connection.endheaders(body)
+            response = connection.getresponse()
+            answer = response.read()
+        finally:
+            connection.close()
+        self.assertEqual(response.status, 400, answer[:200])
+        self.assertIn(b"one byte count", answer)
 
 
 class ConnectionBurstTest(unittest.TestCase):
