@@ -279,9 +279,9 @@ def nvidia_smi(query):
 
 
 def gpu_mib(pid):
-    """The GPU memory `pid` holds, or where the driver does not list it (a
-    container's own pid namespace), all GPU 0's used memory: with two soaks
-    side by side on one GPU only the first tells them apart."""
+    """The GPU memory `pid` holds, so that two soaks side by side on one GPU
+    tell their servers apart; where the driver does not list the pid (a
+    container's own pid namespace), all of GPU 0's used memory."""
     try:
         for app_pid, used in nvidia_smi("--query-compute-apps=pid,used_memory"):
             if int(app_pid) == pid:

@@ -139,11 +139,11 @@ void AnswerAndClose(httplib::Response& response, int code, const std::string& me
 }
 
 // Checks a request's path and framing headers before its body is read: no
-// encoded '/' in the path (400); one
-// Content-Length, all digits, at most `max_body_bytes` (else 413); a
-// Transfer-Encoding only "chunked" and never beside a Content-Length (RFC
-// 9112 6.3: a request with both is how requests are smuggled). Answers and
-// closes (AnswerAndClose) and returns false when they are not right.
+// encoded '/' in the path (400); one Content-Length, all digits, at most
+// `max_body_bytes` (else 413); a Transfer-Encoding only "chunked" and never
+// beside a Content-Length (RFC 9112 6.3: a request with both is how requests
+// are smuggled). Answers and closes (AnswerAndClose) and returns false when
+// they are not right.
 bool CheckFraming(const httplib::Request& request, httplib::Response& response,
                   size_t max_body_bytes) {
   // The library decodes the path before it routes, so "mlp%2Fready" reached

@@ -6,7 +6,6 @@
 #include <sys/socket.h>
 
 #include <algorithm>
-#include <atomic>
 #include <deque>
 #include <memory>
 #include <string_view>
@@ -203,10 +202,11 @@ absl::StatusOr<std::unique_ptr<HttpListener>> HttpListener::Start(
     HttpListenerOptions options) {
   // cpp-httplib's default options add SO_REUSEPORT: Note [Refusing a port in use].
   const bool reuse_port = address.reuse_port;
-  // The socket the library binds, for Note [A backlog for bursts].
-  auto listening = std::make_shared<std::atomic<int>>(-1);
+  // The socket the library binds (on this thread, in bind_to_port), for
+  // Note [A backlog for bursts].
+  auto listening = std::make_shared<int>(-1);
   server->set_socket_options([reuse_port, listening](int socket) {
-    listening->store(socket);
+    *listening = socket;
     const int yes = 1;
     (void)setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
     if (reuse_port) (void)setsockopt(socket, SOL_SOCKET, SO_REUSEPORT, &yes, sizeof(yes));
@@ -237,7 +237,7 @@ absl::StatusOr<std::unique_ptr<HttpListener>> HttpListener::Start(
   }
   // Note [A backlog for bursts]: listen() again on a listening socket sets
   // its backlog anew.
-  if (listening->load() >= 0) (void)::listen(listening->load(), SOMAXCONN);
+  if (*listening >= 0) (void)::listen(*listening, SOMAXCONN);
   auto listener = std::unique_ptr<HttpListener>(new HttpListener());
   listener->server_ = std::move(server);
   listener->port_ = bound;
