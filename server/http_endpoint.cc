@@ -132,6 +132,18 @@ void SendModelReady(httplib::Response& response, bool ready) {
 // megabytes of headers until its read times out (bench/attack_probe.py,
 // header_section_size: 12 connections of 4 MiB grew RSS by 75 MiB).
 
+// The first value of header `name` (matched without case), all of it, or
+// nullopt without one. cpp-httplib's get_header_value hands values back
+// through a C string, so a value is cut at its first NUL: a secret compared
+// that way took "s3cret\0anything" for "s3cret" (bench/attack_probe.py,
+// restricted_api_bypass).
+std::optional<std::string> WholeHeaderValue(const httplib::Request& request,
+                                            const std::string& name) {
+  const auto found = request.headers.find(name);
+  if (found == request.headers.end()) return std::nullopt;
+  return found->second;
+}
+
 // Answers `code` with {"error": message} and closes the connection once the
 // answer is written (server/http_listener.h). Note [HTTP framing].
 void AnswerAndClose(httplib::Response& response, int code, const std::string& message) {
@@ -525,7 +537,7 @@ class HttpEndpoint::Handler {
   // The request's shared-memory owner: kSharedMemoryOwnerHeader's value,
   // "" without it (Note [Shared memory owners] in server/shared_memory.h).
   static std::string SharedMemoryOwner(const httplib::Request& request) {
-    return request.get_header_value(kSharedMemoryOwnerHeader);
+    return WholeHeaderValue(request, kSharedMemoryOwnerHeader).value_or("");
   }
 
   // False, having answered 403 with Triton's message, when `category` is
@@ -534,9 +546,7 @@ class HttpEndpoint::Handler {
   bool Allowed(ApiCategory category, const httplib::Request& request,
                httplib::Response& response) const {
     const absl::Status allowed = restricted_.Check(category, [&request](absl::string_view key) {
-      const std::string name(key);
-      return request.has_header(name) ? std::optional<std::string>(request.get_header_value(name))
-                                      : std::nullopt;
+      return WholeHeaderValue(request, std::string(key));
     });
     if (allowed.ok()) return true;
     SendStatus(response, allowed);

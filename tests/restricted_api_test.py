@@ -11,6 +11,7 @@ stops the server at startup, saying what it wants.
 
 import json
 import queue
+import socket
 import subprocess
 import sys
 import unittest
@@ -175,6 +176,17 @@ class HttpRestrictedTest(unittest.TestCase):
                 # Header names are not case-sensitive in HTTP.
                 code, body = self.call(path, data, {key.upper(): value})
                 self.assertEqual(code, 200, body[:300])
+
+    def test_a_value_is_compared_whole_past_a_nul(self):
+        # cpp-httplib hands header values back through C strings: cut at the
+        # NUL, "s3cret\0x" passed for "s3cret". Sent raw: urllib refuses NUL.
+        for value, want in ((VALUE.encode(), 200), (VALUE.encode() + b"\0x", 403)):
+            with socket.create_connection(("127.0.0.1", _server.http_port),
+                                          timeout=CALL_TIMEOUT_S) as s:
+                s.sendall(b"POST /v2/repository/index HTTP/1.1\r\nHost: x\r\n"
+                          b"Content-Length: 0\r\n" + KEY.encode() + b": " + value + b"\r\n\r\n")
+                status = int(s.recv(4096).split(b" ", 2)[1])
+            self.assertEqual(status, want, value)
 
     def test_open_routes_need_nothing(self):
         for path in ("/v2/health/live", "/v2/health/ready", "/v2", "/v2/models/mlp",
