@@ -5,7 +5,7 @@
 # them device to device, Note [CUDA shared memory] in server/shared_memory.h),
 # in system shared memory, and in the request, over gRPC and HTTP, on the
 # demo repository's mlp (dynamic batching) at batch 1 and 8, concurrency 1
-# and 4 (PA_PROTOCOLS narrows the protocols). Each run must succeed and
+# and 4 (PA_PROTOCOLS and PA_MEMORIES narrow them). Each run must succeed and
 # write its CSV; results.md has the throughput and latency of each. The CUDA
 # mode is the one the host tests cannot run.
 #
@@ -27,7 +27,7 @@ echo "|---|---|---|---|---|---|---|" >>"$out/results.md"
 for protocol in ${PA_PROTOCOLS:-grpc http}; do
   url="127.0.0.1:$port"
   [[ "$protocol" == http ]] && url="127.0.0.1:$http_port"
-  for memory in cuda system none; do
+  for memory in ${PA_MEMORIES:-cuda system none}; do
     for batch in 1 8; do
       name="${protocol}_${memory}_b${batch}"
       "$perf_analyzer" -m mlp -u "$url" -i "$protocol" -b "$batch" --shared-memory "$memory" \

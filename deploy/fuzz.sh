@@ -12,8 +12,8 @@ seconds="${1:-30}"
 shift || true
 targets=("$@")
 if ((${#targets[@]} == 0)); then
-  targets=(infer_request_fuzz http_json_fuzz http_framing_fuzz model_config_fuzz
-           onnx_model_fuzz batch_history_fuzz)
+  targets=(infer_request_fuzz http_json_fuzz http_framing_fuzz request_framing_fuzz
+           model_config_fuzz onnx_model_fuzz batch_history_fuzz)
 fi
 
 # gold warns, once per ASan check helper of clang's runtime, that it cannot

@@ -17,6 +17,7 @@
 #include "absl/strings/string_view.h"
 #include "server/client_text.h"
 #include "server/http_compression.h"
+#include "server/http_connection.h"
 #include "server/http_json.h"
 
 namespace graphserve {
@@ -117,28 +118,15 @@ void SendModelReady(httplib::Response& response, bool ready) {
 // framing headers before anything is read, reads every POST body before it
 // routes, and answers any request whose framing it cannot trust with
 // "Connection: close" and then closes the connection (AnswerAndClose), so
-// that nothing after it on that connection is read as a request. Five
-// faults of the library remain, which only replacing it would fix: it gives
-// each request a fresh 4 KiB read buffer, so pipelined requests that arrive
-// in the same read as an earlier one are lost (clients that pipeline must
-// not count on this endpoint); it drops the answer to a client that shut its
-// write side before the answer was written (it reads such a peer as gone);
-// it skips a header line that ends in a bare LF instead of refusing the
-// request, so the endpoint never sees that header (a proxy in front that
-// reads bare LF as a line end, as RFC 9112 allows, sees one more header than
-// the endpoint does); it reads a chunk size with strtoul, so "0x2", " 2"
-// and "+2" are taken where RFC 9112 allows hex digits only; and it bounds
-// each header line (8 KiB) but not their number, so one connection may hold
-// megabytes of headers until its read times out (bench/attack_probe.py,
-// header_section_size: 12 connections of 4 MiB grew RSS by 75 MiB).
+// that nothing after it on that connection is read as a request. Below the
+// library's parser, each connection is read through a stream that checks
+// RFC 9112's framing byte by byte (bounded head, CRLF line ends, no NUL,
+// strict chunk sizes) and keeps pipelined requests: Note [Framing under the
+// library] in server/http_connection.cc.
 
-// The first value of header `name` (matched without case), all of it, or
-// nullopt without one. cpp-httplib's get_header_value hands values back
-// through a C string, so a value is cut at its first NUL: a secret compared
-// that way took "s3cret\0anything" for "s3cret" (bench/attack_probe.py,
-// restricted_api_bypass).
-std::optional<std::string> WholeHeaderValue(const httplib::Request& request,
-                                            const std::string& name) {
+// The first value of header `name` (matched without case), or nullopt
+// without one.
+std::optional<std::string> HeaderValue(const httplib::Request& request, const std::string& name) {
   const auto found = request.headers.find(name);
   if (found == request.headers.end()) return std::nullopt;
   return found->second;
@@ -537,7 +525,7 @@ class HttpEndpoint::Handler {
   // The request's shared-memory owner: kSharedMemoryOwnerHeader's value,
   // "" without it (Note [Shared memory owners] in server/shared_memory.h).
   static std::string SharedMemoryOwner(const httplib::Request& request) {
-    return WholeHeaderValue(request, kSharedMemoryOwnerHeader).value_or("");
+    return HeaderValue(request, kSharedMemoryOwnerHeader).value_or("");
   }
 
   // False, having answered 403 with Triton's message, when `category` is
@@ -546,7 +534,7 @@ class HttpEndpoint::Handler {
   bool Allowed(ApiCategory category, const httplib::Request& request,
                httplib::Response& response) const {
     const absl::Status allowed = restricted_.Check(category, [&request](absl::string_view key) {
-      return WholeHeaderValue(request, std::string(key));
+      return HeaderValue(request, std::string(key));
     });
     if (allowed.ok()) return true;
     SendStatus(response, allowed);
@@ -597,7 +585,7 @@ absl::StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(
     const InferenceProtocol* protocol, const HttpEndpointOptions& options) {
   auto endpoint = std::unique_ptr<HttpEndpoint>(new HttpEndpoint());
   endpoint->handler_ = std::make_unique<Handler>(protocol, options);
-  auto server = std::make_unique<httplib::Server>();
+  auto server = std::make_unique<FramedHttpServer>();
   const Handler* handler = endpoint->handler_.get();
   server->Get(R"(/v2(/.*)?)",
               [handler](const httplib::Request& request, httplib::Response& response) {
@@ -615,6 +603,7 @@ absl::StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(
   HttpListenerOptions listening;
   listening.max_connections = std::max(options.threads, options.max_connections);
   listening.read_timeout_secs = options.read_timeout_secs;
+  listening.max_header_bytes = options.max_header_bytes;
   // The POST routes read their bodies as they come, within max_body_bytes
   // inflated (Handler::Post): Note [Bodies nobody reads].
   listening.streams_body = [](const httplib::Request& request) {

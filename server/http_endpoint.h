@@ -44,6 +44,7 @@
 #include "server/http_json.h"
 #include "server/http_listener.h"
 #include "server/inference_protocol.h"
+#include "server/request_framing.h"
 #include "server/restricted_api.h"
 
 namespace graphserve {
@@ -70,6 +71,9 @@ struct HttpEndpointOptions {
   // Seconds a connection may stay silent mid-request or between requests
   // (--http-read-timeout-secs).
   int read_timeout_secs = 5;
+  // The largest request line and header section together; longer is 431
+  // (--http-max-header-size).
+  size_t max_header_bytes = kDefaultMaxHeaderBytes;
   // Routes that need a header (Triton's --http-restricted-api); none by
   // default.
   RestrictedApis restricted;

@@ -17,6 +17,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "server/http_connection.h"
 
 namespace graphserve {
 
@@ -198,7 +199,7 @@ bool AnsweredAndClosing(const httplib::Response& response) {
 }
 
 absl::StatusOr<std::unique_ptr<HttpListener>> HttpListener::Start(
-    std::unique_ptr<httplib::Server> server, const TcpListenAddress& address,
+    std::unique_ptr<FramedHttpServer> server, const TcpListenAddress& address,
     HttpListenerOptions options) {
   // cpp-httplib's default options add SO_REUSEPORT: Note [Refusing a port in use].
   const bool reuse_port = address.reuse_port;
@@ -217,13 +218,25 @@ absl::StatusOr<std::unique_ptr<HttpListener>> HttpListener::Start(
   server->new_task_queue = [max_connections] { return new GrowingThreadPool(max_connections); };
   server->set_read_timeout(options.read_timeout_secs, 0);
   server->set_keep_alive_timeout(options.read_timeout_secs);
+  server->set_max_header_bytes(options.max_header_bytes);
+  // Whether a request was answered from its line and headers alone.
+  auto answered = [options = std::make_shared<const HttpListenerOptions>(std::move(options))](
+                      const httplib::Request& request, httplib::Response& response) {
+    return RefuseBadHeaderNames(request, response) ||
+           RefuseUnreadBody(*options, request, response) ||
+           (options->check && !options->check(request, response));
+  };
   server->set_pre_routing_handler(
-      [options = std::move(options)](const httplib::Request& request, httplib::Response& response) {
-        const bool answered = RefuseBadHeaderNames(request, response) ||
-                              RefuseUnreadBody(options, request, response) ||
-                              (options.check && !options.check(request, response));
-        return answered ? httplib::Server::HandlerResponse::Handled
-                        : httplib::Server::HandlerResponse::Unhandled;
+      [answered](const httplib::Request& request, httplib::Response& response) {
+        return answered(request, response) ? httplib::Server::HandlerResponse::Handled
+                                           : httplib::Server::HandlerResponse::Unhandled;
+      });
+  // A client sending "Expect: 100-continue" waits to be asked for its body:
+  // not when its head alone is refused (a Content-Length over the limit,
+  // 413). The library asked first, then refused.
+  server->set_expect_100_continue_handler(
+      [answered](const httplib::Request& request, httplib::Response& response) {
+        return answered(request, response) ? response.status : 100;
       });
   if (absl::Status can_listen = CheckCanListen(address); !can_listen.ok()) return can_listen;
   const std::string& host = address.host;

@@ -4,6 +4,7 @@
 // defences both need against hostile clients (Note [Bodies nobody reads],
 // Note [Slow clients] in http_listener.cc).
 
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <string>
@@ -11,14 +12,16 @@
 
 #include "absl/status/statusor.h"
 #include "server/listen_address.h"
+#include "server/request_framing.h"
 
 namespace httplib {
-class Server;
 struct Request;
 struct Response;
 }  // namespace httplib
 
 namespace graphserve {
+
+class FramedHttpServer;
 
 struct HttpListenerOptions {
   // Connections served at once: a connection holds a worker thread for its
@@ -29,6 +32,9 @@ struct HttpListenerOptions {
   // Seconds a connection may stay silent while a request is being read, or
   // between requests, before it is closed.
   int read_timeout_secs = 5;
+  // The largest request line and header section together; longer is 431
+  // (Note [Framing under the library] in server/http_connection.cc).
+  size_t max_header_bytes = kDefaultMaxHeaderBytes;
   // Whether a route reads this request's body itself, as a stream within its
   // own bound (the endpoint's POST routes). Every other request that has a
   // body is answered before its body is read (Note [Bodies nobody reads]).
@@ -50,13 +56,13 @@ bool AnsweredAndClosing(const httplib::Response& response);
 class HttpListener {
  public:
   // Binds `address` (port 0: a free port) and serves `server`'s routes with
-  // `options`' limits; the listener owns the server's task queue and
-  // pre-routing handler. The socket shares its port only when
+  // `options`' limits; the listener owns the server's task queue, its
+  // pre-routing and Expect: 100-continue handlers. The socket shares its port only when
   // address.reuse_port asks (Note [Refusing a port in use]).
   // CheckCanListen's error, naming the address, why and the flags, when it
   // cannot bind.
   static absl::StatusOr<std::unique_ptr<HttpListener>> Start(
-      std::unique_ptr<httplib::Server> server, const TcpListenAddress& address,
+      std::unique_ptr<FramedHttpServer> server, const TcpListenAddress& address,
       HttpListenerOptions options = {});
 
   [[nodiscard]] int port() const { return port_; }
@@ -66,7 +72,7 @@ class HttpListener {
 
  private:
   HttpListener() = default;
-  std::unique_ptr<httplib::Server> server_;
+  std::unique_ptr<FramedHttpServer> server_;
   std::thread thread_;  // runs the server's accept loop
   int port_ = 0;
 };

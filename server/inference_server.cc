@@ -68,6 +68,7 @@ HttpEndpointOptions HttpOptions(const InferenceServerOptions& options) {
   http.threads = options.http_threads;
   http.max_connections = options.http_max_connections;
   http.read_timeout_secs = options.http_read_timeout_secs;
+  http.max_header_bytes = static_cast<size_t>(options.http_max_header_bytes);
   http.restricted = options.http_restricted;
   return http;
 }

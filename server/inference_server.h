@@ -30,6 +30,7 @@
 #include "server/metrics.h"
 #include "server/model_registry.h"
 #include "server/queued_rpcs.h"
+#include "server/request_framing.h"
 #include "server/request_gate.h"
 #include "server/responder.h"
 #include "server/restricted_api.h"
@@ -106,6 +107,9 @@ struct InferenceServerOptions {
   // (HttpEndpointOptions).
   int http_max_connections = 1024;
   int http_read_timeout_secs = 5;
+  // The largest HTTP request line and header section together; longer is
+  // 431 (HttpEndpointOptions).
+  int64_t http_max_header_bytes = kDefaultMaxHeaderBytes;
   // Largest HTTP request body (Triton's --http-max-input-size); larger ones
   // get 413.
   int64_t http_max_input_bytes = int64_t{64} << 20;

@@ -14,6 +14,7 @@
 #include "planning/shape_grid.h"
 #include "prometheus/metric_family.h"
 #include "prometheus/text_serializer.h"
+#include "server/http_connection.h"
 #include "spdlog/spdlog.h"
 
 namespace graphserve {
@@ -392,7 +393,7 @@ absl::StatusOr<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(
   }
   const GpuMonitor* gpus = endpoint->gpus_.get();
   CpuMonitor* cpu = endpoint->cpu_.get();
-  auto server = std::make_unique<httplib::Server>();
+  auto server = std::make_unique<FramedHttpServer>();
   server->Get("/metrics", [registry, gpus, cpu](const httplib::Request&,
                                                 httplib::Response& response) {
     response.set_content(

@@ -20,6 +20,7 @@
 #include "common/grpc_channel_args.h"
 #include "common/logging.h"
 #include "common/status.h"
+#include "server/request_framing.h"
 #include "server/shared_memory_guard.h"
 #include "server/triton_flags.h"
 
@@ -234,6 +235,7 @@ struct FlagValues {
   int64_t grpc_max_stream_owed_bytes = int64_t{64} << 20;
   int64_t http_read_timeout_secs = 5;
   int64_t http_max_input_size = int64_t{64} << 20;
+  int64_t http_max_header_size = kDefaultMaxHeaderBytes;
   int64_t grpc_infer_threads = 2;
   bool grpc_use_ssl = false;
   bool grpc_use_ssl_mutual = false;
@@ -449,6 +451,9 @@ void AddFlags(FlagValues* v, ServerCommand* command, CommandLine* flags) {
                 "before it is closed.");
   flags->AddInt("http-max-input-size", &v->http_max_input_size,
                 "Largest HTTP request body in bytes; larger ones get 413.");
+  flags->AddInt("http-max-header-size", &v->http_max_header_size,
+                "Largest HTTP request line and header fields together, in bytes (1024 to "
+                "16 MiB); larger ones get 431.");
   flags->AddInt("grpc-infer-thread-count", &v->grpc_infer_threads,
                 "Threads polling gRPC's inference completion queues (2..128); sets "
                 "--grpc-queues to this over --grpc-threads-per-queue unless it is given.");
@@ -666,6 +671,8 @@ absl::StatusOr<ServerCommand> ParseServerCommand(const std::vector<std::string>&
         "--http-max-input-size wants a byte count > 0, got ", v.http_max_input_size));
   }
   options.http_max_input_bytes = v.http_max_input_size;
+  RETURN_IF_ERROR(CheckFlagRange("http-max-header-size", v.http_max_header_size, 1024, 16 << 20));
+  options.http_max_header_bytes = v.http_max_header_size;
   if (flags.Given("grpc-infer-thread-count")) {
     RETURN_IF_ERROR(CheckFlagRange("grpc-infer-thread-count", v.grpc_infer_threads, 2, 128));
     if (!flags.Given("grpc-queues")) {

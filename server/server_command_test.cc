@@ -385,12 +385,18 @@ TEST(ServerCommand, TritonsHttpAndGrpcTuningFlags) {
 
 TEST(ServerCommand, ConnectionAndStreamLimits) {
   std::ostringstream notices;
-  auto command = ParseServerCommand({"--model-repository", "/m", "--http-max-connections", "300",
-                                     "--http-read-timeout-secs", "2"},
-                                    0, notices);
+  auto command =
+      ParseServerCommand({"--model-repository", "/m", "--http-max-connections", "300",
+                          "--http-read-timeout-secs", "2", "--http-max-header-size", "4096"},
+                         0, notices);
   ASSERT_TRUE(command.ok()) << command.status();
   EXPECT_EQ(command->options.http_max_connections, 300);
   EXPECT_EQ(command->options.http_read_timeout_secs, 2);
+  EXPECT_EQ(command->options.http_max_header_bytes, 4096);
+  auto tiny =
+      ParseServerCommand({"--model-repository", "/m", "--http-max-header-size", "100"}, 0, notices);
+  ASSERT_FALSE(tiny.ok());
+  EXPECT_THAT(tiny.status().message(), HasSubstr("http-max-header-size"));
   auto streams = ParseServerCommand({"--model-repository", "/m", "--grpc-max-open-streams", "3",
                                      "--grpc-max-stream-owed-bytes", "65536"},
                                     0, notices);
