@@ -327,6 +327,13 @@ absl::StatusOr<Execution> LoadOnGpu(const Model& model, const BoundGraph& any_si
   phases.End(absl::StrCat(graph_count, " graphs"), SetupTimesText(captured));
   const std::vector<std::shared_ptr<const GraphSet>> sets(captured.begin(), captured.end());
   const GraphSet& first = *sets.front();
+  // costs_us is one cost per key in `keys`' order, and the cost functions
+  // below index it by the set's own order: the two must be one.
+  if (first.keys() != keys) {
+    return absl::InternalError(absl::StrCat("model '", model.name,
+                                            "': the graph set's keys are not the keys it was "
+                                            "asked to capture, in order"));
+  }
   execution.summary.reference = ReferenceSummary(first, reference);
   spdlog::info("model '{}': replays checked against the independent reference: {}", model.name,
                execution.summary.reference);
