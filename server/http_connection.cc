@@ -35,7 +35,9 @@ namespace graphserve {
 //   read that header (RFC 9112 allows a bare LF as a line end): the two then
 //   disagree on where the body is;
 // - it gives each request a fresh read buffer, so the bytes of a pipelined
-//   request read ahead with the one before it were lost;
+//   request read ahead with the one before it were lost (and, kept, the
+//   rest of a request whose line it could not parse is read as more
+//   requests: a connection ends after such an answer);
 // - it checks that a peer is still "alive" before each write by reading
 //   from it, so a client that shut its write side after sending got no
 //   answer.
@@ -133,17 +135,27 @@ class ConnectionStream final : public httplib::Stream {
     return false;
   }
 
-  void StartRequest() { framing_.StartRequest(); }
+  void StartRequest() {
+    framing_.StartRequest();
+    head_parsed_ = false;
+  }
 
   // Called by the library once the request's head is parsed, before its
   // body is read: the same test as the library's for a chunked body.
-  void HeadRead(const httplib::Request& request) {
+  void HeadParsed(const httplib::Request& request) {
+    head_parsed_ = true;
     if (absl::EqualsIgnoreCase(request.get_header_value("Transfer-Encoding"), "chunked")) {
       framing_.ExpectChunkedBody();
     }
   }
 
+  // Whether the stream refused the request's bytes (and answered it).
   [[nodiscard]] bool refused() const { return refused_; }
+  // Whether the library parsed the request's line and headers. When it
+  // answers without (a request line it cannot parse, a target over 8 KiB,
+  // headers it cannot read: 400, 414) the rest of the request is still
+  // unread, and would be read as the next request.
+  [[nodiscard]] bool head_parsed() const { return head_parsed_; }
 
   // Shuts the sending side and reads what the client still sends, within
   // Note [Closing without losing the answer]'s bounds.
@@ -239,6 +251,7 @@ class ConnectionStream final : public httplib::Stream {
   size_t begin_ = 0;  // unread read-ahead is [begin_, end_)
   size_t end_ = 0;
   bool refused_ = false;
+  bool head_parsed_ = false;
 };
 
 }  // namespace
@@ -255,8 +268,8 @@ bool FramedHttpServer::process_and_close_socket(socket_t socket) {
     stream.StartRequest();
     bool client_closes = false;
     served = process_request(stream, /*close_connection=*/left == 1, client_closes,
-                             [&stream](httplib::Request& request) { stream.HeadRead(request); });
-    ended_mid_request = !served || stream.refused();
+                             [&stream](httplib::Request& request) { stream.HeadParsed(request); });
+    ended_mid_request = !served || stream.refused() || !stream.head_parsed();
     if (ended_mid_request || client_closes) break;
   }
   if (ended_mid_request) stream.Linger();

@@ -192,6 +192,23 @@ TEST(FramedHttpServer, NulAndBareLineEndsInTheHeadAre400) {
   EXPECT_TRUE(StillServes(listener->port()));
 }
 
+TEST(FramedHttpServer, ARequestLineTheLibraryRefusesEndsTheConnection) {
+  // Kept read-ahead would otherwise read the rest of the refused request
+  // as more requests, each answered 400, and the next one too.
+  auto listener = StartEchoServer();
+  ASSERT_NE(listener, nullptr);
+  for (std::string_view refused : {"NOT A REQUEST LINE\r\n", "get /hello HTTP/1.1\r\n",
+                                   "GET /hello HTTP/2.0\r\nHost: x\r\n\r\n"}) {
+    Connection connection(listener->port());
+    ASSERT_TRUE(connection.Send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n" + std::string(refused) +
+                                "Host: x\r\n\r\nGET /hello HTTP/1.1\r\nHost: x\r\n\r\n"));
+    const std::string answers = connection.ReadAll();
+    EXPECT_THAT(answers, StartsWith("HTTP/1.1 200")) << refused;
+    EXPECT_EQ(Count(answers, "HTTP/1.1 400"), 1) << refused << answers;
+    EXPECT_EQ(Count(answers, "HTTP/1.1 200"), 1) << refused << answers;
+  }
+}
+
 std::string Chunked(std::string_view body) {
   return "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" + std::string(body);
 }

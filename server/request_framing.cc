@@ -89,7 +89,7 @@ std::optional<FramingError> RequestFraming::CheckHeadByte(char byte) {
 
 std::optional<FramingError> RequestFraming::CheckChunkByte(char byte) {
   if (state_ == State::kChunkSizeFirst || state_ == State::kChunkSize ||
-      state_ == State::kChunkExtension) {
+      state_ == State::kChunkSizeSpace || state_ == State::kChunkExtension) {
     if (++line_bytes_ > kMaxChunkLineBytes) return kChunkLineTooLong;
   }
   switch (state_) {
@@ -102,11 +102,20 @@ std::optional<FramingError> RequestFraming::CheckChunkByte(char byte) {
       if (const int digit = HexValue(byte); digit >= 0) {
         chunk_left_ = chunk_left_ * 16 + digit;
         if (chunk_left_ > kMaxChunkBytes) return kChunkTooLarge;
-      } else if (byte == ';' || byte == ' ' || byte == '\t') {
+      } else if (byte == ';') {
         state_ = State::kChunkExtension;
+      } else if (byte == ' ' || byte == '\t') {
+        state_ = State::kChunkSizeSpace;
       } else if (byte == '\r') {
         state_ = State::kChunkSizeLf;
       } else {
+        return kBadChunkSize;
+      }
+      return std::nullopt;
+    case State::kChunkSizeSpace:  // RFC 9112 7.1.1: BWS before an extension only
+      if (byte == ';') {
+        state_ = State::kChunkExtension;
+      } else if (byte != ' ' && byte != '\t') {
         return kBadChunkSize;
       }
       return std::nullopt;

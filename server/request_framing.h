@@ -42,6 +42,7 @@ class RequestFraming {
     kBody,            // after the head: counted by the library, or done
     kChunkSizeFirst,  // the first hex digit of a chunk size
     kChunkSize,       // more hex digits, an extension or CR
+    kChunkSizeSpace,  // whitespace after the size, before ';'
     kChunkExtension,  // ";name=value" up to CR
     kChunkSizeLf,     // the LF after a chunk size line
     kChunkData,       // chunk_left_ bytes of data

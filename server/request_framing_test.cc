@@ -76,9 +76,12 @@ TEST(RequestFraming, WellFormedChunksPassInAnyPieces) {
 TEST(RequestFraming, AChunkSizeIsHexDigitsOnly) {
   for (std::string_view body :
        {"0x2\r\nab\r\n0\r\n\r\n", " 2\r\nab\r\n0\r\n\r\n", "+2\r\nab\r\n0\r\n\r\n",
-        "-2\r\nab\r\n0\r\n\r\n", "\r\nab\r\n0\r\n\r\n", "2\nab\r\n0\r\n\r\n"}) {
+        "-2\r\nab\r\n0\r\n\r\n", "\r\nab\r\n0\r\n\r\n", "2\nab\r\n0\r\n\r\n",
+        "2 \r\nab\r\n0\r\n\r\n", "2 x\r\nab\r\n0\r\n\r\n"}) {
     EXPECT_EQ(ChunkedStatus(body), 400) << body;
   }
+  // Whitespace only before an extension (RFC 9112 7.1.1's BWS).
+  EXPECT_EQ(ChunkedStatus("2 ;a=b\r\nab\r\n0\r\n\r\n"), 0);
 }
 
 TEST(RequestFraming, ChunkDataEndsInCrlf) {
