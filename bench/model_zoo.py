@@ -346,6 +346,21 @@ def time_torch_compiled(model, inputs, iters=100):
     return float(np.median(times))
 
 
+class Autocast(torch.nn.Module):
+    """The float32 model as PyTorch's automatic mixed precision runs it
+    (torch.autocast, float16): the anchor issue 28 names for our `auto`.
+    The weight-cast cache is off, as torch.cuda.graph requires, so a replay
+    casts the weights as every autocast call does."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, *inputs):
+        with torch.autocast("cuda", dtype=torch.float16, cache_enabled=False):
+            return self.model(*inputs).float()
+
+
 def run(cmd, log, timeout=600):
     log.write("+ " + " ".join(cmd) + "\n")
     log.flush()
@@ -452,6 +467,20 @@ def probe(name, exporter, args, ops_known, log):
                 model_cuda, make_inputs(spec["kind"], batch, 100 + batch, torch_dtype))
         except Exception as error:
             row["torch_graph_error"] = str(error)[:200]
+        if args.autocast_anchor:
+            try:
+                autocast = Autocast(model.cuda())
+                row.setdefault("autocast_graph_us", {})[batch] = time_torch_graph(
+                    autocast, make_inputs(spec["kind"], batch, 100 + batch, dtype))
+                with torch.no_grad():
+                    got = autocast(*[t.cuda() for t in make_inputs(spec["kind"], batch,
+                                                                   100 + batch, dtype)])
+                want = reference[batch]
+                row.setdefault("autocast_rel_err", {})[batch] = float(
+                    np.linalg.norm(got.double().cpu().numpy() - want) /
+                    max(np.linalg.norm(want), 1e-300))
+            except Exception as error:
+                row["autocast_error"] = str(error)[:200]
         if args.compile_anchor:
             try:
                 row.setdefault("torch_compile_us", {})[batch] = time_torch_compiled(
@@ -476,6 +505,13 @@ def render(rows):
             ratios = ", ".join(
                 f"b{b}: {r['graph_us'][b]:.0f}/{t:.0f} us = {r['graph_us'][b] / t:.2f}x"
                 for b, t in r.get("torch_graph_us", {}).items())
+            autocast = r.get("autocast_graph_us", {})
+            if autocast:
+                autocast_err = r.get("autocast_rel_err", {})
+                ratios += "; vs autocast's graph: " + ", ".join(
+                    f"b{b}: {r['graph_us'][b]:.0f}/{t:.0f} us = {r['graph_us'][b] / t:.2f}x"
+                    + (f" (its err {autocast_err[b]:.1e})" if b in autocast_err else "")
+                    for b, t in autocast.items())
             compiled = r.get("torch_compile_us", {})
             if compiled:
                 ratios += "; vs torch.compile: " + ", ".join(
@@ -522,6 +558,10 @@ def main():
     parser.add_argument("--compile-anchor", action="store_true",
                         help="also time torch.compile(mode='reduce-overhead') of the model at "
                              "batch 1, 8, 16 and 64 (the stronger anchor; compiles take minutes)")
+    parser.add_argument("--autocast-anchor", action="store_true",
+                        help="also time PyTorch's CUDA graph of the float32 model under "
+                             "torch.autocast(float16) at the timed batches, with its error "
+                             "against float64: the anchor for --precision auto-config")
     parser.add_argument("--dynamic-sequence", action="store_true",
                         help="export text models with the sequence dim dynamic too, and "
                              "capture them at the inputs' length (a shape bucket)")

@@ -13,7 +13,8 @@
 # and captures them at the inputs' length (a shape bucket); ZOO_OPSET=23
 # sets the dynamo exporter's opset; ZOO_BATCH_SIZES (default 1,3,8) the
 # batch sizes; ZOO_COMPILE_ANCHOR=1 also times torch.compile's reduce-overhead
-# mode (the stronger anchor).
+# mode (the stronger anchor); ZOO_AUTOCAST_ANCHOR=1 also times PyTorch's graph
+# of the float32 model under torch.autocast (the anchor for auto-config).
 #
 #   bench/model_zoo.sh BIN_DIR OUT_DIR
 set -uo pipefail
@@ -27,4 +28,5 @@ if [[ -n "${ZOO_DYNAMIC_SEQUENCE:-}" ]]; then args+=(--dynamic-sequence); fi
 if [[ -n "${ZOO_OPSET:-}" ]]; then args+=(--opset "$ZOO_OPSET"); fi
 if [[ -n "${ZOO_BATCH_SIZES:-}" ]]; then args+=(--batch-sizes "$ZOO_BATCH_SIZES"); fi
 if [[ -n "${ZOO_COMPILE_ANCHOR:-}" ]]; then args+=(--compile-anchor); fi
+if [[ -n "${ZOO_AUTOCAST_ANCHOR:-}" ]]; then args+=(--autocast-anchor); fi
 python3 bench/model_zoo.py "${args[@]}"
