@@ -15,7 +15,11 @@ Issue 29's evidence, one run on one machine (gpu_check.sh BUNDLE buckets):
   * ResNet-50 exported with a dynamic height and width, at three image sizes
     (the load-time check finds its padding changes the answer: exact sizes);
   * the load of an 8 x 8 grid (8 batch sizes x 8 lengths), and BERT at 4
-    streams.
+    streams;
+  * the batch planner with each bucket's own launch costs against the same
+    plans made from the largest bucket's costs (what it did before it took
+    graph keys), both given in the config, in the order own, largest,
+    largest, own (part planner_costs).
 Writes bucket_serving.md and bucket_serving.json under --out.
 """
 
@@ -95,10 +99,13 @@ LENGTHS = re.compile(r"lengths \S+: ([\d.]+) tokens/s; padded positions: buckets
                      r"([\d.]+)%\)")
 
 
-def core_bench(args, repo, name, lengths, milliseconds, dump=None, dump_count=16, timeout=600):
+def core_bench(args, repo, name, lengths, milliseconds, dump=None, dump_count=16, timeout=600,
+               write_config=None):
     cmd = [os.path.join(args.bin, "core_bench"), "--model-repository", repo, "--model", name,
            "--outstanding", "64", "--threads", "4", "--milliseconds", str(milliseconds),
            "--lengths", lengths]
+    if write_config:
+        cmd += ["--write-config", write_config]
     if dump:
         os.makedirs(dump, exist_ok=True)
         cmd += ["--dump", dump, "--dump-count", str(dump_count)]
@@ -134,6 +141,34 @@ def core_bench(args, repo, name, lengths, milliseconds, dump=None, dump_count=16
         result["tail"] = text[-1500:]
     log("  ->", {k: v for k, v in result.items() if k != "tail"})
     return result
+
+
+COST = re.compile(r"cost \{([^}]*)\}")
+
+
+def largest_bucket_costs(config):
+    """`config` (config.pbtxt text) with each capture cost replaced by its
+    batch size's cost at the largest bucket: every bucket planned as the
+    largest one is."""
+    def field(block, name):
+        return [float(v) for v in re.findall(rf"\b{name}: ([\d.e+-]+)", block)]
+
+    largest = {}  # batch size -> (bucket, block) of its largest bucket
+    for block in COST.findall(config):
+        batch = int(field(block, "batch_size")[0])
+        bucket = tuple(field(block, "bucket"))
+        if batch not in largest or bucket > largest[batch][0]:
+            largest[batch] = (bucket, block)
+
+    def flattened(match):
+        block = match[1]
+        _, top = largest[int(field(block, "batch_size")[0])]
+        for name in ("eager_us", "graph_us"):
+            value = field(top, name)
+            if value:
+                block = re.sub(rf"\b{name}: [\d.e+-]+", f"{name}: {value[0]}", block)
+        return "cost {" + block + "}"
+    return COST.sub(flattened, config)
 
 
 def compare_dumps(dump, reference, count):
@@ -312,6 +347,22 @@ def main():
         report["bert_8x8"] = core_bench(args, bert_repo("grid8x8", GRID_8X8[0], GRID_8X8[1],
                                                         streams=1), "bert", args.mix, 2000)
         save()
+    if "planner_costs" in parts:
+        written = os.path.join(args.work, "bert_costs.pbtxt")
+        report["bert_costs_measured"] = core_bench(args, bert_repo("costs", GRID, SIZES), "bert",
+                                                   args.mix, 1000, write_config=written)
+        with open(written) as f:
+            measured = f.read()
+        roots = {"own": write_repo(os.path.join(args.work, "repo_own_costs"), "bert", bert_path,
+                                   measured),
+                 "largest": write_repo(os.path.join(args.work, "repo_largest_costs"), "bert",
+                                       bert_path, largest_bucket_costs(measured))}
+        report["planner_costs"] = []
+        for plans in ("own", "largest", "largest", "own"):
+            run = core_bench(args, roots[plans], "bert", args.mix, args.milliseconds)
+            run["plans"] = plans
+            report["planner_costs"].append(run)
+            save()
     if "pad512" in parts:
         report["bert_pad512"] = core_bench(args, bert_repo("pad512", [512], SIZES), "bert",
                                            args.mix, args.milliseconds)

@@ -31,6 +31,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <future>
 #include <limits>
 #include <optional>
@@ -54,6 +55,7 @@
 #include "common/dtype_table.h"
 #include "common/status.h"
 #include "bench/npy.h"
+#include "capture/model_config_writer.h"
 #include "proto/grpc_service.pb.h"
 #include "server/model_repository.h"
 #include "server/served_model.h"
@@ -217,12 +219,14 @@ struct InFlight {
 };
 
 int Run(int argc, char** argv) {
-  std::string repository, model_name, graphs = "on", executor = "cuda", lengths_text, dump;
+  std::string repository, model_name, graphs = "on", executor = "cuda", lengths_text, dump,
+      write_config;
   int64_t outstanding = 64, threads = 8, milliseconds = 2000, dump_count = 8;
   CommandLine flags(
       "core_bench --model-repository DIR --model NAME [--graphs on|off] [--outstanding 64]\n"
       "           [--threads 8] [--milliseconds 2000]\n"
-      "           [--lengths lognormal:MEDIAN,SIGMA,MAX[,MULTIPLE]] [--dump DIR]\n\n"
+      "           [--lengths lognormal:MEDIAN,SIGMA,MAX[,MULTIPLE]] [--dump DIR]\n"
+      "           [--write-config FILE]\n\n"
       "The serving core (ServedModel) at saturation with batch-1 requests, no gRPC.");
   flags.AddString("model-repository", &repository, "The model repository (required).");
   flags.AddString("model", &model_name, "The model to load and drive (required).");
@@ -236,6 +240,9 @@ int Run(int argc, char** argv) {
                   "(median, sigma, max, multiple); empty: the model has no shape dim.");
   flags.AddString("dump", &dump, "Write the first requests and answers here as .npy files.");
   flags.AddInt("dump-count", &dump_count, "How many requests --dump writes.");
+  flags.AddString("write-config", &write_config,
+                  "Write the served config (with the launch costs measured at load) here, "
+                  "as config.pbtxt text: a repository for a run with those costs given.");
   const auto fail = [](const absl::Status& status) {
     std::cerr << "core_bench: " << status << "\n";
     return 1;
@@ -276,6 +283,11 @@ int Run(int argc, char** argv) {
       loaded.load_ms, std::max<size_t>(1, (*model)->interface().buckets.size()),
       loaded.batch_sizes.size(), loaded.num_streams, loaded.weight_bytes / 1048576.0,
       loaded.slot_bytes / 1048576.0, loaded.load_phases);
+  if (!write_config.empty()) {
+    std::ofstream out(write_config);
+    out << ModelConfigText((*model)->config());
+    if (!out) return fail(absl::InternalError(absl::StrCat("cannot write ", write_config)));
+  }
   // The requests submitters cycle through, each with its length.
   constexpr int kRequests = 4096;
   std::optional<LengthMix> mix;
