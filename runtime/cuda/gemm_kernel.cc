@@ -38,10 +38,14 @@ Dims BatchDims(const Dims& dims) {
   return Dims(dims.begin(), dims.end() - 2);
 }
 
-// Geometry of MatMul(A, B) under numpy rules: 2-D B folds A's batch into m;
-// batches broadcast by stride 0 where one side has none; any other broadcast
-// is unrolled into per-batch offsets.
-absl::StatusOr<GemmGeometry> MatMulGeometry(const BoundValue& a, const BoundValue& b) {
+// Geometry of MatMul(A, B) under numpy rules: 2-D B folds A's batch into m,
+// unless A is stored transposed (`a_transposed`, Note [Transposed GEMM
+// operands]): its batches are then [k, m] matrices, whose rows are not the
+// product's rows, and they stay a batch with B's stride 0. Batches broadcast
+// by stride 0 where one side has none; any other broadcast is unrolled into
+// per-batch offsets.
+absl::StatusOr<GemmGeometry> MatMulGeometry(const BoundValue& a, const BoundValue& b,
+                                            bool a_transposed) {
   GemmGeometry g;
   GemmOptions& o = g.options;
   const Dims& ad = a.dims;
@@ -53,7 +57,7 @@ absl::StatusOr<GemmGeometry> MatMulGeometry(const BoundValue& a, const BoundValu
   const Dims b_batch = BatchDims(bd);
   const int64_t a_batch_count = NumElements(a_batch);
   const int64_t b_batch_count = NumElements(b_batch);
-  if (b_batch_count == 1) {
+  if (b_batch_count == 1 && !a_transposed) {
     // Every row of every A batch multiplies the same B: one GEMM of
     // a_batch_count * a_rows rows.
     o.m = a_batch_count * a_rows;
@@ -163,7 +167,7 @@ absl::StatusOr<std::unique_ptr<GemmKernel>> GemmKernel::Create(const CudaKernelC
   } else {
     // The node's operands are the logical ones; the step may read them
     // stored transposed.
-    ASSIGN_OR_RETURN(geometry, MatMulGeometry(a, b));
+    ASSIGN_OR_RETURN(geometry, MatMulGeometry(a, b, fusion.trans_a));
     geometry.options.trans_a = fusion.trans_a;
     geometry.options.trans_b = fusion.trans_b;
   }
