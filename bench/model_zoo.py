@@ -78,7 +78,15 @@ def _torchvision(name):
 def _timm(name):
     def build():
         import timm
-        return timm.create_model(name, pretrained=False)
+        model = timm.create_model(name, pretrained=False)
+        # Some timm models zero their classifier at init (MLP-Mixer's head):
+        # every output would be 0 and every comparison vacuous. Random
+        # weights there too, seeded like the rest.
+        with torch.no_grad():
+            for parameter in model.parameters():
+                if parameter.dim() >= 2 and not parameter.any():
+                    parameter.normal_(0.0, 0.02)
+        return model
     return dict(kind="image", build=build)
 
 
