@@ -148,11 +148,14 @@ def model_spec(name):
 
 
 def _first_tensor(out):
-    """last_hidden_state or logits: the one output every probe compares."""
+    """last_hidden_state, logits, or a torchvision segmentation model's "out":
+    the one output every probe compares."""
     if isinstance(out, torch.Tensor):
         return out
     if hasattr(out, "last_hidden_state"):
         return out.last_hidden_state
+    if isinstance(out, dict):
+        return out["out"]
     return out[0]
 
 
