@@ -71,7 +71,10 @@ def _hf(kind, config_name, model_class):
 def _torchvision(name):
     def build():
         import torchvision
-        return getattr(torchvision.models, name)(weights=None)
+        models = torchvision.models
+        # Classification models, or segmentation ones (torchvision.models.segmentation).
+        constructor = getattr(models, name, None) or getattr(models.segmentation, name)
+        return constructor(weights=None)
     return dict(kind="image", build=build)
 
 
