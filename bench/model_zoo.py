@@ -72,9 +72,11 @@ def _torchvision(name):
     def build():
         import torchvision
         models = torchvision.models
-        # Classification models, or segmentation ones (torchvision.models.segmentation).
-        constructor = getattr(models, name, None) or getattr(models.segmentation, name)
-        return constructor(weights=None)
+        if hasattr(models, name):
+            return getattr(models, name)(weights=None)
+        # A segmentation model (torchvision.models.segmentation): its backbone
+        # would be downloaded pretrained unless told otherwise.
+        return getattr(models.segmentation, name)(weights=None, weights_backbone=None)
     return dict(kind="image", build=build)
 
 
