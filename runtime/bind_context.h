@@ -11,11 +11,13 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/tensor.h"
 #include "runtime/bound_graph.h"
 #include "runtime/ir.h"
@@ -156,5 +158,21 @@ class BindContext {
   std::string name_;
   int64_t opset_;
 };
+
+// A string attribute read as an enum: `choices` pairs ONNX's spellings with
+// the values; any other spelling is an error naming them all.
+template <typename Enum, size_t N>
+absl::StatusOr<Enum> EnumAttr(const BindContext& ctx, const std::string& name,
+                              const std::string& default_value,
+                              const std::pair<const char*, Enum> (&choices)[N]) {
+  absl::StatusOr<std::string> value = ctx.StringAttrOr(name, default_value);
+  if (!value.ok()) return value.status();
+  std::vector<std::string> names;
+  for (const auto& [choice, e] : choices) {
+    if (*value == choice) return e;
+    names.push_back(choice);
+  }
+  return ctx.Error(name, " '", *value, "' is not one of ", absl::StrJoin(names, ", "));
+}
 
 }  // namespace graphserve

@@ -23,4 +23,14 @@ inline constexpr int64_t kScatterReductionCount = 5;
 inline constexpr const char* kScatterReductionNames[kScatterReductionCount] = {"none", "add", "mul",
                                                                               "max", "min"};
 
+// GridSample's canonical attributes 'interpolation' and 'padding' hold these
+// enums' values (Note [GridSample coordinates] in runtime/ops/grid_sample.cc).
+// ONNX spells them "nearest", "linear" ("bilinear" before opset 20), "cubic"
+// ("bicubic"); and "zeros", "border", "reflection".
+enum class GridInterpolation : int32_t { kNearest = 0, kLinear = 1, kCubic = 2 };
+enum class GridPadding : int32_t { kZeros = 0, kBorder = 1, kReflection = 2 };
+
+// The most spatial dims GridSample takes (ONNX allows any; PyTorch 2 and 3).
+inline constexpr int32_t kMaxGridSpatialDims = 3;
+
 }  // namespace graphserve

@@ -1,8 +1,8 @@
 // The data movement family's CUDA kernels (runtime/ops/data_movement.cc):
 // Expand, Transpose, Slice and Concat, the gathers and scatters, Tile,
-// Trilu, OneHot, TopK and Resize. Device code: op_kernels_layout.cu,
-// op_kernels_unary.cu (the strided copy), op_kernels_data_movement.cu,
-// op_kernels_resize.cu.
+// Trilu, OneHot, TopK, Resize and GridSample. Device code:
+// op_kernels_layout.cu, op_kernels_unary.cu (the strided copy),
+// op_kernels_data_movement.cu, op_kernels_resize.cu, op_kernels_grid_sample.cu.
 
 #include "runtime/cuda/op_kernels.h"
 
@@ -45,6 +45,7 @@ using op_kernels_internal::ConcatLaunch;
 using op_kernels_internal::GatherElementsParams;
 using op_kernels_internal::GatherNDParams;
 using op_kernels_internal::GatherParams;
+using op_kernels_internal::GridSampleParams;
 using op_kernels_internal::StridedLayout;
 using op_kernels_internal::TiledTransposeParams;
 using op_kernels_internal::UnaryParams;
@@ -674,6 +675,55 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeResize(const CudaKernelContext
   return MakeParamsKernel(node, params, EnqueueResize, "LaunchResize");
 }
 
+cudaError_t EnqueueGridSample(const GridSampleParams& params, DeviceInputs inputs,
+                              DeviceOutputs outputs, cudaStream_t stream) {
+  return op_kernels_internal::LaunchGridSample(params, inputs[0], inputs[1], outputs[0], stream);
+}
+
+// GridSample (Note [GridSample coordinates] in runtime/ops/grid_sample.cc).
+absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeGridSample(const CudaKernelContext& context) {
+  const BoundNode& node = context.node;
+  ASSIGN_OR_RETURN(NodeValues v, GetNodeValues(context.graph, node, 2, 2, 1, 1));
+  const BoundValue& x = *v.inputs[0];
+  const BoundValue& grid = *v.inputs[1];
+  const BoundValue& out = *v.outputs[0];
+  RETURN_IF_ERROR(CheckSameDType(node, x, out));
+  RETURN_IF_ERROR(CheckDType(node, grid, kFloatDTypes));
+  const int64_t spatial = static_cast<int64_t>(x.dims.size()) - 2;
+  Dims expected;
+  if (spatial >= 1 && spatial <= kMaxGridSpatialDims && grid.dims.size() == x.dims.size() &&
+      grid.dims[0] == x.dims[0] && grid.dims.back() == spatial) {
+    expected = {x.dims[0], x.dims[1]};
+    expected.insert(expected.end(), grid.dims.begin() + 1, grid.dims.end() - 1);
+  }
+  const bool empty_image =
+      std::any_of(x.dims.begin() + std::min<int64_t>(2, x.dims.size()), x.dims.end(),
+                  [](int64_t d) { return d == 0; });
+  if (expected.empty() || out.dims != expected || empty_image) {
+    return Invalid(node, absl::StrCat("X ", DimsToString(x.dims), ", grid ",
+                                      DimsToString(grid.dims), " and output ",
+                                      DimsToString(out.dims), " do not make a GridSample"));
+  }
+  const int64_t interpolation = IntAttr(node.attributes, "interpolation");
+  const int64_t padding = IntAttr(node.attributes, "padding");
+  if (interpolation < 0 || interpolation > 2 || padding < 0 || padding > 2) {
+    return Invalid(node, absl::StrCat("interpolation ", interpolation, " and padding ", padding,
+                                      " should each be 0, 1 or 2"));
+  }
+  GridSampleParams params;
+  params.dtype = x.dtype;
+  params.grid_dtype = grid.dtype;
+  params.interpolation = static_cast<GridInterpolation>(interpolation);
+  params.padding = static_cast<GridPadding>(padding);
+  params.align_corners = IntAttr(node.attributes, "align_corners") != 0;
+  params.spatial = static_cast<int32_t>(spatial);
+  params.batch = x.dims[0];
+  params.channels = x.dims[1];
+  params.points = Product(grid.dims, 1, grid.dims.size() - 1);
+  for (int64_t s = 0; s < spatial; ++s) params.in_dims[s] = x.dims[2 + s];
+  return MakeParamsKernel(node, params, EnqueueGridSample, "LaunchGridSample");
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeExpandKernel(const BoundGraph& graph,
@@ -698,6 +748,7 @@ void AddDataMovementCudaKernels(CudaKernelDefs& defs) {
   defs.push_back({"OneHot", kAnyDType, MakeOneHot, /*typed_input=*/1});
   defs.push_back({"TopK", kAnyDType & ~DTypes({DType::kBool}), MakeTopK});
   defs.push_back({"Resize", kFloatDTypes, MakeResize});
+  defs.push_back({"GridSample", kFloatDTypes, MakeGridSample});
 }
 
 }  // namespace graphserve

@@ -558,5 +558,25 @@ struct ResizeParams {
 cudaError_t LaunchResize(const ResizeParams& params, const void* input, const int64_t* indices,
                          const float* weights, void* output, cudaStream_t stream);
 
+// GridSample (Note [GridSample coordinates] in runtime/ops/grid_sample.cc):
+// X [batch, channels, D1..Dr] of dtype, grid [batch, points.., r] of
+// grid_dtype, output [batch, channels, points..]; one thread per output
+// element, computed in float (double for float64 X).
+struct GridSampleParams {
+  DType dtype = DType::kFloat32;
+  DType grid_dtype = DType::kFloat32;
+  GridInterpolation interpolation = GridInterpolation::kLinear;
+  GridPadding padding = GridPadding::kZeros;
+  bool align_corners = false;
+  int32_t spatial = 2;  // r
+  int64_t batch = 0;
+  int64_t channels = 0;
+  int64_t points = 0;  // per image: O1 * .. * Or
+  int64_t in_dims[kMaxGridSpatialDims] = {};  // D1..Dr
+};
+
+cudaError_t LaunchGridSample(const GridSampleParams& params, const void* x, const void* grid,
+                             void* output, cudaStream_t stream);
+
 }  // namespace op_kernels_internal
 }  // namespace graphserve

@@ -1591,6 +1591,81 @@ std::vector<OpCase> TopKCases() {
   return cases;
 }
 
+// GridSample (Note [GridSample coordinates] in runtime/ops/grid_sample.cc):
+// every interpolation, padding and align_corners on float32 images, the
+// other float types, a float16 grid, volumetric images, and RT-DETR's
+// deformable-attention shape. Grid values lie in [-2, 2], so about half the
+// points fall outside the image and pad.
+std::vector<OpCase> GridSampleCases() {
+  struct Sample {
+    DType dtype;
+    DType grid_dtype;
+    Dims x;
+    Dims grid;
+    GridInterpolation interpolation;
+    GridPadding padding;
+    bool align_corners;
+  };
+  std::vector<Sample> samples;
+  for (GridInterpolation interpolation :
+       {GridInterpolation::kNearest, GridInterpolation::kLinear, GridInterpolation::kCubic}) {
+    for (GridPadding padding : {GridPadding::kZeros, GridPadding::kBorder, GridPadding::kReflection}) {
+      for (bool align : {false, true}) {
+        samples.push_back({DType::kFloat32, DType::kFloat32, {2, 3, 5, 7}, {2, 4, 6, 2},
+                           interpolation, padding, align});
+      }
+      samples.push_back({DType::kFloat32, DType::kFloat32, {1, 2, 3, 4, 5}, {1, 2, 3, 4, 3},
+                         interpolation, padding, false});
+    }
+  }
+  for (DType dtype : {DType::kFloat16, DType::kBFloat16, DType::kFloat64}) {
+    samples.push_back({dtype, dtype, {2, 3, 5, 7}, {2, 4, 6, 2}, GridInterpolation::kLinear,
+                       GridPadding::kZeros, false});
+    samples.push_back({dtype, dtype, {2, 3, 5, 7}, {2, 4, 6, 2}, GridInterpolation::kCubic,
+                       GridPadding::kReflection, true});
+  }
+  samples.push_back({DType::kFloat32, DType::kFloat16, {2, 3, 5, 7}, {2, 4, 6, 2},
+                     GridInterpolation::kLinear, GridPadding::kBorder, false});
+  samples.push_back({DType::kFloat32, DType::kFloat32, {8, 32, 20, 20}, {8, 300, 4, 2},
+                     GridInterpolation::kLinear, GridPadding::kZeros, false});
+  static constexpr const char* kInterpolations[] = {"nearest", "linear", "cubic"};
+  static constexpr const char* kPaddings[] = {"zeros", "border", "reflection"};
+  std::vector<OpCase> cases;
+  for (const Sample& g : samples) {
+    OpCase c;
+    c.op_type = "GridSample";
+    c.label = absl::StrCat("GridSample_", TypeLabel(g.dtype), "_grid", TypeLabel(g.grid_dtype),
+                           "_", DimsLabel(g.x), "_", DimsLabel(g.grid), "_",
+                           kInterpolations[static_cast<int>(g.interpolation)], "_",
+                           kPaddings[static_cast<int>(g.padding)], g.align_corners ? "_align" : "");
+    c.inputs = {Spec(g.dtype, g.x), Spec(g.grid_dtype, g.grid)};
+    Dims out = {g.x[0], g.x[1]};
+    out.insert(out.end(), g.grid.begin() + 1, g.grid.end() - 1);
+    c.outputs = {Spec(g.dtype, out)};
+    c.attributes["interpolation"] = static_cast<int64_t>(g.interpolation);
+    c.attributes["padding"] = static_cast<int64_t>(g.padding);
+    c.attributes["align_corners"] = static_cast<int64_t>(g.align_corners);
+    c.computed = true;
+    cases.push_back(std::move(c));
+  }
+  return cases;
+}
+
+// GridSample's special-value sweep: NaN and the infinities as pixels and
+// as coordinates, where Note [GridSample coordinates] defines them. Not
+// reflection: a coordinate of 1e30 reflects to wherever float rounding
+// leaves it, differently in float and double.
+std::vector<OpCase> GridSampleSpecialCases() {
+  std::vector<OpCase> cases;
+  for (const OpCase& c : GridSampleCases()) {
+    if (c.inputs[0].dtype == DType::kFloat32 && c.inputs[1].dtype == DType::kFloat32 &&
+        IntAttr(c.attributes, "padding") != static_cast<int64_t>(GridPadding::kReflection)) {
+      cases.push_back(c);
+    }
+  }
+  return cases;
+}
+
 // The cases of `cases` whose data is float32 (the scatters' and TopK's
 // special-value sweep; their indices stay as they are).
 std::vector<OpCase> Float32DataCases(const std::vector<OpCase>& cases) {
@@ -1609,6 +1684,10 @@ INSTANTIATE_TEST_SUITE_P(ScatterElements, OpKernelTest,
                          ::testing::ValuesIn(ScatterElementsCases()), CaseName);
 INSTANTIATE_TEST_SUITE_P(OneHot, OpKernelTest, ::testing::ValuesIn(OneHotCases()), CaseName);
 INSTANTIATE_TEST_SUITE_P(TopK, OpKernelTest, ::testing::ValuesIn(TopKCases()), CaseName);
+INSTANTIATE_TEST_SUITE_P(GridSample, OpKernelTest, ::testing::ValuesIn(GridSampleCases()),
+                         CaseName);
+INSTANTIATE_TEST_SUITE_P(GridSample, OpKernelSpecialValuesTest,
+                         ::testing::ValuesIn(GridSampleSpecialCases()), CaseName);
 
 // The cases whose inputs are all float32, Cast aside (its own special values
 // are in CastSpecialCases): the special-value sweep. Their outputs are
@@ -1848,7 +1927,7 @@ std::vector<OpCase> AllCases() {
        {BinaryCases(), WhereCases(), UnaryCases(), CastCases(), TransposeCases(), SliceCases(),
         ExpandCases(), GatherCases(), SoftmaxCases(), LayerNormCases(), RmsNormCases(),
         GroupNormCases(), HardmaxCases(), ReduceCases(), ArgReduceCases(), FloatMathCases(),
-        PReluCases(), ConcatCases(), RotaryCases()}) {
+        PReluCases(), ConcatCases(), RotaryCases(), GridSampleCases()}) {
     all.insert(all.end(), cases.begin(), cases.end());
   }
   return all;

@@ -29,5 +29,8 @@ absl::Status HostTopK(const HostKernelArgs& args);
 // The canonical Resize (Note [Resize sampling tables], runtime/ops/resize.cc);
 // in resize_kernel.cc.
 absl::Status HostResize(const HostKernelArgs& args);
+// The canonical GridSample (Note [GridSample coordinates],
+// runtime/ops/grid_sample.cc); in grid_sample_kernel.cc.
+absl::Status HostGridSample(const HostKernelArgs& args);
 
 }  // namespace graphserve

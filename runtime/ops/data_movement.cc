@@ -1121,6 +1121,7 @@ void AddDataMovementOps(std::vector<OpDef>& ops) {
                                  "the lower index, NaN above every number"});
   ops.back().input_names = {"X", "K"};
   AddResizeOps(ops);
+  AddGridSampleOp(ops);
 }
 
 }  // namespace graphserve

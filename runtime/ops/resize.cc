@@ -15,7 +15,6 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "common/status.h"
 #include "runtime/bind_context.h"
 #include "runtime/host/data_movement_kernels.h"
@@ -235,19 +234,6 @@ absl::StatusOr<std::vector<double>> ConstantFloats(const BindContext& ctx, size_
     }
   });
   return values;
-}
-
-template <typename Enum, size_t N>
-absl::StatusOr<Enum> EnumAttr(const BindContext& ctx, const std::string& name,
-                              const std::string& default_value,
-                              const std::pair<const char*, Enum> (&choices)[N]) {
-  ASSIGN_OR_RETURN(const std::string value, ctx.StringAttrOr(name, default_value));
-  std::vector<std::string> names;
-  for (const auto& [choice, e] : choices) {
-    if (value == choice) return e;
-    names.push_back(choice);
-  }
-  return ctx.Error(name, " '", value, "' is not one of ", absl::StrJoin(names, ", "));
 }
 
 absl::StatusOr<ResizeOptions> ReadOptions(const BindContext& ctx, bool upsample) {
