@@ -54,6 +54,7 @@ SEQ = 128      # text models' sequence length
 TIMED_BATCHES = (1, 8, 16, 64)
 NOTABLE_OPS = {"Attention", "RMSNormalization", "RotaryEmbedding", "Resize", "Einsum"}
 IMAGE = 224    # vision models' image size
+DETECTION_IMAGE = 320  # detectors' (SSDlite's native size; SSD300's extra layers need >= 300)
 VOCAB = 30000  # token ids drawn below every vocabulary used here
 
 
@@ -68,16 +69,17 @@ def _hf(kind, config_name, model_class):
     return dict(kind=kind, build=build)
 
 
-def _torchvision(name):
+def _torchvision(name, kind="image"):
     def build():
         import torchvision
         models = torchvision.models
         if hasattr(models, name):
             return getattr(models, name)(weights=None)
-        # A segmentation model (torchvision.models.segmentation): its backbone
-        # would be downloaded pretrained unless told otherwise.
-        return getattr(models.segmentation, name)(weights=None, weights_backbone=None)
-    return dict(kind="image", build=build)
+        # A segmentation or detection model: its backbone would be downloaded
+        # pretrained unless told otherwise.
+        family = models.segmentation if hasattr(models.segmentation, name) else models.detection
+        return getattr(family, name)(weights=None, weights_backbone=None)
+    return dict(kind=kind, build=build)
 
 
 def _timm(name):
@@ -128,6 +130,13 @@ MODELS = {
     "mpnet": _hf("text_mask", "MPNetConfig", "MPNetModel"),
     "albert": _hf("text_mask", "AlbertConfig", "AlbertModel"),
     "vit": _hf("pixels", "ViTConfig", "ViTModel"),
+    # Detectors whose outputs are one box per query (no NMS): every output
+    # shape is fixed by the input's.
+    "detr": _hf("pixels_detection", "DetrConfig", "DetrForObjectDetection"),
+    "yolos": _hf("pixels_detection", "YolosConfig", "YolosForObjectDetection"),
+    "rt_detr": _hf("pixels_detection", "RTDetrConfig", "RTDetrForObjectDetection"),
+    "conditional_detr": _hf("pixels_detection", "ConditionalDetrConfig",
+                            "ConditionalDetrForObjectDetection"),
     "deit": _hf("pixels", "DeiTConfig", "DeiTModel"),
     "swin": _hf("pixels", "SwinConfig", "SwinModel"),
     "convnext_tiny": _torchvision("convnext_tiny"),
@@ -142,14 +151,27 @@ MODELS = {
 def model_spec(name):
     """A MODELS entry, or any torchvision or timm image model named
     "tv:NAME" or "timm:NAME" (architectures nobody listed: issue 27's unseen
-    models), or any model of bench/export_models.py named "bench:NAME"."""
+    models), or any model of bench/export_models.py named "bench:NAME".
+    "tvhead:NAME" is a torchvision detector (retinanet_resnet50_fpn,
+    fcos_resnet50_fpn, ssd300_vgg16, ssdlite320_mobilenet_v3_large) as
+    detectors are commonly served: backbone and head, raw per-anchor outputs,
+    decoding and NMS left to the client; "tv:NAME" of a detector is the whole
+    of it, NMS included."""
     if name.startswith("bench:"):
         return _bench(name[6:])
+    if name.startswith("tvhead:"):
+        return _torchvision(name[7:], kind="image_detection")
     if name.startswith("tv:"):
-        return _torchvision(name[3:])
+        detector = _is_torchvision_detector(name[3:])
+        return _torchvision(name[3:], kind="image_detector" if detector else "image")
     if name.startswith("timm:"):
         return _timm(name[5:])
     return MODELS[name]
+
+
+def _is_torchvision_detector(name):
+    import torchvision
+    return hasattr(torchvision.models.detection, name) and not hasattr(torchvision.models, name)
 
 
 def _first_tensor(out):
@@ -193,6 +215,48 @@ class Pixels(torch.nn.Module):
         return _first_tensor(self.model(pixel_values=pixel_values))
 
 
+class PixelsDetection(torch.nn.Module):
+    """A transformers detector's two heads in one tensor, [batch, queries,
+    classes + 1 + 4]: the class logits and the boxes side by side, so that the
+    probe's one comparison covers both."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, pixel_values):
+        out = self.model(pixel_values=pixel_values)
+        return torch.cat([out.logits, out.pred_boxes], dim=-1)
+
+
+class ImageDetection(torch.nn.Module):
+    """A torchvision detector's backbone and head without its transform
+    (resize, normalise) and postprocess (anchor decoding, NMS): every head
+    output ([batch, anchors, k] each, by name) side by side in one tensor."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x):
+        features = self.model.backbone(x)
+        features = list(features.values()) if isinstance(features, dict) else [features]
+        out = self.model.head(features)
+        return torch.cat([out[key] for key in sorted(out)], dim=-1)
+
+
+class ImageDetector(torch.nn.Module):
+    """A whole torchvision detector, transform and NMS included: the boxes
+    kept for the first image, a count that depends on the data."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x):
+        return self.model(list(x))[0]["boxes"]
+
+
 class Image(torch.nn.Module):
     def __init__(self, model):
         super().__init__()
@@ -221,7 +285,8 @@ PRECISIONS = {
 }
 
 WRAPPERS = {"text_mask": TextWithMask, "text": Text, "pixels": Pixels, "image": Image,
-            "features": _as_built}
+            "pixels_detection": PixelsDetection, "image_detection": ImageDetection,
+            "image_detector": ImageDetector, "features": _as_built}
 
 
 def wrap(model, kind):
@@ -232,7 +297,7 @@ def input_names(kind):
     if kind == "features":
         return [name for name, _ in kind.inputs]
     return {"text_mask": ["input_ids", "attention_mask"], "text": ["input_ids"],
-            "pixels": ["pixel_values"]}.get(kind, ["x"])
+            "pixels": ["pixel_values"], "pixels_detection": ["pixel_values"]}.get(kind, ["x"])
 
 
 def make_inputs(kind, batch, seed, dtype=torch.float32):
@@ -246,7 +311,8 @@ def make_inputs(kind, batch, seed, dtype=torch.float32):
         return [ids, mask]
     if kind == "features":
         return [torch.randn(batch, *shape, generator=g).to(dtype) for _, shape in kind.inputs]
-    return [torch.randn(batch, 3, IMAGE, IMAGE, generator=g).to(dtype)]
+    size = DETECTION_IMAGE if "detect" in kind else IMAGE
+    return [torch.randn(batch, 3, size, size, generator=g).to(dtype)]
 
 
 def dynamic_dims(kind, dynamic_sequence):
