@@ -46,17 +46,17 @@ using op_kernels_internal::GatherElementsParams;
 using op_kernels_internal::GatherNDParams;
 using op_kernels_internal::GatherParams;
 using op_kernels_internal::GridSampleParams;
-using op_kernels_internal::StridedLayout;
-using op_kernels_internal::TiledTransposeParams;
-using op_kernels_internal::UnaryParams;
 using op_kernels_internal::kMaxConcatInputsPerLaunch;
 using op_kernels_internal::OneHotParams;
 using op_kernels_internal::ResizeParams;
 using op_kernels_internal::ScatterElementsParams;
 using op_kernels_internal::ScatterNDParams;
+using op_kernels_internal::StridedLayout;
+using op_kernels_internal::TiledTransposeParams;
 using op_kernels_internal::TileParams;
 using op_kernels_internal::TopKParams;
 using op_kernels_internal::TriluParams;
+using op_kernels_internal::UnaryParams;
 
 cudaError_t EnqueueTiledTranspose(const TiledTransposeParams& params, DeviceInputs inputs,
                                   DeviceOutputs outputs, cudaStream_t stream) {
@@ -696,13 +696,12 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeGridSample(const CudaKernelCon
     expected = {x.dims[0], x.dims[1]};
     expected.insert(expected.end(), grid.dims.begin() + 1, grid.dims.end() - 1);
   }
-  const bool empty_image =
-      std::any_of(x.dims.begin() + std::min<int64_t>(2, x.dims.size()), x.dims.end(),
-                  [](int64_t d) { return d == 0; });
+  const bool empty_image = std::any_of(x.dims.begin() + std::min<int64_t>(2, x.dims.size()),
+                                       x.dims.end(), [](int64_t d) { return d == 0; });
   if (expected.empty() || out.dims != expected || empty_image) {
-    return Invalid(node, absl::StrCat("X ", DimsToString(x.dims), ", grid ",
-                                      DimsToString(grid.dims), " and output ",
-                                      DimsToString(out.dims), " do not make a GridSample"));
+    return Invalid(
+        node, absl::StrCat("X ", DimsToString(x.dims), ", grid ", DimsToString(grid.dims),
+                           " and output ", DimsToString(out.dims), " do not make a GridSample"));
   }
   const int64_t interpolation = IntAttr(node.attributes, "interpolation");
   const int64_t padding = IntAttr(node.attributes, "padding");

@@ -571,7 +571,7 @@ struct GridSampleParams {
   int32_t spatial = 2;  // r
   int64_t batch = 0;
   int64_t channels = 0;
-  int64_t points = 0;  // per image: O1 * .. * Or
+  int64_t points = 0;                         // per image: O1 * .. * Or
   int64_t in_dims[kMaxGridSpatialDims] = {};  // D1..Dr
 };
 

@@ -1609,7 +1609,8 @@ std::vector<OpCase> GridSampleCases() {
   std::vector<Sample> samples;
   for (GridInterpolation interpolation :
        {GridInterpolation::kNearest, GridInterpolation::kLinear, GridInterpolation::kCubic}) {
-    for (GridPadding padding : {GridPadding::kZeros, GridPadding::kBorder, GridPadding::kReflection}) {
+    for (GridPadding padding :
+         {GridPadding::kZeros, GridPadding::kBorder, GridPadding::kReflection}) {
       for (bool align : {false, true}) {
         samples.push_back({DType::kFloat32, DType::kFloat32, {2, 3, 5, 7}, {2, 4, 6, 2},
                            interpolation, padding, align});

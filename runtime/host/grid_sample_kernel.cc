@@ -73,8 +73,8 @@ int64_t TapIndex(int64_t index, const SpatialDim& dim, GridPadding padding) {
     case GridPadding::kBorder:
       return std::clamp<int64_t>(index, 0, dim.length - 1);
     case GridPadding::kReflection:
-      return std::clamp<int64_t>(static_cast<int64_t>(Reflect(static_cast<double>(index), dim)),
-                                 0, dim.length - 1);
+      return std::clamp<int64_t>(static_cast<int64_t>(Reflect(static_cast<double>(index), dim)), 0,
+                                 dim.length - 1);
   }
   return -1;
 }

@@ -84,8 +84,9 @@ absl::Status BindGridSample(BindContext& ctx) {
   const int64_t spatial = static_cast<int64_t>(x.size()) - 2;
   const int64_t max_spatial = ctx.opset() < 20 ? 2 : kMaxGridSpatialDims;
   if (spatial < 1 || spatial > max_spatial) {
-    return ctx.Error("X ", DimsToString(x), " should be [N, C, D1..Dr] with 1 <= r <= ",
-                     max_spatial, " at opset ", ctx.opset());
+    return ctx.Error("X ", DimsToString(x),
+                     " should be [N, C, D1..Dr] with 1 <= r <= ", max_spatial, " at opset ",
+                     ctx.opset());
   }
   if (grid.size() != x.size() || grid[0] != x[0] || grid.back() != spatial) {
     return ctx.Error("grid ", DimsToString(grid), " should be [", x[0], ", O1..O", spatial, ", ",

@@ -146,9 +146,9 @@ TEST(GridSampleBindTest, ANanCoordinateSamplesAsIfFarOutside) {
   EXPECT_THAT(SampleRow(20, Modes("linear", "zeros", 0), {kNaN}), ElementsAre(0));
   EXPECT_THAT(SampleRow(20, Modes("linear", "border", 0), {kNaN}), ElementsAre(10));
   // A NaN pixel with weight 0 still poisons the sum, as in ONNX's reference.
-  EXPECT_TRUE(std::isnan(RunModel(GridSampleModel(20, {1, 1, 1, 2}, {1, 1, 1, 2},
-                                                  Modes("linear", "zeros", 1)),
-                                  Floats({1, 1, 1, 2}, {1, kNaN}), Floats({1, 1, 1, 2}, {-1, 0}))[0]));
+  EXPECT_TRUE(std::isnan(
+      RunModel(GridSampleModel(20, {1, 1, 1, 2}, {1, 1, 1, 2}, Modes("linear", "zeros", 1)),
+               Floats({1, 1, 1, 2}, {1, kNaN}), Floats({1, 1, 1, 2}, {-1, 0}))[0]));
 }
 
 TEST(GridSampleBindTest, RefusesModesOfTheOtherOpsetAndShapesThatDoNotFit) {
@@ -169,9 +169,9 @@ TEST(GridSampleBindTest, RefusesModesOfTheOtherOpsetAndShapesThatDoNotFit) {
           "grid [1,1,1,3] should be [1, O1..O2, 2]");
   refused(GridSampleModel(20, {1, 1, 0, 2}, {1, 1, 1, 2}, Modes("linear", "zeros", 0)),
           "has no element to sample");
-  refused(GridSampleModel(20, {1, 1, 2, 2}, {1, 1, 1, 2}, Modes("linear", "zeros", 0),
-                          DType::kInt64),
-          "GridSample of int64 is not implemented");
+  refused(
+      GridSampleModel(20, {1, 1, 2, 2}, {1, 1, 1, 2}, Modes("linear", "zeros", 0), DType::kInt64),
+      "GridSample of int64 is not implemented");
 }
 
 }  // namespace
