@@ -50,6 +50,22 @@ bool IsDefaultDomain(const std::string& domain) {
   return domain.empty() || domain == "ai.onnx";
 }
 
+// Ops whose output shape depends on the values of their inputs (how many
+// boxes NonMaxSuppression keeps, how many elements NonZero finds): a captured
+// graph replays fixed shapes, so they are refused with that reason and the
+// way users serve such models, not as a gap in coverage.
+const char* DataDependentShapeReason(const std::string& op) {
+  if (op == "NonMaxSuppression") {
+    return "how many boxes it keeps depends on the data, and a CUDA graph replays fixed "
+           "shapes: serve the detector without its postprocessing (export its backbone and "
+           "head, whose outputs have fixed shapes) and run NMS on the client";
+  }
+  if (op == "NonZero" || op == "Unique" || op == "Compress") {
+    return "its output's length depends on the data, and a CUDA graph replays fixed shapes";
+  }
+  return nullptr;
+}
+
 // Problems found while converting a model. Note [One error for every problem]:
 // a model that cannot run is usually unsupported in several places at once
 // (an exporter emits a few ops we lack, each used by many nodes), and a user
@@ -94,6 +110,7 @@ class ProblemList {
         absl::StrAppend(&line, ", and ", names.size() - shown.size(), " more");
       }
       absl::StrAppend(&line, ")");
+      if (const char* reason = DataDependentShapeReason(op)) absl::StrAppend(&line, ": ", reason);
       lines.push_back(std::move(line));
     }
     lines.insert(lines.end(), unsupported_.begin(), unsupported_.end());

@@ -303,8 +303,14 @@ onnx::ModelProto UnsupportedModel() {
   AddValue(graph->mutable_input(), "half", onnx::TensorProto::COMPLEX64, {-1, 4});
   *graph->add_initializer() =
       FloatTensor("k", {1, 1, 1, 1}, {1.0f}, /*as_raw_data=*/false);
-  AddNode(graph, "ConvTranspose", {"x", "k"}, {"c1"}, "conv1");
-  AddNode(graph, "ConvTranspose", {"c1", "k"}, {"c2"});  // unnamed: index 1
+  for (onnx::NodeProto* pool : {AddNode(graph, "LpPool", {"x"}, {"c1"}, "pool1"),
+                                AddNode(graph, "LpPool", {"c1"}, {"c2"})}) {  // unnamed: index 1
+    onnx::AttributeProto* kernel = pool->add_attribute();
+    kernel->set_name("kernel_shape");
+    kernel->set_type(onnx::AttributeProto::INTS);
+    kernel->add_ints(1);
+    kernel->add_ints(1);
+  }
   AddNode(graph, "Relu", {"c2"}, {"r"}, "relu");
   AddNode(graph, "Fancy", {"r"}, {"y"}, "fancy")->set_domain("com.example");
   AddValue(graph->mutable_output(), "y", onnx::TensorProto::FLOAT, {-1, 1, 8, 8});
@@ -318,7 +324,7 @@ TEST(OnnxImportTest, ListsEveryUnsupportedOpAndType) {
   ASSERT_FALSE(model.ok());
   EXPECT_EQ(model.status().code(), absl::StatusCode::kUnimplemented) << model.status();
   const std::string message(model.status().message());
-  EXPECT_THAT(message, HasSubstr("op ConvTranspose is not supported (2 nodes: conv1, ConvTranspose_1)"));
+  EXPECT_THAT(message, HasSubstr("op LpPool is not supported (2 nodes: pool1, LpPool_1)"));
   EXPECT_THAT(message, HasSubstr("op com.example::Fancy is not supported (1 node: fancy)"));
   EXPECT_THAT(message, HasSubstr("input 'half': element type COMPLEX64"));
   EXPECT_THAT(message, HasSubstr("output 'half_out': element type COMPLEX64"));
@@ -340,6 +346,24 @@ TEST(OnnxImportTest, ListsManyNodesOfOneOpBriefly) {
   ASSERT_FALSE(model.ok());
   EXPECT_THAT(std::string(model.status().message()),
               HasSubstr("op Acosh is not supported (5 nodes: acosh0, acosh1, acosh2, and 2 more)"));
+}
+
+// A detector exported whole: NonMaxSuppression's refusal says why no graph
+// can hold it and what users serve instead.
+TEST(OnnxImportTest, NamesWhyAnOpOfDataDependentShapeIsRefused) {
+  onnx::ModelProto proto = NewModel();
+  onnx::GraphProto* graph = proto.mutable_graph();
+  AddValue(graph->mutable_input(), "boxes", onnx::TensorProto::FLOAT, {-1, 10, 4});
+  AddValue(graph->mutable_input(), "scores", onnx::TensorProto::FLOAT, {-1, 1, 10});
+  AddNode(graph, "NonMaxSuppression", {"boxes", "scores"}, {"kept"}, "nms");
+  AddValue(graph->mutable_output(), "kept", onnx::TensorProto::INT64, {-1, 3});
+  absl::StatusOr<Model> model = Import(proto);
+  ASSERT_FALSE(model.ok());
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kUnimplemented) << model.status();
+  EXPECT_THAT(std::string(model.status().message()),
+              HasSubstr("op NonMaxSuppression is not supported (1 node: nms): how many boxes it "
+                        "keeps depends on the data, and a CUDA graph replays fixed shapes: serve "
+                        "the detector without its postprocessing"));
 }
 
 // ONNX's training-op node tests import only their own domain: unsupported,
