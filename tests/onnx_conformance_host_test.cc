@@ -63,8 +63,9 @@ TEST(OnnxNodeTestData, NodeTestsPresent) {
 // CastLike and Size (2026-11-28: 330 before them); 565 with LogSoftmax,
 // 567 with InstanceNormalization and GroupNormalization, 574 with Hardmax,
 // 580 with the 16-bit floats through the math, Softmax, LayerNorm and GEMMs,
-// 609 with Einsum (5), Resize (23) and Upsample (1), 617 with GridSample (8).
-constexpr int kMinPassed = 617;
+// 609 with Einsum (5), Resize (23) and Upsample (1), 617 with GridSample (8),
+// 626 with ConvTranspose (9).
+constexpr int kMinPassed = 626;
 
 // Floors per default-domain opset of the test models: an opset's semantics
 // lost (an op read at the wrong version, an attribute turned input missed)
@@ -88,7 +89,7 @@ void ExpectOpsetFloors(const ConformanceSummary& summary, const OpsetFloors& flo
 
 // Debian's node tests (ONNX 1.12's: opsets up to 17), 2026-11-29.
 const OpsetFloors kDebianOpsetFloors = {
-    {1, 11},  {6, 12},   {7, 28},  {9, 4},   {10, 6},  {11, 34},
+    {1, 11},  {6, 12},   {7, 28},  {8, 1},   {9, 4},   {10, 6},  {11, 42},
     {12, 20}, {13, 344}, {14, 49}, {15, 34}, {16, 31}, {17, 44},
 };
 
@@ -112,14 +113,15 @@ TEST(OnnxNodeTestData, PassesAtLeastTheFloor) {
 // and bfloat16, expanded into primitive ops), 1003 with Einsum (9), Resize (39)
 // and Upsample (1), 1089 with RMSNormalization, RotaryEmbedding and Attention
 // (86 more: 19, 8 and 59 of their own tests), 1107 with GridSample (18, at
-// opset 22); raise it with the passes, as kMinPassed.
-constexpr int kMinPassedNewerOnnx = 1107;
+// opset 22), 1117 with ConvTranspose (10); raise it with the passes, as
+// kMinPassed.
+constexpr int kMinPassedNewerOnnx = 1117;
 // onnx 1.23.2's node tests, 2026-11-29: opsets 18 to 28 are where the
 // newer ONNX's semantics live.
 const OpsetFloors kNewerOnnxOpsetFloors = {
-    {1, 3},    {7, 24},  {9, 1},   {11, 2},   {13, 213}, {14, 40}, {15, 12},
-    {16, 44},  {17, 44}, {18, 169}, {19, 47}, {20, 12},  {21, 4},  {22, 100},
-    {23, 173}, {24, 24}, {25, 87}, {26, 10},  {27, 17},  {28, 81},
+    {1, 3},    {7, 24},  {9, 1},    {11, 2},  {13, 213}, {14, 40}, {15, 12},
+    {16, 44},  {17, 44}, {18, 169}, {19, 47}, {20, 12},  {21, 4},  {22, 110},
+    {23, 173}, {24, 24}, {25, 87},  {26, 10}, {27, 17},  {28, 81},
 };
 
 TEST(OnnxNodeTestData, NewerOnnxPassesAtLeastItsFloor) {

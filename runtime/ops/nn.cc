@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -187,6 +188,211 @@ absl::Status BindConv(BindContext& ctx) {
                          {"dilations", AsHW(win.dilations, 1)},
                          {"pads", AsHW(sym, 0)}},
                         dtype, std::move(out));
+}
+
+// Note [ConvTranspose as a Conv]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// ConvTranspose scatters each input element, times the kernel, into the
+// output: y[o] += x[i] * w[k] where o = i * stride + k * dilation - pad_begin
+// (per spatial dim; per group, w is [C_in, C_out / group, k...]). That is a
+// Conv of stride 1 over x with stride - 1 zeros inserted between its
+// elements, padded by (K - 1) * dilation - pad_begin before and
+// (K - 1) * dilation - pad_end + output_padding after (a negative amount
+// crops), with the kernel flipped in every spatial dim and its two channel
+// dims swapped per group. Binding writes it so, and the convolution runs on
+// the Conv path cuDNN already tunes and the host reference already checks:
+// the zeros are a Reshape that gives each element its own row, a Pad of
+// those rows to the stride, and a Reshape back, so no kernel of its own is
+// needed. The price is the multiplications by the inserted zeros (3 in 4 at
+// stride 2), on the decoders' upsampling layers only.
+
+// ConvTranspose's pads per spatial dim: explicit, or from output_shape or
+// auto_pad as ONNX writes (the odd unit at the end for SAME_UPPER, at the
+// beginning otherwise). A negative pad extends the output instead.
+absl::Status ReadTransposedPads(const BindContext& ctx, const Dims& spatial, Window& win,
+                                const std::vector<int64_t>& output_padding) {
+  const size_t rank = spatial.size();
+  ASSIGN_OR_RETURN(std::vector<int64_t> output_shape, ctx.IntsAttrOr("output_shape", {}));
+  ASSIGN_OR_RETURN(const std::string auto_pad, ctx.StringAttrOr("auto_pad", "NOTSET"));
+  if (output_shape.size() == rank + 2)
+    output_shape.erase(output_shape.begin(), output_shape.begin() + 2);
+  const bool same = auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER";
+  if (output_shape.empty() && same) {
+    for (size_t d = 0; d < rank; ++d) output_shape.push_back(spatial[d] * win.strides[d]);
+  }
+  if (output_shape.empty()) return absl::OkStatus();  // ReadWindow's pads (VALID: 0)
+  if (output_shape.size() != rank) {
+    return ctx.Error("output_shape [", absl::StrJoin(output_shape, ","), "] should have ", rank,
+                     " values");
+  }
+  for (size_t d = 0; d < rank; ++d) {
+    const int64_t total = win.strides[d] * (spatial[d] - 1) + output_padding[d] +
+                          (win.kernel[d] - 1) * win.dilations[d] + 1 - output_shape[d];
+    // Rounded down, as ONNX's reference does: an output_shape larger than
+    // the convolution makes (total < 0) pads negatively, extending the
+    // output with rows that only the bias reaches.
+    const int64_t half = total >= 0 ? total / 2 : -((-total + 1) / 2);
+    win.pads_begin[d] = auto_pad == "SAME_UPPER" ? half : total - half;
+    win.pads_end[d] = total - win.pads_begin[d];
+  }
+  return absl::OkStatus();
+}
+
+// w [C_in, C_out / group, k...] as the Conv's [C_out, C_in / group, k...],
+// flipped in every spatial dim (Note [ConvTranspose as a Conv]).
+HostTensor FlippedConvWeights(const HostTensor& w, int64_t group) {
+  const Dims& dims = w.dims();
+  const int64_t in_per_group = dims[0] / group;
+  const int64_t out_per_group = dims[1];
+  const int64_t taps = Product(dims, 2, dims.size());
+  Dims conv_dims = dims;
+  conv_dims[0] = out_per_group * group;
+  conv_dims[1] = in_per_group;
+  HostTensor out(w.dtype(), conv_dims);
+  const size_t size = DTypeSize(w.dtype());
+  const auto* from = static_cast<const unsigned char*>(w.raw());
+  auto* to = static_cast<unsigned char*>(out.raw());
+  for (int64_t g = 0; g < group; ++g) {
+    for (int64_t ic = 0; ic < in_per_group; ++ic) {
+      for (int64_t oc = 0; oc < out_per_group; ++oc) {
+        const int64_t source = ((g * in_per_group + ic) * out_per_group + oc) * taps;
+        const int64_t target = ((g * out_per_group + oc) * in_per_group + ic) * taps;
+        // Reversing the taps' flat order flips every spatial dim at once.
+        for (int64_t k = 0; k < taps; ++k) {
+          std::memcpy(to + (target + taps - 1 - k) * size, from + (source + k) * size, size);
+        }
+      }
+    }
+  }
+  return out;
+}
+
+absl::Status BindConvTranspose(BindContext& ctx) {
+  RETURN_IF_ERROR(ctx.CheckDType(0, kNnTypes));
+  for (size_t i = 1; i < ctx.num_inputs(); ++i) RETURN_IF_ERROR(ctx.CheckSameDType(0, i));
+  const DType dtype = ctx.in_dtype(0);
+  const Dims x = ctx.in_dims(0);
+  const Dims w = ctx.in_dims(1);
+  RETURN_IF_ERROR(CheckSpatialRank(ctx, x));
+  ASSIGN_OR_RETURN(const int64_t group, ctx.IntAttrOr("group", 1));
+  if (w.size() != x.size() || group < 1 || w[0] != x[1] || x[1] % group != 0) {
+    return ctx.Error("W ", DimsToString(w), " should be [C, C_out / group, k...] for X ",
+                     DimsToString(x), " and group ", group);
+  }
+  const int64_t out_channels = w[1] * group;
+  if (ctx.has_input(2) && ctx.in_dims(2) != Dims{out_channels}) {
+    return ctx.Error("B ", DimsToString(ctx.in_dims(2)), " should be [", out_channels, "]");
+  }
+  const Dims spatial(x.begin() + 2, x.end());
+  const size_t rank = spatial.size();
+  ASSIGN_OR_RETURN(Window win,
+                   ReadWindow(ctx, spatial, std::vector<int64_t>(w.begin() + 2, w.end())));
+  ASSIGN_OR_RETURN(const std::vector<int64_t> output_padding,
+                   ctx.IntsAttrOr("output_padding", std::vector<int64_t>(rank, 0)));
+  if (output_padding.size() != rank) {
+    return ctx.Error("output_padding should have ", rank, " values");
+  }
+  for (size_t d = 0; d < rank; ++d) {
+    if (output_padding[d] < 0 || output_padding[d] >= std::max(win.strides[d], win.dilations[d])) {
+      return ctx.Error("output_padding [", absl::StrJoin(output_padding, ","),
+                       "] should be below the stride or the dilation");
+    }
+  }
+  RETURN_IF_ERROR(ReadTransposedPads(ctx, spatial, win, output_padding));
+  const HostTensor conv_weights = FlippedConvWeights(*ctx.in(1).constant, group);
+  const std::optional<ValueId> bias =
+      ctx.has_input(2) ? std::optional<ValueId>(ctx.input(2)) : std::nullopt;
+
+  // The zeros between elements: [N, C, H, W] viewed as [N, C, H, 1, W, 1],
+  // padded to [N, C, H, s_h, W, s_w], viewed as [N, C, H * s_h, W * s_w].
+  ValueId input = ctx.input(0);
+  Dims stretched = x;
+  const bool strided =
+      std::any_of(win.strides.begin(), win.strides.end(), [](int64_t s) { return s > 1; });
+  if (strided) {
+    Dims rows = {x[0], x[1]};
+    for (size_t d = 0; d < rank; ++d) rows.insert(rows.end(), {spatial[d], 1});
+    std::vector<int64_t> pads(2 * rows.size(), 0);
+    Dims padded_rows = rows;
+    for (size_t d = 0; d < rank; ++d) {
+      pads[rows.size() + 3 + 2 * d] = win.strides[d] - 1;
+      padded_rows[3 + 2 * d] = win.strides[d];
+      stretched[2 + d] = spatial[d] * win.strides[d];
+    }
+    ASSIGN_OR_RETURN(input, ctx.EmitHelper("rows", "Reshape", {input}, {}, dtype, rows));
+    ASSIGN_OR_RETURN(input,
+                     ctx.EmitHelper("zeros_between", "Pad", {input},
+                                    {{"mode", int64_t{static_cast<int64_t>(PadMode::kConstant)}},
+                                     {"pads", std::move(pads)},
+                                     {"value", 0.0f}},
+                                    dtype, padded_rows));
+    ASSIGN_OR_RETURN(input, ctx.EmitHelper("stretched", "Reshape", {input}, {}, dtype, stretched));
+  }
+  // The Conv's pads before and after; the stretched input already ends in
+  // stride - 1 zeros. A negative pad crops.
+  std::vector<int64_t> before(rank), after(rank), crop_begin(rank), crop_end(rank);
+  bool crops = false;
+  Dims cropped = stretched;
+  for (size_t d = 0; d < rank; ++d) {
+    const int64_t reach = (win.kernel[d] - 1) * win.dilations[d];
+    before[d] = reach - win.pads_begin[d];
+    after[d] = reach - win.pads_end[d] + output_padding[d] - (win.strides[d] - 1);
+    crop_begin[d] = std::max<int64_t>(0, -before[d]);
+    crop_end[d] = std::max<int64_t>(0, -after[d]);
+    cropped[2 + d] -= crop_begin[d] + crop_end[d];
+    crops |= crop_begin[d] + crop_end[d] > 0;
+    const int64_t out =
+        cropped[2 + d] + std::max<int64_t>(0, before[d]) + std::max<int64_t>(0, after[d]) - reach;
+    if (cropped[2 + d] < 1 || out < 1) {
+      return ctx.Error("pads [", absl::StrJoin(win.pads_begin, ","), "], [",
+                       absl::StrJoin(win.pads_end, ","), "] leave no output of input ",
+                       DimsToString(x));
+    }
+  }
+  if (crops) {
+    std::vector<int64_t> starts(x.size(), 0);
+    for (size_t d = 0; d < rank; ++d) starts[2 + d] = crop_begin[d];
+    ASSIGN_OR_RETURN(input, ctx.EmitHelper("cropped", "Slice", {input},
+                                           {{"starts", std::move(starts)},
+                                            {"steps", std::vector<int64_t>(x.size(), 1)}},
+                                           dtype, cropped));
+  }
+  // cuDNN pads both sides alike: the excess on one side is a Pad first, as
+  // BindConv writes it.
+  std::vector<int64_t> sym(rank);
+  std::vector<int64_t> excess(2 * x.size(), 0);
+  Dims padded = cropped;
+  bool asymmetric = false;
+  for (size_t d = 0; d < rank; ++d) {
+    const int64_t b = std::max<int64_t>(0, before[d]);
+    const int64_t a = std::max<int64_t>(0, after[d]);
+    sym[d] = std::min(a, b);
+    excess[2 + d] = b - sym[d];
+    excess[x.size() + 2 + d] = a - sym[d];
+    padded[2 + d] += b + a - 2 * sym[d];
+    asymmetric |= a != b;
+  }
+  if (asymmetric) {
+    ASSIGN_OR_RETURN(input,
+                     ctx.EmitHelper("asymmetric_pad", "Pad", {input},
+                                    {{"mode", int64_t{static_cast<int64_t>(PadMode::kConstant)}},
+                                     {"pads", std::move(excess)},
+                                     {"value", 0.0f}},
+                                    dtype, padded));
+  }
+  Dims out = {x[0], out_channels};
+  for (size_t d = 0; d < rank; ++d) {
+    out.push_back(padded[2 + d] + 2 * sym[d] - (win.kernel[d] - 1) * win.dilations[d]);
+  }
+  const ValueId weights = ctx.AddConstant(ctx.name() + "/conv_weights", conv_weights);
+  std::vector<ValueId> inputs = {input, weights};
+  if (bias) inputs.push_back(*bias);
+  return ctx.EmitModelNode("Conv", std::move(inputs),
+                           {{"group", group},
+                            {"strides", AsHW(std::vector<int64_t>(rank, 1), 1)},
+                            {"dilations", AsHW(win.dilations, 1)},
+                            {"pads", AsHW(sym, 0)}},
+                           {OutputSpec{"", dtype, std::move(out)}});
 }
 
 absl::Status BindPool(BindContext& ctx) {
@@ -403,6 +609,18 @@ void AddNnOps(std::vector<OpDef>& ops) {
                        "depthwise, dilations, auto_pad; bias, BatchNorm, residual Add "
                        "and Relu/Clip/SiLU/HardSwish fused",
             .input_names = {"X", "W", "B"}});
+  ops.push_back(OpDef{.name = "ConvTranspose",
+                      .family = "nn",
+                      .attributes = {"auto_pad", "dilations", "group", "kernel_shape",
+                                     "output_padding", "output_shape", "pads", "strides"},
+                      .arity = {{1, {2, 3}}},
+                      .plan_time_operands = {1, 2},
+                      .bind = BindConvTranspose,
+                      .summary =
+                          "1-D and 2-D; bound as a Conv over the input with zeros between its "
+                          "elements (Note [ConvTranspose as a Conv]): groups, dilations, "
+                          "output_padding, output_shape, auto_pad",
+                      .input_names = {"X", "W", "B"}});
   ops.push_back(OpDef{.name = "BatchNormalization",
                       .family = "nn",
                       .attributes = {"epsilon", "momentum", "spatial", "training_mode"},
