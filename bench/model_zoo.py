@@ -134,9 +134,13 @@ MODELS = {
     # shape is fixed by the input's.
     "detr": _hf("pixels_detection", "DetrConfig", "DetrForObjectDetection"),
     "yolos": _hf("pixels_detection", "YolosConfig", "YolosForObjectDetection"),
-    "rt_detr": _hf("pixels_detection", "RTDetrConfig", "RTDetrForObjectDetection"),
+    "rt_detr": _hf("pixels_detection", "RTDetrConfig", "RTDetrForObjectDetection"),  # GridSample
     "conditional_detr": _hf("pixels_detection", "ConditionalDetrConfig",
                             "ConditionalDetrForObjectDetection"),
+    # Multi-scale deformable attention: GridSample.
+    "deformable_detr": _hf("pixels_detection", "DeformableDetrConfig",
+                           "DeformableDetrForObjectDetection"),
+    "d_fine": _hf("pixels_detection", "DFineConfig", "DFineForObjectDetection"),
     "deit": _hf("pixels", "DeiTConfig", "DeiTModel"),
     "swin": _hf("pixels", "SwinConfig", "SwinModel"),
     "convnext_tiny": _torchvision("convnext_tiny"),
