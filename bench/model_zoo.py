@@ -141,6 +141,10 @@ MODELS = {
     "deformable_detr": _hf("pixels_detection", "DeformableDetrConfig",
                            "DeformableDetrForObjectDetection"),
     "d_fine": _hf("pixels_detection", "DFineConfig", "DFineForObjectDetection"),
+    # Depth estimation: DPT's and Depth Anything's reassemble stages upsample
+    # with ConvTranspose.
+    "dpt": _hf("pixels_depth", "DPTConfig", "DPTForDepthEstimation"),
+    "depth_anything": _hf("pixels_depth", "DepthAnythingConfig", "DepthAnythingForDepthEstimation"),
     "deit": _hf("pixels", "DeiTConfig", "DeiTModel"),
     "swin": _hf("pixels", "SwinConfig", "SwinModel"),
     "convnext_tiny": _torchvision("convnext_tiny"),
@@ -233,6 +237,17 @@ class PixelsDetection(torch.nn.Module):
         return torch.cat([out.logits, out.pred_boxes], dim=-1)
 
 
+class PixelsDepth(torch.nn.Module):
+    """A transformers depth estimator: its predicted depth, [batch, H, W]."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, pixel_values):
+        return self.model(pixel_values=pixel_values).predicted_depth
+
+
 class ImageDetection(torch.nn.Module):
     """A torchvision detector's backbone and head without its transform
     (resize, normalise) and postprocess (anchor decoding, NMS): every head
@@ -289,7 +304,8 @@ PRECISIONS = {
 }
 
 WRAPPERS = {"text_mask": TextWithMask, "text": Text, "pixels": Pixels, "image": Image,
-            "pixels_detection": PixelsDetection, "image_detection": ImageDetection,
+            "pixels_detection": PixelsDetection, "pixels_depth": PixelsDepth,
+            "image_detection": ImageDetection,
             "image_detector": ImageDetector, "features": _as_built}
 
 
@@ -301,7 +317,8 @@ def input_names(kind):
     if kind == "features":
         return [name for name, _ in kind.inputs]
     return {"text_mask": ["input_ids", "attention_mask"], "text": ["input_ids"],
-            "pixels": ["pixel_values"], "pixels_detection": ["pixel_values"]}.get(kind, ["x"])
+            "pixels": ["pixel_values"], "pixels_detection": ["pixel_values"],
+            "pixels_depth": ["pixel_values"]}.get(kind, ["x"])
 
 
 def make_inputs(kind, batch, seed, dtype=torch.float32):
@@ -413,6 +430,24 @@ def time_torch_graph(model, inputs, iters=200):
     return float(np.median(times))
 
 
+def time_torch_eager(model, inputs, iters=50):
+    """Median latency of the model run eagerly by PyTorch, microseconds: the
+    anchor for a model PyTorch cannot capture into a CUDA graph."""
+    static = [t.cuda() for t in inputs]
+    times = []
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    with torch.no_grad():
+        for _ in range(3):
+            model(*static)
+        for _ in range(iters):
+            start.record()
+            model(*static)
+            end.record()
+            end.synchronize()
+            times.append(start.elapsed_time(end) * 1000)
+    return float(np.median(times))
+
+
 def time_torch_compiled(model, inputs, iters=100):
     """Median latency of torch.compile(mode="reduce-overhead") of the model,
     microseconds: the stronger anchor (Inductor's fused kernels, CUDA graphs
@@ -500,7 +535,8 @@ def probe(name, exporter, args, ops_known, log):
     outputs_dir = os.path.join(args.work, f"{tag}_out")
     graph_dir = os.path.join(args.work, f"{tag}_graph")
     reference = {}
-    torch_err = {}  # PyTorch's own error in the model's precision (fp16 and tf32 only)
+    torch_err = {}  # PyTorch's own error in the precision served
+    torch_same = {}  # PyTorch's outputs in that precision
     # The reference runs the exported weights (rounded to the model's type)
     # in float64.
     model64 = wrap(spec["build"]().eval(), spec["kind"])
@@ -514,12 +550,15 @@ def probe(name, exporter, args, ops_known, log):
         with torch.no_grad():
             cast = [t.double() if t.is_floating_point() else t for t in inputs]
             reference[batch] = model64(*[t.cuda() for t in cast]).double().cpu().numpy()
-            if args.precision != "fp32":
-                own = torch_model.cuda()(*[t.cuda().to(torch_dtype) if t.is_floating_point()
-                                           else t.cuda() for t in inputs])
-                own = own.double().cpu().numpy()
-                torch_err[batch] = float(np.linalg.norm(own - reference[batch]) /
-                                         max(np.linalg.norm(reference[batch]), 1e-300))
+            # PyTorch's own error in the precision served: how well conditioned
+            # the model is (a detector's top-k query selection may pick other
+            # queries in float32 than in float64, with any runtime).
+            own = torch_model.cuda()(*[t.cuda().to(torch_dtype) if t.is_floating_point()
+                                       else t.cuda() for t in inputs])
+            own = own.double().cpu().numpy()
+            torch_same[batch] = own
+            torch_err[batch] = float(np.linalg.norm(own - reference[batch]) /
+                                     max(np.linalg.norm(reference[batch]), 1e-300))
     if torch_err:
         row["torch_rel_err"] = torch_err
     json_path = os.path.join(args.work, f"{tag}.json")
@@ -544,6 +583,11 @@ def probe(name, exporter, args, ops_known, log):
         row["rel_err"][batch] = float(np.linalg.norm(got - want) / max(np.linalg.norm(want),
                                                                        1e-300))
         row["graph_us"][batch] = records[batch]["graph_compute_us"]
+        # Against PyTorch in the same precision: where both are far from
+        # float64, whether they are far from each other.
+        row.setdefault("rel_err_vs_torch_same_precision", {})[batch] = float(
+            np.linalg.norm(got - torch_same[batch]) /
+            max(np.linalg.norm(torch_same[batch]), 1e-300))
     row["capture_ms"] = {b: records[b].get("capture_ms") for b in batches}
     # Against the independent reference of the load-time check (Note [An
     # independent reference]): the data its tolerances are set from.
@@ -555,7 +599,11 @@ def probe(name, exporter, args, ops_known, log):
             row["torch_graph_us"][batch] = time_torch_graph(
                 model_cuda, make_inputs(spec["kind"], batch, 100 + batch, torch_dtype))
         except Exception as error:
+            # A model PyTorch cannot capture (a host copy inside, as RT-DETR's
+            # anchors): its eager time is the anchor left, labelled so.
             row["torch_graph_error"] = str(error)[:200]
+            row.setdefault("torch_eager_us", {})[batch] = time_torch_eager(
+                model_cuda, make_inputs(spec["kind"], batch, 100 + batch, torch_dtype))
         if args.autocast_anchor:
             try:
                 autocast = Autocast(model.cuda())
@@ -601,6 +649,12 @@ def render(rows):
                     f"b{b}: {r['graph_us'][b]:.0f}/{t:.0f} us = {r['graph_us'][b] / t:.2f}x"
                     + (f" (its err {autocast_err[b]:.1e})" if b in autocast_err else "")
                     for b, t in autocast.items())
+            eager = r.get("torch_eager_us", {})
+            if eager:
+                ratios += ("; PyTorch cannot capture it, vs its eager run: " if not ratios
+                           else "; vs eager: ") + ", ".join(
+                    f"b{b}: {r['graph_us'][b]:.0f}/{t:.0f} us = {r['graph_us'][b] / t:.2f}x"
+                    for b, t in eager.items())
             compiled = r.get("torch_compile_us", {})
             if compiled:
                 ratios += "; vs torch.compile: " + ", ".join(
