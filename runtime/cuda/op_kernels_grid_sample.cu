@@ -1,7 +1,7 @@
 // GridSample: each output element samples its image at the point the grid
 // holds, with the coordinate rules of Note [GridSample coordinates]
-// (runtime/ops/grid_sample.cc), one thread per output element. Neighbouring
-// threads take neighbouring points of one channel, so grid reads coalesce.
+// (runtime/ops/grid_sample.cc), one thread per sample point and group of
+// channels.
 
 #include <cuda_runtime.h>
 
@@ -116,17 +116,26 @@ __device__ Taps<C> TapsAt(C x, const Dim<C>& dim, const GridSampleParams& p) {
   return taps;
 }
 
+// Channels one thread samples at its point: the taps are computed once for
+// them all, and a point's threads still spread over the channels when there
+// are few points (a decoder's 300 queries).
+constexpr int64_t kChannelsPerThread = 8;
+
 template <typename T, typename G>
 __global__ void __launch_bounds__(kMapThreads)
     GridSampleKernel(GridSampleParams p, const T* x, const G* grid, T* out) {
   using C = ComputeType<T>;
-  const int64_t total = p.batch * p.channels * p.points;
+  const int64_t chunks = (p.channels + kChannelsPerThread - 1) / kChannelsPerThread;
+  const int64_t total = p.batch * chunks * p.points;
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
        i += step) {
+    // Neighbouring threads take neighbouring points: the grid reads and the
+    // output writes of each channel coalesce.
     const int64_t point = i % p.points;
-    const int64_t image = i / p.points;  // n * channels + c
-    const int64_t n = image / p.channels;
+    const int64_t rest = i / p.points;
+    const int64_t chunk = rest % chunks;
+    const int64_t n = rest / chunks;
     const G* coordinates = grid + (n * p.points + point) * p.spatial;
     Taps<C> taps[kMaxGridSpatialDims];
     int64_t strides[kMaxGridSpatialDims];
@@ -143,23 +152,29 @@ __global__ void __launch_bounds__(kMapThreads)
       image_size *= p.in_dims[s];
       combinations *= taps[s].count;
     }
-    const T* pixels = x + image * image_size;
-    C sum = 0;
-    for (int k = 0; k < combinations; ++k) {
-      int choice = k;
-      int64_t offset = 0;
-      C weight = 1;
-      bool zero = false;
-      for (int s = p.spatial - 1; s >= 0; --s) {
-        const int tap = choice % taps[s].count;
-        choice /= taps[s].count;
-        zero = zero || taps[s].index[tap] < 0;
-        offset += taps[s].index[tap] * strides[s];
-        weight *= taps[s].weight[tap];
+    const int64_t first = chunk * kChannelsPerThread;
+    const int64_t last =
+        first + kChannelsPerThread < p.channels ? first + kChannelsPerThread : p.channels;
+    for (int64_t c = first; c < last; ++c) {
+      const int64_t image = n * p.channels + c;
+      const T* pixels = x + image * image_size;
+      C sum = 0;
+      for (int k = 0; k < combinations; ++k) {
+        int choice = k;
+        int64_t offset = 0;
+        C weight = 1;
+        bool zero = false;
+        for (int s = p.spatial - 1; s >= 0; --s) {
+          const int tap = choice % taps[s].count;
+          choice /= taps[s].count;
+          zero = zero || taps[s].index[tap] < 0;
+          offset += taps[s].index[tap] * strides[s];
+          weight *= taps[s].weight[tap];
+        }
+        if (!zero) sum += weight * ToCompute<C>(pixels[offset]);
       }
-      if (!zero) sum += weight * ToCompute<C>(pixels[offset]);
+      out[image * p.points + point] = static_cast<T>(sum);
     }
-    out[i] = static_cast<T>(sum);
   }
 }
 
@@ -167,7 +182,8 @@ __global__ void __launch_bounds__(kMapThreads)
 
 cudaError_t LaunchGridSample(const GridSampleParams& p, const void* x, const void* grid,
                              void* output, cudaStream_t stream) {
-  const int64_t total = p.batch * p.channels * p.points;
+  const int64_t chunks = (p.channels + kChannelsPerThread - 1) / kChannelsPerThread;
+  const int64_t total = p.batch * chunks * p.points;
   if (total <= 0) return cudaSuccess;
   return VisitDeviceType(p.dtype, [&](auto x_tag) -> cudaError_t {
     using T = typename decltype(x_tag)::Type;

@@ -560,8 +560,8 @@ cudaError_t LaunchResize(const ResizeParams& params, const void* input, const in
 
 // GridSample (Note [GridSample coordinates] in runtime/ops/grid_sample.cc):
 // X [batch, channels, D1..Dr] of dtype, grid [batch, points.., r] of
-// grid_dtype, output [batch, channels, points..]; one thread per output
-// element, computed in float (double for float64 X).
+// grid_dtype, output [batch, channels, points..]; computed in float (double
+// for float64 X).
 struct GridSampleParams {
   DType dtype = DType::kFloat32;
   DType grid_dtype = DType::kFloat32;
