@@ -310,7 +310,11 @@ WRAPPERS = {"text_mask": TextWithMask, "text": Text, "pixels": Pixels, "image": 
 
 
 def wrap(model, kind):
-    return WRAPPERS[kind](model)
+    """The model in its probe's wrapper, in eval mode: a wrapper is built in
+    training mode, and the TorchScript exporter restores the mode it found
+    on the whole module tree after exporting (BatchNorm on batch statistics,
+    dropout on, a torchvision detector asking for targets)."""
+    return WRAPPERS[kind](model.eval()).eval()
 
 
 def input_names(kind):
@@ -499,7 +503,7 @@ def probe(name, exporter, args, ops_known, log):
     dtype, torch_dtype, served = PRECISIONS[args.precision]
     row = dict(model=name, exporter=exporter, precision=args.precision)
     torch.manual_seed(0)
-    model = wrap(spec["build"]().eval(), spec["kind"]).to(dtype)
+    model = wrap(spec["build"](), spec["kind"]).to(dtype)
     # PyTorch in the precision we serve in: the exported model itself, or
     # (a precision of our config) its copy cast as users cast it.
     torch_model = model if torch_dtype == dtype else copy.deepcopy(model).to(torch_dtype)
@@ -539,7 +543,7 @@ def probe(name, exporter, args, ops_known, log):
     torch_same = {}  # PyTorch's outputs in that precision
     # The reference runs the exported weights (rounded to the model's type)
     # in float64.
-    model64 = wrap(spec["build"]().eval(), spec["kind"])
+    model64 = wrap(spec["build"](), spec["kind"])
     model64.load_state_dict({k: v.double() for k, v in model.state_dict().items()})
     model64 = model64.double().cuda()
     for batch in batches:
