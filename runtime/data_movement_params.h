@@ -5,6 +5,8 @@
 // files too.
 
 #include <cstdint>
+#include <optional>
+#include <vector>
 
 namespace graphserve {
 
@@ -32,5 +34,24 @@ enum class GridPadding : int32_t { kZeros = 0, kBorder = 1, kReflection = 2 };
 
 // The most spatial dims GridSample takes (ONNX allows any; PyTorch 2 and 3).
 inline constexpr int32_t kMaxGridSpatialDims = 3;
+
+// GridSample's output dims for X [N, C, D1..Dr] and grid [N, O1..Or, r]:
+// [N, C, O1..Or]; nullopt when they do not fit, r is outside 1 to
+// kMaxGridSpatialDims, or an image is empty (nothing to sample). Binding,
+// the host kernel and the CUDA factory all check with it.
+inline std::optional<std::vector<int64_t>> GridSampleOutputDims(const std::vector<int64_t>& x,
+                                                                const std::vector<int64_t>& grid) {
+  const int64_t spatial = static_cast<int64_t>(x.size()) - 2;
+  if (spatial < 1 || spatial > kMaxGridSpatialDims || grid.size() != x.size() || grid[0] != x[0] ||
+      grid.back() != spatial) {
+    return std::nullopt;
+  }
+  for (size_t d = 2; d < x.size(); ++d) {
+    if (x[d] == 0) return std::nullopt;
+  }
+  std::vector<int64_t> out = {x[0], x[1]};
+  out.insert(out.end(), grid.begin() + 1, grid.end() - 1);
+  return out;
+}
 
 }  // namespace graphserve

@@ -4,12 +4,11 @@
 // op_kernels_layout.cu, op_kernels_unary.cu (the strided copy),
 // op_kernels_data_movement.cu, op_kernels_resize.cu, op_kernels_grid_sample.cu.
 
-#include "runtime/cuda/op_kernels.h"
-
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,10 +18,11 @@
 #include "common/dtype.h"
 #include "common/status.h"
 #include "runtime/bound_graph.h"
-#include "runtime/data_movement_params.h"
 #include "runtime/cuda/kernel_families.h"
 #include "runtime/cuda/kernel_plan.h"
+#include "runtime/cuda/op_kernels.h"
 #include "runtime/cuda/op_kernels_launch.h"
+#include "runtime/data_movement_params.h"
 
 namespace graphserve {
 namespace {
@@ -689,20 +689,13 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeGridSample(const CudaKernelCon
   const BoundValue& out = *v.outputs[0];
   RETURN_IF_ERROR(CheckSameDType(node, x, out));
   RETURN_IF_ERROR(CheckDType(node, grid, kFloatDTypes));
-  const int64_t spatial = static_cast<int64_t>(x.dims.size()) - 2;
-  Dims expected;
-  if (spatial >= 1 && spatial <= kMaxGridSpatialDims && grid.dims.size() == x.dims.size() &&
-      grid.dims[0] == x.dims[0] && grid.dims.back() == spatial) {
-    expected = {x.dims[0], x.dims[1]};
-    expected.insert(expected.end(), grid.dims.begin() + 1, grid.dims.end() - 1);
-  }
-  const bool empty_image = std::any_of(x.dims.begin() + std::min<int64_t>(2, x.dims.size()),
-                                       x.dims.end(), [](int64_t d) { return d == 0; });
-  if (expected.empty() || out.dims != expected || empty_image) {
+  const std::optional<Dims> expected = GridSampleOutputDims(x.dims, grid.dims);
+  if (!expected || out.dims != *expected) {
     return Invalid(
         node, absl::StrCat("X ", DimsToString(x.dims), ", grid ", DimsToString(grid.dims),
                            " and output ", DimsToString(out.dims), " do not make a GridSample"));
   }
+  const int64_t spatial = static_cast<int64_t>(x.dims.size()) - 2;
   const int64_t interpolation = IntAttr(node.attributes, "interpolation");
   const int64_t padding = IntAttr(node.attributes, "padding");
   if (interpolation < 0 || interpolation > 2 || padding < 0 || padding > 2) {

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -141,19 +142,12 @@ absl::Status HostGridSample(const HostKernelArgs& args) {
   ASSIGN_OR_RETURN(const GridSampleMode mode, ReadMode(args));
   const Dims& x_dims = x.dims();
   const Dims& grid_dims = grid.dims();
-  const int64_t spatial = static_cast<int64_t>(x_dims.size()) - 2;
-  Dims expected_out;
-  if (spatial >= 1 && spatial <= kMaxGridSpatialDims && grid_dims.size() == x_dims.size() &&
-      grid_dims[0] == x_dims[0] && grid_dims.back() == spatial) {
-    expected_out = {x_dims[0], x_dims[1]};
-    expected_out.insert(expected_out.end(), grid_dims.begin() + 1, grid_dims.end() - 1);
-  }
-  const bool empty_image = std::any_of(x_dims.begin() + std::min<size_t>(2, x_dims.size()),
-                                       x_dims.end(), [](int64_t d) { return d == 0; });
-  if (expected_out.empty() || y.dims() != expected_out || empty_image) {
+  const std::optional<Dims> expected_out = GridSampleOutputDims(x_dims, grid_dims);
+  if (!expected_out || y.dims() != *expected_out) {
     return args.Invalid("X ", DimsToString(x_dims), ", grid ", DimsToString(grid_dims),
                         " and output ", DimsToString(y.dims()), " do not make a GridSample");
   }
+  const int64_t spatial = static_cast<int64_t>(x_dims.size()) - 2;
   std::vector<SpatialDim> dims;
   for (int64_t s = 0; s < spatial; ++s) {
     dims.push_back(MakeSpatialDim(x_dims[2 + s], mode.align_corners));

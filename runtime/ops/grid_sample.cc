@@ -3,7 +3,9 @@
 // (runtime/data_movement_params.h); the kernels compute each sample's
 // coordinates from the grid at run time (Note [GridSample coordinates]).
 
+#include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -88,23 +90,22 @@ absl::Status BindGridSample(BindContext& ctx) {
                      " should be [N, C, D1..Dr] with 1 <= r <= ", max_spatial, " at opset ",
                      ctx.opset());
   }
-  if (grid.size() != x.size() || grid[0] != x[0] || grid.back() != spatial) {
+  std::optional<Dims> out = GridSampleOutputDims(x, grid);
+  if (!out) {
+    if (std::count(x.begin() + 2, x.end(), 0) > 0) {
+      return ctx.Error("X ", DimsToString(x), " has no element to sample");
+    }
     return ctx.Error("grid ", DimsToString(grid), " should be [", x[0], ", O1..O", spatial, ", ",
                      spatial, "] for X ", DimsToString(x));
-  }
-  for (int64_t s = 0; s < spatial; ++s) {
-    if (x[2 + s] == 0) return ctx.Error("X ", DimsToString(x), " has no element to sample");
   }
   ASSIGN_OR_RETURN(const GridInterpolation interpolation, ReadInterpolation(ctx));
   ASSIGN_OR_RETURN(const GridPadding padding, ReadPadding(ctx));
   ASSIGN_OR_RETURN(const int64_t align_corners, ctx.IntAttrOr("align_corners", 0));
-  Dims out = {x[0], x[1]};
-  out.insert(out.end(), grid.begin() + 1, grid.end() - 1);
   return ctx.EmitModelNode("GridSample", {ctx.input(0), ctx.input(1)},
                            {{"interpolation", static_cast<int64_t>(interpolation)},
                             {"padding", static_cast<int64_t>(padding)},
                             {"align_corners", static_cast<int64_t>(align_corners != 0)}},
-                           {OutputSpec{"", dtype, std::move(out)}});
+                           {OutputSpec{"", dtype, *std::move(out)}});
 }
 
 }  // namespace

@@ -124,6 +124,40 @@ absl::Status CheckSpatialRank(const BindContext& ctx, const Dims& x) {
   return absl::OkStatus();
 }
 
+// A Conv's input as cuDNN takes it: its descriptor pads both sides of a dim
+// alike, so where `before` and `after` differ the excess becomes an explicit
+// Pad first ("<node>/asymmetric_pad"), and the Conv keeps the symmetric part.
+struct ConvInput {
+  ValueId value;
+  Dims dims;                  // after the Pad, if any
+  std::vector<int64_t> pads;  // the Conv's, per spatial dim (both sides)
+};
+
+absl::StatusOr<ConvInput> PadForConv(BindContext& ctx, ValueId input, const Dims& dims, DType dtype,
+                                     const std::vector<int64_t>& before,
+                                     const std::vector<int64_t>& after) {
+  const size_t rank = before.size();
+  ConvInput conv{input, dims, std::vector<int64_t>(rank)};
+  std::vector<int64_t> excess(2 * dims.size(), 0);
+  bool asymmetric = false;
+  for (size_t d = 0; d < rank; ++d) {
+    conv.pads[d] = std::min(before[d], after[d]);
+    excess[2 + d] = before[d] - conv.pads[d];
+    excess[dims.size() + 2 + d] = after[d] - conv.pads[d];
+    conv.dims[2 + d] += excess[2 + d] + excess[dims.size() + 2 + d];
+    asymmetric |= before[d] != after[d];
+  }
+  if (asymmetric) {
+    ASSIGN_OR_RETURN(conv.value,
+                     ctx.EmitHelper("asymmetric_pad", "Pad", {input},
+                                    {{"mode", int64_t{static_cast<int64_t>(PadMode::kConstant)}},
+                                     {"pads", std::move(excess)},
+                                     {"value", 0.0f}},
+                                    dtype, conv.dims));
+  }
+  return conv;
+}
+
 absl::Status BindConv(BindContext& ctx) {
   RETURN_IF_ERROR(ctx.CheckDType(0, kNnTypes));
   for (size_t i = 1; i < ctx.num_inputs(); ++i) RETURN_IF_ERROR(ctx.CheckSameDType(0, i));
@@ -146,47 +180,25 @@ absl::Status BindConv(BindContext& ctx) {
   const Dims spatial(x.begin() + 2, x.end());
   ASSIGN_OR_RETURN(Window win,
                    ReadWindow(ctx, spatial, std::vector<int64_t>(w.begin() + 2, w.end())));
-  // cuDNN's descriptor pads both sides alike: an asymmetric pad becomes an
-  // explicit Pad of the excess, then a symmetric Conv.
-  ValueId input = ctx.input(0);
-  std::vector<int64_t> sym(spatial.size());
-  bool asymmetric = false;
-  for (size_t d = 0; d < spatial.size(); ++d) {
-    sym[d] = std::min(win.pads_begin[d], win.pads_end[d]);
-    asymmetric |= win.pads_begin[d] != win.pads_end[d];
-  }
-  Dims padded = x;
-  if (asymmetric) {
-    std::vector<int64_t> pads(2 * x.size(), 0);
-    for (size_t d = 0; d < spatial.size(); ++d) {
-      pads[2 + d] = win.pads_begin[d] - sym[d];
-      pads[x.size() + 2 + d] = win.pads_end[d] - sym[d];
-      padded[2 + d] += pads[2 + d] + pads[x.size() + 2 + d];
-    }
-    ASSIGN_OR_RETURN(input,
-                     ctx.EmitHelper("asymmetric_pad", "Pad", {input},
-                                    {{"mode", int64_t{static_cast<int64_t>(PadMode::kConstant)}},
-                                     {"pads", pads},
-                                     {"value", 0.0f}},
-                                    dtype, padded));
-  }
+  ASSIGN_OR_RETURN(const ConvInput in,
+                   PadForConv(ctx, ctx.input(0), x, dtype, win.pads_begin, win.pads_end));
   Dims out = {x[0], w[0]};
   for (size_t d = 0; d < spatial.size(); ++d) {
-    const int64_t size = PooledSize(padded[2 + d], win.kernel[d], win.strides[d], win.dilations[d],
-                                    sym[d], sym[d], false);
+    const int64_t size = PooledSize(in.dims[2 + d], win.kernel[d], win.strides[d], win.dilations[d],
+                                    in.pads[d], in.pads[d], false);
     if (size < 1) {
       return ctx.Error("the kernel [", absl::StrJoin(win.kernel, ","), "] with dilations [",
                        absl::StrJoin(win.dilations, ","), "] does not fit input ", DimsToString(x));
     }
     out.push_back(size);
   }
-  std::vector<ValueId> inputs = {input, ctx.input(1)};
+  std::vector<ValueId> inputs = {in.value, ctx.input(1)};
   if (ctx.has_input(2)) inputs.push_back(ctx.input(2));
   return ctx.EmitSimple(std::move(inputs),
                         {{"group", group},
                          {"strides", AsHW(win.strides, 1)},
                          {"dilations", AsHW(win.dilations, 1)},
-                         {"pads", AsHW(sym, 0)}},
+                         {"pads", AsHW(in.pads, 0)}},
                         dtype, std::move(out));
 }
 
@@ -330,20 +342,20 @@ absl::Status BindConvTranspose(BindContext& ctx) {
   }
   // The Conv's pads before and after; the stretched input already ends in
   // stride - 1 zeros. A negative pad crops.
-  std::vector<int64_t> before(rank), after(rank), crop_begin(rank), crop_end(rank);
+  std::vector<int64_t> pad_before(rank), pad_after(rank), crop_begin(rank), crop_end(rank);
   bool crops = false;
   Dims cropped = stretched;
   for (size_t d = 0; d < rank; ++d) {
     const int64_t reach = (win.kernel[d] - 1) * win.dilations[d];
-    before[d] = reach - win.pads_begin[d];
-    after[d] = reach - win.pads_end[d] + output_padding[d] - (win.strides[d] - 1);
-    crop_begin[d] = std::max<int64_t>(0, -before[d]);
-    crop_end[d] = std::max<int64_t>(0, -after[d]);
+    const int64_t before = reach - win.pads_begin[d];
+    const int64_t after = reach - win.pads_end[d] + output_padding[d] - (win.strides[d] - 1);
+    pad_before[d] = std::max<int64_t>(0, before);
+    pad_after[d] = std::max<int64_t>(0, after);
+    crop_begin[d] = std::max<int64_t>(0, -before);
+    crop_end[d] = std::max<int64_t>(0, -after);
     cropped[2 + d] -= crop_begin[d] + crop_end[d];
     crops |= crop_begin[d] + crop_end[d] > 0;
-    const int64_t out =
-        cropped[2 + d] + std::max<int64_t>(0, before[d]) + std::max<int64_t>(0, after[d]) - reach;
-    if (cropped[2 + d] < 1 || out < 1) {
+    if (cropped[2 + d] < 1 || cropped[2 + d] + pad_before[d] + pad_after[d] - reach < 1) {
       return ctx.Error("pads [", absl::StrJoin(win.pads_begin, ","), "], [",
                        absl::StrJoin(win.pads_end, ","), "] leave no output of input ",
                        DimsToString(x));
@@ -357,41 +369,20 @@ absl::Status BindConvTranspose(BindContext& ctx) {
                                             {"steps", std::vector<int64_t>(x.size(), 1)}},
                                            dtype, cropped));
   }
-  // cuDNN pads both sides alike: the excess on one side is a Pad first, as
-  // BindConv writes it.
-  std::vector<int64_t> sym(rank);
-  std::vector<int64_t> excess(2 * x.size(), 0);
-  Dims padded = cropped;
-  bool asymmetric = false;
-  for (size_t d = 0; d < rank; ++d) {
-    const int64_t b = std::max<int64_t>(0, before[d]);
-    const int64_t a = std::max<int64_t>(0, after[d]);
-    sym[d] = std::min(a, b);
-    excess[2 + d] = b - sym[d];
-    excess[x.size() + 2 + d] = a - sym[d];
-    padded[2 + d] += b + a - 2 * sym[d];
-    asymmetric |= a != b;
-  }
-  if (asymmetric) {
-    ASSIGN_OR_RETURN(input,
-                     ctx.EmitHelper("asymmetric_pad", "Pad", {input},
-                                    {{"mode", int64_t{static_cast<int64_t>(PadMode::kConstant)}},
-                                     {"pads", std::move(excess)},
-                                     {"value", 0.0f}},
-                                    dtype, padded));
-  }
+  ASSIGN_OR_RETURN(const ConvInput in,
+                   PadForConv(ctx, input, cropped, dtype, pad_before, pad_after));
   Dims out = {x[0], out_channels};
   for (size_t d = 0; d < rank; ++d) {
-    out.push_back(padded[2 + d] + 2 * sym[d] - (win.kernel[d] - 1) * win.dilations[d]);
+    out.push_back(in.dims[2 + d] + 2 * in.pads[d] - (win.kernel[d] - 1) * win.dilations[d]);
   }
   const ValueId weights = ctx.AddConstant(ctx.name() + "/conv_weights", conv_weights);
-  std::vector<ValueId> inputs = {input, weights};
+  std::vector<ValueId> inputs = {in.value, weights};
   if (bias) inputs.push_back(*bias);
   return ctx.EmitModelNode("Conv", std::move(inputs),
                            {{"group", group},
                             {"strides", AsHW(std::vector<int64_t>(rank, 1), 1)},
                             {"dilations", AsHW(win.dilations, 1)},
-                            {"pads", AsHW(sym, 0)}},
+                            {"pads", AsHW(in.pads, 0)}},
                            {OutputSpec{"", dtype, std::move(out)}});
 }
 
