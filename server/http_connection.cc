@@ -72,14 +72,21 @@ constexpr int kPollSliceMs = 100;
 constexpr int kLingerQuietMs = 500;
 constexpr auto kLingerTime = std::chrono::seconds(2);
 
-// poll(2) on one socket, again after a signal.
+// `call()` (a system call returning < 0 with errno on failure), again while
+// a signal interrupts it.
+template <typename Call>
+auto RetryOnSignal(Call call) {
+  decltype(call()) result;
+  do {
+    result = call();
+  } while (result < 0 && errno == EINTR);
+  return result;
+}
+
+// poll(2) on one socket.
 int PollSocket(int socket, short events, int timeout_ms) {
   pollfd entry{socket, events, 0};
-  int ready;
-  do {
-    ready = ::poll(&entry, 1, timeout_ms);
-  } while (ready < 0 && errno == EINTR);
-  return ready;
+  return RetryOnSignal([&] { return ::poll(&entry, 1, timeout_ms); });
 }
 
 int TimeoutMs(time_t secs, time_t usecs) {
@@ -200,11 +207,7 @@ class ConnectionStream final : public httplib::Stream {
     // The library answers the read refused with its own 400: ours went first.
     if (refused_) return static_cast<ssize_t>(size);
     if (!is_writable()) return -1;
-    ssize_t n;
-    do {
-      n = ::send(socket_, ptr, size, MSG_NOSIGNAL);
-    } while (n < 0 && errno == EINTR);
-    return n;
+    return RetryOnSignal([&] { return ::send(socket_, ptr, size, MSG_NOSIGNAL); });
   }
 
   void get_remote_ip_and_port(std::string& ip, int& port) const override {
@@ -217,11 +220,7 @@ class ConnectionStream final : public httplib::Stream {
 
  private:
   ssize_t Receive(char* into, size_t size) {
-    ssize_t n;
-    do {
-      n = ::recv(socket_, into, size, 0);
-    } while (n < 0 && errno == EINTR);
-    return n;
+    return RetryOnSignal([&] { return ::recv(socket_, into, size, 0); });
   }
 
   // Whether `bytes`, the next the library reads, keep RFC 9112's framing;
@@ -262,17 +261,20 @@ bool FramedHttpServer::process_and_close_socket(socket_t socket) {
                           TimeoutMs(write_timeout_sec_, write_timeout_usec_));
   const int keep_alive_ms = TimeoutMs(keep_alive_timeout_sec_, 0);
   bool served = false;
-  bool ended_mid_request = false;
+  // The last request was not answered whole: refused, or not read (its head
+  // unparsed, or no request at all where a client closed between requests).
+  // The linger drains what the client still sends, and ends at once on EOF.
+  bool unanswered = false;
   for (size_t left = keep_alive_max_count_; left > 0; --left) {
     if (!stream.WaitForRequest(keep_alive_ms, svr_sock_)) break;
     stream.StartRequest();
     bool client_closes = false;
     served = process_request(stream, /*close_connection=*/left == 1, client_closes,
                              [&stream](httplib::Request& request) { stream.HeadParsed(request); });
-    ended_mid_request = !served || stream.refused() || !stream.head_parsed();
-    if (ended_mid_request || client_closes) break;
+    unanswered = !served || stream.refused() || !stream.head_parsed();
+    if (unanswered || client_closes) break;
   }
-  if (ended_mid_request) stream.Linger();
+  if (unanswered) stream.Linger();
   ::shutdown(socket, SHUT_RDWR);
   ::close(socket);
   return served;
