@@ -4,6 +4,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -124,12 +125,13 @@ ExecutorFactory CalibrationExecutors(int device) {
 // why; empty for the other precisions.
 std::string Float32NodesText(const PrepareReport& r) {
   if (r.precision != ModelPrecision::kAuto) return "";
-  size_t by_op = 0;
-  for (const Float32Node& node : r.float32_nodes) by_op += KeptInFloat32(node.op_type) ? 1 : 0;
+  std::map<Float32Rule, size_t> counts;
+  for (const Float32Node& node : r.float32_nodes) ++counts[node.rule];
   std::string text = absl::StrFormat(
-      "\nprecision auto: %d nodes kept in float32 (%d for their op, as fp16; %d for their "
-      "values on the calibration batch), the rest computes in float16:\n",
-      r.float32_nodes.size(), by_op, r.float32_nodes.size() - by_op);
+      "\nprecision auto: %d nodes kept in float32 (%d for their op, as fp16; %d as autocast "
+      "promotes; %d for their values on the calibration batch), the rest computes in float16:\n",
+      r.float32_nodes.size(), counts[Float32Rule::kOp], counts[Float32Rule::kPromoted],
+      counts[Float32Rule::kValues]);
   for (const Float32Node& node : r.float32_nodes) {
     absl::StrAppend(&text, "  '", node.name, "' (", node.op_type, "): ", node.reason, "\n");
   }

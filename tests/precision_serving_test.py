@@ -232,13 +232,14 @@ class PrecisionServingTest(unittest.TestCase):
         print(f"loud_auto y: relative error {error:.2e} against onnxruntime float32")
         self.assertLess(error, TOLERANCE["auto"], "SERVER: loud_auto output y")
         output = self.server.output()
-        expected = ("model 'loud_auto': precision auto keeps 2 nodes in float32, 0 for their op "
-                    "(as fp16) and 2 for their values on the calibration batch: 'biased' (weight "
-                    "'bias' max |w| 7.0e4 > 65504; output max |x| 7.0e4 > 512), 'scaled' (input "
-                    "'biased' max |x| 7.0e4 > 512)")
+        # y adds the float32 `scaled` to h: float32 too, as autocast promotes.
+        expected = ("model 'loud_auto': precision auto keeps 3 nodes in float32: 0 for their op "
+                    "(as fp16), 1 as autocast promotes and 2 for their values on the calibration "
+                    "batch: 'biased' (weight 'bias' max |w| 7.0e4 > 65504; output max |x| 7.0e4 > "
+                    "512), 'scaled' (input 'biased' max |x| 7.0e4 > 512)")
         self.assertIn(expected, output, "SERVER: the load log names the kept nodes and why")
-        self.assertIn("model 'block_auto': precision auto keeps 2 nodes in float32, 2 for their "
-                      "op (as fp16) and 0 for their values", output,
+        self.assertIn("model 'block_auto': precision auto keeps 2 nodes in float32: 2 for their "
+                      "op (as fp16), 0 as autocast promotes and 0 for their values", output,
                       "SERVER: the block keeps its LayerNorm and Softmax only")
 
     def test_startup_table_names_each_precision(self):

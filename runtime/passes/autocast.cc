@@ -28,6 +28,7 @@ struct ValueRange {
   bool has_nan = false;
   bool has_inf = false;
   bool constant = false;  // known at plan time: a weight to its readers
+  int64_t elements = 0;
 
   [[nodiscard]] bool finite() const { return !has_nan && !has_inf; }
 };
@@ -35,6 +36,7 @@ struct ValueRange {
 ValueRange RangeOf(const HostTensor& tensor, bool constant) {
   ValueRange range;
   range.constant = constant;
+  range.elements = tensor.num_elements();
   const float* data = tensor.data<float>();
   for (int64_t i = 0; i < tensor.num_elements(); ++i) {
     if (std::isnan(data[i])) {
@@ -214,6 +216,77 @@ std::optional<std::string> Float32Reason(const Node& node, const CalibrationValu
   return absl::StrJoin(reasons, "; ");
 }
 
+// Autocast's lower_precision_fp list in ONNX's names (Note [Autocast's
+// promotion]): float16 whatever they read.
+bool LowersToFloat16(const std::string& op_type) {
+  static const std::set<std::string>* const kLowered = new std::set<std::string>{
+      "MatMul", "Gemm", "Conv", "ConvTranspose", "Einsum", "PRelu", "LSTM", "GRU", "RNN",
+  };
+  return kLowered->count(op_type) > 0;
+}
+
+// Constant operands a node reads as its configuration, not as data (Note
+// [Autocast's promotion]).
+bool ConfiguresNode(const Node& node, size_t input) {
+  static const std::set<std::string>* const kConfigured = new std::set<std::string>{
+      "BatchNormalization", "InstanceNormalization", "Resize", "Upsample", "Clip", "Pad",
+  };
+  return input > 0 && kConfigured->count(node.op_type) > 0;
+}
+
+// The nodes autocast's promotion keeps in float32 beyond `kept` (the op and
+// value rules' nodes, by name), each with its reason, by name (Note
+// [Autocast's promotion]). One walk in model order, which is topological.
+std::map<std::string, std::string> PromotedNodes(const Model& model,
+                                                 const CalibrationValues& values,
+                                                 const std::map<std::string, Float32Rule>& kept) {
+  std::map<std::string, const Node*> producers;
+  for (const Node& node : model.nodes) {
+    for (const std::string& output : node.outputs) producers[output] = &node;
+  }
+  const auto lowered_result = [&](const std::string& name) {
+    auto it = producers.find(name);
+    return it != producers.end() && LowersToFloat16(it->second->op_type);
+  };
+  // The results of nodes computing in float32.
+  std::set<std::string> float32_results;
+  // Whether `node` reads a float32 value at `input`, counting parameters
+  // when `parameters` says so.
+  const auto reads_float32 = [&](const Node& node, size_t input, bool parameters) {
+    const std::string& name = node.inputs[input];
+    if (name.empty() || !values.IsFloat32(name) || ReadsAnyDType(node, input)) return false;
+    const ValueRange* range = values.Range(name);
+    if (range == nullptr || !range->constant) return float32_results.count(name) > 0;
+    if (!parameters || range->elements <= 1 || ConfiguresNode(node, input)) return false;
+    const bool bias = node.op_type == "Add" && node.inputs.size() == 2 &&
+                      lowered_result(node.inputs[1 - input]);
+    return !bias;
+  };
+  std::map<std::string, std::string> promoted;
+  for (const Node& node : model.nodes) {
+    if (ChoosesOutputDType(node.op_type)) continue;
+    auto rule = kept.find(node.name);
+    bool float32 = rule != kept.end() && rule->second == Float32Rule::kValues;
+    if (!float32 && !LowersToFloat16(node.op_type)) {
+      const bool listed = KeptInFloat32(node.op_type);
+      for (size_t i = 0; i < node.inputs.size() && !float32; ++i) {
+        if (!reads_float32(node, i, /*parameters=*/!listed)) continue;
+        float32 = true;
+        if (listed) continue;
+        const std::string& input = node.inputs[i];
+        promoted[node.name] = absl::StrCat("reads float32 ",
+                                           float32_results.count(input) > 0 ? "'" : "weight '",
+                                           input, "'");
+      }
+    }
+    if (!float32) continue;
+    for (const std::string& output : node.outputs) {
+      if (!output.empty() && values.IsFloat32(output)) float32_results.insert(output);
+    }
+  }
+  return promoted;
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<Float32Node>> ChooseFloat32Nodes(const Model& model,
@@ -224,36 +297,49 @@ absl::StatusOr<std::vector<Float32Node>> ChooseFloat32Nodes(const Model& model,
     return absl::Status(values.status().code(), absl::StrCat("calibration batch (", BatchText(bind),
                                                              "): ", values.status().message()));
   }
-  std::vector<Float32Node> kept;
+  std::map<std::string, Float32Rule> rules;
+  std::map<std::string, std::string> reasons;
   for (const Node& node : model.nodes) {
     if (std::optional<std::string> reason = Float32Reason(node, *values)) {
-      kept.push_back({node.name, node.op_type, *std::move(reason)});
+      rules[node.name] = KeptInFloat32(node.op_type) ? Float32Rule::kOp : Float32Rule::kValues;
+      reasons[node.name] = *std::move(reason);
     }
+  }
+  for (auto& [name, reason] : PromotedNodes(model, *values, rules)) {
+    if (rules.emplace(name, Float32Rule::kPromoted).second) reasons[name] = std::move(reason);
+  }
+  std::vector<Float32Node> kept;
+  for (const Node& node : model.nodes) {
+    auto rule = rules.find(node.name);
+    if (rule == rules.end()) continue;
+    kept.push_back({node.name, node.op_type, rule->second, reasons[node.name]});
   }
   return kept;
 }
 
 std::string Float32NodesSummary(const std::vector<Float32Node>& nodes) {
   constexpr size_t kNamed = 5;  // a log line, not the model: the first few
-  size_t by_values = 0;
+  std::map<Float32Rule, size_t> counts;
   std::vector<std::string> named;
   for (const Float32Node& node : nodes) {
-    if (KeptInFloat32(node.op_type)) continue;
-    if (++by_values <= kNamed) {
+    ++counts[node.rule];
+    if (node.rule == Float32Rule::kValues && named.size() < kNamed) {
       named.push_back(absl::StrCat("'", node.name, "' (", node.reason, ")"));
     }
   }
+  const size_t by_values = counts[Float32Rule::kValues];
   return absl::StrCat(
-      "precision auto keeps ", nodes.size(), " nodes in float32, ", nodes.size() - by_values,
-      " for their op (as fp16) and ", by_values, " for their values on the calibration batch",
-      named.empty() ? "" : ": ", absl::StrJoin(named, ", "),
+      "precision auto keeps ", nodes.size(), " nodes in float32: ", counts[Float32Rule::kOp],
+      " for their op (as fp16), ", counts[Float32Rule::kPromoted], " as autocast promotes and ",
+      by_values, " for their values on the calibration batch", named.empty() ? "" : ": ",
+      absl::StrJoin(named, ", "),
       by_values > named.size() ? absl::StrCat(" and ", by_values - named.size(), " more") : "");
 }
 
 std::set<std::string> NodeNames(const std::vector<Float32Node>& nodes) {
   std::set<std::string> names;
   for (const Float32Node& node : nodes) {
-    if (!KeptInFloat32(node.op_type)) names.insert(node.name);
+    if (node.rule != Float32Rule::kOp) names.insert(node.name);
   }
   return names;
 }

@@ -58,14 +58,23 @@ struct CalibrationOptions {
   uint64_t seed = 1;
 };
 
+// Which rule keeps a node in float32 (Note [Automatic precision]).
+enum class Float32Rule {
+  kOp,        // its op is in KeptInFloat32, as under fp16
+  kPromoted,  // it reads a float32 value, as autocast promotes (Note [Autocast's promotion])
+  kValues,    // its values on the calibration batch
+};
+
 // A node precision auto keeps in float32.
 struct Float32Node {
   std::string name;     // Node::name
   std::string op_type;  // for reports
-  // Why, one clause per rule that holds, "; " between: "op Softmax kept in
-  // float32", "output max |x| 1.3e3 > 512", "input 'h' max |x| 7.1e2 >
-  // 512", "weight 'w' max |w| 7.0e4 > 65504", "output inf from finite
-  // inputs", "output max |x| 3.0e-9 < 6.1e-5".
+  Float32Rule rule;     // the first that holds: kOp, then kValues, then kPromoted
+  // Why, one clause per value rule that holds, "; " between: "op Softmax
+  // kept in float32", "output max |x| 1.3e3 > 512", "input 'h' max |x|
+  // 7.1e2 > 512", "weight 'w' max |w| 7.0e4 > 65504", "output inf from
+  // finite inputs", "output max |x| 3.0e-9 < 6.1e-5"; or one of the
+  // promotion: "reads float32 'ln'", "reads float32 weight 'pos'".
   std::string reason;
 };
 
@@ -78,16 +87,16 @@ struct Float32Node {
 absl::StatusOr<std::vector<Float32Node>> ChooseFloat32Nodes(const Model& model,
                                                             const CalibrationOptions& options = {});
 
-// The names of the nodes of `nodes` kept for their values: ConvertPrecision's
-// float32_nodes. The list's ops are ConvertPrecision's own to keep, and to
-// run in the target between 16-bit neighbours (Note [Listed ops between
-// 16-bit neighbours] in precision.h), as under fp16.
-// "precision auto keeps 40 nodes in float32, 25 for their op (as fp16) and
-// 15 for their values on the calibration batch: 'a' (reason), ... and 10
-// more": what a load logs of ChooseFloat32Nodes' answer, the first few
-// nodes kept for their values named.
+// "precision auto keeps 40 nodes in float32: 25 for their op (as fp16), 10
+// as autocast promotes and 5 for their values on the calibration batch: 'a'
+// (reason), ... and 2 more": what a load logs of ChooseFloat32Nodes'
+// answer, the first few nodes kept for their values named.
 std::string Float32NodesSummary(const std::vector<Float32Node>& nodes);
 
+// The names of the nodes of `nodes` kept for their values or promoted:
+// ConvertPrecision's float32_nodes. The list's ops are ConvertPrecision's
+// own to keep, and to run in the target between 16-bit neighbours (Note
+// [Listed ops between 16-bit neighbours] in precision.h), as under fp16.
 std::set<std::string> NodeNames(const std::vector<Float32Node>& nodes);
 
 // Note [Automatic precision]
@@ -119,6 +128,8 @@ std::set<std::string> NodeNames(const std::vector<Float32Node>& nodes);
 //     broke in float16 with it and without: EfficientNet-B0 with random
 //     weights answered zeros (relative error 1.0) under fp16 and auto, and
 //     in PyTorch's own float16.
+//   - promotion: it reads a float32 value, where autocast would compute in
+//     float32 (Note [Autocast's promotion]).
 // Magnitudes are over finite elements, a judgement AutoCast does not make
 // (its |x| > data_max counts an infinity): infinities carry through float16
 // as through float32, so a node that only passes them on (Add of a -inf
@@ -167,5 +178,44 @@ std::set<std::string> NodeNames(const std::vector<Float32Node>& nodes);
 // as AutoCast's do. The server logs the count and the first kept nodes at
 // load; graphserve-capture prepare lists each with its reason in
 // capture_report.txt.
+//
+// Note [Autocast's promotion]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// PyTorch's autocast sorts ops in three: the GEMMs and convolutions compute
+// in float16 whatever they read (its lower_precision_fp list: ONNX's MatMul,
+// Gemm, Conv, ConvTranspose, Einsum, PRelu and the recurrent ops); its
+// float32 list computes in float32 (KeptInFloat32); every other op computes
+// in the widest type it reads. A model's parameters stay float32, so
+// Embedding, the position embeddings' Add, a layer scale's Mul and the
+// residual Add that reads a LayerNorm's float32 result all compute in
+// float32: a transformer's residual stream is float32 from the embeddings
+// to the last LayerNorm, and only each GEMM's operands are rounded to
+// float16. Without the rule auto ran that stream in float16, as fp16 does,
+// and BERT-base, DistilBERT and ViT-B/16 ended 1.7-2.7x as far from float64
+// as autocast (H200, 2026-11-29), where the issue asks for at most 1.5x.
+// So auto keeps a node that is neither lowered nor listed in float32 when
+// it reads a float32 value:
+//   - a parameter: a float32 constant of more than one element. A single
+//     number (a scale, GELU's 0.5, a mask's finfo.min) is what PyTorch's
+//     Python scalars are, which do not promote a tensor; a constant a node
+//     reads as its configuration rather than as data (BatchNormalization's
+//     statistics, Resize's scales, Clip's bounds, Pad's value) neither,
+//     as cuDNN's batch norm takes float32 statistics for float16 data; and
+//     the bias an Add puts on a lowered op's result is that GEMM's own, the
+//     bias torch.nn.Linear adds in float16 and exporters split off.
+//   - the result of a node computing in float32: one kept for its values, a
+//     promoted one, or one of the list that reads such a result (the list's
+//     own parameters, a LayerNorm's scale, do not count: the op computes in
+//     float32 anyway, and ConvertPrecision runs it in float16 between 16-bit
+//     neighbours, Note [Listed ops between 16-bit neighbours]).
+// A graph input is no such value: the client's float32 goes to float16
+// right after the input, as a model made .half() reads it. What a model
+// does first with its input is to normalize it for a convolution, which
+// reads float16 anyway; and a float attention mask given as an input would
+// otherwise take the attention chain out of cuDNN's fused kernel.
+// Constant, ConstantOfShape and Cast take their readers' type and are no
+// float32 value of their own. A list node that ConvertPrecision keeps for
+// its readers only (a graph output, Exp read by ReduceSum) does not promote
+// them; they get its result through a Cast, as under fp16.
 
 }  // namespace graphserve

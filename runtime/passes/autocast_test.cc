@@ -4,6 +4,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -50,7 +51,7 @@ Node Constant(const std::string& output, float value) {
 //   biased x plus a bias holding 7e4: kept for the weight (and its output);
 //   unbias biased times 1e-4: kept for reading biased;
 //   p      Softmax of shrink: kept for its op;
-//   y      p plus unbias: converted.
+//   y      p plus unbias: kept as autocast promotes, reading float32 values.
 // In fp16 the 7e4 bias is infinite and so is y; auto keeps y finite.
 Model RangesModel() {
   Model model;
@@ -100,28 +101,31 @@ TEST(ChooseFloat32NodesTest, KeepsNodesPastTheRangesAndTheListsOps) {
   absl::StatusOr<std::vector<Float32Node>> kept = ChooseFloat32Nodes(RangesModel());
   ASSERT_TRUE(kept.ok()) << kept.status();
   const std::map<std::string, std::string> reasons = Reasons(*kept);
-  EXPECT_EQ(reasons.size(), 5u) << testing::PrintToString(reasons);
+  EXPECT_EQ(reasons.size(), 6u) << testing::PrintToString(reasons);
   EXPECT_THAT(reasons.at("big"), HasSubstr("output max |x| "));
   EXPECT_THAT(reasons.at("big"), HasSubstr(" > 512"));
   EXPECT_THAT(reasons.at("shrink"), HasSubstr("input 'big' max |x| "));
   EXPECT_THAT(reasons.at("biased"), HasSubstr("weight 'w_huge' max |w| 7.0e4 > 65504"));
   EXPECT_THAT(reasons.at("unbias"), HasSubstr("input 'biased' max |x| 7.0e4 > 512"));
   EXPECT_EQ(reasons.at("p"), "op Softmax kept in float32");
-  // Near 1 in and out: float16 computes them.
+  EXPECT_EQ(reasons.at("y"), "reads float32 'p'");
+  // Near 1 in and out, and lowered: float16 computes it.
   EXPECT_EQ(reasons.count("small"), 0u);
-  EXPECT_EQ(reasons.count("y"), 0u);
   // Constants take their readers' type: not judged, whatever their value.
   EXPECT_EQ(reasons.count("milli"), 0u);
   // In model order, with the op for reports.
   ASSERT_EQ(kept->front().name, "big");
   EXPECT_EQ(kept->front().op_type, "MatMul");
+  EXPECT_EQ(kept->front().rule, Float32Rule::kValues);
+  EXPECT_EQ(kept->back().rule, Float32Rule::kPromoted);
 }
 
 // The underflow rule: x times 1e-7 is all below float16's smallest normal,
 // so the Mul that makes it and the MatMul that reads it stay float32; the
 // MatMul's weights near 1e4 bring its output back near 1e-3, and the Relu
-// after reads and writes values float16 holds. In fp16 the product is
-// subnormal, steps of 6e-8 on values near 1e-7: the answer is far off.
+// after, reading the MatMul's float32 result, computes in float32 as
+// autocast promotes. In fp16 the product is subnormal, steps of 6e-8 on
+// values near 1e-7: the answer is far off.
 TEST(ChooseFloat32NodesTest, KeepsValuesBelowFloat16sNormals) {
   Model model;
   model.name = "underflow";
@@ -138,11 +142,11 @@ TEST(ChooseFloat32NodesTest, KeepsValuesBelowFloat16sNormals) {
   absl::StatusOr<std::vector<Float32Node>> kept = ChooseFloat32Nodes(model);
   ASSERT_TRUE(kept.ok()) << kept.status();
   const std::map<std::string, std::string> reasons = Reasons(*kept);
-  EXPECT_EQ(reasons.size(), 2u) << testing::PrintToString(reasons);
+  EXPECT_EQ(reasons.size(), 3u) << testing::PrintToString(reasons);
   EXPECT_THAT(reasons.at("shrink"), HasSubstr("output max |x| "));
   EXPECT_THAT(reasons.at("shrink"), HasSubstr(" < 6.1e-5"));
   EXPECT_THAT(reasons.at("grow"), HasSubstr("input 'shrink' max |x| "));
-  EXPECT_EQ(reasons.count("y"), 0u);
+  EXPECT_EQ(reasons.at("y"), "reads float32 'grow'");
 
   const std::vector<HostTensor> inputs = {RandomTensor(DType::kFloat32, {4, kWidth}, 7)};
   const std::vector<HostTensor> want = RunOnHost(model, inputs);
@@ -167,10 +171,8 @@ TEST(ChooseFloat32NodesTest, TheConvertedModelRunsCloseToFloat32WhereFp16Overflo
 
   absl::StatusOr<std::map<std::string, DType>> dtypes = InferValueDTypes(automatic, {});
   ASSERT_TRUE(dtypes.ok()) << dtypes.status();
-  for (const char* converted : {"small", "y/float16"}) {
-    EXPECT_EQ(dtypes->at(converted), DType::kFloat16) << converted;
-  }
-  for (const char* kept_value : {"big", "shrink", "biased", "unbias", "p"}) {
+  EXPECT_EQ(dtypes->at("small"), DType::kFloat16);
+  for (const char* kept_value : {"big", "shrink", "biased", "unbias", "p", "y"}) {
     EXPECT_EQ(dtypes->at(kept_value), DType::kFloat32) << kept_value;
   }
   EXPECT_EQ(automatic.initializers.at("w_small")->dtype(), DType::kFloat16);
@@ -182,7 +184,7 @@ TEST(ChooseFloat32NodesTest, TheConvertedModelRunsCloseToFloat32WhereFp16Overflo
   ASSERT_EQ(got.size(), 1u);
   ASSERT_EQ(want.size(), 1u);
   EXPECT_EQ(got[0].dtype(), DType::kFloat32);
-  // float16 rounding of small and y, 11 significant bits.
+  // float16 rounding of small, 11 significant bits.
   EXPECT_LT(RelativeError(got[0], want[0]), 1e-2);
   EXPECT_GT(RelativeError(got[0], want[0]), 0.0);  // it did compute in float16
 
@@ -235,7 +237,8 @@ TEST(ChooseFloat32NodesTest, AModelInRangeKeepsOnlyTheListsOps) {
 
 // A Div by zero makes infinities from finite values: kept. An Add of a -inf
 // mask only passes them on, and float16 carries infinities as float32
-// does: converted, and the -inf bias is no weight past float16's range.
+// does: not kept for its values, and the -inf bias is no weight past
+// float16's range (it is a parameter, which autocast's promotion keeps).
 TEST(ChooseFloat32NodesTest, KeepsNodesThatMakeInfinitiesNotThoseThatPassThemOn) {
   Model model;
   model.name = "non_finite";
@@ -253,9 +256,11 @@ TEST(ChooseFloat32NodesTest, KeepsNodesThatMakeInfinitiesNotThoseThatPassThemOn)
   };
   absl::StatusOr<std::vector<Float32Node>> kept = ChooseFloat32Nodes(model);
   ASSERT_TRUE(kept.ok()) << kept.status();
-  ASSERT_EQ(kept->size(), 1u) << testing::PrintToString(Reasons(*kept));
+  ASSERT_EQ(kept->size(), 2u) << testing::PrintToString(Reasons(*kept));
   EXPECT_EQ(kept->front().name, "quotient");
   EXPECT_EQ(kept->front().reason, "output inf from finite inputs");
+  EXPECT_EQ(kept->back().name, "masked");
+  EXPECT_EQ(kept->back().reason, "reads float32 weight 'mask'");
 }
 
 // Hugging Face's attention mask, `(1 - mask) * finfo(float32).min` added to
@@ -308,6 +313,92 @@ TEST(ChooseFloat32NodesTest, TheAttentionMasksFloat32MinStandsForMinusInfinity) 
   }
 }
 
+// Note [Autocast's promotion] on an embedding and one residual block:
+//   emb       Gather of a table by token ids: promoted by the table;
+//   pos       emb plus position embeddings: promoted (reads emb);
+//   ln        LayerNorm of pos: float32, its input being float32;
+//   q, k      MatMuls of ln: lowered, float16 whatever they read;
+//   q_bias    q plus its bias: the GEMM's own bias, float16;
+//   scores    q_bias times k transposed, scaled by a scalar: float16;
+//   probs     Softmax between float16 GEMMs: float16, as under fp16;
+//   context   probs times k: lowered;
+//   residual  pos plus context: promoted (reads pos);
+//   y         LayerNorm of residual: float32.
+// The residual stream stays float32 and only the GEMMs' operands are
+// rounded: closer to float32 than fp16, which rounds the stream too.
+TEST(ChooseFloat32NodesTest, PromotesAsAutocastDoesKeepingTheResidualStreamInFloat32) {
+  constexpr int64_t kTokens = 4;
+  Model model;
+  model.name = "promotion";
+  model.opset = kOpset;
+  model.inputs = {{"ids", DType::kInt64, {-1, kTokens}}};
+  model.outputs = {{"y", DType::kFloat32, {-1, kTokens, kWidth}}};
+  model.initializers["table"] = Weights({8, kWidth}, 11, 1.0f);
+  model.initializers["positions"] = Weights({kTokens, kWidth}, 12, 1.0f);
+  model.initializers["wq"] = Weights({kWidth, kWidth}, 13, 0.3f);
+  model.initializers["bq"] = Weights({kWidth}, 14, 0.1f);
+  model.initializers["wk"] = Weights({kWidth, kWidth}, 15, 0.3f);
+  model.initializers["gamma"] = Filled({kWidth}, 1.0f);
+  model.nodes = {
+      Node{"emb", "Gather", {"table", "ids"}, {"emb"}, {}},
+      Node{"pos", "Add", {"emb", "positions"}, {"pos"}, {}},
+      Node{"ln", "LayerNormalization", {"pos", "gamma"}, {"ln"}, {{"axis", int64_t{-1}}}},
+      Node{"q", "MatMul", {"ln", "wq"}, {"q"}, {}},
+      Node{"q_bias", "Add", {"q", "bq"}, {"q_bias"}, {}},
+      Node{"k", "MatMul", {"ln", "wk"}, {"k"}, {}},
+      Node{"kt", "Transpose", {"k"}, {"kt"}, {{"perm", std::vector<int64_t>{0, 2, 1}}}},
+      Node{"dot", "MatMul", {"q_bias", "kt"}, {"dot"}, {}},
+      Constant("scale", 0.35f),
+      Node{"scores", "Mul", {"dot", "scale"}, {"scores"}, {}},
+      Node{"probs", "Softmax", {"scores"}, {"probs"}, {{"axis", int64_t{-1}}}},
+      Node{"context", "MatMul", {"probs", "k"}, {"context"}, {}},
+      Node{"residual", "Add", {"pos", "context"}, {"residual"}, {}},
+      Node{"y", "LayerNormalization", {"residual", "gamma"}, {"y"}, {{"axis", int64_t{-1}}}},
+  };
+  absl::StatusOr<std::vector<Float32Node>> kept = ChooseFloat32Nodes(model);
+  ASSERT_TRUE(kept.ok()) << kept.status();
+  const std::map<std::string, std::string> reasons = Reasons(*kept);
+  EXPECT_EQ(reasons, (std::map<std::string, std::string>{
+                         {"emb", "reads float32 weight 'table'"},
+                         {"pos", "reads float32 'emb'"},
+                         {"ln", "op LayerNormalization kept in float32"},
+                         {"probs", "op Softmax kept in float32"},
+                         {"residual", "reads float32 'pos'"},
+                         {"y", "op LayerNormalization kept in float32"},
+                     }));
+  EXPECT_EQ(NodeNames(*kept), (std::set<std::string>{"emb", "pos", "residual"}));
+  EXPECT_EQ(Float32NodesSummary(*kept),
+            "precision auto keeps 6 nodes in float32: 3 for their op (as fp16), 3 as autocast "
+            "promotes and 0 for their values on the calibration batch");
+
+  Model automatic = model;
+  ASSERT_TRUE(ConvertPrecision(automatic, ModelPrecision::kAuto, NodeNames(*kept)).ok());
+  absl::StatusOr<std::map<std::string, DType>> dtypes = InferValueDTypes(automatic, {});
+  ASSERT_TRUE(dtypes.ok()) << dtypes.status();
+  for (const char* float32 : {"emb", "pos", "ln", "residual", "y"}) {
+    EXPECT_EQ(dtypes->at(float32), DType::kFloat32) << float32;
+  }
+  for (const char* float16 : {"q", "q_bias", "scores", "probs", "context"}) {
+    EXPECT_EQ(dtypes->at(float16), DType::kFloat16) << float16;
+  }
+  EXPECT_EQ(automatic.initializers.at("bq")->dtype(), DType::kFloat16);
+  EXPECT_EQ(automatic.initializers.at("positions")->dtype(), DType::kFloat32);
+
+  HostTensor ids(DType::kInt64, {3, kTokens});
+  for (int64_t i = 0; i < ids.num_elements(); ++i) ids.data<int64_t>()[i] = (i * 5) % 8;
+  const std::vector<HostTensor> want = RunOnHost(model, {ids});
+  Model fp16 = model;
+  ASSERT_TRUE(ConvertPrecision(fp16, ModelPrecision::kFp16).ok());
+  const std::vector<HostTensor> automatic_out = RunOnHost(automatic, {ids});
+  const std::vector<HostTensor> fp16_out = RunOnHost(fp16, {ids});
+  ASSERT_EQ(automatic_out.size(), 1u);
+  ASSERT_EQ(fp16_out.size(), 1u);
+  const double automatic_error = RelativeError(automatic_out[0], want[0]);
+  const double fp16_error = RelativeError(fp16_out[0], want[0]);
+  EXPECT_GT(automatic_error, 0.0);  // the GEMMs did compute in float16
+  EXPECT_LT(automatic_error, fp16_error);
+}
+
 // A shape dim takes the extent given (else kCalibrationExtent), and given
 // inputs replace the drawn ones: x of 10 scaled by 100 is past 512, which
 // standard normal draws would not reach.
@@ -350,7 +441,8 @@ TEST(ChooseFloat32NodesTest, DrawsTokenIdsEveryTableHolds) {
   model.nodes = {Node{"y", "Gather", {"table", "ids"}, {"y"}, {}}};
   absl::StatusOr<std::vector<Float32Node>> kept = ChooseFloat32Nodes(model);
   ASSERT_TRUE(kept.ok()) << kept.status();
-  EXPECT_TRUE(kept->empty());
+  ASSERT_EQ(kept->size(), 1u);  // an Embedding's float32 rows, as autocast's
+  EXPECT_EQ(kept->front().reason, "reads float32 weight 'table'");
 
   model.initializers["table"] = Weights({1, 4}, 5, 1.0f);
   const absl::Status status = ChooseFloat32Nodes(model).status();
