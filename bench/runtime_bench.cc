@@ -49,6 +49,9 @@ int main(int argc, char** argv) {
   command_line.AddInt("iters", &options.iters, "Timed runs per loop; the median is reported.");
   command_line.AddString("json", &json_path, "Write the records to this JSON file.");
   command_line.AddBool("allow-tf32", &options.allow_tf32, "Allow TF32 tensor-core GEMMs and convolutions.");
+  command_line.AddBool("channels-last-convs", &options.channels_last_convs,
+                       "16-bit convolutions hand each other their outputs NHWC (Note "
+                       "[Channels-last convolutions] in runtime/fusion.h); false: all NCHW.");
   std::string precision;
   command_line.AddString("precision", &precision,
                          "What the model computes in, as config.pbtxt's capture.precision: "

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -65,6 +66,10 @@ int64_t GemmColumns(const BoundGraph& graph, const BoundNode& node) {
 }
 
 namespace {
+
+// What an epilogue reading its residual in the other layout costs, in
+// transposes: one strided read, no write (Note [Channels-last convolutions]).
+constexpr double kCrossLayoutEpilogueCost = 0.5;
 
 // Gemm with a C that contributes (beta != 0).
 bool GemmUsesC(const BoundNode& node) {
@@ -272,6 +277,7 @@ class FusionPlanner {
     std::stable_sort(by_last_node_.begin(), by_last_node_.end(),
                      [](const auto& a, const auto& b) { return a.first < b.first; });
     for (auto& [last, step] : by_last_node_) plan_.steps.push_back(std::move(step));
+    if (options_.channels_last_convs) ChooseConvLayouts();
     return std::move(plan_);
   }
 
@@ -955,6 +961,107 @@ class FusionPlanner {
     plan_.fused_into_convs += static_cast<int>(step.nodes.size()) - 1;
     ++plan_.conv_steps;
     Add(std::move(step));
+  }
+
+  // A Conv step that may read or write NHWC (Note [Channels-last
+  // convolutions]): 16-bit data, 4-D, a constant W, not depthwise (one
+  // input channel per group, of several).
+  bool ChannelsLastCapable(const FusedStep& step) const {
+    if (step.kind != StepKind::kConv) return false;
+    const BoundValue& y = graph_.value(step.outputs[0]);
+    const BoundValue& w = graph_.value(step.inputs[1]);
+    const bool depthwise =
+        w.dims.size() == 4 && w.dims[1] == 1 && graph_.value(step.inputs[0]).dims[1] > 1;
+    return (y.dtype == DType::kFloat16 || y.dtype == DType::kBFloat16) && y.dims.size() == 4 &&
+           w.is_constant() && !depthwise;
+  }
+
+  // Note [Channels-last convolutions]: which Conv outputs are stored NHWC,
+  // and each Conv step's layouts.
+  void ChooseConvLayouts() {
+    const std::vector<bool> eligible = ChannelsLastEligible();
+    // Components of eligible values that a layout change between them
+    // would cost a transpose (or a strided epilogue): one layout each.
+    std::vector<ValueId> parent(graph_.values.size());
+    for (size_t v = 0; v < parent.size(); ++v) parent[v] = static_cast<ValueId>(v);
+    const std::function<ValueId(ValueId)> find = [&](ValueId v) {
+      return parent[v] == v ? v : parent[v] = find(parent[v]);
+    };
+    // Transposes NHWC saves (positive) or costs (negative) each value.
+    std::vector<double> gain(graph_.values.size(), 0.0);
+    const auto tie = [&](ValueId a, ValueId b, double cost) {
+      if (eligible[a] && eligible[b]) {
+        parent[find(a)] = find(b);
+      } else if (eligible[a] || eligible[b]) {
+        gain[eligible[a] ? a : b] -= cost;  // its neighbour stays NCHW
+      }
+    };
+    for (const FusedStep& step : plan_.steps) {
+      if (!ChannelsLastCapable(step)) continue;
+      const ValueId x = step.inputs[0];
+      const ValueId y = step.outputs[0];
+      if (IsNchwGemm(step)) {
+        tie(x, y, 1.0);
+      } else {
+        gain[x] += eligible[x] ? 1.0 : 0.0;
+        gain[y] += eligible[y] ? 1.0 : 0.0;
+      }
+      if (step.conv_residual) tie(step.inputs.back(), y, kCrossLayoutEpilogueCost);
+    }
+    std::map<ValueId, double> component_gain;
+    for (size_t v = 0; v < gain.size(); ++v) {
+      if (eligible[v]) component_gain[find(static_cast<ValueId>(v))] += gain[v];
+    }
+    std::vector<bool> channels_last(graph_.values.size(), false);
+    for (size_t v = 0; v < gain.size(); ++v) {
+      channels_last[v] = eligible[v] && component_gain[find(static_cast<ValueId>(v))] > 0;
+    }
+    const auto layout = [&](ValueId v) {
+      return channels_last[v] ? ConvLayout::kNHWC : ConvLayout::kNCHW;
+    };
+    for (FusedStep& step : plan_.steps) {
+      if (!ChannelsLastCapable(step)) continue;
+      step.conv_x_layout = layout(step.inputs[0]);
+      step.conv_y_layout = layout(step.outputs[0]);
+      if (step.conv_residual) step.conv_residual_layout = layout(step.inputs.back());
+      if (step.conv_y_layout == ConvLayout::kNHWC) ++plan_.channels_last_values;
+      if (step.conv_x_layout == ConvLayout::kNHWC || step.conv_y_layout == ConvLayout::kNHWC) {
+        step.inputs.erase(step.inputs.begin() + 1);  // W: the kernel's channels-last copy
+      }
+    }
+  }
+
+  // The values that may be stored NHWC: a capable Conv step's output that
+  // only capable Conv steps read, as x or residual, that is no graph output
+  // and that no alias op reads.
+  std::vector<bool> ChannelsLastEligible() const {
+    std::vector<bool> eligible(graph_.values.size(), false);
+    for (const FusedStep& step : plan_.steps) {
+      if (ChannelsLastCapable(step) && !IsGraphOutput(graph_, step.outputs[0])) {
+        eligible[step.outputs[0]] = true;
+      }
+    }
+    for (size_t v = 0; v < plan_.alias_root.size(); ++v) {
+      if (plan_.alias_root[v] != static_cast<ValueId>(v)) eligible[plan_.alias_root[v]] = false;
+    }
+    for (const FusedStep& step : plan_.steps) {
+      const bool capable = ChannelsLastCapable(step);
+      for (size_t i = 0; i < step.inputs.size(); ++i) {
+        const bool as_x = i == 0;
+        const bool as_residual = step.conv_residual && i + 1 == step.inputs.size();
+        if (!capable || !(as_x || as_residual)) eligible[step.inputs[i]] = false;
+      }
+    }
+    return eligible;
+  }
+
+  // A convolution that is a GEMM over NCHW data (1x1, stride 1, no pads, one
+  // group): its engines read NCHW as it lies, so only a change of layout
+  // between its x and y costs a transpose.
+  bool IsNchwGemm(const FusedStep& step) const {
+    const ConvParams p = ConvParamsOf(graph_, graph_.nodes[step.anchor]);
+    return p.kernel_h == 1 && p.kernel_w == 1 && p.stride_h == 1 && p.stride_w == 1 &&
+           p.pad_h == 0 && p.pad_w == 0 && p.groups == 1;
   }
 
   std::optional<Scaling> ScalingOf(int node_index) const {

@@ -83,6 +83,13 @@ struct FusedStep {
   // kConv: what follows the convolution in its epilogue.
   bool conv_residual = false;
   ActivationParams conv_activation;
+  // kConv: how x, y and the residual lie (Note [Channels-last
+  // convolutions]). When x or y is NHWC the kernel reads its own channels-
+  // last copy of the constant W, which is then not among `inputs` (X, [B],
+  // [residual]).
+  ConvLayout conv_x_layout = ConvLayout::kNCHW;
+  ConvLayout conv_y_layout = ConvLayout::kNCHW;
+  ConvLayout conv_residual_layout = ConvLayout::kNCHW;
   // kAttention: how the chain is read and what it computes.
   AttentionFusion attention;
   // kMaskedSoftmax: whether a mask is added (the second input) and the NaN
@@ -129,6 +136,9 @@ struct FusionOptions {
   // Float32 GEMMs read their constant 2-D weights K-major (Note [K-major
   // weights]): what TF32 on Hopper's tensor cores wants.
   bool k_major_float32_weights = false;
+  // 16-bit convolutions hand each other their outputs channels last (Note
+  // [Channels-last convolutions]); off: every value NCHW.
+  bool channels_last_convs = true;
 };
 
 // Note [Transposed GEMM operands]
@@ -152,6 +162,43 @@ struct FusionOptions {
 // once per model (WeightLayout::kTransposed), with op(B) = B^T: the same
 // products, summed in the kernel's own order.
 
+// Note [Channels-last convolutions]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// cuDNN's tensor-core engines for 16-bit convolutions read and write NHWC
+// (channels innermost). Given NCHW, as ONNX lays tensors out, they
+// transpose x, w and y around each convolution in kernels of their own: on
+// the H200, ResNet-50 in float16 at batch 1 spent 224 of its 860 us of
+// kernel time (ncu) in 54 such transposes, and at batch 8 311 of 1515 us;
+// 5 more convolutions fell back to an NCHW kernel without tensor cores
+// (bench/results/2026-11-30_*_auto_promotion_h200, call 50). PyTorch's
+// channels_last and torch.compile keep such a network NHWC throughout.
+// Here the bound graph stays NCHW, and only values that pass from one
+// convolution to the next may change layout. Eligible: the output of a
+// float16 or bfloat16 Conv step (4-D, after its epilogue, W a constant, not
+// depthwise) that only such Conv steps read, as their x or as the residual
+// of their epilogue, and that is no graph output and no alias op (Reshape,
+// Flatten) reads. Whether an eligible value goes NHWC is a count of the
+// transposes it saves: a convolution that is no GEMM over NCHW data wants
+// both its x and y NHWC (one saved per side), while a 1x1 convolution of
+// stride 1 and one group reads NCHW as it lies, so only a change of layout
+// between its x and y costs one; an epilogue reading its residual in the
+// other layout costs half (a strided read). Values that such a change would
+// separate are decided together (a component), NHWC when the component
+// saves more than it costs. So ResNet's stages go NHWC end to end, while in
+// MobileNet's and EfficientNet's inverted residuals, whose 1x1 convolutions
+// sit between depthwise ones and squeeze-excitation, everything stays NCHW.
+// Depthwise convolutions were measured slower NHWC at batch 1 (H200, call
+// 52: EfficientNet-B0 622 against 509 us, MobileNetV3 452 against 365 us,
+// with depthwise steps NHWC), as were those 1x1 convolutions made to change
+// layout (579 and 437 us without depthwise steps, under a rule without the
+// count). Everything else (pooling, pointwise regions, Concat, graph
+// outputs) sees NCHW. A Conv step with x or y NHWC reads w as [K, R, S,
+// C/groups], a copy the weight store keeps once (WeightLayout::
+// kChannelsLast). cuDNN takes each tensor's layout from its strides, so a
+// step whose x is NCHW (after a MaxPool) and y NHWC is one operation graph;
+// the epilogue indexes y in its layout and the residual in its own. The
+// host reference and every other kernel never see an NHWC value.
+
 struct FusionPlan {
   std::vector<FusedStep> steps;  // in a topological (issue) order
   // Per value: the value owning its bytes. Alias ops (Identity, Reshape,
@@ -170,6 +217,7 @@ struct FusionPlan {
   int fused_into_pointwise = 0;  // nodes run inside pointwise regions
   int conv_steps = 0;
   int fused_into_convs = 0;  // nodes (Add, activations) absorbed into Conv epilogues
+  int channels_last_values = 0;  // conv outputs stored NHWC
 };
 
 FusionPlan PlanFusion(const BoundGraph& graph, const FusionOptions& options);

@@ -759,6 +759,117 @@ TEST_P(HalfFusionTest, RegionsStopAtCasts) {
   }
 }
 
+// A stem Conv into a MaxPool, then a block with a downsample branch in
+// PyTorch's export order (the main path's Conv before the downsample Conv,
+// as ResidualBlock), and a last Conv adding the block's output to itself
+// into a global pool:
+//   stem   Conv 3x3 (x)                -> s   (MaxPool reads it)
+//   pool   MaxPool(s)                  -> p
+//   conv1  Relu(Conv 3x3 (p))          -> a   (conv2 reads it)
+//   conv2  Relu(Conv 3x3 (a) + d)      -> r   (conv3's x and residual)
+//   down   Conv 3x3, or 1x1 (p)        -> d   (conv2's residual)
+//   conv3  Relu(Conv 3x3, or 1x1 (r) + r) -> y3 (the global pool reads it)
+//   gap    GlobalAveragePool(y3)       -> y
+Model ConvChain(bool pointwise_tail) {
+  Model model;
+  model.name = "conv_chain";
+  model.opset = 17;
+  const int64_t k = pointwise_tail ? 1 : 3;
+  model.inputs = {{"x", DType::kFloat32, {-1, 4, 8, 8}}};
+  model.outputs = {{"y", DType::kFloat32, {-1, 8, 1, 1}}};
+  model.initializers["w0"] = Weights({8, 4, 3, 3}, 1);
+  model.initializers["w1"] = Weights({8, 8, 3, 3}, 2);
+  model.initializers["wd"] = Weights({8, 8, k, k}, 3);
+  model.initializers["w2"] = Weights({8, 8, 3, 3}, 4);
+  model.initializers["w3"] = Weights({8, 8, k, k}, 5);
+  const Attributes pad1 = {{"pads", std::vector<int64_t>{1, 1, 1, 1}}};
+  const Attributes tail = pointwise_tail ? Attributes{} : pad1;
+  model.nodes = {
+      {"stem", "Conv", {"x", "w0"}, {"s"}, pad1},
+      {"pool",
+       "MaxPool",
+       {"s"},
+       {"p"},
+       {{"kernel_shape", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{2, 2}}}},
+      {"conv1", "Conv", {"p", "w1"}, {"c1"}, pad1},
+      {"relu1", "Relu", {"c1"}, {"a"}, {}},
+      {"conv2", "Conv", {"a", "w2"}, {"c2"}, pad1},
+      {"down", "Conv", {"p", "wd"}, {"d"}, tail},
+      {"add2", "Add", {"c2", "d"}, {"s2"}, {}},
+      {"relu2", "Relu", {"s2"}, {"r"}, {}},
+      {"conv3", "Conv", {"r", "w3"}, {"c3"}, tail},
+      {"add3", "Add", {"c3", "r"}, {"s3"}, {}},
+      {"relu3", "Relu", {"s3"}, {"y3"}, {}},
+      {"gap", "GlobalAveragePool", {"y3"}, {"y"}, {}},
+  };
+  return model;
+}
+
+struct ConvLayouts {
+  ConvLayout x, y, residual;
+  size_t inputs;
+};
+
+void ExpectConvLayouts(const BoundGraph& graph, const FusionPlan& plan,
+                       const std::map<std::string, ConvLayouts>& want) {
+  size_t convs = 0;
+  for (const FusedStep& step : plan.steps) {
+    if (step.kind != StepKind::kConv) continue;
+    ++convs;
+    const std::string& name = graph.nodes[step.anchor].name;
+    const ConvLayouts& w = want.at(name);
+    EXPECT_EQ(step.conv_x_layout, w.x) << name;
+    EXPECT_EQ(step.conv_y_layout, w.y) << name;
+    EXPECT_EQ(step.conv_residual_layout, w.residual) << name;
+    EXPECT_EQ(step.inputs.size(), w.inputs) << name;
+  }
+  EXPECT_EQ(convs, want.size());
+}
+
+constexpr ConvLayout kNchw = ConvLayout::kNCHW;
+constexpr ConvLayout kNhwc = ConvLayout::kNHWC;
+
+// Note [Channels-last convolutions]: where 3x3 convolutions pass values on,
+// those values are NHWC, each step's layouts follow, and a step with an
+// NHWC side reads its own copy of W. conv3 writes NCHW for the pool and
+// reads its residual NHWC.
+TEST_P(HalfFusionTest, ValuesBetween3x3ConvsAreChannelsLast) {
+  const BoundGraph graph = Bind(AsType(ConvChain(/*pointwise_tail=*/false), GetParam()));
+  const FusionPlan plan = PlanFusion(graph, {});
+  ExpectValidOrder(graph, plan);
+  EXPECT_EQ(plan.channels_last_values, 3);  // a, d, r
+  ExpectConvLayouts(graph, plan,
+                    {
+                        {"stem", {kNchw, kNchw, kNchw, 2}},   // X, W
+                        {"conv1", {kNchw, kNhwc, kNchw, 1}},  // X
+                        {"down", {kNchw, kNhwc, kNchw, 1}},   // X
+                        {"conv2", {kNhwc, kNhwc, kNhwc, 2}},  // X, residual
+                        {"conv3", {kNhwc, kNchw, kNhwc, 2}},  // X, residual
+                    });
+  // Off, and for float32 (no tensor-core layout to want): all NCHW.
+  EXPECT_EQ(PlanFusion(graph, {.channels_last_convs = false}).channels_last_values, 0);
+  EXPECT_EQ(PlanFusion(Bind(ConvChain(false)), {}).channels_last_values, 0);
+}
+
+// A 1x1 convolution is a GEMM over NCHW data: with a 1x1 downsample and a
+// 1x1 conv3 (whose output the pool reads NCHW), d and r in NHWC would cost
+// a transpose in down and in conv3 and a strided residual read, for one
+// saved in conv2: they stay NCHW, and only a (between two 3x3s) changes.
+TEST_P(HalfFusionTest, PointwiseConvsNextToNchwValuesKeepTheirsNchw) {
+  const BoundGraph graph = Bind(AsType(ConvChain(/*pointwise_tail=*/true), GetParam()));
+  const FusionPlan plan = PlanFusion(graph, {});
+  ExpectValidOrder(graph, plan);
+  EXPECT_EQ(plan.channels_last_values, 1);
+  ExpectConvLayouts(graph, plan,
+                    {
+                        {"stem", {kNchw, kNchw, kNchw, 2}},
+                        {"conv1", {kNchw, kNhwc, kNchw, 1}},
+                        {"down", {kNchw, kNchw, kNchw, 2}},
+                        {"conv2", {kNhwc, kNchw, kNchw, 2}},  // X, residual
+                        {"conv3", {kNchw, kNchw, kNchw, 3}},  // X, W, residual
+                    });
+}
+
 INSTANTIATE_TEST_SUITE_P(Types, HalfFusionTest,
                          ::testing::Values(DType::kFloat16, DType::kBFloat16),
                          [](const auto& info) { return std::string(DTypeName(info.param)); });

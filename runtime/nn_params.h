@@ -5,8 +5,8 @@
 // the CUDA kernels (runtime/cuda/cudnn_conv.h, runtime/cuda/nn_kernels.h), so
 // both executors read one description of the op.
 //
-// Layout is NCHW, dense row-major (a convolution's may say otherwise:
-// ConvParams::layout); elements are float32, float16 or bfloat16 (each
+// Layout is NCHW, dense row-major (a convolution's and its epilogue's may
+// say otherwise: ConvLayout); elements are float32, float16 or bfloat16 (each
 // struct's dtype), computed in float. A 1-D op (NCW) is the 2-D op with
 // in_h = out_h = kernel_h = stride_h = dilation_h = 1 and zero pads in H.
 
@@ -16,14 +16,12 @@
 
 namespace graphserve {
 
-// How a convolution's x and y (N, C, H, W) and w (K, C/groups, R, S) lie in
-// memory, densely.
+// How a convolution's x or y (N, C, H, W) lies in memory, densely.
 enum class ConvLayout : int32_t {
   kNCHW,  // row-major in the order named: ONNX's layout, and binding's
-  kNHWC,  // channels last (w as K, R, S, C/groups), what the tensor-core
-          // engines read without transposing; no convolution is planned in
-          // it yet: CudnnConv refuses it (Unimplemented), and binding and
-          // the host reference never produce it
+  kNHWC,  // channels last: what cuDNN's tensor-core engines read and write
+          // without transposing (Note [Channels-last convolutions] in
+          // runtime/fusion.h). Binding and the host reference never make it.
 };
 
 // y[n, oc, oh, ow] = sum over ic in oc's group, kh, kw of
@@ -55,8 +53,15 @@ struct ConvParams {
   // FLOAT); y is rounded to it once. The host reference reads and writes
   // float, of values the type holds.
   DType dtype = DType::kFloat32;
-  ConvLayout layout = ConvLayout::kNCHW;
+  ConvLayout x_layout = ConvLayout::kNCHW;
+  ConvLayout y_layout = ConvLayout::kNCHW;
 };
+
+// Whether w is [out_channels, kh, kw, icpg] rather than [out_channels, icpg,
+// kh, kw]: when x or y is channels last, as the tensor-core engines read it.
+inline bool ChannelsLastWeights(const ConvParams& p) {
+  return p.x_layout == ConvLayout::kNHWC || p.y_layout == ConvLayout::kNHWC;
+}
 
 enum class PoolKind : int32_t { kMax, kAverage };
 
@@ -133,13 +138,16 @@ struct ActivationParams {
 //   y[n, c, s] = act(x[n, c, s] * scale[c] + shift[c] + residual[n, c, s])
 // over `batch` x `channels` x `spatial` elements, where scale (null: 1),
 // shift (null: 0) and residual (null: 0) are optional. In place (y == x) is
-// allowed.
+// allowed. x and y lie in `layout` (NCHW: [n, c, s]; NHWC: [n, s, c]), the
+// residual in its own.
 struct ChannelEpilogueParams {
   int64_t batch = 1;
   int64_t channels = 1;
   int64_t spatial = 1;
   ActivationParams activation;
   DType dtype = DType::kFloat32;  // of x, scale, shift, residual and y
+  ConvLayout layout = ConvLayout::kNCHW;
+  ConvLayout residual_layout = ConvLayout::kNCHW;
 };
 
 // Pad (ONNX opset >= 11 semantics) of a tensor of rank <= 8.

@@ -32,6 +32,49 @@ std::vector<std::byte> TransposedBytes(const HostTensor& tensor) {
   return to;
 }
 
+// [k, c, r, s] as [k, r, s, c].
+std::vector<std::byte> ChannelsLastBytes(const HostTensor& tensor) {
+  const Dims& d = tensor.dims();
+  const int64_t plane = d[2] * d[3];
+  const size_t element = DTypeSize(tensor.dtype());
+  const auto* from = static_cast<const std::byte*>(tensor.raw());
+  std::vector<std::byte> to(tensor.bytes());
+  for (int64_t k = 0; k < d[0]; ++k) {
+    for (int64_t c = 0; c < d[1]; ++c) {
+      for (int64_t rs = 0; rs < plane; ++rs) {
+        std::memcpy(&to[((k * plane + rs) * d[1] + c) * element],
+                    &from[((k * d[1] + c) * plane + rs) * element], element);
+      }
+    }
+  }
+  return to;
+}
+
+// `tensor`'s bytes in `layout`; empty for kAsStored (the tensor's own).
+std::vector<std::byte> BytesIn(const HostTensor& tensor, WeightLayout layout) {
+  switch (layout) {
+    case WeightLayout::kAsStored:
+      return {};
+    case WeightLayout::kTransposed:
+      return TransposedBytes(tensor);
+    case WeightLayout::kChannelsLast:
+      return ChannelsLastBytes(tensor);
+  }
+  return {};
+}
+
+const char* LayoutText(WeightLayout layout) {
+  switch (layout) {
+    case WeightLayout::kAsStored:
+      return "";
+    case WeightLayout::kTransposed:
+      return ", transposed";
+    case WeightLayout::kChannelsLast:
+      return ", channels last";
+  }
+  return "";
+}
+
 }  // namespace
 
 absl::StatusOr<std::shared_ptr<WeightStore>> WeightStore::Create(int device) {
@@ -50,6 +93,11 @@ absl::StatusOr<const void*> WeightStore::GetOrUpload(
     return absl::InvalidArgumentError(absl::StrCat("GetOrUpload: only a 2-D weight is transposed, not ",
                                                    DimsToString(tensor->dims())));
   }
+  if (layout == WeightLayout::kChannelsLast && tensor->dims().size() != 4) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("GetOrUpload: only a 4-D weight is stored channels last, not ",
+                     DimsToString(tensor->dims())));
+  }
   const std::pair<const HostTensor*, WeightLayout> key(tensor.get(), layout);
   absl::MutexLock lock(&mu_);
   if (auto it = entries_.find(key); it != entries_.end()) {
@@ -60,10 +108,9 @@ absl::StatusOr<const void*> WeightStore::GetOrUpload(
   CudaDeviceGuard guard(device_);
   RETURN_IF_ERROR(guard.status());
   const size_t bytes = tensor->bytes();
-  const std::string context =
-      absl::StrCat("uploading a ", std::string(DTypeName(tensor->dtype())),
-                   DimsToString(tensor->dims()), " weight (", bytes, " bytes",
-                   layout == WeightLayout::kTransposed ? ", transposed" : "", ") to device ", device_);
+  const std::string context = absl::StrCat("uploading a ", std::string(DTypeName(tensor->dtype())),
+                                           DimsToString(tensor->dims()), " weight (", bytes,
+                                           " bytes", LayoutText(layout), ") to device ", device_);
   if (bytes == 0) {
     if (empty_tensor_dummy_.get() == nullptr) {
       absl::StatusOr<DeviceBuffer> dummy = DeviceBuffer::Allocate(kDummyBytes);
@@ -76,11 +123,10 @@ absl::StatusOr<const void*> WeightStore::GetOrUpload(
 
   absl::StatusOr<DeviceBuffer> buffer = DeviceBuffer::Allocate(bytes);
   if (!buffer.ok()) return AnnotateStatus(buffer.status(), context);
-  std::vector<std::byte> transposed;
-  if (layout == WeightLayout::kTransposed) transposed = TransposedBytes(*tensor);
-  const void* source = layout == WeightLayout::kTransposed ? transposed.data() : tensor->raw();
+  const std::vector<std::byte> rearranged = BytesIn(*tensor, layout);
+  const void* source = layout == WeightLayout::kAsStored ? tensor->raw() : rearranged.data();
   // See Note [Weight upload ordering]; the synchronisation also keeps
-  // `transposed` alive until its copy is done.
+  // `rearranged` alive until its copy is done.
   RETURN_IF_ERROR(AnnotateStatus(
       CudaErrorToStatus(cudaMemcpyAsync(buffer->get(), source, bytes, cudaMemcpyHostToDevice,
                                         upload_stream_.get()),

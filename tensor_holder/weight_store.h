@@ -22,6 +22,10 @@ enum class WeightLayout {
   // tensor-core GEMMs read both operands K-major, so a float32 MatMul weight
   // [K, N] is kept as [N, K] (Note [K-major weights] in runtime/fusion.h).
   kTransposed,
+  // A convolution's 4-D weight [k, c, r, s] stored as [k, r, s, c]: what
+  // cuDNN's tensor-core engines read beside channels-last data (Note
+  // [Channels-last convolutions] in runtime/fusion.h).
+  kChannelsLast,
 };
 
 // Thread-safe.
@@ -32,9 +36,9 @@ class WeightStore {
 
   // The device copy of `tensor` in `layout`, uploaded on the first request
   // for this tensor object and layout. Tensors are keyed by identity (the
-  // HostTensor's address), not by contents; the store keeps `tensor` alive, so the address cannot be
-  // reused by another tensor while the store lives. The store owns the device
-  // memory; the pointer stays valid for the store's lifetime.
+  // HostTensor's address), not by contents; the store keeps `tensor` alive, so the address cannot
+  // be reused by another tensor while the store lives. The store owns the device memory; the
+  // pointer stays valid for the store's lifetime.
   //
   // A zero-byte tensor maps to a valid, non-null pointer to a small dummy
   // allocation shared by all such tensors (nothing may be read through it),
@@ -45,7 +49,8 @@ class WeightStore {
   // captures in cudaStreamCaptureModeGlobal. Concurrent first requests for the
   // same tensor upload it once; uploads are serialised.
   //
-  // kTransposed takes 2-D tensors only (InvalidArgument otherwise).
+  // kTransposed takes 2-D tensors only, kChannelsLast 4-D ones
+  // (InvalidArgument otherwise).
   absl::StatusOr<const void*> GetOrUpload(const std::shared_ptr<const HostTensor>& tensor,
                                           WeightLayout layout = WeightLayout::kAsStored);
 

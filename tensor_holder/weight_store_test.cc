@@ -174,6 +174,27 @@ TEST_F(WeightStoreTest, TransposedLayoutTakes2DTensorsOnly) {
   EXPECT_EQ(store_->count(), 0u);
 }
 
+TEST_F(WeightStoreTest, ChannelsLastLayoutMovesTheSecondDimLast) {
+  const std::shared_ptr<const HostTensor> tensor = FloatTensor({2, 3, 2, 2}, 1.0f);
+  absl::StatusOr<const void*> channels_last =
+      store_->GetOrUpload(tensor, WeightLayout::kChannelsLast);
+  ASSERT_TRUE(channels_last.ok()) << channels_last.status();
+  const std::vector<std::byte> bytes = ReadBack(*channels_last, tensor->bytes());
+  std::vector<float> got(24);
+  std::memcpy(got.data(), bytes.data(), bytes.size());
+  for (int64_t k = 0; k < 2; ++k) {
+    for (int64_t c = 0; c < 3; ++c) {
+      for (int64_t rs = 0; rs < 4; ++rs) {
+        EXPECT_EQ(got[(k * 4 + rs) * 3 + c], tensor->data<float>()[(k * 3 + c) * 4 + rs])
+            << k << "," << c << "," << rs;
+      }
+    }
+  }
+  EXPECT_EQ(
+      store_->GetOrUpload(FloatTensor({4, 2}, 0.0f), WeightLayout::kChannelsLast).status().code(),
+      absl::StatusCode::kInvalidArgument);
+}
+
 TEST_F(WeightStoreTest, NullTensorIsInvalidArgument) {
   EXPECT_EQ(store_->GetOrUpload(nullptr).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(store_->count(), 0u);

@@ -111,6 +111,7 @@ struct CudaExecutor::Plan {
   int transposed_weights = 0;
   int conv_steps = 0;
   int fused_into_convs = 0;
+  int channels_last_values = 0;
   CudaExecutor::PlanTimes times;
   mutable std::vector<void*> addresses;  // per value, refreshed at every Enqueue
 
@@ -160,6 +161,7 @@ class PlanBuilder {
     plan_.transposed_weights = fusion.transposed_weights;
     plan_.conv_steps = fusion.conv_steps;
     plan_.fused_into_convs = fusion.fused_into_convs;
+    plan_.channels_last_values = fusion.channels_last_values;
     for (size_t i = 0; i < plan_.schedule.steps.size(); ++i) {
       FusedStep& fused = fusion.steps[plan_.schedule.steps[i].step];
       ExecutionStep& step = plan_.steps[i];
@@ -257,6 +259,9 @@ class PlanBuilder {
         fusion.has_bias = node.inputs.size() > 2;
         fusion.has_residual = step.conv_residual;
         fusion.activation = step.conv_activation;
+        fusion.x_layout = step.conv_x_layout;
+        fusion.y_layout = step.conv_y_layout;
+        fusion.residual_layout = step.conv_residual_layout;
         return ConvKernel::Create(KernelContext(node, workspace), fusion);
       }
       case StepKind::kPointwise:
@@ -402,7 +407,8 @@ class PlanBuilder {
 FusionOptions FusionOptionsOf(const CudaExecutorOptions& options) {
   return {.fuse = options.fuse_epilogues,
           .fuse_attention = options.fuse_attention,
-          .k_major_float32_weights = options.allow_tf32};
+          .k_major_float32_weights = options.allow_tf32,
+          .channels_last_convs = options.channels_last_convs};
 }
 
 CudaExecutor::CudaExecutor(std::unique_ptr<Plan> plan) : plan_(std::move(plan)) {}
@@ -496,6 +502,8 @@ int CudaExecutor::transposed_weights() const { return plan_->transposed_weights;
 int CudaExecutor::conv_steps() const { return plan_->conv_steps; }
 const CudaExecutor::PlanTimes& CudaExecutor::plan_times() const { return plan_->times; }
 int CudaExecutor::fused_into_convs() const { return plan_->fused_into_convs; }
+
+int CudaExecutor::channels_last_values() const { return plan_->channels_last_values; }
 const Schedule& CudaExecutor::schedule() const { return plan_->schedule; }
 int CudaExecutor::events_per_run() const { return plan_->events_per_run; }
 size_t CudaExecutor::single_lane_arena_bytes() const { return plan_->single_lane_arena_bytes; }

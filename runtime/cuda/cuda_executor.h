@@ -48,6 +48,9 @@ struct CudaExecutorOptions {
   // by default the 16-bit ones, on cuDNN's engines, and float32 ones over
   // few keys, on our own kernel.
   FuseAttention fuse_attention = FuseAttention::kHalfAndShort;
+  // 16-bit convolutions hand each other their outputs channels last (Note
+  // [Channels-last convolutions] in runtime/fusion.h).
+  bool channels_last_convs = true;
   // Time cuBLASLt's proposed algorithms for each GEMM, and cuDNN's for each
   // convolution, at plan time and keep the fastest (CudaOpKernel::Autotune).
   // Plans then differ in rounding only between runs whose timings differ.
@@ -158,6 +161,9 @@ class CudaExecutor : public Executor {
   };
   [[nodiscard]] const PlanTimes& plan_times() const;
   [[nodiscard]] int fused_into_convs() const;
+  // Conv outputs stored NHWC (Note [Channels-last convolutions] in
+  // runtime/fusion.h).
+  [[nodiscard]] int channels_last_values() const;
 
   ~CudaExecutor() override;
 

@@ -963,8 +963,78 @@ TEST_P(CudaExecutorHalfModelTest, ConvBlockMatchesHostExecutorFusedAndUnfused) {
   const auto [dtype, batch] = GetParam();
   std::vector<HostTensor> inputs;
   inputs.push_back(RandomTensor(dtype, {batch, 8, 16, 16}, 5));
-  ExpectModelMatchesHost(HalfConvBlock(dtype), dtype, batch, inputs,
-                             [](const CudaExecutor&) {});
+  ExpectModelMatchesHost(HalfConvBlock(dtype), dtype, batch, inputs, [](const CudaExecutor& cuda) {
+    // Note [Channels-last convolutions]: the 1x1
+    // skip Conv's output, conv2's residual, would
+    // cost more transposes NHWC than it saves.
+    EXPECT_EQ(cuda.channels_last_values(), 0);
+  });
+}
+
+// Note [Channels-last convolutions] through every layout pairing, x[B,8,12,12]:
+//   stem   Conv 3x3 (bias)             -> s   NCHW (MaxPool reads it)
+//   pool   MaxPool 2x2                 -> p   NCHW
+//   conv1  Relu(Conv 3x3 (p))          -> a   NHWC (x NCHW, y NHWC)
+//   conv2  Relu(Conv 3x3 (a) + d)      -> r   NHWC (x NHWC, residual NHWC)
+//   down   Conv 3x3 (p)                -> d   NHWC (conv2's residual)
+//   conv3  Relu(Conv 3x3 (r) + r)      -> y3  NCHW (x and residual NHWC)
+//   dw     Conv 3x3 depthwise (y3)     -> z   graph output, NCHW
+//   gap    GlobalAveragePool(y3)       -> y
+Model HalfConvChain(DType dtype) {
+  uint64_t seed = 120;
+  Model model;
+  model.name = "half_conv_chain";
+  model.opset = 17;
+  const auto constant = [&](Dims dims, float scale) {
+    HostTensor normal = RandomTensor(DType::kFloat32, std::move(dims), ++seed);
+    for (int64_t i = 0; i < normal.num_elements(); ++i) normal.data<float>()[i] *= scale;
+    return std::make_shared<const HostTensor>(ConvertFloats(normal, dtype));
+  };
+  model.inputs.push_back({"x", dtype, {-1, 8, 12, 12}});
+  model.outputs.push_back({"y", dtype, {-1, 16, 1, 1}});
+  model.outputs.push_back({"z", dtype, {-1, 16, 6, 6}});
+  model.initializers["w0"] = constant({16, 8, 3, 3}, 0.15f);
+  model.initializers["b0"] = constant({16}, 0.1f);
+  model.initializers["w1"] = constant({16, 16, 3, 3}, 0.1f);
+  model.initializers["w2"] = constant({16, 16, 3, 3}, 0.1f);
+  model.initializers["wd"] = constant({16, 16, 3, 3}, 0.1f);
+  model.initializers["w3"] = constant({16, 16, 3, 3}, 0.1f);
+  model.initializers["wz"] = constant({16, 1, 3, 3}, 0.3f);
+  const Attributes pad1 = {{"pads", std::vector<int64_t>{1, 1, 1, 1}}};
+  model.nodes = {
+      {"stem", "Conv", {"x", "w0", "b0"}, {"s"}, pad1},
+      {"pool",
+       "MaxPool",
+       {"s"},
+       {"p"},
+       {{"kernel_shape", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{2, 2}}}},
+      {"conv1", "Conv", {"p", "w1"}, {"c1"}, pad1},
+      {"relu1", "Relu", {"c1"}, {"a"}, {}},
+      {"conv2", "Conv", {"a", "w2"}, {"c2"}, pad1},
+      {"down", "Conv", {"p", "wd"}, {"d"}, pad1},
+      {"add2", "Add", {"c2", "d"}, {"s2"}, {}},
+      {"relu2", "Relu", {"s2"}, {"r"}, {}},
+      {"conv3", "Conv", {"r", "w3"}, {"c3"}, pad1},
+      {"add3", "Add", {"c3", "r"}, {"s3"}, {}},
+      {"relu3", "Relu", {"s3"}, {"y3"}, {}},
+      {"dw",
+       "Conv",
+       {"y3", "wz"},
+       {"z"},
+       {{"pads", std::vector<int64_t>{1, 1, 1, 1}}, {"group", int64_t{16}}}},
+      {"gap", "GlobalAveragePool", {"y3"}, {"y"}, {}},
+  };
+  return model;
+}
+
+TEST_P(CudaExecutorHalfModelTest, ConvChainInEveryLayoutPairingMatchesHostExecutor) {
+  const auto [dtype, batch] = GetParam();
+  std::vector<HostTensor> inputs;
+  inputs.push_back(RandomTensor(dtype, {batch, 8, 12, 12}, 6));
+  ExpectModelMatchesHost(HalfConvChain(dtype), dtype, batch, inputs, [](const CudaExecutor& cuda) {
+    EXPECT_EQ(cuda.conv_steps(), 6);
+    EXPECT_EQ(cuda.channels_last_values(), 3);  // a, d, r
+  });
 }
 
 // Opset 23's transformer ops in half precision: x[B,8,64] -> RMSNormalization

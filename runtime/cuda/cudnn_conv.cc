@@ -45,10 +45,6 @@ absl::Status Validate(const ConvParams& p) {
     return absl::InvalidArgumentError(absl::StrCat(
         "a convolution's data is float32, float16 or bfloat16, not ", DTypeName(p.dtype)));
   }
-  if (p.layout != ConvLayout::kNCHW) {
-    return absl::UnimplementedError(
-        "only the NCHW layout is planned (NHWC is not supported yet)");
-  }
   const int64_t sizes[] = {p.batch,    p.in_channels, p.out_channels, p.groups,    p.in_h,
                            p.in_w,     p.out_h,       p.out_w,        p.kernel_h,  p.kernel_w,
                            p.stride_h, p.stride_w,    p.dilation_h,   p.dilation_w};
@@ -203,7 +199,8 @@ std::string ConvParamsToString(const ConvParams& p) {
                       p.dilation_h, "x", p.dilation_w, " pad ", p.pad_h, "x", p.pad_w, " groups ",
                       p.groups, p.dtype != DType::kFloat32 ? " " : "",
                       p.dtype != DType::kFloat32 ? DTypeName(p.dtype) : "",
-                      p.layout == ConvLayout::kNHWC ? " NHWC" : "");
+                      p.x_layout == ConvLayout::kNHWC ? " x NHWC" : "",
+                      p.y_layout == ConvLayout::kNHWC ? " y NHWC" : "");
 }
 
 // The convolution as a one-node graph of the frontend, with the engine
@@ -213,7 +210,8 @@ struct CudnnConv::Plan {
   // The data's type and layout the graph was built for; it computes in
   // float32 whatever they are.
   DType dtype = DType::kFloat32;
-  ConvLayout layout = ConvLayout::kNCHW;
+  ConvLayout x_layout = ConvLayout::kNCHW;
+  ConvLayout y_layout = ConvLayout::kNCHW;
   int64_t index = -1;  // of the chosen configuration
   std::string name;    // cuDNN's name of it
   size_t workspace_bytes = 0;
@@ -221,29 +219,40 @@ struct CudnnConv::Plan {
 
 namespace {
 
+// The strides of a dense [d0, d1, d2, d3] tensor stored in `layout`: d1
+// innermost when channels last.
+std::vector<int64_t> StridesIn(ConvLayout layout, const std::vector<int64_t>& dims) {
+  if (layout == ConvLayout::kNCHW) return PackedStrides(dims);
+  const int64_t c = dims[1];
+  return {c * dims[2] * dims[3], 1, dims[3] * c, c};
+}
+
 // The operation graph of `p`: x (uid 1) and w (uid 2) in, y (uid 3) out,
-// all of p.dtype, NCHW (Validate refuses the rest), float32 accumulation.
+// all of p.dtype, each in its layout (w channels last when x or y is),
+// float32 accumulation.
 absl::StatusOr<std::unique_ptr<CudnnConv::Plan>> MakeOperationGraph(cudnnHandle_t handle,
                                                                     const ConvParams& p) {
   auto plan = std::make_unique<CudnnConv::Plan>();
   plan->dtype = p.dtype;
-  plan->layout = p.layout;
+  plan->x_layout = p.x_layout;
+  plan->y_layout = p.y_layout;
   fe::graph::Graph& graph = plan->graph;
   const fe::DataType_t io = CudnnDataTypeOf(p.dtype);
   graph.set_io_data_type(io)
       .set_intermediate_data_type(fe::DataType_t::FLOAT)
       .set_compute_data_type(fe::DataType_t::FLOAT);
-  const auto tensor = [&graph, io](const char* name, int64_t uid, std::vector<int64_t> dims) {
+  const auto tensor = [&graph, io](const char* name, int64_t uid, ConvLayout layout,
+                                   std::vector<int64_t> dims) {
     return graph.tensor(fe::graph::Tensor_attributes()
                             .set_name(name)
                             .set_uid(uid)
                             .set_dim(dims)
-                            .set_stride(PackedStrides(dims))
+                            .set_stride(StridesIn(layout, dims))
                             .set_data_type(io));
   };
-  const auto x = tensor("x", kXUid, {p.batch, p.in_channels, p.in_h, p.in_w});
-  const auto w =
-      tensor("w", kWUid, {p.out_channels, p.in_channels / p.groups, p.kernel_h, p.kernel_w});
+  const auto x = tensor("x", kXUid, p.x_layout, {p.batch, p.in_channels, p.in_h, p.in_w});
+  const auto w = tensor("w", kWUid, ChannelsLastWeights(p) ? ConvLayout::kNHWC : ConvLayout::kNCHW,
+                        {p.out_channels, p.in_channels / p.groups, p.kernel_h, p.kernel_w});
   const auto y = graph.conv_fprop(x, w,
                                   fe::graph::Conv_fprop_attributes()
                                       .set_name("conv")
@@ -255,7 +264,7 @@ absl::StatusOr<std::unique_ptr<CudnnConv::Plan>> MakeOperationGraph(cudnnHandle_
   y->set_output(true)
       .set_uid(kYUid)
       .set_dim(y_dims)
-      .set_stride(PackedStrides(y_dims))
+      .set_stride(StridesIn(p.y_layout, y_dims))
       .set_data_type(io);
   GRAPHSERVE_FE_RETURN_IF_ERROR(graph.validate());
   GRAPHSERVE_FE_RETURN_IF_ERROR(graph.build_operation_graph(handle));
@@ -422,9 +431,12 @@ absl::Status CudnnConv::UsePlan(std::shared_ptr<const Plan> plan) {
     return absl::InvalidArgumentError(
         absl::StrCat(ConvParamsToString(params_), ": no chosen plan to use"));
   }
-  if (plan->dtype != params_.dtype || plan->layout != params_.layout) {
-    return absl::InvalidArgumentError(absl::StrCat(ConvParamsToString(params_), ": a plan for ",
-                                                   DTypeName(plan->dtype), " data cannot run it"));
+  if (plan->dtype != params_.dtype || plan->x_layout != params_.x_layout ||
+      plan->y_layout != params_.y_layout) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(ConvParamsToString(params_), ": a plan for ", DTypeName(plan->dtype), " data",
+                     plan->x_layout == ConvLayout::kNHWC ? ", x NHWC" : "",
+                     plan->y_layout == ConvLayout::kNHWC ? ", y NHWC" : "", " cannot run it"));
   }
   workspace_bytes_ = plan->workspace_bytes;
   plan_ = std::move(plan);

@@ -47,7 +47,13 @@
 // type. Engines with a 16-bit accumulator (REDUCED_PRECISION_REDUCTION) or
 // narrower inputs (DOWN_CONVERT_INPUTS) never are; FFT and Winograd only
 // with allow_tf32, which for 16-bit data means only that. Data of other
-// types is InvalidArgument, and the NHWC layout Unimplemented for now.
+// types is InvalidArgument.
+//
+// Layouts. x and y each lie NCHW or NHWC (ConvParams::x_layout, y_layout;
+// Note [Channels-last convolutions] in runtime/fusion.h), and w as
+// [K, R, S, C/groups] when either is NHWC: the tensor strides of the
+// operation graph say so, and cuDNN's engines read and write them as given
+// (an engine that wants another layout transposes inside its own kernels).
 //
 // Note [Convolution tuning budget]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~

@@ -322,6 +322,99 @@ TEST_P(CudnnConvHalfTest, MatchesReferenceOfTheSameHalfInputs) {
   EXPECT_EQ(float32.status().code(), absl::StatusCode::kInvalidArgument) << float32.status();
 }
 
+// [d0, d1, rest] as [d0, rest, d1]: NCHW to NHWC, or w to channels last.
+std::vector<float> ChannelsLast(const std::vector<float>& v, int64_t d0, int64_t d1, int64_t rest) {
+  std::vector<float> out(v.size());
+  for (int64_t a = 0; a < d0; ++a) {
+    for (int64_t c = 0; c < d1; ++c) {
+      for (int64_t r = 0; r < rest; ++r) out[(a * rest + r) * d1 + c] = v[(a * d1 + c) * rest + r];
+    }
+  }
+  return out;
+}
+
+// The inverse of ChannelsLast.
+std::vector<float> ChannelsFirst(const std::vector<float>& v, int64_t d0, int64_t d1,
+                                 int64_t rest) {
+  std::vector<float> out(v.size());
+  for (int64_t a = 0; a < d0; ++a) {
+    for (int64_t c = 0; c < d1; ++c) {
+      for (int64_t r = 0; r < rest; ++r) out[(a * d1 + c) * rest + r] = v[(a * rest + r) * d1 + c];
+    }
+  }
+  return out;
+}
+
+// Note [Channels-last convolutions] in runtime/fusion.h: x, y or both NHWC
+// (w then [K, R, S, C/groups]) give the NCHW result, element for element
+// within the same bound as MatchesReferenceOfTheSameHalfInputs, with the
+// heuristic's algorithm and the fastest; and a plan of one layout is not
+// another's.
+TEST_P(CudnnConvHalfTest, ChannelsLastLayoutsGiveTheSameResult) {
+  const auto& [dtype, conv_case] = GetParam();
+  std::mt19937 rng(17);
+  ConvParams nchw = conv_case.params;
+  nchw.dtype = dtype;
+  const int64_t icpg = nchw.in_channels / nchw.groups;
+  const int64_t taps = icpg * nchw.kernel_h * nchw.kernel_w;
+  const int64_t in_plane = nchw.in_h * nchw.in_w;
+  const int64_t out_plane = nchw.out_h * nchw.out_w;
+  std::vector<float> x = RandomNormal(nchw.batch * nchw.in_channels * in_plane, rng);
+  std::vector<float> w = RandomNormal(nchw.out_channels * taps, rng);
+  // Rounded to the data type by the upload, in place: the reference reads it.
+  ASSERT_TRUE(UploadAs(dtype, x).ok() && UploadAs(dtype, w).ok());
+  const size_t y_count = nchw.batch * nchw.out_channels * out_plane;
+  std::vector<float> want(y_count), scale(y_count);
+  ConvReference(nchw, x.data(), w.data(), nullptr, want.data());
+  ConvReference(nchw, Abs(x).data(), Abs(w).data(), nullptr, scale.data());
+  const double u = dtype == DType::kFloat16 ? 0x1p-11 : 0x1p-8;
+  const double tolerance = 2 * (u + static_cast<double>(taps) * 0x1p-24);
+
+  const std::pair<ConvLayout, ConvLayout> layouts[] = {{ConvLayout::kNHWC, ConvLayout::kNHWC},
+                                                       {ConvLayout::kNCHW, ConvLayout::kNHWC},
+                                                       {ConvLayout::kNHWC, ConvLayout::kNCHW}};
+  for (const auto& [x_layout, y_layout] : layouts) {
+    ConvParams p = nchw;
+    p.x_layout = x_layout;
+    p.y_layout = y_layout;
+    const std::string what = ConvParamsToString(p);
+    std::vector<float> x_in =
+        x_layout == ConvLayout::kNHWC ? ChannelsLast(x, p.batch, p.in_channels, in_plane) : x;
+    std::vector<float> w_in = ChannelsLast(w, p.out_channels, icpg, p.kernel_h * p.kernel_w);
+    absl::StatusOr<DeviceBuffer> dx = UploadAs(dtype, x_in);
+    absl::StatusOr<DeviceBuffer> dw = UploadAs(dtype, w_in);
+    absl::StatusOr<DeviceBuffer> dy = DeviceBuffer::Allocate(y_count * DTypeSize(dtype));
+    ASSERT_TRUE(dx.ok() && dw.ok() && dy.ok()) << what;
+    absl::StatusOr<std::unique_ptr<CudnnConv>> conv =
+        CudnnConv::Create(handle_.get(), p, /*allow_tf32=*/false);
+    ASSERT_TRUE(conv.ok()) << what << ": " << conv.status();
+    for (const char* which : {"heuristic algorithm", "fastest algorithm"}) {
+      if (std::string(which) == "fastest algorithm") {
+        const absl::Status tuned =
+            (*conv)->ChooseFastestAlgorithm(dx->get(), dw->get(), dy->get(), stream_.get());
+        ASSERT_TRUE(tuned.ok()) << what << ": " << tuned;
+      }
+      ASSERT_EQ(cudaMemset(dy->get(), 0xFF, dy->bytes()), cudaSuccess);
+      absl::StatusOr<DeviceBuffer> workspace = DeviceBuffer::Allocate((*conv)->workspace_bytes());
+      ASSERT_TRUE(workspace.ok()) << workspace.status();
+      ASSERT_TRUE(
+          (*conv)->Enqueue(dx->get(), dw->get(), dy->get(), workspace->get(), stream_.get()).ok());
+      ASSERT_EQ(cudaStreamSynchronize(stream_.get()), cudaSuccess);
+      absl::StatusOr<std::vector<float>> y = DownloadAs(dtype, *dy, y_count);
+      ASSERT_TRUE(y.ok()) << y.status();
+      const std::vector<float> got = y_layout == ConvLayout::kNHWC
+                                         ? ChannelsFirst(*y, p.batch, p.out_channels, out_plane)
+                                         : *y;
+      EXPECT_TRUE(MatchesReference(got, want, tolerance, scale))
+          << what << ", " << which << " " << (*conv)->choice();
+    }
+    const absl::StatusOr<std::unique_ptr<CudnnConv>> other_layout =
+        CudnnConv::CreateWithPlan(handle_.get(), nchw, /*allow_tf32=*/false, (*conv)->plan());
+    EXPECT_EQ(other_layout.status().code(), absl::StatusCode::kInvalidArgument)
+        << what << ": " << other_layout.status();
+  }
+}
+
 std::string HalfCaseName(const ::testing::TestParamInfo<std::tuple<DType, ConvCase>>& info) {
   return std::string(DTypeName(std::get<0>(info.param))) + "_" + std::get<1>(info.param).name;
 }
@@ -543,23 +636,13 @@ TEST(CudnnConvCreateTest, RefusesOutputSizeCudnnDisagreesWith) {
   EXPECT_NE(conv.status().message().find("K=4 9x8"), absl::string_view::npos) << conv.status();
 }
 
-TEST(CudnnConvCreateTest, RefusesOtherDataTypesAndNhwcNamingThem) {
+TEST(CudnnConvCreateTest, RefusesOtherDataTypesNamingThem) {
   ConvParams p = MakeCase("Int8", 1, 4, 4, 1, 8, 8, 3, 3).params;
   p.dtype = DType::kInt8;
   absl::StatusOr<std::unique_ptr<CudnnConv>> conv = CudnnConv::Create(nullptr, p, false);
   ASSERT_FALSE(conv.ok());
   EXPECT_EQ(conv.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(conv.status().message().find("not int8"), absl::string_view::npos) << conv.status();
-
-  p = MakeCase("Nhwc", 1, 4, 4, 1, 8, 8, 3, 3).params;
-  p.dtype = DType::kFloat16;
-  p.layout = ConvLayout::kNHWC;
-  conv = CudnnConv::CreateUnplanned(nullptr, p, false);
-  ASSERT_FALSE(conv.ok());
-  EXPECT_EQ(conv.status().code(), absl::StatusCode::kUnimplemented);
-  EXPECT_NE(conv.status().message().find("float16 NHWC: only the NCHW layout"),
-            absl::string_view::npos)
-      << conv.status();
 }
 
 TEST(CudnnConvCreateTest, ParamsToStringNamesTheDataTypeUnlessFloat32) {
@@ -571,6 +654,11 @@ TEST(CudnnConvCreateTest, ParamsToStringNamesTheDataTypeUnlessFloat32) {
   EXPECT_EQ(ConvParamsToString(p), float32 + " float16");
   p.dtype = DType::kBFloat16;
   EXPECT_EQ(ConvParamsToString(p), float32 + " bfloat16");
+  // Nor a plan of one layout to another.
+  p.x_layout = ConvLayout::kNHWC;
+  EXPECT_EQ(ConvParamsToString(p), float32 + " bfloat16 x NHWC");
+  p.y_layout = ConvLayout::kNHWC;
+  EXPECT_EQ(ConvParamsToString(p), float32 + " bfloat16 x NHWC y NHWC");
 }
 
 TEST(CudnnConvCreateTest, ParamsToStringNamesEverySize) {

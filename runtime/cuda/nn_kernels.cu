@@ -216,6 +216,36 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// The epilogue of y in one layout with the residual in the other (Note
+// [Channels-last convolutions] in runtime/fusion.h): each y element's
+// (n, c, s) from its index, the residual's index from them. One residual
+// read per output element, as the same-layout kernels make, strided.
+template <typename T, typename Act, ConvLayout kYLayout>
+__global__ void __launch_bounds__(kThreads)
+    CrossLayoutEpilogueKernel(int64_t count, int64_t spatial, int64_t channels, const T* x,
+                              const T* scale, const T* shift, const T* residual, T* y, Act act) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * kThreads;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; i < count;
+       i += step) {
+    int64_t c;
+    int64_t r;
+    if constexpr (kYLayout == ConvLayout::kNHWC) {  // y [n, s, c], residual [n, c, s]
+      c = i % channels;
+      const int64_t s = (i / channels) % spatial;
+      const int64_t n = i / (channels * spatial);
+      r = (n * channels + c) * spatial + s;
+    } else {  // y [n, c, s], residual [n, s, c]
+      const int64_t s = i % spatial;
+      c = (i / spatial) % channels;
+      const int64_t n = i / (channels * spatial);
+      r = (n * spatial + s) * channels + c;
+    }
+    const float sc = scale != nullptr ? Load(scale, c) : 1.0f;
+    const float t = shift != nullptr ? Load(shift, c) : 0.0f;
+    y[i] = static_cast<T>(Epilogue(act, Load(x, i), sc, t, Load(residual, r)));
+  }
+}
+
 // Note [Index width]: tensors of 2^31 elements or more.
 template <typename T, typename Act>
 __global__ void __launch_bounds__(kThreads)
@@ -549,12 +579,33 @@ cudaError_t VisitNnType(DType dtype, Fn&& fn) {
   });
 }
 
-// The epilogue of `count` elements of T.
+// The epilogue of `count` elements of T in NCHW (or channels last as the
+// NCHW epilogue of one-element planes: its channel is the innermost index).
 template <typename T>
-cudaError_t LaunchChannelEpilogueOf(const ChannelEpilogueParams& p, int64_t count, const T* x,
+cudaError_t LaunchChannelEpilogueOf(const ChannelEpilogueParams& given, int64_t count, const T* x,
                                     const T* scale, const T* shift, const T* residual, T* y,
                                     cudaStream_t stream) {
   const bool has_residual = residual != nullptr;
+  if (has_residual && given.residual_layout != given.layout) {
+    return WithActivation(given.activation, [&](auto act) -> cudaError_t {
+      using Act = decltype(act);
+      if (given.layout == ConvLayout::kNHWC) {
+        CrossLayoutEpilogueKernel<T, Act, ConvLayout::kNHWC>
+            <<<StridedBlocks(count), kThreads, 0, stream>>>(count, given.spatial, given.channels, x,
+                                                            scale, shift, residual, y, act);
+      } else {
+        CrossLayoutEpilogueKernel<T, Act, ConvLayout::kNCHW>
+            <<<StridedBlocks(count), kThreads, 0, stream>>>(count, given.spatial, given.channels, x,
+                                                            scale, shift, residual, y, act);
+      }
+      return cudaGetLastError();
+    });
+  }
+  ChannelEpilogueParams p = given;
+  if (p.layout == ConvLayout::kNHWC) {
+    p.batch *= p.spatial;
+    p.spatial = 1;
+  }
   bool vec4 = false;
   if constexpr (std::is_same_v<T, float>) {
     vec4 = p.spatial % 4 == 0 && IsAligned(x, 16) && IsAligned(y, 16) &&

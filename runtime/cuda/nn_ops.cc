@@ -6,12 +6,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/cuda_status.h"
-#include "common/status.h"
 #include "common/dtype.h"
+#include "common/status.h"
 #include "runtime/cuda/cudnn_conv.h"
 #include "runtime/cuda/kernel_families.h"
 #include "runtime/cuda/nn_kernels.h"
 #include "runtime/nn_node_params.h"
+#include "tensor_holder/weight_store.h"
 
 namespace graphserve {
 
@@ -189,7 +190,19 @@ void AddNnCudaKernels(CudaKernelDefs& defs) {
 
 absl::StatusOr<std::unique_ptr<ConvKernel>> ConvKernel::Create(const CudaKernelContext& context,
                                                                const ConvFusion& fusion) {
-  const ConvParams params = ConvParamsOf(context.graph, context.node);
+  ConvParams params = ConvParamsOf(context.graph, context.node);
+  params.x_layout = fusion.x_layout;
+  params.y_layout = fusion.y_layout;
+  const void* channels_last_w = nullptr;
+  if (ChannelsLastWeights(params)) {
+    const BoundValue& w = context.graph.value(context.node.inputs[1]);
+    if (!w.is_constant()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(Label(context.node), ": a channels-last convolution needs a constant W"));
+    }
+    ASSIGN_OR_RETURN(channels_last_w,
+                     context.weights->GetOrUpload(w.constant, WeightLayout::kChannelsLast));
+  }
   const std::string choice_key = ConvChoiceKey(params, context.allow_tf32);
   const std::shared_ptr<const CudnnConv::Plan> shared =
       SharedPlan(context.algorithm_choices.get(), choice_key);
@@ -211,21 +224,30 @@ absl::StatusOr<std::unique_ptr<ConvKernel>> ConvKernel::Create(const CudaKernelC
   epilogue.spatial = params.out_h * params.out_w;
   epilogue.activation = fusion.activation;
   epilogue.dtype = params.dtype;
+  epilogue.layout = fusion.y_layout;
+  epilogue.residual_layout = fusion.residual_layout;
   return std::make_unique<ConvKernel>(Label(context.node), choice_key, std::move(cudnn), fusion,
-                                      epilogue, context.workspace, context.algorithm_choices);
+                                      epilogue, channels_last_w, context.workspace,
+                                      context.algorithm_choices);
 }
 
 ConvKernel::ConvKernel(std::string label, std::string choice_key, std::unique_ptr<CudnnConv> conv,
                        ConvFusion fusion, ChannelEpilogueParams epilogue,
-                       std::shared_ptr<StepWorkspace> workspace,
+                       const void* channels_last_w, std::shared_ptr<StepWorkspace> workspace,
                        std::shared_ptr<AlgorithmChoices> algorithm_choices)
     : label_(std::move(label)),
       choice_key_(std::move(choice_key)),
       conv_(std::move(conv)),
       fusion_(fusion),
       epilogue_(epilogue),
+      channels_last_w_(channels_last_w),
       workspace_(std::move(workspace)),
       algorithm_choices_(std::move(algorithm_choices)) {}
+
+std::pair<const void*, size_t> ConvKernel::Weight(absl::Span<const void* const> inputs) const {
+  if (channels_last_w_ != nullptr) return {channels_last_w_, 1};
+  return {inputs[1], 2};
+}
 
 ConvKernel::~ConvKernel() = default;
 
@@ -246,7 +268,7 @@ absl::Status ConvKernel::Autotune(absl::Span<const void* const> inputs,
     CudnnConv::TuningOptions options;
     options.slowdowns = &slowdowns;
     RETURN_IF_ERROR(AnnotateStatus(
-        conv_->ChooseFastestAlgorithm(inputs[0], inputs[1], outputs[0], stream, options),
+        conv_->ChooseFastestAlgorithm(inputs[0], Weight(inputs).first, outputs[0], stream, options),
         label_));
     if (algorithm_choices_) {
       algorithm_choices_->RecordPlan(choice_key_, conv_->plan());
@@ -260,12 +282,12 @@ absl::Status ConvKernel::Autotune(absl::Span<const void* const> inputs,
 absl::Status ConvKernel::Enqueue(absl::Span<const void* const> inputs,
                                  absl::Span<void* const> outputs, cudaStream_t stream) const {
   void* y = outputs[0];
+  auto [w, next] = Weight(inputs);
   RETURN_IF_ERROR(
-      AnnotateStatus(conv_->Enqueue(inputs[0], inputs[1], y, workspace_->get(), stream), label_));
+      AnnotateStatus(conv_->Enqueue(inputs[0], w, y, workspace_->get(), stream), label_));
   const bool epilogue =
       fusion_.has_bias || fusion_.has_residual || fusion_.activation.kind != Activation::kNone;
   if (!epilogue) return absl::OkStatus();
-  size_t next = 2;
   const void* bias = fusion_.has_bias ? inputs[next++] : nullptr;
   const void* residual = fusion_.has_residual ? inputs[next++] : nullptr;
   return LaunchStatus(LaunchChannelEpilogue(epilogue_, y, nullptr, bias, residual, y, stream),

@@ -9,6 +9,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "absl/status/statusor.h"
 #include "runtime/bound_graph.h"
@@ -25,11 +26,18 @@ struct ConvFusion {
   bool has_bias = false;        // the Conv's B input (BatchNorm folded in at import)
   bool has_residual = false;    // a following Add of a same-dims value
   ActivationParams activation;  // a following Relu, Clip, Sigmoid, SiLU or HardSwish
+  // How x, y and the residual lie (Note [Channels-last convolutions] in
+  // runtime/fusion.h).
+  ConvLayout x_layout = ConvLayout::kNCHW;
+  ConvLayout y_layout = ConvLayout::kNCHW;
+  ConvLayout residual_layout = ConvLayout::kNCHW;
 };
 
 // A Conv node on cuDNN, then (when anything is fused) one epilogue launch
 // over its output in place. Enqueue's inputs: x, w, [bias], [residual];
-// outputs: y.
+// outputs: y. When x or y is NHWC the kernel reads its own channels-last
+// copy of the constant w from the weight store, and w is not among the
+// inputs: x, [bias], [residual].
 class ConvKernel final : public CudaOpKernel {
  public:
   // Runs on the context's cuDNN handle (the stream slot's; one thread at a
@@ -52,8 +60,10 @@ class ConvKernel final : public CudaOpKernel {
                        cudaStream_t stream) const override;
 
   // Implementation details follow.
+  // w, and the index of the first input after it.
+  [[nodiscard]] std::pair<const void*, size_t> Weight(absl::Span<const void* const> inputs) const;
   ConvKernel(std::string label, std::string choice_key, std::unique_ptr<class CudnnConv> conv,
-             ConvFusion fusion, ChannelEpilogueParams epilogue,
+             ConvFusion fusion, ChannelEpilogueParams epilogue, const void* channels_last_w,
              std::shared_ptr<StepWorkspace> workspace,
              std::shared_ptr<AlgorithmChoices> algorithm_choices);
   ~ConvKernel() override;
@@ -64,6 +74,8 @@ class ConvKernel final : public CudaOpKernel {
   std::unique_ptr<CudnnConv> conv_;
   ConvFusion fusion_;
   ChannelEpilogueParams epilogue_;
+  // The weight store's channels-last copy of w; null: w is the second input.
+  const void* channels_last_w_;
   std::shared_ptr<StepWorkspace> workspace_;
   std::shared_ptr<AlgorithmChoices> algorithm_choices_;  // may be null
 };
