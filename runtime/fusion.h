@@ -170,7 +170,7 @@ struct FusionOptions {
 // the H200, ResNet-50 in float16 at batch 1 spent 224 of its 860 us of
 // kernel time (ncu) in 54 such transposes, and at batch 8 311 of 1515 us;
 // 5 more convolutions fell back to an NCHW kernel without tensor cores
-// (bench/results/2026-11-30_*_auto_promotion_h200, call 50). PyTorch's
+// (bench/results/2026-11-30_bf4fc72_channels_last_h200, call 50). PyTorch's
 // channels_last and torch.compile keep such a network NHWC throughout.
 // Here the bound graph stays NCHW, and only values that pass from one
 // convolution to the next may change layout. Eligible: the output of a
@@ -187,17 +187,19 @@ struct FusionOptions {
 // saves more than it costs. So ResNet's stages go NHWC end to end, while in
 // MobileNet's and EfficientNet's inverted residuals, whose 1x1 convolutions
 // sit between depthwise ones and squeeze-excitation, everything stays NCHW.
-// Depthwise convolutions were measured slower NHWC at batch 1 (H200, call
-// 52: EfficientNet-B0 622 against 509 us, MobileNetV3 452 against 365 us,
-// with depthwise steps NHWC), as were those 1x1 convolutions made to change
-// layout (579 and 437 us without depthwise steps, under a rule without the
-// count). Everything else (pooling, pointwise regions, Concat, graph
-// outputs) sees NCHW. A Conv step with x or y NHWC reads w as [K, R, S,
-// C/groups], a copy the weight store keeps once (WeightLayout::
-// kChannelsLast). cuDNN takes each tensor's layout from its strides, so a
-// step whose x is NCHW (after a MaxPool) and y NHWC is one operation graph;
-// the epilogue indexes y in its layout and the residual in its own. The
-// host reference and every other kernel never see an NHWC value.
+// Depthwise convolutions were measured slower NHWC at batch 1 (H200, the
+// same folder, call 52: EfficientNet-B0 622 against 509 us, MobileNetV3
+// 452 against 365 us, with depthwise steps NHWC), as were those 1x1
+// convolutions made to change layout (579 and 437 us without depthwise
+// steps, under a rule without the count); with the count both run as NCHW
+// (call 53), and ResNet-50 at 0.72x of its all-NCHW time. Everything else
+// (pooling, pointwise regions, Concat, graph outputs) sees NCHW. A Conv
+// step with x or y NHWC reads w as [K, R, S, C/groups], a copy the weight
+// store keeps once (WeightLayout::kChannelsLast). cuDNN takes each
+// tensor's layout from its strides, so a step whose x is NCHW (after a
+// MaxPool) and y NHWC is one operation graph; the epilogue indexes y in its
+// layout and the residual in its own. The host reference and every other
+// kernel never see an NHWC value.
 
 struct FusionPlan {
   std::vector<FusedStep> steps;  // in a topological (issue) order

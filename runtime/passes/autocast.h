@@ -192,7 +192,9 @@ std::set<std::string> NodeNames(const std::vector<Float32Node>& nodes);
 // to the last LayerNorm, and only each GEMM's operands are rounded to
 // float16. Without the rule auto ran that stream in float16, as fp16 does,
 // and BERT-base, DistilBERT and ViT-B/16 ended 1.7-2.7x as far from float64
-// as autocast (H200, 2026-11-29), where the issue asks for at most 1.5x.
+// as autocast (H200, bench/results/2026-11-30_d4f8b82_http_framing_autocast_
+// h200, call 36); with it, 0.99-1.01x, at 0.43-0.66x of autocast's CUDA
+// graph (bench/results/2026-11-30_f1649b8_auto_promotion_h200, call 49).
 // So auto keeps a node that is neither lowered nor listed in float32 when
 // it reads a float32 value:
 //   - a parameter: a float32 constant of more than one element. A single
