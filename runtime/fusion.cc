@@ -1002,9 +1002,9 @@ class FusionPlanner {
       const ValueId y = step.outputs[0];
       if (IsNchwGemm(step)) {
         tie(x, y, 1.0);
-      } else {
-        gain[x] += eligible[x] ? 1.0 : 0.0;
-        gain[y] += eligible[y] ? 1.0 : 0.0;
+      } else {  // NHWC saves one transpose per side (counted where eligible)
+        gain[x] += 1.0;
+        gain[y] += 1.0;
       }
       if (step.conv_residual) tie(step.inputs.back(), y, kCrossLayoutEpilogueCost);
     }
