@@ -15,15 +15,16 @@ replay) at batch 1, 3 and 8 on the same inputs as PyTorch and compare:
 
   rel err = ||ours - torch_f64|| / ||torch_f64||   (TF32 off on both sides)
 
-and time our graph replay against PyTorch's CUDA graph of the same model in
+beside PyTorch's own error in the precision served against the same
+reference (the table's bracketed column, in every precision), and time our
+graph replay against PyTorch's CUDA graph of the same model in
 float32 (bare replay, median of interleaved rounds, batch 1, 8, 16 and 64 where
 asked).
 
 --precision fp16 exports the model as users export a half-precision model
 (`model.half()`, float16 images and features; token ids stay int64), runs it
 as written, and compares it with PyTorch in float64 on the same
-(float16-rounded) weights and inputs, beside PyTorch's own float16 error against the same reference;
-the timing is against PyTorch's CUDA graph of the float16 model. --precision
+(float16-rounded) weights and inputs; the timing is against PyTorch's CUDA graph of the float16 model. --precision
 tf32 runs the float32 model with TF32 allowed on both sides.
 
 Usage (on the GPU machine, from the repository root):

@@ -19,6 +19,11 @@
 #endif
 #endif
 
+// glibc's malloc, which malloc_trim returns memory from.
+#if defined(__GLIBC__) && !defined(GRAPHSERVE_SANITIZER_MALLOC)
+#define GRAPHSERVE_CAN_TRIM_HEAP 1
+#endif
+
 namespace graphserve {
 
 int64_t ResidentBytes() {
@@ -30,7 +35,7 @@ int64_t ResidentBytes() {
 }
 
 bool CanTrimHeap() {
-#if defined(__GLIBC__) && !defined(GRAPHSERVE_SANITIZER_MALLOC)
+#if defined(GRAPHSERVE_CAN_TRIM_HEAP)
   return true;
 #else
   return false;
@@ -38,7 +43,7 @@ bool CanTrimHeap() {
 }
 
 int64_t TrimHeap() {
-#if defined(__GLIBC__) && !defined(GRAPHSERVE_SANITIZER_MALLOC)
+#if defined(GRAPHSERVE_CAN_TRIM_HEAP)
   const int64_t before = ResidentBytes();
   malloc_trim(0);
   const int64_t after = ResidentBytes();
