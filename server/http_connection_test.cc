@@ -151,6 +151,29 @@ TEST(FramedHttpServer, PipelinedRequestsAreAllAnswered) {
   EXPECT_THAT(answers, HasSubstr("abcde"));
 }
 
+// Triton's HTTP server keeps a connection for any number of requests;
+// cpp-httplib's default closed it after the fifth answer.
+TEST(FramedHttpServer, AConnectionServesAnyNumberOfRequests) {
+  auto listener = StartEchoServer();
+  ASSERT_NE(listener, nullptr);
+  Connection connection(listener->port());
+  ASSERT_TRUE(connection.connected());
+  constexpr int kRequests = 12;
+  for (int i = 1; i < kRequests; ++i) {
+    ASSERT_TRUE(connection.Send("GET /hello HTTP/1.1\r\nHost: x\r\n\r\n"));
+    std::string answer;
+    while (!absl::EndsWith(answer, "\r\n\r\nhi")) {
+      const std::string more = connection.Read(1);
+      ASSERT_FALSE(more.empty()) << "request " << i << " unanswered: " << answer;
+      answer += more;
+    }
+    ASSERT_THAT(answer, StartsWith("HTTP/1.1 200")) << "request " << i;
+    EXPECT_THAT(answer, Not(HasSubstr("Connection: close"))) << "request " << i;
+  }
+  ASSERT_TRUE(connection.Send("GET /hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"));
+  EXPECT_THAT(connection.ReadAll(), StartsWith("HTTP/1.1 200"));
+}
+
 TEST(FramedHttpServer, AHeadOverTheLimitIsAnswered431) {
   auto listener = StartEchoServer();
   ASSERT_NE(listener, nullptr);

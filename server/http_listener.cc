@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <limits>
 #include <memory>
 #include <string_view>
 #include <utility>
@@ -218,6 +219,10 @@ absl::StatusOr<std::unique_ptr<HttpListener>> HttpListener::Start(
   server->new_task_queue = [max_connections] { return new GrowingThreadPool(max_connections); };
   server->set_read_timeout(options.read_timeout_secs, 0);
   server->set_keep_alive_timeout(options.read_timeout_secs);
+  // As many requests on one connection as the client sends, as Triton's HTTP
+  // server answers: cpp-httplib's default closed it after five, and clients
+  // (tritonclient, perf_analyzer) connected again for every fifth request.
+  server->set_keep_alive_max_count(std::numeric_limits<size_t>::max());
   server->set_max_header_bytes(options.max_header_bytes);
   // Whether a request was answered from its line and headers alone.
   auto answered = [options = std::make_shared<const HttpListenerOptions>(std::move(options))](
