@@ -125,7 +125,7 @@ void SendModelReady(httplib::Response& response, bool ready) {
 // library] in server/http_connection.cc.
 
 // The first value of header `name` (matched without case), or nullopt
-// without one.
+// without one: a restricted API tells a header sent empty from none.
 std::optional<std::string> HeaderValue(const httplib::Request& request, const std::string& name) {
   const auto found = request.headers.find(name);
   if (found == request.headers.end()) return std::nullopt;
@@ -525,7 +525,7 @@ class HttpEndpoint::Handler {
   // The request's shared-memory owner: kSharedMemoryOwnerHeader's value,
   // "" without it (Note [Shared memory owners] in server/shared_memory.h).
   static std::string SharedMemoryOwner(const httplib::Request& request) {
-    return HeaderValue(request, kSharedMemoryOwnerHeader).value_or("");
+    return request.get_header_value(kSharedMemoryOwnerHeader);
   }
 
   // False, having answered 403 with Triton's message, when `category` is
