@@ -18,6 +18,18 @@ int64_t NumElements(const Dims& dims) {
   return count;
 }
 
+std::optional<uint64_t> TensorBytes(const Dims& dims, DType dtype) {
+  uint64_t count = 1;
+  for (int64_t dim : dims) {
+    if (dim < 0) return std::nullopt;
+    if (dim != 0 && count > kMaxTensorBytes / static_cast<uint64_t>(dim)) return std::nullopt;
+    count *= static_cast<uint64_t>(dim);
+  }
+  const uint64_t size = DTypeSize(dtype);
+  if (size != 0 && count > kMaxTensorBytes / size) return std::nullopt;
+  return count * size;
+}
+
 std::string DimsToString(const Dims& dims) {
   return "[" + absl::StrJoin(dims, ",") + "]";
 }

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,15 @@ using Dims = std::vector<int64_t>;
 
 // Product of the dims (1 for a scalar, 0 if any dim is 0).
 int64_t NumElements(const Dims& dims);
+
+// The most bytes one tensor may hold: far above any model served, and far
+// below what a 64-bit product of dims can claim, so that dims read from a
+// file or computed from one are refused before anything is allocated.
+constexpr uint64_t kMaxTensorBytes = uint64_t{1} << 40;
+
+// The bytes of a tensor of `dims` and `dtype`, computed without overflow; none
+// when a dim is negative or they pass kMaxTensorBytes.
+std::optional<uint64_t> TensorBytes(const Dims& dims, DType dtype);
 
 // "[2,3,4]"; "[]" for a scalar.
 std::string DimsToString(const Dims& dims);

@@ -1,8 +1,10 @@
 #include "common/tensor.h"
 
 #include <cmath>
+#include <cstdint>
 #include <initializer_list>
 #include <limits>
+#include <optional>
 
 #include "gtest/gtest.h"
 
@@ -14,6 +16,17 @@ HostTensor Float32(std::initializer_list<float> values) {
   float* data = tensor.data<float>();
   for (float value : values) *data++ = value;
   return tensor;
+}
+
+TEST(TensorBytesTest, CountsBytesAndRefusesNegativeOrOverflowingDims) {
+  EXPECT_EQ(TensorBytes({2, 3}, DType::kFloat16), std::optional<uint64_t>(12));
+  EXPECT_EQ(TensorBytes({}, DType::kInt64), std::optional<uint64_t>(8));
+  EXPECT_EQ(TensorBytes({0, int64_t{1} << 62}, DType::kFloat32), std::optional<uint64_t>(0));
+  EXPECT_EQ(TensorBytes({2, -1}, DType::kFloat32), std::nullopt);
+  EXPECT_EQ(TensorBytes({int64_t{1} << 40}, DType::kUInt8),
+            std::optional<uint64_t>(kMaxTensorBytes));
+  EXPECT_EQ(TensorBytes({int64_t{1} << 40}, DType::kFloat16), std::nullopt);
+  EXPECT_EQ(TensorBytes({int64_t{1} << 32, int64_t{1} << 32}, DType::kUInt8), std::nullopt);
 }
 
 TEST(RelativeErrorTest, ZeroForEqualTensors) {

@@ -5,6 +5,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
@@ -100,6 +101,7 @@ class Binder final : public BindContext::Engine {
         return absl::InvalidArgumentError(absl::StrCat("initializer '", name, "' is null"));
       }
       RETURN_IF_ERROR(Define(name, AddValue(name, tensor->dtype(), tensor->dims(), tensor)));
+      fold_bound_ += kFoldGrowth * tensor->bytes();
     }
     for (size_t i = 0; i < model_.nodes.size(); ++i) {
       RETURN_IF_ERROR(BindNode(model_.nodes[i], i));
@@ -213,11 +215,34 @@ class Binder final : public BindContext::Engine {
 
   // --- Emission and constant folding --------------------------------------
 
+  // Note [Folding bound]
+  // ~~~~~~~~~~~~~~~~~~~~
+  // Folding runs a node on the host and keeps its outputs, so a few bytes of
+  // model can ask for any amount of host memory: an Expand or
+  // ConstantOfShape of a constant to [2^20, 2^20] would end the server in
+  // std::bad_alloc. The bytes one binding folds are bounded instead, and a
+  // model past the bound is refused naming the node. Real models fold shape
+  // arithmetic, masks and transformed weights, the largest of which
+  // (int8 weights dequantized to float32) is four times the file's
+  // initializers; the bound is that plus 1 GiB for masks and the rest.
+  static constexpr uint64_t kFoldGrowth = 4;
+  static constexpr uint64_t kFoldSlack = uint64_t{1} << 30;
+
   // Creates the output values of `node` and either appends it to the graph
   // or, when all its inputs are constants, runs it on the host and makes its
   // outputs constants. Returns the output ids.
   absl::StatusOr<std::vector<ValueId>> Emit(BoundNode node,
                                             std::vector<OutputSpec> outputs) override {
+    uint64_t output_bytes = 0;
+    for (const OutputSpec& spec : outputs) {
+      const std::optional<uint64_t> bytes = TensorBytes(spec.dims, spec.dtype);
+      if (!bytes.has_value()) {
+        return absl::InvalidArgumentError(absl::StrCat("node '", node.name, "' (", node.op_type,
+                                                       "): output of dims ",
+                                                       DimsToString(spec.dims), " is too large"));
+      }
+      output_bytes += *bytes;
+    }
     node.outputs.clear();
     for (OutputSpec& spec : outputs) {
       node.outputs.push_back(
@@ -230,6 +255,11 @@ class Binder final : public BindContext::Engine {
     if (!foldable) {
       graph_.nodes.push_back(std::move(node));
       return ids;
+    }
+    if (absl::Status reserved = ReserveFolded(output_bytes); !reserved.ok()) {
+      return absl::Status(reserved.code(),
+                          absl::StrCat("folding constant node '", node.name, "' (", node.op_type,
+                                       ") at bind time: ", reserved.message()));
     }
     std::vector<const HostTensor*> inputs;
     for (ValueId id : node.inputs) inputs.push_back(Value(id).constant.get());
@@ -250,6 +280,17 @@ class Binder final : public BindContext::Engine {
       graph_.values[ids[i]].constant = std::make_shared<const HostTensor>(std::move(results[i]));
     }
     return ids;
+  }
+
+  absl::Status ReserveFolded(uint64_t bytes) override {
+    if (bytes > fold_bound_ - folded_bytes_) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("folded constants would take ", folded_bytes_ + bytes,
+                       " bytes of host memory, past binding's bound of ", fold_bound_,
+                       " (1 GiB and four times the model's initializers)"));
+    }
+    folded_bytes_ += bytes;
+    return absl::OkStatus();
   }
 
   // --- Node dispatch -------------------------------------------------------
@@ -363,6 +404,9 @@ class Binder final : public BindContext::Engine {
   const BindOptions& options_;
   BoundGraph graph_;
   std::map<std::string, ValueId> by_name_;
+  // Note [Folding bound]: what this binding may fold, and has folded.
+  uint64_t fold_bound_ = kFoldSlack;
+  uint64_t folded_bytes_ = 0;
 };
 
 }  // namespace

@@ -235,6 +235,14 @@ absl::Status BindContext::EmitForOutput(size_t output, std::string op_type,
   return engine_->Define(outputs_[output], ids[0]);
 }
 
+absl::StatusOr<HostTensor> BindContext::NewConstant(DType dtype, Dims dims) {
+  const std::optional<uint64_t> bytes = TensorBytes(dims, dtype);
+  if (!bytes.has_value()) return Error("a constant of dims ", DimsToString(dims), " is too large");
+  absl::Status reserved = engine_->ReserveFolded(*bytes);
+  if (!reserved.ok()) return Annotate(reserved);
+  return HostTensor(dtype, std::move(dims));
+}
+
 absl::Status BindContext::DefineConstantOutput(HostTensor tensor) {
   if (outputs_.size() != 1 || outputs_[0].empty()) {
     return Error("expected exactly one named output, got ", outputs_.size());

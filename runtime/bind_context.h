@@ -125,6 +125,9 @@ class BindContext {
   // canonical nodes. An unused (unnamed) output emits nothing.
   absl::Status EmitForOutput(size_t output, std::string op_type, std::vector<ValueId> inputs,
                              Attributes attrs, DType dtype, Dims dims);
+  // A zero-filled tensor for a rule to compute at bind time, counted against
+  // the binding's bound on folded bytes (Note [Folding bound] in bind.cc).
+  absl::StatusOr<HostTensor> NewConstant(DType dtype, Dims dims);
   // A model output known at bind time without running a kernel.
   absl::Status DefineConstantOutput(HostTensor tensor);
   // A constant binding derives (folded weights); returns its id.
@@ -141,6 +144,8 @@ class BindContext {
     virtual absl::Status Define(const std::string& name, ValueId id) = 0;
     virtual absl::StatusOr<std::vector<ValueId>> Emit(BoundNode node,
                                                       std::vector<OutputSpec> outputs) = 0;
+    // Counts `bytes` more of folded constants; an error past the bound.
+    virtual absl::Status ReserveFolded(uint64_t bytes) = 0;
   };
   BindContext(Engine* engine, BoundGraph* graph, const Node* node, std::string name, int64_t opset)
       : engine_(engine), graph_(graph), node_(node), name_(std::move(name)), opset_(opset) {}

@@ -364,6 +364,43 @@ TEST(BindTest, ConstantInt64ModByZeroFailsToFold) {
   EXPECT_THAT(graph.status().message(), HasSubstr("modulo by zero"));
 }
 
+// Note [Folding bound]: a few bytes of model cannot ask for any amount of
+// host memory.
+TEST(BindTest, FoldingPastTheBoundIsRefusedNamingTheNode) {
+  Model model = MakeModel(kOpset, {}, {{"y", DType::kFloat32, {1 << 16, 1 << 16}}},
+                          {MakeNode("expand", "Expand", {"c", "shape"}, {"y"})});
+  model.initializers["c"] = FloatTensor({1}, {1.0f});
+  model.initializers["shape"] = Int64Tensor({2}, {1 << 16, 1 << 16});  // 16 GiB of float32
+  absl::StatusOr<BoundGraph> graph = Bind(model);
+  ASSERT_FALSE(graph.ok());
+  EXPECT_EQ(graph.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(graph.status().message(), HasSubstr("folding constant node 'expand'"));
+  EXPECT_THAT(graph.status().message(), HasSubstr("past binding's bound"));
+}
+
+TEST(BindTest, ConstantsRulesMakePastTheBoundAreRefused) {
+  Model model = MakeModel(kOpset, {}, {{"y", DType::kInt64, {-1}}},
+                          {MakeNode("range", "Range", {"start", "limit", "delta"}, {"y"})});
+  model.initializers["start"] = Int64Tensor({}, {0});
+  model.initializers["limit"] = Int64Tensor({}, {int64_t{1} << 29});  // 4 GiB of int64
+  model.initializers["delta"] = Int64Tensor({}, {1});
+  absl::StatusOr<BoundGraph> graph = Bind(model);
+  ASSERT_FALSE(graph.ok());
+  EXPECT_THAT(graph.status().message(), HasSubstr("node 'range' (Range)"));
+  EXPECT_THAT(graph.status().message(), HasSubstr("past binding's bound"));
+}
+
+TEST(BindTest, OutputDimsPastAnyTensorAreRefused) {
+  Model model =
+      MakeModel(kOpset, {{"x", DType::kFloat32, {1}}}, {{"y", DType::kFloat32, {-1, -1, -1}}},
+                {MakeNode("expand", "Expand", {"x", "shape"}, {"y"})});
+  model.initializers["shape"] = Int64Tensor({3}, {1 << 30, 1 << 30, 1 << 30});
+  absl::StatusOr<BoundGraph> graph = Bind(model);
+  ASSERT_FALSE(graph.ok());
+  EXPECT_THAT(graph.status().message(), HasSubstr("node 'expand' (Expand)"));
+  EXPECT_THAT(graph.status().message(), HasSubstr("is too large"));
+}
+
 // --- Per-op canonical forms ------------------------------------------------------
 
 struct SoftmaxCase {

@@ -421,6 +421,15 @@ class StringEdgeRewrite {
                                              "number (Note [Strings at the model's edges])"));
       return;
     }
+    for (const std::string& output : outputs) {
+      const int32_t declared = ElemType(*FindValue(graph_.output(), output));
+      if (declared != 0 && declared != kOnnxString) {
+        problems_->AddInvalid(absl::StrCat("output '", output, "' is declared ",
+                                           OnnxTypeName(declared), " but passes STRING input '",
+                                           input, "' through unchanged"));
+        return;
+      }
+    }
     const Dims input_dims = ShapeDims(FindValue(graph_.input(), input)->type());
     for (const std::string& output : outputs) {
       edges_.passed.push_back(
@@ -980,15 +989,19 @@ absl::Status WidenMixedLayerNormParameters(onnx::ModelProto& proto) {
   return absl::OkStatus();
 }
 
-absl::Status LibOnnxChecks(onnx::ModelProto& proto, const std::string& name) {
-  // libonnx reports problems by throwing (ValidationError, InferenceError,
-  // and std::runtime_error from protobuf helpers); none may cross this API.
+// libonnx reports problems by throwing (ValidationError, InferenceError, and
+// std::runtime_error from protobuf helpers); none may cross this API.
+absl::Status LibOnnxChecker(const onnx::ModelProto& proto, const std::string& name) {
   try {
     onnx::checker::check_model(proto);
   } catch (const std::exception& e) {
     return absl::InvalidArgumentError(
         absl::StrCat("'", name, "' fails the ONNX checker: ", e.what()));
   }
+  return absl::OkStatus();
+}
+
+absl::Status LibOnnxShapeInference(onnx::ModelProto& proto, const std::string& name) {
   // Strict mode: a node whose inferred type or shape contradicts what the
   // file declares is an error here rather than a wrong shape at bind time.
   const onnx::ShapeInferenceOptions options(/*check_type_val=*/true, /*strict_mode_val=*/1,
@@ -1022,8 +1035,12 @@ absl::StatusOr<Model> ImportOnnxBytes(const std::string& bytes, const std::strin
       [](const onnx::TensorProto& t) { return t.data_location() == onnx::TensorProto::EXTERNAL; });
   if (proto.ir_version() <= kLibOnnxMaxIrVersion && DefaultOpset(proto) <= kLibOnnxMaxOpset &&
       !external_data) {
+    // The checker first: libonnx's shape inference, even the lenient run
+    // that typing the mixed norms takes, reads a malformed tensor (int64
+    // values in the wrong field) through a null pointer.
+    RETURN_IF_ERROR(LibOnnxChecker(proto, name));
     RETURN_IF_ERROR(WidenMixedLayerNormParameters(proto));
-    RETURN_IF_ERROR(LibOnnxChecks(proto, name));
+    RETURN_IF_ERROR(LibOnnxShapeInference(proto, name));
   }
   return ConvertModel(proto, name, model_dir, passes);
 }
@@ -1036,34 +1053,23 @@ absl::StatusOr<Model> ImportOnnxFile(const std::string& path, const ModelPassOpt
 
 namespace {
 
-// The most bytes one tensor of a model file may declare: far above any model
-// served, and far below what a 64-bit product of dims can claim, so that a
-// file declaring 2^40 floats and holding four bytes is refused before
-// anything is allocated for it.
-constexpr uint64_t kMaxTensorBytes = uint64_t{1} << 40;
-
 // The element count and bytes of a tensor of `dims` and `dtype`, checked
-// against kMaxTensorBytes without overflow.
+// against kMaxTensorBytes (common/tensor.h) before anything is allocated, so
+// that a file declaring 2^40 floats and holding four bytes is refused.
 absl::StatusOr<std::pair<int64_t, uint64_t>> CheckedTensorSize(const Dims& dims, DType dtype,
                                                                const std::string& what) {
-  uint64_t count = 1;
   for (int64_t dim : dims) {
     if (dim < 0) {
       return absl::InvalidArgumentError(
           absl::StrCat(what, " has a negative dim: ", DimsToString(dims)));
     }
-    if (dim != 0 && count > kMaxTensorBytes / static_cast<uint64_t>(dim)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(what, " of dims ", DimsToString(dims), " is too large"));
-    }
-    count *= static_cast<uint64_t>(dim);
   }
-  const uint64_t bytes = count * DTypeSize(dtype);
-  if (bytes > kMaxTensorBytes) {
+  const std::optional<uint64_t> bytes = TensorBytes(dims, dtype);
+  if (!bytes.has_value()) {
     return absl::InvalidArgumentError(
         absl::StrCat(what, " of dims ", DimsToString(dims), " is too large"));
   }
-  return std::pair<int64_t, uint64_t>{static_cast<int64_t>(count), bytes};
+  return std::pair<int64_t, uint64_t>{NumElements(dims), *bytes};
 }
 
 // Note [External data]

@@ -448,6 +448,22 @@ TEST(OnnxImportTest, StringsPassedThroughIdentityLeaveTheGraph) {
   EXPECT_THAT(model->passed_strings[1].output_dims, ElementsAre(-1, 3));
 }
 
+// A file past libonnx (which would find the contradiction first) declaring a
+// number output that hands a STRING input back.
+TEST(OnnxImportTest, PassedStringDeclaredANumberIsRefused) {
+  onnx::ModelProto proto = NewModel();
+  proto.set_ir_version(10);
+  onnx::GraphProto* graph = proto.mutable_graph();
+  AddValue(graph->mutable_input(), "a", onnx::TensorProto::STRING, {-1});
+  AddNode(graph, "Identity", {"a"}, {"out"}, "echo");
+  AddValue(graph->mutable_output(), "out", onnx::TensorProto::FLOAT, {-1});
+  absl::StatusOr<Model> model = Import(proto);
+  ASSERT_FALSE(model.ok());
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(model.status().message(),
+              HasSubstr("output 'out' is declared FLOAT but passes STRING input 'a'"));
+}
+
 // Every other STRING value is refused, each naming its node, in one error
 // (Note [One error for every problem]).
 TEST(OnnxImportTest, OtherStringsAreRefusedNamingTheNode) {

@@ -299,9 +299,12 @@ absl::Status BindRange(BindContext& ctx) {
                      " do not make a finite range");
   }
   const double count = std::max(0.0, std::ceil((limit - start) / delta));
-  constexpr double kMaxElements = 1 << 30;  // a bound on what a plan-time constant may hold
-  if (count > kMaxElements) return ctx.Error("range of ", count, " elements is too long");
-  HostTensor tensor(dtype, {static_cast<int64_t>(count)});
+  // Checked before the conversion, which a count past int64 would make
+  // undefined; the constant's bytes are bounded by NewConstant.
+  if (count > static_cast<double>(kMaxTensorBytes)) {
+    return ctx.Error("range of ", count, " elements is too long");
+  }
+  ASSIGN_OR_RETURN(HostTensor tensor, ctx.NewConstant(dtype, {static_cast<int64_t>(count)}));
   RETURN_IF_ERROR(VisitDType(dtype, [&](auto tag) -> absl::Status {
     using T = typename decltype(tag)::Host;
     if constexpr (std::is_same_v<T, bool>) {
@@ -327,13 +330,8 @@ absl::Status BindRange(BindContext& ctx) {
 // filled with the 'value' attribute's one element (float32 0 without it).
 absl::Status BindConstantOfShape(BindContext& ctx) {
   ASSIGN_OR_RETURN(std::vector<int64_t> shape, ctx.ConstantInts(0));
-  int64_t count = 1;
   for (int64_t dim : shape) {
-    constexpr int64_t kMaxElements = int64_t{1} << 30;
-    if (dim < 0 || (dim > 0 && count > kMaxElements / dim)) {
-      return ctx.Error("shape [", absl::StrJoin(shape, ","), "] is negative or too large");
-    }
-    count *= dim;
+    if (dim < 0) return ctx.Error("shape [", absl::StrJoin(shape, ","), "] has a negative dim");
   }
   HostTensor value(DType::kFloat32, {1});
   if (auto it = ctx.attrs().find("value"); it != ctx.attrs().end()) {
@@ -343,9 +341,10 @@ absl::Status BindConstantOfShape(BindContext& ctx) {
     }
     value = *given;
   }
-  HostTensor tensor(value.dtype(), Dims(shape.begin(), shape.end()));
+  ASSIGN_OR_RETURN(HostTensor tensor,
+                   ctx.NewConstant(value.dtype(), Dims(shape.begin(), shape.end())));
   const size_t size = DTypeSize(value.dtype());
-  for (int64_t i = 0; i < count; ++i) {
+  for (int64_t i = 0; i < tensor.num_elements(); ++i) {
     std::memcpy(static_cast<std::byte*>(tensor.raw()) + i * size, value.raw(), size);
   }
   return ctx.DefineConstantOutput(std::move(tensor));
