@@ -235,11 +235,15 @@ absl::Status BindContext::EmitForOutput(size_t output, std::string op_type,
   return engine_->Define(outputs_[output], ids[0]);
 }
 
+absl::Status BindContext::ReserveConstantBytes(uint64_t bytes) {
+  absl::Status reserved = engine_->ReserveFolded(bytes);
+  return reserved.ok() ? reserved : Annotate(reserved);
+}
+
 absl::StatusOr<HostTensor> BindContext::NewConstant(DType dtype, Dims dims) {
   const std::optional<uint64_t> bytes = TensorBytes(dims, dtype);
   if (!bytes.has_value()) return Error("a constant of dims ", DimsToString(dims), " is too large");
-  absl::Status reserved = engine_->ReserveFolded(*bytes);
-  if (!reserved.ok()) return Annotate(reserved);
+  RETURN_IF_ERROR(ReserveConstantBytes(*bytes));
   return HostTensor(dtype, std::move(dims));
 }
 

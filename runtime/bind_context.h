@@ -125,8 +125,10 @@ class BindContext {
   // canonical nodes. An unused (unnamed) output emits nothing.
   absl::Status EmitForOutput(size_t output, std::string op_type, std::vector<ValueId> inputs,
                              Attributes attrs, DType dtype, Dims dims);
-  // A zero-filled tensor for a rule to compute at bind time, counted against
-  // the binding's bound on folded bytes (Note [Folding bound] in bind.cc).
+  // Counts `bytes` of constants a rule is about to build on the host against
+  // the binding's bound (Note [Folding bound] in bind.cc).
+  absl::Status ReserveConstantBytes(uint64_t bytes);
+  // A zero-filled tensor for a rule to compute at bind time, so counted.
   absl::StatusOr<HostTensor> NewConstant(DType dtype, Dims dims);
   // A model output known at bind time without running a kernel.
   absl::Status DefineConstantOutput(HostTensor tensor);

@@ -417,15 +417,19 @@ absl::Status BindResizeOrUpsample(BindContext& ctx, bool upsample) {
                            (dim.roi_start == 0.0 && dim.roi_end == 1.0));
     if (identity) continue;
     if (dim.in == 0) return ctx.Error("cannot resize dim ", d, " of length 0 to ", dim.out);
-    // A bound on what the plan-time tables may hold (an absurd scale, or an
-    // antialiased filter stretched over a whole huge dim).
-    constexpr int64_t kMaxTableEntries = int64_t{1} << 30;
+    // The plan-time tables are constants like any folded one (an absurd
+    // scale, or an antialiased filter stretched over a whole huge dim, would
+    // ask for any amount of host memory): an int64 index and a float weight
+    // per entry, counted against the binding's bound.
     const int64_t dim_taps = TapsOf(options, dim);
-    if (dim_taps > kMaxTableEntries / std::max<int64_t>(dim.out, 1) ||
-        static_cast<int64_t>(indices.size()) > kMaxTableEntries - dim.out * dim_taps) {
+    constexpr int64_t kEntryBytes = sizeof(int64_t) + sizeof(float);
+    if (dim_taps >
+        static_cast<int64_t>(kMaxTensorBytes) / kEntryBytes / std::max<int64_t>(dim.out, 1)) {
       return ctx.Error("resizing dim ", d, " from ", dim.in, " to ", dim.out,
-                       " needs sampling tables of more than 2^30 entries");
+                       " needs sampling tables past any tensor's size");
     }
+    RETURN_IF_ERROR(ctx.ReserveConstantBytes(static_cast<uint64_t>(dim.out) *
+                                             static_cast<uint64_t>(dim_taps) * kEntryBytes));
     axes.push_back(static_cast<int64_t>(d));
     taps.push_back(dim_taps);
     AppendTable(options, dim, indices, weights);

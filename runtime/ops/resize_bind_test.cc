@@ -254,7 +254,9 @@ TEST(ResizeBindTest, RefusalsNameTheNode) {
       // What a hostile model file could ask for: tables as long as an absurd
       // output, and a length no int64 holds.
       {ResizeModel(13, {4}, {"", "scales"}, {}, {{"scales", Floats({1e12f})}}),
-       absl::StatusCode::kInvalidArgument, "more than 2^30 entries"},
+       absl::StatusCode::kInvalidArgument, "sampling tables past any tensor's size"},
+      {ResizeModel(13, {4}, {"", "scales"}, {}, {{"scales", Floats({1e8f})}}),
+       absl::StatusCode::kInvalidArgument, "past binding's bound"},
       {ResizeModel(13, {4}, {"", "scales"}, {}, {{"scales", Floats({1e30f})}}),
        absl::StatusCode::kInvalidArgument, "is too large"},
   };
