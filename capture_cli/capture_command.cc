@@ -79,6 +79,10 @@ constexpr char kSelectUsage[] =
     "config.pbtxt keeps its sizes, and a restart serves those. Nothing is reloaded when\n"
     "the chosen sizes are the ones served now.\n"
     "\n"
+    "Both sources count requests. A model with dynamic batching runs several requests\n"
+    "in one execution, whose rows neither source records: for it the sizes chosen\n"
+    "are those that pad requests run one at a time least, not its executions.\n"
+    "\n"
     "  graphserve-capture select --from-metrics http://localhost:8002/metrics \\\n"
     "      --model mlp --num-sizes 4 --reload localhost:8001";
 
