@@ -390,6 +390,50 @@ TEST(BindTest, ConstantsRulesMakePastTheBoundAreRefused) {
   EXPECT_THAT(graph.status().message(), HasSubstr("past binding's bound"));
 }
 
+// Range folds to a constant; its integers are exact at any magnitude (a
+// delta of 2^63 - 1 once overflowed a conversion through double).
+absl::StatusOr<std::vector<int64_t>> Int64Range(int64_t start, int64_t limit, int64_t delta) {
+  Model model = MakeModel(kOpset, {}, {{"y", DType::kInt64, {-1}}},
+                          {MakeNode("range", "Range", {"start", "limit", "delta"}, {"y"})});
+  model.initializers["start"] = Int64Tensor({}, {start});
+  model.initializers["limit"] = Int64Tensor({}, {limit});
+  model.initializers["delta"] = Int64Tensor({}, {delta});
+  absl::StatusOr<BoundGraph> graph = Bind(model);
+  if (!graph.ok()) return graph.status();
+  const HostTensor& y = *OutputValue(*graph).constant;
+  return std::vector<int64_t>(y.data<int64_t>(), y.data<int64_t>() + y.num_elements());
+}
+
+TEST(BindTest, IntegerRangeIsExact) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  EXPECT_THAT(*Int64Range(kMax - 5, kMax, 2), ElementsAre(kMax - 5, kMax - 3, kMax - 1));
+  EXPECT_THAT(*Int64Range(0, 1, kMax), ElementsAre(0));
+  EXPECT_THAT(*Int64Range(kMax, kMin, kMin), ElementsAre(kMax, -1));
+  EXPECT_THAT(*Int64Range(5, -4, -3), ElementsAre(5, 2, -1));
+  EXPECT_THAT(*Int64Range(0, 5, -1), ElementsAre());
+  absl::StatusOr<std::vector<int64_t>> zero = Int64Range(0, 5, 0);
+  ASSERT_FALSE(zero.ok());
+  EXPECT_THAT(zero.status().message(), HasSubstr("delta is 0"));
+}
+
+TEST(BindTest, DoubleRangeKeepsDoublePrecision) {
+  Model model = MakeModel(kOpset, {}, {{"y", DType::kFloat64, {-1}}},
+                          {MakeNode("range", "Range", {"start", "limit", "delta"}, {"y"})});
+  for (const auto& [name, value] :
+       std::map<std::string, double>{{"start", 0.1}, {"limit", 0.35}, {"delta", 0.1}}) {
+    auto tensor = std::make_shared<HostTensor>(DType::kFloat64, Dims{});
+    *tensor->data<double>() = value;
+    model.initializers[name] = tensor;
+  }
+  absl::StatusOr<BoundGraph> graph = Bind(model);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  const HostTensor& y = *OutputValue(*graph).constant;
+  ASSERT_EQ(y.num_elements(), 3);
+  EXPECT_EQ(y.data<double>()[1], 0.1 + 0.1);
+  EXPECT_EQ(y.data<double>()[2], 0.1 + 2 * 0.1);
+}
+
 TEST(BindTest, OutputDimsPastAnyTensorAreRefused) {
   Model model =
       MakeModel(kOpset, {{"x", DType::kFloat32, {1}}}, {{"y", DType::kFloat32, {-1, -1, -1}}},

@@ -270,6 +270,64 @@ absl::Status BindSplit(BindContext& ctx) {
   return absl::OkStatus();
 }
 
+// Range's start, limit and delta, input i's one element as T.
+template <typename T>
+T RangeScalar(const BindContext& ctx, size_t i) {
+  return *ctx.in(i).constant->data<T>();
+}
+
+// An integer Range, exactly: its count and values in 128 bits, which hold
+// any difference of two 64-bit values. Every value lies between start and
+// limit, so it fits T.
+template <typename T>
+absl::StatusOr<HostTensor> IntegerRange(BindContext& ctx, DType dtype) {
+  const T start = RangeScalar<T>(ctx, 0), limit = RangeScalar<T>(ctx, 1),
+          delta = RangeScalar<T>(ctx, 2);
+  if (delta == 0) return ctx.Error("delta is 0");
+  const __int128 span = static_cast<__int128>(limit) - start;
+  __int128 count = span / delta;
+  if (span % delta != 0 && (span > 0) == (delta > 0)) ++count;  // ceil, not toward 0
+  count = std::max<__int128>(count, 0);
+  if (count > static_cast<__int128>(kMaxTensorBytes)) {
+    return ctx.Error("range from ", start, " to ", limit, " by ", delta, " is too long");
+  }
+  ASSIGN_OR_RETURN(HostTensor tensor, ctx.NewConstant(dtype, {static_cast<int64_t>(count)}));
+  T* data = tensor.data<T>();
+  for (int64_t i = 0; i < tensor.num_elements(); ++i) {
+    data[i] = static_cast<T>(start + static_cast<__int128>(i) * delta);
+  }
+  return tensor;
+}
+
+// A float Range: start + i * delta in double, rounded through float for all
+// but double itself (stash_type 1 computes the 16-bit floats in float).
+template <typename T>
+absl::StatusOr<HostTensor> FloatRange(BindContext& ctx, DType dtype) {
+  const double start = Widen(RangeScalar<T>(ctx, 0)), limit = Widen(RangeScalar<T>(ctx, 1)),
+               delta = Widen(RangeScalar<T>(ctx, 2));
+  if (delta == 0 || !std::isfinite(start) || !std::isfinite(limit) || !std::isfinite(delta)) {
+    return ctx.Error("start ", start, ", limit ", limit, ", delta ", delta,
+                     " do not make a finite range");
+  }
+  const double count = std::max(0.0, std::ceil((limit - start) / delta));
+  // Checked before the conversion, which a count past int64 would make
+  // undefined; the constant's bytes are bounded by NewConstant.
+  if (count > static_cast<double>(kMaxTensorBytes)) {
+    return ctx.Error("range of ", count, " elements is too long");
+  }
+  ASSIGN_OR_RETURN(HostTensor tensor, ctx.NewConstant(dtype, {static_cast<int64_t>(count)}));
+  T* data = tensor.data<T>();
+  for (int64_t i = 0; i < tensor.num_elements(); ++i) {
+    const double value = start + static_cast<double>(i) * delta;
+    if constexpr (std::is_same_v<T, double>) {
+      data[i] = value;
+    } else {
+      data[i] = static_cast<T>(static_cast<float>(value));
+    }
+  }
+  return tensor;
+}
+
 // Range: start, limit and delta known at plan time (scalars of one type),
 // so the output is a constant: ceil((limit - start) / delta) elements.
 absl::Status BindRange(BindContext& ctx) {
@@ -288,41 +346,17 @@ absl::Status BindRange(BindContext& ctx) {
     return ctx.Unsupported("stash_type ", stash_type, " (accumulating in ", DTypeName(dtype),
                            ") is not implemented; 1 (float) is");
   }
-  auto scalar = [&](size_t i) {
-    return VisitDType(dtype, [&](auto tag) -> double {
-      return static_cast<double>(Widen(*ctx.in(i).constant->data<typename decltype(tag)::Host>()));
-    });
-  };
-  const double start = scalar(0), limit = scalar(1), delta = scalar(2);
-  if (delta == 0 || !std::isfinite(start) || !std::isfinite(limit) || !std::isfinite(delta)) {
-    return ctx.Error("start ", start, ", limit ", limit, ", delta ", delta,
-                     " do not make a finite range");
-  }
-  const double count = std::max(0.0, std::ceil((limit - start) / delta));
-  // Checked before the conversion, which a count past int64 would make
-  // undefined; the constant's bytes are bounded by NewConstant.
-  if (count > static_cast<double>(kMaxTensorBytes)) {
-    return ctx.Error("range of ", count, " elements is too long");
-  }
-  ASSIGN_OR_RETURN(HostTensor tensor, ctx.NewConstant(dtype, {static_cast<int64_t>(count)}));
-  RETURN_IF_ERROR(VisitDType(dtype, [&](auto tag) -> absl::Status {
-    using T = typename decltype(tag)::Host;
-    if constexpr (std::is_same_v<T, bool>) {
-      return ctx.Error("bool is not a Range type");
-    } else {
-      // start + i * delta in T's own arithmetic for the integers (exact),
-      // in double for the floats.
-      T* data = tensor.data<T>();
-      for (int64_t i = 0; i < tensor.num_elements(); ++i) {
-        if constexpr (std::is_integral_v<T>) {
-          data[i] = static_cast<T>(static_cast<int64_t>(start) + i * static_cast<int64_t>(delta));
-        } else {
-          data[i] = static_cast<T>(static_cast<float>(start + static_cast<double>(i) * delta));
-        }
-      }
-      return absl::OkStatus();
-    }
-  }));
+  ASSIGN_OR_RETURN(HostTensor tensor,
+                   VisitDType(dtype, [&](auto tag) -> absl::StatusOr<HostTensor> {
+                     using T = typename decltype(tag)::Host;
+                     if constexpr (std::is_same_v<T, bool>) {
+                       return ctx.Error("bool is not a Range type");
+                     } else if constexpr (std::is_integral_v<T>) {
+                       return IntegerRange<T>(ctx, dtype);
+                     } else {
+                       return FloatRange<T>(ctx, dtype);
+                     }
+                   }));
   return ctx.DefineConstantOutput(std::move(tensor));
 }
 
