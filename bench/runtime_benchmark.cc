@@ -262,7 +262,6 @@ absl::Status MeasureSchedules(const Model& model, int64_t batch,
     set_options.executor.device = options.device;
     set_options.executor.allow_tf32 = options.allow_tf32;
     set_options.executor.channels_last_convs = options.channels_last_convs;
-    set_options.executor.channels_last_convs = options.channels_last_convs;
     set_options.executor.schedule.max_lanes = options.max_lanes;
     set_options.algorithm_choices = algorithm_choices;
     ASSIGN_OR_RETURN(const std::optional<SchedulePolicy> request, ParseScheduleRequest(name));
