@@ -252,10 +252,19 @@ absl::StatusOr<ValueId> GroupedMatMul(BindContext& ctx, const std::string& suffi
 }
 
 // The constant [Sq, Skv] bias of is_causal and the windows; nullopt when
-// there are none.
-std::optional<ValueId> StructuralBias(BindContext& ctx, const AttentionShape& s, bool causal,
-                                      int64_t left_window, int64_t right_window, DType dtype) {
+// there are none. It is built in double, whose bytes count against the
+// binding's bound (Note [Folding bound] in bind.cc): Sq and Skv come from
+// the model's dims, which may be anything.
+absl::StatusOr<std::optional<ValueId>> StructuralBias(BindContext& ctx, const AttentionShape& s,
+                                                      bool causal, int64_t left_window,
+                                                      int64_t right_window, DType dtype) {
   if (!causal && left_window < 0 && right_window < 0) return std::nullopt;
+  const std::optional<uint64_t> bytes = TensorBytes({s.q_seq, s.kv_seq}, DType::kFloat64);
+  if (!bytes.has_value()) {
+    return ctx.Error("a causal or windowed bias of ", s.q_seq, " x ", s.kv_seq,
+                     " positions is too large");
+  }
+  RETURN_IF_ERROR(ctx.ReserveConstantBytes(*bytes));
   std::vector<double> bias(static_cast<size_t>(s.q_seq * s.kv_seq));
   for (int64_t i = 0; i < s.q_seq; ++i) {
     for (int64_t j = 0; j < s.kv_seq; ++j) {
@@ -391,8 +400,8 @@ absl::Status BindAttention(BindContext& ctx) {
 
   // The bias: the mask's plus is_causal's and the windows'.
   ASSIGN_OR_RETURN(std::optional<ValueId> bias, MaskBias(ctx, s, dtype));
-  const std::optional<ValueId> structural =
-      StructuralBias(ctx, s, is_causal != 0, left_window, right_window, dtype);
+  ASSIGN_OR_RETURN(const std::optional<ValueId> structural,
+                   StructuralBias(ctx, s, is_causal != 0, left_window, right_window, dtype));
   if (bias && structural) {
     ASSIGN_OR_RETURN(const Dims both,
                      ctx.Broadcast(ctx.value(*bias).dims, ctx.value(*structural).dims));

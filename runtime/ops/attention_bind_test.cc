@@ -267,6 +267,10 @@ TEST(AttentionBindTest, Refusals) {
        absl::StatusCode::kInvalidArgument, "2 KV heads should divide the 3 query heads"},
       {AttentionModel(q, q, q, {{"qk_matmul_output_mode", int64_t{4}}}),
        absl::StatusCode::kInvalidArgument, "qk_matmul_output_mode"},
+      // A causal bias of 2^15 x 2^15 positions, 8 GiB in double on the host.
+      {AttentionModel({1, 2, 1 << 15, 4}, {1, 2, 1 << 15, 4}, {1, 2, 1 << 15, 4},
+                      {{"is_causal", int64_t{1}}}),
+       absl::StatusCode::kInvalidArgument, "past binding's bound"},
   };
   for (const auto& c : cases) {
     absl::StatusOr<BoundGraph> graph = Bind(c.model);
