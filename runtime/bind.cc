@@ -145,6 +145,10 @@ class Binder final : public BindContext::Engine {
         continue;
       }
       ASSIGN_OR_RETURN(Dims dims, ConcreteDims(input));
+      if (!TensorBytes(dims, input.dtype).has_value()) {
+        return absl::InvalidArgumentError(absl::StrCat("graph input '", input.name, "' of dims ",
+                                                       DimsToString(dims), " is too large"));
+      }
       const ValueId id = AddValue(input.name, input.dtype, std::move(dims), nullptr);
       RETURN_IF_ERROR(Define(input.name, id));
       graph_.inputs.push_back(id);

@@ -434,6 +434,16 @@ TEST(BindTest, DoubleRangeKeepsDoublePrecision) {
   EXPECT_EQ(y.data<double>()[2], 0.1 + 2 * 0.1);
 }
 
+TEST(BindTest, InputDimsPastAnyTensorAreRefused) {
+  Model model = MakeModel(kOpset, {{"x", DType::kFloat32, {-1, 1 << 30, 1 << 30}}},
+                          {{"y", DType::kFloat32, {-1, 1 << 30, 1 << 30}}},
+                          {MakeNode("relu", "Relu", {"x"}, {"y"})});
+  absl::StatusOr<BoundGraph> graph = Bind(model, 4);
+  ASSERT_FALSE(graph.ok());
+  EXPECT_THAT(graph.status().message(), HasSubstr("graph input 'x' of dims [4,1073741824,"));
+  EXPECT_THAT(graph.status().message(), HasSubstr("is too large"));
+}
+
 TEST(BindTest, OutputDimsPastAnyTensorAreRefused) {
   Model model =
       MakeModel(kOpset, {{"x", DType::kFloat32, {1}}}, {{"y", DType::kFloat32, {-1, -1, -1}}},
