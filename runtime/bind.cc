@@ -230,7 +230,13 @@ class Binder final : public BindContext::Engine {
   // (int8 weights dequantized to float32) is four times the file's
   // initializers; the bound is that plus 1 GiB for masks and the rest.
   static constexpr uint64_t kFoldGrowth = 4;
+#ifdef FUZZING_BUILD_MODE_UNSAFE_FOR_PRODUCTION
+  // Fuzz builds (.bazelrc's --config=fuzz) fold 64 MiB: an input must bind
+  // in seconds under ASan, whose strided copies fill 1 GiB in about 30 s.
+  static constexpr uint64_t kFoldSlack = uint64_t{64} << 20;
+#else
   static constexpr uint64_t kFoldSlack = uint64_t{1} << 30;
+#endif
 
   // Creates the output values of `node` and either appends it to the graph
   // or, when all its inputs are constants, runs it on the host and makes its
@@ -290,8 +296,8 @@ class Binder final : public BindContext::Engine {
     if (bytes > fold_bound_ - folded_bytes_) {
       return absl::InvalidArgumentError(
           absl::StrCat("folded constants would take ", folded_bytes_ + bytes,
-                       " bytes of host memory, past binding's bound of ", fold_bound_,
-                       " (1 GiB and four times the model's initializers)"));
+                       " bytes of host memory, past binding's bound of ", fold_bound_, " (",
+                       kFoldSlack >> 20, " MiB and four times the model's initializers)"));
     }
     folded_bytes_ += bytes;
     return absl::OkStatus();
