@@ -3,6 +3,7 @@
 // OUT/<output name>.npy. The batch size is the inputs' dim 0. Used to check
 // the host path of new ops against PyTorch in float64 where no GPU is lent.
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,7 @@
 #include "runtime/bind.h"
 #include "runtime/host/host_executor.h"
 #include "runtime/onnx_import.h"
+#include "runtime/passes/precision.h"
 
 namespace graphserve {
 namespace {
@@ -20,6 +22,9 @@ namespace {
 absl::Status Run(const std::string& model_path, const std::string& inputs_dir,
                  const std::string& outputs_dir) {
   ASSIGN_OR_RETURN(Model model, ImportOnnxFile(model_path));
+  if (std::optional<std::string> notice = Float32GemmsOfHalfModel(model, ModelPrecision::kFp32)) {
+    std::cout << "note: " << *notice << "\n";
+  }
   std::vector<HostTensor> inputs;
   for (const ValueInfo& input : model.inputs) {
     ASSIGN_OR_RETURN(HostTensor tensor,

@@ -299,6 +299,10 @@ PRECISIONS = {
     "tf32": (torch.float32, torch.float32, "tf32"),
     "fp16": (torch.float16, torch.float16, "fp32"),  # as written: a float16 model
     "fp16-config": (torch.float32, torch.float16, "fp16"),
+    # a float16 model served with precision fp16: the pass converts what the
+    # export left in float32 (all of a TorchScript .half() transformer's
+    # GEMMs after its first LayerNorm), against PyTorch's float16 model.
+    "fp16-half-config": (torch.float16, torch.float16, "fp16"),
     "bf16-config": (torch.float32, torch.bfloat16, "bf16"),
     # precision auto: float16 per node, against PyTorch's model.half().
     "auto-config": (torch.float32, torch.float16, "auto"),
@@ -401,7 +405,28 @@ def model_facts(path):
     opset = next((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), None)
     ops = sorted({(n.domain + "::" if n.domain not in ("", "ai.onnx") else "") + n.op_type
                   for n in proto.graph.node})
-    return dict(ir_version=proto.ir_version, opset=opset, ops=ops)
+    return dict(ir_version=proto.ir_version, opset=opset, ops=ops,
+                gemm_dtypes=gemm_dtypes(proto))
+
+
+def gemm_dtypes(proto):
+    """How many of the file's MatMul, Gemm and Conv nodes compute in each
+    dtype, by ONNX shape inference: what an export computes in as written.
+    (PyTorch's TorchScript exporter writes a .half() transformer's GEMMs in
+    float32 after its first LayerNorm: a float32 model as written.)"""
+    import collections
+    import onnx
+    try:
+        inferred = onnx.shape_inference.infer_shapes(proto)
+    except Exception:  # recorded as unknown, not fatal
+        return {}
+    types = {v.name: v.type.tensor_type.elem_type
+             for v in list(inferred.graph.value_info) + list(inferred.graph.output)}
+    counts = collections.Counter(
+        onnx.helper.tensor_dtype_to_np_dtype(types[n.output[0]]).name
+        for n in inferred.graph.node
+        if n.op_type in ("MatMul", "Gemm", "Conv") and types.get(n.output[0]))
+    return dict(counts)
 
 
 def capture_torch_graph(model, inputs):
@@ -527,7 +552,8 @@ def probe(name, exporter, args, ops_known, log):
     row["export_s"] = round(time.time() - t0, 1)
     try:
         facts = model_facts(path)
-        row.update(ir_version=facts["ir_version"], opset=facts["opset"])
+        row.update(ir_version=facts["ir_version"], opset=facts["opset"],
+                   gemm_dtypes=facts["gemm_dtypes"])
         row["missing_ops"] = [op for op in facts["ops"] if op not in ops_known]
         # The ops whose presence tells which path an export took.
         row["notable_ops"] = [op for op in facts["ops"] if op in NOTABLE_OPS]
@@ -666,6 +692,9 @@ def render(rows):
                     f"b{b}: {r['graph_us'][b]:.0f}/{t:.0f} us = {r['graph_us'][b] / t:.2f}x"
                     for b, t in compiled.items())
             result = "served"
+            if r.get("gemm_dtypes"):
+                result += " (GEMMs as written: " + ", ".join(
+                    f"{n} {dtype}" for dtype, n in sorted(r["gemm_dtypes"].items())) + ")"
             checked = ", ".join(f"{b}: {e:.1e}" for b, e in
                                 r.get("reference_rel_err", {}).items() if e is not None)
         else:
@@ -699,7 +728,9 @@ def main():
                              "fp16-config, bf16-config, auto-config: the float32 export served "
                              "in fp16, bf16 or auto by our precision pass (config.pbtxt's "
                              "capture.precision), against PyTorch's model.half() or "
-                             "model.bfloat16()")
+                             "model.bfloat16(); fp16-half-config: the model.half() export "
+                             "served in fp16 by the pass, which converts what the export left "
+                             "in float32")
     parser.add_argument("--opset", type=int, default=None,
                         help="the dynamo exporter's opset (its default when omitted); 23 makes "
                              "it write Attention and RMSNormalization where the model has them")

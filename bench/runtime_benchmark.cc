@@ -425,6 +425,9 @@ absl::StatusOr<std::vector<RuntimeBenchRecord>> RunRuntimeBenchmark(
   if (options.precision == ModelPrecision::kAuto) {
     spdlog::info("{}: {}", options.model_path, Float32NodesSummary(float32_nodes));
   }
+  if (std::optional<std::string> notice = Float32GemmsOfHalfModel(model, options.precision)) {
+    spdlog::warn("{}: {}", options.model_path, *notice);
+  }
   // Records name the model by its file, which the driver script chose.
   model.name = std::filesystem::path(options.model_path).stem().string();
   // The model before its precision pass, as the server's reference has it.

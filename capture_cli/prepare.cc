@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -177,6 +179,10 @@ absl::StatusOr<PrepareReport> Prepare(const PrepareOptions& options, std::ostrea
     progress << "precision auto: " << report.float32_nodes.size()
              << " nodes kept in float32 by the calibration batch (listed in capture_report.txt)\n";
   }
+  if (std::optional<std::string> notice = Float32GemmsOfHalfModel(model, options.precision)) {
+    report.float32_gemms_notice = *std::move(notice);
+    progress << "note: " << report.float32_gemms_notice << "\n";
+  }
   progress << "graphserve-capture: " << options.model_path << ": " << model.nodes.size()
            << " nodes; capturing " << report.batch_sizes.size() << " sizes ["
            << absl::StrJoin(report.batch_sizes, ", ") << "] x " << options.num_streams
@@ -277,6 +283,9 @@ std::string FormatPrepareReport(const PrepareReport& r) {
                                   r.out_dir, ", precision ", ModelPrecisionName(r.precision),
                                   "\n");
   absl::StrAppend(&text, Float32NodesText(r));
+  if (!r.float32_gemms_notice.empty()) {
+    absl::StrAppend(&text, "note: ", r.float32_gemms_notice, "\n");
+  }
   const size_t graphs = r.batch_sizes.size() * static_cast<size_t>(r.num_streams);
   absl::StrAppendFormat(&text,
                         "%d graphs (%d sizes x %d streams) captured and checked in %.1f ms: "

@@ -68,6 +68,9 @@ struct PrepareReport {
   // precision auto: the nodes its calibration batch keeps in float32 and
   // why, in model order.
   std::vector<Float32Node> float32_nodes;
+  // fp32 and tf32: set when the model holds 16-bit floats but computes GEMMs
+  // in float32 as written (Float32GemmsOfHalfModel, runtime/passes/precision.h).
+  std::string float32_gemms_notice;
   std::string model_path;
   std::string out_dir;
   int num_streams = 0;

@@ -726,6 +726,9 @@ absl::StatusOr<std::unique_ptr<ServedModel>> ServedModel::Load(const RepositoryM
   if (precision == ModelPrecision::kAuto) {
     spdlog::info("model '{}': {}", entry.name, Float32NodesSummary(float32_nodes));
   }
+  if (std::optional<std::string> notice = Float32GemmsOfHalfModel(model, precision)) {
+    spdlog::warn("model '{}': {}", entry.name, *notice);
+  }
   if (!model.passed_strings.empty()) {
     return LoadPassThrough(entry, version, std::move(model), start);
   }

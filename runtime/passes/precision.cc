@@ -458,4 +458,43 @@ absl::Status ConvertPrecision(Model& model, ModelPrecision precision,
   return absl::OkStatus();
 }
 
+std::optional<std::string> Float32GemmsOfHalfModel(const Model& model, ModelPrecision precision) {
+  if (precision != ModelPrecision::kFp32 && precision != ModelPrecision::kTf32) return std::nullopt;
+  // Binding for dtypes costs a load; only a model holding 16-bit floats pays.
+  const auto is_16bit = [](DType dtype) {
+    return dtype == DType::kFloat16 || dtype == DType::kBFloat16;
+  };
+  std::optional<DType> half;
+  for (const ValueInfo& input : model.inputs) {
+    if (!half && is_16bit(input.dtype)) half = input.dtype;
+  }
+  for (const auto& [name, tensor] : model.initializers) {
+    if (!half && is_16bit(tensor->dtype())) half = tensor->dtype();
+  }
+  if (!half) return std::nullopt;
+  absl::StatusOr<BindOptions> bind =
+      BindOptionsAt(model, {1, std::vector<int64_t>(ShapeDimNames(model).size(), 1)});
+  if (!bind.ok()) return std::nullopt;
+  absl::StatusOr<std::map<std::string, DType>> dtypes = InferValueDTypes(model, *bind);
+  if (!dtypes.ok()) return std::nullopt;
+  size_t gemms = 0;
+  size_t float32 = 0;
+  for (const Node& node : model.nodes) {
+    if (node.op_type != "MatMul" && node.op_type != "Gemm" && node.op_type != "Conv") continue;
+    const auto dtype = dtypes->find(node.outputs.front());
+    if (dtype == dtypes->end()) continue;  // folded away
+    ++gemms;
+    if (dtype->second == DType::kFloat32) ++float32;
+  }
+  if (float32 == 0) return std::nullopt;
+  const ModelPrecision suggested =
+      *half == DType::kBFloat16 ? ModelPrecision::kBf16 : ModelPrecision::kFp16;
+  return absl::StrCat(
+      float32, " of its ", gemms, " MatMul, Gemm and Conv nodes compute in float32 as written, ",
+      "though it holds ", DTypeName(*half), " values (PyTorch's TorchScript exporter writes ",
+      ".half() transformers so); precision \"", ModelPrecisionName(suggested),
+      "\" (config.pbtxt's capture.precision, prepare --precision) computes them in ",
+      DTypeName(*half));
+}
+
 }  // namespace graphserve

@@ -3,6 +3,7 @@
 // the ops that need float32's range and precision kept in it (Note [Model
 // precision]); the third model pass (Note [Model passes]).
 
+#include <optional>
 #include <set>
 #include <string>
 
@@ -66,6 +67,31 @@ bool ReadsAnyDType(const Node& node, size_t input);
 // does not follow its float inputs, which the pass does not know).
 absl::Status ConvertPrecision(Model& model, ModelPrecision precision,
                               const std::set<std::string>& float32_nodes = {});
+
+// For a model served as written (fp32, tf32) that holds 16-bit float values
+// (a graph input or an initializer) yet computes GEMMs or convolutions in
+// float32: a sentence for the load's log saying how many, and that precision
+// fp16 or bf16 computes them in the 16-bit type (Note [Half-precision models
+// written in float32]). nullopt for any other model, for other precisions,
+// and for a model whose values do not bind (binding names that problem later).
+std::optional<std::string> Float32GemmsOfHalfModel(const Model& model, ModelPrecision precision);
+
+// Note [Half-precision models written in float32]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// PyTorch's TorchScript exporter writes a .half() transformer as a float32
+// model from where a float16 value first meets a float32 one: in BERT, the
+// first attention's scores, Cast up to add the float32 mask (a Where of
+// float32 constants). Its type promotion carries float32 onwards and
+// constant folding stores every weight it reaches as float32: BERT-base's
+// file holds 71 float32 and 8 float16 initializers and computes 92 of its
+// 96 MatMuls in float32 (DistilBERT 44 of 48, GPT-2 70 of 72,
+// ViT-B/16 92 of 97). Run as written, which is what ONNX says and what ONNX
+// Runtime computes, it took 2.0-5.4x of PyTorch's float16 graph on an H200;
+// served with precision fp16 it took 0.92-1.11x at PyTorch's float16 error
+// (bench/results/2026-11-30_0bcc3c3_ts_half_h200). The dynamo exporter
+// writes float16 throughout. The server cannot tell such a file from a
+// deliberate mixed-precision model, so it says so at load and computes as
+// written.
 
 // Note [Model precision]
 // ~~~~~~~~~~~~~~~~~~~~~~

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -486,6 +487,56 @@ TEST(ConvertPrecisionTest, AModelWithAShapeDimConverts) {
       BindModel(model, {.batch_size = 2, .dim_values = {{"sequence", 5}}});
   ASSERT_TRUE(graph.ok()) << graph.status();
   EXPECT_EQ(graph->value(graph->outputs[0]).dims, (Dims{2, 5, 8}));
+}
+
+// Note [Half-precision models written in float32]: TorchScript's .half()
+// export in small. Float16 embeddings and a first float16 GEMM, its result
+// Cast up to meet a float32 value, then a float32 GEMM on a float32 weight.
+Model HalfModelWidenedToFloat32() {
+  Model model;
+  model.name = "widened";
+  model.opset = kOpset;
+  model.inputs = {{"x", DType::kFloat16, {-1, 8}}};
+  model.outputs = {{"y", DType::kFloat32, {-1, 8}}};
+  model.initializers["w16"] =
+      std::make_shared<const HostTensor>(ConvertFloats(*Weights({8, 8}, 1, 0.3f), DType::kFloat16));
+  model.initializers["w32"] = Weights({8, 8}, 2, 0.3f);
+  model.nodes = {
+      Node{"h", "MatMul", {"x", "w16"}, {"h"}, {}},
+      Node{"up", "Cast", {"h"}, {"h32"}, {{"to", kOnnxFloat}}},
+      Node{"y", "MatMul", {"h32", "w32"}, {"y"}, {}},
+  };
+  return model;
+}
+
+TEST(Float32GemmsOfHalfModelTest, CountsTheGemmsAHalfModelComputesInFloat32) {
+  const std::optional<std::string> notice =
+      Float32GemmsOfHalfModel(HalfModelWidenedToFloat32(), ModelPrecision::kFp32);
+  ASSERT_TRUE(notice.has_value());
+  EXPECT_NE(notice->find("1 of its 2 MatMul, Gemm and Conv nodes compute in float32"),
+            std::string::npos)
+      << *notice;
+  EXPECT_NE(notice->find("precision \"fp16\""), std::string::npos) << *notice;
+  // tf32 also computes as written.
+  EXPECT_TRUE(Float32GemmsOfHalfModel(HalfModelWidenedToFloat32(), ModelPrecision::kTf32));
+}
+
+TEST(Float32GemmsOfHalfModelTest, SaysNothingOfOtherModelsAndPrecisions) {
+  // A 16-bit precision computes the GEMMs in 16 bits already.
+  EXPECT_FALSE(Float32GemmsOfHalfModel(HalfModelWidenedToFloat32(), ModelPrecision::kFp16));
+  EXPECT_FALSE(Float32GemmsOfHalfModel(HalfModelWidenedToFloat32(), ModelPrecision::kAuto));
+  // A float32 model holds no 16-bit values.
+  EXPECT_FALSE(Float32GemmsOfHalfModel(TransformerBlock(), ModelPrecision::kFp32));
+  // A float16 model whose GEMMs are all float16.
+  Model half = HalfModelWidenedToFloat32();
+  half.nodes.resize(1);
+  half.nodes[0].outputs = {"y"};
+  half.outputs = {{"y", DType::kFloat16, {-1, 8}}};
+  EXPECT_FALSE(Float32GemmsOfHalfModel(half, ModelPrecision::kFp32));
+  // A model whose values do not bind: binding names the problem later.
+  Model broken = HalfModelWidenedToFloat32();
+  broken.nodes[2].inputs[1] = "w16";
+  EXPECT_FALSE(Float32GemmsOfHalfModel(broken, ModelPrecision::kFp32));
 }
 
 TEST(ModelPrecisionTest, ParsesTheConfigSpellings) {
