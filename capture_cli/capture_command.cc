@@ -25,6 +25,7 @@
 #include "runtime/bind.h"
 #include "runtime/fusion.h"
 #include "runtime/onnx_import.h"
+#include "runtime/passes/model_passes.h"
 #include "runtime/passes/precision.h"
 #include "runtime/schedule.h"
 
@@ -640,10 +641,11 @@ int RunPrepare(const std::vector<std::string>& args, std::ostream& out, std::ost
 
 constexpr char kScheduleUsage[] =
     "graphserve-capture schedule --model model.onnx [--batch-size B] [--policy P]\n"
-    "    [--max-lanes L] [--json]\n"
+    "    [--max-lanes L] [--precision fp32|tf32|fp16|bf16] [--json]\n"
     "\n"
     "Prints how the model's run at batch size B would be issued, without a GPU: the\n"
-    "steps after fusion (each names the ONNX nodes it runs), the lane (stream) of\n"
+    "steps after fusion (each names the ONNX nodes it runs; nodes the precision pass\n"
+    "adds are named after the value they convert), the lane (stream) of\n"
     "each and the steps of other lanes it waits for. P is single (one lane),\n"
     "wavefront (each wave of ready steps spread over lanes) or asap (the heaviest\n"
     "remaining chain of steps per lane). --json prints {\"policy\", \"lanes\",\n"
@@ -661,6 +663,11 @@ int RunSchedule(const std::vector<std::string>& args, std::ostream& out, std::os
   command_line.AddInt("batch-size", &batch_size, "Batch size to bind the model for, >= 1.");
   command_line.AddString("policy", &policy_name, "single, wavefront or asap.");
   command_line.AddInt("max-lanes", &max_lanes, "Most lanes (streams) to use, >= 1.");
+  std::string precision;
+  command_line.AddString("precision", &precision,
+                         "What the model computes in, as config.pbtxt's capture.precision: fp32 "
+                         "(the default: as written), tf32, fp16 or bf16. auto chooses per node "
+                         "on a calibration batch and is prepare's.");
   command_line.AddBool("json", &json, "Print the schedule as one JSON object.");
   std::vector<const char*> argv;
   for (const std::string& arg : args) argv.push_back(arg.c_str());
@@ -684,10 +691,24 @@ int RunSchedule(const std::vector<std::string>& args, std::ostream& out, std::os
   if (!policy.ok()) {
     return Usage(err, absl::StrCat("schedule: --policy: ", policy.status().message()));
   }
-  absl::StatusOr<Model> model = ImportOnnxFile(model_path);
+  absl::StatusOr<ModelPrecision> parsed_precision = ParseModelPrecision(precision);
+  if (!parsed_precision.ok()) {
+    return Usage(err, absl::StrCat("schedule: --precision: ", parsed_precision.status().message()));
+  }
+  if (*parsed_precision == ModelPrecision::kAuto) {
+    return Usage(err,
+                 "schedule: --precision auto chooses per node on a calibration batch; "
+                 "prepare --precision auto lists its choice in capture_report.txt");
+  }
+  ModelPassOptions passes;
+  passes.precision = *parsed_precision;
+  absl::StatusOr<Model> model = ImportOnnxFile(model_path, passes);
   if (!model.ok()) {
     err << kProgram << ": schedule: " << model.status().message() << "\n";
     return kCaptureExitFailure;
+  }
+  if (std::optional<std::string> notice = Float32GemmsOfHalfModel(*model, passes.precision)) {
+    err << kProgram << ": schedule: note: " << *notice << "\n";
   }
   absl::StatusOr<BoundGraph> graph = BindModel(*model, {.batch_size = batch_size});
   if (!graph.ok()) {

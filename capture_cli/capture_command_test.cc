@@ -174,6 +174,8 @@ TEST_F(CaptureCommandTest, UsageErrorsExitTwo) {
       {"schedule", "--model", "m.onnx", "--policy", "fastest"},
       {"schedule", "--model", "m.onnx", "--batch-size", "0"},
       {"schedule", "--model", "m.onnx", "--max-lanes", "0"},
+      {"schedule", "--model", "m.onnx", "--precision", "fp8"},
+      {"schedule", "--model", "m.onnx", "--precision", "auto"},
   };
   for (const std::vector<std::string>& args : cases) {
     const Result r = RunCapture(args);
@@ -388,6 +390,12 @@ TEST_F(CaptureCommandTest, ScheduleNeedsNoGpu) {
   const Result text = RunCapture({"schedule", "--model", dlrm, "--policy", "single"});
   ASSERT_EQ(text.code, 0) << text.err;
   EXPECT_TRUE(absl::StrContains(text.out, "policy single: 1 lane(s)")) << text.out;
+
+  // In float16: the precision pass's Casts of the float32 input and output
+  // are steps of their own.
+  const Result half = RunCapture({"schedule", "--model", dlrm, "--precision", "fp16"});
+  ASSERT_EQ(half.code, 0) << half.err;
+  EXPECT_TRUE(absl::StrContains(half.out, "/cast")) << half.out;
 
   const Result missing = RunCapture({"schedule", "--model", absl::StrCat(dir, "/none.onnx")});
   EXPECT_EQ(missing.code, 1);
