@@ -129,6 +129,11 @@ class Binder final : public BindContext::Engine {
     return absl::OkStatus();
   }
 
+  bool IsGraphOutput(const std::string& name) const override {
+    return std::any_of(model_.outputs.begin(), model_.outputs.end(),
+                       [&name](const ValueInfo& output) { return output.name == name; });
+  }
+
   const BoundValue& Value(ValueId id) const { return graph_.values[id]; }
   bool IsConstant(ValueId id) const { return graph_.values[id].is_constant(); }
 

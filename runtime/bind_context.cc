@@ -205,6 +205,13 @@ absl::Status BindContext::EmitIdentity(size_t input) {
                        {OutputSpec{"", in_dtype(input), in_dims(input)}});
 }
 
+absl::Status BindContext::ForwardInput(size_t input) {
+  if (outputs_.size() != 1 || outputs_[0].empty() || engine_->IsGraphOutput(outputs_[0])) {
+    return EmitIdentity(input);
+  }
+  return engine_->Define(outputs_[0], inputs_[input]);
+}
+
 absl::StatusOr<ValueId> BindContext::EmitHelper(const std::string& suffix, std::string op_type,
                                                 std::vector<ValueId> inputs, Attributes attrs,
                                                 DType dtype, Dims dims) {

@@ -115,6 +115,11 @@ class BindContext {
   absl::Status EmitSimple(std::vector<ValueId> inputs, Attributes attrs, DType dtype, Dims dims);
   // The model node's only output is input `input` unchanged.
   absl::Status EmitIdentity(size_t input);
+  // The same, with no node at all: the output's name refers to the input's
+  // value, so that the node breaks no chain the executors fuse (a Cast to its
+  // input's own type). A graph output still gets EmitIdentity's node: a
+  // graph output is a node's.
+  absl::Status ForwardInput(size_t input);
   // An extra node binding adds ("<node>/<suffix>"), with one output named
   // "<node>/<suffix>_output"; returns the output's id.
   absl::StatusOr<ValueId> EmitHelper(const std::string& suffix, std::string op_type,
@@ -144,6 +149,7 @@ class BindContext {
     virtual ValueId AddValue(std::string name, DType dtype, Dims dims,
                              std::shared_ptr<const HostTensor> constant) = 0;
     virtual absl::Status Define(const std::string& name, ValueId id) = 0;
+    virtual bool IsGraphOutput(const std::string& name) const = 0;
     virtual absl::StatusOr<std::vector<ValueId>> Emit(BoundNode node,
                                                       std::vector<OutputSpec> outputs) = 0;
     // Counts `bytes` more of folded constants; an error past the bound.

@@ -639,6 +639,28 @@ TEST(BindTest, CastAcceptsSaturate) {
   EXPECT_THAT(std::string(graph.status().message()), HasSubstr("saturate should be 0 or 1"));
 }
 
+// A Cast (or CastLike) to its input's own type is no node: its readers read
+// the input, so the Cast breaks no fused chain; as a graph output it is an
+// Identity.
+TEST(BindTest, CastToItsOwnTypeIsNoNode) {
+  const Model model = MakeModel(
+      kOpset, {{"x", DType::kFloat16, {-1, 3}}}, {{"y", DType::kFloat16, {}}},
+      {MakeNode("same", "Cast", {"x"}, {"c"}, {{"to", int64_t{10}}}),
+       MakeNode("like", "CastLike", {"c", "x"}, {"l"}), MakeNode("neg", "Neg", {"l"}, {"n"}),
+       MakeNode("out", "Cast", {"n"}, {"y"}, {{"to", int64_t{10}}})});
+  absl::StatusOr<BoundGraph> graph = Bind(model, 2);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  ASSERT_EQ(graph->nodes.size(), 2u);
+  const BoundNode& neg = graph->nodes[0];
+  EXPECT_EQ(neg.op_type, "Neg");
+  EXPECT_EQ(graph->value(neg.inputs[0]).name, "x");
+  const BoundNode& out = graph->nodes[1];
+  EXPECT_EQ(out.op_type, "Identity");
+  EXPECT_EQ(out.inputs[0], neg.outputs[0]);
+  EXPECT_EQ(out.outputs[0], graph->outputs[0]);
+  EXPECT_EQ(OutputValue(*graph).dtype, DType::kFloat16);
+}
+
 TEST(BindTest, GemmAttributesAreExplicit) {
   Model model = MakeModel(kOpset, {{"x", DType::kFloat32, {-1, 8}}},
                           {{"y", DType::kFloat32, {}}},

@@ -215,6 +215,11 @@ absl::Status BindCast(BindContext& ctx) {
   if (saturate != 0 && saturate != 1) {
     return ctx.Error("attribute saturate should be 0 or 1, got ", saturate);
   }
+  // A Cast to its input's own type changes nothing, and is no node: the
+  // precision pass leaves such Casts where a model's Cast up to float32
+  // feeds converted nodes, as in the first attention of TorchScript's
+  // .half() BERT, whose chain the Cast kept off the fused attention.
+  if (*to_dtype == ctx.in_dtype(0)) return ctx.ForwardInput(0);
   return ctx.EmitSimple({ctx.input(0)}, {{"to", to}}, *to_dtype, ctx.in_dims(0));
 }
 
@@ -226,6 +231,7 @@ absl::Status BindCastLike(BindContext& ctx) {
     return ctx.Error("attribute saturate should be 0 or 1, got ", saturate);
   }
   const DType to = ctx.in_dtype(1);
+  if (to == ctx.in_dtype(0)) return ctx.ForwardInput(0);  // as Cast's
   return ctx.EmitModelNode("Cast", {ctx.input(0)}, {{"to", static_cast<int64_t>(to)}},
                            {{"", to, ctx.in_dims(0)}});
 }
