@@ -8,7 +8,9 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <type_traits>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -59,6 +61,38 @@ bool IsShapeOperand(const std::string& op_type, int input_index) {
 namespace {
 
 std::string DTypeString(DType dtype) { return std::string(DTypeName(dtype)); }
+
+// NodeKey's pieces (Note [Repeated nodes]): each appends a value's bytes,
+// led by what tells it from other kinds and lengths.
+void AppendKeyBytes(std::string& key, const void* data, size_t size) {
+  key.append(reinterpret_cast<const char*>(&size), sizeof(size));
+  key.append(static_cast<const char*>(data), size);
+}
+
+void AppendTensorKey(std::string& key, const HostTensor& tensor) {
+  key.push_back(static_cast<char>(tensor.dtype()));
+  AppendKeyBytes(key, tensor.dims().data(), tensor.dims().size() * sizeof(int64_t));
+  AppendKeyBytes(key, tensor.raw(), tensor.bytes());
+}
+
+void AppendAttributeKey(std::string& key, const Attribute& attribute) {
+  key.push_back(static_cast<char>('0' + attribute.index()));
+  std::visit(
+      [&key](const auto& value) {
+        using T = std::decay_t<decltype(value)>;
+        if constexpr (std::is_same_v<T, HostTensor>) {
+          AppendTensorKey(key, value);
+        } else if constexpr (std::is_same_v<T, std::string>) {
+          AppendKeyBytes(key, value.data(), value.size());
+        } else if constexpr (std::is_same_v<T, std::vector<int64_t>> ||
+                             std::is_same_v<T, std::vector<float>>) {
+          AppendKeyBytes(key, value.data(), value.size() * sizeof(value[0]));
+        } else {
+          AppendKeyBytes(key, &value, sizeof(value));
+        }
+      },
+      attribute);
+}
 
 class Binder final : public BindContext::Engine {
  public:
@@ -246,6 +280,49 @@ class Binder final : public BindContext::Engine {
   // Creates the output values of `node` and either appends it to the graph
   // or, when all its inputs are constants, runs it on the host and makes its
   // outputs constants. Returns the output ids.
+  // Note [Repeated nodes]
+  // ~~~~~~~~~~~~~~~~~~~~~~
+  // Exporters repeat work the model needs once: TorchScript's BERT builds its
+  // additive attention mask (a Where of the expanded boolean mask between two
+  // constants) in every layer, twelve kernels where one serves (BERT-base in
+  // float16 replayed at batch 1 in 677 us against 635 for the dynamo export,
+  // which builds it once; H200, bench/results/2026-11-30_f626f6f_*). A node
+  // that would run on the device with the op, attributes, inputs, output
+  // types and output dims of one already emitted is not emitted again: its
+  // outputs are that node's values. Inputs compare by value, and constants
+  // of at most kSameConstantBytes (the scalars exporters write per layer) by
+  // content. No op draws random numbers, so the two would compute the same.
+  // A node that makes a graph output is emitted as it is: each graph output
+  // is a value of its own.
+  static constexpr size_t kSameConstantBytes = 64;
+
+  // Equal for nodes that compute the same (Note [Repeated nodes]).
+  std::string NodeKey(const BoundNode& node, const std::vector<OutputSpec>& outputs) const {
+    std::string key = node.op_type;
+    key.push_back('\0');
+    for (ValueId id : node.inputs) {
+      const BoundValue& value = Value(id);
+      if (value.is_constant() && value.constant->bytes() <= kSameConstantBytes) {
+        key.push_back('c');
+        AppendTensorKey(key, *value.constant);
+      } else {
+        key.push_back('v');
+        AppendKeyBytes(key, &id, sizeof(id));
+      }
+    }
+    for (const auto& [name, attribute] : node.attributes) {
+      key.append(name);
+      key.push_back('\0');
+      AppendAttributeKey(key, attribute);
+    }
+    for (const OutputSpec& spec : outputs) {
+      key.push_back(static_cast<char>(spec.dtype));
+      AppendKeyBytes(key, spec.dims.data(), spec.dims.size() * sizeof(int64_t));
+      key.push_back('\0');
+    }
+    return key;
+  }
+
   absl::StatusOr<std::vector<ValueId>> Emit(BoundNode node,
                                             std::vector<OutputSpec> outputs) override {
     uint64_t output_bytes = 0;
@@ -258,16 +335,25 @@ class Binder final : public BindContext::Engine {
       }
       output_bytes += *bytes;
     }
+    const bool foldable =
+        !node.inputs.empty() && std::all_of(node.inputs.begin(), node.inputs.end(),
+                                            [this](ValueId id) { return IsConstant(id); });
+    const bool makes_graph_output =
+        std::any_of(outputs.begin(), outputs.end(),
+                    [this](const OutputSpec& spec) { return IsGraphOutput(spec.name); });
+    std::string key;
+    if (!foldable && !makes_graph_output) {
+      key = NodeKey(node, outputs);
+      if (auto same = emitted_.find(key); same != emitted_.end()) return same->second;
+    }
     node.outputs.clear();
     for (OutputSpec& spec : outputs) {
       node.outputs.push_back(
           AddValue(std::move(spec.name), spec.dtype, std::move(spec.dims), nullptr));
     }
     std::vector<ValueId> ids = node.outputs;
-    const bool foldable =
-        !node.inputs.empty() && std::all_of(node.inputs.begin(), node.inputs.end(),
-                                            [this](ValueId id) { return IsConstant(id); });
     if (!foldable) {
+      if (!key.empty()) emitted_.emplace(std::move(key), ids);
       graph_.nodes.push_back(std::move(node));
       return ids;
     }
@@ -419,6 +505,8 @@ class Binder final : public BindContext::Engine {
   const BindOptions& options_;
   BoundGraph graph_;
   std::map<std::string, ValueId> by_name_;
+  // Note [Repeated nodes]: the outputs of each node emitted, by NodeKey.
+  std::map<std::string, std::vector<ValueId>> emitted_;
   // Note [Folding bound]: what this binding may fold, and has folded.
   uint64_t fold_bound_ = kFoldSlack;
   uint64_t folded_bytes_ = 0;

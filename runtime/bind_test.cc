@@ -661,6 +661,48 @@ TEST(BindTest, CastToItsOwnTypeIsNoNode) {
   EXPECT_EQ(OutputValue(*graph).dtype, DType::kFloat16);
 }
 
+// Note [Repeated nodes]: TorchScript's BERT mask in small. Each "layer"
+// builds Where(mask, zero, lowest) from its own equal scalar constants and
+// adds it to its scores: one Where serves both Adds. A node with other
+// attributes, and one that makes a graph output, is emitted as it is.
+TEST(BindTest, RepeatedNodesAreEmittedOnce) {
+  Model model = MakeModel(
+      kOpset, {{"x", DType::kFloat32, {-1, 4}}, {"m", DType::kBool, {-1, 4}}},
+      {{"y", DType::kFloat32, {}}, {"t", DType::kFloat32, {}}},
+      {MakeNode("zero0", "Constant", {}, {"zero0"}, {{"value_float", 0.0f}}),
+       MakeNode("low0", "Constant", {}, {"low0"}, {{"value_float", -1e30f}}),
+       MakeNode("mask0", "Where", {"m", "zero0", "low0"}, {"mask0"}),
+       MakeNode("add0", "Add", {"x", "mask0"}, {"h0"}),
+       MakeNode("zero1", "Constant", {}, {"zero1"}, {{"value_float", 0.0f}}),
+       MakeNode("low1", "Constant", {}, {"low1"}, {{"value_float", -1e30f}}),
+       MakeNode("mask1", "Where", {"m", "zero1", "low1"}, {"mask1"}),
+       MakeNode("add1", "Add", {"h0", "mask1"}, {"h1"}),
+       MakeNode("soft0", "Softmax", {"h1"}, {"s0"}, {{"axis", int64_t{-1}}}),
+       MakeNode("soft1", "Softmax", {"h1"}, {"s1"}, {{"axis", int64_t{0}}}),
+       MakeNode("sum", "Add", {"s0", "s1"}, {"y"}), MakeNode("tanh0", "Tanh", {"y"}, {"t0"}),
+       MakeNode("tanh1", "Tanh", {"y"}, {"t"}), MakeNode("use", "Add", {"t0", "t0"}, {"unused"})});
+  absl::StatusOr<BoundGraph> graph = Bind(model, 2);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  std::vector<std::string> names;
+  for (const BoundNode& node : graph->nodes) names.push_back(node.name);
+  EXPECT_THAT(names, ElementsAre("mask0", "add0", "add1", "soft0", "soft1", "sum", "tanh1"));
+  const BoundNode& add1 = graph->nodes[2];
+  EXPECT_EQ(add1.inputs[1], graph->nodes[0].outputs[0]);  // mask0's value
+}
+
+// A Concat of one input is that input (TorchScript's GPT-2 appends each
+// layer's keys to an empty cache so): no node.
+TEST(BindTest, ConcatOfOneInputIsNoNode) {
+  const Model model =
+      MakeModel(kOpset, {{"x", DType::kFloat32, {-1, 3}}}, {{"y", DType::kFloat32, {}}},
+                {MakeNode("cat", "Concat", {"x"}, {"c"}, {{"axis", int64_t{1}}}),
+                 MakeNode("neg", "Neg", {"c"}, {"y"})});
+  absl::StatusOr<BoundGraph> graph = Bind(model, 2);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  ASSERT_EQ(graph->nodes.size(), 1u);
+  EXPECT_EQ(graph->value(graph->nodes[0].inputs[0]).name, "x");
+}
+
 TEST(BindTest, GemmAttributesAreExplicit) {
   Model model = MakeModel(kOpset, {{"x", DType::kFloat32, {-1, 8}}},
                           {{"y", DType::kFloat32, {}}},
