@@ -277,23 +277,21 @@ class Binder final : public BindContext::Engine {
   static constexpr uint64_t kFoldSlack = uint64_t{1} << 30;
 #endif
 
-  // Creates the output values of `node` and either appends it to the graph
-  // or, when all its inputs are constants, runs it on the host and makes its
-  // outputs constants. Returns the output ids.
   // Note [Repeated nodes]
   // ~~~~~~~~~~~~~~~~~~~~~~
   // Exporters repeat work the model needs once: TorchScript's BERT builds its
   // additive attention mask (a Where of the expanded boolean mask between two
   // constants) in every layer, twelve kernels where one serves (BERT-base in
   // float16 replayed at batch 1 in 677 us against 635 for the dynamo export,
-  // which builds it once; H200, bench/results/2026-11-30_f626f6f_*). A node
-  // that would run on the device with the op, attributes, inputs, output
-  // types and output dims of one already emitted is not emitted again: its
-  // outputs are that node's values. Inputs compare by value, and constants
-  // of at most kSameConstantBytes (the scalars exporters write per layer) by
-  // content. No op draws random numbers, so the two would compute the same.
-  // A node that makes a graph output is emitted as it is: each graph output
-  // is a value of its own.
+  // which builds it once; H200, bench/results/
+  // 2026-11-30_f626f6f_cast_alias_keepalive_h200; 656 us built once, call
+  // 62). A node that would run on the device with the op, attributes,
+  // inputs, output types and output dims of one already emitted is not
+  // emitted again: its outputs are that node's values. Inputs compare by
+  // value, and constants of at most kSameConstantBytes (the scalars
+  // exporters write per layer) by content. No op draws random numbers, so
+  // the two would compute the same. A node that makes a graph output is
+  // emitted as it is: each graph output is a value of its own.
   static constexpr size_t kSameConstantBytes = 64;
 
   // Equal for nodes that compute the same (Note [Repeated nodes]).
@@ -323,6 +321,10 @@ class Binder final : public BindContext::Engine {
     return key;
   }
 
+  // Creates the output values of `node` and either appends it to the graph
+  // or, when all its inputs are constants, runs it on the host and makes its
+  // outputs constants; a node repeating an emitted one gets that node's
+  // values (Note [Repeated nodes]). Returns the output ids.
   absl::StatusOr<std::vector<ValueId>> Emit(BoundNode node,
                                             std::vector<OutputSpec> outputs) override {
     uint64_t output_bytes = 0;

@@ -88,7 +88,10 @@ std::optional<std::string> Float32GemmsOfHalfModel(const Model& model, ModelPrec
 // ViT-B/16 92 of 97). Run as written, which is what ONNX says and what ONNX
 // Runtime computes, it took 2.0-5.4x of PyTorch's float16 graph on an H200;
 // served with precision fp16 it took 0.92-1.11x at PyTorch's float16 error
-// (bench/results/2026-11-30_0bcc3c3_ts_half_h200). The dynamo exporter
+// (bench/results/2026-11-30_0bcc3c3_ts_half_h200), and 0.87-1.00x once
+// binding dropped the Casts and repeated nodes the rewrite left (Note
+// [Repeated nodes] in runtime/bind.cc; bench/results/
+// 2026-11-30_530947a_repeated_nodes_h200). The dynamo exporter
 // writes float16 throughout. The server cannot tell such a file from a
 // deliberate mixed-precision model, so it says so at load and computes as
 // written.
