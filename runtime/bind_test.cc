@@ -690,6 +690,26 @@ TEST(BindTest, RepeatedNodesAreEmittedOnce) {
   EXPECT_EQ(add1.inputs[1], graph->nodes[0].outputs[0]);  // mask0's value
 }
 
+// An Identity is its input: an Identity of a weight is that weight, not a
+// folded copy (TorchScript's ALBERT reads its shared weights through one per
+// layer); as a graph output it is a node.
+TEST(BindTest, IdentityIsItsInput) {
+  Model model = MakeModel(
+      kOpset, {{"x", DType::kFloat32, {-1, 3}}}, {{"y", DType::kFloat32, {}}},
+      {MakeNode("shared0", "Identity", {"w"}, {"w0"}),
+       MakeNode("shared1", "Identity", {"w"}, {"w1"}), MakeNode("add0", "Add", {"x", "w0"}, {"h"}),
+       MakeNode("add1", "Add", {"h", "w1"}, {"h1"}), MakeNode("out", "Identity", {"h1"}, {"y"})});
+  model.initializers["w"] = FloatTensor({3}, {1, 2, 3});
+  absl::StatusOr<BoundGraph> graph = Bind(model, 2);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  ASSERT_EQ(graph->nodes.size(), 3u);
+  EXPECT_EQ(graph->value(graph->nodes[0].inputs[1]).name, "w");
+  EXPECT_EQ(graph->nodes[1].inputs[1], graph->nodes[0].inputs[1]);
+  EXPECT_EQ(graph->value(graph->nodes[0].inputs[1]).constant, model.initializers["w"]);
+  EXPECT_EQ(graph->nodes[2].op_type, "Identity");
+  EXPECT_EQ(graph->nodes[2].outputs[0], graph->outputs[0]);
+}
+
 // A Concat of one input is that input (TorchScript's GPT-2 appends each
 // layer's keys to an empty cache so): no node.
 TEST(BindTest, ConcatOfOneInputIsNoNode) {
