@@ -482,7 +482,7 @@ std::optional<std::string> Float32GemmsOfHalfModel(const Model& model, ModelPrec
   for (const Node& node : model.nodes) {
     if (node.op_type != "MatMul" && node.op_type != "Gemm" && node.op_type != "Conv") continue;
     const auto dtype = dtypes->find(node.outputs.front());
-    if (dtype == dtypes->end()) continue;  // folded away
+    if (dtype == dtypes->end()) continue;  // every node output binds; defensive
     ++gemms;
     if (dtype->second == DType::kFloat32) ++float32;
   }
