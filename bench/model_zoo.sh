@@ -7,7 +7,8 @@
 # ZOO_PRECISION=fp16 exports and runs the models in half precision, and
 # fp16-config / bf16-config serve the float32 export in that precision by our
 # precision pass (each row also gives the error against the load check's
-# independent reference); ZOO_EXPORTERS=newest adds a model saved by the
+# independent reference), fp16-half-config the .half() export (TorchScript's
+# computes in float32 as written: each row counts the file's GEMMs by dtype); ZOO_EXPORTERS=newest adds a model saved by the
 # newest onnx;
 # ZOO_DYNAMIC_SEQUENCE=1 exports text models with a dynamic sequence dim too
 # and captures them at the inputs' length (a shape bucket); ZOO_OPSET=23
