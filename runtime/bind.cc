@@ -285,9 +285,12 @@ class Binder final : public BindContext::Engine {
   // float16 replayed at batch 1 in 677 us against 635 for the dynamo export,
   // which builds it once; H200, bench/results/
   // 2026-11-30_f626f6f_cast_alias_keepalive_h200; 656 us built once, call
-  // 62). A node that would run on the device with the op, attributes,
-  // inputs, output types and output dims of one already emitted is not
-  // emitted again: its outputs are that node's values. Inputs compare by
+  // 62). A node with the op, attributes, inputs, output types and output
+  // dims of one already emitted is not emitted again, nor folded again: its
+  // outputs are that node's values. So a transform of a shared weight that
+  // every layer repeats (a Transpose of ALBERT's shared matrices) folds
+  // once, counting once against the folding bound, and the per-layer shape
+  // arithmetic of TorchScript's exports folds once. Inputs compare by
   // value, and constants of at most kSameConstantBytes (the scalars
   // exporters write per layer) by content. No op draws random numbers, so
   // the two would compute the same. A node that makes a graph output is
@@ -344,7 +347,7 @@ class Binder final : public BindContext::Engine {
         std::any_of(outputs.begin(), outputs.end(),
                     [this](const OutputSpec& spec) { return IsGraphOutput(spec.name); });
     std::string key;
-    if (!foldable && !makes_graph_output) {
+    if (!makes_graph_output) {
       key = NodeKey(node, outputs);
       if (auto same = emitted_.find(key); same != emitted_.end()) return same->second;
     }
@@ -354,8 +357,8 @@ class Binder final : public BindContext::Engine {
           AddValue(std::move(spec.name), spec.dtype, std::move(spec.dims), nullptr));
     }
     std::vector<ValueId> ids = node.outputs;
+    if (!key.empty()) emitted_.emplace(std::move(key), ids);
     if (!foldable) {
-      if (!key.empty()) emitted_.emplace(std::move(key), ids);
       graph_.nodes.push_back(std::move(node));
       return ids;
     }

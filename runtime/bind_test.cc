@@ -690,6 +690,25 @@ TEST(BindTest, RepeatedNodesAreEmittedOnce) {
   EXPECT_EQ(add1.inputs[1], graph->nodes[0].outputs[0]);  // mask0's value
 }
 
+// Note [Repeated nodes]: a fold repeated per layer (a Transpose of a shared
+// weight) folds once, and its readers share the constant.
+TEST(BindTest, RepeatedFoldsFoldOnce) {
+  Model model = MakeModel(
+      kOpset, {{"x", DType::kFloat32, {-1, 2}}}, {{"y", DType::kFloat32, {}}},
+      {MakeNode("t0", "Transpose", {"w"}, {"wt0"}), MakeNode("mm0", "MatMul", {"x", "wt0"}, {"h"}),
+       MakeNode("t1", "Transpose", {"w"}, {"wt1"}),
+       MakeNode("mm1", "MatMul", {"h", "wt1"}, {"y"})});
+  model.initializers["w"] = FloatTensor({2, 2}, {1, 2, 3, 4});
+  absl::StatusOr<BoundGraph> graph = Bind(model, 2);
+  ASSERT_TRUE(graph.ok()) << graph.status();
+  ASSERT_EQ(graph->nodes.size(), 2u);
+  const BoundValue& folded = graph->value(graph->nodes[0].inputs[1]);
+  ASSERT_TRUE(folded.is_constant());
+  EXPECT_EQ(folded.name, "wt0");
+  EXPECT_EQ(graph->nodes[1].inputs[1], graph->nodes[0].inputs[1]);
+  EXPECT_EQ(folded.constant->data<float>()[1], 3.0f);  // transposed
+}
+
 // An Identity is its input: an Identity of a weight is that weight, not a
 // folded copy (TorchScript's ALBERT reads its shared weights through one per
 // layer); as a graph output it is a node.
