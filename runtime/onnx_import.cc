@@ -742,6 +742,40 @@ absl::Status CheckVersions(const onnx::ModelProto& proto, const std::string& nam
 // Note [Model files of today]: what ONNX requires of a graph's structure,
 // checked for every file. InvalidArgument naming the first node or value at
 // fault.
+// Every initializer's and Constant's raw_data holds what its dims and type
+// need, before libonnx reads it: its shape inference (the lenient typing run
+// of WidenMixedLayerNormParameters too) copies raw_data into a vector sized
+// by whole elements, so 7 bytes for one int64 wrote through a null pointer
+// (found by onnx_model_fuzz). TensorFromOnnx checks the same later, for
+// files libonnx does not read. External data is not read here.
+absl::Status CheckRawDataSizes(const onnx::GraphProto& graph, const std::string& name) {
+  const auto check = [&name](const onnx::TensorProto& tensor) -> absl::Status {
+    if (!tensor.has_raw_data() || tensor.data_location() == onnx::TensorProto::EXTERNAL) {
+      return absl::OkStatus();
+    }
+    const absl::StatusOr<DType> dtype = DTypeFromOnnx(tensor.data_type());
+    if (!dtype.ok()) return absl::OkStatus();  // refused by type when converted
+    const Dims dims(tensor.dims().begin(), tensor.dims().end());
+    const bool negative = std::any_of(dims.begin(), dims.end(), [](int64_t d) { return d < 0; });
+    const std::optional<uint64_t> bytes = negative ? std::nullopt : TensorBytes(dims, *dtype);
+    if (bytes.has_value() && tensor.raw_data().size() == *bytes) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat(
+        "'", name, "' is not a valid ONNX graph: tensor '", tensor.name(), "' of dims ",
+        DimsToString(dims), " and type ", std::string(DTypeName(*dtype)), " needs ",
+        bytes.has_value() ? absl::StrCat(*bytes) : std::string("an impossible number of"),
+        " bytes of raw_data, has ", tensor.raw_data().size()));
+  };
+  for (const onnx::TensorProto& initializer : graph.initializer()) {
+    RETURN_IF_ERROR(check(initializer));
+  }
+  for (const onnx::NodeProto& node : graph.node()) {
+    for (const onnx::AttributeProto& attribute : node.attribute()) {
+      if (attribute.has_t()) RETURN_IF_ERROR(check(attribute.t()));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckGraphStructure(const onnx::GraphProto& graph, const std::string& name) {
   auto invalid = [&name](auto&&... parts) {
     return absl::InvalidArgumentError(absl::StrCat("'", name, "' is not a valid ONNX graph: ",
@@ -1028,6 +1062,7 @@ absl::StatusOr<Model> ImportOnnxBytes(const std::string& bytes, const std::strin
   }
   RETURN_IF_ERROR(CheckVersions(proto, name));
   RETURN_IF_ERROR(CheckGraphStructure(proto.graph(), name));
+  RETURN_IF_ERROR(CheckRawDataSizes(proto.graph(), name));
   // libonnx 1.12's checker looks for external data relative to the process's
   // working directory, not the model's: such files get our checks alone.
   const bool external_data = std::any_of(

@@ -448,6 +448,26 @@ TEST(OnnxImportTest, StringsPassedThroughIdentityLeaveTheGraph) {
   EXPECT_THAT(model->passed_strings[1].output_dims, ElementsAre(-1, 3));
 }
 
+// raw_data shorter than its dims need is refused before libonnx's shape
+// inference reads it (7 bytes for one int64 wrote through a null pointer
+// there; found by onnx_model_fuzz), for an initializer and a Constant.
+TEST(OnnxImportTest, RawDataOfTheWrongSizeIsRefusedFirst) {
+  for (const bool in_constant : {false, true}) {
+    onnx::ModelProto proto = SmallModel();
+    onnx::GraphProto* graph = proto.mutable_graph();
+    onnx::TensorProto* tensor = in_constant
+                                    ? graph->mutable_node(3)->mutable_attribute(0)->mutable_t()
+                                    : graph->mutable_initializer(0);
+    ASSERT_EQ(graph->node(3).op_type(), "Constant");
+    tensor->clear_float_data();
+    tensor->set_raw_data(std::string(7, '\0'));
+    absl::StatusOr<Model> model = Import(proto);
+    ASSERT_FALSE(model.ok()) << in_constant;
+    EXPECT_EQ(model.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(model.status().message(), HasSubstr("bytes of raw_data, has 7")) << in_constant;
+  }
+}
+
 // A file past libonnx (which would find the contradiction first) declaring a
 // number output that hands a STRING input back.
 TEST(OnnxImportTest, PassedStringDeclaredANumberIsRefused) {
