@@ -44,7 +44,9 @@ class SeverityFilterSink : public spdlog::sinks::sink {
 
 absl::Status InitLogging(const LoggingOptions& options) {
   std::shared_ptr<spdlog::sinks::sink> output;
-  if (options.file.empty()) {
+  if (options.file.empty() && options.to_stderr) {
+    output = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
+  } else if (options.file.empty()) {
     output = std::make_shared<spdlog::sinks::stdout_color_sink_mt>();
   } else {
     try {

@@ -26,6 +26,9 @@ struct LoggingOptions {
   LogFormat format = LogFormat::kDefault;
   // --log-file: append the log to this file instead of writing it to stdout.
   std::string file;
+  // Without a file, the log on stderr instead of stdout (graphserve-capture
+  // keeps stdout for its reports).
+  bool to_stderr = false;
 };
 
 // Makes the default logger follow `options`. InvalidArgument naming the

@@ -315,6 +315,7 @@ absl::StatusOr<Execution> LoadOnGpu(const Model& model, const BoundGraph& any_si
   set_options.reference = reference.runner;
   set_options.reference_tolerance = reference.tolerance;
   set_options.reference_compares_exact_outputs = reference.exact_outputs;
+  set_options.on_progress = options.on_capture_progress;
   Execution execution;
   std::vector<ScheduleChoice> schedules;
   RETURN_IF_ERROR(
@@ -338,6 +339,7 @@ absl::StatusOr<Execution> LoadOnGpu(const Model& model, const BoundGraph& any_si
   spdlog::info("model '{}': replays checked against the independent reference: {}", model.name,
                execution.summary.reference);
   RecordPlannedSchedules(first, schedules);
+  execution.summary.schedule_choices = schedules;
   config->mutable_capture()->clear_schedules();
   std::vector<std::string> described;
   for (const ScheduleChoice& choice : schedules) {
@@ -365,6 +367,7 @@ absl::StatusOr<Execution> LoadOnGpu(const Model& model, const BoundGraph& any_si
     // itself: capture/launch_costs.cc).
     cost_options.warmup = 1;
     cost_options.modes = {graphs ? LaunchMode::kGraph : LaunchMode::kEager};
+    if (options.measure_both_modes) cost_options.modes = {LaunchMode::kEager, LaunchMode::kGraph};
     ASSIGN_OR_RETURN(const std::vector<CaptureCostEntry> measured,
                      MeasureLaunchCosts(first, any_size, cost_options));
     SetCosts(measured, config);  // what ModelConfig reports
@@ -726,9 +729,8 @@ absl::StatusOr<std::unique_ptr<ServedModel>> ServedModel::Load(const RepositoryM
   if (precision == ModelPrecision::kAuto) {
     spdlog::info("model '{}': {}", entry.name, Float32NodesSummary(float32_nodes));
   }
-  if (std::optional<std::string> notice = Float32GemmsOfHalfModel(model, precision)) {
-    spdlog::warn("model '{}': {}", entry.name, *notice);
-  }
+  std::optional<std::string> float32_gemms_notice = Float32GemmsOfHalfModel(model, precision);
+  if (float32_gemms_notice) spdlog::warn("model '{}': {}", entry.name, *float32_gemms_notice);
   if (!model.passed_strings.empty()) {
     return LoadPassThrough(entry, version, std::move(model), start);
   }
@@ -807,6 +809,8 @@ absl::StatusOr<std::unique_ptr<ServedModel>> ServedModel::Load(const RepositoryM
   summary.batch_sizes = sizes;
   summary.buckets = BucketsSummary(declared);
   summary.num_streams = execution->runner->num_slots();
+  summary.float32_nodes = std::move(float32_nodes);
+  summary.float32_gemms_notice = float32_gemms_notice.value_or("");
   auto counters = std::make_unique<ModelCounters>(sizes, declared.max_batch_size,
                                                   summary.num_streams, declared.buckets);
   StreamPoolOptions pool_options;

@@ -29,6 +29,8 @@
 #include "common/gpu_wait.h"
 #include "proto/grpc_service.pb.h"
 #include "proto/model_config.pb.h"
+#include "runtime/passes/autocast.h"
+#include "runtime/schedule.h"
 #include "server/model_counters.h"
 #include "server/model_interface.h"
 #include "server/model_pipeline.h"
@@ -40,6 +42,7 @@
 namespace graphserve {
 
 class GraphSet;        // capture/graph_set.h
+struct CaptureProgress;  // capture/graph_set.h
 class GraphSetRunner;  // server/graph_set_runner.h
 
 // Where models run.
@@ -130,6 +133,11 @@ struct ServedModelOptions {
   // An RPC thread runs its request's chunk itself when a slot is idle
   // (StreamPoolOptions::run_on_caller).
   bool run_on_rpc_thread = true;
+  // kCuda: costs measured at load time eager runs too, beside the mode the
+  // model is served in (`graphserve-capture prepare` reports the two).
+  bool measure_both_modes = false;
+  // kCuda: called after each graph is captured and checked.
+  std::function<void(const CaptureProgress&)> on_capture_progress;
 };
 
 // What loading did, for the startup table.
@@ -157,6 +165,13 @@ struct ModelLoadSummary {
   // independent reference] in capture/reference_plans.h) and the worst
   // error found; empty on the host executor.
   std::string reference;
+  // What `graphserve-capture prepare` reports beyond the table: each graph's
+  // schedule as chosen, with the candidates timed (kCuda, key order); the
+  // nodes precision auto keeps in float32 and why; and the notice of a
+  // 16-bit model that computes in float32 as written (Float32GemmsOfHalfModel).
+  std::vector<ScheduleChoice> schedule_choices;
+  std::vector<Float32Node> float32_nodes;
+  std::string float32_gemms_notice;
 };
 
 class ServedModel {

@@ -161,10 +161,13 @@ inference::DataType ConfigTypeOf(const Model& model, const TensorSpec& spec) {
   return ConfigDataType(spec.dtype);
 }
 
-}  // namespace
+// Note [Models without a batch dim]: Triton reads max_batch_size 0 as unset
+// when a config declares nothing; GraphServe's own configs may mean it.
+enum class ZeroMaxBatchSize { kUnset, kNoBatch };
 
-absl::Status CompleteConfigFromModel(Model* served, inference::ModelConfig* config) {
+absl::Status CompleteConfig(Model* served, inference::ModelConfig* config, ZeroMaxBatchSize zero) {
   const Model& model = *served;
+  const bool zero_is_unset = zero == ZeroMaxBatchSize::kUnset;
   const bool complete_inputs = config->input_size() == 0;
   const bool complete_outputs = config->output_size() == 0;
   if (!complete_inputs && !complete_outputs) {
@@ -179,7 +182,7 @@ absl::Status CompleteConfigFromModel(Model* served, inference::ModelConfig* conf
         model.passed_strings.begin(), model.passed_strings.end(), [](const PassedString& p) {
           return !p.input_dims.empty() && p.input_dims[0] == -1;
         });
-    if (nothing_declared && batches && config->max_batch_size() == 0) {
+    if (nothing_declared && batches && zero_is_unset && config->max_batch_size() == 0) {
       config->set_max_batch_size(kAutoCompleteMaxBatchSize);
     }
     served->batches = config->max_batch_size() > 0;
@@ -201,7 +204,7 @@ absl::Status CompleteConfigFromModel(Model* served, inference::ModelConfig* conf
         " whose first dimension is not symbolic; set max_batch_size: 0 to serve it without "
         "batching"));
   }
-  if (nothing_declared && model_batches && config->max_batch_size() == 0) {
+  if (nothing_declared && model_batches && zero_is_unset && config->max_batch_size() == 0) {
     config->set_max_batch_size(kAutoCompleteMaxBatchSize);
   }
   const bool batching = config->max_batch_size() > 0;
@@ -248,6 +251,16 @@ absl::Status CompleteConfigFromModel(Model* served, inference::ModelConfig* conf
     }
   }
   return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status CompleteConfigFromModel(Model* model, inference::ModelConfig* config) {
+  return CompleteConfig(model, config, ZeroMaxBatchSize::kUnset);
+}
+
+absl::Status DeclareConfigFromModel(Model* model, inference::ModelConfig* config) {
+  return CompleteConfig(model, config, ZeroMaxBatchSize::kNoBatch);
 }
 
 std::vector<int64_t> RequestedCaptureSizes(const inference::ModelConfig& config) {

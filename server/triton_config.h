@@ -67,4 +67,11 @@ inline constexpr int kAutoCompleteMaxBatchSize = 4;
 // runtime/ir.h).
 absl::Status CompleteConfigFromModel(Model* model, inference::ModelConfig* config);
 
+// As CompleteConfigFromModel, with the config's max_batch_size as written,
+// 0 included: a config that declares nothing and max_batch_size 0 is
+// completed as a model served without a batch, the one thing Triton's
+// auto-complete cannot be told (it reads 0 as unset). What
+// `graphserve-capture prepare --max-batch-size 0` writes.
+absl::Status DeclareConfigFromModel(Model* model, inference::ModelConfig* config);
+
 }  // namespace graphserve
