@@ -249,7 +249,8 @@ def check_examples(result, executor, models, batch_sizes, max_rel_err):
 # --- graphserve-capture prepare's report (for bench/cnn_bench.py) ---
 
 _PREPARE_GRAPHS = re.compile(
-    r"(\d+) graphs \((\d+) sizes x (\d+) streams\) captured and checked in ([\d.]+) ms: "
+    r"(\d+) graphs \((\d+) sizes(?: x \d+ buckets)? x (\d+) streams\) captured and checked in "
+    r"([\d.]+) ms: "
     r"capture ([\d.]+) ms, checks ([\d.]+) ms.*?worst replay-vs-eager relative error (\S+)")
 _PREPARE_WEIGHTS = re.compile(r"^memory: weights ([\d.]+) MiB", re.MULTILINE)
 _PREPARE_ACTIVATIONS = re.compile(

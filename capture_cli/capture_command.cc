@@ -9,9 +9,11 @@
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "capture/schedule_choice.h"
 #include "capture_cli/live_metrics.h"
@@ -523,18 +525,70 @@ int RunSelect(const std::vector<std::string>& args, std::ostream& out, std::ostr
 constexpr char kPrepareUsage[] =
     "graphserve-capture prepare --model model.onnx --out REPO/MODEL [--streams M]\n"
     "    (--batch-sizes 1,8,64 | --history FILE --num-sizes N) [--max-batch-size X]\n"
+    "    [--buckets 64,128,512 | --buckets 480x640,736x1280] [--pad INPUT=VALUE,...]\n"
+    "    [--shape-padding checked|exact]\n"
     "    [--schedule auto|single|wavefront|asap] [--max-lanes L]\n"
     "    [--precision fp32|tf32|fp16|bf16|auto]\n"
     "\n"
-    "Captures the model's run at each batch size on each of M streams into CUDA\n"
-    "graphs, checks every graph against an eager run (and that padding rows never\n"
-    "change real rows), measures each size's eager and graph latency, and writes\n"
-    "REPO/MODEL/config.pbtxt, REPO/MODEL/1/model.onnx and REPO/MODEL/capture_report.txt.\n"
+    "Writes the model's config (its inputs and outputs as the file declares them, and\n"
+    "a capture section from these flags), then loads it exactly as the server does:\n"
+    "captures the model's run at each batch size (and shape bucket) on each of M\n"
+    "streams into CUDA graphs, checks every graph against an eager run and an\n"
+    "independent reference (and that padding rows never change real rows), measures\n"
+    "each graph's eager and graph latency, and writes REPO/MODEL/config.pbtxt as\n"
+    "loaded, REPO/MODEL/1/model.onnx and REPO/MODEL/capture_report.txt.\n"
+    "\n"
+    "A model with dims a request chooses (a sequence length, an image's height and\n"
+    "width) is captured at every size at each bucket of --buckets: one extent per\n"
+    "such dim, joined by x, in the order the model's inputs name them (the report\n"
+    "and `graphserve-capture schedule` name them); without --buckets at the\n"
+    "server's default buckets, 16 to 512 for each dim. A request runs in the\n"
+    "smallest bucket that holds it, padded with each input's --pad value (0 when not\n"
+    "given) where the load's check finds padding leaves the answer unchanged\n"
+    "(--shape-padding checked, the default), else only at a bucket's exact extents.\n"
+    "--max-batch-size 0 serves the model without a batch dim, as Triton does: every\n"
+    "dynamic dim, the first included, is a bucketed dim, and each request runs alone\n"
+    "(give no batch sizes then).\n"
+    "\n"
     "Independent branches of the model run on up to L streams inside each graph;\n"
-    "--schedule auto (the default) times the schedules that differ at each size and\n"
+    "--schedule auto (the default) times the schedules that differ at each graph and\n"
     "keeps the fastest (single unless another is more than 2% faster).\n"
-    "The report (latency per size, schedules, memory per slot with and without arena\n"
+    "The report (latency per graph, schedules, memory per slot with and without arena\n"
     "sharing, capture time) is printed too. Needs a CUDA GPU.";
+
+// "64,128" or "480x640,736x1280": buckets of one extent per shape dim.
+absl::StatusOr<std::vector<std::vector<int64_t>>> ParseBuckets(const std::string& text) {
+  std::vector<std::vector<int64_t>> buckets;
+  for (absl::string_view part : absl::StrSplit(text, ',')) {
+    std::vector<int64_t>& bucket = buckets.emplace_back();
+    for (absl::string_view extent : absl::StrSplit(part, 'x')) {
+      int64_t value = 0;
+      if (!absl::SimpleAtoi(extent, &value) || value < 1) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("'", part.substr(0, 32),
+                         "' is not a bucket: give extents of 1 or more joined by x, "
+                         "e.g. 128 or 480x640"));
+      }
+      bucket.push_back(value);
+    }
+  }
+  return buckets;
+}
+
+// "input_ids=0,attention_mask=0": each input's pad value.
+absl::StatusOr<std::vector<std::pair<std::string, double>>> ParsePadding(const std::string& text) {
+  std::vector<std::pair<std::string, double>> padding;
+  for (absl::string_view part : absl::StrSplit(text, ',')) {
+    const std::pair<absl::string_view, absl::string_view> pair = absl::StrSplit(part, '=');
+    double value = 0;
+    if (pair.first.empty() || !absl::SimpleAtod(pair.second, &value)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("'", part.substr(0, 32), "' is not INPUT=VALUE, e.g. input_ids=0"));
+    }
+    padding.emplace_back(std::string(pair.first), value);
+  }
+  return padding;
+}
 
 // `args` starts with "prepare".
 int RunPrepare(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
@@ -544,7 +598,10 @@ int RunPrepare(const std::vector<std::string>& args, std::ostream& out, std::ost
   int64_t num_sizes = 0;
   int64_t device = options.device;
   int64_t max_lanes = options.max_lanes;
+  int64_t max_batch_size = -1;  // unset
   std::string precision;
+  std::string buckets;
+  std::string padding;
   CommandLine command_line(kPrepareUsage);
   command_line.AddString("model", &options.model_path, "ONNX model file (required).");
   command_line.AddString("out", &options.out_dir,
@@ -555,10 +612,21 @@ int RunPrepare(const std::vector<std::string>& args, std::ostream& out, std::ost
   command_line.AddString("history", &options.history_path,
                          "Batch-size history to choose the sizes from (see `select --help`).");
   command_line.AddInt("num-sizes", &num_sizes, "How many sizes to choose from --history.");
-  command_line.AddInt("max-batch-size", &options.max_batch_size,
+  command_line.AddInt("max-batch-size", &max_batch_size,
                       "Largest request the server accepts (split above the largest captured "
-                      "size); with --history also the largest size chosen. 0: the largest "
-                      "captured size.");
+                      "size); with --history also the largest size chosen. Default: the "
+                      "largest captured size. 0: the model does not batch (Triton's "
+                      "max_batch_size 0).");
+  command_line.AddString("buckets", &buckets,
+                         "Shape buckets to capture every size at: comma-separated, each one "
+                         "extent per dim a request chooses, joined by x (128 or 480x640).");
+  command_line.AddString("pad", &padding,
+                         "What padded positions of an input hold: INPUT=VALUE, comma-separated "
+                         "(0 for an input not named).");
+  command_line.AddString("shape-padding", &options.shape_padding,
+                         "checked (the default): requests shorter than a bucket are padded into "
+                         "it where the load's check finds the answer unchanged; exact: requests "
+                         "bring a bucket's extents.");
   command_line.AddInt("device", &device, "CUDA device ordinal.");
   command_line.AddBool("allow-tf32", &options.allow_tf32,
                        "Allow TF32 tensor-core GEMMs and convolutions (faster, relative error near 3e-4).");
@@ -591,7 +659,12 @@ int RunPrepare(const std::vector<std::string>& args, std::ostream& out, std::ost
   }
   if (options.model_path.empty()) return Usage(err, "prepare: --model is required (see --help)");
   if (options.out_dir.empty()) return Usage(err, "prepare: --out is required (see --help)");
-  if (batch_sizes.empty() == options.history_path.empty()) {
+  if (max_batch_size == 0 && !(batch_sizes.empty() && options.history_path.empty())) {
+    return Usage(err,
+                 "prepare: --max-batch-size 0 serves the model without a batch dim, each "
+                 "request alone: give no --batch-sizes or --history");
+  }
+  if (max_batch_size != 0 && batch_sizes.empty() == options.history_path.empty()) {
     return Usage(err, "prepare: give exactly one of --batch-sizes and --history");
   }
   if (!options.history_path.empty() && num_sizes < 1) {
@@ -613,8 +686,26 @@ int RunPrepare(const std::vector<std::string>& args, std::ostream& out, std::ost
   }
   options.precision = *parsed_precision;
   options.max_lanes = static_cast<int>(max_lanes);
-  if (options.cost_iters < 1 || options.max_batch_size < 0) {
+  if (options.cost_iters < 1 || max_batch_size < -1) {
     return Usage(err, "prepare: --cost-iters must be >= 1 and --max-batch-size >= 0");
+  }
+  if (max_batch_size >= 0) options.max_batch_size = max_batch_size;
+  if (!buckets.empty()) {
+    absl::StatusOr<std::vector<std::vector<int64_t>>> parsed = ParseBuckets(buckets);
+    if (!parsed.ok())
+      return Usage(err, absl::StrCat("prepare: --buckets: ", parsed.status().message()));
+    options.buckets = *std::move(parsed);
+  }
+  if (!padding.empty()) {
+    absl::StatusOr<std::vector<std::pair<std::string, double>>> parsed = ParsePadding(padding);
+    if (!parsed.ok())
+      return Usage(err, absl::StrCat("prepare: --pad: ", parsed.status().message()));
+    options.padding = *std::move(parsed);
+  }
+  if (!options.shape_padding.empty() && options.shape_padding != "checked" &&
+      options.shape_padding != "exact") {
+    return Usage(err, absl::StrCat("prepare: --shape-padding must be checked or exact, got '",
+                                   options.shape_padding.substr(0, 32), "'"));
   }
   if (!batch_sizes.empty()) {
     absl::StatusOr<std::vector<int64_t>> sizes = ParseIntList(batch_sizes, 1);

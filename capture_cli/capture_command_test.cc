@@ -155,6 +155,15 @@ TEST_F(CaptureCommandTest, UsageErrorsExitTwo) {
       {"prepare", "--model", "m.onnx", "--out", "repo/m", "--history", path_},
       {"prepare", "--model", "m.onnx", "--out", "repo/m", "--batch-sizes", "1,0"},
       {"prepare", "--model", "m.onnx", "--out", "repo/m", "--batch-sizes", "8", "--streams", "0"},
+      {"prepare", "--model", "m.onnx", "--out", "repo/m", "--batch-sizes", "1,8",
+       "--max-batch-size", "0"},
+      {"prepare", "--model", "m.onnx", "--out", "repo/m", "--batch-sizes", "8", "--buckets",
+       "64,12x"},
+      {"prepare", "--model", "m.onnx", "--out", "repo/m", "--batch-sizes", "8", "--buckets", "0"},
+      {"prepare", "--model", "m.onnx", "--out", "repo/m", "--batch-sizes", "8", "--pad",
+       "input_ids"},
+      {"prepare", "--model", "m.onnx", "--out", "repo/m", "--batch-sizes", "8", "--shape-padding",
+       "loose"},
       {"frobnicate"},
       {"select", "--num-sizes", "2"},
       {"select", "--history", path_},
@@ -184,6 +193,11 @@ TEST_F(CaptureCommandTest, UsageErrorsExitTwo) {
     EXPECT_EQ(r.out, "") << absl::StrJoin(args, " ");
   }
   EXPECT_TRUE(absl::StrContains(RunCapture({"prepare"}).err, "--model is required"));
+  EXPECT_TRUE(absl::StrContains(
+      RunCapture({"prepare", "--model", "m.onnx", "--out", "repo/m", "--buckets", "64,12x",
+                  "--batch-sizes", "8"})
+          .err,
+      "prepare: --buckets: '12x' is not a bucket: give extents of 1 or more joined by x"));
 }
 
 // The rows histogram and launches of one model version as server/metrics.cc

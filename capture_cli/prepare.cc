@@ -11,18 +11,15 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "capture/launch_costs.h"
 #include "capture/reference_plans.h"
 #include "capture/schedule_choice.h"
-#include "common/cuda_device_guard.h"
 #include "common/cuda_handles.h"
-#include "common/cuda_status.h"
 #include "common/graph_key.h"
 #include "common/status.h"
-#include "common/tensor.h"
-#include "runtime/bind.h"
-#include "runtime/cuda/cuda_executor.h"
 #include "runtime/onnx_import.h"
+#include "server/model_repository.h"
+#include "server/served_model.h"
+#include "server/triton_config.h"
 
 namespace graphserve {
 
@@ -36,6 +33,15 @@ std::string ModelNameOf(const std::string& out_dir) {
 
 absl::StatusOr<std::vector<int64_t>> ChooseSizes(const PrepareOptions& options,
                                                  PrepareReport& report) {
+  if (options.max_batch_size == 0) {
+    // Note [Models without a batch dim]: one request an execution.
+    if (!options.batch_sizes.empty() || !options.history_path.empty()) {
+      return absl::InvalidArgumentError(
+          "a model served without a batch (max_batch_size 0) runs each request alone: give "
+          "no batch sizes or history; its buckets (--buckets) hold the request's dims");
+    }
+    return std::vector<int64_t>{1};
+  }
   if (!options.batch_sizes.empty()) return options.batch_sizes;
   if (options.history_path.empty() || options.num_sizes < 1) {
     return absl::InvalidArgumentError(
@@ -43,10 +49,9 @@ absl::StatusOr<std::vector<int64_t>> ChooseSizes(const PrepareOptions& options,
         "(--history and --num-sizes)");
   }
   ASSIGN_OR_RETURN(const BatchHistogram history, ReadBatchHistory(options.history_path));
-  const std::optional<int64_t> max_batch =
-      options.max_batch_size > 0 ? std::optional<int64_t>(options.max_batch_size) : std::nullopt;
-  ASSIGN_OR_RETURN(SizeChoice choice, ChooseBatchSizes(history, options.num_sizes, max_batch));
-  report.pow2_ladder = PowerOfTwoLadder(history, options.num_sizes, max_batch);
+  ASSIGN_OR_RETURN(SizeChoice choice,
+                   ChooseBatchSizes(history, options.num_sizes, options.max_batch_size));
+  report.pow2_ladder = PowerOfTwoLadder(history, options.num_sizes, options.max_batch_size);
   report.choice = choice;
   return choice.sizes;
 }
@@ -107,22 +112,6 @@ absl::Status OutOfMemoryContext(const absl::Status& status) {
       ". Capture fewer streams or smaller batch sizes, or free the GPU"));
 }
 
-// Precision auto's calibration batch runs on the GPU the graphs are
-// captured on, in float32 exactly: the values it judges are float32's (Note
-// [Automatic precision] in runtime/passes/autocast.h).
-ExecutorFactory CalibrationExecutors(int device) {
-  CudaExecutorOptions options;
-  options.device = device;
-  options.allow_tf32 = false;
-  return [options](BoundGraph graph) -> absl::StatusOr<std::unique_ptr<Executor>> {
-    const CudaDeviceGuard on_device(options.device);
-    RETURN_IF_ERROR(on_device.status());
-    ASSIGN_OR_RETURN(std::unique_ptr<CudaExecutor> executor,
-                     CudaExecutor::Create(std::move(graph), options));
-    return std::unique_ptr<Executor>(std::move(executor));
-  };
-}
-
 // The report's section for precision auto: each node kept in float32 and
 // why; empty for the other precisions.
 std::string Float32NodesText(const PrepareReport& r) {
@@ -142,6 +131,70 @@ std::string Float32NodesText(const PrepareReport& r) {
 
 }  // namespace
 
+absl::StatusOr<inference::ModelConfig> PrepareConfig(const PrepareOptions& options,
+                                                     const std::vector<int64_t>& batch_sizes,
+                                                     Model* model) {
+  if (batch_sizes.empty()) {
+    return absl::InvalidArgumentError("a model config needs at least one captured batch size");
+  }
+  const int64_t largest = *std::max_element(batch_sizes.begin(), batch_sizes.end());
+  const int64_t max_batch_size = options.max_batch_size.value_or(largest);
+  if (max_batch_size > 0 && max_batch_size < largest) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_batch_size ", max_batch_size, " is below the largest captured size ", largest));
+  }
+  if (max_batch_size > INT32_MAX) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("max_batch_size ", max_batch_size, " does not fit the config's int32 field"));
+  }
+  inference::ModelConfig config;
+  config.set_name(ModelNameOf(options.out_dir));
+  config.set_platform("graphserve_onnx");
+  config.set_backend("graphserve");
+  config.set_default_model_filename("model.onnx");
+  config.set_max_batch_size(static_cast<int32_t>(max_batch_size));
+  RETURN_IF_ERROR(DeclareConfigFromModel(model, &config));
+
+  inference::ModelCapture* capture = config.mutable_capture();
+  std::vector<int64_t> sizes = batch_sizes;
+  std::sort(sizes.begin(), sizes.end());
+  for (int64_t size : sizes) capture->add_batch_sizes(size);
+  capture->set_streams(options.num_streams);
+  capture->set_schedule(options.schedule);
+  capture->set_max_lanes(options.max_lanes);
+  if (options.precision != ModelPrecision::kFp32) {
+    capture->set_precision(ModelPrecisionName(options.precision));
+  }
+  // The completed config gives every shape dim as -1 (Note [Shape buckets]).
+  const std::vector<std::string> names = ShapeDimNames(*model);
+  if (!options.buckets.empty()) {
+    if (names.empty()) {
+      return absl::InvalidArgumentError(
+          "--buckets: the model has no dims a request chooses (its inputs' dims are fixed, "
+          "past the batch): there is nothing to bucket");
+    }
+    for (const std::string& name : names) capture->add_shape_dims(name);
+    for (const std::vector<int64_t>& bucket : options.buckets) {
+      if (bucket.size() != names.size()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--buckets: ", absl::StrJoin(bucket, "x"), " has ", bucket.size(),
+                         " extents; the model's shape dims are ", absl::StrJoin(names, ", "),
+                         ": give each bucket as ",
+                         absl::StrJoin(std::vector<std::string>(names.size(), "N"), "x")));
+      }
+      inference::CaptureBucket* extents = capture->add_buckets();
+      for (int64_t extent : bucket) extents->add_extents(extent);
+    }
+  }
+  for (const auto& [input, value] : options.padding) {
+    inference::CapturePadding* padding = capture->add_padding();
+    padding->set_input(input);
+    padding->set_value(value);
+  }
+  capture->set_shape_padding(options.shape_padding);
+  return config;
+}
+
 absl::StatusOr<PrepareReport> Prepare(const PrepareOptions& options, std::ostream& progress) {
   if (options.model_path.empty() || options.out_dir.empty()) {
     return absl::InvalidArgumentError("prepare needs a model file and an output directory");
@@ -158,117 +211,96 @@ absl::StatusOr<PrepareReport> Prepare(const PrepareOptions& options, std::ostrea
   report.model_name = ModelNameOf(options.out_dir);
   report.num_streams = options.num_streams;
   report.precision = options.precision;
-  ModelPassOptions passes;
-  passes.precision = options.precision;
-  if (options.precision == ModelPrecision::kAuto) {
-    passes.calibration.make_executor = CalibrationExecutors(options.device);
-    passes.float32_nodes = &report.float32_nodes;
-  }
-  ASSIGN_OR_RETURN(Model model, ImportOnnxFile(options.model_path, passes));
-  model.name = report.model_name;
-  if (!model.passed_strings.empty()) {
-    // Note [Strings at the model's edges]: graphserve serves it as it is.
-    return absl::FailedPreconditionError(absl::StrCat(
-        "'", options.model_path, "' hands STRING input '", model.passed_strings.front().input,
-        "' back unchanged: there is nothing to capture; serve it with graphserve as it is"));
-  }
   ASSIGN_OR_RETURN(report.batch_sizes, ChooseSizes(options, report));
   std::sort(report.batch_sizes.begin(), report.batch_sizes.end());
-
-  if (options.precision == ModelPrecision::kAuto) {
-    progress << "precision auto: " << report.float32_nodes.size()
-             << " nodes kept in float32 by the calibration batch (listed in capture_report.txt)\n";
+  inference::ModelConfig config;
+  {
+    // The interface as written; the load imports the model again with its
+    // precision pass.
+    ASSIGN_OR_RETURN(Model model, ImportOnnxFile(options.model_path));
+    if (!model.passed_strings.empty()) {
+      // Note [Strings at the model's edges]: graphserve serves it as it is.
+      return absl::FailedPreconditionError(absl::StrCat(
+          "'", options.model_path, "' hands STRING input '", model.passed_strings.front().input,
+          "' back unchanged: there is nothing to capture; serve it with graphserve as it is"));
+    }
+    ASSIGN_OR_RETURN(config, PrepareConfig(options, report.batch_sizes, &model));
+    const std::vector<std::string> shape_dims = ShapeDimNames(model);
+    const std::string buckets =
+        shape_dims.empty() ? ""
+        : config.capture().buckets().empty()
+            ? absl::StrCat(" at the default buckets of ", absl::StrJoin(shape_dims, " x "))
+            : absl::StrCat(" at ", config.capture().buckets_size(), " buckets of ",
+                           absl::StrJoin(shape_dims, " x "));
+    progress << "graphserve-capture: " << options.model_path << ": " << model.nodes.size()
+             << " nodes; capturing " << report.batch_sizes.size() << " sizes ["
+             << absl::StrJoin(report.batch_sizes, ", ") << "]" << buckets << " x "
+             << options.num_streams << " streams on GPU " << options.device << "\n";
   }
-  if (std::optional<std::string> notice = Float32GemmsOfHalfModel(model, options.precision)) {
-    report.float32_gemms_notice = *std::move(notice);
-    progress << "note: " << report.float32_gemms_notice << "\n";
-  }
-  progress << "graphserve-capture: " << options.model_path << ": " << model.nodes.size()
-           << " nodes; capturing " << report.batch_sizes.size() << " sizes ["
-           << absl::StrJoin(report.batch_sizes, ", ") << "] x " << options.num_streams
-           << " streams on GPU " << options.device << "\n";
-  ProgressBar bar(progress, options.interactive_progress);
-  GraphSetOptions set_options;
-  set_options.num_streams = options.num_streams;
-  set_options.graphs = BatchOnlyKeys(report.batch_sizes);
-  set_options.executor.device = options.device;
-  set_options.executor.allow_tf32 = AllowsTf32(options.precision, options.allow_tf32);
-  set_options.executor.schedule.max_lanes = options.max_lanes;
-  set_options.on_progress = [&](const CaptureProgress& p) { bar.Update(p); };
-  // Note [An independent reference], as the server checks at load.
-  ASSIGN_OR_RETURN(Model original, ModelBeforePrecisionPass(model, options.model_path, passes));
-  set_options.reference = PlainCudaReference(std::make_shared<const Model>(std::move(original)));
-  const ModelPrecision checked = CheckedPrecision(options.precision, options.allow_tf32);
-  set_options.reference_tolerance = ReferenceTolerance(checked);
-  set_options.reference_compares_exact_outputs = checked == ModelPrecision::kFp32;
-  report.reference_tolerance = set_options.reference_tolerance;
-  ASSIGN_OR_RETURN(const std::optional<SchedulePolicy> request,
-                   ParseScheduleRequest(options.schedule));
-  report.schedule_request = request ? SchedulePolicyName(*request) : "auto";
+  report.max_batch_size = config.max_batch_size();
+  report.schedule_request = options.schedule;
   report.max_lanes = options.max_lanes;
-  if (!request) {
-    progress << "choosing each size's multi-stream schedule by timing its candidates (at most "
+  if (options.schedule == "auto") {
+    progress << "choosing each graph's multi-stream schedule by timing its candidates (at most "
              << options.max_lanes << " streams per graph)\n";
   }
-  const auto choice_start = std::chrono::steady_clock::now();
-  absl::StatusOr<std::vector<ScheduleChoice>> schedules =
-      ApplyScheduleRequest(model, request, set_options);
-  if (!schedules.ok()) return OutOfMemoryContext(schedules.status());
-  report.schedule_choice_ms = std::chrono::duration<double, std::milli>(
-                                  std::chrono::steady_clock::now() - choice_start)
-                                  .count();
-  absl::StatusOr<std::unique_ptr<GraphSet>> set = GraphSet::Create(model, set_options);
-  if (!set.ok()) return OutOfMemoryContext(set.status());
-  RecordPlannedSchedules(**set, *schedules);
-  report.schedules = *std::move(schedules);
-  for (const ScheduleChoice& choice : report.schedules) {
-    const std::string timed = ScheduleCandidatesText(choice);
-    progress << "batch " << GraphKeyString(choice.key) << ": schedule "
-             << SchedulePolicyName(choice.policy)
-             << ", " << choice.lanes << " stream(s)"
-             << (timed.empty() ? "" : absl::StrCat(" (timed: ", timed, ")")) << "\n";
-  }
 
-  report.setup = (*set)->setup_times();
-  for (int slot = 0; slot < (*set)->num_slots(); ++slot) {
-    report.slots.push_back((*set)->slot_memory(slot));
-    for (const GraphKey& key : (*set)->keys()) {
-      const CapturedGraphInfo& info = (*set)->graph_info(slot, key);
+  // Loaded as the server loads it (Note [An independent reference] and all).
+  RepositoryModel entry;
+  entry.name = report.model_name;
+  entry.directory = options.out_dir;
+  entry.config = config;
+  entry.versions.push_back({.version = 1, .model_path = options.model_path});
+  ServedModelOptions served_options;
+  served_options.devices = {options.device};
+  served_options.allow_tf32 = options.allow_tf32;
+  served_options.cost_iters = options.cost_iters;
+  served_options.measure_both_modes = true;
+  ProgressBar bar(progress, options.interactive_progress);
+  served_options.on_capture_progress = [&](const CaptureProgress& p) { bar.Update(p); };
+  absl::StatusOr<std::unique_ptr<ServedModel>> served =
+      ServedModel::Load(entry, entry.versions.front(), served_options);
+  if (!served.ok()) return OutOfMemoryContext(served.status());
+  const ModelLoadSummary& summary = (*served)->summary();
+  const std::vector<std::shared_ptr<const GraphSet>> sets = (*served)->graph_sets();
+  if (sets.empty()) {
+    return absl::InternalError(absl::StrCat("model '", report.model_name,
+                                            "' loaded without CUDA graphs: ", summary.executor));
+  }
+  const GraphSet& set = *sets.front();
+  report.float32_nodes = summary.float32_nodes;
+  report.float32_gemms_notice = summary.float32_gemms_notice;
+  report.shape_dims = (*served)->interface().shape_dims;
+  report.buckets = (*served)->interface().buckets;
+  report.buckets_served = summary.buckets;
+  report.load_ms = summary.load_ms;
+  report.load_phases = summary.load_phases;
+  report.schedules = summary.schedule_choices;
+  for (const ScheduleChoice& choice : report.schedules) {
+    report.schedule_choice_ms += choice.capture_ms + choice.replay_ms;
+  }
+  report.setup = set.setup_times();
+  for (int slot = 0; slot < set.num_slots(); ++slot) {
+    report.slots.push_back(set.slot_memory(slot));
+    for (const GraphKey& key : set.keys()) {
+      const CapturedGraphInfo& info = set.graph_info(slot, key);
       report.worst_check_rel_err = std::max(report.worst_check_rel_err, info.check_rel_err);
       report.worst_reference_rel_err =
           std::max(report.worst_reference_rel_err, info.reference_rel_err);
       if (slot == 0) report.graph_nodes.push_back(info.nodes);
     }
   }
-  report.weight_bytes = (*set)->weight_bytes();
-
-  progress << "measuring eager and graph latency per size (" << options.cost_iters
-           << " launches each)\n";
-  BindOptions bind_options;
-  bind_options.batch_size = report.batch_sizes.front();
-  ASSIGN_OR_RETURN(const BoundGraph interface, BindModel(model, bind_options));
-  LaunchCostOptions cost_options;
-  cost_options.warmup = options.cost_warmup;
-  cost_options.iters = options.cost_iters;
-  ASSIGN_OR_RETURN(report.costs, MeasureLaunchCosts(**set, interface, cost_options));
-
-  CaptureSummary summary;
-  summary.model_name = report.model_name;
-  summary.num_streams = options.num_streams;
-  summary.batch_sizes = report.batch_sizes;
-  summary.costs = report.costs;
-  summary.max_batch_size = options.max_batch_size;
-  summary.schedule = report.schedule_request;
-  summary.max_lanes = options.max_lanes;
-  summary.schedules = report.schedules;
-  summary.precision = options.precision;
-  for (const std::vector<ValueInfo>* values : {&model.inputs, &model.outputs}) {
-    for (const ValueInfo& value : *values) {
-      if (value.text) summary.string_tensors.insert(value.name);
-    }
+  report.weight_bytes = set.weight_bytes();
+  report.reference_tolerance =
+      ReferenceTolerance(CheckedPrecision(options.precision, options.allow_tf32));
+  const inference::ModelConfig& loaded = (*served)->config();
+  for (const inference::CaptureCost& cost : loaded.capture().cost()) {
+    report.costs.push_back(
+        {.key = {cost.batch_size(), {cost.bucket().begin(), cost.bucket().end()}},
+         .eager_us = cost.eager_us(),
+         .graph_us = cost.graph_us()});
   }
-  ASSIGN_OR_RETURN(const inference::ModelConfig config, MakeModelConfig(interface, summary));
-  RETURN_IF_ERROR(WriteModelDirectory(options.out_dir, options.model_path, config));
+  RETURN_IF_ERROR(WriteModelDirectory(options.out_dir, options.model_path, loaded));
   const std::string report_path =
       (std::filesystem::path(options.out_dir) / "capture_report.txt").string();
   std::ofstream out(report_path, std::ios::trunc);
@@ -286,16 +318,31 @@ std::string FormatPrepareReport(const PrepareReport& r) {
   if (!r.float32_gemms_notice.empty()) {
     absl::StrAppend(&text, "note: ", r.float32_gemms_notice, "\n");
   }
-  const size_t graphs = r.batch_sizes.size() * static_cast<size_t>(r.num_streams);
+  const size_t buckets = std::max<size_t>(r.buckets.size(), 1);
+  const size_t graphs = r.batch_sizes.size() * buckets * static_cast<size_t>(r.num_streams);
+  const std::string bucket_count =
+      r.buckets.empty() ? "" : absl::StrCat(" x ", r.buckets.size(), " buckets");
+  if (!r.buckets_served.empty()) {
+    absl::StrAppend(&text, "shape buckets: ", r.buckets_served, "\n");
+  }
+  if (r.max_batch_size == 0) {
+    absl::StrAppend(&text,
+                    "max_batch_size 0: no batch dim, each request runs alone in the "
+                    "smallest bucket that holds it\n");
+  }
   absl::StrAppendFormat(&text,
-                        "%d graphs (%d sizes x %d streams) captured and checked in %.1f ms: "
+                        "%d graphs (%d sizes%s x %d streams) captured and checked in %.1f ms: "
                         "capture %.1f ms, checks %.1f ms, planning %.1f ms (kernels %.1f, "
                         "memory %.1f, algorithm choice %.1f), binding and the rest %.1f ms; "
                         "worst replay-vs-eager relative error %.2g\n",
-                        graphs, r.batch_sizes.size(), r.num_streams, r.setup.total_ms,
+                        graphs, r.batch_sizes.size(), bucket_count, r.num_streams, r.setup.total_ms,
                         r.setup.capture_ms, r.setup.check_ms, r.setup.plan_ms(),
-                        r.setup.plan_kernels_ms, r.setup.plan_memory_ms,
-                        r.setup.plan_autotune_ms, r.setup.rest_ms(), r.worst_check_rel_err);
+                        r.setup.plan_kernels_ms, r.setup.plan_memory_ms, r.setup.plan_autotune_ms,
+                        r.setup.rest_ms(), r.worst_check_rel_err);
+  if (r.load_ms > 0) {
+    absl::StrAppendFormat(&text, "loaded as the server loads it in %.1f s: %s\n", r.load_ms / 1e3,
+                          r.load_phases);
+  }
   absl::StrAppendFormat(&text,
                         "worst relative error against the independent reference (the model "
                         "before its precision pass on a plain float32 plan) %.2g, tolerance "

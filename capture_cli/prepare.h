@@ -1,20 +1,25 @@
 #pragma once
 // graphserve-capture prepare: a model file in, a model repository entry out.
-// Imports the model, captures and checks its M x N graphs (GraphSet),
-// measures each size's eager and graph latency (the cost table the server
-// plans pad-or-split with), writes config.pbtxt and the model into
-// <repo>/<model>/, and reports latency, memory and capture time.
+// Writes the model's config (its interface, declared from the file, and the
+// capture section the flags give), loads it exactly as the server does
+// (ServedModel::Load: import, padding check, schedules, M x N graphs captured
+// and checked, launch costs), and writes the config as loaded, with its
+// measured costs and schedules, and the model into <repo>/<model>/, and
+// reports latency, memory and capture time.
 
 #include <cstdint>
 #include <optional>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "capture/graph_set.h"
 #include "capture/model_config_writer.h"
 #include "planning/batch_sizes.h"
+#include "proto/model_config.pb.h"
+#include "runtime/ir.h"
 #include "runtime/passes/autocast.h"
 #include "runtime/passes/precision.h"
 #include "runtime/schedule.h"
@@ -34,10 +39,23 @@ struct PrepareOptions {
   std::vector<int64_t> batch_sizes;
   std::string history_path;
   int num_sizes = 0;
-  // Largest batch one graph holds (history choice), and the config's
-  // max_batch_size (the server splits above the largest captured size).
-  // 0: the largest captured size.
-  int64_t max_batch_size = 0;
+  // The config's max_batch_size, the largest request the server accepts
+  // (it splits above the largest captured size), and with a history the
+  // largest size chosen. Unset: the largest captured size. 0: the model
+  // does not batch (Triton's max_batch_size 0): no sizes are given, its
+  // dynamic dim 0 is a shape dim like the others, and each request runs
+  // alone (Note [Models without a batch dim] in runtime/ir.h).
+  std::optional<int64_t> max_batch_size;
+  // Shape buckets to capture every size at, each with one extent per shape
+  // dim of the model (a sequence length, an image's height and width; the
+  // order ShapeDimNames gives). Empty: the server's default buckets (Note
+  // [Shape buckets] in server/shape_buckets.h). Refused for a model without
+  // shape dims.
+  std::vector<std::vector<int64_t>> buckets;
+  // What an input's padded positions hold (capture.padding), by input name.
+  std::vector<std::pair<std::string, double>> padding;
+  // capture.shape_padding: "checked" (empty, the default) or "exact".
+  std::string shape_padding;
   int device = 0;
   bool allow_tf32 = false;
   // What the model computes in (runtime/passes/precision.h): imported with
@@ -51,12 +69,11 @@ struct PrepareOptions {
   // streams per graph.
   std::string schedule = "auto";
   int max_lanes = 4;
-  // Cost table: untimed and timed launches per size and mode. The planner
-  // compares sizes' medians; 30 launches hold them within a few percent, as
-  // the server's own measurement at load (ServedModelOptions::cost_iters).
-  // 100 made the table the largest part of a 32-size prepare (2.8 s of the
-  // H200 encoder's 6.3 s).
-  int64_t cost_warmup = 3;
+  // Cost table: timed launches per graph and mode. The planner compares
+  // sizes' medians; 30 launches hold them within a few percent, as the
+  // server's own measurement at load (ServedModelOptions::cost_iters). 100
+  // made the table the largest part of a 32-size prepare (2.8 s of the H200
+  // encoder's 6.3 s).
   int64_t cost_iters = 30;
   // Progress bar with carriage returns (a terminal) or one line per graph.
   bool interactive_progress = false;
@@ -75,11 +92,18 @@ struct PrepareReport {
   std::string out_dir;
   int num_streams = 0;
   std::vector<int64_t> batch_sizes;  // ascending
+  int64_t max_batch_size = 0;        // as written into the config
+  // The shape dims and buckets captured (empty for a model without shape
+  // dims), and what the server made of them, e.g. "sequence 16,...,512
+  // (padded)" (ModelLoadSummary::buckets).
+  std::vector<std::string> shape_dims;
+  std::vector<std::vector<int64_t>> buckets;
+  std::string buckets_served;
   // Set when the sizes came from a history.
   std::optional<SizeChoice> choice;
   std::optional<SizeChoice> pow2_ladder;
   std::vector<CaptureCostEntry> costs;  // one per graph, in key order
-  std::vector<size_t> graph_nodes;      // per size, slot 0
+  std::vector<size_t> graph_nodes;      // per key, slot 0
   // The schedule requested, and what each size runs (ascending size).
   std::string schedule_request;
   int max_lanes = 0;
@@ -93,13 +117,28 @@ struct PrepareReport {
   // reference] in capture/reference_plans.h), and the tolerance they met.
   double worst_reference_rel_err = 0;
   double reference_tolerance = 0;
+  // The whole load, and where it went (ModelLoadSummary::load_phases).
+  double load_ms = 0;
+  std::string load_phases;
 };
 
 // Errors: FailedPrecondition when no GPU is visible; the importer's error for
 // an unreadable or unsupported model (naming every unsupported op);
-// ResourceExhausted naming the bytes that did not fit; a capture, post-
-// processing or check failure naming the slot and batch size.
+// ResourceExhausted naming the bytes that did not fit; the server's load
+// error otherwise (a capture, post-processing or check failure naming the
+// slot and graph).
 absl::StatusOr<PrepareReport> Prepare(const PrepareOptions& options, std::ostream& progress);
+
+// The config `options` ask for, before the load measures anything: the
+// model's interface declared from `model` (imported as written, without a
+// precision pass; DeclareConfigFromModel in server/triton_config.h),
+// max_batch_size, and the capture section's sizes, streams, schedule,
+// precision, buckets and padding. InvalidArgument naming the option that
+// does not fit the model (a bucket without one extent per shape dim, sizes
+// above max_batch_size, sizes for a model that does not batch).
+absl::StatusOr<inference::ModelConfig> PrepareConfig(const PrepareOptions& options,
+                                                     const std::vector<int64_t>& batch_sizes,
+                                                     Model* model);
 
 // The human-readable report (also written to <out_dir>/capture_report.txt).
 std::string FormatPrepareReport(const PrepareReport& report);
