@@ -16,6 +16,11 @@ Issue 29's evidence, one run on one machine (gpu_check.sh BUNDLE buckets):
     (the load-time check finds its padding changes the answer: exact sizes);
   * the load of an 8 x 8 grid (8 batch sizes x 8 lengths), and BERT at 4
     streams;
+  * part prepared: the repositories `graphserve-capture prepare` writes from
+    its flags alone: BERT at the grid (--buckets, --pad), served and checked
+    against float64 beside the hand-written grid config; GPT-2 served
+    without a batch dim (--max-batch-size 0: each request alone, its dim 0
+    and its sequence both bucketed), checked the same way;
   * the batch planner with each bucket's own launch costs against the same
     plans made from the largest bucket's costs (what it did before it took
     graph keys), both given in the config, in the order own, largest,
@@ -251,6 +256,56 @@ def eager_baselines(model, lengths):
     return results
 
 
+def prepare(args, model_path, out_dir, flags):
+    """graphserve-capture prepare into out_dir: its exit, wall time and report lines."""
+    cmd = [os.path.join(args.bin, "graphserve-capture"), "prepare", "--model", model_path,
+           "--out", out_dir] + flags
+    log("$", " ".join(cmd))
+    start = time.time()
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    result = {"exit": done.returncode, "wall_s": round(time.time() - start, 1)}
+    for key, pattern in (("buckets", r"^shape buckets: (.*)$"),
+                         ("graphs", r"^(\d+ graphs \(.*?\)) captured"),
+                         ("load", r"^loaded as the server loads it in (.*)$"),
+                         ("reference", r"^worst relative error against the independent reference"
+                                       r".*? ([\d.e+-]+), tolerance")):
+        if (m := re.search(pattern, done.stdout, re.M)):
+            result[key] = m[1]
+    if done.returncode != 0:
+        result["tail"] = (done.stdout + done.stderr)[-1500:]
+    log("  ->", {k: v for k, v in result.items() if k != "tail"})
+    return result
+
+
+def prepared_repositories(args, bert, bert_path):
+    """Part prepared: repositories written by prepare from its flags, served by core_bench."""
+    result = {}
+    root = os.path.join(args.work, "repo_prepared")
+    result["bert_prepare"] = prepare(
+        args, bert_path, os.path.join(root, "bert"),
+        ["--batch-sizes", ",".join(map(str, SIZES)), "--buckets", ",".join(map(str, GRID)),
+         "--pad", "attention_mask=0", "--streams", "2"])
+    # What an operator adds by hand: dynamic batching, which prepare does not
+    # choose (the hand-written grid config has the same).
+    with open(os.path.join(root, "bert", "config.pbtxt"), "a") as f:
+        f.write("dynamic_batching { max_queue_delay_microseconds: 200 }\n")
+    dump = os.path.join(args.work, "dump_bert_prepared")
+    result["bert"] = core_bench(args, root, "bert", args.mix, args.milliseconds, dump=dump)
+    result["bert_check"] = compare_dumps(dump, text_reference(bert, "text_mask"), 16)
+    log("  f64 ->", result["bert_check"])
+    gpt2, gpt2_path = build_text("gpt2", "text", args.work)
+    root = os.path.join(args.work, "repo_prepared_nobatch")
+    result["gpt2_nobatch_prepare"] = prepare(
+        args, gpt2_path, os.path.join(root, "gpt2"),
+        ["--max-batch-size", "0", "--buckets", ",".join(f"1x{b}" for b in GRID),
+         "--streams", "2"])
+    dump = os.path.join(args.work, "dump_gpt2_nobatch")
+    result["gpt2_nobatch"] = core_bench(args, root, "gpt2", args.mix, 3000, dump=dump)
+    result["gpt2_nobatch_check"] = compare_dumps(dump, text_reference(gpt2, "text"), 16)
+    log("  f64 ->", result["gpt2_nobatch_check"])
+    return result
+
+
 def build_text(name, kind, work):
     torch.manual_seed(0)
     model = model_zoo.MODELS[name]["build"]().eval()
@@ -268,7 +323,7 @@ def main():
     parser.add_argument("--mix", default="lognormal:24,0.9,512,8")
     parser.add_argument("--milliseconds", type=int, default=8000)
     parser.add_argument("--parts",
-                        default="bert,pad512,streams4,eager,gpt2,vision,grid8x8,per_length")
+                        default="bert,pad512,streams4,eager,gpt2,vision,grid8x8,per_length,prepared")
     args = parser.parse_args()
     parts = set(args.parts.split(","))
     os.makedirs(args.work, exist_ok=True)
@@ -297,6 +352,9 @@ def main():
                                          args.milliseconds, dump=dump)
         report["bert_grid_check"] = compare_dumps(dump, text_reference(bert, "text_mask"), 16)
         log("  f64 ->", report["bert_grid_check"])
+        save()
+    if "prepared" in parts:
+        report["prepared"] = prepared_repositories(args, bert, bert_path)
         save()
     if "gpt2" in parts:
         gpt2, gpt2_path = build_text("gpt2", "text", args.work)

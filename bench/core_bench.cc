@@ -103,7 +103,16 @@ absl::StatusOr<LengthMix> ParseLengthMix(const std::string& text) {
 inference::ModelInferRequest RequestAt(const ServedModel& model, int64_t length,
                                        std::mt19937& random) {
   const ModelInterface& interface = model.interface();
-  const std::vector<int64_t> extents(interface.shape_dims.size(), length);
+  std::vector<int64_t> extents(interface.shape_dims.size(), length);
+  if (!interface.batching) {
+    // Note [Models without a batch dim]: dim 0 is a shape dim too, and a
+    // request brings one row of it.
+    for (const TensorSpec& spec : interface.inputs) {
+      if (!spec.shape_dim_of.empty() && spec.shape_dim_of.front() >= 0) {
+        extents[spec.shape_dim_of.front()] = 1;
+      }
+    }
+  }
   const ModelInterface at = interface.shape_dims.empty() ? interface : interface.At(extents);
   inference::ModelInferRequest request;
   request.set_model_name(model.name());
@@ -398,7 +407,8 @@ int Run(int argc, char** argv) {
   if (mix.has_value()) {
     const ModelInterface& interface = (*model)->interface();
     std::vector<int64_t> buckets;
-    for (const std::vector<int64_t>& bucket : interface.buckets) buckets.push_back(bucket.front());
+    // The last shape dim: the length (after dim 0, for a model without a batch).
+    for (const std::vector<int64_t>& bucket : interface.buckets) buckets.push_back(bucket.back());
     const std::vector<int64_t> best = BestGrid(lengths, buckets.size());
     std::cout << absl::StrFormat(
         "lengths %s: %.0f tokens/s; padded positions: buckets [%s] %.1f%% (pad to %d: %.1f%%; "
