@@ -1,6 +1,5 @@
 #include "capture/model_config_writer.h"
 
-#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <system_error>
@@ -8,80 +7,8 @@
 #include "absl/strings/str_cat.h"
 #include "common/status.h"
 #include "google/protobuf/text_format.h"
-#include "proto/config_dtype.h"
 
 namespace graphserve {
-
-namespace {
-
-// dims without the leading batch dimension.
-std::vector<int64_t> RowDims(const BoundValue& value) {
-  return std::vector<int64_t>(value.dims.begin() + (value.dims.empty() ? 0 : 1), value.dims.end());
-}
-
-}  // namespace
-
-absl::StatusOr<inference::ModelConfig> MakeModelConfig(const BoundGraph& graph,
-                                                       const CaptureSummary& summary) {
-  if (summary.batch_sizes.empty()) {
-    return absl::InvalidArgumentError("a model config needs at least one captured batch size");
-  }
-  std::vector<int64_t> sizes = summary.batch_sizes;
-  std::sort(sizes.begin(), sizes.end());
-  const int64_t max_batch_size =
-      summary.max_batch_size > 0 ? summary.max_batch_size : sizes.back();
-  if (max_batch_size < sizes.back()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("max_batch_size ", max_batch_size, " is below the largest captured size ",
-                     sizes.back()));
-  }
-  if (max_batch_size > INT32_MAX) {
-    return absl::InvalidArgumentError(absl::StrCat("max_batch_size ", max_batch_size,
-                                                   " does not fit the config's int32 field"));
-  }
-
-  inference::ModelConfig config;
-  config.set_name(summary.model_name);
-  config.set_platform("graphserve_onnx");
-  config.set_backend("graphserve");
-  config.set_default_model_filename("model.onnx");
-  config.set_max_batch_size(static_cast<int32_t>(max_batch_size));
-  for (ValueId id : graph.inputs) {
-    const BoundValue& value = graph.value(id);
-    inference::ModelInput* input = config.add_input();
-    input->set_name(value.name);
-    input->set_data_type(summary.string_tensors.contains(value.name)
-                             ? inference::TYPE_STRING
-                             : ConfigDataType(value.dtype));
-    SetConfigRowDims(RowDims(value), input);
-  }
-  for (ValueId id : graph.outputs) {
-    const BoundValue& value = graph.value(id);
-    inference::ModelOutput* output = config.add_output();
-    output->set_name(value.name);
-    output->set_data_type(summary.string_tensors.contains(value.name)
-                              ? inference::TYPE_STRING
-                              : ConfigDataType(value.dtype));
-    SetConfigRowDims(RowDims(value), output);
-  }
-
-  inference::ModelCapture* capture = config.mutable_capture();
-  for (int64_t size : sizes) capture->add_batch_sizes(size);
-  capture->set_streams(summary.num_streams);
-  std::vector<CaptureCostEntry> costs = summary.costs;
-  std::sort(costs.begin(), costs.end(), [](const auto& a, const auto& b) { return a.key < b.key; });
-  for (const CaptureCostEntry& entry : costs) *capture->add_cost() = CostToProto(entry);
-  capture->set_schedule(summary.schedule);
-  capture->set_max_lanes(summary.max_lanes);
-  std::vector<ScheduleChoice> schedules = summary.schedules;
-  std::sort(schedules.begin(), schedules.end(),
-            [](const auto& a, const auto& b) { return a.key < b.key; });
-  for (const ScheduleChoice& choice : schedules) *capture->add_schedules() = ScheduleToProto(choice);
-  if (summary.precision != ModelPrecision::kFp32) {
-    capture->set_precision(ModelPrecisionName(summary.precision));
-  }
-  return config;
-}
 
 inference::CaptureSchedule ScheduleToProto(const ScheduleChoice& choice) {
   inference::CaptureSchedule schedule;

@@ -1,13 +1,13 @@
 #pragma once
-// The model repository entry graphserve-capture prepare writes, in the layout
-// the server reads:
+// The model repository entry graphserve-capture prepare writes (its config
+// is the one the server's load completed, capture_cli/prepare.h), in the
+// layout the server reads:
 //   <repo>/<model>/config.pbtxt       the model config (proto/model_config.proto,
 //                                     protobuf text format)
 //   <repo>/<model>/<version>/model.onnx
 // No GPU needed: unit-tested in CI.
 
 #include <cstdint>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -15,8 +15,6 @@
 #include "absl/status/statusor.h"
 #include "common/graph_key.h"
 #include "proto/model_config.pb.h"
-#include "runtime/bound_graph.h"
-#include "runtime/passes/precision.h"
 #include "runtime/schedule.h"
 
 namespace graphserve {
@@ -28,32 +26,6 @@ struct CaptureCostEntry {
   GraphKey key;
   double eager_us = 0;  // median wall time of an eager run, all rows, copies included
   double graph_us = 0;  // median wall time of a replay, all rows, copies included
-};
-
-// What a capture decided and measured.
-struct CaptureSummary {
-  // Directory name of the model in the repository, and the name clients use.
-  std::string model_name;
-  int num_streams = 1;
-  // Captured sizes (any order; written ascending).
-  std::vector<int64_t> batch_sizes;
-  // One entry per captured size, or empty when not measured.
-  std::vector<CaptureCostEntry> costs;
-  // The largest request the server accepts (it splits requests above the
-  // largest captured size). 0: the largest captured size.
-  int64_t max_batch_size = 0;
-  // The schedule requested ("auto", "single", "wavefront", "asap") and the
-  // lane limit, and what each size runs (one entry per size, or empty).
-  std::string schedule = "auto";
-  int max_lanes = 4;
-  std::vector<ScheduleChoice> schedules;
-  // What the model was imported and captured in: written as
-  // capture.precision unless it is the default, fp32.
-  ModelPrecision precision = ModelPrecision::kFp32;
-  // The inputs and outputs the model file types STRING, which the graph
-  // holds as numbers (Note [Strings at the model's edges] in runtime/ir.h):
-  // written TYPE_STRING, what clients send and receive.
-  std::set<std::string> string_tensors;
 };
 
 // Writes a tensor's row dims (the batch dimension left out) into a config
@@ -75,12 +47,6 @@ inference::CaptureSchedule ScheduleToProto(const ScheduleChoice& choice);
 
 // `entry` as config.pbtxt's capture.cost holds it.
 inference::CaptureCost CostToProto(const CaptureCostEntry& entry);
-
-// The config for `graph` (bound at any batch size: the batch dimension is
-// left out of the dims). InvalidArgument for a dtype the protocol cannot name
-// or a max_batch_size below the largest captured size.
-absl::StatusOr<inference::ModelConfig> MakeModelConfig(const BoundGraph& graph,
-                                                       const CaptureSummary& summary);
 
 // The config as config.pbtxt text, under a comment saying who wrote it.
 std::string ModelConfigText(const inference::ModelConfig& config);

@@ -7,8 +7,8 @@
 #include "capture/model_config_writer.h"
 #include "common/status.h"
 #include "examples/example_models.h"
-#include "runtime/bind.h"
 #include "runtime/onnx_import.h"
+#include "server/triton_config.h"
 
 namespace graphserve {
 
@@ -21,16 +21,13 @@ absl::Status WriteDemoRepository(const std::string& dir, const DemoRepositoryOpt
   RETURN_IF_ERROR(WriteExampleModels(scratch.string(), &model_files));
   for (const std::string& model_file : model_files) {
     const std::string name = std::filesystem::path(model_file).stem().string();
-    ASSIGN_OR_RETURN(const Model model, ImportOnnxFile(model_file));
-    BindOptions bind;
-    bind.batch_size = 1;
-    ASSIGN_OR_RETURN(const BoundGraph graph, BindModel(model, bind));
-    CaptureSummary summary;
-    summary.model_name = name;
-    summary.num_streams = options.num_streams;
-    summary.batch_sizes = options.batch_sizes;
-    summary.max_batch_size = options.max_batch_size;
-    ASSIGN_OR_RETURN(const inference::ModelConfig config, MakeModelConfig(graph, summary));
+    ASSIGN_OR_RETURN(Model model, ImportOnnxFile(model_file));
+    inference::ModelConfig config;
+    config.set_name(name);
+    config.set_max_batch_size(static_cast<int32_t>(options.max_batch_size));
+    RETURN_IF_ERROR(DeclareConfigFromModel(&model, &config));
+    for (int64_t size : options.batch_sizes) config.mutable_capture()->add_batch_sizes(size);
+    config.mutable_capture()->set_streams(options.num_streams);
     const std::string model_dir = (std::filesystem::path(dir) / name).string();
     RETURN_IF_ERROR(WriteModelDirectory(model_dir, model_file, config));
     if (written != nullptr) written->push_back(model_dir);
