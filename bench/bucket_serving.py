@@ -21,6 +21,9 @@ Issue 29's evidence, one run on one machine (gpu_check.sh BUNDLE buckets):
     against float64 beside the hand-written grid config; GPT-2 served
     without a batch dim (--max-batch-size 0: each request alone, its dim 0
     and its sequence both bucketed), checked the same way;
+  * part fine_grid: BERT at the 15 buckets with the fewest padded positions for
+    the mix (best_grid) and 512, every size at each, beside the 5-bucket grid and one
+    bucket per length;
   * the batch planner with each bucket's own launch costs against the same
     plans made from the largest bucket's costs (what it did before it took
     graph keys), both given in the config, in the order own, largest,
@@ -63,6 +66,31 @@ def mix_lengths(mix, count, seed):
     lengths = np.clip(lengths, 1, longest)
     lengths = np.ceil(lengths / multiple) * multiple
     return np.minimum(lengths, longest).astype(np.int64)
+
+
+def best_grid(lengths, count):
+    """The `count` buckets with the fewest padded positions for `lengths`
+    (each bucket ends at one of them; core_bench's BestGrid, in Python)."""
+    values, counts = np.unique(lengths, return_counts=True)
+    below = np.concatenate([[0], np.cumsum(counts)])  # lengths <= values[i-1]
+    m = len(values)
+    inf = float("inf")
+    cost = [[inf] * m for _ in range(count + 1)]
+    back = [[-1] * m for _ in range(count + 1)]
+    for i in range(m):
+        cost[1][i] = values[i] * below[i + 1]
+    for k in range(2, count + 1):
+        for i in range(m):
+            for j in range(i):
+                c = cost[k - 1][j] + values[i] * (below[i + 1] - below[j + 1])
+                if c < cost[k][i]:
+                    cost[k][i], back[k][i] = c, j
+    k = min(count, m)
+    grid, i = [], m - 1
+    while k >= 1 and i >= 0:
+        grid.append(int(values[i]))
+        i, k = back[k][i], k - 1
+    return sorted(grid)
 
 
 def config_text(name, inputs, outputs, buckets, sizes, streams, shape_dims, padding=None,
@@ -421,6 +449,20 @@ def main():
             run["plans"] = plans
             report["planner_costs"].append(run)
             save()
+    if "fine_grid" in parts:
+        # The 15 buckets with the fewest padded positions for the mix's lengths
+        # (a length histogram as the server records it) and the mix's longest,
+        # 512 (core_bench draws its own requests), every size at each.
+        fine = sorted(set(best_grid(lengths, 15)) | {GRID[-1]})
+        report["bert_fine_grid"] = core_bench(args, bert_repo("fine_grid", fine, SIZES), "bert",
+                                              args.mix, args.milliseconds)
+        report["bert_fine_grid"]["grid"] = fine
+        save()
+        # The same buckets with per_length's sizes and one stream.
+        report["bert_fine_grid_1_stream"] = core_bench(
+            args, bert_repo("fine_grid_1_stream", fine, PER_LENGTH_SIZES, streams=1), "bert",
+            args.mix, args.milliseconds)
+        save()
     if "pad512" in parts:
         report["bert_pad512"] = core_bench(args, bert_repo("pad512", [512], SIZES), "bert",
                                            args.mix, args.milliseconds)
