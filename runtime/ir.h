@@ -171,10 +171,10 @@ struct PassedString {
 // model with shape dims whose batch is always 1. What the buckets cannot
 // give is Triton's any extent at all: extents past the largest bucket, and
 // for a model that sees its padding the extents between buckets, are refused
-// naming the buckets (a config's capture.buckets widens them). Running those
-// eagerly at their exact shapes would be a second path (binding, planning
-// and memory on the request path, for the host and the GPU), which batching
-// models with shape dims would want as much; it is not built. On the GPU a
+// naming the buckets (a config's capture.buckets widens them), unless the
+// config's capture.eager_extents lets them run eagerly at their own extents
+// (Note [Eager fallback] in server/eager_fallback.h), as for any model with
+// shape dims. On the GPU a
 // graph's tensors are then whole rows of any dims, not rows along a leading
 // batch (CheckBatchLeading in capture/graph_set.cc).
 

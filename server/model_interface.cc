@@ -11,6 +11,7 @@
 #include "common/status.h"
 #include "proto/config_dtype.h"
 #include "server/bytes_tensor.h"
+#include "server/row_shape.h"
 
 namespace graphserve {
 
@@ -370,6 +371,15 @@ std::string ClientShapeString(const TensorSpec& spec, bool batching) {
   Dims shape = {-1};
   shape.insert(shape.end(), spec.dims.begin(), spec.dims.end());
   return DimsToString(shape);
+}
+
+std::optional<size_t> BucketTaking(const ModelInterface& model,
+                                   const std::vector<int64_t>& extents) {
+  for (size_t b = 0; b < model.buckets.size(); ++b) {
+    const std::vector<int64_t>& bucket = model.buckets[b];
+    if (model.pads_to_bucket ? BucketHolds(bucket, extents) : bucket == extents) return b;
+  }
+  return std::nullopt;
 }
 
 }  // namespace graphserve

@@ -100,11 +100,22 @@ struct ModelInterface {
   // Whether a request may be shorter than its bucket (padded into it, its
   // outputs sliced back); false: its extents must be a bucket's.
   bool pads_to_bucket = false;
+  // Per shape dim: the largest extent a request that no bucket holds may
+  // bring, run eagerly at its own extents (config.pbtxt's
+  // capture.eager_extents; Note [Eager fallback] in server/eager_fallback.h).
+  // Empty: such requests are refused.
+  std::vector<int64_t> eager_extents;
 
   // This interface with every shape dim at `extents`: what a request of
   // those extents sends and receives.
   [[nodiscard]] ModelInterface At(const std::vector<int64_t>& extents) const;
 };
+
+// The index in `model.buckets` (smallest first) of the first bucket that
+// takes a request of `extents`: one that holds them, or for a model that does
+// not pad into its buckets, one that is them; nullopt when none does.
+std::optional<size_t> BucketTaking(const ModelInterface& model,
+                                   const std::vector<int64_t>& extents);
 
 // The interface config.pbtxt declares (max_batch_size 0: not batching, one row
 // of the full dims). A TYPE_STRING tensor is kText, its dtype unset until

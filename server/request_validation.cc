@@ -645,6 +645,7 @@ absl::StatusOr<std::vector<int64_t>> RequestExtents(const inference::ModelInferR
   for (const std::vector<int64_t>& bucket : model.buckets) {
     for (size_t s = 0; s < bucket.size(); ++s) largest[s] = std::max(largest[s], bucket[s]);
   }
+  if (!model.eager_extents.empty()) largest = model.eager_extents;  // Note [Eager fallback]
   std::vector<const TensorSpec*> given_by(extents.size(), nullptr);
   const int batch_dims = model.batching ? 1 : 0;
   for (const InputTensor& tensor : request.inputs()) {
@@ -675,14 +676,8 @@ absl::StatusOr<std::vector<int64_t>> RequestExtents(const inference::ModelInferR
       given_by[s] = &*spec;
     }
   }
-  const auto holds = [&](const std::vector<int64_t>& bucket) {
-    if (!model.pads_to_bucket) return bucket == extents;
-    for (size_t s = 0; s < bucket.size(); ++s) {
-      if (bucket[s] < extents[s]) return false;
-    }
-    return true;
-  };
-  if (std::none_of(model.buckets.begin(), model.buckets.end(), holds)) {
+  if (!model.eager_extents.empty()) return extents;  // run eagerly if no bucket takes them
+  if (!BucketTaking(model, extents).has_value()) {
     std::vector<std::string> buckets;
     for (const std::vector<int64_t>& bucket : model.buckets) {
       buckets.push_back(absl::StrCat("[", absl::StrJoin(bucket, ","), "]"));

@@ -33,6 +33,7 @@
 #include "runtime/passes/precision.h"
 #include "server/classification.h"
 #include "server/config_validation.h"
+#include "server/eager_fallback.h"
 #include "server/graph_set_runner.h"
 #include "server/host_runner.h"
 #include "server/injected_cuda_fault.h"
@@ -456,15 +457,6 @@ absl::StatusOr<ExecutorFactory> CheckExecutors(const inference::ModelConfig& con
       });
 }
 
-// The index in interface.buckets (smallest first) of the first that holds
-// `shape`'s extents; validation let in only requests some bucket holds.
-size_t SmallestBucketHolding(const ModelInterface& interface, const RowShape& shape) {
-  for (size_t b = 0; b < interface.buckets.size(); ++b) {
-    if (BucketHolds(interface.buckets[b], shape.extents)) return b;
-  }
-  return interface.buckets.size() - 1;
-}
-
 // The request's extent along the model's one shape dim, for the live length
 // histogram; 0 (none) for a model with no shape dims or two (Note [Live
 // length histogram] in server/model_counters.h).
@@ -832,9 +824,15 @@ absl::StatusOr<std::unique_ptr<ServedModel>> ServedModel::Load(const RepositoryM
   summary.load_phases = phases.Text();
   spdlog::info("model '{}' loaded in {:.1f} s: {}", entry.name, summary.load_ms / 1e3,
                summary.load_phases);
-  return std::unique_ptr<ServedModel>(new ServedModel(std::move(declared), version.version,
+  const bool eager = !declared.eager_extents.empty();
+  std::unique_ptr<ServedModel> served(new ServedModel(std::move(declared), version.version,
                                                       std::move(config), std::move(counters),
                                                       std::move(pool), std::move(summary)));
+  if (eager) {
+    served->eager_ = std::make_unique<EagerFallback>(
+        std::make_shared<const Model>(std::move(model)), check_executors);
+  }
+  return served;
 }
 
 ServedModel::ServedModel(ModelInterface interface, int64_t version, inference::ModelConfig config,
@@ -848,6 +846,8 @@ ServedModel::ServedModel(ModelInterface interface, int64_t version, inference::M
       summary_(std::move(summary)),
       counters_(std::move(counters)),
       pool_(std::move(pool)) {}
+
+ServedModel::~ServedModel() = default;
 
 std::unique_ptr<ServedModel> ServedModel::FromPipeline(ModelInterface interface, int64_t version,
                                                        inference::ModelConfig config,
@@ -914,6 +914,10 @@ void ServedModel::Infer(const inference::ModelInferRequest* request,
     done(queue_options.status());
     return;
   }
+  if (eager_ != nullptr && !BucketTaking(interface_, validated->extents).has_value()) {
+    InferEagerly(*request, response, *validated, start, std::move(done), compute);
+    return;
+  }
   auto state = std::make_shared<RequestState>();
   state->validated = *std::move(validated);
   state->response = response;
@@ -932,7 +936,7 @@ void ServedModel::Infer(const inference::ModelInferRequest* request,
   rows->rows = state->validated.rows;
   if (!interface_.shape_dims.empty()) {
     auto shape = std::make_shared<RowShape>(RowShapeAt(interface_, state->validated.extents));
-    rows->bucket = SmallestBucketHolding(interface_, *shape);
+    rows->bucket = *BucketTaking(interface_, state->validated.extents);  // validation says so
     rows->shape = std::move(shape);
   }
   rows->inputs.assign(state->validated.inputs.begin(), state->validated.inputs.end());
@@ -952,6 +956,36 @@ void ServedModel::Infer(const inference::ModelInferRequest* request,
     counters_->RecordFailure(StatisticsNanos(Clock::now() - start), FailureReason::kRejected);
     if (preserve_ordering_) ordering_.Finish(state->sequence, [] {});
     state->done(submitted);
+  }
+}
+
+void ServedModel::InferEagerly(const inference::ModelInferRequest& request,
+                               inference::ModelInferResponse* response,
+                               const ValidatedRequest& validated, Clock::time_point start,
+                               std::function<void(const absl::Status&)> done,
+                               ChunkTiming* compute) {
+  counters_->RequestAccepted();
+  const std::vector<std::byte*> outputs =
+      PrepareInferResponse(request, interface_, version_text_, validated, response);
+  ChunkTiming timing;
+  absl::Status status = eager_->Run(interface_, validated, outputs, &timing);
+  if (status.ok()) status = FinishOutputs(interface_, validated, response);
+  const uint64_t elapsed = StatisticsNanos(Clock::now() - start);
+  if (compute != nullptr) *compute = timing;
+  if (status.ok()) {
+    counters_->RecordSuccess(validated.rows, CountedLength(validated), elapsed, /*queue_ns=*/0,
+                             timing, /*split=*/false);
+  } else {
+    status = absl::Status(status.code(), absl::StrCat("model '", name(), "': ", status.message()));
+    spdlog::warn("{}", status.ToString());
+    counters_->RecordFailure(elapsed, FailureReason::kBackend);
+  }
+  counters_->RequestAnswered();
+  if (preserve_ordering_) {
+    // Not before the requests accepted ahead of it.
+    ordering_.Finish(ordering_.Accept(), [done = std::move(done), status] { done(status); });
+  } else {
+    done(status);
   }
 }
 

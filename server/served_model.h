@@ -41,6 +41,8 @@
 
 namespace graphserve {
 
+class EagerFallback;      // server/eager_fallback.h
+struct ValidatedRequest;  // server/request_validation.h
 class GraphSet;        // capture/graph_set.h
 struct CaptureProgress;  // capture/graph_set.h
 class GraphSetRunner;  // server/graph_set_runner.h
@@ -190,6 +192,8 @@ class ServedModel {
                                                    std::unique_ptr<ModelPipeline> pipeline,
                                                    ModelLoadSummary summary);
 
+  ~ServedModel();
+
   // Runs one request. `done` is called exactly once with the status the RPC
   // ends with: inline when the request is refused (bad input, full queue),
   // otherwise on a stream worker after the request's last rows ran or were
@@ -247,6 +251,12 @@ class ServedModel {
   ServedModel(ModelInterface interface, int64_t version, inference::ModelConfig config,
               std::unique_ptr<ModelCounters> counters, std::unique_ptr<StreamPool> pool,
               ModelLoadSummary summary);
+  // Runs a request no shape bucket takes (Note [Eager fallback] in
+  // server/eager_fallback.h) on the calling thread and answers it.
+  void InferEagerly(const inference::ModelInferRequest& request,
+                    inference::ModelInferResponse* response, const ValidatedRequest& validated,
+                    std::chrono::steady_clock::time_point start,
+                    std::function<void(const absl::Status&)> done, ChunkTiming* compute);
   // One segment of the request's rows ended; the last one answers it.
   void FinishSegment(const std::shared_ptr<RequestState>& state, int64_t rows,
                      const absl::Status& status, StreamPool::Clock::duration queued,
@@ -267,6 +277,9 @@ class ServedModel {
   [[nodiscard]] const GraphSetRunner* graph_runner() const;
   // Declared after the counters it records into, so destroyed before them.
   std::unique_ptr<ModelPipeline> pipeline_;
+  // Set when config.pbtxt's capture.eager_extents lets requests no bucket
+  // takes run eagerly.
+  std::unique_ptr<EagerFallback> eager_;
 };
 
 }  // namespace graphserve

@@ -71,6 +71,48 @@ absl::StatusOr<std::vector<int64_t>> ConfigExtents(const Model& model,
 
 // The capture section's buckets, completed with the config's fixed extents,
 // in `names` order, smallest first.
+constexpr int64_t kMaxExtent = int64_t{1} << 24;
+
+// capture.eager_extents per shape dim of `names` (a dim the config fixes at
+// its extent); empty when the config gives none.
+absl::StatusOr<std::vector<int64_t>> EagerExtentsFromCapture(
+    const inference::ModelCapture& capture, const std::vector<std::string>& names,
+    const std::vector<int64_t>& given, const std::vector<std::vector<int64_t>>& buckets) {
+  if (capture.eager_extents().empty()) return std::vector<int64_t>{};
+  std::vector<std::string> order(capture.shape_dims().begin(), capture.shape_dims().end());
+  if (order.empty()) {
+    for (size_t s = 0; s < names.size(); ++s) {
+      if (given[s] == -1) order.push_back(names[s]);
+    }
+  }
+  if (static_cast<size_t>(capture.eager_extents_size()) != order.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "config.pbtxt capture.eager_extents gives ", capture.eager_extents_size(),
+        " extents; it takes one for each of the dims [", absl::StrJoin(order, ", "), "]"));
+  }
+  std::vector<int64_t> limits = given;
+  for (size_t k = 0; k < order.size(); ++k) {
+    const size_t s =
+        static_cast<size_t>(std::find(names.begin(), names.end(), order[k]) - names.begin());
+    if (s == names.size() || given[s] != -1) {
+      return absl::InvalidArgumentError(absl::StrCat("config.pbtxt capture.shape_dims names '",
+                                                     order[k],
+                                                     "', which is not a dim config.pbtxt gives "
+                                                     "as -1"));
+    }
+    int64_t largest = 0;
+    for (const std::vector<int64_t>& bucket : buckets) largest = std::max(largest, bucket[s]);
+    const int64_t limit = capture.eager_extents(static_cast<int>(k));
+    if (limit < largest || limit > kMaxExtent) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "config.pbtxt capture.eager_extents gives ", limit, " for dim '", order[k],
+          "'; it takes from the largest bucket's extent, ", largest, ", to ", kMaxExtent));
+    }
+    limits[s] = limit;
+  }
+  return limits;
+}
+
 absl::StatusOr<std::vector<std::vector<int64_t>>> BucketsFromCapture(
     const inference::ModelCapture& capture, const std::vector<std::string>& names,
     const std::vector<int64_t>& given) {
@@ -110,7 +152,6 @@ absl::StatusOr<std::vector<std::vector<int64_t>>> BucketsFromCapture(
         "config.pbtxt capture.shape_dims must list the dims config.pbtxt gives as -1 (",
         absl::StrJoin(open, ", "), "), in the order bucket extents give them; e.g. ", example));
   }
-  constexpr int64_t kMaxExtent = int64_t{1} << 24;
   std::vector<std::vector<int64_t>> buckets;
   for (int b = 0; b < capture.buckets_size(); ++b) {
     const auto& extents = capture.buckets(b).extents();
@@ -360,6 +401,8 @@ absl::StatusOr<std::vector<std::vector<int64_t>>> AttachShapeBuckets(
   std::vector<std::vector<int64_t>> buckets = {given};  // fixed by config.pbtxt
   if (open) {
     ASSIGN_OR_RETURN(buckets, BucketsFromCapture(capture, names, given));
+    ASSIGN_OR_RETURN(interface->eager_extents,
+                     EagerExtentsFromCapture(capture, names, given, buckets));
     interface->shape_dims = names;
     interface->buckets = buckets;
   } else if (!HasOpenDim(*interface)) {

@@ -43,7 +43,9 @@ namespace graphserve {
 // and padded into the bucket, and the outputs on its real positions must
 // agree within float rounding (CheckPaddingExact). A model that fails, and
 // any with `shape_padding: "exact"`, serves requests whose extents are a
-// bucket's only; other extents are refused naming the buckets. An output
+// bucket's only; other extents are refused naming the buckets, or run
+// eagerly at their own extents within capture.eager_extents (Note [Eager
+// fallback] in server/eager_fallback.h). An output
 // dim that is neither fixed nor one shape dim's extent (an image model's
 // H/32 feature map) cannot be sliced, and such a model is refused.
 //

@@ -16,6 +16,7 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::IsEmpty;
 
 inference::ModelConfig Parse(const std::string& text) {
   inference::ModelConfig config;
@@ -65,6 +66,25 @@ TEST(ShapeBucketsTest, CaptureBucketsAreSortedAndAttachedToEveryTensor) {
   EXPECT_EQ(rows.outputs[0].bytes, 5 * 16 * sizeof(float));
 }
 
+// Note [Eager fallback]: the eager limits per shape dim, in the order the
+// config's shape_dims name them, or the open dims' when it names none.
+TEST(ShapeBucketsTest, EagerExtentsBoundEachShapeDim) {
+  const Model model = Import(MakeMaskedSequenceModel());
+  for (const char* text : {R"pb(capture { eager_extents: 600 })pb",
+                           R"pb(capture {
+                                  shape_dims: "sequence"
+                                  buckets { extents: 512 }
+                                  eager_extents: 600
+                                })pb"}) {
+    ModelInterface interface = MaskedInterface();
+    ASSERT_TRUE(AttachShapeBuckets(model, Parse(text).capture(), &interface).ok()) << text;
+    EXPECT_THAT(interface.eager_extents, ElementsAre(600)) << text;
+  }
+  ModelInterface interface = MaskedInterface();
+  ASSERT_TRUE(AttachShapeBuckets(model, inference::ModelCapture(), &interface).ok());
+  EXPECT_THAT(interface.eager_extents, IsEmpty());
+}
+
 TEST(ShapeBucketsTest, NoBucketsListedGivesTheDefaults) {
   const Model model = Import(MakeMaskedSequenceModel());
   ModelInterface interface = MaskedInterface();
@@ -82,13 +102,34 @@ TEST(ShapeBucketsTest, BadCaptureSectionsAreRefusedNamingTheField) {
     const char* capture;
     const char* expected;
   } cases[] = {
-      {R"pb(capture { shape_dims: "height" buckets { extents: 8 } })pb",
+      {R"pb(capture {
+              shape_dims: "height"
+              buckets { extents: 8 }
+            })pb",
        "capture.shape_dims names 'height'"},
       {R"pb(capture { buckets { extents: 8 } })pb", "must list the dims config.pbtxt gives as -1"},
-      {R"pb(capture { shape_dims: "sequence" buckets { extents: 0 } })pb",
+      {R"pb(capture {
+              shape_dims: "sequence"
+              buckets { extents: 0 }
+            })pb",
        "capture.buckets[0] extents [0]"},
-      {R"pb(capture { shape_dims: "sequence" buckets { extents: 8 } buckets { extents: 8 } })pb",
+      {R"pb(capture {
+              shape_dims: "sequence"
+              buckets { extents: 8 }
+              buckets { extents: 8 }
+            })pb",
        "lists a bucket twice"},
+      {R"pb(capture {
+              shape_dims: "sequence"
+              buckets { extents: 64 }
+              eager_extents: 32
+            })pb",
+       "capture.eager_extents gives 32 for dim 'sequence'; it takes from the largest bucket's "
+       "extent, 64, to 16777216"},
+      {R"pb(capture { shape_dims: "height" eager_extents: 600 })pb",
+       "capture.shape_dims names 'height', which is not a dim"},
+      {R"pb(capture { eager_extents: [ 600, 600 ] })pb",
+       "capture.eager_extents gives 2 extents; it takes one for each of the dims [sequence]"},
   };
   for (const auto& c : cases) {
     ModelInterface interface = MaskedInterface();

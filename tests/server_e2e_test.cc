@@ -2000,6 +2000,66 @@ TEST(ServerWithShapeBuckets, PadsRequestsIntoBucketsWhereExactAndMergesLengths) 
   EXPECT_THAT(metadata.outputs(0).shape(), ::testing::ElementsAre(-1, -1, 16));
 }
 
+// Note [Eager fallback]: with capture.eager_extents, what no bucket takes
+// runs at its own extents: the masked model past its largest bucket, the
+// softmax (which sees its padding) between its buckets. Each answer is the
+// host reference's at the request's exact extents; past the eager extents a
+// request is refused naming them, and the eager runs count as successes.
+TEST(ServerWithShapeBuckets, RunsWhatNoBucketTakesEagerlyWithinEagerExtents) {
+  const std::string repository = WriteTestRepository("eager_fallback_repository");
+  const auto write_model = [&](const std::string& name, const onnx::ModelProto& model,
+                               bool masked) {
+    const std::filesystem::path dir = std::filesystem::path(repository) / name;
+    std::filesystem::create_directories(dir / "1");
+    std::ofstream(dir / "1" / "model.onnx", std::ios::binary) << model.SerializeAsString();
+    std::ofstream(dir / "config.pbtxt")
+        << absl::StrCat("name: \"", name, "\"\nplatform: \"onnxruntime_onnx\"\nmax_batch_size: 8\n",
+                        "input [{ name: \"x\" data_type: TYPE_FP32 dims: [ -1, 16 ] }",
+                        masked ? ", { name: \"mask\" data_type: TYPE_INT64 dims: [ -1 ] }" : "",
+                        "]\n", "output [{ name: \"y\" data_type: TYPE_FP32 dims: [ -1, 16 ] }]\n",
+                        "capture { batch_sizes: [ 1, 4 ] shape_dims: \"sequence\" ",
+                        "buckets { extents: 8 } buckets { extents: 32 } eager_extents: 48 }\n");
+  };
+  write_model("masked", MakeMaskedSequenceModel(), true);
+  write_model("softmax", MakeSequenceSoftmaxModel(), false);
+  std::unique_ptr<InferenceServer> server = StartServer(TestServerOptions(repository));
+  ASSERT_NE(server, nullptr);
+  auto stub = inference::GRPCInferenceService::NewStub(Connect(server->port()));
+  const auto infer = [&](const std::string& model, int64_t rows, int64_t length, uint64_t seed) {
+    std::unique_ptr<HostExecutor> reference = Reference(repository, model, rows, {length});
+    std::vector<HostTensor> inputs = RandomInputs(reference->graph(), seed);
+    if (inputs.size() > 1) {
+      std::fill_n(inputs[1].data<int64_t>(), inputs[1].num_elements(), int64_t{1});
+    }
+    grpc::ClientContext context;
+    inference::ModelInferResponse response;
+    const grpc::Status status =
+        stub->ModelInfer(&context, RawRequest(model, reference->graph(), inputs), &response);
+    const bool right = MatchesReference(status, response, *reference, inputs);
+    if (status.ok()) {
+      EXPECT_EQ(response.outputs(0).shape(1), length) << model << " " << length;
+    }
+    return std::make_pair(status, right);
+  };
+  const inference::ModelStatistics before = FetchStatistics(*stub, "masked");
+  for (const auto& [rows, length] :
+       std::vector<std::pair<int64_t, int64_t>>{{1, 40}, {3, 33}, {1, 40}, {2, 48}, {2, 20}}) {
+    const auto [status, right] = infer("masked", rows, length, 2000 + length);
+    EXPECT_TRUE(right) << rows << " rows of " << length << ": " << status.error_message();
+  }
+  const inference::ModelStatistics after = FetchStatistics(*stub, "masked");
+  EXPECT_EQ(after.inference_stats().success().count() - before.inference_stats().success().count(),
+            5u);
+  for (const auto& [rows, length] :
+       std::vector<std::pair<int64_t, int64_t>>{{2, 5}, {1, 20}, {4, 8}, {1, 40}, {1, 20}}) {
+    const auto [status, right] = infer("softmax", rows, length, 2100 + length);
+    EXPECT_TRUE(right) << rows << " rows of " << length << ": " << status.error_message();
+  }
+  const auto [too_long, unused] = infer("masked", 1, 49, 2200);
+  EXPECT_EQ(too_long.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(too_long.error_message(), HasSubstr("the model takes 1 to 48"));
+}
+
 // Note [Models without a batch dim]: max_batch_size 0 with dims [-1, -1, 16]
 // (Triton's non-batching model whose requests choose every dynamic dim):
 // dim 0 is a shape dim like the sequence, served at the default buckets

@@ -1,0 +1,85 @@
+#include "server/eager_fallback.h"
+
+#include <chrono>
+#include <cstring>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status.h"
+#include "runtime/bind.h"
+
+namespace graphserve {
+
+using Clock = std::chrono::steady_clock;
+
+EagerFallback::EagerFallback(std::shared_ptr<const Model> model, ExecutorFactory make_executor)
+    : model_(std::move(model)), make_executor_(std::move(make_executor)) {}
+
+absl::StatusOr<EagerFallback::Plan*> EagerFallback::PlanAt(const GraphKey& key) {
+  for (auto it = plans_.begin(); it != plans_.end(); ++it) {
+    if (it->key == key) {
+      plans_.splice(plans_.begin(), plans_, it);
+      return &plans_.front();
+    }
+  }
+  const auto context = [&](const absl::Status& status) {
+    return absl::Status(status.code(), absl::StrCat("running batch ", GraphKeyString(key),
+                                                    " eagerly (no bucket takes it): ",
+                                                    status.message()));
+  };
+  absl::StatusOr<BindOptions> options = BindOptionsAt(*model_, key);
+  if (!options.ok()) return context(options.status());
+  absl::StatusOr<BoundGraph> graph = BindModel(*model_, *options);
+  if (!graph.ok()) return context(graph.status());
+  absl::StatusOr<std::unique_ptr<Executor>> executor = make_executor_(*graph);
+  if (!executor.ok()) return context(executor.status());
+  if (plans_.size() == kPlansKept) plans_.pop_back();
+  plans_.push_front({.key = key, .graph = *std::move(graph), .executor = *std::move(executor)});
+  return &plans_.front();
+}
+
+absl::Status EagerFallback::Run(const ModelInterface& interface, const ValidatedRequest& request,
+                                const std::vector<std::byte*>& outputs, ChunkTiming* timing) {
+  if (request.device_inputs != 0 || request.device_outputs != 0) {
+    return absl::UnimplementedError(
+        "a request that no shape bucket takes runs eagerly from host memory: send its tensors "
+        "in the request or in system shared memory, not in CUDA shared memory");
+  }
+  const Clock::time_point start = Clock::now();
+  const GraphKey key{model_->batches ? request.rows : 1, request.extents};
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(Plan * plan, PlanAt(key));
+  std::vector<HostTensor> inputs;
+  inputs.reserve(plan->graph.inputs.size());
+  for (size_t i = 0; i < plan->graph.inputs.size(); ++i) {
+    const BoundValue& value = plan->graph.value(plan->graph.inputs[i]);
+    HostTensor& tensor = inputs.emplace_back(value.dtype, value.dims);
+    if (i >= request.inputs.size() || request.inputs[i] == nullptr) {
+      return absl::InternalError(absl::StrCat("input '", value.name, "' has no rows to run"));
+    }
+    std::memcpy(tensor.raw(), request.inputs[i], tensor.bytes());
+  }
+  timing->input_ns = NanosSince(start);
+  const Clock::time_point run_start = Clock::now();
+  ASSIGN_OR_RETURN(const std::vector<HostTensor> results, plan->executor->Run(inputs));
+  timing->infer_ns = NanosSince(run_start);
+  const Clock::time_point output_start = Clock::now();
+  const ModelInterface at = interface.At(request.extents);
+  for (size_t k = 0; k < results.size() && k < outputs.size(); ++k) {
+    if (outputs[k] == nullptr) continue;
+    Dims expected = at.outputs[k].dims;
+    if (interface.batching) expected.insert(expected.begin(), request.rows);
+    // Elements, not dims: a config's reshape gives the model other dims.
+    if (NumElements(results[k].dims()) != NumElements(expected)) {
+      return absl::InternalError(absl::StrCat(
+          "output '", at.outputs[k].name, "' ran eagerly as [", absl::StrJoin(results[k].dims(), ","),
+          "], but the request's extents give [", absl::StrJoin(expected, ","), "]"));
+    }
+    std::memcpy(outputs[k], results[k].raw(), results[k].bytes());
+  }
+  timing->output_ns = NanosSince(output_start);
+  return absl::OkStatus();
+}
+
+}  // namespace graphserve
