@@ -526,7 +526,7 @@ constexpr char kPrepareUsage[] =
     "graphserve-capture prepare --model model.onnx --out REPO/MODEL [--streams M]\n"
     "    (--batch-sizes 1,8,64 | --history FILE --num-sizes N) [--max-batch-size X]\n"
     "    [--buckets 64,128,512 | --buckets 480x640,736x1280] [--pad INPUT=VALUE,...]\n"
-    "    [--shape-padding checked|exact]\n"
+    "    [--shape-padding checked|exact] [--eager-extents 1024 | 1280x1280]\n"
     "    [--schedule auto|single|wavefront|asap] [--max-lanes L]\n"
     "    [--precision fp32|tf32|fp16|bf16|auto]\n"
     "\n"
@@ -548,7 +548,9 @@ constexpr char kPrepareUsage[] =
     "(--shape-padding checked, the default), else only at a bucket's exact extents.\n"
     "--max-batch-size 0 serves the model without a batch dim, as Triton does: every\n"
     "dynamic dim, the first included, is a bucketed dim, and each request runs alone\n"
-    "(give no batch sizes then).\n"
+    "(give no batch sizes then). A request that no bucket takes is refused naming the\n"
+    "buckets, or with --eager-extents (one limit per such dim) runs eagerly at its own\n"
+    "extents, kernel by kernel, when each is within the limit.\n"
     "\n"
     "Independent branches of the model run on up to L streams inside each graph;\n"
     "--schedule auto (the default) times the schedules that differ at each graph and\n"
@@ -602,6 +604,7 @@ int RunPrepare(const std::vector<std::string>& args, std::ostream& out, std::ost
   std::string precision;
   std::string buckets;
   std::string padding;
+  std::string eager_extents;
   CommandLine command_line(kPrepareUsage);
   command_line.AddString("model", &options.model_path, "ONNX model file (required).");
   command_line.AddString("out", &options.out_dir,
@@ -620,6 +623,10 @@ int RunPrepare(const std::vector<std::string>& args, std::ostream& out, std::ost
   command_line.AddString("buckets", &buckets,
                          "Shape buckets to capture every size at: comma-separated, each one "
                          "extent per dim a request chooses, joined by x (128 or 480x640).");
+  command_line.AddString("eager-extents", &eager_extents,
+                         "Largest extents, one per dim a request chooses, joined by x, of a "
+                         "request no bucket takes that runs eagerly at its own extents; without: "
+                         "such requests are refused.");
   command_line.AddString("pad", &padding,
                          "What padded positions of an input hold: INPUT=VALUE, comma-separated "
                          "(0 for an input not named).");
@@ -695,6 +702,15 @@ int RunPrepare(const std::vector<std::string>& args, std::ostream& out, std::ost
     if (!parsed.ok())
       return Usage(err, absl::StrCat("prepare: --buckets: ", parsed.status().message()));
     options.buckets = *std::move(parsed);
+  }
+  if (!eager_extents.empty()) {
+    absl::StatusOr<std::vector<std::vector<int64_t>>> parsed = ParseBuckets(eager_extents);
+    if (!parsed.ok() || parsed->size() != 1) {
+      return Usage(err, absl::StrCat("prepare: --eager-extents: give one extent per dim joined "
+                                     "by x, e.g. 1024 or 1280x1280, not '",
+                                     eager_extents.substr(0, 32), "'"));
+    }
+    options.eager_extents = parsed->front();
   }
   if (!padding.empty()) {
     absl::StatusOr<std::vector<std::pair<std::string, double>>> parsed = ParsePadding(padding);

@@ -186,6 +186,18 @@ absl::StatusOr<inference::ModelConfig> PrepareConfig(const PrepareOptions& optio
       for (int64_t extent : bucket) extents->add_extents(extent);
     }
   }
+  if (!options.eager_extents.empty()) {
+    if (options.eager_extents.size() != names.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--eager-extents gives ", options.eager_extents.size(),
+                       " extents; the model's shape dims are [", absl::StrJoin(names, ", "),
+                       "]: give one for each, joined by x"));
+    }
+    if (capture->shape_dims().empty()) {
+      for (const std::string& name : names) capture->add_shape_dims(name);
+    }
+    for (int64_t extent : options.eager_extents) capture->add_eager_extents(extent);
+  }
   for (const auto& [input, value] : options.padding) {
     inference::CapturePadding* padding = capture->add_padding();
     padding->set_input(input);

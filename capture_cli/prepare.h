@@ -52,6 +52,11 @@ struct PrepareOptions {
   // [Shape buckets] in server/shape_buckets.h). Refused for a model without
   // shape dims.
   std::vector<std::vector<int64_t>> buckets;
+  // capture.eager_extents: the largest extents, one per shape dim (the
+  // buckets' order), a request no bucket takes may bring to run eagerly at
+  // its own extents (Note [Eager fallback] in server/eager_fallback.h).
+  // Empty: such requests are refused.
+  std::vector<int64_t> eager_extents;
   // What an input's padded positions hold (capture.padding), by input name.
   std::vector<std::pair<std::string, double>> padding;
   // capture.shape_padding: "checked" (empty, the default) or "exact".

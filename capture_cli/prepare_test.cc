@@ -105,6 +105,7 @@ TEST(PrepareConfigTest, WritesBucketsAndPadding) {
   options.buckets = {{32}, {128}};
   options.padding = {{"mask", 0}, {"x", 0.5}};
   options.shape_padding = "exact";
+  options.eager_extents = {600};
   absl::StatusOr<inference::ModelConfig> config = PrepareConfig(options, {1, 4}, &model);
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->input(0).dims(0), -1);
@@ -120,6 +121,7 @@ TEST(PrepareConfigTest, WritesBucketsAndPadding) {
                                               padding { input: "mask" value: 0 }
                                               padding { input: "x" value: 0.5 }
                                               shape_padding: "exact"
+                                              eager_extents: 600
                                             })pb")
                                               .capture()));
 }
