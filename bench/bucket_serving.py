@@ -21,6 +21,9 @@ Issue 29's evidence, one run on one machine (gpu_check.sh BUNDLE buckets):
     against float64 beside the hand-written grid config; GPT-2 served
     without a batch dim (--max-batch-size 0: each request alone, its dim 0
     and its sequence both bucketed), checked the same way;
+  * part eager: capture.eager_extents, what no bucket takes run at its own
+    extents: ResNet-50 asked for 288 x 288 between its exact sizes, BERT's
+    tail past its largest bucket, checked against float64;
   * part fine_grid: BERT at the 15 buckets with the fewest padded positions for
     the mix (best_grid) and 512, every size at each, beside the 5-bucket grid and one
     bucket per length;
@@ -94,7 +97,7 @@ def best_grid(lengths, count):
 
 
 def config_text(name, inputs, outputs, buckets, sizes, streams, shape_dims, padding=None,
-                batching=True):
+                batching=True, eager_extents=None):
     def tensors(items):
         return ", ".join(f'{{ name: "{n}" data_type: {t} dims: [ {", ".join(map(str, d))} ] }}'
                          for n, t, d in items)
@@ -107,7 +110,9 @@ def config_text(name, inputs, outputs, buckets, sizes, streams, shape_dims, padd
         lines.append("dynamic_batching { max_queue_delay_microseconds: 200 }")
     lines.append(f"capture {{ batch_sizes: [ {', '.join(map(str, sizes))} ] streams: {streams} "
                  f"{dims_text} {bucket_text}"
-                 + (f' shape_padding: "{padding}"' if padding else "") + " }")
+                 + (f' shape_padding: "{padding}"' if padding else "")
+                 + (f" eager_extents: [ {', '.join(map(str, eager_extents))} ]"
+                    if eager_extents else "") + " }")
     return "\n".join(lines) + "\n"
 
 
@@ -334,6 +339,52 @@ def prepared_repositories(args, bert, bert_path):
     return result
 
 
+def eager_fallback(args, bert, bert_path, text_io):
+    """Part eager: what no bucket takes, run at its own extents (capture.eager_extents).
+    ResNet-50 at exact image sizes 224 and 320 (its padding changes the answer)
+    asked for 288 x 288; BERT at buckets up to 256 over the mix, whose tail
+    reaches 512. Answers against float64."""
+    import torchvision
+    result = {}
+    torch.manual_seed(0)
+    resnet = torchvision.models.resnet50(weights=None).eval()
+    path = os.path.join(args.work, "resnet50_hw.onnx")
+    if not os.path.exists(path):
+        with torch.no_grad():
+            torch.onnx.export(resnet, (torch.randn(2, 3, 224, 224),), path, input_names=["x"],
+                              output_names=["y"], opset_version=17, dynamo=False,
+                              dynamic_axes={"x": {0: "batch", 2: "height", 3: "width"},
+                                            "y": {0: "batch"}})
+    root = write_repo(os.path.join(args.work, "repo_vision_eager"), "resnet50", path,
+                      config_text("resnet50", [("x", "TYPE_FP32", [3, -1, -1])],
+                                  [("y", "TYPE_FP32", [1000])], [[224, 224], [320, 320]],
+                                  [1, 4], 1, ["height", "width"], eager_extents=[400, 400]))
+    resnet64 = resnet.double().cuda()
+
+    def reference(arrays):
+        with torch.no_grad():
+            return resnet64(torch.from_numpy(arrays["x"]).double().cuda()).cpu().numpy()
+    for size in (288, 224):
+        dump = os.path.join(args.work, f"dump_vision_eager_{size}")
+        run = core_bench(args, root, "resnet50", f"lognormal:{size},0,{size}", 1000, dump=dump,
+                         dump_count=2)
+        run["check"] = compare_dumps(dump, reference, 2)
+        log("  f64 ->", size, run["check"])
+        result[f"resnet50_{size}"] = run
+    root = write_repo(os.path.join(args.work, "repo_bert_eager"), "bert", bert_path,
+                      config_text("bert", *text_io, [[b] for b in GRID[:-1]], SIZES, 2,
+                                  ["sequence"], eager_extents=[GRID[-1]]))
+    dump = os.path.join(args.work, "dump_bert_eager")
+    run = core_bench(args, root, "bert", args.mix, 3000, dump=dump, dump_count=400)
+    lengths = [np.load(f).shape[1] for f in glob.glob(os.path.join(dump, "*_input_ids.npy"))]
+    run["dumped_past_256"] = sum(1 for n in lengths if n > GRID[-2])
+    run["check"] = compare_dumps(dump, text_reference(bert, "text_mask"), 400)
+    log("  f64 ->", run["check"], "requests past 256 among those checked:",
+        run["dumped_past_256"])
+    result["bert"] = run
+    return result
+
+
 def build_text(name, kind, work):
     torch.manual_seed(0)
     model = model_zoo.MODELS[name]["build"]().eval()
@@ -425,6 +476,9 @@ def main():
             report["vision"][size] = run
             save()
 
+    if "eager" in parts:
+        report["eager_fallback"] = eager_fallback(args, bert, bert_path, text_io)
+        save()
     if "streams4" in parts:
         report["bert_4_streams"] = core_bench(args, bert_repo("streams4", GRID, SIZES, streams=4),
                                               "bert", args.mix, 2000)
