@@ -94,6 +94,9 @@ class ModelCounters {
 
   // One chunk launched (or failed), with where its time went.
   void RecordChunk(const ChunkRun& run, const ChunkTiming& timing);
+  // One request run eagerly at its own extents (Note [Eager fallback] in
+  // server/eager_fallback.h): an execution, no graph launched.
+  void RecordEagerExecution() { execution_count_.fetch_add(1, std::memory_order_relaxed); }
   // A request answered OK: its rows, its extent along the model's one shape
   // dim (`length`; 0 for a model without exactly one, which keeps no length
   // histogram: Note [Live length histogram]), its whole time, its longest

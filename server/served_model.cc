@@ -969,6 +969,7 @@ void ServedModel::InferEagerly(const inference::ModelInferRequest& request,
       PrepareInferResponse(request, interface_, version_text_, validated, response);
   ChunkTiming timing;
   absl::Status status = eager_->Run(interface_, validated, outputs, &timing);
+  counters_->RecordEagerExecution();
   if (status.ok()) status = FinishOutputs(interface_, validated, response);
   const uint64_t elapsed = StatisticsNanos(Clock::now() - start);
   if (compute != nullptr) *compute = timing;

@@ -2050,6 +2050,7 @@ TEST(ServerWithShapeBuckets, RunsWhatNoBucketTakesEagerlyWithinEagerExtents) {
   const inference::ModelStatistics after = FetchStatistics(*stub, "masked");
   EXPECT_EQ(after.inference_stats().success().count() - before.inference_stats().success().count(),
             5u);
+  EXPECT_EQ(after.execution_count() - before.execution_count(), 5u);
   for (const auto& [rows, length] :
        std::vector<std::pair<int64_t, int64_t>>{{2, 5}, {1, 20}, {4, 8}, {1, 40}, {1, 20}}) {
     const auto [status, right] = infer("softmax", rows, length, 2100 + length);
