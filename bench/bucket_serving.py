@@ -339,22 +339,28 @@ def prepared_repositories(args, bert, bert_path):
     return result
 
 
+def build_resnet_hw(work):
+    """torchvision's ResNet-50 (seeded random weights), exported by TorchScript
+    with its batch, height and width dynamic."""
+    import torchvision
+    torch.manual_seed(0)
+    resnet = torchvision.models.resnet50(weights=None).eval()
+    path = os.path.join(work, "resnet50_hw.onnx")
+    with torch.no_grad():
+        torch.onnx.export(resnet, (torch.randn(2, 3, 224, 224),), path, input_names=["x"],
+                          output_names=["y"], opset_version=17, dynamo=False,
+                          dynamic_axes={"x": {0: "batch", 2: "height", 3: "width"},
+                                        "y": {0: "batch"}})
+    return resnet, path
+
+
 def eager_fallback(args, bert, bert_path, text_io):
     """Part eager: what no bucket takes, run at its own extents (capture.eager_extents).
     ResNet-50 at exact image sizes 224 and 320 (its padding changes the answer)
     asked for 288 x 288; BERT at buckets up to 256 over the mix, whose tail
     reaches 512. Answers against float64."""
-    import torchvision
     result = {}
-    torch.manual_seed(0)
-    resnet = torchvision.models.resnet50(weights=None).eval()
-    path = os.path.join(args.work, "resnet50_hw.onnx")
-    if not os.path.exists(path):
-        with torch.no_grad():
-            torch.onnx.export(resnet, (torch.randn(2, 3, 224, 224),), path, input_names=["x"],
-                              output_names=["y"], opset_version=17, dynamo=False,
-                              dynamic_axes={"x": {0: "batch", 2: "height", 3: "width"},
-                                            "y": {0: "batch"}})
+    resnet, path = build_resnet_hw(args.work)
     root = write_repo(os.path.join(args.work, "repo_vision_eager"), "resnet50", path,
                       config_text("resnet50", [("x", "TYPE_FP32", [3, -1, -1])],
                                   [("y", "TYPE_FP32", [1000])], [[224, 224], [320, 320]],
@@ -447,15 +453,7 @@ def main():
         log("  f64 ->", report["gpt2_grid_check"])
         save()
     if "vision" in parts:
-        import torchvision
-        torch.manual_seed(0)
-        resnet = torchvision.models.resnet50(weights=None).eval()
-        path = os.path.join(args.work, "resnet50_hw.onnx")
-        with torch.no_grad():
-            torch.onnx.export(resnet, (torch.randn(2, 3, 224, 224),), path, input_names=["x"],
-                              output_names=["y"], opset_version=17, dynamo=False,
-                              dynamic_axes={"x": {0: "batch", 2: "height", 3: "width"},
-                                            "y": {0: "batch"}})
+        resnet, path = build_resnet_hw(args.work)
         root = write_repo(os.path.join(args.work, "repo_vision"), "resnet50", path,
                           config_text("resnet50", [("x", "TYPE_FP32", [3, -1, -1])],
                                       [("y", "TYPE_FP32", [1000])],

@@ -1858,6 +1858,50 @@ TEST(ServerWithShapeDims, ServesTheExtentTheConfigFixesOrTheDefaultBuckets) {
               HasSubstr("at exactly the extents of its buckets [16] [32] [64] [128] [256] [512]"));
 }
 
+// Writes <repository>/<name>: the masked sequence model (x and its mask) or
+// the softmax over the sequence (x only), the sequence -1, the config ending
+// in `rest` (its dynamic batching and capture section).
+void WriteSequenceModel(const std::string& repository, const std::string& name,
+                        const onnx::ModelProto& model, bool masked, const std::string& rest) {
+  const std::filesystem::path dir = std::filesystem::path(repository) / name;
+  std::filesystem::create_directories(dir / "1");
+  std::ofstream(dir / "1" / "model.onnx", std::ios::binary) << model.SerializeAsString();
+  std::ofstream(dir / "config.pbtxt") << absl::StrCat(
+      "name: \"", name, "\"\nplatform: \"onnxruntime_onnx\"\nmax_batch_size: 8\n",
+      "input [{ name: \"x\" data_type: TYPE_FP32 dims: [ -1, 16 ] }",
+      masked ? ", { name: \"mask\" data_type: TYPE_INT64 dims: [ -1 ] }" : "", "]\n",
+      "output [{ name: \"y\" data_type: TYPE_FP32 dims: [ -1, 16 ] }]\n", rest);
+}
+
+// Random features for a model WriteSequenceModel wrote; every real
+// position's mask 1.
+std::vector<HostTensor> SequenceInputs(const HostExecutor& reference, uint64_t seed) {
+  std::vector<HostTensor> inputs = RandomInputs(reference.graph(), seed);
+  if (inputs.size() > 1) {
+    std::fill_n(inputs[1].data<int64_t>(), inputs[1].num_elements(), int64_t{1});
+  }
+  return inputs;
+}
+
+// Sends `rows` rows of `length` (SequenceInputs) to a model
+// WriteSequenceModel wrote: the status, and whether the answer is the host
+// reference's at that exact length, `length` long.
+std::pair<grpc::Status, bool> InferSequence(inference::GRPCInferenceService::Stub& stub,
+                                            const std::string& repository, const std::string& model,
+                                            int64_t rows, int64_t length, uint64_t seed) {
+  std::unique_ptr<HostExecutor> reference = Reference(repository, model, rows, {length});
+  const std::vector<HostTensor> inputs = SequenceInputs(*reference, seed);
+  grpc::ClientContext context;
+  inference::ModelInferResponse response;
+  const grpc::Status status =
+      stub.ModelInfer(&context, RawRequest(model, reference->graph(), inputs), &response);
+  const bool right = MatchesReference(status, response, *reference, inputs);
+  if (status.ok()) {
+    EXPECT_EQ(response.outputs(0).shape(1), length) << model << " at " << length;
+  }
+  return {status, right};
+}
+
 // Note [Shape buckets]: models whose config gives the sequence as -1,
 // captured at buckets 8 and 32. The masked model pads exactly, so a request
 // of any length up to 32 runs in the smallest bucket that holds it, its
@@ -1867,48 +1911,19 @@ TEST(ServerWithShapeDims, ServesTheExtentTheConfigFixesOrTheDefaultBuckets) {
 // finds it, and that model takes the buckets' lengths only.
 TEST(ServerWithShapeBuckets, PadsRequestsIntoBucketsWhereExactAndMergesLengths) {
   const std::string repository = WriteTestRepository("shape_buckets_repository");
-  const auto write_model = [&](const std::string& name, const onnx::ModelProto& model,
-                               bool masked) {
-    const std::filesystem::path dir = std::filesystem::path(repository) / name;
-    std::filesystem::create_directories(dir / "1");
-    std::ofstream(dir / "1" / "model.onnx", std::ios::binary) << model.SerializeAsString();
-    std::ofstream(dir / "config.pbtxt") << absl::StrCat(
-        "name: \"", name, "\"\nplatform: \"onnxruntime_onnx\"\nmax_batch_size: 8\n",
-        "input [{ name: \"x\" data_type: TYPE_FP32 dims: [ -1, 16 ] }",
-        masked ? ", { name: \"mask\" data_type: TYPE_INT64 dims: [ -1 ] }" : "", "]\n",
-        "output [{ name: \"y\" data_type: TYPE_FP32 dims: [ -1, 16 ] }]\n",
-        "dynamic_batching { max_queue_delay_microseconds: 300000 }\n",
-        "capture { batch_sizes: [ 1, 4, 8 ] shape_dims: \"sequence\" ",
-        "buckets { extents: 32 } buckets { extents: 8 } }\n");
-  };
-  write_model("masked", MakeMaskedSequenceModel(), true);
-  write_model("softmax", MakeSequenceSoftmaxModel(), false);
+  const std::string rest =
+      "dynamic_batching { max_queue_delay_microseconds: 300000 }\n"
+      "capture { batch_sizes: [ 1, 4, 8 ] shape_dims: \"sequence\" "
+      "buckets { extents: 32 } buckets { extents: 8 } }\n";
+  WriteSequenceModel(repository, "masked", MakeMaskedSequenceModel(), true, rest);
+  WriteSequenceModel(repository, "softmax", MakeSequenceSoftmaxModel(), false, rest);
 
   std::unique_ptr<InferenceServer> server = StartServer(TestServerOptions(repository));
   ASSERT_NE(server, nullptr);
   auto stub = inference::GRPCInferenceService::NewStub(Connect(server->port()));
-  // Random features; every real position's mask 1.
-  const auto inputs_for = [](const HostExecutor& reference, uint64_t seed) {
-    std::vector<HostTensor> inputs = RandomInputs(reference.graph(), seed);
-    if (inputs.size() > 1) {
-      std::fill_n(inputs[1].data<int64_t>(), inputs[1].num_elements(), int64_t{1});
-    }
-    return inputs;
-  };
   const auto infer = [&](const std::string& model, int64_t rows, int64_t length, uint64_t seed) {
-    std::unique_ptr<HostExecutor> reference = Reference(repository, model, rows, {length});
-    const std::vector<HostTensor> inputs = inputs_for(*reference, seed);
-    grpc::ClientContext context;
-    inference::ModelInferResponse response;
-    const grpc::Status status =
-        stub->ModelInfer(&context, RawRequest(model, reference->graph(), inputs), &response);
-    const bool right = MatchesReference(status, response, *reference, inputs);
-    if (status.ok()) {
-      EXPECT_EQ(response.outputs(0).shape(1), length) << model << " at " << length;
-    }
-    return std::make_pair(status, right);
+    return InferSequence(*stub, repository, model, rows, length, seed);
   };
-
   for (const auto& [rows, length] : std::vector<std::pair<int64_t, int64_t>>{
            {1, 5}, {3, 8}, {2, 9}, {1, 20}, {5, 32}, {8, 1}}) {
     const auto [status, right] = infer("masked", rows, length, 1600 + length);
@@ -1955,7 +1970,7 @@ TEST(ServerWithShapeBuckets, PadsRequestsIntoBucketsWhereExactAndMergesLengths) 
   {
     std::unique_ptr<HostExecutor> reference = Reference(repository, "masked", 1, {6});
     inference::ModelInferRequest request =
-        RawRequest("masked", reference->graph(), inputs_for(*reference, 1801));
+        RawRequest("masked", reference->graph(), SequenceInputs(*reference, 1801));
     request.mutable_inputs(1)->set_shape(1, 7);
     request.mutable_raw_input_contents(1)->append(std::string(sizeof(int64_t), '\1'));
     grpc::ClientContext context;
@@ -2007,39 +2022,16 @@ TEST(ServerWithShapeBuckets, PadsRequestsIntoBucketsWhereExactAndMergesLengths) 
 // request is refused naming them, and the eager runs count as successes.
 TEST(ServerWithShapeBuckets, RunsWhatNoBucketTakesEagerlyWithinEagerExtents) {
   const std::string repository = WriteTestRepository("eager_fallback_repository");
-  const auto write_model = [&](const std::string& name, const onnx::ModelProto& model,
-                               bool masked) {
-    const std::filesystem::path dir = std::filesystem::path(repository) / name;
-    std::filesystem::create_directories(dir / "1");
-    std::ofstream(dir / "1" / "model.onnx", std::ios::binary) << model.SerializeAsString();
-    std::ofstream(dir / "config.pbtxt")
-        << absl::StrCat("name: \"", name, "\"\nplatform: \"onnxruntime_onnx\"\nmax_batch_size: 8\n",
-                        "input [{ name: \"x\" data_type: TYPE_FP32 dims: [ -1, 16 ] }",
-                        masked ? ", { name: \"mask\" data_type: TYPE_INT64 dims: [ -1 ] }" : "",
-                        "]\n", "output [{ name: \"y\" data_type: TYPE_FP32 dims: [ -1, 16 ] }]\n",
-                        "capture { batch_sizes: [ 1, 4 ] shape_dims: \"sequence\" ",
-                        "buckets { extents: 8 } buckets { extents: 32 } eager_extents: 48 }\n");
-  };
-  write_model("masked", MakeMaskedSequenceModel(), true);
-  write_model("softmax", MakeSequenceSoftmaxModel(), false);
+  const std::string rest =
+      "capture { batch_sizes: [ 1, 4 ] shape_dims: \"sequence\" "
+      "buckets { extents: 8 } buckets { extents: 32 } eager_extents: 48 }\n";
+  WriteSequenceModel(repository, "masked", MakeMaskedSequenceModel(), true, rest);
+  WriteSequenceModel(repository, "softmax", MakeSequenceSoftmaxModel(), false, rest);
   std::unique_ptr<InferenceServer> server = StartServer(TestServerOptions(repository));
   ASSERT_NE(server, nullptr);
   auto stub = inference::GRPCInferenceService::NewStub(Connect(server->port()));
   const auto infer = [&](const std::string& model, int64_t rows, int64_t length, uint64_t seed) {
-    std::unique_ptr<HostExecutor> reference = Reference(repository, model, rows, {length});
-    std::vector<HostTensor> inputs = RandomInputs(reference->graph(), seed);
-    if (inputs.size() > 1) {
-      std::fill_n(inputs[1].data<int64_t>(), inputs[1].num_elements(), int64_t{1});
-    }
-    grpc::ClientContext context;
-    inference::ModelInferResponse response;
-    const grpc::Status status =
-        stub->ModelInfer(&context, RawRequest(model, reference->graph(), inputs), &response);
-    const bool right = MatchesReference(status, response, *reference, inputs);
-    if (status.ok()) {
-      EXPECT_EQ(response.outputs(0).shape(1), length) << model << " " << length;
-    }
-    return std::make_pair(status, right);
+    return InferSequence(*stub, repository, model, rows, length, seed);
   };
   const inference::ModelStatistics before = FetchStatistics(*stub, "masked");
   for (const auto& [rows, length] :
