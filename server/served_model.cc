@@ -965,6 +965,9 @@ void ServedModel::InferEagerly(const inference::ModelInferRequest& request,
                                std::function<void(const absl::Status&)> done,
                                ChunkTiming* compute) {
   counters_->RequestAccepted();
+  // preserve_ordering: answered after the requests accepted before it, and
+  // before those accepted while it runs.
+  const uint64_t sequence = preserve_ordering_ ? ordering_.Accept() : 0;
   const std::vector<std::byte*> outputs =
       PrepareInferResponse(request, interface_, version_text_, validated, response);
   ChunkTiming timing;
@@ -983,8 +986,7 @@ void ServedModel::InferEagerly(const inference::ModelInferRequest& request,
   }
   counters_->RequestAnswered();
   if (preserve_ordering_) {
-    // Not before the requests accepted ahead of it.
-    ordering_.Finish(ordering_.Accept(), [done = std::move(done), status] { done(status); });
+    ordering_.Finish(sequence, [done = std::move(done), status] { done(status); });
   } else {
     done(status);
   }
