@@ -24,6 +24,11 @@ Issue 29's evidence, one run on one machine (gpu_check.sh BUNDLE buckets):
   * part eager: capture.eager_extents, what no bucket takes run at its own
     extents: ResNet-50 asked for 288 x 288 between its exact sizes, BERT's
     tail past its largest bucket, checked against float64;
+  * part history: BERT prepared with its buckets chosen by the planner from the
+    mix's length history for fixed sizes (prepare --history --max-graphs):
+    the sizes at 16 buckets on 2 streams (the fine grid's budget), and
+    per_length's sizes at 32 buckets on 1 stream (half per_length's graphs),
+    served and checked against float64;
   * part fine_grid: BERT at the 15 buckets with the fewest padded positions for
     the mix (best_grid) and 512, every size at each, beside the 5-bucket grid and one
     bucket per length;
@@ -299,6 +304,7 @@ def prepare(args, model_path, out_dir, flags):
     result = {"exit": done.returncode, "wall_s": round(time.time() - start, 1)}
     for key, pattern in (("buckets", r"^shape buckets: (.*)$"),
                          ("graphs", r"^(\d+ graphs \(.*?\)) captured"),
+                         ("chosen", r"^(?:sizes and )?buckets chosen from the history: (.*)$"),
                          ("load", r"^loaded as the server loads it in (.*)$"),
                          ("reference", r"^worst relative error against the independent reference"
                                        r".*? ([\d.e+-]+), tolerance")):
@@ -336,6 +342,31 @@ def prepared_repositories(args, bert, bert_path):
     result["gpt2_nobatch"] = core_bench(args, root, "gpt2", args.mix, 3000, dump=dump)
     result["gpt2_nobatch_check"] = compare_dumps(dump, text_reference(gpt2, "text"), 16)
     log("  f64 ->", result["gpt2_nobatch_check"])
+    return result
+
+
+def history_grids(args, bert, bert_path, lengths):
+    """Part history: the buckets prepare chooses from the mix's length history
+    for given sizes, served by core_bench and checked against float64."""
+    history = os.path.join(args.work, "bert_lengths.txt")
+    values, counts = np.unique(lengths, return_counts=True)
+    with open(history, "w") as f:
+        f.write("# rows x length, count: the mix's draws, one row each\n")
+        f.writelines(f"1x{v},{c}\n" for v, c in zip(values, counts))
+    result = {}
+    for tag, sizes, streams in (("6x16", SIZES, 2), ("3x32", PER_LENGTH_SIZES, 1)):
+        root = os.path.join(args.work, f"repo_history_{tag}")
+        result[f"bert_{tag}_prepare"] = prepare(
+            args, bert_path, os.path.join(root, "bert"),
+            ["--batch-sizes", ",".join(map(str, sizes)), "--history", history, "--max-graphs",
+             "96", "--pad", "attention_mask=0", "--streams", str(streams)])
+        with open(os.path.join(root, "bert", "config.pbtxt"), "a") as f:
+            f.write("dynamic_batching { max_queue_delay_microseconds: 200 }\n")
+        dump = os.path.join(args.work, f"dump_bert_history_{tag}")
+        result[f"bert_{tag}"] = core_bench(args, root, "bert", args.mix, args.milliseconds,
+                                           dump=dump)
+        result[f"bert_{tag}_check"] = compare_dumps(dump, text_reference(bert, "text_mask"), 16)
+        log("  f64 ->", result[f"bert_{tag}_check"])
     return result
 
 
@@ -440,6 +471,9 @@ def main():
         save()
     if "prepared" in parts:
         report["prepared"] = prepared_repositories(args, bert, bert_path)
+        save()
+    if "history" in parts:
+        report["history"] = history_grids(args, bert, bert_path, lengths)
         save()
     if "gpt2" in parts:
         gpt2, gpt2_path = build_text("gpt2", "text", args.work)

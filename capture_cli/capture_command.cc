@@ -525,6 +525,7 @@ int RunSelect(const std::vector<std::string>& args, std::ostream& out, std::ostr
 constexpr char kPrepareUsage[] =
     "graphserve-capture prepare --model model.onnx --out REPO/MODEL [--streams M]\n"
     "    (--batch-sizes 1,8,64 | --history FILE --num-sizes N) [--max-batch-size X]\n"
+    "    [--history FILE --max-graphs G]\n"
     "    [--buckets 64,128,512 | --buckets 480x640,736x1280] [--pad INPUT=VALUE,...]\n"
     "    [--shape-padding checked|exact] [--eager-extents 1024 | 1280x1280]\n"
     "    [--schedule auto|single|wavefront|asap] [--max-lanes L]\n"
@@ -547,6 +548,11 @@ constexpr char kPrepareUsage[] =
     "each input's --pad value (0 when not given) where the load's check finds\n"
     "padding leaves the answer unchanged (--shape-padding checked, the default),\n"
     "else only at a bucket's exact extents.\n"
+    "With --history FILE --max-graphs G instead, for a model with one such dim, the\n"
+    "history holds `ROWSxLENGTH[,COUNT]` lines (see `select --help`) and the buckets\n"
+    "are chosen from it with the sizes, at most G graphs a stream: with\n"
+    "--batch-sizes too, only the buckets, for those sizes (what a model under dynamic\n"
+    "batching wants: its executions merge the history's requests).\n"
     "--max-batch-size 0 serves the model without a batch dim, as Triton does: every\n"
     "dynamic dim, the first included, is a bucketed dim, and each request runs alone\n"
     "(give no batch sizes then). A request that no bucket takes is refused naming the\n"
@@ -599,6 +605,7 @@ int RunPrepare(const std::vector<std::string>& args, std::ostream& out, std::ost
   std::string batch_sizes;
   int64_t streams = options.num_streams;
   int64_t num_sizes = 0;
+  int64_t max_graphs = 0;
   int64_t device = options.device;
   int64_t max_lanes = options.max_lanes;
   int64_t max_batch_size = -1;  // unset
@@ -616,6 +623,10 @@ int RunPrepare(const std::vector<std::string>& args, std::ostream& out, std::ost
   command_line.AddString("history", &options.history_path,
                          "Batch-size history to choose the sizes from (see `select --help`).");
   command_line.AddInt("num-sizes", &num_sizes, "How many sizes to choose from --history.");
+  command_line.AddInt("max-graphs", &max_graphs,
+                      "Instead of --num-sizes, for a model with one dim a request chooses: "
+                      "choose the buckets from a ROWSxLENGTH --history too, at most this many "
+                      "graphs a stream (with --batch-sizes, the buckets for those sizes).");
   command_line.AddInt("max-batch-size", &max_batch_size,
                       "Largest request the server accepts (split above the largest captured "
                       "size); with --history also the largest size chosen. Default: the "
@@ -672,11 +683,23 @@ int RunPrepare(const std::vector<std::string>& args, std::ostream& out, std::ost
                  "prepare: --max-batch-size 0 serves the model without a batch dim, each "
                  "request alone: give no --batch-sizes or --history");
   }
-  if (max_batch_size != 0 && batch_sizes.empty() == options.history_path.empty()) {
-    return Usage(err, "prepare: give exactly one of --batch-sizes and --history");
-  }
-  if (!options.history_path.empty() && num_sizes < 1) {
-    return Usage(err, "prepare: --history needs --num-sizes >= 1");
+  if (max_graphs != 0) {
+    if (max_graphs < 1 || max_graphs > 4096) {
+      return Usage(err,
+                   absl::StrCat("prepare: --max-graphs must be in [1, 4096], got ", max_graphs));
+    }
+    if (options.history_path.empty() || num_sizes != 0 || !buckets.empty()) {
+      return Usage(err,
+                   "prepare: --max-graphs chooses buckets from a --history, instead of "
+                   "--num-sizes and --buckets");
+    }
+  } else {
+    if (max_batch_size != 0 && batch_sizes.empty() == options.history_path.empty()) {
+      return Usage(err, "prepare: give exactly one of --batch-sizes and --history");
+    }
+    if (!options.history_path.empty() && num_sizes < 1) {
+      return Usage(err, "prepare: --history needs --num-sizes >= 1 or --max-graphs");
+    }
   }
   if (streams < 1 || streams > 64) {
     return Usage(err, absl::StrCat("prepare: --streams must be between 1 and 64, got ", streams));
@@ -731,6 +754,7 @@ int RunPrepare(const std::vector<std::string>& args, std::ostream& out, std::ost
   }
   options.num_streams = static_cast<int>(streams);
   options.num_sizes = static_cast<int>(num_sizes);
+  options.max_graphs = static_cast<int>(max_graphs);
   options.device = static_cast<int>(device);
   options.interactive_progress = isatty(STDERR_FILENO) != 0;
 

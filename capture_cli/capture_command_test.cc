@@ -164,6 +164,15 @@ TEST_F(CaptureCommandTest, UsageErrorsExitTwo) {
        "input_ids"},
       {"prepare", "--model", "m.onnx", "--out", "repo/m", "--batch-sizes", "8", "--shape-padding",
        "loose"},
+      {"prepare", "--model", "m.onnx", "--out", "repo/m", "--batch-sizes", "8", "--max-graphs",
+       "16"},
+      {"prepare", "--model", "m.onnx", "--out", "repo/m", "--history", path_, "--max-graphs", "0x"},
+      {"prepare", "--model", "m.onnx", "--out", "repo/m", "--history", path_, "--max-graphs",
+       "5000"},
+      {"prepare", "--model", "m.onnx", "--out", "repo/m", "--history", path_, "--max-graphs", "8",
+       "--num-sizes", "2"},
+      {"prepare", "--model", "m.onnx", "--out", "repo/m", "--history", path_, "--max-graphs", "8",
+       "--buckets", "64"},
       {"frobnicate"},
       {"select", "--num-sizes", "2"},
       {"select", "--history", path_},
@@ -198,6 +207,12 @@ TEST_F(CaptureCommandTest, UsageErrorsExitTwo) {
                   "--batch-sizes", "8"})
           .err,
       "prepare: --buckets: '12x' is not a bucket: give extents of 1 or more joined by x"));
+  EXPECT_TRUE(absl::StrContains(
+      RunCapture({"prepare", "--model", "m.onnx", "--out", "repo/m", "--history", path_,
+                  "--max-graphs", "8", "--buckets", "64"})
+          .err,
+      "prepare: --max-graphs chooses buckets from a --history, instead of --num-sizes and "
+      "--buckets"));
 }
 
 // The rows histogram and launches of one model version as server/metrics.cc

@@ -31,8 +31,37 @@ std::string ModelNameOf(const std::string& out_dir) {
   return path.filename().string();
 }
 
-absl::StatusOr<std::vector<int64_t>> ChooseSizes(const PrepareOptions& options,
-                                                 PrepareReport& report) {
+// What the capture section lists: the sizes and buckets given, or chosen
+// from the history.
+struct CaptureGrid {
+  std::vector<int64_t> sizes;
+  std::vector<std::vector<int64_t>> buckets;
+};
+
+// --history --max-graphs: the buckets (and, without --batch-sizes, the
+// sizes) from a (rows x length) history.
+absl::StatusOr<CaptureGrid> ChooseGrid(const PrepareOptions& options, PrepareReport& report) {
+  if (!options.buckets.empty()) {
+    return absl::InvalidArgumentError(
+        "give the buckets (--buckets) or a budget to choose them from the history "
+        "(--max-graphs), not both");
+  }
+  ASSIGN_OR_RETURN(const ShapeHistogram history, ReadShapeHistory(options.history_path));
+  GridChoice grid;
+  if (options.batch_sizes.empty()) {
+    ASSIGN_OR_RETURN(grid,
+                     ChooseSizesAndBuckets(history, options.max_graphs, options.max_batch_size));
+    report.pow2_grid = PowerOfTwoGrid(history, options.max_graphs, options.max_batch_size);
+  } else {
+    ASSIGN_OR_RETURN(grid, ChooseBucketsForSizes(history, options.batch_sizes, options.max_graphs));
+  }
+  report.grid = grid;
+  CaptureGrid chosen{.sizes = grid.sizes};
+  for (int64_t bucket : grid.buckets) chosen.buckets.push_back({bucket});
+  return chosen;
+}
+
+absl::StatusOr<CaptureGrid> ChooseSizes(const PrepareOptions& options, PrepareReport& report) {
   if (options.max_batch_size == 0) {
     // Note [Models without a batch dim]: one request an execution.
     if (!options.batch_sizes.empty() || !options.history_path.empty()) {
@@ -40,20 +69,29 @@ absl::StatusOr<std::vector<int64_t>> ChooseSizes(const PrepareOptions& options,
           "a model served without a batch (max_batch_size 0) runs each request alone: give "
           "no batch sizes or history; its buckets (--buckets) hold the request's dims");
     }
-    return std::vector<int64_t>{1};
+    return CaptureGrid{.sizes = {1}, .buckets = options.buckets};
   }
-  if (!options.batch_sizes.empty()) return options.batch_sizes;
+  if (options.max_graphs > 0) {
+    if (options.history_path.empty()) {
+      return absl::InvalidArgumentError(
+          "--max-graphs chooses buckets from a (rows x length) history: give --history");
+    }
+    return ChooseGrid(options, report);
+  }
+  if (!options.batch_sizes.empty()) {
+    return CaptureGrid{.sizes = options.batch_sizes, .buckets = options.buckets};
+  }
   if (options.history_path.empty() || options.num_sizes < 1) {
     return absl::InvalidArgumentError(
         "give the sizes to capture (--batch-sizes) or a history to choose them from "
-        "(--history and --num-sizes)");
+        "(--history and --num-sizes or --max-graphs)");
   }
   ASSIGN_OR_RETURN(const BatchHistogram history, ReadBatchHistory(options.history_path));
   ASSIGN_OR_RETURN(SizeChoice choice,
                    ChooseBatchSizes(history, options.num_sizes, options.max_batch_size));
   report.pow2_ladder = PowerOfTwoLadder(history, options.num_sizes, options.max_batch_size);
   report.choice = choice;
-  return choice.sizes;
+  return CaptureGrid{.sizes = choice.sizes, .buckets = options.buckets};
 }
 
 class ProgressBar {
@@ -131,9 +169,9 @@ std::string Float32NodesText(const PrepareReport& r) {
 
 }  // namespace
 
-absl::StatusOr<inference::ModelConfig> PrepareConfig(const PrepareOptions& options,
-                                                     const std::vector<int64_t>& batch_sizes,
-                                                     Model* model) {
+absl::StatusOr<inference::ModelConfig> PrepareConfig(
+    const PrepareOptions& options, const std::vector<int64_t>& batch_sizes,
+    const std::vector<std::vector<int64_t>>& buckets, Model* model) {
   if (batch_sizes.empty()) {
     return absl::InvalidArgumentError("a model config needs at least one captured batch size");
   }
@@ -167,14 +205,22 @@ absl::StatusOr<inference::ModelConfig> PrepareConfig(const PrepareOptions& optio
   }
   // The completed config gives every shape dim as -1 (Note [Shape buckets]).
   const std::vector<std::string> names = ShapeDimNames(*model);
-  if (!options.buckets.empty()) {
+  if (options.max_graphs > 0 && names.size() != 1) {
+    const std::string dims =
+        names.empty() ? "none" : absl::StrCat(names.size(), " (", absl::StrJoin(names, ", "), ")");
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--max-graphs chooses buckets of one dim a request chooses (a sequence length); the "
+        "model has ",
+        dims, ": give --buckets, or --num-sizes to choose batch sizes only"));
+  }
+  if (!buckets.empty()) {
     if (names.empty()) {
       return absl::InvalidArgumentError(
           "--buckets: the model has no dims a request chooses (its inputs' dims are fixed, "
           "past the batch): there is nothing to bucket");
     }
     for (const std::string& name : names) capture->add_shape_dims(name);
-    for (const std::vector<int64_t>& bucket : options.buckets) {
+    for (const std::vector<int64_t>& bucket : buckets) {
       if (bucket.size() != names.size()) {
         return absl::InvalidArgumentError(
             absl::StrCat("--buckets: ", absl::StrJoin(bucket, "x"), " has ", bucket.size(),
@@ -223,7 +269,8 @@ absl::StatusOr<PrepareReport> Prepare(const PrepareOptions& options, std::ostrea
   report.model_name = ModelNameOf(options.out_dir);
   report.num_streams = options.num_streams;
   report.precision = options.precision;
-  ASSIGN_OR_RETURN(report.batch_sizes, ChooseSizes(options, report));
+  ASSIGN_OR_RETURN(const CaptureGrid grid, ChooseSizes(options, report));
+  report.batch_sizes = grid.sizes;
   std::sort(report.batch_sizes.begin(), report.batch_sizes.end());
   inference::ModelConfig config;
   {
@@ -236,7 +283,7 @@ absl::StatusOr<PrepareReport> Prepare(const PrepareOptions& options, std::ostrea
           "'", options.model_path, "' hands STRING input '", model.passed_strings.front().input,
           "' back unchanged: there is nothing to capture; serve it with graphserve as it is"));
     }
-    ASSIGN_OR_RETURN(config, PrepareConfig(options, report.batch_sizes, &model));
+    ASSIGN_OR_RETURN(config, PrepareConfig(options, report.batch_sizes, grid.buckets, &model));
     const std::vector<std::string> shape_dims = ShapeDimNames(model);
     const std::string buckets =
         shape_dims.empty() ? ""
@@ -366,6 +413,20 @@ std::string FormatPrepareReport(const PrepareReport& r) {
                           "%.4g (power-of-two ladder [%s]: %.4g)\n",
                           r.choice->expected_padded_rows, absl::StrJoin(r.pow2_ladder->sizes, ", "),
                           r.pow2_ladder->expected_padded_rows);
+  }
+  if (r.grid) {
+    absl::StrAppendFormat(&text,
+                          "%s chosen from the history: expected padded positions per "
+                          "request %.4g",
+                          r.pow2_grid ? "sizes and buckets" : "buckets",
+                          r.grid->expected_padded_positions);
+    if (r.pow2_grid) {
+      absl::StrAppendFormat(&text, " (power-of-two grid, sizes [%s] x buckets [%s]: %.4g)",
+                            absl::StrJoin(r.pow2_grid->sizes, ", "),
+                            absl::StrJoin(r.pow2_grid->buckets, ", "),
+                            r.pow2_grid->expected_padded_positions);
+    }
+    absl::StrAppend(&text, "\n");
   }
   absl::StrAppend(&text,
                   "\nlatency per launch, all rows, host copies included (median wall time):\n"

@@ -18,6 +18,7 @@
 #include "capture/graph_set.h"
 #include "capture/model_config_writer.h"
 #include "planning/batch_sizes.h"
+#include "planning/shape_grid.h"
 #include "proto/model_config.pb.h"
 #include "runtime/ir.h"
 #include "runtime/passes/autocast.h"
@@ -39,6 +40,13 @@ struct PrepareOptions {
   std::vector<int64_t> batch_sizes;
   std::string history_path;
   int num_sizes = 0;
+  // Instead of num_sizes, for a model with one shape dim (a sequence
+  // length): the history is a (rows x length) one (planning/shape_grid.h)
+  // and the buckets are chosen from it too, at most max_graphs graphs a
+  // slot: with the sizes (ChooseSizesAndBuckets), or for the batch_sizes
+  // given (ChooseBucketsForSizes; what a model under dynamic batching wants,
+  // since the history's requests are merged into larger executions).
+  int max_graphs = 0;
   // The config's max_batch_size, the largest request the server accepts
   // (it splits above the largest captured size), and with a history the
   // largest size chosen. Unset: the largest captured size. 0: the model
@@ -107,6 +115,10 @@ struct PrepareReport {
   // Set when the sizes came from a history.
   std::optional<SizeChoice> choice;
   std::optional<SizeChoice> pow2_ladder;
+  // Set when the buckets came from a history (max_graphs); pow2_grid too
+  // when the sizes did.
+  std::optional<GridChoice> grid;
+  std::optional<GridChoice> pow2_grid;
   std::vector<CaptureCostEntry> costs;  // one per graph, in key order
   std::vector<size_t> graph_nodes;      // per key, slot 0
   // The schedule requested, and what each size runs (ascending size).
@@ -138,12 +150,14 @@ absl::StatusOr<PrepareReport> Prepare(const PrepareOptions& options, std::ostrea
 // model's interface declared from `model` (imported as written, without a
 // precision pass; DeclareConfigFromModel in server/triton_config.h),
 // max_batch_size, and the capture section's sizes, streams, schedule,
-// precision, buckets and padding. InvalidArgument naming the option that
-// does not fit the model (a bucket without one extent per shape dim, sizes
-// above max_batch_size, sizes for a model that does not batch).
-absl::StatusOr<inference::ModelConfig> PrepareConfig(const PrepareOptions& options,
-                                                     const std::vector<int64_t>& batch_sizes,
-                                                     Model* model);
+// precision, buckets (options.buckets, or those chosen from the history)
+// and padding. InvalidArgument naming the option that does not fit the
+// model (a bucket without one extent per shape dim, buckets chosen for a
+// model without exactly one shape dim, sizes above max_batch_size, sizes
+// for a model that does not batch).
+absl::StatusOr<inference::ModelConfig> PrepareConfig(
+    const PrepareOptions& options, const std::vector<int64_t>& batch_sizes,
+    const std::vector<std::vector<int64_t>>& buckets, Model* model);
 
 // The human-readable report (also written to <out_dir>/capture_report.txt).
 std::string FormatPrepareReport(const PrepareReport& report);

@@ -78,7 +78,8 @@ TEST(PrepareConfigTest, DeclaresTheInterfaceAndTheCaptureSection) {
   options.out_dir = "repo/mlp/";
   options.num_streams = 3;
   options.precision = ModelPrecision::kFp16;
-  absl::StatusOr<inference::ModelConfig> config = PrepareConfig(options, {8, 1, 64}, &model);
+  absl::StatusOr<inference::ModelConfig> config =
+      PrepareConfig(options, {8, 1, 64}, options.buckets, &model);
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(Text(*config), Text(Parse(R"pb(
               name: "mlp"
@@ -106,7 +107,8 @@ TEST(PrepareConfigTest, WritesBucketsAndPadding) {
   options.padding = {{"mask", 0}, {"x", 0.5}};
   options.shape_padding = "exact";
   options.eager_extents = {600};
-  absl::StatusOr<inference::ModelConfig> config = PrepareConfig(options, {1, 4}, &model);
+  absl::StatusOr<inference::ModelConfig> config =
+      PrepareConfig(options, {1, 4}, options.buckets, &model);
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->input(0).dims(0), -1);
   EXPECT_EQ(Text(config->capture()), Text(Parse(R"pb(
@@ -134,7 +136,8 @@ TEST(PrepareConfigTest, MaxBatchSizeZeroServesWithoutABatch) {
   options.out_dir = "repo/masked";
   options.max_batch_size = 0;
   options.buckets = {{1, 32}, {4, 128}};
-  absl::StatusOr<inference::ModelConfig> config = PrepareConfig(options, {1}, &model);
+  absl::StatusOr<inference::ModelConfig> config =
+      PrepareConfig(options, {1}, options.buckets, &model);
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->max_batch_size(), 0);
   EXPECT_FALSE(model.batches);
@@ -149,17 +152,33 @@ TEST(PrepareConfigTest, RefusesBucketsThatDoNotFitTheModel) {
   options.out_dir = "repo/m";
   options.buckets = {{32, 32}};
   Model masked = Import(MakeMaskedSequenceModel());
-  absl::StatusOr<inference::ModelConfig> config = PrepareConfig(options, {1}, &masked);
+  absl::StatusOr<inference::ModelConfig> config =
+      PrepareConfig(options, {1}, options.buckets, &masked);
   EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(config.status().message().find("the model's shape dims are sequence: give each bucket "
                                            "as N"),
             std::string::npos)
       << config.status();
   Model mlp = Import(MakeMlpModel());
-  config = PrepareConfig(options, {1}, &mlp);
+  config = PrepareConfig(options, {1}, options.buckets, &mlp);
   EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(config.status().message().find("no dims a request chooses"), std::string::npos)
       << config.status();
+}
+
+// --max-graphs plans one shape dim: a model with none is refused by name.
+TEST(PrepareConfigTest, RefusesBucketsFromAHistoryWithoutOneShapeDim) {
+  PrepareOptions options;
+  options.out_dir = "repo/mlp";
+  options.max_graphs = 8;
+  Model mlp = Import(MakeMlpModel());
+  EXPECT_EQ(PrepareConfig(options, {1}, {{32}}, &mlp).status().message(),
+            "--max-graphs chooses buckets of one dim a request chooses (a sequence length); the "
+            "model has none: give --buckets, or --num-sizes to choose batch sizes only");
+  Model masked = Import(MakeMaskedSequenceModel());
+  absl::StatusOr<inference::ModelConfig> config = PrepareConfig(options, {1}, {{32}}, &masked);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->capture().buckets(0).extents(0), 32);
 }
 
 TEST(PrepareConfigTest, RefusesSizesAboveMaxBatchSize) {
@@ -167,7 +186,7 @@ TEST(PrepareConfigTest, RefusesSizesAboveMaxBatchSize) {
   PrepareOptions options;
   options.out_dir = "repo/mlp";
   options.max_batch_size = 16;
-  EXPECT_EQ(PrepareConfig(options, {1, 32}, &model).status().message(),
+  EXPECT_EQ(PrepareConfig(options, {1, 32}, options.buckets, &model).status().message(),
             "max_batch_size 16 is below the largest captured size 32");
 }
 
@@ -184,6 +203,25 @@ TEST(FormatPrepareReportTest, NamesTheBucketsAndCountsTheirGraphs) {
   EXPECT_NE(text.find("shape buckets: sequence 64,128,512 (padded)\n"), std::string::npos) << text;
   EXPECT_NE(text.find("12 graphs (2 sizes x 3 buckets x 2 streams) captured"), std::string::npos)
       << text;
+  EXPECT_EQ(text.find("chosen from the history"), std::string::npos) << text;
+}
+
+// Buckets chosen from a (rows x length) history: the expected padding, and
+// the power-of-two grid's when the sizes were chosen too.
+TEST(FormatPrepareReportTest, SaysWhatTheHistoryChose) {
+  PrepareReport report;
+  report.model_name = "bert";
+  report.grid = GridChoice{{1, 8}, {64, 512}, 12.5};
+  EXPECT_NE(FormatPrepareReport(report).find(
+                "buckets chosen from the history: expected padded positions per request 12.5\n"),
+            std::string::npos)
+      << FormatPrepareReport(report);
+  report.pow2_grid = GridChoice{{1, 8}, {256, 512}, 90};
+  EXPECT_NE(FormatPrepareReport(report).find(
+                "sizes and buckets chosen from the history: expected padded positions per request "
+                "12.5 (power-of-two grid, sizes [1, 8] x buckets [256, 512]: 90)\n"),
+            std::string::npos)
+      << FormatPrepareReport(report);
 }
 
 }  // namespace

@@ -224,6 +224,24 @@ absl::StatusOr<GridChoice> ChooseSizesAndBuckets(const ShapeHistogram& h, int ma
   return *std::move(best);
 }
 
+absl::StatusOr<GridChoice> ChooseBucketsForSizes(const ShapeHistogram& h,
+                                                 std::vector<int64_t> sizes, int max_graphs) {
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  if (sizes.empty() || sizes.front() < 1) {
+    return absl::InvalidArgumentError("the batch sizes must be given, each at least 1");
+  }
+  const int num_buckets = max_graphs / static_cast<int>(sizes.size());
+  if (num_buckets < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(max_graphs, " graphs do not hold one bucket at ",
+                                                   sizes.size(), " batch sizes"));
+  }
+  if (h.empty()) return absl::InvalidArgumentError("the history has no requests");
+  ASSIGN_OR_RETURN(std::vector<int64_t> buckets, BucketsFor(h, sizes, num_buckets));
+  const double cost = ExpectedPaddedPositions(h, sizes, buckets);
+  return GridChoice{std::move(sizes), std::move(buckets), cost};
+}
+
 GridChoice PowerOfTwoGrid(const ShapeHistogram& h, int max_graphs,
                           std::optional<int64_t> max_batch_size) {
   GridChoice best;

@@ -63,6 +63,16 @@ double ExpectedPaddedPositions(const ShapeHistogram& h, const std::vector<int64_
 absl::StatusOr<GridChoice> ChooseSizesAndBuckets(const ShapeHistogram& h, int max_graphs,
                                                  std::optional<int64_t> max_batch_size);
 
+// The buckets for sizes already chosen (a server's sizes under dynamic
+// batching, which merges requests into executions the history does not
+// show): at most max_graphs / sizes.size() of them, the largest the longest
+// length, with the fewest expected padded positions (the exact step of Note
+// [Choosing sizes and buckets together] for fixed sizes). InvalidArgument
+// for no sizes, a size below 1, fewer than one bucket's worth of graphs, or
+// an empty history.
+absl::StatusOr<GridChoice> ChooseBucketsForSizes(const ShapeHistogram& h,
+                                                 std::vector<int64_t> sizes, int max_graphs);
+
 // The usual baseline: a power-of-two ladder of sizes (PowerOfTwoLadder) by a
 // power-of-two ladder of buckets, the top bucket the longest length rounded
 // up to a power of two, over the split of `max_graphs` that costs least.

@@ -1,5 +1,6 @@
 #include "planning/shape_grid.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <fstream>
@@ -78,9 +79,11 @@ TEST(ChooseSizesAndBucketsTest, RefusesWhatItCannotPlan) {
             absl::StatusCode::kInvalidArgument);
 }
 
-// Every (sizes, buckets) within the budget, drawn from the needed values:
-// the true optimum, for small histories.
-double ExhaustiveBest(const ShapeHistogram& h, int max_graphs) {
+// Every (sizes, buckets) within the budget, drawn from the needed values
+// (the sizes given, when `fixed_sizes` is): the true optimum, for small
+// histories.
+double ExhaustiveBest(const ShapeHistogram& h, int max_graphs,
+                      const std::vector<int64_t>& fixed_sizes = {}) {
   std::vector<int64_t> rows, lengths;
   for (const auto& [shape, count] : h) {
     rows.push_back(shape.first);
@@ -96,7 +99,12 @@ double ExhaustiveBest(const ShapeHistogram& h, int max_graphs) {
     for (size_t i = 0; i < rows.size(); ++i) {
       if (size_mask & (1u << i)) sizes.push_back(rows[i]);
     }
-    if (sizes.back() != rows.back()) continue;  // the top is the largest request
+    if (!fixed_sizes.empty()) {
+      if (size_mask != 1) break;
+      sizes = fixed_sizes;
+    } else if (sizes.back() != rows.back()) {
+      continue;  // the top is the largest request
+    }
     for (uint32_t bucket_mask = 1; bucket_mask < (1u << lengths.size()); ++bucket_mask) {
       std::vector<int64_t> buckets;
       for (size_t i = 0; i < lengths.size(); ++i) {
@@ -176,6 +184,45 @@ TEST(ChooseSizesAndBucketsTest, AMaximumBatchSizeCapsTheSizes) {
   EXPECT_EQ(choice.sizes.back(), 8);  // 20 rows run as 8 + 8 + 4
   EXPECT_EQ(choice.expected_padded_positions, 0.0);
   EXPECT_THAT(choice.sizes, ElementsAre(1, 4, 8));
+}
+
+// Sizes a server already runs under dynamic batching: the buckets alone are
+// chosen, and the exact step finds the best of them every time.
+TEST(ChooseBucketsForSizesTest, MatchesExhaustiveSearchForTheGivenSizes) {
+  std::mt19937 random(31);
+  for (int trial = 0; trial < 100; ++trial) {
+    ShapeHistogram h;
+    for (int r = 0; r < 8; ++r) {
+      const int64_t length = 8 * (1 + static_cast<int64_t>(random() % 8));
+      h[{1 + static_cast<int64_t>(random() % 6), length}] +=
+          1 + static_cast<int64_t>(random() % 20);
+    }
+    const std::vector<int64_t> sizes =
+        trial % 2 == 0 ? std::vector<int64_t>{1, 4, 8} : std::vector<int64_t>{2, 8};
+    const int max_graphs = static_cast<int>(sizes.size()) * (1 + static_cast<int>(random() % 4));
+    const GridChoice choice = *ChooseBucketsForSizes(h, {8, 1, 4, 2, 8}, 16);
+    EXPECT_THAT(choice.sizes, ElementsAre(1, 2, 4, 8));  // as given, sorted, distinct
+    const GridChoice fixed = *ChooseBucketsForSizes(h, sizes, max_graphs);
+    EXPECT_EQ(fixed.sizes, sizes);
+    EXPECT_LE(fixed.buckets.size(), static_cast<size_t>(max_graphs) / sizes.size());
+    int64_t longest = 0;
+    for (const auto& [shape, count] : h) longest = std::max(longest, shape.second);
+    EXPECT_EQ(fixed.buckets.back(), longest);
+    EXPECT_DOUBLE_EQ(fixed.expected_padded_positions,
+                     ExpectedPaddedPositions(h, fixed.sizes, fixed.buckets));
+    EXPECT_NEAR(fixed.expected_padded_positions, ExhaustiveBest(h, max_graphs, sizes), 1e-9)
+        << "trial " << trial;
+  }
+}
+
+TEST(ChooseBucketsForSizesTest, RefusesWhatItCannotPlan) {
+  const ShapeHistogram h = {{{1, 8}, 1}};
+  EXPECT_THAT(ChooseBucketsForSizes(h, {1, 4, 8}, 2).status().message(),
+              HasSubstr("2 graphs do not hold one bucket at 3 batch sizes"));
+  EXPECT_EQ(ChooseBucketsForSizes(h, {}, 4).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ChooseBucketsForSizes(h, {0, 4}, 4).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ChooseBucketsForSizes({}, {1}, 4).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace
