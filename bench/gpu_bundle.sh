@@ -5,6 +5,11 @@
 #
 #   bench/gpu_bundle.sh            -> .bundle/graphserve-gpu.tar.xz
 #
+# The binaries lose their symbol tables too (strip -s): with them the tarball
+# outgrows the 64 MiB the device tool carries. GPU_BUNDLE_SYMBOLS=1 keeps
+# them, for CPU profiles with function names (bench/serve_profile.sh), in a
+# bundle that then needs fewer tools to fit.
+#
 # On the GPU machine, bench/gpu_check.sh unpacks and runs it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -69,7 +74,11 @@ for target in "${TEST_TARGETS[@]}" "${TOOL_TARGETS[@]}"; do
   cp "$path" "$stage/bin/"
 done
 chmod u+w "$stage"/bin/*
-strip --strip-debug "$stage"/bin/*
+if [[ "${GPU_BUNDLE_SYMBOLS:-0}" == 1 ]]; then
+  strip --strip-debug "$stage"/bin/*
+else
+  strip -s "$stage"/bin/*
+fi
 
 # Shared libraries the GPU machine lacks: everything outside glibc, the C++
 # runtime and CUDA's own libraries (the driver machine has those).

@@ -5,7 +5,9 @@
 # concurrent over 16 connections, M=4), then the same over ModelStreamInfer
 # streams, then mlp batch 16 at concurrency 1.
 # Each run writes one profile per process; read them here with the bundle's
-# binaries unpacked at the same path (bench/README.md, "Profiles").
+# binaries unpacked at the same path (bench/README.md, "Profiles"), from a
+# bundle built with GPU_BUNDLE_SYMBOLS=1 (bench/gpu_bundle.sh strips symbol
+# tables otherwise, and the profile then names addresses only).
 # Called by bench/gpu_check.sh with the unpacked bundle's bin folder.
 #
 #   bench/serve_profile.sh BIN_DIR OUT_DIR
