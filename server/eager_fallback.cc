@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/time.h"
 #include "common/status.h"
 #include "runtime/bind.h"
 
@@ -14,7 +15,79 @@ namespace graphserve {
 using Clock = std::chrono::steady_clock;
 
 EagerFallback::EagerFallback(std::shared_ptr<const Model> model, ExecutorFactory make_executor)
-    : model_(std::move(model)), make_executor_(std::move(make_executor)) {}
+    : model_(std::move(model)), make_executor_(std::move(make_executor)) {
+  worker_ = std::thread([this] { Work(); });
+}
+
+EagerFallback::~EagerFallback() {
+  Drain();
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  worker_.join();
+}
+
+absl::Status EagerFallback::Submit(const ModelInterface& interface,
+                                   std::shared_ptr<const ValidatedRequest> request,
+                                   std::vector<std::byte*> outputs, Done done) {
+  absl::MutexLock lock(&mu_);
+  if (draining_) return absl::UnavailableError("the server is shutting down");
+  queue_.push_back({.interface = &interface,
+                    .request = std::move(request),
+                    .outputs = std::move(outputs),
+                    .done = std::move(done)});
+  return absl::OkStatus();
+}
+
+void EagerFallback::Drain(std::optional<Clock::time_point> deadline) {
+  std::deque<Queued> abandoned;
+  {
+    absl::MutexLock lock(&mu_);
+    draining_ = true;
+    const auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return queue_.empty() && !running_;
+    };
+    if (deadline.has_value()) {
+      mu_.AwaitWithTimeout(absl::Condition(&idle), absl::FromChrono(*deadline - Clock::now()));
+    } else {
+      mu_.Await(absl::Condition(&idle));
+    }
+    abandoned.swap(queue_);
+  }
+  for (Queued& queued : abandoned) {
+    queued.done(absl::UnavailableError("the server is shutting down and its exit timeout passed "
+                                       "before this request ran"),
+                ChunkTiming{});
+  }
+  // Past the deadline the worker may still run one request.
+  absl::MutexLock lock(&mu_);
+  const auto worker_idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return !running_; };
+  mu_.Await(absl::Condition(&worker_idle));
+}
+
+void EagerFallback::Work() {
+  for (;;) {
+    Queued next;
+    {
+      absl::MutexLock lock(&mu_);
+      const auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return !queue_.empty() || stopping_;
+      };
+      mu_.Await(absl::Condition(&ready));
+      if (queue_.empty()) return;  // stopping, and every request is answered
+      next = std::move(queue_.front());
+      queue_.pop_front();
+      running_ = true;
+    }
+    ChunkTiming timing;
+    const absl::Status status = Run(*next.interface, *next.request, next.outputs, &timing);
+    next.done(status, timing);
+    next = Queued{};  // the request's hold on its regions ends with its answer
+    absl::MutexLock lock(&mu_);
+    running_ = false;
+  }
+}
 
 absl::StatusOr<EagerFallback::Plan*> EagerFallback::PlanAt(const GraphKey& key) {
   for (auto it = plans_.begin(); it != plans_.end(); ++it) {
@@ -48,7 +121,6 @@ absl::Status EagerFallback::Run(const ModelInterface& interface, const Validated
   }
   const Clock::time_point start = Clock::now();
   const GraphKey key{model_->batches ? request.rows : 1, request.extents};
-  absl::MutexLock lock(&mu_);
   ASSIGN_OR_RETURN(Plan * plan, PlanAt(key));
   std::vector<HostTensor> inputs;
   inputs.reserve(plan->graph.inputs.size());

@@ -915,7 +915,7 @@ void ServedModel::Infer(const inference::ModelInferRequest* request,
     return;
   }
   if (eager_ != nullptr && !BucketTaking(interface_, validated->extents).has_value()) {
-    InferEagerly(*request, response, *validated, start, std::move(done), compute);
+    InferEagerly(*request, response, *std::move(validated), start, std::move(done), compute);
     return;
   }
   auto state = std::make_shared<RequestState>();
@@ -960,35 +960,47 @@ void ServedModel::Infer(const inference::ModelInferRequest* request,
 }
 
 void ServedModel::InferEagerly(const inference::ModelInferRequest& request,
-                               inference::ModelInferResponse* response,
-                               const ValidatedRequest& validated, Clock::time_point start,
+                               inference::ModelInferResponse* response, ValidatedRequest validated,
+                               Clock::time_point start,
                                std::function<void(const absl::Status&)> done,
                                ChunkTiming* compute) {
+  auto held = std::make_shared<const ValidatedRequest>(std::move(validated));
   counters_->RequestAccepted();
   // preserve_ordering: answered after the requests accepted before it, and
-  // before those accepted while it runs.
+  // before those accepted while it waits or runs.
   const uint64_t sequence = preserve_ordering_ ? ordering_.Accept() : 0;
-  const std::vector<std::byte*> outputs =
-      PrepareInferResponse(request, interface_, version_text_, validated, response);
-  ChunkTiming timing;
-  absl::Status status = eager_->Run(interface_, validated, outputs, &timing);
-  counters_->RecordEagerExecution();
-  if (status.ok()) status = FinishOutputs(interface_, validated, response);
-  const uint64_t elapsed = StatisticsNanos(Clock::now() - start);
-  if (compute != nullptr) *compute = timing;
-  if (status.ok()) {
-    counters_->RecordSuccess(validated.rows, CountedLength(validated), elapsed, /*queue_ns=*/0,
-                             timing, /*split=*/false);
-  } else {
-    status = absl::Status(status.code(), absl::StrCat("model '", name(), "': ", status.message()));
-    spdlog::warn("{}", status.ToString());
-    counters_->RecordFailure(elapsed, FailureReason::kBackend);
-  }
-  counters_->RequestAnswered();
-  if (preserve_ordering_) {
-    ordering_.Finish(sequence, [done = std::move(done), status] { done(status); });
-  } else {
-    done(status);
+  const auto answer = [this, sequence, done](const absl::Status& status) {
+    counters_->RequestAnswered();
+    if (preserve_ordering_) {
+      ordering_.Finish(sequence, [done, status] { done(status); });
+    } else {
+      done(status);
+    }
+  };
+  EagerFallback::Done ran = [this, held, response, start, compute, answer](
+                                const absl::Status& run, const ChunkTiming& timing) {
+    counters_->RecordEagerExecution();
+    absl::Status status = run.ok() ? FinishOutputs(interface_, *held, response) : run;
+    const uint64_t elapsed = StatisticsNanos(Clock::now() - start);
+    if (compute != nullptr) *compute = timing;
+    if (status.ok()) {
+      counters_->RecordSuccess(held->rows, CountedLength(*held), elapsed, /*queue_ns=*/0, timing,
+                               /*split=*/false);
+    } else {
+      status =
+          absl::Status(status.code(), absl::StrCat("model '", name(), "': ", status.message()));
+      spdlog::warn("{}", status.ToString());
+      counters_->RecordFailure(elapsed, FailureReason::kBackend);
+    }
+    answer(status);
+  };
+  std::vector<std::byte*> outputs =
+      PrepareInferResponse(request, interface_, version_text_, *held, response);
+  if (absl::Status submitted = eager_->Submit(interface_, held, std::move(outputs), std::move(ran));
+      !submitted.ok()) {
+    // Note [Failure reasons]: refused, as the pool refuses during a drain.
+    counters_->RecordFailure(StatisticsNanos(Clock::now() - start), FailureReason::kRejected);
+    answer(submitted);
   }
 }
 
@@ -1061,6 +1073,7 @@ void ServedModel::Drain(std::optional<std::chrono::steady_clock::time_point> dea
     return;
   }
   pool_->Drain(deadline);
+  if (eager_ != nullptr) eager_->Drain(deadline);
 }
 
 void ServedModel::ComposingModelLoaded(const std::string& name) {

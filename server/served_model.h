@@ -251,10 +251,10 @@ class ServedModel {
   ServedModel(ModelInterface interface, int64_t version, inference::ModelConfig config,
               std::unique_ptr<ModelCounters> counters, std::unique_ptr<StreamPool> pool,
               ModelLoadSummary summary);
-  // Runs a request no shape bucket takes (Note [Eager fallback] in
-  // server/eager_fallback.h) on the calling thread and answers it.
+  // Queues a request no shape bucket takes for the eager fallback's worker
+  // (Note [Eager fallback] in server/eager_fallback.h), which answers it.
   void InferEagerly(const inference::ModelInferRequest& request,
-                    inference::ModelInferResponse* response, const ValidatedRequest& validated,
+                    inference::ModelInferResponse* response, ValidatedRequest validated,
                     std::chrono::steady_clock::time_point start,
                     std::function<void(const absl::Status&)> done, ChunkTiming* compute);
   // One segment of the request's rows ended; the last one answers it.
