@@ -29,6 +29,12 @@ Issue 29's evidence, one run on one machine (gpu_check.sh BUNDLE buckets):
     the sizes at 16 buckets on 2 streams (the fine grid's budget), and
     per_length's sizes at 32 buckets on 1 stream (half per_length's graphs),
     served and checked against float64;
+  * part reselect: a graphserve process serving BERT at the 5-bucket grid over
+    HTTP, driven by client threads (1-4 rows, the length mix), re-chosen
+    live by `graphserve-capture select --from-metrics --max-graphs 30
+    --reload` (its live rows and length histograms) while the traffic goes
+    on: the grids before and after, failures (none expected: no downtime),
+    and answers on both sides against float64;
   * part fine_grid: BERT at the 15 buckets with the fewest padded positions for
     the mix (best_grid) and 512, every size at each, beside the 5-bucket grid and one
     bucket per length;
@@ -370,6 +376,150 @@ def history_grids(args, bert, bert_path, lengths):
     return result
 
 
+class HttpTraffic:
+    """Client threads sending the length mix to graphserve's HTTP endpoint
+    (KServe v2, the output as binary data), each request 1-4 rows of one
+    length; keeps the first answers of each phase for the float64 check."""
+
+    def __init__(self, port, mix, threads=8, kept=6):
+        import threading
+        self.port, self.threads, self.kept = port, threads, kept
+        self.lengths = mix_lengths(mix, 20000, 1)
+        self.lock = threading.Lock()
+        self.phase = "before"
+        self.counts = {}
+        self.samples = {}
+        self.errors = []
+        self.stop = threading.Event()
+        self.workers = [threading.Thread(target=self.run, args=(i,)) for i in range(threads)]
+
+    def request(self, connection, rng, k):
+        import http.client
+        rows = int(rng.integers(1, 5))
+        length = int(self.lengths[k % len(self.lengths)])
+        ids = rng.integers(1, 30000, size=(rows, length)).astype(np.int64)
+        mask = np.ones((rows, length), np.int64)
+        body = json.dumps({"inputs": [
+            {"name": "input_ids", "shape": [rows, length], "datatype": "INT64",
+             "data": ids.ravel().tolist()},
+            {"name": "attention_mask", "shape": [rows, length], "datatype": "INT64",
+             "data": mask.ravel().tolist()}],
+            "outputs": [{"name": "y", "parameters": {"binary_data": True}}]})
+        connection.request("POST", "/v2/models/bert/infer", body,
+                           {"Content-Type": "application/json"})
+        response = connection.getresponse()
+        data = response.read()
+        if response.status != 200:
+            return rows, None, f"HTTP {response.status}: {data[:200]!r}"
+        header = int(response.getheader("Inference-Header-Content-Length"))
+        y = np.frombuffer(data[header:], np.float32).reshape(rows, length, -1)
+        return rows, (ids, mask, y), None
+
+    def run(self, index):
+        import http.client
+        rng = np.random.default_rng(100 + index)
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+        k = index
+        while not self.stop.is_set():
+            k += self.threads
+            phase = self.phase
+            try:
+                rows, answer, error = self.request(connection, rng, k)
+            except Exception as e:  # a dropped connection is a failure too
+                rows, answer, error = 0, None, repr(e)[:200]
+                connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+            with self.lock:
+                count = self.counts.setdefault(phase, {"requests": 0, "rows": 0, "failed": 0})
+                if error:
+                    count["failed"] += 1
+                    self.errors.append(error)
+                    continue
+                count["requests"] += 1
+                count["rows"] += rows
+                kept = self.samples.setdefault(phase, [])
+                if len(kept) < self.kept:
+                    kept.append(answer)
+
+    def start(self):
+        for worker in self.workers:
+            worker.start()
+
+    def finish(self):
+        self.stop.set()
+        for worker in self.workers:
+            worker.join()
+
+
+def live_reselect(args, bert, bert_path, text_io):
+    """Part reselect: select --from-metrics --max-graphs --reload on a live
+    graphserve serving BERT, under traffic."""
+    import urllib.request
+    root = os.path.join(args.work, "repo_reselect")
+    write_repo(root, "bert", bert_path,
+               config_text("bert", *text_io, [[b] for b in GRID], SIZES, 2, ["sequence"]))
+    http_port, grpc_port, metrics_port = 8100, 8101, 8102
+    log_path = os.path.join(args.work, "reselect_server.log")
+    server = subprocess.Popen(
+        [os.path.join(args.bin, "graphserve"), "--model-repository", root, "--grpc-port",
+         str(grpc_port), "--http-port", str(http_port), "--metrics-port", str(metrics_port),
+         "--model-control-mode", "explicit", "--load-model", "bert", "--device", "cuda"],
+        stdout=open(log_path, "w"), stderr=subprocess.STDOUT)
+    result = {}
+    try:
+        for _ in range(1200):
+            if server.poll() is not None or "serving gRPC on" in open(log_path).read():
+                break
+            time.sleep(0.1)
+        if server.poll() is not None:
+            result["server_log"] = open(log_path).read()[-1500:]
+            return result
+        traffic = HttpTraffic(http_port, args.mix)
+        start = time.time()
+        traffic.start()
+        time.sleep(15)
+        select = [os.path.join(args.bin, "graphserve-capture"), "select", "--from-metrics",
+                  f"http://127.0.0.1:{metrics_port}/metrics", "--model", "bert",
+                  "--max-graphs", "30", "--reload", f"127.0.0.1:{grpc_port}"]
+        log("$", " ".join(select))
+        with traffic.lock:
+            traffic.phase = "during"
+        selected_at = time.time()
+        done = subprocess.run(select, capture_output=True, text=True, timeout=300)
+        result["select_s"] = round(time.time() - selected_at, 1)
+        result["select_exit"] = done.returncode
+        result["select"] = (done.stdout + done.stderr)[-3000:]
+        log(result["select"])
+        with traffic.lock:
+            traffic.phase = "after"
+        after_at = time.time()
+        time.sleep(10)
+        traffic.finish()
+        elapsed = {"before": selected_at - start, "during": after_at - selected_at,
+                   "after": time.time() - after_at}
+        for phase, count in traffic.counts.items():
+            count["requests_s"] = round(count["requests"] / max(elapsed[phase], 1e-9), 1)
+        result["traffic"] = traffic.counts
+        result["errors"] = traffic.errors[:5]
+        with urllib.request.urlopen(f"http://127.0.0.1:{http_port}/v2/models/bert/config") as r:
+            capture = json.load(r).get("capture", {})
+        result["config_after"] = {k: capture.get(k) for k in ("batch_sizes", "buckets")}
+        reference = text_reference(bert, "text_mask")
+        worst = 0.0
+        checked = 0
+        for phase, kept in traffic.samples.items():
+            for ids, mask, y in kept:
+                want = reference({"input_ids": ids, "attention_mask": mask})
+                worst = max(worst, float(np.abs(y - want).max() / np.abs(want).max()))
+                checked += 1
+        result["check"] = {"checked": checked, "max_error": worst}
+        log("  reselect ->", {k: v for k, v in result.items() if k != "select"})
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+        result["server_exit"] = server.returncode
+    return result
+
+
 def build_resnet_hw(work):
     """torchvision's ResNet-50 (seeded random weights), exported by TorchScript
     with its batch, height and width dynamic."""
@@ -474,6 +624,9 @@ def main():
         save()
     if "history" in parts:
         report["history"] = history_grids(args, bert, bert_path, lengths)
+        save()
+    if "reselect" in parts:
+        report["reselect"] = live_reselect(args, bert, bert_path, text_io)
         save()
     if "gpt2" in parts:
         gpt2, gpt2_path = build_text("gpt2", "text", args.work)
