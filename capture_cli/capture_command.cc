@@ -859,9 +859,9 @@ int RunSchedule(const std::vector<std::string>& args, std::ostream& out, std::os
       << plan.fused_into_convs << " nodes fused into their epilogues, " << plan.gemm_bias_epilogues
       << " GEMM bias epilogues, " << plan.gemm_scales << " GEMMs with scales in alpha, "
       << plan.erf_gelus << " fused GELUs, " << plan.add_layer_norms
-      << " residual Adds with their LayerNorm, "
-      << plan.fused_into_pointwise << " nodes in " << plan.pointwise_regions
-      << " pointwise regions)\n";
+      << " residual Adds with their LayerNorm, " << plan.fused_into_pointwise << " nodes in "
+      << plan.pointwise_regions << " pointwise regions, " << plan.contiguous_views
+      << " Gathers read in place)\n";
   out << "policy " << SchedulePolicyName(schedule.policy) << ": " << schedule.lanes
       << " lane(s); graph width " << schedule.max_width << ", critical path "
       << schedule.critical_path << " steps\n";

@@ -205,6 +205,7 @@ class FusionPlanner {
     for (size_t i = 0; i < graph_.values.size(); ++i) {
       plan_.alias_root[i] = static_cast<ValueId>(i);
     }
+    plan_.alias_offset.assign(graph_.values.size(), 0);
     // Elementwise chains first: a chain's nodes need not be contiguous in the
     // node order (PyTorch may emit the 0.5 Mul before the Div), so all are
     // found before any node becomes a step.
@@ -256,12 +257,17 @@ class FusionPlanner {
         }
       }
     }
+    const std::vector<bool> feeds_output = FeedsGraphOutputByAlias();
     for (int i = 0; i < static_cast<int>(graph_.nodes.size()); ++i) {
       if (absorbed_[i]) continue;
       absorbed_[i] = true;
       const BoundNode& node = graph_.nodes[i];
-      if (IsAliasOp(node.op_type)) {
+      const std::optional<size_t> view =
+          feeds_output[i] ? std::nullopt : ContiguousViewOffset(node);
+      if (IsAliasOp(node.op_type) || view.has_value()) {
         plan_.alias_root[node.outputs[0]] = plan_.alias_root[node.inputs[0]];
+        plan_.alias_offset[node.outputs[0]] = plan_.alias_offset[node.inputs[0]] + view.value_or(0);
+        if (view.has_value()) ++plan_.contiguous_views;
       } else {
         FusedStep step;
         step.nodes = {i};
@@ -285,6 +291,48 @@ class FusionPlanner {
     std::sort(step.nodes.begin(), step.nodes.end());
     const int last = step.nodes.back();
     by_last_node_.emplace_back(last, std::move(step));
+  }
+
+  // Note [Contiguous views]: the byte offset of the block `node` takes from
+  // its data when it is a Gather that may be one; nullopt otherwise.
+  std::optional<size_t> ContiguousViewOffset(const BoundNode& node) const {
+    if (node.op_type != "Gather" || node.inputs.size() != 2 || node.outputs.size() != 1) {
+      return std::nullopt;
+    }
+    const BoundValue& data = graph_.value(node.inputs[0]);
+    const BoundValue& indices = graph_.value(node.inputs[1]);
+    if (!indices.is_constant() || !indices.dims.empty() || indices.dtype != DType::kInt64) {
+      return std::nullopt;
+    }
+    const int64_t axis = IntAttr(node.attributes, "axis");
+    if (axis < 0 || static_cast<size_t>(axis) >= data.dims.size()) return std::nullopt;
+    for (int64_t d = 0; d < axis; ++d) {
+      if (data.dims[d] != 1) return std::nullopt;
+    }
+    const int64_t extent = data.dims[axis];
+    int64_t index = indices.constant->data<int64_t>()[0];
+    if (index < 0) index += extent;
+    if (index < 0 || index >= extent) return std::nullopt;  // the kernel names the error
+    const size_t offset = static_cast<size_t>(index) * (data.bytes() / static_cast<size_t>(extent));
+    if (offset % kViewAlignment != 0) return std::nullopt;
+    return offset;
+  }
+
+  // Per node: whether a graph output is its output or is reached from it
+  // through alias ops and possible views only (Note [Contiguous views]).
+  std::vector<bool> FeedsGraphOutputByAlias() const {
+    std::vector<bool> feeds(graph_.nodes.size(), false);
+    for (ValueId output : graph_.outputs) {
+      for (ValueId v = output;;) {
+        const int producer = producers_[v];
+        if (producer < 0) break;
+        feeds[producer] = true;
+        const BoundNode& node = graph_.nodes[producer];
+        if (!IsAliasOp(node.op_type) && node.op_type != "Gather") break;
+        v = node.inputs[0];
+      }
+    }
+    return feeds;
   }
 
   // The exact GELU chain PyTorch exports for nn.GELU (approximate='none'):

@@ -205,8 +205,11 @@ struct FusionPlan {
   std::vector<FusedStep> steps;  // in a topological (issue) order
   // Per value: the value owning its bytes. Alias ops (Identity, Reshape,
   // Flatten, Squeeze, Unsqueeze) get no step; their output is their input's
-  // root.
+  // root. So do contiguous views (Note [Contiguous views]), whose bytes
+  // start alias_offset bytes into their root's (0 for every other value).
   std::vector<ValueId> alias_root;
+  std::vector<size_t> alias_offset;
+  int contiguous_views = 0;     // Gathers read in place (Note [Contiguous views])
   int gemm_bias_epilogues = 0;  // GEMM steps with a bias in their epilogue
   int gemm_scales = 0;          // GEMM steps with scale constants in their alpha
   int transposed_weights = 0;   // GEMM steps reading a transposed weight
@@ -241,6 +244,21 @@ bool GemmReadsC(const BoundGraph& graph, const BoundNode& node);
 
 // Ops whose output is their input's bytes under new dims.
 bool IsAliasOp(const std::string& op_type);
+
+// Note [Contiguous views]
+// ~~~~~~~~~~~~~~~~~~~~~~~
+// A Gather of one constant index along a dim that only dims of extent 1
+// precede takes a contiguous block of its data: q, k and v selected from a
+// fused projection stacked [3, ...] (PyTorch's nn.MultiheadAttention, as
+// both exporters write it; three copies per layer). Such a Gather gets no
+// step: its output is a view alias_offset bytes into its data's root, and
+// the steps that read it read there. The memory planner keeps the root
+// alive while any view of it is read (it plans roots, and a reader of a
+// view reads the root). Not a view: an offset that is not a multiple of
+// kViewAlignment (library kernels and vector loads assume the arena's
+// alignment), and a Gather whose output reaches a graph output through
+// alias ops only (a graph output owns its device buffer, whole).
+inline constexpr size_t kViewAlignment = 256;
 
 // The types whose fused steps (the erf GELU, pointwise regions, scales in a
 // GEMM's alpha, attention) compute in float and round once to the type:

@@ -89,6 +89,7 @@ struct CudaExecutor::Plan {
   std::mutex run_mutex;                  // Run() stages through shared buffers
 
   std::vector<ValueId> alias_root;    // per value: the value owning its bytes
+  std::vector<size_t> alias_offset;   // per value: where in its root's they start
   std::vector<ValueStorage> storage;  // per value (roots only)
   std::vector<ExecutionStep> steps;   // issue order (the schedule's)
   Schedule schedule;
@@ -112,6 +113,7 @@ struct CudaExecutor::Plan {
   int conv_steps = 0;
   int fused_into_convs = 0;
   int channels_last_values = 0;
+  int contiguous_views = 0;
   CudaExecutor::PlanTimes times;
   mutable std::vector<void*> addresses;  // per value, refreshed at every Enqueue
 
@@ -151,6 +153,8 @@ class PlanBuilder {
     plan_.schedule = MakeSchedule(graph_, fusion, plan_.options.schedule);
     RETURN_IF_ERROR(AssignEvents());
     plan_.alias_root = std::move(fusion.alias_root);
+    plan_.alias_offset = std::move(fusion.alias_offset);
+    plan_.contiguous_views = fusion.contiguous_views;
     plan_.fused_epilogues = fusion.gemm_bias_epilogues;
     plan_.fused_gelus = fusion.erf_gelus;
     plan_.pointwise_regions = fusion.pointwise_regions;
@@ -504,6 +508,7 @@ const CudaExecutor::PlanTimes& CudaExecutor::plan_times() const { return plan_->
 int CudaExecutor::fused_into_convs() const { return plan_->fused_into_convs; }
 
 int CudaExecutor::channels_last_values() const { return plan_->channels_last_values; }
+int CudaExecutor::contiguous_views() const { return plan_->contiguous_views; }
 const Schedule& CudaExecutor::schedule() const { return plan_->schedule; }
 int CudaExecutor::events_per_run() const { return plan_->events_per_run; }
 size_t CudaExecutor::single_lane_arena_bytes() const { return plan_->single_lane_arena_bytes; }
@@ -532,6 +537,8 @@ void ResolveAddresses(const CudaExecutor::Plan& plan) {
         address = arena + s.offset;
         break;
     }
+    // A view's bytes start into its root's (Note [Contiguous views]).
+    if (address != nullptr) address = static_cast<char*>(address) + plan.alias_offset[i];
     plan.addresses[i] = address;
   }
 }

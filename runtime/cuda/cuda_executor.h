@@ -164,6 +164,8 @@ class CudaExecutor : public Executor {
   // Conv outputs stored NHWC (Note [Channels-last convolutions] in
   // runtime/fusion.h).
   [[nodiscard]] int channels_last_values() const;
+  // Gathers read in place (Note [Contiguous views] in runtime/fusion.h).
+  [[nodiscard]] int contiguous_views() const;
 
   ~CudaExecutor() override;
 

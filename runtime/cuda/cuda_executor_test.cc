@@ -125,6 +125,82 @@ TEST_P(CudaExecutorTest, MatchesHostExecutorFusedAndUnfused) {
 
 INSTANTIATE_TEST_SUITE_P(BatchSizes, CudaExecutorTest, ::testing::Values(1, 3, 64, 1000));
 
+// Note [Contiguous views] on the device: x [B, 3, width] through a Relu (a
+// step, so the stack lives in the arena), stacked [3, B, width] by a
+// Transpose, and each of the three blocks read in place by a Gather: y =
+// a * b + c. At width 64 every block starts on the arena's alignment and
+// all three are views; at width 3 (12-byte rows) only the first is. Run
+// eagerly and replayed from a captured graph, against the host executor.
+Model StackOfThree(int64_t width) {
+  std::mt19937 rng(static_cast<uint32_t>(width));
+  Model model;
+  model.name = "stack_of_three";
+  model.opset = 17;
+  model.inputs.push_back({"x", DType::kFloat32, {-1, 3, width}});
+  model.outputs.push_back({"y", DType::kFloat32, {-1, width}});
+  model.initializers["scale"] = RandomConstant({width}, rng);
+  for (int64_t i = 0; i < 3; ++i) {
+    auto index = std::make_shared<HostTensor>(DType::kInt64, Dims{});
+    *index->data<int64_t>() = i;
+    model.initializers[absl::StrCat("i", i)] = index;
+  }
+  model.nodes = {
+      {"relu", "Relu", {"x"}, {"r"}, {}},
+      {"stack", "Transpose", {"r"}, {"t"}, {{"perm", std::vector<int64_t>{1, 0, 2}}}},
+      {"a", "Gather", {"t", "i0"}, {"ta"}, {}},
+      {"b", "Gather", {"t", "i1"}, {"tb"}, {}},
+      {"c", "Gather", {"t", "i2"}, {"tc"}, {}},
+      {"ab", "Mul", {"ta", "tb"}, {"p"}, {}},
+      {"abs", "Mul", {"p", "scale"}, {"ps"}, {}},
+      {"sum", "Add", {"ps", "tc"}, {"y"}, {}},
+  };
+  return model;
+}
+
+TEST(CudaExecutorViewTest, GathersReadInPlaceMatchHostEagerlyAndReplayed) {
+  if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device on this machine";
+  for (const auto& [width, views] : {std::pair<int64_t, int>{64, 3}, {3, 1}}) {
+    for (const int64_t batch : {1, 5}) {
+      const std::string label = absl::StrCat("width ", width, " batch ", batch);
+      absl::StatusOr<BoundGraph> graph = BindModel(StackOfThree(width), {.batch_size = batch});
+      ASSERT_TRUE(graph.ok()) << graph.status();
+      absl::StatusOr<std::unique_ptr<HostExecutor>> host = HostExecutor::Create(*graph);
+      ASSERT_TRUE(host.ok()) << host.status();
+      std::mt19937 rng(static_cast<uint32_t>(batch));
+      std::vector<HostTensor> inputs;
+      inputs.push_back(RandomInput({batch, 3, width}, rng));
+      absl::StatusOr<std::vector<HostTensor>> expected = (*host)->Run(inputs);
+      ASSERT_TRUE(expected.ok()) << expected.status();
+
+      absl::StatusOr<std::unique_ptr<CudaExecutor>> cuda = CudaExecutor::Create(*graph, {});
+      ASSERT_TRUE(cuda.ok()) << cuda.status();
+      EXPECT_EQ((*cuda)->contiguous_views(), views) << label;
+      absl::StatusOr<std::vector<HostTensor>> eager = (*cuda)->Run(inputs);
+      ASSERT_TRUE(eager.ok()) << eager.status();
+      EXPECT_LT(RelativeError((*eager)[0], (*expected)[0]), 1e-6) << label;
+
+      absl::StatusOr<CudaStream> stream = CudaStream::Create();
+      ASSERT_TRUE(stream.ok());
+      ASSERT_EQ(cudaStreamBeginCapture(stream->get(), cudaStreamCaptureModeThreadLocal),
+                cudaSuccess);
+      const absl::Status enqueued = (*cuda)->Enqueue(stream->get());
+      cudaGraph_t raw_graph = nullptr;
+      ASSERT_EQ(cudaStreamEndCapture(stream->get(), &raw_graph), cudaSuccess);
+      ASSERT_TRUE(enqueued.ok()) << enqueued;
+      CudaGraph captured(raw_graph);
+      cudaGraphExec_t raw_exec = nullptr;
+      ASSERT_EQ(cudaGraphInstantiate(&raw_exec, captured.get(), 0), cudaSuccess);
+      CudaGraphExec exec(raw_exec);
+      std::memcpy((*cuda)->input_staging(0), inputs[0].raw(), inputs[0].bytes());
+      std::memset(const_cast<void*>((*cuda)->output_staging(0)), 0xFF, (*eager)[0].bytes());
+      ASSERT_EQ(cudaGraphLaunch(exec.get(), stream->get()), cudaSuccess);
+      ASSERT_EQ(cudaStreamSynchronize(stream->get()), cudaSuccess);
+      EXPECT_EQ(std::memcmp((*cuda)->output_staging(0), (*eager)[0].raw(), (*eager)[0].bytes()), 0)
+          << label;
+    }
+  }
+}
+
 TEST(CudaExecutorCaptureTest, EnqueueIsCapturableAndReplaysTheEagerResult) {
   if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device on this machine";
   constexpr int64_t kBatch = 16;
