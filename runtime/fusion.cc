@@ -719,6 +719,73 @@ class FusionPlanner {
     return LastTwoSwap{*transpose, graph_.nodes[*transpose].inputs[0]};
   }
 
+  // Note [Batch-swapped GEMM operands]: a MatMul of two operands with the
+  // same batch dims (more than one matrix), neither broadcast.
+  bool BatchesMatrices(const BoundNode& node) const {
+    if (node.op_type != "MatMul") return false;
+    const Dims& a = graph_.value(node.inputs[0]).dims;
+    const Dims& b = graph_.value(node.inputs[1]).dims;
+    if (a.size() < 3 || a.size() != b.size()) return false;
+    const Dims batch(a.begin(), a.end() - 2);
+    return batch == Dims(b.begin(), b.end() - 2) && NumElements(batch) > 1;
+  }
+  // The perm of a Transpose that moves dim `from` of a rank `rank` value to
+  // position `to`, the others in order.
+  static std::vector<int64_t> MovePerm(int64_t rank, int64_t from, int64_t to) {
+    std::vector<int64_t> perm;
+    for (int64_t d = 0; d < rank; ++d) {
+      if (d != from) perm.push_back(d);
+    }
+    perm.insert(perm.begin() + to, from);
+    return perm;
+  }
+  bool IsTransposeWithPerm(int node, const std::vector<int64_t>& perm) const {
+    return graph_.nodes[node].op_type == "Transpose" &&
+           IntsAttr(graph_.nodes[node].attributes, "perm") == perm;
+  }
+  // `operand` [batch..., rows, cols] as the Transpose of `source` [rows,
+  // batch..., cols] that moves the rows behind the batch, made for its one
+  // reader: that Transpose itself, or (nn.MultiheadAttention's heads) a
+  // Transpose (1 0 2) of a rank-3 source whose batch a Reshape then splits
+  // into `operand`'s batch dims; the Reshape stays an alias node whose
+  // output goes unread.
+  struct RowsFirst {
+    int transpose;
+    ValueId source;
+  };
+  std::optional<RowsFirst> RowsFirstSource(ValueId operand) const {
+    const Dims& dims = graph_.value(operand).dims;
+    const int64_t rank = static_cast<int64_t>(dims.size());
+    if (rank < 3) return std::nullopt;
+    if (const std::optional<int> transpose = SoleProducer(operand, "Transpose")) {
+      if (!IsTransposeWithPerm(*transpose, MovePerm(rank, 0, rank - 2))) return std::nullopt;
+      return RowsFirst{*transpose, graph_.nodes[*transpose].inputs[0]};
+    }
+    const std::optional<int> reshape = SoleProducer(operand, "Reshape");
+    if (!reshape) return std::nullopt;
+    const ValueId folded = graph_.nodes[*reshape].inputs[0];
+    const Dims& f = graph_.value(folded).dims;
+    if (f.size() != 3 || f[1] != dims[rank - 2] || f[2] != dims[rank - 1] ||
+        f[0] != NumElements(Dims(dims.begin(), dims.end() - 2))) {
+      return std::nullopt;
+    }
+    const std::optional<int> transpose = SoleProducer(folded, "Transpose");
+    if (!transpose || !IsTransposeWithPerm(*transpose, {1, 0, 2})) return std::nullopt;
+    return RowsFirst{*transpose, graph_.nodes[*transpose].inputs[0]};
+  }
+  // The one reader of `result` [batch..., rows, cols] when it is a
+  // Transpose moving the rows in front of the batch, and no graph output
+  // needs `result`.
+  std::optional<int> RowsFirstReader(ValueId result) const {
+    const int64_t rank = static_cast<int64_t>(graph_.value(result).dims.size());
+    const std::optional<int> reader = SoleConsumer(graph_, consumers_, result);
+    if (!reader || absorbed_[*reader] || IsGraphOutput(graph_, result) ||
+        !IsTransposeWithPerm(*reader, MovePerm(rank, rank - 2, 0))) {
+      return std::nullopt;
+    }
+    return reader;
+  }
+
   // Note [Attention views]: `value` [a, b, c, d] computed as
   // Reshape(Transpose(Reshape(x [a, b, d, c]) to [a*b, d, c], perm 0 2 1))
   // back to four dims, as the dynamo exporter writes k^T: x with its last
@@ -1189,6 +1256,22 @@ class FusionPlanner {
           step.gemm_bias = *other;
           Absorb(step, *add);
           output = add_node.outputs[0];
+        }
+      }
+      if (BatchesMatrices(node)) {
+        for (size_t k = 0; k < 2; ++k) {
+          if (std::optional<RowsFirst> stored = RowsFirstSource(step.inputs[k])) {
+            (k == 0 ? step.gemm_swapped_a : step.gemm_swapped_b) = true;
+            step.inputs[k] = stored->source;
+            Absorb(step, stored->transpose);
+            ++plan_.gemm_transposes;
+          }
+        }
+        if (std::optional<int> transpose = RowsFirstReader(output)) {
+          step.gemm_swapped_d = true;
+          Absorb(step, *transpose);
+          output = graph_.nodes[*transpose].outputs[0];
+          ++plan_.gemm_transposes;
         }
       }
     }

@@ -80,6 +80,13 @@ struct FusedStep {
   // that Transpose's.
   bool gemm_trans_a = false;
   bool gemm_trans_b = false;
+  // kGemm, a MatMul of rank-3 operands: A, B (as stored, after any swap of
+  // their last two dims) or the result are the Transpose (1 0 2) of the
+  // input (output) the step reads (writes) in place (Note [Batch-swapped
+  // GEMM operands]).
+  bool gemm_swapped_a = false;
+  bool gemm_swapped_b = false;
+  bool gemm_swapped_d = false;
   // kConv: what follows the convolution in its epilogue.
   bool conv_residual = false;
   ActivationParams conv_activation;
@@ -150,6 +157,21 @@ struct FusionOptions {
 // Transpose's input with op(T): attention's q k^T in a chain not fused whole
 // loses a copy of k per layer (BERT-base, ViT under TF32 and float32).
 //
+// Note [Batch-swapped GEMM operands]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// nn.MultiheadAttention splits its heads by folding them into the batch:
+// q [seq, batch * heads, d] is transposed (1 0 2) to [batch * heads, seq,
+// d] for the batched MatMuls, as are k and v, and their output goes back
+// through the same Transpose: four copies per layer. cuBLASLt reads a batch
+// of matrices at any stride and their rows at any leading dimension, so a
+// MatMul of two rank-3 operands with one batch takes such a Transpose of
+// either operand (after the swap of its last two dims, Note [Transposed GEMM
+// operands]) when it is the Transpose's only reader, and of its result when
+// the Transpose is the result's only reader: a stored [rows, batch, cols]
+// value is read (written) with batches cols elements apart and rows batch *
+// cols apart. Neither side's Transpose is a graph output's last copy: a
+// taken Transpose's output that is a graph output stays a step.
+
 // Note [K-major weights]
 // ~~~~~~~~~~~~~~~~~~~~~~
 // Hopper's warpgroup MMA reads TF32 operands only K-major (16-bit operands

@@ -257,7 +257,10 @@ class PlanBuilder {
              .scale = step.gemm_scale,
              .weight_transposed = step.gemm_weight_transposed,
              .trans_a = step.gemm_trans_a,
-             .trans_b = step.gemm_trans_b});
+             .trans_b = step.gemm_trans_b,
+             .swapped_a = step.gemm_swapped_a,
+             .swapped_b = step.gemm_swapped_b,
+             .swapped_d = step.gemm_swapped_d});
       case StepKind::kConv: {
         ConvFusion fusion;
         fusion.has_bias = node.inputs.size() > 2;

@@ -3,10 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
-#include <cstring>
 #include <random>
 #include <string>
 #include <tuple>
@@ -197,6 +198,91 @@ TEST(CudaExecutorViewTest, GathersReadInPlaceMatchHostEagerlyAndReplayed) {
       ASSERT_EQ(cudaStreamSynchronize(stream->get()), cudaSuccess);
       EXPECT_EQ(std::memcmp((*cuda)->output_staging(0), (*eager)[0].raw(), (*eager)[0].bytes()), 0)
           << label;
+    }
+  }
+}
+
+// Note [Batch-swapped GEMM operands]: nn.MultiheadAttention's heads, q, k
+// and v [seq, batch * heads, d] transposed (1 0 2) and split into [batch,
+// heads, seq, d] for the scores and the weighted sum, whose result goes back
+// to [seq, batch, heads, d] (y); and the same at rank 3 without the split
+// (z, scores of two more such inputs, a against c, written back [seq,
+// batch * heads, seq]).
+Model FoldedHeads(int64_t batch) {
+  constexpr int64_t kHeads = 3, kSeq = 5, kD = 16;
+  const int64_t folded = batch * kHeads;
+  Model model;
+  model.name = "folded_heads";
+  model.opset = 17;
+  for (const char* name : {"q", "k", "v", "a", "c"}) {
+    model.inputs.push_back({name, DType::kFloat32, {kSeq, folded, kD}});
+  }
+  model.outputs.push_back({"y", DType::kFloat32, {kSeq, batch, kHeads, kD}});
+  model.outputs.push_back({"z", DType::kFloat32, {kSeq, folded, kSeq}});
+  auto split = std::make_shared<HostTensor>(DType::kInt64, Dims{4});
+  const int64_t split_dims[] = {batch, kHeads, kSeq, kD};
+  std::copy(std::begin(split_dims), std::end(split_dims), split->data<int64_t>());
+  model.initializers["split"] = split;
+  const auto perm = [](std::vector<int64_t> p) { return Attributes{{"perm", std::move(p)}}; };
+  for (const std::string name : {"q", "k", "v"}) {
+    model.nodes.push_back({name + "_heads", "Transpose", {name}, {name + "t"}, perm({1, 0, 2})});
+    model.nodes.push_back({name + "_split", "Reshape", {name + "t", "split"}, {name + "4"}, {}});
+  }
+  model.nodes.push_back({"k_t", "Transpose", {"k4"}, {"kT"}, perm({0, 1, 3, 2})});
+  model.nodes.push_back({"scores", "MatMul", {"q4", "kT"}, {"s"}, {}});
+  model.nodes.push_back({"softmax", "Softmax", {"s"}, {"p"}, {{"axis", int64_t{-1}}}});
+  model.nodes.push_back({"mix", "MatMul", {"p", "v4"}, {"o"}, {}});
+  model.nodes.push_back({"merge", "Transpose", {"o"}, {"y"}, perm({2, 0, 1, 3})});
+  model.nodes.push_back({"a3", "Transpose", {"a"}, {"a3t"}, perm({1, 0, 2})});
+  model.nodes.push_back({"c3", "Transpose", {"c"}, {"c3t"}, perm({1, 0, 2})});
+  model.nodes.push_back({"c3_t", "Transpose", {"c3t"}, {"c3T"}, perm({0, 2, 1})});
+  model.nodes.push_back({"scores3", "MatMul", {"a3t", "c3T"}, {"s3"}, {}});
+  model.nodes.push_back({"back3", "Transpose", {"s3"}, {"z"}, perm({1, 0, 2})});
+  return model;
+}
+
+// Every Transpose goes into a GEMM (k's last-two swaps as op(B), the rest
+// into its layouts): the three GEMMs and the Softmax are the steps.
+TEST(CudaExecutorSwappedOperandsTest, FoldedHeadsTransposesGoIntoTheGemms) {
+  for (const int64_t batch : {1, 2}) {
+    absl::StatusOr<BoundGraph> graph = BindModel(FoldedHeads(batch), {});
+    ASSERT_TRUE(graph.ok()) << graph.status();
+    const FusionPlan plan = PlanFusion(*graph, {});
+    std::vector<std::array<bool, 3>> swapped;
+    for (const FusedStep& step : plan.steps) {
+      if (step.kind != StepKind::kGemm) continue;
+      swapped.push_back({step.gemm_swapped_a, step.gemm_swapped_b, step.gemm_swapped_d});
+    }
+    EXPECT_EQ(plan.steps.size(), 4u);
+    EXPECT_EQ(swapped, (std::vector<std::array<bool, 3>>{
+                           {true, true, false}, {false, true, true}, {true, true, true}}));
+  }
+}
+
+TEST(CudaExecutorSwappedOperandsTest, FoldedHeadsReadInPlaceMatchHost) {
+  if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device on this machine";
+  for (const int64_t batch : {1, 2}) {
+    absl::StatusOr<BoundGraph> graph = BindModel(FoldedHeads(batch), {});
+    ASSERT_TRUE(graph.ok()) << graph.status();
+    absl::StatusOr<std::unique_ptr<HostExecutor>> host = HostExecutor::Create(*graph);
+    ASSERT_TRUE(host.ok()) << host.status();
+    std::mt19937 rng(static_cast<uint32_t>(batch));
+    std::vector<HostTensor> inputs;
+    for (int i = 0; i < 5; ++i) inputs.push_back(RandomInput({5, batch * 3, 16}, rng));
+    absl::StatusOr<std::vector<HostTensor>> expected = (*host)->Run(inputs);
+    ASSERT_TRUE(expected.ok()) << expected.status();
+    for (const bool fuse : {true, false}) {
+      CudaExecutorOptions options;
+      options.fuse_epilogues = fuse;
+      absl::StatusOr<std::unique_ptr<CudaExecutor>> cuda = CudaExecutor::Create(*graph, options);
+      ASSERT_TRUE(cuda.ok()) << cuda.status();
+      absl::StatusOr<std::vector<HostTensor>> got = (*cuda)->Run(inputs);
+      ASSERT_TRUE(got.ok()) << got.status();
+      for (size_t i = 0; i < got->size(); ++i) {
+        EXPECT_EQ((*got)[i].dims(), (*expected)[i].dims());
+        EXPECT_LT(RelativeError((*got)[i], (*expected)[i]), 1e-5)
+            << "output " << i << " batch " << batch << " fuse " << fuse;
+      }
     }
   }
 }

@@ -252,13 +252,16 @@ absl::StatusOr<std::unique_ptr<CublasLtGemm>> CublasLtGemm::Create(
 
   // Our B is [k, n] row-major (column-major n x k, ld n), or [n, k] when
   // transposed (column-major k x n, ld k). Likewise A is [m, k] or [k, m].
-  ASSIGN_OR_RETURN(d->first,
-                   o.trans_b ? MakeLayout(o.b_dtype, o.k, o.n, o.k, o.batch, o.stride_b)
-                             : MakeLayout(o.b_dtype, o.n, o.k, o.n, o.batch, o.stride_b));
-  ASSIGN_OR_RETURN(d->second,
-                   o.trans_a ? MakeLayout(o.a_dtype, o.m, o.k, o.m, o.batch, o.stride_a)
-                             : MakeLayout(o.a_dtype, o.k, o.m, o.k, o.batch, o.stride_a));
-  ASSIGN_OR_RETURN(d->result, MakeLayout(o.d_dtype, o.n, o.m, o.n, o.batch, o.stride_d));
+  // A larger ld_* spaces the stored rows further apart.
+  const auto ld = [](int64_t given, int64_t packed) { return given > 0 ? given : packed; };
+  ASSIGN_OR_RETURN(
+      d->first, o.trans_b ? MakeLayout(o.b_dtype, o.k, o.n, ld(o.ld_b, o.k), o.batch, o.stride_b)
+                          : MakeLayout(o.b_dtype, o.n, o.k, ld(o.ld_b, o.n), o.batch, o.stride_b));
+  ASSIGN_OR_RETURN(
+      d->second, o.trans_a ? MakeLayout(o.a_dtype, o.m, o.k, ld(o.ld_a, o.m), o.batch, o.stride_a)
+                           : MakeLayout(o.a_dtype, o.k, o.m, ld(o.ld_a, o.k), o.batch, o.stride_a));
+  ASSIGN_OR_RETURN(d->result,
+                   MakeLayout(o.d_dtype, o.n, o.m, ld(o.ld_d, o.n), o.batch, o.stride_d));
 
   if (proposals == nullptr) {
     ASSIGN_OR_RETURN(proposals, AskHeuristic(handle, o, *d));
@@ -414,13 +417,14 @@ absl::Status CublasLtGemm::Enqueue(const void* a, const void* b, void* d, void* 
 }
 
 std::string GemmChoiceKey(const GemmOptions& o) {
-  return absl::StrCat("GEMM ", o.m, "x", o.n, "x", o.k, o.trans_a ? " ta" : "", o.trans_b ? " tb" : "",
-                      " batch ", o.batch, " strides ", o.stride_a, ",", o.stride_b, ",", o.stride_d,
+  return absl::StrCat("GEMM ", o.m, "x", o.n, "x", o.k, o.trans_a ? " ta" : "",
+                      o.trans_b ? " tb" : "", " batch ", o.batch, " strides ", o.stride_a, ",",
+                      o.stride_b, ",", o.stride_d, " lds ", o.ld_a, ",", o.ld_b, ",", o.ld_d,
                       o.beta != 0 ? " reads C" : "", " epilogue ", static_cast<int>(o.epilogue),
                       " types ", static_cast<int>(o.a_dtype), ",", static_cast<int>(o.b_dtype), ",",
-                      static_cast<int>(o.d_dtype), ",", static_cast<int>(o.bias_dtype),
-                      " align ", o.alignment_a, ",", o.alignment_b, ",", o.alignment_d,
-                      " compute ", static_cast<int>(o.compute), " workspace ", o.workspace_bytes);
+                      static_cast<int>(o.d_dtype), ",", static_cast<int>(o.bias_dtype), " align ",
+                      o.alignment_a, ",", o.alignment_b, ",", o.alignment_d, " compute ",
+                      static_cast<int>(o.compute), " workspace ", o.workspace_bytes);
 }
 
 }  // namespace graphserve

@@ -71,6 +71,12 @@ struct GemmOptions {
   int64_t stride_a = 0;  // elements
   int64_t stride_b = 0;
   int64_t stride_d = 0;
+  // Elements from one stored row to the next; 0: packed (the stored row's
+  // length). Larger when the matrices of a batch interleave (Note
+  // [Batch-swapped GEMM operands] in runtime/fusion.h).
+  int64_t ld_a = 0;
+  int64_t ld_b = 0;
+  int64_t ld_d = 0;
   float alpha = 1.0f;
   // Non-zero beta accumulates into the existing contents of D.
   float beta = 0.0f;

@@ -199,6 +199,24 @@ absl::StatusOr<std::unique_ptr<GemmKernel>> GemmKernel::Create(const CudaKernelC
   o.compute = GemmComputeFor(dtype, context.allow_tf32);
   o.workspace_bytes = kGemmWorkspaceBytes;
   const int64_t element_bytes = static_cast<int64_t>(DTypeSize(dtype));
+  if (fusion.swapped_a || fusion.swapped_b || fusion.swapped_d) {
+    // Note [Batch-swapped GEMM operands]: a stored [rows, batch, cols]
+    // matrix is read with its batches `cols` apart and its rows
+    // `batch * cols` apart.
+    if (node.op_type != "MatMul" || !geometry.batch_offsets.empty() || o.batch < 2 ||
+        (fusion.swapped_a && o.stride_a == 0) || (fusion.swapped_b && o.stride_b == 0)) {
+      return absl::InternalError(absl::StrCat(
+          NodeLabel(node), ": only a MatMul of two batches of matrices reads swapped operands"));
+    }
+    const auto swap = [&](int64_t cols, int64_t& stride, int64_t& ld, int64_t& alignment) {
+      stride = cols;
+      ld = o.batch * cols;
+      alignment = AlignmentOf(cols * element_bytes);
+    };
+    if (fusion.swapped_a) swap(o.trans_a ? o.m : o.k, o.stride_a, o.ld_a, o.alignment_a);
+    if (fusion.swapped_b) swap(o.trans_b ? o.k : o.n, o.stride_b, o.ld_b, o.alignment_b);
+    if (fusion.swapped_d) swap(o.n, o.stride_d, o.ld_d, o.alignment_d);
+  }
   if (!geometry.batch_offsets.empty()) {
     // Per-batch offsets may leave addresses less than 256-byte aligned.
     o.alignment_a = AlignmentOf(o.m * o.k * element_bytes);

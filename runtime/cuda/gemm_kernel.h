@@ -33,6 +33,12 @@ struct GemmStepFusion {
   // [Transposed GEMM operands] in runtime/fusion.h).
   bool trans_a = false;
   bool trans_b = false;
+  // A rank-3 MatMul operand (A, B) or result (D) is stored with its first
+  // two dims swapped (Note [Batch-swapped GEMM operands] in
+  // runtime/fusion.h).
+  bool swapped_a = false;
+  bool swapped_b = false;
+  bool swapped_d = false;
 };
 
 // Enqueue's inputs: A, B (unless the step reads a transposed weight of its
