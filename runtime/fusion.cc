@@ -264,7 +264,7 @@ class FusionPlanner {
       const BoundNode& node = graph_.nodes[i];
       const std::optional<size_t> view =
           feeds_output[i] ? std::nullopt : ContiguousViewOffset(node);
-      if (IsAliasOp(node.op_type) || view.has_value()) {
+      if (IsAliasNode(node) || view.has_value()) {
         plan_.alias_root[node.outputs[0]] = plan_.alias_root[node.inputs[0]];
         plan_.alias_offset[node.outputs[0]] = plan_.alias_offset[node.inputs[0]] + view.value_or(0);
         if (view.has_value()) ++plan_.contiguous_views;
@@ -291,6 +291,27 @@ class FusionPlanner {
     std::sort(step.nodes.begin(), step.nodes.end());
     const int last = step.nodes.back();
     by_last_node_.emplace_back(last, std::move(step));
+  }
+
+  // An alias op, or a Transpose that moves only dims of extent 1 (the
+  // batch-first and sequence-first layouts of one sequence): its output is
+  // its input's bytes.
+  bool IsAliasNode(const BoundNode& node) const {
+    if (IsAliasOp(node.op_type)) return true;
+    if (node.op_type != "Transpose" || node.inputs.size() != 1 || node.outputs.size() != 1) {
+      return false;
+    }
+    const Dims& dims = graph_.value(node.inputs[0]).dims;
+    const std::vector<int64_t> perm = IntsAttr(node.attributes, "perm");
+    if (perm.size() != dims.size()) return false;
+    int64_t last = -1;
+    for (int64_t d : perm) {
+      if (d < 0 || static_cast<size_t>(d) >= dims.size()) return false;
+      if (dims[d] == 1) continue;
+      if (d < last) return false;
+      last = d;
+    }
+    return true;
   }
 
   // Note [Contiguous views]: the byte offset of the block `node` takes from
@@ -328,7 +349,7 @@ class FusionPlanner {
         if (producer < 0) break;
         feeds[producer] = true;
         const BoundNode& node = graph_.nodes[producer];
-        if (!IsAliasOp(node.op_type) && node.op_type != "Gather") break;
+        if (!IsAliasNode(node) && node.op_type != "Gather") break;
         v = node.inputs[0];
       }
     }

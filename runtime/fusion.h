@@ -227,7 +227,9 @@ struct FusionPlan {
   std::vector<FusedStep> steps;  // in a topological (issue) order
   // Per value: the value owning its bytes. Alias ops (Identity, Reshape,
   // Flatten, Squeeze, Unsqueeze) get no step; their output is their input's
-  // root. So do contiguous views (Note [Contiguous views]), whose bytes
+  // root. So does a Transpose left to a step of its own that moves only
+  // dims of extent 1 (a batch of one between batch-first and sequence-first
+  // layouts), which changes no byte. So do contiguous views (Note [Contiguous views]), whose bytes
   // start alias_offset bytes into their root's (0 for every other value).
   std::vector<ValueId> alias_root;
   std::vector<size_t> alias_offset;

@@ -50,10 +50,11 @@ void ExpectValidOrder(const BoundGraph& graph, const FusionPlan& plan) {
     for (int n : step.nodes) ++covered[n];
   }
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
+    // Alias ops, views and Transposes of unit dims own no bytes: no step.
     const BoundNode& node = graph.nodes[n];
-    const bool view =
-        node.op_type == "Gather" && plan.alias_root[node.outputs[0]] != node.outputs[0];
-    EXPECT_EQ(covered[n], IsAliasOp(node.op_type) || view ? 0 : 1) << node.name;
+    const bool aliased =
+        node.outputs.size() == 1 && plan.alias_root[node.outputs[0]] != node.outputs[0];
+    EXPECT_EQ(covered[n], IsAliasOp(node.op_type) || aliased ? 0 : 1) << node.name;
   }
   for (ValueId out : graph.outputs) {
     EXPECT_TRUE(written.count(plan.alias_root[out]) || graph.value(out).is_constant());
@@ -294,6 +295,28 @@ TEST(FusionTest, GathersOfStackedBlocksAreViewsIntoTheStack) {
   EXPECT_EQ(plan.alias_offset[value("vout")], 0u);
   // proj, stack, select_vout, add + mul (one pointwise region).
   EXPECT_EQ(plan.steps.size(), 4u);
+}
+
+// A Transpose that moves only dims of extent 1 changes no byte: at batch 1,
+// the batch-first [1, seq, width] and sequence-first [seq, 1, width]
+// layouts are one. At batch 2 it is a copy.
+TEST(FusionTest, TransposesOfUnitDimsAreAliases) {
+  Model model;
+  model.name = "seq_first";
+  model.opset = 17;
+  model.inputs = {{"x", DType::kFloat32, {-1, 4, 8}}};
+  model.outputs = {{"y", DType::kFloat32, {4, -1, 8}}};
+  model.nodes = {
+      {"relu", "Relu", {"x"}, {"r"}, {}},
+      {"seq_first", "Transpose", {"r"}, {"t"}, {{"perm", std::vector<int64_t>{1, 0, 2}}}},
+      {"sigmoid", "Sigmoid", {"t"}, {"y"}, {}},
+  };
+  for (const auto& [batch, steps] : {std::pair<int64_t, size_t>{1, 2}, {2, 3}}) {
+    const BoundGraph graph = Bind(model, batch);
+    const FusionPlan plan = PlanFusion(graph, {.fuse = false});
+    ExpectValidOrder(graph, plan);
+    EXPECT_EQ(plan.steps.size(), steps) << "batch " << batch;
+  }
 }
 
 // A block whose bytes would start off the arena's alignment is copied.
