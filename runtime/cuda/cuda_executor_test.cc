@@ -126,6 +126,25 @@ TEST_P(CudaExecutorTest, MatchesHostExecutorFusedAndUnfused) {
 
 INSTANTIATE_TEST_SUITE_P(BatchSizes, CudaExecutorTest, ::testing::Values(1, 3, 64, 1000));
 
+// One Enqueue of `cuda` captured on `stream` and instantiated; null, with
+// the failure reported, when capture or instantiation fails.
+CudaGraphExec CaptureEnqueue(CudaExecutor& cuda, cudaStream_t stream) {
+  if (cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal) != cudaSuccess) {
+    ADD_FAILURE() << "cudaStreamBeginCapture failed";
+    return CudaGraphExec();
+  }
+  const absl::Status enqueued = cuda.Enqueue(stream);
+  cudaGraph_t raw_graph = nullptr;
+  const cudaError_t ended = cudaStreamEndCapture(stream, &raw_graph);
+  CudaGraph captured(raw_graph);
+  EXPECT_EQ(ended, cudaSuccess);
+  EXPECT_TRUE(enqueued.ok()) << enqueued;
+  if (ended != cudaSuccess || !enqueued.ok()) return CudaGraphExec();
+  cudaGraphExec_t raw_exec = nullptr;
+  EXPECT_EQ(cudaGraphInstantiate(&raw_exec, captured.get(), 0), cudaSuccess);
+  return CudaGraphExec(raw_exec);
+}
+
 // Note [Contiguous views] on the device: x [B, 3, width] through a Relu (a
 // step, so the stack lives in the arena), stacked [3, B, width] by a
 // Transpose, and each of the three blocks read in place by a Gather: y =
@@ -182,16 +201,8 @@ TEST(CudaExecutorViewTest, GathersReadInPlaceMatchHostEagerlyAndReplayed) {
 
       absl::StatusOr<CudaStream> stream = CudaStream::Create();
       ASSERT_TRUE(stream.ok());
-      ASSERT_EQ(cudaStreamBeginCapture(stream->get(), cudaStreamCaptureModeThreadLocal),
-                cudaSuccess);
-      const absl::Status enqueued = (*cuda)->Enqueue(stream->get());
-      cudaGraph_t raw_graph = nullptr;
-      ASSERT_EQ(cudaStreamEndCapture(stream->get(), &raw_graph), cudaSuccess);
-      ASSERT_TRUE(enqueued.ok()) << enqueued;
-      CudaGraph captured(raw_graph);
-      cudaGraphExec_t raw_exec = nullptr;
-      ASSERT_EQ(cudaGraphInstantiate(&raw_exec, captured.get(), 0), cudaSuccess);
-      CudaGraphExec exec(raw_exec);
+      const CudaGraphExec exec = CaptureEnqueue(**cuda, stream->get());
+      ASSERT_NE(exec.get(), nullptr) << label;
       std::memcpy((*cuda)->input_staging(0), inputs[0].raw(), inputs[0].bytes());
       std::memset(const_cast<void*>((*cuda)->output_staging(0)), 0xFF, (*eager)[0].bytes());
       ASSERT_EQ(cudaGraphLaunch(exec.get(), stream->get()), cudaSuccess);
@@ -302,15 +313,8 @@ TEST(CudaExecutorCaptureTest, EnqueueIsCapturableAndReplaysTheEagerResult) {
 
   absl::StatusOr<CudaStream> stream = CudaStream::Create();
   ASSERT_TRUE(stream.ok());
-  ASSERT_EQ(cudaStreamBeginCapture(stream->get(), cudaStreamCaptureModeThreadLocal), cudaSuccess);
-  const absl::Status enqueued = (*cuda)->Enqueue(stream->get());
-  cudaGraph_t raw_graph = nullptr;
-  ASSERT_EQ(cudaStreamEndCapture(stream->get(), &raw_graph), cudaSuccess);
-  ASSERT_TRUE(enqueued.ok()) << enqueued;
-  CudaGraph captured(raw_graph);
-  cudaGraphExec_t raw_exec = nullptr;
-  ASSERT_EQ(cudaGraphInstantiate(&raw_exec, captured.get(), 0), cudaSuccess);
-  CudaGraphExec exec(raw_exec);
+  const CudaGraphExec exec = CaptureEnqueue(**cuda, stream->get());
+  ASSERT_NE(exec.get(), nullptr);
 
   std::memcpy((*cuda)->input_staging(0), inputs[0].raw(), inputs[0].bytes());
   for (int i = 0; i < 2; ++i) {
