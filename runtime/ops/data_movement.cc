@@ -1011,7 +1011,7 @@ void AddDataMovementOps(std::vector<OpDef>& ops) {
                       .arity = one,
                       .bind = BindTranspose,
                       .host = HostTranspose,
-                      .summary = "any dtype"});
+                      .summary = "any dtype; moving only dims of extent 1 is an alias"});
   ops.push_back(OpDef{.name = "Slice",
                       .family = "data_movement",
                       .attributes = {"starts", "ends", "axes"},
@@ -1064,7 +1064,8 @@ void AddDataMovementOps(std::vector<OpDef>& ops) {
                       .bind = BindGather,
                       .host = HostGather,
                       .kernel_inputs = {2, 2},
-                      .summary = "int64 indices, negative allowed"});
+                      .summary = "int64 indices, negative allowed; one index of a leading "
+                                 "block is a view"});
   ops.push_back(OpDef{.name = "GatherElements",
                       .family = "data_movement",
                       .since_opset = 11,
