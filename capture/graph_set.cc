@@ -778,28 +778,39 @@ absl::Status GraphSet::CheckChunk(const LaunchChunk& chunk) const {
                                                    " does not exist; a slot has ",
                                                    kStagingBuffers));
   }
-  if (!chunk.input_sources.empty() && chunk.input_sources.size() != num_inputs()) {
-    return absl::InvalidArgumentError(absl::StrCat("got ", chunk.input_sources.size(),
-                                                   " input sources; the model has ", num_inputs(),
-                                                   " inputs"));
-  }
-  if (!chunk.output_destinations.empty() && chunk.output_destinations.size() != num_outputs()) {
-    return absl::InvalidArgumentError(absl::StrCat("got ", chunk.output_destinations.size(),
-                                                   " output destinations; the model has ",
-                                                   num_outputs(), " outputs"));
-  }
   if (chunk.rows < 1 || chunk.rows > chunk.key.batch_size) {
     return absl::InvalidArgumentError(absl::StrCat("a chunk of ", chunk.rows,
                                                    " rows does not fit batch size ",
                                                    GraphKeyString(chunk.key)));
   }
-  for (const DeviceRows& rows : chunk.device_rows) {
+  for (const DirectRows& rows : chunk.direct) {
     if (rows.first_row < 0 || rows.rows < 1 || rows.first_row + rows.rows > chunk.rows ||
         rows.inputs.size() != num_inputs() || rows.outputs.size() != num_outputs()) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "device rows ", rows.first_row, "+", rows.rows, " (", rows.inputs.size(), " inputs, ",
+          "direct rows ", rows.first_row, "+", rows.rows, " (", rows.inputs.size(), " inputs, ",
           rows.outputs.size(), " outputs) do not fit a chunk of ", chunk.rows, " rows of a set of ",
           num_inputs(), " inputs and ", num_outputs(), " outputs"));
+    }
+    for (size_t i = 0; i < num_inputs(); ++i) {
+      const InputRows& input = rows.inputs[i];
+      if (input.data == nullptr) continue;
+      const size_t bytes = input_bytes_per_row(i, chunk.key);
+      if (input.pitch == 0 || input.pitch > bytes ||
+          (input.pitch < bytes && chunk.pad_bytes.size() != num_inputs())) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("direct rows of input '", input_names_[i], "' are ", input.pitch,
+                         " bytes; its rows at ", GraphKeyString(chunk.key), " are ", bytes,
+                         " (a shorter row needs the chunk's pad bytes, one per input)"));
+      }
+    }
+    for (size_t o = 0; o < num_outputs(); ++o) {
+      const OutputRows& output = rows.outputs[o];
+      const size_t bytes = output_bytes_per_row(o, chunk.key);
+      if (output.data != nullptr && (output.pitch == 0 || output.pitch > bytes)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("direct rows of output '", output_names_[o], "' are ", output.pitch,
+                         " bytes; its rows at ", GraphKeyString(chunk.key), " are ", bytes));
+      }
     }
   }
   return absl::OkStatus();
@@ -809,6 +820,51 @@ absl::Status GraphSet::Launch(const LaunchChunk& chunk) const {
   RETURN_IF_ERROR(CheckChunk(chunk));
   return Enqueue(chunk);
 }
+
+namespace {
+
+// The rows of `chunk` that `direct` copies for graph tensor `tensor`, of
+// `chunk.rows`: those of staging are copied when some are not.
+template <typename Tensors>
+int64_t DirectRowCount(const LaunchChunk& chunk, Tensors tensors, size_t tensor) {
+  int64_t rows = 0;
+  for (const DirectRows& direct : chunk.direct) {
+    if (tensors(direct)[tensor].data != nullptr) rows += direct.rows;
+  }
+  return rows;
+}
+
+// Places `rows` rows of `from` at `to`, each `bytes` long there, a shorter
+// row padded with `pad` (Note [Pitched row copies]). `from` may be pinned
+// host or device memory (unified addressing tells them apart).
+cudaError_t PlaceRows(std::byte* to, size_t bytes, const InputRows& from, int64_t rows, uint8_t pad,
+                      cudaStream_t stream) {
+  const auto height = static_cast<size_t>(rows);
+  if (from.pitch == bytes) {
+    return cudaMemcpyAsync(to, from.data, height * bytes, cudaMemcpyDefault, stream);
+  }
+  if (const cudaError_t filled =
+          cudaMemset2DAsync(to + from.pitch, bytes, pad, bytes - from.pitch, height, stream);
+      filled != cudaSuccess) {
+    return filled;
+  }
+  return cudaMemcpy2DAsync(to, bytes, from.data, from.pitch, from.pitch, height, cudaMemcpyDefault,
+                           stream);
+}
+
+// The reverse: the leading `to.pitch` bytes of each of `rows` rows at
+// `from`, `bytes` apart, into `to`.
+cudaError_t TakeRows(const std::byte* from, size_t bytes, const OutputRows& to, int64_t rows,
+                     cudaStream_t stream) {
+  const auto height = static_cast<size_t>(rows);
+  if (to.pitch == bytes) {
+    return cudaMemcpyAsync(to.data, from, height * bytes, cudaMemcpyDefault, stream);
+  }
+  return cudaMemcpy2DAsync(to.data, to.pitch, from, bytes, to.pitch, height, cudaMemcpyDefault,
+                           stream);
+}
+
+}  // namespace
 
 absl::Status GraphSet::Enqueue(const LaunchChunk& chunk) const {
   const CudaDeviceGuard set_device(device_);  // Note [Graphs own their device]
@@ -823,25 +879,25 @@ absl::Status GraphSet::Enqueue(const LaunchChunk& chunk) const {
   // device (Note [Padding rows from a valid row]), the real rows out. Only
   // the launch between differs.
   const std::vector<InputMapping>& inputs = graph.info.transfers.inputs;
+  const auto direct_inputs = [](const DirectRows& direct) { return direct.inputs; };
   for (size_t i = 0; i < inputs.size(); ++i) {
     const InputMapping& mapping = inputs[i];
-    const void* source = chunk.input_sources.empty()
-                             ? nullptr
-                             : chunk.input_sources[graph.input_of_mapping[i]];
-    if (source == nullptr) source = graph.input_hosts[chunk.staging][i];
-    // Default: the source may be pinned host or device memory (unified
-    // addressing tells them apart).
-    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(mapping.device_dst, source, rows * mapping.bytes_per_row,
-                                         cudaMemcpyDefault, stream));
-    for (const DeviceRows& on_device : chunk.device_rows) {
-      const void* from = on_device.inputs[graph.input_of_mapping[i]];
-      if (from == nullptr) continue;
-      CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(
-          static_cast<std::byte*>(mapping.device_dst) + on_device.first_row * mapping.bytes_per_row,
-          from, static_cast<size_t>(on_device.rows) * mapping.bytes_per_row,
-          cudaMemcpyDeviceToDevice, stream));
+    const size_t input = graph.input_of_mapping[i];
+    auto* const device_rows = static_cast<std::byte*>(mapping.device_dst);
+    if (DirectRowCount(chunk, direct_inputs, input) < chunk.rows) {
+      CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(device_rows, graph.input_hosts[chunk.staging][i],
+                                           rows * mapping.bytes_per_row, cudaMemcpyHostToDevice,
+                                           stream));
     }
-    // After the device rows: row 0 may be one of them.
+    for (const DirectRows& direct : chunk.direct) {
+      const InputRows& from = direct.inputs[input];
+      if (from.data == nullptr) continue;
+      CUDA_RETURN_IF_ERROR(
+          PlaceRows(device_rows + static_cast<size_t>(direct.first_row) * mapping.bytes_per_row,
+                    mapping.bytes_per_row, from, direct.rows,
+                    chunk.pad_bytes.empty() ? uint8_t{0} : chunk.pad_bytes[input], stream));
+    }
+    // After the direct rows: row 0 may be one of them.
     CUDA_RETURN_IF_ERROR(FillPaddingRows(mapping.device_dst, mapping.bytes_per_row, chunk.rows,
                                          chunk.key.batch_size, stream));
   }
@@ -855,24 +911,22 @@ absl::Status GraphSet::Enqueue(const LaunchChunk& chunk) const {
   range.reset();
   range.emplace(graph.ranges.d2h);
   const std::vector<OutputMapping>& outputs = graph.info.transfers.outputs;
+  const auto direct_outputs = [](const DirectRows& direct) { return direct.outputs; };
   for (size_t o = 0; o < outputs.size(); ++o) {
     const OutputMapping& mapping = outputs[o];
-    void* destination = chunk.output_destinations.empty()
-                            ? nullptr
-                            : chunk.output_destinations[graph.output_of_mapping[o]];
-    if (destination == nullptr) destination = graph.output_hosts[chunk.staging][o];
-    // Pinned host or device memory, as the inputs' sources.
-    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(destination, mapping.device_src,
-                                         rows * mapping.bytes_per_row, cudaMemcpyDefault, stream));
-    for (const DeviceRows& on_device : chunk.device_rows) {
-      void* to = on_device.outputs[graph.output_of_mapping[o]];
-      if (to == nullptr) continue;
-      CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(
-          to,
-          static_cast<const std::byte*>(mapping.device_src) +
-              on_device.first_row * mapping.bytes_per_row,
-          static_cast<size_t>(on_device.rows) * mapping.bytes_per_row, cudaMemcpyDeviceToDevice,
-          stream));
+    const size_t output = graph.output_of_mapping[o];
+    const auto* const device_rows = static_cast<const std::byte*>(mapping.device_src);
+    if (DirectRowCount(chunk, direct_outputs, output) < chunk.rows) {
+      CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(graph.output_hosts[chunk.staging][o], device_rows,
+                                           rows * mapping.bytes_per_row, cudaMemcpyDeviceToHost,
+                                           stream));
+    }
+    for (const DirectRows& direct : chunk.direct) {
+      const OutputRows& to = direct.outputs[output];
+      if (to.data == nullptr) continue;
+      CUDA_RETURN_IF_ERROR(
+          TakeRows(device_rows + static_cast<size_t>(direct.first_row) * mapping.bytes_per_row,
+                   mapping.bytes_per_row, to, direct.rows, stream));
     }
   }
   CUDA_RETURN_IF_ERROR(cudaEventRecord(slot.done[chunk.staging].get(), stream));
@@ -885,9 +939,10 @@ absl::Status GraphSet::Launch(const LaunchChunk& chunk,
     return absl::InvalidArgumentError(absl::StrCat("got ", inputs.size(), " inputs; the model has ",
                                                    input_names_.size()));
   }
-  if (!chunk.input_sources.empty()) {
-    return absl::InvalidArgumentError("a chunk launched from inputs copied to staging names no "
-                                      "input sources");
+  if (!chunk.direct.empty()) {
+    return absl::InvalidArgumentError(
+        "a chunk launched from inputs copied to staging names no "
+        "direct rows");
   }
   RETURN_IF_ERROR(CheckChunk(chunk));
   for (size_t i = 0; i < inputs.size(); ++i) {

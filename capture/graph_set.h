@@ -32,10 +32,11 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "capture/reference_plans.h"
-#include "runtime/bind.h"
 #include "capture/transfer_mappings.h"
 #include "common/cuda_handles.h"
 #include "common/graph_key.h"
+#include "common/tensor_rows.h"
+#include "runtime/bind.h"
 #include "runtime/cuda/cuda_executor.h"
 #include "runtime/ir.h"
 #include "tensor_holder/io_buffers.h"
@@ -180,42 +181,58 @@ enum class LaunchMode {
 inline constexpr int kStagingBuffers = 2;
 static_assert(kStagingBuffers <= IoBuffers::kMaxHostBuffers);
 
-// Rows of a chunk that lie in device memory while the chunk's other rows go
-// through staging (a merged chunk's CUDA shared-memory rows): `rows` rows
-// from the chunk's row `first_row`. Per graph input, where they are, or
-// nullptr where that input's rows went through staging like the others; per
-// graph output, where they go, or nullptr likewise.
-struct DeviceRows {
+// Rows of a chunk that the device copies itself, straight from and into a
+// request's pinned host or device memory (Note [Pitched row copies]): `rows`
+// rows from the chunk's row `first_row`. Per graph input, where they are
+// (each row `pitch` bytes, at most the bucket's; data null where that
+// input's rows went through staging like the others); per graph output,
+// where they go (data null likewise).
+struct DirectRows {
   int64_t first_row = 0;
   int64_t rows = 0;
-  absl::Span<const void* const> inputs;
-  absl::Span<void* const> outputs;
+  absl::Span<const InputRows> inputs;
+  absl::Span<const OutputRows> outputs;
 };
 
 // One chunk of a request: `rows` real rows run through the plan for `key`
 // (a captured key whose batch is >= rows) on slot `slot`, its rows moved
 // through the slot's staging buffer `staging` (0 .. kStagingBuffers - 1),
-// each row the bytes of a row at the key's bucket.
+// each row the bytes of a row at the key's bucket, except those `direct`
+// names.
 struct LaunchChunk {
   int slot = 0;
   GraphKey key;
   int64_t rows = 0;
   LaunchMode mode = LaunchMode::kGraph;
   int staging = 0;
-  // Per graph input: pinned host memory or device memory holding the
-  // chunk's `rows` rows, which the device copies from instead of the staging
-  // buffer, or nullptr for the staging buffer. Empty: every input from
-  // staging. Per graph output likewise: pinned host or device memory the
-  // real rows are copied into instead of the staging buffer. Pageable memory
-  // here would make the copy synchronous (Notes [Pinned shared memory] and
-  // [CUDA shared memory] in server/shared_memory.h).
-  absl::Span<const void* const> input_sources;
-  absl::Span<void* const> output_destinations;
-  // Rows copied device to device into the graph's inputs after staging's
-  // copy, and out of its outputs after the copy to staging, at their rows:
-  // no round trip through the host for them.
-  absl::Span<const DeviceRows> device_rows;
+  // Rows copied by the device from and to the requests' own memory, in
+  // place of staging's. Pageable memory here would make the copy
+  // synchronous (Notes [Pinned shared memory] and [CUDA shared memory] in
+  // server/shared_memory.h).
+  absl::Span<const DirectRows> direct;
+  // Per graph input: the byte a direct row shorter than the bucket's is
+  // padded with. Needed only when `direct` holds such a row.
+  absl::Span<const uint8_t> pad_bytes;
 };
+
+// Note [Pitched row copies]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~
+// A request's rows lie contiguous in its memory, each `pitch` bytes: the
+// row at its own extents. A graph's input buffer holds the rows of its
+// bucket, each bytes_per_row. When a request's row is a leading block of
+// the bucket's row (input_ids [12] in a bucket of [64]; hidden states [12,
+// 768] in [64, 768]: every dim but the first row dim equal), the device
+// places it with one 2-D copy, pitch to bytes_per_row, and fills the rest of
+// each row with the pad value by a 2-D memset: no host work, whatever the
+// request's length. Outputs come back the same way, the leading block of
+// each row. Rows padded elsewhere (an image's height and width) or with a
+// pad value that is not one repeated byte go through staging, padded by the
+// host as it copies them there (PadRows, server/row_shape.h).
+//
+// Pageable rows go through staging all the same, padded on the way: the
+// host copies them into pinned memory anyway, and one copy of the whole
+// chunk then moves them, where placing each request's rows would cost a 2-D
+// copy and a memset per request and input.
 
 // Note [Double-buffered staging]
 // A slot's graphs read their inputs from, and write their outputs to, device

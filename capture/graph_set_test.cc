@@ -288,70 +288,90 @@ TEST_P(GraphSetModelTest, DirectCopiesFromPinnedMemoryMatchStaging) {
     // The same rows in pinned buffers of their own, and pinned room for the
     // outputs, both named per tensor.
     std::vector<PinnedHostBuffer> buffers;
-    std::vector<const void*> sources;
+    std::vector<InputRows> sources;
     for (const HostTensor& input : real) {
       buffers.push_back(*PinnedHostBuffer::Allocate(input.bytes()));
       std::memcpy(buffers.back().get(), input.raw(), input.bytes());
-      sources.push_back(buffers.back().get());
+      sources.push_back({static_cast<const std::byte*>(buffers.back().get()), input.bytes() / kRows,
+                         RowMemory::kPinned});
     }
-    std::vector<void*> destinations;
+    std::vector<OutputRows> destinations;
     for (const HostTensor& output : want) {
       buffers.push_back(*PinnedHostBuffer::Allocate(output.bytes()));
       std::memset(buffers.back().get(), 0xFF, output.bytes());
-      destinations.push_back(buffers.back().get());
+      destinations.push_back({static_cast<std::byte*>(buffers.back().get()), output.bytes() / kRows,
+                              RowMemory::kPinned});
     }
+    const DirectRows all{0, kRows, sources, destinations};
     LaunchChunk chunk{0, {16}, kRows, mode, 1};
-    chunk.input_sources = sources;
-    chunk.output_destinations = destinations;
+    chunk.direct = absl::MakeConstSpan(&all, 1);
     ASSERT_TRUE(set->Launch(chunk).ok());
     ASSERT_EQ(cudaEventSynchronize(set->done_event(0, 1)), cudaSuccess);
     for (size_t i = 0; i < want.size(); ++i) {
       ASSERT_EQ(staged[i].bytes(), want[i].bytes());
-      EXPECT_EQ(std::memcmp(destinations[i], staged[i].raw(), staged[i].bytes()), 0)
+      EXPECT_EQ(std::memcmp(destinations[i].data, staged[i].raw(), staged[i].bytes()), 0)
           << "output " << i << (mode == LaunchMode::kGraph ? " (graph)" : " (eager)");
     }
   }
   // Mixed: input 0 and every output but the last through staging, the rest
-  // direct. The staged outputs come back in output_rows().
+  // direct; and of those, rows 2 and 3 direct, the others staged too. The
+  // staged outputs come back in output_rows().
   std::vector<PinnedHostBuffer> buffers;
-  std::vector<const void*> sources(real.size(), nullptr);
+  std::vector<InputRows> sources(real.size());
   for (size_t i = 0; i < real.size(); ++i) {
-    if (i == 0) {
-      std::memcpy(set->input_staging(0, i, 0), real[i].raw(), real[i].bytes());
-      continue;
-    }
+    std::memcpy(set->input_staging(0, i, 0), real[i].raw(), real[i].bytes());
+    if (i == 0) continue;
     buffers.push_back(*PinnedHostBuffer::Allocate(real[i].bytes()));
     std::memcpy(buffers.back().get(), real[i].raw(), real[i].bytes());
-    sources[i] = buffers.back().get();
+    // Staging's rows 2 and 3 are garbage: the direct rows must win.
+    const size_t pitch = real[i].bytes() / kRows;
+    std::memset(set->input_staging(0, i, 0) + 2 * pitch, 0x7F, 2 * pitch);
+    sources[i] = {static_cast<const std::byte*>(buffers.back().get()) + 2 * pitch, pitch,
+                  RowMemory::kPinned};
   }
-  std::vector<void*> destinations(want.size(), nullptr);
+  std::vector<OutputRows> destinations(want.size());
   buffers.push_back(*PinnedHostBuffer::Allocate(want.back().bytes()));
-  destinations.back() = buffers.back().get();
+  const size_t last_pitch = want.back().bytes() / kRows;
+  destinations.back() = {static_cast<std::byte*>(buffers.back().get()) + 2 * last_pitch, last_pitch,
+                         RowMemory::kPinned};
+  const DirectRows rows_2_3{2, 2, sources, destinations};
   LaunchChunk mixed{0, {16}, kRows, LaunchMode::kGraph, 0};
-  mixed.input_sources = sources;
-  mixed.output_destinations = destinations;
+  mixed.direct = absl::MakeConstSpan(&rows_2_3, 1);
   ASSERT_TRUE(set->Launch(mixed).ok());
   ASSERT_EQ(cudaEventSynchronize(set->done_event(0, 0)), cudaSuccess);
-  for (size_t i = 0; i < want.size(); ++i) {
-    const void* got = destinations[i] != nullptr ? destinations[i] : set->output_rows(0, i, 0);
-    HostTensor out(want[i].dtype(), want[i].dims());
-    std::memcpy(out.raw(), got, out.bytes());
-    EXPECT_LT(RelativeError(out, want[i]), kTolerance) << "mixed, output " << i;
+  for (size_t o = 0; o < want.size(); ++o) {
+    const size_t pitch = want[o].bytes() / kRows;
+    HostTensor out(want[o].dtype(), want[o].dims());
+    std::memcpy(out.raw(), set->output_rows(0, o, 0), out.bytes());
+    if (o + 1 == want.size()) {  // rows 2 and 3 went to their own memory
+      std::memcpy(static_cast<std::byte*>(out.raw()) + 2 * pitch, destinations[o].data, 2 * pitch);
+    }
+    EXPECT_LT(RelativeError(out, want[o]), kTolerance) << "mixed, output " << o;
   }
 
-  // Sources and destinations are per tensor, or none; sources do not mix
-  // with inputs copied to staging by Launch.
+  // Direct rows are per tensor, within the chunk, no longer than the
+  // bucket's rows; they do not mix with inputs copied to staging by Launch.
+  std::vector<InputRows> too_many(set->num_inputs() + 1);
+  const DirectRows wrong_count{0, kRows, too_many, destinations};
   LaunchChunk wrong{0, {16}, kRows, LaunchMode::kGraph, 0};
-  const std::vector<const void*> too_many(set->num_inputs() + 1, nullptr);
-  wrong.input_sources = too_many;
-  EXPECT_THAT(set->Launch(wrong).message(), HasSubstr("input sources"));
-  LaunchChunk wrong_out{0, {16}, kRows, LaunchMode::kGraph, 0};
-  const std::vector<void*> too_few_out(set->num_outputs() + 1, nullptr);
-  wrong_out.output_destinations = too_few_out;
-  EXPECT_THAT(set->Launch(wrong_out).message(), HasSubstr("output destinations"));
+  wrong.direct = absl::MakeConstSpan(&wrong_count, 1);
+  EXPECT_THAT(set->Launch(wrong).message(), HasSubstr("do not fit a chunk of 5 rows"));
+  const DirectRows past_end{4, 2, sources, destinations};
+  wrong.direct = absl::MakeConstSpan(&past_end, 1);
+  EXPECT_THAT(set->Launch(wrong).message(), HasSubstr("direct rows 4+2"));
+  std::vector<InputRows> too_long = sources;
+  too_long[1].pitch *= 2;
+  const DirectRows long_rows{0, 1, too_long, destinations};
+  wrong.direct = absl::MakeConstSpan(&long_rows, 1);
+  EXPECT_THAT(set->Launch(wrong).message(), HasSubstr("direct rows of input"));
+  std::vector<InputRows> too_short = sources;
+  too_short[1].pitch /= 2;
+  const DirectRows short_rows{0, 1, too_short, destinations};
+  wrong.direct = absl::MakeConstSpan(&short_rows, 1);
+  EXPECT_THAT(set->Launch(wrong).message(), HasSubstr("needs the chunk's pad bytes"));
   std::vector<const void*> pointers;
   for (const HostTensor& input : real) pointers.push_back(input.raw());
-  EXPECT_THAT(set->Launch(mixed, pointers).message(), HasSubstr("names no input sources"));
+  EXPECT_THAT(set->Launch(mixed, pointers).message(), HasSubstr("names no direct rows"));
 }
 
 // The multi-lane graphs replay bit-identically to the single-lane eager run
@@ -595,6 +615,87 @@ TEST_F(GraphSetTest, CapturesOneGraphPerBatchAndShapeBucket) {
   options.graphs = {{4, {}}};
   EXPECT_THAT(std::string(GraphSet::Create(model, options).status().message()),
               HasSubstr("the model has 1 dynamic dims beyond the batch ('sequence')"));
+}
+
+// Note [Pitched row copies]: rows shorter than the bucket's, placed by the
+// device from pinned and from device memory (a pitched copy and a memset of
+// the pad byte), and their outputs' leading blocks taken back, give what the
+// host's padding through staging gives, bit for bit. A chunk of 4 rows at
+// sequence 32: row 0 staged (20 tokens, padded by the test), row 1 pinned
+// (20 tokens), rows 2-3 on the device (9 tokens).
+TEST_F(GraphSetTest, PitchedDirectRowsMatchRowsPaddedThroughStaging) {
+  const Model model = Import(MakeSequenceSoftmaxModel(), "sequence_softmax");
+  GraphSetOptions options;
+  options.num_streams = 1;
+  options.graphs = {{4, {32}}};
+  std::unique_ptr<GraphSet> set = *GraphSet::Create(model, options);
+  const GraphKey key{4, {32}};
+  constexpr size_t kWidth = 16 * sizeof(float);  // a token's bytes
+  const size_t bucket_row = 32 * kWidth;
+  // Row r holds its real tokens, then the pad (zeros) up to 32.
+  const std::vector<int64_t> lengths = {20, 20, 9, 9};
+  HostTensor padded = RandomTensor(DType::kFloat32, {4, 32, 16}, 11);
+  auto* padded_bytes = static_cast<std::byte*>(padded.raw());
+  for (size_t r = 0; r < 4; ++r) {
+    std::memset(padded_bytes + r * bucket_row + lengths[r] * kWidth, 0, (32 - lengths[r]) * kWidth);
+  }
+  BindOptions bind;
+  bind.batch_size = 4;
+  bind.dim_values = {{"sequence", 32}};
+  const std::vector<HostTensor> want =
+      *(*HostExecutor::Create(*BindModel(model, bind)))->Run({padded});
+  const std::vector<HostTensor> staged =
+      Launch(*set, {0, key, 4, LaunchMode::kGraph, 0}, {padded}, want);
+
+  // Row 1 pinned, rows 2-3 on the device, each at its own length.
+  PinnedHostBuffer pinned_in = *PinnedHostBuffer::Allocate(20 * kWidth);
+  std::memcpy(pinned_in.get(), padded_bytes + bucket_row, 20 * kWidth);
+  DeviceBuffer device_in = *DeviceBuffer::Allocate(2 * 9 * kWidth);
+  for (size_t r = 2; r < 4; ++r) {
+    ASSERT_EQ(cudaMemcpy(static_cast<std::byte*>(device_in.get()) + (r - 2) * 9 * kWidth,
+                         padded_bytes + r * bucket_row, 9 * kWidth, cudaMemcpyHostToDevice),
+              cudaSuccess);
+  }
+  PinnedHostBuffer pinned_out = *PinnedHostBuffer::Allocate(20 * kWidth);
+  DeviceBuffer device_out = *DeviceBuffer::Allocate(2 * 9 * kWidth);
+  const std::vector<InputRows> row_1_in = {
+      {static_cast<const std::byte*>(pinned_in.get()), 20 * kWidth, RowMemory::kPinned}};
+  const std::vector<OutputRows> row_1_out = {
+      {static_cast<std::byte*>(pinned_out.get()), 20 * kWidth, RowMemory::kPinned}};
+  const std::vector<InputRows> rows_2_3_in = {
+      {static_cast<const std::byte*>(device_in.get()), 9 * kWidth, RowMemory::kDevice}};
+  const std::vector<OutputRows> rows_2_3_out = {
+      {static_cast<std::byte*>(device_out.get()), 9 * kWidth, RowMemory::kDevice}};
+  const std::vector<DirectRows> direct = {{1, 1, row_1_in, row_1_out},
+                                          {2, 2, rows_2_3_in, rows_2_3_out}};
+  // Staging holds row 0 as the host pads it, and garbage where the direct
+  // rows go: the device's placement and pad must overwrite it.
+  std::memset(set->input_staging(0, 0, 1), 0x7F, 4 * bucket_row);
+  std::memcpy(set->input_staging(0, 0, 1), padded_bytes, bucket_row);
+  const std::vector<uint8_t> pad_bytes = {0};
+  for (LaunchMode mode : {LaunchMode::kGraph, LaunchMode::kEager}) {
+    LaunchChunk chunk{0, key, 4, mode, 1};
+    chunk.direct = direct;
+    chunk.pad_bytes = pad_bytes;
+    ASSERT_TRUE(set->Launch(chunk).ok());
+    ASSERT_EQ(cudaEventSynchronize(set->done_event(0, 1)), cudaSuccess);
+    const char* label = mode == LaunchMode::kGraph ? "graph" : "eager";
+    const auto* want_bytes = static_cast<const std::byte*>(staged[0].raw());
+    EXPECT_EQ(std::memcmp(set->output_rows(0, 0, 1), want_bytes, bucket_row), 0)
+        << label << ": row 0, staged";
+    EXPECT_EQ(std::memcmp(pinned_out.get(), want_bytes + bucket_row, 20 * kWidth), 0)
+        << label << ": row 1, pinned";
+    std::vector<std::byte> from_device(2 * 9 * kWidth);
+    ASSERT_EQ(cudaMemcpy(from_device.data(), device_out.get(), from_device.size(),
+                         cudaMemcpyDeviceToHost),
+              cudaSuccess);
+    for (size_t r = 2; r < 4; ++r) {
+      EXPECT_EQ(std::memcmp(from_device.data() + (r - 2) * 9 * kWidth, want_bytes + r * bucket_row,
+                            9 * kWidth),
+                0)
+          << label << ": row " << r << ", device";
+    }
+  }
 }
 
 TEST_F(GraphSetTest, OptionsAreValidated) {

@@ -87,20 +87,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!request.ParseFromArray(data + 1, static_cast<int>(size - 1))) return 0;
   absl::StatusOr<ValidatedRequest> validated = ValidateInferRequest(request, model);
   if (!validated.ok()) return 0;
-  FUZZ_CHECK(validated->rows >= 1 && validated->rows <= std::max<int64_t>(model.max_batch_size, 1),
+  FUZZ_CHECK(validated->view.rows >= 1 &&
+                 validated->view.rows <= std::max<int64_t>(model.max_batch_size, 1),
              "rows within the model's batch");
-  FUZZ_CHECK(validated->inputs.size() == model.inputs.size(), "one block per input");
+  FUZZ_CHECK(validated->view.inputs.size() == model.inputs.size(), "one block per input");
   unsigned checksum = 0;
   for (size_t i = 0; i < model.inputs.size(); ++i) {
     if (model.inputs[i].wire == TensorWire::kPassed) {
-      FUZZ_CHECK(validated->inputs[i] == nullptr, "the runtime never sees a passed string");
+      FUZZ_CHECK(validated->view.inputs[i].data == nullptr,
+                 "the runtime never sees a passed string");
       for (const absl::string_view element : validated->passed[i].elements) {
         for (const char c : element) checksum += static_cast<unsigned char>(c);
       }
       continue;
     }
-    const size_t bytes = static_cast<size_t>(validated->rows) * model.inputs[i].bytes_per_row();
-    const std::byte* block = validated->inputs[i];
+    const size_t bytes =
+        static_cast<size_t>(validated->view.rows) * model.inputs[i].bytes_per_row();
+    const std::byte* block = validated->view.inputs[i].data;
     for (size_t b = 0; b < bytes; ++b) checksum += static_cast<unsigned>(block[b]);
   }
   inference::ModelInferResponse response;
@@ -113,7 +116,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const TensorSpec& spec = model.outputs[validated->outputs[k]];
     if (spec.wire == TensorWire::kPassed) continue;  // complete already: checked below
     FUZZ_CHECK(response.raw_output_contents(k).size() ==
-                   static_cast<size_t>(validated->rows) * spec.bytes_per_row(),
+                   static_cast<size_t>(validated->view.rows) * spec.bytes_per_row(),
                "an output's bytes are its rows");
   }
   // Whatever the runner wrote (here: nothing, zero bytes), a finished BYTES

@@ -16,34 +16,9 @@
 #include "absl/status/status.h"
 #include "common/graph_key.h"
 #include "server/row_shape.h"
-#include "server/tensor_mask.h"
+#include "server/row_view.h"
 
 namespace graphserve {
-
-// Consecutive rows of one request inside a chunk. Pointers are borrowed:
-// the request and its response outlive the job.
-struct SegmentRows {
-  int64_t rows = 0;
-  // The request's row shape (its extents, when the model has shape dims):
-  // the job's, or one its bucket holds.
-  const RowShape* shape = nullptr;
-  // Per model input (interface order): the segment's first row; `rows` rows
-  // of shape->inputs[i].bytes follow.
-  std::vector<const std::byte*> inputs;
-  // Per model output (interface order): where the segment's rows go, or
-  // nullptr for an output the request did not ask for.
-  std::vector<std::byte*> outputs;
-  // The inputs and outputs above that lie in pinned host memory, which a
-  // GPU runner may copy to and from directly (Note [Pinned shared memory] in
-  // server/shared_memory.h).
-  TensorMask pinned_inputs = 0;
-  TensorMask pinned_outputs = 0;
-  // The inputs and outputs above that point at device memory (Note [CUDA
-  // shared memory] in server/shared_memory.h): only a runner with a
-  // DeviceMemoryGpu() is given any, on that GPU.
-  TensorMask device_inputs = 0;
-  TensorMask device_outputs = 0;
-};
 
 // One chunk: its segments' rows, gathered in order, run through the graph of
 // `key` (rows beyond `rows` are padding). See Note [Row segments] in
@@ -54,10 +29,13 @@ struct ChunkJob {
   // shape is padded into them and sliced out of them (Note [Shape buckets]).
   const RowShape* shape = nullptr;
   int64_t rows = 0;  // the segments' rows added up, 1 to key.batch_size
-  std::vector<SegmentRows> segments;
+  // Consecutive rows of one request each, its shape the job's or one the
+  // job's bucket holds. Pointers are borrowed: the request and its response
+  // outlive the job.
+  std::vector<RowView> segments;
 
   // Whether the segment's rows are the graph's rows as they are.
-  [[nodiscard]] bool Unpadded(const SegmentRows& segment) const {
+  [[nodiscard]] bool Unpadded(const RowView& segment) const {
     return segment.shape->SameAs(*shape);
   }
 };
@@ -77,24 +55,23 @@ struct ChunkTiming {
 };
 
 // Copies each segment's rows of every input, one after the other, into
-// `staging(input)`: a chunk's rows as one batch of job.shape's rows, a
-// shorter segment's padded. An input whose staging(input) is nullptr is
-// skipped (a GPU runner copies it straight from the request), and so are
-// rows in device memory (SegmentRows::device_inputs), which the GPU runner
-// copies at their place.
-template <typename Staging>
-void GatherInputRows(const ChunkJob& job, size_t num_inputs, Staging staging) {
+// `staging`(input): a chunk's rows as one batch of job.shape's rows, a
+// shorter segment's padded, except those `direct`(segment index, input)
+// says the device copies itself (Note [Pitched row copies] in
+// capture/graph_set.h), whose place it skips.
+template <typename Staging, typename Direct>
+void GatherInputRows(const ChunkJob& job, size_t num_inputs, Staging staging, Direct direct) {
   for (size_t i = 0; i < num_inputs; ++i) {
     std::byte* to = staging(i);
-    if (to == nullptr) continue;
     const TensorRow& row = job.shape->inputs[i];
-    for (const SegmentRows& segment : job.segments) {
-      if (InMask(segment.device_inputs, i)) {
-        // copied on the device
+    for (size_t s = 0; s < job.segments.size(); ++s) {
+      const RowView& segment = job.segments[s];
+      if (direct(s, i)) {
+        // copied by the device
       } else if (job.Unpadded(segment)) {
-        std::memcpy(to, segment.inputs[i], row.bytes * static_cast<size_t>(segment.rows));
+        std::memcpy(to, segment.inputs[i].data, row.bytes * static_cast<size_t>(segment.rows));
       } else {
-        PadRows(segment.inputs[i], segment.shape->inputs[i], to, row, job.shape->input_pad[i],
+        PadRows(segment.inputs[i].data, segment.shape->inputs[i], to, row, job.shape->input_pad[i],
                 segment.rows);
       }
       to += row.bytes * static_cast<size_t>(segment.rows);
@@ -102,29 +79,32 @@ void GatherInputRows(const ChunkJob& job, size_t num_inputs, Staging staging) {
   }
 }
 
-// The reverse for outputs: the chunk's rows of `rows(output)` (a batch, row
+// The reverse for outputs: the chunk's rows of `rows`(output) (a batch, row
 // after row) back to each segment's requested outputs, sliced to the
-// segment's shape, skipping, as GatherInputRows, an output whose
-// rows(output) is nullptr and rows in device memory
-// (SegmentRows::device_outputs): the device wrote those.
-template <typename Rows>
-void ScatterOutputRows(const ChunkJob& job, size_t num_outputs, Rows rows) {
+// segment's shape, except those `direct`(segment index, output) says the
+// device wrote.
+template <typename Rows, typename Direct>
+void ScatterOutputRows(const ChunkJob& job, size_t num_outputs, Rows rows, Direct direct) {
   for (size_t o = 0; o < num_outputs; ++o) {
     const std::byte* from = rows(o);
-    if (from == nullptr) continue;
     const TensorRow& row = job.shape->outputs[o];
-    for (const SegmentRows& segment : job.segments) {
-      if (segment.outputs[o] == nullptr || InMask(segment.device_outputs, o)) {
+    for (size_t s = 0; s < job.segments.size(); ++s) {
+      const RowView& segment = job.segments[s];
+      if (segment.outputs[o].data == nullptr || direct(s, o)) {
         // not asked for, or written by the device
       } else if (job.Unpadded(segment)) {
-        std::memcpy(segment.outputs[o], from, row.bytes * static_cast<size_t>(segment.rows));
+        std::memcpy(segment.outputs[o].data, from, row.bytes * static_cast<size_t>(segment.rows));
       } else {
-        SliceRows(from, row, segment.outputs[o], segment.shape->outputs[o], segment.rows);
+        SliceRows(from, row, segment.outputs[o].data, segment.shape->outputs[o], segment.rows);
       }
       from += row.bytes * static_cast<size_t>(segment.rows);
     }
   }
 }
+
+// For GatherInputRows and ScatterOutputRows in a runner that copies every
+// row itself.
+inline bool NoneDirect(size_t /*segment*/, size_t /*tensor*/) { return false; }
 
 class ChunkRunner {
  public:
@@ -159,8 +139,8 @@ class ChunkRunner {
     return Finish(slot, 0, job, timing);
   }
   // The GPU whose memory a segment's inputs and outputs may lie in
-  // (SegmentRows::device_inputs and device_outputs), which this runner
-  // copies itself; none: host memory only.
+  // (RowMemory::kDevice), which this runner copies itself; none: host
+  // memory only.
   [[nodiscard]] virtual std::optional<int> DeviceMemoryGpu() const { return std::nullopt; }
   // For the startup table and logs, e.g. "CUDA graphs, GPU 0".
   [[nodiscard]] virtual std::string description() const = 0;

@@ -114,23 +114,23 @@ absl::StatusOr<EagerFallback::Plan*> EagerFallback::PlanAt(const GraphKey& key) 
 
 absl::Status EagerFallback::Run(const ModelInterface& interface, const ValidatedRequest& request,
                                 const std::vector<std::byte*>& outputs, ChunkTiming* timing) {
-  if (request.device_inputs != 0 || request.device_outputs != 0) {
+  if (request.view.Uses(RowMemory::kDevice)) {
     return absl::UnimplementedError(
         "a request that no shape bucket takes runs eagerly from host memory: send its tensors "
         "in the request or in system shared memory, not in CUDA shared memory");
   }
   const Clock::time_point start = Clock::now();
-  const GraphKey key{model_->batches ? request.rows : 1, request.extents};
+  const GraphKey key{model_->batches ? request.view.rows : 1, request.extents};
   ASSIGN_OR_RETURN(Plan * plan, PlanAt(key));
   std::vector<HostTensor> inputs;
   inputs.reserve(plan->graph.inputs.size());
   for (size_t i = 0; i < plan->graph.inputs.size(); ++i) {
     const BoundValue& value = plan->graph.value(plan->graph.inputs[i]);
     HostTensor& tensor = inputs.emplace_back(value.dtype, value.dims);
-    if (i >= request.inputs.size() || request.inputs[i] == nullptr) {
+    if (i >= request.view.inputs.size() || request.view.inputs[i].data == nullptr) {
       return absl::InternalError(absl::StrCat("input '", value.name, "' has no rows to run"));
     }
-    std::memcpy(tensor.raw(), request.inputs[i], tensor.bytes());
+    std::memcpy(tensor.raw(), request.view.inputs[i].data, tensor.bytes());
   }
   timing->input_ns = NanosSince(start);
   const Clock::time_point run_start = Clock::now();
@@ -141,7 +141,7 @@ absl::Status EagerFallback::Run(const ModelInterface& interface, const Validated
   for (size_t k = 0; k < results.size() && k < outputs.size(); ++k) {
     if (outputs[k] == nullptr) continue;
     Dims expected = at.outputs[k].dims;
-    if (interface.batching) expected.insert(expected.begin(), request.rows);
+    if (interface.batching) expected.insert(expected.begin(), request.view.rows);
     // Elements, not dims: a config's reshape gives the model other dims.
     if (NumElements(results[k].dims()) != NumElements(expected)) {
       return absl::InternalError(absl::StrCat(

@@ -82,10 +82,12 @@ struct EagerRequest {
     mask.assign(rows * length, 1);
     y.assign(x.size(), 0.0f);
     auto request = std::make_shared<ValidatedRequest>();
-    request->rows = rows;
+    request->view.rows = rows;
     request->extents = {length};
-    request->inputs = {reinterpret_cast<const std::byte*>(x.data()),
-                       reinterpret_cast<const std::byte*>(mask.data())};
+    const auto positions = static_cast<size_t>(length);
+    request->view.inputs = {
+        {reinterpret_cast<const std::byte*>(x.data()), positions * 16 * sizeof(float)},
+        {reinterpret_cast<const std::byte*>(mask.data()), positions * sizeof(int64_t)}};
     validated = std::move(request);
 
     absl::StatusOr<BindOptions> options = BindOptionsAt(model, GraphKey{rows, {length}});

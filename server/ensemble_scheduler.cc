@@ -208,7 +208,7 @@ void EnsembleScheduler::Run(const inference::ModelInferRequest* request,
   std::vector<size_t> ready;
   {
     absl::MutexLock lock(&state->mu);
-    const int64_t rows = state->validated.rows;
+    const int64_t rows = state->validated.view.rows;
     for (size_t i = 0; i < interface_.inputs.size(); ++i) {
       const TensorSpec& spec = interface_.inputs[i];
       StepTensor& tensor = state->tensors[spec.name];
@@ -216,7 +216,8 @@ void EnsembleScheduler::Run(const inference::ModelInferRequest* request,
       if (interface_.batching) tensor.shape.push_back(rows);
       tensor.shape.insert(tensor.shape.end(), spec.dims.begin(), spec.dims.end());
       const size_t bytes = static_cast<size_t>(rows) * spec.bytes_per_row();
-      tensor.bytes.assign(reinterpret_cast<const char*>(state->validated.inputs[i]), bytes);
+      tensor.bytes.assign(reinterpret_cast<const char*>(state->validated.view.inputs[i].data),
+                          bytes);
     }
     state->waiting.resize(plan_.steps.size());
     for (size_t step = 0; step < plan_.steps.size(); ++step) {
@@ -331,7 +332,7 @@ void EnsembleScheduler::Finish(const std::shared_ptr<Request>& request) {
     status = request->status;
     queue_ns = request->queue_ns;
     compute = request->compute;
-    const int64_t rows = request->validated.rows;
+    const int64_t rows = request->validated.view.rows;
     for (size_t k = 0; status.ok() && k < request->validated.outputs.size(); ++k) {
       const size_t index = request->validated.outputs[k];
       const TensorSpec& spec = interface_.outputs[index];
@@ -355,7 +356,7 @@ void EnsembleScheduler::Finish(const std::shared_ptr<Request>& request) {
       }
     }
   }
-  const int64_t rows = request->validated.rows;
+  const int64_t rows = request->validated.view.rows;
   Answer(request, status, queue_ns, compute,
          {.stream = 0, .batch_size = rows, .rows = rows, .requests = 1});
 }
@@ -550,7 +551,7 @@ absl::Status EnsembleScheduler::CheckPipeline(const PipelineGraphs& graphs) {
 }
 
 bool EnsembleScheduler::TryRunPipeline(const std::shared_ptr<Request>& request) {
-  const int64_t rows = request->validated.rows;
+  const int64_t rows = request->validated.view.rows;
   std::shared_ptr<const Pipeline> pipeline;
   int slot = 0;
   {
@@ -587,8 +588,8 @@ bool EnsembleScheduler::TryRunPipeline(const std::shared_ptr<Request>& request) 
   const std::vector<int64_t>& sizes = pipeline->graphs->batch_sizes();
   const int64_t batch = *std::lower_bound(sizes.begin(), sizes.end(), rows);
   const uint64_t queue_ns = StatisticsNanos(Clock::now() - request->start);
-  std::vector<const void*> inputs(request->validated.inputs.begin(),
-                                  request->validated.inputs.end());
+  std::vector<const void*> inputs;
+  for (const InputRows& input : request->validated.view.inputs) inputs.push_back(input.data);
   // Outputs the request did not ask for are written, and dropped, here.
   std::vector<std::vector<std::byte>> unasked;
   std::vector<void*> outputs;

@@ -23,73 +23,97 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The chunk's one segment when it holds one request's rows, which then lie
-// contiguous in the request's own memory, as the graph's rows (unpadded);
-// nullptr for a merged or padded chunk. (Rows in device memory are never
-// padded: a model with shape buckets reads CUDA shared memory through the
-// host, ServedModel::Infer.)
-const SegmentRows* SoleSegment(const ChunkJob& job) {
-  return job.segments.size() == 1 && job.Unpadded(job.segments.front()) ? &job.segments.front()
-                                                                        : nullptr;
+// Whether the device copies `segment`'s rows of input `i` itself, from the
+// request's pinned or device memory, padding them if they are shorter than
+// the job's (Note [Pitched row copies] in capture/graph_set.h); otherwise
+// the host gathers them into staging.
+bool DeviceCopiesInput(const ChunkJob& job, const RowView& segment, size_t i) {
+  if (!segment.inputs[i].reached_by_device()) return false;
+  if (job.Unpadded(segment)) return true;
+  const TensorRow& bucket = job.shape->inputs[i];
+  return LeadingBlock(segment.shape->inputs[i], bucket) &&
+         RepeatedByte(job.shape->input_pad[i], bucket.element_bytes).has_value();
 }
 
-// Where the device copies input `i` from straight, the request's own pinned
-// or device memory, or nullptr when the rows go through staging (Notes
-// [Pinned shared memory] and [CUDA shared memory] in server/shared_memory.h).
-const std::byte* DirectInput(const ChunkJob& job, size_t i) {
-  const SegmentRows* sole = SoleSegment(job);
-  return sole != nullptr && InMask(sole->pinned_inputs | sole->device_inputs, i)
-             ? sole->inputs[i]
-             : nullptr;
+// The same for output `o`: whether the device writes the segment's rows.
+bool DeviceCopiesOutput(const ChunkJob& job, const RowView& segment, size_t o) {
+  const OutputRows& output = segment.outputs[o];
+  return output.data != nullptr && output.reached_by_device() &&
+         (job.Unpadded(segment) || LeadingBlock(segment.shape->outputs[o], job.shape->outputs[o]));
 }
 
-// The same for output `o`: where the device writes its rows, or nullptr.
-std::byte* DirectOutput(const ChunkJob& job, size_t o) {
-  const SegmentRows* sole = SoleSegment(job);
-  return sole != nullptr && InMask(sole->pinned_outputs | sole->device_outputs, o)
-             ? sole->outputs[o]
-             : nullptr;
-}
-
-// Pointers to a merged chunk's rows in device memory, and where those rows
-// lie in the chunk (LaunchChunk::device_rows, whose spans point into
-// `inputs` and `outputs`: filled once, never grown after).
-struct MergedDeviceRows {
-  std::vector<const void*> inputs;
-  std::vector<void*> outputs;
-  std::vector<DeviceRows> rows;
+// The rows of a chunk the device copies itself (LaunchChunk::direct, whose
+// spans point into `inputs` and `outputs`: filled once, never grown after),
+// and the pad bytes of its shorter rows.
+struct DirectChunkRows {
+  std::vector<InputRows> inputs;
+  std::vector<OutputRows> outputs;
+  std::vector<DirectRows> rows;
+  std::vector<uint8_t> pad_bytes;
 };
 
-// Fills `merged` for a chunk of several segments some of which lie in device
-// memory; leaves it empty otherwise (a sole segment goes direct).
-void FindMergedDeviceRows(const ChunkJob& job, size_t num_inputs, size_t num_outputs,
-                          MergedDeviceRows& merged) {
-  if (job.segments.size() < 2) return;
-  size_t on_device = 0;
-  for (const SegmentRows& segment : job.segments) {
-    if ((segment.device_inputs | segment.device_outputs) != 0) ++on_device;
+// Fills `direct` with the job's segments some of whose rows the device
+// copies; leaves it empty when the host copies every row. A row in device
+// memory that the device cannot place is an internal error: the request
+// should have been read through the host (ServedModel::Infer).
+absl::Status FindDirectRows(const ChunkJob& job, size_t num_inputs, size_t num_outputs,
+                            DirectChunkRows& direct) {
+  size_t segments = 0;
+  bool padded = false;
+  for (const RowView& segment : job.segments) {
+    bool any = false;
+    for (size_t i = 0; i < num_inputs; ++i) {
+      if (DeviceCopiesInput(job, segment, i)) {
+        any = true;
+      } else if (segment.inputs[i].memory == RowMemory::kDevice) {
+        return absl::InternalError("input rows in device memory that the device cannot pad");
+      }
+    }
+    for (size_t o = 0; o < num_outputs; ++o) {
+      if (DeviceCopiesOutput(job, segment, o)) {
+        any = true;
+      } else if (segment.outputs[o].data != nullptr &&
+                 segment.outputs[o].memory == RowMemory::kDevice) {
+        return absl::InternalError("output rows in device memory that the device cannot slice");
+      }
+    }
+    if (any) ++segments;
+    padded = padded || (any && !job.Unpadded(segment));
   }
-  if (on_device == 0) return;
-  merged.inputs.reserve(on_device * num_inputs);
-  merged.outputs.reserve(on_device * num_outputs);
+  if (segments == 0) return absl::OkStatus();
+  direct.inputs.reserve(segments * num_inputs);
+  direct.outputs.reserve(segments * num_outputs);
   int64_t first_row = 0;
-  for (const SegmentRows& segment : job.segments) {
-    if ((segment.device_inputs | segment.device_outputs) != 0) {
-      const size_t input = merged.inputs.size(), output = merged.outputs.size();
-      for (size_t i = 0; i < num_inputs; ++i) {
-        merged.inputs.push_back(InMask(segment.device_inputs, i) ? segment.inputs[i] : nullptr);
-      }
-      for (size_t o = 0; o < num_outputs; ++o) {
-        merged.outputs.push_back(InMask(segment.device_outputs, o) ? segment.outputs[o]
-                                                                   : nullptr);
-      }
-      merged.rows.push_back(
-          {first_row, segment.rows,
-           absl::Span<const void* const>(merged.inputs.data() + input, num_inputs),
-           absl::Span<void* const>(merged.outputs.data() + output, num_outputs)});
+  for (const RowView& segment : job.segments) {
+    const size_t input = direct.inputs.size(), output = direct.outputs.size();
+    bool any = false;
+    for (size_t i = 0; i < num_inputs; ++i) {
+      const bool device = DeviceCopiesInput(job, segment, i);
+      direct.inputs.push_back(device ? segment.inputs[i] : InputRows{});
+      any = any || device;
+    }
+    for (size_t o = 0; o < num_outputs; ++o) {
+      const bool device = DeviceCopiesOutput(job, segment, o);
+      direct.outputs.push_back(device ? segment.outputs[o] : OutputRows{});
+      any = any || device;
+    }
+    if (any) {
+      direct.rows.push_back({first_row, segment.rows,
+                             absl::MakeConstSpan(direct.inputs.data() + input, num_inputs),
+                             absl::MakeConstSpan(direct.outputs.data() + output, num_outputs)});
+    } else {
+      direct.inputs.resize(input);
+      direct.outputs.resize(output);
     }
     first_row += segment.rows;
   }
+  if (padded) {
+    for (size_t i = 0; i < num_inputs; ++i) {
+      direct.pad_bytes.push_back(
+          RepeatedByte(job.shape->input_pad[i], job.shape->inputs[i].element_bytes).value_or(0));
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -189,36 +213,21 @@ absl::Status GraphSetRunner::Start(int slot, int staging, const ChunkJob& job,
   // Whether copies on the stream read or write the requests' own memory:
   // then they end before an error is answered (ChunkRunner::Start), since
   // the answer lets the client reuse that memory and the server unmap it.
-  bool touches_requests = false;
+  DirectChunkRows direct;
+  if (absl::Status found = FindDirectRows(job, set.num_inputs(), set.num_outputs(), direct);
+      !found.ok()) {
+    return ChunkFailed(slot, job, found);
+  }
   {
     const NvtxRange range(set.profiler_ranges(own_slot, job.key).stage);
     GatherInputRows(
-        job, set.num_inputs(),
-        [&](size_t i) {
-          return DirectInput(job, i) != nullptr ? nullptr
-                                                : set.input_staging(own_slot, i, staging);
-        });
+        job, set.num_inputs(), [&](size_t i) { return set.input_staging(own_slot, i, staging); },
+        [&](size_t s, size_t i) { return DeviceCopiesInput(job, job.segments[s], i); });
   }
   LaunchChunk chunk{own_slot, job.key, job.rows, mode_, staging};
-  // Only a request with pinned or device tensors pays for the pointer vectors.
-  std::vector<const void*> sources;
-  std::vector<void*> destinations;
-  if (const SegmentRows* sole = SoleSegment(job);
-      sole != nullptr &&
-      (sole->pinned_inputs | sole->pinned_outputs | sole->device_inputs | sole->device_outputs) !=
-          0) {
-    for (size_t i = 0; i < set.num_inputs(); ++i) sources.push_back(DirectInput(job, i));
-    for (size_t o = 0; o < set.num_outputs(); ++o) destinations.push_back(DirectOutput(job, o));
-    chunk.input_sources = sources;
-    chunk.output_destinations = destinations;
-    touches_requests = true;
-  }
-  MergedDeviceRows merged;
-  FindMergedDeviceRows(job, set.num_inputs(), set.num_outputs(), merged);
-  if (!merged.rows.empty()) {
-    chunk.device_rows = merged.rows;
-    touches_requests = true;
-  }
+  chunk.direct = direct.rows;
+  chunk.pad_bytes = direct.pad_bytes;
+  const bool touches_requests = !direct.rows.empty();
   absl::Status status = InjectFault(slot);
   if (status.ok()) status = set.Launch(chunk);
   if (!status.ok()) {
@@ -249,10 +258,9 @@ absl::Status GraphSetRunner::Finish(int slot, int staging, const ChunkJob& job,
   ScatterOutputRows(
       job, set.num_outputs(),
       [&](size_t o) {
-        return DirectOutput(job, o) != nullptr  // the device wrote it in place
-                   ? nullptr
-                   : static_cast<const std::byte*>(set.output_rows(own_slot, o, staging));
-      });
+        return static_cast<const std::byte*>(set.output_rows(own_slot, o, staging));
+      },
+      [&](size_t s, size_t o) { return DeviceCopiesOutput(job, job.segments[s], o); });
   timing->output_ns = NanosSince(start);
   return absl::OkStatus();
 }

@@ -34,15 +34,15 @@ struct Request {
 std::unique_ptr<Request> MakeRequest(const GraphSet& set) {
   auto request = std::make_unique<Request>();
   request->buffers.reserve(set.num_inputs() + set.num_outputs());
-  SegmentRows segment;
+  RowView segment;
   segment.rows = kRows;
   for (size_t i = 0; i < set.num_inputs(); ++i) {
-    segment.inputs.push_back(
-        request->buffers.emplace_back(set.input_bytes_per_row(i, {kBatch}) * kRows).data());
+    const size_t bytes = set.input_bytes_per_row(i, {kBatch});
+    segment.inputs.push_back({request->buffers.emplace_back(bytes * kRows).data(), bytes});
   }
   for (size_t o = 0; o < set.num_outputs(); ++o) {
-    segment.outputs.push_back(
-        request->buffers.emplace_back(set.output_bytes_per_row(o, {kBatch}) * kRows).data());
+    const size_t bytes = set.output_bytes_per_row(o, {kBatch});
+    segment.outputs.push_back({request->buffers.emplace_back(bytes * kRows).data(), bytes});
   }
   std::vector<size_t> input_bytes, output_bytes;
   for (size_t i = 0; i < set.num_inputs(); ++i) input_bytes.push_back(set.input_bytes_per_row(i, {kBatch}));

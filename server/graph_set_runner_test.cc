@@ -91,7 +91,7 @@ class GraphSetRunnerTest : public ::testing::Test {
   // output room in `memory` (input 0 in `first_input`, when given); the
   // buffers live in the request.
   struct Request {
-    SegmentRows segment;
+    RowView segment;
     std::vector<PinnedHostBuffer> pinned;
     std::vector<DeviceBuffer> device;
     std::vector<std::vector<std::byte>> host;
@@ -107,6 +107,7 @@ class GraphSetRunnerTest : public ::testing::Test {
       const std::byte* from = static_cast<const std::byte*>(rows_[i].raw()) + first * row_bytes;
       const size_t bytes = row_bytes * static_cast<size_t>(rows);
       void* to = nullptr;
+      RowMemory kind = RowMemory::kPageable;
       switch (input_memory) {
         case Memory::kHost:
           to = request->host.emplace_back(bytes).data();
@@ -115,14 +116,14 @@ class GraphSetRunnerTest : public ::testing::Test {
           absl::StatusOr<PinnedHostBuffer> buffer = PinnedHostBuffer::Allocate(bytes);
           EXPECT_TRUE(buffer.ok()) << buffer.status();
           to = request->pinned.emplace_back(*std::move(buffer)).get();
-          request->segment.pinned_inputs |= MaskBit(i);
+          kind = RowMemory::kPinned;
           break;
         }
         case Memory::kDevice: {
           absl::StatusOr<DeviceBuffer> buffer = DeviceBuffer::Allocate(bytes);
           EXPECT_TRUE(buffer.ok()) << buffer.status();
           to = request->device.emplace_back(*std::move(buffer)).get();
-          request->segment.device_inputs |= MaskBit(i);
+          kind = RowMemory::kDevice;
           break;
         }
       }
@@ -131,23 +132,25 @@ class GraphSetRunnerTest : public ::testing::Test {
       } else {
         std::memcpy(to, from, bytes);
       }
-      request->segment.inputs.push_back(static_cast<const std::byte*>(to));
+      request->segment.inputs.push_back({static_cast<const std::byte*>(to), row_bytes, kind});
     }
     for (size_t o = 0; o < set_->num_outputs(); ++o) {
-      const size_t bytes = set_->output_bytes_per_row(o, {kBatch}) * static_cast<size_t>(rows);
+      const size_t row_bytes = set_->output_bytes_per_row(o, {kBatch});
+      const size_t bytes = row_bytes * static_cast<size_t>(rows);
       std::byte* to = nullptr;
+      RowMemory kind = RowMemory::kPageable;
       if (memory == Memory::kPinned) {
         absl::StatusOr<PinnedHostBuffer> buffer = PinnedHostBuffer::Allocate(bytes);
         EXPECT_TRUE(buffer.ok()) << buffer.status();
         to = static_cast<std::byte*>(request->pinned.emplace_back(*std::move(buffer)).get());
-        request->segment.pinned_outputs |= MaskBit(o);
+        kind = RowMemory::kPinned;
       } else if (memory == Memory::kDevice) {
         // A guard row past the request's rows: a write beyond them shows.
         absl::StatusOr<DeviceBuffer> buffer =
             DeviceBuffer::Allocate(bytes + set_->output_bytes_per_row(o, {kBatch}));
         EXPECT_TRUE(buffer.ok()) << buffer.status();
         to = static_cast<std::byte*>(request->device.emplace_back(*std::move(buffer)).get());
-        request->segment.device_outputs |= MaskBit(o);
+        kind = RowMemory::kDevice;
       } else {
         to = request->host.emplace_back(bytes).data();
       }
@@ -158,7 +161,7 @@ class GraphSetRunnerTest : public ::testing::Test {
       } else {
         std::memset(to, 0xFF, bytes);
       }
-      request->segment.outputs.push_back(to);
+      request->segment.outputs.push_back({to, row_bytes, kind});
     }
     return request;
   }
@@ -192,9 +195,9 @@ class GraphSetRunnerTest : public ::testing::Test {
     const size_t row_bytes = set_->output_bytes_per_row(output, {kBatch});
     std::string bytes(guard ? row_bytes : row_bytes * static_cast<size_t>(request.segment.rows),
                       '\0');
-    const std::byte* from =
-        request.segment.outputs[output] + (guard ? row_bytes * request.segment.rows : 0);
-    if (InMask(request.segment.device_outputs, output)) {
+    const OutputRows& rows = request.segment.outputs[output];
+    const std::byte* from = guard ? rows.row(request.segment.rows) : rows.data;
+    if (rows.memory == RowMemory::kDevice) {
       EXPECT_EQ(cudaMemcpy(bytes.data(), from, bytes.size(), cudaMemcpyDeviceToHost),
                 cudaSuccess);
     } else {
@@ -293,20 +296,142 @@ TEST_F(GraphSetRunnerTest, MergedChunkGathersEveryKindOfMemory) {
 // its first row, and each writes its rows there, device to device.
 TEST_F(GraphSetRunnerTest, SplitDeviceRequestWritesEachChunkAtItsRows) {
   const std::unique_ptr<Request> device = MakeRequest(0, 10, Memory::kDevice);
-  const size_t out_row = set_->output_bytes_per_row(0, {kBatch});
   for (const auto& [first, rows] : {std::pair<int64_t, int64_t>{0, 6}, {6, 4}}) {
     Request part;
-    part.segment = device->segment;
-    part.segment.rows = rows;
-    for (size_t i = 0; i < set_->num_inputs(); ++i) {
-      part.segment.inputs[i] += first * set_->input_bytes_per_row(i, {kBatch});
-    }
-    part.segment.outputs[0] += first * out_row;
+    part.segment = device->segment.Rows(first, rows);
     Run({&part}, 0);
   }
   ExpectReference(*device, 0, "device request in two chunks");
   EXPECT_EQ(Output(*device, /*output=*/0, /*guard=*/true), UntouchedGuard())
       << "written past 10 rows";
+}
+
+// Note [Pitched row copies]: requests shorter than the bucket, merged into
+// one chunk of masked_sequence at 4 x 32 with their tensors in each kind of
+// memory (pageable rows padded by the host through staging, pinned and
+// device rows placed and padded by the device, outputs sliced the same
+// ways), each get the host reference's outputs at their own length, and the
+// same bytes wherever their rows lay.
+TEST(GraphSetRunnerPaddedTest, ShorterRowsInEveryMemoryGiveTheirExactLengthsOutputs) {
+  if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  absl::StatusOr<Model> model =
+      ImportOnnxBytes(MakeMaskedSequenceModel().SerializeAsString(), "masked_sequence");
+  ASSERT_TRUE(model.ok()) << model.status();
+  const GraphKey key{4, {32}};
+  GraphSetOptions options;
+  options.graphs = {key};
+  absl::StatusOr<std::unique_ptr<GraphSet>> created = GraphSet::Create(*model, options);
+  ASSERT_TRUE(created.ok()) << created.status();
+  const std::shared_ptr<const GraphSet> set(*std::move(created));
+  GraphSetRunner runner({set});
+  ASSERT_TRUE(runner.PrepareWorkerThread(0).ok());
+  const auto shape_at = [](int64_t length) {
+    RowShape shape{.extents = {length},
+                   .inputs = {TensorRowOf({length, 16}, sizeof(float)),
+                              TensorRowOf({length}, sizeof(int64_t))},
+                   .outputs = {TensorRowOf({length, 16}, sizeof(float))}};
+    return shape;
+  };
+  RowShape bucket = shape_at(32);
+  bucket.input_pad = {PadElement{}, PadElement{}};  // zeros: x 0.0, mask 0
+
+  // One request: `rows` rows of `length`, its x random, its mask all 1, its
+  // tensors in `memory`, and the host reference's y at its length.
+  struct Request {
+    RowShape shape;
+    RowView view;
+    HostTensor x, mask, want;
+    std::vector<PinnedHostBuffer> pinned;
+    std::vector<DeviceBuffer> device;
+    std::vector<std::byte> out;  // pageable y
+    std::string Output() const {
+      const OutputRows& y = view.outputs[0];
+      std::string bytes(static_cast<size_t>(view.rows) * y.pitch, '\0');
+      if (y.memory == RowMemory::kDevice) {
+        EXPECT_EQ(cudaMemcpy(bytes.data(), y.data, bytes.size(), cudaMemcpyDeviceToHost),
+                  cudaSuccess);
+      } else {
+        std::memcpy(bytes.data(), y.data, bytes.size());
+      }
+      return bytes;
+    }
+  };
+  const auto make_request = [&](int64_t rows, int64_t length, RowMemory memory, uint64_t seed) {
+    auto request = std::make_unique<Request>();
+    request->shape = shape_at(length);
+    request->x = RandomTensor(DType::kFloat32, {rows, length, 16}, seed);
+    request->mask = HostTensor(DType::kInt64, {rows, length});
+    for (int64_t e = 0; e < rows * length; ++e) request->mask.data<int64_t>()[e] = 1;
+    BindOptions bind;
+    bind.batch_size = rows;
+    bind.dim_values = {{"sequence", length}};
+    request->want =
+        (*(*HostExecutor::Create(*BindModel(*model, bind)))->Run({request->x, request->mask}))[0];
+    RowView& view = request->view;
+    view.rows = rows;
+    view.shape = &request->shape;
+    const auto place = [&](const HostTensor& tensor) -> const std::byte* {
+      if (memory == RowMemory::kPageable) return static_cast<const std::byte*>(tensor.raw());
+      if (memory == RowMemory::kPinned) {
+        void* to = request->pinned.emplace_back(*PinnedHostBuffer::Allocate(tensor.bytes())).get();
+        std::memcpy(to, tensor.raw(), tensor.bytes());
+        return static_cast<std::byte*>(to);
+      }
+      void* to = request->device.emplace_back(*DeviceBuffer::Allocate(tensor.bytes())).get();
+      EXPECT_EQ(cudaMemcpy(to, tensor.raw(), tensor.bytes(), cudaMemcpyHostToDevice), cudaSuccess);
+      return static_cast<std::byte*>(to);
+    };
+    for (const HostTensor* input : {&request->x, &request->mask}) {
+      view.inputs.push_back({place(*input), input->bytes() / static_cast<size_t>(rows), memory});
+    }
+    std::byte* y = nullptr;
+    const size_t y_bytes = request->want.bytes();
+    if (memory == RowMemory::kPageable) {
+      request->out.resize(y_bytes);
+      y = request->out.data();
+    } else if (memory == RowMemory::kPinned) {
+      y = static_cast<std::byte*>(
+          request->pinned.emplace_back(*PinnedHostBuffer::Allocate(y_bytes)).get());
+    } else {
+      y = static_cast<std::byte*>(
+          request->device.emplace_back(*DeviceBuffer::Allocate(y_bytes)).get());
+    }
+    view.outputs.push_back({y, y_bytes / static_cast<size_t>(rows), memory});
+    return request;
+  };
+
+  // Three requests of 1 + 2 + 1 rows at lengths 20, 9 and 32, merged.
+  const std::vector<std::pair<int64_t, int64_t>> requests = {{1, 20}, {2, 9}, {1, 32}};
+  std::vector<std::string> first_bytes;
+  for (const RowMemory memory : {RowMemory::kPageable, RowMemory::kPinned, RowMemory::kDevice}) {
+    std::vector<std::unique_ptr<Request>> made;
+    ChunkJob job{.key = key, .shape = &bucket};
+    for (size_t r = 0; r < requests.size(); ++r) {
+      made.push_back(make_request(requests[r].first, requests[r].second, memory, 50 + r));
+      job.segments.push_back(made.back()->view);
+      job.rows += requests[r].first;
+    }
+    ChunkTiming timing;
+    const absl::Status started = runner.Start(0, 0, job, &timing);
+    ASSERT_TRUE(started.ok()) << started;
+    const absl::Status finished = runner.Finish(0, 0, job, &timing);
+    ASSERT_TRUE(finished.ok()) << finished;
+    for (size_t r = 0; r < made.size(); ++r) {
+      const std::string bytes = made[r]->Output();
+      HostTensor got(DType::kFloat32, made[r]->want.dims());
+      ASSERT_EQ(bytes.size(), got.bytes());
+      std::memcpy(got.raw(), bytes.data(), bytes.size());
+      EXPECT_LT(RelativeError(got, made[r]->want), kTolerance)
+          << "request " << r << " (length " << requests[r].second << ") in memory "
+          << static_cast<int>(memory);
+      if (memory == RowMemory::kPageable) {
+        first_bytes.push_back(bytes);
+      } else {
+        EXPECT_EQ(bytes, first_bytes[r])
+            << "request " << r << " in memory " << static_cast<int>(memory) << " against pageable";
+      }
+    }
+  }
 }
 
 // A runner on one GPU reads device inputs from, and writes device outputs

@@ -69,13 +69,14 @@ absl::Status HostRunner::Start(int /*slot*/, int /*staging*/, const ChunkJob& jo
     inputs.emplace_back(value.dtype, value.dims);
   }
   const auto row_bytes = [&](size_t i) { return inputs[i].bytes() / batch; };
-  for (const SegmentRows& segment : job.segments) {
-    if ((segment.device_inputs | segment.device_outputs) != 0) {
+  for (const RowView& segment : job.segments) {
+    if (segment.Uses(RowMemory::kDevice)) {
       return absl::InternalError("the host executor was given tensors in device memory");
     }
   }
-  GatherInputRows(job, inputs.size(),
-                  [&](size_t i) { return static_cast<std::byte*>(inputs[i].raw()); });
+  GatherInputRows(
+      job, inputs.size(), [&](size_t i) { return static_cast<std::byte*>(inputs[i].raw()); },
+      NoneDirect);
   for (size_t i = 0; i < inputs.size(); ++i) {
     auto* base = static_cast<std::byte*>(inputs[i].raw());
     for (size_t row = static_cast<size_t>(job.rows); row < batch; ++row) {
@@ -89,8 +90,9 @@ absl::Status HostRunner::Start(int /*slot*/, int /*staging*/, const ChunkJob& jo
   timing->infer_ns = NanosSince(start);
 
   start = Clock::now();
-  ScatterOutputRows(job, outputs.size(),
-                    [&](size_t o) { return static_cast<const std::byte*>(outputs[o].raw()); });
+  ScatterOutputRows(
+      job, outputs.size(),
+      [&](size_t o) { return static_cast<const std::byte*>(outputs[o].raw()); }, NoneDirect);
   timing->output_ns = NanosSince(start);
   return absl::OkStatus();
 }

@@ -132,7 +132,7 @@ void PassThroughPipeline::Infer(const inference::ModelInferRequest* request,
   const absl::Status finished = FinishOutputs(interface_, *validated, response);
   const uint64_t elapsed = StatisticsNanos(Clock::now() - start);
   if (finished.ok()) {
-    const int64_t rows = validated->rows;
+    const int64_t rows = validated->view.rows;
     counters_->RecordChunk({.stream = 0, .batch_size = rows, .rows = rows, .requests = 1}, {});
     counters_->RecordSuccess(rows, /*length=*/0, elapsed, /*queue_ns=*/0, ChunkTiming{});
   } else {

@@ -55,7 +55,7 @@ absl::Status RequestQueue::Push(std::shared_ptr<const QueuedRows> request,
                      level + 1, " (dynamic_batching max_queue_size ",
                      level_policy.max_queue_size, ")"));
   }
-  if (queued_rows_ + request->rows > policy_.max_queued_rows) {
+  if (queued_rows_ + request->view.rows > policy_.max_queued_rows) {
     return absl::ResourceExhaustedError(
         absl::StrCat("the model's queue is full (", queued_rows_, " rows waiting, limit ",
                      policy_.max_queued_rows, "); retry later or add streams"));
@@ -72,7 +72,7 @@ absl::Status RequestQueue::Push(std::shared_ptr<const QueuedRows> request,
     ++with_deadline_;
   }
   if (call != nullptr) ++with_call_;
-  queued_rows_ += entry.request->rows;
+  queued_rows_ += entry.request->view.rows;
   queue.waiting.push_back(std::move(entry));
   return absl::OkStatus();
 }
@@ -98,12 +98,12 @@ std::vector<RowSegment> RequestQueue::TakeRows(int64_t rows, size_t bucket) {
           ++it;
           continue;
         }
-        const int64_t taken = std::min(rows, entry.request->rows - entry.next_row);
+        const int64_t taken = std::min(rows, entry.request->view.rows - entry.next_row);
         segments.push_back({entry.request, entry.next_row, taken, entry.enqueued});
         entry.next_row += taken;
         rows -= taken;
         queued_rows_ -= taken;
-        if (entry.next_row == entry.request->rows) {
+        if (entry.next_row == entry.request->view.rows) {
           Forget(entry);
           it = entries->erase(it);
         } else {
@@ -145,7 +145,7 @@ std::optional<FormedChunk> RequestQueue::Pop(QueueClock::time_point now,
     int64_t passed = 0;  // longer requests left for a later chunk
     ForEachInOrder([&](const Entry& entry) {
       if (entry.request->bucket > bucket) return ++passed < planner_->max_rows();
-      rows += entry.request->rows - entry.next_row;
+      rows += entry.request->view.rows - entry.next_row;
       oldest = std::min(oldest, entry.enqueued);
       return rows < planner_->max_rows();
     });
@@ -156,7 +156,7 @@ std::optional<FormedChunk> RequestQueue::Pop(QueueClock::time_point now,
     }
   } else {
     ForEachInOrder([&](const Entry& entry) {
-      rows = entry.request->rows - entry.next_row;
+      rows = entry.request->view.rows - entry.next_row;
       return false;  // the front request alone
     });
   }
@@ -180,7 +180,7 @@ void RequestQueue::RemoveAbandoned(QueueClock::time_point now,
     for (std::deque<Entry>* entries : {&level.waiting, &level.delayed}) {
       for (auto it = entries->begin(); it != entries->end();) {
         if (live_rows >= planner_->max_rows()) return;
-        const int64_t rows = it->request->rows - it->next_row;
+        const int64_t rows = it->request->view.rows - it->next_row;
         absl::Status status =
             it->call != nullptr ? it->call->Check(now) : absl::OkStatus();
         if (status.ok()) {
@@ -218,7 +218,7 @@ std::vector<RefusedRows> RequestQueue::RemoveExpired(QueueClock::time_point now)
       }
       if (reject) {
         Forget(entry);
-        const int64_t rows = entry.request->rows;
+        const int64_t rows = entry.request->view.rows;
         queued_rows_ -= rows;
         refused.push_back({std::move(entry.request), rows, entry.enqueued});
       } else {
@@ -238,7 +238,7 @@ std::vector<RefusedRows> RequestQueue::RemoveAll() {
     for (std::deque<Entry>* entries : {&level.waiting, &level.delayed}) {
       for (Entry& entry : *entries) {
         refused.push_back(
-            {entry.request, entry.request->rows - entry.next_row, entry.enqueued});
+            {entry.request, entry.request->view.rows - entry.next_row, entry.enqueued});
       }
       entries->clear();
     }

@@ -19,7 +19,6 @@
 #include "absl/status/status.h"
 #include "planning/batch_planner.h"
 #include "server/chunk_runner.h"
-#include "server/tensor_mask.h"
 
 namespace graphserve {
 
@@ -30,34 +29,24 @@ using QueueClock = std::chrono::steady_clock;
 // abandoned when a drain's deadline passed).
 enum class SegmentEnd { kRan, kRefused };
 
-// One request's rows and where its chunks report back. Input and output
-// pointers are borrowed: the request and its response outlive every segment.
+// One request's rows and where its chunks report back. The view's pointers
+// are borrowed: the request and its response outlive every segment.
 struct QueuedRows {
-  int64_t rows = 0;
-  // The shape of the rows (their extents, for a model with shape dims: Note
-  // [Shape buckets] in server/shape_buckets.h); null: the model's one row
-  // shape (RowLayout::rows, a model without shape dims).
-  std::shared_ptr<const RowShape> shape;
+  // The rows; view.shape null: the model's one row shape (RowLayout::rows,
+  // a model without shape dims).
+  RowView view;
+  // Holds view.shape, for a model with shape dims (the request's extents:
+  // Note [Shape buckets] in server/shape_buckets.h).
+  std::shared_ptr<const RowShape> own_shape;
   // The index of the smallest bucket that holds these rows (RowLayout's
   // order; 0 for a model with one): a merged chunk takes rows of its oldest
   // request's bucket and smaller ones (Note [Chunks of one bucket]).
   size_t bucket = 0;
-  // Per model input (interface order): row 0; rows follow, shape's bytes
-  // apart (ChunkJob's layout).
-  std::vector<const std::byte*> inputs;
-  // Per model output: where row 0 goes, or nullptr when not requested.
-  std::vector<std::byte*> outputs;
-  // The inputs and outputs in pinned host memory, and those in device
-  // memory (SegmentRows' fields).
-  TensorMask pinned_inputs = 0;
-  TensorMask pinned_outputs = 0;
-  TensorMask device_inputs = 0;
-  TensorMask device_outputs = 0;
   // Called once per segment of these rows, on the thread that ran or refused
   // it: `rows` rows ended with `status` after `queued` in the queue (the
   // segment's chunk's timing; zero for refused rows), and `end` says whether
   // a runner ran them or the queue refused them unrun. The request is done
-  // when the segments' rows add up to `rows`.
+  // when the segments' rows add up to view.rows.
   std::function<void(int64_t rows, const absl::Status& status, QueueClock::duration queued,
                      const ChunkTiming& timing, SegmentEnd end)>
       on_segment;
@@ -316,5 +305,11 @@ class RequestQueue {
 // that queued up during a busy period run as one launch, and it makes a
 // split request's chunks start as soon as slots free instead of waiting
 // behind later requests' chunks.
+// Every stage sees a request's rows through one RowView (server/row_view.h):
+// validation makes it (ValidatedRequest::view), the queue holds it
+// (QueuedRows::view), and a segment is a slice of it (RowView::Rows), each
+// tensor's pointer, pitch and memory carried along, so that the runner
+// copies each segment by where it lies (Note [Pitched row copies] in
+// capture/graph_set.h).
 
 }  // namespace graphserve

@@ -21,7 +21,7 @@ BatchPlanner Planner(std::vector<int64_t> sizes, int64_t max_rows = 64) {
 // A request of `rows` rows at the planner's bucket `bucket`.
 std::shared_ptr<const QueuedRows> Rows(int64_t rows, size_t bucket = 0) {
   auto request = std::make_shared<QueuedRows>();
-  request->rows = rows;
+  request->view.rows = rows;
   request->bucket = bucket;
   return request;
 }

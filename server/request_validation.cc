@@ -294,15 +294,15 @@ absl::StatusOr<const std::byte*> RawInput(const std::string& raw, const InputTen
   return data;
 }
 
-// Interface input `index`, read in place from a shared-memory region: its
-// byte_size must be the shape's bytes, as raw_input_contents' size must.
-absl::StatusOr<const std::byte*> SharedMemoryInput(const SharedMemoryParameters& parameters,
-                                                   const InputTensor& tensor, size_t index,
-                                                   const TensorSpec& spec, int64_t rows,
-                                                   const ModelInterface& model,
-                                                   const SharedMemoryRegistry& shared_memory,
-                                                   std::optional<int> device_memory_gpu,
-                                                   ValidatedRequest* validated) {
+// An input read in place from a shared-memory region, in the memory it
+// lies in: its byte_size must be the shape's bytes, as raw_input_contents'
+// size must.
+absl::StatusOr<InputRows> SharedMemoryInput(const SharedMemoryParameters& parameters,
+                                            const InputTensor& tensor, const TensorSpec& spec,
+                                            int64_t rows, const ModelInterface& model,
+                                            const SharedMemoryRegistry& shared_memory,
+                                            std::optional<int> device_memory_gpu,
+                                            ValidatedRequest* validated) {
   const std::string where = TensorDescription("input", spec.name, model);
   ASSIGN_OR_RETURN(const SharedMemorySlice slice,
                    HoldSlice(parameters, where, shared_memory, validated));
@@ -313,27 +313,26 @@ absl::StatusOr<const std::byte*> SharedMemoryInput(const SharedMemoryParameters&
         QuoteClientText(parameters.region), ", expected ", expected, " for shape ",
         ShapeString(tensor.shape()), " ", KServeDatatype(spec.dtype)));
   }
-  const std::byte* data = slice.data;
+  InputRows input{slice.data, spec.bytes_per_row(), RowMemory::kPageable};
   if (slice.region->kind() == RegionKind::kSystem && slice.region->pinned()) {
-    validated->pinned_inputs |= MaskBit(index);
+    input.memory = RowMemory::kPinned;
   }
-  if (slice.region->kind() == RegionKind::kCuda &&
-      device_memory_gpu == slice.region->device_id() && spec.dtype != DType::kBool &&
-      MaskBit(index) != 0) {
+  if (slice.region->kind() == RegionKind::kCuda && device_memory_gpu == slice.region->device_id() &&
+      spec.dtype != DType::kBool) {
     // Left on the device (Note [CUDA shared memory]).
-    validated->device_inputs |= MaskBit(index);
-    return data;
+    input.memory = RowMemory::kDevice;
+    return input;
   }
   if (slice.region->kind() == RegionKind::kCuda) {
     // Read through the host (Note [CUDA shared memory]).
     std::vector<std::byte>& host = validated->converted.emplace_back(slice.byte_size);
     RETURN_IF_ERROR(CopyFromSlice(slice, host.data()));
-    data = host.data();
+    input.data = host.data();
   }
   if (spec.dtype == DType::kBool) {
-    RETURN_IF_ERROR(CheckBoolBytes(data, slice.byte_size, "shared-memory", spec, model));
+    RETURN_IF_ERROR(CheckBoolBytes(input.data, slice.byte_size, "shared-memory", spec, model));
   }
-  return data;
+  return input;
 }
 
 absl::StatusOr<const std::byte*> TypedInput(const InputTensor& tensor, const TensorSpec& spec,
@@ -529,7 +528,8 @@ absl::StatusOr<const std::byte*> DefaultRows(const TensorSpec& spec, int64_t row
   return filled.data();
 }
 
-// Fills validated->outputs and output_slices; validated->rows is known. An
+// Fills validated->outputs and output_slices, and the memory of the outputs
+// in regions (validated->view.outputs, sized); validated->view.rows is known. An
 // output in shared memory needs room for its rows in the range it names.
 absl::Status RequestedOutputs(const inference::ModelInferRequest& request,
                               const ModelInterface& model,
@@ -566,20 +566,21 @@ absl::Status RequestedOutputs(const inference::ModelInferRequest& request,
         validated->output_slices.push_back(std::move(slice));
         continue;
       }
-      const uint64_t needed = static_cast<uint64_t>(validated->rows) * spec.bytes_per_row();
+      const uint64_t needed = static_cast<uint64_t>(validated->view.rows) * spec.bytes_per_row();
       if (slice.byte_size < needed) {
         return absl::InvalidArgumentError(absl::StrCat(
             where, ": shared_memory_byte_size ", slice.byte_size, " in shared memory region ",
             QuoteClientText(in_region->region), " cannot hold its ", needed, " bytes (",
-            validated->rows, " rows of ", spec.bytes_per_row(), ")"));
+            validated->view.rows, " rows of ", spec.bytes_per_row(), ")"));
       }
+      RowMemory& memory = validated->view.outputs[index].memory;
       if (slice.region->kind() == RegionKind::kSystem && slice.region->pinned()) {
-        validated->pinned_outputs |= MaskBit(index);
+        memory = RowMemory::kPinned;
       }
       if (slice.region->kind() == RegionKind::kCuda &&
-          device_memory_gpu == slice.region->device_id() && MaskBit(index) != 0) {
+          device_memory_gpu == slice.region->device_id()) {
         // Written by the device in place (Note [CUDA shared memory]).
-        validated->device_outputs |= MaskBit(index);
+        memory = RowMemory::kDevice;
       }
     }
     requested[index] = true;
@@ -738,7 +739,7 @@ absl::StatusOr<ValidatedRequest> ValidateAtFixedDims(const inference::ModelInfer
   ValidatedRequest validated;
   // The batch of the first input sent; a request that leaves every input
   // out (all optional) is one row.
-  validated.rows = 1;
+  validated.view.rows = 1;
   const TensorSpec* batch_from = nullptr;
   for (size_t i = 0; i < model.inputs.size(); ++i) {
     if (request_index[i] == kAbsent) continue;
@@ -746,12 +747,12 @@ absl::StatusOr<ValidatedRequest> ValidateAtFixedDims(const inference::ModelInfer
     ASSIGN_OR_RETURN(const int64_t rows,
                      CheckDatatypeAndShape(tensor, model.inputs[i], model, log_request));
     if (batch_from == nullptr) {
-      validated.rows = rows;
+      validated.view.rows = rows;
       batch_from = &model.inputs[i];
-    } else if (rows != validated.rows) {
+    } else if (rows != validated.view.rows) {
       return absl::InvalidArgumentError(absl::StrCat(
           "input ", QuoteClientText(tensor.name()), " has batch ", rows, " but input '",
-          batch_from->name, "' has batch ", validated.rows,
+          batch_from->name, "' has batch ", validated.view.rows,
           "; the inputs of a request to model '", model.name, "' share the batch (dim 0)"));
     }
   }
@@ -794,15 +795,15 @@ absl::StatusOr<ValidatedRequest> ValidateAtFixedDims(const inference::ModelInfer
     const TensorSpec& spec = model.inputs[i];
     if (j == kAbsent) {
       ASSIGN_OR_RETURN(const std::byte* data,
-                       DefaultRows(spec, validated.rows, model, &validated.converted));
-      validated.inputs.push_back(data);
+                       DefaultRows(spec, validated.view.rows, model, &validated.converted));
+      validated.view.inputs.push_back({data, spec.bytes_per_row()});
       continue;
     }
     const InputTensor& tensor = request.inputs(j);
     if (spec.wire != TensorWire::kNumbers) {
       // Note [Strings at the model's edges]: parsed into numbers here, or
       // kept for the outputs that hand it back.
-      int64_t count = validated.rows * NumElements(spec.dims);  // bounded by the interface
+      int64_t count = validated.view.rows * NumElements(spec.dims);  // bounded by the interface
       if (spec.wire == TensorWire::kPassed) {
         ASSIGN_OR_RETURN(count, PassedElementCount(tensor, spec, model));
       }
@@ -815,34 +816,39 @@ absl::StatusOr<ValidatedRequest> ValidateAtFixedDims(const inference::ModelInfer
       if (spec.wire == TensorWire::kText) {
         ASSIGN_OR_RETURN(const std::byte* numbers,
                          ParseTextInput(elements, spec, model, &validated.converted));
-        validated.inputs.push_back(numbers);
+        validated.view.inputs.push_back({numbers, spec.bytes_per_row()});
       } else {
         // Sized only for a model that passes strings: numbers pay nothing.
         if (validated.passed.empty()) validated.passed.resize(model.inputs.size());
         validated.passed[i].shape.assign(tensor.shape().begin(), tensor.shape().end());
         validated.passed[i].elements = std::move(elements);
-        validated.inputs.push_back(nullptr);
+        validated.view.inputs.emplace_back();
       }
       continue;
     }
     if (in_region[j].has_value()) {
-      ASSIGN_OR_RETURN(const std::byte* data,
-                       SharedMemoryInput(*in_region[j], tensor, i, model.inputs[i],
-                                         validated.rows, model, *shared_memory,
-                                         device_memory_gpu, &validated));
-      validated.inputs.push_back(data);
+      ASSIGN_OR_RETURN(const InputRows input,
+                       SharedMemoryInput(*in_region[j], tensor, spec, validated.view.rows, model,
+                                         *shared_memory, device_memory_gpu, &validated));
+      validated.view.inputs.push_back(input);
     } else if (raw) {
       ASSIGN_OR_RETURN(const std::byte* data,
                        RawInput(request.raw_input_contents(raw_index[j]), tensor, model.inputs[i],
-                                validated.rows, model, log_request));
-      validated.inputs.push_back(data);
+                                validated.view.rows, model, log_request));
+      validated.view.inputs.push_back({data, spec.bytes_per_row()});
     } else {
-      ASSIGN_OR_RETURN(const std::byte* data, TypedInput(tensor, model.inputs[i], validated.rows,
-                                                         model, &validated.converted));
-      validated.inputs.push_back(data);
+      ASSIGN_OR_RETURN(
+          const std::byte* data,
+          TypedInput(tensor, model.inputs[i], validated.view.rows, model, &validated.converted));
+      validated.view.inputs.push_back({data, spec.bytes_per_row()});
     }
   }
 
+  validated.view.outputs.reserve(model.outputs.size());
+  for (const TensorSpec& spec : model.outputs) {
+    validated.view.outputs.push_back(
+        {nullptr, spec.wire == TensorWire::kPassed ? 0 : spec.bytes_per_row()});
+  }
   RETURN_IF_ERROR(RequestedOutputs(request, model, shared_memory, device_memory_gpu, &validated));
   return validated;
 }
@@ -890,7 +896,7 @@ std::vector<std::byte*> PrepareAtFixedDims(const inference::ModelInferRequest& r
       // own dims are all fixed (a reshape of the same elements).
       const ValidatedRequest::PassedInput& input = validated.passed[spec.passed_from];
       if (std::find(spec.dims.begin(), spec.dims.end(), -1) == spec.dims.end()) {
-        if (model.batching) output->add_shape(validated.rows);
+        if (model.batching) output->add_shape(validated.view.rows);
         for (int64_t dim : spec.dims) output->add_shape(dim);
       } else {
         for (int64_t dim : input.shape) output->add_shape(dim);
@@ -898,9 +904,9 @@ std::vector<std::byte*> PrepareAtFixedDims(const inference::ModelInferRequest& r
       for (const absl::string_view element : input.elements) AppendBytesElement(element, contents);
       continue;
     }
-    if (model.batching) output->add_shape(validated.rows);
+    if (model.batching) output->add_shape(validated.view.rows);
     for (int64_t dim : spec.dims) output->add_shape(dim);
-    const size_t bytes = static_cast<size_t>(validated.rows) * spec.bytes_per_row();
+    const size_t bytes = static_cast<size_t>(validated.view.rows) * spec.bytes_per_row();
     if (spec.wire == TensorWire::kText) {
       // Its numbers, which FinishOutputs turns into text and, for one in a
       // region, moves there.
@@ -913,7 +919,7 @@ std::vector<std::byte*> PrepareAtFixedDims(const inference::ModelInferRequest& r
       parameters["shared_memory_region"].set_string_param(slice.region->name());
       parameters["shared_memory_byte_size"].set_int64_param(static_cast<int64_t>(bytes));
       if (slice.region->kind() == RegionKind::kSystem ||
-          InMask(validated.device_outputs, index)) {
+          validated.view.outputs[index].memory == RowMemory::kDevice) {
         destinations[index] = slice.data;
         continue;
       }
@@ -969,7 +975,7 @@ absl::Status FinishOutputs(const ModelInterface& model, const ValidatedRequest& 
     const bool bytes = spec.wire != TensorWire::kNumbers;
     if (slice.region == nullptr ||
         !(bytes || (slice.region->kind() == RegionKind::kCuda &&
-                    !InMask(validated.device_outputs, index)))) {
+                    validated.view.outputs[index].memory != RowMemory::kDevice))) {
       continue;
     }
     if (bytes) {

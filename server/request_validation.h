@@ -15,7 +15,7 @@
 #include "absl/strings/string_view.h"
 #include "proto/grpc_service.pb.h"
 #include "server/model_interface.h"
-#include "server/tensor_mask.h"
+#include "server/row_view.h"
 #include "server/shared_memory.h"
 
 namespace graphserve {
@@ -26,16 +26,19 @@ namespace graphserve {
 // shared-memory regions it holds; the request must outlive it. Moving it keeps
 // the pointers valid (converted is a vector of vectors).
 struct ValidatedRequest {
-  int64_t rows = 0;  // the batch: dim 0 of every input
+  // The rows (view.rows: dim 0 of every input) and where they lie. Per
+  // interface input: rows x pitch bytes, row-major, little-endian, pitch the
+  // bytes of one row at the request's extents; BOOL elements are bytes
+  // holding 0 or 1; an optional input the request leaves out is its
+  // default's rows, in `converted`; a kPassed input (below) has no data.
+  // Per interface output: the memory its rows go to and their pitch, data
+  // null (PrepareInferResponse says where). view.shape is null: the server
+  // knows the row shape of `extents`.
+  RowView view;
   // The extents of the model's shape dims the request brings
   // (ModelInterface::shape_dims order; Note [Shape buckets] in
   // server/shape_buckets.h); empty for a model without them.
   std::vector<int64_t> extents;
-  // One per interface input, interface order: rows x bytes_per_row bytes,
-  // row-major, little-endian; BOOL elements are bytes holding 0 or 1. An
-  // optional input the request leaves out is its default's rows, in
-  // `converted`.
-  std::vector<const std::byte*> inputs;
   // Interface output indices to return, in response order; all outputs in
   // interface order when the request names none.
   std::vector<size_t> outputs;
@@ -45,9 +48,9 @@ struct ValidatedRequest {
   std::vector<SharedMemorySlice> output_slices;
   std::vector<std::vector<std::byte>> converted;
   // Per interface input of wire kPassed (Note [Strings at the model's
-  // edges] in runtime/ir.h), whose `inputs` entry is null since the runtime
-  // never reads it: its shape as sent and its elements, views into the
-  // request, a region or `converted`. Empty for the other inputs, and
+  // edges] in runtime/ir.h), whose view.inputs entry has no data since the
+  // runtime never reads it: its shape as sent and its elements, views into
+  // the request, a region or `converted`. Empty for the other inputs, and
   // wholly empty for a model without passed strings.
   struct PassedInput {
     Dims shape;
@@ -57,23 +60,14 @@ struct ValidatedRequest {
   // Every region an input or output of the request uses, held until the
   // request ends (Note [Shared memory lifetime]).
   std::vector<std::shared_ptr<const SharedMemoryRegion>> regions;
-  // The inputs read from, and the outputs written into, pinned system
-  // regions (interface indices; Note [Pinned shared memory]).
-  TensorMask pinned_inputs = 0;
-  TensorMask pinned_outputs = 0;
-  // The inputs that point at device memory (a CUDA region left on the
-  // device, Note [CUDA shared memory]), never read by the host, and the
-  // outputs the device writes into such a region, never written by the host.
-  TensorMask device_inputs = 0;
-  TensorMask device_outputs = 0;
 };
 
 // Checks `request` against `model`. Every error is InvalidArgument naming the
 // model and the tensor and saying what was expected: more inputs than the
 // model has or a required one missing (Triton's text, which says "between R
 // and N" inputs where some are optional), unknown or repeated inputs; an
-// optional input left out without a default_row; datatype; shape (rank and non-batch dims; a shape dim
-// within the model's buckets, RequestExtents); the batch (>= 1,
+// optional input left out without a default_row; datatype; shape (rank and non-batch dims; a shape
+// dim within the model's buckets, RequestExtents); the batch (>= 1,
 // <= max_batch_size, the same for every input); raw_input_contents (one entry
 // per input, the byte count of the shape, BOOL bytes 0 or 1, not mixed with
 // typed contents); typed contents (the field of the datatype, the element
@@ -103,14 +97,13 @@ struct ValidatedRequest {
 // byte_size must be its shape's bytes and an output's at least its rows'
 // bytes. raw_input_contents then holds one entry per input outside shared
 // memory, in the order of inputs (as Triton reads it). Without
-// `shared_memory` a request that names a region is refused. An input in a
-// CUDA region is copied to the host, unless the region lies on GPU
+// `shared_memory` a request that names a region is refused. A tensor in a
+// pinned system region is marked RowMemory::kPinned. An input in a CUDA
+// region is copied to the host, unless the region lies on GPU
 // `device_memory_gpu` (for a runner that copies that GPU's memory itself):
-// then it stays on the device, marked in ValidatedRequest::device_inputs;
-// BOOL inputs (their bytes are checked) and inputs past the 64th are copied
-// all the same. An output in a CUDA region on that GPU is marked in
-// ValidatedRequest::device_outputs (outputs past the 64th excepted): the
-// runner writes it in place.
+// then it stays on the device, marked RowMemory::kDevice; BOOL inputs (their
+// bytes are checked) are copied all the same. An output in a CUDA region on
+// that GPU is marked so too: the runner writes it in place.
 absl::StatusOr<ValidatedRequest> ValidateInferRequest(
     const inference::ModelInferRequest& request, const ModelInterface& model,
     const SharedMemoryRegistry* shared_memory = nullptr,

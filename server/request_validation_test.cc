@@ -90,19 +90,19 @@ Request TypedRequest(int64_t rows = kRows) {
 
 // Checks that `validated` holds the test data, read through its pointers.
 void ExpectTestData(const ValidatedRequest& validated, int64_t rows) {
-  ASSERT_EQ(validated.inputs.size(), 3u);
+  ASSERT_EQ(validated.view.inputs.size(), 3u);
   for (int64_t e = 0; e < rows * 3; ++e) {
     float value;
-    std::memcpy(&value, validated.inputs[0] + e * sizeof(float), sizeof(float));
+    std::memcpy(&value, validated.view.inputs[0].data + e * sizeof(float), sizeof(float));
     EXPECT_EQ(value, XValue(e)) << e;
   }
   for (int64_t e = 0; e < rows * 2; ++e) {
     int64_t value;
-    std::memcpy(&value, validated.inputs[1] + e * sizeof(int64_t), sizeof(int64_t));
+    std::memcpy(&value, validated.view.inputs[1].data + e * sizeof(int64_t), sizeof(int64_t));
     EXPECT_EQ(value, IdValue(e)) << e;
   }
   for (int64_t e = 0; e < rows; ++e) {
-    EXPECT_EQ(std::to_integer<int>(validated.inputs[2][e]), MaskValue(e) ? 1 : 0) << e;
+    EXPECT_EQ(std::to_integer<int>(validated.view.inputs[2].data[e]), MaskValue(e) ? 1 : 0) << e;
   }
 }
 
@@ -112,14 +112,14 @@ TEST(RequestValidationTest, RawRequestPointsIntoTheRequestInModelOrder) {
   const Request request = RawRequest();
   absl::StatusOr<ValidatedRequest> validated = ValidateInferRequest(request, Mlp());
   ASSERT_TRUE(validated.ok()) << validated.status();
-  EXPECT_EQ(validated->rows, kRows);
+  EXPECT_EQ(validated->view.rows, kRows);
   // Request order is ids, mask, x; the model's is x, ids, mask.
-  ASSERT_EQ(validated->inputs.size(), 3u);
-  EXPECT_EQ(validated->inputs[0],
+  ASSERT_EQ(validated->view.inputs.size(), 3u);
+  EXPECT_EQ(validated->view.inputs[0].data,
             reinterpret_cast<const std::byte*>(request.raw_input_contents(2).data()));
-  EXPECT_EQ(validated->inputs[1],
+  EXPECT_EQ(validated->view.inputs[1].data,
             reinterpret_cast<const std::byte*>(request.raw_input_contents(0).data()));
-  EXPECT_EQ(validated->inputs[2],
+  EXPECT_EQ(validated->view.inputs[2].data,
             reinterpret_cast<const std::byte*>(request.raw_input_contents(1).data()));
   EXPECT_TRUE(validated->converted.empty());
   ExpectTestData(*validated, kRows);
@@ -130,18 +130,19 @@ TEST(RequestValidationTest, TypedRequestGivesTheSameBytes) {
   const Request request = TypedRequest();
   absl::StatusOr<ValidatedRequest> validated = ValidateInferRequest(request, Mlp());
   ASSERT_TRUE(validated.ok()) << validated.status();
-  EXPECT_EQ(validated->rows, kRows);
+  EXPECT_EQ(validated->view.rows, kRows);
   ExpectTestData(*validated, kRows);
   // FP32 and INT64 are read in place; BOOL is written out as bytes.
-  EXPECT_EQ(validated->inputs[0], reinterpret_cast<const std::byte*>(
-                                      request.inputs(0).contents().fp32_contents().data()));
+  EXPECT_EQ(
+      validated->view.inputs[0].data,
+      reinterpret_cast<const std::byte*>(request.inputs(0).contents().fp32_contents().data()));
   ASSERT_EQ(validated->converted.size(), 1u);
-  EXPECT_EQ(validated->inputs[2], validated->converted[0].data());
+  EXPECT_EQ(validated->view.inputs[2].data, validated->converted[0].data());
 
   // Moving keeps the pointers valid.
-  const std::byte* mask = validated->inputs[2];
+  const std::byte* mask = validated->view.inputs[2].data;
   ValidatedRequest moved = *std::move(validated);
-  EXPECT_EQ(moved.inputs[2], mask);
+  EXPECT_EQ(moved.view.inputs[2].data, mask);
   EXPECT_EQ(moved.converted[0].data(), mask);
   ExpectTestData(moved, kRows);
 }
@@ -191,7 +192,7 @@ TEST(RequestValidationTest, TypedContentsOfEveryDatatype) {
   absl::StatusOr<ValidatedRequest> validated = ValidateInferRequest(request, model);
   ASSERT_TRUE(validated.ok()) << validated.status();
   auto bytes = [&](size_t input, size_t size) {
-    return std::string(reinterpret_cast<const char*>(validated->inputs[input]), size);
+    return std::string(reinterpret_cast<const char*>(validated->view.inputs[input].data), size);
   };
   EXPECT_EQ(bytes(0, 2), Bytes(std::vector<int8_t>{-128, 127}));
   EXPECT_EQ(bytes(1, 2), Bytes(std::vector<uint8_t>{0, 255}));
@@ -228,7 +229,7 @@ TEST(RequestValidationTest, BatchesFromOneToMaxAreAccepted) {
     const Request raw = RawRequest(rows);
     absl::StatusOr<ValidatedRequest> validated = ValidateInferRequest(raw, Mlp());
     ASSERT_TRUE(validated.ok()) << rows << ": " << validated.status();
-    EXPECT_EQ(validated->rows, rows);
+    EXPECT_EQ(validated->view.rows, rows);
     ExpectTestData(*validated, rows);
     const Request typed = TypedRequest(rows);
     ASSERT_TRUE(ValidateInferRequest(typed, Mlp()).ok()) << rows;
@@ -563,16 +564,16 @@ TEST(RequestValidationTest, AnOptionalInputLeftOutIsItsDefaultInEveryRow) {
     absl::StatusOr<ValidatedRequest> validated =
         ValidateInferRequest(request, MlpWithOptionalBias());
     ASSERT_TRUE(validated.ok()) << validated.status();
-    EXPECT_EQ(validated->rows, kRows);
-    ASSERT_EQ(validated->inputs.size(), 4u);
+    EXPECT_EQ(validated->view.rows, kRows);
+    ASSERT_EQ(validated->view.inputs.size(), 4u);
     std::vector<float> bias(kRows * 3);
-    std::memcpy(bias.data(), validated->inputs[3], bias.size() * sizeof(float));
+    std::memcpy(bias.data(), validated->view.inputs[3].data, bias.size() * sizeof(float));
     for (int64_t row = 0; row < kRows; ++row) {
       EXPECT_THAT(std::vector<float>(bias.begin() + row * 3, bias.begin() + row * 3 + 3),
                   ElementsAre(kBiasRow[0], kBiasRow[1], kBiasRow[2]))
           << "row " << row << (typed ? " typed" : " raw");
     }
-    validated->inputs.pop_back();
+    validated->view.inputs.pop_back();
     ExpectTestData(*validated, kRows);
   }
 }
@@ -586,8 +587,8 @@ TEST(RequestValidationTest, AnOptionalInputSentIsReadAsAnyInput) {
   absl::StatusOr<ValidatedRequest> validated =
       ValidateInferRequest(request, MlpWithOptionalBias());
   ASSERT_TRUE(validated.ok()) << validated.status();
-  ASSERT_EQ(validated->inputs.size(), 4u);
-  EXPECT_EQ(validated->inputs[3],
+  ASSERT_EQ(validated->view.inputs.size(), 4u);
+  EXPECT_EQ(validated->view.inputs[3].data,
             reinterpret_cast<const std::byte*>(request.raw_input_contents(3).data()));
 
   SetShape(Input(&request, "bias"), {kRows - 1, 3});
@@ -644,10 +645,10 @@ TEST(RequestValidationTest, ARequestOfNoInputsToAModelOfOptionalOnesIsOneRow) {
   empty.set_model_name("mlp");
   absl::StatusOr<ValidatedRequest> validated = ValidateInferRequest(empty, model);
   ASSERT_TRUE(validated.ok()) << validated.status();
-  EXPECT_EQ(validated->rows, 1);
-  ASSERT_EQ(validated->inputs.size(), 1u);
+  EXPECT_EQ(validated->view.rows, 1);
+  ASSERT_EQ(validated->view.inputs.size(), 1u);
   float first;
-  std::memcpy(&first, validated->inputs[0], sizeof(float));
+  std::memcpy(&first, validated->view.inputs[0].data, sizeof(float));
   EXPECT_EQ(first, kBiasRow[0]);
 }
 
@@ -767,10 +768,10 @@ TEST_F(SharedMemoryValidationTest, InputsAndOutputsPointIntoTheirRegions) {
   ASSERT_TRUE(validated.ok()) << validated.status();
   // x from the region, in place (the server's own mapping of it); ids and
   // mask take raw entries 0 and 1.
-  EXPECT_EQ(validated->inputs[0], registry_.Slice("in", kXOffset, kXBytes)->data);
-  EXPECT_EQ(validated->inputs[1],
+  EXPECT_EQ(validated->view.inputs[0].data, registry_.Slice("in", kXOffset, kXBytes)->data);
+  EXPECT_EQ(validated->view.inputs[1].data,
             reinterpret_cast<const std::byte*>(request.raw_input_contents(0).data()));
-  EXPECT_EQ(validated->inputs[2],
+  EXPECT_EQ(validated->view.inputs[2].data,
             reinterpret_cast<const std::byte*>(request.raw_input_contents(1).data()));
   ExpectTestData(*validated, kRows);
   EXPECT_EQ(validated->regions.size(), 2u);  // "in" and "out", held
@@ -808,14 +809,17 @@ TEST_F(SharedMemoryValidationTest, MarksTensorsInPinnedRegions) {
   const Request request = SharedRequest();
   absl::StatusOr<ValidatedRequest> validated = ValidateInferRequest(request, Mlp(), &pinning);
   ASSERT_TRUE(validated.ok()) << validated.status();
-  EXPECT_EQ(validated->pinned_inputs, gpu ? MaskBit(0) : 0u);
-  EXPECT_EQ(validated->pinned_outputs, gpu ? MaskBit(0) : 0u);
+  const RowMemory in_pinned = gpu ? RowMemory::kPinned : RowMemory::kPageable;
+  EXPECT_EQ(validated->view.inputs[0].memory, in_pinned);
+  EXPECT_EQ(validated->view.outputs[0].memory, in_pinned);
+  EXPECT_FALSE(validated->view.Uses(RowMemory::kDevice));
+  // Each input's rows are its shape's row bytes apart.
+  EXPECT_EQ(validated->view.inputs[0].pitch, Mlp().inputs[0].bytes_per_row());
   ExpectTestData(*validated, kRows);
 
   validated = ValidateInferRequest(request, Mlp(), &registry_);
   ASSERT_TRUE(validated.ok()) << validated.status();
-  EXPECT_EQ(validated->pinned_inputs, 0u);
-  EXPECT_EQ(validated->pinned_outputs, 0u);
+  EXPECT_FALSE(validated->view.Uses(RowMemory::kPinned));
 }
 
 // Note [Shared memory lifetime]: the validated request keeps its regions
@@ -1004,9 +1008,9 @@ TEST(BytesValidationTest, TextInputsArriveAsTheirNumbersFromRawAndTypedContents)
   for (const Request* request : std::vector<const Request*>{&raw, &typed}) {
     absl::StatusOr<ValidatedRequest> validated = ValidateInferRequest(*request, TextModel());
     ASSERT_TRUE(validated.ok()) << validated.status();
-    EXPECT_EQ(validated->rows, 2);
-    EXPECT_THAT(Numbers<int32_t>(validated->inputs[0], 4), ElementsAre(1, -2, 3, 40));
-    EXPECT_THAT(Numbers<float>(validated->inputs[1], 2),
+    EXPECT_EQ(validated->view.rows, 2);
+    EXPECT_THAT(Numbers<int32_t>(validated->view.inputs[0].data, 4), ElementsAre(1, -2, 3, 40));
+    EXPECT_THAT(Numbers<float>(validated->view.inputs[1].data, 2),
                 ElementsAre(0.5f, -std::numeric_limits<float>::infinity()));
   }
 }
@@ -1157,7 +1161,7 @@ TEST(BytesValidationTest, PassedStringsComeBackAsSentInAnyShape) {
     request.add_raw_input_contents(Serialized(sent));
     absl::StatusOr<ValidatedRequest> validated = ValidateInferRequest(request, model);
     ASSERT_TRUE(validated.ok()) << validated.status();
-    EXPECT_EQ(validated->inputs[0], nullptr);  // the runtime never reads it
+    EXPECT_EQ(validated->view.inputs[0].data, nullptr);  // the runtime never reads it
     inference::ModelInferResponse response;
     const std::vector<std::byte*> destinations =
         PrepareInferResponse(request, model, "1", *validated, &response);
@@ -1210,7 +1214,7 @@ TEST_F(SharedMemoryValidationTest, BytesInputsAndOutputsInRegions) {
   const ModelInterface model = TextModel();
   absl::StatusOr<ValidatedRequest> validated = ValidateInferRequest(request, model, &registry_);
   ASSERT_TRUE(validated.ok()) << validated.status();
-  EXPECT_THAT(Numbers<int32_t>(validated->inputs[0], 4), ElementsAre(5, 6, 7, 8));
+  EXPECT_THAT(Numbers<int32_t>(validated->view.inputs[0].data, 4), ElementsAre(5, 6, 7, 8));
 
   inference::ModelInferResponse response;
   std::byte* numbers = PrepareInferResponse(request, model, "1", *validated, &response)[0];
@@ -1281,9 +1285,9 @@ TEST(BytesValidationTest, BytesInAndOutOfACudaRegion) {
     absl::StatusOr<ValidatedRequest> validated =
         ValidateInferRequest(request, model, &registry, runner_gpu);
     ASSERT_TRUE(validated.ok()) << validated.status();
-    EXPECT_EQ(validated->device_inputs, 0u);   // numbers parsed on the host
-    EXPECT_EQ(validated->device_outputs, 0u);  // text formatted on the host
-    EXPECT_THAT(Numbers<int32_t>(validated->inputs[0], 4), ElementsAre(5, -6, 7, 8));
+    // Numbers parsed, and text formatted, on the host.
+    EXPECT_FALSE(validated->view.Uses(RowMemory::kDevice));
+    EXPECT_THAT(Numbers<int32_t>(validated->view.inputs[0].data, 4), ElementsAre(5, -6, 7, 8));
     inference::ModelInferResponse response;
     const int32_t sums[] = {1, 2, 3, -4};
     std::memcpy(PrepareInferResponse(request, model, "1", *validated, &response)[0], sums,

@@ -1,5 +1,6 @@
 #include "server/row_shape.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace graphserve {
@@ -94,6 +95,20 @@ RowShape RowShapeOfBytes(const std::vector<size_t>& input_bytes,
     shape.outputs.push_back(TensorRowOf({static_cast<int64_t>(bytes)}, 1));
   }
   return shape;
+}
+
+bool LeadingBlock(const TensorRow& part, const TensorRow& whole) {
+  if (part.dims.size() != whole.dims.size()) return false;
+  if (part.dims.empty()) return true;
+  return part.dims[0] <= whole.dims[0] &&
+         std::equal(part.dims.begin() + 1, part.dims.end(), whole.dims.begin() + 1);
+}
+
+std::optional<uint8_t> RepeatedByte(const PadElement& pad, size_t element_bytes) {
+  for (size_t b = 1; b < element_bytes; ++b) {
+    if (pad[b] != pad[0]) return std::nullopt;
+  }
+  return static_cast<uint8_t>(pad[0]);
 }
 
 void PadRows(const std::byte* from, const TensorRow& from_row, std::byte* to,

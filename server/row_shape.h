@@ -7,6 +7,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "common/tensor.h"
@@ -49,6 +50,17 @@ TensorRow TensorRowOf(const Dims& dims, size_t element_bytes);
 // runners and tests that move rows without looking inside them.
 RowShape RowShapeOfBytes(const std::vector<size_t>& input_bytes,
                          const std::vector<size_t>& output_bytes);
+
+// Whether each row of `part` is the leading block of a row of `whole`: the
+// same rank, every dim but the first equal, the first no longer (Note
+// [Pitched row copies] in capture/graph_set.h). Then a row of `part` lies
+// at the start of a row of `whole`, and the device pads or slices it by a
+// pitched copy.
+bool LeadingBlock(const TensorRow& part, const TensorRow& whole);
+
+// The byte every byte of `pad` (its first `element_bytes`) is, so that a
+// memset writes it; none when they differ (GPT-2's pad token 50256).
+std::optional<uint8_t> RepeatedByte(const PadElement& pad, size_t element_bytes);
 
 // Copies `rows` rows of `from` (each of `from_row.dims`) into `to` (each of
 // `to_row.dims`, every dim at least from's, the same rank): each row's

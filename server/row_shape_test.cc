@@ -60,5 +60,24 @@ TEST(RowShapeTest, BucketHoldsComparesEveryExtent) {
   EXPECT_FALSE(BucketHolds({128, 64}, {10}));
 }
 
+// Note [Pitched row copies]: the rows the device pads and slices itself.
+TEST(RowShapeTest, LeadingBlockIsARowThatDiffersOnlyInItsFirstDim) {
+  EXPECT_TRUE(LeadingBlock(TensorRowOf({3}, 4), TensorRowOf({5}, 4)));
+  EXPECT_TRUE(LeadingBlock(TensorRowOf({12, 768}, 4), TensorRowOf({64, 768}, 4)));
+  EXPECT_TRUE(LeadingBlock(TensorRowOf({}, 4), TensorRowOf({}, 4)));
+  EXPECT_FALSE(LeadingBlock(TensorRowOf({1, 2, 2}, 4), TensorRowOf({1, 3, 3}, 4)));  // an image
+  EXPECT_FALSE(LeadingBlock(TensorRowOf({768, 12}, 4), TensorRowOf({768, 64}, 4)));
+  EXPECT_FALSE(LeadingBlock(TensorRowOf({6}, 4), TensorRowOf({5}, 4)));
+  EXPECT_FALSE(LeadingBlock(TensorRowOf({3}, 4), TensorRowOf({1, 3}, 4)));
+}
+
+TEST(RowShapeTest, RepeatedByteOfAPadElement) {
+  EXPECT_EQ(RepeatedByte(PadOf(0), 4), uint8_t{0});
+  EXPECT_EQ(RepeatedByte(PadOf(-1), 4), uint8_t{0xFF});
+  EXPECT_EQ(RepeatedByte(PadOf(50256), 4), std::nullopt);
+  EXPECT_EQ(RepeatedByte(PadOf(1), 1), uint8_t{1});  // a BOOL true
+  EXPECT_EQ(RepeatedByte(PadOf(1), 4), std::nullopt);
+}
+
 }  // namespace
 }  // namespace graphserve

@@ -195,7 +195,7 @@ void SequenceBatcher::Infer(const inference::ModelInferRequest* request,
   if (!validated.ok()) return refuse(validated.status(), FailureReason::kOther);
   // Triton's sequence batcher takes one row per request (a batching model's
   // request of one row; a model that does not batch runs one row anyway).
-  if (validated->rows > 1) {
+  if (validated->view.rows > 1) {
     return refuse(absl::InvalidArgumentError(absl::StrCat(
                       "inference request to model '", interface_.name,
                       "' must specify batch-size 1 due to requirements of sequence batcher")),
@@ -328,7 +328,7 @@ void SequenceBatcher::Run(const Launch& launch) {
       (*execution.mutable_parameters())[name] = found->second;
     }
   }
-  const int64_t rows = pending.validated.rows;
+  const int64_t rows = pending.validated.view.rows;
   const auto add_input = [&](const std::string& name, DType dtype, const Dims& dims,
                              const void* bytes, size_t size) {
     inference::ModelInferRequest::InferInputTensor* input = execution.add_inputs();
@@ -343,7 +343,7 @@ void SequenceBatcher::Run(const Launch& launch) {
     const Dims dims = interface_.shape_dims.empty() ? spec.dims : spec.DimsAt(pending.validated.extents);
     size_t elements = 1;
     for (int64_t dim : dims) elements *= static_cast<size_t>(dim);
-    add_input(spec.name, spec.dtype, dims, pending.validated.inputs[i],
+    add_input(spec.name, spec.dtype, dims, pending.validated.view.inputs[i].data,
               static_cast<size_t>(rows) * elements * DTypeSize(spec.dtype));
   }
   for (const SequenceControl& control : plan_.controls) {
@@ -459,7 +459,7 @@ void SequenceBatcher::Executed(const std::shared_ptr<Sequence>& sequence, Pendin
   if (status.ok()) {
     // The outputs first, so that a state is kept only with its request's
     // answer.
-    const int64_t rows = pending->validated.rows;
+    const int64_t rows = pending->validated.view.rows;
     for (size_t index : pending->validated.outputs) {
       const TensorSpec& spec = interface_.outputs[index];
       if (std::optional<size_t> state = DeviceStateOutput(spec.name); state.has_value()) {
@@ -507,7 +507,7 @@ void SequenceBatcher::Executed(const std::shared_ptr<Sequence>& sequence, Pendin
   const ChunkTiming& compute = pending->compute;
   if (status.ok()) {
     const uint64_t compute_ns = compute.input_ns + compute.infer_ns + compute.output_ns;
-    const int64_t rows = std::max<int64_t>(1, pending->validated.rows);
+    const int64_t rows = std::max<int64_t>(1, pending->validated.view.rows);
     counters_->RecordChunk({.stream = 0, .batch_size = rows, .rows = rows, .requests = 1}, compute);
     counters_->RecordSuccess(rows, /*length=*/0, elapsed,
                              elapsed > compute_ns ? elapsed - compute_ns : 0, compute);

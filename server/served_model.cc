@@ -464,6 +464,19 @@ int64_t CountedLength(const ValidatedRequest& request) {
   return request.extents.size() == 1 ? request.extents.front() : 0;
 }
 
+// Where requests to a model served by `pool` (null for a pipeline) may leave
+// tensors in CUDA shared memory: the runner's GPU, unless rows padded into a
+// bucket cannot be placed by the device (Note [Pitched row copies] in
+// capture/graph_set.h).
+std::optional<int> DeviceMemoryGpu(const ModelInterface& interface, const StreamPool* pool) {
+  if (pool == nullptr) return std::nullopt;
+  if (!interface.shape_dims.empty() &&
+      !DevicePadsRows(interface, pool->layout().rows.front().input_pad)) {
+    return std::nullopt;
+  }
+  return pool->runner().DeviceMemoryGpu();
+}
+
 // For the startup table: "sequence 32,64 (padded)", "height,width
 // 224x224,320x320 (exact)"; empty for a model without shape dims.
 std::string BucketsSummary(const ModelInterface& interface) {
@@ -628,7 +641,7 @@ ChunkRun CountedRun(int slot, const FormedChunk& chunk, size_t bucket,
   run.bucket = bucket;
   run.launched_positions = chunk.batch_size * positions(buckets[bucket]);
   for (const RowSegment& segment : chunk.segments) {
-    const RowShape* shape = segment.request->shape.get();
+    const RowShape* shape = segment.request->view.shape;
     run.real_positions += segment.rows * (shape != nullptr ? positions(shape->extents) : 0);
   }
   return run;
@@ -836,8 +849,8 @@ absl::StatusOr<std::unique_ptr<ServedModel>> ServedModel::Load(const RepositoryM
 }
 
 ServedModel::ServedModel(ModelInterface interface, int64_t version, inference::ModelConfig config,
-                         std::unique_ptr<ModelCounters> counters,
-                         std::unique_ptr<StreamPool> pool, ModelLoadSummary summary)
+                         std::unique_ptr<ModelCounters> counters, std::unique_ptr<StreamPool> pool,
+                         ModelLoadSummary summary)
     : interface_(std::move(interface)),
       version_(version),
       version_text_(absl::StrCat(version)),
@@ -845,7 +858,8 @@ ServedModel::ServedModel(ModelInterface interface, int64_t version, inference::M
       preserve_ordering_(config_.dynamic_batching().preserve_ordering()),
       summary_(std::move(summary)),
       counters_(std::move(counters)),
-      pool_(std::move(pool)) {}
+      pool_(std::move(pool)),
+      device_memory_gpu_(DeviceMemoryGpu(interface_, pool_.get())) {}
 
 ServedModel::~ServedModel() = default;
 
@@ -901,11 +915,8 @@ void ServedModel::Infer(const inference::ModelInferRequest* request,
     return;
   }
   const Clock::time_point start = Clock::now();
-  // Rows padded into a bucket go through the host (Note [Shape buckets]).
-  const std::optional<int> device_memory_gpu =
-      interface_.shape_dims.empty() ? pool_->runner().DeviceMemoryGpu() : std::nullopt;
   absl::StatusOr<ValidatedRequest> validated =
-      ValidateInferRequest(*request, interface_, shared_memory, device_memory_gpu);
+      ValidateInferRequest(*request, interface_, shared_memory, device_memory_gpu_);
   absl::StatusOr<QueueRequestOptions> queue_options =
       validated.ok() ? QueueOptionsFromRequest(*request) : validated.status();
   if (!queue_options.ok()) {
@@ -915,6 +926,16 @@ void ServedModel::Infer(const inference::ModelInferRequest* request,
     return;
   }
   if (eager_ != nullptr && !BucketTaking(interface_, validated->extents).has_value()) {
+    if (validated->view.Uses(RowMemory::kDevice)) {
+      // The eager run reads its rows on the host: validated again, its CUDA
+      // shared memory read through the host. The request was valid once.
+      validated = ValidateInferRequest(*request, interface_, shared_memory, std::nullopt);
+      if (!validated.ok()) {
+        counters_->RecordFailure(StatisticsNanos(Clock::now() - start), FailureReason::kOther);
+        done(validated.status());
+        return;
+      }
+    }
     InferEagerly(*request, response, *std::move(validated), start, std::move(done), compute);
     return;
   }
@@ -923,7 +944,7 @@ void ServedModel::Infer(const inference::ModelInferRequest* request,
   state->response = response;
   state->compute_out = compute;
   state->start = start;
-  state->rows_left.store(state->validated.rows, std::memory_order_relaxed);
+  state->rows_left.store(state->validated.view.rows, std::memory_order_relaxed);
   counters_->RequestAccepted();
   state->done = [this, done = std::move(done)](const absl::Status& status) {
     counters_->RequestAnswered();
@@ -933,18 +954,13 @@ void ServedModel::Infer(const inference::ModelInferRequest* request,
       *request, interface_, version_text_, state->validated, response);
 
   auto rows = std::make_shared<QueuedRows>();
-  rows->rows = state->validated.rows;
+  rows->view = state->validated.view;
   if (!interface_.shape_dims.empty()) {
-    auto shape = std::make_shared<RowShape>(RowShapeAt(interface_, state->validated.extents));
+    rows->own_shape = std::make_shared<RowShape>(RowShapeAt(interface_, state->validated.extents));
+    rows->view.shape = rows->own_shape.get();
     rows->bucket = *BucketTaking(interface_, state->validated.extents);  // validation says so
-    rows->shape = std::move(shape);
   }
-  rows->inputs.assign(state->validated.inputs.begin(), state->validated.inputs.end());
-  rows->outputs = outputs;
-  rows->pinned_inputs = state->validated.pinned_inputs;
-  rows->pinned_outputs = state->validated.pinned_outputs;
-  rows->device_inputs = state->validated.device_inputs;
-  rows->device_outputs = state->validated.device_outputs;
+  for (size_t o = 0; o < outputs.size(); ++o) rows->view.outputs[o].data = outputs[o];
   rows->on_segment = [this, state](int64_t segment_rows, const absl::Status& status,
                                    StreamPool::Clock::duration queued, const ChunkTiming& timing,
                                    SegmentEnd end) {
@@ -984,7 +1000,8 @@ void ServedModel::InferEagerly(const inference::ModelInferRequest& request,
     const uint64_t elapsed = StatisticsNanos(Clock::now() - start);
     if (compute != nullptr) *compute = timing;
     if (status.ok()) {
-      counters_->RecordSuccess(held->rows, CountedLength(*held), elapsed, /*queue_ns=*/0, timing,
+      counters_->RecordSuccess(held->view.rows, CountedLength(*held), elapsed, /*queue_ns=*/0,
+                               timing,
                                /*split=*/false);
     } else {
       status =
@@ -1047,8 +1064,8 @@ void ServedModel::FinishSegment(const std::shared_ptr<RequestState>& state, int6
   if (state->compute_out != nullptr) *state->compute_out = compute;
   if (final_status.ok()) {
     // The last segment holds fewer than all the rows when there were others.
-    counters_->RecordSuccess(state->validated.rows, CountedLength(state->validated), elapsed,
-                             queue_ns, compute, /*split=*/rows != state->validated.rows);
+    counters_->RecordSuccess(state->validated.view.rows, CountedLength(state->validated), elapsed,
+                             queue_ns, compute, /*split=*/rows != state->validated.view.rows);
   } else {
     spdlog::warn("{}", final_status.ToString());
     counters_->RecordFailure(elapsed, failure);

@@ -273,6 +273,9 @@ class ServedModel {
   // it is declared (and outlives) before the pool.
   const std::unique_ptr<ModelCounters> counters_;
   const std::unique_ptr<StreamPool> pool_;  // null for a pipeline
+  // The GPU whose CUDA shared memory requests' tensors may stay in, read and
+  // written by the runner in place; none: read through the host.
+  const std::optional<int> device_memory_gpu_;
   // The runner of a model served by CUDA graphs; null otherwise.
   [[nodiscard]] const GraphSetRunner* graph_runner() const;
   // Declared after the counters it records into, so destroyed before them.

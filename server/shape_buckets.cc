@@ -506,4 +506,22 @@ RowShape RowShapeAt(const ModelInterface& interface, const std::vector<int64_t>&
   return shape;
 }
 
+bool DevicePadsRows(const ModelInterface& interface, const std::vector<PadElement>& pads) {
+  const auto first_row_dim_alone = [](const TensorSpec& spec) {
+    for (size_t d = 1; d < spec.shape_dim_of.size(); ++d) {
+      if (spec.shape_dim_of[d] >= 0) return false;
+    }
+    return true;
+  };
+  for (size_t i = 0; i < interface.inputs.size(); ++i) {
+    const TensorSpec& spec = interface.inputs[i];
+    if (spec.wire != TensorWire::kNumbers || spec.shape_dim_of.empty()) continue;
+    if (!first_row_dim_alone(spec) ||
+        !RepeatedByte(pads.at(i), DTypeSize(spec.dtype)).has_value()) {
+      return false;
+    }
+  }
+  return std::all_of(interface.outputs.begin(), interface.outputs.end(), first_row_dim_alone);
+}
+
 }  // namespace graphserve

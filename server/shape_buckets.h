@@ -91,4 +91,12 @@ absl::Status CheckPaddingExact(const Model& model, const ModelInterface& interfa
 // interface without shape dims).
 RowShape RowShapeAt(const ModelInterface& interface, const std::vector<int64_t>& extents);
 
+// Whether every request's rows of `interface` are the leading blocks of any
+// bucket's rows that hold them (a tensor's shape dims, if any, its first row
+// dim alone), and every input's pad in `pads` one repeated byte: then the
+// device pads and slices rows itself (Note [Pitched row copies] in
+// capture/graph_set.h), and CUDA shared memory stays on the device. True
+// for an interface without shape dims.
+bool DevicePadsRows(const ModelInterface& interface, const std::vector<PadElement>& pads);
+
 }  // namespace graphserve

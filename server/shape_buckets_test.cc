@@ -251,6 +251,37 @@ TEST(ShapeBucketsTest, WithoutABatchDimDimZeroIsBucketedAndCheckedToo) {
             absl::StatusCode::kFailedPrecondition);
 }
 
+// Note [Pitched row copies]: the device pads a request's rows itself when
+// each tensor's shape dim is its first row dim and each pad one repeated
+// byte; an image's height and width, a model without a batch dim (its rows
+// padded in dim 0 and the sequence) or a pad token of several byte values
+// leave it to the host.
+TEST(ShapeBucketsTest, DevicePadsRowsWhoseShapeDimComesFirst) {
+  const Model model = Import(MakeMaskedSequenceModel());
+  ModelInterface interface = MaskedInterface();
+  const auto capture = Parse(R"pb(capture {
+                                    shape_dims: "sequence"
+                                    buckets { extents: 8 }
+                                  })pb")
+                           .capture();
+  ASSERT_TRUE(AttachShapeBuckets(model, capture, &interface).ok());
+  EXPECT_TRUE(DevicePadsRows(interface, {PadElement{}, PadElement{}}));
+  PadElement minus_one;
+  minus_one.fill(std::byte{0xFF});
+  EXPECT_TRUE(DevicePadsRows(interface, {PadElement{}, minus_one}));
+  PadElement three{};
+  three[0] = std::byte{3};
+  EXPECT_FALSE(DevicePadsRows(interface, {PadElement{}, three}));
+
+  ModelInterface image = interface;  // as though x were [height, width]
+  image.inputs[0].shape_dim_of = {-1, 0};
+  EXPECT_FALSE(DevicePadsRows(image, {PadElement{}, PadElement{}}));
+  ModelInterface output_image = interface;
+  output_image.outputs[0].shape_dim_of = {-1, 0};
+  EXPECT_FALSE(DevicePadsRows(output_image, {PadElement{}, PadElement{}}));
+  EXPECT_TRUE(DevicePadsRows(MaskedInterface(), {}));  // no shape dims: nothing padded
+}
+
 TEST(ShapeBucketsTest, PadValuesTakeTheInputsType) {
   ModelInterface interface = MaskedInterface();
   absl::StatusOr<std::vector<PadElement>> pads = PadElementsFromConfig(

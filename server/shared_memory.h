@@ -38,24 +38,24 @@
 // byte_size larger than the allocation is refused at registration: a device
 // access past it would be a sticky CUDA error for every model of the server.
 // On the CUDA executor a CUDA-region input on the model's GPU stays where it
-// is: the request carries the region's device pointer
-// (ValidatedRequest::device_inputs), and a chunk of that request's rows
-// alone copies it device to device into the graph's input, as a pinned
-// region's input is copied (Note [Pinned shared memory]); a chunk that
-// merges it with other requests' rows copies the staging's rows to the
-// device, then its own rows device to device over theirs, at their row
-// (LaunchChunk::device_rows): no round trip over the link. BOOL inputs,
-// whose bytes are checked, inputs past the 64th (TensorMask), a region on
+// is: the request carries the region's device pointer (RowMemory::kDevice
+// in its RowView, server/row_view.h), and the device copies its rows into
+// the graph's input at their row, device to device, whether the chunk holds
+// that request's rows alone or merges them with others' (whose rows come
+// from staging first): no round trip over the link. A row shorter than its
+// bucket's is placed by a pitched copy (Note [Pitched row copies] in
+// capture/graph_set.h). BOOL inputs, whose bytes are checked, a region on
 // another GPU than the model's (any region, for a model placed on several
-// GPUs: GraphSetRunner::DeviceMemoryGpu), and every input on the host
-// executor are copied to the host at validation instead; each case is
-// checked against the host executor on two GPUs by bench/multi_gpu_probe.sh. An output in a CUDA region on
-// the model's GPU is written in place (ValidatedRequest::device_outputs),
-// device to device from the graph's output: all of it for a chunk of that
-// request's rows alone, its rows for a merged chunk. Outputs in other CUDA
-// regions (another GPU, the host executor, past the 64th) are written into
-// the response's string and copied into their region when the request ends
-// (FinishOutputs).
+// GPUs: GraphSetRunner::DeviceMemoryGpu), every input of a model whose
+// padded rows the device cannot place (shape_buckets.h DevicePadsRows), a
+// request run eagerly, and every input on the host executor are copied to
+// the host at validation instead; each case is checked against the host
+// executor on two GPUs by bench/multi_gpu_probe.sh. An output in a CUDA
+// region on the model's GPU is written in place, device to device from the
+// graph's output, its rows' leading blocks. Outputs in other CUDA regions
+// (another GPU, the host executor, a model the device cannot slice) are
+// written into the response's string and copied into their region when the
+// request ends (FinishOutputs).
 //
 // Note [Pinned shared memory]
 // A large input in a system region was first copied by the CPU into the
@@ -63,11 +63,12 @@
 // machine the server spent 81 of its 197 us in that memcpy (bench/results/
 // 2026-11-26_588bfa6_transport_probe_h100). A server that serves on GPUs therefore
 // pins each system region when it is registered (cudaHostRegister, portable
-// to every device), and a chunk that holds one request's rows copies an
-// input in a pinned region straight to the device, and an output straight
-// into its region, with no staging and no CPU copy (GraphSetRunner). A chunk
-// that merges several requests still gathers through staging: its rows are
-// not contiguous anywhere else. Pinning costs time at registration, which
+// to every device), and the device copies an input in a pinned region
+// straight to its rows of the graph's input, and an output straight into
+// its region, with no staging and no CPU copy, in a chunk of that request's
+// rows alone or merged with others' (GraphSetRunner; padded rows by a
+// pitched copy where Note [Pitched row copies] in capture/graph_set.h
+// allows, through staging otherwise). Pinning costs time at registration, which
 // clients do once per region, and locks the region's pages in memory until
 // it is unregistered. When CUDA refuses (too little lockable memory), the
 // region is served unpinned through staging, as before, and the server says

@@ -90,7 +90,7 @@ StreamPool::QueueOnly::~QueueOnly() { queue_only_on_this_thread = outer_; }
 absl::Status StreamPool::Submit(std::shared_ptr<const QueuedRows> rows,
                                 const QueueRequestOptions& options) {
   // One chunk's rows wake one worker; more may keep several busy.
-  const bool one_chunk = rows->rows <= planner_.batch_sizes().back();
+  const bool one_chunk = rows->view.rows <= planner_.batch_sizes().back();
   std::optional<std::pair<int, FormedChunk>> mine;
   bool rows_left = false;
   bool callers_hold_slots = false;
@@ -290,22 +290,9 @@ StreamPool::StartedChunk StreamPool::StartChunk(int slot, int staging,
   job.rows = started.chunk.rows;
   job.segments.reserve(started.chunk.segments.size());
   for (const RowSegment& segment : started.chunk.segments) {
-    const QueuedRows& request = *segment.request;
-    SegmentRows& rows = job.segments.emplace_back();
-    rows.rows = segment.rows;
-    rows.shape = &ShapeOf(request);
-    rows.pinned_inputs = request.pinned_inputs;
-    rows.pinned_outputs = request.pinned_outputs;
-    rows.device_inputs = request.device_inputs;
-    rows.device_outputs = request.device_outputs;
-    const auto first = static_cast<size_t>(segment.first_row);
-    for (size_t i = 0; i < request.inputs.size(); ++i) {
-      rows.inputs.push_back(request.inputs[i] + first * rows.shape->inputs[i].bytes);
-    }
-    for (size_t o = 0; o < request.outputs.size(); ++o) {
-      std::byte* to = request.outputs[o];
-      rows.outputs.push_back(to == nullptr ? nullptr : to + first * rows.shape->outputs[o].bytes);
-    }
+    RowView& rows =
+        job.segments.emplace_back(segment.request->view.Rows(segment.first_row, segment.rows));
+    rows.shape = &ShapeOf(*segment.request);
   }
   // A slot whose thread could not be prepared fails its chunks rather than
   // running them on the wrong device.
@@ -314,7 +301,7 @@ StreamPool::StartedChunk StreamPool::StartChunk(int slot, int staging,
 }
 
 const RowShape& StreamPool::ShapeOf(const QueuedRows& request) const {
-  return request.shape != nullptr ? *request.shape : layout_.rows.front();
+  return request.view.shape != nullptr ? *request.view.shape : layout_.rows.front();
 }
 
 size_t StreamPool::BucketFor(const FormedChunk& chunk) const {

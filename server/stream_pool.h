@@ -136,6 +136,7 @@ class StreamPool {
 
   [[nodiscard]] const ChunkRunner& runner() const { return *runner_; }
   [[nodiscard]] const BatchPlanner& planner() const { return planner_; }
+  [[nodiscard]] const RowLayout& layout() const { return layout_; }
   [[nodiscard]] int num_slots() const { return runner_->num_slots(); }
 
   // Implementation details follow.

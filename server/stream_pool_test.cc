@@ -37,10 +37,11 @@ class RecordingRunner : public ChunkRunner {
     std::this_thread::sleep_for(delay_);
     std::vector<float> batch(static_cast<size_t>(job.key.batch_size));
     GatherInputRows(
-        job, 1, [&](size_t) { return reinterpret_cast<std::byte*>(batch.data()); });
+        job, 1, [&](size_t) { return reinterpret_cast<std::byte*>(batch.data()); }, NoneDirect);
     for (float& value : batch) value *= 2;
     ScatterOutputRows(
-        job, 1, [&](size_t) { return reinterpret_cast<const std::byte*>(batch.data()); });
+        job, 1, [&](size_t) { return reinterpret_cast<const std::byte*>(batch.data()); },
+        NoneDirect);
     {
       absl::MutexLock lock(&mu_);
       slots_used_.insert(slot);
@@ -105,7 +106,7 @@ class PipelinedRunner : public ChunkRunner {
     std::vector<float>& out = outputs_[staging];
     out.assign(static_cast<size_t>(job.key.batch_size), 0);
     GatherInputRows(
-        job, 1, [&](size_t) { return reinterpret_cast<std::byte*>(out.data()); });
+        job, 1, [&](size_t) { return reinterpret_cast<std::byte*>(out.data()); }, NoneDirect);
     for (float& value : out) value *= 2;
     const auto now = std::chrono::steady_clock::now();
     done_at_[staging] = std::max(now, last_done_) + delay_;
@@ -119,7 +120,9 @@ class PipelinedRunner : public ChunkRunner {
   absl::Status Finish(int, int staging, const ChunkJob& job, ChunkTiming*) override {
     std::this_thread::sleep_until(done_at_[staging]);
     ScatterOutputRows(
-        job, 1, [&](size_t) { return reinterpret_cast<const std::byte*>(outputs_[staging].data()); });
+        job, 1,
+        [&](size_t) { return reinterpret_cast<const std::byte*>(outputs_[staging].data()); },
+        NoneDirect);
     absl::MutexLock lock(&mu_);
     in_flight_ -= 1;
     events_.push_back("finish " + std::to_string(staging));
@@ -152,9 +155,9 @@ struct Request {
   explicit Request(int64_t rows) : in(static_cast<size_t>(rows)), out(in.size(), -1) {
     for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(i);
     auto queued = std::make_shared<QueuedRows>();
-    queued->rows = rows;
-    queued->inputs = {reinterpret_cast<const std::byte*>(in.data())};
-    queued->outputs = {reinterpret_cast<std::byte*>(out.data())};
+    queued->view.rows = rows;
+    queued->view.inputs = {{reinterpret_cast<const std::byte*>(in.data()), sizeof(float)}};
+    queued->view.outputs = {{reinterpret_cast<std::byte*>(out.data()), sizeof(float)}};
     queued->on_segment = [this](int64_t n, const absl::Status& status, StreamPool::Clock::duration,
                                 const ChunkTiming&, SegmentEnd end) {
       (status.ok() ? ok_rows : failed_rows) += n;
