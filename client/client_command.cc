@@ -571,9 +571,34 @@ absl::Status ReadInputFiles(const std::vector<std::string>& specs,
   return absl::OkStatus();
 }
 
+// "NAME:D1,D2,..." (perf_analyzer's --shape) -> the input's name and dims.
+absl::Status ParseInputShapes(const std::vector<std::string>& specs,
+                              std::map<std::string, std::vector<int64_t>>* shapes) {
+  for (const std::string& spec : specs) {
+    const size_t colon = spec.rfind(':');
+    std::vector<int64_t> dims;
+    bool parsed = colon != std::string::npos && colon > 0 && colon + 1 < spec.size();
+    if (parsed) {
+      for (const absl::string_view dim : absl::StrSplit(spec.substr(colon + 1), ',')) {
+        int64_t value = 0;
+        parsed = parsed && absl::SimpleAtoi(dim, &value) && value >= 0;
+        dims.push_back(value);
+      }
+    }
+    if (!parsed) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--shape wants NAME:D1,D2,... (the dims past the batch dim, each >= 0), got '",
+          spec.substr(0, 64), "'"));
+    }
+    (*shapes)[spec.substr(0, colon)] = std::move(dims);
+  }
+  return absl::OkStatus();
+}
+
 constexpr char kInferUsage[] =
     "graphserve-client infer --model M [--model-version V] [--batch-size B]\n"
-    "    [--input NAME=FILE ...] [--outputs NAME,...] [--seed S] [--show N] [--output-dir DIR]\n"
+    "    [--input NAME=FILE ...] [--shape NAME:D1,D2 ...] [--outputs NAME,...] [--seed S]\n"
+    "    [--show N] [--output-dir DIR]\n"
     "    [--shared-memory none|system|cuda [--output-shared-memory-size BYTES]\n"
     "    [--cuda-device N]]\n"
     "\n"
@@ -583,6 +608,9 @@ constexpr char kInferUsage[] =
     "reads an input from a file of raw little-endian elements, exactly B rows of it\n"
     "(e.g. 4 x 512 x 4 bytes for FP32 [-1,512] at B = 4); other inputs get random data\n"
     "drawn from seed S (FP32 in [-1,1), integers in [0,100), BOOL 0/1).\n"
+    "`--shape NAME:D1,D2` (repeatable, perf_analyzer's flag) gives an input's dims past\n"
+    "the batch dim where the model takes any (-1: a sequence length, an image's size),\n"
+    "e.g. --shape input_ids:20 for input_ids [-1,-1].\n"
     "--output-dir writes each output's raw bytes to DIR/NAME.bin. With --shared-memory\n"
     "the outputs are read back from the region, so the same request prints the same.";
 
@@ -590,6 +618,8 @@ int RunInfer(std::vector<std::string> args, ConnectionFlags flags, std::ostream&
              std::ostream& err) {
   absl::StatusOr<std::vector<std::string>> input_specs = TakeRepeatedFlag(&args, "input");
   if (!input_specs.ok()) return Usage(err, absl::StrCat("infer: ", input_specs.status().message()));
+  absl::StatusOr<std::vector<std::string>> shape_specs = TakeRepeatedFlag(&args, "shape");
+  if (!shape_specs.ok()) return Usage(err, absl::StrCat("infer: ", shape_specs.status().message()));
   std::string model;
   std::string version;
   int64_t batch_size = 1;
@@ -608,6 +638,9 @@ int RunInfer(std::vector<std::string> args, ConnectionFlags flags, std::ostream&
   std::string input_help_only;
   command_line.AddString("input", &input_help_only,
                          "NAME=FILE: raw bytes of input NAME for the whole batch; repeatable.");
+  std::string shape_help_only;
+  command_line.AddString("shape", &shape_help_only,
+                         "NAME:D1,D2: input NAME's dims past the batch dim; repeatable.");
   command_line.AddString("outputs", &outputs, "Comma-separated outputs to ask for; empty: all.");
   command_line.AddInt("seed", &seed, "Seed of the random input data.");
   command_line.AddInt("show", &show, "How many values of each output to print.");
@@ -638,6 +671,10 @@ int RunInfer(std::vector<std::string> args, ConnectionFlags flags, std::ostream&
   if (!outputs.empty()) {
     std::vector<std::string> names = absl::StrSplit(outputs, ',');
     request_options.requested_outputs = std::move(names);
+  }
+  if (absl::Status shapes = ParseInputShapes(*shape_specs, &request_options.input_shapes);
+      !shapes.ok()) {
+    return Usage(err, absl::StrCat("infer: ", shapes.message()));
   }
   if (absl::Status read = ReadInputFiles(*input_specs, &request_options.provided_inputs);
       !read.ok()) {

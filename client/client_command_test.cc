@@ -90,6 +90,8 @@ TEST(ClientCommandUsageTest, FlagErrorsAreUsageErrors) {
       {{"infer", "--model", "m", "--batch-size", "two"}, "--batch-size wants an integer"},
       {{"infer", "--model", "m", "--input", "x.bin"}, "--input wants NAME=FILE, got 'x.bin'"},
       {{"infer", "--model", "m", "--input"}, "--input needs a value"},
+      {{"infer", "--model", "m", "--shape", "ids"}, "--shape wants NAME:D1,D2,..."},
+      {{"infer", "--model", "m", "--shape", "ids:20,x"}, "got 'ids:20,x'"},
       {{"config"}, "config: --model is required"},
       {{"stats", "--model-version", "1"}, "--model-version needs --model"},
       {{"perf", "--model", "m", "--concurrency", "1", "--request-rate", "5"},

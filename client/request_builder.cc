@@ -81,6 +81,28 @@ absl::Status CheckBatchSize(const inference::ModelMetadataResponse& metadata,
   return absl::OkStatus();
 }
 
+// Sets `shape`'s dims past the batch dim (all of them when the model does
+// not batch) to `dims`, which must keep the metadata's rank and fixed dims.
+absl::Status ApplyInputShape(const inference::ModelMetadataResponse::TensorMetadata& metadata,
+                             bool batches, const std::vector<int64_t>& dims,
+                             std::vector<int64_t>* shape) {
+  const size_t first = batches ? 1 : 0;
+  bool fits = shape->size() - first == dims.size();
+  for (size_t d = 0; fits && d < dims.size(); ++d) {
+    const int64_t declared = metadata.shape(static_cast<int>(first + d));
+    fits = dims[d] >= 0 && (declared == -1 || declared == dims[d]);
+  }
+  if (!fits) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--shape ", metadata.name(), ":", absl::StrJoin(dims, ","),
+                     " does not fit input ", metadata.name(), " ", FormatShape(metadata.shape()),
+                     batches ? " (give the dims past the batch dim, -1 where the model takes any)"
+                             : " (give every dim, -1 where the model takes any)"));
+  }
+  std::copy(dims.begin(), dims.end(), shape->begin() + static_cast<std::ptrdiff_t>(first));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<InferTensor> BuildInput(
     const inference::ModelMetadataResponse::TensorMetadata& metadata, bool batches,
     int64_t batch_size, const RequestBuilderOptions& options, std::mt19937_64& rng) {
@@ -92,6 +114,9 @@ absl::StatusOr<InferTensor> BuildInput(
           absl::StrCat("input ", tensor.name, " has no batch dimension in its shape []"));
     }
     tensor.shape[0] = batch_size;
+  }
+  if (auto given = options.input_shapes.find(tensor.name); given != options.input_shapes.end()) {
+    RETURN_IF_ERROR(ApplyInputShape(metadata, batches, given->second, &tensor.shape));
   }
   absl::StatusOr<int64_t> bytes = TensorByteSize(tensor.datatype, tensor.shape);
   if (!bytes.ok()) {
@@ -150,7 +175,10 @@ absl::StatusOr<InferRequest> BuildRequest(const inference::ModelMetadataResponse
 
   std::set<std::string> input_names;
   for (const auto& input : metadata.inputs()) input_names.insert(input.name());
-  for (const auto& [name, bytes] : options.provided_inputs) {
+  std::vector<std::string> named;
+  for (const auto& [name, bytes] : options.provided_inputs) named.push_back(name);
+  for (const auto& [name, dims] : options.input_shapes) named.push_back(name);
+  for (const std::string& name : named) {
     if (input_names.count(name) == 0) {
       return absl::InvalidArgumentError(
           absl::StrCat("model '", metadata.name(), "' has no input '", name,

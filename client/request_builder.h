@@ -35,6 +35,12 @@ struct RequestBuilderOptions {
   // not named here get random data. The size must match the input's shape.
   std::map<std::string, std::string> provided_inputs;
 
+  // Per input name, its dims past the batch dim (all its dims for a model
+  // that does not batch), as perf_analyzer's --shape NAME:D1,D2 gives them:
+  // what an input whose metadata has -1 there (a sequence length, an
+  // image's size) is sent at. Fixed dims must be given as they are.
+  std::map<std::string, std::vector<int64_t>> input_shapes;
+
   // Outputs to ask for. Empty: all.
   std::vector<std::string> requested_outputs;
 };
@@ -42,8 +48,10 @@ struct RequestBuilderOptions {
 // `config` may be null (a server without the ModelConfig extension): the
 // model then counts as batching when every input's first dimension is -1.
 // InvalidArgument, naming the input, for a batch size the model does not
-// take, a variable dimension other than the batch, a datatype without a
-// fixed size, provided bytes of the wrong size or for an unknown input.
+// take, a variable dimension other than the batch that input_shapes does not
+// give, an input shape of another rank or other fixed dims, a datatype
+// without a fixed size, provided bytes of the wrong size, bytes or a shape
+// for an unknown input.
 absl::StatusOr<InferRequest> BuildRequest(const inference::ModelMetadataResponse& metadata,
                                           const inference::ModelConfig* config,
                                           const RequestBuilderOptions& options);

@@ -116,6 +116,42 @@ TEST(RequestBuilderTest, RejectsVariableNonBatchDimensions) {
   EXPECT_TRUE(absl::StrContains(status.message(), "input x (FP32 [-1,-1])")) << status;
 }
 
+// perf_analyzer's --shape: an input's dims past the batch dim, where the
+// model takes any (input_ids [-1,-1] at 20 tokens); its fixed dims and rank
+// kept, an unknown input refused.
+TEST(RequestBuilderTest, InputShapesGiveTheDimsPastTheBatch) {
+  inference::ModelMetadataResponse metadata;
+  metadata.set_name("bert");
+  auto* ids = metadata.add_inputs();
+  ids->set_name("input_ids");
+  ids->set_datatype("INT64");
+  for (int64_t dim : {-1, -1}) ids->add_shape(dim);
+  auto* x = metadata.add_inputs();
+  x->set_name("x");
+  x->set_datatype("FP32");
+  for (int64_t dim : {-1, -1, 4}) x->add_shape(dim);
+  const inference::ModelConfig config = Config(8);
+  RequestBuilderOptions options{.batch_size = 3};
+  options.input_shapes = {{"input_ids", {20}}, {"x", {20, 4}}};
+  absl::StatusOr<InferRequest> request = BuildRequest(metadata, &config, options);
+  ASSERT_TRUE(request.ok()) << request.status();
+  EXPECT_EQ(request->inputs[0].shape, (std::vector<int64_t>{3, 20}));
+  EXPECT_EQ(request->inputs[0].data.size(), 3u * 20 * 8);
+  EXPECT_EQ(request->inputs[1].shape, (std::vector<int64_t>{3, 20, 4}));
+
+  options.input_shapes = {{"input_ids", {20}}, {"x", {20, 5}}};  // x's 4 is fixed
+  EXPECT_TRUE(absl::StrContains(BuildRequest(metadata, &config, options).status().message(),
+                                "--shape x:20,5 does not fit input x [-1,-1,4]"))
+      << BuildRequest(metadata, &config, options).status();
+  options.input_shapes = {{"input_ids", {3, 20}}, {"x", {20, 4}}};  // the batch is not given
+  EXPECT_FALSE(BuildRequest(metadata, &config, options).ok());
+  options.input_shapes = {{"input_ids", {20}}, {"y", {20}}};
+  EXPECT_TRUE(absl::StrContains(BuildRequest(metadata, &config, options).status().message(),
+                                "has no input 'y'"));
+  options.input_shapes = {{"input_ids", {20}}};  // x's sequence left open
+  EXPECT_FALSE(BuildRequest(metadata, &config, options).ok());
+}
+
 TEST(RandomTensorDataTest, ValuesStayInTheirRanges) {
   std::mt19937_64 rng(1);
   const std::string floats = *RandomTensorData("FP32", 1000, rng);
