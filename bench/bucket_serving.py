@@ -35,6 +35,10 @@ Issue 29's evidence, one run on one machine (gpu_check.sh BUNDLE buckets):
     --reload` (its live rows and length histograms) while the traffic goes
     on: the grids before and after, failures (none expected: no downtime),
     and answers on both sides against float64;
+  * part shm: BERT served by graphserve, asked by graphserve-client at
+    lengths between buckets with its tensors in the request, in system
+    shared memory and in CUDA shared memory (placed and padded by the
+    device), alone and all at once, each against float64;
   * part fine_grid: BERT at the 15 buckets with the fewest padded positions for
     the mix (best_grid) and 512, every size at each, beside the 5-bucket grid and one
     bucket per length;
@@ -450,6 +454,107 @@ class HttpTraffic:
             worker.join()
 
 
+def start_graphserve(args, root, model, ports, log_path):
+    """A graphserve process serving `model` of `root` on the GPU at (http,
+    grpc, metrics) `ports`, once it serves (or has exited: poll() says)."""
+    http_port, grpc_port, metrics_port = ports
+    server = subprocess.Popen(
+        [os.path.join(args.bin, "graphserve"), "--model-repository", root, "--grpc-port",
+         str(grpc_port), "--http-port", str(http_port), "--metrics-port", str(metrics_port),
+         "--model-control-mode", "explicit", "--load-model", model, "--device", "cuda"],
+        stdout=open(log_path, "w"), stderr=subprocess.STDOUT)
+    for _ in range(1200):
+        if server.poll() is not None or "serving gRPC on" in open(log_path).read():
+            break
+        time.sleep(0.1)
+    return server
+
+
+def shared_memory_rows(args, bert, bert_path, text_io):
+    """Part shm: BERT served by a graphserve process at the 5-bucket grid,
+    asked by graphserve-client at lengths no bucket has exactly, its tensors
+    in the request, in system shared memory (pinned by the server) and in
+    CUDA shared memory (left on the device: Note [Pitched row copies]), one
+    at a time and then all at once (merged by dynamic batching); every answer
+    against float64 at the request's exact length."""
+    root = os.path.join(args.work, "repo_shm")
+    write_repo(root, "bert", bert_path,
+               config_text("bert", *text_io, [[b] for b in GRID], SIZES, 2, ["sequence"]))
+    log_path = os.path.join(args.work, "shm_server.log")
+    server = start_graphserve(args, root, "bert", (8110, 8111, 8112), log_path)
+    reference = text_reference(bert, "text_mask")
+    cases = [(1, 9), (3, 20), (2, 64), (1, 200), (4, 33)]
+    rng = np.random.default_rng(5)
+    result = {"cases": cases, "runs": []}
+    try:
+        if server.poll() is not None:
+            result["server_log"] = open(log_path).read()[-1500:]
+            return result
+
+        def client(rows, length, memory, tag):
+            case = os.path.join(args.work, "shm", f"{rows}x{length}")
+            out_dir = os.path.join(case, tag)
+            command = [os.path.join(args.bin, "graphserve-client"), "--url", "127.0.0.1:8111",
+                       "infer", "--model", "bert", "--batch-size", str(rows),
+                       "--shape", f"input_ids:{length}", "--shape", f"attention_mask:{length}",
+                       "--input", f"input_ids={case}/ids.bin",
+                       "--input", f"attention_mask={case}/mask.bin",
+                       "--show", "0", "--output-dir", out_dir, "--shared-memory", memory,
+                       "--output-shared-memory-size", str(rows * length * 768 * 4)]
+            return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                    text=True), out_dir
+
+        inputs = {}
+        for rows, length in cases:
+            case = os.path.join(args.work, "shm", f"{rows}x{length}")
+            os.makedirs(case, exist_ok=True)
+            ids = rng.integers(1000, 30000, size=(rows, length), dtype=np.int64)
+            mask = np.ones((rows, length), dtype=np.int64)
+            ids.tofile(f"{case}/ids.bin")
+            mask.tofile(f"{case}/mask.bin")
+            inputs[(rows, length)] = (ids, reference({"input_ids": ids, "attention_mask": mask}))
+
+        def check(runs, phase):
+            for (rows, length, memory), (process, out_dir) in runs.items():
+                output, _ = process.communicate(timeout=120)
+                ids, want = inputs[(rows, length)]
+                run = {"phase": phase, "rows": rows, "length": length, "memory": memory,
+                       "exit": process.returncode}
+                if process.returncode == 0:
+                    got = np.fromfile(os.path.join(out_dir, "y.bin"), dtype=np.float32)
+                    if got.size == want.size:
+                        got = got.reshape(want.shape)
+                        run["max_error"] = float(np.abs(got - want).max() / np.abs(want).max())
+                    else:
+                        run["size"] = [got.size, want.size]
+                else:
+                    run["output"] = output[-800:]
+                result["runs"].append(run)
+                log("  shm", run)
+
+        memories = ["none", "system", "cuda"]
+        for memory in memories:  # one at a time: each request a chunk of its own
+            for r, l in cases:
+                check({(r, l, memory): client(r, l, memory, f"alone_{memory}")}, "alone")
+        # All at once, every memory: dynamic batching merges rows of several
+        # lengths and memories into one chunk.
+        for repeat in range(3):
+            runs = {}
+            for memory in memories:
+                for r, l in cases:
+                    runs[(r, l, memory)] = client(r, l, memory, f"together{repeat}_{memory}")
+            check(runs, f"together {repeat}")
+        errors = [run.get("max_error", float("inf")) for run in result["runs"]]
+        result["failed"] = sum(1 for run in result["runs"] if run["exit"] != 0)
+        result["worst_error"] = max(errors)
+        log("  shm ->", {k: v for k, v in result.items() if k != "runs"})
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+        result["server_exit"] = server.returncode
+    return result
+
+
 def live_reselect(args, bert, bert_path, text_io):
     """Part reselect: select --from-metrics --max-graphs --reload on a live
     graphserve serving BERT, under traffic."""
@@ -459,17 +564,9 @@ def live_reselect(args, bert, bert_path, text_io):
                config_text("bert", *text_io, [[b] for b in GRID], SIZES, 2, ["sequence"]))
     http_port, grpc_port, metrics_port = 8100, 8101, 8102
     log_path = os.path.join(args.work, "reselect_server.log")
-    server = subprocess.Popen(
-        [os.path.join(args.bin, "graphserve"), "--model-repository", root, "--grpc-port",
-         str(grpc_port), "--http-port", str(http_port), "--metrics-port", str(metrics_port),
-         "--model-control-mode", "explicit", "--load-model", "bert", "--device", "cuda"],
-        stdout=open(log_path, "w"), stderr=subprocess.STDOUT)
+    server = start_graphserve(args, root, "bert", (http_port, grpc_port, metrics_port), log_path)
     result = {}
     try:
-        for _ in range(1200):
-            if server.poll() is not None or "serving gRPC on" in open(log_path).read():
-                break
-            time.sleep(0.1)
         if server.poll() is not None:
             result["server_log"] = open(log_path).read()[-1500:]
             return result
@@ -627,6 +724,9 @@ def main():
         save()
     if "reselect" in parts:
         report["reselect"] = live_reselect(args, bert, bert_path, text_io)
+        save()
+    if "shm" in parts:
+        report["shm"] = shared_memory_rows(args, bert, bert_path, text_io)
         save()
     if "gpt2" in parts:
         gpt2, gpt2_path = build_text("gpt2", "text", args.work)
