@@ -359,13 +359,17 @@ TEST_P(GraphSetModelTest, DirectCopiesFromPinnedMemoryMatchStaging) {
   const DirectRows past_end{4, 2, sources, destinations};
   wrong.direct = absl::MakeConstSpan(&past_end, 1);
   EXPECT_THAT(set->Launch(wrong).message(), HasSubstr("direct rows 4+2"));
-  std::vector<InputRows> too_long = sources;
-  too_long[1].pitch *= 2;
+  // Input 0's rows, direct, with a pitch longer and one shorter than its
+  // rows at the key.
+  buffers.push_back(*PinnedHostBuffer::Allocate(real[0].bytes()));
+  std::vector<InputRows> too_long(real.size());
+  too_long[0] = {static_cast<const std::byte*>(buffers.back().get()), 2 * real[0].bytes() / kRows,
+                 RowMemory::kPinned};
   const DirectRows long_rows{0, 1, too_long, destinations};
   wrong.direct = absl::MakeConstSpan(&long_rows, 1);
   EXPECT_THAT(set->Launch(wrong).message(), HasSubstr("direct rows of input"));
-  std::vector<InputRows> too_short = sources;
-  too_short[1].pitch /= 2;
+  std::vector<InputRows> too_short = too_long;
+  too_short[0].pitch /= 4;
   const DirectRows short_rows{0, 1, too_short, destinations};
   wrong.direct = absl::MakeConstSpan(&short_rows, 1);
   EXPECT_THAT(set->Launch(wrong).message(), HasSubstr("needs the chunk's pad bytes"));

@@ -81,8 +81,10 @@ absl::Status FindDirectRows(const ChunkJob& job, size_t num_inputs, size_t num_o
     padded = padded || (any && !job.Unpadded(segment));
   }
   if (segments == 0) return absl::OkStatus();
-  direct.inputs.reserve(segments * num_inputs);
-  direct.outputs.reserve(segments * num_outputs);
+  // Room for every segment's tensors, those taken back included: the spans
+  // point into these vectors, which must never reallocate.
+  direct.inputs.reserve(job.segments.size() * num_inputs);
+  direct.outputs.reserve(job.segments.size() * num_outputs);
   int64_t first_row = 0;
   for (const RowView& segment : job.segments) {
     const size_t input = direct.inputs.size(), output = direct.outputs.size();
