@@ -1012,8 +1012,8 @@ cudaStream_t GraphSet::stream(int slot) const { return slots_[slot]->stream.get(
 cudaEvent_t GraphSet::done_event(int slot, int staging) const {
   return slots_[slot]->done[staging].get();
 }
-const void* GraphSet::output_rows(int slot, size_t output, int staging) const {
-  return slots_[slot]->io->host(output_names_[output], staging);
+std::byte* GraphSet::output_rows(int slot, size_t output, int staging) const {
+  return static_cast<std::byte*>(slots_[slot]->io->host(output_names_[output], staging));
 }
 
 size_t GraphSet::num_inputs() const { return input_names_.size(); }

@@ -221,18 +221,19 @@ struct LaunchChunk {
 // row at its own extents. A graph's input buffer holds the rows of its
 // bucket, each bytes_per_row. When a request's row is a leading block of
 // the bucket's row (input_ids [12] in a bucket of [64]; hidden states [12,
-// 768] in [64, 768]: every dim but the first row dim equal), the device
-// places it with one 2-D copy, pitch to bytes_per_row, and fills the rest of
-// each row with the pad value by a 2-D memset: no host work, whatever the
-// request's length. Outputs come back the same way, the leading block of
-// each row. Rows padded elsewhere (an image's height and width) or with a
-// pad value that is not one repeated byte go through staging, padded by the
-// host as it copies them there (PadRows, server/row_shape.h).
-//
-// Pageable rows go through staging all the same, padded on the way: the
-// host copies them into pinned memory anyway, and one copy of the whole
-// chunk then moves them, where placing each request's rows would cost a 2-D
-// copy and a memset per request and input.
+// 768] in [64, 768]: every dim but the first row dim equal) and the pad
+// value one repeated byte, the device places it with one 2-D copy, pitch to
+// bytes_per_row, and fills the rest of each row with the pad by a 2-D
+// memset: the host never reshuffles a row. Rows in pinned or device memory
+// are copied from where they are; pageable rows are first copied by the
+// host into staging as they are, packed from their segment's place there
+// (GatherInputRows' RowRoute::kPacked), and placed from staging the same
+// way. Outputs come back by the reverse copy, the leading block of each
+// row. Rows padded elsewhere (an image's height and width) or with a pad of
+// several byte values (GPT-2's pad token 50256) are padded by the host as it
+// copies them into staging (PadRows, server/row_shape.h), and their outputs
+// sliced by the host (kStaged). Rows at the bucket's extents need neither:
+// consecutive ones move in one copy.
 
 // Note [Double-buffered staging]
 // A slot's graphs read their inputs from, and write their outputs to, device
@@ -341,10 +342,11 @@ class GraphSet {
   [[nodiscard]] cudaStream_t stream(int slot) const;
   [[nodiscard]] cudaEvent_t done_event(int slot, int staging = 0) const;
   // Output `output` of the slot's last completed Launch through `staging`
-  // that did not give the output a destination of its own: its real rows,
-  // row-major, output_bytes_per_row(output, key) bytes each at the chunk's
-  // key. Owned by the set.
-  [[nodiscard]] const void* output_rows(int slot, size_t output, int staging = 0) const;
+  // for the rows `direct` did not name: its real rows, row-major,
+  // output_bytes_per_row(output, key) bytes each at the chunk's key. Owned by
+  // the set. Writable: direct rows may name it, as the place the device
+  // packs a segment's shorter rows into (Note [Pitched row copies]).
+  [[nodiscard]] std::byte* output_rows(int slot, size_t output, int staging = 0) const;
 
   // The model's interface as captured (graph input/output order).
   [[nodiscard]] size_t num_inputs() const;

@@ -54,23 +54,34 @@ struct ChunkTiming {
   int64_t output_ns = 0;  // real rows out of staging (if staged) into the response
 };
 
-// Copies each segment's rows of every input, one after the other, into
-// `staging`(input): a chunk's rows as one batch of job.shape's rows, a
-// shorter segment's padded, except those `direct`(segment index, input)
-// says the device copies itself (Note [Pitched row copies] in
-// capture/graph_set.h), whose place it skips.
-template <typename Staging, typename Direct>
-void GatherInputRows(const ChunkJob& job, size_t num_inputs, Staging staging, Direct direct) {
+// How a segment's rows of one tensor travel between the request's memory and
+// the graph's rows (Note [Pitched row copies] in capture/graph_set.h).
+enum class RowRoute {
+  // Through staging at the bucket's rows, padded (sliced) by the host.
+  kStaged,
+  // Through staging as they are, each row its own bytes, packed from the
+  // segment's place in staging; the device pads (slices) them.
+  kPacked,
+  // The device copies them from (to) the request's own memory.
+  kDirect,
+};
+
+// Copies each segment's rows of every input into `staging`(input) by its
+// route(segment index, input): a kStaged segment's at its place among the
+// chunk's rows at job.shape, padded when shorter; a kPacked segment's as
+// they are, from the same place; a kDirect segment's not at all.
+template <typename Staging, typename Route>
+void GatherInputRows(const ChunkJob& job, size_t num_inputs, Staging staging, Route route) {
   for (size_t i = 0; i < num_inputs; ++i) {
     std::byte* to = staging(i);
     const TensorRow& row = job.shape->inputs[i];
     for (size_t s = 0; s < job.segments.size(); ++s) {
       const RowView& segment = job.segments[s];
-      if (direct(s, i)) {
-        // copied by the device
-      } else if (job.Unpadded(segment)) {
-        std::memcpy(to, segment.inputs[i].data, row.bytes * static_cast<size_t>(segment.rows));
-      } else {
+      const RowRoute how = route(s, i);
+      if (how == RowRoute::kPacked || (how == RowRoute::kStaged && job.Unpadded(segment))) {
+        std::memcpy(to, segment.inputs[i].data,
+                    segment.inputs[i].pitch * static_cast<size_t>(segment.rows));
+      } else if (how == RowRoute::kStaged) {
         PadRows(segment.inputs[i].data, segment.shape->inputs[i], to, row, job.shape->input_pad[i],
                 segment.rows);
       }
@@ -79,21 +90,23 @@ void GatherInputRows(const ChunkJob& job, size_t num_inputs, Staging staging, Di
   }
 }
 
-// The reverse for outputs: the chunk's rows of `rows`(output) (a batch, row
-// after row) back to each segment's requested outputs, sliced to the
-// segment's shape, except those `direct`(segment index, output) says the
-// device wrote.
-template <typename Rows, typename Direct>
-void ScatterOutputRows(const ChunkJob& job, size_t num_outputs, Rows rows, Direct direct) {
+// The reverse for outputs: the chunk's rows of `rows`(output), by route, to
+// each segment's requested outputs: a kStaged segment's from its place among
+// the chunk's rows at job.shape, sliced when shorter; a kPacked segment's as
+// the device packed them there; a kDirect segment's the device wrote.
+template <typename Rows, typename Route>
+void ScatterOutputRows(const ChunkJob& job, size_t num_outputs, Rows rows, Route route) {
   for (size_t o = 0; o < num_outputs; ++o) {
     const std::byte* from = rows(o);
     const TensorRow& row = job.shape->outputs[o];
     for (size_t s = 0; s < job.segments.size(); ++s) {
       const RowView& segment = job.segments[s];
-      if (segment.outputs[o].data == nullptr || direct(s, o)) {
+      const RowRoute how = route(s, o);
+      if (segment.outputs[o].data == nullptr || how == RowRoute::kDirect) {
         // not asked for, or written by the device
-      } else if (job.Unpadded(segment)) {
-        std::memcpy(segment.outputs[o].data, from, row.bytes * static_cast<size_t>(segment.rows));
+      } else if (how == RowRoute::kPacked || job.Unpadded(segment)) {
+        std::memcpy(segment.outputs[o].data, from,
+                    segment.outputs[o].pitch * static_cast<size_t>(segment.rows));
       } else {
         SliceRows(from, row, segment.outputs[o].data, segment.shape->outputs[o], segment.rows);
       }
@@ -102,9 +115,9 @@ void ScatterOutputRows(const ChunkJob& job, size_t num_outputs, Rows rows, Direc
   }
 }
 
-// For GatherInputRows and ScatterOutputRows in a runner that copies every
-// row itself.
-inline bool NoneDirect(size_t /*segment*/, size_t /*tensor*/) { return false; }
+// For GatherInputRows and ScatterOutputRows in a runner whose host copies
+// every row.
+inline RowRoute AllStaged(size_t /*segment*/, size_t /*tensor*/) { return RowRoute::kStaged; }
 
 class ChunkRunner {
  public:

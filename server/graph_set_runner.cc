@@ -23,23 +23,31 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Whether the device copies `segment`'s rows of input `i` itself, from the
-// request's pinned or device memory, padding them if they are shorter than
-// the job's (Note [Pitched row copies] in capture/graph_set.h); otherwise
-// the host gathers them into staging.
-bool DeviceCopiesInput(const ChunkJob& job, const RowView& segment, size_t i) {
-  if (!segment.inputs[i].reached_by_device()) return false;
-  if (job.Unpadded(segment)) return true;
+// How `segment`'s rows of input `i` reach the graph (Note [Pitched row
+// copies] in capture/graph_set.h): from the request's pinned or device memory
+// by the device, or through staging, padded by the device where its pitched
+// copy can (the row a leading block of the bucket's, the pad one repeated
+// byte), by the host otherwise.
+RowRoute InputRoute(const ChunkJob& job, const RowView& segment, size_t i) {
+  const bool reached = segment.inputs[i].reached_by_device();
+  if (job.Unpadded(segment)) return reached ? RowRoute::kDirect : RowRoute::kStaged;
   const TensorRow& bucket = job.shape->inputs[i];
-  return LeadingBlock(segment.shape->inputs[i], bucket) &&
-         RepeatedByte(job.shape->input_pad[i], bucket.element_bytes).has_value();
+  if (!LeadingBlock(segment.shape->inputs[i], bucket) ||
+      !RepeatedByte(job.shape->input_pad[i], bucket.element_bytes).has_value()) {
+    return RowRoute::kStaged;
+  }
+  return reached ? RowRoute::kDirect : RowRoute::kPacked;
 }
 
-// The same for output `o`: whether the device writes the segment's rows.
-bool DeviceCopiesOutput(const ChunkJob& job, const RowView& segment, size_t o) {
+// The same for output `o`'s rows, sliced by the device where they are a
+// leading block of the bucket's.
+RowRoute OutputRoute(const ChunkJob& job, const RowView& segment, size_t o) {
   const OutputRows& output = segment.outputs[o];
-  return output.data != nullptr && output.reached_by_device() &&
-         (job.Unpadded(segment) || LeadingBlock(segment.shape->outputs[o], job.shape->outputs[o]));
+  if (output.data == nullptr) return RowRoute::kStaged;  // nothing to copy
+  const bool reached = output.reached_by_device();
+  if (job.Unpadded(segment)) return reached ? RowRoute::kDirect : RowRoute::kStaged;
+  if (!LeadingBlock(segment.shape->outputs[o], job.shape->outputs[o])) return RowRoute::kStaged;
+  return reached ? RowRoute::kDirect : RowRoute::kPacked;
 }
 
 // The rows of a chunk the device copies itself (LaunchChunk::direct, whose
@@ -52,57 +60,57 @@ struct DirectChunkRows {
   std::vector<uint8_t> pad_bytes;
 };
 
-// Fills `direct` with the job's segments some of whose rows the device
-// copies; leaves it empty when the host copies every row. A row in device
-// memory that the device cannot place is an internal error: the request
-// should have been read through the host (ServedModel::Infer).
-absl::Status FindDirectRows(const ChunkJob& job, size_t num_inputs, size_t num_outputs,
+// Fills `direct` with the job's rows the device copies (kDirect: from and to
+// the request; kPacked: from and to their place in staging buffer
+// `staging`); leaves it empty when the host copies every row. A row in
+// device memory that the device cannot place is an internal error: the
+// request should have been read through the host (ServedModel::Infer).
+absl::Status FindDirectRows(const GraphSet& set, int slot, int staging, const ChunkJob& job,
                             DirectChunkRows& direct) {
-  size_t segments = 0;
-  bool padded = false;
-  for (const RowView& segment : job.segments) {
-    bool any = false;
-    for (size_t i = 0; i < num_inputs; ++i) {
-      if (DeviceCopiesInput(job, segment, i)) {
-        any = true;
-      } else if (segment.inputs[i].memory == RowMemory::kDevice) {
-        return absl::InternalError("input rows in device memory that the device cannot pad");
-      }
-    }
-    for (size_t o = 0; o < num_outputs; ++o) {
-      if (DeviceCopiesOutput(job, segment, o)) {
-        any = true;
-      } else if (segment.outputs[o].data != nullptr &&
-                 segment.outputs[o].memory == RowMemory::kDevice) {
-        return absl::InternalError("output rows in device memory that the device cannot slice");
-      }
-    }
-    if (any) ++segments;
-    padded = padded || (any && !job.Unpadded(segment));
-  }
-  if (segments == 0) return absl::OkStatus();
+  const size_t num_inputs = set.num_inputs(), num_outputs = set.num_outputs();
   // Room for every segment's tensors, those taken back included: the spans
   // point into these vectors, which must never reallocate.
   direct.inputs.reserve(job.segments.size() * num_inputs);
   direct.outputs.reserve(job.segments.size() * num_outputs);
+  bool padded = false;
   int64_t first_row = 0;
   for (const RowView& segment : job.segments) {
     const size_t input = direct.inputs.size(), output = direct.outputs.size();
     bool any = false;
     for (size_t i = 0; i < num_inputs; ++i) {
-      const bool device = DeviceCopiesInput(job, segment, i);
-      direct.inputs.push_back(device ? segment.inputs[i] : InputRows{});
-      any = any || device;
+      const RowRoute route = InputRoute(job, segment, i);
+      InputRows& rows = direct.inputs.emplace_back();
+      if (route == RowRoute::kDirect) {
+        rows = segment.inputs[i];
+      } else if (route == RowRoute::kPacked) {
+        rows = {set.input_staging(slot, i, staging) +
+                    static_cast<size_t>(first_row) * job.shape->inputs[i].bytes,
+                segment.inputs[i].pitch, RowMemory::kPinned};
+      } else if (segment.inputs[i].memory == RowMemory::kDevice) {
+        return absl::InternalError("input rows in device memory that the device cannot pad");
+      }
+      any = any || route != RowRoute::kStaged;
     }
     for (size_t o = 0; o < num_outputs; ++o) {
-      const bool device = DeviceCopiesOutput(job, segment, o);
-      direct.outputs.push_back(device ? segment.outputs[o] : OutputRows{});
-      any = any || device;
+      const RowRoute route = OutputRoute(job, segment, o);
+      OutputRows& rows = direct.outputs.emplace_back();
+      if (route == RowRoute::kDirect) {
+        rows = segment.outputs[o];
+      } else if (route == RowRoute::kPacked) {
+        rows = {set.output_rows(slot, o, staging) +
+                    static_cast<size_t>(first_row) * job.shape->outputs[o].bytes,
+                segment.outputs[o].pitch, RowMemory::kPinned};
+      } else if (segment.outputs[o].data != nullptr &&
+                 segment.outputs[o].memory == RowMemory::kDevice) {
+        return absl::InternalError("output rows in device memory that the device cannot slice");
+      }
+      any = any || route != RowRoute::kStaged;
     }
     if (any) {
       direct.rows.push_back({first_row, segment.rows,
                              absl::MakeConstSpan(direct.inputs.data() + input, num_inputs),
                              absl::MakeConstSpan(direct.outputs.data() + output, num_outputs)});
+      padded = padded || !job.Unpadded(segment);
     } else {
       direct.inputs.resize(input);
       direct.outputs.resize(output);
@@ -216,15 +224,14 @@ absl::Status GraphSetRunner::Start(int slot, int staging, const ChunkJob& job,
   // then they end before an error is answered (ChunkRunner::Start), since
   // the answer lets the client reuse that memory and the server unmap it.
   DirectChunkRows direct;
-  if (absl::Status found = FindDirectRows(job, set.num_inputs(), set.num_outputs(), direct);
-      !found.ok()) {
+  if (absl::Status found = FindDirectRows(set, own_slot, staging, job, direct); !found.ok()) {
     return ChunkFailed(slot, job, found);
   }
   {
     const NvtxRange range(set.profiler_ranges(own_slot, job.key).stage);
     GatherInputRows(
         job, set.num_inputs(), [&](size_t i) { return set.input_staging(own_slot, i, staging); },
-        [&](size_t s, size_t i) { return DeviceCopiesInput(job, job.segments[s], i); });
+        [&](size_t s, size_t i) { return InputRoute(job, job.segments[s], i); });
   }
   LaunchChunk chunk{own_slot, job.key, job.rows, mode_, staging};
   chunk.direct = direct.rows;
@@ -258,11 +265,8 @@ absl::Status GraphSetRunner::Finish(int slot, int staging, const ChunkJob& job,
 
   start = Clock::now();
   ScatterOutputRows(
-      job, set.num_outputs(),
-      [&](size_t o) {
-        return static_cast<const std::byte*>(set.output_rows(own_slot, o, staging));
-      },
-      [&](size_t s, size_t o) { return DeviceCopiesOutput(job, job.segments[s], o); });
+      job, set.num_outputs(), [&](size_t o) { return set.output_rows(own_slot, o, staging); },
+      [&](size_t s, size_t o) { return OutputRoute(job, job.segments[s], o); });
   timing->output_ns = NanosSince(start);
   return absl::OkStatus();
 }

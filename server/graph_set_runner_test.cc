@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "common/cuda_handles.h"
 #include "common/lost_cuda_context.h"
 #include "examples/example_models.h"
@@ -308,10 +309,11 @@ TEST_F(GraphSetRunnerTest, SplitDeviceRequestWritesEachChunkAtItsRows) {
 
 // Note [Pitched row copies]: requests shorter than the bucket, merged into
 // one chunk of masked_sequence at 4 x 32 with their tensors in each kind of
-// memory (pageable rows padded by the host through staging, pinned and
-// device rows placed and padded by the device, outputs sliced the same
-// ways), each get the host reference's outputs at their own length, and the
-// same bytes wherever their rows lay.
+// memory (pageable rows packed in staging, pinned and device rows where they
+// are, all placed and padded by the device, outputs sliced the same ways;
+// or x padded by the host where its pad is no repeated byte), each get the
+// host reference's outputs at their own length, and the same bytes wherever
+// their rows lay.
 TEST(GraphSetRunnerPaddedTest, ShorterRowsInEveryMemoryGiveTheirExactLengthsOutputs) {
   if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
   absl::StatusOr<Model> model =
@@ -333,7 +335,6 @@ TEST(GraphSetRunnerPaddedTest, ShorterRowsInEveryMemoryGiveTheirExactLengthsOutp
     return shape;
   };
   RowShape bucket = shape_at(32);
-  bucket.input_pad = {PadElement{}, PadElement{}};  // zeros: x 0.0, mask 0
 
   // One request: `rows` rows of `length`, its x random, its mask all 1, its
   // tensors in `memory`, and the host reference's y at its length.
@@ -400,35 +401,48 @@ TEST(GraphSetRunnerPaddedTest, ShorterRowsInEveryMemoryGiveTheirExactLengthsOutp
     return request;
   };
 
-  // Three requests of 1 + 2 + 1 rows at lengths 20, 9 and 32, merged.
+  // Three requests of 1 + 2 + 1 rows at lengths 20, 9 and 32, merged; with
+  // x padded with 0.0 (a repeated byte: the device pads every row that is
+  // short), and with 1.0 (bytes 00 00 80 3F: the host pads x's, in staging,
+  // for pageable and pinned rows alike). The mask hides either pad.
   const std::vector<std::pair<int64_t, int64_t>> requests = {{1, 20}, {2, 9}, {1, 32}};
-  std::vector<std::string> first_bytes;
-  for (const RowMemory memory : {RowMemory::kPageable, RowMemory::kPinned, RowMemory::kDevice}) {
-    std::vector<std::unique_ptr<Request>> made;
-    ChunkJob job{.key = key, .shape = &bucket};
-    for (size_t r = 0; r < requests.size(); ++r) {
-      made.push_back(make_request(requests[r].first, requests[r].second, memory, 50 + r));
-      job.segments.push_back(made.back()->view);
-      job.rows += requests[r].first;
-    }
-    ChunkTiming timing;
-    const absl::Status started = runner.Start(0, 0, job, &timing);
-    ASSERT_TRUE(started.ok()) << started;
-    const absl::Status finished = runner.Finish(0, 0, job, &timing);
-    ASSERT_TRUE(finished.ok()) << finished;
-    for (size_t r = 0; r < made.size(); ++r) {
-      const std::string bytes = made[r]->Output();
-      HostTensor got(DType::kFloat32, made[r]->want.dims());
-      ASSERT_EQ(bytes.size(), got.bytes());
-      std::memcpy(got.raw(), bytes.data(), bytes.size());
-      EXPECT_LT(RelativeError(got, made[r]->want), kTolerance)
-          << "request " << r << " (length " << requests[r].second << ") in memory "
-          << static_cast<int>(memory);
-      if (memory == RowMemory::kPageable) {
-        first_bytes.push_back(bytes);
-      } else {
-        EXPECT_EQ(bytes, first_bytes[r])
-            << "request " << r << " in memory " << static_cast<int>(memory) << " against pageable";
+  PadElement one{};
+  const float one_value = 1.0f;
+  std::memcpy(one.data(), &one_value, sizeof(one_value));
+  for (const PadElement& x_pad : {PadElement{}, one}) {
+    bucket.input_pad = {x_pad, PadElement{}};
+    const bool device_pads_x = RepeatedByte(x_pad, sizeof(float)).has_value();
+    std::vector<std::string> first_bytes;
+    for (const RowMemory memory : {RowMemory::kPageable, RowMemory::kPinned, RowMemory::kDevice}) {
+      // Device memory the device cannot pad is read through the host
+      // (DevicePadsRows): never handed to the runner.
+      if (memory == RowMemory::kDevice && !device_pads_x) continue;
+      const std::string what = absl::StrCat("x pad ", device_pads_x ? "0.0" : "1.0", ", memory ",
+                                            static_cast<int>(memory));
+      std::vector<std::unique_ptr<Request>> made;
+      ChunkJob job{.key = key, .shape = &bucket};
+      for (size_t r = 0; r < requests.size(); ++r) {
+        made.push_back(make_request(requests[r].first, requests[r].second, memory, 50 + r));
+        job.segments.push_back(made.back()->view);
+        job.rows += requests[r].first;
+      }
+      ChunkTiming timing;
+      const absl::Status started = runner.Start(0, 0, job, &timing);
+      ASSERT_TRUE(started.ok()) << what << ": " << started;
+      const absl::Status finished = runner.Finish(0, 0, job, &timing);
+      ASSERT_TRUE(finished.ok()) << what << ": " << finished;
+      for (size_t r = 0; r < made.size(); ++r) {
+        const std::string bytes = made[r]->Output();
+        HostTensor got(DType::kFloat32, made[r]->want.dims());
+        ASSERT_EQ(bytes.size(), got.bytes());
+        std::memcpy(got.raw(), bytes.data(), bytes.size());
+        EXPECT_LT(RelativeError(got, made[r]->want), kTolerance)
+            << what << ": request " << r << " (length " << requests[r].second << ")";
+        if (memory == RowMemory::kPageable) {
+          first_bytes.push_back(bytes);
+        } else {
+          EXPECT_EQ(bytes, first_bytes[r]) << what << ": request " << r << " against pageable";
+        }
       }
     }
   }

@@ -76,7 +76,7 @@ absl::Status HostRunner::Start(int /*slot*/, int /*staging*/, const ChunkJob& jo
   }
   GatherInputRows(
       job, inputs.size(), [&](size_t i) { return static_cast<std::byte*>(inputs[i].raw()); },
-      NoneDirect);
+      AllStaged);
   for (size_t i = 0; i < inputs.size(); ++i) {
     auto* base = static_cast<std::byte*>(inputs[i].raw());
     for (size_t row = static_cast<size_t>(job.rows); row < batch; ++row) {
@@ -92,7 +92,7 @@ absl::Status HostRunner::Start(int /*slot*/, int /*staging*/, const ChunkJob& jo
   start = Clock::now();
   ScatterOutputRows(
       job, outputs.size(),
-      [&](size_t o) { return static_cast<const std::byte*>(outputs[o].raw()); }, NoneDirect);
+      [&](size_t o) { return static_cast<const std::byte*>(outputs[o].raw()); }, AllStaged);
   timing->output_ns = NanosSince(start);
   return absl::OkStatus();
 }

@@ -37,11 +37,11 @@ class RecordingRunner : public ChunkRunner {
     std::this_thread::sleep_for(delay_);
     std::vector<float> batch(static_cast<size_t>(job.key.batch_size));
     GatherInputRows(
-        job, 1, [&](size_t) { return reinterpret_cast<std::byte*>(batch.data()); }, NoneDirect);
+        job, 1, [&](size_t) { return reinterpret_cast<std::byte*>(batch.data()); }, AllStaged);
     for (float& value : batch) value *= 2;
     ScatterOutputRows(
         job, 1, [&](size_t) { return reinterpret_cast<const std::byte*>(batch.data()); },
-        NoneDirect);
+        AllStaged);
     {
       absl::MutexLock lock(&mu_);
       slots_used_.insert(slot);
@@ -106,7 +106,7 @@ class PipelinedRunner : public ChunkRunner {
     std::vector<float>& out = outputs_[staging];
     out.assign(static_cast<size_t>(job.key.batch_size), 0);
     GatherInputRows(
-        job, 1, [&](size_t) { return reinterpret_cast<std::byte*>(out.data()); }, NoneDirect);
+        job, 1, [&](size_t) { return reinterpret_cast<std::byte*>(out.data()); }, AllStaged);
     for (float& value : out) value *= 2;
     const auto now = std::chrono::steady_clock::now();
     done_at_[staging] = std::max(now, last_done_) + delay_;
@@ -122,7 +122,7 @@ class PipelinedRunner : public ChunkRunner {
     ScatterOutputRows(
         job, 1,
         [&](size_t) { return reinterpret_cast<const std::byte*>(outputs_[staging].data()); },
-        NoneDirect);
+        AllStaged);
     absl::MutexLock lock(&mu_);
     in_flight_ -= 1;
     events_.push_back("finish " + std::to_string(staging));
