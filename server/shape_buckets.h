@@ -29,7 +29,8 @@ namespace graphserve {
 // open dim at 16, 32, 64, 128, 256 and 512): its rows are padded into the
 // bucket's on the way in (each input's pad value, capture.padding, 0 by
 // default) and its outputs sliced back out on the way out, along the output
-// dims that follow a shape dim. Requests of different lengths merge into one
+// dims that follow a shape dim; by the device's pitched copies where it can
+// (Note [Pitched row copies] in capture/graph_set.h), else by the host. Requests of different lengths merge into one
 // chunk of the bucket that holds the longest, as dynamic batching merges
 // rows of one shape; with several shape dims each bucket must hold the ones
 // before it, so that some bucket always holds a merged chunk.
