@@ -722,7 +722,7 @@ int RunInfer(std::vector<std::string> args, ConnectionFlags flags, std::ostream&
 // ----------------------------------------------------------------------- perf
 
 constexpr char kPerfUsage[] =
-    "graphserve-client perf --model M [--batch-size B]\n"
+    "graphserve-client perf --model M [--batch-size B] [--shape NAME:D1,D2 ...]\n"
     "    (--concurrency 1,2,4 | --request-rate R[,R...] [--request-distribution D])\n"
     "    [--warmup-secs S] [--warmup-requests N] [--measurement-interval-ms 2000]\n"
     "    [--windows 3] [--floor-windows 1] [--csv FILE] [--timeline FILE] [--streaming]\n"
@@ -829,8 +829,10 @@ absl::StatusOr<std::vector<LevelResult>> RunLevels(LoadGenerator& generator,
   return results;
 }
 
-int RunPerf(const std::vector<std::string>& args, ConnectionFlags flags, std::ostream& out,
+int RunPerf(std::vector<std::string> args, ConnectionFlags flags, std::ostream& out,
             std::ostream& err) {
+  absl::StatusOr<std::vector<std::string>> shape_specs = TakeRepeatedFlag(&args, "shape");
+  if (!shape_specs.ok()) return Usage(err, absl::StrCat("perf: ", shape_specs.status().message()));
   LoadGeneratorOptions options;
   std::string concurrency;
   std::string request_rate;
@@ -847,6 +849,9 @@ int RunPerf(const std::vector<std::string>& args, ConnectionFlags flags, std::os
   command_line.AddString("model-version", &options.model_version,
                          "The model's version; empty: the server's choice.");
   command_line.AddInt("batch-size", &options.batch_size, "Rows per request, >= 1.");
+  std::string shape_help_only;
+  command_line.AddString("shape", &shape_help_only,
+                         "NAME:D1,D2: input NAME's dims past the batch dim; repeatable.");
   command_line.AddString("concurrency", &concurrency,
                          "Comma-separated numbers of outstanding requests, e.g. 1,2,4,8.");
   command_line.AddString("request-rate", &request_rate,
@@ -880,6 +885,9 @@ int RunPerf(const std::vector<std::string>& args, ConnectionFlags flags, std::os
   if (auto done = ParseCommandFlags(command_line, args, out, err)) return *done;
 
   if (options.model_name.empty()) return Usage(err, "perf: --model is required (see --help)");
+  if (absl::Status shapes = ParseInputShapes(*shape_specs, &options.input_shapes); !shapes.ok()) {
+    return Usage(err, absl::StrCat("perf: ", shapes.message()));
+  }
   absl::StatusOr<SharedMemoryOptions> shared_memory = ParseSharedMemoryFlags(shared_memory_flags);
   if (!shared_memory.ok()) {
     return Usage(err, absl::StrCat("perf: ", shared_memory.status().message()));

@@ -92,6 +92,7 @@ TEST(ClientCommandUsageTest, FlagErrorsAreUsageErrors) {
       {{"infer", "--model", "m", "--input"}, "--input needs a value"},
       {{"infer", "--model", "m", "--shape", "ids"}, "--shape wants NAME:D1,D2,..."},
       {{"infer", "--model", "m", "--shape", "ids:20,x"}, "got 'ids:20,x'"},
+      {{"perf", "--model", "m", "--shape", ":20"}, "perf: --shape wants NAME:D1,D2,..."},
       {{"config"}, "config: --model is required"},
       {{"stats", "--model-version", "1"}, "--model-version needs --model"},
       {{"perf", "--model", "m", "--concurrency", "1", "--request-rate", "5"},

@@ -293,11 +293,13 @@ absl::StatusOr<std::unique_ptr<LoadGenerator>> LoadGenerator::Create(
   if (!config.ok() && config.status().code() != absl::StatusCode::kUnimplemented) {
     return config.status();
   }
-  ASSIGN_OR_RETURN(InferRequest request,
-                   BuildRequest(metadata, config.ok() ? &config->config() : nullptr,
-                                {.model_version = options.model_version,
-                                 .batch_size = options.batch_size,
-                                 .seed = options.seed}));
+  RequestBuilderOptions request_options{.model_version = options.model_version,
+                                        .batch_size = options.batch_size,
+                                        .seed = options.seed};
+  request_options.input_shapes = options.input_shapes;
+  ASSIGN_OR_RETURN(
+      InferRequest request,
+      BuildRequest(metadata, config.ok() ? &config->config() : nullptr, request_options));
   request.model_name = options.model_name;
   ReplayCost replay;
   if (config.ok()) {

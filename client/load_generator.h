@@ -29,6 +29,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -59,6 +60,10 @@ struct LoadGeneratorOptions {
 
   // Rows per request; each request counts as this many inferences.
   int64_t batch_size = 1;
+
+  // Per input, its dims past the batch dim where the model takes any
+  // (RequestBuilderOptions::input_shapes, perf_analyzer's --shape).
+  std::map<std::string, std::vector<int64_t>> input_shapes;
 
   // Warm-up at the start of every level, not measured: the load runs until
   // both this time has passed and `warmup_requests` requests have finished.
