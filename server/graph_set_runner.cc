@@ -68,6 +68,26 @@ struct DirectChunkRows {
 absl::Status FindDirectRows(const GraphSet& set, int slot, int staging, const ChunkJob& job,
                             DirectChunkRows& direct) {
   const size_t num_inputs = set.num_inputs(), num_outputs = set.num_outputs();
+  // The common chunk, every row through staging at the bucket's extents,
+  // allocates nothing here. (Rows in device memory go on, for the error.)
+  const auto all_staged = [&](const RowView& segment) {
+    for (size_t i = 0; i < num_inputs; ++i) {
+      if (segment.inputs[i].memory == RowMemory::kDevice ||
+          InputRoute(job, segment, i) != RowRoute::kStaged) {
+        return false;
+      }
+    }
+    for (size_t o = 0; o < num_outputs; ++o) {
+      if (segment.outputs[o].memory == RowMemory::kDevice ||
+          OutputRoute(job, segment, o) != RowRoute::kStaged) {
+        return false;
+      }
+    }
+    return true;
+  };
+  if (std::all_of(job.segments.begin(), job.segments.end(), all_staged)) {
+    return absl::OkStatus();
+  }
   // Room for every segment's tensors, those taken back included: the spans
   // point into these vectors, which must never reallocate.
   direct.inputs.reserve(job.segments.size() * num_inputs);

@@ -519,6 +519,43 @@ TEST(RequestValidationTest, MalformedTypedRequestsSayWhatWasExpected) {
 
 // Whatever the shape values, validation answers with a status and never reads
 // or allocates by them.
+// Note [Shape buckets]: a request to a model with a sequence dim carries its
+// extents, and each tensor's rows in its RowView are the bytes of a row at
+// those extents apart (what a runner pads into the bucket's rows).
+TEST(RequestValidationTest, RowsOfASequenceModelAreTheRequestsLengthApart) {
+  ModelInterface model;
+  model.name = "masked";
+  model.max_batch_size = kMaxBatch;
+  model.inputs = {{"x", DType::kFloat32, {-1, 16}}, {"mask", DType::kInt64, {-1}}};
+  model.inputs[0].shape_dim_of = {0, -1};
+  model.inputs[1].shape_dim_of = {0};
+  model.outputs = {{"y", DType::kFloat32, {-1, 16}}};
+  model.outputs[0].shape_dim_of = {0, -1};
+  model.shape_dims = {"sequence"};
+  model.buckets = {{8}, {32}};
+  model.pads_to_bucket = true;
+  Request request;
+  request.set_model_name("masked");
+  AddInput(&request, "x", "FP32", {2, 5, 16});
+  request.add_raw_input_contents(std::string(2 * 5 * 16 * sizeof(float), '\0'));
+  AddInput(&request, "mask", "INT64", {2, 5});
+  request.add_raw_input_contents(std::string(2 * 5 * sizeof(int64_t), '\1'));
+  absl::StatusOr<ValidatedRequest> validated = ValidateInferRequest(request, model);
+  ASSERT_TRUE(validated.ok()) << validated.status();
+  EXPECT_EQ(validated->view.rows, 2);
+  EXPECT_THAT(validated->extents, ElementsAre(5));
+  EXPECT_EQ(validated->view.inputs[0].pitch, 5u * 16 * sizeof(float));
+  EXPECT_EQ(validated->view.inputs[1].pitch, 5u * sizeof(int64_t));
+  ASSERT_EQ(validated->view.outputs.size(), 1u);
+  EXPECT_EQ(validated->view.outputs[0].pitch, 5u * 16 * sizeof(float));
+  EXPECT_EQ(validated->view.outputs[0].data, nullptr);  // PrepareInferResponse says where
+  EXPECT_EQ(validated->view.shape, nullptr);            // the server's RowShapeAt
+  // A slice of the view moves each tensor by its own pitch.
+  const RowView second = validated->view.Rows(1, 1);
+  EXPECT_EQ(second.inputs[1].data, validated->view.inputs[1].data + 5 * sizeof(int64_t));
+  EXPECT_EQ(second.outputs[0].data, nullptr);
+}
+
 TEST(RequestValidationTest, AnyShapeValuesGiveAStatus) {
   const int64_t kValues[] = {
       std::numeric_limits<int64_t>::min(), -1, 0, 1, 2, 3, kRows, kMaxBatch + 1, int64_t{1} << 32,
