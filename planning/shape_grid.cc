@@ -251,8 +251,12 @@ GridChoice PowerOfTwoGrid(const ShapeHistogram& h, int max_graphs,
   const BatchHistogram lengths = LengthsMarginal(h);
   for (int num_sizes = 1; num_sizes <= max_graphs; ++num_sizes) {
     const std::vector<int64_t> sizes = PowerOfTwoLadder(rows, num_sizes, max_batch_size).sizes;
-    const std::vector<int64_t> buckets =
+    std::vector<int64_t> buckets =
         PowerOfTwoLadder(lengths, max_graphs / num_sizes, std::nullopt).sizes;
+    // A bucket shorter than every length holds no request (a sequence is
+    // never split, as rows are): the ladder starts at the shortest's rung.
+    const int64_t shortest = lengths.begin()->first;
+    buckets.erase(buckets.begin(), std::lower_bound(buckets.begin(), buckets.end(), shortest));
     const double cost = ExpectedPaddedPositions(h, sizes, buckets);
     if (cost < best.expected_padded_positions) best = {sizes, buckets, cost};
   }

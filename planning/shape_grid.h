@@ -75,7 +75,8 @@ absl::StatusOr<GridChoice> ChooseBucketsForSizes(const ShapeHistogram& h,
 
 // The usual baseline: a power-of-two ladder of sizes (PowerOfTwoLadder) by a
 // power-of-two ladder of buckets, the top bucket the longest length rounded
-// up to a power of two, over the split of `max_graphs` that costs least.
+// up to a power of two and none below the shortest length's (it would hold
+// no request), over the split of `max_graphs` that costs least.
 GridChoice PowerOfTwoGrid(const ShapeHistogram& h, int max_graphs,
                           std::optional<int64_t> max_batch_size);
 

@@ -178,6 +178,18 @@ TEST(ChooseSizesAndBucketsTest, BeatsThePowerOfTwoGrid) {
   RecordProperty("power_of_two", std::to_string(ladder.expected_padded_positions));
 }
 
+TEST(PowerOfTwoGridTest, BucketsStartAtTheShortestLengthsRung) {
+  // Requests of 10 to 300 tokens: no bucket below 16 (it would hold none),
+  // whatever the budget leaves for buckets.
+  const ShapeHistogram h = {{{1, 10}, 5}, {{2, 40}, 3}, {{1, 300}, 1}};
+  const GridChoice ladder = PowerOfTwoGrid(h, 32, std::nullopt);
+  ASSERT_FALSE(ladder.buckets.empty());
+  EXPECT_EQ(ladder.buckets.front(), 16);
+  EXPECT_EQ(ladder.buckets.back(), 512);
+  EXPECT_EQ(ladder.expected_padded_positions,
+            ExpectedPaddedPositions(h, ladder.sizes, ladder.buckets));
+}
+
 TEST(ChooseSizesAndBucketsTest, AMaximumBatchSizeCapsTheSizes) {
   const ShapeHistogram h = {{{1, 8}, 10}, {{20, 8}, 1}};
   const GridChoice choice = *ChooseSizesAndBuckets(h, 4, 8);
