@@ -65,7 +65,10 @@ constexpr char kSelectUsage[] =
     "are powers of two, so each such request is counted at its bucket's upper bound\n"
     "and the padding shown for it is approximate (the output says how many requests\n"
     "that concerns). The sizes the model serves now (graphserve_graph_launches_total's\n"
-    "batch_size labels) are compared too.\n"
+    "batch_size labels) are compared too. A model under dynamic batching merges the\n"
+    "requests queued when a stream frees, so its sizes are planned from what its chunks\n"
+    "could have merged instead (graphserve_chunk_demand_rows, when it has samples): sizes\n"
+    "from requests of 1-4 rows would cap every merge at 4.\n"
     "\n"
     "With --max-graphs, the model's live length histogram (graphserve_request_length,\n"
     "exported for a model with one shape dim) joins the rows: the two histograms are\n"
@@ -171,8 +174,13 @@ void PrintText(const std::string& history_path, const BatchHistogram& h, const S
 void PrintLiveHeader(const std::string& url, const LiveBatchSizes& live, std::ostream& out) {
   const RowHistogram& rows = live.rows;
   out << "metrics: " << url << ", model '" << live.model << "' version " << live.version << " ("
-      << rows.requests << " requests, " << rows.histogram.size() << " distinct sizes, largest "
+      << rows.requests << (live.rows_are_demand ? " chunks under dynamic batching" : " requests")
+      << ", " << rows.histogram.size() << " distinct sizes, largest "
       << rows.histogram.rbegin()->first << ")\n";
+  if (live.rows_are_demand) {
+    out << "note: sizes are planned from the rows queued that each chunk could have merged "
+           "(graphserve_chunk_demand_rows), not from each request's rows\n";
+  }
   if (!rows.wide_buckets.empty()) {
     int64_t approximated = 0;
     std::vector<std::string> buckets;
@@ -225,6 +233,7 @@ std::string JsonLive(const LiveBatchSizes& live, const Selection& selection) {
   return absl::StrCat(
       ",\"model\":", JsonString(live.model), ",\"version\":", JsonString(live.version),
       ",\"requests\":", live.rows.requests, ",\"approximated_requests\":", approximated,
+      ",\"rows_from\":", live.rows_are_demand ? "\"chunk_demand\"" : "\"requests\"",
       ",\"current_sizes\":", selection.current.has_value() ? JsonSizes(*selection.current) : "null",
       ",\"current_expected_padded_rows\":",
       selection.current.has_value() ? FormatRows(selection.current->expected_padded_rows) : "null");
@@ -455,9 +464,9 @@ int SelectGridFromMetrics(const SelectFlags& flags, std::ostream& out, std::ostr
       return absl::StrCat("[", absl::StrJoin(values, ","), "]");
     };
     out << "{" << JsonGrid(*selection) << ",\"model\":" << JsonString(live->model)
-        << ",\"version\":" << JsonString(live->version)
-        << ",\"requests\":" << live->rows.requests << ",\"current_sizes\":"
-        << (current_known ? list(current.sizes) : "null")
+        << ",\"version\":" << JsonString(live->version) << ",\"requests\":" << live->rows.requests
+        << ",\"rows_from\":" << (live->rows_are_demand ? "\"chunk_demand\"" : "\"requests\"")
+        << ",\"current_sizes\":" << (current_known ? list(current.sizes) : "null")
         << ",\"current_buckets\":" << (current_known ? list(current.buckets) : "null")
         << ",\"current_expected_padded_positions\":"
         << (current_known ? FormatRows(current.expected_padded_positions) : "null");

@@ -279,7 +279,8 @@ TEST_F(SelectFromMetricsPage, PrintsJson) {
             "{\"sizes\":[3,20,128],\"expected_padded_rows\":2.714285714,"
             "\"pow2_sizes\":[32,64,128],\"pow2_expected_padded_rows\":26,"
             "\"model\":\"mlp\",\"version\":\"1\",\"requests\":14,\"approximated_requests\":1,"
-            "\"current_sizes\":[1,4,16,64],\"current_expected_padded_rows\":4.714285714}\n");
+            "\"rows_from\":\"requests\",\"current_sizes\":[1,4,16,64],\"current_expected_padded_"
+            "rows\":4.714285714}\n");
   EXPECT_EQ(r.err, "");
 }
 

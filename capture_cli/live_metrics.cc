@@ -57,23 +57,23 @@ absl::StatusOr<HistogramBuckets> BucketsOfHistogram(const std::vector<MetricSamp
   return histograms;
 }
 
-// The request lengths of `model` version `version`, when the page has them.
-absl::StatusOr<std::optional<RowHistogram>> LiveLengths(const std::vector<MetricSample>& samples,
-                                                        const std::string& model,
-                                                        const std::string& version) {
-  ASSIGN_OR_RETURN(const HistogramBuckets histograms,
-                   BucketsOfHistogram(samples, kRequestLengthBucketSample));
+// Histogram `metric` (its bucket samples named `bucket_sample`) of `model`
+// version `version`, when the page has it.
+absl::StatusOr<std::optional<RowHistogram>> OptionalHistogram(
+    const std::vector<MetricSample>& samples, const char* metric, const char* bucket_sample,
+    const std::string& model, const std::string& version) {
+  ASSIGN_OR_RETURN(const HistogramBuckets histograms, BucketsOfHistogram(samples, bucket_sample));
   const auto found = histograms.find(model);
   if (found == histograms.end()) return std::nullopt;
   const auto buckets = found->second.find(version);
   if (buckets == found->second.end()) return std::nullopt;
-  absl::StatusOr<RowHistogram> lengths = RowHistogramFromBuckets(buckets->second);
-  if (!lengths.ok()) {
-    return absl::Status(lengths.status().code(),
-                        absl::StrCat(kRequestLengthMetric, " of model ", Quoted(model),
-                                     " version ", version, ": ", lengths.status().message()));
+  absl::StatusOr<RowHistogram> histogram = RowHistogramFromBuckets(buckets->second);
+  if (!histogram.ok()) {
+    return absl::Status(histogram.status().code(),
+                        absl::StrCat(metric, " of model ", Quoted(model), " version ", version,
+                                     ": ", histogram.status().message()));
   }
-  return *std::move(lengths);
+  return *std::move(histogram);
 }
 
 }  // namespace
@@ -121,7 +121,15 @@ absl::StatusOr<LiveBatchSizes> ReadLiveBatchSizes(const std::vector<MetricSample
                                                            chosen, ": ", rows.status().message()));
   }
   live.rows = *std::move(rows);
-  ASSIGN_OR_RETURN(live.lengths, LiveLengths(samples, model, chosen));
+  ASSIGN_OR_RETURN(std::optional<RowHistogram> demand,
+                   OptionalHistogram(samples, kChunkDemandRowsMetric, kChunkDemandRowsBucketSample,
+                                     model, chosen));
+  if (demand.has_value() && demand->requests > 0) {
+    live.rows = *std::move(demand);
+    live.rows_are_demand = true;
+  }
+  ASSIGN_OR_RETURN(live.lengths, OptionalHistogram(samples, kRequestLengthMetric,
+                                                   kRequestLengthBucketSample, model, chosen));
   std::set<int64_t> sizes, extents;
   for (const MetricSample& sample : samples) {
     if (sample.name != kGraphLaunchesMetric) continue;

@@ -3,7 +3,7 @@
 // Prometheus /metrics page (server/metrics.h): the input of
 // `graphserve-capture select --from-metrics`.
 //
-// Two families matter, per model and version:
+// These families matter, per model and version:
 //   graphserve_request_rows_bucket{model,version,le}  the rows of each request
 //       answered OK since the version was (re)loaded, as a cumulative
 //       histogram: one bucket per row count up to 64, then powers of two, then
@@ -14,7 +14,11 @@
 //       for a model with shape buckets its `bucket` labels the buckets;
 //   graphserve_request_length_bucket{model,version,le}  for a model with
 //       one shape dim (a sequence length), the length of each request
-//       answered OK, as a cumulative histogram.
+//       answered OK, as a cumulative histogram;
+//   graphserve_chunk_demand_rows_bucket{model,version,le}  for a model
+//       under dynamic batching, the rows queued each chunk could have
+//       merged, which stands for the requests' rows when it has samples
+//       (Note [Demand rows] in server/model_counters.h).
 
 #include <cstdint>
 #include <optional>
@@ -32,8 +36,13 @@ namespace graphserve {
 struct LiveBatchSizes {
   std::string model;
   std::string version;
-  // From graphserve_request_rows; its `requests` may be 0.
+  // The rows sizes are planned from: graphserve_chunk_demand_rows when it
+  // has samples (a model under dynamic batching: the rows each chunk could
+  // have merged, Note [Demand rows] in server/model_counters.h), else
+  // graphserve_request_rows; its `requests` may be 0.
   RowHistogram rows;
+  // Whether `rows` is the chunks' demand rather than the requests' rows.
+  bool rows_are_demand = false;
   // From graphserve_graph_launches_total's batch_size labels, ascending;
   // empty when the page has none for this version.
   std::vector<int64_t> captured_sizes;

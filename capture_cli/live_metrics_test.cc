@@ -107,6 +107,32 @@ TEST(ReadLiveBatchSizes, ReadsTheLengthsAndBucketsOfAModelWithASequence) {
   EXPECT_TRUE(mlp->captured_buckets.empty());
 }
 
+// Note [Demand rows]: a model under dynamic batching has its chunks' demand
+// histogram; with samples it stands for the requests' rows, empty it does
+// not (a model without dynamic batching exports it empty).
+TEST(ReadLiveBatchSizes, ChunkDemandRowsStandForTheRequestsRowsWhenTheyHaveSamples) {
+  std::vector<MetricSample> samples = ServerSamples();
+  const auto add_demand = [&](const std::string& version, const std::vector<int64_t>& chunks) {
+    for (const CumulativeBucket& bucket : CumulativeBucketsOf(ServerRowBounds(8), chunks)) {
+      const std::string le =
+          std::isinf(bucket.upper_bound) ? "+Inf" : absl::StrCat(bucket.upper_bound);
+      samples.push_back({"graphserve_chunk_demand_rows_bucket",
+                         {{"model", "mlp"}, {"version", version}, {"le", le}},
+                         bucket.cumulative_count});
+    }
+  };
+  add_demand("2", {8, 8, 6});
+  add_demand("1", {});
+  absl::StatusOr<LiveBatchSizes> live = ReadLiveBatchSizes(samples, "mlp", "2");
+  ASSERT_TRUE(live.ok()) << live.status();
+  EXPECT_TRUE(live->rows_are_demand);
+  EXPECT_THAT(live->rows.histogram, ElementsAre(Pair(6, 1), Pair(8, 2)));
+  live = ReadLiveBatchSizes(samples, "mlp", "1");
+  ASSERT_TRUE(live.ok()) << live.status();
+  EXPECT_FALSE(live->rows_are_demand);
+  EXPECT_THAT(live->rows.histogram, ElementsAre(Pair(1, 2)));
+}
+
 TEST(ReadLiveBatchSizes, VersionsCompareAsNumbers) {
   std::vector<MetricSample> samples;
   for (const char* version : {"9", "10"}) {

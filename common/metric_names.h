@@ -16,6 +16,12 @@ inline constexpr char kRequestRowsBucketSample[] = "graphserve_request_rows_buck
 inline constexpr char kRequestLengthMetric[] = "graphserve_request_length";
 inline constexpr char kRequestLengthBucketSample[] = "graphserve_request_length_bucket";
 
+// Histogram of the rows queued that each chunk formed under dynamic batching
+// could have merged (Note [Demand rows] in server/model_counters.h): what
+// sizes are chosen from for a model that batches dynamically.
+inline constexpr char kChunkDemandRowsMetric[] = "graphserve_chunk_demand_rows";
+inline constexpr char kChunkDemandRowsBucketSample[] = "graphserve_chunk_demand_rows_bucket";
+
 // Counter of chunks launched per captured batch size and stream slot.
 inline constexpr char kGraphLaunchesMetric[] = "graphserve_graph_launches_total";
 

@@ -104,6 +104,11 @@ void AddGraphServeFamilies(const std::vector<ModelMetrics>& models,
                     "Rows (batch size) of each successful request: the live batch-size histogram",
                     MetricType::Histogram,
                     {}};
+  MetricFamily demand{kChunkDemandRowsMetric,
+                      "Rows queued that each chunk formed under dynamic batching could have "
+                      "merged: the live batch-size histogram when it has samples",
+                      MetricType::Histogram,
+                      {}};
   MetricFamily length{kRequestLengthMetric,
                       "Extent of each successful request along the model's one shape dim (e.g. "
                       "its sequence length): the live length histogram buckets are chosen from",
@@ -131,6 +136,7 @@ void AddGraphServeFamilies(const std::vector<ModelMetrics>& models,
                        {}};
   for (const ModelMetrics& model : models) {
     rows.metric.push_back(HistogramSample(model.statistics, model.request_rows));
+    demand.metric.push_back(HistogramSample(model.statistics, model.chunk_demand_rows));
     if (model.request_length.has_value()) {
       length.metric.push_back(HistogramSample(model.statistics, *model.request_length));
     }
@@ -160,6 +166,7 @@ void AddGraphServeFamilies(const std::vector<ModelMetrics>& models,
     }
   }
   families.push_back(std::move(rows));
+  families.push_back(std::move(demand));
   families.push_back(std::move(length));
   families.push_back(std::move(duration));
   families.push_back(
@@ -192,6 +199,13 @@ void AddGraphServeFamilies(const std::vector<ModelMetrics>& models,
 }
 
 }  // namespace
+
+const ModelCounters::Histogram& PlannedRows(const ModelCounters::Histogram& request_rows,
+                                            const ModelCounters::Histogram& chunk_demand_rows) {
+  const bool demand = !chunk_demand_rows.cumulative_counts.empty() &&
+                      chunk_demand_rows.cumulative_counts.back() > 0;
+  return demand ? chunk_demand_rows : request_rows;
+}
 
 // `histogram` as `select --from-metrics` reads it from the text, so the
 // optimal gauges are what select would choose (Note [Re-capture signal]).
@@ -341,6 +355,7 @@ std::vector<ModelMetrics> ReadMetrics(const ModelRegistry& registry) {
     const ModelCounters& counters = state.model->counters();
     model.failures = counters.FailuresByReason();
     model.request_rows = counters.RequestRows();
+    model.chunk_demand_rows = counters.ChunkDemandRows();
     model.request_length = counters.RequestLength();
     model.request_duration_us = counters.RequestDurationUs();
     model.padded_rows = counters.padded_rows();
@@ -348,8 +363,10 @@ std::vector<ModelMetrics> ReadMetrics(const ModelRegistry& registry) {
     if (!counters.buckets().front().empty()) model.padded_positions = counters.padded_positions();
     model.split_requests = counters.split_requests();
     model.merged_executions = counters.merged_executions();
-    absl::StatusOr<PaddingSignal> padding = ExpectedPaddedRowsSignal(
-        model.request_rows, counters.batch_sizes(), counters.max_batch_size());
+    const ModelCounters::Histogram& planned_rows =
+        PlannedRows(model.request_rows, model.chunk_demand_rows);
+    absl::StatusOr<PaddingSignal> padding =
+        ExpectedPaddedRowsSignal(planned_rows, counters.batch_sizes(), counters.max_batch_size());
     if (padding.ok()) {
       model.padding = *padding;
     } else {
@@ -360,7 +377,7 @@ std::vector<ModelMetrics> ReadMetrics(const ModelRegistry& registry) {
     }
     if (model.request_length.has_value()) {
       absl::StatusOr<PaddingSignal> positions = ExpectedPaddedPositionsSignal(
-          model.request_rows, *model.request_length, counters.batch_sizes(),
+          planned_rows, *model.request_length, counters.batch_sizes(),
           OneDimExtents(counters.buckets()), counters.max_batch_size());
       if (positions.ok()) {
         model.position_padding = *positions;

@@ -133,6 +133,7 @@ ModelCounters::ModelCounters(std::vector<int64_t> batch_sizes, int64_t max_batch
       num_streams_(std::max(num_streams, 1)),
       buckets_(buckets.empty() ? std::vector<std::vector<int64_t>>{{}} : std::move(buckets)),
       request_rows_(RowBounds(max_batch_size)),
+      chunk_demand_rows_(RowBounds(max_batch_size)),
       request_duration_us_(DurationBoundsUs()),
       launches_(new std::atomic<uint64_t>[LaunchCounters()]) {
   for (size_t i = 0; i < batch_sizes_.size(); ++i) {
@@ -180,6 +181,7 @@ void ModelCounters::RecordChunk(const ChunkRun& run, const ChunkTiming& timing) 
                            std::memory_order_relaxed);
   }
   if (run.requests > 1) merged_executions_.fetch_add(1, std::memory_order_relaxed);
+  if (run.demand_rows > 0) chunk_demand_rows_.Observe(static_cast<uint64_t>(run.demand_rows));
 }
 
 void ModelCounters::RecordSuccess(int64_t rows, int64_t length, uint64_t elapsed_ns,
@@ -213,6 +215,9 @@ std::array<uint64_t, kNumFailureReasons> ModelCounters::FailuresByReason() const
 }
 
 ModelCounters::Histogram ModelCounters::RequestRows() const { return request_rows_.Read(); }
+ModelCounters::Histogram ModelCounters::ChunkDemandRows() const {
+  return chunk_demand_rows_.Read();
+}
 
 std::optional<ModelCounters::Histogram> ModelCounters::RequestLength() const {
   if (!request_length_.has_value()) return std::nullopt;

@@ -74,7 +74,22 @@ struct ChunkRun {
   size_t bucket = 0;
   int64_t launched_positions = 0;
   int64_t real_positions = 0;
+  // With dynamic batching: the rows queued the chunk could have merged
+  // (FormedChunk::demand_rows; Note [Demand rows]); 0 otherwise.
+  int64_t demand_rows = 0;
 };
+
+// Note [Demand rows]
+// ~~~~~~~~~~~~~~~~~~
+// `select --from-metrics` plans batch sizes from a histogram of rows. The
+// rows of each request are the right one when each request runs alone; under
+// dynamic batching an execution merges the requests queued when a stream
+// slot frees, so sizes planned from requests of 1-4 rows cap every merge at
+// 4. What a larger size would run is the rows queued then, which the
+// captured sizes do not bound (only max_batch_size does): each chunk formed
+// under dynamic batching records them (graphserve_chunk_demand_rows), and select and the re-capture
+// gauges plan from that histogram when it has samples, from the requests'
+// otherwise.
 
 class ModelCounters {
  public:
@@ -122,6 +137,9 @@ class ModelCounters {
   // Rows of each request answered OK: one bucket per row count up to 64,
   // then powers of two, then max_batch_size.
   [[nodiscard]] Histogram RequestRows() const;
+  // ChunkRun::demand_rows of each chunk formed under dynamic batching, in
+  // RequestRows' buckets; no samples without it (Note [Demand rows]).
+  [[nodiscard]] Histogram ChunkDemandRows() const;
   // The extent along the model's one shape dim of each request answered OK,
   // in LengthBounds' buckets; absent for a model without exactly one shape
   // dim (Note [Live length histogram]).
@@ -203,6 +221,7 @@ class ModelCounters {
   std::atomic<uint64_t> last_inference_ms_{0};
   std::vector<std::unique_ptr<SizeCounters>> size_counters_;  // by batch_sizes_ index
   AtomicHistogram request_rows_;
+  AtomicHistogram chunk_demand_rows_;
   std::optional<AtomicHistogram> request_length_;  // only with one shape dim
   AtomicHistogram request_duration_us_;
   std::atomic<uint64_t> padded_rows_{0};

@@ -146,6 +146,29 @@ TEST(ModelCountersTest, NoLengthHistogramWithoutExactlyOneShapeDim) {
   EXPECT_EQ(image.RequestRows().cumulative_counts.back(), 1u);
 }
 
+// Note [Demand rows]: each chunk formed under dynamic batching records the
+// rows it could have merged, beyond the captured sizes; chunks without it
+// record none.
+TEST(ModelCountersTest, DemandRowsOfChunksUnderDynamicBatching) {
+  ModelCounters counters({1, 2, 4}, /*max_batch_size=*/32, /*num_streams=*/1);
+  counters.RecordChunk({.batch_size = 4, .rows = 4, .requests = 3, .demand_rows = 11}, {});
+  counters.RecordChunk({.batch_size = 4, .rows = 4, .requests = 2, .demand_rows = 4}, {});
+  counters.RecordChunk({.batch_size = 2, .rows = 2}, {});  // no dynamic batching
+  const ModelCounters::Histogram demand = counters.ChunkDemandRows();
+  ASSERT_FALSE(demand.cumulative_counts.empty());
+  EXPECT_EQ(demand.cumulative_counts.back(), 2u);
+  EXPECT_EQ(demand.sum, 15u);
+  const auto at_most = [&](double bound) {
+    const size_t i = static_cast<size_t>(
+        std::find(demand.upper_bounds.begin(), demand.upper_bounds.end(), bound) -
+        demand.upper_bounds.begin());
+    return demand.cumulative_counts.at(i);
+  };
+  EXPECT_EQ(at_most(4), 1u);
+  EXPECT_EQ(at_most(11), 2u);
+  EXPECT_EQ(counters.RequestRows().cumulative_counts.back(), 0u);  // requests count apart
+}
+
 // Note [Live length histogram]: multiples of 8 up to the largest bucket
 // and every bucket's extent.
 TEST(LengthBoundsTest, MultiplesOfEightAndEveryBucketExtent) {

@@ -161,7 +161,9 @@ std::optional<FormedChunk> RequestQueue::Pop(QueueClock::time_point now,
     });
   }
   const PlannedChunk planned = planner_->FirstChunk(rows, bucket);
-  FormedChunk chunk{.batch_size = planned.batch_size, .rows = planned.rows};
+  FormedChunk chunk{.batch_size = planned.batch_size,
+                    .rows = planned.rows,
+                    .demand_rows = policy_.merge ? rows : 0};
   chunk.segments = TakeRows(planned.rows, bucket);
   return chunk;
 }

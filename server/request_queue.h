@@ -95,6 +95,11 @@ struct FormedChunk {
   int64_t batch_size = 0;
   int64_t rows = 0;
   std::vector<RowSegment> segments;
+  // With merge: the rows queued that the chunk could have taken when it
+  // formed (up to the planner's largest rows), whatever the captured sizes
+  // let it take: what larger sizes would merge (Note [Demand rows] in
+  // server/model_counters.h). 0 without merge.
+  int64_t demand_rows = 0;
 };
 
 // The RPC a request came on, as far as the queue cares: when its client

@@ -74,6 +74,7 @@ TEST(RequestQueue, WithoutMergingEveryChunkHoldsOneRequest) {
   EXPECT_EQ(Segments(*first), (std::vector<Seg>{{a.get(), 0, 3}}));
   EXPECT_EQ(second->batch_size, 16);
   EXPECT_EQ(Segments(*second), (std::vector<Seg>{{b.get(), 0, 5}}));
+  EXPECT_EQ(first->demand_rows, 0);  // Note [Demand rows]: only merging chunks say
 }
 
 TEST(RequestQueue, MergingRunsQueuedRequestsAsOneChunk) {
@@ -102,6 +103,10 @@ TEST(RequestQueue, AMergedRequestMayStraddleTwoChunks) {
   EXPECT_EQ(Segments(*first), (std::vector<Seg>{{a.get(), 0, 3}, {b.get(), 0, 1}}));
   EXPECT_EQ(second->rows, 2);
   EXPECT_EQ(Segments(*second), (std::vector<Seg>{{b.get(), 1, 2}}));
+  // Note [Demand rows]: the first chunk could have merged all 6 queued rows
+  // had a size that large been captured; the second, the 2 left.
+  EXPECT_EQ(first->demand_rows, 6);
+  EXPECT_EQ(second->demand_rows, 2);
 }
 
 // Note [Chunks of one bucket]: a merged chunk takes rows of its oldest

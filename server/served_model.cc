@@ -625,7 +625,10 @@ absl::StatusOr<ExecutorFactory> CalibrationExecutors(const inference::ModelConfi
 // `buckets` (none for a model without shape dims).
 ChunkRun CountedRun(int slot, const FormedChunk& chunk, size_t bucket,
                     const std::vector<std::vector<int64_t>>& buckets) {
-  ChunkRun run{.stream = slot, .batch_size = chunk.batch_size, .rows = chunk.rows};
+  ChunkRun run{.stream = slot,
+               .batch_size = chunk.batch_size,
+               .rows = chunk.rows,
+               .demand_rows = chunk.demand_rows};
   // A request's rows in a chunk are one segment (RequestQueue::TakeRows), or
   // at least adjacent ones: count the changes of request along the chunk.
   run.requests = chunk.segments.empty() ? 0 : 1;

@@ -5,16 +5,17 @@
 // them through model control, and the server then serves the new sizes with
 // the host executor's answers.
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
-#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <tuple>
 #include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -95,8 +96,15 @@ std::unique_ptr<InferenceServer> StartServer(const std::string& repository,
 
 class SelectFromMetrics : public ::testing::Test {
  protected:
-  void Start(ModelControlMode control) {
-    repository_ = WriteRepository(absl::StrCat("select_from_metrics_", static_cast<int>(control)));
+  // `dynamic_batching`: mlp's config gets one, whose free slots wait up to
+  // 300 ms for more rows.
+  void Start(ModelControlMode control, bool dynamic_batching = false) {
+    repository_ = WriteRepository(absl::StrCat("select_from_metrics_", static_cast<int>(control),
+                                               dynamic_batching ? "_batching" : ""));
+    if (dynamic_batching) {
+      std::ofstream(std::filesystem::path(repository_) / "mlp" / "config.pbtxt", std::ios::app)
+          << "dynamic_batching { max_queue_delay_microseconds: 300000 }\n";
+    }
     server_ = StartServer(repository_, control);
     ASSERT_NE(server_, nullptr);
     absl::StatusOr<std::unique_ptr<InferenceClient>> client =
@@ -166,7 +174,8 @@ TEST_F(SelectFromMetrics, ChoosesFromLiveTrafficAndReloadsWithTheChosenSizes) {
   EXPECT_THAT(r.out, HasSubstr("{\"sizes\":[3,7,20],\"expected_padded_rows\":0.9230769231,"
                                "\"pow2_sizes\":[8,16,32],\"pow2_expected_padded_rows\":5.846153846,"
                                "\"model\":\"mlp\",\"version\":\"1\",\"requests\":13,"
-                               "\"approximated_requests\":0,\"current_sizes\":[1,4,16,64],"
+                               "\"approximated_requests\":0,\"rows_from\":\"requests\","
+                               "\"current_sizes\":[1,4,16,64],"
                                "\"current_expected_padded_rows\":5.076923077,"))
       << r.out;
   EXPECT_THAT(r.out, HasSubstr(absl::StrCat("\"reload\":{\"address\":\"", GrpcAddress(),
@@ -190,6 +199,30 @@ TEST_F(SelectFromMetrics, ChoosesFromLiveTrafficAndReloadsWithTheChosenSizes) {
   ASSERT_EQ(again.code, 0) << again.err;
   EXPECT_THAT(again.out, HasSubstr("(2 requests, 2 distinct sizes, largest 45)")) << again.out;
   EXPECT_THAT(again.out, HasSubstr("current sizes: 3, 7, 20\n")) << again.out;
+}
+
+// Note [Demand rows]: under dynamic batching sizes are planned from what
+// chunks could merge, not from each request's rows. Eight requests of one
+// row sent at once wait together in the queue (the slot waits 300 ms for a
+// fuller batch): sizes planned from the requests would be {1}, from the
+// chunks' demand they reach the rows merged.
+TEST_F(SelectFromMetrics, UnderDynamicBatchingPlansFromWhatChunksCouldMerge) {
+  Start(ModelControlMode::kExplicit, /*dynamic_batching=*/true);
+  std::vector<std::thread> clients;
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    clients.emplace_back([this, seed] { ExpectServes(1, seed); });
+  }
+  for (std::thread& client : clients) client.join();
+  const CommandResult r = RunCapture(
+      {"select", "--from-metrics", MetricsUrl(), "--model", "mlp", "--num-sizes", "2", "--json"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("\"rows_from\":\"chunk_demand\"")) << r.out;
+  EXPECT_THAT(r.out, ::testing::Not(HasSubstr("\"sizes\":[1],"))) << r.out;
+  const CommandResult text =
+      RunCapture({"select", "--from-metrics", MetricsUrl(), "--model", "mlp", "--num-sizes", "2"});
+  ASSERT_EQ(text.code, 0) << text.err;
+  EXPECT_THAT(text.out, HasSubstr("chunks under dynamic batching")) << text.out;
+  EXPECT_THAT(text.out, HasSubstr("graphserve_chunk_demand_rows")) << text.out;
 }
 
 TEST_F(SelectFromMetrics, TextOutputSaysWhatWasReloadedAndHowLongItTook) {
@@ -350,9 +383,11 @@ TEST_F(SelectGridFromMetrics, ChoosesSizesAndBucketsFromLiveTrafficAndReloadsWit
   EXPECT_THAT(r.out, HasSubstr("{\"sizes\":[1,2],\"buckets\":[8,24],"
                                "\"expected_padded_positions\":0,"))
       << r.out;
-  EXPECT_THAT(r.out, HasSubstr("\"model\":\"masked\",\"version\":\"1\",\"requests\":10,"
-                               "\"current_sizes\":[1,4,8],\"current_buckets\":[8,32],"
-                               "\"current_expected_padded_positions\":13.6"))
+  EXPECT_THAT(
+      r.out,
+      HasSubstr("\"model\":\"masked\",\"version\":\"1\",\"requests\":10,"
+                "\"rows_from\":\"requests\",\"current_sizes\":[1,4,8],\"current_buckets\":[8,32],"
+                "\"current_expected_padded_positions\":13.6"))
       << r.out;
   EXPECT_THAT(r.out, HasSubstr(absl::StrCat("\"reload\":{\"address\":\"", GrpcAddress(),
                                             "\",\"reloaded\":true,\"previous_sizes\":[1,4,8],"
