@@ -62,6 +62,8 @@ MERGED_ROWS = (1, 3)  # sent together: one chunk of 4 holding both
 QUEUED_TIMEOUT_US = 1_000_000  # the timeout of the priority-2 requests
 QUEUE_SUCCESSES = 1 + len(MERGED_ROWS)
 QUEUE_EXECUTIONS = 2 + 1  # the split request's chunks, the merged chunk
+# What each of those chunks could have merged (Note [Demand rows]).
+QUEUE_DEMAND_ROWS = [SPLIT_ROWS, SPLIT_ROWS - 4, sum(MERGED_ROWS)]
 QUEUE_REJECTED = 2  # one refused by the full queue, one timed out in it
 
 SERVER_BINARY = MAKE_REPOSITORY = None
@@ -215,9 +217,9 @@ def best_padded_rows(requests, count):
                for n in range(count) for others in itertools.combinations(range(1, top), n))
 
 
-def bucket(family, name, le):
+def bucket(family, name, le, model="mlp"):
     """The cumulative count of `family`'s bucket with upper bound `le`."""
-    matches = [s.value for s in mlp_samples(family, name) if float(s.labels["le"]) == le]
+    matches = [s.value for s in mlp_samples(family, name, model) if float(s.labels["le"]) == le]
     assert len(matches) == 1, f"{family.name} {name} le={le}: {matches}"
     return matches[0]
 
@@ -287,13 +289,30 @@ class MetricsTest(unittest.TestCase):
         self.assertAlmostEqual(value(gauge, sizes="optimal"),
                                best_padded_rows(ROWS, len(MLP_SIZES)))
         self.assertGreater(value(gauge, sizes="current"), 0)  # 3 rows pad to 4, 7 to 16
-        # mlp_queue: its largest size (4) is below its largest request (8),
-        # so its current sizes split what the optimal ones would pad.
-        queue_rows = [SPLIT_ROWS, *MERGED_ROWS]
+        # mlp_queue batches dynamically: its gauges plan from what its chunks
+        # could merge (Note [Demand rows]), not from its requests' rows.
+        queue_rows = QUEUE_DEMAND_ROWS
         self.assertAlmostEqual(value(gauge, model=QUEUE_MODEL, sizes="current"),
                                padded_rows(queue_rows, QUEUE_SIZES))
         self.assertAlmostEqual(value(gauge, model=QUEUE_MODEL, sizes="optimal"),
                                best_padded_rows(queue_rows, len(QUEUE_SIZES)))
+
+    def test_chunk_demand_rows_under_dynamic_batching(self):
+        """graphserve_chunk_demand_rows: for mlp_queue, the rows each chunk
+        could have merged (8 queued for the split request's first chunk, its
+        4 left for the second, 1 + 3 for the merged one); none for mlp,
+        which does not batch dynamically."""
+        demand = self.families["graphserve_chunk_demand_rows"]
+        self.assertEqual(demand.type, "histogram")
+        name = "graphserve_chunk_demand_rows_bucket"
+        self.assertEqual(bucket(demand, name, 3, model=QUEUE_MODEL), 0)
+        self.assertEqual(bucket(demand, name, 4, model=QUEUE_MODEL), 2)
+        self.assertEqual(bucket(demand, name, 8, model=QUEUE_MODEL), 3)
+        self.assertEqual(value(demand, "graphserve_chunk_demand_rows_count", model=QUEUE_MODEL),
+                         len(QUEUE_DEMAND_ROWS))
+        self.assertEqual(value(demand, "graphserve_chunk_demand_rows_sum", model=QUEUE_MODEL),
+                         sum(QUEUE_DEMAND_ROWS))
+        self.assertEqual(value(demand, "graphserve_chunk_demand_rows_count"), 0)
 
     def test_rows_histogram_is_the_request_sizes(self):
         rows = self.families["graphserve_request_rows"]
