@@ -34,7 +34,8 @@ Issue 29's evidence, one run on one machine (gpu_check.sh BUNDLE buckets):
     live by `graphserve-capture select --from-metrics --max-graphs 30
     --reload` (its live rows and length histograms) while the traffic goes
     on: the grids before and after, failures (none expected: no downtime),
-    and answers on both sides against float64;
+    and answers on both sides against float64 (part reselect_demand: the same
+    with select's --plan-rows chunk-demand, sizes from what chunks could merge);
   * part shm: BERT served by graphserve, asked by graphserve-client at
     lengths between buckets with its tensors in the request, in system
     shared memory and in CUDA shared memory (placed and padded by the
@@ -555,15 +556,16 @@ def shared_memory_rows(args, bert, bert_path, text_io):
     return result
 
 
-def live_reselect(args, bert, bert_path, text_io):
+def live_reselect(args, bert, bert_path, text_io, plan_rows="requests"):
     """Part reselect: select --from-metrics --max-graphs --reload on a live
-    graphserve serving BERT, under traffic."""
+    graphserve serving BERT, under traffic, planned from `plan_rows`
+    (select's --plan-rows: requests, or chunk-demand)."""
     import urllib.request
-    root = os.path.join(args.work, "repo_reselect")
+    root = os.path.join(args.work, f"repo_reselect_{plan_rows}")
     write_repo(root, "bert", bert_path,
                config_text("bert", *text_io, [[b] for b in GRID], SIZES, 2, ["sequence"]))
     http_port, grpc_port, metrics_port = 8100, 8101, 8102
-    log_path = os.path.join(args.work, "reselect_server.log")
+    log_path = os.path.join(args.work, f"reselect_{plan_rows}_server.log")
     server = start_graphserve(args, root, "bert", (http_port, grpc_port, metrics_port), log_path)
     result = {}
     try:
@@ -576,7 +578,8 @@ def live_reselect(args, bert, bert_path, text_io):
         time.sleep(15)
         select = [os.path.join(args.bin, "graphserve-capture"), "select", "--from-metrics",
                   f"http://127.0.0.1:{metrics_port}/metrics", "--model", "bert",
-                  "--max-graphs", "30", "--reload", f"127.0.0.1:{grpc_port}"]
+                  "--max-graphs", "30", "--plan-rows", plan_rows, "--reload",
+                  f"127.0.0.1:{grpc_port}"]
         log("$", " ".join(select))
         with traffic.lock:
             traffic.phase = "during"
@@ -724,6 +727,9 @@ def main():
         save()
     if "reselect" in parts:
         report["reselect"] = live_reselect(args, bert, bert_path, text_io)
+        save()
+    if "reselect_demand" in parts:
+        report["reselect_demand"] = live_reselect(args, bert, bert_path, text_io, "chunk-demand")
         save()
     if "shm" in parts:
         report["shm"] = shared_memory_rows(args, bert, bert_path, text_io)

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # gpu_check.sh BUNDLE buckets: bench/bucket_serving.py on the bundle's
 # core_bench. BUCKET_PARTS (comma-separated: bert, pad512, streams4, eager,
-# gpt2, vision, grid8x8, per_length, prepared, history, reselect, shm, fine_grid,
-# planner_costs) narrows it when time is short (history, reselect, shm, fine_grid
-# and planner_costs are not in the default set);
+# gpt2, vision, grid8x8, per_length, prepared, history, reselect, reselect_demand,
+# shm, fine_grid, planner_costs) narrows it when time is short (history,
+# reselect, reselect_demand, shm, fine_grid and planner_costs are not in the
+# default set);
 # BUCKET_E2E=all runs the whole end-to-end suite on CUDA first, not only its
 # shape tests.
 #

@@ -65,10 +65,13 @@ constexpr char kSelectUsage[] =
     "are powers of two, so each such request is counted at its bucket's upper bound\n"
     "and the padding shown for it is approximate (the output says how many requests\n"
     "that concerns). The sizes the model serves now (graphserve_graph_launches_total's\n"
-    "batch_size labels) are compared too. A model under dynamic batching merges the\n"
-    "requests queued when a stream frees, so its sizes are planned from what its chunks\n"
-    "could have merged instead (graphserve_chunk_demand_rows, when it has samples): sizes\n"
-    "from requests of 1-4 rows would cap every merge at 4.\n"
+    "batch_size labels) are compared too.\n"
+    "--plan-rows chunk-demand plans from what the chunks of a model under dynamic\n"
+    "batching could have merged (graphserve_chunk_demand_rows) instead of each request's\n"
+    "rows: sizes from requests of 1-4 rows cap every merge at 4. Larger merges pay where\n"
+    "a launch costs more than its rows; a model with shape buckets pads a merged chunk\n"
+    "to its longest request, which the plan does not price (Note [Demand rows] in\n"
+    "server/model_counters.h says what was measured): measure both.\n"
     "\n"
     "With --max-graphs, the model's live length histogram (graphserve_request_length,\n"
     "exported for a model with one shape dim) joins the rows: the two histograms are\n"
@@ -115,6 +118,10 @@ struct SelectFlags {
   int64_t max_graphs = 0;  // > 0: sizes and buckets together
   int64_t max_batch_size = 0;
   bool json = false;
+  // With --from-metrics: "requests" plans from each request's rows,
+  // "chunk-demand" from what each chunk could have merged (Note [Demand
+  // rows] in server/model_counters.h).
+  std::string plan_rows = "requests";
 };
 
 // The usage error of `flags`, or "" when they are fine.
@@ -124,6 +131,13 @@ std::string SelectFlagsError(const SelectFlags& flags) {
     return "select: give exactly one of --history and --from-metrics (see --help)";
   }
   if (from_metrics && flags.model.empty()) return "select: --from-metrics needs --model NAME";
+  if (flags.plan_rows != "requests" && flags.plan_rows != "chunk-demand") {
+    return absl::StrCat("select: --plan-rows is requests or chunk-demand, got '",
+                        flags.plan_rows.substr(0, 32), "'");
+  }
+  if (!from_metrics && flags.plan_rows != "requests") {
+    return "select: --plan-rows chunk-demand goes with --from-metrics";
+  }
   if (!from_metrics &&
       (!flags.model.empty() || !flags.model_version.empty() || !flags.reload_address.empty())) {
     return "select: --model, --model-version and --reload go with --from-metrics";
@@ -386,6 +400,17 @@ absl::StatusOr<LiveBatchSizes> ReadLiveTraffic(const SelectFlags& flags) {
         "at ",
         flags.metrics_url, " is empty): send it traffic first, or use --history"));
   }
+  if (flags.plan_rows == "chunk-demand") {
+    if (!live.chunk_demand.has_value() || live.chunk_demand->requests == 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "model '", live.model, "' version ", live.version,
+          " has no graphserve_chunk_demand_rows samples at ", flags.metrics_url,
+          ": it does not batch dynamically (no dynamic_batching in its config), or no chunk has "
+          "run since it was loaded; --plan-rows chunk-demand needs them"));
+    }
+    live.rows = *live.chunk_demand;
+    live.rows_are_demand = true;
+  }
   return live;
 }
 
@@ -501,6 +526,9 @@ int RunSelect(const std::vector<std::string>& args, std::ostream& out, std::ostr
   command_line.AddInt("max-batch-size", &flags.max_batch_size,
                       "Largest batch a graph may hold, >= 1; 0 means no limit beyond the "
                       "largest request seen.");
+  command_line.AddString("plan-rows", &flags.plan_rows,
+                         "With --from-metrics: requests (each request's rows) or chunk-demand "
+                         "(what each chunk under dynamic batching could have merged; see above).");
   command_line.AddBool("json", &flags.json,
                        "Print one JSON object: {\"sizes\":[...],\"expected_padded_rows\":x,"
                        "\"pow2_sizes\":[...],\"pow2_expected_padded_rows\":y}; with "

@@ -116,6 +116,15 @@ TEST_F(SelectGridTest, ErrorsNameTheFlagOrTheLine) {
   r = RunCapture({"select", "--history", path_, "--max-graphs", "5000"});
   EXPECT_EQ(r.code, 2);
   EXPECT_TRUE(absl::StrContains(r.err, "--max-graphs must be in [1, 4096]")) << r.err;
+  r = RunCapture({"select", "--history", path_, "--max-graphs", "4", "--plan-rows", "chunks"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(absl::StrContains(r.err, "--plan-rows is requests or chunk-demand, got 'chunks'"))
+      << r.err;
+  r = RunCapture(
+      {"select", "--history", path_, "--max-graphs", "4", "--plan-rows", "chunk-demand"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_TRUE(absl::StrContains(r.err, "--plan-rows chunk-demand goes with --from-metrics"))
+      << r.err;
   // A batch-size history has no lengths.
   const std::string sizes_only = absl::StrCat(::testing::TempDir(), "/sizes_only.txt");
   std::ofstream(sizes_only) << "1,90\n8\n";

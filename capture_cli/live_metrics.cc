@@ -121,13 +121,9 @@ absl::StatusOr<LiveBatchSizes> ReadLiveBatchSizes(const std::vector<MetricSample
                                                            chosen, ": ", rows.status().message()));
   }
   live.rows = *std::move(rows);
-  ASSIGN_OR_RETURN(std::optional<RowHistogram> demand,
+  ASSIGN_OR_RETURN(live.chunk_demand,
                    OptionalHistogram(samples, kChunkDemandRowsMetric, kChunkDemandRowsBucketSample,
                                      model, chosen));
-  if (demand.has_value() && demand->requests > 0) {
-    live.rows = *std::move(demand);
-    live.rows_are_demand = true;
-  }
   ASSIGN_OR_RETURN(live.lengths, OptionalHistogram(samples, kRequestLengthMetric,
                                                    kRequestLengthBucketSample, model, chosen));
   std::set<int64_t> sizes, extents;

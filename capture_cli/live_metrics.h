@@ -17,8 +17,9 @@
 //       answered OK, as a cumulative histogram;
 //   graphserve_chunk_demand_rows_bucket{model,version,le}  for a model
 //       under dynamic batching, the rows queued each chunk could have
-//       merged, which stands for the requests' rows when it has samples
-//       (Note [Demand rows] in server/model_counters.h).
+//       merged, which `select --plan-rows chunk-demand` plans from instead
+//       of the requests' rows (Note [Demand rows] in
+//       server/model_counters.h).
 
 #include <cstdint>
 #include <optional>
@@ -36,12 +37,15 @@ namespace graphserve {
 struct LiveBatchSizes {
   std::string model;
   std::string version;
-  // The rows sizes are planned from: graphserve_chunk_demand_rows when it
-  // has samples (a model under dynamic batching: the rows each chunk could
-  // have merged, Note [Demand rows] in server/model_counters.h), else
-  // graphserve_request_rows; its `requests` may be 0.
+  // From graphserve_request_rows; its `requests` may be 0.
   RowHistogram rows;
-  // Whether `rows` is the chunks' demand rather than the requests' rows.
+  // From graphserve_chunk_demand_rows (a model under dynamic batching: the
+  // rows each chunk could have merged, Note [Demand rows] in
+  // server/model_counters.h); nullopt when the page has none for this
+  // version, its `requests` 0 when no chunk merged under it.
+  std::optional<RowHistogram> chunk_demand;
+  // Whether `rows` holds chunk_demand's histogram instead (select's
+  // --plan-rows chunk-demand puts it there).
   bool rows_are_demand = false;
   // From graphserve_graph_launches_total's batch_size labels, ascending;
   // empty when the page has none for this version.

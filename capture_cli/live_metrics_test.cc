@@ -108,9 +108,9 @@ TEST(ReadLiveBatchSizes, ReadsTheLengthsAndBucketsOfAModelWithASequence) {
 }
 
 // Note [Demand rows]: a model under dynamic batching has its chunks' demand
-// histogram; with samples it stands for the requests' rows, empty it does
-// not (a model without dynamic batching exports it empty).
-TEST(ReadLiveBatchSizes, ChunkDemandRowsStandForTheRequestsRowsWhenTheyHaveSamples) {
+// histogram, read beside the requests' rows (a model without dynamic
+// batching exports it empty).
+TEST(ReadLiveBatchSizes, ReadsTheChunksDemandBesideTheRequestsRows) {
   std::vector<MetricSample> samples = ServerSamples();
   const auto add_demand = [&](const std::string& version, const std::vector<int64_t>& chunks) {
     for (const CumulativeBucket& bucket : CumulativeBucketsOf(ServerRowBounds(8), chunks)) {
@@ -125,12 +125,17 @@ TEST(ReadLiveBatchSizes, ChunkDemandRowsStandForTheRequestsRowsWhenTheyHaveSampl
   add_demand("1", {});
   absl::StatusOr<LiveBatchSizes> live = ReadLiveBatchSizes(samples, "mlp", "2");
   ASSERT_TRUE(live.ok()) << live.status();
-  EXPECT_TRUE(live->rows_are_demand);
-  EXPECT_THAT(live->rows.histogram, ElementsAre(Pair(6, 1), Pair(8, 2)));
+  ASSERT_TRUE(live->chunk_demand.has_value());
+  EXPECT_THAT(live->chunk_demand->histogram, ElementsAre(Pair(6, 1), Pair(8, 2)));
+  EXPECT_THAT(live->rows.histogram, ElementsAre(Pair(3, 2), Pair(7, 1)));  // the requests'
+  EXPECT_FALSE(live->rows_are_demand);
   live = ReadLiveBatchSizes(samples, "mlp", "1");
   ASSERT_TRUE(live.ok()) << live.status();
-  EXPECT_FALSE(live->rows_are_demand);
-  EXPECT_THAT(live->rows.histogram, ElementsAre(Pair(1, 2)));
+  ASSERT_TRUE(live->chunk_demand.has_value());
+  EXPECT_EQ(live->chunk_demand->requests, 0);
+  live = ReadLiveBatchSizes(samples, "dlrm_dense", "1");
+  ASSERT_TRUE(live.ok()) << live.status();
+  EXPECT_FALSE(live->chunk_demand.has_value());
 }
 
 TEST(ReadLiveBatchSizes, VersionsCompareAsNumbers) {

@@ -106,7 +106,7 @@ void AddGraphServeFamilies(const std::vector<ModelMetrics>& models,
                     {}};
   MetricFamily demand{kChunkDemandRowsMetric,
                       "Rows queued that each chunk formed under dynamic batching could have "
-                      "merged: the live batch-size histogram when it has samples",
+                      "merged (select --plan-rows chunk-demand plans from it)",
                       MetricType::Histogram,
                       {}};
   MetricFamily length{kRequestLengthMetric,
@@ -199,13 +199,6 @@ void AddGraphServeFamilies(const std::vector<ModelMetrics>& models,
 }
 
 }  // namespace
-
-const ModelCounters::Histogram& PlannedRows(const ModelCounters::Histogram& request_rows,
-                                            const ModelCounters::Histogram& chunk_demand_rows) {
-  const bool demand = !chunk_demand_rows.cumulative_counts.empty() &&
-                      chunk_demand_rows.cumulative_counts.back() > 0;
-  return demand ? chunk_demand_rows : request_rows;
-}
 
 // `histogram` as `select --from-metrics` reads it from the text, so the
 // optimal gauges are what select would choose (Note [Re-capture signal]).
@@ -363,10 +356,8 @@ std::vector<ModelMetrics> ReadMetrics(const ModelRegistry& registry) {
     if (!counters.buckets().front().empty()) model.padded_positions = counters.padded_positions();
     model.split_requests = counters.split_requests();
     model.merged_executions = counters.merged_executions();
-    const ModelCounters::Histogram& planned_rows =
-        PlannedRows(model.request_rows, model.chunk_demand_rows);
-    absl::StatusOr<PaddingSignal> padding =
-        ExpectedPaddedRowsSignal(planned_rows, counters.batch_sizes(), counters.max_batch_size());
+    absl::StatusOr<PaddingSignal> padding = ExpectedPaddedRowsSignal(
+        model.request_rows, counters.batch_sizes(), counters.max_batch_size());
     if (padding.ok()) {
       model.padding = *padding;
     } else {
@@ -377,7 +368,7 @@ std::vector<ModelMetrics> ReadMetrics(const ModelRegistry& registry) {
     }
     if (model.request_length.has_value()) {
       absl::StatusOr<PaddingSignal> positions = ExpectedPaddedPositionsSignal(
-          planned_rows, *model.request_length, counters.batch_sizes(),
+          model.request_rows, *model.request_length, counters.batch_sizes(),
           OneDimExtents(counters.buckets()), counters.max_batch_size());
       if (positions.ok()) {
         model.position_padding = *positions;

@@ -22,7 +22,7 @@
 //   graphserve_request_rows (histogram: rows of each request, the live
 //   batch-size histogram sizes are chosen from), graphserve_chunk_demand_rows
 //   (histogram: under dynamic batching, the rows queued each chunk could have
-//   merged, which sizes are chosen from when it has samples; Note [Demand
+//   merged, which select --plan-rows chunk-demand plans from; Note [Demand
 //   rows] in server/model_counters.h), graphserve_request_length
 //   (histogram, only for a model with one shape dim: each request's extent
 //   along it, e.g. its sequence length, the live length histogram buckets
@@ -77,19 +77,12 @@ absl::StatusOr<PaddingSignal> ExpectedPaddedPositionsSignal(
     int64_t max_batch_size);
 
 // The re-capture signal of a model version from its rows histogram
-// (PlannedRows: demand or requests), its captured sizes (non-empty) and its
+// (ModelCounters::RequestRows), its captured sizes (non-empty) and its
 // max_batch_size; both 0 before any request. Errors only for a histogram
 // ModelCounters does not make (RowHistogramFromBuckets' errors).
 absl::StatusOr<PaddingSignal> ExpectedPaddedRowsSignal(const ModelCounters::Histogram& rows,
                                                        const std::vector<int64_t>& captured_sizes,
                                                        int64_t max_batch_size);
-
-// The rows histogram sizes are planned from (what select --from-metrics
-// reads too): the chunks' demand rows when there are any (dynamic
-// batching), the requests' rows otherwise (Note [Demand rows] in
-// server/model_counters.h).
-const ModelCounters::Histogram& PlannedRows(const ModelCounters::Histogram& request_rows,
-                                            const ModelCounters::Histogram& chunk_demand_rows);
 
 // What one model version contributes to a scrape.
 struct ModelMetrics {
@@ -168,10 +161,8 @@ class MetricsEndpoint {
 // when the captured sizes' largest is below the largest request, since the
 // cost function counts the extra launches of a split request as free and
 // ChooseBatchSizes always takes the largest request as its top size. Both
-// assume each planned batch runs on its own, as the cost function does: a
-// request, or under dynamic batching the rows a chunk could merge (the
-// graphserve_chunk_demand_rows histogram, when it has samples: Note [Demand
-// rows] in server/model_counters.h), so the padding launched
+// assume each request runs on its own, as the cost function does; under
+// dynamic batching chunks hold merged requests, so the padding launched
 // (graphserve_padded_rows_total) may differ from both.
 //
 // A model with one shape dim (a sequence length) pads positions too, and

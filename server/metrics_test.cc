@@ -292,38 +292,27 @@ TEST(MetricsTest, ExpectedPaddedRowsOfCurrentAndOptimalSizes) {
 }
 
 // Note [Demand rows]: under dynamic batching the chunks' demand is exported
-// beside the requests' rows, and sizes are planned from it: requests of one
-// row merged into chunks that could have taken 8 want a size of 8.
-TEST(MetricsTest, ChunkDemandRowsArePlannedFromWhenTheyHaveSamples) {
+// beside the requests' rows, empty before any chunk.
+TEST(MetricsTest, ChunkDemandRowsHistogram) {
   ModelCounters counters({1, 2}, /*max_batch_size=*/8, /*num_streams=*/1);
-  for (int i = 0; i < 8; ++i) counters.RecordSuccess(1, /*length=*/0, 1, 0, {});
   ModelMetrics mlp;
   mlp.statistics.set_name("mlp");
   mlp.statistics.set_version("1");
-  mlp.request_rows = counters.RequestRows();
   mlp.chunk_demand_rows = counters.ChunkDemandRows();
-  // No chunk yet: the requests' rows are planned from.
-  EXPECT_EQ(&PlannedRows(mlp.request_rows, mlp.chunk_demand_rows), &mlp.request_rows);
   EXPECT_THAT(MetricsText({mlp}),
               HasSubstr("graphserve_chunk_demand_rows_count{model=\"mlp\",version=\"1\"} 0\n"));
-
   for (int i = 0; i < 4; ++i) {
     counters.RecordChunk({.batch_size = 2, .rows = 2, .requests = 2, .demand_rows = 8}, {});
   }
   mlp.chunk_demand_rows = counters.ChunkDemandRows();
-  EXPECT_EQ(&PlannedRows(mlp.request_rows, mlp.chunk_demand_rows), &mlp.chunk_demand_rows);
   const std::string text = MetricsText({mlp});
   EXPECT_THAT(text, HasSubstr("# TYPE graphserve_chunk_demand_rows histogram\n"));
   EXPECT_THAT(text, HasSubstr("graphserve_chunk_demand_rows_bucket{model=\"mlp\",version=\"1\","
+                              "le=\"7\"} 0\n"));
+  EXPECT_THAT(text, HasSubstr("graphserve_chunk_demand_rows_bucket{model=\"mlp\",version=\"1\","
                               "le=\"8\"} 4\n"));
-  // The captured (1, 2) pad nothing for requests of 1 row; against the
-  // demand, 8 rows run as 2 + 2 + 2 + 2 with nothing padded either, and the
-  // best two sizes are (1, 8) or any with 8: no padding, so both are 0 here.
-  absl::StatusOr<PaddingSignal> signal =
-      ExpectedPaddedRowsSignal(PlannedRows(mlp.request_rows, mlp.chunk_demand_rows),
-                               counters.batch_sizes(), counters.max_batch_size());
-  ASSERT_TRUE(signal.ok()) << signal.status();
-  EXPECT_EQ(signal->optimal, 0.0);
+  EXPECT_THAT(text,
+              HasSubstr("graphserve_chunk_demand_rows_sum{model=\"mlp\",version=\"1\"} 32\n"));
 }
 
 TEST(MetricsTest, ExpectedPaddedRowsBeforeAnyRequestAreZero) {

@@ -87,9 +87,15 @@ struct ChunkRun {
 // slot frees, so sizes planned from requests of 1-4 rows cap every merge at
 // 4. What a larger size would run is the rows queued then, which the
 // captured sizes do not bound (only max_batch_size does): each chunk formed
-// under dynamic batching records them (graphserve_chunk_demand_rows), and select and the re-capture
-// gauges plan from that histogram when it has samples, from the requests'
-// otherwise.
+// under dynamic batching records them (graphserve_chunk_demand_rows), and
+// `select --from-metrics --plan-rows chunk-demand` plans from them.
+//
+// It is not the default, and the re-capture gauges stay with the requests'
+// rows, because the plan prices padded rows, not time: a merged chunk of a
+// model with shape buckets runs at its longest request's bucket, which the
+// plan does not see, and a merge pays only where a launch costs more than
+// its rows. bench/results/2026-12-01_11fe960_chunk_demand_h200 re-chose
+// BERT live both ways under the same traffic.
 
 class ModelCounters {
  public:

@@ -289,9 +289,11 @@ class MetricsTest(unittest.TestCase):
         self.assertAlmostEqual(value(gauge, sizes="optimal"),
                                best_padded_rows(ROWS, len(MLP_SIZES)))
         self.assertGreater(value(gauge, sizes="current"), 0)  # 3 rows pad to 4, 7 to 16
-        # mlp_queue batches dynamically: its gauges plan from what its chunks
-        # could merge (Note [Demand rows]), not from its requests' rows.
-        queue_rows = QUEUE_DEMAND_ROWS
+        # mlp_queue: its largest size (4) is below its largest request (8),
+        # so its current sizes split what the optimal ones would pad. The
+        # gauges plan from the requests' rows under dynamic batching too
+        # (Note [Demand rows]).
+        queue_rows = [SPLIT_ROWS, *MERGED_ROWS]
         self.assertAlmostEqual(value(gauge, model=QUEUE_MODEL, sizes="current"),
                                padded_rows(queue_rows, QUEUE_SIZES))
         self.assertAlmostEqual(value(gauge, model=QUEUE_MODEL, sizes="optimal"),

@@ -201,28 +201,45 @@ TEST_F(SelectFromMetrics, ChoosesFromLiveTrafficAndReloadsWithTheChosenSizes) {
   EXPECT_THAT(again.out, HasSubstr("current sizes: 3, 7, 20\n")) << again.out;
 }
 
-// Note [Demand rows]: under dynamic batching sizes are planned from what
-// chunks could merge, not from each request's rows. Eight requests of one
-// row sent at once wait together in the queue (the slot waits 300 ms for a
-// fuller batch): sizes planned from the requests would be {1}, from the
+// Note [Demand rows]: under dynamic batching --plan-rows chunk-demand plans
+// from what chunks could merge, not from each request's rows. Eight requests
+// of one row sent at once wait together in the queue (the slot waits 300 ms
+// for a fuller batch): sizes planned from the requests are {1}, from the
 // chunks' demand they reach the rows merged.
-TEST_F(SelectFromMetrics, UnderDynamicBatchingPlansFromWhatChunksCouldMerge) {
+TEST_F(SelectFromMetrics, PlanRowsChunkDemandPlansFromWhatChunksCouldMerge) {
   Start(ModelControlMode::kExplicit, /*dynamic_batching=*/true);
   std::vector<std::thread> clients;
   for (uint64_t seed = 1; seed <= 8; ++seed) {
     clients.emplace_back([this, seed] { ExpectServes(1, seed); });
   }
   for (std::thread& client : clients) client.join();
-  const CommandResult r = RunCapture(
+  const CommandResult requests = RunCapture(
       {"select", "--from-metrics", MetricsUrl(), "--model", "mlp", "--num-sizes", "2", "--json"});
+  ASSERT_EQ(requests.code, 0) << requests.err;
+  EXPECT_THAT(requests.out, HasSubstr("{\"sizes\":[1],")) << requests.out;
+  EXPECT_THAT(requests.out, HasSubstr("\"rows_from\":\"requests\"")) << requests.out;
+  const CommandResult r = RunCapture({"select", "--from-metrics", MetricsUrl(), "--model", "mlp",
+                                      "--num-sizes", "2", "--plan-rows", "chunk-demand", "--json"});
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("\"rows_from\":\"chunk_demand\"")) << r.out;
   EXPECT_THAT(r.out, ::testing::Not(HasSubstr("\"sizes\":[1],"))) << r.out;
-  const CommandResult text =
-      RunCapture({"select", "--from-metrics", MetricsUrl(), "--model", "mlp", "--num-sizes", "2"});
+  const CommandResult text = RunCapture({"select", "--from-metrics", MetricsUrl(), "--model", "mlp",
+                                         "--num-sizes", "2", "--plan-rows", "chunk-demand"});
   ASSERT_EQ(text.code, 0) << text.err;
   EXPECT_THAT(text.out, HasSubstr("chunks under dynamic batching")) << text.out;
   EXPECT_THAT(text.out, HasSubstr("graphserve_chunk_demand_rows")) << text.out;
+}
+
+// --plan-rows chunk-demand of a model without dynamic batching: no demand
+// to plan from, said so.
+TEST_F(SelectFromMetrics, PlanRowsChunkDemandNeedsDynamicBatching) {
+  Start(ModelControlMode::kExplicit);
+  ExpectServes(2, 1);
+  const CommandResult r = RunCapture({"select", "--from-metrics", MetricsUrl(), "--model", "mlp",
+                                      "--num-sizes", "2", "--plan-rows", "chunk-demand"});
+  EXPECT_NE(r.code, 0);
+  EXPECT_THAT(r.err, HasSubstr("no graphserve_chunk_demand_rows samples")) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("does not batch dynamically")) << r.err;
 }
 
 TEST_F(SelectFromMetrics, TextOutputSaysWhatWasReloadedAndHowLongItTook) {
