@@ -94,8 +94,10 @@ struct ChunkRun {
 // rows, because the plan prices padded rows, not time: a merged chunk of a
 // model with shape buckets runs at its longest request's bucket, which the
 // plan does not see, and a merge pays only where a launch costs more than
-// its rows. bench/results/2026-12-01_11fe960_chunk_demand_h200 re-chose
-// BERT live both ways under the same traffic.
+// its rows. On the GPU machine BERT served to 8 HTTP clients of 1-4 rows
+// was re-chosen live both ways in one run: planned from the requests (sizes
+// 1-4) it served 0.96x the requests/s of before the reload, planned from the
+// demand (sizes 4-21) 0.76x (bench/results/2026-12-01_11fe960_chunk_demand_h200).
 
 class ModelCounters {
  public:
