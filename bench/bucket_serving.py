@@ -471,6 +471,13 @@ def start_graphserve(args, root, model, ports, log_path):
     return server
 
 
+def stop_graphserve(server, result):
+    """Stops a start_graphserve process; its exit status into `result`."""
+    server.terminate()
+    server.wait(timeout=60)
+    result["server_exit"] = server.returncode
+
+
 def shared_memory_rows(args, bert, bert_path, text_io):
     """Part shm: BERT served by a graphserve process at the 5-bucket grid,
     asked by graphserve-client at lengths no bucket has exactly, its tensors
@@ -550,9 +557,7 @@ def shared_memory_rows(args, bert, bert_path, text_io):
         result["worst_error"] = max(errors)
         log("  shm ->", {k: v for k, v in result.items() if k != "runs"})
     finally:
-        server.terminate()
-        server.wait(timeout=60)
-        result["server_exit"] = server.returncode
+        stop_graphserve(server, result)
     return result
 
 
@@ -614,9 +619,7 @@ def live_reselect(args, bert, bert_path, text_io, plan_rows="requests"):
         result["check"] = {"checked": checked, "max_error": worst}
         log("  reselect ->", {k: v for k, v in result.items() if k != "select"})
     finally:
-        server.terminate()
-        server.wait(timeout=60)
-        result["server_exit"] = server.returncode
+        stop_graphserve(server, result)
     return result
 
 
