@@ -3,12 +3,16 @@
 //   pipeline  the ensemble replayed as one CUDA graph (Note [Ensembles as one
 //             graph] in server/ensemble_scheduler.h);
 //   steps     the same ensemble run step by step (capture.graphs_disabled on
-//             the ensemble): two requests, the tensor through the host;
+//             the ensemble): two requests, the tensor between them in the
+//             ensemble's device buffer (Note [Ensemble tensors on the
+//             device]);
+//   host      step by step with capture.host_step_tensors: the tensor
+//             through the host, as Triton passes it;
 //   calls     the two models called one after the other, as a client
 //             without ensembles would (in process: no network in any mode).
 // Prints per batch size the median and mean latency of each, the ratios, and
-// the pipeline's largest relative error against the calls; --out writes them
-// as JSON.
+// the pipeline's and the steps' relative errors against the calls; --out
+// writes them as JSON.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -63,10 +67,13 @@ absl::StatusOr<std::shared_ptr<ServedModel>> LoadModel(const std::filesystem::pa
   return std::shared_ptr<ServedModel>(std::move(model));
 }
 
+// How the ensemble runs.
+enum class Mode { kPipeline, kSteps, kHostSteps };
+
 // The ensemble IMAGE -> preprocess -> PIXELS -> cnn -> SCORES over the two
 // models' one input and first output.
 inference::ModelConfig EnsembleConfig(const ServedModel& preprocess, const ServedModel& cnn,
-                                      bool pipeline) {
+                                      Mode mode) {
   inference::ModelConfig config;
   config.set_name("pipeline");
   config.set_platform("ensemble");
@@ -75,7 +82,8 @@ inference::ModelConfig EnsembleConfig(const ServedModel& preprocess, const Serve
   config.mutable_input(0)->set_name("IMAGE");
   *config.add_output() = cnn.config().output(0);
   config.mutable_output(0)->set_name("SCORES");
-  config.mutable_capture()->set_graphs_disabled(!pipeline);
+  config.mutable_capture()->set_graphs_disabled(mode != Mode::kPipeline);
+  config.mutable_capture()->set_host_step_tensors(mode == Mode::kHostSteps);
   auto* first = config.mutable_ensemble_scheduling()->add_step();
   first->set_model_name("preprocess");
   first->set_model_version(-1);
@@ -197,15 +205,16 @@ absl::Status Main(int argc, char** argv) {
       -> absl::StatusOr<std::shared_ptr<ServedModel>> {
     return name == "preprocess" ? preprocess : cnn;
   };
-  std::unique_ptr<ServedModel> ensembles[2];
-  for (bool pipeline : {true, false}) {
+  std::unique_ptr<ServedModel> ensembles[3];
+  const char* const mode_names[3] = {"pipeline", "steps", "host"};
+  for (Mode mode : {Mode::kPipeline, Mode::kSteps, Mode::kHostSteps}) {
+    const int m = static_cast<int>(mode);
     RepositoryModel entry;
     entry.name = "pipeline";
-    entry.config = EnsembleConfig(*preprocess, *cnn, pipeline);
-    ASSIGN_OR_RETURN(ensembles[pipeline ? 0 : 1],
+    entry.config = EnsembleConfig(*preprocess, *cnn, mode);
+    ASSIGN_OR_RETURN(ensembles[m],
                      LoadEnsemble(entry, {.version = 1, .model_path = ""}, lookup, find));
-    std::printf("%s ensemble: %s\n", pipeline ? "pipeline" : "steps",
-                ensembles[pipeline ? 0 : 1]->summary().executor.c_str());
+    std::printf("%s ensemble: %s\n", mode_names[m], ensembles[m]->summary().executor.c_str());
   }
   if (ensembles[0]->summary().executor.find("one CUDA graph") == std::string::npos) {
     return absl::FailedPreconditionError("the ensemble was not built as one CUDA graph");
@@ -217,8 +226,10 @@ absl::Status Main(int argc, char** argv) {
   ASSIGN_OR_RETURN(const DType scores_dtype, DTypeFromConfig(scores.data_type()));
   const Dims score_dims(scores.dims().begin(), scores.dims().end());
   std::string json = "{\"rows\": [";
-  std::printf("| batch | pipeline p50 us | steps p50 us | calls p50 us | pipeline / calls | "
-              "pipeline / steps | rel err vs calls |\n|---|---|---|---|---|---|---|\n");
+  std::printf(
+      "| batch | pipeline p50 us | steps p50 us | host steps p50 us | calls p50 us | "
+      "pipeline / calls | pipeline / steps | steps / host steps | rel err vs calls "
+      "(pipeline, steps) |\n|---|---|---|---|---|---|---|---|---|\n");
   for (int64_t rows : sizes) {
     Dims dims = {rows};
     dims.insert(dims.end(), image.dims().begin(), image.dims().end());
@@ -230,6 +241,7 @@ absl::Status Main(int argc, char** argv) {
         Request("preprocess", image.name(), image, rows, bytes);
     inference::ModelInferResponse piped;
     inference::ModelInferResponse stepped;
+    inference::ModelInferResponse host_stepped;
     inference::ModelInferResponse called;
     auto calls = [&]() -> absl::Status {
       inference::ModelInferResponse pixels;
@@ -245,21 +257,31 @@ absl::Status Main(int argc, char** argv) {
     ASSIGN_OR_RETURN(const Timing steps_time, Time(warmup, iters, [&] {
                        return Call(*ensembles[1], to_ensemble, &stepped);
                      }));
+    ASSIGN_OR_RETURN(const Timing host_steps_time, Time(warmup, iters, [&] {
+                       return Call(*ensembles[2], to_ensemble, &host_stepped);
+                     }));
     ASSIGN_OR_RETURN(const Timing calls_time, Time(warmup, iters, calls));
-    const double error = RelativeErrorOf(piped.raw_output_contents(0),
-                                         called.raw_output_contents(0), scores_dtype, rows,
-                                         score_dims);
-    std::printf("| %ld | %.1f | %.1f | %.1f | %.2fx | %.2fx | %.1e |\n", static_cast<long>(rows),
-                pipeline_time.p50_us, steps_time.p50_us, calls_time.p50_us,
-                pipeline_time.p50_us / calls_time.p50_us,
-                pipeline_time.p50_us / steps_time.p50_us, error);
+    const auto error_of = [&](const inference::ModelInferResponse& response) {
+      return RelativeErrorOf(response.raw_output_contents(0), called.raw_output_contents(0),
+                             scores_dtype, rows, score_dims);
+    };
+    const double error = error_of(piped);
+    const double steps_error = std::max(error_of(stepped), error_of(host_stepped));
+    std::printf("| %ld | %.1f | %.1f | %.1f | %.1f | %.2fx | %.2fx | %.2fx | %.1e, %.1e |\n",
+                static_cast<long>(rows), pipeline_time.p50_us, steps_time.p50_us,
+                host_steps_time.p50_us, calls_time.p50_us, pipeline_time.p50_us / calls_time.p50_us,
+                pipeline_time.p50_us / steps_time.p50_us,
+                steps_time.p50_us / host_steps_time.p50_us, error, steps_error);
     absl::StrAppend(
         &json, rows == sizes.front() ? "" : ", ",
         absl::StrFormat("{\"batch\": %d, \"pipeline_p50_us\": %.2f, \"pipeline_mean_us\": %.2f, "
-                        "\"steps_p50_us\": %.2f, \"steps_mean_us\": %.2f, \"calls_p50_us\": %.2f, "
-                        "\"calls_mean_us\": %.2f, \"rel_err_vs_calls\": %.3e}",
+                        "\"steps_p50_us\": %.2f, \"steps_mean_us\": %.2f, "
+                        "\"host_steps_p50_us\": %.2f, \"host_steps_mean_us\": %.2f, "
+                        "\"calls_p50_us\": %.2f, \"calls_mean_us\": %.2f, "
+                        "\"rel_err_vs_calls\": %.3e, \"steps_rel_err_vs_calls\": %.3e}",
                         rows, pipeline_time.p50_us, pipeline_time.mean_us, steps_time.p50_us,
-                        steps_time.mean_us, calls_time.p50_us, calls_time.mean_us, error));
+                        steps_time.mean_us, host_steps_time.p50_us, host_steps_time.mean_us,
+                        calls_time.p50_us, calls_time.mean_us, error, steps_error));
   }
   absl::StrAppend(&json, "], \"pipeline\": \"",
                   ensembles[0]->summary().executor, "\"}\n");

@@ -25,6 +25,7 @@
 #include "runtime/bind.h"
 #include "runtime/host/host_executor.h"
 #include "runtime/onnx_import.h"
+#include "server/device_tensor_pool.h"
 #include "server/ensemble_scheduler.h"
 #include "server/served_model.h"
 
@@ -104,12 +105,13 @@ class EnsemblePipelineTest : public ::testing::Test {
     ASSERT_NE(ensemble_, nullptr);
   }
 
-  // The ensemble over the fixture's models, loaded as the server loads it
-  // under --gpu-wait `gpu_wait`; null (and a failure) when it fails.
-  std::unique_ptr<ServedModel> LoadScored(GpuWait gpu_wait) {
+  // The ensemble over the fixture's models, its config `capture` section
+  // (if any) added, loaded as the server loads it under --gpu-wait
+  // `gpu_wait`; null (and a failure) when it fails.
+  std::unique_ptr<ServedModel> LoadScored(GpuWait gpu_wait, const std::string& capture = "") {
     RepositoryModel entry;
     entry.name = "scored";
-    entry.config = Parse(kEnsemble);
+    entry.config = Parse(absl::StrCat(kEnsemble, capture));
     absl::StatusOr<std::unique_ptr<ServedModel>> ensemble = LoadEnsemble(
         entry, {.version = 1, .model_path = ""},
         [this](const inference::ModelEnsembling::Step& step)
@@ -252,6 +254,68 @@ TEST_F(EnsemblePipelineTest, ConcurrentRequestsToTheEnsembleAndItsStepAreRight) 
   }
   for (std::thread& thread : threads) thread.join();
   EXPECT_EQ(wrong.load(), 0);
+}
+
+// Note [Ensemble tensors on the device]: step by step, NORMALIZED passes
+// from one model to the next in the ensemble's device buffer, alone and
+// beside the MLP's own clients, whose rows merge with the ensemble's.
+TEST_F(EnsemblePipelineTest, StepByStepTheTensorBetweenStepsStaysOnTheDevice) {
+  ensemble_ = LoadScored(GpuWait::kAuto, "capture { graphs_disabled: true }");
+  ASSERT_NE(ensemble_, nullptr);
+  EXPECT_THAT(ensemble_->summary().executor,
+              HasSubstr("step by step, tensors between steps on the device"));
+  for (int64_t rows : {1, 3, 8}) ExpectRight(rows, 70 + rows);
+  constexpr int kThreads = 6;
+  std::vector<std::thread> threads;
+  std::atomic<int> wrong{0};
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      const bool direct = t % 3 == 2;
+      for (int r = 0; r < 20; ++r) {
+        const int64_t rows = 1 + (t + r) % 8;
+        const HostTensor x = RandomTensor(DType::kFloat32, {rows, 512}, 2000 * t + r);
+        absl::StatusOr<HostTensor> got = Infer(x, direct ? models_["mlp"].get() : nullptr);
+        const HostTensor want =
+            direct ? OnHost(MakeMlpModel(), x)
+                   : OnHost(MakeMlpModel(), OnHost(MakeFeatureNormalizeModel(), x));
+        if (!got.ok() || !(RelativeError(*got, want) < kTolerance)) ++wrong;
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(wrong.load(), 0);
+}
+
+TEST_F(EnsemblePipelineTest, HostStepTensorsSendsTheTensorThroughTheHost) {
+  ensemble_ =
+      LoadScored(GpuWait::kAuto, "capture { graphs_disabled: true host_step_tensors: true }");
+  ASSERT_NE(ensemble_, nullptr);
+  EXPECT_THAT(ensemble_->summary().executor,
+              HasSubstr("step by step, tensors between steps through the host"));
+  for (int64_t rows : {1, 5}) ExpectRight(rows, 80 + rows);
+}
+
+// The pool hands a buffer out again, of the smallest capacity that holds
+// the bytes, and refuses past its limits.
+TEST_F(EnsemblePipelineTest, DeviceTensorPoolReusesBuffersWithinItsLimits) {
+  DeviceTensorPool pool("test", {.max_buffers = 2, .max_bytes = 1 << 20});
+  std::optional<DeviceTensorPool::Buffer> first = pool.Take(0, 5000);
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->capacity, 8192u);
+  absl::StatusOr<SharedMemorySlice> slice = pool.registry()->Slice(first->region, 0, 5000);
+  ASSERT_TRUE(slice.ok()) << slice.status();
+  EXPECT_EQ(slice.value().region->kind(), RegionKind::kCuda);
+  const std::string region = first->region;
+  pool.Give(*std::move(first));
+  std::optional<DeviceTensorPool::Buffer> again = pool.Take(0, 6000);
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(again->region, region);
+  EXPECT_FALSE(pool.Take(0, 2 << 20).has_value());  // past max_bytes
+  std::optional<DeviceTensorPool::Buffer> second = pool.Take(0, 100);
+  ASSERT_TRUE(second.has_value());
+  EXPECT_EQ(second->capacity, 4096u);
+  EXPECT_FALSE(pool.Take(0, 100).has_value());  // past max_buffers
+  EXPECT_EQ(pool.buffers(), 2);
 }
 
 TEST_F(EnsemblePipelineTest, AReloadedStepEndsThePipeline) {

@@ -46,7 +46,11 @@ constexpr double kPipelineCheckTolerance = 1e-3;
 struct StepTensor {
   std::string datatype;
   std::vector<int64_t> shape;  // the full shape, batch first when batching
-  std::string bytes;
+  std::string bytes;           // on the host
+  // Or on the device, its first device_bytes bytes (Note [Ensemble tensors
+  // on the device]).
+  std::optional<DeviceTensorPool::Buffer> device;
+  uint64_t device_bytes = 0;
 };
 
 // One step of one request: what it sent and got back.
@@ -133,7 +137,8 @@ absl::StatusOr<std::unique_ptr<ServedModel>> LoadEnsemble(const RepositoryModel&
   auto counters = std::make_unique<ModelCounters>(StatisticsSizes(max_rows), max_rows, 1);
   auto scheduler = std::make_unique<EnsembleScheduler>(
       interface, absl::StrCat(version.version), std::move(plan), std::move(find), counters.get(),
-      /*sleeping_pipeline_wait=*/gpu_wait == GpuWait::kBlock);
+      EnsembleSchedulerOptions{.sleeping_pipeline_wait = gpu_wait == GpuWait::kBlock,
+                               .device_step_tensors = !config.capture().host_step_tensors()});
   // Note [Ensembles as one graph]; capture.graphs_disabled turns it off, as
   // it turns a model's graphs off.
   const absl::Status built = config.capture().graphs_disabled()
@@ -150,18 +155,45 @@ absl::StatusOr<std::unique_ptr<ServedModel>> LoadEnsemble(const RepositoryModel&
 }
 
 EnsembleScheduler::EnsembleScheduler(ModelInterface interface, std::string version_text,
-                                     EnsemblePlan plan, ModelFinder find,
-                                     ModelCounters* counters, bool sleeping_pipeline_wait)
+                                     EnsemblePlan plan, ModelFinder find, ModelCounters* counters,
+                                     EnsembleSchedulerOptions options)
     : interface_(std::move(interface)),
       version_text_(std::move(version_text)),
       plan_(std::move(plan)),
       dependents_(plan_.steps.size()),
       find_(std::move(find)),
       counters_(counters),
-      sleeping_pipeline_wait_(sleeping_pipeline_wait) {
+      sleeping_pipeline_wait_(options.sleeping_pipeline_wait),
+      device_tensors_(options.device_step_tensors ? std::make_unique<DeviceTensorPool>(absl::StrCat(
+                                                        "graphserve/ensemble/", interface_.name))
+                                                  : nullptr) {
   for (size_t step = 0; step < plan_.steps.size(); ++step) {
     for (size_t before : plan_.steps[step].after) dependents_[before].push_back(step);
   }
+}
+
+std::optional<DeviceTensorPool::Buffer> EnsembleScheduler::DeviceBufferFor(
+    const ServedModel& model, const std::string& model_output, const std::string& tensor,
+    int64_t rows, uint64_t* bytes) {
+  if (device_tensors_ == nullptr || !model.device_memory_gpu().has_value()) return std::nullopt;
+  // An ensemble output goes to the client, through the host.
+  for (const TensorSpec& output : interface_.outputs) {
+    if (output.name == tensor) return std::nullopt;
+  }
+  const ModelInterface& writer = model.interface();
+  const auto spec =
+      std::find_if(writer.outputs.begin(), writer.outputs.end(),
+                   [&](const TensorSpec& output) { return output.name == model_output; });
+  // Numbers of dims known before the step runs; BOOL would be checked on
+  // the host as it is read (Note [CUDA shared memory]).
+  if (spec == writer.outputs.end() || spec->wire != TensorWire::kNumbers ||
+      spec->dtype == DType::kBool ||
+      std::find(spec->dims.begin(), spec->dims.end(), -1) != spec->dims.end()) {
+    return std::nullopt;
+  }
+  *bytes = static_cast<uint64_t>(writer.batching ? rows : 1) * spec->bytes_per_row();
+  if (*bytes == 0) return std::nullopt;
+  return device_tensors_->Take(*model.device_memory_gpu(), *bytes);
 }
 
 void EnsembleScheduler::Infer(const inference::ModelInferRequest* request,
@@ -254,6 +286,14 @@ void EnsembleScheduler::StartStep(const std::shared_ptr<Request>& request, size_
   // Every step gets the ensemble request's parameters ("priority" and
   // "timeout" among them), as Triton's ensemble scheduler passes them on.
   *step_request.mutable_parameters() = request->client_request->parameters();
+  // A tensor on the device is named as a client names a CUDA region.
+  const auto in_buffer =
+      [](const DeviceTensorPool::Buffer& buffer, uint64_t bytes,
+         google::protobuf::Map<std::string, inference::InferParameter>* parameters) {
+        (*parameters)["shared_memory_region"].set_string_param(buffer.region);
+        (*parameters)["shared_memory_byte_size"].set_int64_param(static_cast<int64_t>(bytes));
+      };
+  bool on_device = false;
   {
     absl::MutexLock lock(&request->mu);
     for (const auto& [model_input, tensor_name] : plan.inputs) {
@@ -262,18 +302,35 @@ void EnsembleScheduler::StartStep(const std::shared_ptr<Request>& request, size_
       input->set_name(model_input);
       input->set_datatype(tensor.datatype);
       for (int64_t dim : tensor.shape) input->add_shape(dim);
+      if (tensor.device.has_value()) {
+        in_buffer(*tensor.device, tensor.device_bytes, input->mutable_parameters());
+        on_device = true;
+        continue;
+      }
       // A copy: other steps may read the same tensor.
       step_request.add_raw_input_contents(tensor.bytes);
     }
   }
+  const int64_t rows = request->validated.view.rows;
   for (const auto& [model_output, tensor_name] : plan.outputs) {
-    step_request.add_outputs()->set_name(model_output);
+    inference::ModelInferRequest::InferRequestedOutputTensor* output = step_request.add_outputs();
+    output->set_name(model_output);
+    uint64_t bytes = 0;
+    std::optional<DeviceTensorPool::Buffer> buffer =
+        DeviceBufferFor(*call.model, model_output, tensor_name, rows, &bytes);
+    if (!buffer.has_value()) continue;
+    in_buffer(*buffer, bytes, output->mutable_parameters());
+    on_device = true;
+    absl::MutexLock lock(&request->mu);
+    StepTensor& tensor = request->tensors[tensor_name];
+    tensor.device = *std::move(buffer);
+    tensor.device_bytes = bytes;
   }
   ServedModel& served = *call.model;
   served.Infer(
       &call.request, &call.response,
       [this, request, step](const absl::Status& status) { StepEnded(request, step, status); },
-      /*shared_memory=*/nullptr, &call.compute);
+      on_device ? device_tensors_->registry() : nullptr, &call.compute);
 }
 
 void EnsembleScheduler::StepEnded(const std::shared_ptr<Request>& request, size_t step,
@@ -299,11 +356,15 @@ void EnsembleScheduler::StepEnded(const std::shared_ptr<Request>& request, size_
       for (int k = 0; k < response.outputs_size(); ++k) {
         const auto& output = response.outputs(k);
         const std::string* mapped = MappedTensor(plan.outputs, output.name());
-        if (mapped == nullptr || k >= response.raw_output_contents_size()) continue;
+        if (mapped == nullptr) continue;
         StepTensor& tensor = request->tensors[*mapped];
+        if (!tensor.device.has_value() && k >= response.raw_output_contents_size()) continue;
         tensor.datatype = output.datatype();
         tensor.shape.assign(output.shape().begin(), output.shape().end());
-        tensor.bytes = std::move(*response.mutable_raw_output_contents(k));
+        // A tensor on the device is in its buffer already.
+        if (!tensor.device.has_value()) {
+          tensor.bytes = std::move(*response.mutable_raw_output_contents(k));
+        }
       }
       if (request->status.ok()) {
         for (size_t next : dependents_[step]) {
@@ -372,9 +433,13 @@ void EnsembleScheduler::Answer(const std::shared_ptr<Request>& request, absl::St
   } else if (request->counted) {
     counters_->RecordFailure(elapsed, FailureReason::kBackend);
   }
-  // Every step has ended: the tensors can go before the client hears back.
+  // Every step has ended: the tensors can go before the client hears back,
+  // their device buffers to the next request.
   {
     absl::MutexLock lock(&request->mu);
+    for (auto& [name, tensor] : request->tensors) {
+      if (tensor.device.has_value()) device_tensors_->Give(*std::move(tensor.device));
+    }
     request->tensors.clear();
   }
   std::function<void(const absl::Status&)> done = std::move(request->done);
@@ -639,7 +704,10 @@ void EnsembleScheduler::ComposingModelLoaded(const std::string& name) {
 
 std::string EnsembleScheduler::ExecutionText() const {
   absl::MutexLock lock(&pipeline_mu_);
-  if (pipeline_ == nullptr) return "step by step";
+  if (pipeline_ == nullptr) {
+    return device_tensors_ != nullptr ? "step by step, tensors between steps on the device"
+                                      : "step by step, tensors between steps through the host";
+  }
   return absl::StrCat("one CUDA graph at batch sizes ",
                       absl::StrJoin(pipeline_->graphs->batch_sizes(), ","), " on ",
                       pipeline_->graphs->num_slots(), " slots, GPU ", pipeline_->graphs->device(),

@@ -18,6 +18,7 @@
 #include "absl/synchronization/mutex.h"
 #include "capture/pipeline_graphs.h"
 #include "common/gpu_wait.h"
+#include "server/device_tensor_pool.h"
 #include "server/ensemble_config.h"
 #include "server/model_counters.h"
 #include "server/model_interface.h"
@@ -46,16 +47,25 @@ absl::StatusOr<std::unique_ptr<ServedModel>> LoadEnsemble(const RepositoryModel&
                                                           ModelFinder find,
                                                           GpuWait gpu_wait = GpuWait::kAuto);
 
+struct EnsembleSchedulerOptions {
+  // The pipelines it builds sleep while they replay
+  // (PipelineOptions::sleeping_wait).
+  bool sleeping_pipeline_wait = false;
+  // Tensors between steps stay on the device where they can (Note [Ensemble
+  // tensors on the device]); false: through the host (capture.
+  // host_step_tensors).
+  bool device_step_tensors = true;
+};
+
 // Runs an ensemble's requests (a ModelPipeline of a ServedModel).
 // Thread-safe.
 class EnsembleScheduler final : public ModelPipeline {
  public:
   // `interface`: the ensemble's; `counters` are its ServedModel's, which
-  // outlive the scheduler. `sleeping_pipeline_wait`: the pipelines it
-  // builds sleep while they replay (PipelineOptions::sleeping_wait).
+  // outlive the scheduler.
   EnsembleScheduler(ModelInterface interface, std::string version_text, EnsemblePlan plan,
                     ModelFinder find, ModelCounters* counters,
-                    bool sleeping_pipeline_wait = false);
+                    EnsembleSchedulerOptions options = {});
 
   // Validates the request against the ensemble's interface (Triton's
   // errors, request_validation.h), then runs every step once its inputs are
@@ -87,7 +97,7 @@ class EnsembleScheduler final : public ModelPipeline {
   // model, and the log says how the ensemble runs now.
   void ComposingModelLoaded(const std::string& name) override;
   // How requests run, for the load summary: "one CUDA graph at batch sizes
-  // 1,8 on 2 slots", or "step by step".
+  // 1,8 on 2 slots", or "step by step, tensors between steps on the device".
   [[nodiscard]] std::string ExecutionText() const;
 
   // Implementation details follow.
@@ -115,6 +125,14 @@ class EnsembleScheduler final : public ModelPipeline {
   // none running yet, and after each step ends.
   void StartReadySteps(const std::shared_ptr<Request>& request, std::vector<size_t> ready);
   void StartStep(const std::shared_ptr<Request>& request, size_t step);
+  // A device buffer for ensemble tensor `tensor`, which `model` writes as
+  // its output `model_output` for a request of `rows` rows, and its bytes;
+  // nullopt when it goes through the host (Note [Ensemble tensors on the
+  // device]).
+  std::optional<DeviceTensorPool::Buffer> DeviceBufferFor(const ServedModel& model,
+                                                          const std::string& model_output,
+                                                          const std::string& tensor, int64_t rows,
+                                                          uint64_t* bytes);
   void StepEnded(const std::shared_ptr<Request>& request, size_t step, const absl::Status& status);
   // Copies the outputs into the response and answers.
   void Finish(const std::shared_ptr<Request>& request);
@@ -128,6 +146,8 @@ class EnsembleScheduler final : public ModelPipeline {
   const ModelFinder find_;
   ModelCounters* const counters_;
   const bool sleeping_pipeline_wait_;
+  // Null when tensors between steps go through the host.
+  const std::unique_ptr<DeviceTensorPool> device_tensors_;
 
   mutable absl::Mutex pipeline_mu_;
   std::shared_ptr<const Pipeline> pipeline_ ABSL_GUARDED_BY(pipeline_mu_);
@@ -165,7 +185,8 @@ class EnsembleScheduler final : public ModelPipeline {
 // takes: its validation, queue, dynamic batching (a step merges with other
 // clients' requests to that model) and statistics apply unchanged. Step
 // tensors travel as raw_input_contents and come back as
-// raw_output_contents, moved into the request's tensor table; a step starts
+// raw_output_contents, moved into the request's tensor table, or stay on
+// the device (Note [Ensemble tensors on the device]); a step starts
 // from the completion of the last step it waits for (EnsemblePlan::after),
 // so independent steps overlap. That completion runs where the composing
 // model ends a request (a stream worker, or the thread that ran its chunk),
@@ -183,6 +204,38 @@ class EnsembleScheduler final : public ModelPipeline {
 // the first step, as Triton's is the scheduler's hand-off), and as compute
 // the sum of its steps' compute times; each composing model counts its step
 // as any request.
+//
+// Note [Ensemble tensors on the device]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// A request that runs step by step (an ensemble without its one-graph
+// pipeline, or a request the pipeline cannot take) would carry each tensor
+// between steps to the host and back: the writer's graph output copied
+// device to host, into its response, then into the reader's request and
+// host to device. Instead, a tensor one step writes and a later step reads
+// lives in a device buffer of the ensemble's own (DeviceTensorPool, server/
+// device_tensor_pool.h), which both step requests name as a client names a
+// CUDA shared-memory region: the writer's runner copies its graph's output
+// into the buffer device to device, and the reader's copies it from there
+// into its graph's input, merged with other requests' rows like any CUDA
+// region's (Note [CUDA shared memory] in server/shared_memory.h). The
+// writer's request ends when its copies have (its stream waited for), so
+// the reader, on another stream, reads whole rows.
+//
+// Where it applies: the writer is served on one GPU (ServedModel::
+// device_memory_gpu: CUDA graphs, one GPU, rows the device can place), the
+// tensor is not an ensemble output (those go to the client), and its dims
+// are fixed and its type neither BOOL nor STRING, so its bytes are known
+// before the step runs. A reader that cannot read device memory in place
+// (the host executor, another GPU, a bucketed model whose rows the host
+// pads) reads the buffer through the host at validation, as it would a
+// client's region: the answer is the same, only slower. Buffers are kept
+// and handed out again (rounded up to powers of two, per GPU), so a steady
+// load allocates nothing; past 64 buffers or 1 GiB for one ensemble, a
+// tensor goes through the host, and the log says so once. A buffer goes
+// back when the request is answered, every step having ended.
+// `capture { host_step_tensors: true }` in the ensemble's config sends every
+// tensor through the host, as Triton does (bench/ensemble_bench.cc times
+// both).
 //
 // Note [Ensembles as one graph]
 // ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~

@@ -217,6 +217,10 @@ class ServedModel {
   // the sizes, streams and costs in use.
   [[nodiscard]] const inference::ModelConfig& config() const { return config_; }
   [[nodiscard]] const ModelLoadSummary& summary() const { return summary_; }
+  // The GPU whose CUDA shared memory the model's requests may leave their
+  // tensors in, read and written in place by the device (Note [CUDA shared
+  // memory] in server/shared_memory.h); none: read through the host.
+  [[nodiscard]] std::optional<int> device_memory_gpu() const { return device_memory_gpu_; }
   void FillStatistics(inference::ModelStatistics* statistics) const;
   // Requests accepted and not yet answered (Triton's pending request count).
   [[nodiscard]] int64_t pending_requests() const { return counters_->pending(); }
