@@ -4,7 +4,8 @@ finding where a model's time goes (issue 28).
 
   kernel_profile.py torch --model bert --precision fp16 --batch 1 --out FILE.json
       PyTorch's CUDA graph of the model (as bench/model_zoo.py builds it),
-      profiled with torch.profiler over REPLAYS replays.
+      profiled with torch.profiler over REPLAYS replays; with --compile,
+      torch.compile's (mode reduce-overhead: its own CUDA graphs) instead.
   kernel_profile.py ncu CSV --out FILE.json [--last N]
       Nsight Compute's CSV (--csv --metrics gpu__time_duration.sum) of a
       runtime_bench run; the last N kernels (one replay) are kept.
@@ -46,14 +47,23 @@ def torch_profile(args):
     torch.backends.cudnn.allow_tf32 = args.precision == "tf32"
     torch.manual_seed(0)
     model = model_zoo.wrap(spec["build"]().eval(), spec["kind"]).to(dtype).cuda()
-    graph = model_zoo.capture_torch_graph(
-        model, model_zoo.make_inputs(spec["kind"], args.batch, 1, dtype))
-    graph.replay()
+    inputs = model_zoo.make_inputs(spec["kind"], args.batch, 1, dtype)
+    if args.compile:
+        compiled = torch.compile(model, mode="reduce-overhead")
+        inputs = [t.cuda() for t in inputs]
+        with torch.no_grad():
+            for _ in range(5):  # compile, record, then replay
+                compiled(*inputs)
+        run = lambda: compiled(*inputs)  # noqa: E731
+    else:
+        graph = model_zoo.capture_torch_graph(model, inputs)
+        run = graph.replay
+    run()
     torch.cuda.synchronize()
     from torch.profiler import profile, ProfilerActivity
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+    with torch.no_grad(), profile(activities=[ProfilerActivity.CUDA]) as prof:
         for _ in range(args.replays):
-            graph.replay()
+            run()
         torch.cuda.synchronize()
     events = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
     events.sort(key=lambda e: e.time_range.start)
@@ -85,6 +95,7 @@ def main():
     t.add_argument("--precision", default="fp16", choices=["fp32", "tf32", "fp16"])
     t.add_argument("--batch", type=int, default=1)
     t.add_argument("--replays", type=int, default=5)
+    t.add_argument("--compile", action="store_true")
     n = sub.add_parser("ncu")
     n.add_argument("csv")
     n.add_argument("--last", type=int, default=0)

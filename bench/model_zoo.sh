@@ -15,7 +15,9 @@
 # sets the dynamo exporter's opset; ZOO_BATCH_SIZES (default 1,3,8) the
 # batch sizes; ZOO_COMPILE_ANCHOR=1 also times torch.compile's reduce-overhead
 # mode (the stronger anchor); ZOO_AUTOCAST_ANCHOR=1 also times PyTorch's graph
-# of the float32 model under torch.autocast (the anchor for auto-config).
+# of the float32 model under torch.autocast (the anchor for auto-config);
+# ZOO_SETTLE_NORMS=1 sets BatchNorm statistics from random batches first, so a
+# CNN's activations have a trained model's scale (settle_norm_statistics).
 #
 #   bench/model_zoo.sh BIN_DIR OUT_DIR
 set -uo pipefail
@@ -30,4 +32,5 @@ if [[ -n "${ZOO_OPSET:-}" ]]; then args+=(--opset "$ZOO_OPSET"); fi
 if [[ -n "${ZOO_BATCH_SIZES:-}" ]]; then args+=(--batch-sizes "$ZOO_BATCH_SIZES"); fi
 if [[ -n "${ZOO_COMPILE_ANCHOR:-}" ]]; then args+=(--compile-anchor); fi
 if [[ -n "${ZOO_AUTOCAST_ANCHOR:-}" ]]; then args+=(--autocast-anchor); fi
+if [[ -n "${ZOO_SETTLE_NORMS:-}" ]]; then args+=(--settle-norms); fi
 python3 bench/model_zoo.py "${args[@]}"
