@@ -52,6 +52,9 @@ int main(int argc, char** argv) {
   command_line.AddBool("channels-last-convs", &options.channels_last_convs,
                        "16-bit convolutions hand each other their outputs NHWC (Note "
                        "[Channels-last convolutions] in runtime/fusion.h); false: all NCHW.");
+  command_line.AddBool("own-depthwise-convs", &options.own_depthwise_convs,
+                       "Depthwise convolutions on our own kernel (Note [Depthwise "
+                       "convolutions] in runtime/cuda/nn_kernels.cu); false: on cuDNN.");
   std::string precision;
   command_line.AddString("precision", &precision,
                          "What the model computes in, as config.pbtxt's capture.precision: "

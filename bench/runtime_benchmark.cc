@@ -173,6 +173,7 @@ absl::Status MeasureGraph(const Model& model, const std::shared_ptr<const Model>
   set_options.executor.device = options.device;
   set_options.executor.allow_tf32 = options.allow_tf32;
   set_options.executor.channels_last_convs = options.channels_last_convs;
+  set_options.executor.own_depthwise_convs = options.own_depthwise_convs;
   set_options.algorithm_choices = algorithm_choices;
   if (reference) {
     set_options.reference = PlainCudaReference(reference);
@@ -262,6 +263,7 @@ absl::Status MeasureSchedules(const Model& model, int64_t batch,
     set_options.executor.device = options.device;
     set_options.executor.allow_tf32 = options.allow_tf32;
     set_options.executor.channels_last_convs = options.channels_last_convs;
+    set_options.executor.own_depthwise_convs = options.own_depthwise_convs;
     set_options.executor.schedule.max_lanes = options.max_lanes;
     set_options.algorithm_choices = algorithm_choices;
     ASSIGN_OR_RETURN(const std::optional<SchedulePolicy> request, ParseScheduleRequest(name));
@@ -328,6 +330,7 @@ absl::StatusOr<RuntimeBenchRecord> RunBatchSize(const Model& model,
   executor_options.device = options.device;
   executor_options.allow_tf32 = options.allow_tf32;
   executor_options.channels_last_convs = options.channels_last_convs;
+  executor_options.own_depthwise_convs = options.own_depthwise_convs;
   ExecutionResources resources;
   // The arena and I/O buffers are this executor's own, freed with it before
   // the next batch size; the weights are uploaded once for all sizes. Every

@@ -48,6 +48,7 @@ struct RuntimeBenchOptions {
   // Passed to CudaExecutorOptions.
   bool allow_tf32 = false;
   bool channels_last_convs = true;
+  bool own_depthwise_convs = true;
   int device = 0;
   // Schedule policies to capture and time side by side, each a record's
   // `schedules` entry: single, wavefront, asap, auto. Only {"single"}

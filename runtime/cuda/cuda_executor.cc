@@ -239,7 +239,8 @@ class PlanBuilder {
                              std::move(workspace),
                              plan_.options.allow_tf32,
                              plan_.resources.algorithm_choices,
-                             plan_.options.autotune_gemms};
+                             plan_.options.autotune_gemms,
+                             plan_.options.own_depthwise_convs};
   }
 
   absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeKernel(

@@ -51,6 +51,10 @@ struct CudaExecutorOptions {
   // 16-bit convolutions hand each other their outputs channels last (Note
   // [Channels-last convolutions] in runtime/fusion.h).
   bool channels_last_convs = true;
+  // Depthwise convolutions on our own kernel, their epilogue fused, where it
+  // runs them (Note [Depthwise convolutions] in runtime/cuda/nn_kernels.cu);
+  // false: on cuDNN, as every other convolution.
+  bool own_depthwise_convs = true;
   // Time cuBLASLt's proposed algorithms for each GEMM, and cuDNN's for each
   // convolution, at plan time and keep the fastest (CudaOpKernel::Autotune).
   // Plans then differ in rounding only between runs whose timings differ.

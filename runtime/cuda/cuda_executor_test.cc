@@ -627,9 +627,12 @@ TEST_P(CudaExecutorCnnTest, MatchesHostExecutorFusedAndUnfused) {
   inputs.push_back(RandomInput({batch, 3, 13, 11}, rng));
   absl::StatusOr<std::vector<HostTensor>> expected = (*host)->Run(inputs);
   ASSERT_TRUE(expected.ok()) << expected.status();
-  for (bool fuse : {true, false}) {
+  // dw on our own kernel (Note [Depthwise convolutions]) and on cuDNN.
+  for (const auto& [fuse, own_depthwise] :
+       {std::pair{true, true}, std::pair{false, true}, std::pair{true, false}}) {
     CudaExecutorOptions options;
     options.fuse_epilogues = fuse;
+    options.own_depthwise_convs = own_depthwise;
     absl::StatusOr<std::unique_ptr<CudaExecutor>> cuda = CudaExecutor::Create(*graph, options);
     ASSERT_TRUE(cuda.ok()) << cuda.status();
     EXPECT_EQ((*cuda)->conv_steps(), 4);
@@ -643,7 +646,7 @@ TEST_P(CudaExecutorCnnTest, MatchesHostExecutorFusedAndUnfused) {
     for (size_t i = 0; i < got->size(); ++i) {
       EXPECT_EQ((*got)[i].dims(), (*expected)[i].dims());
       EXPECT_LT(RelativeError((*got)[i], (*expected)[i]), 1e-5)
-          << "fuse " << fuse << " output " << i;
+          << "fuse " << fuse << " own depthwise " << own_depthwise << " output " << i;
     }
   }
 }

@@ -36,6 +36,9 @@ struct CudaKernelContext {
   // executor's autotune_gemms): a kernel may then leave choosing its library
   // plan to Autotune instead of building the heuristic's here.
   bool autotune = false;
+  // Depthwise convolutions on our own kernel where it runs them (Note
+  // [Depthwise convolutions] in runtime/cuda/nn_kernels.cu), not cuDNN.
+  bool own_depthwise_convs = true;
 };
 
 // Plans the kernel of context.node, or says why it cannot (naming the node).

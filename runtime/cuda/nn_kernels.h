@@ -56,6 +56,22 @@ cudaError_t LaunchChannelEpilogue(const ChannelEpilogueParams& params, const voi
                                   const void* scale, const void* shift, const void* residual,
                                   void* y, cudaStream_t stream);
 
+// Whether LaunchDepthwiseConv runs `params`: a depthwise Conv (groups ==
+// in_channels == out_channels) of a square 3x3, 5x5 or 7x7 kernel, stride 1
+// or 2 in both dims, no dilation, x and y NCHW, float32, float16 or
+// bfloat16, of sizes 32-bit indices cover. Note [Depthwise convolutions] in
+// nn_kernels.cu.
+bool DepthwiseConvRuns(const ConvParams& params);
+
+// y = act(conv(x, w) + bias[c] + residual) for a depthwise Conv that
+// DepthwiseConvRuns takes (cudaErrorInvalidValue otherwise): x [batch, C,
+// in_h, in_w], w [C, 1, k, k], y and residual [batch, C, out_h, out_w], all
+// of params.dtype; bias (null: 0) and residual (null: 0) optional. Float
+// products and sums, rounded once to the type. y may equal residual, not x.
+cudaError_t LaunchDepthwiseConv(const ConvParams& params, const ActivationParams& activation,
+                                const void* x, const void* w, const void* bias,
+                                const void* residual, void* y, cudaStream_t stream);
+
 // Pad of `element_size`-byte elements (1, 2, 4 or 8: any row of the datatype
 // table), see
 // PadParams. For kConstant the pad value is the low `element_size` bytes of

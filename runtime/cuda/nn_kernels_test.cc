@@ -584,6 +584,137 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(1, 4, 8), ::testing::ValuesIn(PadShapes())),
     PadCaseName);
 
+// ---------------------------------------------------- LaunchDepthwiseConv
+
+struct DepthwiseShape {
+  std::string name;
+  int64_t batch, channels, in_h, in_w, kernel, stride, pad;
+};
+
+std::vector<DepthwiseShape> DepthwiseShapes() {
+  return {
+      {"K3S1", 2, 5, 9, 11, 3, 1, 1},        {"K3S2", 3, 4, 12, 13, 3, 2, 1},
+      {"K5S1", 1, 6, 7, 7, 5, 1, 2},         {"K5S2", 2, 3, 15, 14, 5, 2, 2},
+      {"K7S1", 1, 2, 10, 9, 7, 1, 3},        {"K7S2NoPad", 2, 3, 16, 17, 7, 2, 0},
+      {"K3S1Plane1x1", 4, 8, 1, 1, 3, 1, 1}, {"K5S1Wide", 1, 3, 5, 70, 5, 1, 2},
+  };
+}
+
+ConvParams DepthwiseParams(const DepthwiseShape& s, DType dtype) {
+  ConvParams p;
+  p.batch = s.batch;
+  p.in_channels = p.out_channels = p.groups = s.channels;
+  p.in_h = s.in_h;
+  p.in_w = s.in_w;
+  p.kernel_h = p.kernel_w = s.kernel;
+  p.stride_h = p.stride_w = s.stride;
+  p.pad_h = p.pad_w = s.pad;
+  p.out_h = (s.in_h + 2 * s.pad - s.kernel) / s.stride + 1;
+  p.out_w = (s.in_w + 2 * s.pad - s.kernel) / s.stride + 1;
+  p.dtype = dtype;
+  return p;
+}
+
+// The Conv's epilogue as ConvKernel fuses it: act(conv + bias + residual).
+enum DepthwiseOperands : int { kBias = 1, kDepthwiseResidual = 2 };
+
+using DepthwiseCase = std::tuple<DType, int /*DepthwiseOperands*/, DepthwiseShape>;
+
+class DepthwiseConvTest : public NnKernelsTest,
+                          public ::testing::WithParamInterface<DepthwiseCase> {};
+
+// Against ConvReference (float64 sums) with the epilogue's reference after
+// it, NaN, infinities and 1e30 among the inputs; each value is rounded to
+// the type first, so both sides read the same numbers.
+TEST_P(DepthwiseConvTest, MatchesReferenceWithItsEpilogue) {
+  const auto& [dtype, operands, shape] = GetParam();
+  const ConvParams p = DepthwiseParams(shape, dtype);
+  ASSERT_TRUE(DepthwiseConvRuns(p));
+  const int64_t taps = p.kernel_h * p.kernel_w;
+  const size_t in_count = p.batch * p.in_channels * p.in_h * p.in_w;
+  const size_t out_count = p.batch * p.out_channels * p.out_h * p.out_w;
+  std::mt19937 rng(static_cast<uint32_t>(in_count * 7 + operands));
+  std::vector<float> x = RandomNormal(in_count, rng);
+  InjectSpecials(x, taps, 0.2, rng);
+  std::vector<float> w = RandomNormal(p.out_channels * taps, rng);
+  std::vector<float> bias = RandomNormal(p.out_channels, rng);
+  std::vector<float> residual = RandomNormal(out_count, rng);
+  ActivationParams activation;
+  activation.kind = operands & kDepthwiseResidual ? Activation::kRelu : Activation::kSilu;
+  const bool has_bias = operands & kBias;
+  const bool has_residual = operands & kDepthwiseResidual;
+  absl::StatusOr<DeviceBuffer> dx = UploadAs(dtype, x);
+  absl::StatusOr<DeviceBuffer> dw = UploadAs(dtype, w);
+  absl::StatusOr<DeviceBuffer> dbias = UploadAs(dtype, bias);
+  absl::StatusOr<DeviceBuffer> dresidual = UploadAs(dtype, residual);
+  std::vector<float> poison(out_count, -7.0f);
+  absl::StatusOr<DeviceBuffer> dy = UploadAs(dtype, poison);
+  ASSERT_TRUE(dx.ok() && dw.ok() && dbias.ok() && dresidual.ok() && dy.ok());
+
+  std::vector<float> conv(out_count), want(out_count), magnitude(out_count);
+  ConvReference(p, x.data(), w.data(), has_bias ? bias.data() : nullptr, conv.data());
+  ChannelEpilogueParams epilogue;
+  epilogue.batch = p.batch;
+  epilogue.channels = p.out_channels;
+  epilogue.spatial = p.out_h * p.out_w;
+  epilogue.activation = activation;
+  ChannelEpilogueReference(epilogue, conv.data(), nullptr, nullptr,
+                           has_residual ? residual.data() : nullptr, want.data());
+  // What rounding errors grow with: the sum of the terms' magnitudes.
+  ConvReference(p, Abs(x).data(), Abs(w).data(), has_bias ? Abs(bias).data() : nullptr,
+                magnitude.data());
+  for (size_t i = 0; has_residual && i < out_count; ++i) magnitude[i] += std::abs(residual[i]);
+  ASSERT_GT(CountIf(want, IsNan), 0);
+  ASSERT_GT(CountIf(want, IsFinite), 0);
+
+  ASSERT_EQ(
+      LaunchDepthwiseConv(p, activation, dx->get(), dw->get(), has_bias ? dbias->get() : nullptr,
+                          has_residual ? dresidual->get() : nullptr, dy->get(), stream_.get()),
+      cudaSuccess);
+  Sync();
+  absl::StatusOr<std::vector<float>> got = DownloadAs(dtype, *dy, out_count);
+  ASSERT_TRUE(got.ok()) << got.status();
+  const double rtol = std::max(2 * UnitRoundoff(dtype), kTolerance);
+  EXPECT_TRUE(MatchesReference(*got, want, rtol, magnitude, DTypeFloor(dtype)));
+}
+
+std::string DepthwiseCaseName(const ::testing::TestParamInfo<DepthwiseCase>& info) {
+  const auto& [dtype, operands, shape] = info.param;
+  std::string name = std::string(DTypeName(dtype)) + "_" + shape.name;
+  if (operands & kBias) name += "_Bias";
+  if (operands & kDepthwiseResidual) name += "_Residual";
+  return name;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, DepthwiseConvTest,
+    ::testing::Combine(::testing::Values(DType::kFloat32, DType::kFloat16, DType::kBFloat16),
+                       ::testing::Range(0, 4), ::testing::ValuesIn(DepthwiseShapes())),
+    DepthwiseCaseName);
+
+// ONNX zero-pads, then convolves: an infinite weight over the padding makes
+// 0 * inf = NaN there too, as in ConvReference; and the output may be the
+// residual.
+TEST_F(NnKernelsTest, DepthwiseConvMultipliesPaddingAndMayWriteItsResidual) {
+  const ConvParams p = DepthwiseParams({"", 1, 2, 4, 4, 3, 1, 1}, DType::kFloat32);
+  std::vector<float> x(32, 1.0f);
+  std::vector<float> w(18, 0.5f);
+  w[0] = kInf;  // channel 0's top-left tap: every output of channel 0 reads it
+  std::vector<float> residual(32, 2.0f);
+  std::vector<float> conv(32), want(32);
+  ConvReference(p, x.data(), w.data(), nullptr, conv.data());
+  for (size_t i = 0; i < 32; ++i) want[i] = conv[i] + residual[i];
+  EXPECT_TRUE(std::isnan(want[0]));  // its tap lies in the padding
+  const DeviceArray dx = DeviceArray::From(x);
+  const DeviceArray dw = DeviceArray::From(w);
+  const DeviceArray dresidual = DeviceArray::From(residual);
+  ASSERT_EQ(LaunchDepthwiseConv(p, ActivationParams(), dx.f(), dw.f(), nullptr, dresidual.f(),
+                                dresidual.f(), stream_.get()),
+            cudaSuccess);
+  Sync();
+  EXPECT_TRUE(MatchesReference(dresidual.Download<float>(), want, kTolerance));
+}
+
 // ------------------------------------------------------ capture into a graph
 
 // Pool, epilogue and pad recorded into one CUDA graph replay to the same
@@ -673,6 +804,27 @@ TEST(NnKernelsArgumentsTest, InvalidParametersAreRefused) {
 
   EXPECT_EQ(LaunchActivation(ActivationParams(), DType::kFloat32, nullptr, nullptr, -1, nullptr),
             cudaErrorInvalidValue);
+
+  // Depthwise convolutions outside the kernel's shapes go to cuDNN.
+  ConvParams depthwise;
+  depthwise.in_channels = depthwise.out_channels = depthwise.groups = 4;
+  depthwise.kernel_h = depthwise.kernel_w = 3;
+  EXPECT_TRUE(DepthwiseConvRuns(depthwise));
+  const auto refused = [&](auto change) {
+    ConvParams p = depthwise;
+    change(p);
+    return !DepthwiseConvRuns(p) &&
+           LaunchDepthwiseConv(p, ActivationParams(), nullptr, nullptr, nullptr, nullptr, nullptr,
+                               nullptr) == cudaErrorInvalidValue;
+  };
+  EXPECT_TRUE(refused([](ConvParams& p) { p.out_channels = 8; }));  // a multiplier of 2
+  EXPECT_TRUE(refused([](ConvParams& p) { p.groups = 2; }));
+  EXPECT_TRUE(refused([](ConvParams& p) { p.kernel_h = p.kernel_w = 4; }));
+  EXPECT_TRUE(refused([](ConvParams& p) { p.kernel_w = 5; }));
+  EXPECT_TRUE(refused([](ConvParams& p) { p.stride_h = p.stride_w = 3; }));
+  EXPECT_TRUE(refused([](ConvParams& p) { p.dilation_h = 2; }));
+  EXPECT_TRUE(refused([](ConvParams& p) { p.x_layout = ConvLayout::kNHWC; }));
+  EXPECT_TRUE(refused([](ConvParams& p) { p.dtype = DType::kInt64; }));
 }
 
 TEST(NnKernelsArgumentsTest, EmptyOutputsEnqueueNothing) {

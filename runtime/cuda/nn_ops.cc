@@ -203,6 +203,20 @@ absl::StatusOr<std::unique_ptr<ConvKernel>> ConvKernel::Create(const CudaKernelC
     ASSIGN_OR_RETURN(channels_last_w,
                      context.weights->GetOrUpload(w.constant, WeightLayout::kChannelsLast));
   }
+  ChannelEpilogueParams epilogue;
+  epilogue.batch = params.batch;
+  epilogue.channels = params.out_channels;
+  epilogue.spatial = params.out_h * params.out_w;
+  epilogue.activation = fusion.activation;
+  epilogue.dtype = params.dtype;
+  epilogue.layout = fusion.y_layout;
+  epilogue.residual_layout = fusion.residual_layout;
+  if (context.own_depthwise_convs && DepthwiseConvRuns(params) &&
+      (!fusion.has_residual || fusion.residual_layout == ConvLayout::kNCHW)) {
+    return std::make_unique<ConvKernel>(Label(context.node), "", params, nullptr, fusion, epilogue,
+                                        channels_last_w, context.workspace,
+                                        context.algorithm_choices);
+  }
   const std::string choice_key = ConvChoiceKey(params, context.allow_tf32);
   const std::shared_ptr<const CudnnConv::Plan> shared =
       SharedPlan(context.algorithm_choices.get(), choice_key);
@@ -218,25 +232,19 @@ absl::StatusOr<std::unique_ptr<ConvKernel>> ConvKernel::Create(const CudaKernelC
     ASSIGN_OR_RETURN(cudnn, CudnnConv::Create(context.cudnn, params, context.allow_tf32));
   }
   context.workspace->Require(cudnn->workspace_bytes());
-  ChannelEpilogueParams epilogue;
-  epilogue.batch = params.batch;
-  epilogue.channels = params.out_channels;
-  epilogue.spatial = params.out_h * params.out_w;
-  epilogue.activation = fusion.activation;
-  epilogue.dtype = params.dtype;
-  epilogue.layout = fusion.y_layout;
-  epilogue.residual_layout = fusion.residual_layout;
-  return std::make_unique<ConvKernel>(Label(context.node), choice_key, std::move(cudnn), fusion,
-                                      epilogue, channels_last_w, context.workspace,
+  return std::make_unique<ConvKernel>(Label(context.node), choice_key, params, std::move(cudnn),
+                                      fusion, epilogue, channels_last_w, context.workspace,
                                       context.algorithm_choices);
 }
 
-ConvKernel::ConvKernel(std::string label, std::string choice_key, std::unique_ptr<CudnnConv> conv,
-                       ConvFusion fusion, ChannelEpilogueParams epilogue,
-                       const void* channels_last_w, std::shared_ptr<StepWorkspace> workspace,
+ConvKernel::ConvKernel(std::string label, std::string choice_key, ConvParams params,
+                       std::unique_ptr<CudnnConv> conv, ConvFusion fusion,
+                       ChannelEpilogueParams epilogue, const void* channels_last_w,
+                       std::shared_ptr<StepWorkspace> workspace,
                        std::shared_ptr<AlgorithmChoices> algorithm_choices)
     : label_(std::move(label)),
       choice_key_(std::move(choice_key)),
+      params_(params),
       conv_(std::move(conv)),
       fusion_(fusion),
       epilogue_(epilogue),
@@ -253,6 +261,7 @@ ConvKernel::~ConvKernel() = default;
 
 absl::Status ConvKernel::Autotune(absl::Span<const void* const> inputs,
                                   absl::Span<void* const> outputs, cudaStream_t stream) {
+  if (conv_ == nullptr) return absl::OkStatus();  // our own kernel: nothing to choose
   const std::shared_ptr<const CudnnConv::Plan> shared =
       SharedPlan(algorithm_choices_.get(), choice_key_);
   if (shared) {
@@ -283,6 +292,13 @@ absl::Status ConvKernel::Enqueue(absl::Span<const void* const> inputs,
                                  absl::Span<void* const> outputs, cudaStream_t stream) const {
   void* y = outputs[0];
   auto [w, next] = Weight(inputs);
+  if (conv_ == nullptr) {
+    const void* bias = fusion_.has_bias ? inputs[next++] : nullptr;
+    const void* residual = fusion_.has_residual ? inputs[next++] : nullptr;
+    return LaunchStatus(
+        LaunchDepthwiseConv(params_, fusion_.activation, inputs[0], w, bias, residual, y, stream),
+        label_, "LaunchDepthwiseConv");
+  }
   RETURN_IF_ERROR(
       AnnotateStatus(conv_->Enqueue(inputs[0], w, y, workspace_->get(), stream), label_));
   const bool epilogue =

@@ -34,10 +34,11 @@ struct ConvFusion {
 };
 
 // A Conv node on cuDNN, then (when anything is fused) one epilogue launch
-// over its output in place. Enqueue's inputs: x, w, [bias], [residual];
-// outputs: y. When x or y is NHWC the kernel reads its own channels-last
-// copy of the constant w from the weight store, and w is not among the
-// inputs: x, [bias], [residual].
+// over its output in place; or a depthwise Conv on our own kernel, its
+// epilogue fused (context.own_depthwise_convs, DepthwiseConvRuns). Enqueue's
+// inputs: x, w, [bias], [residual]; outputs: y. When x or y is NHWC the
+// kernel reads its own channels-last copy of the constant w from the weight
+// store, and w is not among the inputs: x, [bias], [residual].
 class ConvKernel final : public CudaOpKernel {
  public:
   // Runs on the context's cuDNN handle (the stream slot's; one thread at a
@@ -62,8 +63,9 @@ class ConvKernel final : public CudaOpKernel {
   // Implementation details follow.
   // w, and the index of the first input after it.
   [[nodiscard]] std::pair<const void*, size_t> Weight(absl::Span<const void* const> inputs) const;
-  ConvKernel(std::string label, std::string choice_key, std::unique_ptr<class CudnnConv> conv,
-             ConvFusion fusion, ChannelEpilogueParams epilogue, const void* channels_last_w,
+  ConvKernel(std::string label, std::string choice_key, ConvParams params,
+             std::unique_ptr<class CudnnConv> conv, ConvFusion fusion,
+             ChannelEpilogueParams epilogue, const void* channels_last_w,
              std::shared_ptr<StepWorkspace> workspace,
              std::shared_ptr<AlgorithmChoices> algorithm_choices);
   ~ConvKernel() override;
@@ -71,7 +73,8 @@ class ConvKernel final : public CudaOpKernel {
  private:
   std::string label_;
   std::string choice_key_;
-  std::unique_ptr<CudnnConv> conv_;
+  ConvParams params_;
+  std::unique_ptr<CudnnConv> conv_;  // null: our own depthwise kernel
   ConvFusion fusion_;
   ChannelEpilogueParams epilogue_;
   // The weight store's channels-last copy of w; null: w is the second input.
