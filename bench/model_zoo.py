@@ -624,7 +624,7 @@ def probe(name, exporter, args, ops_known, log):
     proc = run([os.path.join(args.bin, "runtime_bench"), "--model", path, "--batch-sizes",
                 args.batch_sizes, "--inputs", inputs_dir, "--outputs", outputs_dir,
                 "--graph-outputs", graph_dir, "--iters", str(args.iters), "--json", json_path]
-               + bucket + ["--precision", served, "--reference"], log)
+               + bucket + ["--precision", served, "--reference"] + args.runtime_flags.split(), log)
     if proc.returncode != 0:
         row["stage"] = "graphserve"
         lines = [l for l in (proc.stderr + proc.stdout).splitlines() if l.strip()]
@@ -766,6 +766,9 @@ def main():
                         help="also time PyTorch's CUDA graph of the float32 model under "
                              "torch.autocast(float16) at the timed batches, with its error "
                              "against float64: the anchor for --precision auto-config")
+    parser.add_argument("--runtime-flags", default="",
+                        help="more runtime_bench flags, space-separated (e.g. "
+                             "--own-depthwise-convs=false), for a same-run comparison")
     parser.add_argument("--settle-norms", action="store_true",
                         help="set BatchNorm statistics from random batches before export "
                              "(settle_norm_statistics), so that a CNN's activations have a "

@@ -17,7 +17,8 @@
 # mode (the stronger anchor); ZOO_AUTOCAST_ANCHOR=1 also times PyTorch's graph
 # of the float32 model under torch.autocast (the anchor for auto-config);
 # ZOO_SETTLE_NORMS=1 sets BatchNorm statistics from random batches first, so a
-# CNN's activations have a trained model's scale (settle_norm_statistics).
+# CNN's activations have a trained model's scale (settle_norm_statistics);
+# ZOO_RUNTIME_FLAGS passes more flags to runtime_bench.
 #
 #   bench/model_zoo.sh BIN_DIR OUT_DIR
 set -uo pipefail
@@ -33,4 +34,5 @@ if [[ -n "${ZOO_BATCH_SIZES:-}" ]]; then args+=(--batch-sizes "$ZOO_BATCH_SIZES"
 if [[ -n "${ZOO_COMPILE_ANCHOR:-}" ]]; then args+=(--compile-anchor); fi
 if [[ -n "${ZOO_AUTOCAST_ANCHOR:-}" ]]; then args+=(--autocast-anchor); fi
 if [[ -n "${ZOO_SETTLE_NORMS:-}" ]]; then args+=(--settle-norms); fi
+if [[ -n "${ZOO_RUNTIME_FLAGS:-}" ]]; then args+=("--runtime-flags=$ZOO_RUNTIME_FLAGS"); fi
 python3 bench/model_zoo.py "${args[@]}"
