@@ -172,13 +172,18 @@ EnsembleScheduler::EnsembleScheduler(ModelInterface interface, std::string versi
   }
 }
 
-std::optional<DeviceTensorPool::Buffer> EnsembleScheduler::DeviceBufferFor(
-    const ServedModel& model, const std::string& model_output, const std::string& tensor,
-    int64_t rows, uint64_t* bytes) {
-  if (device_tensors_ == nullptr || !model.device_memory_gpu().has_value()) return std::nullopt;
+bool EnsembleScheduler::IsEnsembleOutput(const std::string& tensor) const {
+  return std::any_of(interface_.outputs.begin(), interface_.outputs.end(),
+                     [&](const TensorSpec& output) { return output.name == tensor; });
+}
+
+const TensorSpec* EnsembleScheduler::DeviceTensorSpec(const ServedModel& model,
+                                                      const std::string& model_output,
+                                                      const std::string& tensor) const {
   // An ensemble output goes to the client, through the host.
-  for (const TensorSpec& output : interface_.outputs) {
-    if (output.name == tensor) return std::nullopt;
+  if (device_tensors_ == nullptr || !model.device_memory_gpu().has_value() ||
+      IsEnsembleOutput(tensor)) {
+    return nullptr;
   }
   const ModelInterface& writer = model.interface();
   const auto spec =
@@ -187,13 +192,37 @@ std::optional<DeviceTensorPool::Buffer> EnsembleScheduler::DeviceBufferFor(
   // Numbers of dims known before the step runs; BOOL would be checked on
   // the host as it is read (Note [CUDA shared memory]).
   if (spec == writer.outputs.end() || spec->wire != TensorWire::kNumbers ||
-      spec->dtype == DType::kBool ||
+      spec->dtype == DType::kBool || spec->bytes_per_row() == 0 ||
       std::find(spec->dims.begin(), spec->dims.end(), -1) != spec->dims.end()) {
-    return std::nullopt;
+    return nullptr;
   }
-  *bytes = static_cast<uint64_t>(writer.batching ? rows : 1) * spec->bytes_per_row();
-  if (*bytes == 0) return std::nullopt;
+  return &*spec;
+}
+
+std::optional<DeviceTensorPool::Buffer> EnsembleScheduler::DeviceBufferFor(
+    const ServedModel& model, const std::string& model_output, const std::string& tensor,
+    int64_t rows, uint64_t* bytes) {
+  const TensorSpec* spec = DeviceTensorSpec(model, model_output, tensor);
+  if (spec == nullptr) return std::nullopt;
+  *bytes = static_cast<uint64_t>(model.interface().batching ? rows : 1) * spec->bytes_per_row();
   return device_tensors_->Take(*model.device_memory_gpu(), *bytes);
+}
+
+std::string EnsembleScheduler::StepTensorsText() const {
+  int passed = 0;
+  int on_device = 0;
+  for (const EnsembleStepPlan& step : plan_.steps) {
+    absl::StatusOr<std::shared_ptr<ServedModel>> model = find_(step.model_name, step.model_version);
+    for (const auto& [model_output, tensor] : step.outputs) {
+      if (IsEnsembleOutput(tensor)) continue;
+      ++passed;
+      if (model.ok() && DeviceTensorSpec(**model, model_output, tensor) != nullptr) ++on_device;
+    }
+  }
+  if (passed == 0) return "no tensors between steps";
+  if (on_device == passed) return "tensors between steps on the device";
+  if (on_device == 0) return "tensors between steps through the host";
+  return absl::StrCat(on_device, " of ", passed, " tensors between steps on the device");
 }
 
 void EnsembleScheduler::Infer(const inference::ModelInferRequest* request,
@@ -703,11 +732,15 @@ void EnsembleScheduler::ComposingModelLoaded(const std::string& name) {
 }
 
 std::string EnsembleScheduler::ExecutionText() const {
-  absl::MutexLock lock(&pipeline_mu_);
-  if (pipeline_ == nullptr) {
-    return device_tensors_ != nullptr ? "step by step, tensors between steps on the device"
-                                      : "step by step, tensors between steps through the host";
+  {
+    absl::MutexLock lock(&pipeline_mu_);
+    if (pipeline_ != nullptr) return PipelineText();
   }
+  // Outside pipeline_mu_: it looks the models up.
+  return absl::StrCat("step by step, ", StepTensorsText());
+}
+
+std::string EnsembleScheduler::PipelineText() const {
   return absl::StrCat("one CUDA graph at batch sizes ",
                       absl::StrJoin(pipeline_->graphs->batch_sizes(), ","), " on ",
                       pipeline_->graphs->num_slots(), " slots, GPU ", pipeline_->graphs->device(),

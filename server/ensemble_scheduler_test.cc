@@ -252,6 +252,9 @@ class EnsembleSchedulerTest : public ::testing::Test {
 };
 
 TEST_F(EnsembleSchedulerTest, StepsStartWhenWhatTheyReadIsWrittenAndIndependentOnesOverlap) {
+  // Its models serve on no GPU (Note [Ensemble tensors on the device]).
+  EXPECT_THAT(ensemble_->summary().executor,
+              HasSubstr("step by step, tensors between steps through the host"));
   Start(2);
   EXPECT_THAT(steps_.Running(), ElementsAre("add"));
   // A step is a request to its model in its model's names, with the
