@@ -217,6 +217,54 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// Eight 16-bit elements per thread, through 16-byte loads and stores: the
+// scalar kernel's 2-byte accesses ran ResNet-50's float16 epilogues at about
+// half the memory bandwidth at batch 64 (H200, call 90: 2079 of the replay's
+// 4324 us under ncu). With this kernel and the pool's division-free taps,
+// ResNet-50 in float16 replays in 3045-3050 us at batch 64 against 4227-4235
+// before, and 677-700 against 802-817 at batch 8 (same run, call 91,
+// bench/results/2026-12-01_ef12d95_ensemble_device_tensors_depthwise_h200).
+// The eight share a
+// channel when a plane's elements come in eights (kChannelsInner false:
+// `packs_per_row` divides by spatial / 8), or are eight consecutive
+// channels of one position when channels are innermost (NHWC, spatial 1;
+// kChannelsInner: `packs_per_row` divides by channels / 8).
+template <typename T, typename Act, bool kResidual, bool kChannelsInner>
+__global__ void __launch_bounds__(kThreads)
+    EpilogueVec8Kernel(uint32_t packs, FastDivider packs_per_row, FastDivider channels,
+                       const uint4* x, const T* scale, const T* shift, const uint4* residual,
+                       uint4* y, Act act) {
+  const uint32_t p = blockIdx.x * kThreads + threadIdx.x;
+  if (p >= packs) return;
+  const uint32_t row = packs_per_row.Div(p);
+  uint32_t c0;
+  if constexpr (kChannelsInner) {
+    c0 = (p - row * packs_per_row.divisor) * 8;
+  } else {
+    c0 = row - channels.Div(row) * channels.divisor;
+  }
+  const uint4 xv = x[p];
+  const T* xs = reinterpret_cast<const T*>(&xv);
+  uint4 rv{};
+  if constexpr (kResidual) rv = residual[p];
+  const T* rs = reinterpret_cast<const T*>(&rv);
+  uint4 out;
+  T* os = reinterpret_cast<T*>(&out);
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    const uint32_t c = kChannelsInner ? c0 + j : c0;
+    const float sc = scale != nullptr ? Load(scale, c) : 1.0f;
+    const float t = shift != nullptr ? Load(shift, c) : 0.0f;
+    if constexpr (kResidual) {
+      os[j] = static_cast<T>(
+          Epilogue(act, static_cast<float>(xs[j]), sc, t, static_cast<float>(rs[j])));
+    } else {
+      os[j] = static_cast<T>(Epilogue(act, static_cast<float>(xs[j]), sc, t));
+    }
+  }
+  y[p] = out;
+}
+
 // The epilogue of y in one layout with the residual in the other (Note
 // [Channels-last convolutions] in runtime/fusion.h): each y element's
 // (n, c, s) from its index, the residual's index from them. One residual
@@ -390,10 +438,15 @@ struct TapRange {
   __device__ int64_t count() const { return end > begin ? end - begin : 0; }
 };
 
+// Without dilation (every pool of the CNNs measured) no division: a 64-bit
+// one is a long instruction sequence, and four to eight per output made
+// ResNet-50's 3x3 max pool take 200 us at batch 64 in float16 on the H200,
+// where reading its input once takes about 30 (bench/results/
+// 2026-12-01_ef12d95_ensemble_device_tensors_depthwise_h200, call 90).
 __device__ __forceinline__ int64_t FirstTapAtOrAfter(int64_t start, int64_t dilation,
                                                      int64_t kernel, int64_t bound) {
   if (start >= bound) return 0;
-  const int64_t k = (bound - start + dilation - 1) / dilation;
+  const int64_t k = dilation == 1 ? bound - start : (bound - start + dilation - 1) / dilation;
   return k < kernel ? k : kernel;
 }
 
@@ -724,10 +777,16 @@ cudaError_t LaunchChannelEpilogueOf(const ChannelEpilogueParams& given, int64_t 
     p.batch *= p.spatial;
     p.spatial = 1;
   }
+  const bool aligned =
+      IsAligned(x, 16) && IsAligned(y, 16) && (!has_residual || IsAligned(residual, 16));
   bool vec4 = false;
+  bool vec8 = false;
+  bool channels_inner = false;
   if constexpr (std::is_same_v<T, float>) {
-    vec4 = p.spatial % 4 == 0 && IsAligned(x, 16) && IsAligned(y, 16) &&
-           (!has_residual || IsAligned(residual, 16));
+    vec4 = p.spatial % 4 == 0 && aligned;
+  } else {
+    channels_inner = p.spatial == 1 && p.channels % 8 == 0;
+    vec8 = aligned && (p.spatial % 8 == 0 || channels_inner);
   }
   return WithActivation(p.activation, [&](auto act) -> cudaError_t {
     using Act = decltype(act);
@@ -750,6 +809,25 @@ cudaError_t LaunchChannelEpilogueOf(const ChannelEpilogueParams& given, int64_t 
               packs, plane_packs, channels, x4, scale, shift, r4, y4, act);
         }
       }
+    } else if (vec8) {
+      const auto packs = static_cast<uint32_t>(count / 8);
+      const FastDivider packs_per_row(
+          static_cast<uint32_t>(channels_inner ? p.channels / 8 : p.spatial / 8));
+      const FastDivider channels(static_cast<uint32_t>(p.channels));
+      const auto* x8 = reinterpret_cast<const uint4*>(x);
+      const auto* r8 = reinterpret_cast<const uint4*>(residual);
+      auto* y8 = reinterpret_cast<uint4*>(y);
+      const auto launch = [&](auto residual_tag, auto inner_tag) {
+        EpilogueVec8Kernel<T, Act, decltype(residual_tag)::value, decltype(inner_tag)::value>
+            <<<BlocksFor(packs), kThreads, 0, stream>>>(packs, packs_per_row, channels, x8, scale,
+                                                        shift, r8, y8, act);
+      };
+      using std::false_type;
+      using std::true_type;
+      if (has_residual && channels_inner) launch(true_type{}, true_type{});
+      if (has_residual && !channels_inner) launch(true_type{}, false_type{});
+      if (!has_residual && channels_inner) launch(false_type{}, true_type{});
+      if (!has_residual && !channels_inner) launch(false_type{}, false_type{});
     } else {
       const auto n = static_cast<uint32_t>(count);
       const FastDivider spatial(static_cast<uint32_t>(p.spatial));

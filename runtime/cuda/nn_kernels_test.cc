@@ -439,6 +439,101 @@ TEST_F(NnKernelsTest, EpilogueOutputMayBeTheResidual) {
   EXPECT_TRUE(MatchesReference(dresidual.Download<float>(), want, kTolerance));
 }
 
+// 16-bit epilogues: the eight-wide kernel (planes of eights; channels
+// innermost, as an NHWC epilogue is) and the scalar one (odd sizes, a
+// misaligned buffer), in place and not, against the reference on the
+// rounded inputs.
+struct HalfEpilogueShape {
+  std::string name;
+  int64_t batch, channels, spatial;
+  bool misaligned = false;  // x, residual and y 2 bytes past 16-byte alignment
+  bool in_place = false;    // y == x
+};
+
+using HalfEpilogueCase = std::tuple<DType, int /*Operands*/, HalfEpilogueShape>;
+
+class HalfEpilogueTest : public NnKernelsTest,
+                         public ::testing::WithParamInterface<HalfEpilogueCase> {};
+
+TEST_P(HalfEpilogueTest, MatchesReferenceWithSpecialValues) {
+  const auto& [dtype, operands, shape] = GetParam();
+  ChannelEpilogueParams p;
+  p.batch = shape.batch;
+  p.channels = shape.channels;
+  p.spatial = shape.spatial;
+  p.activation.kind = Activation::kSilu;
+  p.dtype = dtype;
+  const size_t count = p.batch * p.channels * p.spatial;
+  const size_t lead = shape.misaligned ? 1 : 0;  // elements before the data
+  std::mt19937 rng(static_cast<uint32_t>(count * 31 + operands));
+  std::vector<float> x = EpilogueValues(count + lead, rng);
+  std::vector<float> residual = EpilogueValues(count + lead, rng);
+  std::uniform_int_distribution<int> k(-64, 64);
+  std::vector<float> scale(p.channels), shift(p.channels);
+  for (float& v : scale) v = static_cast<float>(k(rng)) / 16.0f;
+  for (float& v : shift) v = static_cast<float>(k(rng)) / 8.0f;
+  std::vector<float> poison(count + lead, -7.0f);
+  absl::StatusOr<DeviceBuffer> dx = UploadAs(dtype, x);
+  absl::StatusOr<DeviceBuffer> dresidual = UploadAs(dtype, residual);
+  absl::StatusOr<DeviceBuffer> dscale = UploadAs(dtype, scale);
+  absl::StatusOr<DeviceBuffer> dshift = UploadAs(dtype, shift);
+  absl::StatusOr<DeviceBuffer> dy = UploadAs(dtype, poison);
+  ASSERT_TRUE(dx.ok() && dresidual.ok() && dscale.ok() && dshift.ok() && dy.ok());
+  const bool has_scale = operands & kScale;
+  const bool has_shift = operands & kShift;
+  const bool has_residual = operands & kResidual;
+
+  std::vector<float> want(count), magnitude(count);
+  ChannelEpilogueReference(p, x.data() + lead, has_scale ? scale.data() : nullptr,
+                           has_shift ? shift.data() : nullptr,
+                           has_residual ? residual.data() + lead : nullptr, want.data());
+  for (size_t i = 0; i < count; ++i) {
+    const int64_t c = (static_cast<int64_t>(i) / p.spatial) % p.channels;
+    magnitude[i] = std::abs(x[i + lead]) * (has_scale ? std::abs(scale[c]) : 1.0f) +
+                   (has_shift ? std::abs(shift[c]) : 0.0f) +
+                   (has_residual ? std::abs(residual[i + lead]) : 0.0f);
+  }
+  ASSERT_GT(CountIf(want, IsFinite), 0);
+
+  const size_t element = DTypeSize(dtype);
+  const auto at = [&](const DeviceBuffer& buffer) {
+    return static_cast<char*>(buffer.get()) + lead * element;
+  };
+  void* y = shape.in_place ? at(*dx) : at(*dy);
+  ASSERT_EQ(LaunchChannelEpilogue(p, at(*dx), has_scale ? dscale->get() : nullptr,
+                                  has_shift ? dshift->get() : nullptr,
+                                  has_residual ? at(*dresidual) : nullptr, y, stream_.get()),
+            cudaSuccess);
+  Sync();
+  absl::StatusOr<std::vector<float>> got =
+      DownloadAs(dtype, shape.in_place ? *dx : *dy, count + lead);
+  ASSERT_TRUE(got.ok()) << got.status();
+  got->erase(got->begin(), got->begin() + static_cast<std::ptrdiff_t>(lead));
+  EXPECT_TRUE(MatchesReference(*got, want, 2 * UnitRoundoff(dtype), magnitude, DTypeFloor(dtype)));
+}
+
+std::string HalfEpilogueCaseName(const ::testing::TestParamInfo<HalfEpilogueCase>& info) {
+  const auto& [dtype, operands, shape] = info.param;
+  std::string name = std::string(DTypeName(dtype)) + "_" + shape.name;
+  if (operands & kScale) name += "_Scale";
+  if (operands & kShift) name += "_Shift";
+  if (operands & kResidual) name += "_Residual";
+  return name;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Cases, HalfEpilogueTest,
+    ::testing::Combine(::testing::Values(DType::kFloat16, DType::kBFloat16),
+                       ::testing::Values(kShift, kShift | kResidual, kScale | kShift | kResidual),
+                       ::testing::Values(HalfEpilogueShape{"Planes16", 2, 3, 16},
+                                         HalfEpilogueShape{"ChannelsInner", 18, 16, 1},
+                                         HalfEpilogueShape{"OddSpatial", 3, 5, 7},
+                                         HalfEpilogueShape{"ChannelsInner6", 9, 6, 1},
+                                         HalfEpilogueShape{"Misaligned", 2, 4, 16, true},
+                                         HalfEpilogueShape{"InPlace", 2, 3, 24, false, true},
+                                         HalfEpilogueShape{"Large56x56", 2, 32, 3136})),
+    HalfEpilogueCaseName);
+
 // ------------------------------------------------------- LaunchActivation
 
 using ActivationCase = std::tuple<ActivationParams, int64_t /*count*/, size_t /*misalign*/>;
