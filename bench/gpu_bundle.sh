@@ -42,6 +42,7 @@ TEST_TARGETS=(
   //server:graph_set_runner_lost_context_test
   //server:ensemble_pipeline_test
   //server:sequence_batcher_test
+  //server:served_model_cuda_test
   //client:cuda_shared_memory_test
 )
 TOOL_TARGETS=(
