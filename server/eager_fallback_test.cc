@@ -9,14 +9,10 @@
 #include "absl/synchronization/blocking_counter.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
-#include "examples/example_models.h"
 #include "gmock/gmock.h"
-#include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
-#include "runtime/bind.h"
 #include "runtime/host/host_executor.h"
-#include "runtime/onnx_import.h"
-#include "server/shape_buckets.h"
+#include "server/masked_model_testing.h"
 
 namespace graphserve {
 namespace {
@@ -25,45 +21,12 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 // The masked sequence model served at one bucket of 8, eagerly up to 48.
-struct MaskedModel {
-  std::shared_ptr<const Model> model;
-  ModelInterface interface;
-};
-
 MaskedModel LoadMasked() {
-  inference::ModelConfig config;
-  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(R"pb(
-                                                              name: "masked"
-                                                              max_batch_size: 4
-                                                              input {
-                                                                name: "x"
-                                                                data_type: TYPE_FP32
-                                                                dims: [ -1, 16 ]
-                                                              }
-                                                              input {
-                                                                name: "mask"
-                                                                data_type: TYPE_INT64
-                                                                dims: [ -1 ]
-                                                              }
-                                                              output {
-                                                                name: "y"
-                                                                data_type: TYPE_FP32
-                                                                dims: [ -1, 16 ]
-                                                              }
-                                                              capture {
-                                                                shape_dims: "sequence"
-                                                                buckets { extents: 8 }
-                                                                eager_extents: 48
-                                                              })pb",
-                                                            &config));
-  absl::StatusOr<Model> model =
-      ImportOnnxBytes(MakeMaskedSequenceModel().SerializeAsString(), "masked");
-  EXPECT_TRUE(model.ok()) << model.status();
-  absl::StatusOr<ModelInterface> interface = InterfaceFromConfig(config);
-  EXPECT_TRUE(interface.ok()) << interface.status();
-  EXPECT_TRUE(ArrangeModelAsDeclared(*interface, &*model).ok());
-  EXPECT_TRUE(AttachShapeBuckets(*model, config.capture(), &*interface).ok());
-  return {std::make_shared<const Model>(*std::move(model)), *std::move(interface)};
+  return LoadMaskedModel(R"pb(capture {
+                                shape_dims: "sequence"
+                                buckets { extents: 8 }
+                                eager_extents: 48
+                              })pb");
 }
 
 // One request of `rows` at `length`: its inputs (a mask admitting every
@@ -90,21 +53,7 @@ struct EagerRequest {
         {reinterpret_cast<const std::byte*>(mask.data()), positions * sizeof(int64_t)}};
     validated = std::move(request);
 
-    absl::StatusOr<BindOptions> options = BindOptionsAt(model, GraphKey{rows, {length}});
-    EXPECT_TRUE(options.ok()) << options.status();
-    absl::StatusOr<BoundGraph> graph = BindModel(model, *options);
-    EXPECT_TRUE(graph.ok()) << graph.status();
-    absl::StatusOr<std::unique_ptr<HostExecutor>> reference = HostExecutor::Create(*graph);
-    EXPECT_TRUE(reference.ok()) << reference.status();
-    std::vector<HostTensor> inputs;
-    inputs.emplace_back(DType::kFloat32, Dims{rows, length, 16});
-    std::memcpy(inputs.back().raw(), x.data(), x.size() * sizeof(float));
-    inputs.emplace_back(DType::kInt64, Dims{rows, length});
-    std::memcpy(inputs.back().raw(), mask.data(), mask.size() * sizeof(int64_t));
-    absl::StatusOr<std::vector<HostTensor>> results = (*reference)->Run(inputs);
-    EXPECT_TRUE(results.ok()) << results.status();
-    want.assign(results->front().data<float>(),
-                results->front().data<float>() + results->front().num_elements());
+    want = MaskedReference(model, rows, length, x, mask);
   }
 
   std::vector<std::byte*> outputs() { return {reinterpret_cast<std::byte*>(y.data())}; }

@@ -20,12 +20,8 @@
 #include "common/cuda_handles.h"
 #include "common/tensor.h"
 #include "examples/example_models.h"
-#include "google/protobuf/text_format.h"
-#include "runtime/bind.h"
-#include "runtime/host/host_executor.h"
-#include "runtime/onnx_import.h"
+#include "server/masked_model_testing.h"
 #include "server/served_model.h"
-#include "server/shape_buckets.h"
 #include "server/shared_memory.h"
 
 namespace graphserve {
@@ -35,24 +31,7 @@ constexpr double kTolerance = 1e-5;  // float32 GPU against the float64-accumula
 constexpr int64_t kWidth = 16;       // the masked model's feature width
 constexpr uint64_t kRegionBytes = uint64_t{1} << 20;
 
-constexpr char kConfig[] = R"pb(
-  name: "masked"
-  max_batch_size: 4
-  input {
-    name: "x"
-    data_type: TYPE_FP32
-    dims: [ -1, 16 ]
-  }
-  input {
-    name: "mask"
-    data_type: TYPE_INT64
-    dims: [ -1 ]
-  }
-  output {
-    name: "y"
-    data_type: TYPE_FP32
-    dims: [ -1, 16 ]
-  }
+constexpr char kCapture[] = R"pb(
   capture {
     batch_sizes: [ 1, 4 ]
     shape_dims: "sequence"
@@ -61,34 +40,6 @@ constexpr char kConfig[] = R"pb(
     eager_extents: 48
   }
 )pb";
-
-// The masked model's y for `x` [rows, length, 16] with every position real,
-// on the host executor bound at exactly that shape.
-std::vector<float> Reference(int64_t rows, int64_t length, const std::vector<float>& x) {
-  inference::ModelConfig config;
-  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(kConfig, &config));
-  absl::StatusOr<Model> model =
-      ImportOnnxBytes(MakeMaskedSequenceModel().SerializeAsString(), "masked");
-  absl::StatusOr<ModelInterface> interface = InterfaceFromConfig(config);
-  EXPECT_TRUE(model.ok() && interface.ok());
-  EXPECT_TRUE(ArrangeModelAsDeclared(*interface, &*model).ok());
-  EXPECT_TRUE(AttachShapeBuckets(*model, config.capture(), &*interface).ok());
-  absl::StatusOr<BindOptions> options = BindOptionsAt(*model, GraphKey{rows, {length}});
-  EXPECT_TRUE(options.ok()) << options.status();
-  absl::StatusOr<BoundGraph> graph = BindModel(*model, *options);
-  EXPECT_TRUE(graph.ok()) << graph.status();
-  absl::StatusOr<std::unique_ptr<HostExecutor>> host = HostExecutor::Create(*graph);
-  EXPECT_TRUE(host.ok()) << host.status();
-  std::vector<HostTensor> inputs;
-  inputs.emplace_back(DType::kFloat32, Dims{rows, length, kWidth});
-  std::memcpy(inputs.back().raw(), x.data(), x.size() * sizeof(float));
-  inputs.emplace_back(DType::kInt64, Dims{rows, length});
-  std::fill_n(inputs.back().data<int64_t>(), rows * length, int64_t{1});
-  absl::StatusOr<std::vector<HostTensor>> results = (*host)->Run(inputs);
-  EXPECT_TRUE(results.ok()) << results.status();
-  const HostTensor& y = results->front();
-  return std::vector<float>(y.data<float>(), y.data<float>() + y.num_elements());
-}
 
 // Names bytes [offset, offset + bytes) of region "tensors" in `tensor`'s
 // parameters.
@@ -110,7 +61,7 @@ TEST(ServedModelCudaTest, CudaRegionTensorsServeBucketedAndEagerLengths) {
   RepositoryModel entry;
   entry.name = "masked";
   entry.directory = directory.string();
-  ASSERT_TRUE(google::protobuf::TextFormat::ParseFromString(kConfig, &entry.config));
+  entry.config = MaskedModelConfig(kCapture);
   absl::StatusOr<std::unique_ptr<ServedModel>> model =
       ServedModel::Load(entry, {.version = 1, .model_path = path}, ServedModelOptions{});
   ASSERT_TRUE(model.ok()) << model.status();
@@ -175,7 +126,8 @@ TEST(ServedModelCudaTest, CudaRegionTensorsServeBucketedAndEagerLengths) {
     HostTensor got_tensor(DType::kFloat32, {rows, length, kWidth});
     std::memcpy(got_tensor.raw(), got.data(), x_bytes);
     HostTensor want_tensor(DType::kFloat32, {rows, length, kWidth});
-    const std::vector<float> want = Reference(rows, length, x);
+    const std::vector<float> want =
+        MaskedReference(*LoadMaskedModel(kCapture).model, rows, length, x, mask);
     std::memcpy(want_tensor.raw(), want.data(), x_bytes);
     EXPECT_LT(RelativeError(got_tensor, want_tensor), kTolerance) << rows << " x " << length;
   }
