@@ -69,6 +69,9 @@ namespace {
 // What an epilogue reading its residual in the other layout costs, in
 // transposes: one strided read, no write (Note [Channels-last convolutions]).
 constexpr double kCrossLayoutEpilogueCost = 0.5;
+// A windowed pool reads and writes one layout: a value on either side that
+// the other's layout would need is kept out of channels last by this.
+constexpr double kPoolLayoutChangeCost = 1e9;
 
 // Gemm with a C that contributes (beta != 0).
 bool GemmUsesC(const BoundNode& node) {
@@ -1107,8 +1110,26 @@ class FusionPlanner {
     const BoundValue& w = graph_.value(step.inputs[1]);
     const bool depthwise =
         w.dims.size() == 4 && w.dims[1] == 1 && graph_.value(step.inputs[0]).dims[1] > 1;
-    return (y.dtype == DType::kFloat16 || y.dtype == DType::kBFloat16) && y.dims.size() == 4 &&
-           w.is_constant() && !depthwise;
+    return IsHalfImage(y) && w.is_constant() && !depthwise;
+  }
+
+  // A pool step that may read NHWC: MaxPool (without indices) or
+  // AveragePool, which then writes NHWC too, or a global pool, whose
+  // [N, C, 1, 1] output is the same bytes in both layouts; 16-bit, 4-D.
+  enum class PoolShape { kNone, kWindowed, kGlobal };
+  PoolShape ChannelsLastPool(const FusedStep& step) const {
+    if (step.kind != StepKind::kKernel || step.outputs.size() != 1 ||
+        !IsHalfImage(graph_.value(step.inputs[0]))) {
+      return PoolShape::kNone;
+    }
+    const std::string& op = graph_.nodes[step.anchor].op_type;
+    if (op == "MaxPool" || op == "AveragePool") return PoolShape::kWindowed;
+    if (op == "GlobalAveragePool" || op == "GlobalMaxPool") return PoolShape::kGlobal;
+    return PoolShape::kNone;
+  }
+
+  static bool IsHalfImage(const BoundValue& v) {
+    return (v.dtype == DType::kFloat16 || v.dtype == DType::kBFloat16) && v.dims.size() == 4;
   }
 
   // Note [Channels-last convolutions]: which Conv outputs are stored NHWC,
@@ -1144,6 +1165,11 @@ class FusionPlanner {
       }
       if (step.conv_residual) tie(step.inputs.back(), y, kCrossLayoutEpilogueCost);
     }
+    for (const FusedStep& step : plan_.steps) {
+      if (ChannelsLastPool(step) == PoolShape::kWindowed) {
+        tie(step.inputs[0], step.outputs[0], kPoolLayoutChangeCost);
+      }
+    }
     std::map<ValueId, double> component_gain;
     for (size_t v = 0; v < gain.size(); ++v) {
       if (eligible[v]) component_gain[find(static_cast<ValueId>(v))] += gain[v];
@@ -1156,6 +1182,14 @@ class FusionPlanner {
       return channels_last[v] ? ConvLayout::kNHWC : ConvLayout::kNCHW;
     };
     for (FusedStep& step : plan_.steps) {
+      const PoolShape pool = ChannelsLastPool(step);
+      if (pool != PoolShape::kNone) {
+        step.pool_layout = layout(step.inputs[0]);
+        if (pool == PoolShape::kWindowed && step.pool_layout == ConvLayout::kNHWC) {
+          ++plan_.channels_last_values;
+        }
+        continue;
+      }
       if (!ChannelsLastCapable(step)) continue;
       step.conv_x_layout = layout(step.inputs[0]);
       step.conv_y_layout = layout(step.outputs[0]);
@@ -1167,25 +1201,27 @@ class FusionPlanner {
     }
   }
 
-  // The values that may be stored NHWC: a capable Conv step's output that
-  // only capable Conv steps read, as x or residual, that is no graph output
-  // and that no alias op reads.
+  // The values that may be stored NHWC: a capable Conv step's or windowed
+  // pool's output that only capable Conv steps (as x or residual) and pools
+  // (as x) read, that is no graph output and that no alias op reads.
   std::vector<bool> ChannelsLastEligible() const {
     std::vector<bool> eligible(graph_.values.size(), false);
     for (const FusedStep& step : plan_.steps) {
-      if (ChannelsLastCapable(step) && !IsGraphOutput(graph_, step.outputs[0])) {
-        eligible[step.outputs[0]] = true;
-      }
+      const bool writer =
+          ChannelsLastCapable(step) || ChannelsLastPool(step) == PoolShape::kWindowed;
+      if (writer && !IsGraphOutput(graph_, step.outputs[0])) eligible[step.outputs[0]] = true;
     }
     for (size_t v = 0; v < plan_.alias_root.size(); ++v) {
       if (plan_.alias_root[v] != static_cast<ValueId>(v)) eligible[plan_.alias_root[v]] = false;
     }
     for (const FusedStep& step : plan_.steps) {
-      const bool capable = ChannelsLastCapable(step);
+      const bool conv = ChannelsLastCapable(step);
+      const bool pool = ChannelsLastPool(step) != PoolShape::kNone;
       for (size_t i = 0; i < step.inputs.size(); ++i) {
         const bool as_x = i == 0;
         const bool as_residual = step.conv_residual && i + 1 == step.inputs.size();
-        if (!capable || !(as_x || as_residual)) eligible[step.inputs[i]] = false;
+        const bool reads_nhwc = (conv && (as_x || as_residual)) || (pool && as_x);
+        if (!reads_nhwc) eligible[step.inputs[i]] = false;
       }
     }
     return eligible;

@@ -97,6 +97,10 @@ struct FusedStep {
   ConvLayout conv_x_layout = ConvLayout::kNCHW;
   ConvLayout conv_y_layout = ConvLayout::kNCHW;
   ConvLayout conv_residual_layout = ConvLayout::kNCHW;
+  // kKernel of a MaxPool, AveragePool, GlobalAveragePool or GlobalMaxPool:
+  // how its x (and a windowed pool's y) lie (Note [Channels-last
+  // convolutions]).
+  ConvLayout pool_layout = ConvLayout::kNCHW;
   // kAttention: how the chain is read and what it computes.
   AttentionFusion attention;
   // kMaskedSoftmax: whether a mask is added (the second input) and the NaN
@@ -215,13 +219,28 @@ struct FusionOptions {
 // convolutions made to change layout (579 and 437 us without depthwise
 // steps, under a rule without the count); with the count both run as NCHW
 // (call 53), and ResNet-50 at 0.72x of its all-NCHW time. Everything else
-// (pooling, pointwise regions, Concat, graph outputs) sees NCHW. A Conv
+// (pointwise regions, Concat, graph outputs, pools but as below) sees NCHW. A Conv
 // step with x or y NHWC reads w as [K, R, S, C/groups], a copy the weight
 // store keeps once (WeightLayout::kChannelsLast). cuDNN takes each
 // tensor's layout from its strides, so a step whose x is NCHW (after a
 // MaxPool) and y NHWC is one operation graph; the epilogue indexes y in its
-// layout and the residual in its own. The host reference and every other
-// kernel never see an NHWC value.
+// layout and the residual in its own.
+//
+// Pools between convolutions pass the layout on. In ResNet-50 the stem's
+// output goes through a 3x3 MaxPool to the first stage, and the last stage's
+// through a GlobalAveragePool to the classifier: with both NCHW the stem's
+// 7x7 convolution ran on an Ampere kernel (377 us at batch 64 in float16 on
+// the H200, against 118 us for torch.compile's channels-last one) and cuDNN
+// transposed around it and the stages' ends (294 us), call 90 in
+// bench/results/2026-12-01_ef12d95_ensemble_device_tensors_depthwise_h200.
+// So a 16-bit 4-D MaxPool or AveragePool reads and writes NHWC when its x
+// is a channels-last value (its x and y are decided together, one layout for
+// both), and a global pool reads either layout, its [N, C, 1, 1] output the
+// same bytes in both; our own pool kernels read channels in 16-byte packs
+// there. ResNet-50 in float16 then replayed at batch 64 in 2803 against 3054
+// us, Inception-v3 at batch 8 in 1341 against 1399-1411, others unchanged
+// (same run, call 94 in bench/results/2026-12-01_d7c19d7_channels_last_pools_h200).
+// The host reference and every other kernel never see an NHWC value.
 
 struct FusionPlan {
   std::vector<FusedStep> steps;  // in a topological (issue) order
@@ -246,7 +265,7 @@ struct FusionPlan {
   int fused_into_pointwise = 0;  // nodes run inside pointwise regions
   int conv_steps = 0;
   int fused_into_convs = 0;  // nodes (Add, activations) absorbed into Conv epilogues
-  int channels_last_values = 0;  // conv outputs stored NHWC
+  int channels_last_values = 0;  // conv and pool outputs stored NHWC
 };
 
 FusionPlan PlanFusion(const BoundGraph& graph, const FusionOptions& options);

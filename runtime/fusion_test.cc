@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "common/tensor.h"
 #include "gtest/gtest.h"
@@ -868,13 +869,17 @@ TEST_P(HalfFusionTest, RegionsStopAtCasts) {
 //   down   Conv 3x3, or 1x1 (p)        -> d   (conv2's residual)
 //   conv3  Relu(Conv 3x3, or 1x1 (r) + r) -> y3 (the global pool reads it)
 //   gap    GlobalAveragePool(y3)       -> y
-Model ConvChain(bool pointwise_tail) {
+// With ChainEnds::kAbs, Abs stands for the pool and the global pool (an op
+// that only reads NCHW).
+enum class ChainEnds { kPools, kAbs };
+Model ConvChain(bool pointwise_tail, ChainEnds ends = ChainEnds::kAbs) {
   Model model;
   model.name = "conv_chain";
   model.opset = 17;
   const int64_t k = pointwise_tail ? 1 : 3;
+  const bool pools = ends == ChainEnds::kPools;
   model.inputs = {{"x", DType::kFloat32, {-1, 4, 8, 8}}};
-  model.outputs = {{"y", DType::kFloat32, {-1, 8, 1, 1}}};
+  model.outputs = {{"y", DType::kFloat32, pools ? Dims{-1, 8, 1, 1} : Dims{-1, 8, 8, 8}}};
   model.initializers["w0"] = Weights({8, 4, 3, 3}, 1);
   model.initializers["w1"] = Weights({8, 8, 3, 3}, 2);
   model.initializers["wd"] = Weights({8, 8, k, k}, 3);
@@ -885,10 +890,12 @@ Model ConvChain(bool pointwise_tail) {
   model.nodes = {
       {"stem", "Conv", {"x", "w0"}, {"s"}, pad1},
       {"pool",
-       "MaxPool",
+       pools ? "MaxPool" : "Abs",
        {"s"},
        {"p"},
-       {{"kernel_shape", std::vector<int64_t>{2, 2}}, {"strides", std::vector<int64_t>{2, 2}}}},
+       pools ? Attributes{{"kernel_shape", std::vector<int64_t>{2, 2}},
+                          {"strides", std::vector<int64_t>{2, 2}}}
+             : Attributes{}},
       {"conv1", "Conv", {"p", "w1"}, {"c1"}, pad1},
       {"relu1", "Relu", {"c1"}, {"a"}, {}},
       {"conv2", "Conv", {"a", "w2"}, {"c2"}, pad1},
@@ -898,7 +905,7 @@ Model ConvChain(bool pointwise_tail) {
       {"conv3", "Conv", {"r", "w3"}, {"c3"}, tail},
       {"add3", "Add", {"c3", "r"}, {"s3"}, {}},
       {"relu3", "Relu", {"s3"}, {"y3"}, {}},
-      {"gap", "GlobalAveragePool", {"y3"}, {"y"}, {}},
+      {"gap", pools ? "GlobalAveragePool" : "Abs", {"y3"}, {"y"}, {}},
   };
   return model;
 }
@@ -929,7 +936,7 @@ constexpr ConvLayout kNhwc = ConvLayout::kNHWC;
 
 // Note [Channels-last convolutions]: where 3x3 convolutions pass values on,
 // those values are NHWC, each step's layouts follow, and a step with an
-// NHWC side reads its own copy of W. conv3 writes NCHW for the pool and
+// NHWC side reads its own copy of W. conv3 writes NCHW for the Abs and
 // reads its residual NHWC.
 TEST_P(HalfFusionTest, ValuesBetween3x3ConvsAreChannelsLast) {
   const BoundGraph graph = Bind(AsType(ConvChain(/*pointwise_tail=*/false), GetParam()));
@@ -947,6 +954,58 @@ TEST_P(HalfFusionTest, ValuesBetween3x3ConvsAreChannelsLast) {
   // Off, and for float32 (no tensor-core layout to want): all NCHW.
   EXPECT_EQ(PlanFusion(graph, {.channels_last_convs = false}).channels_last_values, 0);
   EXPECT_EQ(PlanFusion(Bind(ConvChain(false)), {}).channels_last_values, 0);
+}
+
+// The layout of each pool step of `plan`, by node name.
+std::map<std::string, ConvLayout> PoolLayouts(const BoundGraph& graph, const FusionPlan& plan) {
+  std::map<std::string, ConvLayout> layouts;
+  for (const FusedStep& step : plan.steps) {
+    const BoundNode& node = graph.nodes[step.anchor];
+    if (absl::StrContains(node.op_type, "Pool")) layouts[node.name] = step.pool_layout;
+  }
+  return layouts;
+}
+
+// Pools pass the layout on (Note [Channels-last convolutions]): the stem's
+// output reaches the block through the MaxPool, and the block's output
+// reaches the global pool, all NHWC, as in ResNet.
+TEST_P(HalfFusionTest, PoolsBetweenConvsAreChannelsLast) {
+  const BoundGraph graph = Bind(AsType(ConvChain(false, ChainEnds::kPools), GetParam()));
+  const FusionPlan plan = PlanFusion(graph, {});
+  ExpectValidOrder(graph, plan);
+  EXPECT_EQ(plan.channels_last_values, 6);  // s, p, a, d, r, y3
+  ExpectConvLayouts(graph, plan,
+                    {
+                        {"stem", {kNchw, kNhwc, kNchw, 1}},  // X: the graph's input
+                        {"conv1", {kNhwc, kNhwc, kNchw, 1}},
+                        {"down", {kNhwc, kNhwc, kNchw, 1}},
+                        {"conv2", {kNhwc, kNhwc, kNhwc, 2}},
+                        {"conv3", {kNhwc, kNhwc, kNhwc, 2}},
+                    });
+  EXPECT_EQ(PoolLayouts(graph, plan),
+            (std::map<std::string, ConvLayout>{{"gap", kNhwc}, {"pool", kNhwc}}));
+  // A windowed pool reads and writes one layout: when its output is a graph
+  // output (NCHW), its input stays NCHW too; the global pool still reads
+  // the block's NHWC.
+  Model outputs_pool = AsType(ConvChain(false, ChainEnds::kPools), GetParam());
+  outputs_pool.outputs.push_back({"p", outputs_pool.inputs[0].dtype, {-1, 8, 4, 4}});
+  const BoundGraph graph2 = Bind(outputs_pool);
+  const FusionPlan plan2 = PlanFusion(graph2, {});
+  ExpectValidOrder(graph2, plan2);
+  EXPECT_EQ(PoolLayouts(graph2, plan2),
+            (std::map<std::string, ConvLayout>{{"gap", kNhwc}, {"pool", kNchw}}));
+  ExpectConvLayouts(graph2, plan2,
+                    {
+                        {"stem", {kNchw, kNchw, kNchw, 2}},
+                        {"conv1", {kNchw, kNhwc, kNchw, 1}},
+                        {"down", {kNchw, kNhwc, kNchw, 1}},
+                        {"conv2", {kNhwc, kNhwc, kNhwc, 2}},
+                        {"conv3", {kNhwc, kNhwc, kNhwc, 2}},
+                    });
+  // Float32 pools stay NCHW with their convolutions.
+  const BoundGraph float32 = Bind(ConvChain(false, ChainEnds::kPools));
+  EXPECT_EQ(PoolLayouts(float32, PlanFusion(float32, {})),
+            (std::map<std::string, ConvLayout>{{"gap", kNchw}, {"pool", kNchw}}));
 }
 
 // A 1x1 convolution is a GEMM over NCHW data: with a 1x1 downsample and a

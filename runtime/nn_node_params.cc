@@ -74,6 +74,7 @@ GlobalPoolParams GlobalPoolParamsOf(const BoundGraph& graph, const BoundNode& no
   GlobalPoolParams p;
   p.kind = node.op_type == "GlobalMaxPool" ? PoolKind::kMax : PoolKind::kAverage;
   p.rows = x[0] * x[1];
+  p.channels = x[1];
   p.spatial = NumElements(x) / p.rows;
   p.dtype = graph.value(node.inputs[0]).dtype;
   return p;

@@ -5,8 +5,8 @@
 // the CUDA kernels (runtime/cuda/cudnn_conv.h, runtime/cuda/nn_kernels.h), so
 // both executors read one description of the op.
 //
-// Layout is NCHW, dense row-major (a convolution's and its epilogue's may
-// say otherwise: ConvLayout); elements are float32, float16 or bfloat16 (each
+// Layout is NCHW, dense row-major (a convolution's, its epilogue's and a
+// pool's may say otherwise: ConvLayout); elements are float32, float16 or bfloat16 (each
 // struct's dtype), computed in float. A 1-D op (NCW) is the 2-D op with
 // in_h = out_h = kernel_h = stride_h = dilation_h = 1 and zero pads in H.
 
@@ -100,6 +100,9 @@ struct PoolParams {
   int64_t pad_right = 0;
   bool count_include_pad = false;
   DType dtype = DType::kFloat32;  // of x and y
+  // Of x and y alike: NHWC between channels-last convolutions (Note
+  // [Channels-last convolutions] in runtime/fusion.h), on the device only.
+  ConvLayout layout = ConvLayout::kNCHW;
 };
 
 // GlobalAveragePool / GlobalMaxPool: each of `rows` = N*C rows of `spatial`
@@ -111,6 +114,11 @@ struct GlobalPoolParams {
   int64_t rows = 1;
   int64_t spatial = 1;
   DType dtype = DType::kFloat32;  // of x and y
+  // kNHWC (the device only): x is [batch, spatial, channels] with rows =
+  // batch * channels, a row's elements `channels` apart; y [rows] is the
+  // same bytes in either layout.
+  ConvLayout layout = ConvLayout::kNCHW;
+  int64_t channels = 1;
 };
 
 // The activation at the end of a fused epilogue. NaN in gives NaN out for

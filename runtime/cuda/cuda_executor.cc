@@ -282,6 +282,9 @@ class PlanBuilder {
       case StepKind::kMaskedSoftmax:
         return MakeMaskedSoftmaxKernel(graph_, step);
       case StepKind::kKernel:
+        if (step.pool_layout != ConvLayout::kNCHW) {
+          return MakePoolKernel(KernelContext(node, workspace), step.pool_layout);
+        }
         break;
     }
     return MakeCudaKernel(KernelContext(node, workspace));

@@ -1141,15 +1141,16 @@ TEST_P(CudaExecutorHalfModelTest, ConvBlockMatchesHostExecutorFusedAndUnfused) {
 }
 
 // Note [Channels-last convolutions] through every layout pairing, x[B,8,12,12]:
-//   stem   Conv 3x3 (bias)             -> s   NCHW (MaxPool reads it)
-//   pool   MaxPool 2x2                 -> p   NCHW
-//   conv1  Relu(Conv 3x3 (p))          -> a   NHWC (x NCHW, y NHWC)
+//   stem   Conv 3x3 (bias)             -> s   NHWC (x NCHW, the graph's input)
+//   pool   MaxPool 2x2                 -> p   NHWC (x NHWC)
+//   conv1  Relu(Conv 3x3 (p))          -> a   NHWC (x NHWC, y NHWC)
 //   conv2  Relu(Conv 3x3 (a) + d)      -> r   NHWC (x NHWC, residual NHWC)
 //   down   Conv 3x3 (p)                -> d   NHWC (conv2's residual)
-//   conv3  Relu(Conv 3x3 (r) + r)      -> y3  NCHW (x and residual NHWC)
+//   conv3  Relu(Conv 3x3 (r) + r)      -> y3  NCHW for dw (x and residual NHWC)
 //   dw     Conv 3x3 depthwise (y3)     -> z   graph output, NCHW
 //   gap    GlobalAveragePool(y3)       -> y
-Model HalfConvChain(DType dtype) {
+// Without the depthwise tail, y3 is NHWC and the global pool reads it so.
+Model HalfConvChain(DType dtype, bool depthwise_tail) {
   uint64_t seed = 120;
   Model model;
   model.name = "half_conv_chain";
@@ -1161,7 +1162,7 @@ Model HalfConvChain(DType dtype) {
   };
   model.inputs.push_back({"x", dtype, {-1, 8, 12, 12}});
   model.outputs.push_back({"y", dtype, {-1, 16, 1, 1}});
-  model.outputs.push_back({"z", dtype, {-1, 16, 6, 6}});
+  if (depthwise_tail) model.outputs.push_back({"z", dtype, {-1, 16, 6, 6}});
   model.initializers["w0"] = constant({16, 8, 3, 3}, 0.15f);
   model.initializers["b0"] = constant({16}, 0.1f);
   model.initializers["w1"] = constant({16, 16, 3, 3}, 0.1f);
@@ -1186,13 +1187,17 @@ Model HalfConvChain(DType dtype) {
       {"conv3", "Conv", {"r", "w3"}, {"c3"}, pad1},
       {"add3", "Add", {"c3", "r"}, {"s3"}, {}},
       {"relu3", "Relu", {"s3"}, {"y3"}, {}},
-      {"dw",
-       "Conv",
-       {"y3", "wz"},
-       {"z"},
-       {{"pads", std::vector<int64_t>{1, 1, 1, 1}}, {"group", int64_t{16}}}},
       {"gap", "GlobalAveragePool", {"y3"}, {"y"}, {}},
   };
+  if (depthwise_tail) {
+    model.nodes.push_back({"dw",
+                           "Conv",
+                           {"y3", "wz"},
+                           {"z"},
+                           {{"pads", std::vector<int64_t>{1, 1, 1, 1}}, {"group", int64_t{16}}}});
+  } else {
+    model.initializers.erase("wz");
+  }
   return model;
 }
 
@@ -1200,10 +1205,16 @@ TEST_P(CudaExecutorHalfModelTest, ConvChainInEveryLayoutPairingMatchesHostExecut
   const auto [dtype, batch] = GetParam();
   std::vector<HostTensor> inputs;
   inputs.push_back(RandomTensor(dtype, {batch, 8, 12, 12}, 6));
-  ExpectModelMatchesHost(HalfConvChain(dtype), dtype, batch, inputs, [](const CudaExecutor& cuda) {
-    EXPECT_EQ(cuda.conv_steps(), 6);
-    EXPECT_EQ(cuda.channels_last_values(), 3);  // a, d, r
-  });
+  ExpectModelMatchesHost(HalfConvChain(dtype, /*depthwise_tail=*/true), dtype, batch, inputs,
+                         [](const CudaExecutor& cuda) {
+                           EXPECT_EQ(cuda.conv_steps(), 6);
+                           EXPECT_EQ(cuda.channels_last_values(), 5);  // s, p, a, d, r
+                         });
+  ExpectModelMatchesHost(HalfConvChain(dtype, /*depthwise_tail=*/false), dtype, batch, inputs,
+                         [](const CudaExecutor& cuda) {
+                           EXPECT_EQ(cuda.conv_steps(), 5);
+                           EXPECT_EQ(cuda.channels_last_values(), 6);  // and y3
+                         });
 }
 
 // Opset 23's transformer ops in half precision: x[B,8,64] -> RMSNormalization

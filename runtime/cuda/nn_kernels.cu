@@ -459,34 +459,45 @@ __device__ __forceinline__ TapRange TapsWithin(int64_t start, int64_t dilation, 
   return range;
 }
 
-// One output of one plane. Max: NaN wins and stays (no comparison with it is
-// true); -inf when no tap is inside the input. Average: see PoolParams.
-template <PoolKind kKind, typename T>
-__device__ __forceinline__ float PoolOne(const PoolParams& p, const T* __restrict__ x_plane,
-                                         int64_t oh, int64_t ow) {
+// kVec consecutive elements of one 16-byte (or narrower) load.
+template <typename T, int kVec>
+struct alignas(sizeof(T) * kVec) Pack {
+  T v[kVec];
+};
+
+// One output position of kVec channels, whose window taps lie at `x0` plus
+// a row's and a column's stride per tap: NCHW, a plane (rows in_w apart,
+// columns 1) and one channel; NHWC, a batch item's first channel of the kVec
+// (rows in_w * channels apart, columns channels). Max: NaN wins and stays
+// (no comparison with it is true); -inf when no tap is inside the input.
+// Average: see PoolParams.
+template <PoolKind kKind, typename T, int kVec>
+__device__ __forceinline__ void PoolAt(const PoolParams& p, const T* __restrict__ x0,
+                                       int64_t row_stride, int64_t col_stride, int64_t oh,
+                                       int64_t ow, float (&out)[kVec]) {
   const int64_t h0 = oh * p.stride_h - p.pad_top;
   const int64_t w0 = ow * p.stride_w - p.pad_left;
   const TapRange rows = TapsWithin(h0, p.dilation_h, p.kernel_h, 0, p.in_h);
   const TapRange cols = TapsWithin(w0, p.dilation_w, p.kernel_w, 0, p.in_w);
-  if constexpr (kKind == PoolKind::kMax) {
-    float best = -INFINITY;
-    for (int64_t kh = rows.begin; kh < rows.end; ++kh) {
-      const T* __restrict__ x_row = x_plane + (h0 + kh * p.dilation_h) * p.in_w + w0;
-      for (int64_t kw = cols.begin; kw < cols.end; ++kw) {
-        const float v = static_cast<float>(__ldg(x_row + kw * p.dilation_w));
-        if (v > best || v != v) best = v;
+#pragma unroll
+  for (int j = 0; j < kVec; ++j) out[j] = kKind == PoolKind::kMax ? -INFINITY : 0.0f;
+  for (int64_t kh = rows.begin; kh < rows.end; ++kh) {
+    const T* __restrict__ x_row = x0 + (h0 + kh * p.dilation_h) * row_stride + w0 * col_stride;
+    for (int64_t kw = cols.begin; kw < cols.end; ++kw) {
+      const Pack<T, kVec> v =
+          *reinterpret_cast<const Pack<T, kVec>*>(x_row + kw * p.dilation_w * col_stride);
+#pragma unroll
+      for (int j = 0; j < kVec; ++j) {
+        const float e = static_cast<float>(v.v[j]);
+        if constexpr (kKind == PoolKind::kMax) {
+          if (e > out[j] || e != e) out[j] = e;
+        } else {
+          out[j] += e;
+        }
       }
     }
-    return best;
-  } else {
-    if (rows.count() == 0 || cols.count() == 0) return 0.0f;
-    float sum = 0.0f;
-    for (int64_t kh = rows.begin; kh < rows.end; ++kh) {
-      const T* __restrict__ x_row = x_plane + (h0 + kh * p.dilation_h) * p.in_w + w0;
-      for (int64_t kw = cols.begin; kw < cols.end; ++kw) {
-        sum += static_cast<float>(__ldg(x_row + kw * p.dilation_w));
-      }
-    }
+  }
+  if constexpr (kKind == PoolKind::kAverage) {
     int64_t divisor = rows.count() * cols.count();
     if (p.count_include_pad) {
       // Padded positions count, but not those past the padded end that
@@ -495,8 +506,20 @@ __device__ __forceinline__ float PoolOne(const PoolParams& p, const T* __restric
           TapsWithin(h0, p.dilation_h, p.kernel_h, -p.pad_top, p.in_h + p.pad_bottom).count() *
           TapsWithin(w0, p.dilation_w, p.kernel_w, -p.pad_left, p.in_w + p.pad_right).count();
     }
-    return sum / static_cast<float>(divisor);
+#pragma unroll
+    for (int j = 0; j < kVec; ++j) {
+      out[j] = rows.count() == 0 || cols.count() == 0 ? 0.0f : out[j] / static_cast<float>(divisor);
+    }
   }
+}
+
+// Output element (n, c, oh, ow) of an NCHW pool, from its plane n * C + c.
+template <PoolKind kKind, typename T>
+__device__ __forceinline__ T PoolNchwAt(const PoolParams& p, const T* __restrict__ x, int64_t plane,
+                                        int64_t oh, int64_t ow) {
+  float out[1];
+  PoolAt<kKind, T, 1>(p, x + plane * p.in_h * p.in_w, p.in_w, 1, oh, ow, out);
+  return static_cast<T>(out[0]);
 }
 
 template <PoolKind kKind, typename T>
@@ -509,7 +532,7 @@ __global__ void __launch_bounds__(kThreads)
   const uint32_t ow = i - row * out_w.divisor;
   const uint32_t plane = out_h.Div(row);
   const uint32_t oh = row - plane * out_h.divisor;
-  y[i] = static_cast<T>(PoolOne<kKind>(p, x + static_cast<int64_t>(plane) * p.in_h * p.in_w, oh, ow));
+  y[i] = PoolNchwAt<kKind>(p, x, plane, oh, ow);
 }
 
 template <PoolKind kKind, typename T>
@@ -520,14 +543,84 @@ __global__ void __launch_bounds__(kThreads)
        i += step) {
     const int64_t row = i / p.out_w;
     const int64_t plane = row / p.out_h;
-    y[i] = static_cast<T>(
-        PoolOne<kKind>(p, x + plane * p.in_h * p.in_w, row - plane * p.out_h, i - row * p.out_w));
+    y[i] = PoolNchwAt<kKind>(p, x, plane, row - plane * p.out_h, i - row * p.out_w);
   }
+}
+
+// Channels-last pooling (Note [Channels-last convolutions] in
+// runtime/fusion.h): one thread per output position and kVec consecutive
+// channels, so a warp's loads of one tap are consecutive bytes (16 a thread
+// for 16-bit types when the channels come in eights). Pack `i` of y holds
+// position (n, oh, ow) = i / groups, channels (i % groups) * kVec on.
+template <PoolKind kKind, typename T, int kVec>
+__device__ __forceinline__ void PoolNhwcPack(const PoolParams& p, const T* __restrict__ x,
+                                             T* __restrict__ y, int64_t i, int64_t n, int64_t oh,
+                                             int64_t ow, int64_t c0) {
+  float out[kVec];
+  PoolAt<kKind, T, kVec>(p, x + n * p.in_h * p.in_w * p.channels + c0, p.in_w * p.channels,
+                         p.channels, oh, ow, out);
+  Pack<T, kVec> packed;
+#pragma unroll
+  for (int j = 0; j < kVec; ++j) packed.v[j] = static_cast<T>(out[j]);
+  reinterpret_cast<Pack<T, kVec>*>(y)[i] = packed;
+}
+
+template <PoolKind kKind, typename T, int kVec>
+__global__ void __launch_bounds__(kThreads)
+    PoolNhwcKernel(PoolParams p, uint32_t packs, FastDivider groups, FastDivider out_w,
+                   FastDivider out_h, const T* __restrict__ x, T* __restrict__ y) {
+  const uint32_t i = blockIdx.x * kThreads + threadIdx.x;
+  if (i >= packs) return;
+  const uint32_t position = groups.Div(i);
+  const uint32_t row = out_w.Div(position);
+  const uint32_t n = out_h.Div(row);
+  PoolNhwcPack<kKind, T, kVec>(p, x, y, i, n, row - n * out_h.divisor,
+                               position - row * out_w.divisor,
+                               (i - position * groups.divisor) * kVec);
+}
+
+template <PoolKind kKind, typename T, int kVec>
+__global__ void __launch_bounds__(kThreads)
+    PoolNhwcKernel64(PoolParams p, int64_t packs, int64_t groups, const T* __restrict__ x,
+                     T* __restrict__ y) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * kThreads;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; i < packs;
+       i += step) {
+    const int64_t position = i / groups;
+    const int64_t row = position / p.out_w;
+    const int64_t n = row / p.out_h;
+    PoolNhwcPack<kKind, T, kVec>(p, x, y, i, n, row - n * p.out_h, position - row * p.out_w,
+                                 (i - position * groups) * kVec);
+  }
+}
+
+template <PoolKind kKind, typename T, int kVec>
+cudaError_t LaunchPoolNhwcOf(const PoolParams& p, int64_t count, const T* x, T* y,
+                             cudaStream_t stream) {
+  const int64_t packs = count / kVec;
+  const int64_t groups = p.channels / kVec;
+  if (packs <= kIndex32Limit) {
+    PoolNhwcKernel<kKind, T, kVec><<<BlocksFor(packs), kThreads, 0, stream>>>(
+        p, static_cast<uint32_t>(packs), FastDivider(static_cast<uint32_t>(groups)),
+        FastDivider(static_cast<uint32_t>(p.out_w)), FastDivider(static_cast<uint32_t>(p.out_h)), x,
+        y);
+  } else {
+    PoolNhwcKernel64<kKind, T, kVec>
+        <<<StridedBlocks(packs), kThreads, 0, stream>>>(p, packs, groups, x, y);
+  }
+  return cudaGetLastError();
 }
 
 template <PoolKind kKind, typename T>
 cudaError_t LaunchPoolOf(const PoolParams& p, int64_t count, const T* x, T* y,
                          cudaStream_t stream) {
+  if (p.layout == ConvLayout::kNHWC) {
+    constexpr int kVec = 16 / sizeof(T);
+    if (p.channels % kVec == 0 && IsAligned(x, 16) && IsAligned(y, 16)) {
+      return LaunchPoolNhwcOf<kKind, T, kVec>(p, count, x, y, stream);
+    }
+    return LaunchPoolNhwcOf<kKind, T, 1>(p, count, x, y, stream);
+  }
   if (count <= kIndex32Limit) {
     PoolKernel<kKind, T><<<BlocksFor(count), kThreads, 0, stream>>>(
         p, static_cast<uint32_t>(count), FastDivider(static_cast<uint32_t>(p.out_w)),
@@ -623,9 +716,54 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// Channels-last global pooling: one thread per batch item and kVec
+// consecutive channels, summing (or taking the max of) its positions in
+// order, so a warp reads consecutive bytes at each position. Pack `i` of y
+// is row n * channels + c for n = i / groups, c = (i % groups) * kVec on.
+template <PoolKind kKind, typename T, int kVec>
+__global__ void __launch_bounds__(kThreads)
+    GlobalPoolNhwcKernel(int64_t packs, int64_t groups, int64_t spatial, const T* __restrict__ x,
+                         T* __restrict__ y) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * kThreads;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; i < packs;
+       i += step) {
+    const int64_t n = i / groups;
+    const auto* column =
+        reinterpret_cast<const Pack<T, kVec>*>(x) + n * spatial * groups + (i - n * groups);
+    float acc[kVec];
+#pragma unroll
+    for (int j = 0; j < kVec; ++j) acc[j] = Identity<kKind>();
+    for (int64_t s = 0; s < spatial; ++s) {
+      const Pack<T, kVec> v = column[s * groups];
+#pragma unroll
+      for (int j = 0; j < kVec; ++j) acc[j] = Combine<kKind>(acc[j], static_cast<float>(v.v[j]));
+    }
+    Pack<T, kVec> packed;
+#pragma unroll
+    for (int j = 0; j < kVec; ++j) packed.v[j] = static_cast<T>(Finish<kKind>(acc[j], spatial));
+    reinterpret_cast<Pack<T, kVec>*>(y)[i] = packed;
+  }
+}
+
+template <PoolKind kKind, typename T, int kVec>
+cudaError_t LaunchGlobalPoolNhwcOf(const GlobalPoolParams& p, const T* x, T* y,
+                                   cudaStream_t stream) {
+  const int64_t packs = p.rows / kVec;
+  GlobalPoolNhwcKernel<kKind, T, kVec>
+      <<<StridedBlocks(packs), kThreads, 0, stream>>>(packs, p.channels / kVec, p.spatial, x, y);
+  return cudaGetLastError();
+}
+
 template <PoolKind kKind, typename T>
 cudaError_t LaunchGlobalPoolOf(const GlobalPoolParams& p, const T* x, T* y,
                                cudaStream_t stream) {
+  if (p.layout == ConvLayout::kNHWC) {
+    constexpr int kVec = 16 / sizeof(T);
+    if (p.channels % kVec == 0 && IsAligned(x, 16) && IsAligned(y, 16)) {
+      return LaunchGlobalPoolNhwcOf<kKind, T, kVec>(p, x, y, stream);
+    }
+    return LaunchGlobalPoolNhwcOf<kKind, T, 1>(p, x, y, stream);
+  }
   if (p.spatial >= kBlockRowSpatial) {
     const auto blocks = static_cast<unsigned>(std::min(p.rows, kMaxStridedBlocks));
     GlobalPoolBlockKernel<kKind, T><<<blocks, kThreads, 0, stream>>>(p.rows, p.spatial, x, y);
@@ -870,7 +1008,10 @@ cudaError_t LaunchPool(const PoolParams& p, const void* x, void* y, cudaStream_t
 
 cudaError_t LaunchGlobalPool(const GlobalPoolParams& p, const void* x, void* y,
                              cudaStream_t stream) {
-  if (p.rows < 0 || p.spatial < 0) return cudaErrorInvalidValue;
+  if (p.rows < 0 || p.spatial < 0 ||
+      (p.layout == ConvLayout::kNHWC && (p.channels < 1 || p.rows % p.channels != 0))) {
+    return cudaErrorInvalidValue;
+  }
   if (p.rows == 0) return cudaSuccess;
   return VisitNnType(p.dtype, [&](auto tag) -> cudaError_t {
     using T = decltype(tag);

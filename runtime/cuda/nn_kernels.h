@@ -37,12 +37,18 @@ namespace graphserve {
 // Average: float32 sum over the window's positions inside the input divided
 // by PoolParams' divisor (count_include_pad either way); a window with no
 // position inside the input gives 0. Dilation applies to both kinds, as the
-// host reference does (binding never asks average for one).
+// host reference does (binding never asks average for one). With
+// params.layout kNHWC, x and y are [batch, h, w, channels] and the same
+// outputs come out, summed in the same order; 16-byte loads when the
+// channels come in 16 bytes and x and y are 16-byte aligned.
 cudaError_t LaunchPool(const PoolParams& params, const void* x, void* y, cudaStream_t stream);
 
 // y [rows] = max or mean of each row of x [rows, spatial]. One warp per row,
 // one block per row for long rows; float32 tree-order sums. An empty row
 // (spatial 0) gives -inf (max) or NaN (mean: 0 / 0), as the host reference.
+// With params.layout kNHWC, x is [batch, spatial, channels]: one thread per
+// batch item and channel (or 16 bytes of channels) sums its positions in
+// order.
 cudaError_t LaunchGlobalPool(const GlobalPoolParams& params, const void* x, void* y,
                              cudaStream_t stream);
 

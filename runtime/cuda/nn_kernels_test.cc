@@ -15,6 +15,7 @@
 #include <tuple>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "common/cuda_handles.h"
 #include "runtime/cuda/kernel_test_util.h"
 #include "runtime/host/nn_reference.h"
@@ -263,6 +264,160 @@ INSTANTIATE_TEST_SUITE_P(
                        // threshold and 112x112; 0 is an empty row.
                        ::testing::Values(int64_t{1}, int64_t{7}, int64_t{49}, int64_t{3136},
                                          int64_t{4096}, int64_t{12544}, int64_t{0})));
+
+// ------------------------------------------------------ Channels-last pooling
+
+// x [batch, channels, spatial] as [batch, spatial, channels], and back.
+std::vector<float> ToChannelsLast(const std::vector<float>& x, int64_t channels, int64_t spatial) {
+  std::vector<float> y(x.size());
+  const int64_t batch = static_cast<int64_t>(x.size()) / (channels * spatial);
+  for (int64_t n = 0; n < batch; ++n) {
+    for (int64_t c = 0; c < channels; ++c) {
+      for (int64_t s = 0; s < spatial; ++s) {
+        y[(n * spatial + s) * channels + c] = x[(n * channels + c) * spatial + s];
+      }
+    }
+  }
+  return y;
+}
+
+std::vector<float> FromChannelsLast(const std::vector<float>& y, int64_t channels,
+                                    int64_t spatial) {
+  std::vector<float> x(y.size());
+  const int64_t batch = static_cast<int64_t>(y.size()) / (channels * spatial);
+  for (int64_t n = 0; n < batch; ++n) {
+    for (int64_t c = 0; c < channels; ++c) {
+      for (int64_t s = 0; s < spatial; ++s) {
+        x[(n * channels + c) * spatial + s] = y[(n * spatial + s) * channels + c];
+      }
+    }
+  }
+  return x;
+}
+
+// Runs `launch` on x (rounded to `dtype`) into `count` outputs.
+template <typename Launch>
+std::vector<float> RunOn(DType dtype, std::vector<float> x, size_t count, Launch launch,
+                         cudaStream_t stream) {
+  std::vector<float> poison(count, -7.0f);
+  absl::StatusOr<DeviceBuffer> dx = UploadAs(dtype, x);
+  absl::StatusOr<DeviceBuffer> dy = UploadAs(dtype, poison);
+  EXPECT_TRUE(dx.ok() && dy.ok());
+  if (!dx.ok() || !dy.ok()) return {};
+  EXPECT_EQ(launch(dx->get(), dy->get()), cudaSuccess);
+  EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  absl::StatusOr<std::vector<float>> got = DownloadAs(dtype, *dy, count);
+  EXPECT_TRUE(got.ok()) << got.status();
+  return got.ok() ? *std::move(got) : std::vector<float>{};
+}
+
+// Note [Channels-last convolutions] in runtime/fusion.h: a pool over NHWC
+// data gives exactly what it gives over NCHW (the same taps summed in the
+// same order), with 3 channels one at a time and with 16 in 16-byte packs
+// (four float32s, eight 16-bit values).
+using ChannelsLastPoolCase = std::tuple<DType, int64_t /*channels*/, PoolCase>;
+
+class ChannelsLastPoolTest : public NnKernelsTest,
+                             public ::testing::WithParamInterface<ChannelsLastPoolCase> {};
+
+TEST_P(ChannelsLastPoolTest, MatchesChannelsFirst) {
+  const auto& [dtype, channels, pool] = GetParam();
+  PoolParams p = pool.params;
+  p.channels = channels;
+  p.dtype = dtype;
+  const int64_t in_spatial = p.in_h * p.in_w;
+  const int64_t out_spatial = p.out_h * p.out_w;
+  std::mt19937 rng(static_cast<uint32_t>(in_spatial * 131 + channels));
+  std::vector<float> x = RandomNormal(p.batch * channels * in_spatial, rng);
+  InjectSpecials(x, p.kernel_h * p.kernel_w, 0.2, rng);
+  const size_t count = p.batch * channels * out_spatial;
+  // Where few windows reach the input (the WindowsInPadding cases) the
+  // injected NaNs may all lie outside them: then the first input some
+  // window reads becomes one.
+  const auto sees_nan = [&p, &x, count] {
+    std::vector<float> reference(count);
+    PoolReference(p, x.data(), reference.data());
+    return CountIf(reference, IsNan) > 0;
+  };
+  for (size_t i = 0; i < x.size() && !sees_nan(); ++i) {
+    const float kept = x[i];
+    x[i] = kNaN;
+    if (!sees_nan()) x[i] = kept;
+  }
+  const std::vector<float> want = RunOn(
+      dtype, x, count, [&](void* in, void* out) { return LaunchPool(p, in, out, stream_.get()); },
+      stream_.get());
+  p.layout = ConvLayout::kNHWC;
+  const std::vector<float> got = FromChannelsLast(
+      RunOn(
+          dtype, ToChannelsLast(x, channels, in_spatial), count,
+          [&](void* in, void* out) { return LaunchPool(p, in, out, stream_.get()); },
+          stream_.get()),
+      channels, out_spatial);
+  ASSERT_GT(CountIf(want, IsNan), 0) << "the case must see a NaN";
+  EXPECT_TRUE(MatchesReference(got, want, 0.0, {}, 0.0));
+}
+
+std::string ChannelsLastPoolName(const ::testing::TestParamInfo<ChannelsLastPoolCase>& info) {
+  const auto& [dtype, channels, pool] = info.param;
+  return absl::StrCat(DTypeName(dtype), "_C", channels, "_", pool.name);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cases, ChannelsLastPoolTest,
+                         ::testing::Combine(::testing::Values(DType::kFloat32, DType::kFloat16,
+                                                              DType::kBFloat16),
+                                            ::testing::Values(int64_t{3}, int64_t{16}),
+                                            ::testing::ValuesIn(PoolCases())),
+                         ChannelsLastPoolName);
+
+// A global pool over NHWC data: max exactly as over NCHW, an average within
+// the rounding of a float sum taken in another order.
+using ChannelsLastGlobalPoolCase =
+    std::tuple<DType, PoolKind, int64_t /*channels*/, int64_t /*spatial*/>;
+
+class ChannelsLastGlobalPoolTest
+    : public NnKernelsTest,
+      public ::testing::WithParamInterface<ChannelsLastGlobalPoolCase> {};
+
+TEST_P(ChannelsLastGlobalPoolTest, MatchesChannelsFirst) {
+  GlobalPoolParams p;
+  std::tie(p.dtype, p.kind, p.channels, p.spatial) = GetParam();
+  constexpr int64_t kBatch = 3;
+  p.rows = kBatch * p.channels;
+  std::mt19937 rng(static_cast<uint32_t>(p.channels * 31 + p.spatial));
+  std::vector<float> x = RandomNormal(p.rows * p.spatial, rng);
+  x[p.spatial / 2] = kNaN;              // row 0
+  x[p.spatial + p.spatial / 3] = kInf;  // row 1
+  const auto launch = [&](void* in, void* out) {
+    return LaunchGlobalPool(p, in, out, stream_.get());
+  };
+  const std::vector<float> want = RunOn(p.dtype, x, p.rows, launch, stream_.get());
+  std::vector<float> magnitude(p.rows);
+  GlobalPoolReference(p, Abs(x).data(), magnitude.data());
+  p.layout = ConvLayout::kNHWC;
+  const std::vector<float> got =
+      RunOn(p.dtype, ToChannelsLast(x, p.channels, p.spatial), p.rows, launch, stream_.get());
+  ASSERT_TRUE(std::isnan(want[0]));
+  ASSERT_TRUE(std::isinf(want[1]));
+  const double rtol = p.kind == PoolKind::kMax ? 0.0 : 2 * UnitRoundoff(p.dtype) + kTolerance;
+  EXPECT_TRUE(MatchesReference(got, want, rtol, magnitude, DTypeFloor(p.dtype)));
+}
+
+std::string ChannelsLastGlobalPoolName(
+    const ::testing::TestParamInfo<ChannelsLastGlobalPoolCase>& info) {
+  const auto& [dtype, kind, channels, spatial] = info.param;
+  return absl::StrCat(DTypeName(dtype), kind == PoolKind::kMax ? "_Max" : "_Average", "_C",
+                      channels, "_S", spatial);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, ChannelsLastGlobalPoolTest,
+    ::testing::Combine(::testing::Values(DType::kFloat32, DType::kFloat16, DType::kBFloat16),
+                       ::testing::Values(PoolKind::kMax, PoolKind::kAverage),
+                       ::testing::Values(int64_t{5}, int64_t{64}),  // one at a time; packs
+                       // ResNet's 7x7, and 1
+                       ::testing::Values(int64_t{49}, int64_t{1})),
+    ChannelsLastGlobalPoolName);
 
 // ---------------------------------------------------- LaunchChannelEpilogue
 

@@ -107,21 +107,7 @@ std::shared_ptr<const CudnnConv::Plan> SharedPlan(const AlgorithmChoices* choice
 }
 
 absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakePool(const CudaKernelContext& context) {
-  return MakeLaunchKernel<PoolParams>(
-      Label(context.node), PoolParamsOf(context.graph, context.node),
-      [](const PoolParams& p, DeviceInputs in, DeviceOutputs out, cudaStream_t stream) {
-        return LaunchPool(p, in[0], out[0], stream);
-      },
-      "LaunchPool");
-}
-
-absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeGlobalPool(const CudaKernelContext& context) {
-  return MakeLaunchKernel<GlobalPoolParams>(
-      Label(context.node), GlobalPoolParamsOf(context.graph, context.node),
-      [](const GlobalPoolParams& p, DeviceInputs in, DeviceOutputs out, cudaStream_t stream) {
-        return LaunchGlobalPool(p, in[0], out[0], stream);
-      },
-      "LaunchGlobalPool");
+  return MakePoolKernel(context, ConvLayout::kNCHW);
 }
 
 // A BatchNormalization import could not fold into a Conv: inputs x, scale,
@@ -172,13 +158,36 @@ absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakeConv(const CudaKernelContext& 
 
 }  // namespace
 
+absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakePoolKernel(const CudaKernelContext& context,
+                                                             ConvLayout layout) {
+  const std::string& op = context.node.op_type;
+  if (op == "GlobalAveragePool" || op == "GlobalMaxPool") {
+    GlobalPoolParams params = GlobalPoolParamsOf(context.graph, context.node);
+    params.layout = layout;
+    return MakeLaunchKernel<GlobalPoolParams>(
+        Label(context.node), params,
+        [](const GlobalPoolParams& p, DeviceInputs in, DeviceOutputs out, cudaStream_t stream) {
+          return LaunchGlobalPool(p, in[0], out[0], stream);
+        },
+        "LaunchGlobalPool");
+  }
+  PoolParams params = PoolParamsOf(context.graph, context.node);
+  params.layout = layout;
+  return MakeLaunchKernel<PoolParams>(
+      Label(context.node), params,
+      [](const PoolParams& p, DeviceInputs in, DeviceOutputs out, cudaStream_t stream) {
+        return LaunchPool(p, in[0], out[0], stream);
+      },
+      "LaunchPool");
+}
+
 void AddNnCudaKernels(CudaKernelDefs& defs) {
   // cuDNN's data types and the pooling and epilogue kernels' (computed in
   // float, runtime/cuda/nn_kernels.h).
   const DTypeSet nn_types = DTypes({DType::kFloat32, DType::kFloat16, DType::kBFloat16});
   for (const char* op : {"AveragePool", "MaxPool"}) defs.push_back({op, nn_types, MakePool});
   for (const char* op : {"GlobalAveragePool", "GlobalMaxPool"}) {
-    defs.push_back({op, nn_types, MakeGlobalPool});
+    defs.push_back({op, nn_types, MakePool});
   }
   for (const char* op : {"Clip", "HardSigmoid", "HardSwish"}) {
     defs.push_back({op, nn_types, MakeActivation});

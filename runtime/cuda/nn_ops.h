@@ -33,6 +33,14 @@ struct ConvFusion {
   ConvLayout residual_layout = ConvLayout::kNCHW;
 };
 
+// A MaxPool or AveragePool node with x and y in `layout`, or a
+// GlobalAveragePool or GlobalMaxPool with x in it (its [N, C, 1, 1] output
+// is the same bytes either way): kNHWC between channels-last convolutions
+// (Note [Channels-last convolutions] in runtime/fusion.h). The op
+// registry's factory of these ops is this at kNCHW.
+absl::StatusOr<std::unique_ptr<CudaOpKernel>> MakePoolKernel(const CudaKernelContext& context,
+                                                             ConvLayout layout);
+
 // A Conv node on cuDNN, then (when anything is fused) one epilogue launch
 // over its output in place; or a depthwise Conv on our own kernel, its
 // epilogue fused (context.own_depthwise_convs, DepthwiseConvRuns). Enqueue's
