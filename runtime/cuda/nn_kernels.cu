@@ -162,13 +162,39 @@ __device__ __forceinline__ float Load(const T* p, int64_t i) {
   return static_cast<float>(p[i]);
 }
 
-template <typename Act>
-__device__ __forceinline__ float Epilogue(const Act& act, float x, float s, float t) {
-  return act(fmaf(x, s, t));
+// Note [Sigmoid rounded to 16 bits]
+// ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+// Sigmoid's exact-in-float form (expf and an IEEE division, Sigmoid above)
+// is some 25 instructions, four times an output's in a 3x3 depthwise
+// convolution: EfficientNet-B0's depthwise kernels at batch 64 in float16
+// issued instructions on 80% of cycles at 13-27% of the memory bandwidth
+// (ncu, call 97 in bench/results/2026-12-01_d7c19d7_channels_last_pools_h200).
+// An output rounded to float16 or bfloat16 (relative error 2^-11 or 2^-8)
+// does not see the last few float ulps, so there sigmoid is the hardware's
+// exponential and reciprocal, 1 / (1 + __expf(-v)): __expf is within
+// 2 + 1.2 |v| ulps, and past |v| = 17 the result is 0 or 1 in float16
+// either way. The special values keep their meaning: NaN gives NaN, +inf 1,
+// -inf 0 (and SiLU's -inf * 0 NaN, as ActSilu). Float32 outputs keep the
+// exact form.
+template <typename T, typename Act>
+__device__ __forceinline__ float Activate(const Act& act, float v) {
+  constexpr bool kSilu = std::is_same_v<Act, ActSilu>;
+  if constexpr (!std::is_same_v<T, float> && (kSilu || std::is_same_v<Act, ActSigmoid>)) {
+    const float sigmoid = __frcp_rn(1.0f + __expf(-v));
+    return kSilu ? v * sigmoid : sigmoid;
+  } else {
+    return act(v);
+  }
 }
-template <typename Act>
+
+// y = act(x * s + t [+ r]) for an output of type T.
+template <typename T, typename Act>
+__device__ __forceinline__ float Epilogue(const Act& act, float x, float s, float t) {
+  return Activate<T>(act, fmaf(x, s, t));
+}
+template <typename T, typename Act>
 __device__ __forceinline__ float Epilogue(const Act& act, float x, float s, float t, float r) {
-  return act(fmaf(x, s, t) + r);
+  return Activate<T>(act, fmaf(x, s, t) + r);
 }
 
 // One 4-float pack per thread. spatial % 4 == 0, so a pack never straddles
@@ -187,15 +213,15 @@ __global__ void __launch_bounds__(kThreads)
   float4 v = x[p];
   if constexpr (kResidual) {
     const float4 r = residual[p];
-    v.x = Epilogue(act, v.x, s, t, r.x);
-    v.y = Epilogue(act, v.y, s, t, r.y);
-    v.z = Epilogue(act, v.z, s, t, r.z);
-    v.w = Epilogue(act, v.w, s, t, r.w);
+    v.x = Epilogue<float>(act, v.x, s, t, r.x);
+    v.y = Epilogue<float>(act, v.y, s, t, r.y);
+    v.z = Epilogue<float>(act, v.z, s, t, r.z);
+    v.w = Epilogue<float>(act, v.w, s, t, r.w);
   } else {
-    v.x = Epilogue(act, v.x, s, t);
-    v.y = Epilogue(act, v.y, s, t);
-    v.z = Epilogue(act, v.z, s, t);
-    v.w = Epilogue(act, v.w, s, t);
+    v.x = Epilogue<float>(act, v.x, s, t);
+    v.y = Epilogue<float>(act, v.y, s, t);
+    v.z = Epilogue<float>(act, v.z, s, t);
+    v.w = Epilogue<float>(act, v.w, s, t);
   }
   y[p] = v;
 }
@@ -211,9 +237,9 @@ __global__ void __launch_bounds__(kThreads)
   const float s = scale != nullptr ? Load(scale, c) : 1.0f;
   const float t = shift != nullptr ? Load(shift, c) : 0.0f;
   if constexpr (kResidual) {
-    y[i] = static_cast<T>(Epilogue(act, Load(x, i), s, t, Load(residual, i)));
+    y[i] = static_cast<T>(Epilogue<T>(act, Load(x, i), s, t, Load(residual, i)));
   } else {
-    y[i] = static_cast<T>(Epilogue(act, Load(x, i), s, t));
+    y[i] = static_cast<T>(Epilogue<T>(act, Load(x, i), s, t));
   }
 }
 
@@ -257,9 +283,9 @@ __global__ void __launch_bounds__(kThreads)
     const float t = shift != nullptr ? Load(shift, c) : 0.0f;
     if constexpr (kResidual) {
       os[j] = static_cast<T>(
-          Epilogue(act, static_cast<float>(xs[j]), sc, t, static_cast<float>(rs[j])));
+          Epilogue<T>(act, static_cast<float>(xs[j]), sc, t, static_cast<float>(rs[j])));
     } else {
-      os[j] = static_cast<T>(Epilogue(act, static_cast<float>(xs[j]), sc, t));
+      os[j] = static_cast<T>(Epilogue<T>(act, static_cast<float>(xs[j]), sc, t));
     }
   }
   y[p] = out;
@@ -291,7 +317,7 @@ __global__ void __launch_bounds__(kThreads)
     }
     const float sc = scale != nullptr ? Load(scale, c) : 1.0f;
     const float t = shift != nullptr ? Load(shift, c) : 0.0f;
-    y[i] = static_cast<T>(Epilogue(act, Load(x, i), sc, t, Load(residual, r)));
+    y[i] = static_cast<T>(Epilogue<T>(act, Load(x, i), sc, t, Load(residual, r)));
   }
 }
 
@@ -306,8 +332,9 @@ __global__ void __launch_bounds__(kThreads)
     const int64_t c = (i / spatial) % channels;
     const float s = scale != nullptr ? Load(scale, c) : 1.0f;
     const float t = shift != nullptr ? Load(shift, c) : 0.0f;
-    y[i] = static_cast<T>(residual != nullptr ? Epilogue(act, Load(x, i), s, t, Load(residual, i))
-                                              : Epilogue(act, Load(x, i), s, t));
+    y[i] =
+        static_cast<T>(residual != nullptr ? Epilogue<T>(act, Load(x, i), s, t, Load(residual, i))
+                                           : Epilogue<T>(act, Load(x, i), s, t));
   }
 }
 
@@ -403,7 +430,7 @@ __global__ void __launch_bounds__(kThreads)
     const int64_t o = (static_cast<int64_t>(plane) * g.out_h + oy) * g.out_w + ox;
     float value = acc[v] + b;
     if (residual != nullptr) value += static_cast<float>(residual[o]);
-    y[o] = static_cast<T>(act(value));
+    y[o] = static_cast<T>(Activate<T>(act, value));
   }
 }
 

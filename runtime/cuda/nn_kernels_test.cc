@@ -843,10 +843,21 @@ struct DepthwiseShape {
 
 std::vector<DepthwiseShape> DepthwiseShapes() {
   return {
-      {"K3S1", 2, 5, 9, 11, 3, 1, 1},        {"K3S2", 3, 4, 12, 13, 3, 2, 1},
-      {"K5S1", 1, 6, 7, 7, 5, 1, 2},         {"K5S2", 2, 3, 15, 14, 5, 2, 2},
-      {"K7S1", 1, 2, 10, 9, 7, 1, 3},        {"K7S2NoPad", 2, 3, 16, 17, 7, 2, 0},
-      {"K3S1Plane1x1", 4, 8, 1, 1, 3, 1, 1}, {"K5S1Wide", 1, 3, 5, 70, 5, 1, 2},
+      {"K3S1", 2, 5, 9, 11, 3, 1, 1},
+      {"K3S2", 3, 4, 12, 13, 3, 2, 1},
+      {"K5S1", 1, 6, 7, 7, 5, 1, 2},
+      {"K5S2", 2, 3, 15, 14, 5, 2, 2},
+      {"K7S1", 1, 2, 10, 9, 7, 1, 3},
+      {"K7S2NoPad", 2, 3, 16, 17, 7, 2, 0},
+      {"K3S1Plane1x1", 4, 8, 1, 1, 3, 1, 1},
+      {"K5S1Wide", 1, 3, 5, 70, 5, 1, 2},
+      // DepthwiseSplit: rows wider than a block (two column tiles), planes
+      // taller than one band, many small planes a block (the last block
+      // partly filled).
+      {"K3S1Cols300", 1, 2, 6, 300, 3, 1, 1},
+      {"K7S2Cols300", 1, 3, 9, 600, 7, 2, 3},
+      {"K5S1Bands", 1, 2, 70, 40, 5, 1, 2},
+      {"K3S1SmallPlanes", 5, 7, 7, 7, 3, 1, 1},
   };
 }
 
