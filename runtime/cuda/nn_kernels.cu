@@ -361,7 +361,14 @@ __global__ void __launch_bounds__(kThreads)
 // tensors_depthwise_h200): EfficientNet-B0 float16 at batch 1 / 8, 484-512 /
 // 947-954 us against 520-557 / 1107-1122; MobileNetV3-L 353-365 / 535-539
 // against 378-395 / 647-648; float32 faster too (EfficientNet-B0 1491-1499
-// against 1655-1670 us at batch 8).
+// against 1655-1670 us at batch 8). At batch 64 it issues instructions on
+// about 80% of cycles at 13-27% of the memory bandwidth (ncu, call 97 in
+// bench/results/2026-12-01_d7c19d7_channels_last_pools_h200): instructions,
+// not bytes, bound it. Two variants measured slower there: staging each
+// block's input in shared memory first (EfficientNet-B0 3621-3640 against
+// 3356 us at batch 64, call 96) and eight rows a thread (505-527 against
+// 481-484 us at batch 1, call 99). Sigmoid's cost went (Note [Sigmoid
+// rounded to 16 bits]).
 constexpr int kDepthwiseRows = 4;
 
 struct DepthwiseGeometry {
